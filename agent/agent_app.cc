@@ -1,0 +1,326 @@
+#include "agent/agent_app.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <exception>
+#include <iostream>
+#include <memory>
+#include <regex>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "agent/agent_runner.h"
+#include "agent/ethtool_ioctl.h"
+#include "agent/ethtool_source.h"
+#include "agent/exposition.h"
+#include "agent/netdev_source.h"
+#include "agent/rdma_sysfs_source.h"
+#include "agent/snapshot_json.h"
+#include "agent/snapshotter.h"
+#include "agent/stream_client.h"
+#include "agent/stream_sink.h"
+#include "agent/sysfs_reader.h"
+#include "agent/verbs.h"
+#include "agent/verbs_port_source.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "prometheus/exposer.h"
+
+namespace fabricdiag::agent {
+namespace {
+
+// "HOST:PORT", "[v6]:PORT". The port must be a number in 0..65535.
+absl::Status ValidateHostPort(absl::string_view flag, absl::string_view value,
+                              bool allow_port_zero) {
+  const size_t colon = value.rfind(':');
+  if (colon == absl::string_view::npos || colon == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, "=", value, ": expected HOST:PORT"));
+  }
+  uint32_t port = 0;
+  if (!absl::SimpleAtoi(value.substr(colon + 1), &port) || port > 65535 ||
+      (port == 0 && !allow_port_zero)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", flag, "=", value, ": the port must be a number in 1..65535"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckReadableFile(absl::string_view flag,
+                               const std::string& path) {
+  if (path.empty()) return absl::OkStatus();
+  if (::access(path.c_str(), R_OK) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", flag, "=", path, ": cannot read: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckDirectory(absl::string_view flag, const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, "=", path, ": ", std::strerror(errno)));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, "=", path, ": not a directory"));
+  }
+  return absl::OkStatus();
+}
+
+struct Sources {
+  std::unique_ptr<SysfsReader> reader;
+  std::vector<std::unique_ptr<Source>> sources;
+};
+
+absl::StatusOr<Sources> BuildSources(const AgentConfig& config) {
+  Sources out;
+  out.reader = std::make_unique<SysfsReader>(config.sysfs_root);
+  // Order matters: the netdev source reuses the RDMA port -> netdev map, the
+  // ethtool source queries the netdevs the netdev source listed.
+  out.sources.push_back(std::make_unique<RdmaSysfsSource>(out.reader.get()));
+  NetdevSource::Options netdev_options;
+  if (!config.netdev_exclude.empty()) {
+    netdev_options.exclude_regex = config.netdev_exclude;
+  }
+  absl::StatusOr<std::unique_ptr<NetdevSource>> netdev =
+      NetdevSource::Create(out.reader.get(), netdev_options);
+  if (!netdev.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--netdev_exclude: ", netdev.status().message()));
+  }
+  out.sources.push_back(*std::move(netdev));
+  EthtoolSourceOptions ethtool_options;
+  ethtool_options.include_per_queue = config.ethtool_per_queue;
+  if (!config.ethtool_dir.empty()) {
+    out.sources.push_back(std::make_unique<EthtoolSource>(
+        EthtoolTextDir{config.ethtool_dir}, ethtool_options));
+  } else {
+    ASSIGN_OR_RETURN(std::unique_ptr<KernelEthtoolStats> kernel,
+                     KernelEthtoolStats::Create());
+    out.sources.push_back(
+        std::make_unique<EthtoolSource>(std::move(kernel), ethtool_options));
+  }
+  out.sources.push_back(
+      std::make_unique<VerbsPortSource>(std::make_unique<LibibverbsApi>()));
+  return out;
+}
+
+int RunOnce(const AgentConfig& config, Snapshotter* snapshotter) {
+  const Snapshot snapshot = snapshotter->Take();
+  if (snapshot.samples.empty() && snapshot.rdma_devices.empty() &&
+      snapshot.netdevs.empty()) {
+    std::string why;
+    for (const SourceStatus& s : snapshot.sources) {
+      if (!s.last_error.empty()) {
+        absl::StrAppend(&why, "\n  ", s.source, ": ", s.last_error);
+      }
+    }
+    std::cerr << "fabricdiag-agent: nothing could be read under --sysfs_root="
+              << config.sysfs_root
+              << " (no RDMA device in class/infiniband, no netdev in "
+                 "class/net that --netdev_exclude lets through)"
+              << why << "\n";
+    return 1;
+  }
+  std::cout << SnapshotToJson(snapshot, config.node) << "\n";
+  return 0;
+}
+
+// Sleeps until `deadline_nanos` on the monotonic clock or until SIGINT or
+// SIGTERM arrives; returns true when a signal asked us to stop.
+bool WaitForTickOrSignal(const sigset_t& signals, const Clock& clock,
+                         int64_t deadline_nanos) {
+  for (;;) {
+    const int64_t now = clock.MonotonicNanos();
+    if (now >= deadline_nanos) return false;
+    const int64_t wait = deadline_nanos - now;
+    struct timespec ts;
+    ts.tv_sec = static_cast<time_t>(wait / 1'000'000'000);
+    ts.tv_nsec = static_cast<long>(wait % 1'000'000'000);
+    const int signo = sigtimedwait(&signals, nullptr, &ts);
+    if (signo == SIGINT || signo == SIGTERM) return true;
+    // EAGAIN: the timeout expired; EINTR: another signal; loop re-checks.
+  }
+}
+
+// The sysfs reader keeps one descriptor per counter file open (~900 on an
+// 8-NIC node) and sizes its cache from the soft limit, which systemd and
+// most shells set to 1024. Raising it to the hard limit costs nothing.
+void RaiseOpenFileLimit() {
+  struct rlimit limit;
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 &&
+      limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+      LogWarning(absl::StrCat("cannot raise the open-file limit: ",
+                              std::strerror(errno)));
+    }
+  }
+}
+
+}  // namespace
+
+void ResolveDefaults(AgentConfig* config) {
+  if (config->node.empty()) {
+    char host[256] = {};
+    if (::gethostname(host, sizeof(host) - 1) == 0) config->node = host;
+  }
+}
+
+absl::Status ValidateAgentConfig(const AgentConfig& config) {
+  static const std::regex kNodeName("^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$");
+  if (!std::regex_match(config.node, kNodeName)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--node=", config.node,
+        ": must be 1..253 characters of [A-Za-z0-9._-], starting with a "
+        "letter or digit"));
+  }
+  RETURN_IF_ERROR(CheckDirectory("sysfs_root", config.sysfs_root));
+  if (!config.ethtool_dir.empty()) {
+    RETURN_IF_ERROR(CheckDirectory("ethtool_dir", config.ethtool_dir));
+  }
+  if (config.interval < absl::Milliseconds(10) ||
+      config.interval > absl::Hours(1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--interval=", absl::FormatDuration(config.interval),
+                     ": must be between 10ms and 1h"));
+  }
+  if (!config.once) {
+    RETURN_IF_ERROR(ValidateHostPort("listen", config.listen, true));
+  }
+  if (!config.collector.empty()) {
+    RETURN_IF_ERROR(ValidateHostPort("collector", config.collector, false));
+  }
+  RETURN_IF_ERROR(CheckReadableFile("tls_ca", config.tls_ca));
+  RETURN_IF_ERROR(CheckReadableFile("tls_cert", config.tls_cert));
+  RETURN_IF_ERROR(CheckReadableFile("tls_key", config.tls_key));
+  if (config.tls_cert.empty() != config.tls_key.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls_cert and --tls_key go together (mutual TLS)");
+  }
+  if (config.collector.empty() &&
+      (!config.tls_ca.empty() || !config.tls_cert.empty())) {
+    return absl::InvalidArgumentError(
+        "--tls_ca/--tls_cert/--tls_key need --collector");
+  }
+  if (!config.netdev_exclude.empty()) {
+    try {
+      std::regex check(config.netdev_exclude);
+    } catch (const std::regex_error& e) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--netdev_exclude=", config.netdev_exclude, ": ", e.what()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+int RunAgent(const AgentConfig& config) {
+  SystemClock clock;
+  RaiseOpenFileLimit();
+  absl::StatusOr<Sources> sources = BuildSources(config);
+  if (!sources.ok()) {
+    LogError(absl::StrCat("fabricdiag-agent: ", sources.status().message()));
+    return 1;
+  }
+  Snapshotter snapshotter(std::move(sources->sources), clock);
+  if (config.once) return RunOnce(config, &snapshotter);
+
+  // Block the stop signals before any thread exists, so that every thread
+  // inherits the mask and the sampling loop alone receives them through
+  // sigtimedwait.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  std::unique_ptr<StreamSink> sink;
+  if (!config.collector.empty()) {
+    StreamClient::Options options;
+    options.target = config.collector;
+    options.node = config.node;
+    options.agent_version = kAgentVersion;
+    options.interval = config.interval;
+    options.tls_ca_file = config.tls_ca;
+    options.tls_cert_file = config.tls_cert;
+    options.tls_key_file = config.tls_key;
+    options.tls_server_name = config.tls_server_name;
+    // Enough reports for ten minutes at the configured interval, at least
+    // the default (ten minutes at 1 s); an outage shorter than that leaves
+    // no gap at the collector.
+    size_t capacity = config.stream_buffer_reports;
+    if (capacity == 0) {
+      capacity = static_cast<size_t>(absl::Minutes(10) / config.interval);
+      if (capacity < ReportBuffer::kDefaultCapacity) {
+        capacity = ReportBuffer::kDefaultCapacity;
+      }
+    }
+    options.buffer_capacity = capacity;
+    absl::StatusOr<std::unique_ptr<StreamClient>> client =
+        StreamClient::Create(options, clock);
+    if (!client.ok()) {
+      LogError(absl::StrCat("fabricdiag-agent: --collector=", config.collector,
+                            ": ", client.status().message()));
+      return 1;
+    }
+    sink = std::make_unique<StreamSink>(*std::move(client));
+  }
+
+  auto collectable = std::make_shared<SnapshotCollectable>();
+  std::unique_ptr<prometheus::Exposer> exposer;
+  try {
+    exposer = std::make_unique<prometheus::Exposer>(config.listen);
+  } catch (const std::exception& e) {
+    LogError(absl::StrCat(
+        "fabricdiag-agent: cannot serve /metrics on --listen=", config.listen,
+        ": ", e.what()));
+    return 1;
+  }
+  exposer->RegisterCollectable(collectable, "/metrics");
+  if (sink != nullptr) sink->Start();
+
+  AgentRunner runner(&snapshotter, collectable.get(), sink.get(), clock,
+                     kAgentVersion);
+  std::string ports;
+  for (int port : exposer->GetListeningPorts()) {
+    absl::StrAppend(&ports, ports.empty() ? "" : ",", port);
+  }
+  LogInfo(absl::StrCat("fabricdiag-agent ", kAgentVersion,
+                       " node=", config.node, " sysfs_root=", config.sysfs_root,
+                       " serving /metrics on port ", ports,
+                       config.collector.empty()
+                           ? std::string(" (no collector)")
+                           : absl::StrCat(" streaming to ", config.collector)));
+
+  const int64_t interval_nanos = absl::ToInt64Nanoseconds(config.interval);
+  int64_t next = clock.MonotonicNanos();
+  for (;;) {
+    runner.Tick();
+    // Fixed-rate ticks; when a snapshot overruns, skip the missed ticks
+    // instead of bursting to catch up.
+    next += interval_nanos;
+    const int64_t now = clock.MonotonicNanos();
+    if (next <= now) {
+      next += ((now - next) / interval_nanos + 1) * interval_nanos;
+    }
+    if (WaitForTickOrSignal(signals, clock, next)) break;
+  }
+  LogInfo("fabricdiag-agent: stopping");
+  if (sink != nullptr) sink->Stop();
+  return 0;
+}
+
+}  // namespace fabricdiag::agent

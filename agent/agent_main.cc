@@ -1,0 +1,68 @@
+// fabricdiag-agent: flags -> AgentConfig -> RunAgent. See agent/agent_app.h.
+#include <iostream>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/time/time.h"
+#include "agent/agent_app.h"
+
+ABSL_FLAG(std::string, node, "",
+          "Name of this node in job layouts and topology (default: host name)");
+ABSL_FLAG(std::string, sysfs_root, "/sys",
+          "Reads DIR/class/infiniband/... and DIR/class/net/...");
+ABSL_FLAG(std::string, ethtool_dir, "",
+          "When set, ethtool statistics of netdev IF come from the file DIR/IF "
+          "holding `ethtool -S IF` output instead of the SIOCETHTOOL ioctl");
+ABSL_FLAG(absl::Duration, interval, absl::Seconds(1),
+          "Sampling period (200ms, 1s, ...)");
+ABSL_FLAG(std::string, listen, "0.0.0.0:9810",
+          "ADDR:PORT serving Prometheus /metrics");
+ABSL_FLAG(std::string, collector, "",
+          "HOST:PORT of the collector to stream to; empty = Prometheus only");
+ABSL_FLAG(bool, once, false,
+          "Read one snapshot, print it as JSON on stdout and exit");
+ABSL_FLAG(std::string, tls_ca, "", "CA certificate to trust for the collector");
+ABSL_FLAG(std::string, tls_cert, "", "Client certificate for mutual TLS");
+ABSL_FLAG(std::string, tls_key, "", "Client private key for mutual TLS");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "Name expected in the collector's certificate when it differs from "
+          "the host in --collector");
+ABSL_FLAG(std::string, netdev_exclude, "",
+          "Regex of netdev names to skip (default: loopback, veth, docker, "
+          "bridges, tunnels and other virtual interfaces)");
+ABSL_FLAG(bool, ethtool_per_queue, false,
+          "Also export per-queue/ring/channel ethtool statistics");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Reads every RDMA and NIC counter of this node, serves them to "
+      "Prometheus and streams them to a fabricdiag collector.");
+  std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
+  if (rest.size() > 1) {
+    std::cerr << "fabricdiag-agent: unexpected argument: " << rest[1] << "\n";
+    return 2;
+  }
+  fabricdiag::agent::AgentConfig config;
+  config.node = absl::GetFlag(FLAGS_node);
+  config.sysfs_root = absl::GetFlag(FLAGS_sysfs_root);
+  config.ethtool_dir = absl::GetFlag(FLAGS_ethtool_dir);
+  config.interval = absl::GetFlag(FLAGS_interval);
+  config.listen = absl::GetFlag(FLAGS_listen);
+  config.collector = absl::GetFlag(FLAGS_collector);
+  config.once = absl::GetFlag(FLAGS_once);
+  config.tls_ca = absl::GetFlag(FLAGS_tls_ca);
+  config.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  config.tls_key = absl::GetFlag(FLAGS_tls_key);
+  config.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
+  config.netdev_exclude = absl::GetFlag(FLAGS_netdev_exclude);
+  config.ethtool_per_queue = absl::GetFlag(FLAGS_ethtool_per_queue);
+  fabricdiag::agent::ResolveDefaults(&config);
+  absl::Status status = fabricdiag::agent::ValidateAgentConfig(config);
+  if (!status.ok()) {
+    std::cerr << "fabricdiag-agent: " << status.message() << "\n";
+    return 2;
+  }
+  return fabricdiag::agent::RunAgent(config);
+}

@@ -1,0 +1,36 @@
+#include "agent/agent_runner.h"
+
+#include <utility>
+
+namespace fabricdiag::agent {
+
+AgentRunner::AgentRunner(Snapshotter* snapshotter,
+                         SnapshotCollectable* collectable, SnapshotSink* sink,
+                         const Clock& clock, std::string version)
+    : snapshotter_(snapshotter),
+      collectable_(collectable),
+      sink_(sink),
+      clock_(clock),
+      version_(std::move(version)) {}
+
+std::shared_ptr<const Snapshot> AgentRunner::Tick() {
+  const int64_t start = clock_.MonotonicNanos();
+  auto snapshot = std::make_shared<const Snapshot>(snapshotter_->Take());
+  const std::vector<SampleRate> rates = rates_.Update(*snapshot);
+  ++snapshots_;
+  if (sink_ != nullptr) sink_->Consume(*snapshot, rates);
+  if (collectable_ != nullptr) {
+    AgentHealth health;
+    health.version = version_;
+    health.snapshots = snapshots_;
+    health.snapshot_duration =
+        absl::Nanoseconds(clock_.MonotonicNanos() - start);
+    health.counter_resets = rates_.resets();
+    health.counter_wraps = rates_.wraps();
+    if (sink_ != nullptr) health.stream = sink_->Health();
+    collectable_->Publish(snapshot, std::move(health));
+  }
+  return snapshot;
+}
+
+}  // namespace fabricdiag::agent

@@ -1,0 +1,58 @@
+// One sampling step of the agent: snapshot, rates, publish, stream.
+//
+// The main loop calls Tick() once per interval. The runner owns nothing that
+// touches the network: the exporter serves what Tick() published, and the
+// optional sink (the collector stream) receives each snapshot with its rates
+// and must not block.
+//
+//   AgentRunner runner(&snapshotter, collectable.get(), sink.get(), "0.1.0");
+//   for (;;) { runner.Tick(); WaitForNextTick(); }
+//
+// Not thread-safe: Tick() is called from one thread.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/exposition.h"
+#include "agent/rate.h"
+#include "agent/sample.h"
+#include "agent/snapshotter.h"
+#include "common/clock.h"
+
+namespace fabricdiag::agent {
+
+// Where snapshots go after the exporter (the collector stream).
+class SnapshotSink {
+ public:
+  virtual ~SnapshotSink() = default;
+  // Must return promptly: called on the sampling thread.
+  virtual void Consume(const Snapshot& snapshot,
+                       const std::vector<SampleRate>& rates) = 0;
+  virtual AgentHealth::Stream Health() const = 0;
+};
+
+class AgentRunner {
+ public:
+  // `collectable` and `sink` may be null; both must outlive the runner.
+  AgentRunner(Snapshotter* snapshotter, SnapshotCollectable* collectable,
+              SnapshotSink* sink, const Clock& clock, std::string version);
+
+  // Takes and publishes one snapshot; returns it.
+  std::shared_ptr<const Snapshot> Tick();
+
+  const RateCalculator& rates() const { return rates_; }
+
+ private:
+  Snapshotter* snapshotter_;
+  SnapshotCollectable* collectable_;
+  SnapshotSink* sink_;
+  const Clock& clock_;
+  std::string version_;
+  RateCalculator rates_;
+  uint64_t snapshots_ = 0;
+};
+
+}  // namespace fabricdiag::agent

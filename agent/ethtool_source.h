@@ -1,0 +1,113 @@
+// EthtoolSource: the ethtool statistics of every netdev (`ethtool -S`), as
+// Samples with Subsystem::kEthtool, the driver's exact stat name and the
+// meaning/priority/unit the classifier (ethtool_semantics.h) gives it.
+//
+// Two modes, chosen at construction:
+//   - kernel: through an injected EthtoolStats (KernelEthtoolStats in
+//     production, a gmock in tests);
+//   - text (`--ethtool_dir=DIR`): the stats of netdev IF are parsed from the
+//     file DIR/IF, which holds the text `ethtool -S IF` prints. A missing file
+//     means IF has no ethtool stats. The directory is read with plain file
+//     reads (it is a support bundle or a simulator's output, not sysfs).
+//
+//   auto kernel = KernelEthtoolStats::Create();   // check .ok()
+//   EthtoolSource source(*std::move(kernel), EthtoolSourceOptions{});
+//   // or: EthtoolSource source(EthtoolTextDir{"/tmp/bundle/ethtool"}, {});
+//   netdev_source.Collect(&snapshot);   // fills snapshot.netdevs first
+//   SourceStatus status = source.Collect(&snapshot);
+//
+// ORDER DEPENDENCY: the netdevs to read are those already listed in
+// snapshot->netdevs, so the netdev source must run before this one in the
+// same snapshot. With an empty netdev list this source reads nothing.
+//
+// Errors: a netdev whose driver has no ethtool stats (lo: kUnimplemented),
+// a netdev that vanished (kNotFound; its cached names are dropped) and a
+// missing text file are not errors. Any other failure, and unparseable lines
+// in a text file (the parseable lines are still used), count one error for
+// that netdev in the returned SourceStatus; other netdevs are unaffected.
+//
+// Kernel mode caches each netdev's stat names and re-reads them when the
+// driver's stat count changes (mlx5 adds per-priority PFC counters when PFC
+// is enabled, COUNTERS.md §4) and, as a safety net, every
+// `names_refresh_reads` reads; a steady-state read is GSSET_INFO + GSTATS
+// per netdev. Names of netdevs no longer listed are forgotten.
+//
+// Thread safety: Collect() must not be called concurrently (Source contract).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "agent/ethtool_ioctl.h"
+#include "agent/ethtool_semantics.h"
+#include "agent/sample.h"
+#include "agent/source.h"
+
+namespace fabricdiag::agent {
+
+struct EthtoolSourceOptions {
+  // Also emit per-queue/ring/channel stats (IsPerQueueStat). Off by default:
+  // a 64-channel mlx5 has thousands of them and the port-level stats carry
+  // the sums.
+  bool include_per_queue = false;
+  // Text mode: files larger than this are rejected (a hostile or mistaken
+  // path such as a device node must not exhaust memory).
+  size_t max_text_file_bytes = 16 << 20;
+  // Kernel mode: re-read a netdev's names after this many reads even when
+  // the count is unchanged (0 = only on count changes). Moving PFC from
+  // priority 3 to priority 4 swaps rx_prio3_pause* for rx_prio4_pause* and
+  // keeps the count, so without this the values would keep the old labels
+  // until the next count change. At 1 s intervals: one GSTRINGS a minute.
+  int names_refresh_reads = 60;
+};
+
+// Strong type for the text-mode directory, so the two constructors cannot be
+// confused.
+struct EthtoolTextDir {
+  std::string path;
+};
+
+class EthtoolSource : public Source {
+ public:
+  // Kernel mode. `stats` must not be null.
+  EthtoolSource(std::unique_ptr<EthtoolStats> stats,
+                EthtoolSourceOptions options);
+  // Text mode: netdev IF is read from `dir.path`/IF.
+  EthtoolSource(EthtoolTextDir dir, EthtoolSourceOptions options);
+
+  absl::string_view name() const override { return "ethtool"; }
+
+  SourceStatus Collect(Snapshot* snapshot) override;
+
+  // Number of netdevs whose stat names are cached (for tests and debugging).
+  size_t cached_netdevs() const { return cache_.size(); }
+
+ private:
+  // The stat set of one netdev as last read, with what to do with each stat.
+  struct NameCache {
+    std::vector<std::string> names;
+    std::vector<StatSemantics> semantics;
+    std::vector<bool> emit;  // false: per-queue (when excluded) or duplicate
+    int reads = 0;           // value reads since the names were read
+  };
+
+  NameCache BuildCache(std::vector<std::string> names) const;
+  absl::Status CollectKernel(const std::string& ifname, Snapshot* snapshot);
+  absl::Status CollectText(const std::string& ifname, Snapshot* snapshot);
+  // Appends one sample per emitted stat.
+  void Emit(const std::string& ifname, const NameCache& cache,
+            const std::vector<uint64_t>& values, Snapshot* snapshot) const;
+
+  const std::unique_ptr<EthtoolStats> stats_;  // null in text mode
+  const std::string text_dir_;
+  const EthtoolSourceOptions options_;
+  absl::flat_hash_map<std::string, NameCache> cache_;
+};
+
+}  // namespace fabricdiag::agent

@@ -1,0 +1,332 @@
+#include "agent/netdev_source.h"
+
+#include <regex.h>
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "agent/sysfs_parse.h"
+
+namespace fabricdiag::agent {
+namespace {
+
+constexpr absl::string_view kNetDir = "class/net";
+constexpr absl::string_view kInfinibandDir = "class/infiniband";
+constexpr uint64_t kBytesPerSecondPerMbps = 125000;  // 1e6 bits / 8
+
+Sample MakeSample(Subsystem subsystem, const std::string& netdev,
+                  const std::string& name, uint64_t raw, Kind kind,
+                  std::string unit) {
+  Sample s;
+  s.subsystem = subsystem;
+  s.device = netdev;
+  s.name = name;
+  s.raw = raw;
+  s.kind = kind;
+  s.unit = std::move(unit);
+  return s;
+}
+
+}  // namespace
+
+std::map<std::string, std::pair<std::string, uint32_t>> MapNetdevsToRdma(
+    const std::vector<RdmaPortInfo>& ports,
+    const std::vector<RdmaDeviceInfo>& devices) {
+  std::map<std::string, std::pair<std::string, uint32_t>> map;
+  std::map<std::string, int> port_count;
+  std::map<std::string, uint32_t> last_port;
+  for (const RdmaPortInfo& port : ports) {
+    ++port_count[port.device];
+    last_port[port.device] = port.port;
+    for (const std::string& netdev : port.netdevs) {
+      map.emplace(netdev, std::make_pair(port.device, port.port));
+    }
+  }
+  for (const RdmaDeviceInfo& device : devices) {
+    uint32_t port = port_count[device.name] == 1 ? last_port[device.name] : 0;
+    for (const std::string& netdev : device.netdevs) {
+      map.emplace(netdev, std::make_pair(device.name, port));
+    }
+  }
+  return map;
+}
+
+absl::StatusOr<std::unique_ptr<NetdevSource>> NetdevSource::Create(
+    SysfsReader* reader) {
+  return Create(reader, Options());
+}
+
+class NetdevSource::Regex {
+ public:
+  Regex() = default;
+  ~Regex() {
+    if (compiled_) regfree(&re_);
+  }
+  Regex(const Regex&) = delete;
+  Regex& operator=(const Regex&) = delete;
+
+  absl::Status Compile(const std::string& pattern) {
+    int rc = regcomp(&re_, pattern.c_str(), REG_EXTENDED | REG_NOSUB);
+    if (rc != 0) {
+      char msg[256];
+      regerror(rc, &re_, msg, sizeof(msg));
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad netdev exclude regex \"", pattern, "\": ", msg));
+    }
+    compiled_ = true;
+    return absl::OkStatus();
+  }
+  bool Search(const std::string& text) const {
+    return regexec(&re_, text.c_str(), 0, nullptr, 0) == 0;
+  }
+
+ private:
+  regex_t re_;
+  bool compiled_ = false;
+};
+
+absl::StatusOr<std::unique_ptr<NetdevSource>> NetdevSource::Create(
+    SysfsReader* reader, Options options) {
+  std::unique_ptr<Regex> exclude;
+  if (!options.exclude_regex.empty()) {
+    exclude = std::make_unique<Regex>();
+    absl::Status st = exclude->Compile(options.exclude_regex);
+    if (!st.ok()) return st;
+  }
+  return std::unique_ptr<NetdevSource>(
+      new NetdevSource(reader, std::move(options), std::move(exclude)));
+}
+
+NetdevSource::NetdevSource(SysfsReader* reader, Options options,
+                           std::unique_ptr<Regex> exclude)
+    : reader_(reader),
+      options_(std::move(options)),
+      exclude_(std::move(exclude)) {}
+
+NetdevSource::~NetdevSource() = default;
+
+bool NetdevSource::Excluded(const std::string& netdev) {
+  auto it = excluded_.find(netdev);
+  if (it != excluded_.end()) return it->second;
+  bool excluded = exclude_ != nullptr && exclude_->Search(netdev);
+  excluded_.emplace(netdev, excluded);
+  return excluded;
+}
+
+NetdevSource::RdmaMap NetdevSource::ScanRdmaMap() {
+  std::vector<RdmaPortInfo> ports;
+  std::vector<RdmaDeviceInfo> devices;
+  absl::StatusOr<std::vector<std::string>> names =
+      reader_->ListSubdirs(kInfinibandDir);
+  if (!names.ok()) return {};
+  for (const std::string& device : *names) {
+    const std::string dir = absl::StrCat(kInfinibandDir, "/", device);
+    RdmaDeviceInfo info;
+    info.name = device;
+    absl::StatusOr<std::vector<std::string>> net =
+        reader_->ListSubdirs(dir + "/device/net");
+    if (net.ok()) info.netdevs = *std::move(net);
+    devices.push_back(std::move(info));
+    absl::StatusOr<std::vector<std::string>> port_dirs =
+        reader_->ListSubdirs(dir + "/ports");
+    if (!port_dirs.ok()) continue;
+    for (const std::string& p : *port_dirs) {
+      absl::StatusOr<uint64_t> number = ParseU64(p);
+      if (!number.ok() || *number > std::numeric_limits<uint32_t>::max()) {
+        continue;
+      }
+      RdmaPortInfo port;
+      port.device = device;
+      port.port = static_cast<uint32_t>(*number);
+      const std::string ndevs =
+          absl::StrCat(dir, "/ports/", p, "/gid_attrs/ndevs");
+      absl::StatusOr<std::vector<std::string>> slots =
+          reader_->ListFiles(ndevs);
+      if (slots.ok()) {
+        std::set<std::string> found;
+        for (const std::string& slot : *slots) {
+          // EINVAL for empty GID slots: skipped like any unreadable slot.
+          absl::StatusOr<std::string> text =
+              reader_->ReadAttributeOnce(ndevs + "/" + slot);
+          if (text.ok() && !TrimValue(*text).empty()) {
+            found.insert(std::string(TrimValue(*text)));
+          }
+        }
+        port.netdevs.assign(found.begin(), found.end());
+      }
+      ports.push_back(std::move(port));
+    }
+  }
+  return MapNetdevsToRdma(ports, devices);
+}
+
+const NetdevSource::RdmaMap& NetdevSource::RdmaMapFor(
+    const Snapshot& snapshot) {
+  if (!snapshot.rdma_ports.empty() || !snapshot.rdma_devices.empty()) {
+    snapshot_rdma_ =
+        MapNetdevsToRdma(snapshot.rdma_ports, snapshot.rdma_devices);
+    return snapshot_rdma_;
+  }
+  if (rdma_scanned_at_call_ == 0 ||
+      calls_ - rdma_scanned_at_call_ >=
+          static_cast<uint64_t>(std::max(1, options_.rescan_every_n_calls))) {
+    scanned_rdma_ = ScanRdmaMap();
+    rdma_scanned_at_call_ = calls_;
+  }
+  return scanned_rdma_;
+}
+
+SourceStatus NetdevSource::Collect(Snapshot* snapshot) {
+  SourceStatus status;
+  status.source = std::string(name());
+  ++calls_;
+
+  absl::StatusOr<std::vector<std::string>> names =
+      reader_->ListDir(kNetDir);  // no per-entry stat: see Excluded()
+  if (!names.ok()) {
+    netdevs_.clear();
+    if (names.status().code() != absl::StatusCode::kNotFound) {
+      RecordSourceError(&status, names.status());
+    }
+    return status;
+  }
+  // Interface names churn (a veth per container): keep the exclude cache to
+  // the names that exist now.
+  if (excluded_.size() > 2 * names->size() + 64) {
+    absl::flat_hash_map<std::string, bool> kept;
+    for (const std::string& n : *names) {
+      auto it = excluded_.find(n);
+      if (it != excluded_.end()) kept.emplace(n, it->second);
+    }
+    excluded_ = std::move(kept);
+  }
+  for (auto it = netdevs_.begin(); it != netdevs_.end();) {
+    if (!std::binary_search(names->begin(), names->end(), it->first)) {
+      reader_->DropFdCacheUnder(absl::StrCat(kNetDir, "/", it->first, "/"));
+      it = netdevs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+
+  const RdmaMap& rdma = RdmaMapFor(*snapshot);
+  for (const std::string& netdev : *names) {
+    if (Excluded(netdev)) continue;
+    auto known = netdevs_.find(netdev);
+    if (known == netdevs_.end() &&
+        !reader_->IsDir(absl::StrCat(kNetDir, "/", netdev))) {
+      // class/net/bonding_masters is a file; a dangling link is a netdev
+      // being torn down. Neither is an interface. Known interfaces skip
+      // this check, so the cost is one open per non-interface entry.
+      continue;
+    }
+    NetdevLayout& layout = netdevs_[netdev];
+    if (layout.scanned_at_call == 0 || layout.needs_rescan ||
+        calls_ - layout.scanned_at_call >=
+            static_cast<uint64_t>(std::max(1, options_.rescan_every_n_calls))) {
+      layout = NetdevLayout();
+      layout.scanned_at_call = calls_;
+      absl::StatusOr<std::vector<std::string>> stats =
+          reader_->ListFiles(absl::StrCat(kNetDir, "/", netdev, "/statistics"));
+      if (stats.ok()) {
+        layout.statistics = *std::move(stats);
+      } else if (stats.status().code() != absl::StatusCode::kNotFound) {
+        RecordSourceError(&status, stats.status());
+      }
+    }
+    CollectNetdev(netdev, &layout, rdma, snapshot, &status);
+  }
+  return status;
+}
+
+void NetdevSource::CollectNetdev(const std::string& netdev,
+                                 NetdevLayout* layout, const RdmaMap& rdma,
+                                 Snapshot* snapshot, SourceStatus* status) {
+  const std::string dir = absl::StrCat(kNetDir, "/", netdev, "/");
+  // Reads a numeric attribute; nullopt when absent or broken (counted).
+  auto read_u64 = [&](const std::string& relpath) -> std::optional<uint64_t> {
+    CounterRead r =
+        InterpretCounterRead(relpath, reader_->ReadAttribute(relpath));
+    if (r.result == CounterReadResult::kGone) layout->needs_rescan = true;
+    if (r.result == CounterReadResult::kError)
+      RecordSourceError(status, r.error);
+    if (r.result != CounterReadResult::kValue) return std::nullopt;
+    return r.value;
+  };
+
+  for (const std::string& name : layout->statistics) {
+    std::optional<uint64_t> v = read_u64(dir + "statistics/" + name);
+    if (!v) continue;
+    Sample s = MakeSample(Subsystem::kNetdevStatistics, netdev, name, *v,
+                          Kind::kCounter, NetdevStatUnit(name));
+    s.direction = DirectionFromName(name);
+    snapshot->samples.push_back(std::move(s));
+  }
+
+  // Flap counters: atomic_t in struct net_device, printed with %d.
+  for (const char* name :
+       {"carrier_changes", "carrier_up_count", "carrier_down_count"}) {
+    std::optional<uint64_t> v = read_u64(dir + name);
+    if (!v) continue;
+    Sample s = MakeSample(Subsystem::kNetdevAttribute, netdev, name, *v,
+                          Kind::kCounter, "events");
+    s.width_bits = 32;
+    snapshot->samples.push_back(std::move(s));
+  }
+
+  // speed: Mb/s; -1 (SPEED_UNKNOWN), empty or EINVAL while the link is down.
+  {
+    const std::string path = dir + "speed";
+    absl::StatusOr<std::string> text = reader_->ReadAttribute(path);
+    if (text.ok() && !TrimValue(*text).empty()) {
+      absl::StatusOr<int64_t> mbps = ParseI64(*text);
+      constexpr int64_t kMaxMbps = static_cast<int64_t>(
+          std::numeric_limits<uint64_t>::max() / kBytesPerSecondPerMbps);
+      if (!mbps.ok()) {
+        RecordSourceError(
+            status,
+            absl::Status(mbps.status().code(),
+                         absl::StrCat(path, ": ", mbps.status().message())));
+      } else if (*mbps > kMaxMbps) {
+        RecordSourceError(status, absl::OutOfRangeError(absl::StrCat(
+                                      path, ": implausible speed ", *mbps)));
+      } else if (*mbps >= 0) {
+        snapshot->samples.push_back(MakeSample(
+            Subsystem::kNetdevAttribute, netdev, "speed_bytes_per_second",
+            static_cast<uint64_t>(*mbps) * kBytesPerSecondPerMbps, Kind::kGauge,
+            "bytes_per_second"));
+      }
+    } else if (!text.ok()) {
+      CounterRead r = InterpretCounterRead(path, text);
+      if (r.result == CounterReadResult::kError)
+        RecordSourceError(status, r.error);
+    }
+  }
+  if (std::optional<uint64_t> mtu = read_u64(dir + "mtu")) {
+    snapshot->samples.push_back(MakeSample(Subsystem::kNetdevAttribute, netdev,
+                                           "mtu", *mtu, Kind::kGauge, "bytes"));
+  }
+  // carrier: EINVAL while the interface is administratively down.
+  if (std::optional<uint64_t> carrier = read_u64(dir + "carrier")) {
+    snapshot->samples.push_back(MakeSample(Subsystem::kNetdevAttribute, netdev,
+                                           "carrier", *carrier, Kind::kGauge,
+                                           ""));
+  }
+
+  NetdevInfo info;
+  info.name = netdev;
+  absl::StatusOr<std::string> operstate =
+      reader_->ReadAttribute(dir + "operstate");
+  if (operstate.ok()) info.operstate = std::string(TrimValue(*operstate));
+  auto it = rdma.find(netdev);
+  if (it != rdma.end()) {
+    info.rdma_device = it->second.first;
+    info.rdma_port = it->second.second;
+  }
+  snapshot->netdevs.push_back(std::move(info));
+}
+
+}  // namespace fabricdiag::agent

@@ -1,0 +1,120 @@
+// NetdevSource: network interface counters from <sysfs>/class/net.
+//
+// For every interface in class/net whose name does not match the exclude
+// regex it reports:
+//   * statistics/*  64-bit rtnl_link_stats64 counters (kNetdevStatistics)
+//   * kNetdevAttribute: carrier_changes, carrier_up_count, carrier_down_count
+//     (counters; atomic_t in net/core/net-sysfs.c, so 32 bits wide), gauges
+//     "speed_bytes_per_second" (speed is Mb/s; -1, empty or EINVAL while the
+//     link is down -> absent), "mtu" (bytes) and "carrier" (0/1)
+//   * NetdevInfo: operstate and the RDMA device/port behind the interface.
+//
+// RDMA mapping: a RoCE netdev is named in class/infiniband/D/ports/N/
+// gid_attrs/ndevs/*; as a fallback (IPoIB, no GIDs yet) in D/device/net/*.
+// When RdmaSysfsSource ran earlier in the same snapshot, the mapping is taken
+// from snapshot->rdma_ports / rdma_devices (register RdmaSysfsSource BEFORE
+// NetdevSource); otherwise this source scans class/infiniband itself, on its
+// rescan schedule.
+//
+// Virtual interfaces are excluded by a POSIX extended regex (regcomp
+// REG_EXTENDED, unanchored search like node_exporter's device filters),
+// evaluated once per interface name and cached. (POSIX rather than
+// std::regex: no exceptions, and GCC 12's <regex> trips -Werror under ASan.)
+// Switch front-panel ports (swp1, Ethernet0) are ordinary netdevs and are
+// reported.
+//
+//   SysfsReader reader("/sys");
+//   absl::StatusOr<std::unique_ptr<NetdevSource>> source =
+//       NetdevSource::Create(&reader);
+//   Snapshot snap;
+//   (*source)->Collect(&snap);
+//
+// Thread safety: Collect() must not be called concurrently (Source contract).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "agent/sample.h"
+#include "agent/source.h"
+#include "agent/sysfs_reader.h"
+
+namespace fabricdiag::agent {
+
+// Loopback, container, bridge, tunnel and VM interfaces.
+inline constexpr char kDefaultNetdevExclude[] =
+    "^(lo|veth.*|docker.*|br-.*|virbr.*|cni.*|flannel.*|cali.*|vxlan.*|"
+    "tunl.*|tun.*|tap.*|dummy.*|kube-.*|weave.*|genev_sys.*|vnet.*|"
+    "nodelocaldns)$";
+
+class NetdevSource : public Source {
+ public:
+  struct Options {
+    // Interfaces whose name matches are skipped; "" excludes nothing.
+    std::string exclude_regex = kDefaultNetdevExclude;
+    // Rebuild cached statistics file lists and the RDMA map after this many
+    // calls. >= 1.
+    int rescan_every_n_calls = 60;
+  };
+
+  // kInvalidArgument when `options.exclude_regex` does not compile.
+  // `reader` is not owned and must outlive the source.
+  static absl::StatusOr<std::unique_ptr<NetdevSource>> Create(
+      SysfsReader* reader, Options options);
+  // With default Options (kDefaultNetdevExclude).
+  static absl::StatusOr<std::unique_ptr<NetdevSource>> Create(
+      SysfsReader* reader);
+
+  ~NetdevSource() override;
+
+  absl::string_view name() const override { return "netdev"; }
+  SourceStatus Collect(Snapshot* snapshot) override;
+
+ private:
+  // netdev -> (RDMA device, port)
+  using RdmaMap = std::map<std::string, std::pair<std::string, uint32_t>>;
+  struct NetdevLayout {
+    uint64_t scanned_at_call = 0;
+    bool needs_rescan = false;
+    std::vector<std::string> statistics;
+  };
+
+  class Regex;  // owns a regex_t
+  NetdevSource(SysfsReader* reader, Options options,
+               std::unique_ptr<Regex> exclude);
+
+  bool Excluded(const std::string& netdev);
+  // The RDMA map from the snapshot when RdmaSysfsSource filled it, else from
+  // an own (cached) scan of class/infiniband.
+  const RdmaMap& RdmaMapFor(const Snapshot& snapshot);
+  RdmaMap ScanRdmaMap();
+  void CollectNetdev(const std::string& netdev, NetdevLayout* layout,
+                     const RdmaMap& rdma, Snapshot* snapshot,
+                     SourceStatus* status);
+
+  SysfsReader* const reader_;
+  const Options options_;
+  std::unique_ptr<Regex> exclude_;  // null: exclude nothing
+  uint64_t calls_ = 0;
+  absl::flat_hash_map<std::string, bool> excluded_;
+  std::map<std::string, NetdevLayout> netdevs_;
+  RdmaMap snapshot_rdma_;
+  RdmaMap scanned_rdma_;
+  uint64_t rdma_scanned_at_call_ = 0;
+};
+
+// Netdev -> (RDMA device, port) from RdmaSysfsSource's output: gid_attrs
+// ndevs first; device/net as a fallback, with the port known only when the
+// device has a single port (else 0).
+std::map<std::string, std::pair<std::string, uint32_t>> MapNetdevsToRdma(
+    const std::vector<RdmaPortInfo>& ports,
+    const std::vector<RdmaDeviceInfo>& devices);
+
+}  // namespace fabricdiag::agent

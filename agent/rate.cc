@@ -1,0 +1,92 @@
+#include "agent/rate.h"
+
+#include <limits>
+
+namespace fabricdiag::agent {
+namespace {
+
+uint64_t MaxForWidth(uint32_t width_bits) {
+  if (width_bits == 0 || width_bits >= 64) {
+    return std::numeric_limits<uint64_t>::max();
+  }
+  return (uint64_t{1} << width_bits) - 1;
+}
+
+// IB PMA PortCounters saturate at all-ones instead of wrapping (IBA 1.3,
+// 16.1.3.5 "PortCounters"), so a decrease there is always a reset. Every
+// other counter we read (mlx5 Q-counters read as 32-bit big-endian, netdev
+// and ethtool 64-bit values) wraps modulo 2^width.
+bool Saturates(Subsystem s) {
+  return s == Subsystem::kRdmaPortCounters ||
+         s == Subsystem::kRdmaPortCountersExt;
+}
+
+}  // namespace
+
+std::optional<uint64_t> CounterDelta(uint64_t previous, uint64_t current,
+                                     uint32_t width_bits, bool* wrapped) {
+  if (wrapped != nullptr) *wrapped = false;
+  if (current >= previous) return current - previous;
+  const uint64_t max = MaxForWidth(width_bits);
+  // A 64-bit counter does not wrap in the lifetime of a NIC (2^64 bytes is
+  // 11 years at 400 Gb/s), and a value above the declared width means the
+  // width was wrong: both decreases are resets.
+  if (max == std::numeric_limits<uint64_t>::max() || previous > max ||
+      current > max) {
+    return std::nullopt;
+  }
+  // Wrap: the counter ran from `previous` up to `max`, then from 0 to
+  // `current`. Only plausible when that distance is under half the range;
+  // a larger one means the counter was cleared.
+  const uint64_t distance = (max - previous) + current + 1;
+  if (distance > max / 2) return std::nullopt;
+  if (wrapped != nullptr) *wrapped = true;
+  return distance;
+}
+
+std::vector<SampleRate> RateCalculator::Update(const Snapshot& snapshot) {
+  std::vector<SampleRate> out(snapshot.samples.size());
+  std::map<Key, Previous> next;
+  for (size_t i = 0; i < snapshot.samples.size(); ++i) {
+    const Sample& s = snapshot.samples[i];
+    if (s.kind != Kind::kCounter) continue;
+    Key key(s.subsystem, s.device, s.port, s.name);
+    auto it = previous_.find(key);
+    if (it != previous_.end()) {
+      const Previous& prev = it->second;
+      SampleRate& r = out[i];
+      if (prev.saturated && s.raw < prev.raw) {
+        // A saturated PMA counter only moves again after a clear.
+        r.reset = true;
+        ++resets_;
+      } else if (!s.saturated && !prev.saturated) {
+        bool wrapped = false;
+        std::optional<uint64_t> delta =
+            Saturates(s.subsystem)
+                ? (s.raw >= prev.raw ? std::optional<uint64_t>(s.raw - prev.raw)
+                                     : std::nullopt)
+                : CounterDelta(prev.raw, s.raw, s.width_bits, &wrapped);
+        if (!delta.has_value()) {
+          r.reset = true;
+          ++resets_;
+        } else {
+          r.delta = delta;
+          r.wrapped = wrapped;
+          if (wrapped) ++wraps_;
+          const int64_t dt_nanos =
+              snapshot.monotonic_nanos - prev.monotonic_nanos;
+          if (dt_nanos > 0) {
+            r.per_second = static_cast<double>(*delta) * s.scale /
+                           (static_cast<double>(dt_nanos) * 1e-9);
+          }
+        }
+      }
+    }
+    next.emplace(std::move(key),
+                 Previous{s.raw, snapshot.monotonic_nanos, s.saturated});
+  }
+  previous_ = std::move(next);
+  return out;
+}
+
+}  // namespace fabricdiag::agent

@@ -1,0 +1,365 @@
+#include "agent/report_encoder.h"
+
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+
+namespace fabricdiag::agent {
+namespace {
+
+v1::Subsystem ToProto(Subsystem s) {
+  switch (s) {
+    case Subsystem::kRdmaPortCounters:
+      return v1::SUBSYSTEM_RDMA_PORT_COUNTERS;
+    case Subsystem::kRdmaPortCountersExt:
+      return v1::SUBSYSTEM_RDMA_PORT_COUNTERS_EXT;
+    case Subsystem::kRdmaPortHwCounters:
+      return v1::SUBSYSTEM_RDMA_PORT_HW_COUNTERS;
+    case Subsystem::kRdmaDeviceHwCounters:
+      return v1::SUBSYSTEM_RDMA_DEVICE_HW_COUNTERS;
+    case Subsystem::kRdmaPortAttribute:
+      return v1::SUBSYSTEM_RDMA_PORT_ATTRIBUTE;
+    case Subsystem::kNetdevStatistics:
+      return v1::SUBSYSTEM_NETDEV_STATISTICS;
+    case Subsystem::kNetdevAttribute:
+      return v1::SUBSYSTEM_NETDEV_ATTRIBUTE;
+    case Subsystem::kEthtool:
+      return v1::SUBSYSTEM_ETHTOOL;
+    case Subsystem::kVerbs:
+      return v1::SUBSYSTEM_VERBS;
+  }
+  return v1::SUBSYSTEM_UNSPECIFIED;
+}
+
+v1::Kind ToProto(Kind k) {
+  return k == Kind::kGauge ? v1::KIND_GAUGE : v1::KIND_COUNTER;
+}
+
+v1::Meaning ToProto(Meaning m) {
+  switch (m) {
+    case Meaning::kNone:
+      return v1::MEANING_NONE;
+    case Meaning::kPfcPauseFrames:
+      return v1::MEANING_PFC_PAUSE_FRAMES;
+    case Meaning::kPfcPauseDuration:
+      return v1::MEANING_PFC_PAUSE_DURATION;
+    case Meaning::kPfcPauseTransitions:
+      return v1::MEANING_PFC_PAUSE_TRANSITIONS;
+    case Meaning::kGlobalPauseFrames:
+      return v1::MEANING_GLOBAL_PAUSE_FRAMES;
+    case Meaning::kGlobalPauseDuration:
+      return v1::MEANING_GLOBAL_PAUSE_DURATION;
+    case Meaning::kPauseStormWarning:
+      return v1::MEANING_PAUSE_STORM_WARNING;
+    case Meaning::kPauseStormError:
+      return v1::MEANING_PAUSE_STORM_ERROR;
+    case Meaning::kPhyBytes:
+      return v1::MEANING_PHY_BYTES;
+    case Meaning::kPhyPackets:
+      return v1::MEANING_PHY_PACKETS;
+    case Meaning::kRxDiscardsPhy:
+      return v1::MEANING_RX_DISCARDS_PHY;
+    case Meaning::kTxDiscardsPhy:
+      return v1::MEANING_TX_DISCARDS_PHY;
+    case Meaning::kRxOutOfBuffer:
+      return v1::MEANING_RX_OUT_OF_BUFFER;
+    case Meaning::kPriorityDiscards:
+      return v1::MEANING_PRIORITY_DISCARDS;
+    case Meaning::kPriorityBytes:
+      return v1::MEANING_PRIORITY_BYTES;
+    case Meaning::kEcnMarked:
+      return v1::MEANING_ECN_MARKED;
+    case Meaning::kCrcErrors:
+      return v1::MEANING_CRC_ERRORS;
+    case Meaning::kSymbolErrors:
+      return v1::MEANING_SYMBOL_ERRORS;
+    case Meaning::kPcsSymbolErrors:
+      return v1::MEANING_PCS_SYMBOL_ERRORS;
+    case Meaning::kCorrectedBits:
+      return v1::MEANING_CORRECTED_BITS;
+    case Meaning::kReceivedBits:
+      return v1::MEANING_RECEIVED_BITS;
+    case Meaning::kLinkDownEvents:
+      return v1::MEANING_LINK_DOWN_EVENTS;
+  }
+  return v1::MEANING_NONE;
+}
+
+v1::Direction ToProto(Direction d) {
+  switch (d) {
+    case Direction::kNone:
+      return v1::DIRECTION_NONE;
+    case Direction::kRx:
+      return v1::DIRECTION_RX;
+    case Direction::kTx:
+      return v1::DIRECTION_TX;
+  }
+  return v1::DIRECTION_NONE;
+}
+
+bool ValidSample(const Sample& s) {
+  return !s.device.empty() &&
+         s.device.size() <= ReportEncoder::kMaxDeviceBytes && !s.name.empty() &&
+         s.name.size() <= ReportEncoder::kMaxNameBytes &&
+         s.unit.size() <= ReportEncoder::kMaxUnitBytes && s.width_bits >= 1 &&
+         s.width_bits <= 64 && std::isfinite(s.scale) && s.priority >= -1 &&
+         s.priority <= 7;
+}
+
+void FillSeries(const Sample& s, v1::Series* series) {
+  series->set_subsystem(ToProto(s.subsystem));
+  series->set_device(s.device);
+  series->set_port(s.port);
+  series->set_name(s.name);
+  series->set_unit(s.unit);
+  series->set_kind(ToProto(s.kind));
+  series->set_width_bits(s.width_bits);
+  series->set_scale(s.scale);
+  series->set_meaning(ToProto(s.meaning));
+  series->set_direction(ToProto(s.direction));
+  series->set_priority(s.priority);
+}
+
+// True when `series` describes `s` exactly (key and metadata).
+bool SameSeries(const v1::Series& series, const Sample& s) {
+  return series.subsystem() == ToProto(s.subsystem) &&
+         series.port() == s.port && series.device() == s.device &&
+         series.name() == s.name && series.unit() == s.unit &&
+         series.kind() == ToProto(s.kind) &&
+         series.width_bits() == s.width_bits && series.scale() == s.scale &&
+         series.meaning() == ToProto(s.meaning) &&
+         series.direction() == ToProto(s.direction) &&
+         series.priority() == s.priority;
+}
+
+std::string Truncate(const std::string& s, size_t max) {
+  return s.size() <= max ? s : s.substr(0, max);
+}
+
+v1::Inventory BuildInventory(const Snapshot& snapshot) {
+  v1::Inventory inv;
+  for (const RdmaDeviceInfo& d : snapshot.rdma_devices) {
+    v1::RdmaDevice* p = inv.add_rdma_devices();
+    p->set_name(d.name);
+    p->set_fw_ver(d.fw_ver);
+    p->set_board_id(d.board_id);
+    p->set_hca_type(d.hca_type);
+    p->set_node_guid(d.node_guid);
+    for (const std::string& n : d.netdevs) p->add_netdevs(n);
+  }
+  for (const RdmaPortInfo& r : snapshot.rdma_ports) {
+    v1::RdmaPort* p = inv.add_rdma_ports();
+    p->set_device(r.device);
+    p->set_port(r.port);
+    p->set_state_id(r.state_id);
+    p->set_state(r.state);
+    p->set_phys_state_id(r.phys_state_id);
+    p->set_phys_state(r.phys_state);
+    // 0 on the wire means unknown; a NaN would poison the collector's math.
+    if (r.rate_bytes_per_second && std::isfinite(*r.rate_bytes_per_second)) {
+      p->set_rate_bytes_per_second(*r.rate_bytes_per_second);
+    }
+    p->set_rate_text(r.rate_text);
+    p->set_link_layer(r.link_layer);
+    for (const std::string& n : r.netdevs) p->add_netdevs(n);
+  }
+  for (const NetdevInfo& n : snapshot.netdevs) {
+    v1::Netdev* p = inv.add_netdevs();
+    p->set_name(n.name);
+    p->set_operstate(n.operstate);
+    p->set_rdma_device(n.rdma_device);
+    p->set_rdma_port(n.rdma_port);
+  }
+  for (const VerbsPortInfo& v : snapshot.verbs_ports) {
+    v1::VerbsPort* p = inv.add_verbs_ports();
+    p->set_device(v.device);
+    p->set_port(v.port);
+    p->set_state(v.state);
+    p->set_active_mtu_bytes(v.active_mtu_bytes);
+    p->set_active_width_lanes(v.active_width_lanes);
+    p->set_lane_gbps(std::isfinite(v.lane_gbps) ? v.lane_gbps : 0);
+    p->set_expected_rate_bytes_per_second(
+        std::isfinite(v.expected_rate_bytes_per_second)
+            ? v.expected_rate_bytes_per_second
+            : 0);
+    p->set_link_layer(v.link_layer);
+  }
+  return inv;
+}
+
+}  // namespace
+
+absl::StatusOr<EncodedReport> ReportEncoder::Encode(
+    const Snapshot& snapshot, const std::vector<SampleRate>& rates) {
+  if (rates.size() != snapshot.samples.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ReportEncoder: ", rates.size(), " rates for ",
+                     snapshot.samples.size(), " samples"));
+  }
+
+  // Valid samples, first occurrence of each key only.
+  std::vector<size_t> kept;
+  kept.reserve(snapshot.samples.size());
+  {
+    absl::flat_hash_map<Key, bool> seen;
+    seen.reserve(snapshot.samples.size());
+    for (size_t i = 0; i < snapshot.samples.size(); ++i) {
+      const Sample& s = snapshot.samples[i];
+      if (!ValidSample(s) || !seen.emplace(Key(static_cast<int>(s.subsystem),
+                                               s.device, s.port, s.name),
+                                           true)
+                                  .second) {
+        ++skipped_samples_;
+        continue;
+      }
+      kept.push_back(i);
+    }
+  }
+  if (kept.size() > kMaxSeries) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("ReportEncoder: snapshot has ", kept.size(),
+                     " series; at most ", kMaxSeries, " are supported"));
+  }
+
+  EncodedReport out;
+  std::vector<uint32_t> positions;
+  std::vector<bool> present;
+  if (!MapToSchema(snapshot, kept, &positions, &present)) {
+    NewSchema(snapshot, kept);
+    out.new_schema = schema_;
+    positions.resize(kept.size());
+    for (size_t i = 0; i < kept.size(); ++i) {
+      positions[i] = static_cast<uint32_t>(i);
+    }
+    present.assign(kept.size(), true);
+  }
+
+  // Gather per schema index, then emit the parallel arrays in index order.
+  const size_t n = static_cast<size_t>(schema_.series_size());
+  v1::Report& report = out.report;
+  report.set_schema_id(schema_.schema_id());
+  report.set_wall_time_unix_nanos(absl::ToUnixNanos(snapshot.wall_time));
+  report.set_monotonic_nanos(snapshot.monotonic_nanos);
+  report.mutable_raw()->Resize(static_cast<int>(n), 0);
+  std::vector<const SampleRate*> rate_of(n, nullptr);
+  std::vector<uint8_t> reset(n, 0), saturated(n, 0), wrapped(n, 0);
+  for (size_t k = 0; k < kept.size(); ++k) {
+    const uint32_t idx = positions[k];
+    const Sample& s = snapshot.samples[kept[k]];
+    report.set_raw(static_cast<int>(idx), s.raw);
+    rate_of[idx] = &rates[kept[k]];
+    reset[idx] = rates[kept[k]].reset;
+    wrapped[idx] = rates[kept[k]].wrapped;
+    saturated[idx] = s.saturated;
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    if (!present[i]) report.add_absent(i);
+    const SampleRate* r = rate_of[i];
+    bool has_rate = r != nullptr && r->per_second.has_value();
+    if (has_rate && !std::isfinite(*r->per_second)) {
+      ++invalid_rates_;
+      has_rate = false;
+    }
+    if (has_rate) {
+      report.add_rate(*r->per_second);
+    } else {
+      report.add_no_rate(i);
+    }
+    if (reset[i]) report.add_reset(i);
+    if (saturated[i]) report.add_saturated(i);
+    if (wrapped[i]) report.add_wrapped(i);
+  }
+
+  for (const SourceStatus& st : snapshot.sources) {
+    v1::SourceHealth* h = report.add_sources();
+    h->set_source(Truncate(st.source, kMaxNameBytes));
+    h->set_ok(st.ok);
+    h->set_errors(st.errors < 0 ? 0u : static_cast<uint32_t>(st.errors));
+    h->set_duration_nanos(absl::ToInt64Nanoseconds(st.duration));
+    if (!st.ok) h->set_last_error(Truncate(st.last_error, kMaxErrorBytes));
+  }
+
+  v1::Inventory inventory = BuildInventory(snapshot);
+  std::string serialized;
+  // Deterministic so that equal inventories serialize to equal bytes.
+  {
+    google::protobuf::io::StringOutputStream raw_out(&serialized);
+    google::protobuf::io::CodedOutputStream coded(&raw_out);
+    coded.SetSerializationDeterministic(true);
+    inventory.SerializeToCodedStream(&coded);
+  }
+  if (!has_inventory_ || serialized != last_inventory_) {
+    has_inventory_ = true;
+    last_inventory_ = std::move(serialized);
+    out.new_inventory = std::move(inventory);
+  }
+  return out;
+}
+
+bool ReportEncoder::MapToSchema(const Snapshot& snapshot,
+                                const std::vector<size_t>& kept,
+                                std::vector<uint32_t>* positions,
+                                std::vector<bool>* present) {
+  if (!has_schema_) return false;
+  const size_t n = static_cast<size_t>(schema_.series_size());
+  positions->assign(kept.size(), 0);
+  present->assign(n, false);
+
+  // Fast path: the sources listed the same series in the same order as last
+  // time (the steady state), so no hashing is needed.
+  bool same_order = kept.size() == n;
+  for (size_t i = 0; same_order && i < n; ++i) {
+    same_order = SameSeries(schema_.series(static_cast<int>(i)),
+                            snapshot.samples[kept[i]]);
+  }
+  if (same_order) {
+    for (size_t i = 0; i < n; ++i) (*positions)[i] = static_cast<uint32_t>(i);
+    present->assign(n, true);
+    absent_streak_.assign(n, 0);
+    return true;
+  }
+
+  for (size_t k = 0; k < kept.size(); ++k) {
+    const Sample& s = snapshot.samples[kept[k]];
+    auto it = index_.find(
+        Key(static_cast<int>(s.subsystem), s.device, s.port, s.name));
+    if (it == index_.end()) return false;  // a new series
+    if (!SameSeries(schema_.series(static_cast<int>(it->second)), s)) {
+      return false;  // metadata changed (driver reload, new width)
+    }
+    (*positions)[k] = it->second;
+    (*present)[it->second] = true;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if ((*present)[i]) continue;
+    if (absent_streak_[i] >= options_.max_absent_reports) return false;
+  }
+  // Commit the streaks only once the schema is known to be kept.
+  for (size_t i = 0; i < n; ++i) {
+    absent_streak_[i] = (*present)[i] ? 0 : absent_streak_[i] + 1;
+  }
+  return true;
+}
+
+void ReportEncoder::NewSchema(const Snapshot& snapshot,
+                              const std::vector<size_t>& kept) {
+  schema_.Clear();
+  schema_.set_schema_id(++last_schema_id_);
+  index_.clear();
+  index_.reserve(kept.size());
+  for (size_t k = 0; k < kept.size(); ++k) {
+    const Sample& s = snapshot.samples[kept[k]];
+    FillSeries(s, schema_.add_series());
+    index_.emplace(Key(static_cast<int>(s.subsystem), s.device, s.port, s.name),
+                   static_cast<uint32_t>(k));
+  }
+  absent_streak_.assign(kept.size(), 0);
+  has_schema_ = true;
+  ++schemas_emitted_;
+}
+
+}  // namespace fabricdiag::agent

@@ -1,0 +1,177 @@
+// The agent's domain model: one snapshot of everything a node's NICs count.
+//
+// Every source (RDMA sysfs, netdev sysfs, ethtool, verbs) appends to a
+// Snapshot. A value the kernel does not expose is absent from the snapshot,
+// never a zero. Raw values are kept exactly as the kernel printed them; the
+// scale factor that turns them into base units is fixed by the parser that
+// knows the counter (IB port_*_data counts 4-octet words: scale 4; mlx5 pause
+// durations are microseconds: scale 1e-6).
+//
+//   Snapshot snap;
+//   rdma_source.Collect(&snap);
+//   for (const Sample& s : snap.samples) { ... s.BaseValue() ... }
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace fabricdiag::agent {
+
+// Where a sample came from. The names are stable: they appear in metric
+// labels, in the JSON snapshot and on the wire.
+enum class Subsystem {
+  kRdmaPortCounters,      // class/infiniband/D/ports/N/counters/* (IB PMA)
+  kRdmaPortCountersExt,   // class/infiniband/D/ports/N/counters_ext/* (< v4.5)
+  kRdmaPortHwCounters,    // class/infiniband/D/ports/N/hw_counters/*
+  kRdmaDeviceHwCounters,  // class/infiniband/D/hw_counters/*
+  kRdmaPortAttribute,     // numeric port attributes: rate, state ids
+  kNetdevStatistics,      // class/net/IF/statistics/*
+  kNetdevAttribute,       // class/net/IF/{carrier_changes,speed,mtu,...}
+  kEthtool,               // SIOCETHTOOL GSTATS or `ethtool -S` text
+  kVerbs,                 // ibv_query_port attributes
+};
+
+// "rdma_port_counters", "netdev_statistics", "ethtool", ...
+const char* SubsystemName(Subsystem s);
+
+// Counters only grow (until a reset or a wrap); gauges go up and down.
+enum class Kind { kCounter, kGauge };
+
+// What a counter means, independent of how a driver spells it. The ethtool
+// source maps mlx5 `tx_prio3_pause_duration`, bnxt_en
+// `pfc_pri3_tx_duration_us` and friends onto the same meaning, so that the
+// exporter and the analyzers never look at driver-specific names.
+enum class Meaning {
+  kNone = 0,
+  kPfcPauseFrames,       // per priority and direction
+  kPfcPauseDuration,     // per priority and direction; base unit seconds
+  kPfcPauseTransitions,  // per priority, rx
+  kGlobalPauseFrames,    // 802.3x link pause, per direction
+  kGlobalPauseDuration,  // per direction; seconds
+  kPauseStormWarning,    // mlx5 tx_pause_storm_warning_events
+  kPauseStormError,      // mlx5 tx_pause_storm_error_events
+  kPhyBytes,             // bytes on the wire, per direction (RoCE included)
+  kPhyPackets,           // packets on the wire, per direction
+  kRxDiscardsPhy,        // port RX buffer overflow drops
+  kTxDiscardsPhy,
+  kRxOutOfBuffer,     // no posted receive buffer (host too slow)
+  kPriorityDiscards,  // per priority, rx
+  kPriorityBytes,     // per priority and direction
+  kEcnMarked,         // per priority, device marked CE
+  kCrcErrors,
+  kSymbolErrors,     // PHY symbol errors (pre-FEC coding errors)
+  kPcsSymbolErrors,  // not corrected by FEC
+  kCorrectedBits,    // FEC-corrected bits
+  kReceivedBits,     // BER denominator
+  kLinkDownEvents,
+};
+
+// "pfc_pause_frames", ...; "" for kNone.
+const char* MeaningName(Meaning m);
+
+enum class Direction { kNone = 0, kRx, kTx };
+const char* DirectionName(Direction d);  // "", "rx", "tx"
+
+// One value read from the kernel.
+struct Sample {
+  Subsystem subsystem = Subsystem::kRdmaPortCounters;
+  std::string device;  // RDMA device ("mlx5_0") or netdev ("eth0", "swp1")
+  uint32_t port = 0;   // RDMA port number; 0 for device-level and netdevs
+  std::string name;    // exactly as the kernel spells it ("port_xmit_data")
+  uint64_t raw = 0;    // exactly as the kernel printed it
+  // Bits the kernel keeps for this counter: 64, 32 (mlx5 Q-counters, IB PMA
+  // without extended width), 16/8/4 (IB error counters). A decrease below
+  // 2^width is a wrap; all-ones in a PMA counter means saturated.
+  uint32_t width_bits = 64;
+  double scale = 1.0;  // base-unit value = raw * scale
+  std::string unit;    // base unit after scaling: "bytes", "packets", ...
+  Kind kind = Kind::kCounter;
+  // True when a fixed-width PMA counter sits at all-ones: it has stopped
+  // counting (IBA 16.1.3.5) and its value is a floor, not traffic.
+  bool saturated = false;
+  Meaning meaning = Meaning::kNone;
+  Direction direction = Direction::kNone;
+  int priority = -1;  // 0..7 for per-priority counters, else -1
+
+  double BaseValue() const {
+    // Dividing by the exact integer divisor keeps microseconds exact in
+    // decimal (940000 us -> 0.94 s, where 940000 * 1e-6 gives 0.9399...).
+    if (scale > 0 && scale < 1) {
+      return static_cast<double>(raw) / std::round(1.0 / scale);
+    }
+    return static_cast<double>(raw) * scale;
+  }
+
+  // Identity of the series this sample belongs to.
+  auto Key() const { return std::tie(subsystem, device, port, name); }
+};
+
+// A port of an RDMA device as sysfs describes it.
+struct RdmaPortInfo {
+  std::string device;
+  uint32_t port = 0;
+  int state_id = -1;       // 4 = ACTIVE; -1 when unreadable
+  std::string state;       // "ACTIVE"
+  int phys_state_id = -1;  // 5 = LinkUp
+  std::string phys_state;  // "LinkUp"
+  std::optional<double> rate_bytes_per_second;
+  std::string rate_text;             // "400 Gb/sec (4X NDR)"
+  std::string link_layer;            // "InfiniBand", "Ethernet"
+  std::vector<std::string> netdevs;  // from gid_attrs/ndevs/*
+};
+
+struct RdmaDeviceInfo {
+  std::string name;  // "mlx5_0"
+  std::string fw_ver;
+  std::string board_id;
+  std::string hca_type;
+  std::string node_guid;
+  std::vector<std::string> netdevs;  // from device/net/*
+};
+
+struct NetdevInfo {
+  std::string name;
+  std::string operstate;    // "up", "down", ...; "" when unreadable
+  std::string rdma_device;  // "" when the netdev has no RDMA device
+  uint32_t rdma_port = 0;
+};
+
+// Port attributes from libibverbs (ibv_query_port).
+struct VerbsPortInfo {
+  std::string device;
+  uint32_t port = 0;
+  int state = 0;               // enum ibv_port_state
+  int active_mtu_bytes = 0;    // 256..4096
+  int active_width_lanes = 0;  // 1, 2, 4, 8, 12
+  double lane_gbps = 0;        // per-lane signalling rate after encoding
+  double expected_rate_bytes_per_second = 0;
+  std::string link_layer;  // "InfiniBand", "Ethernet"
+};
+
+// How one source fared in one snapshot.
+struct SourceStatus {
+  std::string source;  // "rdma_sysfs", "netdev", "ethtool", "verbs"
+  bool ok = true;      // false when something could not be read
+  absl::Duration duration;
+  int errors = 0;          // files or devices that failed
+  std::string last_error;  // the most recent error, for logs and JSON
+};
+
+struct Snapshot {
+  absl::Time wall_time;
+  int64_t monotonic_nanos = 0;
+  std::vector<Sample> samples;
+  std::vector<RdmaDeviceInfo> rdma_devices;
+  std::vector<RdmaPortInfo> rdma_ports;
+  std::vector<NetdevInfo> netdevs;
+  std::vector<VerbsPortInfo> verbs_ports;
+  std::vector<SourceStatus> sources;
+};
+
+}  // namespace fabricdiag::agent

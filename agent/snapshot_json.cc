@@ -1,0 +1,103 @@
+#include "agent/snapshot_json.h"
+
+#include <nlohmann/json.hpp>
+
+#include "absl/time/time.h"
+
+namespace fabricdiag::agent {
+
+std::string SnapshotToJson(const Snapshot& snapshot, absl::string_view node) {
+  using json = nlohmann::ordered_json;
+  json out = json::object();
+  out["node"] = std::string(node);
+  out["time"] = absl::FormatTime(absl::RFC3339_full, snapshot.wall_time,
+                                 absl::UTCTimeZone());
+
+  json devices = json::array();
+  for (const RdmaDeviceInfo& d : snapshot.rdma_devices) {
+    devices.push_back({{"name", d.name},
+                       {"fw_ver", d.fw_ver},
+                       {"board_id", d.board_id},
+                       {"hca_type", d.hca_type},
+                       {"node_guid", d.node_guid},
+                       {"netdevs", d.netdevs}});
+  }
+  out["rdma_devices"] = std::move(devices);
+
+  json ports = json::array();
+  for (const RdmaPortInfo& p : snapshot.rdma_ports) {
+    json port = {
+        {"device", p.device},         {"port", p.port},
+        {"state", p.state},           {"state_id", p.state_id},
+        {"phys_state", p.phys_state}, {"phys_state_id", p.phys_state_id},
+        {"rate", p.rate_text},        {"link_layer", p.link_layer},
+        {"netdevs", p.netdevs}};
+    if (p.rate_bytes_per_second.has_value()) {
+      port["rate_bytes_per_second"] = *p.rate_bytes_per_second;
+    }
+    ports.push_back(std::move(port));
+  }
+  out["rdma_ports"] = std::move(ports);
+
+  json netdevs = json::array();
+  for (const NetdevInfo& n : snapshot.netdevs) {
+    json netdev = {{"name", n.name}, {"operstate", n.operstate}};
+    if (!n.rdma_device.empty()) {
+      netdev["rdma_device"] = n.rdma_device;
+      netdev["rdma_port"] = n.rdma_port;
+    }
+    netdevs.push_back(std::move(netdev));
+  }
+  out["netdevs"] = std::move(netdevs);
+
+  json verbs = json::array();
+  for (const VerbsPortInfo& v : snapshot.verbs_ports) {
+    verbs.push_back(
+        {{"device", v.device},
+         {"port", v.port},
+         {"state", v.state},
+         {"active_mtu_bytes", v.active_mtu_bytes},
+         {"active_width_lanes", v.active_width_lanes},
+         {"lane_gbps", v.lane_gbps},
+         {"expected_rate_bytes_per_second", v.expected_rate_bytes_per_second},
+         {"link_layer", v.link_layer}});
+  }
+  out["verbs_ports"] = std::move(verbs);
+
+  json samples = json::array();
+  for (const Sample& s : snapshot.samples) {
+    json sample = {{"subsystem", SubsystemName(s.subsystem)},
+                   {"device", s.device},
+                   {"port", s.port},
+                   {"name", s.name},
+                   {"raw", s.raw},
+                   {"value", s.BaseValue()},
+                   {"unit", s.unit},
+                   {"kind", s.kind == Kind::kCounter ? "counter" : "gauge"},
+                   {"width_bits", s.width_bits}};
+    if (s.saturated) sample["saturated"] = true;
+    if (s.meaning != Meaning::kNone) sample["meaning"] = MeaningName(s.meaning);
+    if (s.direction != Direction::kNone) {
+      sample["direction"] = DirectionName(s.direction);
+    }
+    if (s.priority >= 0) sample["priority"] = s.priority;
+    samples.push_back(std::move(sample));
+  }
+  out["samples"] = std::move(samples);
+
+  json sources = json::array();
+  for (const SourceStatus& s : snapshot.sources) {
+    json source = {{"source", s.source},
+                   {"ok", s.ok},
+                   {"duration_seconds", absl::ToDoubleSeconds(s.duration)},
+                   {"errors", s.errors}};
+    if (!s.last_error.empty()) source["last_error"] = s.last_error;
+    sources.push_back(std::move(source));
+  }
+  out["sources"] = std::move(sources);
+
+  return out.dump(2, ' ', /*ensure_ascii=*/false,
+                  nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace fabricdiag::agent

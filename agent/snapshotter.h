@@ -1,0 +1,34 @@
+// Runs every source once and assembles one Snapshot.
+//
+// Sources run in the order given; later ones may read what earlier ones
+// found (the ethtool source queries the netdevs the netdev source listed).
+// Each source's duration is measured here, so every SourceStatus reports
+// its own cost and one failing source never hides the others.
+//
+//   Snapshotter snapshotter(std::move(sources), clock);
+//   Snapshot snap = snapshotter.Take();
+//
+// Not thread-safe: Take() is called by one sampling thread.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "agent/sample.h"
+#include "agent/source.h"
+#include "common/clock.h"
+
+namespace fabricdiag::agent {
+
+class Snapshotter {
+ public:
+  Snapshotter(std::vector<std::unique_ptr<Source>> sources, const Clock& clock);
+
+  Snapshot Take();
+
+ private:
+  std::vector<std::unique_ptr<Source>> sources_;
+  const Clock& clock_;
+};
+
+}  // namespace fabricdiag::agent

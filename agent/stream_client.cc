@@ -1,0 +1,374 @@
+#include "agent/stream_client.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/random/random.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/grpc_status.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+
+namespace fabricdiag::agent {
+namespace {
+
+// Reports written per wake-up of the writer; bounds the time the writer
+// holds references without rechecking for Stop().
+constexpr size_t kWriteBatch = 64;
+// PEM files are a few KB; anything bigger is the wrong file (or /dev/zero).
+constexpr size_t kMaxPemBytes = 1 << 20;
+// Dead connections that never send a RST (a collector host that lost power)
+// are detected by HTTP/2 keepalive pings. The collector must allow pings this
+// often (GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS).
+constexpr int kKeepaliveTimeMs = 30'000;
+constexpr int kKeepaliveTimeoutMs = 10'000;
+constexpr size_t kMaxReasonBytes = 512;
+
+absl::StatusOr<std::string> ReadPemFile(const std::string& path,
+                                        absl::string_view what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot read ", what, " file '", path, "': ", std::strerror(errno)));
+  }
+  std::string data(kMaxPemBytes + 1, '\0');
+  in.read(data.data(), static_cast<std::streamsize>(data.size()));
+  if (in.bad()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot read ", what, " file '", path, "'"));
+  }
+  data.resize(static_cast<size_t>(in.gcount()));
+  if (data.size() > kMaxPemBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " file '", path, "' is larger than 1 MiB; not a PEM file"));
+  }
+  if (!absl::StrContains(data, "-----BEGIN ")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " file '", path, "' is not in PEM format"));
+  }
+  return data;
+}
+
+absl::Status CheckFields(const StreamClient::Options& o) {
+  if (o.target.empty()) {
+    return absl::InvalidArgumentError("collector target is empty");
+  }
+  if (o.node.empty()) return absl::InvalidArgumentError("node name is empty");
+  if (o.backoff_initial <= absl::ZeroDuration() ||
+      o.backoff_max < o.backoff_initial) {
+    return absl::InvalidArgumentError(
+        "reconnect backoff must satisfy 0 < initial <= max");
+  }
+  if (o.buffer_capacity == 0) {
+    return absl::InvalidArgumentError("report buffer capacity must be >= 1");
+  }
+  if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "TLS client certificate and key must be given together");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> LoadCredentials(
+    const StreamClient::Options& o) {
+  if (o.tls_ca_file.empty() && o.tls_cert_file.empty()) {
+    return grpc::InsecureChannelCredentials();
+  }
+  grpc::SslCredentialsOptions ssl;
+  if (!o.tls_ca_file.empty()) {
+    ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPemFile(o.tls_ca_file, "TLS CA"));
+  }
+  if (!o.tls_cert_file.empty()) {
+    ASSIGN_OR_RETURN(ssl.pem_cert_chain,
+                     ReadPemFile(o.tls_cert_file, "TLS certificate"));
+    ASSIGN_OR_RETURN(ssl.pem_private_key,
+                     ReadPemFile(o.tls_key_file, "TLS key"));
+  }
+  return grpc::SslCredentials(ssl);
+}
+
+std::string RandomBootId() {
+  absl::BitGen gen;
+  return absl::StrFormat("%016x%016x", absl::Uniform<uint64_t>(gen),
+                         absl::Uniform<uint64_t>(gen));
+}
+
+}  // namespace
+
+absl::Status StreamClient::Validate(const Options& options) {
+  RETURN_IF_ERROR(CheckFields(options));
+  return LoadCredentials(options).status();
+}
+
+absl::StatusOr<std::unique_ptr<StreamClient>> StreamClient::Create(
+    Options options, const Clock& clock) {
+  RETURN_IF_ERROR(CheckFields(options));
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials,
+                   LoadCredentials(options));
+  return std::unique_ptr<StreamClient>(
+      new StreamClient(std::move(options), clock, std::move(credentials)));
+}
+
+StreamClient::StreamClient(
+    Options options, const Clock& clock,
+    std::shared_ptr<grpc::ChannelCredentials> credentials)
+    : options_(std::move(options)),
+      clock_(clock),
+      credentials_(std::move(credentials)),
+      boot_id_(options_.boot_id.empty() ? RandomBootId() : options_.boot_id),
+      buffer_(options_.buffer_capacity) {}
+
+StreamClient::~StreamClient() { Stop(); }
+
+void StreamClient::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (started_ || stopping_) return;
+  started_ = true;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void StreamClient::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    // Unblocks a Write stuck on flow control, a Read waiting for Acks and a
+    // call still connecting to a collector that does not answer.
+    if (active_context_ != nullptr) active_context_->TryCancel();
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void StreamClient::Enqueue(EncodedReport encoded) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (encoded.new_schema.has_value()) {
+    const uint64_t id = encoded.new_schema->schema_id();
+    schemas_[id] =
+        std::make_shared<const v1::Schema>(std::move(*encoded.new_schema));
+    latest_schema_id_ = id;
+  }
+  if (encoded.new_inventory.has_value()) {
+    inventory_ = std::make_shared<const v1::Inventory>(
+        std::move(*encoded.new_inventory));
+    ++inventory_version_;
+  }
+  if (schemas_.count(encoded.report.schema_id()) == 0) {
+    ++stats_.invalid;
+    return;
+  }
+  encoded.report.set_seq(next_seq_++);
+  const uint64_t dropped_before = buffer_.dropped();
+  buffer_.Push(std::make_shared<const v1::Report>(std::move(encoded.report)));
+  if (buffer_.dropped() != dropped_before) PruneSchemasLocked();
+  cv_.notify_all();
+}
+
+StreamClient::Stats StreamClient::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stats s = stats_;
+  s.buffered = buffer_.size();
+  s.dropped = buffer_.dropped();
+  return s;
+}
+
+void StreamClient::PruneSchemasLocked() {
+  const std::vector<uint64_t> referenced = buffer_.SchemaIds();
+  for (auto it = schemas_.begin(); it != schemas_.end();) {
+    if (it->first != latest_schema_id_ &&
+        !std::binary_search(referenced.begin(), referenced.end(), it->first)) {
+      it = schemas_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+absl::Duration StreamClient::BackoffDelay(int attempt) {
+  absl::Duration d = options_.backoff_initial;
+  for (int i = 0; i < attempt && d < options_.backoff_max; ++i) d *= 2;
+  // +-20% jitter so that 8,000 agents do not reconnect in lockstep after a
+  // collector restart.
+  static thread_local absl::BitGen gen;
+  d *= absl::Uniform<double>(gen, 0.8, 1.2);
+  return std::min(d, options_.backoff_max);
+}
+
+void StreamClient::Run() {
+  int attempt = 0;
+  while (true) {
+    bool got_response = false;
+    absl::Status status = RunStream(&got_response);
+    std::unique_lock<std::mutex> lock(mu_);
+    if (stopping_) return;
+    const bool new_error = stats_.last_error != status.ToString();
+    stats_.last_error = status.ToString();
+    ++stats_.reconnects;
+    if (got_response) attempt = 0;
+    const absl::Duration delay = BackoffDelay(attempt);
+    if (attempt < 64) ++attempt;
+    if (new_error || got_response) {
+      LogWarning(absl::StrCat("collector stream: ", status.ToString(),
+                              "; retrying in ", absl::FormatDuration(delay)));
+    }
+    cv_.wait_for(lock, absl::ToChronoNanoseconds(delay),
+                 [this] { return stopping_; });
+    if (stopping_) return;
+  }
+}
+
+void StreamClient::ReadLoop(
+    grpc::ClientReaderWriter<v1::AgentMessage, v1::CollectorMessage>* stream,
+    uint64_t stream_id) {
+  v1::CollectorMessage msg;
+  while (stream->Read(&msg)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.connected = true;
+    if (msg.has_ack()) {
+      const uint64_t seq = msg.ack().seq();
+      const size_t n = buffer_.Ack(seq);
+      stats_.acked += n;
+      stats_.last_acked_seq = std::max(stats_.last_acked_seq, seq);
+      stats_.last_ack_monotonic_nanos = clock_.MonotonicNanos();
+      if (n > 0) PruneSchemasLocked();
+    } else if (msg.has_reject()) {
+      reject_reason_ = msg.reject().reason().substr(0, kMaxReasonBytes);
+      if (reject_reason_.empty()) reject_reason_ = "(no reason given)";
+      cv_.notify_all();
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stream_id == stream_id_) stream_ended_ = true;
+  cv_.notify_all();
+}
+
+absl::Status StreamClient::RunStream(bool* got_response) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
+  // A fresh channel per stream with its own subchannel, so that our backoff
+  // (not a shared subchannel's) decides when to try again.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  if (!options_.tls_server_name.empty()) {
+    args.SetSslTargetNameOverride(options_.tls_server_name);
+  }
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateCustomChannel(options_.target, credentials_, args);
+  std::unique_ptr<v1::Ingest::Stub> stub = v1::Ingest::NewStub(channel);
+
+  grpc::ClientContext context;
+  uint64_t stream_id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return absl::CancelledError("stopping");
+    active_context_ = &context;
+    stream_id = ++stream_id_;
+    stream_ended_ = false;
+    reject_reason_.clear();
+    stats_.connected = false;
+  }
+  std::unique_ptr<
+      grpc::ClientReaderWriter<v1::AgentMessage, v1::CollectorMessage>>
+      stream = stub->Stream(&context);
+  std::thread reader([&] { ReadLoop(stream.get(), stream_id); });
+
+  v1::AgentMessage msg;
+  v1::Hello* hello = msg.mutable_hello();
+  hello->set_node(options_.node);
+  hello->set_agent_version(options_.agent_version);
+  hello->set_boot_id(boot_id_);
+  hello->set_interval_ms(static_cast<uint32_t>(std::clamp<int64_t>(
+      absl::ToInt64Milliseconds(options_.interval), 0, UINT32_MAX)));
+  bool writable = stream->Write(msg);
+
+  // Seq of the last report written on THIS stream: a new stream starts at 0
+  // and so replays everything still unacknowledged.
+  uint64_t cursor = 0;
+  std::set<uint64_t> sent_schemas;
+  uint64_t sent_inventory = 0;
+  while (writable) {
+    std::shared_ptr<const v1::Inventory> inventory;
+    std::vector<ReportBuffer::ReportPtr> batch;
+    std::vector<std::shared_ptr<const v1::Schema>> schema_first;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] {
+        return stopping_ || stream_ended_ || !reject_reason_.empty() ||
+               inventory_version_ != sent_inventory || buffer_.HasAfter(cursor);
+      });
+      if (stopping_ || stream_ended_ || !reject_reason_.empty()) break;
+      if (inventory_version_ != sent_inventory) {
+        inventory = inventory_;
+        sent_inventory = inventory_version_;
+      }
+      batch = buffer_.After(cursor, kWriteBatch);
+      for (const ReportBuffer::ReportPtr& r : batch) {
+        std::shared_ptr<const v1::Schema> schema;
+        if (sent_schemas.insert(r->schema_id()).second) {
+          auto it = schemas_.find(r->schema_id());
+          // Enqueue refuses reports of unknown schemas and pruning keeps
+          // every referenced one, so this cannot miss.
+          if (it != schemas_.end()) schema = it->second;
+        }
+        schema_first.push_back(std::move(schema));
+      }
+    }
+    // The network writes happen without the lock: Enqueue never waits for
+    // them.
+    if (inventory != nullptr) {
+      *msg.mutable_inventory() = *inventory;
+      if (!(writable = stream->Write(msg))) break;
+    }
+    for (size_t i = 0; i < batch.size() && writable; ++i) {
+      if (schema_first[i] != nullptr) {
+        *msg.mutable_schema() = *schema_first[i];
+        if (!(writable = stream->Write(msg))) break;
+      }
+      *msg.mutable_report() = *batch[i];
+      if (!(writable = stream->Write(msg))) break;
+      cursor = batch[i]->seq();
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.sent;
+    }
+  }
+
+  std::string reject;
+  bool stopping;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping = stopping_;
+    reject = reject_reason_;
+  }
+  // When the stream failed on its own, Finish() reports why; otherwise we end
+  // it ourselves.
+  if (stopping || !reject.empty()) context.TryCancel();
+  reader.join();
+  grpc::Status finish = stream->Finish();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    active_context_ = nullptr;
+    *got_response = stats_.connected;
+    stats_.connected = false;
+  }
+  if (stopping) return absl::CancelledError("stopping");
+  if (!reject.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "collector ", options_.target, " rejected the stream: ", reject));
+  }
+  if (finish.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat("collector ", options_.target, " closed the stream"));
+  }
+  absl::Status s = FromGrpcStatus(finish);
+  return absl::Status(
+      s.code(), absl::StrCat("collector ", options_.target, ": ", s.message()));
+}
+
+}  // namespace fabricdiag::agent

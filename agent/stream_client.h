@@ -1,0 +1,154 @@
+// Streams encoded reports from the agent to the collector.
+//
+// One long-lived bidirectional gRPC stream (fabricdiag.v1.Ingest/Stream)
+// carries Hello, Inventory, Schemas and Reports up and Acks down. Reports
+// wait in a bounded ReportBuffer until the collector acknowledges them; after
+// a reconnect the client sends Hello again, then replays every
+// unacknowledged report, each preceded (once per stream) by the schema it
+// references. So a collector restart or a network outage shorter than the
+// buffer leaves no gap; the collector deduplicates by (node, boot_id, seq).
+//
+// Threads: Enqueue() is called by the sampling thread and never touches the
+// network (it only takes a short lock and appends to the buffer). A
+// background thread owns the connection: it writes, and a per-stream reader
+// thread handles Acks. Broken streams are retried with exponential backoff
+// and jitter. Stop() cancels the RPC in flight, so it returns promptly even
+// when the collector hangs or is unreachable.
+//
+//   StreamClient::Options opts;
+//   opts.target = "collector:9811";
+//   opts.node = "gpu-003";
+//   opts.tls_ca_file = "/etc/fabricdiag/ca.pem";
+//   ASSIGN_OR_RETURN(std::unique_ptr<StreamClient> client,
+//                    StreamClient::Create(opts, clock));
+//   client->Start();
+//   ... every interval: client->Enqueue(encoder.Encode(snap, rates).value());
+//   client->Stop();
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "agent/report_buffer.h"
+#include "agent/report_encoder.h"
+#include "common/clock.h"
+#include "proto/ingest.grpc.pb.h"
+
+namespace fabricdiag::agent {
+
+class StreamClient {
+ public:
+  struct Options {
+    std::string target;                          // "host:port" of the collector
+    std::string node;                            // --node
+    std::string agent_version;                   // reported in Hello
+    absl::Duration interval = absl::Seconds(1);  // reported in Hello
+    // TLS is used when a CA or a client certificate is given. Without a CA,
+    // the system roots are trusted. cert and key go together (mutual TLS).
+    std::string tls_ca_file;
+    std::string tls_cert_file;
+    std::string tls_key_file;
+    // Expected name in the collector's certificate when it differs from the
+    // host in `target` (e.g. the collector is addressed by IP).
+    std::string tls_server_name;
+    absl::Duration backoff_initial = absl::Milliseconds(250);
+    absl::Duration backoff_max = absl::Seconds(30);
+    size_t buffer_capacity = ReportBuffer::kDefaultCapacity;  // in reports
+    // Identifies this agent process to the collector; random when empty.
+    std::string boot_id;
+  };
+
+  struct Stats {
+    bool connected = false;  // the collector has answered on this stream
+    uint64_t buffered = 0;   // reports not yet acknowledged
+    uint64_t dropped = 0;    // oldest reports dropped: buffer full
+    uint64_t invalid = 0;    // reports refused: unknown schema
+    uint64_t sent = 0;       // report messages written (replays count)
+    uint64_t acked = 0;      // reports acknowledged by the collector
+    uint64_t last_acked_seq = 0;
+    uint64_t reconnects = 0;  // streams that ended and were retried
+    // Monotonic nanos (of the injected Clock) of the last Ack; 0 = never.
+    int64_t last_ack_monotonic_nanos = 0;
+    std::string last_error;  // why the last stream ended; "" = none yet
+  };
+
+  // Checks `options` without connecting: target and node set, backoff
+  // sane, TLS files readable PEM, cert and key given together.
+  static absl::Status Validate(const Options& options);
+
+  // Validates `options` and loads the TLS files (read once; rotating
+  // certificates needs a restart). `clock` must outlive the client.
+  static absl::StatusOr<std::unique_ptr<StreamClient>> Create(
+      Options options, const Clock& clock);
+
+  StreamClient(const StreamClient&) = delete;
+  StreamClient& operator=(const StreamClient&) = delete;
+  ~StreamClient();  // Stop()s
+
+  // Starts the connection thread. Call at most once.
+  void Start();
+
+  // Cancels the stream in flight and joins the thread. Buffered reports that
+  // were not acknowledged are lost. Idempotent.
+  void Stop();
+
+  // Numbers `report` (seq = previous + 1) and queues it; when the buffer is
+  // full the oldest report is dropped. Never blocks on the network.
+  // A report that references a schema this client was never given is
+  // refused and counted in Stats::invalid.
+  void Enqueue(EncodedReport report);
+
+  Stats stats() const;
+  const std::string& boot_id() const { return boot_id_; }
+
+ private:
+  StreamClient(Options options, const Clock& clock,
+               std::shared_ptr<grpc::ChannelCredentials> credentials);
+
+  void Run();
+  // One stream from connect to end; returns why it ended. Sets
+  // `*got_response` when the collector answered at least once.
+  absl::Status RunStream(bool* got_response);
+  // Reads CollectorMessages until the stream ends.
+  void ReadLoop(
+      grpc::ClientReaderWriter<v1::AgentMessage, v1::CollectorMessage>* stream,
+      uint64_t stream_id);
+  // Forgets schemas no buffered report references (keeps the latest).
+  void PruneSchemasLocked();
+  absl::Duration BackoffDelay(int attempt);
+
+  const Options options_;
+  const Clock& clock_;
+  const std::shared_ptr<grpc::ChannelCredentials> credentials_;
+  const std::string boot_id_;
+  ReportBuffer buffer_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool started_ = false;
+  bool stopping_ = false;
+  grpc::ClientContext* active_context_ = nullptr;  // to cancel on Stop
+  uint64_t stream_id_ = 0;                         // increments per stream
+  bool stream_ended_ = false;  // the reader of stream_id_ saw the end
+  std::string reject_reason_;  // set by a Reject on the current stream
+  uint64_t next_seq_ = 1;
+  uint64_t latest_schema_id_ = 0;
+  std::map<uint64_t, std::shared_ptr<const v1::Schema>> schemas_;
+  std::shared_ptr<const v1::Inventory> inventory_;
+  uint64_t inventory_version_ = 0;
+  Stats stats_;  // buffered/dropped filled in by stats()
+
+  std::thread thread_;
+};
+
+}  // namespace fabricdiag::agent

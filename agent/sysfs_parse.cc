@@ -1,0 +1,385 @@
+#include "agent/sysfs_parse.h"
+
+#include <limits>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace fabricdiag::agent {
+namespace {
+
+constexpr uint64_t kBytesPerSecondPerGbps = 125000000;  // 1e9 bits / 8
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// Accumulates decimal digits; false on a non-digit or overflow (the latter
+// reported through *overflow).
+bool AccumulateDigits(absl::string_view digits, uint64_t* out, bool* overflow) {
+  uint64_t value = 0;
+  *overflow = false;
+  for (char c : digits) {
+    if (!IsDigit(c)) return false;
+    uint64_t d = static_cast<uint64_t>(c - '0');
+    if (value > (std::numeric_limits<uint64_t>::max() - d) / 10) {
+      *overflow = true;
+      return false;
+    }
+    value = value * 10 + d;
+  }
+  *out = value;
+  return true;
+}
+
+}  // namespace
+
+absl::string_view TrimValue(absl::string_view text) {
+  return absl::StripAsciiWhitespace(text);
+}
+
+std::string DescribeValue(absl::string_view text) {
+  constexpr size_t kMax = 32;
+  bool cut = text.size() > kMax;
+  std::string out =
+      absl::StrCat("\"", absl::CHexEscape(text.substr(0, kMax)), "\"");
+  if (cut) absl::StrAppend(&out, "...");
+  return out;
+}
+
+absl::StatusOr<uint64_t> ParseU64(absl::string_view text) {
+  absl::string_view v = TrimValue(text);
+  if (v.empty()) return absl::InvalidArgumentError("empty value");
+  if (absl::StartsWith(v, "N/A")) {
+    return absl::UnimplementedError(
+        absl::StrCat("counter not supported: ", DescribeValue(v)));
+  }
+  if (v.front() == '-') {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "negative value for an unsigned counter: ", DescribeValue(v)));
+  }
+  uint64_t value = 0;
+  bool overflow = false;
+  if (!AccumulateDigits(v, &value, &overflow)) {
+    if (overflow) {
+      return absl::OutOfRangeError(
+          absl::StrCat("value exceeds 2^64-1: ", DescribeValue(v)));
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a decimal number: ", DescribeValue(v)));
+  }
+  return value;
+}
+
+absl::StatusOr<int64_t> ParseI64(absl::string_view text) {
+  absl::string_view v = TrimValue(text);
+  if (v.empty()) return absl::InvalidArgumentError("empty value");
+  bool negative = false;
+  if (v.front() == '-') {
+    negative = true;
+    v.remove_prefix(1);
+    if (v.empty()) return absl::InvalidArgumentError("lone '-'");
+  }
+  uint64_t magnitude = 0;
+  bool overflow = false;
+  if (!AccumulateDigits(v, &magnitude, &overflow)) {
+    if (overflow) {
+      return absl::OutOfRangeError(
+          absl::StrCat("value out of int64 range: ", DescribeValue(text)));
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a decimal number: ", DescribeValue(text)));
+  }
+  constexpr uint64_t kMaxPos =
+      static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  if (magnitude > kMaxPos + (negative ? 1 : 0)) {
+    return absl::OutOfRangeError(
+        absl::StrCat("value out of int64 range: ", DescribeValue(text)));
+  }
+  if (negative) {
+    // -(2^63) has no positive counterpart: go through unsigned arithmetic.
+    return static_cast<int64_t>(~magnitude + 1);
+  }
+  return static_cast<int64_t>(magnitude);
+}
+
+absl::StatusOr<uint64_t> ParseHexU64(absl::string_view text) {
+  absl::string_view v = TrimValue(text);
+  if (!absl::StartsWith(v, "0x") && !absl::StartsWith(v, "0X")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("hex value without 0x prefix: ", DescribeValue(v)));
+  }
+  v.remove_prefix(2);
+  if (v.empty()) return absl::InvalidArgumentError("no digits after 0x");
+  uint64_t value = 0;
+  for (char c : v) {
+    int d;
+    if (IsDigit(c)) {
+      d = c - '0';
+    } else if (c >= 'a' && c <= 'f') {
+      d = c - 'a' + 10;
+    } else if (c >= 'A' && c <= 'F') {
+      d = c - 'A' + 10;
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("not a hex number: ", DescribeValue(text)));
+    }
+    if (value >> 60 != 0) {
+      return absl::OutOfRangeError(
+          absl::StrCat("hex value exceeds 64 bits: ", DescribeValue(text)));
+    }
+    value = (value << 4) | static_cast<uint64_t>(d);
+  }
+  return value;
+}
+
+absl::StatusOr<StateLine> ParseStateLine(absl::string_view text) {
+  absl::string_view v = TrimValue(text);
+  size_t colon = v.find(':');
+  if (colon == absl::string_view::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("state line without ':': ", DescribeValue(v)));
+  }
+  absl::StatusOr<int64_t> id = ParseI64(v.substr(0, colon));
+  if (!id.ok() || *id < 0 || *id > std::numeric_limits<int>::max()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("state line with a bad id: ", DescribeValue(v)));
+  }
+  StateLine line;
+  line.id = static_cast<int>(*id);
+  line.name = std::string(TrimValue(v.substr(colon + 1)));
+  return line;
+}
+
+absl::StatusOr<uint64_t> ParseRateBytesPerSecond(absl::string_view text) {
+  absl::string_view v = TrimValue(text);
+  size_t space = v.find(' ');
+  if (space == absl::string_view::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rate without unit: ", DescribeValue(v)));
+  }
+  absl::string_view number = v.substr(0, space);
+  absl::string_view rest = TrimValue(v.substr(space + 1));
+  // The kernel prints "Gb/sec"; procfs's test data has "GB/sec" for 0.
+  if (!absl::StartsWithIgnoreCase(rest, "Gb/sec")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rate not in Gb/sec: ", DescribeValue(v)));
+  }
+  absl::string_view whole = number;
+  absl::string_view frac;
+  size_t dot = number.find('.');
+  if (dot != absl::string_view::npos) {
+    whole = number.substr(0, dot);
+    frac = number.substr(dot + 1);
+  }
+  uint64_t gbps = 0;
+  bool overflow = false;
+  if (whole.empty() || !AccumulateDigits(whole, &gbps, &overflow) ||
+      frac.size() > 9) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad rate number: ", DescribeValue(v)));
+  }
+  // 1e9 Gb/s is far beyond any link; the bound keeps the product in range.
+  if (gbps > 1000000000) {
+    return absl::OutOfRangeError(
+        absl::StrCat("implausible rate: ", DescribeValue(v)));
+  }
+  uint64_t frac_digits = 0;
+  uint64_t frac_scale = 1;
+  if (!frac.empty() && !AccumulateDigits(frac, &frac_digits, &overflow)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad rate number: ", DescribeValue(v)));
+  }
+  for (size_t i = 0; i < frac.size(); ++i) frac_scale *= 10;
+  return gbps * kBytesPerSecondPerGbps +
+         frac_digits * kBytesPerSecondPerGbps / frac_scale;
+}
+
+bool PmaUsesExtendedWidth(
+    const std::vector<std::pair<std::string, uint64_t>>& counters) {
+  constexpr uint64_t kMax32 = 0xffffffffULL;
+  for (const auto& [name, value] : counters) {
+    if (name == "unicast_xmit_packets" || name == "unicast_rcv_packets") {
+      return true;
+    }
+    if ((name == "port_xmit_data" || name == "port_rcv_data" ||
+         name == "port_xmit_packets" || name == "port_rcv_packets") &&
+        value > kMax32) {
+      return true;
+    }
+  }
+  return false;
+}
+
+uint32_t PmaCounterWidthBits(absl::string_view name, bool extended_width) {
+  // IBA PortCounters attribute layout, as listed in
+  // Documentation/ABI/stable/sysfs-class-infiniband and COUNTERS.md §1.
+  struct Entry {
+    absl::string_view name;
+    uint32_t bits;
+  };
+  static constexpr Entry kFixed[] = {
+      {"symbol_error", 16},
+      {"link_error_recovery", 8},
+      {"link_downed", 8},
+      {"port_rcv_errors", 16},
+      {"port_rcv_remote_physical_errors", 16},
+      {"port_rcv_switch_relay_errors", 16},
+      {"port_xmit_discards", 16},
+      {"port_xmit_constraint_errors", 8},
+      {"port_rcv_constraint_errors", 8},
+      {"local_link_integrity_errors", 4},
+      {"excessive_buffer_overrun_errors", 4},
+      {"VL15_dropped", 16},
+      {"port_xmit_wait", 32},
+  };
+  for (const Entry& e : kFixed) {
+    if (e.name == name) return e.bits;
+  }
+  if (name == "port_xmit_data" || name == "port_rcv_data" ||
+      name == "port_xmit_packets" || name == "port_rcv_packets") {
+    return extended_width ? 64 : 32;
+  }
+  return 64;  // unicast/multicast packets, unknown names
+}
+
+uint32_t HwCounterWidthBits(bool is_mlx5, absl::string_view name) {
+  if (!is_mlx5) return 64;
+  if (absl::StartsWith(name, "rp_cnp_") || absl::StartsWith(name, "np_") ||
+      name == "rx_icrc_encapsulated") {
+    return 64;
+  }
+  // mlx5 Q-counters (basic, out_of_sequence, retransmission, extended error,
+  // roce_accl groups), also with the switchdev "vport_" prefix.
+  static constexpr absl::string_view kQCounters[] = {
+      "rx_write_requests",
+      "rx_read_requests",
+      "rx_atomic_requests",
+      "rx_dct_connect",
+      "out_of_buffer",
+      "out_of_sequence",
+      "duplicate_request",
+      "rnr_nak_retry_err",
+      "packet_seq_err",
+      "implied_nak_seq_err",
+      "local_ack_timeout_err",
+      "resp_local_length_error",
+      "resp_cqe_error",
+      "req_cqe_error",
+      "req_remote_invalid_request",
+      "req_remote_access_errors",
+      "resp_remote_access_errors",
+      "resp_cqe_flush_error",
+      "req_cqe_flush_error",
+      "req_transport_retries_exceeded",
+      "req_rnr_retries_exceeded",
+      "roce_adp_retrans",
+      "roce_adp_retrans_to",
+      "roce_slow_restart",
+      "roce_slow_restart_cnps",
+      "roce_slow_restart_trans",
+  };
+  absl::string_view base = name;
+  if (absl::StartsWith(base, "vport_")) base.remove_prefix(6);
+  for (absl::string_view q : kQCounters) {
+    if (q == base) return 32;
+  }
+  return 64;
+}
+
+bool IsHwCounterSetting(absl::string_view name) { return name == "lifespan"; }
+
+bool IsSaturated(uint64_t raw, uint32_t width_bits) {
+  if (width_bits == 0 || width_bits >= 64) return false;
+  return raw == (uint64_t{1} << width_bits) - 1;
+}
+
+double RdmaCounterScale(absl::string_view name) {
+  if (name == "port_xmit_data" || name == "port_rcv_data" ||
+      name == "port_xmit_data_64" || name == "port_rcv_data_64") {
+    return 4.0;
+  }
+  return 1.0;
+}
+
+std::string RdmaCounterUnit(absl::string_view name) {
+  if (RdmaCounterScale(name) != 1.0 || absl::EndsWith(name, "_bytes")) {
+    return "bytes";
+  }
+  if (name == "port_xmit_wait") return "ticks";
+  if (absl::StrContains(name, "packets") || absl::EndsWith(name, "_pkts") ||
+      name == "port_rcv_errors" || name == "port_xmit_discards" ||
+      absl::EndsWith(name, "_relay_errors") ||
+      absl::EndsWith(name, "_physical_errors") ||
+      absl::EndsWith(name, "_constraint_errors") || name == "VL15_dropped") {
+    return "packets";
+  }
+  return "events";
+}
+
+std::string NetdevStatUnit(absl::string_view name) {
+  if (absl::EndsWith(name, "_bytes")) return "bytes";
+  if (name == "collisions") return "events";
+  return "packets";
+}
+
+Direction DirectionFromName(absl::string_view name) {
+  if (absl::StartsWith(name, "tx_") || absl::StrContains(name, "_tx_") ||
+      absl::StrContains(name, "xmit")) {
+    return Direction::kTx;
+  }
+  if (absl::StartsWith(name, "rx_") || absl::StrContains(name, "_rx_") ||
+      absl::StrContains(name, "rcv")) {
+    return Direction::kRx;
+  }
+  return Direction::kNone;
+}
+
+CounterRead InterpretCounterRead(absl::string_view relpath,
+                                 const absl::StatusOr<std::string>& content) {
+  CounterRead out;
+  if (!content.ok()) {
+    switch (content.status().code()) {
+      case absl::StatusCode::kNotFound:
+        out.result = CounterReadResult::kGone;
+        return out;
+      // EINVAL: the attribute exists but has nothing to show (an unsupported
+      // counter, an empty GID slot, a down link's speed); EOPNOTSUPP alike.
+      case absl::StatusCode::kInvalidArgument:
+      case absl::StatusCode::kUnimplemented:
+        out.result = CounterReadResult::kAbsent;
+        return out;
+      default:
+        out.result = CounterReadResult::kError;
+        out.error = content.status();
+        return out;
+    }
+  }
+  if (TrimValue(*content).empty()) {
+    out.result = CounterReadResult::kAbsent;
+    return out;
+  }
+  absl::StatusOr<uint64_t> value = ParseU64(*content);
+  if (value.ok()) {
+    out.result = CounterReadResult::kValue;
+    out.value = *value;
+    return out;
+  }
+  if (value.status().code() == absl::StatusCode::kUnimplemented) {
+    out.result = CounterReadResult::kAbsent;
+    return out;
+  }
+  out.result = CounterReadResult::kError;
+  out.error =
+      absl::Status(value.status().code(),
+                   absl::StrCat(relpath, ": ", value.status().message()));
+  return out;
+}
+
+void RecordSourceError(SourceStatus* status, const absl::Status& error) {
+  status->ok = false;
+  ++status->errors;
+  status->last_error = std::string(error.message());
+}
+
+}  // namespace fabricdiag::agent

@@ -1,0 +1,407 @@
+#include "agent/sysfs_reader.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace fabricdiag::agent {
+namespace {
+
+absl::StatusCode CodeForErrno(int err) {
+  switch (err) {
+    case ENOENT:
+    case ENODEV:
+    case ENXIO:
+      return absl::StatusCode::kNotFound;
+    case EINVAL:
+      return absl::StatusCode::kInvalidArgument;
+    case EACCES:
+    case EPERM:
+      return absl::StatusCode::kPermissionDenied;
+    case EOPNOTSUPP:
+      return absl::StatusCode::kUnimplemented;
+    case ENOTDIR:
+    case EISDIR:
+    case ELOOP:
+    case EXDEV:  // RESOLVE_IN_ROOT refused to leave the root
+      return absl::StatusCode::kFailedPrecondition;
+    case EMFILE:
+    case ENFILE:
+    case ENOMEM:
+      return absl::StatusCode::kResourceExhausted;
+    case EIO:
+    case EAGAIN:
+    case EBUSY:
+      return absl::StatusCode::kUnavailable;
+    default:
+      return absl::ErrnoToStatusCode(err);
+  }
+}
+
+absl::Status ErrnoStatus(int err, absl::string_view op,
+                         absl::string_view relpath) {
+  return absl::Status(CodeForErrno(err),
+                      absl::StrCat(op, " ", relpath, ": ", strerror(err)));
+}
+
+size_t DefaultMaxCachedFds() {
+  struct rlimit lim;
+  size_t cap = 4096;
+  if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
+    cap = std::min<size_t>(cap, static_cast<size_t>(lim.rlim_cur / 2));
+  }
+  return std::max<size_t>(cap, 16);
+}
+
+}  // namespace
+
+absl::Status ValidateRelativePath(absl::string_view relpath) {
+  if (!relpath.empty() && relpath.front() == '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sysfs path must be relative: ", relpath));
+  }
+  if (relpath.find('\0') != absl::string_view::npos) {
+    return absl::InvalidArgumentError("sysfs path contains a NUL byte");
+  }
+  for (absl::string_view part : absl::StrSplit(relpath, '/')) {
+    if (part == "..") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sysfs path must not contain '..': ", relpath));
+    }
+  }
+  return absl::OkStatus();
+}
+
+SysfsReader::SysfsReader(std::string root)
+    : SysfsReader(std::move(root), Options()) {}
+
+SysfsReader::SysfsReader(std::string root, Options options)
+    : root_(std::move(root)), options_(options) {}
+
+SysfsReader::~SysfsReader() {
+  absl::MutexLock lock(&mu_);
+  DropFdCacheLocked();
+  if (root_fd_ >= 0) close(root_fd_);
+}
+
+absl::StatusOr<int> SysfsReader::RootFdLocked() {
+  if (root_fd_ >= 0) return root_fd_;
+  int fd = open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "open sysfs root", root_);
+  root_fd_ = fd;
+  if (!cache_decided_) {
+    switch (options_.cache_policy) {
+      case FdCachePolicy::kAlways:
+        cache_fds_ = true;
+        break;
+      case FdCachePolicy::kNever:
+        cache_fds_ = false;
+        break;
+      case FdCachePolicy::kAuto: {
+        struct statfs fs;
+        cache_fds_ = fstatfs(fd, &fs) == 0 &&
+                     static_cast<int64_t>(fs.f_type) == kSysfsMagic;
+        break;
+      }
+    }
+    max_cached_fds_ = options_.max_cached_fds != 0 ? options_.max_cached_fds
+                                                   : DefaultMaxCachedFds();
+    cache_decided_ = true;
+  }
+  return root_fd_;
+}
+
+absl::StatusOr<int> SysfsReader::OpenLocked(absl::string_view relpath,
+                                            int flags) {
+  absl::Status valid = ValidateRelativePath(relpath);
+  if (!valid.ok()) return valid;
+  absl::StatusOr<int> root_fd = RootFdLocked();
+  if (!root_fd.ok()) return root_fd.status();
+  std::string path = relpath.empty() ? std::string(".") : std::string(relpath);
+  flags |= O_CLOEXEC;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    int fd = -1;
+    if (have_openat2_) {
+      struct open_how how;
+      memset(&how, 0, sizeof(how));
+      how.flags = static_cast<uint64_t>(flags);
+      // RESOLVE_IN_ROOT: absolute symlinks and ".." stay inside the root.
+      how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+      fd = static_cast<int>(
+          syscall(SYS_openat2, *root_fd, path.c_str(), &how, sizeof(how)));
+      if (fd < 0 && (errno == ENOSYS || errno == E2BIG)) {
+        have_openat2_ = false;  // pre-5.6 kernel: lexical checks only
+        continue;
+      }
+    } else {
+      fd = openat(*root_fd, path.c_str(), flags);
+    }
+    if (fd >= 0) return fd;
+    int err = errno;
+    if ((err == EMFILE || err == ENFILE) && !fds_.empty() && attempt == 0) {
+      DropFdCacheLocked();  // our cache is the likely culprit
+      continue;
+    }
+    return ErrnoStatus(err, "open", relpath);
+  }
+  return ErrnoStatus(EMFILE, "open", relpath);
+}
+
+absl::StatusOr<std::string> SysfsReader::PreadAll(int fd,
+                                                  absl::string_view relpath) {
+  // A short read means end of file on both kernfs and regular files, so the
+  // common case is a single pread.
+  std::string out;
+  size_t chunk = 4096;
+  const size_t limit = options_.max_attribute_bytes;
+  while (true) {
+    size_t old_size = out.size();
+    size_t want = std::min(chunk, limit + 1 - old_size);
+    out.resize(old_size + want);
+    ssize_t n =
+        pread(fd, out.data() + old_size, want, static_cast<off_t>(old_size));
+    if (n < 0) {
+      if (errno == EINTR) {
+        out.resize(old_size);
+        continue;
+      }
+      return ErrnoStatus(errno, "read", relpath);
+    }
+    out.resize(old_size + static_cast<size_t>(n));
+    if (out.size() > limit) {
+      return absl::OutOfRangeError(absl::StrCat(
+          "read ", relpath, ": attribute larger than ", limit, " bytes"));
+    }
+    if (static_cast<size_t>(n) < want) return out;
+    chunk *= 2;
+  }
+}
+
+absl::StatusOr<std::string> SysfsReader::ReadLocked(absl::string_view relpath,
+                                                    bool may_cache) {
+  absl::StatusOr<int> root_fd = RootFdLocked();
+  if (!root_fd.ok()) return root_fd.status();
+  if (may_cache && cache_fds_) {
+    auto it = fds_.find(relpath);
+    if (it != fds_.end()) {
+      absl::StatusOr<std::string> value = PreadAll(it->second, relpath);
+      if (value.ok() || value.status().code() != absl::StatusCode::kNotFound) {
+        return value;
+      }
+      // The kernfs node behind the descriptor was removed. The path may
+      // exist again (device re-created under the same name): reopen below.
+      close(it->second);
+      fds_.erase(it);
+    }
+  }
+  // O_NONBLOCK: a FIFO planted in a hostile tree must not block the agent
+  // (no effect on sysfs or regular files).
+  absl::StatusOr<int> fd = OpenLocked(relpath, O_RDONLY | O_NONBLOCK);
+  if (!fd.ok()) return fd.status();
+  struct stat st {};
+  if (fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    bool is_dir = S_ISDIR(st.st_mode);
+    close(*fd);
+    if (is_dir) return ErrnoStatus(EISDIR, "read", relpath);
+    return absl::FailedPreconditionError(
+        absl::StrCat("read ", relpath, ": not a regular file"));
+  }
+  absl::StatusOr<std::string> value = PreadAll(*fd, relpath);
+  bool keep =
+      may_cache && cache_fds_ &&
+      (value.ok() || value.status().code() != absl::StatusCode::kNotFound);
+  // EISDIR etc. are reported by read, not open: never keep those.
+  if (!value.ok() &&
+      value.status().code() == absl::StatusCode::kFailedPrecondition) {
+    keep = false;
+  }
+  if (keep) {
+    if (fds_.size() >= max_cached_fds_) DropFdCacheLocked();
+    fds_.emplace(std::string(relpath), *fd);
+  } else {
+    close(*fd);
+  }
+  return value;
+}
+
+absl::StatusOr<std::string> SysfsReader::ReadAttribute(
+    absl::string_view relpath) {
+  absl::MutexLock lock(&mu_);
+  return ReadLocked(relpath, /*may_cache=*/true);
+}
+
+absl::StatusOr<std::string> SysfsReader::ReadAttributeOnce(
+    absl::string_view relpath) {
+  absl::MutexLock lock(&mu_);
+  return ReadLocked(relpath, /*may_cache=*/false);
+}
+
+absl::StatusOr<std::vector<std::string>> SysfsReader::ListLocked(
+    absl::string_view relpath, EntryFilter filter) {
+  absl::StatusOr<int> fd = OpenLocked(relpath, O_RDONLY | O_DIRECTORY);
+  if (!fd.ok()) return fd.status();
+  DIR* dir = fdopendir(*fd);
+  if (dir == nullptr) {
+    int err = errno;
+    close(*fd);
+    return ErrnoStatus(err, "opendir", relpath);
+  }
+  std::vector<std::string> names;
+  errno = 0;
+  while (struct dirent* ent = readdir(dir)) {
+    absl::string_view name(ent->d_name);
+    if (name == "." || name == "..") continue;
+    if (filter != EntryFilter::kAll) {
+      bool is_dir = ent->d_type == DT_DIR;
+      if (ent->d_type == DT_LNK || ent->d_type == DT_UNKNOWN) {
+        // Follow the link (relative to this directory, which is inside the
+        // root). A loop or dangling link is neither a dir nor a usable file.
+        struct stat st;
+        if (fstatat(dirfd(dir), ent->d_name, &st, 0) != 0) {
+          // A symlink loop is kept among the files so that reading it
+          // reports ELOOP; a dangling link is simply not there.
+          if (errno == ELOOP && filter == EntryFilter::kNonDirs) {
+            names.emplace_back(name);
+          }
+          errno = 0;
+          continue;
+        }
+        is_dir = S_ISDIR(st.st_mode);
+      }
+      if (is_dir != (filter == EntryFilter::kDirs)) continue;
+    }
+    names.emplace_back(name);
+  }
+  int err = errno;
+  closedir(dir);
+  if (err != 0) return ErrnoStatus(err, "readdir", relpath);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+absl::StatusOr<std::vector<std::string>> SysfsReader::ListDir(
+    absl::string_view relpath) {
+  absl::MutexLock lock(&mu_);
+  return ListLocked(relpath, EntryFilter::kAll);
+}
+
+absl::StatusOr<std::vector<std::string>> SysfsReader::ListSubdirs(
+    absl::string_view relpath) {
+  absl::MutexLock lock(&mu_);
+  return ListLocked(relpath, EntryFilter::kDirs);
+}
+
+absl::StatusOr<std::vector<std::string>> SysfsReader::ListFiles(
+    absl::string_view relpath) {
+  absl::MutexLock lock(&mu_);
+  return ListLocked(relpath, EntryFilter::kNonDirs);
+}
+
+bool SysfsReader::IsDir(absl::string_view relpath) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<int> fd = OpenLocked(relpath, O_PATH | O_DIRECTORY);
+  if (!fd.ok()) return false;
+  close(*fd);
+  return true;
+}
+
+absl::StatusOr<std::string> SysfsReader::ReadLinkBasename(
+    absl::string_view relpath) {
+  absl::MutexLock lock(&mu_);
+  // Resolve the parent inside the root, then readlink the last component
+  // without following it.
+  absl::string_view parent;
+  absl::string_view leaf = relpath;
+  size_t slash = relpath.rfind('/');
+  if (slash != absl::string_view::npos) {
+    parent = relpath.substr(0, slash);
+    leaf = relpath.substr(slash + 1);
+  }
+  if (leaf.empty() || leaf == "." || leaf == "..") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a symlink path: ", relpath));
+  }
+  absl::StatusOr<int> dir = OpenLocked(parent, O_PATH | O_DIRECTORY);
+  if (!dir.ok()) return dir.status();
+  char buf[4096];
+  std::string leaf_str(leaf);
+  ssize_t n = readlinkat(*dir, leaf_str.c_str(), buf, sizeof(buf));
+  int err = errno;
+  close(*dir);
+  if (n < 0) return ErrnoStatus(err, "readlink", relpath);
+  absl::string_view target(buf, static_cast<size_t>(n));
+  while (!target.empty() && target.back() == '/') target.remove_suffix(1);
+  size_t pos = target.rfind('/');
+  if (pos != absl::string_view::npos) target = target.substr(pos + 1);
+  if (target.empty() || target == "." || target == "..") {
+    return absl::FailedPreconditionError(
+        absl::StrCat("readlink ", relpath, ": target has no basename"));
+  }
+  return std::string(target);
+}
+
+absl::StatusOr<FileIdentity> SysfsReader::Stat(absl::string_view relpath) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<int> fd = OpenLocked(relpath, O_PATH);
+  if (!fd.ok()) return fd.status();
+  struct stat st;
+  int rc = fstat(*fd, &st);
+  int err = errno;
+  close(*fd);
+  if (rc != 0) return ErrnoStatus(err, "stat", relpath);
+  FileIdentity id;
+  id.dev = static_cast<uint64_t>(st.st_dev);
+  id.ino = static_cast<uint64_t>(st.st_ino);
+  id.mtime_nanos = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 +
+                   static_cast<int64_t>(st.st_mtim.tv_nsec);
+  return id;
+}
+
+bool SysfsReader::caches_fds() {
+  absl::MutexLock lock(&mu_);
+  (void)RootFdLocked();
+  return cache_fds_;
+}
+
+size_t SysfsReader::cached_fd_count() {
+  absl::MutexLock lock(&mu_);
+  return fds_.size();
+}
+
+void SysfsReader::DropFdCache() {
+  absl::MutexLock lock(&mu_);
+  DropFdCacheLocked();
+}
+
+void SysfsReader::DropFdCacheUnder(absl::string_view prefix) {
+  absl::MutexLock lock(&mu_);
+  for (auto it = fds_.begin(); it != fds_.end();) {
+    if (absl::StartsWith(it->first, prefix)) {
+      close(it->second);
+      fds_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void SysfsReader::DropFdCacheLocked() {
+  for (auto& [path, fd] : fds_) close(fd);
+  fds_.clear();
+}
+
+}  // namespace fabricdiag::agent

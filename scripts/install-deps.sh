@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages fabricdiag needs to build, test and run its
+# demo, skipping those already present. Uses sudo when not root.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libibverbs-dev prometheus-cpp-dev
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libyaml-cpp-dev nlohmann-json3-dev
+  # Real peers for end-to-end tests: promtool and Prometheus, node_exporter
+  # (compared against the agent), iproute2 (network namespaces), openssl
+  # (test certificates), systemd (systemd-analyze verify), curl.
+  prometheus prometheus-node-exporter iproute2 ethtool openssl systemd curl
+  clang-format
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "Installing missing packages: ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q
+# Debian's prometheus packages try to start their services on install; in a
+# container without systemd that is a no-op, and nothing of ours depends on
+# those system instances.
+$sudo apt-get install -y -q --no-install-recommends "${missing[@]}"

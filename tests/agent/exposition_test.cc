@@ -1,0 +1,188 @@
+#include "agent/exposition.h"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "prometheus/text_serializer.h"
+
+namespace fabricdiag::agent {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+Sample MakeSample(Subsystem subsystem, std::string device, uint32_t port,
+                  std::string name, uint64_t raw, double scale = 1.0) {
+  Sample s;
+  s.subsystem = subsystem;
+  s.device = std::move(device);
+  s.port = port;
+  s.name = std::move(name);
+  s.raw = raw;
+  s.scale = scale;
+  return s;
+}
+
+Snapshot TestSnapshot() {
+  Snapshot snap;
+  snap.wall_time = absl::FromUnixSeconds(1795000000);
+  snap.samples.push_back(MakeSample(Subsystem::kRdmaPortCounters, "mlx5_0", 1,
+                                    "port_xmit_data", 2880761508848, 4));
+  snap.samples.push_back(MakeSample(Subsystem::kRdmaPortCounters, "mlx5_0", 1,
+                                    "port_rcv_data", 18126345378, 4));
+  Sample wait = MakeSample(Subsystem::kRdmaPortCounters, "mlx5_0", 1,
+                           "port_xmit_wait", 4294967295);
+  wait.width_bits = 32;
+  wait.saturated = true;
+  snap.samples.push_back(wait);
+  snap.samples.push_back(MakeSample(Subsystem::kRdmaPortHwCounters, "mlx5_0", 1,
+                                    "np_cnp_sent", 77));
+  Sample pause = MakeSample(Subsystem::kEthtool, "eth0", 0,
+                            "tx_prio3_pause_duration", 940000, 1e-6);
+  pause.meaning = Meaning::kPfcPauseDuration;
+  pause.direction = Direction::kTx;
+  pause.priority = 3;
+  snap.samples.push_back(pause);
+  Sample frames =
+      MakeSample(Subsystem::kEthtool, "eth0", 0, "rx_pfc_ena_frames_pri3", 12);
+  frames.meaning = Meaning::kPfcPauseFrames;
+  frames.direction = Direction::kRx;
+  frames.priority = 3;
+  snap.samples.push_back(frames);
+  snap.samples.push_back(
+      MakeSample(Subsystem::kNetdevStatistics, "eth0", 0, "rx_bytes", 123));
+  snap.samples.push_back(
+      MakeSample(Subsystem::kNetdevStatistics, "eth0", 0, "rx_crc_errors", 2));
+  snap.netdevs.push_back({"eth0", "up", "mlx5_0", 1});
+  snap.rdma_devices.push_back({"mlx5_0",
+                               "14.28.2006",
+                               "SM_2001000001034",
+                               "MT4118",
+                               "0a7f:bc12:45ef:d23b",
+                               {"eth0"}});
+  SourceStatus ok;
+  ok.source = "rdma_sysfs";
+  ok.duration = absl::Microseconds(250);
+  snap.sources.push_back(ok);
+  SourceStatus bad;
+  bad.source = "ethtool";
+  bad.ok = false;
+  bad.errors = 1;
+  snap.sources.push_back(bad);
+  return snap;
+}
+
+std::string Render(const Snapshot& snap, const AgentHealth& health) {
+  prometheus::TextSerializer serializer;
+  return serializer.Serialize(SnapshotToFamilies(snap, health));
+}
+
+TEST(ExpositionTest, RdmaByteCountersAreWordsTimesFour) {
+  std::string text = Render(TestSnapshot(), AgentHealth{});
+  EXPECT_THAT(text, HasSubstr("fabricdiag_rdma_port_transmitted_bytes_total{"
+                              "device=\"mlx5_0\",port=\"1\"} 11523046035392"));
+  EXPECT_THAT(text, HasSubstr("fabricdiag_rdma_port_received_bytes_total{"
+                              "device=\"mlx5_0\",port=\"1\"} 72505381512"));
+  EXPECT_THAT(text, HasSubstr("# TYPE fabricdiag_rdma_port_transmitted_bytes_"
+                              "total counter"));
+}
+
+// The value of the first line of `text` that starts with `series ` (full
+// name and labels), or NaN.
+double ValueOf(const std::string& text, const std::string& series) {
+  const std::string prefix = series + " ";
+  size_t pos = text.find("\n" + prefix);
+  if (pos == std::string::npos) return std::nan("");
+  return std::stod(text.substr(pos + 1 + prefix.size()));
+}
+
+TEST(ExpositionTest, PfcFamiliesHaveDirectionAndPriorityInSeconds) {
+  std::string text = Render(TestSnapshot(), AgentHealth{});
+  // 940000 microseconds of transmitted pause.
+  EXPECT_DOUBLE_EQ(
+      ValueOf(text,
+              "fabricdiag_pfc_pause_duration_seconds_total{netdev=\"eth0\","
+              "direction=\"tx\",priority=\"3\"}"),
+      0.94);
+  EXPECT_DOUBLE_EQ(ValueOf(text,
+                           "fabricdiag_pfc_pause_frames_total{netdev=\"eth0\","
+                           "direction=\"rx\",priority=\"3\"}"),
+                   12);
+  // The raw driver name stays visible for people who know it.
+  EXPECT_DOUBLE_EQ(
+      ValueOf(text,
+              "fabricdiag_ethtool_statistic{netdev=\"eth0\",statistic=\"tx_"
+              "prio3_pause_duration\"}"),
+      940000);
+}
+
+TEST(ExpositionTest, SaturatedCounterIsFlagged) {
+  std::string text = Render(TestSnapshot(), AgentHealth{});
+  EXPECT_THAT(
+      text, HasSubstr("fabricdiag_rdma_port_statistic_saturated{device="
+                      "\"mlx5_0\",port=\"1\",statistic=\"port_xmit_wait\"} 1"));
+}
+
+TEST(ExpositionTest, SourceHealthIsPerSource) {
+  std::string text = Render(TestSnapshot(), AgentHealth{});
+  EXPECT_THAT(
+      text,
+      HasSubstr("fabricdiag_agent_source_success{source=\"rdma_sysfs\"} 1"));
+  EXPECT_THAT(
+      text, HasSubstr("fabricdiag_agent_source_success{source=\"ethtool\"} 0"));
+  EXPECT_THAT(text, HasSubstr("fabricdiag_agent_source_duration_seconds{source="
+                              "\"rdma_sysfs\"} 0.00025"));
+}
+
+TEST(ExpositionTest, StreamMetricsOnlyWithACollector) {
+  EXPECT_THAT(Render(TestSnapshot(), AgentHealth{}),
+              Not(HasSubstr("fabricdiag_agent_stream_connected")));
+  AgentHealth health;
+  health.stream = AgentHealth::Stream{};
+  health.stream->buffered = 42;
+  std::string text = Render(TestSnapshot(), health);
+  EXPECT_THAT(text, HasSubstr("fabricdiag_agent_stream_connected 0"));
+  EXPECT_THAT(text, HasSubstr("fabricdiag_agent_stream_reports_buffered 42"));
+}
+
+TEST(ExpositionTest, CollectableServesNothingBeforeFirstSnapshot) {
+  SnapshotCollectable collectable;
+  EXPECT_TRUE(collectable.Collect().empty());
+  collectable.Publish(std::make_shared<Snapshot>(TestSnapshot()),
+                      AgentHealth{});
+  EXPECT_FALSE(collectable.Collect().empty());
+}
+
+// promtool is the reference for the exposition format; Debian ships it in
+// the `prometheus` package, which scripts/test.sh installs.
+TEST(ExpositionTest, PromtoolAcceptsTheExposition) {
+  if (std::system("command -v promtool >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "promtool not installed (apt-get install prometheus)";
+  }
+  AgentHealth health;
+  health.version = "test";
+  health.stream = AgentHealth::Stream{};
+  const std::string path = absl::StrCat(testing::TempDir(), "/exposition.txt");
+  {
+    std::ofstream out(path);
+    out << Render(TestSnapshot(), health);
+  }
+  const std::string cmd =
+      absl::StrCat("promtool check metrics < ", path, " 2>&1");
+  FILE* pipe = popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buf[512];
+  while (fgets(buf, sizeof(buf), pipe) != nullptr) output += buf;
+  const int status = pclose(pipe);
+  EXPECT_EQ(status, 0) << output;
+  EXPECT_EQ(output, "") << "promtool lint findings:\n" << output;
+}
+
+}  // namespace
+}  // namespace fabricdiag::agent

@@ -1,0 +1,184 @@
+#include "agent/rate.h"
+
+#include <cstdint>
+#include <limits>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace fabricdiag::agent {
+namespace {
+
+using ::testing::Optional;
+
+TEST(CounterDeltaTest, IncreaseIsPlainDifference) {
+  bool wrapped = true;
+  EXPECT_THAT(CounterDelta(100, 250, 32, &wrapped), Optional(150u));
+  EXPECT_FALSE(wrapped);
+  EXPECT_THAT(CounterDelta(7, 7, 64, &wrapped), Optional(0u));
+}
+
+TEST(CounterDeltaTest, ThirtyTwoBitWrapNearTheTopIsAWrap) {
+  bool wrapped = false;
+  // mlx5 Q-counters are 32-bit: 0xFFFFFF00 -> 0x100 is 0x200 increments.
+  EXPECT_THAT(CounterDelta(0xFFFFFF00u, 0x100u, 32, &wrapped),
+              Optional(0x200u));
+  EXPECT_TRUE(wrapped);
+}
+
+TEST(CounterDeltaTest, DecreaseFromLowValueIsAReset) {
+  bool wrapped = true;
+  EXPECT_EQ(CounterDelta(1000, 10, 32, &wrapped), std::nullopt);
+  EXPECT_FALSE(wrapped);
+}
+
+TEST(CounterDeltaTest, DecreaseThatWouldImplyAHugeDeltaIsAReset) {
+  // Previous in the top half, but the "wrapped" distance would be most of
+  // the range: a clear followed by a burst, not a wrap.
+  EXPECT_EQ(CounterDelta(0x80000001u, 0x7FFFFFF0u, 32, nullptr), std::nullopt);
+}
+
+TEST(CounterDeltaTest, SixtyFourBitDecreaseIsAlwaysAReset) {
+  const uint64_t max = std::numeric_limits<uint64_t>::max();
+  EXPECT_EQ(CounterDelta(max - 5, 3, 64, nullptr), std::nullopt);
+}
+
+TEST(CounterDeltaTest, ValueAboveDeclaredWidthIsAReset) {
+  EXPECT_EQ(CounterDelta(uint64_t{1} << 40, 5, 32, nullptr), std::nullopt);
+}
+
+TEST(CounterDeltaTest, SixteenBitWrap) {
+  bool wrapped = false;
+  EXPECT_THAT(CounterDelta(65530, 4, 16, &wrapped), Optional(10u));
+  EXPECT_TRUE(wrapped);
+}
+
+Sample Counter(Subsystem subsystem, const std::string& name, uint64_t raw,
+               uint32_t width, double scale = 1.0) {
+  Sample s;
+  s.subsystem = subsystem;
+  s.device = "mlx5_0";
+  s.port = 1;
+  s.name = name;
+  s.raw = raw;
+  s.width_bits = width;
+  s.scale = scale;
+  return s;
+}
+
+Snapshot At(int64_t seconds, std::vector<Sample> samples) {
+  Snapshot snap;
+  snap.monotonic_nanos = seconds * 1'000'000'000;
+  snap.samples = std::move(samples);
+  return snap;
+}
+
+TEST(RateCalculatorTest, FirstSampleHasNoRateSecondHasScaledRate) {
+  RateCalculator rates;
+  auto r0 = rates.Update(At(10, {Counter(Subsystem::kRdmaPortCounters,
+                                         "port_xmit_data", 1000, 64, 4)}));
+  ASSERT_EQ(r0.size(), 1u);
+  EXPECT_EQ(r0[0].per_second, std::nullopt);
+
+  auto r1 = rates.Update(At(12, {Counter(Subsystem::kRdmaPortCounters,
+                                         "port_xmit_data", 3000, 64, 4)}));
+  ASSERT_EQ(r1.size(), 1u);
+  // 2000 words * 4 bytes over 2 s.
+  EXPECT_THAT(r1[0].per_second, Optional(4000.0));
+  EXPECT_THAT(r1[0].delta, Optional(2000u));
+}
+
+TEST(RateCalculatorTest, ResetIsReportedAndYieldsNoRate) {
+  RateCalculator rates;
+  rates.Update(
+      At(1, {Counter(Subsystem::kEthtool, "rx_prio3_pause", 5000, 64)}));
+  auto r = rates.Update(
+      At(2, {Counter(Subsystem::kEthtool, "rx_prio3_pause", 10, 64)}));
+  EXPECT_TRUE(r[0].reset);
+  EXPECT_EQ(r[0].per_second, std::nullopt);
+  EXPECT_EQ(rates.resets(), 1u);
+  // The next interval measures from the reset value again.
+  r = rates.Update(
+      At(3, {Counter(Subsystem::kEthtool, "rx_prio3_pause", 30, 64)}));
+  EXPECT_THAT(r[0].per_second, Optional(20.0));
+}
+
+TEST(RateCalculatorTest, HwCounterWrapGivesTrueRate) {
+  RateCalculator rates;
+  rates.Update(At(1, {Counter(Subsystem::kRdmaPortHwCounters, "out_of_sequence",
+                              0xFFFFFFF0u, 32)}));
+  auto r = rates.Update(At(2, {Counter(Subsystem::kRdmaPortHwCounters,
+                                       "out_of_sequence", 0x10u, 32)}));
+  EXPECT_TRUE(r[0].wrapped);
+  EXPECT_THAT(r[0].per_second, Optional(32.0));
+  EXPECT_EQ(rates.wraps(), 1u);
+}
+
+TEST(RateCalculatorTest, PmaCountersSaturateAndNeverWrap) {
+  RateCalculator rates;
+  // symbol_error is 16-bit and saturating: a decrease is a clear.
+  rates.Update(At(
+      1, {Counter(Subsystem::kRdmaPortCounters, "symbol_error", 65530, 16)}));
+  auto r = rates.Update(
+      At(2, {Counter(Subsystem::kRdmaPortCounters, "symbol_error", 4, 16)}));
+  EXPECT_TRUE(r[0].reset);
+  EXPECT_FALSE(r[0].wrapped);
+}
+
+TEST(RateCalculatorTest, SaturatedCounterHasNoRate) {
+  RateCalculator rates;
+  Sample s = Counter(Subsystem::kRdmaPortCounters, "port_xmit_wait", 100, 32);
+  rates.Update(At(1, {s}));
+  s.raw = 0xFFFFFFFFu;
+  s.saturated = true;
+  auto r = rates.Update(At(2, {s}));
+  EXPECT_EQ(r[0].per_second, std::nullopt);
+  EXPECT_FALSE(r[0].reset);
+  // Cleared by an admin: a reset, not a huge negative or wrapped rate.
+  s.raw = 3;
+  s.saturated = false;
+  r = rates.Update(At(3, {s}));
+  EXPECT_TRUE(r[0].reset);
+  EXPECT_EQ(r[0].per_second, std::nullopt);
+}
+
+TEST(RateCalculatorTest, GaugesGetNoRate) {
+  RateCalculator rates;
+  Sample g = Counter(Subsystem::kNetdevAttribute, "mtu", 9000, 64);
+  g.kind = Kind::kGauge;
+  rates.Update(At(1, {g}));
+  g.raw = 1500;
+  auto r = rates.Update(At(2, {g}));
+  EXPECT_EQ(r[0].per_second, std::nullopt);
+  EXPECT_FALSE(r[0].reset);
+  EXPECT_EQ(rates.resets(), 0u);
+}
+
+TEST(RateCalculatorTest, VanishedSeriesStartsAfresh) {
+  RateCalculator rates;
+  Sample s = Counter(Subsystem::kRdmaPortCounters, "port_rcv_data", 100, 64, 4);
+  rates.Update(At(1, {s}));
+  rates.Update(At(2, {}));  // the NIC disappeared
+  s.raw = 50;               // and came back with fresh counters
+  auto r = rates.Update(At(3, {s}));
+  EXPECT_FALSE(r[0].reset);
+  EXPECT_EQ(r[0].per_second, std::nullopt);
+  EXPECT_EQ(rates.resets(), 0u);
+}
+
+TEST(RateCalculatorTest, SeriesAreKeyedByDevicePortAndName) {
+  RateCalculator rates;
+  Sample a = Counter(Subsystem::kRdmaPortCounters, "port_rcv_data", 100, 64);
+  Sample b = a;
+  b.device = "mlx5_1";
+  b.raw = 1'000'000;
+  rates.Update(At(1, {a, b}));
+  a.raw = 200;
+  b.raw = 1'000'100;
+  auto r = rates.Update(At(2, {b, a}));  // order changed
+  EXPECT_THAT(r[0].per_second, Optional(100.0));
+  EXPECT_THAT(r[1].per_second, Optional(100.0));
+}
+
+}  // namespace
+}  // namespace fabricdiag::agent

@@ -1,0 +1,480 @@
+#include "agent/stream_client.h"
+
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <future>
+#include <map>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/clock.h"
+#include "tests/agent/fake_ingest_server.h"
+
+namespace fabricdiag::agent {
+namespace {
+
+using ::testing::ElementsAre;
+using testing::FakeIngestServer;
+using ::testing::HasSubstr;
+
+constexpr char kNode[] = "gpu-001";
+
+// Polls `pred` until it holds or `timeout` passes. Polling with a deadline
+// (not a fixed sleep) is the synchronisation: a fast machine finishes early.
+bool Eventually(const std::function<bool()>& pred,
+                absl::Duration timeout = absl::Seconds(10)) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    if (pred()) return true;
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  return pred();
+}
+
+// Runs `fn` on another thread; true when it returned within `timeout`.
+bool ReturnsWithin(std::function<void()> fn, absl::Duration timeout) {
+  auto done = std::async(std::launch::async, std::move(fn));
+  return done.wait_for(absl::ToChronoNanoseconds(timeout)) ==
+         std::future_status::ready;
+}
+
+std::vector<uint64_t> Range(uint64_t first, uint64_t last) {
+  std::vector<uint64_t> v;
+  for (uint64_t s = first; s <= last; ++s) v.push_back(s);
+  return v;
+}
+
+// Builds encoded reports for a node with `series` counters.
+class ReportMaker {
+ public:
+  explicit ReportMaker(size_t series) : series_(series) {}
+
+  EncodedReport Next() {
+    Snapshot snap;
+    snap.wall_time = absl::FromUnixSeconds(1795000000 + round_);
+    snap.monotonic_nanos = round_ * 1'000'000'000;
+    for (size_t i = 0; i < series_; ++i) {
+      Sample s;
+      s.device = absl::StrCat("mlx5_", i % 8);
+      s.port = 1;
+      s.name = absl::StrCat("counter_", i);
+      s.raw = static_cast<uint64_t>(round_) * 1000 + i;
+      snap.samples.push_back(s);
+    }
+    ++round_;
+    absl::StatusOr<EncodedReport> r =
+        encoder_.Encode(snap, std::vector<SampleRate>(snap.samples.size()));
+    EXPECT_TRUE(r.ok()) << r.status();
+    return *std::move(r);
+  }
+
+  void set_series(size_t series) { series_ = series; }
+
+ private:
+  size_t series_;
+  int64_t round_ = 1;
+  ReportEncoder encoder_;
+};
+
+class StreamClientTest : public ::testing::Test {
+ protected:
+  StreamClient::Options BaseOptions() const {
+    StreamClient::Options o;
+    o.target = server_.target();
+    o.node = kNode;
+    o.agent_version = "test";
+    o.backoff_initial = absl::Milliseconds(10);
+    o.backoff_max = absl::Milliseconds(100);
+    return o;
+  }
+
+  std::unique_ptr<StreamClient> MakeClient(const StreamClient::Options& o) {
+    absl::StatusOr<std::unique_ptr<StreamClient>> c =
+        StreamClient::Create(o, clock_);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? *std::move(c) : nullptr;
+  }
+
+  bool WaitForSeqs(const std::vector<uint64_t>& want) {
+    return server_.WaitFor(kNode, [&](const FakeIngestServer::Node& n) {
+      return n.report_seqs.size() >= want.size();
+    });
+  }
+
+  FakeClock clock_;
+  FakeIngestServer server_;
+};
+
+TEST_F(StreamClientTest, ValidateRejectsUnusableOptions) {
+  StreamClient::Options o;
+  o.target = "collector:9811";
+  o.node = kNode;
+  EXPECT_TRUE(StreamClient::Validate(o).ok());
+
+  StreamClient::Options no_target = o;
+  no_target.target = "";
+  EXPECT_EQ(StreamClient::Validate(no_target).code(),
+            absl::StatusCode::kInvalidArgument);
+
+  StreamClient::Options no_node = o;
+  no_node.node = "";
+  EXPECT_THAT(std::string(StreamClient::Validate(no_node).message()),
+              HasSubstr("node"));
+
+  StreamClient::Options bad_backoff = o;
+  bad_backoff.backoff_max = absl::Milliseconds(1);
+  EXPECT_FALSE(StreamClient::Validate(bad_backoff).ok());
+
+  StreamClient::Options cert_only = o;
+  cert_only.tls_cert_file = "/etc/hostname";
+  EXPECT_THAT(std::string(StreamClient::Validate(cert_only).message()),
+              HasSubstr("together"));
+
+  StreamClient::Options missing_ca = o;
+  missing_ca.tls_ca_file = "/nonexistent/ca.pem";
+  absl::Status s = StreamClient::Validate(missing_ca);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("/nonexistent/ca.pem"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("No such file"));
+  EXPECT_FALSE(StreamClient::Create(missing_ca, clock_).ok());
+}
+
+TEST_F(StreamClientTest, ValidateRejectsFilesThatAreNotPem) {
+  const std::string dir = ::testing::TempDir();
+  const std::string text = dir + "/not_pem.txt";
+  std::ofstream(text) << "hello\n";
+  StreamClient::Options o;
+  o.target = "collector:9811";
+  o.node = kNode;
+  o.tls_ca_file = text;
+  EXPECT_THAT(std::string(StreamClient::Validate(o).message()),
+              HasSubstr("not in PEM format"));
+  // Hostile: an endless file must not be read into memory.
+  o.tls_ca_file = "/dev/zero";
+  EXPECT_THAT(std::string(StreamClient::Validate(o).message()),
+              HasSubstr("larger than 1 MiB"));
+  std::filesystem::remove(text);
+}
+
+TEST_F(StreamClientTest, ReportsArriveInOrderAfterHelloAndSchema) {
+  ASSERT_TRUE(server_.Start().ok());
+  StreamClient::Options o = BaseOptions();
+  o.interval = absl::Milliseconds(500);
+  auto client = MakeClient(o);
+  ASSERT_NE(client, nullptr);
+  client->Start();
+  ReportMaker maker(16);
+  for (int i = 0; i < 5; ++i) client->Enqueue(maker.Next());
+
+  ASSERT_TRUE(WaitForSeqs(Range(1, 5)));
+  FakeIngestServer::Node n = server_.node(kNode);
+  EXPECT_EQ(n.report_seqs, Range(1, 5));
+  EXPECT_EQ(n.reports_without_schema, 0);
+  ASSERT_EQ(n.hellos.size(), 1u);
+  EXPECT_EQ(n.hellos[0].boot_id(), client->boot_id());
+  EXPECT_EQ(n.hellos[0].boot_id().size(), 32u);
+  EXPECT_EQ(n.hellos[0].interval_ms(), 500u);
+  EXPECT_EQ(n.hellos[0].agent_version(), "test");
+  ASSERT_EQ(n.schemas.count(1), 1u);
+  EXPECT_EQ(n.schemas[1].series_size(), 16);
+  EXPECT_TRUE(n.messages[0].has_hello());
+
+  ASSERT_TRUE(Eventually([&] { return client->stats().acked == 5; }));
+  StreamClient::Stats st = client->stats();
+  EXPECT_TRUE(st.connected);
+  EXPECT_EQ(st.buffered, 0u);
+  EXPECT_EQ(st.sent, 5u);
+  EXPECT_EQ(st.last_acked_seq, 5u);
+  EXPECT_EQ(st.dropped, 0u);
+  EXPECT_EQ(st.last_ack_monotonic_nanos, clock_.MonotonicNanos());
+  client->Stop();
+}
+
+TEST_F(StreamClientTest, OutageLosesNothingAndReplaysEachReportOnce) {
+  ASSERT_TRUE(server_.Start().ok());
+  auto client = MakeClient(BaseOptions());
+  ASSERT_NE(client, nullptr);
+  client->Start();
+  ReportMaker maker(32);
+  for (int i = 0; i < 3; ++i) client->Enqueue(maker.Next());
+  ASSERT_TRUE(Eventually([&] { return client->stats().acked == 3; }));
+
+  server_.Stop();  // the collector goes away
+  constexpr int kDuringOutage = 20;
+  for (int i = 0; i < kDuringOutage; ++i) client->Enqueue(maker.Next());
+  // Enqueue completed without the network: everything is already buffered.
+  EXPECT_EQ(client->stats().buffered, static_cast<uint64_t>(kDuringOutage));
+  ASSERT_TRUE(Eventually([&] { return !client->stats().connected; }));
+  ASSERT_TRUE(Eventually([&] { return client->stats().reconnects >= 1; }));
+  EXPECT_FALSE(client->stats().last_error.empty());
+
+  ASSERT_TRUE(server_.Restart().ok());  // same port
+  ASSERT_TRUE(WaitForSeqs(Range(1, 3 + kDuringOutage)));
+  ASSERT_TRUE(
+      Eventually([&] { return client->stats().acked == 3 + kDuringOutage; }));
+  FakeIngestServer::Node n = server_.node(kNode);
+  // Each seq exactly once, in order, no gap.
+  EXPECT_EQ(n.report_seqs, Range(1, 3 + kDuringOutage));
+  EXPECT_GE(n.streams, 2);
+  EXPECT_EQ(n.reports_without_schema, 0);  // schema re-sent on the new stream
+  for (const v1::Hello& h : n.hellos) EXPECT_EQ(h.boot_id(), client->boot_id());
+  EXPECT_EQ(client->stats().buffered, 0u);
+  EXPECT_EQ(client->stats().dropped, 0u);
+  client->Stop();
+}
+
+TEST_F(StreamClientTest, OverflowDuringOutageDropsOldestButKeepsTheirSchema) {
+  ASSERT_TRUE(server_.Start().ok());
+  StreamClient::Options o = BaseOptions();
+  o.buffer_capacity = 5;
+  auto client = MakeClient(o);
+  ASSERT_NE(client, nullptr);
+  client->Start();
+  ASSERT_TRUE(Eventually([&] { return client->stats().connected; }));
+  server_.Stop();
+
+  ReportMaker maker(8);
+  // Report 1 carries the only schema; it is dropped, the schema must not be.
+  for (int i = 0; i < 12; ++i) client->Enqueue(maker.Next());
+  StreamClient::Stats st = client->stats();
+  EXPECT_EQ(st.buffered, 5u);
+  EXPECT_EQ(st.dropped, 7u);
+
+  ASSERT_TRUE(server_.Restart().ok());
+  ASSERT_TRUE(WaitForSeqs(Range(8, 12)));
+  FakeIngestServer::Node n = server_.node(kNode);
+  EXPECT_EQ(n.report_seqs, Range(8, 12));  // the gap 1..7 shows the loss
+  EXPECT_EQ(n.reports_without_schema, 0);
+  EXPECT_EQ(n.schemas.count(1), 1u);
+  client->Stop();
+}
+
+TEST_F(StreamClientTest, WithheldAcksKeepReportsBufferedUntilAcked) {
+  ASSERT_TRUE(server_.Start().ok());
+  server_.set_withhold_acks(true);
+  auto client = MakeClient(BaseOptions());
+  ASSERT_NE(client, nullptr);
+  client->Start();
+  ReportMaker maker(4);
+  for (int i = 0; i < 4; ++i) client->Enqueue(maker.Next());
+  ASSERT_TRUE(WaitForSeqs(Range(1, 4)));
+  EXPECT_EQ(client->stats().acked, 0u);
+  EXPECT_EQ(client->stats().buffered, 4u);
+
+  server_.set_withhold_acks(false);
+  client->Enqueue(maker.Next());  // its Ack covers everything before it
+  ASSERT_TRUE(Eventually([&] { return client->stats().acked == 5; }));
+  EXPECT_EQ(client->stats().buffered, 0u);
+  EXPECT_EQ(server_.node(kNode).report_seqs, Range(1, 5));
+  client->Stop();
+}
+
+TEST_F(StreamClientTest, NewSchemaMidStreamPrecedesItsReports) {
+  ASSERT_TRUE(server_.Start().ok());
+  auto client = MakeClient(BaseOptions());
+  ASSERT_NE(client, nullptr);
+  client->Start();
+  ReportMaker maker(4);
+  client->Enqueue(maker.Next());
+  client->Enqueue(maker.Next());
+  maker.set_series(6);  // a NIC appeared
+  client->Enqueue(maker.Next());
+  client->Enqueue(maker.Next());
+  ASSERT_TRUE(WaitForSeqs(Range(1, 4)));
+  FakeIngestServer::Node n = server_.node(kNode);
+  EXPECT_EQ(n.reports_without_schema, 0);
+  ASSERT_EQ(n.schemas.size(), 2u);
+  EXPECT_EQ(n.schemas[2].series_size(), 6);
+  std::vector<uint64_t> schema_of_report;
+  for (const v1::AgentMessage& m : n.messages) {
+    if (m.has_report()) schema_of_report.push_back(m.report().schema_id());
+  }
+  EXPECT_THAT(schema_of_report, ElementsAre(1, 1, 2, 2));
+  client->Stop();
+}
+
+TEST_F(StreamClientTest, StopIsPromptWhenTheCollectorNeverAnswers) {
+  // A socket that accepts TCP (the kernel completes the handshake) but never
+  // speaks HTTP/2: the call hangs in "connecting" until cancelled.
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(fd, 16), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+
+  StreamClient::Options o = BaseOptions();
+  o.target = absl::StrCat("127.0.0.1:", ntohs(addr.sin_port));
+  auto client = MakeClient(o);
+  ASSERT_NE(client, nullptr);
+  client->Start();
+  ReportMaker maker(4);
+  client->Enqueue(maker.Next());
+  EXPECT_TRUE(ReturnsWithin([&] { client->Stop(); }, absl::Seconds(10)));
+  EXPECT_FALSE(client->stats().connected);
+  close(fd);
+}
+
+TEST_F(StreamClientTest, StopIsPromptDuringALongBackoff) {
+  ASSERT_TRUE(server_.Start().ok());
+  server_.Stop();  // nothing listens: every attempt fails at once
+  StreamClient::Options o = BaseOptions();
+  o.backoff_initial = absl::Hours(1);
+  o.backoff_max = absl::Hours(1);
+  auto client = MakeClient(o);
+  ASSERT_NE(client, nullptr);
+  client->Start();
+  ASSERT_TRUE(Eventually([&] { return client->stats().reconnects == 1; }));
+  EXPECT_THAT(client->stats().last_error, HasSubstr(server_.target()));
+  EXPECT_TRUE(ReturnsWithin([&] { client->Stop(); }, absl::Seconds(10)));
+}
+
+TEST_F(StreamClientTest, EnqueueNeverWaitsForAStalledCollector) {
+  ASSERT_TRUE(server_.Start().ok());
+  // The collector accepts the stream but never reads it: HTTP/2 flow control
+  // soon blocks the writer. Were Enqueue to write to the network, this
+  // thread would block forever in the loop below.
+  server_.set_stall(true);
+  StreamClient::Options o = BaseOptions();
+  o.buffer_capacity = 600;
+  auto client = MakeClient(o);
+  ASSERT_NE(client, nullptr);
+  client->Start();
+  ReportMaker maker(1000);  // ~10 KB per report, 20 MB in all
+  for (int i = 0; i < 2000; ++i) client->Enqueue(maker.Next());
+  StreamClient::Stats st = client->stats();
+  EXPECT_EQ(st.buffered, 600u);
+  EXPECT_EQ(st.dropped, 1400u);
+  EXPECT_EQ(st.acked, 0u);
+  // The writer may be stuck in a flow-controlled Write; Stop cancels it.
+  EXPECT_TRUE(ReturnsWithin([&] { client->Stop(); }, absl::Seconds(10)));
+  server_.set_stall(false);
+}
+
+// Certificates for one test, made by the openssl CLI in a temporary dir.
+class TestPki {
+ public:
+  TestPki() {
+    std::string tmpl = ::testing::TempDir() + "/stream_pki_XXXXXX";
+    char* made = mkdtemp(tmpl.data());
+    if (made == nullptr) return;
+    dir_ = made;
+    const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1";
+    std::ofstream(dir_ + "/server.ext")
+        << "subjectAltName=DNS:localhost,IP:127.0.0.1\n";
+    std::ofstream(dir_ + "/client.ext") << "extendedKeyUsage=clientAuth\n";
+    std::ostringstream script;
+    script << "(cd '" << dir_ << "' && "
+           << "openssl req -x509 " << ec
+           << " -nodes -keyout ca.key -out ca.pem -days 2 -subj '/CN=test CA'"
+           << " && openssl req " << ec
+           << " -nodes -keyout server.key -out server.csr -subj /CN=localhost"
+           << " && openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key"
+           << " -CAcreateserial -out server.pem -days 2 -extfile server.ext"
+           << " && openssl req " << ec
+           << " -nodes -keyout client.key -out client.csr -subj /CN=gpu-001"
+           << " && openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key"
+           << " -CAcreateserial -out client.pem -days 2 -extfile client.ext"
+           << ") >/dev/null 2>&1";
+    ok_ = std::system(script.str().c_str()) == 0;
+  }
+  ~TestPki() {
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+
+  bool ok() const { return ok_; }
+  std::string path(const std::string& name) const { return dir_ + "/" + name; }
+  std::string Read(const std::string& name) const {
+    std::ifstream in(path(name));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+ private:
+  std::string dir_;
+  bool ok_ = false;
+};
+
+class StreamClientTlsTest : public StreamClientTest {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(pki_.ok()) << "openssl could not create test certificates";
+    FakeIngestServer::Tls tls;
+    tls.cert_pem = pki_.Read("server.pem");
+    tls.key_pem = pki_.Read("server.key");
+    tls.client_ca_pem = pki_.Read("ca.pem");
+    tls.require_client_cert = true;
+    ASSERT_TRUE(server_.Start(0, tls).ok());
+  }
+
+  StreamClient::Options TlsOptions() const {
+    StreamClient::Options o = BaseOptions();
+    o.tls_ca_file = pki_.path("ca.pem");
+    o.tls_server_name = "localhost";
+    return o;
+  }
+
+  TestPki pki_;
+};
+
+TEST_F(StreamClientTlsTest, MutualTlsDeliversReports) {
+  StreamClient::Options o = TlsOptions();
+  o.tls_cert_file = pki_.path("client.pem");
+  o.tls_key_file = pki_.path("client.key");
+  auto client = MakeClient(o);
+  ASSERT_NE(client, nullptr);
+  client->Start();
+  ReportMaker maker(4);
+  for (int i = 0; i < 3; ++i) client->Enqueue(maker.Next());
+  ASSERT_TRUE(WaitForSeqs(Range(1, 3)));
+  EXPECT_EQ(server_.node(kNode).report_seqs, Range(1, 3));
+  ASSERT_TRUE(Eventually([&] { return client->stats().acked == 3; }));
+  client->Stop();
+}
+
+TEST_F(StreamClientTlsTest, ClientWithoutCertificateIsRefused) {
+  auto client = MakeClient(TlsOptions());  // trusts the CA, has no cert
+  ASSERT_NE(client, nullptr);
+  client->Start();
+  ReportMaker maker(4);
+  client->Enqueue(maker.Next());
+  ASSERT_TRUE(Eventually([&] { return client->stats().reconnects >= 2; }));
+  StreamClient::Stats st = client->stats();
+  EXPECT_FALSE(st.connected);
+  EXPECT_EQ(st.acked, 0u);
+  EXPECT_EQ(st.buffered, 1u);
+  EXPECT_FALSE(st.last_error.empty());
+  EXPECT_TRUE(server_.node(kNode).report_seqs.empty());
+  EXPECT_EQ(server_.node(kNode).streams, 0);
+  client->Stop();
+}
+
+TEST_F(StreamClientTlsTest, PlaintextClientIsRefused) {
+  auto client = MakeClient(BaseOptions());
+  ASSERT_NE(client, nullptr);
+  client->Start();
+  ReportMaker maker(4);
+  client->Enqueue(maker.Next());
+  ASSERT_TRUE(Eventually([&] { return client->stats().reconnects >= 2; }));
+  EXPECT_EQ(client->stats().acked, 0u);
+  EXPECT_EQ(server_.node(kNode).streams, 0);
+  client->Stop();
+}
+
+}  // namespace
+}  // namespace fabricdiag::agent

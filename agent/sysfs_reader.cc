@@ -125,6 +125,9 @@ absl::StatusOr<int> SysfsReader::RootFdLocked() {
   return root_fd_;
 }
 
+// See the EAGAIN comment in OpenLocked.
+constexpr int kMaxOpenat2Retries = 64;
+
 absl::StatusOr<int> SysfsReader::OpenLocked(absl::string_view relpath,
                                             int flags) {
   absl::Status valid = ValidateRelativePath(relpath);
@@ -141,8 +144,16 @@ absl::StatusOr<int> SysfsReader::OpenLocked(absl::string_view relpath,
       how.flags = static_cast<uint64_t>(flags);
       // RESOLVE_IN_ROOT: absolute symlinks and ".." stay inside the root.
       how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-      fd = static_cast<int>(
-          syscall(SYS_openat2, *root_fd, path.c_str(), &how, sizeof(how)));
+      // openat2(2): with RESOLVE_IN_ROOT the kernel fails with EAGAIN when
+      // a rename or mount anywhere on the system raced with the lookup
+      // (fs/namei.c checks rename_lock and mount_lock); retrying is the
+      // documented answer. Renames are frequent on a busy host (and in the
+      // fake trees of the tests), so a bounded retry loop is needed.
+      for (int race = 0; race < kMaxOpenat2Retries; ++race) {
+        fd = static_cast<int>(
+            syscall(SYS_openat2, *root_fd, path.c_str(), &how, sizeof(how)));
+        if (fd >= 0 || (errno != EAGAIN && errno != EINTR)) break;
+      }
       if (fd < 0 && (errno == ENOSYS || errno == E2BIG)) {
         have_openat2_ = false;  // pre-5.6 kernel: lexical checks only
         continue;

@@ -8,7 +8,9 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -202,6 +204,36 @@ TEST_F(SysfsReaderTest, FdCacheIsBounded) {
       EXPECT_LE(reader.cached_fd_count(), 4u);
     }
   }
+}
+
+// openat2(RESOLVE_IN_ROOT) fails with EAGAIN when any rename on the system
+// races with the lookup; the reader must retry instead of reporting the
+// counter as unreadable. A second thread renames files as fast as it can.
+TEST_F(SysfsReaderTest, ReadsSurviveConcurrentRenamesElsewhere) {
+  Write("class/net/eth0/statistics/rx_bytes", "42\n");
+  ScopedTempDir other;
+  FakeSysfs churn(other.path());
+  std::atomic<bool> stop{false};
+  std::thread renamer([&] {
+    while (!stop.load()) {
+      // WriteFile is write-temp-then-rename: one rename per call.
+      (void)churn.WriteFile("x", "1\n");
+    }
+  });
+  SysfsReader reader(tmp_.path());
+  int failures = 0;
+  std::string last_error;
+  for (int i = 0; i < 20000; ++i) {
+    absl::StatusOr<std::string> v =
+        reader.ReadAttribute("class/net/eth0/statistics/rx_bytes");
+    if (!v.ok()) {
+      ++failures;
+      last_error = v.status().ToString();
+    }
+  }
+  stop = true;
+  renamer.join();
+  EXPECT_EQ(failures, 0) << last_error;
 }
 
 TEST_F(SysfsReaderTest, ListsSortedAndClassifiesSymlinks) {

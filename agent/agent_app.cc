@@ -1,6 +1,7 @@
 #include "agent/agent_app.h"
 
 #include <pthread.h>
+#include <regex.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -12,10 +13,10 @@
 #include <exception>
 #include <iostream>
 #include <memory>
-#include <regex>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -39,6 +40,19 @@
 
 namespace fabricdiag::agent {
 namespace {
+
+// [A-Za-z0-9][A-Za-z0-9._-]{0,252}: what the collector accepts as a node.
+bool IsValidNodeName(absl::string_view name) {
+  if (name.empty() || name.size() > 253 || !absl::ascii_isalnum(name[0])) {
+    return false;
+  }
+  for (char c : name) {
+    if (!absl::ascii_isalnum(c) && c != '.' && c != '_' && c != '-') {
+      return false;
+    }
+  }
+  return true;
+}
 
 // "HOST:PORT", "[v6]:PORT". The port must be a number in 0..65535.
 absl::Status ValidateHostPort(absl::string_view flag, absl::string_view value,
@@ -181,8 +195,7 @@ void ResolveDefaults(AgentConfig* config) {
 }
 
 absl::Status ValidateAgentConfig(const AgentConfig& config) {
-  static const std::regex kNodeName("^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$");
-  if (!std::regex_match(config.node, kNodeName)) {
+  if (!IsValidNodeName(config.node)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--node=", config.node,
         ": must be 1..253 characters of [A-Za-z0-9._-], starting with a "
@@ -217,12 +230,17 @@ absl::Status ValidateAgentConfig(const AgentConfig& config) {
         "--tls_ca/--tls_cert/--tls_key need --collector");
   }
   if (!config.netdev_exclude.empty()) {
-    try {
-      std::regex check(config.netdev_exclude);
-    } catch (const std::regex_error& e) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--netdev_exclude=", config.netdev_exclude, ": ", e.what()));
+    // The netdev source compiles the same POSIX extended regex.
+    regex_t re;
+    const int rc =
+        regcomp(&re, config.netdev_exclude.c_str(), REG_EXTENDED | REG_NOSUB);
+    if (rc != 0) {
+      char why[256];
+      regerror(rc, &re, why, sizeof(why));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--netdev_exclude=", config.netdev_exclude, ": ", why));
     }
+    regfree(&re);
   }
   return absl::OkStatus();
 }

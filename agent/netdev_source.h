@@ -51,7 +51,7 @@ namespace fabricdiag::agent {
 // Loopback, container, bridge, tunnel and VM interfaces.
 inline constexpr char kDefaultNetdevExclude[] =
     "^(lo|veth.*|docker.*|br-.*|virbr.*|cni.*|flannel.*|cali.*|vxlan.*|"
-    "tunl.*|tun.*|tap.*|dummy.*|kube-.*|weave.*|genev_sys.*|vnet.*|"
+    "tunl.*|tun.*|tap.*|dummy.*|ifb.*|kube-.*|weave.*|genev_sys.*|vnet.*|"
     "nodelocaldns)$";
 
 class NetdevSource : public Source {

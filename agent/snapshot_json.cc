@@ -10,7 +10,7 @@ std::string SnapshotToJson(const Snapshot& snapshot, absl::string_view node) {
   using json = nlohmann::ordered_json;
   json out = json::object();
   out["node"] = std::string(node);
-  out["time"] = absl::FormatTime(absl::RFC3339_full, snapshot.wall_time,
+  out["time"] = absl::FormatTime("%Y-%m-%d%ET%H:%M:%E*SZ", snapshot.wall_time,
                                  absl::UTCTimeZone());
 
   json devices = json::array();

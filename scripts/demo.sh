@@ -27,6 +27,10 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+# Shows the first N lines of its input and drains the rest, so that the
+# producer never dies of SIGPIPE (this script runs with pipefail).
+abridge() { head -n "$1"; cat >/dev/null; }
+
 banner() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 wait_for_metrics() {
@@ -39,12 +43,12 @@ wait_for_metrics() {
 }
 
 banner "1. this machine's real netdevs: $agent --once --sysfs_root=/sys"
-"$agent" --once --node="$(hostname)" | head -n 40
+"$agent" --once --node="$(hostname)" | abridge 40
 echo "   ... (abridged)"
 
 banner "2. the bundled RDMA fixture tree: $agent --once --sysfs_root=tests/fixtures/sysfs"
 "$agent" --once --node=fixture-node --sysfs_root=tests/fixtures/sysfs \
-  --ethtool_dir=tests/fixtures/ethtool/demo | head -n 60
+  --ethtool_dir=tests/fixtures/ethtool/demo | abridge 60
 echo "   ... (abridged)"
 
 banner "3. serving /metrics: real host on :$port_real, fixture node on :$port_fixture"
@@ -61,12 +65,12 @@ sleep 1.5
 banner "curl -s http://127.0.0.1:$port_fixture/metrics | grep -E 'rdma_port_(transmitted|received)_bytes|pfc_pause|agent_source'"
 curl -fsS "http://127.0.0.1:$port_fixture/metrics" |
   grep -E '^fabricdiag_(rdma_port_(transmitted|received)_bytes_total|pfc_pause_[a-z_]+|agent_source_success)' |
-  head -n 40
+  abridge 40
 
 banner "curl -s http://127.0.0.1:$port_real/metrics | grep -E 'netdev_(received|transmitted)_bytes|agent_'"
 curl -fsS "http://127.0.0.1:$port_real/metrics" |
   grep -E '^fabricdiag_(netdev_(received|transmitted)_bytes_total|agent_(source_success|devices|snapshot_duration_seconds))' |
-  head -n 30
+  abridge 30
 
 if command -v promtool >/dev/null; then
   banner "promtool check metrics (both agents)"

@@ -1,0 +1,49 @@
+// Minimal loopback HTTP client and port helper for benchmarks and black-box
+// tests of HTTP exporters (the agent's /metrics, node_exporter's /metrics).
+//
+// HTTP/1.0 GET over a plain socket: no keep-alive, no compression, the
+// server closes the connection after the body, so "read until EOF" is the
+// whole response. Deliberately tiny, so that the client's own cost is
+// negligible next to the server's.
+//
+//   absl::StatusOr<int> port = PickFreeTcpPort();
+//   ... start a server on 127.0.0.1:*port ...
+//   absl::StatusOr<std::string> body =
+//       WaitForHttpBody(*port, "/metrics", absl::Seconds(10),
+//                       [](absl::string_view b) { return !b.empty(); },
+//                       [&] { return child->Running(); });
+//
+// Thread safety: the functions are thread-safe (no shared state).
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace fabricdiag::agent {
+
+// A TCP port on 127.0.0.1 that was free a moment ago: binds port 0, reads
+// the port the kernel chose, closes the socket. Another process may take it
+// before the caller does (a small race the callers accept).
+absl::StatusOr<int> PickFreeTcpPort();
+
+// GET http://127.0.0.1:`port``path` with HTTP/1.0. Returns the body of a 200
+// response; kUnavailable when the connection is refused (server not up
+// yet), kDeadlineExceeded on timeout, kInternal for any other status code or
+// a malformed response (the message quotes the status line).
+absl::StatusOr<std::string> HttpGet(int port, absl::string_view path,
+                                    absl::Duration timeout);
+
+// Polls HttpGet until it returns a body for which `ready(body)` is true, or
+// until `timeout`. Fails early (kAborted) as soon as `alive()` returns false,
+// so a server that died on startup is reported at once, not after the
+// deadline.
+absl::StatusOr<std::string> WaitForHttpBody(
+    int port, absl::string_view path, absl::Duration timeout,
+    const std::function<bool(absl::string_view body)>& ready,
+    const std::function<bool()>& alive);
+
+}  // namespace fabricdiag::agent

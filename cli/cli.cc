@@ -1,0 +1,183 @@
+#include "cli/cli.h"
+
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/types/span.h"
+#include "cli/command_util.h"
+#include "cli/text_output.h"
+
+namespace fabricdiag::cli {
+namespace {
+
+using Args = absl::Span<const std::string>;
+using Run = int (*)(CollectorClient* client, Args args,
+                    const CommandOptions& options, const CommandEnv& env);
+
+// One row per command: the words that name it, its argument names, whether
+// it needs the collector, and how to run it. The table is the single source
+// of dispatch and of the usage text.
+struct CommandSpec {
+  std::vector<std::string> words;
+  std::vector<std::string> arg_names;
+  const char* help;
+  bool needs_collector;
+  Run run;
+};
+
+const std::vector<CommandSpec>& Commands() {
+  static const auto* const kCommands = new std::vector<CommandSpec>{
+      {{"layout", "apply"},
+       {"FILE"},
+       "declare or replace a job's layout (YAML or JSON; - = stdin)",
+       true,
+       [](CollectorClient* c, Args a, const CommandOptions& o,
+          const CommandEnv& e) { return LayoutApplyCommand(*c, a[0], o, e); }},
+      {{"layout", "list"},
+       {},
+       "list the declared layouts [--json]",
+       true,
+       [](CollectorClient* c, Args, const CommandOptions& o,
+          const CommandEnv& e) { return LayoutListCommand(*c, o, e); }},
+      {{"layout", "show"},
+       {"JOB"},
+       "print a job's layout as YAML [--json]",
+       true,
+       [](CollectorClient* c, Args a, const CommandOptions& o,
+          const CommandEnv& e) { return LayoutShowCommand(*c, a[0], o, e); }},
+      {{"layout", "delete"},
+       {"JOB"},
+       "forget a job's layout",
+       true,
+       [](CollectorClient* c, Args a, const CommandOptions& o,
+          const CommandEnv& e) { return LayoutDeleteCommand(*c, a[0], o, e); }},
+      {{"topology", "apply"},
+       {"FILE"},
+       "declare the fabric topology (YAML or JSON; - = stdin)",
+       true,
+       [](CollectorClient* c, Args a, const CommandOptions& o,
+          const CommandEnv& e) {
+         return TopologyApplyCommand(*c, a[0], o, e);
+       }},
+      {{"topology", "show"},
+       {},
+       "print the topology as YAML [--json]",
+       true,
+       [](CollectorClient* c, Args, const CommandOptions& o,
+          const CommandEnv& e) { return TopologyShowCommand(*c, o, e); }},
+      {{"findings"},
+       {},
+       "active findings [--job=JOB] [--kind=KIND] [--all] [--json]",
+       true,
+       [](CollectorClient* c, Args, const CommandOptions& o,
+          const CommandEnv& e) { return FindingsCommand(*c, o, e); }},
+      {{"watch"},
+       {},
+       "stream findings as they change, until Ctrl-C [--job=JOB] [--json]",
+       true,
+       [](CollectorClient* c, Args, const CommandOptions& o,
+          const CommandEnv& e) { return WatchCommand(*c, o, e); }},
+      {{"nodes"},
+       {},
+       "every agent seen: up/down, last report [--json]",
+       true,
+       [](CollectorClient* c, Args, const CommandOptions& o,
+          const CommandEnv& e) { return NodesCommand(*c, o, e); }},
+      {{"plan"},
+       {"FILE"},
+       "offline: a layout's groups and NVLink crossings [--json]",
+       false,
+       [](CollectorClient*, Args a, const CommandOptions& o,
+          const CommandEnv& e) { return PlanCommand(a[0], o, e); }},
+  };
+  return *kCommands;
+}
+
+bool Matches(const CommandSpec& spec, const std::vector<std::string>& args) {
+  if (args.size() < spec.words.size()) return false;
+  for (size_t i = 0; i < spec.words.size(); ++i) {
+    if (args[i] != spec.words[i]) return false;
+  }
+  return true;
+}
+
+std::string Synopsis(const CommandSpec& spec) {
+  std::string s = absl::StrJoin(spec.words, " ");
+  for (const std::string& a : spec.arg_names) absl::StrAppend(&s, " ", a);
+  return s;
+}
+
+int UsageError(absl::string_view message, const CommandEnv& env) {
+  *env.err << "fabricdiag: " << message << "\n\n" << Usage();
+  return kExitInvalid;
+}
+
+}  // namespace
+
+std::string Usage() {
+  std::string s =
+      "usage: fabricdiag [--collector=HOST:PORT] [--token_file=F] "
+      "[--tls_ca=F] [--tls_server_name=NAME] [--timeout=10s] COMMAND ...\n\n"
+      "commands:\n";
+  size_t width = 0;
+  for (const CommandSpec& spec : Commands()) {
+    width = std::max(width, Synopsis(spec).size());
+  }
+  for (const CommandSpec& spec : Commands()) {
+    std::string synopsis = Synopsis(spec);
+    synopsis.resize(width, ' ');
+    absl::StrAppend(&s, "  ", synopsis, "  ", spec.help, "\n");
+  }
+  absl::StrAppend(
+      &s, "\nflags may appear anywhere; the collector defaults to ",
+      kDefaultCollector,
+      ".\nexit status: 0 success, 1 the collector cannot be reached or "
+      "failed, 2 invalid input.\n");
+  return s;
+}
+
+int RunCli(const std::vector<std::string>& args, const CliOptions& options,
+           const ClientFactory& make_client, const CommandEnv& env) {
+  if (args.empty()) return UsageError("no command given", env);
+  if (args[0] == "help") {
+    *env.out << Usage();
+    return kExitOk;
+  }
+  const CommandSpec* spec = nullptr;
+  for (const CommandSpec& candidate : Commands()) {
+    if (Matches(candidate, args)) {
+      spec = &candidate;
+      break;
+    }
+  }
+  if (spec == nullptr) {
+    std::vector<std::string> shown(
+        args.begin(), args.begin() + std::min<size_t>(2, args.size()));
+    return UsageError(absl::StrCat("unknown command \"",
+                                   Printable(absl::StrJoin(shown, " ")), "\""),
+                      env);
+  }
+  const Args rest = Args(args).subspan(spec->words.size());
+  if (rest.size() != spec->arg_names.size()) {
+    return UsageError(
+        absl::StrCat(absl::StrJoin(spec->words, " "), ": expected ",
+                     spec->arg_names.empty()
+                         ? std::string("no arguments")
+                         : absl::StrJoin(spec->arg_names, " "),
+                     ", got ", rest.size(),
+                     rest.size() == 1 ? " argument" : " arguments",
+                     " (usage: fabricdiag ", Synopsis(*spec), ")"),
+        env);
+  }
+  if (!spec->needs_collector) {
+    return spec->run(nullptr, rest, options.command, env);
+  }
+  absl::StatusOr<ClientConfig> config = LoadClientConfig(options.client);
+  if (!config.ok()) return ReportError(config.status(), env);
+  std::shared_ptr<CollectorClient> client = make_client(*config);
+  return spec->run(client.get(), rest, options.command, env);
+}
+
+}  // namespace fabricdiag::cli

@@ -1,0 +1,66 @@
+// The collector as the CLI sees it: one method per ops RPC of
+// proto/collector.proto, without gRPC types, so that every command can be
+// unit-tested against an in-memory fake.
+//
+// Errors are absl::Status with the canonical code of the RPC and a message
+// that already names the collector's address and says why, ready to print:
+//
+//   absl::StatusOr<v1::ListNodesResponse> nodes = client.ListNodes();
+//   if (!nodes.ok()) {
+//     err << "fabricdiag: " << nodes.status().message() << "\n";
+//     // "cannot reach collector 127.0.0.1:9811: connection refused"
+//   }
+//
+// GrpcCollectorClient (collector_client.h) is the real implementation.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "proto/collector.pb.h"
+#include "proto/layout.pb.h"
+
+namespace fabricdiag::cli {
+
+class CollectorClient {
+ public:
+  virtual ~CollectorClient() = default;
+
+  // "HOST:PORT", for messages.
+  virtual const std::string& address() const = 0;
+
+  // Writes: sent with the bearer token when one is configured.
+  virtual absl::StatusOr<v1::ApplyLayoutResponse> ApplyLayout(
+      const v1::Layout& layout) = 0;
+  virtual absl::Status DeleteLayout(const std::string& job) = 0;
+  virtual absl::Status ApplyTopology(const v1::Topology& topology) = 0;
+
+  // Reads.
+  virtual absl::StatusOr<v1::Layout> GetLayout(const std::string& job) = 0;
+  virtual absl::StatusOr<v1::ListLayoutsResponse> ListLayouts() = 0;
+  virtual absl::StatusOr<v1::Topology> GetTopology() = 0;
+  virtual absl::StatusOr<v1::ListFindingsResponse> ListFindings(
+      const v1::ListFindingsRequest& request) = 0;
+  virtual absl::StatusOr<v1::ListNodesResponse> ListNodes() = 0;
+
+  struct WatchCallbacks {
+    // Called once the collector has accepted the stream (before or with the
+    // first event). May be empty.
+    std::function<void()> on_connected;
+    // Called for every event, in order, on the calling thread.
+    std::function<void(const v1::FindingEvent&)> on_event;
+  };
+  // Streams WatchFindings until it ends. Returns OK when the collector ended
+  // the stream cleanly, CancelledError after CancelWatch(), and the RPC's
+  // error otherwise (Unavailable when the collector went away).
+  virtual absl::Status WatchFindings(const std::string& job,
+                                     const WatchCallbacks& callbacks) = 0;
+  // Ends the running WatchFindings (and makes every later one return
+  // CancelledError at once). Thread-safe: meant to be called from a signal
+  // handling thread while WatchFindings blocks another.
+  virtual void CancelWatch() = 0;
+};
+
+}  // namespace fabricdiag::cli

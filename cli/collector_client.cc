@@ -1,0 +1,296 @@
+#include "cli/collector_client.h"
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+
+namespace fabricdiag::cli {
+namespace {
+
+// Layouts of 100,000 ranks and long finding lists exceed gRPC's 4 MiB
+// default; the collector bounds what it sends anyway.
+constexpr int kMaxReceiveBytes = 64 << 20;
+
+// gRPC's UNAVAILABLE messages differ between versions and transports
+// ("failed to connect to all addresses; last error: UNKNOWN:
+// ipv4:127.0.0.1:1: Failed to connect to remote host: Connection refused");
+// users want the reason in a few words.
+std::string WhyUnavailable(const std::string& message) {
+  const std::string lower = absl::AsciiStrToLower(message);
+  if (absl::StrContains(lower, "connection refused")) {
+    return "connection refused";
+  }
+  if (absl::StrContains(lower, "dns") || absl::StrContains(lower, "resolv") ||
+      absl::StrContains(lower, "name or service not known")) {
+    return absl::StrCat("cannot resolve the host name (", message, ")");
+  }
+  if (absl::StrContains(lower, "handshake") ||
+      absl::StrContains(lower, "ssl") || absl::StrContains(lower, "tls")) {
+    return absl::StrCat(
+        "TLS handshake failed; check --tls_ca and "
+        "--tls_server_name (",
+        message, ")");
+  }
+  if (absl::StrContains(lower, "no route to host")) return "no route to host";
+  if (absl::StrContains(lower, "network is unreachable")) {
+    return "network is unreachable";
+  }
+  if (absl::StrContains(lower, "socket closed") ||
+      absl::StrContains(lower, "connection reset") ||
+      absl::StrContains(lower, "broken pipe") ||
+      absl::StrContains(lower, "goaway")) {
+    return absl::StrCat("connection lost (", message, ")");
+  }
+  return message.empty() ? std::string("unavailable") : message;
+}
+
+// Whether a failed call never reached the collector (as opposed to a stream
+// the collector accepted and then lost).
+bool NeverConnected(const grpc::Status& status) {
+  if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return false;
+  const std::string lower = absl::AsciiStrToLower(status.error_message());
+  for (const char* needle :
+       {"failed to connect", "connection refused", "dns", "resolv", "handshake",
+        "no route to host", "network is unreachable"}) {
+    if (absl::StrContains(lower, needle)) return true;
+  }
+  return false;
+}
+
+const char* CodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::CANCELLED:
+      return "cancelled";
+    case grpc::StatusCode::UNKNOWN:
+      return "unknown error";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "invalid argument";
+    case grpc::StatusCode::NOT_FOUND:
+      return "not found";
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return "already exists";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "permission denied";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "resource exhausted";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "failed precondition";
+    case grpc::StatusCode::ABORTED:
+      return "aborted";
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return "out of range";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "not implemented by this collector";
+    case grpc::StatusCode::INTERNAL:
+      return "internal error";
+    case grpc::StatusCode::DATA_LOSS:
+      return "data loss";
+    default:
+      return "error";
+  }
+}
+
+}  // namespace
+
+absl::Status DescribeRpcError(const grpc::Status& status,
+                              const std::string& address,
+                              absl::Duration timeout) {
+  if (status.ok()) return absl::OkStatus();
+  const absl::Status original = FromGrpcStatus(status);
+  std::string message;
+  switch (status.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+      message = absl::StrCat("cannot reach collector ", address, ": ",
+                             WhyUnavailable(status.error_message()));
+      break;
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      message = absl::StrCat("cannot reach collector ", address,
+                             ": no answer within ",
+                             absl::FormatDuration(timeout), " (--timeout)");
+      break;
+    case grpc::StatusCode::UNAUTHENTICATED:
+      message = absl::StrCat("collector ", address,
+                             ": unauthenticated: ", status.error_message(),
+                             " (pass the collector's token with --token_file)");
+      break;
+    default:
+      message = absl::StrCat("collector ", address, ": ",
+                             CodeName(status.error_code()), ": ",
+                             status.error_message());
+      break;
+  }
+  return absl::Status(original.code(), message);
+}
+
+GrpcCollectorClient::GrpcCollectorClient(const ClientConfig& config)
+    : config_(config) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxReceiveBytes);
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  if (config_.tls_ca_pem.empty()) {
+    credentials = grpc::InsecureChannelCredentials();
+  } else {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = config_.tls_ca_pem;
+    credentials = grpc::SslCredentials(ssl);
+    if (!config_.tls_server_name.empty()) {
+      args.SetSslTargetNameOverride(config_.tls_server_name);
+    }
+  }
+  channel_ = grpc::CreateCustomChannel(config_.address, credentials, args);
+  stub_ = v1::Collector::NewStub(channel_);
+}
+
+void GrpcCollectorClient::Prepare(grpc::ClientContext* context,
+                                  bool unary) const {
+  if (!config_.token.empty()) {
+    context->AddMetadata("authorization",
+                         absl::StrCat("Bearer ", config_.token));
+  }
+  if (unary) {
+    context->set_deadline(std::chrono::system_clock::now() +
+                          absl::ToChronoNanoseconds(config_.timeout));
+  }
+}
+
+absl::Status GrpcCollectorClient::Fail(const grpc::Status& status) const {
+  return DescribeRpcError(status, config_.address, config_.timeout);
+}
+
+absl::StatusOr<v1::ApplyLayoutResponse> GrpcCollectorClient::ApplyLayout(
+    const v1::Layout& layout) {
+  grpc::ClientContext context;
+  Prepare(&context, /*unary=*/true);
+  v1::ApplyLayoutRequest request;
+  *request.mutable_layout() = layout;
+  v1::ApplyLayoutResponse response;
+  grpc::Status status = stub_->ApplyLayout(&context, request, &response);
+  if (!status.ok()) return Fail(status);
+  return response;
+}
+
+absl::Status GrpcCollectorClient::DeleteLayout(const std::string& job) {
+  grpc::ClientContext context;
+  Prepare(&context, /*unary=*/true);
+  v1::DeleteLayoutRequest request;
+  request.set_job(job);
+  v1::DeleteLayoutResponse response;
+  return Fail(stub_->DeleteLayout(&context, request, &response));
+}
+
+absl::Status GrpcCollectorClient::ApplyTopology(const v1::Topology& topology) {
+  grpc::ClientContext context;
+  Prepare(&context, /*unary=*/true);
+  v1::ApplyTopologyRequest request;
+  *request.mutable_topology() = topology;
+  v1::ApplyTopologyResponse response;
+  return Fail(stub_->ApplyTopology(&context, request, &response));
+}
+
+absl::StatusOr<v1::Layout> GrpcCollectorClient::GetLayout(
+    const std::string& job) {
+  grpc::ClientContext context;
+  Prepare(&context, /*unary=*/true);
+  v1::GetLayoutRequest request;
+  request.set_job(job);
+  v1::Layout response;
+  grpc::Status status = stub_->GetLayout(&context, request, &response);
+  if (!status.ok()) return Fail(status);
+  return response;
+}
+
+absl::StatusOr<v1::ListLayoutsResponse> GrpcCollectorClient::ListLayouts() {
+  grpc::ClientContext context;
+  Prepare(&context, /*unary=*/true);
+  v1::ListLayoutsResponse response;
+  grpc::Status status =
+      stub_->ListLayouts(&context, v1::ListLayoutsRequest(), &response);
+  if (!status.ok()) return Fail(status);
+  return response;
+}
+
+absl::StatusOr<v1::Topology> GrpcCollectorClient::GetTopology() {
+  grpc::ClientContext context;
+  Prepare(&context, /*unary=*/true);
+  v1::Topology response;
+  grpc::Status status =
+      stub_->GetTopology(&context, v1::GetTopologyRequest(), &response);
+  if (!status.ok()) return Fail(status);
+  return response;
+}
+
+absl::StatusOr<v1::ListFindingsResponse> GrpcCollectorClient::ListFindings(
+    const v1::ListFindingsRequest& request) {
+  grpc::ClientContext context;
+  Prepare(&context, /*unary=*/true);
+  v1::ListFindingsResponse response;
+  grpc::Status status = stub_->ListFindings(&context, request, &response);
+  if (!status.ok()) return Fail(status);
+  return response;
+}
+
+absl::StatusOr<v1::ListNodesResponse> GrpcCollectorClient::ListNodes() {
+  grpc::ClientContext context;
+  Prepare(&context, /*unary=*/true);
+  v1::ListNodesResponse response;
+  grpc::Status status =
+      stub_->ListNodes(&context, v1::ListNodesRequest(), &response);
+  if (!status.ok()) return Fail(status);
+  return response;
+}
+
+absl::Status GrpcCollectorClient::WatchFindings(
+    const std::string& job, const WatchCallbacks& callbacks) {
+  grpc::ClientContext context;
+  Prepare(&context, /*unary=*/false);
+  {
+    absl::MutexLock lock(&mu_);
+    if (cancelled_) return absl::CancelledError("watch cancelled");
+    watch_context_ = &context;
+  }
+  v1::WatchFindingsRequest request;
+  request.set_job(job);
+  std::unique_ptr<grpc::ClientReader<v1::FindingEvent>> reader =
+      stub_->WatchFindings(&context, request);
+  // Initial metadata arrives when the collector has accepted the call (a
+  // refused connection completes the call without it), and the channel is
+  // READY then, unless the collector already went away again: that case is
+  // told apart by the call's final status below.
+  reader->WaitForInitialMetadata();
+  bool connected = channel_->GetState(false) == GRPC_CHANNEL_READY;
+  if (connected && callbacks.on_connected) callbacks.on_connected();
+  v1::FindingEvent event;
+  while (reader->Read(&event)) {
+    if (!connected) {
+      connected = true;
+      if (callbacks.on_connected) callbacks.on_connected();
+    }
+    if (callbacks.on_event) callbacks.on_event(event);
+  }
+  grpc::Status status = reader->Finish();
+  bool cancelled = false;
+  {
+    absl::MutexLock lock(&mu_);
+    watch_context_ = nullptr;
+    cancelled = cancelled_;
+  }
+  if (cancelled) return absl::CancelledError("watch cancelled");
+  if (!connected && !status.ok() && !NeverConnected(status) &&
+      status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED &&
+      callbacks.on_connected) {
+    callbacks.on_connected();
+  }
+  return Fail(status);
+}
+
+void GrpcCollectorClient::CancelWatch() {
+  absl::MutexLock lock(&mu_);
+  cancelled_ = true;
+  if (watch_context_ != nullptr) watch_context_->TryCancel();
+}
+
+}  // namespace fabricdiag::cli

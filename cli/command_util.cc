@@ -1,0 +1,73 @@
+#include "cli/command_util.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "analysis/layout_parse.h"
+#include "cli/text_output.h"
+
+namespace fabricdiag::cli {
+
+int ReportError(const absl::Status& status, const CommandEnv& env) {
+  *env.err << "fabricdiag: " << Printable(status.message()) << "\n";
+  return status.code() == absl::StatusCode::kInvalidArgument ? kExitInvalid
+                                                             : kExitCollector;
+}
+
+int ReportInputError(absl::string_view input, const absl::Status& status,
+                     const CommandEnv& env) {
+  *env.err << "fabricdiag: " << input << ": " << Printable(status.message())
+           << "\n";
+  return status.code() == absl::StatusCode::kInvalidArgument ? kExitInvalid
+                                                             : kExitCollector;
+}
+
+std::string InputName(absl::string_view path) {
+  return path == "-" ? std::string("<stdin>") : std::string(path);
+}
+
+absl::StatusOr<std::string> ReadInputFile(absl::string_view path,
+                                          const CommandEnv& env) {
+  const size_t limit = analysis::kMaxDocumentBytes;
+  std::string data;
+  if (path == "-") {
+    char buf[65536];
+    while (env.in != nullptr && data.size() <= limit &&
+           env.in->read(buf, sizeof(buf)).gcount() > 0) {
+      data.append(buf, static_cast<size_t>(env.in->gcount()));
+    }
+    if (env.in != nullptr && env.in->bad()) {
+      return absl::InvalidArgumentError("cannot read standard input");
+    }
+  } else {
+    const std::string name(path);
+    std::FILE* f = std::fopen(name.c_str(), "rb");
+    if (f == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot read: ", std::strerror(errno)));
+    }
+    char buf[65536];
+    size_t n = 0;
+    while (data.size() <= limit &&
+           (n = std::fread(buf, 1, sizeof(buf), f)) > 0) {
+      data.append(buf, n);
+    }
+    const bool failed = std::ferror(f) != 0;
+    const int read_errno = errno;
+    std::fclose(f);
+    if (failed) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot read: ", std::strerror(read_errno)));
+    }
+  }
+  if (data.size() > limit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("larger than ", limit, " bytes"));
+  }
+  return data;
+}
+
+}  // namespace fabricdiag::cli

@@ -1,0 +1,111 @@
+// The commands of the `fabricdiag` ops CLI (INTERFACES.md, "fabricdiag").
+//
+// Each command is a function: parsed arguments + a CollectorClient + output
+// streams in, exit status out. Nothing here knows gRPC, flags or signals, so
+// every command is unit-tested against an in-memory client:
+//
+//   CommandEnv env{&std::cin, &std::cout, &std::cerr, &clock};
+//   CommandOptions options;
+//   options.json = true;
+//   int status = FindingsCommand(client, options, env);
+//
+// Exit status (kExit*): 0 success, 1 the collector cannot be reached or
+// failed (the message names the address and why), 2 invalid input (the
+// message names the field or flag). Messages go to `err` as one line each,
+// "fabricdiag: ...". Commands are thread-compatible.
+#pragma once
+
+#include <istream>
+#include <ostream>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "cli/collector_api.h"
+#include "common/clock.h"
+
+namespace fabricdiag::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitCollector = 1;
+inline constexpr int kExitInvalid = 2;
+
+// Command flags (absl flags in main.cc; all global, as absl parses them
+// anywhere on the command line). A command ignores those it has no use for.
+struct CommandOptions {
+  std::string job;    // --job: findings, watch
+  std::string kind;   // --kind: findings
+  bool all = false;   // --all: findings, also resolved ones
+  bool json = false;  // --json
+};
+
+// Where a command reads and writes, and what it may wait on.
+struct CommandEnv {
+  std::istream* in = nullptr;  // FILE "-"
+  std::ostream* out = nullptr;
+  std::ostream* err = nullptr;
+  const Clock* clock = nullptr;  // ages in tables
+  // Notified when the user interrupts (SIGINT): `watch` then returns 0. May
+  // be null (never interrupted).
+  absl::Notification* interrupted = nullptr;
+  // `watch` reconnects after the collector goes away, waiting this long
+  // first and doubling up to the maximum.
+  absl::Duration reconnect_backoff = absl::Milliseconds(500);
+  absl::Duration max_reconnect_backoff = absl::Seconds(8);
+};
+
+// Reads FILE ("-" = env.in), at most analysis::kMaxDocumentBytes.
+// InvalidArgument "FILE: cannot read: No such file or directory".
+absl::StatusOr<std::string> ReadInputFile(absl::string_view path,
+                                          const CommandEnv& env);
+
+// layout apply FILE: parses and validates locally (exit 2 naming the field),
+// then ApplyLayout; prints "layout JOB applied (new|replaced)" and the
+// findings the collector raised at once.
+int LayoutApplyCommand(CollectorClient& client, absl::string_view file,
+                       const CommandOptions& options, const CommandEnv& env);
+// layout list: table JOB RANKS HOSTS PARALLELISM APPLIED (or a JSON array).
+int LayoutListCommand(CollectorClient& client, const CommandOptions& options,
+                      const CommandEnv& env);
+// layout show JOB: YAML, or JSON with --json.
+int LayoutShowCommand(CollectorClient& client, absl::string_view job,
+                      const CommandOptions& options, const CommandEnv& env);
+// layout delete JOB: prints "layout JOB deleted".
+int LayoutDeleteCommand(CollectorClient& client, absl::string_view job,
+                        const CommandOptions& options, const CommandEnv& env);
+
+// topology apply FILE: validated locally first, like layouts.
+int TopologyApplyCommand(CollectorClient& client, absl::string_view file,
+                         const CommandOptions& options, const CommandEnv& env);
+// topology show: YAML, or JSON with --json.
+int TopologyShowCommand(CollectorClient& client, const CommandOptions& options,
+                        const CommandEnv& env);
+
+// findings: active findings (with --all also resolved), filtered by --job
+// and --kind; a table (most severe first), or with --json a JSON array of
+// INTERFACES.md finding objects.
+int FindingsCommand(CollectorClient& client, const CommandOptions& options,
+                    const CommandEnv& env);
+
+// watch: one line per event (SNAPSHOT first, then OPENED/UPDATED/RESOLVED),
+// flushed at once; with --json one JSON object per line with an "event"
+// field. Runs until env.interrupted (exit 0). When the collector goes away
+// after the watch started it says so on `err`, retries with backoff and
+// prints "reconnected"; a collector that cannot be reached at the start, or
+// refuses the watch, gives exit 1.
+int WatchCommand(CollectorClient& client, const CommandOptions& options,
+                 const CommandEnv& env);
+
+// nodes: table NODE STATUS LAST_REPORT AGE DEVICES NETDEVS SERIES GAPS, or a
+// JSON array.
+int NodesCommand(CollectorClient& client, const CommandOptions& options,
+                 const CommandEnv& env);
+
+// plan FILE: offline. Validates the layout and prints its groups per
+// dimension, the TP groups that leave their NVLink domain and, when the
+// traffic model exists, the predicted traffic per step.
+int PlanCommand(absl::string_view file, const CommandOptions& options,
+                const CommandEnv& env);
+
+}  // namespace fabricdiag::cli

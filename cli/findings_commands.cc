@@ -1,0 +1,215 @@
+// findings, watch, nodes.
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "cli/command_util.h"
+#include "cli/commands.h"
+#include "cli/finding_json.h"
+#include "cli/findings_table.h"
+#include "cli/text_output.h"
+
+namespace fabricdiag::cli {
+namespace {
+
+// Errors that retrying cannot fix: the watch stops at once.
+bool IsPermanent(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kUnauthenticated:
+    case absl::StatusCode::kUnimplemented:
+    case absl::StatusCode::kFailedPrecondition:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// When the event happened, as far as the finding says.
+int64_t EventTime(const v1::FindingEvent& event, const CommandEnv& env) {
+  const v1::Finding& f = event.finding();
+  if (event.kind() == v1::FindingEvent::RESOLVED &&
+      f.resolved_unix_nanos() != 0) {
+    return f.resolved_unix_nanos();
+  }
+  if (f.last_seen_unix_nanos() != 0) return f.last_seen_unix_nanos();
+  return absl::ToUnixNanos(env.clock->Now());
+}
+
+std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
+
+// "2026-11-22T03:00:05Z OPENED critical pfc_storm node=gpu-003
+//  device=mlx5_2 job=moe-train-42 group=- f-000123: <summary>"
+std::string EventLine(const v1::FindingEvent& event, const CommandEnv& env) {
+  const v1::Finding& f = event.finding();
+  return Printable(absl::StrCat(
+      FormatRfc3339(EventTime(event, env)), " ", EventKindName(event.kind()),
+      " ", SeverityName(f.severity()), " ", OrDash(f.kind()),
+      " node=", OrDash(f.node()), " device=", OrDash(f.device()),
+      " job=", OrDash(f.job()), " group=", OrDash(f.group()), " ",
+      OrDash(f.id()), ": ", f.summary()));
+}
+
+}  // namespace
+
+int FindingsCommand(CollectorClient& client, const CommandOptions& options,
+                    const CommandEnv& env) {
+  v1::ListFindingsRequest request;
+  request.set_job(options.job);
+  request.set_kind(options.kind);
+  request.set_all(options.all);
+  request.set_state(v1::FINDING_STATE_ACTIVE);
+  absl::StatusOr<v1::ListFindingsResponse> response =
+      client.ListFindings(request);
+  if (!response.ok()) return ReportError(response.status(), env);
+  std::vector<v1::Finding> findings(response->findings().begin(),
+                                    response->findings().end());
+  SortFindings(&findings);
+  if (options.json) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::array();
+    for (const v1::Finding& f : findings) j.push_back(FindingToJson(f));
+    *env.out << j.dump() << "\n";
+    return kExitOk;
+  }
+  if (findings.empty()) {
+    *env.out << (options.all ? "no findings\n" : "no active findings\n");
+    return kExitOk;
+  }
+  PrintFindingsTable(findings, /*with_state=*/options.all, env);
+  return kExitOk;
+}
+
+int WatchCommand(CollectorClient& client, const CommandOptions& options,
+                 const CommandEnv& env) {
+  auto interrupted = [&env] {
+    return env.interrupted != nullptr && env.interrupted->HasBeenNotified();
+  };
+  bool ever_connected = false;
+  bool reconnecting = false;
+  absl::Duration backoff = env.reconnect_backoff;
+
+  CollectorClient::WatchCallbacks callbacks;
+  callbacks.on_connected = [&] {
+    if (reconnecting) {
+      *env.err << "fabricdiag: reconnected to collector " << client.address()
+               << std::endl;
+      reconnecting = false;
+    }
+    ever_connected = true;
+    backoff = env.reconnect_backoff;
+  };
+  callbacks.on_event = [&](const v1::FindingEvent& event) {
+    if (options.json) {
+      nlohmann::ordered_json j;
+      j["event"] = std::string(EventKindName(event.kind()));
+      const nlohmann::ordered_json finding = FindingToJson(event.finding());
+      for (auto it = finding.begin(); it != finding.end(); ++it) {
+        j[it.key()] = it.value();
+      }
+      *env.out << j.dump() << "\n";
+    } else {
+      *env.out << EventLine(event, env) << "\n";
+    }
+    // Scripts and the demo read this through a pipe: one line, at once.
+    env.out->flush();
+  };
+
+  for (;;) {
+    if (interrupted()) return kExitOk;
+    absl::Status status = client.WatchFindings(options.job, callbacks);
+    if (interrupted()) return kExitOk;
+    if (!ever_connected || IsPermanent(status.code())) {
+      if (status.ok() || absl::IsCancelled(status)) {
+        status = absl::UnavailableError(
+            absl::StrCat("collector ", client.address(),
+                         " ended the watch before it started"));
+      }
+      return ReportError(status, env);
+    }
+    if (!reconnecting) {
+      *env.err << "fabricdiag: lost the watch on collector " << client.address()
+               << ": "
+               << (status.ok() ? std::string("the collector ended the stream")
+                               : Printable(status.message()))
+               << "; reconnecting (Ctrl-C to stop)" << std::endl;
+      reconnecting = true;
+    }
+    if (env.interrupted != nullptr) {
+      if (env.interrupted->WaitForNotificationWithTimeout(backoff)) {
+        return kExitOk;
+      }
+    } else {
+      absl::SleepFor(backoff);
+    }
+    backoff = std::min(backoff * 2, env.max_reconnect_backoff);
+  }
+}
+
+int NodesCommand(CollectorClient& client, const CommandOptions& options,
+                 const CommandEnv& env) {
+  absl::StatusOr<v1::ListNodesResponse> response = client.ListNodes();
+  if (!response.ok()) return ReportError(response.status(), env);
+  std::vector<v1::NodeStatus> nodes(response->nodes().begin(),
+                                    response->nodes().end());
+  std::sort(nodes.begin(), nodes.end(),
+            [](const v1::NodeStatus& a, const v1::NodeStatus& b) {
+              return a.node() < b.node();
+            });
+  const absl::Time now = env.clock->Now();
+  if (options.json) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::array();
+    for (const v1::NodeStatus& n : nodes) {
+      nlohmann::ordered_json o;
+      o["node"] = n.node();
+      o["up"] = n.up();
+      if (n.last_report_unix_nanos() == 0) {
+        o["last_report"] = nullptr;
+        o["last_report_age_seconds"] = nullptr;
+      } else {
+        o["last_report"] = FormatRfc3339(n.last_report_unix_nanos());
+        o["last_report_age_seconds"] = std::max<int64_t>(
+            0, absl::ToInt64Seconds(
+                   now - absl::FromUnixNanos(n.last_report_unix_nanos())));
+      }
+      o["agent_version"] = n.agent_version();
+      o["interval_ms"] = n.interval_ms();
+      o["rdma_devices"] = std::vector<std::string>(n.rdma_devices().begin(),
+                                                   n.rdma_devices().end());
+      o["netdevs"] =
+          std::vector<std::string>(n.netdevs().begin(), n.netdevs().end());
+      o["series"] = n.series();
+      o["reports"] = n.reports();
+      o["gaps"] = n.gaps();
+      j.push_back(std::move(o));
+    }
+    *env.out << j.dump() << "\n";
+    return kExitOk;
+  }
+  if (nodes.empty()) {
+    *env.out << "no agents have reported to collector " << client.address()
+             << "\n";
+    return kExitOk;
+  }
+  Table table({"NODE", "STATUS", "LAST_REPORT", "AGE", "SERIES", "GAPS",
+               "NETDEVS", "DEVICES"});
+  for (const v1::NodeStatus& n : nodes) {
+    const bool seen = n.last_report_unix_nanos() != 0;
+    table.AddRow(
+        {n.node(), n.up() ? "up" : "down",
+         seen ? FormatRfc3339(n.last_report_unix_nanos()) : "",
+         seen ? FormatAge(now - absl::FromUnixNanos(n.last_report_unix_nanos()))
+              : "",
+         absl::StrCat(n.series()), absl::StrCat(n.gaps()),
+         absl::StrCat(n.netdevs_size()), absl::StrJoin(n.rdma_devices(), ",")});
+  }
+  table.Print(*env.out);
+  return kExitOk;
+}
+
+}  // namespace fabricdiag::cli

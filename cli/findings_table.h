@@ -1,0 +1,26 @@
+// The human table of findings, shared by `findings` and `layout apply`.
+//
+//   SortFindings(&findings);
+//   PrintFindingsTable(findings, /*with_state=*/false, env);
+//   // SEVERITY  KIND       JOB           GROUP  NODE     DEVICE  AGE  SUMMARY
+//   // critical  pfc_storm  moe-train-42  -      gpu-003  mlx5_2  5s   gpu-003
+//   ...
+#pragma once
+
+#include <vector>
+
+#include "cli/commands.h"
+#include "proto/collector.pb.h"
+
+namespace fabricdiag::cli {
+
+// Most severe first, then oldest first, then by id: what needs attention
+// first is on top and the order is stable between runs.
+void SortFindings(std::vector<v1::Finding>* findings);
+
+// Columns SEVERITY [STATE] KIND JOB GROUP NODE DEVICE AGE SUMMARY; AGE is
+// env.clock's now minus first_seen.
+void PrintFindingsTable(const std::vector<v1::Finding>& findings,
+                        bool with_state, const CommandEnv& env);
+
+}  // namespace fabricdiag::cli

@@ -1,0 +1,180 @@
+// layout apply/list/show/delete, topology apply/show.
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "analysis/layout_model.h"
+#include "analysis/layout_parse.h"
+#include "analysis/names.h"
+#include "cli/command_util.h"
+#include "cli/commands.h"
+#include "cli/finding_json.h"
+#include "cli/findings_table.h"
+#include "cli/text_output.h"
+
+namespace fabricdiag::cli {
+namespace {
+
+// Prints a document that analysis/ rendered as one-line JSON: indented JSON
+// with --json, YAML otherwise.
+int PrintDocument(const std::string& json, const CommandOptions& options,
+                  const CommandEnv& env) {
+  if (options.json) {
+    nlohmann::ordered_json doc = nlohmann::ordered_json::parse(
+        json, nullptr, /*allow_exceptions=*/false);
+    if (doc.is_discarded()) {
+      return ReportError(absl::InternalError("cannot render the document"),
+                         env);
+    }
+    *env.out << doc.dump(2) << "\n";
+    return kExitOk;
+  }
+  absl::StatusOr<std::string> yaml = JsonToYaml(json);
+  if (!yaml.ok())
+    return ReportError(absl::InternalError(yaml.status().message()), env);
+  *env.out << *yaml;
+  return kExitOk;
+}
+
+absl::Status CheckJob(absl::string_view job) {
+  if (!analysis::IsValidJobName(job)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("JOB: \"", Printable(job),
+                     "\" is not a job name ([A-Za-z0-9._-]{1,64})"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int LayoutApplyCommand(CollectorClient& client, absl::string_view file,
+                       const CommandOptions& options, const CommandEnv& env) {
+  const std::string name = InputName(file);
+  absl::StatusOr<std::string> text = ReadInputFile(file, env);
+  if (!text.ok()) return ReportInputError(name, text.status(), env);
+  absl::StatusOr<v1::Layout> layout = analysis::ParseLayout(*text);
+  if (!layout.ok()) return ReportInputError(name, layout.status(), env);
+  // The collector validates again, but a user should learn about a typo
+  // without a round trip, and an invalid layout must never leave this host.
+  absl::StatusOr<analysis::LayoutModel> model =
+      analysis::LayoutModel::Build(*layout);
+  if (!model.ok()) return ReportInputError(name, model.status(), env);
+
+  absl::StatusOr<v1::ApplyLayoutResponse> response =
+      client.ApplyLayout(*layout);
+  if (!response.ok()) return ReportError(response.status(), env);
+  if (options.json) {
+    nlohmann::ordered_json j;
+    j["job"] = layout->job();
+    j["replaced"] = response->replaced();
+    j["findings"] = nlohmann::ordered_json::array();
+    for (const v1::Finding& f : response->findings()) {
+      j["findings"].push_back(FindingToJson(f));
+    }
+    *env.out << j.dump() << "\n";
+    return kExitOk;
+  }
+  *env.out << "layout " << layout->job() << " applied ("
+           << (response->replaced() ? "replaced" : "new") << ")\n";
+  if (response->findings_size() > 0) {
+    *env.out << response->findings_size()
+             << (response->findings_size() == 1 ? " finding" : " findings")
+             << " raised from the layout:\n";
+    std::vector<v1::Finding> findings(response->findings().begin(),
+                                      response->findings().end());
+    PrintFindingsTable(findings, /*with_state=*/false, env);
+  }
+  return kExitOk;
+}
+
+int LayoutListCommand(CollectorClient& client, const CommandOptions& options,
+                      const CommandEnv& env) {
+  absl::StatusOr<v1::ListLayoutsResponse> response = client.ListLayouts();
+  if (!response.ok()) return ReportError(response.status(), env);
+  std::vector<v1::LayoutSummary> layouts(response->layouts().begin(),
+                                         response->layouts().end());
+  std::sort(layouts.begin(), layouts.end(),
+            [](const v1::LayoutSummary& a, const v1::LayoutSummary& b) {
+              return a.job() < b.job();
+            });
+  if (options.json) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::array();
+    for (const v1::LayoutSummary& l : layouts) {
+      nlohmann::ordered_json o;
+      o["job"] = l.job();
+      o["ranks"] = l.ranks();
+      o["hosts"] = l.hosts();
+      o["parallelism"] = l.parallelism();
+      o["applied"] =
+          l.applied_unix_nanos() == 0
+              ? nlohmann::ordered_json(nullptr)
+              : nlohmann::ordered_json(FormatRfc3339(l.applied_unix_nanos()));
+      j.push_back(std::move(o));
+    }
+    *env.out << j.dump() << "\n";
+    return kExitOk;
+  }
+  if (layouts.empty()) {
+    *env.out << "no layouts\n";
+    return kExitOk;
+  }
+  Table table({"JOB", "RANKS", "HOSTS", "PARALLELISM", "APPLIED", "AGE"});
+  const absl::Time now = env.clock->Now();
+  for (const v1::LayoutSummary& l : layouts) {
+    const bool has_time = l.applied_unix_nanos() != 0;
+    table.AddRow(
+        {l.job(), absl::StrCat(l.ranks()), absl::StrCat(l.hosts()),
+         l.parallelism(), has_time ? FormatRfc3339(l.applied_unix_nanos()) : "",
+         has_time ? FormatAge(now - absl::FromUnixNanos(l.applied_unix_nanos()))
+                  : ""});
+  }
+  table.Print(*env.out);
+  return kExitOk;
+}
+
+int LayoutShowCommand(CollectorClient& client, absl::string_view job,
+                      const CommandOptions& options, const CommandEnv& env) {
+  if (absl::Status s = CheckJob(job); !s.ok()) return ReportError(s, env);
+  absl::StatusOr<v1::Layout> layout = client.GetLayout(std::string(job));
+  if (!layout.ok()) return ReportError(layout.status(), env);
+  return PrintDocument(analysis::LayoutToJson(*layout), options, env);
+}
+
+int LayoutDeleteCommand(CollectorClient& client, absl::string_view job,
+                        const CommandOptions& /*options*/,
+                        const CommandEnv& env) {
+  if (absl::Status s = CheckJob(job); !s.ok()) return ReportError(s, env);
+  absl::Status status = client.DeleteLayout(std::string(job));
+  if (!status.ok()) return ReportError(status, env);
+  *env.out << "layout " << job << " deleted\n";
+  return kExitOk;
+}
+
+int TopologyApplyCommand(CollectorClient& client, absl::string_view file,
+                         const CommandOptions& /*options*/,
+                         const CommandEnv& env) {
+  const std::string name = InputName(file);
+  absl::StatusOr<std::string> text = ReadInputFile(file, env);
+  if (!text.ok()) return ReportInputError(name, text.status(), env);
+  // ParseTopology validates completely (ValidateTopology).
+  absl::StatusOr<v1::Topology> topology = analysis::ParseTopology(*text);
+  if (!topology.ok()) return ReportInputError(name, topology.status(), env);
+  absl::Status status = client.ApplyTopology(*topology);
+  if (!status.ok()) return ReportError(status, env);
+  *env.out << "topology applied (" << topology->switches_size()
+           << (topology->switches_size() == 1 ? " switch, " : " switches, ")
+           << topology->links_size()
+           << (topology->links_size() == 1 ? " link)\n" : " links)\n");
+  return kExitOk;
+}
+
+int TopologyShowCommand(CollectorClient& client, const CommandOptions& options,
+                        const CommandEnv& env) {
+  absl::StatusOr<v1::Topology> topology = client.GetTopology();
+  if (!topology.ok()) return ReportError(topology.status(), env);
+  return PrintDocument(analysis::TopologyToJson(*topology), options, env);
+}
+
+}  // namespace fabricdiag::cli

@@ -1,0 +1,188 @@
+// fabricdiag: the ops CLI. Flags -> CliOptions -> RunCli; for `watch`, a
+// thread turns SIGINT/SIGTERM into a clean cancel of the stream (exit 0).
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
+#include "absl/strings/match.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "cli/cli.h"
+#include "cli/collector_client.h"
+#include "common/clock.h"
+
+ABSL_FLAG(std::string, collector, fabricdiag::cli::kDefaultCollector,
+          "collector gRPC address, HOST:PORT");
+ABSL_FLAG(std::string, token_file, "",
+          "file holding the bearer token for write commands");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM CA certificate to verify the collector with (enables TLS)");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "name expected in the collector's certificate (with --tls_ca)");
+ABSL_FLAG(absl::Duration, timeout, absl::Seconds(10),
+          "deadline of each request (not of watch)");
+ABSL_FLAG(std::string, job, "", "findings, watch: only this job");
+ABSL_FLAG(std::string, kind, "", "findings: only this finding kind");
+ABSL_FLAG(bool, all, false, "findings: resolved ones too");
+ABSL_FLAG(bool, json, false, "machine-readable output");
+
+namespace {
+
+using fabricdiag::cli::kExitInvalid;
+
+// absl::ParseCommandLine exits with status 1 on an unknown flag or a bad
+// value, which the contract reserves for collector failures; check every
+// flag first so that such input exits 2, naming the flag.
+bool CheckFlags(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (arg.size() < 2 || arg[0] != '-') continue;
+    arg.remove_prefix(absl::StartsWith(arg, "--") ? 2 : 1);
+    const size_t eq = arg.find('=');
+    const absl::string_view name = arg.substr(0, eq);
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag == nullptr && absl::StartsWith(name, "no") && eq == arg.npos) {
+      absl::CommandLineFlag* negated =
+          absl::FindCommandLineFlag(name.substr(2));
+      if (negated != nullptr && negated->IsOfType<bool>()) continue;
+    }
+    if (flag == nullptr) {
+      std::cerr << "fabricdiag: unknown flag --" << name << "\n\n"
+                << fabricdiag::cli::Usage();
+      return false;
+    }
+    std::string value;
+    if (eq != arg.npos) {
+      value = std::string(arg.substr(eq + 1));
+    } else if (flag->IsOfType<bool>()) {
+      continue;
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      std::cerr << "fabricdiag: --" << name << ": missing value\n";
+      return false;
+    }
+    std::string error;
+    if (!flag->ParseFrom(value, &error)) {
+      std::cerr << "fabricdiag: --" << name << ": " << error << "\n";
+      return false;
+    }
+  }
+  return true;
+}
+
+bool WantsHelp(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (arg == "-h" || arg == "--help" || arg == "-help" ||
+        arg == "--helpfull") {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Holds the client so that the signal thread can cancel its watch.
+class LiveClient {
+ public:
+  void Set(std::shared_ptr<fabricdiag::cli::CollectorClient> client) {
+    absl::MutexLock lock(&mu_);
+    client_ = std::move(client);
+  }
+  void CancelWatch() {
+    std::shared_ptr<fabricdiag::cli::CollectorClient> client;
+    {
+      absl::MutexLock lock(&mu_);
+      client = client_;
+    }
+    if (client != nullptr) client->CancelWatch();
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::shared_ptr<fabricdiag::cli::CollectorClient> client_
+      ABSL_GUARDED_BY(mu_);
+};
+
+// Shared with the detached signal thread, which may outlive main's locals:
+// allocated once and never destroyed (globals are roots, not leaks).
+absl::Notification* const g_interrupted = new absl::Notification;
+LiveClient* const g_live = new LiveClient;
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (WantsHelp(argc, argv)) {
+    std::cout << fabricdiag::cli::Usage();
+    return 0;
+  }
+  if (!CheckFlags(argc, argv)) return kExitInvalid;
+  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  std::vector<std::string> args(positional.begin() + 1, positional.end());
+
+  fabricdiag::cli::CliOptions options;
+  options.client.address = absl::GetFlag(FLAGS_collector);
+  options.client.token_file = absl::GetFlag(FLAGS_token_file);
+  options.client.tls_ca = absl::GetFlag(FLAGS_tls_ca);
+  options.client.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
+  options.client.timeout = absl::GetFlag(FLAGS_timeout);
+  options.command.job = absl::GetFlag(FLAGS_job);
+  options.command.kind = absl::GetFlag(FLAGS_kind);
+  options.command.all = absl::GetFlag(FLAGS_all);
+  options.command.json = absl::GetFlag(FLAGS_json);
+
+  fabricdiag::SystemClock clock;
+  fabricdiag::cli::CommandEnv env;
+  env.in = &std::cin;
+  env.out = &std::cout;
+  env.err = &std::cerr;
+  env.clock = &clock;
+  env.interrupted = g_interrupted;
+
+  // Only `watch` runs until interrupted; every other command keeps the
+  // default disposition, so Ctrl-C simply ends it.
+  if (!args.empty() && args[0] == "watch") {
+    // Blocked before gRPC starts threads, so every thread inherits the mask
+    // and the signals reach only the sigwait below.
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    std::thread([set] {
+      int signo = 0;
+      sigwait(&set, &signo);
+      g_interrupted->Notify();
+      g_live->CancelWatch();
+      // A second signal means "now": do not wait for a stuck cancel.
+      sigwait(&set, &signo);
+      _exit(128 + signo);
+    }).detach();
+  }
+
+  const int status = fabricdiag::cli::RunCli(
+      args, options,
+      [](const fabricdiag::cli::ClientConfig& config) {
+        auto client =
+            std::make_shared<fabricdiag::cli::GrpcCollectorClient>(config);
+        g_live->Set(client);
+        return client;
+      },
+      env);
+  g_live->Set(nullptr);
+  std::cout.flush();
+  return status;
+}

@@ -1,0 +1,219 @@
+#include "collector/collector_app.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "collector/analysis_runner.h"
+#include "collector/collector_metrics.h"
+#include "collector/findings_metrics.h"
+#include "collector/findings_store.h"
+#include "collector/http_server.h"
+#include "collector/ingest_service.h"
+#include "collector/layout_registry.h"
+#include "collector/query_service.h"
+#include "collector/series_store.h"
+#include "collector/server.h"
+#include "collector/state_store.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+
+namespace fabricdiag::collector {
+namespace {
+
+absl::Status ValidateHostPort(absl::string_view flag, absl::string_view value) {
+  const size_t colon = value.rfind(':');
+  uint32_t port = 0;
+  if (colon == absl::string_view::npos || colon == 0 ||
+      !absl::SimpleAtoi(value.substr(colon + 1), &port) || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, "=", value,
+                     ": expected ADDR:PORT with a port in 0..65535"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckReadable(absl::string_view flag, const std::string& path) {
+  if (path.empty()) return absl::OkStatus();
+  if (::access(path.c_str(), R_OK) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", flag, "=", path, ": cannot read: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+// The token is the file's content without surrounding white space.
+absl::StatusOr<std::string> ReadToken(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--auth_token_file=", path, ": cannot read"));
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string token(absl::StripAsciiWhitespace(ss.str()));
+  if (token.size() < 16) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--auth_token_file=", path,
+        ": the token must be at least 16 characters (e.g. `openssl rand -hex "
+        "32`)"));
+  }
+  return token;
+}
+
+}  // namespace
+
+absl::Status ValidateCollectorConfig(const CollectorConfig& config) {
+  RETURN_IF_ERROR(ValidateHostPort("listen", config.listen));
+  RETURN_IF_ERROR(ValidateHostPort("http_listen", config.http_listen));
+  if (config.state_dir.empty()) {
+    return absl::InvalidArgumentError("--state_dir: required");
+  }
+  RETURN_IF_ERROR(CheckReadable("tls_cert", config.tls_cert));
+  RETURN_IF_ERROR(CheckReadable("tls_key", config.tls_key));
+  RETURN_IF_ERROR(CheckReadable("tls_client_ca", config.tls_client_ca));
+  RETURN_IF_ERROR(CheckReadable("auth_token_file", config.auth_token_file));
+  if (config.tls_cert.empty() != config.tls_key.empty()) {
+    return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
+  }
+  if (!config.tls_client_ca.empty() && config.tls_cert.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls_client_ca needs --tls_cert and --tls_key (mutual TLS)");
+  }
+  if (config.analysis_interval < absl::Milliseconds(10) ||
+      config.analysis_interval > absl::Minutes(10)) {
+    return absl::InvalidArgumentError(
+        "--analysis_interval: must be between 10ms and 10m");
+  }
+  if (config.window_samples < 60 || config.window_samples > 86400) {
+    return absl::InvalidArgumentError(
+        "--window_samples: must be between 60 and 86400");
+  }
+  return absl::OkStatus();
+}
+
+int RunCollector(const CollectorConfig& config) {
+  // Block the stop signals before any thread exists; the main thread waits
+  // for them with sigwait.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  SystemClock clock;
+  std::string token;
+  if (!config.auth_token_file.empty()) {
+    absl::StatusOr<std::string> t = ReadToken(config.auth_token_file);
+    if (!t.ok()) {
+      LogError(absl::StrCat("fabricdiag-collector: ", t.status().message()));
+      return 1;
+    }
+    token = *std::move(t);
+  }
+
+  absl::StatusOr<std::unique_ptr<StateStore>> state =
+      StateStore::Open(config.state_dir, &clock);
+  if (!state.ok()) {
+    LogError(absl::StrCat("fabricdiag-collector: --state_dir: ",
+                          state.status().message()));
+    return 1;
+  }
+  LayoutRegistry registry(state->get(), &clock);
+  FindingsStore findings(state->get(), FindingsStoreOptions{});
+  for (absl::Status s : {registry.Load(), findings.Load()}) {
+    if (!s.ok()) {
+      LogError(absl::StrCat("fabricdiag-collector: cannot load --state_dir=",
+                            config.state_dir, ": ", s.ToString()));
+      return 1;
+    }
+  }
+  for (const std::string& problem : (*state)->problems()) {
+    LogWarning(absl::StrCat("state: ", problem));
+  }
+
+  SeriesStore::Options series_options;
+  series_options.window_samples = config.window_samples;
+  SeriesStore series(series_options, clock);
+  IngestCounters counters;
+  IngestService ingest(&series, &counters);
+  AnalysisStats stats;
+  AnalysisRunner::Options runner_options;
+  runner_options.interval = config.analysis_interval;
+  AnalysisRunner runner(&series, &registry, &findings, &stats, clock,
+                        runner_options);
+
+  QueryService::Options query_options;
+  query_options.auth_token = token;
+  query_options.on_layouts_changed = [&runner](const std::string& job) {
+    return runner.RunLayoutPass(job);
+  };
+  QueryService query(&registry, &findings, &series, query_options, clock);
+
+  CollectorServer::Options server_options;
+  server_options.listen = config.listen;
+  server_options.tls_cert_file = config.tls_cert;
+  server_options.tls_key_file = config.tls_key;
+  server_options.tls_client_ca_file = config.tls_client_ca;
+  absl::StatusOr<std::unique_ptr<CollectorServer>> server =
+      CollectorServer::Start(server_options, {&ingest, &query});
+  if (!server.ok()) {
+    LogError(absl::StrCat("fabricdiag-collector: --listen=", config.listen,
+                          ": ", server.status().message()));
+    return 1;
+  }
+
+  auto collector_metrics = std::make_shared<CollectorMetrics>(
+      &series, &counters, &stats, 3 * config.analysis_interval);
+  auto findings_metrics =
+      std::make_shared<FindingsMetrics>(&findings, &registry, state->get());
+  StateStore* state_ptr = state->get();
+  absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
+      config.http_listen, {collector_metrics, findings_metrics},
+      [state_ptr, &stats] {
+        HealthReport report;
+        if (state_ptr->write_errors() > 0) {
+          report.ok = false;
+          absl::StrAppend(&report.text, "state: ", state_ptr->write_errors(),
+                          " failed writes to --state_dir\n");
+        }
+        absl::StrAppend(&report.text, "analysis passes: ", stats.passes.load(),
+                        "\n");
+        return report;
+      });
+  if (!http.ok()) {
+    LogError(absl::StrCat("fabricdiag-collector: --http_listen=",
+                          config.http_listen, ": ", http.status().message()));
+    (*server)->Shutdown(absl::ZeroDuration());
+    return 1;
+  }
+
+  runner.Start();
+  LogInfo(absl::StrCat("fabricdiag-collector ", kCollectorVersion,
+                       " gRPC on port ", (*server)->port(), ", HTTP on port ",
+                       (*http)->port(), ", state in ", config.state_dir,
+                       token.empty() ? ", writes open (no --auth_token_file)"
+                                     : ", writes need the bearer token"));
+
+  int signo = 0;
+  sigwait(&signals, &signo);
+  LogInfo("fabricdiag-collector: stopping");
+  runner.Stop();
+  query.Shutdown();
+  (*server)->Shutdown(absl::Seconds(2));
+  (*server)->Wait();
+  return 0;
+}
+
+}  // namespace fabricdiag::collector

@@ -1,0 +1,37 @@
+// The collector process: configuration, validation and the run loop, kept
+// out of main.cc (flags -> config -> run).
+//
+//   CollectorConfig config;         // from flags
+//   RETURN_IF_ERROR(ValidateCollectorConfig(config));
+//   return RunCollector(config);    // until SIGINT/SIGTERM
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace fabricdiag::collector {
+
+struct CollectorConfig {
+  std::string listen = "0.0.0.0:9811";       // gRPC
+  std::string http_listen = "0.0.0.0:9812";  // /metrics, /healthz
+  std::string state_dir = "/var/lib/fabricdiag";
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;
+  std::string auth_token_file;
+  absl::Duration analysis_interval = absl::Seconds(1);
+  size_t window_samples = 600;  // rates kept per series (10 min at 1 s)
+};
+
+inline constexpr char kCollectorVersion[] = "0.1.0";
+
+// The message names the flag at fault. Does not touch the network.
+absl::Status ValidateCollectorConfig(const CollectorConfig& config);
+
+// Serves until SIGINT or SIGTERM, then returns 0; returns 1 when it cannot
+// start (state dir unusable, port in use, bad TLS files, bad token file).
+int RunCollector(const CollectorConfig& config);
+
+}  // namespace fabricdiag::collector

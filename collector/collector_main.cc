@@ -1,0 +1,57 @@
+// fabricdiag-collector: flags -> CollectorConfig -> RunCollector. See
+// collector/collector_app.h.
+#include <iostream>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/time/time.h"
+#include "collector/collector_app.h"
+
+ABSL_FLAG(std::string, listen, "0.0.0.0:9811",
+          "ADDR:PORT for gRPC: agent ingest, layouts, topology, queries");
+ABSL_FLAG(std::string, http_listen, "0.0.0.0:9812",
+          "ADDR:PORT for HTTP: /metrics (findings as metrics), /healthz");
+ABSL_FLAG(std::string, state_dir, "/var/lib/fabricdiag",
+          "Layouts, topology and finding history survive restarts here");
+ABSL_FLAG(std::string, tls_cert, "", "Serve gRPC over TLS with this cert");
+ABSL_FLAG(std::string, tls_key, "", "Private key of --tls_cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "Require client certificates signed by this CA (mutual TLS)");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "When set, every write RPC (layout/topology apply and delete) needs "
+          "this bearer token");
+ABSL_FLAG(absl::Duration, analysis_interval, absl::Seconds(1),
+          "How often the analyzers run");
+ABSL_FLAG(int, window_samples, 600,
+          "Rates kept per series (600 = 10 minutes at 1 s)");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Receives the fabricdiag agents' streams, holds job layouts and the "
+      "fabric topology, and diagnoses what the fabric does to the jobs.");
+  std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
+  if (rest.size() > 1) {
+    std::cerr << "fabricdiag-collector: unexpected argument: " << rest[1]
+              << "\n";
+    return 2;
+  }
+  fabricdiag::collector::CollectorConfig config;
+  config.listen = absl::GetFlag(FLAGS_listen);
+  config.http_listen = absl::GetFlag(FLAGS_http_listen);
+  config.state_dir = absl::GetFlag(FLAGS_state_dir);
+  config.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  config.tls_key = absl::GetFlag(FLAGS_tls_key);
+  config.tls_client_ca = absl::GetFlag(FLAGS_tls_client_ca);
+  config.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
+  config.analysis_interval = absl::GetFlag(FLAGS_analysis_interval);
+  const int window = absl::GetFlag(FLAGS_window_samples);
+  config.window_samples = window < 0 ? 0 : static_cast<size_t>(window);
+  absl::Status status = fabricdiag::collector::ValidateCollectorConfig(config);
+  if (!status.ok()) {
+    std::cerr << "fabricdiag-collector: " << status.message() << "\n";
+    return 2;
+  }
+  return fabricdiag::collector::RunCollector(config);
+}

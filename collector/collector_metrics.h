@@ -1,0 +1,44 @@
+// The collector's own metrics: agents up, ingest counters, rejected
+// streams by reason, analysis pass cost.
+//
+//   auto metrics = std::make_shared<CollectorMetrics>(&store, &counters,
+//                                                     down_after);
+//   http = HttpServer::Start(listen, {metrics, findings_metrics}, ...);
+//
+// Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "collector/ingest_session.h"
+#include "collector/series_store.h"
+#include "prometheus/collectable.h"
+#include "prometheus/metric_family.h"
+
+namespace fabricdiag::collector {
+
+// Filled in by the analysis runner after every pass.
+struct AnalysisStats {
+  std::atomic<uint64_t> passes{0};
+  std::atomic<int64_t> last_pass_nanos{0};
+  std::atomic<uint64_t> persist_errors{0};
+};
+
+class CollectorMetrics final : public prometheus::Collectable {
+ public:
+  // Pointers must outlive this object.
+  CollectorMetrics(const SeriesStore* store, const IngestCounters* counters,
+                   const AnalysisStats* analysis, absl::Duration down_after);
+
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
+ private:
+  const SeriesStore* const store_;
+  const IngestCounters* const counters_;
+  const AnalysisStats* const analysis_;
+  const absl::Duration down_after_;
+};
+
+}  // namespace fabricdiag::collector

@@ -1,0 +1,457 @@
+#include "collector/findings_store.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/log.h"
+
+namespace fabricdiag::collector {
+namespace internal {
+
+// The bounded queue behind one Watcher; shared by the store (producer) and
+// the Watcher (consumer) so that either may go away first.
+class WatchQueue {
+ public:
+  WatchQueue(std::string job, size_t capacity)
+      : job_(std::move(job)), capacity_(capacity) {}
+
+  const std::string& job() const { return job_; }
+
+  // Never blocks beyond a short critical section. Returns false when this
+  // push overflowed the queue (which closes it).
+  bool Push(WatchEvent event) {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return true;
+    if (events_.size() >= capacity_) {
+      events_.clear();
+      WatchEvent overflow;
+      overflow.type = WatchEvent::Type::kOverflow;
+      events_.push_back(std::move(overflow));
+      closed_ = true;
+      return false;
+    }
+    events_.push_back(std::move(event));
+    return true;
+  }
+
+  std::optional<WatchEvent> Next(absl::Duration timeout) {
+    absl::MutexLock lock(&mu_);
+    auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return closed_ || !events_.empty();
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
+    if (!events_.empty()) {
+      WatchEvent event = std::move(events_.front());
+      events_.pop_front();
+      return event;
+    }
+    if (closed_) return WatchEvent{WatchEvent::Type::kClosed, {}};
+    return std::nullopt;
+  }
+
+  void Close() {
+    absl::MutexLock lock(&mu_);
+    // A pending overflow marker stays: the consumer must learn why.
+    if (!closed_) events_.clear();
+    closed_ = true;
+  }
+
+  bool closed() const {
+    absl::MutexLock lock(&mu_);
+    return closed_;
+  }
+
+ private:
+  const std::string job_;
+  const size_t capacity_;
+  mutable absl::Mutex mu_;
+  std::deque<WatchEvent> events_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace internal
+
+namespace {
+
+uint64_t IdNumber(const v1::Finding& finding) {
+  absl::string_view id = finding.id();
+  uint64_t n = 0;
+  if (id.size() > 2) (void)absl::SimpleAtoi(id.substr(2), &n);
+  return n;
+}
+
+bool ByIdDescending(const v1::Finding& a, const v1::Finding& b) {
+  return IdNumber(a) > IdNumber(b);
+}
+
+// Summaries carry numbers ("94% of the last 5 s") that move every pass; the
+// evidence has its own threshold, so only the words count here.
+std::string SummaryWords(absl::string_view summary) {
+  std::string out;
+  bool in_number = false;
+  for (char c : summary) {
+    bool numeric = std::isdigit(static_cast<unsigned char>(c)) ||
+                   (in_number && (c == '.' || c == ','));
+    if (numeric) {
+      if (!in_number) out.push_back('#');
+      in_number = true;
+    } else {
+      in_number = false;
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> NodesOf(const FindingReport& report) {
+  if (report.nodes.empty() && !report.node.empty()) return {report.node};
+  return report.nodes;
+}
+
+// Copies what a report says into a finding (identity fields too, for a new
+// one). Non-finite evidence is dropped: JSON (findings --json) has no NaN.
+void Fill(const FindingReport& report, v1::Finding* finding) {
+  finding->set_kind(report.kind);
+  finding->set_severity(report.severity);
+  finding->set_job(report.job);
+  finding->set_node(report.node);
+  finding->clear_nodes();
+  for (const std::string& node : NodesOf(report)) finding->add_nodes(node);
+  finding->set_device(report.device);
+  finding->set_group(report.group);
+  finding->set_summary(report.summary);
+  finding->clear_evidence();
+  for (const auto& [name, value] : report.evidence) {
+    if (std::isfinite(value)) (*finding->mutable_evidence())[name] = value;
+  }
+  finding->clear_evidence_text();
+  for (const auto& [name, text] : report.evidence_text) {
+    (*finding->mutable_evidence_text())[name] = text;
+  }
+}
+
+bool Matches(const v1::Finding& finding, absl::string_view job,
+             absl::string_view kind) {
+  return (job.empty() || finding.job() == job) &&
+         (kind.empty() || finding.kind() == kind);
+}
+
+}  // namespace
+
+absl::string_view SeverityName(v1::Severity severity) {
+  switch (severity) {
+    case v1::SEVERITY_INFO:
+      return "info";
+    case v1::SEVERITY_WARNING:
+      return "warning";
+    case v1::SEVERITY_CRITICAL:
+      return "critical";
+    default:
+      return "unspecified";
+  }
+}
+
+Watcher::Watcher(std::shared_ptr<internal::WatchQueue> queue)
+    : queue_(std::move(queue)) {}
+
+Watcher::~Watcher() { queue_->Close(); }
+
+std::optional<WatchEvent> Watcher::Next(absl::Duration timeout) {
+  return queue_->Next(timeout);
+}
+
+void Watcher::Close() { queue_->Close(); }
+
+FindingsStore::FindingsStore(StateStore* store, FindingsStoreOptions options)
+    : store_(store), options_(options) {}
+
+FindingsStore::~FindingsStore() {
+  absl::MutexLock lock(&mu_);
+  for (const auto& queue : watchers_) queue->Close();
+}
+
+absl::Status FindingsStore::Load() {
+  absl::MutexLock update_lock(&update_mu_);
+  absl::StatusOr<LoadedFindings> loaded = store_->ReadFindings();
+  if (!loaded.ok()) return loaded.status();
+  absl::MutexLock lock(&mu_);
+  next_id_ = loaded->next_id;
+  std::vector<v1::Finding> resolved;
+  for (StoredFinding& stored : loaded->findings) {
+    v1::Finding& f = stored.finding;
+    if (f.state() != v1::FINDING_STATE_ACTIVE) {
+      resolved.push_back(std::move(f));
+      continue;
+    }
+    Key key{f.kind(), f.job(), f.node(), f.device(), f.group()};
+    auto it = active_.find(key);
+    if (it != active_.end()) {
+      // Cannot happen unless the log was edited; keep the newer id.
+      v1::Finding old = std::move(it->second.finding);
+      old.set_state(v1::FINDING_STATE_RESOLVED);
+      old.set_resolved_unix_nanos(old.last_seen_unix_nanos());
+      resolved.push_back(std::move(old));
+    }
+    int64_t last_seen = f.last_seen_unix_nanos();
+    active_[key] = Entry{std::move(f), std::move(stored.source), last_seen};
+  }
+  std::sort(resolved.begin(), resolved.end(),
+            [](const v1::Finding& a, const v1::Finding& b) {
+              if (a.resolved_unix_nanos() != b.resolved_unix_nanos()) {
+                return a.resolved_unix_nanos() < b.resolved_unix_nanos();
+              }
+              return IdNumber(a) < IdNumber(b);
+            });
+  resolved_.assign(std::make_move_iterator(resolved.begin()),
+                   std::make_move_iterator(resolved.end()));
+  TrimResolved();
+  compacted_bytes_ = store_->findings_log_bytes();
+  return absl::OkStatus();
+}
+
+bool FindingsStore::Material(const v1::Finding& before,
+                             const FindingReport& now) const {
+  if (before.severity() != now.severity) return true;
+  std::vector<std::string> nodes = NodesOf(now);
+  if (static_cast<size_t>(before.nodes_size()) != nodes.size() ||
+      !std::equal(nodes.begin(), nodes.end(), before.nodes().begin())) {
+    return true;
+  }
+  if (SummaryWords(before.summary()) != SummaryWords(now.summary)) return true;
+  if (static_cast<size_t>(before.evidence_text_size()) !=
+      now.evidence_text.size()) {
+    return true;
+  }
+  for (const auto& [name, text] : now.evidence_text) {
+    auto it = before.evidence_text().find(name);
+    if (it == before.evidence_text().end() || it->second != text) return true;
+  }
+  size_t finite = 0;
+  for (const auto& [name, value] : now.evidence) {
+    if (!std::isfinite(value)) continue;
+    ++finite;
+    auto it = before.evidence().find(name);
+    if (it == before.evidence().end()) return true;
+    double diff = std::fabs(it->second - value);
+    double scale = std::max(std::fabs(it->second), std::fabs(value));
+    if (diff > 1e-12 && diff > options_.evidence_change * scale) return true;
+  }
+  return finite != static_cast<size_t>(before.evidence_size());
+}
+
+void FindingsStore::Broadcast(WatchEvent::Type type,
+                              const v1::Finding& finding) {
+  for (const auto& queue : watchers_) {
+    if (!queue->job().empty() && queue->job() != finding.job()) continue;
+    if (!queue->Push(WatchEvent{type, finding})) ++counters_.watcher_overflows;
+  }
+}
+
+void FindingsStore::TrimResolved() {
+  while (resolved_.size() > options_.max_resolved) resolved_.pop_front();
+}
+
+absl::Status FindingsStore::Update(const std::vector<FindingReport>& reports,
+                                   absl::Time now, absl::string_view source) {
+  absl::MutexLock update_lock(&update_mu_);
+  const int64_t now_nanos = absl::ToUnixNanos(now);
+  std::vector<StoredFinding> to_log;
+  std::vector<std::pair<WatchEvent::Type, v1::Finding>> events;
+  bool lifecycle_change = false;
+  {
+    absl::MutexLock lock(&mu_);
+    watchers_.erase(
+        std::remove_if(watchers_.begin(), watchers_.end(),
+                       [](const auto& queue) { return queue->closed(); }),
+        watchers_.end());
+    absl::flat_hash_set<Key> seen;
+    for (const FindingReport& report : reports) {
+      Key key{report.kind, report.job, report.node, report.device,
+              report.group};
+      if (!seen.insert(key).second) continue;
+      auto it = active_.find(key);
+      if (it == active_.end()) {
+        Entry entry;
+        entry.source = std::string(source);
+        v1::Finding& f = entry.finding;
+        f.set_id(absl::StrFormat("f-%06d", next_id_++));
+        Fill(report, &f);
+        f.set_state(v1::FINDING_STATE_ACTIVE);
+        f.set_first_seen_unix_nanos(now_nanos);
+        f.set_last_seen_unix_nanos(now_nanos);
+        entry.persisted_last_seen = now_nanos;
+        ++counters_.opened_by_kind[report.kind];
+        lifecycle_change = true;
+        events.emplace_back(WatchEvent::Type::kOpened, f);
+        to_log.push_back(StoredFinding{f, entry.source});
+        active_.emplace(std::move(key), std::move(entry));
+        continue;
+      }
+      Entry& entry = it->second;
+      entry.source = std::string(source);
+      entry.finding.set_last_seen_unix_nanos(now_nanos);
+      if (!Material(entry.finding, report)) {
+        if (now_nanos - entry.persisted_last_seen >=
+            absl::ToInt64Nanoseconds(options_.last_seen_persist_interval)) {
+          entry.persisted_last_seen = now_nanos;
+          to_log.push_back(StoredFinding{entry.finding, entry.source});
+        }
+        continue;
+      }
+      entry.persisted_last_seen = now_nanos;
+      Fill(report, &entry.finding);
+      ++counters_.updated;
+      events.emplace_back(WatchEvent::Type::kUpdated, entry.finding);
+      to_log.push_back(StoredFinding{entry.finding, entry.source});
+    }
+
+    std::vector<Key> gone;
+    for (const auto& [key, entry] : active_) {
+      if (entry.source == source && !seen.contains(key)) gone.push_back(key);
+    }
+    std::vector<v1::Finding> resolved;
+    for (const Key& key : gone) {
+      auto it = active_.find(key);
+      v1::Finding f = std::move(it->second.finding);
+      std::string owner = std::move(it->second.source);
+      active_.erase(it);
+      f.set_state(v1::FINDING_STATE_RESOLVED);
+      f.set_resolved_unix_nanos(now_nanos);
+      to_log.push_back(StoredFinding{f, std::move(owner)});
+      resolved.push_back(std::move(f));
+    }
+    std::sort(resolved.begin(), resolved.end(),
+              [](const v1::Finding& a, const v1::Finding& b) {
+                return IdNumber(a) < IdNumber(b);
+              });
+    for (v1::Finding& f : resolved) {
+      ++counters_.resolved_by_kind[f.kind()];
+      lifecycle_change = true;
+      events.emplace_back(WatchEvent::Type::kResolved, f);
+      resolved_.push_back(std::move(f));
+    }
+    TrimResolved();
+  }
+  if (to_log.empty()) return absl::OkStatus();
+  // Durable first, then told: a watcher never sees an id that a crash could
+  // make the store hand out again.
+  absl::Status status = store_->AppendFindings(to_log, lifecycle_change);
+  if (status.ok()) status = MaybeCompact();
+  if (!status.ok()) {
+    LogError(absl::StrCat("findings of ", source,
+                          " not persisted: ", status.message()));
+  }
+  absl::MutexLock lock(&mu_);
+  if (!status.ok()) ++counters_.persist_errors;
+  for (const auto& [type, finding] : events) Broadcast(type, finding);
+  return status;
+}
+
+absl::Status FindingsStore::MaybeCompact() {
+  uint64_t limit = std::max(options_.compact_log_bytes, 2 * compacted_bytes_);
+  if (store_->findings_log_bytes() <= limit) return absl::OkStatus();
+  std::vector<StoredFinding> all;
+  uint64_t next_id = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    next_id = next_id_;
+    all.reserve(active_.size() + resolved_.size());
+    for (const auto& [key, entry] : active_) {
+      all.push_back(StoredFinding{entry.finding, entry.source});
+    }
+    for (const v1::Finding& f : resolved_) all.push_back(StoredFinding{f, ""});
+  }
+  std::sort(all.begin(), all.end(),
+            [](const StoredFinding& a, const StoredFinding& b) {
+              return IdNumber(a.finding) < IdNumber(b.finding);
+            });
+  absl::Status status = store_->RewriteFindings(all, next_id);
+  compacted_bytes_ = store_->findings_log_bytes();
+  return status;
+}
+
+std::vector<v1::Finding> FindingsStore::List(
+    const FindingsFilter& filter) const {
+  bool want_active = filter.all || filter.state == v1::FINDING_STATE_ACTIVE ||
+                     filter.state == v1::FINDING_STATE_UNSPECIFIED;
+  bool want_resolved = filter.all || filter.state == v1::FINDING_STATE_RESOLVED;
+  size_t limit = filter.limit == 0 ? kDefaultListLimit : filter.limit;
+  std::vector<v1::Finding> out;
+  {
+    absl::MutexLock lock(&mu_);
+    if (want_active) {
+      for (const auto& [key, entry] : active_) {
+        if (Matches(entry.finding, filter.job, filter.kind)) {
+          out.push_back(entry.finding);
+        }
+      }
+    }
+    if (want_resolved) {
+      for (const v1::Finding& f : resolved_) {
+        if (Matches(f, filter.job, filter.kind)) out.push_back(f);
+      }
+    }
+  }
+  if (out.size() > limit) {
+    std::partial_sort(out.begin(), out.begin() + static_cast<long>(limit),
+                      out.end(), ByIdDescending);
+    out.resize(limit);
+  } else {
+    std::sort(out.begin(), out.end(), ByIdDescending);
+  }
+  return out;
+}
+
+std::vector<v1::Finding> FindingsStore::Active() const {
+  std::vector<v1::Finding> out;
+  {
+    absl::MutexLock lock(&mu_);
+    out.reserve(active_.size());
+    for (const auto& [key, entry] : active_) out.push_back(entry.finding);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const v1::Finding& a, const v1::Finding& b) {
+              return IdNumber(a) < IdNumber(b);
+            });
+  return out;
+}
+
+std::unique_ptr<Watcher> FindingsStore::Watch(absl::string_view job) {
+  absl::MutexLock update_lock(&update_mu_);
+  absl::MutexLock lock(&mu_);
+  std::vector<const v1::Finding*> snapshot;
+  for (const auto& [key, entry] : active_) {
+    if (job.empty() || entry.finding.job() == job) {
+      snapshot.push_back(&entry.finding);
+    }
+  }
+  std::sort(snapshot.begin(), snapshot.end(),
+            [](const v1::Finding* a, const v1::Finding* b) {
+              return IdNumber(*a) < IdNumber(*b);
+            });
+  // The snapshot does not count against the watcher's backlog allowance.
+  auto queue = std::make_shared<internal::WatchQueue>(
+      std::string(job), snapshot.size() + options_.watcher_queue);
+  for (const v1::Finding* f : snapshot) {
+    queue->Push(WatchEvent{WatchEvent::Type::kSnapshot, *f});
+  }
+  watchers_.push_back(queue);
+  return std::make_unique<Watcher>(std::move(queue));
+}
+
+FindingsCounters FindingsStore::Counters() const {
+  absl::MutexLock lock(&mu_);
+  FindingsCounters out = counters_;
+  out.watchers = static_cast<size_t>(
+      std::count_if(watchers_.begin(), watchers_.end(),
+                    [](const auto& queue) { return !queue->closed(); }));
+  return out;
+}
+
+}  // namespace fabricdiag::collector

@@ -1,0 +1,43 @@
+// The fabricdiag.v1.Ingest gRPC service: one bidirectional stream per agent.
+//
+// Uses gRPC's callback API (as in gRPC's route_guide example): each stream
+// gets a ServerBidiReactor that reads AgentMessages one at a time, hands each
+// to an IngestSession (which holds every protocol rule and knows nothing of
+// gRPC) and writes back what the session answers. Acks are coalesced: at most
+// one write is outstanding per stream (the callback API requires it), and
+// while one is in flight newer acks replace the pending one, so a busy
+// stream gets one Ack per write round trip, always with the highest seq.
+// A Reject is written with the stream's final status (INVALID_ARGUMENT), so a
+// hostile stream ends on its own without touching the others.
+//
+//   SeriesStore store(SeriesStore::Options{}, clock);
+//   IngestCounters counters;
+//   IngestService ingest(&store, &counters);
+//   ASSIGN_OR_RETURN(auto server, CollectorServer::Start(opts, {&ingest}));
+//
+// Thread-safe; `store` and `counters` must outlive the service and every
+// stream (shut the server down first).
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include "collector/ingest_session.h"
+#include "collector/series_store.h"
+#include "proto/ingest.grpc.pb.h"
+
+namespace fabricdiag::collector {
+
+class IngestService final : public v1::Ingest::CallbackService {
+ public:
+  IngestService(SeriesStore* store, IngestCounters* counters)
+      : store_(store), counters_(counters) {}
+
+  grpc::ServerBidiReactor<v1::AgentMessage, v1::CollectorMessage>* Stream(
+      grpc::CallbackServerContext* context) override;
+
+ private:
+  SeriesStore* const store_;
+  IngestCounters* const counters_;
+};
+
+}  // namespace fabricdiag::collector

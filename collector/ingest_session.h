@@ -1,0 +1,133 @@
+// The ingest protocol of one agent stream, without gRPC.
+//
+// IngestSession checks every message of one fabricdiag.v1.Ingest/Stream
+// against the protocol in proto/ingest.proto and feeds valid reports into
+// the SeriesStore. The gRPC service (IngestService) only moves messages
+// between the wire and this class, so every protocol rule - Hello first,
+// schemas before reports, array sizes, indices, finite rates, node names,
+// size limits, dedup by (node, boot_id, seq) - is unit-tested here directly.
+//
+// A message that breaks a rule rejects the stream: the session answers
+// Reject(reason), counts the reason in IngestCounters and ignores anything
+// after it; the caller closes the stream. Nothing of a rejected message is
+// stored, and other streams are not affected.
+//
+//   IngestCounters counters;
+//   IngestSession session(&store, &counters);
+//   for (const v1::AgentMessage& m : incoming) {
+//     IngestSession::Reply r = session.Handle(m);
+//     if (r.ack) SendAck(*r.ack);
+//     if (r.reject) { SendReject(*r.reject); Close(); break; }
+//   }
+//
+// Thread-compatible: one session per stream, driven by one reader at a time.
+// IngestCounters is thread-safe and shared by all sessions.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
+#include "collector/series_store.h"
+#include "proto/ingest.pb.h"
+
+namespace fabricdiag::collector {
+
+// Why a stream was rejected. Names (RejectReasonName) are metric labels.
+enum class RejectReason {
+  kBeforeHello = 0,  // a Schema, Report or Inventory before the Hello
+  kSecondHello,      // a Hello on a stream that already had one
+  kBadNodeName,      // not [A-Za-z0-9][A-Za-z0-9._-]{0,252}
+  kBadHello,         // missing or over-long boot_id
+  kUnknownSchema,    // a Report whose schema_id this stream never sent
+  kBadSchema,        // duplicate series keys, over-long strings
+  kSizeMismatch,     // raw or rate array sizes do not match the schema
+  kIndexOutOfRange,  // an index list entry >= schema size or not ascending
+  kNonFiniteRate,    // a NaN or infinite rate
+  kTooLarge,         // > kMaxSeries series, too many schemas, seq 0 ...
+  kStaleBoot,        // another agent process now reports as this node
+  kEmptyMessage,     // an AgentMessage with no field set
+  kCount,
+};
+constexpr size_t kRejectReasonCount = static_cast<size_t>(RejectReason::kCount);
+
+// "before_hello", "unknown_schema", ...
+const char* RejectReasonName(RejectReason reason);
+
+// [A-Za-z0-9][A-Za-z0-9._-]{0,252}: usable as a host name, file name and
+// Prometheus label value without escaping.
+bool IsValidNodeName(absl::string_view name);
+
+// Ingest self-metrics, shared by every session. Thread-safe.
+class IngestCounters {
+ public:
+  void Reject(RejectReason reason) {
+    rejects_[static_cast<size_t>(reason)].fetch_add(1,
+                                                    std::memory_order_relaxed);
+  }
+  uint64_t rejects(RejectReason reason) const {
+    return rejects_[static_cast<size_t>(reason)].load(
+        std::memory_order_relaxed);
+  }
+
+  std::atomic<uint64_t> streams{0};      // Hellos accepted
+  std::atomic<uint64_t> reports{0};      // reports stored
+  std::atomic<uint64_t> values{0};       // series values stored
+  std::atomic<uint64_t> duplicates{0};   // replayed reports already held
+  std::atomic<uint64_t> schemas{0};      // schemas accepted
+  std::atomic<uint64_t> inventories{0};  // inventories accepted
+
+ private:
+  std::array<std::atomic<uint64_t>, kRejectReasonCount> rejects_{};
+};
+
+class IngestSession {
+ public:
+  // Limits that keep one hostile stream from costing the collector more
+  // than a large legitimate agent: the agent caps itself at 32,768 series
+  // (ReportEncoder::kMaxSeries); a 64-port switch has ~19,000.
+  static constexpr size_t kMaxSeries = 65536;
+  static constexpr size_t kMaxSchemasPerStream = 64;
+  static constexpr size_t kMaxStringBytes = 256;
+  static constexpr size_t kMaxBootIdBytes = 128;
+
+  // What to send back for one message.
+  struct Reply {
+    std::optional<uint64_t> ack;        // send Ack(seq)
+    std::optional<std::string> reject;  // send Reject(reason), then close
+  };
+
+  // `store` and `counters` must outlive the session.
+  IngestSession(SeriesStore* store, IngestCounters* counters);
+
+  Reply Handle(const v1::AgentMessage& message);
+
+  bool rejected() const { return rejected_; }
+  // The node of the Hello ("" before it).
+  const std::string& node() const { return node_name_; }
+
+ private:
+  Reply OnHello(const v1::Hello& hello);
+  Reply OnSchema(const v1::Schema& schema);
+  Reply OnReport(const v1::Report& report);
+  Reply OnInventory(const v1::Inventory& inventory);
+  Reply Reject(RejectReason reason, std::string message);
+
+  SeriesStore* const store_;
+  IngestCounters* const counters_;
+  std::shared_ptr<NodeSeries> node_;  // set by the Hello
+  std::string node_name_;
+  std::string boot_id_;
+  bool rejected_ = false;
+  // schema_id -> series slot per schema index.
+  absl::flat_hash_map<uint64_t, std::vector<uint32_t>> schemas_;
+};
+
+}  // namespace fabricdiag::collector

@@ -1,0 +1,132 @@
+// The jobs' parallelism layouts and the fabric topology the collector knows,
+// validated, durable, and readable by analysis passes without blocking
+// writers.
+//
+// Apply validates with analysis::LayoutModel::Build (InvalidArgument messages
+// start with the field at fault), writes the layout to the StateStore and
+// only then makes it visible and returns: an acknowledged layout survives a
+// crash. The built model is kept, so analyzers never rebuild it.
+//
+// Topology validation (analysis::ValidateTopology) checks what can be checked
+// without layouts: switch, port, host and NIC names are valid; switch names
+// are unique; a port is used once per switch (as an uplink or by one link);
+// a (host, NIC) pair is cabled once; every link names a declared switch.
+// Empty uplinks are accepted (a single-switch fabric, a spine, or uplinks not
+// known yet: ECMP analysis then skips that switch). Links to hosts that no
+// layout mentions are accepted too: the topology describes the fabric, jobs
+// come and go, and a layout applied later may use those hosts.
+//
+// Concurrency: writers (Apply, Delete, ApplyTopology) are serialized among
+// themselves; readers never wait for a write's fsync. Snapshot() returns an
+// immutable view (shared_ptrs to immutable models) that an analysis pass
+// can hold as long as it likes.
+//
+// Usage:
+//   LayoutRegistry registry(state_store, &clock);
+//   RETURN_IF_ERROR(registry.Load());
+//   ASSIGN_OR_RETURN(ApplyResult result, registry.Apply(layout));
+//   std::shared_ptr<const RegistrySnapshot> snap = registry.Snapshot();
+//   for (const auto& [job, entry] : snap->layouts) Analyze(*entry->model);
+//
+// Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "analysis/layout_model.h"
+#include "collector/state_store.h"
+#include "common/clock.h"
+#include "proto/layout.pb.h"
+
+namespace fabricdiag::collector {
+
+// One applied layout. Immutable once published.
+struct LayoutEntry {
+  // The layout exactly as applied (what `layout show` prints).
+  v1::Layout applied_layout;
+  // The validated model (its layout() has defaults filled in).
+  analysis::LayoutModel model;
+  absl::Time applied;
+};
+
+struct ApplyResult {
+  bool replaced = false;  // a layout of the same job existed before
+  std::shared_ptr<const LayoutEntry> entry;
+};
+
+struct LayoutSummary {
+  std::string job;
+  uint32_t ranks = 0;
+  uint32_t hosts = 0;
+  std::string parallelism;  // "tp=8 pp=2 dp=4 ep=4" (cp, ep only when > 1)
+  absl::Time applied;
+};
+
+// "tp=8 pp=2 dp=4 ep=4": the degrees of a built model, cp and ep only when
+// they are not 1.
+std::string ParallelismSummary(const analysis::LayoutModel& model);
+
+// What an analysis pass works on: every layout and the topology at one
+// instant. Immutable.
+struct RegistrySnapshot {
+  std::map<std::string, std::shared_ptr<const LayoutEntry>> layouts;
+  std::shared_ptr<const v1::Topology> topology;  // null when none applied
+  absl::Time topology_applied;
+};
+
+class LayoutRegistry {
+ public:
+  // `store` and `clock` must outlive the registry.
+  LayoutRegistry(StateStore* store, const Clock* clock);
+
+  // Reads every layout and the topology from the store. Files that no longer
+  // validate are moved aside (StateStore::problems() says which); the others
+  // load. Errors only when the state directory cannot be read at all.
+  absl::Status Load();
+
+  // Declares or replaces a layout; returns once it is durable.
+  // InvalidArgument naming the field when the layout is invalid; the store's
+  // error (PermissionDenied, ResourceExhausted, ...) when it cannot be saved,
+  // in which case the previous layout stays in effect.
+  absl::StatusOr<ApplyResult> Apply(const v1::Layout& layout);
+  // NotFound naming the job.
+  absl::StatusOr<std::shared_ptr<const LayoutEntry>> Get(
+      absl::string_view job) const;
+  // Ascending job.
+  std::vector<LayoutSummary> List() const;
+  // NotFound naming the job; removes the file before forgetting the job.
+  absl::Status Delete(absl::string_view job);
+
+  // Validates (see the header comment), persists, then publishes.
+  absl::Status ApplyTopology(const v1::Topology& topology);
+  // NotFound when no topology was applied.
+  absl::StatusOr<std::shared_ptr<const v1::Topology>> GetTopology() const;
+
+  // The current state; cheap (one shared_ptr copy under a lock).
+  std::shared_ptr<const RegistrySnapshot> Snapshot() const;
+  size_t NumLayouts() const;
+
+ private:
+  void Publish(std::shared_ptr<const RegistrySnapshot> next)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+
+  StateStore* const store_;
+  const Clock* const clock_;
+  // Held for a whole write (validate-persist-publish), never by readers.
+  absl::Mutex write_mu_;
+  // Guards only the pointer swap.
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const RegistrySnapshot> current_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace fabricdiag::collector

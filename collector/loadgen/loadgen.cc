@@ -1,0 +1,325 @@
+#include "collector/loadgen/loadgen.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "proto/ingest.grpc.pb.h"
+
+namespace fabricdiag::collector::loadgen {
+namespace {
+
+// Latency histogram: 0.1 ms buckets up to 10 s, then one overflow bucket.
+class Histogram {
+ public:
+  static constexpr int kBuckets = 100'001;
+  Histogram() : buckets_(kBuckets) {}
+  void Add(absl::Duration d) {
+    const int64_t b = std::clamp<int64_t>(absl::ToInt64Microseconds(d) / 100, 0,
+                                          kBuckets - 1);
+    buckets_[static_cast<size_t>(b)].fetch_add(1, std::memory_order_relaxed);
+  }
+  // Upper bound of the bucket holding quantile `q`, in ms.
+  double QuantileMs(double q) const {
+    uint64_t total = 0;
+    for (const auto& b : buckets_) total += b.load();
+    if (total == 0) return 0;
+    const uint64_t want = std::min<uint64_t>(
+        total - 1, static_cast<uint64_t>(q * static_cast<double>(total)));
+    uint64_t seen = 0;
+    for (int i = 0; i < kBuckets; ++i) {
+      seen += buckets_[static_cast<size_t>(i)].load();
+      if (seen > want) return (i + 1) * 0.1;
+    }
+    return kBuckets * 0.1;
+  }
+
+ private:
+  std::vector<std::atomic<uint64_t>> buckets_;
+};
+
+struct Shared {
+  LoadgenOptions options;
+  size_t series = 0;
+  v1::AgentMessage schema;       // read-only, written by every agent
+  std::vector<uint64_t> raw;     // report template
+  std::vector<double> rate;      // report template
+  std::vector<uint32_t> moving;  // indices whose rate changes
+  Histogram latency;
+  absl::Time record_after;  // latency of reports sent before is not kept
+  std::atomic<uint64_t> sent{0}, acked{0}, dropped{0}, rejected{0}, failed{0};
+  std::mutex done_mu;
+  std::condition_variable done_cv;
+  int live = 0;
+};
+
+class VirtualAgent final
+    : public grpc::ClientBidiReactor<v1::AgentMessage, v1::CollectorMessage> {
+ public:
+  VirtualAgent(Shared* shared, v1::Ingest::Stub* stub, int index)
+      : shared_(shared), rng_(static_cast<uint64_t>(index) * 2654435761u + 1) {
+    v1::Hello* hello = hello_.mutable_hello();
+    hello->set_node(
+        absl::StrFormat("%s%05d", shared->options.node_prefix, index));
+    hello->set_agent_version("loadgen");
+    absl::BitGen gen;
+    hello->set_boot_id(absl::StrFormat("%016x%016x",
+                                       absl::Uniform<uint64_t>(gen),
+                                       absl::Uniform<uint64_t>(gen)));
+    hello->set_interval_ms(static_cast<uint32_t>(
+        absl::ToInt64Milliseconds(shared->options.interval)));
+    stub->async()->Stream(&context_, this);
+    StartRead(&in_);
+    writing_ = true;
+    stage_ = Stage::kSchema;
+    StartWrite(&hello_);
+    StartCall();
+  }
+
+  // One interval has passed: this agent owes a report.
+  void Tick() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_) return;
+    if (due_ >= shared_->options.max_backlog) {
+      shared_->dropped.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    ++due_;
+    if (!writing_ && stage_ == Stage::kReports) WriteReportLocked();
+  }
+
+  void Cancel() { context_.TryCancel(); }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    writing_ = false;
+    if (!ok) return;  // OnDone follows
+    if (stage_ == Stage::kSchema) {
+      stage_ = Stage::kReports;
+      writing_ = true;
+      StartWrite(&shared_->schema);
+      return;
+    }
+    if (due_ > 0) WriteReportLocked();
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    if (in_.has_reject()) {
+      shared_->rejected.fetch_add(1, std::memory_order_relaxed);
+    } else if (in_.has_ack()) {
+      const absl::Time now = absl::Now();
+      std::lock_guard<std::mutex> lock(mu_);
+      while (!in_flight_.empty() &&
+             in_flight_.front().first <= in_.ack().seq()) {
+        if (in_flight_.front().second >= shared_->record_after) {
+          shared_->latency.Add(now - in_flight_.front().second);
+        }
+        shared_->acked.fetch_add(1, std::memory_order_relaxed);
+        in_flight_.pop_front();
+      }
+    }
+    StartRead(&in_);
+  }
+
+  void OnDone(const grpc::Status& status) override {
+    if (!status.ok() && status.error_code() != grpc::StatusCode::CANCELLED &&
+        status.error_code() != grpc::StatusCode::INVALID_ARGUMENT) {
+      shared_->failed.fetch_add(1, std::memory_order_relaxed);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    std::lock_guard<std::mutex> lock(shared_->done_mu);
+    --shared_->live;
+    shared_->done_cv.notify_all();
+  }
+
+ private:
+  enum class Stage { kSchema, kReports };
+
+  uint64_t NextRandom() {
+    rng_ ^= rng_ << 13;
+    rng_ ^= rng_ >> 7;
+    rng_ ^= rng_ << 17;
+    return rng_;
+  }
+
+  void WriteReportLocked() {
+    --due_;
+    const uint64_t seq = ++seq_;
+    v1::Report* r = report_.mutable_report();
+    r->Clear();
+    r->set_seq(seq);
+    r->set_schema_id(1);
+    r->mutable_raw()->Add(shared_->raw.begin(), shared_->raw.end());
+    r->mutable_rate()->Add(shared_->rate.begin(), shared_->rate.end());
+    double* rate = r->mutable_rate()->mutable_data();
+    for (uint32_t i : shared_->moving) {
+      // +-1/16 around the base rate: traffic that varies every second.
+      rate[i] *= 1.0 + static_cast<double>(NextRandom() % 1024) / 16384.0;
+    }
+    const absl::Time now = absl::Now();
+    r->set_wall_time_unix_nanos(absl::ToUnixNanos(now));
+    r->set_monotonic_nanos(absl::ToUnixNanos(now));
+    in_flight_.emplace_back(seq, now);
+    shared_->sent.fetch_add(1, std::memory_order_relaxed);
+    writing_ = true;
+    StartWrite(&report_);
+  }
+
+  Shared* const shared_;
+  grpc::ClientContext context_;
+  v1::AgentMessage hello_;
+  v1::AgentMessage report_;
+  v1::CollectorMessage in_;
+  uint64_t rng_;
+
+  std::mutex mu_;
+  Stage stage_ = Stage::kSchema;
+  bool writing_ = false;
+  bool done_ = false;
+  int due_ = 0;
+  uint64_t seq_ = 0;
+  std::deque<std::pair<uint64_t, absl::Time>> in_flight_;  // seq, sent
+};
+
+void BuildTemplates(Shared* s) {
+  const LoadgenOptions& o = s->options;
+  v1::Schema* schema = s->schema.mutable_schema();
+  schema->set_schema_id(1);
+  absl::BitGen gen;
+  for (int nic = 0; nic < o.nics; ++nic) {
+    for (int c = 0; c < o.counters; ++c) {
+      v1::Series* series = schema->add_series();
+      series->set_subsystem(v1::SUBSYSTEM_ETHTOOL);
+      series->set_device(absl::StrFormat("eth%d", nic));
+      series->set_name(absl::StrFormat("rx_prio%d_counter_%03d", c % 8, c));
+      series->set_unit("packets");
+      series->set_kind(v1::KIND_COUNTER);
+      series->set_width_bits(64);
+      series->set_scale(1);
+      series->set_priority(-1);
+      const uint32_t index = static_cast<uint32_t>(s->raw.size());
+      s->raw.push_back(static_cast<uint64_t>(index) * 1000);
+      if (absl::Bernoulli(gen, o.moving_fraction)) {
+        s->moving.push_back(index);
+        s->rate.push_back(absl::Uniform<double>(gen, 1e3, 5e10));
+      } else {
+        s->rate.push_back(0);
+      }
+    }
+  }
+  s->series = s->raw.size();
+}
+
+}  // namespace
+
+absl::StatusOr<LoadgenResult> RunLoadgen(const LoadgenOptions& options,
+                                         std::ostream* progress) {
+  if (options.target.empty()) {
+    return absl::InvalidArgumentError("--target is empty");
+  }
+  if (options.nodes <= 0 || options.nics <= 0 || options.counters <= 0 ||
+      options.channels <= 0 || options.interval <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "nodes, nics, counters, channels and interval must be positive");
+  }
+  auto shared = std::make_unique<Shared>();
+  shared->options = options;
+  BuildTemplates(shared.get());
+
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  std::vector<std::unique_ptr<v1::Ingest::Stub>> stubs;
+  for (int c = 0; c < options.channels; ++c) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // own connection
+    args.SetMaxSendMessageSize(64 * 1024 * 1024);
+    channels.push_back(grpc::CreateCustomChannel(
+        options.target, grpc::InsecureChannelCredentials(), args));
+    stubs.push_back(v1::Ingest::NewStub(channels.back()));
+  }
+  std::vector<std::unique_ptr<VirtualAgent>> agents;
+  shared->live = options.nodes;
+  for (int i = 0; i < options.nodes; ++i) {
+    agents.push_back(std::make_unique<VirtualAgent>(
+        shared.get(), stubs[static_cast<size_t>(i % options.channels)].get(),
+        i));
+  }
+
+  // Ticks are spread evenly over each interval: agent i reports at
+  // start + k * interval + i * interval / nodes.
+  const absl::Time start = absl::Now();
+  shared->record_after = start + options.warmup;
+  const double per_second =
+      options.nodes / absl::ToDoubleSeconds(options.interval);
+  const uint64_t total_ticks = static_cast<uint64_t>(
+      per_second * absl::ToDoubleSeconds(options.duration));
+  uint64_t ticks = 0;
+  absl::Time next_print = start + absl::Seconds(1);
+  uint64_t last_sent = 0, last_acked = 0;
+  while (ticks < total_ticks) {
+    const absl::Time now = absl::Now();
+    const uint64_t target = std::min<uint64_t>(
+        total_ticks,
+        static_cast<uint64_t>(absl::ToDoubleSeconds(now - start) * per_second));
+    for (; ticks < target; ++ticks) {
+      agents[ticks % agents.size()]->Tick();
+    }
+    if (now >= next_print && progress != nullptr) {
+      const uint64_t sent = shared->sent.load(), acked = shared->acked.load();
+      *progress << absl::StrFormat(
+          "t=%3.0fs values/s sent %.3gM acked %.3gM  p99 %.1f ms  dropped %d "
+          "rejected %d failed %d\n",
+          absl::ToDoubleSeconds(now - start),
+          (sent - last_sent) * shared->series / 1e6,
+          (acked - last_acked) * shared->series / 1e6,
+          shared->latency.QuantileMs(0.99), shared->dropped.load(),
+          shared->rejected.load(), shared->failed.load());
+      progress->flush();
+      last_sent = sent;
+      last_acked = acked;
+      next_print += absl::Seconds(1);
+    }
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  const absl::Time sending_done = absl::Now();
+  // Give the collector a moment to acknowledge what is in flight.
+  const absl::Time drain_deadline = sending_done + absl::Seconds(5);
+  while (absl::Now() < drain_deadline &&
+         shared->acked.load() + shared->dropped.load() < shared->sent.load()) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  for (auto& a : agents) a->Cancel();
+  {
+    std::unique_lock<std::mutex> lock(shared->done_mu);
+    shared->done_cv.wait(lock, [&] { return shared->live == 0; });
+  }
+
+  LoadgenResult r;
+  r.seconds = absl::ToDoubleSeconds(sending_done - start);
+  r.reports_sent = shared->sent.load();
+  r.reports_acked = shared->acked.load();
+  r.values_sent = r.reports_sent * shared->series;
+  r.values_acked = r.reports_acked * shared->series;
+  r.reports_dropped = shared->dropped.load();
+  r.streams_rejected = shared->rejected.load();
+  r.streams_failed = shared->failed.load();
+  r.latency_p50_ms = shared->latency.QuantileMs(0.5);
+  r.latency_p99_ms = shared->latency.QuantileMs(0.99);
+  r.latency_max_ms = shared->latency.QuantileMs(1.0);
+  return r;
+}
+
+}  // namespace fabricdiag::collector::loadgen

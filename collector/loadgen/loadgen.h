@@ -1,0 +1,70 @@
+// A load generator that speaks the ingest protocol as many virtual agents.
+//
+// Each virtual agent is one fabricdiag.v1.Ingest/Stream (a callback-API
+// ClientBidiReactor, so thousands of them need no thread each), multiplexed
+// over a few channels. An agent sends Hello and one Schema of
+// nics x counters series, then one Report per interval (agents are spread
+// evenly over the interval), stamping wall_time with the moment the report
+// is handed to gRPC. A fraction of the series "move" (their rate changes
+// every report, like traffic counters); the rest stay at 0 (like error
+// counters), which is what a real NIC looks like and what the collector's
+// storage is built for.
+//
+// Latency: the collector acknowledges a report only after storing it, so
+// send -> Ack is an upper bound of ingest-to-queryable latency, measured
+// without any clock shared between processes.
+//
+//   LoadgenOptions opts;
+//   opts.target = "127.0.0.1:9811";
+//   opts.nodes = 8000;
+//   ASSIGN_OR_RETURN(LoadgenResult r, RunLoadgen(opts, &std::cout));
+//
+// RunLoadgen blocks for the duration; not reentrant.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace fabricdiag::collector::loadgen {
+
+struct LoadgenOptions {
+  std::string target;
+  int nodes = 100;
+  int nics = 8;
+  int counters = 150;  // per NIC
+  absl::Duration interval = absl::Seconds(1);
+  absl::Duration duration = absl::Seconds(30);
+  int channels = 4;
+  double moving_fraction = 0.25;  // of series whose rate changes
+  std::string node_prefix = "load-";
+  // Latency is recorded only for reports sent after this (skips stream
+  // setup and the schema burst).
+  absl::Duration warmup = absl::Seconds(5);
+  // Reports an agent may fall behind before further ones are dropped.
+  int max_backlog = 8;
+};
+
+struct LoadgenResult {
+  double seconds = 0;
+  uint64_t reports_sent = 0;
+  uint64_t reports_acked = 0;
+  uint64_t values_sent = 0;
+  uint64_t values_acked = 0;
+  uint64_t reports_dropped = 0;  // the agent's backlog was full
+  uint64_t streams_rejected = 0;
+  uint64_t streams_failed = 0;
+  // send -> Ack, milliseconds.
+  double latency_p50_ms = 0;
+  double latency_p99_ms = 0;
+  double latency_max_ms = 0;
+};
+
+// Runs the load; prints a line per second to `progress` (may be null).
+absl::StatusOr<LoadgenResult> RunLoadgen(const LoadgenOptions& options,
+                                         std::ostream* progress);
+
+}  // namespace fabricdiag::collector::loadgen

@@ -1,0 +1,277 @@
+#include "collector/node_series.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace fabricdiag::collector {
+namespace {
+
+// A node cannot grow without bound by sending schema after schema of new
+// keys: twice the largest schema the ingest path accepts.
+constexpr size_t kMaxSeriesPerNode = 131072;
+
+size_t StringHeapBytes(const std::string& s) {
+  // libstdc++ keeps up to 15 chars inline (SSO).
+  return s.capacity() > 15 ? s.capacity() + 1 : 0;
+}
+
+float ToStoredRate(double rate) {
+  // Rates are validated finite, but a finite double beyond FLT_MAX would be
+  // undefined behaviour to convert; no NIC counts that fast anyway.
+  return static_cast<float>(
+      std::clamp(rate, -double{FLT_MAX}, double{FLT_MAX}));
+}
+
+}  // namespace
+
+NodeSeries::NodeSeries(std::string name, size_t window_samples)
+    : name_(std::move(name)),
+      closed_chunks_(
+          std::max<size_t>(1, (window_samples + SeriesRing::kChunkSamples - 1) /
+                                  SeriesRing::kChunkSamples)),
+      time_capacity_((closed_chunks_ + 1) * SeriesRing::kChunkSamples),
+      times_(time_capacity_, 0),
+      seqs_(time_capacity_, 0) {}
+
+uint64_t NodeSeries::BeginStream(absl::string_view boot_id,
+                                 uint32_t interval_ms) {
+  absl::MutexLock lock(&mu_);
+  interval_ms_ = interval_ms;
+  if (boot_id != boot_id_) {
+    // The agent restarted: seq and schema ids start over. The series keep
+    // their history; the sample clock k simply continues.
+    boot_id_ = std::string(boot_id);
+    held_seq_ = 0;
+  }
+  return held_seq_;
+}
+
+absl::StatusOr<std::vector<uint32_t>> NodeSeries::MapSchema(
+    const v1::Schema& schema) {
+  absl::MutexLock lock(&mu_);
+  const uint64_t pass = ++map_pass_;
+  std::vector<uint32_t> slots;
+  slots.reserve(static_cast<size_t>(schema.series_size()));
+  // Exact growth for a node's first schema (the common case): the rings are
+  // the bulk of a node's fixed cost.
+  rings_.reserve(rings_.size() + static_cast<size_t>(schema.series_size()));
+  for (const v1::Series& s : schema.series()) {
+    const KeyView view{s.subsystem(), s.device(), s.port(), s.name()};
+    uint32_t slot;
+    auto it = index_.find(view);
+    if (it == index_.end()) {
+      if (series_.size() >= kMaxSeriesPerNode) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "node ", name_, " would exceed ", kMaxSeriesPerNode, " series"));
+      }
+      slot = static_cast<uint32_t>(series_.size());
+      series_.emplace_back();
+      series_.back().meta.key = {s.subsystem(), s.device(), s.port(), s.name()};
+      rings_.emplace_back(closed_chunks_);
+      index_.emplace(View(series_.back().meta.key), slot);
+    } else {
+      slot = it->second;
+    }
+    Series& series = series_[slot];
+    if (series.mapped_in == pass) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("schema ", schema.schema_id(), " lists series ",
+                       s.device(), "/", s.port(), "/", s.name(), " twice"));
+    }
+    series.mapped_in = pass;
+    SeriesMeta& m = series.meta;
+    if (m.unit != s.unit()) m.unit = s.unit();
+    m.kind = s.kind();
+    m.width_bits = s.width_bits();
+    m.scale = s.scale();
+    m.meaning = s.meaning();
+    m.direction = s.direction();
+    m.priority = s.priority();
+    slots.push_back(slot);
+  }
+  return slots;
+}
+
+NodeSeries::Outcome NodeSeries::Ingest(absl::string_view boot_id,
+                                       const ReportView& report,
+                                       absl::Span<const uint32_t> slots,
+                                       absl::Time received, uint64_t* held) {
+  absl::MutexLock lock(&mu_);
+  if (boot_id != boot_id_) {
+    ++stale_reports_;
+    *held = 0;
+    return Outcome::kStaleBoot;
+  }
+  if (report.seq <= held_seq_) {
+    // A replay after a reconnect: the agent did not see our Ack in time.
+    ++duplicates_;
+    *held = held_seq_;
+    return Outcome::kDuplicate;
+  }
+  // The first report held of a boot may start anywhere (reports before it
+  // were acknowledged to a previous collector process); later gaps are
+  // reports the agent dropped from its full buffer.
+  if (held_seq_ != 0 && report.seq > held_seq_ + 1) {
+    const uint64_t skipped = report.seq - held_seq_ - 1;
+    missing_reports_ += skipped;
+    // Dropped reports leave a hole in the time axis (at most one window).
+    const uint64_t holes = std::min<uint64_t>(skipped, time_capacity_);
+    for (uint64_t h = 0; h < holes; ++h) {
+      times_[next_k_ % time_capacity_] = 0;
+      seqs_[next_k_ % time_capacity_] = 0;
+      ++next_k_;
+    }
+  }
+  const uint64_t k = next_k_++;
+  times_[k % time_capacity_] = report.wall_time_unix_nanos;
+  seqs_[k % time_capacity_] = report.seq;
+  held_seq_ = report.seq;
+  last_report_ = received;
+  ++reports_;
+
+  // The hot loop: no hashing, one ring append per value.
+  constexpr float kNoRate = std::numeric_limits<float>::quiet_NaN();
+  const uint32_t* no_rate = report.no_rate.data();
+  const uint32_t* no_rate_end = no_rate + report.no_rate.size();
+  const double* rate = report.rates.data();
+  const uint32_t n = static_cast<uint32_t>(slots.size());
+  for (uint32_t i = 0; i < n; ++i) {
+    float value;
+    if (no_rate != no_rate_end && *no_rate == i) {
+      value = kNoRate;
+      ++no_rate;
+    } else {
+      value = ToStoredRate(*rate++);
+    }
+    rings_[slots[i]].Append(k, value);
+  }
+  *held = held_seq_;
+  return Outcome::kStored;
+}
+
+void NodeSeries::SetInventory(const v1::Inventory& inventory) {
+  std::vector<std::string> devices;
+  for (const v1::RdmaDevice& d : inventory.rdma_devices()) {
+    devices.push_back(d.name());
+  }
+  for (const v1::Netdev& n : inventory.netdevs()) {
+    if (std::find(devices.begin(), devices.end(), n.name()) == devices.end()) {
+      devices.push_back(n.name());
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  devices_ = std::move(devices);
+}
+
+NodeInfo NodeSeries::Info() const {
+  absl::MutexLock lock(&mu_);
+  NodeInfo info;
+  info.node = name_;
+  info.boot_id = boot_id_;
+  info.interval_ms = interval_ms_;
+  info.last_report = last_report_;
+  info.devices = devices_;
+  info.series = series_.size();
+  info.reports = reports_;
+  info.duplicates = duplicates_;
+  info.missing_reports = missing_reports_;
+  info.stale_reports = stale_reports_;
+  return info;
+}
+
+std::vector<SeriesMeta> NodeSeries::ListSeries() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<SeriesMeta> out;
+  out.reserve(series_.size());
+  for (const Series& s : series_) out.push_back(s.meta);
+  return out;
+}
+
+int64_t NodeSeries::Find(const SeriesKey& key) const {
+  auto it = index_.find(View(key));
+  return it == index_.end() ? -1 : static_cast<int64_t>(it->second);
+}
+
+bool NodeSeries::SampleTime(uint64_t k, int64_t* unix_nanos,
+                            uint64_t* seq) const {
+  if (k >= next_k_ || next_k_ - k > time_capacity_) return false;
+  *unix_nanos = times_[k % time_capacity_];
+  *seq = seqs_[k % time_capacity_];
+  return *seq != 0;
+}
+
+absl::StatusOr<RatePoint> NodeSeries::Latest(const SeriesKey& key) const {
+  absl::MutexLock lock(&mu_);
+  const int64_t slot = Find(key);
+  if (slot < 0) {
+    return absl::NotFoundError(absl::StrCat("node ", name_, " has no series ",
+                                            key.device, "/", key.port, "/",
+                                            key.name));
+  }
+  const SeriesRing& ring = rings_[static_cast<size_t>(slot)];
+  for (uint64_t k = ring.end(); k > ring.begin(); --k) {
+    const float v = ring.At(k - 1);
+    RatePoint p;
+    if (!std::isnan(v) && SampleTime(k - 1, &p.unix_nanos, &p.seq)) {
+      p.rate = v;
+      return p;
+    }
+  }
+  return absl::NotFoundError(absl::StrCat("series ", key.device, "/", key.port,
+                                          "/", key.name, " of ", name_,
+                                          " has no rate yet"));
+}
+
+absl::StatusOr<std::vector<RatePoint>> NodeSeries::Window(
+    const SeriesKey& key, absl::Time since) const {
+  absl::MutexLock lock(&mu_);
+  const int64_t slot = Find(key);
+  if (slot < 0) {
+    return absl::NotFoundError(absl::StrCat("node ", name_, " has no series ",
+                                            key.device, "/", key.port, "/",
+                                            key.name));
+  }
+  const SeriesRing& ring = rings_[static_cast<size_t>(slot)];
+  const int64_t since_nanos = since == absl::InfinitePast()
+                                  ? std::numeric_limits<int64_t>::min()
+                                  : absl::ToUnixNanos(since);
+  std::vector<RatePoint> out;
+  for (uint64_t k = ring.begin(); k < ring.end(); ++k) {
+    RatePoint p;
+    if (!SampleTime(k, &p.unix_nanos, &p.seq) || p.unix_nanos < since_nanos) {
+      continue;
+    }
+    p.rate = ring.At(k);
+    out.push_back(p);
+  }
+  return out;
+}
+
+size_t NodeSeries::MemoryBytes() const {
+  absl::MutexLock lock(&mu_);
+  size_t bytes = sizeof(*this) + StringHeapBytes(boot_id_) +
+                 times_.capacity() * sizeof(int64_t) +
+                 seqs_.capacity() * sizeof(uint64_t) +
+                 series_.size() * sizeof(Series) +
+                 rings_.capacity() * sizeof(SeriesRing) +
+                 index_.capacity() * (sizeof(std::pair<KeyView, uint32_t>) + 1);
+  for (const SeriesRing& r : rings_) bytes += r.MemoryBytes() - sizeof(r);
+  for (const Series& s : series_) {
+    bytes += StringHeapBytes(s.meta.key.device) +
+             StringHeapBytes(s.meta.key.name) + StringHeapBytes(s.meta.unit);
+  }
+  for (const std::string& d : devices_) bytes += sizeof(d) + StringHeapBytes(d);
+  return bytes;
+}
+
+size_t NodeSeries::series_count() const {
+  absl::MutexLock lock(&mu_);
+  return series_.size();
+}
+
+}  // namespace fabricdiag::collector

@@ -1,0 +1,190 @@
+// Everything the collector holds about one node: its identity and boot,
+// dedup state, inventory, and the rate history of every series it reports.
+//
+// Ingest is O(values) without hashing: a stream maps each Schema onto series
+// slots once (MapSchema hashes each key there), then every Report is a loop
+// over arrays, `slot[i] -> ring.Append(k, rate[i])`. All series of a node
+// share one sample clock k (one k per accepted report) and one timestamp
+// ring, so a series pays only for its rates.
+//
+//   auto node = store.OpenNode("gpu-003");
+//   uint64_t held = node->BeginStream(boot_id, 1000);  // -> Ack(held)
+//   ASSIGN_OR_RETURN(std::vector<uint32_t> slots, node->MapSchema(schema));
+//   node->Ingest(boot_id, report_view, slots);
+//
+// Thread-safe: one mutex per node, so streams of different nodes never
+// contend; queries lock the node briefly.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "collector/series_ring.h"
+#include "proto/ingest.pb.h"
+
+namespace fabricdiag::collector {
+
+// Identity of a series within a node; the same as the agent's Sample::Key().
+struct SeriesKey {
+  v1::Subsystem subsystem = v1::SUBSYSTEM_UNSPECIFIED;
+  std::string device;
+  uint32_t port = 0;
+  std::string name;
+};
+
+// A series' identity and how to read it (from the Schema).
+struct SeriesMeta {
+  SeriesKey key;
+  std::string unit;
+  v1::Kind kind = v1::KIND_UNSPECIFIED;
+  uint32_t width_bits = 64;
+  double scale = 1;
+  v1::Meaning meaning = v1::MEANING_NONE;
+  v1::Direction direction = v1::DIRECTION_NONE;
+  int32_t priority = -1;
+};
+
+// One stored sample. `rate` is NaN when the agent sent no rate for it (first
+// sample, reset, gauge, saturated, absent).
+struct RatePoint {
+  int64_t unix_nanos = 0;  // the report's wall time (agent clock)
+  uint64_t seq = 0;        // the report's seq
+  double rate = 0;         // base units per second
+};
+
+// One accepted sampling round, as plain arrays (views into the Report).
+struct ReportView {
+  uint64_t seq = 0;
+  int64_t wall_time_unix_nanos = 0;
+  // One per series of the schema not listed in `no_rate`, in index order.
+  absl::Span<const double> rates;
+  absl::Span<const uint32_t> no_rate;  // ascending
+};
+
+struct NodeInfo {
+  std::string node;
+  std::string boot_id;
+  uint32_t interval_ms = 0;
+  absl::Time last_report = absl::InfinitePast();  // collector clock
+  // From the latest Inventory: RDMA devices, then netdevs not already
+  // listed. Empty until an Inventory arrives.
+  std::vector<std::string> devices;
+  size_t series = 0;
+  uint64_t reports = 0;          // accepted (not duplicates)
+  uint64_t duplicates = 0;       // replayed reports already held
+  uint64_t missing_reports = 0;  // seq gaps: reports the agent dropped
+  uint64_t stale_reports = 0;    // reports of a boot_id that is no longer
+                                 // the node's current one
+};
+
+class NodeSeries {
+ public:
+  // What Ingest did with a report.
+  enum class Outcome { kStored, kDuplicate, kStaleBoot };
+
+  // Keeps at least `window_samples` samples of every series.
+  NodeSeries(std::string name, size_t window_samples);
+
+  NodeSeries(const NodeSeries&) = delete;
+  NodeSeries& operator=(const NodeSeries&) = delete;
+
+  const std::string& name() const { return name_; }
+
+  // A stream said Hello. A boot_id other than the current one starts a fresh
+  // seq space (the agent restarted). Returns the highest seq held for
+  // `boot_id` (0 = none), which the collector acknowledges at once.
+  uint64_t BeginStream(absl::string_view boot_id, uint32_t interval_ms);
+
+  // The slot of every series of `schema`, in schema order, creating slots
+  // for new keys (and updating the metadata of known ones). InvalidArgument
+  // when the schema lists the same key twice.
+  absl::StatusOr<std::vector<uint32_t>> MapSchema(const v1::Schema& schema);
+
+  // Stores `report` unless it is a duplicate (seq already held for
+  // `boot_id`) or belongs to a boot that is no longer current. `slots` is
+  // MapSchema()'s answer for the report's schema; the report must have been
+  // validated against it (sizes, ascending in-range no_rate, finite rates).
+  // `received` is the collector's clock. Returns the outcome; `*held` gets
+  // the highest seq now held for `boot_id`.
+  Outcome Ingest(absl::string_view boot_id, const ReportView& report,
+                 absl::Span<const uint32_t> slots, absl::Time received,
+                 uint64_t* held);
+
+  // Replaces the node's device list (from an Inventory message).
+  void SetInventory(const v1::Inventory& inventory);
+
+  NodeInfo Info() const;
+  std::vector<SeriesMeta> ListSeries() const;
+
+  // The newest stored sample of `key` with a rate; NotFound when the series
+  // is unknown or has no rate in the window.
+  absl::StatusOr<RatePoint> Latest(const SeriesKey& key) const;
+  // Every stored sample of `key` whose wall time is >= `since`, oldest
+  // first (NaN rate = no rate that round). NotFound for an unknown series.
+  absl::StatusOr<std::vector<RatePoint>> Window(const SeriesKey& key,
+                                                absl::Time since) const;
+
+  // Bytes used by this node's series (rings, metadata, index) and its
+  // timestamp ring.
+  size_t MemoryBytes() const;
+  size_t series_count() const;
+
+ private:
+  using KeyView =
+      std::tuple<int, absl::string_view, uint32_t, absl::string_view>;
+  // Cold per-series data; a deque so that addresses (and the strings
+  // index_ views) never move.
+  struct Series {
+    SeriesMeta meta;
+    // MapSchema() pass that last mapped this series; detects duplicates.
+    uint64_t mapped_in = 0;
+  };
+
+  static KeyView View(const SeriesKey& key) {
+    return {key.subsystem, key.device, key.port, key.name};
+  }
+  // The slot of `key`, or -1.
+  int64_t Find(const SeriesKey& key) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Timestamp and seq of sample k; false when k is not held.
+  bool SampleTime(uint64_t k, int64_t* unix_nanos, uint64_t* seq) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::string name_;
+  const size_t closed_chunks_;
+  const size_t time_capacity_;  // samples the timestamp ring holds
+
+  mutable absl::Mutex mu_;
+  std::string boot_id_ ABSL_GUARDED_BY(mu_);
+  uint32_t interval_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t held_seq_ ABSL_GUARDED_BY(mu_) = 0;  // highest seq of boot_id_
+  uint64_t next_k_ ABSL_GUARDED_BY(mu_) = 0;    // next sample number
+  uint64_t map_pass_ ABSL_GUARDED_BY(mu_) = 0;
+  // Per k % time_capacity_: wall time and seq; 0 = no report.
+  std::vector<int64_t> times_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint64_t> seqs_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_report_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  std::vector<std::string> devices_ ABSL_GUARDED_BY(mu_);
+  std::deque<Series> series_ ABSL_GUARDED_BY(mu_);
+  // The hot data, by slot, contiguous: ingest walks it in schema order.
+  std::vector<SeriesRing> rings_ ABSL_GUARDED_BY(mu_);
+  // Views into series_[slot].meta.key.
+  absl::flat_hash_map<KeyView, uint32_t> index_ ABSL_GUARDED_BY(mu_);
+  uint64_t reports_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t duplicates_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t missing_reports_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t stale_reports_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace fabricdiag::collector

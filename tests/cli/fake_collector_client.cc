@@ -1,0 +1,111 @@
+#include "tests/cli/fake_collector_client.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+
+namespace fabricdiag::cli::testing {
+
+absl::StatusOr<v1::ApplyLayoutResponse> FakeCollectorClient::ApplyLayout(
+    const v1::Layout& layout) {
+  ++calls;
+  ++apply_calls;
+  if (!fail.ok()) return fail;
+  v1::ApplyLayoutResponse response;
+  response.set_replaced(layouts.count(layout.job()) > 0);
+  for (const v1::Finding& f : apply_findings) *response.add_findings() = f;
+  layouts[layout.job()] = layout;
+  return response;
+}
+
+absl::Status FakeCollectorClient::DeleteLayout(const std::string& job) {
+  ++calls;
+  if (!fail.ok()) return fail;
+  if (layouts.erase(job) == 0) {
+    return absl::NotFoundError(absl::StrCat(
+        "collector fake:9811: not found: no layout for job ", job));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FakeCollectorClient::ApplyTopology(const v1::Topology& t) {
+  ++calls;
+  if (!fail.ok()) return fail;
+  topology = t;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Layout> FakeCollectorClient::GetLayout(
+    const std::string& job) {
+  ++calls;
+  if (!fail.ok()) return fail;
+  auto it = layouts.find(job);
+  if (it == layouts.end()) {
+    return absl::NotFoundError(absl::StrCat(
+        "collector fake:9811: not found: no layout for job ", job));
+  }
+  return it->second;
+}
+
+absl::StatusOr<v1::ListLayoutsResponse> FakeCollectorClient::ListLayouts() {
+  ++calls;
+  if (!fail.ok()) return fail;
+  v1::ListLayoutsResponse response;
+  for (const auto& [job, layout] : layouts) {
+    v1::LayoutSummary* s = response.add_layouts();
+    s->set_job(job);
+    s->set_hosts(static_cast<uint32_t>(layout.hosts_size()));
+    s->set_ranks(static_cast<uint32_t>(layout.hosts_size()) *
+                 layout.gpus_per_node());
+    s->set_parallelism(absl::StrCat("tp=", layout.parallelism().tp(),
+                                    " pp=", layout.parallelism().pp(),
+                                    " dp=", layout.parallelism().dp()));
+    s->set_applied_unix_nanos(applied_unix_nanos);
+  }
+  return response;
+}
+
+absl::StatusOr<v1::Topology> FakeCollectorClient::GetTopology() {
+  ++calls;
+  if (!fail.ok()) return fail;
+  return topology;
+}
+
+absl::StatusOr<v1::ListFindingsResponse> FakeCollectorClient::ListFindings(
+    const v1::ListFindingsRequest& request) {
+  ++calls;
+  last_findings_request = request;
+  if (!fail.ok()) return fail;
+  v1::ListFindingsResponse response;
+  for (const v1::Finding& f : findings) {
+    if (!request.job().empty() && f.job() != request.job()) continue;
+    if (!request.kind().empty() && f.kind() != request.kind()) continue;
+    if (!request.all() && f.state() != v1::FINDING_STATE_ACTIVE) continue;
+    *response.add_findings() = f;
+  }
+  return response;
+}
+
+absl::StatusOr<v1::ListNodesResponse> FakeCollectorClient::ListNodes() {
+  ++calls;
+  if (!fail.ok()) return fail;
+  return nodes;
+}
+
+absl::Status FakeCollectorClient::WatchFindings(
+    const std::string& job, const WatchCallbacks& callbacks) {
+  ++calls;
+  last_watch_job = job;
+  const size_t index = static_cast<size_t>(watch_calls++);
+  if (cancelled) return absl::CancelledError("watch cancelled");
+  if (index >= watch_sessions.size()) {
+    if (after_last_session != nullptr) after_last_session->Notify();
+    return absl::CancelledError("watch cancelled");
+  }
+  const WatchSession& session = watch_sessions[index];
+  if (session.connected && callbacks.on_connected) callbacks.on_connected();
+  for (const v1::FindingEvent& e : session.events) callbacks.on_event(e);
+  if (session.interrupt != nullptr) session.interrupt->Notify();
+  return session.end;
+}
+
+}  // namespace fabricdiag::cli::testing

@@ -1,0 +1,77 @@
+// An in-memory CollectorClient for unit tests of the commands: state is
+// public, every call is recorded, and `fail` makes every call fail.
+//
+//   FakeCollectorClient client;
+//   client.nodes.add_nodes()->set_node("gpu-000");
+//   NodesCommand(client, options, env);
+//
+// Not thread-safe except CancelWatch (as the interface requires).
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "cli/collector_api.h"
+
+namespace fabricdiag::cli::testing {
+
+class FakeCollectorClient final : public CollectorClient {
+ public:
+  // One WatchFindings call: whether the collector accepted it, the events it
+  // sends, and how the stream ends.
+  struct WatchSession {
+    bool connected = true;
+    std::vector<v1::FindingEvent> events;
+    // Notified after the events, before returning `end` (a Ctrl-C).
+    absl::Notification* interrupt = nullptr;
+    absl::Status end = absl::UnavailableError(
+        "cannot reach collector fake:9811: connection lost");
+  };
+
+  const std::string& address() const override { return address_; }
+
+  absl::StatusOr<v1::ApplyLayoutResponse> ApplyLayout(
+      const v1::Layout& layout) override;
+  absl::Status DeleteLayout(const std::string& job) override;
+  absl::Status ApplyTopology(const v1::Topology& topology) override;
+  absl::StatusOr<v1::Layout> GetLayout(const std::string& job) override;
+  absl::StatusOr<v1::ListLayoutsResponse> ListLayouts() override;
+  absl::StatusOr<v1::Topology> GetTopology() override;
+  absl::StatusOr<v1::ListFindingsResponse> ListFindings(
+      const v1::ListFindingsRequest& request) override;
+  absl::StatusOr<v1::ListNodesResponse> ListNodes() override;
+  // Plays `watch_sessions` in order; once they are used up, returns
+  // CancelledError after notifying `after_last_session` (if set), as a user
+  // pressing Ctrl-C would.
+  absl::Status WatchFindings(const std::string& job,
+                             const WatchCallbacks& callbacks) override;
+  void CancelWatch() override { cancelled = true; }
+
+  // Every call fails with this when not OK.
+  absl::Status fail = absl::OkStatus();
+
+  std::map<std::string, v1::Layout> layouts;
+  int64_t applied_unix_nanos = 0;
+  std::vector<v1::Finding> apply_findings;  // returned by ApplyLayout
+  v1::Topology topology;
+  std::vector<v1::Finding> findings;
+  v1::ListNodesResponse nodes;
+  std::vector<WatchSession> watch_sessions;
+  absl::Notification* after_last_session = nullptr;
+
+  // Recorded.
+  int calls = 0;
+  int apply_calls = 0;
+  int watch_calls = 0;
+  std::string last_watch_job;
+  v1::ListFindingsRequest last_findings_request;
+  std::atomic<bool> cancelled{false};
+
+ private:
+  std::string address_ = "fake:9811";
+};
+
+}  // namespace fabricdiag::cli::testing

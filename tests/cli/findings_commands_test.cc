@@ -1,0 +1,332 @@
+// findings, watch and nodes against the in-memory client.
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/notification.h"
+#include "cli/commands.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/cli/fake_collector_client.h"
+#include "tests/cli/test_env.h"
+
+namespace fabricdiag::cli {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using testing::FakeCollectorClient;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using testing::kExampleUnixSeconds;
+using ::testing::Not;
+using testing::TestEnv;
+
+int64_t At(int seconds) {
+  return absl::ToUnixNanos(absl::FromUnixSeconds(kExampleUnixSeconds) +
+                           absl::Seconds(seconds));
+}
+
+v1::Finding MakeFinding(const std::string& id, const std::string& kind,
+                        v1::Severity severity, int first_seen) {
+  v1::Finding f;
+  f.set_id(id);
+  f.set_kind(kind);
+  f.set_severity(severity);
+  f.set_state(v1::FINDING_STATE_ACTIVE);
+  f.set_job("moe-train-42");
+  f.set_node("gpu-003");
+  f.add_nodes("gpu-003");
+  f.set_device("mlx5_2");
+  f.set_summary(kind + " on gpu-003 mlx5_2");
+  f.set_first_seen_unix_nanos(At(first_seen));
+  f.set_last_seen_unix_nanos(At(first_seen + 5));
+  return f;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  return absl::StrSplit(text, '\n', absl::SkipEmpty());
+}
+
+class FindingsCommandsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    client.findings.push_back(
+        MakeFinding("f-1", "congestion", v1::SEVERITY_WARNING, 0));
+    client.findings.push_back(
+        MakeFinding("f-2", "pfc_storm", v1::SEVERITY_CRITICAL, 60));
+    v1::Finding resolved =
+        MakeFinding("f-3", "link_flap", v1::SEVERITY_INFO, 0);
+    resolved.set_state(v1::FINDING_STATE_RESOLVED);
+    resolved.set_resolved_unix_nanos(At(30));
+    resolved.set_job("");
+    resolved.set_group("");
+    client.findings.push_back(resolved);
+  }
+  FakeCollectorClient client;
+  TestEnv t;
+  CommandOptions options;
+};
+
+TEST_F(FindingsCommandsTest, TableMostSevereFirstWithAges) {
+  EXPECT_EQ(FindingsCommand(client, options, t.env), kExitOk);
+  EXPECT_EQ(t.out.str(),
+            "SEVERITY  KIND        JOB           GROUP  NODE     DEVICE  AGE  "
+            "SUMMARY\n"
+            "critical  pfc_storm   moe-train-42  -      gpu-003  mlx5_2  5s   "
+            "pfc_storm on gpu-003 mlx5_2\n"
+            "warning   congestion  moe-train-42  -      gpu-003  mlx5_2  65s  "
+            "congestion on gpu-003 mlx5_2\n");
+  EXPECT_EQ(client.last_findings_request.state(), v1::FINDING_STATE_ACTIVE);
+  EXPECT_FALSE(client.last_findings_request.all());
+}
+
+TEST_F(FindingsCommandsTest, AllAddsStateColumnAndResolved) {
+  options.all = true;
+  EXPECT_EQ(FindingsCommand(client, options, t.env), kExitOk);
+  EXPECT_TRUE(client.last_findings_request.all());
+  const std::vector<std::string> lines = Lines(t.out.str());
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_THAT(lines[0], HasSubstr("SEVERITY  STATE     KIND"));
+  EXPECT_THAT(lines[3], AllOf(HasSubstr("info      resolved  link_flap")));
+}
+
+TEST_F(FindingsCommandsTest, FiltersGoToTheCollector) {
+  options.job = "moe-train-42";
+  options.kind = "pfc_storm";
+  EXPECT_EQ(FindingsCommand(client, options, t.env), kExitOk);
+  EXPECT_EQ(client.last_findings_request.job(), "moe-train-42");
+  EXPECT_EQ(client.last_findings_request.kind(), "pfc_storm");
+  EXPECT_EQ(Lines(t.out.str()).size(), 2u);
+}
+
+TEST_F(FindingsCommandsTest, JsonIsAnArrayOfInterfaceObjects) {
+  options.json = true;
+  options.all = true;
+  EXPECT_EQ(FindingsCommand(client, options, t.env), kExitOk);
+  const nlohmann::json j = nlohmann::json::parse(t.out.str());
+  ASSERT_TRUE(j.is_array());
+  ASSERT_EQ(j.size(), 3u);
+  EXPECT_EQ(j[0]["id"], "f-2");
+  EXPECT_EQ(j[0]["severity"], "critical");
+  EXPECT_EQ(j[0]["first_seen"], "2026-11-22T03:01:00Z");
+  EXPECT_EQ(j[2]["state"], "resolved");
+  EXPECT_EQ(j[2]["resolved_at"], "2026-11-22T03:00:30Z");
+  EXPECT_EQ(j[2]["job"], "");
+}
+
+TEST_F(FindingsCommandsTest, EmptyJsonIsEmptyArrayAndTableSaysSo) {
+  client.findings.clear();
+  EXPECT_EQ(FindingsCommand(client, options, t.env), kExitOk);
+  EXPECT_EQ(t.out.str(), "no active findings\n");
+  TestEnv json_env;
+  options.json = true;
+  EXPECT_EQ(FindingsCommand(client, options, json_env.env), kExitOk);
+  EXPECT_EQ(json_env.out.str(), "[]\n");
+}
+
+TEST_F(FindingsCommandsTest, HostileSummaryCannotDrawOnTheTerminal) {
+  client.findings[0].set_summary("evil\x1b[2J\nFAKE LINE");
+  EXPECT_EQ(FindingsCommand(client, options, t.env), kExitOk);
+  EXPECT_THAT(t.out.str(), Not(HasSubstr("\x1b")));
+  EXPECT_THAT(t.out.str(), HasSubstr("evil?[2J?FAKE LINE"));
+  EXPECT_EQ(Lines(t.out.str()).size(), 3u);
+}
+
+TEST_F(FindingsCommandsTest, CollectorDownIsExitOne) {
+  client.fail = absl::UnavailableError(
+      "cannot reach collector fake:9811: connection refused");
+  EXPECT_EQ(FindingsCommand(client, options, t.env), kExitCollector);
+  EXPECT_EQ(t.err.str(),
+            "fabricdiag: cannot reach collector fake:9811: connection "
+            "refused\n");
+  EXPECT_THAT(t.out.str(), IsEmpty());
+}
+
+v1::FindingEvent Event(v1::FindingEvent::Kind kind, const v1::Finding& f) {
+  v1::FindingEvent e;
+  e.set_kind(kind);
+  *e.mutable_finding() = f;
+  return e;
+}
+
+// Records what had been flushed each time the stream was synced, so a test
+// can tell whether a line reached the pipe at once.
+class SyncRecordingBuf : public std::stringbuf {
+ public:
+  std::vector<std::string> synced;
+
+ protected:
+  int sync() override {
+    synced.push_back(str());
+    return 0;
+  }
+};
+
+TEST_F(FindingsCommandsTest, WatchPrintsAndFlushesEachEventUntilInterrupted) {
+  absl::Notification interrupted;
+  t.env.interrupted = &interrupted;
+  FakeCollectorClient::WatchSession session;
+  session.events = {Event(v1::FindingEvent::SNAPSHOT, client.findings[0]),
+                    Event(v1::FindingEvent::OPENED, client.findings[1])};
+  v1::Finding resolved = client.findings[1];
+  resolved.set_state(v1::FINDING_STATE_RESOLVED);
+  resolved.set_resolved_unix_nanos(At(90));
+  session.events.push_back(Event(v1::FindingEvent::RESOLVED, resolved));
+  // Ctrl-C while streaming: the interrupt is set and the call is cancelled.
+  session.interrupt = &interrupted;
+  session.end = absl::CancelledError("watch cancelled");
+  client.watch_sessions.push_back(session);
+  SyncRecordingBuf buf;
+  std::ostream out(&buf);
+  t.env.out = &out;
+  options.job = "moe-train-42";
+
+  EXPECT_EQ(WatchCommand(client, options, t.env), kExitOk);
+  EXPECT_EQ(client.watch_calls, 1);
+  EXPECT_EQ(client.last_watch_job, "moe-train-42");
+  EXPECT_THAT(t.err.str(), IsEmpty());
+  const std::vector<std::string> lines = Lines(buf.str());
+  ASSERT_EQ(lines.size(), 3u) << buf.str();
+  EXPECT_EQ(lines[0],
+            "2026-11-22T03:00:05Z SNAPSHOT warning congestion node=gpu-003 "
+            "device=mlx5_2 job=moe-train-42 group=- f-1: congestion on "
+            "gpu-003 mlx5_2");
+  EXPECT_THAT(lines[1], HasSubstr("2026-11-22T03:01:05Z OPENED critical "
+                                  "pfc_storm"));
+  EXPECT_THAT(lines[2], HasSubstr("2026-11-22T03:01:30Z RESOLVED critical"));
+  // Every line was flushed as soon as it was written.
+  ASSERT_GE(buf.synced.size(), 3u);
+  EXPECT_EQ(Lines(buf.synced[0]).size(), 1u);
+  EXPECT_EQ(Lines(buf.synced[1]).size(), 2u);
+  EXPECT_EQ(Lines(buf.synced[2]).size(), 3u);
+}
+
+TEST_F(FindingsCommandsTest, WatchInterruptedBeforeStartReturnsAtOnce) {
+  absl::Notification interrupted;
+  interrupted.Notify();
+  t.env.interrupted = &interrupted;
+  EXPECT_EQ(WatchCommand(client, options, t.env), kExitOk);
+  EXPECT_EQ(client.watch_calls, 0);
+}
+
+TEST_F(FindingsCommandsTest, WatchJsonIsNdjsonWithEventField) {
+  absl::Notification interrupted;
+  t.env.interrupted = &interrupted;
+  client.after_last_session = &interrupted;
+  options.json = true;
+  FakeCollectorClient::WatchSession session;
+  session.events = {Event(v1::FindingEvent::OPENED, client.findings[1]),
+                    Event(v1::FindingEvent::UPDATED, client.findings[1])};
+  client.watch_sessions.push_back(session);
+  EXPECT_EQ(WatchCommand(client, options, t.env), kExitOk);
+  const std::vector<std::string> lines = Lines(t.out.str());
+  ASSERT_EQ(lines.size(), 2u);
+  const nlohmann::json first = nlohmann::json::parse(lines[0]);
+  EXPECT_EQ(first["event"], "OPENED");
+  EXPECT_EQ(first["id"], "f-2");
+  EXPECT_EQ(first["kind"], "pfc_storm");
+  EXPECT_EQ(nlohmann::json::parse(lines[1])["event"], "UPDATED");
+}
+
+TEST_F(FindingsCommandsTest, WatchReconnectsAfterTheCollectorGoesAway) {
+  absl::Notification interrupted;
+  t.env.interrupted = &interrupted;
+  client.after_last_session = &interrupted;
+  FakeCollectorClient::WatchSession first;
+  first.events = {Event(v1::FindingEvent::OPENED, client.findings[0])};
+  first.end = absl::UnavailableError(
+      "cannot reach collector fake:9811: connection lost");
+  FakeCollectorClient::WatchSession refused;  // collector still restarting
+  refused.connected = false;
+  refused.end = absl::UnavailableError(
+      "cannot reach collector fake:9811: connection refused");
+  FakeCollectorClient::WatchSession back;
+  back.events = {Event(v1::FindingEvent::SNAPSHOT, client.findings[0])};
+  back.end = absl::OkStatus();  // the collector shut down cleanly
+  client.watch_sessions = {first, refused, back};
+
+  EXPECT_EQ(WatchCommand(client, options, t.env), kExitOk);
+  EXPECT_EQ(client.watch_calls, 4);
+  EXPECT_EQ(Lines(t.out.str()).size(), 2u);
+  // One message per outage, not one per attempt.
+  EXPECT_EQ(t.err.str(),
+            "fabricdiag: lost the watch on collector fake:9811: cannot reach "
+            "collector fake:9811: connection lost; reconnecting (Ctrl-C to "
+            "stop)\n"
+            "fabricdiag: reconnected to collector fake:9811\n"
+            "fabricdiag: lost the watch on collector fake:9811: the collector "
+            "ended the stream; reconnecting (Ctrl-C to stop)\n");
+}
+
+TEST_F(FindingsCommandsTest, WatchUnreachableAtStartIsExitOne) {
+  FakeCollectorClient::WatchSession refused;
+  refused.connected = false;
+  refused.end = absl::UnavailableError(
+      "cannot reach collector fake:9811: connection refused");
+  client.watch_sessions = {refused};
+  EXPECT_EQ(WatchCommand(client, options, t.env), kExitCollector);
+  EXPECT_EQ(client.watch_calls, 1);
+  EXPECT_EQ(t.err.str(),
+            "fabricdiag: cannot reach collector fake:9811: connection "
+            "refused\n");
+}
+
+TEST_F(FindingsCommandsTest, WatchStopsOnPermanentErrors) {
+  FakeCollectorClient::WatchSession denied;
+  denied.connected = true;
+  denied.end = absl::UnauthenticatedError(
+      "collector fake:9811: unauthenticated: bad token");
+  client.watch_sessions = {denied, denied};
+  EXPECT_EQ(WatchCommand(client, options, t.env), kExitCollector);
+  EXPECT_EQ(client.watch_calls, 1);
+  EXPECT_THAT(t.err.str(), HasSubstr("unauthenticated"));
+}
+
+TEST_F(FindingsCommandsTest, NodesTableAndJson) {
+  v1::NodeStatus* up = client.nodes.add_nodes();
+  up->set_node("gpu-001");
+  up->set_up(true);
+  up->set_last_report_unix_nanos(At(64));
+  up->add_rdma_devices("mlx5_0");
+  up->add_rdma_devices("mlx5_1");
+  up->add_netdevs("eth0");
+  up->set_series(300);
+  up->set_agent_version("0.1.0");
+  v1::NodeStatus* down = client.nodes.add_nodes();
+  down->set_node("gpu-000");
+  down->set_up(false);
+  down->set_last_report_unix_nanos(At(0));
+  down->set_gaps(7);
+  EXPECT_EQ(NodesCommand(client, options, t.env), kExitOk);
+  EXPECT_EQ(
+      t.out.str(),
+      "NODE     STATUS  LAST_REPORT           AGE  SERIES  GAPS  NETDEVS  "
+      "DEVICES\n"
+      "gpu-000  down    2026-11-22T03:00:00Z  65s  0       7     0        "
+      "-\n"
+      "gpu-001  up      2026-11-22T03:01:04Z  1s   300     0     1        "
+      "mlx5_0,mlx5_1\n");
+
+  TestEnv json_env;
+  options.json = true;
+  EXPECT_EQ(NodesCommand(client, options, json_env.env), kExitOk);
+  const nlohmann::json j = nlohmann::json::parse(json_env.out.str());
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0]["node"], "gpu-000");
+  EXPECT_EQ(j[0]["up"], false);
+  EXPECT_EQ(j[0]["gaps"], 7);
+  EXPECT_EQ(j[1]["last_report_age_seconds"], 1);
+  EXPECT_THAT(j[1]["rdma_devices"].get<std::vector<std::string>>(),
+              ElementsAre("mlx5_0", "mlx5_1"));
+}
+
+TEST_F(FindingsCommandsTest, NoNodesSaysSo) {
+  EXPECT_EQ(NodesCommand(client, options, t.env), kExitOk);
+  EXPECT_EQ(t.out.str(), "no agents have reported to collector fake:9811\n");
+}
+
+}  // namespace
+}  // namespace fabricdiag::cli

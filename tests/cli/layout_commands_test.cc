@@ -1,0 +1,268 @@
+// layout and topology commands against the in-memory client.
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "analysis/layout_parse.h"
+#include "cli/commands.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/cli/fake_collector_client.h"
+#include "tests/cli/test_env.h"
+
+namespace fabricdiag::cli {
+namespace {
+
+using ::testing::AllOf;
+using testing::FakeCollectorClient;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using testing::kValidLayoutYaml;
+using testing::TestEnv;
+using testing::WriteTempFile;
+
+class LayoutCommandsTest : public ::testing::Test {
+ protected:
+  FakeCollectorClient client;
+  TestEnv t;
+  CommandOptions options;
+};
+
+TEST_F(LayoutCommandsTest, ApplyNewThenReplaced) {
+  const std::string file = WriteTempFile("l.yaml", kValidLayoutYaml);
+  EXPECT_EQ(LayoutApplyCommand(client, file, options, t.env), kExitOk);
+  EXPECT_EQ(t.out.str(), "layout moe-train-42 applied (new)\n");
+  ASSERT_EQ(client.layouts.count("moe-train-42"), 1u);
+  EXPECT_EQ(client.layouts["moe-train-42"].parallelism().ep(), 4u);
+
+  t.out.str("");
+  EXPECT_EQ(LayoutApplyCommand(client, file, options, t.env), kExitOk);
+  EXPECT_EQ(t.out.str(), "layout moe-train-42 applied (replaced)\n");
+  EXPECT_THAT(t.err.str(), IsEmpty());
+}
+
+TEST_F(LayoutCommandsTest, ApplyPrintsFindingsRaisedAtOnce) {
+  v1::Finding f;
+  f.set_kind("tp_cross_node");
+  f.set_severity(v1::SEVERITY_WARNING);
+  f.set_group("tp:3");
+  f.set_node("gpu-001");
+  f.set_summary("tp:3 spans gpu-000 and gpu-001");
+  client.apply_findings.push_back(f);
+  const std::string file = WriteTempFile("l.yaml", kValidLayoutYaml);
+  EXPECT_EQ(LayoutApplyCommand(client, file, options, t.env), kExitOk);
+  EXPECT_THAT(t.out.str(),
+              AllOf(HasSubstr("layout moe-train-42 applied (new)\n"),
+                    HasSubstr("1 finding raised from the layout:"),
+                    HasSubstr("tp_cross_node"), HasSubstr("tp:3 spans")));
+}
+
+TEST_F(LayoutCommandsTest, ApplyJsonReportsReplacedAndFindings) {
+  options.json = true;
+  const std::string file = WriteTempFile(
+      "l.json",
+      analysis::LayoutToJson(*analysis::ParseLayout(kValidLayoutYaml)));
+  EXPECT_EQ(LayoutApplyCommand(client, file, options, t.env), kExitOk);
+  const nlohmann::json j = nlohmann::json::parse(t.out.str());
+  EXPECT_EQ(j["job"], "moe-train-42");
+  EXPECT_EQ(j["replaced"], false);
+  EXPECT_TRUE(j["findings"].is_array());
+}
+
+TEST_F(LayoutCommandsTest, ApplyReadsStdin) {
+  t.in.str(kValidLayoutYaml);
+  EXPECT_EQ(LayoutApplyCommand(client, "-", options, t.env), kExitOk);
+  EXPECT_EQ(client.layouts.count("moe-train-42"), 1u);
+}
+
+TEST_F(LayoutCommandsTest, InvalidLayoutNamesTheFieldAndSendsNothing) {
+  struct Case {
+    std::string from, to, field;
+  };
+  const Case cases[] = {
+      {"ep: 4", "ep: 3", "parallelism.ep"},        // does not divide dp*cp
+      {"tp: 2", "tp: \"two\"", "parallelism.tp"},  // not an integer
+      {"job: moe-train-42", "job: \"bad job!\"", "job"},
+      {"  pp: 1\n", "  pp: 1\n  zz: 1\n", "parallelism.zz"},  // unknown key
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.to);
+    TestEnv local;
+    const std::string file = WriteTempFile(
+        "bad.yaml", absl::StrReplaceAll(kValidLayoutYaml, {{c.from, c.to}}));
+    EXPECT_EQ(LayoutApplyCommand(client, file, options, local.env),
+              kExitInvalid);
+    EXPECT_THAT(local.err.str(),
+                AllOf(HasSubstr(absl::StrCat("fabricdiag: ", file, ": ")),
+                      HasSubstr(c.field)));
+    EXPECT_THAT(local.out.str(), IsEmpty());
+  }
+  EXPECT_EQ(client.apply_calls, 0);
+}
+
+TEST_F(LayoutCommandsTest, HostileFilesAreInvalidInput) {
+  const std::string inputs[] = {
+      "",                             // empty
+      "[1, 2, 3]",                    // not a mapping
+      "job: [",                       // broken YAML
+      std::string("job: a\0b\n", 9),  // NUL
+      std::string(100000, '['),       // deep nesting
+  };
+  for (const std::string& input : inputs) {
+    TestEnv local;
+    const std::string file = WriteTempFile("hostile.yaml", input);
+    EXPECT_EQ(LayoutApplyCommand(client, file, options, local.env),
+              kExitInvalid)
+        << input.substr(0, 20);
+    EXPECT_THAT(local.err.str(), HasSubstr("fabricdiag: "));
+  }
+  EXPECT_EQ(client.apply_calls, 0);
+}
+
+TEST_F(LayoutCommandsTest, MissingFileIsInvalidInputNamingIt) {
+  EXPECT_EQ(LayoutApplyCommand(client, "/nonexistent/l.yaml", options, t.env),
+            kExitInvalid);
+  EXPECT_EQ(t.err.str(),
+            "fabricdiag: /nonexistent/l.yaml: cannot read: No such file or "
+            "directory\n");
+  EXPECT_EQ(client.calls, 0);
+}
+
+TEST_F(LayoutCommandsTest, DirectoryIsInvalidInput) {
+  EXPECT_EQ(LayoutApplyCommand(client, ::testing::TempDir(), options, t.env),
+            kExitInvalid);
+  EXPECT_THAT(t.err.str(), HasSubstr("cannot read"));
+}
+
+TEST_F(LayoutCommandsTest, CollectorFailureIsExitOneWithItsMessage) {
+  client.fail = absl::UnavailableError(
+      "cannot reach collector fake:9811: connection refused");
+  const std::string file = WriteTempFile("l.yaml", kValidLayoutYaml);
+  EXPECT_EQ(LayoutApplyCommand(client, file, options, t.env), kExitCollector);
+  EXPECT_EQ(t.err.str(),
+            "fabricdiag: cannot reach collector fake:9811: connection "
+            "refused\n");
+}
+
+TEST_F(LayoutCommandsTest, CollectorRejectingInputIsExitTwo) {
+  client.fail = absl::InvalidArgumentError(
+      "collector fake:9811: invalid argument: hosts[1]: unknown host");
+  const std::string file = WriteTempFile("l.yaml", kValidLayoutYaml);
+  EXPECT_EQ(LayoutApplyCommand(client, file, options, t.env), kExitInvalid);
+  EXPECT_THAT(t.err.str(), HasSubstr("hosts[1]"));
+}
+
+TEST_F(LayoutCommandsTest, ListTableSortedAndJson) {
+  v1::Layout a = *analysis::ParseLayout(kValidLayoutYaml);
+  v1::Layout b = a;
+  b.set_job("dense-7b");
+  client.layouts[a.job()] = a;
+  client.layouts[b.job()] = b;
+  client.applied_unix_nanos =
+      absl::ToUnixNanos(absl::FromUnixSeconds(testing::kExampleUnixSeconds));
+  EXPECT_EQ(LayoutListCommand(client, options, t.env), kExitOk);
+  EXPECT_EQ(t.out.str(),
+            "JOB           RANKS  HOSTS  PARALLELISM     APPLIED               "
+            "AGE\n"
+            "dense-7b      16     2      tp=2 pp=1 dp=8  2026-11-22T03:00:00Z  "
+            "65s\n"
+            "moe-train-42  16     2      tp=2 pp=1 dp=8  2026-11-22T03:00:00Z  "
+            "65s\n");
+
+  TestEnv json_env;
+  options.json = true;
+  EXPECT_EQ(LayoutListCommand(client, options, json_env.env), kExitOk);
+  const nlohmann::json j = nlohmann::json::parse(json_env.out.str());
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0]["job"], "dense-7b");
+  EXPECT_EQ(j[1]["ranks"], 16);
+  EXPECT_EQ(j[1]["applied"], "2026-11-22T03:00:00Z");
+}
+
+TEST_F(LayoutCommandsTest, ListEmpty) {
+  EXPECT_EQ(LayoutListCommand(client, options, t.env), kExitOk);
+  EXPECT_EQ(t.out.str(), "no layouts\n");
+}
+
+TEST_F(LayoutCommandsTest, ShowYamlAndJsonReadBack) {
+  const v1::Layout layout = *analysis::ParseLayout(kValidLayoutYaml);
+  client.layouts[layout.job()] = layout;
+  EXPECT_EQ(LayoutShowCommand(client, "moe-train-42", options, t.env), kExitOk);
+  EXPECT_THAT(t.out.str(), AllOf(HasSubstr("job: moe-train-42\n"),
+                                 HasSubstr("hosts: [gpu-000, gpu-001]"),
+                                 HasSubstr("parallelism:\n  tp: 2\n")));
+  // What `show` prints is a valid layout file again.
+  absl::StatusOr<v1::Layout> back = analysis::ParseLayout(t.out.str());
+  ASSERT_TRUE(back.ok()) << back.status() << "\n" << t.out.str();
+  EXPECT_EQ(back->SerializeAsString(), layout.SerializeAsString());
+
+  TestEnv json_env;
+  options.json = true;
+  EXPECT_EQ(LayoutShowCommand(client, "moe-train-42", options, json_env.env),
+            kExitOk);
+  back = analysis::ParseLayout(json_env.out.str());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->SerializeAsString(), layout.SerializeAsString());
+  EXPECT_EQ(nlohmann::json::parse(json_env.out.str())["job"], "moe-train-42");
+}
+
+TEST_F(LayoutCommandsTest, ShowUnknownJobIsCollectorErrorAndBadNameIsInput) {
+  EXPECT_EQ(LayoutShowCommand(client, "nope", options, t.env), kExitCollector);
+  EXPECT_THAT(t.err.str(), HasSubstr("not found"));
+  TestEnv bad;
+  EXPECT_EQ(LayoutShowCommand(client, "../etc", options, bad.env),
+            kExitInvalid);
+  EXPECT_THAT(bad.err.str(), HasSubstr("JOB: \"../etc\" is not a job name"));
+  EXPECT_EQ(client.calls, 1);
+}
+
+TEST_F(LayoutCommandsTest, Delete) {
+  client.layouts["moe-train-42"] = *analysis::ParseLayout(kValidLayoutYaml);
+  EXPECT_EQ(LayoutDeleteCommand(client, "moe-train-42", options, t.env),
+            kExitOk);
+  EXPECT_EQ(t.out.str(), "layout moe-train-42 deleted\n");
+  EXPECT_TRUE(client.layouts.empty());
+  TestEnv again;
+  EXPECT_EQ(LayoutDeleteCommand(client, "moe-train-42", options, again.env),
+            kExitCollector);
+}
+
+constexpr char kTopologyYaml[] = R"(switches:
+  - name: leaf-0
+    uplinks: [swp49, swp50]
+links:
+  - {host: gpu-000, nic: mlx5_0, switch: leaf-0, port: swp1}
+  - {host: gpu-001, nic: mlx5_0, switch: leaf-0, port: swp2}
+)";
+
+TEST_F(LayoutCommandsTest, TopologyApplyAndShow) {
+  const std::string file = WriteTempFile("t.yaml", kTopologyYaml);
+  EXPECT_EQ(TopologyApplyCommand(client, file, options, t.env), kExitOk);
+  EXPECT_EQ(t.out.str(), "topology applied (1 switch, 2 links)\n");
+  ASSERT_EQ(client.topology.links_size(), 2);
+
+  TestEnv show;
+  EXPECT_EQ(TopologyShowCommand(client, options, show.env), kExitOk);
+  EXPECT_THAT(
+      show.out.str(),
+      AllOf(HasSubstr("name: leaf-0"), HasSubstr("uplinks: [swp49, swp50]"),
+            HasSubstr("- {host: gpu-000, nic: mlx5_0, switch: leaf-0, "
+                      "port: swp1}")));
+  absl::StatusOr<v1::Topology> back = analysis::ParseTopology(show.out.str());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->SerializeAsString(), client.topology.SerializeAsString());
+}
+
+TEST_F(LayoutCommandsTest, InvalidTopologyNamesTheField) {
+  const std::string file = WriteTempFile(
+      "t.yaml", absl::StrReplaceAll(kTopologyYaml, {{"switch: leaf-0, port: "
+                                                     "swp2",
+                                                     "switch: leaf-9, port: "
+                                                     "swp2"}}));
+  EXPECT_EQ(TopologyApplyCommand(client, file, options, t.env), kExitInvalid);
+  EXPECT_THAT(t.err.str(), HasSubstr("links[1].switch"));
+  EXPECT_EQ(client.calls, 0);
+}
+
+}  // namespace
+}  // namespace fabricdiag::cli

@@ -1,0 +1,237 @@
+// The real agent-side StreamClient and ReportEncoder streaming into the real
+// collector server on loopback.
+#include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "agent/rate.h"
+#include "agent/report_encoder.h"
+#include "agent/stream_client.h"
+#include "collector/ingest_service.h"
+#include "collector/series_store.h"
+#include "collector/server.h"
+#include "common/clock.h"
+#include "proto/ingest.grpc.pb.h"
+
+namespace fabricdiag::collector {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int kSeries = 24;
+
+// Polls `pred` until it holds or `timeout` passes (no fixed sleeps).
+bool Eventually(const std::function<bool()>& pred,
+                absl::Duration timeout = absl::Seconds(15)) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    if (pred()) return true;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return pred();
+}
+
+// One agent: snapshots -> rates -> encoder -> StreamClient. Counter i grows
+// by 1000 * (i + 1) per (fake) second, so its rate is exactly that.
+class Agent {
+ public:
+  Agent(const std::string& node, const std::string& target) {
+    agent::StreamClient::Options o;
+    o.target = target;
+    o.node = node;
+    o.agent_version = "test";
+    o.backoff_initial = absl::Milliseconds(20);
+    o.backoff_max = absl::Milliseconds(200);
+    auto client = agent::StreamClient::Create(o, clock_);
+    EXPECT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+    client_->Start();
+  }
+
+  void Sample() {
+    agent::Snapshot snap;
+    snap.wall_time = absl::FromUnixSeconds(1795000000 + round_);
+    snap.monotonic_nanos = round_ * 1'000'000'000;
+    for (int i = 0; i < kSeries; ++i) {
+      agent::Sample s;
+      s.device = absl::StrCat("mlx5_", i % 2);
+      s.port = 1;
+      s.name = absl::StrCat("counter_", i);
+      s.raw =
+          static_cast<uint64_t>(round_) * 1000 * static_cast<uint64_t>(i + 1);
+      s.unit = "bytes";
+      snap.samples.push_back(s);
+    }
+    snap.rdma_devices.push_back({"mlx5_0", "", "", "", "", {}});
+    ++round_;
+    auto encoded = encoder_.Encode(snap, rates_.Update(snap));
+    ASSERT_TRUE(encoded.ok()) << encoded.status();
+    client_->Enqueue(*std::move(encoded));
+  }
+
+  agent::StreamClient& client() { return *client_; }
+
+ private:
+  SystemClock clock_;
+  agent::RateCalculator rates_;
+  agent::ReportEncoder encoder_;
+  std::unique_ptr<agent::StreamClient> client_;
+  int64_t round_ = 0;
+};
+
+SeriesKey Key(int i) {
+  return {v1::SUBSYSTEM_RDMA_PORT_COUNTERS, absl::StrCat("mlx5_", i % 2), 1,
+          absl::StrCat("counter_", i)};
+}
+
+class IngestE2eTest : public ::testing::Test {
+ protected:
+  void StartServer(int port = 0) {
+    service_ = std::make_unique<IngestService>(&store_, &counters_);
+    CollectorServer::Options o;
+    o.listen = absl::StrCat("127.0.0.1:", port);
+    auto server = CollectorServer::Start(o, {service_.get()});
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+  }
+  void StopServer() {
+    server_->Shutdown(absl::ZeroDuration());
+    server_->Wait();
+    server_.reset();
+    service_.reset();
+  }
+  std::string target() const {
+    return absl::StrCat("127.0.0.1:", server_->port());
+  }
+  // The seqs the store holds for series 0 of `node`.
+  std::vector<uint64_t> HeldSeqs(const std::string& node) {
+    std::vector<uint64_t> seqs;
+    auto w = store_.Window(node, Key(0), absl::InfinitePast());
+    if (w.ok()) {
+      for (const RatePoint& p : *w) seqs.push_back(p.seq);
+    }
+    return seqs;
+  }
+
+  SystemClock clock_;
+  SeriesStore store_{SeriesStore::Options{}, clock_};
+  IngestCounters counters_;
+  std::unique_ptr<IngestService> service_;
+  std::unique_ptr<CollectorServer> server_;
+};
+
+TEST_F(IngestE2eTest, ReportsArriveAndRatesAreQueryable) {
+  StartServer();
+  Agent agent("gpu-001", target());
+  for (int i = 0; i < 3; ++i) agent.Sample();
+  ASSERT_TRUE(Eventually([&] { return HeldSeqs("gpu-001").size() == 3; }));
+  for (int i = 0; i < kSeries; ++i) {
+    auto latest = store_.Latest("gpu-001", Key(i));
+    ASSERT_TRUE(latest.ok()) << latest.status();
+    EXPECT_EQ(latest->rate, 1000.0 * (i + 1));
+    EXPECT_EQ(latest->seq, 3u);
+  }
+  // The first report has no rate (first sample).
+  auto window = *store_.Window("gpu-001", Key(5), absl::InfinitePast());
+  ASSERT_EQ(window.size(), 3u);
+  EXPECT_TRUE(std::isnan(window[0].rate));
+  EXPECT_EQ(window[1].rate, 6000);
+  std::vector<NodeStatus> nodes = store_.ListNodes(absl::Seconds(30));
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_TRUE(nodes[0].up);
+  EXPECT_THAT(nodes[0].info.devices, ::testing::ElementsAre("mlx5_0"));
+  EXPECT_EQ(nodes[0].info.series, static_cast<size_t>(kSeries));
+  // The agent learns that everything is stored.
+  ASSERT_TRUE(
+      Eventually([&] { return agent.client().stats().last_acked_seq == 3; }));
+}
+
+TEST_F(IngestE2eTest, CollectorRestartOnSamePortLeavesNoGap) {
+  StartServer();
+  const int port = server_->port();
+  Agent agent("gpu-001", target());
+  for (int i = 0; i < 3; ++i) agent.Sample();
+  ASSERT_TRUE(Eventually([&] { return HeldSeqs("gpu-001").size() == 3; }));
+
+  StopServer();
+  // Sampled while the collector is away: buffered by the agent.
+  for (int i = 0; i < 4; ++i) agent.Sample();
+  StartServer(port);
+  ASSERT_EQ(server_->port(), port);
+  ASSERT_TRUE(Eventually([&] { return HeldSeqs("gpu-001").size() >= 7; }))
+      << HeldSeqs("gpu-001").size();
+  EXPECT_THAT(HeldSeqs("gpu-001"), ::testing::ElementsAre(1, 2, 3, 4, 5, 6, 7));
+  auto window = *store_.Window("gpu-001", Key(2), absl::InfinitePast());
+  for (size_t i = 1; i < window.size(); ++i) EXPECT_EQ(window[i].rate, 3000);
+  EXPECT_EQ(store_.FindNode("gpu-001")->Info().missing_reports, 0u);
+  ASSERT_TRUE(
+      Eventually([&] { return agent.client().stats().last_acked_seq == 7; }));
+}
+
+TEST_F(IngestE2eTest, HostileStreamIsRejectedAndOthersUnaffected) {
+  StartServer();
+  Agent good("gpu-good", target());
+  good.Sample();
+  ASSERT_TRUE(Eventually([&] { return HeldSeqs("gpu-good").size() == 1; }));
+
+  // A hand-written hostile stream: a report with a schema it never sent.
+  auto channel =
+      grpc::CreateChannel(target(), grpc::InsecureChannelCredentials());
+  auto stub = v1::Ingest::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  auto stream = stub->Stream(&ctx);
+  v1::AgentMessage m;
+  m.mutable_hello()->set_node("gpu-evil");
+  m.mutable_hello()->set_boot_id("x");
+  ASSERT_TRUE(stream->Write(m));
+  v1::AgentMessage report;
+  report.mutable_report()->set_seq(1);
+  report.mutable_report()->set_schema_id(42);
+  ASSERT_TRUE(stream->Write(report));
+
+  good.Sample();  // concurrently with the hostile stream
+  v1::CollectorMessage reply;
+  bool rejected = false;
+  while (stream->Read(&reply)) {
+    if (reply.has_reject()) {
+      rejected = true;
+      EXPECT_THAT(reply.reject().reason(), HasSubstr("unknown_schema"));
+    }
+  }
+  EXPECT_TRUE(rejected);
+  grpc::Status status = stream->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(counters_.rejects(RejectReason::kUnknownSchema), 1u);
+
+  good.Sample();
+  ASSERT_TRUE(Eventually([&] { return HeldSeqs("gpu-good").size() == 3; }));
+  EXPECT_THAT(HeldSeqs("gpu-good"), ::testing::ElementsAre(1, 2, 3));
+  EXPECT_EQ(good.client().stats().reconnects, 0u);
+  EXPECT_FALSE(store_.Latest("gpu-evil", Key(0)).ok());
+}
+
+TEST(CollectorServerTest, RefusesHalfConfiguredTls) {
+  CollectorServer::Options o;
+  o.listen = "127.0.0.1:0";
+  o.tls_cert_file = "/nonexistent.pem";
+  EXPECT_EQ(CollectorServer::Start(o, {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  o.tls_key_file = "/nonexistent.key";
+  EXPECT_EQ(CollectorServer::Start(o, {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  CollectorServer::Options ca_only;
+  ca_only.listen = "127.0.0.1:0";
+  ca_only.tls_client_ca_file = "/etc/hostname";
+  EXPECT_EQ(CollectorServer::Start(ca_only, {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace fabricdiag::collector

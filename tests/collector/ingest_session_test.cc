@@ -1,0 +1,339 @@
+#include "collector/ingest_session.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/clock.h"
+
+namespace fabricdiag::collector {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Optional;
+
+constexpr int kSeries = 4;
+
+v1::AgentMessage Hello(const std::string& node = "gpu-001",
+                       const std::string& boot = "boot-1") {
+  v1::AgentMessage m;
+  m.mutable_hello()->set_node(node);
+  m.mutable_hello()->set_boot_id(boot);
+  m.mutable_hello()->set_interval_ms(1000);
+  return m;
+}
+
+v1::AgentMessage Schema(uint64_t id = 1, int n = kSeries) {
+  v1::AgentMessage m;
+  v1::Schema* s = m.mutable_schema();
+  s->set_schema_id(id);
+  for (int i = 0; i < n; ++i) {
+    v1::Series* series = s->add_series();
+    series->set_subsystem(v1::SUBSYSTEM_RDMA_PORT_COUNTERS);
+    series->set_device("mlx5_0");
+    series->set_port(1);
+    series->set_name(absl::StrCat("counter_", i));
+  }
+  return m;
+}
+
+// A valid report of `n` series: rate i = seq * 10 + i, except series 1,
+// which has no rate.
+v1::AgentMessage Report(uint64_t seq, uint64_t schema = 1, int n = kSeries) {
+  v1::AgentMessage m;
+  v1::Report* r = m.mutable_report();
+  r->set_seq(seq);
+  r->set_schema_id(schema);
+  r->set_wall_time_unix_nanos(static_cast<int64_t>(seq) * 1'000'000'000);
+  for (int i = 0; i < n; ++i) {
+    r->add_raw(static_cast<uint64_t>(i));
+    if (i == 1) {
+      r->add_no_rate(1);
+    } else {
+      r->add_rate(static_cast<double>(seq * 10 + static_cast<uint64_t>(i)));
+    }
+  }
+  return m;
+}
+
+SeriesKey Key(int i) {
+  return {v1::SUBSYSTEM_RDMA_PORT_COUNTERS, "mlx5_0", 1,
+          absl::StrCat("counter_", i)};
+}
+
+class IngestSessionTest : public ::testing::Test {
+ protected:
+  // Feeds Hello + Schema; both must be accepted.
+  void Open(IngestSession& s) {
+    IngestSession::Reply r = s.Handle(Hello());
+    ASSERT_FALSE(r.reject.has_value()) << *r.reject;
+    ASSERT_TRUE(r.ack.has_value());
+    r = s.Handle(Schema());
+    ASSERT_FALSE(r.reject.has_value()) << *r.reject;
+  }
+
+  // Expects `m` to reject an open session for `reason`, storing nothing.
+  void ExpectRejected(const v1::AgentMessage& m, RejectReason reason,
+                      bool open = true) {
+    IngestSession s(&store_, &counters_);
+    if (open) Open(s);
+    const uint64_t reports = counters_.reports.load();
+    IngestSession::Reply r = s.Handle(m);
+    ASSERT_TRUE(r.reject.has_value()) << "not rejected";
+    EXPECT_THAT(*r.reject, HasSubstr(RejectReasonName(reason)));
+    EXPECT_EQ(counters_.rejects(reason), 1u);
+    EXPECT_TRUE(s.rejected());
+    EXPECT_EQ(counters_.reports.load(), reports);
+    // Everything after a reject is ignored.
+    IngestSession::Reply after = s.Handle(Report(1));
+    EXPECT_FALSE(after.ack.has_value());
+    EXPECT_FALSE(after.reject.has_value());
+    EXPECT_EQ(counters_.reports.load(), reports);
+  }
+
+  FakeClock clock_;
+  SeriesStore store_{SeriesStore::Options{}, clock_};
+  IngestCounters counters_;
+};
+
+TEST_F(IngestSessionTest, StoresReportsAndAcksHighestSeq) {
+  IngestSession s(&store_, &counters_);
+  EXPECT_THAT(s.Handle(Hello()).ack, Optional(0u));
+  EXPECT_FALSE(s.Handle(Schema()).ack.has_value());
+  EXPECT_THAT(s.Handle(Report(1)).ack, Optional(1u));
+  EXPECT_THAT(s.Handle(Report(2)).ack, Optional(2u));
+  EXPECT_EQ(store_.Latest("gpu-001", Key(3))->rate, 23);
+  EXPECT_EQ(store_.Latest("gpu-001", Key(0))->rate, 20);
+  EXPECT_EQ(counters_.reports.load(), 2u);
+  EXPECT_EQ(counters_.values.load(), 2u * kSeries);
+  EXPECT_EQ(s.node(), "gpu-001");
+}
+
+TEST_F(IngestSessionTest, ReplayAfterReconnectIsDeduplicated) {
+  {
+    IngestSession s(&store_, &counters_);
+    Open(s);
+    for (uint64_t seq = 1; seq <= 3; ++seq) s.Handle(Report(seq));
+  }
+  IngestSession again(&store_, &counters_);
+  // The Hello ack tells the agent what is already held.
+  EXPECT_THAT(again.Handle(Hello()).ack, Optional(3u));
+  again.Handle(Schema());
+  EXPECT_THAT(again.Handle(Report(2)).ack, Optional(3u));
+  EXPECT_THAT(again.Handle(Report(3)).ack, Optional(3u));
+  EXPECT_THAT(again.Handle(Report(4)).ack, Optional(4u));
+  EXPECT_EQ(counters_.duplicates.load(), 2u);
+  EXPECT_EQ(counters_.reports.load(), 4u);
+  auto window = *store_.Window("gpu-001", Key(0), absl::InfinitePast());
+  ASSERT_EQ(window.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(window[i].seq, i + 1);
+}
+
+TEST_F(IngestSessionTest, SeqGapIsCountedAsDroppedReports) {
+  IngestSession s(&store_, &counters_);
+  Open(s);
+  s.Handle(Report(1));
+  s.Handle(Report(5));
+  EXPECT_EQ(store_.FindNode("gpu-001")->Info().missing_reports, 3u);
+}
+
+TEST_F(IngestSessionTest, NewBootIdStartsFreshSeqSpace) {
+  {
+    IngestSession s(&store_, &counters_);
+    Open(s);
+    for (uint64_t seq = 1; seq <= 5; ++seq) s.Handle(Report(seq));
+  }
+  IngestSession restarted(&store_, &counters_);
+  EXPECT_THAT(restarted.Handle(Hello("gpu-001", "boot-2")).ack, Optional(0u));
+  restarted.Handle(Schema());
+  EXPECT_THAT(restarted.Handle(Report(1)).ack, Optional(1u));
+  EXPECT_EQ(counters_.duplicates.load(), 0u);
+  EXPECT_EQ(store_.Latest("gpu-001", Key(0))->rate, 10);
+}
+
+TEST_F(IngestSessionTest, ReportBeforeHello) {
+  ExpectRejected(Report(1), RejectReason::kBeforeHello, /*open=*/false);
+}
+
+TEST_F(IngestSessionTest, SchemaBeforeHello) {
+  ExpectRejected(Schema(), RejectReason::kBeforeHello, /*open=*/false);
+}
+
+TEST_F(IngestSessionTest, SecondHello) {
+  ExpectRejected(Hello(), RejectReason::kSecondHello);
+}
+
+TEST_F(IngestSessionTest, EmptyMessage) {
+  ExpectRejected(v1::AgentMessage(), RejectReason::kEmptyMessage);
+}
+
+TEST_F(IngestSessionTest, UnknownSchema) {
+  ExpectRejected(Report(1, /*schema=*/7), RejectReason::kUnknownSchema);
+}
+
+TEST_F(IngestSessionTest, RawSizeMismatch) {
+  v1::AgentMessage m = Report(1);
+  m.mutable_report()->add_raw(1);
+  ExpectRejected(m, RejectReason::kSizeMismatch);
+}
+
+TEST_F(IngestSessionTest, RateSizeMismatch) {
+  v1::AgentMessage m = Report(1);
+  m.mutable_report()->add_rate(1);
+  ExpectRejected(m, RejectReason::kSizeMismatch);
+}
+
+TEST_F(IngestSessionTest, TooFewRates) {
+  v1::AgentMessage m = Report(1);
+  m.mutable_report()->mutable_rate()->RemoveLast();
+  ExpectRejected(m, RejectReason::kSizeMismatch);
+}
+
+TEST_F(IngestSessionTest, NoRateIndexOutOfRange) {
+  v1::AgentMessage m = Report(1);
+  m.mutable_report()->mutable_no_rate()->Set(0, kSeries);
+  ExpectRejected(m, RejectReason::kIndexOutOfRange);
+}
+
+TEST_F(IngestSessionTest, NoRateIndicesNotAscending) {
+  v1::AgentMessage m = Report(1);
+  m.mutable_report()->add_no_rate(0);  // 1, 0
+  m.mutable_report()->mutable_rate()->RemoveLast();
+  ExpectRejected(m, RejectReason::kIndexOutOfRange);
+}
+
+TEST_F(IngestSessionTest, OtherIndexListsOutOfRange) {
+  for (const char* field : {"absent", "reset", "saturated", "wrapped"}) {
+    SCOPED_TRACE(field);
+    v1::AgentMessage m = Report(1);
+    v1::Report* r = m.mutable_report();
+    const google::protobuf::FieldDescriptor* f =
+        r->GetDescriptor()->FindFieldByName(field);
+    r->GetReflection()->AddUInt32(r, f, 1u << 31);
+    IngestCounters counters;
+    IngestSession s(&store_, &counters);
+    s.Handle(Hello("gpu-x"));
+    s.Handle(Schema());
+    IngestSession::Reply reply = s.Handle(m);
+    ASSERT_TRUE(reply.reject.has_value());
+    EXPECT_THAT(*reply.reject, HasSubstr(field));
+    EXPECT_EQ(counters.rejects(RejectReason::kIndexOutOfRange), 1u);
+  }
+}
+
+TEST_F(IngestSessionTest, NaNRate) {
+  v1::AgentMessage m = Report(1);
+  m.mutable_report()->set_rate(0, std::nan(""));
+  ExpectRejected(m, RejectReason::kNonFiniteRate);
+}
+
+TEST_F(IngestSessionTest, InfiniteRate) {
+  v1::AgentMessage m = Report(1);
+  m.mutable_report()->set_rate(2, -std::numeric_limits<double>::infinity());
+  ExpectRejected(m, RejectReason::kNonFiniteRate);
+}
+
+TEST_F(IngestSessionTest, RejectedReportStoresNothingEvenPartially) {
+  IngestSession s(&store_, &counters_);
+  Open(s);
+  v1::AgentMessage m = Report(1);
+  m.mutable_report()->set_rate(2, std::nan(""));  // the last rate is bad
+  ASSERT_TRUE(s.Handle(m).reject.has_value());
+  EXPECT_EQ(store_.Latest("gpu-001", Key(0)).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(IngestSessionTest, BadNodeNames) {
+  const std::string cases[] = {"",         "-gpu",     ".hidden",
+                               "gpu 1",    "gpu/../x", "gpu\n1",
+                               "gpu{a=1}", "gpü",      std::string(254, 'a')};
+  for (const std::string& name : cases) {
+    SCOPED_TRACE(name);
+    IngestCounters counters;
+    IngestSession s(&store_, &counters);
+    IngestSession::Reply r = s.Handle(Hello(name));
+    ASSERT_TRUE(r.reject.has_value());
+    EXPECT_EQ(counters.rejects(RejectReason::kBadNodeName), 1u);
+  }
+  EXPECT_TRUE(store_.ListNodes(absl::Seconds(3)).empty());
+  EXPECT_TRUE(IsValidNodeName("gpu-001.rack_2"));
+  EXPECT_TRUE(IsValidNodeName(std::string(253, 'a')));
+}
+
+TEST_F(IngestSessionTest, BadBootId) {
+  ExpectRejected(Hello("gpu-001", ""), RejectReason::kBadHello, false);
+}
+
+TEST_F(IngestSessionTest, AbsurdSchemaSize) {
+  ExpectRejected(Schema(2, IngestSession::kMaxSeries + 1),
+                 RejectReason::kTooLarge);
+}
+
+TEST_F(IngestSessionTest, SchemaWithDuplicateSeries) {
+  v1::AgentMessage m = Schema(2);
+  *m.mutable_schema()->add_series() = m.schema().series(0);
+  ExpectRejected(m, RejectReason::kBadSchema);
+}
+
+TEST_F(IngestSessionTest, SchemaWithHugeName) {
+  v1::AgentMessage m = Schema(2);
+  m.mutable_schema()->mutable_series(0)->set_name(std::string(100000, 'x'));
+  ExpectRejected(m, RejectReason::kBadSchema);
+}
+
+TEST_F(IngestSessionTest, TooManySchemas) {
+  IngestSession s(&store_, &counters_);
+  Open(s);
+  for (uint64_t id = 2; id <= IngestSession::kMaxSchemasPerStream; ++id) {
+    ASSERT_FALSE(s.Handle(Schema(id)).reject.has_value()) << id;
+  }
+  IngestSession::Reply r = s.Handle(Schema(1000));
+  ASSERT_TRUE(r.reject.has_value());
+  EXPECT_EQ(counters_.rejects(RejectReason::kTooLarge), 1u);
+}
+
+TEST_F(IngestSessionTest, SeqZero) {
+  ExpectRejected(Report(0), RejectReason::kTooLarge);
+}
+
+TEST_F(IngestSessionTest, SecondAgentWithSameNodeIsRejectedAsStale) {
+  IngestSession first(&store_, &counters_);
+  Open(first);
+  first.Handle(Report(1));
+  IngestSession second(&store_, &counters_);
+  second.Handle(Hello("gpu-001", "boot-2"));
+  second.Handle(Schema());
+  second.Handle(Report(1));
+  IngestSession::Reply r = first.Handle(Report(2));
+  ASSERT_TRUE(r.reject.has_value());
+  EXPECT_EQ(counters_.rejects(RejectReason::kStaleBoot), 1u);
+}
+
+TEST_F(IngestSessionTest, HostileStreamDoesNotDisturbAnother) {
+  IngestSession good(&store_, &counters_);
+  Open(good);
+  good.Handle(Report(1));
+  IngestSession bad(&store_, &counters_);
+  bad.Handle(Hello("gpu-002", "b"));
+  bad.Handle(Schema());
+  ASSERT_TRUE(bad.Handle(Report(1, 99)).reject.has_value());
+  EXPECT_THAT(good.Handle(Report(2)).ack, Optional(2u));
+  EXPECT_EQ(store_.Latest("gpu-001", Key(0))->seq, 2u);
+}
+
+TEST_F(IngestSessionTest, InventorySetsDevices) {
+  IngestSession s(&store_, &counters_);
+  Open(s);
+  v1::AgentMessage m;
+  m.mutable_inventory()->add_rdma_devices()->set_name("mlx5_3");
+  EXPECT_FALSE(s.Handle(m).reject.has_value());
+  EXPECT_THAT(store_.FindNode("gpu-001")->Info().devices,
+              ::testing::ElementsAre("mlx5_3"));
+}
+
+}  // namespace
+}  // namespace fabricdiag::collector

@@ -1,0 +1,272 @@
+// The whole system with real processes on loopback: a collector, agents on
+// fake sysfs trees, and the `fabricdiag` CLI. Covers issue #3's end-to-end
+// list: layouts through the CLI, findings as JSON and as metrics, kill -9
+// and restart of the collector (state survives, agents reconnect and their
+// replayed buffers leave no gap), and agent_down opening when an agent dies
+// and resolving when it comes back.
+#include <signal.h>
+
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/agent/fake_sysfs.h"
+#include "tests/testing/subprocess.h"
+
+namespace fabricdiag {
+namespace {
+
+using ::fabricdiag::agent::BuildRoceNode;
+using ::fabricdiag::agent::ScopedTempDir;
+using ::fabricdiag::testing::HttpGet;
+using ::fabricdiag::testing::RunCommand;
+using ::fabricdiag::testing::RunResult;
+using ::fabricdiag::testing::Subprocess;
+using ::testing::HasSubstr;
+
+const std::string kAgent = FABRICDIAG_AGENT_BINARY;
+const std::string kCollector = FABRICDIAG_COLLECTOR_BINARY;
+const std::string kCli = FABRICDIAG_CLI_BINARY;
+
+int PortFromLog(const std::string& line, const std::string& what) {
+  std::smatch m;
+  std::regex re(what + " on port ([0-9]+)");
+  int port = 0;
+  if (std::regex_search(line, m, re)) (void)absl::SimpleAtoi(m[1].str(), &port);
+  return port;
+}
+
+// Polls `pred` every 50 ms for up to `timeout`.
+bool Eventually(const std::function<bool()>& pred,
+                absl::Duration timeout = absl::Seconds(20)) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    if (pred()) return true;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return pred();
+}
+
+class SystemTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    token_file_ = state_.path() + "/token";
+    std::ofstream(token_file_) << "0123456789abcdef0123456789abcdef\n";
+    for (int i = 0; i < 2; ++i) {
+      trees_.push_back(std::make_unique<ScopedTempDir>());
+      ASSERT_TRUE(BuildRoceNode(trees_.back()->path(), 2).ok());
+    }
+  }
+
+  void StartCollector(int grpc_port = 0) {
+    collector_ = std::make_unique<Subprocess>(std::vector<std::string>{
+        kCollector, absl::StrCat("--listen=127.0.0.1:", grpc_port),
+        "--http_listen=127.0.0.1:0", "--state_dir=" + state_.path() + "/state",
+        "--auth_token_file=" + token_file_, "--analysis_interval=100ms"});
+    ASSERT_TRUE(collector_->Start().ok());
+    std::string line;
+    ASSERT_TRUE(collector_->WaitForStderr("gRPC on port", &line))
+        << collector_->Stderr();
+    grpc_port_ = PortFromLog(line, "gRPC");
+    http_port_ = PortFromLog(line, "HTTP");
+    ASSERT_GT(grpc_port_, 0);
+    ASSERT_GT(http_port_, 0);
+  }
+
+  std::unique_ptr<Subprocess> StartAgent(int i) {
+    auto agent = std::make_unique<Subprocess>(std::vector<std::string>{
+        kAgent, absl::StrCat("--node=gpu-00", i),
+        "--sysfs_root=" + trees_[i]->path(),
+        "--ethtool_dir=" + trees_[i]->path(), "--listen=127.0.0.1:0",
+        "--interval=100ms",
+        absl::StrCat("--collector=127.0.0.1:", grpc_port_)});
+    EXPECT_TRUE(agent->Start().ok());
+    EXPECT_TRUE(agent->WaitForStderr("serving /metrics", nullptr));
+    return agent;
+  }
+
+  RunResult Cli(std::vector<std::string> args) {
+    std::vector<std::string> argv = {
+        kCli, absl::StrCat("--collector=127.0.0.1:", grpc_port_),
+        "--token_file=" + token_file_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCommand(argv);
+  }
+
+  nlohmann::json Findings(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {"findings", "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    RunResult r = Cli(args);
+    if (r.exit_code != 0) return nlohmann::json::array();
+    return nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  }
+
+  bool HasFinding(const nlohmann::json& findings, const std::string& kind,
+                  const std::string& node) {
+    if (!findings.is_array()) return false;
+    for (const auto& f : findings) {
+      if (f["kind"] == kind && f["node"] == node) return true;
+    }
+    return false;
+  }
+
+  std::string Metrics() {
+    absl::StatusOr<std::string> body = HttpGet(http_port_, "/metrics");
+    return body.ok() ? *body : "";
+  }
+
+  std::string WriteLayout() {
+    // tp=4 on 2-GPU nodes: every TP group spans both nodes.
+    const std::string path = state_.path() + "/layout.yaml";
+    std::ofstream(path) << "job: e2e-job\n"
+                           "gpus_per_node: 2\n"
+                           "parallelism: {tp: 4, pp: 1, dp: 1}\n"
+                           "hosts: [gpu-000, gpu-001]\n"
+                           "rails: [mlx5_0, mlx5_1]\n";
+    return path;
+  }
+
+  ScopedTempDir state_;
+  std::string token_file_;
+  std::vector<std::unique_ptr<ScopedTempDir>> trees_;
+  std::unique_ptr<Subprocess> collector_;
+  int grpc_port_ = 0;
+  int http_port_ = 0;
+};
+
+TEST_F(SystemTest, LayoutsFindingsRestartAndAgentDown) {
+  StartCollector();
+  std::unique_ptr<Subprocess> a0 = StartAgent(0);
+  std::unique_ptr<Subprocess> a1 = StartAgent(1);
+
+  // Both agents report.
+  ASSERT_TRUE(Eventually([&] {
+    RunResult r = Cli({"nodes", "--json"});
+    return r.exit_code == 0 && absl::StrContains(r.out, "gpu-000") &&
+           absl::StrContains(r.out, "gpu-001");
+  })) << Cli({"nodes"}).out
+      << collector_->Stderr();
+
+  // A write without the token is refused; with it, the layout is applied
+  // and the TP groups that cross nodes are reported at once.
+  RunResult denied =
+      RunCommand({kCli, absl::StrCat("--collector=127.0.0.1:", grpc_port_),
+                  "layout", "apply", WriteLayout()});
+  EXPECT_EQ(denied.exit_code, 1);
+  EXPECT_THAT(denied.err, HasSubstr("unauthenticated"));
+  RunResult applied = Cli({"layout", "apply", WriteLayout()});
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  EXPECT_THAT(applied.out, HasSubstr("tp_cross_node"));
+  nlohmann::json findings = Findings({"--job=e2e-job"});
+  ASSERT_TRUE(findings.is_array());
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0]["kind"], "tp_cross_node");
+  EXPECT_EQ(findings[0]["group"], "tp:0");
+  EXPECT_EQ(findings[0]["nodes"],
+            nlohmann::json::array({"gpu-000", "gpu-001"}));
+  EXPECT_THAT(Metrics(),
+              HasSubstr("fabricdiag_finding_active{kind=\"tp_cross_node\""));
+
+  // kill -9 the collector and restart it on the same port: the layout and
+  // the finding history are still there and the agents reconnect.
+  collector_->Signal(SIGKILL);
+  ASSERT_TRUE(collector_->Wait(absl::Seconds(10)).has_value());
+  const int port = grpc_port_;
+  absl::SleepFor(absl::Milliseconds(300));  // agents buffer in the meantime
+  StartCollector(port);
+  RunResult list = Cli({"layout", "list"});
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_THAT(list.out, HasSubstr("e2e-job"));
+  std::string metrics;
+  ASSERT_TRUE(Eventually([&] {
+    metrics = Metrics();
+    return absl::StrContains(metrics,
+                             "fabricdiag_agent_up{node=\"gpu-000\"} 1") &&
+           absl::StrContains(metrics,
+                             "fabricdiag_agent_up{node=\"gpu-001\"} 1");
+  })) << metrics;
+  // The agents' replay after the outage: no report missing.
+  EXPECT_THAT(
+      metrics,
+      HasSubstr("fabricdiag_agent_missing_reports_total{node=\"gpu-000\"} 0"));
+
+  // An agent dies: agent_down opens for it (and only it) ...
+  a1->Signal(SIGKILL);
+  ASSERT_TRUE(Eventually([&] {
+    return HasFinding(Findings(), "agent_down", "gpu-001");
+  })) << Findings().dump();
+  EXPECT_FALSE(HasFinding(Findings(), "agent_down", "gpu-000"));
+  EXPECT_TRUE(Eventually([&] {
+    return absl::StrContains(Metrics(),
+                             "fabricdiag_agent_up{node=\"gpu-001\"} 0");
+  }));
+  // ... and resolves when it comes back.
+  a1 = StartAgent(1);
+  ASSERT_TRUE(Eventually(
+      [&] { return !HasFinding(Findings(), "agent_down", "gpu-001"); }));
+  nlohmann::json all = Findings({"--all"});
+  bool resolved = false;
+  for (const auto& f : all) {
+    if (f["kind"] == "agent_down" && f["node"] == "gpu-001" &&
+        f["state"] == "resolved") {
+      resolved = true;
+    }
+  }
+  EXPECT_TRUE(resolved) << all.dump();
+
+  // Deleting the layout resolves its finding.
+  RunResult deleted = Cli({"layout", "delete", "e2e-job"});
+  EXPECT_EQ(deleted.exit_code, 0) << deleted.err;
+  EXPECT_TRUE(Eventually([&] { return Findings({"--job=e2e-job"}).empty(); }));
+
+  collector_->Signal(SIGTERM);
+  EXPECT_EQ(collector_->Wait(absl::Seconds(15)), std::optional<int>(0));
+}
+
+TEST_F(SystemTest, HealthzAndPromtoolAcceptTheCollectorMetrics) {
+  StartCollector();
+  absl::StatusOr<std::string> health = HttpGet(http_port_, "/healthz");
+  ASSERT_TRUE(health.ok()) << health.status();
+  EXPECT_THAT(*health, HasSubstr("ok"));
+  if (std::system("command -v promtool >/dev/null 2>&1") == 0) {
+    const std::string path = state_.path() + "/collector.prom";
+    std::ofstream(path) << Metrics();
+    RunResult r =
+        RunCommand({"/bin/sh", "-c", "promtool check metrics < " + path});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(r.out + r.err, "");
+  }
+}
+
+TEST_F(SystemTest, CollectorRefusesBadConfigurationClearly) {
+  RunResult r = RunCommand({kCollector, "--listen=nonsense"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--listen"));
+  const std::string file = state_.path() + "/not-a-dir";
+  std::ofstream(file) << "x";
+  r = RunCommand({kCollector, "--listen=127.0.0.1:0",
+                  "--http_listen=127.0.0.1:0", "--state_dir=" + file});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--state_dir"));
+  const std::string short_token = state_.path() + "/short";
+  std::ofstream(short_token) << "abc\n";
+  r = RunCommand({kCollector, "--listen=127.0.0.1:0",
+                  "--http_listen=127.0.0.1:0",
+                  "--state_dir=" + state_.path() + "/s2",
+                  "--auth_token_file=" + short_token});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("at least 16 characters"));
+}
+
+}  // namespace
+}  // namespace fabricdiag

@@ -217,7 +217,13 @@ absl::Status EthtoolSource::CollectText(const std::string& ifname,
     names.push_back(std::move(name));
     values.push_back(value);
   }
-  Emit(ifname, BuildCache(std::move(names)), values, snapshot);
+  // Classifying ~200 names is most of the cost of a text read; the names of
+  // a netdev rarely change, so reuse the classification while they match.
+  auto it = cache_.find(ifname);
+  if (it == cache_.end() || it->second.names != names) {
+    it = cache_.insert_or_assign(ifname, BuildCache(std::move(names))).first;
+  }
+  Emit(ifname, it->second, values, snapshot);
 
   if (parsed.errors.empty()) return absl::OkStatus();
   const size_t bad = parsed.errors.size() + parsed.dropped_errors;

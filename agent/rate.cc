@@ -44,28 +44,52 @@ std::optional<uint64_t> CounterDelta(uint64_t previous, uint64_t current,
   return distance;
 }
 
+const RateCalculator::Previous* RateCalculator::FindPrevious(size_t position,
+                                                             const Sample& s) {
+  auto same = [&s](const Previous& p) {
+    return p.port == s.port && p.subsystem == s.subsystem && p.name == s.name &&
+           p.device == s.device;
+  };
+  if (position < previous_.size() && same(previous_[position])) {
+    return &previous_[position];
+  }
+  if (!index_built_) {
+    index_.clear();
+    for (size_t i = 0; i < previous_.size(); ++i) {
+      const Previous& p = previous_[i];
+      index_.emplace(std::make_tuple(p.subsystem, p.device, p.port, p.name), i);
+    }
+    index_built_ = true;
+  }
+  auto it = index_.find(std::make_tuple(s.subsystem, s.device, s.port, s.name));
+  return it == index_.end() ? nullptr : &previous_[it->second];
+}
+
 std::vector<SampleRate> RateCalculator::Update(const Snapshot& snapshot) {
   std::vector<SampleRate> out(snapshot.samples.size());
-  std::map<Key, Previous> next;
+  std::vector<Previous> next;
+  next.reserve(snapshot.samples.size());
+  index_built_ = false;
   for (size_t i = 0; i < snapshot.samples.size(); ++i) {
     const Sample& s = snapshot.samples[i];
     if (s.kind != Kind::kCounter) continue;
-    Key key(s.subsystem, s.device, s.port, s.name);
-    auto it = previous_.find(key);
-    if (it != previous_.end()) {
-      const Previous& prev = it->second;
+    // Counters are appended to `next` in snapshot order, so position
+    // next.size() in this snapshot is the natural match in the previous.
+    const Previous* prev = FindPrevious(next.size(), s);
+    if (prev != nullptr) {
       SampleRate& r = out[i];
-      if (prev.saturated && s.raw < prev.raw) {
+      if (prev->saturated && s.raw < prev->raw) {
         // A saturated PMA counter only moves again after a clear.
         r.reset = true;
         ++resets_;
-      } else if (!s.saturated && !prev.saturated) {
+      } else if (!s.saturated && !prev->saturated) {
         bool wrapped = false;
         std::optional<uint64_t> delta =
             Saturates(s.subsystem)
-                ? (s.raw >= prev.raw ? std::optional<uint64_t>(s.raw - prev.raw)
-                                     : std::nullopt)
-                : CounterDelta(prev.raw, s.raw, s.width_bits, &wrapped);
+                ? (s.raw >= prev->raw
+                       ? std::optional<uint64_t>(s.raw - prev->raw)
+                       : std::nullopt)
+                : CounterDelta(prev->raw, s.raw, s.width_bits, &wrapped);
         if (!delta.has_value()) {
           r.reset = true;
           ++resets_;
@@ -74,7 +98,7 @@ std::vector<SampleRate> RateCalculator::Update(const Snapshot& snapshot) {
           r.wrapped = wrapped;
           if (wrapped) ++wraps_;
           const int64_t dt_nanos =
-              snapshot.monotonic_nanos - prev.monotonic_nanos;
+              snapshot.monotonic_nanos - prev->monotonic_nanos;
           if (dt_nanos > 0) {
             r.per_second = static_cast<double>(*delta) * s.scale /
                            (static_cast<double>(dt_nanos) * 1e-9);
@@ -82,8 +106,8 @@ std::vector<SampleRate> RateCalculator::Update(const Snapshot& snapshot) {
         }
       }
     }
-    next.emplace(std::move(key),
-                 Previous{s.raw, snapshot.monotonic_nanos, s.saturated});
+    next.push_back(Previous{s.subsystem, s.device, s.port, s.name, s.raw,
+                            snapshot.monotonic_nanos, s.saturated});
   }
   previous_ = std::move(next);
   return out;

@@ -53,13 +53,24 @@ class RateCalculator {
   uint64_t wraps() const { return wraps_; }
 
  private:
-  using Key = std::tuple<Subsystem, std::string, uint32_t, std::string>;
+  // The previous snapshot's counters, in its order. Sources emit series in
+  // a stable order, so sample i almost always matches previous_[i] and no
+  // lookup is needed; a keyed index is built only when the order changed.
   struct Previous {
+    Subsystem subsystem;
+    std::string device;
+    uint32_t port;
+    std::string name;
     uint64_t raw;
     int64_t monotonic_nanos;
     bool saturated;
   };
-  std::map<Key, Previous> previous_;
+  const Previous* FindPrevious(size_t position, const Sample& s);
+
+  std::vector<Previous> previous_;
+  std::map<std::tuple<Subsystem, std::string, uint32_t, std::string>, size_t>
+      index_;
+  bool index_built_ = false;
   uint64_t resets_ = 0;
   uint64_t wraps_ = 0;
 };

@@ -87,7 +87,7 @@ const std::vector<CommandSpec>& Commands() {
           const CommandEnv& e) { return NodesCommand(*c, o, e); }},
       {{"plan"},
        {"FILE"},
-       "offline: a layout's groups and NVLink crossings [--json]",
+       "offline: groups, NVLink crossings, traffic per step [--json]",
        false,
        [](CollectorClient*, Args a, const CommandOptions& o,
           const CommandEnv& e) { return PlanCommand(a[0], o, e); }},

@@ -554,5 +554,36 @@ TEST_F(EthtoolSourceTextTest, ReadsTheCurrentFileOnEveryCollect) {
   EXPECT_EQ(Find(b, "eth0", "rx_discards_phy")->raw, 2u);
 }
 
+// Text reads reuse the names' classification while the names match, and
+// classify afresh when the file's stat set changes (PFC enabled on a
+// priority adds its lines; the same count with other names must not keep
+// the old meanings).
+TEST_F(EthtoolSourceTextTest, NameChangesAreClassifiedAfresh) {
+  EthtoolSource source(EthtoolTextDir{dir_}, {});
+  Write("eth0", "rx_discards_phy: 1\nrx_prio3_pause: 5\n");
+  Snapshot a = WithNetdevs({"eth0"});
+  source.Collect(&a);
+  ASSERT_NE(Find(a, "eth0", "rx_prio3_pause"), nullptr);
+  EXPECT_EQ(Find(a, "eth0", "rx_prio3_pause")->priority, 3);
+  EXPECT_EQ(source.cached_netdevs(), 1u);
+
+  Write("eth0", "rx_discards_phy: 2\nrx_prio4_pause: 7\n");
+  Snapshot b = WithNetdevs({"eth0"});
+  source.Collect(&b);
+  EXPECT_EQ(Find(b, "eth0", "rx_prio3_pause"), nullptr);
+  const Sample* p4 = Find(b, "eth0", "rx_prio4_pause");
+  ASSERT_NE(p4, nullptr);
+  EXPECT_EQ(p4->meaning, Meaning::kPfcPauseFrames);
+  EXPECT_EQ(p4->priority, 4);
+  EXPECT_EQ(p4->raw, 7u);
+  EXPECT_EQ(Find(b, "eth0", "rx_discards_phy")->meaning,
+            Meaning::kRxDiscardsPhy);
+
+  // The netdev goes away: its cached names are dropped.
+  Snapshot c = WithNetdevs({});
+  source.Collect(&c);
+  EXPECT_EQ(source.cached_netdevs(), 0u);
+}
+
 }  // namespace
 }  // namespace fabricdiag::agent

@@ -278,6 +278,7 @@ void NetdevSource::CollectNetdev(const std::string& netdev,
   }
 
   // speed: Mb/s; -1 (SPEED_UNKNOWN), empty or EINVAL while the link is down.
+  double speed_bytes_per_second = 0;
   {
     const std::string path = dir + "speed";
     absl::StatusOr<std::string> text = reader_->ReadAttribute(path);
@@ -294,6 +295,8 @@ void NetdevSource::CollectNetdev(const std::string& netdev,
         RecordSourceError(status, absl::OutOfRangeError(absl::StrCat(
                                       path, ": implausible speed ", *mbps)));
       } else if (*mbps >= 0) {
+        speed_bytes_per_second =
+            static_cast<double>(*mbps) * kBytesPerSecondPerMbps;
         snapshot->samples.push_back(MakeSample(
             Subsystem::kNetdevAttribute, netdev, "speed_bytes_per_second",
             static_cast<uint64_t>(*mbps) * kBytesPerSecondPerMbps, Kind::kGauge,
@@ -318,6 +321,7 @@ void NetdevSource::CollectNetdev(const std::string& netdev,
 
   NetdevInfo info;
   info.name = netdev;
+  info.speed_bytes_per_second = speed_bytes_per_second;
   absl::StatusOr<std::string> operstate =
       reader_->ReadAttribute(dir + "operstate");
   if (operstate.ok()) info.operstate = std::string(TrimValue(*operstate));

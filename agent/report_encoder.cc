@@ -173,6 +173,7 @@ v1::Inventory BuildInventory(const Snapshot& snapshot) {
     p->set_operstate(n.operstate);
     p->set_rdma_device(n.rdma_device);
     p->set_rdma_port(n.rdma_port);
+    p->set_speed_bytes_per_second(n.speed_bytes_per_second);
   }
   for (const VerbsPortInfo& v : snapshot.verbs_ports) {
     v1::VerbsPort* p = inv.add_verbs_ports();

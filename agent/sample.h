@@ -140,6 +140,7 @@ struct NetdevInfo {
   std::string operstate;    // "up", "down", ...; "" when unreadable
   std::string rdma_device;  // "" when the netdev has no RDMA device
   uint32_t rdma_port = 0;
+  double speed_bytes_per_second = 0;  // from `speed`; 0 when unknown
 };
 
 // Port attributes from libibverbs (ibv_query_port).

@@ -26,6 +26,10 @@ struct Finding {
   std::string summary;
   std::map<std::string, double> evidence;
   std::map<std::string, std::string> evidence_text;
+  // Opens at once instead of after HysteresisConfig::open_after passes: the
+  // evidence is an event, not a level (a pause-storm event, a link that
+  // went down).
+  bool immediate = false;
 };
 
 }  // namespace fabricdiag::analysis

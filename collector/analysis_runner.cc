@@ -3,6 +3,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "analysis/analyzer.h"
+#include "analysis/fabric_view.h"
 #include "analysis/finding.h"
 #include "analysis/tp_cross_node.h"
 #include "common/log.h"
@@ -37,7 +39,35 @@ FindingReport ToReport(analysis::Finding f) {
   return r;
 }
 
+analysis::Severity FromProto(v1::Severity s) {
+  switch (s) {
+    case v1::SEVERITY_INFO:
+      return analysis::Severity::kInfo;
+    case v1::SEVERITY_CRITICAL:
+      return analysis::Severity::kCritical;
+    default:
+      return analysis::Severity::kWarning;
+  }
+}
+
+// An active finding of the store as the hysteresis remembers it.
+analysis::Finding FromProto(const v1::Finding& f) {
+  analysis::Finding out;
+  out.kind = f.kind();
+  out.severity = FromProto(f.severity());
+  out.job = f.job();
+  out.node = f.node();
+  out.nodes.assign(f.nodes().begin(), f.nodes().end());
+  out.device = f.device();
+  out.group = f.group();
+  out.summary = f.summary();
+  out.evidence.insert(f.evidence().begin(), f.evidence().end());
+  out.evidence_text.insert(f.evidence_text().begin(), f.evidence_text().end());
+  return out;
+}
+
 constexpr char kLayoutSource[] = "layout_analyzers";
+constexpr char kRateSource[] = "rate_analyzers";
 
 }  // namespace
 
@@ -50,7 +80,9 @@ AnalysisRunner::AnalysisRunner(const SeriesStore* series,
       findings_(findings),
       stats_(stats),
       clock_(clock),
-      options_(options) {}
+      options_(options),
+      view_builder_(series),
+      hysteresis_(options.analysis.hysteresis) {}
 
 AnalysisRunner::~AnalysisRunner() { Stop(); }
 
@@ -112,12 +144,54 @@ void AnalysisRunner::RunLayoutAnalyzers(absl::Time now) {
   Persisted(findings_->Update(reports, now, kLayoutSource));
 }
 
+void AnalysisRunner::RunRateAnalyzers(absl::Time now) {
+  if (!hysteresis_seeded_) {
+    // Findings the rate analyzers opened before a restart: every active
+    // finding that neither liveness nor the layout analyzers own.
+    std::vector<analysis::Finding> active;
+    for (const v1::Finding& f : findings_->Active()) {
+      if (f.kind() == kAgentDownKind ||
+          f.kind() == analysis::kTpCrossNodeKind) {
+        continue;
+      }
+      active.push_back(FromProto(f));
+    }
+    hysteresis_.Seed(active);
+    hysteresis_seeded_ = true;
+  }
+  std::shared_ptr<const RegistrySnapshot> snapshot = registry_->Snapshot();
+  static const v1::Topology* const kNoTopology = new v1::Topology();
+  const v1::Topology* topology =
+      snapshot->topology != nullptr ? snapshot->topology.get() : kNoTopology;
+  const analysis::FabricView view =
+      view_builder_.Build(topology, options_.analysis.window_seconds, now);
+  if (!topology_index_.has_value() || indexed_topology_ != snapshot->topology) {
+    indexed_topology_ = snapshot->topology;
+    topology_index_.emplace(topology);
+  }
+  analysis::AnalysisInput in;
+  in.view = &view;
+  in.topology = topology;
+  in.topology_index = &*topology_index_;
+  in.config = &options_.analysis;
+  for (const auto& [job, entry] : snapshot->layouts) {
+    in.layouts.push_back(&entry->model);
+  }
+  std::vector<FindingReport> reports;
+  for (analysis::Finding& f :
+       hysteresis_.Step(analysis::RunRateAnalyzers(in))) {
+    reports.push_back(ToReport(std::move(f)));
+  }
+  Persisted(findings_->Update(reports, now, kRateSource));
+}
+
 void AnalysisRunner::RunOnce() {
   std::lock_guard<std::mutex> lock(pass_mu_);
   const int64_t start = clock_.MonotonicNanos();
   const absl::Time now = clock_.Now();
   RunLiveness(now);
   RunLayoutAnalyzers(now);
+  RunRateAnalyzers(now);
   stats_->passes.fetch_add(1);
   stats_->last_pass_nanos.store(clock_.MonotonicNanos() - start);
 }

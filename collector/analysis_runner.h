@@ -2,10 +2,17 @@
 // FindingsStore.
 //
 // Every pass (default every second) takes a snapshot of the layouts and the
-// nodes and runs each analyzer as its own "source": the store opens,
-// updates and resolves findings per source. Today: agent liveness
-// (agent_down) and the layout analyzers (tp_cross_node); the rate
-// analyzers of issue #4 plug in here.
+// nodes and runs each analyzer family as its own "source": the store opens,
+// updates and resolves findings per source:
+// - agent liveness (agent_down);
+// - the layout analyzers (tp_cross_node), also run at once after a layout
+//   is applied;
+// - the rate analyzers (analysis/analyzer.h) over a FabricView of the last
+//   `analysis.window_seconds`, gated by a Hysteresis so a finding opens only
+//   after its condition held for several passes and resolves after it was
+//   clear for several. After a restart the hysteresis is seeded with the
+//   findings still active in the store, so a condition that persists across
+//   the restart keeps its finding (and its id).
 //
 //   AnalysisRunner runner(&series, &registry, &findings, &stats, clock, {});
 //   runner.Start();          // background thread
@@ -16,14 +23,20 @@
 #pragma once
 
 #include <condition_variable>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/time/time.h"
+#include "analysis/analysis_config.h"
+#include "analysis/hysteresis.h"
+#include "analysis/topology_index.h"
 #include "collector/agent_liveness.h"
 #include "collector/collector_metrics.h"
+#include "collector/fabric_view_builder.h"
 #include "collector/findings_store.h"
 #include "collector/layout_registry.h"
 #include "collector/series_store.h"
@@ -36,6 +49,7 @@ class AnalysisRunner {
   struct Options {
     absl::Duration interval = absl::Seconds(1);
     LivenessOptions liveness;
+    analysis::AnalysisConfig analysis;
   };
 
   // Pointers must outlive the runner.
@@ -56,6 +70,7 @@ class AnalysisRunner {
  private:
   void RunLiveness(absl::Time now);
   void RunLayoutAnalyzers(absl::Time now);
+  void RunRateAnalyzers(absl::Time now);
   void Persisted(const absl::Status& status);
 
   const SeriesStore* const series_;
@@ -66,6 +81,14 @@ class AnalysisRunner {
   const Options options_;
 
   std::mutex pass_mu_;  // one pass at a time
+  // Rate analysis state, used under pass_mu_.
+  FabricViewBuilder view_builder_;
+  analysis::Hysteresis hysteresis_;
+  // The index of the topology last analyzed, rebuilt only when ApplyTopology
+  // swaps the registry's topology (kept alive so its address is not reused).
+  std::shared_ptr<const v1::Topology> indexed_topology_;
+  std::optional<analysis::TopologyIndex> topology_index_;
+  bool hysteresis_seeded_ = false;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;

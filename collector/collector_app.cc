@@ -74,6 +74,25 @@ absl::StatusOr<std::string> ReadToken(const std::string& path) {
 
 }  // namespace
 
+absl::StatusOr<analysis::AnalysisConfig> LoadAnalysisConfig(
+    const std::string& path) {
+  if (path.empty()) return analysis::AnalysisConfig();
+  std::ifstream in(path);
+  if (!in) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--analysis_config=", path, ": cannot read"));
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  absl::StatusOr<analysis::AnalysisConfig> config =
+      analysis::ParseAnalysisConfig(ss.str());
+  if (!config.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--analysis_config=", path, ": ", config.status().message()));
+  }
+  return config;
+}
+
 absl::Status ValidateCollectorConfig(const CollectorConfig& config) {
   RETURN_IF_ERROR(ValidateHostPort("listen", config.listen));
   RETURN_IF_ERROR(ValidateHostPort("http_listen", config.http_listen));
@@ -100,6 +119,7 @@ absl::Status ValidateCollectorConfig(const CollectorConfig& config) {
     return absl::InvalidArgumentError(
         "--window_samples: must be between 60 and 86400");
   }
+  RETURN_IF_ERROR(LoadAnalysisConfig(config.analysis_config).status());
   return absl::OkStatus();
 }
 
@@ -151,6 +171,16 @@ int RunCollector(const CollectorConfig& config) {
   AnalysisStats stats;
   AnalysisRunner::Options runner_options;
   runner_options.interval = config.analysis_interval;
+  {
+    absl::StatusOr<analysis::AnalysisConfig> analysis =
+        LoadAnalysisConfig(config.analysis_config);
+    if (!analysis.ok()) {
+      LogError(
+          absl::StrCat("fabricdiag-collector: ", analysis.status().message()));
+      return 1;
+    }
+    runner_options.analysis = *analysis;
+  }
   AnalysisRunner runner(&series, &registry, &findings, &stats, clock,
                         runner_options);
 

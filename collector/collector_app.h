@@ -9,7 +9,9 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "analysis/analysis_config.h"
 
 namespace fabricdiag::collector {
 
@@ -23,12 +25,20 @@ struct CollectorConfig {
   std::string auth_token_file;
   absl::Duration analysis_interval = absl::Seconds(1);
   size_t window_samples = 600;  // rates kept per series (10 min at 1 s)
+  // YAML/JSON analyzer thresholds (analysis/analysis_config.h); empty =
+  // the documented defaults.
+  std::string analysis_config;
 };
 
 inline constexpr char kCollectorVersion[] = "0.1.0";
 
 // The message names the flag at fault. Does not touch the network.
 absl::Status ValidateCollectorConfig(const CollectorConfig& config);
+
+// The analyzer thresholds of --analysis_config (defaults when empty);
+// InvalidArgument naming the flag, the file and the key.
+absl::StatusOr<analysis::AnalysisConfig> LoadAnalysisConfig(
+    const std::string& path);
 
 // Serves until SIGINT or SIGTERM, then returns 0; returns 1 when it cannot
 // start (state dir unusable, port in use, bad TLS files, bad token file).

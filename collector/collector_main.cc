@@ -26,6 +26,9 @@ ABSL_FLAG(absl::Duration, analysis_interval, absl::Seconds(1),
           "How often the analyzers run");
 ABSL_FLAG(int, window_samples, 600,
           "Rates kept per series (600 = 10 minutes at 1 s)");
+ABSL_FLAG(std::string, analysis_config, "",
+          "YAML/JSON file of analyzer thresholds and hysteresis (see "
+          "deploy/analysis.yaml); empty = documented defaults");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -48,6 +51,7 @@ int main(int argc, char** argv) {
   config.analysis_interval = absl::GetFlag(FLAGS_analysis_interval);
   const int window = absl::GetFlag(FLAGS_window_samples);
   config.window_samples = window < 0 ? 0 : static_cast<size_t>(window);
+  config.analysis_config = absl::GetFlag(FLAGS_analysis_config);
   absl::Status status = fabricdiag::collector::ValidateCollectorConfig(config);
   if (!status.ok()) {
     std::cerr << "fabricdiag-collector: " << status.message() << "\n";

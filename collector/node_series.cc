@@ -54,6 +54,7 @@ uint64_t NodeSeries::BeginStream(absl::string_view boot_id,
 absl::StatusOr<std::vector<uint32_t>> NodeSeries::MapSchema(
     const v1::Schema& schema) {
   absl::MutexLock lock(&mu_);
+  ++version_;
   const uint64_t pass = ++map_pass_;
   std::vector<uint32_t> slots;
   slots.reserve(static_cast<size_t>(schema.series_size()));
@@ -166,6 +167,39 @@ void NodeSeries::SetInventory(const v1::Inventory& inventory) {
   }
   absl::MutexLock lock(&mu_);
   devices_ = std::move(devices);
+  inventory_ = inventory;
+  ++version_;
+}
+
+v1::Inventory NodeSeries::inventory() const {
+  absl::MutexLock lock(&mu_);
+  return inventory_;
+}
+
+uint64_t NodeSeries::version() const {
+  absl::MutexLock lock(&mu_);
+  return version_;
+}
+
+void NodeSeries::RecentMeans(size_t samples, std::vector<double>* out) const {
+  absl::MutexLock lock(&mu_);
+  out->assign(rings_.size(), std::numeric_limits<double>::quiet_NaN());
+  const uint64_t end = next_k_;
+  const uint64_t begin = end > samples ? end - samples : 0;
+  for (size_t slot = 0; slot < rings_.size(); ++slot) {
+    const SeriesRing& ring = rings_[slot];
+    const uint64_t from = std::max(begin, ring.begin());
+    const uint64_t to = std::min(end, ring.end());
+    double sum = 0;
+    uint32_t n = 0;
+    for (uint64_t k = from; k < to; ++k) {
+      const float v = ring.At(k);
+      if (std::isnan(v)) continue;
+      sum += v;
+      ++n;
+    }
+    if (n > 0) (*out)[slot] = sum / n;
+  }
 }
 
 NodeInfo NodeSeries::Info() const {

@@ -122,8 +122,21 @@ class NodeSeries {
                  absl::Span<const uint32_t> slots, absl::Time received,
                  uint64_t* held);
 
-  // Replaces the node's device list (from an Inventory message).
+  // Replaces the node's inventory and device list (from an Inventory
+  // message).
   void SetInventory(const v1::Inventory& inventory);
+  // The latest Inventory; empty until one arrives.
+  v1::Inventory inventory() const;
+
+  // Changes whenever the node's series, their metadata or its inventory may
+  // have changed (a schema was mapped, an inventory arrived), so readers can
+  // cache what they derive from ListSeries() and inventory().
+  uint64_t version() const;
+
+  // The mean rate of every series slot (ListSeries() order) over the last
+  // `samples` reports, ignoring samples without a rate; NaN for a series
+  // with no rate among them. One lock, no allocation once `out` has grown.
+  void RecentMeans(size_t samples, std::vector<double>* out) const;
 
   NodeInfo Info() const;
   std::vector<SeriesMeta> ListSeries() const;
@@ -176,6 +189,8 @@ class NodeSeries {
   std::vector<uint64_t> seqs_ ABSL_GUARDED_BY(mu_);
   absl::Time last_report_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::vector<std::string> devices_ ABSL_GUARDED_BY(mu_);
+  v1::Inventory inventory_ ABSL_GUARDED_BY(mu_);
+  uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<Series> series_ ABSL_GUARDED_BY(mu_);
   // The hot data, by slot, contiguous: ingest walks it in schema order.
   std::vector<SeriesRing> rings_ ABSL_GUARDED_BY(mu_);

@@ -1,0 +1,136 @@
+// Thresholds of every rate analyzer and the hysteresis that gates their
+// findings, with documented defaults; overridable from a YAML or JSON file
+// (the collector's --analysis_config).
+//
+//   window_seconds: 5
+//   hysteresis: {open_after: 3, clear_after: 5}
+//   hot_expert_incast: {rx_over_median: 4, min_link_fraction: 0.25}
+//   pfc_storm: {warning_pause_fraction: 0.2}
+//
+// Every key is optional; an unknown key or an out-of-range value is an error
+// that names the key (a typo must not silently keep a default).
+//
+//   ASSIGN_OR_RETURN(AnalysisConfig config, ParseAnalysisConfig(text));
+//
+// Plain values: copy freely.
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace fabricdiag::analysis {
+
+// Findings open after their condition held in `open_after` consecutive
+// passes and resolve after it was clear in `clear_after` consecutive passes,
+// so a single noisy sample never pages anyone. Findings marked `immediate`
+// (a pause-storm event, a link that went down) skip the open delay.
+struct HysteresisConfig {
+  int open_after = 3;
+  int clear_after = 5;
+};
+
+struct HotExpertIncastConfig {
+  // A member's RX far above its EP group's median: 4x is well beyond the
+  // routing skew of a trained MoE router (auxiliary-loss balancing keeps
+  // expert load within ~1.5-2x of the mean; the seed's "far above").
+  double rx_over_median = 4.0;
+  // ... and a meaningful share of its link: 25% of the link rate, so idle
+  // groups with tiny absolute numbers never trip the ratio.
+  double min_link_fraction = 0.25;
+  // Used as the floor when the link rate is unknown: 2.5 GB/s (20 Gb/s).
+  double min_rx_bytes_per_second = 2.5e9;
+  // Smallest EP group whose median means anything.
+  int min_group_size = 3;
+};
+
+struct PfcStormConfig {
+  // Fraction of time a port transmitted pause on one priority. SONiC's PFC
+  // watchdog calls a queue stormed when it stays paused for its detection
+  // time (default 200 ms); a healthy RoCE fabric pauses well under 1%.
+  double warning_pause_fraction = 0.2;
+  double critical_pause_fraction = 0.5;
+  // Where a driver has only frame counters: pause frames/s that mean the
+  // same. A 100 Gb/s port needs ~2,980 max-quanta frames/s to stay paused
+  // (65535 quanta x 512 bit times = 335 us each), so 20% is ~600 frames/s.
+  double warning_pause_frames_per_second = 600;
+  // A victim receives pause for at least this fraction of time.
+  double victim_pause_fraction = 0.05;
+};
+
+struct EcmpImbalanceConfig {
+  // Uplink TX max/mean across a switch's ECMP group (the seed's 1.5).
+  double max_over_mean = 1.5;
+  // Only when the mean uplink is busy enough for imbalance to hurt: 10% of
+  // the uplink rate (or min_mean_bytes_per_second when unknown).
+  double min_mean_utilization = 0.1;
+  double min_mean_bytes_per_second = 1.25e9;
+  // Host-side variant without switch telemetry: a NIC's CNPs handled over
+  // the median of the NICs the model says carry equal load.
+  double cnp_over_median = 4.0;
+  double min_cnp_per_second = 1000;
+};
+
+struct LinkErrorsConfig {
+  // Sustained errors per second on one port (any of symbol, receive, CRC).
+  // IBTA's PortCounters are meant to stay at zero on a healthy link; NVIDIA
+  // UFM's default symbol-error alarm is ~1 per second sustained.
+  double errors_per_second = 1.0;
+  // Pre-FEC BER (corrected bits / received bits) above which the link is
+  // degrading: 1e-6 (NVIDIA's guidance for HDR/NDR PAM4 links is < 1e-8
+  // raw BER before FEC margin runs out well above 1e-5).
+  double pre_fec_ber = 1e-6;
+  // Post-FEC BER (uncorrected symbols / received bits): 1e-12 is the IEEE
+  // 802.3 target; above it frames are being lost.
+  double post_fec_ber = 1e-12;
+};
+
+struct LinkDegradedConfig {
+  // A port running below this fraction of its expected rate, or of the
+  // median rate of its node's peer ports of the same kind.
+  double min_rate_fraction = 0.9;
+};
+
+struct RetransmissionsConfig {
+  // Retransmission-class events per second (out of sequence, sequence-error
+  // NAKs, ACK timeouts, RNR NAKs, adaptive retransmissions). Healthy
+  // lossless RoCE shows essentially none.
+  double events_per_second = 10;
+};
+
+struct CongestionConfig {
+  // ECN-marked packets or CNPs sent per second at a port, and its share of
+  // the median of its peers (ports of the same job, or of the fabric).
+  double cnp_per_second = 10000;
+  double over_median = 5.0;
+};
+
+struct StragglerNicConfig {
+  // A DP/EP member whose throughput is below this fraction of its group's
+  // median while the median is busy.
+  double below_median_fraction = 0.5;
+  double min_median_link_fraction = 0.1;
+  double min_median_bytes_per_second = 1.25e9;
+  int min_group_size = 3;
+};
+
+struct AnalysisConfig {
+  // Rates are averaged over this window before each pass.
+  double window_seconds = 5;
+  HysteresisConfig hysteresis;
+  HotExpertIncastConfig hot_expert_incast;
+  PfcStormConfig pfc_storm;
+  EcmpImbalanceConfig ecmp_imbalance;
+  LinkErrorsConfig link_errors;
+  LinkDegradedConfig link_degraded;
+  RetransmissionsConfig retransmissions;
+  CongestionConfig congestion;
+  StragglerNicConfig straggler_nic;
+};
+
+// Parses a YAML (or JSON) config; InvalidArgument naming the key on an
+// unknown key, a non-number or an out-of-range value.
+absl::StatusOr<AnalysisConfig> ParseAnalysisConfig(absl::string_view text);
+
+}  // namespace fabricdiag::analysis

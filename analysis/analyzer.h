@@ -1,0 +1,54 @@
+// The input every rate analyzer takes, and the list of analyzers.
+//
+// An analyzer is a pure function: AnalysisInput in, candidate findings out.
+// "Candidate" because the hysteresis (analysis/hysteresis.h) decides when a
+// condition has held long enough to open a finding and been clear long
+// enough to resolve it; an analyzer only says what it sees in this window.
+//
+//   AnalysisInput in{&view, layouts, &topology, &config};
+//   std::vector<Finding> found = RunRateAnalyzers(in);
+//
+// Pure and thread-compatible: the input is read-only.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "analysis/analysis_config.h"
+#include "analysis/fabric_view.h"
+#include "analysis/finding.h"
+#include "analysis/layout_model.h"
+#include "analysis/topology_index.h"
+#include "proto/layout.pb.h"
+
+namespace fabricdiag::analysis {
+
+struct AnalysisInput {
+  const FabricView* view = nullptr;
+  // Every declared job's validated layout.
+  std::vector<const LayoutModel*> layouts;
+  // The fabric topology; empty (no switches, no links) when none declared.
+  const v1::Topology* topology = nullptr;
+  // An index of `topology`, built once when the topology is applied; may be
+  // null (RunRateAnalyzers then builds one per pass).
+  const TopologyIndex* topology_index = nullptr;
+  const AnalysisConfig* config = nullptr;
+};
+
+// in.topology_index, or an index of in.topology built into *local when the
+// caller gave none (tests and one-off callers).
+const TopologyIndex& IndexOf(const AnalysisInput& in,
+                             std::optional<TopologyIndex>* local);
+
+// The one job whose layout places ranks on host `node`'s NIC, named by its
+// RDMA device or its netdev (either may be ""); "" when no job or several
+// jobs use it.
+std::string JobOfNic(const AnalysisInput& in, absl::string_view node,
+                     absl::string_view device, absl::string_view netdev);
+
+// Every rate analyzer of analysis/, in a fixed order.
+std::vector<Finding> RunRateAnalyzers(const AnalysisInput& in);
+
+}  // namespace fabricdiag::analysis

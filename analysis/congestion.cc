@@ -1,0 +1,139 @@
+#include "analysis/congestion.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "analysis/analyzer_util.h"
+
+namespace fabricdiag::analysis {
+namespace {
+
+// A finite, non-negative rate, else NaN: a corrupt value is never a hotspot.
+double Clean(double v) { return std::isfinite(v) && v >= 0 ? v : kAbsent; }
+
+struct Signal {
+  double value = kAbsent;
+  const char* evidence_key = "";  // snake_case with unit
+  const char* words = "";         // "sends CNPs", "receives ECN-marked ..."
+};
+
+// cnp_sent when the NIC counts it (one CNP answers a burst of CE marks, so
+// it tracks how often the NIC was told of congestion), else ecn_marked.
+Signal HostSignal(const PortSignals& s) {
+  const double cnp = Clean(s.cnp_sent);
+  if (Has(cnp)) return {cnp, "cnp_sent_per_second", "sends CNPs at"};
+  return {Clean(s.ecn_marked), "ecn_marked_per_second",
+          "receives ECN-marked packets at"};
+}
+
+Signal SwitchSignal(const PortSignals& s) {
+  return {Clean(s.ecn_marked), "ecn_marked_per_second",
+          "counts ECN-marked packets at"};
+}
+
+// The one job whose layout places ranks on this NIC, else "".
+std::string JobOf(const AnalysisInput& in, const PortView& port) {
+  if (port.is_switch_port) return "";
+  return JobOfNic(in, port.node, port.device, port.netdev);
+}
+
+// Hotspots among the ports of one kind (host NICs or switch ports).
+void FindHotspots(const AnalysisInput& in, const TopologyIndex& topology,
+                  bool switch_ports, std::vector<Finding>* out) {
+  const CongestionConfig& config = in.config->congestion;
+  auto signal = [switch_ports](const PortView& p) {
+    return switch_ports ? SwitchSignal(p.s) : HostSignal(p.s);
+  };
+  std::vector<double> values;
+  for (const PortView& p : in.view->ports()) {
+    if (p.is_switch_port != switch_ports) continue;
+    const double v = signal(p).value;
+    if (Has(v)) values.push_back(v);
+  }
+  if (values.size() < kMinCongestionBaseline) return;
+  const size_t baseline_ports = values.size();
+  const double median = Median(std::move(values));
+  const char* kind = switch_ports ? "switch ports" : "NIC ports";
+
+  for (const PortView& p : in.view->ports()) {
+    if (p.is_switch_port != switch_ports) continue;
+    const Signal s = signal(p);
+    if (!Has(s.value) || s.value < config.cnp_per_second ||
+        s.value < config.over_median * median) {
+      continue;
+    }
+    Finding f;
+    f.kind = kCongestionKind;
+    f.severity = Severity::kWarning;
+    f.job = JobOf(in, p);
+    f.node = p.node;
+    f.device = p.device;
+    f.nodes = {p.node};
+    f.evidence[s.evidence_key] = s.value;
+    f.evidence["fabric_median_per_second"] = median;
+    f.evidence["baseline_ports"] = static_cast<double>(baseline_ports);
+    std::string ratio;
+    if (median > 0) {
+      f.evidence["ratio_to_median"] = s.value / median;
+      ratio = absl::StrCat(FormatRatio(s.value / median), " the median of ",
+                           baseline_ports, " ", kind, " (",
+                           FormatPerSecond(median), ")");
+    } else {
+      ratio = absl::StrCat("where the median of ", baseline_ports, " ", kind,
+                           " is 0");
+    }
+    std::string path;
+    if (std::optional<LinkEnd> partner = topology.Partner(p)) {
+      const std::string name =
+          absl::StrCat(partner->node, " ", partner->device);
+      f.evidence_text["link_partner"] = name;
+      if (partner->node != p.node) f.nodes.push_back(partner->node);
+      path = absl::StrCat(" (link partner ", name, ")");
+    }
+    std::string load;
+    const double rx = Clean(switch_ports ? p.s.tx_bytes : p.s.rx_bytes);
+    if (Has(rx)) {
+      f.evidence[switch_ports ? "tx_bytes_per_second" : "rx_bytes_per_second"] =
+          rx;
+      load =
+          absl::StrCat(switch_ports ? " while sending " : " while receiving ",
+                       FormatBytesRate(rx));
+    }
+    const char* verdict =
+        switch_ports
+            ? ": a queue of this port is congested far beyond the rest of the "
+              "fabric (a hot receiver behind it, or an ECN threshold set too "
+              "low)"
+            : ": traffic towards it is being ECN-marked far more than "
+              "anywhere else (a congested switch queue on its path, or a "
+              "receiver that drains slowly)";
+    f.summary =
+        absl::StrCat(p.node, " ", p.device, path, " ", s.words, " ",
+                     FormatPerSecond(s.value), ", ", ratio, load, verdict);
+    out->push_back(std::move(f));
+  }
+}
+
+}  // namespace
+
+std::vector<Finding> CongestionFindings(const AnalysisInput& in) {
+  std::vector<Finding> out;
+  if (in.view == nullptr || in.config == nullptr) return out;
+  std::optional<TopologyIndex> local;
+  const TopologyIndex& topology = IndexOf(in, &local);
+  FindHotspots(in, topology, /*switch_ports=*/false, &out);
+  FindHotspots(in, topology, /*switch_ports=*/true, &out);
+  std::stable_sort(
+      out.begin(), out.end(), [](const Finding& a, const Finding& b) {
+        return std::tie(a.node, a.device) < std::tie(b.node, b.device);
+      });
+  return out;
+}
+
+}  // namespace fabricdiag::analysis

@@ -1,0 +1,48 @@
+// congestion: ports where RoCE congestion control is working far harder than
+// anywhere else in the fabric (ECN/CNP hotspots).
+//
+// A switch queue above its ECN threshold CE-marks packets (RFC 3168); the
+// receiving NIC (DCQCN notification point) answers with CNPs (mlx5
+// np_cnp_sent, COUNTERS.md section 3a) and the sender slows down. Some
+// marking is normal under load; a port marked many times more than the
+// fabric's typical port sits behind a congested queue (a hot downlink, a
+// slow receiver, a misconfigured ECN threshold).
+//
+// Host NIC ports: the signal is cnp_sent, or ecn_marked when the NIC does
+// not report CNPs; the baseline is the median of that signal over every host
+// NIC port that reports one (at least kMinCongestionBaseline ports). A port
+// is a hotspot when it is >= CongestionConfig::cnp_per_second and >=
+// over_median x that median. Switch ports reporting ecn_marked are compared
+// the same way with the median of the switch ports.
+//
+// Incast is not excluded here: a hot expert also draws CNPs, and
+// hot_expert_incast explains it better. RunRateAnalyzers' caller drops a
+// congestion finding when hot_expert_incast reports the same (node, device)
+// in the same pass.
+//
+//   AnalysisInput in{&view, layouts, &topology, &config};
+//   for (const Finding& f : CongestionFindings(in)) { ... }
+//
+// Pure: same input, same findings, in view order (node, device).
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "analysis/analyzer.h"
+#include "analysis/finding.h"
+
+namespace fabricdiag::analysis {
+
+inline constexpr char kCongestionKind[] = "congestion";
+
+// Fewest reporting ports whose median is a baseline: with two, the median is
+// half the suspect itself.
+inline constexpr size_t kMinCongestionBaseline = 3;
+
+// Warning findings, one per hotspot port; job = the one job whose layout
+// places ranks on that NIC ("" otherwise, and for switch ports), group "".
+// Empty when in.view or in.config is null.
+std::vector<Finding> CongestionFindings(const AnalysisInput& in);
+
+}  // namespace fabricdiag::analysis

@@ -1,0 +1,163 @@
+// What the rate analyzers read: every port of the fabric, with the mean rate
+// of each signal over the analysis window.
+//
+// The collector builds a FabricView from its series store once per pass
+// (collector/fabric_view_builder.h); tests and the scenario suite build one
+// by hand. Analyzers never see counter names: the builder maps every
+// driver's spelling (mlx5 `np_cnp_sent`, bnxt `pfc_pri3_rx_duration_us`, IB
+// PMA `symbol_error`, ...) onto the fields of PortSignals, in base units per
+// second, so one analyzer works on every NIC.
+//
+// A port is an RDMA device port of a host ("mlx5_2"), a plain netdev of a
+// host without RDMA ("eth0"), or a switch front-panel port ("swp3", a netdev
+// of a node the topology lists as a switch).
+//
+//   FabricView view;
+//   view.window_seconds = 5;
+//   PortView& p = view.AddPort("gpu-003", "mlx5_2");
+//   p.netdev = "eth2";
+//   p.s.rx_bytes = 38e9;
+//   view.Finish();                       // sorts and indexes
+//   const PortView* q = view.Find("gpu-003", "eth2");  // by netdev too
+//
+// Immutable after Finish(): thread-safe for concurrent readers.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+
+namespace fabricdiag::analysis {
+
+inline constexpr int kPriorities = 8;
+inline constexpr double kAbsent = std::numeric_limits<double>::quiet_NaN();
+
+// True when a signal was reported (not NaN).
+inline bool Has(double v) { return !std::isnan(v); }
+// The signal, or `fallback` when the port does not report it.
+inline double Or(double v, double fallback) { return Has(v) ? v : fallback; }
+
+using PerPriority = std::array<double, kPriorities>;
+inline PerPriority AbsentPerPriority() {
+  PerPriority p;
+  p.fill(kAbsent);
+  return p;
+}
+
+// Mean rates over the window, per second, in base units. kAbsent (NaN)
+// means the port does not report the signal: absent is never 0.
+struct PortSignals {
+  // --- traffic on the wire, bytes/s. RDMA port_rcv_data x4 for RDMA ports
+  // (RoCE bypasses the netdev counters on mlx5), else ethtool *_bytes_phy,
+  // else netdev statistics.
+  double rx_bytes = kAbsent;
+  double tx_bytes = kAbsent;
+
+  // --- link (from the node's inventory, not averaged) -------------------
+  // Bytes/s the port runs at now (sysfs `rate`, netdev `speed`); 0 unknown.
+  double link_rate = 0;
+  // Bytes/s the port should run at: verbs active width x lane speed at full
+  // width; 0 unknown.
+  double expected_rate = 0;
+  // False when the port reports itself down (RDMA state != ACTIVE,
+  // operstate != up).
+  bool link_up = true;
+
+  // --- PFC, per priority 0..7 -------------------------------------------
+  // Seconds paused per second (0..1) from pause-duration counters (mlx5
+  // rx_prioN_pause_duration, bnxt pfc_priN_rx_duration_us); kAbsent when
+  // the driver has no duration counters.
+  PerPriority rx_pause_fraction = AbsentPerPriority();  // pause received
+  PerPriority tx_pause_fraction = AbsentPerPriority();  // pause sent
+  PerPriority rx_pause_frames = AbsentPerPriority();    // frames/s received
+  PerPriority tx_pause_frames = AbsentPerPriority();    // frames/s sent
+  // mlx5 tx_pause_storm_{warning,error}_events, events/s: the NIC's own
+  // watchdog saw it transmit pause continuously (an error event means it
+  // stopped sending pause to protect the fabric).
+  double pause_storm_warnings = kAbsent;
+  double pause_storm_errors = kAbsent;
+
+  // --- RoCE congestion control, packets/s --------------------------------
+  // np_cnp_sent: CNPs this NIC sent as a receiver in reply to CE marks, so
+  // traffic towards it is congested (incast / congestion victim).
+  double cnp_sent = kAbsent;
+  // rp_cnp_handled: CNPs this NIC received as a sender and slowed down for.
+  double cnp_handled = kAbsent;
+  // np_ecn_marked_roce_packets / rx_ecn_mark: CE-marked packets received.
+  double ecn_marked = kAbsent;
+  // rx_discards_phy + rx_prioN_discards: packets the port dropped for lack
+  // of buffer.
+  double rx_discards = kAbsent;
+  // rx_out_of_buffer: the host did not post receive buffers fast enough.
+  double rx_out_of_buffer = kAbsent;
+
+  // --- link errors, per second --------------------------------------------
+  double symbol_errors = kAbsent;      // IB symbol_error, rx_symbol_err_phy
+  double rx_errors = kAbsent;          // IB port_rcv_errors, netdev rx_errors
+  double crc_errors = kAbsent;         // rx_crc_errors_phy, rx_crc_errors
+  double pcs_symbol_errors = kAbsent;  // errors FEC did not correct
+  double corrected_bits = kAbsent;     // FEC-corrected bits/s
+  double received_bits = kAbsent;      // bits/s (BER denominator)
+
+  // --- flaps, events/s ------------------------------------------------------
+  double link_downed = kAbsent;          // IB link_downed
+  double link_error_recovery = kAbsent;  // IB link_error_recovery
+  double carrier_changes = kAbsent;      // netdev carrier_changes
+  double link_down_events = kAbsent;     // ethtool link_down_events_phy
+
+  // --- transport retransmission signals, events/s -------------------------
+  double out_of_sequence = kAbsent;        // responder saw a PSN gap
+  double packet_seq_err = kAbsent;         // NAK sequence errors received
+  double local_ack_timeout_err = kAbsent;  // requester ACK timer expired
+  double rnr_nak_retry_err = kAbsent;      // RNR NAKs received
+  double retries_exceeded = kAbsent;       // req_*_retries_exceeded: fatal
+  double duplicate_request = kAbsent;      // peer retransmitted to us
+  double implied_nak_seq_err = kAbsent;
+  double adaptive_retrans = kAbsent;  // roce_adp_retrans(+_to)
+};
+
+struct PortView {
+  std::string node;
+  // The RDMA device ("mlx5_2"), or the netdev for a port without one
+  // ("eth0", "swp3"). Layouts and topology name NICs by this.
+  std::string device;
+  // The port's netdev ("eth2"); equal to `device` for plain netdevs; "" when
+  // unknown.
+  std::string netdev;
+  // The node is a switch in the topology: this is a switch front-panel port.
+  bool is_switch_port = false;
+  PortSignals s;
+};
+
+class FabricView {
+ public:
+  // Length of the window the means were taken over.
+  double window_seconds = 5;
+
+  // Appends a port; call Finish() before any lookup. The reference is valid
+  // until the next AddPort().
+  PortView& AddPort(std::string node, std::string device);
+
+  // Sorts ports by (node, device) and builds the indexes.
+  void Finish();
+
+  absl::Span<const PortView> ports() const { return ports_; }
+  // The port of `node` whose device or netdev is `name`; null when none.
+  const PortView* Find(absl::string_view node, absl::string_view name) const;
+  // Every port of `node`, sorted by device; empty when unknown.
+  absl::Span<const PortView> PortsOf(absl::string_view node) const;
+
+ private:
+  std::vector<PortView> ports_;
+  // node -> [begin, end) in ports_.
+  absl::flat_hash_map<std::string, std::pair<uint32_t, uint32_t>> nodes_;
+};
+
+}  // namespace fabricdiag::analysis

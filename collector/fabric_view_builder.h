@@ -1,0 +1,74 @@
+// Builds the analyzers' FabricView from the collector's series store: every
+// port of every node that is reporting, with the mean rate of each signal
+// over the last window.
+//
+// The counter-name knowledge lives here (signal_map.h): mlx5, bnxt, ice and
+// IB PMA spellings are folded onto PortSignals fields, so analyzers are
+// driver-agnostic. Ports come from each node's Inventory: an RDMA port
+// ("mlx5_2", with its netdev's ethtool and netdev counters folded in), or a
+// netdev without an RDMA device ("swp3" on a switch, "eth0"). A node that
+// has not reported for 3 intervals is left out (agent_down covers it; its
+// stale rates must not raise findings).
+//
+//   FabricViewBuilder builder(&series);
+//   analysis::FabricView view = builder.Build(topology, 5.0, clock.Now());
+//
+// Per node, the mapping from series slots to signals is cached and rebuilt
+// only when the node's schema or inventory changes (NodeSeries::version), so
+// a pass costs one RecentMeans() per node plus a loop over its slots.
+// Thread-compatible: one caller at a time (the analysis runner).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/time/time.h"
+#include "analysis/fabric_view.h"
+#include "collector/series_store.h"
+#include "collector/signal_map.h"
+#include "proto/layout.pb.h"
+
+namespace fabricdiag::collector {
+
+class FabricViewBuilder {
+ public:
+  // `series` must outlive the builder.
+  explicit FabricViewBuilder(const SeriesStore* series);
+
+  // The view over the last `window_seconds` of every node that reported
+  // within 3 of its intervals before `now`. `topology` (may be null) marks
+  // switch nodes.
+  analysis::FabricView Build(const v1::Topology* topology,
+                             double window_seconds, absl::Time now);
+
+ private:
+  // One port of a node, as derived from its inventory.
+  struct PortInfo {
+    std::string device;
+    std::string netdev;
+    double link_rate = 0;
+    bool link_up = true;
+  };
+  // Where one series slot's mean goes.
+  struct SlotTarget {
+    uint32_t slot = 0;
+    uint32_t port = 0;  // index into NodeCache::ports
+    SignalRef signal;
+  };
+  struct NodeCache {
+    uint64_t version = UINT64_MAX;
+    std::string boot_id;
+    std::vector<PortInfo> ports;
+    std::vector<SlotTarget> targets;
+  };
+
+  void Refresh(const NodeSeries& node, NodeCache* cache) const;
+
+  const SeriesStore* const series_;
+  absl::flat_hash_map<std::string, NodeCache> cache_;
+  std::vector<double> means_;  // scratch, reused across nodes
+};
+
+}  // namespace fabricdiag::collector

@@ -1,0 +1,316 @@
+// Tests of the pieces every rate analyzer stands on: the FabricView, the
+// shared helpers, the hysteresis and the config file.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+
+#include "analysis/analysis_config.h"
+#include "analysis/analyzer_util.h"
+#include "analysis/fabric_view.h"
+#include "analysis/hysteresis.h"
+#include "analysis/layout_parse.h"
+#include "analysis/topology_index.h"
+
+namespace fabricdiag::analysis {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+TEST(FabricViewTest, FindsPortsByDeviceAndNetdevAfterFinish) {
+  FabricView view;
+  view.AddPort("gpu-1", "mlx5_1").netdev = "eth1";
+  view.AddPort("gpu-0", "mlx5_0").netdev = "eth0";
+  view.AddPort("gpu-1", "mlx5_0").netdev = "eth0";
+  view.Finish();
+  ASSERT_EQ(view.ports().size(), 3u);
+  EXPECT_EQ(view.ports()[0].node, "gpu-0");
+  ASSERT_EQ(view.PortsOf("gpu-1").size(), 2u);
+  EXPECT_EQ(view.PortsOf("gpu-1")[0].device, "mlx5_0");
+  const PortView* p = view.Find("gpu-1", "eth1");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->device, "mlx5_1");
+  EXPECT_EQ(view.Find("gpu-1", "mlx5_1"), p);
+  EXPECT_EQ(view.Find("gpu-2", "mlx5_1"), nullptr);
+  EXPECT_EQ(view.Find("gpu-1", "mlx5_7"), nullptr);
+  EXPECT_TRUE(view.PortsOf("nope").empty());
+}
+
+TEST(FabricViewTest, SignalsDefaultToAbsentNotZero) {
+  PortSignals s;
+  EXPECT_FALSE(Has(s.rx_bytes));
+  EXPECT_FALSE(Has(s.tx_pause_fraction[3]));
+  EXPECT_FALSE(Has(s.cnp_sent));
+  EXPECT_EQ(Or(s.symbol_errors, 7), 7);
+}
+
+TEST(AnalyzerUtilTest, MedianIgnoresAbsentValues) {
+  EXPECT_EQ(Median({3, 1, 2}), 2);
+  EXPECT_EQ(Median({4, 1, 3, 2}), 2.5);
+  EXPECT_EQ(Median({kAbsent, 5, kAbsent}), 5);
+  EXPECT_TRUE(std::isnan(Median({})));
+  EXPECT_TRUE(std::isnan(Median({kAbsent})));
+}
+
+TEST(AnalyzerUtilTest, FormatsNumbersForHumans) {
+  EXPECT_EQ(FormatBytesRate(38.2e9), "38.2 GB/s");
+  EXPECT_EQ(FormatBytesRate(950e6), "950 MB/s");
+  EXPECT_EQ(FormatBytesRate(12), "12 B/s");
+  EXPECT_EQ(FormatBytesRate(kAbsent), "n/a");
+  EXPECT_EQ(FormatFraction(0.943), "94%");
+  EXPECT_EQ(FormatFraction(0.005), "0.5%");
+  EXPECT_EQ(FormatPerSecond(123456), "123k/s");
+  EXPECT_EQ(FormatPerSecond(0.2), "0.2/s");
+  EXPECT_EQ(FormatRatio(5.123), "5.12x");
+  EXPECT_EQ(FormatRanks({27, 24, 25, 26, 3, 8, 9}), "3,8-9,24-27");
+  EXPECT_EQ(FormatRanks({}), "");
+}
+
+Finding Candidate(const std::string& node, bool immediate = false) {
+  Finding f;
+  f.kind = "pfc_storm";
+  f.node = node;
+  f.device = "mlx5_2";
+  f.immediate = immediate;
+  return f;
+}
+
+v1::Topology IndexTopology() {
+  absl::StatusOr<v1::Topology> t = ParseTopology(
+      "switches:\n"
+      "  - {name: leaf-0, uplinks: [swp49, swp50]}\n"
+      "links:\n"
+      "  - {host: gpu-0, nic: mlx5_0, switch: leaf-0, port: swp1}\n"
+      "  - {host: gpu-0, nic: eth1, switch: leaf-0, port: swp2}\n");
+  EXPECT_TRUE(t.ok()) << t.status();
+  return t.ok() ? *t : v1::Topology();
+}
+
+PortView IndexPort(std::string node, std::string device, std::string netdev,
+                   bool is_switch_port) {
+  PortView p;
+  p.node = std::move(node);
+  p.device = std::move(device);
+  p.netdev = std::move(netdev);
+  p.is_switch_port = is_switch_port;
+  return p;
+}
+
+TEST(TopologyIndexTest, FindsBothEndsOfACableByDeviceOrNetdev) {
+  const v1::Topology topology = IndexTopology();
+  const TopologyIndex index(&topology);
+  EXPECT_EQ(index.Partner(IndexPort("gpu-0", "mlx5_0", "eth0", false)),
+            (LinkEnd{"leaf-0", "swp1", true}));
+  // The topology names the second NIC by its netdev.
+  EXPECT_EQ(index.Partner(IndexPort("gpu-0", "mlx5_1", "eth1", false)),
+            (LinkEnd{"leaf-0", "swp2", true}));
+  EXPECT_EQ(index.Partner(IndexPort("leaf-0", "swp1", "swp1", true)),
+            (LinkEnd{"gpu-0", "mlx5_0", false}));
+  // A view that did not mark the switch port still finds the cable.
+  EXPECT_EQ(index.Partner(IndexPort("leaf-0", "swp2", "swp2", false)),
+            (LinkEnd{"gpu-0", "eth1", false}));
+  EXPECT_FALSE(index.Partner(IndexPort("gpu-0", "mlx5_7", "eth7", false)));
+  EXPECT_FALSE(index.Partner(IndexPort("gpu-9", "mlx5_0", "", false)));
+  ASSERT_NE(index.SwitchPortOf("gpu-0", "mlx5_0"), nullptr);
+  EXPECT_EQ(index.SwitchPortOf("gpu-0", "mlx5_0")->device, "swp1");
+  EXPECT_EQ(index.SwitchPortOf("gpu-0", "mlx5_1"), nullptr);
+}
+
+TEST(TopologyIndexTest, KnowsUplinksAndCabledSwitchPortsOnly) {
+  const v1::Topology topology = IndexTopology();
+  const TopologyIndex index(&topology);
+  EXPECT_TRUE(index.IsUplink(IndexPort("leaf-0", "swp50", "swp50", true)));
+  EXPECT_FALSE(index.IsUplink(IndexPort("leaf-0", "swp1", "swp1", true)));
+  EXPECT_FALSE(index.IsUplink(IndexPort("leaf-1", "swp50", "swp50", true)));
+  EXPECT_TRUE(index.KnowsSwitchPort(IndexPort("leaf-0", "swp1", "", true)));
+  EXPECT_TRUE(index.KnowsSwitchPort(IndexPort("leaf-0", "swp49", "", true)));
+  EXPECT_FALSE(index.KnowsSwitchPort(IndexPort("leaf-0", "swp30", "", true)));
+  EXPECT_TRUE(index.IsSwitch("leaf-0"));
+  EXPECT_FALSE(index.IsSwitch("gpu-0"));
+}
+
+TEST(TopologyIndexTest, NoTopologyKnowsNothing) {
+  const TopologyIndex index(nullptr);
+  EXPECT_FALSE(index.Partner(IndexPort("gpu-0", "mlx5_0", "eth0", false)));
+  EXPECT_FALSE(index.IsUplink(IndexPort("leaf-0", "swp49", "", true)));
+  EXPECT_FALSE(index.KnowsSwitchPort(IndexPort("leaf-0", "swp1", "", true)));
+}
+
+TEST(HysteresisTest, OpensAfterOpenAfterPassesAndResolvesAfterClearAfter) {
+  Hysteresis gate({/*open_after=*/3, /*clear_after=*/2});
+  EXPECT_THAT(gate.Step({Candidate("gpu-1")}), IsEmpty());
+  EXPECT_THAT(gate.Step({Candidate("gpu-1")}), IsEmpty());
+  ASSERT_EQ(gate.Step({Candidate("gpu-1")}).size(), 1u);
+  // One clear pass keeps it open, the second resolves it.
+  EXPECT_EQ(gate.Step({}).size(), 1u);
+  EXPECT_THAT(gate.Step({}), IsEmpty());
+  EXPECT_EQ(gate.tracked(), 0u);
+}
+
+TEST(HysteresisTest, ANoisySampleNeverOpensAndAFlickerDoesNotResolve) {
+  Hysteresis gate({3, 3});
+  for (int i = 0; i < 10; ++i) {
+    // True every other pass: never 3 in a row.
+    EXPECT_THAT(gate.Step(i % 2 == 0 ? std::vector<Finding>{Candidate("a")}
+                                     : std::vector<Finding>{}),
+                IsEmpty());
+  }
+  for (int i = 0; i < 3; ++i) gate.Step({Candidate("a")});
+  for (int i = 0; i < 10; ++i) {
+    // Open now; clear only one pass at a time: stays open.
+    EXPECT_EQ(gate.Step(i % 2 == 0 ? std::vector<Finding>{}
+                                   : std::vector<Finding>{Candidate("a")})
+                  .size(),
+              1u);
+  }
+}
+
+TEST(HysteresisTest, ImmediateFindingsOpenAtOnceAndKeepLatestEvidence) {
+  Hysteresis gate({5, 5});
+  Finding f = Candidate("gpu-1", /*immediate=*/true);
+  f.evidence["x"] = 1;
+  std::vector<Finding> open = gate.Step({f});
+  ASSERT_EQ(open.size(), 1u);
+  f.evidence["x"] = 2;
+  f.immediate = false;
+  open = gate.Step({f});
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].evidence["x"], 2);
+}
+
+TEST(HysteresisTest, SeededFindingsStayOpenUntilClearAfter) {
+  Hysteresis gate({3, 2});
+  gate.Seed({Candidate("gpu-1")});
+  EXPECT_EQ(gate.Step({Candidate("gpu-1")}).size(), 1u);  // no re-count
+  EXPECT_EQ(gate.Step({}).size(), 1u);
+  EXPECT_THAT(gate.Step({}), IsEmpty());
+}
+
+TEST(HysteresisTest, DuplicateCandidatesKeepTheMoreSevere) {
+  Hysteresis gate({1, 1});
+  Finding a = Candidate("gpu-1");
+  Finding b = a;
+  b.severity = Severity::kCritical;
+  std::vector<Finding> open = gate.Step({a, b});
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].severity, Severity::kCritical);
+}
+
+TEST(HysteresisTest, KeysAreIndependent) {
+  Hysteresis gate({2, 1});
+  gate.Step({Candidate("a")});
+  std::vector<Finding> open = gate.Step({Candidate("a"), Candidate("b")});
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].node, "a");
+}
+
+TEST(AnalysisConfigTest, EmptyTextGivesDefaults) {
+  absl::StatusOr<AnalysisConfig> c = ParseAnalysisConfig("");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->window_seconds, 5);
+  EXPECT_EQ(c->hysteresis.open_after, 3);
+  EXPECT_EQ(c->hot_expert_incast.rx_over_median, 4);
+}
+
+TEST(AnalysisConfigTest, OverridesNestedAndTopLevelKeys) {
+  absl::StatusOr<AnalysisConfig> c = ParseAnalysisConfig(
+      "window_seconds: 10\n"
+      "hysteresis: {open_after: 2, clear_after: 7}\n"
+      "pfc_storm:\n  warning_pause_fraction: 0.3\n"
+      "ecmp_imbalance: {max_over_mean: 2}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->window_seconds, 10);
+  EXPECT_EQ(c->hysteresis.open_after, 2);
+  EXPECT_EQ(c->hysteresis.clear_after, 7);
+  EXPECT_DOUBLE_EQ(c->pfc_storm.warning_pause_fraction, 0.3);
+  EXPECT_DOUBLE_EQ(c->ecmp_imbalance.max_over_mean, 2);
+  // Untouched keys keep their defaults.
+  EXPECT_DOUBLE_EQ(c->pfc_storm.critical_pause_fraction, 0.5);
+}
+
+TEST(AnalysisConfigTest, JsonWorksToo) {
+  absl::StatusOr<AnalysisConfig> c =
+      ParseAnalysisConfig(R"({"link_errors": {"errors_per_second": 5}})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->link_errors.errors_per_second, 5);
+}
+
+struct BadConfig {
+  const char* text;
+  const char* message;
+};
+
+class AnalysisConfigErrorTest : public ::testing::TestWithParam<BadConfig> {};
+
+TEST_P(AnalysisConfigErrorTest, NamesTheKey) {
+  absl::StatusOr<AnalysisConfig> c = ParseAnalysisConfig(GetParam().text);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr(GetParam().message));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Malformed, AnalysisConfigErrorTest,
+    ::testing::Values(
+        BadConfig{"pfc_storm: {warning_pause_fractoin: 0.3}",
+                  "pfc_storm.warning_pause_fractoin: unknown setting"},
+        BadConfig{"no_such_analyzer: {x: 1}", "no_such_analyzer: unknown"},
+        BadConfig{"pfc_storm: {warning_pause_fraction: 1.5}",
+                  "pfc_storm.warning_pause_fraction: 1.5 is outside"},
+        BadConfig{"pfc_storm: {warning_pause_fraction: lots}",
+                  "expected a number, got \"lots\""},
+        BadConfig{"hysteresis: {open_after: 2.5}", "whole number"},
+        BadConfig{"hysteresis: {open_after: 0}", "hysteresis.open_after"},
+        BadConfig{"window_seconds: .nan", "window_seconds"},
+        BadConfig{"hysteresis: 3", "hysteresis: expected a mapping"},
+        BadConfig{"[1, 2]", "expected a mapping"}, BadConfig{"a: [", "line"},
+        BadConfig{"pfc_storm: {warning_pause_fraction: 0.6}",
+                  "critical_pause_fraction: must not be below"},
+        BadConfig{"hot_expert_incast: {rx_over_median: [1]}",
+                  "hot_expert_incast.rx_over_median: expected a number"}));
+
+}  // namespace
+}  // namespace fabricdiag::analysis
+
+namespace fabricdiag::analysis {
+namespace {
+
+// The shipped example config parses and states exactly the defaults, so
+// the file operators copy never drifts from the code.
+TEST(AnalysisConfigTest, ShippedExampleIsValidAndMatchesTheDefaults) {
+  std::ifstream in(std::string(FABRICDIAG_SOURCE_DIR) +
+                   "/deploy/analysis.yaml");
+  ASSERT_TRUE(in) << "deploy/analysis.yaml missing";
+  std::stringstream text;
+  text << in.rdbuf();
+  absl::StatusOr<AnalysisConfig> c = ParseAnalysisConfig(text.str());
+  ASSERT_TRUE(c.ok()) << c.status();
+  const AnalysisConfig d;
+  EXPECT_EQ(c->window_seconds, d.window_seconds);
+  EXPECT_EQ(c->hysteresis.open_after, d.hysteresis.open_after);
+  EXPECT_EQ(c->hysteresis.clear_after, d.hysteresis.clear_after);
+  EXPECT_EQ(c->hot_expert_incast.rx_over_median,
+            d.hot_expert_incast.rx_over_median);
+  EXPECT_EQ(c->hot_expert_incast.min_rx_bytes_per_second,
+            d.hot_expert_incast.min_rx_bytes_per_second);
+  EXPECT_EQ(c->pfc_storm.warning_pause_frames_per_second,
+            d.pfc_storm.warning_pause_frames_per_second);
+  EXPECT_EQ(c->ecmp_imbalance.max_over_mean, d.ecmp_imbalance.max_over_mean);
+  EXPECT_EQ(c->link_errors.post_fec_ber, d.link_errors.post_fec_ber);
+  EXPECT_EQ(c->link_degraded.min_rate_fraction,
+            d.link_degraded.min_rate_fraction);
+  EXPECT_EQ(c->retransmissions.events_per_second,
+            d.retransmissions.events_per_second);
+  EXPECT_EQ(c->congestion.cnp_per_second, d.congestion.cnp_per_second);
+  EXPECT_EQ(c->straggler_nic.below_median_fraction,
+            d.straggler_nic.below_median_fraction);
+}
+
+}  // namespace
+}  // namespace fabricdiag::analysis

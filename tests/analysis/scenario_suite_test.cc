@@ -1,0 +1,391 @@
+// The quality suite of the rate analyzers: realistic clusters (8-64 nodes,
+// a MoE and a dense job, leaf switches) with healthy noise and injected
+// faults, run through RunRateAnalyzers() and the hysteresis for several
+// passes the way the collector runs them. The issue demands every fault be
+// found (recall 1) and healthy clusters raise nothing (precision 1): the
+// suite prints a table and asserts both over all scenarios.
+//
+// Run: build-*/tests/scenario_suite_test  (the table is on stdout).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "analysis/analyzer.h"
+#include "analysis/hysteresis.h"
+#include "tests/analysis/scenario_builder.h"
+#include "tests/analysis/scenario_score.h"
+
+namespace fabricdiag::analysis::scenario {
+namespace {
+
+struct Scenario {
+  std::string name;
+  std::string cluster = "16n";  // a key of ClusterSpecs()
+  std::vector<Fault> faults;
+  TrafficOptions traffic;
+  uint32_t seed = 1;
+};
+
+// Where each fault goes in the 16-node two-job cluster (MoE on gpu-000..007,
+// leaves 0-1; dense on gpu-008..015, leaves 2-3), chosen so that faults of a
+// multi-fault scenario sit on different nodes and leaves.
+Fault At16(FaultKind kind) {
+  switch (kind) {
+    case FaultKind::kHotExpert:
+      return {kind, "gpu-001", "mlx5_2"};
+    case FaultKind::kPfcStorm:
+      return {kind, "gpu-009", "mlx5_5"};
+    case FaultKind::kEcmpImbalance:
+      return {kind, "leaf-1", ""};
+    case FaultKind::kLinkErrors:
+      return {kind, "gpu-002", "mlx5_4"};
+    case FaultKind::kLinkFlap:
+      return {kind, "gpu-012", "mlx5_1"};
+    case FaultKind::kLinkDegraded:
+      return {kind, "gpu-005", "mlx5_7"};
+    case FaultKind::kRetransmissions:
+      return {kind, "gpu-014", "mlx5_3"};
+    case FaultKind::kCongestion:
+      return {kind, "gpu-010", "mlx5_6"};
+    case FaultKind::kStragglerNic:
+      return {kind, "gpu-006", "mlx5_0"};
+  }
+  return {};
+}
+
+// The clusters scenarios run on: two jobs on 8, 16 and 64 nodes, and 16
+// nodes of which the last leaf (gpu-012..015) runs no job.
+std::map<std::string, ClusterSpec> ClusterSpecs() {
+  std::map<std::string, ClusterSpec> out;
+  for (int nodes : {8, 16, 64}) {
+    out[absl::StrCat(nodes, "n")] = TwoJobCluster(nodes);
+  }
+  ClusterSpec idle = TwoJobCluster(16);
+  idle.jobs[1].num_nodes = 4;
+  out["16n-idle"] = idle;
+  return out;
+}
+
+TrafficOptions Bursts() {
+  TrafficOptions t;
+  t.dp_bursts = true;
+  return t;
+}
+
+std::vector<Scenario> AllScenarios() {
+  std::vector<Scenario> out;
+  for (int nodes : {8, 16, 64}) {
+    for (uint32_t seed : {1u, 2u, 3u}) {
+      out.push_back({absl::StrCat("healthy-", nodes, "n-seed", seed),
+                     absl::StrCat(nodes, "n"),
+                     {},
+                     {},
+                     seed});
+    }
+  }
+  for (int nodes : {16, 64}) {
+    out.push_back({absl::StrCat("healthy-bursts-", nodes, "n"),
+                   absl::StrCat(nodes, "n"),
+                   {},
+                   Bursts(),
+                   11});
+  }
+  for (FaultKind kind : kAllFaultKinds) {
+    out.push_back({FindingKindOf(kind), "16n", {At16(kind)}, {}, 21});
+  }
+  // Each fault alone under DP bursts too: bursts must not hide a fault.
+  for (FaultKind kind : kAllFaultKinds) {
+    out.push_back({absl::StrCat(FindingKindOf(kind), "+bursts"),
+                   "16n",
+                   {At16(kind)},
+                   Bursts(),
+                   22});
+  }
+  // Smallest and largest clusters: EP groups of 4, PP of 4 stages.
+  out.push_back({"hot_expert-8n",
+                 "8n",
+                 {{FaultKind::kHotExpert, "gpu-002", "mlx5_6"}},
+                 {},
+                 31});
+  out.push_back({"straggler-8n",
+                 "8n",
+                 {{FaultKind::kStragglerNic, "gpu-003", "mlx5_1"}},
+                 {},
+                 32});
+  out.push_back({"hot_expert-64n",
+                 "64n",
+                 {{FaultKind::kHotExpert, "gpu-021", "mlx5_3"}},
+                 {},
+                 33});
+  out.push_back({"straggler-dense-64n",
+                 "64n",
+                 {{FaultKind::kStragglerNic, "gpu-045", "mlx5_4"}},
+                 {},
+                 34});
+  out.push_back({"pfc_storm-64n",
+                 "64n",
+                 {{FaultKind::kPfcStorm, "gpu-050", "mlx5_0"}},
+                 {},
+                 35});
+  out.push_back({"congestion-64n",
+                 "64n",
+                 {{FaultKind::kCongestion, "gpu-060", "mlx5_7"}},
+                 {},
+                 36});
+  // Realistic quiet and heterogeneous fabrics.
+  for (uint32_t seed : {1u, 2u}) {
+    out.push_back({absl::StrCat("healthy-idle-leaf-seed", seed),
+                   "16n-idle",
+                   {},
+                   {},
+                   seed});
+  }
+  TrafficOptions frames_only;
+  frames_only.frames_only_pause = true;
+  out.push_back({"healthy-frames-only-pause", "16n", {}, frames_only, 12});
+  out.push_back({"pfc_storm-frames-only-pause",
+                 "16n",
+                 {At16(FaultKind::kPfcStorm)},
+                 frames_only,
+                 23});
+  TrafficOptions dense_checkpoint;
+  dense_checkpoint.checkpointing_job = "dense-train";
+  out.push_back(
+      {"healthy-dense-checkpointing", "16n", {}, dense_checkpoint, 13});
+  TrafficOptions moe_checkpoint;
+  moe_checkpoint.checkpointing_job = "moe-train";
+  out.push_back(
+      {"healthy-moe-checkpointing-64n", "64n", {}, moe_checkpoint, 14});
+  out.push_back({"straggler+dense-checkpointing",
+                 "16n",
+                 {At16(FaultKind::kStragglerNic)},
+                 dense_checkpoint,
+                 24});
+  // Hosts in VMs report traffic only: absent signals must neither hide a
+  // fault elsewhere nor raise one.
+  TrafficOptions vm_nodes;
+  vm_nodes.bare_nodes = {"gpu-003", "gpu-011", "gpu-013"};
+  out.push_back({"healthy-vm-nodes", "16n", {}, vm_nodes, 15});
+  out.push_back({"congestion+vm-nodes",
+                 "16n",
+                 {At16(FaultKind::kCongestion)},
+                 vm_nodes,
+                 28});
+  out.push_back({"pfc_storm+vm-victims",
+                 "16n",
+                 {At16(FaultKind::kPfcStorm)},
+                 vm_nodes,
+                 29});
+  out.push_back({"hot_expert+vm-peer",
+                 "16n",
+                 {At16(FaultKind::kHotExpert)},
+                 vm_nodes,
+                 30});
+  // Link faults on a node no job runs on are still faults.
+  out.push_back({"link_flap-idle-node",
+                 "16n-idle",
+                 {{FaultKind::kLinkFlap, "gpu-013", "mlx5_4"}},
+                 {},
+                 25});
+  out.push_back({"link_degraded-idle-node",
+                 "16n-idle",
+                 {{FaultKind::kLinkDegraded, "gpu-014", "mlx5_0"}},
+                 {},
+                 26});
+  out.push_back({"link_errors-idle-node",
+                 "16n-idle",
+                 {{FaultKind::kLinkErrors, "gpu-015", "mlx5_7"}},
+                 {},
+                 27});
+  // Several faults at once on different nodes.
+  out.push_back({"hot_expert+link_errors+congestion",
+                 "16n",
+                 {At16(FaultKind::kHotExpert),
+                  {FaultKind::kLinkErrors, "gpu-013", "mlx5_4"},
+                  At16(FaultKind::kCongestion)},
+                 {},
+                 41});
+  out.push_back({"pfc_storm+straggler+ecmp",
+                 "16n",
+                 {At16(FaultKind::kPfcStorm),
+                  At16(FaultKind::kStragglerNic),
+                  {FaultKind::kEcmpImbalance, "leaf-0", ""}},
+                 {},
+                 42});
+  out.push_back({"flap+degraded+retrans-64n",
+                 "64n",
+                 {{FaultKind::kLinkFlap, "gpu-003", "mlx5_5"},
+                  {FaultKind::kLinkDegraded, "gpu-040", "mlx5_2"},
+                  {FaultKind::kRetransmissions, "gpu-017", "mlx5_6"}},
+                 {},
+                 43});
+  return out;
+}
+
+// Every finding open after any pass of `passes` windows with `faults` held,
+// deduplicated by key.
+std::vector<Finding> RunPasses(const Cluster& cluster,
+                               const AnalysisConfig& config,
+                               const std::vector<Fault>& faults,
+                               const TrafficOptions& traffic, uint32_t seed,
+                               int passes) {
+  Hysteresis gate(config.hysteresis);
+  std::map<std::tuple<std::string, std::string, std::string, std::string>,
+           Finding>
+      seen;
+  for (int pass = 0; pass < passes; ++pass) {
+    FabricView view = cluster.View(faults, traffic, seed * 1000 + pass);
+    for (Finding& f :
+         gate.Step(RunRateAnalyzers(cluster.Input(&view, &config)))) {
+      seen[{f.kind, f.node, f.device, f.group}] = std::move(f);
+    }
+  }
+  std::vector<Finding> out;
+  for (auto& [key, f] : seen) out.push_back(std::move(f));
+  return out;
+}
+
+std::string Cell(const std::vector<std::string>& items) {
+  return items.empty() ? "-" : absl::StrJoin(items, "; ");
+}
+
+TEST(ScenarioSuiteTest, EveryFaultFoundAndHealthyClustersRaiseNothing) {
+  const AnalysisConfig config;
+  // Enough passes for a finding to open (open_after) and a flicker to show.
+  const int passes = config.hysteresis.open_after + 2;
+  const std::map<std::string, ClusterSpec> specs = ClusterSpecs();
+  std::map<std::string, Cluster> clusters;
+  int expected = 0, found = 0, tp_findings = 0, false_positives = 0;
+  // Per finding kind: primaries expected / found, and false positives.
+  std::map<std::string, std::tuple<int, int, int>> by_kind;
+  std::ostringstream table;
+  table << std::left << std::setw(36) << "scenario"
+        << " | expected | found"
+        << " | missed | false positives (secondary tolerated)\n";
+  for (const Scenario& sc : AllScenarios()) {
+    auto it = clusters.find(sc.cluster);
+    if (it == clusters.end()) {
+      ASSERT_EQ(specs.count(sc.cluster), 1u) << sc.cluster;
+      absl::StatusOr<Cluster> built = Cluster::Build(specs.at(sc.cluster));
+      ASSERT_TRUE(built.ok()) << built.status();
+      it = clusters.emplace(sc.cluster, *std::move(built)).first;
+    }
+    const Cluster& cluster = it->second;
+    std::vector<FaultExpectation> want;
+    for (const Fault& f : sc.faults) want.push_back(cluster.Expect(f));
+    const std::vector<Finding> open =
+        RunPasses(cluster, config, sc.faults, sc.traffic, sc.seed, passes);
+    const ScenarioScore s = ScoreFindings(want, open);
+    expected += s.expected;
+    found += s.found;
+    tp_findings += s.true_positive_findings;
+    false_positives += static_cast<int>(s.false_positives.size());
+    for (const FaultExpectation& e : want)
+      ++std::get<0>(by_kind[e.primary.kind]);
+    for (const FaultExpectation& e : want) {
+      bool hit = true;
+      for (const ExpectedFinding& m : s.missed) {
+        hit = hit && !(m.kind == e.primary.kind && m.node == e.primary.node &&
+                       m.device == e.primary.device);
+      }
+      if (hit) ++std::get<1>(by_kind[e.primary.kind]);
+    }
+    for (const Finding& f : s.false_positives) ++std::get<2>(by_kind[f.kind]);
+
+    std::vector<std::string> missed, fps;
+    for (const ExpectedFinding& m : s.missed) missed.push_back(Describe(m));
+    for (const Finding& f : s.false_positives) fps.push_back(Describe(f));
+    table << std::setw(36) << sc.name << " | " << std::setw(8) << s.expected
+          << " | " << std::setw(5) << s.found << " | " << Cell(missed) << " | "
+          << Cell(fps);
+    if (!s.secondary.empty()) {
+      std::vector<std::string> tolerated;
+      for (const Finding& f : s.secondary) tolerated.push_back(Describe(f));
+      table << " (tolerated: " << Cell(tolerated) << ")";
+    }
+    table << "\n";
+    // Failure messages that name the finding, with its summary.
+    for (const ExpectedFinding& m : s.missed) {
+      ADD_FAILURE() << sc.name << ": missed " << Describe(m);
+    }
+    for (const Finding& f : s.false_positives) {
+      ADD_FAILURE() << sc.name << ": false positive " << Describe(f) << ": "
+                    << f.summary;
+    }
+  }
+  const double recall = expected == 0 ? 1 : double(found) / expected;
+  const double precision =
+      tp_findings + false_positives == 0
+          ? 1
+          : double(tp_findings) / (tp_findings + false_positives);
+  table << "\nper kind: expected / found / false positives\n";
+  for (const auto& [kind, n] : by_kind) {
+    table << "  " << std::setw(20) << kind << " " << std::get<0>(n) << " / "
+          << std::get<1>(n) << " / " << std::get<2>(n) << "\n";
+  }
+  table << "\nfaults expected " << expected << ", found " << found
+        << "; findings matching a fault " << tp_findings << ", false positives "
+        << false_positives << "\n"
+        << "recall " << std::setprecision(3) << recall << ", precision "
+        << precision << "\n";
+  std::cout << table.str() << std::flush;
+  EXPECT_EQ(recall, 1.0) << "faults the analyzers missed (table above)";
+  EXPECT_EQ(precision, 1.0) << "findings no fault explains (table above)";
+}
+
+// A fault that ends resolves once it has been clear for clear_after passes,
+// and not before (the hysteresis keeps it open while it may come back).
+class FaultResolvesTest : public ::testing::TestWithParam<FaultKind> {};
+
+TEST_P(FaultResolvesTest, ResolvesAfterClearAfterCleanPasses) {
+  const AnalysisConfig config;
+  absl::StatusOr<Cluster> built = Cluster::Build(TwoJobCluster(16));
+  ASSERT_TRUE(built.ok()) << built.status();
+  const Cluster& cluster = *built;
+  const Fault fault = At16(GetParam());
+  const ExpectedFinding want = cluster.Expect(fault).primary;
+  const std::vector<Fault> faulty = {fault};
+  Hysteresis gate(config.hysteresis);
+  auto is_open = [&](const std::vector<Finding>& open) {
+    for (const Finding& f : open) {
+      if (Matches(want, f)) return true;
+    }
+    return false;
+  };
+  auto step = [&](const std::vector<Fault>& faults, uint32_t seed) {
+    FabricView view = cluster.View(faults, TrafficOptions{}, seed);
+    return gate.Step(RunRateAnalyzers(cluster.Input(&view, &config)));
+  };
+  uint32_t seed = 500;
+  bool opened = false;
+  for (int pass = 0; pass < config.hysteresis.open_after; ++pass) {
+    opened = is_open(step(faulty, ++seed));
+  }
+  ASSERT_TRUE(opened) << Describe(want) << " never opened";
+  for (int pass = 1; pass < config.hysteresis.clear_after; ++pass) {
+    EXPECT_TRUE(is_open(step({}, ++seed)))
+        << Describe(want) << " resolved after only " << pass << " clean passes";
+  }
+  EXPECT_FALSE(is_open(step({}, ++seed)))
+      << Describe(want) << " still open after " << config.hysteresis.clear_after
+      << " clean passes";
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFaults, FaultResolvesTest,
+                         ::testing::ValuesIn(kAllFaultKinds),
+                         [](const ::testing::TestParamInfo<FaultKind>& param) {
+                           return std::string(FindingKindOf(param.param));
+                         });
+
+}  // namespace
+}  // namespace fabricdiag::analysis::scenario

@@ -1,0 +1,293 @@
+#include "collector/fabric_view_builder.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "collector/series_store.h"
+#include "collector/signal_map.h"
+#include "common/clock.h"
+
+namespace fabricdiag::collector {
+namespace {
+
+using analysis::Has;
+
+struct SeriesSpec {
+  v1::Subsystem subsystem;
+  const char* device;
+  uint32_t port;
+  const char* name;
+  v1::Meaning meaning = v1::MEANING_NONE;
+  v1::Direction direction = v1::DIRECTION_NONE;
+  int priority = -1;
+  v1::Kind kind = v1::KIND_COUNTER;
+};
+
+v1::Schema MakeSchema(const std::vector<SeriesSpec>& specs) {
+  v1::Schema schema;
+  schema.set_schema_id(1);
+  for (const SeriesSpec& s : specs) {
+    v1::Series* out = schema.add_series();
+    out->set_subsystem(s.subsystem);
+    out->set_device(s.device);
+    out->set_port(s.port);
+    out->set_name(s.name);
+    out->set_kind(s.kind);
+    out->set_meaning(s.meaning);
+    out->set_direction(s.direction);
+    out->set_priority(s.priority);
+  }
+  return schema;
+}
+
+// A GPU node: mlx5_0 (RoCE, eth0) and a management NIC eno1 without RDMA.
+v1::Inventory GpuInventory(int state_id = 4, const char* operstate = "up") {
+  v1::Inventory inv;
+  v1::RdmaDevice* d = inv.add_rdma_devices();
+  d->set_name("mlx5_0");
+  d->add_netdevs("eth0");
+  v1::RdmaPort* p = inv.add_rdma_ports();
+  p->set_device("mlx5_0");
+  p->set_port(1);
+  p->set_state_id(state_id);
+  p->set_rate_bytes_per_second(50e9);
+  p->add_netdevs("eth0");
+  v1::Netdev* n = inv.add_netdevs();
+  n->set_name("eth0");
+  n->set_operstate(operstate);
+  n->set_rdma_device("mlx5_0");
+  n->set_rdma_port(1);
+  n->set_speed_bytes_per_second(50e9);
+  n = inv.add_netdevs();
+  n->set_name("eno1");
+  n->set_operstate("up");
+  n->set_speed_bytes_per_second(3.125e9);
+  return inv;
+}
+
+const std::vector<SeriesSpec>& GpuSeries() {
+  static const auto* const kSeries = new std::vector<SeriesSpec>{
+      {v1::SUBSYSTEM_RDMA_PORT_COUNTERS, "mlx5_0", 1, "port_rcv_data"},
+      {v1::SUBSYSTEM_RDMA_PORT_HW_COUNTERS, "mlx5_0", 1, "np_cnp_sent"},
+      {v1::SUBSYSTEM_ETHTOOL, "eth0", 0, "tx_bytes_phy", v1::MEANING_PHY_BYTES,
+       v1::DIRECTION_TX},
+      {v1::SUBSYSTEM_ETHTOOL, "eth0", 0, "tx_prio3_pause_duration",
+       v1::MEANING_PFC_PAUSE_DURATION, v1::DIRECTION_TX, 3},
+      {v1::SUBSYSTEM_ETHTOOL, "eth0", 0, "rx_prio3_ecn_mark",
+       v1::MEANING_ECN_MARKED, v1::DIRECTION_RX, 3},
+      {v1::SUBSYSTEM_ETHTOOL, "eth0", 0, "rx_prio4_ecn_mark",
+       v1::MEANING_ECN_MARKED, v1::DIRECTION_RX, 4},
+      {v1::SUBSYSTEM_NETDEV_STATISTICS, "eth0", 0, "rx_bytes"},
+      {v1::SUBSYSTEM_NETDEV_STATISTICS, "eno1", 0, "rx_bytes"},
+      {v1::SUBSYSTEM_NETDEV_ATTRIBUTE, "eno1", 0, "carrier_changes"},
+      // Not an analysis signal / not in the inventory: ignored.
+      {v1::SUBSYSTEM_NETDEV_STATISTICS, "eth0", 0, "multicast"},
+      {v1::SUBSYSTEM_RDMA_PORT_COUNTERS, "mlx5_9", 1, "port_rcv_data"},
+      {v1::SUBSYSTEM_NETDEV_ATTRIBUTE, "eno1", 0, "speed_bytes_per_second",
+       v1::MEANING_NONE, v1::DIRECTION_NONE, -1, v1::KIND_GAUGE},
+  };
+  return *kSeries;
+}
+
+class FabricViewBuilderTest : public ::testing::Test {
+ protected:
+  FabricViewBuilderTest() : store_(SeriesStore::Options{}, clock_) {}
+
+  // Streams `reports` reports of `node`, 1 s apart; series i has rate
+  // rate(i, seq).
+  template <typename RateFn>
+  void Feed(const std::string& node, const v1::Inventory& inv,
+            const std::vector<SeriesSpec>& specs, int reports, RateFn rate) {
+    std::shared_ptr<NodeSeries> n = store_.OpenNode(node);
+    n->BeginStream("boot-1", 1000);
+    n->SetInventory(inv);
+    std::vector<uint32_t> slots = *n->MapSchema(MakeSchema(specs));
+    for (int seq = 1; seq <= reports; ++seq) {
+      clock_.Advance(absl::Seconds(1));
+      std::vector<double> rates;
+      for (size_t i = 0; i < specs.size(); ++i) rates.push_back(rate(i, seq));
+      ReportView view;
+      view.seq = static_cast<uint64_t>(seq);
+      view.wall_time_unix_nanos = absl::ToUnixNanos(clock_.Now());
+      view.rates = rates;
+      uint64_t held;
+      n->Ingest("boot-1", view, slots, clock_.Now(), &held);
+    }
+  }
+
+  FakeClock clock_;
+  SeriesStore store_;
+};
+
+TEST_F(FabricViewBuilderTest, FoldsEveryCounterOfAPortIntoItsSignals) {
+  // Every series reports 100 x (index + 1), except port_rcv_data which
+  // ramps so the window mean is visible: seq 1..10 -> 1e9 * seq.
+  Feed("gpu-0", GpuInventory(), GpuSeries(), 10, [](size_t i, int seq) {
+    if (i == 0) return 1e9 * seq;
+    if (i == 3) return 0.25;  // pause seconds per second
+    return 100.0 * static_cast<double>(i + 1);
+  });
+  FabricViewBuilder builder(&store_);
+  analysis::FabricView view = builder.Build(nullptr, 5, clock_.Now());
+  ASSERT_EQ(view.ports().size(), 2u);  // mlx5_0 (with eth0) and eno1
+
+  const analysis::PortView* nic = view.Find("gpu-0", "mlx5_0");
+  ASSERT_NE(nic, nullptr);
+  EXPECT_EQ(nic->netdev, "eth0");
+  EXPECT_EQ(view.Find("gpu-0", "eth0"), nic);
+  EXPECT_FALSE(nic->is_switch_port);
+  // Mean of seq 6..10 = 8e9; RDMA counters win over netdev statistics.
+  // The store keeps rates as float: 7 significant digits.
+  EXPECT_NEAR(nic->s.rx_bytes, 8e9, 8e9 * 1e-7);
+  EXPECT_DOUBLE_EQ(nic->s.tx_bytes, 300);  // tx_bytes_phy
+  EXPECT_DOUBLE_EQ(nic->s.cnp_sent, 200);
+  EXPECT_DOUBLE_EQ(nic->s.tx_pause_fraction[3], 0.25);
+  EXPECT_FALSE(Has(nic->s.tx_pause_fraction[4]));
+  EXPECT_FALSE(Has(nic->s.rx_pause_fraction[3]));
+  EXPECT_DOUBLE_EQ(nic->s.ecn_marked, 500 + 600);  // summed priorities
+  EXPECT_DOUBLE_EQ(nic->s.link_rate, 50e9);
+  EXPECT_TRUE(nic->s.link_up);
+  EXPECT_FALSE(Has(nic->s.symbol_errors));  // absent, not 0
+
+  const analysis::PortView* mgmt = view.Find("gpu-0", "eno1");
+  ASSERT_NE(mgmt, nullptr);
+  EXPECT_DOUBLE_EQ(mgmt->s.rx_bytes, 800);
+  EXPECT_DOUBLE_EQ(mgmt->s.carrier_changes, 900);
+  EXPECT_DOUBLE_EQ(mgmt->s.link_rate, 3.125e9);
+}
+
+TEST_F(FabricViewBuilderTest, NoRateSamplesAreIgnoredNotAveragedAsZero) {
+  Feed("gpu-0", GpuInventory(), GpuSeries(), 6, [](size_t i, int seq) {
+    if (i == 0 && seq % 2 == 0) return std::nan("");
+    return i == 0 ? 10.0 : 1.0;
+  });
+  FabricViewBuilder builder(&store_);
+  analysis::FabricView view = builder.Build(nullptr, 5, clock_.Now());
+  EXPECT_DOUBLE_EQ(view.Find("gpu-0", "mlx5_0")->s.rx_bytes, 10);
+}
+
+TEST_F(FabricViewBuilderTest, DownPortsAndStaleNodes) {
+  Feed("gpu-0", GpuInventory(/*state_id=*/1), GpuSeries(), 3,
+       [](size_t, int) { return 1.0; });
+  Feed("gpu-1", GpuInventory(4, "down"), GpuSeries(), 3,
+       [](size_t, int) { return 1.0; });
+  FabricViewBuilder builder(&store_);
+  analysis::FabricView view = builder.Build(nullptr, 5, clock_.Now());
+  EXPECT_FALSE(view.Find("gpu-0", "mlx5_0")->s.link_up);
+  EXPECT_FALSE(view.Find("gpu-1", "mlx5_0")->s.link_up);
+  // gpu-0 last reported 3 s before gpu-1 finished; 10 s later both are
+  // stale and left out.
+  view = builder.Build(nullptr, 5, clock_.Now() + absl::Seconds(10));
+  EXPECT_TRUE(view.ports().empty());
+}
+
+TEST_F(FabricViewBuilderTest, SwitchNodesOfTheTopologyHaveSwitchPorts) {
+  v1::Inventory inv;
+  for (const char* name : {"swp1", "swp49"}) {
+    v1::Netdev* n = inv.add_netdevs();
+    n->set_name(name);
+    n->set_operstate("up");
+    n->set_speed_bytes_per_second(50e9);
+  }
+  Feed("leaf-0", inv,
+       {{v1::SUBSYSTEM_NETDEV_STATISTICS, "swp49", 0, "tx_bytes"},
+        {v1::SUBSYSTEM_ETHTOOL, "swp1", 0, "rx_prio3_pause",
+         v1::MEANING_PFC_PAUSE_FRAMES, v1::DIRECTION_RX, 3}},
+       5, [](size_t i, int) { return i == 0 ? 30e9 : 1000.0; });
+  v1::Topology topology;
+  topology.add_switches()->set_name("leaf-0");
+  FabricViewBuilder builder(&store_);
+  analysis::FabricView view = builder.Build(&topology, 5, clock_.Now());
+  ASSERT_EQ(view.ports().size(), 2u);
+  const analysis::PortView* up = view.Find("leaf-0", "swp49");
+  ASSERT_NE(up, nullptr);
+  EXPECT_TRUE(up->is_switch_port);
+  EXPECT_NEAR(up->s.tx_bytes, 30e9, 30e9 * 1e-7);
+  EXPECT_DOUBLE_EQ(view.Find("leaf-0", "swp1")->s.rx_pause_frames[3], 1000);
+}
+
+TEST_F(FabricViewBuilderTest, PicksUpANewSchemaAndInventory) {
+  Feed("gpu-0", GpuInventory(), GpuSeries(), 3,
+       [](size_t, int) { return 1.0; });
+  FabricViewBuilder builder(&store_);
+  EXPECT_EQ(builder.Build(nullptr, 5, clock_.Now()).ports().size(), 2u);
+  // A second NIC appears (hot-plug): new inventory, new schema.
+  v1::Inventory inv = GpuInventory();
+  v1::RdmaPort* p = inv.add_rdma_ports();
+  p->set_device("mlx5_1");
+  p->set_port(1);
+  p->set_state_id(4);
+  std::shared_ptr<NodeSeries> n = store_.FindNode("gpu-0");
+  n->SetInventory(inv);
+  std::vector<uint32_t> slots = *n->MapSchema(MakeSchema(
+      {{v1::SUBSYSTEM_RDMA_PORT_COUNTERS, "mlx5_1", 1, "symbol_error"}}));
+  clock_.Advance(absl::Seconds(1));
+  const std::vector<double> rates = {3};
+  ReportView view;
+  view.seq = 4;
+  view.wall_time_unix_nanos = absl::ToUnixNanos(clock_.Now());
+  view.rates = rates;
+  uint64_t held;
+  n->Ingest("boot-1", view, slots, clock_.Now(), &held);
+  analysis::FabricView v = builder.Build(nullptr, 5, clock_.Now());
+  ASSERT_EQ(v.ports().size(), 3u);
+  EXPECT_DOUBLE_EQ(v.Find("gpu-0", "mlx5_1")->s.symbol_errors, 3);
+}
+
+TEST(SignalMapTest, ClassifiesDriverSpellingsOntoOneSignal) {
+  auto classify = [](v1::Subsystem sub, const char* name) {
+    SeriesMeta m;
+    m.key = {sub, "x", 1, name};
+    m.kind = v1::KIND_COUNTER;
+    return ClassifySeries(m).field;
+  };
+  EXPECT_EQ(classify(v1::SUBSYSTEM_RDMA_PORT_HW_COUNTERS, "np_cnp_sent"),
+            SignalField::kCnpSent);
+  EXPECT_EQ(classify(v1::SUBSYSTEM_RDMA_DEVICE_HW_COUNTERS, "cnpSent"),
+            SignalField::kCnpSent);
+  EXPECT_EQ(classify(v1::SUBSYSTEM_RDMA_PORT_HW_COUNTERS, "rp_cnp_handled"),
+            SignalField::kCnpHandled);
+  EXPECT_EQ(classify(v1::SUBSYSTEM_RDMA_PORT_COUNTERS, "symbol_error"),
+            SignalField::kSymbolErrors);
+  EXPECT_EQ(classify(v1::SUBSYSTEM_RDMA_PORT_COUNTERS, "made_up"),
+            SignalField::kNone);
+  SeriesMeta gauge;
+  gauge.key = {v1::SUBSYSTEM_RDMA_PORT_COUNTERS, "x", 1, "port_rcv_data"};
+  gauge.kind = v1::KIND_GAUGE;
+  EXPECT_EQ(ClassifySeries(gauge).field, SignalField::kNone);
+  // Per-priority ethtool meanings need a valid priority.
+  SeriesMeta pause;
+  pause.key = {v1::SUBSYSTEM_ETHTOOL, "eth0", 0, "rx_prio9_pause_duration"};
+  pause.kind = v1::KIND_COUNTER;
+  pause.meaning = v1::MEANING_PFC_PAUSE_DURATION;
+  pause.direction = v1::DIRECTION_RX;
+  pause.priority = 9;
+  EXPECT_EQ(ClassifySeries(pause).field, SignalField::kNone);
+  pause.priority = 3;
+  EXPECT_EQ(ClassifySeries(pause).field, SignalField::kRxPauseSeconds);
+}
+
+TEST(SignalMapTest, SameEventsCountedTwiceTakeTheLarger) {
+  PortAccumulator acc;
+  acc.Add({SignalField::kSymbolErrors}, 5);
+  acc.Add({SignalField::kSymbolErrors}, 7);
+  acc.Add({SignalField::kNetdevRxBytes}, 100);
+  acc.Add({SignalField::kPhyRxBytes}, 900);
+  acc.Add({SignalField::kPriorityDiscards, 3}, 2);
+  acc.Add({SignalField::kPriorityDiscards, 4}, 3);
+  acc.Add({SignalField::kRxDiscards}, 4);
+  acc.Add({SignalField::kCnpSent}, std::nan(""));
+  analysis::PortSignals s = acc.Finish();
+  EXPECT_EQ(s.symbol_errors, 7);
+  EXPECT_EQ(s.rx_bytes, 900);  // phy beats netdev statistics
+  EXPECT_EQ(s.rx_discards, 5);
+  EXPECT_FALSE(Has(s.cnp_sent));
+  EXPECT_FALSE(Has(s.tx_bytes));
+}
+
+}  // namespace
+}  // namespace fabricdiag::collector

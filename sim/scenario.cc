@@ -1,0 +1,322 @@
+#include "sim/scenario.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <exception>
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "analysis/names.h"
+#include "sim/fabric.h"
+
+namespace fabricdiag::sim {
+namespace {
+
+using analysis::QuoteForMessage;
+
+// A scenario holds a handful of faults; anything this large is a mistake.
+constexpr size_t kMaxScenarioBytes = 1 << 20;
+constexpr size_t kMaxFaults = 10000;
+
+struct KindInfo {
+  FaultKind kind;
+  const char* name;
+};
+constexpr KindInfo kKinds[] = {
+    {FaultKind::kHotExpert, "hot_expert"},
+    {FaultKind::kPfcStorm, "pfc_storm"},
+    {FaultKind::kEcmpPolarization, "ecmp_polarization"},
+    {FaultKind::kLinkFlap, "link_flap"},
+    {FaultKind::kLinkErrors, "link_errors"},
+    {FaultKind::kHalfSpeed, "half_speed"},
+    {FaultKind::kRetransmissions, "retransmissions"},
+    {FaultKind::kStraggler, "straggler"},
+    {FaultKind::kNicGone, "nic_gone"},
+};
+
+absl::Status FieldError(absl::string_view path, absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", message));
+}
+
+std::string Describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Undefined:
+      return "nothing";
+    case YAML::NodeType::Null:
+      return "null";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Scalar:
+      break;
+  }
+  return QuoteForMessage(node.Scalar());
+}
+
+// A plain (unquoted) finite number; JSON numbers are plain scalars too.
+absl::StatusOr<double> ReadNumber(const YAML::Node& node,
+                                  absl::string_view path) {
+  double d = 0;
+  if (!node.IsScalar() || node.Tag() != "?" ||
+      !absl::SimpleAtod(node.Scalar(), &d) || !std::isfinite(d)) {
+    return FieldError(path,
+                      absl::StrCat("expected a number, got ", Describe(node)));
+  }
+  return d;
+}
+
+absl::StatusOr<std::string> ReadString(const YAML::Node& node,
+                                       absl::string_view path) {
+  if (!node.IsScalar() || node.Scalar().empty()) {
+    return FieldError(path,
+                      absl::StrCat("expected a name, got ", Describe(node)));
+  }
+  return node.Scalar();
+}
+
+// Fields each kind uses besides kind/start/end.
+std::set<std::string> FieldsOf(FaultKind kind) {
+  switch (kind) {
+    case FaultKind::kHotExpert:
+      return {"node", "nic", "factor"};
+    case FaultKind::kPfcStorm:
+      return {"node", "nic", "priority"};
+    case FaultKind::kEcmpPolarization:
+      return {"switch"};
+    case FaultKind::kLinkFlap:
+      return {"node", "nic", "switch", "port", "period"};
+    default:
+      return {"node", "nic"};
+  }
+}
+
+absl::StatusOr<Fault> ParseFault(const YAML::Node& node,
+                                 const std::string& path) {
+  if (!node.IsMap()) {
+    return FieldError(path,
+                      absl::StrCat("expected a mapping, got ", Describe(node)));
+  }
+  Fault fault;
+  const YAML::Node kind_node = node["kind"];
+  if (!kind_node) return FieldError(path + ".kind", "missing");
+  if (!kind_node.IsScalar()) {
+    return FieldError(path + ".kind", absl::StrCat("expected a kind, got ",
+                                                   Describe(kind_node)));
+  }
+  bool known = false;
+  for (const KindInfo& k : kKinds) {
+    if (kind_node.Scalar() == k.name) {
+      fault.kind = k.kind;
+      known = true;
+    }
+  }
+  if (!known) {
+    std::vector<std::string> names;
+    for (const KindInfo& k : kKinds) names.push_back(k.name);
+    return FieldError(
+        path + ".kind",
+        absl::StrCat("unknown kind ", QuoteForMessage(kind_node.Scalar()),
+                     " (expected one of ", absl::StrJoin(names, ", "), ")"));
+  }
+  const std::string kind_name(FaultKindName(fault.kind));
+  const std::set<std::string> fields = FieldsOf(fault.kind);
+  std::set<std::string> seen;
+  for (const auto& entry : node) {
+    if (!entry.first.IsScalar()) {
+      return FieldError(path, "keys must be names");
+    }
+    const std::string key = entry.first.Scalar();
+    const std::string field = absl::StrCat(path, ".", key);
+    if (!seen.insert(key).second) return FieldError(field, "duplicate key");
+    const YAML::Node& value = entry.second;
+    if (key == "kind") continue;
+    if (key == "start" || key == "end") {
+      absl::StatusOr<double> t = ReadNumber(value, field);
+      if (!t.ok()) return t.status();
+      if (*t < 0) {
+        return FieldError(
+            field, absl::StrCat("must not be negative, got ", value.Scalar()));
+      }
+      (key == "start" ? fault.start : fault.end) = *t;
+      continue;
+    }
+    if (fields.count(key) == 0) {
+      static const std::set<std::string> kAll = {
+          "node", "nic", "switch", "port", "priority", "factor", "period"};
+      return FieldError(field, kAll.count(key)
+                                   ? absl::StrCat("not used by ", kind_name)
+                                   : "unknown key");
+    }
+    if (key == "priority") {
+      absl::StatusOr<double> p = ReadNumber(value, field);
+      if (!p.ok()) return p.status();
+      if (*p != std::floor(*p) || *p < 0 || *p > 7) {
+        return FieldError(field, absl::StrCat("must be an integer 0..7, got ",
+                                              value.Scalar()));
+      }
+      fault.priority = static_cast<int>(*p);
+    } else if (key == "factor" || key == "period") {
+      absl::StatusOr<double> v = ReadNumber(value, field);
+      if (!v.ok()) return v.status();
+      if (*v <= 0) {
+        return FieldError(field, absl::StrCat("must be greater than 0, got ",
+                                              value.Scalar()));
+      }
+      (key == "factor" ? fault.factor : fault.period) = *v;
+    } else {
+      absl::StatusOr<std::string> name = ReadString(value, field);
+      if (!name.ok()) return name.status();
+      if (key == "node") fault.node = *name;
+      if (key == "nic") fault.nic = *name;
+      if (key == "switch") fault.switch_name = *name;
+      if (key == "port") fault.port = *name;
+    }
+  }
+  if (seen.count("start") == 0) return FieldError(path + ".start", "missing");
+  if (fault.end <= fault.start) {
+    return FieldError(path + ".end",
+                      absl::StrCat("must be after start (", fault.start,
+                                   " s), got ", fault.end, " s"));
+  }
+  // Which target fields are required.
+  const bool has_nic_target = seen.count("node") || seen.count("nic");
+  const bool has_port_target = seen.count("switch") || seen.count("port");
+  auto require = [&](const char* key) -> absl::Status {
+    if (seen.count(key) == 0) {
+      return FieldError(absl::StrCat(path, ".", key),
+                        absl::StrCat("missing (", kind_name, " needs it)"));
+    }
+    return absl::OkStatus();
+  };
+  absl::Status st;
+  if (fault.kind == FaultKind::kEcmpPolarization) {
+    st = require("switch");
+  } else if (fault.kind == FaultKind::kLinkFlap && has_port_target) {
+    if (has_nic_target) {
+      return FieldError(path,
+                        "link_flap takes node + nic or switch + port, "
+                        "not both");
+    }
+    st = require("switch");
+    if (st.ok()) st = require("port");
+  } else {
+    st = require("node");
+    if (st.ok()) st = require("nic");
+  }
+  if (!st.ok()) return st;
+  return fault;
+}
+
+}  // namespace
+
+absl::string_view FaultKindName(FaultKind kind) {
+  for (const KindInfo& k : kKinds) {
+    if (k.kind == kind) return k.name;
+  }
+  return "unknown";
+}
+
+std::string Fault::Describe() const {
+  std::string out(FaultKindName(kind));
+  for (const std::string* part : {&switch_name, &port, &node, &nic}) {
+    if (!part->empty()) absl::StrAppend(&out, " ", *part);
+  }
+  return out;
+}
+
+absl::StatusOr<Scenario> ParseScenario(absl::string_view text) {
+  if (text.size() > kMaxScenarioBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("scenario is larger than ", kMaxScenarioBytes, " bytes"));
+  }
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not valid YAML or JSON: ", e.what()));
+  }
+  Scenario scenario;
+  if (root.IsNull() || !root.IsDefined()) return scenario;  // empty file
+  if (!root.IsMap()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected a mapping at the top, got ", Describe(root)));
+  }
+  try {
+    for (const auto& entry : root) {
+      const std::string key =
+          entry.first.IsScalar() ? entry.first.Scalar() : "?";
+      if (key == "step_seconds") {
+        absl::StatusOr<double> v = ReadNumber(entry.second, key);
+        if (!v.ok()) return v.status();
+        if (*v <= 0) {
+          return FieldError(key, absl::StrCat("must be greater than 0, got ",
+                                              entry.second.Scalar()));
+        }
+        scenario.step_seconds = *v;
+      } else if (key == "faults") {
+        if (entry.second.IsNull()) continue;
+        if (!entry.second.IsSequence()) {
+          return FieldError(key, absl::StrCat("expected a list, got ",
+                                              Describe(entry.second)));
+        }
+        if (entry.second.size() > kMaxFaults) {
+          return FieldError(key,
+                            absl::StrCat("more than ", kMaxFaults, " faults"));
+        }
+        for (size_t i = 0; i < entry.second.size(); ++i) {
+          absl::StatusOr<Fault> fault =
+              ParseFault(entry.second[i], absl::StrCat("faults[", i, "]"));
+          if (!fault.ok()) return fault.status();
+          scenario.faults.push_back(*std::move(fault));
+        }
+      } else {
+        return FieldError(QuoteForMessage(key), "unknown key");
+      }
+    }
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("malformed scenario: ", e.what()));
+  }
+  return scenario;
+}
+
+absl::Status ValidateScenarioNames(const Scenario& scenario,
+                                   const Fabric& fabric) {
+  for (size_t i = 0; i < scenario.faults.size(); ++i) {
+    const Fault& f = scenario.faults[i];
+    const std::string path = absl::StrCat("faults[", i, "]");
+    if (!f.node.empty()) {
+      if (!fabric.FindHost(f.node)) {
+        return FieldError(path + ".node",
+                          absl::StrCat("unknown node ", QuoteForMessage(f.node),
+                                       " (not a host of any layout or "
+                                       "topology link)"));
+      }
+      if (!fabric.FindNic(f.node, f.nic)) {
+        return FieldError(path + ".nic", absl::StrCat(f.node, " has no NIC ",
+                                                      QuoteForMessage(f.nic)));
+      }
+    }
+    if (!f.switch_name.empty()) {
+      if (!fabric.FindSwitch(f.switch_name)) {
+        return FieldError(
+            path + ".switch",
+            absl::StrCat("unknown switch ", QuoteForMessage(f.switch_name),
+                         " (not in the topology)"));
+      }
+      if (!f.port.empty() && !fabric.FindPort(f.switch_name, f.port)) {
+        return FieldError(path + ".port",
+                          absl::StrCat(f.switch_name, " has no port ",
+                                       QuoteForMessage(f.port)));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace fabricdiag::sim

@@ -1,0 +1,207 @@
+#include "sim/sim_app.h"
+
+#include <signal.h>
+
+#include <cerrno>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "analysis/layout_model.h"
+#include "analysis/layout_parse.h"
+
+namespace fabricdiag::sim {
+namespace {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat(path, ": cannot open: ", strerror(errno)));
+  }
+  std::string text;
+  char buf[65536];
+  while (in.read(buf, sizeof(buf)) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (text.size() > analysis::kMaxDocumentBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": larger than ", analysis::kMaxDocumentBytes, " bytes"));
+    }
+  }
+  return text;
+}
+
+// "path: message", keeping the code.
+absl::Status InFile(const std::string& path, const absl::Status& status) {
+  return absl::Status(status.code(),
+                      absl::StrCat(path, ": ", status.message()));
+}
+
+// 20 -> "20", 20.25 -> "20.25" (milliseconds at most).
+std::string SecondsText(double t) {
+  return absl::StrFormat("%g", std::round(t * 1000) / 1000);
+}
+
+}  // namespace
+
+absl::Status ValidateSimConfig(const SimConfig& config) {
+  if (config.out_dir.empty()) {
+    return absl::InvalidArgumentError("--out: required");
+  }
+  if (config.layout_files.empty() && config.topology_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--layout: at least one layout (or a --topology) is required");
+  }
+  if (config.interval <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--interval: must be greater than 0");
+  }
+  if (config.duration < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--duration: must not be negative");
+  }
+  if (config.ticks < 0) {
+    return absl::InvalidArgumentError("--ticks: must not be negative");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Simulation>> Simulation::Create(
+    const SimConfig& config) {
+  std::vector<analysis::LayoutModel> layouts;
+  for (const std::string& path : config.layout_files) {
+    absl::StatusOr<std::string> text = ReadFile(path);
+    if (!text.ok()) return text.status();
+    absl::StatusOr<v1::Layout> proto = analysis::ParseLayout(*text);
+    if (!proto.ok()) return InFile(path, proto.status());
+    absl::StatusOr<analysis::LayoutModel> model =
+        analysis::LayoutModel::Build(*proto);
+    if (!model.ok()) return InFile(path, model.status());
+    layouts.push_back(*std::move(model));
+  }
+  v1::Topology topology;
+  if (!config.topology_file.empty()) {
+    absl::StatusOr<std::string> text = ReadFile(config.topology_file);
+    if (!text.ok()) return text.status();
+    absl::StatusOr<v1::Topology> parsed = analysis::ParseTopology(*text);
+    if (!parsed.ok()) return InFile(config.topology_file, parsed.status());
+    topology = *std::move(parsed);
+  }
+  Scenario scenario;
+  if (!config.scenario_file.empty()) {
+    absl::StatusOr<std::string> text = ReadFile(config.scenario_file);
+    if (!text.ok()) return text.status();
+    absl::StatusOr<Scenario> parsed = ParseScenario(*text);
+    if (!parsed.ok()) return InFile(config.scenario_file, parsed.status());
+    scenario = *std::move(parsed);
+  }
+
+  std::unique_ptr<Simulation> sim(new Simulation());
+  absl::StatusOr<Fabric> fabric = Fabric::Build(std::move(layouts), topology);
+  if (!fabric.ok()) return fabric.status();
+  sim->fabric_ = std::make_unique<Fabric>(*std::move(fabric));
+  if (absl::Status st = ValidateScenarioNames(scenario, *sim->fabric_);
+      !st.ok()) {
+    return InFile(config.scenario_file, st);
+  }
+  sim->fault_active_.assign(scenario.faults.size(), false);
+  absl::StatusOr<CounterModel> model = CounterModel::Create(
+      sim->fabric_.get(), std::move(scenario), config.seed);
+  if (!model.ok()) return model.status();
+  sim->model_ = std::make_unique<CounterModel>(*std::move(model));
+  absl::StatusOr<std::unique_ptr<TreeWriter>> writer =
+      TreeWriter::Create(config.out_dir, sim->fabric_.get());
+  if (!writer.ok()) return writer.status();
+  sim->writer_ = *std::move(writer);
+  sim->nics_.resize(sim->fabric_->nics().size());
+  sim->ports_.resize(sim->fabric_->ports().size());
+  absl::Status st = sim->writer_->Write(sim->nics_, sim->ports_);
+  if (!st.ok()) return st;
+  return sim;
+}
+
+absl::Status Simulation::Tick(double dt, std::ostream* phases) {
+  const std::vector<Fault>& faults = model_->scenario().faults;
+  for (size_t i = 0; i < faults.size(); ++i) {
+    const bool active = faults[i].ActiveAt(now_);
+    if (active != fault_active_[i] && phases != nullptr) {
+      *phases << "t=" << SecondsText(now_) << "s " << faults[i].Describe()
+              << (active ? " starts" : " ends") << std::endl;
+    }
+    fault_active_[i] = active;
+  }
+  FabricRates rates = model_->RatesAt(now_, dt);
+  for (size_t i = 0; i < nics_.size(); ++i) {
+    Accumulate(rates.nics[i], dt, &nics_[i]);
+  }
+  for (size_t p = 0; p < ports_.size(); ++p) {
+    Accumulate(rates.ports[p], dt, &ports_[p]);
+  }
+  now_ += dt;
+  return writer_->Write(nics_, ports_);
+}
+
+bool SignalWaiter::WaitUntil(int64_t monotonic_nanos) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  while (true) {
+    const int64_t left = monotonic_nanos - clock_->MonotonicNanos();
+    if (left <= 0) return false;
+    timespec ts;
+    ts.tv_sec = static_cast<time_t>(left / 1000000000);
+    ts.tv_nsec = static_cast<long>(left % 1000000000);
+    const int signo = sigtimedwait(&signals, nullptr, &ts);
+    if (signo == SIGINT || signo == SIGTERM) return true;
+    // EAGAIN: the deadline passed; EINTR: another signal; loop re-checks.
+  }
+}
+
+int RunSim(const SimConfig& config, const Clock& clock, Waiter* waiter,
+           std::ostream& out, std::ostream& err) {
+  if (absl::Status st = ValidateSimConfig(config); !st.ok()) {
+    err << "fabricdiag-sim: " << st.message() << "\n";
+    return 2;
+  }
+  absl::StatusOr<std::unique_ptr<Simulation>> sim = Simulation::Create(config);
+  if (!sim.ok()) {
+    err << "fabricdiag-sim: " << sim.status().message() << "\n";
+    const bool io = sim.status().code() == absl::StatusCode::kInternal ||
+                    sim.status().code() == absl::StatusCode::kPermissionDenied;
+    return io ? 1 : 2;
+  }
+  Simulation& s = **sim;
+  const double step = absl::ToDoubleSeconds(config.interval);
+  err << "fabricdiag-sim: " << s.fabric().hosts().size() << " hosts ("
+      << s.fabric().nics().size() << " NICs), " << s.fabric().switches().size()
+      << " switches (" << s.fabric().ports().size() << " ports) under "
+      << config.out_dir << "\n";
+  auto fail = [&err](const absl::Status& st) {
+    err << "fabricdiag-sim: " << st.message() << "\n";
+    return 1;
+  };
+  if (config.ticks > 0) {
+    for (int64_t i = 0; i < config.ticks; ++i) {
+      if (absl::Status st = s.Tick(step, &out); !st.ok()) return fail(st);
+    }
+    return 0;
+  }
+  const double limit = absl::ToDoubleSeconds(config.duration);
+  const int64_t start = clock.MonotonicNanos();
+  const int64_t step_nanos = absl::ToInt64Nanoseconds(config.interval);
+  for (int64_t k = 1;; ++k) {
+    if (waiter->WaitUntil(start + k * step_nanos)) break;
+    // Counters advance by the time that really passed (a late tick carries
+    // more), so their rates stay right whatever the scheduling.
+    double now = static_cast<double>(clock.MonotonicNanos() - start) / 1e9;
+    if (limit > 0) now = std::min(now, limit);
+    if (absl::Status st = s.Tick(now - s.now_seconds(), &out); !st.ok()) {
+      return fail(st);
+    }
+    if (limit > 0 && s.now_seconds() >= limit) break;
+  }
+  return 0;
+}
+
+}  // namespace fabricdiag::sim

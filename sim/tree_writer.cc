@@ -1,0 +1,230 @@
+#include "sim/tree_writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <system_error>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace fabricdiag::sim {
+namespace {
+
+namespace fs = std::filesystem;
+
+absl::Status ErrnoError(int err, absl::string_view what,
+                        absl::string_view path) {
+  return absl::Status(absl::ErrnoToStatusCode(err),
+                      absl::StrCat(what, " ", path, ": ", strerror(err)));
+}
+
+absl::Status MakeDirs(const std::string& path) {
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("cannot create ", path, ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteWhole(const std::string& path, const std::string& content) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError(errno, "cannot create", path);
+  size_t done = 0;
+  while (done < content.size()) {
+    ssize_t n = write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      close(fd);
+      return ErrnoError(err, "cannot write", path);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (close(fd) != 0) return ErrnoError(errno, "cannot close", path);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TreeWriter>> TreeWriter::Create(
+    std::string out_dir, const Fabric* fabric) {
+  if (out_dir.empty()) return absl::InvalidArgumentError("--out: empty");
+  std::unique_ptr<TreeWriter> w(new TreeWriter(std::move(out_dir), fabric));
+  absl::Status st = MakeDirs(w->out_);
+  if (!st.ok()) return st;
+  st = w->RemoveTree(w->tmp_);
+  if (!st.ok()) return st;
+  st = MakeDirs(w->tmp_);
+  if (!st.ok()) return st;
+  std::vector<std::string> nodes;
+  for (const SimNode& h : fabric->hosts()) nodes.push_back(h.name);
+  for (const SimNode& s : fabric->switches()) nodes.push_back(s.name);
+  for (const std::string& node : nodes) {
+    st = w->RemoveTree(absl::StrCat(w->out_, "/", node));
+    if (!st.ok()) return st;
+    st = MakeDirs(absl::StrCat(w->SysfsRoot(node), "/class/net"));
+    if (st.ok()) st = MakeDirs(w->EthtoolDir(node));
+    if (!st.ok()) return st;
+  }
+  for (const SimNode& h : fabric->hosts()) {
+    st = MakeDirs(absl::StrCat(w->SysfsRoot(h.name), "/class/infiniband"));
+    if (!st.ok()) return st;
+  }
+  return w;
+}
+
+TreeWriter::TreeWriter(std::string out_dir, const Fabric* fabric)
+    : out_(std::move(out_dir)),
+      tmp_(out_ + "/.sim-tmp"),
+      fabric_(fabric),
+      nic_exists_(fabric->nics().size(), false),
+      port_exists_(fabric->ports().size(), false) {}
+
+std::string TreeWriter::SysfsRoot(const std::string& node) const {
+  return absl::StrCat(out_, "/", node, "/sys");
+}
+
+std::string TreeWriter::EthtoolDir(const std::string& node) const {
+  return absl::StrCat(out_, "/", node, "/ethtool");
+}
+
+std::string TreeWriter::TempPath() {
+  return absl::StrCat(tmp_, "/t", temp_counter_++);
+}
+
+absl::Status TreeWriter::WriteAtomic(const std::string& path,
+                                     const std::string& content) {
+  auto it = written_.find(path);
+  if (it != written_.end() && it->second == content) return absl::OkStatus();
+  const std::string tmp = TempPath();
+  absl::Status st = WriteWhole(tmp, content);
+  if (!st.ok()) return st;
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    unlink(tmp.c_str());
+    return ErrnoError(err, "cannot rename into", path);
+  }
+  ++files_written_;
+  written_[path] = content;
+  return absl::OkStatus();
+}
+
+absl::Status TreeWriter::RemoveTree(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(path, ec))) return absl::OkStatus();
+  // Out of the tree in one step, then deleted at leisure.
+  const std::string doomed = TempPath();
+  std::string victim = path;
+  if (fs::exists(fs::symlink_status(tmp_, ec)) &&
+      !absl::StartsWith(path, tmp_) &&
+      rename(path.c_str(), doomed.c_str()) == 0) {
+    victim = doomed;
+  }
+  fs::remove_all(victim, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("cannot remove ", path, ": ", ec.message()));
+  }
+  const std::string prefix = path + "/";
+  for (auto it = written_.lower_bound(path); it != written_.end();) {
+    if (it->first != path && !absl::StartsWith(it->first, prefix)) break;
+    it = written_.erase(it);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TreeWriter::SyncDir(const std::string& dir,
+                                 const std::vector<FileEntry>& files,
+                                 bool exists) {
+  if (exists) {
+    for (const FileEntry& f : files) {
+      if (absl::EndsWith(f.path, "/")) continue;  // directories: static
+      absl::Status st = WriteAtomic(absl::StrCat(dir, "/", f.path), f.content);
+      if (!st.ok()) return st;
+    }
+    return absl::OkStatus();
+  }
+  const std::string stage = TempPath();
+  for (const FileEntry& f : files) {
+    const fs::path p = fs::path(stage) / f.path;
+    absl::Status st = MakeDirs(
+        absl::EndsWith(f.path, "/") ? p.string() : p.parent_path().string());
+    if (st.ok() && !absl::EndsWith(f.path, "/")) {
+      st = WriteWhole(p.string(), f.content);
+    }
+    if (!st.ok()) return st;
+  }
+  if (rename(stage.c_str(), dir.c_str()) != 0) {
+    return ErrnoError(errno, "cannot rename into", dir);
+  }
+  for (const FileEntry& f : files) {
+    if (!absl::EndsWith(f.path, "/")) {
+      written_[absl::StrCat(dir, "/", f.path)] = f.content;
+      ++files_written_;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TreeWriter::Write(const std::vector<PortCounters>& nics,
+                               const std::vector<PortCounters>& ports) {
+  if (nics.size() != fabric_->nics().size() ||
+      ports.size() != fabric_->ports().size()) {
+    return absl::InvalidArgumentError("counters do not match the fabric");
+  }
+  for (size_t i = 0; i < nics.size(); ++i) {
+    const SimNic& nic = fabric_->nics()[i];
+    const std::string root = SysfsRoot(nic.host);
+    const std::string dev_dir =
+        absl::StrCat(root, "/class/infiniband/", nic.rdma_device);
+    const std::string net_dir = absl::StrCat(root, "/class/net/", nic.netdev);
+    const std::string ethtool =
+        absl::StrCat(EthtoolDir(nic.host), "/", nic.netdev);
+    absl::Status st;
+    if (!nics[i].present) {
+      if (nic_exists_[i]) {
+        // Like a driver unbind: the RDMA device, its netdev and with it
+        // the ethtool statistics disappear.
+        st = RemoveTree(dev_dir);
+        if (st.ok()) st = RemoveTree(net_dir);
+        if (st.ok()) st = RemoveTree(ethtool);
+        if (!st.ok()) return st;
+        nic_exists_[i] = false;
+      }
+      continue;
+    }
+    const bool exists = nic_exists_[i];
+    // Netdev first: when the RDMA device appears, its netdev is there.
+    st = SyncDir(net_dir, NetdevFiles(nics[i], false, !exists), exists);
+    if (st.ok()) {
+      st = SyncDir(dev_dir, RdmaDeviceFiles(nic, i, nics[i], !exists), exists);
+    }
+    if (st.ok()) st = WriteAtomic(ethtool, EthtoolStatsText(nics[i]));
+    if (!st.ok()) return st;
+    nic_exists_[i] = true;
+  }
+  for (size_t p = 0; p < ports.size(); ++p) {
+    const SimPort& port = fabric_->ports()[p];
+    const std::string net_dir =
+        absl::StrCat(SysfsRoot(port.switch_name), "/class/net/", port.port);
+    const bool exists = port_exists_[p];
+    absl::Status st =
+        SyncDir(net_dir, NetdevFiles(ports[p], true, !exists), exists);
+    if (st.ok()) {
+      st = WriteAtomic(
+          absl::StrCat(EthtoolDir(port.switch_name), "/", port.port),
+          EthtoolStatsText(ports[p]));
+    }
+    if (!st.ok()) return st;
+    port_exists_[p] = true;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace fabricdiag::sim

@@ -1,0 +1,345 @@
+// THE test of the simulator: the trees it writes are read back with the
+// agent's own sources, exactly as `fabricdiag-agent --sysfs_root=OUT/N/sys
+// --ethtool_dir=OUT/N/ethtool` reads them.
+#include <memory>
+#include <optional>
+
+#include "agent/ethtool_source.h"
+#include "agent/netdev_source.h"
+#include "agent/rdma_sysfs_source.h"
+#include "agent/sample.h"
+#include "agent/sysfs_reader.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sim/sim_app.h"
+#include "tests/sim/sim_test_util.h"
+
+namespace fabricdiag::sim {
+namespace {
+
+using agent::Direction;
+using agent::EthtoolSource;
+using agent::EthtoolTextDir;
+using agent::Meaning;
+using agent::NetdevSource;
+using agent::RdmaSysfsSource;
+using agent::Sample;
+using agent::Snapshot;
+using agent::Subsystem;
+using agent::SysfsReader;
+using ::testing::ElementsAre;
+
+// One agent on one simulated node: rdma, netdev, then ethtool (the order
+// the agent registers them in).
+class AgentOnNode {
+ public:
+  AgentOnNode(const TreeWriter& writer, const std::string& node)
+      : reader_(writer.SysfsRoot(node), NoCache()),
+        rdma_(&reader_),
+        netdev_(*NetdevSource::Create(&reader_)),
+        ethtool_(EthtoolTextDir{writer.EthtoolDir(node)}, {}) {}
+
+  Snapshot Collect() {
+    Snapshot snap;
+    agent::Source* sources[] = {&rdma_, netdev_.get(), &ethtool_};
+    for (agent::Source* s : sources) {
+      agent::SourceStatus st = s->Collect(&snap);
+      EXPECT_TRUE(st.ok) << s->name() << ": " << st.last_error;
+      EXPECT_EQ(st.errors, 0) << s->name() << ": " << st.last_error;
+    }
+    return snap;
+  }
+
+ private:
+  static SysfsReader::Options NoCache() {
+    SysfsReader::Options o;
+    o.cache_policy = agent::FdCachePolicy::kNever;
+    return o;
+  }
+  SysfsReader reader_;
+  RdmaSysfsSource rdma_;
+  std::unique_ptr<NetdevSource> netdev_;
+  EthtoolSource ethtool_;
+};
+
+const Sample* Find(const Snapshot& snap, Subsystem subsystem,
+                   const std::string& device, const std::string& name) {
+  for (const Sample& s : snap.samples) {
+    if (s.subsystem == subsystem && s.device == device && s.name == name) {
+      return &s;
+    }
+  }
+  return nullptr;
+}
+
+class AgentReadbackTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Simulation> Start(const std::string& scenario) {
+    SimConfig config;
+    // Two hosts keep the tree small: the disk may be shared and busy.
+    config.layout_files = {dir_.Write("layout.yaml", R"(
+job: small
+gpus_per_node: 8
+parallelism: {tp: 8, pp: 1, dp: 2}
+hosts: [gpu-000, gpu-001]
+rails: [mlx5_0, mlx5_1, mlx5_2, mlx5_3, mlx5_4, mlx5_5, mlx5_6, mlx5_7]
+)")};
+    config.topology_file = dir_.Write("topology.yaml", R"(
+switches:
+  - {name: leaf-0, uplinks: [swp49, swp50]}
+links:
+  - {host: gpu-000, nic: mlx5_2, switch: leaf-0, port: swp1}
+  - {host: gpu-001, nic: mlx5_2, switch: leaf-0, port: swp2}
+)");
+    config.scenario_file = dir_.Write("scenario.yaml", scenario);
+    config.out_dir = dir_.path() + "/out";
+    auto sim = Simulation::Create(config);
+    EXPECT_TRUE(sim.ok()) << sim.status();
+    return sim.ok() ? *std::move(sim) : nullptr;
+  }
+
+  testing::TempDir dir_;
+};
+
+TEST_F(AgentReadbackTest, AgentSeesDevicesCountersAndPfc) {
+  auto sim = Start(
+      "faults: [{kind: pfc_storm, node: gpu-001, nic: mlx5_2, start: 0}]");
+  ASSERT_NE(sim, nullptr);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(sim->Tick(1.0, nullptr).ok());
+
+  AgentOnNode host(sim->writer(), "gpu-001");
+  Snapshot snap = host.Collect();
+
+  std::vector<std::string> devices;
+  for (const auto& d : snap.rdma_devices) devices.push_back(d.name);
+  EXPECT_THAT(devices, ElementsAre("mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3",
+                                   "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_7"));
+  // The RoCE port and its netdev, both ways.
+  const agent::RdmaPortInfo* port = nullptr;
+  for (const auto& p : snap.rdma_ports) {
+    if (p.device == "mlx5_2") port = &p;
+  }
+  ASSERT_NE(port, nullptr);
+  EXPECT_EQ(port->port, 1u);
+  EXPECT_EQ(port->link_layer, "Ethernet");
+  EXPECT_EQ(port->state_id, 4);
+  EXPECT_EQ(port->phys_state, "LinkUp");
+  EXPECT_THAT(port->netdevs, ElementsAre("eth2"));
+  ASSERT_TRUE(port->rate_bytes_per_second.has_value());
+  EXPECT_DOUBLE_EQ(*port->rate_bytes_per_second, 50e9);
+  const agent::NetdevInfo* eth2 = nullptr;
+  for (const auto& n : snap.netdevs) {
+    if (n.name == "eth2") eth2 = &n;
+  }
+  ASSERT_NE(eth2, nullptr);
+  EXPECT_EQ(eth2->rdma_device, "mlx5_2");
+  EXPECT_EQ(eth2->rdma_port, 1u);
+  EXPECT_EQ(eth2->operstate, "up");
+
+  // port_rcv_data: 4-octet words, scaled x4 into bytes by the agent.
+  const size_t nic = *sim->fabric().FindNic("gpu-001", "mlx5_3");
+  const PortCounters& c = sim->nic_counters()[nic];
+  const Sample* rcv =
+      Find(snap, Subsystem::kRdmaPortCounters, "mlx5_3", "port_rcv_data");
+  ASSERT_NE(rcv, nullptr);
+  EXPECT_EQ(rcv->raw, c.value[kRxBytes] / 4);
+  EXPECT_EQ(rcv->scale, 4.0);
+  EXPECT_DOUBLE_EQ(rcv->BaseValue(),
+                   static_cast<double>(c.value[kRxBytes] / 4 * 4));
+  EXPECT_GT(rcv->BaseValue(), 3 * 1e9);  // 3 s at ~10 GB/s
+  const Sample* cnp =
+      Find(snap, Subsystem::kRdmaPortHwCounters, "mlx5_3", "np_cnp_sent");
+  ASSERT_NE(cnp, nullptr);
+  EXPECT_EQ(cnp->raw, c.value[kNpCnpSent]);
+  const Sample* oos =
+      Find(snap, Subsystem::kRdmaPortHwCounters, "mlx5_3", "out_of_sequence");
+  ASSERT_NE(oos, nullptr);
+  EXPECT_EQ(oos->width_bits, 32u);
+  EXPECT_EQ(Find(snap, Subsystem::kRdmaPortHwCounters, "mlx5_3", "lifespan"),
+            nullptr);
+  const Sample* speed =
+      Find(snap, Subsystem::kNetdevAttribute, "eth3", "speed_bytes_per_second");
+  ASSERT_NE(speed, nullptr);
+  EXPECT_EQ(speed->raw, 50'000'000'000u);
+
+  // ethtool: the storm NIC's tx pause on priority 3, with its meaning.
+  const Sample* pause =
+      Find(snap, Subsystem::kEthtool, "eth2", "tx_prio3_pause_duration");
+  ASSERT_NE(pause, nullptr);
+  EXPECT_EQ(pause->meaning, Meaning::kPfcPauseDuration);
+  EXPECT_EQ(pause->direction, Direction::kTx);
+  EXPECT_EQ(pause->priority, 3);
+  EXPECT_GE(pause->BaseValue(), 0.9 * 3);  // seconds paused of 3
+  EXPECT_LE(pause->BaseValue(), 3.0);
+  const Sample* frames =
+      Find(snap, Subsystem::kEthtool, "eth2", "rx_prio5_pause");
+  ASSERT_NE(frames, nullptr);
+  EXPECT_EQ(frames->meaning, Meaning::kPfcPauseFrames);
+  EXPECT_EQ(frames->direction, Direction::kRx);
+  EXPECT_EQ(frames->priority, 5);
+  const Sample* phy = Find(snap, Subsystem::kEthtool, "eth3", "rx_bytes_phy");
+  ASSERT_NE(phy, nullptr);
+  EXPECT_EQ(phy->meaning, Meaning::kPhyBytes);
+  EXPECT_EQ(phy->raw, c.value[kRxBytes]);
+  const Sample* storm =
+      Find(snap, Subsystem::kEthtool, "eth2", "tx_pause_storm_warning_events");
+  ASSERT_NE(storm, nullptr);
+  EXPECT_EQ(storm->meaning, Meaning::kPauseStormWarning);
+  EXPECT_GE(storm->raw, 1u);
+
+  // The switch: its port facing the stuck NIC receives that pause.
+  AgentOnNode leaf(sim->writer(), "leaf-0");
+  Snapshot sw = leaf.Collect();
+  EXPECT_TRUE(sw.rdma_devices.empty());
+  std::vector<std::string> ports;
+  for (const auto& n : sw.netdevs) ports.push_back(n.name);
+  EXPECT_THAT(ports, ElementsAre("swp1", "swp2", "swp49", "swp50"));
+  const Sample* rx_pause =
+      Find(sw, Subsystem::kEthtool, "swp2", "rx_prio3_pause_duration");
+  ASSERT_NE(rx_pause, nullptr);
+  EXPECT_EQ(rx_pause->direction, Direction::kRx);
+  EXPECT_GE(rx_pause->BaseValue(), 0.9 * 3);
+  const Sample* rx_bytes =
+      Find(sw, Subsystem::kNetdevStatistics, "swp1", "rx_bytes");
+  ASSERT_NE(rx_bytes, nullptr);
+  // Port RX = the host NIC's TX.
+  const size_t nic0 = *sim->fabric().FindNic("gpu-000", "mlx5_2");
+  EXPECT_EQ(rx_bytes->raw, sim->nic_counters()[nic0].value[kTxBytes]);
+}
+
+TEST_F(AgentReadbackTest, FlapAndVanishedNicAsTheAgentSeesThem) {
+  auto sim = Start(R"(faults:
+  - {kind: link_flap, node: gpu-000, nic: mlx5_2, start: 0, end: 4, period: 4}
+  - {kind: nic_gone, node: gpu-000, nic: mlx5_5, start: 1, end: 2})");
+  ASSERT_NE(sim, nullptr);
+  AgentOnNode host(sim->writer(), "gpu-000");
+  ASSERT_TRUE(sim->Tick(1.0, nullptr).ok());  // t=0: down, mlx5_5 present
+
+  Snapshot down = host.Collect();
+  const agent::RdmaPortInfo* port = nullptr;
+  for (const auto& p : down.rdma_ports) {
+    if (p.device == "mlx5_2") port = &p;
+  }
+  ASSERT_NE(port, nullptr);
+  EXPECT_EQ(port->state_id, 1);
+  for (const auto& n : down.netdevs) {
+    if (n.name == "eth2") {
+      EXPECT_EQ(n.operstate, "down");
+    }
+  }
+  // speed reads -1 while the link is down: absent, not 0.
+  EXPECT_EQ(
+      Find(down, Subsystem::kNetdevAttribute, "eth2", "speed_bytes_per_second"),
+      nullptr);
+  const Sample* changes =
+      Find(down, Subsystem::kNetdevAttribute, "eth2", "carrier_changes");
+  ASSERT_NE(changes, nullptr);
+  EXPECT_EQ(changes->raw, 1u);
+
+  ASSERT_TRUE(sim->Tick(1.0, nullptr).ok());  // t=1: mlx5_5 gone
+  Snapshot gone = host.Collect();
+  for (const auto& d : gone.rdma_devices) EXPECT_NE(d.name, "mlx5_5");
+  for (const auto& n : gone.netdevs) EXPECT_NE(n.name, "eth5");
+  EXPECT_EQ(Find(gone, Subsystem::kEthtool, "eth5", "rx_bytes_phy"), nullptr);
+
+  ASSERT_TRUE(sim->Tick(1.0, nullptr).ok());  // t=2: up again, mlx5_5 back
+  ASSERT_TRUE(sim->Tick(1.0, nullptr).ok());  // t=3
+  Snapshot back = host.Collect();
+  const Sample* downed =
+      Find(back, Subsystem::kRdmaPortCounters, "mlx5_2", "link_downed");
+  ASSERT_NE(downed, nullptr);
+  EXPECT_EQ(downed->raw, 1u);
+  const Sample* events =
+      Find(back, Subsystem::kEthtool, "eth2", "link_down_events_phy");
+  ASSERT_NE(events, nullptr);
+  EXPECT_EQ(events->meaning, Meaning::kLinkDownEvents);
+  EXPECT_EQ(events->raw, 1u);
+  changes = Find(back, Subsystem::kNetdevAttribute, "eth2", "carrier_changes");
+  ASSERT_NE(changes, nullptr);
+  EXPECT_EQ(changes->raw, 2u);
+  // Recreated from zero: two ticks of traffic, not four.
+  const Sample* rcv =
+      Find(back, Subsystem::kRdmaPortCounters, "mlx5_5", "port_rcv_data");
+  ASSERT_NE(rcv, nullptr);
+  const Sample* other =
+      Find(back, Subsystem::kRdmaPortCounters, "mlx5_6", "port_rcv_data");
+  ASSERT_NE(other, nullptr);
+  EXPECT_LT(rcv->raw, other->raw * 3 / 4);
+  EXPECT_GT(rcv->raw, 0u);
+}
+
+TEST_F(AgentReadbackTest, NoTemporaryFilesInTheTree) {
+  auto sim = Start("");
+  ASSERT_NE(sim, nullptr);
+  ASSERT_TRUE(sim->Tick(1.0, nullptr).ok());
+  for (const auto& e : std::filesystem::recursive_directory_iterator(
+           dir_.path() + "/out/gpu-000")) {
+    const std::string name = e.path().filename().string();
+    EXPECT_NE(name[0], '.') << e.path();
+  }
+  // Unchanged files are not rewritten: a second tick writes less.
+  const uint64_t first = sim->writer().files_written();
+  ASSERT_TRUE(sim->Tick(1.0, nullptr).ok());
+  EXPECT_LT(sim->writer().files_written() - first, first / 2);
+}
+
+TEST(SimulationTest, PrintsPhaseChanges) {
+  testing::TempDir dir;
+  SimConfig config;
+  config.layout_files = {dir.Write("l.yaml", testing::kMoeLayout)};
+  config.scenario_file = dir.Write(
+      "s.yaml",
+      "faults: [{kind: hot_expert, node: gpu-003, nic: mlx5_2, start: 2, "
+      "end: 4}]");
+  config.out_dir = dir.path() + "/out";
+  config.ticks = 6;
+  FakeClock clock;
+  struct NeverWaits : Waiter {
+    bool WaitUntil(int64_t) override { return false; }
+  } waiter;
+  std::ostringstream out, err;
+  EXPECT_EQ(RunSim(config, clock, &waiter, out, err), 0) << err.str();
+  EXPECT_EQ(out.str(),
+            "t=2s hot_expert gpu-003 mlx5_2 starts\n"
+            "t=4s hot_expert gpu-003 mlx5_2 ends\n");
+}
+
+TEST(SimulationTest, RealTimeLoopStopsAtDurationWithAFakeClock) {
+  testing::TempDir dir;
+  SimConfig config;
+  config.layout_files = {dir.Write("l.yaml", testing::kMoeLayout)};
+  config.out_dir = dir.path() + "/out";
+  config.duration = absl::Seconds(3);
+  FakeClock clock;
+  // Each wait moves the clock to the deadline plus 200 ms of lateness.
+  struct LateWaiter : Waiter {
+    FakeClock* clock;
+    int waits = 0;
+    bool WaitUntil(int64_t deadline) override {
+      ++waits;
+      clock->Advance(absl::Nanoseconds(deadline - clock->MonotonicNanos()) +
+                     absl::Milliseconds(200));
+      return false;
+    }
+  } waiter;
+  waiter.clock = &clock;
+  std::ostringstream out, err;
+  EXPECT_EQ(RunSim(config, clock, &waiter, out, err), 0) << err.str();
+  EXPECT_EQ(waiter.waits, 3);
+}
+
+TEST(SimulationTest, SignalStopsTheLoop) {
+  testing::TempDir dir;
+  SimConfig config;
+  config.layout_files = {dir.Write("l.yaml", testing::kMoeLayout)};
+  config.out_dir = dir.path() + "/out";
+  FakeClock clock;
+  struct StopAtOnce : Waiter {
+    bool WaitUntil(int64_t) override { return true; }
+  } waiter;
+  std::ostringstream out, err;
+  EXPECT_EQ(RunSim(config, clock, &waiter, out, err), 0);
+}
+
+}  // namespace
+}  // namespace fabricdiag::sim

@@ -1,5 +1,6 @@
 #include "analysis/analyzer.h"
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <utility>
@@ -76,21 +77,53 @@ std::vector<Finding> RunRateAnalyzers(const AnalysisInput& given) {
   const IncastExplains explains(*in.topology_index, incast);
   Append(&out, std::move(incast));
 
+  // A NIC on its way into or out of an incast (half the incast ratio over
+  // the window) already sends the incast's CNPs: those explain its
+  // congestion too, so a congestion finding does not flicker open around
+  // the hot_expert_incast one. Only congestion: half the ratio is within a
+  // busy MoE job's normal skew, too weak to excuse an ECMP imbalance.
+  AnalysisConfig relaxed_config = *in.config;
+  HotExpertIncastConfig& relaxed = relaxed_config.hot_expert_incast;
+  relaxed.rx_over_median = std::max(1.0, relaxed.rx_over_median / 2);
+  relaxed.min_link_fraction /= 2;
+  relaxed.min_rx_bytes_per_second /= 2;
+  AnalysisInput relaxed_in = in;
+  relaxed_in.config = &relaxed_config;
+  const IncastExplains nearly(*in.topology_index,
+                              HotExpertIncastFindings(relaxed_in));
+
   for (Finding& f : CongestionFindings(in)) {
     // The hot NIC sends CNPs because it is the incast target: one finding
     // (hot_expert_incast) says it better.
-    if (explains.ports.count({f.node, f.device}) > 0) continue;
+    if (explains.ports.count({f.node, f.device}) > 0 ||
+        nearly.ports.count({f.node, f.device}) > 0) {
+      continue;
+    }
     out.push_back(std::move(f));
   }
   Append(&out, EcmpImbalanceFindings(in, [&](const Finding& candidate) {
     return explains.switches.count(candidate.node) > 0 ||
            explains.nodes.count(candidate.node) > 0;
   }));
-  Append(&out, PfcStormFindings(in));
-  Append(&out, StragglerNicFindings(in));
+
+  // A NIC that is a PFC storm's source, or whose link flaps or trained
+  // slow, moves less than its group: the straggler is the symptom and the
+  // other finding names the cause.
+  std::vector<Finding> pfc = PfcStormFindings(in);
+  std::vector<Finding> flap = LinkFlapFindings(in);
+  std::vector<Finding> degraded = LinkDegradedFindings(in);
+  std::set<std::pair<std::string, std::string>> slow_for_a_reason;
+  for (const std::vector<Finding>* found : {&pfc, &flap, &degraded}) {
+    for (const Finding& f : *found) slow_for_a_reason.emplace(f.node, f.device);
+  }
+  for (Finding& f : StragglerNicFindings(in)) {
+    if (slow_for_a_reason.count({f.node, f.device}) > 0) continue;
+    out.push_back(std::move(f));
+  }
+  Append(&out, std::move(pfc));
   Append(&out, LinkErrorsFindings(in));
-  Append(&out, LinkFlapFindings(in));
-  Append(&out, LinkDegradedFindings(in));
+  Append(&out, std::move(flap));
+  Append(&out, std::move(degraded));
   Append(&out, RetransmissionsFindings(in));
   return out;
 }

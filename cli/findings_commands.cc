@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -56,6 +57,42 @@ std::string EventLine(const v1::FindingEvent& event, const CommandEnv& env) {
       OrDash(f.id()), ": ", f.summary()));
 }
 
+// Human watch output for people reading a terminal: a finding's evidence
+// changes every pass, so an UPDATED line is printed when its severity
+// changes, or at most once per 30 s. --json prints every event.
+class QuietUpdates {
+ public:
+  static constexpr int64_t kUpdateEveryNanos = 30'000'000'000;
+
+  bool Show(const v1::FindingEvent& event, int64_t unix_nanos) {
+    const v1::Finding& f = event.finding();
+    switch (event.kind()) {
+      case v1::FindingEvent::RESOLVED:
+        shown_.erase(f.id());
+        return true;
+      case v1::FindingEvent::UPDATED: {
+        auto it = shown_.find(f.id());
+        if (it != shown_.end() && it->second.severity == f.severity() &&
+            unix_nanos - it->second.unix_nanos < kUpdateEveryNanos) {
+          return false;
+        }
+        break;
+      }
+      default:
+        break;
+    }
+    shown_[f.id()] = {f.severity(), unix_nanos};
+    return true;
+  }
+
+ private:
+  struct Shown {
+    v1::Severity severity;
+    int64_t unix_nanos = 0;
+  };
+  absl::flat_hash_map<std::string, Shown> shown_;
+};
+
 }  // namespace
 
 int FindingsCommand(CollectorClient& client, const CommandOptions& options,
@@ -94,6 +131,7 @@ int WatchCommand(CollectorClient& client, const CommandOptions& options,
   bool reconnecting = false;
   absl::Duration backoff = env.reconnect_backoff;
 
+  QuietUpdates quiet;
   CollectorClient::WatchCallbacks callbacks;
   callbacks.on_connected = [&] {
     if (reconnecting) {
@@ -114,6 +152,7 @@ int WatchCommand(CollectorClient& client, const CommandOptions& options,
       }
       *env.out << j.dump() << "\n";
     } else {
+      if (!quiet.Show(event, EventTime(event, env))) return;
       *env.out << EventLine(event, env) << "\n";
     }
     // Scripts and the demo read this through a pipe: one line, at once.

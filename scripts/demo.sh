@@ -1,81 +1,236 @@
 #!/usr/bin/env bash
 # The fabricdiag demo on a fresh Debian 12 machine: installs missing
-# packages, builds, then runs the agent twice on loopback and shows what it
-# reads:
-#   1. on this machine's real /sys: its real netdevs, their netdev statistics
-#      and ethtool statistics through the real SIOCETHTOOL ioctl;
-#   2. on the bundled fixture RDMA tree (real sysfs files of mlx5, mlx4 and
-#      hfi1 devices, see tests/fixtures/sysfs/PROVENANCE.md) with bundled
-#      `ethtool -S` captures, as a GPU node with RDMA NICs would look.
-# For each it prints `--once` JSON (abridged) and a `/metrics` scrape.
-# (The full cluster demo, with a simulator and a collector, comes with the
-# simulator: see README.)
+# packages, builds, then runs a real deployment on loopback diagnosing a
+# simulated MoE training cluster:
+#   - fabricdiag-sim keeps a sysfs tree and `ethtool -S` files for every
+#     simulated GPU node (8 mlx5 RoCE NICs each) and leaf switch, advancing
+#     every counter in real time from the job's traffic model;
+#   - one real fabricdiag-agent per node and switch reads its tree, serves
+#     /metrics and streams to
+#   - a real fabricdiag-collector, which runs the analyzers;
+#   - the fabricdiag CLI declares the job and the topology and prints every
+#     finding as it opens and resolves (`fabricdiag watch`).
+# The timeline: healthy, a hot expert, a PFC storm, ECMP polarization, a TP
+# group declared across two nodes, recovery. About two minutes, then it
+# stops everything it started.
+#
+# Usage: scripts/demo.sh [--scenario=all|hot_expert|pfc_storm|ecmp|tp_cross]
+#                        [--nodes=N] [--keep] [--no_build]
+#   --nodes=N   GPU nodes (even, >= 4; default 8), half behind each leaf
+#   --keep      keep the cluster running after the timeline (Ctrl-C stops)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/install-deps.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$(nproc)" --target fabricdiag-agent
-
-agent=build/agent/fabricdiag-agent
-port_real=${DEMO_PORT_REAL:-19810}
-port_fixture=${DEMO_PORT_FIXTURE:-19820}
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-}
-trap cleanup EXIT INT TERM
-
-# Shows the first N lines of its input and drains the rest, so that the
-# producer never dies of SIGPIPE (this script runs with pipefail).
-abridge() { head -n "$1"; cat >/dev/null; }
-
-banner() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-
-wait_for_metrics() {
-  for _ in $(seq 1 50); do
-    if curl -fsS "http://127.0.0.1:$1/metrics" >/dev/null 2>&1; then return 0; fi
-    sleep 0.1
-  done
-  echo "agent on port $1 did not come up" >&2
-  return 1
-}
-
-banner "1. this machine's real netdevs: $agent --once --sysfs_root=/sys"
-"$agent" --once --node="$(hostname)" | abridge 40
-echo "   ... (abridged)"
-
-banner "2. the bundled RDMA fixture tree: $agent --once --sysfs_root=tests/fixtures/sysfs"
-"$agent" --once --node=fixture-node --sysfs_root=tests/fixtures/sysfs \
-  --ethtool_dir=tests/fixtures/ethtool/demo | abridge 60
-echo "   ... (abridged)"
-
-banner "3. serving /metrics: real host on :$port_real, fixture node on :$port_fixture"
-"$agent" --node="$(hostname)" --listen="127.0.0.1:$port_real" --interval=1s &
-pids+=($!)
-"$agent" --node=fixture-node --sysfs_root=tests/fixtures/sysfs \
-  --ethtool_dir=tests/fixtures/ethtool/demo \
-  --listen="127.0.0.1:$port_fixture" --interval=1s &
-pids+=($!)
-wait_for_metrics "$port_real"
-wait_for_metrics "$port_fixture"
-sleep 1.5
-
-banner "curl -s http://127.0.0.1:$port_fixture/metrics | grep -E 'rdma_port_(transmitted|received)_bytes|pfc_pause|agent_source'"
-curl -fsS "http://127.0.0.1:$port_fixture/metrics" |
-  grep -E '^fabricdiag_(rdma_port_(transmitted|received)_bytes_total|pfc_pause_[a-z_]+|agent_source_success)' |
-  abridge 40
-
-banner "curl -s http://127.0.0.1:$port_real/metrics | grep -E 'netdev_(received|transmitted)_bytes|agent_'"
-curl -fsS "http://127.0.0.1:$port_real/metrics" |
-  grep -E '^fabricdiag_(netdev_(received|transmitted)_bytes_total|agent_(source_success|devices|snapshot_duration_seconds))' |
-  abridge 30
-
-if command -v promtool >/dev/null; then
-  banner "promtool check metrics (both agents)"
-  curl -fsS "http://127.0.0.1:$port_real/metrics" | promtool check metrics && echo "real host: OK"
-  curl -fsS "http://127.0.0.1:$port_fixture/metrics" | promtool check metrics && echo "fixture node: OK"
+scenario=all
+nodes=8
+keep=0
+build=1
+for arg in "$@"; do
+  case "$arg" in
+    --scenario=*) scenario=${arg#*=} ;;
+    --nodes=*) nodes=${arg#*=} ;;
+    --keep) keep=1 ;;
+    --no_build) build=0 ;;
+    -h | --help)
+      sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+      exit 0
+      ;;
+    *)
+      echo "demo.sh: unknown argument '$arg' (see --help)" >&2
+      exit 2
+      ;;
+  esac
+done
+case "$scenario" in
+  all | hot_expert | pfc_storm | ecmp | tp_cross) ;;
+  *)
+    echo "demo.sh: --scenario must be all, hot_expert, pfc_storm, ecmp or tp_cross" >&2
+    exit 2
+    ;;
+esac
+if ! [[ "$nodes" =~ ^[0-9]+$ ]] || ((nodes < 4 || nodes % 2 != 0 || nodes > 256)); then
+  echo "demo.sh: --nodes must be an even number between 4 and 256" >&2
+  exit 2
 fi
 
-banner "done: agents stopped"
+if ((build)); then
+  scripts/install-deps.sh
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build build -j"$(nproc)" --target fabricdiag-agent \
+    fabricdiag-collector fabricdiag fabricdiag-sim
+fi
+
+bin=${FABRICDIAG_BUILD_DIR:-build}
+agent=$bin/agent/fabricdiag-agent
+collector=$bin/collector/fabricdiag-collector
+cli=$bin/cli/fabricdiag
+sim=$bin/sim/fabricdiag-sim
+base_port=${DEMO_BASE_PORT:-19800}
+grpc="127.0.0.1:$((base_port + 11))"
+http="127.0.0.1:$((base_port + 12))"
+# Counter files are rewritten every second: keep them in memory when we can.
+work_base=/tmp
+[[ -d /dev/shm && -w /dev/shm ]] && work_base=/dev/shm
+work=$(mktemp -d "$work_base/fabricdiag-demo.XXXXXX")
+
+pids=()
+cleanup() {
+  trap - EXIT INT TERM
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'echo; echo "interrupted: stopping"; exit 130' INT TERM
+
+banner() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+say() { printf '\033[36m-- %s\033[0m\n' "$*"; }
+
+# --- the cluster: one MoE job over every node, two leaves -------------------
+hosts=()
+for ((i = 0; i < nodes; i++)); do hosts+=("$(printf 'gpu-%03d' "$i")"); done
+half=$((nodes / 2))
+{
+  echo "job: moe-train-42"
+  echo "gpus_per_node: 8"
+  echo "parallelism: {tp: 8, pp: 1, dp: $nodes, ep: $nodes}"
+  echo "hosts: [$(IFS=,; echo "${hosts[*]}" | sed 's/,/, /g')]"
+  echo "rails: [mlx5_0, mlx5_1, mlx5_2, mlx5_3, mlx5_4, mlx5_5, mlx5_6, mlx5_7]"
+  echo "model: {params: 1.6e10, hidden: 4096, layers: 32, seq_len: 4096,"
+  echo "        micro_batch: 1, micro_batches: 8, dtype_bytes: 2,"
+  echo "        experts: $((nodes * 8)), top_k: 2}"
+} >"$work/moe-train-42.yaml"
+{
+  echo "switches:"
+  echo "  - {name: leaf-0, uplinks: [swp49, swp50, swp51, swp52]}"
+  echo "  - {name: leaf-1, uplinks: [swp49, swp50, swp51, swp52]}"
+  echo "links:"
+  for ((i = 0; i < nodes; i++)); do
+    leaf=$((i / half))
+    for ((n = 0; n < 8; n++)); do
+      echo "  - {host: ${hosts[$i]}, nic: mlx5_$n, switch: leaf-$leaf, port: swp$(((i % half) * 8 + n + 1))}"
+    done
+  done
+} >"$work/topology.yaml"
+# A second job whose TP groups of 16 cannot fit in an 8-GPU NVLink domain.
+cat >"$work/tp-cross.yaml" <<EOF
+job: dense-tp16
+gpus_per_node: 8
+parallelism: {tp: 16, pp: 1, dp: 1}
+hosts: [${hosts[0]}, ${hosts[1]}]
+rails: [mlx5_0, mlx5_1, mlx5_2, mlx5_3, mlx5_4, mlx5_5, mlx5_6, mlx5_7]
+model: {params: 7.0e9, hidden: 4096, layers: 32, seq_len: 4096, micro_batch: 1, micro_batches: 4, dtype_bytes: 2}
+EOF
+
+# --- the timeline (seconds from the simulator's start) ----------------------
+hot_node=${hosts[3]}
+storm_node=${hosts[$((half + 1))]}
+phase() { [[ "$scenario" == all || "$scenario" == "$1" ]]; }
+t=12
+timeline=()  # "start end what"
+{
+  echo "step_seconds: 1.0"
+  echo "faults:"
+  if phase hot_expert; then
+    echo "  - {kind: hot_expert, start: $t, end: $((t + 20)), node: $hot_node, nic: mlx5_2, factor: 6}"
+    timeline+=("$t $((t + 20)) a hot expert: $hot_node mlx5_2 draws 6x its EP group's traffic")
+    t=$((t + 30))
+  fi
+  if phase pfc_storm; then
+    echo "  - {kind: pfc_storm, start: $t, end: $((t + 20)), node: $storm_node, nic: mlx5_1, priority: 3}"
+    timeline+=("$t $((t + 20)) a PFC storm: $storm_node mlx5_1 is a stuck receiver pausing priority 3")
+    t=$((t + 30))
+  fi
+  if phase ecmp; then
+    echo "  - {kind: ecmp_polarization, start: $t, end: $((t + 20)), switch: leaf-1}"
+    timeline+=("$t $((t + 20)) ECMP polarization: leaf-1 hashes most flows onto one uplink")
+    t=$((t + 30))
+  fi
+} >"$work/scenario.yaml"
+if ! grep -q 'kind:' "$work/scenario.yaml"; then
+  printf 'step_seconds: 1.0\nfaults: []\n' >"$work/scenario.yaml"
+fi
+tp_at=-1
+if phase tp_cross; then
+  tp_at=$t
+  timeline+=("$t $((t + 12)) a TP group declared across two nodes (job dense-tp16)")
+  t=$((t + 14))
+fi
+end_at=$((t + 12))  # time for the last findings to resolve
+
+# --- start everything ----------------------------------------------------------
+banner "starting a simulated cluster: $nodes GPU nodes x 8 NICs, 2 leaf switches"
+"$sim" --layout="$work/moe-train-42.yaml" --topology="$work/topology.yaml" \
+  --scenario="$work/scenario.yaml" --out="$work/fabric" --interval=1s \
+  >"$work/sim.log" 2>&1 &
+pids+=($!)
+start=$(date +%s)
+for _ in $(seq 1 100); do
+  [[ -d "$work/fabric/leaf-1/sys/class/net" ]] && break
+  sleep 0.1
+done
+[[ -d "$work/fabric/leaf-1/sys/class/net" ]] || {
+  echo "fabricdiag-sim did not create its tree:" >&2
+  cat "$work/sim.log" >&2
+  exit 1
+}
+
+"$collector" --listen="$grpc" --http_listen="$http" --state_dir="$work/state" \
+  >"$work/collector.log" 2>&1 &
+pids+=($!)
+
+port=$((base_port + 20))
+agents=("${hosts[@]}" leaf-0 leaf-1)
+for node in "${agents[@]}"; do
+  "$agent" --node="$node" --sysfs_root="$work/fabric/$node/sys" \
+    --ethtool_dir="$work/fabric/$node/ethtool" --collector="$grpc" \
+    --listen="127.0.0.1:$port" --interval=1s >"$work/agent-$node.log" 2>&1 &
+  pids+=($!)
+  port=$((port + 1))
+done
+
+for _ in $(seq 1 100); do
+  "$cli" --collector="$grpc" nodes >/dev/null 2>&1 && break
+  sleep 0.1
+done
+"$cli" --collector="$grpc" layout apply "$work/moe-train-42.yaml"
+"$cli" --collector="$grpc" topology apply "$work/topology.yaml"
+
+say "collector gRPC  $grpc   (try: $cli --collector=$grpc findings)"
+say "collector HTTP  http://$http/metrics"
+say "agents' /metrics on 127.0.0.1:$((base_port + 20))..$((port - 1)) (${agents[0]} first)"
+
+banner "fabricdiag watch: findings as they open, change and resolve"
+"$cli" --collector="$grpc" watch &
+pids+=($!)
+
+# --- narrate the timeline -------------------------------------------------------
+elapsed() { echo $(($(date +%s) - start)); }
+sleep_until() {
+  local target=$1
+  while (($(elapsed) < target)); do sleep 0.2; done
+}
+say "t=$(elapsed)s healthy: MoE all-to-all with normal routing skew, DP bursts"
+for entry in "${timeline[@]}"; do
+  read -r from to what <<<"$entry"
+  sleep_until "$from"
+  say "t=$(elapsed)s FAULT: $what"
+  if ((from == tp_at)); then
+    "$cli" --collector="$grpc" layout apply "$work/tp-cross.yaml" >/dev/null
+  fi
+  sleep_until "$to"
+  say "t=$(elapsed)s the fault ends; its findings resolve once the fabric has been clean for a few intervals"
+  if ((from == tp_at)); then
+    "$cli" --collector="$grpc" layout delete dense-tp16 >/dev/null
+  fi
+done
+sleep_until "$end_at"
+
+banner "every finding of the run: $cli findings --all"
+"$cli" --collector="$grpc" findings --all
+
+if ((keep)); then
+  banner "still running (--keep): Ctrl-C stops everything"
+  wait
+fi
+banner "done: stopping the simulator, $((${#agents[@]})) agents and the collector"

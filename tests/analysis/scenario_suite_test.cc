@@ -12,6 +12,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -21,7 +22,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "analysis/analyzer.h"
+#include "analysis/congestion.h"
+#include "analysis/hot_expert_incast.h"
 #include "analysis/hysteresis.h"
+#include "analysis/link_degraded.h"
+#include "analysis/pfc_storm.h"
+#include "analysis/straggler_nic.h"
 #include "tests/analysis/scenario_builder.h"
 #include "tests/analysis/scenario_score.h"
 
@@ -386,6 +392,72 @@ INSTANTIATE_TEST_SUITE_P(AllFaults, FaultResolvesTest,
                          [](const ::testing::TestParamInfo<FaultKind>& param) {
                            return std::string(FindingKindOf(param.param));
                          });
+
+}  // namespace
+}  // namespace fabricdiag::analysis::scenario
+
+namespace fabricdiag::analysis::scenario {
+namespace {
+
+// Findings of `kind` about exactly the NIC of `fault` in one pass over
+// `fault` and `also` (on the same NIC).
+int FindingsAbout(const Cluster& cluster, const AnalysisConfig& config,
+                  const Fault& fault, const char* kind,
+                  std::optional<FaultKind> also = std::nullopt) {
+  std::vector<Fault> faults = {fault};
+  if (also.has_value()) faults.push_back({*also, fault.node, fault.device});
+  const FabricView view = cluster.View(faults, TrafficOptions{}, 77);
+  int n = 0;
+  for (const Finding& f : RunRateAnalyzers(cluster.Input(&view, &config))) {
+    if (f.kind == kind && f.node == fault.node && f.device == fault.device) {
+      ++n;
+    }
+  }
+  return n;
+}
+
+// A NIC whose RX is past half the incast ratio is on its way into or out of
+// an incast: its CNPs are the incast's, not a congested fabric's, so the
+// congestion finding must not open around the hot_expert_incast one.
+TEST(ExplainedSymptomsTest, NearlyIncastIsNotCongestion) {
+  absl::StatusOr<Cluster> built = Cluster::Build(TwoJobCluster(16));
+  ASSERT_TRUE(built.ok()) << built.status();
+  const Fault hot = At16(FaultKind::kHotExpert);  // 6x its group, 100k CNP/s
+  AnalysisConfig strict;
+  strict.hot_expert_incast.rx_over_median = 8;  // 6x is not incast ...
+  EXPECT_EQ(FindingsAbout(*built, strict, hot, kHotExpertIncastKind), 0);
+  // ... but more than half of it: its CNPs are explained.
+  EXPECT_EQ(FindingsAbout(*built, strict, hot, kCongestionKind), 0);
+  // Far from incast, the same CNPs are congestion.
+  AnalysisConfig far;
+  far.hot_expert_incast.rx_over_median = 20;
+  EXPECT_EQ(FindingsAbout(*built, far, hot, kCongestionKind), 1);
+}
+
+// The source of a PFC storm and a link that trained slow move less than
+// their group: the storm or the link is the finding, not a straggler.
+TEST(ExplainedSymptomsTest, StormSourceAndSlowLinkAreNotStragglers) {
+  absl::StatusOr<Cluster> built = Cluster::Build(TwoJobCluster(16));
+  ASSERT_TRUE(built.ok()) << built.status();
+  const AnalysisConfig config;
+  // A NIC at 30% of its DP group is a straggler ...
+  const Fault straggler = At16(FaultKind::kStragglerNic);
+  EXPECT_EQ(FindingsAbout(*built, config, straggler, kStragglerNicKind), 1);
+  // ... unless it is also the source of a PFC storm ...
+  EXPECT_EQ(FindingsAbout(*built, config, straggler, kPfcStormKind,
+                          FaultKind::kPfcStorm),
+            1);
+  EXPECT_EQ(FindingsAbout(*built, config, straggler, kStragglerNicKind,
+                          FaultKind::kPfcStorm),
+            0);
+  // ... or its link trained at half speed.
+  EXPECT_EQ(FindingsAbout(*built, config, straggler, kLinkDegradedKind,
+                          FaultKind::kLinkDegraded),
+            1);
+  EXPECT_EQ(FindingsAbout(*built, config, straggler, kStragglerNicKind,
+                          FaultKind::kLinkDegraded),
+            0);
+}
 
 }  // namespace
 }  // namespace fabricdiag::analysis::scenario

@@ -204,6 +204,50 @@ TEST_F(FindingsCommandsTest, WatchPrintsAndFlushesEachEventUntilInterrupted) {
   EXPECT_EQ(Lines(buf.synced[2]).size(), 3u);
 }
 
+TEST_F(FindingsCommandsTest, WatchPrintsUpdatesOnSeverityChangeOrEvery30s) {
+  absl::Notification interrupted;
+  t.env.interrupted = &interrupted;
+  client.after_last_session = &interrupted;
+  const int64_t t0 = absl::ToUnixNanos(absl::FromUnixSeconds(1'800'000'000));
+  auto at = [&](v1::FindingEvent::Kind kind, int seconds, v1::Severity sev) {
+    v1::Finding f = client.findings[0];
+    f.set_severity(sev);
+    f.set_last_seen_unix_nanos(t0 + int64_t{seconds} * 1'000'000'000);
+    if (kind == v1::FindingEvent::RESOLVED) {
+      f.set_resolved_unix_nanos(f.last_seen_unix_nanos());
+    }
+    return Event(kind, f);
+  };
+  FakeCollectorClient::WatchSession session;
+  session.events = {
+      at(v1::FindingEvent::OPENED, 0, v1::SEVERITY_WARNING),
+      at(v1::FindingEvent::UPDATED, 1, v1::SEVERITY_WARNING),    // quiet
+      at(v1::FindingEvent::UPDATED, 29, v1::SEVERITY_WARNING),   // quiet
+      at(v1::FindingEvent::UPDATED, 30, v1::SEVERITY_WARNING),   // 30 s on
+      at(v1::FindingEvent::UPDATED, 31, v1::SEVERITY_CRITICAL),  // escalated
+      at(v1::FindingEvent::UPDATED, 32, v1::SEVERITY_CRITICAL),  // quiet
+      at(v1::FindingEvent::RESOLVED, 33, v1::SEVERITY_CRITICAL),
+  };
+  client.watch_sessions.push_back(session);
+  ASSERT_EQ(WatchCommand(client, options, t.env), kExitOk);
+  std::vector<std::string> events;
+  for (const std::string& line : Lines(t.out.str())) {
+    events.push_back(line.substr(21, line.find(' ', 21) - 21));
+  }
+  EXPECT_THAT(events, ElementsAre("OPENED", "UPDATED", "UPDATED", "RESOLVED"));
+
+  // --json is for programs: every event.
+  options.json = true;
+  t.out.str("");
+  absl::Notification interrupted_again;
+  t.env.interrupted = &interrupted_again;
+  client.after_last_session = &interrupted_again;
+  client.watch_calls = 0;
+  client.watch_sessions = {session};
+  ASSERT_EQ(WatchCommand(client, options, t.env), kExitOk);
+  EXPECT_EQ(Lines(t.out.str()).size(), 7u);
+}
+
 TEST_F(FindingsCommandsTest, WatchInterruptedBeforeStartReturnsAtOnce) {
   absl::Notification interrupted;
   interrupted.Notify();

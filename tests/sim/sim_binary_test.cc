@@ -77,5 +77,19 @@ TEST(SimBinaryTest, BadLayoutAndFlagsExitTwo) {
   EXPECT_THAT(r.err, HasSubstr("/nonexistent.yaml"));
 }
 
+// The load-test mode: the streaming itself is covered by the loadgen and
+// collector tests; here, that the mode is reachable and fails clearly.
+TEST(SimBinaryTest, VirtualAgentsNameTheCollectorThatDidNotAnswer) {
+  // Port 1 on loopback: nothing listens there.
+  auto r = RunCommand({FABRICDIAG_SIM_BINARY, "--virtual_agents=3",
+                       "--collector=127.0.0.1:1", "--duration=1s"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("127.0.0.1:1 acknowledged no report"));
+
+  r = RunCommand({FABRICDIAG_SIM_BINARY, "--virtual_agents=-4"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--virtual_agents"));
+}
+
 }  // namespace
 }  // namespace fabricdiag::sim

@@ -1,17 +1,41 @@
 #include "analysis/tp_cross_node.h"
 
+#include <algorithm>
+#include <optional>
 #include <set>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "analysis/plan_report.h"
+#include "analysis/traffic_model.h"
 
 namespace fabricdiag::analysis {
+
+namespace {
+
+// What the traffic model predicts TP costs per step, when the layout's model
+// section allows a prediction: its time as declared and if it all stayed on
+// NVLink. Null otherwise.
+std::optional<DimTraffic> PredictTp(const LayoutModel& model) {
+  absl::StatusOr<TrafficModel> traffic =
+      TrafficModel::Predict(model, LinkParams{});
+  if (!traffic.ok()) return std::nullopt;
+  const DimTraffic* tp = traffic->Find(Dim::kTp);
+  if (tp == nullptr || !tp->available) return std::nullopt;
+  return *tp;
+}
+
+}  // namespace
 
 std::vector<Finding> TpCrossNodeFindings(const LayoutModel& model) {
   std::vector<Finding> out;
   const v1::Layout& layout = model.layout();
-  for (uint32_t g : model.TpGroupsCrossingNvlink()) {
+  const absl::Span<const uint32_t> crossing = model.TpGroupsCrossingNvlink();
+  if (crossing.empty()) return out;
+  const std::optional<DimTraffic> tp = PredictTp(model);
+  for (uint32_t g : crossing) {
     Finding f;
     f.kind = kTpCrossNodeKind;
     f.severity = Severity::kWarning;
@@ -27,13 +51,28 @@ std::vector<Finding> TpCrossNodeFindings(const LayoutModel& model) {
     const uint32_t hosts = model.HostsSpanned(Dim::kTp, g);
     const uint32_t nvlink = layout.has_nvlink_domain() ? layout.nvlink_domain()
                                                        : layout.gpus_per_node();
+    std::string cost;
+    if (tp.has_value()) {
+      const double extra = std::max(0.0, tp->seconds - tp->seconds_if_nvlink);
+      f.evidence["predicted_tp_seconds_per_step"] = tp->seconds;
+      f.evidence["predicted_tp_seconds_per_step_on_nvlink"] =
+          tp->seconds_if_nvlink;
+      f.evidence["predicted_extra_seconds_per_step"] = extra;
+      f.evidence["predicted_nic_bytes_per_step"] = tp->nic_bytes;
+      cost = absl::StrCat(
+          " The traffic model predicts ", FormatSeconds(tp->seconds),
+          " of TP communication per step instead of ",
+          FormatSeconds(tp->seconds_if_nvlink), " on NVLink (+",
+          FormatSeconds(extra), " per step), with ", FormatBytes(tp->nic_bytes),
+          " per step through the busiest NIC.");
+    }
     f.summary = absl::StrCat(
         "TP group ", f.group, " of job ", f.job, " spans ", domains,
         " NVLink domains on ", hosts, hosts == 1 ? " node (" : " nodes (",
         absl::StrJoin(f.nodes, ", "),
-        "): its per-layer all-reduces leave NVLink and cross the RDMA fabric. "
-        "Keep tp <= nvlink_domain (",
-        nvlink, ") or place each TP group inside one NVLink domain.");
+        "): its per-layer all-reduces leave NVLink and cross the RDMA fabric.",
+        cost, " Keep tp <= nvlink_domain (", nvlink,
+        ") or place each TP group inside one NVLink domain.");
     f.evidence["tp"] = layout.parallelism().tp();
     f.evidence["nvlink_domains_spanned"] = domains;
     f.evidence["hosts_spanned"] = hosts;

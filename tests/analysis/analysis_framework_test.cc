@@ -9,12 +9,16 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "analysis/analysis_config.h"
 #include "analysis/analyzer_util.h"
 #include "analysis/fabric_view.h"
 #include "analysis/hysteresis.h"
+#include "analysis/layout_model.h"
 #include "analysis/layout_parse.h"
 #include "analysis/topology_index.h"
+#include "analysis/tp_cross_node.h"
+#include "analysis/traffic_model.h"
 
 namespace fabricdiag::analysis {
 namespace {
@@ -22,6 +26,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 TEST(FabricViewTest, FindsPortsByDeviceAndNetdevAfterFinish) {
   FabricView view;
@@ -140,6 +145,67 @@ TEST(TopologyIndexTest, NoTopologyKnowsNothing) {
   EXPECT_FALSE(index.Partner(IndexPort("gpu-0", "mlx5_0", "eth0", false)));
   EXPECT_FALSE(index.IsUplink(IndexPort("leaf-0", "swp49", "", true)));
   EXPECT_FALSE(index.KnowsSwitchPort(IndexPort("leaf-0", "swp1", "", true)));
+}
+
+LayoutModel BuildLayout(const std::string& yaml) {
+  absl::StatusOr<v1::Layout> layout = ParseLayout(yaml);
+  EXPECT_TRUE(layout.ok()) << layout.status();
+  absl::StatusOr<LayoutModel> model =
+      LayoutModel::Build(layout.ok() ? *layout : v1::Layout());
+  EXPECT_TRUE(model.ok()) << model.status();
+  return *std::move(model);
+}
+
+constexpr char kTp16Layout[] =
+    "job: dense-tp16\n"
+    "gpus_per_node: 8\n"
+    "parallelism: {tp: 16, pp: 1, dp: 1}\n"
+    "hosts: [gpu-000, gpu-001]\n"
+    "rails: [mlx5_0, mlx5_1, mlx5_2, mlx5_3, mlx5_4, mlx5_5, mlx5_6, "
+    "mlx5_7]\n";
+
+TEST(TpCrossNodeTest, NamesTheGroupItsNodesAndThePredictedCost) {
+  const LayoutModel model = BuildLayout(absl::StrCat(
+      kTp16Layout,
+      "model: {params: 7.0e9, hidden: 4096, layers: 32, seq_len: 4096, "
+      "micro_batch: 1, micro_batches: 4, dtype_bytes: 2}\n"));
+  const std::vector<Finding> found = TpCrossNodeFindings(model);
+  ASSERT_EQ(found.size(), 1u);
+  const Finding& f = found[0];
+  EXPECT_EQ(f.kind, "tp_cross_node");
+  EXPECT_EQ(f.job, "dense-tp16");
+  EXPECT_EQ(f.group, "tp:0");
+  EXPECT_THAT(f.nodes, ElementsAre("gpu-000", "gpu-001"));
+  EXPECT_EQ(f.evidence.at("nvlink_domains_spanned"), 2);
+  // The cost is the traffic model's, not a number of the analyzer's own.
+  absl::StatusOr<TrafficModel> traffic =
+      TrafficModel::Predict(model, LinkParams{});
+  ASSERT_TRUE(traffic.ok()) << traffic.status();
+  const DimTraffic* tp = traffic->Find(Dim::kTp);
+  ASSERT_NE(tp, nullptr);
+  EXPECT_GT(tp->seconds, tp->seconds_if_nvlink);
+  EXPECT_DOUBLE_EQ(f.evidence.at("predicted_extra_seconds_per_step"),
+                   tp->seconds - tp->seconds_if_nvlink);
+  EXPECT_DOUBLE_EQ(f.evidence.at("predicted_nic_bytes_per_step"),
+                   tp->nic_bytes);
+  EXPECT_THAT(f.summary, HasSubstr("The traffic model predicts"));
+  EXPECT_THAT(f.summary, HasSubstr("on NVLink (+"));
+}
+
+TEST(TpCrossNodeTest, WithoutAModelSectionStillRaisedWithoutCost) {
+  const std::vector<Finding> found =
+      TpCrossNodeFindings(BuildLayout(kTp16Layout));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].evidence.count("predicted_extra_seconds_per_step"), 0u);
+  EXPECT_THAT(found[0].summary, Not(HasSubstr("predicts")));
+}
+
+TEST(TpCrossNodeTest, TpInsideTheNvlinkDomainRaisesNothing) {
+  EXPECT_THAT(
+      TpCrossNodeFindings(BuildLayout("job: ok\ngpus_per_node: 8\n"
+                                      "parallelism: {tp: 8, pp: 1, dp: 2}\n"
+                                      "hosts: [gpu-000, gpu-001]\n")),
+      IsEmpty());
 }
 
 TEST(HysteresisTest, OpensAfterOpenAfterPassesAndResolvesAfterClearAfter) {

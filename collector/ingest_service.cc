@@ -1,7 +1,6 @@
 #include "collector/ingest_service.h"
 
 #include <algorithm>
-#include <mutex>
 #include <string>
 #include <utility>
 
@@ -10,92 +9,152 @@
 namespace fabricdiag::collector {
 namespace {
 
-using Reactor = grpc::ServerBidiReactor<v1::AgentMessage, v1::CollectorMessage>;
-
-// One agent stream. Reads are serialised by the callback API (one StartRead
-// at a time), so only the reader touches the session; the write state is
-// shared with OnWriteDone and guarded by `mu_`.
-class StreamReactor final : public Reactor {
+// One agent stream, or the request for the next one. Every operation of a
+// call goes to the queue it was requested on, so every handler runs on that
+// queue's thread: no lock. The object deletes itself when no operation is
+// outstanding any more (finished, cancelled, or the queue closing).
+class StreamCall {
  public:
-  StreamReactor(SeriesStore* store, IngestCounters* counters)
-      : session_(store, counters) {
-    StartRead(&in_);
+  StreamCall(v1::Ingest::AsyncService* service, grpc::ServerCompletionQueue* cq,
+             CqGate* gate, SeriesStore* store, IngestCounters* counters)
+      : service_(service),
+        cq_(cq),
+        gate_(gate),
+        store_(store),
+        counters_(counters),
+        session_(store, counters) {}
+
+  // Waits for the next agent on the queue; deletes itself if it cannot.
+  void Request() {
+    Start([&] {
+      service_->RequestStream(&context_, &stream_, cq_, cq_, &accepted_);
+    });
+    DeleteIfIdle();
   }
 
-  void OnReadDone(bool ok) override {
+ private:
+  // A tag that calls back into the call; one per kind of operation, since
+  // a read and a write may be outstanding at once.
+  template <void (StreamCall::*kHandler)(bool)>
+  class Tag final : public CqTag {
+   public:
+    explicit Tag(StreamCall* call) : call_(call) {}
+    void Proceed(bool ok) override {
+      --call_->ops_;
+      (call_->*kHandler)(ok);
+      call_->DeleteIfIdle();
+    }
+
+   private:
+    StreamCall* const call_;
+  };
+
+  template <typename F>
+  void Start(F&& start) {
+    if (gate_->Start(start)) ++ops_;
+  }
+
+  void DeleteIfIdle() {
+    if (ops_ == 0) delete this;
+  }
+
+  void OnAccepted(bool ok) {
+    if (!ok) return;  // the server is shutting down
+    // Keep one request pending on this queue for the next agent.
+    (new StreamCall(service_, cq_, gate_, store_, counters_))->Request();
+    StartRead();
+  }
+
+  void StartRead() {
+    Start([&] { stream_.Read(&in_, &read_); });
+  }
+
+  void OnRead(bool ok) {
     if (!ok) {
       // The agent half-closed, or the stream broke or was cancelled.
-      std::lock_guard<std::mutex> lock(mu_);
       reads_done_ = true;
-      MaybeFinishLocked();
+      MaybeFinish();
       return;
     }
     IngestSession::Reply reply = session_.Handle(in_);
-    std::lock_guard<std::mutex> lock(mu_);
     if (reply.reject.has_value()) {
       // No further reads: the stream ends with the Reject.
       reject_ = std::move(*reply.reject);
       reads_done_ = true;
-      if (!writing_) WriteRejectLocked();
+      if (!writing_) WriteReject();
       return;
     }
     if (reply.ack.has_value()) {
       pending_ack_ =
           has_pending_ack_ ? std::max(pending_ack_, *reply.ack) : *reply.ack;
       has_pending_ack_ = true;
-      if (!writing_) WriteAckLocked();
+      if (!writing_) WriteAck();
     }
-    StartRead(&in_);
+    StartRead();
   }
 
-  void OnWriteDone(bool ok) override {
-    std::lock_guard<std::mutex> lock(mu_);
+  void OnWritten(bool ok) {
     writing_ = false;
     if (!ok) {
       // The stream is gone; the pending read fails too and finishes it.
       has_pending_ack_ = false;
-      MaybeFinishLocked();
+      MaybeFinish();
       return;
     }
     if (!reject_.empty()) {
-      WriteRejectLocked();
+      WriteReject();
     } else if (has_pending_ack_) {
-      WriteAckLocked();
+      WriteAck();
     } else {
-      MaybeFinishLocked();
+      MaybeFinish();
     }
   }
 
-  void OnDone() override { delete this; }
+  void OnFinished(bool /*ok*/) {}
 
- private:
-  void WriteAckLocked() {
+  void WriteAck() {
     out_.mutable_ack()->set_seq(pending_ack_);
     has_pending_ack_ = false;
     writing_ = true;
-    StartWrite(&out_);
+    Start([&] { stream_.Write(out_, &written_); });
   }
 
-  void WriteRejectLocked() {
+  void WriteReject() {
     if (finished_) return;
     finished_ = true;
     out_.mutable_reject()->set_reason(reject_);
-    StartWriteAndFinish(&out_, grpc::WriteOptions(),
-                        grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                     absl::StrCat("rejected: ", reject_)));
+    Start([&] {
+      stream_.WriteAndFinish(out_, grpc::WriteOptions(),
+                             grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                          absl::StrCat("rejected: ", reject_)),
+                             &finished_tag_);
+    });
   }
 
-  void MaybeFinishLocked() {
+  void MaybeFinish() {
     if (finished_ || writing_ || !reads_done_) return;
     finished_ = true;
-    Finish(grpc::Status::OK);
+    Start([&] { stream_.Finish(grpc::Status::OK, &finished_tag_); });
   }
+
+  v1::Ingest::AsyncService* const service_;
+  grpc::ServerCompletionQueue* const cq_;
+  CqGate* const gate_;
+  SeriesStore* const store_;
+  IngestCounters* const counters_;
+
+  grpc::ServerContext context_;
+  grpc::ServerAsyncReaderWriter<v1::CollectorMessage, v1::AgentMessage> stream_{
+      &context_};
+  Tag<&StreamCall::OnAccepted> accepted_{this};
+  Tag<&StreamCall::OnRead> read_{this};
+  Tag<&StreamCall::OnWritten> written_{this};
+  Tag<&StreamCall::OnFinished> finished_tag_{this};
+  int ops_ = 0;  // operations started and not yet completed
 
   IngestSession session_;
   v1::AgentMessage in_;
-
-  std::mutex mu_;
-  v1::CollectorMessage out_;  // stable until OnWriteDone
+  v1::CollectorMessage out_;  // stable until the write completes
   bool writing_ = false;
   bool reads_done_ = false;
   bool finished_ = false;
@@ -106,9 +165,8 @@ class StreamReactor final : public Reactor {
 
 }  // namespace
 
-grpc::ServerBidiReactor<v1::AgentMessage, v1::CollectorMessage>*
-IngestService::Stream(grpc::CallbackServerContext* /*context*/) {
-  return new StreamReactor(store_, counters_);
+void IngestService::Serve(grpc::ServerCompletionQueue* cq, CqGate* gate) {
+  (new StreamCall(this, cq, gate, store_, counters_))->Request();
 }
 
 }  // namespace fabricdiag::collector

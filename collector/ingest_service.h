@@ -1,12 +1,13 @@
 // The fabricdiag.v1.Ingest gRPC service: one bidirectional stream per agent.
 //
-// Uses gRPC's callback API (as in gRPC's route_guide example): each stream
-// gets a ServerBidiReactor that reads AgentMessages one at a time, hands each
-// to an IngestSession (which holds every protocol rule and knows nothing of
-// gRPC) and writes back what the session answers. Acks are coalesced: at most
-// one write is outstanding per stream (the callback API requires it), and
-// while one is in flight newer acks replace the pending one, so a busy
-// stream gets one Ack per write round trip, always with the highest seq.
+// Served from the server's completion queues (cq_service.h): each stream is
+// a small state machine on one queue's thread that reads AgentMessages one
+// at a time, hands each to an IngestSession (which holds every protocol rule
+// and knows nothing of gRPC) and writes back what the session answers. Acks
+// are coalesced: at most one write is outstanding per stream (gRPC requires
+// it), and while one is in flight newer acks replace the pending one, so a
+// busy stream gets one Ack per write round trip, always with the highest
+// seq.
 // A Reject is written with the stream's final status (INVALID_ARGUMENT), so a
 // hostile stream ends on its own without touching the others.
 //
@@ -21,19 +22,19 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "collector/cq_service.h"
 #include "collector/ingest_session.h"
 #include "collector/series_store.h"
 #include "proto/ingest.grpc.pb.h"
 
 namespace fabricdiag::collector {
 
-class IngestService final : public v1::Ingest::CallbackService {
+class IngestService final : public v1::Ingest::AsyncService, public CqService {
  public:
   IngestService(SeriesStore* store, IngestCounters* counters)
       : store_(store), counters_(counters) {}
 
-  grpc::ServerBidiReactor<v1::AgentMessage, v1::CollectorMessage>* Stream(
-      grpc::CallbackServerContext* context) override;
+  void Serve(grpc::ServerCompletionQueue* cq, CqGate* gate) override;
 
  private:
   SeriesStore* const store_;

@@ -1,5 +1,8 @@
 #include "collector/server.h"
 
+#include <grpcpp/impl/service_type.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -89,14 +92,46 @@ absl::StatusOr<std::unique_ptr<CollectorServer>> CollectorServer::Start(
   // Agents keep their stream open between reports; allow their pings even
   // when a stream is momentarily idle.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  for (grpc::Service* service : services) builder.RegisterService(service);
+  std::vector<CqService*> cq_services;
+  for (grpc::Service* service : services) {
+    builder.RegisterService(service);
+    if (auto* cq_service = dynamic_cast<CqService*>(service)) {
+      cq_services.push_back(cq_service);
+    }
+  }
+  std::vector<std::unique_ptr<Queue>> queues;
+  if (!cq_services.empty()) {
+    for (int i = 0; i < std::max(1, options.cq_threads); ++i) {
+      queues.push_back(std::make_unique<Queue>());
+      queues.back()->cq = builder.AddCompletionQueue();
+    }
+  }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
+    if (server != nullptr) server->Shutdown();
+    // A queue must be shut down and drained before it is destroyed.
+    for (auto& q : queues) {
+      q->cq->Shutdown();
+      void* tag;
+      bool ok;
+      while (q->cq->Next(&tag, &ok)) {
+      }
+    }
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", options.listen));
   }
+  for (auto& q : queues) {
+    for (CqService* service : cq_services)
+      service->Serve(q->cq.get(), &q->gate);
+    grpc::ServerCompletionQueue* cq = q->cq.get();
+    q->thread = std::thread([cq] {
+      void* tag;
+      bool ok;
+      while (cq->Next(&tag, &ok)) static_cast<CqTag*>(tag)->Proceed(ok);
+    });
+  }
   return std::unique_ptr<CollectorServer>(
-      new CollectorServer(std::move(server), port));
+      new CollectorServer(std::move(server), port, std::move(queues)));
 }
 
 CollectorServer::~CollectorServer() {
@@ -106,10 +141,27 @@ CollectorServer::~CollectorServer() {
 
 void CollectorServer::Shutdown(absl::Duration grace) {
   if (shut_down_.exchange(true)) return;
+  // Calls still open after `grace` are cancelled; their handlers keep
+  // running on the queues' threads and finish them.
   server_->Shutdown(std::chrono::system_clock::now() +
                     absl::ToChronoNanoseconds(grace));
+  // gRPC's order: the server first, then its queues. The gate keeps any
+  // handler from starting an operation on a queue that is shutting down.
+  for (auto& q : queues_) {
+    q->gate.Close();
+    q->cq->Shutdown();
+  }
 }
 
-void CollectorServer::Wait() { server_->Wait(); }
+void CollectorServer::Wait() {
+  server_->Wait();
+  // The queues' threads end once Shutdown() has shut the queues down and
+  // every tag is drained.
+  std::call_once(joined_, [this] {
+    for (auto& q : queues_) {
+      if (q->thread.joinable()) q->thread.join();
+    }
+  });
+}
 
 }  // namespace fabricdiag::collector

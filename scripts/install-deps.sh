@@ -11,9 +11,11 @@ packages=(
   libyaml-cpp-dev nlohmann-json3-dev
   # Real peers for end-to-end tests: promtool and Prometheus, node_exporter
   # (compared against the agent), iproute2 (network namespaces), openssl
-  # (test certificates), systemd (systemd-analyze verify), curl.
+  # (test certificates), systemd (systemd-analyze verify), curl; dpkg-dev
+  # (dpkg-shlibdeps for the packages' Depends) and python3-yaml (checks of
+  # the Kubernetes manifest).
   prometheus prometheus-node-exporter iproute2 ethtool openssl systemd curl
-  clang-format
+  clang-format dpkg-dev python3-yaml
 )
 
 missing=()

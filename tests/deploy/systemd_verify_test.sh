@@ -1,15 +1,20 @@
 #!/bin/sh
-# Checks the agent's systemd unit.
+# Checks one of fabricdiag's systemd units.
 #
 #   systemd_verify_test.sh UNIT_DIR BINARY
 #
+# The unit is UNIT_DIR/<basename of BINARY>.service: fabricdiag-agent
+# -> fabricdiag-agent.service, fabricdiag-collector ->
+# fabricdiag-collector.service (one script, so both units are held to
+# exactly the same rules).
+#
 # 1. `systemd-analyze verify` must print nothing at all: any warning fails.
 #    verify insists that ExecStart's executable exists, so the unit is
-#    copied to a temporary directory with /usr/bin/fabricdiag-agent replaced
-#    by BINARY (the freshly built agent).
+#    copied to a temporary directory with /usr/bin/<name> replaced by
+#    BINARY (the freshly built daemon).
 # 2. `systemd-analyze security --offline=yes` rates the sandbox; the
-#    exposure score is printed for the log, never judged (it moves between
-#    systemd versions).
+#    exposure score is printed for the log ("EXPOSURE: unit score"), never
+#    judged (it moves between systemd versions).
 # Exits 77 (skipped) when systemd-analyze is not installed.
 set -eu
 
@@ -19,7 +24,8 @@ if [ "$#" -ne 2 ]; then
 fi
 unit_dir=$1
 binary=$2
-unit=fabricdiag-agent.service
+name=$(basename "$binary")
+unit=$name.service
 
 if ! command -v systemd-analyze >/dev/null 2>&1; then
   echo "SKIP: systemd-analyze not found; cannot verify $unit"
@@ -30,7 +36,7 @@ if [ ! -f "$unit_dir/$unit" ]; then
   exit 1
 fi
 if [ ! -x "$binary" ]; then
-  echo "FAIL: agent binary $binary is not an executable file" >&2
+  echo "FAIL: binary $binary is not an executable file" >&2
   exit 1
 fi
 case $binary in
@@ -42,10 +48,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
 # '|' delimits the sed expression: BINARY is a path full of '/'.
-sed "s|^ExecStart=/usr/bin/fabricdiag-agent\\([[:space:]]\\)|ExecStart=$binary\\1|" \
+sed "s|^ExecStart=/usr/bin/$name\\([[:space:]]\\)|ExecStart=$binary\\1|" \
   "$unit_dir/$unit" >"$tmp/$unit"
 if ! grep -q "^ExecStart=$binary " "$tmp/$unit"; then
-  echo "FAIL: $unit has no 'ExecStart=/usr/bin/fabricdiag-agent ...' line" >&2
+  echo "FAIL: $unit has no 'ExecStart=/usr/bin/$name ...' line" >&2
   exit 1
 fi
 
@@ -70,4 +76,8 @@ report=$(systemd-analyze security --offline=yes --no-pager "$tmp/$unit" 2>&1) ||
 }
 printf '%s\n' "$report" | grep -v '^ *✓' || true
 score=$(printf '%s\n' "$report" | sed -n 's/.*Overall exposure level for [^:]*: *\([0-9.]*\).*/\1/p')
+if [ -z "$score" ]; then
+  echo "FAIL: no 'Overall exposure level' line in the security report of $unit" >&2
+  exit 1
+fi
 echo "EXPOSURE: $unit $score"

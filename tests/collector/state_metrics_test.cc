@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "analysis/layout_parse.h"
 #include "collector/findings_metrics.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -100,6 +101,36 @@ TEST_F(StateMetricsTest, ActiveFindingsAreOneSeriesEachUntilResolved) {
   // Kinds never seen are present at 0, so rate() works from the start.
   EXPECT_THAT(text, HasSubstr("fabricdiag_findings_opened_total{kind="
                               "\"ecmp_imbalance\"} 0\n"));
+}
+
+TEST_F(StateMetricsTest, LayoutGroupsAndUplinksAreSeriesForDashboards) {
+  std::string text = Text();
+  EXPECT_THAT(text, Not(HasSubstr("fabricdiag_layout_group_member{")));
+  EXPECT_THAT(text, Not(HasSubstr("fabricdiag_topology_uplink{")));
+
+  // tp 2 inside each node, dp 2 across them: tp:0 = gpu-000 GPUs 0-1.
+  absl::StatusOr<v1::Layout> layout = analysis::ParseLayout(
+      "job: j\ngpus_per_node: 2\nparallelism: {tp: 2, pp: 1, dp: 2}\n"
+      "hosts: [gpu-000, gpu-001]\nrails: [mlx5_0, mlx5_1]\n");
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  ASSERT_TRUE(registry_->Apply(*layout).ok());
+  absl::StatusOr<v1::Topology> topology = analysis::ParseTopology(
+      "switches:\n  - {name: leaf-0, uplinks: [swp49, swp50]}\nlinks: []\n");
+  ASSERT_TRUE(topology.ok()) << topology.status();
+  ASSERT_TRUE(registry_->ApplyTopology(*topology).ok());
+
+  text = Text();
+  for (const char* series :
+       {"{job=\"j\",group=\"tp:0\",node=\"gpu-000\",device=\"mlx5_0\"} 1",
+        "{job=\"j\",group=\"tp:0\",node=\"gpu-000\",device=\"mlx5_1\"} 1",
+        "{job=\"j\",group=\"dp:1\",node=\"gpu-001\",device=\"mlx5_1\"} 1"}) {
+    EXPECT_THAT(text, HasSubstr(absl::StrCat("fabricdiag_layout_group_member",
+                                             series)));
+  }
+  // pp and ep have one rank per group here: no series.
+  EXPECT_THAT(text, Not(HasSubstr("group=\"pp:")));
+  EXPECT_THAT(text, HasSubstr("fabricdiag_topology_uplink{node=\"leaf-0\","
+                              "netdev=\"swp50\"} 1\n"));
 }
 
 TEST_F(StateMetricsTest, FindingsDifferingOnlyInGroupShareOneSeries) {

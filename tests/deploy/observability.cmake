@@ -1,5 +1,6 @@
-# Prometheus rules and their unit tests (issue #6), included from
-# tests/CMakeLists.txt. Label "deploy"; exit 77 (skipped) without promtool.
+# Prometheus rules, their unit tests and the Grafana dashboards (issue #6),
+# included from tests/CMakeLists.txt. Label "deploy"; exit 77 (skipped)
+# without promtool.
 add_test(NAME prometheus_rules
   COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/prometheus_rules_test.sh
           ${PROJECT_SOURCE_DIR})
@@ -7,3 +8,21 @@ set_tests_properties(prometheus_rules PROPERTIES
   SKIP_RETURN_CODE 77
   TIMEOUT 120
   LABELS deploy)
+
+# Grafana dashboards: JSON and datasource uids, every PromQL expression
+# parses, and every metric named by a dashboard or a rule is exported by a
+# live agent or collector (or recorded). Starts real processes for ~5 s.
+if(NOT FABRICDIAG_SANITIZE AND TARGET fabricdiag-sim AND TARGET fabricdiag
+   AND TARGET fabricdiag-collector)
+  find_package(Python3 COMPONENTS Interpreter)
+  if(Python3_Interpreter_FOUND)
+    add_test(NAME grafana_dashboards
+      COMMAND ${Python3_EXECUTABLE}
+              ${CMAKE_CURRENT_LIST_DIR}/grafana_dashboards_test.py
+              ${PROJECT_SOURCE_DIR} $<TARGET_FILE:fabricdiag-sim>
+              $<TARGET_FILE:fabricdiag-agent>
+              $<TARGET_FILE:fabricdiag-collector> $<TARGET_FILE:fabricdiag>)
+    set_tests_properties(grafana_dashboards PROPERTIES
+      SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS deploy)
+  endif()
+endif()

@@ -26,3 +26,20 @@ if(NOT FABRICDIAG_SANITIZE AND TARGET fabricdiag-sim AND TARGET fabricdiag
       SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS deploy)
   endif()
 endif()
+
+# Our rules in a real Prometheus scraping a simulated cluster's agents and
+# collector: a PFC storm and a hot expert fire their alerts and resolve.
+# ~60 s of real time; not under the sanitizers, not alongside the other
+# loopback clusters.
+if(NOT FABRICDIAG_SANITIZE AND TARGET fabricdiag-sim AND TARGET fabricdiag
+   AND TARGET fabricdiag-collector AND Python3_Interpreter_FOUND)
+  add_test(NAME prometheus_e2e
+    COMMAND ${Python3_EXECUTABLE}
+            ${CMAKE_CURRENT_LIST_DIR}/prometheus_e2e_test.py
+            ${PROJECT_SOURCE_DIR} $<TARGET_FILE:fabricdiag-sim>
+            $<TARGET_FILE:fabricdiag-agent>
+            $<TARGET_FILE:fabricdiag-collector> $<TARGET_FILE:fabricdiag>)
+  set_tests_properties(prometheus_e2e PROPERTIES
+    SKIP_RETURN_CODE 77 TIMEOUT 240 LABELS "deploy;e2e"
+    RESOURCE_LOCK loopback_cluster)
+endif()

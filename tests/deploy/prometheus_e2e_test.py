@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+"""Our alert rules in a real Prometheus, on a simulated cluster.
+
+Debian's `prometheus` scrapes, on loopback, one fabricdiag-agent per
+simulated node and leaf and the fabricdiag-collector, loads
+deploy/prometheus/rules/, and fabricdiag-sim injects a PFC storm and a hot
+expert from FAULT_START to FAULT_END. Through Prometheus's HTTP API:
+  - no fabricdiag alert fires before the faults;
+  - FabricdiagPfcStorm and FabricdiagHotExpertIncast fire, naming the right
+    node and NIC, within DETECT seconds of the start (the collector's
+    window and hysteresis, a scrape and an evaluation);
+  - FabricdiagPauseStormEvent (raw counters, no collector involved) fires;
+  - the two finding alerts resolve within RESOLVE seconds of the end.
+Prints when each alert fired and resolved.
+
+  prometheus_e2e_test.py SOURCE_DIR SIM AGENT COLLECTOR CLI
+Exits 77 (skipped) when prometheus is not installed.
+"""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+FAULT_START, FAULT_END, END = 12.0, 40.0, 58.0
+DETECT, RESOLVE = 15.0, 18.0
+NODES = [f"gpu-{i:03d}" for i in range(4)]
+NICS = [f"mlx5_{n}" for n in range(4)]
+HOT = ("gpu-001", "mlx5_2")
+STORM = ("gpu-003", "mlx5_1")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get_json(url, timeout=2):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return json.loads(r.read().decode())
+
+
+def wait_http(url, what, deadline_s=30):
+    deadline = time.time() + deadline_s
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                return r.read()
+        except OSError:
+            if time.time() > deadline:
+                raise AssertionError(f"{what} did not answer at {url}")
+            time.sleep(0.2)
+
+
+def main():
+    if len(sys.argv) != 6:
+        print(__doc__)
+        return 2
+    src, sim, agent, collector, cli = sys.argv[1:]
+    if shutil.which("prometheus") is None:
+        print("SKIP: prometheus not found (apt-get install prometheus)")
+        return 77
+    base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+    work = tempfile.mkdtemp(prefix="fabricdiag-prom.", dir=base)
+    procs = {}
+    failures = []
+
+    def spawn(name, argv):
+        log = open(f"{work}/{name}.log", "ab")
+        procs[name] = subprocess.Popen(argv, stdout=log, stderr=log)
+
+    def tail(name, n=12):
+        try:
+            with open(f"{work}/{name}.log", "rb") as f:
+                return b"\n".join(f.read().splitlines()[-n:]).decode(
+                    errors="replace")
+        except OSError:
+            return ""
+
+    try:
+        with open(f"{work}/layout.yaml", "w") as f:
+            f.write("job: moe-prom\ngpus_per_node: 4\n"
+                    "parallelism: {tp: 4, pp: 1, dp: 4, ep: 4}\n"
+                    f"hosts: [{', '.join(NODES)}]\n"
+                    f"rails: [{', '.join(NICS)}]\n"
+                    "model: {params: 1.6e10, hidden: 4096, layers: 32, "
+                    "seq_len: 4096, micro_batch: 1, micro_batches: 4, "
+                    "dtype_bytes: 2, experts: 16, top_k: 2}\n")
+        with open(f"{work}/topology.yaml", "w") as f:
+            f.write("switches:\n  - {name: leaf-0, uplinks: [swp49, swp50, "
+                    "swp51, swp52]}\nlinks:\n")
+            for i, h in enumerate(NODES):
+                for n, nic in enumerate(NICS):
+                    f.write(f"  - {{host: {h}, nic: {nic}, switch: leaf-0, "
+                            f"port: swp{i * 4 + n + 1}}}\n")
+        with open(f"{work}/scenario.json", "w") as f:
+            json.dump({"step_seconds": 1.0, "faults": [
+                {"kind": "hot_expert", "node": HOT[0], "nic": HOT[1],
+                 "factor": 6, "start": FAULT_START, "end": FAULT_END},
+                {"kind": "pfc_storm", "node": STORM[0], "nic": STORM[1],
+                 "priority": 3, "start": FAULT_START, "end": FAULT_END}]}, f)
+
+        grpc, http, prom = free_port(), free_port(), free_port()
+        spawn("collector", [collector, f"--listen=127.0.0.1:{grpc}",
+                            f"--http_listen=127.0.0.1:{http}",
+                            f"--state_dir={work}/state"])
+        wait_http(f"http://127.0.0.1:{http}/healthz", "the collector")
+        for args in (["layout", "apply", f"{work}/layout.yaml"],
+                     ["topology", "apply", f"{work}/topology.yaml"]):
+            subprocess.run([cli, f"--collector=127.0.0.1:{grpc}", *args],
+                           check=True, capture_output=True, timeout=30)
+
+        t0 = time.time()
+        spawn("sim", [sim, f"--layout={work}/layout.yaml",
+                      f"--topology={work}/topology.yaml",
+                      f"--scenario={work}/scenario.json",
+                      f"--out={work}/fabric", "--interval=1s"])
+        while not os.path.isdir(f"{work}/fabric/leaf-0/sys/class/net"):
+            if time.time() - t0 > 20:
+                raise AssertionError("sim wrote no tree:\n" + tail("sim"))
+            time.sleep(0.05)
+        targets = []
+        for node in NODES + ["leaf-0"]:
+            port = free_port()
+            spawn(f"agent-{node}", [
+                agent, f"--node={node}",
+                f"--sysfs_root={work}/fabric/{node}/sys",
+                f"--ethtool_dir={work}/fabric/{node}/ethtool",
+                f"--listen=127.0.0.1:{port}", "--interval=1s",
+                f"--collector=127.0.0.1:{grpc}"])
+            targets.append((node, port))
+
+        # Our rule files as shipped, with a 1 s scrape and evaluation.
+        shutil.copytree(f"{src}/deploy/prometheus/rules", f"{work}/rules")
+        with open(f"{work}/prometheus.yml", "w") as f:
+            f.write("global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+                    "rule_files: [rules/*.yml]\nscrape_configs:\n"
+                    "  - job_name: fabricdiag-agent\n    static_configs:\n")
+            for node, port in targets:
+                f.write(f"      - targets: ['127.0.0.1:{port}']\n"
+                        f"        labels: {{node: {node}}}\n")
+            f.write("  - job_name: fabricdiag-collector\n"
+                    f"    static_configs: [{{targets: ['127.0.0.1:{http}']}}]\n")
+        spawn("prometheus", ["prometheus",
+                             f"--config.file={work}/prometheus.yml",
+                             f"--storage.tsdb.path={work}/tsdb",
+                             f"--web.listen-address=127.0.0.1:{prom}"])
+        api = f"http://127.0.0.1:{prom}/api/v1"
+        wait_http(f"http://127.0.0.1:{prom}/-/ready", "prometheus")
+
+        # Poll the alerts once a second until the end of the run.
+        fired, resolved = {}, {}
+        early = []
+        want = {"FabricdiagPfcStorm": STORM, "FabricdiagHotExpertIncast": HOT}
+        while time.time() - t0 < END:
+            t = time.time() - t0
+            try:
+                alerts = get_json(f"{api}/alerts")["data"]["alerts"]
+            except (OSError, ValueError, KeyError):
+                alerts = []
+            firing = {}
+            for a in alerts:
+                if a.get("state") != "firing":
+                    continue
+                name = a["labels"].get("alertname", "")
+                firing.setdefault(name, []).append(a["labels"])
+                if name.startswith("Fabricdiag") and t < FAULT_START:
+                    early.append((t, a["labels"]))
+                if name not in fired:
+                    fired[name] = (t, a["labels"])
+            for name in list(fired):
+                if name not in firing and name not in resolved and \
+                        t > FAULT_END:
+                    resolved[name] = t
+            time.sleep(1)
+
+        # --- judgement ---------------------------------------------------
+        for t, labels in early:
+            failures.append(f"{labels.get('alertname')} fired at {t:.0f}s, "
+                            f"before any fault: {labels}")
+        for name, (node, device) in want.items():
+            if name not in fired:
+                failures.append(f"{name} never fired")
+                continue
+            t, labels = fired[name]
+            if t > FAULT_START + DETECT:
+                failures.append(f"{name} fired {t - FAULT_START:.0f}s after "
+                                f"the fault (limit {DETECT:.0f}s)")
+            if (labels.get("node"), labels.get("device")) != (node, device):
+                failures.append(f"{name} names {labels.get('node')} "
+                                f"{labels.get('device')}, not {node} {device}")
+            if labels.get("severity") not in ("warning", "critical"):
+                failures.append(f"{name} without a severity: {labels}")
+            r = resolved.get(name)
+            if r is None or r > FAULT_END + RESOLVE:
+                failures.append(f"{name} did not resolve within {RESOLVE:.0f}s "
+                                f"of the fault's end ({r})")
+        if "FabricdiagPauseStormEvent" not in fired:
+            failures.append("FabricdiagPauseStormEvent (raw counters) never "
+                            "fired")
+        elif fired["FabricdiagPauseStormEvent"][1].get("node") != STORM[0]:
+            failures.append("FabricdiagPauseStormEvent names "
+                            f"{fired['FabricdiagPauseStormEvent'][1]}")
+        print(f"faults {FAULT_START:.0f}s..{FAULT_END:.0f}s")
+        for name in sorted(fired):
+            t, labels = fired[name]
+            r = resolved.get(name)
+            print(f"  {name:<32} fired {t - FAULT_START:+5.1f}s "
+                  f"({labels.get('node')} {labels.get('device', '')}"
+                  f"{labels.get('netdev', '')}); resolved "
+                  + ("-" if r is None else f"{r - FAULT_END:+5.1f}s after "
+                     "the end"))
+    except AssertionError as e:
+        failures.append(str(e))
+    finally:
+        for p in procs.values():
+            p.terminate()
+        for p in procs.values():
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        if failures:
+            for name in ("prometheus", "collector", "sim"):
+                print(f"--- {name} ---\n{tail(name)}", file=sys.stderr)
+        shutil.rmtree(work, ignore_errors=True)
+    for f in failures:
+        print("FAIL:", f, file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

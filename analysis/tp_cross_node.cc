@@ -1,6 +1,7 @@
 #include "analysis/tp_cross_node.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <set>
 #include <string>
@@ -8,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "analysis/analyzer_util.h"
 #include "analysis/plan_report.h"
 #include "analysis/traffic_model.h"
 
@@ -27,9 +29,43 @@ std::optional<DimTraffic> PredictTp(const LayoutModel& model) {
   return *tp;
 }
 
+// The group's NICs as the view reports them: mean TX and mean link rate
+// (NaN when no NIC reports it).
+struct GroupLoad {
+  double tx = kAbsent;
+  double link_rate = kAbsent;
+  int nics = 0;
+};
+
+GroupLoad MeasureGroup(const LayoutModel& model, uint32_t group,
+                       const FabricView& view) {
+  double tx = 0, rate = 0;
+  int with_tx = 0, with_rate = 0;
+  for (const NicRef& ref : model.GroupNics(Dim::kTp, group)) {
+    if (ref.nic == kNoNic) continue;
+    const PortView* port =
+        view.Find(model.Hosts()[ref.host], model.Nics()[ref.nic]);
+    if (port == nullptr) continue;
+    if (std::isfinite(port->s.tx_bytes) && port->s.tx_bytes >= 0) {
+      tx += port->s.tx_bytes;
+      ++with_tx;
+    }
+    if (std::isfinite(port->s.link_rate) && port->s.link_rate > 0) {
+      rate += port->s.link_rate;
+      ++with_rate;
+    }
+  }
+  GroupLoad load;
+  load.nics = with_tx;
+  if (with_tx > 0) load.tx = tx / with_tx;
+  if (with_rate > 0) load.link_rate = rate / with_rate;
+  return load;
+}
+
 }  // namespace
 
-std::vector<Finding> TpCrossNodeFindings(const LayoutModel& model) {
+std::vector<Finding> TpCrossNodeFindings(const LayoutModel& model,
+                                         const FabricView* view) {
   std::vector<Finding> out;
   const v1::Layout& layout = model.layout();
   const absl::Span<const uint32_t> crossing = model.TpGroupsCrossingNvlink();
@@ -66,12 +102,39 @@ std::vector<Finding> TpCrossNodeFindings(const LayoutModel& model) {
           FormatSeconds(extra), " per step), with ", FormatBytes(tp->nic_bytes),
           " per step through the busiest NIC.");
     }
+    std::string runtime;
+    if (view != nullptr) {
+      const GroupLoad load = MeasureGroup(model, g, *view);
+      if (load.nics > 0) {
+        const double floor = Has(load.link_rate)
+                                 ? kConfirmLinkFraction * load.link_rate
+                                 : kConfirmBytesPerSecond;
+        const bool confirmed = load.tx >= floor;
+        f.evidence["measured_nic_tx_bytes_per_second"] = load.tx;
+        f.evidence["confirmed_at_runtime"] = confirmed ? 1 : 0;
+        if (confirmed) {
+          runtime = absl::StrCat(" Confirmed at runtime: its ", load.nics,
+                                 " NICs send ", FormatBytesRate(load.tx),
+                                 " on average");
+          if (tp.has_value() && tp->nic_bytes > 0) {
+            const double seconds = tp->nic_bytes / load.tx;
+            f.evidence["measured_tp_seconds_per_step"] = seconds;
+            absl::StrAppend(&runtime, ", at which the model's ",
+                            FormatBytes(tp->nic_bytes),
+                            " of TP traffic per "
+                            "step take ",
+                            FormatSeconds(seconds));
+          }
+          runtime += ".";
+        }
+      }
+    }
     f.summary = absl::StrCat(
         "TP group ", f.group, " of job ", f.job, " spans ", domains,
         " NVLink domains on ", hosts, hosts == 1 ? " node (" : " nodes (",
         absl::StrJoin(f.nodes, ", "),
         "): its per-layer all-reduces leave NVLink and cross the RDMA fabric.",
-        cost, " Keep tp <= nvlink_domain (", nvlink,
+        cost, runtime, " Keep tp <= nvlink_domain (", nvlink,
         ") or place each TP group inside one NVLink domain.");
     f.evidence["tp"] = layout.parallelism().tp();
     f.evidence["nvlink_domains_spanned"] = domains;

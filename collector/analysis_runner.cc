@@ -137,7 +137,10 @@ void AnalysisRunner::RunLayoutAnalyzers(absl::Time now) {
   std::vector<FindingReport> reports;
   std::shared_ptr<const RegistrySnapshot> snapshot = registry_->Snapshot();
   for (const auto& [job, entry] : snapshot->layouts) {
-    for (analysis::Finding& f : analysis::TpCrossNodeFindings(entry->model)) {
+    // With the last rate pass's view, TP crossings are confirmed (or not)
+    // by what the group's NICs carry.
+    for (analysis::Finding& f :
+         analysis::TpCrossNodeFindings(entry->model, last_view_.get())) {
       reports.push_back(ToReport(std::move(f)));
     }
   }
@@ -163,14 +166,15 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now) {
   static const v1::Topology* const kNoTopology = new v1::Topology();
   const v1::Topology* topology =
       snapshot->topology != nullptr ? snapshot->topology.get() : kNoTopology;
-  const analysis::FabricView view =
-      view_builder_.Build(topology, options_.analysis.window_seconds, now);
+  auto view = std::make_shared<const analysis::FabricView>(
+      view_builder_.Build(topology, options_.analysis.window_seconds, now));
+  last_view_ = view;
   if (!topology_index_.has_value() || indexed_topology_ != snapshot->topology) {
     indexed_topology_ = snapshot->topology;
     topology_index_.emplace(topology);
   }
   analysis::AnalysisInput in;
-  in.view = &view;
+  in.view = view.get();
   in.topology = topology;
   in.topology_index = &*topology_index_;
   in.config = &options_.analysis;

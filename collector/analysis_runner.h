@@ -32,6 +32,7 @@
 
 #include "absl/time/time.h"
 #include "analysis/analysis_config.h"
+#include "analysis/fabric_view.h"
 #include "analysis/hysteresis.h"
 #include "analysis/topology_index.h"
 #include "collector/agent_liveness.h"
@@ -88,6 +89,8 @@ class AnalysisRunner {
   // swaps the registry's topology (kept alive so its address is not reused).
   std::shared_ptr<const v1::Topology> indexed_topology_;
   std::optional<analysis::TopologyIndex> topology_index_;
+  // The last rate pass's view, for the layout analyzers' runtime evidence.
+  std::shared_ptr<const analysis::FabricView> last_view_;
   bool hysteresis_seeded_ = false;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -200,6 +200,50 @@ TEST(TpCrossNodeTest, WithoutAModelSectionStillRaisedWithoutCost) {
   EXPECT_THAT(found[0].summary, Not(HasSubstr("predicts")));
 }
 
+// gpu-000 and gpu-001, mlx5_0..7, each sending `tx` of a 400 Gb/s link.
+FabricView TpView(double tx) {
+  FabricView view;
+  for (const char* node : {"gpu-000", "gpu-001"}) {
+    for (int n = 0; n < 8; ++n) {
+      PortView& p = view.AddPort(node, absl::StrCat("mlx5_", n));
+      p.s.tx_bytes = tx;
+      p.s.link_rate = 50e9;
+    }
+  }
+  view.Finish();
+  return view;
+}
+
+TEST(TpCrossNodeTest, ConfirmedAtRuntimeWhenTheGroupsNicsCarryTraffic) {
+  const LayoutModel model = BuildLayout(absl::StrCat(
+      kTp16Layout,
+      "model: {params: 7.0e9, hidden: 4096, layers: 32, seq_len: 4096, "
+      "micro_batch: 1, micro_batches: 4, dtype_bytes: 2}\n"));
+  const FabricView busy = TpView(20e9);
+  std::vector<Finding> found = TpCrossNodeFindings(model, &busy);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].evidence.at("confirmed_at_runtime"), 1);
+  EXPECT_DOUBLE_EQ(found[0].evidence.at("measured_nic_tx_bytes_per_second"),
+                   20e9);
+  EXPECT_DOUBLE_EQ(found[0].evidence.at("measured_tp_seconds_per_step"),
+                   found[0].evidence.at("predicted_nic_bytes_per_step") / 20e9);
+  EXPECT_THAT(found[0].summary,
+              HasSubstr("Confirmed at runtime: its 16 NICs send 20 GB/s"));
+
+  // 1% of the link: not running, or idle for the whole window.
+  const FabricView idle = TpView(0.5e9);
+  found = TpCrossNodeFindings(model, &idle);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].evidence.at("confirmed_at_runtime"), 0);
+  EXPECT_THAT(found[0].summary, Not(HasSubstr("Confirmed")));
+
+  // NICs the view does not report: no runtime evidence at all.
+  const FabricView empty;
+  found = TpCrossNodeFindings(model, &empty);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].evidence.count("confirmed_at_runtime"), 0u);
+}
+
 TEST(TpCrossNodeTest, TpInsideTheNvlinkDomainRaisesNothing) {
   EXPECT_THAT(
       TpCrossNodeFindings(BuildLayout("job: ok\ngpus_per_node: 8\n"

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -25,45 +26,6 @@ bool IsSafeFileName(const std::string& name) {
   return !name.empty() && name != "." && name != ".." &&
          name.find('/') == std::string::npos &&
          name.find('\0') == std::string::npos;
-}
-
-// Reads a regular file of at most `max_bytes`. kNotFound when it is absent.
-absl::StatusOr<std::string> ReadSmallFile(const std::string& path,
-                                          size_t max_bytes) {
-  // O_NONBLOCK: opening a FIFO planted in the directory must not hang.
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return ErrnoError(errno, path);
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    return ErrnoError(err, path);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return absl::FailedPreconditionError(
-        absl::StrCat(path, ": not a regular file"));
-  }
-  std::string data;
-  char buf[65536];
-  while (true) {
-    ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      return ErrnoError(err, path);
-    }
-    if (n == 0) break;
-    if (data.size() + static_cast<size_t>(n) > max_bytes) {
-      ::close(fd);
-      return absl::ResourceExhaustedError(
-          absl::StrCat(path, ": larger than ", max_bytes, " bytes"));
-    }
-    data.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return data;
 }
 
 }  // namespace
@@ -120,22 +82,39 @@ SourceStatus EthtoolSource::Collect(Snapshot* snapshot) {
 }
 
 EthtoolSource::NameCache EthtoolSource::BuildCache(
-    std::vector<std::string> names) const {
+    const std::string& ifname, std::vector<std::string> names) const {
   NameCache cache;
-  cache.semantics.reserve(names.size());
-  cache.emit.reserve(names.size());
+  cache.desc.reserve(names.size());
+  auto table = std::make_shared<std::vector<SeriesDesc>>();
   absl::flat_hash_set<absl::string_view> seen;
   for (const std::string& name : names) {
-    cache.semantics.push_back(ClassifyEthtoolStat(name));
     // A duplicate name would make two series with one identity; keep the
     // first (drivers are not supposed to repeat names, text files may).
-    bool emit = seen.insert(name).second &&
-                (options_.include_per_queue || !IsPerQueueStat(name));
-    cache.emit.push_back(emit);
+    const bool emit = seen.insert(name).second &&
+                      (options_.include_per_queue || !IsPerQueueStat(name));
+    if (!emit) {
+      cache.desc.push_back(-1);
+      continue;
+    }
+    const StatSemantics sem = ClassifyEthtoolStat(name);
+    SeriesDesc d;
+    d.subsystem = Subsystem::kEthtool;
+    d.device = ifname;
+    d.name = name;
+    d.width_bits = sem.width_bits;
+    d.scale = sem.scale;
+    d.unit = sem.unit;
+    d.kind = sem.kind;
+    d.meaning = sem.meaning;
+    d.direction = sem.direction;
+    d.priority = sem.priority;
+    cache.desc.push_back(static_cast<int32_t>(table->size()));
+    table->push_back(std::move(d));
   }
   // `seen` holds views into `names`; it dies before `names` is moved.
   seen.clear();
   cache.names = std::move(names);
+  cache.table = std::move(table);
   return cache;
 }
 
@@ -161,7 +140,9 @@ absl::Status EthtoolSource::CollectKernel(const std::string& ifname,
         }
         return names.status();
       }
-      it = cache_.insert_or_assign(ifname, BuildCache(*std::move(names))).first;
+      it =
+          cache_.insert_or_assign(ifname, BuildCache(ifname, *std::move(names)))
+              .first;
     }
     const size_t count = it->second.names.size();
     if (count == 0) return absl::OkStatus();
@@ -170,7 +151,9 @@ absl::Status EthtoolSource::CollectKernel(const std::string& ifname,
         stats_->StatValues(ifname, count);
     if (values.ok() && values->size() == count) {
       ++it->second.reads;
-      Emit(ifname, it->second, *values, snapshot);
+      const std::vector<uint64_t>& v = *values;
+      Emit(
+          it->second, [&v](size_t i) { return v[i]; }, snapshot);
       return absl::OkStatus();
     }
     cache_.erase(it);
@@ -196,62 +179,112 @@ absl::Status EthtoolSource::CollectKernel(const std::string& ifname,
       last_change.message()));
 }
 
+absl::Status EthtoolSource::ReadTextFile(const std::string& ifname) {
+  const std::string path = absl::StrCat(text_dir_, "/", ifname);
+  // O_NONBLOCK: opening a FIFO planted in the directory must not hang.
+  // O_NOATIME: polling a support bundle or a simulator's files every
+  // interval must not keep updating their access times (only permitted on
+  // files the agent's user owns; others are read without it).
+  constexpr int kFlags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
+  int fd = ::open(path.c_str(), kFlags | (text_noatime_ ? O_NOATIME : 0));
+  if (fd < 0 && errno == EPERM && text_noatime_) {
+    text_noatime_ = false;
+    fd = ::open(path.c_str(), kFlags);
+  }
+  if (fd < 0) return ErrnoError(errno, path);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return ErrnoError(err, path);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": not a regular file"));
+  }
+  // Room for the whole file plus one byte, so that one read normally gets
+  // everything and comes back short: a short read of a regular file means
+  // its end. A file that grew meanwhile takes more reads.
+  const size_t limit = options_.max_text_file_bytes;
+  const size_t expected =
+      std::min(static_cast<size_t>(std::max<off_t>(st.st_size, 0)), limit) + 1;
+  if (text_buf_.capacity() > (size_t{1} << 20) && expected < (1 << 18)) {
+    std::string().swap(text_buf_);  // a huge file once must not pin memory
+  }
+  if (text_buf_.size() < expected) text_buf_.resize(expected);
+  size_t len = 0;
+  while (true) {
+    const size_t room = text_buf_.size() - len;
+    ssize_t n = ::read(fd, text_buf_.data() + len, room);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      return ErrnoError(err, path);
+    }
+    len += static_cast<size_t>(n);
+    if (len > limit) {
+      ::close(fd);
+      return absl::ResourceExhaustedError(
+          absl::StrCat(path, ": larger than ", limit, " bytes"));
+    }
+    if (static_cast<size_t>(n) < room) break;
+    text_buf_.resize(std::min(text_buf_.size() * 2, limit + 1));
+  }
+  ::close(fd);
+  text_len_ = len;
+  return absl::OkStatus();
+}
+
 absl::Status EthtoolSource::CollectText(const std::string& ifname,
                                         Snapshot* snapshot) {
   if (!IsSafeFileName(ifname)) {
     return absl::InvalidArgumentError(
         absl::StrCat("netdev name \"", ifname, "\" is not a file name"));
   }
-  const std::string path = absl::StrCat(text_dir_, "/", ifname);
-  absl::StatusOr<std::string> text =
-      ReadSmallFile(path, options_.max_text_file_bytes);
-  if (absl::IsNotFound(text.status())) return absl::OkStatus();
-  if (!text.ok()) return text.status();
+  absl::Status read = ReadTextFile(ifname);
+  if (absl::IsNotFound(read)) return absl::OkStatus();
+  if (!read.ok()) return read;
 
-  EthtoolText parsed = ParseEthtoolStatsText(*text);
-  std::vector<std::string> names;
-  std::vector<uint64_t> values;
-  names.reserve(parsed.stats.size());
-  values.reserve(parsed.stats.size());
-  for (auto& [name, value] : parsed.stats) {
-    names.push_back(std::move(name));
-    values.push_back(value);
-  }
+  ParseEthtoolStatsText(absl::string_view(text_buf_.data(), text_len_),
+                        &parsed_);
   // Classifying ~200 names is most of the cost of a text read; the names of
-  // a netdev rarely change, so reuse the classification while they match.
+  // a netdev rarely change, so reuse the descriptions while they match.
   auto it = cache_.find(ifname);
-  if (it == cache_.end() || it->second.names != names) {
-    it = cache_.insert_or_assign(ifname, BuildCache(std::move(names))).first;
+  bool same =
+      it != cache_.end() && it->second.names.size() == parsed_.stats.size();
+  for (size_t i = 0; same && i < parsed_.stats.size(); ++i) {
+    same = it->second.names[i] == parsed_.stats[i].first;
   }
-  Emit(ifname, it->second, values, snapshot);
+  if (!same) {
+    std::vector<std::string> names;
+    names.reserve(parsed_.stats.size());
+    for (const auto& stat : parsed_.stats) names.emplace_back(stat.first);
+    it = cache_.insert_or_assign(ifname, BuildCache(ifname, std::move(names)))
+             .first;
+  }
+  Emit(
+      it->second, [this](size_t i) { return parsed_.stats[i].second; },
+      snapshot);
 
-  if (parsed.errors.empty()) return absl::OkStatus();
-  const size_t bad = parsed.errors.size() + parsed.dropped_errors;
-  return absl::InvalidArgumentError(
-      absl::StrCat(path, ": ", bad, " unparseable line(s); line ",
-                   parsed.errors[0].line, ": ", parsed.errors[0].message));
+  if (parsed_.errors.empty()) return absl::OkStatus();
+  const size_t bad = parsed_.errors.size() + parsed_.dropped_errors;
+  return absl::InvalidArgumentError(absl::StrCat(
+      text_dir_, "/", ifname, ": ", bad, " unparseable line(s); line ",
+      parsed_.errors[0].line, ": ", parsed_.errors[0].message));
 }
 
-void EthtoolSource::Emit(const std::string& ifname, const NameCache& cache,
-                         const std::vector<uint64_t>& values,
+template <typename ValueAt>
+void EthtoolSource::Emit(const NameCache& cache, ValueAt value,
                          Snapshot* snapshot) const {
-  for (size_t i = 0; i < cache.names.size(); ++i) {
-    if (!cache.emit[i]) continue;
-    const StatSemantics& sem = cache.semantics[i];
-    Sample sample;
-    sample.subsystem = Subsystem::kEthtool;
-    sample.device = ifname;
-    sample.port = 0;
-    sample.name = cache.names[i];
-    sample.raw = values[i];
-    sample.width_bits = sem.width_bits;
-    sample.scale = sem.scale;
-    sample.unit = sem.unit;
-    sample.kind = sem.kind;
-    sample.meaning = sem.meaning;
-    sample.direction = sem.direction;
-    sample.priority = sem.priority;
-    snapshot->samples.push_back(std::move(sample));
+  const std::vector<SeriesDesc>& table = *cache.table;
+  if (table.empty()) return;
+  snapshot->series_owners.push_back(cache.table);
+  for (size_t i = 0; i < cache.desc.size(); ++i) {
+    if (cache.desc[i] < 0) continue;
+    snapshot->samples.push_back(
+        Sample{&table[static_cast<size_t>(cache.desc[i])], value(i)});
   }
 }
 

@@ -46,6 +46,7 @@
 #include "absl/strings/string_view.h"
 #include "agent/ethtool_ioctl.h"
 #include "agent/ethtool_semantics.h"
+#include "agent/ethtool_text.h"
 #include "agent/sample.h"
 #include "agent/source.h"
 
@@ -89,25 +90,38 @@ class EthtoolSource : public Source {
   size_t cached_netdevs() const { return cache_.size(); }
 
  private:
-  // The stat set of one netdev as last read, with what to do with each stat.
+  // The stat set of one netdev as last read, with the series description
+  // of every stat that is emitted.
   struct NameCache {
-    std::vector<std::string> names;
-    std::vector<StatSemantics> semantics;
-    std::vector<bool> emit;  // false: per-queue (when excluded) or duplicate
-    int reads = 0;           // value reads since the names were read
+    std::vector<std::string> names;  // every stat, in driver order
+    // Per stat: index into `table`, or -1 when not emitted (per-queue while
+    // excluded, or a duplicate name).
+    std::vector<int32_t> desc;
+    // Immutable once built; shared with the snapshots that point into it.
+    std::shared_ptr<const std::vector<SeriesDesc>> table;
+    int reads = 0;  // value reads since the names were read
   };
 
-  NameCache BuildCache(std::vector<std::string> names) const;
+  NameCache BuildCache(const std::string& ifname,
+                       std::vector<std::string> names) const;
   absl::Status CollectKernel(const std::string& ifname, Snapshot* snapshot);
   absl::Status CollectText(const std::string& ifname, Snapshot* snapshot);
-  // Appends one sample per emitted stat.
-  void Emit(const std::string& ifname, const NameCache& cache,
-            const std::vector<uint64_t>& values, Snapshot* snapshot) const;
+  // Reads the text file of `ifname` into text_buf_; kNotFound when absent.
+  absl::Status ReadTextFile(const std::string& ifname);
+  // Appends one sample per emitted stat; `value(i)` is stat i's value.
+  template <typename ValueAt>
+  void Emit(const NameCache& cache, ValueAt value, Snapshot* snapshot) const;
 
   const std::unique_ptr<EthtoolStats> stats_;  // null in text mode
   const std::string text_dir_;
   const EthtoolSourceOptions options_;
   absl::flat_hash_map<std::string, NameCache> cache_;
+  // Text mode: the buffers every read reuses; text_buf_ holds text_len_
+  // bytes of the last file read.
+  std::string text_buf_;
+  size_t text_len_ = 0;
+  bool text_noatime_ = true;  // open with O_NOATIME while permitted
+  EthtoolTextView parsed_;
 };
 
 }  // namespace fabricdiag::agent

@@ -1,9 +1,10 @@
 #include "agent/ethtool_text.h"
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
+#include <cstdint>
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
+#include "common/decimal.h"
 
 namespace fabricdiag::agent {
 namespace {
@@ -22,7 +23,7 @@ std::string Quote(absl::string_view s) {
   return out;
 }
 
-absl::string_view TrimBlanks(absl::string_view s) {
+inline absl::string_view TrimBlanks(absl::string_view s) {
   while (!s.empty() &&
          (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) {
     s.remove_prefix(1);
@@ -42,45 +43,46 @@ bool IsPrintableName(absl::string_view name) {
   return true;
 }
 
-// Strict unsigned decimal: digits only (no sign, no spaces, no hex).
-bool ParseU64(absl::string_view s, uint64_t* out) {
-  if (s.empty()) return false;
-  for (char c : s) {
-    if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) return false;
-  }
-  return absl::SimpleAtoi(s, out);  // fails on overflow
-}
-
 }  // namespace
 
-EthtoolText ParseEthtoolStatsText(absl::string_view text) {
-  EthtoolText result;
-  auto add_error = [&result](int line, std::string message) {
-    if (result.errors.size() < kMaxEthtoolTextErrors) {
-      result.errors.push_back({line, std::move(message)});
+void ParseEthtoolStatsText(absl::string_view text, EthtoolTextView* out) {
+  out->stats.clear();
+  out->errors.clear();
+  out->dropped_errors = 0;
+  auto add_error = [out](int line, std::string message) {
+    if (out->errors.size() < kMaxEthtoolTextErrors) {
+      out->errors.push_back({line, std::move(message)});
     } else {
-      ++result.dropped_errors;
+      ++out->dropped_errors;
     }
   };
 
+  // Pointer walk: this runs over every line of every netdev each interval.
+  const char* p = text.data();
+  const char* const end = p + text.size();
   int line_number = 0;
-  while (!text.empty()) {
+  while (p < end) {
     ++line_number;
-    size_t newline = text.find('\n');
-    absl::string_view raw = text.substr(0, newline);
-    text.remove_prefix(newline == absl::string_view::npos ? text.size()
-                                                          : newline + 1);
-    absl::string_view line = TrimBlanks(raw);
+    const char* eol = static_cast<const char*>(
+        std::memchr(p, '\n', static_cast<size_t>(end - p)));
+    if (eol == nullptr) eol = end;
+    absl::string_view line =
+        TrimBlanks(absl::string_view(p, static_cast<size_t>(eol - p)));
+    p = eol == end ? end : eol + 1;
     if (line.empty() || line == "NIC statistics:") continue;
 
-    size_t colon = line.rfind(':');
-    if (colon == absl::string_view::npos) {
+    // The value follows the LAST ':' (bnxt_en names contain ": ").
+    const char* last =
+        static_cast<const char*>(memrchr(line.data(), ':', line.size()));
+    const size_t colon =
+        last == nullptr ? 0 : static_cast<size_t>(last - line.data()) + 1;
+    if (colon == 0) {
       add_error(line_number,
                 absl::StrCat("no \"name: value\" in ", Quote(line)));
       continue;
     }
-    absl::string_view name = TrimBlanks(line.substr(0, colon));
-    absl::string_view value_text = TrimBlanks(line.substr(colon + 1));
+    absl::string_view name = TrimBlanks(line.substr(0, colon - 1));
+    absl::string_view value_text = TrimBlanks(line.substr(colon));
     if (name.empty()) {
       add_error(line_number, absl::StrCat("empty name in ", Quote(line)));
       continue;
@@ -97,15 +99,28 @@ EthtoolText ParseEthtoolStatsText(absl::string_view text) {
       continue;
     }
     uint64_t value = 0;
-    if (!ParseU64(value_text, &value)) {
+    bool overflow = false;
+    if (!ParseDecimalU64(value_text, &value, &overflow)) {
       add_error(line_number,
                 absl::StrCat(
                     "value of ", Quote(name),
                     " is not an unsigned 64-bit decimal: ", Quote(value_text)));
       continue;
     }
+    out->stats.emplace_back(name, value);
+  }
+}
+
+EthtoolText ParseEthtoolStatsText(absl::string_view text) {
+  EthtoolTextView view;
+  ParseEthtoolStatsText(text, &view);
+  EthtoolText result;
+  result.stats.reserve(view.stats.size());
+  for (const auto& [name, value] : view.stats) {
     result.stats.emplace_back(std::string(name), value);
   }
+  result.errors = std::move(view.errors);
+  result.dropped_errors = view.dropped_errors;
   return result;
 }
 

@@ -5,6 +5,9 @@
 //       "NIC statistics:\n     rx_prio3_pause: 12\n");
 //   // parsed.stats == {{"rx_prio3_pause", 12}}, parsed.errors empty.
 //
+//   EthtoolTextView view;  // reused: no allocation once warm
+//   ParseEthtoolStatsText(text, &view);
+//
 // Format (ethtool's dump_stats prints "     %.*s: %llu\n" per stat under a
 // "NIC statistics:" header):
 //   - Leading and trailing blanks (spaces, tabs, CR) are ignored, so 5-space
@@ -53,5 +56,15 @@ struct EthtoolText {
 };
 
 EthtoolText ParseEthtoolStatsText(absl::string_view text);
+
+// The same parse with the names as views into `text`, into caller-owned
+// storage that is cleared first and keeps its capacity: a reader that
+// parses the same file every interval allocates nothing once warm.
+struct EthtoolTextView {
+  std::vector<std::pair<absl::string_view, uint64_t>> stats;
+  std::vector<EthtoolTextError> errors;
+  size_t dropped_errors = 0;
+};
+void ParseEthtoolStatsText(absl::string_view text, EthtoolTextView* out);
 
 }  // namespace fabricdiag::agent

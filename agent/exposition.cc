@@ -55,7 +55,7 @@ class Families {
 };
 
 Labels PortLabels(const Sample& s) {
-  return {{"device", s.device}, {"port", absl::StrCat(s.port)}};
+  return {{"device", s.desc->device}, {"port", absl::StrCat(s.desc->port)}};
 }
 
 // counters/ and counters_ext/ (IB PMA PortCounters). The data counters are
@@ -91,21 +91,21 @@ void AddRdmaPortCounter(const Sample& s, Families* f) {
   };
   if (s.saturated) {
     Labels labels = PortLabels(s);
-    labels.push_back({"statistic", s.name});
+    labels.push_back({"statistic", s.desc->name});
     f->Add("fabricdiag_rdma_port_statistic_saturated",
            "1 when a fixed-width IB PMA counter sits at all-ones and has "
            "stopped counting; its value is a floor, not traffic.",
            MetricType::Gauge, std::move(labels), 1);
   }
   for (const Named& n : kNamed) {
-    if (s.name == n.counter) {
+    if (s.desc->name == n.counter) {
       f->Add(n.family, n.help, MetricType::Counter, PortLabels(s),
              s.BaseValue());
       return;
     }
   }
   Labels labels = PortLabels(s);
-  labels.push_back({"statistic", s.name});
+  labels.push_back({"statistic", s.desc->name});
   f->Add("fabricdiag_rdma_port_statistic_total",
          "IB PMA port counter from counters/ or counters_ext/, as the kernel "
          "counted it (errors, discards, xmit_wait ticks).",
@@ -129,50 +129,51 @@ void AddNetdevStatistic(const Sample& s, Families* f) {
       {"tx_packets", "fabricdiag_netdev_transmitted_packets_total",
        "Packets transmitted by the netdev (statistics/tx_packets)."},
   };
-  Labels labels = {{"netdev", s.device}};
+  Labels labels = {{"netdev", s.desc->device}};
   for (const Named& n : kNamed) {
-    if (s.name == n.statistic) {
+    if (s.desc->name == n.statistic) {
       f->Add(n.family, n.help, MetricType::Counter, std::move(labels),
              s.BaseValue());
       return;
     }
   }
-  labels.push_back({"statistic", s.name});
+  labels.push_back({"statistic", s.desc->name});
   f->Add("fabricdiag_netdev_statistic_total",
          "Netdev statistic from statistics/ (errors, drops, ...).",
          MetricType::Counter, std::move(labels), s.BaseValue());
 }
 
 void AddNetdevAttribute(const Sample& s, Families* f) {
-  Labels labels = {{"netdev", s.device}};
-  if (s.name == "carrier_changes") {
+  Labels labels = {{"netdev", s.desc->device}};
+  if (s.desc->name == "carrier_changes") {
     f->Add("fabricdiag_netdev_carrier_changes_total",
            "Times the netdev's carrier went up or down (link flaps).",
            MetricType::Counter, std::move(labels), s.BaseValue());
-  } else if (s.name == "carrier_up_count") {
+  } else if (s.desc->name == "carrier_up_count") {
     f->Add("fabricdiag_netdev_carrier_up_total",
            "Times the netdev's carrier came up.", MetricType::Counter,
            std::move(labels), s.BaseValue());
-  } else if (s.name == "carrier_down_count") {
+  } else if (s.desc->name == "carrier_down_count") {
     f->Add("fabricdiag_netdev_carrier_down_total",
            "Times the netdev's carrier went down.", MetricType::Counter,
            std::move(labels), s.BaseValue());
-  } else if (s.name == "speed_bytes_per_second") {
+  } else if (s.desc->name == "speed_bytes_per_second") {
     f->Add(
         "fabricdiag_netdev_speed_bytes_per_second",
         "Negotiated link speed of the netdev; absent while the link is down.",
         MetricType::Gauge, std::move(labels), s.BaseValue());
-  } else if (s.name == "mtu") {
+  } else if (s.desc->name == "mtu") {
     f->Add("fabricdiag_netdev_mtu_bytes", "MTU of the netdev.",
            MetricType::Gauge, std::move(labels), s.BaseValue());
-  } else if (s.name == "carrier") {
+  } else if (s.desc->name == "carrier") {
     f->Add("fabricdiag_netdev_carrier", "1 when the netdev has carrier.",
            MetricType::Gauge, std::move(labels), s.BaseValue());
   } else {
-    labels.push_back({"attribute", s.name});
+    labels.push_back({"attribute", s.desc->name});
     f->Add("fabricdiag_netdev_attribute",
            "Other numeric netdev attribute from sysfs.",
-           s.kind == Kind::kCounter ? MetricType::Untyped : MetricType::Gauge,
+           s.desc->kind == Kind::kCounter ? MetricType::Untyped
+                                          : MetricType::Gauge,
            std::move(labels), s.BaseValue());
   }
 }
@@ -180,10 +181,10 @@ void AddNetdevAttribute(const Sample& s, Families* f) {
 // Ethtool statistics whose meaning the source recognised, under
 // driver-independent names.
 void AddEthtoolMeaning(const Sample& s, Families* f) {
-  Labels labels = {{"netdev", s.device}};
-  const std::string direction = DirectionName(s.direction);
-  const std::string priority = absl::StrCat(s.priority);
-  switch (s.meaning) {
+  Labels labels = {{"netdev", s.desc->device}};
+  const std::string direction = DirectionName(s.desc->direction);
+  const std::string priority = absl::StrCat(s.desc->priority);
+  switch (s.desc->meaning) {
     case Meaning::kNone:
       return;
     case Meaning::kPfcPauseFrames:
@@ -225,7 +226,7 @@ void AddEthtoolMeaning(const Sample& s, Families* f) {
       return;
     case Meaning::kPauseStormWarning:
     case Meaning::kPauseStormError:
-      labels.push_back({"level", s.meaning == Meaning::kPauseStormWarning
+      labels.push_back({"level", s.desc->meaning == Meaning::kPauseStormWarning
                                      ? "warning"
                                      : "error"});
       f->Add("fabricdiag_pause_storm_events_total",
@@ -235,14 +236,14 @@ void AddEthtoolMeaning(const Sample& s, Families* f) {
              MetricType::Counter, std::move(labels), s.BaseValue());
       return;
     case Meaning::kPhyBytes:
-      f->Add(s.direction == Direction::kTx
+      f->Add(s.desc->direction == Direction::kTx
                  ? "fabricdiag_phy_transmitted_bytes_total"
                  : "fabricdiag_phy_received_bytes_total",
              "Bytes on the physical port, all traffic including RoCE.",
              MetricType::Counter, std::move(labels), s.BaseValue());
       return;
     case Meaning::kPhyPackets:
-      f->Add(s.direction == Direction::kTx
+      f->Add(s.desc->direction == Direction::kTx
                  ? "fabricdiag_phy_transmitted_packets_total"
                  : "fabricdiag_phy_received_packets_total",
              "Packets on the physical port, all traffic including RoCE.",
@@ -251,7 +252,7 @@ void AddEthtoolMeaning(const Sample& s, Families* f) {
     case Meaning::kRxDiscardsPhy:
     case Meaning::kTxDiscardsPhy:
     case Meaning::kRxOutOfBuffer:
-      labels.push_back({"reason", MeaningName(s.meaning)});
+      labels.push_back({"reason", MeaningName(s.desc->meaning)});
       f->Add("fabricdiag_nic_discards_total",
              "Packets the NIC dropped: rx_discards_phy = port receive buffer "
              "full, tx_discards_phy = could not transmit, rx_out_of_buffer = "
@@ -312,38 +313,41 @@ void AddEthtoolMeaning(const Sample& s, Families* f) {
 }
 
 void AddSample(const Sample& s, Families* f) {
-  switch (s.subsystem) {
+  switch (s.desc->subsystem) {
     case Subsystem::kRdmaPortCounters:
     case Subsystem::kRdmaPortCountersExt:
       AddRdmaPortCounter(s, f);
       return;
     case Subsystem::kRdmaPortHwCounters: {
       Labels labels = PortLabels(s);
-      labels.push_back({"statistic", s.name});
+      labels.push_back({"statistic", s.desc->name});
       f->Add("fabricdiag_rdma_port_hw_statistic_total",
              "Driver-defined per-port RDMA counter from hw_counters/ "
              "(retransmissions, CNPs, ECN marks, ...).",
-             s.kind == Kind::kCounter ? MetricType::Counter : MetricType::Gauge,
+             s.desc->kind == Kind::kCounter ? MetricType::Counter
+                                            : MetricType::Gauge,
              std::move(labels), s.BaseValue());
       return;
     }
     case Subsystem::kRdmaDeviceHwCounters:
       f->Add("fabricdiag_rdma_device_hw_statistic_total",
              "Driver-defined device-wide RDMA counter from hw_counters/.",
-             s.kind == Kind::kCounter ? MetricType::Counter : MetricType::Gauge,
-             {{"device", s.device}, {"statistic", s.name}}, s.BaseValue());
+             s.desc->kind == Kind::kCounter ? MetricType::Counter
+                                            : MetricType::Gauge,
+             {{"device", s.desc->device}, {"statistic", s.desc->name}},
+             s.BaseValue());
       return;
     case Subsystem::kRdmaPortAttribute:
-      if (s.name == "rate_bytes_per_second") {
+      if (s.desc->name == "rate_bytes_per_second") {
         f->Add("fabricdiag_rdma_port_rate_bytes_per_second",
                "Link rate of the RDMA port from its sysfs rate file.",
                MetricType::Gauge, PortLabels(s), s.BaseValue());
-      } else if (s.name == "state_id") {
+      } else if (s.desc->name == "state_id") {
         f->Add("fabricdiag_rdma_port_state",
                "Logical port state: 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, 5 "
                "ACTIVE_DEFER.",
                MetricType::Gauge, PortLabels(s), s.BaseValue());
-      } else if (s.name == "phys_state_id") {
+      } else if (s.desc->name == "phys_state_id") {
         f->Add("fabricdiag_rdma_port_physical_state",
                "Physical port state: 1 Sleep, 2 Polling, 3 Disabled, 4 "
                "PortConfigurationTraining, 5 LinkUp, 6 LinkErrorRecovery, 7 "
@@ -361,24 +365,25 @@ void AddSample(const Sample& s, Families* f) {
       AddEthtoolMeaning(s, f);
       f->Add("fabricdiag_ethtool_statistic",
              "Raw ethtool statistic as the driver names and counts it.",
-             MetricType::Untyped, {{"netdev", s.device}, {"statistic", s.name}},
+             MetricType::Untyped,
+             {{"netdev", s.desc->device}, {"statistic", s.desc->name}},
              static_cast<double>(s.raw));
       return;
     case Subsystem::kVerbs:
-      if (s.name == "expected_rate_bytes_per_second") {
+      if (s.desc->name == "expected_rate_bytes_per_second") {
         f->Add("fabricdiag_verbs_port_expected_rate_bytes_per_second",
                "Link rate implied by the port's active speed and width "
                "(ibv_query_port).",
                MetricType::Gauge, PortLabels(s), s.BaseValue());
-      } else if (s.name == "active_mtu_bytes") {
+      } else if (s.desc->name == "active_mtu_bytes") {
         f->Add("fabricdiag_verbs_port_active_mtu_bytes",
                "Active MTU of the RDMA port (ibv_query_port).",
                MetricType::Gauge, PortLabels(s), s.BaseValue());
-      } else if (s.name == "active_width_lanes") {
+      } else if (s.desc->name == "active_width_lanes") {
         f->Add("fabricdiag_verbs_port_active_width_lanes",
                "Active link width in lanes (ibv_query_port).",
                MetricType::Gauge, PortLabels(s), s.BaseValue());
-      } else if (s.name == "state") {
+      } else if (s.desc->name == "state") {
         f->Add("fabricdiag_verbs_port_state",
                "Port state from ibv_query_port (enum ibv_port_state).",
                MetricType::Gauge, PortLabels(s), s.BaseValue());

@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -80,10 +81,25 @@ class NetdevSource : public Source {
  private:
   // netdev -> (RDMA device, port)
   using RdmaMap = std::map<std::string, std::pair<std::string, uint32_t>>;
+  // A file read on every call, and where its series is described.
+  struct CounterFile {
+    SysfsAttribute file;
+    uint32_t desc = 0;  // index into NetdevLayout::table
+  };
+  // The read plan of one interface, built by a scan.
   struct NetdevLayout {
     uint64_t scanned_at_call = 0;
     bool needs_rescan = false;
-    std::vector<std::string> statistics;
+    // Every series of the interface; immutable once planned, shared with
+    // the snapshots that point into it.
+    std::shared_ptr<const std::vector<SeriesDesc>> table;
+    std::vector<CounterFile> statistics;
+    std::vector<CounterFile> flap_counters;  // carrier_changes, ...
+    CounterFile mtu;
+    CounterFile carrier;
+    SysfsAttribute speed;
+    uint32_t speed_desc = 0;
+    SysfsAttribute operstate;
   };
 
   class Regex;  // owns a regex_t
@@ -95,9 +111,16 @@ class NetdevSource : public Source {
   // an own (cached) scan of class/infiniband.
   const RdmaMap& RdmaMapFor(const Snapshot& snapshot);
   RdmaMap ScanRdmaMap();
+  // Lists statistics/ and plans every file of `netdev`.
+  NetdevLayout Scan(const std::string& netdev, SourceStatus* status);
   void CollectNetdev(const std::string& netdev, NetdevLayout* layout,
                      const RdmaMap& rdma, Snapshot* snapshot,
                      SourceStatus* status);
+  // A counter's value, or nullopt when absent, gone (a rescan is due) or
+  // broken (counted in `status`).
+  std::optional<uint64_t> ReadCounter(CounterFile* counter,
+                                      NetdevLayout* layout,
+                                      SourceStatus* status);
 
   SysfsReader* const reader_;
   const Options options_;
@@ -108,6 +131,7 @@ class NetdevSource : public Source {
   RdmaMap snapshot_rdma_;
   RdmaMap scanned_rdma_;
   uint64_t rdma_scanned_at_call_ = 0;
+  std::string buf_;  // read buffer shared by every file
 };
 
 // Netdev -> (RDMA device, port) from RdmaSysfsSource's output: gid_attrs

@@ -46,36 +46,39 @@ std::optional<uint64_t> CounterDelta(uint64_t previous, uint64_t current,
 
 const RateCalculator::Previous* RateCalculator::FindPrevious(size_t position,
                                                              const Sample& s) {
-  auto same = [&s](const Previous& p) {
-    return p.port == s.port && p.subsystem == s.subsystem && p.name == s.name &&
-           p.device == s.device;
-  };
-  if (position < previous_.size() && same(previous_[position])) {
-    return &previous_[position];
+  const SeriesDesc& d = *s.desc;
+  if (position < previous_.size()) {
+    // The same description object is the same series (descriptions are
+    // immutable and the previous ones are still alive, so an address
+    // cannot have been reused); otherwise compare the keys.
+    const SeriesDesc& p = *previous_[position].desc;
+    if (&p == &d || p.Key() == d.Key()) return &previous_[position];
   }
   if (!index_built_) {
     index_.clear();
     for (size_t i = 0; i < previous_.size(); ++i) {
-      const Previous& p = previous_[i];
-      index_.emplace(std::make_tuple(p.subsystem, p.device, p.port, p.name), i);
+      const SeriesDesc& p = *previous_[i].desc;
+      index_.emplace(KeyView(p.subsystem, p.device, p.port, p.name), i);
     }
     index_built_ = true;
   }
-  auto it = index_.find(std::make_tuple(s.subsystem, s.device, s.port, s.name));
+  auto it = index_.find(KeyView(d.subsystem, d.device, d.port, d.name));
   return it == index_.end() ? nullptr : &previous_[it->second];
 }
 
 std::vector<SampleRate> RateCalculator::Update(const Snapshot& snapshot) {
   std::vector<SampleRate> out(snapshot.samples.size());
-  std::vector<Previous> next;
-  next.reserve(snapshot.samples.size());
+  next_.clear();
+  next_.reserve(snapshot.samples.size());
   index_built_ = false;
+  const int64_t dt_nanos = snapshot.monotonic_nanos - previous_monotonic_nanos_;
   for (size_t i = 0; i < snapshot.samples.size(); ++i) {
     const Sample& s = snapshot.samples[i];
-    if (s.kind != Kind::kCounter) continue;
-    // Counters are appended to `next` in snapshot order, so position
-    // next.size() in this snapshot is the natural match in the previous.
-    const Previous* prev = FindPrevious(next.size(), s);
+    const SeriesDesc& d = *s.desc;
+    if (d.kind != Kind::kCounter) continue;
+    // Counters are appended to `next_` in snapshot order, so position
+    // next_.size() in this snapshot is the natural match in the previous.
+    const Previous* prev = FindPrevious(next_.size(), s);
     if (prev != nullptr) {
       SampleRate& r = out[i];
       if (prev->saturated && s.raw < prev->raw) {
@@ -85,11 +88,11 @@ std::vector<SampleRate> RateCalculator::Update(const Snapshot& snapshot) {
       } else if (!s.saturated && !prev->saturated) {
         bool wrapped = false;
         std::optional<uint64_t> delta =
-            Saturates(s.subsystem)
+            Saturates(d.subsystem)
                 ? (s.raw >= prev->raw
                        ? std::optional<uint64_t>(s.raw - prev->raw)
                        : std::nullopt)
-                : CounterDelta(prev->raw, s.raw, s.width_bits, &wrapped);
+                : CounterDelta(prev->raw, s.raw, d.width_bits, &wrapped);
         if (!delta.has_value()) {
           r.reset = true;
           ++resets_;
@@ -97,19 +100,25 @@ std::vector<SampleRate> RateCalculator::Update(const Snapshot& snapshot) {
           r.delta = delta;
           r.wrapped = wrapped;
           if (wrapped) ++wraps_;
-          const int64_t dt_nanos =
-              snapshot.monotonic_nanos - prev->monotonic_nanos;
           if (dt_nanos > 0) {
-            r.per_second = static_cast<double>(*delta) * s.scale /
+            r.per_second = static_cast<double>(*delta) * d.scale /
                            (static_cast<double>(dt_nanos) * 1e-9);
           }
         }
       }
     }
-    next.push_back(Previous{s.subsystem, s.device, s.port, s.name, s.raw,
-                            snapshot.monotonic_nanos, s.saturated});
+    next_.push_back(Previous{&d, s.raw, s.saturated});
   }
-  previous_ = std::move(next);
+  // Keep this snapshot's descriptions alive for the next call.
+  std::vector<std::shared_ptr<const void>> owners = snapshot.series_owners;
+  for (const Sample& s : snapshot.samples) {
+    if (s.owned != nullptr && s.desc->kind == Kind::kCounter) {
+      owners.push_back(s.owned);
+    }
+  }
+  previous_.swap(next_);
+  previous_owners_ = std::move(owners);
+  previous_monotonic_nanos_ = snapshot.monotonic_nanos;
   return out;
 }
 

@@ -16,12 +16,13 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
+#include <memory>
 #include <optional>
-#include <string>
 #include <tuple>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
 #include "agent/sample.h"
 
 namespace fabricdiag::agent {
@@ -54,22 +55,23 @@ class RateCalculator {
 
  private:
   // The previous snapshot's counters, in its order. Sources emit series in
-  // a stable order, so sample i almost always matches previous_[i] and no
-  // lookup is needed; a keyed index is built only when the order changed.
+  // a stable order, and keep their descriptions between scans, so sample i
+  // almost always points at previous_[i].desc and no lookup is needed; a
+  // keyed index is built only when the order changed.
   struct Previous {
-    Subsystem subsystem;
-    std::string device;
-    uint32_t port;
-    std::string name;
+    const SeriesDesc* desc;  // kept alive by previous_owners_
     uint64_t raw;
-    int64_t monotonic_nanos;
     bool saturated;
   };
+  using KeyView =
+      std::tuple<Subsystem, absl::string_view, uint32_t, absl::string_view>;
   const Previous* FindPrevious(size_t position, const Sample& s);
 
   std::vector<Previous> previous_;
-  std::map<std::tuple<Subsystem, std::string, uint32_t, std::string>, size_t>
-      index_;
+  int64_t previous_monotonic_nanos_ = 0;
+  std::vector<std::shared_ptr<const void>> previous_owners_;
+  std::vector<Previous> next_;                  // scratch, reused
+  absl::flat_hash_map<KeyView, size_t> index_;  // views into previous_ descs
   bool index_built_ = false;
   uint64_t resets_ = 0;
   uint64_t wraps_ = 0;

@@ -32,28 +32,38 @@ std::vector<std::string> ListOptionalFiles(SysfsReader* reader,
 
 // Text attribute read on scans only: trimmed, "" when absent.
 std::string ReadInfoText(SysfsReader* reader, const std::string& path) {
-  absl::StatusOr<std::string> text = reader->ReadAttributeOnce(path);
+  absl::StatusOr<std::string> text = reader->ReadAttribute(path);
   if (!text.ok()) return "";
   return std::string(TrimValue(*text));
 }
 
-Sample MakeSample(Subsystem subsystem, const std::string& device, uint32_t port,
-                  const std::string& name, uint64_t raw) {
-  Sample s;
-  s.subsystem = subsystem;
-  s.device = device;
-  s.port = port;
-  s.name = name;
-  s.raw = raw;
-  return s;
+SeriesDesc CounterDesc(Subsystem subsystem, const std::string& device,
+                       uint32_t port, const std::string& name) {
+  SeriesDesc d;
+  d.subsystem = subsystem;
+  d.device = device;
+  d.port = port;
+  d.name = name;
+  d.unit = RdmaCounterUnit(name);
+  d.direction = DirectionFromName(name);
+  return d;
 }
 
-Sample MakeGauge(const std::string& device, uint32_t port,
-                 const std::string& name, uint64_t raw, std::string unit) {
-  Sample s = MakeSample(Subsystem::kRdmaPortAttribute, device, port, name, raw);
-  s.kind = Kind::kGauge;
-  s.unit = std::move(unit);
-  return s;
+SeriesDesc GaugeDesc(const std::string& device, uint32_t port, std::string name,
+                     std::string unit) {
+  SeriesDesc d;
+  d.subsystem = Subsystem::kRdmaPortAttribute;
+  d.device = device;
+  d.port = port;
+  d.name = std::move(name);
+  d.kind = Kind::kGauge;
+  d.unit = std::move(unit);
+  return d;
+}
+
+uint32_t Append(std::vector<SeriesDesc>* table, SeriesDesc desc) {
+  table->push_back(std::move(desc));
+  return static_cast<uint32_t>(table->size() - 1);
 }
 
 }  // namespace
@@ -69,8 +79,9 @@ SourceStatus RdmaSysfsSource::Collect(Snapshot* snapshot) {
   status.source = std::string(name());
   ++calls_;
 
-  absl::StatusOr<std::vector<std::string>> names =
-      reader_->ListSubdirs(kClassDir);
+  // No per-entry stat: only a name not seen before (or due for a rescan)
+  // is looked at; the devices already planned cost nothing here.
+  absl::StatusOr<std::vector<std::string>> names = reader_->ListDir(kClassDir);
   if (!names.ok()) {
     devices_.clear();
     // No class/infiniband at all: a node without RDMA, not an error.
@@ -83,44 +94,52 @@ SourceStatus RdmaSysfsSource::Collect(Snapshot* snapshot) {
   // Forget devices that are gone (hot-unplug, driver unload).
   for (auto it = devices_.begin(); it != devices_.end();) {
     if (!std::binary_search(names->begin(), names->end(), it->first)) {
-      reader_->DropFdCacheUnder(absl::StrCat(kClassDir, "/", it->first, "/"));
-      it = devices_.erase(it);
+      it = devices_.erase(it);  // closes its descriptors
     } else {
       ++it;
     }
   }
 
+  const uint64_t rescan_every =
+      static_cast<uint64_t>(std::max(1, options_.rescan_every_n_calls));
   for (const std::string& device : *names) {
-    std::string dir = absl::StrCat(kClassDir, "/", device);
-    absl::StatusOr<FileIdentity> identity = reader_->Stat(dir);
-    if (!identity.ok()) {
-      devices_.erase(device);  // vanished between list and stat
-      if (identity.status().code() != absl::StatusCode::kNotFound) {
-        RecordSourceError(&status, identity.status());
-      }
-      continue;
-    }
     auto it = devices_.find(device);
     if (it == devices_.end() || it->second.needs_rescan ||
-        it->second.identity != *identity ||
-        calls_ - it->second.scanned_at_call >=
-            static_cast<uint64_t>(std::max(1, options_.rescan_every_n_calls))) {
-      if (it != devices_.end() && it->second.identity != *identity) {
-        // Re-created under the same name: old descriptors are dead.
-        reader_->DropFdCacheUnder(dir + "/");
+        calls_ - it->second.scanned_at_call >= rescan_every) {
+      // Not a device: a stray file, a dangling link of a device being torn
+      // down. Replacing a layout closes its descriptors (dead ones when the
+      // device was re-created under the same name: reads through them fail
+      // with ENODEV, which marks the layout for this rescan).
+      if (!reader_->IsDir(absl::StrCat(kClassDir, "/", device))) {
+        if (it != devices_.end()) devices_.erase(it);
+        continue;
       }
-      it = devices_.insert_or_assign(device, ScanDevice(device, *identity))
-               .first;
+      it = devices_.insert_or_assign(device, ScanDevice(device)).first;
     }
-    CollectDevice(device, &it->second, snapshot, &status);
+    const size_t samples = snapshot->samples.size();
+    const size_t owners = snapshot->series_owners.size();
+    const size_t devices = snapshot->rdma_devices.size();
+    const size_t ports = snapshot->rdma_ports.size();
+    CollectDevice(&it->second, snapshot, &status);
+    // A planned file vanished. If the whole device went away (its class
+    // link dangles, the device is being torn down), it is not reported at
+    // all, as if the listing had not shown it; otherwise what was read
+    // stands and the layout is rebuilt on the next call.
+    if (it->second.needs_rescan &&
+        !reader_->IsDir(absl::StrCat(kClassDir, "/", device))) {
+      snapshot->samples.resize(samples);
+      snapshot->series_owners.resize(owners);
+      snapshot->rdma_devices.resize(devices);
+      snapshot->rdma_ports.resize(ports);
+      devices_.erase(it);
+    }
   }
   return status;
 }
 
 RdmaSysfsSource::DeviceLayout RdmaSysfsSource::ScanDevice(
-    const std::string& device, const FileIdentity& identity) {
+    const std::string& device) {
   DeviceLayout layout;
-  layout.identity = identity;
   layout.scanned_at_call = calls_;
   const std::string dir = absl::StrCat(kClassDir, "/", device);
 
@@ -143,8 +162,10 @@ RdmaSysfsSource::DeviceLayout RdmaSysfsSource::ScanDevice(
 
   for (std::string& name :
        ListOptionalFiles(reader_, dir + "/hw_counters", &layout.scan_errors)) {
-    if (!IsHwCounterSetting(name))
-      layout.hw_counters.push_back(std::move(name));
+    if (IsHwCounterSetting(name)) continue;
+    CounterFile counter;
+    counter.file = reader_->Attribute(absl::StrCat(dir, "/hw_counters/", name));
+    layout.hw_counters.push_back(std::move(counter));
   }
 
   absl::StatusOr<std::vector<std::string>> ports =
@@ -153,6 +174,7 @@ RdmaSysfsSource::DeviceLayout RdmaSysfsSource::ScanDevice(
     if (ports.status().code() != absl::StatusCode::kNotFound) {
       layout.scan_errors.push_back(ports.status());
     }
+    Plan(device, &layout);
     return layout;
   }
   for (const std::string& p : *ports) {
@@ -166,6 +188,7 @@ RdmaSysfsSource::DeviceLayout RdmaSysfsSource::ScanDevice(
   std::sort(
       layout.ports.begin(), layout.ports.end(),
       [](const PortLayout& a, const PortLayout& b) { return a.port < b.port; });
+  Plan(device, &layout);
   return layout;
 }
 
@@ -175,21 +198,42 @@ RdmaSysfsSource::PortLayout RdmaSysfsSource::ScanPort(
   PortLayout layout;
   layout.port = port;
   layout.dir = absl::StrCat(device_dir, "/ports/", port);
-  layout.counters =
-      ListOptionalFiles(reader_, layout.dir + "/counters", errors);
-  layout.counters_ext =
-      ListOptionalFiles(reader_, layout.dir + "/counters_ext", errors);
-  for (std::string& name :
-       ListOptionalFiles(reader_, layout.dir + "/hw_counters", errors)) {
-    if (!IsHwCounterSetting(name))
-      layout.hw_counters.push_back(std::move(name));
-  }
+  auto files = [&](const char* subdir, bool skip_settings) {
+    std::vector<CounterFile> out;
+    for (const std::string& name : ListOptionalFiles(
+             reader_, absl::StrCat(layout.dir, "/", subdir), errors)) {
+      if (skip_settings && IsHwCounterSetting(name)) continue;
+      CounterFile counter;
+      counter.file =
+          reader_->Attribute(absl::StrCat(layout.dir, "/", subdir, "/", name));
+      out.push_back(std::move(counter));
+    }
+    return out;
+  };
+  layout.counters = files("counters", false);
+  layout.counters_ext = files("counters_ext", false);
+  layout.hw_counters = files("hw_counters", true);
+  // Attributes missing here (a fixture, an odd driver) are not planned, so
+  // that a planned file that vanishes later means the device changed.
+  absl::StatusOr<std::vector<std::string>> port_files =
+      reader_->ListFiles(layout.dir);
+  auto plan = [&](const char* name) {
+    if (port_files.ok() &&
+        std::binary_search(port_files->begin(), port_files->end(), name)) {
+      return reader_->Attribute(absl::StrCat(layout.dir, "/", name));
+    }
+    return SysfsAttribute();
+  };
+  layout.state = plan("state");
+  layout.phys_state = plan("phys_state");
+  layout.rate = plan("rate");
   // Fixture mlx4_0 port 2 has "InfiniBand\n\n": trimming handles it.
   layout.link_layer = ReadInfoText(reader_, layout.dir + "/link_layer");
 
   // gid_attrs/ndevs/<idx>: read fails with EINVAL for empty GID slots and
   // on IB link layer (drivers/infiniband/core/sysfs.c); skip those. A port
-  // has up to 256 slots, so this is done on scans only, without caching fds.
+  // has up to 256 slots, so this is done on scans only, without keeping
+  // descriptors.
   const std::string ndevs_dir = layout.dir + "/gid_attrs/ndevs";
   absl::StatusOr<std::vector<std::string>> slots =
       reader_->ListFiles(ndevs_dir);
@@ -204,141 +248,201 @@ RdmaSysfsSource::PortLayout RdmaSysfsSource::ScanPort(
   return layout;
 }
 
-void RdmaSysfsSource::CollectDevice(const std::string& device,
-                                    DeviceLayout* layout, Snapshot* snapshot,
+namespace {
+
+// The file name of a planned attribute (the last path component).
+std::string Leaf(const SysfsAttribute& file) {
+  const std::string& path = file.relpath();
+  return path.substr(path.rfind('/') + 1);
+}
+
+}  // namespace
+
+void RdmaSysfsSource::Plan(const std::string& device, DeviceLayout* layout) {
+  auto table = std::make_shared<std::vector<SeriesDesc>>();
+  for (PortLayout& port : layout->ports) {
+    const uint32_t p = port.port;
+    port.state_desc = Append(table.get(), GaugeDesc(device, p, "state_id", ""));
+    port.phys_state_desc =
+        Append(table.get(), GaugeDesc(device, p, "phys_state_id", ""));
+    port.rate_desc = Append(
+        table.get(),
+        GaugeDesc(device, p, "rate_bytes_per_second", "bytes_per_second"));
+    for (CounterFile& c : port.counters) {
+      const std::string name = Leaf(c.file);
+      SeriesDesc d = CounterDesc(Subsystem::kRdmaPortCounters, device, p, name);
+      d.scale = RdmaCounterScale(name);
+      // The width of the data and packet counters depends on which PMA
+      // table the kernel uses, which only the values may tell (see
+      // PmaUsesExtendedWidth): describe both, pick per read.
+      const uint32_t narrow = PmaCounterWidthBits(name, false);
+      const uint32_t wide = PmaCounterWidthBits(name, true);
+      d.width_bits = narrow;
+      c.desc = Append(table.get(), d);
+      c.desc_extended = c.desc;
+      if (wide != narrow) {
+        d.width_bits = wide;
+        c.desc_extended = Append(table.get(), std::move(d));
+      }
+      c.reveals_width = PmaCounterRevealsWidth(name);
+      if (PmaCounterShowsExtendedWidth(name, 0)) port.extended_by_name = true;
+    }
+    for (CounterFile& c : port.counters_ext) {
+      const std::string name = Leaf(c.file);
+      SeriesDesc d =
+          CounterDesc(Subsystem::kRdmaPortCountersExt, device, p, name);
+      d.width_bits = 64;
+      d.scale = RdmaCounterScale(name);
+      c.desc = Append(table.get(), std::move(d));
+    }
+    for (CounterFile& c : port.hw_counters) {
+      const std::string name = Leaf(c.file);
+      SeriesDesc d =
+          CounterDesc(Subsystem::kRdmaPortHwCounters, device, p, name);
+      // mlx5 Q-counters wrap at 2^32 rather than saturate: no saturated
+      // flag for them.
+      d.width_bits = HwCounterWidthBits(layout->is_mlx5, name);
+      c.desc = Append(table.get(), std::move(d));
+    }
+  }
+  for (CounterFile& c : layout->hw_counters) {
+    const std::string name = Leaf(c.file);
+    SeriesDesc d =
+        CounterDesc(Subsystem::kRdmaDeviceHwCounters, device, 0, name);
+    d.width_bits = HwCounterWidthBits(layout->is_mlx5, name);
+    c.desc = Append(table.get(), std::move(d));
+  }
+  layout->table = std::move(table);
+}
+
+std::optional<uint64_t> RdmaSysfsSource::ReadCounter(CounterFile* counter,
+                                                     DeviceLayout* layout,
+                                                     SourceStatus* status) {
+  CounterRead r =
+      InterpretCounterRead(counter->file.relpath(), counter->file.Read(&buf_));
+  switch (r.result) {
+    case CounterReadResult::kValue:
+      return r.value;
+    case CounterReadResult::kGone:
+      layout->needs_rescan = true;
+      return std::nullopt;
+    case CounterReadResult::kError:
+      RecordSourceError(status, r.error);
+      return std::nullopt;
+    case CounterReadResult::kAbsent:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+void RdmaSysfsSource::CollectDevice(DeviceLayout* layout, Snapshot* snapshot,
                                     SourceStatus* status) {
   for (const absl::Status& error : layout->scan_errors) {
     RecordSourceError(status, error);
   }
+  snapshot->series_owners.push_back(layout->table);
   snapshot->rdma_devices.push_back(layout->info);
-  for (const PortLayout& port : layout->ports) {
-    CollectPort(device, layout, port, snapshot, status);
+  for (PortLayout& port : layout->ports) {
+    CollectPort(layout, &port, snapshot, status);
   }
-  const std::string hw_dir =
-      absl::StrCat(kClassDir, "/", device, "/hw_counters/");
-  for (const std::string& name : layout->hw_counters) {
-    CounterRead r =
-        InterpretCounterRead(name, reader_->ReadAttribute(hw_dir + name));
+  const std::vector<SeriesDesc>& table = *layout->table;
+  for (CounterFile& c : layout->hw_counters) {
+    std::optional<uint64_t> value = ReadCounter(&c, layout, status);
+    if (!value) continue;
+    snapshot->samples.push_back(Sample{&table[c.desc], *value});
+  }
+}
+
+void RdmaSysfsSource::CollectPort(DeviceLayout* layout, PortLayout* port,
+                                  Snapshot* snapshot, SourceStatus* status) {
+  const std::vector<SeriesDesc>& table = *layout->table;
+  RdmaPortInfo info;
+  info.device = layout->info.name;
+  info.port = port->port;
+  info.link_layer = port->link_layer;
+  info.netdevs = port->netdevs;
+
+  // The trimmed attribute text, or nullopt when absent; counts real errors.
+  auto read_text =
+      [&](SysfsAttribute* file) -> std::optional<absl::string_view> {
+    if (file->relpath().empty()) return std::nullopt;  // not planned
+    absl::StatusOr<absl::string_view> text = file->Read(&buf_);
+    if (text.ok()) return TrimValue(*text);
+    CounterRead r = InterpretCounterRead(file->relpath(), text);
     if (r.result == CounterReadResult::kGone) layout->needs_rescan = true;
     if (r.result == CounterReadResult::kError) {
       RecordSourceError(status, r.error);
     }
-    if (r.result != CounterReadResult::kValue) continue;
-    Sample s =
-        MakeSample(Subsystem::kRdmaDeviceHwCounters, device, 0, name, r.value);
-    s.width_bits = HwCounterWidthBits(layout->is_mlx5, name);
-    s.unit = RdmaCounterUnit(name);
-    s.direction = DirectionFromName(name);
-    snapshot->samples.push_back(std::move(s));
-  }
-}
-
-void RdmaSysfsSource::CollectPort(const std::string& device,
-                                  DeviceLayout* layout, const PortLayout& port,
-                                  Snapshot* snapshot, SourceStatus* status) {
-  RdmaPortInfo info;
-  info.device = device;
-  info.port = port.port;
-  info.link_layer = port.link_layer;
-  info.netdevs = port.netdevs;
-
-  // Returns the attribute text, or nullopt when absent; counts real errors.
-  auto read_text = [&](const std::string& leaf) -> std::optional<std::string> {
-    std::string path = absl::StrCat(port.dir, "/", leaf);
-    absl::StatusOr<std::string> text = reader_->ReadAttribute(path);
-    if (text.ok()) return std::string(TrimValue(*text));
-    CounterRead r = InterpretCounterRead(path, text);
-    if (r.result == CounterReadResult::kGone) layout->needs_rescan = true;
-    if (r.result == CounterReadResult::kError)
-      RecordSourceError(status, r.error);
     return std::nullopt;
   };
-  auto parse_state = [&](const std::string& leaf, int* id, std::string* name) {
-    std::optional<std::string> text = read_text(leaf);
+  auto parse_state = [&](SysfsAttribute* file, uint32_t desc, int* id,
+                         std::string* name) {
+    std::optional<absl::string_view> text = read_text(file);
     if (!text || text->empty()) return;
     absl::StatusOr<StateLine> line = ParseStateLine(*text);
     if (!line.ok()) {
       RecordSourceError(status,
                         absl::Status(line.status().code(),
-                                     absl::StrCat(port.dir, "/", leaf, ": ",
+                                     absl::StrCat(file->relpath(), ": ",
                                                   line.status().message())));
       return;
     }
     *id = line->id;
-    *name = line->name;
-    snapshot->samples.push_back(MakeGauge(device, port.port, leaf + "_id",
-                                          static_cast<uint64_t>(line->id), ""));
+    *name = std::move(line->name);
+    snapshot->samples.push_back(
+        Sample{&table[desc], static_cast<uint64_t>(line->id)});
   };
-  parse_state("state", &info.state_id, &info.state);
-  parse_state("phys_state", &info.phys_state_id, &info.phys_state);
-  if (std::optional<std::string> rate = read_text("rate");
+  parse_state(&port->state, port->state_desc, &info.state_id, &info.state);
+  parse_state(&port->phys_state, port->phys_state_desc, &info.phys_state_id,
+              &info.phys_state);
+  if (std::optional<absl::string_view> rate = read_text(&port->rate);
       rate && !rate->empty()) {
-    info.rate_text = *rate;
+    info.rate_text = std::string(*rate);
     absl::StatusOr<uint64_t> bps = ParseRateBytesPerSecond(*rate);
     if (bps.ok()) {
       info.rate_bytes_per_second = static_cast<double>(*bps);
-      snapshot->samples.push_back(MakeGauge(device, port.port,
-                                            "rate_bytes_per_second", *bps,
-                                            "bytes_per_second"));
+      snapshot->samples.push_back(Sample{&table[port->rate_desc], *bps});
     } else {
-      RecordSourceError(
-          status,
-          absl::Status(
-              bps.status().code(),
-              absl::StrCat(port.dir, "/rate: ", bps.status().message())));
+      RecordSourceError(status,
+                        absl::Status(bps.status().code(),
+                                     absl::StrCat(port->rate.relpath(), ": ",
+                                                  bps.status().message())));
     }
   }
 
-  // Reads every file of one directory into (name, value) pairs.
-  auto read_dir = [&](const std::string& subdir,
-                      const std::vector<std::string>& files) {
-    std::vector<std::pair<std::string, uint64_t>> values;
-    values.reserve(files.size());
-    const std::string prefix = absl::StrCat(port.dir, "/", subdir, "/");
-    for (const std::string& name : files) {
-      std::string path = prefix + name;
-      CounterRead r = InterpretCounterRead(path, reader_->ReadAttribute(path));
-      if (r.result == CounterReadResult::kGone) layout->needs_rescan = true;
-      if (r.result == CounterReadResult::kError) {
-        RecordSourceError(status, r.error);
-      }
-      if (r.result == CounterReadResult::kValue)
-        values.emplace_back(name, r.value);
+  // counters/: which PMA table (and so which widths) applies is known only
+  // once every value of the port is read.
+  const size_t n = port->counters.size();
+  pma_values_.resize(n);
+  pma_present_.assign(n, false);
+  bool extended = port->extended_by_name;
+  for (size_t i = 0; i < n; ++i) {
+    CounterFile& c = port->counters[i];
+    std::optional<uint64_t> value = ReadCounter(&c, layout, status);
+    if (!value) continue;
+    pma_values_[i] = *value;
+    pma_present_[i] = true;
+    if (c.reveals_width && !extended) {
+      extended = PmaCounterShowsExtendedWidth(table[c.desc].name, *value);
     }
-    return values;
-  };
-
-  std::vector<std::pair<std::string, uint64_t>> pma =
-      read_dir("counters", port.counters);
-  const bool extended = PmaUsesExtendedWidth(pma);
-  for (auto& [name, value] : pma) {
-    Sample s = MakeSample(Subsystem::kRdmaPortCounters, device, port.port, name,
-                          value);
-    s.width_bits = PmaCounterWidthBits(name, extended);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!pma_present_[i]) continue;
+    const CounterFile& c = port->counters[i];
+    const SeriesDesc& desc = table[extended ? c.desc_extended : c.desc];
     // A PMA counter stops at all-ones instead of wrapping (IBA 16.1.3.5).
-    s.saturated = IsSaturated(value, s.width_bits);
-    s.scale = RdmaCounterScale(name);
-    s.unit = RdmaCounterUnit(name);
-    s.direction = DirectionFromName(name);
-    snapshot->samples.push_back(std::move(s));
+    snapshot->samples.push_back(Sample{
+        &desc, pma_values_[i], IsSaturated(pma_values_[i], desc.width_bits)});
   }
-  for (auto& [name, value] : read_dir("counters_ext", port.counters_ext)) {
-    Sample s = MakeSample(Subsystem::kRdmaPortCountersExt, device, port.port,
-                          name, value);
-    s.width_bits = 64;
-    s.scale = RdmaCounterScale(name);
-    s.unit = RdmaCounterUnit(name);
-    s.direction = DirectionFromName(name);
-    snapshot->samples.push_back(std::move(s));
+  for (CounterFile& c : port->counters_ext) {
+    if (std::optional<uint64_t> value = ReadCounter(&c, layout, status)) {
+      snapshot->samples.push_back(Sample{&table[c.desc], *value});
+    }
   }
-  for (auto& [name, value] : read_dir("hw_counters", port.hw_counters)) {
-    Sample s = MakeSample(Subsystem::kRdmaPortHwCounters, device, port.port,
-                          name, value);
-    // mlx5 Q-counters wrap at 2^32 rather than saturate: no saturated flag.
-    s.width_bits = HwCounterWidthBits(layout->is_mlx5, name);
-    s.unit = RdmaCounterUnit(name);
-    s.direction = DirectionFromName(name);
-    snapshot->samples.push_back(std::move(s));
+  for (CounterFile& c : port->hw_counters) {
+    if (std::optional<uint64_t> value = ReadCounter(&c, layout, status)) {
+      snapshot->samples.push_back(Sample{&table[c.desc], *value});
+    }
   }
   snapshot->rdma_ports.push_back(std::move(info));
 }

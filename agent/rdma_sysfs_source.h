@@ -18,11 +18,16 @@
 // is absent, never 0, and is not an error. Junk, overflow, EACCES, EIO or a
 // symlink loop are counted in SourceStatus.errors and the source goes on.
 //
-// Costs: class/infiniband is listed and each device directory stat'ed on every
-// call, so devices that appear or vanish are noticed at once. The file lists
-// of a device (and its rarely-changing info: firmware, netdevs) are cached and
-// rebuilt when the device directory's identity changes, when a listed file
-// vanishes, and every `rescan_every_n_calls` calls.
+// Costs: class/infiniband is listed on every call (no per-entry stat), so
+// devices that appear or vanish are noticed at once. A scan of a device (its
+// file lists, its rarely-changing info: firmware, netdevs) builds its read
+// plan: one SysfsAttribute per file, which keeps its descriptor on sysfs,
+// and one immutable SeriesDesc per series, shared with the snapshots. A call
+// then costs one pread per file and no allocation per value. The plan is
+// rebuilt when a planned file vanishes (a read fails with ENOENT/ENODEV, as
+// every kept descriptor of a device that was removed and re-created under
+// the same name does), and every `rescan_every_n_calls` calls, which picks
+// up files that appeared (hw_counters after a firmware capability change).
 //
 //   SysfsReader reader("/sys");
 //   RdmaSysfsSource source(&reader);
@@ -34,6 +39,8 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,42 +69,71 @@ class RdmaSysfsSource : public Source {
   SourceStatus Collect(Snapshot* snapshot) override;
 
  private:
+  // A file read on every call, and where its series is described.
+  struct CounterFile {
+    SysfsAttribute file;
+    uint32_t desc = 0;  // index into DeviceLayout::table
+    // counters/ only: the description when the port's PMA uses the 64-bit
+    // table (== desc when the width does not depend on it), and whether
+    // this counter's name or value can reveal that table.
+    uint32_t desc_extended = 0;
+    bool reveals_width = false;
+  };
   struct PortLayout {
     uint32_t port = 0;
     std::string dir;  // class/infiniband/D/ports/N
-    std::vector<std::string> counters;
-    std::vector<std::string> counters_ext;
-    std::vector<std::string> hw_counters;
     std::string link_layer;
     std::vector<std::string> netdevs;
+    SysfsAttribute state;
+    SysfsAttribute phys_state;
+    SysfsAttribute rate;
+    uint32_t state_desc = 0;
+    uint32_t phys_state_desc = 0;
+    uint32_t rate_desc = 0;
+    // The PMA table is the 64-bit one whatever the values (unicast_*
+    // files exist).
+    bool extended_by_name = false;
+    std::vector<CounterFile> counters;
+    std::vector<CounterFile> counters_ext;
+    std::vector<CounterFile> hw_counters;
   };
   struct DeviceLayout {
-    FileIdentity identity;
     uint64_t scanned_at_call = 0;
     bool needs_rescan = false;
     bool is_mlx5 = false;
     RdmaDeviceInfo info;
-    std::vector<std::string> hw_counters;
+    // Every series of the device; immutable once the scan is done, shared
+    // with the snapshots that point into it.
+    std::shared_ptr<const std::vector<SeriesDesc>> table;
+    std::vector<CounterFile> hw_counters;
     std::vector<PortLayout> ports;
     // Structural problems found by the scan (a `counters` that is a file);
     // reported again on every call while they persist.
     std::vector<absl::Status> scan_errors;
   };
-  DeviceLayout ScanDevice(const std::string& device,
-                          const FileIdentity& identity);
+  DeviceLayout ScanDevice(const std::string& device);
   PortLayout ScanPort(const std::string& device_dir, uint32_t port,
                       std::vector<absl::Status>* errors);
-  // Reads every cached file of `layout` and appends samples and info.
-  void CollectDevice(const std::string& device, DeviceLayout* layout,
-                     Snapshot* snapshot, SourceStatus* status);
-  void CollectPort(const std::string& device, DeviceLayout* layout,
-                   const PortLayout& port, Snapshot* snapshot,
+  // Gives every file of `layout` its description and attribute handle.
+  void Plan(const std::string& device, DeviceLayout* layout);
+  // Reads every planned file of `layout` and appends samples and info.
+  void CollectDevice(DeviceLayout* layout, Snapshot* snapshot,
+                     SourceStatus* status);
+  void CollectPort(DeviceLayout* layout, PortLayout* port, Snapshot* snapshot,
                    SourceStatus* status);
+  // Reads one counter file: its value, or nullopt when absent, gone (the
+  // layout is marked for a rescan) or broken (counted in `status`).
+  std::optional<uint64_t> ReadCounter(CounterFile* counter,
+                                      DeviceLayout* layout,
+                                      SourceStatus* status);
 
   SysfsReader* const reader_;
   const Options options_;
   uint64_t calls_ = 0;
   std::map<std::string, DeviceLayout> devices_;
+  std::string buf_;                   // read buffer shared by every file
+  std::vector<uint64_t> pma_values_;  // scratch for one port's counters/
+  std::vector<bool> pma_present_;
 };
 
 }  // namespace fabricdiag::agent

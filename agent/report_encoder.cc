@@ -101,39 +101,39 @@ v1::Direction ToProto(Direction d) {
   return v1::DIRECTION_NONE;
 }
 
-bool ValidSample(const Sample& s) {
-  return !s.device.empty() &&
-         s.device.size() <= ReportEncoder::kMaxDeviceBytes && !s.name.empty() &&
-         s.name.size() <= ReportEncoder::kMaxNameBytes &&
-         s.unit.size() <= ReportEncoder::kMaxUnitBytes && s.width_bits >= 1 &&
-         s.width_bits <= 64 && std::isfinite(s.scale) && s.priority >= -1 &&
-         s.priority <= 7;
+bool ValidSeries(const SeriesDesc& d) {
+  return !d.device.empty() &&
+         d.device.size() <= ReportEncoder::kMaxDeviceBytes && !d.name.empty() &&
+         d.name.size() <= ReportEncoder::kMaxNameBytes &&
+         d.unit.size() <= ReportEncoder::kMaxUnitBytes && d.width_bits >= 1 &&
+         d.width_bits <= 64 && std::isfinite(d.scale) && d.priority >= -1 &&
+         d.priority <= 7;
 }
 
-void FillSeries(const Sample& s, v1::Series* series) {
-  series->set_subsystem(ToProto(s.subsystem));
-  series->set_device(s.device);
-  series->set_port(s.port);
-  series->set_name(s.name);
-  series->set_unit(s.unit);
-  series->set_kind(ToProto(s.kind));
-  series->set_width_bits(s.width_bits);
-  series->set_scale(s.scale);
-  series->set_meaning(ToProto(s.meaning));
-  series->set_direction(ToProto(s.direction));
-  series->set_priority(s.priority);
+void FillSeries(const SeriesDesc& d, v1::Series* series) {
+  series->set_subsystem(ToProto(d.subsystem));
+  series->set_device(d.device);
+  series->set_port(d.port);
+  series->set_name(d.name);
+  series->set_unit(d.unit);
+  series->set_kind(ToProto(d.kind));
+  series->set_width_bits(d.width_bits);
+  series->set_scale(d.scale);
+  series->set_meaning(ToProto(d.meaning));
+  series->set_direction(ToProto(d.direction));
+  series->set_priority(d.priority);
 }
 
-// True when `series` describes `s` exactly (key and metadata).
-bool SameSeries(const v1::Series& series, const Sample& s) {
-  return series.subsystem() == ToProto(s.subsystem) &&
-         series.port() == s.port && series.device() == s.device &&
-         series.name() == s.name && series.unit() == s.unit &&
-         series.kind() == ToProto(s.kind) &&
-         series.width_bits() == s.width_bits && series.scale() == s.scale &&
-         series.meaning() == ToProto(s.meaning) &&
-         series.direction() == ToProto(s.direction) &&
-         series.priority() == s.priority;
+// True when `series` describes `d` exactly (key and metadata).
+bool SameSeries(const v1::Series& series, const SeriesDesc& d) {
+  return series.subsystem() == ToProto(d.subsystem) &&
+         series.port() == d.port && series.device() == d.device &&
+         series.name() == d.name && series.unit() == d.unit &&
+         series.kind() == ToProto(d.kind) &&
+         series.width_bits() == d.width_bits && series.scale() == d.scale &&
+         series.meaning() == ToProto(d.meaning) &&
+         series.direction() == ToProto(d.direction) &&
+         series.priority() == d.priority;
 }
 
 std::string Truncate(const std::string& s, size_t max) {
@@ -210,8 +210,9 @@ absl::StatusOr<EncodedReport> ReportEncoder::Encode(
     seen.reserve(snapshot.samples.size());
     for (size_t i = 0; i < snapshot.samples.size(); ++i) {
       const Sample& s = snapshot.samples[i];
-      if (!ValidSample(s) || !seen.emplace(Key(static_cast<int>(s.subsystem),
-                                               s.device, s.port, s.name),
+      const SeriesDesc& d = *s.desc;
+      if (!ValidSeries(d) || !seen.emplace(Key(static_cast<int>(d.subsystem),
+                                               d.device, d.port, d.name),
                                            true)
                                   .second) {
         ++skipped_samples_;
@@ -315,7 +316,7 @@ bool ReportEncoder::MapToSchema(const Snapshot& snapshot,
   bool same_order = kept.size() == n;
   for (size_t i = 0; same_order && i < n; ++i) {
     same_order = SameSeries(schema_.series(static_cast<int>(i)),
-                            snapshot.samples[kept[i]]);
+                            *snapshot.samples[kept[i]].desc);
   }
   if (same_order) {
     for (size_t i = 0; i < n; ++i) (*positions)[i] = static_cast<uint32_t>(i);
@@ -325,11 +326,11 @@ bool ReportEncoder::MapToSchema(const Snapshot& snapshot,
   }
 
   for (size_t k = 0; k < kept.size(); ++k) {
-    const Sample& s = snapshot.samples[kept[k]];
+    const SeriesDesc& d = *snapshot.samples[kept[k]].desc;
     auto it = index_.find(
-        Key(static_cast<int>(s.subsystem), s.device, s.port, s.name));
+        Key(static_cast<int>(d.subsystem), d.device, d.port, d.name));
     if (it == index_.end()) return false;  // a new series
-    if (!SameSeries(schema_.series(static_cast<int>(it->second)), s)) {
+    if (!SameSeries(schema_.series(static_cast<int>(it->second)), d)) {
       return false;  // metadata changed (driver reload, new width)
     }
     (*positions)[k] = it->second;
@@ -353,9 +354,9 @@ void ReportEncoder::NewSchema(const Snapshot& snapshot,
   index_.clear();
   index_.reserve(kept.size());
   for (size_t k = 0; k < kept.size(); ++k) {
-    const Sample& s = snapshot.samples[kept[k]];
-    FillSeries(s, schema_.add_series());
-    index_.emplace(Key(static_cast<int>(s.subsystem), s.device, s.port, s.name),
+    const SeriesDesc& d = *snapshot.samples[kept[k]].desc;
+    FillSeries(d, schema_.add_series());
+    index_.emplace(Key(static_cast<int>(d.subsystem), d.device, d.port, d.name),
                    static_cast<uint32_t>(k));
   }
   absent_streak_.assign(kept.size(), 0);

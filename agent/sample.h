@@ -7,16 +7,22 @@
 // knows the counter (IB port_*_data counts 4-octet words: scale 4; mlx5 pause
 // durations are microseconds: scale 1e-6).
 //
+// A sample is a value and a pointer to its series' description
+// (SeriesDesc), which the source built once, so a snapshot of thousands of
+// counters costs no string copies.
+//
 //   Snapshot snap;
 //   rdma_source.Collect(&snap);
-//   for (const Sample& s : snap.samples) { ... s.BaseValue() ... }
+//   for (const Sample& s : snap.samples) { ... s.desc->name, s.BaseValue() }
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -78,13 +84,15 @@ const char* MeaningName(Meaning m);
 enum class Direction { kNone = 0, kRx, kTx };
 const char* DirectionName(Direction d);  // "", "rx", "tx"
 
-// One value read from the kernel.
-struct Sample {
+// What one series is: its identity and how to read its values. A source
+// builds the descriptions when it scans a device and keeps them unchanged
+// until the next scan, so every snapshot of a series points at the same
+// immutable object and a sampling round copies no names.
+struct SeriesDesc {
   Subsystem subsystem = Subsystem::kRdmaPortCounters;
   std::string device;  // RDMA device ("mlx5_0") or netdev ("eth0", "swp1")
   uint32_t port = 0;   // RDMA port number; 0 for device-level and netdevs
   std::string name;    // exactly as the kernel spells it ("port_xmit_data")
-  uint64_t raw = 0;    // exactly as the kernel printed it
   // Bits the kernel keeps for this counter: 64, 32 (mlx5 Q-counters, IB PMA
   // without extended width), 16/8/4 (IB error counters). A decrease below
   // 2^width is a wrap; all-ones in a PMA counter means saturated.
@@ -92,14 +100,12 @@ struct Sample {
   double scale = 1.0;  // base-unit value = raw * scale
   std::string unit;    // base unit after scaling: "bytes", "packets", ...
   Kind kind = Kind::kCounter;
-  // True when a fixed-width PMA counter sits at all-ones: it has stopped
-  // counting (IBA 16.1.3.5) and its value is a floor, not traffic.
-  bool saturated = false;
   Meaning meaning = Meaning::kNone;
   Direction direction = Direction::kNone;
   int priority = -1;  // 0..7 for per-priority counters, else -1
 
-  double BaseValue() const {
+  // `raw` in base units.
+  double BaseValue(uint64_t raw) const {
     // Dividing by the exact integer divisor keeps microseconds exact in
     // decimal (940000 us -> 0.94 s, where 940000 * 1e-6 gives 0.9399...).
     if (scale > 0 && scale < 1) {
@@ -108,8 +114,52 @@ struct Sample {
     return static_cast<double>(raw) * scale;
   }
 
-  // Identity of the series this sample belongs to.
+  // Identity of the series.
   auto Key() const { return std::tie(subsystem, device, port, name); }
+
+  friend bool operator==(const SeriesDesc& a, const SeriesDesc& b) {
+    return a.Key() == b.Key() && a.width_bits == b.width_bits &&
+           a.scale == b.scale && a.unit == b.unit && a.kind == b.kind &&
+           a.meaning == b.meaning && a.direction == b.direction &&
+           a.priority == b.priority;
+  }
+  friend bool operator!=(const SeriesDesc& a, const SeriesDesc& b) {
+    return !(a == b);
+  }
+};
+
+// One value read from the kernel.
+//
+// `desc` points into storage that the snapshot holding the sample keeps
+// alive (Snapshot::series_owners), or into `owned`. A Sample copied out of
+// its snapshot is only valid while that snapshot lives, unless it owns its
+// description (Sample::Of).
+struct Sample {
+  Sample() = default;
+  // A sample of a series described in a table that the snapshot keeps alive.
+  Sample(const SeriesDesc* series, uint64_t value, bool is_saturated = false)
+      : desc(series), raw(value), saturated(is_saturated) {}
+
+  const SeriesDesc* desc = nullptr;
+  uint64_t raw = 0;  // exactly as the kernel printed it
+  // True when a fixed-width PMA counter sits at all-ones: it has stopped
+  // counting (IBA 16.1.3.5) and its value is a floor, not traffic.
+  bool saturated = false;
+  // Set by Of(): the sample keeps its own description alive. Null on the
+  // sources' hot paths, where the description belongs to a shared table.
+  std::shared_ptr<const SeriesDesc> owned;
+
+  // A sample that owns its description: for sources with a handful of
+  // values (verbs) and for tests.
+  static Sample Of(SeriesDesc desc, uint64_t raw) {
+    Sample s;
+    s.owned = std::make_shared<const SeriesDesc>(std::move(desc));
+    s.desc = s.owned.get();
+    s.raw = raw;
+    return s;
+  }
+
+  double BaseValue() const { return desc->BaseValue(raw); }
 };
 
 // A port of an RDMA device as sysfs describes it.
@@ -168,6 +218,9 @@ struct Snapshot {
   absl::Time wall_time;
   int64_t monotonic_nanos = 0;
   std::vector<Sample> samples;
+  // Keep the descriptions that `samples` point into alive (a source's table
+  // of one device, shared with the source and later snapshots).
+  std::vector<std::shared_ptr<const void>> series_owners;
   std::vector<RdmaDeviceInfo> rdma_devices;
   std::vector<RdmaPortInfo> rdma_ports;
   std::vector<NetdevInfo> netdevs;

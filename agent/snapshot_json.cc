@@ -66,21 +66,23 @@ std::string SnapshotToJson(const Snapshot& snapshot, absl::string_view node) {
 
   json samples = json::array();
   for (const Sample& s : snapshot.samples) {
-    json sample = {{"subsystem", SubsystemName(s.subsystem)},
-                   {"device", s.device},
-                   {"port", s.port},
-                   {"name", s.name},
-                   {"raw", s.raw},
-                   {"value", s.BaseValue()},
-                   {"unit", s.unit},
-                   {"kind", s.kind == Kind::kCounter ? "counter" : "gauge"},
-                   {"width_bits", s.width_bits}};
+    json sample = {
+        {"subsystem", SubsystemName(s.desc->subsystem)},
+        {"device", s.desc->device},
+        {"port", s.desc->port},
+        {"name", s.desc->name},
+        {"raw", s.raw},
+        {"value", s.BaseValue()},
+        {"unit", s.desc->unit},
+        {"kind", s.desc->kind == Kind::kCounter ? "counter" : "gauge"},
+        {"width_bits", s.desc->width_bits}};
     if (s.saturated) sample["saturated"] = true;
-    if (s.meaning != Meaning::kNone) sample["meaning"] = MeaningName(s.meaning);
-    if (s.direction != Direction::kNone) {
-      sample["direction"] = DirectionName(s.direction);
+    if (s.desc->meaning != Meaning::kNone)
+      sample["meaning"] = MeaningName(s.desc->meaning);
+    if (s.desc->direction != Direction::kNone) {
+      sample["direction"] = DirectionName(s.desc->direction);
     }
-    if (s.priority >= 0) sample["priority"] = s.priority;
+    if (s.desc->priority >= 0) sample["priority"] = s.desc->priority;
     samples.push_back(std::move(sample));
   }
   out["samples"] = std::move(samples);

@@ -12,6 +12,8 @@ Snapshotter::Snapshotter(std::vector<std::unique_ptr<Source>> sources,
 Snapshot Snapshotter::Take() {
   Snapshot snapshot;
   snapshot.wall_time = clock_.Now();
+  snapshot.samples.reserve(last_samples_);
+  snapshot.series_owners.reserve(last_owners_);
   for (const std::unique_ptr<Source>& source : sources_) {
     const int64_t start = clock_.MonotonicNanos();
     SourceStatus status = source->Collect(&snapshot);
@@ -23,6 +25,8 @@ Snapshot Snapshotter::Take() {
   // take microseconds, so the skew across one snapshot is negligible next
   // to a sampling interval.
   snapshot.monotonic_nanos = clock_.MonotonicNanos();
+  last_samples_ = snapshot.samples.size();
+  last_owners_ = snapshot.series_owners.size();
   return snapshot;
 }
 

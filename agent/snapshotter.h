@@ -11,6 +11,7 @@
 // Not thread-safe: Take() is called by one sampling thread.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <vector>
 
@@ -29,6 +30,9 @@ class Snapshotter {
  private:
   std::vector<std::unique_ptr<Source>> sources_;
   const Clock& clock_;
+  // Sizes of the previous snapshot, to allocate each vector once.
+  size_t last_samples_ = 0;
+  size_t last_owners_ = 0;
 };
 
 }  // namespace fabricdiag::agent

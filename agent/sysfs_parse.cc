@@ -6,6 +6,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/decimal.h"
 
 namespace fabricdiag::agent {
 namespace {
@@ -13,24 +14,6 @@ namespace {
 constexpr uint64_t kBytesPerSecondPerGbps = 125000000;  // 1e9 bits / 8
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
-// Accumulates decimal digits; false on a non-digit or overflow (the latter
-// reported through *overflow).
-bool AccumulateDigits(absl::string_view digits, uint64_t* out, bool* overflow) {
-  uint64_t value = 0;
-  *overflow = false;
-  for (char c : digits) {
-    if (!IsDigit(c)) return false;
-    uint64_t d = static_cast<uint64_t>(c - '0');
-    if (value > (std::numeric_limits<uint64_t>::max() - d) / 10) {
-      *overflow = true;
-      return false;
-    }
-    value = value * 10 + d;
-  }
-  *out = value;
-  return true;
-}
 
 }  // namespace
 
@@ -60,7 +43,7 @@ absl::StatusOr<uint64_t> ParseU64(absl::string_view text) {
   }
   uint64_t value = 0;
   bool overflow = false;
-  if (!AccumulateDigits(v, &value, &overflow)) {
+  if (!ParseDecimalU64(v, &value, &overflow)) {
     if (overflow) {
       return absl::OutOfRangeError(
           absl::StrCat("value exceeds 2^64-1: ", DescribeValue(v)));
@@ -82,7 +65,7 @@ absl::StatusOr<int64_t> ParseI64(absl::string_view text) {
   }
   uint64_t magnitude = 0;
   bool overflow = false;
-  if (!AccumulateDigits(v, &magnitude, &overflow)) {
+  if (!ParseDecimalU64(v, &magnitude, &overflow)) {
     if (overflow) {
       return absl::OutOfRangeError(
           absl::StrCat("value out of int64 range: ", DescribeValue(text)));
@@ -174,7 +157,7 @@ absl::StatusOr<uint64_t> ParseRateBytesPerSecond(absl::string_view text) {
   }
   uint64_t gbps = 0;
   bool overflow = false;
-  if (whole.empty() || !AccumulateDigits(whole, &gbps, &overflow) ||
+  if (whole.empty() || !ParseDecimalU64(whole, &gbps, &overflow) ||
       frac.size() > 9) {
     return absl::InvalidArgumentError(
         absl::StrCat("bad rate number: ", DescribeValue(v)));
@@ -186,7 +169,7 @@ absl::StatusOr<uint64_t> ParseRateBytesPerSecond(absl::string_view text) {
   }
   uint64_t frac_digits = 0;
   uint64_t frac_scale = 1;
-  if (!frac.empty() && !AccumulateDigits(frac, &frac_digits, &overflow)) {
+  if (!frac.empty() && !ParseDecimalU64(frac, &frac_digits, &overflow)) {
     return absl::InvalidArgumentError(
         absl::StrCat("bad rate number: ", DescribeValue(v)));
   }
@@ -195,18 +178,25 @@ absl::StatusOr<uint64_t> ParseRateBytesPerSecond(absl::string_view text) {
          frac_digits * kBytesPerSecondPerGbps / frac_scale;
 }
 
+bool PmaCounterShowsExtendedWidth(absl::string_view name, uint64_t value) {
+  constexpr uint64_t kMax32 = 0xffffffffULL;
+  if (name == "unicast_xmit_packets" || name == "unicast_rcv_packets") {
+    return true;
+  }
+  return (name == "port_xmit_data" || name == "port_rcv_data" ||
+          name == "port_xmit_packets" || name == "port_rcv_packets") &&
+         value > kMax32;
+}
+
+bool PmaCounterRevealsWidth(absl::string_view name) {
+  return PmaCounterShowsExtendedWidth(name,
+                                      std::numeric_limits<uint64_t>::max());
+}
+
 bool PmaUsesExtendedWidth(
     const std::vector<std::pair<std::string, uint64_t>>& counters) {
-  constexpr uint64_t kMax32 = 0xffffffffULL;
   for (const auto& [name, value] : counters) {
-    if (name == "unicast_xmit_packets" || name == "unicast_rcv_packets") {
-      return true;
-    }
-    if ((name == "port_xmit_data" || name == "port_rcv_data" ||
-         name == "port_xmit_packets" || name == "port_rcv_packets") &&
-        value > kMax32) {
-      return true;
-    }
+    if (PmaCounterShowsExtendedWidth(name, value)) return true;
   }
   return false;
 }
@@ -335,10 +325,21 @@ Direction DirectionFromName(absl::string_view name) {
   return Direction::kNone;
 }
 
-CounterRead InterpretCounterRead(absl::string_view relpath,
-                                 const absl::StatusOr<std::string>& content) {
+CounterRead InterpretCounterRead(
+    absl::string_view relpath,
+    const absl::StatusOr<absl::string_view>& content) {
   CounterRead out;
-  if (!content.ok()) {
+  if (content.ok()) {
+    // Fast path for what the kernel prints ("%llu\n"); anything else takes
+    // the general path below, which also explains what is wrong.
+    absl::string_view v = *content;
+    if (!v.empty() && v.back() == '\n') v.remove_suffix(1);
+    bool overflow = false;
+    if (!v.empty() && ParseDecimalU64(v, &out.value, &overflow)) {
+      out.result = CounterReadResult::kValue;
+      return out;
+    }
+  } else {
     switch (content.status().code()) {
       case absl::StatusCode::kNotFound:
         out.result = CounterReadResult::kGone;

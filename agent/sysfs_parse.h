@@ -75,6 +75,13 @@ absl::StatusOr<uint64_t> ParseRateBytesPerSecond(absl::string_view text);
 bool PmaUsesExtendedWidth(
     const std::vector<std::pair<std::string, uint64_t>>& counters);
 
+// PmaUsesExtendedWidth for one file: true when `name` exists only in the
+// 64-bit table (unicast_*) or `value` does not fit the 32-bit one.
+bool PmaCounterShowsExtendedWidth(absl::string_view name, uint64_t value);
+
+// Whether PmaCounterShowsExtendedWidth can ever be true for `name`.
+bool PmaCounterRevealsWidth(absl::string_view name);
+
 // Width in bits of an IB PMA counters/ file (COUNTERS.md section 1):
 // symbol_error 16, link_downed 8, local_link_integrity_errors 4, ...;
 // data/packets 32 or 64 per `extended_width`; unknown names 64.
@@ -125,8 +132,9 @@ struct CounterRead {
   uint64_t value = 0;
   absl::Status error;  // set for kError, message names `relpath`
 };
-CounterRead InterpretCounterRead(absl::string_view relpath,
-                                 const absl::StatusOr<std::string>& content);
+CounterRead InterpretCounterRead(
+    absl::string_view relpath,
+    const absl::StatusOr<absl::string_view>& content);
 
 // Counts `error` in `status`: errors += 1, ok = false, last_error = message.
 void RecordSourceError(SourceStatus* status, const absl::Status& error);

@@ -94,7 +94,6 @@ SysfsReader::SysfsReader(std::string root, Options options)
 
 SysfsReader::~SysfsReader() {
   absl::MutexLock lock(&mu_);
-  DropFdCacheLocked();
   if (root_fd_ >= 0) close(root_fd_);
 }
 
@@ -104,6 +103,13 @@ absl::StatusOr<int> SysfsReader::RootFdLocked() {
   if (fd < 0) return ErrnoStatus(errno, "open sysfs root", root_);
   root_fd_ = fd;
   if (!cache_decided_) {
+    struct statfs fs;
+    const bool is_sysfs =
+        fstatfs(fd, &fs) == 0 && static_cast<int64_t>(fs.f_type) == kSysfsMagic;
+    // A tree of regular files (fixtures, a simulator, a support bundle) is
+    // polled every interval: reading it must not keep updating its access
+    // times. Reads of sysfs attributes touch no access time.
+    noatime_ = !is_sysfs;
     switch (options_.cache_policy) {
       case FdCachePolicy::kAlways:
         cache_fds_ = true;
@@ -111,12 +117,9 @@ absl::StatusOr<int> SysfsReader::RootFdLocked() {
       case FdCachePolicy::kNever:
         cache_fds_ = false;
         break;
-      case FdCachePolicy::kAuto: {
-        struct statfs fs;
-        cache_fds_ = fstatfs(fd, &fs) == 0 &&
-                     static_cast<int64_t>(fs.f_type) == kSysfsMagic;
+      case FdCachePolicy::kAuto:
+        cache_fds_ = is_sysfs;
         break;
-      }
     }
     max_cached_fds_ = options_.max_cached_fds != 0 ? options_.max_cached_fds
                                                    : DefaultMaxCachedFds();
@@ -162,103 +165,145 @@ absl::StatusOr<int> SysfsReader::OpenLocked(absl::string_view relpath,
       fd = openat(*root_fd, path.c_str(), flags);
     }
     if (fd >= 0) return fd;
-    int err = errno;
-    if ((err == EMFILE || err == ENFILE) && !fds_.empty() && attempt == 0) {
-      DropFdCacheLocked();  // our cache is the likely culprit
-      continue;
-    }
-    return ErrnoStatus(err, "open", relpath);
+    return ErrnoStatus(errno, "open", relpath);
   }
-  return ErrnoStatus(EMFILE, "open", relpath);
+  return ErrnoStatus(ENOSYS, "open", relpath);
 }
 
-absl::StatusOr<std::string> SysfsReader::PreadAll(int fd,
-                                                  absl::string_view relpath) {
-  // A short read means end of file on both kernfs and regular files, so the
-  // common case is a single pread.
-  std::string out;
-  size_t chunk = 4096;
-  const size_t limit = options_.max_attribute_bytes;
+absl::StatusOr<size_t> SysfsReader::PreadWhole(
+    int fd, std::string* buf, absl::string_view relpath) const {
+  // One page holds any sysfs attribute, so the common case is a single
+  // pread into a buffer that already has room: a short read means end of
+  // file on both kernfs and regular files.
+  constexpr size_t kFirstRead = 4096;
+  const size_t cap = options_.max_attribute_bytes + 1;  // one more: too big
+  if (buf->size() < std::min(kFirstRead, cap)) {
+    buf->resize(std::min(kFirstRead, cap));
+  }
+  size_t len = 0;
   while (true) {
-    size_t old_size = out.size();
-    size_t want = std::min(chunk, limit + 1 - old_size);
-    out.resize(old_size + want);
-    ssize_t n =
-        pread(fd, out.data() + old_size, want, static_cast<off_t>(old_size));
+    const size_t room = std::min(buf->size(), cap) - len;
+    ssize_t n = pread(fd, buf->data() + len, room, static_cast<off_t>(len));
     if (n < 0) {
-      if (errno == EINTR) {
-        out.resize(old_size);
-        continue;
-      }
+      if (errno == EINTR) continue;
       return ErrnoStatus(errno, "read", relpath);
     }
-    out.resize(old_size + static_cast<size_t>(n));
-    if (out.size() > limit) {
-      return absl::OutOfRangeError(absl::StrCat(
-          "read ", relpath, ": attribute larger than ", limit, " bytes"));
+    len += static_cast<size_t>(n);
+    if (len >= cap) {
+      return absl::OutOfRangeError(
+          absl::StrCat("read ", relpath, ": attribute larger than ",
+                       options_.max_attribute_bytes, " bytes"));
     }
-    if (static_cast<size_t>(n) < want) return out;
-    chunk *= 2;
+    if (static_cast<size_t>(n) < room) return len;
+    buf->resize(std::min(buf->size() * 2, cap));
   }
 }
 
-absl::StatusOr<std::string> SysfsReader::ReadLocked(absl::string_view relpath,
-                                                    bool may_cache) {
-  absl::StatusOr<int> root_fd = RootFdLocked();
-  if (!root_fd.ok()) return root_fd.status();
-  if (may_cache && cache_fds_) {
-    auto it = fds_.find(relpath);
-    if (it != fds_.end()) {
-      absl::StatusOr<std::string> value = PreadAll(it->second, relpath);
-      if (value.ok() || value.status().code() != absl::StatusCode::kNotFound) {
-        return value;
-      }
-      // The kernfs node behind the descriptor was removed. The path may
-      // exist again (device re-created under the same name): reopen below.
-      close(it->second);
-      fds_.erase(it);
-    }
+absl::StatusOr<int> SysfsReader::OpenAttributeFd(absl::string_view relpath,
+                                                 bool* keep) {
+  absl::MutexLock lock(&mu_);
+  // Decides noatime_ (and the descriptor policy) on the first call.
+  if (absl::StatusOr<int> root = RootFdLocked(); !root.ok()) {
+    return root.status();
   }
   // O_NONBLOCK: a FIFO planted in a hostile tree must not block the agent
   // (no effect on sysfs or regular files).
-  absl::StatusOr<int> fd = OpenLocked(relpath, O_RDONLY | O_NONBLOCK);
+  absl::StatusOr<int> fd =
+      OpenLocked(relpath, O_RDONLY | O_NONBLOCK | (noatime_ ? O_NOATIME : 0));
+  if (!fd.ok() && noatime_ &&
+      fd.status().code() == absl::StatusCode::kPermissionDenied) {
+    // O_NOATIME needs the file's owner (or CAP_FOWNER): read others' trees
+    // without it, and stop asking.
+    noatime_ = false;
+    fd = OpenLocked(relpath, O_RDONLY | O_NONBLOCK);
+  }
   if (!fd.ok()) return fd.status();
   struct stat st {};
   if (fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    bool is_dir = S_ISDIR(st.st_mode);
+    const bool is_dir = S_ISDIR(st.st_mode);
     close(*fd);
     if (is_dir) return ErrnoStatus(EISDIR, "read", relpath);
     return absl::FailedPreconditionError(
         absl::StrCat("read ", relpath, ": not a regular file"));
   }
-  absl::StatusOr<std::string> value = PreadAll(*fd, relpath);
-  bool keep =
-      may_cache && cache_fds_ &&
-      (value.ok() || value.status().code() != absl::StatusCode::kNotFound);
-  // EISDIR etc. are reported by read, not open: never keep those.
-  if (!value.ok() &&
-      value.status().code() == absl::StatusCode::kFailedPrecondition) {
-    keep = false;
+  if (keep != nullptr) {
+    *keep = cache_fds_ && kept_fds_ < max_cached_fds_;
+    if (*keep) ++kept_fds_;
   }
-  if (keep) {
-    if (fds_.size() >= max_cached_fds_) DropFdCacheLocked();
-    fds_.emplace(std::string(relpath), *fd);
-  } else {
-    close(*fd);
-  }
-  return value;
+  return *fd;
+}
+
+void SysfsReader::ReleaseKeptFd() {
+  absl::MutexLock lock(&mu_);
+  --kept_fds_;
 }
 
 absl::StatusOr<std::string> SysfsReader::ReadAttribute(
     absl::string_view relpath) {
-  absl::MutexLock lock(&mu_);
-  return ReadLocked(relpath, /*may_cache=*/true);
+  absl::StatusOr<int> fd = OpenAttributeFd(relpath, /*keep=*/nullptr);
+  if (!fd.ok()) return fd.status();
+  std::string buf;
+  absl::StatusOr<size_t> len = PreadWhole(*fd, &buf, relpath);
+  close(*fd);
+  if (!len.ok()) return len.status();
+  buf.resize(*len);
+  return buf;
 }
 
-absl::StatusOr<std::string> SysfsReader::ReadAttributeOnce(
-    absl::string_view relpath) {
-  absl::MutexLock lock(&mu_);
-  return ReadLocked(relpath, /*may_cache=*/false);
+SysfsAttribute::~SysfsAttribute() { Close(); }
+
+SysfsAttribute::SysfsAttribute(SysfsAttribute&& other) noexcept
+    : reader_(other.reader_),
+      relpath_(std::move(other.relpath_)),
+      fd_(std::exchange(other.fd_, -1)) {}
+
+SysfsAttribute& SysfsAttribute::operator=(SysfsAttribute&& other) noexcept {
+  if (this != &other) {
+    Close();
+    reader_ = other.reader_;
+    relpath_ = std::move(other.relpath_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+void SysfsAttribute::Close() {
+  if (fd_ < 0) return;
+  close(fd_);
+  fd_ = -1;
+  reader_->ReleaseKeptFd();
+}
+
+absl::StatusOr<absl::string_view> SysfsAttribute::Read(std::string* buf) {
+  if (reader_ == nullptr) {
+    return absl::FailedPreconditionError("read of an unbound SysfsAttribute");
+  }
+  if (fd_ >= 0) {
+    absl::StatusOr<size_t> len = reader_->PreadWhole(fd_, buf, relpath_);
+    if (len.ok()) return absl::string_view(buf->data(), *len);
+    if (len.status().code() != absl::StatusCode::kNotFound) {
+      return len.status();
+    }
+    // The kernfs node behind the descriptor was removed. The path may
+    // exist again (a device re-created under the same name): reopen.
+    Close();
+  }
+  bool keep = false;
+  absl::StatusOr<int> fd = reader_->OpenAttributeFd(relpath_, &keep);
+  if (!fd.ok()) return fd.status();
+  absl::StatusOr<size_t> len = reader_->PreadWhole(*fd, buf, relpath_);
+  // Keep the descriptor through read errors such as EINVAL (an attribute
+  // with nothing to show right now, like the speed of a down link): only a
+  // vanished file is worth reopening.
+  if (keep &&
+      (len.ok() || len.status().code() != absl::StatusCode::kNotFound)) {
+    fd_ = *fd;
+  } else {
+    close(*fd);
+    if (keep) reader_->ReleaseKeptFd();
+  }
+  if (!len.ok()) return len.status();
+  return absl::string_view(buf->data(), *len);
 }
 
 absl::StatusOr<std::vector<std::string>> SysfsReader::ListLocked(
@@ -365,23 +410,6 @@ absl::StatusOr<std::string> SysfsReader::ReadLinkBasename(
   return std::string(target);
 }
 
-absl::StatusOr<FileIdentity> SysfsReader::Stat(absl::string_view relpath) {
-  absl::MutexLock lock(&mu_);
-  absl::StatusOr<int> fd = OpenLocked(relpath, O_PATH);
-  if (!fd.ok()) return fd.status();
-  struct stat st;
-  int rc = fstat(*fd, &st);
-  int err = errno;
-  close(*fd);
-  if (rc != 0) return ErrnoStatus(err, "stat", relpath);
-  FileIdentity id;
-  id.dev = static_cast<uint64_t>(st.st_dev);
-  id.ino = static_cast<uint64_t>(st.st_ino);
-  id.mtime_nanos = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 +
-                   static_cast<int64_t>(st.st_mtim.tv_nsec);
-  return id;
-}
-
 bool SysfsReader::caches_fds() {
   absl::MutexLock lock(&mu_);
   (void)RootFdLocked();
@@ -390,29 +418,7 @@ bool SysfsReader::caches_fds() {
 
 size_t SysfsReader::cached_fd_count() {
   absl::MutexLock lock(&mu_);
-  return fds_.size();
-}
-
-void SysfsReader::DropFdCache() {
-  absl::MutexLock lock(&mu_);
-  DropFdCacheLocked();
-}
-
-void SysfsReader::DropFdCacheUnder(absl::string_view prefix) {
-  absl::MutexLock lock(&mu_);
-  for (auto it = fds_.begin(); it != fds_.end();) {
-    if (absl::StartsWith(it->first, prefix)) {
-      close(it->second);
-      fds_.erase(it++);
-    } else {
-      ++it;
-    }
-  }
-}
-
-void SysfsReader::DropFdCacheLocked() {
-  for (auto& [path, fd] : fds_) close(fd);
-  fds_.clear();
+  return kept_fds_;
 }
 
 }  // namespace fabricdiag::agent

@@ -7,19 +7,37 @@
 // openat2(RESOLVE_IN_ROOT), so a symlink in a hostile tree can never lead the
 // reader outside the root; a symlink loop fails with ELOOP instead of hanging.
 //
+// Two ways to read an attribute:
+//   ReadAttribute(path)   open, read, close: files read on device scans
+//                         (firmware version, GID slots).
+//   Attribute(path)       a SysfsAttribute handle for a file re-read every
+//                         interval (every counter). It keeps its descriptor
+//                         open when the cache policy allows, so a read is a
+//                         single pread(fd, buf, n, 0) into a caller-owned
+//                         buffer: no path lookup, no lock, no allocation.
+//
+// On a tree of regular files, attributes are opened with O_NOATIME when the
+// kernel allows it (the agent's user owns the files), so that polling a
+// fixture, a simulator's tree or a support bundle does not update access
+// times (nor pay for the check on every read); sysfs reads touch none.
+//
 // Reading a sysfs attribute is expensive mostly because of open/close, not the
-// read itself. On real sysfs, pread(fd, buf, n, 0) on a kept descriptor makes
-// kernfs call the attribute's show() again, so the reader can keep descriptors
-// open and re-read them with one syscall per value. On a regular filesystem
+// read itself. On real sysfs, pread() at offset 0 on a kept descriptor makes
+// kernfs call the attribute's show() again. On a regular filesystem
 // (fixtures, a simulator rewriting files by atomic rename) a kept descriptor
-// would return stale data, so caching is a policy:
-//   kAuto   cache descriptors only when statfs says the root is sysfs;
-//   kAlways cache always (benchmarks on a fake tree that is never rewritten);
+// would return stale data, so keeping descriptors is a policy:
+//   kAuto   keep them only when statfs says the root is sysfs;
+//   kAlways keep them always (benchmarks on a fake tree that is never
+//           rewritten);
 //   kNever  open, read, close every time.
 //
 //   SysfsReader reader("/sys");
-//   absl::StatusOr<std::string> v =
-//       reader.ReadAttribute("class/infiniband/mlx5_0/ports/1/counters/port_xmit_data");
+//   absl::StatusOr<std::string> fw =
+//       reader.ReadAttribute("class/infiniband/mlx5_0/fw_ver");
+//   SysfsAttribute tx = reader.Attribute(
+//       "class/infiniband/mlx5_0/ports/1/counters/port_xmit_data");
+//   std::string buf;
+//   absl::StatusOr<absl::string_view> text = tx.Read(&buf);
 //   absl::StatusOr<std::vector<std::string>> devs =
 //       reader.ListDir("class/infiniband");
 //
@@ -28,17 +46,18 @@
 // kPermissionDenied, EOPNOTSUPP -> kUnimplemented, ENOTDIR/EISDIR/ELOOP ->
 // kFailedPrecondition; every message names the relative path.
 //
-// Thread safety: all methods are thread-safe; calls are serialized by an
-// internal mutex (each call is a few syscalls, so contention is negligible).
+// Thread safety: SysfsReader's methods are thread-safe (an internal mutex
+// serializes opens). A SysfsAttribute is not: one owner reads it. Every
+// SysfsAttribute must be destroyed before the reader that made it.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -51,26 +70,51 @@ inline constexpr int64_t kSysfsMagic = 0x62656572;
 
 enum class FdCachePolicy { kAuto, kAlways, kNever };
 
-// Identity of a directory entry, used by sources to notice that a device
-// directory was removed and re-created between two calls.
-struct FileIdentity {
-  uint64_t dev = 0;
-  uint64_t ino = 0;
-  int64_t mtime_nanos = 0;
-  friend bool operator==(const FileIdentity& a, const FileIdentity& b) {
-    return a.dev == b.dev && a.ino == b.ino && a.mtime_nanos == b.mtime_nanos;
-  }
-  friend bool operator!=(const FileIdentity& a, const FileIdentity& b) {
-    return !(a == b);
-  }
+class SysfsReader;
+
+// One attribute file re-read every interval. Made by SysfsReader::Attribute
+// (no I/O until the first Read). Move-only; closes its descriptor when
+// destroyed.
+class SysfsAttribute {
+ public:
+  SysfsAttribute() = default;
+  ~SysfsAttribute();
+  SysfsAttribute(SysfsAttribute&& other) noexcept;
+  SysfsAttribute& operator=(SysfsAttribute&& other) noexcept;
+  SysfsAttribute(const SysfsAttribute&) = delete;
+  SysfsAttribute& operator=(const SysfsAttribute&) = delete;
+
+  const std::string& relpath() const { return relpath_; }
+
+  // The whole content of the file, exactly as read (no trimming), as a view
+  // into `*buf`, which grows as needed and is never shrunk: reuse one
+  // buffer for many reads. The view is valid until `*buf` changes.
+  // A kept descriptor that fails with ENODEV/ENOENT (the kernfs node was
+  // removed) is closed and the path opened again once, so a device
+  // re-created under the same name is read afresh.
+  absl::StatusOr<absl::string_view> Read(std::string* buf);
+
+  // Whether the descriptor is currently kept open.
+  bool kept_open() const { return fd_ >= 0; }
+
+ private:
+  friend class SysfsReader;
+  SysfsAttribute(SysfsReader* reader, std::string relpath)
+      : reader_(reader), relpath_(std::move(relpath)) {}
+  void Close();
+
+  SysfsReader* reader_ = nullptr;
+  std::string relpath_;
+  int fd_ = -1;
 };
 
 class SysfsReader {
  public:
   struct Options {
     FdCachePolicy cache_policy = FdCachePolicy::kAuto;
-    // Upper bound of kept descriptors. 0 = min(4096, RLIMIT_NOFILE soft / 2).
-    // When full, the whole cache is dropped and refilled (rare, self-healing).
+    // Upper bound of descriptors kept by SysfsAttributes. 0 = min(4096,
+    // RLIMIT_NOFILE soft / 2). Past it, further attributes open, read and
+    // close on every read.
     size_t max_cached_fds = 0;
     // Larger attributes are rejected with kOutOfRange (sysfs attributes are at
     // most one page; anything bigger is not a counter).
@@ -89,13 +133,14 @@ class SysfsReader {
   const std::string& root() const { return root_; }
 
   // Whole content of the attribute file at `relpath`, exactly as read (no
-  // trimming). Keeps the descriptor open when the cache policy allows it; a
-  // kept descriptor that fails with ENODEV/ENOENT (device removed) is closed.
+  // trimming): opens, reads and closes it.
   absl::StatusOr<std::string> ReadAttribute(absl::string_view relpath);
 
-  // Like ReadAttribute but never caches the descriptor: for files read only
-  // on rescans (device info, the 256 gid_attrs/ndevs slots of a port).
-  absl::StatusOr<std::string> ReadAttributeOnce(absl::string_view relpath);
+  // A handle for reading `relpath` every interval (see SysfsAttribute). The
+  // path is checked on the first Read().
+  SysfsAttribute Attribute(std::string relpath) {
+    return SysfsAttribute(this, std::move(relpath));
+  }
 
   // Names in the directory (without "." and ".."), sorted bytewise.
   absl::StatusOr<std::vector<std::string>> ListDir(absl::string_view relpath);
@@ -117,31 +162,31 @@ class SysfsReader {
   // ("mlx5_core" for class/infiniband/mlx5_0/device/driver).
   absl::StatusOr<std::string> ReadLinkBasename(absl::string_view relpath);
 
-  // dev/ino/mtime of what `relpath` resolves to.
-  absl::StatusOr<FileIdentity> Stat(absl::string_view relpath);
-
   // Whether this reader keeps descriptors open (after resolving kAuto).
   bool caches_fds();
+  // Descriptors kept open by live SysfsAttributes.
   size_t cached_fd_count();
-  // Closes every kept descriptor.
-  void DropFdCache();
-  // Closes the kept descriptors of paths starting with `prefix` (a device
-  // that went away: its descriptors would pin kernfs nodes until evicted).
-  void DropFdCacheUnder(absl::string_view prefix);
 
  private:
+  friend class SysfsAttribute;
+
   absl::StatusOr<int> RootFdLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<int> OpenLocked(absl::string_view relpath, int flags)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<std::string> ReadLocked(absl::string_view relpath,
-                                         bool may_cache)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<std::string> PreadAll(int fd, absl::string_view relpath);
+  // Opens `relpath` for reading; kFailedPrecondition unless it is a regular
+  // file. With `keep` non-null, *keep says whether the caller may keep the
+  // descriptor (policy and limit allow it; then it is counted until
+  // ReleaseKeptFd).
+  absl::StatusOr<int> OpenAttributeFd(absl::string_view relpath, bool* keep);
+  void ReleaseKeptFd();
+  // Reads the whole file behind `fd` into `*buf` (grown as needed); returns
+  // its length. kOutOfRange past max_attribute_bytes. Lock-free.
+  absl::StatusOr<size_t> PreadWhole(int fd, std::string* buf,
+                                    absl::string_view relpath) const;
   enum class EntryFilter { kAll, kDirs, kNonDirs };
   absl::StatusOr<std::vector<std::string>> ListLocked(absl::string_view relpath,
                                                       EntryFilter filter)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void DropFdCacheLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string root_;
   const Options options_;
@@ -151,7 +196,9 @@ class SysfsReader {
   bool cache_fds_ ABSL_GUARDED_BY(mu_) = false;
   size_t max_cached_fds_ ABSL_GUARDED_BY(mu_) = 0;
   bool have_openat2_ ABSL_GUARDED_BY(mu_) = true;
-  absl::flat_hash_map<std::string, int> fds_ ABSL_GUARDED_BY(mu_);
+  // Open attributes with O_NOATIME (regular-file trees, while permitted).
+  bool noatime_ ABSL_GUARDED_BY(mu_) = false;
+  size_t kept_fds_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // Rejects absolute paths, `..` components and NUL bytes (kInvalidArgument).

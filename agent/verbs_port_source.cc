@@ -19,15 +19,15 @@ constexpr uint32_t kMaxPorts = 255;
 
 void AddGauge(absl::string_view device, uint32_t port, absl::string_view name,
               uint64_t value, absl::string_view unit, Snapshot* snapshot) {
-  Sample sample;
-  sample.subsystem = Subsystem::kVerbs;
-  sample.device = std::string(device);
-  sample.port = port;
-  sample.name = std::string(name);
-  sample.raw = value;
-  sample.unit = std::string(unit);
-  sample.kind = Kind::kGauge;
-  snapshot->samples.push_back(std::move(sample));
+  // A handful of gauges per port: each sample owns its description.
+  SeriesDesc desc;
+  desc.subsystem = Subsystem::kVerbs;
+  desc.device = std::string(device);
+  desc.port = port;
+  desc.name = std::string(name);
+  desc.unit = std::string(unit);
+  desc.kind = Kind::kGauge;
+  snapshot->samples.push_back(Sample::Of(std::move(desc), value));
 }
 
 void RecordError(const absl::Status& error, SourceStatus* status) {

@@ -198,15 +198,16 @@ TEST_F(EthtoolVethTest, SourceEndToEndInsideNamespace) {
   EXPECT_EQ(status.errors, 0);
   const Sample* peer = nullptr;
   for (const Sample& s : snap.samples) {
-    EXPECT_EQ(s.device, "vA");
+    EXPECT_EQ(s.desc->device, "vA");
     // Per-queue rx_queue_0_* are skipped by default.
-    EXPECT_EQ(s.name.rfind("rx_queue_", 0), std::string::npos) << s.name;
-    if (s.name == "peer_ifindex") peer = &s;
+    EXPECT_EQ(s.desc->name.rfind("rx_queue_", 0), std::string::npos)
+        << s.desc->name;
+    if (s.desc->name == "peer_ifindex") peer = &s;
   }
   ASSERT_NE(peer, nullptr);
   EXPECT_EQ(peer->raw, peer_ifindex);
-  EXPECT_EQ(peer->kind, Kind::kGauge);
-  EXPECT_EQ(peer->subsystem, Subsystem::kEthtool);
+  EXPECT_EQ(peer->desc->kind, Kind::kGauge);
+  EXPECT_EQ(peer->desc->subsystem, Subsystem::kEthtool);
 }
 
 }  // namespace

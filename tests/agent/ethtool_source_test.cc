@@ -1,5 +1,6 @@
 #include "agent/ethtool_source.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -51,7 +52,7 @@ Snapshot WithNetdevs(const std::vector<std::string>& names) {
 const Sample* Find(const Snapshot& snap, const std::string& device,
                    const std::string& name) {
   for (const Sample& s : snap.samples) {
-    if (s.device == device && s.name == name) return &s;
+    if (s.desc->device == device && s.desc->name == name) return &s;
   }
   return nullptr;
 }
@@ -76,7 +77,7 @@ EthtoolSourceOptions MaxBytes(size_t bytes) {
 
 std::vector<std::string> SampleNames(const Snapshot& snap) {
   std::vector<std::string> names;
-  for (const Sample& s : snap.samples) names.push_back(s.name);
+  for (const Sample& s : snap.samples) names.push_back(s.desc->name);
   return names;
 }
 
@@ -124,22 +125,22 @@ TEST_F(EthtoolSourceKernelTest, EmitsClassifiedSamplesAndSkipsPerQueue) {
 
   const Sample* dur = Find(snap, "eth0", "rx_prio3_pause_duration");
   ASSERT_NE(dur, nullptr);
-  EXPECT_EQ(dur->subsystem, Subsystem::kEthtool);
+  EXPECT_EQ(dur->desc->subsystem, Subsystem::kEthtool);
   EXPECT_EQ(dur->raw, 2500000u);
-  EXPECT_EQ(dur->meaning, Meaning::kPfcPauseDuration);
-  EXPECT_EQ(dur->direction, Direction::kRx);
-  EXPECT_EQ(dur->priority, 3);
-  EXPECT_EQ(dur->unit, "seconds");
+  EXPECT_EQ(dur->desc->meaning, Meaning::kPfcPauseDuration);
+  EXPECT_EQ(dur->desc->direction, Direction::kRx);
+  EXPECT_EQ(dur->desc->priority, 3);
+  EXPECT_EQ(dur->desc->unit, "seconds");
   EXPECT_THAT(dur->BaseValue(), DoubleNear(2.5, 1e-12));
 
   const Sample* tx = Find(snap, "eth0", "tx_prio3_pause_duration");
   ASSERT_NE(tx, nullptr);
   EXPECT_EQ(tx->raw, UINT64_MAX);  // raw kept bit-exact
-  EXPECT_EQ(tx->direction, Direction::kTx);
+  EXPECT_EQ(tx->desc->direction, Direction::kTx);
 
   const Sample* frames = Find(snap, "eth0", "rx_prio3_pause");
   ASSERT_NE(frames, nullptr);
-  EXPECT_EQ(frames->meaning, Meaning::kPfcPauseFrames);
+  EXPECT_EQ(frames->desc->meaning, Meaning::kPfcPauseFrames);
   EXPECT_EQ(frames->raw, 11u);
 }
 
@@ -233,7 +234,7 @@ TEST_F(EthtoolSourceKernelTest, VanishedNetdevIsNotAnErrorAndDropsCache) {
   source.Collect(&c);
   const Sample* peer = Find(c, "eth0", "peer_ifindex");
   ASSERT_NE(peer, nullptr);
-  EXPECT_EQ(peer->kind, Kind::kGauge);
+  EXPECT_EQ(peer->desc->kind, Kind::kGauge);
 }
 
 TEST_F(EthtoolSourceKernelTest, NetdevMissingFromSnapshotIsForgotten) {
@@ -330,7 +331,7 @@ TEST_F(EthtoolSourceKernelTest, SameCountDifferentNamesIsCaughtByRefresh) {
     source.Collect(&last);
   }
   ASSERT_THAT(last.samples, SizeIs(1));
-  EXPECT_EQ(last.samples[0].priority, 4);
+  EXPECT_EQ(last.samples[0].desc->priority, 4);
 }
 
 TEST_F(EthtoolSourceKernelTest, DuplicateNamesAndNetdevsAreEmittedOnce) {
@@ -422,17 +423,17 @@ TEST_F(EthtoolSourceTextTest, Mlx5CaptureWithSyntheticPfc) {
 
   const Sample* dur = Find(snap, "eth0", "rx_prio3_pause_duration");
   ASSERT_NE(dur, nullptr);
-  EXPECT_EQ(dur->meaning, Meaning::kPfcPauseDuration);
-  EXPECT_EQ(dur->priority, 3);
+  EXPECT_EQ(dur->desc->meaning, Meaning::kPfcPauseDuration);
+  EXPECT_EQ(dur->desc->priority, 3);
   EXPECT_THAT(dur->BaseValue(), DoubleNear(3.5, 1e-9));
   const Sample* storm = Find(snap, "eth0", "tx_pause_storm_error_events");
   ASSERT_NE(storm, nullptr);
-  EXPECT_EQ(storm->meaning, Meaning::kPauseStormError);
+  EXPECT_EQ(storm->desc->meaning, Meaning::kPauseStormError);
   // Real values from the capture, exact.
   const Sample* discards = Find(snap, "eth0", "rx_discards_phy");
   ASSERT_NE(discards, nullptr);
   EXPECT_EQ(discards->raw, 58591428329u);
-  EXPECT_EQ(discards->meaning, Meaning::kRxDiscardsPhy);
+  EXPECT_EQ(discards->desc->meaning, Meaning::kRxDiscardsPhy);
   const Sample* global = Find(snap, "eth0", "tx_global_pause_duration");
   ASSERT_NE(global, nullptr);
   EXPECT_THAT(global->BaseValue(), DoubleNear(771.103810, 1e-9));
@@ -440,8 +441,8 @@ TEST_F(EthtoolSourceTextTest, Mlx5CaptureWithSyntheticPfc) {
   EXPECT_EQ(Find(snap, "eth0", "rx0_packets"), nullptr);
   EXPECT_EQ(Find(snap, "eth0", "ch0_events"), nullptr);
   for (const Sample& s : snap.samples) {
-    EXPECT_EQ(s.device, "eth0");
-    EXPECT_EQ(s.subsystem, Subsystem::kEthtool);
+    EXPECT_EQ(s.desc->device, "eth0");
+    EXPECT_EQ(s.desc->subsystem, Subsystem::kEthtool);
   }
 }
 
@@ -458,8 +459,8 @@ TEST_F(EthtoolSourceTextTest, BnxtCaptureWithPerQueueOption) {
   EXPECT_EQ(ring->raw, 276347403u);
   const Sample* pfc = Find(without, "ens1f0", "rx_pfc_ena_frames_pri3");
   ASSERT_NE(pfc, nullptr);
-  EXPECT_EQ(pfc->meaning, Meaning::kPfcPauseFrames);
-  EXPECT_EQ(pfc->priority, 3);
+  EXPECT_EQ(pfc->desc->meaning, Meaning::kPfcPauseFrames);
+  EXPECT_EQ(pfc->desc->priority, 3);
 }
 
 TEST_F(EthtoolSourceTextTest, GarbageLinesAreOneErrorAndGoodLinesKept) {
@@ -564,7 +565,7 @@ TEST_F(EthtoolSourceTextTest, NameChangesAreClassifiedAfresh) {
   Snapshot a = WithNetdevs({"eth0"});
   source.Collect(&a);
   ASSERT_NE(Find(a, "eth0", "rx_prio3_pause"), nullptr);
-  EXPECT_EQ(Find(a, "eth0", "rx_prio3_pause")->priority, 3);
+  EXPECT_EQ(Find(a, "eth0", "rx_prio3_pause")->desc->priority, 3);
   EXPECT_EQ(source.cached_netdevs(), 1u);
 
   Write("eth0", "rx_discards_phy: 2\nrx_prio4_pause: 7\n");
@@ -573,16 +574,64 @@ TEST_F(EthtoolSourceTextTest, NameChangesAreClassifiedAfresh) {
   EXPECT_EQ(Find(b, "eth0", "rx_prio3_pause"), nullptr);
   const Sample* p4 = Find(b, "eth0", "rx_prio4_pause");
   ASSERT_NE(p4, nullptr);
-  EXPECT_EQ(p4->meaning, Meaning::kPfcPauseFrames);
-  EXPECT_EQ(p4->priority, 4);
+  EXPECT_EQ(p4->desc->meaning, Meaning::kPfcPauseFrames);
+  EXPECT_EQ(p4->desc->priority, 4);
   EXPECT_EQ(p4->raw, 7u);
-  EXPECT_EQ(Find(b, "eth0", "rx_discards_phy")->meaning,
+  EXPECT_EQ(Find(b, "eth0", "rx_discards_phy")->desc->meaning,
             Meaning::kRxDiscardsPhy);
+  // The first snapshot still describes its samples as they were read: it
+  // holds the descriptions the source has since replaced.
+  EXPECT_EQ(Find(a, "eth0", "rx_prio3_pause")->desc->priority, 3);
 
   // The netdev goes away: its cached names are dropped.
   Snapshot c = WithNetdevs({});
   source.Collect(&c);
   EXPECT_EQ(source.cached_netdevs(), 0u);
+}
+
+// One buffer serves every file: a file much larger than the previous one
+// (or than its size when opened) is still read whole.
+TEST_F(EthtoolSourceTextTest, LargerFileAfterASmallOneIsReadWhole) {
+  EthtoolSource source(EthtoolTextDir{dir_}, {});
+  Write("eth0", "a: 1\n");
+  Snapshot small = WithNetdevs({"eth0"});
+  ASSERT_TRUE(source.Collect(&small).ok);
+  std::string big = "NIC statistics:\n";
+  for (int i = 0; i < 5000; ++i) {
+    big += "     stat_" + std::to_string(i) + ": " + std::to_string(i) + "\n";
+  }
+  Write("eth0", big);
+  Snapshot large = WithNetdevs({"eth0"});
+  SourceStatus st = source.Collect(&large);
+  EXPECT_TRUE(st.ok) << st.last_error;
+  ASSERT_EQ(large.samples.size(), 5000u);
+  EXPECT_EQ(Find(large, "eth0", "stat_4999")->raw, 4999u);
+}
+
+// Polling a support bundle or a simulator's files must not keep updating
+// their access times.
+TEST_F(EthtoolSourceTextTest, ReadsDoNotTouchAccessTimes) {
+  Write("eth0", "rx_discards_phy: 1\n");
+  const std::string path = dir_ + "/eth0";
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  const struct timespec times[2] = {{st.st_mtim.tv_sec - 3600, 0}, st.st_mtim};
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+  {
+    // Control: relatime updates an atime older than the mtime on a read.
+    std::ifstream in(path);
+    std::string line;
+    std::getline(in, line);
+  }
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  if (st.st_atim.tv_sec == times[0].tv_sec) {
+    GTEST_SKIP() << "this filesystem keeps no access times";
+  }
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+  Snapshot snap;
+  ASSERT_TRUE(CollectText({"eth0"}, &snap).ok);
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_atim.tv_sec, times[0].tv_sec);
 }
 
 }  // namespace

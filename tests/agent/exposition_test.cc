@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/text_serializer.h"
+#include "tests/agent/sample_testing.h"
 
 namespace fabricdiag::agent {
 namespace {
@@ -18,14 +19,13 @@ using ::testing::Not;
 
 Sample MakeSample(Subsystem subsystem, std::string device, uint32_t port,
                   std::string name, uint64_t raw, double scale = 1.0) {
-  Sample s;
-  s.subsystem = subsystem;
-  s.device = std::move(device);
-  s.port = port;
-  s.name = std::move(name);
-  s.raw = raw;
-  s.scale = scale;
-  return s;
+  SeriesDesc d;
+  d.subsystem = subsystem;
+  d.device = std::move(device);
+  d.port = port;
+  d.name = std::move(name);
+  d.scale = scale;
+  return Sample::Of(std::move(d), raw);
 }
 
 Snapshot TestSnapshot() {
@@ -35,24 +35,28 @@ Snapshot TestSnapshot() {
                                     "port_xmit_data", 2880761508848, 4));
   snap.samples.push_back(MakeSample(Subsystem::kRdmaPortCounters, "mlx5_0", 1,
                                     "port_rcv_data", 18126345378, 4));
-  Sample wait = MakeSample(Subsystem::kRdmaPortCounters, "mlx5_0", 1,
-                           "port_xmit_wait", 4294967295);
-  wait.width_bits = 32;
+  Sample wait = Edited(MakeSample(Subsystem::kRdmaPortCounters, "mlx5_0", 1,
+                                  "port_xmit_wait", 4294967295),
+                       [](SeriesDesc& d) { d.width_bits = 32; });
   wait.saturated = true;
   snap.samples.push_back(wait);
   snap.samples.push_back(MakeSample(Subsystem::kRdmaPortHwCounters, "mlx5_0", 1,
                                     "np_cnp_sent", 77));
-  Sample pause = MakeSample(Subsystem::kEthtool, "eth0", 0,
-                            "tx_prio3_pause_duration", 940000, 1e-6);
-  pause.meaning = Meaning::kPfcPauseDuration;
-  pause.direction = Direction::kTx;
-  pause.priority = 3;
+  Sample pause = Edited(MakeSample(Subsystem::kEthtool, "eth0", 0,
+                                   "tx_prio3_pause_duration", 940000, 1e-6),
+                        [](SeriesDesc& d) {
+                          d.meaning = Meaning::kPfcPauseDuration;
+                          d.direction = Direction::kTx;
+                          d.priority = 3;
+                        });
   snap.samples.push_back(pause);
-  Sample frames =
-      MakeSample(Subsystem::kEthtool, "eth0", 0, "rx_pfc_ena_frames_pri3", 12);
-  frames.meaning = Meaning::kPfcPauseFrames;
-  frames.direction = Direction::kRx;
-  frames.priority = 3;
+  Sample frames = Edited(
+      MakeSample(Subsystem::kEthtool, "eth0", 0, "rx_pfc_ena_frames_pri3", 12),
+      [](SeriesDesc& d) {
+        d.meaning = Meaning::kPfcPauseFrames;
+        d.direction = Direction::kRx;
+        d.priority = 3;
+      });
   snap.samples.push_back(frames);
   snap.samples.push_back(
       MakeSample(Subsystem::kNetdevStatistics, "eth0", 0, "rx_bytes", 123));

@@ -24,7 +24,8 @@ SysfsReader::Options NoCache() {
 const Sample* Find(const Snapshot& snap, Subsystem subsystem,
                    const std::string& netdev, const std::string& name) {
   for (const Sample& s : snap.samples) {
-    if (s.subsystem == subsystem && s.device == netdev && s.name == name) {
+    if (s.desc->subsystem == subsystem && s.desc->device == netdev &&
+        s.desc->name == name) {
       return &s;
     }
   }
@@ -58,15 +59,15 @@ TEST(NetdevFixtureTest, Eth0FromProcfsFixture) {
   };
   ASSERT_NE(attr("carrier_changes"), nullptr);
   EXPECT_EQ(attr("carrier_changes")->raw, 2u);
-  EXPECT_EQ(attr("carrier_changes")->kind, Kind::kCounter);
+  EXPECT_EQ(attr("carrier_changes")->desc->kind, Kind::kCounter);
   EXPECT_EQ(attr("carrier_up_count")->raw, 1u);
   EXPECT_EQ(attr("carrier_down_count")->raw, 1u);
   ASSERT_NE(attr("mtu"), nullptr);
   EXPECT_EQ(attr("mtu")->raw, 1500u);
-  EXPECT_EQ(attr("mtu")->kind, Kind::kGauge);
+  EXPECT_EQ(attr("mtu")->desc->kind, Kind::kGauge);
   ASSERT_NE(attr("speed_bytes_per_second"), nullptr);
   EXPECT_EQ(attr("speed_bytes_per_second")->raw, 125000000u);
-  EXPECT_EQ(attr("speed_bytes_per_second")->kind, Kind::kGauge);
+  EXPECT_EQ(attr("speed_bytes_per_second")->desc->kind, Kind::kGauge);
   EXPECT_EQ(attr("carrier")->raw, 1u);
   const NetdevInfo* info = FindInfo(snap, "eth0");
   ASSERT_NE(info, nullptr);
@@ -101,21 +102,21 @@ TEST(NetdevTest, ExcludesVirtualInterfacesKeepsSwitchPorts) {
   for (const NetdevInfo& n : snap.netdevs) names.push_back(n.name);
   EXPECT_THAT(names, ElementsAre("Ethernet0", "lookalike_lo", "swp1"));
   for (const Sample& s : snap.samples) {
-    EXPECT_TRUE(s.device == "swp1" || s.device == "Ethernet0" ||
-                s.device == "lookalike_lo")
-        << s.device;
+    EXPECT_TRUE(s.desc->device == "swp1" || s.desc->device == "Ethernet0" ||
+                s.desc->device == "lookalike_lo")
+        << s.desc->device;
   }
   const Sample* rx =
       Find(snap, Subsystem::kNetdevStatistics, "swp1", "rx_bytes");
   ASSERT_NE(rx, nullptr);
   EXPECT_EQ(rx->raw, 123456789012u);
-  EXPECT_EQ(rx->width_bits, 64u);
-  EXPECT_EQ(rx->unit, "bytes");
-  EXPECT_EQ(rx->direction, Direction::kRx);
+  EXPECT_EQ(rx->desc->width_bits, 64u);
+  EXPECT_EQ(rx->desc->unit, "bytes");
+  EXPECT_EQ(rx->desc->direction, Direction::kRx);
   int stats = 0;
   for (const Sample& s : snap.samples) {
-    stats +=
-        s.device == "Ethernet0" && s.subsystem == Subsystem::kNetdevStatistics;
+    stats += s.desc->device == "Ethernet0" &&
+             s.desc->subsystem == Subsystem::kNetdevStatistics;
   }
   EXPECT_EQ(stats, 24);
   EXPECT_EQ(

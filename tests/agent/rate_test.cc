@@ -5,6 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/agent/sample_testing.h"
 
 namespace fabricdiag::agent {
 namespace {
@@ -55,15 +56,14 @@ TEST(CounterDeltaTest, SixteenBitWrap) {
 
 Sample Counter(Subsystem subsystem, const std::string& name, uint64_t raw,
                uint32_t width, double scale = 1.0) {
-  Sample s;
-  s.subsystem = subsystem;
-  s.device = "mlx5_0";
-  s.port = 1;
-  s.name = name;
-  s.raw = raw;
-  s.width_bits = width;
-  s.scale = scale;
-  return s;
+  SeriesDesc d;
+  d.subsystem = subsystem;
+  d.device = "mlx5_0";
+  d.port = 1;
+  d.name = name;
+  d.width_bits = width;
+  d.scale = scale;
+  return Sample::Of(std::move(d), raw);
 }
 
 Snapshot At(int64_t seconds, std::vector<Sample> samples) {
@@ -144,8 +144,8 @@ TEST(RateCalculatorTest, SaturatedCounterHasNoRate) {
 
 TEST(RateCalculatorTest, GaugesGetNoRate) {
   RateCalculator rates;
-  Sample g = Counter(Subsystem::kNetdevAttribute, "mtu", 9000, 64);
-  g.kind = Kind::kGauge;
+  Sample g = Edited(Counter(Subsystem::kNetdevAttribute, "mtu", 9000, 64),
+                    [](SeriesDesc& d) { d.kind = Kind::kGauge; });
   rates.Update(At(1, {g}));
   g.raw = 1500;
   auto r = rates.Update(At(2, {g}));
@@ -169,8 +169,7 @@ TEST(RateCalculatorTest, VanishedSeriesStartsAfresh) {
 TEST(RateCalculatorTest, SeriesAreKeyedByDevicePortAndName) {
   RateCalculator rates;
   Sample a = Counter(Subsystem::kRdmaPortCounters, "port_rcv_data", 100, 64);
-  Sample b = a;
-  b.device = "mlx5_1";
+  Sample b = Edited(a, [](SeriesDesc& d) { d.device = "mlx5_1"; });
   b.raw = 1'000'000;
   rates.Update(At(1, {a, b}));
   a.raw = 200;
@@ -178,6 +177,37 @@ TEST(RateCalculatorTest, SeriesAreKeyedByDevicePortAndName) {
   auto r = rates.Update(At(2, {b, a}));  // order changed
   EXPECT_THAT(r[0].per_second, Optional(100.0));
   EXPECT_THAT(r[1].per_second, Optional(100.0));
+}
+
+// Sources rebuild their series descriptions on every rescan: the new
+// objects describe the same series, so the rates must carry on.
+TEST(RateCalculatorTest, RatesCarryOnWhenDescriptionsAreRebuilt) {
+  RateCalculator rates;
+  Sample before =
+      Counter(Subsystem::kRdmaPortCounters, "port_rcv_data", 100, 64);
+  rates.Update(At(1, {before}));
+  Sample rebuilt =
+      Counter(Subsystem::kRdmaPortCounters, "port_rcv_data", 300, 64);
+  ASSERT_NE(before.desc, rebuilt.desc);
+  auto r = rates.Update(At(2, {rebuilt}));
+  EXPECT_THAT(r[0].per_second, Optional(200.0));
+}
+
+// A different series in the position a series held before is not mistaken
+// for it, and the previous snapshot's descriptions stay valid even when
+// nothing else holds them any more.
+TEST(RateCalculatorTest, AnotherSeriesInTheSamePositionIsNotMatched) {
+  RateCalculator rates;
+  {
+    Sample a = Counter(Subsystem::kRdmaPortCounters, "port_rcv_data", 100, 64);
+    rates.Update(At(1, {a}));
+  }  // `a` and its description are gone; the calculator keeps its own
+  Sample b = Counter(Subsystem::kRdmaPortCounters, "port_xmit_data", 500, 64);
+  auto r = rates.Update(At(2, {b}));
+  EXPECT_EQ(r[0].per_second, std::nullopt);
+  b.raw = 700;
+  r = rates.Update(At(3, {b}));
+  EXPECT_THAT(r[0].per_second, Optional(200.0));
 }
 
 }  // namespace

@@ -29,8 +29,8 @@ const Sample* Find(const Snapshot& snap, Subsystem subsystem,
                    const std::string& device, uint32_t port,
                    const std::string& name) {
   for (const Sample& s : snap.samples) {
-    if (s.subsystem == subsystem && s.device == device && s.port == port &&
-        s.name == name) {
+    if (s.desc->subsystem == subsystem && s.desc->device == device &&
+        s.desc->port == port && s.desc->name == name) {
       return &s;
     }
   }
@@ -55,7 +55,7 @@ const RdmaDeviceInfo* FindDevice(const Snapshot& snap,
 
 int CountDevice(const Snapshot& snap, const std::string& device) {
   int n = 0;
-  for (const Sample& s : snap.samples) n += s.device == device;
+  for (const Sample& s : snap.samples) n += s.desc->device == device;
   return n;
 }
 
@@ -86,11 +86,11 @@ TEST_F(RdmaFixtureTest, DataCountersAreFourOctetWords) {
       Find(snap_, Subsystem::kRdmaPortCounters, "mlx5_0", 1, "port_rcv_data");
   ASSERT_NE(rcv, nullptr);
   EXPECT_EQ(rcv->raw, 18126345378u);
-  EXPECT_EQ(rcv->scale, 4.0);
+  EXPECT_EQ(rcv->desc->scale, 4.0);
   EXPECT_EQ(rcv->BaseValue(), 72505381512.0);
-  EXPECT_EQ(rcv->unit, "bytes");
-  EXPECT_EQ(rcv->width_bits, 64u);  // unicast_* present: extended width
-  EXPECT_EQ(rcv->direction, Direction::kRx);
+  EXPECT_EQ(rcv->desc->unit, "bytes");
+  EXPECT_EQ(rcv->desc->width_bits, 64u);  // unicast_* present: extended width
+  EXPECT_EQ(rcv->desc->direction, Direction::kRx);
   EXPECT_FALSE(rcv->saturated);
 
   struct Expect {
@@ -128,16 +128,16 @@ TEST_F(RdmaFixtureTest, PmaWidthsFollowTheCounterTable) {
   const Sample* sym =
       Find(snap_, Subsystem::kRdmaPortCounters, "mlx4_0", 1, "symbol_error");
   ASSERT_NE(sym, nullptr);
-  EXPECT_EQ(sym->width_bits, 16u);
+  EXPECT_EQ(sym->desc->width_bits, 16u);
   const Sample* lli = Find(snap_, Subsystem::kRdmaPortCounters, "hfi1_0", 1,
                            "local_link_integrity_errors");
   ASSERT_NE(lli, nullptr);
-  EXPECT_EQ(lli->width_bits, 4u);
+  EXPECT_EQ(lli->desc->width_bits, 4u);
   // mlx4_0 has no unicast files, but port_xmit_data exceeds 2^32-1.
   const Sample* data =
       Find(snap_, Subsystem::kRdmaPortCounters, "mlx4_0", 1, "port_rcv_data");
   ASSERT_NE(data, nullptr);
-  EXPECT_EQ(data->width_bits, 64u);
+  EXPECT_EQ(data->desc->width_bits, 64u);
 }
 
 TEST_F(RdmaFixtureTest, HwCountersWithoutLifespan) {
@@ -161,11 +161,11 @@ TEST_F(RdmaFixtureTest, HwCountersWithoutLifespan) {
         Find(snap_, Subsystem::kRdmaPortHwCounters, "mlx5_0", 1, e.name);
     ASSERT_NE(s, nullptr) << e.name;
     EXPECT_EQ(s->raw, e.raw) << e.name;
-    EXPECT_EQ(s->width_bits, 32u) << e.name;  // mlx5 Q-counters
+    EXPECT_EQ(s->desc->width_bits, 32u) << e.name;  // mlx5 Q-counters
   }
   int hw = 0;
   for (const Sample& s : snap_.samples) {
-    hw += s.subsystem == Subsystem::kRdmaPortHwCounters;
+    hw += s.desc->subsystem == Subsystem::kRdmaPortHwCounters;
   }
   EXPECT_EQ(hw, 24);  // 25 files minus lifespan
 }
@@ -189,7 +189,7 @@ TEST_F(RdmaFixtureTest, PortAttributesAndInfo) {
                             "rate_bytes_per_second");
   ASSERT_NE(rate, nullptr);
   EXPECT_EQ(rate->raw, 12500000000u);
-  EXPECT_EQ(rate->kind, Kind::kGauge);
+  EXPECT_EQ(rate->desc->kind, Kind::kGauge);
   const Sample* state =
       Find(snap_, Subsystem::kRdmaPortAttribute, "mlx5_0", 1, "state_id");
   ASSERT_NE(state, nullptr);
@@ -263,11 +263,11 @@ TEST_F(RdmaRoceNodeTest, ReportsEveryNicWithMapping) {
     const Sample* cnp =
         Find(snap, Subsystem::kRdmaPortHwCounters, dev, 1, "np_cnp_sent");
     ASSERT_NE(cnp, nullptr);
-    EXPECT_EQ(cnp->width_bits, 64u);
+    EXPECT_EQ(cnp->desc->width_bits, 64u);
     const Sample* oos =
         Find(snap, Subsystem::kRdmaPortHwCounters, dev, 1, "out_of_sequence");
     ASSERT_NE(oos, nullptr);
-    EXPECT_EQ(oos->width_bits, 32u);
+    EXPECT_EQ(oos->desc->width_bits, 32u);
     EXPECT_NE(
         Find(snap, Subsystem::kRdmaDeviceHwCounters, dev, 0, "rp_cnp_handled"),
         nullptr);
@@ -361,8 +361,8 @@ TEST_F(RdmaRoceNodeTest, HwCounterWidthUsesTheDriverNotTheName) {
                          "duplicate_request");
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
-  EXPECT_EQ(a->width_bits, 32u);
-  EXPECT_EQ(b->width_bits, 64u);
+  EXPECT_EQ(a->desc->width_bits, 32u);
+  EXPECT_EQ(b->desc->width_bits, 64u);
 }
 
 // --- hostile trees -----------------------------------------------------------
@@ -443,7 +443,7 @@ TEST(RdmaHostileTest, BadFilesAreCountedAndEverythingElseReported) {
     ASSERT_NE(pma("mlx5_2", "port_rcv_packets"), nullptr);
     EXPECT_EQ(pma("mlx5_2", "port_rcv_packets")->raw, 99u);
     EXPECT_TRUE(pma("mlx5_2", "port_xmit_wait")->saturated);
-    EXPECT_EQ(pma("mlx5_2", "port_xmit_wait")->width_bits, 32u);
+    EXPECT_EQ(pma("mlx5_2", "port_xmit_wait")->desc->width_bits, 32u);
     EXPECT_TRUE(pma("mlx5_2", "symbol_error")->saturated);
     EXPECT_FALSE(pma("mlx5_2", "link_downed")->saturated);
     EXPECT_FALSE(pma("mlx5_2", "port_xmit_data")->saturated);
@@ -500,7 +500,7 @@ TEST(RdmaHostileTest, OldKernelNoPmaDeviceIsNotAnError) {
   EXPECT_TRUE(st.ok) << st.last_error;
   EXPECT_EQ(st.errors, 0);
   for (const Sample& s : snap.samples) {
-    EXPECT_NE(s.subsystem, Subsystem::kRdmaPortCounters) << s.name;
+    EXPECT_NE(s.desc->subsystem, Subsystem::kRdmaPortCounters) << s.desc->name;
   }
   EXPECT_NE(Find(snap, Subsystem::kRdmaPortAttribute, "i40iw0", 1, "state_id"),
             nullptr);

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "tests/agent/sample_testing.h"
+
 namespace fabricdiag::agent {
 namespace {
 
@@ -15,14 +17,7 @@ using ::testing::IsEmpty;
 
 Sample MakeSample(const std::string& device, const std::string& name,
                   uint64_t raw) {
-  Sample s;
-  s.subsystem = Subsystem::kRdmaPortCounters;
-  s.device = device;
-  s.port = 1;
-  s.name = name;
-  s.raw = raw;
-  s.unit = "bytes";
-  return s;
+  return TestSample(Subsystem::kRdmaPortCounters, device, 1, name, raw);
 }
 
 Snapshot MakeSnapshot(std::vector<Sample> samples) {
@@ -166,9 +161,12 @@ TEST(ReportEncoderTest, ZeroToleranceDropsVanishedSeriesAtOnce) {
 TEST(ReportEncoderTest, MetadataChangeGetsNewSchema) {
   ReportEncoder encoder;
   Snapshot snap = MakeSnapshot({MakeSample("mlx5_0", "a", 1)});
-  snap.samples[0].width_bits = 32;
+  snap.samples[0] =
+      Edited(snap.samples[0], [](SeriesDesc& d) { d.width_bits = 32; });
   EncodeOk(encoder, snap, NoRates(snap));
-  snap.samples[0].width_bits = 64;  // e.g. firmware now has extended counters
+  // e.g. firmware now has extended counters
+  snap.samples[0] =
+      Edited(snap.samples[0], [](SeriesDesc& d) { d.width_bits = 64; });
   EncodedReport r = EncodeOk(encoder, snap, NoRates(snap));
   ASSERT_TRUE(r.new_schema.has_value());
   EXPECT_EQ(r.new_schema->series(0).width_bits(), 64u);
@@ -176,18 +174,21 @@ TEST(ReportEncoderTest, MetadataChangeGetsNewSchema) {
 
 TEST(ReportEncoderTest, SeriesCarryTheirMetadata) {
   ReportEncoder encoder;
-  Sample s = MakeSample("eth0", "rx_prio3_pause_duration", 5);
-  s.subsystem = Subsystem::kEthtool;
-  s.port = 0;
-  s.unit = "seconds";
-  s.scale = 1e-6;
-  s.width_bits = 64;
-  s.meaning = Meaning::kPfcPauseDuration;
-  s.direction = Direction::kRx;
-  s.priority = 3;
-  Sample g = MakeSample("mlx5_0", "rate", 400);
-  g.subsystem = Subsystem::kRdmaPortAttribute;
-  g.kind = Kind::kGauge;
+  Sample s = Edited(MakeSample("eth0", "rx_prio3_pause_duration", 5),
+                    [](SeriesDesc& d) {
+                      d.subsystem = Subsystem::kEthtool;
+                      d.port = 0;
+                      d.unit = "seconds";
+                      d.scale = 1e-6;
+                      d.width_bits = 64;
+                      d.meaning = Meaning::kPfcPauseDuration;
+                      d.direction = Direction::kRx;
+                      d.priority = 3;
+                    });
+  Sample g = Edited(MakeSample("mlx5_0", "rate", 400), [](SeriesDesc& d) {
+    d.subsystem = Subsystem::kRdmaPortAttribute;
+    d.kind = Kind::kGauge;
+  });
   Snapshot snap = MakeSnapshot({s, g});
   EncodedReport r = EncodeOk(encoder, snap, NoRates(snap));
   ASSERT_TRUE(r.new_schema.has_value());
@@ -257,14 +258,14 @@ TEST(ReportEncoderTest, InvalidAndDuplicateSamplesAreSkippedAndCounted) {
   Sample no_name = MakeSample("d", "", 1);
   Sample no_device = MakeSample("", "x", 1);
   Sample long_name = MakeSample("d", std::string(1000, 'n'), 1);
-  Sample zero_width = MakeSample("d", "w0", 1);
-  zero_width.width_bits = 0;
-  Sample wide = MakeSample("d", "w65", 1);
-  wide.width_bits = 65;
-  Sample nan_scale = MakeSample("d", "nan", 1);
-  nan_scale.scale = std::nan("");
-  Sample bad_priority = MakeSample("d", "prio", 1);
-  bad_priority.priority = 1000;
+  Sample zero_width =
+      Edited(MakeSample("d", "w0", 1), [](SeriesDesc& d) { d.width_bits = 0; });
+  Sample wide = Edited(MakeSample("d", "w65", 1),
+                       [](SeriesDesc& d) { d.width_bits = 65; });
+  Sample nan_scale = Edited(MakeSample("d", "nan", 1),
+                            [](SeriesDesc& d) { d.scale = std::nan(""); });
+  Sample bad_priority = Edited(MakeSample("d", "prio", 1),
+                               [](SeriesDesc& d) { d.priority = 1000; });
   Snapshot snap = MakeSnapshot({MakeSample("d", "ok", 7), no_name, no_device,
                                 long_name, zero_width, wide, nan_scale,
                                 bad_priority, MakeSample("d", "ok", 8)});

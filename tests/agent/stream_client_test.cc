@@ -65,12 +65,12 @@ class ReportMaker {
     snap.wall_time = absl::FromUnixSeconds(1795000000 + round_);
     snap.monotonic_nanos = round_ * 1'000'000'000;
     for (size_t i = 0; i < series_; ++i) {
-      Sample s;
-      s.device = absl::StrCat("mlx5_", i % 8);
-      s.port = 1;
-      s.name = absl::StrCat("counter_", i);
-      s.raw = static_cast<uint64_t>(round_) * 1000 + i;
-      snap.samples.push_back(s);
+      SeriesDesc d;
+      d.device = absl::StrCat("mlx5_", i % 8);
+      d.port = 1;
+      d.name = absl::StrCat("counter_", i);
+      snap.samples.push_back(
+          Sample::Of(std::move(d), static_cast<uint64_t>(round_) * 1000 + i));
     }
     ++round_;
     absl::StatusOr<EncodedReport> r =

@@ -25,6 +25,7 @@ using ::testing::Field;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Optional;
+using ::testing::Pointee;
 using ::testing::Return;
 using ::testing::StrictMock;
 using ::testing::UnorderedElementsAre;
@@ -195,7 +196,9 @@ std::vector<std::string> Devices(int n) {
 const Sample* FindSample(const Snapshot& snapshot, absl::string_view device,
                          uint32_t port, absl::string_view name) {
   for (const Sample& s : snapshot.samples) {
-    if (s.device == device && s.port == port && s.name == name) return &s;
+    if (s.desc->device == device && s.desc->port == port &&
+        s.desc->name == name)
+      return &s;
   }
   return nullptr;
 }
@@ -249,9 +252,9 @@ TEST(VerbsPortSourceTest, EightNicNdrNodeReportsEveryPort) {
     ASSERT_NE(rate, nullptr) << device;
     EXPECT_EQ(rate->raw, 50000000000u);
     EXPECT_EQ(rate->BaseValue(), 5e10);
-    EXPECT_EQ(rate->unit, "bytes_per_second");
-    EXPECT_EQ(rate->kind, Kind::kGauge);
-    EXPECT_EQ(rate->subsystem, Subsystem::kVerbs);
+    EXPECT_EQ(rate->desc->unit, "bytes_per_second");
+    EXPECT_EQ(rate->desc->kind, Kind::kGauge);
+    EXPECT_EQ(rate->desc->subsystem, Subsystem::kVerbs);
   }
   // Five gauges per port, nothing else.
   EXPECT_EQ(snapshot.samples.size(), 8u * 5u);
@@ -269,10 +272,15 @@ TEST(VerbsPortSourceTest, EmitsEachGaugeWithItsUnit) {
   f.source->Collect(&snapshot);
 
   auto gauge = [](const char* name, uint64_t raw, const char* unit) {
-    return AllOf(Field(&Sample::name, name), Field(&Sample::raw, raw),
-                 Field(&Sample::unit, unit), Field(&Sample::kind, Kind::kGauge),
-                 Field(&Sample::subsystem, Subsystem::kVerbs),
-                 Field(&Sample::device, "mlx5_3"), Field(&Sample::port, 1u));
+    return AllOf(
+        Field(&Sample::raw, raw),
+        Field(&Sample::desc,
+              Pointee(AllOf(Field(&SeriesDesc::name, name),
+                            Field(&SeriesDesc::unit, unit),
+                            Field(&SeriesDesc::kind, Kind::kGauge),
+                            Field(&SeriesDesc::subsystem, Subsystem::kVerbs),
+                            Field(&SeriesDesc::device, "mlx5_3"),
+                            Field(&SeriesDesc::port, 1u)))));
   };
   EXPECT_THAT(
       snapshot.samples,
@@ -439,13 +447,13 @@ TEST(VerbsPortSourceTest, AppendsToAnExistingSnapshot) {
   EXPECT_CALL(*f.api, QueryPort(_, 1)).WillOnce(Return(NdrPort()));
 
   Snapshot snapshot;
-  Sample earlier;
+  SeriesDesc earlier;
   earlier.name = "port_xmit_data";
-  snapshot.samples.push_back(earlier);
+  snapshot.samples.push_back(Sample::Of(std::move(earlier), 1));
   f.source->Collect(&snapshot);
 
   ASSERT_EQ(snapshot.samples.size(), 6u);
-  EXPECT_EQ(snapshot.samples[0].name, "port_xmit_data");
+  EXPECT_EQ(snapshot.samples[0].desc->name, "port_xmit_data");
 }
 
 }  // namespace

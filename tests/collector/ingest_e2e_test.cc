@@ -59,14 +59,14 @@ class Agent {
     snap.wall_time = absl::FromUnixSeconds(1795000000 + round_);
     snap.monotonic_nanos = round_ * 1'000'000'000;
     for (int i = 0; i < kSeries; ++i) {
-      agent::Sample s;
-      s.device = absl::StrCat("mlx5_", i % 2);
-      s.port = 1;
-      s.name = absl::StrCat("counter_", i);
-      s.raw =
-          static_cast<uint64_t>(round_) * 1000 * static_cast<uint64_t>(i + 1);
-      s.unit = "bytes";
-      snap.samples.push_back(s);
+      agent::SeriesDesc d;
+      d.device = absl::StrCat("mlx5_", i % 2);
+      d.port = 1;
+      d.name = absl::StrCat("counter_", i);
+      d.unit = "bytes";
+      snap.samples.push_back(agent::Sample::Of(
+          std::move(d),
+          static_cast<uint64_t>(round_) * 1000 * static_cast<uint64_t>(i + 1)));
     }
     snap.rdma_devices.push_back({"mlx5_0", "", "", "", "", {}});
     ++round_;

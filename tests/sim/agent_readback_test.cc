@@ -65,7 +65,8 @@ class AgentOnNode {
 const Sample* Find(const Snapshot& snap, Subsystem subsystem,
                    const std::string& device, const std::string& name) {
   for (const Sample& s : snap.samples) {
-    if (s.subsystem == subsystem && s.device == device && s.name == name) {
+    if (s.desc->subsystem == subsystem && s.desc->device == device &&
+        s.desc->name == name) {
       return &s;
     }
   }
@@ -143,7 +144,7 @@ TEST_F(AgentReadbackTest, AgentSeesDevicesCountersAndPfc) {
       Find(snap, Subsystem::kRdmaPortCounters, "mlx5_3", "port_rcv_data");
   ASSERT_NE(rcv, nullptr);
   EXPECT_EQ(rcv->raw, c.value[kRxBytes] / 4);
-  EXPECT_EQ(rcv->scale, 4.0);
+  EXPECT_EQ(rcv->desc->scale, 4.0);
   EXPECT_DOUBLE_EQ(rcv->BaseValue(),
                    static_cast<double>(c.value[kRxBytes] / 4 * 4));
   EXPECT_GT(rcv->BaseValue(), 3 * 1e9);  // 3 s at ~10 GB/s
@@ -154,7 +155,7 @@ TEST_F(AgentReadbackTest, AgentSeesDevicesCountersAndPfc) {
   const Sample* oos =
       Find(snap, Subsystem::kRdmaPortHwCounters, "mlx5_3", "out_of_sequence");
   ASSERT_NE(oos, nullptr);
-  EXPECT_EQ(oos->width_bits, 32u);
+  EXPECT_EQ(oos->desc->width_bits, 32u);
   EXPECT_EQ(Find(snap, Subsystem::kRdmaPortHwCounters, "mlx5_3", "lifespan"),
             nullptr);
   const Sample* speed =
@@ -166,25 +167,25 @@ TEST_F(AgentReadbackTest, AgentSeesDevicesCountersAndPfc) {
   const Sample* pause =
       Find(snap, Subsystem::kEthtool, "eth2", "tx_prio3_pause_duration");
   ASSERT_NE(pause, nullptr);
-  EXPECT_EQ(pause->meaning, Meaning::kPfcPauseDuration);
-  EXPECT_EQ(pause->direction, Direction::kTx);
-  EXPECT_EQ(pause->priority, 3);
+  EXPECT_EQ(pause->desc->meaning, Meaning::kPfcPauseDuration);
+  EXPECT_EQ(pause->desc->direction, Direction::kTx);
+  EXPECT_EQ(pause->desc->priority, 3);
   EXPECT_GE(pause->BaseValue(), 0.9 * 3);  // seconds paused of 3
   EXPECT_LE(pause->BaseValue(), 3.0);
   const Sample* frames =
       Find(snap, Subsystem::kEthtool, "eth2", "rx_prio5_pause");
   ASSERT_NE(frames, nullptr);
-  EXPECT_EQ(frames->meaning, Meaning::kPfcPauseFrames);
-  EXPECT_EQ(frames->direction, Direction::kRx);
-  EXPECT_EQ(frames->priority, 5);
+  EXPECT_EQ(frames->desc->meaning, Meaning::kPfcPauseFrames);
+  EXPECT_EQ(frames->desc->direction, Direction::kRx);
+  EXPECT_EQ(frames->desc->priority, 5);
   const Sample* phy = Find(snap, Subsystem::kEthtool, "eth3", "rx_bytes_phy");
   ASSERT_NE(phy, nullptr);
-  EXPECT_EQ(phy->meaning, Meaning::kPhyBytes);
+  EXPECT_EQ(phy->desc->meaning, Meaning::kPhyBytes);
   EXPECT_EQ(phy->raw, c.value[kRxBytes]);
   const Sample* storm =
       Find(snap, Subsystem::kEthtool, "eth2", "tx_pause_storm_warning_events");
   ASSERT_NE(storm, nullptr);
-  EXPECT_EQ(storm->meaning, Meaning::kPauseStormWarning);
+  EXPECT_EQ(storm->desc->meaning, Meaning::kPauseStormWarning);
   EXPECT_GE(storm->raw, 1u);
 
   // The switch: its port facing the stuck NIC receives that pause.
@@ -197,7 +198,7 @@ TEST_F(AgentReadbackTest, AgentSeesDevicesCountersAndPfc) {
   const Sample* rx_pause =
       Find(sw, Subsystem::kEthtool, "swp2", "rx_prio3_pause_duration");
   ASSERT_NE(rx_pause, nullptr);
-  EXPECT_EQ(rx_pause->direction, Direction::kRx);
+  EXPECT_EQ(rx_pause->desc->direction, Direction::kRx);
   EXPECT_GE(rx_pause->BaseValue(), 0.9 * 3);
   const Sample* rx_bytes =
       Find(sw, Subsystem::kNetdevStatistics, "swp1", "rx_bytes");
@@ -252,7 +253,7 @@ TEST_F(AgentReadbackTest, FlapAndVanishedNicAsTheAgentSeesThem) {
   const Sample* events =
       Find(back, Subsystem::kEthtool, "eth2", "link_down_events_phy");
   ASSERT_NE(events, nullptr);
-  EXPECT_EQ(events->meaning, Meaning::kLinkDownEvents);
+  EXPECT_EQ(events->desc->meaning, Meaning::kLinkDownEvents);
   EXPECT_EQ(events->raw, 1u);
   changes = Find(back, Subsystem::kNetdevAttribute, "eth2", "carrier_changes");
   ASSERT_NE(changes, nullptr);

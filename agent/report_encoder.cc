@@ -202,43 +202,64 @@ absl::StatusOr<EncodedReport> ReportEncoder::Encode(
                      snapshot.samples.size(), " samples"));
   }
 
-  // Valid samples, first occurrence of each key only.
-  std::vector<size_t> kept;
-  kept.reserve(snapshot.samples.size());
-  {
-    absl::flat_hash_map<Key, bool> seen;
-    seen.reserve(snapshot.samples.size());
-    for (size_t i = 0; i < snapshot.samples.size(); ++i) {
-      const Sample& s = snapshot.samples[i];
-      const SeriesDesc& d = *s.desc;
-      if (!ValidSeries(d) || !seen.emplace(Key(static_cast<int>(d.subsystem),
-                                               d.device, d.port, d.name),
-                                           true)
-                                  .second) {
-        ++skipped_samples_;
-        continue;
-      }
-      kept.push_back(i);
-    }
-  }
-  if (kept.size() > kMaxSeries) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("ReportEncoder: snapshot has ", kept.size(),
-                     " series; at most ", kMaxSeries, " are supported"));
-  }
-
   EncodedReport out;
+  std::vector<size_t> kept;
   std::vector<uint32_t> positions;
   std::vector<bool> present;
-  if (!MapToSchema(snapshot, kept, &positions, &present)) {
-    NewSchema(snapshot, kept);
-    out.new_schema = schema_;
-    positions.resize(kept.size());
-    for (size_t i = 0; i < kept.size(); ++i) {
-      positions[i] = static_cast<uint32_t>(i);
+  if (SameDescriptionsAsLastReport(snapshot)) {
+    // Steady state: the sources described the same series with the same
+    // (immutable) description objects in the same order, so validity,
+    // duplicates and schema positions are what they were.
+    kept = last_kept_;
+    positions = last_positions_;
+    skipped_samples_ += last_skipped_;
+    present.assign(static_cast<size_t>(schema_.series_size()), false);
+    for (uint32_t p : positions) present[p] = true;
+    if (!CommitAbsences(present)) {
+      NewSchema(snapshot, kept);
+      out.new_schema = schema_;
+      positions.resize(kept.size());
+      for (size_t i = 0; i < kept.size(); ++i) {
+        positions[i] = static_cast<uint32_t>(i);
+      }
+      present.assign(kept.size(), true);
     }
-    present.assign(kept.size(), true);
+  } else {
+    // Valid samples, first occurrence of each key only.
+    kept.reserve(snapshot.samples.size());
+    uint64_t skipped = 0;
+    {
+      absl::flat_hash_set<KeyView> seen;
+      seen.reserve(snapshot.samples.size());
+      for (size_t i = 0; i < snapshot.samples.size(); ++i) {
+        const SeriesDesc& d = *snapshot.samples[i].desc;
+        if (!ValidSeries(d) || !seen.emplace(static_cast<int>(d.subsystem),
+                                             d.device, d.port, d.name)
+                                    .second) {
+          ++skipped;
+          continue;
+        }
+        kept.push_back(i);
+      }
+    }
+    if (kept.size() > kMaxSeries) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("ReportEncoder: snapshot has ", kept.size(),
+                       " series; at most ", kMaxSeries, " are supported"));
+    }
+    skipped_samples_ += skipped;
+    if (!MapToSchema(snapshot, kept, &positions, &present)) {
+      NewSchema(snapshot, kept);
+      out.new_schema = schema_;
+      positions.resize(kept.size());
+      for (size_t i = 0; i < kept.size(); ++i) {
+        positions[i] = static_cast<uint32_t>(i);
+      }
+      present.assign(kept.size(), true);
+    }
+    last_skipped_ = skipped;
   }
+  RememberDescriptions(snapshot, kept, positions);
 
   // Gather per schema index, then emit the parallel arrays in index order.
   const size_t n = static_cast<size_t>(schema_.series_size());
@@ -336,15 +357,49 @@ bool ReportEncoder::MapToSchema(const Snapshot& snapshot,
     (*positions)[k] = it->second;
     (*present)[it->second] = true;
   }
+  return CommitAbsences(*present);
+}
+
+bool ReportEncoder::CommitAbsences(const std::vector<bool>& present) {
+  const size_t n = present.size();
   for (size_t i = 0; i < n; ++i) {
-    if ((*present)[i]) continue;
+    if (present[i]) continue;
     if (absent_streak_[i] >= options_.max_absent_reports) return false;
   }
   // Commit the streaks only once the schema is known to be kept.
   for (size_t i = 0; i < n; ++i) {
-    absent_streak_[i] = (*present)[i] ? 0 : absent_streak_[i] + 1;
+    absent_streak_[i] = present[i] ? 0 : absent_streak_[i] + 1;
   }
   return true;
+}
+
+bool ReportEncoder::SameDescriptionsAsLastReport(
+    const Snapshot& snapshot) const {
+  if (!has_schema_ || last_schema_mapped_ != schema_.schema_id() ||
+      snapshot.samples.size() != last_descs_.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < last_descs_.size(); ++i) {
+    if (snapshot.samples[i].desc != last_descs_[i]) return false;
+  }
+  return true;
+}
+
+void ReportEncoder::RememberDescriptions(
+    const Snapshot& snapshot, const std::vector<size_t>& kept,
+    const std::vector<uint32_t>& positions) {
+  // The owners keep the remembered descriptions alive, so that an equal
+  // address next time is the same object, never a recycled one.
+  last_owners_ = snapshot.series_owners;
+  last_descs_.resize(snapshot.samples.size());
+  for (size_t i = 0; i < snapshot.samples.size(); ++i) {
+    const Sample& s = snapshot.samples[i];
+    last_descs_[i] = s.desc;
+    if (s.owned != nullptr) last_owners_.push_back(s.owned);
+  }
+  if (&kept != &last_kept_) last_kept_ = kept;
+  if (&positions != &last_positions_) last_positions_ = positions;
+  last_schema_mapped_ = schema_.schema_id();
 }
 
 void ReportEncoder::NewSchema(const Snapshot& snapshot,

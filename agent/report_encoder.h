@@ -26,13 +26,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "agent/rate.h"
 #include "agent/sample.h"
 #include "proto/ingest.pb.h"
@@ -93,6 +96,8 @@ class ReportEncoder {
 
  private:
   using Key = std::tuple<int, std::string, uint32_t, std::string>;
+  using KeyView =
+      std::tuple<int, absl::string_view, uint32_t, absl::string_view>;
 
   // Fills `positions[i]` with the schema index of `kept[i]`; returns false
   // when the current schema cannot carry this snapshot.
@@ -100,6 +105,15 @@ class ReportEncoder {
                    std::vector<uint32_t>* positions,
                    std::vector<bool>* present);
   void NewSchema(const Snapshot& snapshot, const std::vector<size_t>& kept);
+  // Advances the absence streaks of the schema's series not `present`;
+  // false (streaks untouched) when one has been missing too long.
+  bool CommitAbsences(const std::vector<bool>& present);
+  // True when `snapshot` points at exactly the descriptions, in the same
+  // order, that the last report was mapped from.
+  bool SameDescriptionsAsLastReport(const Snapshot& snapshot) const;
+  void RememberDescriptions(const Snapshot& snapshot,
+                            const std::vector<size_t>& kept,
+                            const std::vector<uint32_t>& positions);
 
   Options options_;
   bool has_schema_ = false;
@@ -109,6 +123,15 @@ class ReportEncoder {
   uint64_t last_schema_id_ = 0;
   std::string last_inventory_;  // serialized, to detect changes
   bool has_inventory_ = false;
+  // The last report's samples: their descriptions (kept alive by
+  // last_owners_, so that an equal pointer is the same object), which of
+  // them were kept, and their schema positions.
+  std::vector<const SeriesDesc*> last_descs_;
+  std::vector<std::shared_ptr<const void>> last_owners_;
+  std::vector<size_t> last_kept_;
+  std::vector<uint32_t> last_positions_;
+  uint64_t last_schema_mapped_ = 0;  // schema_id of last_positions_
+  uint64_t last_skipped_ = 0;        // samples skipped in that snapshot
   uint64_t schemas_emitted_ = 0;
   uint64_t skipped_samples_ = 0;
   uint64_t invalid_rates_ = 0;

@@ -89,20 +89,22 @@ const char* DirectionName(Direction d);  // "", "rx", "tx"
 // until the next scan, so every snapshot of a series points at the same
 // immutable object and a sampling round copies no names.
 struct SeriesDesc {
+  // The numbers first: every pass over a snapshot reads them, the strings
+  // only rarely, so they share one cache line.
   Subsystem subsystem = Subsystem::kRdmaPortCounters;
-  std::string device;  // RDMA device ("mlx5_0") or netdev ("eth0", "swp1")
-  uint32_t port = 0;   // RDMA port number; 0 for device-level and netdevs
-  std::string name;    // exactly as the kernel spells it ("port_xmit_data")
+  uint32_t port = 0;  // RDMA port number; 0 for device-level and netdevs
   // Bits the kernel keeps for this counter: 64, 32 (mlx5 Q-counters, IB PMA
   // without extended width), 16/8/4 (IB error counters). A decrease below
   // 2^width is a wrap; all-ones in a PMA counter means saturated.
   uint32_t width_bits = 64;
-  double scale = 1.0;  // base-unit value = raw * scale
-  std::string unit;    // base unit after scaling: "bytes", "packets", ...
   Kind kind = Kind::kCounter;
   Meaning meaning = Meaning::kNone;
   Direction direction = Direction::kNone;
-  int priority = -1;  // 0..7 for per-priority counters, else -1
+  int priority = -1;   // 0..7 for per-priority counters, else -1
+  double scale = 1.0;  // base-unit value = raw * scale
+  std::string device;  // RDMA device ("mlx5_0") or netdev ("eth0", "swp1")
+  std::string name;    // exactly as the kernel spells it ("port_xmit_data")
+  std::string unit;    // base unit after scaling: "bytes", "packets", ...
 
   // `raw` in base units.
   double BaseValue(uint64_t raw) const {

@@ -17,17 +17,31 @@ namespace {
 // 255; the clamp keeps a bogus count from looping for hours.
 constexpr uint32_t kMaxPorts = 255;
 
-void AddGauge(absl::string_view device, uint32_t port, absl::string_view name,
-              uint64_t value, absl::string_view unit, Snapshot* snapshot) {
-  // A handful of gauges per port: each sample owns its description.
-  SeriesDesc desc;
-  desc.subsystem = Subsystem::kVerbs;
-  desc.device = std::string(device);
-  desc.port = port;
-  desc.name = std::string(name);
-  desc.unit = std::string(unit);
-  desc.kind = Kind::kGauge;
-  snapshot->samples.push_back(Sample::Of(std::move(desc), value));
+// The gauges of a port, in this order in its table.
+enum Gauge { kState, kPhysState, kMtu, kLanes, kRate, kGauges };
+
+std::shared_ptr<const std::vector<SeriesDesc>> PortTable(
+    absl::string_view device, uint32_t port) {
+  static constexpr struct {
+    const char* name;
+    const char* unit;
+  } kGaugeNames[kGauges] = {
+      {"state", ""},
+      {"phys_state", ""},
+      {"active_mtu_bytes", "bytes"},
+      {"active_width_lanes", "lanes"},
+      {"expected_rate_bytes_per_second", "bytes_per_second"}};
+  auto table = std::make_shared<std::vector<SeriesDesc>>(kGauges);
+  for (int g = 0; g < kGauges; ++g) {
+    SeriesDesc& d = (*table)[static_cast<size_t>(g)];
+    d.subsystem = Subsystem::kVerbs;
+    d.device = std::string(device);
+    d.port = port;
+    d.name = kGaugeNames[g].name;
+    d.unit = kGaugeNames[g].unit;
+    d.kind = Kind::kGauge;
+  }
+  return table;
 }
 
 void RecordError(const absl::Status& error, SourceStatus* status) {
@@ -49,6 +63,19 @@ VerbsPortSource::VerbsPortSource(std::unique_ptr<VerbsApi> verbs)
 
 void AppendVerbsPort(absl::string_view device, uint32_t port,
                      const VerbsPortAttr& attr, Snapshot* snapshot) {
+  AppendVerbsPort(PortTable(device, port), attr, snapshot);
+}
+
+void AppendVerbsPort(
+    const std::shared_ptr<const std::vector<SeriesDesc>>& table,
+    const VerbsPortAttr& attr, Snapshot* snapshot) {
+  const std::vector<SeriesDesc>& gauges = *table;
+  const std::string& device = gauges[kState].device;
+  const uint32_t port = gauges[kState].port;
+  snapshot->series_owners.push_back(table);
+  auto add = [&](Gauge g, uint64_t value) {
+    snapshot->samples.emplace_back(&gauges[g], value);
+  };
   const std::optional<int> mtu = IbMtuToBytes(attr.active_mtu);
   const std::optional<int> lanes = IbWidthToLanes(attr.active_width);
   const std::optional<double> lane_gbps = IbSpeedToLaneGbps(attr.active_speed);
@@ -68,27 +95,14 @@ void AppendVerbsPort(absl::string_view device, uint32_t port,
   info.link_layer = IbLinkLayerName(attr.link_layer);
   snapshot->verbs_ports.push_back(std::move(info));
 
-  if (attr.state >= 0) {
-    AddGauge(device, port, "state", static_cast<uint64_t>(attr.state), "",
-             snapshot);
-  }
+  if (attr.state >= 0) add(kState, static_cast<uint64_t>(attr.state));
   if (attr.phys_state >= 0) {
-    AddGauge(device, port, "phys_state", static_cast<uint64_t>(attr.phys_state),
-             "", snapshot);
+    add(kPhysState, static_cast<uint64_t>(attr.phys_state));
   }
-  if (mtu.has_value()) {
-    AddGauge(device, port, "active_mtu_bytes", static_cast<uint64_t>(*mtu),
-             "bytes", snapshot);
-  }
-  if (lanes.has_value()) {
-    AddGauge(device, port, "active_width_lanes", static_cast<uint64_t>(*lanes),
-             "lanes", snapshot);
-  }
-  if (rate.has_value()) {
-    // Exact: every table rate is a whole number of bytes/s (verbs.cc).
-    AddGauge(device, port, "expected_rate_bytes_per_second",
-             static_cast<uint64_t>(*rate), "bytes_per_second", snapshot);
-  }
+  if (mtu.has_value()) add(kMtu, static_cast<uint64_t>(*mtu));
+  if (lanes.has_value()) add(kLanes, static_cast<uint64_t>(*lanes));
+  // Exact: every table rate is a whole number of bytes/s (verbs.cc).
+  if (rate.has_value()) add(kRate, static_cast<uint64_t>(*rate));
 }
 
 SourceStatus VerbsPortSource::Collect(Snapshot* snapshot) {
@@ -99,6 +113,9 @@ SourceStatus VerbsPortSource::Collect(Snapshot* snapshot) {
     RecordError(devices.status(), &status);
     return status;
   }
+  // The gauge descriptions of every port, kept while the port is seen so
+  // that every snapshot points at the same ones.
+  PortTables seen;
   for (const std::string& device : *devices) {
     absl::StatusOr<VerbsDeviceAttr> device_attr = verbs_->QueryDevice(device);
     if (!device_attr.ok()) {
@@ -112,9 +129,14 @@ SourceStatus VerbsPortSource::Collect(Snapshot* snapshot) {
         RecordError(port_attr.status(), &status);
         continue;
       }
-      AppendVerbsPort(device, port, *port_attr, snapshot);
+      auto key = std::make_pair(device, port);
+      auto it = tables_.find(key);
+      auto table = it != tables_.end() ? it->second : PortTable(device, port);
+      AppendVerbsPort(table, *port_attr, snapshot);
+      seen.emplace(std::move(key), std::move(table));
     }
   }
+  tables_ = std::move(seen);
   return status;
 }
 

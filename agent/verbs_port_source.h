@@ -20,7 +20,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "agent/sample.h"
@@ -39,12 +43,20 @@ class VerbsPortSource final : public Source {
   SourceStatus Collect(Snapshot* snapshot) override;
 
  private:
+  using PortTables = std::map<std::pair<std::string, uint32_t>,
+                              std::shared_ptr<const std::vector<SeriesDesc>>>;
   std::unique_ptr<VerbsApi> verbs_;
+  PortTables tables_;  // the gauges of the ports seen last time
 };
 
 // Decodes one port's raw attributes into the snapshot: a VerbsPortInfo and
 // the gauges listed above. Pure; exposed for tests and replay tools.
 void AppendVerbsPort(absl::string_view device, uint32_t port,
                      const VerbsPortAttr& attr, Snapshot* snapshot);
+// The same with the port's gauge descriptions given (VerbsPortSource keeps
+// them between snapshots); the snapshot keeps `table` alive.
+void AppendVerbsPort(
+    const std::shared_ptr<const std::vector<SeriesDesc>>& table,
+    const VerbsPortAttr& attr, Snapshot* snapshot);
 
 }  // namespace fabricdiag::agent

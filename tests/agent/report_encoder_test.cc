@@ -274,6 +274,37 @@ TEST(ReportEncoderTest, InvalidAndDuplicateSamplesAreSkippedAndCounted) {
   EXPECT_THAT(Names(*r.new_schema), ElementsAre("d/ok"));
   EXPECT_THAT(Raw(r.report), ElementsAre(7));  // first of a duplicate wins
   EXPECT_EQ(encoder.skipped_samples(), 8u);
+  // The same snapshot again (the same descriptions: the steady-state fast
+  // path) skips and counts them the same way.
+  snap.samples[0].raw = 9;
+  EncodedReport again = EncodeOk(encoder, snap, NoRates(snap));
+  EXPECT_FALSE(again.new_schema.has_value());
+  EXPECT_THAT(Raw(again.report), ElementsAre(9));
+  EXPECT_EQ(encoder.skipped_samples(), 16u);
+}
+
+// Sources rebuild their descriptions on rescans: new objects describing
+// the same series keep the schema; a changed description (a width that
+// differs) gets a new one even in the same order.
+TEST(ReportEncoderTest, RebuiltDescriptionsKeepTheSchemaChangedOnesDoNot) {
+  ReportEncoder encoder;
+  Snapshot first = MakeSnapshot(
+      {MakeSample("mlx5_0", "a", 1), MakeSample("mlx5_0", "b", 2)});
+  EncodeOk(encoder, first, NoRates(first));
+  Snapshot rebuilt = MakeSnapshot(
+      {MakeSample("mlx5_0", "a", 3), MakeSample("mlx5_0", "b", 4)});
+  EncodedReport same = EncodeOk(encoder, rebuilt, NoRates(rebuilt));
+  EXPECT_FALSE(same.new_schema.has_value());
+  EXPECT_THAT(Raw(same.report), ElementsAre(3, 4));
+  EncodeOk(encoder, rebuilt, NoRates(rebuilt));  // fast path
+  Snapshot narrower =
+      MakeSnapshot({MakeSample("mlx5_0", "a", 5),
+                    Edited(MakeSample("mlx5_0", "b", 6),
+                           [](SeriesDesc& d) { d.width_bits = 32; })});
+  EncodedReport changed = EncodeOk(encoder, narrower, NoRates(narrower));
+  ASSERT_TRUE(changed.new_schema.has_value());
+  EXPECT_EQ(changed.new_schema->series(1).width_bits(), 32u);
+  EXPECT_EQ(encoder.schemas_emitted(), 2u);
 }
 
 TEST(ReportEncoderTest, AbsurdlyManySeriesAreRefused) {

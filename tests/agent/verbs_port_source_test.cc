@@ -218,6 +218,41 @@ TEST(VerbsPortSourceTest, IsNamedVerbs) {
   EXPECT_EQ(f.source->name(), "verbs");
 }
 
+// Every snapshot of a port points at the same gauge descriptions (so the
+// rate calculator and the stream encoder take their fast paths); a port
+// that went away and came back gets fresh ones.
+TEST(VerbsPortSourceTest, PortsKeepTheirDescriptionsBetweenSnapshots) {
+  Fixture f;
+  EXPECT_CALL(*f.api, ListDevices())
+      .WillOnce(Return(Devices(1)))
+      .WillOnce(Return(Devices(1)))
+      .WillOnce(Return(std::vector<std::string>{}))
+      .WillOnce(Return(Devices(1)));
+  EXPECT_CALL(*f.api, QueryDevice(_))
+      .Times(3)
+      .WillRepeatedly(Return(OnePortDevice()));
+  EXPECT_CALL(*f.api, QueryPort(_, 1))
+      .Times(3)
+      .WillRepeatedly(Return(NdrPort()));
+  Snapshot first, second, none, back;
+  f.source->Collect(&first);
+  f.source->Collect(&second);
+  const Sample* a = FindSample(first, "mlx5_0", 1, "state");
+  const Sample* b = FindSample(second, "mlx5_0", 1, "state");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(a->desc, b->desc);
+  f.source->Collect(&none);
+  EXPECT_TRUE(none.samples.empty());
+  f.source->Collect(&back);
+  const Sample* c = FindSample(back, "mlx5_0", 1, "state");
+  ASSERT_NE(c, nullptr);
+  EXPECT_NE(c->desc, b->desc);
+  // The earlier snapshots still describe their samples.
+  EXPECT_EQ(b->desc->name, "state");
+  EXPECT_EQ(b->desc->device, "mlx5_0");
+}
+
 TEST(VerbsPortSourceTest, EightNicNdrNodeReportsEveryPort) {
   Fixture f;
   EXPECT_CALL(*f.api, ListDevices()).WillOnce(Return(Devices(8)));

@@ -33,6 +33,7 @@ void FabricViewBuilder::Refresh(const NodeSeries& node,
   const v1::Inventory inv = node.inventory();
   cache->ports.clear();
   cache->targets.clear();
+  cache->slots.clear();
 
   // Ports: RDMA ports first, then netdevs without an RDMA device.
   absl::flat_hash_map<std::string, uint32_t> by_name;  // device or netdev
@@ -86,6 +87,7 @@ void FabricViewBuilder::Refresh(const NodeSeries& node,
     auto it = by_name.find(name);
     if (it == by_name.end()) continue;  // no inventory for it yet
     cache->targets.push_back({slot, it->second, ref});
+    cache->slots.push_back(slot);
   }
 }
 
@@ -121,10 +123,11 @@ analysis::FabricView FabricViewBuilder::Build(const v1::Topology* topology,
     }
     const size_t samples = static_cast<size_t>(std::max(
         1.0, std::round(window_seconds / absl::ToDoubleSeconds(interval))));
-    node->RecentMeans(samples, &means_);
+    node->RecentMeans(samples, cache.slots, &means_);
     acc.assign(cache.ports.size(), PortAccumulator());
-    for (const SlotTarget& t : cache.targets) {
-      if (t.slot < means_.size()) acc[t.port].Add(t.signal, means_[t.slot]);
+    for (size_t i = 0; i < cache.targets.size(); ++i) {
+      const SlotTarget& t = cache.targets[i];
+      acc[t.port].Add(t.signal, means_[i]);
     }
     const bool is_switch = switches.contains(info.node);
     for (size_t i = 0; i < cache.ports.size(); ++i) {

@@ -15,7 +15,8 @@
 //
 // Per node, the mapping from series slots to signals is cached and rebuilt
 // only when the node's schema or inventory changes (NodeSeries::version), so
-// a pass costs one RecentMeans() per node plus a loop over its slots.
+// a pass costs one RecentMeans() per node over the slots that feed a signal
+// (a few dozen per NIC of its ~150 counters).
 // Thread-compatible: one caller at a time (the analysis runner).
 #pragma once
 
@@ -62,6 +63,7 @@ class FabricViewBuilder {
     std::string boot_id;
     std::vector<PortInfo> ports;
     std::vector<SlotTarget> targets;
+    std::vector<uint32_t> slots;  // targets[i].slot, for RecentMeans
   };
 
   void Refresh(const NodeSeries& node, NodeCache* cache) const;

@@ -29,14 +29,17 @@ float ToStoredRate(double rate) {
 
 }  // namespace
 
-NodeSeries::NodeSeries(std::string name, size_t window_samples)
+NodeSeries::NodeSeries(std::string name, size_t window_samples,
+                       SeriesLayouts* layouts)
     : name_(std::move(name)),
-      closed_chunks_(
-          std::max<size_t>(1, (window_samples + SeriesRing::kChunkSamples - 1) /
-                                  SeriesRing::kChunkSamples)),
-      time_capacity_((closed_chunks_ + 1) * SeriesRing::kChunkSamples),
+      layouts_(layouts),
+      closed_chunks_(std::max<size_t>(
+          1, (window_samples + RateHistory::kFrameSamples - 1) /
+                 RateHistory::kFrameSamples)),
+      time_capacity_((closed_chunks_ + 1) * RateHistory::kFrameSamples),
       times_(time_capacity_, 0),
-      seqs_(time_capacity_, 0) {}
+      seqs_(time_capacity_, 0),
+      history_(closed_chunks_) {}
 
 uint64_t NodeSeries::BeginStream(absl::string_view boot_id,
                                  uint32_t interval_ms) {
@@ -54,47 +57,67 @@ uint64_t NodeSeries::BeginStream(absl::string_view boot_id,
 absl::StatusOr<std::vector<uint32_t>> NodeSeries::MapSchema(
     const v1::Schema& schema) {
   absl::MutexLock lock(&mu_);
-  ++version_;
-  const uint64_t pass = ++map_pass_;
-  std::vector<uint32_t> slots;
-  slots.reserve(static_cast<size_t>(schema.series_size()));
-  // Exact growth for a node's first schema (the common case): the rings are
-  // the bulk of a node's fixed cost.
-  rings_.reserve(rings_.size() + static_cast<size_t>(schema.series_size()));
-  for (const v1::Series& s : schema.series()) {
-    const KeyView view{s.subsystem(), s.device(), s.port(), s.name()};
-    uint32_t slot;
-    auto it = index_.find(view);
-    if (it == index_.end()) {
-      if (series_.size() >= kMaxSeriesPerNode) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "node ", name_, " would exceed ", kMaxSeriesPerNode, " series"));
-      }
-      slot = static_cast<uint32_t>(series_.size());
-      series_.emplace_back();
-      series_.back().meta.key = {s.subsystem(), s.device(), s.port(), s.name()};
-      rings_.emplace_back(closed_chunks_);
-      index_.emplace(View(series_.back().meta.key), slot);
-    } else {
-      slot = it->second;
+  const size_t n = static_cast<size_t>(schema.series_size());
+  std::vector<uint32_t> slots(n);
+  // The schema the node already has, in order: a reconnect, or the agent
+  // restarted unchanged. Nothing to build.
+  if (layout_ != nullptr && layout_->size() == n) {
+    bool same = true;
+    for (size_t i = 0; same && i < n; ++i) {
+      same = SameMeta(layout_->metas()[i], schema.series(static_cast<int>(i)));
     }
-    Series& series = series_[slot];
-    if (series.mapped_in == pass) {
+    if (same) {
+      for (size_t i = 0; i < n; ++i) slots[i] = static_cast<uint32_t>(i);
+      ++version_;
+      return slots;
+    }
+  }
+  // Otherwise the node's series grow by the new keys, and known keys take
+  // the schema's metadata; the result is interned like any layout.
+  std::vector<SeriesMeta> metas;
+  if (layout_ != nullptr) metas = layout_->metas();
+  std::vector<bool> mapped(metas.size(), false);
+  absl::flat_hash_map<SeriesLayout::KeyView, uint32_t> added;
+  bool changed = layout_ == nullptr;
+  for (size_t i = 0; i < n; ++i) {
+    const v1::Series& s = schema.series(static_cast<int>(i));
+    int64_t slot = layout_ == nullptr ? -1
+                                      : layout_->Find(s.subsystem(), s.device(),
+                                                      s.port(), s.name());
+    const bool duplicate =
+        slot >= 0
+            ? mapped[static_cast<size_t>(slot)]
+            : !added
+                   .emplace(SeriesLayout::KeyView(s.subsystem(), s.device(),
+                                                  s.port(), s.name()),
+                            static_cast<uint32_t>(metas.size()))
+                   .second;
+    if (duplicate) {
       return absl::InvalidArgumentError(
           absl::StrCat("schema ", schema.schema_id(), " lists series ",
                        s.device(), "/", s.port(), "/", s.name(), " twice"));
     }
-    series.mapped_in = pass;
-    SeriesMeta& m = series.meta;
-    if (m.unit != s.unit()) m.unit = s.unit();
-    m.kind = s.kind();
-    m.width_bits = s.width_bits();
-    m.scale = s.scale();
-    m.meaning = s.meaning();
-    m.direction = s.direction();
-    m.priority = s.priority();
-    slots.push_back(slot);
+    if (slot < 0) {
+      if (metas.size() >= kMaxSeriesPerNode) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "node ", name_, " would exceed ", kMaxSeriesPerNode, " series"));
+      }
+      slot = static_cast<int64_t>(metas.size());
+      metas.push_back(MetaOf(s));
+      mapped.push_back(true);
+      changed = true;
+    } else {
+      mapped[static_cast<size_t>(slot)] = true;
+      if (!SameMeta(metas[static_cast<size_t>(slot)], s)) {
+        metas[static_cast<size_t>(slot)] = MetaOf(s);
+        changed = true;
+      }
+    }
+    slots[i] = static_cast<uint32_t>(slot);
   }
+  if (changed) layout_ = layouts_->Intern(std::move(metas));
+  history_.Resize(layout_->size());
+  ++version_;
   return slots;
 }
 
@@ -129,13 +152,14 @@ NodeSeries::Outcome NodeSeries::Ingest(absl::string_view boot_id,
     }
   }
   const uint64_t k = next_k_++;
+  history_.Begin(k);
   times_[k % time_capacity_] = report.wall_time_unix_nanos;
   seqs_[k % time_capacity_] = report.seq;
   held_seq_ = report.seq;
   last_report_ = received;
   ++reports_;
 
-  // The hot loop: no hashing, one ring append per value.
+  // The hot loop: no hashing, one Put per value, in slot order.
   constexpr float kNoRate = std::numeric_limits<float>::quiet_NaN();
   const uint32_t* no_rate = report.no_rate.data();
   const uint32_t* no_rate_end = no_rate + report.no_rate.size();
@@ -149,7 +173,7 @@ NodeSeries::Outcome NodeSeries::Ingest(absl::string_view boot_id,
     } else {
       value = ToStoredRate(*rate++);
     }
-    rings_[slots[i]].Append(k, value);
+    history_.Put(slots[i], value);
   }
   *held = held_seq_;
   return Outcome::kStored;
@@ -183,22 +207,28 @@ uint64_t NodeSeries::version() const {
 
 void NodeSeries::RecentMeans(size_t samples, std::vector<double>* out) const {
   absl::MutexLock lock(&mu_);
-  out->assign(rings_.size(), std::numeric_limits<double>::quiet_NaN());
+  out->assign(history_.series(), std::numeric_limits<double>::quiet_NaN());
   const uint64_t end = next_k_;
   const uint64_t begin = end > samples ? end - samples : 0;
-  for (size_t slot = 0; slot < rings_.size(); ++slot) {
-    const SeriesRing& ring = rings_[slot];
-    const uint64_t from = std::max(begin, ring.begin());
-    const uint64_t to = std::min(end, ring.end());
+  for (size_t slot = 0; slot < history_.series(); ++slot) {
     double sum = 0;
-    uint32_t n = 0;
-    for (uint64_t k = from; k < to; ++k) {
-      const float v = ring.At(k);
-      if (std::isnan(v)) continue;
-      sum += v;
-      ++n;
-    }
-    if (n > 0) (*out)[slot] = sum / n;
+    uint64_t n = 0;
+    history_.Accumulate(static_cast<uint32_t>(slot), begin, end, &sum, &n);
+    if (n > 0) (*out)[slot] = sum / static_cast<double>(n);
+  }
+}
+
+void NodeSeries::RecentMeans(size_t samples, absl::Span<const uint32_t> slots,
+                             std::vector<double>* out) const {
+  absl::MutexLock lock(&mu_);
+  out->assign(slots.size(), std::numeric_limits<double>::quiet_NaN());
+  const uint64_t end = next_k_;
+  const uint64_t begin = end > samples ? end - samples : 0;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    double sum = 0;
+    uint64_t n = 0;
+    history_.Accumulate(slots[i], begin, end, &sum, &n);
+    if (n > 0) (*out)[i] = sum / static_cast<double>(n);
   }
 }
 
@@ -210,7 +240,7 @@ NodeInfo NodeSeries::Info() const {
   info.interval_ms = interval_ms_;
   info.last_report = last_report_;
   info.devices = devices_;
-  info.series = series_.size();
+  info.series = layout_ == nullptr ? 0 : layout_->size();
   info.reports = reports_;
   info.duplicates = duplicates_;
   info.missing_reports = missing_reports_;
@@ -220,15 +250,17 @@ NodeInfo NodeSeries::Info() const {
 
 std::vector<SeriesMeta> NodeSeries::ListSeries() const {
   absl::MutexLock lock(&mu_);
-  std::vector<SeriesMeta> out;
-  out.reserve(series_.size());
-  for (const Series& s : series_) out.push_back(s.meta);
-  return out;
+  if (layout_ == nullptr) return {};
+  return layout_->metas();
+}
+
+std::shared_ptr<const SeriesLayout> NodeSeries::layout() const {
+  absl::MutexLock lock(&mu_);
+  return layout_;
 }
 
 int64_t NodeSeries::Find(const SeriesKey& key) const {
-  auto it = index_.find(View(key));
-  return it == index_.end() ? -1 : static_cast<int64_t>(it->second);
+  return layout_ == nullptr ? -1 : layout_->Find(key);
 }
 
 bool NodeSeries::SampleTime(uint64_t k, int64_t* unix_nanos,
@@ -247,9 +279,9 @@ absl::StatusOr<RatePoint> NodeSeries::Latest(const SeriesKey& key) const {
                                             key.device, "/", key.port, "/",
                                             key.name));
   }
-  const SeriesRing& ring = rings_[static_cast<size_t>(slot)];
-  for (uint64_t k = ring.end(); k > ring.begin(); --k) {
-    const float v = ring.At(k - 1);
+  const uint32_t s = static_cast<uint32_t>(slot);
+  for (uint64_t k = history_.end(); k > history_.begin(); --k) {
+    const float v = history_.At(s, k - 1);
     RatePoint p;
     if (!std::isnan(v) && SampleTime(k - 1, &p.unix_nanos, &p.seq)) {
       p.rate = v;
@@ -270,17 +302,17 @@ absl::StatusOr<std::vector<RatePoint>> NodeSeries::Window(
                                             key.device, "/", key.port, "/",
                                             key.name));
   }
-  const SeriesRing& ring = rings_[static_cast<size_t>(slot)];
+  const uint32_t s = static_cast<uint32_t>(slot);
   const int64_t since_nanos = since == absl::InfinitePast()
                                   ? std::numeric_limits<int64_t>::min()
                                   : absl::ToUnixNanos(since);
   std::vector<RatePoint> out;
-  for (uint64_t k = ring.begin(); k < ring.end(); ++k) {
+  for (uint64_t k = history_.begin(); k < history_.end(); ++k) {
     RatePoint p;
     if (!SampleTime(k, &p.unix_nanos, &p.seq) || p.unix_nanos < since_nanos) {
       continue;
     }
-    p.rate = ring.At(k);
+    p.rate = history_.At(s, k);
     out.push_back(p);
   }
   return out;
@@ -288,24 +320,18 @@ absl::StatusOr<std::vector<RatePoint>> NodeSeries::Window(
 
 size_t NodeSeries::MemoryBytes() const {
   absl::MutexLock lock(&mu_);
-  size_t bytes = sizeof(*this) + StringHeapBytes(boot_id_) +
+  size_t bytes = sizeof(*this) + StringHeapBytes(name_) +
+                 StringHeapBytes(boot_id_) +
                  times_.capacity() * sizeof(int64_t) +
-                 seqs_.capacity() * sizeof(uint64_t) +
-                 series_.size() * sizeof(Series) +
-                 rings_.capacity() * sizeof(SeriesRing) +
-                 index_.capacity() * (sizeof(std::pair<KeyView, uint32_t>) + 1);
-  for (const SeriesRing& r : rings_) bytes += r.MemoryBytes() - sizeof(r);
-  for (const Series& s : series_) {
-    bytes += StringHeapBytes(s.meta.key.device) +
-             StringHeapBytes(s.meta.key.name) + StringHeapBytes(s.meta.unit);
-  }
+                 seqs_.capacity() * sizeof(uint64_t) + history_.MemoryBytes() -
+                 sizeof(history_) + inventory_.SpaceUsedLong();
   for (const std::string& d : devices_) bytes += sizeof(d) + StringHeapBytes(d);
   return bytes;
 }
 
 size_t NodeSeries::series_count() const {
   absl::MutexLock lock(&mu_);
-  return series_.size();
+  return layout_ == nullptr ? 0 : layout_->size();
 }
 
 }  // namespace fabricdiag::collector

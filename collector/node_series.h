@@ -3,9 +3,10 @@
 //
 // Ingest is O(values) without hashing: a stream maps each Schema onto series
 // slots once (MapSchema hashes each key there), then every Report is a loop
-// over arrays, `slot[i] -> ring.Append(k, rate[i])`. All series of a node
-// share one sample clock k (one k per accepted report) and one timestamp
-// ring, so a series pays only for its rates.
+// over arrays, `slot[i] -> history.Put(slot, rate[i])`. All series of a node
+// share one sample clock k (one k per accepted report), one timestamp ring
+// and one RateHistory, stored by column, so a series pays only for its
+// rates.
 //
 //   auto node = store.OpenNode("gpu-003");
 //   uint64_t held = node->BeginStream(boot_id, 1000);  // -> Ack(held)
@@ -18,7 +19,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -31,30 +31,11 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "collector/series_ring.h"
+#include "collector/rate_history.h"
+#include "collector/series_layout.h"
 #include "proto/ingest.pb.h"
 
 namespace fabricdiag::collector {
-
-// Identity of a series within a node; the same as the agent's Sample::Key().
-struct SeriesKey {
-  v1::Subsystem subsystem = v1::SUBSYSTEM_UNSPECIFIED;
-  std::string device;
-  uint32_t port = 0;
-  std::string name;
-};
-
-// A series' identity and how to read it (from the Schema).
-struct SeriesMeta {
-  SeriesKey key;
-  std::string unit;
-  v1::Kind kind = v1::KIND_UNSPECIFIED;
-  uint32_t width_bits = 64;
-  double scale = 1;
-  v1::Meaning meaning = v1::MEANING_NONE;
-  v1::Direction direction = v1::DIRECTION_NONE;
-  int32_t priority = -1;
-};
 
 // One stored sample. `rate` is NaN when the agent sent no rate for it (first
 // sample, reset, gauge, saturated, absent).
@@ -94,8 +75,9 @@ class NodeSeries {
   // What Ingest did with a report.
   enum class Outcome { kStored, kDuplicate, kStaleBoot };
 
-  // Keeps at least `window_samples` samples of every series.
-  NodeSeries(std::string name, size_t window_samples);
+  // Keeps at least `window_samples` samples of every series. The node's
+  // series layout is interned in `layouts`, which must outlive the node.
+  NodeSeries(std::string name, size_t window_samples, SeriesLayouts* layouts);
 
   NodeSeries(const NodeSeries&) = delete;
   NodeSeries& operator=(const NodeSeries&) = delete;
@@ -137,6 +119,10 @@ class NodeSeries {
   // `samples` reports, ignoring samples without a rate; NaN for a series
   // with no rate among them. One lock, no allocation once `out` has grown.
   void RecentMeans(size_t samples, std::vector<double>* out) const;
+  // The same for the given slots only: (*out)[i] is the mean of slots[i].
+  // The analyzers read a few dozen signals per NIC, not every counter.
+  void RecentMeans(size_t samples, absl::Span<const uint32_t> slots,
+                   std::vector<double>* out) const;
 
   NodeInfo Info() const;
   std::vector<SeriesMeta> ListSeries() const;
@@ -149,25 +135,14 @@ class NodeSeries {
   absl::StatusOr<std::vector<RatePoint>> Window(const SeriesKey& key,
                                                 absl::Time since) const;
 
-  // Bytes used by this node's series (rings, metadata, index) and its
-  // timestamp ring.
+  // Bytes used by this node's rates and timestamps; its layout (shared
+  // with other nodes) is not included.
   size_t MemoryBytes() const;
   size_t series_count() const;
+  // The node's series and their metadata (null before the first schema).
+  std::shared_ptr<const SeriesLayout> layout() const;
 
  private:
-  using KeyView =
-      std::tuple<int, absl::string_view, uint32_t, absl::string_view>;
-  // Cold per-series data; a deque so that addresses (and the strings
-  // index_ views) never move.
-  struct Series {
-    SeriesMeta meta;
-    // MapSchema() pass that last mapped this series; detects duplicates.
-    uint64_t mapped_in = 0;
-  };
-
-  static KeyView View(const SeriesKey& key) {
-    return {key.subsystem, key.device, key.port, key.name};
-  }
   // The slot of `key`, or -1.
   int64_t Find(const SeriesKey& key) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Timestamp and seq of sample k; false when k is not held.
@@ -175,6 +150,7 @@ class NodeSeries {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string name_;
+  SeriesLayouts* const layouts_;
   const size_t closed_chunks_;
   const size_t time_capacity_;  // samples the timestamp ring holds
 
@@ -183,7 +159,6 @@ class NodeSeries {
   uint32_t interval_ms_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t held_seq_ ABSL_GUARDED_BY(mu_) = 0;  // highest seq of boot_id_
   uint64_t next_k_ ABSL_GUARDED_BY(mu_) = 0;    // next sample number
-  uint64_t map_pass_ ABSL_GUARDED_BY(mu_) = 0;
   // Per k % time_capacity_: wall time and seq; 0 = no report.
   std::vector<int64_t> times_ ABSL_GUARDED_BY(mu_);
   std::vector<uint64_t> seqs_ ABSL_GUARDED_BY(mu_);
@@ -191,11 +166,10 @@ class NodeSeries {
   std::vector<std::string> devices_ ABSL_GUARDED_BY(mu_);
   v1::Inventory inventory_ ABSL_GUARDED_BY(mu_);
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
-  std::deque<Series> series_ ABSL_GUARDED_BY(mu_);
-  // The hot data, by slot, contiguous: ingest walks it in schema order.
-  std::vector<SeriesRing> rings_ ABSL_GUARDED_BY(mu_);
-  // Views into series_[slot].meta.key.
-  absl::flat_hash_map<KeyView, uint32_t> index_ ABSL_GUARDED_BY(mu_);
+  // The node's series, shared with every node that reports the same ones.
+  std::shared_ptr<const SeriesLayout> layout_ ABSL_GUARDED_BY(mu_);
+  // The rates of every slot.
+  RateHistory history_ ABSL_GUARDED_BY(mu_);
   uint64_t reports_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t duplicates_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t missing_reports_ ABSL_GUARDED_BY(mu_) = 0;

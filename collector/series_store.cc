@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 
@@ -20,8 +21,8 @@ std::shared_ptr<NodeSeries> SeriesStore::OpenNode(absl::string_view node) {
   absl::MutexLock lock(&shard.mu);
   auto it = shard.nodes.find(node);
   if (it != shard.nodes.end()) return it->second;
-  auto created =
-      std::make_shared<NodeSeries>(std::string(node), options_.window_samples);
+  auto created = std::make_shared<NodeSeries>(
+      std::string(node), options_.window_samples, &layouts_);
   shard.nodes.emplace(std::string(node), created);
   return created;
 }
@@ -95,11 +96,18 @@ absl::StatusOr<std::vector<RatePoint>> SeriesStore::Window(
 StoreMemory SeriesStore::Memory() const {
   StoreMemory m;
   m.bytes = sizeof(*this);
+  absl::flat_hash_set<const SeriesLayout*> layouts;
   for (const auto& node : AllNodes()) {
     ++m.nodes;
     m.series += node->series_count();
     m.bytes += node->MemoryBytes() + node->name().size() + 64;  // map entry
+    std::shared_ptr<const SeriesLayout> layout = node->layout();
+    // A layout shared by many nodes is counted once.
+    if (layout != nullptr && layouts.insert(layout.get()).second) {
+      m.bytes += layout->MemoryBytes();
+    }
   }
+  m.layouts = layouts.size();
   return m;
 }
 

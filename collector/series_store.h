@@ -1,7 +1,7 @@
 // The collector's in-memory rate history of every node that reports.
 //
 // Bounded memory: each series keeps a window of at least `window_samples`
-// samples (default 600 = 10 minutes at 1 s) in a chunked ring (SeriesRing);
+// samples (default 600 = 10 minutes at 1 s) in its node's RateHistory;
 // older samples are evicted as new ones arrive. Keyed by node, then by the
 // series' slot in that node (NodeSeries): ingest hashes the node name once
 // per stream and each series key once per schema, never per value.
@@ -45,7 +45,8 @@ struct NodeStatus {
 struct StoreMemory {
   size_t nodes = 0;
   size_t series = 0;
-  size_t bytes = 0;  // everything the store holds, estimated from sizes
+  size_t layouts = 0;  // distinct series layouts the nodes share
+  size_t bytes = 0;    // everything the store holds, estimated from sizes
   double bytes_per_series() const {
     return series == 0 ? 0 : static_cast<double>(bytes) / series;
   }
@@ -54,8 +55,8 @@ struct StoreMemory {
 class SeriesStore {
  public:
   struct Options {
-    // Samples kept per series at least (rounded up to whole chunks of
-    // SeriesRing::kChunkSamples, plus the open chunk).
+    // Samples kept per series at least (rounded up to whole frames of
+    // RateHistory::kFrameSamples, plus the open frame).
     size_t window_samples = 600;
   };
 
@@ -110,6 +111,8 @@ class SeriesStore {
 
   const Options options_;
   const Clock& clock_;
+  // Declared before the shards: every node points to it.
+  SeriesLayouts layouts_;
   mutable std::array<Shard, kShards> shards_;
 };
 

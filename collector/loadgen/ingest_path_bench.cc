@@ -27,6 +27,23 @@ ABSL_FLAG(int, counters, 150, "counters per NIC");
 ABSL_FLAG(int, rounds, 30, "reports per node");
 ABSL_FLAG(double, moving_fraction, 0.25, "series whose rate changes");
 
+namespace {
+
+// Resident set size of this process, from /proc/self/status (0 if unknown).
+size_t ResidentBytes() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return 0;
+  char line[256];
+  size_t kb = 0;
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    if (std::sscanf(line, "VmRSS: %zu kB", &kb) == 1) break;
+  }
+  std::fclose(f);
+  return kb * 1024;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace fabricdiag;             // NOLINT
   using namespace fabricdiag::collector;  // NOLINT
@@ -34,6 +51,7 @@ int main(int argc, char** argv) {
   const int nodes = absl::GetFlag(FLAGS_nodes);
   const int n = absl::GetFlag(FLAGS_nics) * absl::GetFlag(FLAGS_counters);
   const int rounds = absl::GetFlag(FLAGS_rounds);
+  const size_t rss_start = ResidentBytes();
   SystemClock clock;
   SeriesStore store(SeriesStore::Options{}, clock);
   IngestCounters counters;
@@ -80,6 +98,10 @@ int main(int argc, char** argv) {
       wire[v].push_back(m.SerializeAsString());
     }
   }
+  size_t wire_bytes = 0;
+  for (const auto& variant : wire) {
+    for (const std::string& w : variant) wire_bytes += w.capacity() + 32;
+  }
   std::vector<double> latency_us;
   latency_us.reserve(static_cast<size_t>(nodes) * static_cast<size_t>(rounds));
   v1::AgentMessage msg;
@@ -100,15 +122,22 @@ int main(int argc, char** argv) {
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   std::sort(latency_us.begin(), latency_us.end());
   const StoreMemory mem = store.Memory();
+  // What the process holds beyond its start, minus the bench's own
+  // pre-serialized reports and latency samples: the store, as the kernel
+  // counts it (includes allocator overhead the estimate leaves out).
+  const size_t rss_store = ResidentBytes() - rss_start - wire_bytes -
+                           latency_us.capacity() * sizeof(double);
   std::printf(
       "nodes %d series/node %d rounds %d: schema setup %.2f s; %.2fM values/s "
       "on one thread (%.1f ns/value); per-report parse+validate+store p50 "
-      "%.0f us p99 %.0f us; memory %.0f bytes/series (%zu series)\n",
+      "%.0f us p99 %.0f us; memory %.0f bytes/series estimated, %.0f by RSS "
+      "(%zu series, %zu layouts)\n",
       nodes, n, rounds, absl::ToDoubleSeconds(setup),
       counters.values.load() / seconds / 1e6,
       seconds * 1e9 / static_cast<double>(counters.values.load()),
       latency_us[latency_us.size() / 2],
       latency_us[latency_us.size() * 99 / 100], mem.bytes_per_series(),
-      mem.series);
+      static_cast<double>(rss_store) / static_cast<double>(mem.series),
+      mem.series, mem.layouts);
   return 0;
 }

@@ -322,15 +322,20 @@ absl::Status StreamClient::RunStream(bool* got_response) {
     }
     // The network writes happen without the lock: Enqueue never waits for
     // them.
+    // One message object for every write: a report sits outside the oneof
+    // (ingest.proto), so each kind clears the others.
     if (inventory != nullptr) {
+      msg.clear_report();
       *msg.mutable_inventory() = *inventory;
       if (!(writable = stream->Write(msg))) break;
     }
     for (size_t i = 0; i < batch.size() && writable; ++i) {
       if (schema_first[i] != nullptr) {
+        msg.clear_report();
         *msg.mutable_schema() = *schema_first[i];
         if (!(writable = stream->Write(msg))) break;
       }
+      msg.clear_msg();
       *msg.mutable_report() = *batch[i];
       if (!(writable = stream->Write(msg))) break;
       cursor = batch[i]->seq();

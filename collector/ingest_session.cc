@@ -150,23 +150,20 @@ IngestSession::Reply IngestSession::Reject(RejectReason reason,
 
 IngestSession::Reply IngestSession::Handle(const v1::AgentMessage& message) {
   if (rejected_) return Reply{};
-  switch (message.msg_case()) {
-    case v1::AgentMessage::kHello:
-      return OnHello(message.hello());
-    case v1::AgentMessage::kSchema:
-    case v1::AgentMessage::kReport:
-    case v1::AgentMessage::kInventory:
-      if (node_ == nullptr) {
-        return Reject(RejectReason::kBeforeHello,
-                      "the first message of a stream must be a Hello");
-      }
-      if (message.has_schema()) return OnSchema(message.schema());
-      if (message.has_report()) return OnReport(message.report());
-      return OnInventory(message.inventory());
-    case v1::AgentMessage::MSG_NOT_SET:
-      break;
+  const bool other = message.msg_case() != v1::AgentMessage::MSG_NOT_SET;
+  if (message.has_report() == other) {
+    return Reject(RejectReason::kEmptyMessage,
+                  other ? "message carries a report and another message"
+                        : "message has no content");
   }
-  return Reject(RejectReason::kEmptyMessage, "message has no content");
+  if (message.has_hello()) return OnHello(message.hello());
+  if (node_ == nullptr) {
+    return Reject(RejectReason::kBeforeHello,
+                  "the first message of a stream must be a Hello");
+  }
+  if (message.has_report()) return OnReport(message.report());
+  if (message.has_schema()) return OnSchema(message.schema());
+  return OnInventory(message.inventory());
 }
 
 IngestSession::Reply IngestSession::OnHello(const v1::Hello& hello) {

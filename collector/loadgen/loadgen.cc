@@ -14,6 +14,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "collector/loadgen/agent_series.h"
 #include "proto/ingest.grpc.pb.h"
 
 namespace fabricdiag::collector::loadgen {
@@ -51,10 +52,12 @@ class Histogram {
 struct Shared {
   LoadgenOptions options;
   size_t series = 0;
-  v1::AgentMessage schema;       // read-only, written by every agent
-  std::vector<uint64_t> raw;     // report template
-  std::vector<double> rate;      // report template
-  std::vector<uint32_t> moving;  // indices whose rate changes
+  v1::AgentMessage inventory;     // read-only, written by every agent
+  v1::AgentMessage schema;        // read-only, written by every agent
+  std::vector<uint64_t> raw;      // report template
+  std::vector<double> rate;       // report template, for series with a rate
+  std::vector<uint32_t> no_rate;  // gauges: no rate, as a real agent sends
+  std::vector<uint32_t> moving;   // indices into `rate` that vary
   Histogram latency;
   absl::Time record_after;  // latency of reports sent before is not kept
   std::atomic<uint64_t> sent{0}, acked{0}, dropped{0}, rejected{0}, failed{0};
@@ -81,7 +84,7 @@ class VirtualAgent final
     stub->async()->Stream(&context_, this);
     StartRead(&in_);
     writing_ = true;
-    stage_ = Stage::kSchema;
+    stage_ = Stage::kInventory;
     StartWrite(&hello_);
     StartCall();
   }
@@ -104,6 +107,12 @@ class VirtualAgent final
     std::lock_guard<std::mutex> lock(mu_);
     writing_ = false;
     if (!ok) return;  // OnDone follows
+    if (stage_ == Stage::kInventory) {
+      stage_ = Stage::kSchema;
+      writing_ = true;
+      StartWrite(&shared_->inventory);
+      return;
+    }
     if (stage_ == Stage::kSchema) {
       stage_ = Stage::kReports;
       writing_ = true;
@@ -147,7 +156,9 @@ class VirtualAgent final
   }
 
  private:
-  enum class Stage { kSchema, kReports };
+  // Hello, Inventory, Schema, then reports; the stage names what the
+  // write in flight is followed by.
+  enum class Stage { kInventory, kSchema, kReports };
 
   uint64_t NextRandom() {
     rng_ ^= rng_ << 13;
@@ -165,9 +176,10 @@ class VirtualAgent final
     r->set_schema_id(1);
     r->mutable_raw()->Add(shared_->raw.begin(), shared_->raw.end());
     r->mutable_rate()->Add(shared_->rate.begin(), shared_->rate.end());
+    r->mutable_no_rate()->Add(shared_->no_rate.begin(), shared_->no_rate.end());
     double* rate = r->mutable_rate()->mutable_data();
     for (uint32_t i : shared_->moving) {
-      // +-1/16 around the base rate: traffic that varies every second.
+      // Up to +1/16 over the base rate: traffic that varies every second.
       rate[i] *= 1.0 + static_cast<double>(NextRandom() % 1024) / 16384.0;
     }
     const absl::Time now = absl::Now();
@@ -197,28 +209,38 @@ class VirtualAgent final
 
 void BuildTemplates(Shared* s) {
   const LoadgenOptions& o = s->options;
+  *s->inventory.mutable_inventory() = AgentInventory(o.nics);
   v1::Schema* schema = s->schema.mutable_schema();
   schema->set_schema_id(1);
-  absl::BitGen gen;
   for (int nic = 0; nic < o.nics; ++nic) {
-    for (int c = 0; c < o.counters; ++c) {
-      v1::Series* series = schema->add_series();
-      series->set_subsystem(v1::SUBSYSTEM_ETHTOOL);
-      series->set_device(absl::StrFormat("eth%d", nic));
-      series->set_name(absl::StrFormat("rx_prio%d_counter_%03d", c % 8, c));
-      series->set_unit("packets");
-      series->set_kind(v1::KIND_COUNTER);
-      series->set_width_bits(64);
-      series->set_scale(1);
-      series->set_priority(-1);
+    std::vector<LoadSeries> series = AgentNicSeries(nic);
+    series.resize(
+        std::min<size_t>(series.size(), static_cast<size_t>(o.counters)));
+    // More counters than an mlx5 port has: idle ethtool statistics.
+    for (int c = static_cast<int>(series.size()); c < o.counters; ++c) {
+      LoadSeries extra;
+      extra.series.set_subsystem(v1::SUBSYSTEM_ETHTOOL);
+      extra.series.set_device(absl::StrFormat("eth%d", nic));
+      extra.series.set_name(absl::StrFormat("extra_counter_%03d", c));
+      extra.series.set_unit("packets");
+      extra.series.set_kind(v1::KIND_COUNTER);
+      extra.series.set_width_bits(64);
+      extra.series.set_scale(1);
+      extra.series.set_priority(-1);
+      series.push_back(std::move(extra));
+    }
+    for (LoadSeries& l : series) {
       const uint32_t index = static_cast<uint32_t>(s->raw.size());
       s->raw.push_back(static_cast<uint64_t>(index) * 1000);
-      if (absl::Bernoulli(gen, o.moving_fraction)) {
-        s->moving.push_back(index);
-        s->rate.push_back(absl::Uniform<double>(gen, 1e3, 5e10));
+      if (l.series.kind() == v1::KIND_GAUGE) {
+        s->no_rate.push_back(index);
       } else {
-        s->rate.push_back(0);
+        if (l.moving) {
+          s->moving.push_back(static_cast<uint32_t>(s->rate.size()));
+        }
+        s->rate.push_back(l.rate);
       }
+      *schema->add_series() = std::move(l.series);
     }
   }
   s->series = s->raw.size();

@@ -2,13 +2,14 @@
 //
 // Each virtual agent is one fabricdiag.v1.Ingest/Stream (a callback-API
 // ClientBidiReactor, so thousands of them need no thread each), multiplexed
-// over a few channels. An agent sends Hello and one Schema of
-// nics x counters series, then one Report per interval (agents are spread
+// over a few channels. An agent sends Hello, the Inventory and one Schema of
+// nics x counters series of a real agent on an mlx5 RoCE node
+// (agent_series.h: real names and meanings, so the collector's analysis
+// does its real work), then one Report per interval (agents are spread
 // evenly over the interval), stamping wall_time with the moment the report
-// is handed to gRPC. A fraction of the series "move" (their rate changes
-// every report, like traffic counters); the rest stay at 0 (like error
-// counters), which is what a real NIC looks like and what the collector's
-// storage is built for.
+// is handed to gRPC. The traffic counters (a fifth of the series) move every
+// report; errors, discards and idle priorities stay at 0, as on a healthy
+// NIC.
 //
 // Latency: the collector acknowledges a report only after storing it, so
 // send -> Ack is an upper bound of ingest-to-queryable latency, measured
@@ -39,7 +40,6 @@ struct LoadgenOptions {
   absl::Duration interval = absl::Seconds(1);
   absl::Duration duration = absl::Seconds(30);
   int channels = 4;
-  double moving_fraction = 0.25;  // of series whose rate changes
   std::string node_prefix = "load-";
   // Latency is recorded only for reports sent after this (skips stream
   // setup and the schema burst).

@@ -19,8 +19,6 @@ ABSL_FLAG(absl::Duration, duration, absl::Seconds(30), "how long to send");
 ABSL_FLAG(absl::Duration, warmup, absl::Seconds(5),
           "latency counts only reports sent after this");
 ABSL_FLAG(int, channels, 4, "gRPC channels (connections) to spread over");
-ABSL_FLAG(double, moving_fraction, 0.25,
-          "fraction of series whose rate changes every report");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("ingest-protocol load generator");
@@ -34,7 +32,6 @@ int main(int argc, char** argv) {
   o.duration = absl::GetFlag(FLAGS_duration);
   o.channels = absl::GetFlag(FLAGS_channels);
   o.warmup = absl::GetFlag(FLAGS_warmup);
-  o.moving_fraction = absl::GetFlag(FLAGS_moving_fraction);
   auto r = fabricdiag::collector::loadgen::RunLoadgen(o, &std::cout);
   if (!r.ok()) {
     std::cerr << "fabricdiag-loadgen: " << r.status() << "\n";

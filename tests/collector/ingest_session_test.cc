@@ -171,6 +171,37 @@ TEST_F(IngestSessionTest, EmptyMessage) {
   ExpectRejected(v1::AgentMessage(), RejectReason::kEmptyMessage);
 }
 
+// The report field sits outside the oneof (see ingest.proto): a message
+// that carries a report and another message is refused, not half-read.
+TEST_F(IngestSessionTest, ReportTogetherWithAnotherMessage) {
+  v1::AgentMessage m = Report(1);
+  *m.mutable_schema() = Schema().schema();
+  ExpectRejected(m, RejectReason::kEmptyMessage);
+}
+
+// Parsing stream after stream into one message object keeps the report's
+// arrays: the receive path allocates nothing per report.
+TEST(AgentMessageTest, ParsingAgainKeepsTheReportArrays) {
+  v1::AgentMessage sent;
+  for (int i = 0; i < 1000; ++i) {
+    sent.mutable_report()->add_raw(static_cast<uint64_t>(i));
+    sent.mutable_report()->add_rate(i);
+  }
+  const std::string wire = sent.SerializeAsString();
+  v1::AgentMessage in;
+  ASSERT_TRUE(in.ParseFromString(wire));
+  const void* raw = in.report().raw().data();
+  const void* rate = in.report().rate().data();
+  v1::AgentMessage hello;
+  hello.mutable_hello()->set_node("gpu-1");
+  ASSERT_TRUE(in.ParseFromString(hello.SerializeAsString()));
+  EXPECT_FALSE(in.has_report());
+  ASSERT_TRUE(in.ParseFromString(wire));
+  EXPECT_EQ(in.report().raw().data(), raw);
+  EXPECT_EQ(in.report().rate().data(), rate);
+  EXPECT_EQ(in.report().rate(999), 999);
+}
+
 TEST_F(IngestSessionTest, UnknownSchema) {
   ExpectRejected(Report(1, /*schema=*/7), RejectReason::kUnknownSchema);
 }

@@ -46,21 +46,12 @@ class Builder {
   v1::Series& Ethtool(const std::string& netdev, const std::string& name,
                       const char* unit, double rate, v1::Meaning meaning,
                       v1::Direction direction, int priority = -1) {
-    LoadSeries s;
-    s.series.set_subsystem(v1::SUBSYSTEM_ETHTOOL);
-    s.series.set_device(netdev);
-    s.series.set_name(name);
-    s.series.set_unit(unit);
-    s.series.set_kind(v1::KIND_COUNTER);
-    s.series.set_width_bits(64);
-    s.series.set_scale(1);
-    s.series.set_meaning(meaning);
-    s.series.set_direction(direction);
-    s.series.set_priority(priority);
-    s.rate = rate;
-    s.moving = rate > 0;
-    out_->push_back(std::move(s));
-    return out_->back().series;
+    v1::Series& s =
+        Add(v1::SUBSYSTEM_ETHTOOL, netdev, 0, name.c_str(), unit, rate);
+    s.set_meaning(meaning);
+    s.set_direction(direction);
+    s.set_priority(priority);
+    return s;
   }
 
  private:

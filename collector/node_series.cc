@@ -72,6 +72,17 @@ absl::StatusOr<std::vector<uint32_t>> NodeSeries::MapSchema(
       return slots;
     }
   }
+  // A node's first schema, like another node's: share its layout.
+  if (layout_ == nullptr) {
+    if (std::shared_ptr<const SeriesLayout> shared =
+            layouts_->FindEqual(schema)) {
+      layout_ = std::move(shared);
+      for (size_t i = 0; i < n; ++i) slots[i] = static_cast<uint32_t>(i);
+      history_.Resize(n);
+      ++version_;
+      return slots;
+    }
+  }
   // Otherwise the node's series grow by the new keys, and known keys take
   // the schema's metadata; the result is interned like any layout.
   std::vector<SeriesMeta> metas;

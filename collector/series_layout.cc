@@ -15,13 +15,36 @@ size_t StringHeapBytes(const std::string& s) {
 
 }  // namespace
 
+namespace {
+
+// One series' step of a layout's hash: the same for a SeriesMeta and for
+// the v1::Series it was made from.
+size_t HashStep(size_t h, int subsystem, absl::string_view device,
+                uint32_t port, absl::string_view name, absl::string_view unit,
+                int kind, uint32_t width_bits, double scale, int meaning,
+                int direction, int32_t priority) {
+  return absl::HashOf(h, subsystem, device, port, name, unit, kind, width_bits,
+                      scale, meaning, direction, priority);
+}
+
+}  // namespace
+
 size_t SeriesLayout::HashOf(const std::vector<SeriesMeta>& metas) {
   size_t h = absl::HashOf(metas.size());
   for (const SeriesMeta& m : metas) {
-    h = absl::HashOf(h, static_cast<int>(m.key.subsystem), m.key.device,
-                     m.key.port, m.key.name, m.unit, static_cast<int>(m.kind),
-                     m.width_bits, m.scale, static_cast<int>(m.meaning),
-                     static_cast<int>(m.direction), m.priority);
+    h = HashStep(h, m.key.subsystem, m.key.device, m.key.port, m.key.name,
+                 m.unit, m.kind, m.width_bits, m.scale, m.meaning, m.direction,
+                 m.priority);
+  }
+  return h;
+}
+
+size_t SeriesLayout::HashOf(const v1::Schema& schema) {
+  size_t h = absl::HashOf(static_cast<size_t>(schema.series_size()));
+  for (const v1::Series& s : schema.series()) {
+    h = HashStep(h, s.subsystem(), s.device(), s.port(), s.name(), s.unit(),
+                 s.kind(), s.width_bits(), s.scale(), s.meaning(),
+                 s.direction(), s.priority());
   }
   return h;
 }
@@ -120,6 +143,25 @@ std::shared_ptr<const SeriesLayout> SeriesLayouts::Intern(
   auto layout = std::make_shared<const SeriesLayout>(std::move(metas), hash);
   candidates.push_back(layout);
   return layout;
+}
+
+std::shared_ptr<const SeriesLayout> SeriesLayouts::FindEqual(
+    const v1::Schema& schema) const {
+  const size_t hash = SeriesLayout::HashOf(schema);
+  absl::MutexLock lock(&mu_);
+  auto it = by_hash_.find(hash);
+  if (it == by_hash_.end()) return nullptr;
+  const size_t n = static_cast<size_t>(schema.series_size());
+  for (const std::weak_ptr<const SeriesLayout>& weak : it->second) {
+    std::shared_ptr<const SeriesLayout> layout = weak.lock();
+    if (layout == nullptr || layout->size() != n) continue;
+    bool same = true;
+    for (size_t i = 0; same && i < n; ++i) {
+      same = SameMeta(layout->metas()[i], schema.series(static_cast<int>(i)));
+    }
+    if (same) return layout;
+  }
+  return nullptr;
 }
 
 size_t SeriesLayouts::live() const {

@@ -70,8 +70,10 @@ class SeriesLayout {
   // The same, with HashOf(metas) already known.
   SeriesLayout(std::vector<SeriesMeta> metas, size_t hash);
 
-  // The content hash Intern() keys layouts by.
+  // The content hash Intern() keys layouts by; a schema hashes like the
+  // metas it describes.
   static size_t HashOf(const std::vector<SeriesMeta>& metas);
+  static size_t HashOf(const v1::Schema& schema);
   SeriesLayout(const SeriesLayout&) = delete;
   SeriesLayout& operator=(const SeriesLayout&) = delete;
 
@@ -96,6 +98,10 @@ class SeriesLayouts {
  public:
   // The shared layout equal to `metas` (a new one when none is alive).
   std::shared_ptr<const SeriesLayout> Intern(std::vector<SeriesMeta> metas);
+  // A live layout whose series are exactly `schema`'s, in its order; null
+  // when there is none. Cheaper than Intern() for the common case of a node
+  // joining a cluster of nodes like it: nothing is copied.
+  std::shared_ptr<const SeriesLayout> FindEqual(const v1::Schema& schema) const;
   // Distinct layouts in use.
   size_t live() const;
 

@@ -252,6 +252,27 @@ TEST_F(SeriesStoreTest, IdenticalNodesShareOneLayoutCopiedOnWrite) {
   EXPECT_EQ(store_.Memory().layouts, 2u);
 }
 
+// A schema hashes like the metadata it describes, so that a node's first
+// schema finds the layout of the nodes like it without copying anything.
+TEST(SeriesLayoutsTest, FindEqualFindsWhatInternBuilt) {
+  SeriesLayouts layouts;
+  v1::Schema schema = MakeSchema(1, 30);
+  schema.mutable_series(4)->set_scale(4);
+  schema.mutable_series(5)->set_meaning(v1::MEANING_PFC_PAUSE_DURATION);
+  schema.mutable_series(5)->set_priority(3);
+  std::vector<SeriesMeta> metas;
+  for (const v1::Series& s : schema.series()) metas.push_back(MetaOf(s));
+  EXPECT_EQ(SeriesLayout::HashOf(schema), SeriesLayout::HashOf(metas));
+  EXPECT_EQ(layouts.FindEqual(schema), nullptr);
+  std::shared_ptr<const SeriesLayout> interned = layouts.Intern(metas);
+  EXPECT_EQ(layouts.FindEqual(schema), interned);
+  v1::Schema other = schema;
+  other.mutable_series(5)->set_priority(4);
+  EXPECT_EQ(layouts.FindEqual(other), nullptr);
+  interned.reset();  // no node uses it any more
+  EXPECT_EQ(layouts.FindEqual(schema), nullptr);
+}
+
 // A schema that lists a new key twice is refused as a whole, and the node
 // keeps its series.
 TEST_F(SeriesStoreTest, SchemaWithANewKeyTwiceLeavesTheNodeAsItWas) {

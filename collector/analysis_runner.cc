@@ -1,5 +1,9 @@
 #include "collector/analysis_runner.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -88,6 +92,16 @@ AnalysisRunner::~AnalysisRunner() { Stop(); }
 
 void AnalysisRunner::Start() {
   thread_ = std::thread([this] {
+    // Ingest first: when both want the CPU, the thread that acknowledges
+    // agents' reports preempts the analysis pass, which takes a little
+    // longer instead. (Measured on one core at 10M values/s: analysis at
+    // the same priority put 100 ms spikes into send->ack latency.)
+    // Lowering one's own priority needs no privilege; a failure only
+    // costs latency.
+    if (options_.nice > 0) {
+      setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)),
+                  options_.nice);
+    }
     std::unique_lock<std::mutex> lock(mu_);
     while (!stopping_) {
       lock.unlock();

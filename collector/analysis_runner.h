@@ -51,6 +51,9 @@ class AnalysisRunner {
     absl::Duration interval = absl::Seconds(1);
     LivenessOptions liveness;
     analysis::AnalysisConfig analysis;
+    // Niceness of the analysis thread (0 = the process's own): ingest keeps
+    // the CPU it needs to acknowledge reports promptly.
+    int nice = 10;
   };
 
   // Pointers must outlive the runner.

@@ -6,6 +6,7 @@
 #include <limits>
 #include <utility>
 
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 
 namespace fabricdiag::collector {
@@ -33,13 +34,18 @@ NodeSeries::NodeSeries(std::string name, size_t window_samples,
                        SeriesLayouts* layouts)
     : name_(std::move(name)),
       layouts_(layouts),
-      closed_chunks_(std::max<size_t>(
+      closed_frames_(std::max<size_t>(
           1, (window_samples + RateHistory::kFrameSamples - 1) /
                  RateHistory::kFrameSamples)),
-      time_capacity_((closed_chunks_ + 1) * RateHistory::kFrameSamples),
+      time_capacity_((closed_frames_ + 1) * RateHistory::kFrameSamples),
       times_(time_capacity_, 0),
       seqs_(time_capacity_, 0),
-      history_(closed_chunks_) {}
+      history_(closed_frames_) {
+  // Nodes start at different points of a frame, so that the thousands of
+  // agents that connect together (a collector restart) do not all close a
+  // frame, and in the first window allocate a new one, in the same second.
+  next_k_ = absl::Hash<std::string>{}(name_) % RateHistory::kFrameSamples;
+}
 
 uint64_t NodeSeries::BeginStream(absl::string_view boot_id,
                                  uint32_t interval_ms) {

@@ -5,8 +5,9 @@
 // slots once (MapSchema hashes each key there), then every Report is a loop
 // over arrays, `slot[i] -> history.Put(slot, rate[i])`. All series of a node
 // share one sample clock k (one k per accepted report), one timestamp ring
-// and one RateHistory, stored by column, so a series pays only for its
-// rates.
+// and one RateHistory, stored by column; their names and metadata are a
+// SeriesLayout shared with every node that reports the same series. A
+// series pays only for its rates.
 //
 //   auto node = store.OpenNode("gpu-003");
 //   uint64_t held = node->BeginStream(boot_id, 1000);  // -> Ack(held)
@@ -151,7 +152,7 @@ class NodeSeries {
 
   const std::string name_;
   SeriesLayouts* const layouts_;
-  const size_t closed_chunks_;
+  const size_t closed_frames_;
   const size_t time_capacity_;  // samples the timestamp ring holds
 
   mutable absl::Mutex mu_;

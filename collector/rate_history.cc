@@ -13,11 +13,6 @@ uint64_t BitRange(uint64_t lo, uint64_t hi) {
   return upto_hi & ~((uint64_t{1} << lo) - 1);
 }
 
-// Bits 0..n-1 (0 <= n <= 64).
-uint64_t LowBits(uint64_t n) {
-  return n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
-}
-
 float FromBits(uint32_t bits) {
   float v;
   std::memcpy(&v, &bits, sizeof(v));

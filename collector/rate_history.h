@@ -69,14 +69,18 @@ class RateHistory {
     uint32_t bits;
     std::memcpy(&bits, &value, sizeof(bits));
     if (bits != kNoRateBits && value != value) bits = kNoRateBits;  // NaN
+    // Samples of this frame that were begun but did not carry this slot
+    // must read NaN; samples never begun (before the node's first report,
+    // dropped reports) are skipped by every reader and need nothing.
+    const bool gap = np < pos_ && (f.begun & LowBits(pos_) & ~LowBits(np));
     if (IsVarying(f, slot)) {
       float* block = &f.pool[f.cell[slot] * kFrameSamples];
       for (uint8_t q = np; q < pos_; ++q) block[q] = kNoRate;
       std::memcpy(&block[pos_], &bits, sizeof(bits));
-    } else if (np == 0 && pos_ == 0) {
+    } else if (np == 0 && !gap) {
       f.cell[slot] = bits;  // the frame's first value sets the constant
-    } else if (bits != f.cell[slot] ||
-               (np != pos_ && f.cell[slot] != kNoRateBits)) {
+    } else if (gap ? (bits != kNoRateBits || f.cell[slot] != kNoRateBits)
+                   : bits != f.cell[slot]) {
       Materialize(&f, slot, np, bits);
     }
     next_[slot] = static_cast<uint8_t>(pos_ + 1);
@@ -112,6 +116,10 @@ class RateHistory {
     std::vector<float> pool;        // blocks of kFrameSamples floats
   };
 
+  // Bits 0..n-1 (0 <= n <= 64).
+  static uint64_t LowBits(uint64_t n) {
+    return n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
+  }
   static bool IsVarying(const Frame& f, uint32_t slot) {
     return (f.varying[slot / 64] >> (slot % 64)) & 1;
   }

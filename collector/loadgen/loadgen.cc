@@ -44,6 +44,10 @@ class Histogram {
     }
     return kBuckets * 0.1;
   }
+  // Starts afresh (a few concurrent Add()s may be lost: fine for a window).
+  void Reset() {
+    for (auto& b : buckets_) b.store(0, std::memory_order_relaxed);
+  }
 
  private:
   std::vector<std::atomic<uint64_t>> buckets_;
@@ -58,8 +62,10 @@ struct Shared {
   std::vector<double> rate;       // report template, for series with a rate
   std::vector<uint32_t> no_rate;  // gauges: no rate, as a real agent sends
   std::vector<uint32_t> moving;   // indices into `rate` that vary
-  Histogram latency;
-  absl::Time record_after;  // latency of reports sent before is not kept
+  Histogram latency;              // every report recorded
+  Histogram window;  // the reports acknowledged in the current second
+  // Latency of reports sent before is not kept: the end of the warm-up.
+  std::atomic<int64_t> record_after_nanos{INT64_MAX};
   std::atomic<uint64_t> sent{0}, acked{0}, dropped{0}, rejected{0}, failed{0};
   std::mutex done_mu;
   std::condition_variable done_cv;
@@ -103,6 +109,12 @@ class VirtualAgent final
 
   void Cancel() { context_.TryCancel(); }
 
+  // Streaming reports with nothing queued and at most one unacknowledged.
+  bool CaughtUp() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stage_ == Stage::kReports && due_ == 0 && in_flight_.size() <= 1;
+  }
+
   void OnWriteDone(bool ok) override {
     std::lock_guard<std::mutex> lock(mu_);
     writing_ = false;
@@ -131,8 +143,10 @@ class VirtualAgent final
       std::lock_guard<std::mutex> lock(mu_);
       while (!in_flight_.empty() &&
              in_flight_.front().first <= in_.ack().seq()) {
-        if (in_flight_.front().second >= shared_->record_after) {
+        if (absl::ToUnixNanos(in_flight_.front().second) >=
+            shared_->record_after_nanos.load(std::memory_order_relaxed)) {
           shared_->latency.Add(now - in_flight_.front().second);
+          shared_->window.Add(now - in_flight_.front().second);
         }
         shared_->acked.fetch_add(1, std::memory_order_relaxed);
         in_flight_.pop_front();
@@ -283,12 +297,19 @@ absl::StatusOr<LoadgenResult> RunLoadgen(const LoadgenOptions& options,
   // Ticks are spread evenly over each interval: agent i reports at
   // start + k * interval + i * interval / nodes.
   const absl::Time start = absl::Now();
-  shared->record_after = start + options.warmup;
+  // Latency is recorded once the warm-up has passed AND every agent has
+  // caught up: connecting thousands of streams at once (a collector
+  // restart) queues reports that drain at several times the normal rate,
+  // which is not the steady state the numbers are meant to describe.
+  bool recording = false;
+  double worst_window_p99 = 0;
+  std::vector<double> window_p99s;
   const double per_second =
       options.nodes / absl::ToDoubleSeconds(options.interval);
   const uint64_t total_ticks = static_cast<uint64_t>(
       per_second * absl::ToDoubleSeconds(options.duration));
   uint64_t ticks = 0;
+  absl::Duration warmed_up = absl::InfiniteDuration();
   absl::Time next_print = start + absl::Seconds(1);
   uint64_t last_sent = 0, last_acked = 0;
   while (ticks < total_ticks) {
@@ -299,17 +320,40 @@ absl::StatusOr<LoadgenResult> RunLoadgen(const LoadgenOptions& options,
     for (; ticks < target; ++ticks) {
       agents[ticks % agents.size()]->Tick();
     }
-    if (now >= next_print && progress != nullptr) {
+    if (now >= next_print) {
+      // Caught up: 99% of the agents (at any instant a few are between a
+      // tick and the write of their report).
+      if (!recording && now >= start + options.warmup &&
+          std::count_if(agents.begin(), agents.end(), [](const auto& a) {
+            return a->CaughtUp();
+          }) >= static_cast<long>(agents.size() * 99 / 100)) {
+        recording = true;
+        shared->record_after_nanos.store(absl::ToUnixNanos(now));
+        warmed_up = now - start;
+        shared->window.Reset();
+      }
+      const double window_p99 = shared->window.QuantileMs(0.99);
+      shared->window.Reset();
+      if (recording && window_p99 > 0) {
+        window_p99s.push_back(window_p99);
+        worst_window_p99 = std::max(worst_window_p99, window_p99);
+      }
       const uint64_t sent = shared->sent.load(), acked = shared->acked.load();
-      *progress << absl::StrFormat(
-          "t=%3.0fs values/s sent %.3gM acked %.3gM  p99 %.1f ms  dropped %d "
-          "rejected %d failed %d\n",
-          absl::ToDoubleSeconds(now - start),
-          (sent - last_sent) * shared->series / 1e6,
-          (acked - last_acked) * shared->series / 1e6,
-          shared->latency.QuantileMs(0.99), shared->dropped.load(),
-          shared->rejected.load(), shared->failed.load());
-      progress->flush();
+      if (progress != nullptr) {
+        *progress << absl::StrFormat(
+            "t=%3.0fs values/s sent %.3gM acked %.3gM  p99 %s  dropped %d "
+            "rejected %d failed %d\n",
+            absl::ToDoubleSeconds(now - start),
+            (sent - last_sent) * shared->series / 1e6,
+            (acked - last_acked) * shared->series / 1e6,
+            recording
+                ? absl::StrFormat("%.1f ms (this second %.1f ms)",
+                                  shared->latency.QuantileMs(0.99), window_p99)
+                : std::string("(warming up)"),
+            shared->dropped.load(), shared->rejected.load(),
+            shared->failed.load());
+        progress->flush();
+      }
       last_sent = sent;
       last_acked = acked;
       next_print += absl::Seconds(1);
@@ -341,6 +385,12 @@ absl::StatusOr<LoadgenResult> RunLoadgen(const LoadgenOptions& options,
   r.latency_p50_ms = shared->latency.QuantileMs(0.5);
   r.latency_p99_ms = shared->latency.QuantileMs(0.99);
   r.latency_max_ms = shared->latency.QuantileMs(1.0);
+  r.warmup_seconds = absl::ToDoubleSeconds(warmed_up);
+  r.latency_worst_second_p99_ms = worst_window_p99;
+  if (!window_p99s.empty()) {
+    std::sort(window_p99s.begin(), window_p99s.end());
+    r.latency_median_second_p99_ms = window_p99s[window_p99s.size() / 2];
+  }
   return r;
 }
 

@@ -41,8 +41,9 @@ struct LoadgenOptions {
   absl::Duration duration = absl::Seconds(30);
   int channels = 4;
   std::string node_prefix = "load-";
-  // Latency is recorded only for reports sent after this (skips stream
-  // setup and the schema burst).
+  // Latency is recorded only for reports sent after this, and after every
+  // agent has caught up with its backlog (skips stream setup, the schema
+  // burst and the catch-up it causes).
   absl::Duration warmup = absl::Seconds(5);
   // Reports an agent may fall behind before further ones are dropped.
   int max_backlog = 8;
@@ -57,10 +58,17 @@ struct LoadgenResult {
   uint64_t reports_dropped = 0;  // the agent's backlog was full
   uint64_t streams_rejected = 0;
   uint64_t streams_failed = 0;
-  // send -> Ack, milliseconds.
+  // Seconds until latency was recorded (warm-up and catch-up); infinite
+  // when the agents never caught up.
+  double warmup_seconds = 0;
+  // send -> Ack, milliseconds, over every report recorded...
   double latency_p50_ms = 0;
   double latency_p99_ms = 0;
   double latency_max_ms = 0;
+  // ... and the p99 of each second on its own: the worst second and the
+  // median second.
+  double latency_worst_second_p99_ms = 0;
+  double latency_median_second_p99_ms = 0;
 };
 
 // Runs the load; prints a line per second to `progress` (may be null).

@@ -127,6 +127,21 @@ TEST(RateHistoryTest, ConstantFramesCostNoBlock) {
             100 * 11 * (kFrame * sizeof(float) + 16) + 4000);
 }
 
+// A node's first report may fall anywhere in a frame, and dropped reports
+// leave holes: samples never begun are skipped by the readers, so they do
+// not turn a constant series into a block.
+TEST(RateHistoryTest, UnbegunSamplesDoNotCostABlock) {
+  RateHistory h(10);
+  h.Resize(100);
+  std::vector<float> zeros(100, 0.f);
+  for (uint64_t k = 37; k < 2000; k += (k % 5 == 0 ? 3 : 1)) {
+    Sample(h, k, zeros);
+  }
+  EXPECT_LT(h.MemoryBytes(), 100 * 11 * 5 + 2000);
+  EXPECT_EQ(h.At(0, 1999), 0.f);
+  EXPECT_TRUE(std::isnan(h.At(0, 1996)));  // a hole
+}
+
 TEST(RateHistoryTest, NaNAndZeroSignsAreKeptExactly) {
   RateHistory h(2);
   h.Resize(1);

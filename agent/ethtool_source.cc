@@ -247,17 +247,13 @@ absl::Status EthtoolSource::CollectText(const std::string& ifname,
   if (absl::IsNotFound(read)) return absl::OkStatus();
   if (!read.ok()) return read;
 
-  ParseEthtoolStatsText(absl::string_view(text_buf_.data(), text_len_),
-                        &parsed_);
   // Classifying ~200 names is most of the cost of a text read; the names of
   // a netdev rarely change, so reuse the descriptions while they match.
   auto it = cache_.find(ifname);
-  bool same =
-      it != cache_.end() && it->second.names.size() == parsed_.stats.size();
-  for (size_t i = 0; same && i < parsed_.stats.size(); ++i) {
-    same = it->second.names[i] == parsed_.stats[i].first;
-  }
-  if (!same) {
+  ParseEthtoolStatsText(absl::string_view(text_buf_.data(), text_len_),
+                        &parsed_,
+                        it != cache_.end() ? &it->second.names : nullptr);
+  if (!parsed_.matches_expected) {
     std::vector<std::string> names;
     names.reserve(parsed_.stats.size());
     for (const auto& stat : parsed_.stats) names.emplace_back(stat.first);

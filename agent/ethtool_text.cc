@@ -45,10 +45,12 @@ bool IsPrintableName(absl::string_view name) {
 
 }  // namespace
 
-void ParseEthtoolStatsText(absl::string_view text, EthtoolTextView* out) {
+void ParseEthtoolStatsText(absl::string_view text, EthtoolTextView* out,
+                           const std::vector<std::string>* expected) {
   out->stats.clear();
   out->errors.clear();
   out->dropped_errors = 0;
+  bool matching = expected != nullptr;
   auto add_error = [out](int line, std::string message) {
     if (out->errors.size() < kMaxEthtoolTextErrors) {
       out->errors.push_back({line, std::move(message)});
@@ -71,6 +73,22 @@ void ParseEthtoolStatsText(absl::string_view text, EthtoolTextView* out) {
     p = eol == end ? end : eol + 1;
     if (line.empty() || line == "NIC statistics:") continue;
 
+    // The line of the name expected here: "<name>:<blanks><digits>". What
+    // does not fit takes the general path below.
+    if (matching && out->stats.size() < expected->size()) {
+      const std::string& want = (*expected)[out->stats.size()];
+      if (line.size() > want.size() && line[want.size()] == ':' &&
+          std::memcmp(line.data(), want.data(), want.size()) == 0) {
+        uint64_t value = 0;
+        bool overflow = false;
+        if (ParseDecimalU64(TrimBlanks(line.substr(want.size() + 1)), &value,
+                            &overflow)) {
+          out->stats.emplace_back(line.substr(0, want.size()), value);
+          continue;
+        }
+      }
+    }
+
     // The value follows the LAST ':' (bnxt_en names contain ": ").
     const char* last =
         static_cast<const char*>(memrchr(line.data(), ':', line.size()));
@@ -83,20 +101,25 @@ void ParseEthtoolStatsText(absl::string_view text, EthtoolTextView* out) {
     }
     absl::string_view name = TrimBlanks(line.substr(0, colon - 1));
     absl::string_view value_text = TrimBlanks(line.substr(colon));
-    if (name.empty()) {
-      add_error(line_number, absl::StrCat("empty name in ", Quote(line)));
-      continue;
-    }
-    if (name.size() > kMaxEthtoolNameLength) {
-      add_error(line_number,
-                absl::StrCat("name longer than ", kMaxEthtoolNameLength,
-                             " bytes: ", Quote(name)));
-      continue;
-    }
-    if (!IsPrintableName(name)) {
-      add_error(line_number,
-                absl::StrCat("name has non-printable bytes: ", Quote(name)));
-      continue;
+    // A name equal to the expected one passed these checks before.
+    matching = matching && out->stats.size() < expected->size() &&
+               name == (*expected)[out->stats.size()];
+    if (!matching) {
+      if (name.empty()) {
+        add_error(line_number, absl::StrCat("empty name in ", Quote(line)));
+        continue;
+      }
+      if (name.size() > kMaxEthtoolNameLength) {
+        add_error(line_number,
+                  absl::StrCat("name longer than ", kMaxEthtoolNameLength,
+                               " bytes: ", Quote(name)));
+        continue;
+      }
+      if (!IsPrintableName(name)) {
+        add_error(line_number,
+                  absl::StrCat("name has non-printable bytes: ", Quote(name)));
+        continue;
+      }
     }
     uint64_t value = 0;
     bool overflow = false;
@@ -109,6 +132,8 @@ void ParseEthtoolStatsText(absl::string_view text, EthtoolTextView* out) {
     }
     out->stats.emplace_back(name, value);
   }
+  out->matches_expected =
+      matching && out->errors.empty() && out->stats.size() == expected->size();
 }
 
 EthtoolText ParseEthtoolStatsText(absl::string_view text) {

@@ -64,7 +64,13 @@ struct EthtoolTextView {
   std::vector<std::pair<absl::string_view, uint64_t>> stats;
   std::vector<EthtoolTextError> errors;
   size_t dropped_errors = 0;
+  // With `expected` given: the names are exactly `expected`, in order.
+  bool matches_expected = false;
 };
-void ParseEthtoolStatsText(absl::string_view text, EthtoolTextView* out);
+// `expected` (may be null): the names the last parse of this file found
+// (and that passed its checks). A reader re-parsing the same file every
+// interval gets its names compared on the way instead of checked again.
+void ParseEthtoolStatsText(absl::string_view text, EthtoolTextView* out,
+                           const std::vector<std::string>* expected = nullptr);
 
 }  // namespace fabricdiag::agent

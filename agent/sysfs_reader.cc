@@ -274,7 +274,7 @@ void SysfsAttribute::Close() {
   reader_->ReleaseKeptFd();
 }
 
-absl::StatusOr<absl::string_view> SysfsAttribute::Read(std::string* buf) {
+absl::StatusOr<absl::string_view> SysfsAttribute::ReadSlow(std::string* buf) {
   if (reader_ == nullptr) {
     return absl::FailedPreconditionError("read of an unbound SysfsAttribute");
   }

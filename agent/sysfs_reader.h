@@ -51,6 +51,8 @@
 // SysfsAttribute must be destroyed before the reader that made it.
 #pragma once
 
+#include <unistd.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -92,13 +94,24 @@ class SysfsAttribute {
   // A kept descriptor that fails with ENODEV/ENOENT (the kernfs node was
   // removed) is closed and the path opened again once, so a device
   // re-created under the same name is read afresh.
-  absl::StatusOr<absl::string_view> Read(std::string* buf);
+  absl::StatusOr<absl::string_view> Read(std::string* buf) {
+    // The common case inline: a kept descriptor and an attribute that fits
+    // the buffer (a short read means its end).
+    if (fd_ >= 0 && !buf->empty()) {
+      const ssize_t n = pread(fd_, buf->data(), buf->size(), 0);
+      if (n >= 0 && static_cast<size_t>(n) < buf->size()) {
+        return absl::string_view(buf->data(), static_cast<size_t>(n));
+      }
+    }
+    return ReadSlow(buf);
+  }
 
   // Whether the descriptor is currently kept open.
   bool kept_open() const { return fd_ >= 0; }
 
  private:
   friend class SysfsReader;
+  absl::StatusOr<absl::string_view> ReadSlow(std::string* buf);
   SysfsAttribute(SysfsReader* reader, std::string relpath)
       : reader_(reader), relpath_(std::move(relpath)) {}
   void Close();

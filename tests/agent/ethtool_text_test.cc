@@ -6,6 +6,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -236,6 +237,43 @@ TEST(EthtoolTextTest, ErrorListIsCappedAndTheRestCounted) {
   EXPECT_EQ(parsed.dropped_errors, 100 - kMaxEthtoolTextErrors);
   EXPECT_THAT(parsed.errors.front(), Field(&EthtoolTextError::line, 1));
   EXPECT_THAT(parsed.stats, ElementsAre(Pair("good", 1u)));
+}
+
+// A reader re-parsing the same file learns on the way whether the names
+// are still the ones it classified; a name that differs is checked as usual.
+TEST(EthtoolTextTest, ExpectedNamesAreComparedOnTheWay) {
+  const std::vector<std::string> expected = {"rx_prio3_pause", "tx_bytes_phy"};
+  EthtoolTextView view;
+  ParseEthtoolStatsText(
+      "NIC statistics:\n  rx_prio3_pause: 7\n tx_bytes_phy: 9\n", &view,
+      &expected);
+  EXPECT_TRUE(view.matches_expected);
+  EXPECT_THAT(view.stats, ElementsAre(Pair("rx_prio3_pause", 7u),
+                                      Pair("tx_bytes_phy", 9u)));
+
+  ParseEthtoolStatsText("rx_prio4_pause: 7\ntx_bytes_phy: 9\n", &view,
+                        &expected);
+  EXPECT_FALSE(view.matches_expected);  // PFC moved to priority 4
+  EXPECT_THAT(view.stats, SizeIs(2));
+
+  ParseEthtoolStatsText("rx_prio3_pause: 7\n", &view, &expected);
+  EXPECT_FALSE(view.matches_expected);  // a stat went away
+  ParseEthtoolStatsText("rx_prio3_pause: 7\ntx_bytes_phy: 9\nnew: 1\n", &view,
+                        &expected);
+  EXPECT_FALSE(view.matches_expected);  // a stat appeared
+  ParseEthtoolStatsText("rx_prio3_pause: 7\ntx_bytes_phy: x\n", &view,
+                        &expected);
+  EXPECT_FALSE(view.matches_expected);  // a line that does not parse
+  EXPECT_THAT(view.errors, SizeIs(1));
+
+  // Past the first mismatch names are checked again.
+  ParseEthtoolStatsText("rx_prio3_pause: 7\nbad\x01name: 9\n", &view,
+                        &expected);
+  EXPECT_FALSE(view.matches_expected);
+  ASSERT_THAT(view.errors, SizeIs(1));
+  EXPECT_THAT(view.errors[0].message, HasSubstr("non-printable"));
+  ParseEthtoolStatsText("rx_prio3_pause: 7\n", &view, nullptr);
+  EXPECT_FALSE(view.matches_expected);  // nothing expected, nothing matched
 }
 
 }  // namespace

@@ -229,14 +229,26 @@ SourceStatus NetdevSource::Collect(Snapshot* snapshot) {
     if (layout.scanned_at_call == 0 || layout.needs_rescan ||
         calls_ - layout.scanned_at_call >=
             static_cast<uint64_t>(std::max(1, options_.rescan_every_n_calls))) {
-      layout = Scan(netdev, &status);
+      AttributeRecycler recycler(reader_);
+      Recycle(&layout, &recycler);
+      layout = Scan(netdev, &recycler, &status);
     }
     CollectNetdev(netdev, &layout, rdma, snapshot, &status);
   }
   return status;
 }
 
+void NetdevSource::Recycle(NetdevLayout* layout, AttributeRecycler* recycler) {
+  for (CounterFile& c : layout->statistics) recycler->Add(std::move(c.file));
+  for (CounterFile& c : layout->flap_counters) recycler->Add(std::move(c.file));
+  recycler->Add(std::move(layout->mtu.file));
+  recycler->Add(std::move(layout->carrier.file));
+  recycler->Add(std::move(layout->speed));
+  recycler->Add(std::move(layout->operstate));
+}
+
 NetdevSource::NetdevLayout NetdevSource::Scan(const std::string& netdev,
+                                              AttributeRecycler* recycler,
                                               SourceStatus* status) {
   NetdevLayout layout;
   layout.scanned_at_call = calls_;
@@ -250,7 +262,7 @@ NetdevSource::NetdevLayout NetdevSource::Scan(const std::string& netdev,
                           Kind::kCounter, NetdevStatUnit(name));
       d.direction = DirectionFromName(name);
       layout.statistics.push_back(
-          {reader_->Attribute(dir + "statistics/" + name),
+          {recycler->Attribute(dir + "statistics/" + name),
            Append(table.get(), std::move(d))});
     }
   } else if (stats.status().code() != absl::StatusCode::kNotFound) {
@@ -271,25 +283,25 @@ NetdevSource::NetdevLayout NetdevSource::Scan(const std::string& netdev,
                         Kind::kCounter, "events");
     d.width_bits = 32;
     layout.flap_counters.push_back(
-        {reader_->Attribute(dir + name), Append(table.get(), std::move(d))});
+        {recycler->Attribute(dir + name), Append(table.get(), std::move(d))});
   }
-  if (exists("speed")) layout.speed = reader_->Attribute(dir + "speed");
+  if (exists("speed")) layout.speed = recycler->Attribute(dir + "speed");
   layout.speed_desc =
       Append(table.get(),
              Desc(Subsystem::kNetdevAttribute, netdev, "speed_bytes_per_second",
                   Kind::kGauge, "bytes_per_second"));
-  if (exists("mtu")) layout.mtu.file = reader_->Attribute(dir + "mtu");
+  if (exists("mtu")) layout.mtu.file = recycler->Attribute(dir + "mtu");
   layout.mtu.desc = Append(
       table.get(),
       Desc(Subsystem::kNetdevAttribute, netdev, "mtu", Kind::kGauge, "bytes"));
   if (exists("carrier")) {
-    layout.carrier.file = reader_->Attribute(dir + "carrier");
+    layout.carrier.file = recycler->Attribute(dir + "carrier");
   }
   layout.carrier.desc = Append(
       table.get(),
       Desc(Subsystem::kNetdevAttribute, netdev, "carrier", Kind::kGauge, ""));
   if (exists("operstate")) {
-    layout.operstate = reader_->Attribute(dir + "operstate");
+    layout.operstate = recycler->Attribute(dir + "operstate");
   }
   layout.table = std::move(table);
   return layout;

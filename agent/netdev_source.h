@@ -111,8 +111,12 @@ class NetdevSource : public Source {
   // an own (cached) scan of class/infiniband.
   const RdmaMap& RdmaMapFor(const Snapshot& snapshot);
   RdmaMap ScanRdmaMap();
-  // Lists statistics/ and plans every file of `netdev`.
-  NetdevLayout Scan(const std::string& netdev, SourceStatus* status);
+  // Lists statistics/ and plans every file of `netdev`, taking attributes
+  // from `recycler` where it has them.
+  NetdevLayout Scan(const std::string& netdev, AttributeRecycler* recycler,
+                    SourceStatus* status);
+  // Offers every attribute of `layout` to `recycler`.
+  static void Recycle(NetdevLayout* layout, AttributeRecycler* recycler);
   void CollectNetdev(const std::string& netdev, NetdevLayout* layout,
                      const RdmaMap& rdma, Snapshot* snapshot,
                      SourceStatus* status);

@@ -107,14 +107,18 @@ SourceStatus RdmaSysfsSource::Collect(Snapshot* snapshot) {
     if (it == devices_.end() || it->second.needs_rescan ||
         calls_ - it->second.scanned_at_call >= rescan_every) {
       // Not a device: a stray file, a dangling link of a device being torn
-      // down. Replacing a layout closes its descriptors (dead ones when the
-      // device was re-created under the same name: reads through them fail
-      // with ENODEV, which marks the layout for this rescan).
+      // down.
       if (!reader_->IsDir(absl::StrCat(kClassDir, "/", device))) {
         if (it != devices_.end()) devices_.erase(it);
         continue;
       }
-      it = devices_.insert_or_assign(device, ScanDevice(device)).first;
+      // The new plan keeps the descriptors of the files that are still
+      // there (dead ones, of a device re-created under the same name,
+      // reopen on their first read).
+      AttributeRecycler recycler(reader_);
+      if (it != devices_.end()) Recycle(&it->second, &recycler);
+      it = devices_.insert_or_assign(device, ScanDevice(device, &recycler))
+               .first;
     }
     const size_t samples = snapshot->samples.size();
     const size_t owners = snapshot->series_owners.size();
@@ -137,8 +141,22 @@ SourceStatus RdmaSysfsSource::Collect(Snapshot* snapshot) {
   return status;
 }
 
+void RdmaSysfsSource::Recycle(DeviceLayout* layout,
+                              AttributeRecycler* recycler) {
+  for (CounterFile& c : layout->hw_counters) recycler->Add(std::move(c.file));
+  for (PortLayout& port : layout->ports) {
+    recycler->Add(std::move(port.state));
+    recycler->Add(std::move(port.phys_state));
+    recycler->Add(std::move(port.rate));
+    for (auto* files :
+         {&port.counters, &port.counters_ext, &port.hw_counters}) {
+      for (CounterFile& c : *files) recycler->Add(std::move(c.file));
+    }
+  }
+}
+
 RdmaSysfsSource::DeviceLayout RdmaSysfsSource::ScanDevice(
-    const std::string& device) {
+    const std::string& device, AttributeRecycler* recycler) {
   DeviceLayout layout;
   layout.scanned_at_call = calls_;
   const std::string dir = absl::StrCat(kClassDir, "/", device);
@@ -164,7 +182,8 @@ RdmaSysfsSource::DeviceLayout RdmaSysfsSource::ScanDevice(
        ListOptionalFiles(reader_, dir + "/hw_counters", &layout.scan_errors)) {
     if (IsHwCounterSetting(name)) continue;
     CounterFile counter;
-    counter.file = reader_->Attribute(absl::StrCat(dir, "/hw_counters/", name));
+    counter.file =
+        recycler->Attribute(absl::StrCat(dir, "/hw_counters/", name));
     layout.hw_counters.push_back(std::move(counter));
   }
 
@@ -182,8 +201,8 @@ RdmaSysfsSource::DeviceLayout RdmaSysfsSource::ScanDevice(
     if (!number.ok() || *number > std::numeric_limits<uint32_t>::max()) {
       continue;  // not a port directory
     }
-    layout.ports.push_back(
-        ScanPort(dir, static_cast<uint32_t>(*number), &layout.scan_errors));
+    layout.ports.push_back(ScanPort(dir, static_cast<uint32_t>(*number),
+                                    recycler, &layout.scan_errors));
   }
   std::sort(
       layout.ports.begin(), layout.ports.end(),
@@ -193,7 +212,7 @@ RdmaSysfsSource::DeviceLayout RdmaSysfsSource::ScanDevice(
 }
 
 RdmaSysfsSource::PortLayout RdmaSysfsSource::ScanPort(
-    const std::string& device_dir, uint32_t port,
+    const std::string& device_dir, uint32_t port, AttributeRecycler* recycler,
     std::vector<absl::Status>* errors) {
   PortLayout layout;
   layout.port = port;
@@ -205,7 +224,7 @@ RdmaSysfsSource::PortLayout RdmaSysfsSource::ScanPort(
       if (skip_settings && IsHwCounterSetting(name)) continue;
       CounterFile counter;
       counter.file =
-          reader_->Attribute(absl::StrCat(layout.dir, "/", subdir, "/", name));
+          recycler->Attribute(absl::StrCat(layout.dir, "/", subdir, "/", name));
       out.push_back(std::move(counter));
     }
     return out;
@@ -220,7 +239,7 @@ RdmaSysfsSource::PortLayout RdmaSysfsSource::ScanPort(
   auto plan = [&](const char* name) {
     if (port_files.ok() &&
         std::binary_search(port_files->begin(), port_files->end(), name)) {
-      return reader_->Attribute(absl::StrCat(layout.dir, "/", name));
+      return recycler->Attribute(absl::StrCat(layout.dir, "/", name));
     }
     return SysfsAttribute();
   };

@@ -27,7 +27,8 @@
 // rebuilt when a planned file vanishes (a read fails with ENOENT/ENODEV, as
 // every kept descriptor of a device that was removed and re-created under
 // the same name does), and every `rescan_every_n_calls` calls, which picks
-// up files that appeared (hw_counters after a firmware capability change).
+// up files that appeared (hw_counters after a firmware capability change);
+// a rebuilt plan keeps the descriptors of the files that are still there.
 //
 //   SysfsReader reader("/sys");
 //   RdmaSysfsSource source(&reader);
@@ -111,9 +112,14 @@ class RdmaSysfsSource : public Source {
     // reported again on every call while they persist.
     std::vector<absl::Status> scan_errors;
   };
-  DeviceLayout ScanDevice(const std::string& device);
+  // Plans `device`, taking attributes from `recycler` where it has them.
+  DeviceLayout ScanDevice(const std::string& device,
+                          AttributeRecycler* recycler);
   PortLayout ScanPort(const std::string& device_dir, uint32_t port,
+                      AttributeRecycler* recycler,
                       std::vector<absl::Status>* errors);
+  // Offers every attribute of `layout` to `recycler`.
+  static void Recycle(DeviceLayout* layout, AttributeRecycler* recycler);
   // Gives every file of `layout` its description and attribute handle.
   void Plan(const std::string& device, DeviceLayout* layout);
   // Reads every planned file of `layout` and appends samples and info.

@@ -274,6 +274,20 @@ void SysfsAttribute::Close() {
   reader_->ReleaseKeptFd();
 }
 
+void AttributeRecycler::Add(SysfsAttribute attr) {
+  if (attr.relpath().empty()) return;
+  std::string path = attr.relpath();
+  offered_.insert_or_assign(std::move(path), std::move(attr));
+}
+
+SysfsAttribute AttributeRecycler::Attribute(std::string relpath) {
+  auto it = offered_.find(relpath);
+  if (it == offered_.end()) return reader_->Attribute(std::move(relpath));
+  SysfsAttribute attr = std::move(it->second);
+  offered_.erase(it);
+  return attr;
+}
+
 absl::StatusOr<absl::string_view> SysfsAttribute::ReadSlow(std::string* buf) {
   if (reader_ == nullptr) {
     return absl::FailedPreconditionError("read of an unbound SysfsAttribute");

@@ -60,6 +60,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -212,6 +213,35 @@ class SysfsReader {
   // Open attributes with O_NOATIME (regular-file trees, while permitted).
   bool noatime_ ABSL_GUARDED_BY(mu_) = false;
   size_t kept_fds_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// Hands the attributes of a read plan being rebuilt to the new plan: a file
+// that is still there keeps its descriptor instead of being reopened (on
+// real sysfs an open costs a path walk and a kernfs open; a rescan of an
+// 8-NIC node would reopen ~900 files). What is not taken is closed when the
+// recycler goes away. A descriptor that died with its device (ENODEV) is
+// reopened by its first read, as always.
+//
+//   AttributeRecycler recycler(&reader);
+//   for (SysfsAttribute& a : old_plan) recycler.Add(std::move(a));
+//   SysfsAttribute rx =
+//   recycler.Attribute("class/net/eth0/statistics/rx_bytes");
+//
+// Not thread-safe.
+class AttributeRecycler {
+ public:
+  explicit AttributeRecycler(SysfsReader* reader) : reader_(reader) {}
+  AttributeRecycler(const AttributeRecycler&) = delete;
+  AttributeRecycler& operator=(const AttributeRecycler&) = delete;
+
+  // Offers `attr` (unbound ones are dropped).
+  void Add(SysfsAttribute attr);
+  // The attribute of `relpath`: an offered one, or a new one.
+  SysfsAttribute Attribute(std::string relpath);
+
+ private:
+  SysfsReader* const reader_;
+  absl::flat_hash_map<std::string, SysfsAttribute> offered_;
 };
 
 // Rejects absolute paths, `..` components and NUL bytes (kInvalidArgument).

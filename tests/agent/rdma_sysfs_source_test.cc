@@ -347,6 +347,40 @@ TEST_F(RdmaRoceNodeTest, CachedDescriptorsStillWork) {
   EXPECT_EQ(CountDevice(c, "mlx5_7"), 0);
 }
 
+// A periodic rescan keeps the descriptors of the files that are still
+// there instead of reopening ~900 files. Seen here through kAlways on a
+// regular-file tree: a counter rewritten by rename is a new inode, which a
+// kept descriptor does not see (exactly why kAuto keeps none on such trees).
+TEST_F(RdmaRoceNodeTest, RescansKeepTheDescriptors) {
+  SysfsReader::Options o;
+  o.cache_policy = FdCachePolicy::kAlways;
+  SysfsReader cached(tmp_.path(), o);
+  RdmaSysfsSource::Options options;
+  options.rescan_every_n_calls = 1;  // rebuild every plan on every call
+  RdmaSysfsSource source(&cached, options);
+  Snapshot a;
+  source.Collect(&a);
+  const size_t fds = cached.cached_fd_count();
+  const uint64_t before =
+      Find(a, Subsystem::kRdmaPortCounters, "mlx5_2", 1, "port_rcv_data")->raw;
+  ASSERT_TRUE(
+      fake_.SetPortCounter("mlx5_2", 1, "port_rcv_data", before + 777).ok());
+  Snapshot b;
+  SourceStatus st = source.Collect(&b);
+  EXPECT_TRUE(st.ok) << st.last_error;
+  EXPECT_EQ(cached.cached_fd_count(), fds);
+  EXPECT_EQ(
+      Find(b, Subsystem::kRdmaPortCounters, "mlx5_2", 1, "port_rcv_data")->raw,
+      before);  // the kept descriptor, not a reopened file
+  // A reader that keeps nothing sees the new value after the same rescan.
+  RdmaSysfsSource fresh(&reader_, options);
+  Snapshot c;
+  fresh.Collect(&c);
+  EXPECT_EQ(
+      Find(c, Subsystem::kRdmaPortCounters, "mlx5_2", 1, "port_rcv_data")->raw,
+      before + 777);
+}
+
 TEST_F(RdmaRoceNodeTest, HwCounterWidthUsesTheDriverNotTheName) {
   FakeRdmaDeviceSpec renamed;  // udev-renamed mlx5 device
   ASSERT_TRUE(fake_.AddRdmaDevice("rocep23s0", renamed).ok());

@@ -297,6 +297,29 @@ TEST_F(SysfsReaderTest, OneBufferServesAttributesOfAnySize) {
   }
 }
 
+TEST_F(SysfsReaderTest, RecyclerHandsKeptDescriptorsToTheNewPlan) {
+  Write("a", "1\n");
+  Write("b", "2\n");
+  SysfsReader reader(tmp_.path(), Policy(FdCachePolicy::kAlways));
+  SysfsAttribute a = reader.Attribute("a");
+  SysfsAttribute b = reader.Attribute("b");
+  ASSERT_EQ(ReadText(a), "1\n");
+  ASSERT_EQ(ReadText(b), "2\n");
+  ASSERT_EQ(reader.cached_fd_count(), 2u);
+  {
+    AttributeRecycler recycler(&reader);
+    recycler.Add(std::move(a));
+    recycler.Add(std::move(b));
+    recycler.Add(SysfsAttribute());  // unbound: dropped
+    SysfsAttribute again = recycler.Attribute("a");
+    EXPECT_TRUE(again.kept_open());  // the same descriptor, not reopened
+    SysfsAttribute other = recycler.Attribute("c");
+    EXPECT_FALSE(other.kept_open());
+    EXPECT_EQ(reader.cached_fd_count(), 2u);
+  }  // "b" was not taken: closed with the recycler; "a" with its handle
+  EXPECT_EQ(reader.cached_fd_count(), 0u);
+}
+
 TEST_F(SysfsReaderTest, VanishedFileIsNotFound) {
   Write("class/infiniband/mlx5_0/hw_counters/x", "1\n");
   SysfsReader reader(tmp_.path(), Policy(FdCachePolicy::kNever));

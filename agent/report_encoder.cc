@@ -206,6 +206,17 @@ absl::StatusOr<EncodedReport> ReportEncoder::Encode(
   std::vector<size_t> kept;
   std::vector<uint32_t> positions;
   std::vector<bool> present;
+  // The kept samples no longer fit the schema: announce a new one in their
+  // order.
+  auto start_new_schema = [&] {
+    NewSchema(snapshot, kept);
+    out.new_schema = schema_;
+    positions.resize(kept.size());
+    for (size_t i = 0; i < kept.size(); ++i) {
+      positions[i] = static_cast<uint32_t>(i);
+    }
+    present.assign(kept.size(), true);
+  };
   if (SameDescriptionsAsLastReport(snapshot)) {
     // Steady state: the sources described the same series with the same
     // (immutable) description objects in the same order, so validity,
@@ -216,13 +227,7 @@ absl::StatusOr<EncodedReport> ReportEncoder::Encode(
     present.assign(static_cast<size_t>(schema_.series_size()), false);
     for (uint32_t p : positions) present[p] = true;
     if (!CommitAbsences(present)) {
-      NewSchema(snapshot, kept);
-      out.new_schema = schema_;
-      positions.resize(kept.size());
-      for (size_t i = 0; i < kept.size(); ++i) {
-        positions[i] = static_cast<uint32_t>(i);
-      }
-      present.assign(kept.size(), true);
+      start_new_schema();
     }
   } else {
     // Valid samples, first occurrence of each key only.
@@ -249,13 +254,7 @@ absl::StatusOr<EncodedReport> ReportEncoder::Encode(
     }
     skipped_samples_ += skipped;
     if (!MapToSchema(snapshot, kept, &positions, &present)) {
-      NewSchema(snapshot, kept);
-      out.new_schema = schema_;
-      positions.resize(kept.size());
-      for (size_t i = 0; i < kept.size(); ++i) {
-        positions[i] = static_cast<uint32_t>(i);
-      }
-      present.assign(kept.size(), true);
+      start_new_schema();
     }
     last_skipped_ = skipped;
   }

@@ -43,6 +43,38 @@ bool IsPrintableName(absl::string_view name) {
   return true;
 }
 
+inline bool IsBlank(char c) { return c == ' ' || c == '\t'; }
+
+// The steady-state line, "<blanks><want>:<blanks><digits><blanks>\n", in one
+// pass over its bytes. Returns where the next line starts, or nullptr when
+// the line is anything else (the general path then decides what it is; it
+// accepts every line this accepts, with the same name and value).
+inline const char* MatchExpectedLine(const char* p, const char* end,
+                                     const std::string& want,
+                                     EthtoolTextView* out) {
+  while (p < end && IsBlank(*p)) ++p;
+  if (static_cast<size_t>(end - p) <= want.size() || p[want.size()] != ':' ||
+      std::memcmp(p, want.data(), want.size()) != 0) {
+    return nullptr;
+  }
+  const char* name = p;
+  p += want.size() + 1;
+  while (p < end && IsBlank(*p)) ++p;
+  // At most 19 digits cannot overflow; longer values take the general path.
+  constexpr ptrdiff_t kSafeDigits = 19;
+  const char* digits = p;
+  uint64_t value = 0;
+  while (p < end && static_cast<unsigned char>(*p - '0') <= 9) {
+    value = value * 10 + static_cast<unsigned char>(*p - '0');
+    ++p;
+  }
+  if (p == digits || p - digits > kSafeDigits) return nullptr;
+  while (p < end && (IsBlank(*p) || *p == '\r')) ++p;
+  if (p < end && *p != '\n') return nullptr;
+  out->stats.emplace_back(absl::string_view(name, want.size()), value);
+  return p < end ? p + 1 : end;
+}
+
 }  // namespace
 
 void ParseEthtoolStatsText(absl::string_view text, EthtoolTextView* out,
@@ -65,6 +97,14 @@ void ParseEthtoolStatsText(absl::string_view text, EthtoolTextView* out,
   int line_number = 0;
   while (p < end) {
     ++line_number;
+    if (matching && out->stats.size() < expected->size()) {
+      const char* next =
+          MatchExpectedLine(p, end, (*expected)[out->stats.size()], out);
+      if (next != nullptr) {
+        p = next;
+        continue;
+      }
+    }
     const char* eol = static_cast<const char*>(
         std::memchr(p, '\n', static_cast<size_t>(end - p)));
     if (eol == nullptr) eol = end;
@@ -72,22 +112,6 @@ void ParseEthtoolStatsText(absl::string_view text, EthtoolTextView* out,
         TrimBlanks(absl::string_view(p, static_cast<size_t>(eol - p)));
     p = eol == end ? end : eol + 1;
     if (line.empty() || line == "NIC statistics:") continue;
-
-    // The line of the name expected here: "<name>:<blanks><digits>". What
-    // does not fit takes the general path below.
-    if (matching && out->stats.size() < expected->size()) {
-      const std::string& want = (*expected)[out->stats.size()];
-      if (line.size() > want.size() && line[want.size()] == ':' &&
-          std::memcmp(line.data(), want.data(), want.size()) == 0) {
-        uint64_t value = 0;
-        bool overflow = false;
-        if (ParseDecimalU64(TrimBlanks(line.substr(want.size() + 1)), &value,
-                            &overflow)) {
-          out->stats.emplace_back(line.substr(0, want.size()), value);
-          continue;
-        }
-      }
-    }
 
     // The value follows the LAST ':' (bnxt_en names contain ": ").
     const char* last =

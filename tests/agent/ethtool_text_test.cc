@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <optional>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -274,6 +275,55 @@ TEST(EthtoolTextTest, ExpectedNamesAreComparedOnTheWay) {
   EXPECT_THAT(view.errors[0].message, HasSubstr("non-printable"));
   ParseEthtoolStatsText("rx_prio3_pause: 7\n", &view, nullptr);
   EXPECT_FALSE(view.matches_expected);  // nothing expected, nothing matched
+}
+
+// With names expected, every line must parse exactly as it does without
+// them: the same stats, the same errors. Lines are built from the pieces
+// that tell the steady-state path from the general one (blanks and CRs in
+// every position, colons inside names, long and overflowing values).
+TEST(EthtoolTextTest, ExpectedNamesNeverChangeWhatIsParsed) {
+  const std::vector<std::string> names = {"rx_bytes_phy", "rx_prio3_pause",
+                                          "[0]: rx_ucast", "tx"};
+  const std::vector<std::string> blanks = {"", " ", "\t", "  \t", "\r", " \r"};
+  const std::vector<std::string> values = {"0",
+                                           "7",
+                                           "0000000000000000000000042",
+                                           "1234567890123456789",
+                                           "18446744073709551615",
+                                           "18446744073709551616",
+                                           "",
+                                           "12x",
+                                           "-1"};
+  std::mt19937 rng(20261124);
+  auto pick = [&rng](const std::vector<std::string>& from) {
+    return from[std::uniform_int_distribution<size_t>(0, from.size() - 1)(rng)];
+  };
+  for (int round = 0; round < 2000; ++round) {
+    std::string text = rng() % 2 ? "NIC statistics:\n" : "";
+    const int lines = 1 + static_cast<int>(rng() % 6);
+    for (int i = 0; i < lines; ++i) {
+      text += pick(blanks) + pick(names) + pick(blanks) + ":" + pick(blanks) +
+              pick(values) + pick(blanks);
+      if (i + 1 < lines || rng() % 2) text += "\n";
+    }
+    EthtoolTextView plain;
+    ParseEthtoolStatsText(text, &plain);
+    std::vector<std::string> expected;
+    for (const auto& stat : plain.stats) expected.emplace_back(stat.first);
+    if (rng() % 4 == 0 && !expected.empty()) expected.pop_back();
+
+    EthtoolTextView guided;
+    ParseEthtoolStatsText(text, &guided, &expected);
+    ASSERT_EQ(guided.stats, plain.stats) << text;
+    ASSERT_EQ(guided.errors.size(), plain.errors.size()) << text;
+    for (size_t e = 0; e < plain.errors.size(); ++e) {
+      EXPECT_EQ(guided.errors[e].line, plain.errors[e].line) << text;
+      EXPECT_EQ(guided.errors[e].message, plain.errors[e].message) << text;
+    }
+    EXPECT_EQ(guided.matches_expected,
+              plain.errors.empty() && expected.size() == plain.stats.size())
+        << text;
+  }
 }
 
 }  // namespace

@@ -324,14 +324,11 @@ void NetdevSource::CollectNetdev(const std::string& netdev,
                                  Snapshot* snapshot, SourceStatus* status) {
   const std::vector<SeriesDesc>& table = *layout->table;
   snapshot->series_owners.push_back(layout->table);
-  for (CounterFile& c : layout->statistics) {
-    if (std::optional<uint64_t> v = ReadCounter(&c, layout, status)) {
-      snapshot->samples.push_back(Sample{&table[c.desc], *v});
-    }
-  }
-  for (CounterFile& c : layout->flap_counters) {
-    if (std::optional<uint64_t> v = ReadCounter(&c, layout, status)) {
-      snapshot->samples.push_back(Sample{&table[c.desc], *v});
+  for (auto* files : {&layout->statistics, &layout->flap_counters}) {
+    for (CounterFile& c : *files) {
+      if (std::optional<uint64_t> v = ReadCounter(&c, layout, status)) {
+        snapshot->samples.push_back(Sample{&table[c.desc], *v});
+      }
     }
   }
 

@@ -453,14 +453,11 @@ void RdmaSysfsSource::CollectPort(DeviceLayout* layout, PortLayout* port,
     snapshot->samples.push_back(Sample{
         &desc, pma_values_[i], IsSaturated(pma_values_[i], desc.width_bits)});
   }
-  for (CounterFile& c : port->counters_ext) {
-    if (std::optional<uint64_t> value = ReadCounter(&c, layout, status)) {
-      snapshot->samples.push_back(Sample{&table[c.desc], *value});
-    }
-  }
-  for (CounterFile& c : port->hw_counters) {
-    if (std::optional<uint64_t> value = ReadCounter(&c, layout, status)) {
-      snapshot->samples.push_back(Sample{&table[c.desc], *value});
+  for (auto* files : {&port->counters_ext, &port->hw_counters}) {
+    for (CounterFile& c : *files) {
+      if (std::optional<uint64_t> value = ReadCounter(&c, layout, status)) {
+        snapshot->samples.push_back(Sample{&table[c.desc], *value});
+      }
     }
   }
   snapshot->rdma_ports.push_back(std::move(info));

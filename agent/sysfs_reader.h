@@ -224,8 +224,8 @@ class SysfsReader {
 //
 //   AttributeRecycler recycler(&reader);
 //   for (SysfsAttribute& a : old_plan) recycler.Add(std::move(a));
-//   SysfsAttribute rx =
-//   recycler.Attribute("class/net/eth0/statistics/rx_bytes");
+//   SysfsAttribute rx = recycler.Attribute(
+//       "class/net/eth0/statistics/rx_bytes");
 //
 // Not thread-safe.
 class AttributeRecycler {

@@ -118,6 +118,8 @@ const char* RejectReasonName(RejectReason reason) {
       return "stale_boot";
     case RejectReason::kEmptyMessage:
       return "empty_message";
+    case RejectReason::kMixedMessage:
+      return "mixed_message";
     case RejectReason::kCount:
       break;
   }
@@ -151,10 +153,12 @@ IngestSession::Reply IngestSession::Reject(RejectReason reason,
 IngestSession::Reply IngestSession::Handle(const v1::AgentMessage& message) {
   if (rejected_) return Reply{};
   const bool other = message.msg_case() != v1::AgentMessage::MSG_NOT_SET;
-  if (message.has_report() == other) {
-    return Reject(RejectReason::kEmptyMessage,
-                  other ? "message carries a report and another message"
-                        : "message has no content");
+  if (message.has_report() && other) {
+    return Reject(RejectReason::kMixedMessage,
+                  "message carries a report and another message");
+  }
+  if (!message.has_report() && !other) {
+    return Reject(RejectReason::kEmptyMessage, "message has no content");
   }
   if (message.has_hello()) return OnHello(message.hello());
   if (node_ == nullptr) {

@@ -53,8 +53,8 @@ enum class RejectReason {
   kNonFiniteRate,    // a NaN or infinite rate
   kTooLarge,         // > kMaxSeries series, too many schemas, seq 0 ...
   kStaleBoot,        // another agent process now reports as this node
-  kEmptyMessage,     // an AgentMessage with no field set, or a report and
-                     // another message in one
+  kEmptyMessage,     // an AgentMessage with no field set
+  kMixedMessage,     // a Report and another message in one AgentMessage
   kCount,
 };
 constexpr size_t kRejectReasonCount = static_cast<size_t>(RejectReason::kCount);

@@ -176,7 +176,7 @@ TEST_F(IngestSessionTest, EmptyMessage) {
 TEST_F(IngestSessionTest, ReportTogetherWithAnotherMessage) {
   v1::AgentMessage m = Report(1);
   *m.mutable_schema() = Schema().schema();
-  ExpectRejected(m, RejectReason::kEmptyMessage);
+  ExpectRejected(m, RejectReason::kMixedMessage);
 }
 
 // Parsing stream after stream into one message object keeps the report's

@@ -63,11 +63,10 @@ int RunVirtualAgents(int agents) {
   }
   std::cout << absl::StrFormat(
       "virtual agents: %d for %.1fs; values/s acked %.3gM; reports acked "
-      "%d of %d (dropped %d); streams rejected %d failed %d; send->ack p50 "
-      "%.1f ms p99 %.1f ms\n",
+      "%d of %d (dropped %d); streams rejected %d failed %d; %s\n",
       agents, r->seconds, r->values_acked / r->seconds / 1e6, r->reports_acked,
       r->reports_sent, r->reports_dropped, r->streams_rejected,
-      r->streams_failed, r->latency_p50_ms, r->latency_p99_ms);
+      r->streams_failed, fabricdiag::collector::loadgen::LatencySummary(*r));
   if (r->reports_acked == 0) {
     std::cerr << "fabricdiag-sim: the collector at " << o.target
               << " acknowledged no report\n";

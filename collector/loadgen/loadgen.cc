@@ -30,7 +30,12 @@ class Histogram {
                                           kBuckets - 1);
     buckets_[static_cast<size_t>(b)].fetch_add(1, std::memory_order_relaxed);
   }
-  // Upper bound of the bucket holding quantile `q`, in ms.
+  uint64_t Count() const {
+    uint64_t total = 0;
+    for (const auto& b : buckets_) total += b.load();
+    return total;
+  }
+  // Upper bound of the bucket holding quantile `q`, in ms (0 when empty).
   double QuantileMs(double q) const {
     uint64_t total = 0;
     for (const auto& b : buckets_) total += b.load();
@@ -382,6 +387,7 @@ absl::StatusOr<LoadgenResult> RunLoadgen(const LoadgenOptions& options,
   r.reports_dropped = shared->dropped.load();
   r.streams_rejected = shared->rejected.load();
   r.streams_failed = shared->failed.load();
+  r.latency_samples = shared->latency.Count();
   r.latency_p50_ms = shared->latency.QuantileMs(0.5);
   r.latency_p99_ms = shared->latency.QuantileMs(0.99);
   r.latency_max_ms = shared->latency.QuantileMs(1.0);
@@ -392,6 +398,18 @@ absl::StatusOr<LoadgenResult> RunLoadgen(const LoadgenOptions& options,
     r.latency_median_second_p99_ms = window_p99s[window_p99s.size() / 2];
   }
   return r;
+}
+
+std::string LatencySummary(const LoadgenResult& r) {
+  if (r.latency_samples == 0) {
+    return "latency not measured (nothing acknowledged after the warm-up "
+           "and catch-up)";
+  }
+  return absl::StrFormat(
+      "after %.0f s of warm-up: send->ack p50 %.1f ms p99 %.1f ms max %.1f "
+      "ms, p99 of a second: median %.1f ms worst %.1f ms",
+      r.warmup_seconds, r.latency_p50_ms, r.latency_p99_ms, r.latency_max_ms,
+      r.latency_median_second_p99_ms, r.latency_worst_second_p99_ms);
 }
 
 }  // namespace fabricdiag::collector::loadgen

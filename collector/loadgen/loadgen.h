@@ -61,6 +61,9 @@ struct LoadgenResult {
   // Seconds until latency was recorded (warm-up and catch-up); infinite
   // when the agents never caught up.
   double warmup_seconds = 0;
+  // Reports whose latency was recorded; 0 when the agents never caught up
+  // or nothing was acknowledged (the latencies below are then meaningless).
+  uint64_t latency_samples = 0;
   // send -> Ack, milliseconds, over every report recorded...
   double latency_p50_ms = 0;
   double latency_p99_ms = 0;
@@ -70,6 +73,10 @@ struct LoadgenResult {
   double latency_worst_second_p99_ms = 0;
   double latency_median_second_p99_ms = 0;
 };
+
+// "after 5 s of warm-up: send->ack p50 0.3 ms p99 2.6 ms ...", or why
+// latency was not measured.
+std::string LatencySummary(const LoadgenResult& r);
 
 // Runs the load; prints a line per second to `progress` (may be null).
 absl::StatusOr<LoadgenResult> RunLoadgen(const LoadgenOptions& options,

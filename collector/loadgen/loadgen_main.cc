@@ -39,14 +39,16 @@ int main(int argc, char** argv) {
   }
   std::cout << absl::StrFormat(
       "done: %.1fs, values/s sent %.3gM acked %.3gM; reports sent %d acked %d "
-      "dropped %d; streams rejected %d failed %d; after %.0f s of warm-up: "
-      "send->ack p50 %.1f ms p99 %.1f ms max %.1f ms, p99 of a second: "
-      "median %.1f ms worst %.1f ms\n",
+      "dropped %d; streams rejected %d failed %d; %s\n",
       r->seconds, r->values_sent / r->seconds / 1e6,
       r->values_acked / r->seconds / 1e6, r->reports_sent, r->reports_acked,
       r->reports_dropped, r->streams_rejected, r->streams_failed,
-      r->warmup_seconds, r->latency_p50_ms, r->latency_p99_ms,
-      r->latency_max_ms, r->latency_median_second_p99_ms,
-      r->latency_worst_second_p99_ms);
-  return r->reports_acked > 0 ? 0 : 1;
+      fabricdiag::collector::loadgen::LatencySummary(*r));
+  if (r->reports_acked == 0) {
+    std::cerr << "fabricdiag-loadgen: the collector at " << o.target
+              << " acknowledged no report (" << r->streams_failed
+              << " streams failed, " << r->streams_rejected << " rejected)\n";
+    return 1;
+  }
+  return 0;
 }

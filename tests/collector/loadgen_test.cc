@@ -5,8 +5,12 @@
 // traffic. (The collector benchmark is only as honest as this.)
 #include "collector/loadgen/loadgen.h"
 
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <set>
 #include <string>
@@ -82,6 +86,9 @@ TEST(LoadgenTest, VirtualAgentsAreStoredAcknowledgedAndAnalysed) {
   EXPECT_EQ(r->reports_acked + r->reports_dropped, r->reports_sent);
   EXPECT_EQ(r->streams_rejected, 0u);
   EXPECT_EQ(r->streams_failed, 0u);
+  EXPECT_GT(r->latency_samples, 0u);
+  EXPECT_GT(r->latency_p99_ms, 0);
+  EXPECT_THAT(loadgen::LatencySummary(*r), ::testing::HasSubstr("p99"));
   EXPECT_EQ(counters.values.load(), counters.reports.load() * 300);
 
   const StoreMemory m = store.Memory();
@@ -99,6 +106,36 @@ TEST(LoadgenTest, VirtualAgentsAreStoredAcknowledgedAndAnalysed) {
     EXPECT_EQ(p.s.rx_pause_fraction[3], 0);
   }
   (*server)->Shutdown(absl::ZeroDuration());
+}
+
+// Nobody listening: every stream fails, nothing is acknowledged, and no
+// latency is reported (rather than a reassuring 0 ms).
+TEST(LoadgenTest, DeadCollectorIsReportedNotMeasured) {
+  // A port that was free a moment ago.
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  close(fd);
+
+  loadgen::LoadgenOptions opts;
+  opts.target = absl::StrCat("127.0.0.1:", ntohs(addr.sin_port));
+  opts.nodes = 4;
+  opts.nics = 1;
+  opts.interval = absl::Milliseconds(100);
+  opts.duration = absl::Seconds(1);
+  opts.warmup = absl::Milliseconds(200);
+  absl::StatusOr<loadgen::LoadgenResult> r = loadgen::RunLoadgen(opts, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->reports_acked, 0u);
+  EXPECT_GT(r->streams_failed, 0u);
+  EXPECT_EQ(r->latency_samples, 0u);
+  EXPECT_THAT(loadgen::LatencySummary(*r),
+              ::testing::HasSubstr("latency not measured"));
 }
 
 }  // namespace

@@ -92,11 +92,9 @@ void RateHistory::Seal() {
   const uint64_t last = 63 - static_cast<uint64_t>(__builtin_clzll(f.begun));
   for (uint32_t slot = 0; slot < series_; ++slot) {
     const uint8_t np = next_[slot];
-    if (np > last) continue;
-    if (IsVarying(f, slot)) {
-      float* values = &f.pool[f.cell[slot] * kFrameSamples];
-      std::fill(values + np, values + kFrameSamples, kNoRate);
-    } else if (f.cell[slot] != kNoRateBits && np > 0) {
+    // A block already reads NaN wherever its slot was not Put.
+    if (np > last || IsVarying(f, slot)) continue;
+    if (f.cell[slot] != kNoRateBits && np > 0) {
       const uint8_t pos = pos_;
       pos_ = np;  // Materialize writes NaN at pos_ here
       Materialize(&f, slot, np, kNoRateBits);

@@ -74,9 +74,9 @@ class RateHistory {
     // dropped reports) are skipped by every reader and need nothing.
     const bool gap = np < pos_ && (f.begun & LowBits(pos_) & ~LowBits(np));
     if (IsVarying(f, slot)) {
-      float* block = &f.pool[f.cell[slot] * kFrameSamples];
-      for (uint8_t q = np; q < pos_; ++q) block[q] = kNoRate;
-      std::memcpy(&block[pos_], &bits, sizeof(bits));
+      // A block reads NaN wherever it was not Put (see Materialize).
+      std::memcpy(&f.pool[f.cell[slot] * kFrameSamples + pos_], &bits,
+                  sizeof(bits));
     } else if (np == 0 && !gap) {
       f.cell[slot] = bits;  // the frame's first value sets the constant
     } else if (gap ? (bits != kNoRateBits || f.cell[slot] != kNoRateBits)
@@ -124,7 +124,8 @@ class RateHistory {
     return (f.varying[slot / 64] >> (slot % 64)) & 1;
   }
   // Gives `slot` a block: its constant for the positions [0, written), NaN
-  // after, `bits` at the current position.
+  // after, `bits` at the current position. Later Puts write only their own
+  // position, so a block reads NaN wherever its slot was not Put.
   void Materialize(Frame* f, uint32_t slot, uint8_t written, uint32_t bits);
   // Pads the slots the open frame's last samples did not carry with NaN.
   void Seal();

@@ -4,6 +4,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -96,11 +98,16 @@ void AnalysisRunner::Start() {
     // agents' reports preempts the analysis pass, which takes a little
     // longer instead. (Measured on one core at 10M values/s: analysis at
     // the same priority put 100 ms spikes into send->ack latency.)
-    // Lowering one's own priority needs no privilege; a failure only
-    // costs latency.
-    if (options_.nice > 0) {
-      setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)),
-                  options_.nice);
+    // Lowering one's own priority needs no privilege (the systemd unit
+    // lets setpriority through its syscall filter for this); a failure
+    // only costs latency, and is said once.
+    if (options_.nice > 0 &&
+        setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)),
+                    options_.nice) != 0) {
+      LogWarning(absl::StrCat(
+          "analysis: cannot lower the analysis thread's priority (",
+          std::strerror(errno),
+          "); under load it competes with ingest for the CPU"));
     }
     std::unique_lock<std::mutex> lock(mu_);
     while (!stopping_) {

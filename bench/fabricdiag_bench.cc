@@ -534,47 +534,28 @@ int Main(int argc, char** argv) {
       SyntheticMlx5EthtoolNames(kPfcPriority).size(), env->ethtool_dir.c_str());
 
   BenchEnv* e = env.get();
-  benchmark::RegisterBenchmark("BM_AgentSnapshot/fd_cache:always",
-                               [e](benchmark::State& s) {
-                                 BM_AgentSnapshot(s, e, FdCachePolicy::kAlways,
-                                                  EthtoolMode::kText, false);
-                               })
-      ->Unit(benchmark::kMicrosecond)
-      ->Repetitions(kRepetitions)
-      ->ReportAggregatesOnly(true);
-  benchmark::RegisterBenchmark("BM_AgentSnapshot/fd_cache:never",
-                               [e](benchmark::State& s) {
-                                 BM_AgentSnapshot(s, e, FdCachePolicy::kNever,
-                                                  EthtoolMode::kText, false);
-                               })
-      ->Unit(benchmark::kMicrosecond)
-      ->Repetitions(kRepetitions)
-      ->ReportAggregatesOnly(true);
-  benchmark::RegisterBenchmark(
-      "BM_AgentSnapshot/fd_cache:always/ethtool:cached_names",
-      [e](benchmark::State& s) {
-        BM_AgentSnapshot(s, e, FdCachePolicy::kAlways,
-                         EthtoolMode::kCachedNamesInMemory, false);
-      })
-      ->Unit(benchmark::kMicrosecond)
-      ->Repetitions(kRepetitions)
-      ->ReportAggregatesOnly(true);
-  benchmark::RegisterBenchmark("BM_AgentSnapshot/fd_cache:always/sysfs_only",
-                               [e](benchmark::State& s) {
-                                 BM_AgentSnapshot(s, e, FdCachePolicy::kAlways,
-                                                  EthtoolMode::kNone, false);
-                               })
-      ->Unit(benchmark::kMicrosecond)
-      ->Repetitions(kRepetitions)
-      ->ReportAggregatesOnly(true);
-  benchmark::RegisterBenchmark("BM_AgentSnapshotAndRender/fd_cache:always",
-                               [e](benchmark::State& s) {
-                                 BM_AgentSnapshot(s, e, FdCachePolicy::kAlways,
-                                                  EthtoolMode::kText, true);
-                               })
-      ->Unit(benchmark::kMicrosecond)
-      ->Repetitions(kRepetitions)
-      ->ReportAggregatesOnly(true);
+  // Every agent variant: the same repetitions, medians only.
+  auto agent_bench = [e](const char* name, FdCachePolicy policy,
+                         EthtoolMode ethtool, bool render) {
+    benchmark::RegisterBenchmark(name,
+                                 [=](benchmark::State& s) {
+                                   BM_AgentSnapshot(s, e, policy, ethtool,
+                                                    render);
+                                 })
+        ->Unit(benchmark::kMicrosecond)
+        ->Repetitions(kRepetitions)
+        ->ReportAggregatesOnly(true);
+  };
+  agent_bench("BM_AgentSnapshot/fd_cache:always", FdCachePolicy::kAlways,
+              EthtoolMode::kText, false);
+  agent_bench("BM_AgentSnapshot/fd_cache:never", FdCachePolicy::kNever,
+              EthtoolMode::kText, false);
+  agent_bench("BM_AgentSnapshot/fd_cache:always/ethtool:cached_names",
+              FdCachePolicy::kAlways, EthtoolMode::kCachedNamesInMemory, false);
+  agent_bench("BM_AgentSnapshot/fd_cache:always/sysfs_only",
+              FdCachePolicy::kAlways, EthtoolMode::kNone, false);
+  agent_bench("BM_AgentSnapshotAndRender/fd_cache:always",
+              FdCachePolicy::kAlways, EthtoolMode::kText, true);
   // Real time decides the iteration count: this thread mostly waits for
   // the exporter. 1.5 s of scrapes per repetition put the 10 ms tick
   // resolution of /proc/PID/stat below 1% of the measured CPU.

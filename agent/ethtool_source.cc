@@ -11,6 +11,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "agent/counter_desc.h"
 #include "agent/ethtool_text.h"
 
 namespace fabricdiag::agent {
@@ -96,18 +97,11 @@ EthtoolSource::NameCache EthtoolSource::BuildCache(
       cache.desc.push_back(-1);
       continue;
     }
-    const StatSemantics sem = ClassifyEthtoolStat(name);
-    SeriesDesc d;
-    d.subsystem = Subsystem::kEthtool;
-    d.device = ifname;
-    d.name = name;
-    d.width_bits = sem.width_bits;
-    d.scale = sem.scale;
-    d.unit = sem.unit;
-    d.kind = sem.kind;
-    d.meaning = sem.meaning;
-    d.direction = sem.direction;
-    d.priority = sem.priority;
+    // The driver is not known here (text files carry no driver name);
+    // ethtool spellings are distinct per driver, so the table's first row
+    // for the name is the right one.
+    SeriesDesc d = DescribeCounter(Subsystem::kEthtool,
+                                   counters::Driver::kUnknown, ifname, 0, name);
     cache.desc.push_back(static_cast<int32_t>(table->size()));
     table->push_back(std::move(d));
   }

@@ -1,6 +1,7 @@
 // EthtoolSource: the ethtool statistics of every netdev (`ethtool -S`), as
 // Samples with Subsystem::kEthtool, the driver's exact stat name and the
-// meaning/priority/unit the classifier (ethtool_semantics.h) gives it.
+// meaning/priority/unit the counter table (counters/counter_table.h) gives
+// it.
 //
 // Two modes, chosen at construction:
 //   - kernel: through an injected EthtoolStats (KernelEthtoolStats in
@@ -28,7 +29,7 @@
 //
 // Kernel mode caches each netdev's stat names and re-reads them when the
 // driver's stat count changes (mlx5 adds per-priority PFC counters when PFC
-// is enabled, COUNTERS.md §4) and, as a safety net, every
+// is enabled, docs/counters.md) and, as a safety net, every
 // `names_refresh_reads` reads; a steady-state read is GSSET_INFO + GSTATS
 // per netdev. Names of netdevs no longer listed are forgotten.
 //
@@ -45,7 +46,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "agent/ethtool_ioctl.h"
-#include "agent/ethtool_semantics.h"
+#include "agent/ethtool_names.h"
 #include "agent/ethtool_text.h"
 #include "agent/sample.h"
 #include "agent/source.h"

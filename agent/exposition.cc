@@ -186,6 +186,26 @@ void AddEthtoolMeaning(const Sample& s, Families* f) {
   const std::string priority = absl::StrCat(s.desc->priority);
   switch (s.desc->meaning) {
     case Meaning::kNone:
+    // Meanings of sysfs counters, exported under their sysfs families; no
+    // ethtool spelling has them.
+    case Meaning::kRdmaBytes:
+    case Meaning::kRdmaPackets:
+    case Meaning::kNetdevBytes:
+    case Meaning::kNetdevPackets:
+    case Meaning::kRxErrors:
+    case Meaning::kLinkDowned:
+    case Meaning::kLinkErrorRecovery:
+    case Meaning::kCarrierChanges:
+    case Meaning::kCnpSent:
+    case Meaning::kCnpHandled:
+    case Meaning::kOutOfSequence:
+    case Meaning::kPacketSeqErr:
+    case Meaning::kLocalAckTimeout:
+    case Meaning::kRnrNakRetry:
+    case Meaning::kRetriesExceeded:
+    case Meaning::kDuplicateRequest:
+    case Meaning::kImpliedNakSeqErr:
+    case Meaning::kAdaptiveRetrans:
       return;
     case Meaning::kPfcPauseFrames:
       labels.push_back({"direction", direction});

@@ -8,7 +8,9 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "agent/counter_desc.h"
 #include "agent/sysfs_parse.h"
+#include "counters/counter_table.h"
 
 namespace fabricdiag::agent {
 namespace {
@@ -16,17 +18,6 @@ namespace {
 constexpr absl::string_view kNetDir = "class/net";
 constexpr absl::string_view kInfinibandDir = "class/infiniband";
 constexpr uint64_t kBytesPerSecondPerMbps = 125000;  // 1e6 bits / 8
-
-SeriesDesc Desc(Subsystem subsystem, const std::string& netdev,
-                std::string name, Kind kind, std::string unit) {
-  SeriesDesc d;
-  d.subsystem = subsystem;
-  d.device = netdev;
-  d.name = std::move(name);
-  d.kind = kind;
-  d.unit = std::move(unit);
-  return d;
-}
 
 uint32_t Append(std::vector<SeriesDesc>* table, SeriesDesc desc) {
   table->push_back(std::move(desc));
@@ -258,9 +249,8 @@ NetdevSource::NetdevLayout NetdevSource::Scan(const std::string& netdev,
       reader_->ListFiles(dir + "statistics");
   if (stats.ok()) {
     for (std::string& name : *stats) {
-      SeriesDesc d = Desc(Subsystem::kNetdevStatistics, netdev, name,
-                          Kind::kCounter, NetdevStatUnit(name));
-      d.direction = DirectionFromName(name);
+      SeriesDesc d = DescribeCounter(Subsystem::kNetdevStatistics,
+                                     counters::Driver::kAny, netdev, 0, name);
       layout.statistics.push_back(
           {recycler->Attribute(dir + "statistics/" + name),
            Append(table.get(), std::move(d))});
@@ -275,31 +265,25 @@ NetdevSource::NetdevLayout NetdevSource::Scan(const std::string& netdev,
   auto exists = [&files](absl::string_view name) {
     return files.ok() && std::binary_search(files->begin(), files->end(), name);
   };
-  // Flap counters: atomic_t in struct net_device, printed with %d.
-  for (const char* name :
-       {"carrier_changes", "carrier_up_count", "carrier_down_count"}) {
+  // Counter attributes (carrier_changes, ...): every one the table knows.
+  for (const counters::CounterSpec* row : counters::RowsFor(
+           counters::Family::kNetdevAttribute, counters::Driver::kAny)) {
+    const std::string name(row->name);
     if (!exists(name)) continue;
-    SeriesDesc d = Desc(Subsystem::kNetdevAttribute, netdev, name,
-                        Kind::kCounter, "events");
-    d.width_bits = 32;
+    SeriesDesc d = DescribeCounter(Subsystem::kNetdevAttribute,
+                                   counters::Driver::kAny, netdev, 0, name);
     layout.flap_counters.push_back(
         {recycler->Attribute(dir + name), Append(table.get(), std::move(d))});
   }
+  std::vector<SeriesDesc> gauges = NetdevAttributeDescs(netdev);
   if (exists("speed")) layout.speed = recycler->Attribute(dir + "speed");
-  layout.speed_desc =
-      Append(table.get(),
-             Desc(Subsystem::kNetdevAttribute, netdev, "speed_bytes_per_second",
-                  Kind::kGauge, "bytes_per_second"));
+  layout.speed_desc = Append(table.get(), std::move(gauges[0]));
   if (exists("mtu")) layout.mtu.file = recycler->Attribute(dir + "mtu");
-  layout.mtu.desc = Append(
-      table.get(),
-      Desc(Subsystem::kNetdevAttribute, netdev, "mtu", Kind::kGauge, "bytes"));
+  layout.mtu.desc = Append(table.get(), std::move(gauges[1]));
   if (exists("carrier")) {
     layout.carrier.file = recycler->Attribute(dir + "carrier");
   }
-  layout.carrier.desc = Append(
-      table.get(),
-      Desc(Subsystem::kNetdevAttribute, netdev, "carrier", Kind::kGauge, ""));
+  layout.carrier.desc = Append(table.get(), std::move(gauges[2]));
   if (exists("operstate")) {
     layout.operstate = recycler->Attribute(dir + "operstate");
   }

@@ -9,7 +9,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "agent/counter_desc.h"
 #include "agent/sysfs_parse.h"
+#include "counters/vocabulary.h"
 
 namespace fabricdiag::agent {
 namespace {
@@ -35,30 +37,6 @@ std::string ReadInfoText(SysfsReader* reader, const std::string& path) {
   absl::StatusOr<std::string> text = reader->ReadAttribute(path);
   if (!text.ok()) return "";
   return std::string(TrimValue(*text));
-}
-
-SeriesDesc CounterDesc(Subsystem subsystem, const std::string& device,
-                       uint32_t port, const std::string& name) {
-  SeriesDesc d;
-  d.subsystem = subsystem;
-  d.device = device;
-  d.port = port;
-  d.name = name;
-  d.unit = RdmaCounterUnit(name);
-  d.direction = DirectionFromName(name);
-  return d;
-}
-
-SeriesDesc GaugeDesc(const std::string& device, uint32_t port, std::string name,
-                     std::string unit) {
-  SeriesDesc d;
-  d.subsystem = Subsystem::kRdmaPortAttribute;
-  d.device = device;
-  d.port = port;
-  d.name = std::move(name);
-  d.kind = Kind::kGauge;
-  d.unit = std::move(unit);
-  return d;
 }
 
 uint32_t Append(std::vector<SeriesDesc>* table, SeriesDesc desc) {
@@ -171,12 +149,15 @@ RdmaSysfsSource::DeviceLayout RdmaSysfsSource::ScanDevice(
       reader_->ListSubdirs(dir + "/device/net");
   if (net.ok()) info.netdevs = *std::move(net);
 
-  // The width table of hw_counters is driver-specific. Device names can be
+  // The widths of hw_counters are driver-specific. Device names can be
   // renamed by udev (rdma-core naming policies), so prefer the PCI driver.
-  absl::StatusOr<std::string> driver =
+  absl::StatusOr<std::string> module =
       reader_->ReadLinkBasename(dir + "/device/driver");
-  layout.is_mlx5 =
-      driver.ok() ? *driver == "mlx5_core" : absl::StartsWith(device, "mlx5_");
+  layout.driver = module.ok() ? counters::RdmaDriverFromKernelModule(*module)
+                              : counters::Driver::kUnknown;
+  if (layout.driver == counters::Driver::kUnknown) {
+    layout.driver = counters::DriverFromRdmaDeviceName(device);
+  }
 
   for (std::string& name :
        ListOptionalFiles(reader_, dir + "/hw_counters", &layout.scan_errors)) {
@@ -279,57 +260,47 @@ std::string Leaf(const SysfsAttribute& file) {
 
 void RdmaSysfsSource::Plan(const std::string& device, DeviceLayout* layout) {
   auto table = std::make_shared<std::vector<SeriesDesc>>();
+  const counters::Driver driver = layout->driver;
   for (PortLayout& port : layout->ports) {
     const uint32_t p = port.port;
-    port.state_desc = Append(table.get(), GaugeDesc(device, p, "state_id", ""));
-    port.phys_state_desc =
-        Append(table.get(), GaugeDesc(device, p, "phys_state_id", ""));
-    port.rate_desc = Append(
-        table.get(),
-        GaugeDesc(device, p, "rate_bytes_per_second", "bytes_per_second"));
+    std::vector<SeriesDesc> gauges = RdmaPortAttributeDescs(device, p);
+    port.state_desc = Append(table.get(), std::move(gauges[0]));
+    port.phys_state_desc = Append(table.get(), std::move(gauges[1]));
+    port.rate_desc = Append(table.get(), std::move(gauges[2]));
     for (CounterFile& c : port.counters) {
       const std::string name = Leaf(c.file);
-      SeriesDesc d = CounterDesc(Subsystem::kRdmaPortCounters, device, p, name);
-      d.scale = RdmaCounterScale(name);
+      bool pma_width = false;
+      SeriesDesc d = DescribeCounter(Subsystem::kRdmaPortCounters, driver,
+                                     device, p, name, &pma_width);
       // The width of the data and packet counters depends on which PMA
       // table the kernel uses, which only the values may tell (see
       // PmaUsesExtendedWidth): describe both, pick per read.
-      const uint32_t narrow = PmaCounterWidthBits(name, false);
-      const uint32_t wide = PmaCounterWidthBits(name, true);
-      d.width_bits = narrow;
       c.desc = Append(table.get(), d);
       c.desc_extended = c.desc;
-      if (wide != narrow) {
-        d.width_bits = wide;
+      if (pma_width) {
+        d.width_bits = 64;
         c.desc_extended = Append(table.get(), std::move(d));
       }
       c.reveals_width = PmaCounterRevealsWidth(name);
       if (PmaCounterShowsExtendedWidth(name, 0)) port.extended_by_name = true;
     }
     for (CounterFile& c : port.counters_ext) {
-      const std::string name = Leaf(c.file);
-      SeriesDesc d =
-          CounterDesc(Subsystem::kRdmaPortCountersExt, device, p, name);
-      d.width_bits = 64;
-      d.scale = RdmaCounterScale(name);
-      c.desc = Append(table.get(), std::move(d));
+      c.desc =
+          Append(table.get(), DescribeCounter(Subsystem::kRdmaPortCountersExt,
+                                              driver, device, p, Leaf(c.file)));
     }
     for (CounterFile& c : port.hw_counters) {
-      const std::string name = Leaf(c.file);
-      SeriesDesc d =
-          CounterDesc(Subsystem::kRdmaPortHwCounters, device, p, name);
       // mlx5 Q-counters wrap at 2^32 rather than saturate: no saturated
       // flag for them.
-      d.width_bits = HwCounterWidthBits(layout->is_mlx5, name);
-      c.desc = Append(table.get(), std::move(d));
+      c.desc =
+          Append(table.get(), DescribeCounter(Subsystem::kRdmaPortHwCounters,
+                                              driver, device, p, Leaf(c.file)));
     }
   }
   for (CounterFile& c : layout->hw_counters) {
-    const std::string name = Leaf(c.file);
-    SeriesDesc d =
-        CounterDesc(Subsystem::kRdmaDeviceHwCounters, device, 0, name);
-    d.width_bits = HwCounterWidthBits(layout->is_mlx5, name);
-    c.desc = Append(table.get(), std::move(d));
+    c.desc =
+        Append(table.get(), DescribeCounter(Subsystem::kRdmaDeviceHwCounters,
+                                            driver, device, 0, Leaf(c.file)));
   }
   layout->table = std::move(table);
 }

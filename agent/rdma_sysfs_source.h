@@ -101,7 +101,7 @@ class RdmaSysfsSource : public Source {
   struct DeviceLayout {
     uint64_t scanned_at_call = 0;
     bool needs_rescan = false;
-    bool is_mlx5 = false;
+    counters::Driver driver = counters::Driver::kUnknown;
     RdmaDeviceInfo info;
     // Every series of the device; immutable once the scan is done, shared
     // with the snapshots that point into it.

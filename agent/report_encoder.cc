@@ -5,101 +5,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "counters/wire.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
 namespace fabricdiag::agent {
 namespace {
-
-v1::Subsystem ToProto(Subsystem s) {
-  switch (s) {
-    case Subsystem::kRdmaPortCounters:
-      return v1::SUBSYSTEM_RDMA_PORT_COUNTERS;
-    case Subsystem::kRdmaPortCountersExt:
-      return v1::SUBSYSTEM_RDMA_PORT_COUNTERS_EXT;
-    case Subsystem::kRdmaPortHwCounters:
-      return v1::SUBSYSTEM_RDMA_PORT_HW_COUNTERS;
-    case Subsystem::kRdmaDeviceHwCounters:
-      return v1::SUBSYSTEM_RDMA_DEVICE_HW_COUNTERS;
-    case Subsystem::kRdmaPortAttribute:
-      return v1::SUBSYSTEM_RDMA_PORT_ATTRIBUTE;
-    case Subsystem::kNetdevStatistics:
-      return v1::SUBSYSTEM_NETDEV_STATISTICS;
-    case Subsystem::kNetdevAttribute:
-      return v1::SUBSYSTEM_NETDEV_ATTRIBUTE;
-    case Subsystem::kEthtool:
-      return v1::SUBSYSTEM_ETHTOOL;
-    case Subsystem::kVerbs:
-      return v1::SUBSYSTEM_VERBS;
-  }
-  return v1::SUBSYSTEM_UNSPECIFIED;
-}
-
-v1::Kind ToProto(Kind k) {
-  return k == Kind::kGauge ? v1::KIND_GAUGE : v1::KIND_COUNTER;
-}
-
-v1::Meaning ToProto(Meaning m) {
-  switch (m) {
-    case Meaning::kNone:
-      return v1::MEANING_NONE;
-    case Meaning::kPfcPauseFrames:
-      return v1::MEANING_PFC_PAUSE_FRAMES;
-    case Meaning::kPfcPauseDuration:
-      return v1::MEANING_PFC_PAUSE_DURATION;
-    case Meaning::kPfcPauseTransitions:
-      return v1::MEANING_PFC_PAUSE_TRANSITIONS;
-    case Meaning::kGlobalPauseFrames:
-      return v1::MEANING_GLOBAL_PAUSE_FRAMES;
-    case Meaning::kGlobalPauseDuration:
-      return v1::MEANING_GLOBAL_PAUSE_DURATION;
-    case Meaning::kPauseStormWarning:
-      return v1::MEANING_PAUSE_STORM_WARNING;
-    case Meaning::kPauseStormError:
-      return v1::MEANING_PAUSE_STORM_ERROR;
-    case Meaning::kPhyBytes:
-      return v1::MEANING_PHY_BYTES;
-    case Meaning::kPhyPackets:
-      return v1::MEANING_PHY_PACKETS;
-    case Meaning::kRxDiscardsPhy:
-      return v1::MEANING_RX_DISCARDS_PHY;
-    case Meaning::kTxDiscardsPhy:
-      return v1::MEANING_TX_DISCARDS_PHY;
-    case Meaning::kRxOutOfBuffer:
-      return v1::MEANING_RX_OUT_OF_BUFFER;
-    case Meaning::kPriorityDiscards:
-      return v1::MEANING_PRIORITY_DISCARDS;
-    case Meaning::kPriorityBytes:
-      return v1::MEANING_PRIORITY_BYTES;
-    case Meaning::kEcnMarked:
-      return v1::MEANING_ECN_MARKED;
-    case Meaning::kCrcErrors:
-      return v1::MEANING_CRC_ERRORS;
-    case Meaning::kSymbolErrors:
-      return v1::MEANING_SYMBOL_ERRORS;
-    case Meaning::kPcsSymbolErrors:
-      return v1::MEANING_PCS_SYMBOL_ERRORS;
-    case Meaning::kCorrectedBits:
-      return v1::MEANING_CORRECTED_BITS;
-    case Meaning::kReceivedBits:
-      return v1::MEANING_RECEIVED_BITS;
-    case Meaning::kLinkDownEvents:
-      return v1::MEANING_LINK_DOWN_EVENTS;
-  }
-  return v1::MEANING_NONE;
-}
-
-v1::Direction ToProto(Direction d) {
-  switch (d) {
-    case Direction::kNone:
-      return v1::DIRECTION_NONE;
-    case Direction::kRx:
-      return v1::DIRECTION_RX;
-    case Direction::kTx:
-      return v1::DIRECTION_TX;
-  }
-  return v1::DIRECTION_NONE;
-}
 
 bool ValidSeries(const SeriesDesc& d) {
   return !d.device.empty() &&
@@ -111,28 +22,28 @@ bool ValidSeries(const SeriesDesc& d) {
 }
 
 void FillSeries(const SeriesDesc& d, v1::Series* series) {
-  series->set_subsystem(ToProto(d.subsystem));
+  series->set_subsystem(counters::ToWire(d.subsystem));
   series->set_device(d.device);
   series->set_port(d.port);
   series->set_name(d.name);
   series->set_unit(d.unit);
-  series->set_kind(ToProto(d.kind));
+  series->set_kind(counters::ToWire(d.kind));
   series->set_width_bits(d.width_bits);
   series->set_scale(d.scale);
-  series->set_meaning(ToProto(d.meaning));
-  series->set_direction(ToProto(d.direction));
+  series->set_meaning(counters::ToWire(d.meaning));
+  series->set_direction(counters::ToWire(d.direction));
   series->set_priority(d.priority);
 }
 
 // True when `series` describes `d` exactly (key and metadata).
 bool SameSeries(const v1::Series& series, const SeriesDesc& d) {
-  return series.subsystem() == ToProto(d.subsystem) &&
+  return series.subsystem() == counters::ToWire(d.subsystem) &&
          series.port() == d.port && series.device() == d.device &&
          series.name() == d.name && series.unit() == d.unit &&
-         series.kind() == ToProto(d.kind) &&
+         series.kind() == counters::ToWire(d.kind) &&
          series.width_bits() == d.width_bits && series.scale() == d.scale &&
-         series.meaning() == ToProto(d.meaning) &&
-         series.direction() == ToProto(d.direction) &&
+         series.meaning() == counters::ToWire(d.meaning) &&
+         series.direction() == counters::ToWire(d.direction) &&
          series.priority() == d.priority;
 }
 

@@ -3,9 +3,9 @@
 // Every source (RDMA sysfs, netdev sysfs, ethtool, verbs) appends to a
 // Snapshot. A value the kernel does not expose is absent from the snapshot,
 // never a zero. Raw values are kept exactly as the kernel printed them; the
-// scale factor that turns them into base units is fixed by the parser that
-// knows the counter (IB port_*_data counts 4-octet words: scale 4; mlx5 pause
-// durations are microseconds: scale 1e-6).
+// scale factor that turns them into base units comes from the counter table
+// (counters/counter_table.h: IB port_*_data counts 4-octet words, scale 4;
+// mlx5 pause durations are microseconds, scale 1e-6).
 //
 // A sample is a value and a pointer to its series' description
 // (SeriesDesc), which the source built once, so a snapshot of thousands of
@@ -26,63 +26,19 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "counters/vocabulary.h"
 
 namespace fabricdiag::agent {
 
-// Where a sample came from. The names are stable: they appear in metric
-// labels, in the JSON snapshot and on the wire.
-enum class Subsystem {
-  kRdmaPortCounters,      // class/infiniband/D/ports/N/counters/* (IB PMA)
-  kRdmaPortCountersExt,   // class/infiniband/D/ports/N/counters_ext/* (< v4.5)
-  kRdmaPortHwCounters,    // class/infiniband/D/ports/N/hw_counters/*
-  kRdmaDeviceHwCounters,  // class/infiniband/D/hw_counters/*
-  kRdmaPortAttribute,     // numeric port attributes: rate, state ids
-  kNetdevStatistics,      // class/net/IF/statistics/*
-  kNetdevAttribute,       // class/net/IF/{carrier_changes,speed,mtu,...}
-  kEthtool,               // SIOCETHTOOL GSTATS or `ethtool -S` text
-  kVerbs,                 // ibv_query_port attributes
-};
-
-// "rdma_port_counters", "netdev_statistics", "ethtool", ...
-const char* SubsystemName(Subsystem s);
-
-// Counters only grow (until a reset or a wrap); gauges go up and down.
-enum class Kind { kCounter, kGauge };
-
-// What a counter means, independent of how a driver spells it. The ethtool
-// source maps mlx5 `tx_prio3_pause_duration`, bnxt_en
-// `pfc_pri3_tx_duration_us` and friends onto the same meaning, so that the
-// exporter and the analyzers never look at driver-specific names.
-enum class Meaning {
-  kNone = 0,
-  kPfcPauseFrames,       // per priority and direction
-  kPfcPauseDuration,     // per priority and direction; base unit seconds
-  kPfcPauseTransitions,  // per priority, rx
-  kGlobalPauseFrames,    // 802.3x link pause, per direction
-  kGlobalPauseDuration,  // per direction; seconds
-  kPauseStormWarning,    // mlx5 tx_pause_storm_warning_events
-  kPauseStormError,      // mlx5 tx_pause_storm_error_events
-  kPhyBytes,             // bytes on the wire, per direction (RoCE included)
-  kPhyPackets,           // packets on the wire, per direction
-  kRxDiscardsPhy,        // port RX buffer overflow drops
-  kTxDiscardsPhy,
-  kRxOutOfBuffer,     // no posted receive buffer (host too slow)
-  kPriorityDiscards,  // per priority, rx
-  kPriorityBytes,     // per priority and direction
-  kEcnMarked,         // per priority, device marked CE
-  kCrcErrors,
-  kSymbolErrors,     // PHY symbol errors (pre-FEC coding errors)
-  kPcsSymbolErrors,  // not corrected by FEC
-  kCorrectedBits,    // FEC-corrected bits
-  kReceivedBits,     // BER denominator
-  kLinkDownEvents,
-};
-
-// "pfc_pause_frames", ...; "" for kNone.
-const char* MeaningName(Meaning m);
-
-enum class Direction { kNone = 0, kRx, kTx };
-const char* DirectionName(Direction d);  // "", "rx", "tx"
+// The counter vocabulary is shared with the collector, the simulator and
+// the tests (counters/vocabulary.h).
+using counters::Direction;
+using counters::DirectionName;
+using counters::Kind;
+using counters::Meaning;
+using counters::MeaningName;
+using counters::Subsystem;
+using counters::SubsystemName;
 
 // What one series is: its identity and how to read its values. A source
 // builds the descriptions when it scans a device and keeps them unchanged

@@ -1,15 +1,16 @@
 // Pure parsers and tables for sysfs attribute values (no I/O).
 //
 // Fetch and parse are split (as in prometheus/procfs): SysfsReader returns the
-// bytes of a file, these functions turn them into numbers and know each
-// counter's width, unit and scale. Everything here is a pure function with a
+// bytes of a file, these functions turn them into numbers. What each counter
+// is (width, unit, scale, meaning) is the counter table's business
+// (counters/counter_table.h). Everything here is a pure function with a
 // table test in tests/agent/sysfs_parse_test.cc.
 //
-//   absl::StatusOr<uint64_t> v = ParseU64("18126345378\n");    // 18126345378
-//   absl::StatusOr<StateLine> s = ParseStateLine("4: ACTIVE\n"); //
-//   {4,"ACTIVE"} absl::StatusOr<uint64_t> r = ParseRateBytesPerSecond("100
-//   Gb/sec (4X EDR)");
-//   // 12500000000 bytes/s
+//   absl::StatusOr<uint64_t> v = ParseU64("18126345378\n");  // 18126345378
+//   absl::StatusOr<StateLine> s = ParseStateLine("4: ACTIVE\n");
+//   // {4, "ACTIVE"}
+//   absl::StatusOr<uint64_t> r =
+//       ParseRateBytesPerSecond("100 Gb/sec (4X EDR)");  // 12500000000 B/s
 //
 // Thread safety: all functions are thread-safe.
 #pragma once
@@ -82,17 +83,6 @@ bool PmaCounterShowsExtendedWidth(absl::string_view name, uint64_t value);
 // Whether PmaCounterShowsExtendedWidth can ever be true for `name`.
 bool PmaCounterRevealsWidth(absl::string_view name);
 
-// Width in bits of an IB PMA counters/ file (COUNTERS.md section 1):
-// symbol_error 16, link_downed 8, local_link_integrity_errors 4, ...;
-// data/packets 32 or 64 per `extended_width`; unknown names 64.
-uint32_t PmaCounterWidthBits(absl::string_view name, bool extended_width);
-
-// Width of a hw_counters/ file. mlx5 Q-counters are read as 32-bit
-// big-endian and widened (drivers/infiniband/hw/mlx5/counters.c), so they
-// wrap at 2^32; its congestion counters (rp_cnp_*, np_*) and
-// rx_icrc_encapsulated are 64-bit. Other drivers and unknown names: 64.
-uint32_t HwCounterWidthBits(bool is_mlx5, absl::string_view name);
-
 // hw_counters/lifespan is the cache lifetime of the other files in ms
 // (sysfs.c), a setting, not a counter.
 bool IsHwCounterSetting(absl::string_view name);
@@ -100,21 +90,6 @@ bool IsHwCounterSetting(absl::string_view name);
 // True when `raw` is all-ones at a width below 64: an IB PMA counter stops
 // there (IBA 16.1.3.5) instead of wrapping.
 bool IsSaturated(uint64_t raw, uint32_t width_bits);
-
-// Scale to base units: 4 for port_{xmit,rcv}_data and counters_ext
-// port_{xmit,rcv}_data_64, because the kernel reports them in 4-octet words
-// (Documentation/ABI/stable/sysfs-class-infiniband: "divided by 4"); 1 else.
-double RdmaCounterScale(absl::string_view name);
-
-// Base unit after scaling: "bytes", "packets", "ticks" or "events".
-std::string RdmaCounterUnit(absl::string_view name);
-
-// Unit of a class/net/IF/statistics file: "bytes" or "packets" ("events"
-// for collisions).
-std::string NetdevStatUnit(absl::string_view name);
-
-// kTx for names with "xmit"/"tx", kRx for "rcv"/"rx", else kNone.
-Direction DirectionFromName(absl::string_view name);
 
 // --- read outcome ------------------------------------------------------------
 

@@ -2,7 +2,9 @@
 
 #include <fstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "counters/counter_table.h"
 
 namespace fabricdiag::agent {
 namespace {
@@ -100,25 +102,15 @@ constexpr const char* kVportStats[] = {
     "tx_vport_rdma_multicast_packets", "tx_vport_rdma_multicast_bytes",
 };
 
-// Physical port: IEEE 802.3, RFC 2863, RFC 2819, RFC 3635, phy statistical,
-// discard and buffer groups (PPCNT).
-constexpr const char* kPhyStats[] = {
-    "rx_packets_phy",
-    "rx_bytes_phy",
-    "tx_packets_phy",
-    "tx_bytes_phy",
-    "rx_crc_errors_phy",
+// Physical port (PPCNT) counters the agent exports raw: the ones it
+// interprets come from the counter table.
+constexpr const char* kUninterpretedPhyStats[] = {
     "rx_in_range_len_errors_phy",
     "rx_out_of_range_len_phy",
     "rx_oversize_pkts_phy",
-    "rx_symbol_err_phy",
     "tx_mac_control_phy",
     "rx_mac_control_phy",
     "rx_unsupported_op_phy",
-    "rx_pause_ctrl_phy",
-    "tx_pause_ctrl_phy",
-    "rx_discards_phy",
-    "tx_discards_phy",
     "tx_errors_phy",
     "rx_undersize_pkts_phy",
     "rx_fragments_phy",
@@ -133,46 +125,34 @@ constexpr const char* kPhyStats[] = {
     "rx_2048_to_4095_bytes_phy",
     "rx_4096_to_8191_bytes_phy",
     "rx_8192_to_10239_bytes_phy",
-    "link_down_events_phy",
-    "rx_pcs_symbol_err_phy",
-    "rx_corrected_bits_phy",
     "rx_err_lane_0_phy",
     "rx_err_lane_1_phy",
     "rx_err_lane_2_phy",
     "rx_err_lane_3_phy",
-    "rx_bits_phy",
     "rx_buffer_passed_thres_phy",
-    "rx_out_of_buffer",
     "rx_if_down_packets",
     "rx_steer_missed_packets",
-    "tx_pause_storm_warning_events",
-    "tx_pause_storm_error_events",
     "module_unplug",
     "module_bus_stuck",
     "module_high_temp",
     "module_bad_shorted",
-    "rx_pci_signal_integrity",
-    "tx_pci_signal_integrity",
     "outbound_pci_buffer_overflow",
-    "outbound_pci_stalled_rd",
-    "outbound_pci_stalled_wr",
     "outbound_pci_stalled_rd_events",
     "outbound_pci_stalled_wr_events",
     "dev_internal_queue_oob",
 };
 
-// Per-priority traffic groups; all eight priorities are always present.
-constexpr const char* kPrioStats[] = {
-    "rx_prio%d_bytes",        "rx_prio%d_packets", "rx_prio%d_discards",
-    "tx_prio%d_bytes",        "tx_prio%d_packets", "rx_prio%d_buf_discard",
-    "rx_prio%d_cong_discard", "rx_prio%d_marked",
+// Per-priority discards the agent exports raw (all eight priorities).
+constexpr const char* kUninterpretedPrioStats[] = {
+    "rx_prio%d_buf_discard",
+    "rx_prio%d_cong_discard",
 };
 
-// PFC lines exist only for priorities with PFC enabled.
-constexpr const char* kPfcStats[] = {
-    "rx_prio%d_pause",          "rx_prio%d_pause_duration",   "tx_prio%d_pause",
-    "tx_prio%d_pause_duration", "rx_prio%d_pause_transition",
-};
+bool IsPfc(const counters::CounterSpec& row) {
+  return row.meaning == counters::Meaning::kPfcPauseFrames ||
+         row.meaning == counters::Meaning::kPfcPauseDuration ||
+         row.meaning == counters::Meaning::kPfcPauseTransitions;
+}
 
 std::string WithPriority(absl::string_view pattern, int prio) {
   const size_t at = pattern.find("%d");
@@ -182,14 +162,34 @@ std::string WithPriority(absl::string_view pattern, int prio) {
 }  // namespace
 
 std::vector<std::string> SyntheticMlx5EthtoolNames(int pfc_priority) {
+  // The mlx5 rows of the counter table, minus 802.3x global pause (off
+  // while PFC runs).
+  std::vector<const counters::CounterSpec*> rows;
+  for (const counters::CounterSpec* row :
+       counters::RowsFor(counters::Family::kEthtool, counters::Driver::kMlx5)) {
+    if (!absl::StrContains(row->name, "global_pause")) rows.push_back(row);
+  }
   std::vector<std::string> names;
   for (const char* n : kSwStats) names.emplace_back(n);
   for (const char* n : kVportStats) names.emplace_back(n);
-  for (const char* n : kPhyStats) names.emplace_back(n);
+  for (const counters::CounterSpec* row : rows) {
+    if (!counters::IsPerPriority(*row)) {
+      names.push_back(counters::ExpandName(*row, -1));
+    }
+  }
+  for (const char* n : kUninterpretedPhyStats) names.emplace_back(n);
   for (int p = 0; p < 8; ++p) {
-    for (const char* n : kPrioStats) names.push_back(WithPriority(n, p));
-    if (p == pfc_priority) {
-      for (const char* n : kPfcStats) names.push_back(WithPriority(n, p));
+    for (const counters::CounterSpec* row : rows) {
+      if (counters::IsPerPriority(*row) && !IsPfc(*row)) {
+        names.push_back(counters::ExpandName(*row, p));
+      }
+    }
+    for (const char* n : kUninterpretedPrioStats) {
+      names.push_back(WithPriority(n, p));
+    }
+    if (p != pfc_priority) continue;  // PFC lines: enabled priorities only
+    for (const counters::CounterSpec* row : rows) {
+      if (IsPfc(*row)) names.push_back(counters::ExpandName(*row, p));
     }
   }
   return names;

@@ -6,8 +6,9 @@
 // port-level names the mlx5 driver registers (drivers/net/ethernet/mellanox/
 // mlx5/core/en_stats.c: SW sums, vport, IEEE 802.3/RFC 2863/2819/3635 PPCNT
 // groups, physical-layer counters, per-priority traffic, PFC on one
-// priority, PCIe, module events; names as listed in
-// /work/shared/fixtures/COUNTERS.md §4) with made-up values. Per-ring
+// priority, PCIe, module events) with made-up values: the names the agent
+// interprets come from the counter table (counters/counter_table.h), the
+// ones it exports raw are listed here. Per-ring
 // (rx0_*, tx3_*, ch0_*) lines are left out, as the agent skips them by
 // default. The values mean nothing; only the shape (about 200 lines, the
 // per-priority PFC lines present) matters for a cost measurement.

@@ -4,111 +4,108 @@
 #include <cmath>
 #include <string>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/strings/string_view.h"
+#include "counters/counter_table.h"
+#include "counters/wire.h"
 
 namespace fabricdiag::collector {
 namespace {
 
 using analysis::Has;
 
-// RDMA counter names (counters/, counters_ext/, hw_counters/), as
-// COUNTERS.md lists them per driver.
-const absl::flat_hash_map<absl::string_view, SignalField>& RdmaNames() {
-  static const auto* const kNames =
-      new absl::flat_hash_map<absl::string_view, SignalField>{
-          // IB PMA PortCounters / PortCountersExtended (x4 applied by the
-          // agent's scale).
-          {"port_rcv_data", SignalField::kRdmaRxBytes},
-          {"port_xmit_data", SignalField::kRdmaTxBytes},
-          {"port_rcv_data_64", SignalField::kRdmaRxBytes},
-          {"port_xmit_data_64", SignalField::kRdmaTxBytes},
-          {"symbol_error", SignalField::kSymbolErrors},
-          {"port_rcv_errors", SignalField::kRxErrors},
-          {"link_downed", SignalField::kLinkDowned},
-          {"link_error_recovery", SignalField::kLinkErrorRecovery},
-          // RoCE congestion control: mlx5, bnxt_re (old and new names).
-          {"np_cnp_sent", SignalField::kCnpSent},
-          {"np_cnp_pkts", SignalField::kCnpSent},
-          {"cnpSent", SignalField::kCnpSent},
-          {"tx_cnp_pkts", SignalField::kCnpSent},
-          {"rp_cnp_handled", SignalField::kCnpHandled},
-          {"cnpHandled", SignalField::kCnpHandled},
-          {"rx_cnp_pkts", SignalField::kCnpHandled},
-          {"np_ecn_marked_roce_packets", SignalField::kEcnMarked},
-          {"rx_ecn_marked_pkts", SignalField::kEcnMarked},
-          {"RxECNMrkd", SignalField::kEcnMarked},
-          {"out_of_buffer", SignalField::kRxOutOfBuffer},
-          // Transport retransmission signals: mlx5, bnxt_re, rxe.
-          {"out_of_sequence", SignalField::kOutOfSequence},
-          {"out_of_seq_request", SignalField::kOutOfSequence},
-          {"packet_seq_err", SignalField::kPacketSeqErr},
-          {"seq_err_naks_rcvd", SignalField::kPacketSeqErr},
-          {"rcvd_seq_err", SignalField::kPacketSeqErr},
-          {"local_ack_timeout_err", SignalField::kLocalAckTimeoutErr},
-          {"to_retransmits", SignalField::kLocalAckTimeoutErr},
-          {"rnr_nak_retry_err", SignalField::kRnrNakRetryErr},
-          {"rnr_naks_rcvd", SignalField::kRnrNakRetryErr},
-          {"rcvd_rnr_err", SignalField::kRnrNakRetryErr},
-          {"req_transport_retries_exceeded", SignalField::kRetriesExceeded},
-          {"req_rnr_retries_exceeded", SignalField::kRetriesExceeded},
-          {"max_retry_exceeded", SignalField::kRetriesExceeded},
-          {"retry_exceeded_err", SignalField::kRetriesExceeded},
-          {"retry_rnr_exceeded_err", SignalField::kRetriesExceeded},
-          {"duplicate_request", SignalField::kDuplicateRequest},
-          {"implied_nak_seq_err", SignalField::kImpliedNakSeqErr},
-          {"roce_adp_retrans", SignalField::kAdaptiveRetrans},
-          {"roce_adp_retrans_to", SignalField::kAdaptiveRetrans},
-      };
-  return *kNames;
-}
+using counters::Direction;
+using counters::Meaning;
 
-SignalRef FromMeaning(const SeriesMeta& m) {
-  const bool rx = m.direction == v1::DIRECTION_RX;
-  const bool tx = m.direction == v1::DIRECTION_TX;
-  const int8_t prio = m.priority >= 0 && m.priority < analysis::kPriorities
-                          ? static_cast<int8_t>(m.priority)
+SignalRef FromMeaning(Meaning meaning, Direction direction, int priority) {
+  const bool rx = direction == Direction::kRx;
+  const bool tx = direction == Direction::kTx;
+  const int8_t prio = priority >= 0 && priority < analysis::kPriorities
+                          ? static_cast<int8_t>(priority)
                           : -1;
-  switch (m.meaning) {
-    case v1::MEANING_PFC_PAUSE_DURATION:
+  auto by_direction = [rx, tx](SignalField rx_field, SignalField tx_field) {
+    if (rx) return SignalRef{rx_field};
+    if (tx) return SignalRef{tx_field};
+    return SignalRef{};
+  };
+  switch (meaning) {
+    case Meaning::kPfcPauseDuration:
       if (prio < 0 || (!rx && !tx)) return {};
       return {rx ? SignalField::kRxPauseSeconds : SignalField::kTxPauseSeconds,
               prio};
-    case v1::MEANING_PFC_PAUSE_FRAMES:
+    case Meaning::kPfcPauseFrames:
       if (prio < 0 || (!rx && !tx)) return {};
       return {rx ? SignalField::kRxPauseFrames : SignalField::kTxPauseFrames,
               prio};
-    case v1::MEANING_PAUSE_STORM_WARNING:
+    case Meaning::kPauseStormWarning:
       return {SignalField::kPauseStormWarnings};
-    case v1::MEANING_PAUSE_STORM_ERROR:
+    case Meaning::kPauseStormError:
       return {SignalField::kPauseStormErrors};
-    case v1::MEANING_PHY_BYTES:
-      if (rx) return {SignalField::kPhyRxBytes};
-      if (tx) return {SignalField::kPhyTxBytes};
-      return {};
-    case v1::MEANING_RX_DISCARDS_PHY:
+    case Meaning::kRdmaBytes:
+      return by_direction(SignalField::kRdmaRxBytes, SignalField::kRdmaTxBytes);
+    case Meaning::kPhyBytes:
+      return by_direction(SignalField::kPhyRxBytes, SignalField::kPhyTxBytes);
+    case Meaning::kNetdevBytes:
+      return by_direction(SignalField::kNetdevRxBytes,
+                          SignalField::kNetdevTxBytes);
+    case Meaning::kRxDiscardsPhy:
       return {SignalField::kRxDiscards};
-    case v1::MEANING_PRIORITY_DISCARDS:
+    case Meaning::kPriorityDiscards:
       return {SignalField::kPriorityDiscards};
-    case v1::MEANING_RX_OUT_OF_BUFFER:
+    case Meaning::kRxOutOfBuffer:
       return {SignalField::kRxOutOfBuffer};
-    case v1::MEANING_ECN_MARKED:
+    case Meaning::kEcnMarked:
       return {SignalField::kEcnMarked, prio};
-    case v1::MEANING_CRC_ERRORS:
+    case Meaning::kCrcErrors:
       return {SignalField::kCrcErrors};
-    case v1::MEANING_SYMBOL_ERRORS:
+    case Meaning::kSymbolErrors:
       return {SignalField::kSymbolErrors};
-    case v1::MEANING_PCS_SYMBOL_ERRORS:
+    case Meaning::kPcsSymbolErrors:
       return {SignalField::kPcsSymbolErrors};
-    case v1::MEANING_CORRECTED_BITS:
+    case Meaning::kCorrectedBits:
       return {SignalField::kCorrectedBits};
-    case v1::MEANING_RECEIVED_BITS:
+    case Meaning::kReceivedBits:
       return {SignalField::kReceivedBits};
-    case v1::MEANING_LINK_DOWN_EVENTS:
+    case Meaning::kLinkDownEvents:
       return {SignalField::kLinkDownEvents};
-    default:
+    case Meaning::kRxErrors:
+      return {SignalField::kRxErrors};
+    case Meaning::kLinkDowned:
+      return {SignalField::kLinkDowned};
+    case Meaning::kLinkErrorRecovery:
+      return {SignalField::kLinkErrorRecovery};
+    case Meaning::kCarrierChanges:
+      return {SignalField::kCarrierChanges};
+    case Meaning::kCnpSent:
+      return {SignalField::kCnpSent};
+    case Meaning::kCnpHandled:
+      return {SignalField::kCnpHandled};
+    case Meaning::kOutOfSequence:
+      return {SignalField::kOutOfSequence};
+    case Meaning::kPacketSeqErr:
+      return {SignalField::kPacketSeqErr};
+    case Meaning::kLocalAckTimeout:
+      return {SignalField::kLocalAckTimeoutErr};
+    case Meaning::kRnrNakRetry:
+      return {SignalField::kRnrNakRetryErr};
+    case Meaning::kRetriesExceeded:
+      return {SignalField::kRetriesExceeded};
+    case Meaning::kDuplicateRequest:
+      return {SignalField::kDuplicateRequest};
+    case Meaning::kImpliedNakSeqErr:
+      return {SignalField::kImpliedNakSeqErr};
+    case Meaning::kAdaptiveRetrans:
+      return {SignalField::kAdaptiveRetrans};
+    case Meaning::kNone:
+    case Meaning::kPfcPauseTransitions:
+    case Meaning::kGlobalPauseFrames:
+    case Meaning::kGlobalPauseDuration:
+    case Meaning::kPhyPackets:
+    case Meaning::kTxDiscardsPhy:
+    case Meaning::kPriorityBytes:
+    case Meaning::kRdmaPackets:
+    case Meaning::kNetdevPackets:
       return {};
   }
+  return {};
 }
 
 // Larger of two signals, either of which may be absent.
@@ -131,31 +128,23 @@ double First(double a, double b, double c) {
 
 SignalRef ClassifySeries(const SeriesMeta& m) {
   if (m.kind != v1::KIND_COUNTER) return {};
-  switch (m.key.subsystem) {
-    case v1::SUBSYSTEM_RDMA_PORT_COUNTERS:
-    case v1::SUBSYSTEM_RDMA_PORT_COUNTERS_EXT:
-    case v1::SUBSYSTEM_RDMA_PORT_HW_COUNTERS:
-    case v1::SUBSYSTEM_RDMA_DEVICE_HW_COUNTERS: {
-      auto it = RdmaNames().find(m.key.name);
-      if (it == RdmaNames().end()) return {};
-      return {it->second};
-    }
-    case v1::SUBSYSTEM_ETHTOOL:
-      return FromMeaning(m);
-    case v1::SUBSYSTEM_NETDEV_STATISTICS:
-      if (m.key.name == "rx_bytes") return {SignalField::kNetdevRxBytes};
-      if (m.key.name == "tx_bytes") return {SignalField::kNetdevTxBytes};
-      if (m.key.name == "rx_errors") return {SignalField::kRxErrors};
-      if (m.key.name == "rx_crc_errors") return {SignalField::kCrcErrors};
-      return {};
-    case v1::SUBSYSTEM_NETDEV_ATTRIBUTE:
-      if (m.key.name == "carrier_changes") {
-        return {SignalField::kCarrierChanges};
-      }
-      return {};
-    default:
-      return {};
+  const Meaning meaning = counters::FromWire(m.meaning);
+  if (meaning != Meaning::kNone) {
+    return FromMeaning(meaning, counters::FromWire(m.direction), m.priority);
   }
+  // Agents before 0.2 gave meanings to ethtool statistics only: look the
+  // other names up in the same table the agent uses now.
+  counters::Subsystem subsystem;
+  counters::Family family;
+  if (!counters::FromWire(m.key.subsystem, &subsystem) ||
+      subsystem == counters::Subsystem::kEthtool ||
+      !counters::FamilyOf(subsystem, &family)) {
+    return {};
+  }
+  const counters::CounterInfo info =
+      counters::Classify(family, counters::Driver::kUnknown, m.key.name);
+  if (info.kind != counters::Kind::kCounter) return {};
+  return FromMeaning(info.meaning, info.direction, info.priority);
 }
 
 void PortAccumulator::Add(SignalRef ref, double v) {

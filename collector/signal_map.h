@@ -2,11 +2,12 @@
 // one port combine into it.
 //
 // Drivers spell the same thing differently: congestion notifications are
-// mlx5 `np_cnp_sent`, bnxt `cnpSent` or `np_cnp_pkts`; symbol errors are the
-// IB PMA `symbol_error` and mlx5 ethtool `rx_symbol_err_phy`. The agent
-// already classifies ethtool names into a Meaning (with direction and
-// priority); this file maps those meanings and the RDMA/netdev counter names
-// (COUNTERS.md) onto analysis::PortSignals fields.
+// mlx5 `np_cnp_sent`, irdma `cnpSent` or bnxt_re `np_cnp_pkts`; symbol
+// errors are the IB PMA `symbol_error` and mlx5 ethtool `rx_symbol_err_phy`.
+// The agent gives every counter its Meaning (with direction and priority)
+// from the counter table (counters/counter_table.h); this file maps only
+// meanings onto analysis::PortSignals fields. A series without a meaning
+// from an agent older than 0.2 is looked up in the same table by name.
 //
 // Combining: traffic takes the best source (RDMA port counters, which count
 // RoCE, over ethtool *_bytes_phy over netdev statistics, which miss RoCE on

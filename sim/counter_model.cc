@@ -165,7 +165,7 @@ void CounterModel::ApplyNicFault(const Fault& f, size_t i, FabricRates* out) {
       break;
     }
     case FaultKind::kPfcStorm:
-      // A stuck receiver (COUNTERS.md §4: tx_prioN_pause_duration growing
+      // A stuck receiver (docs/counters.md: tx_prioN_pause_duration growing
       // ~1e6 us per second), with mlx5's storm prevention firing.
       SetPauseFraction(&r, Side::kTx, f.priority, Uniform(0.94, 0.97));
       v[kRxBytes] *= kStormRxShare;

@@ -7,7 +7,8 @@
 // correcting ~1e-9 of the received bits, no symbol/CRC errors, no flaps,
 // +-5% noise on every throughput per tick.
 //
-// Fault signatures (scenario.h lists the fields; COUNTERS.md the counters):
+// Fault signatures (scenario.h lists the fields; docs/counters.md the
+// counters):
 //   hot_expert        RX = factor x mean RX of its EP (else DP) peers, capped
 //                     at 95% of line rate; np_cnp_sent / np_ecn_marked
 //                     50-200k/s; tx pause 5-10% on priority 3; rx_discards;

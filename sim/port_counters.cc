@@ -10,51 +10,11 @@ namespace {
 constexpr double kFramesPerPausedSecond = 1.0 / 42e-6;
 constexpr double kMicrosPerSecond = 1e6;
 
-void Add(PortCounters* c, Counter k, uint64_t n) {
-  const CounterWidth w = WidthOf(k);
-  uint64_t& v = c->value[k];
-  if (w.bits >= 64) {
-    v += n;
-    return;
-  }
-  const uint64_t max = (uint64_t{1} << w.bits) - 1;
-  if (w.saturates) {
-    v = (n >= max - v) ? max : v + n;
-  } else {
-    v = (v + n) & max;
-  }
-}
+// Counters accumulate in 64 bits; the width a driver keeps is applied when
+// a file is written (sysfs_files.cc), from the counter table.
+void Add(PortCounters* c, Counter k, uint64_t n) { c->value[k] += n; }
 
 }  // namespace
-
-CounterWidth WidthOf(Counter c) {
-  switch (c) {
-    // IB PMA PortCounters widths (COUNTERS.md §1, IBA Table 247).
-    case kSymbolErrors:
-    case kRcvErrors:
-    case kXmitDiscards:
-      return {16, true};
-    case kLinkErrorRecovery:
-    case kLinkDowned:
-      return {8, true};
-    // mlx5 Q-counters are 32-bit (agent/sysfs_parse.cc HwCounterWidthBits).
-    case kOutOfSequence:
-    case kPacketSeqErr:
-    case kLocalAckTimeoutErr:
-    case kRnrNakRetryErr:
-    case kDuplicateRequest:
-    case kImpliedNakSeqErr:
-    case kRoceAdpRetrans:
-    case kReqTransportRetriesExceeded:
-    // en_stats.c keeps link_down_events_phy in 32 bits; carrier_changes is
-    // an atomic_t.
-    case kLinkDownEvents:
-    case kCarrierChanges:
-      return {32, false};
-    default:
-      return {64, false};
-  }
-}
 
 void SetPauseFraction(PortRates* rates, Side side, int p, double fraction) {
   if (p < 0 || p >= kPriorities) return;

@@ -4,8 +4,9 @@
 //
 // One enum indexes both. Per-priority counters take 8 consecutive slots:
 // `kTxPauseMicros + p`. Values are in the unit of the file they end up in
-// (pause durations in microseconds as mlx5 prints them, COUNTERS.md §4;
-// bytes in bytes: the writer divides port_*_data by 4 itself).
+// (pause durations in microseconds as mlx5 prints them, docs/counters.md;
+// bytes in bytes: the writer divides port_*_data by 4 itself). Values
+// accumulate in 64 bits: the writer keeps them within each counter's width.
 //
 //   PortRates r;
 //   r.per_second[kTxBytes] = 10e9;
@@ -32,7 +33,7 @@ enum Counter : int {
   kRxPackets,
   // Kernel-stack traffic only: /sys/class/net/IF/statistics on a host NIC
   // (mlx5 netdev stats are the software ring sums, RoCE is not in them,
-  // COUNTERS.md §4). Unused on switch ports, whose netdevs count the wire.
+  // docs/counters.md). Unused on switch ports, whose netdevs count the wire.
   kStackTxBytes,
   kStackRxBytes,
   kStackTxPackets,
@@ -75,15 +76,6 @@ enum Counter : int {
   kCarrierChanges,  // netdev carrier_changes, atomic_t
   kNumCounters,
 };
-
-// How a counter behaves at the top of its width.
-struct CounterWidth {
-  uint32_t bits = 64;
-  // IB PMA error counters stop at all-ones (IBA 16.1.3.5) instead of
-  // wrapping; everything else wraps modulo 2^bits.
-  bool saturates = false;
-};
-CounterWidth WidthOf(Counter c);
 
 enum class Side { kRx, kTx };
 

@@ -9,7 +9,7 @@
 //     - {kind: ecmp_polarization, switch: leaf-0, start: 10, end: 40}
 //     - {kind: link_flap, switch: leaf-1, port: swp3, start: 5, period: 4}
 //
-// Kinds and their fields (COUNTERS.md lists the counters each one moves):
+// Kinds and their fields (docs/counters.md lists the counters each one moves):
 //   hot_expert        node, nic, factor (default 6)
 //   pfc_storm         node, nic, priority (default 3)
 //   ecmp_polarization switch

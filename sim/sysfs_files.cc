@@ -1,15 +1,162 @@
 #include "sim/sysfs_files.h"
 
+#include <algorithm>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "counters/counter_table.h"
 
 namespace fabricdiag::sim {
 namespace {
+
+using counters::CounterSpec;
+using counters::Direction;
+using counters::Family;
+using counters::Meaning;
 
 std::string Num(uint64_t v) { return absl::StrCat(v, "\n"); }
 
 std::string RateText(int gbps) {
   return gbps >= 400 ? "400 Gb/sec (4X NDR)\n" : "200 Gb/sec (4X HDR)\n";
+}
+
+// The simulated quantity behind a meaning, per family (the IB PMA keeps its
+// own 16-bit symbol error counter besides the PHY's 64-bit one; a host
+// netdev counts only the kernel stack's traffic). nullopt: not simulated,
+// the counter stays 0.
+std::optional<Counter> Simulated(Family family, Meaning meaning,
+                                 Direction direction, bool switch_port) {
+  const bool tx = direction == Direction::kTx;
+  switch (meaning) {
+    case Meaning::kRdmaBytes:
+    case Meaning::kPhyBytes:
+      return tx ? kTxBytes : kRxBytes;
+    case Meaning::kRdmaPackets:
+    case Meaning::kPhyPackets:
+      return tx ? kTxPackets : kRxPackets;
+    case Meaning::kNetdevBytes:
+      if (switch_port) return tx ? kTxBytes : kRxBytes;
+      return tx ? kStackTxBytes : kStackRxBytes;
+    case Meaning::kNetdevPackets:
+      if (switch_port) return tx ? kTxPackets : kRxPackets;
+      return tx ? kStackTxPackets : kStackRxPackets;
+    case Meaning::kSymbolErrors:
+      return family == Family::kIbPma ? kSymbolErrors : kSymbolErrorsPhy;
+    case Meaning::kRxErrors:
+      // IB port_rcv_errors; mlx5e_get_stats sums FCS errors into rx_errors.
+      return family == Family::kIbPma ? kRcvErrors : kCrcErrors;
+    case Meaning::kCrcErrors:
+      return kCrcErrors;
+    case Meaning::kTxDiscardsPhy:
+      return kXmitDiscards;
+    case Meaning::kRxDiscardsPhy:
+      return kRxDiscardsPhy;
+    case Meaning::kRxOutOfBuffer:
+      return kRxOutOfBuffer;
+    case Meaning::kPcsSymbolErrors:
+      return kPcsSymbolErrors;
+    case Meaning::kCorrectedBits:
+      return kCorrectedBits;
+    case Meaning::kReceivedBits:
+      return kRxBits;
+    case Meaning::kLinkErrorRecovery:
+      return kLinkErrorRecovery;
+    case Meaning::kLinkDowned:
+      return kLinkDowned;
+    case Meaning::kLinkDownEvents:
+      return kLinkDownEvents;
+    case Meaning::kCarrierChanges:
+      return kCarrierChanges;
+    case Meaning::kPfcPauseFrames:
+      return tx ? kTxPauseFrames : kRxPauseFrames;
+    case Meaning::kPfcPauseDuration:
+      return tx ? kTxPauseMicros : kRxPauseMicros;
+    case Meaning::kPfcPauseTransitions:
+      return tx ? std::nullopt : std::optional<Counter>(kRxPauseTransitions);
+    case Meaning::kPriorityDiscards:
+      return kRxPrioDiscards;
+    case Meaning::kPauseStormWarning:
+      return kPauseStormWarning;
+    case Meaning::kPauseStormError:
+      return kPauseStormError;
+    case Meaning::kCnpSent:
+      return kNpCnpSent;
+    case Meaning::kCnpHandled:
+      return kRpCnpHandled;
+    case Meaning::kEcnMarked:
+      // The RDMA total; mlx5's per-priority marks are not simulated.
+      return family == Family::kRdmaHw ? std::optional<Counter>(kNpEcnMarked)
+                                       : std::nullopt;
+    case Meaning::kOutOfSequence:
+      return kOutOfSequence;
+    case Meaning::kPacketSeqErr:
+      return kPacketSeqErr;
+    case Meaning::kLocalAckTimeout:
+      return kLocalAckTimeoutErr;
+    case Meaning::kRnrNakRetry:
+      return kRnrNakRetryErr;
+    case Meaning::kDuplicateRequest:
+      return kDuplicateRequest;
+    case Meaning::kImpliedNakSeqErr:
+      return kImpliedNakSeqErr;
+    case Meaning::kAdaptiveRetrans:
+      return kRoceAdpRetrans;
+    case Meaning::kRetriesExceeded:
+      return kReqTransportRetriesExceeded;
+    case Meaning::kNone:
+    case Meaning::kGlobalPauseFrames:
+    case Meaning::kGlobalPauseDuration:
+    case Meaning::kPriorityBytes:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// What the driver prints for a simulated `value`: IB data in 4-octet words,
+// and the counter kept within the width the table gives it (an IB PMA
+// counter stops at all-ones, IBA 16.1.3.5; others wrap). The simulated
+// PMA has extended width: its data counters are 64-bit.
+uint64_t Printed(const CounterSpec& row, uint64_t value) {
+  if (row.scale > 1) value = static_cast<uint64_t>(value / row.scale);
+  const uint32_t bits =
+      row.width_bits == counters::kPmaWidth ? 64 : row.width_bits;
+  if (bits >= 64) return value;
+  const uint64_t max = (uint64_t{1} << bits) - 1;
+  if (row.family == Family::kIbPma) return std::min(value, max);
+  return value & max;
+}
+
+// Calls emit(name, printed value) for every mlx5 counter of `family`. The
+// first spelling of a meaning (and direction) carries the simulated value;
+// later spellings of it, and counters the simulator does not model, read 0.
+template <typename Emit>
+void ForEachCounter(Family family, const PortCounters& c, bool switch_port,
+                    Emit emit) {
+  std::set<std::pair<Meaning, Direction>> carried;
+  for (const CounterSpec* row :
+       counters::RowsFor(family, counters::Driver::kMlx5)) {
+    // The simulated NICs run PFC: mlx5 prints global pause counters only
+    // while 802.3x pause is enabled (en_stats.c).
+    if (absl::StrContains(row->name, "global_pause")) continue;
+    std::optional<Counter> counter;
+    if (row->meaning != Meaning::kNone &&
+        carried.emplace(row->meaning, row->direction).second) {
+      counter = Simulated(family, row->meaning, row->direction, switch_port);
+    }
+    if (!counters::IsPerPriority(*row)) {
+      emit(counters::ExpandName(*row, -1),
+           Printed(*row, counter ? c.value[*counter] : 0));
+      continue;
+    }
+    for (int p = 0; p < kPriorities; ++p) {
+      emit(counters::ExpandName(*row, p),
+           Printed(*row, counter ? c.value[*counter + p] : 0));
+    }
+  }
 }
 
 }  // namespace
@@ -18,7 +165,6 @@ std::vector<FileEntry> RdmaDeviceFiles(const SimNic& nic, size_t nic_index,
                                        const PortCounters& c,
                                        bool with_static) {
   std::vector<FileEntry> out;
-  const auto& v = c.value;
   if (with_static) {
     // A ConnectX-7 (MT4129) with firmware of the 28.39 line.
     out.push_back({"fw_ver", "28.39.1002\n"});
@@ -40,98 +186,46 @@ std::vector<FileEntry> RdmaDeviceFiles(const SimNic& nic, size_t nic_index,
   out.push_back(
       {"ports/1/phys_state", c.link_up ? "5: LinkUp\n" : "3: Disabled\n"});
   out.push_back({"ports/1/rate", RateText(c.speed_gbps)});
-  const std::string k = "ports/1/counters/";
-  // IB port_*_data count 4-octet words (IBA PortCounters, sysfs ABI).
-  out.push_back({k + "port_xmit_data", Num(v[kTxBytes] / 4)});
-  out.push_back({k + "port_rcv_data", Num(v[kRxBytes] / 4)});
-  out.push_back({k + "port_xmit_packets", Num(v[kTxPackets])});
-  out.push_back({k + "port_rcv_packets", Num(v[kRxPackets])});
-  out.push_back({k + "symbol_error", Num(v[kSymbolErrors])});
-  out.push_back({k + "link_downed", Num(v[kLinkDowned])});
-  out.push_back({k + "link_error_recovery", Num(v[kLinkErrorRecovery])});
-  out.push_back({k + "port_rcv_errors", Num(v[kRcvErrors])});
-  out.push_back({k + "port_xmit_discards", Num(v[kXmitDiscards])});
-  const std::string h = "ports/1/hw_counters/";
-  out.push_back({h + "np_cnp_sent", Num(v[kNpCnpSent])});
-  out.push_back({h + "rp_cnp_handled", Num(v[kRpCnpHandled])});
-  out.push_back({h + "np_ecn_marked_roce_packets", Num(v[kNpEcnMarked])});
-  out.push_back({h + "out_of_sequence", Num(v[kOutOfSequence])});
-  out.push_back({h + "packet_seq_err", Num(v[kPacketSeqErr])});
-  out.push_back({h + "local_ack_timeout_err", Num(v[kLocalAckTimeoutErr])});
-  out.push_back({h + "rnr_nak_retry_err", Num(v[kRnrNakRetryErr])});
-  out.push_back({h + "duplicate_request", Num(v[kDuplicateRequest])});
-  out.push_back({h + "implied_nak_seq_err", Num(v[kImpliedNakSeqErr])});
-  out.push_back({h + "roce_adp_retrans", Num(v[kRoceAdpRetrans])});
-  out.push_back({h + "req_transport_retries_exceeded",
-                 Num(v[kReqTransportRetriesExceeded])});
+  ForEachCounter(Family::kIbPma, c, false,
+                 [&out](const std::string& name, uint64_t v) {
+                   out.push_back({"ports/1/counters/" + name, Num(v)});
+                 });
+  ForEachCounter(Family::kRdmaHw, c, false,
+                 [&out](const std::string& name, uint64_t v) {
+                   out.push_back({"ports/1/hw_counters/" + name, Num(v)});
+                 });
   return out;
 }
 
 std::vector<FileEntry> NetdevFiles(const PortCounters& c, bool switch_port,
                                    bool with_static) {
   std::vector<FileEntry> out;
-  const auto& v = c.value;
   if (with_static) {
     out.push_back({"mtu", switch_port ? "9216\n" : "9000\n"});
     out.push_back({"type", "1\n"});
   }
   out.push_back({"operstate", c.link_up ? "up\n" : "down\n"});
   out.push_back({"carrier", c.link_up ? "1\n" : "0\n"});
-  out.push_back({"carrier_changes", Num(v[kCarrierChanges])});
   // Mb/s; SPEED_UNKNOWN (-1) while the link is down (net-sysfs.c).
   out.push_back({"speed", c.link_up ? absl::StrCat(c.speed_gbps * 1000, "\n")
                                     : std::string("-1\n")});
-  const std::string s = "statistics/";
-  const Counter tx = switch_port ? kTxBytes : kStackTxBytes;
-  const Counter rx = switch_port ? kRxBytes : kStackRxBytes;
-  const Counter txp = switch_port ? kTxPackets : kStackTxPackets;
-  const Counter rxp = switch_port ? kRxPackets : kStackRxPackets;
-  out.push_back({s + "tx_bytes", Num(v[tx])});
-  out.push_back({s + "rx_bytes", Num(v[rx])});
-  out.push_back({s + "tx_packets", Num(v[txp])});
-  out.push_back({s + "rx_packets", Num(v[rxp])});
-  // mlx5e_get_stats: rx_crc_errors = FCS errors, rx_errors their sum,
-  // rx_dropped ~ rx_discards_phy (recent kernels, COUNTERS.md §4).
-  out.push_back({s + "rx_crc_errors", Num(v[kCrcErrors])});
-  out.push_back({s + "rx_errors", Num(v[kCrcErrors])});
-  out.push_back({s + "tx_errors", Num(0)});
-  out.push_back({s + "rx_dropped", Num(v[kRxDiscardsPhy])});
-  out.push_back({s + "tx_dropped", Num(v[kXmitDiscards])});
+  ForEachCounter(Family::kNetdevStatistics, c, switch_port,
+                 [&out](const std::string& name, uint64_t v) {
+                   out.push_back({"statistics/" + name, Num(v)});
+                 });
+  ForEachCounter(Family::kNetdevAttribute, c, switch_port,
+                 [&out](const std::string& name, uint64_t v) {
+                   out.push_back({name, Num(v)});
+                 });
   return out;
 }
 
 std::string EthtoolStatsText(const PortCounters& c) {
-  const auto& v = c.value;
   std::string out = "NIC statistics:\n";
-  auto line = [&out](absl::string_view name, uint64_t value) {
-    absl::StrAppend(&out, "     ", name, ": ", value, "\n");
-  };
-  line("rx_bytes_phy", v[kRxBytes]);
-  line("tx_bytes_phy", v[kTxBytes]);
-  line("rx_packets_phy", v[kRxPackets]);
-  line("tx_packets_phy", v[kTxPackets]);
-  line("rx_discards_phy", v[kRxDiscardsPhy]);
-  line("rx_out_of_buffer", v[kRxOutOfBuffer]);
-  line("rx_crc_errors_phy", v[kCrcErrors]);
-  line("rx_symbol_err_phy", v[kSymbolErrorsPhy]);
-  line("rx_pcs_symbol_err_phy", v[kPcsSymbolErrors]);
-  line("rx_corrected_bits_phy", v[kCorrectedBits]);
-  line("rx_bits_phy", v[kRxBits]);
-  line("link_down_events_phy", v[kLinkDownEvents]);
-  for (int p = 0; p < kPriorities; ++p) {
-    line(absl::StrCat("rx_prio", p, "_discards"), v[kRxPrioDiscards + p]);
-  }
-  // en_stats.c per-priority PFC group order.
-  for (int p = 0; p < kPriorities; ++p) {
-    line(absl::StrCat("rx_prio", p, "_pause"), v[kRxPauseFrames + p]);
-    line(absl::StrCat("rx_prio", p, "_pause_duration"), v[kRxPauseMicros + p]);
-    line(absl::StrCat("tx_prio", p, "_pause"), v[kTxPauseFrames + p]);
-    line(absl::StrCat("tx_prio", p, "_pause_duration"), v[kTxPauseMicros + p]);
-    line(absl::StrCat("rx_prio", p, "_pause_transition"),
-         v[kRxPauseTransitions + p]);
-  }
-  line("tx_pause_storm_warning_events", v[kPauseStormWarning]);
-  line("tx_pause_storm_error_events", v[kPauseStormError]);
+  ForEachCounter(Family::kEthtool, c, false,
+                 [&out](const std::string& name, uint64_t v) {
+                   absl::StrAppend(&out, "     ", name, ": ", v, "\n");
+                 });
   return out;
 }
 

@@ -1,9 +1,11 @@
 // What each file of a simulated node holds, given a port's counters: the
 // mlx5 RDMA device directory, the netdev directory and the `ethtool -S`
 // text. Pure: returns (relative path, content) pairs; tree_writer.h puts
-// them on disk.
+// them on disk. Every counter the counter table (counters/counter_table.h)
+// lists for mlx5 is there, with the width and unit the table gives it; the
+// ones the simulator does not model read 0.
 //
-// Formats follow the kernel (COUNTERS.md §1-4, §7): decimal + "\n";
+// Formats follow the kernel (docs/counters.md): decimal + "\n";
 // port_xmit_data / port_rcv_data in 4-octet words (bytes / 4); state
 // "4: ACTIVE" / "1: DOWN"; phys_state "5: LinkUp" / "3: Disabled"; rate
 // "400 Gb/sec (4X NDR)" or "200 Gb/sec (4X HDR)"; netdev speed in Mb/s and

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "counters/counter_table.h"
 
 namespace fabricdiag::agent {
 namespace {
@@ -31,94 +32,44 @@ std::string PortDir(const std::string& device, int port) {
 
 }  // namespace
 
+namespace {
+
+// The names of every row of `family` a device of `driver` has, in table
+// order.
+std::vector<std::string> TableNames(counters::Family family,
+                                    counters::Driver driver) {
+  std::vector<std::string> out;
+  for (const counters::CounterSpec* row : counters::RowsFor(family, driver)) {
+    out.push_back(counters::ExpandName(*row, -1));
+  }
+  return out;
+}
+
+}  // namespace
+
 const std::vector<std::string>& FakePmaCounterNames() {
   // The pma_group_ext table of drivers/infiniband/core/sysfs.c.
-  static const auto* names = new std::vector<std::string>{
-      "VL15_dropped",
-      "excessive_buffer_overrun_errors",
-      "link_downed",
-      "link_error_recovery",
-      "local_link_integrity_errors",
-      "multicast_rcv_packets",
-      "multicast_xmit_packets",
-      "port_rcv_constraint_errors",
-      "port_rcv_data",
-      "port_rcv_errors",
-      "port_rcv_packets",
-      "port_rcv_remote_physical_errors",
-      "port_rcv_switch_relay_errors",
-      "port_xmit_constraint_errors",
-      "port_xmit_data",
-      "port_xmit_discards",
-      "port_xmit_packets",
-      "port_xmit_wait",
-      "symbol_error",
-      "unicast_rcv_packets",
-      "unicast_xmit_packets",
-  };
+  static const auto* names = new std::vector<std::string>(
+      TableNames(counters::Family::kIbPma, counters::Driver::kAny));
   return *names;
 }
 
 const std::vector<std::string>& FakeMlx5HwCounterNames() {
-  // drivers/infiniband/hw/mlx5/counters.c, all capability groups enabled.
-  static const auto* names = new std::vector<std::string>{
-      // basic
-      "rx_write_requests",
-      "rx_read_requests",
-      "rx_atomic_requests",
-      "rx_dct_connect",
-      "out_of_buffer",
-      // out_of_sequence
-      "out_of_sequence",
-      // retransmission
-      "duplicate_request",
-      "rnr_nak_retry_err",
-      "packet_seq_err",
-      "implied_nak_seq_err",
-      "local_ack_timeout_err",
-      // extended error
-      "resp_local_length_error",
-      "resp_cqe_error",
-      "req_cqe_error",
-      "req_remote_invalid_request",
-      "req_remote_access_errors",
-      "resp_remote_access_errors",
-      "resp_cqe_flush_error",
-      "req_cqe_flush_error",
-      // roce_accl
-      "roce_adp_retrans",
-      "roce_adp_retrans_to",
-      "roce_slow_restart",
-      "roce_slow_restart_cnps",
-      "roce_slow_restart_trans",
-      // congestion
-      "rp_cnp_ignored",
-      "rp_cnp_handled",
-      "np_ecn_marked_roce_packets",
-      "np_cnp_sent",
-      // PCAM
-      "rx_icrc_encapsulated",
-      // setting, not a counter
-      "lifespan",
-  };
+  // drivers/infiniband/hw/mlx5/counters.c, all capability groups enabled,
+  // and the lifespan setting.
+  static const auto* names = [] {
+    auto* v = new std::vector<std::string>(
+        TableNames(counters::Family::kRdmaHw, counters::Driver::kMlx5));
+    v->push_back("lifespan");
+    return v;
+  }();
   return *names;
 }
 
 const std::vector<std::string>& FakeNetdevStatNames() {
-  static const auto* names = new std::vector<std::string>{
-      "collisions",        "multicast",
-      "rx_bytes",          "rx_compressed",
-      "rx_crc_errors",     "rx_dropped",
-      "rx_errors",         "rx_fifo_errors",
-      "rx_frame_errors",   "rx_length_errors",
-      "rx_missed_errors",  "rx_nohandler",
-      "rx_over_errors",    "rx_packets",
-      "tx_aborted_errors", "tx_bytes",
-      "tx_carrier_errors", "tx_compressed",
-      "tx_dropped",        "tx_errors",
-      "tx_fifo_errors",    "tx_heartbeat_errors",
-      "tx_packets",        "tx_window_errors",
-  };
+  // struct rtnl_link_stats64 as net-sysfs.c exposes it.
+  static const auto* names = new std::vector<std::string>(
+      TableNames(counters::Family::kNetdevStatistics, counters::Driver::kAny));
   return *names;
 }
 

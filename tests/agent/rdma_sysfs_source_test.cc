@@ -273,8 +273,14 @@ TEST_F(RdmaRoceNodeTest, ReportsEveryNicWithMapping) {
         nullptr);
     EXPECT_EQ(Find(snap, Subsystem::kRdmaDeviceHwCounters, dev, 0, "lifespan"),
               nullptr);
-    // 21 PMA + 29 port hw + 29 device hw + 3 attribute gauges.
-    EXPECT_EQ(CountDevice(snap, dev), 21 + 29 + 29 + 3) << dev;
+    // Every PMA counter, every mlx5 hw counter per port and per device
+    // (31 in the table, the lifespan setting left out), 3 attribute gauges.
+    const size_t pma = FakePmaCounterNames().size();
+    const size_t hw = FakeMlx5HwCounterNames().size() - 1;
+    EXPECT_EQ(pma, 21u);
+    EXPECT_EQ(hw, 31u);
+    EXPECT_EQ(static_cast<size_t>(CountDevice(snap, dev)), pma + hw + hw + 3)
+        << dev;
   }
 }
 

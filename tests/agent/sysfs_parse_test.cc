@@ -149,22 +149,6 @@ TEST(ParseRateTest, Table) {
   }
 }
 
-TEST(WidthTest, PmaCounterWidths) {
-  EXPECT_EQ(PmaCounterWidthBits("symbol_error", false), 16u);
-  EXPECT_EQ(PmaCounterWidthBits("link_downed", true), 8u);
-  EXPECT_EQ(PmaCounterWidthBits("link_error_recovery", true), 8u);
-  EXPECT_EQ(PmaCounterWidthBits("local_link_integrity_errors", true), 4u);
-  EXPECT_EQ(PmaCounterWidthBits("excessive_buffer_overrun_errors", true), 4u);
-  EXPECT_EQ(PmaCounterWidthBits("port_rcv_constraint_errors", true), 8u);
-  EXPECT_EQ(PmaCounterWidthBits("VL15_dropped", true), 16u);
-  EXPECT_EQ(PmaCounterWidthBits("port_xmit_wait", true), 32u);
-  EXPECT_EQ(PmaCounterWidthBits("port_xmit_data", false), 32u);
-  EXPECT_EQ(PmaCounterWidthBits("port_xmit_data", true), 64u);
-  EXPECT_EQ(PmaCounterWidthBits("port_rcv_packets", false), 32u);
-  EXPECT_EQ(PmaCounterWidthBits("unicast_xmit_packets", false), 64u);
-  EXPECT_EQ(PmaCounterWidthBits("some_future_counter", false), 64u);
-}
-
 TEST(WidthTest, ExtendedWidthDetection) {
   EXPECT_TRUE(PmaUsesExtendedWidth({{"unicast_xmit_packets", 0}}));
   EXPECT_TRUE(PmaUsesExtendedWidth({{"port_xmit_data", 4294967296ULL}}));
@@ -173,18 +157,7 @@ TEST(WidthTest, ExtendedWidthDetection) {
   EXPECT_FALSE(PmaUsesExtendedWidth({}));
 }
 
-TEST(WidthTest, HwCounterWidths) {
-  EXPECT_EQ(HwCounterWidthBits(true, "out_of_sequence"), 32u);
-  EXPECT_EQ(HwCounterWidthBits(true, "rx_write_requests"), 32u);
-  EXPECT_EQ(HwCounterWidthBits(true, "vport_duplicate_request"), 32u);
-  EXPECT_EQ(HwCounterWidthBits(true, "rp_cnp_handled"), 64u);
-  EXPECT_EQ(HwCounterWidthBits(true, "rp_cnp_ignored"), 64u);
-  EXPECT_EQ(HwCounterWidthBits(true, "np_cnp_sent"), 64u);
-  EXPECT_EQ(HwCounterWidthBits(true, "np_ecn_marked_roce_packets"), 64u);
-  EXPECT_EQ(HwCounterWidthBits(true, "rx_icrc_encapsulated"), 64u);
-  EXPECT_EQ(HwCounterWidthBits(true, "brand_new_counter"), 64u);
-  // rxe's duplicate_request is an atomic64: not mlx5's 32-bit Q-counter.
-  EXPECT_EQ(HwCounterWidthBits(false, "duplicate_request"), 64u);
+TEST(WidthTest, LifespanIsASettingNotACounter) {
   EXPECT_TRUE(IsHwCounterSetting("lifespan"));
   EXPECT_FALSE(IsHwCounterSetting("out_of_sequence"));
 }
@@ -197,23 +170,6 @@ TEST(SaturationTest, AllOnesAtWidth) {
   EXPECT_FALSE(IsSaturated(65534, 16));
   EXPECT_FALSE(IsSaturated(65535, 32));
   EXPECT_FALSE(IsSaturated(~uint64_t{0}, 64));
-}
-
-TEST(UnitTest, ScaleAndUnits) {
-  EXPECT_EQ(RdmaCounterScale("port_xmit_data"), 4.0);
-  EXPECT_EQ(RdmaCounterScale("port_rcv_data"), 4.0);
-  EXPECT_EQ(RdmaCounterScale("port_rcv_data_64"), 4.0);
-  EXPECT_EQ(RdmaCounterScale("port_xmit_packets"), 1.0);
-  EXPECT_EQ(RdmaCounterUnit("port_xmit_data"), "bytes");
-  EXPECT_EQ(RdmaCounterUnit("port_xmit_packets"), "packets");
-  EXPECT_EQ(RdmaCounterUnit("port_xmit_wait"), "ticks");
-  EXPECT_EQ(RdmaCounterUnit("symbol_error"), "events");
-  EXPECT_EQ(NetdevStatUnit("rx_bytes"), "bytes");
-  EXPECT_EQ(NetdevStatUnit("rx_crc_errors"), "packets");
-  EXPECT_EQ(DirectionFromName("port_xmit_data"), Direction::kTx);
-  EXPECT_EQ(DirectionFromName("port_rcv_data"), Direction::kRx);
-  EXPECT_EQ(DirectionFromName("tx_bytes"), Direction::kTx);
-  EXPECT_EQ(DirectionFromName("symbol_error"), Direction::kNone);
 }
 
 TEST(InterpretCounterReadTest, ClassifiesOutcomes) {

@@ -1,11 +1,15 @@
 #include "sim/counter_model.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
+#include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/port_counters.h"
+#include "sim/sysfs_files.h"
 #include "tests/sim/sim_test_util.h"
 
 namespace fabricdiag::sim {
@@ -364,19 +368,26 @@ faults:
   EXPECT_GT(nics[Nic("gpu-002", "mlx5_2")].value[kOutOfSequence], 10000u);
 }
 
-TEST(PortCountersTest, WidthsSaturateOrWrap) {
+TEST(PortCountersTest, WidthsSaturateOrWrapWhereTheDriverPrintsThem) {
   PortRates r;
   r.per_second[kSymbolErrors] = 70000;        // 16-bit PMA: saturates
   r.per_second[kOutOfSequence] = 4294967000;  // 32-bit Q-counter: wraps
   r.per_second[kTxBytes] = 1.5;
   PortCounters c;
   Accumulate(r, 1.0, &c);
-  EXPECT_EQ(c.value[kSymbolErrors], 65535u);
   EXPECT_EQ(c.value[kTxBytes], 1u);  // the half is carried
   Accumulate(r, 1.0, &c);
-  EXPECT_EQ(c.value[kSymbolErrors], 65535u);
-  EXPECT_EQ(c.value[kOutOfSequence], (2 * 4294967000ull) % (1ull << 32));
   EXPECT_EQ(c.value[kTxBytes], 3u);
+  // The model keeps 64 bits; the files keep the widths of the counter table.
+  EXPECT_EQ(c.value[kSymbolErrors], 140000u);
+  std::map<std::string, std::string> files;
+  for (const FileEntry& f : RdmaDeviceFiles(SimNic{}, 0, c, false)) {
+    files[f.path] = f.content;
+  }
+  EXPECT_EQ(files["ports/1/counters/symbol_error"], "65535\n");
+  EXPECT_EQ(files["ports/1/hw_counters/out_of_sequence"],
+            absl::StrCat((2 * 4294967000ull) % (1ull << 32), "\n"));
+  EXPECT_EQ(files["ports/1/counters/port_xmit_data"], "0\n");  // 3 bytes / 4
   r.per_second[kRxBytes] = -5;  // nonsense counts nothing
   Accumulate(r, 1.0, &c);
   EXPECT_EQ(c.value[kRxBytes], 0u);

@@ -77,8 +77,8 @@ TEST(SimBinaryTest, BadLayoutAndFlagsExitTwo) {
   EXPECT_THAT(r.err, HasSubstr("/nonexistent.yaml"));
 }
 
-// The load-test mode: the streaming itself is covered by the loadgen and
-// collector tests; here, that the mode is reachable and fails clearly.
+// The load-test mode: the streaming itself is covered by the virtual agents
+// test; here, that the mode is reachable and fails clearly.
 TEST(SimBinaryTest, VirtualAgentsNameTheCollectorThatDidNotAnswer) {
   // Port 1 on loopback: nothing listens there.
   auto r = RunCommand({FABRICDIAG_SIM_BINARY, "--virtual_agents=3",

@@ -1,26 +1,29 @@
-// A load generator that speaks the ingest protocol as many virtual agents.
+// Many virtual agents streaming the ingest protocol into a collector, for
+// load tests and the collector benchmarks (`fabricdiag-sim
+// --virtual_agents=N`).
 //
 // Each virtual agent is one fabricdiag.v1.Ingest/Stream (a callback-API
 // ClientBidiReactor, so thousands of them need no thread each), multiplexed
-// over a few channels. An agent sends Hello, the Inventory and one Schema of
-// nics x counters series of a real agent on an mlx5 RoCE node
-// (agent_series.h: real names and meanings, so the collector's analysis
-// does its real work), then one Report per interval (agents are spread
-// evenly over the interval), stamping wall_time with the moment the report
-// is handed to gRPC. The traffic counters (a fifth of the series) move every
-// report; errors, discards and idle priorities stay at 0, as on a healthy
-// NIC.
+// over a few channels. An agent sends Hello, then the Inventory and Schema
+// that the agent's own encoder produces for an mlx5 RoCE node
+// (virtual_node.h: every counter of the counter table, with meanings, so
+// the collector's analysis does its real work), then one Report per
+// interval (agents are spread evenly over the interval), stamping wall_time
+// with the moment the report is handed to gRPC. The traffic counters move
+// every report; errors, discards and idle priorities stay at 0, as on a
+// healthy NIC.
 //
 // Latency: the collector acknowledges a report only after storing it, so
 // send -> Ack is an upper bound of ingest-to-queryable latency, measured
 // without any clock shared between processes.
 //
-//   LoadgenOptions opts;
+//   VirtualAgentsOptions opts;
 //   opts.target = "127.0.0.1:9811";
 //   opts.nodes = 8000;
-//   ASSIGN_OR_RETURN(LoadgenResult r, RunLoadgen(opts, &std::cout));
+//   ASSIGN_OR_RETURN(VirtualAgentsResult r, RunVirtualAgents(opts,
+//   &std::cout));
 //
-// RunLoadgen blocks for the duration; not reentrant.
+// RunVirtualAgents blocks for the duration; not reentrant.
 #pragma once
 
 #include <cstdint>
@@ -30,17 +33,16 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
-namespace fabricdiag::collector::loadgen {
+namespace fabricdiag::sim {
 
-struct LoadgenOptions {
+struct VirtualAgentsOptions {
   std::string target;
   int nodes = 100;
   int nics = 8;
-  int counters = 150;  // per NIC
   absl::Duration interval = absl::Seconds(1);
   absl::Duration duration = absl::Seconds(30);
   int channels = 4;
-  std::string node_prefix = "load-";
+  std::string node_prefix = "vnode-";
   // Latency is recorded only for reports sent after this, and after every
   // agent has caught up with its backlog (skips stream setup, the schema
   // burst and the catch-up it causes).
@@ -49,10 +51,11 @@ struct LoadgenOptions {
   int max_backlog = 8;
 };
 
-struct LoadgenResult {
+struct VirtualAgentsResult {
   double seconds = 0;
   uint64_t reports_sent = 0;
   uint64_t reports_acked = 0;
+  size_t series_per_agent = 0;
   uint64_t values_sent = 0;
   uint64_t values_acked = 0;
   uint64_t reports_dropped = 0;  // the agent's backlog was full
@@ -76,10 +79,10 @@ struct LoadgenResult {
 
 // "after 5 s of warm-up: send->ack p50 0.3 ms p99 2.6 ms ...", or why
 // latency was not measured.
-std::string LatencySummary(const LoadgenResult& r);
+std::string LatencySummary(const VirtualAgentsResult& r);
 
 // Runs the load; prints a line per second to `progress` (may be null).
-absl::StatusOr<LoadgenResult> RunLoadgen(const LoadgenOptions& options,
-                                         std::ostream* progress);
+absl::StatusOr<VirtualAgentsResult> RunVirtualAgents(
+    const VirtualAgentsOptions& options, std::ostream* progress);
 
-}  // namespace fabricdiag::collector::loadgen
+}  // namespace fabricdiag::sim

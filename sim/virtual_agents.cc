@@ -1,4 +1,4 @@
-#include "collector/loadgen/loadgen.h"
+#include "sim/virtual_agents.h"
 
 #include <grpcpp/grpcpp.h>
 
@@ -14,10 +14,10 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "collector/loadgen/agent_series.h"
 #include "proto/ingest.grpc.pb.h"
+#include "sim/virtual_node.h"
 
-namespace fabricdiag::collector::loadgen {
+namespace fabricdiag::sim {
 namespace {
 
 // Latency histogram: 0.1 ms buckets up to 10 s, then one overflow bucket.
@@ -59,16 +59,12 @@ class Histogram {
 };
 
 struct Shared {
-  LoadgenOptions options;
-  size_t series = 0;
-  v1::AgentMessage inventory;     // read-only, written by every agent
-  v1::AgentMessage schema;        // read-only, written by every agent
-  std::vector<uint64_t> raw;      // report template
-  std::vector<double> rate;       // report template, for series with a rate
-  std::vector<uint32_t> no_rate;  // gauges: no rate, as a real agent sends
-  std::vector<uint32_t> moving;   // indices into `rate` that vary
-  Histogram latency;              // every report recorded
-  Histogram window;  // the reports acknowledged in the current second
+  VirtualAgentsOptions options;
+  // Inventory, schema and the report template: read-only, shared by every
+  // agent.
+  VirtualNode node;
+  Histogram latency;  // every report recorded
+  Histogram window;   // the reports acknowledged in the current second
   // Latency of reports sent before is not kept: the end of the warm-up.
   std::atomic<int64_t> record_after_nanos{INT64_MAX};
   std::atomic<uint64_t> sent{0}, acked{0}, dropped{0}, rejected{0}, failed{0};
@@ -85,7 +81,7 @@ class VirtualAgent final
     v1::Hello* hello = hello_.mutable_hello();
     hello->set_node(
         absl::StrFormat("%s%05d", shared->options.node_prefix, index));
-    hello->set_agent_version("loadgen");
+    hello->set_agent_version("virtual");
     absl::BitGen gen;
     hello->set_boot_id(absl::StrFormat("%016x%016x",
                                        absl::Uniform<uint64_t>(gen),
@@ -127,13 +123,13 @@ class VirtualAgent final
     if (stage_ == Stage::kInventory) {
       stage_ = Stage::kSchema;
       writing_ = true;
-      StartWrite(&shared_->inventory);
+      StartWrite(&shared_->node.inventory);
       return;
     }
     if (stage_ == Stage::kSchema) {
       stage_ = Stage::kReports;
       writing_ = true;
-      StartWrite(&shared_->schema);
+      StartWrite(&shared_->node.schema);
       return;
     }
     if (due_ > 0) WriteReportLocked();
@@ -189,15 +185,13 @@ class VirtualAgent final
   void WriteReportLocked() {
     --due_;
     const uint64_t seq = ++seq_;
+    // The template keeps the encoder's arrays; copying it reuses the
+    // report's storage after the first time.
+    *report_.mutable_report() = shared_->node.report.report();
     v1::Report* r = report_.mutable_report();
-    r->Clear();
     r->set_seq(seq);
-    r->set_schema_id(1);
-    r->mutable_raw()->Add(shared_->raw.begin(), shared_->raw.end());
-    r->mutable_rate()->Add(shared_->rate.begin(), shared_->rate.end());
-    r->mutable_no_rate()->Add(shared_->no_rate.begin(), shared_->no_rate.end());
     double* rate = r->mutable_rate()->mutable_data();
-    for (uint32_t i : shared_->moving) {
+    for (uint32_t i : shared_->node.moving) {
       // Up to +1/16 over the base rate: traffic that varies every second.
       rate[i] *= 1.0 + static_cast<double>(NextRandom() % 1024) / 16384.0;
     }
@@ -226,60 +220,24 @@ class VirtualAgent final
   std::deque<std::pair<uint64_t, absl::Time>> in_flight_;  // seq, sent
 };
 
-void BuildTemplates(Shared* s) {
-  const LoadgenOptions& o = s->options;
-  *s->inventory.mutable_inventory() = AgentInventory(o.nics);
-  v1::Schema* schema = s->schema.mutable_schema();
-  schema->set_schema_id(1);
-  for (int nic = 0; nic < o.nics; ++nic) {
-    std::vector<LoadSeries> series = AgentNicSeries(nic);
-    series.resize(
-        std::min<size_t>(series.size(), static_cast<size_t>(o.counters)));
-    // More counters than an mlx5 port has: idle ethtool statistics.
-    for (int c = static_cast<int>(series.size()); c < o.counters; ++c) {
-      LoadSeries extra;
-      extra.series.set_subsystem(v1::SUBSYSTEM_ETHTOOL);
-      extra.series.set_device(absl::StrFormat("eth%d", nic));
-      extra.series.set_name(absl::StrFormat("extra_counter_%03d", c));
-      extra.series.set_unit("packets");
-      extra.series.set_kind(v1::KIND_COUNTER);
-      extra.series.set_width_bits(64);
-      extra.series.set_scale(1);
-      extra.series.set_priority(-1);
-      series.push_back(std::move(extra));
-    }
-    for (LoadSeries& l : series) {
-      const uint32_t index = static_cast<uint32_t>(s->raw.size());
-      s->raw.push_back(static_cast<uint64_t>(index) * 1000);
-      if (l.series.kind() == v1::KIND_GAUGE) {
-        s->no_rate.push_back(index);
-      } else {
-        if (l.moving) {
-          s->moving.push_back(static_cast<uint32_t>(s->rate.size()));
-        }
-        s->rate.push_back(l.rate);
-      }
-      *schema->add_series() = std::move(l.series);
-    }
-  }
-  s->series = s->raw.size();
-}
-
 }  // namespace
 
-absl::StatusOr<LoadgenResult> RunLoadgen(const LoadgenOptions& options,
-                                         std::ostream* progress) {
+absl::StatusOr<VirtualAgentsResult> RunVirtualAgents(
+    const VirtualAgentsOptions& options, std::ostream* progress) {
   if (options.target.empty()) {
     return absl::InvalidArgumentError("--target is empty");
   }
-  if (options.nodes <= 0 || options.nics <= 0 || options.counters <= 0 ||
-      options.channels <= 0 || options.interval <= absl::ZeroDuration()) {
+  if (options.nodes <= 0 || options.channels <= 0 ||
+      options.interval <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
-        "nodes, nics, counters, channels and interval must be positive");
+        "nodes, channels and interval must be positive");
   }
+  absl::StatusOr<VirtualNode> node = BuildVirtualNode(options.nics);
+  if (!node.ok()) return node.status();
   auto shared = std::make_unique<Shared>();
   shared->options = options;
-  BuildTemplates(shared.get());
+  shared->node = *std::move(node);
+  const size_t series = shared->node.series;
 
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   std::vector<std::unique_ptr<v1::Ingest::Stub>> stubs;
@@ -349,8 +307,8 @@ absl::StatusOr<LoadgenResult> RunLoadgen(const LoadgenOptions& options,
             "t=%3.0fs values/s sent %.3gM acked %.3gM  p99 %s  dropped %d "
             "rejected %d failed %d\n",
             absl::ToDoubleSeconds(now - start),
-            (sent - last_sent) * shared->series / 1e6,
-            (acked - last_acked) * shared->series / 1e6,
+            (sent - last_sent) * series / 1e6,
+            (acked - last_acked) * series / 1e6,
             recording
                 ? absl::StrFormat("%.1f ms (this second %.1f ms)",
                                   shared->latency.QuantileMs(0.99), window_p99)
@@ -378,12 +336,13 @@ absl::StatusOr<LoadgenResult> RunLoadgen(const LoadgenOptions& options,
     shared->done_cv.wait(lock, [&] { return shared->live == 0; });
   }
 
-  LoadgenResult r;
+  VirtualAgentsResult r;
+  r.series_per_agent = series;
   r.seconds = absl::ToDoubleSeconds(sending_done - start);
   r.reports_sent = shared->sent.load();
   r.reports_acked = shared->acked.load();
-  r.values_sent = r.reports_sent * shared->series;
-  r.values_acked = r.reports_acked * shared->series;
+  r.values_sent = r.reports_sent * series;
+  r.values_acked = r.reports_acked * series;
   r.reports_dropped = shared->dropped.load();
   r.streams_rejected = shared->rejected.load();
   r.streams_failed = shared->failed.load();
@@ -400,7 +359,7 @@ absl::StatusOr<LoadgenResult> RunLoadgen(const LoadgenOptions& options,
   return r;
 }
 
-std::string LatencySummary(const LoadgenResult& r) {
+std::string LatencySummary(const VirtualAgentsResult& r) {
   if (r.latency_samples == 0) {
     return "latency not measured (nothing acknowledged after the warm-up "
            "and catch-up)";
@@ -412,4 +371,4 @@ std::string LatencySummary(const LoadgenResult& r) {
       r.latency_median_second_p99_ms, r.latency_worst_second_p99_ms);
 }
 
-}  // namespace fabricdiag::collector::loadgen
+}  // namespace fabricdiag::sim

@@ -2,10 +2,11 @@
 //
 // Parses serialized AgentMessages (as gRPC would hand them over) and feeds
 // them to IngestSessions backed by one SeriesStore, on ONE thread, for
-// --nodes nodes x --nics x --counters series at 1 report per node per
-// simulated second. Prints values/s and the p99 time from "bytes arrived" to
-// "queryable in the store" per report. Excludes HTTP/2 framing and gRPC's
-// thread hops, which fabricdiag-loadgen measures end to end.
+// --nodes nodes, each sending what an agent on an mlx5 node with --nics NICs
+// sends (sim/virtual_node.h), at 1 report per node per simulated second.
+// Prints values/s and the p99 time from "bytes arrived" to "queryable in the
+// store" per report. Excludes HTTP/2 framing and gRPC's thread hops, which
+// `fabricdiag-sim --virtual_agents` measures end to end.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -20,12 +21,11 @@
 #include "collector/ingest_session.h"
 #include "collector/series_store.h"
 #include "common/clock.h"
+#include "sim/virtual_node.h"
 
 ABSL_FLAG(int, nodes, 2000, "nodes");
 ABSL_FLAG(int, nics, 8, "NICs per node");
-ABSL_FLAG(int, counters, 150, "counters per NIC");
 ABSL_FLAG(int, rounds, 30, "reports per node");
-ABSL_FLAG(double, moving_fraction, 0.25, "series whose rate changes");
 
 namespace {
 
@@ -49,7 +49,13 @@ int main(int argc, char** argv) {
   using namespace fabricdiag::collector;  // NOLINT
   absl::ParseCommandLine(argc, argv);
   const int nodes = absl::GetFlag(FLAGS_nodes);
-  const int n = absl::GetFlag(FLAGS_nics) * absl::GetFlag(FLAGS_counters);
+  absl::StatusOr<sim::VirtualNode> agent =
+      sim::BuildVirtualNode(absl::GetFlag(FLAGS_nics));
+  if (!agent.ok()) {
+    std::fprintf(stderr, "--nics: %s\n", agent.status().ToString().c_str());
+    return 2;
+  }
+  const int n = static_cast<int>(agent->series);
   const int rounds = absl::GetFlag(FLAGS_rounds);
   const size_t rss_start = ResidentBytes();
   SystemClock clock;
@@ -57,19 +63,7 @@ int main(int argc, char** argv) {
   IngestCounters counters;
   std::vector<std::unique_ptr<IngestSession>> sessions;
 
-  v1::AgentMessage schema;
-  schema.mutable_schema()->set_schema_id(1);
   absl::BitGen gen;
-  std::vector<double> base(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    v1::Series* s = schema.mutable_schema()->add_series();
-    s->set_subsystem(v1::SUBSYSTEM_ETHTOOL);
-    s->set_device(absl::StrFormat("eth%d", i % 8));
-    s->set_name(absl::StrFormat("rx_prio%d_counter_%03d", i % 8, i / 8));
-    if (absl::Bernoulli(gen, absl::GetFlag(FLAGS_moving_fraction))) {
-      base[static_cast<size_t>(i)] = absl::Uniform<double>(gen, 1e3, 5e10);
-    }
-  }
   const absl::Time setup_start = absl::Now();
   for (int node = 0; node < nodes; ++node) {
     sessions.push_back(std::make_unique<IngestSession>(&store, &counters));
@@ -77,7 +71,7 @@ int main(int argc, char** argv) {
     hello.mutable_hello()->set_node(absl::StrFormat("node-%05d", node));
     hello.mutable_hello()->set_boot_id("b");
     sessions.back()->Handle(hello);
-    sessions.back()->Handle(schema);
+    sessions.back()->Handle(agent->schema);
   }
   const absl::Duration setup = absl::Now() - setup_start;
 
@@ -86,14 +80,15 @@ int main(int argc, char** argv) {
   std::vector<std::string> wire[kVariants];
   for (int v = 0; v < kVariants; ++v) {
     for (int round = 1; round <= rounds; ++round) {
-      v1::AgentMessage m;
+      v1::AgentMessage m = agent->report;
       v1::Report* r = m.mutable_report();
       r->set_seq(static_cast<uint64_t>(round));
-      r->set_schema_id(1);
-      for (int i = 0; i < n; ++i) {
-        r->add_raw(static_cast<uint64_t>(round * i));
-        const double b = base[static_cast<size_t>(i)];
-        r->add_rate(b == 0 ? 0 : b * (1 + absl::Uniform<double>(gen, 0, 0.06)));
+      for (int i = 0; i < r->raw_size(); ++i) {
+        r->set_raw(i, static_cast<uint64_t>(round) * static_cast<uint64_t>(i));
+      }
+      for (uint32_t i : agent->moving) {
+        const int k = static_cast<int>(i);
+        r->set_rate(k, r->rate(k) * (1 + absl::Uniform<double>(gen, 0, 0.06)));
       }
       wire[v].push_back(m.SerializeAsString());
     }

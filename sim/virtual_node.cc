@@ -1,0 +1,208 @@
+#include "sim/virtual_node.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "agent/counter_desc.h"
+#include "agent/rate.h"
+#include "agent/report_encoder.h"
+#include "agent/sample.h"
+#include "counters/counter_table.h"
+
+namespace fabricdiag::sim {
+namespace {
+
+using counters::CounterSpec;
+using counters::Direction;
+using counters::Family;
+using counters::Meaning;
+
+// A healthy RoCE NIC: 30% of a 400 Gb/s link each way in 4 KB packets.
+constexpr double kLinkBytesPerSecond = 5e10;
+constexpr double kBytes = 0.3 * kLinkBytesPerSecond;
+constexpr double kPackets = kBytes / 4096;
+// The priority RoCE runs on, the only one with PFC.
+constexpr int kRocePriority = 3;
+
+// Per second, in base units: traffic, a little PFC pause on the RoCE
+// priority, a few CNPs; 0 for errors, drops and idle priorities.
+double HealthyRate(const agent::SeriesDesc& d) {
+  const bool roce_or_total = d.priority < 0 || d.priority == kRocePriority;
+  switch (d.meaning) {
+    case Meaning::kRdmaBytes:
+    case Meaning::kPhyBytes:
+      return kBytes;
+    case Meaning::kRdmaPackets:
+    case Meaning::kPhyPackets:
+      return kPackets;
+    case Meaning::kPriorityBytes:
+      return d.priority == kRocePriority ? kBytes : 0;
+    case Meaning::kNetdevBytes:  // the host's own IP traffic; RoCE bypasses
+      return 2e5;
+    case Meaning::kNetdevPackets:
+      return 200;
+    case Meaning::kReceivedBits:  // every bit time of the link
+      return 8 * kLinkBytesPerSecond;
+    case Meaning::kCorrectedBits:  // pre-FEC BER 2.5e-11: healthy
+      return 10;
+    case Meaning::kCnpSent:
+    case Meaning::kCnpHandled:
+      return 50;
+    case Meaning::kEcnMarked:
+      return d.priority < 0 ? 50 : 0;
+    case Meaning::kPfcPauseFrames:
+      return roce_or_total ? 20 : 0;
+    case Meaning::kPfcPauseDuration:  // paused 0.1% of the time
+      return roce_or_total ? 1e-3 : 0;
+    case Meaning::kPfcPauseTransitions:
+      return roce_or_total ? 5 : 0;
+    default:
+      return 0;
+  }
+}
+
+class NodeBuilder {
+ public:
+  explicit NodeBuilder(agent::Snapshot* snapshot) : snapshot_(snapshot) {
+    descs_->reserve(2048);  // pointers into it must stay valid
+  }
+
+  void Gauge(agent::SeriesDesc d, uint64_t value) { Add(std::move(d), value); }
+
+  // Every row of `family` the table lists for mlx5: its per-priority PFC
+  // counters for the RoCE priority only (mlx5 prints them for priorities
+  // with PFC on), other per-priority counters for all 8, no 802.3x global
+  // pause (off while PFC runs).
+  void Counters(Family family, agent::Subsystem subsystem,
+                const std::string& device, uint32_t port) {
+    for (const CounterSpec* row :
+         counters::RowsFor(family, counters::Driver::kMlx5)) {
+      if (row->meaning == Meaning::kGlobalPauseFrames ||
+          row->meaning == Meaning::kGlobalPauseDuration ||
+          absl::StrContains(row->name, "global_pause")) {
+        continue;
+      }
+      const bool pfc = row->meaning == Meaning::kPfcPauseFrames ||
+                       row->meaning == Meaning::kPfcPauseDuration ||
+                       row->meaning == Meaning::kPfcPauseTransitions;
+      if (!counters::IsPerPriority(*row)) {
+        Counter(subsystem, device, port, counters::ExpandName(*row, -1));
+        continue;
+      }
+      for (int p = 0; p < 8; ++p) {
+        if (pfc && p != kRocePriority) continue;
+        Counter(subsystem, device, port, counters::ExpandName(*row, p));
+      }
+    }
+  }
+
+  std::shared_ptr<const void> owner() const { return descs_; }
+
+ private:
+  void Counter(agent::Subsystem subsystem, const std::string& device,
+               uint32_t port, std::string name) {
+    bool pma_width = false;
+    agent::SeriesDesc d =
+        agent::DescribeCounter(subsystem, counters::Driver::kMlx5, device, port,
+                               std::move(name), &pma_width);
+    // ConnectX PMAs have extended width: 64-bit data counters.
+    if (pma_width) d.width_bits = 64;
+    Add(std::move(d), 0);
+  }
+
+  void Add(agent::SeriesDesc d, uint64_t raw) {
+    descs_->push_back(std::move(d));
+    snapshot_->samples.emplace_back(&descs_->back(), raw);
+  }
+
+  agent::Snapshot* snapshot_;
+  std::shared_ptr<std::vector<agent::SeriesDesc>> descs_ =
+      std::make_shared<std::vector<agent::SeriesDesc>>();
+};
+
+}  // namespace
+
+absl::StatusOr<VirtualNode> BuildVirtualNode(int nics) {
+  if (nics < 1 || nics > 64) {
+    return absl::InvalidArgumentError("nics must be between 1 and 64");
+  }
+  agent::Snapshot snapshot;
+  NodeBuilder b(&snapshot);
+  for (int nic = 0; nic < nics; ++nic) {
+    const std::string dev = absl::StrCat("mlx5_", nic);
+    const std::string eth = absl::StrCat("eth", nic);
+    std::vector<agent::SeriesDesc> port = agent::RdmaPortAttributeDescs(dev, 1);
+    b.Gauge(std::move(port[0]), 4);  // ACTIVE
+    b.Gauge(std::move(port[1]), 5);  // LinkUp
+    b.Gauge(std::move(port[2]), static_cast<uint64_t>(kLinkBytesPerSecond));
+    b.Counters(Family::kIbPma, agent::Subsystem::kRdmaPortCounters, dev, 1);
+    b.Counters(Family::kRdmaHw, agent::Subsystem::kRdmaPortHwCounters, dev, 1);
+    b.Counters(Family::kNetdevStatistics, agent::Subsystem::kNetdevStatistics,
+               eth, 0);
+    b.Counters(Family::kNetdevAttribute, agent::Subsystem::kNetdevAttribute,
+               eth, 0);
+    std::vector<agent::SeriesDesc> net = agent::NetdevAttributeDescs(eth);
+    b.Gauge(std::move(net[0]), static_cast<uint64_t>(kLinkBytesPerSecond));
+    b.Gauge(std::move(net[1]), 9000);  // mtu
+    b.Gauge(std::move(net[2]), 1);     // carrier
+    b.Counters(Family::kEthtool, agent::Subsystem::kEthtool, eth, 0);
+
+    agent::RdmaDeviceInfo device;
+    device.name = dev;
+    device.fw_ver = "28.39.1002";
+    device.board_id = "MT_0000000838";
+    device.hca_type = "MT4129";
+    device.node_guid = absl::StrFormat("b83f:d203:0000:%04x", nic);
+    device.netdevs = {eth};
+    snapshot.rdma_devices.push_back(std::move(device));
+    agent::RdmaPortInfo rdma_port;
+    rdma_port.device = dev;
+    rdma_port.port = 1;
+    rdma_port.state_id = 4;
+    rdma_port.state = "ACTIVE";
+    rdma_port.phys_state_id = 5;
+    rdma_port.phys_state = "LinkUp";
+    rdma_port.rate_bytes_per_second = kLinkBytesPerSecond;
+    rdma_port.rate_text = "400 Gb/sec (4X NDR)";
+    rdma_port.link_layer = "Ethernet";
+    rdma_port.netdevs = {eth};
+    snapshot.rdma_ports.push_back(std::move(rdma_port));
+    agent::NetdevInfo netdev;
+    netdev.name = eth;
+    netdev.operstate = "up";
+    netdev.rdma_device = dev;
+    netdev.rdma_port = 1;
+    netdev.speed_bytes_per_second = kLinkBytesPerSecond;
+    snapshot.netdevs.push_back(std::move(netdev));
+  }
+  snapshot.series_owners.push_back(b.owner());
+
+  std::vector<agent::SampleRate> rates(snapshot.samples.size());
+  for (size_t i = 0; i < snapshot.samples.size(); ++i) {
+    const agent::SeriesDesc& d = *snapshot.samples[i].desc;
+    if (d.kind == agent::Kind::kCounter) rates[i].per_second = HealthyRate(d);
+  }
+  agent::ReportEncoder encoder;
+  absl::StatusOr<agent::EncodedReport> encoded =
+      encoder.Encode(snapshot, rates);
+  if (!encoded.ok()) return encoded.status();
+  if (!encoded->new_schema.has_value() || !encoded->new_inventory.has_value()) {
+    return absl::InternalError("the encoder emitted no schema or inventory");
+  }
+  VirtualNode node;
+  *node.schema.mutable_schema() = *std::move(encoded->new_schema);
+  *node.inventory.mutable_inventory() = *std::move(encoded->new_inventory);
+  *node.report.mutable_report() = std::move(encoded->report);
+  node.series = static_cast<size_t>(node.schema.schema().series_size());
+  const auto& rate = node.report.report().rate();
+  for (int i = 0; i < rate.size(); ++i) {
+    if (rate[i] > 0) node.moving.push_back(static_cast<uint32_t>(i));
+  }
+  return node;
+}
+
+}  // namespace fabricdiag::sim

@@ -1,0 +1,161 @@
+// The virtual agents look like real agents to the collector: their series
+// are what the agent's own encoder describes for an mlx5 node (counter
+// table names and meanings that the view builder maps onto analysis
+// signals), and a short run against a real in-process collector is stored,
+// acknowledged and analysed like real traffic. (The collector benchmarks
+// are only as honest as this.)
+#include "sim/virtual_agents.h"
+
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "collector/fabric_view_builder.h"
+#include "collector/ingest_service.h"
+#include "collector/server.h"
+#include "collector/signal_map.h"
+#include "common/clock.h"
+#include "sim/virtual_node.h"
+
+namespace fabricdiag::sim {
+namespace {
+
+using collector::ClassifySeries;
+using collector::MetaOf;
+using collector::SignalField;
+
+TEST(VirtualNodeTest, OneNicIsWhatAnAgentReportsForAnMlx5Port) {
+  absl::StatusOr<VirtualNode> node = BuildVirtualNode(1);
+  ASSERT_TRUE(node.ok()) << node.status();
+  const v1::Schema& schema = node->schema.schema();
+  ASSERT_EQ(node->series, static_cast<size_t>(schema.series_size()));
+  // The counters of the table for mlx5 port 1 and its netdev, PFC on one
+  // priority: about as many as a real ConnectX port shows.
+  EXPECT_GE(node->series, 140u);
+  EXPECT_LE(node->series, 200u);
+  std::set<std::tuple<int, std::string, uint32_t, std::string>> keys;
+  int gauges = 0;
+  std::set<SignalField> signals;
+  for (const v1::Series& s : schema.series()) {
+    EXPECT_TRUE(
+        keys.emplace(s.subsystem(), s.device(), s.port(), s.name()).second)
+        << s.name();
+    EXPECT_TRUE(s.device() == "mlx5_0" || s.device() == "eth0") << s.device();
+    gauges += s.kind() == v1::KIND_GAUGE;
+    signals.insert(ClassifySeries(MetaOf(s)).field);
+  }
+  EXPECT_EQ(gauges, 6 + 2);  // 3 RDMA port, 3 netdev, 2 PCIe stall percents
+  const v1::Report& report = node->report.report();
+  EXPECT_EQ(report.raw_size(), schema.series_size());
+  EXPECT_EQ(report.rate_size() + report.no_rate_size(), schema.series_size());
+  // Traffic moves, errors and idle priorities do not: about a sixth.
+  EXPECT_GE(node->moving.size(), 15u);
+  EXPECT_LE(node->moving.size(), 40u);
+  for (uint32_t i : node->moving)
+    EXPECT_GT(report.rate(static_cast<int>(i)), 0);
+  EXPECT_EQ(node->inventory.inventory().rdma_ports_size(), 1);
+  // The analyzers get the signals they need from it.
+  for (SignalField f :
+       {SignalField::kRdmaRxBytes, SignalField::kRdmaTxBytes,
+        SignalField::kPhyRxBytes, SignalField::kRxPauseSeconds,
+        SignalField::kTxPauseSeconds, SignalField::kCnpSent,
+        SignalField::kCnpHandled, SignalField::kEcnMarked,
+        SignalField::kRxDiscards, SignalField::kSymbolErrors,
+        SignalField::kCarrierChanges, SignalField::kOutOfSequence}) {
+    EXPECT_EQ(signals.count(f), 1u) << static_cast<int>(f);
+  }
+}
+
+TEST(VirtualNodeTest, RejectsImpossibleNicCounts) {
+  EXPECT_FALSE(BuildVirtualNode(0).ok());
+  EXPECT_FALSE(BuildVirtualNode(65).ok());
+}
+
+TEST(VirtualAgentsTest, StoredAcknowledgedAndAnalysed) {
+  SystemClock clock;
+  collector::SeriesStore store(collector::SeriesStore::Options{}, clock);
+  collector::IngestCounters counters;
+  collector::IngestService service(&store, &counters);
+  collector::CollectorServer::Options o;
+  o.listen = "127.0.0.1:0";
+  auto server = collector::CollectorServer::Start(o, {&service});
+  ASSERT_TRUE(server.ok()) << server.status();
+
+  VirtualAgentsOptions opts;
+  opts.target = absl::StrCat("127.0.0.1:", (*server)->port());
+  opts.nodes = 20;
+  opts.nics = 2;
+  opts.interval = absl::Milliseconds(100);
+  opts.duration = absl::Seconds(2);
+  opts.warmup = absl::Milliseconds(500);
+  absl::StatusOr<VirtualAgentsResult> r = RunVirtualAgents(opts, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GT(r->reports_sent, 200u);
+  EXPECT_EQ(r->reports_acked + r->reports_dropped, r->reports_sent);
+  EXPECT_EQ(r->streams_rejected, 0u);
+  EXPECT_EQ(r->streams_failed, 0u);
+  EXPECT_GT(r->latency_samples, 0u);
+  EXPECT_GT(r->latency_p99_ms, 0);
+  EXPECT_THAT(LatencySummary(*r), ::testing::HasSubstr("p99"));
+  const uint64_t series = r->series_per_agent;
+  EXPECT_EQ(series, BuildVirtualNode(2)->series);
+  EXPECT_EQ(counters.values.load(), counters.reports.load() * series);
+
+  const collector::StoreMemory m = store.Memory();
+  EXPECT_EQ(m.nodes, 20u);
+  EXPECT_EQ(m.series, 20u * series);
+  EXPECT_EQ(m.layouts, 1u);  // identical agents share one layout
+
+  // The view the analyzers see: every port of every node, with traffic.
+  collector::FabricViewBuilder builder(&store);
+  analysis::FabricView view = builder.Build(nullptr, 0.5, clock.Now());
+  ASSERT_EQ(view.ports().size(), 40u);
+  for (const analysis::PortView& p : view.ports()) {
+    EXPECT_NEAR(p.s.tx_bytes, 1.5e10, 0.1e10) << p.node << " " << p.device;
+    EXPECT_EQ(p.s.link_rate, 5e10);
+    EXPECT_NEAR(p.s.rx_pause_fraction[3], 1e-3, 1e-4);
+    EXPECT_TRUE(std::isnan(p.s.rx_pause_fraction[2]));  // no PFC there
+  }
+  (*server)->Shutdown(absl::ZeroDuration());
+}
+
+// Nobody listening: every stream fails, nothing is acknowledged, and no
+// latency is reported (rather than a reassuring 0 ms).
+TEST(VirtualAgentsTest, DeadCollectorIsReportedNotMeasured) {
+  // A port that was free a moment ago.
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  close(fd);
+
+  VirtualAgentsOptions opts;
+  opts.target = absl::StrCat("127.0.0.1:", ntohs(addr.sin_port));
+  opts.nodes = 4;
+  opts.nics = 1;
+  opts.interval = absl::Milliseconds(100);
+  opts.duration = absl::Seconds(1);
+  opts.warmup = absl::Milliseconds(200);
+  absl::StatusOr<VirtualAgentsResult> r = RunVirtualAgents(opts, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->reports_acked, 0u);
+  EXPECT_GT(r->streams_failed, 0u);
+  EXPECT_EQ(r->latency_samples, 0u);
+  EXPECT_THAT(LatencySummary(*r), ::testing::HasSubstr("latency not measured"));
+}
+
+}  // namespace
+}  // namespace fabricdiag::sim

@@ -36,6 +36,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "common/version.h"
 #include "prometheus/exposer.h"
 
 namespace fabricdiag::agent {
@@ -270,7 +271,7 @@ int RunAgent(const AgentConfig& config) {
     StreamClient::Options options;
     options.target = config.collector;
     options.node = config.node;
-    options.agent_version = kAgentVersion;
+    options.agent_version = kVersion;
     options.interval = config.interval;
     options.tls_ca_file = config.tls_ca;
     options.tls_cert_file = config.tls_cert;
@@ -311,13 +312,13 @@ int RunAgent(const AgentConfig& config) {
   if (sink != nullptr) sink->Start();
 
   AgentRunner runner(&snapshotter, collectable.get(), sink.get(), clock,
-                     kAgentVersion);
+                     kVersion);
   std::string ports;
   for (int port : exposer->GetListeningPorts()) {
     absl::StrAppend(&ports, ports.empty() ? "" : ",", port);
   }
-  LogInfo(absl::StrCat("fabricdiag-agent ", kAgentVersion,
-                       " node=", config.node, " sysfs_root=", config.sysfs_root,
+  LogInfo(absl::StrCat("fabricdiag-agent ", kVersion, " node=", config.node,
+                       " sysfs_root=", config.sysfs_root,
                        " serving /metrics on port ", ports,
                        config.collector.empty()
                            ? std::string(" (no collector)")

@@ -31,8 +31,6 @@ struct AgentConfig {
   size_t stream_buffer_reports = 0;  // 0: ten minutes of reports
 };
 
-inline constexpr char kAgentVersion[] = "0.1.0";
-
 // Checks every field; the message names the flag at fault. Does not touch
 // the network. Fills nothing in: call ResolveDefaults() first.
 absl::Status ValidateAgentConfig(const AgentConfig& config);

@@ -4,9 +4,9 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/time/time.h"
 #include "agent/agent_app.h"
+#include "common/program.h"
 
 ABSL_FLAG(std::string, node, "",
           "Name of this node in job layouts and topology (default: host name)");
@@ -36,7 +36,8 @@ ABSL_FLAG(bool, ethtool_per_queue, false,
           "Also export per-queue/ring/channel ethtool statistics");
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  fabricdiag::InitProgram(
+      "fabricdiag-agent",
       "Reads every RDMA and NIC counter of this node, serves them to "
       "Prometheus and streams them to a fabricdiag collector.");
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);

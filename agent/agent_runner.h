@@ -5,7 +5,7 @@
 // optional sink (the collector stream) receives each snapshot with its rates
 // and must not block.
 //
-//   AgentRunner runner(&snapshotter, collectable.get(), sink.get(), "0.1.0");
+//   AgentRunner runner(&snapshotter, collectable.get(), sink.get(), kVersion);
 //   for (;;) { runner.Tick(); WaitForNextTick(); }
 //
 // Not thread-safe: Tick() is called from one thread.

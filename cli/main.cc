@@ -21,6 +21,8 @@
 #include "cli/cli.h"
 #include "cli/collector_client.h"
 #include "common/clock.h"
+#include "common/program.h"
+#include "common/version.h"
 
 ABSL_FLAG(std::string, collector, fabricdiag::cli::kDefaultCollector,
           "collector gRPC address, HOST:PORT");
@@ -125,8 +127,15 @@ LiveClient* const g_live = new LiveClient;
 }  // namespace
 
 int main(int argc, char** argv) {
+  fabricdiag::InitProgram("fabricdiag",
+                          "The fabricdiag ops CLI: layouts, topology, "
+                          "findings, nodes and offline plans.");
   if (WantsHelp(argc, argv)) {
     std::cout << fabricdiag::cli::Usage();
+    return 0;
+  }
+  if (argc == 2 && absl::string_view(argv[1]) == "--version") {
+    std::cout << "fabricdiag " << fabricdiag::kVersion << "\n";
     return 0;
   }
   if (!CheckFlags(argc, argv)) return kExitInvalid;

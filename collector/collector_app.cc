@@ -28,6 +28,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "common/version.h"
 
 namespace fabricdiag::collector {
 namespace {
@@ -230,9 +231,9 @@ int RunCollector(const CollectorConfig& config) {
   }
 
   runner.Start();
-  LogInfo(absl::StrCat("fabricdiag-collector ", kCollectorVersion,
-                       " gRPC on port ", (*server)->port(), ", HTTP on port ",
-                       (*http)->port(), ", state in ", config.state_dir,
+  LogInfo(absl::StrCat("fabricdiag-collector ", kVersion, " gRPC on port ",
+                       (*server)->port(), ", HTTP on port ", (*http)->port(),
+                       ", state in ", config.state_dir,
                        token.empty() ? ", writes open (no --auth_token_file)"
                                      : ", writes need the bearer token"));
 

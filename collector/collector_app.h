@@ -30,8 +30,6 @@ struct CollectorConfig {
   std::string analysis_config;
 };
 
-inline constexpr char kCollectorVersion[] = "0.1.0";
-
 // The message names the flag at fault. Does not touch the network.
 absl::Status ValidateCollectorConfig(const CollectorConfig& config);
 

@@ -5,10 +5,10 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "collector/collector_app.h"
+#include "common/program.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:9811",
           "ADDR:PORT for gRPC: agent ingest, layouts, topology, queries");
@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
   // cost ~3% of the collector's ingest CPU and finds nothing our tests and
   // TSan-style reviews do not; switch it off.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  absl::SetProgramUsageMessage(
+  fabricdiag::InitProgram(
+      "fabricdiag-collector",
       "Receives the fabricdiag agents' streams, holds job layouts and the "
       "fabric topology, and diagnoses what the fabric does to the jobs.");
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);

@@ -12,11 +12,11 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/program.h"
 #include "sim/sim_app.h"
 #include "sim/virtual_agents.h"
 
@@ -85,7 +85,8 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  absl::SetProgramUsageMessage(
+  fabricdiag::InitProgram(
+      "fabricdiag-sim",
       "Simulates a GPU fabric: keeps a sysfs tree and `ethtool -S` files for "
       "every node and switch, which fabricdiag-agent reads with "
       "--sysfs_root=OUT/NODE/sys --ethtool_dir=OUT/NODE/ethtool.");

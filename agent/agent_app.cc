@@ -95,17 +95,17 @@ absl::Status CheckDirectory(absl::string_view flag, const std::string& path) {
   return absl::OkStatus();
 }
 
+// The agent's sources, in one explicit table.
 struct Sources {
   std::unique_ptr<SysfsReader> reader;
-  std::vector<std::unique_ptr<Source>> sources;
+  std::vector<std::unique_ptr<Source>> devices;
+  std::vector<std::unique_ptr<NetdevStatsSource>> netdev_stats;
 };
 
 absl::StatusOr<Sources> BuildSources(const AgentConfig& config) {
   Sources out;
   out.reader = std::make_unique<SysfsReader>(config.sysfs_root);
-  // Order matters: the netdev source reuses the RDMA port -> netdev map, the
-  // ethtool source queries the netdevs the netdev source listed.
-  out.sources.push_back(std::make_unique<RdmaSysfsSource>(out.reader.get()));
+  out.devices.push_back(std::make_unique<RdmaSysfsSource>(out.reader.get()));
   NetdevSource::Options netdev_options;
   if (!config.netdev_exclude.empty()) {
     netdev_options.exclude_regex = config.netdev_exclude;
@@ -116,20 +116,20 @@ absl::StatusOr<Sources> BuildSources(const AgentConfig& config) {
     return absl::InvalidArgumentError(
         absl::StrCat("--netdev_exclude: ", netdev.status().message()));
   }
-  out.sources.push_back(*std::move(netdev));
+  out.devices.push_back(*std::move(netdev));
+  out.devices.push_back(
+      std::make_unique<VerbsPortSource>(std::make_unique<LibibverbsApi>()));
   EthtoolSourceOptions ethtool_options;
   ethtool_options.include_per_queue = config.ethtool_per_queue;
   if (!config.ethtool_dir.empty()) {
-    out.sources.push_back(std::make_unique<EthtoolSource>(
+    out.netdev_stats.push_back(std::make_unique<EthtoolSource>(
         EthtoolTextDir{config.ethtool_dir}, ethtool_options));
   } else {
     ASSIGN_OR_RETURN(std::unique_ptr<KernelEthtoolStats> kernel,
                      KernelEthtoolStats::Create());
-    out.sources.push_back(
+    out.netdev_stats.push_back(
         std::make_unique<EthtoolSource>(std::move(kernel), ethtool_options));
   }
-  out.sources.push_back(
-      std::make_unique<VerbsPortSource>(std::make_unique<LibibverbsApi>()));
   return out;
 }
 
@@ -254,7 +254,8 @@ int RunAgent(const AgentConfig& config) {
     LogError(absl::StrCat("fabricdiag-agent: ", sources.status().message()));
     return 1;
   }
-  Snapshotter snapshotter(std::move(sources->sources), clock);
+  Snapshotter snapshotter(std::move(sources->devices),
+                          std::move(sources->netdev_stats), clock);
   if (config.once) return RunOnce(config, &snapshotter);
 
   // Block the stop signals before any thread exists, so that every thread

@@ -38,7 +38,8 @@ EthtoolSource::EthtoolSource(std::unique_ptr<EthtoolStats> stats,
 EthtoolSource::EthtoolSource(EthtoolTextDir dir, EthtoolSourceOptions options)
     : text_dir_(std::move(dir.path)), options_(options) {}
 
-SourceStatus EthtoolSource::Collect(Snapshot* snapshot) {
+SourceStatus EthtoolSource::Collect(absl::Span<const NetdevInfo> netdevs,
+                                    Snapshot* snapshot) {
   SourceStatus status;
   status.source = "ethtool";
   auto fail = [&status](const absl::Status& error) {
@@ -63,8 +64,9 @@ SourceStatus EthtoolSource::Collect(Snapshot* snapshot) {
   }
 
   absl::flat_hash_set<std::string> present;
-  for (const NetdevInfo& netdev : snapshot->netdevs) {
-    // Only snapshot->samples grows below; netdevs is not touched.
+  for (const NetdevInfo& netdev : netdevs) {
+    // Only snapshot->samples grows below, so `netdevs` may be
+    // snapshot->netdevs.
     const std::string& ifname = netdev.name;
     if (!present.insert(ifname).second) continue;  // listed twice
     absl::Status result = stats_ != nullptr ? CollectKernel(ifname, snapshot)

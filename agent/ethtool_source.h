@@ -14,12 +14,10 @@
 //   auto kernel = KernelEthtoolStats::Create();   // check .ok()
 //   EthtoolSource source(*std::move(kernel), EthtoolSourceOptions{});
 //   // or: EthtoolSource source(EthtoolTextDir{"/tmp/bundle/ethtool"}, {});
-//   netdev_source.Collect(&snapshot);   // fills snapshot.netdevs first
-//   SourceStatus status = source.Collect(&snapshot);
+//   SourceStatus status = source.Collect(netdevs, &snapshot);
 //
-// ORDER DEPENDENCY: the netdevs to read are those already listed in
-// snapshot->netdevs, so the netdev source must run before this one in the
-// same snapshot. With an empty netdev list this source reads nothing.
+// It reads the netdevs it is given: the Snapshotter passes those the netdev
+// source found in the same round.
 //
 // Errors: a netdev whose driver has no ethtool stats (lo: kUnimplemented),
 // a netdev that vanished (kNotFound; its cached names are dropped) and a
@@ -33,7 +31,7 @@
 // `names_refresh_reads` reads; a steady-state read is GSSET_INFO + GSTATS
 // per netdev. Names of netdevs no longer listed are forgotten.
 //
-// Thread safety: Collect() must not be called concurrently (Source contract).
+// Thread safety: Collect() must not be called concurrently.
 #pragma once
 
 #include <cstddef>
@@ -75,7 +73,7 @@ struct EthtoolTextDir {
   std::string path;
 };
 
-class EthtoolSource : public Source {
+class EthtoolSource : public NetdevStatsSource {
  public:
   // Kernel mode. `stats` must not be null.
   EthtoolSource(std::unique_ptr<EthtoolStats> stats,
@@ -85,7 +83,8 @@ class EthtoolSource : public Source {
 
   absl::string_view name() const override { return "ethtool"; }
 
-  SourceStatus Collect(Snapshot* snapshot) override;
+  SourceStatus Collect(absl::Span<const NetdevInfo> netdevs,
+                       Snapshot* snapshot) override;
 
   // Number of netdevs whose stat names are cached (for tests and debugging).
   size_t cached_netdevs() const { return cache_.size(); }

@@ -16,7 +16,6 @@ namespace fabricdiag::agent {
 namespace {
 
 constexpr absl::string_view kNetDir = "class/net";
-constexpr absl::string_view kInfinibandDir = "class/infiniband";
 constexpr uint64_t kBytesPerSecondPerMbps = 125000;  // 1e6 bits / 8
 
 uint32_t Append(std::vector<SeriesDesc>* table, SeriesDesc desc) {
@@ -25,28 +24,6 @@ uint32_t Append(std::vector<SeriesDesc>* table, SeriesDesc desc) {
 }
 
 }  // namespace
-
-std::map<std::string, std::pair<std::string, uint32_t>> MapNetdevsToRdma(
-    const std::vector<RdmaPortInfo>& ports,
-    const std::vector<RdmaDeviceInfo>& devices) {
-  std::map<std::string, std::pair<std::string, uint32_t>> map;
-  std::map<std::string, int> port_count;
-  std::map<std::string, uint32_t> last_port;
-  for (const RdmaPortInfo& port : ports) {
-    ++port_count[port.device];
-    last_port[port.device] = port.port;
-    for (const std::string& netdev : port.netdevs) {
-      map.emplace(netdev, std::make_pair(port.device, port.port));
-    }
-  }
-  for (const RdmaDeviceInfo& device : devices) {
-    uint32_t port = port_count[device.name] == 1 ? last_port[device.name] : 0;
-    for (const std::string& netdev : device.netdevs) {
-      map.emplace(netdev, std::make_pair(device.name, port));
-    }
-  }
-  return map;
-}
 
 absl::StatusOr<std::unique_ptr<NetdevSource>> NetdevSource::Create(
     SysfsReader* reader) {
@@ -110,69 +87,6 @@ bool NetdevSource::Excluded(const std::string& netdev) {
   return excluded;
 }
 
-NetdevSource::RdmaMap NetdevSource::ScanRdmaMap() {
-  std::vector<RdmaPortInfo> ports;
-  std::vector<RdmaDeviceInfo> devices;
-  absl::StatusOr<std::vector<std::string>> names =
-      reader_->ListSubdirs(kInfinibandDir);
-  if (!names.ok()) return {};
-  for (const std::string& device : *names) {
-    const std::string dir = absl::StrCat(kInfinibandDir, "/", device);
-    RdmaDeviceInfo info;
-    info.name = device;
-    absl::StatusOr<std::vector<std::string>> net =
-        reader_->ListSubdirs(dir + "/device/net");
-    if (net.ok()) info.netdevs = *std::move(net);
-    devices.push_back(std::move(info));
-    absl::StatusOr<std::vector<std::string>> port_dirs =
-        reader_->ListSubdirs(dir + "/ports");
-    if (!port_dirs.ok()) continue;
-    for (const std::string& p : *port_dirs) {
-      absl::StatusOr<uint64_t> number = ParseU64(p);
-      if (!number.ok() || *number > std::numeric_limits<uint32_t>::max()) {
-        continue;
-      }
-      RdmaPortInfo port;
-      port.device = device;
-      port.port = static_cast<uint32_t>(*number);
-      const std::string ndevs =
-          absl::StrCat(dir, "/ports/", p, "/gid_attrs/ndevs");
-      absl::StatusOr<std::vector<std::string>> slots =
-          reader_->ListFiles(ndevs);
-      if (slots.ok()) {
-        std::set<std::string> found;
-        for (const std::string& slot : *slots) {
-          // EINVAL for empty GID slots: skipped like any unreadable slot.
-          absl::StatusOr<std::string> text =
-              reader_->ReadAttribute(ndevs + "/" + slot);
-          if (text.ok() && !TrimValue(*text).empty()) {
-            found.insert(std::string(TrimValue(*text)));
-          }
-        }
-        port.netdevs.assign(found.begin(), found.end());
-      }
-      ports.push_back(std::move(port));
-    }
-  }
-  return MapNetdevsToRdma(ports, devices);
-}
-
-const NetdevSource::RdmaMap& NetdevSource::RdmaMapFor(
-    const Snapshot& snapshot) {
-  if (!snapshot.rdma_ports.empty() || !snapshot.rdma_devices.empty()) {
-    snapshot_rdma_ =
-        MapNetdevsToRdma(snapshot.rdma_ports, snapshot.rdma_devices);
-    return snapshot_rdma_;
-  }
-  if (rdma_scanned_at_call_ == 0 ||
-      calls_ - rdma_scanned_at_call_ >=
-          static_cast<uint64_t>(std::max(1, options_.rescan_every_n_calls))) {
-    scanned_rdma_ = ScanRdmaMap();
-    rdma_scanned_at_call_ = calls_;
-  }
-  return scanned_rdma_;
-}
-
 SourceStatus NetdevSource::Collect(Snapshot* snapshot) {
   SourceStatus status;
   status.source = std::string(name());
@@ -205,7 +119,6 @@ SourceStatus NetdevSource::Collect(Snapshot* snapshot) {
     }
   }
 
-  const RdmaMap& rdma = RdmaMapFor(*snapshot);
   for (const std::string& netdev : *names) {
     if (Excluded(netdev)) continue;
     auto known = netdevs_.find(netdev);
@@ -224,7 +137,7 @@ SourceStatus NetdevSource::Collect(Snapshot* snapshot) {
       Recycle(&layout, &recycler);
       layout = Scan(netdev, &recycler, &status);
     }
-    CollectNetdev(netdev, &layout, rdma, snapshot, &status);
+    CollectNetdev(netdev, &layout, snapshot, &status);
   }
   return status;
 }
@@ -304,8 +217,8 @@ std::optional<uint64_t> NetdevSource::ReadCounter(CounterFile* counter,
 }
 
 void NetdevSource::CollectNetdev(const std::string& netdev,
-                                 NetdevLayout* layout, const RdmaMap& rdma,
-                                 Snapshot* snapshot, SourceStatus* status) {
+                                 NetdevLayout* layout, Snapshot* snapshot,
+                                 SourceStatus* status) {
   const std::vector<SeriesDesc>& table = *layout->table;
   snapshot->series_owners.push_back(layout->table);
   for (auto* files : {&layout->statistics, &layout->flap_counters}) {
@@ -361,11 +274,6 @@ void NetdevSource::CollectNetdev(const std::string& netdev,
   if (!layout->operstate.relpath().empty()) {
     absl::StatusOr<absl::string_view> operstate = layout->operstate.Read(&buf_);
     if (operstate.ok()) info.operstate = std::string(TrimValue(*operstate));
-  }
-  auto it = rdma.find(netdev);
-  if (it != rdma.end()) {
-    info.rdma_device = it->second.first;
-    info.rdma_port = it->second.second;
   }
   snapshot->netdevs.push_back(std::move(info));
 }

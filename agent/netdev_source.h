@@ -7,14 +7,8 @@
 //     (counters; atomic_t in net/core/net-sysfs.c, so 32 bits wide), gauges
 //     "speed_bytes_per_second" (speed is Mb/s; -1, empty or EINVAL while the
 //     link is down -> absent), "mtu" (bytes) and "carrier" (0/1)
-//   * NetdevInfo: operstate and the RDMA device/port behind the interface.
-//
-// RDMA mapping: a RoCE netdev is named in class/infiniband/D/ports/N/
-// gid_attrs/ndevs/*; as a fallback (IPoIB, no GIDs yet) in D/device/net/*.
-// When RdmaSysfsSource ran earlier in the same snapshot, the mapping is taken
-// from snapshot->rdma_ports / rdma_devices (register RdmaSysfsSource BEFORE
-// NetdevSource); otherwise this source scans class/infiniband itself, on its
-// rescan schedule.
+//   * NetdevInfo: name, operstate and speed (the RDMA device behind the
+//     interface is linked by the Snapshotter, device_links.h).
 //
 // Virtual interfaces are excluded by a POSIX extended regex (regcomp
 // REG_EXTENDED, unanchored search like node_exporter's device filters),
@@ -79,8 +73,6 @@ class NetdevSource : public Source {
   SourceStatus Collect(Snapshot* snapshot) override;
 
  private:
-  // netdev -> (RDMA device, port)
-  using RdmaMap = std::map<std::string, std::pair<std::string, uint32_t>>;
   // A file read on every call, and where its series is described.
   struct CounterFile {
     SysfsAttribute file;
@@ -107,10 +99,6 @@ class NetdevSource : public Source {
                std::unique_ptr<Regex> exclude);
 
   bool Excluded(const std::string& netdev);
-  // The RDMA map from the snapshot when RdmaSysfsSource filled it, else from
-  // an own (cached) scan of class/infiniband.
-  const RdmaMap& RdmaMapFor(const Snapshot& snapshot);
-  RdmaMap ScanRdmaMap();
   // Lists statistics/ and plans every file of `netdev`, taking attributes
   // from `recycler` where it has them.
   NetdevLayout Scan(const std::string& netdev, AttributeRecycler* recycler,
@@ -118,8 +106,7 @@ class NetdevSource : public Source {
   // Offers every attribute of `layout` to `recycler`.
   static void Recycle(NetdevLayout* layout, AttributeRecycler* recycler);
   void CollectNetdev(const std::string& netdev, NetdevLayout* layout,
-                     const RdmaMap& rdma, Snapshot* snapshot,
-                     SourceStatus* status);
+                     Snapshot* snapshot, SourceStatus* status);
   // A counter's value, or nullopt when absent, gone (a rescan is due) or
   // broken (counted in `status`).
   std::optional<uint64_t> ReadCounter(CounterFile* counter,
@@ -132,17 +119,7 @@ class NetdevSource : public Source {
   uint64_t calls_ = 0;
   absl::flat_hash_map<std::string, bool> excluded_;
   std::map<std::string, NetdevLayout> netdevs_;
-  RdmaMap snapshot_rdma_;
-  RdmaMap scanned_rdma_;
-  uint64_t rdma_scanned_at_call_ = 0;
   std::string buf_;  // read buffer shared by every file
 };
-
-// Netdev -> (RDMA device, port) from RdmaSysfsSource's output: gid_attrs
-// ndevs first; device/net as a fallback, with the port known only when the
-// device has a single port (else 0).
-std::map<std::string, std::pair<std::string, uint32_t>> MapNetdevsToRdma(
-    const std::vector<RdmaPortInfo>& ports,
-    const std::vector<RdmaDeviceInfo>& devices);
 
 }  // namespace fabricdiag::agent

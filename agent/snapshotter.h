@@ -1,11 +1,14 @@
 // Runs every source once and assembles one Snapshot.
 //
-// Sources run in the order given; later ones may read what earlier ones
-// found (the ethtool source queries the netdevs the netdev source listed).
-// Each source's duration is measured here, so every SourceStatus reports
-// its own cost and one failing source never hides the others.
+// First the device sources (RDMA sysfs, netdev, verbs: each finds its own
+// devices), then the RDMA device behind each netdev is linked
+// (device_links.h), then the netdev statistics sources (ethtool) read the
+// netdevs found in this round, handed to them explicitly. Each source's
+// duration is measured here, so every SourceStatus reports its own cost and
+// one failing source never hides the others.
 //
-//   Snapshotter snapshotter(std::move(sources), clock);
+//   Snapshotter snapshotter(std::move(sources), std::move(netdev_sources),
+//                           clock);
 //   Snapshot snap = snapshotter.Take();
 //
 // Not thread-safe: Take() is called by one sampling thread.
@@ -23,12 +26,15 @@ namespace fabricdiag::agent {
 
 class Snapshotter {
  public:
-  Snapshotter(std::vector<std::unique_ptr<Source>> sources, const Clock& clock);
+  Snapshotter(std::vector<std::unique_ptr<Source>> sources,
+              std::vector<std::unique_ptr<NetdevStatsSource>> netdev_sources,
+              const Clock& clock);
 
   Snapshot Take();
 
  private:
   std::vector<std::unique_ptr<Source>> sources_;
+  std::vector<std::unique_ptr<NetdevStatsSource>> netdev_sources_;
   const Clock& clock_;
   // Sizes of the previous snapshot, to allocate each vector once.
   size_t last_samples_ = 0;

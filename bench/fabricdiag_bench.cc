@@ -227,15 +227,17 @@ absl::StatusOr<std::unique_ptr<AgentPipeline>> MakePipeline(
       NetdevSource::Create(p->reader.get());
   if (!netdev.ok()) return netdev.status();
   sources.push_back(*std::move(netdev));
+  std::vector<std::unique_ptr<NetdevStatsSource>> netdev_sources;
   if (ethtool == EthtoolMode::kText) {
-    sources.push_back(std::make_unique<EthtoolSource>(
+    netdev_sources.push_back(std::make_unique<EthtoolSource>(
         EthtoolTextDir{env.ethtool_dir}, EthtoolSourceOptions{}));
   } else if (ethtool == EthtoolMode::kCachedNamesInMemory) {
-    sources.push_back(std::make_unique<EthtoolSource>(
+    netdev_sources.push_back(std::make_unique<EthtoolSource>(
         std::make_unique<InMemoryEthtoolStats>(env.node.netdevs),
         EthtoolSourceOptions{}));
   }
-  p->snapshotter = std::make_unique<Snapshotter>(std::move(sources), p->clock);
+  p->snapshotter = std::make_unique<Snapshotter>(
+      std::move(sources), std::move(netdev_sources), p->clock);
   return p;
 }
 

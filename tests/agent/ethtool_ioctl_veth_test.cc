@@ -192,7 +192,7 @@ TEST_F(EthtoolVethTest, SourceEndToEndInsideNamespace) {
     info.name = name;
     snap.netdevs.push_back(info);
   }
-  SourceStatus status = source->Collect(&snap);
+  SourceStatus status = source->Collect(snap.netdevs, &snap);
   // lo (no stats) and fdnope0 (gone) are not errors.
   EXPECT_TRUE(status.ok) << status.last_error;
   EXPECT_EQ(status.errors, 0);

@@ -114,7 +114,7 @@ TEST_F(EthtoolSourceKernelTest, EmitsClassifiedSamplesAndSkipsPerQueue) {
       .WillOnce(Return(
           std::vector<uint64_t>{1000, 5, 7, 11, 2500000, 13, UINT64_MAX, 4}));
   Snapshot snap = WithNetdevs({"eth0"});
-  SourceStatus status = source.Collect(&snap);
+  SourceStatus status = source.Collect(snap.netdevs, &snap);
 
   EXPECT_TRUE(status.ok);
   EXPECT_EQ(status.errors, 0);
@@ -150,7 +150,7 @@ TEST_F(EthtoolSourceKernelTest, IncludePerQueueOption) {
   EXPECT_CALL(*mock_, StatValues("eth0", 3))
       .WillOnce(Return(std::vector<uint64_t>{1, 2, 3}));
   Snapshot snap = WithNetdevs({"eth0"});
-  source.Collect(&snap);
+  source.Collect(snap.netdevs, &snap);
   EXPECT_THAT(SampleNames(snap),
               ElementsAre("rx_bytes_phy", "rx0_packets", "rx_discards_phy"));
   EXPECT_EQ(Find(snap, "eth0", "rx0_packets")->raw, 2u);
@@ -164,7 +164,7 @@ TEST_F(EthtoolSourceKernelTest, NamesAreReadOnceWhileTheCountIsStable) {
       .WillRepeatedly(Return(std::vector<uint64_t>{1, 2, 3}));
   for (int i = 0; i < 3; ++i) {
     Snapshot snap = WithNetdevs({"eth0"});
-    EXPECT_TRUE(source.Collect(&snap).ok);
+    EXPECT_TRUE(source.Collect(snap.netdevs, &snap).ok);
     EXPECT_THAT(snap.samples, SizeIs(2));
   }
 }
@@ -183,11 +183,11 @@ TEST_F(EthtoolSourceKernelTest, CountChangeRereadsNamesInTheSameCollect) {
       .WillOnce(Return(std::vector<uint64_t>{1, 2, 3, 40, 0, 0, 0, 0}));
 
   Snapshot first = WithNetdevs({"eth0"});
-  source.Collect(&first);
+  source.Collect(first.netdevs, &first);
   EXPECT_EQ(Find(first, "eth0", "rx_prio3_pause"), nullptr);
 
   Snapshot second = WithNetdevs({"eth0"});
-  SourceStatus status = source.Collect(&second);
+  SourceStatus status = source.Collect(second.netdevs, &second);
   EXPECT_TRUE(status.ok) << status.last_error;
   const Sample* pause = Find(second, "eth0", "rx_prio3_pause");
   ASSERT_NE(pause, nullptr);
@@ -200,7 +200,7 @@ TEST_F(EthtoolSourceKernelTest, NoEthtoolStatsIsNotAnError) {
       .WillRepeatedly(Return(absl::UnimplementedError("lo: no stats")));
   EXPECT_CALL(*mock_, StatValues(_, _)).Times(0);
   Snapshot snap = WithNetdevs({"lo"});
-  SourceStatus status = source.Collect(&snap);
+  SourceStatus status = source.Collect(snap.netdevs, &snap);
   EXPECT_TRUE(status.ok);
   EXPECT_EQ(status.errors, 0);
   EXPECT_THAT(snap.samples, IsEmpty());
@@ -221,17 +221,17 @@ TEST_F(EthtoolSourceKernelTest, VanishedNetdevIsNotAnErrorAndDropsCache) {
       .WillOnce(Return(std::vector<uint64_t>{7}));
 
   Snapshot a = WithNetdevs({"eth0"});
-  source.Collect(&a);
+  source.Collect(a.netdevs, &a);
   EXPECT_EQ(source.cached_netdevs(), 1u);
 
   Snapshot b = WithNetdevs({"eth0"});
-  SourceStatus status = source.Collect(&b);
+  SourceStatus status = source.Collect(b.netdevs, &b);
   EXPECT_TRUE(status.ok);
   EXPECT_THAT(b.samples, IsEmpty());
   EXPECT_EQ(source.cached_netdevs(), 0u);
 
   Snapshot c = WithNetdevs({"eth0"});
-  source.Collect(&c);
+  source.Collect(c.netdevs, &c);
   const Sample* peer = Find(c, "eth0", "peer_ifindex");
   ASSERT_NE(peer, nullptr);
   EXPECT_EQ(peer->desc->kind, Kind::kGauge);
@@ -245,12 +245,12 @@ TEST_F(EthtoolSourceKernelTest, NetdevMissingFromSnapshotIsForgotten) {
   EXPECT_CALL(*mock_, StatValues("eth0", 3))
       .WillRepeatedly(Return(std::vector<uint64_t>{1, 2, 3}));
   Snapshot a = WithNetdevs({"eth0"});
-  source.Collect(&a);
+  source.Collect(a.netdevs, &a);
   Snapshot b = WithNetdevs({});
-  source.Collect(&b);
+  source.Collect(b.netdevs, &b);
   EXPECT_EQ(source.cached_netdevs(), 0u);
   Snapshot c = WithNetdevs({"eth0"});
-  source.Collect(&c);  // second StatNames call
+  source.Collect(c.netdevs, &c);  // second StatNames call
   EXPECT_THAT(c.samples, SizeIs(2));
 }
 
@@ -269,7 +269,7 @@ TEST_F(EthtoolSourceKernelTest, ValueCountMismatchRereadsThenFails) {
       .WillOnce(Return(std::vector<uint64_t>{99}));
 
   Snapshot snap = WithNetdevs({"eth0", "eth1"});
-  SourceStatus status = source.Collect(&snap);
+  SourceStatus status = source.Collect(snap.netdevs, &snap);
   EXPECT_FALSE(status.ok);
   EXPECT_EQ(status.errors, 1);
   EXPECT_THAT(status.last_error, HasSubstr("eth0"));
@@ -289,7 +289,7 @@ TEST_F(EthtoolSourceKernelTest, MismatchOnceRecoversAfterReread) {
   EXPECT_CALL(*mock_, StatValues("eth0", 3))
       .WillOnce(Return(std::vector<uint64_t>{1, 2, 3}));
   Snapshot snap = WithNetdevs({"eth0"});
-  EXPECT_TRUE(source.Collect(&snap).ok);
+  EXPECT_TRUE(source.Collect(snap.netdevs, &snap).ok);
   EXPECT_THAT(snap.samples, SizeIs(2));
 }
 
@@ -305,7 +305,7 @@ TEST_F(EthtoolSourceKernelTest, OtherErrorsAreCountedPerNetdev) {
   EXPECT_CALL(*mock_, StatValues("eth2", 1))
       .WillOnce(Return(std::vector<uint64_t>{5}));
   Snapshot snap = WithNetdevs({"eth0", "eth1", "eth2"});
-  SourceStatus status = source.Collect(&snap);
+  SourceStatus status = source.Collect(snap.netdevs, &snap);
   EXPECT_FALSE(status.ok);
   EXPECT_EQ(status.errors, 2);
   EXPECT_THAT(status.last_error, HasSubstr("eth1"));
@@ -328,7 +328,7 @@ TEST_F(EthtoolSourceKernelTest, SameCountDifferentNamesIsCaughtByRefresh) {
   Snapshot last;
   for (int i = 0; i < 3; ++i) {
     last = WithNetdevs({"eth0"});
-    source.Collect(&last);
+    source.Collect(last.netdevs, &last);
   }
   ASSERT_THAT(last.samples, SizeIs(1));
   EXPECT_EQ(last.samples[0].desc->priority, 4);
@@ -341,7 +341,7 @@ TEST_F(EthtoolSourceKernelTest, DuplicateNamesAndNetdevsAreEmittedOnce) {
   EXPECT_CALL(*mock_, StatValues("eth0", 3))
       .WillOnce(Return(std::vector<uint64_t>{1, 2, 3}));
   Snapshot snap = WithNetdevs({"eth0", "eth0"});
-  source.Collect(&snap);
+  source.Collect(snap.netdevs, &snap);
   EXPECT_THAT(SampleNames(snap), ElementsAre("a", "b"));
   EXPECT_EQ(Find(snap, "eth0", "a")->raw, 1u);
 }
@@ -352,7 +352,7 @@ TEST_F(EthtoolSourceKernelTest, EmptyStatSetReadsNoValues) {
       .WillOnce(Return(std::vector<std::string>{}));
   EXPECT_CALL(*mock_, StatValues(_, _)).Times(0);
   Snapshot snap = WithNetdevs({"eth0"});
-  EXPECT_TRUE(source.Collect(&snap).ok);
+  EXPECT_TRUE(source.Collect(snap.netdevs, &snap).ok);
   EXPECT_THAT(snap.samples, IsEmpty());
 }
 
@@ -394,7 +394,7 @@ class EthtoolSourceTextTest : public ::testing::Test {
       EthtoolSourceOptions options = EthtoolSourceOptions()) {
     EthtoolSource source(EthtoolTextDir{dir_}, options);
     *snap = WithNetdevs(netdevs);
-    return source.Collect(snap);
+    return source.Collect(snap->netdevs, snap);
   }
   std::string dir_;
 };
@@ -530,7 +530,7 @@ TEST_F(EthtoolSourceTextTest, NetdevNameCannotEscapeTheDirectory) {
   ASSERT_EQ(::mkdir((dir_ + "/sub").c_str(), 0755), 0);
   EthtoolSource source(EthtoolTextDir{dir_ + "/sub"}, {});
   Snapshot snap = WithNetdevs({"../secret", "..", ""});
-  SourceStatus status = source.Collect(&snap);
+  SourceStatus status = source.Collect(snap.netdevs, &snap);
   EXPECT_EQ(status.errors, 3);
   EXPECT_THAT(snap.samples, IsEmpty());
 }
@@ -538,7 +538,7 @@ TEST_F(EthtoolSourceTextTest, NetdevNameCannotEscapeTheDirectory) {
 TEST_F(EthtoolSourceTextTest, MissingDirectoryIsReported) {
   EthtoolSource source(EthtoolTextDir{dir_ + "/does-not-exist"}, {});
   Snapshot snap = WithNetdevs({"eth0"});
-  SourceStatus status = source.Collect(&snap);
+  SourceStatus status = source.Collect(snap.netdevs, &snap);
   EXPECT_FALSE(status.ok);
   EXPECT_THAT(status.last_error, HasSubstr("does-not-exist"));
 }
@@ -547,10 +547,10 @@ TEST_F(EthtoolSourceTextTest, ReadsTheCurrentFileOnEveryCollect) {
   EthtoolSource source(EthtoolTextDir{dir_}, {});
   Write("eth0", "rx_discards_phy: 1\n");
   Snapshot a = WithNetdevs({"eth0"});
-  source.Collect(&a);
+  source.Collect(a.netdevs, &a);
   Write("eth0", "rx_discards_phy: 2\n");
   Snapshot b = WithNetdevs({"eth0"});
-  source.Collect(&b);
+  source.Collect(b.netdevs, &b);
   ASSERT_NE(Find(b, "eth0", "rx_discards_phy"), nullptr);
   EXPECT_EQ(Find(b, "eth0", "rx_discards_phy")->raw, 2u);
 }
@@ -563,14 +563,14 @@ TEST_F(EthtoolSourceTextTest, NameChangesAreClassifiedAfresh) {
   EthtoolSource source(EthtoolTextDir{dir_}, {});
   Write("eth0", "rx_discards_phy: 1\nrx_prio3_pause: 5\n");
   Snapshot a = WithNetdevs({"eth0"});
-  source.Collect(&a);
+  source.Collect(a.netdevs, &a);
   ASSERT_NE(Find(a, "eth0", "rx_prio3_pause"), nullptr);
   EXPECT_EQ(Find(a, "eth0", "rx_prio3_pause")->desc->priority, 3);
   EXPECT_EQ(source.cached_netdevs(), 1u);
 
   Write("eth0", "rx_discards_phy: 2\nrx_prio4_pause: 7\n");
   Snapshot b = WithNetdevs({"eth0"});
-  source.Collect(&b);
+  source.Collect(b.netdevs, &b);
   EXPECT_EQ(Find(b, "eth0", "rx_prio3_pause"), nullptr);
   const Sample* p4 = Find(b, "eth0", "rx_prio4_pause");
   ASSERT_NE(p4, nullptr);
@@ -585,7 +585,7 @@ TEST_F(EthtoolSourceTextTest, NameChangesAreClassifiedAfresh) {
 
   // The netdev goes away: its cached names are dropped.
   Snapshot c = WithNetdevs({});
-  source.Collect(&c);
+  source.Collect(c.netdevs, &c);
   EXPECT_EQ(source.cached_netdevs(), 0u);
 }
 
@@ -595,14 +595,14 @@ TEST_F(EthtoolSourceTextTest, LargerFileAfterASmallOneIsReadWhole) {
   EthtoolSource source(EthtoolTextDir{dir_}, {});
   Write("eth0", "a: 1\n");
   Snapshot small = WithNetdevs({"eth0"});
-  ASSERT_TRUE(source.Collect(&small).ok);
+  ASSERT_TRUE(source.Collect(small.netdevs, &small).ok);
   std::string big = "NIC statistics:\n";
   for (int i = 0; i < 5000; ++i) {
     big += "     stat_" + std::to_string(i) + ": " + std::to_string(i) + "\n";
   }
   Write("eth0", big);
   Snapshot large = WithNetdevs({"eth0"});
-  SourceStatus st = source.Collect(&large);
+  SourceStatus st = source.Collect(large.netdevs, &large);
   EXPECT_TRUE(st.ok) << st.last_error;
   ASSERT_EQ(large.samples.size(), 5000u);
   EXPECT_EQ(Find(large, "eth0", "stat_4999")->raw, 4999u);

@@ -3,7 +3,10 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "agent/device_links.h"
 #include "agent/rdma_sysfs_source.h"
+#include "agent/snapshotter.h"
+#include "common/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/agent/fake_sysfs.h"
@@ -237,13 +240,14 @@ class NetdevRoceTest : public ::testing::Test {
   SysfsReader reader_{tmp_.path(), NoCache()};
 };
 
-TEST_F(NetdevRoceTest, MapsNetdevsFromRdmaSourceOutput) {
+TEST_F(NetdevRoceTest, LinkedToTheRdmaDevicesTheRdmaSourceFound) {
   RdmaSysfsSource rdma(&reader_);
   std::unique_ptr<NetdevSource> netdev = MakeSource(&reader_);
   Snapshot snap;
-  rdma.Collect(&snap);  // must run first
   SourceStatus st = netdev->Collect(&snap);
   EXPECT_TRUE(st.ok) << st.last_error;
+  rdma.Collect(&snap);
+  LinkNetdevsToRdma(&snap);
   ExpectMapping(snap);
   const Sample* tx =
       Find(snap, Subsystem::kNetdevStatistics, "ens3f0np0", "tx_bytes");
@@ -251,12 +255,20 @@ TEST_F(NetdevRoceTest, MapsNetdevsFromRdmaSourceOutput) {
   EXPECT_EQ(tx->raw, 3000u + 8);  // BuildRoceNode: base + name length
 }
 
-TEST_F(NetdevRoceTest, MapsNetdevsByItselfWithoutRdmaSource) {
-  std::unique_ptr<NetdevSource> netdev = MakeSource(&reader_);
-  Snapshot snap;
-  SourceStatus st = netdev->Collect(&snap);
-  EXPECT_TRUE(st.ok) << st.last_error;
+// The Snapshotter does not depend on the order the sources are given in:
+// the netdevs are linked to RDMA devices after every device source ran, and
+// the ethtool source reads the netdevs it is handed.
+TEST_F(NetdevRoceTest, SnapshotterLinksWhateverTheOrderOfSources) {
+  std::vector<std::unique_ptr<Source>> sources;
+  sources.push_back(MakeSource(&reader_));
+  sources.push_back(std::make_unique<RdmaSysfsSource>(&reader_));
+  SystemClock clock;
+  Snapshotter snapshotter(std::move(sources), {}, clock);
+  Snapshot snap = snapshotter.Take();
   ExpectMapping(snap);
+  ASSERT_EQ(snap.sources.size(), 2u);
+  EXPECT_EQ(snap.sources[0].source, "netdev");
+  EXPECT_EQ(snap.sources[1].source, "rdma_sysfs");
 }
 
 TEST(MapNetdevsToRdmaTest, GidAttrsWinDeviceNetIsFallback) {

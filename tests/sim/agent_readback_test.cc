@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 
+#include "agent/device_links.h"
 #include "agent/ethtool_source.h"
 #include "agent/netdev_source.h"
 #include "agent/rdma_sysfs_source.h"
@@ -29,8 +30,8 @@ using agent::Subsystem;
 using agent::SysfsReader;
 using ::testing::ElementsAre;
 
-// One agent on one simulated node: rdma, netdev, then ethtool (the order
-// the agent registers them in).
+// One agent on one simulated node: its sources wired as the agent wires
+// them.
 class AgentOnNode {
  public:
   AgentOnNode(const TreeWriter& writer, const std::string& node)
@@ -41,16 +42,20 @@ class AgentOnNode {
 
   Snapshot Collect() {
     Snapshot snap;
-    agent::Source* sources[] = {&rdma_, netdev_.get(), &ethtool_};
-    for (agent::Source* s : sources) {
-      agent::SourceStatus st = s->Collect(&snap);
-      EXPECT_TRUE(st.ok) << s->name() << ": " << st.last_error;
-      EXPECT_EQ(st.errors, 0) << s->name() << ": " << st.last_error;
+    for (agent::Source* s : {static_cast<agent::Source*>(&rdma_),
+                             static_cast<agent::Source*>(netdev_.get())}) {
+      Check(s->name(), s->Collect(&snap));
     }
+    agent::LinkNetdevsToRdma(&snap);
+    Check(ethtool_.name(), ethtool_.Collect(snap.netdevs, &snap));
     return snap;
   }
 
  private:
+  static void Check(absl::string_view source, const agent::SourceStatus& st) {
+    EXPECT_TRUE(st.ok) << source << ": " << st.last_error;
+    EXPECT_EQ(st.errors, 0) << source << ": " << st.last_error;
+  }
   static SysfsReader::Options NoCache() {
     SysfsReader::Options o;
     o.cache_policy = agent::FdCachePolicy::kNever;

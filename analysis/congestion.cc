@@ -14,9 +14,6 @@
 namespace fabricdiag::analysis {
 namespace {
 
-// A finite, non-negative rate, else NaN: a corrupt value is never a hotspot.
-double Clean(double v) { return std::isfinite(v) && v >= 0 ? v : kAbsent; }
-
 struct Signal {
   double value = kAbsent;
   const char* evidence_key = "";  // snake_case with unit
@@ -26,14 +23,14 @@ struct Signal {
 // cnp_sent when the NIC counts it (one CNP answers a burst of CE marks, so
 // it tracks how often the NIC was told of congestion), else ecn_marked.
 Signal HostSignal(const PortSignals& s) {
-  const double cnp = Clean(s.cnp_sent);
+  const double cnp = UsableOrAbsent(s.cnp_sent);
   if (Has(cnp)) return {cnp, "cnp_sent_per_second", "sends CNPs at"};
-  return {Clean(s.ecn_marked), "ecn_marked_per_second",
+  return {UsableOrAbsent(s.ecn_marked), "ecn_marked_per_second",
           "receives ECN-marked packets at"};
 }
 
 Signal SwitchSignal(const PortSignals& s) {
-  return {Clean(s.ecn_marked), "ecn_marked_per_second",
+  return {UsableOrAbsent(s.ecn_marked), "ecn_marked_per_second",
           "counts ECN-marked packets at"};
 }
 
@@ -97,7 +94,8 @@ void FindHotspots(const AnalysisInput& in, const TopologyIndex& topology,
       path = absl::StrCat(" (link partner ", name, ")");
     }
     std::string load;
-    const double rx = Clean(switch_ports ? p.s.tx_bytes : p.s.rx_bytes);
+    const double rx =
+        UsableOrAbsent(switch_ports ? p.s.tx_bytes : p.s.rx_bytes);
     if (Has(rx)) {
       f.evidence[switch_ports ? "tx_bytes_per_second" : "rx_bytes_per_second"] =
           rx;

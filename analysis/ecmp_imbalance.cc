@@ -15,9 +15,6 @@
 namespace fabricdiag::analysis {
 namespace {
 
-// A finite, non-negative rate, else NaN: a corrupt value never skews a mean.
-double Clean(double v) { return std::isfinite(v) && v >= 0 ? v : kAbsent; }
-
 struct Uplink {
   const PortView* port = nullptr;
   double tx = 0;  // bytes/s
@@ -31,7 +28,7 @@ std::vector<Uplink> ReportingUplinks(const FabricView& view,
   for (const std::string& name : sw.uplinks()) {
     const PortView* port = view.Find(sw.name(), name);
     if (port == nullptr || !seen.insert(port).second) continue;
-    const double tx = Clean(port->s.tx_bytes);
+    const double tx = UsableOrAbsent(port->s.tx_bytes);
     if (Has(tx)) out.push_back({port, tx});
   }
   return out;
@@ -48,7 +45,7 @@ std::optional<Finding> SwitchFinding(const EcmpImbalanceConfig& config,
     sum += uplinks[k].tx;
     if (uplinks[k].tx > uplinks[hot].tx) hot = k;
     if (uplinks[k].tx < uplinks[cold].tx) cold = k;
-    const double rate = Clean(uplinks[k].port->s.link_rate);
+    const double rate = UsableOrAbsent(uplinks[k].port->s.link_rate);
     if (Has(rate) && rate > 0) rates.push_back(rate);
   }
   const double mean = sum / static_cast<double>(uplinks.size());
@@ -113,7 +110,7 @@ void RailFindings(const AnalysisInput& in, const LayoutModel& model,
       if (model.RanksOnNic(host, nic).empty()) continue;
       const PortView* port = in.view->Find(model.Hosts()[host], rail);
       if (port == nullptr || port->is_switch_port) continue;
-      const double cnp = Clean(port->s.cnp_handled);
+      const double cnp = UsableOrAbsent(port->s.cnp_handled);
       if (Has(cnp)) members.emplace_back(port, cnp);
     }
     if (members.size() < kMinEcmpRailNics) continue;
@@ -140,7 +137,7 @@ void RailFindings(const AnalysisInput& in, const LayoutModel& model,
       f.evidence["rail_median_cnp_handled_per_second"] = median;
       if (median > 0) f.evidence["ratio_to_median"] = cnp / median;
       f.evidence["rail_nics"] = static_cast<double>(members.size());
-      const double tx = Clean(port->s.tx_bytes);
+      const double tx = UsableOrAbsent(port->s.tx_bytes);
       if (Has(tx)) f.evidence["tx_bytes_per_second"] = tx;
       f.evidence_text["rail"] = rail;
       const std::string peers =

@@ -43,6 +43,13 @@ inline constexpr double kAbsent = std::numeric_limits<double>::quiet_NaN();
 inline bool Has(double v) { return !std::isnan(v); }
 // The signal, or `fallback` when the port does not report it.
 inline double Or(double v, double fallback) { return Has(v) ? v : fallback; }
+// A rate an analyzer can act on: present, finite and not negative. An
+// infinite or negative mean comes from a counter reset or a broken sample,
+// never from the fabric, so it is treated like an absent signal rather than
+// raised as a fault.
+inline bool Usable(double v) { return std::isfinite(v) && v >= 0; }
+// `v` when Usable, else kAbsent.
+inline double UsableOrAbsent(double v) { return Usable(v) ? v : kAbsent; }
 
 using PerPriority = std::array<double, kPriorities>;
 inline PerPriority AbsentPerPriority() {

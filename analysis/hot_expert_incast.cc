@@ -25,11 +25,6 @@ constexpr double kCriticalTxPauseFraction = 0.01;
 // ~30 frames/s.
 constexpr double kCriticalTxPauseFramesPerSecond = 30;
 
-// A rate an analyzer can use: reported (not NaN), finite and not negative.
-// An infinite or negative mean is a builder bug or a counter reset that slipped
-// through; treat the signal as absent rather than guess.
-bool Usable(double v) { return std::isfinite(v) && v >= 0; }
-
 // Largest usable per-priority value and its priority; {kAbsent, -1} when no
 // priority reports one.
 std::pair<double, int> MaxPriority(const PerPriority& values) {

@@ -30,12 +30,6 @@
 
 namespace fabricdiag::analysis {
 
-// A counter-derived rate the link analyzers act on: present (not NaN),
-// finite and not negative. An infinite or negative mean rate comes from a
-// counter reset or a broken sample, never from the link, so it is treated
-// like an absent signal rather than raised as a fault.
-inline bool Usable(double v) { return std::isfinite(v) && v >= 0; }
-
 // The job whose layout places ranks on the host NIC of this link (the port
 // itself, or for a switch port the host NIC at the other end), when exactly
 // one job does; "" otherwise (no job, or a NIC shared by several jobs).

@@ -43,15 +43,11 @@ struct Pause {
   Basis basis = Basis::kNone;
 };
 
-// A finite, non-negative rate, else NaN: a corrupt value is treated as
-// absent, never as a storm.
-double Clean(double v) { return std::isfinite(v) && v >= 0 ? v : kAbsent; }
-
 Pause EstimatePause(double fraction, double frames, double link_rate,
                     const PfcStormConfig& config) {
   Pause p;
-  p.frames = Clean(frames);
-  const double measured = Clean(fraction);
+  p.frames = UsableOrAbsent(frames);
+  const double measured = UsableOrAbsent(fraction);
   if (Has(measured)) {
     // Slightly above 1 happens when counter and clock samples straddle.
     p.fraction = std::min(measured, 1.0);
@@ -59,7 +55,7 @@ Pause EstimatePause(double fraction, double frames, double link_rate,
     return p;
   }
   if (!Has(p.frames)) return p;
-  const double rate = Clean(link_rate);
+  const double rate = UsableOrAbsent(link_rate);
   if (Has(rate) && rate > 0) {
     p.fraction = std::min(p.frames * kMaxPauseBits / (rate * 8), 1.0);
     p.basis = Basis::kFramesAndRate;
@@ -207,8 +203,8 @@ std::optional<Source> FindSource(const Fabric& fabric, size_t i) {
   const PfcStormConfig& config = fabric.config();
   Source src;
   src.port = i;
-  src.storm_errors = Clean(fabric.ports()[i].s.pause_storm_errors);
-  src.storm_warnings = Clean(fabric.ports()[i].s.pause_storm_warnings);
+  src.storm_errors = UsableOrAbsent(fabric.ports()[i].s.pause_storm_errors);
+  src.storm_warnings = UsableOrAbsent(fabric.ports()[i].s.pause_storm_warnings);
   double best = -1;
   for (int p = 0; p < kPriorities; ++p) {
     const double f = fabric.Tx(i, p).fraction;
@@ -325,7 +321,7 @@ Finding SourceFinding(const Fabric& fabric, const Source& src,
     }
   }
 
-  const double rx = Clean(port.s.rx_bytes);
+  const double rx = UsableOrAbsent(port.s.rx_bytes);
   if (Has(rx)) {
     f.evidence["rx_bytes_per_second"] = rx;
     absl::StrAppend(&what, " while draining only ", FormatBytesRate(rx));

@@ -15,11 +15,6 @@
 namespace fabricdiag::analysis {
 namespace {
 
-// A rate an analyzer can use: reported (not NaN), finite and not negative.
-// An infinite or negative mean is a builder bug or a counter reset that
-// slipped through; treat the signal as absent rather than guess.
-bool Usable(double v) { return std::isfinite(v) && v >= 0; }
-
 // A usable positive link rate, else 0 (unknown).
 double KnownRate(double rate) {
   return std::isfinite(rate) && rate > 0 ? rate : 0;

@@ -35,25 +35,13 @@
 #include "agent/verbs_port_source.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/names.h"
 #include "common/status_macros.h"
 #include "common/version.h"
 #include "prometheus/exposer.h"
 
 namespace fabricdiag::agent {
 namespace {
-
-// [A-Za-z0-9][A-Za-z0-9._-]{0,252}: what the collector accepts as a node.
-bool IsValidNodeName(absl::string_view name) {
-  if (name.empty() || name.size() > 253 || !absl::ascii_isalnum(name[0])) {
-    return false;
-  }
-  for (char c : name) {
-    if (!absl::ascii_isalnum(c) && c != '.' && c != '_' && c != '-') {
-      return false;
-    }
-  }
-  return true;
-}
 
 // "HOST:PORT", "[v6]:PORT". The port must be a number in 0..65535.
 absl::Status ValidateHostPort(absl::string_view flag, absl::string_view value,

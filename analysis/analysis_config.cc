@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/yaml_reader.h"
 #include "yaml-cpp/yaml.h"
 
 namespace fabricdiag::analysis {
@@ -152,14 +153,15 @@ absl::Status ApplyMap(const YAML::Node& map, const Section& section,
 
 absl::StatusOr<AnalysisConfig> ParseAnalysisConfig(absl::string_view text) {
   AnalysisConfig config;
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("analysis config: line ", e.mark.line + 1, ": ", e.msg));
-  }
-  if (root.IsNull()) return config;  // empty file: all defaults
+  // A config is a few dozen settings; anything much larger is a mistake.
+  yaml::Limits limits;
+  limits.max_bytes = 1 << 20;
+  limits.max_values = 10000;
+  absl::StatusOr<YAML::Node> loaded =
+      yaml::LoadDocument(text, "analysis config", limits);
+  if (!loaded.ok()) return loaded.status();
+  const YAML::Node& root = *loaded;
+  if (root.IsNull() || !root.IsDefined()) return config;  // all defaults
   if (!root.IsMap()) {
     return absl::InvalidArgumentError(
         "analysis config: expected a mapping of settings at the top level");

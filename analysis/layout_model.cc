@@ -8,7 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "analysis/names.h"
+#include "common/names.h"
 #include "common/status_macros.h"
 
 namespace fabricdiag::analysis {
@@ -43,7 +43,7 @@ absl::Status CheckDegree(absl::string_view field, uint32_t value) {
 absl::Status NormalizeScalars(v1::Layout& layout) {
   if (!IsValidJobName(layout.job())) {
     return FieldError("job", absl::StrCat(QuoteForMessage(layout.job()),
-                                          " must match [A-Za-z0-9._-]{1,64}"));
+                                          " must match ", kJobNamePattern));
   }
   if (layout.gpus_per_node() < 1 || layout.gpus_per_node() > kMaxGpusPerNode) {
     return FieldError("gpus_per_node", absl::StrCat(layout.gpus_per_node(),
@@ -214,10 +214,10 @@ absl::Status LayoutModel::Place(const v1::Layout& layout) {
   for (int i = 0; i < layout.hosts_size(); ++i) {
     const std::string& host = layout.hosts(i);
     const std::string field = absl::StrCat("hosts[", i, "]");
-    if (!IsValidHostName(host)) {
+    if (!IsValidNodeName(host)) {
       return FieldError(field, absl::StrCat(QuoteForMessage(host),
-                                            " is not a valid host name "
-                                            "([A-Za-z0-9._-]{1,253})"));
+                                            " is not a valid host name (",
+                                            kNodeNamePattern, ")"));
     }
     auto [it, inserted] = host_index_.emplace(host, static_cast<uint32_t>(i));
     if (!inserted) {
@@ -238,8 +238,8 @@ absl::Status LayoutModel::Place(const v1::Layout& layout) {
       if (!IsValidDeviceName(layout.rails(i))) {
         return FieldError(absl::StrCat("rails[", i, "]"),
                           absl::StrCat(QuoteForMessage(layout.rails(i)),
-                                       " is not a valid NIC name "
-                                       "([A-Za-z0-9._:-]{1,64})"));
+                                       " is not a valid NIC name (",
+                                       kDeviceNamePattern, ")"));
       }
       rail_nics.push_back(Intern(layout.rails(i), nics_, nic_index_));
     }
@@ -300,11 +300,11 @@ absl::Status LayoutModel::Place(const v1::Layout& layout) {
       const uint32_t i = placed_by[r];
       const v1::RankPlacement& p = layout.ranks(static_cast<int>(i));
       const std::string field = absl::StrCat("ranks[", i, "]");
-      if (!IsValidHostName(p.host())) {
-        return FieldError(absl::StrCat(field, ".host"),
-                          absl::StrCat(QuoteForMessage(p.host()),
-                                       " is not a valid host name "
-                                       "([A-Za-z0-9._-]{1,253})"));
+      if (!IsValidNodeName(p.host())) {
+        return FieldError(
+            absl::StrCat(field, ".host"),
+            absl::StrCat(QuoteForMessage(p.host()),
+                         " is not a valid host name (", kNodeNamePattern, ")"));
       }
       if (p.gpu() >= gpn) {
         return FieldError(
@@ -335,8 +335,8 @@ absl::Status LayoutModel::Place(const v1::Layout& layout) {
         if (!IsValidDeviceName(p.nic())) {
           return FieldError(absl::StrCat(field, ".nic"),
                             absl::StrCat(QuoteForMessage(p.nic()),
-                                         " is not a valid NIC name "
-                                         "([A-Za-z0-9._:-]{1,64})"));
+                                         " is not a valid NIC name (",
+                                         kDeviceNamePattern, ")"));
         }
         info.nic = Intern(p.nic(), nics_, nic_index_);
       } else if (!rail_nics.empty()) {

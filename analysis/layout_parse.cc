@@ -1,8 +1,6 @@
 #include "analysis/layout_parse.h"
 
 #include <google/protobuf/util/json_util.h>
-#include <yaml-cpp/eventhandler.h>
-#include <yaml-cpp/mark.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
@@ -19,277 +17,48 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/layout_model.h"
-#include "analysis/names.h"
+#include "common/names.h"
 #include "common/status_macros.h"
+#include "common/yaml_reader.h"
 
 namespace fabricdiag::analysis {
 namespace {
 
-// The deepest a valid file nests is 4 (ranks -> [i] -> {...}); anything far
-// deeper is hostile. Checked while streaming, before any node is built.
-constexpr int kMaxDepth = 32;
-// Scalars + collections + aliases in the event stream. yaml-cpp needs about
-// 450 bytes and 4 us per node (measured: 1M list entries, 457 MB, 3.7 s), so
-// this bounds the tree it builds to ~0.5 GB. It still admits hosts/rails
+using yaml::CheckList;
+using yaml::FieldError;
+using yaml::Index;
+using yaml::Join;
+using yaml::ReadString;
+using yaml::ReadStringList;
+using yaml::ReadUint;
+
+// Scalars + collections + aliases: the default bound admits hosts/rails
 // layouts of kMaxRanks ranks at >= 2 GPUs per node, and explicit `ranks`
 // placements (9 values per rank) of ~110,000 ranks.
-constexpr uint64_t kMaxEvents = 1000 * 1000;
 constexpr uint32_t kMaxListEntries = kMaxRanks;
 
-absl::Status FieldError(absl::string_view path, absl::string_view message) {
-  return absl::InvalidArgumentError(absl::StrCat(path, ": ", message));
+yaml::Limits DocumentLimits() {
+  yaml::Limits limits;
+  limits.max_bytes = kMaxDocumentBytes;
+  return limits;
 }
 
-std::string Join(absl::string_view path, absl::string_view key) {
-  return path.empty() ? std::string(key) : absl::StrCat(path, ".", key);
-}
-
-std::string Index(absl::string_view path, size_t i) {
-  return absl::StrCat(path, "[", i, "]");
-}
-
-// What a node is, for "expected X, got Y".
-std::string Describe(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Undefined:
-      return "nothing";
-    case YAML::NodeType::Null:
-      return "null";
-    case YAML::NodeType::Sequence:
-      return "a list";
-    case YAML::NodeType::Map:
-      return "a mapping";
-    case YAML::NodeType::Scalar:
-      break;
-  }
-  const bool quoted = node.Tag() != "?";
-  return absl::StrCat(quoted ? "the string " : "",
-                      QuoteForMessage(node.Scalar()));
-}
-
-bool AllDigits(absl::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-  }
-  return true;
-}
-
-absl::StatusOr<uint32_t> ReadUint(const YAML::Node& node,
-                                  absl::string_view path) {
-  // Quoted scalars ("8") are strings: the file's author meant something else,
-  // or a tool wrote the wrong type; either way, say so.
-  if (!node.IsScalar() || node.Tag() != "?") {
-    return FieldError(
-        path, absl::StrCat("expected an integer, got ", Describe(node)));
-  }
-  const std::string& s = node.Scalar();
-  if (s.size() > 1 && s[0] == '-' && AllDigits(s.substr(1))) {
-    return FieldError(path, absl::StrCat("must not be negative, got ", s));
-  }
-  uint64_t value = 0;
-  if (AllDigits(s)) {
-    if (s.size() > 12 || !absl::SimpleAtoi(s, &value) || value > UINT32_MAX) {
-      return FieldError(
-          path, absl::StrCat(QuoteForMessage(s), " is too large (at most ",
-                             UINT32_MAX, ")"));
-    }
-    return static_cast<uint32_t>(value);
-  }
-  double d = 0;
-  if (absl::SimpleAtod(s, &d)) {
-    return FieldError(
-        path, absl::StrCat("expected an integer, got ", QuoteForMessage(s)));
-  }
-  return FieldError(path,
-                    absl::StrCat("expected an integer, got ", Describe(node)));
+// The fields of a mapping of a layout or topology file.
+absl::StatusOr<yaml::Fields> ReadFields(
+    const YAML::Node& node, std::string path,
+    std::initializer_list<absl::string_view> allowed) {
+  return yaml::Fields::Read(node, std::move(path), "layout", allowed);
 }
 
 absl::StatusOr<double> ReadNumber(const YAML::Node& node,
                                   absl::string_view path) {
-  double d = 0;
-  if (!node.IsScalar() || node.Tag() != "?" ||
-      !absl::SimpleAtod(node.Scalar(), &d) || !std::isfinite(d)) {
-    return FieldError(path,
-                      absl::StrCat("expected a number, got ", Describe(node)));
-  }
-  if (d < 0) {
-    return FieldError(
-        path, absl::StrCat("must not be negative, got ", node.Scalar()));
-  }
-  return d;
-}
-
-absl::StatusOr<std::string> ReadString(const YAML::Node& node,
-                                       absl::string_view path) {
-  if (!node.IsScalar()) {
-    return FieldError(path,
-                      absl::StrCat("expected a string, got ", Describe(node)));
-  }
-  return node.Scalar();
-}
-
-absl::Status CheckList(const YAML::Node& node, absl::string_view path,
-                       uint32_t max_entries) {
-  if (!node.IsSequence()) {
-    return FieldError(path,
-                      absl::StrCat("expected a list, got ", Describe(node)));
-  }
-  if (node.size() > max_entries) {
-    return FieldError(path,
-                      absl::StrCat(node.size(), " entries exceed the limit of ",
-                                   max_entries));
-  }
-  return absl::OkStatus();
-}
-
-template <typename AddFn>
-absl::Status ReadStringList(const YAML::Node& node, absl::string_view path,
-                            uint32_t max_entries, AddFn add) {
-  RETURN_IF_ERROR(CheckList(node, path, max_entries));
-  size_t i = 0;
-  for (const YAML::Node& item : node) {
-    ASSIGN_OR_RETURN(std::string s, ReadString(item, Index(path, i)));
-    add(std::move(s));
-    ++i;
-  }
-  return absl::OkStatus();
-}
-
-// The entries of one YAML mapping, checked against the keys it may have.
-class Fields {
- public:
-  static absl::StatusOr<Fields> Read(
-      const YAML::Node& node, std::string path,
-      std::initializer_list<absl::string_view> allowed) {
-    if (!node.IsMap()) {
-      return FieldError(
-          path.empty() ? "layout" : path,
-          absl::StrCat("expected a mapping, got ", Describe(node)));
-    }
-    Fields f;
-    f.path_ = std::move(path);
-    for (auto it = node.begin(); it != node.end(); ++it) {
-      if (!it->first.IsScalar()) {
-        return FieldError(
-            f.path_.empty() ? "layout" : f.path_,
-            absl::StrCat("a key must be a string, got ", Describe(it->first)));
-      }
-      const std::string& key = it->first.Scalar();
-      bool known = false;
-      for (absl::string_view a : allowed) known = known || a == key;
-      if (!known) {
-        return FieldError(Join(f.path_, absl::CHexEscape(key.substr(0, 64))),
-                          "unknown key");
-      }
-      // yaml-cpp keeps both entries of a repeated key; YAML forbids it.
-      for (const auto& [k, v] : f.entries_) {
-        if (k == key) return FieldError(Join(f.path_, key), "given twice");
-      }
-      f.entries_.emplace_back(key, it->second);
-    }
-    return f;
-  }
-
-  std::optional<YAML::Node> Get(absl::string_view key) const {
-    for (const auto& [k, v] : entries_) {
-      if (k == key) return v;
-    }
-    return std::nullopt;
-  }
-
-  absl::StatusOr<YAML::Node> Require(absl::string_view key) const {
-    std::optional<YAML::Node> v = Get(key);
-    if (!v.has_value()) return FieldError(Path(key), "required");
-    return *v;
-  }
-
-  std::string Path(absl::string_view key) const { return Join(path_, key); }
-
- private:
-  std::string path_;
-  std::vector<std::pair<std::string, YAML::Node>> entries_;
-};
-
-// Streams the events of the text once, without building nodes, to bound
-// nesting, size and the number of documents before yaml-cpp builds a tree.
-class Prescan : public YAML::EventHandler {
- public:
-  struct Abort {
-    std::string message;
-  };
-
-  void OnDocumentStart(const YAML::Mark&) override {
-    if (++documents_ > 1) throw Abort{"holds more than one YAML document"};
-  }
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override { Count(); }
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override { Count(); }
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                const std::string&) override {
-    Count();
-  }
-  void OnSequenceStart(const YAML::Mark& mark, const std::string&,
-                       YAML::anchor_t, YAML::EmitterStyle::value) override {
-    Enter(mark);
-  }
-  void OnSequenceEnd() override { --depth_; }
-  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
-                  YAML::EmitterStyle::value) override {
-    Enter(mark);
-  }
-  void OnMapEnd() override { --depth_; }
-
- private:
-  void Count() {
-    if (++events_ > kMaxEvents) {
-      throw Abort{absl::StrCat("has more than ", kMaxEvents, " values")};
-    }
-  }
-  void Enter(const YAML::Mark& mark) {
-    Count();
-    if (++depth_ > kMaxDepth) {
-      throw Abort{absl::StrCat("nests deeper than ", kMaxDepth,
-                               " levels (line ", mark.line + 1, ")")};
-    }
-  }
-
-  int documents_ = 0;
-  int depth_ = 0;
-  uint64_t events_ = 0;
-};
-
-// Parses `text` into a tree; `what` names the document in errors.
-absl::StatusOr<YAML::Node> LoadDocument(absl::string_view text,
-                                        absl::string_view what) {
-  if (text.size() > kMaxDocumentBytes) {
-    return FieldError(
-        what, absl::StrCat("the text is ", text.size(), " bytes; the limit is ",
-                           kMaxDocumentBytes));
-  }
-  try {
-    {
-      std::istringstream in{std::string(text)};
-      YAML::Parser parser(in);
-      Prescan scan;
-      while (parser.HandleNextDocument(scan)) {
-      }
-    }
-    return YAML::Load(std::string(text));
-  } catch (const Prescan::Abort& e) {
-    return FieldError(what, absl::StrCat("the text ", e.message));
-  } catch (const YAML::Exception& e) {
-    // e.what() carries the line and column.
-    return FieldError(what, absl::StrCat("not valid YAML or JSON: ", e.what()));
-  } catch (const std::exception& e) {
-    return FieldError(what, absl::StrCat("cannot be parsed: ", e.what()));
-  }
+  return yaml::ReadNonNegativeNumber(node, path);
 }
 
 absl::Status ReadParallelism(const YAML::Node& node, v1::Parallelism& out) {
-  ASSIGN_OR_RETURN(Fields f,
-                   Fields::Read(node, "parallelism",
-                                {"tp", "pp", "dp", "cp", "ep", "order"}));
+  ASSIGN_OR_RETURN(
+      yaml::Fields f,
+      ReadFields(node, "parallelism", {"tp", "pp", "dp", "cp", "ep", "order"}));
   ASSIGN_OR_RETURN(YAML::Node tp, f.Require("tp"));
   ASSIGN_OR_RETURN(uint32_t tp_value, ReadUint(tp, f.Path("tp")));
   out.set_tp(tp_value);
@@ -319,8 +88,9 @@ absl::Status ReadRanks(const YAML::Node& node, v1::Layout& out) {
   out.mutable_ranks()->Reserve(static_cast<int>(node.size()));
   size_t i = 0;
   for (const YAML::Node& item : node) {
-    ASSIGN_OR_RETURN(Fields f, Fields::Read(item, Index("ranks", i),
-                                            {"rank", "host", "gpu", "nic"}));
+    ASSIGN_OR_RETURN(
+        yaml::Fields f,
+        ReadFields(item, Index("ranks", i), {"rank", "host", "gpu", "nic"}));
     v1::RankPlacement& p = *out.add_ranks();
     ASSIGN_OR_RETURN(YAML::Node rank, f.Require("rank"));
     ASSIGN_OR_RETURN(uint32_t rank_value, ReadUint(rank, f.Path("rank")));
@@ -342,10 +112,10 @@ absl::Status ReadRanks(const YAML::Node& node, v1::Layout& out) {
 
 absl::Status ReadModel(const YAML::Node& node, v1::ModelSpec& out) {
   ASSIGN_OR_RETURN(
-      Fields f,
-      Fields::Read(node, "model",
-                   {"params", "hidden", "layers", "seq_len", "micro_batch",
-                    "micro_batches", "dtype_bytes", "experts", "top_k"}));
+      yaml::Fields f,
+      ReadFields(node, "model",
+                 {"params", "hidden", "layers", "seq_len", "micro_batch",
+                  "micro_batches", "dtype_bytes", "experts", "top_k"}));
   // params is a count, but 1.4e11 is how people write it.
   if (auto params = f.Get("params")) {
     ASSIGN_OR_RETURN(double v, ReadNumber(*params, f.Path("params")));
@@ -373,10 +143,10 @@ absl::Status ReadModel(const YAML::Node& node, v1::ModelSpec& out) {
 
 absl::StatusOr<v1::Layout> LayoutFromNode(const YAML::Node& root) {
   ASSIGN_OR_RETURN(
-      Fields f,
-      Fields::Read(root, "",
-                   {"job", "gpus_per_node", "nvlink_domain", "parallelism",
-                    "hosts", "rails", "ranks", "model"}));
+      yaml::Fields f,
+      ReadFields(root, "",
+                 {"job", "gpus_per_node", "nvlink_domain", "parallelism",
+                  "hosts", "rails", "ranks", "model"}));
   v1::Layout out;
   ASSIGN_OR_RETURN(YAML::Node job, f.Require("job"));
   ASSIGN_OR_RETURN(std::string job_value, ReadString(job, "job"));
@@ -408,14 +178,15 @@ absl::StatusOr<v1::Layout> LayoutFromNode(const YAML::Node& root) {
 }
 
 absl::StatusOr<v1::Topology> TopologyFromNode(const YAML::Node& root) {
-  ASSIGN_OR_RETURN(Fields f, Fields::Read(root, "", {"switches", "links"}));
+  ASSIGN_OR_RETURN(yaml::Fields f, yaml::Fields::Read(root, "", "topology",
+                                                      {"switches", "links"}));
   v1::Topology out;
   if (auto switches = f.Get("switches")) {
     RETURN_IF_ERROR(CheckList(*switches, "switches", kMaxListEntries));
     size_t i = 0;
     for (const YAML::Node& item : *switches) {
-      ASSIGN_OR_RETURN(Fields s, Fields::Read(item, Index("switches", i),
-                                              {"name", "uplinks"}));
+      ASSIGN_OR_RETURN(yaml::Fields s, ReadFields(item, Index("switches", i),
+                                                  {"name", "uplinks"}));
       v1::Switch& sw = *out.add_switches();
       ASSIGN_OR_RETURN(YAML::Node name, s.Require("name"));
       ASSIGN_OR_RETURN(std::string name_value,
@@ -433,9 +204,9 @@ absl::StatusOr<v1::Topology> TopologyFromNode(const YAML::Node& root) {
     RETURN_IF_ERROR(CheckList(*links, "links", kMaxListEntries));
     size_t i = 0;
     for (const YAML::Node& item : *links) {
-      ASSIGN_OR_RETURN(Fields l,
-                       Fields::Read(item, Index("links", i),
-                                    {"host", "nic", "switch", "port"}));
+      ASSIGN_OR_RETURN(yaml::Fields l,
+                       ReadFields(item, Index("links", i),
+                                  {"host", "nic", "switch", "port"}));
       v1::Link& link = *out.add_links();
       using Setter = void (v1::Link::*)(const std::string&);
       const std::pair<absl::string_view, Setter> strs[] = {
@@ -469,7 +240,8 @@ std::string ToJson(const google::protobuf::Message& message) {
 }  // namespace
 
 absl::StatusOr<v1::Layout> ParseLayout(absl::string_view text) {
-  ASSIGN_OR_RETURN(YAML::Node root, LoadDocument(text, "layout"));
+  ASSIGN_OR_RETURN(YAML::Node root,
+                   yaml::LoadDocument(text, "layout", DocumentLimits()));
   try {
     return LayoutFromNode(root);
   } catch (const std::exception& e) {
@@ -479,7 +251,8 @@ absl::StatusOr<v1::Layout> ParseLayout(absl::string_view text) {
 }
 
 absl::StatusOr<v1::Topology> ParseTopology(absl::string_view text) {
-  ASSIGN_OR_RETURN(YAML::Node root, LoadDocument(text, "topology"));
+  ASSIGN_OR_RETURN(YAML::Node root,
+                   yaml::LoadDocument(text, "topology", DocumentLimits()));
   v1::Topology topology;
   try {
     ASSIGN_OR_RETURN(topology, TopologyFromNode(root));
@@ -497,11 +270,11 @@ absl::Status ValidateTopology(const v1::Topology& topology) {
   for (int i = 0; i < topology.switches_size(); ++i) {
     const v1::Switch& sw = topology.switches(i);
     const std::string path = Index("switches", static_cast<size_t>(i));
-    if (!IsValidHostName(sw.name())) {
-      return FieldError(path + ".name",
-                        absl::StrCat(QuoteForMessage(sw.name()),
-                                     " is not a valid switch name "
-                                     "([A-Za-z0-9._-]{1,253})"));
+    if (!IsValidNodeName(sw.name())) {
+      return FieldError(
+          path + ".name",
+          absl::StrCat(QuoteForMessage(sw.name()),
+                       " is not a valid switch name (", kNodeNamePattern, ")"));
     }
     auto [it, fresh] = switch_index.emplace(sw.name(), i);
     if (!fresh) {
@@ -515,8 +288,8 @@ absl::Status ValidateTopology(const v1::Topology& topology) {
           Index(path + ".uplinks", static_cast<size_t>(u));
       if (!IsValidDeviceName(sw.uplinks(u))) {
         return FieldError(upath, absl::StrCat(QuoteForMessage(sw.uplinks(u)),
-                                              " is not a valid port name "
-                                              "([A-Za-z0-9._:-]{1,64})"));
+                                              " is not a valid port name (",
+                                              kDeviceNamePattern, ")"));
       }
       auto [pit, pfresh] =
           ports.emplace(std::make_pair(sw.name(), sw.uplinks(u)), upath);
@@ -531,7 +304,7 @@ absl::Status ValidateTopology(const v1::Topology& topology) {
   for (int i = 0; i < topology.links_size(); ++i) {
     const v1::Link& link = topology.links(i);
     const std::string path = Index("links", static_cast<size_t>(i));
-    if (!IsValidHostName(link.host())) {
+    if (!IsValidNodeName(link.host())) {
       return FieldError(path + ".host",
                         absl::StrCat(QuoteForMessage(link.host()),
                                      " is not a valid host name"));

@@ -7,12 +7,12 @@
 #include "absl/strings/str_cat.h"
 #include "analysis/layout_model.h"
 #include "analysis/layout_parse.h"
-#include "analysis/names.h"
 #include "cli/command_util.h"
 #include "cli/commands.h"
 #include "cli/finding_json.h"
 #include "cli/findings_table.h"
 #include "cli/text_output.h"
+#include "common/names.h"
 
 namespace fabricdiag::cli {
 namespace {
@@ -39,10 +39,10 @@ int PrintDocument(const std::string& json, const CommandOptions& options,
 }
 
 absl::Status CheckJob(absl::string_view job) {
-  if (!analysis::IsValidJobName(job)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("JOB: \"", Printable(job),
-                     "\" is not a job name ([A-Za-z0-9._-]{1,64})"));
+  if (!IsValidJobName(job)) {
+    return absl::InvalidArgumentError(absl::StrCat("JOB: \"", Printable(job),
+                                                   "\" is not a job name (",
+                                                   kJobNamePattern, ")"));
   }
   return absl::OkStatus();
 }

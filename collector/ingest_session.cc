@@ -126,18 +126,6 @@ const char* RejectReasonName(RejectReason reason) {
   return "unknown";
 }
 
-bool IsValidNodeName(absl::string_view name) {
-  if (name.empty() || name.size() > 253) return false;
-  if (!absl::ascii_isalnum(static_cast<unsigned char>(name[0]))) return false;
-  for (char c : name) {
-    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' &&
-        c != '_' && c != '-') {
-      return false;
-    }
-  }
-  return true;
-}
-
 IngestSession::IngestSession(SeriesStore* store, IngestCounters* counters)
     : store_(store), counters_(counters) {}
 

@@ -36,6 +36,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "collector/series_store.h"
+#include "common/names.h"
 #include "proto/ingest.pb.h"
 
 namespace fabricdiag::collector {
@@ -61,10 +62,6 @@ constexpr size_t kRejectReasonCount = static_cast<size_t>(RejectReason::kCount);
 
 // "before_hello", "unknown_schema", ...
 const char* RejectReasonName(RejectReason reason);
-
-// [A-Za-z0-9][A-Za-z0-9._-]{0,252}: usable as a host name, file name and
-// Prometheus label value without escaping.
-bool IsValidNodeName(absl::string_view name);
 
 // Ingest self-metrics, shared by every session. Thread-safe.
 class IngestCounters {

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "analysis/layout_parse.h"
-#include "analysis/names.h"
+#include "common/names.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 
@@ -109,7 +109,7 @@ absl::StatusOr<std::shared_ptr<const LayoutEntry>> LayoutRegistry::Get(
   auto it = snap->layouts.find(std::string(job));
   if (it == snap->layouts.end()) {
     return absl::NotFoundError(
-        absl::StrCat("no layout for job ", analysis::QuoteForMessage(job),
+        absl::StrCat("no layout for job ", QuoteForMessage(job),
                      " (fabricdiag layout list shows the known jobs)"));
   }
   return it->second;
@@ -137,7 +137,7 @@ absl::Status LayoutRegistry::Delete(absl::string_view job) {
   auto it = snap->layouts.find(std::string(job));
   if (it == snap->layouts.end()) {
     return absl::NotFoundError(
-        absl::StrCat("no layout for job ", analysis::QuoteForMessage(job)));
+        absl::StrCat("no layout for job ", QuoteForMessage(job)));
   }
   absl::Status removed = store_->RemoveLayout(job);
   // A file already gone (removed by hand) still lets the job be forgotten.

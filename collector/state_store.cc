@@ -16,8 +16,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "analysis/names.h"
 #include "common/log.h"
+#include "common/names.h"
 #include "common/status_macros.h"
 
 namespace fabricdiag::collector {
@@ -335,10 +335,10 @@ absl::Status StateStore::WriteObjectLocked(const std::string& path,
 
 absl::Status StateStore::WriteLayout(const v1::Layout& layout,
                                      absl::Time applied) {
-  if (!analysis::IsValidJobName(layout.job())) {
+  if (!IsValidJobName(layout.job())) {
     return absl::InvalidArgumentError(
-        absl::StrCat("job: ", analysis::QuoteForMessage(layout.job()),
-                     " is not a valid job name ([A-Za-z0-9._-]{1,64})"));
+        absl::StrCat("job: ", QuoteForMessage(layout.job()),
+                     " is not a valid job name (", kJobNamePattern, ")"));
   }
   std::string payload;
   if (!layout.SerializeToString(&payload)) {
@@ -349,9 +349,9 @@ absl::Status StateStore::WriteLayout(const v1::Layout& layout,
 }
 
 absl::Status StateStore::RemoveLayout(absl::string_view job) {
-  if (!analysis::IsValidJobName(job)) {
+  if (!IsValidJobName(job)) {
     return absl::NotFoundError(
-        absl::StrCat("no layout for job ", analysis::QuoteForMessage(job)));
+        absl::StrCat("no layout for job ", QuoteForMessage(job)));
   }
   absl::MutexLock lock(&mu_);
   std::string path = LayoutPath(job);
@@ -403,9 +403,9 @@ absl::StatusOr<std::vector<StoredLayout>> StateStore::ReadLayouts() {
       status = absl::DataLossError("not a valid v1.Layout message");
     }
     if (status.ok() && stored.layout.job() != job) {
-      status = absl::DataLossError(absl::StrCat(
-          "holds job ", analysis::QuoteForMessage(stored.layout.job()),
-          ", not the job its name says"));
+      status = absl::DataLossError(
+          absl::StrCat("holds job ", QuoteForMessage(stored.layout.job()),
+                       ", not the job its name says"));
     }
     if (!status.ok()) {
       QuarantineLocked(path, status.message()).IgnoreError();

@@ -6,7 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "analysis/names.h"
+#include "common/names.h"
 
 namespace fabricdiag::sim {
 namespace {
@@ -17,7 +17,7 @@ absl::Status CheckPathName(absl::string_view what, absl::string_view name) {
   if (name.empty() || name == "." || name == ".." ||
       name.find('/') != absl::string_view::npos) {
     return absl::InvalidArgumentError(
-        absl::StrCat(what, ": ", analysis::QuoteForMessage(name),
+        absl::StrCat(what, ": ", QuoteForMessage(name),
                      " cannot be used as a directory name"));
   }
   return absl::OkStatus();

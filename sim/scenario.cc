@@ -9,13 +9,16 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "analysis/names.h"
+#include "common/names.h"
+#include "common/yaml_reader.h"
 #include "sim/fabric.h"
 
 namespace fabricdiag::sim {
 namespace {
 
-using analysis::QuoteForMessage;
+using yaml::Describe;
+using yaml::FieldError;
+using yaml::ReadNumber;
 
 // A scenario holds a handful of faults; anything this large is a mistake.
 constexpr size_t kMaxScenarioBytes = 1 << 20;
@@ -36,38 +39,6 @@ constexpr KindInfo kKinds[] = {
     {FaultKind::kStraggler, "straggler"},
     {FaultKind::kNicGone, "nic_gone"},
 };
-
-absl::Status FieldError(absl::string_view path, absl::string_view message) {
-  return absl::InvalidArgumentError(absl::StrCat(path, ": ", message));
-}
-
-std::string Describe(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Undefined:
-      return "nothing";
-    case YAML::NodeType::Null:
-      return "null";
-    case YAML::NodeType::Sequence:
-      return "a list";
-    case YAML::NodeType::Map:
-      return "a mapping";
-    case YAML::NodeType::Scalar:
-      break;
-  }
-  return QuoteForMessage(node.Scalar());
-}
-
-// A plain (unquoted) finite number; JSON numbers are plain scalars too.
-absl::StatusOr<double> ReadNumber(const YAML::Node& node,
-                                  absl::string_view path) {
-  double d = 0;
-  if (!node.IsScalar() || node.Tag() != "?" ||
-      !absl::SimpleAtod(node.Scalar(), &d) || !std::isfinite(d)) {
-    return FieldError(path,
-                      absl::StrCat("expected a number, got ", Describe(node)));
-  }
-  return d;
-}
 
 absl::StatusOr<std::string> ReadString(const YAML::Node& node,
                                        absl::string_view path) {
@@ -229,17 +200,12 @@ std::string Fault::Describe() const {
 }
 
 absl::StatusOr<Scenario> ParseScenario(absl::string_view text) {
-  if (text.size() > kMaxScenarioBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("scenario is larger than ", kMaxScenarioBytes, " bytes"));
-  }
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("not valid YAML or JSON: ", e.what()));
-  }
+  yaml::Limits limits;
+  limits.max_bytes = kMaxScenarioBytes;
+  limits.max_values = 16 * kMaxFaults;
+  absl::StatusOr<YAML::Node> loaded = yaml::LoadDocument(text, "", limits);
+  if (!loaded.ok()) return loaded.status();
+  const YAML::Node& root = *loaded;
   Scenario scenario;
   if (root.IsNull() || !root.IsDefined()) return scenario;  // empty file
   if (!root.IsMap()) {

@@ -433,7 +433,15 @@ const InvalidCase kInvalidCases[] = {
     {"CpZero", [](v1::Layout& l) { l.mutable_parallelism()->set_cp(0); },
      "parallelism.cp", "must be at least 1"},
     {"JobWithSpace", [](v1::Layout& l) { l.set_job("x y"); }, "job",
-     "\"x y\" must match [A-Za-z0-9._-]{1,64}"},
+     "\"x y\" must match [A-Za-z0-9][A-Za-z0-9._-]{0,63}"},
+    // Stored as layouts/<job>.pb: no hidden files, no parent directory.
+    {"JobDot", [](v1::Layout& l) { l.set_job("."); }, "job", "must match"},
+    {"JobDotDot", [](v1::Layout& l) { l.set_job(".."); }, "job", "must match"},
+    {"JobHidden", [](v1::Layout& l) { l.set_job(".job"); }, "job",
+     "must match"},
+    // No agent can report as a node whose name starts with '-'.
+    {"HostLeadingDash", [](v1::Layout& l) { l.set_hosts(1, "-gpu"); },
+     "hosts[1]", "is not a valid host name"},
     {"JobEmpty", [](v1::Layout& l) { l.set_job(""); }, "job", "must match"},
     {"JobTooLong", [](v1::Layout& l) { l.set_job(std::string(65, 'a')); },
      "job", "must match"},

@@ -217,7 +217,7 @@ const BadText kBadTexts[] = {
     {"UnknownModelKey", Edit("top_k: 2", "topk: 2"), "model.topk",
      "unknown key"},
     {"JobNameInvalid", Edit("job: moe-train-42", "job: \"x y\""), "job",
-     "\"x y\" must match [A-Za-z0-9._-]{1,64}"},
+     "\"x y\" must match [A-Za-z0-9][A-Za-z0-9._-]{0,63}"},
     {"EpDoesNotDivide", Edit("ep: 4", "ep: 3"), "parallelism.ep",
      "3 does not divide dp*cp = 4"},
     {"HostsTooFew", Edit("gpu-006, gpu-007", "gpu-006"), "hosts",

@@ -1,14 +1,18 @@
-#include "analysis/names.h"
+#include "common/names.h"
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
-namespace fabricdiag::analysis {
+namespace fabricdiag {
 namespace {
 
-bool AllOf(absl::string_view name, size_t max_len, absl::string_view extra) {
-  if (name.empty() || name.size() > max_len) return false;
+// A letter or digit, then up to max_len - 1 letters, digits or `extra`.
+bool IsName(absl::string_view name, size_t max_len, absl::string_view extra) {
+  if (name.empty() || name.size() > max_len ||
+      !absl::ascii_isalnum(static_cast<unsigned char>(name[0]))) {
+    return false;
+  }
   for (char c : name) {
     if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) &&
         extra.find(c) == absl::string_view::npos) {
@@ -20,12 +24,14 @@ bool AllOf(absl::string_view name, size_t max_len, absl::string_view extra) {
 
 }  // namespace
 
-bool IsValidJobName(absl::string_view name) { return AllOf(name, 64, "._-"); }
+bool IsValidJobName(absl::string_view name) { return IsName(name, 64, "._-"); }
 
-bool IsValidHostName(absl::string_view name) { return AllOf(name, 253, "._-"); }
+bool IsValidNodeName(absl::string_view name) {
+  return IsName(name, 253, "._-");
+}
 
 bool IsValidDeviceName(absl::string_view name) {
-  return AllOf(name, 64, "._:-");
+  return IsName(name, 64, "._:/-");
 }
 
 std::string QuoteForMessage(absl::string_view value) {
@@ -36,4 +42,4 @@ std::string QuoteForMessage(absl::string_view value) {
   return absl::StrCat("\"", absl::CHexEscape(value.substr(0, kMax)), "...\"");
 }
 
-}  // namespace fabricdiag::analysis
+}  // namespace fabricdiag

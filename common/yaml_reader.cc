@@ -1,0 +1,256 @@
+#include "common/yaml_reader.h"
+
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/mark.h>
+
+#include <cmath>
+#include <exception>
+#include <sstream>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/names.h"
+
+namespace fabricdiag::yaml {
+namespace {
+
+bool AllDigits(absl::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+// Streams the events of the text once, without building nodes, to bound
+// nesting, size and the number of documents before yaml-cpp builds a tree.
+class Prescan : public YAML::EventHandler {
+ public:
+  struct Abort {
+    std::string message;
+  };
+
+  explicit Prescan(const Limits& limits) : limits_(limits) {}
+
+  void OnDocumentStart(const YAML::Mark&) override {
+    if (++documents_ > 1) throw Abort{"holds more than one YAML document"};
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override { Count(); }
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override { Count(); }
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    Count();
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&,
+                       YAML::anchor_t, YAML::EmitterStyle::value) override {
+    Enter(mark);
+  }
+  void OnSequenceEnd() override { --depth_; }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Enter(mark);
+  }
+  void OnMapEnd() override { --depth_; }
+
+ private:
+  void Count() {
+    if (++values_ > limits_.max_values) {
+      throw Abort{
+          absl::StrCat("has more than ", limits_.max_values, " values")};
+    }
+  }
+  void Enter(const YAML::Mark& mark) {
+    Count();
+    if (++depth_ > limits_.max_depth) {
+      throw Abort{absl::StrCat("nests deeper than ", limits_.max_depth,
+                               " levels (line ", mark.line + 1, ")")};
+    }
+  }
+
+  const Limits& limits_;
+  int documents_ = 0;
+  int depth_ = 0;
+  uint64_t values_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<YAML::Node> LoadDocument(absl::string_view text,
+                                        absl::string_view what,
+                                        const Limits& limits) {
+  if (text.size() > limits.max_bytes) {
+    return FieldError(
+        what, absl::StrCat("the text is ", text.size(), " bytes; the limit is ",
+                           limits.max_bytes));
+  }
+  try {
+    {
+      std::istringstream in{std::string(text)};
+      YAML::Parser parser(in);
+      Prescan scan(limits);
+      while (parser.HandleNextDocument(scan)) {
+      }
+    }
+    return YAML::Load(std::string(text));
+  } catch (const Prescan::Abort& e) {
+    return FieldError(what, absl::StrCat("the text ", e.message));
+  } catch (const YAML::Exception& e) {
+    // e.what() carries the line and column.
+    return FieldError(what, absl::StrCat("not valid YAML or JSON: ", e.what()));
+  } catch (const std::exception& e) {
+    return FieldError(what, absl::StrCat("cannot be parsed: ", e.what()));
+  }
+}
+
+absl::Status FieldError(absl::string_view path, absl::string_view message) {
+  if (path.empty()) return absl::InvalidArgumentError(message);
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", message));
+}
+
+std::string Join(absl::string_view path, absl::string_view key) {
+  return path.empty() ? std::string(key) : absl::StrCat(path, ".", key);
+}
+
+std::string Index(absl::string_view path, size_t i) {
+  return absl::StrCat(path, "[", i, "]");
+}
+
+std::string Describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Undefined:
+      return "nothing";
+    case YAML::NodeType::Null:
+      return "null";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Scalar:
+      break;
+  }
+  const bool quoted = node.Tag() != "?";
+  return absl::StrCat(quoted ? "the string " : "",
+                      QuoteForMessage(node.Scalar()));
+}
+
+absl::StatusOr<uint32_t> ReadUint(const YAML::Node& node,
+                                  absl::string_view path) {
+  // Quoted scalars ("8") are strings: the file's author meant something else,
+  // or a tool wrote the wrong type; either way, say so.
+  if (!node.IsScalar() || node.Tag() != "?") {
+    return FieldError(
+        path, absl::StrCat("expected an integer, got ", Describe(node)));
+  }
+  const std::string& s = node.Scalar();
+  if (s.size() > 1 && s[0] == '-' && AllDigits(s.substr(1))) {
+    return FieldError(path, absl::StrCat("must not be negative, got ", s));
+  }
+  uint64_t value = 0;
+  if (AllDigits(s)) {
+    if (s.size() > 12 || !absl::SimpleAtoi(s, &value) || value > UINT32_MAX) {
+      return FieldError(
+          path, absl::StrCat(QuoteForMessage(s), " is too large (at most ",
+                             UINT32_MAX, ")"));
+    }
+    return static_cast<uint32_t>(value);
+  }
+  double d = 0;
+  if (absl::SimpleAtod(s, &d)) {
+    return FieldError(
+        path, absl::StrCat("expected an integer, got ", QuoteForMessage(s)));
+  }
+  return FieldError(path,
+                    absl::StrCat("expected an integer, got ", Describe(node)));
+}
+
+absl::StatusOr<double> ReadNumber(const YAML::Node& node,
+                                  absl::string_view path) {
+  double d = 0;
+  if (!node.IsScalar() || node.Tag() != "?" ||
+      !absl::SimpleAtod(node.Scalar(), &d) || !std::isfinite(d)) {
+    return FieldError(path,
+                      absl::StrCat("expected a number, got ", Describe(node)));
+  }
+  return d;
+}
+
+absl::StatusOr<double> ReadNonNegativeNumber(const YAML::Node& node,
+                                             absl::string_view path) {
+  ASSIGN_OR_RETURN(double d, ReadNumber(node, path));
+  if (d < 0) {
+    return FieldError(
+        path, absl::StrCat("must not be negative, got ", node.Scalar()));
+  }
+  return d;
+}
+
+absl::StatusOr<std::string> ReadString(const YAML::Node& node,
+                                       absl::string_view path) {
+  if (!node.IsScalar()) {
+    return FieldError(path,
+                      absl::StrCat("expected a string, got ", Describe(node)));
+  }
+  return node.Scalar();
+}
+
+absl::Status CheckList(const YAML::Node& node, absl::string_view path,
+                       uint32_t max_entries) {
+  if (!node.IsSequence()) {
+    return FieldError(path,
+                      absl::StrCat("expected a list, got ", Describe(node)));
+  }
+  if (node.size() > max_entries) {
+    return FieldError(path,
+                      absl::StrCat(node.size(), " entries exceed the limit of ",
+                                   max_entries));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Fields> Fields::Read(
+    const YAML::Node& node, std::string path, absl::string_view root,
+    std::initializer_list<absl::string_view> allowed) {
+  const std::string where = path.empty() ? std::string(root) : path;
+  if (!node.IsMap()) {
+    return FieldError(where,
+                      absl::StrCat("expected a mapping, got ", Describe(node)));
+  }
+  Fields f;
+  f.path_ = std::move(path);
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    if (!it->first.IsScalar()) {
+      return FieldError(where, absl::StrCat("a key must be a string, got ",
+                                            Describe(it->first)));
+    }
+    const std::string& key = it->first.Scalar();
+    bool known = false;
+    for (absl::string_view a : allowed) known = known || a == key;
+    if (!known) {
+      return FieldError(Join(f.path_, absl::CHexEscape(key.substr(0, 64))),
+                        "unknown key");
+    }
+    // yaml-cpp keeps both entries of a repeated key; YAML forbids it.
+    for (const auto& [k, v] : f.entries_) {
+      if (k == key) return FieldError(Join(f.path_, key), "given twice");
+    }
+    f.entries_.emplace_back(key, it->second);
+  }
+  return f;
+}
+
+std::optional<YAML::Node> Fields::Get(absl::string_view key) const {
+  for (const auto& [k, v] : entries_) {
+    if (k == key) return v;
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<YAML::Node> Fields::Require(absl::string_view key) const {
+  std::optional<YAML::Node> v = Get(key);
+  if (!v.has_value()) return FieldError(Path(key), "required");
+  return *v;
+}
+
+}  // namespace fabricdiag::yaml

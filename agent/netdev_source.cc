@@ -165,7 +165,7 @@ NetdevSource::NetdevLayout NetdevSource::Scan(const std::string& netdev,
       SeriesDesc d = DescribeCounter(Subsystem::kNetdevStatistics,
                                      counters::Driver::kAny, netdev, 0, name);
       layout.statistics.push_back(
-          {recycler->Attribute(dir + "statistics/" + name),
+          {recycler->Attribute(absl::StrCat(dir, "statistics/", name)),
            Append(table.get(), std::move(d))});
     }
   } else if (stats.status().code() != absl::StatusCode::kNotFound) {

@@ -240,7 +240,8 @@ RdmaSysfsSource::PortLayout RdmaSysfsSource::ScanPort(
   if (slots.ok()) {
     std::set<std::string> netdevs;
     for (const std::string& slot : *slots) {
-      std::string netdev = ReadInfoText(reader_, ndevs_dir + "/" + slot);
+      std::string netdev =
+          ReadInfoText(reader_, absl::StrCat(ndevs_dir, "/", slot));
       if (!netdev.empty()) netdevs.insert(std::move(netdev));
     }
     layout.netdevs.assign(netdevs.begin(), netdevs.end());

@@ -195,7 +195,6 @@ std::optional<double> IbSpeedToLaneGbps(uint32_t active_speed) {
     case 2:  // DDR
       return 5.0;
     case 4:  // QDR
-      return 10.0;
     case 8:  // FDR10
       return 10.0;
     case 16:  // FDR

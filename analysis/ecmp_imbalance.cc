@@ -73,6 +73,7 @@ std::optional<Finding> SwitchFinding(const EcmpImbalanceConfig& config,
   f.evidence["uplinks"] = static_cast<double>(uplinks.size());
   if (Has(rate)) f.evidence["link_rate_bytes_per_second"] = rate;
   std::vector<std::string> each;
+  each.reserve(uplinks.size());
   for (const Uplink& u : uplinks) {
     each.push_back(absl::StrCat(u.port->device, " ", FormatBytesRate(u.tx)));
   }
@@ -115,6 +116,7 @@ void RailFindings(const AnalysisInput& in, const LayoutModel& model,
     }
     if (members.size() < kMinEcmpRailNics) continue;
     std::vector<double> values;
+    values.reserve(members.size());
     for (const auto& m : members) values.push_back(m.second);
     const double median = Median(values);
     for (const auto& [port, cnp] : members) {

@@ -20,6 +20,8 @@ void Hysteresis::Seed(const std::vector<Finding>& open) {
   }
 }
 
+// By value: the candidates are moved into the states.
+// NOLINTNEXTLINE(performance-unnecessary-value-param)
 std::vector<Finding> Hysteresis::Step(std::vector<Finding> candidates) {
   // Passes without the condition first, so a key present now is not
   // counted as clear.

@@ -27,7 +27,6 @@ namespace {
 using yaml::CheckList;
 using yaml::FieldError;
 using yaml::Index;
-using yaml::Join;
 using yaml::ReadString;
 using yaml::ReadStringList;
 using yaml::ReadUint;

@@ -403,7 +403,7 @@ std::optional<Finding> SourcelessFinding(const Fabric& fabric, int p,
   f.evidence["victims"] = static_cast<double>(victims.size());
   f.evidence_text["victims"] = ListPorts(fabric, victims, kMaxListedVictims);
 
-  std::string from = "";
+  std::string from;
   if (std::optional<PortKey> partner = fabric.PartnerName(w)) {
     const std::string name = absl::StrCat(partner->first, " ", partner->second);
     f.evidence_text["link_partner"] = name;

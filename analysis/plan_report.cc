@@ -92,8 +92,8 @@ std::string Scaled(double value, const char* const units[], int count,
     ++u;
   }
   if (u == 0) return absl::StrFormat("%.0f %s", v, units[0]);
-  return absl::StrFormat(std::fabs(v) >= 100 ? "%.1f %s" : "%.2f %s", v,
-                         units[u]);
+  if (std::fabs(v) >= 100) return absl::StrFormat("%.1f %s", v, units[u]);
+  return absl::StrFormat("%.2f %s", v, units[u]);
 }
 
 std::string MemberText(const PlanMember& m) {

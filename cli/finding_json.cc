@@ -79,8 +79,8 @@ std::string FormatAge(absl::Duration age) {
   const int64_t s = absl::ToInt64Seconds(age);
   if (s <= 0) return "0s";
   if (s < 120) return absl::StrCat(s, "s");
-  if (s < 2 * 3600) return absl::StrCat(s / 60, "m");
-  if (s < 2 * 86400) return absl::StrCat(s / 3600, "h");
+  if (s < int64_t{2} * 3600) return absl::StrCat(s / 60, "m");
+  if (s < int64_t{2} * 86400) return absl::StrCat(s / 3600, "h");
   return absl::StrCat(s / 86400, "d");
 }
 

@@ -153,7 +153,7 @@ int RunCollector(const CollectorConfig& config) {
   }
   LayoutRegistry registry(state->get(), &clock);
   FindingsStore findings(state->get(), FindingsStoreOptions{});
-  for (absl::Status s : {registry.Load(), findings.Load()}) {
+  for (const absl::Status& s : {registry.Load(), findings.Load()}) {
     if (!s.ok()) {
       LogError(absl::StrCat("fabricdiag-collector: cannot load --state_dir=",
                             config.state_dir, ": ", s.ToString()));

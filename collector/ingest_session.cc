@@ -130,7 +130,7 @@ IngestSession::IngestSession(SeriesStore* store, IngestCounters* counters)
     : store_(store), counters_(counters) {}
 
 IngestSession::Reply IngestSession::Reject(RejectReason reason,
-                                           std::string message) {
+                                           absl::string_view message) {
   rejected_ = true;
   counters_->Reject(reason);
   Reply reply;

@@ -116,7 +116,7 @@ class IngestSession {
   Reply OnSchema(const v1::Schema& schema);
   Reply OnReport(const v1::Report& report);
   Reply OnInventory(const v1::Inventory& inventory);
-  Reply Reject(RejectReason reason, std::string message);
+  Reply Reject(RejectReason reason, absl::string_view message);
 
   SeriesStore* const store_;
   IngestCounters* const counters_;

@@ -5,8 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "analysis/layout_parse.h"
-#include "common/names.h"
 #include "common/log.h"
+#include "common/names.h"
 #include "common/status_macros.h"
 
 namespace fabricdiag::collector {

@@ -337,12 +337,16 @@ absl::StatusOr<std::vector<RatePoint>> NodeSeries::Window(
 
 size_t NodeSeries::MemoryBytes() const {
   absl::MutexLock lock(&mu_);
+  // The history's inline part is in sizeof(*this) already.
+  const size_t history_heap = history_.MemoryBytes() - sizeof(RateHistory);
   size_t bytes = sizeof(*this) + StringHeapBytes(name_) +
                  StringHeapBytes(boot_id_) +
                  times_.capacity() * sizeof(int64_t) +
-                 seqs_.capacity() * sizeof(uint64_t) + history_.MemoryBytes() -
-                 sizeof(history_) + inventory_.SpaceUsedLong();
-  for (const std::string& d : devices_) bytes += sizeof(d) + StringHeapBytes(d);
+                 seqs_.capacity() * sizeof(uint64_t) + history_heap +
+                 inventory_.SpaceUsedLong();
+  for (const std::string& d : devices_) {
+    bytes += sizeof(std::string) + StringHeapBytes(d);
+  }
   return bytes;
 }
 

@@ -24,7 +24,7 @@ void InitProgram(absl::string_view program, absl::string_view usage) {
   absl::FlagsUsageConfig config;
   config.contains_helpshort_flags = IsMainFile;
   config.contains_help_flags = IsMainFile;
-  const std::string version = absl::StrCat(program, " ", kVersion, "\n");
+  std::string version = absl::StrCat(program, " ", kVersion, "\n");
   config.version_string = [version] { return version; };
   absl::SetFlagsUsageConfig(config);
   absl::SetProgramUsageMessage(usage);

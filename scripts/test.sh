@@ -1,31 +1,81 @@
 #!/usr/bin/env bash
 # Runs every fabricdiag test on a fresh Debian 12 machine: installs missing
-# packages, builds (warnings are errors), runs the whole suite, then builds
-# and runs it again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# packages, then
+#   1. lint: clang-format on every C++ file, clang-tidy (.clang-tidy) on every
+#      source file of the product;
+#   2. build (warnings are errors) and the fast unit tests (ctest -L unit);
+#   3. every other test (end to end, deployment, benchmarks' smoke runs);
+#   4. a build with AddressSanitizer + UndefinedBehaviorSanitizer and every
+#      test again (but the loopback clusters that run in real time).
+# A test that is skipped or disabled fails the run: a skip is not a pass.
 #
-#   scripts/test.sh            # everything
-#   SKIP_ASAN=1 scripts/test.sh  # only the normal build (faster while iterating)
+#   scripts/test.sh                     # everything (what CI runs)
+#   SKIP_LINT=1 SKIP_ASAN=1 scripts/test.sh   # faster while iterating
+#   ctest --test-dir build -L unit      # the fast loop, after a build
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
 
 jobs=$(nproc)
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+
+# Runs ctest with the given arguments; fails when a test fails, was skipped
+# or is disabled.
+run_ctest() {
+  local log
+  log=$(mktemp)
+  local status=0
+  ctest "$@" --output-on-failure 2>&1 | tee "$log" || status=$?
+  if grep -qE '\*\*\*(Skipped|Not Run)' "$log"; then
+    echo "FAILED: skipped or disabled tests (a skip is not a pass):"
+    grep -E '\*\*\*(Skipped|Not Run)' "$log"
+    status=1
+  fi
+  rm -f "$log"
+  return "$status"
+}
+
+echo "== configure"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "${launcher[@]}" >/dev/null
+
+if [ "${SKIP_LINT:-0}" != "1" ]; then
+  echo "== lint: clang-format"
+  git ls-files '*.cc' '*.h' | xargs clang-format --dry-run --Werror
+  echo "== lint: clang-tidy"
+  # The generated protobuf headers must exist for clang-tidy to parse.
+  cmake --build build -j"$jobs" --target fabricdiag_generated_headers
+  run-clang-tidy -p build -j "$jobs" -quiet \
+    "^$(pwd)/(agent|analysis|cli|collector|common|counters|sim)/.*\\.cc$" \
+    > build/clang-tidy.log 2>&1 || {
+      sed 's/\x1b\[[0-9;]*m//g' build/clang-tidy.log | grep -E 'error:|warning:' \
+        | sort -u
+      echo "FAILED: clang-tidy (full log: build/clang-tidy.log)"
+      exit 1
+    }
+fi
 
 echo "== build (RelWithDebInfo)"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
 
-echo "== tests"
-ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300
+echo "== unit tests"
+run_ctest --test-dir build -L unit -j"$jobs" --timeout 120
+
+echo "== other tests"
+run_ctest --test-dir build -LE unit -j"$jobs" --timeout 300
 
 if [ "${SKIP_ASAN:-0}" != "1" ]; then
   echo "== build (ASan + UBSan)"
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-    -DFABRICDIAG_SANITIZE=ON -DFABRICDIAG_BUILD_BENCH=OFF >/dev/null
+    -DFABRICDIAG_SANITIZE=ON -DFABRICDIAG_BUILD_BENCH=OFF \
+    "${launcher[@]}" >/dev/null
   cmake --build build-asan -j"$jobs"
   echo "== tests (ASan + UBSan)"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 600
+    run_ctest --test-dir build-asan -j"$jobs" --timeout 600
 fi

@@ -250,6 +250,7 @@ absl::StatusOr<VirtualAgentsResult> RunVirtualAgents(
     stubs.push_back(v1::Ingest::NewStub(channels.back()));
   }
   std::vector<std::unique_ptr<VirtualAgent>> agents;
+  agents.reserve(static_cast<size_t>(options.nodes));
   shared->live = options.nodes;
   for (int i = 0; i < options.nodes; ++i) {
     agents.push_back(std::make_unique<VirtualAgent>(

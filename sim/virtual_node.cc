@@ -17,7 +17,6 @@ namespace fabricdiag::sim {
 namespace {
 
 using counters::CounterSpec;
-using counters::Direction;
 using counters::Family;
 using counters::Meaning;
 

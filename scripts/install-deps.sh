@@ -9,6 +9,8 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libyaml-cpp-dev nlohmann-json3-dev
+  # The HTTP server's event loop and gzip.
+  libevent-dev zlib1g-dev
   # Real peers for end-to-end tests: promtool and Prometheus, node_exporter
   # (compared against the agent), iproute2 (network namespaces), openssl
   # (test certificates), systemd (systemd-analyze verify), curl; dpkg-dev

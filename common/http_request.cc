@@ -1,0 +1,118 @@
+#include "common/http_request.h"
+
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace fabricdiag {
+namespace {
+
+absl::Status Bad(absl::string_view why) {
+  return absl::InvalidArgumentError(why);
+}
+
+// RFC 9110 token characters (method names, header names).
+bool IsToken(absl::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    const bool ok =
+        absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
+        absl::string_view("!#$%&'*+-.^_`|~").find(c) != absl::string_view::npos;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Visible ASCII: a request target never holds spaces or controls.
+bool IsVisible(absl::string_view s) {
+  for (char c : s) {
+    if (c <= ' ' || c == 0x7f) return false;
+  }
+  return true;
+}
+
+// Whether an Accept-Encoding value admits gzip: "gzip", "gzip;q=0.5",
+// "*"; not "gzip;q=0" (RFC 9110 12.5.3).
+bool AdmitsGzip(absl::string_view value) {
+  for (absl::string_view item : absl::StrSplit(value, ',')) {
+    std::vector<absl::string_view> parts = absl::StrSplit(item, ';');
+    const absl::string_view coding = absl::StripAsciiWhitespace(parts[0]);
+    if (!absl::EqualsIgnoreCase(coding, "gzip") && coding != "*") continue;
+    double q = 1;
+    for (size_t i = 1; i < parts.size(); ++i) {
+      absl::string_view param = absl::StripAsciiWhitespace(parts[i]);
+      if (absl::ConsumePrefix(&param, "q=") ||
+          absl::ConsumePrefix(&param, "Q=")) {
+        if (!absl::SimpleAtod(param, &q)) q = 0;
+      }
+    }
+    if (q > 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+absl::StatusOr<HttpRequest> ParseRequestHead(absl::string_view head) {
+  if (absl::EndsWith(head, "\r\n")) head.remove_suffix(2);
+  std::vector<absl::string_view> lines = absl::StrSplit(head, "\r\n");
+  // request-line = method SP request-target SP HTTP-version
+  std::vector<absl::string_view> parts = absl::StrSplit(lines[0], ' ');
+  if (parts.size() != 3) return Bad("malformed request line");
+  HttpRequest r;
+  if (!IsToken(parts[0])) return Bad("malformed method");
+  r.method = std::string(parts[0]);
+  const absl::string_view target = parts[1];
+  if (target.empty() || target[0] != '/' || !IsVisible(target)) {
+    return Bad("the request target must be a path");
+  }
+  const size_t question = target.find('?');
+  r.path = std::string(target.substr(0, question));
+  if (question != absl::string_view::npos) {
+    r.query = std::string(target.substr(question + 1));
+  }
+  if (parts[2] == "HTTP/1.1") {
+    r.minor_version = 1;
+  } else if (parts[2] == "HTTP/1.0") {
+    r.minor_version = 0;
+  } else {
+    return Bad("unsupported HTTP version");
+  }
+  r.keep_alive = r.minor_version == 1;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const absl::string_view line = lines[i];
+    const size_t colon = line.find(':');
+    // Obsolete line folding (a line starting with white space) is refused,
+    // as RFC 9112 5.2 allows.
+    if (colon == absl::string_view::npos || !IsToken(line.substr(0, colon))) {
+      return Bad("malformed header line");
+    }
+    const absl::string_view name = line.substr(0, colon);
+    const absl::string_view value =
+        absl::StripAsciiWhitespace(line.substr(colon + 1));
+    if (absl::EqualsIgnoreCase(name, "Connection")) {
+      for (absl::string_view option : absl::StrSplit(value, ',')) {
+        option = absl::StripAsciiWhitespace(option);
+        if (absl::EqualsIgnoreCase(option, "close")) r.keep_alive = false;
+        if (absl::EqualsIgnoreCase(option, "keep-alive")) r.keep_alive = true;
+      }
+    } else if (absl::EqualsIgnoreCase(name, "Accept-Encoding")) {
+      r.accepts_gzip = r.accepts_gzip || AdmitsGzip(value);
+    } else if (absl::EqualsIgnoreCase(name, "Content-Length")) {
+      uint64_t length = 0;
+      if (!absl::SimpleAtoi(value, &length)) {
+        return Bad("malformed Content-Length");
+      }
+      r.has_body = r.has_body || length > 0;
+    } else if (absl::EqualsIgnoreCase(name, "Transfer-Encoding")) {
+      r.has_body = true;
+    }
+  }
+  return r;
+}
+
+}  // namespace fabricdiag

@@ -1,0 +1,39 @@
+// The head of an HTTP/1.x request, parsed strictly: what fabricdiag's HTTP
+// endpoints (/metrics, /healthz, the page and its JSON) need of it, and
+// nothing a hostile client could use to make the server do more.
+//
+//   absl::StatusOr<HttpRequest> r = ParseRequestHead(
+//       "GET /metrics HTTP/1.1\r\nAccept-Encoding: gzip\r\n");
+//   // r->path == "/metrics", r->accepts_gzip, r->keep_alive
+//
+// `head` is everything before the blank line that ends the headers. Errors
+// are InvalidArgument with a message fit for a 400 response. Pure;
+// thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace fabricdiag {
+
+struct HttpRequest {
+  std::string method;     // "GET", as sent (methods are case-sensitive)
+  std::string path;       // "/api/v1/jobs/moe", percent-decoding not applied
+  std::string query;      // after '?', without it; "" when none
+  int minor_version = 1;  // HTTP/1.0 or HTTP/1.1
+  // Whether the connection stays open after the response: HTTP/1.1 unless
+  // "Connection: close", HTTP/1.0 only with "Connection: keep-alive".
+  bool keep_alive = true;
+  // Accept-Encoding lists gzip (or *) with a quality above 0.
+  bool accepts_gzip = false;
+  // A request body was announced (Content-Length > 0 or Transfer-Encoding):
+  // our endpoints take none.
+  bool has_body = false;
+};
+
+absl::StatusOr<HttpRequest> ParseRequestHead(absl::string_view head);
+
+}  // namespace fabricdiag

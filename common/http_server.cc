@@ -1,0 +1,588 @@
+#include "common/http_server.h"
+
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/thread.h>
+#include <event2/util.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/gzip.h"
+#include "common/log.h"
+
+namespace fabricdiag {
+namespace {
+
+// Bodies smaller than this are sent as they are: gzip's header and the CPU
+// are not worth it.
+constexpr size_t kMinGzipBytes = 1024;
+
+timeval Timeval(absl::Duration d) {
+  return absl::ToTimeval(std::max(d, absl::Milliseconds(1)));
+}
+
+std::string PeerAddress(const sockaddr* sa) {
+  char buf[INET6_ADDRSTRLEN] = "";
+  if (sa->sa_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(sa);
+    inet_ntop(AF_INET, &in->sin_addr, buf, sizeof(buf));
+  } else if (sa->sa_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(sa);
+    inet_ntop(AF_INET6, &in6->sin6_addr, buf, sizeof(buf));
+  }
+  return buf;
+}
+
+// Status line and headers of a response.
+std::string ResponseHead(const HttpResponse& r, size_t body_bytes, bool gzip,
+                         bool keep_alive, int minor_version) {
+  std::string head =
+      absl::StrCat("HTTP/1.1 ", r.status, " ", HttpStatusText(r.status),
+                   "\r\nContent-Type: ", r.content_type,
+                   "\r\nContent-Length: ", body_bytes, "\r\n");
+  if (gzip) absl::StrAppend(&head, "Content-Encoding: gzip\r\n");
+  if (r.compressible) absl::StrAppend(&head, "Vary: Accept-Encoding\r\n");
+  for (const auto& [name, value] : r.headers) {
+    absl::StrAppend(&head, name, ": ", value, "\r\n");
+  }
+  if (!keep_alive) {
+    absl::StrAppend(&head, "Connection: close\r\n");
+  } else if (minor_version == 0) {
+    absl::StrAppend(&head, "Connection: keep-alive\r\n");
+  }
+  absl::StrAppend(&head, "\r\n");
+  return head;
+}
+
+// "ADDR:PORT" or "[V6]:PORT" with a port in 0..65535 (0: any free port;
+// libevent's own parser refuses 0).
+bool ParseListenAddress(const std::string& listen, sockaddr_storage* addr,
+                        int* addr_len) {
+  const size_t colon = listen.rfind(':');
+  uint32_t port = 0;
+  if (colon == std::string::npos ||
+      !absl::SimpleAtoi(absl::string_view(listen).substr(colon + 1), &port) ||
+      port > 65535) {
+    return false;
+  }
+  const std::string with_port = absl::StrCat(listen.substr(0, colon), ":1");
+  if (evutil_parse_sockaddr_port(with_port.c_str(),
+                                 reinterpret_cast<sockaddr*>(addr),
+                                 addr_len) != 0) {
+    return false;
+  }
+  const uint16_t net_port = htons(static_cast<uint16_t>(port));
+  if (addr->ss_family == AF_INET6) {
+    reinterpret_cast<sockaddr_in6*>(addr)->sin6_port = net_port;
+  } else {
+    reinterpret_cast<sockaddr_in*>(addr)->sin_port = net_port;
+  }
+  return true;
+}
+
+HttpResponse ErrorResponse(int status, absl::string_view why) {
+  HttpResponse r;
+  r.status = status;
+  r.body = absl::StrCat(status, " ", HttpStatusText(status), ": ", why, "\n");
+  r.compressible = false;
+  return r;
+}
+
+}  // namespace
+
+const char* HttpStatusText(int status) {
+  switch (status) {
+    case 200:
+      return "OK";
+    case 204:
+      return "No Content";
+    case 304:
+      return "Not Modified";
+    case 400:
+      return "Bad Request";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 413:
+      return "Content Too Large";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Unknown";
+  }
+}
+
+class HttpServer::Impl {
+ public:
+  Impl(HttpServerOptions options, std::vector<HttpRoute> routes)
+      : options_(std::move(options)), routes_(std::move(routes)) {}
+
+  ~Impl() { Stop(); }
+
+  absl::Status Start() {
+    static const int kThreads = [] {
+      // SIGPIPE would kill the process when a client disconnects while its
+      // response is being written; the write error is handled instead.
+      signal(SIGPIPE, SIG_IGN);
+      return evthread_use_pthreads();
+    }();
+    if (kThreads != 0) return absl::InternalError("libevent has no threads");
+
+    sockaddr_storage addr{};
+    int addr_len = sizeof(addr);
+    if (!ParseListenAddress(options_.listen, &addr, &addr_len)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          options_.listen, ": expected ADDR:PORT with a port in 0..65535"));
+    }
+    base_ = event_base_new();
+    if (base_ == nullptr) return absl::InternalError("event_base_new failed");
+    // SO_REUSEADDR only: no SO_REUSEPORT, so a second process cannot bind
+    // the same port and silently take half of the connections.
+    listener_ = evconnlistener_new_bind(
+        base_, &Impl::OnAccept, this,
+        LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_REUSEABLE, 128,
+        reinterpret_cast<sockaddr*>(&addr), addr_len);
+    if (listener_ == nullptr) {
+      return absl::UnavailableError(absl::StrCat(
+          "cannot listen on ", options_.listen, ": ", std::strerror(errno)));
+    }
+    sockaddr_storage bound{};
+    socklen_t bound_len = sizeof(bound);
+    if (getsockname(evconnlistener_get_fd(listener_),
+                    reinterpret_cast<sockaddr*>(&bound), &bound_len) == 0) {
+      port_ = ntohs(bound.ss_family == AF_INET6
+                        ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                        : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    }
+    wake_ = event_new(base_, -1, 0, &Impl::OnWake, this);
+    for (int i = 0; i < std::max(1, options_.worker_threads); ++i) {
+      workers_.emplace_back([this] { WorkerLoop(); });
+    }
+    loop_ = std::thread([this] { event_base_dispatch(base_); });
+    return absl::OkStatus();
+  }
+
+  int port() const { return port_; }
+
+  Stats stats() const {
+    Stats s;
+    s.connections = connections_.load();
+    s.rejected_connections = rejected_.load();
+    s.requests = requests_.load();
+    s.bad_requests = bad_requests_.load();
+    s.timeouts = timeouts_.load();
+    s.overloaded = overloaded_.load();
+    s.open_connections = open_.load();
+    return s;
+  }
+
+ private:
+  enum class State {
+    kHead,     // waiting for (the rest of) a request head
+    kIdle,     // keep-alive, between requests
+    kBusy,     // a worker is running the handler
+    kWriting,  // the response is being sent
+  };
+
+  struct Connection {
+    Impl* impl = nullptr;
+    uint64_t id = 0;
+    bufferevent* bev = nullptr;
+    event* timer = nullptr;
+    std::string peer;
+    State state = State::kHead;
+    bool keep_alive = false;   // after the response being written
+    bool close_after = false;  // the client closed its side
+  };
+
+  struct Job {
+    uint64_t id = 0;
+    HttpRequest request;
+    const HttpRoute* route = nullptr;
+  };
+
+  struct Done {
+    uint64_t id = 0;
+    std::string bytes;
+    bool keep_alive = false;
+  };
+
+  // ---- accepting ----------------------------------------------------------
+
+  static void OnAccept(evconnlistener*, evutil_socket_t fd, sockaddr* sa, int,
+                       void* arg) {
+    static_cast<Impl*>(arg)->Accept(fd, sa);
+  }
+
+  void Accept(evutil_socket_t fd, sockaddr* sa) {
+    std::string peer = PeerAddress(sa);
+    size_t& from_peer = per_client_[peer];
+    if (conns_.size() >= options_.max_connections ||
+        from_peer >= options_.max_connections_per_client) {
+      if (from_peer == 0) per_client_.erase(peer);
+      ++rejected_;
+      evutil_closesocket(fd);
+      return;
+    }
+    ++from_peer;
+    ++connections_;
+    auto conn = std::make_unique<Connection>();
+    conn->impl = this;
+    conn->id = ++next_id_;
+    conn->peer = std::move(peer);
+    evutil_make_socket_nonblocking(fd);
+    conn->bev = bufferevent_socket_new(base_, fd, BEV_OPT_CLOSE_ON_FREE);
+    conn->timer = evtimer_new(base_, &Impl::OnTimer, conn.get());
+    if (conn->bev == nullptr || conn->timer == nullptr) {
+      if (conn->bev == nullptr) evutil_closesocket(fd);
+      Release(conn.get());
+      return;
+    }
+    bufferevent_setcb(conn->bev, &Impl::OnRead, &Impl::OnWritten,
+                      &Impl::OnEvent, conn.get());
+    bufferevent_enable(conn->bev, EV_READ | EV_WRITE);
+    // A client that connects and sends nothing gets the head deadline too.
+    Arm(conn.get(), options_.header_timeout);
+    open_.store(conns_.size() + 1);
+    conns_.emplace(conn->id, std::move(conn));
+  }
+
+  // ---- reading and parsing -------------------------------------------------
+
+  static void OnRead(bufferevent*, void* arg) {
+    auto* c = static_cast<Connection*>(arg);
+    c->impl->Read(c);
+  }
+
+  void Read(Connection* c) {
+    if (c->state == State::kBusy || c->state == State::kWriting) return;
+    evbuffer* in = bufferevent_get_input(c->bev);
+    if (evbuffer_get_length(in) == 0) return;
+    if (c->state == State::kIdle) {
+      c->state = State::kHead;
+      Arm(c, options_.header_timeout);
+    }
+    evbuffer_ptr end = evbuffer_search(in, "\r\n\r\n", 4, nullptr);
+    if (end.pos < 0) {
+      if (evbuffer_get_length(in) > options_.max_header_bytes) {
+        Fail(c, 431, "the request head is too large");
+      }
+      return;  // wait for more, within the deadline
+    }
+    if (static_cast<size_t>(end.pos) > options_.max_header_bytes) {
+      Fail(c, 431, "the request head is too large");
+      return;
+    }
+    std::string head(static_cast<size_t>(end.pos), '\0');
+    evbuffer_remove(in, head.data(), head.size());
+    evbuffer_drain(in, 4);
+    ++requests_;
+    absl::StatusOr<HttpRequest> request = ParseRequestHead(head);
+    if (!request.ok()) {
+      Fail(c, 400, request.status().message());
+      return;
+    }
+    if (request->method != "GET" && request->method != "HEAD") {
+      HttpResponse r = ErrorResponse(405, "only GET and HEAD are served");
+      r.headers.emplace_back("Allow", "GET, HEAD");
+      ++bad_requests_;
+      Send(c, r, *request, /*keep_alive=*/false);
+      return;
+    }
+    if (request->has_body) {
+      Fail(c, 413, "requests with a body are not served");
+      return;
+    }
+    Dispatch(c, *std::move(request));
+  }
+
+  const HttpRoute* Find(const std::string& path) const {
+    const HttpRoute* best = nullptr;
+    for (const HttpRoute& r : routes_) {
+      const bool match = r.path.back() == '/'
+                             ? path.compare(0, r.path.size(), r.path) == 0
+                             : path == r.path;
+      if (match && (best == nullptr || r.path.size() > best->path.size())) {
+        best = &r;
+      }
+    }
+    return best;
+  }
+
+  void Dispatch(Connection* c, HttpRequest request) {
+    const HttpRoute* route = Find(request.path);
+    if (route == nullptr) {
+      Send(c, ErrorResponse(404, "no such page"), request, request.keep_alive);
+      return;
+    }
+    if (route->inline_handler) {
+      Send(c, route->handler(request), request, request.keep_alive);
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (jobs_.size() >= options_.max_queued_requests) {
+        ++overloaded_;
+        HttpResponse busy = ErrorResponse(503, "busy, try again");
+        busy.headers.emplace_back("Retry-After", "1");
+        Send(c, busy, request, request.keep_alive);
+        return;
+      }
+      jobs_.push_back({c->id, std::move(request), route});
+    }
+    c->state = State::kBusy;
+    event_del(c->timer);
+    cv_.notify_one();
+  }
+
+  // ---- workers -------------------------------------------------------------
+
+  void WorkerLoop() {
+    while (true) {
+      Job job;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+        if (stopping_) return;
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      HttpResponse response = job.route->handler(job.request);
+      Done done;
+      done.id = job.id;
+      done.keep_alive = job.request.keep_alive;
+      done.bytes = Serialize(response, job.request, done.keep_alive);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        done_.push_back(std::move(done));
+      }
+      event_active(wake_, 0, 0);
+    }
+  }
+
+  // The response as bytes on the wire, compressed when worth it.
+  std::string Serialize(const HttpResponse& r, const HttpRequest& request,
+                        bool keep_alive) const {
+    std::string compressed;
+    bool gzip = false;
+    if (r.compressible && request.accepts_gzip &&
+        r.body.size() >= kMinGzipBytes) {
+      absl::StatusOr<std::string> z = GzipCompress(r.body, options_.gzip_level);
+      if (z.ok()) {
+        compressed = *std::move(z);
+        gzip = true;
+      }
+    }
+    const std::string& body = gzip ? compressed : r.body;
+    std::string out =
+        ResponseHead(r, body.size(), gzip, keep_alive, request.minor_version);
+    if (request.method != "HEAD") out.append(body);
+    return out;
+  }
+
+  static void OnWake(evutil_socket_t, short, void* arg) {
+    static_cast<Impl*>(arg)->Wake();
+  }
+
+  void Wake() {
+    std::deque<Done> done;
+    bool stop = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done.swap(done_);
+      stop = stopping_;
+    }
+    if (stop) {
+      event_base_loopbreak(base_);
+      return;
+    }
+    for (Done& d : done) {
+      auto it = conns_.find(d.id);
+      if (it == conns_.end()) continue;  // the client left meanwhile
+      Write(it->second.get(), d.bytes, d.keep_alive);
+    }
+  }
+
+  // ---- writing -------------------------------------------------------------
+
+  void Send(Connection* c, const HttpResponse& r, const HttpRequest& request,
+            bool keep_alive) {
+    Write(c, Serialize(r, request, keep_alive), keep_alive);
+  }
+
+  void Fail(Connection* c, int status, absl::string_view why) {
+    ++bad_requests_;
+    HttpRequest request;  // as much as is known
+    Write(c, Serialize(ErrorResponse(status, why), request, false), false);
+  }
+
+  void Write(Connection* c, const std::string& bytes, bool keep_alive) {
+    c->state = State::kWriting;
+    c->keep_alive = keep_alive && !c->close_after;
+    event_del(c->timer);
+    const timeval write_timeout = Timeval(options_.write_timeout);
+    bufferevent_set_timeouts(c->bev, nullptr, &write_timeout);
+    bufferevent_disable(c->bev, EV_READ);
+    evbuffer_add(bufferevent_get_output(c->bev), bytes.data(), bytes.size());
+  }
+
+  static void OnWritten(bufferevent*, void* arg) {
+    auto* c = static_cast<Connection*>(arg);
+    c->impl->Written(c);
+  }
+
+  void Written(Connection* c) {
+    if (c->state != State::kWriting) return;
+    if (!c->keep_alive) {
+      Close(c);
+      return;
+    }
+    c->state = State::kIdle;
+    bufferevent_set_timeouts(c->bev, nullptr, nullptr);
+    Arm(c, options_.idle_timeout);
+    bufferevent_enable(c->bev, EV_READ);
+    // A pipelined request may be waiting already.
+    if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0) Read(c);
+  }
+
+  // ---- timeouts, errors, closing
+  // ---------------------------------------------
+
+  void Arm(Connection* c, absl::Duration d) {
+    const timeval tv = Timeval(d);
+    event_add(c->timer, &tv);
+  }
+
+  static void OnTimer(evutil_socket_t, short, void* arg) {
+    auto* c = static_cast<Connection*>(arg);
+    ++c->impl->timeouts_;
+    c->impl->Close(c);
+  }
+
+  static void OnEvent(bufferevent*, short what, void* arg) {
+    auto* c = static_cast<Connection*>(arg);
+    c->impl->Event(c, what);
+  }
+
+  void Event(Connection* c, short what) {
+    if ((what & BEV_EVENT_TIMEOUT) != 0) {
+      ++timeouts_;
+      Close(c);
+      return;
+    }
+    if ((what & BEV_EVENT_EOF) != 0 && (what & BEV_EVENT_READING) != 0 &&
+        (c->state == State::kBusy || c->state == State::kWriting)) {
+      // The client closed its sending side after its request: answer it,
+      // then close.
+      c->close_after = true;
+      c->keep_alive = false;
+      return;
+    }
+    Close(c);
+  }
+
+  void Close(Connection* c) {
+    auto it = conns_.find(c->id);
+    if (it == conns_.end()) return;
+    std::unique_ptr<Connection> owned = std::move(it->second);
+    conns_.erase(it);
+    open_.store(conns_.size());
+    Release(owned.get());
+  }
+
+  void Release(Connection* c) {
+    if (c->timer != nullptr) event_free(c->timer);
+    if (c->bev != nullptr) bufferevent_free(c->bev);
+    auto p = per_client_.find(c->peer);
+    if (p != per_client_.end() && --p->second == 0) per_client_.erase(p);
+  }
+
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopped_) return;
+      stopped_ = true;
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    for (std::thread& t : workers_) t.join();
+    if (loop_.joinable()) {
+      event_active(wake_, 0, 0);
+      loop_.join();
+    }
+    for (auto& [id, c] : conns_) Release(c.get());
+    conns_.clear();
+    if (wake_ != nullptr) event_free(wake_);
+    if (listener_ != nullptr) evconnlistener_free(listener_);
+    if (base_ != nullptr) event_base_free(base_);
+  }
+
+  const HttpServerOptions options_;
+  const std::vector<HttpRoute> routes_;
+  event_base* base_ = nullptr;
+  evconnlistener* listener_ = nullptr;
+  event* wake_ = nullptr;
+  int port_ = 0;
+  std::thread loop_;
+  std::vector<std::thread> workers_;
+
+  // Loop thread only.
+  uint64_t next_id_ = 0;
+  absl::flat_hash_map<uint64_t, std::unique_ptr<Connection>> conns_;
+  absl::flat_hash_map<std::string, size_t> per_client_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> jobs_;   // guarded by mu_
+  std::deque<Done> done_;  // guarded by mu_
+  bool stopping_ = false;  // guarded by mu_
+  bool stopped_ = false;   // guarded by mu_
+
+  std::atomic<uint64_t> connections_{0}, rejected_{0}, requests_{0},
+      bad_requests_{0}, timeouts_{0}, overloaded_{0};
+  std::atomic<size_t> open_{0};
+};
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+HttpServer::~HttpServer() = default;
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
+    HttpServerOptions options, std::vector<HttpRoute> routes) {
+  for (const HttpRoute& r : routes) {
+    if (r.path.empty() || r.path[0] != '/' || !r.handler) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad route \"", r.path, "\""));
+    }
+  }
+  auto impl = std::make_unique<Impl>(std::move(options), std::move(routes));
+  absl::Status started = impl->Start();
+  if (!started.ok()) return started;
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
+
+int HttpServer::port() const { return impl_->port(); }
+
+HttpServer::Stats HttpServer::stats() const { return impl_->stats(); }
+
+}  // namespace fabricdiag

@@ -1,0 +1,64 @@
+#include "common/http_request.h"
+
+#include <random>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace fabricdiag {
+namespace {
+
+TEST(ParseRequestHeadTest, WhatTheEndpointsNeed) {
+  absl::StatusOr<HttpRequest> r = ParseRequestHead(
+      "GET /api/v1/jobs/moe?dim=ep HTTP/1.1\r\nHost: x\r\n"
+      "Accept-Encoding: gzip, deflate\r\nconnection: Close\r\n");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->method, "GET");
+  EXPECT_EQ(r->path, "/api/v1/jobs/moe");
+  EXPECT_EQ(r->query, "dim=ep");
+  EXPECT_TRUE(r->accepts_gzip);
+  EXPECT_FALSE(r->keep_alive);
+  EXPECT_FALSE(r->has_body);
+
+  r = ParseRequestHead("GET / HTTP/1.0\r\n");
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->keep_alive);
+  r = ParseRequestHead("GET / HTTP/1.0\r\nConnection: keep-alive\r\n");
+  EXPECT_TRUE(r->keep_alive);
+  r = ParseRequestHead("GET / HTTP/1.1\r\nAccept-Encoding: gzip;q=0\r\n");
+  EXPECT_FALSE(r->accepts_gzip);
+  r = ParseRequestHead("GET / HTTP/1.1\r\nAccept-Encoding: *\r\n");
+  EXPECT_TRUE(r->accepts_gzip);
+  r = ParseRequestHead("GET / HTTP/1.1\r\nContent-Length: 3\r\n");
+  EXPECT_TRUE(r->has_body);
+}
+
+TEST(ParseRequestHeadTest, RefusesWhatIsNotHttp11) {
+  for (const char* bad :
+       {"", "GET", "GET /", "GET / HTTP/2", "GET  / HTTP/1.1",
+        "G\x01T / HTTP/1.1", "GET x HTTP/1.1", "GET /a\x7f HTTP/1.1",
+        "GET / HTTP/1.1\r\nNoColon", "GET / HTTP/1.1\r\n: empty",
+        "GET / HTTP/1.1\r\n folded: x",
+        "GET / HTTP/1.1\r\nContent-Length: -1"}) {
+    EXPECT_FALSE(ParseRequestHead(bad).ok()) << bad;
+  }
+}
+
+// Random bytes never crash the parser, and whatever it accepts has a path.
+TEST(ParseRequestHeadTest, RandomInputIsHandled) {
+  std::mt19937 rng(7);
+  const std::string alphabet = "GET /HTP1.0\r\n:abcXYZ?\x01\xff \t";
+  for (int i = 0; i < 20000; ++i) {
+    std::string s;
+    const int n = static_cast<int>(rng() % 80);
+    for (int k = 0; k < n; ++k) s.push_back(alphabet[rng() % alphabet.size()]);
+    absl::StatusOr<HttpRequest> r = ParseRequestHead(s);
+    if (r.ok()) {
+      EXPECT_EQ(r->path[0], '/') << s;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fabricdiag

@@ -1,15 +1,14 @@
-// The collector's HTTP endpoint: /metrics (Prometheus text) and /healthz.
-//
-// prometheus-cpp's Exposer serves only metrics, and a health check must be
-// able to answer 503, so this is a small civetweb server of our own that
-// serializes the given Collectables itself.
+// The collector's HTTP endpoint: /metrics (Prometheus text) and /healthz, on
+// the event-driven server of common/http_server.h (slow clients cannot
+// starve it; /healthz answers on the event loop even while /metrics is being
+// rendered).
 //
 //   ASSIGN_OR_RETURN(auto http, HttpServer::Start("0.0.0.0:9812",
 //       {findings_metrics, collector_metrics}, [&] { return Health(); }));
 //   LogInfo(absl::StrCat("HTTP on port ", http->port()));
 //
-// Thread-safe; the collectables and the health function are called from
-// civetweb's threads.
+// Thread-safe; the collectables are called from the server's worker
+// threads, the health function from its event loop (it must be quick).
 #pragma once
 
 #include <functional>
@@ -18,9 +17,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/http_server.h"
 #include "prometheus/collectable.h"
-
-class CivetServer;
 
 namespace fabricdiag::collector {
 
@@ -32,24 +30,19 @@ struct HealthReport {
 class HttpServer {
  public:
   // `listen` is ADDR:PORT (port 0 = any free port). Unavailable when the
-  // address cannot be bound.
+  // address cannot be bound (in use by another process, for instance).
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(
       const std::string& listen,
       std::vector<std::shared_ptr<prometheus::Collectable>> collectables,
       std::function<HealthReport()> health);
-  ~HttpServer();
 
-  int port() const { return port_; }
+  int port() const { return server_->port(); }
+  fabricdiag::HttpServer::Stats stats() const { return server_->stats(); }
 
  private:
-  class MetricsHandler;
-  class HealthHandler;
-  HttpServer() = default;
-
-  std::unique_ptr<MetricsHandler> metrics_;
-  std::unique_ptr<HealthHandler> health_;
-  std::unique_ptr<CivetServer> server_;
-  int port_ = 0;
+  explicit HttpServer(std::unique_ptr<fabricdiag::HttpServer> server)
+      : server_(std::move(server)) {}
+  std::unique_ptr<fabricdiag::HttpServer> server_;
 };
 
 }  // namespace fabricdiag::collector

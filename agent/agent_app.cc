@@ -34,11 +34,11 @@
 #include "agent/verbs.h"
 #include "agent/verbs_port_source.h"
 #include "common/clock.h"
+#include "common/http_server.h"
 #include "common/log.h"
 #include "common/names.h"
 #include "common/status_macros.h"
 #include "common/version.h"
-#include "prometheus/exposer.h"
 
 namespace fabricdiag::agent {
 namespace {
@@ -287,25 +287,26 @@ int RunAgent(const AgentConfig& config) {
     sink = std::make_unique<StreamSink>(*std::move(client));
   }
 
-  auto collectable = std::make_shared<SnapshotCollectable>();
-  std::unique_ptr<prometheus::Exposer> exposer;
-  try {
-    exposer = std::make_unique<prometheus::Exposer>(config.listen);
-  } catch (const std::exception& e) {
-    LogError(absl::StrCat(
-        "fabricdiag-agent: cannot serve /metrics on --listen=", config.listen,
-        ": ", e.what()));
+  MetricsPage page;
+  HttpServerOptions http_options;
+  http_options.listen = config.listen;
+  std::vector<HttpRoute> routes;
+  routes.push_back({"/metrics", [&page](const HttpRequest& request) {
+                      return page.Serve(request);
+                    }});
+  absl::StatusOr<std::unique_ptr<HttpServer>> http =
+      HttpServer::Start(std::move(http_options), std::move(routes));
+  if (!http.ok()) {
+    LogError(
+        absl::StrCat("fabricdiag-agent: cannot serve /metrics on "
+                     "--listen=",
+                     config.listen, ": ", http.status().message()));
     return 1;
   }
-  exposer->RegisterCollectable(collectable, "/metrics");
   if (sink != nullptr) sink->Start();
 
-  AgentRunner runner(&snapshotter, collectable.get(), sink.get(), clock,
-                     kVersion);
-  std::string ports;
-  for (int port : exposer->GetListeningPorts()) {
-    absl::StrAppend(&ports, ports.empty() ? "" : ",", port);
-  }
+  AgentRunner runner(&snapshotter, &page, sink.get(), clock, kVersion);
+  const std::string ports = absl::StrCat((*http)->port());
   LogInfo(absl::StrCat("fabricdiag-agent ", kVersion, " node=", config.node,
                        " sysfs_root=", config.sysfs_root,
                        " serving /metrics on port ", ports,

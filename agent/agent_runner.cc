@@ -4,11 +4,11 @@
 
 namespace fabricdiag::agent {
 
-AgentRunner::AgentRunner(Snapshotter* snapshotter,
-                         SnapshotCollectable* collectable, SnapshotSink* sink,
-                         const Clock& clock, std::string version)
+AgentRunner::AgentRunner(Snapshotter* snapshotter, MetricsPage* page,
+                         SnapshotSink* sink, const Clock& clock,
+                         std::string version)
     : snapshotter_(snapshotter),
-      collectable_(collectable),
+      page_(page),
       sink_(sink),
       clock_(clock),
       version_(std::move(version)) {}
@@ -19,7 +19,7 @@ std::shared_ptr<const Snapshot> AgentRunner::Tick() {
   const std::vector<SampleRate> rates = rates_.Update(*snapshot);
   ++snapshots_;
   if (sink_ != nullptr) sink_->Consume(*snapshot, rates);
-  if (collectable_ != nullptr) {
+  if (page_ != nullptr) {
     AgentHealth health;
     health.version = version_;
     health.snapshots = snapshots_;
@@ -28,7 +28,7 @@ std::shared_ptr<const Snapshot> AgentRunner::Tick() {
     health.counter_resets = rates_.resets();
     health.counter_wraps = rates_.wraps();
     if (sink_ != nullptr) health.stream = sink_->Health();
-    collectable_->Publish(snapshot, std::move(health));
+    page_->Publish(snapshot, std::move(health));
   }
   return snapshot;
 }

@@ -5,7 +5,7 @@
 // optional sink (the collector stream) receives each snapshot with its rates
 // and must not block.
 //
-//   AgentRunner runner(&snapshotter, collectable.get(), sink.get(), kVersion);
+//   AgentRunner runner(&snapshotter, &page, sink.get(), clock, kVersion);
 //   for (;;) { runner.Tick(); WaitForNextTick(); }
 //
 // Not thread-safe: Tick() is called from one thread.
@@ -36,9 +36,9 @@ class SnapshotSink {
 
 class AgentRunner {
  public:
-  // `collectable` and `sink` may be null; both must outlive the runner.
-  AgentRunner(Snapshotter* snapshotter, SnapshotCollectable* collectable,
-              SnapshotSink* sink, const Clock& clock, std::string version);
+  // `page` and `sink` may be null; both must outlive the runner.
+  AgentRunner(Snapshotter* snapshotter, MetricsPage* page, SnapshotSink* sink,
+              const Clock& clock, std::string version);
 
   // Takes and publishes one snapshot; returns it.
   std::shared_ptr<const Snapshot> Tick();
@@ -47,7 +47,7 @@ class AgentRunner {
 
  private:
   Snapshotter* snapshotter_;
-  SnapshotCollectable* collectable_;
+  MetricsPage* page_;
   SnapshotSink* sink_;
   const Clock& clock_;
   std::string version_;

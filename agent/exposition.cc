@@ -1,57 +1,114 @@
 #include "agent/exposition.h"
 
+#include <charconv>
+#include <cmath>
 #include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/gzip.h"
 
 namespace fabricdiag::agent {
 namespace {
 
-using prometheus::ClientMetric;
-using prometheus::MetricFamily;
-using prometheus::MetricType;
-using Labels = std::vector<ClientMetric::Label>;
+enum class Type { kCounter, kGauge, kUntyped };
 
-// Collects metrics into families keyed by name. The help text and type of a
-// family are fixed by its first use.
+const char* TypeName(Type t) {
+  switch (t) {
+    case Type::kCounter:
+      return "counter";
+    case Type::kGauge:
+      return "gauge";
+    case Type::kUntyped:
+      return "untyped";
+  }
+  return "untyped";
+}
+
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+// Where a series' value comes from: the sample being mapped, in base units
+// or exactly as the kernel printed it.
+enum class ValueRef { kBase, kRaw };
+ValueRef Base() { return ValueRef::kBase; }
+ValueRef Raw() { return ValueRef::kRaw; }
+
+// Label values escape backslash, double quote and newline; HELP text
+// backslash and newline (exposition format 0.0.4).
+void AppendEscaped(absl::string_view s, bool quotes, std::string* out) {
+  for (char c : s) {
+    if (c == '\\') {
+      out->append("\\\\");
+    } else if (c == '\n') {
+      out->append("\\n");
+    } else if (quotes && c == '"') {
+      out->append("\\\"");
+    } else {
+      out->push_back(c);
+    }
+  }
+}
+
+// "name{k="v",...}" (no braces without labels).
+std::string SeriesText(absl::string_view name, const Labels& labels) {
+  std::string out(name);
+  if (labels.empty()) return out;
+  out.push_back('{');
+  for (size_t i = 0; i < labels.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    absl::StrAppend(&out, labels[i].first, "=\"");
+    AppendEscaped(labels[i].second, true, &out);
+    out.push_back('"');
+  }
+  out.push_back('}');
+  return out;
+}
+
+// Metric families being assembled, keyed (and so sorted) by name. The help
+// text and type of a family are fixed by its first series.
 class Families {
  public:
-  void Add(const std::string& name, const char* help, MetricType type,
-           Labels labels, double value) {
-    auto [it, inserted] = families_.try_emplace(name);
-    MetricFamily& family = it->second;
-    if (inserted) {
-      family.name = name;
-      family.help = help;
-      family.type = type;
-    }
-    ClientMetric metric;
-    metric.label = std::move(labels);
-    switch (type) {
-      case MetricType::Counter:
-        metric.counter.value = value;
-        break;
-      case MetricType::Gauge:
-        metric.gauge.value = value;
-        break;
-      default:
-        metric.untyped.value = value;
-        break;
-    }
-    family.metric.push_back(std::move(metric));
+  struct Entry {
+    std::string series;   // "name{labels}"
+    int64_t sample = -1;  // index into the snapshot's samples, or -1
+    ValueRef ref = ValueRef::kBase;
+    double value = 0;  // when sample < 0
+  };
+  struct Family {
+    std::string help;
+    Type type = Type::kUntyped;
+    std::vector<Entry> entries;
+  };
+
+  // The sample the next Add(..., ValueRef) calls refer to.
+  void set_sample(int64_t index) { sample_ = index; }
+
+  void Add(absl::string_view name, const char* help, Type type, Labels labels,
+           ValueRef ref) {
+    Family& f = Get(name, help, type);
+    f.entries.push_back({SeriesText(name, labels), sample_, ref, 0});
+  }
+  void Add(absl::string_view name, const char* help, Type type, Labels labels,
+           double value) {
+    Family& f = Get(name, help, type);
+    f.entries.push_back({SeriesText(name, labels), -1, ValueRef::kBase, value});
   }
 
-  std::vector<MetricFamily> Take() {
-    std::vector<MetricFamily> out;
-    out.reserve(families_.size());
-    for (auto& [name, family] : families_) out.push_back(std::move(family));
-    return out;
-  }
+  std::map<std::string, Family>& map() { return families_; }
 
  private:
-  std::map<std::string, MetricFamily> families_;
+  Family& Get(absl::string_view name, const char* help, Type type) {
+    auto [it, inserted] = families_.try_emplace(std::string(name));
+    if (inserted) {
+      it->second.help = help;
+      it->second.type = type;
+    }
+    return it->second;
+  }
+
+  std::map<std::string, Family> families_;
+  int64_t sample_ = -1;
 };
 
 Labels PortLabels(const Sample& s) {
@@ -89,18 +146,9 @@ void AddRdmaPortCounter(const Sample& s, Families* f) {
       {"port_rcv_packets_64", "fabricdiag_rdma_port_received_packets_total",
        "Packets received by the RDMA port (counters/port_rcv_packets)."},
   };
-  if (s.saturated) {
-    Labels labels = PortLabels(s);
-    labels.push_back({"statistic", s.desc->name});
-    f->Add("fabricdiag_rdma_port_statistic_saturated",
-           "1 when a fixed-width IB PMA counter sits at all-ones and has "
-           "stopped counting; its value is a floor, not traffic.",
-           MetricType::Gauge, std::move(labels), 1);
-  }
   for (const Named& n : kNamed) {
     if (s.desc->name == n.counter) {
-      f->Add(n.family, n.help, MetricType::Counter, PortLabels(s),
-             s.BaseValue());
+      f->Add(n.family, n.help, Type::kCounter, PortLabels(s), Base());
       return;
     }
   }
@@ -109,7 +157,7 @@ void AddRdmaPortCounter(const Sample& s, Families* f) {
   f->Add("fabricdiag_rdma_port_statistic_total",
          "IB PMA port counter from counters/ or counters_ext/, as the kernel "
          "counted it (errors, discards, xmit_wait ticks).",
-         MetricType::Counter, std::move(labels), s.BaseValue());
+         Type::kCounter, std::move(labels), Base());
 }
 
 void AddNetdevStatistic(const Sample& s, Families* f) {
@@ -132,15 +180,14 @@ void AddNetdevStatistic(const Sample& s, Families* f) {
   Labels labels = {{"netdev", s.desc->device}};
   for (const Named& n : kNamed) {
     if (s.desc->name == n.statistic) {
-      f->Add(n.family, n.help, MetricType::Counter, std::move(labels),
-             s.BaseValue());
+      f->Add(n.family, n.help, Type::kCounter, std::move(labels), Base());
       return;
     }
   }
   labels.push_back({"statistic", s.desc->name});
   f->Add("fabricdiag_netdev_statistic_total",
          "Netdev statistic from statistics/ (errors, drops, ...).",
-         MetricType::Counter, std::move(labels), s.BaseValue());
+         Type::kCounter, std::move(labels), Base());
 }
 
 void AddNetdevAttribute(const Sample& s, Families* f) {
@@ -148,33 +195,32 @@ void AddNetdevAttribute(const Sample& s, Families* f) {
   if (s.desc->name == "carrier_changes") {
     f->Add("fabricdiag_netdev_carrier_changes_total",
            "Times the netdev's carrier went up or down (link flaps).",
-           MetricType::Counter, std::move(labels), s.BaseValue());
+           Type::kCounter, std::move(labels), Base());
   } else if (s.desc->name == "carrier_up_count") {
     f->Add("fabricdiag_netdev_carrier_up_total",
-           "Times the netdev's carrier came up.", MetricType::Counter,
-           std::move(labels), s.BaseValue());
+           "Times the netdev's carrier came up.", Type::kCounter,
+           std::move(labels), Base());
   } else if (s.desc->name == "carrier_down_count") {
     f->Add("fabricdiag_netdev_carrier_down_total",
-           "Times the netdev's carrier went down.", MetricType::Counter,
-           std::move(labels), s.BaseValue());
+           "Times the netdev's carrier went down.", Type::kCounter,
+           std::move(labels), Base());
   } else if (s.desc->name == "speed_bytes_per_second") {
     f->Add(
         "fabricdiag_netdev_speed_bytes_per_second",
         "Negotiated link speed of the netdev; absent while the link is down.",
-        MetricType::Gauge, std::move(labels), s.BaseValue());
+        Type::kGauge, std::move(labels), Base());
   } else if (s.desc->name == "mtu") {
-    f->Add("fabricdiag_netdev_mtu_bytes", "MTU of the netdev.",
-           MetricType::Gauge, std::move(labels), s.BaseValue());
+    f->Add("fabricdiag_netdev_mtu_bytes", "MTU of the netdev.", Type::kGauge,
+           std::move(labels), Base());
   } else if (s.desc->name == "carrier") {
     f->Add("fabricdiag_netdev_carrier", "1 when the netdev has carrier.",
-           MetricType::Gauge, std::move(labels), s.BaseValue());
+           Type::kGauge, std::move(labels), Base());
   } else {
     labels.push_back({"attribute", s.desc->name});
     f->Add("fabricdiag_netdev_attribute",
            "Other numeric netdev attribute from sysfs.",
-           s.desc->kind == Kind::kCounter ? MetricType::Untyped
-                                          : MetricType::Gauge,
-           std::move(labels), s.BaseValue());
+           s.desc->kind == Kind::kCounter ? Type::kUntyped : Type::kGauge,
+           std::move(labels), Base());
   }
 }
 
@@ -214,7 +260,7 @@ void AddEthtoolMeaning(const Sample& s, Families* f) {
              "PFC pause frames per priority: rx = received from the link "
              "partner (it is congested), tx = sent by this NIC (it is "
              "congested).",
-             MetricType::Counter, std::move(labels), s.BaseValue());
+             Type::kCounter, std::move(labels), Base());
       return;
     case Meaning::kPfcPauseDuration:
       labels.push_back({"direction", direction});
@@ -223,26 +269,26 @@ void AddEthtoolMeaning(const Sample& s, Families* f) {
              "Time paused by PFC per priority (rx: this port could not send; "
              "tx: this port paused its partner). Growing by ~1 s per second "
              "is a PFC storm.",
-             MetricType::Counter, std::move(labels), s.BaseValue());
+             Type::kCounter, std::move(labels), Base());
       return;
     case Meaning::kPfcPauseTransitions:
       labels.push_back({"direction", direction});
       labels.push_back({"priority", priority});
       f->Add("fabricdiag_pfc_pause_transitions_total",
-             "XOFF to XON transitions per priority.", MetricType::Counter,
-             std::move(labels), s.BaseValue());
+             "XOFF to XON transitions per priority.", Type::kCounter,
+             std::move(labels), Base());
       return;
     case Meaning::kGlobalPauseFrames:
       labels.push_back({"direction", direction});
       f->Add("fabricdiag_global_pause_frames_total",
-             "IEEE 802.3x link-level pause frames.", MetricType::Counter,
-             std::move(labels), s.BaseValue());
+             "IEEE 802.3x link-level pause frames.", Type::kCounter,
+             std::move(labels), Base());
       return;
     case Meaning::kGlobalPauseDuration:
       labels.push_back({"direction", direction});
       f->Add("fabricdiag_global_pause_duration_seconds_total",
-             "Time paused by IEEE 802.3x link-level pause.",
-             MetricType::Counter, std::move(labels), s.BaseValue());
+             "Time paused by IEEE 802.3x link-level pause.", Type::kCounter,
+             std::move(labels), Base());
       return;
     case Meaning::kPauseStormWarning:
     case Meaning::kPauseStormError:
@@ -253,21 +299,21 @@ void AddEthtoolMeaning(const Sample& s, Families* f) {
              "Pause-storm events detected by the NIC: warning = stalled past "
              "the minor watermark, error = storm prevention stopped sending "
              "pause.",
-             MetricType::Counter, std::move(labels), s.BaseValue());
+             Type::kCounter, std::move(labels), Base());
       return;
     case Meaning::kPhyBytes:
       f->Add(s.desc->direction == Direction::kTx
                  ? "fabricdiag_phy_transmitted_bytes_total"
                  : "fabricdiag_phy_received_bytes_total",
              "Bytes on the physical port, all traffic including RoCE.",
-             MetricType::Counter, std::move(labels), s.BaseValue());
+             Type::kCounter, std::move(labels), Base());
       return;
     case Meaning::kPhyPackets:
       f->Add(s.desc->direction == Direction::kTx
                  ? "fabricdiag_phy_transmitted_packets_total"
                  : "fabricdiag_phy_received_packets_total",
              "Packets on the physical port, all traffic including RoCE.",
-             MetricType::Counter, std::move(labels), s.BaseValue());
+             Type::kCounter, std::move(labels), Base());
       return;
     case Meaning::kRxDiscardsPhy:
     case Meaning::kTxDiscardsPhy:
@@ -277,57 +323,57 @@ void AddEthtoolMeaning(const Sample& s, Families* f) {
              "Packets the NIC dropped: rx_discards_phy = port receive buffer "
              "full, tx_discards_phy = could not transmit, rx_out_of_buffer = "
              "host posted no receive buffer.",
-             MetricType::Counter, std::move(labels), s.BaseValue());
+             Type::kCounter, std::move(labels), Base());
       return;
     case Meaning::kPriorityDiscards:
       labels.push_back({"priority", priority});
       f->Add("fabricdiag_priority_discards_total",
              "Received packets dropped per priority for lack of buffers (on a "
              "lossless priority this means PFC is not working).",
-             MetricType::Counter, std::move(labels), s.BaseValue());
+             Type::kCounter, std::move(labels), Base());
       return;
     case Meaning::kPriorityBytes:
       labels.push_back({"direction", direction});
       labels.push_back({"priority", priority});
       f->Add("fabricdiag_priority_bytes_total", "Bytes per L2 priority.",
-             MetricType::Counter, std::move(labels), s.BaseValue());
+             Type::kCounter, std::move(labels), Base());
       return;
     case Meaning::kEcnMarked:
       labels.push_back({"priority", priority});
       f->Add("fabricdiag_ecn_marked_packets_total",
              "Packets the NIC marked ECN CE for congestion, per priority.",
-             MetricType::Counter, std::move(labels), s.BaseValue());
+             Type::kCounter, std::move(labels), Base());
       return;
     case Meaning::kCrcErrors:
       f->Add("fabricdiag_phy_crc_errors_total",
              "Frames received with a bad FCS (cable, optic, connector).",
-             MetricType::Counter, std::move(labels), s.BaseValue());
+             Type::kCounter, std::move(labels), Base());
       return;
     case Meaning::kSymbolErrors:
       f->Add("fabricdiag_phy_symbol_errors_total",
-             "Physical coding (symbol) errors.", MetricType::Counter,
-             std::move(labels), s.BaseValue());
+             "Physical coding (symbol) errors.", Type::kCounter,
+             std::move(labels), Base());
       return;
     case Meaning::kPcsSymbolErrors:
       f->Add("fabricdiag_phy_uncorrected_symbol_errors_total",
              "Symbol errors FEC could not correct: the link is losing "
              "traffic.",
-             MetricType::Counter, std::move(labels), s.BaseValue());
+             Type::kCounter, std::move(labels), Base());
       return;
     case Meaning::kCorrectedBits:
       f->Add("fabricdiag_phy_corrected_bits_total",
              "Bits corrected by FEC (pre-FEC BER = this / received bits).",
-             MetricType::Counter, std::move(labels), s.BaseValue());
+             Type::kCounter, std::move(labels), Base());
       return;
     case Meaning::kReceivedBits:
       f->Add("fabricdiag_phy_received_bits_total",
              "Bits received on the physical port (the BER denominator).",
-             MetricType::Counter, std::move(labels), s.BaseValue());
+             Type::kCounter, std::move(labels), Base());
       return;
     case Meaning::kLinkDownEvents:
       f->Add("fabricdiag_phy_link_down_events_total",
-             "Times the port's link went down (flaps).", MetricType::Counter,
-             std::move(labels), s.BaseValue());
+             "Times the port's link went down (flaps).", Type::kCounter,
+             std::move(labels), Base());
       return;
   }
 }
@@ -344,35 +390,32 @@ void AddSample(const Sample& s, Families* f) {
       f->Add("fabricdiag_rdma_port_hw_statistic_total",
              "Driver-defined per-port RDMA counter from hw_counters/ "
              "(retransmissions, CNPs, ECN marks, ...).",
-             s.desc->kind == Kind::kCounter ? MetricType::Counter
-                                            : MetricType::Gauge,
-             std::move(labels), s.BaseValue());
+             s.desc->kind == Kind::kCounter ? Type::kCounter : Type::kGauge,
+             std::move(labels), Base());
       return;
     }
     case Subsystem::kRdmaDeviceHwCounters:
       f->Add("fabricdiag_rdma_device_hw_statistic_total",
              "Driver-defined device-wide RDMA counter from hw_counters/.",
-             s.desc->kind == Kind::kCounter ? MetricType::Counter
-                                            : MetricType::Gauge,
-             {{"device", s.desc->device}, {"statistic", s.desc->name}},
-             s.BaseValue());
+             s.desc->kind == Kind::kCounter ? Type::kCounter : Type::kGauge,
+             {{"device", s.desc->device}, {"statistic", s.desc->name}}, Base());
       return;
     case Subsystem::kRdmaPortAttribute:
       if (s.desc->name == "rate_bytes_per_second") {
         f->Add("fabricdiag_rdma_port_rate_bytes_per_second",
                "Link rate of the RDMA port from its sysfs rate file.",
-               MetricType::Gauge, PortLabels(s), s.BaseValue());
+               Type::kGauge, PortLabels(s), Base());
       } else if (s.desc->name == "state_id") {
         f->Add("fabricdiag_rdma_port_state",
                "Logical port state: 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, 5 "
                "ACTIVE_DEFER.",
-               MetricType::Gauge, PortLabels(s), s.BaseValue());
+               Type::kGauge, PortLabels(s), Base());
       } else if (s.desc->name == "phys_state_id") {
         f->Add("fabricdiag_rdma_port_physical_state",
                "Physical port state: 1 Sleep, 2 Polling, 3 Disabled, 4 "
                "PortConfigurationTraining, 5 LinkUp, 6 LinkErrorRecovery, 7 "
                "Phy Test.",
-               MetricType::Gauge, PortLabels(s), s.BaseValue());
+               Type::kGauge, PortLabels(s), Base());
       }
       return;
     case Subsystem::kNetdevStatistics:
@@ -385,28 +428,27 @@ void AddSample(const Sample& s, Families* f) {
       AddEthtoolMeaning(s, f);
       f->Add("fabricdiag_ethtool_statistic",
              "Raw ethtool statistic as the driver names and counts it.",
-             MetricType::Untyped,
-             {{"netdev", s.desc->device}, {"statistic", s.desc->name}},
-             static_cast<double>(s.raw));
+             Type::kUntyped,
+             {{"netdev", s.desc->device}, {"statistic", s.desc->name}}, Raw());
       return;
     case Subsystem::kVerbs:
       if (s.desc->name == "expected_rate_bytes_per_second") {
         f->Add("fabricdiag_verbs_port_expected_rate_bytes_per_second",
                "Link rate implied by the port's active speed and width "
                "(ibv_query_port).",
-               MetricType::Gauge, PortLabels(s), s.BaseValue());
+               Type::kGauge, PortLabels(s), Base());
       } else if (s.desc->name == "active_mtu_bytes") {
         f->Add("fabricdiag_verbs_port_active_mtu_bytes",
-               "Active MTU of the RDMA port (ibv_query_port).",
-               MetricType::Gauge, PortLabels(s), s.BaseValue());
+               "Active MTU of the RDMA port (ibv_query_port).", Type::kGauge,
+               PortLabels(s), Base());
       } else if (s.desc->name == "active_width_lanes") {
         f->Add("fabricdiag_verbs_port_active_width_lanes",
-               "Active link width in lanes (ibv_query_port).",
-               MetricType::Gauge, PortLabels(s), s.BaseValue());
+               "Active link width in lanes (ibv_query_port).", Type::kGauge,
+               PortLabels(s), Base());
       } else if (s.desc->name == "state") {
         f->Add("fabricdiag_verbs_port_state",
                "Port state from ibv_query_port (enum ibv_port_state).",
-               MetricType::Gauge, PortLabels(s), s.BaseValue());
+               Type::kGauge, PortLabels(s), Base());
       }
       return;
   }
@@ -415,7 +457,7 @@ void AddSample(const Sample& s, Families* f) {
 void AddInfo(const Snapshot& snap, Families* f) {
   for (const RdmaDeviceInfo& d : snap.rdma_devices) {
     f->Add("fabricdiag_rdma_device_info",
-           "RDMA device identity; value is always 1.", MetricType::Gauge,
+           "RDMA device identity; value is always 1.", Type::kGauge,
            {{"device", d.name},
             {"fw_version", d.fw_ver},
             {"board_id", d.board_id},
@@ -425,7 +467,7 @@ void AddInfo(const Snapshot& snap, Families* f) {
   }
   for (const RdmaPortInfo& p : snap.rdma_ports) {
     f->Add("fabricdiag_rdma_port_info",
-           "RDMA port description; value is always 1.", MetricType::Gauge,
+           "RDMA port description; value is always 1.", Type::kGauge,
            {{"device", p.device},
             {"port", absl::StrCat(p.port)},
             {"link_layer", p.link_layer},
@@ -437,104 +479,273 @@ void AddInfo(const Snapshot& snap, Families* f) {
   for (const NetdevInfo& n : snap.netdevs) {
     f->Add(
         "fabricdiag_netdev_info", "Netdev description; value is always 1.",
-        MetricType::Gauge,
+        Type::kGauge,
         {{"netdev", n.name},
          {"operstate", n.operstate},
          {"rdma_device", n.rdma_device},
          {"rdma_port", n.rdma_device.empty() ? "" : absl::StrCat(n.rdma_port)}},
         1);
     f->Add("fabricdiag_netdev_up", "1 when the netdev's operstate is up.",
-           MetricType::Gauge, {{"netdev", n.name}},
-           n.operstate == "up" ? 1 : 0);
+           Type::kGauge, {{"netdev", n.name}}, n.operstate == "up" ? 1 : 0);
   }
 }
 
 void AddHealth(const Snapshot& snap, const AgentHealth& h, Families* f) {
   f->Add("fabricdiag_agent_build_info",
-         "The agent's version; value is always 1.", MetricType::Gauge,
+         "The agent's version; value is always 1.", Type::kGauge,
          {{"version", h.version}}, 1);
   for (const SourceStatus& s : snap.sources) {
     f->Add("fabricdiag_agent_source_success",
            "1 when the source read everything it found in the last snapshot.",
-           MetricType::Gauge, {{"source", s.source}}, s.ok ? 1 : 0);
+           Type::kGauge, {{"source", s.source}}, s.ok ? 1 : 0);
     f->Add("fabricdiag_agent_source_duration_seconds",
-           "Time the source took in the last snapshot.", MetricType::Gauge,
+           "Time the source took in the last snapshot.", Type::kGauge,
            {{"source", s.source}}, absl::ToDoubleSeconds(s.duration));
     f->Add("fabricdiag_agent_source_errors",
            "Files or devices the source failed to read in the last snapshot.",
-           MetricType::Gauge, {{"source", s.source}}, s.errors);
+           Type::kGauge, {{"source", s.source}}, s.errors);
   }
   f->Add("fabricdiag_agent_snapshot_duration_seconds",
-         "Time the last full snapshot took.", MetricType::Gauge, {},
+         "Time the last full snapshot took.", Type::kGauge, {},
          absl::ToDoubleSeconds(h.snapshot_duration));
   f->Add("fabricdiag_agent_snapshots_total", "Snapshots taken since start.",
-         MetricType::Counter, {}, static_cast<double>(h.snapshots));
+         Type::kCounter, {}, static_cast<double>(h.snapshots));
   f->Add("fabricdiag_agent_last_snapshot_timestamp_seconds",
-         "Wall time of the last snapshot.", MetricType::Gauge, {},
+         "Wall time of the last snapshot.", Type::kGauge, {},
          absl::ToDoubleSeconds(snap.wall_time - absl::UnixEpoch()));
   f->Add("fabricdiag_agent_resets_detected_total",
          "Counters seen going backwards without wrapping (driver reload, "
          "clear); no rate is reported for that interval.",
-         MetricType::Counter, {}, static_cast<double>(h.counter_resets));
+         Type::kCounter, {}, static_cast<double>(h.counter_resets));
   f->Add("fabricdiag_agent_wraps_detected_total",
-         "Fixed-width counters seen wrapping around.", MetricType::Counter, {},
+         "Fixed-width counters seen wrapping around.", Type::kCounter, {},
          static_cast<double>(h.counter_wraps));
   f->Add("fabricdiag_agent_devices", "Devices seen in the last snapshot.",
-         MetricType::Gauge, {{"kind", "rdma"}},
+         Type::kGauge, {{"kind", "rdma"}},
          static_cast<double>(snap.rdma_devices.size()));
   f->Add("fabricdiag_agent_devices", "Devices seen in the last snapshot.",
-         MetricType::Gauge, {{"kind", "netdev"}},
+         Type::kGauge, {{"kind", "netdev"}},
          static_cast<double>(snap.netdevs.size()));
   f->Add("fabricdiag_agent_samples", "Values read in the last snapshot.",
-         MetricType::Gauge, {}, static_cast<double>(snap.samples.size()));
+         Type::kGauge, {}, static_cast<double>(snap.samples.size()));
   if (h.stream.has_value()) {
     const AgentHealth::Stream& s = *h.stream;
     f->Add("fabricdiag_agent_stream_connected",
-           "1 while the stream to the collector is up.", MetricType::Gauge, {},
+           "1 while the stream to the collector is up.", Type::kGauge, {},
            s.connected ? 1 : 0);
     f->Add("fabricdiag_agent_stream_reports_buffered",
-           "Reports kept until the collector acknowledges them.",
-           MetricType::Gauge, {}, static_cast<double>(s.buffered));
+           "Reports kept until the collector acknowledges them.", Type::kGauge,
+           {}, static_cast<double>(s.buffered));
     f->Add("fabricdiag_agent_stream_reports_dropped_total",
            "Reports lost because the buffer overflowed during an outage.",
-           MetricType::Counter, {}, static_cast<double>(s.dropped));
+           Type::kCounter, {}, static_cast<double>(s.dropped));
     f->Add("fabricdiag_agent_stream_reports_sent_total",
            "Reports written to the collector stream (replays included).",
-           MetricType::Counter, {}, static_cast<double>(s.sent));
+           Type::kCounter, {}, static_cast<double>(s.sent));
     f->Add("fabricdiag_agent_stream_reconnects_total",
            "Times the stream to the collector was re-established.",
-           MetricType::Counter, {}, static_cast<double>(s.reconnects));
+           Type::kCounter, {}, static_cast<double>(s.reconnects));
   }
+}
+
+// A fixed-width PMA counter stuck at all-ones: a separate gauge, decided per
+// snapshot.
+void AddSaturated(const Sample& s, Families* f) {
+  Labels labels = PortLabels(s);
+  labels.push_back({"statistic", s.desc->name});
+  f->Add("fabricdiag_rdma_port_statistic_saturated",
+         "1 when a fixed-width IB PMA counter sits at all-ones and has "
+         "stopped counting; its value is a floor, not traffic.",
+         Type::kGauge, std::move(labels), 1.0);
+}
+
+std::string Header(const std::string& name, const Families::Family& f) {
+  std::string out = absl::StrCat("# HELP ", name, " ");
+  AppendEscaped(f.help, false, &out);
+  absl::StrAppend(&out, "\n# TYPE ", name, " ", TypeName(f.type), "\n");
+  return out;
+}
+
+double ValueOf(const Sample& s, ValueRef ref) {
+  return ref == ValueRef::kRaw ? static_cast<double>(s.raw) : s.BaseValue();
 }
 
 }  // namespace
 
-std::vector<MetricFamily> SnapshotToFamilies(const Snapshot& snapshot,
-                                             const AgentHealth& health) {
-  Families families;
-  for (const Sample& s : snapshot.samples) AddSample(s, &families);
-  AddInfo(snapshot, &families);
-  AddHealth(snapshot, health, &families);
-  return families.Take();
+std::string FormatValue(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+  // The shortest digits that round-trip, from scientific notation
+  // ("-1.2345e+07"), laid out as printf's %g lays out 16 digits.
+  char sci[64];
+  const std::to_chars_result r = std::to_chars(sci, sci + sizeof(sci), value,
+                                               std::chars_format::scientific);
+  const absl::string_view text(sci, static_cast<size_t>(r.ptr - sci));
+  const size_t e = text.find('e');
+  absl::string_view mantissa = text.substr(0, e);
+  std::string out;
+  if (!mantissa.empty() && mantissa[0] == '-') {
+    out.push_back('-');
+    mantissa.remove_prefix(1);
+  }
+  std::string digits;
+  for (char c : mantissa) {
+    if (c != '.') digits.push_back(c);
+  }
+  const int exponent = std::atoi(std::string(text.substr(e + 1)).c_str());
+  if (exponent < -4 || exponent >= 16) {
+    out.push_back(digits[0]);
+    if (digits.size() > 1) absl::StrAppend(&out, ".", digits.substr(1));
+    absl::StrAppend(&out, text.substr(e));
+    return out;
+  }
+  if (exponent < 0) {
+    absl::StrAppend(&out, "0.", std::string(-exponent - 1, '0'), digits);
+    return out;
+  }
+  const size_t whole = static_cast<size_t>(exponent) + 1;
+  if (digits.size() <= whole) {
+    absl::StrAppend(&out, digits, std::string(whole - digits.size(), '0'));
+  } else {
+    absl::StrAppend(&out, digits.substr(0, whole), ".", digits.substr(whole));
+  }
+  return out;
 }
 
-void SnapshotCollectable::Publish(std::shared_ptr<const Snapshot> snapshot,
-                                  AgentHealth health) {
+// The prepared lines of one set of sample series: families with their
+// headers and, per series, "name{labels} " and the last value's text.
+struct ExpositionRenderer::Plan {
+  struct Entry {
+    std::string prefix;  // "name{labels} "
+    uint32_t sample = 0;
+    ValueRef ref = ValueRef::kBase;
+    bool formatted = false;
+    uint64_t raw = 0;  // of `text`
+    std::string text;  // the value, formatted
+  };
+  struct Family {
+    std::string name;
+    std::string header;
+    std::vector<Entry> entries;
+  };
+  // The descriptions the plan was built for, in snapshot order, and the
+  // tables that own them (kept alive, so that an equal pointer is the same
+  // description).
+  std::vector<const SeriesDesc*> descs;
+  std::vector<std::shared_ptr<const void>> owners;
+  std::vector<Family> families;  // sorted by name
+
+  bool Matches(const Snapshot& snap) const {
+    if (snap.samples.size() != descs.size()) return false;
+    for (size_t i = 0; i < descs.size(); ++i) {
+      if (snap.samples[i].desc != descs[i]) return false;
+    }
+    return true;
+  }
+};
+
+ExpositionRenderer::ExpositionRenderer() = default;
+ExpositionRenderer::~ExpositionRenderer() = default;
+
+void ExpositionRenderer::Render(const Snapshot& snapshot,
+                                const AgentHealth& health, std::string* out) {
+  if (plan_ == nullptr || !plan_->Matches(snapshot)) {
+    auto plan = std::make_unique<Plan>();
+    Families families;
+    for (size_t i = 0; i < snapshot.samples.size(); ++i) {
+      families.set_sample(static_cast<int64_t>(i));
+      AddSample(snapshot.samples[i], &families);
+      plan->descs.push_back(snapshot.samples[i].desc);
+    }
+    plan->owners = snapshot.series_owners;
+    for (auto& [name, f] : families.map()) {
+      Plan::Family family;
+      family.name = name;
+      family.header = Header(name, f);
+      for (Families::Entry& e : f.entries) {
+        Plan::Entry entry;
+        entry.prefix = std::move(e.series);
+        entry.prefix.push_back(' ');
+        entry.sample = static_cast<uint32_t>(e.sample);
+        entry.ref = e.ref;
+        family.entries.push_back(std::move(entry));
+      }
+      plan->families.push_back(std::move(family));
+    }
+    plan_ = std::move(plan);
+    ++plans_built_;
+  }
+
+  // What is decided per snapshot: saturation, devices, the agent itself.
+  Families dynamic;
+  for (const Sample& s : snapshot.samples) {
+    if (s.saturated) AddSaturated(s, &dynamic);
+  }
+  AddInfo(snapshot, &dynamic);
+  AddHealth(snapshot, health, &dynamic);
+
+  out->clear();
+  auto emit_dynamic = [out](const std::string& name, Families::Family& f) {
+    out->append(Header(name, f));
+    for (const Families::Entry& e : f.entries) {
+      absl::StrAppend(out, e.series, " ", FormatValue(e.value), "\n");
+    }
+  };
+  auto next = dynamic.map().begin();
+  for (Plan::Family& family : plan_->families) {
+    for (; next != dynamic.map().end() && next->first < family.name; ++next) {
+      emit_dynamic(next->first, next->second);
+    }
+    out->append(family.header);
+    for (Plan::Entry& e : family.entries) {
+      const Sample& s = snapshot.samples[e.sample];
+      if (!e.formatted || e.raw != s.raw) {
+        e.text = FormatValue(ValueOf(s, e.ref));
+        e.raw = s.raw;
+        e.formatted = true;
+      }
+      out->append(e.prefix);
+      out->append(e.text);
+      out->push_back('\n');
+    }
+  }
+  for (; next != dynamic.map().end(); ++next) {
+    emit_dynamic(next->first, next->second);
+  }
+}
+
+void MetricsPage::Publish(std::shared_ptr<const Snapshot> snapshot,
+                          AgentHealth health) {
   std::lock_guard<std::mutex> lock(mu_);
   snapshot_ = std::move(snapshot);
   health_ = std::move(health);
+  ++generation_;
 }
 
-std::vector<MetricFamily> SnapshotCollectable::Collect() const {
-  std::shared_ptr<const Snapshot> snapshot;
-  AgentHealth health;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    snapshot = snapshot_;
-    health = health_;
+HttpResponse MetricsPage::Serve(const HttpRequest& request) {
+  HttpResponse r;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (snapshot_ == nullptr) {
+    r.status = 503;
+    r.body = "no snapshot yet: the agent is starting\n";
+    r.compressible = false;
+    return r;
   }
-  if (snapshot == nullptr) return {};
-  return SnapshotToFamilies(*snapshot, health);
+  if (rendered_generation_ != generation_) {
+    renderer_.Render(*snapshot_, health_, &text_);
+    gzipped_.clear();
+    rendered_generation_ = generation_;
+  }
+  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  if (request.accepts_gzip) {
+    if (gzipped_.empty()) {
+      absl::StatusOr<std::string> z = GzipCompress(text_);
+      if (z.ok()) gzipped_ = *std::move(z);
+    }
+    r.gzip_body = gzipped_;
+  }
+  r.body = text_;
+  return r;
 }
 
 }  // namespace fabricdiag::agent

@@ -1,15 +1,27 @@
-// Turns the latest Snapshot into Prometheus metric families.
+// The agent's /metrics: the latest Snapshot as Prometheus text (exposition
+// format 0.0.4).
 //
-// Names follow fabricdiag_<subsystem>_<name>_<unit>[_total] (INTERFACES.md
-// fixes the RDMA byte counters and the PFC families). Values are exactly
-// what the kernel counted, converted to base units (bytes, seconds); a
-// counter the kernel does not expose is absent, never 0. Absolute hardware
-// counters are exported as-is through a Collectable rather than through
-// prometheus::Counter, which can only be incremented.
+// Names follow fabricdiag_<subsystem>_<name>_<unit>[_total] (docs/metrics.md
+// lists every family). Values are exactly what the kernel counted,
+// converted to base units (bytes, seconds); a counter the kernel does not
+// expose is absent, never 0. Families are sorted by name, series keep
+// snapshot order.
 //
-//   auto collectable = std::make_shared<SnapshotCollectable>();
-//   exposer.RegisterCollectable(collectable);
-//   collectable->Publish(std::make_shared<Snapshot>(snap), health);
+// Rendering is cheap because almost nothing changes between snapshots: the
+// series lines of a snapshot's counters ("name{labels} ") and the family
+// headers are prepared once per device scan (when the sources' descriptions
+// change), a value is formatted again only when the counter moved, and the
+// text is built into a reused buffer. Values are printed with the fewest
+// digits that read back as the same double (a byte counter of 2^64 prints
+// as 1.8446744073709552e+19, as node_exporter does).
+//
+//   ExpositionRenderer renderer;
+//   std::string text;
+//   renderer.Render(snapshot, health, &text);
+//
+//   MetricsPage page;                 // what the HTTP server serves
+//   page.Publish(std::make_shared<Snapshot>(snap), health);
+//   HttpResponse r = page.Serve(request);
 #pragma once
 
 #include <cstdint>
@@ -21,8 +33,7 @@
 
 #include "absl/time/time.h"
 #include "agent/sample.h"
-#include "prometheus/collectable.h"
-#include "prometheus/metric_family.h"
+#include "common/http_server.h"
 
 namespace fabricdiag::agent {
 
@@ -43,21 +54,52 @@ struct AgentHealth {
   std::optional<Stream> stream;  // absent when no collector is configured
 };
 
-// Pure conversion; families are sorted by name, metrics keep snapshot order.
-std::vector<prometheus::MetricFamily> SnapshotToFamilies(
-    const Snapshot& snapshot, const AgentHealth& health);
+// `value` as Prometheus prints a sample value: the shortest text that reads
+// back as the same double, in %g style with 16 significant digits as the
+// switch to exponent form ("123456789", "0.94", "1e+16", "1e-07",
+// "1.8446744073709552e+19"), "NaN", "+Inf", "-Inf".
+std::string FormatValue(double value);
 
-// Serves the most recently published snapshot. Thread-safe: Publish() from
-// the sampling thread, Collect() from the HTTP server's threads.
-class SnapshotCollectable final : public prometheus::Collectable {
+// Not thread-safe: one renderer per caller (MetricsPage serializes).
+class ExpositionRenderer {
  public:
-  void Publish(std::shared_ptr<const Snapshot> snapshot, AgentHealth health);
-  std::vector<prometheus::MetricFamily> Collect() const override;
+  ExpositionRenderer();
+  ~ExpositionRenderer();
+  ExpositionRenderer(const ExpositionRenderer&) = delete;
+  ExpositionRenderer& operator=(const ExpositionRenderer&) = delete;
+
+  // Replaces *out with the exposition of `snapshot` and `health`.
+  void Render(const Snapshot& snapshot, const AgentHealth& health,
+              std::string* out);
+
+  // Times the prepared lines were rebuilt (a new or changed set of series).
+  uint64_t plans_built() const { return plans_built_; }
 
  private:
-  mutable std::mutex mu_;
+  struct Plan;
+  std::unique_ptr<Plan> plan_;
+  uint64_t plans_built_ = 0;
+};
+
+// The most recently published snapshot, served as /metrics. Each published
+// snapshot is rendered (and gzip-compressed) at most once, however many
+// scrapers ask for it. Thread-safe: Publish() from the sampling thread,
+// Serve() from the HTTP server's workers.
+class MetricsPage {
+ public:
+  void Publish(std::shared_ptr<const Snapshot> snapshot, AgentHealth health);
+  // 503 until the first snapshot.
+  HttpResponse Serve(const HttpRequest& request);
+
+ private:
+  std::mutex mu_;
   std::shared_ptr<const Snapshot> snapshot_;
   AgentHealth health_;
+  uint64_t generation_ = 0;  // bumped by Publish
+  ExpositionRenderer renderer_;
+  uint64_t rendered_generation_ = 0;
+  std::string text_;
+  std::string gzipped_;  // of text_, when a client asked for gzip
 };
 
 }  // namespace fabricdiag::agent

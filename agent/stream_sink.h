@@ -5,7 +5,7 @@
 //   ASSIGN_OR_RETURN(auto client, StreamClient::Create(options, clock));
 //   StreamSink sink(std::move(client));
 //   sink.Start();
-//   AgentRunner runner(&snapshotter, collectable.get(), &sink, clock, version);
+//   AgentRunner runner(&snapshotter, &page, &sink, clock, version);
 //
 // Consume() is called from the sampling thread; Health() from any thread.
 #pragma once

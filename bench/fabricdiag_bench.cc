@@ -51,6 +51,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -70,7 +71,6 @@
 #include "bench/proc_stat.h"
 #include "benchmark/benchmark.h"
 #include "common/clock.h"
-#include "prometheus/text_serializer.h"
 #include "tests/agent/fake_sysfs.h"
 
 #ifndef FABRICDIAG_AGENT_BINARY
@@ -254,9 +254,12 @@ absl::Status CheckSnapshot(const Snapshot& snap) {
   return absl::OkStatus();
 }
 
-size_t CountMetrics(const std::vector<prometheus::MetricFamily>& families) {
+// Series lines of an exposition (lines that are not comments).
+size_t CountSeries(absl::string_view text) {
   size_t n = 0;
-  for (const prometheus::MetricFamily& f : families) n += f.metric.size();
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!line.empty() && line[0] != '#') ++n;
+  }
   return n;
 }
 
@@ -289,7 +292,8 @@ void BM_AgentSnapshot(benchmark::State& state, BenchEnv* env,
   size_t exposed = 0;
   AgentHealth health;
   health.version = "bench";
-  prometheus::TextSerializer serializer;
+  ExpositionRenderer renderer;
+  std::string text;
   // Wall time per source (SourceStatus.duration), to show where a read goes.
   std::map<std::string, absl::Duration> per_source;
   for (auto _ : state) {
@@ -300,11 +304,9 @@ void BM_AgentSnapshot(benchmark::State& state, BenchEnv* env,
       read_errors += s.errors;
     }
     if (render) {
-      const std::vector<prometheus::MetricFamily> families =
-          SnapshotToFamilies(snap, health);
-      std::string text = serializer.Serialize(families);
+      renderer.Render(snap, health, &text);
       benchmark::DoNotOptimize(text.data());
-      exposed = CountMetrics(families);
+      exposed = CountSeries(text);
     }
     benchmark::DoNotOptimize(snap.samples.data());
   }

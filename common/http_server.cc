@@ -386,8 +386,11 @@ class HttpServer::Impl {
                         bool keep_alive) const {
     std::string compressed;
     bool gzip = false;
-    if (r.compressible && request.accepts_gzip &&
-        r.body.size() >= kMinGzipBytes) {
+    if (request.accepts_gzip && !r.gzip_body.empty()) {
+      compressed = r.gzip_body;
+      gzip = true;
+    } else if (r.compressible && request.accepts_gzip &&
+               r.body.size() >= kMinGzipBytes) {
       absl::StatusOr<std::string> z = GzipCompress(r.body, options_.gzip_level);
       if (z.ok()) {
         compressed = *std::move(z);

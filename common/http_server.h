@@ -57,6 +57,9 @@ struct HttpResponse {
   std::vector<std::pair<std::string, std::string>> headers;
   // Compress when the client accepts gzip (and the body is worth it).
   bool compressible = true;
+  // The body compressed already (a cached page): sent as it is to clients
+  // that accept gzip.
+  std::string gzip_body;
 };
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;

@@ -102,7 +102,7 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # Depends from the binaries' NEEDED entries through dpkg-shlibdeps (gRPC,
-# protobuf, abseil, prometheus-cpp, civetweb, yaml-cpp, libibverbs, libc
+# protobuf, abseil, prometheus-cpp, libevent, zlib, yaml-cpp, libibverbs, libc
 # ...), so the list follows the code instead of being kept by hand.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # Scripts 0755 and conffiles 0644 whatever the source tree's modes are.

@@ -6,9 +6,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/gzip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "prometheus/text_serializer.h"
 #include "tests/agent/sample_testing.h"
 
 namespace fabricdiag::agent {
@@ -82,8 +82,10 @@ Snapshot TestSnapshot() {
 }
 
 std::string Render(const Snapshot& snap, const AgentHealth& health) {
-  prometheus::TextSerializer serializer;
-  return serializer.Serialize(SnapshotToFamilies(snap, health));
+  ExpositionRenderer renderer;
+  std::string text;
+  renderer.Render(snap, health, &text);
+  return text;
 }
 
 TEST(ExpositionTest, RdmaByteCountersAreWordsTimesFour) {
@@ -154,12 +156,88 @@ TEST(ExpositionTest, StreamMetricsOnlyWithACollector) {
   EXPECT_THAT(text, HasSubstr("fabricdiag_agent_stream_reports_buffered 42"));
 }
 
-TEST(ExpositionTest, CollectableServesNothingBeforeFirstSnapshot) {
-  SnapshotCollectable collectable;
-  EXPECT_TRUE(collectable.Collect().empty());
-  collectable.Publish(std::make_shared<Snapshot>(TestSnapshot()),
-                      AgentHealth{});
-  EXPECT_FALSE(collectable.Collect().empty());
+TEST(ExpositionTest, PageServesNothingBeforeFirstSnapshot) {
+  MetricsPage page;
+  HttpRequest request;
+  EXPECT_EQ(page.Serve(request).status, 503);
+  page.Publish(std::make_shared<Snapshot>(TestSnapshot()), AgentHealth{});
+  HttpResponse r = page.Serve(request);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, Render(TestSnapshot(), AgentHealth{}));
+  EXPECT_TRUE(r.gzip_body.empty());
+  // A client that accepts gzip gets the compressed page, made once.
+  request.accepts_gzip = true;
+  HttpResponse z = page.Serve(request);
+  EXPECT_FALSE(z.gzip_body.empty());
+  EXPECT_EQ(*GzipDecompress(z.gzip_body, 1 << 20), r.body);
+}
+
+TEST(FormatValueTest, ShortestRoundTripInPercentGLayout) {
+  struct Case {
+    double value;
+    const char* text;
+  };
+  const Case cases[] = {
+      {0, "0"},
+      {-0.0, "-0"},
+      {123456789, "123456789"},
+      {0.94, "0.94"},
+      {5961.284324, "5961.284324"},
+      {1.0 / 3, "0.3333333333333333"},
+      {0.1 + 0.2, "0.30000000000000004"},  // %.16g would print 0.3
+      {4e15, "4000000000000000"},
+      {1e16, "1e+16"},
+      {1e20, "1e+20"},
+      {1e-7, "1e-07"},
+      {0.000123, "0.000123"},
+      {-2.5e-5, "-2.5e-05"},
+      // 2^64 - 1 bytes: what node_exporter prints, not 1.844674407370955e+19.
+      {18446744073709551615.0, "1.8446744073709552e+19"},
+      {12345678901234567.0, "1.2345678901234568e+16"},
+      {std::nan(""), "NaN"},
+      {HUGE_VAL, "+Inf"},
+      {-HUGE_VAL, "-Inf"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(FormatValue(c.value), c.text) << c.text;
+    if (std::isfinite(c.value)) {
+      EXPECT_EQ(std::stod(FormatValue(c.value)), c.value) << c.text;
+    }
+  }
+}
+
+// The prepared lines are kept while the sources describe the same series,
+// values are still those of the snapshot rendered, and a rescan (new
+// descriptions) rebuilds them.
+TEST(ExpositionTest, PreparedLinesFollowTheSnapshot) {
+  ExpositionRenderer renderer;
+  Snapshot first = TestSnapshot();
+  std::string text;
+  renderer.Render(first, AgentHealth{}, &text);
+  EXPECT_EQ(renderer.plans_built(), 1u);
+  Snapshot second = first;  // same descriptions, new values
+  second.samples[0].raw += 25;
+  second.samples[2].saturated = false;
+  renderer.Render(second, AgentHealth{}, &text);
+  EXPECT_EQ(renderer.plans_built(), 1u);
+  EXPECT_EQ(text, Render(second, AgentHealth{}));
+  EXPECT_DOUBLE_EQ(ValueOf(text,
+                           "fabricdiag_rdma_port_transmitted_bytes_total{"
+                           "device=\"mlx5_0\",port=\"1\"}"),
+                   (2880761508848.0 + 25) * 4);
+  EXPECT_THAT(text, Not(HasSubstr("statistic_saturated")));
+  Snapshot rescanned = TestSnapshot();  // new description objects
+  renderer.Render(rescanned, AgentHealth{}, &text);
+  EXPECT_EQ(renderer.plans_built(), 2u);
+  EXPECT_EQ(text, Render(rescanned, AgentHealth{}));
+}
+
+TEST(ExpositionTest, LabelValuesAreEscaped) {
+  Snapshot snap;
+  snap.samples.push_back(MakeSample(Subsystem::kNetdevStatistics,
+                                    "we\"ird\\dev\n", 0, "rx_bytes", 1));
+  const std::string text = Render(snap, AgentHealth{});
+  EXPECT_THAT(text, HasSubstr("{netdev=\"we\\\"ird\\\\dev\\n\"} 1\n"));
 }
 
 // promtool is the reference for the exposition format; Debian ships it in

@@ -343,14 +343,11 @@ TEST_F(NodeExporterCompareTest, LargeCounterValuesEqual) {
             9999999999999996.0);
 }
 
-// KNOWN BUG, disabled so that CI stays green while it is open: from 1e16
-// on, prometheus-cpp 1.0.1's TextSerializer (Debian 12) prints 16
-// significant digits ("%.16g"), which does not round-trip a double, so
-// 2^64 bytes come out as 1.844674407370955e+19 (= 2^64 - 2048 after
-// parsing) where node_exporter prints 1.8446744073709552e+19 (= 2^64).
-// Fixed upstream by prometheus-cpp PR #444 (shortest round-trip format).
-// Run with --gtest_also_run_disabled_tests to see it fail.
-TEST_F(NodeExporterCompareTest, DISABLED_CountersAbove1e16KeepFullPrecision) {
+// From 1e16 on a double needs 17 significant digits to round-trip: the
+// agent prints the shortest exact form, as node_exporter does (2^64 bytes as
+// 1.8446744073709552e+19), not 16 digits (1.844674407370955e+19 = 2^64 -
+// 2048 after parsing).
+TEST_F(NodeExporterCompareTest, CountersAbove1e16KeepFullPrecision) {
   const std::string root = tmp_.path() + "/sys";
   ASSERT_EQ(mkdir(root.c_str(), 0755), 0);
   ASSERT_TRUE(BuildRoceNode(root, 2).ok());

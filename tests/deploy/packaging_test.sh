@@ -225,7 +225,7 @@ check_package "$agent_deb" fabricdiag-agent fabricdiag-agent.service "
   ./usr/share/doc/fabricdiag-agent/README.md" "
   /etc/default/fabricdiag-agent" "
   libc6 libstdc++6 libgrpc++1.51 libprotobuf32 libabsl20220623
-  libibverbs1 libprometheus-cpp-pull1.0"
+  libibverbs1 libevent-core-2.1-7 zlib1g"
 check_package "$collector_deb" fabricdiag-collector fabricdiag-collector.service "
   ./etc/default/fabricdiag-collector
   ./etc/fabricdiag/analysis.yaml
@@ -236,7 +236,7 @@ check_package "$collector_deb" fabricdiag-collector fabricdiag-collector.service
   /etc/default/fabricdiag-collector
   /etc/fabricdiag/analysis.yaml" "
   libc6 libstdc++6 libgrpc++1.51 libprotobuf32 libabsl20220623
-  libprometheus-cpp-core1.0 libyaml-cpp0.7"
+  libprometheus-cpp-core1.0 libyaml-cpp0.7 libevent-core-2.1-7"
 if ! cmp -s "$src_dir/deploy/analysis.yaml" "$tmp/fabricdiag-collector/root/etc/fabricdiag/analysis.yaml"; then
   fail "fabricdiag-collector: /etc/fabricdiag/analysis.yaml differs from deploy/analysis.yaml"
 fi

@@ -92,7 +92,12 @@ struct Sources {
 
 absl::StatusOr<Sources> BuildSources(const AgentConfig& config) {
   Sources out;
-  out.reader = std::make_unique<SysfsReader>(config.sysfs_root);
+  SysfsReader::Options reader_options;
+  reader_options.cache_policy =
+      config.sysfs_fd_cache == "always"  ? FdCachePolicy::kAlways
+      : config.sysfs_fd_cache == "never" ? FdCachePolicy::kNever
+                                         : FdCachePolicy::kAuto;
+  out.reader = std::make_unique<SysfsReader>(config.sysfs_root, reader_options);
   out.devices.push_back(std::make_unique<RdmaSysfsSource>(out.reader.get()));
   NetdevSource::Options netdev_options;
   if (!config.netdev_exclude.empty()) {
@@ -191,6 +196,12 @@ absl::Status ValidateAgentConfig(const AgentConfig& config) {
         "letter or digit"));
   }
   RETURN_IF_ERROR(CheckDirectory("sysfs_root", config.sysfs_root));
+  if (config.sysfs_fd_cache != "auto" && config.sysfs_fd_cache != "always" &&
+      config.sysfs_fd_cache != "never") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--sysfs_fd_cache=", config.sysfs_fd_cache,
+                     ": expected auto, always or never"));
+  }
   if (!config.ethtool_dir.empty()) {
     RETURN_IF_ERROR(CheckDirectory("ethtool_dir", config.ethtool_dir));
   }

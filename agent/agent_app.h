@@ -28,6 +28,9 @@ struct AgentConfig {
   std::string tls_server_name;
   std::string netdev_exclude;  // regex; see kDefaultNetdevExclude
   bool ethtool_per_queue = false;
+  // "auto" (keep sysfs descriptors open on real sysfs only), "always",
+  // "never": see agent/sysfs_reader.h.
+  std::string sysfs_fd_cache = "auto";
   size_t stream_buffer_reports = 0;  // 0: ten minutes of reports
 };
 

@@ -32,6 +32,10 @@ ABSL_FLAG(std::string, tls_server_name, "",
 ABSL_FLAG(std::string, netdev_exclude, "",
           "Regex of netdev names to skip (default: loopback, veth, docker, "
           "bridges, tunnels and other virtual interfaces)");
+ABSL_FLAG(std::string, sysfs_fd_cache, "auto",
+          "Keep sysfs file descriptors open between reads: auto (only on "
+          "real sysfs), always (any tree whose files are rewritten in place), "
+          "never");
 ABSL_FLAG(bool, ethtool_per_queue, false,
           "Also export per-queue/ring/channel ethtool statistics");
 
@@ -59,6 +63,7 @@ int main(int argc, char** argv) {
   config.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
   config.netdev_exclude = absl::GetFlag(FLAGS_netdev_exclude);
   config.ethtool_per_queue = absl::GetFlag(FLAGS_ethtool_per_queue);
+  config.sysfs_fd_cache = absl::GetFlag(FLAGS_sysfs_fd_cache);
   fabricdiag::agent::ResolveDefaults(&config);
   absl::Status status = fabricdiag::agent::ValidateAgentConfig(config);
   if (!status.ok()) {

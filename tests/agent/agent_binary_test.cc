@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -247,6 +248,7 @@ TEST(AgentBinaryTest, InvalidFlagsExitTwoNamingTheFlag) {
        "--tls_cert and --tls_key"},
       {{"--collector=h:1", "--tls_ca=/nonexistent/ca.pem"}, "--tls_ca"},
       {{"--netdev_exclude=([unclosed"}, "--netdev_exclude"},
+      {{"--sysfs_fd_cache=sometimes"}, "--sysfs_fd_cache"},
   };
   for (const BadFlagCase& c : cases) {
     std::vector<std::string> argv = {kAgent};
@@ -264,6 +266,36 @@ TEST(AgentBinaryTest, PortInUseIsAClearStartupError) {
                             absl::StrCat("--listen=127.0.0.1:", first.port())});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("cannot serve /metrics"));
+}
+
+// --sysfs_fd_cache: kept descriptors are visible in /proc/PID/fd.
+TEST(AgentBinaryTest, SysfsFdCacheFlagKeepsOrClosesDescriptors) {
+  ScopedTempDir dir;
+  ASSERT_TRUE(BuildRoceNode(dir.path(), 8).ok());
+  auto open_fds = [](pid_t pid) {
+    size_t n = 0;
+    std::error_code ec;
+    for (auto it = std::filesystem::directory_iterator(
+             absl::StrCat("/proc/", pid, "/fd"), ec);
+         !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+      ++n;
+    }
+    return n;
+  };
+  RunningAgent always({"--sysfs_root=" + dir.path(), "--sysfs_fd_cache=always",
+                       "--interval=100ms"});
+  ASSERT_TRUE(always.Start());
+  always.ScrapeUntil([](const std::string& b) {
+    return absl::StrContains(b, "fabricdiag_agent_devices{kind=\"rdma\"} 8");
+  });
+  EXPECT_GT(open_fds(always.process().pid()), 500u);
+  RunningAgent never({"--sysfs_root=" + dir.path(), "--sysfs_fd_cache=never",
+                      "--interval=100ms"});
+  ASSERT_TRUE(never.Start());
+  never.ScrapeUntil([](const std::string& b) {
+    return absl::StrContains(b, "fabricdiag_agent_devices{kind=\"rdma\"} 8");
+  });
+  EXPECT_LT(open_fds(never.process().pid()), 100u);
 }
 
 TEST(AgentBinaryTest, SigtermStopsPromptlyWithExitZero) {

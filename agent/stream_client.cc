@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/files.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
 #include "common/status_macros.h"
@@ -23,39 +24,12 @@ namespace {
 // Reports written per wake-up of the writer; bounds the time the writer
 // holds references without rechecking for Stop().
 constexpr size_t kWriteBatch = 64;
-// PEM files are a few KB; anything bigger is the wrong file (or /dev/zero).
-constexpr size_t kMaxPemBytes = 1 << 20;
 // Dead connections that never send a RST (a collector host that lost power)
 // are detected by HTTP/2 keepalive pings. The collector must allow pings this
 // often (GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS).
 constexpr int kKeepaliveTimeMs = 30'000;
 constexpr int kKeepaliveTimeoutMs = 10'000;
 constexpr size_t kMaxReasonBytes = 512;
-
-absl::StatusOr<std::string> ReadPemFile(const std::string& path,
-                                        absl::string_view what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot read ", what, " file '", path, "': ", std::strerror(errno)));
-  }
-  std::string data(kMaxPemBytes + 1, '\0');
-  in.read(data.data(), static_cast<std::streamsize>(data.size()));
-  if (in.bad()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot read ", what, " file '", path, "'"));
-  }
-  data.resize(static_cast<size_t>(in.gcount()));
-  if (data.size() > kMaxPemBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " file '", path, "' is larger than 1 MiB; not a PEM file"));
-  }
-  if (!absl::StrContains(data, "-----BEGIN ")) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " file '", path, "' is not in PEM format"));
-  }
-  return data;
-}
 
 absl::Status CheckFields(const StreamClient::Options& o) {
   if (o.target.empty()) {
@@ -84,13 +58,14 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> LoadCredentials(
   }
   grpc::SslCredentialsOptions ssl;
   if (!o.tls_ca_file.empty()) {
-    ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPemFile(o.tls_ca_file, "TLS CA"));
+    ASSIGN_OR_RETURN(ssl.pem_root_certs,
+                     ReadPemFile("--tls_ca", o.tls_ca_file, false));
   }
   if (!o.tls_cert_file.empty()) {
     ASSIGN_OR_RETURN(ssl.pem_cert_chain,
-                     ReadPemFile(o.tls_cert_file, "TLS certificate"));
+                     ReadPemFile("--tls_cert", o.tls_cert_file, false));
     ASSIGN_OR_RETURN(ssl.pem_private_key,
-                     ReadPemFile(o.tls_key_file, "TLS key"));
+                     ReadPemFile("--tls_key", o.tls_key_file, true));
   }
   return grpc::SslCredentials(ssl);
 }

@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/files.h"
 #include "common/status_macros.h"
 
 namespace fabricdiag::cli {
@@ -20,33 +21,19 @@ absl::Status FlagError(absl::string_view flag, absl::string_view message) {
   return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", message));
 }
 
-// Reads a small credential file; errors name the flag and the OS reason.
-absl::StatusOr<std::string> ReadCredentialFile(absl::string_view flag,
-                                               const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    return FlagError(
-        flag, absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
-  }
-  std::string data;
-  char buf[4096];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) {
-    data.append(buf, n);
-    if (data.size() > kMaxCredentialFileBytes) break;
-  }
-  const bool failed = std::ferror(f) != 0;
-  const int read_errno = errno;
-  std::fclose(f);
-  if (failed) {
-    return FlagError(flag, absl::StrCat("cannot read ", path, ": ",
-                                        std::strerror(read_errno)));
-  }
-  if (data.size() > kMaxCredentialFileBytes) {
-    return FlagError(flag, absl::StrCat(path, " is larger than ",
-                                        kMaxCredentialFileBytes, " bytes"));
-  }
-  return data;
+// Reads a small file a flag names; every error is invalid input (exit 2)
+// and names the flag. A secret (the token) must not be readable by others.
+absl::StatusOr<std::string> ReadFlagFile(absl::string_view flag,
+                                         const std::string& path, bool secret) {
+  const std::string what = absl::StrCat("--", flag);
+  absl::StatusOr<std::string> data =
+      secret ? ReadSecretFile(what, path, kMaxCredentialFileBytes)
+             : ReadFileCapped(path, kMaxCredentialFileBytes);
+  if (data.ok()) return data;
+  const std::string message(data.status().message());
+  return absl::InvalidArgumentError(absl::StartsWith(message, what)
+                                        ? message
+                                        : absl::StrCat(what, ": ", message));
 }
 
 absl::Status CheckAddress(absl::string_view address) {
@@ -89,29 +76,16 @@ absl::StatusOr<ClientConfig> LoadClientConfig(const ClientFlags& flags) {
   config.timeout = flags.timeout;
   config.tls_server_name = flags.tls_server_name;
   if (!flags.token_file.empty()) {
-    ASSIGN_OR_RETURN(std::string text,
-                     ReadCredentialFile("token_file", flags.token_file));
-    // A trailing newline is what every editor and `echo` leave behind.
-    absl::string_view token = absl::StripAsciiWhitespace(text);
-    if (token.empty()) {
-      return FlagError("token_file",
-                       absl::StrCat(flags.token_file, " holds no token"));
-    }
-    for (char c : token) {
-      // RFC 6750 b64token characters are a subset of visible ASCII; anything
-      // else cannot travel in an HTTP/2 header value.
-      if (c < 0x21 || c > 0x7e) {
-        return FlagError("token_file",
-                         absl::StrCat(flags.token_file,
-                                      " holds a space or non-ASCII character "
-                                      "inside the token"));
-      }
-    }
-    config.token = std::string(token);
+    // The collector decides how long a token must be.
+    absl::StatusOr<std::string> token =
+        ReadTokenFile("--token_file", flags.token_file, 1);
+    if (!token.ok())
+      return absl::InvalidArgumentError(token.status().message());
+    config.token = *std::move(token);
   }
   if (!flags.tls_ca.empty()) {
     ASSIGN_OR_RETURN(config.tls_ca_pem,
-                     ReadCredentialFile("tls_ca", flags.tls_ca));
+                     ReadFlagFile("tls_ca", flags.tls_ca, false));
     if (!absl::StrContains(config.tls_ca_pem, "-----BEGIN CERTIFICATE-----")) {
       return FlagError("tls_ca",
                        absl::StrCat(flags.tls_ca, " holds no PEM certificate"));

@@ -6,9 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <memory>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -26,6 +24,7 @@
 #include "collector/server.h"
 #include "collector/state_store.h"
 #include "common/clock.h"
+#include "common/files.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "common/version.h"
@@ -54,39 +53,18 @@ absl::Status CheckReadable(absl::string_view flag, const std::string& path) {
   return absl::OkStatus();
 }
 
-// The token is the file's content without surrounding white space.
-absl::StatusOr<std::string> ReadToken(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--auth_token_file=", path, ": cannot read"));
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string token(absl::StripAsciiWhitespace(ss.str()));
-  if (token.size() < 16) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--auth_token_file=", path,
-        ": the token must be at least 16 characters (e.g. `openssl rand -hex "
-        "32`)"));
-  }
-  return token;
-}
-
 }  // namespace
 
 absl::StatusOr<analysis::AnalysisConfig> LoadAnalysisConfig(
     const std::string& path) {
   if (path.empty()) return analysis::AnalysisConfig();
-  std::ifstream in(path);
-  if (!in) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--analysis_config=", path, ": cannot read"));
+  absl::StatusOr<std::string> text = ReadFileCapped(path, 1 << 20);
+  if (!text.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--analysis_config=", path, ": ", text.status().message()));
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
   absl::StatusOr<analysis::AnalysisConfig> config =
-      analysis::ParseAnalysisConfig(ss.str());
+      analysis::ParseAnalysisConfig(*text);
   if (!config.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--analysis_config=", path, ": ", config.status().message()));
@@ -136,7 +114,8 @@ int RunCollector(const CollectorConfig& config) {
   SystemClock clock;
   std::string token;
   if (!config.auth_token_file.empty()) {
-    absl::StatusOr<std::string> t = ReadToken(config.auth_token_file);
+    absl::StatusOr<std::string> t =
+        ReadTokenFile("--auth_token_file", config.auth_token_file, 16);
     if (!t.ok()) {
       LogError(absl::StrCat("fabricdiag-collector: ", t.status().message()));
       return 1;

@@ -3,40 +3,15 @@
 #include <grpcpp/impl/service_type.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
-#include <fstream>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/files.h"
 #include "common/status_macros.h"
 
 namespace fabricdiag::collector {
-namespace {
-
-// PEM files are a few KB; anything bigger is the wrong file.
-constexpr size_t kMaxPemBytes = 1 << 20;
-
-absl::StatusOr<std::string> ReadPem(const std::string& path,
-                                    absl::string_view what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot read ", what, " '", path, "': ", std::strerror(errno)));
-  }
-  std::string data(kMaxPemBytes + 1, '\0');
-  in.read(data.data(), static_cast<std::streamsize>(data.size()));
-  data.resize(static_cast<size_t>(in.gcount()));
-  if (data.size() > kMaxPemBytes || !absl::StrContains(data, "-----BEGIN ")) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " '", path, "' is not a PEM file"));
-  }
-  return data;
-}
-
-}  // namespace
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> LoadServerCredentials(
     const CollectorServer::Options& o) {
@@ -57,12 +32,14 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> LoadServerCredentials(
           : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
   grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
   ASSIGN_OR_RETURN(pair.cert_chain,
-                   ReadPem(o.tls_cert_file, "TLS certificate"));
-  ASSIGN_OR_RETURN(pair.private_key, ReadPem(o.tls_key_file, "TLS key"));
+                   ReadPemFile("--tls_cert", o.tls_cert_file, false));
+  ASSIGN_OR_RETURN(pair.private_key,
+                   ReadPemFile("--tls_key", o.tls_key_file, true));
   ssl.pem_key_cert_pairs.push_back(std::move(pair));
   if (!o.tls_client_ca_file.empty()) {
-    ASSIGN_OR_RETURN(ssl.pem_root_certs,
-                     ReadPem(o.tls_client_ca_file, "TLS client CA"));
+    ASSIGN_OR_RETURN(
+        ssl.pem_root_certs,
+        ReadPemFile("--tls_client_ca", o.tls_client_ca_file, false));
   }
   return grpc::SslServerCredentials(ssl);
 }
@@ -81,6 +58,9 @@ absl::StatusOr<std::unique_ptr<CollectorServer>> CollectorServer::Start(
   int port = 0;
   builder.AddListeningPort(options.listen, creds, &port);
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
+  // gRPC sets SO_REUSEPORT by default: a second collector on the same
+  // address would start and silently take half of the connections.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddChannelArgument(
       GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
       static_cast<int>(
@@ -117,8 +97,9 @@ absl::StatusOr<std::unique_ptr<CollectorServer>> CollectorServer::Start(
       while (q->cq->Next(&tag, &ok)) {
       }
     }
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", options.listen));
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", options.listen,
+        " (in use by another process, or not an address of this host)"));
   }
   for (auto& q : queues) {
     for (CqService* service : cq_services)

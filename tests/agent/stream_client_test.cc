@@ -163,7 +163,13 @@ TEST_F(StreamClientTest, ValidateRejectsFilesThatAreNotPem) {
   // Hostile: an endless file must not be read into memory.
   o.tls_ca_file = "/dev/zero";
   EXPECT_THAT(std::string(StreamClient::Validate(o).message()),
-              HasSubstr("larger than 1 MiB"));
+              HasSubstr("/dev/zero is not a regular file"));
+  const std::string big = dir + "/big.pem";
+  std::ofstream(big) << "-----BEGIN " << std::string(2 << 20, 'a');
+  o.tls_ca_file = big;
+  EXPECT_THAT(std::string(StreamClient::Validate(o).message()),
+              HasSubstr("larger than 1048576 bytes"));
+  std::filesystem::remove(big);
   std::filesystem::remove(text);
 }
 

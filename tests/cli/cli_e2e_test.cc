@@ -174,7 +174,7 @@ TEST_F(CliE2eTest, UnreadableTokenFileIsExitTwo) {
       RunCommand({kCli, "--collector=" + collector.address(),
                   "--token_file=/nonexistent/token", "layout", "list"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.err, HasSubstr("--token_file: cannot read /nonexistent/token"));
+  EXPECT_THAT(r.err, HasSubstr("--token_file: cannot open /nonexistent/token"));
 }
 
 TEST_F(CliE2eTest, FindingsJsonAndTopology) {

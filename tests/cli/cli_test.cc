@@ -90,8 +90,22 @@ TEST_F(RunCliTest, UnreadableTokenFileIsInvalidInputBeforeAnyRpc) {
   options.client.token_file = "/nonexistent/token";
   EXPECT_EQ(Run({"layout", "list"}), kExitInvalid);
   EXPECT_EQ(t.err.str(),
-            "fabricdiag: --token_file: cannot read /nonexistent/token: No "
+            "fabricdiag: --token_file: cannot open /nonexistent/token: No "
             "such file or directory\n");
+  EXPECT_EQ(factory_calls, 0);
+}
+
+// Like ssh with a private key: a token others can read is refused, and the
+// message says how to fix it.
+TEST_F(RunCliTest, TokenReadableByOthersIsRefusedWithTheFix) {
+  const std::string path = WriteTempFile("token", "s3cr3t-token\n");
+  ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+  options.client.token_file = path;
+  EXPECT_EQ(Run({"layout", "list"}), kExitInvalid);
+  EXPECT_THAT(t.err.str(), HasSubstr("--token_file=" + path +
+                                     " is readable or writable by group or "
+                                     "others (mode 0644)"));
+  EXPECT_THAT(t.err.str(), HasSubstr("chmod 600 " + path));
   EXPECT_EQ(factory_calls, 0);
 }
 

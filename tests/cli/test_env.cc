@@ -1,5 +1,7 @@
 #include "tests/cli/test_env.h"
 
+#include <sys/stat.h>
+
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
@@ -27,6 +29,8 @@ std::string WriteTempFile(const std::string& name, const std::string& content) {
   f << content;
   f.close();
   EXPECT_TRUE(f.good()) << path;
+  // Tokens must not be readable by others (the CLI refuses them).
+  EXPECT_EQ(::chmod(path.c_str(), 0600), 0) << path;
   return path;
 }
 

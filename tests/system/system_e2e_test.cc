@@ -5,6 +5,7 @@
 // replayed buffers leave no gap), and agent_down opening when an agent dies
 // and resolving when it comes back.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <memory>
@@ -62,6 +63,7 @@ class SystemTest : public ::testing::Test {
   void SetUp() override {
     token_file_ = state_.path() + "/token";
     std::ofstream(token_file_) << "0123456789abcdef0123456789abcdef\n";
+    chmod(token_file_.c_str(), 0600);
     for (int i = 0; i < 2; ++i) {
       trees_.push_back(std::make_unique<ScopedTempDir>());
       ASSERT_TRUE(BuildRoceNode(trees_.back()->path(), 2).ok());
@@ -260,12 +262,23 @@ TEST_F(SystemTest, CollectorRefusesBadConfigurationClearly) {
   EXPECT_THAT(r.err, HasSubstr("--state_dir"));
   const std::string short_token = state_.path() + "/short";
   std::ofstream(short_token) << "abc\n";
+  chmod(short_token.c_str(), 0600);
   r = RunCommand({kCollector, "--listen=127.0.0.1:0",
                   "--http_listen=127.0.0.1:0",
                   "--state_dir=" + state_.path() + "/s2",
                   "--auth_token_file=" + short_token});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("at least 16 characters"));
+  // A token anyone on the host can read is refused, with the fix.
+  const std::string open_token = state_.path() + "/open";
+  std::ofstream(open_token) << "0123456789abcdef0123456789abcdef\n";
+  chmod(open_token.c_str(), 0644);
+  r = RunCommand({kCollector, "--listen=127.0.0.1:0",
+                  "--http_listen=127.0.0.1:0",
+                  "--state_dir=" + state_.path() + "/s3",
+                  "--auth_token_file=" + open_token});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("chmod 600 " + open_token));
 }
 
 }  // namespace

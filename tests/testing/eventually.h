@@ -1,0 +1,26 @@
+// Waiting for something asynchronous to happen, without fixed sleeps: polls
+// `pred` every few milliseconds until it holds or `timeout` passes.
+//
+//   ASSERT_TRUE(testing::Eventually([&] { return store.size() == 3; }));
+//
+// Thread-safe if `pred` is.
+#pragma once
+
+#include <functional>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+
+namespace fabricdiag::testing {
+
+inline bool Eventually(const std::function<bool()>& pred,
+                       absl::Duration timeout = absl::Seconds(15)) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    if (pred()) return true;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return pred();
+}
+
+}  // namespace fabricdiag::testing

@@ -250,6 +250,28 @@ TEST_F(SystemTest, HealthzAndPromtoolAcceptTheCollectorMetrics) {
   }
 }
 
+// Two collectors on one address would split the agents between them
+// without a word: the second one must refuse to start, for the gRPC and the
+// HTTP port alike.
+TEST_F(SystemTest, SecondCollectorOnTheSamePortsRefusesToStart) {
+  StartCollector();
+  RunResult r = RunCommand(
+      {kCollector, absl::StrCat("--listen=127.0.0.1:", grpc_port_),
+       "--http_listen=127.0.0.1:0", "--state_dir=" + state_.path() + "/b1"},
+      absl::Seconds(15));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err,
+              HasSubstr(absl::StrCat("--listen=127.0.0.1:", grpc_port_)));
+  r = RunCommand({kCollector, "--listen=127.0.0.1:0",
+                  absl::StrCat("--http_listen=127.0.0.1:", http_port_),
+                  "--state_dir=" + state_.path() + "/b2"},
+                 absl::Seconds(15));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("Address already in use"));
+  // The first one still serves.
+  EXPECT_THAT(Cli({"nodes"}).exit_code, 0);
+}
+
 TEST_F(SystemTest, CollectorRefusesBadConfigurationClearly) {
   RunResult r = RunCommand({kCollector, "--listen=nonsense"});
   EXPECT_EQ(r.exit_code, 2);

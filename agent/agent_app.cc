@@ -34,6 +34,7 @@
 #include "agent/verbs.h"
 #include "agent/verbs_port_source.h"
 #include "common/clock.h"
+#include "common/files.h"
 #include "common/http_server.h"
 #include "common/log.h"
 #include "common/names.h"
@@ -225,9 +226,10 @@ absl::Status ValidateAgentConfig(const AgentConfig& config) {
         "--tls_cert and --tls_key go together (mutual TLS)");
   }
   if (config.collector.empty() &&
-      (!config.tls_ca.empty() || !config.tls_cert.empty())) {
+      (!config.tls_ca.empty() || !config.tls_cert.empty() ||
+       !config.ingest_token_file.empty())) {
     return absl::InvalidArgumentError(
-        "--tls_ca/--tls_cert/--tls_key need --collector");
+        "--tls_ca/--tls_cert/--tls_key/--ingest_token_file need --collector");
   }
   if (!config.netdev_exclude.empty()) {
     // The netdev source compiles the same POSIX extended regex.
@@ -277,6 +279,15 @@ int RunAgent(const AgentConfig& config) {
     options.tls_cert_file = config.tls_cert;
     options.tls_key_file = config.tls_key;
     options.tls_server_name = config.tls_server_name;
+    if (!config.ingest_token_file.empty()) {
+      absl::StatusOr<std::string> token =
+          ReadTokenFile("--ingest_token_file", config.ingest_token_file, 16);
+      if (!token.ok()) {
+        LogError(absl::StrCat("fabricdiag-agent: ", token.status().message()));
+        return 2;
+      }
+      options.token = *std::move(token);
+    }
     // Enough reports for ten minutes at the configured interval, at least
     // the default (ten minutes at 1 s); an outage shorter than that leaves
     // no gap at the collector.

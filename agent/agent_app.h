@@ -26,7 +26,8 @@ struct AgentConfig {
   std::string tls_cert;
   std::string tls_key;
   std::string tls_server_name;
-  std::string netdev_exclude;  // regex; see kDefaultNetdevExclude
+  std::string ingest_token_file;  // the collector's --ingest_token_file
+  std::string netdev_exclude;     // regex; see kDefaultNetdevExclude
   bool ethtool_per_queue = false;
   // "auto" (keep sysfs descriptors open on real sysfs only), "always",
   // "never": see agent/sysfs_reader.h.

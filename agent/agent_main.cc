@@ -26,6 +26,9 @@ ABSL_FLAG(bool, once, false,
 ABSL_FLAG(std::string, tls_ca, "", "CA certificate to trust for the collector");
 ABSL_FLAG(std::string, tls_cert, "", "Client certificate for mutual TLS");
 ABSL_FLAG(std::string, tls_key, "", "Client private key for mutual TLS");
+ABSL_FLAG(std::string, ingest_token_file, "",
+          "File holding the token the collector requires of agents "
+          "(its --ingest_token_file); must not be readable by others");
 ABSL_FLAG(std::string, tls_server_name, "",
           "Name expected in the collector's certificate when it differs from "
           "the host in --collector");
@@ -61,6 +64,7 @@ int main(int argc, char** argv) {
   config.tls_cert = absl::GetFlag(FLAGS_tls_cert);
   config.tls_key = absl::GetFlag(FLAGS_tls_key);
   config.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
+  config.ingest_token_file = absl::GetFlag(FLAGS_ingest_token_file);
   config.netdev_exclude = absl::GetFlag(FLAGS_netdev_exclude);
   config.ethtool_per_queue = absl::GetFlag(FLAGS_ethtool_per_queue);
   config.sysfs_fd_cache = absl::GetFlag(FLAGS_sysfs_fd_cache);

@@ -239,6 +239,10 @@ absl::Status StreamClient::RunStream(bool* got_response) {
   std::unique_ptr<v1::Ingest::Stub> stub = v1::Ingest::NewStub(channel);
 
   grpc::ClientContext context;
+  if (!options_.token.empty()) {
+    context.AddMetadata("authorization",
+                        absl::StrCat("Bearer ", options_.token));
+  }
   uint64_t stream_id;
   {
     std::lock_guard<std::mutex> lock(mu_);

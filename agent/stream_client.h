@@ -61,6 +61,9 @@ class StreamClient {
     // Expected name in the collector's certificate when it differs from the
     // host in `target` (e.g. the collector is addressed by IP).
     std::string tls_server_name;
+    // Sent as `authorization: Bearer <token>` on every stream when not
+    // empty (a collector started with --ingest_token_file needs it).
+    std::string token;
     absl::Duration backoff_initial = absl::Milliseconds(250);
     absl::Duration backoff_max = absl::Seconds(30);
     size_t buffer_capacity = ReportBuffer::kDefaultCapacity;  // in reports

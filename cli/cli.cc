@@ -119,7 +119,8 @@ int UsageError(absl::string_view message, const CommandEnv& env) {
 std::string Usage() {
   std::string s =
       "usage: fabricdiag [--collector=HOST:PORT] [--token_file=F] "
-      "[--tls_ca=F] [--tls_server_name=NAME] [--timeout=10s] COMMAND ...\n\n"
+      "[--tls_ca=F] [--tls_server_name=NAME] [--tls_cert=F --tls_key=F]\n"
+      "                  [--timeout=10s] COMMAND ...\n\n"
       "commands:\n";
   size_t width = 0;
   for (const CommandSpec& spec : Commands()) {

@@ -94,6 +94,19 @@ absl::StatusOr<ClientConfig> LoadClientConfig(const ClientFlags& flags) {
     return FlagError("tls_server_name",
                      "needs --tls_ca (TLS is off without it)");
   }
+  if (flags.tls_cert.empty() != flags.tls_key.empty()) {
+    return FlagError(flags.tls_cert.empty() ? "tls_cert" : "tls_key",
+                     "--tls_cert and --tls_key go together");
+  }
+  if (!flags.tls_cert.empty()) {
+    if (flags.tls_ca.empty()) {
+      return FlagError("tls_cert", "needs --tls_ca (TLS is off without it)");
+    }
+    ASSIGN_OR_RETURN(config.tls_cert_pem,
+                     ReadPemFile("--tls_cert", flags.tls_cert, false));
+    ASSIGN_OR_RETURN(config.tls_key_pem,
+                     ReadPemFile("--tls_key", flags.tls_key, true));
+  }
   return config;
 }
 

@@ -27,6 +27,8 @@ struct ClientFlags {
   std::string token_file;       // empty: no token
   std::string tls_ca;           // empty: plaintext
   std::string tls_server_name;  // empty: the host part of the address
+  std::string tls_cert;         // client certificate for mutual TLS
+  std::string tls_key;          // and its key (mode 0600)
   absl::Duration timeout = absl::Seconds(10);
 };
 
@@ -36,6 +38,8 @@ struct ClientConfig {
   std::string token;       // empty: no authorization metadata
   std::string tls_ca_pem;  // empty: plaintext
   std::string tls_server_name;
+  std::string tls_cert_pem;  // empty: no client certificate
+  std::string tls_key_pem;
   absl::Duration timeout = absl::Seconds(10);
 };
 
@@ -45,7 +49,8 @@ inline constexpr size_t kMaxCredentialFileBytes = 1 << 20;
 // InvalidArgument naming the flag for: an empty or malformed address, a
 // non-positive timeout, an unreadable/empty/oversized token file, a token
 // with characters that cannot go into an HTTP/2 header, an unreadable or
-// empty CA file.
+// empty CA file, a client certificate without its key (or either without
+// --tls_ca), a key readable by others.
 absl::StatusOr<ClientConfig> LoadClientConfig(const ClientFlags& flags);
 
 }  // namespace fabricdiag::cli

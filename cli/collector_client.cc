@@ -136,6 +136,8 @@ GrpcCollectorClient::GrpcCollectorClient(const ClientConfig& config)
   } else {
     grpc::SslCredentialsOptions ssl;
     ssl.pem_root_certs = config_.tls_ca_pem;
+    ssl.pem_cert_chain = config_.tls_cert_pem;
+    ssl.pem_private_key = config_.tls_key_pem;
     credentials = grpc::SslCredentials(ssl);
     if (!config_.tls_server_name.empty()) {
       args.SetSslTargetNameOverride(config_.tls_server_name);

@@ -225,6 +225,15 @@ int NodesCommand(CollectorClient& client, const CommandOptions& options,
       o["series"] = n.series();
       o["reports"] = n.reports();
       o["gaps"] = n.gaps();
+      o["peer"] = n.peer();
+      o["duplicate_streams"] = n.duplicate_streams();
+      if (n.duplicate_streams() > 0) {
+        o["last_duplicate_peer"] = n.last_duplicate_peer();
+        o["last_duplicate"] = FormatRfc3339(n.last_duplicate_unix_nanos());
+      } else {
+        o["last_duplicate_peer"] = nullptr;
+        o["last_duplicate"] = nullptr;
+      }
       j.push_back(std::move(o));
     }
     *env.out << j.dump() << "\n";
@@ -248,6 +257,18 @@ int NodesCommand(CollectorClient& client, const CommandOptions& options,
          absl::StrCat(n.netdevs_size()), absl::StrJoin(n.rdma_devices(), ",")});
   }
   table.Print(*env.out);
+  // Two agents with the same --node: the collector keeps the first and
+  // refuses the other, which the table alone would not show.
+  for (const v1::NodeStatus& n : nodes) {
+    if (n.duplicate_streams() == 0) continue;
+    *env.out << "warning: " << n.node() << ": " << n.duplicate_streams()
+             << " stream(s) refused because another agent already streams as "
+                "this node (streaming: "
+             << (n.peer().empty() ? "none now" : n.peer())
+             << "; last refused: " << n.last_duplicate_peer() << " at "
+             << FormatRfc3339(n.last_duplicate_unix_nanos())
+             << "); give each agent its own --node\n";
+  }
   return kExitOk;
 }
 

@@ -32,6 +32,10 @@ ABSL_FLAG(std::string, tls_ca, "",
           "PEM CA certificate to verify the collector with (enables TLS)");
 ABSL_FLAG(std::string, tls_server_name, "",
           "name expected in the collector's certificate (with --tls_ca)");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM client certificate, for a collector that requires mutual TLS");
+ABSL_FLAG(std::string, tls_key, "",
+          "PEM private key of --tls_cert (mode 0600)");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(10),
           "deadline of each request (not of watch)");
 ABSL_FLAG(std::string, job, "", "findings, watch: only this job");
@@ -147,6 +151,8 @@ int main(int argc, char** argv) {
   options.client.token_file = absl::GetFlag(FLAGS_token_file);
   options.client.tls_ca = absl::GetFlag(FLAGS_tls_ca);
   options.client.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
+  options.client.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  options.client.tls_key = absl::GetFlag(FLAGS_tls_key);
   options.client.timeout = absl::GetFlag(FLAGS_timeout);
   options.command.job = absl::GetFlag(FLAGS_job);
   options.command.kind = absl::GetFlag(FLAGS_kind);

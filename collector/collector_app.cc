@@ -82,6 +82,7 @@ absl::Status ValidateCollectorConfig(const CollectorConfig& config) {
   RETURN_IF_ERROR(CheckReadable("tls_key", config.tls_key));
   RETURN_IF_ERROR(CheckReadable("tls_client_ca", config.tls_client_ca));
   RETURN_IF_ERROR(CheckReadable("auth_token_file", config.auth_token_file));
+  RETURN_IF_ERROR(CheckReadable("ingest_token_file", config.ingest_token_file));
   if (config.tls_cert.empty() != config.tls_key.empty()) {
     return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
   }
@@ -147,7 +148,24 @@ int RunCollector(const CollectorConfig& config) {
   series_options.window_samples = config.window_samples;
   SeriesStore series(series_options, clock);
   IngestCounters counters;
-  IngestService ingest(&series, &counters);
+  IngestAuth ingest_auth;
+  ingest_auth.match_certificate = !config.tls_client_ca.empty();
+  if (!config.ingest_token_file.empty()) {
+    absl::StatusOr<std::string> t =
+        ReadTokenFile("--ingest_token_file", config.ingest_token_file, 16);
+    if (!t.ok()) {
+      LogError(absl::StrCat("fabricdiag-collector: ", t.status().message()));
+      return 1;
+    }
+    ingest_auth.token = *std::move(t);
+  }
+  if (ingest_auth.token.empty() && !ingest_auth.match_certificate) {
+    LogWarning(
+        "ingest is open: any client that reaches the gRPC port can report as "
+        "any node. In production, set --tls_client_ca (agents' certificates "
+        "name their node) or --ingest_token_file; see docs/deployment.md");
+  }
+  IngestService ingest(&series, &counters, ingest_auth);
   AnalysisStats stats;
   AnalysisRunner::Options runner_options;
   runner_options.interval = config.analysis_interval;

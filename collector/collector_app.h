@@ -23,6 +23,8 @@ struct CollectorConfig {
   std::string tls_key;
   std::string tls_client_ca;
   std::string auth_token_file;
+  // Agents must present this token to stream (see IngestAuth).
+  std::string ingest_token_file;
   absl::Duration analysis_interval = absl::Seconds(1);
   size_t window_samples = 600;  // rates kept per series (10 min at 1 s)
   // YAML/JSON analyzer thresholds (analysis/analysis_config.h); empty =

@@ -23,6 +23,10 @@ ABSL_FLAG(std::string, tls_client_ca, "",
 ABSL_FLAG(std::string, auth_token_file, "",
           "When set, every write RPC (layout/topology apply and delete) needs "
           "this bearer token");
+ABSL_FLAG(std::string, ingest_token_file, "",
+          "When set, agents must present this token to stream (their "
+          "--ingest_token_file); with --tls_client_ca, the node must also be "
+          "named in the agent's certificate");
 ABSL_FLAG(absl::Duration, analysis_interval, absl::Seconds(1),
           "How often the analyzers run");
 ABSL_FLAG(int, window_samples, 600,
@@ -55,6 +59,7 @@ int main(int argc, char** argv) {
   config.tls_key = absl::GetFlag(FLAGS_tls_key);
   config.tls_client_ca = absl::GetFlag(FLAGS_tls_client_ca);
   config.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
+  config.ingest_token_file = absl::GetFlag(FLAGS_ingest_token_file);
   config.analysis_interval = absl::GetFlag(FLAGS_analysis_interval);
   const int window = absl::GetFlag(FLAGS_window_samples);
   config.window_samples = window < 0 ? 0 : static_cast<size_t>(window);

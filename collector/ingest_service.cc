@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "collector/bearer_token.h"
 
 namespace fabricdiag::collector {
 namespace {
@@ -16,12 +17,14 @@ namespace {
 class StreamCall {
  public:
   StreamCall(v1::Ingest::AsyncService* service, grpc::ServerCompletionQueue* cq,
-             CqGate* gate, SeriesStore* store, IngestCounters* counters)
+             CqGate* gate, SeriesStore* store, IngestCounters* counters,
+             const IngestAuth* auth)
       : service_(service),
         cq_(cq),
         gate_(gate),
         store_(store),
         counters_(counters),
+        auth_(auth),
         session_(store, counters) {}
 
   // Waits for the next agent on the queue; deletes itself if it cannot.
@@ -61,8 +64,48 @@ class StreamCall {
   void OnAccepted(bool ok) {
     if (!ok) return;  // the server is shutting down
     // Keep one request pending on this queue for the next agent.
-    (new StreamCall(service_, cq_, gate_, store_, counters_))->Request();
+    (new StreamCall(service_, cq_, gate_, store_, counters_, auth_))->Request();
+    session_.set_peer(context_.peer());
+    if (!auth_->token.empty() && !Authorized()) {
+      counters_->Reject(RejectReason::kUnauthenticated, context_.peer(),
+                        "no or a wrong ingest token");
+      finished_ = true;
+      Start([&] {
+        stream_.Finish(
+            grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                         "this collector needs an ingest token (the agent's "
+                         "--ingest_token_file); none or a wrong one was sent"),
+            &finished_tag_);
+      });
+      return;
+    }
+    if (auth_->match_certificate) {
+      session_.set_peer_identities(CertificateNames());
+    }
     StartRead();
+  }
+
+  bool Authorized() const {
+    const auto& metadata = context_.client_metadata();
+    auto it = metadata.find("authorization");
+    return it != metadata.end() &&
+           BearerTokenMatches(
+               absl::string_view(it->second.data(), it->second.size()),
+               auth_->token);
+  }
+
+  // The client certificate's CN and DNS subject alternative names.
+  std::vector<std::string> CertificateNames() const {
+    std::vector<std::string> names;
+    std::shared_ptr<const grpc::AuthContext> auth = context_.auth_context();
+    if (auth == nullptr) return names;
+    for (const char* property :
+         {"x509_common_name", "x509_subject_alternative_name"}) {
+      for (const grpc::string_ref& v : auth->FindPropertyValues(property)) {
+        names.emplace_back(v.data(), v.size());
+      }
+    }
+    return names;
   }
 
   void StartRead() {
@@ -142,6 +185,7 @@ class StreamCall {
   CqGate* const gate_;
   SeriesStore* const store_;
   IngestCounters* const counters_;
+  const IngestAuth* const auth_;
 
   grpc::ServerContext context_;
   grpc::ServerAsyncReaderWriter<v1::CollectorMessage, v1::AgentMessage> stream_{
@@ -166,7 +210,7 @@ class StreamCall {
 }  // namespace
 
 void IngestService::Serve(grpc::ServerCompletionQueue* cq, CqGate* gate) {
-  (new StreamCall(this, cq, gate, store_, counters_))->Request();
+  (new StreamCall(this, cq, gate, store_, counters_, &auth_))->Request();
 }
 
 }  // namespace fabricdiag::collector

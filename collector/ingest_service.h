@@ -11,6 +11,13 @@
 // A Reject is written with the stream's final status (INVALID_ARGUMENT), so a
 // hostile stream ends on its own without touching the others.
 //
+// Who may speak for a node (IngestAuth): with `token` set, a stream must
+// carry `authorization: Bearer <token>` (the agent's --ingest_token_file),
+// or it ends at once with UNAUTHENTICATED; with `match_certificate` (mutual
+// TLS), the Hello's node must be the client certificate's CN or one of its
+// DNS subject alternative names. Without either, any client that reaches
+// the port can report as any node (the collector says so at start).
+//
 //   SeriesStore store(SeriesStore::Options{}, clock);
 //   IngestCounters counters;
 //   IngestService ingest(&store, &counters);
@@ -22,6 +29,9 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <string>
+#include <utility>
+
 #include "collector/cq_service.h"
 #include "collector/ingest_session.h"
 #include "collector/series_store.h"
@@ -29,16 +39,23 @@
 
 namespace fabricdiag::collector {
 
+struct IngestAuth {
+  std::string token;  // empty: no token needed
+  bool match_certificate = false;
+};
+
 class IngestService final : public v1::Ingest::AsyncService, public CqService {
  public:
-  IngestService(SeriesStore* store, IngestCounters* counters)
-      : store_(store), counters_(counters) {}
+  IngestService(SeriesStore* store, IngestCounters* counters,
+                IngestAuth auth = {})
+      : store_(store), counters_(counters), auth_(std::move(auth)) {}
 
   void Serve(grpc::ServerCompletionQueue* cq, CqGate* gate) override;
 
  private:
   SeriesStore* const store_;
   IngestCounters* const counters_;
+  const IngestAuth auth_;
 };
 
 }  // namespace fabricdiag::collector

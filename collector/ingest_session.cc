@@ -1,10 +1,15 @@
 #include "collector/ingest_session.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/log.h"
 
 namespace fabricdiag::collector {
 namespace {
@@ -90,6 +95,11 @@ std::optional<Problem> CheckSchema(const v1::Schema& schema) {
   return std::nullopt;
 }
 
+uint64_t NextStreamId() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 }  // namespace
 
 const char* RejectReasonName(RejectReason reason) {
@@ -120,19 +130,56 @@ const char* RejectReasonName(RejectReason reason) {
       return "empty_message";
     case RejectReason::kMixedMessage:
       return "mixed_message";
+    case RejectReason::kDuplicateNode:
+      return "duplicate_node";
+    case RejectReason::kUnauthenticated:
+      return "unauthenticated";
+    case RejectReason::kIdentityMismatch:
+      return "identity_mismatch";
     case RejectReason::kCount:
       break;
   }
   return "unknown";
 }
 
+void IngestCounters::Reject(RejectReason reason, absl::string_view peer,
+                            absl::string_view message) {
+  const size_t i = static_cast<size_t>(reason);
+  rejects_[i].fetch_add(1, std::memory_order_relaxed);
+  const absl::Time now = absl::Now();
+  uint64_t unlogged = 0;
+  {
+    absl::MutexLock lock(&log_mu_);
+    if (logged_[i] != absl::Time() && now - logged_[i] < kLogEvery) {
+      ++unlogged_[i];
+      return;
+    }
+    logged_[i] = now;
+    unlogged = std::exchange(unlogged_[i], 0);
+  }
+  std::string line = absl::StrCat("ingest: refused the stream from ",
+                                  peer.empty() ? "an agent" : peer, ": ",
+                                  RejectReasonName(reason));
+  // The message may quote what a hostile peer sent: escape it, one line.
+  if (!message.empty()) absl::StrAppend(&line, ": ", absl::CHexEscape(message));
+  if (unlogged > 0) {
+    absl::StrAppend(&line, " (and ", unlogged, " more refused for ",
+                    RejectReasonName(reason), " since the last such line)");
+  }
+  LogWarning(line);
+}
+
 IngestSession::IngestSession(SeriesStore* store, IngestCounters* counters)
-    : store_(store), counters_(counters) {}
+    : store_(store), counters_(counters), stream_id_(NextStreamId()) {}
+
+IngestSession::~IngestSession() {
+  if (node_ != nullptr) node_->EndStream(stream_id_);
+}
 
 IngestSession::Reply IngestSession::Reject(RejectReason reason,
                                            absl::string_view message) {
   rejected_ = true;
-  counters_->Reject(reason);
+  counters_->Reject(reason, peer_, message);
   Reply reply;
   reply.reject = absl::StrCat(RejectReasonName(reason), ": ", message);
   return reply;
@@ -175,12 +222,31 @@ IngestSession::Reply IngestSession::OnHello(const v1::Hello& hello) {
         RejectReason::kBadHello,
         absl::StrCat("boot_id must be 1..", kMaxBootIdBytes, " bytes"));
   }
+  if (check_identity_ && std::find(identities_.begin(), identities_.end(),
+                                   hello.node()) == identities_.end()) {
+    return Reject(
+        RejectReason::kIdentityMismatch,
+        absl::StrCat("node ", hello.node(),
+                     " is not a name of the client certificate (",
+                     identities_.empty() ? std::string("none")
+                                         : absl::StrJoin(identities_, ", "),
+                     "); an agent may only report as itself"));
+  }
+  std::shared_ptr<NodeSeries> node = store_->OpenNode(hello.node());
+  absl::StatusOr<uint64_t> held =
+      node->BeginStream(hello.boot_id(), hello.interval_ms(), stream_id_, peer_,
+                        store_->clock().Now());
+  if (!held.ok()) {
+    return Reject(
+        RejectReason::kDuplicateNode,
+        absl::StrCat("node ", hello.node(), ": ", held.status().message()));
+  }
   node_name_ = hello.node();
   boot_id_ = hello.boot_id();
-  node_ = store_->OpenNode(node_name_);
+  node_ = std::move(node);
   counters_->streams.fetch_add(1, std::memory_order_relaxed);
   Reply reply;
-  reply.ack = node_->BeginStream(boot_id_, hello.interval_ms());
+  reply.ack = *held;
   return reply;
 }
 

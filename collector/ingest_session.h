@@ -35,6 +35,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "collector/series_store.h"
 #include "common/names.h"
 #include "proto/ingest.pb.h"
@@ -43,19 +45,22 @@ namespace fabricdiag::collector {
 
 // Why a stream was rejected. Names (RejectReasonName) are metric labels.
 enum class RejectReason {
-  kBeforeHello = 0,  // a Schema, Report or Inventory before the Hello
-  kSecondHello,      // a Hello on a stream that already had one
-  kBadNodeName,      // not [A-Za-z0-9][A-Za-z0-9._-]{0,252}
-  kBadHello,         // missing or over-long boot_id
-  kUnknownSchema,    // a Report whose schema_id this stream never sent
-  kBadSchema,        // duplicate series keys, over-long strings
-  kSizeMismatch,     // raw or rate array sizes do not match the schema
-  kIndexOutOfRange,  // an index list entry >= schema size or not ascending
-  kNonFiniteRate,    // a NaN or infinite rate
-  kTooLarge,         // > kMaxSeries series, too many schemas, seq 0 ...
-  kStaleBoot,        // another agent process now reports as this node
-  kEmptyMessage,     // an AgentMessage with no field set
-  kMixedMessage,     // a Report and another message in one AgentMessage
+  kBeforeHello = 0,   // a Schema, Report or Inventory before the Hello
+  kSecondHello,       // a Hello on a stream that already had one
+  kBadNodeName,       // not [A-Za-z0-9][A-Za-z0-9._-]{0,252}
+  kBadHello,          // missing or over-long boot_id
+  kUnknownSchema,     // a Report whose schema_id this stream never sent
+  kBadSchema,         // duplicate series keys, over-long strings
+  kSizeMismatch,      // raw or rate array sizes do not match the schema
+  kIndexOutOfRange,   // an index list entry >= schema size or not ascending
+  kNonFiniteRate,     // a NaN or infinite rate
+  kTooLarge,          // > kMaxSeries series, too many schemas, seq 0 ...
+  kStaleBoot,         // another agent process now reports as this node
+  kEmptyMessage,      // an AgentMessage with no field set
+  kMixedMessage,      // a Report and another message in one AgentMessage
+  kDuplicateNode,     // another live agent process streams as this node
+  kUnauthenticated,   // no or a wrong ingest token
+  kIdentityMismatch,  // the node is not named in the client certificate
   kCount,
 };
 constexpr size_t kRejectReasonCount = static_cast<size_t>(RejectReason::kCount);
@@ -66,10 +71,12 @@ const char* RejectReasonName(RejectReason reason);
 // Ingest self-metrics, shared by every session. Thread-safe.
 class IngestCounters {
  public:
-  void Reject(RejectReason reason) {
-    rejects_[static_cast<size_t>(reason)].fetch_add(1,
-                                                    std::memory_order_relaxed);
-  }
+  // Counts a rejected stream and logs why, naming the peer: at most one
+  // line per reason every kLogEvery, so a flood of hostile streams cannot
+  // flood the journal (the line says how many were not logged).
+  static constexpr absl::Duration kLogEvery = absl::Seconds(10);
+  void Reject(RejectReason reason, absl::string_view peer = "",
+              absl::string_view message = "");
   uint64_t rejects(RejectReason reason) const {
     return rejects_[static_cast<size_t>(reason)].load(
         std::memory_order_relaxed);
@@ -84,6 +91,9 @@ class IngestCounters {
 
  private:
   std::array<std::atomic<uint64_t>, kRejectReasonCount> rejects_{};
+  absl::Mutex log_mu_;
+  std::array<absl::Time, kRejectReasonCount> logged_ ABSL_GUARDED_BY(log_mu_);
+  std::array<uint64_t, kRejectReasonCount> unlogged_ ABSL_GUARDED_BY(log_mu_){};
 };
 
 class IngestSession {
@@ -104,6 +114,21 @@ class IngestSession {
 
   // `store` and `counters` must outlive the session.
   IngestSession(SeriesStore* store, IngestCounters* counters);
+  // Tells the node's series that this stream ended.
+  ~IngestSession();
+  IngestSession(const IngestSession&) = delete;
+  IngestSession& operator=(const IngestSession&) = delete;
+
+  // Where the stream comes from ("ipv4:10.0.0.7:51234"), for messages and
+  // `fabricdiag nodes`.
+  void set_peer(std::string peer) { peer_ = std::move(peer); }
+  // With mutual TLS: the names the client certificate was issued for (its
+  // CN and DNS subject alternative names). The Hello's node must be one of
+  // them, so a node can only speak for itself.
+  void set_peer_identities(std::vector<std::string> identities) {
+    identities_ = std::move(identities);
+    check_identity_ = true;
+  }
 
   Reply Handle(const v1::AgentMessage& message);
 
@@ -123,6 +148,10 @@ class IngestSession {
   std::shared_ptr<NodeSeries> node_;  // set by the Hello
   std::string node_name_;
   std::string boot_id_;
+  uint64_t stream_id_;  // unique per session, for the node's stream owner
+  std::string peer_;
+  std::vector<std::string> identities_;
+  bool check_identity_ = false;
   bool rejected_ = false;
   // schema_id -> series slot per schema index.
   absl::flat_hash_map<uint64_t, std::vector<uint32_t>> schemas_;

@@ -47,9 +47,27 @@ NodeSeries::NodeSeries(std::string name, size_t window_samples,
   next_k_ = absl::Hash<std::string>{}(name_) % RateHistory::kFrameSamples;
 }
 
-uint64_t NodeSeries::BeginStream(absl::string_view boot_id,
-                                 uint32_t interval_ms) {
+absl::StatusOr<uint64_t> NodeSeries::BeginStream(absl::string_view boot_id,
+                                                 uint32_t interval_ms,
+                                                 uint64_t stream,
+                                                 absl::string_view peer,
+                                                 absl::Time now) {
   absl::MutexLock lock(&mu_);
+  const absl::Duration live =
+      std::max(kMinLive, kLiveIntervals * absl::Milliseconds(interval_ms_));
+  if (stream_ != 0 && boot_id != boot_id_ && now - stream_heard_ < live) {
+    ++duplicate_streams_;
+    last_duplicate_peer_ = std::string(peer);
+    last_duplicate_ = now;
+    return absl::AlreadyExistsError(
+        absl::StrCat("another agent process (boot ", boot_id_,
+                     ") is streaming as this node "
+                     "from ",
+                     peer_, "; two agents run with the same --node"));
+  }
+  stream_ = stream;
+  peer_ = std::string(peer);
+  stream_heard_ = now;
   interval_ms_ = interval_ms;
   if (boot_id != boot_id_) {
     // The agent restarted: seq and schema ids start over. The series keep
@@ -174,6 +192,7 @@ NodeSeries::Outcome NodeSeries::Ingest(absl::string_view boot_id,
   seqs_[k % time_capacity_] = report.seq;
   held_seq_ = report.seq;
   last_report_ = received;
+  stream_heard_ = received;
   ++reports_;
 
   // The hot loop: no hashing, one Put per value, in slot order.
@@ -249,6 +268,11 @@ void NodeSeries::RecentMeans(size_t samples, absl::Span<const uint32_t> slots,
   }
 }
 
+void NodeSeries::EndStream(uint64_t stream) {
+  absl::MutexLock lock(&mu_);
+  if (stream_ == stream) stream_ = 0;
+}
+
 NodeInfo NodeSeries::Info() const {
   absl::MutexLock lock(&mu_);
   NodeInfo info;
@@ -262,6 +286,10 @@ NodeInfo NodeSeries::Info() const {
   info.duplicates = duplicates_;
   info.missing_reports = missing_reports_;
   info.stale_reports = stale_reports_;
+  info.peer = peer_;
+  info.duplicate_streams = duplicate_streams_;
+  info.last_duplicate_peer = last_duplicate_peer_;
+  info.last_duplicate = last_duplicate_;
   return info;
 }
 

@@ -69,6 +69,13 @@ struct NodeInfo {
   uint64_t missing_reports = 0;  // seq gaps: reports the agent dropped
   uint64_t stale_reports = 0;    // reports of a boot_id that is no longer
                                  // the node's current one
+  // The peer ("ipv4:10.0.0.7:51234") of the stream that reports for the node.
+  std::string peer;
+  // Streams refused because another agent process was already streaming as
+  // this node (two agents with the same --node), and the last one's peer.
+  uint64_t duplicate_streams = 0;
+  std::string last_duplicate_peer;
+  absl::Time last_duplicate = absl::InfinitePast();
 };
 
 class NodeSeries {
@@ -85,10 +92,24 @@ class NodeSeries {
 
   const std::string& name() const { return name_; }
 
-  // A stream said Hello. A boot_id other than the current one starts a fresh
-  // seq space (the agent restarted). Returns the highest seq held for
-  // `boot_id` (0 = none), which the collector acknowledges at once.
-  uint64_t BeginStream(absl::string_view boot_id, uint32_t interval_ms);
+  // A stream said Hello. Returns the highest seq held for `boot_id` (0 =
+  // none), which the collector acknowledges at once, and makes `stream` the
+  // one that reports for the node.
+  //
+  // A boot_id other than the current one starts a fresh seq space (the
+  // agent restarted) - unless the current stream is still live: open, and
+  // heard from within kLiveIntervals of its interval (at least kMinLive).
+  // Then two agent processes claim the same node, and the newcomer is
+  // refused with AlreadyExists (and counted), instead of both taking turns.
+  // The same boot_id again is the same agent reconnecting before its old
+  // stream was noticed gone: it takes over.
+  static constexpr int kLiveIntervals = 3;
+  static constexpr absl::Duration kMinLive = absl::Seconds(3);
+  absl::StatusOr<uint64_t> BeginStream(absl::string_view boot_id,
+                                       uint32_t interval_ms, uint64_t stream,
+                                       absl::string_view peer, absl::Time now);
+  // The stream ended (closed, broken or rejected).
+  void EndStream(uint64_t stream);
 
   // The slot of every series of `schema`, in schema order, creating slots
   // for new keys (and updating the metadata of known ones). InvalidArgument
@@ -157,6 +178,12 @@ class NodeSeries {
 
   mutable absl::Mutex mu_;
   std::string boot_id_ ABSL_GUARDED_BY(mu_);
+  uint64_t stream_ ABSL_GUARDED_BY(mu_) = 0;  // 0: no open stream
+  std::string peer_ ABSL_GUARDED_BY(mu_);
+  absl::Time stream_heard_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  uint64_t duplicate_streams_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string last_duplicate_peer_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_duplicate_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   uint32_t interval_ms_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t held_seq_ ABSL_GUARDED_BY(mu_) = 0;  // highest seq of boot_id_
   uint64_t next_k_ ABSL_GUARDED_BY(mu_) = 0;    // next sample number

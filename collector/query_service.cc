@@ -28,19 +28,6 @@ constexpr uint32_t kMaxSeriesSeconds = 3600;
 
 }  // namespace
 
-bool BearerTokenMatches(absl::string_view header, absl::string_view token) {
-  constexpr absl::string_view kPrefix = "Bearer ";
-  if (token.empty() || !absl::StartsWith(header, kPrefix)) return false;
-  absl::string_view presented = header.substr(kPrefix.size());
-  // Compare every byte regardless of where the first difference is, so the
-  // time taken does not reveal how much of the token was right.
-  unsigned char diff = presented.size() == token.size() ? 0 : 1;
-  for (size_t i = 0; i < presented.size(); ++i) {
-    diff |= static_cast<unsigned char>(presented[i] ^ token[i % token.size()]);
-  }
-  return diff == 0;
-}
-
 QueryService::QueryService(LayoutRegistry* registry, FindingsStore* findings,
                            SeriesStore* series, Options options,
                            const Clock& clock)
@@ -209,6 +196,12 @@ grpc::Status QueryService::ListNodes(grpc::ServerContext*,
     out->set_series(n.info.series);
     out->set_reports(n.info.reports);
     out->set_gaps(n.info.missing_reports);
+    out->set_peer(n.info.peer);
+    out->set_duplicate_streams(n.info.duplicate_streams);
+    if (n.info.duplicate_streams > 0) {
+      out->set_last_duplicate_peer(n.info.last_duplicate_peer);
+      out->set_last_duplicate_unix_nanos(UnixNanos(n.info.last_duplicate));
+    }
     // Split the inventory into RDMA devices and netdevs by what the series
     // say each device is.
     std::set<std::string> rdma;

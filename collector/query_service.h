@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "collector/bearer_token.h"
 #include "collector/findings_store.h"
 #include "collector/layout_registry.h"
 #include "collector/series_store.h"
@@ -94,9 +95,5 @@ class QueryService final : public v1::Collector::Service {
   std::atomic<bool> shutting_down_{false};
   std::atomic<uint64_t> unauthenticated_{0};
 };
-
-// Constant-time comparison of a presented `authorization` value with
-// "Bearer <token>"; exposed for tests.
-bool BearerTokenMatches(absl::string_view header, absl::string_view token);
 
 }  // namespace fabricdiag::collector

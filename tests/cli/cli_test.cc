@@ -152,7 +152,7 @@ TEST_F(RunCliTest, BadAddressTimeoutAndCaAreInvalidInput) {
     ClientFlags flags;
     std::string message;
   };
-  std::vector<Case> cases(6);
+  std::vector<Case> cases(10);
   cases[0].flags.address = "";
   cases[0].message = "--collector: empty address";
   cases[1].flags.address = "no-port";
@@ -165,6 +165,23 @@ TEST_F(RunCliTest, BadAddressTimeoutAndCaAreInvalidInput) {
   cases[4].message = "--tls_ca: ";
   cases[5].flags.tls_server_name = "collector.example";
   cases[5].message = "--tls_server_name: needs --tls_ca";
+  const std::string pem = "-----BEGIN CERTIFICATE-----\nx\n";
+  cases[6].flags.tls_ca = WriteTempFile("ca2.pem", pem);
+  cases[6].flags.tls_cert = WriteTempFile("cert.pem", pem);
+  cases[6].message = "--tls_key: --tls_cert and --tls_key go together";
+  cases[7].flags.tls_cert = cases[6].flags.tls_cert;
+  cases[7].flags.tls_key = WriteTempFile("key.pem", pem);
+  cases[7].message = "--tls_cert: needs --tls_ca";
+  // A private key others can read is refused, with the fix.
+  cases[8].flags.tls_ca = cases[6].flags.tls_ca;
+  cases[8].flags.tls_cert = cases[6].flags.tls_cert;
+  cases[8].flags.tls_key = WriteTempFile("open-key.pem", pem);
+  chmod(cases[8].flags.tls_key.c_str(), 0644);
+  cases[8].message = "chmod 600";
+  cases[9].flags.tls_ca = cases[6].flags.tls_ca;
+  cases[9].flags.tls_cert = WriteTempFile("cert2.pem", "not pem");
+  cases[9].flags.tls_key = cases[7].flags.tls_key;
+  cases[9].message = "--tls_cert=";
   for (const Case& c : cases) {
     TestEnv local;
     options.client = c.flags;

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -331,17 +332,55 @@ TEST_F(IngestSessionTest, SeqZero) {
   ExpectRejected(Report(0), RejectReason::kTooLarge);
 }
 
-TEST_F(IngestSessionTest, SecondAgentWithSameNodeIsRejectedAsStale) {
+// Two agent processes started with the same --node: the second is refused
+// with a reason that names the first, and the first keeps reporting (they
+// used to take turns, each rejecting the other as stale).
+TEST_F(IngestSessionTest, SecondLiveAgentWithSameNodeIsRefused) {
   IngestSession first(&store_, &counters_);
+  first.set_peer("ipv4:10.0.0.1:40000");
   Open(first);
   first.Handle(Report(1));
   IngestSession second(&store_, &counters_);
-  second.Handle(Hello("gpu-001", "boot-2"));
-  second.Handle(Schema());
-  second.Handle(Report(1));
-  IngestSession::Reply r = first.Handle(Report(2));
+  second.set_peer("ipv4:10.0.0.2:40000");
+  IngestSession::Reply r = second.Handle(Hello("gpu-001", "boot-2"));
   ASSERT_TRUE(r.reject.has_value());
-  EXPECT_EQ(counters_.rejects(RejectReason::kStaleBoot), 1u);
+  EXPECT_THAT(*r.reject, HasSubstr("duplicate_node"));
+  EXPECT_THAT(*r.reject, HasSubstr("ipv4:10.0.0.1:40000"));
+  EXPECT_EQ(counters_.rejects(RejectReason::kDuplicateNode), 1u);
+  EXPECT_THAT(first.Handle(Report(2)).ack, Optional(2u));
+  EXPECT_EQ(store_.FindNode("gpu-001")->Info().duplicate_streams, 1u);
+}
+
+// An agent that restarted after its stream ended takes over; the old
+// process, should it still send (it was stopped, not dead), is stale.
+TEST_F(IngestSessionTest, RestartedAgentTakesOverAndOldReportsAreStale) {
+  auto first = std::make_unique<IngestSession>(&store_, &counters_);
+  Open(*first);
+  first->Handle(Report(1));
+  store_.FindNode("gpu-001")->EndStream(0);  // not its stream: no effect
+  IngestSession second(&store_, &counters_);
+  ASSERT_TRUE(second.Handle(Hello("gpu-001", "boot-2")).reject.has_value());
+  first.reset();  // the first stream ends
+  IngestSession third(&store_, &counters_);
+  EXPECT_FALSE(third.Handle(Hello("gpu-001", "boot-3")).reject.has_value());
+}
+
+// With mutual TLS, a node may only report as itself.
+TEST_F(IngestSessionTest, NodeMustBeNamedInTheClientCertificate) {
+  IngestSession s(&store_, &counters_);
+  s.set_peer_identities({"gpu-001.example", "gpu-001"});
+  EXPECT_FALSE(s.Handle(Hello("gpu-001", "b")).reject.has_value());
+  IngestSession impostor(&store_, &counters_);
+  impostor.set_peer_identities({"gpu-002"});
+  IngestSession::Reply r = impostor.Handle(Hello("gpu-003", "b"));
+  ASSERT_TRUE(r.reject.has_value());
+  EXPECT_THAT(*r.reject, HasSubstr("identity_mismatch"));
+  EXPECT_THAT(*r.reject, HasSubstr("gpu-002"));
+  IngestSession nameless(&store_, &counters_);
+  nameless.set_peer_identities({});
+  EXPECT_TRUE(nameless.Handle(Hello("gpu-004", "b")).reject.has_value());
+  EXPECT_EQ(counters_.rejects(RejectReason::kIdentityMismatch), 2u);
+  EXPECT_EQ(store_.FindNode("gpu-003"), nullptr);
 }
 
 TEST_F(IngestSessionTest, HostileStreamDoesNotDisturbAnother) {

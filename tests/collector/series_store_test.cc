@@ -12,6 +12,16 @@
 namespace fabricdiag::collector {
 namespace {
 
+// What an agent's Hello does to a node's series; the stream then ends, so
+// that the next Hello (an agent restart) is not a second live agent.
+uint64_t Hello(NodeSeries& node, absl::string_view boot) {
+  absl::StatusOr<uint64_t> held =
+      node.BeginStream(boot, 1000, 1, "ipv4:127.0.0.1:1", absl::Now());
+  node.EndStream(1);
+  EXPECT_TRUE(held.ok()) << held.status();
+  return held.ok() ? *held : 0;
+}
+
 using ::testing::ElementsAre;
 using ::testing::Field;
 
@@ -63,7 +73,7 @@ class SeriesStoreTest : public ::testing::Test {
 
 TEST_F(SeriesStoreTest, LatestAndWindowAfterIngest) {
   auto node = store_.OpenNode("gpu-1");
-  EXPECT_EQ(node->BeginStream("boot-a", 1000), 0u);
+  EXPECT_EQ(Hello(*node, "boot-a"), 0u);
   auto slots = node->MapSchema(MakeSchema(1, 3));
   ASSERT_TRUE(slots.ok());
   for (uint64_t seq = 1; seq <= 5; ++seq) {
@@ -97,7 +107,7 @@ TEST_F(SeriesStoreTest, LatestAndWindowAfterIngest) {
 
 TEST_F(SeriesStoreTest, DuplicatesIgnoredGapsCountedAndLeftAsHoles) {
   auto node = store_.OpenNode("gpu-1");
-  node->BeginStream("boot-a", 1000);
+  Hello(*node, "boot-a");
   auto slots = *node->MapSchema(MakeSchema(1, 1));
   EXPECT_EQ(Put(*node, "boot-a", slots, 1, {1}), NodeSeries::Outcome::kStored);
   EXPECT_EQ(Put(*node, "boot-a", slots, 2, {2}), NodeSeries::Outcome::kStored);
@@ -116,15 +126,15 @@ TEST_F(SeriesStoreTest, DuplicatesIgnoredGapsCountedAndLeftAsHoles) {
                           Field(&RatePoint::seq, 6)));
   EXPECT_EQ(window[1].rate, 2);  // the duplicate did not overwrite
   // A stream reconnecting with the same boot learns what is held.
-  EXPECT_EQ(node->BeginStream("boot-a", 1000), 6u);
+  EXPECT_EQ(Hello(*node, "boot-a"), 6u);
 }
 
 TEST_F(SeriesStoreTest, NewBootStartsAFreshSeqSpaceAndKeepsHistory) {
   auto node = store_.OpenNode("gpu-1");
-  node->BeginStream("boot-a", 1000);
+  Hello(*node, "boot-a");
   auto slots = *node->MapSchema(MakeSchema(1, 1));
   for (uint64_t seq = 1; seq <= 3; ++seq) Put(*node, "boot-a", slots, seq, {1});
-  EXPECT_EQ(node->BeginStream("boot-b", 1000), 0u);
+  EXPECT_EQ(Hello(*node, "boot-b"), 0u);
   auto slots_b = *node->MapSchema(MakeSchema(1, 1));
   EXPECT_EQ(slots_b, slots);  // same key, same slot
   EXPECT_EQ(Put(*node, "boot-b", slots_b, 1, {7}),
@@ -148,8 +158,8 @@ TEST_F(SeriesStoreTest, SchemaWithDuplicateKeyIsRefused) {
 TEST_F(SeriesStoreTest, ListNodesReportsUpDownAndDevices) {
   auto a = store_.OpenNode("gpu-b");
   auto b = store_.OpenNode("gpu-a");
-  a->BeginStream("x", 1000);
-  b->BeginStream("y", 1000);
+  Hello(*a, "x");
+  Hello(*b, "y");
   auto sa = *a->MapSchema(MakeSchema(1, 1));
   auto sb = *b->MapSchema(MakeSchema(1, 1));
   Put(*a, "x", sa, 1, {1});
@@ -174,7 +184,7 @@ TEST_F(SeriesStoreTest, ListNodesReportsUpDownAndDevices) {
 TEST_F(SeriesStoreTest, WindowIsBoundedAndMemoryPerSeriesIsMeasured) {
   SeriesStore store(SeriesStore::Options{600}, clock_);
   auto node = store.OpenNode("gpu-1");
-  node->BeginStream("b", 1000);
+  Hello(*node, "b");
   const int n = 1200;
   auto slots = *node->MapSchema(MakeSchema(1, n));
   // 3/4 of the counters idle (rate 0), 1/4 varying, like a busy NIC.
@@ -209,7 +219,7 @@ TEST_F(SeriesStoreTest, WindowIsBoundedAndMemoryPerSeriesIsMeasured) {
 TEST_F(SeriesStoreTest, IdleSeriesCostLittle) {
   SeriesStore store(SeriesStore::Options{600}, clock_);
   auto node = store.OpenNode("gpu-1");
-  node->BeginStream("b", 1000);
+  Hello(*node, "b");
   const int n = 1200;
   auto slots = *node->MapSchema(MakeSchema(1, n));
   const std::vector<double> zeros(n, 0.0);
@@ -222,11 +232,49 @@ TEST_F(SeriesStoreTest, IdleSeriesCostLittle) {
 
 // Nodes that report the same series share one layout; a node whose series
 // change gets its own without touching the others'.
+// Two agent processes with the same --node: the second is refused while
+// the first is live, instead of both taking turns; an agent that restarted
+// (its old stream gone or silent) and the same agent reconnecting are not.
+TEST_F(SeriesStoreTest, OneLiveAgentProcessPerNode) {
+  std::shared_ptr<NodeSeries> node = store_.OpenNode("gpu-001");
+  const absl::Time t0 = absl::FromUnixSeconds(1800000000);
+  ASSERT_TRUE(node->BeginStream("boot-a", 1000, 1, "ipv4:10.0.0.1:1", t0).ok());
+  absl::StatusOr<uint64_t> second =
+      node->BeginStream("boot-b", 1000, 2, "ipv4:10.0.0.2:2", t0);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(std::string(second.status().message()),
+              ::testing::HasSubstr("ipv4:10.0.0.1:1"));
+  NodeInfo info = node->Info();
+  EXPECT_EQ(info.duplicate_streams, 1u);
+  EXPECT_EQ(info.last_duplicate_peer, "ipv4:10.0.0.2:2");
+  EXPECT_EQ(info.peer, "ipv4:10.0.0.1:1");
+  // The same agent reconnecting (its old stream not yet noticed gone).
+  EXPECT_TRUE(node->BeginStream("boot-a", 1000, 3, "ipv4:10.0.0.1:9", t0).ok());
+  // A silent stream (3 intervals, at least 3 s) no longer holds the node.
+  EXPECT_FALSE(node->BeginStream("boot-b", 1000, 4, "ipv4:10.0.0.2:2",
+                                 t0 + absl::Seconds(2))
+                   .ok());
+  EXPECT_TRUE(node->BeginStream("boot-b", 1000, 5, "ipv4:10.0.0.2:2",
+                                t0 + absl::Seconds(4))
+                  .ok());
+  // A closed stream does not hold it either.
+  node->EndStream(5);
+  EXPECT_TRUE(node->BeginStream("boot-c", 1000, 6, "ipv4:10.0.0.3:3",
+                                t0 + absl::Seconds(4))
+                  .ok());
+  // Ending a stream that no longer owns the node changes nothing.
+  node->EndStream(5);
+  EXPECT_FALSE(node->BeginStream("boot-d", 1000, 7, "ipv4:10.0.0.4:4",
+                                 t0 + absl::Seconds(5))
+                   .ok());
+  EXPECT_EQ(node->Info().duplicate_streams, 3u);
+}
+
 TEST_F(SeriesStoreTest, IdenticalNodesShareOneLayoutCopiedOnWrite) {
   std::vector<std::shared_ptr<NodeSeries>> nodes;
   for (int i = 0; i < 3; ++i) {
     nodes.push_back(store_.OpenNode(absl::StrCat("gpu-", i)));
-    nodes.back()->BeginStream("b", 1000);
+    Hello(*nodes.back(), "b");
     ASSERT_TRUE(nodes.back()->MapSchema(MakeSchema(1, 50)).ok());
   }
   EXPECT_EQ(nodes[0]->layout(), nodes[1]->layout());
@@ -277,7 +325,7 @@ TEST(SeriesLayoutsTest, FindEqualFindsWhatInternBuilt) {
 // keeps its series.
 TEST_F(SeriesStoreTest, SchemaWithANewKeyTwiceLeavesTheNodeAsItWas) {
   auto node = store_.OpenNode("gpu-1");
-  node->BeginStream("b", 1000);
+  Hello(*node, "b");
   ASSERT_TRUE(node->MapSchema(MakeSchema(1, 4)).ok());
   v1::Schema bad = MakeSchema(2, 6);
   *bad.add_series() = bad.series(5);  // series 5 is new, and listed twice
@@ -295,7 +343,7 @@ TEST_F(SeriesStoreTest, SharedLayoutsKeepMemoryUnderOneKilobyte) {
   std::vector<double> rates(n);
   for (int node = 0; node < 8; ++node) {
     auto series = store.OpenNode(absl::StrCat("gpu-", node));
-    series->BeginStream("b", 1000);
+    Hello(*series, "b");
     auto slots = *series->MapSchema(MakeSchema(1, n));
     for (uint64_t seq = 1; seq <= 700; ++seq) {
       for (int i = 0; i < n; ++i) {

@@ -23,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "tests/agent/fake_sysfs.h"
 #include "tests/testing/subprocess.h"
+#include "tests/testing/test_pki.h"
 
 namespace fabricdiag {
 namespace {
@@ -70,11 +71,17 @@ class SystemTest : public ::testing::Test {
     }
   }
 
-  void StartCollector(int grpc_port = 0) {
-    collector_ = std::make_unique<Subprocess>(std::vector<std::string>{
-        kCollector, absl::StrCat("--listen=127.0.0.1:", grpc_port),
-        "--http_listen=127.0.0.1:0", "--state_dir=" + state_.path() + "/state",
-        "--auth_token_file=" + token_file_, "--analysis_interval=100ms"});
+  void StartCollector(int grpc_port = 0,
+                      const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv = {
+        kCollector,
+        absl::StrCat("--listen=127.0.0.1:", grpc_port),
+        "--http_listen=127.0.0.1:0",
+        "--state_dir=" + state_.path() + "/state",
+        "--auth_token_file=" + token_file_,
+        "--analysis_interval=100ms"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    collector_ = std::make_unique<Subprocess>(argv);
     ASSERT_TRUE(collector_->Start().ok());
     std::string line;
     ASSERT_TRUE(collector_->WaitForStderr("gRPC on port", &line))
@@ -85,13 +92,19 @@ class SystemTest : public ::testing::Test {
     ASSERT_GT(http_port_, 0);
   }
 
-  std::unique_ptr<Subprocess> StartAgent(int i) {
-    auto agent = std::make_unique<Subprocess>(std::vector<std::string>{
-        kAgent, absl::StrCat("--node=gpu-00", i),
+  // Agent i reads tree i and is node gpu-00i unless `extra` names another.
+  std::unique_ptr<Subprocess> StartAgent(
+      int i, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv = {
+        kAgent,
+        absl::StrCat("--node=gpu-00", i),
         "--sysfs_root=" + trees_[i]->path(),
-        "--ethtool_dir=" + trees_[i]->path(), "--listen=127.0.0.1:0",
+        "--ethtool_dir=" + trees_[i]->path(),
+        "--listen=127.0.0.1:0",
         "--interval=100ms",
-        absl::StrCat("--collector=127.0.0.1:", grpc_port_)});
+        absl::StrCat("--collector=127.0.0.1:", grpc_port_)};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto agent = std::make_unique<Subprocess>(argv);
     EXPECT_TRUE(agent->Start().ok());
     EXPECT_TRUE(agent->WaitForStderr("serving /metrics", nullptr));
     return agent;
@@ -101,6 +114,7 @@ class SystemTest : public ::testing::Test {
     std::vector<std::string> argv = {
         kCli, absl::StrCat("--collector=127.0.0.1:", grpc_port_),
         "--token_file=" + token_file_};
+    argv.insert(argv.end(), cli_flags_.begin(), cli_flags_.end());
     argv.insert(argv.end(), args.begin(), args.end());
     return RunCommand(argv);
   }
@@ -120,6 +134,31 @@ class SystemTest : public ::testing::Test {
       if (f["kind"] == kind && f["node"] == node) return true;
     }
     return false;
+  }
+
+  // The node of `nodes --json` named `node`; null when absent.
+  nlohmann::json Node(const std::string& node) {
+    RunResult r = Cli({"nodes", "--json"});
+    if (r.exit_code != 0) return nullptr;
+    nlohmann::json nodes =
+        nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+    if (!nodes.is_array()) return nullptr;
+    for (const auto& n : nodes) {
+      if (n["node"] == node) return n;
+    }
+    return nullptr;
+  }
+
+  // The value of the sample `series` (name and labels, as exposed) on the
+  // collector's /metrics; -1 when absent.
+  double MetricValue(const std::string& series) {
+    for (absl::string_view line : absl::StrSplit(Metrics(), '\n')) {
+      if (absl::StartsWith(line, series + " ")) {
+        double v = 0;
+        if (absl::SimpleAtod(line.substr(series.size() + 1), &v)) return v;
+      }
+    }
+    return -1;
   }
 
   std::string Metrics() {
@@ -142,6 +181,7 @@ class SystemTest : public ::testing::Test {
   std::string token_file_;
   std::vector<std::unique_ptr<ScopedTempDir>> trees_;
   std::unique_ptr<Subprocess> collector_;
+  std::vector<std::string> cli_flags_;  // e.g. TLS flags
   int grpc_port_ = 0;
   int http_port_ = 0;
 };
@@ -270,6 +310,104 @@ TEST_F(SystemTest, SecondCollectorOnTheSamePortsRefusesToStart) {
   EXPECT_THAT(r.err, HasSubstr("Address already in use"));
   // The first one still serves.
   EXPECT_THAT(Cli({"nodes"}).exit_code, 0);
+}
+
+// Who may speak for a node: with --ingest_token_file an agent needs the
+// token, and while one agent streams as a node a second one with the same
+// --node is refused, on both sides, counted, and shown by `nodes`.
+TEST_F(SystemTest, IngestNeedsTheTokenAndOneLiveAgentPerNode) {
+  StartCollector(0, {"--ingest_token_file=" + token_file_});
+  std::unique_ptr<Subprocess> rogue = StartAgent(0);  // no token
+  EXPECT_TRUE(rogue->WaitForStderr("ingest token", nullptr)) << rogue->Stderr();
+  const std::string unauthenticated =
+      "fabricdiag_ingest_rejected_streams_total{reason=\"unauthenticated\"}";
+  EXPECT_TRUE(Eventually([&] { return MetricValue(unauthenticated) >= 1; }));
+  EXPECT_TRUE(Node("gpu-000").is_null());
+  rogue.reset();
+
+  std::unique_ptr<Subprocess> first =
+      StartAgent(0, {"--ingest_token_file=" + token_file_});
+  ASSERT_TRUE(Eventually([&] {
+    nlohmann::json n = Node("gpu-000");
+    return n.is_object() && n["up"] == true && n["reports"] > 2;
+  })) << first->Stderr()
+      << collector_->Stderr();
+  const std::string peer = Node("gpu-000")["peer"];
+  EXPECT_THAT(peer, HasSubstr("127.0.0.1"));
+
+  // Same --node, another tree (so another device list), another process.
+  std::unique_ptr<Subprocess> twin =
+      StartAgent(1, {"--node=gpu-000", "--ingest_token_file=" + token_file_});
+  EXPECT_TRUE(
+      twin->WaitForStderr("two agents run with the same --node", nullptr))
+      << twin->Stderr();
+  EXPECT_TRUE(collector_->WaitForStderr("duplicate_node", nullptr))
+      << collector_->Stderr();
+  const std::string duplicate =
+      "fabricdiag_ingest_rejected_streams_total{reason=\"duplicate_node\"}";
+  EXPECT_TRUE(Eventually([&] { return MetricValue(duplicate) >= 1; }));
+  nlohmann::json n = Node("gpu-000");
+  ASSERT_TRUE(n.is_object());
+  EXPECT_GE(n["duplicate_streams"], 1);
+  EXPECT_THAT(n["last_duplicate_peer"].get<std::string>(),
+              HasSubstr("127.0.0.1"));
+  // The first agent keeps the node: same peer, still reporting.
+  EXPECT_EQ(n["peer"], peer);
+  const uint64_t reports = n["reports"];
+  EXPECT_TRUE(Eventually([&] {
+    nlohmann::json now = Node("gpu-000");
+    return now.is_object() && now["reports"] > reports + 5 &&
+           now["peer"] == peer;
+  }));
+  EXPECT_THAT(Cli({"nodes"}).out, HasSubstr("warning: gpu-000: "));
+
+  // When the first agent is gone for good, the second one takes over.
+  first->Signal(SIGKILL);
+  EXPECT_TRUE(Eventually(
+      [&] {
+        nlohmann::json now = Node("gpu-000");
+        return now.is_object() && now["up"] == true && now["peer"] != peer;
+      },
+      absl::Seconds(30)))
+      << twin->Stderr();
+}
+
+// With mutual TLS the node an agent reports as must be named in its client
+// certificate (CN or DNS subject alternative name).
+TEST_F(SystemTest, MutualTlsAgentsReportOnlyAsThemselves) {
+  const std::string pki_dir = state_.path() + "/pki";
+  ASSERT_EQ(mkdir(pki_dir.c_str(), 0700), 0);
+  absl::StatusOr<fabricdiag::testing::TestPki> pki =
+      fabricdiag::testing::MakeTestPki(pki_dir, {"gpu-000", "ops"});
+  ASSERT_TRUE(pki.ok()) << pki.status();
+  StartCollector(
+      0, {"--tls_cert=" + pki->server.cert, "--tls_key=" + pki->server.key,
+          "--tls_client_ca=" + pki->ca_cert});
+  cli_flags_ = {"--tls_ca=" + pki->ca_cert,
+                "--tls_cert=" + pki->clients["ops"].cert,
+                "--tls_key=" + pki->clients["ops"].key};
+  const std::vector<std::string> tls = {
+      "--tls_ca=" + pki->ca_cert, "--tls_cert=" + pki->clients["gpu-000"].cert,
+      "--tls_key=" + pki->clients["gpu-000"].key};
+  std::unique_ptr<Subprocess> honest = StartAgent(0, tls);
+  ASSERT_TRUE(Eventually([&] {
+    nlohmann::json n = Node("gpu-000");
+    return n.is_object() && n["up"] == true;
+  })) << honest->Stderr()
+      << collector_->Stderr();
+  // gpu-000's certificate does not make its holder gpu-001.
+  std::unique_ptr<Subprocess> impostor = StartAgent(1, tls);
+  EXPECT_TRUE(impostor->WaitForStderr("identity_mismatch", nullptr))
+      << impostor->Stderr();
+  EXPECT_TRUE(Eventually([&] {
+    return MetricValue(
+               "fabricdiag_ingest_rejected_streams_total{reason="
+               "\"identity_mismatch\"}") >= 1;
+  }));
+  EXPECT_TRUE(Node("gpu-001").is_null());
+  // Without a client certificate there is no connection at all.
+  cli_flags_ = {"--tls_ca=" + pki->ca_cert};
+  EXPECT_EQ(Cli({"nodes"}).exit_code, 1);
 }
 
 TEST_F(SystemTest, CollectorRefusesBadConfigurationClearly) {

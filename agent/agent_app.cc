@@ -33,6 +33,7 @@
 #include "agent/sysfs_reader.h"
 #include "agent/verbs.h"
 #include "agent/verbs_port_source.h"
+#include "common/byte_size.h"
 #include "common/clock.h"
 #include "common/files.h"
 #include "common/http_server.h"
@@ -43,6 +44,11 @@
 
 namespace fabricdiag::agent {
 namespace {
+
+// One report of a large switch (~20,000 counters) takes ~350 KB: less than
+// a few MiB could not ride out even a short reconnect.
+constexpr uint64_t kMinStreamBuffer = uint64_t{4} << 20;
+constexpr uint64_t kMaxStreamBuffer = uint64_t{64} << 30;
 
 // "HOST:PORT", "[v6]:PORT". The port must be a number in 0..65535.
 absl::Status ValidateHostPort(absl::string_view flag, absl::string_view value,
@@ -225,11 +231,23 @@ absl::Status ValidateAgentConfig(const AgentConfig& config) {
     return absl::InvalidArgumentError(
         "--tls_cert and --tls_key go together (mutual TLS)");
   }
+  // --ingest_token_file alone is fine: the packaged unit always names the
+  // token's credential, and an agent that streams nowhere never reads it.
   if (config.collector.empty() &&
-      (!config.tls_ca.empty() || !config.tls_cert.empty() ||
-       !config.ingest_token_file.empty())) {
+      (!config.tls_ca.empty() || !config.tls_cert.empty())) {
     return absl::InvalidArgumentError(
-        "--tls_ca/--tls_cert/--tls_key/--ingest_token_file need --collector");
+        "--tls_ca/--tls_cert/--tls_key need --collector");
+  }
+  absl::StatusOr<uint64_t> buffer = ParseByteSize(config.stream_buffer_size);
+  if (!buffer.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--stream_buffer_size: ", buffer.status().message()));
+  }
+  if (*buffer < kMinStreamBuffer || *buffer > kMaxStreamBuffer) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--stream_buffer_size=", config.stream_buffer_size,
+                     ": must be between ", FormatByteSize(kMinStreamBuffer),
+                     " and ", FormatByteSize(kMaxStreamBuffer)));
   }
   if (!config.netdev_exclude.empty()) {
     // The netdev source compiles the same POSIX extended regex.
@@ -283,7 +301,14 @@ int RunAgent(const AgentConfig& config) {
       absl::StatusOr<std::string> token =
           ReadTokenFile("--ingest_token_file", config.ingest_token_file, 16);
       if (!token.ok()) {
-        LogError(absl::StrCat("fabricdiag-agent: ", token.status().message()));
+        // The packages leave an empty token file until the admin copies
+        // the collector's in: say so where they will look.
+        LogError(absl::StrCat(
+            "fabricdiag-agent: ", token.status().message(),
+            "; the collector's token (the packaged collector generates "
+            "/etc/fabricdiag/ingest-token) belongs there, or pass "
+            "--ingest_token_file= (empty) for a collector whose ingest is "
+            "open"));
         return 2;
       }
       options.token = *std::move(token);
@@ -294,11 +319,12 @@ int RunAgent(const AgentConfig& config) {
     size_t capacity = config.stream_buffer_reports;
     if (capacity == 0) {
       capacity = static_cast<size_t>(absl::Minutes(10) / config.interval);
-      if (capacity < ReportBuffer::kDefaultCapacity) {
-        capacity = ReportBuffer::kDefaultCapacity;
+      if (capacity < ReportBuffer::kDefaultReports) {
+        capacity = ReportBuffer::kDefaultReports;
       }
     }
-    options.buffer_capacity = capacity;
+    options.buffer.max_reports = capacity;
+    options.buffer.max_bytes = *ParseByteSize(config.stream_buffer_size);
     absl::StatusOr<std::unique_ptr<StreamClient>> client =
         StreamClient::Create(options, clock);
     if (!client.ok()) {
@@ -328,6 +354,8 @@ int RunAgent(const AgentConfig& config) {
   if (sink != nullptr) sink->Start();
 
   AgentRunner runner(&snapshotter, &page, sink.get(), clock, kVersion);
+  HttpServer* server = http->get();
+  runner.set_http_stats([server] { return server->stats(); });
   const std::string ports = absl::StrCat((*http)->port());
   LogInfo(absl::StrCat("fabricdiag-agent ", kVersion, " node=", config.node,
                        " sysfs_root=", config.sysfs_root,

@@ -33,6 +33,9 @@ struct AgentConfig {
   // "never": see agent/sysfs_reader.h.
   std::string sysfs_fd_cache = "auto";
   size_t stream_buffer_reports = 0;  // 0: ten minutes of reports
+  // --stream_buffer_size: memory the unacknowledged reports may take
+  // ("64MiB"); the oldest are dropped beyond it.
+  std::string stream_buffer_size = "64MiB";
 };
 
 // Checks every field; the message names the flag at fault. Does not touch

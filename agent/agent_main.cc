@@ -39,6 +39,10 @@ ABSL_FLAG(std::string, sysfs_fd_cache, "auto",
           "Keep sysfs file descriptors open between reads: auto (only on "
           "real sysfs), always (any tree whose files are rewritten in place), "
           "never");
+ABSL_FLAG(std::string, stream_buffer_size, "64MiB",
+          "Memory the reports the collector has not acknowledged may take "
+          "(kept for replay after an outage; oldest dropped beyond it): "
+          "64MiB, 512MiB, 1GiB ...");
 ABSL_FLAG(bool, ethtool_per_queue, false,
           "Also export per-queue/ring/channel ethtool statistics");
 
@@ -68,6 +72,7 @@ int main(int argc, char** argv) {
   config.netdev_exclude = absl::GetFlag(FLAGS_netdev_exclude);
   config.ethtool_per_queue = absl::GetFlag(FLAGS_ethtool_per_queue);
   config.sysfs_fd_cache = absl::GetFlag(FLAGS_sysfs_fd_cache);
+  config.stream_buffer_size = absl::GetFlag(FLAGS_stream_buffer_size);
   fabricdiag::agent::ResolveDefaults(&config);
   absl::Status status = fabricdiag::agent::ValidateAgentConfig(config);
   if (!status.ok()) {

@@ -28,6 +28,7 @@ std::shared_ptr<const Snapshot> AgentRunner::Tick() {
     health.counter_resets = rates_.resets();
     health.counter_wraps = rates_.wraps();
     if (sink_ != nullptr) health.stream = sink_->Health();
+    if (http_stats_) health.http = http_stats_();
     page_->Publish(snapshot, std::move(health));
   }
   return snapshot;

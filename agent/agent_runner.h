@@ -11,6 +11,7 @@
 // Not thread-safe: Tick() is called from one thread.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +22,7 @@
 #include "agent/sample.h"
 #include "agent/snapshotter.h"
 #include "common/clock.h"
+#include "common/http_server.h"
 
 namespace fabricdiag::agent {
 
@@ -40,6 +42,11 @@ class AgentRunner {
   AgentRunner(Snapshotter* snapshotter, MetricsPage* page, SnapshotSink* sink,
               const Clock& clock, std::string version);
 
+  // Where the health of the /metrics server comes from (null: none).
+  void set_http_stats(std::function<HttpServer::Stats()> stats) {
+    http_stats_ = std::move(stats);
+  }
+
   // Takes and publishes one snapshot; returns it.
   std::shared_ptr<const Snapshot> Tick();
 
@@ -52,6 +59,7 @@ class AgentRunner {
   const Clock& clock_;
   std::string version_;
   RateCalculator rates_;
+  std::function<HttpServer::Stats()> http_stats_;
   uint64_t snapshots_ = 0;
 };
 

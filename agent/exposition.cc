@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/gzip.h"
+#include "common/http_server_metrics.h"
 
 namespace fabricdiag::agent {
 namespace {
@@ -528,6 +529,12 @@ void AddHealth(const Snapshot& snap, const AgentHealth& h, Families* f) {
          static_cast<double>(snap.netdevs.size()));
   f->Add("fabricdiag_agent_samples", "Values read in the last snapshot.",
          Type::kGauge, {}, static_cast<double>(snap.samples.size()));
+  if (h.http.has_value()) {
+    for (const HttpServerMetric& m : HttpServerMetrics(*h.http)) {
+      f->Add(m.name, m.help, m.counter ? Type::kCounter : Type::kGauge, {},
+             m.value);
+    }
+  }
   if (h.stream.has_value()) {
     const AgentHealth::Stream& s = *h.stream;
     f->Add("fabricdiag_agent_stream_connected",
@@ -536,8 +543,13 @@ void AddHealth(const Snapshot& snap, const AgentHealth& h, Families* f) {
     f->Add("fabricdiag_agent_stream_reports_buffered",
            "Reports kept until the collector acknowledges them.", Type::kGauge,
            {}, static_cast<double>(s.buffered));
+    f->Add("fabricdiag_agent_stream_buffer_bytes",
+           "Memory of the reports kept until the collector acknowledges "
+           "them (bounded by --stream_buffer_size).",
+           Type::kGauge, {}, static_cast<double>(s.buffered_bytes));
     f->Add("fabricdiag_agent_stream_reports_dropped_total",
-           "Reports lost because the buffer overflowed during an outage.",
+           "Reports lost because the buffer overflowed during an outage "
+           "(oldest first).",
            Type::kCounter, {}, static_cast<double>(s.dropped));
     f->Add("fabricdiag_agent_stream_reports_sent_total",
            "Reports written to the collector stream (replays included).",

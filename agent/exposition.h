@@ -46,12 +46,15 @@ struct AgentHealth {
   uint64_t counter_wraps = 0;
   struct Stream {
     bool connected = false;
-    uint64_t buffered = 0;  // reports waiting for the collector's ack
-    uint64_t dropped = 0;   // reports lost to buffer overflow
+    uint64_t buffered = 0;        // reports waiting for the collector's ack
+    uint64_t buffered_bytes = 0;  // their memory
+    uint64_t dropped = 0;         // reports lost to buffer overflow
     uint64_t sent = 0;
     uint64_t reconnects = 0;
   };
   std::optional<Stream> stream;  // absent when no collector is configured
+  // The /metrics server's own counters; absent in --once and in tests.
+  std::optional<HttpServer::Stats> http;
 };
 
 // `value` as Prometheus prints a sample value: the shortest text that reads

@@ -41,8 +41,8 @@ absl::Status CheckFields(const StreamClient::Options& o) {
     return absl::InvalidArgumentError(
         "reconnect backoff must satisfy 0 < initial <= max");
   }
-  if (o.buffer_capacity == 0) {
-    return absl::InvalidArgumentError("report buffer capacity must be >= 1");
+  if (o.buffer.max_reports == 0 || o.buffer.max_bytes == 0) {
+    return absl::InvalidArgumentError("report buffer limits must be >= 1");
   }
   if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
     return absl::InvalidArgumentError(
@@ -99,7 +99,7 @@ StreamClient::StreamClient(
       clock_(clock),
       credentials_(std::move(credentials)),
       boot_id_(options_.boot_id.empty() ? RandomBootId() : options_.boot_id),
-      buffer_(options_.buffer_capacity) {}
+      buffer_(options_.buffer) {}
 
 StreamClient::~StreamClient() { Stop(); }
 
@@ -150,6 +150,7 @@ StreamClient::Stats StreamClient::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   Stats s = stats_;
   s.buffered = buffer_.size();
+  s.buffered_bytes = buffer_.bytes();
   s.dropped = buffer_.dropped();
   return s;
 }

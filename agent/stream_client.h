@@ -66,18 +66,20 @@ class StreamClient {
     std::string token;
     absl::Duration backoff_initial = absl::Milliseconds(250);
     absl::Duration backoff_max = absl::Seconds(30);
-    size_t buffer_capacity = ReportBuffer::kDefaultCapacity;  // in reports
+    // Unacknowledged reports kept for replay (see ReportBuffer).
+    ReportBuffer::Limits buffer;
     // Identifies this agent process to the collector; random when empty.
     std::string boot_id;
   };
 
   struct Stats {
-    bool connected = false;  // the collector has answered on this stream
-    uint64_t buffered = 0;   // reports not yet acknowledged
-    uint64_t dropped = 0;    // oldest reports dropped: buffer full
-    uint64_t invalid = 0;    // reports refused: unknown schema
-    uint64_t sent = 0;       // report messages written (replays count)
-    uint64_t acked = 0;      // reports acknowledged by the collector
+    bool connected = false;       // the collector has answered on this stream
+    uint64_t buffered = 0;        // reports not yet acknowledged
+    uint64_t buffered_bytes = 0;  // their memory
+    uint64_t dropped = 0;         // oldest reports dropped: buffer full
+    uint64_t invalid = 0;         // reports refused: unknown schema
+    uint64_t sent = 0;            // report messages written (replays count)
+    uint64_t acked = 0;           // reports acknowledged by the collector
     uint64_t last_acked_seq = 0;
     uint64_t reconnects = 0;  // streams that ended and were retried
     // Monotonic nanos (of the injected Clock) of the last Ack; 0 = never.

@@ -35,6 +35,7 @@ AgentHealth::Stream StreamSink::Health() const {
   AgentHealth::Stream health;
   health.connected = stats.connected;
   health.buffered = stats.buffered;
+  health.buffered_bytes = stats.buffered_bytes;
   health.dropped = stats.dropped;
   health.sent = stats.sent;
   health.reconnects = stats.reconnects;

@@ -91,7 +91,15 @@ absl::StatusOr<std::string> ReadSecretFile(absl::string_view what,
                         absl::StrCat(what, ": ", fd.status().message()));
   }
   Fd owned(*fd);
-  if ((st.st_mode & (S_IRGRP | S_IROTH | S_IWGRP | S_IWOTH)) != 0) {
+  // As PostgreSQL treats its TLS key: a file of our own must be ours alone
+  // (0600 or less); a file root owns may also be readable by its group
+  // (0640: root:fabricdiag, or a Kubernetes Secret volume with fsGroup),
+  // because root granted that read on purpose. Nobody else may read it and
+  // nobody but the owner may write it.
+  const bool root_owned = st.st_uid == 0 && geteuid() != 0;
+  const mode_t forbidden =
+      root_owned ? (S_IWGRP | S_IRWXO) : (S_IRWXG | S_IRWXO);
+  if ((st.st_mode & forbidden) != 0) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "%s=%s is readable or writable by group or others (mode %04o): "
         "anyone on this host could use or replace the secret; run "

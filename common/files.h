@@ -28,7 +28,11 @@ namespace fabricdiag {
 absl::StatusOr<std::string> ReadFileCapped(const std::string& path,
                                            size_t max_bytes);
 
-// `what` names the flag in messages ("--tls_key").
+// A secret (key, token). `what` names the flag in messages ("--tls_key").
+// Refused (FailedPrecondition, with the chmod that fixes it) when anyone
+// but its owner may write it or read it, except that a file owned by root
+// may be readable by its group (mode 0640: granted on purpose by root, as
+// for a Kubernetes Secret volume with fsGroup).
 absl::StatusOr<std::string> ReadSecretFile(absl::string_view what,
                                            const std::string& path,
                                            size_t max_bytes);

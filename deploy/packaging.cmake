@@ -52,14 +52,18 @@ install(FILES ${PROJECT_SOURCE_DIR}/README.md
 # listed as conffiles by hand, so dpkg keeps an admin's edits on upgrade
 # and asks before replacing them. Generated at configure time into
 # <build>/deploy/debian/<package>/.
-#   fabricdiag_debian_control(COMPONENT PACKAGE UNIT STATE_DIR CONFFILES...)
+#   fabricdiag_debian_control(COMPONENT PACKAGE UNIT STATE_DIR INGEST_TOKEN
+#                             CONFFILES...)
 # STATE_DIR is the unit's StateDirectory= name the postrm deletes on purge
-# ("" for none).
-function(fabricdiag_debian_control component package unit state_dir)
+# ("" for none). INGEST_TOKEN: what the postinst does when
+# /etc/fabricdiag/ingest-token is missing: "generate" or "placeholder".
+function(fabricdiag_debian_control component package unit state_dir
+         ingest_token)
   set(dir ${CMAKE_BINARY_DIR}/deploy/debian/${package})
   set(FABRICDIAG_PACKAGE ${package})
   set(FABRICDIAG_UNIT ${unit})
   set(FABRICDIAG_STATE_DIR "${state_dir}")
+  set(FABRICDIAG_INGEST_TOKEN ${ingest_token})
   foreach(script postinst prerm postrm)
     configure_file(${FABRICDIAG_DEPLOY_DIR}/debian/${script}.in
       ${dir}/${script} @ONLY)
@@ -72,9 +76,10 @@ function(fabricdiag_debian_control component package unit state_dir)
 endfunction()
 
 fabricdiag_debian_control(agent fabricdiag-agent fabricdiag-agent.service ""
+  placeholder
   /etc/default/fabricdiag-agent)
 fabricdiag_debian_control(collector fabricdiag-collector
-  fabricdiag-collector.service fabricdiag
+  fabricdiag-collector.service fabricdiag generate
   /etc/default/fabricdiag-collector
   /etc/fabricdiag/analysis.yaml)
 

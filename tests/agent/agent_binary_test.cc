@@ -25,6 +25,7 @@
 #include "tests/agent/fake_ingest_server.h"
 #include "tests/agent/fake_sysfs.h"
 #include "tests/testing/subprocess.h"
+#include "tests/testing/temp_dir.h"
 
 namespace fabricdiag::agent {
 namespace {
@@ -101,12 +102,13 @@ double Value(const std::string& exposition, const std::string& series) {
 }
 
 // Lines whose values change from run to run (durations, timestamps, tick
-// counts, prometheus-cpp's own exposer_* request statistics) are left out of
-// the golden comparison.
+// counts, the HTTP server's own request statistics) are left out of the
+// golden comparison; their HELP and TYPE lines stay.
 std::string StableLines(const std::string& exposition) {
   static const std::regex kVolatile(
       "^(fabricdiag_agent_(source_duration_seconds|snapshot_duration_seconds|"
-      "last_snapshot_timestamp_seconds|snapshots_total)|exposer_[a-z_]+)[ "
+      "last_snapshot_timestamp_seconds|snapshots_total)|fabricdiag_http_[a-z_]+"
+      ")[ "
       "{].*");
   std::string out;
   for (absl::string_view line : absl::StrSplit(exposition, '\n')) {
@@ -249,6 +251,9 @@ TEST(AgentBinaryTest, InvalidFlagsExitTwoNamingTheFlag) {
       {{"--collector=h:1", "--tls_ca=/nonexistent/ca.pem"}, "--tls_ca"},
       {{"--netdev_exclude=([unclosed"}, "--netdev_exclude"},
       {{"--sysfs_fd_cache=sometimes"}, "--sysfs_fd_cache"},
+      {{"--stream_buffer_size=lots"}, "--stream_buffer_size: "},
+      {{"--stream_buffer_size=1MiB"}, "must be between 4MiB and 64GiB"},
+      {{"--stream_buffer_size=1TiB"}, "must be between 4MiB and 64GiB"},
   };
   for (const BadFlagCase& c : cases) {
     std::vector<std::string> argv = {kAgent};
@@ -431,6 +436,41 @@ TEST(AgentBinaryTest, DeadCollectorNeverStopsSampling) {
   EXPECT_GE(Value(body, "fabricdiag_agent_snapshots_total"), 10);
   EXPECT_EQ(Value(body, "fabricdiag_agent_stream_connected"), 0);
   EXPECT_GE(Value(body, "fabricdiag_agent_stream_reports_buffered"), 5);
+}
+
+// A node with 20,000 counters makes reports of ~400 KB. While the collector
+// is away, the replay buffer must stay within --stream_buffer_size, dropping
+// the oldest reports and counting them, instead of growing by the report
+// count alone (600 of them: a quarter of a gigabyte).
+TEST(AgentBinaryTest, ReplayBufferIsBoundedInBytes) {
+  fabricdiag::testing::TempDir tree;
+  const std::string netdev = tree.path() + "/class/net/eth9";
+  std::filesystem::create_directories(netdev + "/statistics");
+  std::filesystem::create_directories(tree.path() + "/ethtool");
+  std::ofstream(netdev + "/operstate") << "up\n";
+  std::ofstream(netdev + "/statistics/rx_bytes") << "1\n";
+  {
+    std::ofstream stats(tree.path() + "/ethtool/eth9");
+    stats << "NIC statistics:\n";
+    for (int i = 0; i < 20000; ++i) {
+      stats << "     vendor_counter_" << i << ": " << i << "\n";
+    }
+  }
+  RunningAgent agent({"--sysfs_root=" + tree.path(),
+                      "--ethtool_dir=" + tree.path() + "/ethtool",
+                      "--interval=20ms", "--collector=127.0.0.1:1",
+                      "--stream_buffer_size=4MiB"});
+  ASSERT_TRUE(agent.Start());
+  const std::string body = agent.ScrapeUntil([](const std::string& b) {
+    return Value(b, "fabricdiag_agent_stream_reports_dropped_total") >= 5;
+  });
+  EXPECT_GE(Value(body, "fabricdiag_agent_stream_reports_dropped_total"), 5)
+      << agent.process().Stderr();
+  const double bytes = Value(body, "fabricdiag_agent_stream_buffer_bytes");
+  EXPECT_GT(bytes, 2 << 20);
+  EXPECT_LE(bytes, 4 << 20);
+  // Far fewer than the 600 reports a count bound would keep.
+  EXPECT_LT(Value(body, "fabricdiag_agent_stream_reports_buffered"), 20);
 }
 
 }  // namespace

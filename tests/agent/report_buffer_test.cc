@@ -23,13 +23,71 @@ std::vector<uint64_t> Seqs(const std::vector<ReportBuffer::ReportPtr>& v) {
   return out;
 }
 
-TEST(ReportBufferTest, DefaultHoldsTenMinutesAtOneHertz) {
+ReportBuffer::Limits Limits(size_t reports, size_t bytes) {
+  ReportBuffer::Limits limits;
+  limits.max_reports = reports;
+  limits.max_bytes = bytes;
+  return limits;
+}
+
+// Limits of `n` reports and no practical byte bound.
+ReportBuffer::Limits Reports(size_t n) { return Limits(n, size_t{1} << 40); }
+
+// A report of `series` values, the size of a real one of that many series.
+ReportBuffer::ReportPtr MakeBigReport(uint64_t seq, int series) {
+  auto r = std::make_shared<v1::Report>();
+  r->set_seq(seq);
+  r->set_schema_id(1);
+  for (int i = 0; i < series; ++i) {
+    r->add_raw(uint64_t{1} << 40);
+    r->add_rate(1.5);
+  }
+  return r;
+}
+
+TEST(ReportBufferTest, DefaultHoldsTenMinutesAtOneHertzIn64MiB) {
   ReportBuffer buffer;
-  EXPECT_EQ(buffer.capacity(), 600u);
+  EXPECT_EQ(buffer.limits().max_reports, 600u);
+  EXPECT_EQ(buffer.limits().max_bytes, size_t{64} << 20);
+}
+
+// A node with 20,000 counters makes reports of hundreds of KB: the byte
+// bound, not the count, keeps the buffer's memory bounded, dropping the
+// oldest first and counting them.
+TEST(ReportBufferTest, BytesBoundTheBufferWhateverTheReportSize) {
+  const size_t one = MakeBigReport(1, 20000)->SpaceUsedLong();
+  ASSERT_GT(one, 20000u * 16);
+  ReportBuffer buffer(Limits(600, 10 * one + one / 2));
+  for (uint64_t s = 1; s <= 100; ++s) {
+    ASSERT_TRUE(buffer.Push(MakeBigReport(s, 20000)));
+    ASSERT_LE(buffer.bytes(), buffer.limits().max_bytes);
+  }
+  EXPECT_EQ(buffer.size(), 10u);
+  EXPECT_EQ(buffer.bytes(), 10 * one);
+  EXPECT_EQ(buffer.dropped(), 90u);
+  EXPECT_EQ(buffer.After(0, 1).front()->seq(), 91u);
+  // Acknowledged reports give their bytes back.
+  buffer.Ack(95);
+  EXPECT_EQ(buffer.bytes(), 5 * one);
+  EXPECT_EQ(buffer.dropped(), 90u);
+}
+
+// The newest report is kept even when it alone is over the bound: dropping
+// it would lose the present for nothing.
+TEST(ReportBufferTest, ANewestReportLargerThanTheBoundIsKeptAlone) {
+  ReportBuffer buffer(Limits(600, 1000));
+  ASSERT_TRUE(buffer.Push(MakeReport(1)));
+  ASSERT_TRUE(buffer.Push(MakeBigReport(2, 5000)));
+  EXPECT_EQ(buffer.size(), 1u);
+  EXPECT_EQ(buffer.dropped(), 1u);
+  EXPECT_EQ(buffer.After(0, 9).front()->seq(), 2u);
+  ASSERT_TRUE(buffer.Push(MakeReport(3)));
+  EXPECT_EQ(buffer.size(), 1u);
+  EXPECT_EQ(buffer.After(0, 9).front()->seq(), 3u);
 }
 
 TEST(ReportBufferTest, AfterReturnsReportsInSeqOrder) {
-  ReportBuffer buffer(10);
+  ReportBuffer buffer(Reports(10));
   for (uint64_t s = 1; s <= 5; ++s) ASSERT_TRUE(buffer.Push(MakeReport(s)));
   EXPECT_THAT(Seqs(buffer.After(0, 100)), ElementsAre(1, 2, 3, 4, 5));
   EXPECT_THAT(Seqs(buffer.After(2, 2)), ElementsAre(3, 4));
@@ -39,7 +97,7 @@ TEST(ReportBufferTest, AfterReturnsReportsInSeqOrder) {
 }
 
 TEST(ReportBufferTest, OverflowDropsOldestAndCounts) {
-  ReportBuffer buffer(3);
+  ReportBuffer buffer(Reports(3));
   for (uint64_t s = 1; s <= 7; ++s) ASSERT_TRUE(buffer.Push(MakeReport(s)));
   EXPECT_EQ(buffer.size(), 3u);
   EXPECT_EQ(buffer.dropped(), 4u);
@@ -47,7 +105,7 @@ TEST(ReportBufferTest, OverflowDropsOldestAndCounts) {
 }
 
 TEST(ReportBufferTest, AckRemovesEverythingUpToSeq) {
-  ReportBuffer buffer(10);
+  ReportBuffer buffer(Reports(10));
   for (uint64_t s = 1; s <= 5; ++s) ASSERT_TRUE(buffer.Push(MakeReport(s)));
   EXPECT_EQ(buffer.Ack(3), 3u);
   EXPECT_THAT(Seqs(buffer.After(0, 100)), ElementsAre(4, 5));
@@ -57,7 +115,7 @@ TEST(ReportBufferTest, AckRemovesEverythingUpToSeq) {
 }
 
 TEST(ReportBufferTest, AckBeyondLastSeqEmptiesTheBuffer) {
-  ReportBuffer buffer(10);
+  ReportBuffer buffer(Reports(10));
   for (uint64_t s = 1; s <= 3; ++s) ASSERT_TRUE(buffer.Push(MakeReport(s)));
   EXPECT_EQ(buffer.Ack(UINT64_MAX), 3u);
   EXPECT_EQ(buffer.size(), 0u);
@@ -66,7 +124,7 @@ TEST(ReportBufferTest, AckBeyondLastSeqEmptiesTheBuffer) {
 }
 
 TEST(ReportBufferTest, RefusesNullAndNonIncreasingSeq) {
-  ReportBuffer buffer(10);
+  ReportBuffer buffer(Reports(10));
   EXPECT_FALSE(buffer.Push(nullptr));
   EXPECT_TRUE(buffer.Push(MakeReport(5)));
   EXPECT_FALSE(buffer.Push(MakeReport(5)));
@@ -75,14 +133,14 @@ TEST(ReportBufferTest, RefusesNullAndNonIncreasingSeq) {
 }
 
 TEST(ReportBufferTest, ZeroCapacityStillKeepsTheNewestReport) {
-  ReportBuffer buffer(0);
+  ReportBuffer buffer(Reports(0));
   ASSERT_TRUE(buffer.Push(MakeReport(1)));
   ASSERT_TRUE(buffer.Push(MakeReport(2)));
   EXPECT_THAT(Seqs(buffer.After(0, 10)), ElementsAre(2));
 }
 
 TEST(ReportBufferTest, SchemaIdsListsReferencedSchemasOnce) {
-  ReportBuffer buffer(3);
+  ReportBuffer buffer(Reports(3));
   buffer.Push(MakeReport(1, 1));
   buffer.Push(MakeReport(2, 2));
   buffer.Push(MakeReport(3, 2));
@@ -92,7 +150,7 @@ TEST(ReportBufferTest, SchemaIdsListsReferencedSchemasOnce) {
 }
 
 TEST(ReportBufferTest, ConcurrentPushAndAckKeepOrderAndBounds) {
-  ReportBuffer buffer(50);
+  ReportBuffer buffer(Reports(50));
   constexpr uint64_t kReports = 20000;
   std::thread producer([&] {
     for (uint64_t s = 1; s <= kReports; ++s) buffer.Push(MakeReport(s));

@@ -243,7 +243,7 @@ TEST_F(StreamClientTest, OutageLosesNothingAndReplaysEachReportOnce) {
 TEST_F(StreamClientTest, OverflowDuringOutageDropsOldestButKeepsTheirSchema) {
   ASSERT_TRUE(server_.Start().ok());
   StreamClient::Options o = BaseOptions();
-  o.buffer_capacity = 5;
+  o.buffer.max_reports = 5;
   auto client = MakeClient(o);
   ASSERT_NE(client, nullptr);
   client->Start();
@@ -356,7 +356,7 @@ TEST_F(StreamClientTest, EnqueueNeverWaitsForAStalledCollector) {
   // thread would block forever in the loop below.
   server_.set_stall(true);
   StreamClient::Options o = BaseOptions();
-  o.buffer_capacity = 600;
+  o.buffer.max_reports = 600;
   auto client = MakeClient(o);
   ASSERT_NE(client, nullptr);
   client->Start();

@@ -1,7 +1,9 @@
 #include "common/files.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -53,6 +55,42 @@ TEST(FilesTest, SecretsReadableByOthersAreRefusedWithTheFix) {
                               .status()
                               .message()),
               HasSubstr("--tls_key: cannot open"));
+}
+
+// A key root owns may be readable by its group (root:fabricdiag 0640, a
+// Kubernetes Secret with fsGroup): root chose who reads it. Not by others,
+// and not writable by the group.
+TEST(FilesTest, RootOwnedSecretsMayBeReadableByTheirGroup) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to make a root-owned file";
+  testing::TempDir dir;
+  ASSERT_EQ(chmod(dir.path().c_str(), 0755), 0);
+  const std::string key = Write(dir.path() + "/key", "s3cret\n", 0640);
+  ASSERT_EQ(chown(key.c_str(), 0, 65534), 0);
+  // The reader is not root (root reads anything and owns the file).
+  EXPECT_EXIT(
+      {
+        if (setgid(65534) != 0 || setuid(65534) != 0) std::_Exit(3);
+        if (!ReadSecretFile("--tls_key", key, 100).ok()) std::_Exit(4);
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
+  for (mode_t mode : {0644, 0660, 0642}) {
+    ASSERT_EQ(chmod(key.c_str(), mode), 0);
+    EXPECT_EXIT(
+        {
+          if (setgid(65534) != 0 || setuid(65534) != 0) std::_Exit(3);
+          absl::StatusOr<std::string> r = ReadSecretFile("--tls_key", key, 100);
+          std::_Exit(!r.ok() && r.status().code() ==
+                                    absl::StatusCode::kFailedPrecondition
+                         ? 0
+                         : 1);
+        },
+        ::testing::ExitedWithCode(0), "")
+        << std::oct << mode;
+  }
+  // A file of our own (root's, read by root) must still be 0600.
+  ASSERT_EQ(chmod(key.c_str(), 0640), 0);
+  EXPECT_FALSE(ReadSecretFile("--tls_key", key, 100).ok());
 }
 
 }  // namespace

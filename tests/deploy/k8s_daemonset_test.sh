@@ -144,6 +144,27 @@ for m in c.get("volumeMounts", []):
     if "hostPath" in volumes.get(m["name"], {}):
         check(m.get("readOnly") is True, f"hostPath volume {m['name']} is writable")
 
+# Agent identity: with --collector, the ingest token comes from a Secret
+# volume (read-only, no access for others: the agent refuses a token
+# anyone may read), mounted where --ingest_token_file points.
+if flags.get("collector"):
+    token = flags.get("ingest_token_file", "")
+    check(token.startswith("/"), "--collector without --ingest_token_file (agents must prove who they are)")
+    token_dir = token.rsplit("/", 1)[0]
+    token_mounts = [m for m in c.get("volumeMounts", []) if m.get("mountPath") == token_dir]
+    check(len(token_mounts) == 1, f"nothing is mounted at {token_dir} for --ingest_token_file")
+    for m in token_mounts:
+        check(m.get("readOnly") is True, f"{token_dir} is not mounted readOnly")
+        secret = volumes.get(m["name"], {}).get("secret")
+        check(isinstance(secret, dict) and secret.get("secretName"),
+              f"the volume at {token_dir} is not a Secret")
+        if isinstance(secret, dict):
+            mode = secret.get("defaultMode", 0o644)
+            check(mode & 0o077 in (0, 0o040) and not mode & 0o007,
+                  f"the token Secret's defaultMode {mode:o} lets others read it")
+    check(isinstance(pod_sc.get("fsGroup"), int),
+          "no pod fsGroup: the non-root agent could not read the root-owned Secret")
+
 # One port for Prometheus, the container and --listen.
 annotations = template["metadata"].get("annotations", {})
 check(annotations.get("prometheus.io/scrape") == "true", "no prometheus.io/scrape: \"true\"")

@@ -260,7 +260,8 @@ done
 run_script() {
   pkg=$1 script=$2
   shift 2
-  sed "s|/run/systemd/system|$tmp/run-systemd-system|g" \
+  sed -e "s|/run/systemd/system|$tmp/run-systemd-system|g" \
+      -e "s|/etc/fabricdiag|$tmp/etc-fabricdiag|g" \
     "$tmp/$pkg/control/$script" >"$tmp/$pkg.$script"
   : >"$tmp/calls.log"
   if ! env -u DPKG_ROOT PATH="$stubs:$PATH" sh "$tmp/$pkg.$script" "$@"; then
@@ -300,6 +301,25 @@ deb-systemd-helper mask $u"
   run_script "$pkg" postrm upgrade "$version"
   expect_calls "$pkg" "postrm upgrade" ""
 done
+# The ingest token the units load: the agent's postinst leaves an empty
+# 0600 file, the collector's fills it (and never replaces a token).
+tokens=$tmp/etc-fabricdiag/ingest-token
+rm -f "$tokens"
+run_script fabricdiag-agent postinst configure
+if [ ! -f "$tokens" ] || [ -s "$tokens" ]; then
+  fail "fabricdiag-agent: postinst did not leave an empty $tokens"
+fi
+run_script fabricdiag-collector postinst configure
+token=$(cat "$tokens" 2>/dev/null || true)
+if ! printf '%s' "$token" | grep -Eqx '[0-9a-f]{64}'; then
+  fail "fabricdiag-collector: postinst made no 64-hex-digit token: '$token'"
+fi
+if [ "$(stat -c %a "$tokens")" != 600 ]; then
+  fail "ingest token mode is $(stat -c %a "$tokens"), not 600"
+fi
+run_script fabricdiag-collector postinst configure 0.0.1
+run_script fabricdiag-agent postinst configure 0.0.1
+[ "$(cat "$tokens")" = "$token" ] || fail "an upgrade replaced the ingest token"
 section_pass "maintainer scripts start, restart, stop and reload as dh_installsystemd does"
 
 # --- 5. life cycle in a throwaway root --------------------------------------------
@@ -332,6 +352,9 @@ if command -v deb-systemd-helper >/dev/null 2>&1; then
     fi
   done
 fi
+if ! grep -Eqx '[0-9a-f]{64}' "$root/etc/fabricdiag/ingest-token" 2>/dev/null; then
+  fail "after install: /etc/fabricdiag/ingest-token holds no generated token"
+fi
 confs=$(dpkg-query --admindir="$root/var/lib/dpkg" -W -f='${Conffiles}' fabricdiag-collector)
 case $confs in
   *"/etc/fabricdiag/analysis.yaml "*) ;;
@@ -351,8 +374,12 @@ grep -q -- '--interval=2s' "$root/etc/default/fabricdiag-agent" 2>/dev/null ||
   fail "after remove: the edited /etc/default/fabricdiag-agent is gone"
 [ ! -e "$wants/fabricdiag-agent.service" ] || fail "after remove: fabricdiag-agent.service is still enabled"
 
-rdpkg -P fabricdiag-agent fabricdiag-collector
+rdpkg -P fabricdiag-agent
+[ -f "$root/etc/fabricdiag/ingest-token" ] ||
+  fail "after purging the agent: the collector's ingest token is gone"
+rdpkg -P fabricdiag-collector
 for f in etc/default/fabricdiag-agent etc/default/fabricdiag-collector \
+         etc/fabricdiag/ingest-token \
          etc/fabricdiag/analysis.yaml usr/bin/fabricdiag lib/systemd/system/fabricdiag-collector.service \
          var/lib/fabricdiag var/lib/private/fabricdiag \
          etc/systemd/system/multi-user.target.wants/fabricdiag-collector.service \

@@ -85,13 +85,13 @@ class Families {
   // The sample the next Add(..., ValueRef) calls refer to.
   void set_sample(int64_t index) { sample_ = index; }
 
-  void Add(absl::string_view name, const char* help, Type type, Labels labels,
-           ValueRef ref) {
+  void Add(absl::string_view name, const char* help, Type type,
+           const Labels& labels, ValueRef ref) {
     Family& f = Get(name, help, type);
     f.entries.push_back({SeriesText(name, labels), sample_, ref, 0});
   }
-  void Add(absl::string_view name, const char* help, Type type, Labels labels,
-           double value) {
+  void Add(absl::string_view name, const char* help, Type type,
+           const Labels& labels, double value) {
     Family& f = Get(name, help, type);
     f.entries.push_back({SeriesText(name, labels), -1, ValueRef::kBase, value});
   }
@@ -158,7 +158,7 @@ void AddRdmaPortCounter(const Sample& s, Families* f) {
   f->Add("fabricdiag_rdma_port_statistic_total",
          "IB PMA port counter from counters/ or counters_ext/, as the kernel "
          "counted it (errors, discards, xmit_wait ticks).",
-         Type::kCounter, std::move(labels), Base());
+         Type::kCounter, labels, Base());
 }
 
 void AddNetdevStatistic(const Sample& s, Families* f) {
@@ -181,14 +181,14 @@ void AddNetdevStatistic(const Sample& s, Families* f) {
   Labels labels = {{"netdev", s.desc->device}};
   for (const Named& n : kNamed) {
     if (s.desc->name == n.statistic) {
-      f->Add(n.family, n.help, Type::kCounter, std::move(labels), Base());
+      f->Add(n.family, n.help, Type::kCounter, labels, Base());
       return;
     }
   }
   labels.push_back({"statistic", s.desc->name});
   f->Add("fabricdiag_netdev_statistic_total",
          "Netdev statistic from statistics/ (errors, drops, ...).",
-         Type::kCounter, std::move(labels), Base());
+         Type::kCounter, labels, Base());
 }
 
 void AddNetdevAttribute(const Sample& s, Families* f) {
@@ -196,32 +196,32 @@ void AddNetdevAttribute(const Sample& s, Families* f) {
   if (s.desc->name == "carrier_changes") {
     f->Add("fabricdiag_netdev_carrier_changes_total",
            "Times the netdev's carrier went up or down (link flaps).",
-           Type::kCounter, std::move(labels), Base());
+           Type::kCounter, labels, Base());
   } else if (s.desc->name == "carrier_up_count") {
     f->Add("fabricdiag_netdev_carrier_up_total",
-           "Times the netdev's carrier came up.", Type::kCounter,
-           std::move(labels), Base());
+           "Times the netdev's carrier came up.", Type::kCounter, labels,
+           Base());
   } else if (s.desc->name == "carrier_down_count") {
     f->Add("fabricdiag_netdev_carrier_down_total",
-           "Times the netdev's carrier went down.", Type::kCounter,
-           std::move(labels), Base());
+           "Times the netdev's carrier went down.", Type::kCounter, labels,
+           Base());
   } else if (s.desc->name == "speed_bytes_per_second") {
     f->Add(
         "fabricdiag_netdev_speed_bytes_per_second",
         "Negotiated link speed of the netdev; absent while the link is down.",
-        Type::kGauge, std::move(labels), Base());
+        Type::kGauge, labels, Base());
   } else if (s.desc->name == "mtu") {
     f->Add("fabricdiag_netdev_mtu_bytes", "MTU of the netdev.", Type::kGauge,
-           std::move(labels), Base());
+           labels, Base());
   } else if (s.desc->name == "carrier") {
     f->Add("fabricdiag_netdev_carrier", "1 when the netdev has carrier.",
-           Type::kGauge, std::move(labels), Base());
+           Type::kGauge, labels, Base());
   } else {
     labels.push_back({"attribute", s.desc->name});
     f->Add("fabricdiag_netdev_attribute",
            "Other numeric netdev attribute from sysfs.",
            s.desc->kind == Kind::kCounter ? Type::kUntyped : Type::kGauge,
-           std::move(labels), Base());
+           labels, Base());
   }
 }
 
@@ -261,7 +261,7 @@ void AddEthtoolMeaning(const Sample& s, Families* f) {
              "PFC pause frames per priority: rx = received from the link "
              "partner (it is congested), tx = sent by this NIC (it is "
              "congested).",
-             Type::kCounter, std::move(labels), Base());
+             Type::kCounter, labels, Base());
       return;
     case Meaning::kPfcPauseDuration:
       labels.push_back({"direction", direction});
@@ -270,26 +270,26 @@ void AddEthtoolMeaning(const Sample& s, Families* f) {
              "Time paused by PFC per priority (rx: this port could not send; "
              "tx: this port paused its partner). Growing by ~1 s per second "
              "is a PFC storm.",
-             Type::kCounter, std::move(labels), Base());
+             Type::kCounter, labels, Base());
       return;
     case Meaning::kPfcPauseTransitions:
       labels.push_back({"direction", direction});
       labels.push_back({"priority", priority});
       f->Add("fabricdiag_pfc_pause_transitions_total",
-             "XOFF to XON transitions per priority.", Type::kCounter,
-             std::move(labels), Base());
+             "XOFF to XON transitions per priority.", Type::kCounter, labels,
+             Base());
       return;
     case Meaning::kGlobalPauseFrames:
       labels.push_back({"direction", direction});
       f->Add("fabricdiag_global_pause_frames_total",
-             "IEEE 802.3x link-level pause frames.", Type::kCounter,
-             std::move(labels), Base());
+             "IEEE 802.3x link-level pause frames.", Type::kCounter, labels,
+             Base());
       return;
     case Meaning::kGlobalPauseDuration:
       labels.push_back({"direction", direction});
       f->Add("fabricdiag_global_pause_duration_seconds_total",
              "Time paused by IEEE 802.3x link-level pause.", Type::kCounter,
-             std::move(labels), Base());
+             labels, Base());
       return;
     case Meaning::kPauseStormWarning:
     case Meaning::kPauseStormError:
@@ -300,21 +300,21 @@ void AddEthtoolMeaning(const Sample& s, Families* f) {
              "Pause-storm events detected by the NIC: warning = stalled past "
              "the minor watermark, error = storm prevention stopped sending "
              "pause.",
-             Type::kCounter, std::move(labels), Base());
+             Type::kCounter, labels, Base());
       return;
     case Meaning::kPhyBytes:
       f->Add(s.desc->direction == Direction::kTx
                  ? "fabricdiag_phy_transmitted_bytes_total"
                  : "fabricdiag_phy_received_bytes_total",
              "Bytes on the physical port, all traffic including RoCE.",
-             Type::kCounter, std::move(labels), Base());
+             Type::kCounter, labels, Base());
       return;
     case Meaning::kPhyPackets:
       f->Add(s.desc->direction == Direction::kTx
                  ? "fabricdiag_phy_transmitted_packets_total"
                  : "fabricdiag_phy_received_packets_total",
              "Packets on the physical port, all traffic including RoCE.",
-             Type::kCounter, std::move(labels), Base());
+             Type::kCounter, labels, Base());
       return;
     case Meaning::kRxDiscardsPhy:
     case Meaning::kTxDiscardsPhy:
@@ -324,57 +324,57 @@ void AddEthtoolMeaning(const Sample& s, Families* f) {
              "Packets the NIC dropped: rx_discards_phy = port receive buffer "
              "full, tx_discards_phy = could not transmit, rx_out_of_buffer = "
              "host posted no receive buffer.",
-             Type::kCounter, std::move(labels), Base());
+             Type::kCounter, labels, Base());
       return;
     case Meaning::kPriorityDiscards:
       labels.push_back({"priority", priority});
       f->Add("fabricdiag_priority_discards_total",
              "Received packets dropped per priority for lack of buffers (on a "
              "lossless priority this means PFC is not working).",
-             Type::kCounter, std::move(labels), Base());
+             Type::kCounter, labels, Base());
       return;
     case Meaning::kPriorityBytes:
       labels.push_back({"direction", direction});
       labels.push_back({"priority", priority});
       f->Add("fabricdiag_priority_bytes_total", "Bytes per L2 priority.",
-             Type::kCounter, std::move(labels), Base());
+             Type::kCounter, labels, Base());
       return;
     case Meaning::kEcnMarked:
       labels.push_back({"priority", priority});
       f->Add("fabricdiag_ecn_marked_packets_total",
              "Packets the NIC marked ECN CE for congestion, per priority.",
-             Type::kCounter, std::move(labels), Base());
+             Type::kCounter, labels, Base());
       return;
     case Meaning::kCrcErrors:
       f->Add("fabricdiag_phy_crc_errors_total",
              "Frames received with a bad FCS (cable, optic, connector).",
-             Type::kCounter, std::move(labels), Base());
+             Type::kCounter, labels, Base());
       return;
     case Meaning::kSymbolErrors:
       f->Add("fabricdiag_phy_symbol_errors_total",
-             "Physical coding (symbol) errors.", Type::kCounter,
-             std::move(labels), Base());
+             "Physical coding (symbol) errors.", Type::kCounter, labels,
+             Base());
       return;
     case Meaning::kPcsSymbolErrors:
       f->Add("fabricdiag_phy_uncorrected_symbol_errors_total",
              "Symbol errors FEC could not correct: the link is losing "
              "traffic.",
-             Type::kCounter, std::move(labels), Base());
+             Type::kCounter, labels, Base());
       return;
     case Meaning::kCorrectedBits:
       f->Add("fabricdiag_phy_corrected_bits_total",
              "Bits corrected by FEC (pre-FEC BER = this / received bits).",
-             Type::kCounter, std::move(labels), Base());
+             Type::kCounter, labels, Base());
       return;
     case Meaning::kReceivedBits:
       f->Add("fabricdiag_phy_received_bits_total",
              "Bits received on the physical port (the BER denominator).",
-             Type::kCounter, std::move(labels), Base());
+             Type::kCounter, labels, Base());
       return;
     case Meaning::kLinkDownEvents:
       f->Add("fabricdiag_phy_link_down_events_total",
-             "Times the port's link went down (flaps).", Type::kCounter,
-             std::move(labels), Base());
+             "Times the port's link went down (flaps).", Type::kCounter, labels,
+             Base());
       return;
   }
 }
@@ -392,7 +392,7 @@ void AddSample(const Sample& s, Families* f) {
              "Driver-defined per-port RDMA counter from hw_counters/ "
              "(retransmissions, CNPs, ECN marks, ...).",
              s.desc->kind == Kind::kCounter ? Type::kCounter : Type::kGauge,
-             std::move(labels), Base());
+             labels, Base());
       return;
     }
     case Subsystem::kRdmaDeviceHwCounters:
@@ -568,7 +568,7 @@ void AddSaturated(const Sample& s, Families* f) {
   f->Add("fabricdiag_rdma_port_statistic_saturated",
          "1 when a fixed-width IB PMA counter sits at all-ones and has "
          "stopped counting; its value is a floor, not traffic.",
-         Type::kGauge, std::move(labels), 1.0);
+         Type::kGauge, labels, 1.0);
 }
 
 std::string Header(const std::string& name, const Families::Family& f) {

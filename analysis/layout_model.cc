@@ -4,6 +4,7 @@
 #include <cmath>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -175,7 +176,8 @@ absl::StatusOr<LayoutModel> LayoutModel::Build(const v1::Layout& input) {
   RETURN_IF_ERROR(NormalizeScalars(layout));
   const v1::Parallelism& par = layout.parallelism();
 
-  // Checked product: each degree is <= 1e6, so stop as soon as it is big.
+  // Checked product: each degree is <= kMaxDegree, so stop as soon as it is
+  // big.
   uint64_t world = 1;
   for (uint32_t d : {par.tp(), par.cp(), par.pp(), par.dp()}) {
     world *= d;
@@ -211,6 +213,11 @@ absl::Status LayoutModel::Place(const v1::Layout& layout) {
   ranks_.assign(world, RankInfo{});
 
   // Hosts, checked for validity and duplicates whatever the mode.
+  if (static_cast<uint32_t>(layout.hosts_size()) > kMaxHosts) {
+    return FieldError("hosts",
+                      absl::StrCat(layout.hosts_size(),
+                                   " hosts exceed the limit of ", kMaxHosts));
+  }
   for (int i = 0; i < layout.hosts_size(); ++i) {
     const std::string& host = layout.hosts(i);
     const std::string field = absl::StrCat("hosts[", i, "]");
@@ -322,6 +329,11 @@ absl::Status LayoutModel::Place(const v1::Layout& layout) {
             absl::StrCat(QuoteForMessage(p.host()), " is not in hosts"));
       } else {
         info.host = Intern(p.host(), hosts_, host_index_);
+        if (hosts_.size() > kMaxHosts) {
+          return FieldError(absl::StrCat(field, ".host"),
+                            absl::StrCat("more than ", kMaxHosts,
+                                         " distinct hosts (the limit)"));
+        }
       }
       info.gpu = p.gpu();
       const uint64_t key = (static_cast<uint64_t>(info.host) << 32) | info.gpu;
@@ -458,6 +470,27 @@ void LayoutModel::ComputeIndexes() {
   for (uint32_t g = 0; g < num_tp; ++g) {
     if (DomainsSpanned(Dim::kTp, g) > 1) tp_crossing_.push_back(g);
   }
+
+  // Each group's distinct (host, NIC) pairs, in member order.
+  absl::flat_hash_set<uint64_t> seen;
+  for (int d = 0; d < kNumDims; ++d) {
+    const RankGroups& g = groups_[d];
+    group_nic_offsets_[d].assign(1, 0);
+    group_nic_offsets_[d].reserve(g.num_groups + 1);
+    group_nics_[d].clear();
+    for (uint32_t gi = 0; gi < g.num_groups; ++gi) {
+      seen.clear();
+      for (uint32_t r : g.group(gi)) {
+        const NicRef ref{ranks_[r].host, ranks_[r].nic};
+        if (seen.insert((static_cast<uint64_t>(ref.host) << 32) | ref.nic)
+                .second) {
+          group_nics_[d].push_back(ref);
+        }
+      }
+      group_nic_offsets_[d].push_back(
+          static_cast<uint32_t>(group_nics_[d].size()));
+    }
+  }
 }
 
 absl::string_view LayoutModel::NicName(uint32_t rank) const {
@@ -498,18 +531,6 @@ absl::Span<const uint32_t> LayoutModel::RanksOnNic(
   std::optional<uint32_t> n = NicIndex(nic);
   if (!h.has_value() || !n.has_value()) return {};
   return RanksOnNic(*h, *n);
-}
-
-std::vector<NicRef> LayoutModel::GroupNics(Dim dim, uint32_t index) const {
-  std::vector<NicRef> out;
-  for (uint32_t r : Group(dim, index)) {
-    NicRef ref{ranks_[r].host, ranks_[r].nic};
-    // Groups are small (<= a few thousand): a linear scan beats hashing.
-    if (std::find(out.begin(), out.end(), ref) == out.end()) {
-      out.push_back(ref);
-    }
-  }
-  return out;
 }
 
 namespace {

@@ -161,7 +161,7 @@ absl::StatusOr<v1::Layout> LayoutFromNode(const YAML::Node& root) {
   RETURN_IF_ERROR(ReadParallelism(par, *out.mutable_parallelism()));
   if (auto hosts = f.Get("hosts")) {
     RETURN_IF_ERROR(
-        ReadStringList(*hosts, "hosts", kMaxListEntries,
+        ReadStringList(*hosts, "hosts", kMaxHosts,
                        [&](std::string s) { out.add_hosts(std::move(s)); }));
   }
   if (auto rails = f.Get("rails")) {

@@ -90,7 +90,7 @@ Finding MakeFinding(const LayoutModel& model, GroupId id, const Member& m,
 // Judges one group; appends its stragglers to `out`.
 void AnalyzeGroup(const FabricView& view, const AnalysisConfig& config,
                   const LayoutModel& model, GroupId id,
-                  const std::vector<NicRef>& nics, std::vector<Finding>* out) {
+                  absl::Span<const NicRef> nics, std::vector<Finding>* out) {
   const StragglerNicConfig& cfg = config.straggler_nic;
   std::vector<Member> members;
   for (const NicRef& ref : nics) {
@@ -140,7 +140,7 @@ void AnalyzeJob(const FabricView& view, const AnalysisConfig& config,
     if (model.Degree(dim) <= 1) continue;
     for (uint32_t g = 0; g < model.NumGroups(dim); ++g) {
       const GroupId id{dim, g};
-      std::vector<NicRef> nics = model.GroupNics(dim, g);
+      const absl::Span<const NicRef> nics = model.GroupNics(dim, g);
       NicSetKey key;
       key.reserve(nics.size());
       for (const NicRef& ref : nics) key.emplace_back(ref.host, ref.nic);

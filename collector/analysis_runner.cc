@@ -4,10 +4,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/analyzer.h"
 #include "analysis/fabric_view.h"
@@ -199,8 +201,19 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now) {
   in.topology = topology;
   in.topology_index = &*topology_index_;
   in.config = &options_.analysis;
+  // A job none of whose hosts report has nothing for the rate analyzers:
+  // declared layouts cost nothing until their agents speak.
+  absl::flat_hash_set<absl::string_view> reporting;
+  for (const analysis::PortView& port : view->ports()) {
+    reporting.insert(port.node);
+  }
   for (const auto& [job, entry] : snapshot->layouts) {
-    in.layouts.push_back(&entry->model);
+    const analysis::LayoutModel& model = entry->model;
+    const bool any = std::any_of(reporting.begin(), reporting.end(),
+                                 [&](absl::string_view node) {
+                                   return model.HostIndex(node).has_value();
+                                 });
+    if (any) in.layouts.push_back(&model);
   }
   std::vector<FindingReport> reports;
   for (analysis::Finding& f :

@@ -18,6 +18,7 @@
 #include "collector/findings_store.h"
 #include "collector/http_server.h"
 #include "collector/ingest_service.h"
+#include "collector/layout_metrics.h"
 #include "collector/layout_registry.h"
 #include "collector/query_service.h"
 #include "collector/series_store.h"
@@ -219,7 +220,10 @@ int RunCollector(const CollectorConfig& config) {
         absl::StrAppend(&report.text, "analysis passes: ", stats.passes.load(),
                         "\n");
         return report;
-      });
+      },
+      {[&registry](std::string* out) {
+        AppendLayoutMetrics(*registry.Snapshot(), out);
+      }});
   if (!http.ok()) {
     LogError(absl::StrCat("fabricdiag-collector: --http_listen=",
                           config.http_listen, ": ", http.status().message()));

@@ -56,38 +56,6 @@ MetricFamily Single(std::string name, std::string help, MetricType type,
   return family;
 }
 
-// The declared layouts as series, so that dashboards can join the agents'
-// per-NIC rates with parallel groups: one series per (job, group, node,
-// NIC) for the dimensions users name (tp, cp, pp, dp, ep) with more than
-// one rank per group. A 2,048-GPU job with 8 NICs per node gives ~8k series.
-MetricFamily GroupMembers(const RegistrySnapshot& snapshot) {
-  MetricFamily family = Family(
-      "fabricdiag_layout_group_member",
-      "1 for each NIC a parallel group of a declared job uses (job and group "
-      "as in findings; node and device as the layout names them).",
-      MetricType::Gauge);
-  using analysis::Dim;
-  constexpr Dim kDims[] = {Dim::kTp, Dim::kCp, Dim::kPp, Dim::kDp, Dim::kEp};
-  for (const auto& [job, entry] : snapshot.layouts) {
-    const analysis::LayoutModel& model = entry->model;
-    for (Dim dim : kDims) {
-      if (model.Degree(dim) <= 1) continue;
-      for (uint32_t g = 0; g < model.NumGroups(dim); ++g) {
-        const std::string group = analysis::GroupName({dim, g});
-        for (const analysis::NicRef& ref : model.GroupNics(dim, g)) {
-          if (ref.nic == analysis::kNoNic) continue;
-          family.metric.push_back(Value(MetricType::Gauge, 1,
-                                        {{"job", job},
-                                         {"group", group},
-                                         {"node", model.Hosts()[ref.host]},
-                                         {"device", model.Nics()[ref.nic]}}));
-        }
-      }
-    }
-  }
-  return family;
-}
-
 // The topology's ECMP uplinks, for the switch dashboard's balance panels.
 MetricFamily Uplinks(const RegistrySnapshot& snapshot) {
   MetricFamily family =
@@ -173,7 +141,6 @@ std::vector<MetricFamily> FindingsMetrics::Collect() const {
                          static_cast<double>(registry_->NumLayouts())));
     const std::shared_ptr<const RegistrySnapshot> snapshot =
         registry_->Snapshot();
-    out.push_back(GroupMembers(*snapshot));
     out.push_back(Uplinks(*snapshot));
   }
   if (state_ != nullptr) {

@@ -15,14 +15,14 @@ namespace fabricdiag::collector {
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
     const std::string& listen,
     std::vector<std::shared_ptr<prometheus::Collectable>> collectables,
-    std::function<HealthReport()> health) {
+    std::function<HealthReport()> health, std::vector<TextSource> text) {
   // The server reports on itself in /metrics; it exists only once started.
   auto self =
       std::make_shared<std::atomic<const fabricdiag::HttpServer*>>(nullptr);
   std::vector<HttpRoute> routes;
   routes.push_back(
-      {"/metrics",
-       [collectables = std::move(collectables), self](const HttpRequest&) {
+      {"/metrics", [collectables = std::move(collectables),
+                    text = std::move(text), self](const HttpRequest&) {
          std::vector<prometheus::MetricFamily> families;
          for (const auto& c : collectables) {
            std::vector<prometheus::MetricFamily> more = c->Collect();
@@ -51,6 +51,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
          HttpResponse r;
          r.content_type = "text/plain; version=0.0.4; charset=utf-8";
          r.body = prometheus::TextSerializer().Serialize(families);
+         for (const TextSource& source : text) source(&r.body);
          return r;
        }});
   routes.push_back({"/healthz",

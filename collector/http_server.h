@@ -31,10 +31,13 @@ class HttpServer {
  public:
   // `listen` is ADDR:PORT (port 0 = any free port). Unavailable when the
   // address cannot be bound (in use by another process, for instance).
+  // `text` sources append ready-made exposition text after the
+  // collectables' families (series rendered once, not per scrape).
+  using TextSource = std::function<void(std::string*)>;
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(
       const std::string& listen,
       std::vector<std::shared_ptr<prometheus::Collectable>> collectables,
-      std::function<HealthReport()> health);
+      std::function<HealthReport()> health, std::vector<TextSource> text = {});
 
   int port() const { return server_->port(); }
   fabricdiag::HttpServer::Stats stats() const { return server_->stats(); }

@@ -49,8 +49,9 @@ absl::Status LayoutRegistry::Load() {
       continue;
     }
     std::string job = s.layout.job();
-    next->layouts[job] = std::make_shared<const LayoutEntry>(
-        LayoutEntry{std::move(s.layout), *std::move(model), s.applied});
+    LayoutSeries series = RenderLayoutSeries(*model);
+    next->layouts[job] = std::make_shared<const LayoutEntry>(LayoutEntry{
+        std::move(s.layout), *std::move(model), s.applied, std::move(series)});
   }
   ASSIGN_OR_RETURN(std::optional<StoredTopology> topology,
                    store_->ReadTopology());
@@ -88,12 +89,14 @@ std::shared_ptr<const RegistrySnapshot> LayoutRegistry::Snapshot() const {
 absl::StatusOr<ApplyResult> LayoutRegistry::Apply(const v1::Layout& layout) {
   // Build outside every lock: it is pure and can take a while for a large
   // job.
+  // Its series are rendered here too, once, not per scrape.
   ASSIGN_OR_RETURN(LayoutModel model, LayoutModel::Build(layout));
+  LayoutSeries series = RenderLayoutSeries(model);
   absl::MutexLock write_lock(&write_mu_);
   absl::Time now = clock_->Now();
   RETURN_IF_ERROR(store_->WriteLayout(layout, now));
   auto entry = std::make_shared<const LayoutEntry>(
-      LayoutEntry{layout, std::move(model), now});
+      LayoutEntry{layout, std::move(model), now, std::move(series)});
   auto next = std::make_shared<RegistrySnapshot>(*Snapshot());
   ApplyResult result;
   result.replaced = next->layouts.count(layout.job()) > 0;

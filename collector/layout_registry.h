@@ -44,6 +44,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "analysis/layout_model.h"
+#include "collector/layout_metrics.h"
 #include "collector/state_store.h"
 #include "common/clock.h"
 #include "proto/layout.pb.h"
@@ -57,6 +58,8 @@ struct LayoutEntry {
   // The validated model (its layout() has defaults filled in).
   analysis::LayoutModel model;
   absl::Time applied;
+  // Its Prometheus series, rendered at apply (see layout_metrics.h).
+  LayoutSeries series;
 };
 
 struct ApplyResult {

@@ -7,8 +7,11 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "analysis/layout_model.h"
 #include "analysis/layout_parse.h"
 #include "collector/findings_metrics.h"
+#include "collector/layout_metrics.h"
+#include "collector/layout_registry.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/text_serializer.h"
@@ -63,8 +66,13 @@ class StateMetricsTest : public ::testing::Test {
                                                  registry_.get(), state_.get());
   }
 
+  // What the collector's /metrics serves: the families, then the layouts'
+  // pre-rendered series.
   std::string Text() const {
-    return prometheus::TextSerializer().Serialize(metrics_->Collect());
+    std::string text =
+        prometheus::TextSerializer().Serialize(metrics_->Collect());
+    AppendLayoutMetrics(*registry_->Snapshot(), &text);
+    return text;
   }
 
   ScopedTempDir tmp_;
@@ -129,8 +137,42 @@ TEST_F(StateMetricsTest, LayoutGroupsAndUplinksAreSeriesForDashboards) {
   }
   // pp and ep have one rank per group here: no series.
   EXPECT_THAT(text, Not(HasSubstr("group=\"pp:")));
+  EXPECT_THAT(
+      text, HasSubstr("fabricdiag_layout_group_member_series{job=\"j\"} 8\n"));
   EXPECT_THAT(text, HasSubstr("fabricdiag_topology_uplink{node=\"leaf-0\","
                               "netdev=\"swp50\"} 1\n"));
+}
+
+// A 200k-GPU job would be ~800k series (80 MB per scrape): over the cap a
+// layout exports none, says so, and costs the scrape nothing.
+TEST_F(StateMetricsTest, HugeLayoutsExportNoGroupSeriesAndSaySo) {
+  v1::Layout big;
+  big.set_job("huge");
+  big.set_gpus_per_node(8);
+  big.mutable_parallelism()->set_tp(8);
+  big.mutable_parallelism()->set_pp(1);
+  big.mutable_parallelism()->set_dp(2048);
+  for (int i = 0; i < 2048; ++i) big.add_hosts(absl::StrCat("gpu-", i));
+  for (int i = 0; i < 8; ++i) big.add_rails(absl::StrCat("mlx5_", i));
+  ASSERT_TRUE(registry_->Apply(big).ok());
+  absl::StatusOr<analysis::LayoutModel> model =
+      analysis::LayoutModel::Build(big);
+  ASSERT_TRUE(model.ok());
+  // 16,384 tp + 16,384 dp series: over a cap of 30,000, under 40,000.
+  EXPECT_EQ(RenderLayoutSeries(*model, 30000).group_member_series, 0u);
+  EXPECT_EQ(RenderLayoutSeries(*model, 30000).omitted_series, 32768u);
+  EXPECT_EQ(RenderLayoutSeries(*model, 40000).group_member_series, 32768u);
+
+  big.set_job("huger");
+  big.mutable_parallelism()->set_dp(4096);
+  for (int i = 2048; i < 4096; ++i) big.add_hosts(absl::StrCat("gpu-", i));
+  ASSERT_TRUE(registry_->Apply(big).ok());
+  const std::string text = Text();
+  EXPECT_THAT(text, HasSubstr("fabricdiag_layout_group_member_series{job="
+                              "\"huge\"} 32768\n"));
+  EXPECT_THAT(text, HasSubstr("fabricdiag_layout_group_member_series{job="
+                              "\"huger\"} 0\n"));
+  EXPECT_THAT(text, Not(HasSubstr("job=\"huger\",group=")));
 }
 
 TEST_F(StateMetricsTest, FindingsDifferingOnlyInGroupShareOneSeries) {

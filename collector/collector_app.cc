@@ -212,10 +212,14 @@ int RunCollector(const CollectorConfig& config) {
       config.http_listen, {collector_metrics, findings_metrics},
       [state_ptr, &stats] {
         HealthReport report;
-        if (state_ptr->write_errors() > 0) {
+        const absl::Status last_write = state_ptr->last_write_status();
+        if (!last_write.ok()) {
           report.ok = false;
-          absl::StrAppend(&report.text, "state: ", state_ptr->write_errors(),
-                          " failed writes to --state_dir\n");
+          absl::StrAppend(&report.text,
+                          "state: the last write to --state_dir failed: ",
+                          last_write.message(), " (", state_ptr->write_errors(),
+                          " failed since start; healthy again after the next "
+                          "write that succeeds)\n");
         }
         absl::StrAppend(&report.text, "analysis passes: ", stats.passes.load(),
                         "\n");

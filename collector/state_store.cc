@@ -12,6 +12,7 @@
 #include <map>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -29,6 +30,9 @@ constexpr size_t kObjectHeaderBytes = 20;  // magic, length, crc, time
 constexpr size_t kRecordHeaderBytes = 8;   // length, crc
 constexpr char kRecordFinding = 'F';
 constexpr char kRecordNextId = 'N';
+// Analyzer names ("pfc_storm"; empty for resolved findings) are short and
+// printable; anything else marks garbage.
+constexpr uint32_t kMaxSourceNameBytes = 64;
 constexpr char kLayoutsDir[] = "layouts";
 constexpr char kTopologyFile[] = "topology.pb";
 constexpr char kFindingsLog[] = "findings.log";
@@ -227,6 +231,38 @@ std::optional<uint64_t> IdNumber(absl::string_view id) {
   return n;
 }
 
+// The size of the intact record that starts at `pos` of `data`, or 0: its
+// length fits in what is left, its type is known, the source name of a
+// finding is plausible and the checksum matches. The cheap checks come
+// first, so that scanning a damaged stretch byte by byte for the next
+// intact record rarely computes a checksum.
+size_t IntactRecordAt(absl::string_view data, size_t pos) {
+  const size_t left = data.size() - pos;
+  if (left < kRecordHeaderBytes + 1) return 0;
+  const uint32_t length = GetU32(data.data() + pos);
+  if (length == 0 || length > left - kRecordHeaderBytes ||
+      length > kMaxStateObjectBytes) {
+    return 0;
+  }
+  absl::string_view body = data.substr(pos + kRecordHeaderBytes, length);
+  if (body[0] == kRecordNextId) {
+    if (length != 9) return 0;
+  } else if (body[0] == kRecordFinding) {
+    if (length < 5) return 0;
+    const uint32_t source_len = GetU32(body.data() + 1);
+    if (source_len > kMaxSourceNameBytes || source_len > length - 5) {
+      return 0;
+    }
+    for (char c : body.substr(5, source_len)) {
+      if (!absl::ascii_isgraph(c)) return 0;
+    }
+  } else {
+    return 0;
+  }
+  if (Crc32c(body) != GetU32(data.data() + pos + 4)) return 0;
+  return kRecordHeaderBytes + length;
+}
+
 absl::Status MakeDir(const std::string& path) {
   if (mkdir(path.c_str(), 0750) == 0 || errno == EEXIST) {
     struct stat st;
@@ -265,8 +301,8 @@ uint32_t Crc32c(absl::string_view data) {
   return crc ^ 0xFFFFFFFFu;
 }
 
-StateStore::StateStore(std::string dir, const Clock* clock)
-    : dir_(std::move(dir)), clock_(clock) {}
+StateStore::StateStore(std::string dir, const Clock* clock, DirLock lock)
+    : dir_(std::move(dir)), clock_(clock), lock_(std::move(lock)) {}
 
 StateStore::~StateStore() {
   absl::MutexLock lock(&mu_);
@@ -291,9 +327,12 @@ absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(
   }
   close(fd);
   unlink(probe.c_str());
+  ASSIGN_OR_RETURN(DirLock lock,
+                   DirLock::Acquire(clean, "fabricdiag-collector"));
   RETURN_IF_ERROR(MakeDir(absl::StrCat(clean, "/", kLayoutsDir)));
   RETURN_IF_ERROR(FsyncDir(clean));
-  return std::unique_ptr<StateStore>(new StateStore(std::move(clean), clock));
+  return std::unique_ptr<StateStore>(
+      new StateStore(std::move(clean), clock, std::move(lock)));
 }
 
 std::string StateStore::LayoutPath(absl::string_view job) const {
@@ -301,7 +340,10 @@ std::string StateStore::LayoutPath(absl::string_view job) const {
 }
 
 absl::Status StateStore::CountError(absl::Status status) {
+  // Every write ends in one call with its final status (an earlier failure
+  // returns at once), so the last call tells the present state.
   if (!status.ok()) ++write_errors_;
+  last_write_status_ = status;
   return status;
 }
 
@@ -532,50 +574,56 @@ absl::StatusOr<LoadedFindings> StateStore::ReadFindings() {
 
   std::map<uint64_t, StoredFinding> by_id;
   uint64_t next_id = 1;
-  size_t pos = std::min<size_t>(4, data->size());
+  const absl::string_view log = *data;
+  size_t pos = std::min<size_t>(4, log.size());
   size_t good_end = pos;
-  while (damage.empty() && pos < data->size()) {
-    size_t left = data->size() - pos;
-    if (left < kRecordHeaderBytes) {
-      loaded.dropped_torn_record = true;
-      break;
-    }
-    uint32_t length = GetU32(data->data() + pos);
-    uint32_t crc = GetU32(data->data() + pos + 4);
-    if (length > left - kRecordHeaderBytes || length > kMaxStateObjectBytes) {
-      // A record that runs past the end is what a crash mid-append leaves.
-      loaded.dropped_torn_record = true;
-      break;
-    }
-    absl::string_view body(data->data() + pos + kRecordHeaderBytes, length);
-    bool last = pos + kRecordHeaderBytes + length == data->size();
-    if (length == 0 || Crc32c(body) != crc) {
-      if (last) {
+  // Damaged stretches are skipped, not fatal: the scan resumes at the next
+  // intact record, so one flipped byte costs one record, not the rest of
+  // the log. Nothing intact after a bad stretch at the end is what a crash
+  // mid-append leaves (a torn record), unless the log was damaged before.
+  uint64_t skipped_bytes = 0;
+  uint64_t skipped_ranges = 0;
+  size_t first_skipped = 0;
+  while (pos < log.size()) {
+    size_t size = IntactRecordAt(log, pos);
+    if (size == 0) {
+      size_t next = pos + 1;
+      while (next < log.size() && IntactRecordAt(log, next) == 0) ++next;
+      if (next == log.size() && damage.empty() && skipped_ranges == 0) {
         loaded.dropped_torn_record = true;
-      } else {
-        damage = absl::StrCat("checksum mismatch in the record at byte ", pos);
+        break;
       }
-      break;
+      if (skipped_ranges++ == 0) first_skipped = pos;
+      skipped_bytes += next - pos;
+      pos = next;
+      continue;
     }
+    absl::string_view body =
+        log.substr(pos + kRecordHeaderBytes, size - kRecordHeaderBytes);
     absl::string_view payload = body.substr(1);
     if (body[0] == kRecordFinding) {
       StoredFinding finding;
       std::optional<uint64_t> n;
       if (DecodeFinding(payload, &finding)) n = IdNumber(finding.finding.id());
       if (!n.has_value()) {
-        damage = absl::StrCat("unreadable finding in the record at byte ", pos);
-        break;
+        // Intact but unreadable: written by something else. Skip it too.
+        if (skipped_ranges++ == 0) first_skipped = pos;
+        skipped_bytes += size;
+        pos += size;
+        continue;
       }
       next_id = std::max(next_id, *n + 1);
       by_id[*n] = std::move(finding);
-    } else if (body[0] == kRecordNextId && payload.size() == 8) {
-      next_id = std::max(next_id, GetU64(payload.data()));
     } else {
-      damage = absl::StrCat("unknown record type in the record at byte ", pos);
-      break;
+      next_id = std::max(next_id, GetU64(payload.data()));
     }
-    pos += kRecordHeaderBytes + length;
+    pos += size;
     good_end = pos;
+  }
+  if (skipped_ranges > 0) {
+    absl::StrAppend(&damage, damage.empty() ? "" : "; ", skipped_bytes,
+                    " damaged bytes in ", skipped_ranges,
+                    " stretch(es) skipped, the first at byte ", first_skipped);
   }
   loaded.next_id = next_id;
   for (auto& [n, finding] : by_id)
@@ -585,8 +633,8 @@ absl::StatusOr<LoadedFindings> StateStore::ReadFindings() {
     // Keep what was readable, move the damaged log aside for a human, and
     // start a fresh log holding the survivors.
     QuarantineLocked(path,
-                     absl::StrCat(damage, "; kept ", loaded.findings.size(),
-                                  " findings read before it"))
+                     absl::StrCat(damage, "; kept the ", loaded.findings.size(),
+                                  " findings of the intact records"))
         .IgnoreError();
     RETURN_IF_ERROR(RewriteFindingsLocked(loaded.findings, loaded.next_id));
     RETURN_IF_ERROR(OpenLogLocked());
@@ -634,7 +682,7 @@ absl::Status StateStore::AppendFindings(
     return CountError(status);
   }
   log_bytes_ += data.size();
-  return absl::OkStatus();
+  return CountError(absl::OkStatus());
 }
 
 absl::Status StateStore::RewriteFindings(
@@ -691,6 +739,11 @@ std::vector<std::string> StateStore::problems() const {
 uint64_t StateStore::write_errors() const {
   absl::MutexLock lock(&mu_);
   return write_errors_;
+}
+
+absl::Status StateStore::last_write_status() const {
+  absl::MutexLock lock(&mu_);
+  return last_write_status_;
 }
 
 }  // namespace fabricdiag::collector

@@ -2,7 +2,8 @@
 // and the history of findings survive kill -9, a crash and a restart.
 //
 // Layout of the directory (created 0750 when missing):
-//   layouts/<job>.pb   one file per job: an envelope + binary v1::Layout
+//   LOCK               held (flock) while a collector uses the directory; its
+//   pid layouts/<job>.pb   one file per job: an envelope + binary v1::Layout
 //   topology.pb        the envelope + binary v1::Topology
 //   findings.log       append-only log of finding versions (below)
 //   *.corrupt-<unix seconds>[.<n>]  files found damaged at load, moved aside
@@ -32,8 +33,10 @@
 // 'N' the next finding id as u64le (written first by a compaction, so that
 // ids stay unique after old findings are dropped). A record cut short by a
 // crash (a torn last record) is dropped and the file truncated to the last
-// good record; damage anywhere else moves the log aside (the records before
-// the damage are kept and rewritten to a fresh log). The caller decides when
+// good record. Damage anywhere else costs only the damaged records: replay
+// scans on to the next intact record (length, type and checksum check out),
+// then moves the damaged log aside and rewrites every intact record's
+// finding to a fresh log. The caller decides when
 // to fsync an append (FindingsStore: on every open and resolve) and when to
 // compact (RewriteFindings, atomic like an object file).
 //
@@ -64,6 +67,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/clock.h"
+#include "common/dir_lock.h"
 #include "proto/collector.pb.h"
 #include "proto/layout.pb.h"
 
@@ -104,9 +108,11 @@ struct LoadedFindings {
 
 class StateStore {
  public:
-  // Creates `dir` (and layouts/) with mode 0750 when missing and checks that
-  // it is writable. Errors name the directory: PermissionDenied when it is
-  // not writable, FailedPrecondition when it is not a directory.
+  // Creates `dir` (and layouts/) with mode 0750 when missing, checks that
+  // it is writable and locks it (see common/dir_lock.h) until the store is
+  // destroyed. Errors name the directory: PermissionDenied when it is not
+  // writable, FailedPrecondition when it is not a directory or another
+  // process holds it.
   static absl::StatusOr<std::unique_ptr<StateStore>> Open(
       const std::string& dir, const Clock* clock);
 
@@ -155,9 +161,13 @@ class StateStore {
   std::vector<std::string> problems() const;
   // Failed writes (object files or log appends) since Open.
   uint64_t write_errors() const;
+  // The outcome of the latest write: OK until a write fails, then that
+  // write's error until a later write succeeds. /healthz reports it, so a
+  // disk that was full and has room again reads healthy after one write.
+  absl::Status last_write_status() const;
 
  private:
-  StateStore(std::string dir, const Clock* clock);
+  StateStore(std::string dir, const Clock* clock, DirLock lock);
 
   std::string LayoutPath(absl::string_view job) const;
   absl::Status WriteObjectLocked(const std::string& path,
@@ -174,11 +184,13 @@ class StateStore {
 
   const std::string dir_;
   const Clock* const clock_;
+  const DirLock lock_;
   mutable absl::Mutex mu_;
   int log_fd_ ABSL_GUARDED_BY(mu_) = -1;
   uint64_t log_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::string> problems_ ABSL_GUARDED_BY(mu_);
   uint64_t write_errors_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status last_write_status_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace fabricdiag::collector

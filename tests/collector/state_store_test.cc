@@ -261,6 +261,7 @@ TEST_F(StateStoreTest, CorruptLayoutIsMovedAsideAndTheOthersLoad) {
                     HasSubstr("moved aside")));
   EXPECT_THAT(store->problems()[1], HasSubstr(cut));
   // The next load is clean: the damaged files no longer look like layouts.
+  store.reset();  // releases the directory's lock
   std::unique_ptr<StateStore> again = OpenStore();
   ASSERT_THAT(*again->ReadLayouts(), SizeIs(1));
   EXPECT_THAT(again->problems(), SizeIs(0));
@@ -363,6 +364,7 @@ TEST_F(StateStoreTest, TornLastRecordIsDroppedAndAppendsContinueCleanly) {
     ASSERT_TRUE(
         store->AppendFindings({MakeFinding(3, v1::FINDING_STATE_ACTIVE)}, true)
             .ok());
+    store.reset();  // releases the directory's lock
     std::unique_ptr<StateStore> again = OpenStore();
     absl::StatusOr<LoadedFindings> reloaded = again->ReadFindings();
     ASSERT_TRUE(reloaded.ok());
@@ -372,7 +374,7 @@ TEST_F(StateStoreTest, TornLastRecordIsDroppedAndAppendsContinueCleanly) {
   }
 }
 
-TEST_F(StateStoreTest, DamageInsideTheLogKeepsEarlierRecordsAndMovesItAside) {
+TEST_F(StateStoreTest, DamageInsideTheLogCostsOnlyTheDamagedRecord) {
   size_t first_record_end = 0;
   {
     std::unique_ptr<StateStore> store = OpenStore();
@@ -395,21 +397,72 @@ TEST_F(StateStoreTest, DamageInsideTheLogKeepsEarlierRecordsAndMovesItAside) {
   std::unique_ptr<StateStore> store = OpenStore();
   absl::StatusOr<LoadedFindings> loaded = store->ReadFindings();
   ASSERT_TRUE(loaded.ok()) << loaded.status();
-  ASSERT_THAT(loaded->findings, SizeIs(1));
+  ASSERT_THAT(loaded->findings, SizeIs(2));
   EXPECT_EQ(loaded->findings[0].finding.id(), "f-000001");
+  EXPECT_EQ(loaded->findings[1].finding.id(), "f-000003");
+  EXPECT_EQ(loaded->next_id, 4u);
+  // The damaged log is kept for a human, the problem says where.
   EXPECT_THAT(CorruptFiles(Dir(), "findings.log"), SizeIs(1));
   ASSERT_THAT(store->problems(), SizeIs(1));
   EXPECT_THAT(store->problems()[0],
-              AllOf(HasSubstr(log), HasSubstr("kept 1 findings")));
-  // The fresh log holds the survivor and accepts appends.
+              AllOf(HasSubstr(log),
+                    HasSubstr(absl::StrCat("at byte ", first_record_end)),
+                    HasSubstr("kept the 2 findings")));
+  // The fresh log holds the survivors and accepts appends.
   ASSERT_TRUE(
       store->AppendFindings({MakeFinding(4, v1::FINDING_STATE_ACTIVE)}, true)
           .ok());
+  store.reset();
   std::unique_ptr<StateStore> again = OpenStore();
   absl::StatusOr<LoadedFindings> reloaded = again->ReadFindings();
   ASSERT_TRUE(reloaded.ok());
-  ASSERT_THAT(reloaded->findings, SizeIs(2));
+  ASSERT_THAT(reloaded->findings, SizeIs(3));
   EXPECT_EQ(reloaded->next_id, 5u);
+  EXPECT_THAT(again->problems(), SizeIs(0));
+}
+
+// Property: whichever byte of the log flips, at most the record holding it
+// is lost (a flipped magic loses none), and loading never fails.
+TEST_F(StateStoreTest, AnyFlippedByteLosesAtMostItsOwnRecord) {
+  constexpr int kRecords = 6;
+  std::vector<size_t> ends;  // byte after each record
+  {
+    std::unique_ptr<StateStore> store = OpenStore();
+    ASSERT_TRUE(store->ReadFindings().ok());
+    for (int i = 1; i <= kRecords; ++i) {
+      ASSERT_TRUE(store
+                      ->AppendFindings(
+                          {MakeFinding(i, v1::FINDING_STATE_ACTIVE)}, false)
+                      .ok());
+      ends.push_back(store->findings_log_bytes());
+    }
+  }
+  const std::string log = Dir() + "/findings.log";
+  const std::string pristine = ReadFile(log);
+  for (size_t at = 0; at < pristine.size(); at += 3) {
+    SCOPED_TRACE(absl::StrCat("flipped byte ", at));
+    std::string data = pristine;
+    data[at] ^= 0x20;
+    WriteFile(log, data);
+    std::unique_ptr<StateStore> store = OpenStore();
+    absl::StatusOr<LoadedFindings> loaded = store->ReadFindings();
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    // The record that holds byte `at` (none for the magic).
+    int hit = 0;
+    for (int r = 0; r < kRecords; ++r) {
+      if (at >= (r == 0 ? 4 : ends[r - 1]) && at < ends[r]) hit = r + 1;
+    }
+    std::vector<std::string> ids;
+    for (const StoredFinding& f : loaded->findings) {
+      ids.push_back(f.finding.id());
+    }
+    for (int i = 1; i <= kRecords; ++i) {
+      if (i == hit) continue;
+      EXPECT_THAT(ids, ::testing::Contains(absl::StrCat("f-00000", i)));
+    }
+    store.reset();
+    WriteFile(log, pristine);
+  }
 }
 
 TEST_F(StateStoreTest, RewriteKeepsTheNextIdEvenForDroppedFindings) {
@@ -443,6 +496,39 @@ TEST_F(StateStoreTest, AppendBeforeReadIsAnError) {
       store->AppendFindings({MakeFinding(1, v1::FINDING_STATE_ACTIVE)}, true)
           .code(),
       absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(StateStoreTest, ASecondStoreOnTheSameDirectoryIsRefused) {
+  std::unique_ptr<StateStore> first = OpenStore();
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(ReadFile(Dir() + "/LOCK"), absl::StrCat(getpid(), "\n"));
+  absl::StatusOr<std::unique_ptr<StateStore>> second =
+      StateStore::Open(Dir(), &clock_);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(second.status().message(),
+              AllOf(HasSubstr(Dir()), HasSubstr("in use by another"),
+                    HasSubstr(absl::StrCat("pid ", getpid()))));
+  // The lock goes with its holder; the LOCK file that stays is no obstacle.
+  first.reset();
+  EXPECT_NE(OpenStore(), nullptr);
+}
+
+TEST_F(StateStoreTest, LastWriteStatusReportsThePresentNotThePast) {
+  std::unique_ptr<StateStore> store = OpenStore();
+  EXPECT_TRUE(store->last_write_status().ok());
+  // Make layouts/ unusable (root ignores permission bits; a file does not).
+  std::filesystem::rename(Dir() + "/layouts", Dir() + "/layouts.away");
+  WriteFile(Dir() + "/layouts", "not a directory");
+  EXPECT_FALSE(store->WriteLayout(NamedLayout("job-a"), clock_.Now()).ok());
+  EXPECT_FALSE(store->last_write_status().ok());
+  EXPECT_THAT(store->last_write_status().message(), HasSubstr("job-a"));
+  // Room again: the next write that succeeds makes the store healthy.
+  std::filesystem::remove(Dir() + "/layouts");
+  std::filesystem::rename(Dir() + "/layouts.away", Dir() + "/layouts");
+  ASSERT_TRUE(store->WriteLayout(NamedLayout("job-a"), clock_.Now()).ok());
+  EXPECT_TRUE(store->last_write_status().ok());
+  EXPECT_EQ(store->write_errors(), 1u);
 }
 
 }  // namespace

@@ -34,6 +34,7 @@ using ::fabricdiag::testing::HttpGet;
 using ::fabricdiag::testing::RunCommand;
 using ::fabricdiag::testing::RunResult;
 using ::fabricdiag::testing::Subprocess;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 const std::string kAgent = FABRICDIAG_AGENT_BINARY;
@@ -73,13 +74,14 @@ class SystemTest : public ::testing::Test {
 
   void StartCollector(int grpc_port = 0,
                       const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> argv = {
-        kCollector,
-        absl::StrCat("--listen=127.0.0.1:", grpc_port),
-        "--http_listen=127.0.0.1:0",
-        "--state_dir=" + state_.path() + "/state",
-        "--auth_token_file=" + token_file_,
-        "--analysis_interval=100ms"};
+    std::vector<std::string> argv = wrapper_;
+    argv.insert(
+        argv.end(),
+        {kCollector, absl::StrCat("--listen=127.0.0.1:", grpc_port),
+         "--http_listen=127.0.0.1:0",
+         "--state_dir=" +
+             (state_dir_.empty() ? state_.path() + "/state" : state_dir_),
+         "--auth_token_file=" + token_file_, "--analysis_interval=100ms"});
     argv.insert(argv.end(), extra.begin(), extra.end());
     collector_ = std::make_unique<Subprocess>(argv);
     ASSERT_TRUE(collector_->Start().ok());
@@ -182,6 +184,8 @@ class SystemTest : public ::testing::Test {
   std::vector<std::unique_ptr<ScopedTempDir>> trees_;
   std::unique_ptr<Subprocess> collector_;
   std::vector<std::string> cli_flags_;  // e.g. TLS flags
+  std::vector<std::string> wrapper_;    // runs the collector, e.g. nsenter
+  std::string state_dir_;               // default: state_.path() + "/state"
   int grpc_port_ = 0;
   int http_port_ = 0;
 };
@@ -310,6 +314,109 @@ TEST_F(SystemTest, SecondCollectorOnTheSamePortsRefusesToStart) {
   EXPECT_THAT(r.err, HasSubstr("Address already in use"));
   // The first one still serves.
   EXPECT_THAT(Cli({"nodes"}).exit_code, 0);
+}
+
+// A second collector on the same --state_dir would diverge from the first
+// one: it must refuse to start, naming the holder, until the holder is
+// gone, kill -9 included (the kernel drops the lock with the process).
+TEST_F(SystemTest, SecondCollectorOnTheSameStateDirRefusesUntilTheFirstDies) {
+  StartCollector();
+  ASSERT_EQ(Cli({"layout", "apply", WriteLayout()}).exit_code, 0);
+  RunResult r = RunCommand(
+      {kCollector, "--listen=127.0.0.1:0", "--http_listen=127.0.0.1:0",
+       "--state_dir=" + state_.path() + "/state"},
+      absl::Seconds(15));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat(
+                         "in use by another fabricdiag-collector (pid ",
+                         collector_->pid(), ",")));
+  EXPECT_EQ(Cli({"nodes"}).exit_code, 0);  // the first one still serves
+
+  collector_->Signal(SIGKILL);
+  ASSERT_TRUE(collector_->Wait(absl::Seconds(10)).has_value());
+  StartCollector();
+  RunResult list = Cli({"layout", "list"});
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_THAT(list.out, HasSubstr("e2e-job"));
+}
+
+// A full disk: a write that does not fit is refused (never a false
+// acknowledgement), /healthz says so while it lasts and is healthy again
+// after the next write that succeeds, and every acknowledged layout
+// survives kill -9. The state directory is a 1 MiB tmpfs in a private mount
+// namespace that a holder process keeps alive; collectors join it.
+TEST_F(SystemTest, FullDiskRefusesWritesAndHealthzRecovers) {
+  const std::string mnt = state_.path() + "/small";
+  ASSERT_EQ(mkdir(mnt.c_str(), 0700), 0);
+  Subprocess holder({"/usr/bin/unshare", "--mount", "--propagation", "private",
+                     "/bin/sh", "-c",
+                     "mount -t tmpfs -o size=1m fabricdiag-full \"$0\" && "
+                     "echo mounted >&2 && exec sleep 600",
+                     mnt});
+  ASSERT_TRUE(holder.Start().ok());
+  ASSERT_TRUE(holder.WaitForStderr("mounted", nullptr)) << holder.Stderr();
+  wrapper_ = {"/usr/bin/nsenter", absl::StrCat("--target=", holder.pid()),
+              "--mount", "--"};
+  state_dir_ = mnt + "/state";
+  StartCollector();
+
+  // Layouts of ~200 KB each until the 1 MiB file system is full.
+  std::string hosts;
+  for (int i = 0; i < 20000; ++i) {
+    absl::StrAppend(&hosts, i == 0 ? "" : ", ", "host-", 10000 + i);
+  }
+  std::vector<std::string> acknowledged;
+  RunResult refused;
+  for (int i = 0; i < 12 && refused.exit_code != 1; ++i) {
+    const std::string job = absl::StrCat("big-", i);
+    const std::string path = state_.path() + "/" + job + ".yaml";
+    std::ofstream(path) << "job: " << job
+                        << "\ngpus_per_node: 8\n"
+                           "parallelism: {tp: 8, pp: 1, dp: 20000}\n"
+                           "hosts: ["
+                        << hosts << "]\n";
+    RunResult r = Cli({"--timeout=60s", "layout", "apply", path});
+    if (r.exit_code == 0) {
+      acknowledged.push_back(job);
+    } else {
+      refused = r;
+    }
+  }
+  ASSERT_EQ(refused.exit_code, 1) << "the file system never filled up";
+  EXPECT_THAT(refused.err, HasSubstr("No space left on device"));
+  ASSERT_GE(acknowledged.size(), 2u);
+
+  absl::StatusOr<std::string> health = HttpGet(http_port_, "/healthz");
+  ASSERT_FALSE(health.ok());
+  EXPECT_THAT(health.status().message(),
+              AllOf(HasSubstr("503"), HasSubstr("No space left on device")));
+  RunResult list = Cli({"layout", "list"});
+  for (const std::string& job : acknowledged) {
+    EXPECT_THAT(list.out, HasSubstr(job));
+  }
+
+  // Room again: the next write that succeeds makes /healthz healthy.
+  ASSERT_EQ(Cli({"layout", "delete", acknowledged.back()}).exit_code, 0);
+  acknowledged.pop_back();
+  health = HttpGet(http_port_, "/healthz");
+  EXPECT_TRUE(health.ok()) << health.status();
+
+  // Everything acknowledged survives kill -9; nothing refused appears.
+  collector_->Signal(SIGKILL);
+  ASSERT_TRUE(collector_->Wait(absl::Seconds(10)).has_value());
+  StartCollector();
+  list = Cli({"layout", "list"});
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  for (const std::string& job : acknowledged) {
+    EXPECT_THAT(list.out, HasSubstr(job));
+  }
+  EXPECT_THAT(
+      list.out,
+      ::testing::Not(HasSubstr(absl::StrCat("big-", acknowledged.size() + 1))));
+  collector_->Signal(SIGTERM);
+  EXPECT_EQ(collector_->Wait(absl::Seconds(15)), std::optional<int>(0));
+  holder.Signal(SIGKILL);
+  holder.Wait(absl::Seconds(10));
 }
 
 // Who may speak for a node: with --ingest_token_file an agent needs the

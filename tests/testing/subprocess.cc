@@ -166,7 +166,10 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& path) {
     return absl::UnavailableError("no HTTP response");
   if (!absl::StartsWith(response, "HTTP/1.1 200") &&
       !absl::StartsWith(response, "HTTP/1.0 200")) {
-    return absl::UnavailableError(response.substr(0, response.find("\r\n")));
+    // The status line and the body: a 503 says why in its body.
+    return absl::UnavailableError(
+        absl::StrCat(response.substr(0, response.find("\r\n")), "\n",
+                     response.substr(body + 4)));
   }
   return response.substr(body + 4);
 }

@@ -65,7 +65,8 @@ RunResult RunCommand(std::vector<std::string> argv,
                      absl::Duration timeout = absl::Seconds(60));
 
 // HTTP/1.0 GET of http://127.0.0.1:port/path; returns the body, or an error
-// when the connection fails or the status is not 200.
+// when the connection fails or the status is not 200 (then the message is
+// the status line, a newline and the body).
 absl::StatusOr<std::string> HttpGet(int port, const std::string& path);
 
 }  // namespace fabricdiag::testing

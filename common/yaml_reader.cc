@@ -75,6 +75,93 @@ class Prescan : public YAML::EventHandler {
   uint64_t values_ = 0;
 };
 
+// yaml-cpp's scanner reads ahead over open flow collections (it cannot
+// tell a simple key before the collection closes), so 15 MB of "[" costs it
+// gigabytes before the first event reaches Prescan. This pass bounds flow
+// nesting on the raw text first, in one linear scan with no allocation:
+// a '[' or '{' opens a collection inside a flow collection (where plain
+// scalars cannot hold them) or where a node starts in block context (after
+// a line's indentation, "- ", "? " or ": "); quoted scalars and comments are
+// skipped. It can only overcount for text yaml-cpp would reject or nest as
+// deep anyway, so it never refuses what the real parse accepts within the
+// limit. The same pass counts the values it sees in flow context (each
+// collection and each ',' separated entry: never more than the real parse
+// counts), as the scanner also reads a whole flat flow collection ahead.
+struct FlowScan {
+  int too_deep_line = 0;  // 1-based line of the first collection too deep
+  bool too_many_values = false;
+};
+
+FlowScan ScanFlow(absl::string_view text, const Limits& limits) {
+  FlowScan result;
+  const int max_depth = limits.max_depth;
+  uint64_t values = 0;
+  int depth = 0;
+  int line = 1;
+  bool node_start = true;  // only white space since a node could start
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      node_start = true;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r') continue;
+    if (c == '#' && (i == 0 || text[i - 1] == ' ' || text[i - 1] == '\t' ||
+                     text[i - 1] == '\n')) {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+      continue;
+    }
+    if ((c == '\'' || c == '"') && node_start) {
+      // A quoted scalar: '' escapes a single quote, \ escapes in double.
+      for (++i; i < text.size(); ++i) {
+        if (text[i] == '\n') ++line;
+        if (c == '"' && text[i] == '\\') {
+          if (i + 1 < text.size() && text[i + 1] == '\n') ++line;
+          ++i;
+        } else if (text[i] == c) {
+          if (c == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
+            ++i;
+          } else {
+            break;
+          }
+        }
+      }
+      node_start = false;
+      continue;
+    }
+    if ((c == '[' || c == '{') && (depth > 0 || node_start)) {
+      if (++depth > max_depth) {
+        result.too_deep_line = line;
+        return result;
+      }
+      if (++values > limits.max_values) {
+        result.too_many_values = true;
+        return result;
+      }
+      node_start = true;
+      continue;
+    }
+    if (c == ',' && depth > 0 && ++values > limits.max_values) {
+      result.too_many_values = true;
+      return result;
+    }
+    if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+      node_start = false;
+      continue;
+    }
+    // "- ", "? ", ": " and, in flow context, "," start a node.
+    const bool indicator =
+        (c == '-' || c == '?' || c == ':') &&
+        (i + 1 == text.size() || text[i + 1] == ' ' || text[i + 1] == '\n' ||
+         (depth > 0 &&
+          (text[i + 1] == ',' || text[i + 1] == '[' || text[i + 1] == '{')));
+    node_start = indicator || (depth > 0 && (c == ',' || c == ':'));
+  }
+  return result;
+}
+
 }  // namespace
 
 absl::StatusOr<YAML::Node> LoadDocument(absl::string_view text,
@@ -84,6 +171,16 @@ absl::StatusOr<YAML::Node> LoadDocument(absl::string_view text,
     return FieldError(
         what, absl::StrCat("the text is ", text.size(), " bytes; the limit is ",
                            limits.max_bytes));
+  }
+  const FlowScan flow = ScanFlow(text, limits);
+  if (flow.too_deep_line > 0) {
+    return FieldError(
+        what, absl::StrCat("the text nests deeper than ", limits.max_depth,
+                           " levels (line ", flow.too_deep_line, ")"));
+  }
+  if (flow.too_many_values) {
+    return FieldError(what, absl::StrCat("the text has more than ",
+                                         limits.max_values, " values"));
   }
   try {
     {

@@ -1,6 +1,7 @@
 // The real `fabricdiag` binary against a fake gRPC collector on loopback.
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -321,6 +322,30 @@ TEST(CliE2eNoCollectorTest, PlanRunsOffline) {
       RunCommand({kCli, "--collector=127.0.0.1:1", "plan", file, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["ranks"], 16);
+}
+
+// Hostile files within the 16 MiB size limit are refused before a parser
+// builds anything: 15 MB of "[" took 3.5 GB and 17 s, 5M flow values 1.4 GB
+// and 10 s, in yaml-cpp's scanner, which reads a flow collection ahead.
+// Each runs in its own process; RUSAGE_CHILDREN reports the largest.
+TEST(CliInputLimitsTest, HostileYamlIsRefusedWithoutBuildingIt) {
+  const std::string brackets =
+      WriteTempFile("brackets.yaml", std::string(15000000, '['));
+  RunResult r = RunCommand({kCli, "plan", brackets}, absl::Seconds(60));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("nests deeper than 32 levels (line 1)"));
+
+  std::string flat = "hosts: [";
+  for (int i = 0; i < 2000000; ++i) flat += "a, ";
+  flat += "]\n";
+  r = RunCommand({kCli, "plan", WriteTempFile("flat.yaml", flat)},
+                 absl::Seconds(60));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("has more than 1000000 values"));
+
+  struct rusage usage {};
+  ASSERT_EQ(getrusage(RUSAGE_CHILDREN, &usage), 0);
+  EXPECT_LT(usage.ru_maxrss, 512 * 1024) << "KiB";  // ASan builds included
 }
 
 }  // namespace

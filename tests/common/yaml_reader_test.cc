@@ -1,6 +1,7 @@
 #include "common/yaml_reader.h"
 
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -36,6 +37,42 @@ TEST(LoadDocumentTest, BoundsTheTextBeforeBuildingATree) {
   // Without a name the message is not prefixed.
   EXPECT_THAT(Message(LoadDocument("a: [", "", limits).status()),
               ::testing::StartsWith("not valid YAML or JSON"));
+}
+
+// The raw-text pass that bounds flow nesting before yaml-cpp's scanner
+// reads ahead must not refuse what the real parse accepts: brackets in
+// quoted scalars, comments and block-context plain scalars do not nest.
+TEST(LoadDocumentTest, TheRawTextPassCountsOnlyRealFlowCollections) {
+  Limits limits;
+  limits.max_depth = 3;
+  limits.max_values = 20;
+  const std::string many(40, '[');
+  for (const std::string& text : std::vector<std::string>{
+           "a: \"" + many + "\"\n",
+           "a: '" + many + "''" + many + "'\n",
+           "a: 1  # " + many + "\n",
+           "a: x" + many + "\n",
+           std::string("a: [\"[[[[\", '{{{{', b]\n"),
+           std::string("a: {b: [c, d]}\n"),
+           std::string("- [a]\n- [b]\n- [c]\n- [d]\n- [e]\n- [f]\n"),
+       }) {
+    SCOPED_TRACE(text);
+    absl::StatusOr<YAML::Node> n = LoadDocument(text, "doc", limits);
+    EXPECT_TRUE(n.ok()) << n.status();
+  }
+  // Real nesting and flow values are bounded on the raw text, with the
+  // line of the collection too deep.
+  EXPECT_THAT(
+      Message(
+          LoadDocument("a: 1\nb:\n  - [{c: [d]}]\n", "doc", limits).status()),
+      HasSubstr("nests deeper than 3 levels (line 3)"));
+  EXPECT_THAT(
+      Message(LoadDocument(std::string(1000, '{'), "doc", limits).status()),
+      HasSubstr("nests deeper than 3 levels (line 1)"));
+  EXPECT_THAT(
+      Message(LoadDocument("a: [" + std::string(40, ',') + "]", "doc", limits)
+                  .status()),
+      HasSubstr("has more than 20 values"));
 }
 
 TEST(LoadDocumentTest, AliasBombsAreCountedBeforeTheyExpand) {

@@ -4,9 +4,14 @@
 // and restart of the collector (state survives, agents reconnect and their
 // replayed buffers leave no gap), and agent_down opening when an agent dies
 // and resolving when it comes back.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -417,6 +422,78 @@ TEST_F(SystemTest, FullDiskRefusesWritesAndHealthzRecovers) {
   EXPECT_EQ(collector_->Wait(absl::Seconds(15)), std::optional<int>(0));
   holder.Signal(SIGKILL);
   holder.Wait(absl::Seconds(10));
+}
+
+// `n` clients that send one header line and then nothing, spread over
+// 127.0.0.2-127.0.0.9 (each address stays under the per-client cap).
+std::vector<int> OpenSlowClients(int port, int n) {
+  std::vector<int> fds;
+  for (int i = 0; i < n; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in local{};
+    local.sin_family = AF_INET;
+    local.sin_addr.s_addr = htonl(INADDR_LOOPBACK + 2 + i % 8);
+    sockaddr_in server{};
+    server.sin_family = AF_INET;
+    server.sin_port = htons(static_cast<uint16_t>(port));
+    server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const std::string line = "GET /metrics HTTP/1.1\r\nHost: x\r\n";
+    if (fd < 0 ||
+        ::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof(local)) != 0 ||
+        ::connect(fd, reinterpret_cast<sockaddr*>(&server), sizeof(server)) !=
+            0 ||
+        ::write(fd, line.data(), line.size()) !=
+            static_cast<ssize_t>(line.size())) {
+      ADD_FAILURE() << "slow client " << i << ": " << std::strerror(errno);
+      if (fd >= 0) ::close(fd);
+      continue;
+    }
+    fds.push_back(fd);
+  }
+  return fds;
+}
+
+// Connections the server still holds open (a read would block).
+int StillOpen(const std::vector<int>& fds) {
+  int open = 0;
+  for (int fd : fds) {
+    char c;
+    if (::recv(fd, &c, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN) ++open;
+  }
+  return open;
+}
+
+// 200 slow clients (a header line, then silence) used to stop the agent's
+// /metrics with 2 and the collector's /metrics and /healthz with 4. They
+// now cost only their sockets: Prometheus and the health checker are
+// answered at once, by both binaries.
+TEST_F(SystemTest, SlowHttpClientsDoNotStarveMetricsOrHealthz) {
+  StartCollector();
+  std::unique_ptr<Subprocess> agent = StartAgent(0);
+  std::string line;
+  ASSERT_TRUE(agent->WaitForStderr("serving /metrics", &line));
+  const int agent_port = PortFromLog(line, "serving /metrics");
+  ASSERT_GT(agent_port, 0) << line;
+
+  std::vector<int> slow = OpenSlowClients(http_port_, 200);
+  std::vector<int> slow_agent = OpenSlowClients(agent_port, 200);
+  absl::SleepFor(absl::Milliseconds(300));  // let both servers accept them
+  for (int round = 0; round < 3; ++round) {
+    for (const auto& [port, path] :
+         std::vector<std::pair<int, std::string>>{{http_port_, "/healthz"},
+                                                  {http_port_, "/metrics"},
+                                                  {agent_port, "/metrics"}}) {
+      const absl::Time start = absl::Now();
+      absl::StatusOr<std::string> body = HttpGet(port, path);
+      EXPECT_TRUE(body.ok()) << path << ": " << body.status();
+      EXPECT_LT(absl::Now() - start, absl::Seconds(5)) << path;
+    }
+  }
+  // The slow clients were really held, not turned away.
+  EXPECT_EQ(StillOpen(slow), 200);
+  EXPECT_EQ(StillOpen(slow_agent), 200);
+  for (int fd : slow) ::close(fd);
+  for (int fd : slow_agent) ::close(fd);
 }
 
 // Who may speak for a node: with --ingest_token_file an agent needs the

@@ -339,7 +339,8 @@ Finding SourceFinding(const Fabric& fabric, const Source& src,
   }
   f.evidence["victims"] = static_cast<double>(victims.size());
   if (!victims.empty()) {
-    f.evidence_text["victims"] = ListPorts(fabric, victims, kMaxListedVictims);
+    f.evidence_text["victim_ports"] =
+        ListPorts(fabric, victims, kMaxListedVictims);
   }
 
   std::string spread;
@@ -401,7 +402,8 @@ std::optional<Finding> SourcelessFinding(const Fabric& fabric, int p,
   if (Has(rx.frames)) f.evidence["rx_pause_frames_per_second"] = rx.frames;
   f.evidence["priority"] = p;
   f.evidence["victims"] = static_cast<double>(victims.size());
-  f.evidence_text["victims"] = ListPorts(fabric, victims, kMaxListedVictims);
+  f.evidence_text["victim_ports"] =
+      ListPorts(fabric, victims, kMaxListedVictims);
 
   std::string from;
   if (std::optional<PortKey> partner = fabric.PartnerName(w)) {

@@ -19,6 +19,7 @@
 //   findings.Update(down, clock.Now(), kAgentLivenessSource).IgnoreError();
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,11 @@ bool IsAgentUp(const NodeLiveness& node, absl::Time now,
 std::vector<FindingReport> AgentDownFindings(
     absl::Span<const NodeLiveness> nodes, absl::Time now,
     const LivenessOptions& options = {});
+
+// The node state an `agent_down` finding recorded (its last report and
+// interval), for a collector that restarted and has not heard from the
+// node since; nullopt when the finding lacks them.
+std::optional<NodeLiveness> LivenessFromFinding(const v1::Finding& finding);
 
 // "12 s", "250 ms", "4 min 5 s", "2 h 3 min": durations as ops read them.
 std::string HumanDuration(absl::Duration d);

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -151,6 +153,16 @@ void AnalysisRunner::RunLiveness(absl::Time now) {
     l.interval = absl::Milliseconds(n.info.interval_ms);
     l.ever_reported = n.info.last_report != absl::InfinitePast();
     nodes.push_back(std::move(l));
+  }
+  // After a restart the collector knows only the nodes that reported since;
+  // a node it had found down keeps its finding until it reports again,
+  // with the last report and interval the finding recorded.
+  absl::flat_hash_set<std::string> listed;
+  for (const NodeLiveness& n : nodes) listed.insert(n.node);
+  for (const v1::Finding& f : findings_->Active()) {
+    if (f.kind() != kAgentDownKind || listed.contains(f.node())) continue;
+    std::optional<NodeLiveness> l = LivenessFromFinding(f);
+    if (l.has_value()) nodes.push_back(*std::move(l));
   }
   Persisted(findings_->Update(AgentDownFindings(nodes, now, options_.liveness),
                               now, kAgentLivenessSource));

@@ -33,6 +33,11 @@ install(FILES ${FABRICDIAG_DEPLOY_DIR}/etc/default/fabricdiag-agent
 # /usr/share/doc/fabricdiag/README.md would conflict in dpkg.
 install(FILES ${PROJECT_SOURCE_DIR}/README.md
   DESTINATION share/doc/fabricdiag-agent COMPONENT agent)
+# The user documentation (docs/*.md, linked from the README) with it, so a
+# node without network access has the runbook and the formats.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/
+  DESTINATION share/doc/fabricdiag-agent/docs COMPONENT agent
+  FILES_MATCHING PATTERN "*.md")
 
 # --- collector and CLI -------------------------------------------------------
 install(FILES ${FABRICDIAG_DEPLOY_DIR}/systemd/fabricdiag-collector.service
@@ -45,6 +50,9 @@ install(FILES ${FABRICDIAG_DEPLOY_DIR}/analysis.yaml
   DESTINATION /etc/fabricdiag COMPONENT collector)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md
   DESTINATION share/doc/fabricdiag-collector COMPONENT collector)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/
+  DESTINATION share/doc/fabricdiag-collector/docs COMPONENT collector
+  FILES_MATCHING PATTERN "*.md")
 
 # --- maintainer scripts and conffiles -----------------------------------------
 # CPack has no debhelper: the scripts (deploy/debian/*.in, debhelper's

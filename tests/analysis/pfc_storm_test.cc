@@ -67,7 +67,7 @@ TEST(PfcStormTest, StuckReceiverIsTheSourceAndNamesItsVictims) {
   EXPECT_EQ(f.evidence.at("victims"), 4);
   EXPECT_DOUBLE_EQ(f.evidence.at("rx_bytes_per_second"), 1.2e9);
   // The link partner first, then by name.
-  EXPECT_EQ(f.evidence_text.at("victims"),
+  EXPECT_EQ(f.evidence_text.at("victim_ports"),
             "leaf-0 swp15, gpu-000 mlx5_0, gpu-000 mlx5_1, leaf-1 swp49");
   EXPECT_THAT(f.summary,
               StartsWith("gpu-003 mlx5_2 has transmitted PFC pause on "
@@ -246,10 +246,10 @@ TEST(PfcStormTest, TwoSourcesEachGetTheirOwnVictims) {
   ASSERT_THAT(found, SizeIs(2));
   EXPECT_EQ(found[0].node, "gpu-001");
   EXPECT_EQ(found[0].severity, Severity::kCritical);
-  EXPECT_EQ(found[0].evidence_text.at("victims"), "leaf-0 swp5");
+  EXPECT_EQ(found[0].evidence_text.at("victim_ports"), "leaf-0 swp5");
   EXPECT_EQ(found[1].node, "gpu-006");
   EXPECT_EQ(found[1].severity, Severity::kWarning);
-  EXPECT_EQ(found[1].evidence_text.at("victims"), "leaf-1 swp26");
+  EXPECT_EQ(found[1].evidence_text.at("victim_ports"), "leaf-1 swp26");
 }
 
 TEST(PfcStormTest, ManyVictimsAreCappedInTheText) {
@@ -265,9 +265,9 @@ TEST(PfcStormTest, ManyVictimsAreCappedInTheText) {
   const std::vector<Finding> found = Analyze(fabric);
   ASSERT_THAT(found, SizeIs(1));
   EXPECT_EQ(found[0].evidence.at("victims"), 14);
-  EXPECT_THAT(found[0].evidence_text.at("victims"),
+  EXPECT_THAT(found[0].evidence_text.at("victim_ports"),
               StartsWith("gpu-000 mlx5_4, gpu-000 mlx5_5, gpu-001 mlx5_4"));
-  EXPECT_THAT(found[0].evidence_text.at("victims"), HasSubstr(" +4 more"));
+  EXPECT_THAT(found[0].evidence_text.at("victim_ports"), HasSubstr(" +4 more"));
   EXPECT_THAT(found[0].summary, HasSubstr("14 ports receive its pause ("));
   EXPECT_THAT(found[0].nodes, SizeIs(7));  // gpu-003 + gpu-000..006 minus dup
 }
@@ -284,7 +284,7 @@ TEST(PfcStormTest, SwitchPortCanBeTheSource) {
   EXPECT_EQ(found[0].device, "swp30");
   EXPECT_EQ(found[0].job, "");
   EXPECT_THAT(found[0].nodes, ElementsAre("leaf-1", "gpu-007"));
-  EXPECT_EQ(found[0].evidence_text.at("victims"), "gpu-007 mlx5_5");
+  EXPECT_EQ(found[0].evidence_text.at("victim_ports"), "gpu-007 mlx5_5");
   EXPECT_THAT(found[0].summary, HasSubstr("this switch port is not draining"));
 }
 

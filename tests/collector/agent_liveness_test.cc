@@ -143,5 +143,32 @@ TEST(AgentLivenessTest, AgentDownOpensAndResolvesWhenTheAgentReturns) {
   EXPECT_EQ(findings.Counters().resolved_by_kind["agent_down"], 1u);
 }
 
+TEST(AgentLivenessTest, AFindingRemembersTheNodeAcrossARestart) {
+  NodeLiveness node =
+      Node("gpu-003", absl::Seconds(10), absl::Milliseconds(250));
+  std::vector<FindingReport> down = AgentDownFindings({node}, kNow);
+  ASSERT_THAT(down, SizeIs(1));
+  v1::Finding f;
+  f.set_kind(kAgentDownKind);
+  f.set_node(down[0].node);
+  f.mutable_evidence()->insert(down[0].evidence.begin(),
+                               down[0].evidence.end());
+  f.mutable_evidence_text()->insert(down[0].evidence_text.begin(),
+                                    down[0].evidence_text.end());
+  std::optional<NodeLiveness> back = LivenessFromFinding(f);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->node, "gpu-003");
+  EXPECT_EQ(back->last_report, node.last_report);
+  EXPECT_EQ(back->interval, absl::Milliseconds(250));
+  EXPECT_TRUE(back->ever_reported);
+  // Still down later, from what the finding recorded.
+  EXPECT_THAT(AgentDownFindings({*back}, kNow + absl::Seconds(5)), SizeIs(1));
+
+  f.mutable_evidence_text()->at("last_report") = "yesterday";
+  EXPECT_FALSE(LivenessFromFinding(f).has_value());
+  f.mutable_evidence_text()->clear();
+  EXPECT_FALSE(LivenessFromFinding(f).has_value());
+}
+
 }  // namespace
 }  // namespace fabricdiag::collector

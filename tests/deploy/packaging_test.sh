@@ -218,11 +218,17 @@ check_package() {
   section_pass "$pkg contents, control and scripts checked"
 }
 
+# Each package ships the user documentation, docs/*.md, under its doc dir.
+docs_of() {
+  (cd "$src_dir" && for f in docs/*.md; do echo "./usr/share/doc/$1/$f"; done)
+}
+
 check_package "$agent_deb" fabricdiag-agent fabricdiag-agent.service "
   ./etc/default/fabricdiag-agent
   ./lib/systemd/system/fabricdiag-agent.service
   ./usr/bin/fabricdiag-agent
-  ./usr/share/doc/fabricdiag-agent/README.md" "
+  ./usr/share/doc/fabricdiag-agent/README.md
+  $(docs_of fabricdiag-agent)" "
   /etc/default/fabricdiag-agent" "
   libc6 libstdc++6 libgrpc++1.51 libprotobuf32 libabsl20220623
   libibverbs1 libevent-core-2.1-7 zlib1g"
@@ -232,7 +238,8 @@ check_package "$collector_deb" fabricdiag-collector fabricdiag-collector.service
   ./lib/systemd/system/fabricdiag-collector.service
   ./usr/bin/fabricdiag
   ./usr/bin/fabricdiag-collector
-  ./usr/share/doc/fabricdiag-collector/README.md" "
+  ./usr/share/doc/fabricdiag-collector/README.md
+  $(docs_of fabricdiag-collector)" "
   /etc/default/fabricdiag-collector
   /etc/fabricdiag/analysis.yaml" "
   libc6 libstdc++6 libgrpc++1.51 libprotobuf32 libabsl20220623

@@ -261,6 +261,25 @@ TEST_F(SystemTest, LayoutsFindingsRestartAndAgentDown) {
     return absl::StrContains(Metrics(),
                              "fabricdiag_agent_up{node=\"gpu-001\"} 0");
   }));
+  // A collector restart does not forget it: the node has not reported to
+  // the new process either, so the finding stays open, same id.
+  const std::string down_id = [&] {
+    for (const auto& f : Findings()) {
+      if (f["kind"] == "agent_down") return f["id"].get<std::string>();
+    }
+    return std::string();
+  }();
+  collector_->Signal(SIGKILL);
+  ASSERT_TRUE(collector_->Wait(absl::Seconds(10)).has_value());
+  StartCollector(port);
+  absl::SleepFor(absl::Seconds(1));  // ten analysis passes
+  bool still_open = false;
+  for (const auto& f : Findings()) {
+    if (f["kind"] == "agent_down" && f["node"] == "gpu-001") {
+      still_open = f["id"] == down_id;
+    }
+  }
+  EXPECT_TRUE(still_open) << Findings().dump();
   // ... and resolves when it comes back.
   a1 = StartAgent(1);
   ASSERT_TRUE(Eventually(

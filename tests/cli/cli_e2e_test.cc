@@ -49,18 +49,30 @@ bool WaitForStdoutLines(const Subprocess& p, size_t n, absl::Duration timeout) {
   return true;
 }
 
-// A port nothing listens on: bound, then closed.
-int ClosedPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
+// A port nothing listens on, held (bound, not listening) for the object's
+// lifetime: connecting is refused, and a server of a test running in
+// parallel cannot take the port meanwhile.
+class RefusingPort {
+ public:
+  RefusingPort() : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      port_ = ntohs(addr.sin_port);
+    }
+  }
+  ~RefusingPort() { ::close(fd_); }
+  RefusingPort(const RefusingPort&) = delete;
+  RefusingPort& operator=(const RefusingPort&) = delete;
+  int port() const { return port_; }
+
+ private:
+  int fd_;
+  int port_ = 0;
+};
 
 v1::Finding Finding(const std::string& id, v1::FindingState state) {
   v1::Finding f;
@@ -282,7 +294,9 @@ TEST_F(CliE2eTest, WatchReconnectsWhenTheCollectorRestarts) {
 }
 
 TEST(CliE2eNoCollectorTest, UnreachableCollectorIsExitOneNamingTheAddress) {
-  const std::string address = absl::StrCat("127.0.0.1:", ClosedPort());
+  RefusingPort refusing;
+  ASSERT_GT(refusing.port(), 0);
+  const std::string address = absl::StrCat("127.0.0.1:", refusing.port());
   for (std::vector<std::string> args : {std::vector<std::string>{"findings"},
                                         {"nodes", "--json"},
                                         {"layout", "list"},

@@ -131,7 +131,10 @@ TEST(VirtualAgentsTest, StoredAcknowledgedAndAnalysed) {
 // Nobody listening: every stream fails, nothing is acknowledged, and no
 // latency is reported (rather than a reassuring 0 ms).
 TEST(VirtualAgentsTest, DeadCollectorIsReportedNotMeasured) {
-  // A port that was free a moment ago.
+  // A port bound but not listening: connecting is refused, and no server
+  // of a test running in parallel can take the port while we hold it (a
+  // port merely "free a moment ago" once went to the other test's
+  // collector, which then acknowledged these reports).
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(fd, 0);
   sockaddr_in addr{};
@@ -140,7 +143,6 @@ TEST(VirtualAgentsTest, DeadCollectorIsReportedNotMeasured) {
   ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
   socklen_t len = sizeof(addr);
   ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  close(fd);
 
   VirtualAgentsOptions opts;
   opts.target = absl::StrCat("127.0.0.1:", ntohs(addr.sin_port));
@@ -155,6 +157,7 @@ TEST(VirtualAgentsTest, DeadCollectorIsReportedNotMeasured) {
   EXPECT_GT(r->streams_failed, 0u);
   EXPECT_EQ(r->latency_samples, 0u);
   EXPECT_THAT(LatencySummary(*r), ::testing::HasSubstr("latency not measured"));
+  close(fd);
 }
 
 }  // namespace

@@ -253,6 +253,13 @@ void AddEthtoolMeaning(const Sample& s, Families* f) {
     case Meaning::kDuplicateRequest:
     case Meaning::kImpliedNakSeqErr:
     case Meaning::kAdaptiveRetrans:
+    // Switch queue and PFC watchdog meanings: gNMI only.
+    case Meaning::kQueueBytes:
+    case Meaning::kQueuePackets:
+    case Meaning::kQueueDrops:
+    case Meaning::kQueueEcnMarked:
+    case Meaning::kPfcWatchdogStorms:
+    case Meaning::kPfcWatchdogRestorations:
       return;
     case Meaning::kPfcPauseFrames:
       labels.push_back({"direction", direction});
@@ -451,6 +458,8 @@ void AddSample(const Sample& s, Families* f) {
                "Port state from ibv_query_port (enum ibv_port_state).",
                Type::kGauge, PortLabels(s), Base());
       }
+      return;
+    case Subsystem::kGnmi:  // the gNMI bridge's, never an agent's
       return;
   }
 }

@@ -14,6 +14,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/layout_model.h"
@@ -176,6 +177,33 @@ absl::StatusOr<v1::Layout> LayoutFromNode(const YAML::Node& root) {
   return out;
 }
 
+absl::Status ReadGnmi(const YAML::Node& node, const std::string& path,
+                      v1::GnmiTarget& out) {
+  ASSIGN_OR_RETURN(yaml::Fields f, ReadFields(node, path,
+                                              {"address", "dialect", "tls_ca",
+                                               "credentials_file", "insecure",
+                                               "tls_server_name"}));
+  using Setter = void (v1::GnmiTarget::*)(const std::string&);
+  const std::pair<absl::string_view, Setter> strs[] = {
+      {"address", &v1::GnmiTarget::set_address},
+      {"dialect", &v1::GnmiTarget::set_dialect},
+      {"tls_ca", &v1::GnmiTarget::set_tls_ca},
+      {"credentials_file", &v1::GnmiTarget::set_credentials_file},
+      {"tls_server_name", &v1::GnmiTarget::set_tls_server_name},
+  };
+  for (const auto& [key, setter] : strs) {
+    if (auto v = f.Get(key)) {
+      ASSIGN_OR_RETURN(std::string value, ReadString(*v, f.Path(key)));
+      (out.*setter)(value);
+    }
+  }
+  if (auto v = f.Get("insecure")) {
+    ASSIGN_OR_RETURN(bool insecure, yaml::ReadBool(*v, f.Path("insecure")));
+    out.set_insecure(insecure);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::Topology> TopologyFromNode(const YAML::Node& root) {
   ASSIGN_OR_RETURN(yaml::Fields f, yaml::Fields::Read(root, "", "topology",
                                                       {"switches", "links"}));
@@ -185,7 +213,7 @@ absl::StatusOr<v1::Topology> TopologyFromNode(const YAML::Node& root) {
     size_t i = 0;
     for (const YAML::Node& item : *switches) {
       ASSIGN_OR_RETURN(yaml::Fields s, ReadFields(item, Index("switches", i),
-                                                  {"name", "uplinks"}));
+                                                  {"name", "uplinks", "gnmi"}));
       v1::Switch& sw = *out.add_switches();
       ASSIGN_OR_RETURN(YAML::Node name, s.Require("name"));
       ASSIGN_OR_RETURN(std::string name_value,
@@ -195,6 +223,9 @@ absl::StatusOr<v1::Topology> TopologyFromNode(const YAML::Node& root) {
         RETURN_IF_ERROR(ReadStringList(
             *uplinks, s.Path("uplinks"), 4096,
             [&](std::string u) { sw.add_uplinks(std::move(u)); }));
+      }
+      if (auto gnmi = s.Get("gnmi")) {
+        RETURN_IF_ERROR(ReadGnmi(*gnmi, s.Path("gnmi"), *sw.mutable_gnmi()));
       }
       ++i;
     }
@@ -282,6 +313,9 @@ absl::Status ValidateTopology(const v1::Topology& topology) {
           absl::StrCat(QuoteForMessage(sw.name()),
                        " is listed twice (also switches[", it->second, "])"));
     }
+    if (sw.has_gnmi()) {
+      RETURN_IF_ERROR(ValidateGnmiTarget(sw.gnmi(), path + ".gnmi"));
+    }
     for (int u = 0; u < sw.uplinks_size(); ++u) {
       const std::string upath =
           Index(path + ".uplinks", static_cast<size_t>(u));
@@ -338,6 +372,72 @@ absl::Status ValidateTopology(const v1::Topology& topology) {
                         absl::StrCat(link.switch_(), " ", link.port(),
                                      " is already used by ", pit->second));
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateGnmiTarget(const v1::GnmiTarget& gnmi,
+                                absl::string_view path) {
+  const auto field = [path](absl::string_view key) {
+    return absl::StrCat(path, ".", key);
+  };
+  // HOST:PORT, HOST a DNS name, an IPv4 address or [IPv6].
+  const std::string& address = gnmi.address();
+  const size_t colon = address.rfind(':');
+  uint32_t port = 0;
+  absl::string_view host = colon == std::string::npos
+                               ? absl::string_view()
+                               : absl::string_view(address).substr(0, colon);
+  if (absl::StartsWith(host, "[") && absl::EndsWith(host, "]")) {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (colon == std::string::npos || host.empty() || host.size() > 253 ||
+      !absl::SimpleAtoi(absl::string_view(address).substr(colon + 1), &port) ||
+      port == 0 || port > 65535 ||
+      host.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuv"
+                             "wxyz0123456789.-:") != absl::string_view::npos) {
+    return FieldError(field("address"),
+                      absl::StrCat(QuoteForMessage(address),
+                                   " is not HOST:PORT (port 1..65535)"));
+  }
+  if (gnmi.dialect() != "openconfig" && gnmi.dialect() != "sonic") {
+    return FieldError(
+        field("dialect"),
+        gnmi.dialect().empty()
+            ? std::string("required: openconfig or sonic")
+            : absl::StrCat(QuoteForMessage(gnmi.dialect()),
+                           " is not a dialect (openconfig or sonic)"));
+  }
+  if (gnmi.insecure()) {
+    if (!gnmi.tls_ca().empty()) {
+      return FieldError(field("tls_ca"),
+                        "given with insecure: true (plaintext has no CA)");
+    }
+    if (!gnmi.credentials_file().empty()) {
+      return FieldError(field("credentials_file"),
+                        "credentials are sent only over TLS; remove "
+                        "insecure: true and give tls_ca");
+    }
+  } else if (gnmi.tls_ca().empty()) {
+    return FieldError(field("tls_ca"),
+                      "required: without a CA the connection is refused "
+                      "(insecure: true is for tests only)");
+  }
+  const std::pair<absl::string_view, const std::string*> files[] = {
+      {"tls_ca", &gnmi.tls_ca()},
+      {"credentials_file", &gnmi.credentials_file()},
+  };
+  for (const auto& [key, value] : files) {
+    if (!value->empty() && (*value)[0] != '/') {
+      return FieldError(field(key), absl::StrCat(QuoteForMessage(*value),
+                                                 " is not an absolute path"));
+    }
+  }
+  if (!gnmi.tls_server_name().empty() &&
+      !IsValidNodeName(gnmi.tls_server_name())) {
+    return FieldError(field("tls_server_name"),
+                      absl::StrCat(QuoteForMessage(gnmi.tls_server_name()),
+                                   " is not a host name"));
   }
   return absl::OkStatus();
 }

@@ -33,8 +33,17 @@ absl::StatusOr<v1::Topology> ParseTopology(absl::string_view text);
 
 // Names are valid and unique (switch names, uplinks within a switch,
 // (host, nic) and (switch, port) across links), every link's switch is
-// declared in `switches`, and no port is both an uplink and a host link.
+// declared in `switches`, no port is both an uplink and a host link, and a
+// switch's gnmi block is complete (see ValidateGnmiTarget).
 absl::Status ValidateTopology(const v1::Topology& topology);
+
+// A gnmi block (docs/topology-format.md): address is HOST:PORT; dialect is
+// "openconfig" or "sonic"; tls_ca is given unless insecure is true, and not
+// with it; credentials travel only over TLS; file paths are absolute. Does
+// not touch the files (the bridge reads them, on its own host). Errors
+// start with `path` ("switches[1].gnmi.tls_ca: ...").
+absl::Status ValidateGnmiTarget(const v1::GnmiTarget& gnmi,
+                                absl::string_view path);
 
 // One JSON object, field names as in the file format; ParseLayout and
 // ParseTopology read it back.

@@ -103,6 +103,14 @@ SignalRef FromMeaning(Meaning meaning, Direction direction, int priority) {
     case Meaning::kPriorityBytes:
     case Meaning::kRdmaPackets:
     case Meaning::kNetdevPackets:
+    // A switch's queues and PFC watchdog are not port signals: queues are
+    // not priorities, and the watchdog reports the partner's storm.
+    case Meaning::kQueueBytes:
+    case Meaning::kQueuePackets:
+    case Meaning::kQueueDrops:
+    case Meaning::kQueueEcnMarked:
+    case Meaning::kPfcWatchdogStorms:
+    case Meaning::kPfcWatchdogRestorations:
       return {};
   }
   return {};

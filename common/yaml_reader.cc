@@ -283,6 +283,15 @@ absl::StatusOr<double> ReadNonNegativeNumber(const YAML::Node& node,
   return d;
 }
 
+absl::StatusOr<bool> ReadBool(const YAML::Node& node, absl::string_view path) {
+  if (node.IsScalar() && node.Tag() == "?") {
+    if (node.Scalar() == "true") return true;
+    if (node.Scalar() == "false") return false;
+  }
+  return FieldError(
+      path, absl::StrCat("expected true or false, got ", Describe(node)));
+}
+
 absl::StatusOr<std::string> ReadString(const YAML::Node& node,
                                        absl::string_view path) {
   if (!node.IsScalar()) {

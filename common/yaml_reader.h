@@ -70,6 +70,9 @@ absl::StatusOr<double> ReadNumber(const YAML::Node& node,
 // ReadNumber, and not negative.
 absl::StatusOr<double> ReadNonNegativeNumber(const YAML::Node& node,
                                              absl::string_view path);
+// Plain `true` or `false` only: a quoted "true" is a string, and YAML
+// 1.1's "yes" surprises people.
+absl::StatusOr<bool> ReadBool(const YAML::Node& node, absl::string_view path);
 // Any scalar.
 absl::StatusOr<std::string> ReadString(const YAML::Node& node,
                                        absl::string_view path);

@@ -36,6 +36,16 @@ constexpr double kWords = 4.0;
 //   Documentation/networking/device_drivers/ethernet/mellanox/mlx5/
 //   counters.rst; bnxt_en drivers/net/ethernet/broadcom/bnxt/bnxt_ethtool.c;
 //   ice drivers/net/ethernet/intel/ice/ice_ethtool.c; veth drivers/net/veth.c.
+// - gNMI OpenConfig: openconfig/public release/models/interfaces/
+//   openconfig-interfaces.yang and openconfig-if-ethernet.yang (counter64,
+//   last-clear in nanoseconds since the epoch), qos/
+//   openconfig-qos-interfaces.yang (queue state); Arista's PFC augment
+//   aristanetworks/yang EOS-4.36.1F/release/openconfig/models/interfaces/
+//   arista-intf-augments.yang (watchdog counts are counter32); Cumulus
+//   Linux's gNMI metric list (per switch-priority pause packets).
+// - gNMI SONiC: SAI inc/saiport.h and saiqueue.h (uint64 statistics; the
+//   *_PAUSE_DURATION_US ones in microseconds, the plain *_PAUSE_DURATION
+//   ones in pause quanta), sonic-swss PFC watchdog fields of a queue.
 constexpr CounterSpec kRows[] = {
     // ---- IB PMA PortCounters (counters/), every driver with a PMA --------
     {F::kIbPma, V::kAny, "port_xmit_data", M::kRdmaBytes, D::kTx, "bytes",
@@ -448,6 +458,339 @@ constexpr CounterSpec kRows[] = {
     // ---- ethtool: veth. The peer's ifindex (0: none) is a value. -------
     {F::kEthtool, V::kVeth, "peer_ifindex", M::kNone, D::kNone, "", 1,
      K::kGauge, 64, "ifindex of the veth peer"},
+
+    // ---- gNMI OpenConfig: interface counters ----------------------------
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/state/counters/in-octets", M::kPhyBytes, D::kRx,
+     "bytes", 1, K::kCounter, 64, "octets received, framing included"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/state/counters/out-octets", M::kPhyBytes, D::kTx,
+     "bytes", 1, K::kCounter, 64, "octets transmitted, framing included"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/state/counters/in-pkts", M::kPhyPackets, D::kRx,
+     "packets", 1, K::kCounter, 64, "packets received, bad ones included"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/state/counters/out-pkts", M::kPhyPackets, D::kTx,
+     "packets", 1, K::kCounter, 64, "packets transmitted"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/state/counters/in-unicast-pkts", M::kNone, D::kRx,
+     "packets", 1, K::kCounter, 64, "unicast packets received"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/state/counters/in-broadcast-pkts", M::kNone, D::kRx,
+     "packets", 1, K::kCounter, 64, "broadcast packets received"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/state/counters/in-multicast-pkts", M::kNone, D::kRx,
+     "packets", 1, K::kCounter, 64, "multicast packets received"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/state/counters/out-unicast-pkts", M::kNone, D::kTx,
+     "packets", 1, K::kCounter, 64, "unicast packets transmitted"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/state/counters/out-broadcast-pkts", M::kNone,
+     D::kTx, "packets", 1, K::kCounter, 64, "broadcast packets transmitted"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/state/counters/out-multicast-pkts", M::kNone,
+     D::kTx, "packets", 1, K::kCounter, 64, "multicast packets transmitted"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/state/counters/in-errors", M::kRxErrors, D::kRx,
+     "packets", 1, K::kCounter, 64, "received packets with an error"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/state/counters/out-errors", M::kNone, D::kTx,
+     "packets", 1, K::kCounter, 64, "packets not transmitted: errors"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/state/counters/in-discards", M::kRxDiscardsPhy,
+     D::kRx, "packets", 1, K::kCounter, 64,
+     "received packets discarded without an error (buffers)"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/state/counters/out-discards", M::kTxDiscardsPhy,
+     D::kTx, "packets", 1, K::kCounter, 64,
+     "packets discarded on transmit without an error"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/state/counters/in-unknown-protos", M::kNone, D::kRx,
+     "packets", 1, K::kCounter, 64, "received packets of unknown protocols"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/state/counters/in-fcs-errors", M::kCrcErrors,
+     D::kRx, "packets", 1, K::kCounter, 64, "frames with a bad FCS"},
+    // carrier-transitions is deprecated for interface-transitions; both
+    // count transitions to and from UP (a flap is 2), as link-transitions
+    // does before hold timers. The same events: the collector takes the
+    // largest.
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/state/counters/carrier-transitions",
+     M::kCarrierChanges, D::kNone, "events", 1, K::kCounter, 64,
+     "oper-status transitions to or from UP (deprecated name)"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/state/counters/interface-transitions",
+     M::kCarrierChanges, D::kNone, "events", 1, K::kCounter, 64,
+     "oper-status transitions to or from UP"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/state/counters/link-transitions",
+     M::kCarrierChanges, D::kNone, "events", 1, K::kCounter, 64,
+     "link transitions to or from UP, before hold timers"},
+    {F::kGnmiOpenConfig, V::kAny, "/interfaces/interface/state/counters/resets",
+     M::kNone, D::kNone, "events", 1, K::kCounter, 64,
+     "resets of the interface hardware"},
+    // A time, not a count: when it changes, every counter of the
+    // interface restarted (the bridge takes it as a reset).
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/state/counters/last-clear", M::kNone, D::kNone,
+     "seconds", 1e-9, K::kGauge, 64,
+     "when the counters were last cleared, nanoseconds since the epoch"},
+    {F::kGnmiOpenConfig, V::kAny, "/interfaces/interface/state/last-change",
+     M::kNone, D::kNone, "seconds", 1e-9, K::kGauge, 64,
+     "when oper-status last changed, nanoseconds since the epoch"},
+    {F::kGnmiOpenConfig, V::kAny, "/interfaces/interface/state/ifindex",
+     M::kNone, D::kNone, "", 1, K::kGauge, 64, "SNMP ifIndex"},
+    {F::kGnmiOpenConfig, V::kAny, "/interfaces/interface/state/mtu", M::kNone,
+     D::kNone, "bytes", 1, K::kGauge, 64, "MTU"},
+    // ---- gNMI OpenConfig: Ethernet counters -----------------------------
+    // Whether PFC frames are included is the vendor's choice.
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/ethernet/state/counters/in-mac-pause-frames",
+     M::kGlobalPauseFrames, D::kRx, "frames", 1, K::kCounter, 64,
+     "MAC pause frames received"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/ethernet/state/counters/out-mac-pause-frames",
+     M::kGlobalPauseFrames, D::kTx, "frames", 1, K::kCounter, 64,
+     "MAC pause frames transmitted"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/ethernet/state/counters/in-crc-errors",
+     M::kCrcErrors, D::kRx, "packets", 1, K::kCounter, 64,
+     "frames with a bad CRC"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/ethernet/state/counters/in-symbol-error",
+     M::kSymbolErrors, D::kRx, "packets", 1, K::kCounter, 64,
+     "frames received with symbol errors"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/ethernet/state/counters/in-mac-control-frames",
+     M::kNone, D::kRx, "frames", 1, K::kCounter, 64,
+     "MAC control frames received"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/ethernet/state/counters/out-mac-control-frames",
+     M::kNone, D::kTx, "frames", 1, K::kCounter, 64,
+     "MAC control frames transmitted"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/ethernet/state/counters/in-oversize-frames",
+     M::kNone, D::kRx, "frames", 1, K::kCounter, 64,
+     "well-formed frames over 1518 octets"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/ethernet/state/counters/in-undersize-frames",
+     M::kNone, D::kRx, "frames", 1, K::kCounter, 64, "frames under 64 octets"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/ethernet/state/counters/in-jabber-frames", M::kNone,
+     D::kRx, "frames", 1, K::kCounter, 64, "over-long frames with a bad FCS"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/ethernet/state/counters/in-fragment-frames",
+     M::kNone, D::kRx, "frames", 1, K::kCounter, 64,
+     "short frames with a bad FCS"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/ethernet/state/counters/in-block-errors", M::kNone,
+     D::kRx, "errors", 1, K::kCounter, 64, "PCS block errors"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/ethernet/state/counters/fec-corrected-blocks",
+     M::kNone, D::kRx, "blocks", 1, K::kCounter, 64, "FEC codewords corrected"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/ethernet/state/counters/fec-uncorrectable-blocks",
+     M::kNone, D::kRx, "blocks", 1, K::kCounter, 64,
+     "FEC codewords FEC could not correct"},
+    // ---- gNMI OpenConfig: egress queues (any queue name) ----------------
+    {F::kGnmiOpenConfig, V::kAny,
+     "/qos/interfaces/interface/output/queues/queue[name=*]/state/"
+     "transmit-octets",
+     M::kQueueBytes, D::kTx, "bytes", 1, K::kCounter, 64,
+     "octets the queue transmitted"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/qos/interfaces/interface/output/queues/queue[name=*]/state/"
+     "transmit-pkts",
+     M::kQueuePackets, D::kTx, "packets", 1, K::kCounter, 64,
+     "packets the queue transmitted"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/qos/interfaces/interface/output/queues/queue[name=*]/state/"
+     "dropped-pkts",
+     M::kQueueDrops, D::kTx, "packets", 1, K::kCounter, 64,
+     "packets the queue dropped"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/qos/interfaces/interface/output/queues/queue[name=*]/state/"
+     "dropped-octets",
+     M::kNone, D::kTx, "bytes", 1, K::kCounter, 64, "octets the queue dropped"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/qos/interfaces/interface/output/queues/queue[name=*]/state/"
+     "ecn-marked-pkts",
+     M::kQueueEcnMarked, D::kTx, "packets", 1, K::kCounter, 64,
+     "packets the queue marked ECN CE"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/qos/interfaces/interface/output/queues/queue[name=*]/state/"
+     "ecn-marked-octets",
+     M::kNone, D::kTx, "bytes", 1, K::kCounter, 64,
+     "octets the queue marked ECN CE"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/qos/interfaces/interface/output/queues/queue[name=*]/state/"
+     "max-queue-len",
+     M::kNone, D::kTx, "bytes", 1, K::kGauge, 64,
+     "largest queue length in the last interval"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/qos/interfaces/interface/output/queues/queue[name=*]/state/"
+     "avg-queue-len",
+     M::kNone, D::kTx, "bytes", 1, K::kGauge, 64,
+     "average queue length in the last interval"},
+    // ---- gNMI OpenConfig: Arista PFC augment (arista-intf-augments) -----
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/ethernet/pfc/priorities/priority[index={p}]/"
+     "state/in-frames",
+     M::kPfcPauseFrames, D::kRx, "frames", 1, K::kCounter, 64,
+     "PFC frames received on the priority"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/ethernet/pfc/priorities/priority[index={p}]/"
+     "state/out-frames",
+     M::kPfcPauseFrames, D::kTx, "frames", 1, K::kCounter, 64,
+     "PFC frames transmitted on the priority"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/ethernet/pfc/watchdog/tx-queues/"
+     "tx-queue[index=*][queue-type=*]/state/stuck-count",
+     M::kPfcWatchdogStorms, D::kTx, "events", 1, K::kCounter, 32,
+     "times the PFC watchdog found the egress queue stuck"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/ethernet/pfc/watchdog/tx-queues/"
+     "tx-queue[index=*][queue-type=*]/state/recovery-count",
+     M::kPfcWatchdogRestorations, D::kTx, "events", 1, K::kCounter, 32,
+     "times the egress queue recovered from a PFC storm"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/ethernet/pfc/watchdog/tx-queues/"
+     "tx-queue[index=*][queue-type=*]/state/stuck-count-last-occurred",
+     M::kNone, D::kTx, "seconds", 1e-9, K::kGauge, 64,
+     "when the queue was last stuck, nanoseconds since the epoch"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/interfaces/interface/ethernet/pfc/watchdog/tx-queues/"
+     "tx-queue[index=*][queue-type=*]/state/recovery-count-last-occurred",
+     M::kNone, D::kTx, "seconds", 1e-9, K::kGauge, 64,
+     "when the queue last recovered, nanoseconds since the epoch"},
+    // ---- gNMI OpenConfig: Cumulus Linux per switch-priority pause -------
+    // As Cumulus Linux lists its metrics (state/switch-priority/counters),
+    // and the same leaves under switch-priority/state/counters, with the
+    // pause durations, in microseconds.
+    {F::kGnmiOpenConfig, V::kAny,
+     "/qos/interfaces/interface/state/switch-priority[priority={p}]/counters/"
+     "in-pause-pkts",
+     M::kPfcPauseFrames, D::kRx, "frames", 1, K::kCounter, 64,
+     "pause frames received on the switch priority"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/qos/interfaces/interface/state/switch-priority[priority={p}]/counters/"
+     "out-pause-pkts",
+     M::kPfcPauseFrames, D::kTx, "frames", 1, K::kCounter, 64,
+     "pause frames transmitted on the switch priority"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/qos/interfaces/interface/switch-priority[priority={p}]/state/counters/"
+     "in-pause-pkts",
+     M::kPfcPauseFrames, D::kRx, "frames", 1, K::kCounter, 64,
+     "pause frames received on the switch priority"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/qos/interfaces/interface/switch-priority[priority={p}]/state/counters/"
+     "out-pause-pkts",
+     M::kPfcPauseFrames, D::kTx, "frames", 1, K::kCounter, 64,
+     "pause frames transmitted on the switch priority"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/qos/interfaces/interface/switch-priority[priority={p}]/state/counters/"
+     "in-pause-duration",
+     M::kPfcPauseDuration, D::kRx, "seconds", kMicroseconds, K::kCounter, 64,
+     "time paused by the partner, in microseconds"},
+    {F::kGnmiOpenConfig, V::kAny,
+     "/qos/interfaces/interface/switch-priority[priority={p}]/state/counters/"
+     "out-pause-duration",
+     M::kPfcPauseDuration, D::kTx, "seconds", kMicroseconds, K::kCounter, 64,
+     "time this port paused the partner, in microseconds"},
+
+    // ---- gNMI SONiC: COUNTERS_DB port statistics (SAI names) -----------
+    {F::kGnmiSonic, V::kAny, "SAI_PORT_STAT_IF_IN_OCTETS", M::kPhyBytes, D::kRx,
+     "bytes", 1, K::kCounter, 64, "octets received"},
+    {F::kGnmiSonic, V::kAny, "SAI_PORT_STAT_IF_OUT_OCTETS", M::kPhyBytes,
+     D::kTx, "bytes", 1, K::kCounter, 64, "octets transmitted"},
+    {F::kGnmiSonic, V::kAny, "SAI_PORT_STAT_IF_IN_UCAST_PKTS", M::kNone, D::kRx,
+     "packets", 1, K::kCounter, 64, "unicast packets received"},
+    {F::kGnmiSonic, V::kAny, "SAI_PORT_STAT_IF_IN_NON_UCAST_PKTS", M::kNone,
+     D::kRx, "packets", 1, K::kCounter, 64, "non-unicast packets received"},
+    {F::kGnmiSonic, V::kAny, "SAI_PORT_STAT_IF_OUT_UCAST_PKTS", M::kNone,
+     D::kTx, "packets", 1, K::kCounter, 64, "unicast packets transmitted"},
+    {F::kGnmiSonic, V::kAny, "SAI_PORT_STAT_IF_OUT_NON_UCAST_PKTS", M::kNone,
+     D::kTx, "packets", 1, K::kCounter, 64, "non-unicast packets transmitted"},
+    {F::kGnmiSonic, V::kAny, "SAI_PORT_STAT_IF_IN_ERRORS", M::kRxErrors, D::kRx,
+     "packets", 1, K::kCounter, 64, "received packets with an error"},
+    {F::kGnmiSonic, V::kAny, "SAI_PORT_STAT_IF_OUT_ERRORS", M::kNone, D::kTx,
+     "packets", 1, K::kCounter, 64, "packets not transmitted: errors"},
+    {F::kGnmiSonic, V::kAny, "SAI_PORT_STAT_IF_IN_DISCARDS", M::kRxDiscardsPhy,
+     D::kRx, "packets", 1, K::kCounter, 64, "received packets discarded"},
+    {F::kGnmiSonic, V::kAny, "SAI_PORT_STAT_IF_OUT_DISCARDS", M::kTxDiscardsPhy,
+     D::kTx, "packets", 1, K::kCounter, 64, "packets discarded on transmit"},
+    {F::kGnmiSonic, V::kAny, "SAI_PORT_STAT_ETHER_STATS_CRC_ALIGN_ERRORS",
+     M::kCrcErrors, D::kRx, "packets", 1, K::kCounter, 64,
+     "frames with a bad FCS or alignment"},
+    {F::kGnmiSonic, V::kAny, "SAI_PORT_STAT_DOT3_STATS_FCS_ERRORS",
+     M::kCrcErrors, D::kRx, "packets", 1, K::kCounter, 64,
+     "frames with a bad FCS"},
+    {F::kGnmiSonic, V::kAny, "SAI_PORT_STAT_DOT3_STATS_SYMBOL_ERRORS",
+     M::kSymbolErrors, D::kRx, "events", 1, K::kCounter, 64,
+     "invalid data symbols"},
+    {F::kGnmiSonic, V::kAny, "SAI_PORT_STAT_PAUSE_RX_PKTS",
+     M::kGlobalPauseFrames, D::kRx, "frames", 1, K::kCounter, 64,
+     "link pause frames received"},
+    {F::kGnmiSonic, V::kAny, "SAI_PORT_STAT_PAUSE_TX_PKTS",
+     M::kGlobalPauseFrames, D::kTx, "frames", 1, K::kCounter, 64,
+     "link pause frames transmitted"},
+    {F::kGnmiSonic, V::kAny, "SAI_PORT_STAT_PFC_{p}_RX_PKTS",
+     M::kPfcPauseFrames, D::kRx, "frames", 1, K::kCounter, 64,
+     "PFC frames received"},
+    {F::kGnmiSonic, V::kAny, "SAI_PORT_STAT_PFC_{p}_TX_PKTS",
+     M::kPfcPauseFrames, D::kTx, "frames", 1, K::kCounter, 64,
+     "PFC frames transmitted"},
+    {F::kGnmiSonic, V::kAny, "SAI_PORT_STAT_PFC_{p}_RX_PAUSE_DURATION_US",
+     M::kPfcPauseDuration, D::kRx, "seconds", kMicroseconds, K::kCounter, 64,
+     "time paused by the partner, in microseconds"},
+    {F::kGnmiSonic, V::kAny, "SAI_PORT_STAT_PFC_{p}_TX_PAUSE_DURATION_US",
+     M::kPfcPauseDuration, D::kTx, "seconds", kMicroseconds, K::kCounter, 64,
+     "time this port paused the partner, in microseconds"},
+    {F::kGnmiSonic, V::kAny, "SAI_PORT_STAT_PFC_{p}_RX_PAUSE_DURATION",
+     M::kNone, D::kRx, "quanta", 1, K::kCounter, 64,
+     "pause received, in quanta of 512 bit times"},
+    {F::kGnmiSonic, V::kAny, "SAI_PORT_STAT_PFC_{p}_TX_PAUSE_DURATION",
+     M::kNone, D::kTx, "quanta", 1, K::kCounter, 64,
+     "pause transmitted, in quanta of 512 bit times"},
+    {F::kGnmiSonic, V::kAny, "SAI_PORT_STAT_PFC_{p}_ON2OFF_RX_PKTS",
+     M::kPfcPauseTransitions, D::kRx, "events", 1, K::kCounter, 64,
+     "pause ON to OFF transitions received"},
+    {F::kGnmiSonic, V::kAny, "SAI_PORT_STAT_IF_OUT_QLEN", M::kNone, D::kTx,
+     "packets", 1, K::kGauge, 64, "output queue length"},
+    // ---- gNMI SONiC: queue statistics (Queues[N], any queue) -----------
+    {F::kGnmiSonic, V::kAny, "Queues[*]/SAI_QUEUE_STAT_BYTES", M::kQueueBytes,
+     D::kTx, "bytes", 1, K::kCounter, 64, "bytes the queue transmitted"},
+    {F::kGnmiSonic, V::kAny, "Queues[*]/SAI_QUEUE_STAT_PACKETS",
+     M::kQueuePackets, D::kTx, "packets", 1, K::kCounter, 64,
+     "packets the queue transmitted"},
+    {F::kGnmiSonic, V::kAny, "Queues[*]/SAI_QUEUE_STAT_DROPPED_PACKETS",
+     M::kQueueDrops, D::kTx, "packets", 1, K::kCounter, 64,
+     "packets the queue dropped"},
+    {F::kGnmiSonic, V::kAny, "Queues[*]/SAI_QUEUE_STAT_DROPPED_BYTES", M::kNone,
+     D::kTx, "bytes", 1, K::kCounter, 64, "bytes the queue dropped"},
+    {F::kGnmiSonic, V::kAny, "Queues[*]/SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS",
+     M::kQueueEcnMarked, D::kTx, "packets", 1, K::kCounter, 64,
+     "packets WRED marked ECN CE"},
+    {F::kGnmiSonic, V::kAny, "Queues[*]/SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES",
+     M::kNone, D::kTx, "bytes", 1, K::kGauge, 64,
+     "peak shared buffer use since the last read"},
+    {F::kGnmiSonic, V::kAny, "Queues[*]/SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES",
+     M::kNone, D::kTx, "bytes", 1, K::kGauge, 64, "buffer in use now"},
+    {F::kGnmiSonic, V::kAny, "Queues[*]/PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED",
+     M::kPfcWatchdogStorms, D::kTx, "events", 1, K::kCounter, 64,
+     "PFC storms the watchdog detected on the queue"},
+    {F::kGnmiSonic, V::kAny, "Queues[*]/PFC_WD_QUEUE_STATS_DEADLOCK_RESTORED",
+     M::kPfcWatchdogRestorations, D::kTx, "events", 1, K::kCounter, 64,
+     "times the watchdog restored the queue"},
+    {F::kGnmiSonic, V::kAny, "Queues[*]/PFC_WD_DETECTION_TIME", M::kNone,
+     D::kNone, "seconds", kMicroseconds, K::kGauge, 64,
+     "watchdog detection time, in microseconds"},
+    {F::kGnmiSonic, V::kAny, "Queues[*]/PFC_WD_RESTORATION_TIME", M::kNone,
+     D::kNone, "seconds", kMicroseconds, K::kGauge, 64,
+     "watchdog restoration time, in microseconds"},
+    {F::kGnmiSonic, V::kAny, "Queues[*]/PFC_WD_DETECTION_TIME_LEFT", M::kNone,
+     D::kNone, "seconds", kMicroseconds, K::kGauge, 64,
+     "time left before the watchdog acts, in microseconds"},
 };
 
 constexpr absl::string_view kPriorityHole = "{p}";
@@ -521,6 +864,62 @@ std::string NetdevUnitFromName(absl::string_view name) {
   return absl::EndsWith(name, "_bytes") ? "bytes" : "packets";
 }
 
+// The last element of a gNMI name ("in-octets" of ".../counters/in-octets").
+absl::string_view LastElement(absl::string_view name) {
+  const size_t slash = name.rfind('/');
+  return slash == absl::string_view::npos ? name : name.substr(slash + 1);
+}
+
+// Direction and unit from the shape of an unknown gNMI leaf: OpenConfig
+// spells "in-..."/"out-..." and "-octets"/"-pkts"/"-frames"; SAI spells
+// "_IN_"/"_OUT_"/"_RX_"/"_TX_" and "_OCTETS"/"_BYTES"/"_PKTS"/"_PACKETS".
+void GnmiShape(absl::string_view name, CounterInfo* info) {
+  const absl::string_view leaf = LastElement(name);
+  if (absl::StartsWith(leaf, "in-") || absl::StrContains(leaf, "_IN_") ||
+      absl::StrContains(leaf, "_RX_")) {
+    info->direction = Direction::kRx;
+  } else if (absl::StartsWith(leaf, "out-") ||
+             absl::StrContains(leaf, "_OUT_") ||
+             absl::StrContains(leaf, "_TX_")) {
+    info->direction = Direction::kTx;
+  }
+  if (absl::EndsWith(leaf, "-octets") || absl::EndsWith(leaf, "_OCTETS") ||
+      absl::EndsWith(leaf, "_BYTES")) {
+    info->unit = "bytes";
+  } else if (absl::EndsWith(leaf, "-pkts") || absl::EndsWith(leaf, "_PKTS") ||
+             absl::EndsWith(leaf, "_PACKETS")) {
+    info->unit = "packets";
+  } else if (absl::EndsWith(leaf, "-frames")) {
+    info->unit = "frames";
+  }
+}
+
+// `name` with every list key value replaced by "*": "queue[name=3]" ->
+// "queue[name=*]", "Queues[3]" -> "Queues[*]". Empty when it has no keys.
+std::string WildcardKeys(absl::string_view name) {
+  std::string out;
+  bool any = false;
+  size_t i = 0;
+  while (i < name.size()) {
+    const char c = name[i];
+    if (c != '[') {
+      out.push_back(c);
+      ++i;
+      continue;
+    }
+    const size_t close = name.find(']', i);
+    if (close == absl::string_view::npos) return "";
+    const absl::string_view key = name.substr(i + 1, close - i - 1);
+    const size_t eq = key.find('=');
+    absl::StrAppend(&out, "[",
+                    eq == absl::string_view::npos ? "" : key.substr(0, eq + 1),
+                    "*]");
+    any = true;
+    i = close + 1;
+  }
+  return any ? out : "";
+}
+
 CounterInfo FromRow(const Candidate& c) {
   CounterInfo info;
   info.meaning = c.row->meaning;
@@ -558,6 +957,10 @@ CounterInfo Default(Family family, absl::string_view name) {
       break;
     case Family::kEthtool:
       break;
+    case Family::kGnmiOpenConfig:
+    case Family::kGnmiSonic:
+      GnmiShape(name, &info);
+      break;
   }
   return info;
 }
@@ -578,6 +981,10 @@ const char* FamilyName(Family f) {
       return "netdev_attribute";
     case Family::kEthtool:
       return "ethtool";
+    case Family::kGnmiOpenConfig:
+      return "gnmi_openconfig";
+    case Family::kGnmiSonic:
+      return "gnmi_sonic";
   }
   return "";
 }
@@ -605,6 +1012,7 @@ bool FamilyOf(Subsystem subsystem, Family* family) {
       return true;
     case Subsystem::kRdmaPortAttribute:
     case Subsystem::kVerbs:
+    case Subsystem::kGnmi:
       return false;
   }
   return false;
@@ -625,6 +1033,11 @@ std::string ExpandName(const CounterSpec& row, int priority) {
 
 CounterInfo Classify(Family family, Driver driver, absl::string_view name) {
   const std::vector<Candidate>* candidates = TheIndex().Find(family, name);
+  if (candidates == nullptr &&
+      (family == Family::kGnmiOpenConfig || family == Family::kGnmiSonic)) {
+    const std::string wildcard = WildcardKeys(name);
+    if (!wildcard.empty()) candidates = TheIndex().Find(family, wildcard);
+  }
   if (candidates == nullptr) {
     if (family == Family::kRdmaHw && absl::StartsWith(name, kVportPrefix)) {
       CounterInfo info =

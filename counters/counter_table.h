@@ -1,5 +1,6 @@
-// The one table of NIC counters fabricdiag knows: for every spelling of
-// every driver, its width, unit, scale and meaning.
+// The one table of NIC and switch counters fabricdiag knows: for every
+// spelling of every driver (and every gNMI path of a switch), its width,
+// unit, scale and meaning.
 //
 // The agent describes every counter it reads through this table (RDMA PMA
 // counters and hw_counters, netdev statistics, ethtool statistics); the
@@ -27,6 +28,10 @@
 // - mlx5 switchdev representors prefix hw_counters with "vport_": such a
 //   name has the width of its unprefixed row and no meaning (it counts a
 //   representor's traffic, not the port's).
+// - gNMI families: a list key that is not a priority is written "*" in a
+//   row ("queue[name=*]", "Queues[*]"). A name that matches no row as it is
+//   is looked up again with every key value replaced by "*", so that
+//   ".../queue[name=UC3]/state/dropped-pkts" finds its row.
 // - Unknown names are described by family defaults (64-bit counter, unit
 //   and direction from the name's shape), never guessed into a meaning.
 //
@@ -51,17 +56,27 @@ enum class Family : uint8_t {
   kNetdevStatistics,  // class/net/IF/statistics/
   kNetdevAttribute,   // class/net/IF/<counter attribute>
   kEthtool,           // ETHTOOL_GSTATS / `ethtool -S`
+  // gNMI paths of a switch, as a gNMI client receives them.
+  // OpenConfig: the schema path with the interface's key left out (the
+  // interface is the device), "/interfaces/interface/state/counters/
+  // in-octets"; vendor augments are recognised by their path.
+  kGnmiOpenConfig,
+  // SONiC COUNTERS_DB: the SAI statistic name of a port
+  // ("SAI_PORT_STAT_IF_IN_OCTETS"), or "Queues[N]/<name>" for queue N.
+  kGnmiSonic,
 };
 inline constexpr Family kAllFamilies[] = {
     Family::kIbPma,           Family::kIbPmaExt,
     Family::kRdmaHw,          Family::kNetdevStatistics,
-    Family::kNetdevAttribute, Family::kEthtool};
+    Family::kNetdevAttribute, Family::kEthtool,
+    Family::kGnmiOpenConfig,  Family::kGnmiSonic};
 
 // "ib_pma", "ib_pma_ext", "rdma_hw", "netdev_statistics", ...
 const char* FamilyName(Family f);
 
 // The family a subsystem's counters belong to; false for subsystems whose
-// values are not counters named by drivers (port attributes, verbs).
+// values are not counters named by drivers (port attributes, verbs) and for
+// gNMI, whose family is the switch's dialect (the bridge classifies).
 bool FamilyOf(Subsystem subsystem, Family* family);
 
 // Width of the IB PMA data and packet counters: 32 bits, or 64 when the PMA

@@ -23,6 +23,11 @@ const char* FamilyTitle(Family f) {
       return "Netdev counter attributes: `class/net/IF/`";
     case Family::kEthtool:
       return "ethtool statistics (`ethtool -S IF`, ETHTOOL_GSTATS)";
+    case Family::kGnmiOpenConfig:
+      return "gNMI, OpenConfig paths of a switch port (and vendor PFC "
+             "augments)";
+    case Family::kGnmiSonic:
+      return "gNMI, SONiC `COUNTERS_DB` SAI statistics of a switch port";
   }
   return "";
 }

@@ -24,6 +24,8 @@ const char* SubsystemName(Subsystem s) {
       return "ethtool";
     case Subsystem::kVerbs:
       return "verbs";
+    case Subsystem::kGnmi:
+      return "gnmi";
   }
   return "unknown";
 }
@@ -110,6 +112,18 @@ const char* MeaningName(Meaning m) {
       return "implied_nak_seq_err";
     case Meaning::kAdaptiveRetrans:
       return "adaptive_retrans";
+    case Meaning::kQueueBytes:
+      return "queue_bytes";
+    case Meaning::kQueuePackets:
+      return "queue_packets";
+    case Meaning::kQueueDrops:
+      return "queue_drops";
+    case Meaning::kQueueEcnMarked:
+      return "queue_ecn_marked";
+    case Meaning::kPfcWatchdogStorms:
+      return "pfc_watchdog_storms";
+    case Meaning::kPfcWatchdogRestorations:
+      return "pfc_watchdog_restorations";
   }
   return "";
 }

@@ -32,6 +32,9 @@ enum class Subsystem : uint8_t {
   kNetdevAttribute = 7,       // class/net/IF/{carrier_changes,speed,mtu,...}
   kEthtool = 8,               // SIOCETHTOOL GSTATS or `ethtool -S` text
   kVerbs = 9,                 // ibv_query_port attributes
+  // A switch's gNMI streaming telemetry, as a gNMI client receives it
+  // (docs/topology-format.md); devices are the switch's interface names.
+  kGnmi = 10,
 };
 
 // "rdma_port_counters", "netdev_statistics", "ethtool", ...
@@ -86,8 +89,18 @@ enum class Meaning : uint8_t {
   kDuplicateRequest = 37,   // the peer retransmitted something done already
   kImpliedNakSeqErr = 38,   // read/atomic response skipped ahead
   kAdaptiveRetrans = 39,    // adaptive retransmissions and their timeouts
+  // A switch's egress queues (not priorities: the queue a priority maps to
+  // is switch configuration).
+  kQueueBytes = 40,      // bytes an egress queue transmitted
+  kQueuePackets = 41,    // packets an egress queue transmitted
+  kQueueDrops = 42,      // packets an egress queue dropped
+  kQueueEcnMarked = 43,  // packets an egress queue marked CE
+  // A switch's PFC watchdog: a queue its link partner kept paused past the
+  // detection time (the partner is the storm), and its restoration.
+  kPfcWatchdogStorms = 44,
+  kPfcWatchdogRestorations = 45,
 };
-inline constexpr int kMeaningCount = 40;
+inline constexpr int kMeaningCount = 46;
 
 // "pfc_pause_frames", ...; "" for kNone.
 const char* MeaningName(Meaning m);

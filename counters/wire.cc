@@ -7,7 +7,9 @@ namespace {
 static_assert(static_cast<int>(Subsystem::kRdmaPortCounters) ==
               v1::SUBSYSTEM_RDMA_PORT_COUNTERS);
 static_assert(static_cast<int>(Subsystem::kVerbs) == v1::SUBSYSTEM_VERBS);
-static_assert(v1::Subsystem_MAX == v1::SUBSYSTEM_VERBS);
+static_assert(static_cast<int>(Subsystem::kGnmi) == v1::SUBSYSTEM_GNMI);
+static_assert(v1::Subsystem_MAX == v1::SUBSYSTEM_GNMI,
+              "add the new subsystem to counters/vocabulary.h");
 static_assert(static_cast<int>(Kind::kCounter) == v1::KIND_COUNTER);
 static_assert(static_cast<int>(Kind::kGauge) == v1::KIND_GAUGE);
 static_assert(static_cast<int>(Direction::kRx) == v1::DIRECTION_RX);
@@ -22,6 +24,12 @@ static_assert(static_cast<int>(Meaning::kCarrierChanges) ==
 static_assert(static_cast<int>(Meaning::kCnpSent) == v1::MEANING_CNP_SENT);
 static_assert(static_cast<int>(Meaning::kAdaptiveRetrans) ==
               v1::MEANING_ADAPTIVE_RETRANS);
+static_assert(static_cast<int>(Meaning::kQueueBytes) ==
+              v1::MEANING_QUEUE_BYTES);
+static_assert(static_cast<int>(Meaning::kQueueEcnMarked) ==
+              v1::MEANING_QUEUE_ECN_MARKED);
+static_assert(static_cast<int>(Meaning::kPfcWatchdogRestorations) ==
+              v1::MEANING_PFC_WATCHDOG_RESTORATIONS);
 
 }  // namespace
 
@@ -43,7 +51,7 @@ Direction FromWire(v1::Direction d) {
 
 bool FromWire(v1::Subsystem wire, Subsystem* s) {
   const int v = static_cast<int>(wire);
-  if (v < v1::SUBSYSTEM_RDMA_PORT_COUNTERS || v > v1::SUBSYSTEM_VERBS) {
+  if (v < v1::SUBSYSTEM_RDMA_PORT_COUNTERS || v > v1::Subsystem_MAX) {
     return false;
   }
   *s = static_cast<Subsystem>(v);

@@ -111,6 +111,12 @@ std::optional<Counter> Simulated(Family family, Meaning meaning,
     case Meaning::kGlobalPauseFrames:
     case Meaning::kGlobalPauseDuration:
     case Meaning::kPriorityBytes:
+    case Meaning::kQueueBytes:  // queues are not simulated
+    case Meaning::kQueuePackets:
+    case Meaning::kQueueDrops:
+    case Meaning::kQueueEcnMarked:
+    case Meaning::kPfcWatchdogStorms:
+    case Meaning::kPfcWatchdogRestorations:
       return std::nullopt;
   }
   return std::nullopt;

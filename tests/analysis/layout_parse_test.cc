@@ -455,6 +455,94 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(param_info.param.name);
     });
 
+// The gnmi block of a switch that streams gNMI (docs/topology-format.md).
+constexpr char kGnmiTopologyYaml[] = R"(switches:
+  - name: leaf-0
+    uplinks: [swp49, swp50]
+  - name: leaf-1
+    uplinks: [Ethernet192, Ethernet200]
+    gnmi: {address: "10.0.0.11:9339", dialect: openconfig,   # or sonic
+           tls_ca: /etc/fabricdiag/switch-ca.pem, credentials_file: /etc/fabricdiag/leaf-1.cred}
+  - name: leaf-2
+    gnmi: {address: "[fd00::12]:50051", dialect: sonic, insecure: true}
+links:
+  - {host: gpu-000, nic: mlx5_0, switch: leaf-1, port: Ethernet0}
+)";
+
+TEST(ParseTopologyTest, GnmiBlock) {
+  auto topo = ParseTopology(kGnmiTopologyYaml);
+  ASSERT_TRUE(topo.ok()) << topo.status();
+  ASSERT_EQ(topo->switches_size(), 3);
+  EXPECT_FALSE(topo->switches(0).has_gnmi());
+  const v1::GnmiTarget& g = topo->switches(1).gnmi();
+  EXPECT_EQ(g.address(), "10.0.0.11:9339");
+  EXPECT_EQ(g.dialect(), "openconfig");
+  EXPECT_EQ(g.tls_ca(), "/etc/fabricdiag/switch-ca.pem");
+  EXPECT_EQ(g.credentials_file(), "/etc/fabricdiag/leaf-1.cred");
+  EXPECT_FALSE(g.insecure());
+  EXPECT_EQ(topo->switches(2).gnmi().dialect(), "sonic");
+  EXPECT_TRUE(topo->switches(2).gnmi().insecure());
+
+  // `topology show` prints it, and what it prints reads back.
+  const std::string json = TopologyToJson(*topo);
+  EXPECT_THAT(
+      json, HasSubstr("\"credentials_file\":\"/etc/fabricdiag/leaf-1.cred\""));
+  auto back = ParseTopology(json);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(MessageDifferencer::Equals(*topo, *back));
+}
+
+std::string EditGnmi(absl::string_view from, absl::string_view to) {
+  return absl::StrReplaceAll(kGnmiTopologyYaml, {{from, to}});
+}
+
+const BadText kBadGnmiBlocks[] = {
+    {"UnknownKey", EditGnmi("dialect: sonic", "dialect: sonic, password: x"),
+     "switches[2].gnmi.password", "unknown key"},
+    {"NotAMapping",
+     EditGnmi("gnmi: {address: \"[fd00::12]:50051\", dialect: "
+              "sonic, insecure: true}",
+              "gnmi: 10.0.0.12:50051"),
+     "switches[2].gnmi", "expected a mapping"},
+    {"MissingAddress", EditGnmi("address: \"[fd00::12]:50051\", ", ""),
+     "switches[2].gnmi.address", "is not HOST:PORT"},
+    {"AddressWithoutPort", EditGnmi("10.0.0.11:9339", "10.0.0.11"),
+     "switches[1].gnmi.address", "\"10.0.0.11\" is not HOST:PORT"},
+    {"PortOutOfRange", EditGnmi("10.0.0.11:9339", "10.0.0.11:70000"),
+     "switches[1].gnmi.address", "is not HOST:PORT"},
+    {"AddressWithPath", EditGnmi("10.0.0.11:9339", "10.0.0.11/x:9339"),
+     "switches[1].gnmi.address", "is not HOST:PORT"},
+    {"MissingDialect", EditGnmi("dialect: sonic, ", ""),
+     "switches[2].gnmi.dialect", "required: openconfig or sonic"},
+    {"UnknownDialect", EditGnmi("dialect: sonic", "dialect: eos"),
+     "switches[2].gnmi.dialect", "\"eos\" is not a dialect"},
+    {"NoCaWithoutInsecure", EditGnmi("insecure: true", "insecure: false"),
+     "switches[2].gnmi.tls_ca", "required"},
+    {"CaWithInsecure",
+     EditGnmi("insecure: true", "insecure: true, tls_ca: /etc/ca.pem"),
+     "switches[2].gnmi.tls_ca", "given with insecure: true"},
+    {"CredentialsOverPlaintext",
+     EditGnmi("insecure: true", "insecure: true, credentials_file: /etc/c"),
+     "switches[2].gnmi.credentials_file", "only over TLS"},
+    {"InsecureQuoted", EditGnmi("insecure: true", "insecure: \"true\""),
+     "switches[2].gnmi.insecure", "expected true or false"},
+    {"InsecureYes", EditGnmi("insecure: true", "insecure: yes"),
+     "switches[2].gnmi.insecure", "expected true or false"},
+    {"RelativeCa", EditGnmi("/etc/fabricdiag/switch-ca.pem", "switch-ca.pem"),
+     "switches[1].gnmi.tls_ca", "is not an absolute path"},
+    {"RelativeCredentials",
+     EditGnmi("/etc/fabricdiag/leaf-1.cred", "leaf-1.cred"),
+     "switches[1].gnmi.credentials_file", "is not an absolute path"},
+    {"AddressList", EditGnmi("\"10.0.0.11:9339\"", "[a, b]"),
+     "switches[1].gnmi.address", "expected a string"},
+};
+
+INSTANTIATE_TEST_SUITE_P(
+    Gnmi, BadTopologyTest, ::testing::ValuesIn(kBadGnmiBlocks),
+    [](const ::testing::TestParamInfo<BadText>& param_info) {
+      return std::string(param_info.param.name);
+    });
+
 TEST(ParseTopologyTest, DuplicatesAcrossEntries) {
   const std::string two_switches =
       absl::StrCat("switches:\n  - {name: leaf-0}\n  - {name: leaf-0}\n");

@@ -413,6 +413,149 @@ TEST(CounterTableTest, RowsForListsOwnAndDriverIndependentRows) {
             RowsFor(Family::kIbPma, Driver::kAny).size());
 }
 
+struct GnmiCase {
+  Family family;
+  const char* name;
+  Meaning meaning;
+  Direction direction;
+  int priority;
+  double scale;
+  const char* unit;
+  Kind kind;
+  uint32_t width_bits;
+};
+
+void PrintTo(const GnmiCase& c, std::ostream* os) {
+  *os << FamilyName(c.family) << " " << c.name;
+}
+
+class GnmiClassifyTest : public ::testing::TestWithParam<GnmiCase> {};
+
+TEST_P(GnmiClassifyTest, MapsPathOntoMeaning) {
+  const GnmiCase& c = GetParam();
+  CounterInfo s = Classify(c.family, Driver::kAny, c.name);
+  EXPECT_EQ(s.meaning, c.meaning) << MeaningName(s.meaning);
+  EXPECT_EQ(s.direction, c.direction);
+  EXPECT_EQ(s.priority, c.priority);
+  EXPECT_DOUBLE_EQ(s.scale, c.scale);
+  EXPECT_EQ(s.unit, c.unit);
+  EXPECT_EQ(s.kind, c.kind);
+  EXPECT_EQ(s.width_bits, c.width_bits);
+}
+
+constexpr Family OC = Family::kGnmiOpenConfig;
+constexpr Family SONIC = Family::kGnmiSonic;
+
+INSTANTIATE_TEST_SUITE_P(
+    OpenConfig, GnmiClassifyTest,
+    ::testing::Values(
+        GnmiCase{OC, "/interfaces/interface/state/counters/in-octets",
+                 Meaning::kPhyBytes, RX, -1, 1, "bytes", C, 64},
+        GnmiCase{OC, "/interfaces/interface/state/counters/out-octets",
+                 Meaning::kPhyBytes, TX, -1, 1, "bytes", C, 64},
+        GnmiCase{OC, "/interfaces/interface/state/counters/in-fcs-errors",
+                 Meaning::kCrcErrors, RX, -1, 1, "packets", C, 64},
+        GnmiCase{OC, "/interfaces/interface/state/counters/in-discards",
+                 Meaning::kRxDiscardsPhy, RX, -1, 1, "packets", C, 64},
+        // The deprecated leaf and both successors count the same flaps.
+        GnmiCase{OC, "/interfaces/interface/state/counters/carrier-transitions",
+                 Meaning::kCarrierChanges, NODIR, -1, 1, "events", C, 64},
+        GnmiCase{OC,
+                 "/interfaces/interface/state/counters/interface-transitions",
+                 Meaning::kCarrierChanges, NODIR, -1, 1, "events", C, 64},
+        GnmiCase{OC, "/interfaces/interface/state/counters/link-transitions",
+                 Meaning::kCarrierChanges, NODIR, -1, 1, "events", C, 64},
+        // timeticks64: a time, not a count.
+        GnmiCase{OC, "/interfaces/interface/state/counters/last-clear",
+                 Meaning::kNone, NODIR, -1, 1e-9, "seconds", G, 64},
+        GnmiCase{OC,
+                 "/interfaces/interface/ethernet/state/counters/"
+                 "in-mac-pause-frames",
+                 Meaning::kGlobalPauseFrames, RX, -1, 1, "frames", C, 64},
+        GnmiCase{OC,
+                 "/interfaces/interface/ethernet/pfc/priorities/"
+                 "priority[index=3]/state/out-frames",
+                 Meaning::kPfcPauseFrames, TX, 3, 1, "frames", C, 64},
+        // counter32 in arista-intf-augments; any queue index and type.
+        GnmiCase{OC,
+                 "/interfaces/interface/ethernet/pfc/watchdog/tx-queues/"
+                 "tx-queue[index=3][queue-type=UNICAST]/state/stuck-count",
+                 Meaning::kPfcWatchdogStorms, TX, -1, 1, "events", C, 32},
+        // Queue names are the switch's: "3", "UC3", "BE1".
+        GnmiCase{OC,
+                 "/qos/interfaces/interface/output/queues/queue[name=UC3]/"
+                 "state/ecn-marked-pkts",
+                 Meaning::kQueueEcnMarked, TX, -1, 1, "packets", C, 64},
+        GnmiCase{OC,
+                 "/qos/interfaces/interface/output/queues/queue[name=3]/"
+                 "state/transmit-octets",
+                 Meaning::kQueueBytes, TX, -1, 1, "bytes", C, 64},
+        GnmiCase{OC,
+                 "/qos/interfaces/interface/state/switch-priority[priority=4]/"
+                 "counters/in-pause-pkts",
+                 Meaning::kPfcPauseFrames, RX, 4, 1, "frames", C, 64},
+        GnmiCase{OC,
+                 "/qos/interfaces/interface/switch-priority[priority=3]/state/"
+                 "counters/out-pause-duration",
+                 Meaning::kPfcPauseDuration, TX, 3, 1e-6, "seconds", C, 64},
+        // Unknown leaves: raw statistics, shape only, never a meaning.
+        GnmiCase{OC, "/interfaces/interface/state/counters/in-vendor-octets",
+                 Meaning::kNone, RX, -1, 1, "bytes", C, 64},
+        GnmiCase{OC,
+                 "/interfaces/interface/ethernet/state/counters/"
+                 "out-mystery-frames",
+                 Meaning::kNone, TX, -1, 1, "frames", C, 64},
+        // A priority outside 0..7 is not a priority row.
+        GnmiCase{OC,
+                 "/interfaces/interface/ethernet/pfc/priorities/"
+                 "priority[index=9]/state/in-frames",
+                 Meaning::kNone, RX, -1, 1, "frames", C, 64}));
+
+INSTANTIATE_TEST_SUITE_P(
+    Sonic, GnmiClassifyTest,
+    ::testing::Values(
+        GnmiCase{SONIC, "SAI_PORT_STAT_IF_IN_OCTETS", Meaning::kPhyBytes, RX,
+                 -1, 1, "bytes", C, 64},
+        GnmiCase{SONIC, "SAI_PORT_STAT_IF_IN_ERRORS", Meaning::kRxErrors, RX,
+                 -1, 1, "packets", C, 64},
+        GnmiCase{SONIC, "SAI_PORT_STAT_PFC_7_RX_PKTS", Meaning::kPfcPauseFrames,
+                 RX, 7, 1, "frames", C, 64},
+        GnmiCase{SONIC, "SAI_PORT_STAT_PFC_3_TX_PKTS", Meaning::kPfcPauseFrames,
+                 TX, 3, 1, "frames", C, 64},
+        // saiport.h: the _US statistics are microseconds ...
+        GnmiCase{SONIC, "SAI_PORT_STAT_PFC_3_RX_PAUSE_DURATION_US",
+                 Meaning::kPfcPauseDuration, RX, 3, 1e-6, "seconds", C, 64},
+        // ... the plain ones pause quanta: no meaning, no guessed unit.
+        GnmiCase{SONIC, "SAI_PORT_STAT_PFC_3_RX_PAUSE_DURATION", Meaning::kNone,
+                 RX, 3, 1, "quanta", C, 64},
+        GnmiCase{SONIC, "SAI_PORT_STAT_PFC_0_ON2OFF_RX_PKTS",
+                 Meaning::kPfcPauseTransitions, RX, 0, 1, "events", C, 64},
+        GnmiCase{SONIC, "Queues[3]/PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED",
+                 Meaning::kPfcWatchdogStorms, TX, -1, 1, "events", C, 64},
+        GnmiCase{SONIC, "Queues[12]/SAI_QUEUE_STAT_DROPPED_PACKETS",
+                 Meaning::kQueueDrops, TX, -1, 1, "packets", C, 64},
+        GnmiCase{SONIC,
+                 "Queues[1:periodic]/SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES",
+                 Meaning::kNone, TX, -1, 1, "bytes", G, 64},
+        GnmiCase{SONIC, "SAI_PORT_STAT_ETHER_IN_PKTS_64_OCTETS", Meaning::kNone,
+                 RX, -1, 1, "bytes", C, 64},
+        GnmiCase{SONIC, "SAI_PORT_STAT_IF_OUT_FABRIC_DATA_UNITS",
+                 Meaning::kNone, TX, -1, 1, "", C, 64}));
+
+TEST(CounterTableTest, GnmiDialectsDoNotLeakIntoEachOther) {
+  EXPECT_EQ(
+      Classify(SONIC, ANY, "/interfaces/interface/state/counters/in-octets")
+          .row,
+      nullptr);
+  EXPECT_EQ(Classify(OC, ANY, "SAI_PORT_STAT_IF_IN_OCTETS").row, nullptr);
+  // Keys are wildcarded only where a row has a wildcard.
+  EXPECT_EQ(Classify(OC, ANY,
+                     "/interfaces/interface[name=Ethernet1]/state/counters/"
+                     "in-octets")
+                .row,
+            nullptr);
+}
+
 TEST(VocabularyTest, DriversFromModulesAndNames) {
   EXPECT_EQ(DriverFromKernelModule("mlx5_core"), Driver::kMlx5);
   EXPECT_EQ(DriverFromKernelModule("bnxt_en"), Driver::kBnxt);

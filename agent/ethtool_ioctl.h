@@ -17,7 +17,7 @@
 // the set is not fixed for the life of a netdev: mlx5 adds the per-priority
 // PFC counters (rx_prio3_pause, ...) when PFC is enabled on a priority and
 // removes them when it is disabled (en_stats.c mlx5e_grp_per_prio_pfc_*,
-// see COUNTERS.md §4). StatValues therefore takes the count the caller's
+// see docs/counters.md). StatValues therefore takes the count the caller's
 // names were read for and fails with kAborted when the driver now reports a
 // different count, which tells the caller to re-read the names.
 //

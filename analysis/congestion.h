@@ -3,7 +3,7 @@
 //
 // A switch queue above its ECN threshold CE-marks packets (RFC 3168); the
 // receiving NIC (DCQCN notification point) answers with CNPs (mlx5
-// np_cnp_sent, COUNTERS.md section 3a) and the sender slows down. Some
+// np_cnp_sent, docs/counters.md) and the sender slows down. Some
 // marking is normal under load; a port marked many times more than the
 // fabric's typical port sits behind a congested queue (a hot downlink, a
 // slow receiver, a misconfigured ECN threshold).

@@ -16,7 +16,7 @@ namespace fabricdiag::analysis {
 enum class Severity { kInfo, kWarning, kCritical };
 
 struct Finding {
-  std::string kind;  // INTERFACES.md finding kinds: "tp_cross_node", ...
+  std::string kind;  // docs/findings.md finding kinds: "tp_cross_node", ...
   Severity severity = Severity::kWarning;
   std::string job;                 // "" when no job is concerned
   std::string node;                // the node to look at first

@@ -122,7 +122,7 @@ Finding MakeFinding(const LayoutModel& model, uint32_t group, const Member& hot,
     f.evidence["rx_link_fraction"] = hot.rx / link_rate;
   }
 
-  // Strengthening evidence from the same NIC (COUNTERS.md section 3a/4):
+  // Strengthening evidence from the same NIC (docs/counters.md):
   // np_cnp_sent makes it the notification point of congested incoming
   // traffic, CE marks show the path to it is congested, tx pause and RX
   // discards show its buffers overflowing.

@@ -1,4 +1,5 @@
-// Layout and topology files (YAML or JSON, INTERFACES.md) <-> proto.
+// Layout and topology files (YAML or JSON; docs/layout-format.md,
+// docs/topology-format.md) <-> proto.
 //
 // Parsing checks structure and types: unknown or duplicate keys, a list where
 // a scalar belongs, "8.0" or "8" (quoted) where an integer belongs, negative

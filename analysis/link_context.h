@@ -3,7 +3,7 @@
 // other end of its cable from the topology, the job that uses it, and which
 // signal values can be trusted.
 //
-// A cable joins a host NIC to a switch port (INTERFACES.md "Topology file"),
+// A cable joins a host NIC to a switch port (docs/topology-format.md),
 // so the partner of "gpu-003 mlx5_2" is "leaf-0 swp3" and the partner of
 // "leaf-0 swp3" is "gpu-003 mlx5_2". Naming the partner lets the ops
 // engineer walk to the right end of the right cable.

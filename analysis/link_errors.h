@@ -1,6 +1,6 @@
 // link_errors: ports whose physical link corrupts or loses bits.
 //
-// Three kinds of evidence, each evaluated on its own (COUNTERS.md §1, §4):
+// Three kinds of evidence, each evaluated on its own (docs/counters.md):
 // - error counters per second: IB symbol_error / mlx5 rx_symbol_err_phy,
 //   port_rcv_errors / netdev rx_errors, rx_crc_errors_phy / rx_crc_errors,
 //   each against LinkErrorsConfig::errors_per_second (a healthy link counts

@@ -1,7 +1,7 @@
 // link_flap: ports that are down now, or went down and came back during the
 // analysis window.
 //
-// Flap counters (COUNTERS.md §1, §4, §7): IB PMA `link_downed` (link error
+// Flap counters (docs/counters.md): IB PMA `link_downed` (link error
 // recovery failed and the link went down), mlx5 ethtool
 // `link_down_events_phy` and netdev `carrier_changes`, which counts every
 // carrier transition, so one flap (down, then up) adds 2. The view holds

@@ -6,7 +6,7 @@
 // back-pressure, a NIC firmware fault) keeps pausing its partner; the
 // partner's switch then fills and pauses every port sending through it, and
 // the lossless priority of a whole pod stalls. SONiC's PFC watchdog and the
-// mlx5 `tx_pause_storm_*_events` counters (COUNTERS.md section 4) detect the
+// mlx5 `tx_pause_storm_*_events` counters (docs/counters.md) detect the
 // same condition on one device; this analyzer sees the whole fabric, so it
 // names the SOURCE (the port transmitting pause) and its VICTIMS (the ports
 // receiving pause on the same priority).

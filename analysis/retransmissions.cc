@@ -12,7 +12,7 @@ namespace {
 struct RetransSignal {
   const char* name;  // evidence key stem and evidence_text value
   double PortSignals::*field;
-  // What it means, from COUNTERS.md §3a, and what to check next.
+  // What it means, from docs/counters.md, and what to check next.
   const char* meaning;
   // True when the cause is in the fabric (loss), so the path is suspect;
   // false for RNR, whose cause is the receiving host.

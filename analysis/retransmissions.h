@@ -3,7 +3,7 @@
 // Lossless RoCE (and InfiniBand) should almost never retransmit; when it
 // does, a reliable-connection QP stalls for a go-back-N round or an ACK
 // timeout (milliseconds to seconds), which a collective feels as a
-// straggler. Signals (COUNTERS.md §3a, mlx5 hw_counters; the view maps
+// straggler. Signals (docs/counters.md, mlx5 hw_counters; the view maps
 // bnxt_re/rxe spellings onto the same fields), events per second:
 //   out_of_sequence        responder saw a PSN gap: loss or reordering
 //   packet_seq_err         sequence-error NAKs received: loss, go-back-N

@@ -1,4 +1,4 @@
-// The commands of the `fabricdiag` ops CLI (INTERFACES.md, "fabricdiag").
+// The commands of the `fabricdiag` ops CLI (docs/cli.md).
 //
 // Each command is a function: parsed arguments + a CollectorClient + output
 // streams in, exit status out. Nothing here knows gRPC, flags or signals, so
@@ -84,7 +84,7 @@ int TopologyShowCommand(CollectorClient& client, const CommandOptions& options,
 
 // findings: active findings (with --all also resolved), filtered by --job
 // and --kind; a table (most severe first), or with --json a JSON array of
-// INTERFACES.md finding objects.
+// docs/findings.md finding objects.
 int FindingsCommand(CollectorClient& client, const CommandOptions& options,
                     const CommandEnv& env);
 

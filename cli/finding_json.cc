@@ -11,7 +11,7 @@ namespace fabricdiag::cli {
 namespace {
 
 // Doubles with no fractional part and within 2^53 print as integers
-// ("priority": 3, as in INTERFACES.md), since every such double is exactly
+// ("priority": 3, as in docs/findings.md), since every such double is exactly
 // an integer and scripts compare them with ==.
 constexpr double kMaxExactInteger = 9007199254740992.0;  // 2^53
 

@@ -1,5 +1,5 @@
-// Finding proto -> the JSON object of INTERFACES.md ("Finding"), and the
-// small formatting helpers every command shares.
+// Finding proto -> the JSON object of docs/findings.md ("The finding object"),
+// and the small formatting helpers every command shares.
 //
 // The JSON form is a public contract (`fabricdiag findings --json`, scripts,
 // the demo), so field names, order and value spellings are fixed here in one
@@ -39,7 +39,7 @@ std::string FormatRfc3339(int64_t unix_nanos);
 // between collector and this host) print as "0s".
 std::string FormatAge(absl::Duration age);
 
-// The INTERFACES.md object, keys in its order: id, kind, severity, state,
+// The object of docs/findings.md, keys in its order: id, kind, severity, state,
 // job, node, nodes, device, group, summary, evidence, first_seen, last_seen,
 // and resolved_at when the state is resolved. `evidence` merges the numeric
 // evidence (integral values print as integers, NaN/inf as null) with

@@ -2,11 +2,11 @@
 //
 // Exported on every scrape (values are read at Collect time):
 //   fabricdiag_finding_active{kind,severity,job,node,device}  1 per active
-//       finding (INTERFACES.md); findings that differ only in group share
+//       finding (docs/findings.md); findings that differ only in group share
 //       one series
 //   fabricdiag_findings_opened_total{kind},
 //   fabricdiag_findings_resolved_total{kind}
-//       (every kind of INTERFACES.md present from the start, at 0)
+//       (every kind of docs/findings.md present from the start, at 0)
 //   fabricdiag_findings_updated_total, fabricdiag_finding_watchers,
 //   fabricdiag_finding_watcher_overflows_total,
 //   fabricdiag_findings_persist_errors_total

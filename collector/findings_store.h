@@ -71,7 +71,7 @@ namespace fabricdiag::collector {
 
 // One condition an analyzer sees in this pass.
 struct FindingReport {
-  std::string kind;  // "pfc_storm", "agent_down", ... (INTERFACES.md)
+  std::string kind;  // "pfc_storm", "agent_down", ... (docs/findings.md)
   v1::Severity severity = v1::SEVERITY_WARNING;
   std::string job;  // "" when no job is concerned
   std::string node;
@@ -83,10 +83,10 @@ struct FindingReport {
   std::map<std::string, std::string> evidence_text;
 };
 
-// "info", "warning", "critical" (INTERFACES.md); "unspecified" otherwise.
+// "info", "warning", "critical" (docs/findings.md); "unspecified" otherwise.
 absl::string_view SeverityName(v1::Severity severity);
 
-// The finding kinds of INTERFACES.md, for pre-declaring metric series.
+// The finding kinds of docs/findings.md, for pre-declaring metric series.
 inline constexpr const char* kKnownFindingKinds[] = {
     "hot_expert_incast", "pfc_storm",     "ecmp_imbalance", "tp_cross_node",
     "link_errors",       "link_flap",     "link_degraded",  "retransmissions",

@@ -160,7 +160,7 @@ TEST(AgentBinaryTest, FixtureExpositionHasTheContractMetricsAndPassesPromtool) {
   const std::string body = agent.ScrapeUntil([](const std::string& b) {
     return absl::StrContains(b, "fabricdiag_agent_snapshots_total");
   });
-  // INTERFACES.md: port_*_data x 4, same values as node_exporter.
+  // docs/metrics.md: port_*_data x 4, same values as node_exporter.
   EXPECT_EQ(Value(body,
                   "fabricdiag_rdma_port_received_bytes_total{device=\"mlx5_0\","
                   "port=\"1\"}"),

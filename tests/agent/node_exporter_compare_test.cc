@@ -3,7 +3,7 @@
 // the same sysfs tree, and the RDMA byte and packet counters they export
 // must be equal, series for series.
 //
-// INTERFACES.md promises that fabricdiag_rdma_port_{transmitted,received}_
+// docs/metrics.md promises that fabricdiag_rdma_port_{transmitted,received}_
 // bytes_total are "the same values node_exporter exports as
 // node_infiniband_port_data_{transmitted,received}_bytes_total"; users who
 // move dashboards from one to the other rely on it. Trees: the procfs

@@ -41,7 +41,7 @@ v1::Layout MakeLayout(uint32_t gpus_per_node, uint32_t hosts, uint32_t tp,
   return layout;
 }
 
-// INTERFACES.md's worked example: 16 ranks, tp=2 dp=8 ep=4 pp=1.
+// docs/layout-format.md's worked example: 16 ranks, tp=2 dp=8 ep=4 pp=1.
 v1::Layout WorkedExample() {
   v1::Layout layout = MakeLayout(8, 2, 2, 1, 8);
   layout.mutable_parallelism()->set_ep(4);

@@ -20,7 +20,8 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-// Verbatim from INTERFACES.md, "Layout file".
+// The example layout of docs/layout-format.md, with every optional field
+// and comment of the original contract.
 constexpr char kInterfacesYaml[] =
     R"(job: moe-train-42          # [A-Za-z0-9._-]{1,64}
 gpus_per_node: 8
@@ -382,7 +383,8 @@ TEST(HostileLayoutTest, TooManyValuesAreBounded) {
 
 // --- topology ----------------------------------------------------------------
 
-// Verbatim from INTERFACES.md, "Topology file".
+// The example topology of docs/topology-format.md, with the comments of
+// the original contract.
 constexpr char kTopologyYaml[] = R"(switches:
   - name: leaf-0
     uplinks: [swp49, swp50, swp51, swp52]   # its ECMP group towards the spines

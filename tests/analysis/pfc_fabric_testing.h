@@ -116,7 +116,7 @@ class TestFabric {
     p.s.rx_bytes = 20e9 * Uniform(0.9, 1.1);
     p.s.tx_bytes = 20e9 * Uniform(0.9, 1.1);
     // Mellanox exposes per-priority pause lines only where PFC is enabled
-    // (COUNTERS.md section 4): priority 3 here, the others stay absent.
+    // (docs/counters.md): priority 3 here, the others stay absent.
     p.s.tx_pause_fraction[kRocePriority] = Uniform(0, 0.004);
     p.s.rx_pause_fraction[kRocePriority] = Uniform(0, 0.004);
     p.s.tx_pause_frames[kRocePriority] = Uniform(0, 40);

@@ -47,7 +47,7 @@ constexpr double kHealthyPreFecBer = 1e-9;
 constexpr double kCrossLeafFraction = 0.5;
 constexpr double kUplinkSpread = 0.05;
 
-// --- fault levels (signatures from COUNTERS.md) ---------------------------
+// --- fault levels (signatures from docs/counters.md) ----------------------
 constexpr double kHotExpertRxOverMean = 6.0;
 constexpr double kHotExpertPeerSlowdown = 0.5;
 constexpr double kHotExpertCnpSent = 100e3;

@@ -123,7 +123,7 @@ inline constexpr FaultKind kAllFaultKinds[] = {
     FaultKind::kRetransmissions, FaultKind::kCongestion,
     FaultKind::kStragglerNic};
 
-// The INTERFACES.md finding kind a fault must raise ("pfc_storm", ...).
+// The finding kind (docs/findings.md) a fault must raise ("pfc_storm", ...).
 const char* FindingKindOf(FaultKind kind);
 
 // Where a fault is: a host NIC (node "gpu-003", device "mlx5_2"), or for
@@ -165,7 +165,7 @@ struct TrafficOptions {
   std::string checkpointing_job;
   // Hosts whose NICs report traffic and link state only, every other
   // signal absent: a VM or VF sees no physical-port, per-priority or
-  // congestion counters (COUNTERS.md section 4). Their switch ports still
+  // congestion counters (docs/counters.md). Their switch ports still
   // report everything.
   std::vector<std::string> bare_nodes;
 };

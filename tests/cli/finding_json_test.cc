@@ -16,7 +16,7 @@ int64_t Nanos(const char* rfc3339) {
   return absl::ToUnixNanos(t);
 }
 
-// INTERFACES.md, "Finding", as a proto.
+// docs/findings.md, "The finding object", as a proto.
 v1::Finding InterfacesExample() {
   v1::Finding f;
   f.set_id("f-000123");
@@ -39,8 +39,8 @@ v1::Finding InterfacesExample() {
 }
 
 TEST(FindingJsonTest, MatchesInterfacesExampleExactly) {
-  // Copied from INTERFACES.md; keys in the documented order, evidence keys
-  // sorted.
+  // As documented in docs/findings.md; keys in the documented order, evidence
+  // keys sorted.
   const nlohmann::ordered_json expected = nlohmann::ordered_json::parse(R"({
     "id": "f-000123", "kind": "pfc_storm", "severity": "critical",
     "state": "active", "job": "moe-train-42", "node": "gpu-003",

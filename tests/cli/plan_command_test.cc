@@ -46,7 +46,7 @@ TEST(PlanCommandTest, PrintsGroupsOfTheWorkedExample) {
                       "node, NVLink domain of 8 GPUs (2 domains)"),
             HasSubstr("tp: 8 groups of 2 ranks\n"),
             HasSubstr("    tp:0  r0=gpu-000/0/mlx5_0 r1=gpu-000/1/mlx5_1\n"),
-            // INTERFACES.md: ep groups {0,2,4,6} {8,10,12,14} ...
+            // docs/layout-format.md: ep groups {0,2,4,6} {8,10,12,14} ...
             HasSubstr("ep: 4 groups of 4 ranks\n"),
             HasSubstr("    ep:0  r0=gpu-000/0/mlx5_0 r2=gpu-000/2/mlx5_2 "
                       "r4=gpu-000/4/mlx5_4 r6=gpu-000/6/mlx5_6\n"),

@@ -10,10 +10,10 @@
 
 namespace fabricdiag::cli::testing {
 
-// 2026-11-22T03:00:00Z, the time of INTERFACES.md's example finding.
+// 2026-11-22T03:00:00Z, the time of docs/findings.md's example finding.
 inline constexpr int64_t kExampleUnixSeconds = 1795316400;
 
-// 16 ranks: tp=2 dp=8 ep=4 (INTERFACES.md's worked example), 2 hosts.
+// 16 ranks: tp=2 dp=8 ep=4 (docs/layout-format.md's worked example), 2 hosts.
 inline constexpr char kValidLayoutYaml[] = R"(job: moe-train-42
 gpus_per_node: 8
 parallelism:

@@ -284,6 +284,30 @@ class DocsMatchCode(unittest.TestCase):
                     problems.append("docs/%s:%d: %s" % (name, number, line))
         self.assertEqual(problems, [], "\n".join(problems))
 
+    def test_code_cites_nothing_outside_the_repository(self):
+        # Comments in the code point at docs/, never at a document that a
+        # clone of the repository does not have.
+        problems = []
+        for top in ("agent", "analysis", "bench", "cli", "collector", "common",
+                    "counters", "deploy", "gnmi", "proto", "scripts", "sim",
+                    "tests"):
+            for root, dirs, files in os.walk(os.path.join(SOURCE_DIR, top)):
+                dirs[:] = [d for d in dirs if d != "fixtures"]
+                for name in sorted(files):
+                    if not name.endswith((".cc", ".h", ".proto", ".py", ".sh",
+                                          ".cmake", ".txt", ".yml", ".yaml")):
+                        continue
+                    path = os.path.join(root, name)
+                    rel = os.path.relpath(path, SOURCE_DIR)
+                    if rel == "tests/docs/docs_consistency_test.py":
+                        continue  # names the patterns it looks for
+                    with open(path, encoding="utf-8", errors="replace") as f:
+                        for number, line in enumerate(f, 1):
+                            if OUTSIDE_RE.search(line):
+                                problems.append("%s:%d: %s" %
+                                                (rel, number, line.rstrip()))
+        self.assertEqual(problems, [], "\n".join(problems))
+
 
 class CheckersCanFail(unittest.TestCase):
     """The parsers and checks above on made-up input: each must notice."""

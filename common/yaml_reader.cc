@@ -82,11 +82,13 @@ class Prescan : public YAML::EventHandler {
 // a '[' or '{' opens a collection inside a flow collection (where plain
 // scalars cannot hold them) or where a node starts in block context (after
 // a line's indentation, "- ", "? " or ": "); quoted scalars and comments are
-// skipped. It can only overcount for text yaml-cpp would reject or nest as
-// deep anyway, so it never refuses what the real parse accepts within the
-// limit. The same pass counts the values it sees in flow context (each
-// collection and each ',' separated entry: never more than the real parse
-// counts), as the scanner also reads a whole flat flow collection ahead.
+// skipped. The same pass counts the values it sees in flow context (each
+// collection and each ',' separated entry), as the scanner also reads a
+// whole flat flow collection ahead. Outside block scalars both counts are
+// never above the real parse's. Block scalars (`|`, `>`) are not
+// recognised: one whose lines start with more than max_depth '[' would be
+// refused as too deep. None of our formats has a free-text field (every
+// string is a validated name), so such a file is refused later anyway.
 struct FlowScan {
   int too_deep_line = 0;  // 1-based line of the first collection too deep
   bool too_many_values = false;

@@ -10,9 +10,9 @@
 #include "absl/time/clock.h"
 #include "cli/command_util.h"
 #include "cli/commands.h"
-#include "cli/finding_json.h"
 #include "cli/findings_table.h"
 #include "cli/text_output.h"
+#include "collector/finding_json.h"
 
 namespace fabricdiag::cli {
 namespace {
@@ -49,12 +49,13 @@ std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
 //  device=mlx5_2 job=moe-train-42 group=- f-000123: <summary>"
 std::string EventLine(const v1::FindingEvent& event, const CommandEnv& env) {
   const v1::Finding& f = event.finding();
-  return Printable(absl::StrCat(
-      FormatRfc3339(EventTime(event, env)), " ", EventKindName(event.kind()),
-      " ", SeverityName(f.severity()), " ", OrDash(f.kind()),
-      " node=", OrDash(f.node()), " device=", OrDash(f.device()),
-      " job=", OrDash(f.job()), " group=", OrDash(f.group()), " ",
-      OrDash(f.id()), ": ", f.summary()));
+  return Printable(
+      absl::StrCat(collector::FormatRfc3339(EventTime(event, env)), " ",
+                   collector::EventKindName(event.kind()), " ",
+                   collector::SeverityName(f.severity()), " ", OrDash(f.kind()),
+                   " node=", OrDash(f.node()), " device=", OrDash(f.device()),
+                   " job=", OrDash(f.job()), " group=", OrDash(f.group()), " ",
+                   OrDash(f.id()), ": ", f.summary()));
 }
 
 // Human watch output for people reading a terminal: a finding's evidence
@@ -110,7 +111,8 @@ int FindingsCommand(CollectorClient& client, const CommandOptions& options,
   SortFindings(&findings);
   if (options.json) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
-    for (const v1::Finding& f : findings) j.push_back(FindingToJson(f));
+    for (const v1::Finding& f : findings)
+      j.push_back(collector::FindingToJson(f));
     *env.out << j.dump() << "\n";
     return kExitOk;
   }
@@ -145,8 +147,9 @@ int WatchCommand(CollectorClient& client, const CommandOptions& options,
   callbacks.on_event = [&](const v1::FindingEvent& event) {
     if (options.json) {
       nlohmann::ordered_json j;
-      j["event"] = std::string(EventKindName(event.kind()));
-      const nlohmann::ordered_json finding = FindingToJson(event.finding());
+      j["event"] = std::string(collector::EventKindName(event.kind()));
+      const nlohmann::ordered_json finding =
+          collector::FindingToJson(event.finding());
       for (auto it = finding.begin(); it != finding.end(); ++it) {
         j[it.key()] = it.value();
       }
@@ -211,7 +214,7 @@ int NodesCommand(CollectorClient& client, const CommandOptions& options,
         o["last_report"] = nullptr;
         o["last_report_age_seconds"] = nullptr;
       } else {
-        o["last_report"] = FormatRfc3339(n.last_report_unix_nanos());
+        o["last_report"] = collector::FormatRfc3339(n.last_report_unix_nanos());
         o["last_report_age_seconds"] = std::max<int64_t>(
             0, absl::ToInt64Seconds(
                    now - absl::FromUnixNanos(n.last_report_unix_nanos())));
@@ -229,7 +232,8 @@ int NodesCommand(CollectorClient& client, const CommandOptions& options,
       o["duplicate_streams"] = n.duplicate_streams();
       if (n.duplicate_streams() > 0) {
         o["last_duplicate_peer"] = n.last_duplicate_peer();
-        o["last_duplicate"] = FormatRfc3339(n.last_duplicate_unix_nanos());
+        o["last_duplicate"] =
+            collector::FormatRfc3339(n.last_duplicate_unix_nanos());
       } else {
         o["last_duplicate_peer"] = nullptr;
         o["last_duplicate"] = nullptr;
@@ -250,8 +254,9 @@ int NodesCommand(CollectorClient& client, const CommandOptions& options,
     const bool seen = n.last_report_unix_nanos() != 0;
     table.AddRow(
         {n.node(), n.up() ? "up" : "down",
-         seen ? FormatRfc3339(n.last_report_unix_nanos()) : "",
-         seen ? FormatAge(now - absl::FromUnixNanos(n.last_report_unix_nanos()))
+         seen ? collector::FormatRfc3339(n.last_report_unix_nanos()) : "",
+         seen ? collector::FormatAge(
+                    now - absl::FromUnixNanos(n.last_report_unix_nanos()))
               : "",
          absl::StrCat(n.series()), absl::StrCat(n.gaps()),
          absl::StrCat(n.netdevs_size()), absl::StrJoin(n.rdma_devices(), ",")});
@@ -266,7 +271,7 @@ int NodesCommand(CollectorClient& client, const CommandOptions& options,
                 "this node (streaming: "
              << (n.peer().empty() ? "none now" : n.peer())
              << "; last refused: " << n.last_duplicate_peer() << " at "
-             << FormatRfc3339(n.last_duplicate_unix_nanos())
+             << collector::FormatRfc3339(n.last_duplicate_unix_nanos())
              << "); give each agent its own --node\n";
   }
   return kExitOk;

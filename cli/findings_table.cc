@@ -4,8 +4,8 @@
 #include <string>
 #include <tuple>
 
-#include "cli/finding_json.h"
 #include "cli/text_output.h"
+#include "collector/finding_json.h"
 
 namespace fabricdiag::cli {
 
@@ -30,8 +30,9 @@ void PrintFindingsTable(const std::vector<v1::Finding>& findings,
   Table table(std::move(header));
   const absl::Time now = env.clock->Now();
   for (const v1::Finding& f : findings) {
-    std::vector<std::string> row = {std::string(SeverityName(f.severity()))};
-    if (with_state) row.push_back(std::string(StateName(f.state())));
+    std::vector<std::string> row = {
+        std::string(collector::SeverityName(f.severity()))};
+    if (with_state) row.push_back(std::string(collector::StateName(f.state())));
     row.push_back(f.kind());
     row.push_back(f.job());
     row.push_back(f.group());
@@ -40,7 +41,8 @@ void PrintFindingsTable(const std::vector<v1::Finding>& findings,
     row.push_back(
         f.first_seen_unix_nanos() == 0
             ? std::string()
-            : FormatAge(now - absl::FromUnixNanos(f.first_seen_unix_nanos())));
+            : collector::FormatAge(
+                  now - absl::FromUnixNanos(f.first_seen_unix_nanos())));
     row.push_back(f.summary());
     table.AddRow(std::move(row));
   }

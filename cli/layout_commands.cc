@@ -9,9 +9,9 @@
 #include "analysis/layout_parse.h"
 #include "cli/command_util.h"
 #include "cli/commands.h"
-#include "cli/finding_json.h"
 #include "cli/findings_table.h"
 #include "cli/text_output.h"
+#include "collector/finding_json.h"
 #include "common/names.h"
 
 namespace fabricdiag::cli {
@@ -71,7 +71,7 @@ int LayoutApplyCommand(CollectorClient& client, absl::string_view file,
     j["replaced"] = response->replaced();
     j["findings"] = nlohmann::ordered_json::array();
     for (const v1::Finding& f : response->findings()) {
-      j["findings"].push_back(FindingToJson(f));
+      j["findings"].push_back(collector::FindingToJson(f));
     }
     *env.out << j.dump() << "\n";
     return kExitOk;
@@ -107,10 +107,10 @@ int LayoutListCommand(CollectorClient& client, const CommandOptions& options,
       o["ranks"] = l.ranks();
       o["hosts"] = l.hosts();
       o["parallelism"] = l.parallelism();
-      o["applied"] =
-          l.applied_unix_nanos() == 0
-              ? nlohmann::ordered_json(nullptr)
-              : nlohmann::ordered_json(FormatRfc3339(l.applied_unix_nanos()));
+      o["applied"] = l.applied_unix_nanos() == 0
+                         ? nlohmann::ordered_json(nullptr)
+                         : nlohmann::ordered_json(collector::FormatRfc3339(
+                               l.applied_unix_nanos()));
       j.push_back(std::move(o));
     }
     *env.out << j.dump() << "\n";
@@ -126,8 +126,10 @@ int LayoutListCommand(CollectorClient& client, const CommandOptions& options,
     const bool has_time = l.applied_unix_nanos() != 0;
     table.AddRow(
         {l.job(), absl::StrCat(l.ranks()), absl::StrCat(l.hosts()),
-         l.parallelism(), has_time ? FormatRfc3339(l.applied_unix_nanos()) : "",
-         has_time ? FormatAge(now - absl::FromUnixNanos(l.applied_unix_nanos()))
+         l.parallelism(),
+         has_time ? collector::FormatRfc3339(l.applied_unix_nanos()) : "",
+         has_time ? collector::FormatAge(
+                        now - absl::FromUnixNanos(l.applied_unix_nanos()))
                   : ""});
   }
   table.Print(*env.out);

@@ -204,6 +204,10 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now) {
   auto view = std::make_shared<const analysis::FabricView>(
       view_builder_.Build(topology, options_.analysis.window_seconds, now));
   last_view_ = view;
+  {
+    std::lock_guard<std::mutex> lock(view_mu_);
+    published_view_ = view;
+  }
   if (!topology_index_.has_value() || indexed_topology_ != snapshot->topology) {
     indexed_topology_ = snapshot->topology;
     topology_index_.emplace(topology);
@@ -233,6 +237,11 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now) {
     reports.push_back(ToReport(std::move(f)));
   }
   Persisted(findings_->Update(reports, now, kRateSource));
+}
+
+std::shared_ptr<const analysis::FabricView> AnalysisRunner::LatestView() const {
+  std::lock_guard<std::mutex> lock(view_mu_);
+  return published_view_;
 }
 
 void AnalysisRunner::RunOnce() {

@@ -71,6 +71,10 @@ class AnalysisRunner {
   // the pass (what ApplyLayout answers with).
   std::vector<v1::Finding> RunLayoutPass(const std::string& job);
 
+  // The FabricView of the latest rate pass (what the analyzers saw), null
+  // before the first; for the HTTP API. Any thread.
+  std::shared_ptr<const analysis::FabricView> LatestView() const;
+
  private:
   void RunLiveness(absl::Time now);
   void RunLayoutAnalyzers(absl::Time now);
@@ -95,6 +99,9 @@ class AnalysisRunner {
   // The last rate pass's view, for the layout analyzers' runtime evidence.
   std::shared_ptr<const analysis::FabricView> last_view_;
   bool hysteresis_seeded_ = false;
+  // last_view_ for other threads (readers must not wait for a pass).
+  mutable std::mutex view_mu_;
+  std::shared_ptr<const analysis::FabricView> published_view_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;

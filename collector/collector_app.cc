@@ -24,6 +24,7 @@
 #include "collector/series_store.h"
 #include "collector/server.h"
 #include "collector/state_store.h"
+#include "collector/web_routes.h"
 #include "common/clock.h"
 #include "common/files.h"
 #include "common/log.h"
@@ -227,7 +228,9 @@ int RunCollector(const CollectorConfig& config) {
       },
       {[&registry](std::string* out) {
         AppendLayoutMetrics(*registry.Snapshot(), out);
-      }});
+      }},
+      WebRoutes({&findings, &registry,
+                 [&runner] { return runner.LatestView(); }, &clock}));
   if (!http.ok()) {
     LogError(absl::StrCat("fabricdiag-collector: --http_listen=",
                           config.http_listen, ": ", http.status().message()));

@@ -6,6 +6,7 @@
 #include <tuple>
 #include <utility>
 
+#include "collector/finding_json.h"
 #include "prometheus/client_metric.h"
 #include "prometheus/metric_type.h"
 

@@ -144,19 +144,6 @@ bool Matches(const v1::Finding& finding, absl::string_view job,
 
 }  // namespace
 
-absl::string_view SeverityName(v1::Severity severity) {
-  switch (severity) {
-    case v1::SEVERITY_INFO:
-      return "info";
-    case v1::SEVERITY_WARNING:
-      return "warning";
-    case v1::SEVERITY_CRITICAL:
-      return "critical";
-    default:
-      return "unspecified";
-  }
-}
-
 Watcher::Watcher(std::shared_ptr<internal::WatchQueue> queue)
     : queue_(std::move(queue)) {}
 

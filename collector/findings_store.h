@@ -83,9 +83,6 @@ struct FindingReport {
   std::map<std::string, std::string> evidence_text;
 };
 
-// "info", "warning", "critical" (docs/findings.md); "unspecified" otherwise.
-absl::string_view SeverityName(v1::Severity severity);
-
 // The finding kinds of docs/findings.md, for pre-declaring metric series.
 inline constexpr const char* kKnownFindingKinds[] = {
     "hot_expert_incast", "pfc_storm",     "ecmp_imbalance", "tp_cross_node",

@@ -15,7 +15,8 @@ namespace fabricdiag::collector {
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
     const std::string& listen,
     std::vector<std::shared_ptr<prometheus::Collectable>> collectables,
-    std::function<HealthReport()> health, std::vector<TextSource> text) {
+    std::function<HealthReport()> health, std::vector<TextSource> text,
+    std::vector<HttpRoute> more_routes) {
   // The server reports on itself in /metrics; it exists only once started.
   auto self =
       std::make_shared<std::atomic<const fabricdiag::HttpServer*>>(nullptr);
@@ -65,6 +66,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
                       return r;
                     },
                     /*inline_handler=*/true});
+  routes.insert(routes.end(), std::make_move_iterator(more_routes.begin()),
+                std::make_move_iterator(more_routes.end()));
   HttpServerOptions options;
   options.listen = listen;
   absl::StatusOr<std::unique_ptr<fabricdiag::HttpServer>> server =

@@ -1,4 +1,5 @@
-// The collector's HTTP endpoint: /metrics (Prometheus text) and /healthz, on
+// The collector's HTTP endpoint: /metrics (Prometheus text), /healthz and
+// the routes its owner adds (the live page), on
 // the event-driven server of common/http_server.h (slow clients cannot
 // starve it; /healthz answers on the event loop even while /metrics is being
 // rendered).
@@ -33,11 +34,14 @@ class HttpServer {
   // address cannot be bound (in use by another process, for instance).
   // `text` sources append ready-made exposition text after the
   // collectables' families (series rendered once, not per scrape).
+  // `more_routes` are further routes served beside them (the live page and its
+  // JSON, collector/web_routes.h).
   using TextSource = std::function<void(std::string*)>;
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(
       const std::string& listen,
       std::vector<std::shared_ptr<prometheus::Collectable>> collectables,
-      std::function<HealthReport()> health, std::vector<TextSource> text = {});
+      std::function<HealthReport()> health, std::vector<TextSource> text = {},
+      std::vector<HttpRoute> more_routes = {});
 
   int port() const { return server_->port(); }
   fabricdiag::HttpServer::Stats stats() const { return server_->stats(); }

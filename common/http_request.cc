@@ -5,6 +5,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
@@ -55,7 +56,54 @@ bool AdmitsGzip(absl::string_view value) {
   return false;
 }
 
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+absl::StatusOr<std::string> PercentDecode(absl::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out.push_back(' ');
+    } else if (s[i] != '%') {
+      out.push_back(s[i]);
+    } else {
+      const int hi = i + 2 < s.size() ? HexDigit(s[i + 1]) : -1;
+      const int lo = hi >= 0 ? HexDigit(s[i + 2]) : -1;
+      if (lo < 0) return Bad("query: malformed percent escape");
+      if (hi == 0 && lo == 0) return Bad("query: NUL in a parameter");
+      out.push_back(static_cast<char>(hi * 16 + lo));
+      i += 2;
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+absl::StatusOr<std::vector<QueryParam>> ParseQuery(absl::string_view query) {
+  constexpr size_t kMaxParams = 32;
+  std::vector<QueryParam> params;
+  for (absl::string_view piece : absl::StrSplit(query, '&')) {
+    if (piece.empty()) continue;
+    if (params.size() == kMaxParams) {
+      return Bad(absl::StrCat("query: more than ", kMaxParams, " parameters"));
+    }
+    const size_t eq = piece.find('=');
+    absl::StatusOr<std::string> key = PercentDecode(piece.substr(0, eq));
+    if (!key.ok()) return key.status();
+    absl::StatusOr<std::string> value =
+        PercentDecode(eq == absl::string_view::npos ? absl::string_view()
+                                                    : piece.substr(eq + 1));
+    if (!value.ok()) return value.status();
+    params.push_back({*std::move(key), *std::move(value)});
+  }
+  return params;
+}
 
 absl::StatusOr<HttpRequest> ParseRequestHead(absl::string_view head) {
   if (absl::EndsWith(head, "\r\n")) head.remove_suffix(2);

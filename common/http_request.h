@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -35,5 +36,17 @@ struct HttpRequest {
 };
 
 absl::StatusOr<HttpRequest> ParseRequestHead(absl::string_view head);
+
+// One `key=value` of a query string, percent-decoded ('+' is a space).
+struct QueryParam {
+  std::string key;
+  std::string value;
+};
+
+// "dim=dp&group=dp%3A3" -> {{"dim", "dp"}, {"group", "dp:3"}}, in order;
+// a key without '=' has an empty value, empty pieces ("a=1&&b=2") are
+// skipped. InvalidArgument for a malformed percent escape, a decoded NUL or
+// more than 32 parameters.
+absl::StatusOr<std::vector<QueryParam>> ParseQuery(absl::string_view query);
 
 }  // namespace fabricdiag

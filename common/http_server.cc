@@ -320,9 +320,9 @@ class HttpServer::Impl {
   const HttpRoute* Find(const std::string& path) const {
     const HttpRoute* best = nullptr;
     for (const HttpRoute& r : routes_) {
-      const bool match = r.path.back() == '/'
-                             ? path.compare(0, r.path.size(), r.path) == 0
-                             : path == r.path;
+      const bool prefix = r.path.size() > 1 && r.path.back() == '/';
+      const bool match =
+          prefix ? path.compare(0, r.path.size(), r.path) == 0 : path == r.path;
       if (match && (best == nullptr || r.path.size() > best->path.size())) {
         best = &r;
       }

@@ -66,7 +66,8 @@ using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
 struct HttpRoute {
   // Exact path ("/metrics"), or a prefix when it ends with '/'
-  // ("/api/v1/jobs/" matches "/api/v1/jobs/moe-42"). The longest match wins.
+  // ("/api/v1/jobs/" matches "/api/v1/jobs/moe-42"); "/" alone is the root
+  // only, never a prefix of every path. The longest match wins.
   std::string path;
   HttpHandler handler;
   // Runs on the event loop: must be fast and never block (a health check

@@ -17,7 +17,8 @@
 # Usage: scripts/demo.sh [--scenario=all|hot_expert|pfc_storm|ecmp|tp_cross]
 #                        [--nodes=N] [--keep] [--no_build]
 #   --nodes=N   GPU nodes (even, >= 4; default 8), half behind each leaf
-#   --keep      keep the cluster running after the timeline (Ctrl-C stops)
+#   --keep      keep the cluster (and the collector's live page) running after
+#               the timeline (Ctrl-C stops)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,7 +33,7 @@ for arg in "$@"; do
     --keep) keep=1 ;;
     --no_build) build=0 ;;
     -h | --help)
-      sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
@@ -197,7 +198,8 @@ done
 "$cli" --collector="$grpc" topology apply "$work/topology.yaml"
 
 say "collector gRPC  $grpc   (try: $cli --collector=$grpc findings)"
-say "collector HTTP  http://$http/metrics"
+say "live page       http://$http/   (findings, node x rail heatmap, uplinks, job groups)"
+say "collector HTTP  http://$http/metrics  http://$http/api/v1/findings"
 say "agents' /metrics on 127.0.0.1:$((base_port + 20))..$((port - 1)) (${agents[0]} first)"
 
 banner "fabricdiag watch: findings as they open, change and resolve"
@@ -230,7 +232,7 @@ banner "every finding of the run: $cli findings --all"
 "$cli" --collector="$grpc" findings --all
 
 if ((keep)); then
-  banner "still running (--keep): Ctrl-C stops everything"
+  banner "still running (--keep): the live page is at http://$http/ ; Ctrl-C stops everything"
   wait
 fi
 banner "done: stopping the simulator, $((${#agents[@]})) agents and the collector"

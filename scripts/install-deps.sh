@@ -15,9 +15,10 @@ packages=(
   # (compared against the agent), iproute2 (network namespaces), openssl
   # (test certificates), systemd (systemd-analyze verify), curl; dpkg-dev
   # (dpkg-shlibdeps for the packages' Depends) and python3-yaml (checks of
-  # the Kubernetes manifest).
+  # the Kubernetes manifest and the Grafana provisioning files); chromium
+  # (the collector's live page, tested in a real headless browser).
   prometheus prometheus-node-exporter iproute2 ethtool openssl systemd curl
-  clang-format dpkg-dev python3-yaml
+  clang-format dpkg-dev python3-yaml chromium
 )
 
 missing=()

@@ -2,6 +2,7 @@
 
 #include <random>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -58,6 +59,35 @@ TEST(ParseRequestHeadTest, RandomInputIsHandled) {
       EXPECT_EQ(r->path[0], '/') << s;
     }
   }
+}
+
+TEST(ParseQueryTest, DecodesPairsInOrder) {
+  absl::StatusOr<std::vector<QueryParam>> q =
+      ParseQuery("dim=dp&group=dp%3A3&&flag&name=a+b%2Bc&empty=");
+  ASSERT_TRUE(q.ok()) << q.status();
+  ASSERT_EQ(q->size(), 5u);
+  EXPECT_EQ((*q)[0].key, "dim");
+  EXPECT_EQ((*q)[0].value, "dp");
+  EXPECT_EQ((*q)[1].value, "dp:3");
+  EXPECT_EQ((*q)[2].key, "flag");
+  EXPECT_EQ((*q)[2].value, "");
+  EXPECT_EQ((*q)[3].value, "a b+c");
+  EXPECT_EQ((*q)[4].key, "empty");
+  EXPECT_TRUE(ParseQuery("")->empty());
+}
+
+TEST(ParseQueryTest, RefusesMalformedEscapesNulAndFloods) {
+  for (const char* bad : {"a=%", "a=%4", "a=%zz", "%g0=1", "a=%00"}) {
+    EXPECT_EQ(ParseQuery(bad).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
+  std::string many;
+  for (int i = 0; i < 33; ++i) many += "a=1&";
+  EXPECT_EQ(ParseQuery(many).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  many.resize(many.size() - 4);
+  EXPECT_TRUE(ParseQuery(many).ok());
 }
 
 }  // namespace

@@ -158,6 +158,11 @@ class HttpServerTest : public ::testing::Test {
                         r.body = metrics_body_;
                         return r;
                       }});
+    routes.push_back({"/", [](const HttpRequest&) {
+                        HttpResponse r;
+                        r.body = "root";
+                        return r;
+                      }});
     routes.push_back({"/api/v1/jobs/", [](const HttpRequest& req) {
                         HttpResponse r;
                         r.body = "job " + req.path.substr(13) + " " + req.query;
@@ -186,6 +191,13 @@ TEST_F(HttpServerTest, RoutesKeepAliveAndPrefixes) {
   r = c.Get("/api/v1/jobs/moe-42?x=1");
   EXPECT_EQ(Body(r), "job moe-42 x=1");
   r = c.Get("/nope");
+  EXPECT_EQ(StatusLine(r), "HTTP/1.1 404 Not Found");
+  // "/" is the root only, not a prefix of every path.
+  r = c.Get("/");
+  EXPECT_EQ(Body(r), "root");
+  r = c.Get("/?x=1");
+  EXPECT_EQ(Body(r), "root");
+  r = c.Get("/metricsx");
   EXPECT_EQ(StatusLine(r), "HTTP/1.1 404 Not Found");
   r = c.Get("/metrics");
   EXPECT_EQ(Body(r).size(), metrics_body_.size());

@@ -27,11 +27,11 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
+
+from loopback_cluster import System
 
 INTERVAL = 0.5  # seconds: sim ticks, agent reads, analysis passes
 BUDGET = 10 * INTERVAL  # detection and resolution budget (10 intervals)
@@ -94,118 +94,6 @@ SECONDARY = {
 }
 
 
-class System:
-    def __init__(self, binaries, work):
-        self.sim, self.agent, self.collector, self.cli = binaries
-        self.work = work
-        self.procs = {}
-        self.grpc = None
-        self.http = None
-        self.events = []  # (wall time, event dict)
-        self.events_lock = threading.Lock()
-        self.t0 = None
-
-    # --- processes -------------------------------------------------------
-    def spawn(self, name, argv):
-        log = open(os.path.join(self.work, f"{name}.log"), "ab")
-        self.procs[name] = subprocess.Popen(argv, stdout=log, stderr=log,
-                                            start_new_session=True)
-        return self.procs[name]
-
-    def kill(self, name, sig=signal.SIGKILL):
-        p = self.procs.pop(name, None)
-        if p is None:
-            return
-        try:
-            p.send_signal(sig)
-            p.wait(timeout=15)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            p.kill()
-            p.wait()
-
-    def stop_all(self):
-        for name in list(self.procs):
-            self.kill(name, signal.SIGTERM)
-
-    def log_tail(self, name, lines=15):
-        try:
-            with open(os.path.join(self.work, f"{name}.log"), "rb") as f:
-                return b"\n".join(f.read().splitlines()[-lines:]).decode(
-                    errors="replace")
-        except OSError:
-            return "(no log)"
-
-    def start_collector(self, port=0):
-        argv = [self.collector, f"--listen=127.0.0.1:{port}",
-                "--http_listen=127.0.0.1:0",
-                f"--state_dir={self.work}/state",
-                f"--analysis_config={self.work}/analysis.yaml",
-                f"--analysis_interval={int(INTERVAL * 1000)}ms"]
-        log = os.path.join(self.work, "collector.log")
-        # Only this process's lines: a restart appends to the same log.
-        offset = os.path.getsize(log) if os.path.exists(log) else 0
-        self.grpc = None
-        self.spawn("collector", argv)
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            with open(log, "rb") as f:
-                f.seek(offset)
-                for line in f.read().decode(errors="replace").splitlines():
-                    if "gRPC on port" in line:
-                        self.grpc = int(line.split("gRPC on port")[1].split()[0].rstrip(",;."))
-                if self.grpc and (port == 0 or self.grpc == port):
-                    return
-            time.sleep(0.05)
-        raise AssertionError("collector did not start:\n" +
-                             self.log_tail("collector"))
-
-    def start_agent(self, node):
-        self.spawn(f"agent-{node}", [
-            self.agent, f"--node={node}",
-            f"--sysfs_root={self.work}/fabric/{node}/sys",
-            f"--ethtool_dir={self.work}/fabric/{node}/ethtool",
-            "--listen=127.0.0.1:0", f"--interval={int(INTERVAL * 1000)}ms",
-            f"--collector=127.0.0.1:{self.grpc}"])
-
-    def cli_run(self, *args, check=True):
-        r = subprocess.run([self.cli, f"--collector=127.0.0.1:{self.grpc}",
-                            *args], capture_output=True, text=True,
-                           timeout=30)
-        if check and r.returncode != 0:
-            raise AssertionError(f"fabricdiag {' '.join(args)}: exit "
-                                 f"{r.returncode}: {r.stderr}")
-        return r
-
-    def start_watch(self):
-        p = subprocess.Popen([self.cli, f"--collector=127.0.0.1:{self.grpc}",
-                              "watch", "--json"], stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, text=True,
-                             start_new_session=True)
-        self.procs["watch"] = p
-
-        def read():
-            for line in p.stdout:
-                try:
-                    e = json.loads(line)
-                except ValueError:
-                    continue
-                with self.events_lock:
-                    self.events.append((time.time() - self.t0, e))
-
-        threading.Thread(target=read, daemon=True).start()
-
-    def now(self):
-        return time.time() - self.t0
-
-    def sleep_until(self, t):
-        while self.now() < t:
-            time.sleep(0.05)
-
-    def active(self):
-        r = self.cli_run("findings", "--json", check=False)
-        return json.loads(r.stdout) if r.returncode == 0 else None
-
-
 def write_inputs(work):
     hosts = ", ".join(NODES)
     with open(f"{work}/layout.yaml", "w") as f:
@@ -254,7 +142,7 @@ def main():
         return 2
     base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
     work = tempfile.mkdtemp(prefix="fabricdiag-e2e.", dir=base)
-    sysm = System(binaries, work)
+    sysm = System(binaries, work, INTERVAL)
     failures = []
     events = []
     try:
@@ -263,17 +151,7 @@ def main():
         sysm.cli_run("layout", "apply", f"{work}/layout.yaml")
         sysm.cli_run("topology", "apply", f"{work}/topology.yaml")
         sysm.t0 = time.time()
-        sysm.spawn("sim", [sysm.sim, f"--layout={work}/layout.yaml",
-                           f"--topology={work}/topology.yaml",
-                           f"--scenario={work}/scenario.json",
-                           f"--out={work}/fabric",
-                           f"--interval={int(INTERVAL * 1000)}ms"])
-        deadline = time.time() + 20
-        while not os.path.isdir(f"{work}/fabric/leaf-1/sys/class/net"):
-            if time.time() > deadline:
-                raise AssertionError("sim wrote no tree:\n" +
-                                     sysm.log_tail("sim"))
-            time.sleep(0.05)
+        sysm.start_sim("leaf-1")
         for node in NODES + ["leaf-0", "leaf-1"]:
             sysm.start_agent(node)
         sysm.start_watch()

@@ -1,4 +1,4 @@
-#include "cli/finding_json.h"
+#include "collector/finding_json.h"
 
 #include <cmath>
 #include <limits>
@@ -6,7 +6,7 @@
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 
-namespace fabricdiag::cli {
+namespace fabricdiag::collector {
 namespace {
 
 int64_t Nanos(const char* rfc3339) {
@@ -120,4 +120,4 @@ TEST(FormatTest, EventKindNames) {
 }
 
 }  // namespace
-}  // namespace fabricdiag::cli
+}  // namespace fabricdiag::collector

@@ -1,4 +1,4 @@
-#include "cli/finding_json.h"
+#include "collector/finding_json.h"
 
 #include <cmath>
 #include <map>
@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 
-namespace fabricdiag::cli {
+namespace fabricdiag::collector {
 namespace {
 
 // Doubles with no fractional part and within 2^53 print as integers
@@ -117,4 +117,4 @@ nlohmann::ordered_json FindingToJson(const v1::Finding& finding) {
   return j;
 }
 
-}  // namespace fabricdiag::cli
+}  // namespace fabricdiag::collector

@@ -1,9 +1,10 @@
 // Finding proto -> the JSON object of docs/findings.md ("The finding object"),
-// and the small formatting helpers every command shares.
+// and the names and time formats every view of a finding shares: the CLI's
+// tables and --json, the collector's metric labels and its HTTP API.
 //
-// The JSON form is a public contract (`fabricdiag findings --json`, scripts,
-// the demo), so field names, order and value spellings are fixed here in one
-// place:
+// The JSON form is a public contract (`fabricdiag findings --json`,
+// /api/v1/findings, scripts, the demo), so field names, order and value
+// spellings are fixed here in one place:
 //
 //   nlohmann::ordered_json j = FindingToJson(finding);
 //   std::cout << j.dump() << "\n";
@@ -20,7 +21,7 @@
 #include "absl/time/time.h"
 #include "proto/collector.pb.h"
 
-namespace fabricdiag::cli {
+namespace fabricdiag::collector {
 
 // "info", "warning", "critical"; "unknown" for SEVERITY_UNSPECIFIED or a
 // value this build does not know (a newer collector), never a number.
@@ -48,4 +49,4 @@ std::string FormatAge(absl::Duration age);
 // prints as null.
 nlohmann::ordered_json FindingToJson(const v1::Finding& finding);
 
-}  // namespace fabricdiag::cli
+}  // namespace fabricdiag::collector

@@ -1,0 +1,40 @@
+// The collector's live page and the JSON behind it, as HTTP routes on the
+// collector's --http_listen (next to /metrics and /healthz):
+//   /                 the page (collector/web/index.html, app.js, app.css,
+//                     compiled into the binary: no CDN, nothing fetched)
+//   /api/v1/...       the JSON of collector/web_api.h (docs/http-api.md)
+// Read-only; every response says `Cache-Control: no-store` and the page
+// runs under a Content-Security-Policy that allows only its own script.
+//
+//   WebSources sources{&findings, &registry,
+//                      [&runner] { return runner.LatestView(); }, &clock};
+//   std::vector<HttpRoute> routes = WebRoutes(sources);
+//
+// The handlers are thread-safe (they read snapshots); they run on the HTTP
+// server's worker threads.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "analysis/fabric_view.h"
+#include "collector/findings_store.h"
+#include "collector/layout_registry.h"
+#include "common/clock.h"
+#include "common/http_server.h"
+
+namespace fabricdiag::collector {
+
+struct WebSources {
+  const FindingsStore* findings = nullptr;
+  const LayoutRegistry* registry = nullptr;
+  // The latest analysis pass's view; null before the first.
+  std::function<std::shared_ptr<const analysis::FabricView>()> view;
+  const Clock* clock = nullptr;
+};
+
+// The pointers must outlive the routes.
+std::vector<HttpRoute> WebRoutes(const WebSources& sources);
+
+}  // namespace fabricdiag::collector

@@ -27,6 +27,19 @@ if(NOT FABRICDIAG_SANITIZE AND TARGET fabricdiag-sim AND TARGET fabricdiag
   endif()
 endif()
 
+# Grafana-managed alert rules: the provisioning format, the same alerts as
+# the Prometheus rules, runbook anchors, and every query through promtool.
+# Reads the source tree only, so sanitized builds run it too.
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_Interpreter_FOUND)
+  add_test(NAME grafana_alerting
+    COMMAND ${Python3_EXECUTABLE}
+            ${CMAKE_CURRENT_LIST_DIR}/grafana_alerting_test.py
+            ${PROJECT_SOURCE_DIR})
+  set_tests_properties(grafana_alerting PROPERTIES
+    SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS deploy)
+endif()
+
 # Our rules in a real Prometheus scraping a simulated cluster's agents and
 # collector: a PFC storm and a hot expert fire their alerts and resolve.
 # ~60 s of real time; not under the sanitizers, not alongside the other

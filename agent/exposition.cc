@@ -596,6 +596,22 @@ double ValueOf(const Sample& s, ValueRef ref) {
 std::string FormatValue(double value) {
   if (std::isnan(value)) return "NaN";
   if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+  // Integral values below 2^53 (nearly every counter) are exact, and their
+  // shortest round-trip digits padded with zeros are the integer itself:
+  // the text below, without its work. (-0 keeps its sign below.)
+  constexpr double kExactIntegers = 9007199254740992.0;  // 2^53
+  if (std::fabs(value) < kExactIntegers && std::trunc(value) == value &&
+      !(value == 0 && std::signbit(value))) {
+    return absl::StrCat(static_cast<int64_t>(value));
+  }
+  return internal::FormatShortest(value);
+}
+
+namespace internal {
+
+std::string FormatShortest(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
   // The shortest digits that round-trip, from scientific notation
   // ("-1.2345e+07"), laid out as printf's %g lays out 16 digits.
   char sci[64];
@@ -632,6 +648,8 @@ std::string FormatValue(double value) {
   }
   return out;
 }
+
+}  // namespace internal
 
 // The prepared lines of one set of sample series: families with their
 // headers and, per series, "name{labels} " and the last value's text.

@@ -63,6 +63,12 @@ struct AgentHealth {
 // "1.8446744073709552e+19"), "NaN", "+Inf", "-Inf".
 std::string FormatValue(double value);
 
+namespace internal {
+// FormatValue without its shortcut for integers (for tests that hold the
+// two equal).
+std::string FormatShortest(double value);
+}  // namespace internal
+
 // Not thread-safe: one renderer per caller (MetricsPage serializes).
 class ExpositionRenderer {
  public:

@@ -20,7 +20,10 @@
 //       userspace cost in production, minus the SIOCETHTOOL syscall.
 //   BM_AgentSnapshot/.../sysfs_only   no ethtool: node_exporter's scope.
 //   BM_AgentSnapshotAndRender         a read plus the /metrics text, i.e. the
-//       agent's work for one Prometheus scrape.
+//       agent's work for one Prometheus scrape (every value moved since
+//       the last render, as on a busy node: the renderer reformats only
+//       values that moved).
+//   BM_AgentRender                    the /metrics text alone, the same way.
 //   BM_NodeExporterScrape             HTTP/1.0 GET /metrics from a
 //       node_exporter with only the infiniband and netclass collectors,
 //       started on the same tree. Its PROCESS CPU (utime+stime of all its
@@ -296,6 +299,7 @@ void BM_AgentSnapshot(benchmark::State& state, BenchEnv* env,
   std::string text;
   // Wall time per source (SourceStatus.duration), to show where a read goes.
   std::map<std::string, absl::Duration> per_source;
+  uint64_t tick = 0;
   for (auto _ : state) {
     Snapshot snap = snapshotter.Take();
     values = snap.samples.size();
@@ -304,12 +308,17 @@ void BM_AgentSnapshot(benchmark::State& state, BenchEnv* env,
       read_errors += s.errors;
     }
     if (render) {
+      // The bench tree does not change between reads, but a real node's
+      // counters do: every value moves, so every value is formatted again
+      // (the renderer keeps the text of values that did not move).
+      ++tick;
+      for (Sample& sample : snap.samples) sample.raw += tick;
       renderer.Render(snap, health, &text);
       benchmark::DoNotOptimize(text.data());
-      exposed = CountSeries(text);
     }
     benchmark::DoNotOptimize(snap.samples.data());
   }
+  if (render) exposed = CountSeries(text);
   state.counters["values"] = static_cast<double>(values);
   state.counters["read_errors"] = static_cast<double>(read_errors);
   for (const auto& [source, total] : per_source) {
@@ -319,6 +328,29 @@ void BM_AgentSnapshot(benchmark::State& state, BenchEnv* env,
   if (render) state.counters["exposed"] = static_cast<double>(exposed);
   state.counters["cached_fds"] =
       static_cast<double>((*pipeline)->reader->cached_fd_count());
+}
+
+// /metrics alone: one snapshot rendered again and again, every value moved
+// (the renderer reformats only values that moved; a busy node's do).
+void BM_AgentRender(benchmark::State& state, BenchEnv* env) {
+  absl::StatusOr<std::unique_ptr<AgentPipeline>> pipeline =
+      MakePipeline(*env, FdCachePolicy::kAlways, EthtoolMode::kText);
+  if (!pipeline.ok()) {
+    state.SkipWithError(pipeline.status().ToString().c_str());
+    return;
+  }
+  Snapshot snap = (*pipeline)->snapshotter->Take();
+  AgentHealth health;
+  health.version = "bench";
+  ExpositionRenderer renderer;
+  std::string text;
+  for (auto _ : state) {
+    for (Sample& sample : snap.samples) ++sample.raw;
+    renderer.Render(snap, health, &text);
+    benchmark::DoNotOptimize(text.data());
+  }
+  state.counters["exposed"] = static_cast<double>(CountSeries(text));
+  state.counters["bytes"] = static_cast<double>(text.size());
 }
 
 // Sample lines of the two node_exporter collectors under comparison.
@@ -560,6 +592,11 @@ int Main(int argc, char** argv) {
               FdCachePolicy::kAlways, EthtoolMode::kNone, false);
   agent_bench("BM_AgentSnapshotAndRender/fd_cache:always",
               FdCachePolicy::kAlways, EthtoolMode::kText, true);
+  benchmark::RegisterBenchmark(
+      "BM_AgentRender", [e](benchmark::State& s) { BM_AgentRender(s, e); })
+      ->Unit(benchmark::kMicrosecond)
+      ->Repetitions(kRepetitions)
+      ->ReportAggregatesOnly(true);
   // Real time decides the iteration count: this thread mostly waits for
   // the exporter. 1.5 s of scrapes per repetition put the 10 ms tick
   // resolution of /proc/PID/stat below 1% of the measured CPU.
@@ -585,6 +622,7 @@ int Main(int argc, char** argv) {
       reporter.Find("BM_AgentSnapshot/fd_cache:always/sysfs_only");
   const auto* render =
       reporter.Find("BM_AgentSnapshotAndRender/fd_cache:always");
+  const auto* render_only = reporter.Find("BM_AgentRender");
   const auto* exporter = reporter.Find("BM_NodeExporterScrape");
   std::printf("\n=== summary ===\n");
   if (always != nullptr && exporter != nullptr) {
@@ -621,17 +659,30 @@ int Main(int argc, char** argv) {
     std::printf("CPU per value read: agent %.2f us, node_exporter %.2f us\n",
                 agent_us / Counter(*always, "values"),
                 exporter_us / Counter(*exporter, "values"));
+    if (render_only != nullptr) {
+      std::printf(
+          "agent CPU/render of /metrics alone (%.0f series, %.0f "
+          "bytes, every value moved): %.1f us\n",
+          Counter(*render_only, "exposed"), Counter(*render_only, "bytes"),
+          render_only->GetAdjustedCPUTime());
+    }
+    // The scrape's target: what the agent spends to read and render a full
+    // scrape against node_exporter's whole scrape of the same tree.
+    double scrape_ratio = ratio;
     if (render != nullptr) {
+      scrape_ratio = exporter_us / render->GetAdjustedCPUTime();
       std::printf(
           "agent CPU/read + /metrics text (%.0f series): %.1f us, "
           "ratio: %.1f\n",
           Counter(*render, "exposed"), render->GetAdjustedCPUTime(),
-          exporter_us / render->GetAdjustedCPUTime());
+          scrape_ratio);
     }
-    const bool ok = ratio >= kTargetRatio &&
+    const bool ok = ratio >= kTargetRatio && scrape_ratio >= kTargetRatio &&
                     Counter(*always, "values") > Counter(*exporter, "values");
-    std::printf("target: >= %.0fx less CPU per full read, more values: %s\n",
-                kTargetRatio, ok ? "MET" : "MISSED");
+    std::printf(
+        "target: >= %.0fx less CPU per full read and per read + render, "
+        "more values: %s\n",
+        kTargetRatio, ok ? "MET" : "MISSED");
   } else if (always != nullptr) {
     std::printf(
         "agent CPU/read: %.1f us, agent values: %.0f "

@@ -3,7 +3,9 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/gzip.h"
@@ -203,6 +205,36 @@ TEST(FormatValueTest, ShortestRoundTripInPercentGLayout) {
     if (std::isfinite(c.value)) {
       EXPECT_EQ(std::stod(FormatValue(c.value)), c.value) << c.text;
     }
+  }
+}
+
+// Integers take a shortcut: the same text as the general path, for every
+// integer a double holds exactly, at the edges and at random.
+TEST(FormatValueTest, IntegerShortcutPrintsWhatTheGeneralPathPrints) {
+  std::vector<double> values = {0,
+                                1,
+                                -1,
+                                9,
+                                10,
+                                99,
+                                100,
+                                1e15,
+                                1e15 + 1,
+                                999999999999999.0,
+                                4503599627370496.0,
+                                9007199254740991.0,
+                                -9007199254740991.0,
+                                9007199254740992.0,
+                                1e16 - 2};
+  std::mt19937_64 rng(42);
+  for (int i = 0; i < 100000; ++i) {
+    const int bits = static_cast<int>(rng() % 54);
+    const uint64_t v = bits == 0 ? 0 : rng() >> (64 - bits);
+    values.push_back(static_cast<double>(v));
+    values.push_back(-static_cast<double>(v));
+  }
+  for (double v : values) {
+    ASSERT_EQ(FormatValue(v), internal::FormatShortest(v)) << v;
   }
 }
 

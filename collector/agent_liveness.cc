@@ -46,19 +46,19 @@ bool IsAgentUp(const NodeLiveness& node, absl::Time now,
   return now - node.last_report < limit;
 }
 
-std::vector<FindingReport> AgentDownFindings(
+std::vector<analysis::Finding> AgentDownFindings(
     absl::Span<const NodeLiveness> nodes, absl::Time now,
     const LivenessOptions& options) {
-  std::vector<FindingReport> out;
+  std::vector<analysis::Finding> out;
   for (const NodeLiveness& node : nodes) {
     if (!node.ever_reported || IsAgentUp(node, now, options)) continue;
     absl::Duration interval = IntervalOf(node, options);
     absl::Duration silence = now - node.last_report;
     int64_t missed = absl::IDivDuration(silence, interval, &silence);
     silence = now - node.last_report;
-    FindingReport r;
+    analysis::Finding r;
     r.kind = kAgentDownKind;
-    r.severity = v1::SEVERITY_WARNING;
+    r.severity = analysis::Severity::kWarning;
     r.node = node.node;
     r.nodes = {node.node};
     r.summary = absl::StrCat(

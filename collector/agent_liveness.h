@@ -15,8 +15,9 @@
 // passes what the series store knows, and feeds the reports to
 // FindingsStore::Update(..., kAgentLivenessSource). Thread-safe.
 //
-//   std::vector<FindingReport> down = AgentDownFindings(nodes, clock.Now());
-//   findings.Update(down, clock.Now(), kAgentLivenessSource).IgnoreError();
+//   std::vector<analysis::Finding> down = AgentDownFindings(nodes,
+//   clock.Now()); findings.Update(down, clock.Now(),
+//   kAgentLivenessSource).IgnoreError();
 #pragma once
 
 #include <optional>
@@ -25,7 +26,8 @@
 
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "collector/findings_store.h"
+#include "analysis/finding.h"
+#include "proto/collector.pb.h"
 
 namespace fabricdiag::collector {
 
@@ -56,7 +58,7 @@ bool IsAgentUp(const NodeLiveness& node, absl::Time now,
 // are empty (an agent is not part of a job), device is empty, evidence
 // holds silence_seconds, interval_seconds and missed_intervals, and
 // evidence_text the last report time (RFC 3339).
-std::vector<FindingReport> AgentDownFindings(
+std::vector<analysis::Finding> AgentDownFindings(
     absl::Span<const NodeLiveness> nodes, absl::Time now,
     const LivenessOptions& options = {});
 

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <string>
 
+#include "collector/findings_store.h"
+#include "collector/state_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -56,21 +58,21 @@ TEST(AgentLivenessTest, Table) {
   };
   for (const LivenessCase& c : cases) {
     SCOPED_TRACE(c.name);
-    std::vector<FindingReport> reports = AgentDownFindings({c.node}, kNow);
+    std::vector<analysis::Finding> reports = AgentDownFindings({c.node}, kNow);
     EXPECT_THAT(reports, SizeIs(c.down ? 1 : 0));
     EXPECT_EQ(IsAgentUp(c.node, kNow), !c.down && c.node.ever_reported);
   }
 }
 
 TEST(AgentLivenessTest, FindingSpeaksOpsLanguage) {
-  std::vector<FindingReport> reports =
+  std::vector<analysis::Finding> reports =
       AgentDownFindings({Node("gpu-001", absl::Seconds(1), absl::Seconds(1)),
                          Node("gpu-003", absl::Seconds(12), absl::Seconds(1))},
                         kNow);
   ASSERT_THAT(reports, SizeIs(1));
-  const FindingReport& r = reports[0];
+  const analysis::Finding& r = reports[0];
   EXPECT_EQ(r.kind, "agent_down");
-  EXPECT_EQ(r.severity, v1::SEVERITY_WARNING);
+  EXPECT_EQ(r.severity, analysis::Severity::kWarning);
   EXPECT_EQ(r.node, "gpu-003");
   EXPECT_EQ(r.nodes, std::vector<std::string>{"gpu-003"});
   EXPECT_EQ(r.job, "");
@@ -146,7 +148,7 @@ TEST(AgentLivenessTest, AgentDownOpensAndResolvesWhenTheAgentReturns) {
 TEST(AgentLivenessTest, AFindingRemembersTheNodeAcrossARestart) {
   NodeLiveness node =
       Node("gpu-003", absl::Seconds(10), absl::Milliseconds(250));
-  std::vector<FindingReport> down = AgentDownFindings({node}, kNow);
+  std::vector<analysis::Finding> down = AgentDownFindings({node}, kNow);
   ASSERT_THAT(down, SizeIs(1));
   v1::Finding f;
   f.set_kind(kAgentDownKind);

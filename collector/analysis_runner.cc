@@ -13,6 +13,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "analysis/agent_down.h"
 #include "analysis/analyzer.h"
 #include "analysis/fabric_view.h"
 #include "analysis/finding.h"
@@ -90,11 +91,11 @@ void AnalysisRunner::Persisted(const absl::Status& status) {
 }
 
 void AnalysisRunner::RunLiveness(absl::Time now) {
-  std::vector<NodeLiveness> nodes;
-  // Any node that reported at all is "up" for ListNodes' purpose here; the
-  // liveness rule itself (3 missed intervals) is AgentDownFindings'.
+  // What the series store knows about every node that ever reported; who
+  // counts as down is the analyzer's (analysis/agent_down.h).
+  std::vector<analysis::NodeLiveness> nodes;
   for (const NodeStatus& n : series_->ListNodes(absl::InfiniteDuration())) {
-    NodeLiveness l;
+    analysis::NodeLiveness l;
     l.node = n.info.node;
     l.last_report = n.info.last_report;
     l.interval = absl::Milliseconds(n.info.interval_ms);
@@ -105,14 +106,17 @@ void AnalysisRunner::RunLiveness(absl::Time now) {
   // a node it had found down keeps its finding until it reports again,
   // with the last report and interval the finding recorded.
   absl::flat_hash_set<std::string> listed;
-  for (const NodeLiveness& n : nodes) listed.insert(n.node);
+  for (const analysis::NodeLiveness& n : nodes) listed.insert(n.node);
   for (const v1::Finding& f : findings_->Active()) {
-    if (f.kind() != kAgentDownKind || listed.contains(f.node())) continue;
-    std::optional<NodeLiveness> l = LivenessFromFinding(f);
+    if (f.kind() != analysis::kAgentDownKind || listed.contains(f.node())) {
+      continue;
+    }
+    std::optional<analysis::NodeLiveness> l = LivenessFromFinding(f);
     if (l.has_value()) nodes.push_back(*std::move(l));
   }
-  Persisted(findings_->Update(AgentDownFindings(nodes, now, options_.liveness),
-                              now, kAgentLivenessSource));
+  Persisted(findings_->Update(
+      analysis::AgentDownFindings(nodes, now, options_.analysis.agent_down),
+      now, kAgentLivenessSource));
 }
 
 void AnalysisRunner::RunLayoutAnalyzers(absl::Time now) {
@@ -135,7 +139,7 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now) {
     // finding that neither liveness nor the layout analyzers own.
     std::vector<analysis::Finding> active;
     for (const v1::Finding& f : findings_->Active()) {
-      if (f.kind() == kAgentDownKind ||
+      if (f.kind() == analysis::kAgentDownKind ||
           f.kind() == analysis::kTpCrossNodeKind) {
         continue;
       }

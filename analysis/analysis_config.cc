@@ -83,6 +83,11 @@ std::vector<Section> Sections(AnalysisConfig* c) {
         {"min_median_bytes_per_second",
          &c->straggler_nic.min_median_bytes_per_second, nullptr, 0, kInf},
         {"min_group_size", nullptr, &c->straggler_nic.min_group_size, 2, 1e6}}},
+      // The interval's range is the agent's --interval range (10 ms to 1 h).
+      {"agent_down",
+       {{"missed_intervals", nullptr, &c->agent_down.missed_intervals, 1, 1000},
+        {"default_interval_seconds", &c->agent_down.default_interval_seconds,
+         nullptr, 0.01, 3600}}},
   };
 }
 

@@ -1,11 +1,13 @@
-// Thresholds of every rate analyzer and the hysteresis that gates their
-// findings, with documented defaults; overridable from a YAML or JSON file
-// (the collector's --analysis_config).
+// Thresholds of every rate analyzer, the hysteresis that gates their
+// findings and the agent_down analyzer, with documented defaults;
+// overridable from a YAML or JSON file (the collector's --analysis_config,
+// docs/findings.md#configuration).
 //
 //   window_seconds: 5
 //   hysteresis: {open_after: 3, clear_after: 5}
 //   hot_expert_incast: {rx_over_median: 4, min_link_fraction: 0.25}
 //   pfc_storm: {warning_pause_fraction: 0.2}
+//   agent_down: {missed_intervals: 3}
 //
 // Every key is optional; an unknown key or an out-of-range value is an error
 // that names the key (a typo must not silently keep a default).
@@ -115,6 +117,16 @@ struct StragglerNicConfig {
   int min_group_size = 3;
 };
 
+struct AgentDownConfig {
+  // An agent silent for this many of its own sampling intervals is down.
+  // One or two missed reports are a restart or a network blip (an agent
+  // replays its buffer when it reconnects); three in a row is not.
+  int missed_intervals = 3;
+  // The interval assumed for an agent that did not announce one: the
+  // agent's default --interval (docs/agent.md).
+  double default_interval_seconds = 1;
+};
+
 struct AnalysisConfig {
   // Rates are averaged over this window before each pass.
   double window_seconds = 5;
@@ -127,6 +139,7 @@ struct AnalysisConfig {
   RetransmissionsConfig retransmissions;
   CongestionConfig congestion;
   StragglerNicConfig straggler_nic;
+  AgentDownConfig agent_down;
 };
 
 // Parses a YAML (or JSON) config; InvalidArgument naming the key on an

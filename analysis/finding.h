@@ -1,10 +1,18 @@
 // What an analyzer reports: one condition it sees in one analysis pass.
 //
-// Analyzers are pure functions from (rates, layouts, topology) to a list of
-// Findings; the collector's FindingsStore turns the list of each pass into
-// the open / update / resolve lifecycle, keyed by (kind, job, node, device,
-// group). A Finding names the job, the parallel group, the node and device
-// and the evidence in numbers, in words an ops engineer acts on.
+// Analyzers are pure functions from (rates, layouts, topology, node
+// liveness) to a list of Findings; the collector's FindingsStore takes the
+// list of each pass as it is and turns it into the open / update / resolve
+// lifecycle of wire findings (v1::Finding, analysis/finding_wire.h), keyed by
+// (kind, job, node, device, group). A Finding names the job, the parallel
+// group, the node and device and the evidence in numbers, in words an ops
+// engineer acts on.
+//
+//   Finding f;
+//   f.kind = kPfcStormKind;
+//   f.severity = Severity::kCritical;
+//   f.node = "gpu-003";
+//   f.evidence["pause_fraction"] = 0.62;
 #pragma once
 
 #include <map>
@@ -15,8 +23,16 @@ namespace fabricdiag::analysis {
 
 enum class Severity { kInfo, kWarning, kCritical };
 
+// Every finding kind, each with its section in docs/findings.md (the runbook
+// anchor a finding links to); the collector pre-declares a metric series
+// for each.
+inline constexpr const char* kKnownFindingKinds[] = {
+    "hot_expert_incast", "pfc_storm",     "ecmp_imbalance", "tp_cross_node",
+    "link_errors",       "link_flap",     "link_degraded",  "retransmissions",
+    "congestion",        "straggler_nic", "agent_down"};
+
 struct Finding {
-  std::string kind;  // docs/findings.md finding kinds: "tp_cross_node", ...
+  std::string kind;  // one of kKnownFindingKinds
   Severity severity = Severity::kWarning;
   std::string job;                 // "" when no job is concerned
   std::string node;                // the node to look at first
@@ -28,7 +44,7 @@ struct Finding {
   std::map<std::string, std::string> evidence_text;
   // Opens at once instead of after HysteresisConfig::open_after passes: the
   // evidence is an event, not a level (a pause-storm event, a link that
-  // went down).
+  // went down). Read by the Hysteresis only; not part of the wire finding.
   bool immediate = false;
 };
 

@@ -13,68 +13,16 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "analysis/agent_down.h"
 #include "analysis/analyzer.h"
 #include "analysis/fabric_view.h"
 #include "analysis/finding.h"
+#include "analysis/finding_wire.h"
 #include "analysis/tp_cross_node.h"
 #include "common/log.h"
 
 namespace fabricdiag::collector {
 namespace {
-
-v1::Severity ToProto(analysis::Severity s) {
-  switch (s) {
-    case analysis::Severity::kInfo:
-      return v1::SEVERITY_INFO;
-    case analysis::Severity::kWarning:
-      return v1::SEVERITY_WARNING;
-    case analysis::Severity::kCritical:
-      return v1::SEVERITY_CRITICAL;
-  }
-  return v1::SEVERITY_WARNING;
-}
-
-FindingReport ToReport(analysis::Finding f) {
-  FindingReport r;
-  r.kind = std::move(f.kind);
-  r.severity = ToProto(f.severity);
-  r.job = std::move(f.job);
-  r.node = std::move(f.node);
-  r.nodes = std::move(f.nodes);
-  r.device = std::move(f.device);
-  r.group = std::move(f.group);
-  r.summary = std::move(f.summary);
-  r.evidence = std::move(f.evidence);
-  r.evidence_text = std::move(f.evidence_text);
-  return r;
-}
-
-analysis::Severity FromProto(v1::Severity s) {
-  switch (s) {
-    case v1::SEVERITY_INFO:
-      return analysis::Severity::kInfo;
-    case v1::SEVERITY_CRITICAL:
-      return analysis::Severity::kCritical;
-    default:
-      return analysis::Severity::kWarning;
-  }
-}
-
-// An active finding of the store as the hysteresis remembers it.
-analysis::Finding FromProto(const v1::Finding& f) {
-  analysis::Finding out;
-  out.kind = f.kind();
-  out.severity = FromProto(f.severity());
-  out.job = f.job();
-  out.node = f.node();
-  out.nodes.assign(f.nodes().begin(), f.nodes().end());
-  out.device = f.device();
-  out.group = f.group();
-  out.summary = f.summary();
-  out.evidence.insert(f.evidence().begin(), f.evidence().end());
-  out.evidence_text.insert(f.evidence_text().begin(), f.evidence_text().end());
-  return out;
-}
 
 constexpr char kLayoutSource[] = "layout_analyzers";
 constexpr char kRateSource[] = "rate_analyzers";
@@ -143,11 +91,11 @@ void AnalysisRunner::Persisted(const absl::Status& status) {
 }
 
 void AnalysisRunner::RunLiveness(absl::Time now) {
-  std::vector<NodeLiveness> nodes;
-  // Any node that reported at all is "up" for ListNodes' purpose here; the
-  // liveness rule itself (3 missed intervals) is AgentDownFindings'.
+  // What the series store knows about every node that ever reported; who
+  // counts as down is the analyzer's (analysis/agent_down.h).
+  std::vector<analysis::NodeLiveness> nodes;
   for (const NodeStatus& n : series_->ListNodes(absl::InfiniteDuration())) {
-    NodeLiveness l;
+    analysis::NodeLiveness l;
     l.node = n.info.node;
     l.last_report = n.info.last_report;
     l.interval = absl::Milliseconds(n.info.interval_ms);
@@ -158,25 +106,28 @@ void AnalysisRunner::RunLiveness(absl::Time now) {
   // a node it had found down keeps its finding until it reports again,
   // with the last report and interval the finding recorded.
   absl::flat_hash_set<std::string> listed;
-  for (const NodeLiveness& n : nodes) listed.insert(n.node);
+  for (const analysis::NodeLiveness& n : nodes) listed.insert(n.node);
   for (const v1::Finding& f : findings_->Active()) {
-    if (f.kind() != kAgentDownKind || listed.contains(f.node())) continue;
-    std::optional<NodeLiveness> l = LivenessFromFinding(f);
+    if (f.kind() != analysis::kAgentDownKind || listed.contains(f.node())) {
+      continue;
+    }
+    std::optional<analysis::NodeLiveness> l = LivenessFromFinding(f);
     if (l.has_value()) nodes.push_back(*std::move(l));
   }
-  Persisted(findings_->Update(AgentDownFindings(nodes, now, options_.liveness),
-                              now, kAgentLivenessSource));
+  Persisted(findings_->Update(
+      analysis::AgentDownFindings(nodes, now, options_.analysis.agent_down),
+      now, kAgentLivenessSource));
 }
 
 void AnalysisRunner::RunLayoutAnalyzers(absl::Time now) {
-  std::vector<FindingReport> reports;
+  std::vector<analysis::Finding> reports;
   std::shared_ptr<const RegistrySnapshot> snapshot = registry_->Snapshot();
   for (const auto& [job, entry] : snapshot->layouts) {
     // With the last rate pass's view, TP crossings are confirmed (or not)
     // by what the group's NICs carry.
     for (analysis::Finding& f :
          analysis::TpCrossNodeFindings(entry->model, last_view_.get())) {
-      reports.push_back(ToReport(std::move(f)));
+      reports.push_back(std::move(f));
     }
   }
   Persisted(findings_->Update(reports, now, kLayoutSource));
@@ -188,11 +139,11 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now) {
     // finding that neither liveness nor the layout analyzers own.
     std::vector<analysis::Finding> active;
     for (const v1::Finding& f : findings_->Active()) {
-      if (f.kind() == kAgentDownKind ||
+      if (f.kind() == analysis::kAgentDownKind ||
           f.kind() == analysis::kTpCrossNodeKind) {
         continue;
       }
-      active.push_back(FromProto(f));
+      active.push_back(analysis::FindingFromWire(f));
     }
     hysteresis_.Seed(active);
     hysteresis_seeded_ = true;
@@ -231,12 +182,8 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now) {
                                  });
     if (any) in.layouts.push_back(&model);
   }
-  std::vector<FindingReport> reports;
-  for (analysis::Finding& f :
-       hysteresis_.Step(analysis::RunRateAnalyzers(in))) {
-    reports.push_back(ToReport(std::move(f)));
-  }
-  Persisted(findings_->Update(reports, now, kRateSource));
+  Persisted(findings_->Update(hysteresis_.Step(analysis::RunRateAnalyzers(in)),
+                              now, kRateSource));
 }
 
 std::shared_ptr<const analysis::FabricView> AnalysisRunner::LatestView() const {

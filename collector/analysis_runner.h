@@ -4,7 +4,8 @@
 // Every pass (default every second) takes a snapshot of the layouts and the
 // nodes and runs each analyzer family as its own "source": the store opens,
 // updates and resolves findings per source:
-// - agent liveness (agent_down);
+// - agent liveness: the agent_down analyzer (analysis/agent_down.h) over
+//   what the series store knows about each node;
 // - the layout analyzers (tp_cross_node), also run at once after a layout
 //   is applied;
 // - the rate analyzers (analysis/analyzer.h) over a FabricView of the last
@@ -49,7 +50,7 @@ class AnalysisRunner {
  public:
   struct Options {
     absl::Duration interval = absl::Seconds(1);
-    LivenessOptions liveness;
+    // Every analyzer's thresholds (agent_down's too) and the hysteresis.
     analysis::AnalysisConfig analysis;
     // Niceness of the analysis thread (0 = the process's own): ingest keeps
     // the CPU it needs to acknowledge reports promptly.

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "analysis/finding_wire.h"
 
 namespace fabricdiag::collector {
 namespace {
@@ -31,16 +32,7 @@ nlohmann::ordered_json TimeJson(int64_t unix_nanos) {
 }  // namespace
 
 absl::string_view SeverityName(v1::Severity severity) {
-  switch (severity) {
-    case v1::SEVERITY_INFO:
-      return "info";
-    case v1::SEVERITY_WARNING:
-      return "warning";
-    case v1::SEVERITY_CRITICAL:
-      return "critical";
-    default:
-      return "unknown";
-  }
+  return analysis::SeverityName(severity, "unknown");
 }
 
 absl::string_view StateName(v1::FindingState state) {

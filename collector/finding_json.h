@@ -23,8 +23,9 @@
 
 namespace fabricdiag::collector {
 
-// "info", "warning", "critical"; "unknown" for SEVERITY_UNSPECIFIED or a
-// value this build does not know (a newer collector), never a number.
+// "info", "warning", "critical" (analysis/finding_wire.h's table); "unknown"
+// for SEVERITY_UNSPECIFIED or a value this build does not know (a newer
+// collector), never a number.
 absl::string_view SeverityName(v1::Severity severity);
 // "active", "resolved"; "unknown" otherwise.
 absl::string_view StateName(v1::FindingState state);

@@ -6,7 +6,8 @@
 #include <tuple>
 #include <utility>
 
-#include "collector/finding_json.h"
+#include "analysis/finding.h"
+#include "analysis/finding_wire.h"
 #include "prometheus/client_metric.h"
 #include "prometheus/metric_type.h"
 
@@ -40,7 +41,7 @@ ClientMetric Value(MetricType type, double value,
 MetricFamily PerKind(std::string name, std::string help,
                      const std::map<std::string, uint64_t>& counts) {
   std::map<std::string, uint64_t> all(counts);
-  for (const char* kind : kKnownFindingKinds) all.emplace(kind, 0);
+  for (const char* kind : analysis::kKnownFindingKinds) all.emplace(kind, 0);
   MetricFamily family =
       Family(std::move(name), std::move(help), MetricType::Counter);
   for (const auto& [kind, n] : all) {
@@ -97,7 +98,7 @@ std::vector<MetricFamily> FindingsMetrics::Collect() const {
                       std::string>>
       seen;
   for (const v1::Finding& f : findings_->Active()) {
-    std::string severity(SeverityName(f.severity()));
+    std::string severity(analysis::SeverityName(f.severity(), "unspecified"));
     if (!seen.emplace(f.kind(), severity, f.job(), f.node(), f.device())
              .second) {
       continue;

@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "analysis/finding_wire.h"
 #include "common/log.h"
 
 namespace fabricdiag::collector {
@@ -109,33 +112,6 @@ std::string SummaryWords(absl::string_view summary) {
   return out;
 }
 
-std::vector<std::string> NodesOf(const FindingReport& report) {
-  if (report.nodes.empty() && !report.node.empty()) return {report.node};
-  return report.nodes;
-}
-
-// Copies what a report says into a finding (identity fields too, for a new
-// one). Non-finite evidence is dropped: JSON (findings --json) has no NaN.
-void Fill(const FindingReport& report, v1::Finding* finding) {
-  finding->set_kind(report.kind);
-  finding->set_severity(report.severity);
-  finding->set_job(report.job);
-  finding->set_node(report.node);
-  finding->clear_nodes();
-  for (const std::string& node : NodesOf(report)) finding->add_nodes(node);
-  finding->set_device(report.device);
-  finding->set_group(report.group);
-  finding->set_summary(report.summary);
-  finding->clear_evidence();
-  for (const auto& [name, value] : report.evidence) {
-    if (std::isfinite(value)) (*finding->mutable_evidence())[name] = value;
-  }
-  finding->clear_evidence_text();
-  for (const auto& [name, text] : report.evidence_text) {
-    (*finding->mutable_evidence_text())[name] = text;
-  }
-}
-
 bool Matches(const v1::Finding& finding, absl::string_view job,
              absl::string_view kind) {
   return (job.empty() || finding.job() == job) &&
@@ -203,9 +179,9 @@ absl::Status FindingsStore::Load() {
 }
 
 bool FindingsStore::Material(const v1::Finding& before,
-                             const FindingReport& now) const {
-  if (before.severity() != now.severity) return true;
-  std::vector<std::string> nodes = NodesOf(now);
+                             const analysis::Finding& now) const {
+  if (before.severity() != analysis::SeverityToWire(now.severity)) return true;
+  std::vector<std::string> nodes = analysis::WireNodes(now);
   if (static_cast<size_t>(before.nodes_size()) != nodes.size() ||
       !std::equal(nodes.begin(), nodes.end(), before.nodes().begin())) {
     return true;
@@ -244,8 +220,9 @@ void FindingsStore::TrimResolved() {
   while (resolved_.size() > options_.max_resolved) resolved_.pop_front();
 }
 
-absl::Status FindingsStore::Update(const std::vector<FindingReport>& reports,
-                                   absl::Time now, absl::string_view source) {
+absl::Status FindingsStore::Update(
+    const std::vector<analysis::Finding>& reports, absl::Time now,
+    absl::string_view source) {
   absl::MutexLock update_lock(&update_mu_);
   const int64_t now_nanos = absl::ToUnixNanos(now);
   std::vector<StoredFinding> to_log;
@@ -258,7 +235,7 @@ absl::Status FindingsStore::Update(const std::vector<FindingReport>& reports,
                        [](const auto& queue) { return queue->closed(); }),
         watchers_.end());
     absl::flat_hash_set<Key> seen;
-    for (const FindingReport& report : reports) {
+    for (const analysis::Finding& report : reports) {
       Key key{report.kind, report.job, report.node, report.device,
               report.group};
       if (!seen.insert(key).second) continue;
@@ -268,7 +245,7 @@ absl::Status FindingsStore::Update(const std::vector<FindingReport>& reports,
         entry.source = std::string(source);
         v1::Finding& f = entry.finding;
         f.set_id(absl::StrFormat("f-%06d", next_id_++));
-        Fill(report, &f);
+        analysis::FillWireFinding(report, &f);
         f.set_state(v1::FINDING_STATE_ACTIVE);
         f.set_first_seen_unix_nanos(now_nanos);
         f.set_last_seen_unix_nanos(now_nanos);
@@ -292,7 +269,7 @@ absl::Status FindingsStore::Update(const std::vector<FindingReport>& reports,
         continue;
       }
       entry.persisted_last_seen = now_nanos;
-      Fill(report, &entry.finding);
+      analysis::FillWireFinding(report, &entry.finding);
       ++counters_.updated;
       events.emplace_back(WatchEvent::Type::kUpdated, entry.finding);
       to_log.push_back(StoredFinding{entry.finding, entry.source});

@@ -1,7 +1,9 @@
 // The findings lifecycle: open, update, resolve; history; watchers.
 //
-// Every analysis pass, each analyzer (a `source`, e.g. "pfc_storm" or
-// "agent_liveness") reports the complete set of conditions it sees now.
+// Every analysis pass, each analyzer family (a `source`, e.g.
+// "rate_analyzers" or "agent_liveness") reports the complete set of
+// conditions it sees now, as analysis::Findings (analysis/finding.h); the
+// store keeps them as wire findings (v1::Finding, analysis/finding_wire.h).
 // A condition is identified by its key (kind, job, node, device, group):
 // - a key not active before is OPENED with a new id "f-000042" (ids are
 //   never reused, across restarts too);
@@ -64,30 +66,11 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "analysis/finding.h"
 #include "collector/state_store.h"
 #include "proto/collector.pb.h"
 
 namespace fabricdiag::collector {
-
-// One condition an analyzer sees in this pass.
-struct FindingReport {
-  std::string kind;  // "pfc_storm", "agent_down", ... (docs/findings.md)
-  v1::Severity severity = v1::SEVERITY_WARNING;
-  std::string job;  // "" when no job is concerned
-  std::string node;
-  std::vector<std::string> nodes;  // every node involved
-  std::string device;
-  std::string group;    // "tp:5", "" when none
-  std::string summary;  // what happened and what to do, in ops words
-  std::map<std::string, double> evidence;
-  std::map<std::string, std::string> evidence_text;
-};
-
-// The finding kinds of docs/findings.md, for pre-declaring metric series.
-inline constexpr const char* kKnownFindingKinds[] = {
-    "hot_expert_incast", "pfc_storm",     "ecmp_imbalance", "tp_cross_node",
-    "link_errors",       "link_flap",     "link_degraded",  "retransmissions",
-    "congestion",        "straggler_nic", "agent_down"};
 
 struct FindingsFilter {
   std::string job;   // "" = all
@@ -166,8 +149,8 @@ class FindingsStore {
   // Applies one analysis pass of `source` (see the header comment). The
   // in-memory state and watchers always see the change; the returned status
   // says whether it was persisted.
-  absl::Status Update(const std::vector<FindingReport>& reports, absl::Time now,
-                      absl::string_view source);
+  absl::Status Update(const std::vector<analysis::Finding>& reports,
+                      absl::Time now, absl::string_view source);
 
   // Newest first (descending id), at most filter.limit.
   std::vector<v1::Finding> List(const FindingsFilter& filter) const;
@@ -188,7 +171,7 @@ class FindingsStore {
     int64_t persisted_last_seen = 0;  // unix nanos
   };
 
-  bool Material(const v1::Finding& before, const FindingReport& now) const;
+  bool Material(const v1::Finding& before, const analysis::Finding& now) const;
   void Broadcast(WatchEvent::Type type, const v1::Finding& finding)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TrimResolved() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

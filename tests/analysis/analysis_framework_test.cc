@@ -326,6 +326,8 @@ TEST(AnalysisConfigTest, EmptyTextGivesDefaults) {
   EXPECT_EQ(c->window_seconds, 5);
   EXPECT_EQ(c->hysteresis.open_after, 3);
   EXPECT_EQ(c->hot_expert_incast.rx_over_median, 4);
+  EXPECT_EQ(c->agent_down.missed_intervals, 3);
+  EXPECT_EQ(c->agent_down.default_interval_seconds, 1);
 }
 
 TEST(AnalysisConfigTest, OverridesNestedAndTopLevelKeys) {
@@ -333,13 +335,16 @@ TEST(AnalysisConfigTest, OverridesNestedAndTopLevelKeys) {
       "window_seconds: 10\n"
       "hysteresis: {open_after: 2, clear_after: 7}\n"
       "pfc_storm:\n  warning_pause_fraction: 0.3\n"
-      "ecmp_imbalance: {max_over_mean: 2}\n");
+      "ecmp_imbalance: {max_over_mean: 2}\n"
+      "agent_down: {missed_intervals: 5, default_interval_seconds: 0.5}\n");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->window_seconds, 10);
   EXPECT_EQ(c->hysteresis.open_after, 2);
   EXPECT_EQ(c->hysteresis.clear_after, 7);
   EXPECT_DOUBLE_EQ(c->pfc_storm.warning_pause_fraction, 0.3);
   EXPECT_DOUBLE_EQ(c->ecmp_imbalance.max_over_mean, 2);
+  EXPECT_EQ(c->agent_down.missed_intervals, 5);
+  EXPECT_DOUBLE_EQ(c->agent_down.default_interval_seconds, 0.5);
   // Untouched keys keep their defaults.
   EXPECT_DOUBLE_EQ(c->pfc_storm.critical_pause_fraction, 0.5);
 }
@@ -383,7 +388,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"pfc_storm: {warning_pause_fraction: 0.6}",
                   "critical_pause_fraction: must not be below"},
         BadConfig{"hot_expert_incast: {rx_over_median: [1]}",
-                  "hot_expert_incast.rx_over_median: expected a number"}));
+                  "hot_expert_incast.rx_over_median: expected a number"},
+        BadConfig{"agent_down: {missed_intervals: 0}",
+                  "agent_down.missed_intervals: 0 is outside"},
+        BadConfig{"agent_down: {missed_intervals: 2.5}", "whole number"},
+        BadConfig{"agent_down: {default_interval_seconds: 0}",
+                  "agent_down.default_interval_seconds: 0 is outside"}));
 
 }  // namespace
 }  // namespace fabricdiag::analysis
@@ -420,6 +430,9 @@ TEST(AnalysisConfigTest, ShippedExampleIsValidAndMatchesTheDefaults) {
   EXPECT_EQ(c->congestion.cnp_per_second, d.congestion.cnp_per_second);
   EXPECT_EQ(c->straggler_nic.below_median_fraction,
             d.straggler_nic.below_median_fraction);
+  EXPECT_EQ(c->agent_down.missed_intervals, d.agent_down.missed_intervals);
+  EXPECT_EQ(c->agent_down.default_interval_seconds,
+            d.agent_down.default_interval_seconds);
 }
 
 }  // namespace

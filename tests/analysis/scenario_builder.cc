@@ -183,6 +183,7 @@ PortSignals MirrorOf(const PortSignals& host, Noise* noise) {
 std::string LayoutYaml(const JobSpec& job, absl::Span<const std::string> hosts,
                        int pp, int dp, int ep) {
   std::vector<std::string> rails;
+  rails.reserve(kNicsPerNode);
   for (int k = 0; k < kNicsPerNode; ++k) rails.push_back(NicName(k));
   std::string yaml = absl::StrCat(
       "job: ", job.name, "\ngpus_per_node: ", kNicsPerNode,
@@ -344,6 +345,7 @@ absl::Status Cluster::BuildJobs() {
 
 absl::Status Cluster::BuildTopology() {
   std::vector<std::string> uplinks;
+  uplinks.reserve(kUplinksPerLeaf);
   for (int u = 0; u < kUplinksPerLeaf; ++u) {
     uplinks.push_back(absl::StrCat("swp", first_uplink_ + u));
   }
@@ -653,6 +655,35 @@ FaultExpectation Cluster::Expect(const Fault& fault) const {
       break;
   }
   return e;
+}
+
+absl::Time PassTime(int pass, absl::Duration interval) {
+  return absl::FromUnixSeconds(1795000000) + pass * interval;
+}
+
+std::vector<NodeLiveness> Cluster::Liveness(
+    absl::Span<const AgentOutage> outages, int pass,
+    absl::Duration interval) const {
+  std::vector<NodeLiveness> out;
+  out.reserve(hosts_.size());
+  for (const std::string& host : hosts_) {
+    // The last pass before which this agent reported.
+    int last = pass;
+    for (const AgentOutage& o : outages) {
+      if (o.node != host || pass < o.from_pass) continue;
+      if (o.missed < 0 || pass < o.from_pass + o.missed) {
+        last = std::min(last, o.from_pass - 1);
+      }
+    }
+    NodeLiveness l;
+    l.node = host;
+    l.interval = interval;
+    l.ever_reported = last >= 0;
+    if (l.ever_reported)
+      l.last_report = PassTime(last, interval) - interval / 4;
+    out.push_back(std::move(l));
+  }
+  return out;
 }
 
 }  // namespace fabricdiag::analysis::scenario

@@ -27,14 +27,22 @@
 // FaultKind. Expect() says which finding each fault must raise and which
 // secondary findings it may legitimately raise.
 //
+// Agents report once per analysis pass, shortly before it; an AgentOutage
+// silences one for some passes, and Liveness() says what the collector
+// knows of every host's agent at a pass: the agent_down analyzer's input.
+//
 //   ASSIGN_OR_RETURN(Cluster c, Cluster::Build(TwoJobCluster(16)));
 //   Fault f{FaultKind::kPfcStorm, c.HostName(3), "mlx5_2"};
 //   FabricView view = c.View({f}, TrafficOptions{}, /*seed=*/7);
 //   AnalysisInput in = c.Input(&view, &config);
 //   FaultExpectation e = c.Expect(f);
+//   AgentOutage killed{c.HostName(5), /*from_pass=*/2, /*missed=*/-1};
+//   const absl::Duration interval = absl::Seconds(1);
+//   std::vector<Finding> down = AgentDownFindings(
+//       c.Liveness({killed}, 6, interval), PassTime(6, interval));
 //
-// A built Cluster is immutable: View() and Expect() are const and
-// thread-safe.
+// A built Cluster is immutable: View(), Expect() and Liveness() are const
+// and thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -45,7 +53,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "analysis/agent_down.h"
 #include "analysis/analysis_config.h"
 #include "analysis/analyzer.h"
 #include "analysis/fabric_view.h"
@@ -152,6 +162,19 @@ struct FaultExpectation {
   std::vector<ExpectedFinding> secondary;
 };
 
+// An agent that stops reporting: it misses the reports of `missed` passes
+// from pass `from_pass` on (-1: it never comes back). From pass 0 and never
+// back: a node the collector never heard from.
+struct AgentOutage {
+  std::string node;
+  int from_pass = 0;
+  int missed = -1;
+};
+
+// When analysis pass `pass` runs: pass 0 at a fixed time, one `interval`
+// (the agents' sampling interval) apart.
+absl::Time PassTime(int pass, absl::Duration interval);
+
 struct TrafficOptions {
   // Dense jobs' gradient all-reduce bursts: each DP group's DP traffic is
   // scaled by a factor drawn per pass from [1, 1.8] instead of [0.9, 1.1].
@@ -201,6 +224,13 @@ class Cluster {
   // What `fault` must raise. `fault` must name a host NIC of the cluster
   // (or a leaf for kEcmpImbalance).
   FaultExpectation Expect(const Fault& fault) const;
+
+  // What the collector knows of every host's agent at pass `pass`: each
+  // reports every `interval`, a quarter interval before each pass, except
+  // during its `outages`. A host that has not reported yet is listed with
+  // ever_reported false.
+  std::vector<NodeLiveness> Liveness(absl::Span<const AgentOutage> outages,
+                                     int pass, absl::Duration interval) const;
 
  private:
   // What a host NIC does in its job; one per (node, nic).

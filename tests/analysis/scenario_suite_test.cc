@@ -3,7 +3,8 @@
 // faults, run through RunRateAnalyzers() and the hysteresis for several
 // passes the way the collector runs them. The issue demands every fault be
 // found (recall 1) and healthy clusters raise nothing (precision 1): the
-// suite prints a table and asserts both over all scenarios.
+// suite prints a table and asserts both over all scenarios. The agent_down
+// analyzer gets its own timelines of agents going silent and coming back.
 //
 // Run: build-*/tests/scenario_suite_test  (the table is on stdout).
 #include <gmock/gmock.h>
@@ -17,10 +18,13 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "analysis/agent_down.h"
 #include "analysis/analyzer.h"
 #include "analysis/congestion.h"
 #include "analysis/hot_expert_incast.h"
@@ -257,6 +261,7 @@ std::vector<Finding> RunPasses(const Cluster& cluster,
     }
   }
   std::vector<Finding> out;
+  out.reserve(seen.size());
   for (auto& [key, f] : seen) out.push_back(std::move(f));
   return out;
 }
@@ -457,6 +462,87 @@ TEST(ExplainedSymptomsTest, StormSourceAndSlowLinkAreNotStragglers) {
   EXPECT_EQ(FindingsAbout(*built, config, straggler, kStragglerNicKind,
                           FaultKind::kLinkDegraded),
             0);
+}
+
+}  // namespace
+}  // namespace fabricdiag::analysis::scenario
+
+namespace fabricdiag::analysis::scenario {
+namespace {
+
+// agent_down over a timeline of analysis passes, one per agent interval, on
+// the 16-node cluster: which silences open it and which do not.
+struct OutageScenario {
+  std::string name;
+  std::vector<AgentOutage> outages;
+  std::vector<std::string> down;  // the nodes agent_down must open for
+  int missed_intervals = AgentDownConfig().missed_intervals;
+};
+
+std::vector<OutageScenario> OutageScenarios() {
+  return {
+      {"agents-all-reporting", {}, {}},
+      {"agent-killed", {{"gpu-005", 2, -1}}, {"gpu-005"}},
+      {"agent-silent-3-intervals", {{"gpu-005", 2, 3}}, {"gpu-005"}},
+      // A restart: the agent misses two reports and is back.
+      {"agent-restart-2-intervals", {{"gpu-009", 2, 2}}, {}},
+      // Not deployed yet, or dead since before the collector started.
+      {"agent-never-heard-from", {{"gpu-012", 0, -1}}, {}},
+      {"killed+restart+never-heard-from",
+       {{"gpu-001", 4, -1}, {"gpu-014", 3, 2}, {"gpu-007", 0, -1}},
+       {"gpu-001"}},
+      // agent_down.missed_intervals from the config.
+      {"agent-silent-4-intervals-of-5", {{"gpu-003", 2, 4}}, {}, 5},
+      {"agent-silent-5-intervals-of-5", {{"gpu-003", 2, 5}}, {"gpu-003"}, 5},
+  };
+}
+
+TEST(AgentDownScenariosTest, LongSilencesOpenItShortGapsAndUnknownNodesDoNot) {
+  absl::StatusOr<Cluster> built = Cluster::Build(TwoJobCluster(16));
+  ASSERT_TRUE(built.ok()) << built.status();
+  const Cluster& cluster = *built;
+  const absl::Duration interval = absl::Seconds(1);
+  constexpr int kPasses = 12;
+  for (const OutageScenario& sc : OutageScenarios()) {
+    SCOPED_TRACE(sc.name);
+    AgentDownConfig config;
+    config.missed_intervals = sc.missed_intervals;
+    std::map<std::string, Finding> opened;  // by node, over every pass
+    std::vector<Finding> last_pass;
+    for (int pass = 0; pass < kPasses; ++pass) {
+      last_pass =
+          AgentDownFindings(cluster.Liveness(sc.outages, pass, interval),
+                            PassTime(pass, interval), config);
+      for (const Finding& f : last_pass) opened.emplace(f.node, f);
+    }
+    std::vector<FaultExpectation> want;
+    want.reserve(sc.down.size());
+    for (const std::string& node : sc.down) {
+      FaultExpectation e;
+      e.primary = {kAgentDownKind, node, "", ""};
+      want.push_back(std::move(e));
+    }
+    std::vector<Finding> open;
+    open.reserve(opened.size());
+    for (const auto& [node, f] : opened) open.push_back(f);
+    const ScenarioScore s = ScoreFindings(want, open);
+    EXPECT_EQ(s.found, s.expected);
+    for (const ExpectedFinding& m : s.missed) {
+      ADD_FAILURE() << sc.name << ": missed " << Describe(m);
+    }
+    for (const Finding& f : s.false_positives) {
+      ADD_FAILURE() << sc.name << ": false positive " << Describe(f) << ": "
+                    << f.summary;
+    }
+    // An agent that reports again is up at once.
+    for (const AgentOutage& o : sc.outages) {
+      if (o.missed < 0) continue;
+      for (const Finding& f : last_pass) {
+        EXPECT_NE(f.node, o.node) << sc.name << ": still down after its "
+                                  << "agent reported again: " << f.summary;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -1,11 +1,14 @@
 // The analysis thread yields the CPU to ingest: it runs at a lower
-// priority than the rest of the collector.
+// priority than the rest of the collector. A pass hands what the series
+// store knows about each node to agent_down with the configured thresholds.
 #include "collector/analysis_runner.h"
 
 #include <dirent.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <cstdint>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -75,6 +78,49 @@ TEST(AnalysisRunnerTest, AnalysisThreadRunsBelowIngest) {
   // The test's own thread keeps the process's priority.
   EXPECT_EQ(getpriority(PRIO_PROCESS, 0), base);
   runner.Stop();
+}
+
+TEST(AnalysisRunnerTest, AgentDownFollowsTheAnalysisConfig) {
+  agent::ScopedTempDir tmp;
+  FakeClock clock(absl::FromUnixSeconds(1795000000));
+  auto state = StateStore::Open(tmp.path(), &clock);
+  ASSERT_TRUE(state.ok()) << state.status();
+  LayoutRegistry registry(state->get(), &clock);
+  FindingsStore findings(state->get(), FindingsStoreOptions{});
+  ASSERT_TRUE(findings.Load().ok());
+  SeriesStore series(SeriesStore::Options{}, clock);
+  // An agent with a 1 s interval reports once and goes silent.
+  std::shared_ptr<NodeSeries> node = series.OpenNode("gpu-1");
+  ASSERT_TRUE(
+      node->BeginStream("boot-a", 1000, 1, "ipv4:127.0.0.1:1", clock.Now())
+          .ok());
+  v1::Schema schema;
+  schema.set_schema_id(1);
+  absl::StatusOr<std::vector<uint32_t>> slots = node->MapSchema(schema);
+  ASSERT_TRUE(slots.ok()) << slots.status();
+  ReportView report;
+  report.seq = 1;
+  report.wall_time_unix_nanos = absl::ToUnixNanos(clock.Now());
+  uint64_t held = 0;
+  ASSERT_EQ(node->Ingest("boot-a", report, *slots, clock.Now(), &held),
+            NodeSeries::Outcome::kStored);
+  node->EndStream(1);
+
+  AnalysisStats stats;
+  AnalysisRunner::Options options;
+  options.analysis.agent_down.missed_intervals = 5;
+  AnalysisRunner runner(&series, &registry, &findings, &stats, clock, options);
+  clock.Advance(absl::Seconds(4));
+  runner.RunOnce();
+  EXPECT_THAT(findings.Active(), ::testing::IsEmpty())
+      << "down after 4 intervals of the configured 5";
+  clock.Advance(absl::Seconds(1));
+  runner.RunOnce();
+  std::vector<v1::Finding> active = findings.Active();
+  ASSERT_THAT(active, ::testing::SizeIs(1));
+  EXPECT_EQ(active[0].kind(), "agent_down");
+  EXPECT_EQ(active[0].node(), "gpu-1");
+  EXPECT_EQ(active[0].evidence().at("missed_intervals"), 5);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "analysis/finding.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
@@ -38,11 +39,11 @@ class ScopedTempDir {
   std::string path_;
 };
 
-FindingReport Pfc(const std::string& node, double fraction,
-                  const std::string& job = "moe-42") {
-  FindingReport r;
+analysis::Finding Pfc(const std::string& node, double fraction,
+                      const std::string& job = "moe-42") {
+  analysis::Finding r;
   r.kind = "pfc_storm";
-  r.severity = v1::SEVERITY_CRITICAL;
+  r.severity = analysis::Severity::kCritical;
   r.job = job;
   r.node = node;
   r.device = "mlx5_2";
@@ -56,6 +57,7 @@ FindingReport Pfc(const std::string& node, double fraction,
 
 std::vector<std::string> Ids(const std::vector<v1::Finding>& findings) {
   std::vector<std::string> ids;
+  ids.reserve(findings.size());
   for (const auto& f : findings) ids.push_back(f.id());
   return ids;
 }
@@ -82,7 +84,7 @@ class FindingsStoreTest : public ::testing::Test {
     return clock_.Now();
   }
 
-  void Report(std::vector<FindingReport> reports,
+  void Report(const std::vector<analysis::Finding>& reports,
               const std::string& source = "pfc") {
     ASSERT_TRUE(findings_->Update(reports, Tick(), source).ok());
   }
@@ -161,17 +163,17 @@ TEST_F(FindingsStoreTest, SmallChangesDoNotProduceUpdates) {
   EXPECT_EQ(ev->type, Type::kUpdated);
   EXPECT_EQ(ev->finding.evidence().at("tx_pause_fraction"), 0.56);
 
-  FindingReport severity = Pfc("gpu-003", 0.56);
-  severity.severity = v1::SEVERITY_WARNING;
+  analysis::Finding severity = Pfc("gpu-003", 0.56);
+  severity.severity = analysis::Severity::kWarning;
   Report({severity});
   ASSERT_EQ(watcher->Next(absl::ZeroDuration())->type, Type::kUpdated);
 
-  FindingReport words = severity;
+  analysis::Finding words = severity;
   words.summary = "something else entirely";
   Report({words});
   ASSERT_EQ(watcher->Next(absl::ZeroDuration())->type, Type::kUpdated);
 
-  FindingReport new_key = words;
+  analysis::Finding new_key = words;
   new_key.evidence["queue"] = 1;
   Report({new_key});
   ASSERT_EQ(watcher->Next(absl::ZeroDuration())->type, Type::kUpdated);
@@ -180,7 +182,7 @@ TEST_F(FindingsStoreTest, SmallChangesDoNotProduceUpdates) {
 
 TEST_F(FindingsStoreTest, OnlyTheOwningSourceResolves) {
   Report({Pfc("gpu-003", 0.9)}, "pfc");
-  FindingReport down;
+  analysis::Finding down;
   down.kind = "agent_down";
   down.node = "gpu-007";
   Report({down}, "agent_liveness");
@@ -200,7 +202,7 @@ TEST_F(FindingsStoreTest, DuplicateKeysInOnePassOpenOneFinding) {
 }
 
 TEST_F(FindingsStoreTest, NonFiniteEvidenceIsDropped) {
-  FindingReport r = Pfc("gpu-003", 0.9);
+  analysis::Finding r = Pfc("gpu-003", 0.9);
   r.evidence["bad"] = std::nan("");
   r.evidence["worse"] = INFINITY;
   Report({r});
@@ -301,7 +303,7 @@ TEST_F(FindingsStoreTest, ResolvedHistoryIsBounded) {
 TEST_F(FindingsStoreTest, ListFiltersAndOrdersNewestFirst) {
   Report({Pfc("gpu-001", 0.9, "job-a")});
   Report({Pfc("gpu-001", 0.9, "job-a"), Pfc("gpu-002", 0.9, "job-b")});
-  FindingReport other = Pfc("gpu-003", 0.9, "job-a");
+  analysis::Finding other = Pfc("gpu-003", 0.9, "job-a");
   other.kind = "link_errors";
   Report({other}, "links");
   Report({Pfc("gpu-002", 0.9, "job-b")});  // f-000001 resolves
@@ -371,7 +373,7 @@ TEST_F(FindingsStoreTest, SlowWatcherOverflowsAndIsClosedWithoutBlocking) {
   // The slow watcher never reads; every Update below must still return.
   int fast_events = 0;
   for (int i = 1; i <= 10; ++i) {
-    std::vector<FindingReport> reports = {Pfc("gpu-000", 0.9)};
+    std::vector<analysis::Finding> reports = {Pfc("gpu-000", 0.9)};
     reports.push_back(Pfc(absl::StrCat("gpu-", i), 0.9));
     Report(reports);
     while (auto e = fast->Next(absl::ZeroDuration())) ++fast_events;
@@ -393,7 +395,8 @@ TEST_F(FindingsStoreTest, LargeSnapshotDoesNotCountAsOverflow) {
   FindingsStoreOptions options;
   options.watcher_queue = 2;
   Restart(options);
-  std::vector<FindingReport> many;
+  std::vector<analysis::Finding> many;
+  many.reserve(10);
   for (int i = 0; i < 10; ++i) many.push_back(Pfc(absl::StrCat("g", i), 0.9));
   Report(many);
   std::unique_ptr<Watcher> watcher = findings_->Watch("");

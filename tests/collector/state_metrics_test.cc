@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "analysis/finding.h"
 #include "analysis/layout_model.h"
 #include "analysis/layout_parse.h"
 #include "collector/findings_metrics.h"
@@ -38,10 +39,10 @@ class ScopedTempDir {
   std::string path_;
 };
 
-FindingReport Pfc(const std::string& node, const std::string& group) {
-  FindingReport r;
+analysis::Finding Pfc(const std::string& node, const std::string& group) {
+  analysis::Finding r;
   r.kind = "pfc_storm";
-  r.severity = v1::SEVERITY_CRITICAL;
+  r.severity = analysis::Severity::kCritical;
   r.job = "moe-42";
   r.node = node;
   r.device = "mlx5_2";
@@ -84,9 +85,9 @@ class StateMetricsTest : public ::testing::Test {
 };
 
 TEST_F(StateMetricsTest, ActiveFindingsAreOneSeriesEachUntilResolved) {
-  FindingReport down;
+  analysis::Finding down;
   down.kind = "agent_down";
-  down.severity = v1::SEVERITY_WARNING;
+  down.severity = analysis::Severity::kWarning;
   down.node = "gpu-007";
   ASSERT_TRUE(
       findings_->Update({Pfc("gpu-003", "")}, clock_.Now(), "pfc").ok());

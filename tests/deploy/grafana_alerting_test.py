@@ -14,7 +14,7 @@
    Grafana rule per alert of the findings and agents groups, with the same
    title, the expression split into the query and a threshold, the same
    `for`, labels and annotations; and exactly one rule per finding kind of
-   collector/findings_store.h and of docs/findings.md.
+   analysis/finding.h and of docs/findings.md.
 3. That every runbook_url of both files points into the documentation the
    collector package installs, at a heading that exists (a finding alert
    at its kind's section), and every finding alert links its collector.
@@ -397,11 +397,11 @@ def main():
                     fail(f"{where}: {field}.{key} is {mine.get(key)!r}, "
                          f"Prometheus' {theirs.get(key)!r}")
 
-    kinds = set(docs_checker.finding_kinds(read("collector/findings_store.h")))
+    kinds = set(docs_checker.finding_kinds(read("analysis/finding.h")))
     sections = set(re.findall(r"^##\s+`?([a-z0-9_]+)`?\s*$",
                               read("docs/findings.md"), re.M))
     if len(kinds) < 11:
-        fail("collector/findings_store.h: kKnownFindingKinds not found")
+        fail("analysis/finding.h: kKnownFindingKinds not found")
     for kind in sorted(kinds | sections):
         rules = [t for t, (_, rule, _) in grafana.items()
                  if any(f'kind="{kind}"' in e for e in query_exprs(rule))]

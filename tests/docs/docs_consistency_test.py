@@ -7,7 +7,7 @@ Checks, each naming the file and the missing name:
     cli/*.cc -> docs/cli.md, sim/*.cc -> docs/simulator.md);
   - every metric family name ("fabricdiag_...") in agent/exposition.cc and
     collector/*.cc appears in docs/metrics.md;
-  - every finding kind of collector/findings_store.h kKnownFindingKinds has a
+  - every finding kind of analysis/finding.h kKnownFindingKinds has a
     "## <kind>" section in docs/findings.md (its runbook anchor), and every
     such section names a known kind;
   - every setting parsed by analysis/analysis_config.cc (section.key) appears
@@ -237,7 +237,7 @@ class DocsMatchCode(unittest.TestCase):
         self.assertGreater(found, 50, "too few metric names found: parser?")
 
     def test_every_finding_kind_has_a_runbook_section(self):
-        kinds = finding_kinds(read("collector/findings_store.h"))
+        kinds = finding_kinds(read("analysis/finding.h"))
         self.assertGreaterEqual(len(kinds), 11, "kKnownFindingKinds not found")
         doc = read("docs/findings.md")
         sections = re.findall(r"^##\s+`?([a-z0-9_]+)`?\s*$", doc, re.M)

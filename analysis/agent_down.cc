@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "analysis/analyzer_util.h"
 
 namespace fabricdiag::analysis {
 namespace {
@@ -72,6 +73,7 @@ std::vector<Finding> AgentDownFindings(absl::Span<const NodeLiveness> nodes,
     f.evidence["silence_seconds"] = absl::ToDoubleSeconds(silence);
     f.evidence["interval_seconds"] = absl::ToDoubleSeconds(interval);
     f.evidence["missed_intervals"] = static_cast<double>(missed);
+    SetOverThreshold(static_cast<double>(missed), config.missed_intervals, &f);
     f.evidence_text["last_report"] = absl::FormatTime(
         "%Y-%m-%dT%H:%M:%E*SZ", node.last_report, absl::UTCTimeZone());
     out.push_back(std::move(f));

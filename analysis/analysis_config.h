@@ -28,9 +28,21 @@ namespace fabricdiag::analysis {
 // passes and resolve after it was clear in `clear_after` consecutive passes,
 // so a single noisy sample never pages anyone. Findings marked `immediate`
 // (a pause-storm event, a link that went down) skip the open delay.
+//
+// A strong fault need not wait for the window mean: the analyzers also run
+// on the newest `recent_seconds` of samples, and a condition at least
+// `strong_over_threshold` times past its threshold there (evidence
+// "over_threshold") in `strong_open_after` consecutive passes opens at
+// once. A 5 s mean crosses a threshold only seconds into a fault however
+// strong it is; two consecutive samples at twice the threshold are as
+// unlikely from noise as three window means just past it. 0 for
+// recent_seconds turns the fast path off.
 struct HysteresisConfig {
   int open_after = 3;
   int clear_after = 5;
+  double recent_seconds = 1;
+  double strong_over_threshold = 2;
+  int strong_open_after = 2;
 };
 
 struct HotExpertIncastConfig {

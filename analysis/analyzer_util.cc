@@ -32,6 +32,23 @@ std::string Sig3(double v) {
 
 }  // namespace
 
+void SetOverThreshold(double value, double threshold, Finding* f) {
+  if (!std::isfinite(value) || !std::isfinite(threshold) || threshold <= 0) {
+    return;
+  }
+  f->evidence[kOverThresholdEvidence] =
+      std::min(std::max(value, 0.0) / threshold, kMaxOverThreshold);
+}
+
+void SetUnderThreshold(double value, double threshold, Finding* f) {
+  if (!std::isfinite(value) || !std::isfinite(threshold) || threshold <= 0) {
+    return;
+  }
+  f->evidence[kOverThresholdEvidence] = value <= threshold / kMaxOverThreshold
+                                            ? kMaxOverThreshold
+                                            : threshold / value;
+}
+
 std::string FormatBytesRate(double b) {
   if (std::isnan(b)) return "n/a";
   static constexpr struct {

@@ -14,6 +14,7 @@
 
 #include "absl/strings/string_view.h"
 #include "analysis/fabric_view.h"
+#include "analysis/finding.h"
 #include "analysis/layout_model.h"
 
 namespace fabricdiag::analysis {
@@ -21,6 +22,16 @@ namespace fabricdiag::analysis {
 // Median of the values that are not NaN; NaN when there are none. Takes a
 // copy because it reorders.
 double Median(std::vector<double> values);
+
+// Sets the finding's kOverThresholdEvidence for a fault that is a value
+// above `threshold`: value / threshold. Leaves it unset unless both are
+// finite and the threshold is positive.
+void SetOverThreshold(double value, double threshold, Finding* f);
+// The same for a fault that is a value below `threshold` (a straggler, a
+// slow link): threshold / value; a value of 0 reads as kMaxOverThreshold
+// times past, so the evidence stays a finite number.
+void SetUnderThreshold(double value, double threshold, Finding* f);
+inline constexpr double kMaxOverThreshold = 1000;
 
 // "38.2 GB/s", "950 MB/s", "12 B/s" (decimal units, 3 significant digits).
 std::string FormatBytesRate(double bytes_per_second);

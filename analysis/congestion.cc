@@ -73,6 +73,12 @@ void FindHotspots(const AnalysisInput& in, const TopologyIndex& topology,
     f.device = p.device;
     f.nodes = {p.node};
     f.evidence[s.evidence_key] = s.value;
+    // Both tests hold: the nearer one says how sure the finding is.
+    SetOverThreshold(
+        std::min(s.value / config.cnp_per_second,
+                 median > 0 ? s.value / (config.over_median * median)
+                            : kMaxOverThreshold),
+        1, &f);
     f.evidence["fabric_median_per_second"] = median;
     f.evidence["baseline_ports"] = static_cast<double>(baseline_ports);
     std::string ratio;

@@ -67,6 +67,7 @@ std::optional<Finding> SwitchFinding(const EcmpImbalanceConfig& config,
   f.nodes = {sw.name()};
   f.device = hottest.device;
   f.evidence["max_over_mean"] = ratio;
+  SetOverThreshold(ratio, config.max_over_mean, &f);
   f.evidence["mean_tx_bytes_per_second"] = mean;
   f.evidence["max_tx_bytes_per_second"] = uplinks[hot].tx;
   f.evidence["min_tx_bytes_per_second"] = uplinks[cold].tx;
@@ -139,6 +140,12 @@ void RailFindings(const AnalysisInput& in, const LayoutModel& model,
       f.evidence["rail_median_cnp_handled_per_second"] = median;
       if (median > 0) f.evidence["ratio_to_median"] = cnp / median;
       f.evidence["rail_nics"] = static_cast<double>(members.size());
+      // Both tests hold: the nearer one says how sure the finding is.
+      SetOverThreshold(
+          std::min(cnp / config.min_cnp_per_second,
+                   median > 0 ? cnp / (config.cnp_over_median * median)
+                              : kMaxOverThreshold),
+          1, &f);
       const double tx = UsableOrAbsent(port->s.tx_bytes);
       if (Has(tx)) f.evidence["tx_bytes_per_second"] = tx;
       f.evidence_text["rail"] = rail;

@@ -31,6 +31,18 @@ inline constexpr const char* kKnownFindingKinds[] = {
     "link_errors",       "link_flap",     "link_degraded",  "retransmissions",
     "congestion",        "straggler_nic", "agent_down"};
 
+// Evidence every threshold finding carries, so an operator sees how sure
+// the finding is (docs/findings.md, "How sure a finding is"):
+// - how far past its threshold the deciding signal is: the signal over the
+//   threshold, or the threshold over the signal where the fault is a value
+//   that is too low (a straggler, a slow link); >= 1 while the condition
+//   holds. Set by the analyzer; absent where there is no threshold (a
+//   layout fact, a link that went down).
+inline constexpr char kOverThresholdEvidence[] = "over_threshold";
+// How many analysis passes (one per interval) the condition has held since
+// it was first seen. Set by the Hysteresis.
+inline constexpr char kIntervalsHeldEvidence[] = "intervals_held";
+
 struct Finding {
   std::string kind;  // one of kKnownFindingKinds
   Severity severity = Severity::kWarning;

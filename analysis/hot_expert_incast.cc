@@ -229,9 +229,13 @@ void AnalyzeJob(const FabricView& view, const AnalysisConfig& config,
       const double floor = link_rate > 0 ? cfg.min_link_fraction * link_rate
                                          : cfg.min_rx_bytes_per_second;
       if (m.rx >= cfg.rx_over_median * median && m.rx >= floor) {
-        out->push_back(MakeFinding(model, g, m, median, members.size(),
-                                   link_rate,
-                                   config.congestion.cnp_per_second));
+        Finding f = MakeFinding(model, g, m, median, members.size(), link_rate,
+                                config.congestion.cnp_per_second);
+        // Both tests hold: the nearer one says how sure the finding is.
+        SetOverThreshold(
+            std::min(m.rx / (cfg.rx_over_median * median), m.rx / floor), 1,
+            &f);
+        out->push_back(std::move(f));
       }
     }
   }

@@ -13,6 +13,14 @@
 // the collector's FindingsStore uses. While a finding counts down to
 // resolution it stays open with its last evidence.
 //
+// Step() may also take what the analyzers see in the newest samples alone
+// (HysteresisConfig::recent_seconds): a condition there at least
+// strong_over_threshold times past its threshold (kOverThresholdEvidence)
+// in strong_open_after consecutive passes opens without waiting for the
+// window mean to confirm it, and keeps an open finding from counting down.
+// Every open finding carries kIntervalsHeldEvidence: the passes its
+// condition has held since it was first seen.
+//
 // Thread-compatible: one owner calls Step().
 #pragma once
 
@@ -35,9 +43,12 @@ class Hysteresis {
   // resolve after `clear_after` passes if it is gone.
   void Seed(const std::vector<Finding>& open);
 
-  // One analysis pass: `candidates` is what the analyzers see now. Returns
-  // every finding open after this pass, sorted by key.
-  std::vector<Finding> Step(std::vector<Finding> candidates);
+  // One analysis pass: `candidates` is what the analyzers see over the
+  // window, `recent` what they see in the newest samples (empty when the
+  // fast path is off). Returns every finding open after this pass, sorted
+  // by key.
+  std::vector<Finding> Step(std::vector<Finding> candidates,
+                            std::vector<Finding> recent = {});
 
   // Conditions being tracked (open or counting up).
   size_t tracked() const { return states_.size(); }
@@ -46,12 +57,17 @@ class Hysteresis {
   using Key = std::tuple<std::string, std::string, std::string, std::string,
                          std::string>;
   struct State {
-    int held = 0;   // consecutive passes with the condition
-    int clear = 0;  // consecutive passes without it
+    int held = 0;    // consecutive passes with the condition over the window
+    int strong = 0;  // consecutive passes strong in the newest samples
+    int clear = 0;   // consecutive passes without either
+    int seen = 0;    // passes with the condition since it was first seen
     bool open = false;
     Finding last;
   };
   static Key KeyOf(const Finding& f);
+  // One finding per key; the more severe where an analyzer repeats a key.
+  static std::map<Key, Finding> ByKey(std::vector<Finding> findings);
+  bool Strong(const Finding& f) const;
 
   const HysteresisConfig config_;
   std::map<Key, State> states_;

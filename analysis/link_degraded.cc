@@ -98,6 +98,7 @@ std::vector<Finding> LinkDegradedFindings(const AnalysisInput& in) {
     f.severity = Severity::kWarning;
     f.evidence["link_rate_bytes_per_second"] = s.link_rate;
     f.evidence["rate_fraction"] = fraction;
+    SetUnderThreshold(s.link_rate, min_fraction * reference, &f);
     const std::string where = absl::StrCat(port.node, " ", port.device);
     std::string compared;
     if (expected_known) {

@@ -1,5 +1,6 @@
 #include "analysis/link_errors.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -97,6 +98,12 @@ std::vector<Finding> LinkErrorsFindings(const AnalysisInput& in) {
     }
     if (Has(pre_ber)) f.evidence["pre_fec_ber"] = pre_ber;
     if (Has(post_ber)) f.evidence["post_fec_ber"] = post_ber;
+    // Any one test opens the finding: the farthest past says how sure.
+    double over = 0;
+    if (worst != nullptr) over = s.*worst->field / cfg.errors_per_second;
+    if (pre_over) over = std::max(over, pre_ber / cfg.pre_fec_ber);
+    if (post_over) over = std::max(over, post_ber / cfg.post_fec_ber);
+    SetOverThreshold(over, 1, &f);
 
     std::vector<std::string> causes;
     if (post_over) {

@@ -305,6 +305,10 @@ Finding SourceFinding(const Fabric& fabric, const Source& src,
     }
     if (Has(tx.frames)) f.evidence["tx_pause_frames_per_second"] = tx.frames;
     f.evidence["priority"] = src.priority;
+    // A source named by watchdog events alone may pause below the threshold.
+    if (src.stormed) {
+      SetOverThreshold(tx.fraction, config.warning_pause_fraction, &f);
+    }
     what = absl::StrCat("has transmitted PFC pause on priority ", src.priority,
                         " ", PauseWords(tx, window_seconds, config));
   } else {
@@ -400,6 +404,7 @@ std::optional<Finding> SourcelessFinding(const Fabric& fabric, int p,
   if (rx.basis != Basis::kFramesOnly)
     f.evidence["rx_pause_fraction"] = rx.fraction;
   if (Has(rx.frames)) f.evidence["rx_pause_frames_per_second"] = rx.frames;
+  SetOverThreshold(rx.fraction, config.warning_pause_fraction, &f);
   f.evidence["priority"] = p;
   f.evidence["victims"] = static_cast<double>(victims.size());
   f.evidence_text["victim_ports"] =

@@ -80,6 +80,7 @@ std::vector<Finding> RetransmissionsFindings(const AnalysisInput& in) {
       if (Usable(v)) f.evidence[absl::StrCat(sig.name, "_per_second")] = v;
     }
     if (any) f.evidence["retransmission_events_per_second"] = total;
+    if (over) SetOverThreshold(total, threshold, &f);
     if (Usable(s.retries_exceeded)) {
       f.evidence["retries_exceeded_per_second"] = s.retries_exceeded;
     }

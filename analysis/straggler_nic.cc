@@ -125,7 +125,9 @@ void AnalyzeGroup(const FabricView& view, const AnalysisConfig& config,
   if (!(median > 0) || median < busy) return;
   for (const Member& m : members) {
     if (m.throughput < cfg.below_median_fraction * median) {
-      out->push_back(MakeFinding(model, id, m, median, members.size(), config));
+      Finding f = MakeFinding(model, id, m, median, members.size(), config);
+      SetUnderThreshold(m.throughput, cfg.below_median_fraction * median, &f);
+      out->push_back(std::move(f));
     }
   }
 }

@@ -182,8 +182,20 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now) {
                                  });
     if (any) in.layouts.push_back(&model);
   }
-  Persisted(findings_->Update(hysteresis_.Step(analysis::RunRateAnalyzers(in)),
-                              now, kRateSource));
+  std::vector<analysis::Finding> window = analysis::RunRateAnalyzers(in);
+  // The same analyzers over the newest samples alone: a strong fault opens
+  // without waiting for the window mean (HysteresisConfig::recent_seconds).
+  std::vector<analysis::Finding> recent;
+  const double recent_seconds = options_.analysis.hysteresis.recent_seconds;
+  if (recent_seconds > 0 && recent_seconds < options_.analysis.window_seconds) {
+    const analysis::FabricView newest =
+        view_builder_.Build(topology, recent_seconds, now);
+    in.view = &newest;
+    recent = analysis::RunRateAnalyzers(in);
+  }
+  Persisted(
+      findings_->Update(hysteresis_.Step(std::move(window), std::move(recent)),
+                        now, kRateSource));
 }
 
 std::shared_ptr<const analysis::FabricView> AnalysisRunner::LatestView() const {

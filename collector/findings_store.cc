@@ -195,9 +195,14 @@ bool FindingsStore::Material(const v1::Finding& before,
     auto it = before.evidence_text().find(name);
     if (it == before.evidence_text().end() || it->second != text) return true;
   }
+  // The count of passes a condition held grows every pass: it is kept
+  // current in memory (Update) but is not a change to log or
+  // to tell watchers about.
   size_t finite = 0;
   for (const auto& [name, value] : now.evidence) {
-    if (!std::isfinite(value)) continue;
+    if (!std::isfinite(value) || name == analysis::kIntervalsHeldEvidence) {
+      continue;
+    }
     ++finite;
     auto it = before.evidence().find(name);
     if (it == before.evidence().end()) return true;
@@ -205,7 +210,10 @@ bool FindingsStore::Material(const v1::Finding& before,
     double scale = std::max(std::fabs(it->second), std::fabs(value));
     if (diff > 1e-12 && diff > options_.evidence_change * scale) return true;
   }
-  return finite != static_cast<size_t>(before.evidence_size());
+  const size_t before_counted =
+      static_cast<size_t>(before.evidence_size()) -
+      before.evidence().count(analysis::kIntervalsHeldEvidence);
+  return finite != before_counted;
 }
 
 void FindingsStore::Broadcast(WatchEvent::Type type,
@@ -261,6 +269,12 @@ absl::Status FindingsStore::Update(
       entry.source = std::string(source);
       entry.finding.set_last_seen_unix_nanos(now_nanos);
       if (!Material(entry.finding, report)) {
+        auto held = report.evidence.find(analysis::kIntervalsHeldEvidence);
+        if (held != report.evidence.end() && std::isfinite(held->second)) {
+          (*entry.finding
+                .mutable_evidence())[analysis::kIntervalsHeldEvidence] =
+              held->second;
+        }
         if (now_nanos - entry.persisted_last_seen >=
             absl::ToInt64Nanoseconds(options_.last_seen_persist_interval)) {
           entry.persisted_last_seen = now_nanos;

@@ -86,6 +86,19 @@ Finding Candidate(const std::string& node, bool immediate = false) {
   return f;
 }
 
+// A candidate `over` times past its threshold.
+Finding Over(const std::string& node, double over) {
+  Finding f = Candidate(node);
+  f.evidence[kOverThresholdEvidence] = over;
+  return f;
+}
+
+// The finding's evidence `name`, or -1 when it has none.
+double EvidenceOf(const Finding& f, const std::string& name) {
+  auto it = f.evidence.find(name);
+  return it == f.evidence.end() ? -1 : it->second;
+}
+
 v1::Topology IndexTopology() {
   absl::StatusOr<v1::Topology> t = ParseTopology(
       "switches:\n"
@@ -320,6 +333,100 @@ TEST(HysteresisTest, KeysAreIndependent) {
   EXPECT_EQ(open[0].node, "a");
 }
 
+// open_after 3, clear_after 2, the newest second, 2x past, 2 passes.
+constexpr HysteresisConfig kFastPath{3, 2, 1, 2, 2};
+
+TEST(HysteresisTest, StrongNewestSamplesOpenBeforeTheWindowConfirms) {
+  Hysteresis gate(kFastPath);
+  EXPECT_THAT(gate.Step({}, {Over("gpu-1", 2.5)}), IsEmpty());
+  std::vector<Finding> open = gate.Step({}, {Over("gpu-1", 3)});
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(EvidenceOf(open[0], kOverThresholdEvidence), 3);
+  EXPECT_EQ(EvidenceOf(open[0], kIntervalsHeldEvidence), 2);
+}
+
+TEST(HysteresisTest, WeakOrSingleStrongSamplesDoNotOpen) {
+  Hysteresis gate(kFastPath);
+  for (int i = 0; i < 10; ++i) {
+    // Past the threshold, but not twice past it.
+    EXPECT_THAT(gate.Step({}, {Over("gpu-1", 1.9)}), IsEmpty());
+  }
+  EXPECT_EQ(gate.tracked(), 0u) << "weak newest samples track nothing";
+  for (int i = 0; i < 10; ++i) {
+    // One strong sample between clean ones: a stale read, then its lump.
+    std::vector<Finding> recent;
+    if (i % 2 == 0) recent.push_back(Over("gpu-1", 50));
+    EXPECT_THAT(gate.Step({}, recent), IsEmpty());
+  }
+  // A finding without the number is never strong.
+  EXPECT_THAT(gate.Step({}, {Candidate("gpu-2")}), IsEmpty());
+  EXPECT_THAT(gate.Step({}, {Candidate("gpu-2")}), IsEmpty());
+}
+
+TEST(HysteresisTest, TheWindowsAccountWinsOverTheNewestSamples) {
+  Hysteresis gate(kFastPath);
+  Finding window = Over("gpu-1", 1.2);
+  window.evidence["x"] = 1;
+  gate.Step({window}, {Over("gpu-1", 4)});
+  std::vector<Finding> open = gate.Step({window}, {Over("gpu-1", 4)});
+  ASSERT_EQ(open.size(), 1u) << "strong twice: open before open_after";
+  EXPECT_EQ(EvidenceOf(open[0], "x"), 1);
+  EXPECT_EQ(EvidenceOf(open[0], kOverThresholdEvidence), 1.2);
+}
+
+TEST(HysteresisTest, StrongNewestSamplesKeepAFindingFromCountingDown) {
+  Hysteresis gate(kFastPath);
+  for (int i = 0; i < 3; ++i) gate.Step({Candidate("gpu-1")});
+  // The window mean dips under the threshold; the newest samples are
+  // still far past it: no clear pass.
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(gate.Step({}, {Over("gpu-1", 3)}).size(), 1u);
+  }
+  EXPECT_EQ(gate.Step({}).size(), 1u);
+  EXPECT_THAT(gate.Step({}), IsEmpty());
+}
+
+TEST(HysteresisTest, IntervalsHeldCountsPassesWithTheCondition) {
+  Hysteresis gate({3, 3});
+  gate.Step({Candidate("gpu-1")});
+  gate.Step({Candidate("gpu-1")});
+  std::vector<Finding> open = gate.Step({Candidate("gpu-1")});
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(EvidenceOf(open[0], kIntervalsHeldEvidence), 3);
+  // A clear pass while open neither counts nor restarts the count.
+  open = gate.Step({});
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(EvidenceOf(open[0], kIntervalsHeldEvidence), 3);
+  open = gate.Step({Candidate("gpu-1")});
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(EvidenceOf(open[0], kIntervalsHeldEvidence), 4);
+}
+
+TEST(HysteresisTest, SeededFindingsGoOnCountingWhereTheyWere) {
+  Hysteresis gate({3, 2});
+  Finding f = Candidate("gpu-1");
+  f.evidence[kIntervalsHeldEvidence] = 40;
+  gate.Seed({f});
+  std::vector<Finding> open = gate.Step({Candidate("gpu-1")});
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(EvidenceOf(open[0], kIntervalsHeldEvidence), 41);
+}
+
+TEST(AnalyzerUtilTest, OverThresholdSaysHowFarPast) {
+  Finding f;
+  SetOverThreshold(0.5, 0.2, &f);
+  EXPECT_DOUBLE_EQ(EvidenceOf(f, kOverThresholdEvidence), 2.5);
+  SetUnderThreshold(10, 40, &f);  // a quarter of the limit: 4x past
+  EXPECT_DOUBLE_EQ(EvidenceOf(f, kOverThresholdEvidence), 4);
+  SetUnderThreshold(0, 40, &f);
+  EXPECT_EQ(EvidenceOf(f, kOverThresholdEvidence), kMaxOverThreshold);
+  Finding none;
+  SetOverThreshold(1, 0, &none);  // a threshold of 0 has no "how far"
+  SetOverThreshold(kAbsent, 1, &none);
+  SetUnderThreshold(1, kAbsent, &none);
+  EXPECT_EQ(EvidenceOf(none, kOverThresholdEvidence), -1);
+}
+
 TEST(AnalysisConfigTest, EmptyTextGivesDefaults) {
   absl::StatusOr<AnalysisConfig> c = ParseAnalysisConfig("");
   ASSERT_TRUE(c.ok()) << c.status();
@@ -382,6 +489,10 @@ INSTANTIATE_TEST_SUITE_P(
                   "expected a number, got \"lots\""},
         BadConfig{"hysteresis: {open_after: 2.5}", "whole number"},
         BadConfig{"hysteresis: {open_after: 0}", "hysteresis.open_after"},
+        BadConfig{"hysteresis: {strong_over_threshold: 0.5}",
+                  "hysteresis.strong_over_threshold: 0.5 is outside"},
+        BadConfig{"hysteresis: {recent_seconds: -1}",
+                  "hysteresis.recent_seconds: -1 is outside"},
         BadConfig{"window_seconds: .nan", "window_seconds"},
         BadConfig{"hysteresis: 3", "hysteresis: expected a mapping"},
         BadConfig{"[1, 2]", "expected a mapping"}, BadConfig{"a: [", "line"},
@@ -415,6 +526,10 @@ TEST(AnalysisConfigTest, ShippedExampleIsValidAndMatchesTheDefaults) {
   EXPECT_EQ(c->window_seconds, d.window_seconds);
   EXPECT_EQ(c->hysteresis.open_after, d.hysteresis.open_after);
   EXPECT_EQ(c->hysteresis.clear_after, d.hysteresis.clear_after);
+  EXPECT_EQ(c->hysteresis.recent_seconds, d.hysteresis.recent_seconds);
+  EXPECT_EQ(c->hysteresis.strong_over_threshold,
+            d.hysteresis.strong_over_threshold);
+  EXPECT_EQ(c->hysteresis.strong_open_after, d.hysteresis.strong_open_after);
   EXPECT_EQ(c->hot_expert_incast.rx_over_median,
             d.hot_expert_incast.rx_over_median);
   EXPECT_EQ(c->hot_expert_incast.min_rx_bytes_per_second,

@@ -189,6 +189,9 @@ TEST(HotExpertIncastTest, HotNicWithCnpsIsAWarningThatNamesRanksAndExperts) {
   EXPECT_DOUBLE_EQ(f.evidence.at("group_median_rx_bytes_per_second"), median);
   EXPECT_DOUBLE_EQ(f.evidence.at("ratio_to_median"), 46e9 / median);
   EXPECT_GE(f.evidence.at("ratio_to_median"), 4);
+  // 4x the median and a quarter of the link both hold; the nearer counts.
+  EXPECT_DOUBLE_EQ(f.evidence.at(kOverThresholdEvidence),
+                   std::min(46e9 / (4 * median), 46e9 / (0.25 * kLinkRate)));
   EXPECT_DOUBLE_EQ(f.evidence.at("group_members_reporting"), 8);
   EXPECT_DOUBLE_EQ(f.evidence.at("link_rate_bytes_per_second"), kLinkRate);
   EXPECT_DOUBLE_EQ(f.evidence.at("rx_link_fraction"), 46e9 / kLinkRate);

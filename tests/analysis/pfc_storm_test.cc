@@ -63,6 +63,8 @@ TEST(PfcStormTest, StuckReceiverIsTheSourceAndNamesItsVictims) {
   EXPECT_FALSE(f.immediate);
   EXPECT_THAT(f.nodes, ElementsAre("gpu-003", "gpu-000", "leaf-0", "leaf-1"));
   EXPECT_DOUBLE_EQ(f.evidence.at("tx_pause_fraction"), 0.94);
+  // 94% of the time against the 20% warning threshold.
+  EXPECT_DOUBLE_EQ(f.evidence.at(kOverThresholdEvidence), 0.94 / 0.2);
   EXPECT_EQ(f.evidence.at("priority"), 3);
   EXPECT_EQ(f.evidence.at("victims"), 4);
   EXPECT_DOUBLE_EQ(f.evidence.at("rx_bytes_per_second"), 1.2e9);

@@ -159,6 +159,8 @@ TEST(StragglerNicTest, SlowMemberIsReportedOnceForItsDpAndEpGroup) {
   EXPECT_DOUBLE_EQ(f.evidence.at("group_median_bytes_per_second"), median);
   EXPECT_DOUBLE_EQ(f.evidence.at("ratio_to_median"), 5.1e9 / median);
   EXPECT_LT(f.evidence.at("ratio_to_median"), 0.5);
+  // Below half the median: how far below, as a factor past the threshold.
+  EXPECT_DOUBLE_EQ(f.evidence.at(kOverThresholdEvidence), 0.5 * median / 5.1e9);
   EXPECT_DOUBLE_EQ(f.evidence.at("group_members_reporting"), 8);
   EXPECT_THAT(
       f.summary,

@@ -123,5 +123,90 @@ TEST(AnalysisRunnerTest, AgentDownFollowsTheAnalysisConfig) {
   EXPECT_EQ(active[0].evidence().at("missed_intervals"), 5);
 }
 
+struct Opened {
+  int pass = -1;  // -1: never opened
+  double intervals_held = -1;
+};
+
+// The pass, counted from the start of a PFC storm 3x past its threshold
+// (60% of the time paused against 20%), in which pfc_storm opens on gpu-1,
+// one report and one pass per second, and its intervals_held then.
+Opened WhenAStrongStormOpens(const analysis::HysteresisConfig& gate) {
+  agent::ScopedTempDir tmp;
+  FakeClock clock(absl::FromUnixSeconds(1795000000));
+  auto state = StateStore::Open(tmp.path(), &clock);
+  EXPECT_TRUE(state.ok()) << state.status();
+  if (!state.ok()) return {};
+  LayoutRegistry registry(state->get(), &clock);
+  FindingsStore findings(state->get(), FindingsStoreOptions{});
+  EXPECT_TRUE(findings.Load().ok());
+  SeriesStore series(SeriesStore::Options{}, clock);
+  std::shared_ptr<NodeSeries> node = series.OpenNode("gpu-1");
+  EXPECT_TRUE(
+      node->BeginStream("boot-a", 1000, 1, "ipv4:127.0.0.1:1", clock.Now())
+          .ok());
+  v1::Inventory inventory;
+  v1::Netdev* eth0 = inventory.add_netdevs();
+  eth0->set_name("eth0");
+  eth0->set_operstate("up");
+  eth0->set_speed_bytes_per_second(50e9);
+  node->SetInventory(inventory);
+  v1::Schema schema;
+  schema.set_schema_id(1);
+  v1::Series* pause = schema.add_series();
+  pause->set_subsystem(v1::SUBSYSTEM_ETHTOOL);
+  pause->set_device("eth0");
+  pause->set_name("tx_prio3_pause_duration");
+  pause->set_kind(v1::KIND_COUNTER);
+  pause->set_meaning(v1::MEANING_PFC_PAUSE_DURATION);
+  pause->set_direction(v1::DIRECTION_TX);
+  pause->set_priority(3);
+  absl::StatusOr<std::vector<uint32_t>> slots = node->MapSchema(schema);
+  EXPECT_TRUE(slots.ok()) << slots.status();
+  if (!slots.ok()) return {};
+
+  AnalysisStats stats;
+  AnalysisRunner::Options options;
+  options.analysis.hysteresis = gate;
+  AnalysisRunner runner(&series, &registry, &findings, &stats, clock, options);
+  uint64_t seq = 0;
+  auto report = [&](double paused_fraction) {
+    clock.Advance(absl::Seconds(1));
+    const std::vector<double> rates = {paused_fraction};
+    ReportView view;
+    view.seq = ++seq;
+    view.wall_time_unix_nanos = absl::ToUnixNanos(clock.Now());
+    view.rates = rates;
+    uint64_t held = 0;
+    EXPECT_EQ(node->Ingest("boot-a", view, *slots, clock.Now(), &held),
+              NodeSeries::Outcome::kStored);
+    runner.RunOnce();
+  };
+  for (int i = 0; i < 10; ++i) report(0.001);  // healthy
+  EXPECT_THAT(findings.Active(), ::testing::IsEmpty());
+  for (int pass = 1; pass <= 10; ++pass) {
+    report(0.6);
+    for (const v1::Finding& f : findings.Active()) {
+      if (f.kind() != "pfc_storm") continue;
+      return {pass, f.evidence().at(analysis::kIntervalsHeldEvidence)};
+    }
+  }
+  return {};
+}
+
+TEST(AnalysisRunnerTest, AStrongFaultOpensOnTheNewestSamples) {
+  analysis::HysteresisConfig gate;  // the defaults: the newest 1 s, 2x, 2
+  Opened fast = WhenAStrongStormOpens(gate);
+  EXPECT_EQ(fast.pass, 2);
+  // The newest sample held it from the 1st pass, the window from the 2nd.
+  EXPECT_EQ(fast.intervals_held, 2);
+  // Without the fast path the 5 s mean crosses 20% at the 2nd pass and
+  // opens after 3 passes over it.
+  gate.recent_seconds = 0;
+  Opened slow = WhenAStrongStormOpens(gate);
+  EXPECT_EQ(slow.pass, 4);
+  EXPECT_EQ(slow.intervals_held, 3);
+}
+
 }  // namespace
 }  // namespace fabricdiag::collector

@@ -15,71 +15,6 @@
 #include "common/log.h"
 
 namespace fabricdiag::collector {
-namespace internal {
-
-// The bounded queue behind one Watcher; shared by the store (producer) and
-// the Watcher (consumer) so that either may go away first.
-class WatchQueue {
- public:
-  WatchQueue(std::string job, size_t capacity)
-      : job_(std::move(job)), capacity_(capacity) {}
-
-  const std::string& job() const { return job_; }
-
-  // Never blocks beyond a short critical section. Returns false when this
-  // push overflowed the queue (which closes it).
-  bool Push(WatchEvent event) {
-    absl::MutexLock lock(&mu_);
-    if (closed_) return true;
-    if (events_.size() >= capacity_) {
-      events_.clear();
-      WatchEvent overflow;
-      overflow.type = WatchEvent::Type::kOverflow;
-      events_.push_back(std::move(overflow));
-      closed_ = true;
-      return false;
-    }
-    events_.push_back(std::move(event));
-    return true;
-  }
-
-  std::optional<WatchEvent> Next(absl::Duration timeout) {
-    absl::MutexLock lock(&mu_);
-    auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return closed_ || !events_.empty();
-    };
-    mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
-    if (!events_.empty()) {
-      WatchEvent event = std::move(events_.front());
-      events_.pop_front();
-      return event;
-    }
-    if (closed_) return WatchEvent{WatchEvent::Type::kClosed, {}};
-    return std::nullopt;
-  }
-
-  void Close() {
-    absl::MutexLock lock(&mu_);
-    // A pending overflow marker stays: the consumer must learn why.
-    if (!closed_) events_.clear();
-    closed_ = true;
-  }
-
-  bool closed() const {
-    absl::MutexLock lock(&mu_);
-    return closed_;
-  }
-
- private:
-  const std::string job_;
-  const size_t capacity_;
-  mutable absl::Mutex mu_;
-  std::deque<WatchEvent> events_ ABSL_GUARDED_BY(mu_);
-  bool closed_ ABSL_GUARDED_BY(mu_) = false;
-};
-
-}  // namespace internal
-
 namespace {
 
 uint64_t IdNumber(const v1::Finding& finding) {
@@ -120,24 +55,10 @@ bool Matches(const v1::Finding& finding, absl::string_view job,
 
 }  // namespace
 
-Watcher::Watcher(std::shared_ptr<internal::WatchQueue> queue)
-    : queue_(std::move(queue)) {}
-
-Watcher::~Watcher() { queue_->Close(); }
-
-std::optional<WatchEvent> Watcher::Next(absl::Duration timeout) {
-  return queue_->Next(timeout);
-}
-
-void Watcher::Close() { queue_->Close(); }
-
 FindingsStore::FindingsStore(StateStore* store, FindingsStoreOptions options)
     : store_(store), options_(options) {}
 
-FindingsStore::~FindingsStore() {
-  absl::MutexLock lock(&mu_);
-  for (const auto& queue : watchers_) queue->Close();
-}
+FindingsStore::~FindingsStore() = default;
 
 absl::Status FindingsStore::Load() {
   absl::MutexLock update_lock(&update_mu_);
@@ -216,14 +137,6 @@ bool FindingsStore::Material(const v1::Finding& before,
   return finite != before_counted;
 }
 
-void FindingsStore::Broadcast(WatchEvent::Type type,
-                              const v1::Finding& finding) {
-  for (const auto& queue : watchers_) {
-    if (!queue->job().empty() && queue->job() != finding.job()) continue;
-    if (!queue->Push(WatchEvent{type, finding})) ++counters_.watcher_overflows;
-  }
-}
-
 void FindingsStore::TrimResolved() {
   while (resolved_.size() > options_.max_resolved) resolved_.pop_front();
 }
@@ -238,10 +151,7 @@ absl::Status FindingsStore::Update(
   bool lifecycle_change = false;
   {
     absl::MutexLock lock(&mu_);
-    watchers_.erase(
-        std::remove_if(watchers_.begin(), watchers_.end(),
-                       [](const auto& queue) { return queue->closed(); }),
-        watchers_.end());
+    watchers_.RemoveClosed();
     absl::flat_hash_set<Key> seen;
     for (const analysis::Finding& report : reports) {
       Key key{report.kind, report.job, report.node, report.device,
@@ -327,7 +237,9 @@ absl::Status FindingsStore::Update(
   }
   absl::MutexLock lock(&mu_);
   if (!status.ok()) ++counters_.persist_errors;
-  for (const auto& [type, finding] : events) Broadcast(type, finding);
+  for (const auto& [type, finding] : events) {
+    counters_.watcher_overflows += watchers_.Broadcast(type, finding);
+  }
   return status;
 }
 
@@ -413,22 +325,13 @@ std::unique_ptr<Watcher> FindingsStore::Watch(absl::string_view job) {
             [](const v1::Finding* a, const v1::Finding* b) {
               return IdNumber(*a) < IdNumber(*b);
             });
-  // The snapshot does not count against the watcher's backlog allowance.
-  auto queue = std::make_shared<internal::WatchQueue>(
-      std::string(job), snapshot.size() + options_.watcher_queue);
-  for (const v1::Finding* f : snapshot) {
-    queue->Push(WatchEvent{WatchEvent::Type::kSnapshot, *f});
-  }
-  watchers_.push_back(queue);
-  return std::make_unique<Watcher>(std::move(queue));
+  return watchers_.Add(job, snapshot, options_.watcher_queue);
 }
 
 FindingsCounters FindingsStore::Counters() const {
   absl::MutexLock lock(&mu_);
   FindingsCounters out = counters_;
-  out.watchers = static_cast<size_t>(
-      std::count_if(watchers_.begin(), watchers_.end(),
-                    [](const auto& queue) { return !queue->closed(); }));
+  out.watchers = watchers_.open();
   return out;
 }
 

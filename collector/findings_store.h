@@ -34,11 +34,11 @@
 // its size after the last compaction. The most recent `max_resolved` resolved
 // findings are kept (memory and disk).
 //
-// Watchers: Watch() first queues a SNAPSHOT event per active finding (of the
-// job filter), then every change. Each watcher has a bounded queue
-// (`watcher_queue` events beyond the snapshot); when a watcher falls that far
-// behind its queue is dropped, it receives one kOverflow event and is closed.
-// Update never waits for a watcher.
+// Watchers (collector/findings_watch.h): Watch() first queues a SNAPSHOT
+// event per active finding (of the job filter), then every change. Each
+// watcher has a bounded queue (`watcher_queue` events beyond the snapshot);
+// when a watcher falls that far behind its queue is dropped, it receives one
+// kOverflow event and is closed. Update never waits for a watcher.
 //
 // Usage:
 //   FindingsStore findings(state_store, {});
@@ -67,6 +67,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "analysis/finding.h"
+#include "collector/findings_watch.h"
 #include "collector/state_store.h"
 #include "proto/collector.pb.h"
 
@@ -81,41 +82,6 @@ struct FindingsFilter {
   uint32_t limit = 0;  // 0 = kDefaultListLimit
 };
 inline constexpr uint32_t kDefaultListLimit = 1000;
-
-struct WatchEvent {
-  enum class Type {
-    kSnapshot,  // active when the watch started
-    kOpened,
-    kUpdated,
-    kResolved,
-    kOverflow,  // the watcher fell behind and was closed; no more events
-    kClosed,    // the watcher is closed (after kOverflow, Close, shutdown)
-  };
-  Type type = Type::kClosed;
-  v1::Finding finding;  // empty for kOverflow and kClosed
-};
-
-namespace internal {
-class WatchQueue;
-}  // namespace internal
-
-// One subscriber. Destroying it unsubscribes.
-class Watcher {
- public:
-  explicit Watcher(std::shared_ptr<internal::WatchQueue> queue);
-  Watcher(const Watcher&) = delete;
-  Watcher& operator=(const Watcher&) = delete;
-  ~Watcher();
-
-  // The next event, waiting up to `timeout`; nullopt on timeout. After the
-  // watcher is closed, returns kClosed at once (after a pending kOverflow).
-  std::optional<WatchEvent> Next(absl::Duration timeout);
-  // Closes the watcher and wakes a blocked Next (e.g. the RPC was cancelled).
-  void Close();
-
- private:
-  std::shared_ptr<internal::WatchQueue> queue_;
-};
 
 struct FindingsStoreOptions {
   size_t max_resolved = 10000;
@@ -172,8 +138,6 @@ class FindingsStore {
   };
 
   bool Material(const v1::Finding& before, const analysis::Finding& now) const;
-  void Broadcast(WatchEvent::Type type, const v1::Finding& finding)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TrimResolved() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status MaybeCompact() ABSL_EXCLUSIVE_LOCKS_REQUIRED(update_mu_);
 
@@ -188,8 +152,7 @@ class FindingsStore {
   absl::flat_hash_map<Key, Entry> active_ ABSL_GUARDED_BY(mu_);
   // Ascending resolution order; oldest dropped beyond max_resolved.
   std::deque<v1::Finding> resolved_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::shared_ptr<internal::WatchQueue>> watchers_
-      ABSL_GUARDED_BY(mu_);
+  WatcherSet watchers_ ABSL_GUARDED_BY(mu_);
   FindingsCounters counters_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -2,8 +2,9 @@
 // and the history of findings survive kill -9, a crash and a restart.
 //
 // Layout of the directory (created 0750 when missing):
-//   LOCK               held (flock) while a collector uses the directory; its
-//   pid layouts/<job>.pb   one file per job: an envelope + binary v1::Layout
+//   LOCK               held (flock) while a collector uses the directory;
+//                      holds its pid
+//   layouts/<job>.pb   one file per job: an envelope + binary v1::Layout
 //   topology.pb        the envelope + binary v1::Topology
 //   findings.log       append-only log of finding versions (below)
 //   *.corrupt-<unix seconds>[.<n>]  files found damaged at load, moved aside
@@ -15,30 +16,14 @@
 // standard tools: `tail -c +21 layouts/job.pb | protoc --decode
 // fabricdiag.v1.Layout layout.proto` prints a layout.
 //
-// Object files (layouts, topology) are replaced atomically: the new content
-// is written to "<name>.tmp", fsync'ed, renamed over the old file and the
-// directory is fsync'ed, so a crash leaves either the old or the new version,
-// never a mix. An object file is
-//   "FDS1" | u32le payload length | u32le CRC32C(bytes 12..end) |
-//   i64le written unix nanos | payload
-// The checksum catches damage a protobuf parse would accept (protobuf reads
-// a truncated message happily when the cut falls between fields).
-//
-// findings.log is "FDL1" followed by records
-//   u32le body length | u32le CRC32C(body) | body
-// where body is a one-byte type and a payload: 'F' a finding version
-// (u32le length of the source name | the analyzer (source) that owns it |
-// the serialized v1::Finding, complete: the last record of an id wins on
-// replay) or
-// 'N' the next finding id as u64le (written first by a compaction, so that
-// ids stay unique after old findings are dropped). A record cut short by a
-// crash (a torn last record) is dropped and the file truncated to the last
-// good record. Damage anywhere else costs only the damaged records: replay
-// scans on to the next intact record (length, type and checksum check out),
-// then moves the damaged log aside and rewrites every intact record's
-// finding to a fresh log. The caller decides when
-// to fsync an append (FindingsStore: on every open and resolve) and when to
-// compact (RewriteFindings, atomic like an object file).
+// The formats live with their code: object files (layouts, topology) in
+// collector/object_store.h, replaced atomically and durably; findings.log
+// in collector/findings_log.h, where a torn last record is cut off and
+// damage elsewhere costs only the damaged records (the damaged log is moved
+// aside and the intact records' findings rewritten to a fresh log). The
+// caller decides when to fsync an append (FindingsStore: on every open and
+// resolve) and when to compact (RewriteFindings, atomic like an object
+// file). This class ties them to one locked directory and reports damage.
 //
 // Nothing here ever crashes on bad input: every damaged file is reported in
 // problems() with its path and where it was moved.
@@ -66,19 +51,15 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "collector/findings_log.h"
+#include "collector/object_store.h"
 #include "common/clock.h"
+#include "common/crc32c.h"  // the state files' checksum, for tests
 #include "common/dir_lock.h"
 #include "proto/collector.pb.h"
 #include "proto/layout.pb.h"
 
 namespace fabricdiag::collector {
-
-// CRC32C (Castagnoli), as used by iSCSI and ext4 metadata. Exposed for tests.
-uint32_t Crc32c(absl::string_view data);
-
-// Largest object file or log record accepted at load (a 1,000,000-rank
-// layout with explicit placement is ~40 MB).
-inline constexpr uint64_t kMaxStateObjectBytes = 256ull << 20;
 
 struct StoredLayout {
   v1::Layout layout;
@@ -89,21 +70,6 @@ struct StoredLayout {
 struct StoredTopology {
   v1::Topology topology;
   absl::Time applied;
-};
-
-// A finding and the analyzer that reports it (which must survive a restart:
-// only that analyzer's passes resolve it).
-struct StoredFinding {
-  v1::Finding finding;
-  std::string source;
-};
-
-struct LoadedFindings {
-  // The latest version of every finding in the log, ascending id.
-  std::vector<StoredFinding> findings;
-  // Smallest id number never used ("f-000042" uses 42).
-  uint64_t next_id = 1;
-  bool dropped_torn_record = false;
 };
 
 class StateStore {
@@ -170,24 +136,22 @@ class StateStore {
   StateStore(std::string dir, const Clock* clock, DirLock lock);
 
   std::string LayoutPath(absl::string_view job) const;
-  absl::Status WriteObjectLocked(const std::string& path,
-                                 absl::string_view payload, absl::Time written)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status QuarantineLocked(const std::string& path, absl::string_view why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status OpenLogLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status RewriteFindingsLocked(absl::Span<const StoredFinding> findings,
-                                     uint64_t next_id)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records the outcome of a write (success included) in write_errors()
+  // and last_write_status().
   absl::Status CountError(absl::Status status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records only a failure: for steps (reopening the log) that are not
+  // writes of their own.
+  absl::Status CountFailure(absl::Status status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string dir_;
   const Clock* const clock_;
   const DirLock lock_;
   mutable absl::Mutex mu_;
-  int log_fd_ ABSL_GUARDED_BY(mu_) = -1;
-  uint64_t log_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  FindingsLog log_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> problems_ ABSL_GUARDED_BY(mu_);
   uint64_t write_errors_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status last_write_status_ ABSL_GUARDED_BY(mu_);

@@ -21,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/posix_file.h"
 
 namespace fabricdiag {
 
@@ -30,16 +31,13 @@ class DirLock {
   static absl::StatusOr<DirLock> Acquire(const std::string& dir,
                                          absl::string_view holder);
 
-  DirLock(DirLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-  DirLock& operator=(DirLock&& other) noexcept;
-  DirLock(const DirLock&) = delete;
-  DirLock& operator=(const DirLock&) = delete;
-  ~DirLock();
+  DirLock(DirLock&& other) noexcept = default;
+  DirLock& operator=(DirLock&& other) noexcept = default;
 
  private:
   explicit DirLock(int fd) : fd_(fd) {}
 
-  int fd_;
+  UniqueFd fd_;  // closing it releases the lock
 };
 
 }  // namespace fabricdiag

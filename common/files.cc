@@ -5,65 +5,24 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/posix_file.h"
 
 namespace fabricdiag {
 namespace {
 
-absl::Status ErrnoStatus(int err, absl::string_view what) {
-  return absl::Status(absl::ErrnoToStatusCode(err),
-                      absl::StrCat(what, ": ", std::strerror(err)));
-}
-
-// Reads an open descriptor whole, at most `max_bytes`.
-absl::StatusOr<std::string> ReadAll(int fd, const std::string& path,
-                                    size_t max_bytes) {
-  std::string out;
-  char buf[65536];
-  while (true) {
-    const ssize_t n = read(fd, buf, sizeof(buf));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus(errno, absl::StrCat("cannot read ", path));
-    }
-    if (n == 0) return out;
-    if (out.size() + static_cast<size_t>(n) > max_bytes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, " is larger than ", max_bytes,
-                       " bytes; is it the right file?"));
-    }
-    out.append(buf, static_cast<size_t>(n));
+absl::StatusOr<UniqueFd> OpenRegular(const std::string& path, struct stat* st) {
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  if (!fd.valid()) {
+    return ErrnoToStatus(errno, absl::StrCat("cannot open ", path));
   }
-}
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-absl::StatusOr<int> OpenRegular(const std::string& path, struct stat* st) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return ErrnoStatus(errno, absl::StrCat("cannot open ", path));
-  if (fstat(fd, st) != 0) {
-    const int err = errno;
-    close(fd);
-    return ErrnoStatus(err, absl::StrCat("cannot stat ", path));
+  if (fstat(fd.get(), st) != 0) {
+    return ErrnoToStatus(errno, absl::StrCat("cannot stat ", path));
   }
   if (!S_ISREG(st->st_mode)) {
-    close(fd);
     return absl::FailedPreconditionError(
         absl::StrCat(path, " is not a regular file"));
   }
@@ -75,22 +34,20 @@ absl::StatusOr<int> OpenRegular(const std::string& path, struct stat* st) {
 absl::StatusOr<std::string> ReadFileCapped(const std::string& path,
                                            size_t max_bytes) {
   struct stat st;
-  absl::StatusOr<int> fd = OpenRegular(path, &st);
+  absl::StatusOr<UniqueFd> fd = OpenRegular(path, &st);
   if (!fd.ok()) return fd.status();
-  Fd owned(*fd);
-  return ReadAll(owned.get(), path, max_bytes);
+  return ReadAll(fd->get(), path, max_bytes);
 }
 
 absl::StatusOr<std::string> ReadSecretFile(absl::string_view what,
                                            const std::string& path,
                                            size_t max_bytes) {
   struct stat st;
-  absl::StatusOr<int> fd = OpenRegular(path, &st);
+  absl::StatusOr<UniqueFd> fd = OpenRegular(path, &st);
   if (!fd.ok()) {
     return absl::Status(fd.status().code(),
                         absl::StrCat(what, ": ", fd.status().message()));
   }
-  Fd owned(*fd);
   // As PostgreSQL treats its TLS key: a file of our own must be ours alone
   // (0600 or less); a file root owns may also be readable by its group
   // (0640: root:fabricdiag, or a Kubernetes Secret volume with fsGroup),
@@ -106,7 +63,7 @@ absl::StatusOr<std::string> ReadSecretFile(absl::string_view what,
         "`chmod 600 %s` (or hand it over with systemd's LoadCredential=)",
         what, path, st.st_mode & 07777, path));
   }
-  absl::StatusOr<std::string> data = ReadAll(owned.get(), path, max_bytes);
+  absl::StatusOr<std::string> data = ReadAll(fd->get(), path, max_bytes);
   if (!data.ok()) {
     return absl::Status(data.status().code(),
                         absl::StrCat(what, ": ", data.status().message()));

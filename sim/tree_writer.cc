@@ -1,7 +1,6 @@
 #include "sim/tree_writer.h"
 
-#include <fcntl.h>
-#include <unistd.h>
+#include <sys/types.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -10,45 +9,16 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/posix_file.h"
 
 namespace fabricdiag::sim {
 namespace {
 
 namespace fs = std::filesystem;
 
-absl::Status ErrnoError(int err, absl::string_view what,
-                        absl::string_view path) {
-  return absl::Status(absl::ErrnoToStatusCode(err),
-                      absl::StrCat(what, " ", path, ": ", strerror(err)));
-}
-
-absl::Status MakeDirs(const std::string& path) {
-  std::error_code ec;
-  fs::create_directories(path, ec);
-  if (ec) {
-    return absl::InternalError(
-        absl::StrCat("cannot create ", path, ": ", ec.message()));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status WriteWhole(const std::string& path, const std::string& content) {
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError(errno, "cannot create", path);
-  size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      close(fd);
-      return ErrnoError(err, "cannot write", path);
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (close(fd) != 0) return ErrnoError(errno, "cannot close", path);
-  return absl::OkStatus();
-}
+// The agent reads these files as an unprivileged user.
+constexpr mode_t kDirMode = 0755;
+constexpr mode_t kFileMode = 0644;
 
 }  // namespace
 
@@ -56,11 +26,11 @@ absl::StatusOr<std::unique_ptr<TreeWriter>> TreeWriter::Create(
     std::string out_dir, const Fabric* fabric) {
   if (out_dir.empty()) return absl::InvalidArgumentError("--out: empty");
   std::unique_ptr<TreeWriter> w(new TreeWriter(std::move(out_dir), fabric));
-  absl::Status st = MakeDirs(w->out_);
+  absl::Status st = MakeDirs(w->out_, kDirMode);
   if (!st.ok()) return st;
   st = w->RemoveTree(w->tmp_);
   if (!st.ok()) return st;
-  st = MakeDirs(w->tmp_);
+  st = MakeDirs(w->tmp_, kDirMode);
   if (!st.ok()) return st;
   std::vector<std::string> nodes;
   for (const SimNode& h : fabric->hosts()) nodes.push_back(h.name);
@@ -68,12 +38,13 @@ absl::StatusOr<std::unique_ptr<TreeWriter>> TreeWriter::Create(
   for (const std::string& node : nodes) {
     st = w->RemoveTree(absl::StrCat(w->out_, "/", node));
     if (!st.ok()) return st;
-    st = MakeDirs(absl::StrCat(w->SysfsRoot(node), "/class/net"));
-    if (st.ok()) st = MakeDirs(w->EthtoolDir(node));
+    st = MakeDirs(absl::StrCat(w->SysfsRoot(node), "/class/net"), kDirMode);
+    if (st.ok()) st = MakeDirs(w->EthtoolDir(node), kDirMode);
     if (!st.ok()) return st;
   }
   for (const SimNode& h : fabric->hosts()) {
-    st = MakeDirs(absl::StrCat(w->SysfsRoot(h.name), "/class/infiniband"));
+    st = MakeDirs(absl::StrCat(w->SysfsRoot(h.name), "/class/infiniband"),
+                  kDirMode);
     if (!st.ok()) return st;
   }
   return w;
@@ -102,14 +73,13 @@ absl::Status TreeWriter::WriteAtomic(const std::string& path,
                                      const std::string& content) {
   auto it = written_.find(path);
   if (it != written_.end() && it->second == content) return absl::OkStatus();
-  const std::string tmp = TempPath();
-  absl::Status st = WriteWhole(tmp, content);
+  // Not durable: a crashed simulator's tree is rebuilt by the next run.
+  AtomicWriteOptions options;
+  options.durable = false;
+  options.mode = kFileMode;
+  options.tmp_path = TempPath();
+  absl::Status st = WriteFileAtomically(path, content, options);
   if (!st.ok()) return st;
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    unlink(tmp.c_str());
-    return ErrnoError(err, "cannot rename into", path);
-  }
   ++files_written_;
   written_[path] = content;
   return absl::OkStatus();
@@ -154,14 +124,16 @@ absl::Status TreeWriter::SyncDir(const std::string& dir,
   for (const FileEntry& f : files) {
     const fs::path p = fs::path(stage) / f.path;
     absl::Status st = MakeDirs(
-        absl::EndsWith(f.path, "/") ? p.string() : p.parent_path().string());
+        absl::EndsWith(f.path, "/") ? p.string() : p.parent_path().string(),
+        kDirMode);
     if (st.ok() && !absl::EndsWith(f.path, "/")) {
-      st = WriteWhole(p.string(), f.content);
+      st = WriteFile(p.string(), f.content, kFileMode);
     }
     if (!st.ok()) return st;
   }
   if (rename(stage.c_str(), dir.c_str()) != 0) {
-    return ErrnoError(errno, "cannot rename into", dir);
+    return ErrnoToStatus(errno,
+                         absl::StrCat("cannot rename ", stage, " to ", dir));
   }
   for (const FileEntry& f : files) {
     if (!absl::EndsWith(f.path, "/")) {

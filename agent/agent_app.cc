@@ -1,6 +1,5 @@
 #include "agent/agent_app.h"
 
-#include <pthread.h>
 #include <regex.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -8,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <exception>
@@ -40,6 +40,7 @@
 #include "common/log.h"
 #include "common/names.h"
 #include "common/status_macros.h"
+#include "common/stop_signals.h"
 #include "common/version.h"
 
 namespace fabricdiag::agent {
@@ -265,6 +266,90 @@ absl::Status ValidateAgentConfig(const AgentConfig& config) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// Enough reports for ten minutes at the configured interval, at least the
+// default (ten minutes at 1 s); an outage shorter than that leaves no gap at
+// the collector.
+size_t StreamBufferReports(const AgentConfig& config) {
+  if (config.stream_buffer_reports != 0) return config.stream_buffer_reports;
+  const auto capacity =
+      static_cast<size_t>(absl::Minutes(10) / config.interval);
+  return std::max(capacity, ReportBuffer::kDefaultReports);
+}
+
+// The stream client's options; an error only when the ingest token cannot
+// be read.
+absl::StatusOr<StreamClient::Options> StreamOptions(const AgentConfig& config) {
+  StreamClient::Options options;
+  options.target = config.collector;
+  options.node = config.node;
+  options.agent_version = kVersion;
+  options.interval = config.interval;
+  options.tls_ca_file = config.tls_ca;
+  options.tls_cert_file = config.tls_cert;
+  options.tls_key_file = config.tls_key;
+  options.tls_server_name = config.tls_server_name;
+  if (!config.ingest_token_file.empty()) {
+    absl::StatusOr<std::string> token =
+        ReadTokenFile("--ingest_token_file", config.ingest_token_file, 16);
+    if (!token.ok()) {
+      // The packages leave an empty token file until the admin copies the
+      // collector's in: say so where they will look.
+      return absl::Status(
+          token.status().code(),
+          absl::StrCat(token.status().message(),
+                       "; the collector's token (the packaged collector "
+                       "generates /etc/fabricdiag/ingest-token) belongs "
+                       "there, or pass --ingest_token_file= (empty) for a "
+                       "collector whose ingest is open"));
+    }
+    options.token = *std::move(token);
+  }
+  options.buffer.max_reports = StreamBufferReports(config);
+  options.buffer.max_bytes = *ParseByteSize(config.stream_buffer_size);
+  return options;
+}
+
+absl::StatusOr<std::unique_ptr<HttpServer>> ServeMetrics(
+    const AgentConfig& config, MetricsPage* page) {
+  HttpServerOptions options;
+  options.listen = config.listen;
+  std::vector<HttpRoute> routes;
+  routes.push_back({"/metrics", [page](const HttpRequest& request) {
+                      return page->Serve(request);
+                    }});
+  absl::StatusOr<std::unique_ptr<HttpServer>> http =
+      HttpServer::Start(std::move(options), std::move(routes));
+  if (!http.ok()) {
+    return absl::Status(
+        http.status().code(),
+        absl::StrCat("cannot serve /metrics on --listen=", config.listen, ": ",
+                     http.status().message()));
+  }
+  return http;
+}
+
+// Ticks `runner` at the configured interval until SIGINT or SIGTERM.
+void TickUntilSignal(const AgentConfig& config, const sigset_t& signals,
+                     const Clock& clock, AgentRunner& runner) {
+  const int64_t interval_nanos = absl::ToInt64Nanoseconds(config.interval);
+  int64_t next = clock.MonotonicNanos();
+  for (;;) {
+    runner.Tick();
+    // Fixed-rate ticks; when a snapshot overruns, skip the missed ticks
+    // instead of bursting to catch up.
+    next += interval_nanos;
+    const int64_t now = clock.MonotonicNanos();
+    if (next <= now) {
+      next += ((now - next) / interval_nanos + 1) * interval_nanos;
+    }
+    if (WaitForTickOrSignal(signals, clock, next)) return;
+  }
+}
+
+}  // namespace
+
 int RunAgent(const AgentConfig& config) {
   SystemClock clock;
   RaiseOpenFileLimit();
@@ -277,56 +362,17 @@ int RunAgent(const AgentConfig& config) {
                           std::move(sources->netdev_stats), clock);
   if (config.once) return RunOnce(config, &snapshotter);
 
-  // Block the stop signals before any thread exists, so that every thread
-  // inherits the mask and the sampling loop alone receives them through
-  // sigtimedwait.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
+  // The sampling loop alone receives them, through sigtimedwait.
+  const sigset_t signals = BlockStopSignals();
   std::unique_ptr<StreamSink> sink;
   if (!config.collector.empty()) {
-    StreamClient::Options options;
-    options.target = config.collector;
-    options.node = config.node;
-    options.agent_version = kVersion;
-    options.interval = config.interval;
-    options.tls_ca_file = config.tls_ca;
-    options.tls_cert_file = config.tls_cert;
-    options.tls_key_file = config.tls_key;
-    options.tls_server_name = config.tls_server_name;
-    if (!config.ingest_token_file.empty()) {
-      absl::StatusOr<std::string> token =
-          ReadTokenFile("--ingest_token_file", config.ingest_token_file, 16);
-      if (!token.ok()) {
-        // The packages leave an empty token file until the admin copies
-        // the collector's in: say so where they will look.
-        LogError(absl::StrCat(
-            "fabricdiag-agent: ", token.status().message(),
-            "; the collector's token (the packaged collector generates "
-            "/etc/fabricdiag/ingest-token) belongs there, or pass "
-            "--ingest_token_file= (empty) for a collector whose ingest is "
-            "open"));
-        return 2;
-      }
-      options.token = *std::move(token);
+    absl::StatusOr<StreamClient::Options> options = StreamOptions(config);
+    if (!options.ok()) {
+      LogError(absl::StrCat("fabricdiag-agent: ", options.status().message()));
+      return 2;
     }
-    // Enough reports for ten minutes at the configured interval, at least
-    // the default (ten minutes at 1 s); an outage shorter than that leaves
-    // no gap at the collector.
-    size_t capacity = config.stream_buffer_reports;
-    if (capacity == 0) {
-      capacity = static_cast<size_t>(absl::Minutes(10) / config.interval);
-      if (capacity < ReportBuffer::kDefaultReports) {
-        capacity = ReportBuffer::kDefaultReports;
-      }
-    }
-    options.buffer.max_reports = capacity;
-    options.buffer.max_bytes = *ParseByteSize(config.stream_buffer_size);
     absl::StatusOr<std::unique_ptr<StreamClient>> client =
-        StreamClient::Create(options, clock);
+        StreamClient::Create(*options, clock);
     if (!client.ok()) {
       LogError(absl::StrCat("fabricdiag-agent: --collector=", config.collector,
                             ": ", client.status().message()));
@@ -336,19 +382,10 @@ int RunAgent(const AgentConfig& config) {
   }
 
   MetricsPage page;
-  HttpServerOptions http_options;
-  http_options.listen = config.listen;
-  std::vector<HttpRoute> routes;
-  routes.push_back({"/metrics", [&page](const HttpRequest& request) {
-                      return page.Serve(request);
-                    }});
   absl::StatusOr<std::unique_ptr<HttpServer>> http =
-      HttpServer::Start(std::move(http_options), std::move(routes));
+      ServeMetrics(config, &page);
   if (!http.ok()) {
-    LogError(
-        absl::StrCat("fabricdiag-agent: cannot serve /metrics on "
-                     "--listen=",
-                     config.listen, ": ", http.status().message()));
+    LogError(absl::StrCat("fabricdiag-agent: ", http.status().message()));
     return 1;
   }
   if (sink != nullptr) sink->Start();
@@ -363,20 +400,7 @@ int RunAgent(const AgentConfig& config) {
                        config.collector.empty()
                            ? std::string(" (no collector)")
                            : absl::StrCat(" streaming to ", config.collector)));
-
-  const int64_t interval_nanos = absl::ToInt64Nanoseconds(config.interval);
-  int64_t next = clock.MonotonicNanos();
-  for (;;) {
-    runner.Tick();
-    // Fixed-rate ticks; when a snapshot overruns, skip the missed ticks
-    // instead of bursting to catch up.
-    next += interval_nanos;
-    const int64_t now = clock.MonotonicNanos();
-    if (next <= now) {
-      next += ((now - next) / interval_nanos + 1) * interval_nanos;
-    }
-    if (WaitForTickOrSignal(signals, clock, next)) break;
-  }
+  TickUntilSignal(config, signals, clock, runner);
   LogInfo("fabricdiag-agent: stopping");
   if (sink != nullptr) sink->Stop();
   return 0;

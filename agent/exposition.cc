@@ -225,42 +225,13 @@ void AddNetdevAttribute(const Sample& s, Families* f) {
   }
 }
 
-// Ethtool statistics whose meaning the source recognised, under
-// driver-independent names.
-void AddEthtoolMeaning(const Sample& s, Families* f) {
+// Pause frames and durations (PFC per priority and 802.3x link-level), and
+// the NIC's pause-storm events.
+void AddPauseMeaning(const Sample& s, Families* f) {
   Labels labels = {{"netdev", s.desc->device}};
   const std::string direction = DirectionName(s.desc->direction);
   const std::string priority = absl::StrCat(s.desc->priority);
   switch (s.desc->meaning) {
-    case Meaning::kNone:
-    // Meanings of sysfs counters, exported under their sysfs families; no
-    // ethtool spelling has them.
-    case Meaning::kRdmaBytes:
-    case Meaning::kRdmaPackets:
-    case Meaning::kNetdevBytes:
-    case Meaning::kNetdevPackets:
-    case Meaning::kRxErrors:
-    case Meaning::kLinkDowned:
-    case Meaning::kLinkErrorRecovery:
-    case Meaning::kCarrierChanges:
-    case Meaning::kCnpSent:
-    case Meaning::kCnpHandled:
-    case Meaning::kOutOfSequence:
-    case Meaning::kPacketSeqErr:
-    case Meaning::kLocalAckTimeout:
-    case Meaning::kRnrNakRetry:
-    case Meaning::kRetriesExceeded:
-    case Meaning::kDuplicateRequest:
-    case Meaning::kImpliedNakSeqErr:
-    case Meaning::kAdaptiveRetrans:
-    // Switch queue and PFC watchdog meanings: gNMI only.
-    case Meaning::kQueueBytes:
-    case Meaning::kQueuePackets:
-    case Meaning::kQueueDrops:
-    case Meaning::kQueueEcnMarked:
-    case Meaning::kPfcWatchdogStorms:
-    case Meaning::kPfcWatchdogRestorations:
-      return;
     case Meaning::kPfcPauseFrames:
       labels.push_back({"direction", direction});
       labels.push_back({"priority", priority});
@@ -309,6 +280,15 @@ void AddEthtoolMeaning(const Sample& s, Families* f) {
              "pause.",
              Type::kCounter, labels, Base());
       return;
+    default:  // AddEthtoolMeaning sends only the meanings above here
+      return;
+  }
+}
+
+// The physical port: all traffic including RoCE, and the link's errors.
+void AddPhyMeaning(const Sample& s, Families* f) {
+  const Labels labels = {{"netdev", s.desc->device}};
+  switch (s.desc->meaning) {
     case Meaning::kPhyBytes:
       f->Add(s.desc->direction == Direction::kTx
                  ? "fabricdiag_phy_transmitted_bytes_total"
@@ -321,35 +301,6 @@ void AddEthtoolMeaning(const Sample& s, Families* f) {
                  ? "fabricdiag_phy_transmitted_packets_total"
                  : "fabricdiag_phy_received_packets_total",
              "Packets on the physical port, all traffic including RoCE.",
-             Type::kCounter, labels, Base());
-      return;
-    case Meaning::kRxDiscardsPhy:
-    case Meaning::kTxDiscardsPhy:
-    case Meaning::kRxOutOfBuffer:
-      labels.push_back({"reason", MeaningName(s.desc->meaning)});
-      f->Add("fabricdiag_nic_discards_total",
-             "Packets the NIC dropped: rx_discards_phy = port receive buffer "
-             "full, tx_discards_phy = could not transmit, rx_out_of_buffer = "
-             "host posted no receive buffer.",
-             Type::kCounter, labels, Base());
-      return;
-    case Meaning::kPriorityDiscards:
-      labels.push_back({"priority", priority});
-      f->Add("fabricdiag_priority_discards_total",
-             "Received packets dropped per priority for lack of buffers (on a "
-             "lossless priority this means PFC is not working).",
-             Type::kCounter, labels, Base());
-      return;
-    case Meaning::kPriorityBytes:
-      labels.push_back({"direction", direction});
-      labels.push_back({"priority", priority});
-      f->Add("fabricdiag_priority_bytes_total", "Bytes per L2 priority.",
-             Type::kCounter, labels, Base());
-      return;
-    case Meaning::kEcnMarked:
-      labels.push_back({"priority", priority});
-      f->Add("fabricdiag_ecn_marked_packets_total",
-             "Packets the NIC marked ECN CE for congestion, per priority.",
              Type::kCounter, labels, Base());
       return;
     case Meaning::kCrcErrors:
@@ -382,6 +333,112 @@ void AddEthtoolMeaning(const Sample& s, Families* f) {
       f->Add("fabricdiag_phy_link_down_events_total",
              "Times the port's link went down (flaps).", Type::kCounter, labels,
              Base());
+      return;
+    default:  // AddEthtoolMeaning sends only the meanings above here
+      return;
+  }
+}
+
+// Drops, and bytes and ECN marks per priority.
+void AddPriorityMeaning(const Sample& s, Families* f) {
+  Labels labels = {{"netdev", s.desc->device}};
+  const std::string direction = DirectionName(s.desc->direction);
+  const std::string priority = absl::StrCat(s.desc->priority);
+  switch (s.desc->meaning) {
+    case Meaning::kRxDiscardsPhy:
+    case Meaning::kTxDiscardsPhy:
+    case Meaning::kRxOutOfBuffer:
+      labels.push_back({"reason", MeaningName(s.desc->meaning)});
+      f->Add("fabricdiag_nic_discards_total",
+             "Packets the NIC dropped: rx_discards_phy = port receive buffer "
+             "full, tx_discards_phy = could not transmit, rx_out_of_buffer = "
+             "host posted no receive buffer.",
+             Type::kCounter, labels, Base());
+      return;
+    case Meaning::kPriorityDiscards:
+      labels.push_back({"priority", priority});
+      f->Add("fabricdiag_priority_discards_total",
+             "Received packets dropped per priority for lack of buffers (on a "
+             "lossless priority this means PFC is not working).",
+             Type::kCounter, labels, Base());
+      return;
+    case Meaning::kPriorityBytes:
+      labels.push_back({"direction", direction});
+      labels.push_back({"priority", priority});
+      f->Add("fabricdiag_priority_bytes_total", "Bytes per L2 priority.",
+             Type::kCounter, labels, Base());
+      return;
+    case Meaning::kEcnMarked:
+      labels.push_back({"priority", priority});
+      f->Add("fabricdiag_ecn_marked_packets_total",
+             "Packets the NIC marked ECN CE for congestion, per priority.",
+             Type::kCounter, labels, Base());
+      return;
+    default:  // AddEthtoolMeaning sends only the meanings above here
+      return;
+  }
+}
+
+// Ethtool statistics whose meaning the source recognised, under
+// driver-independent names. Every meaning is listed, so that a new one
+// cannot be forgotten here (-Wswitch).
+void AddEthtoolMeaning(const Sample& s, Families* f) {
+  switch (s.desc->meaning) {
+    case Meaning::kNone:
+    // Meanings of sysfs counters, exported under their sysfs families; no
+    // ethtool spelling has them.
+    case Meaning::kRdmaBytes:
+    case Meaning::kRdmaPackets:
+    case Meaning::kNetdevBytes:
+    case Meaning::kNetdevPackets:
+    case Meaning::kRxErrors:
+    case Meaning::kLinkDowned:
+    case Meaning::kLinkErrorRecovery:
+    case Meaning::kCarrierChanges:
+    case Meaning::kCnpSent:
+    case Meaning::kCnpHandled:
+    case Meaning::kOutOfSequence:
+    case Meaning::kPacketSeqErr:
+    case Meaning::kLocalAckTimeout:
+    case Meaning::kRnrNakRetry:
+    case Meaning::kRetriesExceeded:
+    case Meaning::kDuplicateRequest:
+    case Meaning::kImpliedNakSeqErr:
+    case Meaning::kAdaptiveRetrans:
+    // Switch queue and PFC watchdog meanings: gNMI only.
+    case Meaning::kQueueBytes:
+    case Meaning::kQueuePackets:
+    case Meaning::kQueueDrops:
+    case Meaning::kQueueEcnMarked:
+    case Meaning::kPfcWatchdogStorms:
+    case Meaning::kPfcWatchdogRestorations:
+      return;
+    case Meaning::kPfcPauseFrames:
+    case Meaning::kPfcPauseDuration:
+    case Meaning::kPfcPauseTransitions:
+    case Meaning::kGlobalPauseFrames:
+    case Meaning::kGlobalPauseDuration:
+    case Meaning::kPauseStormWarning:
+    case Meaning::kPauseStormError:
+      AddPauseMeaning(s, f);
+      return;
+    case Meaning::kPhyBytes:
+    case Meaning::kPhyPackets:
+    case Meaning::kCrcErrors:
+    case Meaning::kSymbolErrors:
+    case Meaning::kPcsSymbolErrors:
+    case Meaning::kCorrectedBits:
+    case Meaning::kReceivedBits:
+    case Meaning::kLinkDownEvents:
+      AddPhyMeaning(s, f);
+      return;
+    case Meaning::kRxDiscardsPhy:
+    case Meaning::kTxDiscardsPhy:
+    case Meaning::kRxOutOfBuffer:
+    case Meaning::kPriorityDiscards:
+    case Meaning::kPriorityBytes:
+    case Meaning::kEcnMarked:
+      AddPriorityMeaning(s, f);
       return;
   }
 }

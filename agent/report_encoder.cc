@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/status_macros.h"
 #include "counters/wire.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -103,6 +104,20 @@ v1::Inventory BuildInventory(const Snapshot& snapshot) {
   return inv;
 }
 
+// One SourceHealth per source, with bounded strings.
+void AddSourceHealth(const Snapshot& snapshot, v1::Report* report) {
+  for (const SourceStatus& st : snapshot.sources) {
+    v1::SourceHealth* h = report->add_sources();
+    h->set_source(Truncate(st.source, ReportEncoder::kMaxNameBytes));
+    h->set_ok(st.ok);
+    h->set_errors(st.errors < 0 ? 0u : static_cast<uint32_t>(st.errors));
+    h->set_duration_nanos(absl::ToInt64Nanoseconds(st.duration));
+    if (!st.ok) {
+      h->set_last_error(Truncate(st.last_error, ReportEncoder::kMaxErrorBytes));
+    }
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<EncodedReport> ReportEncoder::Encode(
@@ -112,85 +127,98 @@ absl::StatusOr<EncodedReport> ReportEncoder::Encode(
         absl::StrCat("ReportEncoder: ", rates.size(), " rates for ",
                      snapshot.samples.size(), " samples"));
   }
-
   EncodedReport out;
-  std::vector<size_t> kept;
-  std::vector<uint32_t> positions;
-  std::vector<bool> present;
-  // The kept samples no longer fit the schema: announce a new one in their
-  // order.
-  auto start_new_schema = [&] {
-    NewSchema(snapshot, kept);
-    out.new_schema = schema_;
-    positions.resize(kept.size());
-    for (size_t i = 0; i < kept.size(); ++i) {
-      positions[i] = static_cast<uint32_t>(i);
-    }
-    present.assign(kept.size(), true);
-  };
+  Selection sel;
   if (SameDescriptionsAsLastReport(snapshot)) {
-    // Steady state: the sources described the same series with the same
-    // (immutable) description objects in the same order, so validity,
-    // duplicates and schema positions are what they were.
-    kept = last_kept_;
-    positions = last_positions_;
-    skipped_samples_ += last_skipped_;
-    present.assign(static_cast<size_t>(schema_.series_size()), false);
-    for (uint32_t p : positions) present[p] = true;
-    if (!CommitAbsences(present)) {
-      start_new_schema();
-    }
+    ReuseLastSelection(snapshot, &sel, &out);
   } else {
-    // Valid samples, first occurrence of each key only.
-    kept.reserve(snapshot.samples.size());
-    uint64_t skipped = 0;
-    {
-      absl::flat_hash_set<KeyView> seen;
-      seen.reserve(snapshot.samples.size());
-      for (size_t i = 0; i < snapshot.samples.size(); ++i) {
-        const SeriesDesc& d = *snapshot.samples[i].desc;
-        if (!ValidSeries(d) || !seen.emplace(static_cast<int>(d.subsystem),
-                                             d.device, d.port, d.name)
-                                    .second) {
-          ++skipped;
-          continue;
-        }
-        kept.push_back(i);
-      }
-    }
-    if (kept.size() > kMaxSeries) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("ReportEncoder: snapshot has ", kept.size(),
-                       " series; at most ", kMaxSeries, " are supported"));
-    }
-    skipped_samples_ += skipped;
-    if (!MapToSchema(snapshot, kept, &positions, &present)) {
-      start_new_schema();
-    }
-    last_skipped_ = skipped;
+    RETURN_IF_ERROR(SelectSamples(snapshot, &sel, &out));
   }
-  RememberDescriptions(snapshot, kept, positions);
+  RememberDescriptions(snapshot, sel.kept, sel.positions);
 
-  // Gather per schema index, then emit the parallel arrays in index order.
-  const size_t n = static_cast<size_t>(schema_.series_size());
   v1::Report& report = out.report;
   report.set_schema_id(schema_.schema_id());
   report.set_wall_time_unix_nanos(absl::ToUnixNanos(snapshot.wall_time));
   report.set_monotonic_nanos(snapshot.monotonic_nanos);
-  report.mutable_raw()->Resize(static_cast<int>(n), 0);
+  AddValues(snapshot, rates, sel, &report);
+  AddSourceHealth(snapshot, &report);
+  UpdateInventory(snapshot, &out);
+  return out;
+}
+
+void ReportEncoder::StartNewSchema(const Snapshot& snapshot, Selection* sel,
+                                   EncodedReport* out) {
+  NewSchema(snapshot, sel->kept);
+  out->new_schema = schema_;
+  sel->positions.resize(sel->kept.size());
+  for (size_t i = 0; i < sel->kept.size(); ++i) {
+    sel->positions[i] = static_cast<uint32_t>(i);
+  }
+  sel->present.assign(sel->kept.size(), true);
+}
+
+void ReportEncoder::ReuseLastSelection(const Snapshot& snapshot, Selection* sel,
+                                       EncodedReport* out) {
+  // Steady state: the sources described the same series with the same
+  // (immutable) description objects in the same order, so validity,
+  // duplicates and schema positions are what they were.
+  sel->kept = last_kept_;
+  sel->positions = last_positions_;
+  skipped_samples_ += last_skipped_;
+  sel->present.assign(static_cast<size_t>(schema_.series_size()), false);
+  for (uint32_t p : sel->positions) sel->present[p] = true;
+  if (!CommitAbsences(sel->present)) StartNewSchema(snapshot, sel, out);
+}
+
+absl::Status ReportEncoder::SelectSamples(const Snapshot& snapshot,
+                                          Selection* sel, EncodedReport* out) {
+  // Valid samples, first occurrence of each key only.
+  sel->kept.reserve(snapshot.samples.size());
+  uint64_t skipped = 0;
+  {
+    absl::flat_hash_set<KeyView> seen;
+    seen.reserve(snapshot.samples.size());
+    for (size_t i = 0; i < snapshot.samples.size(); ++i) {
+      const SeriesDesc& d = *snapshot.samples[i].desc;
+      if (!ValidSeries(d) ||
+          !seen.emplace(static_cast<int>(d.subsystem), d.device, d.port, d.name)
+               .second) {
+        ++skipped;
+        continue;
+      }
+      sel->kept.push_back(i);
+    }
+  }
+  if (sel->kept.size() > kMaxSeries) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("ReportEncoder: snapshot has ", sel->kept.size(),
+                     " series; at most ", kMaxSeries, " are supported"));
+  }
+  skipped_samples_ += skipped;
+  if (!MapToSchema(snapshot, sel->kept, &sel->positions, &sel->present)) {
+    StartNewSchema(snapshot, sel, out);
+  }
+  last_skipped_ = skipped;
+  return absl::OkStatus();
+}
+
+void ReportEncoder::AddValues(const Snapshot& snapshot,
+                              const std::vector<SampleRate>& rates,
+                              const Selection& sel, v1::Report* report) {
+  // Gather per schema index, then emit the parallel arrays in index order.
+  const size_t n = static_cast<size_t>(schema_.series_size());
+  report->mutable_raw()->Resize(static_cast<int>(n), 0);
   std::vector<const SampleRate*> rate_of(n, nullptr);
-  std::vector<uint8_t> reset(n, 0), saturated(n, 0), wrapped(n, 0);
-  for (size_t k = 0; k < kept.size(); ++k) {
-    const uint32_t idx = positions[k];
-    const Sample& s = snapshot.samples[kept[k]];
-    report.set_raw(static_cast<int>(idx), s.raw);
-    rate_of[idx] = &rates[kept[k]];
-    reset[idx] = rates[kept[k]].reset;
-    wrapped[idx] = rates[kept[k]].wrapped;
+  std::vector<uint8_t> saturated(n, 0);
+  for (size_t k = 0; k < sel.kept.size(); ++k) {
+    const uint32_t idx = sel.positions[k];
+    const Sample& s = snapshot.samples[sel.kept[k]];
+    report->set_raw(static_cast<int>(idx), s.raw);
+    rate_of[idx] = &rates[sel.kept[k]];
     saturated[idx] = s.saturated;
   }
   for (uint32_t i = 0; i < n; ++i) {
-    if (!present[i]) report.add_absent(i);
+    if (!sel.present[i]) report->add_absent(i);
     const SampleRate* r = rate_of[i];
     bool has_rate = r != nullptr && r->per_second.has_value();
     if (has_rate && !std::isfinite(*r->per_second)) {
@@ -198,24 +226,18 @@ absl::StatusOr<EncodedReport> ReportEncoder::Encode(
       has_rate = false;
     }
     if (has_rate) {
-      report.add_rate(*r->per_second);
+      report->add_rate(*r->per_second);
     } else {
-      report.add_no_rate(i);
+      report->add_no_rate(i);
     }
-    if (reset[i]) report.add_reset(i);
-    if (saturated[i]) report.add_saturated(i);
-    if (wrapped[i]) report.add_wrapped(i);
+    if (r != nullptr && r->reset) report->add_reset(i);
+    if (saturated[i]) report->add_saturated(i);
+    if (r != nullptr && r->wrapped) report->add_wrapped(i);
   }
+}
 
-  for (const SourceStatus& st : snapshot.sources) {
-    v1::SourceHealth* h = report.add_sources();
-    h->set_source(Truncate(st.source, kMaxNameBytes));
-    h->set_ok(st.ok);
-    h->set_errors(st.errors < 0 ? 0u : static_cast<uint32_t>(st.errors));
-    h->set_duration_nanos(absl::ToInt64Nanoseconds(st.duration));
-    if (!st.ok) h->set_last_error(Truncate(st.last_error, kMaxErrorBytes));
-  }
-
+void ReportEncoder::UpdateInventory(const Snapshot& snapshot,
+                                    EncodedReport* out) {
   v1::Inventory inventory = BuildInventory(snapshot);
   std::string serialized;
   // Deterministic so that equal inventories serialize to equal bytes.
@@ -228,9 +250,8 @@ absl::StatusOr<EncodedReport> ReportEncoder::Encode(
   if (!has_inventory_ || serialized != last_inventory_) {
     has_inventory_ = true;
     last_inventory_ = std::move(serialized);
-    out.new_inventory = std::move(inventory);
+    out->new_inventory = std::move(inventory);
   }
-  return out;
 }
 
 bool ReportEncoder::MapToSchema(const Snapshot& snapshot,

@@ -99,6 +99,28 @@ class ReportEncoder {
   using KeyView =
       std::tuple<int, absl::string_view, uint32_t, absl::string_view>;
 
+  // The samples a report carries and where they go in the schema.
+  struct Selection {
+    std::vector<size_t> kept;         // indices into snapshot.samples
+    std::vector<uint32_t> positions;  // schema index of each kept sample
+    std::vector<bool> present;        // per schema index
+  };
+
+  // Announces a new schema holding the kept samples in their order.
+  void StartNewSchema(const Snapshot& snapshot, Selection* sel,
+                      EncodedReport* out);
+  // The selection of the last report, for a snapshot with the same
+  // descriptions.
+  void ReuseLastSelection(const Snapshot& snapshot, Selection* sel,
+                          EncodedReport* out);
+  // Valid samples, first occurrence of each key, mapped onto the schema.
+  absl::Status SelectSamples(const Snapshot& snapshot, Selection* sel,
+                             EncodedReport* out);
+  // Raw values, rates and the per-series flags, in schema order.
+  void AddValues(const Snapshot& snapshot, const std::vector<SampleRate>& rates,
+                 const Selection& sel, v1::Report* report);
+  // Sets out->new_inventory when the inventory changed.
+  void UpdateInventory(const Snapshot& snapshot, EncodedReport* out);
   // Fills `positions[i]` with the schema index of `kept[i]`; returns false
   // when the current schema cannot carry this snapshot.
   bool MapToSchema(const Snapshot& snapshot, const std::vector<size_t>& kept,

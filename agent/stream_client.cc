@@ -200,9 +200,7 @@ void StreamClient::Run() {
   }
 }
 
-void StreamClient::ReadLoop(
-    grpc::ClientReaderWriter<v1::AgentMessage, v1::CollectorMessage>* stream,
-    uint64_t stream_id) {
+void StreamClient::ReadLoop(IngestStream* stream, uint64_t stream_id) {
   v1::CollectorMessage msg;
   while (stream->Read(&msg)) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -226,6 +224,20 @@ void StreamClient::ReadLoop(
 }
 
 absl::Status StreamClient::RunStream(bool* got_response) {
+  std::unique_ptr<v1::Ingest::Stub> stub = NewStub();
+  grpc::ClientContext context;
+  if (!options_.token.empty()) {
+    context.AddMetadata("authorization",
+                        absl::StrCat("Bearer ", options_.token));
+  }
+  ASSIGN_OR_RETURN(const uint64_t stream_id, BeginStream(&context));
+  std::unique_ptr<IngestStream> stream = stub->Stream(&context);
+  std::thread reader([&] { ReadLoop(stream.get(), stream_id); });
+  WriteUntilEnd(stream.get());
+  return EndStream(&context, &reader, stream.get(), got_response);
+}
+
+std::unique_ptr<v1::Ingest::Stub> StreamClient::NewStub() const {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
@@ -235,30 +247,25 @@ absl::Status StreamClient::RunStream(bool* got_response) {
   if (!options_.tls_server_name.empty()) {
     args.SetSslTargetNameOverride(options_.tls_server_name);
   }
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateCustomChannel(options_.target, credentials_, args);
-  std::unique_ptr<v1::Ingest::Stub> stub = v1::Ingest::NewStub(channel);
+  // The stub keeps the channel alive.
+  return v1::Ingest::NewStub(
+      grpc::CreateCustomChannel(options_.target, credentials_, args));
+}
 
-  grpc::ClientContext context;
-  if (!options_.token.empty()) {
-    context.AddMetadata("authorization",
-                        absl::StrCat("Bearer ", options_.token));
-  }
-  uint64_t stream_id;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return absl::CancelledError("stopping");
-    active_context_ = &context;
-    stream_id = ++stream_id_;
-    stream_ended_ = false;
-    reject_reason_.clear();
-    stats_.connected = false;
-  }
-  std::unique_ptr<
-      grpc::ClientReaderWriter<v1::AgentMessage, v1::CollectorMessage>>
-      stream = stub->Stream(&context);
-  std::thread reader([&] { ReadLoop(stream.get(), stream_id); });
+absl::StatusOr<uint64_t> StreamClient::BeginStream(
+    grpc::ClientContext* context) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) return absl::CancelledError("stopping");
+  active_context_ = context;
+  stream_ended_ = false;
+  reject_reason_.clear();
+  stats_.connected = false;
+  return ++stream_id_;
+}
 
+void StreamClient::WriteUntilEnd(IngestStream* stream) {
+  // One message object for every write: a report sits outside the oneof
+  // (ingest.proto), so each kind clears the others.
   v1::AgentMessage msg;
   v1::Hello* hello = msg.mutable_hello();
   hello->set_node(options_.node);
@@ -266,64 +273,70 @@ absl::Status StreamClient::RunStream(bool* got_response) {
   hello->set_boot_id(boot_id_);
   hello->set_interval_ms(static_cast<uint32_t>(std::clamp<int64_t>(
       absl::ToInt64Milliseconds(options_.interval), 0, UINT32_MAX)));
-  bool writable = stream->Write(msg);
-
-  // Seq of the last report written on THIS stream: a new stream starts at 0
-  // and so replays everything still unacknowledged.
-  uint64_t cursor = 0;
-  std::set<uint64_t> sent_schemas;
-  uint64_t sent_inventory = 0;
-  while (writable) {
-    std::shared_ptr<const v1::Inventory> inventory;
-    std::vector<ReportBuffer::ReportPtr> batch;
-    std::vector<std::shared_ptr<const v1::Schema>> schema_first;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] {
-        return stopping_ || stream_ended_ || !reject_reason_.empty() ||
-               inventory_version_ != sent_inventory || buffer_.HasAfter(cursor);
-      });
-      if (stopping_ || stream_ended_ || !reject_reason_.empty()) break;
-      if (inventory_version_ != sent_inventory) {
-        inventory = inventory_;
-        sent_inventory = inventory_version_;
-      }
-      batch = buffer_.After(cursor, kWriteBatch);
-      for (const ReportBuffer::ReportPtr& r : batch) {
-        std::shared_ptr<const v1::Schema> schema;
-        if (sent_schemas.insert(r->schema_id()).second) {
-          auto it = schemas_.find(r->schema_id());
-          // Enqueue refuses reports of unknown schemas and pruning keeps
-          // every referenced one, so this cannot miss.
-          if (it != schemas_.end()) schema = it->second;
-        }
-        schema_first.push_back(std::move(schema));
-      }
-    }
+  if (!stream->Write(msg)) return;
+  StreamCursor cursor;
+  PendingWrites pending;
+  while (NextWrites(&cursor, &pending)) {
     // The network writes happen without the lock: Enqueue never waits for
     // them.
-    // One message object for every write: a report sits outside the oneof
-    // (ingest.proto), so each kind clears the others.
-    if (inventory != nullptr) {
-      msg.clear_report();
-      *msg.mutable_inventory() = *inventory;
-      if (!(writable = stream->Write(msg))) break;
-    }
-    for (size_t i = 0; i < batch.size() && writable; ++i) {
-      if (schema_first[i] != nullptr) {
-        msg.clear_report();
-        *msg.mutable_schema() = *schema_first[i];
-        if (!(writable = stream->Write(msg))) break;
-      }
-      msg.clear_msg();
-      *msg.mutable_report() = *batch[i];
-      if (!(writable = stream->Write(msg))) break;
-      cursor = batch[i]->seq();
-      std::lock_guard<std::mutex> lock(mu_);
-      ++stats_.sent;
-    }
+    if (!WritePending(stream, pending, &msg, &cursor)) return;
   }
+}
 
+bool StreamClient::NextWrites(StreamCursor* cursor, PendingWrites* out) {
+  *out = PendingWrites();
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] {
+    return stopping_ || stream_ended_ || !reject_reason_.empty() ||
+           inventory_version_ != cursor->sent_inventory ||
+           buffer_.HasAfter(cursor->seq);
+  });
+  if (stopping_ || stream_ended_ || !reject_reason_.empty()) return false;
+  if (inventory_version_ != cursor->sent_inventory) {
+    out->inventory = inventory_;
+    cursor->sent_inventory = inventory_version_;
+  }
+  out->batch = buffer_.After(cursor->seq, kWriteBatch);
+  for (const ReportBuffer::ReportPtr& r : out->batch) {
+    std::shared_ptr<const v1::Schema> schema;
+    if (cursor->sent_schemas.insert(r->schema_id()).second) {
+      auto it = schemas_.find(r->schema_id());
+      // Enqueue refuses reports of unknown schemas and pruning keeps every
+      // referenced one, so this cannot miss.
+      if (it != schemas_.end()) schema = it->second;
+    }
+    out->schema_first.push_back(std::move(schema));
+  }
+  return true;
+}
+
+bool StreamClient::WritePending(IngestStream* stream,
+                                const PendingWrites& pending,
+                                v1::AgentMessage* msg, StreamCursor* cursor) {
+  if (pending.inventory != nullptr) {
+    msg->clear_report();
+    *msg->mutable_inventory() = *pending.inventory;
+    if (!stream->Write(*msg)) return false;
+  }
+  for (size_t i = 0; i < pending.batch.size(); ++i) {
+    if (pending.schema_first[i] != nullptr) {
+      msg->clear_report();
+      *msg->mutable_schema() = *pending.schema_first[i];
+      if (!stream->Write(*msg)) return false;
+    }
+    msg->clear_msg();
+    *msg->mutable_report() = *pending.batch[i];
+    if (!stream->Write(*msg)) return false;
+    cursor->seq = pending.batch[i]->seq();
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.sent;
+  }
+  return true;
+}
+
+absl::Status StreamClient::EndStream(grpc::ClientContext* context,
+                                     std::thread* reader, IngestStream* stream,
+                                     bool* got_response) {
   std::string reject;
   bool stopping;
   {
@@ -333,8 +346,8 @@ absl::Status StreamClient::RunStream(bool* got_response) {
   }
   // When the stream failed on its own, Finish() reports why; otherwise we end
   // it ourselves.
-  if (stopping || !reject.empty()) context.TryCancel();
-  reader.join();
+  if (stopping || !reject.empty()) context->TryCancel();
+  reader->join();
   grpc::Status finish = stream->Finish();
   {
     std::lock_guard<std::mutex> lock(mu_);

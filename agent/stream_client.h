@@ -33,8 +33,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -120,14 +122,45 @@ class StreamClient {
   StreamClient(Options options, const Clock& clock,
                std::shared_ptr<grpc::ChannelCredentials> credentials);
 
+  using IngestStream =
+      grpc::ClientReaderWriter<v1::AgentMessage, v1::CollectorMessage>;
+  // What one stream has been sent so far. A new stream starts from zero and
+  // so replays everything still unacknowledged.
+  struct StreamCursor {
+    uint64_t seq = 0;  // of the last report written
+    std::set<uint64_t> sent_schemas;
+    uint64_t sent_inventory = 0;  // inventory_version_ written
+  };
+  // The next writes of one stream, taken under the lock.
+  struct PendingWrites {
+    std::shared_ptr<const v1::Inventory> inventory;  // null: unchanged
+    std::vector<ReportBuffer::ReportPtr> batch;
+    // For batch[i], its schema when this stream has not had it yet.
+    std::vector<std::shared_ptr<const v1::Schema>> schema_first;
+  };
+
   void Run();
   // One stream from connect to end; returns why it ended. Sets
   // `*got_response` when the collector answered at least once.
   absl::Status RunStream(bool* got_response);
+  // A stub on a fresh channel to options_.target.
+  std::unique_ptr<v1::Ingest::Stub> NewStub() const;
+  // Makes `context` the active one; returns the new stream's id, or
+  // kCancelled when stopping.
+  absl::StatusOr<uint64_t> BeginStream(grpc::ClientContext* context);
+  // Writes the Hello, then inventories, schemas and reports as they come,
+  // until stopping, a reject, the end of the stream or a failed write.
+  void WriteUntilEnd(IngestStream* stream);
+  // Waits for something to write; false when the stream should end.
+  bool NextWrites(StreamCursor* cursor, PendingWrites* out);
+  // false when a write failed.
+  bool WritePending(IngestStream* stream, const PendingWrites& pending,
+                    v1::AgentMessage* msg, StreamCursor* cursor);
+  // Cancels the stream if we end it, joins the reader, returns why it ended.
+  absl::Status EndStream(grpc::ClientContext* context, std::thread* reader,
+                         IngestStream* stream, bool* got_response);
   // Reads CollectorMessages until the stream ends.
-  void ReadLoop(
-      grpc::ClientReaderWriter<v1::AgentMessage, v1::CollectorMessage>* stream,
-      uint64_t stream_id);
+  void ReadLoop(IngestStream* stream, uint64_t stream_id);
   // Forgets schemas no buffered report references (keeps the latest).
   void PruneSchemasLocked();
   absl::Duration BackoffDelay(int attempt);

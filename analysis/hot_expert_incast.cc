@@ -78,13 +78,86 @@ std::string JoinWords(const std::vector<std::string>& words) {
                       " and ", words.back());
 }
 
-// `marks_per_second`: CNPs or CE marks per second worth naming in the
-// summary (CongestionConfig::cnp_per_second); a lower rate is the background
-// of any busy RoCE fabric and stays in the evidence only.
+// The group's ranks behind the NIC `ref` (a NIC carries every rank placed on
+// it; ranks of other groups sharing it are judged in their own group).
+std::vector<uint32_t> RanksBehind(const LayoutModel& model, uint32_t group,
+                                  const NicRef& ref) {
+  std::vector<uint32_t> ranks;
+  for (uint32_t r : model.Group(Dim::kEp, group)) {
+    const RankInfo& info = model.Rank(r);
+    if (info.host == ref.host && info.nic == ref.nic) ranks.push_back(r);
+  }
+  return ranks;
+}
+
+// Strengthening evidence from the same NIC (docs/counters.md): np_cnp_sent
+// makes it the notification point of congested incoming traffic, CE marks
+// show the path to it is congested. `marks_per_second`: CNPs or CE marks per
+// second worth naming in the summary (CongestionConfig::cnp_per_second); a
+// lower rate is the background of any busy RoCE fabric and stays in the
+// evidence only.
+void AddCongestionSigns(const PortSignals& s, double marks_per_second,
+                        Finding* f, std::vector<std::string>* signs) {
+  if (Usable(s.cnp_sent)) {
+    f->evidence["cnp_sent_per_second"] = s.cnp_sent;
+    if (s.cnp_sent >= marks_per_second) {
+      signs->push_back(
+          absl::StrCat("sends CNPs at ", FormatPerSecond(s.cnp_sent)));
+    }
+  }
+  if (Usable(s.ecn_marked)) {
+    f->evidence["ecn_marked_per_second"] = s.ecn_marked;
+    if (s.ecn_marked >= marks_per_second) {
+      signs->push_back(absl::StrCat("receives ECN-marked packets at ",
+                                    FormatPerSecond(s.ecn_marked)));
+    }
+  }
+}
+
+// TX pause and RX discards show the NIC's buffers overflowing; returns true
+// when they make the finding critical.
+bool AddOverflowSigns(const PortSignals& s, Finding* f,
+                      std::vector<std::string>* signs) {
+  bool critical = false;
+  const auto [pause_fraction, fraction_prio] = MaxPriority(s.tx_pause_fraction);
+  const auto [pause_frames, frames_prio] = MaxPriority(s.tx_pause_frames);
+  if (fraction_prio >= 0) {
+    f->evidence["tx_pause_fraction"] = pause_fraction;
+    f->evidence["tx_pause_priority"] = fraction_prio;
+  }
+  if (frames_prio >= 0) {
+    f->evidence["tx_pause_frames_per_second"] = pause_frames;
+  }
+  // Prefer the duration counter; frames only where the driver has no
+  // duration (a frame can pause for 0 to 335 us).
+  if (fraction_prio >= 0 && pause_fraction >= kCriticalTxPauseFraction) {
+    critical = true;
+    signs->push_back(absl::StrCat("transmits PFC pause ",
+                                  FormatFraction(pause_fraction),
+                                  " of the time on priority ", fraction_prio));
+  } else if (fraction_prio < 0 && frames_prio >= 0 &&
+             pause_frames >= kCriticalTxPauseFramesPerSecond) {
+    critical = true;
+    signs->push_back(absl::StrCat("transmits PFC pause frames at ",
+                                  FormatPerSecond(pause_frames),
+                                  " on priority ", frames_prio));
+  }
+  if (Usable(s.rx_discards)) {
+    f->evidence["rx_discards_per_second"] = s.rx_discards;
+    // A lossless RoCE class should drop nothing.
+    if (s.rx_discards > 0) {
+      critical = true;
+      signs->push_back(absl::StrCat("drops ", FormatPerSecond(s.rx_discards),
+                                    " packets for lack of buffer"));
+    }
+  }
+  return critical;
+}
+
+// `marks_per_second`: see AddCongestionSigns.
 Finding MakeFinding(const LayoutModel& model, uint32_t group, const Member& hot,
                     double median, size_t reporting, double link_rate,
                     double marks_per_second) {
-  const PortSignals& s = hot.port->s;
   const std::string& host = model.Hosts()[hot.ref.host];
   const std::string& nic = model.Nics()[hot.ref.nic];
   const double ratio = hot.rx / median;
@@ -99,15 +172,7 @@ Finding MakeFinding(const LayoutModel& model, uint32_t group, const Member& hot,
   f.nodes = {host};
   f.device = nic;
 
-  // The group's ranks behind this NIC (a NIC carries every rank placed on
-  // it; ranks of other groups sharing it are judged in their own group).
-  std::vector<uint32_t> ranks;
-  for (uint32_t r : model.Group(Dim::kEp, group)) {
-    const RankInfo& info = model.Rank(r);
-    if (info.host == hot.ref.host && info.nic == hot.ref.nic) {
-      ranks.push_back(r);
-    }
-  }
+  const std::vector<uint32_t> ranks = RanksBehind(model, group, hot.ref);
   const std::string rank_list = FormatRanks(ranks);
   const std::string experts = FormatExperts(model, ranks);
   f.evidence_text["ranks"] = rank_list;
@@ -122,58 +187,9 @@ Finding MakeFinding(const LayoutModel& model, uint32_t group, const Member& hot,
     f.evidence["rx_link_fraction"] = hot.rx / link_rate;
   }
 
-  // Strengthening evidence from the same NIC (docs/counters.md):
-  // np_cnp_sent makes it the notification point of congested incoming
-  // traffic, CE marks show the path to it is congested, tx pause and RX
-  // discards show its buffers overflowing.
   std::vector<std::string> signs;
-  bool critical = false;
-  if (Usable(s.cnp_sent)) {
-    f.evidence["cnp_sent_per_second"] = s.cnp_sent;
-    if (s.cnp_sent >= marks_per_second) {
-      signs.push_back(
-          absl::StrCat("sends CNPs at ", FormatPerSecond(s.cnp_sent)));
-    }
-  }
-  if (Usable(s.ecn_marked)) {
-    f.evidence["ecn_marked_per_second"] = s.ecn_marked;
-    if (s.ecn_marked >= marks_per_second) {
-      signs.push_back(absl::StrCat("receives ECN-marked packets at ",
-                                   FormatPerSecond(s.ecn_marked)));
-    }
-  }
-  const auto [pause_fraction, fraction_prio] = MaxPriority(s.tx_pause_fraction);
-  const auto [pause_frames, frames_prio] = MaxPriority(s.tx_pause_frames);
-  if (fraction_prio >= 0) {
-    f.evidence["tx_pause_fraction"] = pause_fraction;
-    f.evidence["tx_pause_priority"] = fraction_prio;
-  }
-  if (frames_prio >= 0) {
-    f.evidence["tx_pause_frames_per_second"] = pause_frames;
-  }
-  // Prefer the duration counter; frames only where the driver has no
-  // duration (a frame can pause for 0 to 335 us).
-  if (fraction_prio >= 0 && pause_fraction >= kCriticalTxPauseFraction) {
-    critical = true;
-    signs.push_back(absl::StrCat("transmits PFC pause ",
-                                 FormatFraction(pause_fraction),
-                                 " of the time on priority ", fraction_prio));
-  } else if (fraction_prio < 0 && frames_prio >= 0 &&
-             pause_frames >= kCriticalTxPauseFramesPerSecond) {
-    critical = true;
-    signs.push_back(absl::StrCat("transmits PFC pause frames at ",
-                                 FormatPerSecond(pause_frames), " on priority ",
-                                 frames_prio));
-  }
-  if (Usable(s.rx_discards)) {
-    f.evidence["rx_discards_per_second"] = s.rx_discards;
-    // A lossless RoCE class should drop nothing.
-    if (s.rx_discards > 0) {
-      critical = true;
-      signs.push_back(absl::StrCat("drops ", FormatPerSecond(s.rx_discards),
-                                   " packets for lack of buffer"));
-    }
-  }
+  AddCongestionSigns(hot.port->s, marks_per_second, &f, &signs);
+  const bool critical = AddOverflowSigns(hot.port->s, &f, &signs);
   f.severity = critical ? Severity::kCritical : Severity::kWarning;
 
   const bool one = ranks.size() == 1;

@@ -208,11 +208,20 @@ absl::StatusOr<LayoutModel> LayoutModel::Build(const v1::Layout& input) {
 }
 
 absl::Status LayoutModel::Place(const v1::Layout& layout) {
-  const uint32_t gpn = layout.gpus_per_node();
-  const uint32_t world = world_size_;
-  ranks_.assign(world, RankInfo{});
+  ranks_.assign(world_size_, RankInfo{});
+  RETURN_IF_ERROR(AddHosts(layout));
+  ASSIGN_OR_RETURN(std::vector<uint32_t> rail_nics, InternRails(layout));
+  if (layout.ranks_size() == 0) {
+    RETURN_IF_ERROR(PlaceInHostOrder(layout, rail_nics));
+  } else {
+    RETURN_IF_ERROR(PlaceListedRanks(layout, rail_nics));
+  }
+  AssignNvlinkDomains(layout);
+  return absl::OkStatus();
+}
 
-  // Hosts, checked for validity and duplicates whatever the mode.
+absl::Status LayoutModel::AddHosts(const v1::Layout& layout) {
+  // Checked for validity and duplicates whatever the placement mode.
   if (static_cast<uint32_t>(layout.hosts_size()) > kMaxHosts) {
     return FieldError("hosts",
                       absl::StrCat(layout.hosts_size(),
@@ -234,130 +243,160 @@ absl::Status LayoutModel::Place(const v1::Layout& layout) {
     }
     hosts_.push_back(host);
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<uint32_t>> LayoutModel::InternRails(
+    const v1::Layout& layout) {
   std::vector<uint32_t> rail_nics;
-  if (layout.rails_size() > 0) {
-    if (static_cast<uint32_t>(layout.rails_size()) != gpn) {
-      return FieldError("rails",
-                        absl::StrCat(layout.rails_size(),
-                                     " NICs given, but gpus_per_node = ", gpn));
-    }
-    for (int i = 0; i < layout.rails_size(); ++i) {
-      if (!IsValidDeviceName(layout.rails(i))) {
-        return FieldError(absl::StrCat("rails[", i, "]"),
-                          absl::StrCat(QuoteForMessage(layout.rails(i)),
-                                       " is not a valid NIC name (",
-                                       kDeviceNamePattern, ")"));
-      }
-      rail_nics.push_back(Intern(layout.rails(i), nics_, nic_index_));
-    }
+  if (layout.rails_size() == 0) return rail_nics;
+  const uint32_t gpn = layout.gpus_per_node();
+  if (static_cast<uint32_t>(layout.rails_size()) != gpn) {
+    return FieldError("rails",
+                      absl::StrCat(layout.rails_size(),
+                                   " NICs given, but gpus_per_node = ", gpn));
   }
-
-  if (layout.ranks_size() == 0) {
-    if (layout.hosts_size() == 0) {
-      return FieldError("hosts", "required when ranks is not given");
-    }
-    const uint64_t placed = static_cast<uint64_t>(layout.hosts_size()) * gpn;
-    if (placed != world) {
-      return FieldError("hosts",
-                        absl::StrCat(layout.hosts_size(), " hosts x ", gpn,
-                                     " gpus = ", placed,
-                                     " ranks, but tp*cp*pp*dp = ", world));
-    }
-    for (uint32_t r = 0; r < world; ++r) {
-      RankInfo& info = ranks_[r];
-      info.host = r / gpn;
-      info.gpu = r % gpn;
-      info.nic = rail_nics.empty() ? kNoNic : rail_nics[info.gpu];
-    }
-  } else {
-    if (static_cast<uint64_t>(layout.ranks_size()) != world) {
+  for (int i = 0; i < layout.rails_size(); ++i) {
+    if (!IsValidDeviceName(layout.rails(i))) {
       return FieldError(
-          "ranks",
-          absl::StrCat(layout.ranks_size(),
-                       " placements given, but tp*cp*pp*dp = ", world));
+          absl::StrCat("rails[", i, "]"),
+          absl::StrCat(QuoteForMessage(layout.rails(i)),
+                       " is not a valid NIC name (", kDeviceNamePattern, ")"));
     }
-    const bool hosts_given = layout.hosts_size() > 0;
-    // Where each rank was placed (index into layout.ranks), to name both
-    // entries of a duplicate.
-    std::vector<uint32_t> placed_by(world, UINT32_MAX);
-    // (host, gpu) -> rank, to catch two ranks on one GPU.
-    absl::flat_hash_map<uint64_t, uint32_t> gpu_owner;
-    gpu_owner.reserve(world);
-    // Visit placements by increasing rank so that, without a hosts list,
-    // host indices follow the first appearance by rank. Sorting needs the
-    // ranks to be valid first.
-    for (int i = 0; i < layout.ranks_size(); ++i) {
-      const v1::RankPlacement& p = layout.ranks(i);
-      const std::string field = absl::StrCat("ranks[", i, "]");
-      if (p.rank() >= world) {
-        return FieldError(
-            absl::StrCat(field, ".rank"),
-            absl::StrCat(p.rank(), " is out of range [0, ", world, ")"));
-      }
-      if (placed_by[p.rank()] != UINT32_MAX) {
-        return FieldError(
-            absl::StrCat(field, ".rank"),
-            absl::StrCat("rank ", p.rank(), " is placed twice (also ranks[",
-                         placed_by[p.rank()], "])"));
-      }
-      placed_by[p.rank()] = static_cast<uint32_t>(i);
-    }
-    // Count and uniqueness make every rank present exactly once.
-    for (uint32_t r = 0; r < world; ++r) {
-      const uint32_t i = placed_by[r];
-      const v1::RankPlacement& p = layout.ranks(static_cast<int>(i));
-      const std::string field = absl::StrCat("ranks[", i, "]");
-      if (!IsValidNodeName(p.host())) {
-        return FieldError(
-            absl::StrCat(field, ".host"),
-            absl::StrCat(QuoteForMessage(p.host()),
-                         " is not a valid host name (", kNodeNamePattern, ")"));
-      }
-      if (p.gpu() >= gpn) {
-        return FieldError(
-            absl::StrCat(field, ".gpu"),
-            absl::StrCat(p.gpu(),
-                         " is out of range for gpus_per_node = ", gpn));
-      }
-      RankInfo& info = ranks_[r];
-      auto host_it = host_index_.find(p.host());
-      if (host_it != host_index_.end()) {
-        info.host = host_it->second;
-      } else if (hosts_given) {
-        return FieldError(
-            absl::StrCat(field, ".host"),
-            absl::StrCat(QuoteForMessage(p.host()), " is not in hosts"));
-      } else {
-        info.host = Intern(p.host(), hosts_, host_index_);
-        if (hosts_.size() > kMaxHosts) {
-          return FieldError(absl::StrCat(field, ".host"),
-                            absl::StrCat("more than ", kMaxHosts,
-                                         " distinct hosts (the limit)"));
-        }
-      }
-      info.gpu = p.gpu();
-      const uint64_t key = (static_cast<uint64_t>(info.host) << 32) | info.gpu;
-      auto [owner, fresh] = gpu_owner.emplace(key, r);
-      if (!fresh) {
-        return FieldError(
-            field, absl::StrCat(p.host(), " gpu ", p.gpu(),
-                                " is already used by rank ", owner->second));
-      }
-      if (!p.nic().empty()) {
-        if (!IsValidDeviceName(p.nic())) {
-          return FieldError(absl::StrCat(field, ".nic"),
-                            absl::StrCat(QuoteForMessage(p.nic()),
-                                         " is not a valid NIC name (",
-                                         kDeviceNamePattern, ")"));
-        }
-        info.nic = Intern(p.nic(), nics_, nic_index_);
-      } else if (!rail_nics.empty()) {
-        info.nic = rail_nics[info.gpu];
-      }
-    }
+    rail_nics.push_back(Intern(layout.rails(i), nics_, nic_index_));
   }
+  return rail_nics;
+}
 
-  // NVLink domains (see the header comment).
+absl::Status LayoutModel::PlaceInHostOrder(
+    const v1::Layout& layout, const std::vector<uint32_t>& rail_nics) {
+  const uint32_t gpn = layout.gpus_per_node();
+  const uint32_t world = world_size_;
+  if (layout.hosts_size() == 0) {
+    return FieldError("hosts", "required when ranks is not given");
+  }
+  const uint64_t placed = static_cast<uint64_t>(layout.hosts_size()) * gpn;
+  if (placed != world) {
+    return FieldError(
+        "hosts", absl::StrCat(layout.hosts_size(), " hosts x ", gpn, " gpus = ",
+                              placed, " ranks, but tp*cp*pp*dp = ", world));
+  }
+  for (uint32_t r = 0; r < world; ++r) {
+    RankInfo& info = ranks_[r];
+    info.host = r / gpn;
+    info.gpu = r % gpn;
+    info.nic = rail_nics.empty() ? kNoNic : rail_nics[info.gpu];
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<uint32_t>> LayoutModel::IndexPlacements(
+    const v1::Layout& layout) const {
+  const uint32_t world = world_size_;
+  if (static_cast<uint64_t>(layout.ranks_size()) != world) {
+    return FieldError(
+        "ranks", absl::StrCat(layout.ranks_size(),
+                              " placements given, but tp*cp*pp*dp = ", world));
+  }
+  // Where each rank was placed (index into layout.ranks), to name both
+  // entries of a duplicate.
+  std::vector<uint32_t> placed_by(world, UINT32_MAX);
+  for (int i = 0; i < layout.ranks_size(); ++i) {
+    const v1::RankPlacement& p = layout.ranks(i);
+    const std::string field = absl::StrCat("ranks[", i, "].rank");
+    if (p.rank() >= world) {
+      return FieldError(
+          field, absl::StrCat(p.rank(), " is out of range [0, ", world, ")"));
+    }
+    if (placed_by[p.rank()] != UINT32_MAX) {
+      return FieldError(field, absl::StrCat("rank ", p.rank(),
+                                            " is placed twice (also ranks[",
+                                            placed_by[p.rank()], "])"));
+    }
+    placed_by[p.rank()] = static_cast<uint32_t>(i);
+  }
+  // Count and uniqueness make every rank present exactly once.
+  return placed_by;
+}
+
+absl::Status LayoutModel::PlaceListedRanks(
+    const v1::Layout& layout, const std::vector<uint32_t>& rail_nics) {
+  // Visit placements by increasing rank so that, without a hosts list, host
+  // indices follow the first appearance by rank. Sorting needs the ranks to
+  // be valid first.
+  ASSIGN_OR_RETURN(const std::vector<uint32_t> placed_by,
+                   IndexPlacements(layout));
+  const uint32_t gpn = layout.gpus_per_node();
+  const bool hosts_given = layout.hosts_size() > 0;
+  // (host, gpu) -> rank, to catch two ranks on one GPU.
+  absl::flat_hash_map<uint64_t, uint32_t> gpu_owner;
+  gpu_owner.reserve(world_size_);
+  for (uint32_t r = 0; r < world_size_; ++r) {
+    const uint32_t i = placed_by[r];
+    const v1::RankPlacement& p = layout.ranks(static_cast<int>(i));
+    const std::string field = absl::StrCat("ranks[", i, "]");
+    if (!IsValidNodeName(p.host())) {
+      return FieldError(
+          absl::StrCat(field, ".host"),
+          absl::StrCat(QuoteForMessage(p.host()), " is not a valid host name (",
+                       kNodeNamePattern, ")"));
+    }
+    if (p.gpu() >= gpn) {
+      return FieldError(
+          absl::StrCat(field, ".gpu"),
+          absl::StrCat(p.gpu(), " is out of range for gpus_per_node = ", gpn));
+    }
+    RankInfo& info = ranks_[r];
+    ASSIGN_OR_RETURN(info.host, PlacementHost(p.host(), field, hosts_given));
+    info.gpu = p.gpu();
+    const uint64_t key = (static_cast<uint64_t>(info.host) << 32) | info.gpu;
+    auto [owner, fresh] = gpu_owner.emplace(key, r);
+    if (!fresh) {
+      return FieldError(
+          field, absl::StrCat(p.host(), " gpu ", p.gpu(),
+                              " is already used by rank ", owner->second));
+    }
+    ASSIGN_OR_RETURN(info.nic, PlacementNic(p, field, rail_nics));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint32_t> LayoutModel::PlacementHost(const std::string& host,
+                                                    const std::string& field,
+                                                    bool hosts_given) {
+  auto it = host_index_.find(host);
+  if (it != host_index_.end()) return it->second;
+  if (hosts_given) {
+    return FieldError(absl::StrCat(field, ".host"),
+                      absl::StrCat(QuoteForMessage(host), " is not in hosts"));
+  }
+  const uint32_t index = Intern(host, hosts_, host_index_);
+  if (hosts_.size() > kMaxHosts) {
+    return FieldError(
+        absl::StrCat(field, ".host"),
+        absl::StrCat("more than ", kMaxHosts, " distinct hosts (the limit)"));
+  }
+  return index;
+}
+
+absl::StatusOr<uint32_t> LayoutModel::PlacementNic(
+    const v1::RankPlacement& p, const std::string& field,
+    const std::vector<uint32_t>& rail_nics) {
+  if (!p.nic().empty()) {
+    if (!IsValidDeviceName(p.nic())) {
+      return FieldError(
+          absl::StrCat(field, ".nic"),
+          absl::StrCat(QuoteForMessage(p.nic()), " is not a valid NIC name (",
+                       kDeviceNamePattern, ")"));
+    }
+    return Intern(p.nic(), nics_, nic_index_);
+  }
+  return rail_nics.empty() ? kNoNic : rail_nics[p.gpu()];
+}
+
+void LayoutModel::AssignNvlinkDomains(const v1::Layout& layout) {
+  // See the header comment.
+  const uint32_t gpn = layout.gpus_per_node();
   const uint32_t nvl = layout.nvlink_domain();
   const uint64_t num_hosts = hosts_.size();
   if (nvl <= gpn) {
@@ -372,7 +411,6 @@ absl::Status LayoutModel::Place(const v1::Layout& layout) {
     num_domains_ = static_cast<uint32_t>((num_hosts + hosts_per_domain - 1) /
                                          hosts_per_domain);
   }
-  return absl::OkStatus();
 }
 
 absl::Status LayoutModel::ComputeGroups(const std::vector<std::string>& order) {

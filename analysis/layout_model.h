@@ -187,7 +187,30 @@ class LayoutModel {
   LayoutModel() = default;
   static size_t Idx(Dim dim) { return static_cast<size_t>(dim); }
   const RankGroups& groups(Dim dim) const { return groups_[Idx(dim)]; }
+  // Fills ranks_, hosts_, nics_ and the NVLink domains from `layout`.
   absl::Status Place(const v1::Layout& layout);
+  // The pieces of Place, in the order it runs them.
+  absl::Status AddHosts(const v1::Layout& layout);
+  // The NIC of each GPU index from `rails`; empty when none are given.
+  absl::StatusOr<std::vector<uint32_t>> InternRails(const v1::Layout& layout);
+  // Without a ranks list: rank r on host r / gpus_per_node.
+  absl::Status PlaceInHostOrder(const v1::Layout& layout,
+                                const std::vector<uint32_t>& rail_nics);
+  absl::Status PlaceListedRanks(const v1::Layout& layout,
+                                const std::vector<uint32_t>& rail_nics);
+  // For each rank, the index in layout.ranks that places it.
+  absl::StatusOr<std::vector<uint32_t>> IndexPlacements(
+      const v1::Layout& layout) const;
+  // The host index of a listed placement's (valid) host name, added to
+  // hosts_ when no hosts list was given; `field` names it in errors.
+  absl::StatusOr<uint32_t> PlacementHost(const std::string& host,
+                                         const std::string& field,
+                                         bool hosts_given);
+  // The NIC of a listed placement: its own, else its GPU's rail, else none.
+  absl::StatusOr<uint32_t> PlacementNic(const v1::RankPlacement& p,
+                                        const std::string& field,
+                                        const std::vector<uint32_t>& rail_nics);
+  void AssignNvlinkDomains(const v1::Layout& layout);
   absl::Status ComputeGroups(const std::vector<std::string>& order);
   void ComputeIndexes();
 

@@ -4,7 +4,7 @@
 // 128 host ports + 4 uplinks each) with up to 100 MoE and dense jobs of
 // 8-64 nodes covering every node (min(100, nodes/8) jobs: 512 nodes hold
 // only 64 jobs of 8 nodes), and a few faults so that analyzers build
-// findings too. Building the view (tests/analysis/scenario_builder.h) is not
+// findings too. Building the view (tests/testing/scenario_builder.h) is not
 // timed.
 //
 // Target: < 50 ms per pass at 4096 nodes, growing linearly with the nodes
@@ -23,7 +23,7 @@
 #include "analysis/analyzer.h"
 #include "analysis/fabric_view.h"
 #include "analysis/hysteresis.h"
-#include "tests/analysis/scenario_builder.h"
+#include "tests/testing/scenario_builder.h"
 
 namespace fabricdiag::analysis::scenario {
 namespace {

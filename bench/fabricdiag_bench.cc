@@ -67,14 +67,14 @@
 #include "agent/sample.h"
 #include "agent/snapshotter.h"
 #include "agent/sysfs_reader.h"
-#include "bench/child_process.h"
-#include "bench/exposition_text.h"
-#include "bench/http_get.h"
 #include "bench/mlx5_ethtool_text.h"
-#include "bench/proc_stat.h"
 #include "benchmark/benchmark.h"
 #include "common/clock.h"
-#include "tests/agent/fake_sysfs.h"
+#include "tests/testing/exposition_text.h"
+#include "tests/testing/fake_sysfs.h"
+#include "tests/testing/http_get.h"
+#include "tests/testing/proc_stat.h"
+#include "tests/testing/subprocess.h"
 
 #ifndef FABRICDIAG_AGENT_BINARY
 #define FABRICDIAG_AGENT_BINARY ""
@@ -82,6 +82,17 @@
 
 namespace fabricdiag::agent {
 namespace {
+
+using ::fabricdiag::testing::ExpositionSample;
+using ::fabricdiag::testing::HttpGet;
+using ::fabricdiag::testing::ParseExpositionText;
+using ::fabricdiag::testing::PickFreeTcpPort;
+using ::fabricdiag::testing::ProcessCpu;
+using ::fabricdiag::testing::ProcessMemory;
+using ::fabricdiag::testing::ReadProcessCpu;
+using ::fabricdiag::testing::ReadProcessMemory;
+using ::fabricdiag::testing::Subprocess;
+using ::fabricdiag::testing::WaitForHttpBody;
 
 constexpr int kPfcPriority = 3;
 constexpr char kDefaultNodeExporter[] = "/usr/bin/prometheus-node-exporter";
@@ -135,7 +146,7 @@ struct BenchEnv {
   std::string ethtool_dir;  // tmp/ethtool
   FakeRoceNode node;
   // Started by the first BM_NodeExporterScrape call, kept for the others.
-  std::unique_ptr<ChildProcess> node_exporter;
+  std::unique_ptr<Subprocess> node_exporter;
   int node_exporter_port = 0;
 };
 
@@ -374,15 +385,13 @@ absl::Status EnsureNodeExporter(BenchEnv* env) {
   }
   absl::StatusOr<int> port = PickFreeTcpPort();
   if (!port.ok()) return port.status();
-  absl::StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Start(
-      {env->flags.node_exporter, "--path.sysfs=" + env->sysfs_root,
-       absl::StrCat("--web.listen-address=127.0.0.1:", *port),
-       "--collector.disable-defaults", "--collector.infiniband",
-       "--collector.netclass"},
-      ChildProcess::Options{"", env->tmp.path() + "/node_exporter.log",
-                            absl::Seconds(5)});
-  if (!child.ok()) return child.status();
-  ChildProcess* raw = child->get();
+  auto child = std::make_unique<Subprocess>(std::vector<std::string>{
+      env->flags.node_exporter, "--path.sysfs=" + env->sysfs_root,
+      absl::StrCat("--web.listen-address=127.0.0.1:", *port),
+      "--collector.disable-defaults", "--collector.infiniband",
+      "--collector.netclass"});
+  if (absl::Status started = child->Start(); !started.ok()) return started;
+  Subprocess* raw = child.get();
   absl::StatusOr<std::string> body = WaitForHttpBody(
       *port, "/metrics", absl::Seconds(15),
       [](absl::string_view b) {
@@ -390,7 +399,7 @@ absl::Status EnsureNodeExporter(BenchEnv* env) {
       },
       [raw] { return raw->Running(); });
   if (!body.ok()) return body.status();
-  env->node_exporter = *std::move(child);
+  env->node_exporter = std::move(child);
   env->node_exporter_port = *port;
   return absl::OkStatus();
 }
@@ -494,31 +503,28 @@ std::optional<double> SnapshotsTotal(absl::string_view body) {
 absl::StatusOr<AgentProcessResult> MeasureAgentProcess(const BenchEnv& env) {
   absl::StatusOr<int> port = PickFreeTcpPort();
   if (!port.ok()) return port.status();
-  absl::StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Start(
-      {env.flags.agent_binary, "--node=bench", "--sysfs_root=" + env.sysfs_root,
-       "--ethtool_dir=" + env.ethtool_dir, "--interval=100ms",
-       absl::StrCat("--listen=127.0.0.1:", *port)},
-      ChildProcess::Options{"", env.tmp.path() + "/agent.log",
-                            absl::Seconds(5)});
-  if (!child.ok()) return child.status();
-  ChildProcess* agent = child->get();
+  Subprocess agent({env.flags.agent_binary, "--node=bench",
+                    "--sysfs_root=" + env.sysfs_root,
+                    "--ethtool_dir=" + env.ethtool_dir, "--interval=100ms",
+                    absl::StrCat("--listen=127.0.0.1:", *port)});
+  if (absl::Status started = agent.Start(); !started.ok()) return started;
   const auto ready = [](absl::string_view b) {
     return SnapshotsTotal(b).value_or(0) >= 1;
   };
   absl::StatusOr<std::string> first =
       WaitForHttpBody(*port, "/metrics", absl::Seconds(15), ready,
-                      [agent] { return agent->Running(); });
+                      [&agent] { return agent.Running(); });
   if (!first.ok()) return first.status();
-  absl::StatusOr<ProcessCpu> cpu0 = ReadProcessCpu(agent->pid());
+  absl::StatusOr<ProcessCpu> cpu0 = ReadProcessCpu(agent.pid());
   if (!cpu0.ok()) return cpu0.status();
   // A measurement window, not synchronisation: the agent samples on its own.
   absl::SleepFor(absl::Seconds(env.flags.agent_seconds));
   absl::StatusOr<std::string> last =
       HttpGet(*port, "/metrics", absl::Seconds(10));
   if (!last.ok()) return last.status();
-  absl::StatusOr<ProcessCpu> cpu1 = ReadProcessCpu(agent->pid());
+  absl::StatusOr<ProcessCpu> cpu1 = ReadProcessCpu(agent.pid());
   if (!cpu1.ok()) return cpu1.status();
-  absl::StatusOr<ProcessMemory> mem = ReadProcessMemory(agent->pid());
+  absl::StatusOr<ProcessMemory> mem = ReadProcessMemory(agent.pid());
   if (!mem.ok()) return mem.status();
 
   AgentProcessResult result;

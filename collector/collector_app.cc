@@ -1,12 +1,13 @@
 #include "collector/collector_app.h"
 
-#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -29,6 +30,7 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "common/stop_signals.h"
 #include "common/version.h"
 
 namespace fabricdiag::collector {
@@ -105,145 +107,207 @@ absl::Status ValidateCollectorConfig(const CollectorConfig& config) {
   return absl::OkStatus();
 }
 
-int RunCollector(const CollectorConfig& config) {
-  // Block the stop signals before any thread exists; the main thread waits
-  // for them with sigwait.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+namespace {
 
-  SystemClock clock;
-  std::string token;
-  if (!config.auth_token_file.empty()) {
-    absl::StatusOr<std::string> t =
-        ReadTokenFile("--auth_token_file", config.auth_token_file, 16);
-    if (!t.ok()) {
-      LogError(absl::StrCat("fabricdiag-collector: ", t.status().message()));
-      return 1;
+// Logs why the collector cannot start; returns its exit code.
+int StartupFailed(absl::string_view why) {
+  LogError(absl::StrCat("fabricdiag-collector: ", why));
+  return 1;
+}
+
+// The token in the file a flag names; empty when the flag is not set.
+absl::StatusOr<std::string> ReadOptionalToken(absl::string_view flag,
+                                              const std::string& path) {
+  if (path.empty()) return std::string();
+  return ReadTokenFile(flag, path, 16);
+}
+
+// Loads the layouts and findings kept in --state_dir and warns about what
+// it had to set aside.
+absl::Status LoadState(const CollectorConfig& config, const StateStore& state,
+                       LayoutRegistry& registry, FindingsStore& findings) {
+  for (const absl::Status& s : {registry.Load(), findings.Load()}) {
+    if (!s.ok()) {
+      return absl::Status(
+          s.code(), absl::StrCat("cannot load --state_dir=", config.state_dir,
+                                 ": ", s.ToString()));
     }
-    token = *std::move(t);
   }
+  for (const std::string& problem : state.problems()) {
+    LogWarning(absl::StrCat("state: ", problem));
+  }
+  return absl::OkStatus();
+}
 
+absl::StatusOr<IngestAuth> MakeIngestAuth(const CollectorConfig& config) {
+  IngestAuth auth;
+  auth.match_certificate = !config.tls_client_ca.empty();
+  ASSIGN_OR_RETURN(auth.token, ReadOptionalToken("--ingest_token_file",
+                                                 config.ingest_token_file));
+  if (auth.token.empty() && !auth.match_certificate) {
+    LogWarning(
+        "ingest is open: any client that reaches the gRPC port can report as "
+        "any node. In production, set --tls_client_ca (agents' certificates "
+        "name their node) or --ingest_token_file; see docs/deployment.md");
+  }
+  return auth;
+}
+
+absl::StatusOr<AnalysisRunner::Options> MakeRunnerOptions(
+    const CollectorConfig& config) {
+  AnalysisRunner::Options options;
+  options.interval = config.analysis_interval;
+  ASSIGN_OR_RETURN(options.analysis,
+                   LoadAnalysisConfig(config.analysis_config));
+  return options;
+}
+
+absl::StatusOr<std::unique_ptr<CollectorServer>> StartGrpc(
+    const CollectorConfig& config, IngestService* ingest, QueryService* query) {
+  CollectorServer::Options options;
+  options.listen = config.listen;
+  options.tls_cert_file = config.tls_cert;
+  options.tls_key_file = config.tls_key;
+  options.tls_client_ca_file = config.tls_client_ca;
+  absl::StatusOr<std::unique_ptr<CollectorServer>> server =
+      CollectorServer::Start(options, {ingest, query});
+  if (!server.ok()) {
+    return absl::Status(server.status().code(),
+                        absl::StrCat("--listen=", config.listen, ": ",
+                                     server.status().message()));
+  }
+  return server;
+}
+
+// /healthz: unhealthy while writes to --state_dir fail.
+HealthReport CollectorHealth(const StateStore& state,
+                             const AnalysisStats& stats) {
+  HealthReport report;
+  const absl::Status last_write = state.last_write_status();
+  if (!last_write.ok()) {
+    report.ok = false;
+    absl::StrAppend(&report.text,
+                    "state: the last write to --state_dir failed: ",
+                    last_write.message(), " (", state.write_errors(),
+                    " failed since start; healthy again after the next "
+                    "write that succeeds)\n");
+  }
+  absl::StrAppend(&report.text, "analysis passes: ", stats.passes.load(), "\n");
+  return report;
+}
+
+// What the HTTP endpoint serves; every pointer outlives it.
+struct HttpSources {
+  const SeriesStore* series;
+  const IngestCounters* counters;
+  const AnalysisStats* stats;
+  const FindingsStore* findings;
+  const LayoutRegistry* registry;
+  const StateStore* state;
+  AnalysisRunner* runner;
+  const Clock* clock;
+};
+
+absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(
+    const CollectorConfig& config, const HttpSources& in) {
+  auto collector_metrics = std::make_shared<CollectorMetrics>(
+      in.series, in.counters, in.stats, 3 * config.analysis_interval);
+  auto findings_metrics =
+      std::make_shared<FindingsMetrics>(in.findings, in.registry, in.state);
+  const StateStore* state = in.state;
+  const AnalysisStats* stats = in.stats;
+  const LayoutRegistry* registry = in.registry;
+  AnalysisRunner* runner = in.runner;
+  absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
+      config.http_listen, {collector_metrics, findings_metrics},
+      [state, stats] { return CollectorHealth(*state, *stats); },
+      {[registry](std::string* out) {
+        AppendLayoutMetrics(*registry->Snapshot(), out);
+      }},
+      WebRoutes({in.findings, in.registry,
+                 [runner] { return runner->LatestView(); }, in.clock}));
+  if (!http.ok()) {
+    return absl::Status(http.status().code(),
+                        absl::StrCat("--http_listen=", config.http_listen, ": ",
+                                     http.status().message()));
+  }
+  return http;
+}
+
+// Writes to the query service need `token` when it is not empty; a layout
+// change runs an analysis pass at once.
+QueryService::Options MakeQueryOptions(std::string token,
+                                       AnalysisRunner* runner) {
+  QueryService::Options options;
+  options.auth_token = std::move(token);
+  options.on_layouts_changed = [runner](const std::string& job) {
+    return runner->RunLayoutPass(job);
+  };
+  return options;
+}
+
+void LogServing(const CollectorConfig& config, int grpc_port, int http_port,
+                bool writes_need_token) {
+  LogInfo(absl::StrCat(
+      "fabricdiag-collector ", kVersion, " gRPC on port ", grpc_port,
+      ", HTTP on port ", http_port, ", state in ", config.state_dir,
+      writes_need_token ? ", writes need the bearer token"
+                        : ", writes open (no --auth_token_file)"));
+}
+
+}  // namespace
+
+int RunCollector(const CollectorConfig& config) {
+  const sigset_t signals = BlockStopSignals();
+  SystemClock clock;
+  absl::StatusOr<std::string> token =
+      ReadOptionalToken("--auth_token_file", config.auth_token_file);
+  if (!token.ok()) return StartupFailed(token.status().message());
   absl::StatusOr<std::unique_ptr<StateStore>> state =
       StateStore::Open(config.state_dir, &clock);
   if (!state.ok()) {
-    LogError(absl::StrCat("fabricdiag-collector: --state_dir: ",
-                          state.status().message()));
-    return 1;
+    return StartupFailed(
+        absl::StrCat("--state_dir: ", state.status().message()));
   }
   LayoutRegistry registry(state->get(), &clock);
   FindingsStore findings(state->get(), FindingsStoreOptions{});
-  for (const absl::Status& s : {registry.Load(), findings.Load()}) {
-    if (!s.ok()) {
-      LogError(absl::StrCat("fabricdiag-collector: cannot load --state_dir=",
-                            config.state_dir, ": ", s.ToString()));
-      return 1;
-    }
-  }
-  for (const std::string& problem : (*state)->problems()) {
-    LogWarning(absl::StrCat("state: ", problem));
+  if (absl::Status s = LoadState(config, **state, registry, findings);
+      !s.ok()) {
+    return StartupFailed(s.message());
   }
 
   SeriesStore::Options series_options;
   series_options.window_samples = config.window_samples;
   SeriesStore series(series_options, clock);
   IngestCounters counters;
-  IngestAuth ingest_auth;
-  ingest_auth.match_certificate = !config.tls_client_ca.empty();
-  if (!config.ingest_token_file.empty()) {
-    absl::StatusOr<std::string> t =
-        ReadTokenFile("--ingest_token_file", config.ingest_token_file, 16);
-    if (!t.ok()) {
-      LogError(absl::StrCat("fabricdiag-collector: ", t.status().message()));
-      return 1;
-    }
-    ingest_auth.token = *std::move(t);
-  }
-  if (ingest_auth.token.empty() && !ingest_auth.match_certificate) {
-    LogWarning(
-        "ingest is open: any client that reaches the gRPC port can report as "
-        "any node. In production, set --tls_client_ca (agents' certificates "
-        "name their node) or --ingest_token_file; see docs/deployment.md");
-  }
-  IngestService ingest(&series, &counters, ingest_auth);
+  absl::StatusOr<IngestAuth> ingest_auth = MakeIngestAuth(config);
+  if (!ingest_auth.ok()) return StartupFailed(ingest_auth.status().message());
+  IngestService ingest(&series, &counters, *std::move(ingest_auth));
   AnalysisStats stats;
-  AnalysisRunner::Options runner_options;
-  runner_options.interval = config.analysis_interval;
-  {
-    absl::StatusOr<analysis::AnalysisConfig> analysis =
-        LoadAnalysisConfig(config.analysis_config);
-    if (!analysis.ok()) {
-      LogError(
-          absl::StrCat("fabricdiag-collector: ", analysis.status().message()));
-      return 1;
-    }
-    runner_options.analysis = *analysis;
+  absl::StatusOr<AnalysisRunner::Options> runner_options =
+      MakeRunnerOptions(config);
+  if (!runner_options.ok()) {
+    return StartupFailed(runner_options.status().message());
   }
   AnalysisRunner runner(&series, &registry, &findings, &stats, clock,
-                        runner_options);
+                        *std::move(runner_options));
 
-  QueryService::Options query_options;
-  query_options.auth_token = token;
-  query_options.on_layouts_changed = [&runner](const std::string& job) {
-    return runner.RunLayoutPass(job);
-  };
-  QueryService query(&registry, &findings, &series, query_options, clock);
-
-  CollectorServer::Options server_options;
-  server_options.listen = config.listen;
-  server_options.tls_cert_file = config.tls_cert;
-  server_options.tls_key_file = config.tls_key;
-  server_options.tls_client_ca_file = config.tls_client_ca;
+  QueryService query(&registry, &findings, &series,
+                     MakeQueryOptions(*token, &runner), clock);
   absl::StatusOr<std::unique_ptr<CollectorServer>> server =
-      CollectorServer::Start(server_options, {&ingest, &query});
-  if (!server.ok()) {
-    LogError(absl::StrCat("fabricdiag-collector: --listen=", config.listen,
-                          ": ", server.status().message()));
-    return 1;
-  }
-
-  auto collector_metrics = std::make_shared<CollectorMetrics>(
-      &series, &counters, &stats, 3 * config.analysis_interval);
-  auto findings_metrics =
-      std::make_shared<FindingsMetrics>(&findings, &registry, state->get());
-  StateStore* state_ptr = state->get();
-  absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
-      config.http_listen, {collector_metrics, findings_metrics},
-      [state_ptr, &stats] {
-        HealthReport report;
-        const absl::Status last_write = state_ptr->last_write_status();
-        if (!last_write.ok()) {
-          report.ok = false;
-          absl::StrAppend(&report.text,
-                          "state: the last write to --state_dir failed: ",
-                          last_write.message(), " (", state_ptr->write_errors(),
-                          " failed since start; healthy again after the next "
-                          "write that succeeds)\n");
-        }
-        absl::StrAppend(&report.text, "analysis passes: ", stats.passes.load(),
-                        "\n");
-        return report;
-      },
-      {[&registry](std::string* out) {
-        AppendLayoutMetrics(*registry.Snapshot(), out);
-      }},
-      WebRoutes({&findings, &registry,
-                 [&runner] { return runner.LatestView(); }, &clock}));
+      StartGrpc(config, &ingest, &query);
+  if (!server.ok()) return StartupFailed(server.status().message());
+  absl::StatusOr<std::unique_ptr<HttpServer>> http =
+      StartHttp(config, {&series, &counters, &stats, &findings, &registry,
+                         state->get(), &runner, &clock});
   if (!http.ok()) {
-    LogError(absl::StrCat("fabricdiag-collector: --http_listen=",
-                          config.http_listen, ": ", http.status().message()));
+    const int code = StartupFailed(http.status().message());
     (*server)->Shutdown(absl::ZeroDuration());
-    return 1;
+    return code;
   }
 
   runner.Start();
-  LogInfo(absl::StrCat("fabricdiag-collector ", kVersion, " gRPC on port ",
-                       (*server)->port(), ", HTTP on port ", (*http)->port(),
-                       ", state in ", config.state_dir,
-                       token.empty() ? ", writes open (no --auth_token_file)"
-                                     : ", writes need the bearer token"));
+  LogServing(config, (*server)->port(), (*http)->port(), !token->empty());
 
   int signo = 0;
   sigwait(&signals, &signo);

@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "collector/finding_json.h"
 #include "common/http_request.h"
+#include "common/status_macros.h"
 
 namespace fabricdiag::collector {
 namespace {
@@ -373,6 +374,182 @@ absl::StatusOr<JobQuery> ParseJobQuery(absl::string_view query) {
   return q;
 }
 
+namespace {
+
+using NicKey = std::pair<std::string, std::string>;  // (host, NIC)
+
+// The groups [begin, end) a page shows: one named group, or a slice.
+absl::StatusOr<std::pair<uint32_t, uint32_t>> GroupRange(
+    const analysis::LayoutModel& model, const JobQuery& query) {
+  const uint32_t num_groups = model.NumGroups(query.dim);
+  if (query.group.empty()) {
+    const uint32_t begin = std::min(query.offset, num_groups);
+    const uint32_t end = static_cast<uint32_t>(
+        std::min<uint64_t>(uint64_t{begin} + query.limit, num_groups));
+    return std::make_pair(begin, end);
+  }
+  absl::StatusOr<analysis::GroupId> id = analysis::ParseGroupName(query.group);
+  if (!id.ok() || id->dim != query.dim || id->index >= num_groups) {
+    return absl::NotFoundError(
+        absl::StrCat("job ", model.job(), " has no group '", query.group,
+                     "' in ", analysis::DimName(query.dim)));
+  }
+  return std::make_pair(id->index, id->index + 1);
+}
+
+// The traffic model's prediction for `dim` (null without one), and the
+// bytes per step it predicts through each NIC when available.
+Json PredictionJson(
+    const analysis::TrafficModel* traffic, analysis::Dim dim,
+    absl::flat_hash_map<NicKey, analysis::NicBytes>* predicted) {
+  if (traffic == nullptr) return nullptr;
+  const analysis::DimTraffic* d = traffic->Find(dim);
+  if (d == nullptr) return nullptr;
+  Json prediction = Json::object();
+  prediction["collective"] =
+      std::string(analysis::CollectiveName(d->collective));
+  prediction["description"] = d->description;
+  prediction["available"] = d->available;
+  prediction["unavailable_reason"] = d->unavailable_reason;
+  prediction["nic_bytes_per_step"] = Number(d->nic_bytes);
+  prediction["seconds_per_step"] = Number(d->seconds);
+  if (d->available) {
+    for (const analysis::NicTraffic& n : traffic->Nics()) {
+      (*predicted)[{n.host_name, n.nic_name}] =
+          n.by_dim[static_cast<size_t>(dim)];
+    }
+  }
+  return prediction;
+}
+
+// What a group page shows besides the layout, looked up per group and NIC.
+struct GroupContext {
+  const analysis::FabricView* view = nullptr;
+  absl::flat_hash_map<NicKey, analysis::NicBytes> predicted;
+  // Findings of this job, by group and by (host, NIC).
+  std::map<std::string, Json> by_group;
+  std::map<NicKey, Json> by_nic;
+};
+
+void IndexFindings(absl::Span<const v1::Finding> active, const std::string& job,
+                   GroupContext* context) {
+  for (const v1::Finding& f : active) {
+    if (f.job() != job) continue;
+    const Json ref = FindingRef(f);
+    if (!f.group().empty()) context->by_group[f.group()].push_back(ref);
+    if (!f.device().empty()) {
+      context->by_nic[{f.node(), f.device()}].push_back(ref);
+    }
+  }
+}
+
+// One NIC of a group: its ranks and the bytes it moved in the window.
+struct GroupMember {
+  std::string host;
+  std::string nic;
+  const std::vector<uint32_t>* ranks;
+  double rx;
+  double tx;
+};
+
+// The group's ranks per NIC, in rank order.
+using NicRanks = std::map<std::pair<uint32_t, uint32_t>, std::vector<uint32_t>>;
+
+std::vector<GroupMember> GroupMembers(const analysis::LayoutModel& model,
+                                      const NicRanks& nic_ranks,
+                                      const analysis::FabricView* view) {
+  std::vector<GroupMember> members;
+  for (const auto& [ref, ranks] : nic_ranks) {
+    GroupMember m{std::string(model.Hosts()[ref.first]),
+                  ref.second == analysis::kNoNic
+                      ? std::string()
+                      : std::string(model.Nics()[ref.second]),
+                  &ranks, analysis::kAbsent, analysis::kAbsent};
+    const analysis::PortView* p =
+        view != nullptr && !m.nic.empty() ? view->Find(m.host, m.nic) : nullptr;
+    if (p != nullptr) {
+      m.rx = analysis::UsableOrAbsent(p->s.rx_bytes);
+      m.tx = analysis::UsableOrAbsent(p->s.tx_bytes);
+    }
+    members.push_back(std::move(m));
+  }
+  return members;
+}
+
+Json MemberJson(const GroupMember& m, double rx_median, double tx_median,
+                const GroupContext& context) {
+  Json mo;
+  mo["host"] = m.host;
+  mo["nic"] = m.nic;
+  mo["ranks"] = Ranks(*m.ranks);
+  mo["rank_count"] = m.ranks->size();
+  mo["rx_bytes"] = Number(m.rx);
+  mo["tx_bytes"] = Number(m.tx);
+  mo["rx_ratio"] = Ratio(m.rx, rx_median);
+  mo["tx_ratio"] = Ratio(m.tx, tx_median);
+  auto pit = context.predicted.find({m.host, m.nic});
+  mo["predicted_rx_bytes_per_step"] =
+      pit != context.predicted.end() ? Number(pit->second.rx) : Json(nullptr);
+  mo["predicted_tx_bytes_per_step"] =
+      pit != context.predicted.end() ? Number(pit->second.tx) : Json(nullptr);
+  auto fit = context.by_nic.find({m.host, m.nic});
+  mo["findings"] = fit != context.by_nic.end() ? fit->second : Json::array();
+  return mo;
+}
+
+Json GroupJson(const analysis::LayoutModel& model, analysis::Dim dim,
+               uint32_t g, const GroupContext& context) {
+  const std::string name = analysis::GroupName({dim, g});
+  NicRanks nic_ranks;
+  for (uint32_t r : model.Group(dim, g)) {
+    const analysis::RankInfo& info = model.Rank(r);
+    nic_ranks[{info.host, info.nic}].push_back(r);
+  }
+  const std::vector<GroupMember> members =
+      GroupMembers(model, nic_ranks, context.view);
+  std::vector<double> rx_values;
+  std::vector<double> tx_values;
+  for (const GroupMember& m : members) {
+    if (analysis::Has(m.rx)) rx_values.push_back(m.rx);
+    if (analysis::Has(m.tx)) tx_values.push_back(m.tx);
+  }
+  const double rx_median = Median(rx_values);
+  const double tx_median = Median(tx_values);
+
+  Json o;
+  o["name"] = name;
+  o["size"] = model.Degree(dim);
+  o["hosts_spanned"] = model.HostsSpanned(dim, g);
+  o["nvlink_domains_spanned"] = model.DomainsSpanned(dim, g);
+  o["crosses_nvlink"] = model.DomainsSpanned(dim, g) > 1;
+  auto found = context.by_group.find(name);
+  o["findings"] =
+      found != context.by_group.end() ? found->second : Json::array();
+  o["median_rx_bytes"] = Number(rx_median);
+  o["median_tx_bytes"] = Number(tx_median);
+  Json ms = Json::array();
+  for (const GroupMember& m : members) {
+    ms.push_back(MemberJson(m, rx_median, tx_median, context));
+  }
+  o["members"] = std::move(ms);
+  return o;
+}
+
+// The dimensions a job page offers: those with a degree above 1, and the
+// one shown.
+Json DimsJson(const analysis::LayoutModel& model, analysis::Dim shown) {
+  Json dims = Json::array();
+  for (analysis::Dim d : analysis::kAllDims) {
+    if (model.Degree(d) <= 1 && d != shown) continue;
+    dims.push_back({{"dim", std::string(analysis::DimName(d))},
+                    {"size", model.Degree(d)},
+                    {"groups", model.NumGroups(d)}});
+  }
+  return dims;
+}
+
+}  // namespace
+
 absl::StatusOr<Json> JobJson(const LayoutEntry& entry,
                              const analysis::TrafficModel* traffic,
                              const JobQuery& query,
@@ -381,125 +558,14 @@ absl::StatusOr<Json> JobJson(const LayoutEntry& entry,
                              absl::Time now) {
   const analysis::LayoutModel& model = entry.model;
   const analysis::Dim dim = query.dim;
-  const uint32_t num_groups = model.NumGroups(dim);
-
-  uint32_t begin = std::min(query.offset, num_groups);
-  uint32_t end = std::min<uint64_t>(uint64_t{begin} + query.limit, num_groups);
-  if (!query.group.empty()) {
-    absl::StatusOr<analysis::GroupId> id =
-        analysis::ParseGroupName(query.group);
-    if (!id.ok() || id->dim != dim || id->index >= num_groups) {
-      return absl::NotFoundError(absl::StrCat("job ", model.job(),
-                                              " has no group '", query.group,
-                                              "' in ", analysis::DimName(dim)));
-    }
-    begin = id->index;
-    end = id->index + 1;
-  }
-
-  // Predicted bytes per step through each NIC for this dimension.
-  absl::flat_hash_map<std::pair<std::string, std::string>, analysis::NicBytes>
-      predicted;
-  Json prediction = nullptr;
-  if (traffic != nullptr) {
-    if (const analysis::DimTraffic* d = traffic->Find(dim)) {
-      prediction = Json::object();
-      prediction["collective"] =
-          std::string(analysis::CollectiveName(d->collective));
-      prediction["description"] = d->description;
-      prediction["available"] = d->available;
-      prediction["unavailable_reason"] = d->unavailable_reason;
-      prediction["nic_bytes_per_step"] = Number(d->nic_bytes);
-      prediction["seconds_per_step"] = Number(d->seconds);
-      if (d->available) {
-        for (const analysis::NicTraffic& n : traffic->Nics()) {
-          predicted[{n.host_name, n.nic_name}] =
-              n.by_dim[static_cast<size_t>(dim)];
-        }
-      }
-    }
-  }
-
-  // Findings of this job, by group and by (host, NIC).
-  std::map<std::string, Json> by_group;
-  std::map<std::pair<std::string, std::string>, Json> by_nic;
-  for (const v1::Finding& f : active) {
-    if (f.job() != model.job()) continue;
-    const Json ref = FindingRef(f);
-    if (!f.group().empty()) by_group[f.group()].push_back(ref);
-    if (!f.device().empty()) by_nic[{f.node(), f.device()}].push_back(ref);
-  }
-
+  ASSIGN_OR_RETURN(const auto range, GroupRange(model, query));
+  GroupContext context;
+  context.view = view;
+  Json prediction = PredictionJson(traffic, dim, &context.predicted);
+  IndexFindings(active, model.job(), &context);
   Json groups = Json::array();
-  for (uint32_t g = begin; g < end; ++g) {
-    const std::string name = analysis::GroupName({dim, g});
-    // The group's ranks per NIC, in rank order.
-    std::map<std::pair<uint32_t, uint32_t>, std::vector<uint32_t>> nic_ranks;
-    for (uint32_t r : model.Group(dim, g)) {
-      const analysis::RankInfo& info = model.Rank(r);
-      nic_ranks[{info.host, info.nic}].push_back(r);
-    }
-    struct Member {
-      std::string host;
-      std::string nic;
-      const std::vector<uint32_t>* ranks;
-      double rx;
-      double tx;
-    };
-    std::vector<Member> members;
-    std::vector<double> rx_values;
-    std::vector<double> tx_values;
-    for (const auto& [ref, ranks] : nic_ranks) {
-      Member m{std::string(model.Hosts()[ref.first]),
-               ref.second == analysis::kNoNic
-                   ? std::string()
-                   : std::string(model.Nics()[ref.second]),
-               &ranks, analysis::kAbsent, analysis::kAbsent};
-      const analysis::PortView* p = view != nullptr && !m.nic.empty()
-                                        ? view->Find(m.host, m.nic)
-                                        : nullptr;
-      if (p != nullptr) {
-        m.rx = analysis::UsableOrAbsent(p->s.rx_bytes);
-        m.tx = analysis::UsableOrAbsent(p->s.tx_bytes);
-        if (analysis::Has(m.rx)) rx_values.push_back(m.rx);
-        if (analysis::Has(m.tx)) tx_values.push_back(m.tx);
-      }
-      members.push_back(std::move(m));
-    }
-    const double rx_median = Median(rx_values);
-    const double tx_median = Median(tx_values);
-
-    Json o;
-    o["name"] = name;
-    o["size"] = model.Degree(dim);
-    o["hosts_spanned"] = model.HostsSpanned(dim, g);
-    o["nvlink_domains_spanned"] = model.DomainsSpanned(dim, g);
-    o["crosses_nvlink"] = model.DomainsSpanned(dim, g) > 1;
-    o["findings"] = by_group.count(name) ? by_group[name] : Json::array();
-    o["median_rx_bytes"] = Number(rx_median);
-    o["median_tx_bytes"] = Number(tx_median);
-    Json ms = Json::array();
-    for (const Member& m : members) {
-      Json mo;
-      mo["host"] = m.host;
-      mo["nic"] = m.nic;
-      mo["ranks"] = Ranks(*m.ranks);
-      mo["rank_count"] = m.ranks->size();
-      mo["rx_bytes"] = Number(m.rx);
-      mo["tx_bytes"] = Number(m.tx);
-      mo["rx_ratio"] = Ratio(m.rx, rx_median);
-      mo["tx_ratio"] = Ratio(m.tx, tx_median);
-      auto pit = predicted.find({m.host, m.nic});
-      mo["predicted_rx_bytes_per_step"] =
-          pit != predicted.end() ? Number(pit->second.rx) : Json(nullptr);
-      mo["predicted_tx_bytes_per_step"] =
-          pit != predicted.end() ? Number(pit->second.tx) : Json(nullptr);
-      auto fit = by_nic.find({m.host, m.nic});
-      mo["findings"] = fit != by_nic.end() ? fit->second : Json::array();
-      ms.push_back(std::move(mo));
-    }
-    o["members"] = std::move(ms);
-    groups.push_back(std::move(o));
+  for (uint32_t g = range.first; g < range.second; ++g) {
+    groups.push_back(GroupJson(model, dim, g, context));
   }
 
   Json j;
@@ -510,16 +576,10 @@ absl::StatusOr<Json> JobJson(const LayoutEntry& entry,
   j["ranks"] = model.WorldSize();
   j["hosts"] = model.Hosts().size();
   j["applied"] = Time(entry.applied);
-  j["dims"] = Json::array();
-  for (analysis::Dim d : analysis::kAllDims) {
-    if (model.Degree(d) <= 1 && d != dim) continue;
-    j["dims"].push_back({{"dim", std::string(analysis::DimName(d))},
-                         {"size", model.Degree(d)},
-                         {"groups", model.NumGroups(d)}});
-  }
+  j["dims"] = DimsJson(model, dim);
   j["dim"] = std::string(analysis::DimName(dim));
-  j["groups_total"] = num_groups;
-  j["offset"] = begin;
+  j["groups_total"] = model.NumGroups(dim);
+  j["offset"] = range.first;
   j["prediction"] = std::move(prediction);
   j["window_seconds"] =
       view != nullptr ? Number(view->window_seconds) : nullptr;

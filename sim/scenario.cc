@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/names.h"
+#include "common/status_macros.h"
 #include "common/yaml_reader.h"
 #include "sim/fabric.h"
 
@@ -65,6 +66,108 @@ std::set<std::string> FieldsOf(FaultKind kind) {
   }
 }
 
+absl::StatusOr<FaultKind> ParseKind(const YAML::Node& node,
+                                    const std::string& path) {
+  const YAML::Node kind_node = node["kind"];
+  if (!kind_node) return FieldError(path + ".kind", "missing");
+  if (!kind_node.IsScalar()) {
+    return FieldError(path + ".kind", absl::StrCat("expected a kind, got ",
+                                                   Describe(kind_node)));
+  }
+  for (const KindInfo& k : kKinds) {
+    if (kind_node.Scalar() == k.name) return k.kind;
+  }
+  std::vector<std::string> names;
+  for (const KindInfo& k : kKinds) names.push_back(k.name);
+  return FieldError(
+      path + ".kind",
+      absl::StrCat("unknown kind ", QuoteForMessage(kind_node.Scalar()),
+                   " (expected one of ", absl::StrJoin(names, ", "), ")"));
+}
+
+// One field of a fault that its kind uses (not kind, start or end).
+absl::Status ParseTargetField(const std::string& key, const YAML::Node& value,
+                              const std::string& field, Fault* fault) {
+  if (key == "priority") {
+    absl::StatusOr<double> p = ReadNumber(value, field);
+    if (!p.ok()) return p.status();
+    if (*p != std::floor(*p) || *p < 0 || *p > 7) {
+      return FieldError(
+          field, absl::StrCat("must be an integer 0..7, got ", value.Scalar()));
+    }
+    fault->priority = static_cast<int>(*p);
+  } else if (key == "factor" || key == "period") {
+    absl::StatusOr<double> v = ReadNumber(value, field);
+    if (!v.ok()) return v.status();
+    if (*v <= 0) {
+      return FieldError(
+          field, absl::StrCat("must be greater than 0, got ", value.Scalar()));
+    }
+    (key == "factor" ? fault->factor : fault->period) = *v;
+  } else {
+    absl::StatusOr<std::string> name = ReadString(value, field);
+    if (!name.ok()) return name.status();
+    if (key == "node") fault->node = *name;
+    if (key == "nic") fault->nic = *name;
+    if (key == "switch") fault->switch_name = *name;
+    if (key == "port") fault->port = *name;
+  }
+  return absl::OkStatus();
+}
+
+// Any field of a fault but kind; `fields` are those its kind uses.
+absl::Status ParseFaultField(const std::string& key, const YAML::Node& value,
+                             const std::string& field,
+                             const std::set<std::string>& fields,
+                             Fault* fault) {
+  if (key == "start" || key == "end") {
+    absl::StatusOr<double> t = ReadNumber(value, field);
+    if (!t.ok()) return t.status();
+    if (*t < 0) {
+      return FieldError(
+          field, absl::StrCat("must not be negative, got ", value.Scalar()));
+    }
+    (key == "start" ? fault->start : fault->end) = *t;
+    return absl::OkStatus();
+  }
+  if (fields.count(key) == 0) {
+    static const std::set<std::string> kAll = {
+        "node", "nic", "switch", "port", "priority", "factor", "period"};
+    return FieldError(
+        field, kAll.count(key)
+                   ? absl::StrCat("not used by ", FaultKindName(fault->kind))
+                   : "unknown key");
+  }
+  return ParseTargetField(key, value, field, fault);
+}
+
+// The fields given (`seen`) name the target the fault's kind needs.
+absl::Status CheckTarget(const Fault& fault, const std::set<std::string>& seen,
+                         const std::string& path) {
+  const bool has_nic_target = seen.count("node") || seen.count("nic");
+  const bool has_port_target = seen.count("switch") || seen.count("port");
+  auto require = [&](const char* key) -> absl::Status {
+    if (seen.count(key) == 0) {
+      return FieldError(
+          absl::StrCat(path, ".", key),
+          absl::StrCat("missing (", FaultKindName(fault.kind), " needs it)"));
+    }
+    return absl::OkStatus();
+  };
+  if (fault.kind == FaultKind::kEcmpPolarization) return require("switch");
+  if (fault.kind == FaultKind::kLinkFlap && has_port_target) {
+    if (has_nic_target) {
+      return FieldError(path,
+                        "link_flap takes node + nic or switch + port, "
+                        "not both");
+    }
+    RETURN_IF_ERROR(require("switch"));
+    return require("port");
+  }
+  RETURN_IF_ERROR(require("node"));
+  return require("nic");
+}
+
 absl::StatusOr<Fault> ParseFault(const YAML::Node& node,
                                  const std::string& path) {
   if (!node.IsMap()) {
@@ -72,28 +175,7 @@ absl::StatusOr<Fault> ParseFault(const YAML::Node& node,
                       absl::StrCat("expected a mapping, got ", Describe(node)));
   }
   Fault fault;
-  const YAML::Node kind_node = node["kind"];
-  if (!kind_node) return FieldError(path + ".kind", "missing");
-  if (!kind_node.IsScalar()) {
-    return FieldError(path + ".kind", absl::StrCat("expected a kind, got ",
-                                                   Describe(kind_node)));
-  }
-  bool known = false;
-  for (const KindInfo& k : kKinds) {
-    if (kind_node.Scalar() == k.name) {
-      fault.kind = k.kind;
-      known = true;
-    }
-  }
-  if (!known) {
-    std::vector<std::string> names;
-    for (const KindInfo& k : kKinds) names.push_back(k.name);
-    return FieldError(
-        path + ".kind",
-        absl::StrCat("unknown kind ", QuoteForMessage(kind_node.Scalar()),
-                     " (expected one of ", absl::StrJoin(names, ", "), ")"));
-  }
-  const std::string kind_name(FaultKindName(fault.kind));
+  ASSIGN_OR_RETURN(fault.kind, ParseKind(node, path));
   const std::set<std::string> fields = FieldsOf(fault.kind);
   std::set<std::string> seen;
   for (const auto& entry : node) {
@@ -103,49 +185,8 @@ absl::StatusOr<Fault> ParseFault(const YAML::Node& node,
     const std::string key = entry.first.Scalar();
     const std::string field = absl::StrCat(path, ".", key);
     if (!seen.insert(key).second) return FieldError(field, "duplicate key");
-    const YAML::Node& value = entry.second;
     if (key == "kind") continue;
-    if (key == "start" || key == "end") {
-      absl::StatusOr<double> t = ReadNumber(value, field);
-      if (!t.ok()) return t.status();
-      if (*t < 0) {
-        return FieldError(
-            field, absl::StrCat("must not be negative, got ", value.Scalar()));
-      }
-      (key == "start" ? fault.start : fault.end) = *t;
-      continue;
-    }
-    if (fields.count(key) == 0) {
-      static const std::set<std::string> kAll = {
-          "node", "nic", "switch", "port", "priority", "factor", "period"};
-      return FieldError(field, kAll.count(key)
-                                   ? absl::StrCat("not used by ", kind_name)
-                                   : "unknown key");
-    }
-    if (key == "priority") {
-      absl::StatusOr<double> p = ReadNumber(value, field);
-      if (!p.ok()) return p.status();
-      if (*p != std::floor(*p) || *p < 0 || *p > 7) {
-        return FieldError(field, absl::StrCat("must be an integer 0..7, got ",
-                                              value.Scalar()));
-      }
-      fault.priority = static_cast<int>(*p);
-    } else if (key == "factor" || key == "period") {
-      absl::StatusOr<double> v = ReadNumber(value, field);
-      if (!v.ok()) return v.status();
-      if (*v <= 0) {
-        return FieldError(field, absl::StrCat("must be greater than 0, got ",
-                                              value.Scalar()));
-      }
-      (key == "factor" ? fault.factor : fault.period) = *v;
-    } else {
-      absl::StatusOr<std::string> name = ReadString(value, field);
-      if (!name.ok()) return name.status();
-      if (key == "node") fault.node = *name;
-      if (key == "nic") fault.nic = *name;
-      if (key == "switch") fault.switch_name = *name;
-      if (key == "port") fault.port = *name;
-    }
+    RETURN_IF_ERROR(ParseFaultField(key, entry.second, field, fields, &fault));
   }
   if (seen.count("start") == 0) return FieldError(path + ".start", "missing");
   if (fault.end <= fault.start) {
@@ -153,32 +194,7 @@ absl::StatusOr<Fault> ParseFault(const YAML::Node& node,
                       absl::StrCat("must be after start (", fault.start,
                                    " s), got ", fault.end, " s"));
   }
-  // Which target fields are required.
-  const bool has_nic_target = seen.count("node") || seen.count("nic");
-  const bool has_port_target = seen.count("switch") || seen.count("port");
-  auto require = [&](const char* key) -> absl::Status {
-    if (seen.count(key) == 0) {
-      return FieldError(absl::StrCat(path, ".", key),
-                        absl::StrCat("missing (", kind_name, " needs it)"));
-    }
-    return absl::OkStatus();
-  };
-  absl::Status st;
-  if (fault.kind == FaultKind::kEcmpPolarization) {
-    st = require("switch");
-  } else if (fault.kind == FaultKind::kLinkFlap && has_port_target) {
-    if (has_nic_target) {
-      return FieldError(path,
-                        "link_flap takes node + nic or switch + port, "
-                        "not both");
-    }
-    st = require("switch");
-    if (st.ok()) st = require("port");
-  } else {
-    st = require("node");
-    if (st.ok()) st = require("nic");
-  }
-  if (!st.ok()) return st;
+  RETURN_IF_ERROR(CheckTarget(fault, seen, path));
   return fault;
 }
 

@@ -220,6 +220,170 @@ class VirtualAgent final
   std::deque<std::pair<uint64_t, absl::Time>> in_flight_;  // seq, sent
 };
 
+using Agents = std::vector<std::unique_ptr<VirtualAgent>>;
+using Stubs = std::vector<std::unique_ptr<v1::Ingest::Stub>>;
+
+// `channels` connections of their own; each stub keeps its channel alive.
+Stubs MakeStubs(const VirtualAgentsOptions& options) {
+  Stubs stubs;
+  for (int c = 0; c < options.channels; ++c) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // own connection
+    args.SetMaxSendMessageSize(64 * 1024 * 1024);
+    stubs.push_back(v1::Ingest::NewStub(grpc::CreateCustomChannel(
+        options.target, grpc::InsecureChannelCredentials(), args)));
+  }
+  return stubs;
+}
+
+// One stream per agent, spread over the stubs; they must outlive the agents.
+Agents StartAgents(const VirtualAgentsOptions& options, const Stubs& stubs,
+                   Shared* shared) {
+  Agents agents;
+  agents.reserve(static_cast<size_t>(options.nodes));
+  shared->live = options.nodes;
+  for (int i = 0; i < options.nodes; ++i) {
+    agents.push_back(std::make_unique<VirtualAgent>(
+        shared, stubs[static_cast<size_t>(i % options.channels)].get(), i));
+  }
+  return agents;
+}
+
+// The pacing loop's state, and what it measured.
+struct LoadRun {
+  Shared* shared = nullptr;
+  std::ostream* progress = nullptr;
+  absl::Time start;
+  // Latency is recorded once the warm-up has passed AND every agent has
+  // caught up: connecting thousands of streams at once (a collector
+  // restart) queues reports that drain at several times the normal rate,
+  // which is not the steady state the numbers are meant to describe.
+  bool recording = false;
+  absl::Duration warmed_up = absl::InfiniteDuration();
+  double worst_window_p99 = 0;
+  std::vector<double> window_p99s;
+  uint64_t last_sent = 0;
+  uint64_t last_acked = 0;
+};
+
+// Caught up: 99% of the agents (at any instant a few are between a tick and
+// the write of their report).
+bool MostCaughtUp(const Agents& agents) {
+  return std::count_if(agents.begin(), agents.end(), [](const auto& a) {
+           return a->CaughtUp();
+         }) >= static_cast<long>(agents.size() * 99 / 100);
+}
+
+void PrintProgress(LoadRun& run, absl::Time now, double window_p99) {
+  Shared* const shared = run.shared;
+  const size_t series = shared->node.series;
+  const uint64_t sent = shared->sent.load(), acked = shared->acked.load();
+  if (run.progress != nullptr) {
+    *run.progress << absl::StrFormat(
+        "t=%3.0fs values/s sent %.3gM acked %.3gM  p99 %s  dropped %d "
+        "rejected %d failed %d\n",
+        absl::ToDoubleSeconds(now - run.start),
+        (sent - run.last_sent) * series / 1e6,
+        (acked - run.last_acked) * series / 1e6,
+        run.recording
+            ? absl::StrFormat("%.1f ms (this second %.1f ms)",
+                              shared->latency.QuantileMs(0.99), window_p99)
+            : std::string("(warming up)"),
+        shared->dropped.load(), shared->rejected.load(), shared->failed.load());
+    run.progress->flush();
+  }
+  run.last_sent = sent;
+  run.last_acked = acked;
+}
+
+// Once a second: starts recording when due, keeps the second's p99, prints.
+void EndSecond(LoadRun& run, const Agents& agents, absl::Time now) {
+  Shared* const shared = run.shared;
+  if (!run.recording && now >= run.start + shared->options.warmup &&
+      MostCaughtUp(agents)) {
+    run.recording = true;
+    shared->record_after_nanos.store(absl::ToUnixNanos(now));
+    run.warmed_up = now - run.start;
+    shared->window.Reset();
+  }
+  const double window_p99 = shared->window.QuantileMs(0.99);
+  shared->window.Reset();
+  if (run.recording && window_p99 > 0) {
+    run.window_p99s.push_back(window_p99);
+    run.worst_window_p99 = std::max(run.worst_window_p99, window_p99);
+  }
+  PrintProgress(run, now, window_p99);
+}
+
+// Ticks the agents for the run's duration; returns when sending ended.
+// Ticks are spread evenly over each interval: agent i reports at
+// start + k * interval + i * interval / nodes.
+absl::Time PaceTicks(LoadRun& run, const Agents& agents) {
+  const VirtualAgentsOptions& options = run.shared->options;
+  const double per_second =
+      options.nodes / absl::ToDoubleSeconds(options.interval);
+  const uint64_t total_ticks = static_cast<uint64_t>(
+      per_second * absl::ToDoubleSeconds(options.duration));
+  uint64_t ticks = 0;
+  absl::Time next_print = run.start + absl::Seconds(1);
+  while (ticks < total_ticks) {
+    const absl::Time now = absl::Now();
+    const uint64_t target = std::min<uint64_t>(
+        total_ticks, static_cast<uint64_t>(
+                         absl::ToDoubleSeconds(now - run.start) * per_second));
+    for (; ticks < target; ++ticks) {
+      agents[ticks % agents.size()]->Tick();
+    }
+    if (now >= next_print) {
+      EndSecond(run, agents, now);
+      next_print += absl::Seconds(1);
+    }
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return absl::Now();
+}
+
+// Gives the collector a moment to acknowledge what is in flight, then ends
+// every stream and waits until all are done.
+void DrainAndCancel(Shared* shared, const Agents& agents,
+                    absl::Time sending_done) {
+  const absl::Time drain_deadline = sending_done + absl::Seconds(5);
+  while (absl::Now() < drain_deadline &&
+         shared->acked.load() + shared->dropped.load() < shared->sent.load()) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  for (const auto& a : agents) a->Cancel();
+  std::unique_lock<std::mutex> lock(shared->done_mu);
+  shared->done_cv.wait(lock, [&] { return shared->live == 0; });
+}
+
+VirtualAgentsResult Summarize(const LoadRun& run, absl::Time sending_done) {
+  const Shared& shared = *run.shared;
+  const size_t series = shared.node.series;
+  VirtualAgentsResult r;
+  r.series_per_agent = series;
+  r.seconds = absl::ToDoubleSeconds(sending_done - run.start);
+  r.reports_sent = shared.sent.load();
+  r.reports_acked = shared.acked.load();
+  r.values_sent = r.reports_sent * series;
+  r.values_acked = r.reports_acked * series;
+  r.reports_dropped = shared.dropped.load();
+  r.streams_rejected = shared.rejected.load();
+  r.streams_failed = shared.failed.load();
+  r.latency_samples = shared.latency.Count();
+  r.latency_p50_ms = shared.latency.QuantileMs(0.5);
+  r.latency_p99_ms = shared.latency.QuantileMs(0.99);
+  r.latency_max_ms = shared.latency.QuantileMs(1.0);
+  r.warmup_seconds = absl::ToDoubleSeconds(run.warmed_up);
+  r.latency_worst_second_p99_ms = run.worst_window_p99;
+  if (!run.window_p99s.empty()) {
+    std::vector<double> p99s = run.window_p99s;
+    std::sort(p99s.begin(), p99s.end());
+    r.latency_median_second_p99_ms = p99s[p99s.size() / 2];
+  }
+  return r;
+}
+
 }  // namespace
 
 absl::StatusOr<VirtualAgentsResult> RunVirtualAgents(
@@ -237,127 +401,16 @@ absl::StatusOr<VirtualAgentsResult> RunVirtualAgents(
   auto shared = std::make_unique<Shared>();
   shared->options = options;
   shared->node = *std::move(node);
-  const size_t series = shared->node.series;
+  const Stubs stubs = MakeStubs(options);
+  const Agents agents = StartAgents(options, stubs, shared.get());
 
-  std::vector<std::shared_ptr<grpc::Channel>> channels;
-  std::vector<std::unique_ptr<v1::Ingest::Stub>> stubs;
-  for (int c = 0; c < options.channels; ++c) {
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // own connection
-    args.SetMaxSendMessageSize(64 * 1024 * 1024);
-    channels.push_back(grpc::CreateCustomChannel(
-        options.target, grpc::InsecureChannelCredentials(), args));
-    stubs.push_back(v1::Ingest::NewStub(channels.back()));
-  }
-  std::vector<std::unique_ptr<VirtualAgent>> agents;
-  agents.reserve(static_cast<size_t>(options.nodes));
-  shared->live = options.nodes;
-  for (int i = 0; i < options.nodes; ++i) {
-    agents.push_back(std::make_unique<VirtualAgent>(
-        shared.get(), stubs[static_cast<size_t>(i % options.channels)].get(),
-        i));
-  }
-
-  // Ticks are spread evenly over each interval: agent i reports at
-  // start + k * interval + i * interval / nodes.
-  const absl::Time start = absl::Now();
-  // Latency is recorded once the warm-up has passed AND every agent has
-  // caught up: connecting thousands of streams at once (a collector
-  // restart) queues reports that drain at several times the normal rate,
-  // which is not the steady state the numbers are meant to describe.
-  bool recording = false;
-  double worst_window_p99 = 0;
-  std::vector<double> window_p99s;
-  const double per_second =
-      options.nodes / absl::ToDoubleSeconds(options.interval);
-  const uint64_t total_ticks = static_cast<uint64_t>(
-      per_second * absl::ToDoubleSeconds(options.duration));
-  uint64_t ticks = 0;
-  absl::Duration warmed_up = absl::InfiniteDuration();
-  absl::Time next_print = start + absl::Seconds(1);
-  uint64_t last_sent = 0, last_acked = 0;
-  while (ticks < total_ticks) {
-    const absl::Time now = absl::Now();
-    const uint64_t target = std::min<uint64_t>(
-        total_ticks,
-        static_cast<uint64_t>(absl::ToDoubleSeconds(now - start) * per_second));
-    for (; ticks < target; ++ticks) {
-      agents[ticks % agents.size()]->Tick();
-    }
-    if (now >= next_print) {
-      // Caught up: 99% of the agents (at any instant a few are between a
-      // tick and the write of their report).
-      if (!recording && now >= start + options.warmup &&
-          std::count_if(agents.begin(), agents.end(), [](const auto& a) {
-            return a->CaughtUp();
-          }) >= static_cast<long>(agents.size() * 99 / 100)) {
-        recording = true;
-        shared->record_after_nanos.store(absl::ToUnixNanos(now));
-        warmed_up = now - start;
-        shared->window.Reset();
-      }
-      const double window_p99 = shared->window.QuantileMs(0.99);
-      shared->window.Reset();
-      if (recording && window_p99 > 0) {
-        window_p99s.push_back(window_p99);
-        worst_window_p99 = std::max(worst_window_p99, window_p99);
-      }
-      const uint64_t sent = shared->sent.load(), acked = shared->acked.load();
-      if (progress != nullptr) {
-        *progress << absl::StrFormat(
-            "t=%3.0fs values/s sent %.3gM acked %.3gM  p99 %s  dropped %d "
-            "rejected %d failed %d\n",
-            absl::ToDoubleSeconds(now - start),
-            (sent - last_sent) * series / 1e6,
-            (acked - last_acked) * series / 1e6,
-            recording
-                ? absl::StrFormat("%.1f ms (this second %.1f ms)",
-                                  shared->latency.QuantileMs(0.99), window_p99)
-                : std::string("(warming up)"),
-            shared->dropped.load(), shared->rejected.load(),
-            shared->failed.load());
-        progress->flush();
-      }
-      last_sent = sent;
-      last_acked = acked;
-      next_print += absl::Seconds(1);
-    }
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  const absl::Time sending_done = absl::Now();
-  // Give the collector a moment to acknowledge what is in flight.
-  const absl::Time drain_deadline = sending_done + absl::Seconds(5);
-  while (absl::Now() < drain_deadline &&
-         shared->acked.load() + shared->dropped.load() < shared->sent.load()) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  for (auto& a : agents) a->Cancel();
-  {
-    std::unique_lock<std::mutex> lock(shared->done_mu);
-    shared->done_cv.wait(lock, [&] { return shared->live == 0; });
-  }
-
-  VirtualAgentsResult r;
-  r.series_per_agent = series;
-  r.seconds = absl::ToDoubleSeconds(sending_done - start);
-  r.reports_sent = shared->sent.load();
-  r.reports_acked = shared->acked.load();
-  r.values_sent = r.reports_sent * series;
-  r.values_acked = r.reports_acked * series;
-  r.reports_dropped = shared->dropped.load();
-  r.streams_rejected = shared->rejected.load();
-  r.streams_failed = shared->failed.load();
-  r.latency_samples = shared->latency.Count();
-  r.latency_p50_ms = shared->latency.QuantileMs(0.5);
-  r.latency_p99_ms = shared->latency.QuantileMs(0.99);
-  r.latency_max_ms = shared->latency.QuantileMs(1.0);
-  r.warmup_seconds = absl::ToDoubleSeconds(warmed_up);
-  r.latency_worst_second_p99_ms = worst_window_p99;
-  if (!window_p99s.empty()) {
-    std::sort(window_p99s.begin(), window_p99s.end());
-    r.latency_median_second_p99_ms = window_p99s[window_p99s.size() / 2];
-  }
-  return r;
+  LoadRun run;
+  run.shared = shared.get();
+  run.progress = progress;
+  run.start = absl::Now();
+  const absl::Time sending_done = PaceTicks(run, agents);
+  DrainAndCancel(shared.get(), agents, sending_done);
+  return Summarize(run, sending_done);
 }
 
 std::string LatencySummary(const VirtualAgentsResult& r) {

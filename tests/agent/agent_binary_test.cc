@@ -23,7 +23,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/agent/fake_ingest_server.h"
-#include "tests/agent/fake_sysfs.h"
+#include "tests/testing/fake_sysfs.h"
+#include "tests/testing/http_get.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
 

@@ -9,7 +9,7 @@
 #include "common/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/agent/fake_sysfs.h"
+#include "tests/testing/fake_sysfs.h"
 
 namespace fabricdiag::agent {
 namespace {

@@ -17,12 +17,10 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
 #include <set>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,18 +29,29 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "bench/child_process.h"
-#include "bench/exposition_text.h"
-#include "bench/http_get.h"
-#include "bench/proc_stat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tests/agent/fake_sysfs.h"
+#include "tests/testing/exposition_text.h"
+#include "tests/testing/fake_sysfs.h"
+#include "tests/testing/http_get.h"
+#include "tests/testing/proc_stat.h"
+#include "tests/testing/subprocess.h"
 
 namespace fabricdiag::agent {
 namespace {
 
+using ::fabricdiag::testing::ExpositionSample;
+using ::fabricdiag::testing::ParseExpositionText;
+using ::fabricdiag::testing::ParseProcStatCpu;
+using ::fabricdiag::testing::ParseProcStatusMemory;
+using ::fabricdiag::testing::PickFreeTcpPort;
+using ::fabricdiag::testing::ProcessCpu;
+using ::fabricdiag::testing::ProcessMemory;
+using ::fabricdiag::testing::RunCommand;
+using ::fabricdiag::testing::RunResult;
+using ::fabricdiag::testing::Subprocess;
+using ::fabricdiag::testing::WaitForHttpBody;
 using ::testing::ElementsAre;
 using ::testing::Pair;
 
@@ -89,13 +98,6 @@ Series Select(const std::vector<ExpositionSample>& samples,
   return out;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
 // True once the agent has published a snapshot that every source read
 // without error. (A transient error, e.g. openat2's EAGAIN when a rename
 // elsewhere races with the path walk, would drop a series from that one
@@ -116,7 +118,7 @@ bool HasCleanSnapshot(absl::string_view body) {
   return snapshot;
 }
 
-class NodeExporterCompareTest : public testing::Test {
+class NodeExporterCompareTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (access(kNodeExporter, X_OK) != 0) {
@@ -128,7 +130,7 @@ class NodeExporterCompareTest : public testing::Test {
 
   // Starts a server, waits until `ready` accepts its /metrics, returns the
   // parsed body. The process stays owned by the fixture (killed on every
-  // exit path by ChildProcess's destructor).
+  // exit path by Subprocess's destructor).
   absl::StatusOr<std::vector<ExpositionSample>> StartAndScrape(
       const std::string& what, std::vector<std::string> argv_without_listen,
       absl::string_view listen_flag,
@@ -137,20 +139,17 @@ class NodeExporterCompareTest : public testing::Test {
     if (!port.ok()) return port.status();
     argv_without_listen.push_back(
         absl::StrCat(listen_flag, "127.0.0.1:", *port));
-    const std::string log = absl::StrCat(tmp_.path(), "/", what, ".log");
-    absl::StatusOr<std::unique_ptr<ChildProcess>> child =
-        ChildProcess::Start(std::move(argv_without_listen),
-                            ChildProcess::Options{"", log, absl::Seconds(5)});
-    if (!child.ok()) return child.status();
-    ChildProcess* raw = child->get();
-    children_.push_back(*std::move(child));
+    auto child = std::make_unique<Subprocess>(std::move(argv_without_listen));
+    if (absl::Status started = child->Start(); !started.ok()) return started;
+    Subprocess* raw = child.get();
+    children_.push_back(std::move(child));
     absl::StatusOr<std::string> body =
         WaitForHttpBody(*port, "/metrics", kStartupTimeout, ready,
                         [raw] { return raw->Running(); });
     if (!body.ok()) {
       return absl::Status(body.status().code(),
                           absl::StrCat(what, ": ", body.status().message(),
-                                       "\n--- log ---\n", ReadFile(log)));
+                                       "\n--- log ---\n", raw->Stderr()));
     }
     return ParseExpositionText(*body);
   }
@@ -201,18 +200,12 @@ class NodeExporterCompareTest : public testing::Test {
       const std::string& sysfs_root) {
     std::vector<std::string> argv = AgentArgs(sysfs_root);
     argv.push_back("--once");
-    const std::string out = tmp_.path() + "/once.json";
-    const std::string err = tmp_.path() + "/once.err";
-    absl::StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Start(
-        std::move(argv), ChildProcess::Options{out, err, absl::Seconds(5)});
-    if (!child.ok()) return child.status();
-    absl::StatusOr<int> code = (*child)->Wait(kStartupTimeout);
-    if (!code.ok()) return code.status();
-    if (*code != 0) {
+    const RunResult run = RunCommand(std::move(argv), kStartupTimeout);
+    if (run.exit_code != 0) {
       return absl::InternalError(
-          absl::StrCat("--once exited with ", *code, ": ", ReadFile(err)));
+          absl::StrCat("--once exited with ", run.exit_code, ": ", run.err));
     }
-    nlohmann::json parsed = nlohmann::json::parse(ReadFile(out), nullptr,
+    nlohmann::json parsed = nlohmann::json::parse(run.out, nullptr,
                                                   /*allow_exceptions=*/false);
     if (parsed.is_discarded() || !parsed.is_object()) {
       return absl::InternalError("--once printed invalid JSON");
@@ -238,7 +231,7 @@ class NodeExporterCompareTest : public testing::Test {
   }
 
   ScopedTempDir tmp_;
-  std::vector<std::unique_ptr<ChildProcess>> children_;
+  std::vector<std::unique_ptr<Subprocess>> children_;
 };
 
 std::string FixtureSysfs() {

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/agent/fake_sysfs.h"
+#include "tests/testing/fake_sysfs.h"
 
 namespace fabricdiag::agent {
 namespace {

@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/agent/fake_sysfs.h"
+#include "tests/testing/fake_sysfs.h"
 
 namespace fabricdiag::agent {
 namespace {
@@ -338,6 +338,7 @@ TEST_F(SysfsReaderTest, KeptDescriptorsAreBounded) {
   for (int i = 0; i < 10; ++i) Write(absl::StrCat("f", i), absl::StrCat(i));
   SysfsReader reader(tmp_.path(), o);
   std::vector<SysfsAttribute> attrs;
+  attrs.reserve(10);
   for (int i = 0; i < 10; ++i)
     attrs.push_back(reader.Attribute(absl::StrCat("f", i)));
   for (int round = 0; round < 2; ++round) {

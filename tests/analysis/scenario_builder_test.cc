@@ -1,7 +1,7 @@
 // The scenario builder itself: the clusters it builds have the shape and the
 // fault signatures the suite relies on, so a suite failure means the
 // analyzers, not the scenarios, are wrong.
-#include "tests/analysis/scenario_builder.h"
+#include "tests/testing/scenario_builder.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "analysis/analyzer_util.h"
-#include "tests/analysis/scenario_score.h"
+#include "tests/testing/scenario_score.h"
 
 namespace fabricdiag::analysis::scenario {
 namespace {
@@ -155,6 +155,7 @@ TEST(ScenarioBuilderTest, StragglerMovesThirtyPercentOfItsDpGroup) {
   const Fault f{FaultKind::kStragglerNic, "gpu-006", "mlx5_0"};
   FabricView view = c.View({f}, {}, 8);
   std::vector<double> group;
+  group.reserve(8);
   for (int n = 0; n < 8; ++n) {
     group.push_back(At(view, c.HostName(n), "mlx5_0").rx_bytes);
   }

@@ -32,8 +32,8 @@
 #include "analysis/link_degraded.h"
 #include "analysis/pfc_storm.h"
 #include "analysis/straggler_nic.h"
-#include "tests/analysis/scenario_builder.h"
-#include "tests/analysis/scenario_score.h"
+#include "tests/testing/scenario_builder.h"
+#include "tests/testing/scenario_score.h"
 
 namespace fabricdiag::analysis::scenario {
 namespace {

@@ -19,7 +19,7 @@
 #include "absl/time/clock.h"
 #include "collector/state_store.h"
 #include "common/clock.h"
-#include "tests/agent/fake_sysfs.h"
+#include "tests/testing/fake_sysfs.h"
 
 namespace fabricdiag::collector {
 namespace {

@@ -26,7 +26,8 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/agent/fake_sysfs.h"
+#include "tests/testing/fake_sysfs.h"
+#include "tests/testing/http_get.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/test_pki.h"
 
@@ -175,7 +176,7 @@ class SystemTest : public ::testing::Test {
 
   std::string WriteLayout() {
     // tp=4 on 2-GPU nodes: every TP group spans both nodes.
-    const std::string path = state_.path() + "/layout.yaml";
+    std::string path = state_.path() + "/layout.yaml";
     std::ofstream(path) << "job: e2e-job\n"
                            "gpus_per_node: 2\n"
                            "parallelism: {tp: 4, pp: 1, dp: 1}\n"
@@ -372,11 +373,11 @@ TEST_F(SystemTest, SecondCollectorOnTheSameStateDirRefusesUntilTheFirstDies) {
 TEST_F(SystemTest, FullDiskRefusesWritesAndHealthzRecovers) {
   const std::string mnt = state_.path() + "/small";
   ASSERT_EQ(mkdir(mnt.c_str(), 0700), 0);
+  const std::string script =
+      "mount -t tmpfs -o size=1m fabricdiag-full \"$0\" && "
+      "echo mounted >&2 && exec sleep 600";
   Subprocess holder({"/usr/bin/unshare", "--mount", "--propagation", "private",
-                     "/bin/sh", "-c",
-                     "mount -t tmpfs -o size=1m fabricdiag-full \"$0\" && "
-                     "echo mounted >&2 && exec sleep 600",
-                     mnt});
+                     "/bin/sh", "-c", script, mnt});
   ASSERT_TRUE(holder.Start().ok());
   ASSERT_TRUE(holder.WaitForStderr("mounted", nullptr)) << holder.Stderr();
   wrapper_ = {"/usr/bin/nsenter", absl::StrCat("--target=", holder.pid()),

@@ -1,11 +1,8 @@
 #include "tests/testing/subprocess.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,7 +15,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "gtest/gtest.h"
 
 namespace fabricdiag::testing {
 namespace {
@@ -28,6 +24,14 @@ std::string ReadWholeFile(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// Where the output directory goes; the same choice as TempDir.
+std::string TempBase() {
+  const char* base = getenv("TEST_TMPDIR");
+  if (base == nullptr) base = getenv("TMPDIR");
+  if (base == nullptr) base = "/tmp";
+  return base;
 }
 
 }  // namespace
@@ -48,7 +52,7 @@ Subprocess::~Subprocess() {
 }
 
 absl::Status Subprocess::Start() {
-  std::string tmpl = absl::StrCat(::testing::TempDir(), "/subprocessXXXXXX");
+  std::string tmpl = absl::StrCat(TempBase(), "/subprocessXXXXXX");
   if (::mkdtemp(tmpl.data()) == nullptr) {
     return absl::InternalError(absl::StrCat("mkdtemp: ", std::strerror(errno)));
   }
@@ -70,7 +74,11 @@ absl::Status Subprocess::Start() {
     ::dup2(n, 0);
     ::dup2(o, 1);
     ::dup2(e, 2);
-    // Die with the test, even if it is killed.
+    // The child must not inherit a blocked signal (the parent may block
+    // SIGTERM); exec keeps the mask.
+    sigset_t empty;
+    sigemptyset(&empty);
+    ::sigprocmask(SIG_SETMASK, &empty, nullptr);
     ::execv(args[0], args.data());
     ::_exit(127);
   }
@@ -79,6 +87,10 @@ absl::Status Subprocess::Start() {
 
 void Subprocess::Signal(int signo) {
   if (running()) ::kill(pid_, signo);
+}
+
+bool Subprocess::Running() {
+  return pid_ > 0 && !Wait(absl::ZeroDuration()).has_value();
 }
 
 std::optional<int> Subprocess::Wait(absl::Duration timeout) {
@@ -129,49 +141,6 @@ RunResult RunCommand(std::vector<std::string> argv, absl::Duration timeout) {
   result.out = p.Stdout();
   result.err = p.Stderr();
   return result;
-}
-
-absl::StatusOr<std::string> HttpGet(int port, const std::string& path) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return absl::InternalError(std::strerror(errno));
-  struct timeval tv = {10, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    std::string err = std::strerror(errno);
-    ::close(fd);
-    return absl::UnavailableError(
-        absl::StrCat("connect 127.0.0.1:", port, ": ", err));
-  }
-  const std::string request =
-      absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
-  if (::write(fd, request.data(), request.size()) !=
-      static_cast<ssize_t>(request.size())) {
-    ::close(fd);
-    return absl::UnavailableError("short write");
-  }
-  std::string response;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n <= 0) break;
-    response.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  const size_t body = response.find("\r\n\r\n");
-  if (body == std::string::npos)
-    return absl::UnavailableError("no HTTP response");
-  if (!absl::StartsWith(response, "HTTP/1.1 200") &&
-      !absl::StartsWith(response, "HTTP/1.0 200")) {
-    // The status line and the body: a 503 says why in its body.
-    return absl::UnavailableError(
-        absl::StrCat(response.substr(0, response.find("\r\n")), "\n",
-                     response.substr(body + 4)));
-  }
-  return response.substr(body + 4);
 }
 
 }  // namespace fabricdiag::testing

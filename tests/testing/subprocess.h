@@ -1,8 +1,11 @@
-// Runs a real binary as a child process for end-to-end tests.
+// Runs a real binary as a child process for end-to-end tests and benchmarks
+// (our agent, collector and CLI, Debian's prometheus-node-exporter).
 //
-// stdout and stderr go to files in a temporary directory so that a test can
-// read them at any time; the child is killed (SIGKILL) and reaped when the
-// Subprocess is destroyed, so no test leaves a process behind.
+// stdout and stderr go to files in a temporary directory (under
+// $TEST_TMPDIR, $TMPDIR or /tmp) so that a test can read them at any time;
+// the child is killed (SIGKILL) and reaped when the Subprocess is destroyed,
+// so no test leaves a process behind. No gtest dependency: the benchmarks
+// use it too.
 //
 //   Subprocess agent({agent_path, "--listen=127.0.0.1:0", "--sysfs_root=" +
 //   root}); ASSERT_TRUE(agent.Start().ok()); std::string line;
@@ -20,7 +23,6 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
 namespace fabricdiag::testing {
@@ -34,7 +36,11 @@ class Subprocess {
 
   absl::Status Start();
   pid_t pid() const { return pid_; }
+  // True while the child has not been seen to exit (no system call).
   bool running() const { return pid_ > 0 && !exit_code_.has_value(); }
+  // True while the child has not exited; reaps it when it has, so that a
+  // poll loop notices a server that died on startup.
+  bool Running();
 
   void Signal(int signo);
   // Waits for the child to exit; returns its exit code (128+N for a signal),
@@ -63,10 +69,5 @@ struct RunResult {
 };
 RunResult RunCommand(std::vector<std::string> argv,
                      absl::Duration timeout = absl::Seconds(60));
-
-// HTTP/1.0 GET of http://127.0.0.1:port/path; returns the body, or an error
-// when the connection fails or the status is not 200 (then the message is
-// the status line, a newline and the body).
-absl::StatusOr<std::string> HttpGet(int port, const std::string& path);
 
 }  // namespace fabricdiag::testing

@@ -1,11 +1,10 @@
-#include "tests/agent/fake_sysfs.h"
+#include "tests/testing/fake_sysfs.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
@@ -71,23 +70,6 @@ const std::vector<std::string>& FakeNetdevStatNames() {
   static const auto* names = new std::vector<std::string>(
       TableNames(counters::Family::kNetdevStatistics, counters::Driver::kAny));
   return *names;
-}
-
-ScopedTempDir::ScopedTempDir() {
-  const char* base = getenv("TEST_TMPDIR");
-  if (base == nullptr) base = getenv("TMPDIR");
-  if (base == nullptr) base = "/tmp";
-  std::string templ = absl::StrCat(base, "/fabricdiag_sysfs_XXXXXX");
-  if (mkdtemp(templ.data()) == nullptr) {
-    perror("mkdtemp");
-    abort();  // a test cannot run without its directory
-  }
-  path_ = templ;
-}
-
-ScopedTempDir::~ScopedTempDir() {
-  std::error_code ec;
-  fs::remove_all(path_, ec);
 }
 
 FakeSysfs::FakeSysfs(std::string root) : root_(std::move(root)) {}
@@ -222,13 +204,13 @@ absl::Status FakeSysfs::AddRdmaDevice(const std::string& name,
     if (spec.pma_counters) {
       for (const std::string& c : FakePmaCounterNames()) {
         auto v = spec.pma_values.find(c);
-        write(p + "counters/" + c,
+        write(absl::StrCat(p, "counters/", c),
               absl::StrCat(v == spec.pma_values.end() ? 0 : v->second, "\n"));
       }
     }
     if (spec.mlx5_hw_counters) {
       for (const std::string& c : FakeMlx5HwCounterNames()) {
-        write(p + "hw_counters/" + c, hw_text(c));
+        write(absl::StrCat(p, "hw_counters/", c), hw_text(c));
       }
     }
     if (static_cast<size_t>(port) <= spec.netdevs.size()) {

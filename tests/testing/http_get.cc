@@ -1,4 +1,4 @@
-#include "bench/http_get.h"
+#include "tests/testing/http_get.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -14,10 +14,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
-namespace fabricdiag::agent {
+namespace fabricdiag::testing {
 namespace {
 
 constexpr absl::Duration kPollPeriod = absl::Milliseconds(20);
+// How much of a non-200 body an error message quotes.
+constexpr size_t kMaxErrorBody = 1024;
 
 // Closes the descriptor on every path.
 class Fd {
@@ -155,8 +157,9 @@ absl::StatusOr<std::string> HttpGet(int port, absl::string_view path,
   const size_t sp = status_line.find(' ');
   if (sp == absl::string_view::npos ||
       !absl::StartsWith(status_line.substr(sp + 1), "200")) {
-    return absl::InternalError(
-        absl::StrCat("GET ", path, ": ", status_line.substr(0, 128)));
+    return absl::InternalError(absl::StrCat(
+        "GET ", path, ": ", status_line.substr(0, 128), "\n",
+        absl::string_view(response).substr(header_end + 4, kMaxErrorBody)));
   }
   return response.substr(header_end + 4);
 }
@@ -184,4 +187,4 @@ absl::StatusOr<std::string> WaitForHttpBody(
       "; last attempt: ", last.ToString()));
 }
 
-}  // namespace fabricdiag::agent
+}  // namespace fabricdiag::testing

@@ -35,6 +35,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "tests/testing/temp_dir.h"
 
 namespace fabricdiag::agent {
 
@@ -120,19 +121,8 @@ class FakeSysfs {
   uint64_t tmp_counter_ = 0;
 };
 
-// A fresh directory under $TEST_TMPDIR, $TMPDIR or /tmp, removed with
-// everything in it on destruction.
-class ScopedTempDir {
- public:
-  ScopedTempDir();
-  ~ScopedTempDir();
-  ScopedTempDir(const ScopedTempDir&) = delete;
-  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+// The tests and benchmarks that build trees know TempDir by this name.
+using ScopedTempDir = ::fabricdiag::testing::TempDir;
 
 // What BuildRoceNode created.
 struct FakeRoceNode {

@@ -23,7 +23,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
-namespace fabricdiag::agent {
+namespace fabricdiag::testing {
 
 // A TCP port on 127.0.0.1 that was free a moment ago: binds port 0, reads
 // the port the kernel chose, closes the socket. Another process may take it
@@ -32,10 +32,11 @@ absl::StatusOr<int> PickFreeTcpPort();
 
 // GET http://127.0.0.1:`port``path` with HTTP/1.0. Returns the body of a 200
 // response; kUnavailable when the connection is refused (server not up
-// yet), kDeadlineExceeded on timeout, kInternal for any other status code or
-// a malformed response (the message quotes the status line).
+// yet), kDeadlineExceeded on timeout, kInternal for a malformed response or
+// any other status code (then the message is the status line, a newline and
+// the start of the body: a 503 says why in its body).
 absl::StatusOr<std::string> HttpGet(int port, absl::string_view path,
-                                    absl::Duration timeout);
+                                    absl::Duration timeout = absl::Seconds(10));
 
 // Polls HttpGet until it returns a body for which `ready(body)` is true, or
 // until `timeout`. Fails early (kAborted) as soon as `alive()` returns false,
@@ -46,4 +47,4 @@ absl::StatusOr<std::string> WaitForHttpBody(
     const std::function<bool(absl::string_view body)>& ready,
     const std::function<bool()>& alive);
 
-}  // namespace fabricdiag::agent
+}  // namespace fabricdiag::testing

@@ -1,4 +1,4 @@
-#include "tests/analysis/scenario_builder.h"
+#include "tests/testing/scenario_builder.h"
 
 #include <algorithm>
 #include <cmath>

@@ -20,7 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace fabricdiag::agent {
+namespace fabricdiag::testing {
 
 struct ExpositionSample {
   std::string name;
@@ -33,4 +33,4 @@ struct ExpositionSample {
 absl::StatusOr<std::vector<ExpositionSample>> ParseExpositionText(
     absl::string_view text);
 
-}  // namespace fabricdiag::agent
+}  // namespace fabricdiag::testing

@@ -22,7 +22,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
-namespace fabricdiag::agent {
+namespace fabricdiag::testing {
 
 struct ProcessCpu {
   absl::Duration user;
@@ -55,4 +55,4 @@ absl::StatusOr<ProcessMemory> ParseProcStatusMemory(absl::string_view status);
 
 absl::StatusOr<ProcessMemory> ReadProcessMemory(pid_t pid);
 
-}  // namespace fabricdiag::agent
+}  // namespace fabricdiag::testing

@@ -16,7 +16,7 @@
 
 #include "absl/types/span.h"
 #include "analysis/finding.h"
-#include "tests/analysis/scenario_builder.h"
+#include "tests/testing/scenario_builder.h"
 
 namespace fabricdiag::analysis::scenario {
 

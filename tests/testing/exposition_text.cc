@@ -1,4 +1,4 @@
-#include "bench/exposition_text.h"
+#include "tests/testing/exposition_text.h"
 
 #include <cmath>
 #include <limits>
@@ -10,7 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
-namespace fabricdiag::agent {
+namespace fabricdiag::testing {
 namespace {
 
 bool IsNameChar(char c, bool first) {
@@ -123,4 +123,4 @@ absl::StatusOr<std::vector<ExpositionSample>> ParseExpositionText(
   return out;
 }
 
-}  // namespace fabricdiag::agent
+}  // namespace fabricdiag::testing

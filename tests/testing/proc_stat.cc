@@ -1,4 +1,4 @@
-#include "bench/proc_stat.h"
+#include "tests/testing/proc_stat.h"
 
 #include <unistd.h>
 
@@ -13,7 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
-namespace fabricdiag::agent {
+namespace fabricdiag::testing {
 namespace {
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
@@ -92,4 +92,4 @@ absl::StatusOr<ProcessMemory> ReadProcessMemory(pid_t pid) {
   return ParseProcStatusMemory(*status);
 }
 
-}  // namespace fabricdiag::agent
+}  // namespace fabricdiag::testing

@@ -1,4 +1,4 @@
-#include "tests/analysis/scenario_score.h"
+#include "tests/testing/scenario_score.h"
 
 #include "absl/strings/str_cat.h"
 

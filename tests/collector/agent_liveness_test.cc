@@ -10,6 +10,7 @@
 #include "collector/state_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/temp_dir.h"
 
 namespace fabricdiag::collector {
 namespace {
@@ -19,21 +20,7 @@ using ::testing::SizeIs;
 
 const absl::Time kNow = absl::FromUnixSeconds(1795000000);
 
-class ScopedTempDir {
- public:
-  ScopedTempDir() {
-    std::string tmpl = testing::TempDir() + "agent_liveness_test_XXXXXX";
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~ScopedTempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using ScopedTempDir = ::fabricdiag::testing::TempDir;
 
 // The collector's loop: the analyzer's findings through the store.
 TEST(AgentLivenessTest, AgentDownOpensAndResolvesWhenTheAgentReturns) {

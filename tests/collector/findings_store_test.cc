@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "tests/testing/temp_dir.h"
 
 namespace fabricdiag::collector {
 namespace {
@@ -23,21 +24,7 @@ using ::testing::IsEmpty;
 using ::testing::SizeIs;
 using Type = WatchEvent::Type;
 
-class ScopedTempDir {
- public:
-  ScopedTempDir() {
-    std::string tmpl = testing::TempDir() + "findings_store_test_XXXXXX";
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~ScopedTempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using ScopedTempDir = ::fabricdiag::testing::TempDir;
 
 analysis::Finding Pfc(const std::string& node, double fraction,
                       const std::string& job = "moe-42") {

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/temp_dir.h"
 
 namespace fabricdiag::collector {
 namespace {
@@ -21,21 +22,7 @@ using ::testing::HasSubstr;
 using ::testing::SizeIs;
 using ::testing::StartsWith;
 
-class ScopedTempDir {
- public:
-  ScopedTempDir() {
-    std::string tmpl = testing::TempDir() + "layout_registry_test_XXXXXX";
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~ScopedTempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using ScopedTempDir = ::fabricdiag::testing::TempDir;
 
 // 64 ranks on 8 hosts: tp=8 pp=2 dp=4 ep=4.
 v1::Layout MoeLayout(const std::string& job) {

@@ -16,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/text_serializer.h"
+#include "tests/testing/temp_dir.h"
 
 namespace fabricdiag::collector {
 namespace {
@@ -23,21 +24,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-class ScopedTempDir {
- public:
-  ScopedTempDir() {
-    std::string tmpl = testing::TempDir() + "state_metrics_test_XXXXXX";
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~ScopedTempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using ScopedTempDir = ::fabricdiag::testing::TempDir;
 
 analysis::Finding Pfc(const std::string& node, const std::string& group) {
   analysis::Finding r;

@@ -1,17 +1,23 @@
 // The quality suite of the rate analyzers: realistic clusters (8-64 nodes,
 // a MoE and a dense job, leaf switches) with healthy noise and injected
 // faults, run through RunRateAnalyzers() and the hysteresis for several
-// passes the way the collector runs them. The issue demands every fault be
-// found (recall 1) and healthy clusters raise nothing (precision 1): the
-// suite prints a table and asserts both over all scenarios. The agent_down
-// analyzer gets its own timelines of agents going silent and coming back.
+// passes the way the collector runs them, with the newest samples beside
+// each window (the fast path for strong faults). Every fault must be found
+// (recall 1) and healthy clusters raise nothing (precision 1): the suite
+// prints a table and asserts both over all scenarios. A second table gives,
+// per kind, the passes to open (with and without the newest samples) and
+// to resolve. The agent_down analyzer gets its own timelines of agents
+// going silent and coming back.
 //
 // Run: build-*/tests/scenario_suite_test  (the table is on stdout).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -22,10 +28,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "analysis/agent_down.h"
 #include "analysis/analyzer.h"
+#include "analysis/analyzer_util.h"
 #include "analysis/congestion.h"
 #include "analysis/hot_expert_incast.h"
 #include "analysis/hysteresis.h"
@@ -242,6 +250,9 @@ std::vector<Scenario> AllScenarios() {
   return out;
 }
 
+// Seeds of the newest-samples views are this far from the windows' seeds.
+constexpr uint32_t kNewestSeed = 500000;
+
 // Every finding open after any pass of `passes` windows with `faults` held,
 // deduplicated by key.
 std::vector<Finding> RunPasses(const Cluster& cluster,
@@ -255,8 +266,14 @@ std::vector<Finding> RunPasses(const Cluster& cluster,
       seen;
   for (int pass = 0; pass < passes; ++pass) {
     FabricView view = cluster.View(faults, traffic, seed * 1000 + pass);
+    // The newest samples: an independent draw of the same traffic, as
+    // noisy as a whole window of it (the builder's noise is per pass), so
+    // the fast path for strong faults is held to the same precision.
+    FabricView newest =
+        cluster.View(faults, traffic, seed * 1000 + pass + kNewestSeed);
     for (Finding& f :
-         gate.Step(RunRateAnalyzers(cluster.Input(&view, &config)))) {
+         gate.Step(RunRateAnalyzers(cluster.Input(&view, &config)),
+                   RunRateAnalyzers(cluster.Input(&newest, &config)))) {
       seen[{f.kind, f.node, f.device, f.group}] = std::move(f);
     }
   }
@@ -390,6 +407,104 @@ TEST_P(FaultResolvesTest, ResolvesAfterClearAfterCleanPasses) {
   EXPECT_FALSE(is_open(step({}, ++seed)))
       << Describe(want) << " still open after " << config.hysteresis.clear_after
       << " clean passes";
+}
+
+// Passes from a fault's start until its finding opens, and from its end
+// until it resolves, over `kTimingSeeds` runs per kind: with the newest
+// samples (the collector's default) and with the window mean alone. The
+// faults here are at full strength from their first pass: one at least
+// strong_over_threshold past its threshold opens in strong_open_after
+// passes, any other in open_after, and every one resolves after
+// clear_after clean passes. Prints the table.
+TEST(ScenarioTimingTest, StrongFaultsOpenOnTheNewestSamples) {
+  constexpr int kTimingSeeds = 10;
+  constexpr int kMaxPasses = 20;
+  const AnalysisConfig config;
+  absl::StatusOr<Cluster> built = Cluster::Build(TwoJobCluster(16));
+  ASSERT_TRUE(built.ok()) << built.status();
+  const Cluster& cluster = *built;
+  // Passes until open (-1: never within kMaxPasses), until resolved, and
+  // the finding's over_threshold when it opened.
+  struct Timing {
+    int open = -1;
+    int resolve = -1;
+    double over = 0;
+  };
+  auto run = [&](FaultKind kind, uint32_t seed, bool newest) {
+    const Fault fault = At16(kind);
+    const ExpectedFinding want = cluster.Expect(fault).primary;
+    Hysteresis gate(config.hysteresis);
+    auto step = [&](const std::vector<Fault>& faults, uint32_t s) {
+      FabricView view = cluster.View(faults, TrafficOptions{}, s);
+      std::vector<Finding> recent;
+      if (newest) {
+        FabricView latest = cluster.View(faults, TrafficOptions{}, s + 7);
+        recent = RunRateAnalyzers(cluster.Input(&latest, &config));
+      }
+      for (const Finding& f :
+           gate.Step(RunRateAnalyzers(cluster.Input(&view, &config)), recent)) {
+        if (Matches(want, f)) {
+          auto it = f.evidence.find(kOverThresholdEvidence);
+          // No threshold: an event (a flap), which opens at once.
+          return it == f.evidence.end()
+                     ? std::numeric_limits<double>::infinity()
+                     : it->second;
+        }
+      }
+      return -1.0;
+    };
+    Timing out;
+    uint32_t s = seed * 100;
+    for (int pass = 1; pass <= kMaxPasses && out.open < 0; ++pass) {
+      const double over = step({fault}, ++s);
+      if (over >= 0) {
+        out.open = pass;
+        out.over = over;
+      }
+    }
+    for (int pass = 1; pass <= kMaxPasses && out.open > 0; ++pass) {
+      if (step({}, ++s) < 0) {
+        out.resolve = pass;
+        break;
+      }
+    }
+    return out;
+  };
+  std::ostringstream table;
+  table << std::left << std::setw(20) << "kind"
+        << "  over_threshold | open (newest) | open (window only) | resolve\n";
+  for (FaultKind kind : kAllFaultKinds) {
+    std::map<int, int> fast, slow, resolve;  // passes -> runs
+    double min_over = std::numeric_limits<double>::infinity();
+    for (uint32_t seed = 1; seed <= kTimingSeeds; ++seed) {
+      const Timing t = run(kind, seed, /*newest=*/true);
+      ++fast[t.open];
+      ++resolve[t.resolve];
+      ++slow[run(kind, seed, /*newest=*/false).open];
+      min_over = std::min(min_over, t.over);
+      EXPECT_GT(t.open, 0) << FindingKindOf(kind) << " never opened";
+      EXPECT_LE(t.open, t.over >= config.hysteresis.strong_over_threshold
+                            ? config.hysteresis.strong_open_after
+                            : config.hysteresis.open_after)
+          << FindingKindOf(kind) << " (seed " << seed << ", over_threshold "
+          << t.over << ")";
+      EXPECT_EQ(t.resolve, config.hysteresis.clear_after)
+          << FindingKindOf(kind) << " (seed " << seed << ")";
+    }
+    auto cell = [](const std::map<int, int>& runs) {
+      std::vector<std::string> parts;
+      for (const auto& [passes, n] : runs) {
+        parts.push_back(absl::StrCat(passes, " passes x", n));
+      }
+      return absl::StrJoin(parts, ", ");
+    };
+    table << std::setw(20) << FindingKindOf(kind) << "  >= " << std::setw(11)
+          << (std::isinf(min_over) ? std::string("(event)")
+                                   : absl::StrFormat("%.2f", min_over))
+          << " | " << std::setw(14) << cell(fast) << "| " << std::setw(19)
+          << cell(slow) << "| " << cell(resolve) << "\n";
+  }
+  std::cout << table.str() << std::flush;
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFaults, FaultResolvesTest,

@@ -7,7 +7,7 @@
 //   hysteresis: {open_after: 3, clear_after: 5}
 //   hot_expert_incast: {rx_over_median: 4, min_link_fraction: 0.25}
 //   pfc_storm: {warning_pause_fraction: 0.2}
-//   agent_down: {missed_intervals: 3}
+//   agent_down: {missed_intervals: 10}
 //
 // Every key is optional; an unknown key or an out-of-range value is an error
 // that names the key (a typo must not silently keep a default).
@@ -131,9 +131,13 @@ struct StragglerNicConfig {
 
 struct AgentDownConfig {
   // An agent silent for this many of its own sampling intervals is down.
-  // One or two missed reports are a restart or a network blip (an agent
-  // replays its buffer when it reconnects); three in a row is not.
-  int missed_intervals = 3;
+  // A few missed reports are a restart or a network blip, and the agent
+  // replays its buffer when it reconnects: a package upgrade restarts the
+  // agent in 2 to 6 s on a busy node (stop, start, first read, TLS and the
+  // stream's hello). Ten intervals (10 s at the default 1 s) covers that
+  // with margin and still reports a dead agent well before Prometheus'
+  // `up` alerts (a minute).
+  int missed_intervals = 10;
   // The interval assumed for an agent that did not announce one: the
   // agent's default --interval (docs/agent.md).
   double default_interval_seconds = 1;

@@ -28,4 +28,19 @@ std::optional<analysis::NodeLiveness> LivenessFromFinding(
   return l;
 }
 
+analysis::NodeLiveness LivenessOf(const NodeInfo& info) {
+  analysis::NodeLiveness l;
+  l.node = info.node;
+  l.last_report = info.last_report;
+  l.interval = absl::Milliseconds(info.interval_ms);
+  l.ever_reported = info.last_report != absl::InfinitePast();
+  return l;
+}
+
+NodeUpRule AgentUpRule(const analysis::AgentDownConfig& config) {
+  return [config](const NodeInfo& info, absl::Time now) {
+    return analysis::IsAgentUp(LivenessOf(info), now, config);
+  };
+}
+
 }  // namespace fabricdiag::collector

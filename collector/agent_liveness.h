@@ -18,6 +18,7 @@
 #include <optional>
 
 #include "analysis/agent_down.h"
+#include "collector/series_store.h"
 #include "proto/collector.pb.h"
 
 namespace fabricdiag::collector {
@@ -31,5 +32,13 @@ inline constexpr char kAgentLivenessSource[] = "agent_liveness";
 // node since; nullopt when the finding lacks them.
 std::optional<analysis::NodeLiveness> LivenessFromFinding(
     const v1::Finding& finding);
+
+// What the series store knows of a node, as agent_down reads it.
+analysis::NodeLiveness LivenessOf(const NodeInfo& info);
+
+// agent_down's rule as the up state of ListNodes(): up while the node's
+// agent has missed fewer than `config.missed_intervals` of its intervals,
+// so fabricdiag_agent_up, `fabricdiag nodes` and agent_down agree.
+NodeUpRule AgentUpRule(const analysis::AgentDownConfig& config);
 
 }  // namespace fabricdiag::collector

@@ -95,12 +95,7 @@ void AnalysisRunner::RunLiveness(absl::Time now) {
   // counts as down is the analyzer's (analysis/agent_down.h).
   std::vector<analysis::NodeLiveness> nodes;
   for (const NodeStatus& n : series_->ListNodes(absl::InfiniteDuration())) {
-    analysis::NodeLiveness l;
-    l.node = n.info.node;
-    l.last_report = n.info.last_report;
-    l.interval = absl::Milliseconds(n.info.interval_ms);
-    l.ever_reported = n.info.last_report != absl::InfinitePast();
-    nodes.push_back(std::move(l));
+    nodes.push_back(LivenessOf(n.info));
   }
   // After a restart the collector knows only the nodes that reported since;
   // a node it had found down keeps its finding until it reports again,

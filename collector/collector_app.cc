@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "collector/agent_liveness.h"
 #include "collector/analysis_runner.h"
 #include "collector/collector_metrics.h"
 #include "collector/findings_metrics.h"
@@ -206,12 +207,13 @@ struct HttpSources {
   const StateStore* state;
   AnalysisRunner* runner;
   const Clock* clock;
+  NodeUpRule node_up;
 };
 
 absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(
     const CollectorConfig& config, const HttpSources& in) {
   auto collector_metrics = std::make_shared<CollectorMetrics>(
-      in.series, in.counters, in.stats, 3 * config.analysis_interval);
+      in.series, in.counters, in.stats, in.node_up);
   auto findings_metrics =
       std::make_shared<FindingsMetrics>(in.findings, in.registry, in.state);
   const StateStore* state = in.state;
@@ -237,9 +239,11 @@ absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(
 // Writes to the query service need `token` when it is not empty; a layout
 // change runs an analysis pass at once.
 QueryService::Options MakeQueryOptions(std::string token,
-                                       AnalysisRunner* runner) {
+                                       AnalysisRunner* runner,
+                                       NodeUpRule node_up) {
   QueryService::Options options;
   options.auth_token = std::move(token);
+  options.node_up = std::move(node_up);
   options.on_layouts_changed = [runner](const std::string& job) {
     return runner->RunLayoutPass(job);
   };
@@ -289,17 +293,20 @@ int RunCollector(const CollectorConfig& config) {
   if (!runner_options.ok()) {
     return StartupFailed(runner_options.status().message());
   }
+  // Who counts as up everywhere (metrics, `fabricdiag nodes`): agent_down's
+  // rule.
+  const NodeUpRule node_up = AgentUpRule(runner_options->analysis.agent_down);
   AnalysisRunner runner(&series, &registry, &findings, &stats, clock,
                         *std::move(runner_options));
 
   QueryService query(&registry, &findings, &series,
-                     MakeQueryOptions(*token, &runner), clock);
+                     MakeQueryOptions(*token, &runner, node_up), clock);
   absl::StatusOr<std::unique_ptr<CollectorServer>> server =
       StartGrpc(config, &ingest, &query);
   if (!server.ok()) return StartupFailed(server.status().message());
   absl::StatusOr<std::unique_ptr<HttpServer>> http =
       StartHttp(config, {&series, &counters, &stats, &findings, &registry,
-                         state->get(), &runner, &clock});
+                         state->get(), &runner, &clock, node_up});
   if (!http.ok()) {
     const int code = StartupFailed(http.status().message());
     (*server)->Shutdown(absl::ZeroDuration());

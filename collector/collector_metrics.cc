@@ -35,18 +35,19 @@ void AddValue(MetricFamily* f, std::vector<ClientMetric::Label> labels,
 CollectorMetrics::CollectorMetrics(const SeriesStore* store,
                                    const IngestCounters* counters,
                                    const AnalysisStats* analysis,
-                                   absl::Duration down_after)
+                                   NodeUpRule node_up)
     : store_(store),
       counters_(counters),
       analysis_(analysis),
-      down_after_(down_after) {}
+      node_up_(std::move(node_up)) {}
 
 std::vector<MetricFamily> CollectorMetrics::Collect() const {
   std::vector<MetricFamily> out;
 
   MetricFamily up = Family("fabricdiag_agent_up",
                            "1 while the node's agent reports to this "
-                           "collector, 0 once it missed 3 intervals.",
+                           "collector, 0 once agent_down holds for it "
+                           "(agent_down.missed_intervals of its intervals).",
                            MetricType::Gauge);
   MetricFamily last =
       Family("fabricdiag_agent_last_report_timestamp_seconds",
@@ -56,7 +57,7 @@ std::vector<MetricFamily> CollectorMetrics::Collect() const {
                              "got them (its buffer overflowed in an outage).",
                              MetricType::Counter);
   double series = 0;
-  for (const NodeStatus& n : store_->ListNodes(down_after_)) {
+  for (const NodeStatus& n : store_->ListNodes(node_up_)) {
     AddValue(&up, {{"node", n.info.node}}, n.up ? 1 : 0);
     if (n.info.last_report != absl::InfinitePast()) {
       AddValue(&last, {{"node", n.info.node}},

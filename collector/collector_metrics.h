@@ -1,8 +1,8 @@
 // The collector's own metrics: agents up, ingest counters, rejected
 // streams by reason, analysis pass cost.
 //
-//   auto metrics = std::make_shared<CollectorMetrics>(&store, &counters,
-//                                                     down_after);
+//   auto metrics = std::make_shared<CollectorMetrics>(
+//       &store, &counters, &stats, AgentUpRule(config.agent_down));
 //   http = HttpServer::Start(listen, {metrics, findings_metrics}, ...);
 //
 // Thread-safe.
@@ -30,7 +30,7 @@ class CollectorMetrics final : public prometheus::Collectable {
  public:
   // Pointers must outlive this object.
   CollectorMetrics(const SeriesStore* store, const IngestCounters* counters,
-                   const AnalysisStats* analysis, absl::Duration down_after);
+                   const AnalysisStats* analysis, NodeUpRule node_up);
 
   std::vector<prometheus::MetricFamily> Collect() const override;
 
@@ -38,7 +38,7 @@ class CollectorMetrics final : public prometheus::Collectable {
   const SeriesStore* const store_;
   const IngestCounters* const counters_;
   const AnalysisStats* const analysis_;
-  const absl::Duration down_after_;
+  const NodeUpRule node_up_;
 };
 
 }  // namespace fabricdiag::collector

@@ -187,7 +187,10 @@ grpc::Status QueryService::WatchFindings(
 grpc::Status QueryService::ListNodes(grpc::ServerContext*,
                                      const v1::ListNodesRequest*,
                                      v1::ListNodesResponse* response) {
-  for (const NodeStatus& n : series_->ListNodes(options_.node_down_after)) {
+  const std::vector<NodeStatus> nodes =
+      options_.node_up ? series_->ListNodes(options_.node_up)
+                       : series_->ListNodes(absl::Seconds(3));
+  for (const NodeStatus& n : nodes) {
     v1::NodeStatus* out = response->add_nodes();
     out->set_node(n.info.node);
     out->set_up(n.up);

@@ -35,8 +35,8 @@ class QueryService final : public v1::Collector::Service {
   struct Options {
     // Required bearer token for writes; empty = writes are open.
     std::string auth_token;
-    // A node is reported down when it has not reported for this long.
-    absl::Duration node_down_after = absl::Seconds(3);
+    // Whether a node counts as up (ListNodes); null: reported within 3 s.
+    NodeUpRule node_up;
     // Called after a layout was applied or deleted, with the job; returns
     // the findings the layout raises at once (tp_cross_node). May be empty.
     std::function<std::vector<v1::Finding>(const std::string& job)>

@@ -56,13 +56,19 @@ std::vector<std::shared_ptr<NodeSeries>> SeriesStore::AllNodes() const {
 
 std::vector<NodeStatus> SeriesStore::ListNodes(
     absl::Duration down_after) const {
+  return ListNodes([down_after](const NodeInfo& info, absl::Time now) {
+    return info.last_report != absl::InfinitePast() &&
+           now - info.last_report < down_after;
+  });
+}
+
+std::vector<NodeStatus> SeriesStore::ListNodes(const NodeUpRule& rule) const {
   const absl::Time now = clock_.Now();
   std::vector<NodeStatus> out;
   for (const auto& node : AllNodes()) {
     NodeStatus s;
     s.info = node->Info();
-    s.up = s.info.last_report != absl::InfinitePast() &&
-           now - s.info.last_report < down_after;
+    s.up = rule(s.info, now);
     out.push_back(std::move(s));
   }
   std::sort(out.begin(), out.end(),

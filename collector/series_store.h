@@ -20,6 +20,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,9 +39,12 @@ namespace fabricdiag::collector {
 // One node as ListNodes() reports it.
 struct NodeStatus {
   NodeInfo info;
-  // Reported within the `down_after` given to ListNodes().
+  // What the rule given to ListNodes() says of the node.
   bool up = false;
 };
+
+// Whether a node's agent counts as up at `now`, from what the store knows.
+using NodeUpRule = std::function<bool(const NodeInfo& info, absl::Time now)>;
 
 struct StoreMemory {
   size_t nodes = 0;
@@ -74,8 +78,11 @@ class SeriesStore {
   std::shared_ptr<NodeSeries> FindNode(absl::string_view node) const;
 
   // Every node seen, sorted by name; `up` when its last report arrived less
-  // than `down_after` ago (e.g. 3 intervals).
+  // than `down_after` ago.
   std::vector<NodeStatus> ListNodes(absl::Duration down_after) const;
+  // The same with `up` as `rule` says (the collector's is agent_down's:
+  // collector/agent_liveness.h).
+  std::vector<NodeStatus> ListNodes(const NodeUpRule& rule) const;
 
   // The series `node` has reported, in first-seen order. NotFound for an
   // unknown node.

@@ -34,19 +34,21 @@ struct LivenessCase {
 TEST(AgentDownTest, Table) {
   const LivenessCase cases[] = {
       {"fresh", Node("a", absl::Seconds(1), absl::Seconds(1)), false},
-      {"two missed", Node("a", absl::Milliseconds(2999), absl::Seconds(1)),
+      {"a restart: six missed", Node("a", absl::Seconds(6), absl::Seconds(1)),
        false},
-      {"three missed", Node("a", absl::Seconds(3), absl::Seconds(1)), true},
+      {"nine missed", Node("a", absl::Milliseconds(9999), absl::Seconds(1)),
+       false},
+      {"ten missed", Node("a", absl::Seconds(10), absl::Seconds(1)), true},
       {"long gone", Node("a", absl::Hours(2), absl::Seconds(1)), true},
-      {"slow agent", Node("a", absl::Seconds(20), absl::Seconds(10)), false},
-      {"slow agent down", Node("a", absl::Seconds(30), absl::Seconds(10)),
+      {"slow agent", Node("a", absl::Seconds(90), absl::Seconds(10)), false},
+      {"slow agent down", Node("a", absl::Seconds(100), absl::Seconds(10)),
        true},
       {"fast agent",
-       Node("a", absl::Milliseconds(600), absl::Milliseconds(200)), true},
+       Node("a", absl::Milliseconds(2000), absl::Milliseconds(200)), true},
       {"unknown interval uses 1 s",
-       Node("a", absl::Seconds(2), absl::ZeroDuration()), false},
+       Node("a", absl::Seconds(9), absl::ZeroDuration()), false},
       {"unknown interval down",
-       Node("a", absl::Seconds(4), absl::ZeroDuration()), true},
+       Node("a", absl::Seconds(11), absl::ZeroDuration()), true},
       {"never reported",
        Node("a", absl::Hours(1), absl::Seconds(1), /*ever_reported=*/false),
        false},
@@ -65,8 +67,10 @@ TEST(AgentDownTest, ThresholdsComeFromTheConfig) {
   AgentDownConfig patient;
   patient.missed_intervals = 10;
   patient.default_interval_seconds = 2;
+  AgentDownConfig eager;
+  eager.missed_intervals = 3;
   const NodeLiveness silent_9s = Node("a", absl::Seconds(9), absl::Seconds(1));
-  EXPECT_THAT(AgentDownFindings({silent_9s}, kNow), SizeIs(1));
+  EXPECT_THAT(AgentDownFindings({silent_9s}, kNow, eager), SizeIs(1));
   EXPECT_THAT(AgentDownFindings({silent_9s}, kNow, patient), SizeIs(0));
   EXPECT_THAT(
       AgentDownFindings({Node("a", absl::Seconds(10), absl::Seconds(1))}, kNow,

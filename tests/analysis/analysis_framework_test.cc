@@ -433,7 +433,7 @@ TEST(AnalysisConfigTest, EmptyTextGivesDefaults) {
   EXPECT_EQ(c->window_seconds, 5);
   EXPECT_EQ(c->hysteresis.open_after, 3);
   EXPECT_EQ(c->hot_expert_incast.rx_over_median, 4);
-  EXPECT_EQ(c->agent_down.missed_intervals, 3);
+  EXPECT_EQ(c->agent_down.missed_intervals, 10);
   EXPECT_EQ(c->agent_down.default_interval_seconds, 1);
 }
 

@@ -598,9 +598,11 @@ std::vector<OutageScenario> OutageScenarios() {
   return {
       {"agents-all-reporting", {}, {}},
       {"agent-killed", {{"gpu-005", 2, -1}}, {"gpu-005"}},
-      {"agent-silent-3-intervals", {{"gpu-005", 2, 3}}, {"gpu-005"}},
+      {"agent-silent-10-intervals", {{"gpu-005", 2, 10}}, {"gpu-005"}},
       // A restart: the agent misses two reports and is back.
       {"agent-restart-2-intervals", {{"gpu-009", 2, 2}}, {}},
+      // A package upgrade restarting the agent on a busy node: 6 s.
+      {"agent-restart-6-intervals", {{"gpu-009", 2, 6}}, {}},
       // Not deployed yet, or dead since before the collector started.
       {"agent-never-heard-from", {{"gpu-012", 0, -1}}, {}},
       {"killed+restart+never-heard-from",
@@ -617,7 +619,7 @@ TEST(AgentDownScenariosTest, LongSilencesOpenItShortGapsAndUnknownNodesDoNot) {
   ASSERT_TRUE(built.ok()) << built.status();
   const Cluster& cluster = *built;
   const absl::Duration interval = absl::Seconds(1);
-  constexpr int kPasses = 12;
+  constexpr int kPasses = 20;
   for (const OutageScenario& sc : OutageScenarios()) {
     SCOPED_TRACE(sc.name);
     AgentDownConfig config;

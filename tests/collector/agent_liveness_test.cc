@@ -40,7 +40,7 @@ TEST(AgentLivenessTest, AgentDownOpensAndResolvesWhenTheAgentReturns) {
   };
   ASSERT_TRUE(pass().ok());
   EXPECT_THAT(findings.Active(), IsEmpty());
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < 12; ++i) {
     clock.Advance(absl::Seconds(1));
     ASSERT_TRUE(pass().ok());
   }
@@ -48,7 +48,7 @@ TEST(AgentLivenessTest, AgentDownOpensAndResolvesWhenTheAgentReturns) {
   ASSERT_THAT(active, SizeIs(1));
   EXPECT_EQ(active[0].kind(), "agent_down");
   EXPECT_EQ(active[0].first_seen_unix_nanos(),
-            absl::ToUnixNanos(kNow + absl::Seconds(3)));
+            absl::ToUnixNanos(kNow + absl::Seconds(10)));
 
   node.last_report = clock.Now();  // the agent is back
   ASSERT_TRUE(pass().ok());
@@ -84,6 +84,31 @@ TEST(AgentLivenessTest, AFindingRemembersTheNodeAcrossARestart) {
   EXPECT_FALSE(LivenessFromFinding(f).has_value());
   f.mutable_evidence_text()->clear();
   EXPECT_FALSE(LivenessFromFinding(f).has_value());
+}
+
+// fabricdiag_agent_up and `fabricdiag nodes` say "down" exactly when
+// agent_down opens: an agent restart of a few seconds is neither.
+TEST(AgentLivenessTest, UpFollowsTheAgentDownRule) {
+  const analysis::AgentDownConfig config;  // 10 intervals
+  const NodeUpRule up = AgentUpRule(config);
+  NodeInfo info;
+  info.node = "gpu-003";
+  info.interval_ms = 1000;
+  info.last_report = kNow;
+  for (int silent = 0; silent <= 12; ++silent) {
+    const absl::Time now = kNow + absl::Seconds(silent);
+    const bool down =
+        !analysis::AgentDownFindings({LivenessOf(info)}, now, config).empty();
+    EXPECT_EQ(up(info, now), !down) << silent << " s silent";
+    EXPECT_EQ(up(info, now), silent < 10) << silent << " s silent";
+  }
+  // An agent at 100 ms is down after 1 s.
+  info.interval_ms = 100;
+  EXPECT_TRUE(up(info, kNow + absl::Milliseconds(900)));
+  EXPECT_FALSE(up(info, kNow + absl::Seconds(1)));
+  // A node that never reported is not up.
+  info.last_report = absl::InfinitePast();
+  EXPECT_FALSE(up(info, kNow));
 }
 
 }  // namespace

@@ -132,7 +132,9 @@ def write_inputs(work):
     # it resolves after the window clears and 4 clean passes.
     with open(f"{work}/analysis.yaml", "w") as f:
         f.write("window_seconds: 1.5\n"
-                "hysteresis: {open_after: 3, clear_after: 4}\n")
+                "hysteresis: {open_after: 3, clear_after: 4}\n"
+                # The agent is killed for 4 s (8 intervals).
+                "agent_down: {missed_intervals: 4}\n")
 
 
 def main():

@@ -30,6 +30,100 @@ void AddValue(MetricFamily* f, std::vector<ClientMetric::Label> labels,
   f->metric.push_back(std::move(m));
 }
 
+// Per node: whether its agent reports, when it last did and what it dropped;
+// and the series of all nodes together.
+void AppendNodeFamilies(const SeriesStore& store, absl::Duration down_after,
+                        std::vector<MetricFamily>* out) {
+  MetricFamily up = Family("fabricdiag_agent_up",
+                           "1 while the node's agent reports to this "
+                           "collector, 0 once it missed 3 intervals.",
+                           MetricType::Gauge);
+  MetricFamily last =
+      Family("fabricdiag_agent_last_report_timestamp_seconds",
+             "When the node's agent last reported.", MetricType::Gauge);
+  MetricFamily gaps = Family("fabricdiag_agent_missing_reports_total",
+                             "Reports the agent dropped before the collector "
+                             "got them (its buffer overflowed in an outage).",
+                             MetricType::Counter);
+  double series = 0;
+  for (const NodeStatus& n : store.ListNodes(down_after)) {
+    AddValue(&up, {{"node", n.info.node}}, n.up ? 1 : 0);
+    if (n.info.last_report != absl::InfinitePast()) {
+      AddValue(&last, {{"node", n.info.node}},
+               absl::ToDoubleSeconds(n.info.last_report - absl::UnixEpoch()));
+    }
+    AddValue(&gaps, {{"node", n.info.node}},
+             static_cast<double>(n.info.missing_reports));
+    series += static_cast<double>(n.info.series);
+  }
+  out->push_back(std::move(up));
+  out->push_back(std::move(last));
+  out->push_back(std::move(gaps));
+
+  MetricFamily series_family =
+      Family("fabricdiag_collector_series", "Series held in memory.",
+             MetricType::Gauge);
+  AddValue(&series_family, {}, series);
+  out->push_back(std::move(series_family));
+}
+
+void AppendIngestFamilies(const IngestCounters& counters,
+                          std::vector<MetricFamily>* out) {
+  struct Named {
+    const char* name;
+    const char* help;
+    const std::atomic<uint64_t>* value;
+  };
+  const Named named[] = {
+      {"fabricdiag_ingest_streams_total", "Agent streams accepted.",
+       &counters.streams},
+      {"fabricdiag_ingest_reports_total", "Agent reports stored.",
+       &counters.reports},
+      {"fabricdiag_ingest_values_total", "Counter values stored.",
+       &counters.values},
+      {"fabricdiag_ingest_duplicate_reports_total",
+       "Replayed reports the collector already held.", &counters.duplicates},
+      {"fabricdiag_ingest_schemas_total", "Schemas accepted.",
+       &counters.schemas},
+  };
+  for (const Named& n : named) {
+    MetricFamily f = Family(n.name, n.help, MetricType::Counter);
+    AddValue(&f, {}, static_cast<double>(n.value->load()));
+    out->push_back(std::move(f));
+  }
+  MetricFamily rejects =
+      Family("fabricdiag_ingest_rejected_streams_total",
+             "Agent streams refused, by reason (hostile or broken input).",
+             MetricType::Counter);
+  for (size_t i = 0; i < kRejectReasonCount; ++i) {
+    const auto reason = static_cast<RejectReason>(i);
+    AddValue(&rejects, {{"reason", RejectReasonName(reason)}},
+             static_cast<double>(counters.rejects(reason)));
+  }
+  out->push_back(std::move(rejects));
+}
+
+void AppendAnalysisFamilies(const AnalysisStats& stats,
+                            std::vector<MetricFamily>* out) {
+  MetricFamily passes = Family("fabricdiag_analysis_passes_total",
+                               "Analysis passes run.", MetricType::Counter);
+  AddValue(&passes, {}, static_cast<double>(stats.passes.load()));
+  out->push_back(std::move(passes));
+  MetricFamily pass_time =
+      Family("fabricdiag_analysis_pass_duration_seconds",
+             "Time the last analysis pass took.", MetricType::Gauge);
+  AddValue(&pass_time, {},
+           static_cast<double>(stats.last_pass_nanos.load()) * 1e-9);
+  out->push_back(std::move(pass_time));
+  MetricFamily persist =
+      Family("fabricdiag_analysis_persist_errors_total",
+             "Analysis passes whose findings could not be written to "
+             "--state_dir.",
+             MetricType::Counter);
+  AddValue(&persist, {}, static_cast<double>(stats.persist_errors.load()));
+  out->push_back(std::move(persist));
+}
+
 }  // namespace
 
 CollectorMetrics::CollectorMetrics(const SeriesStore* store,
@@ -43,89 +137,9 @@ CollectorMetrics::CollectorMetrics(const SeriesStore* store,
 
 std::vector<MetricFamily> CollectorMetrics::Collect() const {
   std::vector<MetricFamily> out;
-
-  MetricFamily up = Family("fabricdiag_agent_up",
-                           "1 while the node's agent reports to this "
-                           "collector, 0 once it missed 3 intervals.",
-                           MetricType::Gauge);
-  MetricFamily last =
-      Family("fabricdiag_agent_last_report_timestamp_seconds",
-             "When the node's agent last reported.", MetricType::Gauge);
-  MetricFamily gaps = Family("fabricdiag_agent_missing_reports_total",
-                             "Reports the agent dropped before the collector "
-                             "got them (its buffer overflowed in an outage).",
-                             MetricType::Counter);
-  double series = 0;
-  for (const NodeStatus& n : store_->ListNodes(down_after_)) {
-    AddValue(&up, {{"node", n.info.node}}, n.up ? 1 : 0);
-    if (n.info.last_report != absl::InfinitePast()) {
-      AddValue(&last, {{"node", n.info.node}},
-               absl::ToDoubleSeconds(n.info.last_report - absl::UnixEpoch()));
-    }
-    AddValue(&gaps, {{"node", n.info.node}},
-             static_cast<double>(n.info.missing_reports));
-    series += static_cast<double>(n.info.series);
-  }
-  out.push_back(std::move(up));
-  out.push_back(std::move(last));
-  out.push_back(std::move(gaps));
-
-  MetricFamily series_family =
-      Family("fabricdiag_collector_series", "Series held in memory.",
-             MetricType::Gauge);
-  AddValue(&series_family, {}, series);
-  out.push_back(std::move(series_family));
-
-  struct Named {
-    const char* name;
-    const char* help;
-    const std::atomic<uint64_t>* value;
-  };
-  const Named named[] = {
-      {"fabricdiag_ingest_streams_total", "Agent streams accepted.",
-       &counters_->streams},
-      {"fabricdiag_ingest_reports_total", "Agent reports stored.",
-       &counters_->reports},
-      {"fabricdiag_ingest_values_total", "Counter values stored.",
-       &counters_->values},
-      {"fabricdiag_ingest_duplicate_reports_total",
-       "Replayed reports the collector already held.", &counters_->duplicates},
-      {"fabricdiag_ingest_schemas_total", "Schemas accepted.",
-       &counters_->schemas},
-  };
-  for (const Named& n : named) {
-    MetricFamily f = Family(n.name, n.help, MetricType::Counter);
-    AddValue(&f, {}, static_cast<double>(n.value->load()));
-    out.push_back(std::move(f));
-  }
-  MetricFamily rejects =
-      Family("fabricdiag_ingest_rejected_streams_total",
-             "Agent streams refused, by reason (hostile or broken input).",
-             MetricType::Counter);
-  for (size_t i = 0; i < kRejectReasonCount; ++i) {
-    const auto reason = static_cast<RejectReason>(i);
-    AddValue(&rejects, {{"reason", RejectReasonName(reason)}},
-             static_cast<double>(counters_->rejects(reason)));
-  }
-  out.push_back(std::move(rejects));
-
-  MetricFamily passes = Family("fabricdiag_analysis_passes_total",
-                               "Analysis passes run.", MetricType::Counter);
-  AddValue(&passes, {}, static_cast<double>(analysis_->passes.load()));
-  out.push_back(std::move(passes));
-  MetricFamily pass_time =
-      Family("fabricdiag_analysis_pass_duration_seconds",
-             "Time the last analysis pass took.", MetricType::Gauge);
-  AddValue(&pass_time, {},
-           static_cast<double>(analysis_->last_pass_nanos.load()) * 1e-9);
-  out.push_back(std::move(pass_time));
-  MetricFamily persist =
-      Family("fabricdiag_analysis_persist_errors_total",
-             "Analysis passes whose findings could not be written to "
-             "--state_dir.",
-             MetricType::Counter);
-  AddValue(&persist, {}, static_cast<double>(analysis_->persist_errors.load()));
-  out.push_back(std::move(persist));
+  AppendNodeFamilies(*store_, down_after_, &out);
+  AppendIngestFamilies(*counters_, &out);
+  AppendAnalysisFamilies(*analysis_, &out);
   return out;
 }
 

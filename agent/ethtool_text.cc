@@ -2,6 +2,9 @@
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/decimal.h"
@@ -75,6 +78,41 @@ inline const char* MatchExpectedLine(const char* p, const char* end,
   return p < end ? p + 1 : end;
 }
 
+// Keeps the first kMaxEthtoolTextErrors messages and only counts the rest, so
+// a garbage file cannot grow the agent's memory.
+void AddError(EthtoolTextView* out, int line, std::string message) {
+  if (out->errors.size() < kMaxEthtoolTextErrors) {
+    out->errors.push_back({line, std::move(message)});
+  } else {
+    ++out->dropped_errors;
+  }
+}
+
+// The line at `p` without its newline and surrounding blanks; returns where
+// the next line starts.
+inline const char* NextLine(const char* p, const char* end,
+                            absl::string_view* line) {
+  const char* eol = static_cast<const char*>(
+      std::memchr(p, '\n', static_cast<size_t>(end - p)));
+  if (eol == nullptr) eol = end;
+  *line = TrimBlanks(absl::string_view(p, static_cast<size_t>(eol - p)));
+  return eol == end ? end : eol + 1;
+}
+
+// Why `name` (found on `line`) cannot be a statistic's name, if it cannot.
+std::optional<std::string> NameError(absl::string_view name,
+                                     absl::string_view line) {
+  if (name.empty()) return absl::StrCat("empty name in ", Quote(line));
+  if (name.size() > kMaxEthtoolNameLength) {
+    return absl::StrCat("name longer than ", kMaxEthtoolNameLength,
+                        " bytes: ", Quote(name));
+  }
+  if (!IsPrintableName(name)) {
+    return absl::StrCat("name has non-printable bytes: ", Quote(name));
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 void ParseEthtoolStatsText(absl::string_view text, EthtoolTextView* out,
@@ -83,13 +121,6 @@ void ParseEthtoolStatsText(absl::string_view text, EthtoolTextView* out,
   out->errors.clear();
   out->dropped_errors = 0;
   bool matching = expected != nullptr;
-  auto add_error = [out](int line, std::string message) {
-    if (out->errors.size() < kMaxEthtoolTextErrors) {
-      out->errors.push_back({line, std::move(message)});
-    } else {
-      ++out->dropped_errors;
-    }
-  };
 
   // Pointer walk: this runs over every line of every netdev each interval.
   const char* p = text.data();
@@ -105,12 +136,8 @@ void ParseEthtoolStatsText(absl::string_view text, EthtoolTextView* out,
         continue;
       }
     }
-    const char* eol = static_cast<const char*>(
-        std::memchr(p, '\n', static_cast<size_t>(end - p)));
-    if (eol == nullptr) eol = end;
-    absl::string_view line =
-        TrimBlanks(absl::string_view(p, static_cast<size_t>(eol - p)));
-    p = eol == end ? end : eol + 1;
+    absl::string_view line;
+    p = NextLine(p, end, &line);
     if (line.empty() || line == "NIC statistics:") continue;
 
     // The value follows the LAST ':' (bnxt_en names contain ": ").
@@ -119,8 +146,8 @@ void ParseEthtoolStatsText(absl::string_view text, EthtoolTextView* out,
     const size_t colon =
         last == nullptr ? 0 : static_cast<size_t>(last - line.data()) + 1;
     if (colon == 0) {
-      add_error(line_number,
-                absl::StrCat("no \"name: value\" in ", Quote(line)));
+      AddError(out, line_number,
+               absl::StrCat("no \"name: value\" in ", Quote(line)));
       continue;
     }
     absl::string_view name = TrimBlanks(line.substr(0, colon - 1));
@@ -129,29 +156,18 @@ void ParseEthtoolStatsText(absl::string_view text, EthtoolTextView* out,
     matching = matching && out->stats.size() < expected->size() &&
                name == (*expected)[out->stats.size()];
     if (!matching) {
-      if (name.empty()) {
-        add_error(line_number, absl::StrCat("empty name in ", Quote(line)));
-        continue;
-      }
-      if (name.size() > kMaxEthtoolNameLength) {
-        add_error(line_number,
-                  absl::StrCat("name longer than ", kMaxEthtoolNameLength,
-                               " bytes: ", Quote(name)));
-        continue;
-      }
-      if (!IsPrintableName(name)) {
-        add_error(line_number,
-                  absl::StrCat("name has non-printable bytes: ", Quote(name)));
+      if (std::optional<std::string> error = NameError(name, line)) {
+        AddError(out, line_number, *std::move(error));
         continue;
       }
     }
     uint64_t value = 0;
     bool overflow = false;
     if (!ParseDecimalU64(value_text, &value, &overflow)) {
-      add_error(line_number,
-                absl::StrCat(
-                    "value of ", Quote(name),
-                    " is not an unsigned 64-bit decimal: ", Quote(value_text)));
+      AddError(out, line_number,
+               absl::StrCat(
+                   "value of ", Quote(name),
+                   " is not an unsigned 64-bit decimal: ", Quote(value_text)));
       continue;
     }
     out->stats.emplace_back(name, value);

@@ -344,31 +344,28 @@ void RdmaSysfsSource::CollectDevice(DeviceLayout* layout, Snapshot* snapshot,
   }
 }
 
-void RdmaSysfsSource::CollectPort(DeviceLayout* layout, PortLayout* port,
-                                  Snapshot* snapshot, SourceStatus* status) {
-  const std::vector<SeriesDesc>& table = *layout->table;
-  RdmaPortInfo info;
-  info.device = layout->info.name;
-  info.port = port->port;
-  info.link_layer = port->link_layer;
-  info.netdevs = port->netdevs;
+std::optional<absl::string_view> RdmaSysfsSource::ReadText(
+    SysfsAttribute* file, DeviceLayout* layout, SourceStatus* status) {
+  if (file->relpath().empty()) return std::nullopt;  // not planned
+  absl::StatusOr<absl::string_view> text = file->Read(&buf_);
+  if (text.ok()) return TrimValue(*text);
+  CounterRead r = InterpretCounterRead(file->relpath(), text);
+  if (r.result == CounterReadResult::kGone) layout->needs_rescan = true;
+  if (r.result == CounterReadResult::kError) {
+    RecordSourceError(status, r.error);
+  }
+  return std::nullopt;
+}
 
-  // The trimmed attribute text, or nullopt when absent; counts real errors.
-  auto read_text =
-      [&](SysfsAttribute* file) -> std::optional<absl::string_view> {
-    if (file->relpath().empty()) return std::nullopt;  // not planned
-    absl::StatusOr<absl::string_view> text = file->Read(&buf_);
-    if (text.ok()) return TrimValue(*text);
-    CounterRead r = InterpretCounterRead(file->relpath(), text);
-    if (r.result == CounterReadResult::kGone) layout->needs_rescan = true;
-    if (r.result == CounterReadResult::kError) {
-      RecordSourceError(status, r.error);
-    }
-    return std::nullopt;
-  };
+void RdmaSysfsSource::CollectPortAttributes(DeviceLayout* layout,
+                                            PortLayout* port,
+                                            RdmaPortInfo* info,
+                                            Snapshot* snapshot,
+                                            SourceStatus* status) {
+  const std::vector<SeriesDesc>& table = *layout->table;
   auto parse_state = [&](SysfsAttribute* file, uint32_t desc, int* id,
                          std::string* name) {
-    std::optional<absl::string_view> text = read_text(file);
+    std::optional<absl::string_view> text = ReadText(file, layout, status);
     if (!text || text->empty()) return;
     absl::StatusOr<StateLine> line = ParseStateLine(*text);
     if (!line.ok()) {
@@ -383,15 +380,16 @@ void RdmaSysfsSource::CollectPort(DeviceLayout* layout, PortLayout* port,
     snapshot->samples.push_back(
         Sample{&table[desc], static_cast<uint64_t>(line->id)});
   };
-  parse_state(&port->state, port->state_desc, &info.state_id, &info.state);
-  parse_state(&port->phys_state, port->phys_state_desc, &info.phys_state_id,
-              &info.phys_state);
-  if (std::optional<absl::string_view> rate = read_text(&port->rate);
+  parse_state(&port->state, port->state_desc, &info->state_id, &info->state);
+  parse_state(&port->phys_state, port->phys_state_desc, &info->phys_state_id,
+              &info->phys_state);
+  if (std::optional<absl::string_view> rate =
+          ReadText(&port->rate, layout, status);
       rate && !rate->empty()) {
-    info.rate_text = std::string(*rate);
+    info->rate_text = std::string(*rate);
     absl::StatusOr<uint64_t> bps = ParseRateBytesPerSecond(*rate);
     if (bps.ok()) {
-      info.rate_bytes_per_second = static_cast<double>(*bps);
+      info->rate_bytes_per_second = static_cast<double>(*bps);
       snapshot->samples.push_back(Sample{&table[port->rate_desc], *bps});
     } else {
       RecordSourceError(status,
@@ -400,9 +398,12 @@ void RdmaSysfsSource::CollectPort(DeviceLayout* layout, PortLayout* port,
                                                   bps.status().message())));
     }
   }
+}
 
-  // counters/: which PMA table (and so which widths) applies is known only
-  // once every value of the port is read.
+void RdmaSysfsSource::CollectPmaCounters(DeviceLayout* layout, PortLayout* port,
+                                         Snapshot* snapshot,
+                                         SourceStatus* status) {
+  const std::vector<SeriesDesc>& table = *layout->table;
   const size_t n = port->counters.size();
   pma_values_.resize(n);
   pma_present_.assign(n, false);
@@ -425,6 +426,18 @@ void RdmaSysfsSource::CollectPort(DeviceLayout* layout, PortLayout* port,
     snapshot->samples.push_back(Sample{
         &desc, pma_values_[i], IsSaturated(pma_values_[i], desc.width_bits)});
   }
+}
+
+void RdmaSysfsSource::CollectPort(DeviceLayout* layout, PortLayout* port,
+                                  Snapshot* snapshot, SourceStatus* status) {
+  const std::vector<SeriesDesc>& table = *layout->table;
+  RdmaPortInfo info;
+  info.device = layout->info.name;
+  info.port = port->port;
+  info.link_layer = port->link_layer;
+  info.netdevs = port->netdevs;
+  CollectPortAttributes(layout, port, &info, snapshot, status);
+  CollectPmaCounters(layout, port, snapshot, status);
   for (auto* files : {&port->counters_ext, &port->hw_counters}) {
     for (CounterFile& c : *files) {
       if (std::optional<uint64_t> value = ReadCounter(&c, layout, status)) {

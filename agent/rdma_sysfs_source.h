@@ -127,6 +127,20 @@ class RdmaSysfsSource : public Source {
                      SourceStatus* status);
   void CollectPort(DeviceLayout* layout, PortLayout* port, Snapshot* snapshot,
                    SourceStatus* status);
+  // state, phys_state and rate: into `info`, and their samples.
+  void CollectPortAttributes(DeviceLayout* layout, PortLayout* port,
+                             RdmaPortInfo* info, Snapshot* snapshot,
+                             SourceStatus* status);
+  // counters/: which PMA table (and so which widths) applies is known only
+  // once every value of the port is read.
+  void CollectPmaCounters(DeviceLayout* layout, PortLayout* port,
+                          Snapshot* snapshot, SourceStatus* status);
+  // The trimmed text of an attribute (a view into buf_, valid until the next
+  // read), or nullopt when absent, gone (the layout is marked for a rescan)
+  // or broken (counted in `status`).
+  std::optional<absl::string_view> ReadText(SysfsAttribute* file,
+                                            DeviceLayout* layout,
+                                            SourceStatus* status);
   // Reads one counter file: its value, or nullopt when absent, gone (the
   // layout is marked for a rescan) or broken (counted in `status`).
   std::optional<uint64_t> ReadCounter(CounterFile* counter,

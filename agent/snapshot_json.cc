@@ -6,14 +6,13 @@
 
 namespace fabricdiag::agent {
 
-std::string SnapshotToJson(const Snapshot& snapshot, absl::string_view node) {
-  using json = nlohmann::ordered_json;
-  json out = json::object();
-  out["node"] = std::string(node);
-  out["time"] = absl::FormatTime("%Y-%m-%d%ET%H:%M:%E*SZ", snapshot.wall_time,
-                                 absl::UTCTimeZone());
+namespace {
 
-  json devices = json::array();
+// Ordered, so the keys print in the order written here.
+using Json = nlohmann::ordered_json;
+
+Json RdmaDevicesJson(const Snapshot& snapshot) {
+  Json devices = Json::array();
   for (const RdmaDeviceInfo& d : snapshot.rdma_devices) {
     devices.push_back({{"name", d.name},
                        {"fw_ver", d.fw_ver},
@@ -22,11 +21,13 @@ std::string SnapshotToJson(const Snapshot& snapshot, absl::string_view node) {
                        {"node_guid", d.node_guid},
                        {"netdevs", d.netdevs}});
   }
-  out["rdma_devices"] = std::move(devices);
+  return devices;
+}
 
-  json ports = json::array();
+Json RdmaPortsJson(const Snapshot& snapshot) {
+  Json ports = Json::array();
   for (const RdmaPortInfo& p : snapshot.rdma_ports) {
-    json port = {
+    Json port = {
         {"device", p.device},         {"port", p.port},
         {"state", p.state},           {"state_id", p.state_id},
         {"phys_state", p.phys_state}, {"phys_state_id", p.phys_state_id},
@@ -37,20 +38,24 @@ std::string SnapshotToJson(const Snapshot& snapshot, absl::string_view node) {
     }
     ports.push_back(std::move(port));
   }
-  out["rdma_ports"] = std::move(ports);
+  return ports;
+}
 
-  json netdevs = json::array();
+Json NetdevsJson(const Snapshot& snapshot) {
+  Json netdevs = Json::array();
   for (const NetdevInfo& n : snapshot.netdevs) {
-    json netdev = {{"name", n.name}, {"operstate", n.operstate}};
+    Json netdev = {{"name", n.name}, {"operstate", n.operstate}};
     if (!n.rdma_device.empty()) {
       netdev["rdma_device"] = n.rdma_device;
       netdev["rdma_port"] = n.rdma_port;
     }
     netdevs.push_back(std::move(netdev));
   }
-  out["netdevs"] = std::move(netdevs);
+  return netdevs;
+}
 
-  json verbs = json::array();
+Json VerbsPortsJson(const Snapshot& snapshot) {
+  Json verbs = Json::array();
   for (const VerbsPortInfo& v : snapshot.verbs_ports) {
     verbs.push_back(
         {{"device", v.device},
@@ -62,11 +67,13 @@ std::string SnapshotToJson(const Snapshot& snapshot, absl::string_view node) {
          {"expected_rate_bytes_per_second", v.expected_rate_bytes_per_second},
          {"link_layer", v.link_layer}});
   }
-  out["verbs_ports"] = std::move(verbs);
+  return verbs;
+}
 
-  json samples = json::array();
+Json SamplesJson(const Snapshot& snapshot) {
+  Json samples = Json::array();
   for (const Sample& s : snapshot.samples) {
-    json sample = {
+    Json sample = {
         {"subsystem", SubsystemName(s.desc->subsystem)},
         {"device", s.desc->device},
         {"port", s.desc->port},
@@ -85,18 +92,36 @@ std::string SnapshotToJson(const Snapshot& snapshot, absl::string_view node) {
     if (s.desc->priority >= 0) sample["priority"] = s.desc->priority;
     samples.push_back(std::move(sample));
   }
-  out["samples"] = std::move(samples);
+  return samples;
+}
 
-  json sources = json::array();
+Json SourcesJson(const Snapshot& snapshot) {
+  Json sources = Json::array();
   for (const SourceStatus& s : snapshot.sources) {
-    json source = {{"source", s.source},
+    Json source = {{"source", s.source},
                    {"ok", s.ok},
                    {"duration_seconds", absl::ToDoubleSeconds(s.duration)},
                    {"errors", s.errors}};
     if (!s.last_error.empty()) source["last_error"] = s.last_error;
     sources.push_back(std::move(source));
   }
-  out["sources"] = std::move(sources);
+  return sources;
+}
+
+}  // namespace
+
+std::string SnapshotToJson(const Snapshot& snapshot, absl::string_view node) {
+  Json out = Json::object();
+  out["node"] = std::string(node);
+  out["time"] = absl::FormatTime("%Y-%m-%d%ET%H:%M:%E*SZ", snapshot.wall_time,
+                                 absl::UTCTimeZone());
+
+  out["rdma_devices"] = RdmaDevicesJson(snapshot);
+  out["rdma_ports"] = RdmaPortsJson(snapshot);
+  out["netdevs"] = NetdevsJson(snapshot);
+  out["verbs_ports"] = VerbsPortsJson(snapshot);
+  out["samples"] = SamplesJson(snapshot);
+  out["sources"] = SourcesJson(snapshot);
 
   return out.dump(2, ' ', /*ensure_ascii=*/false,
                   nlohmann::json::error_handler_t::replace);

@@ -40,6 +40,78 @@ std::string JobOf(const AnalysisInput& in, const PortView& port) {
   return JobOfNic(in, port.node, port.device, port.netdev);
 }
 
+// The ports of one kind (host or switch) that report the signal, and its
+// median over them.
+struct Baseline {
+  double median = 0;
+  size_t ports = 0;
+};
+
+// How the value compares with the median; a zero median has no ratio.
+std::string MedianWords(const Baseline& baseline, double value,
+                        bool switch_ports, Finding* f) {
+  const char* kind = switch_ports ? "switch ports" : "NIC ports";
+  if (baseline.median > 0) {
+    f->evidence["ratio_to_median"] = value / baseline.median;
+    return absl::StrCat(FormatRatio(value / baseline.median), " the median of ",
+                        baseline.ports, " ", kind, " (",
+                        FormatPerSecond(baseline.median), ")");
+  }
+  return absl::StrCat("where the median of ", baseline.ports, " ", kind,
+                      " is 0");
+}
+
+Finding HotspotFinding(const AnalysisInput& in, const TopologyIndex& topology,
+                       const PortView& p, const Signal& s,
+                       const Baseline& baseline, bool switch_ports) {
+  const CongestionConfig& config = in.config->congestion;
+  Finding f;
+  f.kind = kCongestionKind;
+  f.severity = Severity::kWarning;
+  f.job = JobOf(in, p);
+  f.node = p.node;
+  f.device = p.device;
+  f.nodes = {p.node};
+  f.evidence[s.evidence_key] = s.value;
+  // Both tests hold: the nearer one says how sure the finding is.
+  SetOverThreshold(
+      std::min(s.value / config.cnp_per_second,
+               baseline.median > 0
+                   ? s.value / (config.over_median * baseline.median)
+                   : kMaxOverThreshold),
+      1, &f);
+  f.evidence["fabric_median_per_second"] = baseline.median;
+  f.evidence["baseline_ports"] = static_cast<double>(baseline.ports);
+  const std::string ratio = MedianWords(baseline, s.value, switch_ports, &f);
+  std::string path;
+  if (std::optional<LinkEnd> partner = topology.Partner(p)) {
+    const std::string name = absl::StrCat(partner->node, " ", partner->device);
+    f.evidence_text["link_partner"] = name;
+    if (partner->node != p.node) f.nodes.push_back(partner->node);
+    path = absl::StrCat(" (link partner ", name, ")");
+  }
+  std::string load;
+  const double rx = UsableOrAbsent(switch_ports ? p.s.tx_bytes : p.s.rx_bytes);
+  if (Has(rx)) {
+    f.evidence[switch_ports ? "tx_bytes_per_second" : "rx_bytes_per_second"] =
+        rx;
+    load = absl::StrCat(switch_ports ? " while sending " : " while receiving ",
+                        FormatBytesRate(rx));
+  }
+  const char* verdict =
+      switch_ports
+          ? ": a queue of this port is congested far beyond the rest of the "
+            "fabric (a hot receiver behind it, or an ECN threshold set too "
+            "low)"
+          : ": traffic towards it is being ECN-marked far more than "
+            "anywhere else (a congested switch queue on its path, or a "
+            "receiver that drains slowly)";
+  f.summary =
+      absl::StrCat(p.node, " ", p.device, path, " ", s.words, " ",
+                   FormatPerSecond(s.value), ", ", ratio, load, verdict);
+  return f;
+}
+
 // Hotspots among the ports of one kind (host NICs or switch ports).
 void FindHotspots(const AnalysisInput& in, const TopologyIndex& topology,
                   bool switch_ports, std::vector<Finding>* out) {
@@ -54,73 +126,18 @@ void FindHotspots(const AnalysisInput& in, const TopologyIndex& topology,
     if (Has(v)) values.push_back(v);
   }
   if (values.size() < kMinCongestionBaseline) return;
-  const size_t baseline_ports = values.size();
-  const double median = Median(std::move(values));
-  const char* kind = switch_ports ? "switch ports" : "NIC ports";
+  Baseline baseline;
+  baseline.ports = values.size();
+  baseline.median = Median(std::move(values));
 
   for (const PortView& p : in.view->ports()) {
     if (p.is_switch_port != switch_ports) continue;
     const Signal s = signal(p);
     if (!Has(s.value) || s.value < config.cnp_per_second ||
-        s.value < config.over_median * median) {
+        s.value < config.over_median * baseline.median) {
       continue;
     }
-    Finding f;
-    f.kind = kCongestionKind;
-    f.severity = Severity::kWarning;
-    f.job = JobOf(in, p);
-    f.node = p.node;
-    f.device = p.device;
-    f.nodes = {p.node};
-    f.evidence[s.evidence_key] = s.value;
-    // Both tests hold: the nearer one says how sure the finding is.
-    SetOverThreshold(
-        std::min(s.value / config.cnp_per_second,
-                 median > 0 ? s.value / (config.over_median * median)
-                            : kMaxOverThreshold),
-        1, &f);
-    f.evidence["fabric_median_per_second"] = median;
-    f.evidence["baseline_ports"] = static_cast<double>(baseline_ports);
-    std::string ratio;
-    if (median > 0) {
-      f.evidence["ratio_to_median"] = s.value / median;
-      ratio = absl::StrCat(FormatRatio(s.value / median), " the median of ",
-                           baseline_ports, " ", kind, " (",
-                           FormatPerSecond(median), ")");
-    } else {
-      ratio = absl::StrCat("where the median of ", baseline_ports, " ", kind,
-                           " is 0");
-    }
-    std::string path;
-    if (std::optional<LinkEnd> partner = topology.Partner(p)) {
-      const std::string name =
-          absl::StrCat(partner->node, " ", partner->device);
-      f.evidence_text["link_partner"] = name;
-      if (partner->node != p.node) f.nodes.push_back(partner->node);
-      path = absl::StrCat(" (link partner ", name, ")");
-    }
-    std::string load;
-    const double rx =
-        UsableOrAbsent(switch_ports ? p.s.tx_bytes : p.s.rx_bytes);
-    if (Has(rx)) {
-      f.evidence[switch_ports ? "tx_bytes_per_second" : "rx_bytes_per_second"] =
-          rx;
-      load =
-          absl::StrCat(switch_ports ? " while sending " : " while receiving ",
-                       FormatBytesRate(rx));
-    }
-    const char* verdict =
-        switch_ports
-            ? ": a queue of this port is congested far beyond the rest of the "
-              "fabric (a hot receiver behind it, or an ECN threshold set too "
-              "low)"
-            : ": traffic towards it is being ECN-marked far more than "
-              "anywhere else (a congested switch queue on its path, or a "
-              "receiver that drains slowly)";
-    f.summary =
-        absl::StrCat(p.node, " ", p.device, path, " ", s.words, " ",
-                     FormatPerSecond(s.value), ", ", ratio, load, verdict);
-    out->push_back(std::move(f));
+    out->push_back(HotspotFinding(in, topology, p, s, baseline, switch_ports));
   }
 }
 

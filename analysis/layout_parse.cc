@@ -293,10 +293,18 @@ absl::StatusOr<v1::Topology> ParseTopology(absl::string_view text) {
   return topology;
 }
 
-absl::Status ValidateTopology(const v1::Topology& topology) {
-  // switch name -> index; (switch, port) -> where it was used.
-  absl::flat_hash_map<std::string, int> switch_index;
-  absl::flat_hash_map<std::pair<std::string, std::string>, std::string> ports;
+namespace {
+
+// switch name -> index in switches.
+using SwitchIndex = absl::flat_hash_map<std::string, int>;
+// (switch, port) -> the field that used it first.
+using PortUses =
+    absl::flat_hash_map<std::pair<std::string, std::string>, std::string>;
+
+// Names, gNMI targets and uplinks of the switches; fills `switch_index` and
+// the uplinks' entries of `ports`.
+absl::Status ValidateSwitches(const v1::Topology& topology,
+                              SwitchIndex* switch_index, PortUses* ports) {
   for (int i = 0; i < topology.switches_size(); ++i) {
     const v1::Switch& sw = topology.switches(i);
     const std::string path = Index("switches", static_cast<size_t>(i));
@@ -306,7 +314,7 @@ absl::Status ValidateTopology(const v1::Topology& topology) {
           absl::StrCat(QuoteForMessage(sw.name()),
                        " is not a valid switch name (", kNodeNamePattern, ")"));
     }
-    auto [it, fresh] = switch_index.emplace(sw.name(), i);
+    auto [it, fresh] = switch_index->emplace(sw.name(), i);
     if (!fresh) {
       return FieldError(
           path + ".name",
@@ -325,7 +333,7 @@ absl::Status ValidateTopology(const v1::Topology& topology) {
                                               kDeviceNamePattern, ")"));
       }
       auto [pit, pfresh] =
-          ports.emplace(std::make_pair(sw.name(), sw.uplinks(u)), upath);
+          ports->emplace(std::make_pair(sw.name(), sw.uplinks(u)), upath);
       if (!pfresh) {
         return FieldError(upath,
                           absl::StrCat(QuoteForMessage(sw.uplinks(u)),
@@ -333,6 +341,13 @@ absl::Status ValidateTopology(const v1::Topology& topology) {
       }
     }
   }
+  return absl::OkStatus();
+}
+
+// Each link names a valid host NIC, a listed switch and a port of it; no NIC
+// and no switch port is linked twice (uplinks included).
+absl::Status ValidateLinks(const v1::Topology& topology,
+                           const SwitchIndex& switch_index, PortUses* ports) {
   absl::flat_hash_map<std::pair<std::string, std::string>, int> host_nics;
   for (int i = 0; i < topology.links_size(); ++i) {
     const v1::Link& link = topology.links(i);
@@ -347,7 +362,7 @@ absl::Status ValidateTopology(const v1::Topology& topology) {
                         absl::StrCat(QuoteForMessage(link.nic()),
                                      " is not a valid NIC name"));
     }
-    if (switch_index.find(link.switch_()) == switch_index.end()) {
+    if (!switch_index.contains(link.switch_())) {
       return FieldError(path + ".switch",
                         absl::StrCat(QuoteForMessage(link.switch_()),
                                      " is not in switches (list it, with no "
@@ -366,7 +381,7 @@ absl::Status ValidateTopology(const v1::Topology& topology) {
                              " is already linked by links[", hit->second, "]"));
     }
     auto [pit, pfresh] =
-        ports.emplace(std::make_pair(link.switch_(), link.port()), path);
+        ports->emplace(std::make_pair(link.switch_(), link.port()), path);
     if (!pfresh) {
       return FieldError(path + ".port",
                         absl::StrCat(link.switch_(), " ", link.port(),
@@ -374,6 +389,15 @@ absl::Status ValidateTopology(const v1::Topology& topology) {
     }
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateTopology(const v1::Topology& topology) {
+  SwitchIndex switch_index;
+  PortUses ports;
+  RETURN_IF_ERROR(ValidateSwitches(topology, &switch_index, &ports));
+  return ValidateLinks(topology, switch_index, &ports);
 }
 
 absl::Status ValidateGnmiTarget(const v1::GnmiTarget& gnmi,

@@ -280,10 +280,64 @@ std::string PauseWords(const Pause& pause, double window_seconds,
   return absl::StrCat("over the last ", window, " s");
 }
 
+// Severity and tx-pause evidence of a source, and the words saying what it
+// transmitted.
+std::string TxPauseWhat(const Fabric& fabric, const Source& src,
+                        double window_seconds, Finding* f) {
+  if (src.priority < 0) {
+    return absl::StrCat("has transmitted PFC pause over the last ",
+                        Seconds(window_seconds), " s");
+  }
+  const PfcStormConfig& config = fabric.config();
+  const Pause tx = fabric.Tx(src.port, src.priority);
+  f->severity = tx.basis != Basis::kFramesOnly &&
+                        tx.fraction >= config.critical_pause_fraction
+                    ? Severity::kCritical
+                    : Severity::kWarning;
+  if (tx.basis != Basis::kFramesOnly && Has(tx.fraction)) {
+    f->evidence["tx_pause_fraction"] = tx.fraction;
+  }
+  if (Has(tx.frames)) f->evidence["tx_pause_frames_per_second"] = tx.frames;
+  f->evidence["priority"] = src.priority;
+  // A source named by watchdog events alone may pause below the threshold.
+  if (src.stormed) {
+    SetOverThreshold(tx.fraction, config.warning_pause_fraction, f);
+  }
+  return absl::StrCat("has transmitted PFC pause on priority ", src.priority,
+                      " ", PauseWords(tx, window_seconds, config));
+}
+
+// A watchdog event makes the finding critical whatever the pause fraction.
+void AddWatchdogEvidence(const Source& src, Finding* f) {
+  if (!src.events()) return;
+  f->severity = Severity::kCritical;
+  if (Has(src.storm_errors)) {
+    f->evidence["pause_storm_errors_per_second"] = src.storm_errors;
+  }
+  if (Has(src.storm_warnings)) {
+    f->evidence["pause_storm_warnings_per_second"] = src.storm_warnings;
+  }
+}
+
+// How far the pause spread: the first victims by name, then a count.
+std::string SpreadWords(const Fabric& fabric,
+                        const std::vector<size_t>& victims) {
+  if (victims.empty()) {
+    return "no port in telemetry reports receiving its pause";
+  }
+  std::vector<size_t> first(
+      victims.begin(),
+      victims.begin() + std::min(victims.size(), kMaxVictimsInSummary));
+  std::string shown = ListPorts(fabric, first, kMaxVictimsInSummary);
+  if (victims.size() > first.size()) absl::StrAppend(&shown, " ...");
+  return absl::StrCat(victims.size(),
+                      victims.size() == 1 ? " port receives" : " ports receive",
+                      " its pause (", shown, ")");
+}
+
 Finding SourceFinding(const Fabric& fabric, const Source& src,
                       const std::vector<size_t>& victims,
                       double window_seconds) {
-  const PfcStormConfig& config = fabric.config();
   const PortView& port = fabric.ports()[src.port];
   Finding f;
   f.kind = kPfcStormKind;
@@ -293,37 +347,8 @@ Finding SourceFinding(const Fabric& fabric, const Source& src,
   f.nodes = NodesOf(fabric, port.node, victims);
   f.immediate = src.events();
 
-  std::string what;
-  if (src.priority >= 0) {
-    const Pause tx = fabric.Tx(src.port, src.priority);
-    f.severity = tx.basis != Basis::kFramesOnly &&
-                         tx.fraction >= config.critical_pause_fraction
-                     ? Severity::kCritical
-                     : Severity::kWarning;
-    if (tx.basis != Basis::kFramesOnly && Has(tx.fraction)) {
-      f.evidence["tx_pause_fraction"] = tx.fraction;
-    }
-    if (Has(tx.frames)) f.evidence["tx_pause_frames_per_second"] = tx.frames;
-    f.evidence["priority"] = src.priority;
-    // A source named by watchdog events alone may pause below the threshold.
-    if (src.stormed) {
-      SetOverThreshold(tx.fraction, config.warning_pause_fraction, &f);
-    }
-    what = absl::StrCat("has transmitted PFC pause on priority ", src.priority,
-                        " ", PauseWords(tx, window_seconds, config));
-  } else {
-    what = absl::StrCat("has transmitted PFC pause over the last ",
-                        Seconds(window_seconds), " s");
-  }
-  if (src.events()) {
-    f.severity = Severity::kCritical;
-    if (Has(src.storm_errors)) {
-      f.evidence["pause_storm_errors_per_second"] = src.storm_errors;
-    }
-    if (Has(src.storm_warnings)) {
-      f.evidence["pause_storm_warnings_per_second"] = src.storm_warnings;
-    }
-  }
+  std::string what = TxPauseWhat(fabric, src, window_seconds, &f);
+  AddWatchdogEvidence(src, &f);
 
   const double rx = UsableOrAbsent(port.s.rx_bytes);
   if (Has(rx)) {
@@ -347,20 +372,7 @@ Finding SourceFinding(const Fabric& fabric, const Source& src,
         ListPorts(fabric, victims, kMaxListedVictims);
   }
 
-  std::string spread;
-  if (victims.empty()) {
-    spread = "no port in telemetry reports receiving its pause";
-  } else {
-    std::vector<size_t> first(
-        victims.begin(),
-        victims.begin() + std::min(victims.size(), kMaxVictimsInSummary));
-    std::string shown = ListPorts(fabric, first, kMaxVictimsInSummary);
-    if (victims.size() > first.size()) absl::StrAppend(&shown, " ...");
-    spread =
-        absl::StrCat(victims.size(),
-                     victims.size() == 1 ? " port receives" : " ports receive",
-                     " its pause (", shown, ")");
-  }
+  const std::string spread = SpreadWords(fabric, victims);
   const char* verdict =
       port.is_switch_port
           ? "this switch port is not draining and holds its senders back"

@@ -111,6 +111,49 @@ Json Number(double v) {
   return Json(v);
 }
 
+Json DimensionJson(const PlanDimension& d) {
+  Json dim;
+  dim["dim"] = d.dim;
+  dim["size"] = d.size;
+  dim["count"] = d.count;
+  dim["groups"] = Json::array();
+  for (const PlanGroup& g : d.groups) {
+    Json group;
+    group["name"] = g.name;
+    group["size"] = g.size;
+    group["members"] = Json::array();
+    for (const PlanMember& m : g.members) {
+      group["members"].push_back(
+          {{"rank", m.rank}, {"host", m.host}, {"gpu", m.gpu}, {"nic", m.nic}});
+    }
+    dim["groups"].push_back(std::move(group));
+  }
+  return dim;
+}
+
+// Only an available prediction carries numbers; an unavailable one says why.
+Json TrafficJson(const PlanTraffic& t) {
+  Json x = {{"dim", t.dim},
+            {"collective", t.collective},
+            {"description", t.description},
+            {"available", t.available}};
+  if (!t.available) {
+    x["unavailable_reason"] = t.unavailable_reason;
+  } else {
+    x["groups"] = t.groups;
+    x["groups_crossing_nvlink"] = t.groups_crossing;
+    x["groups_multi_host"] = t.groups_multi_host;
+    x["calls_per_step"] = Number(t.calls_per_step);
+    x["bytes_per_call"] = Number(t.bytes_per_call);
+    x["bytes_per_rank"] = Number(t.bytes_per_rank);
+    x["nvlink_bytes_per_rank"] = Number(t.nvlink_bytes_per_rank);
+    x["busiest_nic_bytes"] = Number(t.busiest_nic_bytes);
+    x["seconds"] = t.seconds;
+    x["seconds_if_nvlink"] = t.seconds_if_nvlink;
+  }
+  return x;
+}
+
 }  // namespace
 
 std::string FormatBytes(double bytes) {
@@ -202,6 +245,115 @@ absl::StatusOr<PlanReport> BuildPlanReport(const LayoutModel& layout,
   return r;
 }
 
+namespace {
+
+// One line per group of each dimension, cut to the groups the report kept.
+void AppendGroups(const PlanReport& r, std::string* out) {
+  *out += "groups:\n";
+  for (const PlanDimension& d : r.dimensions) {
+    absl::StrAppend(out, "  ", d.dim, ": ", d.count,
+                    d.count == 1 ? " group" : " groups", " of ", d.size,
+                    d.size == 1 ? " rank\n" : " ranks\n");
+    for (const PlanGroup& g : d.groups) {
+      std::vector<std::string> shown;
+      for (const PlanMember& m : g.members) shown.push_back(MemberText(m));
+      absl::StrAppend(out, "    ", g.name, "  ", absl::StrJoin(shown, " "));
+      if (g.size > g.members.size()) {
+        absl::StrAppend(out, " ... (+", g.size - g.members.size(), " more)");
+      }
+      *out += "\n";
+    }
+    if (d.count > d.groups.size()) {
+      absl::StrAppend(out, "    ... (+", d.count - d.groups.size(),
+                      " more groups)\n");
+    }
+  }
+}
+
+// TP groups spanning NVLink domains: their tensor-parallel traffic crosses the
+// network.
+void AppendTpCrossings(const PlanReport& r, std::string* out) {
+  if (r.tp_groups_crossing == 0) {
+    *out += "TP groups leaving their NVLink domain: none\n";
+  } else {
+    absl::StrAppend(out, "TP groups leaving their NVLink domain: ",
+                    r.tp_groups_crossing, " of ", r.tp_groups,
+                    " (tensor-parallel traffic crosses the network)\n");
+    for (const PlanTpCrossing& c : r.tp_crossings) {
+      absl::StrAppend(out, "  ", c.group, " spans ", c.domains,
+                      " NVLink domains on hosts ",
+                      absl::StrJoin(c.hosts, ", "));
+      if (c.extra_seconds_per_step) {
+        absl::StrAppend(out, "; +", FormatSeconds(*c.extra_seconds_per_step),
+                        " per step vs inside NVLink");
+      }
+      *out += "\n";
+    }
+    if (r.tp_groups_crossing > r.tp_crossings.size()) {
+      absl::StrAppend(out, "  ... (+",
+                      r.tp_groups_crossing - r.tp_crossings.size(), " more)\n");
+    }
+  }
+}
+
+// The per-step traffic table, then one line per dimension saying what it
+// carries.
+void AppendTraffic(const PlanReport& r, std::string* out) {
+  absl::StrAppend(out, "traffic per training step (NVLink ",
+                  FormatBytes(r.link.nvlink_bytes_per_second), "/s, NIC ",
+                  FormatBytes(r.link.nic_bytes_per_second), "/s, alpha ",
+                  FormatSeconds(r.link.alpha_nvlink), " / ",
+                  FormatSeconds(r.link.alpha_nic), "):\n");
+  if (r.traffic.empty()) {
+    *out += "  none: every parallel degree is 1\n";
+  }
+  bool header = false;
+  for (const PlanTraffic& t : r.traffic) {
+    if (!t.available) continue;
+    if (!header) {
+      *out += absl::StrFormat("  %-6s %-10s %9s %11s %11s %11s %10s %10s\n",
+                              "dim", "collective", "calls", "per call",
+                              "per rank", "busiest NIC", "time", "if NVLink");
+      header = true;
+    }
+    *out += absl::StrFormat(
+        "  %-6s %-10s %9.0f %11s %11s %11s %10s %10s\n", t.dim, t.collective,
+        t.calls_per_step, FormatBytes(t.bytes_per_call),
+        FormatBytes(t.bytes_per_rank), FormatBytes(t.busiest_nic_bytes),
+        FormatSeconds(t.seconds), FormatSeconds(t.seconds_if_nvlink));
+  }
+  for (const PlanTraffic& t : r.traffic) {
+    if (!t.available) continue;
+    absl::StrAppend(out, "  ", t.dim, ": ", t.description);
+    if (t.groups_crossing > 0) {
+      absl::StrAppend(out, "; ", t.groups_crossing, " of ", t.groups,
+                      " groups cross NVLink domains");
+    }
+    *out += "\n";
+  }
+  if (r.serial_seconds) {
+    absl::StrAppend(out, "  total if nothing overlaps: ",
+                    FormatSeconds(*r.serial_seconds), "\n");
+  }
+  for (const std::string& u : r.unavailable) {
+    absl::StrAppend(out, "  not predicted: ", u, "\n");
+  }
+}
+
+// The NICs that carry the most bytes per step.
+void AppendBusiestNics(const PlanReport& r, std::string* out) {
+  if (!r.busiest_nics.empty()) {
+    absl::StrAppend(out, "\nbusiest NICs per step (of ", r.nics, "):\n");
+    for (const PlanNic& n : r.busiest_nics) {
+      absl::StrAppend(out, "  ", n.host, " ", n.nic, "  tx ",
+                      FormatBytes(n.tx_bytes), "  rx ", FormatBytes(n.rx_bytes),
+                      "\n");
+    }
+  }
+}
+
+}  // namespace
+
 std::string RenderPlanText(const PlanReport& r) {
   std::string out;
   absl::StrAppend(&out, "layout ", r.job, ": ", r.ranks, " ranks on ", r.hosts,
@@ -211,97 +363,14 @@ std::string RenderPlanText(const PlanReport& r) {
   absl::StrAppend(&out, "parallelism: tp=", r.tp, " pp=", r.pp, " dp=", r.dp,
                   " cp=", r.cp, " ep=", r.ep, " order=", r.order, "\n\n");
 
-  out += "groups:\n";
-  for (const PlanDimension& d : r.dimensions) {
-    absl::StrAppend(&out, "  ", d.dim, ": ", d.count,
-                    d.count == 1 ? " group" : " groups", " of ", d.size,
-                    d.size == 1 ? " rank\n" : " ranks\n");
-    for (const PlanGroup& g : d.groups) {
-      std::vector<std::string> shown;
-      for (const PlanMember& m : g.members) shown.push_back(MemberText(m));
-      absl::StrAppend(&out, "    ", g.name, "  ", absl::StrJoin(shown, " "));
-      if (g.size > g.members.size()) {
-        absl::StrAppend(&out, " ... (+", g.size - g.members.size(), " more)");
-      }
-      out += "\n";
-    }
-    if (d.count > d.groups.size()) {
-      absl::StrAppend(&out, "    ... (+", d.count - d.groups.size(),
-                      " more groups)\n");
-    }
-  }
+  AppendGroups(r, &out);
   out += "\n";
 
-  if (r.tp_groups_crossing == 0) {
-    out += "TP groups leaving their NVLink domain: none\n";
-  } else {
-    absl::StrAppend(&out, "TP groups leaving their NVLink domain: ",
-                    r.tp_groups_crossing, " of ", r.tp_groups,
-                    " (tensor-parallel traffic crosses the network)\n");
-    for (const PlanTpCrossing& c : r.tp_crossings) {
-      absl::StrAppend(&out, "  ", c.group, " spans ", c.domains,
-                      " NVLink domains on hosts ",
-                      absl::StrJoin(c.hosts, ", "));
-      if (c.extra_seconds_per_step) {
-        absl::StrAppend(&out, "; +", FormatSeconds(*c.extra_seconds_per_step),
-                        " per step vs inside NVLink");
-      }
-      out += "\n";
-    }
-    if (r.tp_groups_crossing > r.tp_crossings.size()) {
-      absl::StrAppend(&out, "  ... (+",
-                      r.tp_groups_crossing - r.tp_crossings.size(), " more)\n");
-    }
-  }
+  AppendTpCrossings(r, &out);
   out += "\n";
 
-  absl::StrAppend(&out, "traffic per training step (NVLink ",
-                  FormatBytes(r.link.nvlink_bytes_per_second), "/s, NIC ",
-                  FormatBytes(r.link.nic_bytes_per_second), "/s, alpha ",
-                  FormatSeconds(r.link.alpha_nvlink), " / ",
-                  FormatSeconds(r.link.alpha_nic), "):\n");
-  if (r.traffic.empty()) {
-    out += "  none: every parallel degree is 1\n";
-  }
-  bool header = false;
-  for (const PlanTraffic& t : r.traffic) {
-    if (!t.available) continue;
-    if (!header) {
-      out += absl::StrFormat("  %-6s %-10s %9s %11s %11s %11s %10s %10s\n",
-                             "dim", "collective", "calls", "per call",
-                             "per rank", "busiest NIC", "time", "if NVLink");
-      header = true;
-    }
-    out += absl::StrFormat(
-        "  %-6s %-10s %9.0f %11s %11s %11s %10s %10s\n", t.dim, t.collective,
-        t.calls_per_step, FormatBytes(t.bytes_per_call),
-        FormatBytes(t.bytes_per_rank), FormatBytes(t.busiest_nic_bytes),
-        FormatSeconds(t.seconds), FormatSeconds(t.seconds_if_nvlink));
-  }
-  for (const PlanTraffic& t : r.traffic) {
-    if (!t.available) continue;
-    absl::StrAppend(&out, "  ", t.dim, ": ", t.description);
-    if (t.groups_crossing > 0) {
-      absl::StrAppend(&out, "; ", t.groups_crossing, " of ", t.groups,
-                      " groups cross NVLink domains");
-    }
-    out += "\n";
-  }
-  if (r.serial_seconds) {
-    absl::StrAppend(&out, "  total if nothing overlaps: ",
-                    FormatSeconds(*r.serial_seconds), "\n");
-  }
-  for (const std::string& u : r.unavailable) {
-    absl::StrAppend(&out, "  not predicted: ", u, "\n");
-  }
-  if (!r.busiest_nics.empty()) {
-    absl::StrAppend(&out, "\nbusiest NICs per step (of ", r.nics, "):\n");
-    for (const PlanNic& n : r.busiest_nics) {
-      absl::StrAppend(&out, "  ", n.host, " ", n.nic, "  tx ",
-                      FormatBytes(n.tx_bytes), "  rx ", FormatBytes(n.rx_bytes),
-                      "\n");
-    }
-  }
+  AppendTraffic(r, &out);
+  AppendBusiestNics(r, &out);
   return out;
 }
 
@@ -322,25 +391,7 @@ std::string RenderPlanJson(const PlanReport& r) {
       {"alpha_nic_seconds", r.link.alpha_nic}};
   j["dimensions"] = Json::array();
   for (const PlanDimension& d : r.dimensions) {
-    Json dim;
-    dim["dim"] = d.dim;
-    dim["size"] = d.size;
-    dim["count"] = d.count;
-    dim["groups"] = Json::array();
-    for (const PlanGroup& g : d.groups) {
-      Json group;
-      group["name"] = g.name;
-      group["size"] = g.size;
-      group["members"] = Json::array();
-      for (const PlanMember& m : g.members) {
-        group["members"].push_back({{"rank", m.rank},
-                                    {"host", m.host},
-                                    {"gpu", m.gpu},
-                                    {"nic", m.nic}});
-      }
-      dim["groups"].push_back(std::move(group));
-    }
-    j["dimensions"].push_back(std::move(dim));
+    j["dimensions"].push_back(DimensionJson(d));
   }
   j["tp_groups"] = r.tp_groups;
   j["tp_groups_crossing_nvlink"] = r.tp_groups_crossing;
@@ -354,25 +405,7 @@ std::string RenderPlanJson(const PlanReport& r) {
   j["has_model"] = r.has_model;
   j["traffic"] = Json::array();
   for (const PlanTraffic& t : r.traffic) {
-    Json x = {{"dim", t.dim},
-              {"collective", t.collective},
-              {"description", t.description},
-              {"available", t.available}};
-    if (!t.available) {
-      x["unavailable_reason"] = t.unavailable_reason;
-    } else {
-      x["groups"] = t.groups;
-      x["groups_crossing_nvlink"] = t.groups_crossing;
-      x["groups_multi_host"] = t.groups_multi_host;
-      x["calls_per_step"] = Number(t.calls_per_step);
-      x["bytes_per_call"] = Number(t.bytes_per_call);
-      x["bytes_per_rank"] = Number(t.bytes_per_rank);
-      x["nvlink_bytes_per_rank"] = Number(t.nvlink_bytes_per_rank);
-      x["busiest_nic_bytes"] = Number(t.busiest_nic_bytes);
-      x["seconds"] = t.seconds;
-      x["seconds_if_nvlink"] = t.seconds_if_nvlink;
-    }
-    j["traffic"].push_back(std::move(x));
+    j["traffic"].push_back(TrafficJson(t));
   }
   j["unavailable"] = r.unavailable;
   j["serial_seconds"] = r.serial_seconds ? Json(*r.serial_seconds) : Json();

@@ -62,6 +62,56 @@ GroupLoad MeasureGroup(const LayoutModel& model, uint32_t group,
   return load;
 }
 
+// The traffic model's price of the crossing, when it could predict TP.
+std::string CostWords(const std::optional<DimTraffic>& tp, Finding* f) {
+  if (!tp.has_value()) return "";
+  const double extra = std::max(0.0, tp->seconds - tp->seconds_if_nvlink);
+  f->evidence["predicted_tp_seconds_per_step"] = tp->seconds;
+  f->evidence["predicted_tp_seconds_per_step_on_nvlink"] =
+      tp->seconds_if_nvlink;
+  f->evidence["predicted_extra_seconds_per_step"] = extra;
+  f->evidence["predicted_nic_bytes_per_step"] = tp->nic_bytes;
+  return absl::StrCat(
+      " The traffic model predicts ", FormatSeconds(tp->seconds),
+      " of TP communication per step instead of ",
+      FormatSeconds(tp->seconds_if_nvlink), " on NVLink (+",
+      FormatSeconds(extra), " per step), with ", FormatBytes(tp->nic_bytes),
+      " per step through the busiest NIC.");
+}
+
+// What the group's NICs send now, and whether that confirms the crossing
+// carries TP traffic; "" when it does not.
+std::string RuntimeWords(const LayoutModel& model, uint32_t g,
+                         const FabricView& view,
+                         const std::optional<DimTraffic>& tp, Finding* f) {
+  std::string runtime;
+  const GroupLoad load = MeasureGroup(model, g, view);
+  if (load.nics > 0) {
+    const double floor = Has(load.link_rate)
+                             ? kConfirmLinkFraction * load.link_rate
+                             : kConfirmBytesPerSecond;
+    const bool confirmed = load.tx >= floor;
+    f->evidence["measured_nic_tx_bytes_per_second"] = load.tx;
+    f->evidence["confirmed_at_runtime"] = confirmed ? 1 : 0;
+    if (confirmed) {
+      runtime =
+          absl::StrCat(" Confirmed at runtime: its ", load.nics, " NICs send ",
+                       FormatBytesRate(load.tx), " on average");
+      if (tp.has_value() && tp->nic_bytes > 0) {
+        const double seconds = tp->nic_bytes / load.tx;
+        f->evidence["measured_tp_seconds_per_step"] = seconds;
+        absl::StrAppend(&runtime, ", at which the model's ",
+                        FormatBytes(tp->nic_bytes),
+                        " of TP traffic per "
+                        "step take ",
+                        FormatSeconds(seconds));
+      }
+      runtime += ".";
+    }
+  }
+  return runtime;
+}
+
 }  // namespace
 
 std::vector<Finding> TpCrossNodeFindings(const LayoutModel& model,
@@ -87,48 +137,9 @@ std::vector<Finding> TpCrossNodeFindings(const LayoutModel& model,
     const uint32_t hosts = model.HostsSpanned(Dim::kTp, g);
     const uint32_t nvlink = layout.has_nvlink_domain() ? layout.nvlink_domain()
                                                        : layout.gpus_per_node();
-    std::string cost;
-    if (tp.has_value()) {
-      const double extra = std::max(0.0, tp->seconds - tp->seconds_if_nvlink);
-      f.evidence["predicted_tp_seconds_per_step"] = tp->seconds;
-      f.evidence["predicted_tp_seconds_per_step_on_nvlink"] =
-          tp->seconds_if_nvlink;
-      f.evidence["predicted_extra_seconds_per_step"] = extra;
-      f.evidence["predicted_nic_bytes_per_step"] = tp->nic_bytes;
-      cost = absl::StrCat(
-          " The traffic model predicts ", FormatSeconds(tp->seconds),
-          " of TP communication per step instead of ",
-          FormatSeconds(tp->seconds_if_nvlink), " on NVLink (+",
-          FormatSeconds(extra), " per step), with ", FormatBytes(tp->nic_bytes),
-          " per step through the busiest NIC.");
-    }
-    std::string runtime;
-    if (view != nullptr) {
-      const GroupLoad load = MeasureGroup(model, g, *view);
-      if (load.nics > 0) {
-        const double floor = Has(load.link_rate)
-                                 ? kConfirmLinkFraction * load.link_rate
-                                 : kConfirmBytesPerSecond;
-        const bool confirmed = load.tx >= floor;
-        f.evidence["measured_nic_tx_bytes_per_second"] = load.tx;
-        f.evidence["confirmed_at_runtime"] = confirmed ? 1 : 0;
-        if (confirmed) {
-          runtime = absl::StrCat(" Confirmed at runtime: its ", load.nics,
-                                 " NICs send ", FormatBytesRate(load.tx),
-                                 " on average");
-          if (tp.has_value() && tp->nic_bytes > 0) {
-            const double seconds = tp->nic_bytes / load.tx;
-            f.evidence["measured_tp_seconds_per_step"] = seconds;
-            absl::StrAppend(&runtime, ", at which the model's ",
-                            FormatBytes(tp->nic_bytes),
-                            " of TP traffic per "
-                            "step take ",
-                            FormatSeconds(seconds));
-          }
-          runtime += ".";
-        }
-      }
-    }
+    const std::string cost = CostWords(tp, &f);
+    const std::string runtime =
+        view != nullptr ? RuntimeWords(model, g, *view, tp, &f) : "";
     f.summary = absl::StrCat(
         "TP group ", f.group, " of job ", f.job, " spans ", domains,
         " NVLink domains on ", hosts, hosts == 1 ? " node (" : " nodes (",

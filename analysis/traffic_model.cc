@@ -232,103 +232,151 @@ struct Plan {
   CallSpec spec;
 };
 
-// Decides, for each dimension of degree > 1, what it moves (or why that
-// cannot be predicted).
-std::vector<Plan> PlanDimensions(const LayoutModel& layout) {
-  const v1::Layout& l = layout.layout();
+// Per-rank sizes the predictions are built from, derived once from the model
+// section (all zero when it is absent; such plans are unavailable anyway).
+struct ModelTerms {
+  double tokens = 0;        // per micro-batch and rank, after the cp split
+  double act = 0;           // activation bytes of those tokens
+  double layers_stage = 0;  // layers per pipeline stage, rounded up
+  double mbs = 0;           // micro-batches per step
+  bool moe = false;
+  // Dense / expert split of params (see header).
+  double dense_params = 0;
+  double expert_params = 0;
+};
+
+ModelTerms DeriveTerms(const v1::Layout& l) {
   const v1::Parallelism& p = l.parallelism();
   const v1::ModelSpec& m = l.model();
-  const bool has_model = l.has_model();
-  const double tp = p.tp(), pp = p.pp(), cp = p.cp(), ep = p.ep();
-  const double tokens = static_cast<double>(m.micro_batch()) * m.seq_len() / cp;
-  const double act = tokens * m.hidden() * m.dtype_bytes();
-  const double layers_stage = std::ceil(m.layers() / pp);
-  const double mbs = m.micro_batches();
-  const bool moe = m.experts() > 1 && p.ep() > 1;
-  // Dense / expert split of params (see header).
+  const double pp = p.pp(), cp = p.cp();
+  ModelTerms t;
+  t.tokens = static_cast<double>(m.micro_batch()) * m.seq_len() / cp;
+  t.act = t.tokens * m.hidden() * m.dtype_bytes();
+  t.layers_stage = std::ceil(m.layers() / pp);
+  t.mbs = m.micro_batches();
+  t.moe = m.experts() > 1 && p.ep() > 1;
   const double h = m.hidden();
-  const double dense_params =
-      moe ? std::min(m.params(), static_cast<double>(m.layers()) * 4.0 * h * h)
+  t.dense_params =
+      t.moe
+          ? std::min(m.params(), static_cast<double>(m.layers()) * 4.0 * h * h)
           : m.params();
-  const double expert_params = moe ? m.params() - dense_params : 0;
+  t.expert_params = t.moe ? m.params() - t.dense_params : 0;
+  return t;
+}
 
-  std::vector<Plan> out;
-  auto add = [&](Dim dim, Collective c, std::string description,
-                 std::string missing, CallSpec spec) {
-    if (layout.Degree(dim) <= 1) return;
-    Plan plan;
-    plan.traffic.dim = dim;
-    plan.traffic.collective = c;
-    plan.traffic.description = std::move(description);
-    plan.traffic.group_size = layout.Degree(dim);
-    plan.traffic.num_groups = layout.NumGroups(dim);
-    if (!has_model) {
-      missing = "the layout has no model section";
-    }
-    plan.traffic.available = missing.empty();
-    plan.traffic.unavailable_reason = std::move(missing);
-    spec.collective = c;
-    plan.spec = spec;
-    out.push_back(std::move(plan));
-  };
+// Appends the plan of `dim` unless its degree is 1. Without a model section
+// nothing is predictable, whatever `missing` says.
+void AddPlan(const LayoutModel& layout, Dim dim, Collective c,
+             std::string description, std::string missing, CallSpec spec,
+             std::vector<Plan>& out) {
+  if (layout.Degree(dim) <= 1) return;
+  Plan plan;
+  plan.traffic.dim = dim;
+  plan.traffic.collective = c;
+  plan.traffic.description = std::move(description);
+  plan.traffic.group_size = layout.Degree(dim);
+  plan.traffic.num_groups = layout.NumGroups(dim);
+  if (!layout.layout().has_model()) {
+    missing = "the layout has no model section";
+  }
+  plan.traffic.available = missing.empty();
+  plan.traffic.unavailable_reason = std::move(missing);
+  spec.collective = c;
+  plan.spec = spec;
+  out.push_back(std::move(plan));
+}
 
-  add(Dim::kTp, Collective::kAllReduce,
-      "activation all-reduce, 2 forward + 2 backward per layer and "
-      "micro-batch",
-      Missing(m, {"micro_batch", "seq_len", "hidden", "dtype_bytes",
-                  "micro_batches", "layers"}),
-      {Collective::kAllReduce, act, 4 * layers_stage * mbs, false});
-  add(Dim::kCp, Collective::kSendRecv,
-      "ring attention K/V exchange, cp-1 passes forward, 2(cp-1) backward "
-      "per layer and micro-batch (estimate)",
-      Missing(m, {"micro_batch", "seq_len", "hidden", "dtype_bytes",
-                  "micro_batches", "layers"}),
-      {Collective::kSendRecv, 2 * tokens * h / tp * m.dtype_bytes(),
-       3 * (cp - 1) * layers_stage * mbs, true});
-  add(Dim::kPp, Collective::kSendRecv,
-      "stage-boundary activations forward and gradients backward per "
-      "micro-batch",
-      Missing(m, {"micro_batch", "seq_len", "hidden", "dtype_bytes",
-                  "micro_batches"}),
-      {Collective::kSendRecv, act, mbs, false});
-  // Gradient reduction group: dp-cp, which is dp when cp = 1.
+// The gradient reduction over dp-cp (dp when cp = 1); with MoE it carries
+// only the dense parameters.
+void AddGradientPlan(const LayoutModel& layout, const ModelTerms& t,
+                     std::vector<Plan>& out) {
+  const v1::Parallelism& p = layout.layout().parallelism();
+  const v1::ModelSpec& m = layout.layout().model();
+  const double tp = p.tp(), pp = p.pp();
   const Dim grad_dim = p.cp() > 1 ? Dim::kDpCp : Dim::kDp;
   std::string split_missing;
-  if (moe) {
+  if (t.moe) {
     split_missing = Missing(m, {"params", "dtype_bytes", "hidden", "layers"});
     if (!split_missing.empty()) {
       split_missing += " (to split dense and expert parameters)";
     }
   }
-  add(grad_dim, Collective::kAllReduce,
-      moe ? "dense gradient all-reduce once per step"
-          : "gradient all-reduce once per step",
-      moe ? split_missing : Missing(m, {"params", "dtype_bytes"}),
-      {Collective::kAllReduce, dense_params / (tp * pp) * m.dtype_bytes(), 1,
-       false});
-  if (p.ep() > 1) {
-    std::string missing =
-        Missing(m, {"micro_batch", "seq_len", "hidden", "dtype_bytes",
-                    "micro_batches", "layers", "experts", "top_k"});
-    if (missing.empty() && m.experts() <= 1) {
-      missing = "model.experts = 1: no MoE layers, ep groups move nothing";
-    }
-    add(Dim::kEp, Collective::kAllToAll,
-        "token all-to-all, dispatch + combine forward and backward per MoE "
-        "layer and micro-batch (uniform routing)",
-        std::move(missing),
-        {Collective::kAllToAll, tokens / tp * m.top_k() * h * m.dtype_bytes(),
-         4 * layers_stage * mbs, false});
-    std::string edp_missing =
-        Missing(m, {"params", "dtype_bytes", "hidden", "layers", "experts"});
-    if (edp_missing.empty() && m.experts() <= 1) {
-      edp_missing = "model.experts = 1: no expert parameters";
-    }
-    add(Dim::kEdp, Collective::kAllReduce,
-        "expert gradient all-reduce once per step", std::move(edp_missing),
-        {Collective::kAllReduce,
-         expert_params / (tp * pp * ep) * m.dtype_bytes(), 1, false});
+  AddPlan(layout, grad_dim, Collective::kAllReduce,
+          t.moe ? "dense gradient all-reduce once per step"
+                : "gradient all-reduce once per step",
+          t.moe ? split_missing : Missing(m, {"params", "dtype_bytes"}),
+          {Collective::kAllReduce, t.dense_params / (tp * pp) * m.dtype_bytes(),
+           1, false},
+          out);
+}
+
+// The ep token exchange and the expert-gradient reduction over edp; a model
+// without experts moves nothing on either.
+void AddExpertPlans(const LayoutModel& layout, const ModelTerms& t,
+                    std::vector<Plan>& out) {
+  const v1::Parallelism& p = layout.layout().parallelism();
+  const v1::ModelSpec& m = layout.layout().model();
+  const double tp = p.tp(), pp = p.pp(), ep = p.ep();
+  const double h = m.hidden();
+  std::string missing =
+      Missing(m, {"micro_batch", "seq_len", "hidden", "dtype_bytes",
+                  "micro_batches", "layers", "experts", "top_k"});
+  if (missing.empty() && m.experts() <= 1) {
+    missing = "model.experts = 1: no MoE layers, ep groups move nothing";
   }
+  AddPlan(
+      layout, Dim::kEp, Collective::kAllToAll,
+      "token all-to-all, dispatch + combine forward and backward per MoE "
+      "layer and micro-batch (uniform routing)",
+      std::move(missing),
+      {Collective::kAllToAll, t.tokens / tp * m.top_k() * h * m.dtype_bytes(),
+       4 * t.layers_stage * t.mbs, false},
+      out);
+  std::string edp_missing =
+      Missing(m, {"params", "dtype_bytes", "hidden", "layers", "experts"});
+  if (edp_missing.empty() && m.experts() <= 1) {
+    edp_missing = "model.experts = 1: no expert parameters";
+  }
+  AddPlan(layout, Dim::kEdp, Collective::kAllReduce,
+          "expert gradient all-reduce once per step", std::move(edp_missing),
+          {Collective::kAllReduce,
+           t.expert_params / (tp * pp * ep) * m.dtype_bytes(), 1, false},
+          out);
+}
+
+// Decides, for each dimension of degree > 1, what it moves (or why that
+// cannot be predicted).
+std::vector<Plan> PlanDimensions(const LayoutModel& layout) {
+  const v1::Parallelism& p = layout.layout().parallelism();
+  const v1::ModelSpec& m = layout.layout().model();
+  const double tp = p.tp(), cp = p.cp();
+  const double h = m.hidden();
+  const ModelTerms t = DeriveTerms(layout.layout());
+
+  std::vector<Plan> out;
+  AddPlan(layout, Dim::kTp, Collective::kAllReduce,
+          "activation all-reduce, 2 forward + 2 backward per layer and "
+          "micro-batch",
+          Missing(m, {"micro_batch", "seq_len", "hidden", "dtype_bytes",
+                      "micro_batches", "layers"}),
+          {Collective::kAllReduce, t.act, 4 * t.layers_stage * t.mbs, false},
+          out);
+  AddPlan(layout, Dim::kCp, Collective::kSendRecv,
+          "ring attention K/V exchange, cp-1 passes forward, 2(cp-1) backward "
+          "per layer and micro-batch (estimate)",
+          Missing(m, {"micro_batch", "seq_len", "hidden", "dtype_bytes",
+                      "micro_batches", "layers"}),
+          {Collective::kSendRecv, 2 * t.tokens * h / tp * m.dtype_bytes(),
+           3 * (cp - 1) * t.layers_stage * t.mbs, true},
+          out);
+  AddPlan(layout, Dim::kPp, Collective::kSendRecv,
+          "stage-boundary activations forward and gradients backward per "
+          "micro-batch",
+          Missing(m, {"micro_batch", "seq_len", "hidden", "dtype_bytes",
+                      "micro_batches"}),
+          {Collective::kSendRecv, t.act, t.mbs, false}, out);
+  AddGradientPlan(layout, t, out);
+  if (p.ep() > 1) AddExpertPlans(layout, t, out);
   return out;
 }
 
@@ -344,6 +392,99 @@ void Accumulate(const LayoutModel& layout, absl::Span<const uint32_t> members,
     case Collective::kSendRecv:
       SendRecv(layout, members, spec, loads);
       return;
+  }
+}
+
+// Every NIC a rank uses, even one predicted to carry nothing, appended to
+// `nics`; returns NicKey -> index into `nics`.
+absl::flat_hash_map<uint64_t, size_t> ListNics(const LayoutModel& layout,
+                                               std::vector<NicTraffic>& nics) {
+  absl::flat_hash_map<uint64_t, size_t> nic_slot;
+  for (uint32_t r = 0; r < layout.WorldSize(); ++r) {
+    const RankInfo& info = layout.Rank(r);
+    if (info.nic == kNoNic) continue;
+    const uint64_t key = NicKey(layout, r);
+    if (nic_slot.contains(key)) continue;
+    nic_slot[key] = nics.size();
+    NicTraffic t;
+    t.nic = {info.host, info.nic};
+    t.host_name = layout.Hosts()[info.host];
+    t.nic_name = layout.Nics()[info.nic];
+    nics.push_back(std::move(t));
+  }
+  return nic_slot;
+}
+
+// What all groups of one dimension put on the links, and the slowest group's
+// latency on the real links and if they were all NVLink.
+struct DimLoads {
+  Loads loads;
+  double latency = 0;
+  double latency_nvlink = 0;
+};
+
+// Sums the groups of `plan`'s dimension. A TP group that leaves its NVLink
+// domain is also timed on its own and appended to `tp_crossings`.
+DimLoads AccumulateGroups(const LayoutModel& layout, const Plan& plan,
+                          const LinkParams& link,
+                          std::vector<GroupTime>& tp_crossings) {
+  const DimTraffic& t = plan.traffic;
+  const Dim dim = t.dim;
+  DimLoads out;
+  const bool crossings = dim == Dim::kTp && t.groups_crossing > 0;
+  for (uint32_t g = 0; g < layout.NumGroups(dim); ++g) {
+    absl::Span<const uint32_t> members = layout.Group(dim, g);
+    const uint32_t domains = layout.DomainsSpanned(dim, g);
+    const double lat =
+        LatencySeconds(plan.spec, t.group_size, domains, link, false);
+    const double lat_nvlink =
+        LatencySeconds(plan.spec, t.group_size, domains, link, true);
+    out.latency = std::max(out.latency, lat);
+    out.latency_nvlink = std::max(out.latency_nvlink, lat_nvlink);
+    if (crossings && domains > 1) {
+      // The group's own traffic, as if it had its links to itself.
+      Loads own;
+      Accumulate(layout, members, plan.spec, own);
+      GroupTime gt;
+      gt.group = g;
+      gt.seconds = lat + BandwidthSeconds(own, link);
+      gt.seconds_if_nvlink =
+          lat_nvlink + MaxValue(own.send) / link.nvlink_bytes_per_second;
+      tp_crossings.push_back(gt);
+      Merge(own, out.loads);
+    } else {
+      Accumulate(layout, members, plan.spec, out.loads);
+    }
+  }
+  return out;
+}
+
+// Fills the sizes and times of `plan`'s traffic from its summed loads.
+void SetTimes(const DimLoads& d, const LinkParams& link, Plan& plan) {
+  DimTraffic& t = plan.traffic;
+  t.calls_per_step = plan.spec.calls;
+  t.bytes_per_call = plan.spec.bytes;
+  t.rank_send_bytes = MaxValue(d.loads.send);
+  t.rank_nvlink_bytes = MaxValue(d.loads.nvlink);
+  t.nic_bytes = MaxNicBytes(d.loads);
+  t.latency_seconds = d.latency;
+  t.seconds = d.latency + BandwidthSeconds(d.loads, link);
+  t.seconds_if_nvlink =
+      d.latency_nvlink + t.rank_send_bytes / link.nvlink_bytes_per_second;
+}
+
+// Adds one dimension's bytes to the named NICs; virtual NICs are timed but
+// never reported.
+void AddNicBytes(const Loads& loads, Dim dim,
+                 const absl::flat_hash_map<uint64_t, size_t>& nic_slot,
+                 std::vector<NicTraffic>& nics) {
+  for (const auto& [key, bytes] : loads.nic) {
+    if (key & kVirtualNic) continue;
+    NicTraffic& n = nics[nic_slot.at(key)];
+    n.by_dim[Idx(dim)].tx += bytes.tx;
+    n.by_dim[Idx(dim)].rx += bytes.rx;
+    n.total.tx += bytes.tx;
+    n.total.rx += bytes.rx;
   }
 }
 
@@ -396,21 +537,8 @@ absl::StatusOr<TrafficModel> TrafficModel::Predict(const LayoutModel& layout,
   out.link_ = link;
   out.has_model_ = layout.layout().has_model();
 
-  // Every NIC a rank uses, even one predicted to carry nothing.
-  absl::flat_hash_map<uint64_t, size_t> nic_slot;
-  for (uint32_t r = 0; r < layout.WorldSize(); ++r) {
-    const RankInfo& info = layout.Rank(r);
-    if (info.nic == kNoNic) continue;
-    const uint64_t key = NicKey(layout, r);
-    if (nic_slot.contains(key)) continue;
-    nic_slot[key] = out.nics_.size();
-    NicTraffic t;
-    t.nic = {info.host, info.nic};
-    t.host_name = layout.Hosts()[info.host];
-    t.nic_name = layout.Nics()[info.nic];
-    out.nics_.push_back(std::move(t));
-  }
-
+  const absl::flat_hash_map<uint64_t, size_t> nic_slot =
+      ListNics(layout, out.nics_);
   for (Plan& plan : PlanDimensions(layout)) {
     DimTraffic& t = plan.traffic;
     const Dim dim = t.dim;
@@ -422,51 +550,10 @@ absl::StatusOr<TrafficModel> TrafficModel::Predict(const LayoutModel& layout,
       out.dims_.push_back(std::move(t));
       continue;
     }
-    Loads loads;
-    double latency = 0;
-    double latency_nvlink = 0;
-    const bool tp_crossings = dim == Dim::kTp && t.groups_crossing > 0;
-    for (uint32_t g = 0; g < layout.NumGroups(dim); ++g) {
-      absl::Span<const uint32_t> members = layout.Group(dim, g);
-      const uint32_t domains = layout.DomainsSpanned(dim, g);
-      const double lat =
-          LatencySeconds(plan.spec, t.group_size, domains, link, false);
-      const double lat_nvlink =
-          LatencySeconds(plan.spec, t.group_size, domains, link, true);
-      latency = std::max(latency, lat);
-      latency_nvlink = std::max(latency_nvlink, lat_nvlink);
-      if (tp_crossings && domains > 1) {
-        // The group's own traffic, as if it had its links to itself.
-        Loads own;
-        Accumulate(layout, members, plan.spec, own);
-        GroupTime gt;
-        gt.group = g;
-        gt.seconds = lat + BandwidthSeconds(own, link);
-        gt.seconds_if_nvlink =
-            lat_nvlink + MaxValue(own.send) / link.nvlink_bytes_per_second;
-        out.tp_crossings_.push_back(gt);
-        Merge(own, loads);
-      } else {
-        Accumulate(layout, members, plan.spec, loads);
-      }
-    }
-    t.calls_per_step = plan.spec.calls;
-    t.bytes_per_call = plan.spec.bytes;
-    t.rank_send_bytes = MaxValue(loads.send);
-    t.rank_nvlink_bytes = MaxValue(loads.nvlink);
-    t.nic_bytes = MaxNicBytes(loads);
-    t.latency_seconds = latency;
-    t.seconds = latency + BandwidthSeconds(loads, link);
-    t.seconds_if_nvlink =
-        latency_nvlink + t.rank_send_bytes / link.nvlink_bytes_per_second;
-    for (const auto& [key, bytes] : loads.nic) {
-      if (key & kVirtualNic) continue;
-      NicTraffic& n = out.nics_[nic_slot.at(key)];
-      n.by_dim[Idx(dim)].tx += bytes.tx;
-      n.by_dim[Idx(dim)].rx += bytes.rx;
-      n.total.tx += bytes.tx;
-      n.total.rx += bytes.rx;
-    }
+    const DimLoads summed =
+        AccumulateGroups(layout, plan, link, out.tp_crossings_);
+    SetTimes(summed, link, plan);
+    AddNicBytes(summed.loads, dim, nic_slot, out.nics_);
     out.dims_.push_back(std::move(t));
   }
 

@@ -1,6 +1,7 @@
 // findings, watch, nodes.
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -93,6 +94,76 @@ class QuietUpdates {
   };
   absl::flat_hash_map<std::string, Shown> shown_;
 };
+
+// One node of `nodes --json`; times a node never reported are null.
+nlohmann::ordered_json NodeJson(const v1::NodeStatus& n, absl::Time now) {
+  nlohmann::ordered_json o;
+  o["node"] = n.node();
+  o["up"] = n.up();
+  if (n.last_report_unix_nanos() == 0) {
+    o["last_report"] = nullptr;
+    o["last_report_age_seconds"] = nullptr;
+  } else {
+    o["last_report"] = collector::FormatRfc3339(n.last_report_unix_nanos());
+    o["last_report_age_seconds"] = std::max<int64_t>(
+        0, absl::ToInt64Seconds(
+               now - absl::FromUnixNanos(n.last_report_unix_nanos())));
+  }
+  o["agent_version"] = n.agent_version();
+  o["interval_ms"] = n.interval_ms();
+  o["rdma_devices"] = std::vector<std::string>(n.rdma_devices().begin(),
+                                               n.rdma_devices().end());
+  o["netdevs"] =
+      std::vector<std::string>(n.netdevs().begin(), n.netdevs().end());
+  o["series"] = n.series();
+  o["reports"] = n.reports();
+  o["gaps"] = n.gaps();
+  o["peer"] = n.peer();
+  o["duplicate_streams"] = n.duplicate_streams();
+  if (n.duplicate_streams() > 0) {
+    o["last_duplicate_peer"] = n.last_duplicate_peer();
+    o["last_duplicate"] =
+        collector::FormatRfc3339(n.last_duplicate_unix_nanos());
+  } else {
+    o["last_duplicate_peer"] = nullptr;
+    o["last_duplicate"] = nullptr;
+  }
+  return o;
+}
+
+void PrintNodesTable(const std::vector<v1::NodeStatus>& nodes, absl::Time now,
+                     std::ostream& out) {
+  Table table({"NODE", "STATUS", "LAST_REPORT", "AGE", "SERIES", "GAPS",
+               "NETDEVS", "DEVICES"});
+  for (const v1::NodeStatus& n : nodes) {
+    const bool seen = n.last_report_unix_nanos() != 0;
+    table.AddRow(
+        {n.node(), n.up() ? "up" : "down",
+         seen ? collector::FormatRfc3339(n.last_report_unix_nanos()) : "",
+         seen ? collector::FormatAge(
+                    now - absl::FromUnixNanos(n.last_report_unix_nanos()))
+              : "",
+         absl::StrCat(n.series()), absl::StrCat(n.gaps()),
+         absl::StrCat(n.netdevs_size()), absl::StrJoin(n.rdma_devices(), ",")});
+  }
+  table.Print(out);
+}
+
+// Two agents with the same --node: the collector keeps the first and
+// refuses the other, which the table alone would not show.
+void WarnDuplicateNodes(const std::vector<v1::NodeStatus>& nodes,
+                        std::ostream& out) {
+  for (const v1::NodeStatus& n : nodes) {
+    if (n.duplicate_streams() == 0) continue;
+    out << "warning: " << n.node() << ": " << n.duplicate_streams()
+        << " stream(s) refused because another agent already streams as "
+           "this node (streaming: "
+        << (n.peer().empty() ? "none now" : n.peer())
+        << "; last refused: " << n.last_duplicate_peer() << " at "
+        << collector::FormatRfc3339(n.last_duplicate_unix_nanos())
+        << "); give each agent its own --node\n";
+  }
+}
 
 }  // namespace
 
@@ -206,40 +277,7 @@ int NodesCommand(CollectorClient& client, const CommandOptions& options,
   const absl::Time now = env.clock->Now();
   if (options.json) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
-    for (const v1::NodeStatus& n : nodes) {
-      nlohmann::ordered_json o;
-      o["node"] = n.node();
-      o["up"] = n.up();
-      if (n.last_report_unix_nanos() == 0) {
-        o["last_report"] = nullptr;
-        o["last_report_age_seconds"] = nullptr;
-      } else {
-        o["last_report"] = collector::FormatRfc3339(n.last_report_unix_nanos());
-        o["last_report_age_seconds"] = std::max<int64_t>(
-            0, absl::ToInt64Seconds(
-                   now - absl::FromUnixNanos(n.last_report_unix_nanos())));
-      }
-      o["agent_version"] = n.agent_version();
-      o["interval_ms"] = n.interval_ms();
-      o["rdma_devices"] = std::vector<std::string>(n.rdma_devices().begin(),
-                                                   n.rdma_devices().end());
-      o["netdevs"] =
-          std::vector<std::string>(n.netdevs().begin(), n.netdevs().end());
-      o["series"] = n.series();
-      o["reports"] = n.reports();
-      o["gaps"] = n.gaps();
-      o["peer"] = n.peer();
-      o["duplicate_streams"] = n.duplicate_streams();
-      if (n.duplicate_streams() > 0) {
-        o["last_duplicate_peer"] = n.last_duplicate_peer();
-        o["last_duplicate"] =
-            collector::FormatRfc3339(n.last_duplicate_unix_nanos());
-      } else {
-        o["last_duplicate_peer"] = nullptr;
-        o["last_duplicate"] = nullptr;
-      }
-      j.push_back(std::move(o));
-    }
+    for (const v1::NodeStatus& n : nodes) j.push_back(NodeJson(n, now));
     *env.out << j.dump() << "\n";
     return kExitOk;
   }
@@ -248,32 +286,8 @@ int NodesCommand(CollectorClient& client, const CommandOptions& options,
              << "\n";
     return kExitOk;
   }
-  Table table({"NODE", "STATUS", "LAST_REPORT", "AGE", "SERIES", "GAPS",
-               "NETDEVS", "DEVICES"});
-  for (const v1::NodeStatus& n : nodes) {
-    const bool seen = n.last_report_unix_nanos() != 0;
-    table.AddRow(
-        {n.node(), n.up() ? "up" : "down",
-         seen ? collector::FormatRfc3339(n.last_report_unix_nanos()) : "",
-         seen ? collector::FormatAge(
-                    now - absl::FromUnixNanos(n.last_report_unix_nanos()))
-              : "",
-         absl::StrCat(n.series()), absl::StrCat(n.gaps()),
-         absl::StrCat(n.netdevs_size()), absl::StrJoin(n.rdma_devices(), ",")});
-  }
-  table.Print(*env.out);
-  // Two agents with the same --node: the collector keeps the first and
-  // refuses the other, which the table alone would not show.
-  for (const v1::NodeStatus& n : nodes) {
-    if (n.duplicate_streams() == 0) continue;
-    *env.out << "warning: " << n.node() << ": " << n.duplicate_streams()
-             << " stream(s) refused because another agent already streams as "
-                "this node (streaming: "
-             << (n.peer().empty() ? "none now" : n.peer())
-             << "; last refused: " << n.last_duplicate_peer() << " at "
-             << collector::FormatRfc3339(n.last_duplicate_unix_nanos())
-             << "); give each agent its own --node\n";
-  }
+  PrintNodesTable(nodes, now, *env.out);
+  WarnDuplicateNodes(nodes, *env.out);
   return kExitOk;
 }
 

@@ -30,20 +30,10 @@ void AddValue(MetricFamily* f, std::vector<ClientMetric::Label> labels,
   f->metric.push_back(std::move(m));
 }
 
-}  // namespace
-
-CollectorMetrics::CollectorMetrics(const SeriesStore* store,
-                                   const IngestCounters* counters,
-                                   const AnalysisStats* analysis,
-                                   NodeUpRule node_up)
-    : store_(store),
-      counters_(counters),
-      analysis_(analysis),
-      node_up_(std::move(node_up)) {}
-
-std::vector<MetricFamily> CollectorMetrics::Collect() const {
-  std::vector<MetricFamily> out;
-
+// Per node: whether its agent reports, when it last did and what it dropped;
+// and the series of all nodes together.
+void AppendNodeFamilies(const SeriesStore& store, const NodeUpRule& node_up,
+                        std::vector<MetricFamily>* out) {
   MetricFamily up = Family("fabricdiag_agent_up",
                            "1 while the node's agent reports to this "
                            "collector, 0 once agent_down holds for it "
@@ -57,7 +47,7 @@ std::vector<MetricFamily> CollectorMetrics::Collect() const {
                              "got them (its buffer overflowed in an outage).",
                              MetricType::Counter);
   double series = 0;
-  for (const NodeStatus& n : store_->ListNodes(node_up_)) {
+  for (const NodeStatus& n : store.ListNodes(node_up)) {
     AddValue(&up, {{"node", n.info.node}}, n.up ? 1 : 0);
     if (n.info.last_report != absl::InfinitePast()) {
       AddValue(&last, {{"node", n.info.node}},
@@ -67,16 +57,19 @@ std::vector<MetricFamily> CollectorMetrics::Collect() const {
              static_cast<double>(n.info.missing_reports));
     series += static_cast<double>(n.info.series);
   }
-  out.push_back(std::move(up));
-  out.push_back(std::move(last));
-  out.push_back(std::move(gaps));
+  out->push_back(std::move(up));
+  out->push_back(std::move(last));
+  out->push_back(std::move(gaps));
 
   MetricFamily series_family =
       Family("fabricdiag_collector_series", "Series held in memory.",
              MetricType::Gauge);
   AddValue(&series_family, {}, series);
-  out.push_back(std::move(series_family));
+  out->push_back(std::move(series_family));
+}
 
+void AppendIngestFamilies(const IngestCounters& counters,
+                          std::vector<MetricFamily>* out) {
   struct Named {
     const char* name;
     const char* help;
@@ -84,20 +77,20 @@ std::vector<MetricFamily> CollectorMetrics::Collect() const {
   };
   const Named named[] = {
       {"fabricdiag_ingest_streams_total", "Agent streams accepted.",
-       &counters_->streams},
+       &counters.streams},
       {"fabricdiag_ingest_reports_total", "Agent reports stored.",
-       &counters_->reports},
+       &counters.reports},
       {"fabricdiag_ingest_values_total", "Counter values stored.",
-       &counters_->values},
+       &counters.values},
       {"fabricdiag_ingest_duplicate_reports_total",
-       "Replayed reports the collector already held.", &counters_->duplicates},
+       "Replayed reports the collector already held.", &counters.duplicates},
       {"fabricdiag_ingest_schemas_total", "Schemas accepted.",
-       &counters_->schemas},
+       &counters.schemas},
   };
   for (const Named& n : named) {
     MetricFamily f = Family(n.name, n.help, MetricType::Counter);
     AddValue(&f, {}, static_cast<double>(n.value->load()));
-    out.push_back(std::move(f));
+    out->push_back(std::move(f));
   }
   MetricFamily rejects =
       Family("fabricdiag_ingest_rejected_streams_total",
@@ -106,27 +99,48 @@ std::vector<MetricFamily> CollectorMetrics::Collect() const {
   for (size_t i = 0; i < kRejectReasonCount; ++i) {
     const auto reason = static_cast<RejectReason>(i);
     AddValue(&rejects, {{"reason", RejectReasonName(reason)}},
-             static_cast<double>(counters_->rejects(reason)));
+             static_cast<double>(counters.rejects(reason)));
   }
-  out.push_back(std::move(rejects));
+  out->push_back(std::move(rejects));
+}
 
+void AppendAnalysisFamilies(const AnalysisStats& stats,
+                            std::vector<MetricFamily>* out) {
   MetricFamily passes = Family("fabricdiag_analysis_passes_total",
                                "Analysis passes run.", MetricType::Counter);
-  AddValue(&passes, {}, static_cast<double>(analysis_->passes.load()));
-  out.push_back(std::move(passes));
+  AddValue(&passes, {}, static_cast<double>(stats.passes.load()));
+  out->push_back(std::move(passes));
   MetricFamily pass_time =
       Family("fabricdiag_analysis_pass_duration_seconds",
              "Time the last analysis pass took.", MetricType::Gauge);
   AddValue(&pass_time, {},
-           static_cast<double>(analysis_->last_pass_nanos.load()) * 1e-9);
-  out.push_back(std::move(pass_time));
+           static_cast<double>(stats.last_pass_nanos.load()) * 1e-9);
+  out->push_back(std::move(pass_time));
   MetricFamily persist =
       Family("fabricdiag_analysis_persist_errors_total",
              "Analysis passes whose findings could not be written to "
              "--state_dir.",
              MetricType::Counter);
-  AddValue(&persist, {}, static_cast<double>(analysis_->persist_errors.load()));
-  out.push_back(std::move(persist));
+  AddValue(&persist, {}, static_cast<double>(stats.persist_errors.load()));
+  out->push_back(std::move(persist));
+}
+
+}  // namespace
+
+CollectorMetrics::CollectorMetrics(const SeriesStore* store,
+                                   const IngestCounters* counters,
+                                   const AnalysisStats* analysis,
+                                   NodeUpRule node_up)
+    : store_(store),
+      counters_(counters),
+      analysis_(analysis),
+      node_up_(std::move(node_up)) {}
+
+std::vector<MetricFamily> CollectorMetrics::Collect() const {
+  std::vector<MetricFamily> out;
+  AppendNodeFamilies(*store_, node_up_, &out);
+  AppendIngestFamilies(*counters_, &out);
+  AppendAnalysisFamilies(*analysis_, &out);
   return out;
 }
 

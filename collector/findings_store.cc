@@ -141,14 +141,91 @@ void FindingsStore::TrimResolved() {
   while (resolved_.size() > options_.max_resolved) resolved_.pop_front();
 }
 
+void FindingsStore::Open(const analysis::Finding& report, Key key,
+                         int64_t now_nanos, absl::string_view source,
+                         UpdateBatch& batch) {
+  Entry entry;
+  entry.source = std::string(source);
+  v1::Finding& f = entry.finding;
+  f.set_id(absl::StrFormat("f-%06d", next_id_++));
+  analysis::FillWireFinding(report, &f);
+  f.set_state(v1::FINDING_STATE_ACTIVE);
+  f.set_first_seen_unix_nanos(now_nanos);
+  f.set_last_seen_unix_nanos(now_nanos);
+  entry.persisted_last_seen = now_nanos;
+  ++counters_.opened_by_kind[report.kind];
+  batch.lifecycle_change = true;
+  batch.events.emplace_back(WatchEvent::Type::kOpened, f);
+  batch.to_log.push_back(StoredFinding{f, entry.source});
+  active_.emplace(std::move(key), std::move(entry));
+}
+
+// An immaterial change only bumps last_seen (and the held-intervals count),
+// and reaches the log at most once per last_seen_persist_interval.
+void FindingsStore::Refresh(const analysis::Finding& report, int64_t now_nanos,
+                            absl::string_view source, Entry& entry,
+                            UpdateBatch& batch) {
+  entry.source = std::string(source);
+  entry.finding.set_last_seen_unix_nanos(now_nanos);
+  if (!Material(entry.finding, report)) {
+    auto held = report.evidence.find(analysis::kIntervalsHeldEvidence);
+    if (held != report.evidence.end() && std::isfinite(held->second)) {
+      (*entry.finding.mutable_evidence())[analysis::kIntervalsHeldEvidence] =
+          held->second;
+    }
+    if (now_nanos - entry.persisted_last_seen >=
+        absl::ToInt64Nanoseconds(options_.last_seen_persist_interval)) {
+      entry.persisted_last_seen = now_nanos;
+      batch.to_log.push_back(StoredFinding{entry.finding, entry.source});
+    }
+    return;
+  }
+  entry.persisted_last_seen = now_nanos;
+  analysis::FillWireFinding(report, &entry.finding);
+  ++counters_.updated;
+  batch.events.emplace_back(WatchEvent::Type::kUpdated, entry.finding);
+  batch.to_log.push_back(StoredFinding{entry.finding, entry.source});
+}
+
+// Resolves the active findings of `source` it did not report this pass; the
+// events go out in id order so watchers see them in the order they opened.
+void FindingsStore::ResolveUnreported(const absl::flat_hash_set<Key>& seen,
+                                      int64_t now_nanos,
+                                      absl::string_view source,
+                                      UpdateBatch& batch) {
+  std::vector<Key> gone;
+  for (const auto& [key, entry] : active_) {
+    if (entry.source == source && !seen.contains(key)) gone.push_back(key);
+  }
+  std::vector<v1::Finding> resolved;
+  for (const Key& key : gone) {
+    auto it = active_.find(key);
+    v1::Finding f = std::move(it->second.finding);
+    std::string owner = std::move(it->second.source);
+    active_.erase(it);
+    f.set_state(v1::FINDING_STATE_RESOLVED);
+    f.set_resolved_unix_nanos(now_nanos);
+    batch.to_log.push_back(StoredFinding{f, std::move(owner)});
+    resolved.push_back(std::move(f));
+  }
+  std::sort(resolved.begin(), resolved.end(),
+            [](const v1::Finding& a, const v1::Finding& b) {
+              return IdNumber(a) < IdNumber(b);
+            });
+  for (v1::Finding& f : resolved) {
+    ++counters_.resolved_by_kind[f.kind()];
+    batch.lifecycle_change = true;
+    batch.events.emplace_back(WatchEvent::Type::kResolved, f);
+    resolved_.push_back(std::move(f));
+  }
+}
+
 absl::Status FindingsStore::Update(
     const std::vector<analysis::Finding>& reports, absl::Time now,
     absl::string_view source) {
   absl::MutexLock update_lock(&update_mu_);
   const int64_t now_nanos = absl::ToUnixNanos(now);
-  std::vector<StoredFinding> to_log;
-  std::vector<std::pair<WatchEvent::Type, v1::Finding>> events;
-  bool lifecycle_change = false;
+  UpdateBatch batch;
   {
     absl::MutexLock lock(&mu_);
     watchers_.RemoveClosed();
@@ -159,77 +236,19 @@ absl::Status FindingsStore::Update(
       if (!seen.insert(key).second) continue;
       auto it = active_.find(key);
       if (it == active_.end()) {
-        Entry entry;
-        entry.source = std::string(source);
-        v1::Finding& f = entry.finding;
-        f.set_id(absl::StrFormat("f-%06d", next_id_++));
-        analysis::FillWireFinding(report, &f);
-        f.set_state(v1::FINDING_STATE_ACTIVE);
-        f.set_first_seen_unix_nanos(now_nanos);
-        f.set_last_seen_unix_nanos(now_nanos);
-        entry.persisted_last_seen = now_nanos;
-        ++counters_.opened_by_kind[report.kind];
-        lifecycle_change = true;
-        events.emplace_back(WatchEvent::Type::kOpened, f);
-        to_log.push_back(StoredFinding{f, entry.source});
-        active_.emplace(std::move(key), std::move(entry));
-        continue;
+        Open(report, std::move(key), now_nanos, source, batch);
+      } else {
+        Refresh(report, now_nanos, source, it->second, batch);
       }
-      Entry& entry = it->second;
-      entry.source = std::string(source);
-      entry.finding.set_last_seen_unix_nanos(now_nanos);
-      if (!Material(entry.finding, report)) {
-        auto held = report.evidence.find(analysis::kIntervalsHeldEvidence);
-        if (held != report.evidence.end() && std::isfinite(held->second)) {
-          (*entry.finding
-                .mutable_evidence())[analysis::kIntervalsHeldEvidence] =
-              held->second;
-        }
-        if (now_nanos - entry.persisted_last_seen >=
-            absl::ToInt64Nanoseconds(options_.last_seen_persist_interval)) {
-          entry.persisted_last_seen = now_nanos;
-          to_log.push_back(StoredFinding{entry.finding, entry.source});
-        }
-        continue;
-      }
-      entry.persisted_last_seen = now_nanos;
-      analysis::FillWireFinding(report, &entry.finding);
-      ++counters_.updated;
-      events.emplace_back(WatchEvent::Type::kUpdated, entry.finding);
-      to_log.push_back(StoredFinding{entry.finding, entry.source});
     }
-
-    std::vector<Key> gone;
-    for (const auto& [key, entry] : active_) {
-      if (entry.source == source && !seen.contains(key)) gone.push_back(key);
-    }
-    std::vector<v1::Finding> resolved;
-    for (const Key& key : gone) {
-      auto it = active_.find(key);
-      v1::Finding f = std::move(it->second.finding);
-      std::string owner = std::move(it->second.source);
-      active_.erase(it);
-      f.set_state(v1::FINDING_STATE_RESOLVED);
-      f.set_resolved_unix_nanos(now_nanos);
-      to_log.push_back(StoredFinding{f, std::move(owner)});
-      resolved.push_back(std::move(f));
-    }
-    std::sort(resolved.begin(), resolved.end(),
-              [](const v1::Finding& a, const v1::Finding& b) {
-                return IdNumber(a) < IdNumber(b);
-              });
-    for (v1::Finding& f : resolved) {
-      ++counters_.resolved_by_kind[f.kind()];
-      lifecycle_change = true;
-      events.emplace_back(WatchEvent::Type::kResolved, f);
-      resolved_.push_back(std::move(f));
-    }
+    ResolveUnreported(seen, now_nanos, source, batch);
     TrimResolved();
   }
-  if (to_log.empty()) return absl::OkStatus();
+  if (batch.to_log.empty()) return absl::OkStatus();
   // Durable first, then told: a watcher never sees an id that a crash could
   // make the store hand out again.
-  absl::Status status = store_->AppendFindings(to_log, lifecycle_change);
+  absl::Status status =
+      store_->AppendFindings(batch.to_log, batch.lifecycle_change);
   if (status.ok()) status = MaybeCompact();
   if (!status.ok()) {
     LogError(absl::StrCat("findings of ", source,
@@ -237,7 +256,7 @@ absl::Status FindingsStore::Update(
   }
   absl::MutexLock lock(&mu_);
   if (!status.ok()) ++counters_.persist_errors;
-  for (const auto& [type, finding] : events) {
+  for (const auto& [type, finding] : batch.events) {
     counters_.watcher_overflows += watchers_.Broadcast(type, finding);
   }
   return status;

@@ -58,10 +58,12 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
@@ -137,7 +139,24 @@ class FindingsStore {
     int64_t persisted_last_seen = 0;  // unix nanos
   };
 
+  // What one Update pass writes to the log and then tells the watchers.
+  struct UpdateBatch {
+    std::vector<StoredFinding> to_log;
+    std::vector<std::pair<WatchEvent::Type, v1::Finding>> events;
+    // An open or a resolve happened: the log write must be fsync'ed.
+    bool lifecycle_change = false;
+  };
+
   bool Material(const v1::Finding& before, const analysis::Finding& now) const;
+  void Open(const analysis::Finding& report, Key key, int64_t now_nanos,
+            absl::string_view source, UpdateBatch& batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Refresh(const analysis::Finding& report, int64_t now_nanos,
+               absl::string_view source, Entry& entry, UpdateBatch& batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ResolveUnreported(const absl::flat_hash_set<Key>& seen,
+                         int64_t now_nanos, absl::string_view source,
+                         UpdateBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TrimResolved() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status MaybeCompact() ABSL_EXCLUSIVE_LOCKS_REQUIRED(update_mu_);
 

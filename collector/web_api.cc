@@ -201,6 +201,51 @@ Json Ranks(const std::vector<uint32_t>& ranks) {
   return j;
 }
 
+// Rails: every device name a host port has, in natural order; nodes in the
+// order the view lists their host ports.
+void ListRailsAndNodes(const analysis::FabricView& view,
+                       std::vector<std::string>* rails,
+                       std::vector<std::string>* nodes) {
+  std::set<std::string> seen;
+  for (const analysis::PortView& p : view.ports()) {
+    if (p.is_switch_port) continue;
+    seen.insert(p.device);
+    if (nodes->empty() || nodes->back() != p.node) nodes->push_back(p.node);
+  }
+  rails->assign(seen.begin(), seen.end());
+  std::sort(rails->begin(), rails->end(), NaturalLess);
+}
+
+// cells[metric][node][rail].
+using Cells = std::vector<std::vector<std::vector<double>>>;
+
+// Per metric, the node x rail grid of values and each rail's median over
+// the nodes that report it.
+void AddValuesAndMedians(const Cells& cells, size_t num_rails, Json* j) {
+  Json values = Json::object();
+  Json medians = Json::object();
+  for (size_t m = 0; m < kNumFabricMetrics; ++m) {
+    Json rows = Json::array();
+    for (const std::vector<double>& row : cells[m]) {
+      Json r = Json::array();
+      for (double v : row) r.push_back(Number(v));
+      rows.push_back(std::move(r));
+    }
+    Json med = Json::array();
+    for (size_t r = 0; r < num_rails; ++r) {
+      std::vector<double> column;
+      for (const std::vector<double>& row : cells[m]) {
+        if (analysis::Usable(row[r])) column.push_back(row[r]);
+      }
+      med.push_back(Number(Median(std::move(column))));
+    }
+    values[kFabricMetrics[m].name] = std::move(rows);
+    medians[kFabricMetrics[m].name] = std::move(med);
+  }
+  (*j)["values"] = std::move(values);
+  (*j)["rail_medians"] = std::move(medians);
+}
+
 }  // namespace
 
 Json FindingsJson(absl::Span<const v1::Finding> active,
@@ -250,24 +295,14 @@ Json FabricJson(const analysis::FabricView* view, const v1::Topology* topology,
         {{"name", m.name}, {"title", m.title}, {"unit", m.unit}});
   }
 
-  // Rails: every device name a host port has, in natural order.
   std::vector<std::string> rails;
   std::vector<std::string> nodes;
-  if (view != nullptr) {
-    std::set<std::string> seen;
-    for (const analysis::PortView& p : view->ports()) {
-      if (p.is_switch_port) continue;
-      seen.insert(p.device);
-      if (nodes.empty() || nodes.back() != p.node) nodes.push_back(p.node);
-    }
-    rails.assign(seen.begin(), seen.end());
-    std::sort(rails.begin(), rails.end(), NaturalLess);
-  }
+  if (view != nullptr) ListRailsAndNodes(*view, &rails, &nodes);
   absl::flat_hash_map<std::string, size_t> rail_index;
   for (size_t i = 0; i < rails.size(); ++i) rail_index[rails[i]] = i;
 
-  // cells[metric][node][rail]; the rail medians over the nodes reporting.
-  std::vector<std::vector<std::vector<double>>> cells(
+  // A cell stays absent unless a host port of its node and rail reports.
+  Cells cells(
       kNumFabricMetrics,
       std::vector<std::vector<double>>(
           nodes.size(), std::vector<double>(rails.size(), analysis::kAbsent)));
@@ -292,28 +327,7 @@ Json FabricJson(const analysis::FabricView* view, const v1::Topology* topology,
   }
   j["rails"] = rails;
   j["nodes"] = nodes;
-  Json values = Json::object();
-  Json medians = Json::object();
-  for (size_t m = 0; m < kNumFabricMetrics; ++m) {
-    Json rows = Json::array();
-    for (const std::vector<double>& row : cells[m]) {
-      Json r = Json::array();
-      for (double v : row) r.push_back(Number(v));
-      rows.push_back(std::move(r));
-    }
-    Json med = Json::array();
-    for (size_t r = 0; r < rails.size(); ++r) {
-      std::vector<double> column;
-      for (const std::vector<double>& row : cells[m]) {
-        if (analysis::Usable(row[r])) column.push_back(row[r]);
-      }
-      med.push_back(Number(Median(std::move(column))));
-    }
-    values[kFabricMetrics[m].name] = std::move(rows);
-    medians[kFabricMetrics[m].name] = std::move(med);
-  }
-  j["values"] = std::move(values);
-  j["rail_medians"] = std::move(medians);
+  AddValuesAndMedians(cells, rails.size(), &j);
   j["outlined"] = std::move(outlined);
   j["links_down"] = std::move(down);
   j["switches"] = view != nullptr && topology != nullptr

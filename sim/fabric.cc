@@ -23,6 +23,36 @@ absl::Status CheckPathName(absl::string_view what, absl::string_view name) {
   return absl::OkStatus();
 }
 
+// Every host in first-seen order (layouts, then links) with the NICs its
+// ranks and its links name.
+struct HostNics {
+  std::vector<std::string> order;
+  std::map<std::string, std::set<std::string, NaturalCompare>> nics;
+};
+
+HostNics CollectHostNics(const std::vector<analysis::LayoutModel>& layouts,
+                         const v1::Topology& topology) {
+  HostNics out;
+  auto add_host = [&out](const std::string& host) {
+    if (out.nics.count(host) == 0) {
+      out.order.push_back(host);
+      out.nics.emplace(host, std::set<std::string, NaturalCompare>());
+    }
+    return &out.nics.at(host);
+  };
+  for (const analysis::LayoutModel& layout : layouts) {
+    for (uint32_t r = 0; r < layout.WorldSize(); ++r) {
+      auto* nics = add_host(layout.HostName(r));
+      absl::string_view nic = layout.NicName(r);
+      if (!nic.empty()) nics->insert(std::string(nic));
+    }
+  }
+  for (const v1::Link& link : topology.links()) {
+    add_host(link.host())->insert(link.nic());
+  }
+  return out;
+}
+
 }  // namespace
 
 bool NaturalLess(absl::string_view a, absl::string_view b) {
@@ -57,97 +87,90 @@ bool NaturalLess(absl::string_view a, absl::string_view b) {
   return a < b;  // equal under natural order ("a01" vs "a1"): bytewise
 }
 
+absl::Status Fabric::AddHost(const std::string& host,
+                             std::set<std::string, NaturalCompare> nics) {
+  absl::Status st = CheckPathName("host", host);
+  if (!st.ok()) return st;
+  if (nics.empty()) {
+    for (int i = 0; i < kDefaultNicsPerHost; ++i) {
+      nics.insert(absl::StrCat("mlx5_", i));
+    }
+  }
+  SimNode node;
+  node.name = host;
+  const size_t host_index = hosts_.size();
+  int position = 0;
+  for (const std::string& nic : nics) {
+    st = CheckPathName(absl::StrCat("nic of ", host), nic);
+    if (!st.ok()) return st;
+    SimNic n;
+    n.host = host;
+    n.rdma_device = nic;
+    n.netdev = absl::StrCat("eth", position++);
+    n.host_index = host_index;
+    nic_index_[{host, nic}] = nics_.size();
+    node.members.push_back(nics_.size());
+    nics_.push_back(std::move(n));
+  }
+  host_index_[host] = host_index;
+  hosts_.push_back(std::move(node));
+  return absl::OkStatus();
+}
+
+absl::Status Fabric::AddSwitch(const v1::Switch& sw) {
+  absl::Status st = CheckPathName("switch", sw.name());
+  if (!st.ok()) return st;
+  std::set<std::string, NaturalCompare> ports;
+  std::set<std::string> uplinks(sw.uplinks().begin(), sw.uplinks().end());
+  ports.insert(uplinks.begin(), uplinks.end());
+  for (const v1::Link& link : topology_.links()) {
+    if (link.switch_() == sw.name()) ports.insert(link.port());
+  }
+  const size_t switch_index = switches_.size();
+  SimNode node;
+  node.name = sw.name();
+  for (const std::string& port : ports) {
+    st = CheckPathName(absl::StrCat("port of ", sw.name()), port);
+    if (!st.ok()) return st;
+    SimPort p;
+    p.switch_name = sw.name();
+    p.port = port;
+    p.switch_index = switch_index;
+    p.uplink = uplinks.count(port) > 0;
+    port_index_[{sw.name(), port}] = ports_.size();
+    node.members.push_back(ports_.size());
+    ports_.push_back(std::move(p));
+  }
+  switch_index_[sw.name()] = switch_index;
+  switches_.push_back(std::move(node));
+  return absl::OkStatus();
+}
+
+void Fabric::Connect() {
+  for (const v1::Link& link : topology_.links()) {
+    auto nic = nic_index_.find({link.host(), link.nic()});
+    auto port = port_index_.find({link.switch_(), link.port()});
+    if (nic == nic_index_.end() || port == port_index_.end()) continue;
+    nics_[nic->second].switch_port = port->second;
+    ports_[port->second].nic = nic->second;
+  }
+}
+
 absl::StatusOr<Fabric> Fabric::Build(std::vector<analysis::LayoutModel> layouts,
                                      const v1::Topology& topology) {
   Fabric f;
   f.layouts_ = std::move(layouts);
   f.topology_ = topology;
-
-  // Hosts in first-seen order: layouts, then links.
-  std::vector<std::string> host_order;
-  std::map<std::string, std::set<std::string, NaturalCompare>> host_nics;
-  auto add_host = [&](const std::string& host) {
-    if (host_nics.count(host) == 0) {
-      host_order.push_back(host);
-      host_nics.emplace(host, std::set<std::string, NaturalCompare>());
-    }
-    return &host_nics.at(host);
-  };
-  for (const analysis::LayoutModel& layout : f.layouts_) {
-    for (uint32_t r = 0; r < layout.WorldSize(); ++r) {
-      auto* nics = add_host(layout.HostName(r));
-      absl::string_view nic = layout.NicName(r);
-      if (!nic.empty()) nics->insert(std::string(nic));
-    }
-  }
-  for (const v1::Link& link : topology.links()) {
-    add_host(link.host())->insert(link.nic());
-  }
-
-  for (const std::string& host : host_order) {
-    absl::Status st = CheckPathName("host", host);
+  HostNics hosts = CollectHostNics(f.layouts_, topology);
+  for (const std::string& host : hosts.order) {
+    absl::Status st = f.AddHost(host, std::move(hosts.nics.at(host)));
     if (!st.ok()) return st;
-    auto& nics = host_nics.at(host);
-    if (nics.empty()) {
-      for (int i = 0; i < kDefaultNicsPerHost; ++i) {
-        nics.insert(absl::StrCat("mlx5_", i));
-      }
-    }
-    SimNode node;
-    node.name = host;
-    const size_t host_index = f.hosts_.size();
-    int position = 0;
-    for (const std::string& nic : nics) {
-      st = CheckPathName(absl::StrCat("nic of ", host), nic);
-      if (!st.ok()) return st;
-      SimNic n;
-      n.host = host;
-      n.rdma_device = nic;
-      n.netdev = absl::StrCat("eth", position++);
-      n.host_index = host_index;
-      f.nic_index_[{host, nic}] = f.nics_.size();
-      node.members.push_back(f.nics_.size());
-      f.nics_.push_back(std::move(n));
-    }
-    f.host_index_[host] = host_index;
-    f.hosts_.push_back(std::move(node));
   }
-
   for (const v1::Switch& sw : topology.switches()) {
-    absl::Status st = CheckPathName("switch", sw.name());
+    absl::Status st = f.AddSwitch(sw);
     if (!st.ok()) return st;
-    std::set<std::string, NaturalCompare> ports;
-    std::set<std::string> uplinks(sw.uplinks().begin(), sw.uplinks().end());
-    ports.insert(uplinks.begin(), uplinks.end());
-    for (const v1::Link& link : topology.links()) {
-      if (link.switch_() == sw.name()) ports.insert(link.port());
-    }
-    const size_t switch_index = f.switches_.size();
-    SimNode node;
-    node.name = sw.name();
-    for (const std::string& port : ports) {
-      st = CheckPathName(absl::StrCat("port of ", sw.name()), port);
-      if (!st.ok()) return st;
-      SimPort p;
-      p.switch_name = sw.name();
-      p.port = port;
-      p.switch_index = switch_index;
-      p.uplink = uplinks.count(port) > 0;
-      f.port_index_[{sw.name(), port}] = f.ports_.size();
-      node.members.push_back(f.ports_.size());
-      f.ports_.push_back(std::move(p));
-    }
-    f.switch_index_[sw.name()] = switch_index;
-    f.switches_.push_back(std::move(node));
   }
-
-  for (const v1::Link& link : topology.links()) {
-    auto nic = f.nic_index_.find({link.host(), link.nic()});
-    auto port = f.port_index_.find({link.switch_(), link.port()});
-    if (nic == f.nic_index_.end() || port == f.port_index_.end()) continue;
-    f.nics_[nic->second].switch_port = port->second;
-    f.ports_[port->second].nic = nic->second;
-  }
+  f.Connect();
   return f;
 }
 

@@ -19,10 +19,12 @@
 #include <cstddef>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "analysis/layout_model.h"
@@ -54,6 +56,14 @@ struct SimNode {
   std::vector<size_t> members;  // NIC indices (hosts) or port indices
 };
 
+// Natural order: "mlx5_2" < "mlx5_10", "swp9" < "swp49".
+bool NaturalLess(absl::string_view a, absl::string_view b);
+struct NaturalCompare {
+  bool operator()(const std::string& a, const std::string& b) const {
+    return NaturalLess(a, b);
+  }
+};
+
 class Fabric {
  public:
   // InvalidArgument when a name cannot be a directory name ("." or ".."),
@@ -78,6 +88,14 @@ class Fabric {
  private:
   Fabric() = default;
 
+  // Adds a host and its NICs (mlx5_0..mlx5_7 when it has none).
+  absl::Status AddHost(const std::string& host,
+                       std::set<std::string, NaturalCompare> nics);
+  // Adds a switch with the ports of its links and its uplinks.
+  absl::Status AddSwitch(const v1::Switch& sw);
+  // Records which port each NIC is cabled to, for links whose both ends exist.
+  void Connect();
+
   std::vector<analysis::LayoutModel> layouts_;
   v1::Topology topology_;
   std::vector<SimNode> hosts_;
@@ -88,14 +106,6 @@ class Fabric {
   std::map<std::string, size_t, std::less<>> switch_index_;
   std::map<std::pair<std::string, std::string>, size_t> nic_index_;
   std::map<std::pair<std::string, std::string>, size_t> port_index_;
-};
-
-// Natural order: "mlx5_2" < "mlx5_10", "swp9" < "swp49".
-bool NaturalLess(absl::string_view a, absl::string_view b);
-struct NaturalCompare {
-  bool operator()(const std::string& a, const std::string& b) const {
-    return NaturalLess(a, b);
-  }
 };
 
 }  // namespace fabricdiag::sim

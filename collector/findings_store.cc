@@ -141,7 +141,7 @@ void FindingsStore::TrimResolved() {
   while (resolved_.size() > options_.max_resolved) resolved_.pop_front();
 }
 
-void FindingsStore::Open(const analysis::Finding& report, Key key,
+void FindingsStore::Open(const analysis::Finding& report, const Key& key,
                          int64_t now_nanos, absl::string_view source,
                          UpdateBatch& batch) {
   Entry entry;
@@ -157,7 +157,7 @@ void FindingsStore::Open(const analysis::Finding& report, Key key,
   batch.lifecycle_change = true;
   batch.events.emplace_back(WatchEvent::Type::kOpened, f);
   batch.to_log.push_back(StoredFinding{f, entry.source});
-  active_.emplace(std::move(key), std::move(entry));
+  active_.emplace(key, std::move(entry));
 }
 
 // An immaterial change only bumps last_seen (and the held-intervals count),
@@ -236,7 +236,7 @@ absl::Status FindingsStore::Update(
       if (!seen.insert(key).second) continue;
       auto it = active_.find(key);
       if (it == active_.end()) {
-        Open(report, std::move(key), now_nanos, source, batch);
+        Open(report, key, now_nanos, source, batch);
       } else {
         Refresh(report, now_nanos, source, it->second, batch);
       }

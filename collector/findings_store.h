@@ -148,7 +148,7 @@ class FindingsStore {
   };
 
   bool Material(const v1::Finding& before, const analysis::Finding& now) const;
-  void Open(const analysis::Finding& report, Key key, int64_t now_nanos,
+  void Open(const analysis::Finding& report, const Key& key, int64_t now_nanos,
             absl::string_view source, UpdateBatch& batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Refresh(const analysis::Finding& report, int64_t now_nanos,

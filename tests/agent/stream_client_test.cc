@@ -20,6 +20,7 @@
 #include "absl/time/clock.h"
 #include "common/clock.h"
 #include "tests/agent/fake_ingest_server.h"
+#include "tests/testing/eventually.h"
 
 namespace fabricdiag::agent {
 namespace {
@@ -32,15 +33,7 @@ constexpr char kNode[] = "gpu-001";
 
 // Polls `pred` until it holds or `timeout` passes. Polling with a deadline
 // (not a fixed sleep) is the synchronisation: a fast machine finishes early.
-bool Eventually(const std::function<bool()>& pred,
-                absl::Duration timeout = absl::Seconds(10)) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (pred()) return true;
-    absl::SleepFor(absl::Milliseconds(2));
-  }
-  return pred();
-}
+using ::fabricdiag::testing::Eventually;
 
 // Runs `fn` on another thread; true when it returned within `timeout`.
 bool ReturnsWithin(std::function<void()> fn, absl::Duration timeout) {

@@ -18,6 +18,7 @@
 #include "collector/server.h"
 #include "common/clock.h"
 #include "proto/ingest.grpc.pb.h"
+#include "tests/testing/eventually.h"
 
 namespace fabricdiag::collector {
 namespace {
@@ -27,15 +28,7 @@ using ::testing::HasSubstr;
 constexpr int kSeries = 24;
 
 // Polls `pred` until it holds or `timeout` passes (no fixed sleeps).
-bool Eventually(const std::function<bool()>& pred,
-                absl::Duration timeout = absl::Seconds(15)) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (pred()) return true;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return pred();
-}
+using ::fabricdiag::testing::Eventually;
 
 // One agent: snapshots -> rates -> encoder -> StreamClient. Counter i grows
 // by 1000 * (i + 1) per (fake) second, so its rate is exactly that.

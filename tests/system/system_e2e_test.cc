@@ -26,6 +26,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/eventually.h"
 #include "tests/testing/fake_sysfs.h"
 #include "tests/testing/http_get.h"
 #include "tests/testing/subprocess.h"
@@ -56,14 +57,11 @@ int PortFromLog(const std::string& line, const std::string& what) {
 }
 
 // Polls `pred` every 50 ms for up to `timeout`.
+// The predicates here run the CLI or scrape the collector: poll every 50 ms,
+// and give a loaded machine 20 s.
 bool Eventually(const std::function<bool()>& pred,
                 absl::Duration timeout = absl::Seconds(20)) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (pred()) return true;
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  return pred();
+  return testing::Eventually(pred, timeout, absl::Milliseconds(50));
 }
 
 class SystemTest : public ::testing::Test {

@@ -1,5 +1,6 @@
 // Waiting for something asynchronous to happen, without fixed sleeps: polls
-// `pred` every few milliseconds until it holds or `timeout` passes.
+// `pred` every `poll` until it holds or `timeout` passes. A predicate that
+// is costly (it runs a process) wants a longer `poll`.
 //
 //   ASSERT_TRUE(testing::Eventually([&] { return store.size() == 3; }));
 //
@@ -14,11 +15,12 @@
 namespace fabricdiag::testing {
 
 inline bool Eventually(const std::function<bool()>& pred,
-                       absl::Duration timeout = absl::Seconds(15)) {
+                       absl::Duration timeout = absl::Seconds(15),
+                       absl::Duration poll = absl::Milliseconds(5)) {
   const absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline) {
     if (pred()) return true;
-    absl::SleepFor(absl::Milliseconds(5));
+    absl::SleepFor(poll);
   }
   return pred();
 }

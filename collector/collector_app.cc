@@ -13,9 +13,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cluster/cluster_member.h"
 #include "collector/agent_liveness.h"
 #include "collector/analysis_runner.h"
 #include "collector/collector_metrics.h"
+#include "collector/file_declared_state.h"
 #include "collector/findings_metrics.h"
 #include "collector/findings_store.h"
 #include "collector/http_server.h"
@@ -105,6 +107,8 @@ absl::Status ValidateCollectorConfig(const CollectorConfig& config) {
         "--window_samples: must be between 60 and 86400");
   }
   RETURN_IF_ERROR(LoadAnalysisConfig(config.analysis_config).status());
+  RETURN_IF_ERROR(cluster::ValidateClusterOptions(
+      {config.nats, config.collector_id, config.nats_replicas}));
   return absl::OkStatus();
 }
 
@@ -180,10 +184,15 @@ absl::StatusOr<std::unique_ptr<CollectorServer>> StartGrpc(
   return server;
 }
 
-// /healthz: unhealthy while writes to --state_dir fail.
+// /healthz: unhealthy while writes to --state_dir fail, and in a cluster
+// while NATS is out of reach or writes of declared state fail.
 HealthReport CollectorHealth(const StateStore& state,
-                             const AnalysisStats& stats) {
+                             const AnalysisStats& stats,
+                             const cluster::ClusterMember* member) {
   HealthReport report;
+  if (member != nullptr && !member->AppendHealth(&report.text)) {
+    report.ok = false;
+  }
   const absl::Status last_write = state.last_write_status();
   if (!last_write.ok()) {
     report.ok = false;
@@ -205,6 +214,7 @@ struct HttpSources {
   const FindingsStore* findings;
   const LayoutRegistry* registry;
   const StateStore* state;
+  const cluster::ClusterMember* member;  // null without --nats
   AnalysisRunner* runner;
   const Clock* clock;
   NodeUpRule node_up;
@@ -219,13 +229,23 @@ absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(
   const StateStore* state = in.state;
   const AnalysisStats* stats = in.stats;
   const LayoutRegistry* registry = in.registry;
+  const cluster::ClusterMember* member = in.member;
   AnalysisRunner* runner = in.runner;
+  std::vector<std::function<void(std::string*)>> text_metrics = {
+      [registry](std::string* out) {
+        AppendLayoutMetrics(*registry->Snapshot(), out);
+      }};
+  if (member != nullptr) {
+    text_metrics.push_back([member, registry](std::string* out) {
+      member->AppendMetrics(*registry, out);
+    });
+  }
   absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
       config.http_listen, {collector_metrics, findings_metrics},
-      [state, stats] { return CollectorHealth(*state, *stats); },
-      {[registry](std::string* out) {
-        AppendLayoutMetrics(*registry->Snapshot(), out);
-      }},
+      [state, stats, member] {
+        return CollectorHealth(*state, *stats, member);
+      },
+      std::move(text_metrics),
       WebRoutes({in.findings, in.registry,
                  [runner] { return runner->LatestView(); }, in.clock}));
   if (!http.ok()) {
@@ -255,6 +275,9 @@ void LogServing(const CollectorConfig& config, int grpc_port, int http_port,
   LogInfo(absl::StrCat(
       "fabricdiag-collector ", kVersion, " gRPC on port ", grpc_port,
       ", HTTP on port ", http_port, ", state in ", config.state_dir,
+      config.nats.empty() ? ""
+                          : absl::StrCat(", collector ", config.collector_id,
+                                         " of the cluster at ", config.nats),
       writes_need_token ? ", writes need the bearer token"
                         : ", writes open (no --auth_token_file)"));
 }
@@ -273,12 +296,24 @@ int RunCollector(const CollectorConfig& config) {
     return StartupFailed(
         absl::StrCat("--state_dir: ", state.status().message()));
   }
-  LayoutRegistry registry(state->get(), &clock);
+  // The declared state: files in --state_dir, or the cluster's bucket.
+  std::unique_ptr<cluster::ClusterMember> member;
+  if (!config.nats.empty()) {
+    absl::StatusOr<std::unique_ptr<cluster::ClusterMember>> joined =
+        cluster::ClusterMember::Join(
+            {config.nats, config.collector_id, config.nats_replicas});
+    if (!joined.ok()) return StartupFailed(joined.status().message());
+    member = *std::move(joined);
+  }
+  FileDeclaredState files(state->get());
+  LayoutRegistry registry(member != nullptr ? member->declared_state() : &files,
+                          &clock);
   FindingsStore findings(state->get(), FindingsStoreOptions{});
   if (absl::Status s = LoadState(config, **state, registry, findings);
       !s.ok()) {
     return StartupFailed(s.message());
   }
+  registry.StartWatching();
 
   SeriesStore::Options series_options;
   series_options.window_samples = config.window_samples;
@@ -306,7 +341,7 @@ int RunCollector(const CollectorConfig& config) {
   if (!server.ok()) return StartupFailed(server.status().message());
   absl::StatusOr<std::unique_ptr<HttpServer>> http =
       StartHttp(config, {&series, &counters, &stats, &findings, &registry,
-                         state->get(), &runner, &clock, node_up});
+                         state->get(), member.get(), &runner, &clock, node_up});
   if (!http.ok()) {
     const int code = StartupFailed(http.status().message());
     (*server)->Shutdown(absl::ZeroDuration());

@@ -30,6 +30,11 @@ struct CollectorConfig {
   // YAML/JSON analyzer thresholds (analysis/analysis_config.h); empty =
   // the documented defaults.
   std::string analysis_config;
+  // Cluster mode (cluster/cluster_member.h) when not empty: comma-separated
+  // nats:// URLs of the JetStream servers that hold the declared state.
+  std::string nats;
+  std::string collector_id;  // this collector's name in the cluster
+  int nats_replicas = 3;     // replicas of the cluster's buckets
 };
 
 // The message names the flag at fault. Does not touch the network.

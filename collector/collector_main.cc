@@ -1,5 +1,7 @@
 // fabricdiag-collector: flags -> CollectorConfig -> RunCollector. See
 // collector/collector_app.h.
+#include <unistd.h>
+
 #include <iostream>
 #include <string>
 
@@ -35,6 +37,26 @@ ABSL_FLAG(std::string, analysis_config, "",
           "YAML/JSON file of analyzer thresholds and hysteresis (see "
           "deploy/analysis.yaml); empty = documented defaults");
 
+ABSL_FLAG(std::string, nats, "",
+          "Join a collector cluster through these NATS JetStream servers "
+          "(nats://H:4222[,nats://H2:4222...]); layouts and topology are "
+          "shared there. Empty = one collector, state in --state_dir");
+ABSL_FLAG(std::string, collector_id, "",
+          "This collector's name in the cluster, in /healthz and metrics "
+          "(default: the host name)");
+ABSL_FLAG(int, nats_replicas, 3,
+          "Replicas of the cluster's buckets (1 for a single NATS server)");
+
+namespace {
+
+std::string HostName() {
+  char name[256] = {0};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "collector";
+  return name;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   // Debian's Abseil is built with deadlock detection on: every absl::Mutex
   // lock (gRPC takes several per message) walks a global lock graph. It
@@ -64,6 +86,10 @@ int main(int argc, char** argv) {
   const int window = absl::GetFlag(FLAGS_window_samples);
   config.window_samples = window < 0 ? 0 : static_cast<size_t>(window);
   config.analysis_config = absl::GetFlag(FLAGS_analysis_config);
+  config.nats = absl::GetFlag(FLAGS_nats);
+  config.collector_id = absl::GetFlag(FLAGS_collector_id);
+  if (config.collector_id.empty()) config.collector_id = HostName();
+  config.nats_replicas = absl::GetFlag(FLAGS_nats_replicas);
   absl::Status status = fabricdiag::collector::ValidateCollectorConfig(config);
   if (!status.ok()) {
     std::cerr << "fabricdiag-collector: " << status.message() << "\n";

@@ -28,52 +28,152 @@ std::string ParallelismSummary(const LayoutModel& model) {
   return absl::StrJoin(parts, " ");
 }
 
-LayoutRegistry::LayoutRegistry(StateStore* store, const Clock* clock)
-    : store_(store),
+LayoutRegistry::LayoutRegistry(DeclaredState* state, const Clock* clock)
+    : state_(state),
       clock_(clock),
       current_(std::make_shared<const RegistrySnapshot>()) {}
+
+LayoutRegistry::LayoutRegistry(StateStore* store, const Clock* clock)
+    : owned_state_(std::make_unique<FileDeclaredState>(store)),
+      state_(owned_state_.get()),
+      clock_(clock),
+      current_(std::make_shared<const RegistrySnapshot>()) {}
+
+LayoutRegistry::~LayoutRegistry() { state_->StopWatching(); }
+
+namespace {
+
+// The entry for a stored layout; the model's error when it no longer builds.
+absl::StatusOr<std::shared_ptr<const LayoutEntry>> BuildEntry(
+    DeclaredLayout stored) {
+  ASSIGN_OR_RETURN(LayoutModel model, LayoutModel::Build(stored.layout));
+  LayoutSeries series = RenderLayoutSeries(model);
+  return std::make_shared<const LayoutEntry>(
+      LayoutEntry{std::move(stored.layout), std::move(model), stored.applied,
+                  std::move(series), stored.revision});
+}
+
+}  // namespace
 
 absl::Status LayoutRegistry::Load() {
   absl::MutexLock write_lock(&write_mu_);
   auto next = std::make_shared<RegistrySnapshot>();
-  ASSIGN_OR_RETURN(std::vector<StoredLayout> stored, store_->ReadLayouts());
-  for (StoredLayout& s : stored) {
-    absl::StatusOr<LayoutModel> model = LayoutModel::Build(s.layout);
-    if (!model.ok()) {
+  ASSIGN_OR_RETURN(std::vector<DeclaredLayout> stored, state_->ReadLayouts());
+  for (DeclaredLayout& s : stored) {
+    std::string job = s.layout.job();
+    std::string where = s.where;
+    absl::StatusOr<std::shared_ptr<const LayoutEntry>> entry =
+        BuildEntry(std::move(s));
+    if (!entry.ok()) {
       // Valid when applied, invalid now: an older collector accepted what
-      // this one rejects. Keep the file for a human, load the others.
-      store_
-          ->QuarantineFile(s.path, absl::StrCat("layout no longer valid: ",
-                                                model.status().message()))
-          .IgnoreError();
+      // this one rejects. Keep it for a human, load the others.
+      rejected_revision_[job] = s.revision;
+      state_->Reject(where, absl::StrCat("layout no longer valid: ",
+                                         entry.status().message()));
       continue;
     }
-    std::string job = s.layout.job();
-    LayoutSeries series = RenderLayoutSeries(*model);
-    next->layouts[job] = std::make_shared<const LayoutEntry>(LayoutEntry{
-        std::move(s.layout), *std::move(model), s.applied, std::move(series)});
+    next->layouts[job] = *std::move(entry);
   }
-  ASSIGN_OR_RETURN(std::optional<StoredTopology> topology,
-                   store_->ReadTopology());
+  ASSIGN_OR_RETURN(std::optional<DeclaredTopology> topology,
+                   state_->ReadTopology());
   if (topology.has_value()) {
     absl::Status valid = analysis::ValidateTopology(topology->topology);
     if (!valid.ok()) {
-      store_
-          ->QuarantineFile(
-              absl::StrCat(store_->dir(), "/topology.pb"),
-              absl::StrCat("topology no longer valid: ", valid.message()))
-          .IgnoreError();
+      state_->Reject(topology->where, absl::StrCat("topology no longer valid: ",
+                                                   valid.message()));
     } else {
       next->topology =
           std::make_shared<const v1::Topology>(std::move(topology->topology));
       next->topology_applied = topology->applied;
+      next->topology_revision = topology->revision;
     }
   }
-  LogInfo(absl::StrCat("state_dir ", store_->dir(), ": loaded ",
-                       next->layouts.size(), " layouts",
-                       next->topology ? " and the topology" : ""));
+  LogInfo(absl::StrCat(state_->Describe(), ": loaded ", next->layouts.size(),
+                       " layouts", next->topology ? " and the topology" : ""));
   Publish(std::move(next));
   return absl::OkStatus();
+}
+
+void LayoutRegistry::StartWatching() {
+  state_->Watch([this](const DeclaredChange& change) { OnChange(change); });
+}
+
+RegistryWatchStats LayoutRegistry::watch_stats() const {
+  absl::MutexLock lock(&mu_);
+  return watch_stats_;
+}
+
+void LayoutRegistry::OnChange(const DeclaredChange& change) {
+  using Kind = DeclaredChange::Kind;
+  if (change.kind == Kind::kDamaged) {
+    LogWarning(absl::StrCat("declared state: ", change.problem));
+    absl::MutexLock lock(&mu_);
+    ++watch_stats_.rejected;
+    return;
+  }
+  // Built outside the write lock: it is pure and can take a while.
+  absl::StatusOr<std::shared_ptr<const LayoutEntry>> entry;
+  if (change.kind == Kind::kLayout) entry = BuildEntry(change.layout);
+  absl::Status topology_valid;
+  if (change.kind == Kind::kTopology) {
+    topology_valid = analysis::ValidateTopology(change.topology.topology);
+  }
+
+  absl::MutexLock write_lock(&write_mu_);
+  std::shared_ptr<const RegistrySnapshot> snap = Snapshot();
+  auto next = std::make_shared<RegistrySnapshot>(*snap);
+  absl::Status outcome;
+  switch (change.kind) {
+    case Kind::kLayout:
+    case Kind::kLayoutRemoved: {
+      auto it = snap->layouts.find(change.job);
+      if (it != snap->layouts.end() &&
+          it->second->revision >= change.revision) {
+        return;  // served already (our own write, or a replay)
+      }
+      if (change.kind == Kind::kLayoutRemoved) {
+        rejected_revision_.erase(change.job);
+        if (it == snap->layouts.end()) return;
+        next->layouts.erase(change.job);
+      } else if (entry.ok()) {
+        next->layouts[change.job] = *entry;
+        rejected_revision_.erase(change.job);
+      } else {
+        outcome = entry.status();
+        rejected_revision_[change.job] = change.revision;
+      }
+      break;
+    }
+    case Kind::kTopology:
+      if (snap->topology != nullptr &&
+          snap->topology_revision >= change.revision) {
+        return;
+      }
+      if (!topology_valid.ok()) {
+        outcome = topology_valid;
+        break;
+      }
+      next->topology =
+          std::make_shared<const v1::Topology>(change.topology.topology);
+      next->topology_applied = change.topology.applied;
+      next->topology_revision = change.revision;
+      break;
+    case Kind::kDamaged:
+      return;
+  }
+  if (!outcome.ok()) {
+    LogWarning(absl::StrCat(
+        "declared state: ignoring revision ", change.revision, " of ",
+        change.kind == Kind::kTopology ? std::string("the topology")
+                                       : absl::StrCat("job ", change.job),
+        ": ", outcome.message()));
+    absl::MutexLock lock(&mu_);
+    ++watch_stats_.rejected;
+    return;
+  }
+  Publish(std::move(next));
+  absl::MutexLock lock(&mu_);
+  ++watch_stats_.applied;
 }
 
 void LayoutRegistry::Publish(std::shared_ptr<const RegistrySnapshot> next) {
@@ -94,16 +194,27 @@ absl::StatusOr<ApplyResult> LayoutRegistry::Apply(const v1::Layout& layout) {
   LayoutSeries series = RenderLayoutSeries(model);
   absl::MutexLock write_lock(&write_mu_);
   absl::Time now = clock_->Now();
-  RETURN_IF_ERROR(store_->WriteLayout(layout, now));
-  auto entry = std::make_shared<const LayoutEntry>(
-      LayoutEntry{layout, std::move(model), now, std::move(series)});
   auto next = std::make_shared<RegistrySnapshot>(*Snapshot());
   ApplyResult result;
   result.replaced = next->layouts.count(layout.job()) > 0;
+  ASSIGN_OR_RETURN(
+      uint64_t revision,
+      state_->WriteLayout(layout, now, ExpectedRevision(*next, layout.job())));
+  rejected_revision_.erase(layout.job());
+  auto entry = std::make_shared<const LayoutEntry>(
+      LayoutEntry{layout, std::move(model), now, std::move(series), revision});
   next->layouts[layout.job()] = entry;
   result.entry = std::move(entry);
   Publish(std::move(next));
   return result;
+}
+
+uint64_t LayoutRegistry::ExpectedRevision(const RegistrySnapshot& snap,
+                                          const std::string& job) const {
+  auto served = snap.layouts.find(job);
+  if (served != snap.layouts.end()) return served->second->revision;
+  auto rejected = rejected_revision_.find(job);
+  return rejected == rejected_revision_.end() ? 0 : rejected->second;
 }
 
 absl::StatusOr<std::shared_ptr<const LayoutEntry>> LayoutRegistry::Get(
@@ -142,7 +253,7 @@ absl::Status LayoutRegistry::Delete(absl::string_view job) {
     return absl::NotFoundError(
         absl::StrCat("no layout for job ", QuoteForMessage(job)));
   }
-  absl::Status removed = store_->RemoveLayout(job);
+  absl::Status removed = state_->RemoveLayout(job);
   // A file already gone (removed by hand) still lets the job be forgotten.
   if (!removed.ok() && !absl::IsNotFound(removed)) return removed;
   auto next = std::make_shared<RegistrySnapshot>(*snap);
@@ -155,10 +266,14 @@ absl::Status LayoutRegistry::ApplyTopology(const v1::Topology& topology) {
   RETURN_IF_ERROR(analysis::ValidateTopology(topology));
   absl::MutexLock write_lock(&write_mu_);
   absl::Time now = clock_->Now();
-  RETURN_IF_ERROR(store_->WriteTopology(topology, now));
   auto next = std::make_shared<RegistrySnapshot>(*Snapshot());
+  ASSIGN_OR_RETURN(
+      uint64_t revision,
+      state_->WriteTopology(topology, now,
+                            next->topology ? next->topology_revision : 0));
   next->topology = std::make_shared<const v1::Topology>(topology);
   next->topology_applied = now;
+  next->topology_revision = revision;
   Publish(std::move(next));
   return absl::OkStatus();
 }

@@ -3,9 +3,18 @@
 // writers.
 //
 // Apply validates with analysis::LayoutModel::Build (InvalidArgument messages
-// start with the field at fault), writes the layout to the StateStore and
-// only then makes it visible and returns: an acknowledged layout survives a
-// crash. The built model is kept, so analyzers never rebuild it.
+// start with the field at fault), writes the layout to the declared state
+// (collector/declared_state.h: files in --state_dir, or the cluster's
+// JetStream bucket) and only then makes it visible and returns: an
+// acknowledged layout survives a crash. The built model is kept, so analyzers
+// never rebuild it.
+//
+// In a collector cluster, layouts and topology written through another
+// collector arrive through DeclaredState::Watch (StartWatching): they are
+// validated and built here like local writes, and served within the
+// backend's delivery delay. A write carries the revision this registry
+// serves for that job (or topology), so two collectors writing the same job
+// at once never merge silently: the later one fails with Aborted.
 //
 // Topology validation (analysis::ValidateTopology) checks what can be checked
 // without layouts: switch, port, host and NIC names are valid; switch names
@@ -22,8 +31,9 @@
 // can hold as long as it likes.
 //
 // Usage:
-//   LayoutRegistry registry(state_store, &clock);
+//   LayoutRegistry registry(&declared_state, &clock);
 //   RETURN_IF_ERROR(registry.Load());
+//   registry.StartWatching();  // changes made through other collectors
 //   ASSIGN_OR_RETURN(ApplyResult result, registry.Apply(layout));
 //   std::shared_ptr<const RegistrySnapshot> snap = registry.Snapshot();
 //   for (const auto& [job, entry] : snap->layouts) Analyze(*entry->model);
@@ -44,6 +54,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "analysis/layout_model.h"
+#include "collector/declared_state.h"
+#include "collector/file_declared_state.h"
 #include "collector/layout_metrics.h"
 #include "collector/state_store.h"
 #include "common/clock.h"
@@ -60,6 +72,8 @@ struct LayoutEntry {
   absl::Time applied;
   // Its Prometheus series, rendered at apply (see layout_metrics.h).
   LayoutSeries series;
+  // The declared state's revision of this version (0 when embedded).
+  uint64_t revision = 0;
 };
 
 struct ApplyResult {
@@ -85,12 +99,25 @@ struct RegistrySnapshot {
   std::map<std::string, std::shared_ptr<const LayoutEntry>> layouts;
   std::shared_ptr<const v1::Topology> topology;  // null when none applied
   absl::Time topology_applied;
+  uint64_t topology_revision = 0;
+};
+
+// What the registry did with changes that came through the watcher.
+struct RegistryWatchStats {
+  uint64_t applied = 0;   // layouts, removals and topologies now served
+  uint64_t rejected = 0;  // changes that did not validate (kept out)
 };
 
 class LayoutRegistry {
  public:
-  // `store` and `clock` must outlive the registry.
+  // `state` and `clock` must outlive the registry.
+  LayoutRegistry(DeclaredState* state, const Clock* clock);
+  // The embedded backend over `store` (files in its directory).
   LayoutRegistry(StateStore* store, const Clock* clock);
+  // Stops the watcher (StartWatching) before the registry goes away.
+  ~LayoutRegistry();
+  LayoutRegistry(const LayoutRegistry&) = delete;
+  LayoutRegistry& operator=(const LayoutRegistry&) = delete;
 
   // Reads every layout and the topology from the store. Files that no longer
   // validate are moved aside (StateStore::problems() says which); the others
@@ -115,6 +142,15 @@ class LayoutRegistry {
   // NotFound when no topology was applied.
   absl::StatusOr<std::shared_ptr<const v1::Topology>> GetTopology() const;
 
+  // Serves what other writers change from now on (DeclaredState::Watch).
+  // Call once, after Load().
+  void StartWatching();
+  // Applies one change from the watcher; public for tests. Revisions not
+  // newer than what is served are skipped (a collector's own writes come
+  // back through the watcher too).
+  void OnChange(const DeclaredChange& change);
+  RegistryWatchStats watch_stats() const;
+
   // The current state; cheap (one shared_ptr copy under a lock).
   std::shared_ptr<const RegistrySnapshot> Snapshot() const;
   size_t NumLayouts() const;
@@ -122,14 +158,23 @@ class LayoutRegistry {
  private:
   void Publish(std::shared_ptr<const RegistrySnapshot> next)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // The revision a write of `job` must replace: the one served, else one
+  // seen and rejected (a layout that no longer validates), else 0.
+  uint64_t ExpectedRevision(const RegistrySnapshot& snap,
+                            const std::string& job) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
 
-  StateStore* const store_;
+  std::unique_ptr<FileDeclaredState> owned_state_;  // the StateStore form
+  DeclaredState* const state_;
   const Clock* const clock_;
   // Held for a whole write (validate-persist-publish), never by readers.
   absl::Mutex write_mu_;
+  // Jobs whose stored layout was seen but not served (it did not validate).
+  std::map<std::string, uint64_t> rejected_revision_ ABSL_GUARDED_BY(write_mu_);
   // Guards only the pointer swap.
   mutable absl::Mutex mu_;
   std::shared_ptr<const RegistrySnapshot> current_ ABSL_GUARDED_BY(mu_);
+  RegistryWatchStats watch_stats_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace fabricdiag::collector

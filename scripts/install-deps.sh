@@ -19,6 +19,9 @@ packages=(
   # (the collector's live page, tested in a real headless browser).
   prometheus prometheus-node-exporter iproute2 ethtool openssl systemd curl
   clang-format dpkg-dev python3-yaml chromium
+  # The collector cluster: the NATS C client, and real NATS JetStream
+  # servers for its tests.
+  nats-server libnats-dev
 )
 
 missing=()

@@ -224,8 +224,9 @@ class DocsMatchCode(unittest.TestCase):
     def test_every_metric_family_is_documented(self):
         doc = read("docs/metrics.md")
         sources = ["agent/exposition.cc"] + sorted(
-            "collector/" + n
-            for n in os.listdir(os.path.join(SOURCE_DIR, "collector"))
+            folder + "/" + n
+            for folder in ("collector", "cluster")
+            for n in os.listdir(os.path.join(SOURCE_DIR, folder))
             if n.endswith(".cc"))
         found = 0
         for rel in sources:

@@ -38,6 +38,7 @@ namespace {
 using ::fabricdiag::agent::BuildRoceNode;
 using ::fabricdiag::agent::ScopedTempDir;
 using ::fabricdiag::testing::HttpGet;
+using ::fabricdiag::testing::PortFromLog;
 using ::fabricdiag::testing::RunCommand;
 using ::fabricdiag::testing::RunResult;
 using ::fabricdiag::testing::Subprocess;
@@ -47,14 +48,6 @@ using ::testing::HasSubstr;
 const std::string kAgent = FABRICDIAG_AGENT_BINARY;
 const std::string kCollector = FABRICDIAG_COLLECTOR_BINARY;
 const std::string kCli = FABRICDIAG_CLI_BINARY;
-
-int PortFromLog(const std::string& line, const std::string& what) {
-  std::smatch m;
-  std::regex re(what + " on port ([0-9]+)");
-  int port = 0;
-  if (std::regex_search(line, m, re)) (void)absl::SimpleAtoi(m[1].str(), &port);
-  return port;
-}
 
 // Polls `pred` every 50 ms for up to `timeout`.
 // The predicates here run the CLI or scrape the collector: poll every 50 ms,

@@ -9,9 +9,11 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
@@ -141,6 +143,15 @@ RunResult RunCommand(std::vector<std::string> argv, absl::Duration timeout) {
   result.out = p.Stdout();
   result.err = p.Stderr();
   return result;
+}
+
+int PortFromLog(const std::string& line, const std::string& what) {
+  std::smatch m;
+  int port = 0;
+  if (std::regex_search(line, m, std::regex(what + " on port ([0-9]+)"))) {
+    (void)absl::SimpleAtoi(m[1].str(), &port);
+  }
+  return port;
 }
 
 }  // namespace fabricdiag::testing

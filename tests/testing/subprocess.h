@@ -70,4 +70,8 @@ struct RunResult {
 RunResult RunCommand(std::vector<std::string> argv,
                      absl::Duration timeout = absl::Seconds(60));
 
+// The port a server logged as "<what> on port N" in `line` (our collector:
+// "gRPC on port 9811, HTTP on port 9812"); 0 when absent.
+int PortFromLog(const std::string& line, const std::string& what);
+
 }  // namespace fabricdiag::testing

@@ -1,0 +1,109 @@
+#include "cluster/cluster_member.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/names.h"
+#include "common/status_macros.h"
+
+namespace fabricdiag::cluster {
+
+absl::Status ValidateClusterOptions(const ClusterOptions& options) {
+  if (options.nats.empty()) return absl::OkStatus();
+  RETURN_IF_ERROR(ParseNatsUrls(options.nats).status());
+  if (!IsValidNodeName(options.collector_id)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--collector_id=", QuoteForMessage(options.collector_id),
+                     ": expected ", kNodeNamePattern));
+  }
+  if (options.replicas < 1 || options.replicas > 5) {
+    return absl::InvalidArgumentError(
+        "--nats_replicas: must be between 1 and 5 (JetStream's limit)");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Join(
+    const ClusterOptions& options) {
+  RETURN_IF_ERROR(ValidateClusterOptions(options));
+  std::unique_ptr<ClusterMember> member(new ClusterMember());
+  member->id_ = options.collector_id;
+  NatsConnection::Options nats_options;
+  ASSIGN_OR_RETURN(nats_options.urls, ParseNatsUrls(options.nats));
+  nats_options.name =
+      absl::StrCat("fabricdiag-collector ", options.collector_id);
+  ASSIGN_OR_RETURN(member->nats_, NatsConnection::Connect(nats_options));
+  JetStreamDeclaredState::Options declared_options;
+  declared_options.replicas = options.replicas;
+  ASSIGN_OR_RETURN(
+      member->declared_,
+      JetStreamDeclaredState::Open(member->nats_.get(), declared_options));
+  return member;
+}
+
+bool ClusterMember::AppendHealth(std::string* text) const {
+  bool ok = true;
+  absl::StrAppend(text, "cluster: collector_id ", id_, "\n");
+  if (nats_->connected()) {
+    absl::StrAppend(text, "cluster: NATS connected to ", nats_->connected_url(),
+                    "\n");
+  } else {
+    ok = false;
+    absl::StrAppend(text, "cluster: NATS not connected (servers ",
+                    absl::StrJoin(nats_->urls(), ","),
+                    "); layouts, topology and findings may be stale\n");
+  }
+  const absl::Status last_write = declared_->last_write_status();
+  if (!last_write.ok()) {
+    ok = false;
+    absl::StrAppend(text, "cluster: the last write of declared state failed: ",
+                    last_write.message(),
+                    " (healthy again after the next write that succeeds)\n");
+  }
+  return ok;
+}
+
+void ClusterMember::AppendMetrics(const collector::LayoutRegistry& registry,
+                                  std::string* out) const {
+  // collector_id is a validated node name: no escaping needed.
+  const std::string id = absl::StrCat("collector_id=\"", id_, "\"");
+  const collector::RegistryWatchStats watch = registry.watch_stats();
+  absl::StrAppend(
+      out,
+      "# HELP fabricdiag_cluster_nats_connected 1 while this collector is "
+      "connected to a NATS server of its cluster.\n"
+      "# TYPE fabricdiag_cluster_nats_connected gauge\n"
+      "fabricdiag_cluster_nats_connected{",
+      id, "} ", nats_->connected() ? 1 : 0,
+      "\n"
+      "# HELP fabricdiag_cluster_nats_reconnects_total Connections to NATS "
+      "lost and re-established.\n"
+      "# TYPE fabricdiag_cluster_nats_reconnects_total counter\n"
+      "fabricdiag_cluster_nats_reconnects_total{",
+      id, "} ", nats_->reconnects(),
+      "\n"
+      "# HELP fabricdiag_cluster_declared_write_conflicts_total Layout or "
+      "topology writes refused because another collector changed the same "
+      "object first.\n"
+      "# TYPE fabricdiag_cluster_declared_write_conflicts_total counter\n"
+      "fabricdiag_cluster_declared_write_conflicts_total{",
+      id, "} ", declared_->write_conflicts(),
+      "\n"
+      "# HELP fabricdiag_cluster_declared_changes_total Changes of layouts and "
+      "topology received from the cluster, by outcome.\n"
+      "# TYPE fabricdiag_cluster_declared_changes_total counter\n"
+      "fabricdiag_cluster_declared_changes_total{",
+      id, ",outcome=\"applied\"} ", watch.applied,
+      "\nfabricdiag_cluster_declared_changes_total{", id,
+      ",outcome=\"rejected\"} ", watch.rejected,
+      "\n"
+      "# HELP fabricdiag_cluster_declared_watch_restarts_total Times the "
+      "watcher of the declared state was recreated (an error, or it fell "
+      "behind after a NATS server died).\n"
+      "# TYPE fabricdiag_cluster_declared_watch_restarts_total counter\n"
+      "fabricdiag_cluster_declared_watch_restarts_total{",
+      id, "} ", declared_->watcher_restarts(), "\n");
+}
+
+}  // namespace fabricdiag::cluster

@@ -1,0 +1,60 @@
+// This collector's place in a collector cluster (--nats): its connection to
+// the JetStream servers, the declared state it shares with the other
+// collectors, and what it says about both on /healthz and /metrics.
+//
+// Without --nats there is no ClusterMember: the collector is one process
+// with its state in --state_dir (collector/file_declared_state.h).
+//
+//   ASSIGN_OR_RETURN(std::unique_ptr<ClusterMember> member,
+//                    ClusterMember::Join({nats_flag, "collector-a", 3}));
+//   LayoutRegistry registry(member->declared_state(), &clock);
+//
+// Thread-safe.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "cluster/jetstream_declared_state.h"
+#include "cluster/nats_connection.h"
+#include "collector/layout_registry.h"
+
+namespace fabricdiag::cluster {
+
+struct ClusterOptions {
+  std::string nats;          // --nats: comma-separated nats:// URLs
+  std::string collector_id;  // --collector_id
+  int replicas = 3;          // --nats_replicas
+};
+
+// InvalidArgument naming the flag at fault. Does not touch the network.
+absl::Status ValidateClusterOptions(const ClusterOptions& options);
+
+class ClusterMember {
+ public:
+  // Connects (retrying for up to 10 s) and opens the shared buckets,
+  // creating them when this is the first collector. Unavailable naming the
+  // servers when the cluster does not answer.
+  static absl::StatusOr<std::unique_ptr<ClusterMember>> Join(
+      const ClusterOptions& options);
+
+  collector::DeclaredState* declared_state() { return declared_.get(); }
+  const std::string& collector_id() const { return id_; }
+
+  // /healthz lines; false when this collector cannot reach NATS or its last
+  // write of declared state failed.
+  bool AppendHealth(std::string* text) const;
+  // The fabricdiag_cluster_* families (docs/metrics.md).
+  void AppendMetrics(const collector::LayoutRegistry& registry,
+                     std::string* out) const;
+
+ private:
+  ClusterMember() = default;
+
+  std::string id_;
+  std::unique_ptr<NatsConnection> nats_;
+  std::unique_ptr<JetStreamDeclaredState> declared_;
+};
+
+}  // namespace fabricdiag::cluster

@@ -1,0 +1,454 @@
+#include "cluster/jetstream_declared_state.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
+#include "collector/object_store.h"
+#include "common/log.h"
+#include "common/names.h"
+#include "common/status_macros.h"
+
+namespace fabricdiag::cluster {
+namespace {
+
+using collector::DeclaredChange;
+using collector::DeclaredLayout;
+using collector::DeclaredTopology;
+
+constexpr char kLayoutPrefix[] = "layout.";
+constexpr char kTopologyKey[] = "topology";
+constexpr absl::Duration kRetryPause = absl::Milliseconds(250);
+
+// Values are kept for the last writes of a key: enough to see who changed
+// a layout recently (`nats kv history`), small enough to never matter.
+constexpr uint8_t kHistory = 8;
+
+// Sleeps `d` in short steps; false when `stopping` was set meanwhile.
+bool PauseUnlessStopping(const std::atomic<bool>& stopping, absl::Duration d) {
+  const absl::Time until = absl::Now() + d;
+  while (absl::Now() < until) {
+    if (stopping.load()) return false;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return !stopping.load();
+}
+
+// The change one watcher entry stands for; nullopt for keys this version
+// does not know (written by a newer collector: left alone).
+std::optional<DeclaredChange> ToChange(kvEntry* e, absl::string_view bucket) {
+  DeclaredChange change;
+  change.revision = kvEntry_Revision(e);
+  const std::string key = kvEntry_Key(e);
+  const std::string where = absl::StrCat("bucket ", bucket, " key ", key,
+                                         " revision ", change.revision);
+  const std::optional<std::string> job = JobOfKey(key);
+  if (!job.has_value() && key != kTopologyKey) return std::nullopt;
+  const kvOperation op = kvEntry_Operation(e);
+  if (op == kvOp_Delete || op == kvOp_Purge) {
+    if (!job.has_value()) {
+      change.kind = DeclaredChange::Kind::kDamaged;
+      change.problem = absl::StrCat(
+          where,
+          ": the topology was deleted by hand; the one served stays "
+          "until `fabricdiag topology apply`");
+      return change;
+    }
+    change.kind = DeclaredChange::Kind::kLayoutRemoved;
+    change.job = *job;
+    return change;
+  }
+  const absl::string_view data(static_cast<const char*>(kvEntry_Value(e)),
+                               static_cast<size_t>(kvEntry_ValueLen(e)));
+  absl::string_view payload;
+  absl::Time written;
+  const absl::Status envelope =
+      collector::DecodeObject(data, &payload, &written);
+  change.kind = DeclaredChange::Kind::kDamaged;
+  if (!envelope.ok()) {
+    change.problem = absl::StrCat(where, ": ", envelope.message());
+    return change;
+  }
+  if (job.has_value()) {
+    v1::Layout layout;
+    if (!layout.ParseFromArray(payload.data(),
+                               static_cast<int>(payload.size())) ||
+        layout.job() != *job) {
+      change.problem =
+          absl::StrCat(where, ": not a layout of job ", QuoteForMessage(*job));
+      return change;
+    }
+    change.kind = DeclaredChange::Kind::kLayout;
+    change.job = *job;
+    change.layout =
+        DeclaredLayout{std::move(layout), written, change.revision, where};
+    return change;
+  }
+  v1::Topology topology;
+  if (!topology.ParseFromArray(payload.data(),
+                               static_cast<int>(payload.size()))) {
+    change.problem = absl::StrCat(where, ": not a topology");
+    return change;
+  }
+  change.kind = DeclaredChange::Kind::kTopology;
+  change.topology =
+      DeclaredTopology{std::move(topology), written, change.revision, where};
+  return change;
+}
+
+// True when `value` at `key` is an intact envelope around the object the
+// key names (a layout of that job, the topology).
+bool HoldsValidObject(absl::string_view key, absl::string_view value) {
+  absl::string_view payload;
+  absl::Time written;
+  if (!collector::DecodeObject(value, &payload, &written).ok()) return false;
+  const std::optional<std::string> job = JobOfKey(key);
+  if (job.has_value()) {
+    v1::Layout layout;
+    return layout.ParseFromArray(payload.data(),
+                                 static_cast<int>(payload.size())) &&
+           layout.job() == *job;
+  }
+  v1::Topology topology;
+  return topology.ParseFromArray(payload.data(),
+                                 static_cast<int>(payload.size()));
+}
+
+// The last sequence of the bucket's stream: the newest revision of any key.
+absl::StatusOr<uint64_t> LastRevision(jsCtx* js, const std::string& bucket) {
+  jsStreamInfo* info = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  const natsStatus s = js_GetStreamInfo(
+      &info, js, absl::StrCat("KV_", bucket).c_str(), nullptr, &code);
+  if (s != NATS_OK) return NatsError(s, "reading the bucket's state");
+  const uint64_t last = info->State.LastSeq;
+  jsStreamInfo_Destroy(info);
+  return last;
+}
+
+}  // namespace
+
+std::string LayoutKey(absl::string_view job) {
+  return absl::StrCat(kLayoutPrefix, absl::StrReplaceAll(job, {{".", "=2E"}}));
+}
+
+std::optional<std::string> JobOfKey(absl::string_view key) {
+  if (!absl::ConsumePrefix(&key, kLayoutPrefix)) return std::nullopt;
+  std::string job = absl::StrReplaceAll(key, {{"=2E", "."}});
+  if (!IsValidJobName(job)) return std::nullopt;
+  return job;
+}
+
+absl::StatusOr<std::unique_ptr<JetStreamDeclaredState>>
+JetStreamDeclaredState::Open(NatsConnection* nats, const Options& options) {
+  const absl::Time deadline = absl::Now() + options.deadline;
+  absl::Status last;
+  while (true) {
+    kvStore* kv = nullptr;
+    natsStatus s = js_KeyValue(&kv, nats->js(), options.bucket.c_str());
+    if (s == NATS_NOT_FOUND) {
+      kvConfig config;
+      kvConfig_Init(&config);
+      config.Bucket = options.bucket.c_str();
+      config.Description = "fabricdiag declared state: layouts and topology";
+      config.History = kHistory;
+      config.StorageType = js_FileStorage;
+      config.Replicas = options.replicas;
+      s = js_CreateKeyValue(&kv, nats->js(), &config);
+    }
+    if (s == NATS_OK) {
+      return std::unique_ptr<JetStreamDeclaredState>(
+          new JetStreamDeclaredState(nats, options, kv));
+    }
+    // Another collector may be creating it at the same moment, or the
+    // JetStream cluster may still be electing its leaders: try again.
+    last = NatsError(s, absl::StrCat("opening bucket ", options.bucket));
+    if (absl::Now() + kRetryPause > deadline) {
+      return absl::UnavailableError(
+          absl::StrCat(last.message(), " (gave up after ",
+                       absl::FormatDuration(options.deadline), ")"));
+    }
+    absl::SleepFor(kRetryPause);
+  }
+}
+
+JetStreamDeclaredState::JetStreamDeclaredState(NatsConnection* nats,
+                                               Options options, kvStore* kv)
+    : nats_(nats), options_(std::move(options)), kv_(kv) {}
+
+JetStreamDeclaredState::~JetStreamDeclaredState() {
+  StopWatching();
+  kvStore_Destroy(kv_);
+}
+
+void JetStreamDeclaredState::StopWatching() {
+  stopping_.store(true);
+  if (watcher_.joinable()) watcher_.join();
+}
+
+std::string JetStreamDeclaredState::Describe() const {
+  return absl::StrCat("NATS bucket ", options_.bucket, " (",
+                      absl::StrJoin(nats_->urls(), ","), ")");
+}
+
+absl::Status JetStreamDeclaredState::Record(absl::Status status) {
+  absl::MutexLock lock(&mu_);
+  // A conflict is the bucket working as meant, not a failed write.
+  if (!absl::IsAborted(status)) last_write_status_ = status;
+  return status;
+}
+
+absl::Status JetStreamDeclaredState::last_write_status() const {
+  absl::MutexLock lock(&mu_);
+  return last_write_status_;
+}
+
+void JetStreamDeclaredState::AddProblem(std::string problem) {
+  LogWarning(absl::StrCat("declared state: ", problem));
+  absl::MutexLock lock(&mu_);
+  problems_.push_back(std::move(problem));
+}
+
+std::vector<std::string> JetStreamDeclaredState::problems() const {
+  absl::MutexLock lock(&mu_);
+  return problems_;
+}
+
+absl::StatusOr<uint64_t> JetStreamDeclaredState::WriteOnce(
+    const std::string& key, const std::string& value,
+    uint64_t expected_revision, absl::string_view what) {
+  uint64_t revision = 0;
+  const int len = static_cast<int>(value.size());
+  const natsStatus s =
+      expected_revision == 0
+          ? kvStore_Create(&revision, kv_, key.c_str(), value.data(), len)
+          : kvStore_Update(&revision, kv_, key.c_str(), value.data(), len,
+                           expected_revision);
+  if (s == NATS_OK) return revision;
+  absl::Status error = NatsError(
+      s, absl::StrCat("writing ", what, " to bucket ", options_.bucket));
+  if (absl::IsResourceExhausted(error)) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(error.message(),
+                     ": larger than the NATS servers' max_payload (raise it "
+                     "in their configuration; see docs/cluster.md)"));
+  }
+  // What the bucket holds now tells a conflict from a failure, and an
+  // earlier attempt of ours that landed after all from both.
+  kvEntry* entry = nullptr;
+  const natsStatus g = kvStore_Get(&entry, kv_, key.c_str());
+  if (g == NATS_OK) {
+    const uint64_t current = kvEntry_Revision(entry);
+    const absl::string_view held(static_cast<const char*>(kvEntry_Value(entry)),
+                                 static_cast<size_t>(kvEntry_ValueLen(entry)));
+    const bool ours = held == value;
+    const bool damaged = !HoldsValidObject(key, held);
+    kvEntry_Destroy(entry);
+    if (ours) return current;
+    if (damaged && current != expected_revision) {
+      // What the key holds is no layout (or topology) at all: nobody serves
+      // it, so replacing it loses nothing. Still compare-and-set, against
+      // the damaged revision.
+      return WriteOnce(key, value, current, what);
+    }
+    if (current != expected_revision) {
+      conflicts_.fetch_add(1);
+      return absl::AbortedError(absl::StrCat(
+          what, " was changed through another collector meanwhile (revision ",
+          current, ", this collector served ", expected_revision,
+          "); nothing was written: look at it again and re-apply"));
+    }
+    return error;
+  }
+  if (g == NATS_NOT_FOUND && expected_revision != 0) {
+    conflicts_.fetch_add(1);
+    return absl::AbortedError(absl::StrCat(
+        what,
+        " was removed through another collector meanwhile; nothing was "
+        "written: look again and re-apply"));
+  }
+  return error;
+}
+
+absl::StatusOr<uint64_t> JetStreamDeclaredState::Write(
+    const std::string& key, const std::string& value,
+    uint64_t expected_revision, absl::string_view what) {
+  const absl::Time deadline = absl::Now() + options_.deadline;
+  while (true) {
+    absl::StatusOr<uint64_t> revision =
+        WriteOnce(key, value, expected_revision, what);
+    if (revision.ok() || !absl::IsUnavailable(revision.status()) ||
+        absl::Now() + kRetryPause > deadline) {
+      RETURN_IF_ERROR(Record(revision.status()));
+      return revision;
+    }
+    absl::SleepFor(kRetryPause);
+  }
+}
+
+absl::StatusOr<uint64_t> JetStreamDeclaredState::WriteLayout(
+    const v1::Layout& layout, absl::Time applied, uint64_t expected_revision) {
+  if (!IsValidJobName(layout.job())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job: ", QuoteForMessage(layout.job()), " is not ", kJobNamePattern));
+  }
+  return Write(LayoutKey(layout.job()),
+               collector::EncodeObject(layout.SerializeAsString(), applied),
+               expected_revision,
+               absl::StrCat("the layout of job ", layout.job()));
+}
+
+absl::StatusOr<uint64_t> JetStreamDeclaredState::WriteTopology(
+    const v1::Topology& topology, absl::Time applied,
+    uint64_t expected_revision) {
+  return Write(kTopologyKey,
+               collector::EncodeObject(topology.SerializeAsString(), applied),
+               expected_revision, "the topology");
+}
+
+absl::Status JetStreamDeclaredState::RemoveLayout(absl::string_view job) {
+  const std::string key = LayoutKey(job);
+  const absl::Time deadline = absl::Now() + options_.deadline;
+  while (true) {
+    kvEntry* entry = nullptr;
+    natsStatus s = kvStore_Get(&entry, kv_, key.c_str());
+    if (s == NATS_OK) {
+      kvEntry_Destroy(entry);
+      s = kvStore_Delete(kv_, key.c_str());
+      if (s == NATS_OK) return Record(absl::OkStatus());
+    }
+    absl::Status error =
+        s == NATS_NOT_FOUND
+            ? absl::NotFoundError(
+                  absl::StrCat("no layout for job ", QuoteForMessage(job)))
+            : NatsError(s, absl::StrCat("removing the layout of job ", job));
+    if (!absl::IsUnavailable(error) || absl::Now() + kRetryPause > deadline) {
+      return absl::IsNotFound(error) ? error : Record(error);
+    }
+    absl::SleepFor(kRetryPause);
+  }
+}
+
+absl::StatusOr<std::vector<DeclaredChange>> JetStreamDeclaredState::ReadAll(
+    bool with_deletes) {
+  const absl::Time deadline = absl::Now() + options_.deadline;
+  while (true) {
+    kvWatchOptions watch_options;
+    kvWatchOptions_Init(&watch_options);
+    watch_options.IgnoreDeletes = !with_deletes;
+    kvWatcher* watcher = nullptr;
+    natsStatus s = kvStore_WatchAll(&watcher, kv_, &watch_options);
+    std::vector<DeclaredChange> changes;
+    while (s == NATS_OK) {
+      kvEntry* entry = nullptr;
+      s = kvWatcher_Next(&entry, watcher,
+                         absl::ToInt64Milliseconds(nats_->request_timeout()));
+      if (s != NATS_OK) break;
+      if (entry == nullptr) break;  // the initial values are all there
+      std::optional<DeclaredChange> change = ToChange(entry, options_.bucket);
+      kvEntry_Destroy(entry);
+      if (change.has_value()) changes.push_back(*std::move(change));
+    }
+    kvWatcher_Destroy(watcher);
+    if (s == NATS_OK) return changes;
+    absl::Status error =
+        NatsError(s, absl::StrCat("reading bucket ", options_.bucket));
+    if (absl::Now() + kRetryPause > deadline) return error;
+    absl::SleepFor(kRetryPause);
+  }
+}
+
+absl::StatusOr<std::vector<DeclaredLayout>>
+JetStreamDeclaredState::ReadLayouts() {
+  ASSIGN_OR_RETURN(std::vector<DeclaredChange> all, ReadAll(false));
+  std::vector<DeclaredLayout> layouts;
+  for (DeclaredChange& change : all) {
+    if (change.kind == DeclaredChange::Kind::kDamaged) {
+      AddProblem(change.problem);
+    } else if (change.kind == DeclaredChange::Kind::kLayout) {
+      layouts.push_back(std::move(change.layout));
+    }
+  }
+  std::sort(layouts.begin(), layouts.end(),
+            [](const DeclaredLayout& a, const DeclaredLayout& b) {
+              return a.layout.job() < b.layout.job();
+            });
+  return layouts;
+}
+
+absl::StatusOr<std::optional<DeclaredTopology>>
+JetStreamDeclaredState::ReadTopology() {
+  ASSIGN_OR_RETURN(std::vector<DeclaredChange> all, ReadAll(false));
+  for (DeclaredChange& change : all) {
+    if (change.kind == DeclaredChange::Kind::kTopology) {
+      return std::move(change.topology);
+    }
+  }
+  return std::nullopt;
+}
+
+void JetStreamDeclaredState::Reject(absl::string_view where,
+                                    absl::string_view why) {
+  // The bucket is shared: another collector (a newer one) may accept what
+  // this one rejects, so the value stays where it is.
+  AddProblem(absl::StrCat(where, ": ", why,
+                          " (left in the bucket; not served by this "
+                          "collector until a valid version is applied)"));
+}
+
+void JetStreamDeclaredState::Watch(
+    std::function<void(const DeclaredChange&)> on_change) {
+  watcher_ = std::thread(&JetStreamDeclaredState::WatchLoop, this,
+                         std::move(on_change));
+}
+
+void JetStreamDeclaredState::WatchLoop(
+    std::function<void(const DeclaredChange&)> on_change) {
+  while (!stopping_.load()) {
+    kvWatchOptions watch_options;
+    kvWatchOptions_Init(&watch_options);
+    kvWatcher* watcher = nullptr;
+    natsStatus s = kvStore_WatchAll(&watcher, kv_, &watch_options);
+    uint64_t delivered = 0;  // newest revision seen, of any key
+    int behind = 0;          // consecutive quiet checks that found newer
+    while (s == NATS_OK && !stopping_.load()) {
+      kvEntry* entry = nullptr;
+      s = kvWatcher_Next(&entry, watcher, 500);
+      if (s == NATS_TIMEOUT) {
+        s = NATS_OK;
+        // A watcher is a consumer on one server: when that server dies the
+        // watcher can go quiet without an error. A quiet watcher that is
+        // behind the bucket twice in a row is recreated.
+        absl::StatusOr<uint64_t> last =
+            LastRevision(nats_->js(), options_.bucket);
+        behind = last.ok() && *last > delivered ? behind + 1 : 0;
+        if (behind >= 2) {
+          s = NATS_TIMEOUT;
+          break;
+        }
+        continue;
+      }
+      if (s != NATS_OK || entry == nullptr) continue;
+      delivered = std::max(delivered, kvEntry_Revision(entry));
+      std::optional<DeclaredChange> change = ToChange(entry, options_.bucket);
+      kvEntry_Destroy(entry);
+      if (change.has_value()) on_change(*change);
+    }
+    if (watcher != nullptr) kvWatcher_Destroy(watcher);
+    if (stopping_.load()) return;
+    LogWarning(absl::StrCat(
+        s == NATS_TIMEOUT
+            ? std::string("watching the declared state: the watcher fell "
+                          "behind the bucket")
+            : NatsError(s, "watching the declared state").message(),
+        "; watching again"));
+    watcher_restarts_.fetch_add(1);
+    if (!PauseUnlessStopping(stopping_, absl::Milliseconds(200))) return;
+  }
+}
+
+}  // namespace fabricdiag::cluster

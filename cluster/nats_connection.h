@@ -1,0 +1,86 @@
+// A collector's connection to the NATS JetStream servers of its cluster
+// (--nats=URL[,URL...]), over the C client (libnats): connect, reconnect
+// forever, and say whether the cluster is reachable now.
+//
+// The client's defaults suit a chat application, not a monitoring cluster:
+// a server that stops answering (SIGSTOP, a hung machine) is noticed only
+// after two minutes of pings. Here pings go every second and three missed
+// ones count as a lost connection, so the client moves to another server
+// within a few seconds; reconnects never give up (a collector that lost
+// NATS reports unhealthy and keeps trying).
+//
+//   ASSIGN_OR_RETURN(std::vector<std::string> urls, ParseNatsUrls(flag));
+//   ASSIGN_OR_RETURN(std::unique_ptr<NatsConnection> nats,
+//                    NatsConnection::Connect({urls, "collector-a"}));
+//   kvStore_Get(&entry, kv, key) ... NatsError(status, "reading key")
+//
+// Thread-safe (libnats connections are).
+#pragma once
+
+#include <nats/nats.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace fabricdiag::cluster {
+
+// "nats://h1:4222,nats://h2:4222" -> each URL; InvalidArgument naming the bad
+// entry (empty, not nats://HOST:PORT, a duplicate).
+absl::StatusOr<std::vector<std::string>> ParseNatsUrls(absl::string_view flag);
+
+// The absl::Status for a failed libnats call: `what` failed, with the
+// client's text and its last error detail. Timeouts and lost connections
+// map to Unavailable (worth retrying), NATS_NOT_FOUND to NotFound, payload
+// limits to ResourceExhausted, the rest to Internal.
+absl::Status NatsError(natsStatus status, absl::string_view what);
+
+class NatsConnection {
+ public:
+  struct Options {
+    std::vector<std::string> urls;
+    std::string name;  // shown by the servers' monitoring (connz)
+    // How long Connect tries before giving up.
+    absl::Duration connect_timeout = absl::Seconds(10);
+    // How long one JetStream request (a write, a lookup) waits for its
+    // answer. Callers retry within their own deadline: right after a server
+    // dies, the first request can time out while the stream elects a leader.
+    absl::Duration request_timeout = absl::Seconds(3);
+  };
+
+  // Unavailable naming the URLs when no server answered in time.
+  static absl::StatusOr<std::unique_ptr<NatsConnection>> Connect(
+      const Options& options);
+
+  NatsConnection(const NatsConnection&) = delete;
+  NatsConnection& operator=(const NatsConnection&) = delete;
+  ~NatsConnection();
+
+  jsCtx* js() const { return js_; }
+  const std::vector<std::string>& urls() const { return urls_; }
+  absl::Duration request_timeout() const { return request_timeout_; }
+
+  // True while connected to one of the servers.
+  bool connected() const;
+  // The server now used ("nats://127.0.0.1:4222"), empty when disconnected.
+  std::string connected_url() const;
+  // Times the connection was lost and re-established since Connect.
+  uint64_t reconnects() const;
+
+ private:
+  NatsConnection() = default;
+
+  std::vector<std::string> urls_;
+  absl::Duration request_timeout_;
+  natsOptions* options_ = nullptr;
+  natsConnection* nc_ = nullptr;
+  jsCtx* js_ = nullptr;
+};
+
+}  // namespace fabricdiag::cluster

@@ -1,0 +1,325 @@
+// The cluster backend of the declared state against real nats-server
+// processes on loopback: a 3-server JetStream cluster shared by the tests of
+// a suite (each test uses its own bucket), and one of its own for the test
+// that kills a server.
+#include "cluster/jetstream_declared_state.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "collector/layout_registry.h"
+#include "collector/object_store.h"
+#include "common/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/eventually.h"
+#include "tests/testing/nats_cluster.h"
+
+namespace fabricdiag::cluster {
+namespace {
+
+using collector::LayoutRegistry;
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+
+v1::Layout DenseLayout(const std::string& job, int hosts) {
+  v1::Layout layout;
+  layout.set_job(job);
+  layout.set_gpus_per_node(8);
+  layout.mutable_parallelism()->set_tp(8);
+  layout.mutable_parallelism()->set_pp(1);
+  layout.mutable_parallelism()->set_dp(hosts);
+  for (int h = 0; h < hosts; ++h) {
+    layout.add_hosts(absl::StrFormat("gpu-%03d", h));
+  }
+  return layout;
+}
+
+v1::Topology OneLeaf(const std::string& name) {
+  v1::Topology topology;
+  v1::Switch* sw = topology.add_switches();
+  sw->set_name(name);
+  sw->add_uplinks("swp49");
+  return topology;
+}
+
+TEST(NatsUrlsTest, ParsesAListAndNamesTheBadEntry) {
+  absl::StatusOr<std::vector<std::string>> urls =
+      ParseNatsUrls("nats://a:4222, nats://b:4222");
+  ASSERT_TRUE(urls.ok()) << urls.status();
+  EXPECT_THAT(*urls, ::testing::ElementsAre("nats://a:4222", "nats://b:4222"));
+  for (const char* bad :
+       {"", "a:4222", "nats://a", "nats://a:0", "nats://a:70000",
+        "nats://a:1,,nats://b:2", "nats://a:1,nats://a:1"}) {
+    absl::StatusOr<std::vector<std::string>> parsed = ParseNatsUrls(bad);
+    EXPECT_TRUE(absl::IsInvalidArgument(parsed.status())) << bad;
+    EXPECT_THAT(parsed.status().message(), HasSubstr("--nats")) << bad;
+  }
+}
+
+TEST(NatsUrlsTest, LayoutKeysRoundTripEveryJobName) {
+  for (const char* job : {"train", "a.b", "a..b", "x.", "llama-70b_v2.1"}) {
+    EXPECT_EQ(JobOfKey(LayoutKey(job)), std::optional<std::string>(job));
+  }
+  EXPECT_EQ(LayoutKey("a..b"), "layout.a=2E=2Eb");
+  EXPECT_EQ(JobOfKey("topology"), std::nullopt);
+  EXPECT_EQ(JobOfKey("layout."), std::nullopt);
+}
+
+TEST(NatsConnectionTest, NoServerIsAClearErrorInTime) {
+  NatsConnection::Options options;
+  options.urls = {
+      absl::StrCat("nats://127.0.0.1:", testing::FreeLoopbackPort())};
+  options.connect_timeout = absl::Seconds(1);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::unique_ptr<NatsConnection>> nats =
+      NatsConnection::Connect(options);
+  EXPECT_TRUE(absl::IsUnavailable(nats.status())) << nats.status();
+  EXPECT_THAT(nats.status().message(), HasSubstr(options.urls[0]));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+}
+
+class JetStreamDeclaredStateTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    nats_ = new testing::NatsCluster(3);
+    const absl::Status started = nats_->Start();
+    ASSERT_TRUE(started.ok()) << started;
+  }
+  static void TearDownTestSuite() {
+    delete nats_;
+    nats_ = nullptr;
+  }
+
+  // One collector's view: a connection, the bucket of this test, a
+  // registry that watches it.
+  struct Member {
+    std::unique_ptr<NatsConnection> nats;
+    std::unique_ptr<JetStreamDeclaredState> state;
+    std::unique_ptr<LayoutRegistry> registry;
+  };
+
+  Member Join(const std::string& name, const SystemClock* clock) {
+    Member m;
+    NatsConnection::Options options;
+    options.urls = *ParseNatsUrls(nats_->urls());
+    options.name = name;
+    absl::StatusOr<std::unique_ptr<NatsConnection>> nats =
+        NatsConnection::Connect(options);
+    EXPECT_TRUE(nats.ok()) << nats.status();
+    if (!nats.ok()) return m;
+    m.nats = *std::move(nats);
+    JetStreamDeclaredState::Options state_options;
+    state_options.bucket = Bucket();
+    absl::StatusOr<std::unique_ptr<JetStreamDeclaredState>> state =
+        JetStreamDeclaredState::Open(m.nats.get(), state_options);
+    EXPECT_TRUE(state.ok()) << state.status();
+    if (!state.ok()) return m;
+    m.state = *std::move(state);
+    m.registry = std::make_unique<LayoutRegistry>(m.state.get(), clock);
+    EXPECT_TRUE(m.registry->Load().ok());
+    m.registry->StartWatching();
+    return m;
+  }
+
+  // A bucket per test, so tests of the suite do not see each other.
+  static std::string Bucket() {
+    std::string name =
+        ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    return absl::StrCat("t_", name);
+  }
+
+  static testing::NatsCluster* nats_;
+  SystemClock clock_;
+};
+
+testing::NatsCluster* JetStreamDeclaredStateTest::nats_ = nullptr;
+
+TEST_F(JetStreamDeclaredStateTest, AWriteThroughOneIsServedByTheOthers) {
+  Member a = Join("a", &clock_);
+  Member b = Join("b", &clock_);
+  Member c = Join("c", &clock_);
+  ASSERT_NE(c.registry, nullptr);
+
+  const absl::Time applied = absl::Now();
+  absl::StatusOr<collector::ApplyResult> result =
+      a.registry->Apply(DenseLayout("train.v2", 4));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_GT(result->entry->revision, 0u);
+  ASSERT_TRUE(a.registry->ApplyTopology(OneLeaf("leaf-0")).ok());
+  for (Member* m : {&b, &c}) {
+    EXPECT_TRUE(testing::Eventually(
+        [&] {
+          auto snap = m->registry->Snapshot();
+          return snap->layouts.count("train.v2") == 1 &&
+                 snap->topology != nullptr;
+        },
+        absl::Seconds(1)))
+        << "not served within 1 s of the write";
+  }
+  EXPECT_LT(absl::Now() - applied, absl::Seconds(2));
+  auto on_b = b.registry->Get("train.v2");
+  ASSERT_TRUE(on_b.ok());
+  EXPECT_EQ((*on_b)->revision, result->entry->revision);
+  EXPECT_EQ((*on_b)->model.WorldSize(), 32u);
+
+  // Replaced through B, removed through C: everyone follows.
+  ASSERT_TRUE(b.registry->Apply(DenseLayout("train.v2", 2)).ok());
+  ASSERT_TRUE(testing::Eventually([&] {
+    auto got = a.registry->Get("train.v2");
+    return got.ok() && (*got)->model.WorldSize() == 16u;
+  }));
+  ASSERT_TRUE(testing::Eventually([&] {
+    auto got = c.registry->Get("train.v2");
+    return got.ok() && (*got)->model.WorldSize() == 16u;
+  }));
+  ASSERT_TRUE(c.registry->Delete("train.v2").ok());
+  for (Member* m : {&a, &b}) {
+    EXPECT_TRUE(
+        testing::Eventually([&] { return m->registry->NumLayouts() == 0; }));
+  }
+  // Re-declared after the removal: a fresh create over the tombstone.
+  EXPECT_TRUE(a.registry->Apply(DenseLayout("train.v2", 1)).ok());
+}
+
+TEST_F(JetStreamDeclaredStateTest, ConcurrentWritesConflictInsteadOfMerging) {
+  Member a = Join("a", &clock_);
+  Member b = Join("b", &clock_);
+  ASSERT_NE(b.state, nullptr);
+  absl::StatusOr<uint64_t> first =
+      a.state->WriteLayout(DenseLayout("job", 2), absl::Now(), 0);
+  ASSERT_TRUE(first.ok()) << first.status();
+  // Both start from `first`; A lands, B's write is refused.
+  absl::StatusOr<uint64_t> second =
+      a.state->WriteLayout(DenseLayout("job", 3), absl::Now(), *first);
+  ASSERT_TRUE(second.ok()) << second.status();
+  absl::StatusOr<uint64_t> stale =
+      b.state->WriteLayout(DenseLayout("job", 4), absl::Now(), *first);
+  EXPECT_TRUE(absl::IsAborted(stale.status())) << stale.status();
+  EXPECT_THAT(stale.status().message(), HasSubstr("another collector"));
+  EXPECT_EQ(b.state->write_conflicts(), 1u);
+  // A create of a job that exists is a conflict too.
+  EXPECT_TRUE(absl::IsAborted(
+      b.state->WriteLayout(DenseLayout("job", 5), absl::Now(), 0).status()));
+  // The bucket holds A's version; a conflict is not a failed write.
+  ASSERT_TRUE(testing::Eventually([&] {
+    auto got = b.registry->Get("job");
+    return got.ok() && (*got)->model.WorldSize() == 24u;
+  }));
+  EXPECT_TRUE(b.state->last_write_status().ok());
+}
+
+TEST_F(JetStreamDeclaredStateTest, ARestartedCollectorLoadsWhatWasDeclared) {
+  {
+    Member a = Join("a", &clock_);
+    ASSERT_NE(a.registry, nullptr);
+    ASSERT_TRUE(a.registry->Apply(DenseLayout("one", 1)).ok());
+    ASSERT_TRUE(a.registry->Apply(DenseLayout("two", 2)).ok());
+    ASSERT_TRUE(a.registry->Delete("one").ok());
+    ASSERT_TRUE(a.registry->ApplyTopology(OneLeaf("leaf-9")).ok());
+  }
+  Member again = Join("a", &clock_);
+  ASSERT_NE(again.registry, nullptr);
+  auto snap = again.registry->Snapshot();
+  EXPECT_THAT(snap->layouts, SizeIs(1));
+  EXPECT_EQ(snap->layouts.count("two"), 1u);
+  ASSERT_NE(snap->topology, nullptr);
+  EXPECT_EQ(snap->topology->switches(0).name(), "leaf-9");
+  EXPECT_GT(snap->topology_revision, 0u);
+}
+
+TEST_F(JetStreamDeclaredStateTest,
+       DamagedAndInvalidValuesAreReportedNotServed) {
+  Member a = Join("a", &clock_);
+  ASSERT_NE(a.state, nullptr);
+  kvStore* kv = nullptr;
+  ASSERT_EQ(js_KeyValue(&kv, a.nats->js(), Bucket().c_str()), NATS_OK);
+  uint64_t revision = 0;
+  // Garbage, a valid envelope around the wrong job, and a layout that does
+  // not build (tp=3 on 8 GPUs per node).
+  ASSERT_EQ(kvStore_PutString(&revision, kv, "layout.garbage", "\x01zz"),
+            NATS_OK);
+  std::string wrong_job = collector::EncodeObject(
+      DenseLayout("other", 1).SerializeAsString(), absl::Now());
+  ASSERT_EQ(kvStore_Put(&revision, kv, "layout.mismatch", wrong_job.data(),
+                        static_cast<int>(wrong_job.size())),
+            NATS_OK);
+  v1::Layout invalid = DenseLayout("invalid", 1);
+  invalid.mutable_parallelism()->set_tp(3);
+  std::string invalid_value =
+      collector::EncodeObject(invalid.SerializeAsString(), absl::Now());
+  ASSERT_EQ(kvStore_Put(&revision, kv, "layout.invalid", invalid_value.data(),
+                        static_cast<int>(invalid_value.size())),
+            NATS_OK);
+  ASSERT_EQ(kvStore_PutString(&revision, kv, "from.a.newer.version", "x"),
+            NATS_OK);
+  // The running registry (watching) rejects all three...
+  ASSERT_TRUE(testing::Eventually(
+      [&] { return a.registry->watch_stats().rejected == 3; }));
+  EXPECT_EQ(a.registry->NumLayouts(), 0u);
+  // ...and a collector that starts now loads around them and says why.
+  Member b = Join("b", &clock_);
+  ASSERT_NE(b.state, nullptr);
+  EXPECT_EQ(b.registry->NumLayouts(), 0u);
+  std::vector<std::string> problems = b.state->problems();
+  ASSERT_THAT(problems, SizeIs(3));
+  EXPECT_THAT(problems[0] + problems[1] + problems[2],
+              ::testing::AllOf(HasSubstr("layout.garbage"),
+                               HasSubstr("not a layout of job \"mismatch\""),
+                               HasSubstr("no longer valid")));
+  // A valid apply replaces the damaged key.
+  EXPECT_TRUE(b.registry->Apply(DenseLayout("garbage", 1)).ok());
+  kvStore_Destroy(kv);
+}
+
+// Its own cluster: a server is killed.
+TEST(JetStreamFailoverTest, WritesAndWatchesGoOnAfterKill9OfOneServer) {
+  testing::NatsCluster cluster(3);
+  ASSERT_TRUE(cluster.Start().ok());
+  SystemClock clock;
+  auto join = [&](const std::string& url) {
+    NatsConnection::Options options;
+    options.urls = *ParseNatsUrls(url);
+    auto nats = NatsConnection::Connect(options);
+    EXPECT_TRUE(nats.ok()) << nats.status();
+    return *std::move(nats);
+  };
+  // A is connected to server 0 first, B to server 1: killing server 0
+  // moves A's connection.
+  std::unique_ptr<NatsConnection> nats_a = join(
+      absl::StrCat(cluster.url(0), ",", cluster.url(1), ",", cluster.url(2)));
+  std::unique_ptr<NatsConnection> nats_b =
+      join(absl::StrCat(cluster.url(1), ",", cluster.url(2)));
+  auto state_a = JetStreamDeclaredState::Open(nats_a.get(), {});
+  auto state_b = JetStreamDeclaredState::Open(nats_b.get(), {});
+  ASSERT_TRUE(state_a.ok() && state_b.ok());
+  LayoutRegistry a(state_a->get(), &clock);
+  LayoutRegistry b(state_b->get(), &clock);
+  ASSERT_TRUE(a.Load().ok() && b.Load().ok());
+  a.StartWatching();
+  b.StartWatching();
+  ASSERT_TRUE(a.Apply(DenseLayout("before", 1)).ok());
+  ASSERT_TRUE(testing::Eventually([&] { return b.NumLayouts() == 1; }));
+
+  cluster.Kill(0);
+  const absl::Time killed = absl::Now();
+  // Writes through either collector succeed within their deadline (the
+  // first may wait for the bucket's new stream leader).
+  absl::StatusOr<collector::ApplyResult> after =
+      a.Apply(DenseLayout("after", 2));
+  ASSERT_TRUE(after.ok()) << after.status();
+  ASSERT_TRUE(b.Apply(DenseLayout("after-b", 1)).ok());
+  EXPECT_LT(absl::Now() - killed, absl::Seconds(15));
+  EXPECT_TRUE(testing::Eventually([&] { return b.NumLayouts() == 3; },
+                                  absl::Seconds(10)));
+  EXPECT_TRUE(testing::Eventually([&] { return a.NumLayouts() == 3; },
+                                  absl::Seconds(10)));
+  EXPECT_TRUE(nats_a->connected());
+  EXPECT_NE(nats_a->connected_url(), cluster.url(0));
+}
+
+}  // namespace
+}  // namespace fabricdiag::cluster

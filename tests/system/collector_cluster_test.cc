@@ -1,0 +1,227 @@
+// A collector cluster of real processes on loopback: three nats-server
+// processes in one JetStream cluster and three fabricdiag-collector
+// processes joined to it with --nats, driven through the fabricdiag CLI and
+// their HTTP endpoints. Every process is stopped when the test ends.
+#include <signal.h>
+
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/eventually.h"
+#include "tests/testing/http_get.h"
+#include "tests/testing/nats_cluster.h"
+#include "tests/testing/subprocess.h"
+#include "tests/testing/temp_dir.h"
+
+namespace fabricdiag {
+namespace {
+
+using ::fabricdiag::testing::HttpGet;
+using ::fabricdiag::testing::PortFromLog;
+using ::fabricdiag::testing::RunCommand;
+using ::fabricdiag::testing::RunResult;
+using ::fabricdiag::testing::Subprocess;
+using ::testing::HasSubstr;
+
+const std::string kCollector = FABRICDIAG_COLLECTOR_BINARY;
+const std::string kCli = FABRICDIAG_CLI_BINARY;
+
+struct Collector {
+  std::unique_ptr<Subprocess> process;
+  int grpc = 0;
+  int http = 0;
+};
+
+class CollectorClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::Status started = nats_.Start();
+    ASSERT_TRUE(started.ok()) << started;
+  }
+
+  // Collector `name` joined to the NATS servers `urls`, on the given ports
+  // (0: any; a restart reuses its ports).
+  Collector Start(const std::string& name, const std::string& urls,
+                  int grpc = 0, int http = 0) {
+    Collector c;
+    c.process = std::make_unique<Subprocess>(std::vector<std::string>{
+        kCollector, absl::StrCat("--listen=127.0.0.1:", grpc),
+        absl::StrCat("--http_listen=127.0.0.1:", http),
+        absl::StrCat("--state_dir=", dir_.path(), "/", name), "--nats=" + urls,
+        "--collector_id=" + name, "--analysis_interval=200ms"});
+    EXPECT_TRUE(c.process->Start().ok());
+    std::string line;
+    EXPECT_TRUE(
+        c.process->WaitForStderr("gRPC on port", &line, absl::Seconds(40)))
+        << c.process->Stderr();
+    c.grpc = PortFromLog(line, "gRPC");
+    c.http = PortFromLog(line, "HTTP");
+    return c;
+  }
+
+  RunResult Cli(const Collector& c, std::vector<std::string> args) {
+    std::vector<std::string> argv = {
+        kCli, absl::StrCat("--collector=127.0.0.1:", c.grpc)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCommand(argv);
+  }
+
+  std::string LayoutFile(const std::string& job, int hosts) {
+    const std::string path = absl::StrCat(dir_.path(), "/", job, ".yaml");
+    std::ofstream out(path);
+    out << "job: " << job
+        << "\ngpus_per_node: 8\nparallelism: {tp: 8, pp: 1, dp: " << hosts
+        << "}\nhosts: [";
+    for (int h = 0; h < hosts; ++h) out << (h ? ", " : "") << "gpu-00" << h;
+    out << "]\n";
+    return path;
+  }
+
+  bool Lists(const Collector& c, const std::string& job) {
+    RunResult r = Cli(c, {"layout", "list"});
+    return r.exit_code == 0 && r.out.find(job) != std::string::npos;
+  }
+
+  testing::TempDir dir_;
+  testing::NatsCluster nats_{3};
+};
+
+TEST_F(CollectorClusterTest, LayoutsAndTopologyAreSharedAndSurviveFailures) {
+  std::vector<Collector> c;
+  for (const char* name : {"col-a", "col-b", "col-c"}) {
+    c.push_back(Start(name, nats_.urls()));
+    ASSERT_GT(c.back().grpc, 0);
+  }
+
+  // 1. A layout applied through A is listed by B and C within a second.
+  RunResult applied = Cli(c[0], {"layout", "apply", LayoutFile("train", 2)});
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  const absl::Time acked = absl::Now();
+  // Polled through /metrics, which costs less than starting the CLI: the
+  // bound is on the collectors, not on this test's process starts.
+  for (int i : {1, 2}) {
+    EXPECT_TRUE(testing::Eventually(
+        [&] {
+          absl::StatusOr<std::string> m = HttpGet(c[i].http, "/metrics");
+          return m.ok() && absl::StrContains(*m, "\nfabricdiag_layouts 1\n");
+        },
+        absl::Seconds(1), absl::Milliseconds(20)))
+        << "collector " << i << " did not serve the layout within 1 s";
+  }
+  EXPECT_LT(absl::Now() - acked, absl::Seconds(3));
+  EXPECT_TRUE(Lists(c[1], "train"));
+  EXPECT_TRUE(Lists(c[2], "train"));
+
+  // The topology too: `topology show` agrees on all three.
+  const std::string topology = dir_.path() + "/topology.yaml";
+  std::ofstream(topology) << "switches:\n  - name: leaf-0\n"
+                             "    uplinks: [swp49, swp50]\n"
+                             "links:\n  - {host: gpu-000, nic: mlx5_0, "
+                             "switch: leaf-0, port: swp1}\n";
+  RunResult topo = Cli(c[1], {"topology", "apply", topology});
+  ASSERT_EQ(topo.exit_code, 0) << topo.err;
+  std::string shown_on_b = Cli(c[1], {"topology", "show"}).out;
+  ASSERT_THAT(shown_on_b, HasSubstr("leaf-0"));
+  for (int i : {0, 2}) {
+    EXPECT_TRUE(testing::Eventually(
+        [&] {
+          return Cli(c[i], {"topology", "show"}).out == shown_on_b;
+        },
+        absl::Seconds(5), absl::Milliseconds(50)));
+  }
+
+  // /healthz names the collector and its NATS server; /metrics has the
+  // cluster's families.
+  absl::StatusOr<std::string> health = HttpGet(c[2].http, "/healthz");
+  ASSERT_TRUE(health.ok()) << health.status();
+  EXPECT_THAT(*health, HasSubstr("collector_id col-c"));
+  EXPECT_THAT(*health, HasSubstr("NATS connected to nats://127.0.0.1:"));
+  absl::StatusOr<std::string> metrics = HttpGet(c[1].http, "/metrics");
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_THAT(*metrics, HasSubstr("fabricdiag_cluster_nats_connected{"
+                                  "collector_id=\"col-b\"} 1"));
+  EXPECT_THAT(*metrics,
+              HasSubstr("fabricdiag_cluster_declared_changes_total{"
+                        "collector_id=\"col-b\",outcome=\"applied\"} 1"));
+
+  // 4. kill -9 of one NATS server: writes and their delivery go on.
+  nats_.Kill(0);
+  RunResult after_kill =
+      Cli(c[2], {"--timeout=30s", "layout", "apply", LayoutFile("after", 1)});
+  ASSERT_EQ(after_kill.exit_code, 0) << after_kill.err;
+  for (int i : {0, 1}) {
+    EXPECT_TRUE(testing::Eventually([&] { return Lists(c[i], "after"); },
+                                    absl::Seconds(20), absl::Milliseconds(100)))
+        << "collector " << i << " after the kill: " << c[i].process->Stderr();
+  }
+
+  // 5. Cut off from NATS (its servers stopped): unhealthy, and healthy
+  // again when they come back.
+  nats_.Pause(1);
+  nats_.Pause(2);
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        absl::StatusOr<std::string> h = HttpGet(c[0].http, "/healthz");
+        return !h.ok() && absl::StrContains(h.status().message(), "503") &&
+               absl::StrContains(h.status().message(), "NATS not connected");
+      },
+      absl::Seconds(20), absl::Milliseconds(200)));
+  // A write cannot be acknowledged now: refused, not lost silently.
+  RunResult cut_off =
+      Cli(c[0], {"--timeout=30s", "layout", "apply", LayoutFile("cut", 1)});
+  EXPECT_NE(cut_off.exit_code, 0);
+  nats_.Resume(1);
+  nats_.Resume(2);
+  ASSERT_TRUE(nats_.Restart(0).ok());
+  // The refused write keeps /healthz red until a write succeeds again.
+  RunResult retried =
+      Cli(c[0], {"--timeout=30s", "layout", "apply", LayoutFile("cut", 1)});
+  EXPECT_EQ(retried.exit_code, 0) << retried.err;
+  EXPECT_TRUE(
+      testing::Eventually([&] { return HttpGet(c[0].http, "/healthz").ok(); },
+                          absl::Seconds(30), absl::Milliseconds(200)))
+      << c[0].process->Stderr();
+
+  // 6. Restart of every collector: the declared state comes back.
+  for (Collector& each : c) each.process.reset();
+  Collector again = Start("col-a2", nats_.urls());
+  ASSERT_GT(again.grpc, 0);
+  EXPECT_TRUE(Lists(again, "train"));
+  EXPECT_TRUE(Lists(again, "after"));
+  EXPECT_THAT(Cli(again, {"topology", "show"}).out, HasSubstr("leaf-0"));
+}
+
+TEST_F(CollectorClusterTest, BadClusterFlagsAreClearErrors) {
+  for (const auto& [flag, message] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"--nats=127.0.0.1:4222", "is not nats://HOST:PORT"},
+           {"--nats_replicas=9", "--nats_replicas"},
+           {"--collector_id=-bad", "--collector_id"}}) {
+    std::vector<std::string> argv = {kCollector, "--state_dir=" + dir_.path(),
+                                     flag};
+    if (flag.rfind("--nats=", 0) != 0) argv.push_back("--nats=" + nats_.urls());
+    RunResult r = RunCommand(argv, absl::Seconds(20));
+    EXPECT_EQ(r.exit_code, 2) << flag << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr(message)) << flag;
+  }
+  // No server answers: a clear startup error naming the URL, in bounded time.
+  const std::string dead =
+      absl::StrCat("nats://127.0.0.1:", testing::FreeLoopbackPort());
+  RunResult r = RunCommand(
+      {kCollector, "--state_dir=" + dir_.path() + "/x", "--listen=127.0.0.1:0",
+       "--http_listen=127.0.0.1:0", "--nats=" + dead},
+      absl::Seconds(60));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(dead));
+}
+
+}  // namespace
+}  // namespace fabricdiag

@@ -1,0 +1,149 @@
+#include "tests/testing/nats_cluster.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace fabricdiag::testing {
+namespace {
+
+constexpr char kNatsServer[] = "/usr/sbin/nats-server";
+
+bool Connects(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok =
+      ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  ::close(fd);
+  return ok;
+}
+
+}  // namespace
+
+int FreeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+bool HaveNatsServer() { return ::access(kNatsServer, X_OK) == 0; }
+
+NatsCluster::NatsCluster(int servers) : servers_(servers) {
+  for (Server& s : servers_) {
+    s.client_port = FreeLoopbackPort();
+    s.cluster_port = FreeLoopbackPort();
+  }
+  for (int i = 0; i < servers; ++i) {
+    std::vector<std::string> routes;
+    for (int j = 0; j < servers; ++j) {
+      if (j != i) {
+        routes.push_back(
+            absl::StrCat("nats-route://127.0.0.1:", servers_[j].cluster_port));
+      }
+    }
+    Server& s = servers_[i];
+    s.config = absl::StrCat(dir_.path(), "/n", i, ".conf");
+    std::ofstream conf(s.config);
+    conf << "server_name: n" << i << "\n"
+         << "listen: 127.0.0.1:" << s.client_port << "\n"
+         << "jetstream { store_dir: \"" << dir_.path() << "/store" << i
+         << "\" }\n";
+    if (servers > 1) {
+      conf << "cluster {\n  name: fabricdiag-test\n  listen: 127.0.0.1:"
+           << s.cluster_port << "\n  routes: [" << absl::StrJoin(routes, ", ")
+           << "]\n}\n";
+    }
+  }
+}
+
+NatsCluster::~NatsCluster() = default;
+
+std::string NatsCluster::url(int i) const {
+  return absl::StrCat("nats://127.0.0.1:", servers_[i].client_port);
+}
+
+std::string NatsCluster::urls() const {
+  std::vector<std::string> all;
+  for (int i = 0; i < size(); ++i) all.push_back(url(i));
+  return absl::StrJoin(all, ",");
+}
+
+absl::Status NatsCluster::StartServer(int i) {
+  Server& s = servers_[i];
+  s.process = std::make_unique<Subprocess>(
+      std::vector<std::string>{kNatsServer, "-c", s.config});
+  return s.process->Start();
+}
+
+absl::Status NatsCluster::Start(absl::Duration timeout) {
+  if (!HaveNatsServer()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(kNatsServer, " is missing: run scripts/install-deps.sh"));
+  }
+  for (int i = 0; i < size(); ++i) {
+    if (absl::Status s = StartServer(i); !s.ok()) return s;
+  }
+  const absl::Time deadline = absl::Now() + timeout;
+  for (int i = 0; i < size(); ++i) {
+    // JetStream is usable once a server logs that it found the meta leader
+    // (or, alone, that JetStream started).
+    const char* ready = size() > 1 ? "metadata leader" : "Server is ready";
+    std::string line;
+    while (!servers_[i].process->WaitForStderr(ready, &line,
+                                               absl::Milliseconds(200)) ||
+           !Connects(servers_[i].client_port)) {
+      if (!servers_[i].process->Running()) {
+        return absl::InternalError(
+            absl::StrCat("nats-server n", i, " exited: ", Log(i)));
+      }
+      if (absl::Now() > deadline) {
+        return absl::DeadlineExceededError(
+            absl::StrCat("nats-server n", i, " not ready in ",
+                         absl::FormatDuration(timeout), ": ", Log(i)));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+void NatsCluster::Kill(int i) {
+  if (servers_[i].process == nullptr) return;
+  servers_[i].process->Signal(SIGKILL);
+  servers_[i].process->Wait(absl::Seconds(5));
+}
+
+void NatsCluster::Pause(int i) { servers_[i].process->Signal(SIGSTOP); }
+void NatsCluster::Resume(int i) { servers_[i].process->Signal(SIGCONT); }
+
+absl::Status NatsCluster::Restart(int i) {
+  Kill(i);
+  return StartServer(i);
+}
+
+std::string NatsCluster::Log(int i) const {
+  return servers_[i].process == nullptr ? "" : servers_[i].process->Stderr();
+}
+
+}  // namespace fabricdiag::testing

@@ -1,0 +1,69 @@
+// Real NATS JetStream servers on loopback for tests and benchmarks of the
+// collector cluster: N `nats-server` processes (Debian's package) routed
+// into one cluster, each with its own free client and cluster ports and its
+// own store directory, stopped (SIGKILL) when the object goes away.
+//
+//   testing::NatsCluster nats(3);
+//   ASSERT_TRUE(nats.Start().ok());        // JetStream ready on all three
+//   flag = "--nats=" + nats.urls();         // "nats://127.0.0.1:P1,..."
+//   nats.Kill(0);                           // kill -9 of the first server
+//   nats.Restart(0);                        // same ports, same store
+//
+// Not thread-safe.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "tests/testing/subprocess.h"
+#include "tests/testing/temp_dir.h"
+
+namespace fabricdiag::testing {
+
+// A TCP port on 127.0.0.1 that nothing listens on right now.
+int FreeLoopbackPort();
+
+// True when `nats-server` is installed (scripts/install-deps.sh installs it).
+bool HaveNatsServer();
+
+class NatsCluster {
+ public:
+  explicit NatsCluster(int servers);
+  ~NatsCluster();
+  NatsCluster(const NatsCluster&) = delete;
+  NatsCluster& operator=(const NatsCluster&) = delete;
+
+  // Starts every server and waits until each answers and JetStream has a
+  // meta leader (a stream can be created), or `timeout`.
+  absl::Status Start(absl::Duration timeout = absl::Seconds(30));
+
+  // Comma-separated client URLs of every server, for --nats.
+  std::string urls() const;
+  std::string url(int i) const;
+  int size() const { return static_cast<int>(servers_.size()); }
+
+  void Kill(int i);    // SIGKILL, reaped
+  void Pause(int i);   // SIGSTOP
+  void Resume(int i);  // SIGCONT
+  // Starts server i again with its ports and store (after Kill).
+  absl::Status Restart(int i);
+  // The server's log (stderr), for failure messages.
+  std::string Log(int i) const;
+
+ private:
+  struct Server {
+    int client_port = 0;
+    int cluster_port = 0;
+    std::string config;
+    std::unique_ptr<Subprocess> process;
+  };
+  absl::Status StartServer(int i);
+
+  TempDir dir_;
+  std::vector<Server> servers_;
+};
+
+}  // namespace fabricdiag::testing

@@ -192,12 +192,16 @@ absl::Duration StreamClient::BackoffDelay(int attempt) {
 void StreamClient::Run() {
   int attempt = 0;
   size_t current = options_.first_target;
+  // Per target, so that collectors failing in turn (each error names its
+  // target) log once each rather than on every attempt.
+  std::vector<std::string> last_errors(options_.targets.size());
   while (true) {
     bool got_response = false;
     absl::Status status = RunStream(options_.targets[current], &got_response);
     std::unique_lock<std::mutex> lock(mu_);
     if (stopping_) return;
-    const bool new_error = stats_.last_error != status.ToString();
+    const bool new_error = last_errors[current] != status.ToString();
+    last_errors[current] = status.ToString();
     stats_.last_error = status.ToString();
     ++stats_.reconnects;
     if (got_response) attempt = 0;

@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "agent/agent_runner.h"
+#include "agent/collector_list.h"
 #include "agent/ethtool_ioctl.h"
 #include "agent/ethtool_source.h"
 #include "agent/exposition.h"
@@ -33,6 +33,7 @@
 #include "agent/sysfs_reader.h"
 #include "agent/verbs.h"
 #include "agent/verbs_port_source.h"
+#include "common/address_list.h"
 #include "common/byte_size.h"
 #include "common/clock.h"
 #include "common/files.h"
@@ -50,23 +51,6 @@ namespace {
 // a few MiB could not ride out even a short reconnect.
 constexpr uint64_t kMinStreamBuffer = uint64_t{4} << 20;
 constexpr uint64_t kMaxStreamBuffer = uint64_t{64} << 30;
-
-// "HOST:PORT", "[v6]:PORT". The port must be a number in 0..65535.
-absl::Status ValidateHostPort(absl::string_view flag, absl::string_view value,
-                              bool allow_port_zero) {
-  const size_t colon = value.rfind(':');
-  if (colon == absl::string_view::npos || colon == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", flag, "=", value, ": expected HOST:PORT"));
-  }
-  uint32_t port = 0;
-  if (!absl::SimpleAtoi(value.substr(colon + 1), &port) || port > 65535 ||
-      (port == 0 && !allow_port_zero)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--", flag, "=", value, ": the port must be a number in 1..65535"));
-  }
-  return absl::OkStatus();
-}
 
 absl::Status CheckReadableFile(absl::string_view flag,
                                const std::string& path) {
@@ -220,10 +204,10 @@ absl::Status ValidateAgentConfig(const AgentConfig& config) {
                      ": must be between 10ms and 1h"));
   }
   if (!config.once) {
-    RETURN_IF_ERROR(ValidateHostPort("listen", config.listen, true));
+    RETURN_IF_ERROR(CheckHostPort("listen", config.listen, true));
   }
   if (!config.collector.empty()) {
-    RETURN_IF_ERROR(ValidateHostPort("collector", config.collector, false));
+    RETURN_IF_ERROR(ParseCollectorList(config.collector).status());
   }
   RETURN_IF_ERROR(CheckReadableFile("tls_ca", config.tls_ca));
   RETURN_IF_ERROR(CheckReadableFile("tls_cert", config.tls_cert));
@@ -282,7 +266,10 @@ size_t StreamBufferReports(const AgentConfig& config) {
 // be read.
 absl::StatusOr<StreamClient::Options> StreamOptions(const AgentConfig& config) {
   StreamClient::Options options;
-  options.target = config.collector;
+  // Validated by ValidateAgentConfig.
+  options.targets = *ParseCollectorList(config.collector);
+  options.first_target =
+      PreferredCollectorIndex(config.node, options.targets.size());
   options.node = config.node;
   options.agent_version = kVersion;
   options.interval = config.interval;
@@ -394,12 +381,13 @@ int RunAgent(const AgentConfig& config) {
   HttpServer* server = http->get();
   runner.set_http_stats([server] { return server->stats(); });
   const std::string ports = absl::StrCat((*http)->port());
-  LogInfo(absl::StrCat("fabricdiag-agent ", kVersion, " node=", config.node,
-                       " sysfs_root=", config.sysfs_root,
-                       " serving /metrics on port ", ports,
-                       config.collector.empty()
-                           ? std::string(" (no collector)")
-                           : absl::StrCat(" streaming to ", config.collector)));
+  LogInfo(absl::StrCat(
+      "fabricdiag-agent ", kVersion, " node=", config.node,
+      " sysfs_root=", config.sysfs_root, " serving /metrics on port ", ports,
+      config.collector.empty()
+          ? std::string(" (no collector)")
+          : absl::StrCat(" streaming to ", sink->Health().collector, " of ",
+                         config.collector)));
   TickUntilSignal(config, signals, clock, runner);
   LogInfo("fabricdiag-agent: stopping");
   if (sink != nullptr) sink->Stop();

@@ -20,7 +20,10 @@ ABSL_FLAG(absl::Duration, interval, absl::Seconds(1),
 ABSL_FLAG(std::string, listen, "0.0.0.0:9810",
           "ADDR:PORT serving Prometheus /metrics");
 ABSL_FLAG(std::string, collector, "",
-          "HOST:PORT of the collector to stream to; empty = Prometheus only");
+          "HOST:PORT of the collector to stream to, or a comma-separated list "
+          "of a cluster's collectors: the agent starts with the one its "
+          "--node hashes to (FNV-1a 64 modulo the list size) and fails over "
+          "to the next when the stream ends; empty = Prometheus only");
 ABSL_FLAG(bool, once, false,
           "Read one snapshot, print it as JSON on stdout and exit");
 ABSL_FLAG(std::string, tls_ca, "", "CA certificate to trust for the collector");

@@ -623,6 +623,17 @@ void AddHealth(const Snapshot& snap, const AgentHealth& h, Families* f) {
     f->Add("fabricdiag_agent_stream_reconnects_total",
            "Times the stream to the collector was re-established.",
            Type::kCounter, {}, static_cast<double>(s.reconnects));
+    // One series, relabelled on failover: which collector of --collector
+    // holds this node's recent history (with stream_connected: whether the
+    // stream to it is up right now).
+    f->Add("fabricdiag_agent_stream_collector_info",
+           "The collector of --collector the agent streams to, or tries to "
+           "next; value is always 1.",
+           Type::kGauge, {{"collector", s.collector}}, 1);
+    f->Add("fabricdiag_agent_stream_failovers_total",
+           "Times the agent moved to the next collector of --collector after "
+           "a stream ended.",
+           Type::kCounter, {}, static_cast<double>(s.failovers));
   }
 }
 

@@ -51,6 +51,8 @@ struct AgentHealth {
     uint64_t dropped = 0;         // reports lost to buffer overflow
     uint64_t sent = 0;
     uint64_t reconnects = 0;
+    std::string collector;   // HOST:PORT streamed to (or being tried)
+    uint64_t failovers = 0;  // moves to another collector of the list
   };
   std::optional<Stream> stream;  // absent when no collector is configured
   // The /metrics server's own counters; absent in --once and in tests.

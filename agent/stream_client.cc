@@ -32,8 +32,18 @@ constexpr int kKeepaliveTimeoutMs = 10'000;
 constexpr size_t kMaxReasonBytes = 512;
 
 absl::Status CheckFields(const StreamClient::Options& o) {
-  if (o.target.empty()) {
-    return absl::InvalidArgumentError("collector target is empty");
+  if (o.targets.empty()) {
+    return absl::InvalidArgumentError("no collector target");
+  }
+  for (const std::string& target : o.targets) {
+    if (target.empty()) {
+      return absl::InvalidArgumentError("collector target is empty");
+    }
+  }
+  if (o.first_target >= o.targets.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("first collector index ", o.first_target,
+                     " is out of range for ", o.targets.size(), " targets"));
   }
   if (o.node.empty()) return absl::InvalidArgumentError("node name is empty");
   if (o.backoff_initial <= absl::ZeroDuration() ||
@@ -99,7 +109,9 @@ StreamClient::StreamClient(
       clock_(clock),
       credentials_(std::move(credentials)),
       boot_id_(options_.boot_id.empty() ? RandomBootId() : options_.boot_id),
-      buffer_(options_.buffer) {}
+      buffer_(options_.buffer) {
+  stats_.target = options_.targets[options_.first_target];
+}
 
 StreamClient::~StreamClient() { Stop(); }
 
@@ -179,20 +191,37 @@ absl::Duration StreamClient::BackoffDelay(int attempt) {
 
 void StreamClient::Run() {
   int attempt = 0;
+  size_t current = options_.first_target;
+  // Per target, so that collectors failing in turn (each error names its
+  // target) log once each rather than on every attempt.
+  std::vector<std::string> last_errors(options_.targets.size());
   while (true) {
     bool got_response = false;
-    absl::Status status = RunStream(&got_response);
+    absl::Status status = RunStream(options_.targets[current], &got_response);
     std::unique_lock<std::mutex> lock(mu_);
     if (stopping_) return;
-    const bool new_error = stats_.last_error != status.ToString();
+    const bool new_error = last_errors[current] != status.ToString();
+    last_errors[current] = status.ToString();
     stats_.last_error = status.ToString();
     ++stats_.reconnects;
     if (got_response) attempt = 0;
     const absl::Duration delay = BackoffDelay(attempt);
     if (attempt < 64) ++attempt;
+    // Any end of a stream moves on: a collector that just failed is the
+    // least likely to answer next, and one that is merely restarting is
+    // tried again after the others. The backoff still grows per failed
+    // attempt, so a cluster whose collectors are all down is not hammered.
+    std::string next_note;
+    if (options_.targets.size() > 1) {
+      current = (current + 1) % options_.targets.size();
+      stats_.target = options_.targets[current];
+      ++stats_.failovers;
+      next_note = absl::StrCat(" on ", stats_.target);
+    }
     if (new_error || got_response) {
       LogWarning(absl::StrCat("collector stream: ", status.ToString(),
-                              "; retrying in ", absl::FormatDuration(delay)));
+                              "; retrying", next_note, " in ",
+                              absl::FormatDuration(delay)));
     }
     cv_.wait_for(lock, absl::ToChronoNanoseconds(delay),
                  [this] { return stopping_; });
@@ -223,8 +252,9 @@ void StreamClient::ReadLoop(IngestStream* stream, uint64_t stream_id) {
   cv_.notify_all();
 }
 
-absl::Status StreamClient::RunStream(bool* got_response) {
-  std::unique_ptr<v1::Ingest::Stub> stub = NewStub();
+absl::Status StreamClient::RunStream(const std::string& target,
+                                     bool* got_response) {
+  std::unique_ptr<v1::Ingest::Stub> stub = NewStub(target);
   grpc::ClientContext context;
   if (!options_.token.empty()) {
     context.AddMetadata("authorization",
@@ -234,10 +264,11 @@ absl::Status StreamClient::RunStream(bool* got_response) {
   std::unique_ptr<IngestStream> stream = stub->Stream(&context);
   std::thread reader([&] { ReadLoop(stream.get(), stream_id); });
   WriteUntilEnd(stream.get());
-  return EndStream(&context, &reader, stream.get(), got_response);
+  return EndStream(target, &context, &reader, stream.get(), got_response);
 }
 
-std::unique_ptr<v1::Ingest::Stub> StreamClient::NewStub() const {
+std::unique_ptr<v1::Ingest::Stub> StreamClient::NewStub(
+    const std::string& target) const {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
@@ -249,7 +280,7 @@ std::unique_ptr<v1::Ingest::Stub> StreamClient::NewStub() const {
   }
   // The stub keeps the channel alive.
   return v1::Ingest::NewStub(
-      grpc::CreateCustomChannel(options_.target, credentials_, args));
+      grpc::CreateCustomChannel(target, credentials_, args));
 }
 
 absl::StatusOr<uint64_t> StreamClient::BeginStream(
@@ -334,7 +365,8 @@ bool StreamClient::WritePending(IngestStream* stream,
   return true;
 }
 
-absl::Status StreamClient::EndStream(grpc::ClientContext* context,
+absl::Status StreamClient::EndStream(const std::string& target,
+                                     grpc::ClientContext* context,
                                      std::thread* reader, IngestStream* stream,
                                      bool* got_response) {
   std::string reject;
@@ -357,16 +389,16 @@ absl::Status StreamClient::EndStream(grpc::ClientContext* context,
   }
   if (stopping) return absl::CancelledError("stopping");
   if (!reject.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "collector ", options_.target, " rejected the stream: ", reject));
+    return absl::FailedPreconditionError(
+        absl::StrCat("collector ", target, " rejected the stream: ", reject));
   }
   if (finish.ok()) {
     return absl::UnavailableError(
-        absl::StrCat("collector ", options_.target, " closed the stream"));
+        absl::StrCat("collector ", target, " closed the stream"));
   }
   absl::Status s = FromGrpcStatus(finish);
-  return absl::Status(
-      s.code(), absl::StrCat("collector ", options_.target, ": ", s.message()));
+  return absl::Status(s.code(),
+                      absl::StrCat("collector ", target, ": ", s.message()));
 }
 
 }  // namespace fabricdiag::agent

@@ -15,8 +15,18 @@
 // and jitter. Stop() cancels the RPC in flight, so it returns promptly even
 // when the collector hangs or is unreachable.
 //
+// Failover: with several collectors (`targets`), the client starts at
+// `first_target` and, whenever a stream ends (failed connect, stream error,
+// keepalive timeout, reject), tries the next one, wrapping around, after
+// the same backoff. The new collector gets Hello and then the whole
+// unacknowledged buffer, as after any reconnect, so a failover loses
+// nothing the buffer holds. The client stays on the collector that works:
+// it does not go back to `first_target` when that one returns (moving
+// again would only split the node's recent history once more).
+//
 //   StreamClient::Options opts;
-//   opts.target = "collector:9811";
+//   opts.targets = {"collector-0:9811", "collector-1:9811"};
+//   opts.first_target = PreferredCollectorIndex("gpu-003", 2);
 //   opts.node = "gpu-003";
 //   opts.tls_ca_file = "/etc/fabricdiag/ca.pem";
 //   ASSIGN_OR_RETURN(std::unique_ptr<StreamClient> client,
@@ -51,7 +61,10 @@ namespace fabricdiag::agent {
 class StreamClient {
  public:
   struct Options {
-    std::string target;                          // "host:port" of the collector
+    // "host:port" of each collector, tried in order from `first_target`,
+    // wrapping around (see the overview).
+    std::vector<std::string> targets;
+    size_t first_target = 0;                     // index into targets
     std::string node;                            // --node
     std::string agent_version;                   // reported in Hello
     absl::Duration interval = absl::Seconds(1);  // reported in Hello
@@ -84,12 +97,18 @@ class StreamClient {
     uint64_t acked = 0;           // reports acknowledged by the collector
     uint64_t last_acked_seq = 0;
     uint64_t reconnects = 0;  // streams that ended and were retried
+    // The collector the current (or next) stream goes to.
+    std::string target;
+    // Times the client moved to another collector of `targets` after a
+    // stream ended (never with a single target).
+    uint64_t failovers = 0;
     // Monotonic nanos (of the injected Clock) of the last Ack; 0 = never.
     int64_t last_ack_monotonic_nanos = 0;
     std::string last_error;  // why the last stream ended; "" = none yet
   };
 
-  // Checks `options` without connecting: target and node set, backoff
+  // Checks `options` without connecting: targets (non-empty, no empty
+  // entry) and node set, first_target in range, backoff
   // sane, TLS files readable PEM, cert and key given together.
   static absl::Status Validate(const Options& options);
 
@@ -140,11 +159,11 @@ class StreamClient {
   };
 
   void Run();
-  // One stream from connect to end; returns why it ended. Sets
+  // One stream to `target` from connect to end; returns why it ended. Sets
   // `*got_response` when the collector answered at least once.
-  absl::Status RunStream(bool* got_response);
-  // A stub on a fresh channel to options_.target.
-  std::unique_ptr<v1::Ingest::Stub> NewStub() const;
+  absl::Status RunStream(const std::string& target, bool* got_response);
+  // A stub on a fresh channel to `target`.
+  std::unique_ptr<v1::Ingest::Stub> NewStub(const std::string& target) const;
   // Makes `context` the active one; returns the new stream's id, or
   // kCancelled when stopping.
   absl::StatusOr<uint64_t> BeginStream(grpc::ClientContext* context);
@@ -157,7 +176,8 @@ class StreamClient {
   bool WritePending(IngestStream* stream, const PendingWrites& pending,
                     v1::AgentMessage* msg, StreamCursor* cursor);
   // Cancels the stream if we end it, joins the reader, returns why it ended.
-  absl::Status EndStream(grpc::ClientContext* context, std::thread* reader,
+  absl::Status EndStream(const std::string& target,
+                         grpc::ClientContext* context, std::thread* reader,
                          IngestStream* stream, bool* got_response);
   // Reads CollectorMessages until the stream ends.
   void ReadLoop(IngestStream* stream, uint64_t stream_id);

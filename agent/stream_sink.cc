@@ -39,6 +39,8 @@ AgentHealth::Stream StreamSink::Health() const {
   health.dropped = stats.dropped;
   health.sent = stats.sent;
   health.reconnects = stats.reconnects;
+  health.collector = std::move(stats.target);
+  health.failovers = stats.failovers;
   return health;
 }
 

@@ -118,9 +118,10 @@ int UsageError(absl::string_view message, const CommandEnv& env) {
 
 std::string Usage() {
   std::string s =
-      "usage: fabricdiag [--collector=HOST:PORT] [--token_file=F] "
-      "[--tls_ca=F] [--tls_server_name=NAME] [--tls_cert=F --tls_key=F]\n"
-      "                  [--timeout=10s] COMMAND ...\n\n"
+      "usage: fabricdiag [--collector=HOST:PORT[,HOST:PORT...]] "
+      "[--token_file=F] [--tls_ca=F] [--tls_server_name=NAME]\n"
+      "                  [--tls_cert=F --tls_key=F] "
+      "[--timeout=10s] COMMAND ...\n\n"
       "commands:\n";
   size_t width = 0;
   for (const CommandSpec& spec : Commands()) {
@@ -134,6 +135,7 @@ std::string Usage() {
   absl::StrAppend(
       &s, "\nflags may appear anywhere; the collector defaults to ",
       kDefaultCollector,
+      " (with a list, each command uses the first that answers)"
       ".\nexit status: 0 success, 1 the collector cannot be reached or "
       "failed, 2 invalid input.\n");
   return s;

@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/address_list.h"
 #include "common/files.h"
 #include "common/status_macros.h"
 
@@ -67,12 +68,18 @@ absl::Status CheckAddress(absl::string_view address) {
 }  // namespace
 
 absl::StatusOr<ClientConfig> LoadClientConfig(const ClientFlags& flags) {
-  RETURN_IF_ERROR(CheckAddress(flags.address));
+  if (flags.address.empty()) return FlagError("collector", "empty address");
+  ASSIGN_OR_RETURN(std::vector<std::string> addresses,
+                   SplitAddressList("collector", flags.address));
+  for (const std::string& address : addresses) {
+    RETURN_IF_ERROR(CheckAddress(address));
+  }
   if (flags.timeout <= absl::ZeroDuration()) {
     return FlagError("timeout", "must be positive (e.g. 10s)");
   }
   ClientConfig config;
-  config.address = flags.address;
+  config.address = addresses.front();
+  config.addresses = std::move(addresses);
   config.timeout = flags.timeout;
   config.tls_server_name = flags.tls_server_name;
   if (!flags.token_file.empty()) {

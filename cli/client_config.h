@@ -1,7 +1,7 @@
-// How to reach the collector: address, TLS and token, loaded from the global
-// flags. Files are read here, before any RPC, so that a missing token or CA
-// file is reported as invalid input (exit 2) naming the flag, not as a
-// collector failure.
+// How to reach the collector: address (or a list of them, tried in order;
+// see failover_client.h), TLS and token, loaded from the global flags. Files
+// are read here, before any RPC, so that a missing token or CA file is reported
+// as invalid input (exit 2) naming the flag, not as a collector failure.
 //
 //   ClientFlags flags;
 //   flags.address = "collector-0:9811";
@@ -13,6 +13,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -23,6 +24,8 @@ inline constexpr char kDefaultCollector[] = "127.0.0.1:9811";
 
 // The global flags as given.
 struct ClientFlags {
+  // --collector: HOST:PORT, a gRPC target URI, or a comma-separated list of
+  // them.
   std::string address = kDefaultCollector;
   std::string token_file;       // empty: no token
   std::string tls_ca;           // empty: plaintext
@@ -34,7 +37,11 @@ struct ClientFlags {
 
 // What GrpcCollectorClient needs.
 struct ClientConfig {
+  // The address one GrpcCollectorClient connects to: the first of
+  // `addresses` as loaded.
   std::string address = kDefaultCollector;
+  // Every address of --collector, in the order given (at least one).
+  std::vector<std::string> addresses = {kDefaultCollector};
   std::string token;       // empty: no authorization metadata
   std::string tls_ca_pem;  // empty: plaintext
   std::string tls_server_name;
@@ -46,7 +53,8 @@ struct ClientConfig {
 // Largest token or CA file read; anything bigger is not a token or a CA.
 inline constexpr size_t kMaxCredentialFileBytes = 1 << 20;
 
-// InvalidArgument naming the flag for: an empty or malformed address, a
+// InvalidArgument naming the flag for: an empty or malformed address (or
+// list entry, or an address listed twice), a
 // non-positive timeout, an unreadable/empty/oversized token file, a token
 // with characters that cannot go into an HTTP/2 header, an unreadable or
 // empty CA file, a client certificate without its key (or either without

@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "cli/failover_client.h"
 #include "common/grpc_status.h"
 
 namespace fabricdiag::cli {
@@ -287,6 +288,22 @@ absl::Status GrpcCollectorClient::WatchFindings(
     callbacks.on_connected();
   }
   return Fail(status);
+}
+
+std::shared_ptr<CollectorClient> MakeCollectorClient(
+    const ClientConfig& config) {
+  if (config.addresses.size() <= 1) {
+    return std::make_shared<GrpcCollectorClient>(config);
+  }
+  std::vector<std::shared_ptr<CollectorClient>> members;
+  members.reserve(config.addresses.size());
+  for (const std::string& address : config.addresses) {
+    ClientConfig one = config;
+    one.address = address;
+    one.addresses = {address};
+    members.push_back(std::make_shared<GrpcCollectorClient>(one));
+  }
+  return std::make_shared<FailoverCollectorClient>(std::move(members));
 }
 
 void GrpcCollectorClient::CancelWatch() {

@@ -42,6 +42,12 @@ absl::Status DescribeRpcError(const grpc::Status& status,
                               const std::string& address,
                               absl::Duration timeout);
 
+// The client main() uses: a GrpcCollectorClient for config.address when
+// `config` names one address, a FailoverCollectorClient over one
+// GrpcCollectorClient per address otherwise.
+std::shared_ptr<CollectorClient> MakeCollectorClient(
+    const ClientConfig& config);
+
 class GrpcCollectorClient final : public CollectorClient {
  public:
   explicit GrpcCollectorClient(const ClientConfig& config);

@@ -25,7 +25,8 @@
 #include "common/version.h"
 
 ABSL_FLAG(std::string, collector, fabricdiag::cli::kDefaultCollector,
-          "collector gRPC address, HOST:PORT");
+          "collector gRPC address, HOST:PORT, or a comma-separated list of a "
+          "cluster's collectors: each command uses the first that answers");
 ABSL_FLAG(std::string, token_file, "",
           "file holding the bearer token for write commands");
 ABSL_FLAG(std::string, tls_ca, "",
@@ -191,8 +192,8 @@ int main(int argc, char** argv) {
   const int status = fabricdiag::cli::RunCli(
       args, options,
       [](const fabricdiag::cli::ClientConfig& config) {
-        auto client =
-            std::make_shared<fabricdiag::cli::GrpcCollectorClient>(config);
+        std::shared_ptr<fabricdiag::cli::CollectorClient> client =
+            fabricdiag::cli::MakeCollectorClient(config);
         g_live->Set(client);
         return client;
       },

@@ -153,9 +153,16 @@ TEST(ExpositionTest, StreamMetricsOnlyWithACollector) {
   AgentHealth health;
   health.stream = AgentHealth::Stream{};
   health.stream->buffered = 42;
+  health.stream->collector = "c1:9811";
+  health.stream->failovers = 3;
   std::string text = Render(TestSnapshot(), health);
   EXPECT_THAT(text, HasSubstr("fabricdiag_agent_stream_connected 0"));
   EXPECT_THAT(text, HasSubstr("fabricdiag_agent_stream_reports_buffered 42"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          "fabricdiag_agent_stream_collector_info{collector=\"c1:9811\"} 1"));
+  EXPECT_THAT(text, HasSubstr("fabricdiag_agent_stream_failovers_total 3"));
 }
 
 TEST(ExpositionTest, PageServesNothingBeforeFirstSnapshot) {

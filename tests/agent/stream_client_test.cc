@@ -84,7 +84,7 @@ class StreamClientTest : public ::testing::Test {
  protected:
   StreamClient::Options BaseOptions() const {
     StreamClient::Options o;
-    o.target = server_.target();
+    o.targets = {server_.target()};
     o.node = kNode;
     o.agent_version = "test";
     o.backoff_initial = absl::Milliseconds(10);
@@ -111,12 +111,12 @@ class StreamClientTest : public ::testing::Test {
 
 TEST_F(StreamClientTest, ValidateRejectsUnusableOptions) {
   StreamClient::Options o;
-  o.target = "collector:9811";
+  o.targets = {"collector:9811"};
   o.node = kNode;
   EXPECT_TRUE(StreamClient::Validate(o).ok());
 
   StreamClient::Options no_target = o;
-  no_target.target = "";
+  no_target.targets = {};
   EXPECT_EQ(StreamClient::Validate(no_target).code(),
             absl::StatusCode::kInvalidArgument);
 
@@ -148,7 +148,7 @@ TEST_F(StreamClientTest, ValidateRejectsFilesThatAreNotPem) {
   const std::string text = dir + "/not_pem.txt";
   std::ofstream(text) << "hello\n";
   StreamClient::Options o;
-  o.target = "collector:9811";
+  o.targets = {"collector:9811"};
   o.node = kNode;
   o.tls_ca_file = text;
   EXPECT_THAT(std::string(StreamClient::Validate(o).message()),
@@ -231,6 +231,133 @@ TEST_F(StreamClientTest, OutageLosesNothingAndReplaysEachReportOnce) {
   EXPECT_EQ(client->stats().buffered, 0u);
   EXPECT_EQ(client->stats().dropped, 0u);
   client->Stop();
+}
+
+// Two collectors: the first goes away with reports it has received but not
+// acknowledged; the agent moves to the second and replays them there, so
+// the two together hold every seq.
+TEST_F(StreamClientTest, FailsOverToTheNextCollectorAndReplaysTheUnacked) {
+  FakeIngestServer second;
+  ASSERT_TRUE(server_.Start().ok());
+  ASSERT_TRUE(second.Start().ok());
+  StreamClient::Options o = BaseOptions();
+  o.targets = {server_.target(), second.target()};
+  o.first_target = 0;
+  auto client = MakeClient(o);
+  ASSERT_NE(client, nullptr);
+  EXPECT_EQ(client->stats().target, server_.target());
+  client->Start();
+  ReportMaker maker(16);
+  for (int i = 0; i < 3; ++i) client->Enqueue(maker.Next());
+  ASSERT_TRUE(Eventually([&] { return client->stats().acked == 3; }));
+
+  // Received by the first collector, never acknowledged: still buffered.
+  server_.set_withhold_acks(true);
+  for (int i = 0; i < 2; ++i) client->Enqueue(maker.Next());
+  ASSERT_TRUE(WaitForSeqs(Range(1, 5)));
+  server_.Stop();
+  for (int i = 0; i < 5; ++i) client->Enqueue(maker.Next());
+
+  ASSERT_TRUE(second.WaitFor(kNode, [](const FakeIngestServer::Node& n) {
+    return n.report_seqs.size() >= 7;
+  }));
+  ASSERT_TRUE(Eventually([&] { return client->stats().buffered == 0; }));
+  const FakeIngestServer::Node b = second.node(kNode);
+  // Everything the first did not acknowledge, in order, each once.
+  EXPECT_EQ(b.report_seqs, Range(4, 10));
+  EXPECT_EQ(b.reports_without_schema, 0);
+  ASSERT_FALSE(b.hellos.empty());
+  EXPECT_EQ(b.hellos[0].boot_id(), client->boot_id());
+  EXPECT_EQ(server_.node(kNode).report_seqs, Range(1, 5));
+  const StreamClient::Stats st = client->stats();
+  EXPECT_EQ(st.target, second.target());
+  EXPECT_EQ(st.failovers, 1u);
+  EXPECT_EQ(st.dropped, 0u);
+  EXPECT_THAT(st.last_error, HasSubstr(server_.target()));
+  client->Stop();
+}
+
+// The preferred collector returning does not pull the agent back: it stays
+// where it streams until that stream ends.
+TEST_F(StreamClientTest, StaysOnTheNewCollectorWhenTheFirstReturns) {
+  FakeIngestServer second;
+  ASSERT_TRUE(server_.Start().ok());
+  ASSERT_TRUE(second.Start().ok());
+  StreamClient::Options o = BaseOptions();
+  o.targets = {server_.target(), second.target()};
+  auto client = MakeClient(o);
+  ASSERT_NE(client, nullptr);
+  client->Start();
+  ReportMaker maker(8);
+  client->Enqueue(maker.Next());
+  ASSERT_TRUE(WaitForSeqs(Range(1, 1)));
+  server_.Stop();
+  client->Enqueue(maker.Next());
+  ASSERT_TRUE(second.WaitFor(kNode, [](const FakeIngestServer::Node& n) {
+    return !n.report_seqs.empty();
+  }));
+  ASSERT_TRUE(server_.Restart().ok());
+  for (int i = 0; i < 5; ++i) client->Enqueue(maker.Next());
+  ASSERT_TRUE(second.WaitFor(kNode, [](const FakeIngestServer::Node& n) {
+    return n.report_seqs.size() >= 6;
+  }));
+  // The client only moves when a stream ends: the second's stream never
+  // did, and the first got nothing after seq 1.
+  EXPECT_EQ(server_.node(kNode).report_seqs, Range(1, 1));
+  EXPECT_EQ(second.node(kNode).streams, 1);
+  EXPECT_EQ(client->stats().failovers, 1u);
+  EXPECT_EQ(client->stats().target, second.target());
+  client->Stop();
+}
+
+// Targets are tried in list order from first_target, wrapping around: the
+// number of moves before the live one is reached shows the order.
+TEST_F(StreamClientTest, TriesTheTargetsInOrderFromTheFirstAndWraps) {
+  FakeIngestServer dead0;
+  FakeIngestServer dead1;
+  ASSERT_TRUE(dead0.Start().ok());
+  ASSERT_TRUE(dead1.Start().ok());
+  dead0.Stop();  // their ports now refuse connections
+  dead1.Stop();
+  ASSERT_TRUE(server_.Start().ok());
+  struct Case {
+    std::vector<std::string> targets;
+    size_t first;
+    uint64_t failovers;
+  };
+  const std::vector<Case> cases = {
+      {{dead0.target(), dead1.target(), server_.target()}, 0, 2},
+      {{dead0.target(), dead1.target(), server_.target()}, 1, 1},
+      {{dead0.target(), dead1.target(), server_.target()}, 2, 0},
+      {{server_.target(), dead0.target(), dead1.target()}, 1, 2},  // wraps
+  };
+  for (const Case& c : cases) {
+    StreamClient::Options o = BaseOptions();
+    o.targets = c.targets;
+    o.first_target = c.first;
+    auto client = MakeClient(o);
+    ASSERT_NE(client, nullptr);
+    client->Start();
+    ASSERT_TRUE(Eventually([&] { return client->stats().connected; }))
+        << "first=" << c.first;
+    EXPECT_EQ(client->stats().target, server_.target());
+    EXPECT_EQ(client->stats().failovers, c.failovers) << "first=" << c.first;
+    client->Stop();
+  }
+}
+
+TEST_F(StreamClientTest, ValidateRejectsAFirstTargetOutOfRange) {
+  StreamClient::Options o;
+  o.targets = {"c0:9811", "c1:9811"};
+  o.node = kNode;
+  o.first_target = 1;
+  EXPECT_TRUE(StreamClient::Validate(o).ok());
+  o.first_target = 2;
+  EXPECT_THAT(std::string(StreamClient::Validate(o).message()),
+              HasSubstr("out of range"));
+  o.first_target = 0;
+  o.targets = {"c0:9811", ""};
+  EXPECT_FALSE(StreamClient::Validate(o).ok());
 }
 
 TEST_F(StreamClientTest, OverflowDuringOutageDropsOldestButKeepsTheirSchema) {
@@ -317,7 +444,7 @@ TEST_F(StreamClientTest, StopIsPromptWhenTheCollectorNeverAnswers) {
   ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
 
   StreamClient::Options o = BaseOptions();
-  o.target = absl::StrCat("127.0.0.1:", ntohs(addr.sin_port));
+  o.targets = {absl::StrCat("127.0.0.1:", ntohs(addr.sin_port))};
   auto client = MakeClient(o);
   ASSERT_NE(client, nullptr);
   client->Start();

@@ -30,6 +30,7 @@ using testing::FakeCollector;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using testing::kValidLayoutYaml;
+using ::testing::Not;
 using testing::WriteTempFile;
 
 const char kCli[] = FABRICDIAG_CLI_BINARY;
@@ -309,6 +310,56 @@ TEST(CliE2eNoCollectorTest, UnreachableCollectorIsExitOneNamingTheAddress) {
                                   address, ": connection refused\n"))
         << args[0];
     EXPECT_THAT(r.out, IsEmpty());
+  }
+}
+
+// With a list, each command uses the first collector that answers: a dead
+// one ahead of a live one costs a refused connection, not the command.
+TEST_F(CliE2eTest, ListSkipsACollectorThatRefuses) {
+  RefusingPort refusing;
+  ASSERT_GT(refusing.port(), 0);
+  const std::string dead = absl::StrCat("127.0.0.1:", refusing.port());
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"nodes", "--json"}, {"layout", "list"}}) {
+    std::vector<std::string> argv = {
+        kCli, absl::StrCat("--collector=", dead, ",", collector.address())};
+    argv.insert(argv.end(), args.begin(), args.end());
+    RunResult r = RunCommand(argv, absl::Seconds(30));
+    EXPECT_EQ(r.exit_code, 0) << args[0] << ": " << r.err;
+    EXPECT_THAT(r.err, IsEmpty());
+  }
+  // An application error of the live collector is its answer, not a reason
+  // to look elsewhere.
+  RunResult r = RunCommand(
+      {kCli, absl::StrCat("--collector=", collector.address(), ",", dead),
+       "layout", "show", "no-such-job"},
+      absl::Seconds(30));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr(collector.address()));
+  EXPECT_THAT(r.err, Not(HasSubstr(dead)));
+}
+
+TEST(CliE2eNoCollectorTest, NoCollectorOfTheListAnsweringNamesEveryAddress) {
+  RefusingPort first;
+  RefusingPort second;
+  ASSERT_GT(first.port(), 0);
+  ASSERT_GT(second.port(), 0);
+  const std::string a = absl::StrCat("127.0.0.1:", first.port());
+  const std::string b = absl::StrCat("127.0.0.1:", second.port());
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"findings"}, {"watch"}}) {
+    std::vector<std::string> argv = {kCli,
+                                     absl::StrCat("--collector=", a, ",", b)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    RunResult r = RunCommand(argv, absl::Seconds(30));
+    EXPECT_EQ(r.exit_code, 1) << args[0];
+    EXPECT_EQ(r.err, absl::StrCat("fabricdiag: no collector answered: "
+                                  "cannot reach collector ",
+                                  a,
+                                  ": connection refused; cannot reach "
+                                  "collector ",
+                                  b, ": connection refused\n"))
+        << args[0];
   }
 }
 

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
@@ -30,6 +31,10 @@ class FakeCollectorClient final : public CollectorClient {
     absl::Status end = absl::UnavailableError(
         "cannot reach collector fake:9811: connection lost");
   };
+
+  FakeCollectorClient() = default;
+  explicit FakeCollectorClient(std::string address)
+      : address_(std::move(address)) {}
 
   const std::string& address() const override { return address_; }
 

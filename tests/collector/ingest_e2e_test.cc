@@ -36,7 +36,7 @@ class Agent {
  public:
   Agent(const std::string& node, const std::string& target) {
     agent::StreamClient::Options o;
-    o.target = target;
+    o.targets = {target};
     o.node = node;
     o.agent_version = "test";
     o.backoff_initial = absl::Milliseconds(20);

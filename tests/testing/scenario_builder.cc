@@ -580,13 +580,30 @@ FabricView Cluster::View(absl::Span<const Fault> faults,
 }
 
 AnalysisInput Cluster::Input(const FabricView* view,
-                             const AnalysisConfig* config) const {
+                             const AnalysisConfig* config,
+                             const StragglerBaselines* baselines) const {
   AnalysisInput in;
   in.view = view;
   for (const LayoutModel& m : jobs_) in.layouts.push_back(&m);
   in.topology = &topology_;
   in.config = config;
+  in.straggler_baselines = baselines;
   return in;
+}
+
+StragglerBaselines Cluster::Watched(const TrafficOptions& options,
+                                    uint32_t seed, const AnalysisConfig& config,
+                                    int passes) const {
+  if (passes < 0) passes = config.straggler_nic.min_history_passes;
+  TrafficOptions usual = options;
+  usual.checkpointing_job.clear();
+  StragglerBaselines baselines;
+  for (int pass = 0; pass < passes; ++pass) {
+    const FabricView view =
+        View({}, usual, seed * 1000 - static_cast<uint32_t>(passes - pass));
+    baselines.Update(Input(&view, &config, &baselines));
+  }
+  return baselines;
 }
 
 FaultExpectation Cluster::Expect(const Fault& fault) const {

@@ -60,6 +60,7 @@
 #include "analysis/analyzer.h"
 #include "analysis/fabric_view.h"
 #include "analysis/layout_model.h"
+#include "analysis/straggler_nic.h"
 #include "proto/layout.pb.h"
 
 namespace fabricdiag::analysis::scenario {
@@ -193,6 +194,9 @@ struct TrafficOptions {
   std::vector<std::string> bare_nodes;
 };
 
+// The number of passes Watched() runs by default.
+inline constexpr int kDefaultWatchedPasses = -1;
+
 class Cluster {
  public:
   // Builds layouts and topology through the real parsers. InvalidArgument
@@ -217,9 +221,19 @@ class Cluster {
   // `faults` applied. Finished (sorted and indexed).
   FabricView View(absl::Span<const Fault> faults, const TrafficOptions& options,
                   uint32_t seed) const;
-  // The analyzers' input over `view` (which must outlive it).
-  AnalysisInput Input(const FabricView* view,
-                      const AnalysisConfig* config) const;
+  // The analyzers' input over `view` (which must outlive it), with the
+  // straggler_nic baselines `baselines` (may be null).
+  AnalysisInput Input(const FabricView* view, const AnalysisConfig* config,
+                      const StragglerBaselines* baselines = nullptr) const;
+
+  // What a collector that watched this cluster's healthy traffic for
+  // `passes` passes (kDefaultWatchedPasses: straggler_nic.min_history_passes,
+  // so every busy NIC has a baseline that counts) knows of each NIC's own
+  // throughput. Checkpointing is left out of `options`: the job ran before
+  // it checkpointed. Windows are drawn from seeds below seed * 1000.
+  StragglerBaselines Watched(const TrafficOptions& options, uint32_t seed,
+                             const AnalysisConfig& config,
+                             int passes = kDefaultWatchedPasses) const;
 
   // What `fault` must raise. `fault` must name a host NIC of the cluster
   // (or a leaf for kEcmpImbalance).

@@ -247,6 +247,34 @@ std::vector<Scenario> AllScenarios() {
                   {FaultKind::kRetransmissions, "gpu-017", "mlx5_6"}},
                  {},
                  43});
+  // MoE routing skew that stays with each NIC (lognormal, sigma 0.3: 2x
+  // between healthy NICs of one group) is not a straggler; a straggler in
+  // it still is.
+  TrafficOptions skew;
+  skew.routing_skew_sigma = 0.3;
+  for (int nodes : {16, 64}) {
+    out.push_back({absl::StrCat("healthy-moe-skew-", nodes, "n"),
+                   absl::StrCat(nodes, "n"),
+                   {},
+                   skew,
+                   31});
+  }
+  out.push_back({"straggler+moe-skew",
+                 "16n",
+                 {At16(FaultKind::kStragglerNic)},
+                 skew,
+                 32});
+  // Agents' report intervals jitter (up to 2x); a MoE and a dense host read
+  // stale counters twice in a row, then catch up with a lump.
+  TrafficOptions jitter;
+  jitter.sample_jitter = true;
+  jitter.stale_nodes = {"gpu-003", "gpu-011"};
+  out.push_back({"healthy-jitter-stale-reads", "16n", {}, jitter, 33});
+  out.push_back({"straggler+jitter",
+                 "16n",
+                 {At16(FaultKind::kStragglerNic)},
+                 jitter,
+                 34});
   return out;
 }
 
@@ -268,12 +296,17 @@ std::vector<Finding> RunPasses(const Cluster& cluster,
            Finding>
       seen;
   for (int pass = 0; pass < passes; ++pass) {
-    FabricView view = cluster.View(faults, traffic, seed * 1000 + pass);
+    // Where sampling is said, pass p's window ends with report 5 + p.
+    TrafficOptions window_traffic = traffic;
+    window_traffic.last_report = 5 + pass;
+    TrafficOptions newest_traffic = window_traffic;
+    newest_traffic.newest_only = true;
+    FabricView view = cluster.View(faults, window_traffic, seed * 1000 + pass);
     // The newest samples: an independent draw of the same traffic, as
     // noisy as a whole window of it (the builder's noise is per pass), so
     // the fast path for strong faults is held to the same precision.
     FabricView newest =
-        cluster.View(faults, traffic, seed * 1000 + pass + kNewestSeed);
+        cluster.View(faults, newest_traffic, seed * 1000 + pass + kNewestSeed);
     const AnalysisInput window = cluster.Input(&view, &config, &baselines);
     for (Finding& f : gate.Step(
              RunRateAnalyzers(window),

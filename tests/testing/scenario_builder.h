@@ -192,6 +192,26 @@ struct TrafficOptions {
   // congestion counters (docs/counters.md). Their switch ports still
   // report everything.
   std::vector<std::string> bare_nodes;
+  // MoE routing skew that stays with each NIC (the experts it serves):
+  // every NIC of a MoE job carries a lognormal factor of this sigma, drawn
+  // once per NIC from a fixed seed (the same in every pass and every
+  // scenario), on top of the per-pass noise. 0.3 puts 2x between healthy
+  // NICs of one group. 0: none.
+  double routing_skew_sigma = 0;
+  // The agents' sampling, said in every host NIC's PortView::samples:
+  // report intervals jitter between 0.7 and 1.4 s (up to 2x each other),
+  // the same report times in every view that holds them.
+  bool sample_jitter = false;
+  // Hosts whose NICs' counters read stale now and then: two reads in a row
+  // that do not advance (rate 0), then a lump that catches up (reports k
+  // with k % 6 of 1 and 2 stale, 3 the lump). Implies sample_jitter.
+  std::vector<std::string> stale_nodes;
+  // The view's reports when sampling is said (sample_jitter, stale_nodes):
+  // the window ends with report `last_report` (the suite's pass p: 5 + p)
+  // and holds the 5 before it, or that report alone when `newest_only`
+  // (the newest-samples view).
+  int last_report = 5;
+  bool newest_only = false;
 };
 
 // The number of passes Watched() runs by default.

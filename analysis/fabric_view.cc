@@ -12,6 +12,7 @@ SampleEvidence SummarizeSamples(absl::Span<const double> times,
   SampleEvidence e;
   if (times.size() < 2 || moved.size() + 1 != times.size()) return e;
   e.reports = static_cast<int>(moved.size());
+  e.report_span_seconds = times.back() - times.front();
   std::vector<double> intervals;
   double since = times[0];  // the last report whose traffic moved
   for (size_t i = 0; i < moved.size(); ++i) {

@@ -143,6 +143,8 @@ struct SampleEvidence {
   // Reports of the node in the window; 0 when the view does not say (a
   // view built by hand), and then the means are taken as evenly sampled.
   int reports = 0;
+  // Seconds from the report before the window to its last report.
+  double report_span_seconds = 0;
   // Intervals that end at a sample that moved, and the seconds they cover
   // together (from the report before the window to the last sample that
   // moved).

@@ -45,7 +45,13 @@ std::string BaselineKey(absl::string_view job, absl::string_view host,
 bool EvenlySampled(const SampleEvidence& e, double window_seconds,
                    const StragglerNicConfig& cfg) {
   if (e.reports <= 0) return true;
-  if (e.intervals <= 0) return false;  // nothing moved: stale reads only
+  if (e.intervals <= 0) {
+    // Nothing moved: stale reads, or a NIC that truly moved nothing. A run
+    // of zeros longer than any stale run the regularity test lets pass,
+    // over the window, is the latter.
+    return e.reports > cfg.max_interval_over_median &&
+           e.report_span_seconds >= cfg.min_window_coverage * window_seconds;
+  }
   if (e.span_seconds < cfg.min_window_coverage * window_seconds) return false;
   return e.max_interval_seconds <=
          cfg.max_interval_over_median * e.median_interval_seconds;

@@ -663,8 +663,14 @@ TEST(StragglerNicEvidenceTest, IrregularSamplesRaiseNothing) {
   // Stale reads at the end of the window: too little of it covered.
   EXPECT_THAT(judged(SummarizeSamples(times, {true, true, true, false, false})),
               IsEmpty());
-  // Nothing moved at all.
+  // Nothing moved in the newest report alone: a stale read.
   EXPECT_THAT(judged(SummarizeSamples({0, 1}, {false})), IsEmpty());
+  // Nothing moved for a whole window: no stale run lasts that long, the
+  // NIC moved nothing (a mean of 0 is a straggler).
+  SetThroughput(ports, port, 0);
+  EXPECT_THAT(
+      judged(SummarizeSamples(times, {false, false, false, false, false})),
+      ElementsAre("dense gpu-004 mlx5_3 dp:3"));
   // Agent jitter, intervals up to 2x each other, is regular.
   EXPECT_THAT(judged(SummarizeSamples({0, 0.7, 2.1, 2.9, 3.9, 5},
                                       {true, true, true, true, true})),

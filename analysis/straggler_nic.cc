@@ -336,6 +336,24 @@ void StragglerBaselines::Update(const AnalysisInput& in) {
   }
 }
 
+void StragglerBaselines::Seed(const std::vector<Finding>& open) {
+  for (const Finding& f : open) {
+    if (f.kind != kStragglerNicKind) continue;
+    auto usual = f.evidence.find("own_baseline_bytes_per_second");
+    auto passes = f.evidence.find("own_baseline_passes");
+    if (usual == f.evidence.end() || passes == f.evidence.end() ||
+        !(usual->second > 0) || !std::isfinite(usual->second) ||
+        !(passes->second >= 1)) {
+      continue;
+    }
+    Entry& e = baselines_[BaselineKey(f.job, f.node, f.device)];
+    e.last_judged = pass_;
+    e.baseline.bytes_per_second = usual->second;
+    // Saturated passes (history_passes) are clamped again by Update().
+    e.baseline.passes = static_cast<int>(std::min(passes->second, 1e6));
+  }
+}
+
 const StragglerBaselines::Baseline* StragglerBaselines::Find(
     absl::string_view job, absl::string_view host,
     absl::string_view nic) const {

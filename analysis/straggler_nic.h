@@ -70,6 +70,14 @@ class StragglerBaselines {
   // the same baselines in `in.straggler_baselines` or none.
   void Update(const AnalysisInput& in);
 
+  // After a restart: the baselines that the still-open straggler_nic
+  // findings among `open` were judged against (their evidence
+  // own_baseline_bytes_per_second and own_baseline_passes). Without them
+  // a straggler of an expert-parallel job would be unjudged until it had a
+  // baseline again, and that baseline would be its slow throughput.
+  // Other findings are ignored.
+  void Seed(const std::vector<Finding>& open);
+
   // The baseline of `nic` of `host` in `job`; null when there is none.
   const Baseline* Find(absl::string_view job, absl::string_view host,
                        absl::string_view nic) const;

@@ -141,6 +141,8 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now) {
       active.push_back(analysis::FindingFromWire(f));
     }
     hysteresis_.Seed(active);
+    // ... and the baselines their stragglers were judged against.
+    straggler_baselines_.Seed(active);
     hysteresis_seeded_ = true;
   }
   std::shared_ptr<const RegistrySnapshot> snapshot = registry_->Snapshot();

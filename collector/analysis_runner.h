@@ -95,9 +95,10 @@ class AnalysisRunner {
   FabricViewBuilder view_builder_;
   analysis::Hysteresis hysteresis_;
   // Every NIC's own usual throughput, for straggler_nic; updated once per
-  // pass from the window view. Lost on restart: until it is rebuilt
-  // (straggler_nic.min_history_passes), NICs of expert-parallel jobs are not
-  // judged (docs/findings.md#straggler_nic).
+  // pass from the window view. Lost on restart but for the NICs of open
+  // straggler_nic findings (seeded with the hysteresis): until the others
+  // are rebuilt (straggler_nic.min_history_passes), NICs of expert-parallel
+  // jobs are not judged (docs/findings.md#straggler_nic).
   analysis::StragglerBaselines straggler_baselines_;
   // The index of the topology last analyzed, rebuilt only when ApplyTopology
   // swaps the registry's topology (kept alive so its address is not reused).

@@ -536,6 +536,36 @@ TEST(StragglerNicHistoryTest, NicThatDropsAgainstItsOwnHistoryIsAStraggler) {
   EXPECT_THAT(f.evidence_text, Not(testing::Contains(Key("own_baseline"))));
 }
 
+TEST(StragglerNicHistoryTest, RestartSeedsTheBaselinesOfOpenStragglers) {
+  LayoutModel model = MoeJob();
+  const AnalysisConfig config;
+  const StragglerBaselines watched =
+      Watched({&model}, FlatPorts(model), config);
+  Ports ports = FlatPorts(model);
+  SetThroughput(ports, {"gpu-005", "mlx5_5"}, 0.3 * 2 * kAllToAll);
+  const std::vector<Finding> open = Straggle(ports, {&model}, config, &watched);
+  ASSERT_THAT(open, SizeIs(1));
+  // A fresh collector knows nothing: the EP straggler is not judged, and
+  // passes of it would teach the baselines its slow throughput.
+  StragglerBaselines fresh;
+  EXPECT_THAT(Straggle(ports, {&model}, config, &fresh), IsEmpty());
+  // Seeded with the open findings (and ignoring others), it stays found,
+  // pass after pass.
+  Finding other = open[0];
+  other.kind = "link_degraded";
+  other.device = "mlx5_1";
+  fresh.Seed({open[0], other});
+  EXPECT_EQ(fresh.size(), 1u);
+  for (int pass = 0; pass < 50; ++pass) {
+    ASSERT_THAT(Where(Pass(ports, model, config, &fresh)),
+                ElementsAre("moe-train-42 gpu-005 mlx5_5 dp:5"))
+        << "pass " << pass;
+  }
+  EXPECT_DOUBLE_EQ(
+      fresh.Find("moe-train-42", "gpu-005", "mlx5_5")->bytes_per_second,
+      2 * kAllToAll);
+}
+
 TEST(StragglerNicHistoryTest, NaturallyLowEpNicRaisesNothing) {
   LayoutModel model = MoeJob();
   const AnalysisConfig config;

@@ -127,6 +127,30 @@ struct StragglerNicConfig {
   double min_median_link_fraction = 0.1;
   double min_median_bytes_per_second = 1.25e9;
   int min_group_size = 3;
+  // ... and, once the NIC has a baseline of its own throughput (the mean of
+  // its past windows in which it was not a straggler), below this fraction
+  // of it. In an expert-parallel job routing skew is by design: lognormal
+  // skew of sigma 0.3 puts 2x between healthy NICs of one group, so a NIC
+  // low against its peers is a straggler only if it also fell against
+  // itself. 0.7: a healthy NIC's window mean stays within ~20% of its own
+  // baseline, a straggler (a half-speed link, a throttled GPU) loses half.
+  double below_own_history_fraction = 0.7;
+  // The baseline is an exponentially weighted mean over about this many
+  // passes (5 minutes at one pass a second): slow enough that a straggler's
+  // first windows hardly move it.
+  int history_passes = 300;
+  // ... and counts once this many passes went into it. Until then a NIC of
+  // an expert-parallel job is not judged at all (its skew cannot be told
+  // from a fault), one of a dense job on its group alone.
+  int min_history_passes = 20;
+  // The window's samples that moved must cover this fraction of the window
+  // ...
+  double min_window_coverage = 0.8;
+  // ... and no interval between them may exceed this many times their
+  // median: a read that came late or stale, then a lump, makes a mean of
+  // zeros and catch-up that says nothing about the NIC. Agent jitter (one
+  // interval up to 2x another) stays below 2.5.
+  double max_interval_over_median = 2.5;
 };
 
 struct AgentDownConfig {

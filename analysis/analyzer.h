@@ -25,6 +25,8 @@
 
 namespace fabricdiag::analysis {
 
+class StragglerBaselines;  // analysis/straggler_nic.h
+
 struct AnalysisInput {
   const FabricView* view = nullptr;
   // Every declared job's validated layout.
@@ -35,6 +37,10 @@ struct AnalysisInput {
   // null (RunRateAnalyzers then builds one per pass).
   const TopologyIndex* topology_index = nullptr;
   const AnalysisConfig* config = nullptr;
+  // Every NIC's own throughput in past passes, for straggler_nic; may be
+  // null (no NIC has a baseline then). The caller owns it across passes and
+  // updates it once per pass from the window view.
+  const StragglerBaselines* straggler_baselines = nullptr;
 };
 
 // in.topology_index, or an index of in.topology built into *local when the

@@ -3,8 +3,35 @@
 #include <algorithm>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 namespace fabricdiag::analysis {
+
+SampleEvidence SummarizeSamples(absl::Span<const double> times,
+                                const std::vector<bool>& moved) {
+  SampleEvidence e;
+  if (times.size() < 2 || moved.size() + 1 != times.size()) return e;
+  e.reports = static_cast<int>(moved.size());
+  e.report_span_seconds = times.back() - times.front();
+  std::vector<double> intervals;
+  double since = times[0];  // the last report whose traffic moved
+  for (size_t i = 0; i < moved.size(); ++i) {
+    if (!moved[i]) continue;  // stale: the next sample that moves covers it
+    intervals.push_back(times[i + 1] - since);
+    since = times[i + 1];
+  }
+  if (intervals.empty()) return e;
+  e.intervals = static_cast<int>(intervals.size());
+  e.span_seconds = since - times[0];
+  e.max_interval_seconds =
+      *std::max_element(intervals.begin(), intervals.end());
+  // The lower median: with two intervals, one stale read (1 s and 2 s) is
+  // measured against the regular one.
+  const auto mid = intervals.begin() + (intervals.size() - 1) / 2;
+  std::nth_element(intervals.begin(), mid, intervals.end());
+  e.median_interval_seconds = *mid;
+  return e;
+}
 
 PortView& FabricView::AddPort(std::string node, std::string device) {
   PortView& p = ports_.emplace_back();

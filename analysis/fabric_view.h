@@ -130,6 +130,37 @@ struct PortSignals {
   double adaptive_retrans = kAbsent;  // roce_adp_retrans(+_to)
 };
 
+// How the samples behind a port's traffic means lie in the window: a mean
+// says how much moved, not whether the samples cover the window evenly.
+// straggler_nic needs that to tell a slow NIC from one whose counters were
+// read late or stale (docs/findings.md#straggler_nic).
+//
+// A sample "moved" when the port's traffic counters advanced (RX or TX rate
+// above 0). A stale read, a counter that did not advance for an interval,
+// is folded into the interval of the next sample that moved: that sample is
+// the lump that catches up, and its interval spans both.
+struct SampleEvidence {
+  // Reports of the node in the window; 0 when the view does not say (a
+  // view built by hand), and then the means are taken as evenly sampled.
+  int reports = 0;
+  // Seconds from the report before the window to its last report.
+  double report_span_seconds = 0;
+  // Intervals that end at a sample that moved, and the seconds they cover
+  // together (from the report before the window to the last sample that
+  // moved).
+  int intervals = 0;
+  double span_seconds = 0;
+  double median_interval_seconds = 0;
+  double max_interval_seconds = 0;
+};
+
+// The evidence of n reports: `times` holds n + 1 report times in seconds,
+// ascending, times[0] being the report just before the window (the first
+// sample's rate covers times[0] to times[1]); `moved[i]` says whether the
+// report at times[i + 1] moved. Reports 0 when the sizes do not fit.
+SampleEvidence SummarizeSamples(absl::Span<const double> times,
+                                const std::vector<bool>& moved);
+
 struct PortView {
   std::string node;
   // The RDMA device ("mlx5_2"), or the netdev for a port without one
@@ -141,6 +172,8 @@ struct PortView {
   // The node is a switch in the topology: this is a switch front-panel port.
   bool is_switch_port = false;
   PortSignals s;
+  // How the traffic samples lie in the window (reports 0: unknown).
+  SampleEvidence samples;
 };
 
 class FabricView {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,12 +32,123 @@ struct Member {
 // same key compare the same NICs.
 using NicSetKey = std::vector<std::pair<uint32_t, uint32_t>>;
 
+std::string BaselineKey(absl::string_view job, absl::string_view host,
+                        absl::string_view nic) {
+  // NUL never occurs in a job, host or NIC name.
+  return absl::StrCat(job, absl::string_view("\0", 1), host,
+                      absl::string_view("\0", 1), nic);
+}
+
+// Whether the window's samples of a port are evidence at all: they cover
+// enough of the window, at even intervals. A view that does not say
+// (reports 0) is taken at its word.
+bool EvenlySampled(const SampleEvidence& e, double window_seconds,
+                   const StragglerNicConfig& cfg) {
+  if (e.reports <= 0) return true;
+  if (e.intervals <= 0) {
+    // Nothing moved: stale reads, or a NIC that truly moved nothing. A run
+    // of zeros longer than any stale run the regularity test lets pass,
+    // over the window, is the latter.
+    return e.reports > cfg.max_interval_over_median &&
+           e.report_span_seconds >= cfg.min_window_coverage * window_seconds;
+  }
+  if (e.span_seconds < cfg.min_window_coverage * window_seconds) return false;
+  return e.max_interval_seconds <=
+         cfg.max_interval_over_median * e.median_interval_seconds;
+}
+
+// One group in this window: the members that count and their median.
+struct GroupWindow {
+  std::vector<Member> members;
+  double median = 0;
+  bool busy = false;  // enough members, and the median is busy
+};
+
+GroupWindow CompareGroup(const FabricView& view, const StragglerNicConfig& cfg,
+                         const LayoutModel& model,
+                         absl::Span<const NicRef> nics) {
+  GroupWindow g;
+  for (const NicRef& ref : nics) {
+    if (ref.nic == kNoNic) continue;
+    const PortView* port =
+        view.Find(model.Hosts()[ref.host], model.Nics()[ref.nic]);
+    if (port == nullptr) continue;  // never reported: nothing to compare
+    // A port that is down moves nothing because it is down: link_flap
+    // reports it, and its zero must not drag the median down either.
+    if (!port->s.link_up) continue;
+    if (!Usable(port->s.rx_bytes) || !Usable(port->s.tx_bytes)) continue;
+    const double throughput = port->s.rx_bytes + port->s.tx_bytes;
+    if (!std::isfinite(throughput)) continue;
+    // Zeros then a lump make a mean that says nothing about the NIC, in
+    // either direction: it is neither judged nor part of the median.
+    if (!EvenlySampled(port->samples, view.window_seconds, cfg)) continue;
+    g.members.push_back({ref, port, throughput});
+  }
+  if (g.members.size() < static_cast<size_t>(std::max(cfg.min_group_size, 1))) {
+    return g;
+  }
+  std::vector<double> throughput;
+  std::vector<double> rates;
+  for (const Member& m : g.members) {
+    throughput.push_back(m.throughput);
+    const double rate = KnownRate(m.port->s.link_rate);
+    if (rate > 0) rates.push_back(rate);
+  }
+  g.median = Median(std::move(throughput));
+  // Only a busy group waits on its slowest member; an idle one (between
+  // steps, during evaluation) has nothing to wait for.
+  const double busy = rates.empty()
+                          ? cfg.min_median_bytes_per_second
+                          : cfg.min_median_link_fraction * Median(rates);
+  g.busy = g.median > 0 && g.median >= busy;
+  return g;
+}
+
+// An expert-parallel job's NICs all carry its all-to-all, routing skew
+// included, so even its dp groups compare skewed members.
+bool ExpertParallel(const LayoutModel& model) {
+  return model.Degree(Dim::kEp) > 1;
+}
+
+// The baseline `m` is judged against, or null: none given, none kept, or
+// too few passes in it yet.
+const StragglerBaselines::Baseline* BaselineOf(const AnalysisInput& in,
+                                               const LayoutModel& model,
+                                               const Member& m) {
+  if (in.straggler_baselines == nullptr) return nullptr;
+  const StragglerBaselines::Baseline* b = in.straggler_baselines->Find(
+      model.job(), model.Hosts()[m.ref.host], model.Nics()[m.ref.nic]);
+  if (b == nullptr ||
+      b->passes < std::max(in.config->straggler_nic.min_history_passes, 1)) {
+    return nullptr;
+  }
+  return b;
+}
+
+// Whether `m` straggles in `g`; `*threshold` gets the throughput it had to
+// stay above (the stricter of the group's and its own bar).
+bool Straggles(const Member& m, const GroupWindow& g,
+               const StragglerBaselines::Baseline* baseline,
+               bool expert_parallel, const StragglerNicConfig& cfg,
+               double* threshold) {
+  *threshold = cfg.below_median_fraction * g.median;
+  if (!(m.throughput < *threshold)) return false;
+  if (baseline == nullptr) return !expert_parallel;
+  const double own =
+      cfg.below_own_history_fraction * baseline->bytes_per_second;
+  *threshold = std::min(*threshold, own);
+  return m.throughput < own;
+}
+
 Finding MakeFinding(const LayoutModel& model, GroupId id, const Member& m,
-                    double median, size_t reporting,
+                    const GroupWindow& g,
+                    const StragglerBaselines::Baseline* baseline,
                     const AnalysisConfig& config) {
   const PortSignals& s = m.port->s;
   const std::string& host = model.Hosts()[m.ref.host];
   const std::string& nic = model.Nics()[m.ref.nic];
+  const double median = g.median;
+  const size_t reporting = g.members.size();
   const double ratio = m.throughput / median;
 
   Finding f;
@@ -62,6 +174,23 @@ Finding MakeFinding(const LayoutModel& model, GroupId id, const Member& m,
   f.evidence["group_median_bytes_per_second"] = median;
   f.evidence["ratio_to_median"] = ratio;
   f.evidence["group_members_reporting"] = static_cast<double>(reporting);
+  std::string own;
+  if (baseline != nullptr) {
+    const double own_ratio = m.throughput / baseline->bytes_per_second;
+    f.evidence["own_baseline_bytes_per_second"] = baseline->bytes_per_second;
+    f.evidence["ratio_to_own_baseline"] = own_ratio;
+    f.evidence["own_baseline_passes"] = baseline->passes;
+    own = absl::StrCat(" and ", FormatRatio(own_ratio), " its own usual ",
+                       FormatBytesRate(baseline->bytes_per_second));
+  } else {
+    f.evidence_text["own_baseline"] = "none yet: judged on its group alone";
+  }
+  const SampleEvidence& e = m.port->samples;
+  if (e.reports > 0) {
+    f.evidence["sample_intervals"] = e.intervals;
+    f.evidence["sample_span_seconds"] = e.span_seconds;
+    f.evidence["max_sample_interval_seconds"] = e.max_interval_seconds;
+  }
   const double link_rate = KnownRate(s.link_rate);
   const double expected = KnownRate(s.expected_rate);
   if (link_rate > 0) f.evidence["link_rate_bytes_per_second"] = link_rate;
@@ -78,8 +207,8 @@ Finding MakeFinding(const LayoutModel& model, GroupId id, const Member& m,
   f.summary = absl::StrCat(
       host, " ", nic, " moves ", FormatBytesRate(m.throughput), " (rx+tx), ",
       FormatRatio(ratio), " the median of ", f.group, " (",
-      FormatBytesRate(median), " over ", reporting, " NICs) in job ", f.job,
-      ": it is the straggler the other ", reporting - 1,
+      FormatBytesRate(median), " over ", reporting, " NICs)", own, " in job ",
+      f.job, ": it is the straggler the other ", reporting - 1,
       " NICs wait for at every collective (rank",
       ranks.size() == 1 ? " " : "s ", rank_list, " use",
       ranks.size() == 1 ? "s" : "", " it)", cause,
@@ -88,80 +217,58 @@ Finding MakeFinding(const LayoutModel& model, GroupId id, const Member& m,
 }
 
 // Judges one group; appends its stragglers to `out`.
-void AnalyzeGroup(const FabricView& view, const AnalysisConfig& config,
-                  const LayoutModel& model, GroupId id,
+void AnalyzeGroup(const AnalysisInput& in, const LayoutModel& model, GroupId id,
                   absl::Span<const NicRef> nics, std::vector<Finding>* out) {
-  const StragglerNicConfig& cfg = config.straggler_nic;
-  std::vector<Member> members;
-  for (const NicRef& ref : nics) {
-    if (ref.nic == kNoNic) continue;
-    const PortView* port =
-        view.Find(model.Hosts()[ref.host], model.Nics()[ref.nic]);
-    if (port == nullptr) continue;  // never reported: nothing to compare
-    // A port that is down moves nothing because it is down: link_flap
-    // reports it, and its zero must not drag the median down either.
-    if (!port->s.link_up) continue;
-    if (!Usable(port->s.rx_bytes) || !Usable(port->s.tx_bytes)) continue;
-    const double throughput = port->s.rx_bytes + port->s.tx_bytes;
-    if (!std::isfinite(throughput)) continue;
-    members.push_back({ref, port, throughput});
+  const StragglerNicConfig& cfg = in.config->straggler_nic;
+  const GroupWindow g = CompareGroup(*in.view, cfg, model, nics);
+  if (!g.busy) return;
+  const bool ep = ExpertParallel(model);
+  for (const Member& m : g.members) {
+    const StragglerBaselines::Baseline* baseline = BaselineOf(in, model, m);
+    double threshold = 0;
+    if (!Straggles(m, g, baseline, ep, cfg, &threshold)) continue;
+    Finding f = MakeFinding(model, id, m, g, baseline, *in.config);
+    SetUnderThreshold(m.throughput, threshold, &f);
+    out->push_back(std::move(f));
   }
-  if (members.size() < static_cast<size_t>(std::max(cfg.min_group_size, 1))) {
-    return;
-  }
-  std::vector<double> throughput;
-  std::vector<double> rates;
-  for (const Member& m : members) {
-    throughput.push_back(m.throughput);
-    const double rate = KnownRate(m.port->s.link_rate);
-    if (rate > 0) rates.push_back(rate);
-  }
-  const double median = Median(std::move(throughput));
-  // Only a busy group waits on its slowest member; an idle one (between
-  // steps, during evaluation) has nothing to wait for.
-  const double busy = rates.empty()
-                          ? cfg.min_median_bytes_per_second
-                          : cfg.min_median_link_fraction * Median(rates);
-  if (!(median > 0) || median < busy) return;
-  for (const Member& m : members) {
-    if (m.throughput < cfg.below_median_fraction * median) {
-      Finding f = MakeFinding(model, id, m, median, members.size(), config);
-      SetUnderThreshold(m.throughput, cfg.below_median_fraction * median, &f);
-      out->push_back(std::move(f));
+}
+
+// The dp groups, then the ep groups, of `model` (degree > 1).
+template <typename Fn>
+void ForEachGroup(const LayoutModel& model, Fn fn) {
+  for (Dim dim : {Dim::kDp, Dim::kEp}) {
+    if (model.Degree(dim) <= 1) continue;
+    for (uint32_t g = 0; g < model.NumGroups(dim); ++g) {
+      fn(GroupId{dim, g}, model.GroupNics(dim, g));
     }
   }
 }
 
-void AnalyzeJob(const FabricView& view, const AnalysisConfig& config,
-                const LayoutModel& model, std::vector<Finding>* out) {
+void AnalyzeJob(const AnalysisInput& in, const LayoutModel& model,
+                std::vector<Finding>* out) {
   // dp first: when an ep group has the same NICs, the dp group (the one
   // every dense job has) is the one that reports.
   // NIC set -> indices into `out` of the findings of the group that had it.
   std::map<NicSetKey, std::vector<size_t>> examined;
-  for (Dim dim : {Dim::kDp, Dim::kEp}) {
-    if (model.Degree(dim) <= 1) continue;
-    for (uint32_t g = 0; g < model.NumGroups(dim); ++g) {
-      const GroupId id{dim, g};
-      const absl::Span<const NicRef> nics = model.GroupNics(dim, g);
-      NicSetKey key;
-      key.reserve(nics.size());
-      for (const NicRef& ref : nics) key.emplace_back(ref.host, ref.nic);
-      std::sort(key.begin(), key.end());
-      auto [it, fresh] = examined.try_emplace(std::move(key));
-      if (!fresh) {
-        for (size_t i : it->second) {
-          std::string& same = (*out)[i].evidence_text["same_nics_as"];
-          absl::StrAppend(&same, same.empty() ? "" : ",", GroupName(id));
-        }
-        continue;
+  ForEachGroup(model, [&](GroupId id, absl::Span<const NicRef> nics) {
+    NicSetKey key;
+    key.reserve(nics.size());
+    for (const NicRef& ref : nics) key.emplace_back(ref.host, ref.nic);
+    std::sort(key.begin(), key.end());
+    auto [it, fresh] = examined.try_emplace(std::move(key));
+    if (!fresh) {
+      for (size_t i : it->second) {
+        std::string& same = (*out)[i].evidence_text["same_nics_as"];
+        absl::StrAppend(&same, same.empty() ? "" : ",", GroupName(id));
       }
-      const size_t before = out->size();
-      AnalyzeGroup(view, config, model, id, nics, out);
-      for (size_t i = before; i < out->size(); ++i) {
-        it->second.push_back(i);
-      }
+      return;
     }
-  }
+    const size_t before = out->size();
+    AnalyzeGroup(in, model, id, nics, out);
+    for (size_t i = before; i < out->size(); ++i) {
+      it->second.push_back(i);
+    }
+  });
 }
 
 }  // namespace
@@ -170,7 +277,7 @@ std::vector<Finding> StragglerNicFindings(const AnalysisInput& in) {
   std::vector<Finding> out;
   if (in.view == nullptr || in.config == nullptr) return out;
   for (const LayoutModel* model : in.layouts) {
-    if (model != nullptr) AnalyzeJob(*in.view, *in.config, *model, &out);
+    if (model != nullptr) AnalyzeJob(in, *model, &out);
   }
   // Within a job the loops already run in a fixed order; only the order of
   // in.layouts is arbitrary.
@@ -178,6 +285,83 @@ std::vector<Finding> StragglerNicFindings(const AnalysisInput& in) {
       out.begin(), out.end(),
       [](const Finding& a, const Finding& b) { return a.job < b.job; });
   return out;
+}
+
+void StragglerBaselines::Update(const AnalysisInput& in) {
+  if (in.view == nullptr || in.config == nullptr) return;
+  const StragglerNicConfig& cfg = in.config->straggler_nic;
+  const int history = std::max(cfg.history_passes, 1);
+  ++pass_;
+  AnalysisInput judged = in;
+  judged.straggler_baselines = this;
+  for (const LayoutModel* model : in.layouts) {
+    if (model == nullptr) continue;
+    const bool ep = ExpertParallel(*model);
+    // A NIC is in a dp and an ep group: it is folded in once, and not at
+    // all when any of its groups finds it straggling.
+    std::map<std::string, double> usual;
+    std::set<std::string> straggling;
+    ForEachGroup(*model, [&](GroupId, absl::Span<const NicRef> nics) {
+      const GroupWindow g = CompareGroup(*in.view, cfg, *model, nics);
+      if (!g.busy) return;  // an idle group says nothing of its NICs
+      for (const Member& m : g.members) {
+        std::string key = BaselineKey(model->job(), model->Hosts()[m.ref.host],
+                                      model->Nics()[m.ref.nic]);
+        double threshold = 0;
+        if (Straggles(m, g, BaselineOf(judged, *model, m), ep, cfg,
+                      &threshold)) {
+          straggling.insert(key);
+        }
+        usual.emplace(std::move(key), m.throughput);
+      }
+    });
+    for (auto& [key, throughput] : usual) {
+      Entry& e = baselines_[key];
+      e.last_judged = pass_;
+      if (straggling.count(key) > 0) continue;
+      Baseline& b = e.baseline;
+      // A plain mean until the baseline holds `history` windows, then an
+      // exponentially weighted one: early windows count fully, old ones
+      // fade.
+      b.passes = std::min(b.passes + 1, history);
+      b.bytes_per_second += (throughput - b.bytes_per_second) / b.passes;
+    }
+  }
+  for (auto it = baselines_.begin(); it != baselines_.end();) {
+    if (pass_ - it->second.last_judged > static_cast<uint64_t>(history)) {
+      baselines_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void StragglerBaselines::Seed(const std::vector<Finding>& open) {
+  for (const Finding& f : open) {
+    if (f.kind != kStragglerNicKind) continue;
+    auto usual = f.evidence.find("own_baseline_bytes_per_second");
+    auto passes = f.evidence.find("own_baseline_passes");
+    if (usual == f.evidence.end() || passes == f.evidence.end() ||
+        !(usual->second > 0) || !std::isfinite(usual->second) ||
+        !(passes->second >= 1)) {
+      continue;
+    }
+    Entry& e = baselines_[BaselineKey(f.job, f.node, f.device)];
+    e.last_judged = pass_;
+    e.baseline.bytes_per_second = usual->second;
+    // Saturated passes (history_passes) are clamped again by Update().
+    e.baseline.passes = static_cast<int>(std::min(passes->second, 1e6));
+  }
+}
+
+const StragglerBaselines::Baseline* StragglerBaselines::Find(
+    absl::string_view job, absl::string_view host,
+    absl::string_view nic) const {
+  auto it = baselines_.find(BaselineKey(job, host, nic));
+  if (it == baselines_.end() || it->second.baseline.passes == 0) {
+    return nullptr;
+  }
+  return &it->second.baseline;
 }
 
 }  // namespace fabricdiag::analysis

@@ -10,19 +10,38 @@
 // (hot_expert_incast) does not move it, so it never turns its peers into
 // stragglers.
 //
+// Peers are not enough in an expert-parallel job: routing skew is by design
+// there, and a healthy NIC may carry half its group's median for as long as
+// the job runs. So a member is also judged against its own history, a
+// baseline of its throughput in past passes (StragglerBaselines): it is a
+// straggler only if it fell below a fraction of that too. Without a
+// baseline yet (a new job, a restarted collector) a NIC of a dense job is
+// judged on its group alone, one of an expert-parallel job not at all.
+//
+// A mean is evidence only when its samples cover the window evenly: a NIC
+// whose counters were read late or stale (zeros, then a lump that catches
+// up) is skipped, neither judged nor compared against (PortView::samples).
+//
 // A member whose port is down is left to link_flap; a member on a link
 // running below its expected rate IS reported (link_degraded reports the
 // link too, this finding says which group it slows down).
 //
+//   StragglerBaselines baselines;   // kept across passes
 //   AnalysisInput in{&view, {&model}, &topology, &config};
+//   in.straggler_baselines = &baselines;
 //   for (const Finding& f : StragglerNicFindings(in)) { ... }
+//   baselines.Update(in);           // once per pass, window view only
 //
-// Pure: same input, same findings, sorted by job, then dp groups before ep
-// groups by index, then member order.
+// Pure given the baselines: same input, same findings, sorted by job, then
+// dp groups before ep groups by index, then member order.
 #pragma once
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
 #include "analysis/analyzer.h"
 #include "analysis/finding.h"
 
@@ -30,14 +49,59 @@ namespace fabricdiag::analysis {
 
 inline constexpr char kStragglerNicKind[] = "straggler_nic";
 
+// Each NIC's own throughput (RX + TX) in past passes, per job: an
+// exponentially weighted mean over about straggler_nic.history_passes
+// passes of the windows in which the NIC was judged and found no
+// straggler, so a straggler's own slow windows never lower the bar it is
+// measured against. Forgotten for a NIC not judged for history_passes
+// passes (its job ended or stayed idle).
+//
+// Thread-compatible: one owner calls Update(); Find() may run concurrently
+// with other Find()s.
+class StragglerBaselines {
+ public:
+  struct Baseline {
+    double bytes_per_second = 0;
+    int passes = 0;  // windows folded in (saturates at history_passes)
+  };
+
+  // Folds the window of `in` in: call once per pass, with the window view
+  // (never the newest-samples view, which is noisier and overlaps it), and
+  // the same baselines in `in.straggler_baselines` or none.
+  void Update(const AnalysisInput& in);
+
+  // After a restart: the baselines that the still-open straggler_nic
+  // findings among `open` were judged against (their evidence
+  // own_baseline_bytes_per_second and own_baseline_passes). Without them
+  // a straggler of an expert-parallel job would be unjudged until it had a
+  // baseline again, and that baseline would be its slow throughput.
+  // Other findings are ignored.
+  void Seed(const std::vector<Finding>& open);
+
+  // The baseline of `nic` of `host` in `job`; null when there is none.
+  const Baseline* Find(absl::string_view job, absl::string_view host,
+                       absl::string_view nic) const;
+
+  size_t size() const { return baselines_.size(); }
+
+ private:
+  struct Entry {
+    Baseline baseline;
+    uint64_t last_judged = 0;  // pass_ when last judged
+  };
+  uint64_t pass_ = 0;
+  absl::flat_hash_map<std::string, Entry> baselines_;
+};
+
 // One finding per (job, group, straggling NIC) over the dp and ep groups of
 // every job (degree > 1). A NIC straggling in both its dp and its ep group
 // is reported once per group; when an ep group has exactly the NICs of an
 // already examined dp group (tp=8 dp=8 ep=8 on 8-GPU hosts), the comparison
 // is the same one and only the dp group reports it, naming the ep group in
 // evidence_text "same_nics_as". Thresholds: AnalysisConfig::straggler_nic
-// (and link_degraded.min_rate_fraction to call a link slow in the summary).
-// Returns nothing when `in.view` or `in.config` is null.
+// (and link_degraded.min_rate_fraction to call a link slow in the summary);
+// baselines from in.straggler_baselines. Returns nothing when `in.view` or
+// `in.config` is null.
 std::vector<Finding> StragglerNicFindings(const AnalysisInput& in);
 
 }  // namespace fabricdiag::analysis

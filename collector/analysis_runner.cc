@@ -141,6 +141,8 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now) {
       active.push_back(analysis::FindingFromWire(f));
     }
     hysteresis_.Seed(active);
+    // ... and the baselines their stragglers were judged against.
+    straggler_baselines_.Seed(active);
     hysteresis_seeded_ = true;
   }
   std::shared_ptr<const RegistrySnapshot> snapshot = registry_->Snapshot();
@@ -163,6 +165,7 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now) {
   in.topology = topology;
   in.topology_index = &*topology_index_;
   in.config = &options_.analysis;
+  in.straggler_baselines = &straggler_baselines_;
   // A job none of whose hosts report has nothing for the rate analyzers:
   // declared layouts cost nothing until their agents speak.
   absl::flat_hash_set<absl::string_view> reporting;
@@ -178,6 +181,9 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now) {
     if (any) in.layouts.push_back(&model);
   }
   std::vector<analysis::Finding> window = analysis::RunRateAnalyzers(in);
+  // After this pass's judgement: a NIC is measured against its past, not
+  // against a baseline that already holds the window it is judged on.
+  straggler_baselines_.Update(in);
   // The same analyzers over the newest samples alone: a strong fault opens
   // without waiting for the window mean (HysteresisConfig::recent_seconds).
   std::vector<analysis::Finding> recent;

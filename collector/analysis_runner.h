@@ -35,6 +35,7 @@
 #include "analysis/analysis_config.h"
 #include "analysis/fabric_view.h"
 #include "analysis/hysteresis.h"
+#include "analysis/straggler_nic.h"
 #include "analysis/topology_index.h"
 #include "collector/agent_liveness.h"
 #include "collector/collector_metrics.h"
@@ -93,6 +94,12 @@ class AnalysisRunner {
   // Rate analysis state, used under pass_mu_.
   FabricViewBuilder view_builder_;
   analysis::Hysteresis hysteresis_;
+  // Every NIC's own usual throughput, for straggler_nic; updated once per
+  // pass from the window view. Lost on restart but for the NICs of open
+  // straggler_nic findings (seeded with the hysteresis): until the others
+  // are rebuilt (straggler_nic.min_history_passes), NICs of expert-parallel
+  // jobs are not judged (docs/findings.md#straggler_nic).
+  analysis::StragglerBaselines straggler_baselines_;
   // The index of the topology last analyzed, rebuilt only when ApplyTopology
   // swaps the registry's topology (kept alive so its address is not reused).
   std::shared_ptr<const v1::Topology> indexed_topology_;

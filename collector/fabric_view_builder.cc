@@ -1,6 +1,7 @@
 #include "collector/fabric_view_builder.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <memory>
 #include <utility>
@@ -34,6 +35,7 @@ void FabricViewBuilder::Refresh(const NodeSeries& node,
   cache->ports.clear();
   cache->targets.clear();
   cache->slots.clear();
+  cache->traffic_slots.clear();
 
   // Ports: RDMA ports first, then netdevs without an RDMA device.
   absl::flat_hash_map<std::string, uint32_t> by_name;  // device or netdev
@@ -89,6 +91,56 @@ void FabricViewBuilder::Refresh(const NodeSeries& node,
     cache->targets.push_back({slot, it->second, ref});
     cache->slots.push_back(slot);
   }
+
+  // Per port, the byte counters of the source each direction's traffic is
+  // read from (PortAccumulator's preference: RDMA, else physical port, else
+  // netdev).
+  cache->traffic_slots.assign(cache->ports.size(), {});
+  // Per port and direction (rx 0, tx 1): the rank of the source chosen so
+  // far (3 RDMA, 2 physical port, 1 netdev) and its slots.
+  std::vector<std::array<int, 2>> rank(cache->ports.size(), {0, 0});
+  std::vector<std::array<std::vector<uint32_t>, 2>> chosen(cache->ports.size());
+  for (const SlotTarget& t : cache->targets) {
+    int r = 0;
+    int dir = 0;
+    switch (t.signal.field) {
+      case SignalField::kRdmaRxBytes:
+        r = 3;
+        break;
+      case SignalField::kRdmaTxBytes:
+        r = 3;
+        dir = 1;
+        break;
+      case SignalField::kPhyRxBytes:
+        r = 2;
+        break;
+      case SignalField::kPhyTxBytes:
+        r = 2;
+        dir = 1;
+        break;
+      case SignalField::kNetdevRxBytes:
+        r = 1;
+        break;
+      case SignalField::kNetdevTxBytes:
+        r = 1;
+        dir = 1;
+        break;
+      default:
+        continue;
+    }
+    std::vector<uint32_t>& slots = chosen[t.port][dir];
+    if (r > rank[t.port][dir]) {
+      slots.clear();
+      rank[t.port][dir] = r;
+    }
+    if (r == rank[t.port][dir]) slots.push_back(t.slot);
+  }
+  for (size_t p = 0; p < chosen.size(); ++p) {
+    for (const std::vector<uint32_t>& slots : chosen[p]) {
+      cache->traffic_slots[p].insert(cache->traffic_slots[p].end(),
+                                     slots.begin(), slots.end());
+    }
+  }
 }
 
 analysis::FabricView FabricViewBuilder::Build(const v1::Topology* topology,
@@ -138,6 +190,10 @@ analysis::FabricView FabricViewBuilder::Build(const v1::Topology* topology,
       v.s = acc[i].Finish();
       v.s.link_rate = p.link_rate;
       v.s.link_up = p.link_up;
+      if (!cache.traffic_slots[i].empty()) {
+        node->RecentActivity(samples, cache.traffic_slots[i], &times_, &moved_);
+        v.samples = analysis::SummarizeSamples(times_, moved_);
+      }
     }
   }
   // Forget nodes that stopped reporting (their cache is rebuilt if they

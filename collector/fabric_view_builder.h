@@ -16,7 +16,9 @@
 // Per node, the mapping from series slots to signals is cached and rebuilt
 // only when the node's schema or inventory changes (NodeSeries::version), so
 // a pass costs one RecentMeans() per node over the slots that feed a signal
-// (a few dozen per NIC of its ~150 counters).
+// (a few dozen per NIC of its ~150 counters), and one RecentActivity() per
+// port over its byte counters, which says how the window's samples lie in
+// time (analysis::SampleEvidence).
 // Thread-compatible: one caller at a time (the analysis runner).
 #pragma once
 
@@ -64,6 +66,10 @@ class FabricViewBuilder {
     std::vector<PortInfo> ports;
     std::vector<SlotTarget> targets;
     std::vector<uint32_t> slots;  // targets[i].slot, for RecentMeans
+    // Per port: the byte-counter slots its traffic is read from (RDMA, else
+    // physical port, else netdev: the ones PortAccumulator prefers), whose
+    // samples say when it moved (PortView::samples).
+    std::vector<std::vector<uint32_t>> traffic_slots;
   };
 
   void Refresh(const NodeSeries& node, NodeCache* cache) const;
@@ -71,6 +77,8 @@ class FabricViewBuilder {
   const SeriesStore* const series_;
   absl::flat_hash_map<std::string, NodeCache> cache_;
   std::vector<double> means_;  // scratch, reused across nodes
+  std::vector<double> times_;  // scratch, reused across ports
+  std::vector<bool> moved_;    // scratch, reused across ports
 };
 
 }  // namespace fabricdiag::collector

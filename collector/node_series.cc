@@ -268,6 +268,44 @@ void NodeSeries::RecentMeans(size_t samples, absl::Span<const uint32_t> slots,
   }
 }
 
+void NodeSeries::RecentActivity(size_t samples,
+                                absl::Span<const uint32_t> slots,
+                                std::vector<double>* times,
+                                std::vector<bool>* moved) const {
+  absl::MutexLock lock(&mu_);
+  times->clear();
+  moved->clear();
+  const uint64_t end = next_k_;
+  const uint64_t begin = end > samples ? end - samples : 0;
+  // The report before the window starts its first interval; across
+  // dropped reports, the last one held before them (so the interval spans
+  // the gap). Without one, the window's first report starts it.
+  uint64_t k = begin;
+  int64_t first = 0;
+  uint64_t seq = 0;
+  for (uint64_t back = begin; back > 0 && begin - back < time_capacity_;
+       --back) {
+    if (SampleTime(back - 1, &first, &seq)) {
+      times->push_back(0);
+      break;
+    }
+  }
+  for (; k < end; ++k) {
+    int64_t nanos = 0;
+    if (!SampleTime(k, &nanos, &seq)) continue;  // a dropped report
+    if (times->empty()) {
+      first = nanos;
+      times->push_back(0);
+      continue;
+    }
+    times->push_back(static_cast<double>(nanos - first) / 1e9);
+    bool any = false;
+    for (uint32_t slot : slots) any = any || history_.At(slot, k) > 0;
+    moved->push_back(any);
+  }
+  if (moved->empty()) times->clear();
+}
+
 void NodeSeries::EndStream(uint64_t stream) {
   absl::MutexLock lock(&mu_);
   if (stream_ == stream) stream_ = 0;

@@ -146,6 +146,17 @@ class NodeSeries {
   void RecentMeans(size_t samples, absl::Span<const uint32_t> slots,
                    std::vector<double>* out) const;
 
+  // How the last `samples` reports lie in time, for PortView::samples:
+  // *times gets the wall times (agent clock, seconds after the first one)
+  // of the report before them and of each of them that is held, oldest
+  // first, and *moved whether any of `slots` had a rate above 0 at each of
+  // them (times->size() == moved->size() + 1, or both empty). A missed
+  // report leaves no time, so the interval across it is as long as the
+  // gap. One lock, no allocation once the vectors have grown.
+  void RecentActivity(size_t samples, absl::Span<const uint32_t> slots,
+                      std::vector<double>* times,
+                      std::vector<bool>* moved) const;
+
   NodeInfo Info() const;
   std::vector<SeriesMeta> ListSeries() const;
 

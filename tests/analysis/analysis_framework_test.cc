@@ -500,6 +500,12 @@ INSTANTIATE_TEST_SUITE_P(
                   "critical_pause_fraction: must not be below"},
         BadConfig{"hot_expert_incast: {rx_over_median: [1]}",
                   "hot_expert_incast.rx_over_median: expected a number"},
+        BadConfig{"straggler_nic: {below_own_history_fraction: 1.2}",
+                  "straggler_nic.below_own_history_fraction: 1.2 is outside"},
+        BadConfig{"straggler_nic: {min_history_passes: 0}",
+                  "straggler_nic.min_history_passes: 0 is outside"},
+        BadConfig{"straggler_nic: {max_interval_over_median: 0.9}",
+                  "straggler_nic.max_interval_over_median: 0.9 is outside"},
         BadConfig{"agent_down: {missed_intervals: 0}",
                   "agent_down.missed_intervals: 0 is outside"},
         BadConfig{"agent_down: {missed_intervals: 2.5}", "whole number"},
@@ -545,6 +551,15 @@ TEST(AnalysisConfigTest, ShippedExampleIsValidAndMatchesTheDefaults) {
   EXPECT_EQ(c->congestion.cnp_per_second, d.congestion.cnp_per_second);
   EXPECT_EQ(c->straggler_nic.below_median_fraction,
             d.straggler_nic.below_median_fraction);
+  EXPECT_EQ(c->straggler_nic.below_own_history_fraction,
+            d.straggler_nic.below_own_history_fraction);
+  EXPECT_EQ(c->straggler_nic.history_passes, d.straggler_nic.history_passes);
+  EXPECT_EQ(c->straggler_nic.min_history_passes,
+            d.straggler_nic.min_history_passes);
+  EXPECT_EQ(c->straggler_nic.min_window_coverage,
+            d.straggler_nic.min_window_coverage);
+  EXPECT_EQ(c->straggler_nic.max_interval_over_median,
+            d.straggler_nic.max_interval_over_median);
   EXPECT_EQ(c->agent_down.missed_intervals, d.agent_down.missed_intervals);
   EXPECT_EQ(c->agent_down.default_interval_seconds,
             d.agent_down.default_interval_seconds);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "analysis/analyzer_util.h"
 #include "tests/testing/scenario_score.h"
 
@@ -74,6 +75,84 @@ TEST(ScenarioBuilderTest, HealthyTrafficIsWithinTheDocumentedNoise) {
       EXPECT_EQ(p.s.local_ack_timeout_err, 0);
     }
   }
+}
+
+TEST(ScenarioBuilderTest, RoutingSkewStaysWithEachMoeNic) {
+  absl::StatusOr<Cluster> c = Cluster::Build(TwoJobCluster(16));
+  ASSERT_TRUE(c.ok()) << c.status();
+  TrafficOptions skew;
+  skew.routing_skew_sigma = 0.3;
+  double lo = 1e30, hi = 0;
+  for (uint32_t seed : {1u, 2u}) {
+    const FabricView plain = c->View({}, TrafficOptions{}, seed);
+    const FabricView skewed = c->View({}, skew, seed);
+    for (int n = 0; n < 8; ++n) {  // the MoE job
+      for (int k = 0; k < kNicsPerNode; ++k) {
+        const std::string dev = absl::StrCat("mlx5_", k);
+        const double f = skewed.Find(c->HostName(n), dev)->s.rx_bytes /
+                         plain.Find(c->HostName(n), dev)->s.rx_bytes;
+        if (seed == 1) {
+          lo = std::min(lo, f);
+          hi = std::max(hi, f);
+        }
+      }
+    }
+    // The dense job is not skewed.
+    EXPECT_EQ(skewed.Find("gpu-009", "mlx5_1")->s.rx_bytes,
+              plain.Find("gpu-009", "mlx5_1")->s.rx_bytes);
+  }
+  EXPECT_GT(hi / lo, 2);  // sigma 0.3 over 64 NICs: more than 2x apart
+  // The same factor in every pass.
+  const double a = c->View({}, skew, 1).Find("gpu-002", "mlx5_2")->s.rx_bytes /
+                   c->View({}, {}, 1).Find("gpu-002", "mlx5_2")->s.rx_bytes;
+  const double b = c->View({}, skew, 9).Find("gpu-002", "mlx5_2")->s.rx_bytes /
+                   c->View({}, {}, 9).Find("gpu-002", "mlx5_2")->s.rx_bytes;
+  EXPECT_DOUBLE_EQ(a, b);
+}
+
+TEST(ScenarioBuilderTest, StaleReadsShowAsZerosThenALump) {
+  absl::StatusOr<Cluster> c = Cluster::Build(TwoJobCluster(16));
+  ASSERT_TRUE(c.ok()) << c.status();
+  TrafficOptions t;
+  t.stale_nodes = {"gpu-003"};
+  t.sample_jitter = true;
+  // Reports 1 and 2 are stale, 3 catches up.
+  t.last_report = 2;
+  t.newest_only = true;
+  const FabricView newest = c->View({}, t, 4);
+  EXPECT_EQ(newest.Find("gpu-003", "mlx5_0")->s.rx_bytes, 0);
+  EXPECT_EQ(newest.Find("gpu-003", "mlx5_0")->samples.intervals, 0);
+  const SampleEvidence fresh = newest.Find("gpu-004", "mlx5_0")->samples;
+  EXPECT_EQ(fresh.reports, 1);
+  EXPECT_EQ(fresh.intervals, 1);
+  EXPECT_GE(fresh.span_seconds, 0.7);
+  EXPECT_LE(fresh.span_seconds, 1.4);
+  // A window whose stale reads come before their lump: the mean is about
+  // right, and one interval spans three reports.
+  t.newest_only = false;
+  t.last_report = 5;
+  const FabricView window = c->View({}, t, 4);
+  const FabricView plain = c->View({}, {}, 4);
+  const SampleEvidence e = window.Find("gpu-003", "mlx5_0")->samples;
+  EXPECT_EQ(e.reports, 5);
+  EXPECT_EQ(e.intervals, 3);
+  EXPECT_GT(e.max_interval_seconds, 1.5 * e.median_interval_seconds);
+  EXPECT_THAT(window.Find("gpu-003", "mlx5_0")->s.rx_bytes /
+                  plain.Find("gpu-003", "mlx5_0")->s.rx_bytes,
+              DoubleNear(1, 0.4));
+  // Stale reads at the window's end, their lump not in yet: the mean is
+  // low, and the samples that moved cover less of the window.
+  t.last_report = 8;
+  const FabricView late = c->View({}, t, 4);
+  const SampleEvidence tail = late.Find("gpu-003", "mlx5_0")->samples;
+  EXPECT_EQ(tail.intervals, 3);
+  EXPECT_LT(tail.span_seconds, 0.8 * late.window_seconds);
+  EXPECT_LT(late.Find("gpu-003", "mlx5_0")->s.rx_bytes,
+            0.7 * plain.Find("gpu-003", "mlx5_0")->s.rx_bytes);
+  // Jitter alone: up to 2x between intervals.
+  const SampleEvidence j = late.Find("gpu-004", "mlx5_0")->samples;
+  EXPECT_EQ(j.intervals, 5);
+  EXPECT_LE(j.max_interval_seconds, 2 * j.median_interval_seconds);
 }
 
 TEST(ScenarioBuilderTest, FreshNoiseEveryPassSameForSameSeed) {

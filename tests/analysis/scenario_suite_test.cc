@@ -247,6 +247,34 @@ std::vector<Scenario> AllScenarios() {
                   {FaultKind::kRetransmissions, "gpu-017", "mlx5_6"}},
                  {},
                  43});
+  // MoE routing skew that stays with each NIC (lognormal, sigma 0.3: 2x
+  // between healthy NICs of one group) is not a straggler; a straggler in
+  // it still is.
+  TrafficOptions skew;
+  skew.routing_skew_sigma = 0.3;
+  for (int nodes : {16, 64}) {
+    out.push_back({absl::StrCat("healthy-moe-skew-", nodes, "n"),
+                   absl::StrCat(nodes, "n"),
+                   {},
+                   skew,
+                   31});
+  }
+  out.push_back({"straggler+moe-skew",
+                 "16n",
+                 {At16(FaultKind::kStragglerNic)},
+                 skew,
+                 32});
+  // Agents' report intervals jitter (up to 2x); a MoE and a dense host read
+  // stale counters twice in a row, then catch up with a lump.
+  TrafficOptions jitter;
+  jitter.sample_jitter = true;
+  jitter.stale_nodes = {"gpu-003", "gpu-011"};
+  out.push_back({"healthy-jitter-stale-reads", "16n", {}, jitter, 33});
+  out.push_back({"straggler+jitter",
+                 "16n",
+                 {At16(FaultKind::kStragglerNic)},
+                 jitter,
+                 34});
   return out;
 }
 
@@ -254,28 +282,38 @@ std::vector<Scenario> AllScenarios() {
 constexpr uint32_t kNewestSeed = 500000;
 
 // Every finding open after any pass of `passes` windows with `faults` held,
-// deduplicated by key.
+// deduplicated by key. The faults start on a cluster the collector has
+// watched for a while (Cluster::Watched), as they do in production: a
+// straggler in an expert-parallel job is judged against its own history.
 std::vector<Finding> RunPasses(const Cluster& cluster,
                                const AnalysisConfig& config,
                                const std::vector<Fault>& faults,
                                const TrafficOptions& traffic, uint32_t seed,
                                int passes) {
   Hysteresis gate(config.hysteresis);
+  StragglerBaselines baselines = cluster.Watched(traffic, seed, config);
   std::map<std::tuple<std::string, std::string, std::string, std::string>,
            Finding>
       seen;
   for (int pass = 0; pass < passes; ++pass) {
-    FabricView view = cluster.View(faults, traffic, seed * 1000 + pass);
+    // Where sampling is said, pass p's window ends with report 5 + p.
+    TrafficOptions window_traffic = traffic;
+    window_traffic.last_report = 5 + pass;
+    TrafficOptions newest_traffic = window_traffic;
+    newest_traffic.newest_only = true;
+    FabricView view = cluster.View(faults, window_traffic, seed * 1000 + pass);
     // The newest samples: an independent draw of the same traffic, as
     // noisy as a whole window of it (the builder's noise is per pass), so
     // the fast path for strong faults is held to the same precision.
     FabricView newest =
-        cluster.View(faults, traffic, seed * 1000 + pass + kNewestSeed);
-    for (Finding& f :
-         gate.Step(RunRateAnalyzers(cluster.Input(&view, &config)),
-                   RunRateAnalyzers(cluster.Input(&newest, &config)))) {
+        cluster.View(faults, newest_traffic, seed * 1000 + pass + kNewestSeed);
+    const AnalysisInput window = cluster.Input(&view, &config, &baselines);
+    for (Finding& f : gate.Step(
+             RunRateAnalyzers(window),
+             RunRateAnalyzers(cluster.Input(&newest, &config, &baselines)))) {
       seen[{f.kind, f.node, f.device, f.group}] = std::move(f);
     }
+    baselines.Update(window);
   }
   std::vector<Finding> out;
   out.reserve(seen.size());
@@ -384,6 +422,7 @@ TEST_P(FaultResolvesTest, ResolvesAfterClearAfterCleanPasses) {
   const ExpectedFinding want = cluster.Expect(fault).primary;
   const std::vector<Fault> faulty = {fault};
   Hysteresis gate(config.hysteresis);
+  StragglerBaselines baselines = cluster.Watched({}, 5, config);
   auto is_open = [&](const std::vector<Finding>& open) {
     for (const Finding& f : open) {
       if (Matches(want, f)) return true;
@@ -392,7 +431,10 @@ TEST_P(FaultResolvesTest, ResolvesAfterClearAfterCleanPasses) {
   };
   auto step = [&](const std::vector<Fault>& faults, uint32_t seed) {
     FabricView view = cluster.View(faults, TrafficOptions{}, seed);
-    return gate.Step(RunRateAnalyzers(cluster.Input(&view, &config)));
+    const AnalysisInput in = cluster.Input(&view, &config, &baselines);
+    std::vector<Finding> open = gate.Step(RunRateAnalyzers(in));
+    baselines.Update(in);
+    return open;
   };
   uint32_t seed = 500;
   bool opened = false;
@@ -423,6 +465,7 @@ TEST(ScenarioTimingTest, StrongFaultsOpenOnTheNewestSamples) {
   absl::StatusOr<Cluster> built = Cluster::Build(TwoJobCluster(16));
   ASSERT_TRUE(built.ok()) << built.status();
   const Cluster& cluster = *built;
+  const StragglerBaselines watched = cluster.Watched({}, 1, config);
   // Passes until open (-1: never within kMaxPasses), until resolved, and
   // the finding's over_threshold when it opened.
   struct Timing {
@@ -434,15 +477,18 @@ TEST(ScenarioTimingTest, StrongFaultsOpenOnTheNewestSamples) {
     const Fault fault = At16(kind);
     const ExpectedFinding want = cluster.Expect(fault).primary;
     Hysteresis gate(config.hysteresis);
+    StragglerBaselines baselines = watched;
     auto step = [&](const std::vector<Fault>& faults, uint32_t s) {
       FabricView view = cluster.View(faults, TrafficOptions{}, s);
       std::vector<Finding> recent;
       if (newest) {
         FabricView latest = cluster.View(faults, TrafficOptions{}, s + 7);
-        recent = RunRateAnalyzers(cluster.Input(&latest, &config));
+        recent = RunRateAnalyzers(cluster.Input(&latest, &config, &baselines));
       }
-      for (const Finding& f :
-           gate.Step(RunRateAnalyzers(cluster.Input(&view, &config)), recent)) {
+      const AnalysisInput in = cluster.Input(&view, &config, &baselines);
+      std::vector<Finding> open = gate.Step(RunRateAnalyzers(in), recent);
+      baselines.Update(in);
+      for (const Finding& f : open) {
         if (Matches(want, f)) {
           auto it = f.evidence.find(kOverThresholdEvidence);
           // No threshold: an event (a flap), which opens at once.
@@ -493,6 +539,7 @@ TEST(ScenarioTimingTest, StrongFaultsOpenOnTheNewestSamples) {
     }
     auto cell = [](const std::map<int, int>& runs) {
       std::vector<std::string> parts;
+      parts.reserve(runs.size());
       for (const auto& [passes, n] : runs) {
         parts.push_back(absl::StrCat(passes, " passes x", n));
       }
@@ -527,8 +574,10 @@ int FindingsAbout(const Cluster& cluster, const AnalysisConfig& config,
   std::vector<Fault> faults = {fault};
   if (also.has_value()) faults.push_back({*also, fault.node, fault.device});
   const FabricView view = cluster.View(faults, TrafficOptions{}, 77);
+  const StragglerBaselines watched = cluster.Watched({}, 77, config);
   int n = 0;
-  for (const Finding& f : RunRateAnalyzers(cluster.Input(&view, &config))) {
+  for (const Finding& f :
+       RunRateAnalyzers(cluster.Input(&view, &config, &watched))) {
     if (f.kind == kind && f.node == fault.node && f.device == fault.device) {
       ++n;
     }

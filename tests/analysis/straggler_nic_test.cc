@@ -36,6 +36,7 @@ std::string LayoutYaml(const std::string& job, int hosts,
                        const std::string& parallelism,
                        const std::string& rails) {
   std::vector<std::string> names;
+  names.reserve(static_cast<size_t>(hosts));
   for (int h = 0; h < hosts; ++h) {
     names.push_back(absl::StrFormat("gpu-%03d", h));
   }
@@ -103,23 +104,64 @@ void SetThroughput(Ports& ports, const Port& port, double throughput) {
   ports[port].tx_bytes = throughput / 2;
 }
 
-std::vector<Finding> Straggle(const Ports& ports,
-                              std::vector<const LayoutModel*> models,
-                              const AnalysisConfig& config = AnalysisConfig()) {
+FabricView ViewOf(const Ports& ports) {
   FabricView view;
   for (const auto& [key, signals] : ports) {
     view.AddPort(key.first, key.second).s = signals;
   }
   view.Finish();
+  return view;
+}
+
+// Baselines after `passes` windows of `history` (default: enough for them
+// to count), as a collector that watched the jobs for a while has.
+StragglerBaselines Watched(const std::vector<const LayoutModel*>& models,
+                           const Ports& history,
+                           const AnalysisConfig& config = AnalysisConfig(),
+                           int passes = -1) {
+  if (passes < 0) passes = config.straggler_nic.min_history_passes;
+  StragglerBaselines baselines;
+  const FabricView view = ViewOf(history);
+  AnalysisInput in;
+  in.view = &view;
+  in.layouts = models;
+  in.config = &config;
+  for (int i = 0; i < passes; ++i) baselines.Update(in);
+  return baselines;
+}
+
+std::vector<Finding> Straggle(const Ports& ports,
+                              std::vector<const LayoutModel*> models,
+                              const AnalysisConfig& config,
+                              const StragglerBaselines* baselines) {
+  const FabricView view = ViewOf(ports);
   AnalysisInput in;
   in.view = &view;
   in.layouts = std::move(models);
   in.config = &config;
+  in.straggler_baselines = baselines;
   return StragglerNicFindings(in);
+}
+
+// The tests written before baselines: every NIC used to move kAllToAll
+// each way, so only what changed against that is judged against its own
+// history.
+std::vector<Finding> Straggle(const Ports& ports,
+                              std::vector<const LayoutModel*> models,
+                              const AnalysisConfig& config = AnalysisConfig()) {
+  Ports usual;
+  for (const LayoutModel* model : models) {
+    if (model == nullptr) continue;
+    Ports flat = FlatPorts(*model);
+    usual.insert(flat.begin(), flat.end());
+  }
+  const StragglerBaselines baselines = Watched(models, usual, config);
+  return Straggle(ports, std::move(models), config, &baselines);
 }
 
 std::vector<std::string> Where(const std::vector<Finding>& found) {
   std::vector<std::string> out;
+  out.reserve(found.size());
   for (const Finding& f : found) {
     out.push_back(
         absl::StrCat(f.job, " ", f.node, " ", f.device, " ", f.group));
@@ -393,6 +435,276 @@ TEST(StragglerNicTest, HostileInputsRaiseNothing) {
   LayoutModel single =
       Build(LayoutYaml("tp-only", 8, "{tp: 8, pp: 8, dp: 1}", kEightRails));
   EXPECT_THAT(Straggle(ports, {&single}), IsEmpty());
+}
+
+// --- own history, expert parallelism and sample evidence -----------------
+
+// An EP job's traffic by design: each NIC carries `skew` (lognormal, drawn
+// once per NIC from a fixed seed: routing skew stays with the experts a NIC
+// serves) times the group's level, +-10% from window to window.
+class SkewedMoe {
+ public:
+  SkewedMoe(const LayoutModel& model, double sigma, uint32_t seed)
+      : model_(model), rng_(seed) {
+    std::lognormal_distribution<double> skew(0, sigma);
+    for (const auto& [key, s] : FlatPorts(model)) skew_[key] = skew(rng_);
+  }
+  Ports Window() {
+    std::uniform_real_distribution<double> noise(0.9, 1.1);
+    Ports ports = FlatPorts(model_);
+    for (auto& [key, s] : ports) {
+      s.rx_bytes = kAllToAll * skew_[key] * noise(rng_);
+      s.tx_bytes = kAllToAll * skew_[key] * noise(rng_);
+    }
+    return ports;
+  }
+  double skew(const Port& port) const { return skew_.at(port); }
+
+ private:
+  const LayoutModel& model_;
+  std::mt19937 rng_;
+  std::map<Port, double> skew_;
+};
+
+// One pass as the collector runs it: judge, then fold the window in.
+std::vector<Finding> Pass(const Ports& ports, const LayoutModel& model,
+                          const AnalysisConfig& config,
+                          StragglerBaselines* baselines) {
+  const FabricView view = ViewOf(ports);
+  AnalysisInput in;
+  in.view = &view;
+  in.layouts = {&model};
+  in.config = &config;
+  in.straggler_baselines = baselines;
+  std::vector<Finding> found = StragglerNicFindings(in);
+  baselines->Update(in);
+  return found;
+}
+
+TEST(StragglerNicHistoryTest, MoeRoutingSkewRaisesNothingOverManyPasses) {
+  LayoutModel model = MoeJob();
+  const AnalysisConfig config;
+  SkewedMoe job(model, /*sigma=*/0.3, /*seed=*/42);
+  StragglerBaselines baselines;
+  int low_against_group = 0;  // windows the group rule alone would flag
+  for (int pass = 0; pass < 400; ++pass) {
+    const Ports ports = job.Window();
+    std::vector<Finding> found = Pass(ports, model, config, &baselines);
+    EXPECT_THAT(Where(found), IsEmpty()) << "pass " << pass;
+    // What the median rule alone (the rule before own history) says.
+    std::map<char, std::vector<double>> rails;
+    for (const auto& [key, sig] : ports) {
+      rails[key.second.back()].push_back(sig.rx_bytes + sig.tx_bytes);
+    }
+    for (const auto& [rail, members] : rails) {
+      const double median = Median(members);
+      for (double t : members) low_against_group += t < 0.5 * median ? 1 : 0;
+    }
+  }
+  // Not vacuous: sigma 0.3 puts some healthy NICs below half their group's
+  // median, which the median rule alone reports.
+  EXPECT_GT(low_against_group, 0);
+  EXPECT_EQ(baselines.size(), 64u);
+}
+
+TEST(StragglerNicHistoryTest, NicThatDropsAgainstItsOwnHistoryIsAStraggler) {
+  LayoutModel model = MoeJob();
+  const AnalysisConfig config;
+  SkewedMoe job(model, 0.3, 11);
+  StragglerBaselines baselines;
+  for (int pass = 0; pass < 60; ++pass) {
+    ASSERT_THAT(Pass(job.Window(), model, config, &baselines), IsEmpty());
+  }
+  // A NIC of ordinary skew falls to 40% of what it carried; its peers stay.
+  const Port slow{"gpu-002", "mlx5_4"};
+  ASSERT_NEAR(job.skew(slow), 1, 0.2) << "pick another NIC for this seed";
+  const double usual = 2 * kAllToAll * job.skew(slow);
+  std::vector<Finding> found;
+  for (int pass = 0; pass < 10; ++pass) {
+    Ports ports = job.Window();
+    SetThroughput(ports, slow, 0.4 * usual);
+    found = Pass(ports, model, config, &baselines);
+    ASSERT_THAT(Where(found), ElementsAre("moe-train-42 gpu-002 mlx5_4 dp:4"))
+        << "pass " << pass;
+  }
+  // Its own slow windows never lower its baseline: still found.
+  const Finding& f = found[0];
+  EXPECT_NEAR(f.evidence.at("ratio_to_own_baseline"), 0.4, 0.05);
+  EXPECT_NEAR(f.evidence.at("own_baseline_bytes_per_second"), usual,
+              0.1 * usual);
+  EXPECT_THAT(f.summary, HasSubstr("its own usual"));
+  EXPECT_THAT(f.evidence_text, Not(testing::Contains(Key("own_baseline"))));
+}
+
+TEST(StragglerNicHistoryTest, RestartSeedsTheBaselinesOfOpenStragglers) {
+  LayoutModel model = MoeJob();
+  const AnalysisConfig config;
+  const StragglerBaselines watched =
+      Watched({&model}, FlatPorts(model), config);
+  Ports ports = FlatPorts(model);
+  SetThroughput(ports, {"gpu-005", "mlx5_5"}, 0.3 * 2 * kAllToAll);
+  const std::vector<Finding> open = Straggle(ports, {&model}, config, &watched);
+  ASSERT_THAT(open, SizeIs(1));
+  // A fresh collector knows nothing: the EP straggler is not judged, and
+  // passes of it would teach the baselines its slow throughput.
+  StragglerBaselines fresh;
+  EXPECT_THAT(Straggle(ports, {&model}, config, &fresh), IsEmpty());
+  // Seeded with the open findings (and ignoring others), it stays found,
+  // pass after pass.
+  Finding other = open[0];
+  other.kind = "link_degraded";
+  other.device = "mlx5_1";
+  fresh.Seed({open[0], other});
+  EXPECT_EQ(fresh.size(), 1u);
+  for (int pass = 0; pass < 50; ++pass) {
+    ASSERT_THAT(Where(Pass(ports, model, config, &fresh)),
+                ElementsAre("moe-train-42 gpu-005 mlx5_5 dp:5"))
+        << "pass " << pass;
+  }
+  EXPECT_DOUBLE_EQ(
+      fresh.Find("moe-train-42", "gpu-005", "mlx5_5")->bytes_per_second,
+      2 * kAllToAll);
+}
+
+TEST(StragglerNicHistoryTest, NaturallyLowEpNicRaisesNothing) {
+  LayoutModel model = MoeJob();
+  const AnalysisConfig config;
+  StragglerBaselines baselines;
+  // gpu-006 mlx5_1 serves cold experts: 45% of its group's median, for the
+  // whole job. Below the group threshold, every single pass.
+  const Port cold{"gpu-006", "mlx5_1"};
+  uint32_t seed = 100;
+  for (int pass = 0; pass < 200; ++pass) {
+    Ports ports = HealthyPorts(model, ++seed, kAllToAll, 0.1);
+    SetThroughput(ports, cold, 0.45 * 2 * kAllToAll);
+    EXPECT_THAT(Pass(ports, model, config, &baselines), IsEmpty())
+        << "pass " << pass;
+  }
+  ASSERT_NE(baselines.Find("moe-train-42", "gpu-006", "mlx5_1"), nullptr);
+  // It is below its group: the same NIC in a dense job is reported.
+  Ports ports = HealthyPorts(model, 1, kAllToAll, 0.1);
+  SetThroughput(ports, cold, 0.45 * 2 * kAllToAll);
+  LayoutModel dense =
+      Build(LayoutYaml("dense", 8, "{tp: 8, pp: 1, dp: 8}", kEightRails));
+  EXPECT_THAT(Where(Straggle(ports, {&dense}, config, nullptr)),
+              ElementsAre("dense gpu-006 mlx5_1 dp:1"));
+}
+
+TEST(StragglerNicHistoryTest, EpNicWithoutBaselineIsNotJudged) {
+  LayoutModel model = MoeJob();
+  const AnalysisConfig config;
+  Ports ports = FlatPorts(model);
+  SetThroughput(ports, {"gpu-003", "mlx5_0"}, 0.2 * 2 * kAllToAll);
+  EXPECT_THAT(Straggle(ports, {&model}, config, nullptr), IsEmpty());
+  // A baseline with too few passes is no baseline either.
+  StragglerBaselines young =
+      Watched({&model}, FlatPorts(model), config,
+              config.straggler_nic.min_history_passes - 1);
+  EXPECT_THAT(Straggle(ports, {&model}, config, &young), IsEmpty());
+  StragglerBaselines grown = Watched({&model}, FlatPorts(model), config,
+                                     config.straggler_nic.min_history_passes);
+  EXPECT_THAT(Where(Straggle(ports, {&model}, config, &grown)),
+              ElementsAre("moe-train-42 gpu-003 mlx5_0 dp:0"));
+}
+
+TEST(StragglerNicHistoryTest, DenseStragglerWithoutHistoryStillFires) {
+  LayoutModel dense =
+      Build(LayoutYaml("dense", 8, "{tp: 8, pp: 1, dp: 8}", kEightRails));
+  Ports ports = HealthyPorts(dense, 3);
+  SetThroughput(ports, {"gpu-005", "mlx5_6"}, 3e9);
+  std::vector<Finding> found =
+      Straggle(ports, {&dense}, AnalysisConfig(), nullptr);
+  ASSERT_THAT(Where(found), ElementsAre("dense gpu-005 mlx5_6 dp:6"));
+  EXPECT_EQ(found[0].evidence_text.at("own_baseline"),
+            "none yet: judged on its group alone");
+  EXPECT_THAT(found[0].evidence,
+              Not(testing::Contains(Key("ratio_to_own_baseline"))));
+}
+
+TEST(StragglerNicHistoryTest, BelowOwnHistoryFractionIsConfigurable) {
+  LayoutModel model = MoeJob();
+  AnalysisConfig config;
+  const StragglerBaselines baselines =
+      Watched({&model}, FlatPorts(model), config);
+  Ports ports = FlatPorts(model);
+  SetThroughput(ports, {"gpu-001", "mlx5_7"}, 0.45 * 2 * kAllToAll);
+  EXPECT_THAT(Straggle(ports, {&model}, config, &baselines), SizeIs(1));
+  config.straggler_nic.below_own_history_fraction = 0.4;  // 45% is not below
+  EXPECT_THAT(Straggle(ports, {&model}, config, &baselines), IsEmpty());
+}
+
+// --- sample evidence ---------------------------------------------------------
+
+TEST(SampleEvidenceTest, StaleReadsFoldIntoTheLumpThatCatchesUp) {
+  SampleEvidence even =
+      SummarizeSamples({0, 1, 2, 3, 4, 5}, {true, true, true, true, true});
+  EXPECT_EQ(even.reports, 5);
+  EXPECT_EQ(even.intervals, 5);
+  EXPECT_DOUBLE_EQ(even.span_seconds, 5);
+  EXPECT_DOUBLE_EQ(even.median_interval_seconds, 1);
+  EXPECT_DOUBLE_EQ(even.max_interval_seconds, 1);
+  // Two stale reads, then the lump: one interval of 3 s.
+  SampleEvidence lump =
+      SummarizeSamples({0, 1, 2, 3, 4, 5}, {true, false, false, true, true});
+  EXPECT_EQ(lump.intervals, 3);
+  EXPECT_DOUBLE_EQ(lump.span_seconds, 5);
+  EXPECT_DOUBLE_EQ(lump.max_interval_seconds, 3);
+  EXPECT_DOUBLE_EQ(lump.median_interval_seconds, 1);
+  // Stale at the end: the lump has not come yet.
+  SampleEvidence tail =
+      SummarizeSamples({0, 1, 2, 3, 4, 5}, {true, true, true, false, false});
+  EXPECT_DOUBLE_EQ(tail.span_seconds, 3);
+  EXPECT_EQ(SummarizeSamples({0, 1}, {false}).intervals, 0);
+  EXPECT_EQ(SummarizeSamples({0, 1}, {true, true}).reports, 0);  // misfit
+}
+
+TEST(StragglerNicEvidenceTest, IrregularSamplesRaiseNothing) {
+  LayoutModel dense =
+      Build(LayoutYaml("dense", 8, "{tp: 8, pp: 1, dp: 8}", kEightRails));
+  const AnalysisConfig config;
+  const Port port{"gpu-004", "mlx5_3"};
+  Ports ports = FlatPorts(dense);
+  // The window's mean is low because its samples are: a gap, stale reads.
+  SetThroughput(ports, port, 0.3 * 2 * kAllToAll);
+  auto judged = [&](const SampleEvidence& e) {
+    FabricView view = ViewOf(ports);
+    for (const PortView& p : view.ports()) {
+      if (p.node == port.first && p.device == port.second) {
+        const_cast<PortView&>(p).samples = e;
+      }
+    }
+    AnalysisInput in;
+    in.view = &view;
+    in.layouts = {&dense};
+    in.config = &config;
+    return Where(StragglerNicFindings(in));
+  };
+  const std::vector<double> times = {0, 1, 2, 3, 4, 5};
+  // Regular samples: the same mean is a straggler.
+  EXPECT_THAT(judged(SummarizeSamples(times, {true, true, true, true, true})),
+              ElementsAre("dense gpu-004 mlx5_3 dp:3"));
+  // A gap of 3 s then a lump: irregular.
+  EXPECT_THAT(judged(SummarizeSamples({0, 1, 4, 5}, {true, true, true})),
+              IsEmpty());
+  // Stale reads, then the lump (4 s against 1 s).
+  EXPECT_THAT(
+      judged(SummarizeSamples(times, {false, false, false, true, true})),
+      IsEmpty());
+  // Stale reads at the end of the window: too little of it covered.
+  EXPECT_THAT(judged(SummarizeSamples(times, {true, true, true, false, false})),
+              IsEmpty());
+  // Nothing moved in the newest report alone: a stale read.
+  EXPECT_THAT(judged(SummarizeSamples({0, 1}, {false})), IsEmpty());
+  // Nothing moved for a whole window: no stale run lasts that long, the
+  // NIC moved nothing (a mean of 0 is a straggler).
+  SetThroughput(ports, port, 0);
+  EXPECT_THAT(
+      judged(SummarizeSamples(times, {false, false, false, false, false})),
+      ElementsAre("dense gpu-004 mlx5_3 dp:3"));
+  // Agent jitter, intervals up to 2x each other, is regular.
+  EXPECT_THAT(judged(SummarizeSamples({0, 0.7, 2.1, 2.9, 3.9, 5},
+                                      {true, true, true, true, true})),
+              ElementsAre("dense gpu-004 mlx5_3 dp:3"));
 }
 
 }  // namespace

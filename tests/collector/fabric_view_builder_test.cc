@@ -180,6 +180,41 @@ TEST_F(FabricViewBuilderTest, NoRateSamplesAreIgnoredNotAveragedAsZero) {
   EXPECT_DOUBLE_EQ(view.Find("gpu-0", "mlx5_0")->s.rx_bytes, 10);
 }
 
+TEST_F(FabricViewBuilderTest, SaysHowTheWindowsSamplesLieInTime) {
+  // RDMA receive and physical-port transmit bytes (the port's traffic
+  // sources) did not advance at seq 7 and 8; seq 9 catches up.
+  Feed("gpu-0", GpuInventory(), GpuSeries(), 10, [](size_t i, int seq) {
+    const bool traffic = i == 0 || i == 2;
+    if (traffic && (seq == 7 || seq == 8)) return 0.0;
+    if (traffic && seq == 9) return 3e9;
+    return 1e9;
+  });
+  FabricViewBuilder builder(&store_);
+  analysis::FabricView view = builder.Build(nullptr, 5, clock_.Now());
+  const analysis::SampleEvidence& e = view.Find("gpu-0", "mlx5_0")->samples;
+  EXPECT_EQ(e.reports, 5);  // seq 6..10
+  EXPECT_EQ(e.intervals, 3);
+  EXPECT_DOUBLE_EQ(e.span_seconds, 5);
+  EXPECT_DOUBLE_EQ(e.report_span_seconds, 5);
+  EXPECT_DOUBLE_EQ(e.max_interval_seconds, 3);  // seq 6 -> 9
+  EXPECT_DOUBLE_EQ(e.median_interval_seconds, 1);
+  // The newest second alone: seq 10 moved.
+  view = builder.Build(nullptr, 1, clock_.Now());
+  EXPECT_EQ(view.Find("gpu-0", "mlx5_0")->samples.intervals, 1);
+  EXPECT_DOUBLE_EQ(view.Find("gpu-0", "mlx5_0")->samples.span_seconds, 1);
+}
+
+TEST_F(FabricViewBuilderTest, ANewNodesSamplesCoverLittleOfTheWindow) {
+  Feed("gpu-0", GpuInventory(), GpuSeries(), 2,
+       [](size_t, int) { return 1e9; });
+  FabricViewBuilder builder(&store_);
+  analysis::FabricView view = builder.Build(nullptr, 5, clock_.Now());
+  const analysis::SampleEvidence& e = view.Find("gpu-0", "mlx5_0")->samples;
+  // Seq 1 only starts the first interval.
+  EXPECT_EQ(e.reports, 1);
+  EXPECT_DOUBLE_EQ(e.span_seconds, 1);
+}
+
 TEST_F(FabricViewBuilderTest, DownPortsAndStaleNodes) {
   Feed("gpu-0", GpuInventory(/*state_id=*/1), GpuSeries(), 3,
        [](size_t, int) { return 1.0; });

@@ -24,6 +24,7 @@ uint64_t Hello(NodeSeries& node, absl::string_view boot) {
 
 using ::testing::ElementsAre;
 using ::testing::Field;
+using ::testing::SizeIs;
 
 v1::Schema MakeSchema(uint64_t id, int n) {
   v1::Schema s;
@@ -127,6 +128,39 @@ TEST_F(SeriesStoreTest, DuplicatesIgnoredGapsCountedAndLeftAsHoles) {
   EXPECT_EQ(window[1].rate, 2);  // the duplicate did not overwrite
   // A stream reconnecting with the same boot learns what is held.
   EXPECT_EQ(Hello(*node, "boot-a"), 6u);
+}
+
+// Wall time is seq seconds (Put): reports 1, 2, 3, 6, 7 with 4 and 5
+// dropped, and series 0 not advancing at 7.
+TEST_F(SeriesStoreTest, RecentActivitySaysWhenReportsCameAndWhatMoved) {
+  auto node = store_.OpenNode("gpu-1");
+  Hello(*node, "boot-a");
+  auto slots = *node->MapSchema(MakeSchema(1, 2));
+  for (uint64_t seq : {1, 2, 3, 6}) Put(*node, "boot-a", slots, seq, {5, 0});
+  Put(*node, "boot-a", slots, 7, {0, 0});
+  std::vector<double> times;
+  std::vector<bool> moved;
+  // The last 4 samples are k 3..6 (3, 4 holes; 5, 6 reports 6, 7), after
+  // report 3 at k 2.
+  node->RecentActivity(4, std::vector<uint32_t>{slots[0]}, &times, &moved);
+  EXPECT_THAT(times, ElementsAre(0, 3, 4));
+  EXPECT_THAT(moved, ElementsAre(true, false));
+  // Across the dropped reports, the interval spans the gap. Series 1
+  // never moved; either moving counts.
+  node->RecentActivity(2, std::vector<uint32_t>{slots[1]}, &times, &moved);
+  EXPECT_THAT(times, ElementsAre(0, 3, 4));
+  EXPECT_THAT(moved, ElementsAre(false, false));
+  node->RecentActivity(2, slots, &times, &moved);
+  EXPECT_THAT(moved, ElementsAre(true, false));
+  // Back to the first report: it only starts the first interval.
+  node->RecentActivity(100, slots, &times, &moved);
+  EXPECT_THAT(times, ElementsAre(0, 1, 2, 5, 6));
+  EXPECT_THAT(moved, SizeIs(4));
+  // Nothing held: both empty.
+  auto empty = store_.OpenNode("gpu-2");
+  empty->RecentActivity(5, {}, &times, &moved);
+  EXPECT_TRUE(times.empty());
+  EXPECT_TRUE(moved.empty());
 }
 
 TEST_F(SeriesStoreTest, NewBootStartsAFreshSeqSpaceAndKeepsHistory) {

@@ -92,6 +92,63 @@ class Noise {
   std::mt19937 rng_;
 };
 
+// Reports per window (5 s at the agents' 1 s interval).
+constexpr int kWindowReports = 5;
+
+// When report `k` of host `node` was taken, in seconds: intervals of 0.7
+// to 1.4 s, the same for a report in every view (a hash of node and k, not
+// the pass's noise).
+double ReportTime(int node, int k) {
+  double t = 0;
+  for (int i = 1; i <= k; ++i) {
+    std::mt19937 rng(static_cast<uint32_t>(node * 1000003 + i));
+    t += std::uniform_real_distribution<double>(0.7, 1.4)(rng);
+  }
+  return t;
+}
+
+// TrafficOptions::stale_nodes: reports k % 6 of 1 and 2 did not advance,
+// 3 catches up.
+bool StaleRead(int k) { return k > 0 && (k % 6 == 1 || k % 6 == 2); }
+
+// A stale host NIC's window: its sample evidence, and the mean of its
+// per-report rates over the mean rate it really moved (zeros, then a lump
+// that covers the stale intervals too).
+struct SampledWindow {
+  SampleEvidence evidence;
+  double mean_factor = 1;
+};
+
+SampledWindow Sample(int node, bool stale, int last, bool newest_only) {
+  const int first = newest_only ? last : last - kWindowReports + 1;
+  std::vector<double> times;
+  std::vector<bool> moved;
+  for (int k = first - 1; k <= last; ++k) times.push_back(ReportTime(node, k));
+  double rates = 0;
+  for (int k = first; k <= last; ++k) {
+    const bool read = !(stale && StaleRead(k));
+    moved.push_back(read);
+    if (!read) continue;
+    // The rate a report carries: the bytes since the last read that moved,
+    // over its own interval.
+    int since = k - 1;
+    while (stale && StaleRead(since)) --since;
+    rates += (ReportTime(node, k) - ReportTime(node, since)) /
+             (ReportTime(node, k) - ReportTime(node, k - 1));
+  }
+  SampledWindow w;
+  w.evidence = SummarizeSamples(times, moved);
+  w.mean_factor = rates / (last - first + 1);
+  return w;
+}
+
+// TrafficOptions::routing_skew_sigma: the factor of host NIC `slot`,
+// drawn from a seed of its own so it never changes.
+double RoutingSkew(size_t slot, double sigma) {
+  std::mt19937 rng(static_cast<uint32_t>(0x5eed0000u + slot));
+  return std::lognormal_distribution<double>(0, sigma)(rng);
+}
+
 void SetPause(PerPriority* fraction, PerPriority* frames, double value) {
   (*fraction)[kRocePriority] = value;
   (*frames)[kRocePriority] = value * kPauseFramesWhenStalled;
@@ -408,6 +465,11 @@ FabricView Cluster::View(absl::Span<const Fault> faults,
       s.rx_bytes = base * noise.Factor(0.03, 0.1);
       s.tx_bytes = base * noise.Factor(0.03, 0.1);
     }
+    if (role.moe && options.routing_skew_sigma > 0) {
+      const double skew = RoutingSkew(i, options.routing_skew_sigma);
+      s.rx_bytes *= skew;
+      s.tx_bytes *= skew;
+    }
     if (role.job >= 0 && role.job == checkpointing) {
       s.rx_bytes *= kCheckpointTrafficLeft;
       s.tx_bytes *= kCheckpointTrafficLeft;
@@ -523,6 +585,18 @@ FabricView Cluster::View(absl::Span<const Fault> faults,
                   hosts_[node]) != options.bare_nodes.end()) {
       p.s = TrafficOnly(p.s);
     }
+    const bool stale =
+        std::find(options.stale_nodes.begin(), options.stale_nodes.end(),
+                  hosts_[node]) != options.stale_nodes.end();
+    if (options.sample_jitter || stale) {
+      const SampledWindow w =
+          Sample(node, stale, options.last_report, options.newest_only);
+      p.samples = w.evidence;
+      // What the agent's rates average to, as the collector's view takes
+      // them; the switch port mirrors the wire (it is read fresh).
+      p.s.rx_bytes *= w.mean_factor;
+      p.s.tx_bytes *= w.mean_factor;
+    }
   }
   // Uplinks: 2:1 oversubscribed bundles (see kCrossLeafFraction).
   const double uplink_rate = host_ports_per_leaf_ * kNicRate / 8;
@@ -580,13 +654,30 @@ FabricView Cluster::View(absl::Span<const Fault> faults,
 }
 
 AnalysisInput Cluster::Input(const FabricView* view,
-                             const AnalysisConfig* config) const {
+                             const AnalysisConfig* config,
+                             const StragglerBaselines* baselines) const {
   AnalysisInput in;
   in.view = view;
   for (const LayoutModel& m : jobs_) in.layouts.push_back(&m);
   in.topology = &topology_;
   in.config = config;
+  in.straggler_baselines = baselines;
   return in;
+}
+
+StragglerBaselines Cluster::Watched(const TrafficOptions& options,
+                                    uint32_t seed, const AnalysisConfig& config,
+                                    int passes) const {
+  if (passes < 0) passes = config.straggler_nic.min_history_passes;
+  TrafficOptions usual = options;
+  usual.checkpointing_job.clear();
+  StragglerBaselines baselines;
+  for (int pass = 0; pass < passes; ++pass) {
+    const FabricView view =
+        View({}, usual, seed * 1000 - static_cast<uint32_t>(passes - pass));
+    baselines.Update(Input(&view, &config, &baselines));
+  }
+  return baselines;
 }
 
 FaultExpectation Cluster::Expect(const Fault& fault) const {

@@ -60,6 +60,7 @@
 #include "analysis/analyzer.h"
 #include "analysis/fabric_view.h"
 #include "analysis/layout_model.h"
+#include "analysis/straggler_nic.h"
 #include "proto/layout.pb.h"
 
 namespace fabricdiag::analysis::scenario {
@@ -191,7 +192,30 @@ struct TrafficOptions {
   // congestion counters (docs/counters.md). Their switch ports still
   // report everything.
   std::vector<std::string> bare_nodes;
+  // MoE routing skew that stays with each NIC (the experts it serves):
+  // every NIC of a MoE job carries a lognormal factor of this sigma, drawn
+  // once per NIC from a fixed seed (the same in every pass and every
+  // scenario), on top of the per-pass noise. 0.3 puts 2x between healthy
+  // NICs of one group. 0: none.
+  double routing_skew_sigma = 0;
+  // The agents' sampling, said in every host NIC's PortView::samples:
+  // report intervals jitter between 0.7 and 1.4 s (up to 2x each other),
+  // the same report times in every view that holds them.
+  bool sample_jitter = false;
+  // Hosts whose NICs' counters read stale now and then: two reads in a row
+  // that do not advance (rate 0), then a lump that catches up (reports k
+  // with k % 6 of 1 and 2 stale, 3 the lump). Implies sample_jitter.
+  std::vector<std::string> stale_nodes;
+  // The view's reports when sampling is said (sample_jitter, stale_nodes):
+  // the window ends with report `last_report` (the suite's pass p: 5 + p)
+  // and holds the 5 before it, or that report alone when `newest_only`
+  // (the newest-samples view).
+  int last_report = 5;
+  bool newest_only = false;
 };
+
+// The number of passes Watched() runs by default.
+inline constexpr int kDefaultWatchedPasses = -1;
 
 class Cluster {
  public:
@@ -217,9 +241,19 @@ class Cluster {
   // `faults` applied. Finished (sorted and indexed).
   FabricView View(absl::Span<const Fault> faults, const TrafficOptions& options,
                   uint32_t seed) const;
-  // The analyzers' input over `view` (which must outlive it).
-  AnalysisInput Input(const FabricView* view,
-                      const AnalysisConfig* config) const;
+  // The analyzers' input over `view` (which must outlive it), with the
+  // straggler_nic baselines `baselines` (may be null).
+  AnalysisInput Input(const FabricView* view, const AnalysisConfig* config,
+                      const StragglerBaselines* baselines = nullptr) const;
+
+  // What a collector that watched this cluster's healthy traffic for
+  // `passes` passes (kDefaultWatchedPasses: straggler_nic.min_history_passes,
+  // so every busy NIC has a baseline that counts) knows of each NIC's own
+  // throughput. Checkpointing is left out of `options`: the job ran before
+  // it checkpointed. Windows are drawn from seeds below seed * 1000.
+  StragglerBaselines Watched(const TrafficOptions& options, uint32_t seed,
+                             const AnalysisConfig& config,
+                             int passes = kDefaultWatchedPasses) const;
 
   // What `fault` must raise. `fault` must name a host NIC of the cluster
   // (or a leaf for kEcmpImbalance).

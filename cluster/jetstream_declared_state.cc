@@ -40,16 +40,34 @@ bool PauseUnlessStopping(const std::atomic<bool>& stopping, absl::Duration d) {
 
 // The change one watcher entry stands for; nullopt for keys this version
 // does not know (written by a newer collector: left alone).
-std::optional<DeclaredChange> ToChange(kvEntry* e, absl::string_view bucket) {
+// One stored version of a key, from a watcher entry or a message fetched
+// by sequence.
+struct StoredValue {
+  std::string key;
+  uint64_t revision = 0;
+  bool deleted = false;  // a delete or purge marker
+  absl::string_view data;
+};
+
+StoredValue FromEntry(kvEntry* e) {
+  const kvOperation op = kvEntry_Operation(e);
+  return StoredValue{
+      kvEntry_Key(e), kvEntry_Revision(e),
+      op == kvOp_Delete || op == kvOp_Purge,
+      absl::string_view(static_cast<const char*>(kvEntry_Value(e)),
+                        static_cast<size_t>(kvEntry_ValueLen(e)))};
+}
+
+std::optional<DeclaredChange> ToChange(const StoredValue& v,
+                                       absl::string_view bucket) {
   DeclaredChange change;
-  change.revision = kvEntry_Revision(e);
-  const std::string key = kvEntry_Key(e);
+  change.revision = v.revision;
+  const std::string& key = v.key;
   const std::string where = absl::StrCat("bucket ", bucket, " key ", key,
                                          " revision ", change.revision);
   const std::optional<std::string> job = JobOfKey(key);
   if (!job.has_value() && key != kTopologyKey) return std::nullopt;
-  const kvOperation op = kvEntry_Operation(e);
-  if (op == kvOp_Delete || op == kvOp_Purge) {
+  if (v.deleted) {
     if (!job.has_value()) {
       change.kind = DeclaredChange::Kind::kDamaged;
       change.problem = absl::StrCat(
@@ -62,8 +80,7 @@ std::optional<DeclaredChange> ToChange(kvEntry* e, absl::string_view bucket) {
     change.job = *job;
     return change;
   }
-  const absl::string_view data(static_cast<const char*>(kvEntry_Value(e)),
-                               static_cast<size_t>(kvEntry_ValueLen(e)));
+  const absl::string_view data = v.data;
   absl::string_view payload;
   absl::Time written;
   const absl::Status envelope =
@@ -349,7 +366,8 @@ absl::StatusOr<std::vector<DeclaredChange>> JetStreamDeclaredState::ReadAll(
                          absl::ToInt64Milliseconds(nats_->request_timeout()));
       if (s != NATS_OK) break;
       if (entry == nullptr) break;  // the initial values are all there
-      std::optional<DeclaredChange> change = ToChange(entry, options_.bucket);
+      std::optional<DeclaredChange> change =
+          ToChange(FromEntry(entry), options_.bucket);
       kvEntry_Destroy(entry);
       if (change.has_value()) changes.push_back(*std::move(change));
     }
@@ -406,35 +424,82 @@ void JetStreamDeclaredState::Watch(
                          std::move(on_change));
 }
 
+absl::Status JetStreamDeclaredState::CatchUp(
+    uint64_t last, uint64_t* delivered,
+    const std::function<void(const DeclaredChange&)>& on_change) {
+  const std::string stream = absl::StrCat("KV_", options_.bucket);
+  const std::string prefix = absl::StrCat("$KV.", options_.bucket, ".");
+  for (uint64_t seq = *delivered + 1; seq <= last && !stopping_.load(); ++seq) {
+    natsMsg* msg = nullptr;
+    jsErrCode code = static_cast<jsErrCode>(0);
+    const natsStatus s =
+        js_GetMsg(&msg, nats_->js(), stream.c_str(), seq, nullptr, &code);
+    if (s == NATS_NOT_FOUND) {  // superseded (history) or purged
+      *delivered = seq;
+      continue;
+    }
+    if (s != NATS_OK) return NatsError(s, "catching up on the declared state");
+    absl::string_view subject = natsMsg_GetSubject(msg);
+    const char* op = nullptr;
+    const bool deleted =
+        natsMsgHeader_Get(msg, "KV-Operation", &op) == NATS_OK &&
+        op != nullptr &&
+        (absl::string_view(op) == "DEL" || absl::string_view(op) == "PURGE");
+    std::optional<DeclaredChange> change;
+    if (absl::ConsumePrefix(&subject, prefix)) {
+      change = ToChange(
+          StoredValue{std::string(subject), seq, deleted,
+                      absl::string_view(
+                          natsMsg_GetData(msg),
+                          static_cast<size_t>(natsMsg_GetDataLength(msg)))},
+          options_.bucket);
+    }
+    natsMsg_Destroy(msg);
+    *delivered = seq;
+    if (change.has_value()) on_change(*change);
+  }
+  return absl::OkStatus();
+}
+
 void JetStreamDeclaredState::WatchLoop(
     std::function<void(const DeclaredChange&)> on_change) {
+  // The newest revision handed to on_change, across watchers: what a new
+  // watcher replays up to it is skipped.
+  uint64_t delivered = 0;
   while (!stopping_.load()) {
     kvWatchOptions watch_options;
     kvWatchOptions_Init(&watch_options);
     kvWatcher* watcher = nullptr;
     natsStatus s = kvStore_WatchAll(&watcher, kv_, &watch_options);
-    uint64_t delivered = 0;  // newest revision seen, of any key
-    int behind = 0;          // consecutive quiet checks that found newer
+    int behind = 0;  // consecutive quiet half-seconds behind the bucket
     while (s == NATS_OK && !stopping_.load()) {
       kvEntry* entry = nullptr;
       s = kvWatcher_Next(&entry, watcher, 500);
       if (s == NATS_TIMEOUT) {
         s = NATS_OK;
-        // A watcher is a consumer on one server: when that server dies the
-        // watcher can go quiet without an error. A quiet watcher that is
-        // behind the bucket twice in a row is recreated.
+        // A watcher is a consumer on one NATS server. When that server
+        // dies, a new consumer may take many seconds to be placed while the
+        // cluster still counts the dead server, and the old one goes quiet
+        // without an error. So a quiet watcher that is behind the bucket
+        // for a second is not waited for: the missing revisions are fetched
+        // by sequence from the stream (no consumer needed), and the watcher
+        // is recreated.
         absl::StatusOr<uint64_t> last =
             LastRevision(nats_->js(), options_.bucket);
         behind = last.ok() && *last > delivered ? behind + 1 : 0;
-        if (behind >= 2) {
-          s = NATS_TIMEOUT;
-          break;
-        }
-        continue;
+        if (behind < 2) continue;
+        absl::Status caught_up = CatchUp(*last, &delivered, on_change);
+        if (!caught_up.ok()) LogWarning(std::string(caught_up.message()));
+        s = NATS_TIMEOUT;
+        break;
       }
       if (s != NATS_OK || entry == nullptr) continue;
-      delivered = std::max(delivered, kvEntry_Revision(entry));
-      std::optional<DeclaredChange> change = ToChange(entry, options_.bucket);
+      const StoredValue value = FromEntry(entry);
+      std::optional<DeclaredChange> change;
+      if (value.revision > delivered) {
+        delivered = value.revision;
+        change = ToChange(value, options_.bucket);
+      }
       kvEntry_Destroy(entry);
       if (change.has_value()) on_change(*change);
     }
@@ -445,7 +510,7 @@ void JetStreamDeclaredState::WatchLoop(
             ? std::string("watching the declared state: the watcher fell "
                           "behind the bucket")
             : NatsError(s, "watching the declared state").message(),
-        "; watching again"));
+        "; caught up by sequence, watching again"));
     watcher_restarts_.fetch_add(1);
     if (!PauseUnlessStopping(stopping_, absl::Milliseconds(200))) return;
   }

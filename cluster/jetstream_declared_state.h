@@ -121,6 +121,11 @@ class JetStreamDeclaredState final : public collector::DeclaredState {
   absl::Status Record(absl::Status status);
   void AddProblem(std::string problem);
   void WatchLoop(std::function<void(const collector::DeclaredChange&)> cb);
+  // Hands every revision after *delivered up to `last` to `on_change`,
+  // fetched by sequence from the bucket's stream; advances *delivered.
+  absl::Status CatchUp(
+      uint64_t last, uint64_t* delivered,
+      const std::function<void(const collector::DeclaredChange&)>& on_change);
 
   NatsConnection* const nats_;
   const Options options_;

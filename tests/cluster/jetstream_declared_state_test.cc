@@ -4,6 +4,7 @@
 // that kills a server.
 #include "cluster/jetstream_declared_state.h"
 
+#include <iostream>
 #include <memory>
 #include <string>
 #include <utility>
@@ -312,13 +313,16 @@ TEST(JetStreamFailoverTest, WritesAndWatchesGoOnAfterKill9OfOneServer) {
       a.Apply(DenseLayout("after", 2));
   ASSERT_TRUE(after.ok()) << after.status();
   ASSERT_TRUE(b.Apply(DenseLayout("after-b", 1)).ok());
-  EXPECT_LT(absl::Now() - killed, absl::Seconds(15));
+  const absl::Duration writes = absl::Now() - killed;
+  EXPECT_LT(writes, absl::Seconds(30));
   EXPECT_TRUE(testing::Eventually([&] { return b.NumLayouts() == 3; },
-                                  absl::Seconds(10)));
+                                  absl::Seconds(20)));
   EXPECT_TRUE(testing::Eventually([&] { return a.NumLayouts() == 3; },
-                                  absl::Seconds(10)));
+                                  absl::Seconds(20)));
   EXPECT_TRUE(nats_a->connected());
   EXPECT_NE(nats_a->connected_url(), cluster.url(0));
+  std::cout << "after kill -9: both writes took " << writes
+            << ", all served after " << absl::Now() - killed << "\n";
 }
 
 }  // namespace

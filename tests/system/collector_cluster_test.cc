@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <regex>
 #include <string>
@@ -181,10 +182,20 @@ TEST_F(CollectorClusterTest, LayoutsAndTopologyAreSharedAndSurviveFailures) {
   nats_.Resume(1);
   nats_.Resume(2);
   ASSERT_TRUE(nats_.Restart(0).ok());
-  // The refused write keeps /healthz red until a write succeeds again.
-  RunResult retried =
-      Cli(c[0], {"--timeout=30s", "layout", "apply", LayoutFile("cut", 1)});
-  EXPECT_EQ(retried.exit_code, 0) << retried.err;
+  // The refused write keeps /healthz red until a write succeeds again,
+  // once the JetStream cluster has its leaders back.
+  const absl::Time resumed = absl::Now();
+  RunResult retried;
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        retried = Cli(
+            c[0], {"--timeout=30s", "layout", "apply", LayoutFile("cut", 1)});
+        return retried.exit_code == 0;
+      },
+      absl::Seconds(90), absl::Seconds(1)))
+      << retried.err;
+  std::cout << "first write after the servers resumed: "
+            << absl::Now() - resumed << "\n";
   EXPECT_TRUE(
       testing::Eventually([&] { return HttpGet(c[0].http, "/healthz").ok(); },
                           absl::Seconds(30), absl::Milliseconds(200)))

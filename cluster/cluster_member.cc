@@ -39,6 +39,11 @@ absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Join(
   ASSIGN_OR_RETURN(
       member->declared_,
       JetStreamDeclaredState::Open(member->nats_.get(), declared_options));
+  ClusterMembers::Options members_options;
+  members_options.replicas = options.replicas;
+  ASSIGN_OR_RETURN(member->members_, ClusterMembers::Start(member->nats_.get(),
+                                                           options.collector_id,
+                                                           members_options));
   return member;
 }
 
@@ -53,6 +58,17 @@ bool ClusterMember::AppendHealth(std::string* text) const {
     absl::StrAppend(text, "cluster: NATS not connected (servers ",
                     absl::StrJoin(nats_->urls(), ","),
                     "); layouts, topology and findings may be stale\n");
+  }
+  std::vector<std::string> live;
+  for (const ClusterMembers::Member& m : members_->Live()) live.push_back(m.id);
+  absl::StrAppend(text, "cluster: ", live.size(),
+                  " collectors live: ", absl::StrJoin(live, ", "), "\n");
+  if (members_->id_conflict()) {
+    ok = false;
+    absl::StrAppend(text,
+                    "cluster: another running collector uses "
+                    "--collector_id=",
+                    id_, "; give every collector its own\n");
   }
   const absl::Status last_write = declared_->last_write_status();
   if (!last_write.ok()) {
@@ -76,6 +92,12 @@ void ClusterMember::AppendMetrics(const collector::LayoutRegistry& registry,
       "# TYPE fabricdiag_cluster_nats_connected gauge\n"
       "fabricdiag_cluster_nats_connected{",
       id, "} ", nats_->connected() ? 1 : 0,
+      "\n"
+      "# HELP fabricdiag_cluster_members Collectors of the cluster whose "
+      "announcements this collector receives (itself included).\n"
+      "# TYPE fabricdiag_cluster_members gauge\n"
+      "fabricdiag_cluster_members{",
+      id, "} ", members_->Live().size(),
       "\n"
       "# HELP fabricdiag_cluster_nats_reconnects_total Connections to NATS "
       "lost and re-established.\n"

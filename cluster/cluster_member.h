@@ -16,6 +16,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "cluster/cluster_members.h"
 #include "cluster/jetstream_declared_state.h"
 #include "cluster/nats_connection.h"
 #include "collector/layout_registry.h"
@@ -42,8 +43,8 @@ class ClusterMember {
   collector::DeclaredState* declared_state() { return declared_.get(); }
   const std::string& collector_id() const { return id_; }
 
-  // /healthz lines; false when this collector cannot reach NATS or its last
-  // write of declared state failed.
+  // /healthz lines; false when this collector cannot reach NATS, its last
+  // write of declared state failed, or another collector uses its id.
   bool AppendHealth(std::string* text) const;
   // The fabricdiag_cluster_* families (docs/metrics.md).
   void AppendMetrics(const collector::LayoutRegistry& registry,
@@ -55,6 +56,7 @@ class ClusterMember {
   std::string id_;
   std::unique_ptr<NatsConnection> nats_;
   std::unique_ptr<JetStreamDeclaredState> declared_;
+  std::unique_ptr<ClusterMembers> members_;
 };
 
 }  // namespace fabricdiag::cluster

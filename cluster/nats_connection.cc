@@ -134,6 +134,10 @@ NatsConnection::~NatsConnection() {
   if (options_ != nullptr) natsOptions_Destroy(options_);
 }
 
+void NatsConnection::Close() {
+  if (nc_ != nullptr) natsConnection_Close(nc_);
+}
+
 bool NatsConnection::connected() const {
   return nc_ != nullptr &&
          natsConnection_Status(nc_) == NATS_CONN_STATUS_CONNECTED;

@@ -66,6 +66,10 @@ class NatsConnection {
   const std::vector<std::string>& urls() const { return urls_; }
   absl::Duration request_timeout() const { return request_timeout_; }
 
+  // Closes the connection for good: requests fail from now on (what a
+  // collector cut off from NATS sees). Idempotent.
+  void Close();
+
   // True while connected to one of the servers.
   bool connected() const;
   // The server now used ("nats://127.0.0.1:4222"), empty when disconnected.

@@ -145,6 +145,7 @@ TEST_F(CollectorClusterTest, LayoutsAndTopologyAreSharedAndSurviveFailures) {
   ASSERT_TRUE(health.ok()) << health.status();
   EXPECT_THAT(*health, HasSubstr("collector_id col-c"));
   EXPECT_THAT(*health, HasSubstr("NATS connected to nats://127.0.0.1:"));
+  EXPECT_THAT(*health, HasSubstr("3 collectors live: col-a, col-b, col-c"));
   absl::StatusOr<std::string> metrics = HttpGet(c[1].http, "/metrics");
   ASSERT_TRUE(metrics.ok());
   EXPECT_THAT(*metrics, HasSubstr("fabricdiag_cluster_nats_connected{"

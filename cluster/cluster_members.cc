@@ -1,0 +1,172 @@
+#include "cluster/cluster_members.h"
+
+#include <algorithm>
+#include <random>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/log.h"
+#include "common/version.h"
+
+namespace fabricdiag::cluster {
+namespace {
+
+// Announcements missed before a member counts as gone.
+constexpr int kMissedPeriods = 3;
+
+std::string RandomInstance() {
+  std::random_device device;
+  std::mt19937_64 rng((static_cast<uint64_t>(device()) << 32) ^ device());
+  return absl::StrFormat("%016x", rng());
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ClusterMembers>> ClusterMembers::Start(
+    NatsConnection* nats, std::string id, const Options& options) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(15);
+  while (true) {
+    kvStore* kv = nullptr;
+    natsStatus s = js_KeyValue(&kv, nats->js(), options.bucket.c_str());
+    if (s == NATS_NOT_FOUND) {
+      kvConfig config;
+      kvConfig_Init(&config);
+      config.Bucket = options.bucket.c_str();
+      config.Description = "fabricdiag collectors of this cluster";
+      config.History = 1;
+      config.StorageType = js_MemoryStorage;  // liveness, not state
+      config.Replicas = options.replicas;
+      // Announcements of collectors gone without a word age out.
+      config.TTL = absl::ToInt64Nanoseconds(absl::Minutes(1));
+      s = js_CreateKeyValue(&kv, nats->js(), &config);
+    }
+    if (s == NATS_OK) {
+      std::unique_ptr<ClusterMembers> members(
+          new ClusterMembers(nats, std::move(id), options, kv));
+      members->Announce();
+      members->thread_ = std::thread(&ClusterMembers::Run, members.get());
+      return members;
+    }
+    absl::Status error =
+        NatsError(s, absl::StrCat("opening bucket ", options.bucket));
+    if (absl::Now() > deadline) return error;
+    absl::SleepFor(absl::Milliseconds(250));
+  }
+}
+
+ClusterMembers::ClusterMembers(NatsConnection* nats, std::string id,
+                               Options options, kvStore* kv)
+    : nats_(nats),
+      id_(std::move(id)),
+      instance_(RandomInstance()),
+      options_(std::move(options)),
+      kv_(kv) {}
+
+ClusterMembers::~ClusterMembers() {
+  stopping_.store(true);
+  if (thread_.joinable()) thread_.join();
+  // Leaving: the others drop this member at once instead of after 3
+  // periods. Best effort: a collector that cannot reach NATS just ages out.
+  kvEntry* entry = nullptr;
+  if (kvStore_Get(&entry, kv_, id_.c_str()) == NATS_OK) {
+    const bool ours = absl::StartsWith(kvEntry_ValueString(entry), instance_);
+    kvEntry_Destroy(entry);
+    if (ours) kvStore_Delete(kv_, id_.c_str());
+  }
+  kvStore_Destroy(kv_);
+}
+
+void ClusterMembers::Announce() {
+  const std::string value = absl::StrCat(instance_, " ", kVersion);
+  uint64_t revision = 0;
+  // A failure is what /healthz reports through the connection state; the
+  // next period tries again.
+  kvStore_PutString(&revision, kv_, id_.c_str(), value.c_str());
+}
+
+void ClusterMembers::Seen(kvEntry* entry, bool replayed) {
+  const std::string key = kvEntry_Key(entry);
+  const kvOperation op = kvEntry_Operation(entry);
+  const std::string value =
+      kvEntry_ValueString(entry) == nullptr ? "" : kvEntry_ValueString(entry);
+  absl::MutexLock lock(&mu_);
+  if (op == kvOp_Delete || op == kvOp_Purge) {
+    last_seen_.erase(key);
+    return;
+  }
+  // A replayed entry is the key's last announcement, possibly old: it
+  // counts from when it was written (the servers' clock), and says nothing
+  // about who runs now (a predecessor with this id that stopped).
+  last_seen_[key] =
+      replayed
+          ? std::min(absl::Now(), absl::FromUnixNanos(kvEntry_Created(entry)))
+          : absl::Now();
+  if (!replayed && key == id_ && !absl::StartsWith(value, instance_)) {
+    if (!conflict_seen_.has_value()) {
+      LogError(absl::StrCat("another collector announces --collector_id=", id_,
+                            " (instance ", value.substr(0, 16),
+                            "): give every collector its own id"));
+    }
+    conflict_seen_ = absl::Now();
+  }
+}
+
+void ClusterMembers::Run() {
+  absl::Time next_announce = absl::Now() + options_.period;
+  while (!stopping_.load()) {
+    kvWatchOptions watch_options;
+    kvWatchOptions_Init(&watch_options);
+    kvWatcher* watcher = nullptr;
+    natsStatus s = kvStore_WatchAll(&watcher, kv_, &watch_options);
+    absl::Time heard = absl::Now();  // the last entry this watcher gave
+    bool replaying = true;           // until the watcher's end-of-replay marker
+    while (s == NATS_OK && !stopping_.load()) {
+      if (absl::Now() >= next_announce) {
+        Announce();
+        next_announce = absl::Now() + options_.period;
+      }
+      kvEntry* entry = nullptr;
+      s = kvWatcher_Next(&entry, watcher, 250);
+      if (s == NATS_TIMEOUT) {
+        s = NATS_OK;
+        // Not even our own announcements: the watcher is dead.
+        if (absl::Now() - heard > kMissedPeriods * options_.period) {
+          s = NATS_TIMEOUT;
+        }
+        continue;
+      }
+      if (s != NATS_OK) continue;
+      heard = absl::Now();
+      if (entry == nullptr) {
+        replaying = false;
+        continue;
+      }
+      Seen(entry, replaying);
+      kvEntry_Destroy(entry);
+    }
+    if (watcher != nullptr) kvWatcher_Destroy(watcher);
+    if (stopping_.load()) return;
+    watcher_restarts_.fetch_add(1);
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+}
+
+std::vector<ClusterMembers::Member> ClusterMembers::Live() const {
+  const absl::Time cutoff = absl::Now() - kMissedPeriods * options_.period;
+  std::vector<Member> live;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, seen] : last_seen_) {
+    if (seen >= cutoff) live.push_back(Member{id, seen, id == id_});
+  }
+  return live;
+}
+
+bool ClusterMembers::id_conflict() const {
+  absl::MutexLock lock(&mu_);
+  return conflict_seen_.has_value() &&
+         absl::Now() - *conflict_seen_ < kMissedPeriods * options_.period;
+}
+
+}  // namespace fabricdiag::cluster

@@ -1,0 +1,112 @@
+// Membership of a collector cluster against real nats-server processes.
+#include "cluster/cluster_members.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/eventually.h"
+#include "tests/testing/nats_cluster.h"
+
+namespace fabricdiag::cluster {
+namespace {
+
+class ClusterMembersTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    nats_ = new testing::NatsCluster(1);
+    const absl::Status started = nats_->Start();
+    ASSERT_TRUE(started.ok()) << started;
+  }
+  static void TearDownTestSuite() {
+    delete nats_;
+    nats_ = nullptr;
+  }
+
+  std::unique_ptr<NatsConnection> Connect() {
+    NatsConnection::Options options;
+    options.urls = {nats_->url(0)};
+    auto nats = NatsConnection::Connect(options);
+    EXPECT_TRUE(nats.ok()) << nats.status();
+    return nats.ok() ? *std::move(nats) : nullptr;
+  }
+
+  std::unique_ptr<ClusterMembers> Join(NatsConnection* nats,
+                                       const std::string& id) {
+    ClusterMembers::Options options;
+    options.replicas = 1;
+    options.period = absl::Milliseconds(200);
+    options.bucket =
+        ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    auto members = ClusterMembers::Start(nats, id, options);
+    EXPECT_TRUE(members.ok()) << members.status();
+    return members.ok() ? *std::move(members) : nullptr;
+  }
+
+  static std::vector<std::string> Ids(const ClusterMembers& members) {
+    std::vector<std::string> ids;
+    for (const ClusterMembers::Member& m : members.Live()) ids.push_back(m.id);
+    return ids;
+  }
+
+  static testing::NatsCluster* nats_;
+};
+
+testing::NatsCluster* ClusterMembersTest::nats_ = nullptr;
+
+TEST_F(ClusterMembersTest, MembersSeeEachOtherAndALeaver) {
+  auto conn_a = Connect();
+  auto conn_b = Connect();
+  ASSERT_NE(conn_b, nullptr);
+  auto a = Join(conn_a.get(), "col-a");
+  auto b = Join(conn_b.get(), "col-b");
+  ASSERT_NE(b, nullptr);
+  EXPECT_TRUE(testing::Eventually([&] {
+    return Ids(*a) == std::vector<std::string>{"col-a", "col-b"} &&
+           Ids(*b) == std::vector<std::string>{"col-a", "col-b"};
+  }));
+  EXPECT_TRUE(a->Live()[0].self);
+  EXPECT_FALSE(a->Live()[1].self);
+  // A clean stop deletes its announcement: gone at once, not after 3
+  // periods.
+  b.reset();
+  EXPECT_TRUE(testing::Eventually(
+      [&] { return Ids(*a) == std::vector<std::string>{"col-a"}; },
+      absl::Milliseconds(400)));
+  EXPECT_FALSE(a->id_conflict());
+}
+
+TEST_F(ClusterMembersTest, ASilentMemberAgesOut) {
+  auto conn_a = Connect();
+  auto conn_b = Connect();
+  ASSERT_NE(conn_b, nullptr);
+  auto a = Join(conn_a.get(), "col-a");
+  auto b = Join(conn_b.get(), "col-b");
+  ASSERT_TRUE(testing::Eventually([&] { return Ids(*a).size() == 2; }));
+  // B's connection dies without a word (as with kill -9): no delete.
+  conn_b->Close();
+  EXPECT_TRUE(testing::Eventually(
+      [&] { return Ids(*a) == std::vector<std::string>{"col-a"}; },
+      absl::Seconds(3)));
+}
+
+TEST_F(ClusterMembersTest, TwoCollectorsWithOneIdAreAConflict) {
+  auto conn_a = Connect();
+  auto conn_b = Connect();
+  ASSERT_NE(conn_b, nullptr);
+  auto first = Join(conn_a.get(), "col-a");
+  auto second = Join(conn_b.get(), "col-a");
+  EXPECT_TRUE(testing::Eventually(
+      [&] { return first->id_conflict() && second->id_conflict(); }));
+  // A successor that starts after its predecessor stopped is no conflict.
+  second.reset();
+  first.reset();
+  auto successor = Join(conn_b.get(), "col-a");
+  absl::SleepFor(absl::Seconds(1));
+  EXPECT_FALSE(successor->id_conflict());
+}
+
+}  // namespace
+}  // namespace fabricdiag::cluster

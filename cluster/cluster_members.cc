@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/log.h"
+#include "common/status_macros.h"
 #include "common/version.h"
 
 namespace fabricdiag::cluster {
@@ -26,34 +27,22 @@ std::string RandomInstance() {
 
 absl::StatusOr<std::unique_ptr<ClusterMembers>> ClusterMembers::Start(
     NatsConnection* nats, std::string id, const Options& options) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(15);
-  while (true) {
-    kvStore* kv = nullptr;
-    natsStatus s = js_KeyValue(&kv, nats->js(), options.bucket.c_str());
-    if (s == NATS_NOT_FOUND) {
-      kvConfig config;
-      kvConfig_Init(&config);
-      config.Bucket = options.bucket.c_str();
-      config.Description = "fabricdiag collectors of this cluster";
-      config.History = 1;
-      config.StorageType = js_MemoryStorage;  // liveness, not state
-      config.Replicas = options.replicas;
-      // Announcements of collectors gone without a word age out.
-      config.TTL = absl::ToInt64Nanoseconds(absl::Minutes(1));
-      s = js_CreateKeyValue(&kv, nats->js(), &config);
-    }
-    if (s == NATS_OK) {
-      std::unique_ptr<ClusterMembers> members(
-          new ClusterMembers(nats, std::move(id), options, kv));
-      members->Announce();
-      members->thread_ = std::thread(&ClusterMembers::Run, members.get());
-      return members;
-    }
-    absl::Status error =
-        NatsError(s, absl::StrCat("opening bucket ", options.bucket));
-    if (absl::Now() > deadline) return error;
-    absl::SleepFor(absl::Milliseconds(250));
-  }
+  kvConfig config;
+  kvConfig_Init(&config);
+  config.Bucket = options.bucket.c_str();
+  config.Description = "fabricdiag collectors of this cluster";
+  config.History = 1;
+  config.StorageType = js_MemoryStorage;  // liveness, not state
+  config.Replicas = options.replicas;
+  // Announcements of collectors gone without a word age out.
+  config.TTL = absl::ToInt64Nanoseconds(absl::Minutes(1));
+  ASSIGN_OR_RETURN(kvStore * kv,
+                   BindOrCreateBucket(nats->js(), config, absl::Seconds(15)));
+  std::unique_ptr<ClusterMembers> members(
+      new ClusterMembers(nats, std::move(id), options, kv));
+  members->Announce();
+  members->thread_ = std::thread(&ClusterMembers::Run, members.get());
+  return members;
 }
 
 ClusterMembers::ClusterMembers(NatsConnection* nats, std::string id,

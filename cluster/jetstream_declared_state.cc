@@ -162,35 +162,17 @@ std::optional<std::string> JobOfKey(absl::string_view key) {
 
 absl::StatusOr<std::unique_ptr<JetStreamDeclaredState>>
 JetStreamDeclaredState::Open(NatsConnection* nats, const Options& options) {
-  const absl::Time deadline = absl::Now() + options.deadline;
-  absl::Status last;
-  while (true) {
-    kvStore* kv = nullptr;
-    natsStatus s = js_KeyValue(&kv, nats->js(), options.bucket.c_str());
-    if (s == NATS_NOT_FOUND) {
-      kvConfig config;
-      kvConfig_Init(&config);
-      config.Bucket = options.bucket.c_str();
-      config.Description = "fabricdiag declared state: layouts and topology";
-      config.History = kHistory;
-      config.StorageType = js_FileStorage;
-      config.Replicas = options.replicas;
-      s = js_CreateKeyValue(&kv, nats->js(), &config);
-    }
-    if (s == NATS_OK) {
-      return std::unique_ptr<JetStreamDeclaredState>(
-          new JetStreamDeclaredState(nats, options, kv));
-    }
-    // Another collector may be creating it at the same moment, or the
-    // JetStream cluster may still be electing its leaders: try again.
-    last = NatsError(s, absl::StrCat("opening bucket ", options.bucket));
-    if (absl::Now() + kRetryPause > deadline) {
-      return absl::UnavailableError(
-          absl::StrCat(last.message(), " (gave up after ",
-                       absl::FormatDuration(options.deadline), ")"));
-    }
-    absl::SleepFor(kRetryPause);
-  }
+  kvConfig config;
+  kvConfig_Init(&config);
+  config.Bucket = options.bucket.c_str();
+  config.Description = "fabricdiag declared state: layouts and topology";
+  config.History = kHistory;
+  config.StorageType = js_FileStorage;
+  config.Replicas = options.replicas;
+  ASSIGN_OR_RETURN(kvStore * kv,
+                   BindOrCreateBucket(nats->js(), config, options.deadline));
+  return std::unique_ptr<JetStreamDeclaredState>(
+      new JetStreamDeclaredState(nats, options, kv));
 }
 
 JetStreamDeclaredState::JetStreamDeclaredState(NatsConnection* nats,

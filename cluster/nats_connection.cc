@@ -81,6 +81,26 @@ absl::Status NatsError(natsStatus status, absl::string_view what) {
   }
 }
 
+absl::StatusOr<kvStore*> BindOrCreateBucket(jsCtx* js, kvConfig config,
+                                            absl::Duration deadline) {
+  const absl::Time give_up = absl::Now() + deadline;
+  constexpr absl::Duration kPause = absl::Milliseconds(250);
+  while (true) {
+    kvStore* kv = nullptr;
+    natsStatus s = js_KeyValue(&kv, js, config.Bucket);
+    if (s == NATS_NOT_FOUND) s = js_CreateKeyValue(&kv, js, &config);
+    if (s == NATS_OK) return kv;
+    const absl::Status error =
+        NatsError(s, absl::StrCat("opening bucket ", config.Bucket));
+    if (absl::Now() + kPause > give_up) {
+      return absl::UnavailableError(
+          absl::StrCat(error.message(), " (gave up after ",
+                       absl::FormatDuration(deadline), ")"));
+    }
+    absl::SleepFor(kPause);
+  }
+}
+
 absl::StatusOr<std::unique_ptr<NatsConnection>> NatsConnection::Connect(
     const Options& options) {
   std::unique_ptr<NatsConnection> conn(new NatsConnection());

@@ -41,6 +41,13 @@ absl::StatusOr<std::vector<std::string>> ParseNatsUrls(absl::string_view flag);
 // limits to ResourceExhausted, the rest to Internal.
 absl::Status NatsError(natsStatus status, absl::string_view what);
 
+// Binds the key-value bucket `config.Bucket`, creating it with `config` when
+// it does not exist, retrying until `deadline` passes: another collector may
+// be creating it at the same moment, or the JetStream cluster may still be
+// electing its leaders. Unavailable naming the bucket when it gives up.
+absl::StatusOr<kvStore*> BindOrCreateBucket(jsCtx* js, kvConfig config,
+                                            absl::Duration deadline);
+
 class NatsConnection {
  public:
   struct Options {

@@ -105,6 +105,13 @@ absl::Status DescribeRpcError(const grpc::Status& status,
   std::string message;
   switch (status.error_code()) {
     case grpc::StatusCode::UNAVAILABLE:
+      // The collector answered, but the NATS cluster behind it did not
+      // (collector cluster mode): not a network problem on our side.
+      if (absl::StartsWith(status.error_message(), "cluster unavailable: ")) {
+        message =
+            absl::StrCat("collector ", address, ": ", status.error_message());
+        break;
+      }
       message = absl::StrCat("cannot reach collector ", address, ": ",
                              WhyUnavailable(status.error_message()));
       break;

@@ -33,7 +33,9 @@ namespace fabricdiag::cli {
 
 // Turns a failed RPC into an absl::Status with the same code and a message
 // for humans that names `address`:
-//   UNAVAILABLE        "cannot reach collector ADDR: connection refused"
+//   UNAVAILABLE        "cannot reach collector ADDR: connection refused", or
+//                      "collector ADDR: cluster unavailable: ..." when the
+//                      collector answered but its NATS cluster did not
 //   DEADLINE_EXCEEDED  "cannot reach collector ADDR: no answer within 10s"
 //   UNAUTHENTICATED    "collector ADDR: unauthenticated: <why> (check
 //                       --token_file)"

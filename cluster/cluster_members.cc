@@ -39,16 +39,14 @@ absl::StatusOr<std::unique_ptr<ClusterMembers>> ClusterMembers::Start(
   ASSIGN_OR_RETURN(kvStore * kv,
                    BindOrCreateBucket(nats->js(), config, absl::Seconds(15)));
   std::unique_ptr<ClusterMembers> members(
-      new ClusterMembers(nats, std::move(id), options, kv));
+      new ClusterMembers(std::move(id), options, kv));
   members->Announce();
   members->thread_ = std::thread(&ClusterMembers::Run, members.get());
   return members;
 }
 
-ClusterMembers::ClusterMembers(NatsConnection* nats, std::string id,
-                               Options options, kvStore* kv)
-    : nats_(nats),
-      id_(std::move(id)),
+ClusterMembers::ClusterMembers(std::string id, Options options, kvStore* kv)
+    : id_(std::move(id)),
       instance_(RandomInstance()),
       options_(std::move(options)),
       kv_(kv) {}

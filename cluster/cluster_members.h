@@ -65,14 +65,12 @@ class ClusterMembers {
   uint64_t watcher_restarts() const { return watcher_restarts_.load(); }
 
  private:
-  ClusterMembers(NatsConnection* nats, std::string id, Options options,
-                 kvStore* kv);
+  ClusterMembers(std::string id, Options options, kvStore* kv);
   void Run();
   void Announce();
   // `replayed`: the entry came with the watcher's initial replay.
   void Seen(kvEntry* entry, bool replayed);
 
-  NatsConnection* const nats_;
   const std::string id_;
   const std::string instance_;
   const Options options_;

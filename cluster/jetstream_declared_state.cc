@@ -195,6 +195,13 @@ std::string JetStreamDeclaredState::Describe() const {
 }
 
 absl::Status JetStreamDeclaredState::Record(absl::Status status) {
+  if (absl::IsUnavailable(status)) {
+    // Said so that a client tells it from a collector it cannot reach: the
+    // collector answered, its cluster did not (the CLI keys on the prefix).
+    status = absl::UnavailableError(absl::StrCat(
+        "cluster unavailable: ", status.message(), " (retried for ",
+        absl::FormatDuration(options_.deadline), "; nothing was written)"));
+  }
   absl::MutexLock lock(&mu_);
   // A conflict is the bucket working as meant, not a failed write.
   if (!absl::IsAborted(status)) last_write_status_ = status;
@@ -444,7 +451,7 @@ absl::Status JetStreamDeclaredState::CatchUp(
 }
 
 void JetStreamDeclaredState::WatchLoop(
-    std::function<void(const DeclaredChange&)> on_change) {
+    const std::function<void(const DeclaredChange&)>& on_change) {
   // The newest revision handed to on_change, across watchers: what a new
   // watcher replays up to it is skipped.
   uint64_t delivered = 0;

@@ -120,7 +120,8 @@ class JetStreamDeclaredState final : public collector::DeclaredState {
       bool with_deletes);
   absl::Status Record(absl::Status status);
   void AddProblem(std::string problem);
-  void WatchLoop(std::function<void(const collector::DeclaredChange&)> cb);
+  void WatchLoop(
+      const std::function<void(const collector::DeclaredChange&)>& cb);
   // Hands every revision after *delivered up to `last` to `on_change`,
   // fetched by sequence from the bucket's stream; advances *delivered.
   absl::Status CatchUp(

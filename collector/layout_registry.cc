@@ -62,12 +62,13 @@ absl::Status LayoutRegistry::Load() {
   for (DeclaredLayout& s : stored) {
     std::string job = s.layout.job();
     std::string where = s.where;
+    const uint64_t revision = s.revision;
     absl::StatusOr<std::shared_ptr<const LayoutEntry>> entry =
         BuildEntry(std::move(s));
     if (!entry.ok()) {
       // Valid when applied, invalid now: an older collector accepted what
       // this one rejects. Keep it for a human, load the others.
-      rejected_revision_[job] = s.revision;
+      rejected_revision_[job] = revision;
       state_->Reject(where, absl::StrCat("layout no longer valid: ",
                                          entry.status().message()));
       continue;

@@ -50,7 +50,7 @@ if [ "${SKIP_LINT:-0}" != "1" ]; then
   # The generated protobuf headers must exist for clang-tidy to parse.
   cmake --build build -j"$jobs" --target fabricdiag_generated_headers
   run-clang-tidy -p build -j "$jobs" -quiet \
-    "^$(pwd)/(agent|analysis|cli|collector|common|counters|gnmi|sim)/.*\\.cc$" \
+    "^$(pwd)/(agent|analysis|cli|cluster|collector|common|counters|gnmi|sim)/.*\\.cc$" \
     > build/clang-tidy.log 2>&1 || {
       sed 's/\x1b\[[0-9;]*m//g' build/clang-tidy.log | grep -E 'error:|warning:' \
         | sort -u

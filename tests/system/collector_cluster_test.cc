@@ -76,7 +76,7 @@ class CollectorClusterTest : public ::testing::Test {
   }
 
   std::string LayoutFile(const std::string& job, int hosts) {
-    const std::string path = absl::StrCat(dir_.path(), "/", job, ".yaml");
+    std::string path = absl::StrCat(dir_.path(), "/", job, ".yaml");
     std::ofstream out(path);
     out << "job: " << job
         << "\ngpus_per_node: 8\nparallelism: {tp: 8, pp: 1, dp: " << hosts
@@ -180,6 +180,11 @@ TEST_F(CollectorClusterTest, LayoutsAndTopologyAreSharedAndSurviveFailures) {
   RunResult cut_off =
       Cli(c[0], {"--timeout=30s", "layout", "apply", LayoutFile("cut", 1)});
   EXPECT_NE(cut_off.exit_code, 0);
+  // Said as the collector's answer, not as a network problem of the CLI.
+  EXPECT_THAT(cut_off.err,
+              HasSubstr(absl::StrCat("collector 127.0.0.1:", c[0].grpc,
+                                     ": cluster unavailable: ")))
+      << cut_off.err;
   nats_.Resume(1);
   nats_.Resume(2);
   ASSERT_TRUE(nats_.Restart(0).ok());

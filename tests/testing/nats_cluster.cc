@@ -50,13 +50,17 @@ int FreeLoopbackPort() {
 
 bool HaveNatsServer() { return ::access(kNatsServer, X_OK) == 0; }
 
-NatsCluster::NatsCluster(int servers) : servers_(servers) {
+NatsCluster::NatsCluster(int servers) : servers_(servers) { Configure(); }
+
+void NatsCluster::Configure() {
+  const int servers = size();
   for (Server& s : servers_) {
     s.client_port = FreeLoopbackPort();
     s.cluster_port = FreeLoopbackPort();
   }
   for (int i = 0; i < servers; ++i) {
     std::vector<std::string> routes;
+    routes.reserve(servers);
     for (int j = 0; j < servers; ++j) {
       if (j != i) {
         routes.push_back(
@@ -102,21 +106,39 @@ absl::Status NatsCluster::Start(absl::Duration timeout) {
     return absl::FailedPreconditionError(
         absl::StrCat(kNatsServer, " is missing: run scripts/install-deps.sh"));
   }
+  // A port found free can be taken by another test before the server binds
+  // it: then that server exits at once, and the cluster starts over on
+  // fresh ports.
+  absl::Status status;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (attempt > 0) {
+      for (int i = 0; i < size(); ++i) Kill(i);
+      Configure();
+    }
+    status = StartOnce(timeout);
+    if (!absl::IsAborted(status)) return status;
+  }
+  return status;
+}
+
+absl::Status NatsCluster::StartOnce(absl::Duration timeout) {
   for (int i = 0; i < size(); ++i) {
     if (absl::Status s = StartServer(i); !s.ok()) return s;
   }
   const absl::Time deadline = absl::Now() + timeout;
   for (int i = 0; i < size(); ++i) {
     // JetStream is usable once a server logs that it found the meta leader
-    // (or, alone, that JetStream started).
+    // (or, alone, that it is ready).
     const char* ready = size() > 1 ? "metadata leader" : "Server is ready";
     std::string line;
     while (!servers_[i].process->WaitForStderr(ready, &line,
                                                absl::Milliseconds(200)) ||
            !Connects(servers_[i].client_port)) {
-      if (!servers_[i].process->Running()) {
-        return absl::InternalError(
-            absl::StrCat("nats-server n", i, " exited: ", Log(i)));
+      for (int j = 0; j < size(); ++j) {
+        if (!servers_[j].process->Running()) {
+          return absl::AbortedError(
+              absl::StrCat("nats-server n", j, " exited: ", Log(j)));
+        }
       }
       if (absl::Now() > deadline) {
         return absl::DeadlineExceededError(

@@ -60,6 +60,10 @@ class NatsCluster {
     std::string config;
     std::unique_ptr<Subprocess> process;
   };
+  // Picks free ports and writes every server's configuration.
+  void Configure();
+  // Aborted when a server exited while starting (its port was taken).
+  absl::Status StartOnce(absl::Duration timeout);
   absl::Status StartServer(int i);
 
   TempDir dir_;

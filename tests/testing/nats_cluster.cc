@@ -90,6 +90,7 @@ std::string NatsCluster::url(int i) const {
 
 std::string NatsCluster::urls() const {
   std::vector<std::string> all;
+  all.reserve(servers_.size());
   for (int i = 0; i < size(); ++i) all.push_back(url(i));
   return absl::StrJoin(all, ",");
 }

@@ -19,8 +19,16 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
+
+# A CPU spinner that ends itself after argv[1] seconds, so it is bounded even
+# if the test that started it dies before stopping it.
+_SPIN = ("import sys, time\n"
+         "end = time.monotonic() + float(sys.argv[1])\n"
+         "while time.monotonic() < end:\n"
+         "    pass\n")
 
 
 class System:
@@ -56,6 +64,28 @@ class System:
     def stop_all(self):
         for name in list(self.procs):
             self.kill(name, signal.SIGTERM)
+
+    def start_spinners(self, count, seconds):
+        """Starts `count` processes that each keep a CPU busy for at most
+        `seconds`; stop_spinners() (or stop_all()) ends them sooner."""
+        for i in range(count):
+            self.spawn(f"spin-{i}", [sys.executable, "-c", _SPIN,
+                                     str(seconds)])
+
+    def stop_spinners(self):
+        """Kills the spinners; returns the CPU seconds they used."""
+        used = 0.0
+        for name in [n for n in self.procs if n.startswith("spin-")]:
+            try:
+                with open(f"/proc/{self.procs[name].pid}/stat") as f:
+                    # utime and stime (fields 14, 15), after the comm field.
+                    fields = f.read().rsplit(")", 1)[1].split()
+                used += (int(fields[11]) + int(fields[12])) / os.sysconf(
+                    "SC_CLK_TCK")
+            except (OSError, IndexError, ValueError):
+                pass
+            self.kill(name)
+        return used
 
     def log_tail(self, name, lines=15):
         try:

@@ -70,10 +70,11 @@ void NatsCluster::Configure() {
     Server& s = servers_[i];
     s.config = absl::StrCat(dir_.path(), "/n", i, ".conf");
     std::ofstream conf(s.config);
+    // A fresh store per attempt: a failed start leaves raft state behind.
     conf << "server_name: n" << i << "\n"
          << "listen: 127.0.0.1:" << s.client_port << "\n"
-         << "jetstream { store_dir: \"" << dir_.path() << "/store" << i
-         << "\" }\n";
+         << "jetstream { store_dir: \"" << dir_.path() << "/store" << i << "-"
+         << attempt_ << "\" }\n";
     if (servers > 1) {
       conf << "cluster {\n  name: fabricdiag-test\n  listen: 127.0.0.1:"
            << s.cluster_port << "\n  routes: [" << absl::StrJoin(routes, ", ")
@@ -108,25 +109,38 @@ absl::Status NatsCluster::Start(absl::Duration timeout) {
         absl::StrCat(kNatsServer, " is missing: run scripts/install-deps.sh"));
   }
   // A port found free can be taken by another test before the server binds
-  // it: then that server exits at once, and the cluster starts over on
-  // fresh ports.
+  // it (then that server exits at once), and on a loaded machine a server
+  // of a cluster that forms its routes all at once can miss the election of
+  // the meta leader for good (seen with nats-server 2.9.10). Either way the
+  // cluster starts over on fresh ports and stores.
+  const absl::Duration per_attempt = timeout / 3;
   absl::Status status;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    if (attempt > 0) {
+  for (attempt_ = 0; attempt_ < 3; ++attempt_) {
+    if (attempt_ > 0) {
       for (int i = 0; i < size(); ++i) Kill(i);
       Configure();
     }
-    status = StartOnce(timeout);
-    if (!absl::IsAborted(status)) return status;
+    status = StartOnce(per_attempt);
+    if (status.ok()) return status;
   }
   return status;
 }
 
 absl::Status NatsCluster::StartOnce(absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  // One after the other, each listening for routes before the next starts:
+  // fewer duplicate routes to sort out than when all dial at once.
   for (int i = 0; i < size(); ++i) {
     if (absl::Status s = StartServer(i); !s.ok()) return s;
+    std::string line;
+    while (!servers_[i].process->WaitForStderr("Server is ready", &line,
+                                               absl::Milliseconds(100))) {
+      if (!servers_[i].process->Running() || absl::Now() > deadline) {
+        return absl::AbortedError(
+            absl::StrCat("nats-server n", i, " did not start: ", Log(i)));
+      }
+    }
   }
-  const absl::Time deadline = absl::Now() + timeout;
   for (int i = 0; i < size(); ++i) {
     // JetStream is usable once a server logs that it found the meta leader
     // (or, alone, that it is ready).

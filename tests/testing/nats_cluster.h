@@ -36,9 +36,10 @@ class NatsCluster {
   NatsCluster(const NatsCluster&) = delete;
   NatsCluster& operator=(const NatsCluster&) = delete;
 
-  // Starts every server and waits until each answers and JetStream has a
-  // meta leader (a stream can be created), or `timeout`.
-  absl::Status Start(absl::Duration timeout = absl::Seconds(30));
+  // Starts every server and waits until each answers and knows JetStream's
+  // meta leader; starts over on fresh ports and stores (3 attempts within
+  // `timeout` in all) when a server dies or misses the election.
+  absl::Status Start(absl::Duration timeout = absl::Seconds(60));
 
   // Comma-separated client URLs of every server, for --nats.
   std::string urls() const;
@@ -68,6 +69,7 @@ class NatsCluster {
 
   TempDir dir_;
   std::vector<Server> servers_;
+  int attempt_ = 0;
 };
 
 }  // namespace fabricdiag::testing

@@ -177,8 +177,10 @@ TEST_F(CollectorClusterTest, LayoutsAndTopologyAreSharedAndSurviveFailures) {
       },
       absl::Seconds(20), absl::Milliseconds(200)));
   // A write cannot be acknowledged now: refused, not lost silently.
+  // (The collector retries for 15 s, and an attempt in progress then may
+  // take a few seconds more: the CLI waits longer than that.)
   RunResult cut_off =
-      Cli(c[0], {"--timeout=30s", "layout", "apply", LayoutFile("cut", 1)});
+      Cli(c[0], {"--timeout=60s", "layout", "apply", LayoutFile("cut", 1)});
   EXPECT_NE(cut_off.exit_code, 0);
   // Said as the collector's answer, not as a network problem of the CLI.
   EXPECT_THAT(cut_off.err,

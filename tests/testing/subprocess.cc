@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -64,11 +65,18 @@ absl::Status Subprocess::Start() {
   args.push_back(nullptr);
   const std::string out = dir_ + "/stdout";
   const std::string err = dir_ + "/stderr";
+  const pid_t parent = ::getpid();
   pid_ = ::fork();
   if (pid_ < 0) {
     return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
   }
   if (pid_ == 0) {
+    // Killed with the test process even when that crashes before the
+    // destructor runs (a segfault, an abort, a ctest timeout): no server
+    // is left behind. (The signal follows the forking thread; every caller
+    // starts children from the test's main thread.)
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(125);  // the parent died first
     int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     int n = ::open("/dev/null", O_RDONLY);

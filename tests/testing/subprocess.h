@@ -4,8 +4,9 @@
 // stdout and stderr go to files in a temporary directory (under
 // $TEST_TMPDIR, $TMPDIR or /tmp) so that a test can read them at any time;
 // the child is killed (SIGKILL) and reaped when the Subprocess is destroyed,
-// so no test leaves a process behind. No gtest dependency: the benchmarks
-// use it too.
+// and by the kernel when the test process dies without destroying it (a
+// crash), so no test leaves a process behind. No gtest dependency: the
+// benchmarks use it too.
 //
 //   Subprocess agent({agent_path, "--listen=127.0.0.1:0", "--sysfs_root=" +
 //   root}); ASSERT_TRUE(agent.Start().ok()); std::string line;

@@ -92,10 +92,25 @@ absl::StatusOr<kvStore*> BindOrCreateBucket(jsCtx* js, kvConfig config,
     if (s == NATS_OK) return kv;
     const absl::Status error =
         NatsError(s, absl::StrCat("opening bucket ", config.Bucket));
+    // A single server never places more than one replica: waiting cannot
+    // help, the flag must change.
+    if (absl::StrContains(error.message(), "not supported in non-clustered")) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          error.message(),
+          ": the NATS server is not a cluster; run with "
+          "--nats_replicas=1 or point --nats at a JetStream cluster of at "
+          "least ",
+          config.Replicas, " servers"));
+    }
     if (absl::Now() + kPause > give_up) {
-      return absl::UnavailableError(
-          absl::StrCat(error.message(), " (gave up after ",
-                       absl::FormatDuration(deadline), ")"));
+      // "insufficient resources": fewer JetStream servers up than replicas.
+      const bool too_few = absl::StrContains(error.message(), "insufficient");
+      return absl::UnavailableError(absl::StrCat(
+          error.message(), " (gave up after ", absl::FormatDuration(deadline),
+          ")",
+          too_few ? absl::StrCat("; the bucket needs ", config.Replicas,
+                                 " JetStream servers up (--nats_replicas)")
+                  : ""));
     }
     absl::SleepFor(kPause);
   }

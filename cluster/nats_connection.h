@@ -44,7 +44,9 @@ absl::Status NatsError(natsStatus status, absl::string_view what);
 // Binds the key-value bucket `config.Bucket`, creating it with `config` when
 // it does not exist, retrying until `deadline` passes: another collector may
 // be creating it at the same moment, or the JetStream cluster may still be
-// electing its leaders. Unavailable naming the bucket when it gives up.
+// electing its leaders. Unavailable naming the bucket when it gives up;
+// FailedPrecondition at once when the server cannot ever hold
+// `config.Replicas` replicas (a single server asked for more than one).
 absl::StatusOr<kvStore*> BindOrCreateBucket(jsCtx* js, kvConfig config,
                                             absl::Duration deadline);
 

@@ -83,6 +83,31 @@ TEST(NatsConnectionTest, NoServerIsAClearErrorInTime) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
 }
 
+// A single server never holds three replicas: the collector says which flag
+// to change at once instead of retrying for its whole deadline.
+TEST(NatsConnectionTest, ReplicasOnASingleServerNameTheFlagAtOnce) {
+  testing::NatsCluster one(1);
+  const absl::Status started = one.Start();
+  ASSERT_TRUE(started.ok()) << started;
+  NatsConnection::Options options;
+  options.urls = {one.url(0)};
+  absl::StatusOr<std::unique_ptr<NatsConnection>> nats =
+      NatsConnection::Connect(options);
+  ASSERT_TRUE(nats.ok()) << nats.status();
+  JetStreamDeclaredState::Options state_options;
+  state_options.replicas = 3;
+  state_options.bucket = "replicas_single";
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::unique_ptr<JetStreamDeclaredState>> state =
+      JetStreamDeclaredState::Open(nats->get(), state_options);
+  EXPECT_TRUE(absl::IsFailedPrecondition(state.status())) << state.status();
+  EXPECT_THAT(state.status().message(), HasSubstr("--nats_replicas=1"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  state_options.replicas = 1;
+  state = JetStreamDeclaredState::Open(nats->get(), state_options);
+  EXPECT_TRUE(state.ok()) << state.status();
+}
+
 class JetStreamDeclaredStateTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {

@@ -176,6 +176,8 @@ void CounterModel::ApplyNicFault(const Fault& f, size_t i, FabricRates* out) {
     case FaultKind::kEcmpPolarization:
     case FaultKind::kLinkFlap:
     case FaultKind::kNicGone:
+    case FaultKind::kGnmiOutage:
+    case FaultKind::kSwitchReload:
       break;  // not per NIC
   }
 }

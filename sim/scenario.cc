@@ -39,6 +39,8 @@ constexpr KindInfo kKinds[] = {
     {FaultKind::kRetransmissions, "retransmissions"},
     {FaultKind::kStraggler, "straggler"},
     {FaultKind::kNicGone, "nic_gone"},
+    {FaultKind::kGnmiOutage, "gnmi_outage"},
+    {FaultKind::kSwitchReload, "switch_reload"},
 };
 
 absl::StatusOr<std::string> ReadString(const YAML::Node& node,
@@ -58,6 +60,8 @@ std::set<std::string> FieldsOf(FaultKind kind) {
     case FaultKind::kPfcStorm:
       return {"node", "nic", "priority"};
     case FaultKind::kEcmpPolarization:
+    case FaultKind::kGnmiOutage:
+    case FaultKind::kSwitchReload:
       return {"switch"};
     case FaultKind::kLinkFlap:
       return {"node", "nic", "switch", "port", "period"};
@@ -154,7 +158,11 @@ absl::Status CheckTarget(const Fault& fault, const std::set<std::string>& seen,
     }
     return absl::OkStatus();
   };
-  if (fault.kind == FaultKind::kEcmpPolarization) return require("switch");
+  if (fault.kind == FaultKind::kEcmpPolarization ||
+      fault.kind == FaultKind::kGnmiOutage ||
+      fault.kind == FaultKind::kSwitchReload) {
+    return require("switch");
+  }
   if (fault.kind == FaultKind::kLinkFlap && has_port_target) {
     if (has_nic_target) {
       return FieldError(path,

@@ -15,6 +15,11 @@
 //   ecmp_polarization switch
 //   link_flap         node + nic, or switch + port; period (default 4 s)
 //   link_errors, half_speed, retransmissions, straggler, nic_gone: node, nic
+//   gnmi_outage       switch: its gNMI target refuses RPCs and ends its
+//                     streams (UNAVAILABLE); counters keep counting
+//   switch_reload     switch: at `start` its counters restart from 0 and
+//                     its boot time changes; its gNMI target is away until
+//                     `end`
 // `start` is required, `end` is optional (default: never ends).
 //
 // ParseScenario checks structure and types (unknown keys, a field the kind
@@ -48,6 +53,8 @@ enum class FaultKind {
   kRetransmissions,
   kStraggler,
   kNicGone,
+  kGnmiOutage,
+  kSwitchReload,
 };
 
 // "hot_expert", "pfc_storm", ...

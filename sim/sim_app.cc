@@ -63,7 +63,7 @@ absl::Status ValidateSimConfig(const SimConfig& config) {
   if (config.ticks < 0) {
     return absl::InvalidArgumentError("--ticks: must not be negative");
   }
-  return absl::OkStatus();
+  return ValidateGnmiFlags(config.gnmi, !config.topology_file.empty());
 }
 
 absl::StatusOr<std::unique_ptr<Simulation>> Simulation::Create(
@@ -109,14 +109,30 @@ absl::StatusOr<std::unique_ptr<Simulation>> Simulation::Create(
       sim->fabric_.get(), std::move(scenario), config.seed);
   if (!model.ok()) return model.status();
   sim->model_ = std::make_unique<CounterModel>(*std::move(model));
-  absl::StatusOr<std::unique_ptr<TreeWriter>> writer =
-      TreeWriter::Create(config.out_dir, sim->fabric_.get());
+  absl::StatusOr<std::unique_ptr<TreeWriter>> writer = TreeWriter::Create(
+      config.out_dir, sim->fabric_.get(), !config.gnmi.enabled());
   if (!writer.ok()) return writer.status();
   sim->writer_ = *std::move(writer);
   sim->nics_.resize(sim->fabric_->nics().size());
   sim->ports_.resize(sim->fabric_->ports().size());
   absl::Status st = sim->writer_->Write(sim->nics_, sim->ports_);
   if (!st.ok()) return st;
+  const absl::Time start = config.start_time == absl::InfinitePast()
+                               ? absl::Now()
+                               : config.start_time;
+  sim->start_nanos_ = absl::ToUnixNanos(start);
+  sim->boot_nanos_.assign(sim->fabric_->switches().size(), sim->start_nanos_);
+  if (config.gnmi.enabled()) {
+    absl::StatusOr<std::unique_ptr<GnmiFleet>> fleet =
+        GnmiFleet::Start(config.gnmi, sim->fabric_.get());
+    if (!fleet.ok()) return fleet.status();
+    sim->gnmi_ = *std::move(fleet);
+    sim->PublishGnmi();
+    if (!config.gnmi.topology_out.empty()) {
+      st = sim->gnmi_->WriteTopology(config.gnmi.topology_out);
+      if (!st.ok()) return st;
+    }
+  }
   return sim;
 }
 
@@ -128,6 +144,10 @@ absl::Status Simulation::Tick(double dt, std::ostream* phases) {
       *phases << "t=" << SecondsText(now_) << "s " << faults[i].Describe()
               << (active ? " starts" : " ends") << std::endl;
     }
+    if (active && !fault_active_[i] &&
+        faults[i].kind == FaultKind::kSwitchReload) {
+      Reload(faults[i]);
+    }
     fault_active_[i] = active;
   }
   FabricRates rates = model_->RatesAt(now_, dt);
@@ -138,7 +158,38 @@ absl::Status Simulation::Tick(double dt, std::ostream* phases) {
     Accumulate(rates.ports[p], dt, &ports_[p]);
   }
   now_ += dt;
+  PublishGnmi();
   return writer_->Write(nics_, ports_);
+}
+
+void Simulation::Reload(const Fault& fault) {
+  const std::optional<size_t> s = fabric_->FindSwitch(fault.switch_name);
+  if (!s) return;  // ValidateScenarioNames checked it
+  for (size_t p : fabric_->switches()[*s].members) {
+    const PortCounters before = ports_[p];
+    ports_[p] = PortCounters();
+    ports_[p].link_up = before.link_up;
+    ports_[p].present = before.present;
+    ports_[p].speed_gbps = before.speed_gbps;
+  }
+  boot_nanos_[*s] = start_nanos_ + static_cast<int64_t>(now_ * 1e9);
+}
+
+void Simulation::PublishGnmi() {
+  if (gnmi_ == nullptr) return;
+  std::vector<bool> available(fabric_->switches().size(), true);
+  const std::vector<Fault>& faults = model_->scenario().faults;
+  for (size_t i = 0; i < faults.size(); ++i) {
+    if (!fault_active_[i] || (faults[i].kind != FaultKind::kGnmiOutage &&
+                              faults[i].kind != FaultKind::kSwitchReload)) {
+      continue;
+    }
+    if (std::optional<size_t> s = fabric_->FindSwitch(faults[i].switch_name)) {
+      available[*s] = false;
+    }
+  }
+  gnmi_->Publish(ports_, start_nanos_ + static_cast<int64_t>(now_ * 1e9),
+                 boot_nanos_, available);
 }
 
 bool SignalWaiter::WaitUntil(int64_t monotonic_nanos) {
@@ -177,6 +228,13 @@ int RunSim(const SimConfig& config, const Clock& clock, Waiter* waiter,
       << s.fabric().nics().size() << " NICs), " << s.fabric().switches().size()
       << " switches (" << s.fabric().ports().size() << " ports) under "
       << config.out_dir << "\n";
+  if (const GnmiFleet* fleet = s.gnmi(); fleet != nullptr) {
+    for (const std::unique_ptr<GnmiTarget>& t : fleet->targets()) {
+      err << "fabricdiag-sim: gnmi target " << t->switch_name() << " ("
+          << gnmi::DialectName(t->dialect()) << ") listening on "
+          << t->address() << std::endl;
+    }
+  }
   auto fail = [&err](const absl::Status& st) {
     err << "fabricdiag-sim: " << st.message() << "\n";
     return 1;

@@ -13,6 +13,11 @@
 //
 // Phase changes of the scenario are printed on the phase stream, one line
 // each: "t=20s hot_expert gpu-003 mlx5_2 starts".
+//
+// With config.gnmi.listen, every switch is a gNMI target instead of a tree
+// (sim/gnmi_fleet.h): RunSim prints one line per switch on `err`,
+// "fabricdiag-sim: gnmi target leaf-0 (openconfig) listening on
+// 127.0.0.1:40123", after writing --gnmi_topology_out.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +32,7 @@
 #include "common/clock.h"
 #include "sim/counter_model.h"
 #include "sim/fabric.h"
+#include "sim/gnmi_fleet.h"
 #include "sim/port_counters.h"
 #include "sim/scenario.h"
 #include "sim/tree_writer.h"
@@ -42,6 +48,10 @@ struct SimConfig {
   absl::Duration duration = absl::ZeroDuration();  // 0: until a signal
   uint64_t seed = 1;
   int64_t ticks = 0;  // > 0: that many ticks of `interval`, at full speed
+  GnmiFlags gnmi;     // --gnmi_*; gnmi.listen empty: no gNMI targets
+  // Wall-clock time of simulated time 0 (gNMI timestamps and boot times);
+  // InfinitePast: absl::Now() when the simulation is created.
+  absl::Time start_time = absl::InfinitePast();
 };
 
 // Flags alone (no file access): the message names the flag.
@@ -66,16 +76,26 @@ class Simulation {
   const TreeWriter& writer() const { return *writer_; }
   const std::vector<PortCounters>& nic_counters() const { return nics_; }
   const std::vector<PortCounters>& port_counters() const { return ports_; }
+  // The switches' gNMI targets; null without config.gnmi.listen.
+  const GnmiFleet* gnmi() const { return gnmi_.get(); }
 
  private:
   Simulation() = default;
+
+  // switch_reload: the switch's ports restart from 0, its boot time is now.
+  void Reload(const Fault& fault);
+  // Every switch's state to its gNMI target (no-op without targets).
+  void PublishGnmi();
 
   std::unique_ptr<Fabric> fabric_;
   std::unique_ptr<CounterModel> model_;
   std::unique_ptr<TreeWriter> writer_;
   std::vector<PortCounters> nics_;
   std::vector<PortCounters> ports_;
+  std::unique_ptr<GnmiFleet> gnmi_;
   std::vector<bool> fault_active_;
+  std::vector<int64_t> boot_nanos_;  // per switch
+  int64_t start_nanos_ = 0;
   double now_ = 0;
 };
 

@@ -1,5 +1,8 @@
 // fabricdiag-sim: flags -> SimConfig -> RunSim. See sim/sim_app.h.
 //
+// With --gnmi_listen the switches are gNMI targets (sim/gnmi_fleet.h)
+// instead of trees.
+//
 // With --virtual_agents=N it writes no trees: it streams the ingest protocol
 // straight to --collector as N agents (sim/virtual_agents.h), for load tests
 // and the collector benchmarks.
@@ -44,6 +47,31 @@ ABSL_FLAG(int, virtual_agents, 0,
           "send->ack latency");
 ABSL_FLAG(std::string, collector, "127.0.0.1:9811",
           "HOST:PORT of the collector, with --virtual_agents");
+
+ABSL_FLAG(std::string, gnmi_listen, "",
+          "Serve every switch as a gNMI target instead of writing its tree: "
+          "switch i (topology order) listens on HOST:PORT+i; port 0 gives "
+          "each an ephemeral port. One line per switch on stderr: "
+          "\"gnmi target <switch> (<dialect>) listening on HOST:PORT\"");
+ABSL_FLAG(std::string, gnmi_dialect, "openconfig",
+          "What the gNMI targets speak: openconfig (Arista-style paths) or "
+          "sonic (COUNTERS_DB / APPL_DB)");
+ABSL_FLAG(std::string, gnmi_tls_cert, "",
+          "PEM certificate the gNMI targets serve TLS with (with "
+          "--gnmi_tls_key); plaintext without it");
+ABSL_FLAG(std::string, gnmi_tls_key, "",
+          "PEM private key of --gnmi_tls_cert (mode 0600)");
+ABSL_FLAG(std::string, gnmi_tls_ca, "",
+          "CA that signed --gnmi_tls_cert, written into --gnmi_topology_out "
+          "(default: the certificate itself, for a self-signed one)");
+ABSL_FLAG(std::string, gnmi_credentials_file, "",
+          "File with a user name (line 1) and password (line 2), mode 0600: "
+          "every gNMI RPC must carry them as username/password metadata; "
+          "needs TLS");
+ABSL_FLAG(std::string, gnmi_topology_out, "",
+          "Write the --topology with each switch's gnmi block filled in "
+          "(address, dialect, insecure or tls_ca and credentials_file) to "
+          "this file, before the listening lines are printed");
 
 namespace {
 
@@ -100,6 +128,10 @@ int main(int argc, char** argv) {
     std::cerr << "fabricdiag-sim: --virtual_agents must be 0..100000\n";
     return 2;
   }
+  if (virtual_agents > 0 && !absl::GetFlag(FLAGS_gnmi_listen).empty()) {
+    std::cerr << "fabricdiag-sim: --gnmi_listen: not with --virtual_agents\n";
+    return 2;
+  }
   if (virtual_agents > 0) return VirtualAgents(virtual_agents);
 
   fabricdiag::sim::SimConfig config;
@@ -114,6 +146,13 @@ int main(int argc, char** argv) {
   config.duration = absl::GetFlag(FLAGS_duration);
   config.seed = absl::GetFlag(FLAGS_seed);
   config.ticks = absl::GetFlag(FLAGS_ticks);
+  config.gnmi.listen = absl::GetFlag(FLAGS_gnmi_listen);
+  config.gnmi.dialect = absl::GetFlag(FLAGS_gnmi_dialect);
+  config.gnmi.tls_cert = absl::GetFlag(FLAGS_gnmi_tls_cert);
+  config.gnmi.tls_key = absl::GetFlag(FLAGS_gnmi_tls_key);
+  config.gnmi.tls_ca = absl::GetFlag(FLAGS_gnmi_tls_ca);
+  config.gnmi.credentials_file = absl::GetFlag(FLAGS_gnmi_credentials_file);
+  config.gnmi.topology_out = absl::GetFlag(FLAGS_gnmi_topology_out);
   fabricdiag::SystemClock clock;
   fabricdiag::sim::SignalWaiter waiter(&clock);
   return fabricdiag::sim::RunSim(config, clock, &waiter, std::cout, std::cerr);

@@ -23,9 +23,10 @@ constexpr mode_t kFileMode = 0644;
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<TreeWriter>> TreeWriter::Create(
-    std::string out_dir, const Fabric* fabric) {
+    std::string out_dir, const Fabric* fabric, bool with_switches) {
   if (out_dir.empty()) return absl::InvalidArgumentError("--out: empty");
-  std::unique_ptr<TreeWriter> w(new TreeWriter(std::move(out_dir), fabric));
+  std::unique_ptr<TreeWriter> w(
+      new TreeWriter(std::move(out_dir), fabric, with_switches));
   absl::Status st = MakeDirs(w->out_, kDirMode);
   if (!st.ok()) return st;
   st = w->RemoveTree(w->tmp_);
@@ -35,9 +36,11 @@ absl::StatusOr<std::unique_ptr<TreeWriter>> TreeWriter::Create(
   std::vector<std::string> nodes;
   for (const SimNode& h : fabric->hosts()) nodes.push_back(h.name);
   for (const SimNode& s : fabric->switches()) nodes.push_back(s.name);
-  for (const std::string& node : nodes) {
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const std::string& node = nodes[i];
     st = w->RemoveTree(absl::StrCat(w->out_, "/", node));
     if (!st.ok()) return st;
+    if (i >= fabric->hosts().size() && !with_switches) continue;
     st = MakeDirs(absl::StrCat(w->SysfsRoot(node), "/class/net"), kDirMode);
     if (st.ok()) st = MakeDirs(w->EthtoolDir(node), kDirMode);
     if (!st.ok()) return st;
@@ -50,10 +53,12 @@ absl::StatusOr<std::unique_ptr<TreeWriter>> TreeWriter::Create(
   return w;
 }
 
-TreeWriter::TreeWriter(std::string out_dir, const Fabric* fabric)
+TreeWriter::TreeWriter(std::string out_dir, const Fabric* fabric,
+                       bool with_switches)
     : out_(std::move(out_dir)),
       tmp_(out_ + "/.sim-tmp"),
       fabric_(fabric),
+      with_switches_(with_switches),
       nic_exists_(fabric->nics().size(), false),
       port_exists_(fabric->ports().size(), false) {}
 
@@ -181,7 +186,7 @@ absl::Status TreeWriter::Write(const std::vector<PortCounters>& nics,
     if (!st.ok()) return st;
     nic_exists_[i] = true;
   }
-  for (size_t p = 0; p < ports.size(); ++p) {
+  for (size_t p = 0; with_switches_ && p < ports.size(); ++p) {
     const SimPort& port = fabric_->ports()[p];
     const std::string net_dir =
         absl::StrCat(SysfsRoot(port.switch_name), "/class/net/", port.port);

@@ -18,7 +18,8 @@
 // Files whose content did not change are not rewritten.
 //
 // Create() deletes OUT/<node> for every simulated node (a previous run's
-// tree) and nothing else under OUT.
+// tree) and nothing else under OUT. Without `with_switches` (the switches
+// stream gNMI instead, sim/gnmi_fleet.h) only hosts get a tree.
 //
 //   ASSIGN_OR_RETURN(std::unique_ptr<TreeWriter> w,
 //                    TreeWriter::Create("/tmp/fabric", &fabric));
@@ -46,7 +47,7 @@ class TreeWriter {
  public:
   // `fabric` is not owned and must outlive the writer.
   static absl::StatusOr<std::unique_ptr<TreeWriter>> Create(
-      std::string out_dir, const Fabric* fabric);
+      std::string out_dir, const Fabric* fabric, bool with_switches = true);
 
   // Brings the tree to `nics` / `ports` (indexed like the fabric's):
   // creates missing devices, removes absent ones, rewrites changed files.
@@ -61,7 +62,7 @@ class TreeWriter {
   uint64_t files_written() const { return files_written_; }
 
  private:
-  TreeWriter(std::string out_dir, const Fabric* fabric);
+  TreeWriter(std::string out_dir, const Fabric* fabric, bool with_switches);
 
   absl::Status WriteAtomic(const std::string& path, const std::string& content);
   // Writes `files` under `dir`: the whole directory via staging when it
@@ -74,6 +75,7 @@ class TreeWriter {
   const std::string out_;
   const std::string tmp_;
   const Fabric* fabric_;
+  const bool with_switches_;
   uint64_t temp_counter_ = 0;
   uint64_t files_written_ = 0;
   std::vector<bool> nic_exists_;

@@ -1,0 +1,253 @@
+#include "sim/gnmi_leaves.h"
+
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "gnmi/gnmi_path.h"
+
+namespace fabricdiag::sim {
+namespace {
+
+using gnmi::Dialect;
+
+// A leaf and the simulated counter behind it; nullopt: not simulated, the
+// leaf reads 0 (802.3x pause on a PFC fabric, multicast, output errors).
+// Names are those of counters/counter_table.cc (docs/counters.md).
+struct CounterLeaf {
+  const char* name;
+  std::optional<Counter> counter;
+};
+
+// Below /interfaces/interface[name=P]: openconfig-interfaces.yang and
+// openconfig-if-ethernet.yang. in-errors counts what mlx5e_get_stats and
+// the simulated switch netdevs count (FCS errors, sim/sysfs_files.cc).
+const CounterLeaf kOpenConfigCounters[] = {
+    {"state/counters/in-octets", kRxBytes},
+    {"state/counters/out-octets", kTxBytes},
+    {"state/counters/in-pkts", kRxPackets},
+    {"state/counters/out-pkts", kTxPackets},
+    {"state/counters/in-unicast-pkts", kRxPackets},
+    {"state/counters/out-unicast-pkts", kTxPackets},
+    {"state/counters/in-multicast-pkts", std::nullopt},
+    {"state/counters/out-multicast-pkts", std::nullopt},
+    {"state/counters/in-broadcast-pkts", std::nullopt},
+    {"state/counters/out-broadcast-pkts", std::nullopt},
+    {"state/counters/in-errors", kCrcErrors},
+    {"state/counters/out-errors", std::nullopt},
+    {"state/counters/in-discards", kRxDiscardsPhy},
+    {"state/counters/out-discards", kXmitDiscards},
+    {"state/counters/in-fcs-errors", kCrcErrors},
+    {"state/counters/carrier-transitions", kCarrierChanges},
+    {"ethernet/state/counters/in-mac-pause-frames", std::nullopt},
+    {"ethernet/state/counters/out-mac-pause-frames", std::nullopt},
+    {"ethernet/state/counters/in-crc-errors", kCrcErrors},
+    {"ethernet/state/counters/in-symbol-error", kSymbolErrorsPhy},
+};
+
+// SAI port statistics as sonic-gnmi sends COUNTERS/<port> (saiport.h).
+const CounterLeaf kSonicCounters[] = {
+    {"SAI_PORT_STAT_IF_IN_OCTETS", kRxBytes},
+    {"SAI_PORT_STAT_IF_OUT_OCTETS", kTxBytes},
+    {"SAI_PORT_STAT_IF_IN_UCAST_PKTS", kRxPackets},
+    {"SAI_PORT_STAT_IF_OUT_UCAST_PKTS", kTxPackets},
+    {"SAI_PORT_STAT_IF_IN_NON_UCAST_PKTS", std::nullopt},
+    {"SAI_PORT_STAT_IF_OUT_NON_UCAST_PKTS", std::nullopt},
+    {"SAI_PORT_STAT_IF_IN_ERRORS", kCrcErrors},
+    {"SAI_PORT_STAT_IF_OUT_ERRORS", std::nullopt},
+    {"SAI_PORT_STAT_IF_IN_DISCARDS", kRxDiscardsPhy},
+    {"SAI_PORT_STAT_IF_OUT_DISCARDS", kXmitDiscards},
+    {"SAI_PORT_STAT_ETHER_STATS_CRC_ALIGN_ERRORS", kCrcErrors},
+    {"SAI_PORT_STAT_PAUSE_RX_PKTS", std::nullopt},
+    {"SAI_PORT_STAT_PAUSE_TX_PKTS", std::nullopt},
+    {"SAI_PORT_STAT_IF_OUT_QLEN", std::nullopt},
+};
+
+uint64_t ValueOf(const PortCounters& c, std::optional<Counter> counter,
+                 int offset = 0) {
+  if (!counter) return 0;
+  return c.value[static_cast<size_t>(*counter) + static_cast<size_t>(offset)];
+}
+
+::gnmi::Path MustParse(absl::string_view text) {
+  absl::StatusOr<::gnmi::Path> p = gnmi::ParsePath(text);
+  // The texts are literals of this file: a bad one is a programming error.
+  if (!p.ok()) abort();
+  return *std::move(p);
+}
+
+// Leaf keys and prefix texts.
+std::string PrefixText(const ::gnmi::Path& prefix) {
+  return absl::StrCat(prefix.target(), "|", gnmi::PathToString(prefix));
+}
+
+void Add(const ::gnmi::Path& prefix, const std::string& prefix_text,
+         absl::string_view relative, ::gnmi::TypedValue value,
+         std::vector<Leaf>* out) {
+  Leaf leaf;
+  leaf.prefix = prefix;
+  leaf.path = MustParse(absl::StrCat("/", relative));
+  leaf.value = std::move(value);
+  leaf.prefix_text = prefix_text;
+  leaf.key = absl::StrCat(prefix_text, "/", relative);
+  out->push_back(std::move(leaf));
+}
+
+::gnmi::TypedValue Uint(uint64_t v) {
+  ::gnmi::TypedValue t;
+  t.set_uint_val(v);
+  return t;
+}
+
+::gnmi::TypedValue Text(std::string s) {
+  ::gnmi::TypedValue t;
+  t.set_string_val(std::move(s));
+  return t;
+}
+
+// RFC 7951 JSON, indented as sonic-gnmi sends it.
+::gnmi::TypedValue Json(const nlohmann::json& j) {
+  ::gnmi::TypedValue t;
+  t.set_json_ietf_val(j.dump(2));
+  return t;
+}
+
+void OpenConfigLeaves(const SwitchState& s, std::vector<Leaf>* out) {
+  for (size_t i = 0; i < s.ports.size(); ++i) {
+    const PortCounters& c = s.counters[i];
+    const ::gnmi::Path prefix =
+        MustParse(absl::StrCat("/interfaces/interface[name=", s.ports[i], "]"));
+    const std::string prefix_text = PrefixText(prefix);
+    for (const CounterLeaf& l : kOpenConfigCounters) {
+      Add(prefix, prefix_text, l.name, Uint(ValueOf(c, l.counter)), out);
+    }
+    const char* status = !c.present ? "NOT_PRESENT" : c.link_up ? "UP" : "DOWN";
+    Add(prefix, prefix_text, "state/oper-status", Text(status), out);
+    const std::string speed = absl::StrCat("SPEED_", c.speed_gbps, "GB");
+    Add(prefix, prefix_text, "ethernet/state/port-speed", Text(speed), out);
+    Add(prefix, prefix_text, "ethernet/state/negotiated-port-speed",
+        Text(speed), out);
+    for (int p = 0; p < kPriorities; ++p) {
+      const std::string prio = absl::StrCat(
+          "ethernet/pfc/priorities/priority[index=", p, "]/state/");
+      Add(prefix, prefix_text, absl::StrCat(prio, "in-frames"),
+          Uint(ValueOf(c, kRxPauseFrames, p)), out);
+      Add(prefix, prefix_text, absl::StrCat(prio, "out-frames"),
+          Uint(ValueOf(c, kTxPauseFrames, p)), out);
+    }
+  }
+  const ::gnmi::Path root;
+  Add(root, PrefixText(root), "system/state/boot-time",
+      Uint(static_cast<uint64_t>(s.boot_time_nanos)), out);
+}
+
+void SonicLeaves(const SwitchState& s, std::vector<Leaf>* out) {
+  ::gnmi::Path counters_db;
+  counters_db.set_target("COUNTERS_DB");
+  const std::string counters_text = PrefixText(counters_db);
+  ::gnmi::Path appl_db;
+  appl_db.set_target("APPL_DB");
+  const std::string appl_text = PrefixText(appl_db);
+  nlohmann::json names = nlohmann::json::object();
+  for (size_t i = 0; i < s.ports.size(); ++i) {
+    const PortCounters& c = s.counters[i];
+    nlohmann::json stats = nlohmann::json::object();
+    for (const CounterLeaf& l : kSonicCounters) {
+      stats[l.name] = absl::StrCat(ValueOf(c, l.counter));
+    }
+    for (int p = 0; p < kPriorities; ++p) {
+      const std::string pfc = absl::StrCat("SAI_PORT_STAT_PFC_", p, "_");
+      stats[pfc + "RX_PKTS"] = absl::StrCat(ValueOf(c, kRxPauseFrames, p));
+      stats[pfc + "TX_PKTS"] = absl::StrCat(ValueOf(c, kTxPauseFrames, p));
+      stats[pfc + "RX_PAUSE_DURATION_US"] =
+          absl::StrCat(ValueOf(c, kRxPauseMicros, p));
+      stats[pfc + "TX_PAUSE_DURATION_US"] =
+          absl::StrCat(ValueOf(c, kTxPauseMicros, p));
+      stats[pfc + "ON2OFF_RX_PKTS"] =
+          absl::StrCat(ValueOf(c, kRxPauseTransitions, p));
+    }
+    Add(counters_db, counters_text, absl::StrCat("COUNTERS/", s.ports[i]),
+        Json(stats), out);
+    names[s.ports[i]] = SonicPortOid(i);
+  }
+  Add(counters_db, counters_text, "COUNTERS_PORT_NAME_MAP", Json(names), out);
+  for (size_t i = 0; i < s.ports.size(); ++i) {
+    const PortCounters& c = s.counters[i];
+    nlohmann::json port = {
+        {"admin_status", "up"},
+        {"mtu", "9100"},
+        {"oper_status", c.present && c.link_up ? "up" : "down"},
+        {"speed", absl::StrCat(c.speed_gbps * 1000)},
+    };
+    Add(appl_db, appl_text, absl::StrCat("PORT_TABLE/", s.ports[i]), Json(port),
+        out);
+  }
+}
+
+// `want` (a subscription element) matches `have` (a leaf element).
+bool ElemMatches(const ::gnmi::PathElem& want, const ::gnmi::PathElem& have) {
+  if (!absl::StrContains(want.name(), '*') &&
+      gnmi::ElemName(want.name()) != gnmi::ElemName(have.name())) {
+    return false;
+  }
+  for (const auto& [k, v] : want.key()) {
+    if (v == "*") continue;
+    auto it = have.key().find(k);
+    if (it == have.key().end() || it->second != v) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string SonicPortOid(size_t index) {
+  return absl::StrFormat("oid:0x%x", (uint64_t{1} << 48) + 1 + index);
+}
+
+std::vector<Leaf> SwitchLeaves(Dialect dialect, const SwitchState& state) {
+  std::vector<Leaf> out;
+  if (dialect == Dialect::kSonic) {
+    SonicLeaves(state, &out);
+  } else {
+    OpenConfigLeaves(state, &out);
+  }
+  return out;
+}
+
+absl::StatusOr<Selector> Selector::Create(Dialect dialect,
+                                          const ::gnmi::Path& list_prefix,
+                                          const ::gnmi::Path& path) {
+  Selector s;
+  s.dialect_ = dialect;
+  s.target_ = path.target().empty() ? list_prefix.target() : path.target();
+  *s.path_.mutable_elem() = list_prefix.elem();
+  for (const ::gnmi::PathElem& e : path.elem()) *s.path_.add_elem() = e;
+  s.text_ = gnmi::PathToString(s.path_);
+  if (!s.target_.empty()) s.text_ = absl::StrCat(s.target_, ":", s.text_);
+  if (dialect == Dialect::kSonic && s.target_ != "COUNTERS_DB" &&
+      s.target_ != "APPL_DB") {
+    return absl::UnimplementedError(
+        absl::StrCat("target \"", s.target_,
+                     "\" is not a database this switch serves (COUNTERS_DB, "
+                     "APPL_DB)"));
+  }
+  return s;
+}
+
+bool Selector::Matches(const Leaf& leaf) const {
+  if (dialect_ == Dialect::kSonic && leaf.prefix.target() != target_) {
+    return false;
+  }
+  const int n_prefix = leaf.prefix.elem_size();
+  if (path_.elem_size() > n_prefix + leaf.path.elem_size()) return false;
+  for (int i = 0; i < path_.elem_size(); ++i) {
+    const ::gnmi::PathElem& have =
+        i < n_prefix ? leaf.prefix.elem(i) : leaf.path.elem(i - n_prefix);
+    if (!ElemMatches(path_.elem(i), have)) return false;
+  }
+  return true;
+}
+
+}  // namespace fabricdiag::sim

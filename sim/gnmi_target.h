@@ -1,0 +1,92 @@
+// A gNMI target (the `gnmi.gNMI` service of proto/gnmi.proto) for one
+// simulated switch: what fabricdiag-sim --gnmi_listen runs per switch so
+// that the gNMI bridge reaches the simulated leaves as it reaches real ones.
+// The leaves and their encodings per dialect are in sim/gnmi_leaves.h.
+//
+//   GnmiTargetOptions o;
+//   o.listen = "127.0.0.1:0";
+//   o.dialect = gnmi::Dialect::kOpenConfig;
+//   ASSIGN_OR_RETURN(std::unique_ptr<GnmiTarget> t,
+//                    GnmiTarget::Start("leaf-0", o));
+//   t->Publish(state);          // every tick: the switch's counters now
+//   t->SetAvailable(false);     // a simulated outage: streams end UNAVAILABLE
+//
+// What it answers:
+// - Capabilities: the dialect's models, encodings JSON, JSON_IETF and PROTO.
+// - Subscribe, mode STREAM: every subscription's leaves once (unless
+//   updates_only), then sync_response, then per published state: SAMPLE
+//   (and TARGET_DEFINED) subscriptions every sample_interval of the states'
+//   timestamps (0: every state; a state is due when 90% of the interval has
+//   passed, so that a jittery tick does not skip a sample), all their leaves,
+//   or only the changed ones with suppress_redundant; ON_CHANGE
+//   subscriptions the leaves whose value changed. heartbeat_interval is
+//   ignored. Mode ONCE: the leaves, sync_response, end of stream (OK).
+//   Mode POLL: UNIMPLEMENTED.
+// - A subscription whose path selects no leaf (queues, an augment this
+//   target does not have, a SONiC table it does not serve) or a SONiC target
+//   other than COUNTERS_DB / APPL_DB: the whole RPC ends UNIMPLEMENTED, as
+//   real targets answer (gNMI specification 3.5.2.4).
+// - Get and Set: UNIMPLEMENTED.
+// - With a username, every RPC must carry `username` and `password`
+//   metadata equal to the options' (else UNAUTHENTICATED); the password is
+//   never logged or put in a message.
+// - While unavailable (SetAvailable(false)), every RPC ends UNAVAILABLE, and
+//   every stream open when the outage began ends UNAVAILABLE at once.
+//
+// Each Subscribe stream holds one thread of gRPC's synchronous server while
+// it lasts: fine for tests and demos (a few bridges per switch), not for
+// thousands of subscribers. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "gnmi/dialect.h"
+#include "sim/gnmi_leaves.h"
+
+namespace fabricdiag::sim {
+
+struct GnmiTargetOptions {
+  std::string listen = "127.0.0.1:0";  // HOST:PORT; port 0: ephemeral
+  gnmi::Dialect dialect = gnmi::Dialect::kOpenConfig;
+  // PEM contents; both empty: plaintext.
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
+  // Empty username: no credentials required.
+  std::string username;
+  std::string password;
+};
+
+class GnmiTarget {
+ public:
+  // Listens and serves (until destroyed). Before the first Publish a
+  // Subscribe waits for it.
+  static absl::StatusOr<std::unique_ptr<GnmiTarget>> Start(
+      std::string switch_name, const GnmiTargetOptions& options);
+  ~GnmiTarget();
+  GnmiTarget(const GnmiTarget&) = delete;
+  GnmiTarget& operator=(const GnmiTarget&) = delete;
+
+  const std::string& switch_name() const;
+  gnmi::Dialect dialect() const;
+  int port() const;
+  // HOST:PORT with the bound port ("127.0.0.1:40123").
+  const std::string& address() const;
+
+  // The switch now; wakes every stream.
+  void Publish(const SwitchState& state);
+  // false: a simulated outage (see above); true: serving again.
+  void SetAvailable(bool available);
+  bool available() const;
+  // Subscribe streams currently open (for tests).
+  int open_streams() const;
+
+ private:
+  struct Impl;
+  explicit GnmiTarget(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fabricdiag::sim

@@ -3,31 +3,16 @@
 #include <string>
 #include <utility>
 
+#include "common/metric_family.h"
+
 namespace fabricdiag::collector {
 namespace {
 
-using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
 
 MetricFamily Family(std::string name, std::string help, MetricType type) {
-  MetricFamily f;
-  f.name = std::move(name);
-  f.help = std::move(help);
-  f.type = type;
-  return f;
-}
-
-void AddValue(MetricFamily* f, std::vector<ClientMetric::Label> labels,
-              double value) {
-  ClientMetric m;
-  m.label = std::move(labels);
-  if (f->type == MetricType::Counter) {
-    m.counter.value = value;
-  } else {
-    m.gauge.value = value;
-  }
-  f->metric.push_back(std::move(m));
+  return MakeFamily(std::move(name), std::move(help), type);
 }
 
 // Per node: whether its agent reports, when it last did and what it dropped;

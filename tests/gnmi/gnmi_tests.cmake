@@ -8,3 +8,41 @@ if(TARGET fabricdiag_gnmi_core)
       ${CMAKE_CURRENT_LIST_DIR}/fixtures.cc
     LIBS fabricdiag_gnmi_core absl::strings)
 endif()
+
+if(TARGET fabricdiag_gnmi_session)
+  fabricdiag_add_test(gnmi_switch_state_test
+    SOURCES
+      ${CMAKE_CURRENT_LIST_DIR}/switch_state_test.cc
+      ${CMAKE_CURRENT_LIST_DIR}/fixtures.cc
+    LIBS fabricdiag_gnmi_session absl::strings)
+endif()
+
+if(TARGET fabricdiag_gnmi_session)
+  add_library(fabricdiag_gnmi_fake_target STATIC
+    ${CMAKE_CURRENT_LIST_DIR}/fake_gnmi_target.cc)
+  fabricdiag_target_defaults(fabricdiag_gnmi_fake_target)
+  target_link_libraries(fabricdiag_gnmi_fake_target PUBLIC
+    fabricdiag_gnmi_core gRPC::grpc++ absl::status absl::strings absl::time)
+  fabricdiag_add_test(gnmi_switch_session_test
+    SOURCES
+      ${CMAKE_CURRENT_LIST_DIR}/switch_session_test.cc
+      ${CMAKE_CURRENT_LIST_DIR}/fixtures.cc
+    LIBS fabricdiag_gnmi_session fabricdiag_gnmi_fake_target
+         fabricdiag_test_util absl::strings)
+endif()
+
+# The bridge process against a real collector process and a fake target.
+if(TARGET fabricdiag-gnmi-bridge AND TARGET fabricdiag-collector)
+  fabricdiag_add_test(gnmi_bridge_e2e_test
+    SOURCES
+      ${CMAKE_CURRENT_LIST_DIR}/bridge_e2e_test.cc
+      ${CMAKE_CURRENT_LIST_DIR}/fixtures.cc
+    LABEL e2e
+    LIBS fabricdiag_gnmi_fake_target fabricdiag_collector_proto
+         fabricdiag_test_util absl::strings)
+  target_compile_definitions(gnmi_bridge_e2e_test PRIVATE
+    FABRICDIAG_GNMI_BRIDGE_BINARY="$<TARGET_FILE:fabricdiag-gnmi-bridge>"
+    FABRICDIAG_COLLECTOR_BINARY="$<TARGET_FILE:fabricdiag-collector>")
+  add_dependencies(gnmi_bridge_e2e_test fabricdiag-gnmi-bridge
+    fabricdiag-collector)
+endif()

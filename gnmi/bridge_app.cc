@@ -1,0 +1,286 @@
+#include "gnmi/bridge_app.h"
+
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "agent/collector_list.h"
+#include "cli/client_config.h"
+#include "cli/collector_client.h"
+#include "common/address_list.h"
+#include "common/byte_size.h"
+#include "common/clock.h"
+#include "common/files.h"
+#include "common/http_server.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "common/stop_signals.h"
+#include "common/version.h"
+#include "gnmi/bridge.h"
+#include "gnmi/bridge_metrics.h"
+#include "prometheus/text_serializer.h"
+
+namespace fabricdiag::gnmi {
+namespace {
+
+constexpr uint64_t kMinStreamBuffer = uint64_t{1} << 20;
+constexpr uint64_t kMaxStreamBuffer = uint64_t{4} << 30;
+// A SONiC COUNTERS table of 128 ports is ~5.6 MB in one response.
+constexpr uint64_t kMinMessage = uint64_t{4} << 20;
+constexpr uint64_t kMaxMessage = uint64_t{1} << 30;
+
+absl::Status CheckReadable(absl::string_view flag, const std::string& path) {
+  if (path.empty() || ::access(path.c_str(), R_OK) == 0) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--", flag, "=", path, ": cannot read: ", std::strerror(errno)));
+}
+
+absl::Status CheckSize(absl::string_view flag, const std::string& value,
+                       uint64_t min, uint64_t max) {
+  absl::StatusOr<uint64_t> n = ParseByteSize(value);
+  if (!n.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, ": ", n.status().message()));
+  }
+  if (*n < min || *n > max) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, "=", value, ": must be between ",
+                     FormatByteSize(min), " and ", FormatByteSize(max)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckDuration(absl::string_view flag, absl::Duration d,
+                           absl::Duration min, absl::Duration max) {
+  if (d < min || d > max) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", flag, "=", absl::FormatDuration(d), ": must be between ",
+        absl::FormatDuration(min), " and ", absl::FormatDuration(max)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<BridgeOptions> Options(const BridgeConfig& config) {
+  BridgeOptions o;
+  o.interval = config.interval;
+  o.session.sample_interval = config.interval;
+  o.session.backoff_max = config.gnmi_backoff_max;
+  o.session.max_receive_bytes =
+      static_cast<int>(*ParseByteSize(config.gnmi_max_message_size));
+  o.stream.targets = *agent::ParseCollectorList(config.collector);
+  o.stream.agent_version = absl::StrCat("gnmi-bridge ", kVersion);
+  o.stream.tls_ca_file = config.tls_ca;
+  o.stream.tls_cert_file = config.tls_cert;
+  o.stream.tls_key_file = config.tls_key;
+  o.stream.tls_server_name = config.tls_server_name;
+  o.stream.buffer.max_bytes = *ParseByteSize(config.stream_buffer_size);
+  if (!config.ingest_token_file.empty()) {
+    ASSIGN_OR_RETURN(
+        o.stream.token,
+        ReadTokenFile("--ingest_token_file", config.ingest_token_file, 16));
+  }
+  return o;
+}
+
+// Polls GetTopology every `refresh` on its own thread (a hung collector
+// never delays the reports) and hands the gNMI switches to the bridge.
+class TopologyPoller {
+ public:
+  TopologyPoller(std::shared_ptr<cli::CollectorClient> client,
+                 absl::Duration refresh, Bridge* bridge)
+      : client_(std::move(client)), refresh_(refresh), bridge_(bridge) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~TopologyPoller() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  TopologyPoller(const TopologyPoller&) = delete;
+  TopologyPoller& operator=(const TopologyPoller&) = delete;
+
+ private:
+  void Run() {
+    std::string last;  // the serialized topology last applied
+    std::string last_error;
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stopping_) {
+      lock.unlock();
+      absl::StatusOr<v1::Topology> topology = client_->GetTopology();
+      if (!topology.ok()) {
+        const std::string error(topology.status().message());
+        if (error != last_error) LogWarning(absl::StrCat("topology: ", error));
+        last_error = error;
+      } else {
+        last_error.clear();
+        std::string bytes;
+        topology->SerializeToString(&bytes);
+        if (bytes != last) {
+          std::vector<std::string> errors;
+          std::vector<SwitchConfig> switches = SwitchesOf(*topology, &errors);
+          for (const std::string& e : errors) LogWarning(e);
+          LogInfo(absl::StrCat("topology: ", switches.size(),
+                               " switches with a gnmi block"));
+          bridge_->SetSwitches(switches);
+          last = std::move(bytes);
+        }
+      }
+      lock.lock();
+      cv_.wait_for(lock, absl::ToChronoNanoseconds(refresh_),
+                   [this] { return stopping_; });
+    }
+  }
+
+  std::shared_ptr<cli::CollectorClient> client_;
+  const absl::Duration refresh_;
+  Bridge* const bridge_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+// Sleeps until `deadline_nanos` or a stop signal; true on a signal.
+bool WaitOrSignal(const sigset_t& signals, const Clock& clock,
+                  int64_t deadline_nanos) {
+  for (;;) {
+    const int64_t wait = deadline_nanos - clock.MonotonicNanos();
+    if (wait <= 0) return false;
+    struct timespec ts;
+    ts.tv_sec = static_cast<time_t>(wait / 1'000'000'000);
+    ts.tv_nsec = static_cast<long>(wait % 1'000'000'000);
+    const int signo = sigtimedwait(&signals, nullptr, &ts);
+    if (signo == SIGINT || signo == SIGTERM) return true;
+  }
+}
+
+absl::StatusOr<std::unique_ptr<HttpServer>> Serve(
+    const BridgeConfig& config, const std::shared_ptr<BridgeMetrics>& metrics) {
+  HttpServerOptions options;
+  options.listen = config.http_listen;
+  std::vector<HttpRoute> routes;
+  routes.push_back(
+      {"/metrics", [metrics](const HttpRequest&) {
+         HttpResponse r;
+         r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+         r.body = prometheus::TextSerializer().Serialize(metrics->Collect());
+         return r;
+       }});
+  routes.push_back({"/healthz",
+                    [](const HttpRequest&) {
+                      HttpResponse r;
+                      r.body = "ok\n";
+                      return r;
+                    },
+                    /*inline_handler=*/true});
+  absl::StatusOr<std::unique_ptr<HttpServer>> http =
+      HttpServer::Start(std::move(options), std::move(routes));
+  if (!http.ok()) {
+    return absl::Status(
+        http.status().code(),
+        absl::StrCat("cannot serve on --http_listen=", config.http_listen, ": ",
+                     http.status().message()));
+  }
+  return http;
+}
+
+}  // namespace
+
+absl::Status ValidateBridgeConfig(const BridgeConfig& config) {
+  if (config.collector.empty()) {
+    return absl::InvalidArgumentError(
+        "--collector is required: HOST:PORT of the collector (or a "
+        "comma-separated list of a cluster's collectors)");
+  }
+  RETURN_IF_ERROR(agent::ParseCollectorList(config.collector).status());
+  RETURN_IF_ERROR(CheckDuration("interval", config.interval,
+                                absl::Milliseconds(100), absl::Hours(1)));
+  RETURN_IF_ERROR(CheckDuration("topology_refresh", config.topology_refresh,
+                                absl::Seconds(1), absl::Hours(1)));
+  RETURN_IF_ERROR(CheckDuration("gnmi_backoff_max", config.gnmi_backoff_max,
+                                absl::Seconds(1), absl::Hours(1)));
+  RETURN_IF_ERROR(CheckHostPort("http_listen", config.http_listen, true));
+  RETURN_IF_ERROR(CheckReadable("tls_ca", config.tls_ca));
+  RETURN_IF_ERROR(CheckReadable("tls_cert", config.tls_cert));
+  RETURN_IF_ERROR(CheckReadable("tls_key", config.tls_key));
+  RETURN_IF_ERROR(CheckReadable("ingest_token_file", config.ingest_token_file));
+  if (config.tls_cert.empty() != config.tls_key.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls_cert and --tls_key go together (mutual TLS)");
+  }
+  RETURN_IF_ERROR(CheckSize("stream_buffer_size", config.stream_buffer_size,
+                            kMinStreamBuffer, kMaxStreamBuffer));
+  RETURN_IF_ERROR(CheckSize("gnmi_max_message_size",
+                            config.gnmi_max_message_size, kMinMessage,
+                            kMaxMessage));
+  return absl::OkStatus();
+}
+
+int RunBridge(const BridgeConfig& config) {
+  SystemClock clock;
+  const sigset_t signals = BlockStopSignals();
+  absl::StatusOr<BridgeOptions> options = Options(config);
+  if (!options.ok()) {
+    LogError(
+        absl::StrCat("fabricdiag-gnmi-bridge: ", options.status().message()));
+    return 1;
+  }
+  cli::ClientFlags flags;
+  flags.address = config.collector;
+  flags.tls_ca = config.tls_ca;
+  flags.tls_cert = config.tls_cert;
+  flags.tls_key = config.tls_key;
+  flags.tls_server_name = config.tls_server_name;
+  absl::StatusOr<cli::ClientConfig> client = cli::LoadClientConfig(flags);
+  if (!client.ok()) {
+    LogError(
+        absl::StrCat("fabricdiag-gnmi-bridge: ", client.status().message()));
+    return 1;
+  }
+
+  Bridge bridge(*std::move(options), clock);
+  auto metrics = std::make_shared<BridgeMetrics>(&bridge, clock);
+  absl::StatusOr<std::unique_ptr<HttpServer>> http = Serve(config, metrics);
+  if (!http.ok()) {
+    LogError(absl::StrCat("fabricdiag-gnmi-bridge: ", http.status().message()));
+    return 1;
+  }
+  LogInfo(absl::StrCat("fabricdiag-gnmi-bridge ", kVersion,
+                       " serving /metrics on port ", (*http)->port(),
+                       ", topology from ", config.collector, " every ",
+                       absl::FormatDuration(config.topology_refresh)));
+  {
+    TopologyPoller poller(cli::MakeCollectorClient(*client),
+                          config.topology_refresh, &bridge);
+    const int64_t interval = absl::ToInt64Nanoseconds(config.interval);
+    int64_t next = clock.MonotonicNanos() + interval;
+    while (!WaitOrSignal(signals, clock, next)) {
+      bridge.Tick();
+      next += interval;
+      const int64_t now = clock.MonotonicNanos();
+      // Skip missed ticks instead of bursting to catch up.
+      if (next <= now) next += ((now - next) / interval + 1) * interval;
+    }
+    LogInfo("fabricdiag-gnmi-bridge: stopping");
+  }
+  bridge.Stop();
+  return 0;
+}
+
+}  // namespace fabricdiag::gnmi

@@ -1,0 +1,44 @@
+// The fabricdiag-gnmi-bridge process: configuration, validation and the run
+// loop, kept out of bridge_main.cc (flags -> config -> run).
+//
+//   BridgeConfig config;           // filled from flags
+//   absl::Status s = ValidateBridgeConfig(config);
+//   if (!s.ok()) { ...print s.message(), exit 2... }
+//   return RunBridge(config);      // until SIGINT/SIGTERM
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace fabricdiag::gnmi {
+
+struct BridgeConfig {
+  std::string collector;  // HOST:PORT or a comma-separated list (required)
+  absl::Duration interval = absl::Seconds(1);
+  absl::Duration topology_refresh = absl::Seconds(10);
+  std::string http_listen = "0.0.0.0:9813";
+  // To the collector, spelled as the agent spells them.
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_server_name;
+  std::string ingest_token_file;
+  // Per switch stream: reports the collector has not acknowledged.
+  std::string stream_buffer_size = "16MiB";
+  // To the switches.
+  absl::Duration gnmi_backoff_max = absl::Seconds(30);
+  std::string gnmi_max_message_size = "64MiB";
+};
+
+// Checks every field; the message names the flag at fault. Reads no file
+// but checks that the named ones are readable.
+absl::Status ValidateBridgeConfig(const BridgeConfig& config);
+
+// Serves /metrics and /healthz, polls the collector's topology and streams
+// every gNMI switch of it until SIGINT or SIGTERM; returns 0 then, 1 when it
+// cannot start (port in use, bad TLS or token file).
+int RunBridge(const BridgeConfig& config);
+
+}  // namespace fabricdiag::gnmi

@@ -1,0 +1,398 @@
+#include "gnmi/switch_session.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/files.h"
+#include "common/log.h"
+#include "gnmi/gnmi_path.h"
+
+namespace fabricdiag::gnmi {
+
+// ---- Scheduler -------------------------------------------------------------
+
+Scheduler::Scheduler() : thread_([this] { Run(); }) {}
+
+Scheduler::~Scheduler() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void Scheduler::After(absl::Duration delay, std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.emplace(absl::Now() + delay, std::move(fn));
+  }
+  cv_.notify_all();
+}
+
+void Scheduler::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    if (queue_.empty()) {
+      cv_.wait(lock);
+      continue;
+    }
+    const absl::Time next = queue_.begin()->first;
+    const absl::Time now = absl::Now();
+    if (next > now) {
+      cv_.wait_for(lock, absl::ToChronoNanoseconds(next - now));
+      continue;
+    }
+    std::function<void()> fn = std::move(queue_.begin()->second);
+    queue_.erase(queue_.begin());
+    lock.unlock();
+    fn();
+    lock.lock();
+  }
+}
+
+// ---- Credentials -----------------------------------------------------------
+
+absl::StatusOr<Credentials> ReadCredentialsFile(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    return absl::NotFoundError(
+        absl::StrCat("credentials_file ", path, ": ", std::strerror(errno)));
+  }
+  // Stricter than ReadSecretFile: not even a root-owned 0640 file, since the
+  // password opens the switch, not only our service.
+  if ((st.st_mode & 077) != 0) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "credentials_file %s is readable or writable by group or others "
+        "(mode %04o); run `chmod 600 %s`",
+        path, st.st_mode & 07777, path));
+  }
+  absl::StatusOr<std::string> text =
+      ReadSecretFile("credentials_file", path, 64 << 10);
+  if (!text.ok()) return text.status();
+  std::vector<absl::string_view> lines = absl::StrSplit(*text, '\n');
+  Credentials c;
+  if (!lines.empty()) {
+    c.username = std::string(absl::StripAsciiWhitespace(lines[0]));
+  }
+  if (lines.size() > 1) {
+    c.password = std::string(absl::StripTrailingAsciiWhitespace(lines[1]));
+  }
+  if (c.username.empty() || c.password.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "credentials_file ", path,
+        ": needs the username on the first line and the password on the "
+        "second"));
+  }
+  return c;
+}
+
+// ---- One group's Subscribe RPC ---------------------------------------------
+
+class SwitchSession::GroupCall final
+    : public grpc::ClientBidiReactor<::gnmi::SubscribeRequest,
+                                     ::gnmi::SubscribeResponse> {
+ public:
+  GroupCall(SwitchSession* session, size_t group)
+      : session_(session), group_(group) {
+    const GroupSpec& spec = session->groups_[group];
+    ::gnmi::SubscriptionList* list = request_.mutable_subscribe();
+    list->set_mode(::gnmi::SubscriptionList::STREAM);
+    list->set_encoding(::gnmi::JSON_IETF);
+    if (spec.target[0] != '\0') list->mutable_prefix()->set_target(spec.target);
+    for (const SubscriptionSpec& s : spec.subscriptions) {
+      ::gnmi::Subscription* sub = list->add_subscription();
+      // The dialect's paths are constants its tests parse.
+      *sub->mutable_path() = *ParsePath(s.path);
+      sub->set_mode(s.mode);
+      if (s.mode == ::gnmi::SAMPLE) {
+        sub->set_sample_interval(static_cast<uint64_t>(
+            absl::ToInt64Nanoseconds(session->options_.sample_interval)));
+      }
+    }
+    if (!session->credentials_.username.empty()) {
+      context_.AddMetadata("username", session->credentials_.username);
+      context_.AddMetadata("password", session->credentials_.password);
+    }
+  }
+
+  void Begin() {
+    session_->stub_->async()->Subscribe(&context_, this);
+    StartWrite(&request_);
+    StartRead(&response_);
+    StartCall();
+  }
+
+  void Cancel() { context_.TryCancel(); }
+
+  void OnWriteDone(bool /*ok*/) override {}
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    session_->OnResponse(group_, response_);
+    StartRead(&response_);
+  }
+
+  void OnDone(const grpc::Status& status) override {
+    session_->OnGroupDone(group_, status);
+    delete this;
+  }
+
+ private:
+  SwitchSession* const session_;
+  const size_t group_;
+  grpc::ClientContext context_;
+  ::gnmi::SubscribeRequest request_;
+  ::gnmi::SubscribeResponse response_;
+};
+
+// ---- SwitchSession ---------------------------------------------------------
+
+absl::StatusOr<std::shared_ptr<SwitchSession>> SwitchSession::Create(
+    SwitchConfig config, SessionOptions options, const Clock& clock,
+    Scheduler* scheduler) {
+  // gRPC 1.51 (Debian 12) runs callback-API calls on a completion queue
+  // shared by channels and shut down when the last channel using it goes;
+  // destroying a channel right after its last call ended can then abort
+  // ("assertion failed: prior > 0" in grpc_cq_internal_unref). One channel
+  // that made a callback call and is never destroyed keeps that queue for
+  // the life of the process.
+  static const bool cq_kept_alive = [] {
+    auto* channel = new std::shared_ptr<grpc::Channel>(
+        grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()));
+    auto* stub = ::gnmi::gNMI::NewStub(*channel).release();
+    auto* context = new grpc::ClientContext();
+    context->set_deadline(std::chrono::system_clock::now());
+    auto* request = new ::gnmi::CapabilityRequest();
+    auto* response = new ::gnmi::CapabilityResponse();
+    stub->async()->Capabilities(context, request, response,
+                                [](const grpc::Status&) {});
+    return true;
+  }();
+  (void)cq_kept_alive;
+  const std::string who = absl::StrCat("switch ", config.name, ": ");
+  Credentials credentials;
+  if (!config.credentials_file.empty()) {
+    absl::StatusOr<Credentials> c =
+        ReadCredentialsFile(config.credentials_file);
+    if (!c.ok()) {
+      return absl::Status(c.status().code(),
+                          absl::StrCat(who, c.status().message()));
+    }
+    credentials = *std::move(c);
+  }
+  std::shared_ptr<grpc::ChannelCredentials> channel_credentials;
+  if (!config.tls_ca.empty()) {
+    absl::StatusOr<std::string> ca =
+        ReadPemFile("tls_ca", config.tls_ca, false);
+    if (!ca.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(who, ca.status().message()));
+    }
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = *std::move(ca);
+    channel_credentials = grpc::SslCredentials(ssl);
+  } else if (config.insecure) {
+    channel_credentials = grpc::InsecureChannelCredentials();
+  } else {
+    return absl::FailedPreconditionError(absl::StrCat(
+        who, "gnmi needs tls_ca (or insecure: true, plaintext, for tests)"));
+  }
+  return std::shared_ptr<SwitchSession>(
+      new SwitchSession(std::move(config), options, clock, scheduler,
+                        std::move(credentials), channel_credentials));
+}
+
+SwitchSession::SwitchSession(
+    SwitchConfig config, SessionOptions options, const Clock& clock,
+    Scheduler* scheduler, Credentials credentials,
+    const std::shared_ptr<grpc::ChannelCredentials>& channel_credentials)
+    : config_(std::move(config)),
+      options_(options),
+      clock_(clock),
+      scheduler_(scheduler),
+      credentials_(std::move(credentials)),
+      groups_(GroupsFor(config_.dialect)),
+      calls_(groups_.size(), nullptr),
+      attempts_(groups_.size(), 0),
+      streaming_(groups_.size(), false),
+      state_(config_.dialect) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(options_.max_receive_bytes);
+  if (!config_.tls_server_name.empty()) {
+    args.SetSslTargetNameOverride(config_.tls_server_name);
+  }
+  // gRPC's own reconnect backoff follows ours, so that a switch that comes
+  // back is not left waiting for the channel's default of up to 2 minutes.
+  const int min_ms =
+      static_cast<int>(absl::ToInt64Milliseconds(options_.backoff_initial));
+  const int max_ms =
+      static_cast<int>(absl::ToInt64Milliseconds(options_.backoff_max));
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, min_ms);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, min_ms);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, max_ms);
+  channel_ =
+      grpc::CreateCustomChannel(config_.address, channel_credentials, args);
+  stub_ = ::gnmi::gNMI::NewStub(channel_);
+}
+
+SwitchSession::~SwitchSession() { Stop(); }
+
+void SwitchSession::Start() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (started_) return;
+    started_ = true;
+  }
+  for (size_t g = 0; g < groups_.size(); ++g) StartGroup(g);
+}
+
+void SwitchSession::StartGroup(size_t group) {
+  auto* call = new GroupCall(this, group);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ || calls_[group] != nullptr) {
+      delete call;
+      return;
+    }
+    calls_[group] = call;
+    streaming_[group] = false;
+    ++live_calls_;
+  }
+  call->Begin();
+}
+
+void SwitchSession::Stop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  stopping_ = true;
+  for (GroupCall* call : calls_) {
+    if (call != nullptr) call->Cancel();
+  }
+  cv_.wait(lock, [this] { return live_calls_ == 0; });
+}
+
+void SwitchSession::OnResponse(size_t group,
+                               const ::gnmi::SubscribeResponse& response) {
+  const int64_t rx = clock_.MonotonicNanos();
+  std::lock_guard<std::mutex> lock(mu_);
+  streaming_[group] = true;
+  attempts_[group] = 0;
+  if (response.has_update()) {
+    state_.Apply(response.update(), groups_[group].target, rx);
+  }
+  // sync_response: every value was sent once; nothing to do, the values
+  // are already applied.
+}
+
+void SwitchSession::OnGroupDone(size_t group, const grpc::Status& status) {
+  std::unique_lock<std::mutex> lock(mu_);
+  calls_[group] = nullptr;
+  streaming_[group] = false;
+  // Stop() may destroy the session once live_calls_ is 0: that is the last
+  // thing this call does.
+  auto finish = [this](std::unique_lock<std::mutex>* held) {
+    if (!held->owns_lock()) held->lock();
+    --live_calls_;
+    cv_.notify_all();
+  };
+  if (stopping_) {
+    finish(&lock);
+    return;
+  }
+  std::string reason;
+  switch (status.error_code()) {
+    case grpc::StatusCode::UNIMPLEMENTED:
+      reason = "unimplemented_group";
+      break;
+    case grpc::StatusCode::UNAUTHENTICATED:
+      reason = "unauthenticated";
+      break;
+    case grpc::StatusCode::PERMISSION_DENIED:
+      reason = "permission_denied";
+      break;
+    case grpc::StatusCode::UNAVAILABLE:
+      reason = "unavailable";
+      break;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      reason = "resource_exhausted";
+      break;
+    case grpc::StatusCode::OK:
+      reason = "stream_ended";
+      break;
+    default:
+      reason = "stream_error";
+      break;
+  }
+  ++errors_[reason];
+  // The status comes from the target; the credentials only travel out.
+  last_error_ = absl::StrCat("group ", groups_[group].name, ": ", reason, ": ",
+                             status.error_message());
+  absl::Duration delay;
+  if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED &&
+      !groups_[group].required) {
+    delay = options_.unimplemented_retry;
+  } else {
+    delay = Backoff(attempts_[group]++);
+  }
+  ++reconnects_;
+  lock.unlock();
+  std::weak_ptr<SwitchSession> weak = weak_from_this();
+  scheduler_->After(delay, [weak, group] {
+    if (std::shared_ptr<SwitchSession> self = weak.lock()) {
+      self->StartGroup(group);
+    }
+  });
+  finish(&lock);
+}
+
+absl::Duration SwitchSession::Backoff(int attempt) {
+  const double base = absl::ToDoubleSeconds(options_.backoff_initial) *
+                      std::pow(2.0, std::min(attempt, 20));
+  const double capped =
+      std::min(base, absl::ToDoubleSeconds(options_.backoff_max));
+  // Jitter in [0.5, 1): switches that failed together do not retry in step.
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::uniform_real_distribution<double> jitter(0.5, 1.0);
+  return absl::Seconds(capped * jitter(rng));
+}
+
+void SwitchSession::Build(int64_t now_nanos, absl::Time wall,
+                          absl::Duration stale_after, agent::Snapshot* snapshot,
+                          std::vector<agent::SampleRate>* rates) {
+  std::lock_guard<std::mutex> lock(mu_);
+  state_.Build(now_nanos, wall, stale_after, snapshot, rates);
+}
+
+bool SwitchSession::TakeReload() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_.TakeReload();
+}
+
+SwitchSession::Stats SwitchSession::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stats s;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    if (groups_[g].required && streaming_[g]) s.up = true;
+  }
+  s.updates = state_.updates();
+  s.last_update_nanos = state_.last_update_nanos();
+  s.reconnects = reconnects_;
+  s.resets = state_.resets();
+  s.errors = errors_;
+  for (const auto& [reason, n] : state_.ErrorCounts()) s.errors[reason] += n;
+  s.last_error = last_error_;
+  return s;
+}
+
+}  // namespace fabricdiag::gnmi

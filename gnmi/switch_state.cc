@@ -1,0 +1,275 @@
+#include "gnmi/switch_state.h"
+
+#include "absl/strings/match.h"
+#include "counters/counter_table.h"
+
+namespace fabricdiag::gnmi {
+namespace {
+
+using Kind = LeafTarget::Kind;
+
+// SONiC PORT_TABLE `speed` is in Mb/s.
+constexpr double kBytesPerSecondPerMbps = 1e6 / 8;
+
+// The port a deleted path names, or "" when it names none: OpenConfig
+// interface[name=P], SONiC COUNTERS/P or PORT_TABLE/P (a concrete name, not
+// a wildcard).
+absl::string_view DeletedPort(Dialect dialect, const PathView& p) {
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (dialect == Dialect::kOpenConfig) {
+      absl::string_view name = p[i].Key("name");
+      if (name.empty()) name = p[i].Key("interface-id");
+      if (!name.empty() && ElemName(p[i].name) == "interface") return name;
+    } else if (i > 0 && !absl::StrContains(p[i].name, '*') &&
+               (p[0].name == "COUNTERS" || p[0].name == "PORT_TABLE")) {
+      return p[i].name;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+void SwitchState::Apply(const ::gnmi::Notification& notification,
+                        absl::string_view db, int64_t rx_nanos) {
+  for (const ::gnmi::Path& path : notification.delete_()) {
+    ApplyDelete(notification.prefix(), path);
+  }
+  const absl::string_view target =
+      notification.prefix().target().empty()
+          ? db
+          : absl::string_view(notification.prefix().target());
+  for (const ::gnmi::Update& update : notification.update()) {
+    ApplyUpdate(update, notification.prefix(), target, rx_nanos);
+  }
+}
+
+void SwitchState::ApplyUpdate(const ::gnmi::Update& update,
+                              const ::gnmi::Path& prefix, absl::string_view db,
+                              int64_t rx_nanos) {
+  PathView path;
+  path.Append(prefix);
+  path.Append(update.path());
+  const DecodeStatus status = DecodeValue(
+      update.val(), &path, [&](const PathView& leaf, const Scalar& value) {
+        ApplyLeaf(db, leaf, value, rx_nanos);
+      });
+  if (status != DecodeStatus::kOk) CountError(DecodeStatusName(status));
+}
+
+void SwitchState::ApplyLeaf(absl::string_view db, const PathView& path,
+                            const Scalar& value, int64_t rx_nanos) {
+  const LeafTarget t = MapLeaf(dialect_, db, path, oids_, &name_);
+  switch (t.kind) {
+    case Kind::kIgnored:
+      return;
+    case Kind::kBadPath:
+      CountError("bad_path");
+      return;
+    case Kind::kSeries:
+      ApplySeries(t.device, t.last_clear, value, rx_nanos);
+      return;
+    case Kind::kOperStatus:
+      ports_[std::string(t.device)].operstate = OperState(value.text);
+      break;
+    case Kind::kPortSpeed:
+      if (value.type == Scalar::Type::kUnsigned) {
+        ports_[std::string(t.device)].speed =
+            static_cast<double>(value.number) * kBytesPerSecondPerMbps;
+      } else {
+        ports_[std::string(t.device)].speed =
+            SpeedIdentityBytesPerSecond(value.text);
+      }
+      break;
+    case Kind::kNegotiatedSpeed:
+      ports_[std::string(t.device)].negotiated_speed =
+          SpeedIdentityBytesPerSecond(value.text);
+      break;
+    case Kind::kBootTime: {
+      const std::string boot = value.type == Scalar::Type::kUnsigned
+                                   ? std::to_string(value.number)
+                                   : std::string(value.text);
+      if (!boot_time_.empty() && boot != boot_time_) {
+        reload_ = true;
+        ResetSeries("", rx_nanos);
+      }
+      boot_time_ = boot;
+      break;
+    }
+    case Kind::kPortOid: {
+      const std::string oid(value.text);
+      const std::string port(t.device);
+      auto it = oids_.find(oid);
+      if (it == oids_.end() || it->second != port) {
+        oids_[oid] = port;
+        // Series keyed by the object id before the map arrived.
+        for (auto s = series_.begin(); s != series_.end();) {
+          s = s->first.first == oid ? series_.erase(s) : std::next(s);
+        }
+        ports_.erase(oid);
+      }
+      break;
+    }
+  }
+  ++updates_;
+  last_update_nanos_ = rx_nanos;
+}
+
+void SwitchState::ApplySeries(absl::string_view device, bool last_clear,
+                              const Scalar& value, int64_t rx_nanos) {
+  switch (value.type) {
+    case Scalar::Type::kUnsigned:
+      break;
+    case Scalar::Type::kOutOfRange:
+      CountError("out_of_range");
+      return;
+    case Scalar::Type::kNegative:
+      CountError("negative");
+      return;
+    default:
+      CountError("not_a_number");
+      return;
+  }
+  ++updates_;
+  last_update_nanos_ = rx_nanos;
+  if (last_clear) {
+    Port& port = ports_[std::string(device)];
+    const std::string clear = std::to_string(value.number);
+    if (!port.last_clear.empty() && port.last_clear != clear) {
+      ResetSeries(device, rx_nanos);
+    }
+    port.last_clear = clear;
+  }
+  Key key(std::string(device), name_);
+  auto [it, inserted] = series_.try_emplace(std::move(key));
+  Series& s = it->second;
+  if (inserted) {
+    s.desc = Describe(device, name_);
+    s.raw = value.number;
+    s.rx_nanos = rx_nanos;
+    return;
+  }
+  if (s.stale_baseline) {
+    s.stale_baseline = false;
+    s.raw = value.number;
+    s.rx_nanos = rx_nanos;
+    return;
+  }
+  if (rx_nanos <= s.rx_nanos) {
+    // The same instant (one notification repeating a leaf): the latest
+    // value wins, the rate stays.
+    s.raw = value.number;
+    return;
+  }
+  if (s.desc->kind == agent::Kind::kCounter) {
+    bool wrapped = false;
+    std::optional<uint64_t> delta =
+        agent::CounterDelta(s.raw, value.number, s.desc->width_bits, &wrapped);
+    if (!delta.has_value()) {
+      ++resets_;
+      s.reset_pending = true;
+      s.per_second.reset();
+      s.delta.reset();
+    } else {
+      const double seconds = static_cast<double>(rx_nanos - s.rx_nanos) / 1e9;
+      s.delta = *delta;
+      s.per_second = s.desc->BaseValue(*delta) / seconds;
+      s.wrapped = s.wrapped || wrapped;
+    }
+  }
+  s.raw = value.number;
+  s.rx_nanos = rx_nanos;
+}
+
+void SwitchState::ResetSeries(absl::string_view device, int64_t rx_nanos) {
+  ++resets_;
+  for (auto& [key, s] : series_) {
+    if (!device.empty() && key.first != device) continue;
+    s.reset_pending = true;
+    s.per_second.reset();
+    s.delta.reset();
+    // A value of this very notification is already counted from the reset;
+    // an older one is not.
+    s.stale_baseline = s.rx_nanos != rx_nanos;
+  }
+}
+
+void SwitchState::ApplyDelete(const ::gnmi::Path& prefix,
+                              const ::gnmi::Path& path) {
+  PathView p;
+  p.Append(prefix);
+  p.Append(path);
+  const LeafTarget t = MapLeaf(dialect_, prefix.target(), p, oids_, &name_);
+  if (t.kind == Kind::kSeries) {
+    series_.erase(Key(std::string(t.device), name_));
+    return;
+  }
+  const std::string port(DeletedPort(dialect_, p));
+  if (port.empty()) return;
+  for (auto s = series_.begin(); s != series_.end();) {
+    s = s->first.first == port ? series_.erase(s) : std::next(s);
+  }
+  ports_.erase(port);
+}
+
+std::shared_ptr<const agent::SeriesDesc> SwitchState::Describe(
+    absl::string_view device, const std::string& name) {
+  const counters::Family family = dialect_ == Dialect::kSonic
+                                      ? counters::Family::kGnmiSonic
+                                      : counters::Family::kGnmiOpenConfig;
+  const counters::CounterInfo info =
+      counters::Classify(family, counters::Driver::kUnknown, name);
+  auto desc = std::make_shared<agent::SeriesDesc>();
+  desc->subsystem = agent::Subsystem::kGnmi;
+  desc->width_bits = info.width_bits;
+  desc->kind = info.kind;
+  desc->meaning = info.meaning;
+  desc->direction = info.direction;
+  desc->priority = info.priority;
+  desc->scale = info.scale;
+  desc->device = std::string(device);
+  desc->name = name;
+  desc->unit = info.unit;
+  return desc;
+}
+
+void SwitchState::Build(int64_t now_nanos, absl::Time wall,
+                        absl::Duration stale_after, agent::Snapshot* snapshot,
+                        std::vector<agent::SampleRate>* rates) {
+  snapshot->wall_time = wall;
+  snapshot->monotonic_nanos = now_nanos;
+  const int64_t oldest = now_nanos - absl::ToInt64Nanoseconds(stale_after);
+  std::map<std::string, agent::NetdevInfo> netdevs;
+  for (auto& [key, s] : series_) {
+    if (s.rx_nanos < oldest) continue;
+    snapshot->samples.emplace_back(s.desc.get(), s.raw);
+    snapshot->series_owners.push_back(s.desc);
+    agent::SampleRate r;
+    r.per_second = s.per_second;
+    r.delta = s.delta;
+    r.reset = s.reset_pending;
+    r.wrapped = s.wrapped;
+    s.reset_pending = false;
+    s.wrapped = false;
+    rates->push_back(r);
+    netdevs[key.first].name = key.first;
+  }
+  for (const auto& [name, port] : ports_) {
+    auto it = netdevs.find(name);
+    if (it == netdevs.end()) continue;  // attributes alone: no port yet
+    it->second.operstate = port.operstate;
+    it->second.speed_bytes_per_second =
+        port.negotiated_speed > 0 ? port.negotiated_speed : port.speed;
+  }
+  for (auto& [name, info] : netdevs) {
+    snapshot->netdevs.push_back(std::move(info));
+  }
+}
+
+bool SwitchState::TakeReload() {
+  const bool reload = reload_;
+  reload_ = false;
+  return reload;
+}
+
+}  // namespace fabricdiag::gnmi

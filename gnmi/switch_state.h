@@ -1,0 +1,121 @@
+// What the bridge knows of one switch from its gNMI stream: the latest value
+// and rate of every (port, series), each port's oper status and speed, and
+// the switch's boot time; turned into an agent Snapshot once per report.
+//
+// Time: rates are computed on the bridge's monotonic receive clock, not on
+// the notification timestamps. Some targets stamp a notification with the
+// leaf's last-change time, so consecutive samples can carry the same
+// timestamp (a rate over zero seconds), and a target's clock may step.
+//
+// Resets (never a negative or huge rate): a counter that goes down, a
+// changed OpenConfig last-clear of the port, and a changed boot-time of the
+// switch (a reload: every series restarts, and TakeReload() returns true
+// once so that the bridge streams under a new boot id).
+//
+// Values that cannot be read are counted by reason (ErrorCounts()):
+// DecodeStatusName() reasons for a whole update, "bad_path" (a port path
+// without its port), "out_of_range" (digits beyond 2^64-1), "negative",
+// "not_a_number" (text or a fraction where a counter belongs).
+//
+//   SwitchState state(Dialect::kOpenConfig);
+//   state.Apply(notification, "", clock.MonotonicNanos());
+//   agent::Snapshot snap;
+//   std::vector<agent::SampleRate> rates;
+//   state.Build(now_nanos, wall, stale_after, &snap, &rates);
+//
+// Thread-compatible: the session serialises calls with its own lock.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "agent/rate.h"
+#include "agent/sample.h"
+#include "gnmi/dialect.h"
+#include "gnmi/path_map.h"
+#include "gnmi/typed_value.h"
+#include "proto/gnmi.pb.h"
+
+namespace fabricdiag::gnmi {
+
+class SwitchState {
+ public:
+  explicit SwitchState(Dialect dialect) : dialect_(dialect) {}
+
+  // Applies `notification`, received at `rx_nanos` (monotonic). `db` is the
+  // database the group subscribed to (SONiC), used when the notification's
+  // prefix has no target.
+  void Apply(const ::gnmi::Notification& notification, absl::string_view db,
+             int64_t rx_nanos);
+
+  // The latest values as a snapshot taken at `now_nanos` / `wall`, and one
+  // rate per sample. Series not updated within `stale_after` are left out
+  // (the encoder reports them absent). A reset is reported once.
+  void Build(int64_t now_nanos, absl::Time wall, absl::Duration stale_after,
+             agent::Snapshot* snapshot, std::vector<agent::SampleRate>* rates);
+
+  // True once after the switch's boot-time changed (a reload).
+  bool TakeReload();
+
+  // Leaves applied (values of series and attributes) over the lifetime.
+  uint64_t updates() const { return updates_; }
+  // Monotonic nanos of the last applied leaf; 0 before the first.
+  int64_t last_update_nanos() const { return last_update_nanos_; }
+  uint64_t resets() const { return resets_; }
+  const std::map<std::string, uint64_t>& ErrorCounts() const { return errors_; }
+  void CountError(const std::string& reason) { ++errors_[reason]; }
+
+ private:
+  struct Series {
+    std::shared_ptr<const agent::SeriesDesc> desc;
+    uint64_t raw = 0;
+    int64_t rx_nanos = 0;
+    std::optional<double> per_second;
+    std::optional<uint64_t> delta;
+    // The value is no baseline for the next rate (the port was cleared or
+    // the switch reloaded since): the next update starts afresh.
+    bool stale_baseline = false;
+    bool reset_pending = false;  // reported with the next snapshot
+    bool wrapped = false;
+  };
+  struct Port {
+    std::string operstate;
+    double speed = 0;             // bytes/s from port-speed / speed
+    double negotiated_speed = 0;  // bytes/s, wins when known
+    std::string last_clear;       // raw value, "" before the first
+  };
+  using Key = std::pair<std::string, std::string>;  // device, series name
+
+  void ApplyUpdate(const ::gnmi::Update& update, const ::gnmi::Path& prefix,
+                   absl::string_view db, int64_t rx_nanos);
+  void ApplyLeaf(absl::string_view db, const PathView& path,
+                 const Scalar& value, int64_t rx_nanos);
+  void ApplySeries(absl::string_view device, bool last_clear,
+                   const Scalar& value, int64_t rx_nanos);
+  void ApplyDelete(const ::gnmi::Path& prefix, const ::gnmi::Path& path);
+  // Every series of `device` (all series when empty) restarts.
+  void ResetSeries(absl::string_view device, int64_t rx_nanos);
+  std::shared_ptr<const agent::SeriesDesc> Describe(absl::string_view device,
+                                                    const std::string& name);
+
+  const Dialect dialect_;
+  std::map<Key, Series> series_;
+  std::map<std::string, Port, std::less<>> ports_;
+  OidNames oids_;
+  std::string boot_time_;
+  bool reload_ = false;
+  uint64_t updates_ = 0;
+  int64_t last_update_nanos_ = 0;
+  uint64_t resets_ = 0;
+  std::map<std::string, uint64_t> errors_;
+  std::string name_;  // scratch for MapLeaf
+};
+
+}  // namespace fabricdiag::gnmi

@@ -1,0 +1,159 @@
+// fabricdiag-gnmi-bridge as a process between a fake gNMI target (in this
+// test) and a real fabricdiag-collector process: the topology applied
+// through the collector's API names the switch with a gnmi block, the bridge
+// picks it up, and the collector lists the switch as a node with its ports
+// and rates; the bridge's /metrics shows the subscription up; SIGTERM stops
+// it cleanly.
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "proto/collector.grpc.pb.h"
+#include "tests/gnmi/fake_gnmi_target.h"
+#include "tests/gnmi/fixtures.h"
+#include "tests/testing/eventually.h"
+#include "tests/testing/http_get.h"
+#include "tests/testing/subprocess.h"
+#include "tests/testing/temp_dir.h"
+
+namespace fabricdiag::gnmi {
+namespace {
+
+using ::fabricdiag::testing::PortFromLog;
+using ::fabricdiag::testing::Subprocess;
+
+const std::string kBridge = FABRICDIAG_GNMI_BRIDGE_BINARY;
+const std::string kCollector = FABRICDIAG_COLLECTOR_BINARY;
+constexpr char kCounters[] = "/interfaces/interface/state/counters";
+
+bool Eventually(const std::function<bool()>& pred) {
+  return ::fabricdiag::testing::Eventually(pred, absl::Seconds(30),
+                                           absl::Milliseconds(100));
+}
+
+::gnmi::SubscribeResponse Octets(const std::string& port, uint64_t in,
+                                 uint64_t out) {
+  ::gnmi::SubscribeResponse r;
+  std::string json = absl::StrCat(R"({"in-octets":")", in,
+                                  R"(","out-octets":")", out, R"("})");
+  *r.mutable_update() = testing::JsonNotification(
+      "", absl::StrCat("/interfaces/interface[name=", port, "]/state/counters"),
+      json);
+  return r;
+}
+
+TEST(GnmiBridgeE2eTest, SwitchFromGnmiBecomesACollectorNodeWithRates) {
+  ::fabricdiag::testing::TempDir dir;
+  testing::FakeGnmiTarget target;
+  ASSERT_TRUE(target.Start().ok());
+
+  Subprocess collector(
+      {kCollector, "--listen=127.0.0.1:0", "--http_listen=127.0.0.1:0",
+       "--state_dir=" + dir.path() + "/state", "--analysis_interval=100ms"});
+  ASSERT_TRUE(collector.Start().ok());
+  std::string line;
+  ASSERT_TRUE(collector.WaitForStderr("gRPC on port", &line))
+      << collector.Stderr();
+  const int grpc_port = PortFromLog(line, "gRPC");
+  ASSERT_GT(grpc_port, 0);
+  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", grpc_port),
+                                     grpc::InsecureChannelCredentials());
+  auto stub = v1::Collector::NewStub(channel);
+
+  v1::ApplyTopologyRequest apply;
+  v1::Switch* sw = apply.mutable_topology()->add_switches();
+  sw->set_name("leaf-01");
+  sw->mutable_gnmi()->set_address(target.address());
+  sw->mutable_gnmi()->set_dialect("openconfig");
+  sw->mutable_gnmi()->set_insecure(true);
+  {
+    grpc::ClientContext context;
+    v1::ApplyTopologyResponse response;
+    grpc::Status s = stub->ApplyTopology(&context, apply, &response);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+
+  Subprocess bridge({kBridge, absl::StrCat("--collector=127.0.0.1:", grpc_port),
+                     "--interval=100ms", "--topology_refresh=1s",
+                     "--http_listen=127.0.0.1:0"});
+  ASSERT_TRUE(bridge.Start().ok());
+  ASSERT_TRUE(bridge.WaitForStderr("serving /metrics on port", &line))
+      << bridge.Stderr();
+  const int metrics_port = PortFromLog(line, "/metrics");
+  ASSERT_GT(metrics_port, 0);
+  ASSERT_TRUE(target.WaitForStreams(kCounters, 1, absl::Seconds(30)))
+      << bridge.Stderr();
+
+  // The switch counts 1,000,000 bytes in and 2,000,000 out per push.
+  std::atomic<bool> stop{false};
+  std::thread pusher([&] {
+    for (uint64_t i = 1; !stop; ++i) {
+      target.Push(kCounters, Octets("Ethernet1", i * 1000000, i * 2000000));
+      target.Push(kCounters, Octets("Ethernet2", i * 10, i * 10));
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+  });
+
+  v1::NodeStatus node;
+  const bool listed = Eventually([&] {
+    grpc::ClientContext context;
+    v1::ListNodesResponse nodes;
+    if (!stub->ListNodes(&context, v1::ListNodesRequest(), &nodes).ok()) {
+      return false;
+    }
+    for (const v1::NodeStatus& n : nodes.nodes()) {
+      if (n.node() == "leaf-01" && n.netdevs_size() == 2) {
+        node = n;
+        return true;
+      }
+    }
+    return false;
+  });
+  EXPECT_TRUE(listed) << bridge.Stderr() << collector.Stderr();
+  EXPECT_TRUE(node.up());
+  EXPECT_GE(node.series(), 4u);  // in- and out-octets of two ports
+
+  double rate = 0;
+  const bool rated = Eventually([&] {
+    grpc::ClientContext context;
+    v1::GetSeriesRequest request;
+    request.set_node("leaf-01");
+    request.set_device("Ethernet1");
+    request.set_name("/interfaces/interface/state/counters/out-octets");
+    v1::GetSeriesResponse response;
+    if (!stub->GetSeries(&context, request, &response).ok()) return false;
+    for (const v1::SeriesRates& s : response.series()) {
+      for (const v1::SeriesPoint& p : s.points()) rate = p.rate();
+    }
+    return rate > 0;
+  });
+  EXPECT_TRUE(rated) << bridge.Stderr();
+  // 2,000,000 bytes per ~100 ms push: about 2e7 bytes/s, never negative.
+  EXPECT_GT(rate, 5e6);
+  EXPECT_LT(rate, 1e8);
+
+  absl::StatusOr<std::string> metrics =
+      ::fabricdiag::testing::HttpGet(metrics_port, "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_TRUE(absl::StrContains(
+      *metrics, "fabricdiag_gnmi_subscription_up{switch=\"leaf-01\"} 1"))
+      << *metrics;
+  EXPECT_TRUE(absl::StrContains(*metrics,
+                                "fabricdiag_gnmi_ingest_connected{switch="
+                                "\"leaf-01\"} 1"));
+
+  stop = true;
+  pusher.join();
+  bridge.Signal(SIGTERM);
+  EXPECT_EQ(bridge.Wait(absl::Seconds(20)), 0) << bridge.Stderr();
+}
+
+}  // namespace
+}  // namespace fabricdiag::gnmi

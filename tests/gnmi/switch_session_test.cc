@@ -1,0 +1,255 @@
+#include "gnmi/switch_session.h"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/gnmi/fake_gnmi_target.h"
+#include "tests/gnmi/fixtures.h"
+#include "tests/testing/eventually.h"
+#include "tests/testing/temp_dir.h"
+#include "tests/testing/test_pki.h"
+
+namespace fabricdiag::gnmi {
+namespace {
+
+using ::fabricdiag::testing::Eventually;
+using testing::FakeGnmiTarget;
+
+constexpr char kCounters[] = "/interfaces/interface/state/counters";
+constexpr char kEthernet[] = "/interfaces/interface/ethernet/state/counters";
+constexpr char kPassword[] = "pa55-never-logged";
+
+::gnmi::SubscribeResponse Update(const ::gnmi::Notification& n) {
+  ::gnmi::SubscribeResponse r;
+  *r.mutable_update() = n;
+  return r;
+}
+
+::gnmi::SubscribeResponse InOctets(const std::string& port, uint64_t v) {
+  return Update(testing::UintNotification(
+      absl::StrCat("/interfaces/interface[name=", port,
+                   "]/state/counters/in-octets"),
+      v));
+}
+
+void WriteFile(const std::string& path, const std::string& text, int mode) {
+  std::ofstream(path) << text;
+  ASSERT_EQ(::chmod(path.c_str(), static_cast<mode_t>(mode)), 0);
+}
+
+SessionOptions FastOptions() {
+  SessionOptions o;
+  o.backoff_initial = absl::Milliseconds(50);
+  o.backoff_max = absl::Milliseconds(400);
+  return o;
+}
+
+size_t SampleCount(SwitchSession& s, const SystemClock& clock) {
+  agent::Snapshot snap;
+  std::vector<agent::SampleRate> rates;
+  s.Build(clock.MonotonicNanos(), clock.Now(), absl::Seconds(60), &snap,
+          &rates);
+  return snap.samples.size();
+}
+
+class SwitchSessionTest : public ::testing::Test {
+ protected:
+  SwitchConfig Config(const FakeGnmiTarget& target,
+                      const char* name = "leaf1") {
+    SwitchConfig c;
+    c.name = name;
+    c.address = target.address();
+    c.insecure = true;
+    return c;
+  }
+  std::shared_ptr<SwitchSession> Open(SwitchConfig config,
+                                      SessionOptions options = FastOptions()) {
+    absl::StatusOr<std::shared_ptr<SwitchSession>> s =
+        SwitchSession::Create(std::move(config), options, clock_, &scheduler_);
+    EXPECT_TRUE(s.ok()) << s.status();
+    if (!s.ok()) return nullptr;
+    (*s)->Start();
+    return *s;
+  }
+
+  // A session to `target` with the credentials file "bridge" / kPassword.
+  std::shared_ptr<SwitchSession> OpenWithCredentials(
+      const FakeGnmiTarget& target) {
+    const std::string creds = dir_.path() + "/creds";
+    WriteFile(creds, absl::StrCat("bridge\n", kPassword, "\n"), 0600);
+    SwitchConfig config = Config(target);
+    config.credentials_file = creds;
+    return Open(config);
+  }
+
+  SystemClock clock_;
+  ::fabricdiag::testing::TempDir dir_;
+  Scheduler scheduler_;
+};
+
+TEST_F(SwitchSessionTest, CredentialsTravelAsMetadataAndValuesArrive) {
+  FakeGnmiTarget target;
+  target.RequireCredentials("bridge", kPassword);
+  target.Script(kCounters, {InOctets("Ethernet1", 100)});
+  ASSERT_TRUE(target.Start().ok());
+  auto session = OpenWithCredentials(target);
+  ASSERT_NE(session, nullptr);
+  ASSERT_TRUE(Eventually([&] { return session->stats().up; }));
+  EXPECT_EQ(SampleCount(*session, clock_), 1u);
+  EXPECT_EQ(target.unauthenticated(), 0);
+}
+
+TEST_F(SwitchSessionTest, WrongPasswordIsCountedAndNeverInTheError) {
+  FakeGnmiTarget target;
+  target.RequireCredentials("bridge", "the-right-one");
+  ASSERT_TRUE(target.Start().ok());
+  auto session = OpenWithCredentials(target);
+  ASSERT_TRUE(Eventually([&] {
+    auto e = session->stats().errors;
+    return e.count("unauthenticated") != 0;
+  }));
+  const SwitchSession::Stats s = session->stats();
+  EXPECT_FALSE(s.up);
+  EXPECT_FALSE(absl::StrContains(s.last_error, kPassword)) << s.last_error;
+  EXPECT_TRUE(absl::StrContains(s.last_error, "unauthenticated"));
+}
+
+TEST_F(SwitchSessionTest, CredentialsFileReadableByOthersIsRefused) {
+  const std::string creds = dir_.path() + "/creds";
+  WriteFile(creds, absl::StrCat("bridge\n", kPassword, "\n"), 0644);
+  SwitchConfig config;
+  config.name = "leaf1";
+  config.address = "127.0.0.1:1";
+  config.insecure = true;
+  config.credentials_file = creds;
+  auto s = SwitchSession::Create(config, FastOptions(), clock_, &scheduler_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(s.status().message(), creds));
+  EXPECT_TRUE(absl::StrContains(s.status().message(), "0644"));
+  EXPECT_FALSE(absl::StrContains(s.status().message(), kPassword));
+}
+
+TEST_F(SwitchSessionTest, WithoutTlsCaOrInsecureTheSwitchIsRefused) {
+  SwitchConfig config;
+  config.name = "leaf1";
+  config.address = "127.0.0.1:1";
+  auto s = SwitchSession::Create(config, FastOptions(), clock_, &scheduler_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(absl::StrContains(s.status().message(), "tls_ca"));
+}
+
+TEST_F(SwitchSessionTest, RefusedGroupDoesNotStopTheRequiredOne) {
+  FakeGnmiTarget target;
+  target.Refuse(kEthernet);
+  target.Script(kCounters, {InOctets("Ethernet1", 100)});
+  ASSERT_TRUE(target.Start().ok());
+  SessionOptions options = FastOptions();
+  options.unimplemented_retry = absl::Hours(1);
+  auto session = Open(Config(target), options);
+  ASSERT_TRUE(Eventually([&] {
+    const SwitchSession::Stats s = session->stats();
+    return s.up && s.errors.count("unimplemented_group") != 0;
+  }));
+  // Pushed values still stream on the required group.
+  ASSERT_EQ(target.Push(kCounters, InOctets("Ethernet2", 5)), 1);
+  ASSERT_TRUE(Eventually([&] { return SampleCount(*session, clock_) == 2; }));
+  // Refused once, not retried in a loop.
+  EXPECT_EQ(session->stats().errors.at("unimplemented_group"), 1u);
+}
+
+TEST_F(SwitchSessionTest, DeadSwitchReconnectsAndDoesNotStallAnother) {
+  FakeGnmiTarget a;
+  FakeGnmiTarget b;
+  ASSERT_TRUE(a.Start().ok());
+  ASSERT_TRUE(b.Start().ok());
+  auto sa = Open(Config(a, "leaf-a"));
+  auto sb = Open(Config(b, "leaf-b"));
+  ASSERT_TRUE(a.WaitForStreams(kCounters, 1, absl::Seconds(10)));
+  ASSERT_TRUE(b.WaitForStreams(kCounters, 1, absl::Seconds(10)));
+  a.Push(kCounters, InOctets("Ethernet1", 1));
+  ASSERT_TRUE(Eventually([&] { return sa->stats().up; }));
+  const int port = a.port();
+  a.Stop();
+  ASSERT_TRUE(Eventually([&] { return !sa->stats().up; }));
+  // b keeps streaming while a is down and being retried.
+  for (uint64_t i = 1; i <= 3; ++i) {
+    ASSERT_EQ(b.Push(kCounters, InOctets(absl::StrCat("Ethernet", i), i)), 1);
+  }
+  ASSERT_TRUE(Eventually([&] { return SampleCount(*sb, clock_) == 3; }));
+  EXPECT_TRUE(sb->stats().up);
+  EXPECT_GE(sa->stats().reconnects, 1u);
+  // a comes back on the same port: the session subscribes again.
+  FakeGnmiTarget again;
+  ASSERT_TRUE(again.Start(port).ok());
+  ASSERT_TRUE(again.WaitForStreams(kCounters, 1, absl::Seconds(15)));
+  again.Push(kCounters, InOctets("Ethernet9", 1));
+  ASSERT_TRUE(Eventually([&] { return sa->stats().up; }));
+  EXPECT_EQ(sb->stats().reconnects, 0u);
+}
+
+TEST_F(SwitchSessionTest, SixMegabyteResponseIsAccepted) {
+  // A SONiC COUNTERS table of 128 ports in one response, larger than a real
+  // one (~5.6 MB): 128 ports x 700 statistics.
+  std::string json = "{";
+  for (int p = 0; p < 128; ++p) {
+    if (p > 0) json += ",";
+    absl::StrAppend(&json, "\"Ethernet", p, "\":{");
+    for (int c = 0; c < 700; ++c) {
+      if (c > 0) json += ",";
+      absl::StrAppend(&json, "\"SAI_PORT_STAT_VENDOR_SPECIFIC_COUNTER_", c,
+                      "_WITH_A_LONG_NAME\":\"", 1000000000000 + c, "\"");
+    }
+    json += "}";
+  }
+  json += "}";
+  ASSERT_GT(json.size(), 6u << 20);
+  FakeGnmiTarget target;
+  target.Script(
+      "/COUNTERS/Ethernet*",
+      {Update(testing::JsonNotification("COUNTERS_DB", "/COUNTERS", json))});
+  ASSERT_TRUE(target.Start().ok());
+  SwitchConfig config = Config(target);
+  config.dialect = Dialect::kSonic;
+  auto session = Open(config);
+  ASSERT_TRUE(Eventually([&] { return session->stats().up; }));
+  EXPECT_EQ(SampleCount(*session, clock_), 128u * 700u);
+  EXPECT_EQ(session->stats().errors.count("resource_exhausted"), 0u);
+}
+
+TEST_F(SwitchSessionTest, TlsWorksWithTheRightCaAndFailsWithAWrongOne) {
+  ASSERT_EQ(::mkdir((dir_.path() + "/right").c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir((dir_.path() + "/wrong").c_str(), 0700), 0);
+  auto pki = ::fabricdiag::testing::MakeTestPki(dir_.path() + "/right", {});
+  auto other = ::fabricdiag::testing::MakeTestPki(dir_.path() + "/wrong", {});
+  ASSERT_TRUE(pki.ok()) << pki.status();
+  ASSERT_TRUE(other.ok()) << other.status();
+  FakeGnmiTarget target;
+  target.Script(kCounters, {InOctets("Ethernet1", 100)});
+  FakeGnmiTarget::Tls tls{pki->server.cert, pki->server.key};
+  ASSERT_TRUE(target.Start(0, &tls).ok());
+
+  SwitchConfig good = Config(target, "good");
+  good.insecure = false;
+  good.tls_ca = pki->ca_cert;
+  auto sg = Open(good);
+  SwitchConfig bad = Config(target, "bad");
+  bad.insecure = false;
+  bad.tls_ca = other->ca_cert;
+  auto sbad = Open(bad);
+  ASSERT_TRUE(Eventually([&] { return sg->stats().up; }));
+  EXPECT_EQ(SampleCount(*sg, clock_), 1u);
+  ASSERT_TRUE(Eventually(
+      [&] { return sbad->stats().errors.count("unavailable") != 0; }));
+  EXPECT_FALSE(sbad->stats().up);
+  EXPECT_EQ(SampleCount(*sbad, clock_), 0u);
+}
+
+}  // namespace
+}  // namespace fabricdiag::gnmi

@@ -30,3 +30,24 @@ if(NOT FABRICDIAG_SANITIZE AND TARGET fabricdiag-sim AND TARGET fabricdiag
     endforeach()
   endif()
 endif()
+
+# gnmi_e2e_*: the leaves reached only over gNMI (fabricdiag-sim's targets,
+# fabricdiag-gnmi-bridge): an ECMP polarization and a PFC storm's switch-side
+# victims found, a switch's gNMI server away for 3 s and back; OpenConfig in
+# plaintext, SONiC over TLS with a user name and password (~45 s each).
+if(NOT FABRICDIAG_SANITIZE AND TARGET fabricdiag-sim AND TARGET fabricdiag
+   AND TARGET fabricdiag-collector AND TARGET fabricdiag-gnmi-bridge)
+  find_package(Python3 COMPONENTS Interpreter)
+  if(Python3_Interpreter_FOUND)
+    foreach(dialect openconfig sonic+tls)
+      string(REPLACE "+" "_" name "gnmi_e2e_${dialect}")
+      add_test(NAME ${name}
+        COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/gnmi_e2e_test.py
+                $<TARGET_FILE:fabricdiag-sim> $<TARGET_FILE:fabricdiag-agent>
+                $<TARGET_FILE:fabricdiag-collector> $<TARGET_FILE:fabricdiag>
+                $<TARGET_FILE:fabricdiag-gnmi-bridge> ${dialect})
+      set_tests_properties(${name} PROPERTIES
+        TIMEOUT 120 LABELS e2e RESOURCE_LOCK loopback_cluster)
+    endforeach()
+  endif()
+endif()

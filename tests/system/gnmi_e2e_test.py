@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""Switches reached only over gNMI: their faults found by the running system.
+
+Real processes on loopback: fabricdiag-sim (4 GPU nodes x 4 mlx5 NICs, two
+leaves with four uplinks each) writes the hosts' sysfs trees and serves the
+two leaves as gNMI targets of one dialect (`--gnmi_listen`), one
+fabricdiag-agent per host, fabricdiag-gnmi-bridge subscribed to both leaves
+(the only way their counters reach the collector), a fabricdiag-collector
+and the fabricdiag CLI. Timeline, 0.5 s intervals:
+
+  healthy; wave (a PFC storm from gpu-000 mlx5_1 behind leaf-0, ECMP
+  polarization on leaf-1's uplinks); healthy; leaf-0's gNMI server goes away
+  for 3 s and comes back; healthy.
+
+Asserts: ecmp_imbalance on leaf-1 (a switch whose only telemetry is gNMI)
+and pfc_storm on gpu-000 mlx5_1 naming leaf-0's ports among its victims
+open during the wave and resolve after it; nothing opens in a healthy phase
+or while leaf-0 is away (no false rate when it returns, no agent_down for a
+3 s gap); leaf-1's reports keep coming while leaf-0 is away (one switch
+never stalls another); the bridge's metrics show both subscriptions up at
+the end and leaf-0's reconnect.
+
+With DIALECT+tls (e.g. sonic+tls) the targets serve TLS with a certificate
+made for the run and require a user name and password, which the bridge
+reads from the credentials file the topology names.
+
+  gnmi_e2e_test.py SIM AGENT COLLECTOR CLI BRIDGE DIALECT[+tls]
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+from loopback_cluster import System
+
+INTERVAL = 0.5
+NODES = [f"gpu-{i:03d}" for i in range(4)]
+NICS = [f"mlx5_{n}" for n in range(4)]
+LEAF_OF = {h: f"leaf-{i // 2}" for i, h in enumerate(NODES)}
+UPLINKS = ["Ethernet48", "Ethernet49", "Ethernet50", "Ethernet51"]
+
+WAVE = (8.0, 18.0)
+OUTAGE = (30.0, 33.0)
+END = 44.0
+# A finding of the wave may open this long after its start and must be
+# gone this long after its end (the sim_faults_e2e bounds of these faults,
+# in seconds, with a margin for the bridge's extra hop).
+OPEN_WITHIN = 5.0
+RESOLVE_WITHIN = 7.0
+
+
+def write_inputs(work):
+    hosts = ", ".join(NODES)
+    with open(f"{work}/layout.yaml", "w") as f:
+        f.write("job: moe-gnmi\ngpus_per_node: 4\n"
+                "parallelism: {tp: 4, pp: 1, dp: 4, ep: 4}\n"
+                f"hosts: [{hosts}]\n"
+                f"rails: [{', '.join(NICS)}]\n"
+                "model: {params: 1.6e10, hidden: 4096, layers: 32, "
+                "seq_len: 4096, micro_batch: 1, micro_batches: 4, "
+                "dtype_bytes: 2, experts: 16, top_k: 2}\n")
+    with open(f"{work}/topology.yaml", "w") as f:
+        f.write("switches:\n")
+        for leaf in ("leaf-0", "leaf-1"):
+            f.write(f"  - {{name: {leaf}, uplinks: [{', '.join(UPLINKS)}]}}\n")
+        f.write("links:\n")
+        for i, h in enumerate(NODES):
+            for n, nic in enumerate(NICS):
+                f.write(f"  - {{host: {h}, nic: {nic}, switch: {LEAF_OF[h]}, "
+                        f"port: Ethernet{(i % 2) * 4 + n}}}\n")
+    faults = [
+        {"kind": "pfc_storm", "node": "gpu-000", "nic": "mlx5_1",
+         "priority": 3, "start": WAVE[0], "end": WAVE[1]},
+        {"kind": "ecmp_polarization", "switch": "leaf-1", "start": WAVE[0],
+         "end": WAVE[1]},
+        {"kind": "gnmi_outage", "switch": "leaf-0", "start": OUTAGE[0],
+         "end": OUTAGE[1]},
+    ]
+    with open(f"{work}/scenario.json", "w") as f:
+        json.dump({"step_seconds": 1.0, "faults": faults}, f)
+    with open(f"{work}/analysis.yaml", "w") as f:
+        f.write("window_seconds: 1.5\n"
+                "hysteresis: {open_after: 3, clear_after: 4}\n"
+                # A switch silent for 3 s is not down yet (12 intervals).
+                "agent_down: {missed_intervals: 12}\n")
+
+
+def make_tls(work):
+    """A self-signed certificate for 127.0.0.1 and a credentials file, both
+    readable by this user only; returns the sim's TLS flags."""
+    key, cert, cred = (f"{work}/target.key", f"{work}/target.pem",
+                       f"{work}/switch.cred")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048",
+                    "-nodes", "-days", "1", "-subj", "/CN=gnmi-target",
+                    "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", key, "-out", cert], check=True,
+                   capture_output=True, timeout=60)
+    with open(cred, "w") as f:
+        f.write("fabricdiag-ro\nnot-a-real-secret-42\n")
+    for path in (key, cred):
+        os.chmod(path, 0o600)
+    return [f"--gnmi_tls_cert={cert}", f"--gnmi_tls_key={key}",
+            f"--gnmi_credentials_file={cred}"]
+
+
+def wait_for(path, what, timeout, sysm, log):
+    deadline = time.time() + timeout
+    while not os.path.exists(path):
+        if time.time() > deadline:
+            raise AssertionError(f"{what}:\n" + sysm.log_tail(log))
+        time.sleep(0.05)
+
+
+def scrape(port):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
+                                timeout=5) as r:
+        return r.read().decode()
+
+
+def metric(text, name, switch):
+    m = re.search(rf'^{name}{{[^}}]*switch="{switch}"[^}}]*}} (\S+)$', text,
+                  re.M)
+    return None if m is None else float(m.group(1))
+
+
+def main():
+    if len(sys.argv) != 7:
+        print(__doc__)
+        return 2
+    sim, agent, collector, cli, bridge, dialect = sys.argv[1:7]
+    tls = dialect.endswith("+tls")
+    dialect = dialect.removesuffix("+tls")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+    work = tempfile.mkdtemp(prefix=f"fabricdiag-gnmi-{dialect}.", dir=base)
+    sysm = System((sim, agent, collector, cli), work, INTERVAL)
+    failures = []
+    try:
+        write_inputs(work)
+        tls_flags = make_tls(work) if tls else []
+        sysm.start_collector()
+        sysm.cli_run("layout", "apply", f"{work}/layout.yaml")
+        sysm.t0 = time.time()
+        sysm.spawn("sim", [
+            sim, f"--layout={work}/layout.yaml",
+            f"--topology={work}/topology.yaml",
+            f"--scenario={work}/scenario.json", f"--out={work}/fabric",
+            f"--interval={int(INTERVAL * 1000)}ms",
+            "--gnmi_listen=127.0.0.1:0", f"--gnmi_dialect={dialect}",
+            f"--gnmi_topology_out={work}/topology-gnmi.yaml", *tls_flags])
+        wait_for(f"{work}/topology-gnmi.yaml", "sim wrote no gNMI topology",
+                 20, sysm, "sim")
+        wait_for(f"{work}/fabric/{NODES[-1]}/sys/class/net",
+                 "sim wrote no tree", 20, sysm, "sim")
+        if os.path.exists(f"{work}/fabric/leaf-0"):
+            failures.append("the sim wrote a tree for leaf-0: the leaves "
+                            "must be reached only over gNMI")
+        with open(f"{work}/topology-gnmi.yaml") as f:
+            blocks = [sw.get("gnmi", {}) for sw in
+                      json.load(f).get("switches", [])]
+        for b in blocks:
+            want_tls = bool(b.get("tls_ca")) and bool(
+                b.get("credentials_file")) and not b.get("insecure")
+            if want_tls != tls:
+                failures.append(f"the sim's gnmi block {b} does not match "
+                                f"tls={tls}")
+        sysm.cli_run("topology", "apply", f"{work}/topology-gnmi.yaml")
+        for node in NODES:
+            sysm.start_agent(node)
+        sysm.spawn("bridge", [
+            bridge, f"--collector=127.0.0.1:{sysm.grpc}",
+            "--http_listen=127.0.0.1:0",
+            f"--interval={int(INTERVAL * 1000)}ms",
+            "--topology_refresh=1s"])
+        bridge_http = None
+        deadline = time.time() + 20
+        while bridge_http is None and time.time() < deadline:
+            with open(f"{work}/bridge.log", "rb") as f:
+                m = re.search(rb"serving /metrics on port (\d+)", f.read())
+            if m:
+                bridge_http = int(m.group(1))
+            time.sleep(0.05)
+        if bridge_http is None:
+            raise AssertionError("bridge did not start:\n" +
+                                 sysm.log_tail("bridge"))
+        sysm.start_watch()
+
+        # While leaf-0 is away, leaf-1's reports keep coming.
+        sysm.sleep_until(OUTAGE[0] + 1.5)
+        during = scrape(bridge_http)
+        age1 = metric(during, "fabricdiag_gnmi_last_update_age_seconds",
+                      "leaf-1")
+        up0 = metric(during, "fabricdiag_gnmi_subscription_up", "leaf-0")
+        if age1 is None or age1 > 2 * INTERVAL + 0.5:
+            failures.append(f"leaf-1's last update {age1} s old while "
+                            "leaf-0 was away: one switch stalled another")
+        if up0 != 0:
+            failures.append(f"leaf-0 subscription_up {up0} while its server "
+                            "was away")
+        sysm.sleep_until(END)
+        after = scrape(bridge_http)
+        for leaf in ("leaf-0", "leaf-1"):
+            if metric(after, "fabricdiag_gnmi_subscription_up", leaf) != 1:
+                failures.append(f"{leaf}: subscription not up at the end")
+        reconnects = metric(after, "fabricdiag_gnmi_reconnects_total",
+                            "leaf-0")
+        if not reconnects:
+            failures.append(f"leaf-0: reconnects_total {reconnects} after "
+                            "its server came back")
+        with sysm.events_lock:
+            events = list(sysm.events)
+        if tls:
+            with open(f"{work}/bridge.log") as f:
+                if "not-a-real-secret-42" in f.read():
+                    failures.append("the bridge logged the password")
+
+        def first(kind, node, what, after, device=None):
+            for t, e in events:
+                if (t >= after and e.get("event") in what and
+                        e.get("kind") == kind and e.get("node") == node and
+                        (device is None or e.get("device") == device)):
+                    return t, e
+            return None, None
+
+        expected = [("ecmp_imbalance", "leaf-1", None),
+                    ("pfc_storm", "gpu-000", "mlx5_1")]
+        for kind, node, device in expected:
+            t, e = first(kind, node, ("OPENED",), WAVE[0] - 1, device)
+            if t is None or t > WAVE[0] + OPEN_WITHIN:
+                failures.append(f"{kind} on {node}: opened at {t} s, wave "
+                                f"at {WAVE[0]} s (within {OPEN_WITHIN} s)")
+                continue
+            print(f"{dialect}: {kind} on {node} opened "
+                  f"{t - WAVE[0]:.1f} s after the fault began: "
+                  f"{e.get('summary', '')}")
+            if kind == "pfc_storm":
+                victims = e.get("evidence", {}).get("victim_ports", "")
+                nodes = e.get("nodes", [])
+                if "leaf-0" not in nodes or "leaf-0" not in str(victims):
+                    failures.append("pfc_storm names no leaf-0 port among "
+                                    f"its victims: nodes {nodes}, "
+                                    f"victim_ports {victims!r}")
+            r, _ = first(kind, node, ("RESOLVED",), t, device)
+            if r is None or r > WAVE[1] + RESOLVE_WITHIN:
+                failures.append(f"{kind} on {node}: resolved at {r} s, wave "
+                                f"ended at {WAVE[1]} s (within "
+                                f"{RESOLVE_WITHIN} s)")
+        # Nothing opens outside the wave (its secondary effects included:
+        # a storm's victims see pause and congestion).
+        quiet = [(0, WAVE[0]), (WAVE[1] + RESOLVE_WITHIN, END)]
+        for t, e in events:
+            if e.get("event") != "OPENED":
+                continue
+            if any(a <= t < b for a, b in quiet):
+                failures.append(f"{e.get('kind')} on {e.get('node')} "
+                                f"{e.get('device')} opened at {t:.1f} s, "
+                                "outside the wave")
+    except AssertionError as err:
+        failures.append(str(err))
+    finally:
+        sysm.stop_all()
+    if failures:
+        print(f"FAIL ({dialect}): work dir {work}")
+        for f in failures:
+            print("  " + f)
+        for name in ("bridge", "sim", "collector"):
+            print(f"--- {name} log tail ---\n" + sysm.log_tail(name, 30))
+        return 1
+    shutil.rmtree(work, ignore_errors=True)
+    print(f"PASS ({dialect})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

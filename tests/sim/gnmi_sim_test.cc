@@ -2,11 +2,13 @@
 // simulations whose leaves a client reaches only over gNMI, faults
 // included. A topology-only fabric (4 hosts x 2 NICs) keeps the host trees
 // small.
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <regex>
 #include <string>
 
 #include "analysis/layout_parse.h"
@@ -16,6 +18,7 @@
 #include "sim/sim_app.h"
 #include "tests/sim/gnmi_test_client.h"
 #include "tests/sim/sim_test_util.h"
+#include "tests/testing/subprocess.h"
 #include "tests/testing/test_pki.h"
 
 namespace fabricdiag::sim {
@@ -334,6 +337,89 @@ TEST(GnmiSimTest, UnreadableOrMalformedCredentialsFileIsAnError) {
                         "line 2"));
   EXPECT_THAT(std::string(st.message()),
               ::testing::Not(HasSubstr("hunter2-secret")));
+}
+
+// ---- The fabricdiag-sim process -----------------------------------------
+
+TEST(GnmiSimBinaryTest, PrintsOneLinePerSwitchAndWritesTheTopology) {
+  sim::testing::TempDir dir;
+  const std::string topology =
+      dir.Write("topology.yaml", sim::testing::kTwoLeaves);
+  const std::string out_topology = dir.path() + "/topology-gnmi.json";
+  fabricdiag::testing::Subprocess sim(
+      {FABRICDIAG_SIM_BINARY, "--topology=" + topology,
+       "--out=" + dir.path() + "/out", "--interval=100ms",
+       "--gnmi_listen=127.0.0.1:0", "--gnmi_dialect=sonic",
+       "--gnmi_topology_out=" + out_topology});
+  ASSERT_TRUE(sim.Start().ok());
+  std::string line;
+  ASSERT_TRUE(sim.WaitForStderr("gnmi target leaf-1", &line)) << sim.Stderr();
+  const std::regex re(
+      "fabricdiag-sim: gnmi target (leaf-[01]) \\(sonic\\) listening on "
+      "(127\\.0\\.0\\.1:[0-9]+)\n");
+  std::map<std::string, std::string> printed;
+  const std::string err = sim.Stderr();
+  for (auto it = std::sregex_iterator(err.begin(), err.end(), re);
+       it != std::sregex_iterator(); ++it) {
+    printed[(*it)[1]] = (*it)[2];
+  }
+  ASSERT_EQ(printed.size(), 2u) << err;
+  EXPECT_NE(printed["leaf-0"], printed["leaf-1"]);
+
+  absl::StatusOr<v1::Topology> t =
+      analysis::ParseTopology(sim::testing::ReadText(out_topology));
+  ASSERT_TRUE(t.ok()) << t.status();
+  for (const v1::Switch& sw : t->switches()) {
+    EXPECT_EQ(sw.gnmi().address(), printed[sw.name()]);
+    EXPECT_EQ(sw.gnmi().dialect(), "sonic");
+    EXPECT_TRUE(sw.gnmi().insecure());
+  }
+
+  GnmiTestClient c(printed["leaf-0"], grpc::InsecureChannelCredentials(),
+                   Dialect::kSonic);
+  ASSERT_TRUE(c.Subscribe(Group(Dialect::kSonic, "counters")).ok());
+  ASSERT_TRUE(c.ReadUntilSync().ok());
+  // Real time: the counters grow tick after tick.
+  ASSERT_TRUE(ReadUntil(&c, [&] {
+                return c.series["swp1"]["SAI_PORT_STAT_IF_IN_OCTETS"] > 0;
+              }).ok());
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/out/gpu-000/sys"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/out/leaf-0"));
+
+  sim.Signal(SIGTERM);
+  EXPECT_EQ(sim.Wait(absl::Seconds(10)), 0);
+}
+
+TEST(GnmiSimBinaryTest, BadGnmiFlagsExitTwoNamingTheFlag) {
+  sim::testing::TempDir dir;
+  const std::string topology =
+      dir.Write("topology.yaml", sim::testing::kTwoLeaves);
+  const std::vector<std::string> base = {
+      FABRICDIAG_SIM_BINARY, "--topology=" + topology,
+      "--out=" + dir.path() + "/out", "--ticks=1"};
+  auto run = [&](std::vector<std::string> flags) {
+    std::vector<std::string> argv = base;
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    return fabricdiag::testing::RunCommand(argv);
+  };
+  auto r = run({"--gnmi_listen=127.0.0.1:0", "--gnmi_dialect=eos"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err,
+              HasSubstr("--gnmi_dialect: \"eos\" is not a gNMI dialect"));
+  r = run({"--gnmi_listen=127.0.0.1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--gnmi_listen=127.0.0.1"));
+  r = run({"--gnmi_listen=127.0.0.1:0", "--gnmi_tls_cert=/c.pem"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--gnmi_tls_cert and --gnmi_tls_key"));
+  r = run({"--gnmi_listen=127.0.0.1:0", "--gnmi_tls_cert=/nonexistent.pem",
+           "--gnmi_tls_key=/nonexistent.key"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--gnmi_tls_cert"));
+  r = fabricdiag::testing::RunCommand(
+      {FABRICDIAG_SIM_BINARY, "--virtual_agents=1", "--gnmi_listen=h:1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--gnmi_listen: not with --virtual_agents"));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <map>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -71,7 +72,9 @@ struct GnmiTarget::Impl final : public ::gnmi::gNMI::Service {
   bool available ABSL_GUARDED_BY(mu) = true;
   uint64_t outage_epoch ABSL_GUARDED_BY(mu) = 0;
   bool stopping ABSL_GUARDED_BY(mu) = false;
-  int streams ABSL_GUARDED_BY(mu) = 0;
+  // The open Subscribe calls, cancelled at shutdown so that one blocked in
+  // Write (a client that stopped reading) does not hold the server up.
+  std::set<grpc::ServerContext*> streams ABSL_GUARDED_BY(mu);
 
   // UNAUTHENTICATED, or UNAVAILABLE during an outage; OK otherwise.
   grpc::Status Admit(const grpc::ServerContext& ctx) const {
@@ -140,11 +143,11 @@ struct GnmiTarget::Impl final : public ::gnmi::gNMI::Service {
     if (grpc::Status st = Admit(*ctx); !st.ok()) return st;
     {
       absl::MutexLock lock(&mu);
-      ++streams;
+      streams.insert(ctx);
     }
     grpc::Status st = Serve(ctx, stream);
     absl::MutexLock lock(&mu);
-    --streams;
+    streams.erase(ctx);
     return st;
   }
 
@@ -349,6 +352,7 @@ GnmiTarget::~GnmiTarget() {
     absl::MutexLock lock(&impl_->mu);
     impl_->stopping = true;
     impl_->changed.SignalAll();
+    for (grpc::ServerContext* ctx : impl_->streams) ctx->TryCancel();
   }
   impl_->server->Shutdown(std::chrono::system_clock::now() +
                           std::chrono::seconds(1));
@@ -385,7 +389,7 @@ bool GnmiTarget::available() const {
 
 int GnmiTarget::open_streams() const {
   absl::MutexLock lock(&impl_->mu);
-  return impl_->streams;
+  return static_cast<int>(impl_->streams.size());
 }
 
 }  // namespace fabricdiag::sim

@@ -268,6 +268,29 @@ TEST(GnmiSimTest, WritesATopologyTheParserAccepts) {
     EXPECT_EQ(g.credentials_file(), cred);
   }
   EXPECT_EQ(t->links_size(), 8);
+
+  // What the topology says is enough to connect: TLS with its CA, and its
+  // credentials on every RPC.
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = sim::testing::ReadText(t->switches(0).gnmi().tls_ca());
+  GnmiTestClient c(t->switches(0).gnmi().address(), grpc::SslCredentials(ssl),
+                   Dialect::kSonic);
+  EXPECT_EQ(c.Capabilities().code(), absl::StatusCode::kUnauthenticated);
+  c.SetCredentials("fabricdiag", "pw");
+  ASSERT_TRUE(c.Subscribe(Group(Dialect::kSonic, "counters")).ok());
+  EXPECT_TRUE(c.ReadUntilSync().ok());
+  EXPECT_EQ(c.series.size(), 8u);
+}
+
+TEST(GnmiSimTest, PortsBeyond65535AreAnError) {
+  sim::testing::TempDir dir;
+  SimConfig c;
+  c.topology_file = dir.Write("topology.yaml", sim::testing::kTwoLeaves);
+  c.out_dir = dir.path() + "/out";
+  c.gnmi.listen = "127.0.0.1:65535";
+  ASSERT_TRUE(ValidateSimConfig(c).ok());
+  EXPECT_EQ(Simulation::Create(c).status().message(),
+            "--gnmi_listen: 2 switches need ports 65535..65536, beyond 65535");
 }
 
 TEST(GnmiSimTest, FlagErrorsNameTheFlag) {
@@ -348,7 +371,7 @@ TEST(GnmiSimBinaryTest, PrintsOneLinePerSwitchAndWritesTheTopology) {
   const std::string out_topology = dir.path() + "/topology-gnmi.json";
   fabricdiag::testing::Subprocess sim(
       {FABRICDIAG_SIM_BINARY, "--topology=" + topology,
-       "--out=" + dir.path() + "/out", "--interval=100ms",
+       "--out=" + dir.path() + "/out", "--interval=200ms",
        "--gnmi_listen=127.0.0.1:0", "--gnmi_dialect=sonic",
        "--gnmi_topology_out=" + out_topology});
   ASSERT_TRUE(sim.Start().ok());

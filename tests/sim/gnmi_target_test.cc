@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "tests/sim/gnmi_test_client.h"
 #include "tests/sim/sim_test_util.h"
+#include "tests/testing/eventually.h"
 #include "tests/testing/test_pki.h"
 
 namespace fabricdiag::sim {
@@ -173,6 +174,12 @@ TEST(GnmiTargetTest, SamplesAtTheIntervalAndOperStatusOnChange) {
               ::testing::Not(::testing::Contains("swp1|oper-status")));
   EXPECT_EQ(c.series["swp1"][kInOctets], 300u);
   EXPECT_EQ(c.last_timestamp, 1700000002'000000000);
+
+  // A client that goes away frees its stream.
+  EXPECT_EQ(target->open_streams(), 1);
+  c.Cancel();
+  EXPECT_TRUE(fabricdiag::testing::Eventually(
+      [&] { return target->open_streams() == 0; }));
 }
 
 TEST(GnmiTargetTest, UnknownPathIsUnimplementedForTheWholeRpc) {

@@ -2,8 +2,12 @@
 // simulations whose leaves a client reaches only over gNMI, faults
 // included. A topology-only fabric (4 hosts x 2 NICs) keeps the host trees
 // small.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <functional>
@@ -11,6 +15,8 @@
 #include <regex>
 #include <string>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "analysis/layout_parse.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -280,6 +286,46 @@ TEST(GnmiSimTest, WritesATopologyTheParserAccepts) {
   ASSERT_TRUE(c.Subscribe(Group(Dialect::kSonic, "counters")).ok());
   EXPECT_TRUE(c.ReadUntilSync().ok());
   EXPECT_EQ(c.series.size(), 8u);
+}
+
+// A port the kernel just handed out and took back: free unless another
+// process takes it meanwhile (the test below tries a few).
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+TEST(GnmiSimTest, SwitchIListensOnPortPlusI) {
+  sim::testing::TempDir dir;
+  SimConfig c;
+  c.topology_file = dir.Write("topology.yaml", sim::testing::kTwoLeaves);
+  c.out_dir = dir.path() + "/out";
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    const int port = FreePort();
+    ASSERT_GT(port, 0);
+    if (port >= 65535) continue;
+    c.gnmi.listen = absl::StrCat("127.0.0.1:", port);
+    absl::StatusOr<std::unique_ptr<Simulation>> s = Simulation::Create(c);
+    if (!s.ok() && absl::StrContains(s.status().message(), "cannot listen")) {
+      continue;  // taken meanwhile
+    }
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ((*s)->gnmi()->targets()[0]->address(),
+              absl::StrCat("127.0.0.1:", port));
+    EXPECT_EQ((*s)->gnmi()->targets()[1]->port(), port + 1);
+    return;
+  }
+  FAIL() << "no two free consecutive ports in 5 attempts";
 }
 
 TEST(GnmiSimTest, PortsBeyond65535AreAnError) {

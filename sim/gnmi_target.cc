@@ -2,14 +2,16 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <map>
+#include <set>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/grpc_status.h"
 #include "proto/gnmi.grpc.pb.h"
+#include "sim/gnmi_subscription.h"
 
 namespace fabricdiag::sim {
 namespace {
@@ -19,25 +21,6 @@ using gnmi::Dialect;
 // How often a waiting stream checks whether its client went away (gRPC's
 // synchronous API has no wake-up for that).
 constexpr absl::Duration kCancelPoll = absl::Milliseconds(100);
-
-// One published state with its leaves, shared by every stream.
-struct Snapshot {
-  int64_t timestamp_nanos = 0;
-  std::vector<Leaf> leaves;
-};
-
-// One subscription of a stream and what it last sent.
-struct Sub {
-  explicit Sub(Selector s) : selector(std::move(s)) {}
-
-  Selector selector;
-  ::gnmi::SubscriptionMode mode = ::gnmi::SAMPLE;
-  int64_t interval_nanos = 0;
-  bool suppress_redundant = false;
-  int64_t last_sample_nanos = 0;
-  std::vector<size_t> leaves;               // indices into Snapshot::leaves
-  std::map<std::string, std::string> sent;  // leaf key -> serialized value
-};
 
 ::gnmi::ModelData Model(const char* name, const char* organization,
                         const char* version) {
@@ -71,7 +54,9 @@ struct GnmiTarget::Impl final : public ::gnmi::gNMI::Service {
   bool available ABSL_GUARDED_BY(mu) = true;
   uint64_t outage_epoch ABSL_GUARDED_BY(mu) = 0;
   bool stopping ABSL_GUARDED_BY(mu) = false;
-  int streams ABSL_GUARDED_BY(mu) = 0;
+  // The open Subscribe calls, cancelled at shutdown so that one blocked in
+  // Write (a client that stopped reading) does not hold the server up.
+  std::set<grpc::ServerContext*> streams ABSL_GUARDED_BY(mu);
 
   // UNAUTHENTICATED, or UNAVAILABLE during an outage; OK otherwise.
   grpc::Status Admit(const grpc::ServerContext& ctx) const {
@@ -82,11 +67,18 @@ struct GnmiTarget::Impl final : public ::gnmi::gNMI::Service {
                           "wrong or missing username/password metadata");
     }
     absl::MutexLock lock(&mu);
-    if (!available || stopping) {
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                          absl::StrCat(name, ": gNMI server unavailable"));
-    }
+    if (!available || stopping) return Unavailable();
     return grpc::Status::OK;
+  }
+
+  // A simulated outage (gnmi_outage, switch_reload).
+  grpc::Status Unavailable() const {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        absl::StrCat(name, ": gNMI server unavailable"));
+  }
+
+  static grpc::Status ShuttingDown() {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "shutting down");
   }
 
   grpc::Status Capabilities(grpc::ServerContext* ctx,
@@ -140,80 +132,12 @@ struct GnmiTarget::Impl final : public ::gnmi::gNMI::Service {
     if (grpc::Status st = Admit(*ctx); !st.ok()) return st;
     {
       absl::MutexLock lock(&mu);
-      ++streams;
+      streams.insert(ctx);
     }
     grpc::Status st = Serve(ctx, stream);
     absl::MutexLock lock(&mu);
-    --streams;
+    streams.erase(ctx);
     return st;
-  }
-
-  // Parses the SubscriptionList into `subs`.
-  static grpc::Status Plan(Dialect dialect,
-                           const ::gnmi::SubscriptionList& list,
-                           std::vector<Sub>* subs) {
-    if (list.mode() == ::gnmi::SubscriptionList::POLL) {
-      return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                          "POLL subscriptions are not implemented");
-    }
-    if (list.subscription_size() == 0) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          "the SubscriptionList has no subscription");
-    }
-    for (const ::gnmi::Subscription& s : list.subscription()) {
-      absl::StatusOr<Selector> sel =
-          Selector::Create(dialect, list.prefix(), s.path());
-      if (!sel.ok()) {
-        return grpc::Status(static_cast<grpc::StatusCode>(sel.status().code()),
-                            std::string(sel.status().message()));
-      }
-      Sub sub(*std::move(sel));
-      sub.mode = s.mode();
-      sub.interval_nanos = static_cast<int64_t>(s.sample_interval());
-      sub.suppress_redundant = s.suppress_redundant();
-      subs->push_back(std::move(sub));
-    }
-    return grpc::Status::OK;
-  }
-
-  // Appends the leaves of `sub` due in `snap` (all of them with `all`).
-  static void Due(const Snapshot& snap, bool all, Sub* sub,
-                  std::vector<const Leaf*>* out) {
-    const bool sample = sub->mode != ::gnmi::ON_CHANGE;
-    if (!all && sample && sub->interval_nanos > 0 &&
-        (snap.timestamp_nanos - sub->last_sample_nanos) * 10 <
-            sub->interval_nanos * 9) {
-      return;
-    }
-    if (sample) sub->last_sample_nanos = snap.timestamp_nanos;
-    const bool only_changed = !all && (!sample || sub->suppress_redundant);
-    for (size_t i : sub->leaves) {
-      const Leaf& leaf = snap.leaves[i];
-      std::string value = leaf.value.SerializeAsString();
-      std::string& last = sub->sent[leaf.key];
-      if (only_changed && last == value) continue;
-      last = std::move(value);
-      out->push_back(&leaf);
-    }
-  }
-
-  // One Notification per prefix, in the order the prefixes first appear.
-  static std::vector<::gnmi::SubscribeResponse> Notifications(
-      int64_t timestamp, const std::vector<const Leaf*>& leaves) {
-    std::vector<::gnmi::SubscribeResponse> out;
-    std::map<std::string, size_t> by_prefix;
-    for (const Leaf* leaf : leaves) {
-      auto [it, added] = by_prefix.emplace(leaf->prefix_text, out.size());
-      if (added) {
-        ::gnmi::Notification* n = out.emplace_back().mutable_update();
-        n->set_timestamp(timestamp);
-        *n->mutable_prefix() = leaf->prefix;
-      }
-      ::gnmi::Update* u = out[it->second].mutable_update()->add_update();
-      *u->mutable_path() = leaf->path;
-      *u->mutable_val() = leaf->value;
-    }
-    return out;
   }
 
   static bool WriteAll(
@@ -235,11 +159,9 @@ struct GnmiTarget::Impl final : public ::gnmi::gNMI::Service {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           "the first request must be a SubscriptionList");
     }
-    const ::gnmi::SubscriptionList& list = request.subscribe();
-    std::vector<Sub> subs;
-    if (grpc::Status st = Plan(options.dialect, list, &subs); !st.ok()) {
-      return st;
-    }
+    absl::StatusOr<SubscriptionSet> subs =
+        SubscriptionSet::Create(options.dialect, request.subscribe());
+    if (!subs.ok()) return ToGrpcStatus(subs.status());
     std::shared_ptr<const Snapshot> snap;
     uint64_t seen = 0;
     uint64_t epoch = 0;
@@ -249,34 +171,18 @@ struct GnmiTarget::Impl final : public ::gnmi::gNMI::Service {
       while (snapshot == nullptr && !stopping && !ctx->IsCancelled()) {
         changed.WaitWithTimeout(&mu, kCancelPoll);
       }
-      if (stopping || ctx->IsCancelled()) {
-        return grpc::Status(grpc::StatusCode::UNAVAILABLE, "shutting down");
-      }
+      if (stopping || ctx->IsCancelled()) return ShuttingDown();
+      if (!available) return Unavailable();  // the outage began after Admit
       snap = snapshot;
       seen = version;
     }
-    // Leaf order is the same in every snapshot of a switch: the indices
-    // found now hold for later ones.
-    for (Sub& sub : subs) {
-      for (size_t i = 0; i < snap->leaves.size(); ++i) {
-        if (sub.selector.Matches(snap->leaves[i])) sub.leaves.push_back(i);
-      }
-      if (sub.leaves.empty()) {
-        return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                            absl::StrCat("path ", sub.selector.text(),
-                                         " is not implemented by this target"));
-      }
+    if (absl::Status st = subs->Bind(snap->leaves); !st.ok()) {
+      return ToGrpcStatus(st);
     }
-    std::vector<const Leaf*> due;
-    for (Sub& sub : subs) Due(*snap, /*all=*/true, &sub, &due);
-    if (list.updates_only()) due.clear();
-    ::gnmi::SubscribeResponse sync;
-    sync.set_sync_response(true);
-    if (!WriteAll(Notifications(snap->timestamp_nanos, due), stream) ||
-        !stream->Write(sync)) {
+    if (!WriteAll(subs->Initial(*snap), stream)) {
       return grpc::Status::OK;  // the client went away
     }
-    if (list.mode() == ::gnmi::SubscriptionList::ONCE) return grpc::Status::OK;
+    if (subs->once()) return grpc::Status::OK;
     while (true) {
       {
         absl::MutexLock lock(&mu);
@@ -284,22 +190,13 @@ struct GnmiTarget::Impl final : public ::gnmi::gNMI::Service {
                !ctx->IsCancelled()) {
           changed.WaitWithTimeout(&mu, kCancelPoll);
         }
-        if (stopping) {
-          return grpc::Status(grpc::StatusCode::UNAVAILABLE, "shutting down");
-        }
-        if (outage_epoch != epoch) {
-          return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                              absl::StrCat(name, ": gNMI server went away"));
-        }
+        if (stopping) return ShuttingDown();
+        if (outage_epoch != epoch) return Unavailable();
         if (ctx->IsCancelled()) return grpc::Status::CANCELLED;
         snap = snapshot;
         seen = version;
       }
-      due.clear();
-      for (Sub& sub : subs) Due(*snap, /*all=*/false, &sub, &due);
-      if (!WriteAll(Notifications(snap->timestamp_nanos, due), stream)) {
-        return grpc::Status::OK;
-      }
+      if (!WriteAll(subs->Next(*snap), stream)) return grpc::Status::OK;
     }
   }
 };
@@ -349,6 +246,7 @@ GnmiTarget::~GnmiTarget() {
     absl::MutexLock lock(&impl_->mu);
     impl_->stopping = true;
     impl_->changed.SignalAll();
+    for (grpc::ServerContext* ctx : impl_->streams) ctx->TryCancel();
   }
   impl_->server->Shutdown(std::chrono::system_clock::now() +
                           std::chrono::seconds(1));
@@ -385,7 +283,7 @@ bool GnmiTarget::available() const {
 
 int GnmiTarget::open_streams() const {
   absl::MutexLock lock(&impl_->mu);
-  return impl_->streams;
+  return static_cast<int>(impl_->streams.size());
 }
 
 }  // namespace fabricdiag::sim

@@ -14,14 +14,10 @@
 // What it answers:
 // - Capabilities: the dialect's models, encodings JSON, JSON_IETF and PROTO.
 // - Subscribe, mode STREAM: every subscription's leaves once (unless
-//   updates_only), then sync_response, then per published state: SAMPLE
-//   (and TARGET_DEFINED) subscriptions every sample_interval of the states'
-//   timestamps (0: every state; a state is due when 90% of the interval has
-//   passed, so that a jittery tick does not skip a sample), all their leaves,
-//   or only the changed ones with suppress_redundant; ON_CHANGE
-//   subscriptions the leaves whose value changed. heartbeat_interval is
-//   ignored. Mode ONCE: the leaves, sync_response, end of stream (OK).
-//   Mode POLL: UNIMPLEMENTED.
+//   updates_only), then sync_response, then per published state the leaves
+//   due (SAMPLE every sample_interval of the states' timestamps, ON_CHANGE
+//   when changed: sim/gnmi_subscription.h). Mode ONCE: the leaves,
+//   sync_response, end of stream (OK). Mode POLL: UNIMPLEMENTED.
 // - A subscription whose path selects no leaf (queues, an augment this
 //   target does not have, a SONiC table it does not serve) or a SONiC target
 //   other than COUNTERS_DB / APPL_DB: the whole RPC ends UNIMPLEMENTED, as

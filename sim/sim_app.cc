@@ -199,7 +199,13 @@ bool SignalWaiter::WaitUntil(int64_t monotonic_nanos) {
   sigaddset(&signals, SIGTERM);
   while (true) {
     const int64_t left = monotonic_nanos - clock_->MonotonicNanos();
-    if (left <= 0) return false;
+    if (left <= 0) {
+      // Late (a tick took longer than the interval): still notice a stop
+      // signal, or a simulation that never catches up never stops.
+      timespec now{0, 0};
+      const int signo = sigtimedwait(&signals, nullptr, &now);
+      return signo == SIGINT || signo == SIGTERM;
+    }
     timespec ts;
     ts.tv_sec = static_cast<time_t>(left / 1000000000);
     ts.tv_nsec = static_cast<long>(left % 1000000000);

@@ -2,13 +2,21 @@
 // simulations whose leaves a client reaches only over gNMI, faults
 // included. A topology-only fabric (4 hosts x 2 NICs) keeps the host trees
 // small.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <regex>
 #include <string>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "analysis/layout_parse.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -16,6 +24,7 @@
 #include "sim/sim_app.h"
 #include "tests/sim/gnmi_test_client.h"
 #include "tests/sim/sim_test_util.h"
+#include "tests/testing/subprocess.h"
 #include "tests/testing/test_pki.h"
 
 namespace fabricdiag::sim {
@@ -265,6 +274,69 @@ TEST(GnmiSimTest, WritesATopologyTheParserAccepts) {
     EXPECT_EQ(g.credentials_file(), cred);
   }
   EXPECT_EQ(t->links_size(), 8);
+
+  // What the topology says is enough to connect: TLS with its CA, and its
+  // credentials on every RPC.
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = sim::testing::ReadText(t->switches(0).gnmi().tls_ca());
+  GnmiTestClient c(t->switches(0).gnmi().address(), grpc::SslCredentials(ssl),
+                   Dialect::kSonic);
+  EXPECT_EQ(c.Capabilities().code(), absl::StatusCode::kUnauthenticated);
+  c.SetCredentials("fabricdiag", "pw");
+  ASSERT_TRUE(c.Subscribe(Group(Dialect::kSonic, "counters")).ok());
+  EXPECT_TRUE(c.ReadUntilSync().ok());
+  EXPECT_EQ(c.series.size(), 8u);
+}
+
+// A port the kernel just handed out and took back: free unless another
+// process takes it meanwhile (the test below tries a few).
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+TEST(GnmiSimTest, SwitchIListensOnPortPlusI) {
+  sim::testing::TempDir dir;
+  SimConfig c;
+  c.topology_file = dir.Write("topology.yaml", sim::testing::kTwoLeaves);
+  c.out_dir = dir.path() + "/out";
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    const int port = FreePort();
+    ASSERT_GT(port, 0);
+    if (port >= 65535) continue;
+    c.gnmi.listen = absl::StrCat("127.0.0.1:", port);
+    absl::StatusOr<std::unique_ptr<Simulation>> s = Simulation::Create(c);
+    if (!s.ok() && absl::StrContains(s.status().message(), "cannot listen")) {
+      continue;  // taken meanwhile
+    }
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ((*s)->gnmi()->targets()[0]->address(),
+              absl::StrCat("127.0.0.1:", port));
+    EXPECT_EQ((*s)->gnmi()->targets()[1]->port(), port + 1);
+    return;
+  }
+  FAIL() << "no two free consecutive ports in 5 attempts";
+}
+
+TEST(GnmiSimTest, PortsBeyond65535AreAnError) {
+  sim::testing::TempDir dir;
+  SimConfig c;
+  c.topology_file = dir.Write("topology.yaml", sim::testing::kTwoLeaves);
+  c.out_dir = dir.path() + "/out";
+  c.gnmi.listen = "127.0.0.1:65535";
+  ASSERT_TRUE(ValidateSimConfig(c).ok());
+  EXPECT_EQ(Simulation::Create(c).status().message(),
+            "--gnmi_listen: 2 switches need ports 65535..65536, beyond 65535");
 }
 
 TEST(GnmiSimTest, FlagErrorsNameTheFlag) {
@@ -334,6 +406,89 @@ TEST(GnmiSimTest, UnreadableOrMalformedCredentialsFileIsAnError) {
                         "line 2"));
   EXPECT_THAT(std::string(st.message()),
               ::testing::Not(HasSubstr("hunter2-secret")));
+}
+
+// ---- The fabricdiag-sim process -----------------------------------------
+
+TEST(GnmiSimBinaryTest, PrintsOneLinePerSwitchAndWritesTheTopology) {
+  sim::testing::TempDir dir;
+  const std::string topology =
+      dir.Write("topology.yaml", sim::testing::kTwoLeaves);
+  const std::string out_topology = dir.path() + "/topology-gnmi.json";
+  fabricdiag::testing::Subprocess sim(
+      {FABRICDIAG_SIM_BINARY, "--topology=" + topology,
+       "--out=" + dir.path() + "/out", "--interval=200ms",
+       "--gnmi_listen=127.0.0.1:0", "--gnmi_dialect=sonic",
+       "--gnmi_topology_out=" + out_topology});
+  ASSERT_TRUE(sim.Start().ok());
+  std::string line;
+  ASSERT_TRUE(sim.WaitForStderr("gnmi target leaf-1", &line)) << sim.Stderr();
+  const std::regex re(
+      "fabricdiag-sim: gnmi target (leaf-[01]) \\(sonic\\) listening on "
+      "(127\\.0\\.0\\.1:[0-9]+)\n");
+  std::map<std::string, std::string> printed;
+  const std::string err = sim.Stderr();
+  for (auto it = std::sregex_iterator(err.begin(), err.end(), re);
+       it != std::sregex_iterator(); ++it) {
+    printed[(*it)[1]] = (*it)[2];
+  }
+  ASSERT_EQ(printed.size(), 2u) << err;
+  EXPECT_NE(printed["leaf-0"], printed["leaf-1"]);
+
+  absl::StatusOr<v1::Topology> t =
+      analysis::ParseTopology(sim::testing::ReadText(out_topology));
+  ASSERT_TRUE(t.ok()) << t.status();
+  for (const v1::Switch& sw : t->switches()) {
+    EXPECT_EQ(sw.gnmi().address(), printed[sw.name()]);
+    EXPECT_EQ(sw.gnmi().dialect(), "sonic");
+    EXPECT_TRUE(sw.gnmi().insecure());
+  }
+
+  GnmiTestClient c(printed["leaf-0"], grpc::InsecureChannelCredentials(),
+                   Dialect::kSonic);
+  ASSERT_TRUE(c.Subscribe(Group(Dialect::kSonic, "counters")).ok());
+  ASSERT_TRUE(c.ReadUntilSync().ok());
+  // Real time: the counters grow tick after tick.
+  ASSERT_TRUE(ReadUntil(&c, [&] {
+                return c.series["swp1"]["SAI_PORT_STAT_IF_IN_OCTETS"] > 0;
+              }).ok());
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/out/gpu-000/sys"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/out/leaf-0"));
+
+  sim.Signal(SIGTERM);
+  EXPECT_EQ(sim.Wait(absl::Seconds(10)), 0);
+}
+
+TEST(GnmiSimBinaryTest, BadGnmiFlagsExitTwoNamingTheFlag) {
+  sim::testing::TempDir dir;
+  const std::string topology =
+      dir.Write("topology.yaml", sim::testing::kTwoLeaves);
+  const std::vector<std::string> base = {
+      FABRICDIAG_SIM_BINARY, "--topology=" + topology,
+      "--out=" + dir.path() + "/out", "--ticks=1"};
+  auto run = [&](std::vector<std::string> flags) {
+    std::vector<std::string> argv = base;
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    return fabricdiag::testing::RunCommand(argv);
+  };
+  auto r = run({"--gnmi_listen=127.0.0.1:0", "--gnmi_dialect=eos"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err,
+              HasSubstr("--gnmi_dialect: \"eos\" is not a gNMI dialect"));
+  r = run({"--gnmi_listen=127.0.0.1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--gnmi_listen=127.0.0.1"));
+  r = run({"--gnmi_listen=127.0.0.1:0", "--gnmi_tls_cert=/c.pem"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--gnmi_tls_cert and --gnmi_tls_key"));
+  r = run({"--gnmi_listen=127.0.0.1:0", "--gnmi_tls_cert=/nonexistent.pem",
+           "--gnmi_tls_key=/nonexistent.key"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--gnmi_tls_cert"));
+  r = fabricdiag::testing::RunCommand(
+      {FABRICDIAG_SIM_BINARY, "--virtual_agents=1", "--gnmi_listen=h:1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--gnmi_listen: not with --virtual_agents"));
 }
 
 }  // namespace

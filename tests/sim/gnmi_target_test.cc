@@ -15,8 +15,10 @@
 #include "counters/counter_table.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sim/gnmi_subscription.h"
 #include "tests/sim/gnmi_test_client.h"
 #include "tests/sim/sim_test_util.h"
+#include "tests/testing/eventually.h"
 #include "tests/testing/test_pki.h"
 
 namespace fabricdiag::sim {
@@ -173,6 +175,44 @@ TEST(GnmiTargetTest, SamplesAtTheIntervalAndOperStatusOnChange) {
               ::testing::Not(::testing::Contains("swp1|oper-status")));
   EXPECT_EQ(c.series["swp1"][kInOctets], 300u);
   EXPECT_EQ(c.last_timestamp, 1700000002'000000000);
+
+  // A client that goes away frees its stream.
+  EXPECT_EQ(target->open_streams(), 1);
+  c.Cancel();
+  EXPECT_TRUE(fabricdiag::testing::Eventually(
+      [&] { return target->open_streams() == 0; }));
+}
+
+TEST(SubscriptionSetTest, UpdatesOnlyAndSuppressRedundant) {
+  ::gnmi::SubscriptionList list;
+  list.set_updates_only(true);
+  ::gnmi::Subscription* sub = list.add_subscription();
+  *sub->mutable_path() = *gnmi::ParsePath(
+      "/interfaces/interface[name=swp1]/state/counters/in-octets");
+  sub->set_mode(::gnmi::SAMPLE);
+  sub->set_suppress_redundant(true);
+  absl::StatusOr<SubscriptionSet> set =
+      SubscriptionSet::Create(Dialect::kOpenConfig, list);
+  ASSERT_TRUE(set.ok()) << set.status();
+  auto snapshot = [](int64_t t, uint64_t bytes) {
+    const SwitchState s = TwoPorts(t, bytes);
+    return Snapshot{s.timestamp_nanos, SwitchLeaves(Dialect::kOpenConfig, s)};
+  };
+  const Snapshot first = snapshot(0, 100);
+  ASSERT_TRUE(set->Bind(first.leaves).ok());
+  // updates_only: nothing before sync_response.
+  std::vector<::gnmi::SubscribeResponse> r = set->Initial(first);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_TRUE(r[0].sync_response());
+  // suppress_redundant: an unchanged sample is not sent...
+  EXPECT_TRUE(set->Next(snapshot(1, 100)).empty());
+  // ...a changed one is, alone.
+  r = set->Next(snapshot(2, 150));
+  ASSERT_EQ(r.size(), 1u);
+  ASSERT_EQ(r[0].update().update_size(), 1);
+  EXPECT_EQ(r[0].update().update(0).val().uint_val(), 150u);
+  EXPECT_EQ(gnmi::PathToString(r[0].update().prefix()),
+            "/interfaces/interface[name=swp1]");
 }
 
 TEST(GnmiTargetTest, UnknownPathIsUnimplementedForTheWholeRpc) {

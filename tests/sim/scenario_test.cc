@@ -50,6 +50,28 @@ TEST(ScenarioTest, ParsesJson) {
   EXPECT_EQ(s->step_seconds, 0);  // derived from the models
 }
 
+TEST(ScenarioTest, SwitchFaultsOfTheGnmiTargetsNeedASwitchOnly) {
+  auto s = ParseScenario(R"(
+faults:
+  - {kind: gnmi_outage, switch: leaf-0, start: 2, end: 4}
+  - {kind: switch_reload, switch: leaf-1, start: 5, end: 6}
+)");
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->faults.size(), 2u);
+  EXPECT_EQ(s->faults[0].kind, FaultKind::kGnmiOutage);
+  EXPECT_EQ(s->faults[0].Describe(), "gnmi_outage leaf-0");
+  EXPECT_EQ(s->faults[1].kind, FaultKind::kSwitchReload);
+  EXPECT_EQ(ParseScenario("faults: [{kind: gnmi_outage, start: 1}]")
+                .status()
+                .message(),
+            "faults[0].switch: missing (gnmi_outage needs it)");
+  EXPECT_EQ(ParseScenario("faults: [{kind: switch_reload, switch: leaf-0, "
+                          "port: swp1, start: 1}]")
+                .status()
+                .message(),
+            "faults[0].port: not used by switch_reload");
+}
+
 TEST(ScenarioTest, EmptyFileIsNoFaults) {
   auto s = ParseScenario("");
   ASSERT_TRUE(s.ok());

@@ -46,3 +46,12 @@ if(TARGET fabricdiag-gnmi-bridge AND TARGET fabricdiag-collector)
   add_dependencies(gnmi_bridge_e2e_test fabricdiag-gnmi-bridge
     fabricdiag-collector)
 endif()
+
+if(TARGET fabricdiag_gnmi_bridge)
+  fabricdiag_add_test(gnmi_bridge_test
+    SOURCES
+      ${CMAKE_CURRENT_LIST_DIR}/bridge_test.cc
+      ${CMAKE_CURRENT_LIST_DIR}/fixtures.cc
+    LIBS fabricdiag_gnmi_bridge fabricdiag_gnmi_fake_target
+         fabricdiag_test_util absl::strings)
+endif()

@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "agent/collector_list.h"
 #include "cli/client_config.h"
 #include "cli/collector_client.h"

@@ -182,6 +182,13 @@ absl::StatusOr<std::shared_ptr<SwitchSession>> SwitchSession::Create(
   }();
   (void)cq_kept_alive;
   const std::string who = absl::StrCat("switch ", config.name, ": ");
+  if (!config.credentials_file.empty() && config.tls_ca.empty()) {
+    // The password would travel in plaintext.
+    return absl::FailedPreconditionError(
+        absl::StrCat(who,
+                     "credentials_file needs tls_ca (credentials go "
+                     "only over TLS)"));
+  }
   Credentials credentials;
   if (!config.credentials_file.empty()) {
     absl::StatusOr<Credentials> c =

@@ -8,6 +8,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,7 +63,9 @@ TEST(GnmiBridgeE2eTest, SwitchFromGnmiBecomesACollectorNodeWithRates) {
   ASSERT_TRUE(collector.WaitForStderr("gRPC on port", &line))
       << collector.Stderr();
   const int grpc_port = PortFromLog(line, "gRPC");
+  const int http_port = PortFromLog(line, "HTTP");
   ASSERT_GT(grpc_port, 0);
+  ASSERT_GT(http_port, 0);
   auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", grpc_port),
                                      grpc::InsecureChannelCredentials());
   auto stub = v1::Collector::NewStub(channel);
@@ -70,6 +73,7 @@ TEST(GnmiBridgeE2eTest, SwitchFromGnmiBecomesACollectorNodeWithRates) {
   v1::ApplyTopologyRequest apply;
   v1::Switch* sw = apply.mutable_topology()->add_switches();
   sw->set_name("leaf-01");
+  sw->add_uplinks("Ethernet1");
   sw->mutable_gnmi()->set_address(target.address());
   sw->mutable_gnmi()->set_dialect("openconfig");
   sw->mutable_gnmi()->set_insecure(true);
@@ -139,6 +143,28 @@ TEST(GnmiBridgeE2eTest, SwitchFromGnmiBecomesACollectorNodeWithRates) {
   EXPECT_GT(rate, 5e6);
   EXPECT_LT(rate, 1e8);
 
+  // The switch's ports are in the same fabric view as agent-fed ports: its
+  // uplink is reported, with the traffic the switch counted.
+  double uplink_tx = 0;
+  const bool in_view = Eventually([&] {
+    absl::StatusOr<std::string> body =
+        ::fabricdiag::testing::HttpGet(http_port, "/api/v1/fabric");
+    if (!body.ok()) return false;
+    nlohmann::json fabric = nlohmann::json::parse(*body, nullptr, false);
+    if (!fabric.is_object() || !fabric["switches"].is_array() ||
+        fabric["switches"].empty()) {
+      return false;
+    }
+    const nlohmann::json& uplink = fabric["switches"][0]["uplinks"][0];
+    if (!uplink.value("reported", false) || !uplink["tx_bytes"].is_number()) {
+      return false;
+    }
+    uplink_tx = uplink["tx_bytes"].get<double>();
+    return uplink_tx > 0;
+  });
+  EXPECT_TRUE(in_view);
+  EXPECT_GT(uplink_tx, 5e6);
+
   absl::StatusOr<std::string> metrics =
       ::fabricdiag::testing::HttpGet(metrics_port, "/metrics");
   ASSERT_TRUE(metrics.ok()) << metrics.status();
@@ -153,6 +179,24 @@ TEST(GnmiBridgeE2eTest, SwitchFromGnmiBecomesACollectorNodeWithRates) {
   pusher.join();
   bridge.Signal(SIGTERM);
   EXPECT_EQ(bridge.Wait(absl::Seconds(20)), 0) << bridge.Stderr();
+}
+
+TEST(GnmiBridgeE2eTest, BadFlagsExitTwoNamingTheFlag) {
+  using ::fabricdiag::testing::RunCommand;
+  using ::fabricdiag::testing::RunResult;
+  RunResult r = RunCommand({kBridge});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(absl::StrContains(r.err, "--collector is required")) << r.err;
+  r = RunCommand({kBridge, "--collector=127.0.0.1:9811", "--interval=5ms"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(absl::StrContains(r.err, "--interval=5ms")) << r.err;
+  r = RunCommand(
+      {kBridge, "--collector=127.0.0.1:9811", "--gnmi_max_message_size=1MiB"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(absl::StrContains(r.err, "--gnmi_max_message_size")) << r.err;
+  r = RunCommand({kBridge, "--collector=127.0.0.1:9811", "--tls_cert=/x"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(absl::StrContains(r.err, "--tls_cert")) << r.err;
 }
 
 }  // namespace

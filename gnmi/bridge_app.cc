@@ -4,6 +4,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -77,6 +78,8 @@ absl::StatusOr<BridgeOptions> Options(const BridgeConfig& config) {
   o.interval = config.interval;
   o.session.sample_interval = config.interval;
   o.session.backoff_max = config.gnmi_backoff_max;
+  // Ten samples missed, and never less than 30 s.
+  o.session.idle_timeout = std::max(10 * config.interval, absl::Seconds(30));
   o.session.max_receive_bytes =
       static_cast<int>(*ParseByteSize(config.gnmi_max_message_size));
   o.stream.targets = *agent::ParseCollectorList(config.collector);

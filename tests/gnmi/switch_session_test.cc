@@ -228,6 +228,22 @@ TEST_F(SwitchSessionTest, DeadSwitchReconnectsAndDoesNotStallAnother) {
   EXPECT_EQ(sb->stats().reconnects, 0u);
 }
 
+TEST_F(SwitchSessionTest, SilentSampleGroupIsRestarted) {
+  // The target accepts every Subscribe and then sends nothing.
+  FakeGnmiTarget target;
+  ASSERT_TRUE(target.Start().ok());
+  SessionOptions options = FastOptions();
+  options.idle_timeout = absl::Milliseconds(300);
+  auto session = Open(Config(target), options);
+  ASSERT_TRUE(target.WaitForStreams(kCounters, 1, absl::Seconds(10)));
+  ASSERT_TRUE(Eventually([&] {
+    return session->stats().errors.count("idle") != 0 &&
+           target.subscribes(kCounters) >= 3;
+  }));
+  // ON_CHANGE-only groups (boot-time) are silent by design: never idle.
+  EXPECT_EQ(target.subscribes("/system/state/boot-time"), 1);
+}
+
 TEST_F(SwitchSessionTest, SixMegabyteResponseIsAccepted) {
   // A SONiC COUNTERS table of 128 ports in one response, larger than a real
   // one (~5.6 MB): 128 ports x 700 statistics.

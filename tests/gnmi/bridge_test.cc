@@ -132,5 +132,36 @@ TEST(BridgeTest, RefusedSwitchDoesNotStopAnotherAndTicksNeverBlock) {
   EXPECT_TRUE(bridge.Status().empty());
 }
 
+TEST(BridgeTest, SwitchReloadIsCountedAndRestartsItsStream) {
+  testing::FakeGnmiTarget target;
+  ASSERT_TRUE(target.Start().ok());
+  SystemClock clock;
+  BridgeOptions options;
+  options.stream.targets = {"127.0.0.1:1"};
+  Bridge bridge(options, clock);
+  SwitchConfig leaf;
+  leaf.name = "leaf-01";
+  leaf.address = target.address();
+  leaf.insecure = true;
+  bridge.SetSwitches({leaf});
+  const std::string boot = "/system/state/boot-time";
+  ASSERT_TRUE(target.WaitForStreams(boot, 1, absl::Seconds(10)));
+  auto status = [&] { return bridge.Status().at(0); };
+  for (uint64_t t : {1000, 5000}) {
+    ::gnmi::SubscribeResponse r;
+    *r.mutable_update() = testing::UintNotification(boot, t);
+    const uint64_t updates = status().session.updates;
+    ASSERT_EQ(target.Push(boot, r), 1);
+    ASSERT_TRUE(::fabricdiag::testing::Eventually(
+        [&] { return status().session.updates > updates; }));
+  }
+  EXPECT_EQ(status().reloads, 0u);
+  bridge.Tick();
+  EXPECT_EQ(status().reloads, 1u);
+  EXPECT_EQ(status().session.resets, 1u);
+  bridge.Tick();
+  EXPECT_EQ(status().reloads, 1u);
+}
+
 }  // namespace
 }  // namespace fabricdiag::gnmi

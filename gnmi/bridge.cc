@@ -1,5 +1,6 @@
 #include "gnmi/bridge.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"

@@ -4,9 +4,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -14,8 +16,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "agent/collector_list.h"
+#include "analysis/layout_parse.h"
 #include "cli/client_config.h"
 #include "cli/collector_client.h"
 #include "common/address_list.h"
@@ -78,6 +80,8 @@ absl::StatusOr<BridgeOptions> Options(const BridgeConfig& config) {
   o.interval = config.interval;
   o.session.sample_interval = config.interval;
   o.session.backoff_max = config.gnmi_backoff_max;
+  // Ten samples missed, and never less than 30 s.
+  o.session.idle_timeout = std::max(10 * config.interval, absl::Seconds(30));
   o.session.max_receive_bytes =
       static_cast<int>(*ParseByteSize(config.gnmi_max_message_size));
   o.stream.targets = *agent::ParseCollectorList(config.collector);
@@ -95,13 +99,27 @@ absl::StatusOr<BridgeOptions> Options(const BridgeConfig& config) {
   return o;
 }
 
-// Polls GetTopology every `refresh` on its own thread (a hung collector
+using TopologySource = std::function<absl::StatusOr<v1::Topology>()>;
+
+// The topology in `path`, read afresh on every call.
+absl::StatusOr<v1::Topology> ReadTopologyFile(const std::string& path) {
+  absl::StatusOr<std::string> text =
+      ReadFileCapped(path, analysis::kMaxDocumentBytes);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<v1::Topology> topology = analysis::ParseTopology(*text);
+  if (!topology.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": ", topology.status().message()));
+  }
+  return topology;
+}
+
+// Reads the topology every `refresh` on its own thread (a hung collector
 // never delays the reports) and hands the gNMI switches to the bridge.
 class TopologyPoller {
  public:
-  TopologyPoller(std::shared_ptr<cli::CollectorClient> client,
-                 absl::Duration refresh, Bridge* bridge)
-      : client_(std::move(client)), refresh_(refresh), bridge_(bridge) {
+  TopologyPoller(TopologySource source, absl::Duration refresh, Bridge* bridge)
+      : source_(std::move(source)), refresh_(refresh), bridge_(bridge) {
     thread_ = std::thread([this] { Run(); });
   }
   ~TopologyPoller() {
@@ -122,7 +140,7 @@ class TopologyPoller {
     std::unique_lock<std::mutex> lock(mu_);
     while (!stopping_) {
       lock.unlock();
-      absl::StatusOr<v1::Topology> topology = client_->GetTopology();
+      absl::StatusOr<v1::Topology> topology = source_();
       if (!topology.ok()) {
         const std::string error(topology.status().message());
         if (error != last_error) LogWarning(absl::StrCat("topology: ", error));
@@ -147,7 +165,7 @@ class TopologyPoller {
     }
   }
 
-  std::shared_ptr<cli::CollectorClient> client_;
+  TopologySource source_;
   const absl::Duration refresh_;
   Bridge* const bridge_;
   std::mutex mu_;
@@ -220,6 +238,7 @@ absl::Status ValidateBridgeConfig(const BridgeConfig& config) {
   RETURN_IF_ERROR(CheckReadable("tls_cert", config.tls_cert));
   RETURN_IF_ERROR(CheckReadable("tls_key", config.tls_key));
   RETURN_IF_ERROR(CheckReadable("ingest_token_file", config.ingest_token_file));
+  RETURN_IF_ERROR(CheckReadable("topology", config.topology_file));
   if (config.tls_cert.empty() != config.tls_key.empty()) {
     return absl::InvalidArgumentError(
         "--tls_cert and --tls_key go together (mutual TLS)");
@@ -261,13 +280,21 @@ int RunBridge(const BridgeConfig& config) {
     LogError(absl::StrCat("fabricdiag-gnmi-bridge: ", http.status().message()));
     return 1;
   }
-  LogInfo(absl::StrCat("fabricdiag-gnmi-bridge ", kVersion,
-                       " serving /metrics on port ", (*http)->port(),
-                       ", topology from ", config.collector, " every ",
-                       absl::FormatDuration(config.topology_refresh)));
+  TopologySource source;
+  if (config.topology_file.empty()) {
+    source = [collector = cli::MakeCollectorClient(*client)] {
+      return collector->GetTopology();
+    };
+  } else {
+    source = [path = config.topology_file] { return ReadTopologyFile(path); };
+  }
+  LogInfo(absl::StrCat(
+      "fabricdiag-gnmi-bridge ", kVersion, " serving /metrics on port ",
+      (*http)->port(), ", topology from ",
+      config.topology_file.empty() ? config.collector : config.topology_file,
+      " every ", absl::FormatDuration(config.topology_refresh)));
   {
-    TopologyPoller poller(cli::MakeCollectorClient(*client),
-                          config.topology_refresh, &bridge);
+    TopologyPoller poller(std::move(source), config.topology_refresh, &bridge);
     const int64_t interval = absl::ToInt64Nanoseconds(config.interval);
     int64_t next = clock.MonotonicNanos() + interval;
     while (!WaitOrSignal(signals, clock, next)) {

@@ -18,6 +18,9 @@ struct BridgeConfig {
   std::string collector;  // HOST:PORT or a comma-separated list (required)
   absl::Duration interval = absl::Seconds(1);
   absl::Duration topology_refresh = absl::Seconds(10);
+  // When set, the topology is read from this file (YAML or JSON, as
+  // `fabricdiag topology apply` takes it) instead of the collector.
+  std::string topology_file;
   std::string http_listen = "0.0.0.0:9813";
   // To the collector, spelled as the agent spells them.
   std::string tls_ca;
@@ -36,9 +39,9 @@ struct BridgeConfig {
 // but checks that the named ones are readable.
 absl::Status ValidateBridgeConfig(const BridgeConfig& config);
 
-// Serves /metrics and /healthz, polls the collector's topology and streams
-// every gNMI switch of it until SIGINT or SIGTERM; returns 0 then, 1 when it
-// cannot start (port in use, bad TLS or token file).
+// Serves /metrics and /healthz, polls the topology (collector or file) and
+// streams every gNMI switch of it until SIGINT or SIGTERM; returns 0 then, 1
+// when it cannot start (port in use, bad TLS or token file).
 int RunBridge(const BridgeConfig& config);
 
 }  // namespace fabricdiag::gnmi

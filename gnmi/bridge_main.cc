@@ -19,8 +19,12 @@ ABSL_FLAG(absl::Duration, interval, absl::Seconds(1),
           "Report interval and gNMI SAMPLE interval of the counters (match "
           "the collector's --analysis_interval)");
 ABSL_FLAG(absl::Duration, topology_refresh, absl::Seconds(10),
-          "How often the collector's topology is read; switches with a gnmi "
+          "How often the topology is read; switches with a gnmi "
           "block are added, removed or re-subscribed when it changes");
+ABSL_FLAG(std::string, topology, "",
+          "Read the topology from this file (YAML or JSON, as `fabricdiag "
+          "topology apply` takes it) every --topology_refresh instead of "
+          "from the collector");
 ABSL_FLAG(std::string, http_listen, "0.0.0.0:9813",
           "ADDR:PORT serving /metrics and /healthz");
 ABSL_FLAG(std::string, tls_ca, "", "CA certificate to trust for the collector");
@@ -60,6 +64,7 @@ int main(int argc, char** argv) {
   config.collector = absl::GetFlag(FLAGS_collector);
   config.interval = absl::GetFlag(FLAGS_interval);
   config.topology_refresh = absl::GetFlag(FLAGS_topology_refresh);
+  config.topology_file = absl::GetFlag(FLAGS_topology);
   config.http_listen = absl::GetFlag(FLAGS_http_listen);
   config.tls_ca = absl::GetFlag(FLAGS_tls_ca);
   config.tls_cert = absl::GetFlag(FLAGS_tls_cert);

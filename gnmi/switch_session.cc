@@ -20,6 +20,30 @@
 
 namespace fabricdiag::gnmi {
 
+namespace {
+
+// The errors_total reason of a Subscribe that ended with `code`.
+const char* EndReason(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "unimplemented_group";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "unauthenticated";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "permission_denied";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "unavailable";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "resource_exhausted";
+    case grpc::StatusCode::OK:
+      return "stream_ended";
+    default:
+      return "stream_error";
+  }
+}
+
+}  // namespace
+
 // ---- Scheduler -------------------------------------------------------------
 
 Scheduler::Scheduler() : thread_([this] { Run(); }) {}
@@ -182,6 +206,13 @@ absl::StatusOr<std::shared_ptr<SwitchSession>> SwitchSession::Create(
   }();
   (void)cq_kept_alive;
   const std::string who = absl::StrCat("switch ", config.name, ": ");
+  if (!config.credentials_file.empty() && config.tls_ca.empty()) {
+    // The password would travel in plaintext.
+    return absl::FailedPreconditionError(
+        absl::StrCat(who,
+                     "credentials_file needs tls_ca (credentials go "
+                     "only over TLS)"));
+  }
   Credentials credentials;
   if (!config.credentials_file.empty()) {
     absl::StatusOr<Credentials> c =
@@ -227,6 +258,8 @@ SwitchSession::SwitchSession(
       calls_(groups_.size(), nullptr),
       attempts_(groups_.size(), 0),
       streaming_(groups_.size(), false),
+      last_rx_(groups_.size(), 0),
+      idle_(groups_.size(), false),
       state_(config_.dialect) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(options_.max_receive_bytes);
@@ -256,6 +289,35 @@ void SwitchSession::Start() {
     started_ = true;
   }
   for (size_t g = 0; g < groups_.size(); ++g) StartGroup(g);
+  ScheduleIdleCheck();
+}
+
+void SwitchSession::ScheduleIdleCheck() {
+  std::weak_ptr<SwitchSession> weak = weak_from_this();
+  scheduler_->After(options_.idle_timeout / 2, [weak] {
+    if (std::shared_ptr<SwitchSession> self = weak.lock()) self->CheckIdle();
+  });
+}
+
+void SwitchSession::CheckIdle() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    const int64_t oldest = clock_.MonotonicNanos() -
+                           absl::ToInt64Nanoseconds(options_.idle_timeout);
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      if (calls_[g] == nullptr || idle_[g] || last_rx_[g] >= oldest) continue;
+      bool sampled = false;
+      for (const SubscriptionSpec& s : groups_[g].subscriptions) {
+        sampled = sampled || s.mode == ::gnmi::SAMPLE;
+      }
+      // ON_CHANGE-only groups are silent by design.
+      if (!sampled) continue;
+      idle_[g] = true;
+      calls_[g]->Cancel();
+    }
+  }
+  ScheduleIdleCheck();
 }
 
 void SwitchSession::StartGroup(size_t group) {
@@ -268,6 +330,7 @@ void SwitchSession::StartGroup(size_t group) {
     }
     calls_[group] = call;
     streaming_[group] = false;
+    last_rx_[group] = clock_.MonotonicNanos();
     ++live_calls_;
   }
   call->Begin();
@@ -288,6 +351,7 @@ void SwitchSession::OnResponse(size_t group,
   std::lock_guard<std::mutex> lock(mu_);
   streaming_[group] = true;
   attempts_[group] = 0;
+  last_rx_[group] = rx;
   if (response.has_update()) {
     state_.Apply(response.update(), groups_[group].target, rx);
   }
@@ -310,30 +374,9 @@ void SwitchSession::OnGroupDone(size_t group, const grpc::Status& status) {
     finish(&lock);
     return;
   }
-  std::string reason;
-  switch (status.error_code()) {
-    case grpc::StatusCode::UNIMPLEMENTED:
-      reason = "unimplemented_group";
-      break;
-    case grpc::StatusCode::UNAUTHENTICATED:
-      reason = "unauthenticated";
-      break;
-    case grpc::StatusCode::PERMISSION_DENIED:
-      reason = "permission_denied";
-      break;
-    case grpc::StatusCode::UNAVAILABLE:
-      reason = "unavailable";
-      break;
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      reason = "resource_exhausted";
-      break;
-    case grpc::StatusCode::OK:
-      reason = "stream_ended";
-      break;
-    default:
-      reason = "stream_error";
-      break;
-  }
+  const bool idle = idle_[group];
+  idle_[group] = false;
+  const std::string reason = idle ? "idle" : EndReason(status.error_code());
   ++errors_[reason];
   // The status comes from the target; the credentials only travel out.
   last_error_ = absl::StrCat("group ", groups_[group].name, ": ", reason, ": ",

@@ -9,7 +9,10 @@
 // - A group that ends is started again after exponential backoff with
 //   jitter (reset once a stream delivered data); a group the target refuses
 //   with UNIMPLEMENTED is dropped and tried again after
-//   `unimplemented_retry`, while the others stream. The switch is up while
+//   `unimplemented_retry`, while the others stream. A group with SAMPLE
+//   subscriptions that sends nothing for `idle_timeout` (a hung switch that
+//   keeps its connection) is cancelled and started again. The switch is up
+//   while
 //   its required group streams.
 // - Credentials: `username` and `password` metadata on every RPC, read once
 //   from credentials_file (refused when its group or others may read it)
@@ -93,6 +96,8 @@ struct SessionOptions {
   absl::Duration backoff_initial = absl::Milliseconds(250);
   absl::Duration backoff_max = absl::Seconds(30);
   absl::Duration unimplemented_retry = absl::Minutes(10);
+  // Silence after which a SAMPLE group is restarted (counted as "idle").
+  absl::Duration idle_timeout = absl::Seconds(30);
   int max_receive_bytes = 64 << 20;
 };
 
@@ -154,6 +159,9 @@ class SwitchSession : public std::enable_shared_from_this<SwitchSession> {
   void OnResponse(size_t group, const ::gnmi::SubscribeResponse& response);
   void OnGroupDone(size_t group, const grpc::Status& status);
   absl::Duration Backoff(int attempt);
+  // Cancels SAMPLE groups silent for idle_timeout; runs again later.
+  void CheckIdle();
+  void ScheduleIdleCheck();
 
   const SwitchConfig config_;
   const SessionOptions options_;
@@ -171,6 +179,8 @@ class SwitchSession : public std::enable_shared_from_this<SwitchSession> {
   std::vector<GroupCall*> calls_;  // per group; null when not running
   std::vector<int> attempts_;      // per group: failures since data
   std::vector<bool> streaming_;    // per group: data since start
+  std::vector<int64_t> last_rx_;   // per group: start or last response
+  std::vector<bool> idle_;         // per group: cancelled for silence
   int live_calls_ = 0;
   SwitchState state_;
   uint64_t reconnects_ = 0;

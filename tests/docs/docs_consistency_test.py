@@ -4,9 +4,10 @@
 Checks, each naming the file and the missing name:
   - every ABSL_FLAG of a binary appears as --NAME in that binary's page
     (agent/*.cc -> docs/agent.md, collector/*.cc -> docs/collector.md,
-    cli/*.cc -> docs/cli.md, sim/*.cc -> docs/simulator.md);
-  - every metric family name ("fabricdiag_...") in agent/exposition.cc and
-    collector/*.cc appears in docs/metrics.md;
+    cli/*.cc -> docs/cli.md, sim/*.cc -> docs/simulator.md,
+    gnmi/*.cc -> docs/gnmi-bridge.md);
+  - every metric family name ("fabricdiag_...") in agent/exposition.cc,
+    collector/*.cc, cluster/*.cc and gnmi/*.cc appears in docs/metrics.md;
   - every finding kind of analysis/finding.h kKnownFindingKinds has a
     "## <kind>" section in docs/findings.md (its runbook anchor), and every
     such section names a known kind;
@@ -37,6 +38,7 @@ FLAG_PAGES = [
     ("collector", "docs/collector.md"),
     ("cli", "docs/cli.md"),
     ("sim", "docs/simulator.md"),
+    ("gnmi", "docs/gnmi-bridge.md"),
 ]
 # Where each binary's main() lives: it must define at least one flag, so a
 # broken parser cannot pass by finding nothing.
@@ -45,6 +47,7 @@ MAIN_FILES = {
     "collector": "collector/collector_main.cc",
     "cli": "cli/main.cc",
     "sim": "sim/sim_main.cc",
+    "gnmi": "gnmi/bridge_main.cc",
 }
 
 # ABSL_FLAG(type, name, default, help); the type may hold "::" and "<...>".
@@ -225,7 +228,7 @@ class DocsMatchCode(unittest.TestCase):
         doc = read("docs/metrics.md")
         sources = ["agent/exposition.cc"] + sorted(
             folder + "/" + n
-            for folder in ("collector", "cluster")
+            for folder in ("collector", "cluster", "gnmi")
             for n in os.listdir(os.path.join(SOURCE_DIR, folder))
             if n.endswith(".cc"))
         found = 0

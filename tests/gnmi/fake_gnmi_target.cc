@@ -53,6 +53,7 @@ class FakeGnmiTarget::Service final : public ::gnmi::gNMI::Service {
     entry->stream = stream;
     {
       std::lock_guard<std::mutex> lock(mu);
+      ++subscribes_by_path[first];
       for (const ::gnmi::Subscription& s : request.subscribe().subscription()) {
         if (refused.count(PathToString(s.path())) != 0) {
           return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
@@ -98,6 +99,7 @@ class FakeGnmiTarget::Service final : public ::gnmi::gNMI::Service {
   std::map<std::string, std::vector<::gnmi::SubscribeResponse>> scripts;
   std::multimap<std::string, std::shared_ptr<Entry>> streams;
   int subscribes = 0;
+  std::map<std::string, int> subscribes_by_path;  // by first path
   int unauthenticated = 0;
 };
 
@@ -187,6 +189,12 @@ int FakeGnmiTarget::unauthenticated() const {
 int FakeGnmiTarget::subscribes() const {
   std::lock_guard<std::mutex> lock(service_->mu);
   return service_->subscribes;
+}
+
+int FakeGnmiTarget::subscribes(const std::string& path) const {
+  std::lock_guard<std::mutex> lock(service_->mu);
+  auto it = service_->subscribes_by_path.find(path);
+  return it == service_->subscribes_by_path.end() ? 0 : it->second;
 }
 
 }  // namespace fabricdiag::gnmi::testing

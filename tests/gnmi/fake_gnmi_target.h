@@ -63,6 +63,8 @@ class FakeGnmiTarget {
   int unauthenticated() const;
   // Subscribe RPCs received (all paths).
   int subscribes() const;
+  // Subscribe RPCs accepted whose first subscription path is `path`.
+  int subscribes(const std::string& path) const;
 
  private:
   class Service;

@@ -39,10 +39,20 @@ if(TARGET fabricdiag-gnmi-bridge AND TARGET fabricdiag-collector)
       ${CMAKE_CURRENT_LIST_DIR}/fixtures.cc
     LABEL e2e
     LIBS fabricdiag_gnmi_fake_target fabricdiag_collector_proto
-         fabricdiag_test_util absl::strings)
+         fabricdiag_analysis_layout fabricdiag_test_util
+         nlohmann_json::nlohmann_json absl::strings)
   target_compile_definitions(gnmi_bridge_e2e_test PRIVATE
     FABRICDIAG_GNMI_BRIDGE_BINARY="$<TARGET_FILE:fabricdiag-gnmi-bridge>"
     FABRICDIAG_COLLECTOR_BINARY="$<TARGET_FILE:fabricdiag-collector>")
   add_dependencies(gnmi_bridge_e2e_test fabricdiag-gnmi-bridge
     fabricdiag-collector)
+endif()
+
+if(TARGET fabricdiag_gnmi_bridge)
+  fabricdiag_add_test(gnmi_bridge_test
+    SOURCES
+      ${CMAKE_CURRENT_LIST_DIR}/bridge_test.cc
+      ${CMAKE_CURRENT_LIST_DIR}/fixtures.cc
+    LIBS fabricdiag_gnmi_bridge fabricdiag_gnmi_fake_target
+         fabricdiag_test_util absl::strings)
 endif()

@@ -78,26 +78,65 @@ class SwitchSessionTest : public ::testing::Test {
     return *s;
   }
 
-  // A session to `target` with the credentials file "bridge" / kPassword.
+  // A certificate authority and a server certificate for 127.0.0.1, made
+  // once per test.
+  const ::fabricdiag::testing::TestPki& Pki() {
+    if (!pki_.ok()) {
+      const std::string pki_dir = dir_.path() + "/pki";
+      ::mkdir(pki_dir.c_str(), 0700);
+      pki_ = ::fabricdiag::testing::MakeTestPki(pki_dir, {});
+    }
+    EXPECT_TRUE(pki_.ok()) << pki_.status();
+    return *pki_;
+  }
+  absl::Status StartTls(FakeGnmiTarget* target) {
+    FakeGnmiTarget::Tls tls{Pki().server.cert, Pki().server.key};
+    return target->Start(0, &tls);
+  }
+
+  // The credentials file "bridge" / kPassword with `mode`; its path.
+  std::string WriteCreds(int mode) {
+    std::string creds = dir_.path() + "/creds";
+    WriteFile(creds, absl::StrCat("bridge\n", kPassword, "\n"), mode);
+    return creds;
+  }
+
+  // A TLS session to `target` (started with StartTls) with WriteCreds(0600).
   std::shared_ptr<SwitchSession> OpenWithCredentials(
       const FakeGnmiTarget& target) {
-    const std::string creds = dir_.path() + "/creds";
-    WriteFile(creds, absl::StrCat("bridge\n", kPassword, "\n"), 0600);
     SwitchConfig config = Config(target);
-    config.credentials_file = creds;
+    config.insecure = false;
+    config.tls_ca = Pki().ca_cert;
+    config.credentials_file = WriteCreds(0600);
     return Open(config);
+  }
+
+  // Why Create() refuses a switch (at an address nothing listens on).
+  absl::Status CreateStatus(const std::string& tls_ca, bool insecure,
+                            const std::string& credentials_file) {
+    SwitchConfig config;
+    config.name = "leaf1";
+    config.address = "127.0.0.1:1";
+    config.tls_ca = tls_ca;
+    config.insecure = insecure;
+    config.credentials_file = credentials_file;
+    auto s = SwitchSession::Create(config, FastOptions(), clock_, &scheduler_);
+    EXPECT_FALSE(s.ok());
+    return s.status();
   }
 
   SystemClock clock_;
   ::fabricdiag::testing::TempDir dir_;
   Scheduler scheduler_;
+  absl::StatusOr<::fabricdiag::testing::TestPki> pki_ =
+      absl::UnavailableError("not made yet");
 };
 
 TEST_F(SwitchSessionTest, CredentialsTravelAsMetadataAndValuesArrive) {
   FakeGnmiTarget target;
   target.RequireCredentials("bridge", kPassword);
   target.Script(kCounters, {InOctets("Ethernet1", 100)});
-  ASSERT_TRUE(target.Start().ok());
+  ASSERT_TRUE(StartTls(&target).ok());
   auto session = OpenWithCredentials(target);
   ASSERT_NE(session, nullptr);
   ASSERT_TRUE(Eventually([&] { return session->stats().up; }));
@@ -108,7 +147,7 @@ TEST_F(SwitchSessionTest, CredentialsTravelAsMetadataAndValuesArrive) {
 TEST_F(SwitchSessionTest, WrongPasswordIsCountedAndNeverInTheError) {
   FakeGnmiTarget target;
   target.RequireCredentials("bridge", "the-right-one");
-  ASSERT_TRUE(target.Start().ok());
+  ASSERT_TRUE(StartTls(&target).ok());
   auto session = OpenWithCredentials(target);
   ASSERT_TRUE(Eventually([&] {
     auto e = session->stats().errors;
@@ -121,28 +160,23 @@ TEST_F(SwitchSessionTest, WrongPasswordIsCountedAndNeverInTheError) {
 }
 
 TEST_F(SwitchSessionTest, CredentialsFileReadableByOthersIsRefused) {
-  const std::string creds = dir_.path() + "/creds";
-  WriteFile(creds, absl::StrCat("bridge\n", kPassword, "\n"), 0644);
-  SwitchConfig config;
-  config.name = "leaf1";
-  config.address = "127.0.0.1:1";
-  config.insecure = true;
-  config.credentials_file = creds;
-  auto s = SwitchSession::Create(config, FastOptions(), clock_, &scheduler_);
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_TRUE(absl::StrContains(s.status().message(), creds));
-  EXPECT_TRUE(absl::StrContains(s.status().message(), "0644"));
-  EXPECT_FALSE(absl::StrContains(s.status().message(), kPassword));
+  const absl::Status s = CreateStatus(Pki().ca_cert, false, WriteCreds(0644));
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(s.message(), dir_.path() + "/creds"));
+  EXPECT_TRUE(absl::StrContains(s.message(), "0644"));
+  EXPECT_FALSE(absl::StrContains(s.message(), kPassword));
+}
+
+TEST_F(SwitchSessionTest, CredentialsWithoutTlsAreRefused) {
+  const absl::Status s = CreateStatus("", true, WriteCreds(0600));
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(s.message(), "only over TLS"));
 }
 
 TEST_F(SwitchSessionTest, WithoutTlsCaOrInsecureTheSwitchIsRefused) {
-  SwitchConfig config;
-  config.name = "leaf1";
-  config.address = "127.0.0.1:1";
-  auto s = SwitchSession::Create(config, FastOptions(), clock_, &scheduler_);
-  ASSERT_FALSE(s.ok());
-  EXPECT_TRUE(absl::StrContains(s.status().message(), "tls_ca"));
+  const absl::Status s = CreateStatus("", false, "");
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(s.message(), "tls_ca"));
 }
 
 TEST_F(SwitchSessionTest, RefusedGroupDoesNotStopTheRequiredOne) {
@@ -194,6 +228,22 @@ TEST_F(SwitchSessionTest, DeadSwitchReconnectsAndDoesNotStallAnother) {
   EXPECT_EQ(sb->stats().reconnects, 0u);
 }
 
+TEST_F(SwitchSessionTest, SilentSampleGroupIsRestarted) {
+  // The target accepts every Subscribe and then sends nothing.
+  FakeGnmiTarget target;
+  ASSERT_TRUE(target.Start().ok());
+  SessionOptions options = FastOptions();
+  options.idle_timeout = absl::Milliseconds(300);
+  auto session = Open(Config(target), options);
+  ASSERT_TRUE(target.WaitForStreams(kCounters, 1, absl::Seconds(10)));
+  ASSERT_TRUE(Eventually([&] {
+    return session->stats().errors.count("idle") != 0 &&
+           target.subscribes(kCounters) >= 3;
+  }));
+  // ON_CHANGE-only groups (boot-time) are silent by design: never idle.
+  EXPECT_EQ(target.subscribes("/system/state/boot-time"), 1);
+}
+
 TEST_F(SwitchSessionTest, SixMegabyteResponseIsAccepted) {
   // A SONiC COUNTERS table of 128 ports in one response, larger than a real
   // one (~5.6 MB): 128 ports x 700 statistics.
@@ -224,20 +274,17 @@ TEST_F(SwitchSessionTest, SixMegabyteResponseIsAccepted) {
 }
 
 TEST_F(SwitchSessionTest, TlsWorksWithTheRightCaAndFailsWithAWrongOne) {
-  ASSERT_EQ(::mkdir((dir_.path() + "/right").c_str(), 0700), 0);
+  // Another authority, which did not sign the target's certificate.
   ASSERT_EQ(::mkdir((dir_.path() + "/wrong").c_str(), 0700), 0);
-  auto pki = ::fabricdiag::testing::MakeTestPki(dir_.path() + "/right", {});
   auto other = ::fabricdiag::testing::MakeTestPki(dir_.path() + "/wrong", {});
-  ASSERT_TRUE(pki.ok()) << pki.status();
   ASSERT_TRUE(other.ok()) << other.status();
   FakeGnmiTarget target;
   target.Script(kCounters, {InOctets("Ethernet1", 100)});
-  FakeGnmiTarget::Tls tls{pki->server.cert, pki->server.key};
-  ASSERT_TRUE(target.Start(0, &tls).ok());
+  ASSERT_TRUE(StartTls(&target).ok());
 
   SwitchConfig good = Config(target, "good");
   good.insecure = false;
-  good.tls_ca = pki->ca_cert;
+  good.tls_ca = Pki().ca_cert;
   auto sg = Open(good);
   SwitchConfig bad = Config(target, "bad");
   bad.insecure = false;

@@ -74,7 +74,9 @@ INSTANTIATE_TEST_SUITE_P(
         Binary{"fabricdiag-collector", FABRICDIAG_COLLECTOR_BINARY,
                "collector/collector_main.cc"},
         Binary{"fabricdiag-sim", FABRICDIAG_SIM_BINARY, "sim/sim_main.cc"},
-        Binary{"fabricdiag", FABRICDIAG_CLI_BINARY, "cli/main.cc"}),
+        Binary{"fabricdiag", FABRICDIAG_CLI_BINARY, "cli/main.cc"},
+        Binary{"fabricdiag-gnmi-bridge", FABRICDIAG_GNMI_BRIDGE_BINARY,
+               "gnmi/bridge_main.cc"}),
     [](const ::testing::TestParamInfo<Binary>& param_info) {
       std::string name = param_info.param.program;
       for (char& c : name) {

@@ -64,7 +64,8 @@ class Fleet {
  public:
   explicit Fleet(int ports) {
     state_.name = "fleet";
-    state_.boot_time_nanos = absl::ToUnixNanos(absl::Now()) - int64_t{86400} * 1000000000;
+    state_.boot_time_nanos =
+        absl::ToUnixNanos(absl::Now()) - int64_t{86400} * 1000000000;
     for (int p = 0; p < ports; ++p) {
       state_.ports.push_back(absl::StrCat("Ethernet", p));
       state_.counters.emplace_back();

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "proto/gnmi.pb.h"
@@ -31,7 +32,9 @@ namespace fabricdiag::gnmi {
 // PathElem's key map has no order of its own).
 struct ElemView {
   absl::string_view name;
-  std::vector<std::pair<absl::string_view, absl::string_view>> keys;
+  // Inline: list elements have one or two keys, and a path is built for
+  // every leaf a switch sends.
+  absl::InlinedVector<std::pair<absl::string_view, absl::string_view>, 2> keys;
 
   // The value of key `key`; empty when absent.
   absl::string_view Key(absl::string_view key) const;

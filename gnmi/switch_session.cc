@@ -17,6 +17,7 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "gnmi/gnmi_path.h"
+#include "google/protobuf/arena.h"
 
 namespace fabricdiag::gnmi {
 
@@ -154,7 +155,7 @@ class SwitchSession::GroupCall final
   void Begin() {
     session_->stub_->async()->Subscribe(&context_, this);
     StartWrite(&request_);
-    StartRead(&response_);
+    StartRead(response_);
     StartCall();
   }
 
@@ -164,8 +165,12 @@ class SwitchSession::GroupCall final
 
   void OnReadDone(bool ok) override {
     if (!ok) return;
-    session_->OnResponse(group_, response_);
-    StartRead(&response_);
+    session_->OnResponse(group_, *response_);
+    // A response is parsed into the arena and dropped with it: a few large
+    // blocks per response instead of an allocation per path element.
+    arena_.Reset();
+    response_ = NewResponse();
+    StartRead(response_);
   }
 
   void OnDone(const grpc::Status& status) override {
@@ -178,7 +183,19 @@ class SwitchSession::GroupCall final
   const size_t group_;
   grpc::ClientContext context_;
   ::gnmi::SubscribeRequest request_;
-  ::gnmi::SubscribeResponse response_;
+  google::protobuf::Arena arena_{ArenaOptionsForResponses()};
+  ::gnmi::SubscribeResponse* response_ = NewResponse();
+
+  static google::protobuf::ArenaOptions ArenaOptionsForResponses() {
+    google::protobuf::ArenaOptions o;
+    o.start_block_size = 4 << 10;
+    o.max_block_size = 256 << 10;
+    return o;
+  }
+  ::gnmi::SubscribeResponse* NewResponse() {
+    return google::protobuf::Arena::CreateMessage<::gnmi::SubscribeResponse>(
+        &arena_);
+  }
 };
 
 // ---- SwitchSession ---------------------------------------------------------

@@ -1,6 +1,11 @@
 #include "gnmi/switch_state.h"
 
+#include <algorithm>
+#include <mutex>
+
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "counters/counter_table.h"
 
 namespace fabricdiag::gnmi {
@@ -28,6 +33,47 @@ absl::string_view DeletedPort(Dialect dialect, const PathView& p) {
   return {};
 }
 
+// Series descriptions shared by every switch of the process: the switches
+// of a fabric name their ports alike (Ethernet0, ...), so 1,500 switches
+// of 64 ports need one description per (dialect, port, series), not one
+// per switch. Entries live while a switch uses them; expired ones are
+// dropped whenever the table has doubled since the last sweep.
+class DescCache {
+ public:
+  static DescCache& Get() {
+    static auto* const cache = new DescCache();
+    return *cache;
+  }
+
+  template <typename Make>
+  std::shared_ptr<const agent::SeriesDesc> Find(Dialect dialect,
+                                                absl::string_view device,
+                                                absl::string_view name,
+                                                const Make& make) {
+    std::string key =
+        absl::StrCat(DialectName(dialect), "|", device, "|", name);
+    std::lock_guard<std::mutex> lock(mu_);
+    std::weak_ptr<const agent::SeriesDesc>& slot = table_[key];
+    std::shared_ptr<const agent::SeriesDesc> desc = slot.lock();
+    if (desc == nullptr) {
+      desc = make();
+      slot = desc;
+      if (table_.size() >= 2 * swept_size_) {
+        absl::erase_if(
+            table_, [](const auto& entry) { return entry.second.expired(); });
+        swept_size_ = std::max<size_t>(table_.size(), 1024);
+      }
+    }
+    return desc;
+  }
+
+ private:
+  std::mutex mu_;
+  absl::flat_hash_map<std::string, std::weak_ptr<const agent::SeriesDesc>>
+      table_;
+  size_t swept_size_ = 1024;
+};
+
 }  // namespace
 
 void SwitchState::Apply(const ::gnmi::Notification& notification,
@@ -47,11 +93,11 @@ void SwitchState::Apply(const ::gnmi::Notification& notification,
 void SwitchState::ApplyUpdate(const ::gnmi::Update& update,
                               const ::gnmi::Path& prefix, absl::string_view db,
                               int64_t rx_nanos) {
-  PathView path;
-  path.Append(prefix);
-  path.Append(update.path());
+  path_.Truncate(0);
+  path_.Append(prefix);
+  path_.Append(update.path());
   const DecodeStatus status = DecodeValue(
-      update.val(), &path, [&](const PathView& leaf, const Scalar& value) {
+      update.val(), &path_, [&](const PathView& leaf, const Scalar& value) {
         ApplyLeaf(db, leaf, value, rx_nanos);
       });
   if (status != DecodeStatus::kOk) CountError(DecodeStatusName(status));
@@ -140,15 +186,15 @@ void SwitchState::ApplySeries(absl::string_view device, bool last_clear,
     }
     port.last_clear = clear;
   }
-  Key key(std::string(device), name_);
-  auto [it, inserted] = series_.try_emplace(std::move(key));
-  Series& s = it->second;
-  if (inserted) {
+  auto it = series_.find(KeyView(device, name_));
+  if (it == series_.end()) {
+    Series& s = series_[Key(std::string(device), name_)];
     s.desc = Describe(device, name_);
     s.raw = value.number;
     s.rx_nanos = rx_nanos;
     return;
   }
+  Series& s = it->second;
   if (s.stale_baseline) {
     s.stale_baseline = false;
     s.raw = value.number;
@@ -214,7 +260,13 @@ void SwitchState::ApplyDelete(const ::gnmi::Path& prefix,
 
 std::shared_ptr<const agent::SeriesDesc> SwitchState::Describe(
     absl::string_view device, const std::string& name) {
-  const counters::Family family = dialect_ == Dialect::kSonic
+  return DescCache::Get().Find(
+      dialect_, device, name, [&] { return MakeDesc(dialect_, device, name); });
+}
+
+std::shared_ptr<const agent::SeriesDesc> SwitchState::MakeDesc(
+    Dialect dialect, absl::string_view device, const std::string& name) {
+  const counters::Family family = dialect == Dialect::kSonic
                                       ? counters::Family::kGnmiSonic
                                       : counters::Family::kGnmiOpenConfig;
   const counters::CounterInfo info =

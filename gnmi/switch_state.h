@@ -92,6 +92,18 @@ class SwitchState {
     std::string last_clear;       // raw value, "" before the first
   };
   using Key = std::pair<std::string, std::string>;  // device, series name
+  // Orders keys and (device, name) views alike, so that a lookup allocates
+  // nothing (one per leaf a switch sends).
+  struct KeyLess {
+    using is_transparent = void;
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return std::pair<absl::string_view, absl::string_view>(a.first,
+                                                             a.second) <
+             std::pair<absl::string_view, absl::string_view>(b.first, b.second);
+    }
+  };
+  using KeyView = std::pair<absl::string_view, absl::string_view>;
 
   void ApplyUpdate(const ::gnmi::Update& update, const ::gnmi::Path& prefix,
                    absl::string_view db, int64_t rx_nanos);
@@ -102,11 +114,15 @@ class SwitchState {
   void ApplyDelete(const ::gnmi::Path& prefix, const ::gnmi::Path& path);
   // Every series of `device` (all series when empty) restarts.
   void ResetSeries(absl::string_view device, int64_t rx_nanos);
+  // The description of a series, shared with every other switch of the
+  // process that has the same port and series.
   std::shared_ptr<const agent::SeriesDesc> Describe(absl::string_view device,
                                                     const std::string& name);
+  static std::shared_ptr<const agent::SeriesDesc> MakeDesc(
+      Dialect dialect, absl::string_view device, const std::string& name);
 
   const Dialect dialect_;
-  std::map<Key, Series> series_;
+  std::map<Key, Series, KeyLess> series_;
   std::map<std::string, Port, std::less<>> ports_;
   OidNames oids_;
   std::string boot_time_;
@@ -116,6 +132,7 @@ class SwitchState {
   uint64_t resets_ = 0;
   std::map<std::string, uint64_t> errors_;
   std::string name_;  // scratch for MapLeaf
+  PathView path_;     // scratch for ApplyUpdate
 };
 
 }  // namespace fabricdiag::gnmi

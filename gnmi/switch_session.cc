@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <new>
 #include <random>
 #include <utility>
 
@@ -209,17 +210,25 @@ absl::StatusOr<std::shared_ptr<SwitchSession>> SwitchSession::Create(
   // ("assertion failed: prior > 0" in grpc_cq_internal_unref). One channel
   // that made a callback call and is never destroyed keeps that queue for
   // the life of the process.
-  static const bool cq_kept_alive = [] {
-    auto* channel = new std::shared_ptr<grpc::Channel>(
-        grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()));
-    auto* stub = ::gnmi::gNMI::NewStub(*channel).release();
-    auto* context = new grpc::ClientContext();
-    context->set_deadline(std::chrono::system_clock::now());
-    auto* request = new ::gnmi::CapabilityRequest();
-    auto* response = new ::gnmi::CapabilityResponse();
-    stub->async()->Capabilities(context, request, response,
-                                [](const grpc::Status&) {});
-    return true;
+  // (In static storage that is never destroyed: reachable, so leak checkers
+  // do not report it, and not torn down at exit either.)
+  struct KeepAlive {
+    std::shared_ptr<grpc::Channel> channel;
+    std::unique_ptr<::gnmi::gNMI::Stub> stub;
+    grpc::ClientContext context;
+    ::gnmi::CapabilityRequest request;
+    ::gnmi::CapabilityResponse response;
+  };
+  alignas(KeepAlive) static unsigned char storage[sizeof(KeepAlive)];
+  static KeepAlive* const cq_kept_alive = [] {
+    auto* k = new (storage) KeepAlive;
+    k->channel =
+        grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials());
+    k->stub = ::gnmi::gNMI::NewStub(k->channel);
+    k->context.set_deadline(std::chrono::system_clock::now());
+    k->stub->async()->Capabilities(&k->context, &k->request, &k->response,
+                                   [](const grpc::Status&) {});
+    return k;
   }();
   (void)cq_kept_alive;
   const std::string who = absl::StrCat("switch ", config.name, ": ");

@@ -3,12 +3,40 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "agent/collector_list.h"
 #include "analysis/layout_parse.h"
 #include "common/log.h"
 
 namespace fabricdiag::gnmi {
+
+bool Shard::Contains(absl::string_view switch_name) const {
+  return count <= 1 ||
+         agent::Fnv1a64(switch_name) % static_cast<uint64_t>(count) ==
+             static_cast<uint64_t>(index);
+}
+
+absl::StatusOr<Shard> ParseShard(absl::string_view text) {
+  constexpr int kMaxShards = 4096;
+  const std::vector<absl::string_view> parts = absl::StrSplit(text, '/');
+  Shard shard;
+  const bool digits_and_slash =
+      !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+        return (c >= '0' && c <= '9') || c == '/';
+      });
+  if (!digits_and_slash || parts.size() != 2 ||
+      !absl::SimpleAtoi(parts[0], &shard.index) ||
+      !absl::SimpleAtoi(parts[1], &shard.count) || shard.count < 1 ||
+      shard.count > kMaxShards || shard.index < 0 ||
+      shard.index >= shard.count) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--shard=", text, ": expected I/N with 0 <= I < N <= ", kMaxShards,
+        " (this bridge's share of the switches, e.g. 0/3, 1/3, 2/3)"));
+  }
+  return shard;
+}
 
 std::vector<SwitchConfig> SwitchesOf(const v1::Topology& topology,
                                      std::vector<std::string>* errors) {

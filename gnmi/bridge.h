@@ -41,6 +41,18 @@ namespace fabricdiag::gnmi {
 std::vector<SwitchConfig> SwitchesOf(const v1::Topology& topology,
                                      std::vector<std::string>* errors);
 
+// Which of several bridges subscribes to a switch: `--shard=I/N` keeps the
+// switches whose name hashes (FNV-1a 64, as agents pick their collector) to
+// I modulo N, so N bridges given the same topology split its switches
+// between them, each switch to exactly one, with no coordination.
+struct Shard {
+  int index = 0;
+  int count = 1;
+  bool Contains(absl::string_view switch_name) const;
+};
+// "I/N" with 0 <= I < N <= 4096; InvalidArgument naming --shard otherwise.
+absl::StatusOr<Shard> ParseShard(absl::string_view text);
+
 struct BridgeOptions {
   absl::Duration interval = absl::Seconds(1);
   SessionOptions session;

@@ -118,8 +118,12 @@ absl::StatusOr<v1::Topology> ReadTopologyFile(const std::string& path) {
 // never delays the reports) and hands the gNMI switches to the bridge.
 class TopologyPoller {
  public:
-  TopologyPoller(TopologySource source, absl::Duration refresh, Bridge* bridge)
-      : source_(std::move(source)), refresh_(refresh), bridge_(bridge) {
+  TopologyPoller(TopologySource source, absl::Duration refresh, Shard shard,
+                 Bridge* bridge)
+      : source_(std::move(source)),
+        refresh_(refresh),
+        shard_(shard),
+        bridge_(bridge) {
     thread_ = std::thread([this] { Run(); });
   }
   ~TopologyPoller() {
@@ -153,8 +157,18 @@ class TopologyPoller {
           std::vector<std::string> errors;
           std::vector<SwitchConfig> switches = SwitchesOf(*topology, &errors);
           for (const std::string& e : errors) LogWarning(e);
-          LogInfo(absl::StrCat("topology: ", switches.size(),
-                               " switches with a gnmi block"));
+          const size_t all = switches.size();
+          switches.erase(std::remove_if(switches.begin(), switches.end(),
+                                        [this](const SwitchConfig& s) {
+                                          return !shard_.Contains(s.name);
+                                        }),
+                         switches.end());
+          LogInfo(absl::StrCat(
+              "topology: ", all, " switches with a gnmi block",
+              shard_.count > 1
+                  ? absl::StrCat(", ", switches.size(), " in shard ",
+                                 shard_.index, "/", shard_.count)
+                  : ""));
           bridge_->SetSwitches(switches);
           last = std::move(bytes);
         }
@@ -167,6 +181,7 @@ class TopologyPoller {
 
   TopologySource source_;
   const absl::Duration refresh_;
+  const Shard shard_;
   Bridge* const bridge_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -229,6 +244,7 @@ absl::Status ValidateBridgeConfig(const BridgeConfig& config) {
   RETURN_IF_ERROR(agent::ParseCollectorList(config.collector).status());
   RETURN_IF_ERROR(CheckDuration("interval", config.interval,
                                 absl::Milliseconds(100), absl::Hours(1)));
+  RETURN_IF_ERROR(ParseShard(config.shard).status());
   RETURN_IF_ERROR(CheckDuration("topology_refresh", config.topology_refresh,
                                 absl::Seconds(1), absl::Hours(1)));
   RETURN_IF_ERROR(CheckDuration("gnmi_backoff_max", config.gnmi_backoff_max,
@@ -294,7 +310,8 @@ int RunBridge(const BridgeConfig& config) {
       config.topology_file.empty() ? config.collector : config.topology_file,
       " every ", absl::FormatDuration(config.topology_refresh)));
   {
-    TopologyPoller poller(std::move(source), config.topology_refresh, &bridge);
+    TopologyPoller poller(std::move(source), config.topology_refresh,
+                          *ParseShard(config.shard), &bridge);
     const int64_t interval = absl::ToInt64Nanoseconds(config.interval);
     int64_t next = clock.MonotonicNanos() + interval;
     while (!WaitOrSignal(signals, clock, next)) {

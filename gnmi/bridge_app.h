@@ -33,6 +33,8 @@ struct BridgeConfig {
   // To the switches.
   absl::Duration gnmi_backoff_max = absl::Seconds(30);
   std::string gnmi_max_message_size = "64MiB";
+  // "I/N": this bridge subscribes to its share of the switches only.
+  std::string shard = "0/1";
 };
 
 // Checks every field; the message names the flag at fault. Reads no file

@@ -44,6 +44,10 @@ ABSL_FLAG(std::string, stream_buffer_size, "16MiB",
 ABSL_FLAG(absl::Duration, gnmi_backoff_max, absl::Seconds(30),
           "Longest wait before subscribing to a switch again after its "
           "stream ended (exponential backoff from 250ms, with jitter)");
+ABSL_FLAG(std::string, shard, "0/1",
+          "I/N: subscribe only to the switches whose name hashes to I of N, "
+          "so that N bridges with the same topology split its switches "
+          "(each switch to exactly one bridge)");
 ABSL_FLAG(std::string, gnmi_max_message_size, "64MiB",
           "Largest gNMI response accepted from a switch (a SONiC COUNTERS "
           "table of 128 ports is ~5.6 MB)");
@@ -74,6 +78,7 @@ int main(int argc, char** argv) {
   config.stream_buffer_size = absl::GetFlag(FLAGS_stream_buffer_size);
   config.gnmi_backoff_max = absl::GetFlag(FLAGS_gnmi_backoff_max);
   config.gnmi_max_message_size = absl::GetFlag(FLAGS_gnmi_max_message_size);
+  config.shard = absl::GetFlag(FLAGS_shard);
   absl::Status status = fabricdiag::gnmi::ValidateBridgeConfig(config);
   if (!status.ok()) {
     std::cerr << "fabricdiag-gnmi-bridge: " << status.message() << "\n";

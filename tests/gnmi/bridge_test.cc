@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gnmi/bridge_metrics.h"
 #include "gtest/gtest.h"
@@ -42,6 +43,39 @@ TEST(SwitchesOfTest, OnlySwitchesWithAUsableGnmiBlock) {
   EXPECT_EQ(s[0].tls_ca, "/etc/fabricdiag/switch-ca.pem");
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_THAT(errors[0], HasSubstr("leaf-02"));
+}
+
+TEST(ShardTest, EverySwitchGoesToExactlyOneOfNBridges) {
+  std::vector<Shard> shards;
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<Shard> s = ParseShard(absl::StrCat(i, "/3"));
+    ASSERT_TRUE(s.ok()) << s.status();
+    shards.push_back(*s);
+  }
+  std::vector<int> per_shard(3);
+  for (int n = 0; n < 1500; ++n) {
+    const std::string name = absl::StrCat("leaf-", n);
+    int owners = 0;
+    for (int i = 0; i < 3; ++i) {
+      if (shards[i].Contains(name)) {
+        ++owners;
+        ++per_shard[i];
+      }
+    }
+    EXPECT_EQ(owners, 1) << name;
+  }
+  // FNV-1a spreads names that differ in a digit: no shard idles.
+  for (int count : per_shard) EXPECT_GT(count, 400);
+  EXPECT_TRUE(ParseShard("0/1")->Contains("anything"));
+}
+
+TEST(ShardTest, BadSpellingsNameTheFlag) {
+  for (const char* bad :
+       {"", "1", "3/3", "-1/2", "0/0", "a/b", "0/5000", "1/2/3", "0/ 2"}) {
+    absl::StatusOr<Shard> s = ParseShard(bad);
+    EXPECT_TRUE(absl::IsInvalidArgument(s.status())) << bad;
+    EXPECT_THAT(s.status().message(), ::testing::HasSubstr("--shard")) << bad;
+  }
 }
 
 TEST(BridgeMetricsTest, OneSeriesPerSwitchAndErrorsByReason) {

@@ -1,5 +1,6 @@
 #include "cluster/cluster_member.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -44,6 +45,15 @@ absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Join(
   ASSIGN_OR_RETURN(member->members_, ClusterMembers::Start(member->nats_.get(),
                                                            options.collector_id,
                                                            members_options));
+  JetStreamFeatures::Options features_options;
+  features_options.replicas = options.replicas;
+  features_options.freshness =
+      std::max(absl::Seconds(3), 3 * options.analysis_interval);
+  features_options.max_age = 10 * features_options.freshness;
+  ASSIGN_OR_RETURN(
+      member->features_,
+      JetStreamFeatures::Open(member->nats_.get(), options.collector_id,
+                              features_options));
   return member;
 }
 
@@ -126,6 +136,38 @@ void ClusterMember::AppendMetrics(const collector::LayoutRegistry& registry,
       "# TYPE fabricdiag_cluster_declared_watch_restarts_total counter\n"
       "fabricdiag_cluster_declared_watch_restarts_total{",
       id, "} ", declared_->watcher_restarts(), "\n");
+  const JetStreamFeatures::Stats features = features_->stats();
+  absl::StrAppend(
+      out,
+      "# HELP fabricdiag_cluster_features_published_bytes Size of this "
+      "collector's latest published features (every chunk).\n"
+      "# TYPE fabricdiag_cluster_features_published_bytes gauge\n"
+      "fabricdiag_cluster_features_published_bytes{",
+      id, "} ", features.last_published_bytes,
+      "\n"
+      "# HELP fabricdiag_cluster_features_publish_errors_total Feature chunks "
+      "this collector failed to publish.\n"
+      "# TYPE fabricdiag_cluster_features_publish_errors_total counter\n"
+      "fabricdiag_cluster_features_publish_errors_total{",
+      id, "} ", features.publish_errors,
+      "\n"
+      "# HELP fabricdiag_cluster_features_merged_members Other collectors "
+      "whose features the latest analysis pass merged.\n"
+      "# TYPE fabricdiag_cluster_features_merged_members gauge\n"
+      "fabricdiag_cluster_features_merged_members{",
+      id, "} ", features.merged_members,
+      "\n"
+      "# HELP fabricdiag_cluster_features_merged_remote_ports Ports of other "
+      "collectors' nodes in the latest analysis pass.\n"
+      "# TYPE fabricdiag_cluster_features_merged_remote_ports gauge\n"
+      "fabricdiag_cluster_features_merged_remote_ports{",
+      id, "} ", features.merged_remote_ports,
+      "\n"
+      "# HELP fabricdiag_cluster_features_undecodable_total Feature messages "
+      "received that were not a feature chunk.\n"
+      "# TYPE fabricdiag_cluster_features_undecodable_total counter\n"
+      "fabricdiag_cluster_features_undecodable_total{",
+      id, "} ", features.undecodable_chunks, "\n");
 }
 
 }  // namespace fabricdiag::cluster

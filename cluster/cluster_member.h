@@ -1,6 +1,7 @@
 // This collector's place in a collector cluster (--nats): its connection to
 // the JetStream servers, the declared state it shares with the other
-// collectors, and what it says about both on /healthz and /metrics.
+// collectors, the analyzers' input it exchanges with them, and what it says
+// about these on /healthz and /metrics.
 //
 // Without --nats there is no ClusterMember: the collector is one process
 // with its state in --state_dir (collector/file_declared_state.h).
@@ -18,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "cluster/cluster_members.h"
 #include "cluster/jetstream_declared_state.h"
+#include "cluster/jetstream_features.h"
 #include "cluster/nats_connection.h"
 #include "collector/layout_registry.h"
 
@@ -27,6 +29,9 @@ struct ClusterOptions {
   std::string nats;          // --nats: comma-separated nats:// URLs
   std::string collector_id;  // --collector_id
   int replicas = 3;          // --nats_replicas
+  // --analysis_interval: another collector's features count for 3 passes
+  // (at least 3 s) after they arrived.
+  absl::Duration analysis_interval = absl::Seconds(1);
 };
 
 // InvalidArgument naming the flag at fault. Does not touch the network.
@@ -41,6 +46,7 @@ class ClusterMember {
       const ClusterOptions& options);
 
   collector::DeclaredState* declared_state() { return declared_.get(); }
+  collector::FeatureExchange* features() { return features_.get(); }
   const std::string& collector_id() const { return id_; }
 
   // /healthz lines; false when this collector cannot reach NATS, its last
@@ -57,6 +63,7 @@ class ClusterMember {
   std::unique_ptr<NatsConnection> nats_;
   std::unique_ptr<JetStreamDeclaredState> declared_;
   std::unique_ptr<ClusterMembers> members_;
+  std::unique_ptr<JetStreamFeatures> features_;
 };
 
 }  // namespace fabricdiag::cluster

@@ -72,6 +72,8 @@ class NatsConnection {
   ~NatsConnection();
 
   jsCtx* js() const { return js_; }
+  // For plain (non-JetStream) subscriptions.
+  natsConnection* nc() const { return nc_; }
   const std::vector<std::string>& urls() const { return urls_; }
   absl::Duration request_timeout() const { return request_timeout_; }
 

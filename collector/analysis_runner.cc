@@ -39,6 +39,8 @@ AnalysisRunner::AnalysisRunner(const SeriesStore* series,
       stats_(stats),
       clock_(clock),
       options_(options),
+      features_(options.features != nullptr ? options.features
+                                            : &embedded_features_),
       view_builder_(series),
       hysteresis_(options.analysis.hysteresis) {}
 
@@ -90,13 +92,44 @@ void AnalysisRunner::Persisted(const absl::Status& status) {
   }
 }
 
-void AnalysisRunner::RunLiveness(absl::Time now) {
-  // What the series store knows about every node that ever reported; who
-  // counts as down is the analyzer's (analysis/agent_down.h).
-  std::vector<analysis::NodeLiveness> nodes;
-  for (const NodeStatus& n : series_->ListNodes(absl::InfiniteDuration())) {
-    nodes.push_back(LivenessOf(n.info));
+FeatureSlice AnalysisRunner::ExchangeFeatures(absl::Time now) {
+  std::shared_ptr<const RegistrySnapshot> snapshot = registry_->Snapshot();
+  FeatureSlice local;
+  local.window = view_builder_.Build(snapshot->topology.get(),
+                                     options_.analysis.window_seconds, now);
+  // The same over the newest samples alone: a strong fault opens without
+  // waiting for the window mean (HysteresisConfig::recent_seconds).
+  const double recent_seconds = options_.analysis.hysteresis.recent_seconds;
+  if (recent_seconds > 0 && recent_seconds < options_.analysis.window_seconds) {
+    local.recent =
+        view_builder_.Build(snapshot->topology.get(), recent_seconds, now);
   }
+  // Every node that ever reported here, for agent_down.
+  for (const NodeStatus& n : series_->ListNodes(absl::InfiniteDuration())) {
+    local.nodes.push_back(NodeFacts{LivenessOf(n.info), n.info.boot_id});
+  }
+  const absl::Status published = features_->Publish(local, now);
+  if (published.ok() == publish_failing_) {
+    publish_failing_ = !published.ok();
+    if (publish_failing_) {
+      LogWarning(
+          absl::StrCat("analysis: cannot publish this collector's "
+                       "features (",
+                       features_->Describe(), "): ", published.message()));
+    } else {
+      LogInfo("analysis: publishing this collector's features again");
+    }
+  }
+  return features_->Merged(std::move(local), now);
+}
+
+void AnalysisRunner::RunLiveness(absl::Time now,
+                                 const std::vector<NodeFacts>& facts) {
+  // What the fabric knows about every node that ever reported; who counts
+  // as down is the analyzer's (analysis/agent_down.h).
+  std::vector<analysis::NodeLiveness> nodes;
+  nodes.reserve(facts.size());
+  for (const NodeFacts& n : facts) nodes.push_back(n.liveness);
   // After a restart the collector knows only the nodes that reported since;
   // a node it had found down keeps its finding until it reports again,
   // with the last report and interval the finding recorded.
@@ -128,7 +161,7 @@ void AnalysisRunner::RunLayoutAnalyzers(absl::Time now) {
   Persisted(findings_->Update(reports, now, kLayoutSource));
 }
 
-void AnalysisRunner::RunRateAnalyzers(absl::Time now) {
+void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric) {
   if (!hysteresis_seeded_) {
     // Findings the rate analyzers opened before a restart: every active
     // finding that neither liveness nor the layout analyzers own.
@@ -149,8 +182,8 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now) {
   static const v1::Topology* const kNoTopology = new v1::Topology();
   const v1::Topology* topology =
       snapshot->topology != nullptr ? snapshot->topology.get() : kNoTopology;
-  auto view = std::make_shared<const analysis::FabricView>(
-      view_builder_.Build(topology, options_.analysis.window_seconds, now));
+  auto view =
+      std::make_shared<const analysis::FabricView>(std::move(fabric.window));
   last_view_ = view;
   {
     std::lock_guard<std::mutex> lock(view_mu_);
@@ -187,11 +220,8 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now) {
   // The same analyzers over the newest samples alone: a strong fault opens
   // without waiting for the window mean (HysteresisConfig::recent_seconds).
   std::vector<analysis::Finding> recent;
-  const double recent_seconds = options_.analysis.hysteresis.recent_seconds;
-  if (recent_seconds > 0 && recent_seconds < options_.analysis.window_seconds) {
-    const analysis::FabricView newest =
-        view_builder_.Build(topology, recent_seconds, now);
-    in.view = &newest;
+  if (fabric.recent.has_value()) {
+    in.view = &*fabric.recent;
     recent = analysis::RunRateAnalyzers(in);
   }
   Persisted(
@@ -208,9 +238,10 @@ void AnalysisRunner::RunOnce() {
   std::lock_guard<std::mutex> lock(pass_mu_);
   const int64_t start = clock_.MonotonicNanos();
   const absl::Time now = clock_.Now();
-  RunLiveness(now);
+  FeatureSlice fabric = ExchangeFeatures(now);
+  RunLiveness(now, fabric.nodes);
   RunLayoutAnalyzers(now);
-  RunRateAnalyzers(now);
+  RunRateAnalyzers(now, std::move(fabric));
   stats_->passes.fetch_add(1);
   stats_->last_pass_nanos.store(clock_.MonotonicNanos() - start);
 }

@@ -3,7 +3,11 @@
 //
 // Every pass (default every second) takes a snapshot of the layouts and the
 // nodes and runs each analyzer family as its own "source": the store opens,
-// updates and resolves findings per source:
+// updates and resolves findings per source. What the liveness and rate
+// analyzers read is the fabric as the FeatureExchange merges it
+// (collector/feature_exchange.h): this collector's nodes alone when
+// embedded, every collector's in a cluster; the runner publishes its own
+// slice each pass and does not know which backend runs.
 // - agent liveness: the agent_down analyzer (analysis/agent_down.h) over
 //   what the series store knows about each node;
 // - the layout analyzers (tp_cross_node), also run at once after a layout
@@ -40,6 +44,7 @@
 #include "collector/agent_liveness.h"
 #include "collector/collector_metrics.h"
 #include "collector/fabric_view_builder.h"
+#include "collector/feature_exchange.h"
 #include "collector/findings_store.h"
 #include "collector/layout_registry.h"
 #include "collector/series_store.h"
@@ -56,6 +61,9 @@ class AnalysisRunner {
     // Niceness of the analysis thread (0 = the process's own): ingest keeps
     // the CPU it needs to acknowledge reports promptly.
     int nice = 10;
+    // Where the rest of the fabric comes from; null: embedded (this
+    // collector's nodes are the fabric). Must outlive the runner.
+    FeatureExchange* features = nullptr;
   };
 
   // Pointers must outlive the runner.
@@ -78,9 +86,11 @@ class AnalysisRunner {
   std::shared_ptr<const analysis::FabricView> LatestView() const;
 
  private:
-  void RunLiveness(absl::Time now);
+  // This collector's slice (series store) published, and the fabric's.
+  FeatureSlice ExchangeFeatures(absl::Time now);
+  void RunLiveness(absl::Time now, const std::vector<NodeFacts>& facts);
   void RunLayoutAnalyzers(absl::Time now);
-  void RunRateAnalyzers(absl::Time now);
+  void RunRateAnalyzers(absl::Time now, FeatureSlice fabric);
   void Persisted(const absl::Status& status);
 
   const SeriesStore* const series_;
@@ -89,6 +99,8 @@ class AnalysisRunner {
   AnalysisStats* const stats_;
   const Clock& clock_;
   const Options options_;
+  EmbeddedFeatureExchange embedded_features_;
+  FeatureExchange* const features_;
 
   std::mutex pass_mu_;  // one pass at a time
   // Rate analysis state, used under pass_mu_.
@@ -107,6 +119,8 @@ class AnalysisRunner {
   // The last rate pass's view, for the layout analyzers' runtime evidence.
   std::shared_ptr<const analysis::FabricView> last_view_;
   bool hysteresis_seeded_ = false;
+  // The last Publish failed (logged once per outage).
+  bool publish_failing_ = false;
   // last_view_ for other threads (readers must not wait for a pass).
   mutable std::mutex view_mu_;
   std::shared_ptr<const analysis::FabricView> published_view_;

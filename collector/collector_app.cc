@@ -108,7 +108,8 @@ absl::Status ValidateCollectorConfig(const CollectorConfig& config) {
   }
   RETURN_IF_ERROR(LoadAnalysisConfig(config.analysis_config).status());
   RETURN_IF_ERROR(cluster::ValidateClusterOptions(
-      {config.nats, config.collector_id, config.nats_replicas}));
+      {config.nats, config.collector_id, config.nats_replicas,
+       config.analysis_interval}));
   return absl::OkStatus();
 }
 
@@ -300,8 +301,9 @@ int RunCollector(const CollectorConfig& config) {
   std::unique_ptr<cluster::ClusterMember> member;
   if (!config.nats.empty()) {
     absl::StatusOr<std::unique_ptr<cluster::ClusterMember>> joined =
-        cluster::ClusterMember::Join(
-            {config.nats, config.collector_id, config.nats_replicas});
+        cluster::ClusterMember::Join({config.nats, config.collector_id,
+                                      config.nats_replicas,
+                                      config.analysis_interval});
     if (!joined.ok()) return StartupFailed(joined.status().message());
     member = *std::move(joined);
   }
@@ -331,6 +333,8 @@ int RunCollector(const CollectorConfig& config) {
   // Who counts as up everywhere (metrics, `fabricdiag nodes`): agent_down's
   // rule.
   const NodeUpRule node_up = AgentUpRule(runner_options->analysis.agent_down);
+  // The rest of the fabric: the other collectors' features in a cluster.
+  if (member != nullptr) runner_options->features = member->features();
   AnalysisRunner runner(&series, &registry, &findings, &stats, clock,
                         *std::move(runner_options));
 

@@ -54,6 +54,11 @@ absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Join(
       member->features_,
       JetStreamFeatures::Open(member->nats_.get(), options.collector_id,
                               features_options));
+  AnalysisLease::Options lease_options;
+  lease_options.replicas = options.replicas;
+  ASSIGN_OR_RETURN(member->lease_,
+                   AnalysisLease::Start(member->nats_.get(),
+                                        options.collector_id, lease_options));
   return member;
 }
 
@@ -73,6 +78,12 @@ bool ClusterMember::AppendHealth(std::string* text) const {
   for (const ClusterMembers::Member& m : members_->Live()) live.push_back(m.id);
   absl::StrAppend(text, "cluster: ", live.size(),
                   " collectors live: ", absl::StrJoin(live, ", "), "\n");
+  const std::string leader = lease_->leader();
+  absl::StrAppend(text, "cluster: analysis leader: ",
+                  lease_->Leading() ? absl::StrCat(id_, " (this collector)")
+                  : leader.empty()  ? std::string("none now")
+                                    : leader,
+                  "\n");
   if (members_->id_conflict()) {
     ok = false;
     absl::StrAppend(text,
@@ -139,6 +150,18 @@ void ClusterMember::AppendMetrics(const collector::LayoutRegistry& registry,
   const JetStreamFeatures::Stats features = features_->stats();
   absl::StrAppend(
       out,
+      "# HELP fabricdiag_cluster_analysis_leader 1 while this collector "
+      "holds the analysis lease.\n"
+      "# TYPE fabricdiag_cluster_analysis_leader gauge\n"
+      "fabricdiag_cluster_analysis_leader{",
+      id, "} ", lease_->Leading() ? 1 : 0,
+      "\n"
+      "# HELP fabricdiag_cluster_analysis_lease_acquisitions_total Times this "
+      "collector acquired the analysis lease.\n"
+      "# TYPE fabricdiag_cluster_analysis_lease_acquisitions_total counter\n"
+      "fabricdiag_cluster_analysis_lease_acquisitions_total{",
+      id, "} ", lease_->acquisitions(),
+      "\n"
       "# HELP fabricdiag_cluster_features_published_bytes Size of this "
       "collector's latest published features (every chunk).\n"
       "# TYPE fabricdiag_cluster_features_published_bytes gauge\n"

@@ -1,7 +1,8 @@
 // This collector's place in a collector cluster (--nats): its connection to
 // the JetStream servers, the declared state it shares with the other
-// collectors, the analyzers' input it exchanges with them, and what it says
-// about these on /healthz and /metrics.
+// collectors, the analyzers' input it exchanges with them, the analysis
+// lease it competes for, and what it says about these on /healthz and
+// /metrics.
 //
 // Without --nats there is no ClusterMember: the collector is one process
 // with its state in --state_dir (collector/file_declared_state.h).
@@ -17,6 +18,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "cluster/analysis_lease.h"
 #include "cluster/cluster_members.h"
 #include "cluster/jetstream_declared_state.h"
 #include "cluster/jetstream_features.h"
@@ -47,6 +49,8 @@ class ClusterMember {
 
   collector::DeclaredState* declared_state() { return declared_.get(); }
   collector::FeatureExchange* features() { return features_.get(); }
+  // Who analyses (cluster/analysis_lease.h).
+  const AnalysisLease* lease() const { return lease_.get(); }
   const std::string& collector_id() const { return id_; }
 
   // /healthz lines; false when this collector cannot reach NATS, its last
@@ -64,6 +68,7 @@ class ClusterMember {
   std::unique_ptr<JetStreamDeclaredState> declared_;
   std::unique_ptr<ClusterMembers> members_;
   std::unique_ptr<JetStreamFeatures> features_;
+  std::unique_ptr<AnalysisLease> lease_;
 };
 
 }  // namespace fabricdiag::cluster

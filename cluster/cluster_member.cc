@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/log.h"
 #include "common/names.h"
 #include "common/status_macros.h"
 
@@ -59,8 +60,28 @@ absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Join(
   ASSIGN_OR_RETURN(member->lease_,
                    AnalysisLease::Start(member->nats_.get(),
                                         options.collector_id, lease_options));
+  JetStreamFindings::Options findings_options;
+  findings_options.replicas = options.replicas;
+  ASSIGN_OR_RETURN(
+      member->findings_,
+      JetStreamFindings::Open(member->nats_.get(), findings_options));
   return member;
 }
+
+void ClusterMember::MirrorFindings(collector::FindingsStore* store) {
+  const AnalysisLease* lease = lease_.get();
+  findings_->Watch([store, lease](const collector::StoredFinding& version) {
+    // The leader's store made the version itself (and may have moved on).
+    if (lease->Leading()) return;
+    const absl::Status applied = store->ApplyReplicated(version);
+    if (!applied.ok()) {
+      LogWarning(absl::StrCat("shared findings: ", version.finding.id(), ": ",
+                              applied.message()));
+    }
+  });
+}
+
+void ClusterMember::StopMirroring() { findings_->StopWatching(); }
 
 bool ClusterMember::AppendHealth(std::string* text) const {
   bool ok = true;
@@ -161,6 +182,24 @@ void ClusterMember::AppendMetrics(const collector::LayoutRegistry& registry,
       "# TYPE fabricdiag_cluster_analysis_lease_acquisitions_total counter\n"
       "fabricdiag_cluster_analysis_lease_acquisitions_total{",
       id, "} ", lease_->acquisitions(),
+      "\n"
+      "# HELP fabricdiag_cluster_findings_write_errors_total Findings this "
+      "collector, as the analysis leader, failed to share.\n"
+      "# TYPE fabricdiag_cluster_findings_write_errors_total counter\n"
+      "fabricdiag_cluster_findings_write_errors_total{",
+      id, "} ", findings_->write_errors(),
+      "\n"
+      "# HELP fabricdiag_cluster_findings_watch_restarts_total Times the "
+      "watcher of the shared findings was recreated.\n"
+      "# TYPE fabricdiag_cluster_findings_watch_restarts_total counter\n"
+      "fabricdiag_cluster_findings_watch_restarts_total{",
+      id, "} ", findings_->watcher_restarts(),
+      "\n"
+      "# HELP fabricdiag_cluster_findings_undecodable_total Values in the "
+      "shared findings bucket that were not a finding (skipped).\n"
+      "# TYPE fabricdiag_cluster_findings_undecodable_total counter\n"
+      "fabricdiag_cluster_findings_undecodable_total{",
+      id, "} ", findings_->undecodable(),
       "\n"
       "# HELP fabricdiag_cluster_features_published_bytes Size of this "
       "collector's latest published features (every chunk).\n"

@@ -1,8 +1,8 @@
 // This collector's place in a collector cluster (--nats): its connection to
 // the JetStream servers, the declared state it shares with the other
 // collectors, the analyzers' input it exchanges with them, the analysis
-// lease it competes for, and what it says about these on /healthz and
-// /metrics.
+// lease it competes for, the findings it shares or mirrors, and what it says
+// about these on /healthz and /metrics.
 //
 // Without --nats there is no ClusterMember: the collector is one process
 // with its state in --state_dir (collector/file_declared_state.h).
@@ -10,6 +10,10 @@
 //   ASSIGN_OR_RETURN(std::unique_ptr<ClusterMember> member,
 //                    ClusterMember::Join({nats_flag, "collector-a", 3}));
 //   LayoutRegistry registry(member->declared_state(), &clock);
+//   findings.Replicate(member->findings_replication());
+//   member->MirrorFindings(&findings);
+//   ...
+//   member->StopMirroring();  // before `findings` goes away
 //
 // Thread-safe.
 #pragma once
@@ -22,7 +26,9 @@
 #include "cluster/cluster_members.h"
 #include "cluster/jetstream_declared_state.h"
 #include "cluster/jetstream_features.h"
+#include "cluster/jetstream_findings.h"
 #include "cluster/nats_connection.h"
+#include "collector/findings_store.h"
 #include "collector/layout_registry.h"
 
 namespace fabricdiag::cluster {
@@ -51,6 +57,21 @@ class ClusterMember {
   collector::FeatureExchange* features() { return features_.get(); }
   // Who analyses (cluster/analysis_lease.h).
   const AnalysisLease* lease() const { return lease_.get(); }
+  const collector::AnalysisRole* role() const { return lease_.get(); }
+  // The cluster's one set of findings (cluster/jetstream_findings.h).
+  collector::FindingsReplication* findings_replication() {
+    return findings_.get();
+  }
+  // Applies every finding the leader shares to `store` while this
+  // collector does not lead, until StopMirroring(). `store` must outlive
+  // the mirroring.
+  void MirrorFindings(collector::FindingsStore* store);
+  void StopMirroring();
+
+  // Closes the connection to NATS for good, as a collector that was killed
+  // or cut off looks to the others (its lease expires, its features go
+  // stale). For tests.
+  void Disconnect() { nats_->Close(); }
   const std::string& collector_id() const { return id_; }
 
   // /healthz lines; false when this collector cannot reach NATS, its last
@@ -69,6 +90,7 @@ class ClusterMember {
   std::unique_ptr<ClusterMembers> members_;
   std::unique_ptr<JetStreamFeatures> features_;
   std::unique_ptr<AnalysisLease> lease_;
+  std::unique_ptr<JetStreamFindings> findings_;
 };
 
 }  // namespace fabricdiag::cluster

@@ -42,7 +42,7 @@ AnalysisRunner::AnalysisRunner(const SeriesStore* series,
       features_(options.features != nullptr ? options.features
                                             : &embedded_features_),
       view_builder_(series),
-      hysteresis_(options.analysis.hysteresis) {}
+      hysteresis_(std::in_place, options.analysis.hysteresis) {}
 
 AnalysisRunner::~AnalysisRunner() { Stop(); }
 
@@ -173,7 +173,7 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric) {
       }
       active.push_back(analysis::FindingFromWire(f));
     }
-    hysteresis_.Seed(active);
+    hysteresis_->Seed(active);
     // ... and the baselines their stragglers were judged against.
     straggler_baselines_.Seed(active);
     hysteresis_seeded_ = true;
@@ -184,11 +184,7 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric) {
       snapshot->topology != nullptr ? snapshot->topology.get() : kNoTopology;
   auto view =
       std::make_shared<const analysis::FabricView>(std::move(fabric.window));
-  last_view_ = view;
-  {
-    std::lock_guard<std::mutex> lock(view_mu_);
-    published_view_ = view;
-  }
+  Publish(view);
   if (!topology_index_.has_value() || indexed_topology_ != snapshot->topology) {
     indexed_topology_ = snapshot->topology;
     topology_index_.emplace(topology);
@@ -225,8 +221,32 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric) {
     recent = analysis::RunRateAnalyzers(in);
   }
   Persisted(
-      findings_->Update(hysteresis_.Step(std::move(window), std::move(recent)),
+      findings_->Update(hysteresis_->Step(std::move(window), std::move(recent)),
                         now, kRateSource));
+}
+
+void AnalysisRunner::Publish(std::shared_ptr<const analysis::FabricView> view) {
+  last_view_ = view;
+  std::lock_guard<std::mutex> lock(view_mu_);
+  published_view_ = std::move(view);
+}
+
+bool AnalysisRunner::Leading() {
+  if (options_.role == nullptr) return true;
+  const uint64_t term = options_.role->Term();
+  if (term == 0 || !options_.role->Leading()) {
+    term_ = 0;
+    return false;
+  }
+  if (term != term_) {
+    // Someone else analysed since this collector last did: start over from
+    // the findings it left, as after a restart.
+    term_ = term;
+    hysteresis_.emplace(options_.analysis.hysteresis);
+    straggler_baselines_ = analysis::StragglerBaselines();
+    hysteresis_seeded_ = false;
+  }
+  return true;
 }
 
 std::shared_ptr<const analysis::FabricView> AnalysisRunner::LatestView() const {
@@ -239,9 +259,15 @@ void AnalysisRunner::RunOnce() {
   const int64_t start = clock_.MonotonicNanos();
   const absl::Time now = clock_.Now();
   FeatureSlice fabric = ExchangeFeatures(now);
-  RunLiveness(now, fabric.nodes);
-  RunLayoutAnalyzers(now);
-  RunRateAnalyzers(now, std::move(fabric));
+  if (Leading()) {
+    RunLiveness(now, fabric.nodes);
+    RunLayoutAnalyzers(now);
+    RunRateAnalyzers(now, std::move(fabric));
+  } else {
+    // The page still shows the whole fabric.
+    Publish(
+        std::make_shared<const analysis::FabricView>(std::move(fabric.window)));
+  }
   stats_->passes.fetch_add(1);
   stats_->last_pass_nanos.store(clock_.MonotonicNanos() - start);
 }
@@ -249,7 +275,9 @@ void AnalysisRunner::RunOnce() {
 std::vector<v1::Finding> AnalysisRunner::RunLayoutPass(const std::string& job) {
   {
     std::lock_guard<std::mutex> lock(pass_mu_);
-    RunLayoutAnalyzers(clock_.Now());
+    // A follower's findings come from the leader's own pass over the
+    // layout it receives.
+    if (Leading()) RunLayoutAnalyzers(clock_.Now());
   }
   FindingsFilter filter;
   filter.job = job;

@@ -12,6 +12,11 @@
 //   what the series store knows about each node;
 // - the layout analyzers (tp_cross_node), also run at once after a layout
 //   is applied;
+// In a cluster only the collector that holds the analysis lease (the
+// AnalysisRole) runs the analyzers; the others publish their features and
+// mirror its findings. A collector that takes the lease over seeds its
+// hysteresis from the findings it mirrored, as after a restart, so a
+// failover neither resolves nor reopens a finding that is still true.
 // - the rate analyzers (analysis/analyzer.h) over a FabricView of the last
 //   `analysis.window_seconds`, gated by a Hysteresis so a finding opens only
 //   after its condition held for several passes and resolves after it was
@@ -42,6 +47,7 @@
 #include "analysis/straggler_nic.h"
 #include "analysis/topology_index.h"
 #include "collector/agent_liveness.h"
+#include "collector/analysis_role.h"
 #include "collector/collector_metrics.h"
 #include "collector/fabric_view_builder.h"
 #include "collector/feature_exchange.h"
@@ -64,6 +70,11 @@ class AnalysisRunner {
     // Where the rest of the fabric comes from; null: embedded (this
     // collector's nodes are the fabric). Must outlive the runner.
     FeatureExchange* features = nullptr;
+    // Whether this collector analyses; null: always (embedded). While it
+    // does not, passes only publish features and the findings come from
+    // the collector that does (collector/findings_replication.h). Must
+    // outlive the runner.
+    const AnalysisRole* role = nullptr;
   };
 
   // Pointers must outlive the runner.
@@ -92,6 +103,11 @@ class AnalysisRunner {
   void RunLayoutAnalyzers(absl::Time now);
   void RunRateAnalyzers(absl::Time now, FeatureSlice fabric);
   void Persisted(const absl::Status& status);
+  // True when this pass analyses; a new term starts from the findings the
+  // previous leader left (the hysteresis is seeded again, as after a
+  // restart).
+  bool Leading();
+  void Publish(std::shared_ptr<const analysis::FabricView> view);
 
   const SeriesStore* const series_;
   const LayoutRegistry* const registry_;
@@ -105,7 +121,8 @@ class AnalysisRunner {
   std::mutex pass_mu_;  // one pass at a time
   // Rate analysis state, used under pass_mu_.
   FabricViewBuilder view_builder_;
-  analysis::Hysteresis hysteresis_;
+  // Re-created when a new term starts (Leading()).
+  std::optional<analysis::Hysteresis> hysteresis_;
   // Every NIC's own usual throughput, for straggler_nic; updated once per
   // pass from the window view. Lost on restart but for the NICs of open
   // straggler_nic findings (seeded with the hysteresis): until the others
@@ -119,6 +136,7 @@ class AnalysisRunner {
   // The last rate pass's view, for the layout analyzers' runtime evidence.
   std::shared_ptr<const analysis::FabricView> last_view_;
   bool hysteresis_seeded_ = false;
+  uint64_t term_ = 0;  // the role's term of the last pass that analysed
   // The last Publish failed (logged once per outage).
   bool publish_failing_ = false;
   // last_view_ for other threads (readers must not wait for a pass).

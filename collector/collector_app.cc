@@ -333,8 +333,13 @@ int RunCollector(const CollectorConfig& config) {
   // Who counts as up everywhere (metrics, `fabricdiag nodes`): agent_down's
   // rule.
   const NodeUpRule node_up = AgentUpRule(runner_options->analysis.agent_down);
-  // The rest of the fabric: the other collectors' features in a cluster.
-  if (member != nullptr) runner_options->features = member->features();
+  // In a cluster: the rest of the fabric (the other collectors' features),
+  // who analyses, and the one set of findings everyone serves.
+  if (member != nullptr) {
+    runner_options->features = member->features();
+    runner_options->role = member->role();
+    findings.Replicate(member->findings_replication());
+  }
   AnalysisRunner runner(&series, &registry, &findings, &stats, clock,
                         *std::move(runner_options));
 
@@ -352,6 +357,7 @@ int RunCollector(const CollectorConfig& config) {
     return code;
   }
 
+  if (member != nullptr) member->MirrorFindings(&findings);
   runner.Start();
   LogServing(config, (*server)->port(), (*http)->port(), !token->empty());
 
@@ -359,6 +365,7 @@ int RunCollector(const CollectorConfig& config) {
   sigwait(&signals, &signo);
   LogInfo("fabricdiag-collector: stopping");
   runner.Stop();
+  if (member != nullptr) member->StopMirroring();
   query.Shutdown();
   (*server)->Shutdown(absl::Seconds(2));
   (*server)->Wait();

@@ -70,15 +70,25 @@ absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Join(
 
 void ClusterMember::MirrorFindings(collector::FindingsStore* store) {
   const AnalysisLease* lease = lease_.get();
-  findings_->Watch([store, lease](const collector::StoredFinding& version) {
-    // The leader's store made the version itself (and may have moved on).
-    if (lease->Leading()) return;
-    const absl::Status applied = store->ApplyReplicated(version);
-    if (!applied.ok()) {
-      LogWarning(absl::StrCat("shared findings: ", version.finding.id(), ": ",
-                              applied.message()));
-    }
-  });
+  findings_->Watch(
+      [store, lease](const collector::StoredFinding& version) {
+        // The leader's store made the version itself (and may have moved
+        // on).
+        if (lease->Leading()) return;
+        const absl::Status applied = store->ApplyReplicated(version);
+        if (!applied.ok()) {
+          LogWarning(absl::StrCat("shared findings: ", version.finding.id(),
+                                  ": ", applied.message()));
+        }
+      },
+      [store, lease](const absl::flat_hash_set<std::string>& shared) {
+        if (lease->Leading()) return;
+        const absl::Status resolved =
+            store->ResolveUnshared(shared, absl::Now());
+        if (!resolved.ok()) {
+          LogWarning(absl::StrCat("shared findings: ", resolved.message()));
+        }
+      });
 }
 
 void ClusterMember::StopMirroring() { findings_->StopWatching(); }

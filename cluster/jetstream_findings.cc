@@ -129,9 +129,10 @@ absl::Status JetStreamFindings::Write(
 }
 
 void JetStreamFindings::Watch(
-    std::function<void(const collector::StoredFinding&)> on_version) {
-  watcher_ =
-      std::thread(&JetStreamFindings::WatchLoop, this, std::move(on_version));
+    std::function<void(const collector::StoredFinding&)> on_version,
+    std::function<void(const absl::flat_hash_set<std::string>&)> on_replayed) {
+  watcher_ = std::thread(&JetStreamFindings::WatchLoop, this,
+                         std::move(on_version), std::move(on_replayed));
 }
 
 void JetStreamFindings::StopWatching() {
@@ -140,7 +141,9 @@ void JetStreamFindings::StopWatching() {
 }
 
 void JetStreamFindings::WatchLoop(
-    const std::function<void(const collector::StoredFinding&)>& on_version) {
+    const std::function<void(const collector::StoredFinding&)>& on_version,
+    const std::function<void(const absl::flat_hash_set<std::string>&)>&
+        on_replayed) {
   uint64_t delivered = 0;  // the newest revision handed over
   while (!stopping_.load()) {
     kvWatchOptions watch_options;
@@ -149,6 +152,8 @@ void JetStreamFindings::WatchLoop(
     kvWatcher* watcher = nullptr;
     natsStatus s = kvStore_WatchAll(&watcher, kv_, &watch_options);
     int behind = 0;  // consecutive quiet half-seconds behind the bucket
+    // Ids of the findings the replay brought, until its end marker.
+    std::optional<absl::flat_hash_set<std::string>> replayed(std::in_place);
     while (s == NATS_OK && !stopping_.load()) {
       kvEntry* entry = nullptr;
       s = kvWatcher_Next(&entry, watcher, 500);
@@ -160,7 +165,12 @@ void JetStreamFindings::WatchLoop(
                 : NATS_OK;
         continue;
       }
-      if (s != NATS_OK || entry == nullptr) continue;
+      if (s != NATS_OK) continue;
+      if (entry == nullptr) {  // the replay is complete
+        if (replayed.has_value()) on_replayed(*replayed);
+        replayed.reset();
+        continue;
+      }
       delivered = std::max(delivered, kvEntry_Revision(entry));
       std::optional<collector::StoredFinding> version;
       if (absl::string_view(kvEntry_Key(entry)) != kNextIdKey) {
@@ -175,7 +185,9 @@ void JetStreamFindings::WatchLoop(
         }
       }
       kvEntry_Destroy(entry);
-      if (version.has_value()) on_version(*version);
+      if (!version.has_value()) continue;
+      if (replayed.has_value()) replayed->insert(version->finding.id());
+      on_version(*version);
     }
     if (watcher != nullptr) kvWatcher_Destroy(watcher);
     if (stopping_.load()) return;

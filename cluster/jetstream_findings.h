@@ -18,10 +18,10 @@
 // block for later.
 //
 // Watch() runs one thread over a watcher of the bucket: every finding's
-// latest version, then each new one. A watcher that dies or goes quiet
-// while the bucket moves on (its NATS server died) is recreated; its replay
-// re-delivers the latest versions, which the store takes without events
-// when it already holds them.
+// latest version, the ids of all of them, then each new version. A watcher that
+// dies or goes quiet while the bucket moves on (its NATS server died) is
+// recreated; its replay re-delivers the latest versions, which the store takes
+// without events when it already holds them.
 //
 //   ASSIGN_OR_RETURN(auto shared, JetStreamFindings::Open(nats, {}));
 //   findings_store.Replicate(shared.get());
@@ -70,8 +70,9 @@ class JetStreamFindings final : public collector::FindingsReplication {
                                       uint64_t at_least) override;
   absl::Status Write(
       absl::Span<const collector::StoredFinding> versions) override;
-  void Watch(
-      std::function<void(const collector::StoredFinding&)> on_version) override;
+  void Watch(std::function<void(const collector::StoredFinding&)> on_version,
+             std::function<void(const absl::flat_hash_set<std::string>&)>
+                 on_replayed) override;
   void StopWatching() override;
 
   uint64_t write_errors() const { return write_errors_.load(); }
@@ -82,7 +83,9 @@ class JetStreamFindings final : public collector::FindingsReplication {
   JetStreamFindings(NatsConnection* nats, Options options, kvStore* kv);
   absl::StatusOr<uint64_t> ReserveOnce(uint64_t count, uint64_t at_least);
   void WatchLoop(
-      const std::function<void(const collector::StoredFinding&)>& on_version);
+      const std::function<void(const collector::StoredFinding&)>& on_version,
+      const std::function<void(const absl::flat_hash_set<std::string>&)>&
+          on_replayed);
 
   NatsConnection* const nats_;
   const Options options_;

@@ -338,7 +338,11 @@ int RunCollector(const CollectorConfig& config) {
   if (member != nullptr) {
     runner_options->features = member->features();
     runner_options->role = member->role();
-    findings.Replicate(member->findings_replication());
+    if (absl::Status s = findings.Replicate(member->findings_replication());
+        !s.ok()) {
+      // Not fatal: ids are reserved again before the first finding opens.
+      LogWarning(absl::StrCat("shared findings: ", s.message()));
+    }
   }
   AnalysisRunner runner(&series, &registry, &findings, &stats, clock,
                         *std::move(runner_options));

@@ -13,9 +13,13 @@
 //     (cluster/jetstream_findings.h).
 //
 //   store.Replicate(replication);                  // before the first Update
-//   replication->Watch([&](const StoredFinding& v) {
-//     if (!role->Leading()) store.ApplyReplicated(v).IgnoreError();
-//   });
+//   replication->Watch(
+//       [&](const StoredFinding& v) {
+//         if (!role->Leading()) store.ApplyReplicated(v).IgnoreError();
+//       },
+//       [&](const absl::flat_hash_set<std::string>& shared) {
+//         if (!role->Leading()) store.ResolveUnshared(shared, now);
+//       });
 //
 // Implementations are thread-safe.
 #pragma once
@@ -24,6 +28,7 @@
 #include <functional>
 #include <string>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -49,9 +54,14 @@ class FindingsReplication {
   virtual absl::Status Write(absl::Span<const StoredFinding> versions) = 0;
 
   // Calls `on_version` for the latest version of every shared finding, then
-  // for every version written after (this collector's own included), from
-  // one backend thread, until StopWatching().
-  virtual void Watch(std::function<void(const StoredFinding&)> on_version) = 0;
+  // `on_replayed` with the ids of all of them (the shared set as it is
+  // now; again after the backend had to start over), then `on_version` for
+  // every version written after (this collector's own included), from one
+  // backend thread, until StopWatching().
+  virtual void Watch(
+      std::function<void(const StoredFinding&)> on_version,
+      std::function<void(const absl::flat_hash_set<std::string>&)>
+          on_replayed) = 0;
   // When it returns, `on_version` is not running and will not be called.
   virtual void StopWatching() = 0;
 };

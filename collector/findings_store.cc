@@ -147,6 +147,7 @@ void FindingsStore::Open(const analysis::Finding& report, const Key& key,
                          UpdateBatch& batch) {
   Entry entry;
   entry.source = std::string(source);
+  entry.shared = replication_ != nullptr;
   v1::Finding& f = entry.finding;
   f.set_id(absl::StrFormat("f-%06d", next_id_++));
   analysis::FillWireFinding(report, &f);
@@ -198,6 +199,11 @@ void FindingsStore::ResolveUnreported(const absl::flat_hash_set<Key>& seen,
   for (const auto& [key, entry] : active_) {
     if (entry.source == source && !seen.contains(key)) gone.push_back(key);
   }
+  ResolveKeys(gone, now_nanos, batch);
+}
+
+void FindingsStore::ResolveKeys(const std::vector<Key>& gone, int64_t now_nanos,
+                                UpdateBatch& batch) {
   std::vector<v1::Finding> resolved;
   for (const Key& key : gone) {
     auto it = active_.find(key);
@@ -279,9 +285,37 @@ absl::Status FindingsStore::Commit(UpdateBatch& batch, absl::string_view what,
   return status;
 }
 
-void FindingsStore::Replicate(FindingsReplication* replication) {
+absl::Status FindingsStore::ResolveUnshared(
+    const absl::flat_hash_set<std::string>& shared, absl::Time now) {
+  absl::MutexLock update_lock(&update_mu_);
+  UpdateBatch batch;
+  {
+    absl::MutexLock lock(&mu_);
+    watchers_.RemoveClosed();
+    std::vector<Key> gone;
+    for (const auto& [key, entry] : active_) {
+      if (!entry.shared || !shared.contains(entry.finding.id())) {
+        gone.push_back(key);
+      }
+    }
+    ResolveKeys(gone, absl::ToUnixNanos(now), batch);
+    TrimResolved();
+  }
+  return Commit(batch, "findings the cluster does not share", false);
+}
+
+absl::Status FindingsStore::Replicate(FindingsReplication* replication) {
   absl::MutexLock update_lock(&update_mu_);
   replication_ = replication;
+  if (replication == nullptr) return absl::OkStatus();
+  uint64_t next = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    next = next_id_;
+  }
+  // No id this store handed out (before it joined a cluster) is handed out
+  // again by another collector: the shared next id moves past it.
+  return replication->ReserveIds(0, next).status();
 }
 
 absl::Status FindingsStore::ReserveIds(size_t count) {
@@ -351,7 +385,8 @@ absl::Status FindingsStore::ApplyReplicated(const StoredFinding& version) {
       batch.lifecycle_change = true;
       batch.events.emplace_back(WatchEvent::Type::kOpened, f);
       batch.to_log.push_back(version);
-      active_.emplace(key, Entry{f, version.source, f.last_seen_unix_nanos()});
+      active_.emplace(key,
+                      Entry{f, version.source, f.last_seen_unix_nanos(), true});
     } else if (f.last_seen_unix_nanos() >=
                it->second.finding.last_seen_unix_nanos()) {
       Entry& entry = it->second;
@@ -367,12 +402,17 @@ absl::Status FindingsStore::ApplyReplicated(const StoredFinding& version) {
           !google::protobuf::util::MessageDifferencer::Equals(before, after);
       entry.finding = f;
       entry.source = version.source;
+      entry.shared = true;
       entry.persisted_last_seen = f.last_seen_unix_nanos();
       batch.to_log.push_back(version);
       if (changed) {
         ++counters_.updated;
         batch.events.emplace_back(WatchEvent::Type::kUpdated, f);
       }
+    } else {
+      // This store holds a newer version (its last write to the cluster
+      // failed): the cluster has the finding all the same.
+      it->second.shared = true;
     }
     TrimResolved();
   }

@@ -129,15 +129,21 @@ class FindingsStore {
                       absl::Time now, absl::string_view source);
 
   // Shares every later version through `replication` and takes ids from
-  // it (null: neither, the default). Call before the first Update; it must
-  // outlive the store.
-  void Replicate(FindingsReplication* replication);
+  // it (null: neither, the default); ids this store already handed out are
+  // never handed out by the replication. Call before the first Update; it
+  // must outlive the store.
+  absl::Status Replicate(FindingsReplication* replication);
 
   // Applies a version made by another collector's store (see the header
   // comment): opened, updated or resolved under its id. A version older
   // than what the store holds for its id, or one that changes nothing but
   // last_seen, makes no event.
   absl::Status ApplyReplicated(const StoredFinding& version);
+  // Resolves, at `now`, every active finding the cluster does not have:
+  // its id is not in `shared` (the whole shared set), or it was never
+  // shared (kept from before this collector joined a cluster).
+  absl::Status ResolveUnshared(const absl::flat_hash_set<std::string>& shared,
+                               absl::Time now);
 
   // Newest first (descending id), at most filter.limit.
   std::vector<v1::Finding> List(const FindingsFilter& filter) const;
@@ -156,6 +162,9 @@ class FindingsStore {
     v1::Finding finding;
     std::string source;
     int64_t persisted_last_seen = 0;  // unix nanos
+    // Made or applied while the store had a replication: the cluster has
+    // it (ResolveUnshared leaves it).
+    bool shared = false;
   };
 
   // What one Update pass writes to the log and then tells the watchers.
@@ -176,6 +185,8 @@ class FindingsStore {
   void ResolveUnreported(const absl::flat_hash_set<Key>& seen,
                          int64_t now_nanos, absl::string_view source,
                          UpdateBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ResolveKeys(const std::vector<Key>& gone, int64_t now_nanos,
+                   UpdateBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TrimResolved() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status MaybeCompact() ABSL_EXCLUSIVE_LOCKS_REQUIRED(update_mu_);
   // With a replication: ids for `count` opens reserved ahead.

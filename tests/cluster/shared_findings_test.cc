@@ -2,6 +2,7 @@
 // three collectors' findings stores joined through ClusterMember (lease,
 // shared bucket, mirroring); only the leader's store is fed reports, as
 // only the leader's analysis runner runs.
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,12 +56,17 @@ struct Collector {
     for (const v1::Finding& f : findings->Active()) ids.push_back(f.id());
     return ids;
   }
-  // Drains the watcher into `events`.
-  void Collect() {
-    while (std::optional<WatchEvent> e = watcher->Next(absl::ZeroDuration())) {
-      if (e->type == WatchEvent::Type::kClosed) break;
-      events.emplace_back(e->type, e->finding.id());
-    }
+  // Drains the watcher into `events`, waiting (bounded) until it holds at
+  // least `n`: a change reaches watchers just after the store's lists.
+  void Collect(size_t n) {
+    testing::Eventually([&] {
+      while (std::optional<WatchEvent> e =
+                 watcher->Next(absl::ZeroDuration())) {
+        if (e->type == WatchEvent::Type::kClosed) break;
+        events.emplace_back(e->type, e->finding.id());
+      }
+      return events.size() >= n;
+    });
   }
 };
 
@@ -71,7 +77,11 @@ class SharedFindingsTest : public ::testing::Test {
     ASSERT_TRUE(started.ok()) << started;
   }
 
-  std::unique_ptr<Collector> Start(const std::string& id) {
+  // `before` runs on the store before the collector joins (what its
+  // --state_dir held from before the cluster).
+  std::unique_ptr<Collector> Start(
+      const std::string& id,
+      const std::function<void(FindingsStore&)>& before = nullptr) {
     auto c = std::make_unique<Collector>();
     auto state = collector::StateStore::Open(c->dir.path(), &clock_);
     EXPECT_TRUE(state.ok()) << state.status();
@@ -80,11 +90,12 @@ class SharedFindingsTest : public ::testing::Test {
     c->findings = std::make_unique<FindingsStore>(
         c->state.get(), collector::FindingsStoreOptions{});
     EXPECT_TRUE(c->findings->Load().ok());
+    if (before) before(*c->findings);
     auto member = ClusterMember::Join({nats_.urls(), id, 1});
     EXPECT_TRUE(member.ok()) << member.status();
     if (!member.ok()) return nullptr;
     c->member = *std::move(member);
-    c->findings->Replicate(c->member->findings_replication());
+    EXPECT_TRUE(c->findings->Replicate(c->member->findings_replication()).ok());
     c->watcher = c->findings->Watch("");
     c->member->MirrorFindings(c->findings.get());
     return c;
@@ -160,17 +171,50 @@ TEST_F(SharedFindingsTest, OneSetOfIdsThroughAFailover) {
   }));
   // What a follower's watchers saw: opened once, resolved once; no
   // resolve and reopen around the failover.
-  c[other]->Collect();
+  c[other]->Collect(3);
   using T = WatchEvent::Type;
   EXPECT_THAT(c[other]->events,
               ::testing::ElementsAre(std::make_pair(T::kOpened, ids[0]),
                                      std::make_pair(T::kOpened, after[1]),
                                      std::make_pair(T::kResolved, ids[0])));
-  c[next]->Collect();
+  c[next]->Collect(3);
   EXPECT_THAT(c[next]->events,
               ::testing::ElementsAre(std::make_pair(T::kOpened, ids[0]),
                                      std::make_pair(T::kOpened, after[1]),
                                      std::make_pair(T::kResolved, ids[0])));
+}
+
+// A collector that joins with findings of its own from before (other ids,
+// conditions the cluster's analysis does not report) follows the cluster:
+// those are resolved, and their ids are never handed out again.
+TEST_F(SharedFindingsTest, AFollowerDropsFindingsTheClusterNeverHad) {
+  std::vector<std::unique_ptr<Collector>> c;
+  c.push_back(Start("col-a"));
+  ASSERT_TRUE(c[0] != nullptr);
+  ASSERT_TRUE(testing::Eventually([&] { return c[0]->Leading(); }));
+  c.push_back(Start("col-b", [](FindingsStore& own) {
+    ASSERT_TRUE(own.Update({Storm("gpu-old"), Storm("gpu-older")}, absl::Now(),
+                           "rate_analyzers")
+                    .ok());
+  }));
+  ASSERT_TRUE(c[1] != nullptr);
+  EXPECT_TRUE(testing::Eventually([&] { return c[1]->ActiveIds().empty(); }))
+      << "col-b still lists its own findings";
+  c[1]->Collect(4);
+  using T = WatchEvent::Type;
+  EXPECT_THAT(c[1]->events,
+              ::testing::ElementsAre(std::make_pair(T::kSnapshot, "f-000001"),
+                                     std::make_pair(T::kSnapshot, "f-000002"),
+                                     std::make_pair(T::kResolved, "f-000001"),
+                                     std::make_pair(T::kResolved, "f-000002")));
+  // The leader's first finding takes an id col-b never used.
+  ASSERT_TRUE(
+      c[0]->findings->Update({Storm("gpu-007")}, absl::Now(), "rate_analyzers")
+          .ok());
+  EXPECT_EQ(c[0]->ActiveIds(), std::vector<std::string>{"f-000003"});
+  EXPECT_TRUE(testing::Eventually([&] {
+    return c[1]->ActiveIds() == std::vector<std::string>{"f-000003"};
+  }));
 }
 
 }  // namespace

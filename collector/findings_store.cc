@@ -351,6 +351,49 @@ void FindingsStore::ApplyResolved(const StoredFinding& version,
   resolved_.push_back(f);
 }
 
+void FindingsStore::ApplyCurrent(const StoredFinding& version, const Key& key,
+                                 absl::flat_hash_map<Key, Entry>::iterator it,
+                                 UpdateBatch& batch) {
+  const v1::Finding& f = version.finding;
+  if (f.state() != v1::FINDING_STATE_ACTIVE) {
+    if (it != active_.end()) active_.erase(it);
+    ApplyResolved(version, batch);
+  } else if (it == active_.end()) {
+    ++counters_.opened_by_kind[f.kind()];
+    batch.lifecycle_change = true;
+    batch.events.emplace_back(WatchEvent::Type::kOpened, f);
+    batch.to_log.push_back(version);
+    active_.emplace(key,
+                    Entry{f, version.source, f.last_seen_unix_nanos(), true});
+  } else if (f.last_seen_unix_nanos() >=
+             it->second.finding.last_seen_unix_nanos()) {
+    Entry& entry = it->second;
+    // What a watcher would be told about: more than last_seen and the
+    // count of passes the condition held (as in Refresh).
+    v1::Finding before = entry.finding;
+    v1::Finding after = f;
+    for (v1::Finding* v : {&before, &after}) {
+      v->set_last_seen_unix_nanos(0);
+      v->mutable_evidence()->erase(analysis::kIntervalsHeldEvidence);
+    }
+    const bool changed =
+        !google::protobuf::util::MessageDifferencer::Equals(before, after);
+    entry.finding = f;
+    entry.source = version.source;
+    entry.shared = true;
+    entry.persisted_last_seen = f.last_seen_unix_nanos();
+    batch.to_log.push_back(version);
+    if (changed) {
+      ++counters_.updated;
+      batch.events.emplace_back(WatchEvent::Type::kUpdated, f);
+    }
+  } else {
+    // This store holds a newer version (its last write to the cluster
+    // failed): the cluster has the finding all the same.
+    it->second.shared = true;
+  }
+}
+
 absl::Status FindingsStore::ApplyReplicated(const StoredFinding& version) {
   absl::MutexLock update_lock(&update_mu_);
   UpdateBatch batch;
@@ -361,58 +404,22 @@ absl::Status FindingsStore::ApplyReplicated(const StoredFinding& version) {
     next_id_ = std::max(next_id_, IdNumber(f) + 1);
     const Key key{f.kind(), f.job(), f.node(), f.device(), f.group()};
     auto it = active_.find(key);
-    if (it != active_.end() && it->second.finding.id() != f.id()) {
-      if (IdNumber(it->second.finding) > IdNumber(f)) {
-        // An older finding of a condition that reopened since: history.
-        if (f.state() != v1::FINDING_STATE_ACTIVE)
-          ApplyResolved(version, batch);
-        return Commit(batch, "replicated findings", false);
-      }
-      // Superseded here without its resolve (it was missed): resolve it.
-      v1::Finding old = std::move(it->second.finding);
-      old.set_state(v1::FINDING_STATE_RESOLVED);
-      old.set_resolved_unix_nanos(f.first_seen_unix_nanos());
-      const std::string source = std::move(it->second.source);
-      active_.erase(it);
-      ApplyResolved(StoredFinding{std::move(old), source}, batch);
-      it = active_.end();
-    }
-    if (f.state() != v1::FINDING_STATE_ACTIVE) {
-      if (it != active_.end()) active_.erase(it);
-      ApplyResolved(version, batch);
-    } else if (it == active_.end()) {
-      ++counters_.opened_by_kind[f.kind()];
-      batch.lifecycle_change = true;
-      batch.events.emplace_back(WatchEvent::Type::kOpened, f);
-      batch.to_log.push_back(version);
-      active_.emplace(key,
-                      Entry{f, version.source, f.last_seen_unix_nanos(), true});
-    } else if (f.last_seen_unix_nanos() >=
-               it->second.finding.last_seen_unix_nanos()) {
-      Entry& entry = it->second;
-      // What a watcher would be told about: more than last_seen and the
-      // count of passes the condition held (as in Refresh).
-      v1::Finding before = entry.finding;
-      v1::Finding after = f;
-      for (v1::Finding* v : {&before, &after}) {
-        v->set_last_seen_unix_nanos(0);
-        v->mutable_evidence()->erase(analysis::kIntervalsHeldEvidence);
-      }
-      const bool changed =
-          !google::protobuf::util::MessageDifferencer::Equals(before, after);
-      entry.finding = f;
-      entry.source = version.source;
-      entry.shared = true;
-      entry.persisted_last_seen = f.last_seen_unix_nanos();
-      batch.to_log.push_back(version);
-      if (changed) {
-        ++counters_.updated;
-        batch.events.emplace_back(WatchEvent::Type::kUpdated, f);
-      }
+    if (it != active_.end() && it->second.finding.id() != f.id() &&
+        IdNumber(it->second.finding) > IdNumber(f)) {
+      // An older finding of a condition that reopened since: history.
+      if (f.state() != v1::FINDING_STATE_ACTIVE) ApplyResolved(version, batch);
     } else {
-      // This store holds a newer version (its last write to the cluster
-      // failed): the cluster has the finding all the same.
-      it->second.shared = true;
+      if (it != active_.end() && it->second.finding.id() != f.id()) {
+        // Superseded here without its resolve (it was missed): resolve it.
+        v1::Finding old = std::move(it->second.finding);
+        old.set_state(v1::FINDING_STATE_RESOLVED);
+        old.set_resolved_unix_nanos(f.first_seen_unix_nanos());
+        const std::string source = std::move(it->second.source);
+        active_.erase(it);
+        ApplyResolved(StoredFinding{std::move(old), source}, batch);
+        it = active_.end();
+      }
+      ApplyCurrent(version, key, it, batch);
     }
     TrimResolved();
   }

@@ -199,6 +199,11 @@ class FindingsStore {
   // its id.
   void ApplyResolved(const StoredFinding& version, UpdateBatch& batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Applies a version of the finding active under `key` (`it`, or end()
+  // when none is).
+  void ApplyCurrent(const StoredFinding& version, const Key& key,
+                    absl::flat_hash_map<Key, Entry>::iterator it,
+                    UpdateBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   StateStore* const store_;
   const FindingsStoreOptions options_;

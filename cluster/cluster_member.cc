@@ -217,8 +217,8 @@ void ClusterMember::AppendMetrics(const collector::LayoutRegistry& registry,
       "fabricdiag_cluster_features_published_bytes{",
       id, "} ", features.last_published_bytes,
       "\n"
-      "# HELP fabricdiag_cluster_features_publish_errors_total Feature chunks "
-      "this collector failed to publish.\n"
+      "# HELP fabricdiag_cluster_features_publish_errors_total Analysis passes "
+      "whose features this collector failed to publish.\n"
       "# TYPE fabricdiag_cluster_features_publish_errors_total counter\n"
       "fabricdiag_cluster_features_publish_errors_total{",
       id, "} ", features.publish_errors,

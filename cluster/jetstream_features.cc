@@ -168,7 +168,7 @@ void JetStreamFeatures::CatchUp() {
 absl::Status JetStreamFeatures::Publish(const collector::FeatureSlice& local,
                                         absl::Time now) {
   uint64_t bytes = 0;
-  absl::Status status;
+  absl::Status status;  // the first failure
   for (const v1::FeatureChunk& chunk :
        SliceToChunks(local, id_, now, options_.max_chunk_bytes)) {
     const std::string data = chunk.SerializeAsString();
@@ -180,11 +180,11 @@ absl::Status JetStreamFeatures::Publish(const collector::FeatureSlice& local,
         js_Publish(nullptr, nats_->js(), subject.c_str(), data.data(),
                    static_cast<int>(data.size()), nullptr, &code);
     if (s != NATS_OK) {
+      // The rest of the slice is not tried: each attempt could wait the
+      // whole request timeout, and the analysis pass waits for this one.
       publish_errors_.fetch_add(1);
-      if (status.ok()) {
-        status = NatsError(s, absl::StrCat("publishing features to ", subject));
-      }
-      continue;
+      status = NatsError(s, absl::StrCat("publishing features to ", subject));
+      break;
     }
     published_chunks_.fetch_add(1);
   }

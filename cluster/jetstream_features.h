@@ -68,7 +68,7 @@ class JetStreamFeatures final : public collector::FeatureExchange {
   // What the exchange did, for /metrics.
   struct Stats {
     uint64_t published_chunks = 0;
-    uint64_t publish_errors = 0;
+    uint64_t publish_errors = 0;        // failed passes (the rest is not tried)
     uint64_t last_published_bytes = 0;  // the latest slice, every chunk
     uint64_t received_chunks = 0;
     uint64_t undecodable_chunks = 0;

@@ -1,9 +1,11 @@
 #include "cluster/cluster_member.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/log.h"
 #include "common/names.h"
 #include "common/status_macros.h"
 
@@ -44,8 +46,52 @@ absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Join(
   ASSIGN_OR_RETURN(member->members_, ClusterMembers::Start(member->nats_.get(),
                                                            options.collector_id,
                                                            members_options));
+  JetStreamFeatures::Options features_options;
+  features_options.replicas = options.replicas;
+  features_options.freshness =
+      std::max(absl::Seconds(3), 3 * options.analysis_interval);
+  features_options.max_age = 10 * features_options.freshness;
+  ASSIGN_OR_RETURN(
+      member->features_,
+      JetStreamFeatures::Open(member->nats_.get(), options.collector_id,
+                              features_options));
+  AnalysisLease::Options lease_options;
+  lease_options.replicas = options.replicas;
+  ASSIGN_OR_RETURN(member->lease_,
+                   AnalysisLease::Start(member->nats_.get(),
+                                        options.collector_id, lease_options));
+  JetStreamFindings::Options findings_options;
+  findings_options.replicas = options.replicas;
+  ASSIGN_OR_RETURN(
+      member->findings_,
+      JetStreamFindings::Open(member->nats_.get(), findings_options));
   return member;
 }
+
+void ClusterMember::MirrorFindings(collector::FindingsStore* store) {
+  const AnalysisLease* lease = lease_.get();
+  findings_->Watch(
+      [store, lease](const collector::StoredFinding& version) {
+        // The leader's store made the version itself (and may have moved
+        // on).
+        if (lease->Leading()) return;
+        const absl::Status applied = store->ApplyReplicated(version);
+        if (!applied.ok()) {
+          LogWarning(absl::StrCat("shared findings: ", version.finding.id(),
+                                  ": ", applied.message()));
+        }
+      },
+      [store, lease](const absl::flat_hash_set<std::string>& shared) {
+        if (lease->Leading()) return;
+        const absl::Status resolved =
+            store->ResolveUnshared(shared, absl::Now());
+        if (!resolved.ok()) {
+          LogWarning(absl::StrCat("shared findings: ", resolved.message()));
+        }
+      });
+}
+
+void ClusterMember::StopMirroring() { findings_->StopWatching(); }
 
 bool ClusterMember::AppendHealth(std::string* text) const {
   bool ok = true;
@@ -63,6 +109,12 @@ bool ClusterMember::AppendHealth(std::string* text) const {
   for (const ClusterMembers::Member& m : members_->Live()) live.push_back(m.id);
   absl::StrAppend(text, "cluster: ", live.size(),
                   " collectors live: ", absl::StrJoin(live, ", "), "\n");
+  const std::string leader = lease_->leader();
+  absl::StrAppend(text, "cluster: analysis leader: ",
+                  lease_->Leading() ? absl::StrCat(id_, " (this collector)")
+                  : leader.empty()  ? std::string("none now")
+                                    : leader,
+                  "\n");
   if (members_->id_conflict()) {
     ok = false;
     absl::StrAppend(text,
@@ -126,6 +178,68 @@ void ClusterMember::AppendMetrics(const collector::LayoutRegistry& registry,
       "# TYPE fabricdiag_cluster_declared_watch_restarts_total counter\n"
       "fabricdiag_cluster_declared_watch_restarts_total{",
       id, "} ", declared_->watcher_restarts(), "\n");
+  const JetStreamFeatures::Stats features = features_->stats();
+  absl::StrAppend(
+      out,
+      "# HELP fabricdiag_cluster_analysis_leader 1 while this collector "
+      "holds the analysis lease.\n"
+      "# TYPE fabricdiag_cluster_analysis_leader gauge\n"
+      "fabricdiag_cluster_analysis_leader{",
+      id, "} ", lease_->Leading() ? 1 : 0,
+      "\n"
+      "# HELP fabricdiag_cluster_analysis_lease_acquisitions_total Times this "
+      "collector acquired the analysis lease.\n"
+      "# TYPE fabricdiag_cluster_analysis_lease_acquisitions_total counter\n"
+      "fabricdiag_cluster_analysis_lease_acquisitions_total{",
+      id, "} ", lease_->acquisitions(),
+      "\n"
+      "# HELP fabricdiag_cluster_findings_write_errors_total Findings this "
+      "collector, as the analysis leader, failed to share.\n"
+      "# TYPE fabricdiag_cluster_findings_write_errors_total counter\n"
+      "fabricdiag_cluster_findings_write_errors_total{",
+      id, "} ", findings_->write_errors(),
+      "\n"
+      "# HELP fabricdiag_cluster_findings_watch_restarts_total Times the "
+      "watcher of the shared findings was recreated.\n"
+      "# TYPE fabricdiag_cluster_findings_watch_restarts_total counter\n"
+      "fabricdiag_cluster_findings_watch_restarts_total{",
+      id, "} ", findings_->watcher_restarts(),
+      "\n"
+      "# HELP fabricdiag_cluster_findings_undecodable_total Values in the "
+      "shared findings bucket that were not a finding (skipped).\n"
+      "# TYPE fabricdiag_cluster_findings_undecodable_total counter\n"
+      "fabricdiag_cluster_findings_undecodable_total{",
+      id, "} ", findings_->undecodable(),
+      "\n"
+      "# HELP fabricdiag_cluster_features_published_bytes Size of this "
+      "collector's latest published features (every chunk).\n"
+      "# TYPE fabricdiag_cluster_features_published_bytes gauge\n"
+      "fabricdiag_cluster_features_published_bytes{",
+      id, "} ", features.last_published_bytes,
+      "\n"
+      "# HELP fabricdiag_cluster_features_publish_errors_total Analysis passes "
+      "whose features this collector failed to publish.\n"
+      "# TYPE fabricdiag_cluster_features_publish_errors_total counter\n"
+      "fabricdiag_cluster_features_publish_errors_total{",
+      id, "} ", features.publish_errors,
+      "\n"
+      "# HELP fabricdiag_cluster_features_merged_members Other collectors "
+      "whose features the latest analysis pass merged.\n"
+      "# TYPE fabricdiag_cluster_features_merged_members gauge\n"
+      "fabricdiag_cluster_features_merged_members{",
+      id, "} ", features.merged_members,
+      "\n"
+      "# HELP fabricdiag_cluster_features_merged_remote_ports Ports of other "
+      "collectors' nodes in the latest analysis pass.\n"
+      "# TYPE fabricdiag_cluster_features_merged_remote_ports gauge\n"
+      "fabricdiag_cluster_features_merged_remote_ports{",
+      id, "} ", features.merged_remote_ports,
+      "\n"
+      "# HELP fabricdiag_cluster_features_undecodable_total Feature messages "
+      "received that were not a feature chunk.\n"
+      "# TYPE fabricdiag_cluster_features_undecodable_total counter\n"
+      "fabricdiag_cluster_features_undecodable_total{",
+      id, "} ", features.undecodable_chunks, "\n");
 }
 
 }  // namespace fabricdiag::cluster

@@ -1,6 +1,8 @@
 // This collector's place in a collector cluster (--nats): its connection to
 // the JetStream servers, the declared state it shares with the other
-// collectors, and what it says about both on /healthz and /metrics.
+// collectors, the analyzers' input it exchanges with them, the analysis
+// lease it competes for, the findings it shares or mirrors, and what it says
+// about these on /healthz and /metrics.
 //
 // Without --nats there is no ClusterMember: the collector is one process
 // with its state in --state_dir (collector/file_declared_state.h).
@@ -8,6 +10,10 @@
 //   ASSIGN_OR_RETURN(std::unique_ptr<ClusterMember> member,
 //                    ClusterMember::Join({nats_flag, "collector-a", 3}));
 //   LayoutRegistry registry(member->declared_state(), &clock);
+//   findings.Replicate(member->findings_replication());
+//   member->MirrorFindings(&findings);
+//   ...
+//   member->StopMirroring();  // before `findings` goes away
 //
 // Thread-safe.
 #pragma once
@@ -16,9 +22,13 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "cluster/analysis_lease.h"
 #include "cluster/cluster_members.h"
 #include "cluster/jetstream_declared_state.h"
+#include "cluster/jetstream_features.h"
+#include "cluster/jetstream_findings.h"
 #include "cluster/nats_connection.h"
+#include "collector/findings_store.h"
 #include "collector/layout_registry.h"
 
 namespace fabricdiag::cluster {
@@ -27,6 +37,9 @@ struct ClusterOptions {
   std::string nats;          // --nats: comma-separated nats:// URLs
   std::string collector_id;  // --collector_id
   int replicas = 3;          // --nats_replicas
+  // --analysis_interval: another collector's features count for 3 passes
+  // (at least 3 s) after they arrived.
+  absl::Duration analysis_interval = absl::Seconds(1);
 };
 
 // InvalidArgument naming the flag at fault. Does not touch the network.
@@ -41,6 +54,24 @@ class ClusterMember {
       const ClusterOptions& options);
 
   collector::DeclaredState* declared_state() { return declared_.get(); }
+  collector::FeatureExchange* features() { return features_.get(); }
+  // Who analyses (cluster/analysis_lease.h).
+  const AnalysisLease* lease() const { return lease_.get(); }
+  const collector::AnalysisRole* role() const { return lease_.get(); }
+  // The cluster's one set of findings (cluster/jetstream_findings.h).
+  collector::FindingsReplication* findings_replication() {
+    return findings_.get();
+  }
+  // Applies every finding the leader shares to `store` while this
+  // collector does not lead, until StopMirroring(). `store` must outlive
+  // the mirroring.
+  void MirrorFindings(collector::FindingsStore* store);
+  void StopMirroring();
+
+  // Closes the connection to NATS for good, as a collector that was killed
+  // or cut off looks to the others (its lease expires, its features go
+  // stale). For tests.
+  void Disconnect() { nats_->Close(); }
   const std::string& collector_id() const { return id_; }
 
   // /healthz lines; false when this collector cannot reach NATS, its last
@@ -57,6 +88,9 @@ class ClusterMember {
   std::unique_ptr<NatsConnection> nats_;
   std::unique_ptr<JetStreamDeclaredState> declared_;
   std::unique_ptr<ClusterMembers> members_;
+  std::unique_ptr<JetStreamFeatures> features_;
+  std::unique_ptr<AnalysisLease> lease_;
+  std::unique_ptr<JetStreamFindings> findings_;
 };
 
 }  // namespace fabricdiag::cluster

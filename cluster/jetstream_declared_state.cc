@@ -135,18 +135,6 @@ bool HoldsValidObject(absl::string_view key, absl::string_view value) {
                                  static_cast<int>(payload.size()));
 }
 
-// The last sequence of the bucket's stream: the newest revision of any key.
-absl::StatusOr<uint64_t> LastRevision(jsCtx* js, const std::string& bucket) {
-  jsStreamInfo* info = nullptr;
-  jsErrCode code = static_cast<jsErrCode>(0);
-  const natsStatus s = js_GetStreamInfo(
-      &info, js, absl::StrCat("KV_", bucket).c_str(), nullptr, &code);
-  if (s != NATS_OK) return NatsError(s, "reading the bucket's state");
-  const uint64_t last = info->State.LastSeq;
-  jsStreamInfo_Destroy(info);
-  return last;
-}
-
 }  // namespace
 
 std::string LayoutKey(absl::string_view job) {
@@ -466,17 +454,12 @@ void JetStreamDeclaredState::WatchLoop(
       s = kvWatcher_Next(&entry, watcher, 500);
       if (s == NATS_TIMEOUT) {
         s = NATS_OK;
-        // A watcher is a consumer on one NATS server. When that server
-        // dies, a new consumer may take many seconds to be placed while the
-        // cluster still counts the dead server, and the old one goes quiet
-        // without an error. So a quiet watcher that is behind the bucket
-        // for a second is not waited for: the missing revisions are fetched
-        // by sequence from the stream (no consumer needed), and the watcher
-        // is recreated.
-        absl::StatusOr<uint64_t> last =
-            LastRevision(nats_->js(), options_.bucket);
-        behind = last.ok() && *last > delivered ? behind + 1 : 0;
-        if (behind < 2) continue;
+        // A quiet watcher that is behind the bucket for a second is not
+        // waited for: the missing revisions are fetched by sequence from
+        // the stream (no consumer needed), and the watcher is recreated.
+        const std::optional<uint64_t> last =
+            WatcherFellBehind(nats_->js(), options_.bucket, delivered, &behind);
+        if (!last.has_value()) continue;
         absl::Status caught_up = CatchUp(*last, &delivered, on_change);
         if (!caught_up.ok()) LogWarning(std::string(caught_up.message()));
         s = NATS_TIMEOUT;

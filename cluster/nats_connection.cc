@@ -116,6 +116,26 @@ absl::StatusOr<kvStore*> BindOrCreateBucket(jsCtx* js, kvConfig config,
   }
 }
 
+absl::StatusOr<uint64_t> BucketLastRevision(jsCtx* js,
+                                            const std::string& bucket) {
+  jsStreamInfo* info = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  const natsStatus s = js_GetStreamInfo(
+      &info, js, absl::StrCat("KV_", bucket).c_str(), nullptr, &code);
+  if (s != NATS_OK) return NatsError(s, "reading the bucket's state");
+  const uint64_t last = info->State.LastSeq;
+  jsStreamInfo_Destroy(info);
+  return last;
+}
+
+std::optional<uint64_t> WatcherFellBehind(jsCtx* js, const std::string& bucket,
+                                          uint64_t delivered, int* behind) {
+  absl::StatusOr<uint64_t> last = BucketLastRevision(js, bucket);
+  *behind = last.ok() && *last > delivered ? *behind + 1 : 0;
+  if (*behind < 2) return std::nullopt;
+  return *last;
+}
+
 absl::StatusOr<std::unique_ptr<NatsConnection>> NatsConnection::Connect(
     const Options& options) {
   std::unique_ptr<NatsConnection> conn(new NatsConnection());

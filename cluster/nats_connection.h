@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,21 @@ absl::Status NatsError(natsStatus status, absl::string_view what);
 absl::StatusOr<kvStore*> BindOrCreateBucket(jsCtx* js, kvConfig config,
                                             absl::Duration deadline);
 
+// The last sequence of a key-value bucket's stream: the newest revision of
+// any of its keys.
+absl::StatusOr<uint64_t> BucketLastRevision(jsCtx* js,
+                                            const std::string& bucket);
+
+// For the thread of a key-value watcher that gave nothing for a while
+// (kvWatcher_Next timed out): a watcher is a consumer on one NATS server,
+// and when that server dies it can go quiet without an error while the
+// cluster takes many seconds to place a new one. Counts in *behind the
+// consecutive quiet checks during which the bucket held revisions after
+// `delivered`; from the second one on, returns the bucket's last revision:
+// the caller stops waiting for the watcher and recreates it.
+std::optional<uint64_t> WatcherFellBehind(jsCtx* js, const std::string& bucket,
+                                          uint64_t delivered, int* behind);
+
 class NatsConnection {
  public:
   struct Options {
@@ -72,6 +88,8 @@ class NatsConnection {
   ~NatsConnection();
 
   jsCtx* js() const { return js_; }
+  // For plain (non-JetStream) subscriptions.
+  natsConnection* nc() const { return nc_; }
   const std::vector<std::string>& urls() const { return urls_; }
   absl::Duration request_timeout() const { return request_timeout_; }
 

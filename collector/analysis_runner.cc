@@ -39,8 +39,10 @@ AnalysisRunner::AnalysisRunner(const SeriesStore* series,
       stats_(stats),
       clock_(clock),
       options_(options),
+      features_(options.features != nullptr ? options.features
+                                            : &embedded_features_),
       view_builder_(series),
-      hysteresis_(options.analysis.hysteresis) {}
+      hysteresis_(std::in_place, options.analysis.hysteresis) {}
 
 AnalysisRunner::~AnalysisRunner() { Stop(); }
 
@@ -90,13 +92,44 @@ void AnalysisRunner::Persisted(const absl::Status& status) {
   }
 }
 
-void AnalysisRunner::RunLiveness(absl::Time now) {
-  // What the series store knows about every node that ever reported; who
-  // counts as down is the analyzer's (analysis/agent_down.h).
-  std::vector<analysis::NodeLiveness> nodes;
-  for (const NodeStatus& n : series_->ListNodes(absl::InfiniteDuration())) {
-    nodes.push_back(LivenessOf(n.info));
+FeatureSlice AnalysisRunner::ExchangeFeatures(absl::Time now) {
+  std::shared_ptr<const RegistrySnapshot> snapshot = registry_->Snapshot();
+  FeatureSlice local;
+  local.window = view_builder_.Build(snapshot->topology.get(),
+                                     options_.analysis.window_seconds, now);
+  // The same over the newest samples alone: a strong fault opens without
+  // waiting for the window mean (HysteresisConfig::recent_seconds).
+  const double recent_seconds = options_.analysis.hysteresis.recent_seconds;
+  if (recent_seconds > 0 && recent_seconds < options_.analysis.window_seconds) {
+    local.recent =
+        view_builder_.Build(snapshot->topology.get(), recent_seconds, now);
   }
+  // Every node that ever reported here, for agent_down.
+  for (const NodeStatus& n : series_->ListNodes(absl::InfiniteDuration())) {
+    local.nodes.push_back(NodeFacts{LivenessOf(n.info), n.info.boot_id});
+  }
+  const absl::Status published = features_->Publish(local, now);
+  if (published.ok() == publish_failing_) {
+    publish_failing_ = !published.ok();
+    if (publish_failing_) {
+      LogWarning(
+          absl::StrCat("analysis: cannot publish this collector's "
+                       "features (",
+                       features_->Describe(), "): ", published.message()));
+    } else {
+      LogInfo("analysis: publishing this collector's features again");
+    }
+  }
+  return features_->Merged(std::move(local), now);
+}
+
+void AnalysisRunner::RunLiveness(absl::Time now,
+                                 const std::vector<NodeFacts>& facts) {
+  // What the fabric knows about every node that ever reported; who counts
+  // as down is the analyzer's (analysis/agent_down.h).
+  std::vector<analysis::NodeLiveness> nodes;
+  nodes.reserve(facts.size());
+  for (const NodeFacts& n : facts) nodes.push_back(n.liveness);
   // After a restart the collector knows only the nodes that reported since;
   // a node it had found down keeps its finding until it reports again,
   // with the last report and interval the finding recorded.
@@ -128,7 +161,7 @@ void AnalysisRunner::RunLayoutAnalyzers(absl::Time now) {
   Persisted(findings_->Update(reports, now, kLayoutSource));
 }
 
-void AnalysisRunner::RunRateAnalyzers(absl::Time now) {
+void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric) {
   if (!hysteresis_seeded_) {
     // Findings the rate analyzers opened before a restart: every active
     // finding that neither liveness nor the layout analyzers own.
@@ -140,7 +173,7 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now) {
       }
       active.push_back(analysis::FindingFromWire(f));
     }
-    hysteresis_.Seed(active);
+    hysteresis_->Seed(active);
     // ... and the baselines their stragglers were judged against.
     straggler_baselines_.Seed(active);
     hysteresis_seeded_ = true;
@@ -149,13 +182,9 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now) {
   static const v1::Topology* const kNoTopology = new v1::Topology();
   const v1::Topology* topology =
       snapshot->topology != nullptr ? snapshot->topology.get() : kNoTopology;
-  auto view = std::make_shared<const analysis::FabricView>(
-      view_builder_.Build(topology, options_.analysis.window_seconds, now));
-  last_view_ = view;
-  {
-    std::lock_guard<std::mutex> lock(view_mu_);
-    published_view_ = view;
-  }
+  auto view =
+      std::make_shared<const analysis::FabricView>(std::move(fabric.window));
+  Publish(view);
   if (!topology_index_.has_value() || indexed_topology_ != snapshot->topology) {
     indexed_topology_ = snapshot->topology;
     topology_index_.emplace(topology);
@@ -187,16 +216,37 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now) {
   // The same analyzers over the newest samples alone: a strong fault opens
   // without waiting for the window mean (HysteresisConfig::recent_seconds).
   std::vector<analysis::Finding> recent;
-  const double recent_seconds = options_.analysis.hysteresis.recent_seconds;
-  if (recent_seconds > 0 && recent_seconds < options_.analysis.window_seconds) {
-    const analysis::FabricView newest =
-        view_builder_.Build(topology, recent_seconds, now);
-    in.view = &newest;
+  if (fabric.recent.has_value()) {
+    in.view = &*fabric.recent;
     recent = analysis::RunRateAnalyzers(in);
   }
   Persisted(
-      findings_->Update(hysteresis_.Step(std::move(window), std::move(recent)),
+      findings_->Update(hysteresis_->Step(std::move(window), std::move(recent)),
                         now, kRateSource));
+}
+
+void AnalysisRunner::Publish(std::shared_ptr<const analysis::FabricView> view) {
+  last_view_ = view;
+  std::lock_guard<std::mutex> lock(view_mu_);
+  published_view_ = std::move(view);
+}
+
+bool AnalysisRunner::Leading() {
+  if (options_.role == nullptr) return true;
+  const uint64_t term = options_.role->Term();
+  if (term == 0 || !options_.role->Leading()) {
+    term_ = 0;
+    return false;
+  }
+  if (term != term_) {
+    // Someone else analysed since this collector last did: start over from
+    // the findings it left, as after a restart.
+    term_ = term;
+    hysteresis_.emplace(options_.analysis.hysteresis);
+    straggler_baselines_ = analysis::StragglerBaselines();
+    hysteresis_seeded_ = false;
+  }
+  return true;
 }
 
 std::shared_ptr<const analysis::FabricView> AnalysisRunner::LatestView() const {
@@ -208,9 +258,16 @@ void AnalysisRunner::RunOnce() {
   std::lock_guard<std::mutex> lock(pass_mu_);
   const int64_t start = clock_.MonotonicNanos();
   const absl::Time now = clock_.Now();
-  RunLiveness(now);
-  RunLayoutAnalyzers(now);
-  RunRateAnalyzers(now);
+  FeatureSlice fabric = ExchangeFeatures(now);
+  if (Leading()) {
+    RunLiveness(now, fabric.nodes);
+    RunLayoutAnalyzers(now);
+    RunRateAnalyzers(now, std::move(fabric));
+  } else {
+    // The page still shows the whole fabric.
+    Publish(
+        std::make_shared<const analysis::FabricView>(std::move(fabric.window)));
+  }
   stats_->passes.fetch_add(1);
   stats_->last_pass_nanos.store(clock_.MonotonicNanos() - start);
 }
@@ -218,7 +275,9 @@ void AnalysisRunner::RunOnce() {
 std::vector<v1::Finding> AnalysisRunner::RunLayoutPass(const std::string& job) {
   {
     std::lock_guard<std::mutex> lock(pass_mu_);
-    RunLayoutAnalyzers(clock_.Now());
+    // A follower's findings come from the leader's own pass over the
+    // layout it receives.
+    if (Leading()) RunLayoutAnalyzers(clock_.Now());
   }
   FindingsFilter filter;
   filter.job = job;

@@ -3,11 +3,20 @@
 //
 // Every pass (default every second) takes a snapshot of the layouts and the
 // nodes and runs each analyzer family as its own "source": the store opens,
-// updates and resolves findings per source:
+// updates and resolves findings per source. What the liveness and rate
+// analyzers read is the fabric as the FeatureExchange merges it
+// (collector/feature_exchange.h): this collector's nodes alone when
+// embedded, every collector's in a cluster; the runner publishes its own
+// slice each pass and does not know which backend runs.
 // - agent liveness: the agent_down analyzer (analysis/agent_down.h) over
 //   what the series store knows about each node;
 // - the layout analyzers (tp_cross_node), also run at once after a layout
 //   is applied;
+// In a cluster only the collector that holds the analysis lease (the
+// AnalysisRole) runs the analyzers; the others publish their features and
+// mirror its findings. A collector that takes the lease over seeds its
+// hysteresis from the findings it mirrored, as after a restart, so a
+// failover neither resolves nor reopens a finding that is still true.
 // - the rate analyzers (analysis/analyzer.h) over a FabricView of the last
 //   `analysis.window_seconds`, gated by a Hysteresis so a finding opens only
 //   after its condition held for several passes and resolves after it was
@@ -38,8 +47,10 @@
 #include "analysis/straggler_nic.h"
 #include "analysis/topology_index.h"
 #include "collector/agent_liveness.h"
+#include "collector/analysis_role.h"
 #include "collector/collector_metrics.h"
 #include "collector/fabric_view_builder.h"
+#include "collector/feature_exchange.h"
 #include "collector/findings_store.h"
 #include "collector/layout_registry.h"
 #include "collector/series_store.h"
@@ -56,6 +67,14 @@ class AnalysisRunner {
     // Niceness of the analysis thread (0 = the process's own): ingest keeps
     // the CPU it needs to acknowledge reports promptly.
     int nice = 10;
+    // Where the rest of the fabric comes from; null: embedded (this
+    // collector's nodes are the fabric). Must outlive the runner.
+    FeatureExchange* features = nullptr;
+    // Whether this collector analyses; null: always (embedded). While it
+    // does not, passes only publish features and the findings come from
+    // the collector that does (collector/findings_replication.h). Must
+    // outlive the runner.
+    const AnalysisRole* role = nullptr;
   };
 
   // Pointers must outlive the runner.
@@ -78,10 +97,17 @@ class AnalysisRunner {
   std::shared_ptr<const analysis::FabricView> LatestView() const;
 
  private:
-  void RunLiveness(absl::Time now);
+  // This collector's slice (series store) published, and the fabric's.
+  FeatureSlice ExchangeFeatures(absl::Time now);
+  void RunLiveness(absl::Time now, const std::vector<NodeFacts>& facts);
   void RunLayoutAnalyzers(absl::Time now);
-  void RunRateAnalyzers(absl::Time now);
+  void RunRateAnalyzers(absl::Time now, FeatureSlice fabric);
   void Persisted(const absl::Status& status);
+  // True when this pass analyses; a new term starts from the findings the
+  // previous leader left (the hysteresis is seeded again, as after a
+  // restart).
+  bool Leading();
+  void Publish(std::shared_ptr<const analysis::FabricView> view);
 
   const SeriesStore* const series_;
   const LayoutRegistry* const registry_;
@@ -89,11 +115,14 @@ class AnalysisRunner {
   AnalysisStats* const stats_;
   const Clock& clock_;
   const Options options_;
+  EmbeddedFeatureExchange embedded_features_;
+  FeatureExchange* const features_;
 
   std::mutex pass_mu_;  // one pass at a time
   // Rate analysis state, used under pass_mu_.
   FabricViewBuilder view_builder_;
-  analysis::Hysteresis hysteresis_;
+  // Re-created when a new term starts (Leading()).
+  std::optional<analysis::Hysteresis> hysteresis_;
   // Every NIC's own usual throughput, for straggler_nic; updated once per
   // pass from the window view. Lost on restart but for the NICs of open
   // straggler_nic findings (seeded with the hysteresis): until the others
@@ -107,6 +136,9 @@ class AnalysisRunner {
   // The last rate pass's view, for the layout analyzers' runtime evidence.
   std::shared_ptr<const analysis::FabricView> last_view_;
   bool hysteresis_seeded_ = false;
+  uint64_t term_ = 0;  // the role's term of the last pass that analysed
+  // The last Publish failed (logged once per outage).
+  bool publish_failing_ = false;
   // last_view_ for other threads (readers must not wait for a pass).
   mutable std::mutex view_mu_;
   std::shared_ptr<const analysis::FabricView> published_view_;

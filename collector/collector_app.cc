@@ -108,7 +108,8 @@ absl::Status ValidateCollectorConfig(const CollectorConfig& config) {
   }
   RETURN_IF_ERROR(LoadAnalysisConfig(config.analysis_config).status());
   RETURN_IF_ERROR(cluster::ValidateClusterOptions(
-      {config.nats, config.collector_id, config.nats_replicas}));
+      {config.nats, config.collector_id, config.nats_replicas,
+       config.analysis_interval}));
   return absl::OkStatus();
 }
 
@@ -300,8 +301,9 @@ int RunCollector(const CollectorConfig& config) {
   std::unique_ptr<cluster::ClusterMember> member;
   if (!config.nats.empty()) {
     absl::StatusOr<std::unique_ptr<cluster::ClusterMember>> joined =
-        cluster::ClusterMember::Join(
-            {config.nats, config.collector_id, config.nats_replicas});
+        cluster::ClusterMember::Join({config.nats, config.collector_id,
+                                      config.nats_replicas,
+                                      config.analysis_interval});
     if (!joined.ok()) return StartupFailed(joined.status().message());
     member = *std::move(joined);
   }
@@ -331,6 +333,17 @@ int RunCollector(const CollectorConfig& config) {
   // Who counts as up everywhere (metrics, `fabricdiag nodes`): agent_down's
   // rule.
   const NodeUpRule node_up = AgentUpRule(runner_options->analysis.agent_down);
+  // In a cluster: the rest of the fabric (the other collectors' features),
+  // who analyses, and the one set of findings everyone serves.
+  if (member != nullptr) {
+    runner_options->features = member->features();
+    runner_options->role = member->role();
+    if (absl::Status s = findings.Replicate(member->findings_replication());
+        !s.ok()) {
+      // Not fatal: ids are reserved again before the first finding opens.
+      LogWarning(absl::StrCat("shared findings: ", s.message()));
+    }
+  }
   AnalysisRunner runner(&series, &registry, &findings, &stats, clock,
                         *std::move(runner_options));
 
@@ -348,6 +361,7 @@ int RunCollector(const CollectorConfig& config) {
     return code;
   }
 
+  if (member != nullptr) member->MirrorFindings(&findings);
   runner.Start();
   LogServing(config, (*server)->port(), (*http)->port(), !token->empty());
 
@@ -355,6 +369,7 @@ int RunCollector(const CollectorConfig& config) {
   sigwait(&signals, &signo);
   LogInfo("fabricdiag-collector: stopping");
   runner.Stop();
+  if (member != nullptr) member->StopMirroring();
   query.Shutdown();
   (*server)->Shutdown(absl::Seconds(2));
   (*server)->Wait();

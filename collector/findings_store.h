@@ -40,6 +40,13 @@
 // when a watcher falls that far behind its queue is dropped, it receives one
 // kOverflow event and is closed. Update never waits for a watcher.
 //
+// Shared findings (a collector cluster, collector/findings_replication.h):
+// with Replicate(), ids come from blocks the replication reserves (unique
+// across the cluster, whoever writes) and every version the store makes is
+// written through it after the log; ApplyReplicated() applies a version
+// another collector's store made, under its id, with the same events,
+// counters and log records as a local change.
+//
 // Usage:
 //   FindingsStore findings(state_store, {});
 //   RETURN_IF_ERROR(findings.Load());
@@ -69,6 +76,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "analysis/finding.h"
+#include "collector/findings_replication.h"
 #include "collector/findings_watch.h"
 #include "collector/state_store.h"
 #include "proto/collector.pb.h"
@@ -120,6 +128,23 @@ class FindingsStore {
   absl::Status Update(const std::vector<analysis::Finding>& reports,
                       absl::Time now, absl::string_view source);
 
+  // Shares every later version through `replication` and takes ids from
+  // it (null: neither, the default); ids this store already handed out are
+  // never handed out by the replication. Call before the first Update; it
+  // must outlive the store.
+  absl::Status Replicate(FindingsReplication* replication);
+
+  // Applies a version made by another collector's store (see the header
+  // comment): opened, updated or resolved under its id. A version older
+  // than what the store holds for its id, or one that changes nothing but
+  // last_seen, makes no event.
+  absl::Status ApplyReplicated(const StoredFinding& version);
+  // Resolves, at `now`, every active finding the cluster does not have:
+  // its id is not in `shared` (the whole shared set), or it was never
+  // shared (kept from before this collector joined a cluster).
+  absl::Status ResolveUnshared(const absl::flat_hash_set<std::string>& shared,
+                               absl::Time now);
+
   // Newest first (descending id), at most filter.limit.
   std::vector<v1::Finding> List(const FindingsFilter& filter) const;
   // Active findings, ascending id (for /metrics).
@@ -137,6 +162,9 @@ class FindingsStore {
     v1::Finding finding;
     std::string source;
     int64_t persisted_last_seen = 0;  // unix nanos
+    // Made or applied while the store had a replication: the cluster has
+    // it (ResolveUnshared leaves it).
+    bool shared = false;
   };
 
   // What one Update pass writes to the log and then tells the watchers.
@@ -157,8 +185,25 @@ class FindingsStore {
   void ResolveUnreported(const absl::flat_hash_set<Key>& seen,
                          int64_t now_nanos, absl::string_view source,
                          UpdateBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ResolveKeys(const std::vector<Key>& gone, int64_t now_nanos,
+                   UpdateBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TrimResolved() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status MaybeCompact() ABSL_EXCLUSIVE_LOCKS_REQUIRED(update_mu_);
+  // With a replication: ids for `count` opens reserved ahead.
+  absl::Status ReserveIds(size_t count)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(update_mu_);
+  // Persists the batch, tells the watchers, then (`share`) the replication.
+  absl::Status Commit(UpdateBatch& batch, absl::string_view what, bool share)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(update_mu_);
+  // Applies the version of a finding the store does not hold active under
+  // its id.
+  void ApplyResolved(const StoredFinding& version, UpdateBatch& batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Applies a version of the finding active under `key` (`it`, or end()
+  // when none is).
+  void ApplyCurrent(const StoredFinding& version, const Key& key,
+                    absl::flat_hash_map<Key, Entry>::iterator it,
+                    UpdateBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   StateStore* const store_;
   const FindingsStoreOptions options_;
@@ -166,8 +211,11 @@ class FindingsStore {
   // event order and a new watcher sees each change exactly once.
   absl::Mutex update_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   uint64_t compacted_bytes_ ABSL_GUARDED_BY(update_mu_) = 0;
+  FindingsReplication* replication_ = nullptr;
   mutable absl::Mutex mu_;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  // With a replication: ids below this are reserved for this store.
+  uint64_t reserved_end_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<Key, Entry> active_ ABSL_GUARDED_BY(mu_);
   // Ascending resolution order; oldest dropped beyond max_resolved.
   std::deque<v1::Finding> resolved_ ABSL_GUARDED_BY(mu_);

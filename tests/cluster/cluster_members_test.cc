@@ -7,39 +7,20 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/cluster/single_nats_test.h"
 #include "tests/testing/eventually.h"
-#include "tests/testing/nats_cluster.h"
 
 namespace fabricdiag::cluster {
 namespace {
 
-class ClusterMembersTest : public ::testing::Test {
+class ClusterMembersTest : public SingleNatsServerTest {
  protected:
-  static void SetUpTestSuite() {
-    nats_ = new testing::NatsCluster(1);
-    const absl::Status started = nats_->Start();
-    ASSERT_TRUE(started.ok()) << started;
-  }
-  static void TearDownTestSuite() {
-    delete nats_;
-    nats_ = nullptr;
-  }
-
-  std::unique_ptr<NatsConnection> Connect() {
-    NatsConnection::Options options;
-    options.urls = {nats_->url(0)};
-    auto nats = NatsConnection::Connect(options);
-    EXPECT_TRUE(nats.ok()) << nats.status();
-    return nats.ok() ? *std::move(nats) : nullptr;
-  }
-
   std::unique_ptr<ClusterMembers> Join(NatsConnection* nats,
                                        const std::string& id) {
     ClusterMembers::Options options;
     options.replicas = 1;
     options.period = absl::Milliseconds(200);
-    options.bucket =
-        ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    options.bucket = TestName();
     auto members = ClusterMembers::Start(nats, id, options);
     EXPECT_TRUE(members.ok()) << members.status();
     return members.ok() ? *std::move(members) : nullptr;
@@ -50,11 +31,7 @@ class ClusterMembersTest : public ::testing::Test {
     for (const ClusterMembers::Member& m : members.Live()) ids.push_back(m.id);
     return ids;
   }
-
-  static testing::NatsCluster* nats_;
 };
-
-testing::NatsCluster* ClusterMembersTest::nats_ = nullptr;
 
 TEST_F(ClusterMembersTest, MembersSeeEachOtherAndALeaver) {
   auto conn_a = Connect();

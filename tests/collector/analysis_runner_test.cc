@@ -80,15 +80,29 @@ TEST(AnalysisRunnerTest, AnalysisThreadRunsBelowIngest) {
   runner.Stop();
 }
 
-TEST(AnalysisRunnerTest, AgentDownFollowsTheAnalysisConfig) {
-  agent::ScopedTempDir tmp;
-  FakeClock clock(absl::FromUnixSeconds(1795000000));
-  auto state = StateStore::Open(tmp.path(), &clock);
-  ASSERT_TRUE(state.ok()) << state.status();
-  LayoutRegistry registry(state->get(), &clock);
-  FindingsStore findings(state->get(), FindingsStoreOptions{});
-  ASSERT_TRUE(findings.Load().ok());
-  SeriesStore series(SeriesStore::Options{}, clock);
+// What a runner reads and writes, in a temporary --state_dir, on a fake
+// clock.
+class AnalysisRunnerStateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto state = StateStore::Open(tmp_.path(), &clock);
+    ASSERT_TRUE(state.ok()) << state.status();
+    state_ = *std::move(state);
+    registry_ = std::make_unique<LayoutRegistry>(state_.get(), &clock);
+    findings_ =
+        std::make_unique<FindingsStore>(state_.get(), FindingsStoreOptions{});
+    ASSERT_TRUE(findings_->Load().ok());
+  }
+
+  agent::ScopedTempDir tmp_;
+  FakeClock clock{absl::FromUnixSeconds(1795000000)};
+  std::unique_ptr<StateStore> state_;
+  std::unique_ptr<LayoutRegistry> registry_;
+  std::unique_ptr<FindingsStore> findings_;
+  SeriesStore series{SeriesStore::Options{}, clock};
+};
+
+TEST_F(AnalysisRunnerStateTest, AgentDownFollowsTheAnalysisConfig) {
   // An agent with a 1 s interval reports once and goes silent.
   std::shared_ptr<NodeSeries> node = series.OpenNode("gpu-1");
   ASSERT_TRUE(
@@ -109,18 +123,76 @@ TEST(AnalysisRunnerTest, AgentDownFollowsTheAnalysisConfig) {
   AnalysisStats stats;
   AnalysisRunner::Options options;
   options.analysis.agent_down.missed_intervals = 5;
-  AnalysisRunner runner(&series, &registry, &findings, &stats, clock, options);
+  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
+                        clock, options);
   clock.Advance(absl::Seconds(4));
   runner.RunOnce();
-  EXPECT_THAT(findings.Active(), ::testing::IsEmpty())
+  EXPECT_THAT(findings_->Active(), ::testing::IsEmpty())
       << "down after 4 intervals of the configured 5";
   clock.Advance(absl::Seconds(1));
   runner.RunOnce();
-  std::vector<v1::Finding> active = findings.Active();
+  std::vector<v1::Finding> active = findings_->Active();
   ASSERT_THAT(active, ::testing::SizeIs(1));
   EXPECT_EQ(active[0].kind(), "agent_down");
   EXPECT_EQ(active[0].node(), "gpu-1");
   EXPECT_EQ(active[0].evidence().at("missed_intervals"), 5);
+}
+
+// A cluster seen from the runner: another collector's silent node merged
+// in, and a lease this collector may or may not hold.
+class FakeExchange final : public FeatureExchange {
+ public:
+  explicit FakeExchange(absl::Time remote_report) : remote_(remote_report) {}
+  std::string Describe() const override { return "fake"; }
+  absl::Status Publish(const FeatureSlice& /*local*/,
+                       absl::Time /*now*/) override {
+    ++published;
+    return absl::OkStatus();
+  }
+  FeatureSlice Merged(FeatureSlice local, absl::Time /*now*/) override {
+    NodeFacts remote;
+    remote.liveness.node = "gpu-remote";
+    remote.liveness.last_report = remote_;
+    remote.liveness.interval = absl::Seconds(1);
+    remote.liveness.ever_reported = true;
+    local.nodes.push_back(remote);
+    return local;
+  }
+  int published = 0;
+
+ private:
+  const absl::Time remote_;
+};
+
+class FakeRole final : public AnalysisRole {
+ public:
+  bool Leading() const override { return term > 0; }
+  uint64_t Term() const override { return term; }
+  uint64_t term = 0;
+};
+
+TEST_F(AnalysisRunnerStateTest, OnlyTheLeaderAnalysesTheMergedFabric) {
+  FakeExchange exchange(clock.Now() - absl::Seconds(10));
+  FakeRole role;
+  AnalysisStats stats;
+  AnalysisRunner::Options options;
+  options.features = &exchange;
+  options.role = &role;
+  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
+                        clock, options);
+  runner.RunOnce();
+  EXPECT_EQ(exchange.published, 1) << "followers publish their features too";
+  EXPECT_THAT(findings_->Active(), ::testing::IsEmpty())
+      << "a follower writes no findings";
+  role.term = 7;
+  runner.RunOnce();
+  // The node only another collector heard from is down: the leader
+  // analyses the merged fabric, not its own series store alone.
+  std::vector<v1::Finding> active = findings_->Active();
+  ASSERT_THAT(active, ::testing::SizeIs(1));
+  EXPECT_EQ(active[0].kind(), "agent_down");
+  EXPECT_EQ(active[0].node(), "gpu-remote");
+  EXPECT_EQ(exchange.published, 2);
 }
 
 struct Opened {

@@ -5,8 +5,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "analysis/finding.h"
@@ -419,6 +423,122 @@ TEST_F(FindingsStoreTest, TornLastLogRecordIsDroppedOnLoad) {
   std::vector<v1::Finding> active = findings_->Active();
   EXPECT_THAT(Ids(active), ElementsAre("f-000001", "f-000002"));
   EXPECT_EQ(active[1].node(), "gpu-003");
+}
+
+}  // namespace
+}  // namespace fabricdiag::collector
+
+namespace fabricdiag::collector {
+namespace {
+
+// The cluster's shared findings as one collector's store sees them: ids
+// from a counter, versions collected.
+class FakeReplication final : public FindingsReplication {
+ public:
+  std::string Describe() const override { return "fake"; }
+  absl::StatusOr<uint64_t> ReserveIds(uint64_t count,
+                                      uint64_t at_least) override {
+    next = std::max(next, at_least);
+    const uint64_t first = next;
+    next += count;
+    return first;
+  }
+  absl::Status Write(absl::Span<const StoredFinding> written) override {
+    versions.insert(versions.end(), written.begin(), written.end());
+    return absl::OkStatus();
+  }
+  void Watch(std::function<void(const StoredFinding&)> /*on_version*/,
+             std::function<void(const absl::flat_hash_set<std::string>&)>
+             /*on_replayed*/) override {}
+  void StopWatching() override {}
+
+  uint64_t next = 1;
+  std::vector<StoredFinding> versions;
+};
+
+std::vector<std::pair<WatchEvent::Type, std::string>> Drain(Watcher& w) {
+  std::vector<std::pair<WatchEvent::Type, std::string>> out;
+  while (std::optional<WatchEvent> e = w.Next(absl::ZeroDuration())) {
+    if (e->type == WatchEvent::Type::kClosed) break;
+    out.emplace_back(e->type, e->finding.id());
+  }
+  return out;
+}
+
+// A follower's store (findings_) applies what a leader's store shared.
+class ReplicatedFindingsTest : public FindingsStoreTest {
+ protected:
+  void SetUp() override {
+    FindingsStoreTest::SetUp();
+    auto state = StateStore::Open(tmp_.path() + "/leader", &clock_);
+    ASSERT_TRUE(state.ok()) << state.status();
+    leader_state_ = *std::move(state);
+    leader_ = std::make_unique<FindingsStore>(leader_state_.get(),
+                                              FindingsStoreOptions{});
+    ASSERT_TRUE(leader_->Load().ok());
+    ASSERT_TRUE(leader_->Replicate(&shared_).ok());
+    watcher_ = findings_->Watch("");
+  }
+
+  // The leader's pass, and what it shared applied on the follower.
+  void LeaderReports(const std::vector<analysis::Finding>& reports) {
+    const size_t before = shared_.versions.size();
+    ASSERT_TRUE(leader_->Update(reports, Tick(), "pfc").ok());
+    for (size_t i = before; i < shared_.versions.size(); ++i) {
+      ASSERT_TRUE(findings_->ApplyReplicated(shared_.versions[i]).ok());
+    }
+  }
+
+  FakeReplication shared_;
+  std::unique_ptr<StateStore> leader_state_;
+  std::unique_ptr<FindingsStore> leader_;
+  std::unique_ptr<Watcher> watcher_;
+};
+
+TEST_F(ReplicatedFindingsTest, AFollowerHoldsTheLeadersFindingsAndEvents) {
+  using T = WatchEvent::Type;
+  LeaderReports({Pfc("gpu-003", 0.94)});
+  EXPECT_THAT(Ids(findings_->Active()), ElementsAre("f-000001"));
+  // Seen again a minute later: last_seen moves, nobody is told.
+  clock_.Advance(absl::Minutes(2));
+  LeaderReports({Pfc("gpu-003", 0.94)});
+  EXPECT_EQ(findings_->Active()[0].last_seen_unix_nanos(),
+            absl::ToUnixNanos(clock_.Now()));
+  LeaderReports({Pfc("gpu-003", 0.5)});  // material: an update
+  LeaderReports({});
+  EXPECT_THAT(findings_->Active(), IsEmpty());
+  LeaderReports({Pfc("gpu-003", 0.9)});  // back: a new finding
+  EXPECT_THAT(Ids(findings_->Active()), ElementsAre("f-000002"));
+  EXPECT_THAT(Drain(*watcher_),
+              ElementsAre(std::make_pair(T::kOpened, "f-000001"),
+                          std::make_pair(T::kUpdated, "f-000001"),
+                          std::make_pair(T::kResolved, "f-000001"),
+                          std::make_pair(T::kOpened, "f-000002")));
+  // Versions of f-000001 delivered again (a watcher's replay) change
+  // nothing: the condition's current finding is f-000002.
+  for (const StoredFinding& v : shared_.versions) {
+    if (v.finding.id() == "f-000001") {
+      ASSERT_TRUE(findings_->ApplyReplicated(v).ok());
+    }
+  }
+  EXPECT_THAT(Ids(findings_->Active()), ElementsAre("f-000002"));
+  EXPECT_THAT(Drain(*watcher_), IsEmpty());
+  // The follower's view survives its restart, and its ids are the
+  // leader's.
+  Restart();
+  EXPECT_THAT(Ids(findings_->Active()), ElementsAre("f-000002"));
+}
+
+TEST_F(ReplicatedFindingsTest, FindingsTheClusterDoesNotHoldAreResolved) {
+  Report({Pfc("gpu-009", 0.9)});  // the follower's own, from before
+  LeaderReports({Pfc("gpu-003", 0.94)});
+  ASSERT_THAT(findings_->Active(), SizeIs(2));
+  ASSERT_TRUE(findings_->ResolveUnshared({"f-000001"}, Tick()).ok());
+  // Its own f-000001 is not the cluster's f-000001: only the shared one
+  // stays.
+  std::vector<v1::Finding> active = findings_->Active();
+  ASSERT_THAT(active, SizeIs(1));
+  EXPECT_EQ(active[0].node(), "gpu-003");
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "tests/testing/eventually.h"
 #include "tests/testing/http_get.h"
 #include "tests/testing/nats_cluster.h"
@@ -33,9 +34,13 @@ using ::fabricdiag::testing::Subprocess;
 using ::testing::HasSubstr;
 
 const std::string kCollector = FABRICDIAG_COLLECTOR_BINARY;
+const std::string kAgent = FABRICDIAG_AGENT_BINARY;
+const std::string kFixtures =
+    std::string(FABRICDIAG_SOURCE_DIR) + "/tests/fixtures";
 const std::string kCli = FABRICDIAG_CLI_BINARY;
 
 struct Collector {
+  std::string name;
   std::unique_ptr<Subprocess> process;
   int grpc = 0;
   int http = 0;
@@ -53,6 +58,7 @@ class CollectorClusterTest : public ::testing::Test {
   Collector Start(const std::string& name, const std::string& urls,
                   int grpc = 0, int http = 0) {
     Collector c;
+    c.name = name;
     c.process = std::make_unique<Subprocess>(std::vector<std::string>{
         kCollector, absl::StrCat("--listen=127.0.0.1:", grpc),
         absl::StrCat("--http_listen=127.0.0.1:", http),
@@ -240,6 +246,114 @@ TEST_F(CollectorClusterTest, BadClusterFlagsAreClearErrors) {
       absl::Seconds(60));
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr(dead));
+}
+
+// Agents are spread over the collectors, analysis runs on one of them: a
+// fault on a node that streams to collector B alone is listed by A, B and C
+// with one id.
+TEST_F(CollectorClusterTest, AFindingOfOneCollectorsAgentHasOneIdEverywhere) {
+  std::vector<Collector> c;
+  for (const char* name : {"col-a", "col-b", "col-c"}) {
+    c.push_back(Start(name, nats_.urls()));
+    ASSERT_GT(c.back().grpc, 0);
+  }
+  Subprocess agent({kAgent, "--node=gpu-b1",
+                    "--sysfs_root=" + kFixtures + "/sysfs",
+                    "--listen=127.0.0.1:0", "--interval=200ms",
+                    absl::StrCat("--collector=127.0.0.1:", c[1].grpc)});
+  ASSERT_TRUE(agent.Start().ok());
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        absl::StatusOr<std::string> m = HttpGet(c[1].http, "/metrics");
+        return m.ok() &&
+               std::regex_search(*m, std::regex("fabricdiag_agent_up\\{[^}]*"
+                                                "node=\"gpu-b1\"[^}]*\\} 1"));
+      },
+      absl::Seconds(20), absl::Milliseconds(100)))
+      << agent.Stderr();
+  // The fault: the agent dies (kill -9); agent_down opens after 3 of its
+  // intervals, on whichever collector analyses.
+  agent.Signal(SIGKILL);
+  auto down_id = [&](const Collector& each) {
+    RunResult r = Cli(each, {"--timeout=3s", "findings", "--json"});
+    if (r.exit_code != 0) return std::string();
+    const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+    if (!j.is_array()) return std::string();
+    for (const nlohmann::json& f : j) {
+      if (f.value("kind", "") == "agent_down" &&
+          f.value("node", "") == "gpu-b1") {
+        return f.value("id", "");
+      }
+    }
+    return std::string();
+  };
+  std::string id;
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        id = down_id(c[1]);
+        return !id.empty();
+      },
+      absl::Seconds(20), absl::Milliseconds(200)));
+  for (int i : {0, 2}) {
+    EXPECT_TRUE(testing::Eventually([&] { return down_id(c[i]) == id; },
+                                    absl::Seconds(10), absl::Milliseconds(200)))
+        << "collector " << i << " does not list " << id;
+  }
+  // /metrics says the same on every collector, and one of them leads.
+  int leaders = 0;
+  for (const Collector& each : c) {
+    absl::StatusOr<std::string> m = HttpGet(each.http, "/metrics");
+    ASSERT_TRUE(m.ok());
+    EXPECT_TRUE(std::regex_search(
+        *m, std::regex("fabricdiag_finding_active\\{[^}]*kind=\"agent_down\""
+                       "[^}]*\\} 1")))
+        << *m;
+    leaders += std::regex_search(
+        *m, std::regex("fabricdiag_cluster_analysis_leader\\{[^}]*\\} 1"));
+  }
+  EXPECT_EQ(leaders, 1);
+
+  // The leader is killed (kill -9): another collector takes over and keeps
+  // the finding, still true, under its id; nothing resolves or reopens.
+  size_t leader = c.size();
+  for (size_t i = 0; i < c.size(); ++i) {
+    absl::StatusOr<std::string> m = HttpGet(c[i].http, "/metrics");
+    if (m.ok() &&
+        std::regex_search(*m, std::regex("fabricdiag_cluster_analysis_"
+                                         "leader\\{[^}]*\\} 1"))) {
+      leader = i;
+    }
+  }
+  ASSERT_LT(leader, c.size());
+  c[leader].process->Signal(SIGKILL);
+  const size_t survivor = leader == 0 ? 1 : 0;
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        absl::StatusOr<std::string> h = HttpGet(c[survivor].http, "/healthz");
+        std::smatch named;
+        return h.ok() &&
+               std::regex_search(*h, named,
+                                 std::regex("analysis leader: (col-[a-z])")) &&
+               named[1] != c[leader].name;
+      },
+      absl::Seconds(15), absl::Milliseconds(100)));
+  // A few passes of the new leader (200 ms each).
+  absl::SleepFor(absl::Seconds(2));
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (i == leader) continue;
+    RunResult all = Cli(c[i], {"--timeout=3s", "findings", "--all", "--json"});
+    ASSERT_EQ(all.exit_code, 0) << all.err;
+    const nlohmann::json j = nlohmann::json::parse(all.out, nullptr, false);
+    ASSERT_TRUE(j.is_array()) << all.out;
+    std::vector<std::string> versions;
+    for (const nlohmann::json& f : j) {
+      if (f.value("kind", "") == "agent_down") {
+        versions.push_back(f.value("id", "") + " " + f.value("state", ""));
+      }
+    }
+    EXPECT_EQ(versions.size(), 1u) << "collector " << i << ": " << all.out;
+    EXPECT_EQ(down_id(c[i]), id) << "collector " << i;
+  }
 }
 
 }  // namespace

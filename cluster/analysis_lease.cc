@@ -1,0 +1,185 @@
+#include "cluster/analysis_lease.h"
+
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+
+namespace fabricdiag::cluster {
+namespace {
+
+constexpr char kKey[] = "analysis";
+
+// The key's holder and revision; NotFound when nobody holds it.
+struct Holder {
+  natsStatus status = NATS_OK;
+  std::string id;
+  uint64_t revision = 0;
+};
+
+Holder ReadHolder(kvStore* kv) {
+  Holder h;
+  kvEntry* entry = nullptr;
+  h.status = kvStore_Get(&entry, kv, kKey);
+  if (h.status == NATS_OK) {
+    const char* value = kvEntry_ValueString(entry);
+    h.id = value == nullptr ? "" : value;
+    h.revision = kvEntry_Revision(entry);
+    kvEntry_Destroy(entry);
+  }
+  return h;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<AnalysisLease>> AnalysisLease::Start(
+    NatsConnection* nats, std::string id, const Options& options) {
+  kvConfig config;
+  kvConfig_Init(&config);
+  config.Bucket = options.bucket.c_str();
+  config.Description = "fabricdiag analysis lease";
+  config.History = 1;
+  config.StorageType = js_MemoryStorage;  // a lease, not state
+  config.Replicas = options.replicas;
+  config.TTL = absl::ToInt64Nanoseconds(options.ttl);
+  ASSIGN_OR_RETURN(kvStore * kv,
+                   BindOrCreateBucket(nats->js(), config, absl::Seconds(15)));
+  std::unique_ptr<AnalysisLease> lease(
+      new AnalysisLease(std::move(id), options, kv));
+  lease->thread_ = std::thread(&AnalysisLease::Run, lease.get());
+  return lease;
+}
+
+AnalysisLease::AnalysisLease(std::string id, Options options, kvStore* kv)
+    : id_(std::move(id)), options_(std::move(options)), kv_(kv) {}
+
+AnalysisLease::~AnalysisLease() {
+  stopping_.store(true);
+  if (thread_.joinable()) thread_.join();
+  uint64_t held = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    held = held_revision_;
+    StepDown();
+  }
+  // Only while the key is still ours: a successor's key stays.
+  if (held != 0 && ReadHolder(kv_).revision == held) {
+    kvStore_Delete(kv_, kKey);
+  }
+  kvStore_Destroy(kv_);
+}
+
+bool AnalysisLease::Leading() const {
+  absl::MutexLock lock(&mu_);
+  return held_revision_ != 0 && absl::Now() < lease_until_;
+}
+
+uint64_t AnalysisLease::Term() const {
+  absl::MutexLock lock(&mu_);
+  return held_revision_ != 0 && absl::Now() < lease_until_ ? term_ : 0;
+}
+
+std::string AnalysisLease::leader() const {
+  absl::MutexLock lock(&mu_);
+  return leader_;
+}
+
+void AnalysisLease::StepDown() {
+  if (held_revision_ != 0) {
+    LogInfo(absl::StrCat("analysis lease: ", id_,
+                         " no longer leads the analysis (term ", term_, ")"));
+  }
+  held_revision_ = 0;
+  term_ = 0;
+  lease_until_ = absl::InfinitePast();
+  if (leader_ == id_) leader_.clear();
+}
+
+void AnalysisLease::TryAcquire() {
+  const absl::Time start = absl::Now();
+  uint64_t revision = 0;
+  const natsStatus s = kvStore_CreateString(&revision, kv_, kKey, id_.c_str());
+  if (s == NATS_OK) {
+    absl::MutexLock lock(&mu_);
+    held_revision_ = revision;
+    term_ = revision;
+    lease_until_ = start + options_.ttl - options_.margin;
+    leader_ = id_;
+    acquisitions_.fetch_add(1);
+    LogInfo(absl::StrCat("analysis lease: ", id_, " leads the analysis (term ",
+                         term_, ")"));
+    return;
+  }
+  // Held by someone: who, for /healthz.
+  const Holder holder = ReadHolder(kv_);
+  absl::MutexLock lock(&mu_);
+  if (holder.status == NATS_OK) {
+    leader_ = holder.id;
+  } else if (holder.status == NATS_NOT_FOUND) {
+    leader_.clear();
+  }
+}
+
+void AnalysisLease::Renew() {
+  uint64_t held = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    held = held_revision_;
+  }
+  const absl::Time start = absl::Now();
+  uint64_t revision = 0;
+  const natsStatus s =
+      kvStore_UpdateString(&revision, kv_, kKey, id_.c_str(), held);
+  if (s == NATS_OK) {
+    absl::MutexLock lock(&mu_);
+    held_revision_ = revision;
+    lease_until_ = start + options_.ttl - options_.margin;
+    return;
+  }
+  // A conflict (someone else's revision, or the key expired) ends the
+  // lease now; a failure to reach the servers only when it runs out.
+  const Holder holder = ReadHolder(kv_);
+  absl::MutexLock lock(&mu_);
+  if (held_revision_ != held) return;  // stepped down meanwhile
+  if (holder.status == NATS_OK && holder.id == id_ && holder.revision != held) {
+    // An earlier renewal that timed out landed after all: still ours, and
+    // the next renewal extends the lease.
+    held_revision_ = holder.revision;
+    return;
+  }
+  const bool lost = holder.status == NATS_NOT_FOUND ||
+                    (holder.status == NATS_OK && holder.revision != held);
+  if (lost) leader_ = holder.id;
+  if (lost || absl::Now() >= lease_until_) {
+    LogWarning(absl::StrCat(
+        "analysis lease: ",
+        lost ? "another collector holds the lease, or it expired"
+             : NatsError(s, "renewing the analysis lease").message()));
+    StepDown();
+  }
+}
+
+void AnalysisLease::Run() {
+  while (!stopping_.load()) {
+    bool held = false;
+    {
+      absl::MutexLock lock(&mu_);
+      if (held_revision_ != 0 && absl::Now() >= lease_until_) StepDown();
+      held = held_revision_ != 0;
+    }
+    if (held) {
+      Renew();
+    } else {
+      TryAcquire();
+    }
+    const absl::Time next =
+        absl::Now() + (held ? options_.renew_period : options_.acquire_period);
+    while (!stopping_.load() && absl::Now() < next) {
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+  }
+}
+
+}  // namespace fabricdiag::cluster

@@ -1,0 +1,98 @@
+// The analysis lease of a collector cluster: at most one collector analyzes
+// the merged fabric and writes findings; the others follow.
+//
+// Bucket "fabricdiag_leader" (memory storage, --nats_replicas replicas, one
+// version per key, every value expires `ttl` after it was written), key
+// "analysis", value the holder's --collector_id:
+//   - a collector without the lease tries kvStore_Create every
+//     `acquire_period`: it succeeds only when the key is absent (never
+//     written, deleted by a holder that stepped down, or expired because
+//     its holder stopped renewing);
+//   - the holder renews every `renew_period` with kvStore_Update against
+//     the revision it holds, so a renewal after someone else took the key
+//     fails;
+//   - it stops leading at once when a renewal finds another revision (or no
+//     key), and on its own when no renewal succeeded for `ttl` minus a
+//     margin counted from before the last successful request: the key
+//     cannot have expired on the servers before that, so two collectors
+//     never lead at once while their clocks run at the same rate. A holder
+//     whose process was stopped (SIGSTOP) and resumes finds its lease run
+//     out by the same clock;
+//   - a clean stop deletes the key (when it still holds it): a successor
+//     takes over within `acquire_period` instead of `ttl`.
+// Term() is the revision of the acquiring write: unique and increasing
+// across the cluster.
+//
+//   ASSIGN_OR_RETURN(auto lease, AnalysisLease::Start(nats, "col-a", {}));
+//   if (lease->Leading()) ...
+//
+// Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "cluster/nats_connection.h"
+#include "collector/analysis_role.h"
+
+namespace fabricdiag::cluster {
+
+inline constexpr char kLeaderBucket[] = "fabricdiag_leader";
+
+class AnalysisLease final : public collector::AnalysisRole {
+ public:
+  struct Options {
+    int replicas = 3;
+    absl::Duration ttl = absl::Seconds(3);
+    absl::Duration renew_period = absl::Seconds(1);
+    absl::Duration acquire_period = absl::Milliseconds(250);
+    // Given up before the key can expire on the servers.
+    absl::Duration margin = absl::Milliseconds(500);
+    std::string bucket = kLeaderBucket;
+  };
+
+  // Binds (or creates) the bucket and starts competing. `nats` must
+  // outlive the result.
+  static absl::StatusOr<std::unique_ptr<AnalysisLease>> Start(
+      NatsConnection* nats, std::string id, const Options& options);
+  // Steps down (deletes the key when it holds it).
+  ~AnalysisLease() override;
+  AnalysisLease(const AnalysisLease&) = delete;
+  AnalysisLease& operator=(const AnalysisLease&) = delete;
+
+  bool Leading() const override;
+  uint64_t Term() const override;
+  // The holder as this collector last saw it ("" when unknown or none).
+  std::string leader() const;
+  // Times this collector acquired the lease.
+  uint64_t acquisitions() const { return acquisitions_.load(); }
+
+ private:
+  AnalysisLease(std::string id, Options options, kvStore* kv);
+  void Run();
+  void TryAcquire();
+  void Renew();
+  void StepDown() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::string id_;
+  const Options options_;
+  kvStore* const kv_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> acquisitions_{0};
+  std::thread thread_;
+  mutable absl::Mutex mu_;
+  uint64_t held_revision_ ABSL_GUARDED_BY(mu_) = 0;  // 0: not held
+  uint64_t term_ ABSL_GUARDED_BY(mu_) = 0;
+  // Leading until then (absl::Now() clock), when held.
+  absl::Time lease_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  std::string leader_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace fabricdiag::cluster

@@ -1,0 +1,49 @@
+// A collector's FeatureSlice (collector/feature_exchange.h) as the
+// v1::FeatureChunk messages it publishes (proto/cluster.proto), and back.
+//
+// A slice is cut into chunks of whole nodes (every node it has liveness or
+// ports of, ascending name) of at most `max_chunk_bytes` each (but for a
+// single node larger than that), so that no message outgrows the NATS
+// servers' max_payload (1 MiB by default).
+// Absent signals (NaN) stay absent: unset fields, NaN inside per-priority
+// arrays.
+//
+//   std::vector<v1::FeatureChunk> chunks =
+//       SliceToChunks(slice, "col-a", now);
+//   FeatureSlice back;
+//   for (const v1::FeatureChunk& c : chunks) AddChunkToSlice(c, &back);
+//   FinishSlice(&back);
+//
+// Pure functions; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "collector/feature_exchange.h"
+#include "proto/cluster.pb.h"
+
+namespace fabricdiag::cluster {
+
+// Half the NATS servers' default max_payload: a node of 8 ports with every
+// signal in both views is ~10 KB (docs/cluster.md), so a chunk never ends
+// far past its budget.
+inline constexpr size_t kDefaultChunkBytes = 512 << 10;
+
+// `slice`'s views must be Finish()ed. At least one chunk, empty when the
+// slice is.
+std::vector<v1::FeatureChunk> SliceToChunks(
+    const collector::FeatureSlice& slice, absl::string_view collector_id,
+    absl::Time published, size_t max_chunk_bytes = kDefaultChunkBytes);
+
+// Appends the nodes and ports of `chunk` to `slice` (views unfinished) and
+// takes its window lengths.
+void AddChunkToSlice(const v1::FeatureChunk& chunk,
+                     collector::FeatureSlice* slice);
+
+// Sorts and indexes the views after the last AddChunkToSlice.
+void FinishSlice(collector::FeatureSlice* slice);
+
+}  // namespace fabricdiag::cluster

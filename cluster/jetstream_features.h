@@ -1,0 +1,132 @@
+// The cluster backend of the feature exchange (collector/feature_exchange.h):
+// every collector publishes its slice of the analyzers' input each pass and
+// merges the other collectors' latest slices into the whole fabric.
+//
+// Stream "fabricdiag_features" (created by the first collector; memory
+// storage, --nats_replicas replicas, one message kept per subject, messages
+// dropped after `max_age`): subject fabricdiag.features.<collector_id>.<n>
+// holds chunk n of that collector's latest slice (cluster/feature_wire.h).
+// Nothing in it is state: a collector that restarts publishes again within a
+// pass, and a lost message costs one pass of that collector's nodes.
+//
+// Reading: a plain subscription on fabricdiag.features.> hands every new
+// chunk to this collector as it is published (libnats renews it after a
+// reconnect); at Open, the stream's last message of every subject seeds the
+// cache, so a collector that starts (or becomes the analysis leader) sees the
+// fabric at once. A chunk counts while it was received within `freshness`
+// (this collector's clock: clocks need not agree), so a collector that stops
+// publishing leaves the merge within `freshness`; its nodes' liveness is
+// kept (agent_down then raises them when they do not report elsewhere).
+//
+//   ASSIGN_OR_RETURN(auto features,
+//                    JetStreamFeatures::Open(nats, "col-a", {.replicas = 3}));
+//   features->Publish(local, now).IgnoreError();
+//   FeatureSlice fabric = features->Merged(std::move(local), now);
+//
+// Thread-safe.
+#pragma once
+
+#include <nats/nats.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "cluster/feature_wire.h"
+#include "cluster/nats_connection.h"
+#include "collector/feature_exchange.h"
+
+namespace fabricdiag::cluster {
+
+inline constexpr char kFeaturesStream[] = "fabricdiag_features";
+inline constexpr char kFeaturesSubject[] = "fabricdiag.features";
+
+class JetStreamFeatures final : public collector::FeatureExchange {
+ public:
+  struct Options {
+    int replicas = 3;
+    // A chunk older than this (received) is left out of the merge: a few
+    // analysis passes.
+    absl::Duration freshness = absl::Seconds(5);
+    // How long the stream keeps a chunk nobody replaced.
+    absl::Duration max_age = absl::Seconds(30);
+    size_t max_chunk_bytes = kDefaultChunkBytes;
+    // How long opening the stream keeps retrying.
+    absl::Duration deadline = absl::Seconds(15);
+    std::string stream = kFeaturesStream;
+    std::string subject = kFeaturesSubject;
+  };
+
+  // What the exchange did, for /metrics.
+  struct Stats {
+    uint64_t published_chunks = 0;
+    uint64_t publish_errors = 0;        // failed passes (the rest is not tried)
+    uint64_t last_published_bytes = 0;  // the latest slice, every chunk
+    uint64_t received_chunks = 0;
+    uint64_t undecodable_chunks = 0;
+    // The latest Merged(): other collectors in it, and their ports.
+    uint64_t merged_members = 0;
+    uint64_t merged_remote_ports = 0;
+  };
+
+  // Creates the stream when missing and subscribes. `nats` must outlive
+  // the result.
+  static absl::StatusOr<std::unique_ptr<JetStreamFeatures>> Open(
+      NatsConnection* nats, std::string collector_id, const Options& options);
+  ~JetStreamFeatures() override;
+  JetStreamFeatures(const JetStreamFeatures&) = delete;
+  JetStreamFeatures& operator=(const JetStreamFeatures&) = delete;
+
+  std::string Describe() const override;
+  absl::Status Publish(const collector::FeatureSlice& local,
+                       absl::Time now) override;
+  collector::FeatureSlice Merged(collector::FeatureSlice local,
+                                 absl::Time now) override;
+
+  Stats stats() const;
+
+ private:
+  struct Chunk {
+    v1::FeatureChunk chunk;
+    absl::Time received;  // this collector's clock
+  };
+
+  JetStreamFeatures(NatsConnection* nats, std::string collector_id,
+                    Options options);
+  static void OnMessage(natsConnection* nc, natsSubscription* sub, natsMsg* msg,
+                        void* closure);
+  // Keeps `data` as the latest chunk of its subject unless it is older.
+  void Received(absl::string_view data, absl::Time received);
+  // The stream's last message of every subject (at Open).
+  void CatchUp();
+
+  NatsConnection* const nats_;
+  const std::string id_;
+  const Options options_;
+  natsSubscription* sub_ = nullptr;
+  std::atomic<uint64_t> publish_errors_{0};
+  std::atomic<uint64_t> published_chunks_{0};
+  std::atomic<uint64_t> last_published_bytes_{0};
+  mutable absl::Mutex mu_;
+  // (collector id, chunk index) -> its latest chunk.
+  std::map<std::pair<std::string, uint32_t>, Chunk> chunks_
+      ABSL_GUARDED_BY(mu_);
+  uint64_t received_chunks_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t undecodable_chunks_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t merged_members_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t merged_remote_ports_ ABSL_GUARDED_BY(mu_) = 0;
+  // Liveness of nodes seen in earlier merges, kept when their collector
+  // leaves the merge.
+  absl::flat_hash_map<std::string, collector::NodeFacts> remembered_
+      ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace fabricdiag::cluster

@@ -1,0 +1,89 @@
+// Where the analyzers' input comes from: the seam between the analysis
+// runner and the two ways a collector sees the fabric.
+//
+//   - Embedded (the default): one collector, every agent streams to it;
+//     the whole fabric is what its own series store holds
+//     (EmbeddedFeatureExchange: the local slice, unchanged).
+//   - Cluster (--nats): agents are spread over the collectors; each one
+//     publishes its slice every pass and merges the others' latest ones
+//     (cluster/jetstream_features.h).
+//
+// A slice is what the analyzers read, not raw counters: the window and
+// recent FabricViews (per-port mean rates, analysis/fabric_view.h) and the
+// liveness of every node the collector heard from (agent_down's input).
+// The runner builds its local slice, publishes it and analyzes the merged
+// one; it never knows which backend runs.
+//
+//   FeatureSlice local = ...;                  // from the series store
+//   exchange->Publish(local, now).IgnoreError();
+//   FeatureSlice fabric = exchange->Merged(std::move(local), now);
+//
+// Implementations are thread-safe.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "analysis/agent_down.h"
+#include "analysis/fabric_view.h"
+
+namespace fabricdiag::collector {
+
+// What a collector knows of one node's agent.
+struct NodeFacts {
+  analysis::NodeLiveness liveness;
+  std::string boot_id;
+};
+
+// One collector's view of its nodes, or (merged) of the whole fabric.
+struct FeatureSlice {
+  // Ports with their means over the analysis window; Finish()ed.
+  analysis::FabricView window;
+  // The same over the newest samples alone (HysteresisConfig::
+  // recent_seconds); nullopt when the runner builds none.
+  std::optional<analysis::FabricView> recent;
+  std::vector<NodeFacts> nodes;
+};
+
+class FeatureExchange {
+ public:
+  virtual ~FeatureExchange() = default;
+
+  // "embedded", "NATS stream fabricdiag_features".
+  virtual std::string Describe() const = 0;
+
+  // Makes `local` (this collector's nodes) available to the other
+  // collectors. The backend counts failures; the next pass tries again.
+  virtual absl::Status Publish(const FeatureSlice& local, absl::Time now) = 0;
+
+  // The whole fabric: `local` plus the latest slice of every other
+  // collector that published within the backend's freshness limit. A node
+  // in several slices (its agent moved to another collector) is taken,
+  // liveness and ports, from the slice where it reported last.
+  virtual FeatureSlice Merged(FeatureSlice local, absl::Time now) = 0;
+};
+
+// One collector: the fabric is the local slice.
+class EmbeddedFeatureExchange final : public FeatureExchange {
+ public:
+  std::string Describe() const override { return "embedded"; }
+  absl::Status Publish(const FeatureSlice& /*local*/,
+                       absl::Time /*now*/) override {
+    return absl::OkStatus();
+  }
+  FeatureSlice Merged(FeatureSlice local, absl::Time /*now*/) override {
+    return local;
+  }
+};
+
+// Merges slices: every node from the slice whose liveness of it is newest
+// (a node without liveness facts: from the first slice that has its ports).
+// Views take window_seconds from slices[0]; the merged recent view exists
+// when slices[0] has one; nodes are sorted by name. Pure.
+FeatureSlice MergeFeatureSlices(absl::Span<const FeatureSlice* const> slices);
+
+}  // namespace fabricdiag::collector

@@ -1,0 +1,182 @@
+// The analysis lease against real nats-server processes: one leader among
+// three collectors, a successor within the TTL when the leader dies, and
+// never two leaders while a NATS server is stopped.
+#include "cluster/analysis_lease.h"
+
+#include <atomic>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/cluster/single_nats_test.h"
+#include "tests/testing/eventually.h"
+#include "tests/testing/nats_cluster.h"
+
+namespace fabricdiag::cluster {
+namespace {
+
+struct Collector {
+  std::unique_ptr<NatsConnection> nats;
+  std::unique_ptr<AnalysisLease> lease;
+};
+
+// Watches a set of leases from a thread of its own and records the most
+// that ever led at the same moment.
+class OverlapWatch {
+ public:
+  explicit OverlapWatch(const std::vector<Collector>* collectors)
+      : collectors_(collectors), thread_([this] { Run(); }) {}
+  ~OverlapWatch() {
+    stop_.store(true);
+    thread_.join();
+  }
+  int most() const { return most_.load(); }
+
+ private:
+  void Run() {
+    while (!stop_.load()) {
+      int leading = 0;
+      for (const Collector& c : *collectors_) {
+        if (c.lease != nullptr && c.lease->Leading()) ++leading;
+      }
+      if (leading > most_.load()) most_.store(leading);
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+  }
+  const std::vector<Collector>* collectors_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> most_{0};
+  std::thread thread_;
+};
+
+std::vector<int> Leaders(const std::vector<Collector>& collectors) {
+  std::vector<int> out;
+  for (size_t i = 0; i < collectors.size(); ++i) {
+    if (collectors[i].lease != nullptr && collectors[i].lease->Leading()) {
+      out.push_back(static_cast<int>(i));
+    }
+  }
+  return out;
+}
+
+// Three collectors, collector i connected to server i % servers only.
+std::vector<Collector> StartCollectors(const testing::NatsCluster& nats,
+                                       int replicas,
+                                       const std::string& bucket) {
+  std::vector<Collector> collectors(3);
+  for (int i = 0; i < 3; ++i) {
+    NatsConnection::Options options;
+    options.urls = {nats.url(i % nats.size())};
+    options.name = absl::StrCat("col-", i);
+    auto conn = NatsConnection::Connect(options);
+    EXPECT_TRUE(conn.ok()) << conn.status();
+    if (!conn.ok()) return {};
+    collectors[i].nats = *std::move(conn);
+  }
+  for (int i = 0; i < 3; ++i) {
+    AnalysisLease::Options options;
+    options.replicas = replicas;
+    options.bucket = bucket;
+    auto lease = AnalysisLease::Start(collectors[i].nats.get(),
+                                      absl::StrCat("col-", i), options);
+    EXPECT_TRUE(lease.ok()) << lease.status();
+    if (!lease.ok()) return {};
+    collectors[i].lease = *std::move(lease);
+  }
+  return collectors;
+}
+
+class AnalysisLeaseTest : public SingleNatsServerTest {};
+
+TEST_F(AnalysisLeaseTest, OneLeaderAmongThree) {
+  std::vector<Collector> c = StartCollectors(*nats_, 1, TestName());
+  ASSERT_EQ(c.size(), 3u);
+  OverlapWatch watch(&c);
+  ASSERT_TRUE(testing::Eventually([&] { return Leaders(c).size() == 1; }));
+  const int leader = Leaders(c)[0];
+  // It keeps the lease over several TTLs by renewing it; everyone knows it.
+  absl::SleepFor(absl::Seconds(7));
+  EXPECT_EQ(Leaders(c), std::vector<int>{leader});
+  EXPECT_EQ(c[static_cast<size_t>(leader)].lease->acquisitions(), 1u);
+  EXPECT_GT(c[static_cast<size_t>(leader)].lease->Term(), 0u);
+  for (const Collector& each : c) {
+    EXPECT_EQ(each.lease->leader(), absl::StrCat("col-", leader));
+  }
+  EXPECT_EQ(watch.most(), 1);
+}
+
+TEST_F(AnalysisLeaseTest, ADeadLeaderIsReplacedWithinTheTtl) {
+  std::vector<Collector> c = StartCollectors(*nats_, 1, TestName());
+  ASSERT_EQ(c.size(), 3u);
+  OverlapWatch watch(&c);
+  ASSERT_TRUE(testing::Eventually([&] { return Leaders(c).size() == 1; }));
+  const size_t old = static_cast<size_t>(Leaders(c)[0]);
+  const uint64_t old_term = c[old].lease->Term();
+  // Its connection dies without a word (kill -9): no step-down, the key
+  // expires.
+  const absl::Time died = absl::Now();
+  c[old].nats->Close();
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        const std::vector<int> l = Leaders(c);
+        return l.size() == 1 && static_cast<size_t>(l[0]) != old;
+      },
+      absl::Seconds(10), absl::Milliseconds(10)));
+  const absl::Duration takeover = absl::Now() - died;
+  std::cout << "takeover after the leader's connection died: "
+            << absl::FormatDuration(takeover) << "\n";
+  EXPECT_LE(takeover, absl::Seconds(3) + absl::Seconds(1)) << takeover;
+  EXPECT_GT(c[static_cast<size_t>(Leaders(c)[0])].lease->Term(), old_term);
+  EXPECT_EQ(watch.most(), 1);
+}
+
+TEST_F(AnalysisLeaseTest, ACleanStopHandsOverAtOnce) {
+  std::vector<Collector> c = StartCollectors(*nats_, 1, TestName());
+  ASSERT_EQ(c.size(), 3u);
+  ASSERT_TRUE(testing::Eventually([&] { return Leaders(c).size() == 1; }));
+  const size_t old = static_cast<size_t>(Leaders(c)[0]);
+  const absl::Time stopped = absl::Now();
+  c[old].lease.reset();
+  ASSERT_TRUE(testing::Eventually([&] { return Leaders(c).size() == 1; },
+                                  absl::Seconds(10), absl::Milliseconds(10)));
+  // Well under the TTL: the key was deleted, not left to expire.
+  EXPECT_LT(absl::Now() - stopped, absl::Seconds(2));
+}
+
+// Three servers, each collector on its own. The leader's server is stopped
+// (SIGSTOP): its renewals hang, so it gives the lease up before the key can
+// expire, and one of the others takes it, never both at once.
+TEST(AnalysisLeaseClusterTest, AStoppedServerDoesNotMakeTwoLeaders) {
+  testing::NatsCluster nats(3);
+  const absl::Status started = nats.Start();
+  ASSERT_TRUE(started.ok()) << started;
+  std::vector<Collector> c = StartCollectors(nats, 3, "lease_pause");
+  ASSERT_EQ(c.size(), 3u);
+  OverlapWatch watch(&c);
+  ASSERT_TRUE(testing::Eventually([&] { return Leaders(c).size() == 1; },
+                                  absl::Seconds(30)));
+  const int old = Leaders(c)[0];
+  nats.Pause(old);
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        const std::vector<int> l = Leaders(c);
+        return l.size() == 1 && l[0] != old;
+      },
+      absl::Seconds(30), absl::Milliseconds(10)));
+  EXPECT_FALSE(c[static_cast<size_t>(old)].lease->Leading());
+  nats.Resume(old);
+  // Back on its server, the old leader does not take the lease back while
+  // the new one renews it.
+  absl::SleepFor(absl::Seconds(5));
+  EXPECT_EQ(Leaders(c).size(), 1u);
+  EXPECT_NE(Leaders(c)[0], old);
+  EXPECT_EQ(watch.most(), 1);
+}
+
+}  // namespace
+}  // namespace fabricdiag::cluster

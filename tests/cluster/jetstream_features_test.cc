@@ -1,0 +1,242 @@
+// The cluster backend of the feature exchange against a real nats-server:
+// collectors see each other's nodes, a collector that stops publishing
+// leaves the merge, a collector that starts reads what the stream holds.
+#include "cluster/jetstream_features.h"
+
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/cluster/single_nats_test.h"
+#include "tests/testing/eventually.h"
+
+namespace fabricdiag::cluster {
+namespace {
+
+using collector::FeatureSlice;
+using collector::NodeFacts;
+
+// A collector's slice: `nodes` nodes named prefix-NNN, 8 ports each, every
+// signal present, reported at `now`.
+FeatureSlice Slice(const std::string& prefix, int nodes, absl::Time now) {
+  FeatureSlice s;
+  s.window.window_seconds = 5;
+  s.recent.emplace();
+  s.recent->window_seconds = 2;
+  for (int n = 0; n < nodes; ++n) {
+    const std::string node = absl::StrFormat("%s-%03d", prefix, n);
+    for (int p = 0; p < 8; ++p) {
+      for (analysis::FabricView* view : {&s.window, &*s.recent}) {
+        analysis::PortView& port =
+            view->AddPort(node, absl::StrCat("mlx5_", p));
+        port.netdev = absl::StrCat("eth", p);
+        analysis::PortSignals& sig = port.s;
+        double v = n * 100.0 + p;
+        for (double* d : {&sig.rx_bytes,
+                          &sig.tx_bytes,
+                          &sig.pause_storm_warnings,
+                          &sig.pause_storm_errors,
+                          &sig.cnp_sent,
+                          &sig.cnp_handled,
+                          &sig.ecn_marked,
+                          &sig.rx_discards,
+                          &sig.rx_out_of_buffer,
+                          &sig.symbol_errors,
+                          &sig.rx_errors,
+                          &sig.crc_errors,
+                          &sig.pcs_symbol_errors,
+                          &sig.corrected_bits,
+                          &sig.received_bits,
+                          &sig.link_downed,
+                          &sig.link_error_recovery,
+                          &sig.carrier_changes,
+                          &sig.link_down_events,
+                          &sig.out_of_sequence,
+                          &sig.packet_seq_err,
+                          &sig.local_ack_timeout_err,
+                          &sig.rnr_nak_retry_err,
+                          &sig.retries_exceeded,
+                          &sig.duplicate_request,
+                          &sig.implied_nak_seq_err,
+                          &sig.adaptive_retrans}) {
+          *d = v;
+          v += 1.5;
+        }
+        sig.link_rate = sig.expected_rate = 50e9;
+        for (analysis::PerPriority* a :
+             {&sig.rx_pause_fraction, &sig.tx_pause_fraction,
+              &sig.rx_pause_frames, &sig.tx_pause_frames}) {
+          a->fill(0.01 * p);
+        }
+        port.samples = {5, 5.0, 5, 5.0, 1.0, 1.0};
+      }
+    }
+    NodeFacts f;
+    f.liveness.node = node;
+    f.liveness.last_report = now;
+    f.liveness.interval = absl::Seconds(1);
+    f.liveness.ever_reported = true;
+    f.boot_id = "boot";
+    s.nodes.push_back(f);
+  }
+  s.window.Finish();
+  s.recent->Finish();
+  return s;
+}
+
+std::vector<std::string> Nodes(const FeatureSlice& s) {
+  std::vector<std::string> out;
+  for (const NodeFacts& n : s.nodes) out.push_back(n.liveness.node);
+  return out;
+}
+
+class JetStreamFeaturesTest : public SingleNatsServerTest {
+ protected:
+  struct Collector {
+    std::unique_ptr<NatsConnection> nats;
+    std::unique_ptr<JetStreamFeatures> features;
+  };
+
+  // A collector on its own connection; the test's own stream and subjects.
+  static Collector Join(const std::string& id,
+                        absl::Duration freshness = absl::Seconds(5)) {
+    Collector c;
+    c.nats = Connect();
+    if (c.nats == nullptr) return c;
+    JetStreamFeatures::Options options;
+    options.replicas = 1;
+    options.freshness = freshness;
+    options.stream = TestName();
+    options.subject = absl::StrCat("features.", TestName());
+    auto features = JetStreamFeatures::Open(c.nats.get(), id, options);
+    EXPECT_TRUE(features.ok()) << features.status();
+    if (features.ok()) c.features = *std::move(features);
+    return c;
+  }
+};
+
+TEST_F(JetStreamFeaturesTest, EachCollectorMergesTheOthersNodes) {
+  Collector col_a = Join("col-a");
+  Collector col_b = Join("col-b");
+  ASSERT_TRUE(col_a.features != nullptr && col_b.features != nullptr);
+  JetStreamFeatures* a = col_a.features.get();
+  JetStreamFeatures* b = col_b.features.get();
+  FeatureSlice merged_a;
+  FeatureSlice merged_b;
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        const absl::Time now = absl::Now();
+        EXPECT_TRUE(a->Publish(Slice("gpu-a", 2, now), now).ok());
+        EXPECT_TRUE(b->Publish(Slice("gpu-b", 3, now), now).ok());
+        merged_a = a->Merged(Slice("gpu-a", 2, now), now);
+        merged_b = b->Merged(Slice("gpu-b", 3, now), now);
+        return merged_a.window.ports().size() == 40 &&
+               merged_b.window.ports().size() == 40;
+      },
+      absl::Seconds(20), absl::Milliseconds(100)));
+  const std::vector<std::string> all = {"gpu-a-000", "gpu-a-001", "gpu-b-000",
+                                        "gpu-b-001", "gpu-b-002"};
+  EXPECT_EQ(Nodes(merged_a), all);
+  EXPECT_EQ(Nodes(merged_b), all);
+  ASSERT_TRUE(merged_a.recent.has_value());
+  EXPECT_EQ(merged_a.recent->ports().size(), 40u);
+  // B's numbers, as B published them.
+  const analysis::PortView* p = merged_a.window.Find("gpu-b-002", "eth5");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->s.rx_bytes, 205);
+  EXPECT_EQ(p->s.rx_pause_fraction[7], 0.05);
+  EXPECT_EQ(a->stats().merged_members, 1u);
+  EXPECT_EQ(a->stats().merged_remote_ports, 24u);
+}
+
+TEST_F(JetStreamFeaturesTest, ACollectorThatStopsPublishingLeavesTheMerge) {
+  Collector col_a = Join("col-a", absl::Seconds(1));
+  Collector col_b = Join("col-b", absl::Seconds(1));
+  ASSERT_TRUE(col_a.features != nullptr && col_b.features != nullptr);
+  JetStreamFeatures* a = col_a.features.get();
+  JetStreamFeatures* b = col_b.features.get();
+  auto ports_of_b = [&] {
+    const FeatureSlice merged =
+        a->Merged(Slice("gpu-a", 1, absl::Now()), absl::Now());
+    return merged.window.PortsOf("gpu-b-000").size();
+  };
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        EXPECT_TRUE(
+            b->Publish(Slice("gpu-b", 1, absl::Now()), absl::Now()).ok());
+        return ports_of_b() == 8;
+      },
+      absl::Seconds(20), absl::Milliseconds(100)));
+  const absl::Time stopped = absl::Now();
+  // B publishes no more: its ports leave the merge after the freshness
+  // limit, not before.
+  ASSERT_TRUE(testing::Eventually([&] { return ports_of_b() == 0; },
+                                  absl::Seconds(10), absl::Milliseconds(50)));
+  EXPECT_GE(absl::Now() - stopped, absl::Milliseconds(900));
+  // Its node's liveness is kept, as last reported, for agent_down.
+  const FeatureSlice merged =
+      a->Merged(Slice("gpu-a", 1, absl::Now()), absl::Now());
+  EXPECT_EQ(Nodes(merged),
+            (std::vector<std::string>{"gpu-a-000", "gpu-b-000"}));
+  EXPECT_LE(merged.nodes[1].liveness.last_report, stopped);
+  EXPECT_EQ(a->stats().merged_members, 0u);
+}
+
+TEST_F(JetStreamFeaturesTest, ACollectorThatStartsReadsTheStream) {
+  Collector col_a = Join("col-a");
+  ASSERT_NE(col_a.features, nullptr);
+  JetStreamFeatures* a = col_a.features.get();
+  ASSERT_TRUE(a->Publish(Slice("gpu-a", 3, absl::Now()), absl::Now()).ok());
+  // C starts after A's only publish: what it merges at once comes from the
+  // stream's last message per subject.
+  Collector col_c = Join("col-c");
+  ASSERT_NE(col_c.features, nullptr);
+  const FeatureSlice merged =
+      col_c.features->Merged(Slice("gpu-c", 1, absl::Now()), absl::Now());
+  EXPECT_EQ(merged.window.ports().size(), 32u);
+  EXPECT_EQ(merged.nodes.size(), 4u);
+}
+
+// 1,000 nodes x 8 ports (every signal present): published in chunks under
+// NATS's 1 MiB max_payload and merged whole by another collector. Prints
+// what docs/cluster.md quotes.
+TEST_F(JetStreamFeaturesTest, AThousandNodesGoInChunks) {
+  Collector col_a = Join("col-a");
+  Collector col_b = Join("col-b");
+  ASSERT_TRUE(col_a.features != nullptr && col_b.features != nullptr);
+  JetStreamFeatures* a = col_a.features.get();
+  JetStreamFeatures* b = col_b.features.get();
+  const FeatureSlice big = Slice("gpu", 1000, absl::Now());
+  const absl::Time publish_start = absl::Now();
+  const absl::Status published = a->Publish(big, absl::Now());
+  ASSERT_TRUE(published.ok()) << published;
+  const absl::Duration publish = absl::Now() - publish_start;
+  const uint64_t bytes = a->stats().last_published_bytes;
+  // Under the 1 MiB max_payload, not far under the 512 KiB budget.
+  EXPECT_GE(a->stats().published_chunks, bytes / (512 << 10));
+  EXPECT_LE(a->stats().published_chunks, bytes / (400 << 10) + 1);
+  absl::Duration merge;
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        const absl::Time start = absl::Now();
+        const FeatureSlice merged =
+            b->Merged(Slice("other", 1, absl::Now()), absl::Now());
+        merge = absl::Now() - start;
+        return merged.window.ports().size() == 8008;
+      },
+      absl::Seconds(20), absl::Milliseconds(100)));
+  std::cout << "features of 8000 ports: " << bytes << " bytes (" << bytes / 8000
+            << " per port, window and recent), published in "
+            << absl::FormatDuration(publish) << ", merged in "
+            << absl::FormatDuration(merge) << ", "
+            << a->stats().published_chunks << " chunks\n";
+  EXPECT_LT(bytes / 8000, 1500u);
+}
+
+}  // namespace
+}  // namespace fabricdiag::cluster

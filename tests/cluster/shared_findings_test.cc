@@ -1,0 +1,221 @@
+// One set of findings for a collector cluster, against a real nats-server:
+// three collectors' findings stores joined through ClusterMember (lease,
+// shared bucket, mirroring); only the leader's store is fed reports, as
+// only the leader's analysis runner runs.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "analysis/finding.h"
+#include "cluster/cluster_member.h"
+#include "collector/findings_store.h"
+#include "collector/state_store.h"
+#include "common/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/eventually.h"
+#include "tests/testing/nats_cluster.h"
+#include "tests/testing/temp_dir.h"
+
+namespace fabricdiag::cluster {
+namespace {
+
+using collector::FindingsStore;
+using collector::WatchEvent;
+
+analysis::Finding Storm(const std::string& node) {
+  analysis::Finding r;
+  r.kind = "pfc_storm";
+  r.severity = analysis::Severity::kCritical;
+  r.job = "moe-42";
+  r.node = node;
+  r.device = "mlx5_2";
+  r.summary = absl::StrCat(node, " mlx5_2 transmits PFC pause");
+  r.evidence["tx_pause_fraction"] = 0.9;
+  return r;
+}
+
+// A collector: its --state_dir, findings store, cluster membership, and a
+// watcher of its store (what WatchFindings streams).
+struct Collector {
+  testing::TempDir dir;
+  std::unique_ptr<collector::StateStore> state;
+  std::unique_ptr<FindingsStore> findings;
+  std::unique_ptr<ClusterMember> member;
+  std::unique_ptr<collector::Watcher> watcher;
+  std::vector<std::pair<WatchEvent::Type, std::string>> events;
+
+  ~Collector() {
+    if (member != nullptr) member->StopMirroring();
+  }
+  bool Leading() const { return member->role()->Leading(); }
+  std::vector<std::string> ActiveIds() const {
+    std::vector<std::string> ids;
+    for (const v1::Finding& f : findings->Active()) ids.push_back(f.id());
+    return ids;
+  }
+  // Drains the watcher into `events`, waiting (bounded) until it holds at
+  // least `n`: a change reaches watchers just after the store's lists.
+  void Collect(size_t n) {
+    testing::Eventually([&] {
+      while (std::optional<WatchEvent> e =
+                 watcher->Next(absl::ZeroDuration())) {
+        if (e->type == WatchEvent::Type::kClosed) break;
+        events.emplace_back(e->type, e->finding.id());
+      }
+      return events.size() >= n;
+    });
+  }
+};
+
+class SharedFindingsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const absl::Status started = nats_.Start();
+    ASSERT_TRUE(started.ok()) << started;
+  }
+
+  // `before` runs on the store before the collector joins (what its
+  // --state_dir held from before the cluster).
+  std::unique_ptr<Collector> Start(
+      const std::string& id,
+      const std::function<void(FindingsStore&)>& before = nullptr) {
+    auto c = std::make_unique<Collector>();
+    auto state = collector::StateStore::Open(c->dir.path(), &clock_);
+    EXPECT_TRUE(state.ok()) << state.status();
+    if (!state.ok()) return nullptr;
+    c->state = *std::move(state);
+    c->findings = std::make_unique<FindingsStore>(
+        c->state.get(), collector::FindingsStoreOptions{});
+    EXPECT_TRUE(c->findings->Load().ok());
+    if (before) before(*c->findings);
+    auto member = ClusterMember::Join({nats_.urls(), id, 1});
+    EXPECT_TRUE(member.ok()) << member.status();
+    if (!member.ok()) return nullptr;
+    c->member = *std::move(member);
+    EXPECT_TRUE(c->findings->Replicate(c->member->findings_replication()).ok());
+    c->watcher = c->findings->Watch("");
+    c->member->MirrorFindings(c->findings.get());
+    return c;
+  }
+
+  testing::NatsCluster nats_{1};
+  SystemClock clock_;
+};
+
+int LeaderOf(const std::vector<std::unique_ptr<Collector>>& c) {
+  int leader = -1;
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (c[i] != nullptr && c[i]->Leading()) {
+      if (leader >= 0) return -2;  // two: never acceptable
+      leader = static_cast<int>(i);
+    }
+  }
+  return leader;
+}
+
+TEST_F(SharedFindingsTest, OneSetOfIdsThroughAFailover) {
+  std::vector<std::unique_ptr<Collector>> c;
+  for (const char* id : {"col-a", "col-b", "col-c"}) c.push_back(Start(id));
+  ASSERT_TRUE(c[0] && c[1] && c[2]);
+  ASSERT_TRUE(testing::Eventually([&] { return LeaderOf(c) >= 0; }));
+  const size_t leader = static_cast<size_t>(LeaderOf(c));
+
+  // The leader's analysis opens a finding: every collector lists it under
+  // the leader's id.
+  ASSERT_TRUE(
+      c[leader]
+          ->findings->Update({Storm("gpu-007")}, absl::Now(), "rate_analyzers")
+          .ok());
+  const std::vector<std::string> ids = c[leader]->ActiveIds();
+  ASSERT_EQ(ids, std::vector<std::string>{"f-000001"});
+  for (const auto& each : c) {
+    EXPECT_TRUE(testing::Eventually([&] { return each->ActiveIds() == ids; }))
+        << "a collector does not list " << ids[0];
+  }
+
+  // The leader dies without a word; another takes over within the TTL and
+  // its analysis, still seeing the condition, keeps the finding as it is.
+  c[leader]->member->Disconnect();
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        const int l = LeaderOf(c);
+        return l >= 0 && static_cast<size_t>(l) != leader;
+      },
+      absl::Seconds(10), absl::Milliseconds(10)));
+  EXPECT_GE(LeaderOf(c), 0);
+  const size_t next = static_cast<size_t>(LeaderOf(c));
+  const size_t other = 3 - leader - next;
+  ASSERT_TRUE(c[next]
+                  ->findings
+                  ->Update({Storm("gpu-007"), Storm("gpu-009")}, absl::Now(),
+                           "rate_analyzers")
+                  .ok());
+  const std::vector<std::string> after = c[next]->ActiveIds();
+  ASSERT_EQ(after.size(), 2u);
+  EXPECT_EQ(after[0], ids[0]);  // kept, same id
+  // A new finding's id comes from a block the old leader never had.
+  EXPECT_EQ(after[1], "f-000101");
+  EXPECT_TRUE(
+      testing::Eventually([&] { return c[other]->ActiveIds() == after; }));
+
+  // The condition clears: the new leader resolves the same id, everywhere.
+  ASSERT_TRUE(
+      c[next]
+          ->findings->Update({Storm("gpu-009")}, absl::Now(), "rate_analyzers")
+          .ok());
+  EXPECT_TRUE(testing::Eventually([&] {
+    return c[other]->ActiveIds() == std::vector<std::string>{after[1]};
+  }));
+  // What a follower's watchers saw: opened once, resolved once; no
+  // resolve and reopen around the failover.
+  c[other]->Collect(3);
+  using T = WatchEvent::Type;
+  EXPECT_THAT(c[other]->events,
+              ::testing::ElementsAre(std::make_pair(T::kOpened, ids[0]),
+                                     std::make_pair(T::kOpened, after[1]),
+                                     std::make_pair(T::kResolved, ids[0])));
+  c[next]->Collect(3);
+  EXPECT_THAT(c[next]->events,
+              ::testing::ElementsAre(std::make_pair(T::kOpened, ids[0]),
+                                     std::make_pair(T::kOpened, after[1]),
+                                     std::make_pair(T::kResolved, ids[0])));
+}
+
+// A collector that joins with findings of its own from before (other ids,
+// conditions the cluster's analysis does not report) follows the cluster:
+// those are resolved, and their ids are never handed out again.
+TEST_F(SharedFindingsTest, AFollowerDropsFindingsTheClusterNeverHad) {
+  std::vector<std::unique_ptr<Collector>> c;
+  c.push_back(Start("col-a"));
+  ASSERT_TRUE(c[0] != nullptr);
+  ASSERT_TRUE(testing::Eventually([&] { return c[0]->Leading(); }));
+  c.push_back(Start("col-b", [](FindingsStore& own) {
+    ASSERT_TRUE(own.Update({Storm("gpu-old"), Storm("gpu-older")}, absl::Now(),
+                           "rate_analyzers")
+                    .ok());
+  }));
+  ASSERT_TRUE(c[1] != nullptr);
+  EXPECT_TRUE(testing::Eventually([&] { return c[1]->ActiveIds().empty(); }))
+      << "col-b still lists its own findings";
+  c[1]->Collect(4);
+  using T = WatchEvent::Type;
+  EXPECT_THAT(c[1]->events,
+              ::testing::ElementsAre(std::make_pair(T::kSnapshot, "f-000001"),
+                                     std::make_pair(T::kSnapshot, "f-000002"),
+                                     std::make_pair(T::kResolved, "f-000001"),
+                                     std::make_pair(T::kResolved, "f-000002")));
+  // The leader's first finding takes an id col-b never used.
+  ASSERT_TRUE(
+      c[0]->findings->Update({Storm("gpu-007")}, absl::Now(), "rate_analyzers")
+          .ok());
+  EXPECT_EQ(c[0]->ActiveIds(), std::vector<std::string>{"f-000003"});
+  EXPECT_TRUE(testing::Eventually([&] {
+    return c[1]->ActiveIds() == std::vector<std::string>{"f-000003"};
+  }));
+}
+
+}  // namespace
+}  // namespace fabricdiag::cluster

@@ -8,8 +8,10 @@
 # Two packages, one per kind of host:
 #   fabricdiag-agent      every GPU node: the agent and its unit.
 #   fabricdiag-collector  the collector host: the collector, its unit, the
-#                         analyzer thresholds, and the `fabricdiag` ops CLI
-#                         (operators run it where the collector is).
+#                         analyzer thresholds, the `fabricdiag` ops CLI
+#                         (operators run it where the collector is), and
+#                         the gNMI bridge with its unit, installed but not
+#                         enabled (it needs the switches' credentials first).
 # The binaries' install(TARGETS) rules live next to the targets and name
 # their CPack component there: agent, collector (collector and CLI), and
 # sim, which no package ships (the simulator is a test tool). Everything
@@ -48,6 +50,10 @@ install(FILES ${FABRICDIAG_DEPLOY_DIR}/etc/default/fabricdiag-collector
 # passes --analysis_config=/etc/fabricdiag/analysis.yaml.
 install(FILES ${FABRICDIAG_DEPLOY_DIR}/analysis.yaml
   DESTINATION /etc/fabricdiag COMPONENT collector)
+install(FILES ${FABRICDIAG_DEPLOY_DIR}/systemd/fabricdiag-gnmi-bridge.service
+  DESTINATION ${FABRICDIAG_SYSTEMD_UNIT_DIR} COMPONENT collector)
+install(FILES ${FABRICDIAG_DEPLOY_DIR}/etc/default/fabricdiag-gnmi-bridge
+  DESTINATION /etc/default COMPONENT collector)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md
   DESTINATION share/doc/fabricdiag-collector COMPONENT collector)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/
@@ -89,6 +95,7 @@ fabricdiag_debian_control(agent fabricdiag-agent fabricdiag-agent.service ""
 fabricdiag_debian_control(collector fabricdiag-collector
   fabricdiag-collector.service fabricdiag generate
   /etc/default/fabricdiag-collector
+  /etc/default/fabricdiag-gnmi-bridge
   /etc/fabricdiag/analysis.yaml)
 
 # --- CPack -----------------------------------------------------------------------
@@ -137,7 +144,8 @@ parallelism layouts and the fabric topology, and reports hot-expert
 incast, PFC storms, ECMP imbalance and more (HTTP :9812 /metrics). State
 in /var/lib/fabricdiag, thresholds in /etc/fabricdiag/analysis.yaml,
 settings in /etc/default/fabricdiag-collector. Includes the fabricdiag
-command-line tool.")
+command-line tool, and fabricdiag-gnmi-bridge (gNMI telemetry of switches
+that run no agent; fabricdiag-gnmi-bridge.service, not enabled).")
 
 include(CPack)
 

@@ -3,7 +3,7 @@
 #
 #   packaging_test.sh BUILD_DIR SOURCE_DIR VERSION [SANITIZE]
 #
-# cpack builds nothing: the agent, collector and CLI must already be built
+# cpack builds nothing: the agent, collector, CLI and gNMI bridge must be built
 # in BUILD_DIR (a full build does it). The packages go to a temporary
 # directory, never into BUILD_DIR (cpack only leaves its
 # install_manifest_*.txt there). What is checked, per package:
@@ -234,13 +234,17 @@ check_package "$agent_deb" fabricdiag-agent fabricdiag-agent.service "
   libibverbs1 libevent-core-2.1-7 zlib1g"
 check_package "$collector_deb" fabricdiag-collector fabricdiag-collector.service "
   ./etc/default/fabricdiag-collector
+  ./etc/default/fabricdiag-gnmi-bridge
   ./etc/fabricdiag/analysis.yaml
   ./lib/systemd/system/fabricdiag-collector.service
+  ./lib/systemd/system/fabricdiag-gnmi-bridge.service
   ./usr/bin/fabricdiag
   ./usr/bin/fabricdiag-collector
+  ./usr/bin/fabricdiag-gnmi-bridge
   ./usr/share/doc/fabricdiag-collector/README.md
   $(docs_of fabricdiag-collector)" "
   /etc/default/fabricdiag-collector
+  /etc/default/fabricdiag-gnmi-bridge
   /etc/fabricdiag/analysis.yaml" "
   libc6 libstdc++6 libgrpc++1.51 libprotobuf32 libabsl20220623
   libprometheus-cpp-core1.0 libyaml-cpp0.7 libevent-core-2.1-7"
@@ -348,10 +352,15 @@ wants=$root/etc/systemd/system/multi-user.target.wants
 
 rdpkg -i "$agent_deb" "$collector_deb"
 for f in usr/bin/fabricdiag-agent usr/bin/fabricdiag-collector usr/bin/fabricdiag \
+         usr/bin/fabricdiag-gnmi-bridge lib/systemd/system/fabricdiag-gnmi-bridge.service \
          etc/fabricdiag/analysis.yaml etc/default/fabricdiag-agent \
-         etc/default/fabricdiag-collector; do
+         etc/default/fabricdiag-collector etc/default/fabricdiag-gnmi-bridge; do
   [ -f "$root/$f" ] || fail "after install: /$f missing"
 done
+# The bridge needs the switches' credentials and TLS before it is useful:
+# shipped, not enabled.
+[ ! -e "$wants/fabricdiag-gnmi-bridge.service" ] ||
+  fail "after install: fabricdiag-gnmi-bridge.service is enabled; it should wait for the admin"
 if command -v deb-systemd-helper >/dev/null 2>&1; then
   for u in fabricdiag-agent.service fabricdiag-collector.service; do
     if [ "$(readlink "$wants/$u" 2>/dev/null)" != "/lib/systemd/system/$u" ]; then
@@ -386,6 +395,8 @@ rdpkg -P fabricdiag-agent
   fail "after purging the agent: the collector's ingest token is gone"
 rdpkg -P fabricdiag-collector
 for f in etc/default/fabricdiag-agent etc/default/fabricdiag-collector \
+         etc/default/fabricdiag-gnmi-bridge usr/bin/fabricdiag-gnmi-bridge \
+         lib/systemd/system/fabricdiag-gnmi-bridge.service \
          etc/fabricdiag/ingest-token \
          etc/fabricdiag/analysis.yaml usr/bin/fabricdiag lib/systemd/system/fabricdiag-collector.service \
          var/lib/fabricdiag var/lib/private/fabricdiag \

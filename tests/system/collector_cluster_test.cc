@@ -219,8 +219,12 @@ TEST_F(CollectorClusterTest, LayoutsAndTopologyAreSharedAndSurviveFailures) {
   for (Collector& each : c) each.process.reset();
   Collector again = Start("col-a2", nats_.urls());
   ASSERT_GT(again.grpc, 0);
-  EXPECT_TRUE(Lists(again, "train"));
-  EXPECT_TRUE(Lists(again, "after"));
+  // Strict, not eventually: a collector that starts must serve the whole
+  // declared state at once, never an older subset.
+  RunResult listed = Cli(again, {"layout", "list"});
+  EXPECT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_THAT(listed.out, HasSubstr("train")) << again.process->Stderr();
+  EXPECT_THAT(listed.out, HasSubstr("after")) << again.process->Stderr();
   EXPECT_THAT(Cli(again, {"topology", "show"}).out, HasSubstr("leaf-0"));
 }
 

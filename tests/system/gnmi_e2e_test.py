@@ -9,12 +9,14 @@ fabricdiag-agent per host, fabricdiag-gnmi-bridge subscribed to both leaves
 and the fabricdiag CLI. Timeline, 0.5 s intervals:
 
   healthy; wave (a PFC storm from gpu-000 mlx5_1 behind leaf-0, ECMP
-  polarization on leaf-1's uplinks); healthy; leaf-0's gNMI server goes away
-  for 3 s and comes back; healthy.
+  polarization on leaf-1's uplinks, gpu-002 mlx5_3's link to leaf-1
+  flapping); healthy; leaf-0's gNMI server goes away for 3 s and comes
+  back; healthy.
 
-Asserts: ecmp_imbalance on leaf-1 (a switch whose only telemetry is gNMI)
-and pfc_storm on gpu-000 mlx5_1 naming leaf-0's ports among its victims
-open during the wave and resolve after it; nothing opens in a healthy phase
+Asserts: ecmp_imbalance on leaf-1 (a switch whose only telemetry is gNMI),
+pfc_storm on gpu-000 mlx5_1 naming leaf-0's ports among its victims, and
+link_flap on leaf-1's end of the flapping link open during the wave and
+resolve after it; nothing opens in a healthy phase
 or while leaf-0 is away (no false rate when it returns, no agent_down for a
 3 s gap); leaf-1's reports keep coming while leaf-0 is away (one switch
 never stalls another); the bridge's metrics show both subscriptions up at
@@ -80,6 +82,9 @@ def write_inputs(work):
          "priority": 3, "start": WAVE[0], "end": WAVE[1]},
         {"kind": "ecmp_polarization", "switch": "leaf-1", "start": WAVE[0],
          "end": WAVE[1]},
+        # Flaps both ends: the leaf's end is seen only through gNMI.
+        {"kind": "link_flap", "node": "gpu-002", "nic": "mlx5_3", "period": 2,
+         "start": WAVE[0], "end": WAVE[1]},
         {"kind": "gnmi_outage", "switch": "leaf-0", "start": OUTAGE[0],
          "end": OUTAGE[1]},
     ]
@@ -230,7 +235,8 @@ def main():
             return None, None
 
         expected = [("ecmp_imbalance", "leaf-1", None),
-                    ("pfc_storm", "gpu-000", "mlx5_1")]
+                    ("pfc_storm", "gpu-000", "mlx5_1"),
+                    ("link_flap", "leaf-1", "Ethernet3")]
         for kind, node, device in expected:
             t, e = first(kind, node, ("OPENED",), WAVE[0] - 1, device)
             if t is None or t > WAVE[0] + OPEN_WITHIN:

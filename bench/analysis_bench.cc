@@ -9,6 +9,11 @@
 //
 // Target: < 50 ms per pass at 4096 nodes, growing linearly with the nodes
 // (the complexity fit printed as BM_AnalysisPass_BigO should say N).
+// BM_AnalysisPassAtScale: 12,500 nodes x 8 NICs (100k GPUs, 782 leaves)
+// and 200 jobs, within the 1 s analysis interval. 25,000 nodes (200k GPUs)
+// is the goal, but a topology of their 200,000 links is over the topology
+// parser's 1,000,000-value limit (common/yaml_reader.h), so the scenario
+// cannot be built through the product's own parser.
 //
 //   build/bench/fabricdiag_analysis_bench --benchmark_filter=BM_AnalysisPass
 #include <benchmark/benchmark.h>
@@ -29,9 +34,11 @@ namespace fabricdiag::analysis::scenario {
 namespace {
 
 constexpr int kMaxJobs = 100;
+constexpr int kJobsAtScale = 200;
 
 struct Fixture {
   int nodes = 0;
+  int jobs = 0;
   std::unique_ptr<Cluster> cluster;
   FabricView view;
   AnalysisConfig config;
@@ -39,16 +46,16 @@ struct Fixture {
 
 // The cluster of the last size asked for (benchmarks run size by size; one
 // 4096-node view is ~70k ports, so sizes are not all kept).
-const Fixture& FixtureFor(int nodes) {
+const Fixture& FixtureFor(int nodes, int jobs = kMaxJobs) {
   static Fixture* fixture = new Fixture;
-  if (fixture->nodes == nodes) return *fixture;
-  absl::StatusOr<Cluster> built =
-      Cluster::Build(ManyJobCluster(nodes, kMaxJobs));
+  if (fixture->nodes == nodes && fixture->jobs == jobs) return *fixture;
+  absl::StatusOr<Cluster> built = Cluster::Build(ManyJobCluster(nodes, jobs));
   if (!built.ok()) {
     std::fprintf(stderr, "scenario: %s\n", built.status().ToString().c_str());
     std::abort();
   }
   fixture->nodes = nodes;
+  fixture->jobs = jobs;
   fixture->cluster = std::make_unique<Cluster>(*std::move(built));
   const Cluster& c = *fixture->cluster;
   // job-000 (MoE) and job-001 (dense) start at gpu-0000 and gpu-0008 or
@@ -64,9 +71,8 @@ const Fixture& FixtureFor(int nodes) {
   return *fixture;
 }
 
-void BM_AnalysisPass(benchmark::State& state) {
-  const int nodes = static_cast<int>(state.range(0));
-  const Fixture& fx = FixtureFor(nodes);
+void RunPasses(benchmark::State& state, int nodes, int jobs) {
+  const Fixture& fx = FixtureFor(nodes, jobs);
   AnalysisInput in = fx.cluster->Input(&fx.view, &fx.config);
   // As in the collector: the topology is indexed once, when it is applied.
   const TopologyIndex topology(in.topology);
@@ -91,6 +97,10 @@ void BM_AnalysisPass(benchmark::State& state) {
   state.counters["candidates"] = static_cast<double>(candidates);
   state.counters["open"] = static_cast<double>(open);
 }
+
+void BM_AnalysisPass(benchmark::State& state) {
+  RunPasses(state, static_cast<int>(state.range(0)), kMaxJobs);
+}
 BENCHMARK(BM_AnalysisPass)
     ->Arg(512)
     ->Arg(1024)
@@ -98,6 +108,14 @@ BENCHMARK(BM_AnalysisPass)
     ->Arg(4096)
     ->Unit(benchmark::kMillisecond)
     ->Complexity(benchmark::oAuto);
+
+void BM_AnalysisPassAtScale(benchmark::State& state) {
+  RunPasses(state, static_cast<int>(state.range(0)), kJobsAtScale);
+}
+BENCHMARK(BM_AnalysisPassAtScale)
+    ->Arg(12500)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5);
 
 }  // namespace
 }  // namespace fabricdiag::analysis::scenario

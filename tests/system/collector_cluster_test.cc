@@ -4,6 +4,7 @@
 // their HTTP endpoints. Every process is stopped when the test ends.
 #include <signal.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -11,9 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "cluster/jetstream_declared_state.h"
 #include "cluster/nats_connection.h"
 #include "gmock/gmock.h"
@@ -40,6 +43,7 @@ const std::string kAgent = FABRICDIAG_AGENT_BINARY;
 const std::string kFixtures =
     std::string(FABRICDIAG_SOURCE_DIR) + "/tests/fixtures";
 const std::string kCli = FABRICDIAG_CLI_BINARY;
+const std::string kSim = FABRICDIAG_SIM_BINARY;
 
 struct Collector {
   std::string name;
@@ -57,15 +61,22 @@ class CollectorClusterTest : public ::testing::Test {
 
   // Collector `name` joined to the NATS servers `urls`, on the given ports
   // (0: any; a restart reuses its ports).
+  // `extra` flags come last (a repeated flag: the last one counts).
   Collector Start(const std::string& name, const std::string& urls,
-                  int grpc = 0, int http = 0) {
+                  int grpc = 0, int http = 0,
+                  const std::vector<std::string>& extra = {}) {
     Collector c;
     c.name = name;
-    c.process = std::make_unique<Subprocess>(std::vector<std::string>{
-        kCollector, absl::StrCat("--listen=127.0.0.1:", grpc),
+    std::vector<std::string> argv = {
+        kCollector,
+        absl::StrCat("--listen=127.0.0.1:", grpc),
         absl::StrCat("--http_listen=127.0.0.1:", http),
-        absl::StrCat("--state_dir=", dir_.path(), "/", name), "--nats=" + urls,
-        "--collector_id=" + name, "--analysis_interval=200ms"});
+        absl::StrCat("--state_dir=", dir_.path(), "/", name),
+        "--nats=" + urls,
+        "--collector_id=" + name,
+        "--analysis_interval=200ms"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    c.process = std::make_unique<Subprocess>(std::move(argv));
     EXPECT_TRUE(c.process->Start().ok());
     std::string line;
     EXPECT_TRUE(
@@ -390,6 +401,318 @@ TEST_F(CollectorClusterTest, AFindingOfOneCollectorsAgentHasOneIdEverywhere) {
     }
     EXPECT_EQ(versions.size(), 1u) << "collector " << i << ": " << all.out;
     EXPECT_EQ(down_id(c[i]), id) << "collector " << i;
+  }
+}
+
+// The issue's whole story on a simulated MoE cluster: six nodes whose real
+// agents are each given all three collectors, a hot expert found once, the
+// collector most agents stream to killed (-9), a second fault after the
+// kill, one NATS server killed, then everything restarted.
+class ClusterStoryTest : public CollectorClusterTest {
+ protected:
+  static constexpr int kNodes = 6;
+
+  static std::string NodeName(int i) { return absl::StrCat("gpu-00", i); }
+
+  void WriteInputs() {
+    const std::string w = dir_.path();
+    std::string hosts;
+    for (int i = 0; i < kNodes; ++i) {
+      absl::StrAppend(&hosts, i > 0 ? ", " : "", NodeName(i));
+    }
+    std::ofstream(w + "/layout.yaml")
+        << "job: moe\ngpus_per_node: 4\n"
+           "parallelism: {tp: 4, pp: 1, dp: 6, ep: 6}\n"
+           "hosts: ["
+        << hosts
+        << "]\nrails: [mlx5_0, mlx5_1, mlx5_2, mlx5_3]\n"
+           "model: {params: 1.6e10, hidden: 4096, layers: 32, seq_len: 4096, "
+           "micro_batch: 1, micro_batches: 4, dtype_bytes: 2, experts: 24, "
+           "top_k: 2}\n";
+    std::ofstream topology(w + "/topology.yaml");
+    topology << "switches:\n  - {name: leaf-0, uplinks: [swp49, swp50]}\n"
+                "links:\n";
+    for (int i = 0; i < kNodes; ++i) {
+      for (int n = 0; n < 4; ++n) {
+        topology << "  - {host: " << NodeName(i) << ", nic: mlx5_" << n
+                 << ", switch: leaf-0, port: swp" << i * 4 + n + 1 << "}\n";
+      }
+    }
+    // The hot expert from 4 s to the end of the test; the flapping link
+    // from kSecondFault s of the simulator's clock, after the kill.
+    std::ofstream(w + "/scenario.json")
+        << "{\"step_seconds\": 1.0, \"faults\": ["
+           "{\"kind\": \"hot_expert\", \"node\": \"gpu-001\", \"nic\": "
+           "\"mlx5_2\", \"factor\": 6, \"start\": 4},"
+           "{\"kind\": \"link_flap\", \"node\": \"gpu-004\", \"nic\": "
+           "\"mlx5_0\", \"period\": 2, \"start\": "
+        << absl::ToInt64Seconds(kSecondFault) << "}]}";
+    // As sim_faults_e2e at 0.5 s: a fault is seen after the window fills
+    // and 3 passes.
+    std::ofstream(w + "/analysis.yaml")
+        << "window_seconds: 1.5\nhysteresis: {open_after: 3, clear_after: 4}\n";
+  }
+
+  std::vector<std::string> CollectorFlags() const {
+    return {"--analysis_interval=500ms",
+            "--analysis_config=" + dir_.path() + "/analysis.yaml"};
+  }
+
+  // The id of the active finding of `kind` on `node` `device` that
+  // collector `c` lists; empty when it lists none (or does not answer).
+  std::string ActiveId(const Collector& c, const std::string& kind,
+                       const std::string& node, const std::string& device) {
+    RunResult r = Cli(c, {"--timeout=3s", "findings", "--json"});
+    if (r.exit_code != 0) return "";
+    const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+    if (!j.is_array()) return "";
+    for (const nlohmann::json& f : j) {
+      if (f.value("kind", "") == kind && f.value("node", "") == node &&
+          f.value("device", "") == device) {
+        return f.value("id", "");
+      }
+    }
+    return "";
+  }
+
+  // Nodes whose agents stream to `c` (its /metrics says them up).
+  static int AgentsOf(const Collector& c) {
+    absl::StatusOr<std::string> m = HttpGet(c.http, "/metrics");
+    if (!m.ok()) return -1;
+    const std::regex up("\nfabricdiag_agent_up\\{[^}]*\\} 1");
+    return static_cast<int>(
+        std::distance(std::sregex_iterator(m->begin(), m->end(), up),
+                      std::sregex_iterator()));
+  }
+
+  // The simulator's second fault starts this long after the simulator.
+  static constexpr absl::Duration kSecondFault = absl::Seconds(45);
+};
+
+TEST_F(ClusterStoryTest, FindingsSurviveTheBusiestCollectorAndARestart) {
+  const std::string w = dir_.path();
+  WriteInputs();
+  std::vector<Collector> c;
+  for (const char* name : {"col-a", "col-b", "col-c"}) {
+    c.push_back(Start(name, nats_.urls(), 0, 0, CollectorFlags()));
+    ASSERT_GT(c.back().grpc, 0);
+  }
+  ASSERT_EQ(Cli(c[0], {"layout", "apply", w + "/layout.yaml"}).exit_code, 0);
+  ASSERT_EQ(Cli(c[1], {"topology", "apply", w + "/topology.yaml"}).exit_code,
+            0);
+
+  Subprocess sim({kSim, "--layout=" + w + "/layout.yaml",
+                  "--topology=" + w + "/topology.yaml",
+                  "--scenario=" + w + "/scenario.json",
+                  "--out=" + w + "/fabric", "--interval=500ms"});
+  ASSERT_TRUE(sim.Start().ok());
+  const absl::Time sim_start = absl::Now();
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        return std::filesystem::is_directory(
+            w + "/fabric/" + NodeName(kNodes - 1) + "/sys/class/net");
+      },
+      absl::Seconds(20), absl::Milliseconds(50)))
+      << sim.Stderr();
+
+  std::string all_collectors;
+  for (const Collector& each : c) {
+    absl::StrAppend(&all_collectors, all_collectors.empty() ? "" : ",",
+                    "127.0.0.1:", each.grpc);
+  }
+  std::vector<std::unique_ptr<Subprocess>> agents;
+  std::vector<int> agent_http;
+  for (int i = 0; i < kNodes; ++i) {
+    const std::string tree = w + "/fabric/" + NodeName(i);
+    agents.push_back(std::make_unique<Subprocess>(std::vector<std::string>{
+        kAgent, "--node=" + NodeName(i), "--sysfs_root=" + tree + "/sys",
+        "--ethtool_dir=" + tree + "/ethtool", "--listen=127.0.0.1:0",
+        "--interval=500ms", "--collector=" + all_collectors}));
+    ASSERT_TRUE(agents.back()->Start().ok());
+    std::string line;
+    ASSERT_TRUE(agents.back()->WaitForStderr("serving /metrics", &line))
+        << agents.back()->Stderr();
+    agent_http.push_back(PortFromLog(line, "serving /metrics"));
+  }
+  // Every collector's events, from before the fault to the end.
+  std::vector<std::unique_ptr<Subprocess>> watches;
+  for (const Collector& each : c) {
+    watches.push_back(std::make_unique<Subprocess>(std::vector<std::string>{
+        kCli, absl::StrCat("--collector=127.0.0.1:", each.grpc), "watch",
+        "--json"}));
+    ASSERT_TRUE(watches.back()->Start().ok());
+  }
+
+  // 2. The hot expert opens one finding, with one id on A, B and C.
+  std::string hot;
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        hot = ActiveId(c[0], "hot_expert_incast", "gpu-001", "mlx5_2");
+        return !hot.empty();
+      },
+      absl::Seconds(40), absl::Milliseconds(250)))
+      << c[0].process->Stderr();
+  for (int i : {1, 2}) {
+    EXPECT_TRUE(testing::Eventually(
+        [&] {
+          return ActiveId(c[i], "hot_expert_incast", "gpu-001", "mlx5_2") ==
+                 hot;
+        },
+        absl::Seconds(10), absl::Milliseconds(250)))
+        << "collector " << i << " does not list " << hot;
+  }
+
+  // 3. kill -9 of the collector that most agents stream to.
+  size_t busiest = 0;
+  std::vector<int> spread;
+  for (size_t i = 0; i < c.size(); ++i) {
+    spread.push_back(AgentsOf(c[i]));
+    if (spread[i] > spread[busiest]) busiest = i;
+  }
+  ASSERT_GT(spread[busiest], 0);
+  std::cout << "agents per collector:";
+  for (int n : spread) std::cout << " " << n;
+  std::cout << "; killing " << c[busiest].name << "\n";
+  const std::string killed_address =
+      absl::StrCat("127.0.0.1:", c[busiest].grpc);
+  c[busiest].process->Signal(SIGKILL);
+  ASSERT_TRUE(c[busiest].process->Wait(absl::Seconds(10)).has_value());
+  const absl::Time killed = absl::Now();
+  ASSERT_LT(killed - sim_start, kSecondFault)
+      << "too slow to test a fault after the kill";
+  std::vector<size_t> survivors;
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (i != busiest) survivors.push_back(i);
+  }
+
+  // Its agents stream to another collector within 5 s.
+  const std::regex connected_to(
+      "\nfabricdiag_agent_stream_collector_info\\{collector=\"([^\"]+)\"\\} 1");
+  for (int i = 0; i < kNodes; ++i) {
+    std::string where;
+    EXPECT_TRUE(testing::Eventually(
+        [&] {
+          absl::StatusOr<std::string> m = HttpGet(agent_http[i], "/metrics");
+          std::smatch found;
+          if (!m.ok() || !std::regex_search(*m, found, connected_to)) {
+            return false;
+          }
+          where = found[1];
+          return where != killed_address &&
+                 absl::StrContains(*m, "\nfabricdiag_agent_stream_connected 1");
+        },
+        absl::Seconds(5) - (absl::Now() - killed), absl::Milliseconds(50)))
+        << NodeName(i) << " still on " << where << " " << absl::Now() - killed
+        << " after the kill";
+  }
+  std::cout << "every agent streams to a survivor " << absl::Now() - killed
+            << " after the kill\n";
+  // Every node is up again on the survivors, with no report missing.
+  int up = 0;
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        up = 0;
+        for (size_t i : survivors) {
+          RunResult r = Cli(c[i], {"--timeout=3s", "nodes", "--json"});
+          const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+          if (!j.is_array()) return false;
+          for (const nlohmann::json& n : j) {
+            if (n.value("up", false)) {
+              ++up;
+              EXPECT_EQ(n.value("gaps", -1), 0) << n.dump();
+            }
+          }
+        }
+        return up == kNodes;
+      },
+      absl::Seconds(10), absl::Milliseconds(250)))
+      << up << " nodes up on the survivors";
+  for (int i = 0; i < kNodes; ++i) {
+    absl::StatusOr<std::string> m = HttpGet(agent_http[i], "/metrics");
+    ASSERT_TRUE(m.ok());
+    EXPECT_THAT(*m,
+                HasSubstr("\nfabricdiag_agent_stream_reports_dropped_total 0"))
+        << NodeName(i);
+  }
+
+  // The open finding keeps its id on the survivors.
+  for (size_t i : survivors) {
+    EXPECT_TRUE(testing::Eventually(
+        [&] {
+          return ActiveId(c[i], "hot_expert_incast", "gpu-001", "mlx5_2") ==
+                 hot;
+        },
+        absl::Seconds(10), absl::Milliseconds(250)))
+        << c[i].name << " lost " << hot;
+  }
+
+  // A second fault, begun after the kill, is found.
+  std::string flap;
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        flap = ActiveId(c[survivors[0]], "link_flap", "gpu-004", "mlx5_0");
+        return !flap.empty();
+      },
+      kSecondFault - (absl::Now() - sim_start) + absl::Seconds(20),
+      absl::Milliseconds(250)))
+      << c[survivors[0]].process->Stderr();
+  std::cout << "the second fault opened "
+            << absl::Now() - sim_start - kSecondFault << " after it began\n";
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        return ActiveId(c[survivors[1]], "link_flap", "gpu-004", "mlx5_0") ==
+               flap;
+      },
+      absl::Seconds(10), absl::Milliseconds(250)));
+
+  // 4. kill -9 of one NATS server: writes and analysis go on.
+  nats_.Kill(1);
+  RunResult written = Cli(c[survivors[0]], {"--timeout=30s", "layout", "apply",
+                                            LayoutFile("after-nats", 1)});
+  EXPECT_EQ(written.exit_code, 0) << written.err;
+  EXPECT_TRUE(
+      testing::Eventually([&] { return Lists(c[survivors[1]], "after-nats"); },
+                          absl::Seconds(20), absl::Milliseconds(200)));
+  EXPECT_EQ(ActiveId(c[survivors[1]], "hot_expert_incast", "gpu-001", "mlx5_2"),
+            hot);
+
+  // Through all of it the survivors never resolved the hot expert.
+  for (size_t i : survivors) {
+    for (absl::string_view line : absl::StrSplit(watches[i]->Stdout(), '\n')) {
+      const nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
+      if (!e.is_object() || e.value("id", "") != hot) continue;
+      EXPECT_NE(absl::AsciiStrToLower(e.value("event", "")), "resolved")
+          << c[i].name << ": " << line;
+    }
+  }
+  for (auto& watch : watches) watch.reset();
+
+  // 6. Restart of everything but the agents: every NATS server and every
+  // collector (on its ports, so the agents find it again). The declared
+  // state and the open findings, still true, come back under their ids.
+  for (Collector& each : c) each.process.reset();
+  for (int i = 0; i < 3; ++i) nats_.Kill(i);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(nats_.Restart(i).ok());
+  for (Collector& each : c) {
+    Collector again =
+        Start(each.name, nats_.urls(), each.grpc, each.http, CollectorFlags());
+    ASSERT_EQ(again.grpc, each.grpc) << again.process->Stderr();
+    each = std::move(again);
+  }
+  for (const Collector& each : c) {
+    EXPECT_TRUE(Lists(each, "moe")) << each.name;
+    EXPECT_TRUE(Lists(each, "after-nats")) << each.name;
+    EXPECT_TRUE(testing::Eventually(
+        [&] {
+          return ActiveId(each, "hot_expert_incast", "gpu-001", "mlx5_2") ==
+                 hot;
+        },
+        absl::Seconds(30), absl::Milliseconds(250)))
+        << each.name << ": " << Cli(each, {"findings", "--all"}).out;
+  }
+  for (auto& agent : agents) {
+    agent->Signal(SIGTERM);
+    EXPECT_EQ(agent->Wait(absl::Seconds(10)), 0);
   }
 }
 

@@ -115,6 +115,20 @@ nlohmann::ordered_json NodeJson(const v1::NodeStatus& n, absl::Time now) {
                                                n.rdma_devices().end());
   o["netdevs"] =
       std::vector<std::string>(n.netdevs().begin(), n.netdevs().end());
+  // A node of another collector of the cluster: only its liveness is
+  // known here.
+  o["collector"] = n.collector().empty()
+                       ? nlohmann::ordered_json(nullptr)
+                       : nlohmann::ordered_json(n.collector());
+  o["remote"] = n.remote();
+  if (n.remote()) {
+    for (const char* unknown :
+         {"series", "reports", "gaps", "peer", "duplicate_streams",
+          "last_duplicate_peer", "last_duplicate"}) {
+      o[unknown] = nullptr;
+    }
+    return o;
+  }
   o["series"] = n.series();
   o["reports"] = n.reports();
   o["gaps"] = n.gaps();
@@ -133,18 +147,35 @@ nlohmann::ordered_json NodeJson(const v1::NodeStatus& n, absl::Time now) {
 
 void PrintNodesTable(const std::vector<v1::NodeStatus>& nodes, absl::Time now,
                      std::ostream& out) {
-  Table table({"NODE", "STATUS", "LAST_REPORT", "AGE", "SERIES", "GAPS",
-               "NETDEVS", "DEVICES"});
+  // A cluster's collectors name themselves: then each node says which one
+  // its agent streams to, and the counts of another collector's nodes are
+  // that collector's to tell ("-").
+  const bool cluster = std::any_of(
+      nodes.begin(), nodes.end(),
+      [](const v1::NodeStatus& n) { return !n.collector().empty(); });
+  std::vector<std::string> columns = {"NODE",    "STATUS", "LAST_REPORT",
+                                      "AGE",     "SERIES", "GAPS",
+                                      "NETDEVS", "DEVICES"};
+  if (cluster) columns.emplace_back("COLLECTOR");
+  Table table(columns);
   for (const v1::NodeStatus& n : nodes) {
     const bool seen = n.last_report_unix_nanos() != 0;
-    table.AddRow(
-        {n.node(), n.up() ? "up" : "down",
-         seen ? collector::FormatRfc3339(n.last_report_unix_nanos()) : "",
-         seen ? collector::FormatAge(
-                    now - absl::FromUnixNanos(n.last_report_unix_nanos()))
-              : "",
-         absl::StrCat(n.series()), absl::StrCat(n.gaps()),
-         absl::StrCat(n.netdevs_size()), absl::StrJoin(n.rdma_devices(), ",")});
+    auto count = [&n](uint64_t value) {
+      return n.remote() ? std::string("-") : absl::StrCat(value);
+    };
+    std::vector<std::string> row = {
+        n.node(),
+        n.up() ? "up" : "down",
+        seen ? collector::FormatRfc3339(n.last_report_unix_nanos()) : "",
+        seen ? collector::FormatAge(
+                   now - absl::FromUnixNanos(n.last_report_unix_nanos()))
+             : "",
+        count(n.series()),
+        count(n.gaps()),
+        count(static_cast<uint64_t>(n.netdevs_size())),
+        n.remote() ? "-" : absl::StrJoin(n.rdma_devices(), ",")};
+    if (cluster) row.push_back(n.collector());
+    table.AddRow(row);
   }
   table.Print(out);
 }

@@ -218,10 +218,12 @@ collector::FeatureSlice JetStreamFeatures::Merged(collector::FeatureSlice local,
     }
     AddChunkToSlice(c.chunk, &remote[key.first]);
   }
+  for (collector::NodeFacts& n : local.nodes) n.collector = id_;
   std::vector<const collector::FeatureSlice*> slices = {&local};
   uint64_t remote_ports = 0;
   for (auto& [id, slice] : remote) {
     FinishSlice(&slice);
+    for (collector::NodeFacts& n : slice.nodes) n.collector = id;
     remote_ports += slice.window.ports().size();
     slices.push_back(&slice);
   }

@@ -106,7 +106,7 @@ FeatureSlice AnalysisRunner::ExchangeFeatures(absl::Time now) {
   }
   // Every node that ever reported here, for agent_down.
   for (const NodeStatus& n : series_->ListNodes(absl::InfiniteDuration())) {
-    local.nodes.push_back(NodeFacts{LivenessOf(n.info), n.info.boot_id});
+    local.nodes.push_back(NodeFacts{LivenessOf(n.info), n.info.boot_id, ""});
   }
   const absl::Status published = features_->Publish(local, now);
   if (published.ok() == publish_failing_) {
@@ -259,6 +259,11 @@ void AnalysisRunner::RunOnce() {
   const int64_t start = clock_.MonotonicNanos();
   const absl::Time now = clock_.Now();
   FeatureSlice fabric = ExchangeFeatures(now);
+  if (options_.features != nullptr) {
+    auto nodes = std::make_shared<const std::vector<NodeFacts>>(fabric.nodes);
+    std::lock_guard<std::mutex> view_lock(view_mu_);
+    published_nodes_ = std::move(nodes);
+  }
   if (Leading()) {
     RunLiveness(now, fabric.nodes);
     RunLayoutAnalyzers(now);
@@ -270,6 +275,12 @@ void AnalysisRunner::RunOnce() {
   }
   stats_->passes.fetch_add(1);
   stats_->last_pass_nanos.store(clock_.MonotonicNanos() - start);
+}
+
+std::shared_ptr<const std::vector<NodeFacts>> AnalysisRunner::LatestNodes()
+    const {
+  std::lock_guard<std::mutex> lock(view_mu_);
+  return published_nodes_;
 }
 
 std::vector<v1::Finding> AnalysisRunner::RunLayoutPass(const std::string& job) {

@@ -96,6 +96,12 @@ class AnalysisRunner {
   // before the first; for the HTTP API. Any thread.
   std::shared_ptr<const analysis::FabricView> LatestView() const;
 
+  // Every node of the fabric the latest pass merged, with the collector it
+  // came from: in a cluster, the other collectors' nodes too (their
+  // liveness; `fabricdiag nodes`). Empty before the first pass and with
+  // one collector (its series store is the fabric). Any thread.
+  std::shared_ptr<const std::vector<NodeFacts>> LatestNodes() const;
+
  private:
   // This collector's slice (series store) published, and the fabric's.
   FeatureSlice ExchangeFeatures(absl::Time now);
@@ -142,6 +148,7 @@ class AnalysisRunner {
   // last_view_ for other threads (readers must not wait for a pass).
   mutable std::mutex view_mu_;
   std::shared_ptr<const analysis::FabricView> published_view_;
+  std::shared_ptr<const std::vector<NodeFacts>> published_nodes_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;

@@ -347,8 +347,16 @@ int RunCollector(const CollectorConfig& config) {
   AnalysisRunner runner(&series, &registry, &findings, &stats, clock,
                         *std::move(runner_options));
 
-  QueryService query(&registry, &findings, &series,
-                     MakeQueryOptions(*token, &runner, node_up), clock);
+  QueryService::Options query_options =
+      MakeQueryOptions(*token, &runner, node_up);
+  if (member != nullptr) {
+    // `fabricdiag nodes` lists the whole fabric, each node with the
+    // collector its agent streams to.
+    query_options.collector_id = config.collector_id;
+    query_options.fabric_nodes = [&runner] { return runner.LatestNodes(); };
+  }
+  QueryService query(&registry, &findings, &series, std::move(query_options),
+                     clock);
   absl::StatusOr<std::unique_ptr<CollectorServer>> server =
       StartGrpc(config, &ingest, &query);
   if (!server.ok()) return StartupFailed(server.status().message());

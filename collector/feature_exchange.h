@@ -37,6 +37,10 @@ namespace fabricdiag::collector {
 struct NodeFacts {
   analysis::NodeLiveness liveness;
   std::string boot_id;
+  // In a cluster: the --collector_id of the collector whose slice the facts
+  // came from (the one the node's agent streams to). Set by Merged(); empty
+  // with one collector.
+  std::string collector;
 };
 
 // One collector's view of its nodes, or (merged) of the whole fabric.

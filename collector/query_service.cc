@@ -28,6 +28,51 @@ constexpr uint32_t kMaxSeriesSeconds = 3600;
 
 }  // namespace
 
+void AddOtherCollectorsNodes(const std::vector<NodeFacts>& fabric,
+                             absl::string_view self, const NodeUpRule& node_up,
+                             absl::Time now, const LocalNodes& local,
+                             v1::ListNodesResponse* response) {
+  bool added = false;
+  for (const NodeFacts& facts : fabric) {
+    if (facts.collector.empty() || facts.collector == self) {
+      continue;  // this collector's own: the series store said it all
+    }
+    const analysis::NodeLiveness& l = facts.liveness;
+    v1::NodeStatus* out = nullptr;
+    if (auto it = local.find(l.node); it != local.end()) {
+      // The agent moved here, or away from here: the later word counts.
+      if (it->second.second >= l.last_report) continue;
+      out = response->mutable_nodes(it->second.first);
+      out->Clear();
+    } else {
+      out = response->add_nodes();
+      added = true;
+    }
+    NodeInfo info;
+    info.node = l.node;
+    info.last_report = l.last_report;
+    info.interval_ms = static_cast<uint32_t>(
+        std::max<int64_t>(0, l.interval / absl::Milliseconds(1)));
+    out->set_node(l.node);
+    out->set_up(node_up ? node_up(info, now)
+                        : l.ever_reported &&
+                              now - l.last_report < absl::Seconds(3));
+    if (l.ever_reported) {
+      out->set_last_report_unix_nanos(UnixNanos(l.last_report));
+    }
+    out->set_interval_ms(info.interval_ms);
+    out->set_collector(facts.collector);
+    out->set_remote(true);
+  }
+  if (added) {
+    std::sort(response->mutable_nodes()->begin(),
+              response->mutable_nodes()->end(),
+              [](const v1::NodeStatus& a, const v1::NodeStatus& b) {
+                return a.node() < b.node();
+              });
+  }
+}
+
 QueryService::QueryService(LayoutRegistry* registry, FindingsStore* findings,
                            SeriesStore* series, Options options,
                            const Clock& clock)
@@ -190,7 +235,11 @@ grpc::Status QueryService::ListNodes(grpc::ServerContext*,
   const std::vector<NodeStatus> nodes =
       options_.node_up ? series_->ListNodes(options_.node_up)
                        : series_->ListNodes(absl::Seconds(3));
+  // node -> its entry in the response, and when this collector last heard
+  // from it.
+  LocalNodes local;
   for (const NodeStatus& n : nodes) {
+    local[n.info.node] = {response->nodes_size(), n.info.last_report};
     v1::NodeStatus* out = response->add_nodes();
     out->set_node(n.info.node);
     out->set_up(n.up);
@@ -200,6 +249,7 @@ grpc::Status QueryService::ListNodes(grpc::ServerContext*,
     out->set_reports(n.info.reports);
     out->set_gaps(n.info.missing_reports);
     out->set_peer(n.info.peer);
+    out->set_collector(options_.collector_id);
     out->set_duplicate_streams(n.info.duplicate_streams);
     if (n.info.duplicate_streams > 0) {
       out->set_last_duplicate_peer(n.info.last_duplicate_peer);
@@ -221,6 +271,14 @@ grpc::Status QueryService::ListNodes(grpc::ServerContext*,
       } else {
         out->add_netdevs(device);
       }
+    }
+  }
+  if (options_.fabric_nodes) {
+    const std::shared_ptr<const std::vector<NodeFacts>> fabric =
+        options_.fabric_nodes();
+    if (fabric != nullptr) {
+      AddOtherCollectorsNodes(*fabric, options_.collector_id, options_.node_up,
+                              clock_.Now(), local, response);
     }
   }
   return grpc::Status::OK;

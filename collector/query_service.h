@@ -19,9 +19,12 @@
 #include <atomic>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "collector/bearer_token.h"
+#include "collector/feature_exchange.h"
 #include "collector/findings_store.h"
 #include "collector/layout_registry.h"
 #include "collector/series_store.h"
@@ -29,6 +32,18 @@
 #include "proto/collector.grpc.pb.h"
 
 namespace fabricdiag::collector {
+
+// ListNodes in a cluster: adds to `response` the nodes of `fabric` (every
+// node of the cluster, AnalysisRunner::LatestNodes) whose agents stream to
+// another collector than `self`, as remote entries with their liveness. A
+// node this collector listed too (`local`: node -> its index in
+// `response`, last report here) is replaced when the other collector heard
+// from it later (its agent moved away). Sorted by node when any is added.
+using LocalNodes = absl::flat_hash_map<std::string, std::pair<int, absl::Time>>;
+void AddOtherCollectorsNodes(const std::vector<NodeFacts>& fabric,
+                             absl::string_view self, const NodeUpRule& node_up,
+                             absl::Time now, const LocalNodes& local,
+                             v1::ListNodesResponse* response);
 
 class QueryService final : public v1::Collector::Service {
  public:
@@ -41,6 +56,12 @@ class QueryService final : public v1::Collector::Service {
     // the findings the layout raises at once (tp_cross_node). May be empty.
     std::function<std::vector<v1::Finding>(const std::string& job)>
         on_layouts_changed;
+    // In a collector cluster: this collector's --collector_id, and every
+    // node of the fabric (AnalysisRunner::LatestNodes), so that ListNodes
+    // lists the nodes streaming to the other collectors too. Empty and
+    // null with one collector.
+    std::string collector_id;
+    std::function<std::shared_ptr<const std::vector<NodeFacts>>()> fabric_nodes;
   };
 
   // All pointers must outlive the service.

@@ -26,11 +26,13 @@ using fabricdiag::testing::RunResult;
 using fabricdiag::testing::Subprocess;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
+using ::testing::EndsWith;
 using testing::FakeCollector;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using testing::kValidLayoutYaml;
 using ::testing::Not;
+using ::testing::StartsWith;
 using testing::WriteTempFile;
 
 const char kCli[] = FABRICDIAG_CLI_BINARY;
@@ -230,6 +232,47 @@ TEST_F(CliE2eTest, Nodes) {
                            HasSubstr("mlx5_0")));
   r = Cli({"nodes", "--json"});
   EXPECT_EQ(nlohmann::json::parse(r.out)[0]["series"], 150);
+  EXPECT_TRUE(nlohmann::json::parse(r.out)[0]["collector"].is_null());
+  EXPECT_THAT(r.out, Not(HasSubstr("COLLECTOR")));
+}
+
+// A collector of a cluster lists the other collectors' nodes too, with
+// their liveness only.
+TEST_F(CliE2eTest, NodesOfACluster) {
+  v1::NodeStatus own;
+  own.set_node("gpu-001");
+  own.set_up(true);
+  own.set_last_report_unix_nanos(absl::ToUnixNanos(absl::Now()));
+  own.add_rdma_devices("mlx5_0");
+  own.set_series(150);
+  own.set_collector("col-a");
+  collector.AddNode(own);
+  v1::NodeStatus other;
+  other.set_node("gpu-002");
+  other.set_up(true);
+  other.set_last_report_unix_nanos(absl::ToUnixNanos(absl::Now()));
+  other.set_collector("col-b");
+  other.set_remote(true);
+  collector.AddNode(other);
+  RunResult r = Cli({"nodes"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("COLLECTOR"));
+  std::vector<std::string> lines = absl::StrSplit(r.out, '\n');
+  ASSERT_GE(lines.size(), 3u) << r.out;
+  EXPECT_THAT(lines[1], AllOf(StartsWith("gpu-001  up"), HasSubstr(" 150 "),
+                              EndsWith("col-a")));
+  EXPECT_THAT(lines[2], AllOf(StartsWith("gpu-002  up"), HasSubstr(" - "),
+                              EndsWith("col-b")));
+  r = Cli({"nodes", "--json"});
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j[0]["collector"], "col-a");
+  EXPECT_EQ(j[0]["remote"], false);
+  EXPECT_EQ(j[0]["series"], 150);
+  EXPECT_EQ(j[1]["collector"], "col-b");
+  EXPECT_EQ(j[1]["remote"], true);
+  EXPECT_TRUE(j[1]["series"].is_null());
+  EXPECT_TRUE(j[1]["gaps"].is_null());
+  EXPECT_EQ(j[1]["up"], true);
 }
 
 TEST_F(CliE2eTest, WatchStreamsEventsUntilSigint) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
@@ -143,6 +144,14 @@ TEST_F(JetStreamFeaturesTest, EachCollectorMergesTheOthersNodes) {
                                         "gpu-b-001", "gpu-b-002"};
   EXPECT_EQ(Nodes(merged_a), all);
   EXPECT_EQ(Nodes(merged_b), all);
+  // Each node names the collector its agent streams to.
+  for (const FeatureSlice* merged : {&merged_a, &merged_b}) {
+    for (const collector::NodeFacts& n : merged->nodes) {
+      EXPECT_EQ(n.collector,
+                absl::StartsWith(n.liveness.node, "gpu-a") ? "col-a" : "col-b")
+          << n.liveness.node;
+    }
+  }
   ASSERT_TRUE(merged_a.recent.has_value());
   EXPECT_EQ(merged_a.recent->ports().size(), 40u);
   // B's numbers, as B published them.

@@ -1,6 +1,8 @@
 #include "cluster/cluster_member.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -51,6 +53,7 @@ absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Join(
   features_options.freshness =
       std::max(absl::Seconds(3), 3 * options.analysis_interval);
   features_options.max_age = 10 * features_options.freshness;
+  member->feature_freshness_ = features_options.freshness;
   ASSIGN_OR_RETURN(
       member->features_,
       JetStreamFeatures::Open(member->nats_.get(), options.collector_id,
@@ -93,6 +96,38 @@ void ClusterMember::MirrorFindings(collector::FindingsStore* store) {
 
 void ClusterMember::StopMirroring() { findings_->StopWatching(); }
 
+std::vector<ClusterMember::FeatureSource> ClusterMember::FeatureSources()
+    const {
+  const std::map<std::string, absl::Time> received = features_->LastReceived();
+  std::vector<FeatureSource> sources;
+  for (const ClusterMembers::Member& m : members_->Live()) {
+    if (m.self) continue;
+    auto it = received.find(m.id);
+    // A collector that came back counts from then, not from what it
+    // published before it left.
+    sources.push_back({m.id,
+                       it == received.end()
+                           ? m.live_since
+                           : std::max(it->second, m.live_since),
+                       m.last_seen});
+  }
+  return sources;
+}
+
+std::vector<std::string> ClusterMember::Unheard() const {
+  // Alive for longer than its features count after the newest ones
+  // arrived. A collector that was killed is not: it announced itself last
+  // at most one analysis pass after it published last, and features count
+  // for 3 passes (feature_freshness_).
+  std::vector<std::string> unheard;
+  for (const FeatureSource& s : FeatureSources()) {
+    if (s.last_announced - s.heard > feature_freshness_) {
+      unheard.push_back(s.id);
+    }
+  }
+  return unheard;
+}
+
 bool ClusterMember::AppendHealth(std::string* text) const {
   bool ok = true;
   absl::StrAppend(text, "cluster: collector_id ", id_, "\n");
@@ -121,6 +156,21 @@ bool ClusterMember::AppendHealth(std::string* text) const {
                     "cluster: another running collector uses "
                     "--collector_id=",
                     id_, "; give every collector its own\n");
+  }
+  if (const absl::Status published = features_->last_publish_status();
+      !published.ok()) {
+    ok = false;
+    absl::StrAppend(text, "cluster: cannot publish this collector's features: ",
+                    published.message(),
+                    " (the analysis misses this collector's nodes)\n");
+  }
+  if (const std::vector<std::string> unheard = Unheard(); !unheard.empty()) {
+    ok = false;
+    absl::StrAppend(text, "cluster: no features from ",
+                    absl::StrJoin(unheard, ", "), " for more than ",
+                    absl::FormatDuration(feature_freshness_),
+                    " although it runs: their nodes are missing from the "
+                    "analysis\n");
   }
   const absl::Status last_write = declared_->last_write_status();
   if (!last_write.ok()) {
@@ -239,7 +289,21 @@ void ClusterMember::AppendMetrics(const collector::LayoutRegistry& registry,
       "received that were not a feature chunk.\n"
       "# TYPE fabricdiag_cluster_features_undecodable_total counter\n"
       "fabricdiag_cluster_features_undecodable_total{",
-      id, "} ", features.undecodable_chunks, "\n");
+      id, "} ", features.undecodable_chunks,
+      "\n"
+      "# HELP fabricdiag_cluster_features_age_seconds How old the newest "
+      "features received from each other live collector are (its feature "
+      "lag; counted from when it became live while none arrived).\n"
+      "# TYPE fabricdiag_cluster_features_age_seconds gauge\n");
+  // Collector ids are validated node names: no escaping needed.
+  const absl::Time now = absl::Now();
+  for (const FeatureSource& s : FeatureSources()) {
+    absl::StrAppend(
+        out, "fabricdiag_cluster_features_age_seconds{", id, ",from=\"", s.id,
+        "\"} ",
+        absl::ToDoubleSeconds(std::max(absl::ZeroDuration(), now - s.heard)),
+        "\n");
+  }
 }
 
 }  // namespace fabricdiag::cluster

@@ -20,6 +20,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "cluster/analysis_lease.h"
@@ -75,7 +76,9 @@ class ClusterMember {
   const std::string& collector_id() const { return id_; }
 
   // /healthz lines; false when this collector cannot reach NATS, its last
-  // write of declared state failed, or another collector uses its id.
+  // write of declared state failed, it cannot publish its features or
+  // does not receive those of a collector that is alive, or another
+  // collector uses its id.
   bool AppendHealth(std::string* text) const;
   // The fabricdiag_cluster_* families (docs/metrics.md).
   void AppendMetrics(const collector::LayoutRegistry& registry,
@@ -84,7 +87,22 @@ class ClusterMember {
  private:
   ClusterMember() = default;
 
+  // Each other live collector: when this collector last heard its
+  // features (a collector never heard from, or back after a silence: when
+  // it became live), and when it last announced itself.
+  struct FeatureSource {
+    std::string id;
+    absl::Time heard;
+    absl::Time last_announced;
+  };
+  std::vector<FeatureSource> FeatureSources() const;
+  // The live collectors that kept announcing themselves (so run and reach
+  // NATS) for longer than features count in the merge after their newest
+  // features arrived here: the analysis misses their nodes.
+  std::vector<std::string> Unheard() const;
+
   std::string id_;
+  absl::Duration feature_freshness_;
   std::unique_ptr<NatsConnection> nats_;
   std::unique_ptr<JetStreamDeclaredState> declared_;
   std::unique_ptr<ClusterMembers> members_;

@@ -81,15 +81,21 @@ void ClusterMembers::Seen(kvEntry* entry, bool replayed) {
   absl::MutexLock lock(&mu_);
   if (op == kvOp_Delete || op == kvOp_Purge) {
     last_seen_.erase(key);
+    live_since_.erase(key);
     return;
   }
   // A replayed entry is the key's last announcement, possibly old: it
   // counts from when it was written (the servers' clock), and says nothing
   // about who runs now (a predecessor with this id that stopped).
-  last_seen_[key] =
+  const absl::Time seen =
       replayed
           ? std::min(absl::Now(), absl::FromUnixNanos(kvEntry_Created(entry)))
           : absl::Now();
+  auto [last, first] = last_seen_.try_emplace(key, seen);
+  if (first || last->second < seen - kMissedPeriods * options_.period) {
+    live_since_[key] = seen;  // live again after a silence
+  }
+  last->second = std::max(last->second, seen);
   if (!replayed && key == id_ && !absl::StartsWith(value, instance_)) {
     if (!conflict_seen_.has_value()) {
       LogError(absl::StrCat("another collector announces --collector_id=", id_,
@@ -145,7 +151,10 @@ std::vector<ClusterMembers::Member> ClusterMembers::Live() const {
   std::vector<Member> live;
   absl::MutexLock lock(&mu_);
   for (const auto& [id, seen] : last_seen_) {
-    if (seen >= cutoff) live.push_back(Member{id, seen, id == id_});
+    if (seen < cutoff) continue;
+    auto since = live_since_.find(id);
+    live.push_back(Member{id, seen, id == id_,
+                          since == live_since_.end() ? seen : since->second});
   }
   return live;
 }

@@ -48,6 +48,8 @@ class ClusterMembers {
     std::string id;
     absl::Time last_seen;  // this collector's clock
     bool self = false;
+    // Since when it is live without a break (this collector's clock).
+    absl::Time live_since;
   };
 
   // Binds (or creates) the bucket and starts announcing. `nats` must
@@ -63,6 +65,7 @@ class ClusterMembers {
   // True while another instance announces this collector's id.
   bool id_conflict() const;
   uint64_t watcher_restarts() const { return watcher_restarts_.load(); }
+  absl::Duration period() const { return options_.period; }
 
  private:
   ClusterMembers(std::string id, Options options, kvStore* kv);
@@ -80,6 +83,7 @@ class ClusterMembers {
   std::thread thread_;
   mutable absl::Mutex mu_;
   std::map<std::string, absl::Time> last_seen_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, absl::Time> live_since_ ABSL_GUARDED_BY(mu_);
   std::optional<absl::Time> conflict_seen_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -189,6 +189,8 @@ absl::Status JetStreamFeatures::Publish(const collector::FeatureSlice& local,
     published_chunks_.fetch_add(1);
   }
   last_published_bytes_.store(bytes);
+  absl::MutexLock lock(&mu_);
+  last_publish_status_ = status;
   return status;
 }
 
@@ -248,6 +250,21 @@ collector::FeatureSlice JetStreamFeatures::Merged(collector::FeatureSlice local,
     for (collector::NodeFacts& f : gone) merged.nodes.push_back(std::move(f));
   }
   return merged;
+}
+
+std::map<std::string, absl::Time> JetStreamFeatures::LastReceived() const {
+  std::map<std::string, absl::Time> last;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [key, c] : chunks_) {
+    auto [it, inserted] = last.try_emplace(key.first, c.received);
+    if (!inserted) it->second = std::max(it->second, c.received);
+  }
+  return last;
+}
+
+absl::Status JetStreamFeatures::last_publish_status() const {
+  absl::MutexLock lock(&mu_);
+  return last_publish_status_;
 }
 
 JetStreamFeatures::Stats JetStreamFeatures::stats() const {

@@ -93,6 +93,12 @@ class JetStreamFeatures final : public collector::FeatureExchange {
 
   Stats stats() const;
 
+  // When this collector last received features from each other collector
+  // (its clock; kept until the chunks expire from the stream's cache).
+  std::map<std::string, absl::Time> LastReceived() const;
+  // The error of the latest Publish(); OK when it succeeded (or none ran).
+  absl::Status last_publish_status() const;
+
  private:
   struct Chunk {
     v1::FeatureChunk chunk;
@@ -115,6 +121,7 @@ class JetStreamFeatures final : public collector::FeatureExchange {
   std::atomic<uint64_t> publish_errors_{0};
   std::atomic<uint64_t> published_chunks_{0};
   std::atomic<uint64_t> last_published_bytes_{0};
+  absl::Status last_publish_status_ ABSL_GUARDED_BY(mu_);
   mutable absl::Mutex mu_;
   // (collector id, chunk index) -> its latest chunk.
   std::map<std::pair<std::string, uint32_t>, Chunk> chunks_

@@ -2,15 +2,20 @@
 // three collectors' findings stores joined through ClusterMember (lease,
 // shared bucket, mirroring); only the leader's store is fed reports, as
 // only the leader's analysis runner runs.
+#include <atomic>
 #include <functional>
 #include <memory>
+#include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/finding.h"
 #include "cluster/cluster_member.h"
 #include "collector/findings_store.h"
+#include "collector/layout_registry.h"
 #include "collector/state_store.h"
 #include "common/clock.h"
 #include "gmock/gmock.h"
@@ -215,6 +220,69 @@ TEST_F(SharedFindingsTest, AFollowerDropsFindingsTheClusterNeverHad) {
   EXPECT_TRUE(testing::Eventually([&] {
     return c[1]->ActiveIds() == std::vector<std::string>{"f-000003"};
   }));
+}
+
+// /healthz names a collector that runs (it announces itself) but whose
+// features do not arrive, and not one that was killed.
+TEST_F(SharedFindingsTest, HealthNamesACollectorWhoseFeaturesDoNotArrive) {
+  std::unique_ptr<Collector> a = Start("col-a");
+  std::unique_ptr<Collector> b = Start("col-b");
+  ASSERT_TRUE(a != nullptr && b != nullptr);
+  // B publishes nothing: once features would have gone stale (3 s), A
+  // names it.
+  std::string health;
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        health.clear();
+        return !a->member->AppendHealth(&health) &&
+               absl::StrContains(health, "no features from col-b");
+      },
+      absl::Seconds(15), absl::Milliseconds(100)))
+      << health;
+  EXPECT_FALSE(absl::StrContains(health, "no features from col-a"));
+
+  // B publishes a slice every 300 ms, as its analysis passes would.
+  std::atomic<bool> stop{false};
+  std::thread passes([&] {
+    while (!stop.load()) {
+      collector::FeatureSlice slice;
+      collector::NodeFacts node;
+      node.liveness.node = "gpu-b1";
+      node.liveness.last_report = absl::Now();
+      node.liveness.ever_reported = true;
+      slice.nodes.push_back(node);
+      slice.window.AddPort("gpu-b1", "mlx5_0");
+      slice.window.Finish();
+      (void)b->member->features()->Publish(slice, absl::Now());
+      absl::SleepFor(absl::Milliseconds(300));
+    }
+  });
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        health.clear();
+        return a->member->AppendHealth(&health);
+      },
+      absl::Seconds(10), absl::Milliseconds(100)))
+      << health;
+  std::string metrics;
+  collector::LayoutRegistry registry(a->member->declared_state(), &clock_);
+  a->member->AppendMetrics(registry, &metrics);
+  EXPECT_TRUE(std::regex_search(
+      metrics, std::regex("\nfabricdiag_cluster_features_age_seconds\\{"
+                          "collector_id=\"col-a\",from=\"col-b\"\\} 0[.]")))
+      << metrics;
+
+  // B dies: its announcements and features stop together. A stays healthy
+  // while B drops out of the members (6 s).
+  stop.store(true);
+  passes.join();
+  b->member->Disconnect();
+  const absl::Time killed = absl::Now();
+  while (absl::Now() - killed < absl::Seconds(8)) {
+    health.clear();
+    EXPECT_TRUE(a->member->AppendHealth(&health)) << health;
+    absl::SleepFor(absl::Milliseconds(200));
+  }
 }
 
 }  // namespace

@@ -5,7 +5,11 @@
    and every datasource uid is the one the provisioning file defines.
 2. Every PromQL expression of every panel and template variable parses
    (promtool check rules, with Grafana's variables substituted).
-3. Every metric a dashboard or a rule names is really exported: it appears
+3. Every panel query on a series that every collector of a cluster exports
+   alike (fabricdiag_finding_active, fabricdiag_agent_up) aggregates the
+   scrape's instance away, so that a finding is one row and a node one
+   agent however many collectors serve them.
+4. Every metric a dashboard or a rule names is really exported: it appears
    in the live /metrics of a real agent (reading a simulated tree and
    streaming to a collector) or of a real collector (with a layout, a
    topology and a finding applied), or it is one of our recording rules.
@@ -120,6 +124,23 @@ def substitute(expr):
     return re.sub(r"\$\{?(\w+)\}?", ".*", expr)
 
 
+# Series all collectors of a cluster export alike, and how a panel reads
+# them: inside an aggregation that drops `instance`.
+CLUSTER_WIDE = ("fabricdiag_finding_active", "fabricdiag_agent_up")
+AGGREGATION = (r"\b(?:max|min|sum|count)\s*(?:without\s*\(\s*instance\s*\)|"
+               r"by\s*\((?![^)]*\binstance\b)[^)]*\))\s*\(\s*")
+
+
+def per_collector(expr):
+    """The cluster-wide metrics a query reads without dropping instance."""
+    found = []
+    for metric in CLUSTER_WIDE:
+        for m in re.finditer(r"(?<![\w:])" + metric + r"(?![\w:])", expr):
+            if not re.search(AGGREGATION + r"$", expr[:m.start()]):
+                found.append(metric)
+    return found
+
+
 def names_in(expr):
     """Metric names in a PromQL expression (ours, recorded, and `up`)."""
     expr = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)  # drop string literals
@@ -200,6 +221,11 @@ def main():
                     fail(f"{where}: a target without expr")
                     continue
                 dash_exprs.append((where, t["expr"]))
+                for metric in per_collector(t["expr"]):
+                    fail(f"{where}: {t['expr']!r} reads {metric} per "
+                         f"collector: aggregate instance away (max without "
+                         f"(instance) (...)), or a cluster shows each finding "
+                         f"once per collector")
             for key in ("x", "y", "w", "h"):
                 if key not in p.get("gridPos", {}):
                     fail(f"{where}: gridPos.{key} missing")

@@ -43,6 +43,18 @@ def free_port():
         return s.getsockname()[1]
 
 
+def stop(procs):
+    """Terminates processes we started, killing those that linger."""
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
 def get(url, timeout=20):
     deadline = time.time() + timeout
     while True:
@@ -108,13 +120,7 @@ def live_metrics(sim, agent, collector, cli, work):
             names |= metric_names(get(f"http://127.0.0.1:{port}/metrics"))
         return names
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop(procs)
 
 
 def substitute(expr):

@@ -10,7 +10,11 @@ expert from FAULT_START to FAULT_END. Through Prometheus's HTTP API:
     node and NIC, within DETECT seconds of the start (the collector's
     window and hysteresis, a scrape and an evaluation);
   - FabricdiagPauseStormEvent (raw counters, no collector involved) fires;
-  - the two finding alerts resolve within RESOLVE seconds of the end.
+  - the two finding alerts resolve within RESOLVE seconds of the end;
+  - the finding alerts carry no `instance` (aggregated away, so that a
+    cluster of collectors gives one alert) and their collector_url, which
+    Prometheus fills by querying for the collectors serving the finding,
+    is the collector's page.
 Prints when each alert fired and resolved.
 
   prometheus_e2e_test.py SOURCE_DIR SIM AGENT COLLECTOR CLI
@@ -156,7 +160,7 @@ def main():
         wait_http(f"http://127.0.0.1:{prom}/-/ready", "prometheus")
 
         # Poll the alerts once a second until the end of the run.
-        fired, resolved = {}, {}
+        fired, resolved, annotations = {}, {}, {}
         early = []
         want = {"FabricdiagPfcStorm": STORM, "FabricdiagHotExpertIncast": HOT}
         while time.time() - t0 < END:
@@ -175,6 +179,7 @@ def main():
                     early.append((t, a["labels"]))
                 if name not in fired:
                     fired[name] = (t, a["labels"])
+                    annotations[name] = a.get("annotations", {})
             for name in list(fired):
                 if name not in firing and name not in resolved and \
                         t > FAULT_END:
@@ -198,6 +203,13 @@ def main():
                                 f"{labels.get('device')}, not {node} {device}")
             if labels.get("severity") not in ("warning", "critical"):
                 failures.append(f"{name} without a severity: {labels}")
+            if "instance" in labels:
+                failures.append(f"{name} carries the collector's instance: "
+                                f"{labels}")
+            url = annotations[name].get("collector_url")
+            if url != f"http://127.0.0.1:{http}/":
+                failures.append(f"{name}: collector_url {url!r} is not the "
+                                f"collector's page http://127.0.0.1:{http}/")
             r = resolved.get(name)
             if r is None or r > FAULT_END + RESOLVE:
                 failures.append(f"{name} did not resolve within {RESOLVE:.0f}s "

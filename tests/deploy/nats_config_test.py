@@ -67,7 +67,7 @@ def check_structure(conf_text, dropin_text):
             fail(f"nats-server.conf: routes to {hosts}, want three distinct "
                  f"hosts")
     m = re.search(r"^jetstream\s*\{(.*?)^\}", conf_text, re.M | re.S)
-    store = re.search(r"^\s*store_dir:\s*(\S+)", m.group(1), re.M) if m else None
+    store = m and re.search(r"^\s*store_dir:\s*(\S+)", m.group(1), re.M)
     if not store:
         fail("nats-server.conf: no jetstream block with a store_dir")
     state = re.search(r"^StateDirectory=(\S+)$", dropin_text, re.M)
@@ -117,7 +117,8 @@ def loopback_config(conf_text, ports, index, store):
     subs = [
         (r"^listen:\s*\S+$", f"listen: 127.0.0.1:{client}"),
         (r"^http:\s*\S+$", f"http: 127.0.0.1:{http}"),
-        (r"^(\s*)listen:\s*0\.0\.0\.0:6222$", rf"\g<1>listen: 127.0.0.1:{route}"),
+        (r"^(\s*)listen:\s*0\.0\.0\.0:6222$",
+         rf"\g<1>listen: 127.0.0.1:{route}"),
         (r"^(\s*)store_dir:\s*\S+$", rf"\g<1>store_dir: {store}"),
     ]
     for pattern, repl in subs:
@@ -141,46 +142,60 @@ def jsz(port):
         return None
 
 
+def start_servers(nats, conf_text, work, procs):
+    """Starts the three servers of conf_text on loopback; their client and
+    monitoring ports. The processes are appended to procs."""
+    ports = [(free_port(), free_port(), free_port()) for _ in NAMES]
+    for i, name in enumerate(NAMES):
+        path = f"{work}/{name}.conf"
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(loopback_config(conf_text, ports, i,
+                                    f"{work}/{name}-store"))
+        env = dict(os.environ, NATS_SERVER_NAME=name)
+        log = open(f"{work}/{name}.log", "w", encoding="utf-8")
+        procs.append(subprocess.Popen([nats, "-c", path], env=env, stdout=log,
+                                      stderr=log))
+    return ports
+
+
+def wait_meta_leader(work, ports, procs, deadline_s=30):
+    """Waits until every server reports a JetStream meta cluster of 3 with
+    one leader; the seconds it took, or None (after a failure)."""
+    start = time.monotonic()
+    state = {}
+    while time.monotonic() - start < deadline_s:
+        state = {name: jsz(ports[i][1]) for i, name in enumerate(NAMES)}
+        metas = [(s or {}).get("meta_cluster") or {} for s in state.values()]
+        if all(m.get("cluster_size") == 3 and m.get("leader") for m in metas):
+            leaders = {m["leader"] for m in metas}
+            if len(leaders) != 1 or not leaders <= set(NAMES):
+                fail(f"the servers disagree on the meta leader: {leaders}")
+                return None
+            return time.monotonic() - start
+        if any(p.poll() is not None for p in procs):
+            break
+        time.sleep(0.25)
+    logs = ""
+    for name in NAMES:
+        with open(f"{work}/{name}.log", encoding="utf-8") as f:
+            logs += f"--- {name}\n" + f.read()[-3000:]
+    meta = {n: (s or {}).get("meta_cluster") for n, s in state.items()}
+    fail(f"no JetStream cluster of 3 with a leader within {deadline_s} s: "
+         f"{json.dumps(meta)}\n{logs}")
+    return None
+
+
 def check_cluster(nats, conf_text):
     work = tempfile.mkdtemp(prefix="nats-cluster.")
     procs = []
-    ports = [(free_port(), free_port(), free_port()) for _ in NAMES]
     try:
-        for i, name in enumerate(NAMES):
-            path = f"{work}/{name}.conf"
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(loopback_config(conf_text, ports, i,
-                                        f"{work}/{name}-store"))
-            env = dict(os.environ, NATS_SERVER_NAME=name)
-            log = open(f"{work}/{name}.log", "w", encoding="utf-8")
-            procs.append(subprocess.Popen([nats, "-c", path], env=env,
-                                          stdout=log, stderr=log))
+        ports = start_servers(nats, conf_text, work, procs)
         if FAILURES:
             return
-        deadline = time.monotonic() + 30
-        state = {}
-        while time.monotonic() < deadline:
-            state = {name: jsz(ports[i][1]) for i, name in enumerate(NAMES)}
-            metas = [(s or {}).get("meta_cluster") or {}
-                     for s in state.values()]
-            if all(m.get("cluster_size") == 3 and m.get("leader")
-                   for m in metas):
-                leaders = {m["leader"] for m in metas}
-                if len(leaders) != 1 or not leaders <= set(NAMES):
-                    fail(f"the servers disagree on the meta leader: {leaders}")
-                print(f"cluster formed: meta leader {leaders}, cluster size "
-                      f"3, in {30 - (deadline - time.monotonic()):.1f} s")
-                return
-            if any(p.poll() is not None for p in procs):
-                break
-            time.sleep(0.25)
-        logs = ""
-        for name in NAMES:
-            with open(f"{work}/{name}.log", encoding="utf-8") as f:
-                logs += f"--- {name}\n" + f.read()[-3000:]
-        fail(f"no JetStream cluster of 3 with a leader within 30 s: "
-             f"{json.dumps({n: (s or {}).get('meta_cluster') for n, s in state.items()})}"
-             f"\n{logs}")
+        took = wait_meta_leader(work, ports, procs)
+        if took is not None:
+            print(f"cluster formed: one meta leader, cluster size 3, in "
+                  f"{took:.1f} s")
     finally:
         stop(procs)
         shutil.rmtree(work, ignore_errors=True)

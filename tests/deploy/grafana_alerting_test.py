@@ -13,20 +13,32 @@
 2. That it mirrors deploy/prometheus/rules/fabricdiag-alerts.yml: one
    Grafana rule per alert of the findings and agents groups, with the same
    title, the expression split into the query and a threshold, the same
-   `for`, labels and annotations; and exactly one rule per finding kind of
-   analysis/finding.h and of docs/findings.md.
+   `for`, labels and annotations (collector_url aside, see 3); and exactly
+   one rule per finding kind of analysis/finding.h and of docs/findings.md.
+   In both files, every alert on a series that all collectors of a cluster
+   export (fabricdiag_finding_active, fabricdiag_agent_up) aggregates the
+   scrape's `instance` away, `max without (instance) (...)`, so that a
+   finding is one alert whichever collectors serve it, and no annotation
+   of it uses the label it dropped.
 3. That every runbook_url of both files points into the documentation the
    collector package installs, at a heading that exists (a finding alert
-   at its kind's section), and every finding alert links its collector.
+   at its kind's section), and every collector alert links a collector:
+   in Prometheus through a `query` for the collectors serving the series,
+   in Grafana (whose `query` returns nothing) through an Explore table of
+   the same series; that table link, filled with a finding's labels, is
+   JSON on the provisioned datasource whose PromQL parses.
 4. With promtool: every Grafana query parses, and the Grafana rules turned
-   back into Prometheus alerts pass the unit tests of
-   deploy/prometheus/tests/findings_test.yml.
+   back into Prometheus alerts (with the Prometheus collector_url, since
+   promtool cannot run Grafana's template functions) pass the unit tests
+   of deploy/prometheus/tests/findings_test.yml: one collector, and three
+   collectors serving the same findings.
 
   grafana_alerting_test.py SOURCE_DIR
 Exits 77 (skipped) when promtool or python3-yaml is not installed.
 """
 
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -41,7 +53,60 @@ FAILURES = []
 MIRRORED_GROUPS = ("fabricdiag-findings", "fabricdiag-agents")
 # Where the collector package puts docs/ (deploy/packaging.cmake).
 RUNBOOK_PREFIX = "file:///usr/share/doc/fabricdiag-collector/docs/"
+# collector_url of a rule about one collector (it keeps `instance`).
 COLLECTOR_URL = "http://{{ $labels.instance }}/"
+# Series every collector of a cluster exports alike: their alerts aggregate
+# the scrape's instance away, and link a collector serving the series.
+AGGREGATED_METRICS = ("fabricdiag_finding_active", "fabricdiag_agent_up")
+AGGREGATED_RE = re.compile(r"^max without \(instance\) \((fabricdiag_[a-z_]+)"
+                           r"(\{[^{}]*\})?\)$")
+# The series a collector_url looks up, per metric: Prometheus `printf`
+# format (%q quotes), then its labels.
+LOOKUP = {
+    "fabricdiag_finding_active": (
+        "fabricdiag_finding_active{kind=%q,node=%q,device=%q,"
+        "exported_job=%q}", ("kind", "node", "device", "exported_job")),
+    "fabricdiag_agent_up": ("fabricdiag_agent_up{node=%q} == 0", ("node",)),
+}
+
+
+def prometheus_collector_url(metric):
+    fmt, labels = LOOKUP[metric]
+    args = " ".join(f"$labels.{label}" for label in labels)
+    return (f'{{{{ with printf "{fmt.replace(chr(34), chr(92) + chr(34))}" '
+            f'{args} | query }}}}http://{{{{ . | sortByLabel "instance" | '
+            f'first | label "instance" }}}}/{{{{ end }}}}')
+
+
+def grafana_collector_url(metric, ds_uid):
+    fmt, labels = LOOKUP[metric]
+    fmt = fmt.replace("%q", "'%s'")
+    args = " ".join(f"$labels.{label}" for label in labels)
+    return ('{{ reReplaceAll "/$" "" externalURL }}{{ tableLink (printf '
+            f'"{{\\"expr\\": \\"{fmt}\\", \\"datasource\\": '
+            f'\\"{ds_uid}\\"}}" {args}) }}}}')
+
+
+# A finding's labels to fill the Grafana link with.
+SAMPLE_LABELS = {"kind": "pfc_storm", "node": "gpu-005", "device": "mlx5_1",
+                 "exported_job": "moe-train-42"}
+
+
+def render_grafana_link(where, url):
+    """The JSON tableLink gets from a Grafana collector_url, or None."""
+    m = re.search(r'tableLink \(printf "((?:[^"\\]|\\.)*)"((?: \$labels\.'
+                  r'[a-z_]+)+)\) \}\}$', url)
+    if not m:
+        fail(f"{where}: collector_url is not a tableLink of printf: {url!r}")
+        return None
+    fmt = m.group(1).replace('\\"', '"')
+    labels = [a[len("$labels."):] for a in m.group(2).split()]
+    text = fmt % tuple(SAMPLE_LABELS.get(label, "") for label in labels)
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        fail(f"{where}: the tableLink argument is not JSON ({e}): {text}")
+        return None
 EXPR_DATASOURCE = "__expr__"
 
 # The documented keys (file provisioning of alert rules, apiVersion 1).
@@ -247,8 +312,11 @@ def threshold_of(where, prom_expr, zero_one):
     query, op, value = m.group(1), m.group(2), float(m.group(3))
     if op == ">":
         return query, "gt", [value]
-    # `== 0` on a gauge that is only ever 0 or 1 is `< 1`.
-    metric = re.match(r"[a-zA-Z_:][a-zA-Z0-9_:]*", query).group(0)
+    # `== 0` on a gauge that is only ever 0 or 1 is `< 1` (also its
+    # maximum over the collectors).
+    agg = AGGREGATED_RE.match(query)
+    metric = agg.group(1) if agg else \
+        re.match(r"[a-zA-Z_:][a-zA-Z0-9_:]*", query).group(0)
     if value == 0 and metric in zero_one:
         return query, "lt", [1.0]
     fail(f"{where}: {prom_expr!r} has no threshold: `== 0` is `lt 1` on "
@@ -393,6 +461,9 @@ def main():
         for field in ("labels", "annotations"):
             mine, theirs = grule.get(field) or {}, prule.get(field, {})
             for key in sorted(set(mine) | set(theirs)):
+                if field == "annotations" and key == "collector_url" and \
+                        key in mine and key in theirs:
+                    continue  # differs by design: checked in 3.
                 if mine.get(key) != theirs.get(key):
                     fail(f"{where}: {field}.{key} is {mine.get(key)!r}, "
                          f"Prometheus' {theirs.get(key)!r}")
@@ -409,19 +480,72 @@ def main():
             fail(f"{rel}: {len(rules)} rules for finding kind {kind} "
                  f"({', '.join(rules)}); want exactly one")
 
-    # 3. Runbook and collector links, in both files.
-    for title, (_, rule, parsed) in sorted(grafana.items()):
-        m = re.search(r'kind="([a-z_]+)"', parsed[0]) if parsed else None
-        check_runbook(f"{rel} rule {title}", rule.get("annotations", {}),
-                      m and m.group(1), src, docs_checker)
-        if m and rule.get("annotations", {}).get("collector_url") != \
-                COLLECTOR_URL:
-            fail(f"{rel} rule {title}: collector_url is not {COLLECTOR_URL}")
+    # 2b. One alert per finding across collectors, in both files.
+    aggregated = {}   # Prometheus alert name -> the metric it aggregates
     for rule in all_prom:
+        name, expr = rule["alert"], rule["expr"]
+        if not any(metric in expr for metric in AGGREGATED_METRICS):
+            continue
+        query = COMPARISON_RE.match(expr)
+        agg = AGGREGATED_RE.match(query.group(1)) if query else None
+        if not agg or agg.group(1) not in AGGREGATED_METRICS:
+            fail(f"{prom_rel} {name}: {expr!r} does not aggregate the "
+                 f"collectors' instance away: want `max without (instance) "
+                 f"(metric{{...}}) > n` (one alert per finding in a cluster)")
+            continue
+        aggregated[name] = agg.group(1)
+    for title, (_, rule, parsed) in sorted(grafana.items()):
+        if parsed and title not in aggregated and \
+                any(metric in parsed[0] for metric in AGGREGATED_METRICS):
+            fail(f"{rel} rule {title}: query {parsed[0]!r} does not aggregate "
+                 f"the collectors' instance away")
+    for name in aggregated:
+        for where, rule in ((f"{prom_rel} {name}", prom.get(name, (0, {}))[1]),
+                            (f"{rel} rule {name}",
+                             grafana.get(name, (0, {}))[1])):
+            for key, value in (rule.get("annotations") or {}).items():
+                if re.search(r"\$labels\.instance\b", str(value)):
+                    fail(f"{where}: annotations.{key} uses $labels.instance, "
+                         f"which the expression aggregates away")
+
+    # 3. Runbook and collector links, in both files.
+    probe = []    # PromQL of the Grafana links, for promtool
+    for title, (_, rule, parsed) in sorted(grafana.items()):
+        where = f"{rel} rule {title}"
+        annotations = rule.get("annotations", {})
+        m = re.search(r'kind="([a-z_]+)"', parsed[0]) if parsed else None
+        check_runbook(where, annotations, m and m.group(1), src, docs_checker)
+        url = annotations.get("collector_url")
+        if title in aggregated:
+            want = grafana_collector_url(aggregated[title], ds_uid)
+            if url != want:
+                fail(f"{where}: collector_url is {url!r}, not {want!r}")
+            link = render_grafana_link(where, url or "")
+            if link is not None:
+                if link.get("datasource") != ds_uid:
+                    fail(f"{where}: the table link's datasource is not "
+                         f"{ds_uid!r}")
+                if not str(link.get("expr", "")).startswith(
+                        aggregated[title] + "{"):
+                    fail(f"{where}: the table link's query is not on "
+                         f"{aggregated[title]}")
+                probe.append((title, str(link.get("expr"))))
+        elif url is not None and url != COLLECTOR_URL:
+            fail(f"{where}: collector_url is not {COLLECTOR_URL}")
+    for rule in all_prom:
+        name = rule["alert"]
+        annotations = rule.get("annotations", {})
         m = re.search(r'kind="([a-z_]+)"', rule["expr"])
-        check_runbook(f"{prom_rel} {rule['alert']}",
-                      rule.get("annotations", {}), m and m.group(1), src,
-                      docs_checker)
+        check_runbook(f"{prom_rel} {name}", annotations, m and m.group(1),
+                      src, docs_checker)
+        url = annotations.get("collector_url")
+        if name in aggregated:
+            want = prometheus_collector_url(aggregated[name])
+            if url != want:
+                fail(f"{prom_rel} {name}: collector_url is {url!r}, not "
+                     f"{want!r}")
+        elif url is not None and url != COLLECTOR_URL:
+            fail(f"{prom_rel} {name}: collector_url is not {COLLECTOR_URL}")
 
     # 4. promtool.
     work = tempfile.mkdtemp(prefix="grafana-alerting.")
@@ -429,7 +553,8 @@ def main():
         parsed_rules = [(t, r, p) for t, (_, r, p) in grafana.items() if p]
         with open(f"{work}/queries.yml", "w") as f:
             yaml.safe_dump({"groups": [{"name": "grafana-queries", "rules": [
-                {"alert": t, "expr": p[0]} for t, _, p in parsed_rules]}]}, f)
+                {"alert": t, "expr": p[0]} for t, _, p in parsed_rules] + [
+                {"alert": f"{t}Link", "expr": e} for t, e in probe]}]}, f)
         r = subprocess.run(["promtool", "check", "rules", f"{work}/queries.yml"],
                            capture_output=True, text=True)
         if r.returncode != 0:
@@ -439,8 +564,12 @@ def main():
         for title, rule, (query, kind, params) in parsed_rules:
             if kind not in ("gt", "lt"):
                 continue
+            annotations = dict(rule["annotations"])
+            if "collector_url" in annotations and title in prom:
+                annotations["collector_url"] = \
+                    prom[title][1]["annotations"].get("collector_url")
             alert = {"alert": title, "expr": as_prometheus(kind, params, query),
-                     "for": rule["for"], "annotations": rule["annotations"]}
+                     "for": rule["for"], "annotations": annotations}
             if rule["labels"]:
                 alert["labels"] = rule["labels"]
             translated.append(alert)

@@ -5,7 +5,11 @@
    and every datasource uid is the one the provisioning file defines.
 2. Every PromQL expression of every panel and template variable parses
    (promtool check rules, with Grafana's variables substituted).
-3. Every metric a dashboard or a rule names is really exported: it appears
+3. Every panel query on a series that every collector of a cluster exports
+   alike (fabricdiag_finding_active, fabricdiag_agent_up) aggregates the
+   scrape's instance away, so that a finding is one row and a node one
+   agent however many collectors serve them.
+4. Every metric a dashboard or a rule names is really exported: it appears
    in the live /metrics of a real agent (reading a simulated tree and
    streaming to a collector) or of a real collector (with a layout, a
    topology and a finding applied), or it is one of our recording rules.
@@ -37,6 +41,18 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def stop(procs):
+    """Terminates processes we started, killing those that linger."""
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
 
 
 def get(url, timeout=20):
@@ -104,13 +120,7 @@ def live_metrics(sim, agent, collector, cli, work):
             names |= metric_names(get(f"http://127.0.0.1:{port}/metrics"))
         return names
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop(procs)
 
 
 def substitute(expr):
@@ -118,6 +128,23 @@ def substitute(expr):
     expr = expr.replace("$__rate_interval", "1m").replace("$__interval", "1m")
     expr = expr.replace('"$job"', '"j"')
     return re.sub(r"\$\{?(\w+)\}?", ".*", expr)
+
+
+# Series all collectors of a cluster export alike, and how a panel reads
+# them: inside an aggregation that drops `instance`.
+CLUSTER_WIDE = ("fabricdiag_finding_active", "fabricdiag_agent_up")
+AGGREGATION = (r"\b(?:max|min|sum|count)\s*(?:without\s*\(\s*instance\s*\)|"
+               r"by\s*\((?![^)]*\binstance\b)[^)]*\))\s*\(\s*")
+
+
+def per_collector(expr):
+    """The cluster-wide metrics a query reads without dropping instance."""
+    found = []
+    for metric in CLUSTER_WIDE:
+        for m in re.finditer(r"(?<![\w:])" + metric + r"(?![\w:])", expr):
+            if not re.search(AGGREGATION + r"$", expr[:m.start()]):
+                found.append(metric)
+    return found
 
 
 def names_in(expr):
@@ -200,6 +227,11 @@ def main():
                     fail(f"{where}: a target without expr")
                     continue
                 dash_exprs.append((where, t["expr"]))
+                for metric in per_collector(t["expr"]):
+                    fail(f"{where}: {t['expr']!r} reads {metric} per "
+                         f"collector: aggregate instance away (max without "
+                         f"(instance) (...)), or a cluster shows each finding "
+                         f"once per collector")
             for key in ("x", "y", "w", "h"):
                 if key not in p.get("gridPos", {}):
                     fail(f"{where}: gridPos.{key} missing")

@@ -10,7 +10,11 @@ expert from FAULT_START to FAULT_END. Through Prometheus's HTTP API:
     node and NIC, within DETECT seconds of the start (the collector's
     window and hysteresis, a scrape and an evaluation);
   - FabricdiagPauseStormEvent (raw counters, no collector involved) fires;
-  - the two finding alerts resolve within RESOLVE seconds of the end.
+  - the two finding alerts resolve within RESOLVE seconds of the end;
+  - the finding alerts carry no `instance` (aggregated away, so that a
+    cluster of collectors gives one alert) and their collector_url, which
+    Prometheus fills by querying for the collectors serving the finding,
+    is the collector's page.
 Prints when each alert fired and resolved.
 
   prometheus_e2e_test.py SOURCE_DIR SIM AGENT COLLECTOR CLI
@@ -59,32 +63,42 @@ def wait_http(url, what, deadline_s=30):
             time.sleep(0.2)
 
 
-def main():
-    if len(sys.argv) != 6:
-        print(__doc__)
-        return 2
-    src, sim, agent, collector, cli = sys.argv[1:]
-    if shutil.which("prometheus") is None:
-        print("SKIP: prometheus not found (apt-get install prometheus)")
-        return 77
-    base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-    work = tempfile.mkdtemp(prefix="fabricdiag-prom.", dir=base)
-    procs = {}
-    failures = []
+class Rig:
+    """Processes of one test run in a work directory, their logs, and the
+    simulated fabric they watch. Stops every process it started."""
 
-    def spawn(name, argv):
-        log = open(f"{work}/{name}.log", "ab")
-        procs[name] = subprocess.Popen(argv, stdout=log, stderr=log)
+    def __init__(self, prefix):
+        base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+        self.work = tempfile.mkdtemp(prefix=prefix, dir=base)
+        self.procs = {}
 
-    def tail(name, n=12):
+    def spawn(self, name, argv, env=None):
+        log = open(f"{self.work}/{name}.log", "ab")
+        self.procs[name] = subprocess.Popen(argv, stdout=log, stderr=log,
+                                            env=env)
+
+    def tail(self, name, n=12):
         try:
-            with open(f"{work}/{name}.log", "rb") as f:
+            with open(f"{self.work}/{name}.log", "rb") as f:
                 return b"\n".join(f.read().splitlines()[-n:]).decode(
                     errors="replace")
         except OSError:
             return ""
 
-    try:
+    def stop(self):
+        for p in self.procs.values():
+            p.terminate()
+        for p in self.procs.values():
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def write_inputs(self, fault_start, fault_end, hot=True):
+        """The layout, topology and fault scenario (a PFC storm, and a hot
+        expert unless hot is False) from fault_start to fault_end."""
+        work = self.work
         with open(f"{work}/layout.yaml", "w") as f:
             f.write("job: moe-prom\ngpus_per_node: 4\n"
                     "parallelism: {tp: 4, pp: 1, dp: 4, ep: 4}\n"
@@ -100,44 +114,52 @@ def main():
                 for n, nic in enumerate(NICS):
                     f.write(f"  - {{host: {h}, nic: {nic}, switch: leaf-0, "
                             f"port: swp{i * 4 + n + 1}}}\n")
+        faults = [{"kind": "pfc_storm", "node": STORM[0], "nic": STORM[1],
+                   "priority": 3, "start": fault_start, "end": fault_end}]
+        if hot:
+            faults.insert(0, {"kind": "hot_expert", "node": HOT[0],
+                              "nic": HOT[1], "factor": 6,
+                              "start": fault_start, "end": fault_end})
         with open(f"{work}/scenario.json", "w") as f:
-            json.dump({"step_seconds": 1.0, "faults": [
-                {"kind": "hot_expert", "node": HOT[0], "nic": HOT[1],
-                 "factor": 6, "start": FAULT_START, "end": FAULT_END},
-                {"kind": "pfc_storm", "node": STORM[0], "nic": STORM[1],
-                 "priority": 3, "start": FAULT_START, "end": FAULT_END}]}, f)
+            json.dump({"step_seconds": 1.0, "faults": faults}, f)
 
-        grpc, http, prom = free_port(), free_port(), free_port()
-        spawn("collector", [collector, f"--listen=127.0.0.1:{grpc}",
-                            f"--http_listen=127.0.0.1:{http}",
-                            f"--state_dir={work}/state"])
-        wait_http(f"http://127.0.0.1:{http}/healthz", "the collector")
-        for args in (["layout", "apply", f"{work}/layout.yaml"],
-                     ["topology", "apply", f"{work}/topology.yaml"]):
+    def apply_declared(self, cli, grpc):
+        for args in (["layout", "apply", f"{self.work}/layout.yaml"],
+                     ["topology", "apply", f"{self.work}/topology.yaml"]):
             subprocess.run([cli, f"--collector=127.0.0.1:{grpc}", *args],
                            check=True, capture_output=True, timeout=30)
 
+    def start_fabric(self, sim, agent, collectors_of):
+        """The simulator and one agent per node and leaf, the agent of the
+        i-th streaming to collectors_of(i) (--collector's value). Returns
+        t0, the simulation's start, and the agents' (node, port)."""
+        work = self.work
         t0 = time.time()
-        spawn("sim", [sim, f"--layout={work}/layout.yaml",
-                      f"--topology={work}/topology.yaml",
-                      f"--scenario={work}/scenario.json",
-                      f"--out={work}/fabric", "--interval=1s"])
+        self.spawn("sim", [sim, f"--layout={work}/layout.yaml",
+                           f"--topology={work}/topology.yaml",
+                           f"--scenario={work}/scenario.json",
+                           f"--out={work}/fabric", "--interval=1s"])
         while not os.path.isdir(f"{work}/fabric/leaf-0/sys/class/net"):
             if time.time() - t0 > 20:
-                raise AssertionError("sim wrote no tree:\n" + tail("sim"))
+                raise AssertionError("sim wrote no tree:\n" + self.tail("sim"))
             time.sleep(0.05)
         targets = []
-        for node in NODES + ["leaf-0"]:
+        for i, node in enumerate(NODES + ["leaf-0"]):
             port = free_port()
-            spawn(f"agent-{node}", [
+            self.spawn(f"agent-{node}", [
                 agent, f"--node={node}",
                 f"--sysfs_root={work}/fabric/{node}/sys",
                 f"--ethtool_dir={work}/fabric/{node}/ethtool",
                 f"--listen=127.0.0.1:{port}", "--interval=1s",
-                f"--collector=127.0.0.1:{grpc}"])
+                f"--collector={collectors_of(i)}"])
             targets.append((node, port))
+        return t0, targets
 
-        # Our rule files as shipped, with a 1 s scrape and evaluation.
+    def start_prometheus(self, src, targets, collector_http_ports):
+        """Prometheus with our rule files as shipped, a 1 s scrape and
+        evaluation, every agent and every collector; its API URL."""
+        work = self.work
+        prom = free_port()
         shutil.copytree(f"{src}/deploy/prometheus/rules", f"{work}/rules")
         with open(f"{work}/prometheus.yml", "w") as f:
             f.write("global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
@@ -146,35 +168,65 @@ def main():
             for node, port in targets:
                 f.write(f"      - targets: ['127.0.0.1:{port}']\n"
                         f"        labels: {{node: {node}}}\n")
+            collectors = ", ".join(f"'127.0.0.1:{p}'"
+                                   for p in collector_http_ports)
             f.write("  - job_name: fabricdiag-collector\n"
-                    f"    static_configs: [{{targets: ['127.0.0.1:{http}']}}]\n")
-        spawn("prometheus", ["prometheus",
-                             f"--config.file={work}/prometheus.yml",
-                             f"--storage.tsdb.path={work}/tsdb",
-                             f"--web.listen-address=127.0.0.1:{prom}"])
-        api = f"http://127.0.0.1:{prom}/api/v1"
+                    f"    static_configs: [{{targets: [{collectors}]}}]\n")
+        self.spawn("prometheus", ["prometheus",
+                                  f"--config.file={work}/prometheus.yml",
+                                  f"--storage.tsdb.path={work}/tsdb",
+                                  f"--web.listen-address=127.0.0.1:{prom}"])
         wait_http(f"http://127.0.0.1:{prom}/-/ready", "prometheus")
+        return f"http://127.0.0.1:{prom}/api/v1"
+
+
+def firing_alerts(api):
+    """The firing alerts of Prometheus, [] when it does not answer."""
+    try:
+        alerts = get_json(f"{api}/alerts")["data"]["alerts"]
+    except (OSError, ValueError, KeyError):
+        return []
+    return [a for a in alerts if a.get("state") == "firing"]
+
+
+def main():
+    if len(sys.argv) != 6:
+        print(__doc__)
+        return 2
+    src, sim, agent, collector, cli = sys.argv[1:]
+    if shutil.which("prometheus") is None:
+        print("SKIP: prometheus not found (apt-get install prometheus)")
+        return 77
+    rig = Rig("fabricdiag-prom.")
+    work = rig.work
+    failures = []
+    try:
+        rig.write_inputs(FAULT_START, FAULT_END)
+        grpc, http = free_port(), free_port()
+        rig.spawn("collector", [collector, f"--listen=127.0.0.1:{grpc}",
+                                f"--http_listen=127.0.0.1:{http}",
+                                f"--state_dir={work}/state"])
+        wait_http(f"http://127.0.0.1:{http}/healthz", "the collector")
+        rig.apply_declared(cli, grpc)
+        t0, targets = rig.start_fabric(sim, agent,
+                                       lambda i: f"127.0.0.1:{grpc}")
+        api = rig.start_prometheus(src, targets, [http])
 
         # Poll the alerts once a second until the end of the run.
-        fired, resolved = {}, {}
+        fired, resolved, annotations = {}, {}, {}
         early = []
         want = {"FabricdiagPfcStorm": STORM, "FabricdiagHotExpertIncast": HOT}
         while time.time() - t0 < END:
             t = time.time() - t0
-            try:
-                alerts = get_json(f"{api}/alerts")["data"]["alerts"]
-            except (OSError, ValueError, KeyError):
-                alerts = []
             firing = {}
-            for a in alerts:
-                if a.get("state") != "firing":
-                    continue
+            for a in firing_alerts(api):
                 name = a["labels"].get("alertname", "")
                 firing.setdefault(name, []).append(a["labels"])
                 if name.startswith("Fabricdiag") and t < FAULT_START:
                     early.append((t, a["labels"]))
                 if name not in fired:
                     fired[name] = (t, a["labels"])
+                    annotations[name] = a.get("annotations", {})
             for name in list(fired):
                 if name not in firing and name not in resolved and \
                         t > FAULT_END:
@@ -198,6 +250,13 @@ def main():
                                 f"{labels.get('device')}, not {node} {device}")
             if labels.get("severity") not in ("warning", "critical"):
                 failures.append(f"{name} without a severity: {labels}")
+            if "instance" in labels:
+                failures.append(f"{name} carries the collector's instance: "
+                                f"{labels}")
+            url = annotations[name].get("collector_url")
+            if url != f"http://127.0.0.1:{http}/":
+                failures.append(f"{name}: collector_url {url!r} is not the "
+                                f"collector's page http://127.0.0.1:{http}/")
             r = resolved.get(name)
             if r is None or r > FAULT_END + RESOLVE:
                 failures.append(f"{name} did not resolve within {RESOLVE:.0f}s "
@@ -220,16 +279,10 @@ def main():
     except AssertionError as e:
         failures.append(str(e))
     finally:
-        for p in procs.values():
-            p.terminate()
-        for p in procs.values():
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        rig.stop()
         if failures:
             for name in ("prometheus", "collector", "sim"):
-                print(f"--- {name} ---\n{tail(name)}", file=sys.stderr)
+                print(f"--- {name} ---\n{rig.tail(name)}", file=sys.stderr)
         shutil.rmtree(work, ignore_errors=True)
     for f in failures:
         print("FAIL:", f, file=sys.stderr)

@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""Checks deploy/nats/: the NATS servers of a collector cluster.
+
+1. `nats-server -t` accepts nats-server.conf as each of the three servers
+   (NATS_SERVER_NAME nats-1, nats-2, nats-3, as the drop-in sets it) and
+   refuses it without a name (no server starts under a made-up one).
+2. The file is a three-server JetStream cluster: a cluster name, three
+   routes to three distinct hosts, JetStream on with its store_dir the
+   directory the drop-in has systemd create (StateDirectory=), and the
+   drop-in names the server.
+3. When Debian's nats-server.service is installed: that unit with the
+   drop-in passes `systemd-analyze verify` without a word, and reads
+   /etc/nats-server.conf, where the instructions put the file.
+4. The file really forms a cluster: three nats-server processes started
+   from it, with only its addresses moved to free loopback ports and its
+   store_dir to a temporary directory, elect a JetStream meta leader and
+   each reports a meta cluster of 3 (monitoring /jsz) within 30 s.
+
+  nats_config_test.py SOURCE_DIR
+Exits 77 (skipped) when nats-server is not installed.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from grafana_dashboards_test import free_port, stop  # noqa: E402
+
+FAILURES = []
+NAMES = ("nats-1", "nats-2", "nats-3")
+DEBIAN_UNIT = "/lib/systemd/system/nats-server.service"
+
+
+def fail(msg):
+    FAILURES.append(msg)
+
+
+def config_test(nats, conf, name):
+    """nats-server -t on conf with NATS_SERVER_NAME=name (None: unset)."""
+    env = {k: v for k, v in os.environ.items() if k != "NATS_SERVER_NAME"}
+    if name is not None:
+        env["NATS_SERVER_NAME"] = name
+    return subprocess.run([nats, "-t", "-c", conf], env=env,
+                          capture_output=True, text=True, timeout=30)
+
+
+def check_structure(conf_text, dropin_text):
+    if not re.search(r"^server_name:\s*\$NATS_SERVER_NAME\s*$", conf_text,
+                     re.M):
+        fail("nats-server.conf: server_name is not $NATS_SERVER_NAME")
+    m = re.search(r"^cluster\s*\{(.*?)^\}", conf_text, re.M | re.S)
+    if not m:
+        fail("nats-server.conf: no cluster block")
+    else:
+        block = m.group(1)
+        if not re.search(r"^\s*name:\s*\S+", block, re.M):
+            fail("nats-server.conf: the cluster has no name")
+        hosts = re.findall(r"nats-route://([^:\s]+):\d+", block)
+        if len(hosts) != 3 or len(set(hosts)) != 3:
+            fail(f"nats-server.conf: routes to {hosts}, want three distinct "
+                 f"hosts")
+    m = re.search(r"^jetstream\s*\{(.*?)^\}", conf_text, re.M | re.S)
+    store = m and re.search(r"^\s*store_dir:\s*(\S+)", m.group(1), re.M)
+    if not store:
+        fail("nats-server.conf: no jetstream block with a store_dir")
+    state = re.search(r"^StateDirectory=(\S+)$", dropin_text, re.M)
+    if not state:
+        fail("the drop-in has no StateDirectory= (Debian's package does not "
+             "create the store_dir)")
+    elif store and store.group(1) != "/var/lib/" + state.group(1):
+        fail(f"store_dir {store.group(1)} is not the drop-in's "
+             f"/var/lib/{state.group(1)}")
+    if not re.search(r"^Environment=NATS_SERVER_NAME=\S+$", dropin_text,
+                     re.M):
+        fail("the drop-in does not set NATS_SERVER_NAME")
+
+
+def check_unit(dropin):
+    analyze = shutil.which("systemd-analyze")
+    if not os.path.isfile(DEBIAN_UNIT) or not analyze:
+        print(f"NOTE: {DEBIAN_UNIT} or systemd-analyze missing: the drop-in "
+              f"is not verified against the unit")
+        return
+    with open(DEBIAN_UNIT, encoding="utf-8") as f:
+        unit = f.read()
+    if not re.search(r"^ExecStart=\S*nats-server .*-c /etc/nats-server\.conf",
+                     unit, re.M):
+        fail(f"{DEBIAN_UNIT} does not read /etc/nats-server.conf")
+    tmp = tempfile.mkdtemp(prefix="nats-unit.")
+    try:
+        shutil.copy(DEBIAN_UNIT, tmp)
+        os.mkdir(f"{tmp}/nats-server.service.d")
+        shutil.copy(dropin, f"{tmp}/nats-server.service.d/")
+        env = dict(os.environ, SYSTEMD_UNIT_PATH=tmp + ":")
+        r = subprocess.run([analyze, "verify", "--man=no",
+                            f"{tmp}/nats-server.service"], env=env,
+                           capture_output=True, text=True, timeout=60)
+        out = (r.stdout + r.stderr).strip()
+        if r.returncode != 0 or out:
+            fail(f"systemd-analyze verify of {DEBIAN_UNIT} with the drop-in "
+                 f"(exit {r.returncode}):\n{out}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def loopback_config(conf_text, ports, index, store):
+    """The file with its addresses on loopback ports and store_dir in tmp."""
+    client, http, route = ports[index]
+    text = conf_text
+    subs = [
+        (r"^listen:\s*\S+$", f"listen: 127.0.0.1:{client}"),
+        (r"^http:\s*\S+$", f"http: 127.0.0.1:{http}"),
+        (r"^(\s*)listen:\s*0\.0\.0\.0:6222$",
+         rf"\g<1>listen: 127.0.0.1:{route}"),
+        (r"^(\s*)store_dir:\s*\S+$", rf"\g<1>store_dir: {store}"),
+    ]
+    for pattern, repl in subs:
+        text, n = re.subn(pattern, repl, text, flags=re.M)
+        if n != 1:
+            fail(f"nats-server.conf: {pattern!r} matched {n} lines, not 1")
+    for i, name in enumerate(NAMES):
+        text, n = re.subn(rf"nats-route://{name}:6222",
+                          f"nats-route://127.0.0.1:{ports[i][2]}", text)
+        if n != 1:
+            fail(f"nats-server.conf: no route to {name}:6222")
+    return text
+
+
+def jsz(port):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/jsz",
+                                    timeout=2) as r:
+            return json.load(r)
+    except (OSError, ValueError):
+        return None
+
+
+def start_servers(nats, conf_text, work, procs):
+    """Starts the three servers of conf_text on loopback; their client and
+    monitoring ports. The processes are appended to procs."""
+    ports = [(free_port(), free_port(), free_port()) for _ in NAMES]
+    for i, name in enumerate(NAMES):
+        path = f"{work}/{name}.conf"
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(loopback_config(conf_text, ports, i,
+                                    f"{work}/{name}-store"))
+        env = dict(os.environ, NATS_SERVER_NAME=name)
+        log = open(f"{work}/{name}.log", "w", encoding="utf-8")
+        procs.append(subprocess.Popen([nats, "-c", path], env=env, stdout=log,
+                                      stderr=log))
+    return ports
+
+
+def wait_meta_leader(work, ports, procs, deadline_s=30):
+    """Waits until every server reports a JetStream meta cluster of 3 with
+    one leader; the seconds it took, or None (after a failure)."""
+    start = time.monotonic()
+    state = {}
+    while time.monotonic() - start < deadline_s:
+        state = {name: jsz(ports[i][1]) for i, name in enumerate(NAMES)}
+        metas = [(s or {}).get("meta_cluster") or {} for s in state.values()]
+        if all(m.get("cluster_size") == 3 and m.get("leader") for m in metas):
+            leaders = {m["leader"] for m in metas}
+            if len(leaders) != 1 or not leaders <= set(NAMES):
+                fail(f"the servers disagree on the meta leader: {leaders}")
+                return None
+            return time.monotonic() - start
+        if any(p.poll() is not None for p in procs):
+            break
+        time.sleep(0.25)
+    logs = ""
+    for name in NAMES:
+        with open(f"{work}/{name}.log", encoding="utf-8") as f:
+            logs += f"--- {name}\n" + f.read()[-3000:]
+    meta = {n: (s or {}).get("meta_cluster") for n, s in state.items()}
+    fail(f"no JetStream cluster of 3 with a leader within {deadline_s} s: "
+         f"{json.dumps(meta)}\n{logs}")
+    return None
+
+
+def check_cluster(nats, conf_text):
+    work = tempfile.mkdtemp(prefix="nats-cluster.")
+    procs = []
+    try:
+        ports = start_servers(nats, conf_text, work, procs)
+        if FAILURES:
+            return
+        took = wait_meta_leader(work, ports, procs)
+        if took is not None:
+            print(f"cluster formed: one meta leader, cluster size 3, in "
+                  f"{took:.1f} s")
+    finally:
+        stop(procs)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    src = os.path.abspath(sys.argv[1])
+    nats = shutil.which("nats-server") or (
+        "/usr/sbin/nats-server" if os.access("/usr/sbin/nats-server", os.X_OK)
+        else None)
+    if not nats:
+        print("SKIP: nats-server not found (apt-get install nats-server)")
+        return 77
+    conf = f"{src}/deploy/nats/nats-server.conf"
+    dropin = f"{src}/deploy/nats/nats-server.service.d/fabricdiag.conf"
+    with open(conf, encoding="utf-8") as f:
+        conf_text = f.read()
+    with open(dropin, encoding="utf-8") as f:
+        dropin_text = f.read()
+
+    for name in NAMES:
+        r = config_test(nats, conf, name)
+        if r.returncode != 0:
+            fail(f"nats-server -t refuses {conf} as {name}:\n"
+                 f"{r.stdout}{r.stderr}")
+    r = config_test(nats, conf, None)
+    if r.returncode == 0:
+        fail(f"nats-server -t accepts {conf} without NATS_SERVER_NAME")
+    check_structure(conf_text, dropin_text)
+    check_unit(dropin)
+    if not FAILURES:
+        check_cluster(nats, conf_text)
+
+    for f in FAILURES:
+        print("FAIL:", f, file=sys.stderr)
+    if FAILURES:
+        return 1
+    print("PASS: nats-server accepts the configuration as nats-1..3 (and "
+          "not without a name), the drop-in verifies with Debian's unit, and "
+          "three servers from it form a JetStream cluster")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

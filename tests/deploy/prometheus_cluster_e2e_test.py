@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""Our alert rules in a real Prometheus scraping a cluster of collectors.
+
+Three nats-server processes from deploy/nats/nats-server.conf (addresses
+moved to loopback), three fabricdiag-collector processes joined through
+them (--nats, --collector_id col-a..c), the agents of a simulated fabric
+spread over the collectors (each with the three as its failover list), and
+Debian's `prometheus` scraping the agents and all three collectors with
+deploy/prometheus/rules/ as shipped. fabricdiag-sim injects a PFC storm from
+FAULT_START to FAULT_END. Through Prometheus's HTTP API, once a second:
+  - the storm is exported by all three collectors (three
+    fabricdiag_finding_active series), yet FabricdiagPfcStorm is ONE firing
+    alert, without `instance`, naming the storm's node and NIC. (When the
+    finding's severity changes, the followers mirror it a scrape after the
+    leader, so the old and the new severity may both fire for a poll or
+    two: counted, printed, and failed only beyond TRANSIENT polls);
+  - after `kill -9` of the collector holding the analysis lease, the alert
+    that fired then keeps firing at every poll (same labels, same activeAt:
+    no new alert), its series now from two collectors, and its
+    collector_url moves to a live collector's page;
+  - the alert resolves within RESOLVE seconds of the storm's end.
+Prints the timeline.
+
+  prometheus_cluster_e2e_test.py SOURCE_DIR SIM AGENT COLLECTOR CLI
+Exits 77 (skipped) when prometheus or nats-server is not installed.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nats_config_test as nats_cluster  # noqa: E402
+from prometheus_e2e_test import (  # noqa: E402
+    NODES, STORM, Rig, firing_alerts, free_port, get_json, wait_http)
+
+FAULT_START, FAULT_END, END = 12.0, 55.0, 80.0
+DETECT, RESOLVE = 25.0, 25.0
+TRANSIENT = 3
+IDS = ("col-a", "col-b", "col-c")
+ALERT = "FabricdiagPfcStorm"
+
+
+def storm_series(api):
+    """How many fabricdiag_finding_active series of the storm Prometheus
+    holds now (one per collector exporting it), or None."""
+    q = urllib.parse.quote('count(fabricdiag_finding_active{kind="pfc_storm"})')
+    try:
+        result = get_json(f"{api}/query?query={q}")["data"]["result"]
+    except (OSError, ValueError, KeyError):
+        return None
+    return int(float(result[0]["value"][1])) if result else 0
+
+
+def analysis_leader(http_ports):
+    """The --collector_id whose /metrics says it holds the lease, or None."""
+    for cid, port in http_ports.items():
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
+                                        timeout=2) as r:
+                text = r.read().decode()
+        except OSError:
+            continue
+        if re.search(r"^fabricdiag_cluster_analysis_leader\{[^}]*\} 1$", text,
+                     re.M):
+            return cid
+    return None
+
+
+def main():
+    if len(sys.argv) != 6:
+        print(__doc__)
+        return 2
+    src, sim, agent, collector, cli = sys.argv[1:]
+    nats = shutil.which("nats-server") or (
+        "/usr/sbin/nats-server" if os.access("/usr/sbin/nats-server", os.X_OK)
+        else None)
+    if shutil.which("prometheus") is None or nats is None:
+        print("SKIP: prometheus or nats-server not found (apt-get install "
+              "prometheus nats-server)")
+        return 77
+    rig = Rig("fabricdiag-promcluster.")
+    failures = []
+    try:
+        with open(f"{src}/deploy/nats/nats-server.conf", encoding="utf-8") as f:
+            conf_text = f.read()
+        servers = []
+        nats_ports = nats_cluster.start_servers(nats, conf_text, rig.work,
+                                                servers)
+        for name, p in zip(nats_cluster.NAMES, servers):
+            rig.procs[name] = p
+        if nats_cluster.wait_meta_leader(rig.work, nats_ports, servers) is None:
+            raise AssertionError("; ".join(nats_cluster.FAILURES))
+        urls = ",".join(f"nats://127.0.0.1:{c}" for c, _, _ in nats_ports)
+
+        grpc = {cid: free_port() for cid in IDS}
+        http = {cid: free_port() for cid in IDS}
+        for cid in IDS:
+            rig.spawn(f"collector-{cid}", [
+                collector, f"--listen=127.0.0.1:{grpc[cid]}",
+                f"--http_listen=127.0.0.1:{http[cid]}",
+                f"--state_dir={rig.work}/state-{cid}", f"--nats={urls}",
+                f"--collector_id={cid}", "--nats_replicas=3"])
+        for cid in IDS:
+            wait_http(f"http://127.0.0.1:{http[cid]}/healthz", cid)
+        rig.write_inputs(FAULT_START, FAULT_END, hot=False)
+        rig.apply_declared(cli, grpc["col-a"])
+
+        # Node i streams to collector i mod 3 first, the others after it.
+        def collectors_of(i):
+            order = IDS[i % 3:] + IDS[:i % 3]
+            return ",".join(f"127.0.0.1:{grpc[cid]}" for cid in order)
+
+        t0, targets = rig.start_fabric(sim, agent, collectors_of)
+        api = rig.start_prometheus(src, targets, list(http.values()))
+
+        first = None        # (t, labels, activeAt) when the alert first fired
+        overlaps = []       # (t, severities) of polls with several alerts
+        at_kill = None      # (labels, activeAt) of the alert firing then
+        with_instance = set()  # label sets of alerts that name a collector
+        most_series = 0     # the most storm series before the kill
+        killed = None       # (t, collector id)
+        after_kill = []     # (t, alerts, series, collector_url) after it
+        resolved = None
+        while time.time() - t0 < END:
+            t = time.time() - t0
+            storm = [a for a in firing_alerts(api)
+                     if a["labels"].get("alertname") == ALERT]
+            series = storm_series(api)
+            if len(storm) > 1:
+                overlaps.append((t, [a["labels"].get("severity")
+                                     for a in storm]))
+            for a in storm:
+                if "instance" in a["labels"]:
+                    with_instance.add(tuple(sorted(a["labels"].items())))
+            if storm and first is None:
+                first = (t, storm[0]["labels"], storm[0].get("activeAt"))
+            if killed is None:
+                most_series = max(most_series, series or 0)
+                # Kill the leader once all three export the storm.
+                if first and series == 3 and len(storm) == 1 and \
+                        t > first[0] + 3:
+                    leader = analysis_leader(http)
+                    if leader:
+                        p = rig.procs[f"collector-{leader}"]
+                        p.kill()
+                        p.wait()
+                        killed = (t, leader)
+                        at_kill = (storm[0]["labels"], storm[0].get("activeAt"))
+            elif t < FAULT_END:
+                same = [a for a in storm if a["labels"] == at_kill[0]]
+                after_kill.append((t, same, series, same[0].get(
+                    "annotations", {}).get("collector_url") if same else None))
+            if first and not storm and t > FAULT_END and resolved is None:
+                resolved = t
+            time.sleep(1)
+
+        # --- judgement ---------------------------------------------------
+        if first is None:
+            raise AssertionError(f"{ALERT} never fired")
+        t, labels, _ = first
+        print(f"storm {FAULT_START:.0f}s..{FAULT_END:.0f}s; {ALERT} fired "
+              f"{t - FAULT_START:+.1f}s: {labels}")
+        if t > FAULT_START + DETECT:
+            failures.append(f"{ALERT} fired {t - FAULT_START:.0f}s after the "
+                            f"fault (limit {DETECT:.0f}s)")
+        if (labels.get("node"), labels.get("device")) != STORM:
+            failures.append(f"{ALERT} names {labels}, not {STORM}")
+        for labels_with in sorted(with_instance):
+            failures.append(f"{ALERT} carries a collector's instance (one "
+                            f"alert per collector): {dict(labels_with)}")
+        if most_series != 3:
+            failures.append(f"the storm was exported by {most_series} "
+                            f"collectors at most, not 3: the test proves "
+                            f"nothing of the aggregation")
+        if overlaps:
+            print(f"polls with several severities firing at once (a severity "
+                  f"change mirrored a scrape late): {overlaps}")
+        if len(overlaps) > TRANSIENT:
+            failures.append(f"{len(overlaps)} polls with several {ALERT} "
+                            f"alerts (limit {TRANSIENT}): {overlaps}")
+        if killed is None:
+            failures.append("no collector was killed (the storm never "
+                            "reached all three, or no leader was found)")
+        else:
+            kt, leader = killed
+            print(f"killed {leader} (the analysis leader) at "
+                  f"{kt - FAULT_START:+.1f}s; {len(after_kill)} polls until "
+                  f"the storm's end")
+            dead_url = f"http://127.0.0.1:{http[leader]}/"
+            live_urls = {f"http://127.0.0.1:{http[c]}/" for c in IDS
+                         if c != leader}
+            for pt, same, series, url in after_kill:
+                if not same:
+                    failures.append(f"{pt - FAULT_START:+.1f}s: the alert "
+                                    f"firing at the kill ({at_kill[0]}) is "
+                                    f"not firing")
+                    continue
+                if same[0].get("activeAt") != at_kill[1]:
+                    failures.append(f"{pt - FAULT_START:+.1f}s: the alert is "
+                                    f"active since {same[0].get('activeAt')}, "
+                                    f"not {at_kill[1]}: a new alert")
+                if pt > kt + 5 and url not in live_urls:
+                    which = "the dead one" if url == dead_url else \
+                        f"not one of {sorted(live_urls)}"
+                    failures.append(f"{pt - FAULT_START:+.1f}s: collector_url "
+                                    f"{url} is not a live collector ({which})")
+                if pt > kt + 5 and series != 2:
+                    failures.append(f"{pt - FAULT_START:+.1f}s: {series} storm "
+                                    f"series, not the survivors' 2")
+            if not after_kill:
+                failures.append("no poll between the kill and the storm's end")
+        if resolved is None or resolved > FAULT_END + RESOLVE:
+            failures.append(f"{ALERT} did not resolve within {RESOLVE:.0f}s of "
+                            f"the storm's end ({resolved})")
+        else:
+            print(f"resolved {resolved - FAULT_END:+.1f}s after the storm's "
+                  f"end")
+    except AssertionError as e:
+        failures.append(str(e))
+    finally:
+        rig.stop()
+        if failures:
+            for name in ("prometheus", "sim", "nats-1") + tuple(
+                    f"collector-{c}" for c in IDS):
+                print(f"--- {name} ---\n{rig.tail(name)}", file=sys.stderr)
+        shutil.rmtree(rig.work, ignore_errors=True)
+    for f in failures:
+        print("FAIL:", f, file=sys.stderr)
+    if not failures:
+        print(f"PASS: one {ALERT} from three collectors, unchanged through "
+              f"kill -9 of the analysis leader, resolved after the storm")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -69,6 +70,37 @@ absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Join(
       member->findings_,
       JetStreamFindings::Open(member->nats_.get(), findings_options));
   return member;
+}
+
+absl::StatusOr<int> ClusterMember::SeedDeclaredState(
+    collector::DeclaredState& from) {
+  ASSIGN_OR_RETURN(const uint64_t last, declared_->LastRevision());
+  // A bucket that held anything, deletions included, is the cluster's
+  // truth: an old --state_dir must not bring back a deleted job.
+  if (last != 0) return 0;
+  ASSIGN_OR_RETURN(std::vector<collector::DeclaredLayout> layouts,
+                   from.ReadLayouts());
+  ASSIGN_OR_RETURN(std::optional<collector::DeclaredTopology> topology,
+                   from.ReadTopology());
+  int copied = 0;
+  // Revision 0 expected: created only where nobody else did (another
+  // collector seeding at the same moment wins that object).
+  auto count = [&copied](const absl::StatusOr<uint64_t>& written) {
+    if (written.ok()) {
+      ++copied;
+      return absl::OkStatus();
+    }
+    return absl::IsAborted(written.status()) ? absl::OkStatus()
+                                             : written.status();
+  };
+  for (const collector::DeclaredLayout& l : layouts) {
+    RETURN_IF_ERROR(count(declared_->WriteLayout(l.layout, l.applied, 0)));
+  }
+  if (topology.has_value()) {
+    RETURN_IF_ERROR(count(
+        declared_->WriteTopology(topology->topology, topology->applied, 0)));
+  }
+  return copied;
 }
 
 void ClusterMember::MirrorFindings(collector::FindingsStore* store) {

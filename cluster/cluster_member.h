@@ -63,6 +63,14 @@ class ClusterMember {
   collector::FindingsReplication* findings_replication() {
     return findings_.get();
   }
+  // The first collector of a new cluster brings its declared state along:
+  // when the cluster's bucket never held anything (not even a deletion),
+  // copies every layout and the topology of `from` (this collector's
+  // --state_dir from before it joined) into it, each only if no other
+  // collector created it meanwhile. Returns how many objects it copied (0
+  // when the bucket was not new).
+  absl::StatusOr<int> SeedDeclaredState(collector::DeclaredState& from);
+
   // Applies every finding the leader shares to `store` while this
   // collector does not lead, until StopMirroring(). `store` must outlive
   // the mirroring.

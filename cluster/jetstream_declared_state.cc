@@ -357,6 +357,10 @@ absl::StatusOr<std::vector<DeclaredChange>> JetStreamDeclaredState::ReadAll(
   }
 }
 
+absl::StatusOr<uint64_t> JetStreamDeclaredState::LastRevision() const {
+  return BucketLastRevision(nats_->js(), options_.bucket);
+}
+
 absl::StatusOr<std::vector<DeclaredLayout>>
 JetStreamDeclaredState::ReadLayouts() {
   ASSIGN_OR_RETURN(std::vector<DeclaredChange> all, ReadAll(false));

@@ -99,6 +99,9 @@ class JetStreamDeclaredState final : public collector::DeclaredState {
   // until a later write succeeds): /healthz reports it.
   absl::Status last_write_status() const;
   uint64_t write_conflicts() const { return conflicts_.load(); }
+  // The bucket's newest revision: 0 when nothing was ever written to it
+  // (not even a deletion).
+  absl::StatusOr<uint64_t> LastRevision() const;
   uint64_t watcher_restarts() const { return watcher_restarts_.load(); }
 
  private:

@@ -308,6 +308,22 @@ int RunCollector(const CollectorConfig& config) {
     member = *std::move(joined);
   }
   FileDeclaredState files(state->get());
+  if (member != nullptr) {
+    // The first collector of a new cluster brings its layouts along; later
+    // ones do not (the bucket is the cluster's truth).
+    absl::StatusOr<int> seeded = member->SeedDeclaredState(files);
+    if (!seeded.ok()) {
+      LogWarning(
+          absl::StrCat("cannot copy the declared state of --state_dir "
+                       "into the new cluster: ",
+                       seeded.status().message(),
+                       " (apply the layouts and the topology again)"));
+    } else if (*seeded > 0) {
+      LogInfo(absl::StrCat("copied ", *seeded,
+                           " layouts and topology from --state_dir into the "
+                           "cluster's new bucket"));
+    }
+  }
   LayoutRegistry registry(member != nullptr ? member->declared_state() : &files,
                           &clock);
   FindingsStore findings(state->get(), FindingsStoreOptions{});

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "analysis/finding.h"
 #include "cluster/cluster_member.h"
+#include "collector/file_declared_state.h"
 #include "collector/findings_store.h"
 #include "collector/layout_registry.h"
 #include "collector/state_store.h"
@@ -29,6 +30,8 @@ namespace {
 
 using collector::FindingsStore;
 using collector::WatchEvent;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
 
 analysis::Finding Storm(const std::string& node) {
   analysis::Finding r;
@@ -283,6 +286,67 @@ TEST_F(SharedFindingsTest, HealthNamesACollectorWhoseFeaturesDoNotArrive) {
     EXPECT_TRUE(a->member->AppendHealth(&health)) << health;
     absl::SleepFor(absl::Milliseconds(200));
   }
+}
+
+// The first collector of a new cluster brings the layouts and topology of
+// its --state_dir along; a later one, or an old --state_dir after a
+// deletion, brings nothing back.
+TEST_F(SharedFindingsTest, TheFirstCollectorSeedsANewClusterFromItsStateDir) {
+  // Two collectors' --state_dir from before the cluster.
+  auto before = [this](const testing::TempDir& dir, const std::string& job,
+                       bool with_topology) {
+    auto state = collector::StateStore::Open(dir.path(), &clock_);
+    EXPECT_TRUE(state.ok()) << state.status();
+    collector::FileDeclaredState files(state->get());
+    v1::Layout layout;
+    layout.set_job(job);
+    EXPECT_TRUE(files.WriteLayout(layout, absl::Now(), 0).ok());
+    if (with_topology) {
+      v1::Topology topology;
+      topology.add_switches()->set_name("leaf-0");
+      EXPECT_TRUE(files.WriteTopology(topology, absl::Now(), 0).ok());
+    }
+    return *std::move(state);
+  };
+  testing::TempDir dir_a;
+  testing::TempDir dir_b;
+  std::unique_ptr<collector::StateStore> state_a = before(dir_a, "old-a", true);
+  std::unique_ptr<collector::StateStore> state_b =
+      before(dir_b, "old-b", false);
+  collector::FileDeclaredState files_a(state_a.get());
+  collector::FileDeclaredState files_b(state_b.get());
+
+  auto a = ClusterMember::Join({nats_.urls(), "col-a", 1});
+  ASSERT_TRUE(a.ok()) << a.status();
+  absl::StatusOr<int> seeded = (*a)->SeedDeclaredState(files_a);
+  ASSERT_TRUE(seeded.ok()) << seeded.status();
+  EXPECT_EQ(*seeded, 2);
+  auto jobs = [](collector::DeclaredState* state) {
+    std::vector<std::string> out;
+    absl::StatusOr<std::vector<collector::DeclaredLayout>> layouts =
+        state->ReadLayouts();
+    EXPECT_TRUE(layouts.ok()) << layouts.status();
+    if (layouts.ok()) {
+      for (const auto& l : *layouts) out.push_back(l.layout.job());
+    }
+    return out;
+  };
+  EXPECT_THAT(jobs((*a)->declared_state()), ElementsAre("old-a"));
+  absl::StatusOr<std::optional<collector::DeclaredTopology>> topology =
+      (*a)->declared_state()->ReadTopology();
+  ASSERT_TRUE(topology.ok() && topology->has_value());
+  EXPECT_EQ((*topology)->topology.switches(0).name(), "leaf-0");
+
+  // The bucket is no longer new: B's old layout stays out.
+  auto b = ClusterMember::Join({nats_.urls(), "col-b", 1});
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ((*b)->SeedDeclaredState(files_b).value_or(-1), 0);
+  EXPECT_THAT(jobs((*b)->declared_state()), ElementsAre("old-a"));
+
+  // Deleted in the cluster: A's --state_dir does not bring it back.
+  ASSERT_TRUE((*a)->declared_state()->RemoveLayout("old-a").ok());
+  EXPECT_EQ((*a)->SeedDeclaredState(files_a).value_or(-1), 0);
+  EXPECT_THAT(jobs((*a)->declared_state()), IsEmpty());
 }
 
 }  // namespace

@@ -333,25 +333,41 @@ absl::StatusOr<std::vector<DeclaredChange>> JetStreamDeclaredState::ReadAll(
   while (true) {
     kvWatchOptions watch_options;
     kvWatchOptions_Init(&watch_options);
-    watch_options.IgnoreDeletes = !with_deletes;
     kvWatcher* watcher = nullptr;
     natsStatus s = kvStore_WatchAll(&watcher, kv_, &watch_options);
     std::vector<DeclaredChange> changes;
+    uint64_t newest = 0;  // deletions included
     while (s == NATS_OK) {
       kvEntry* entry = nullptr;
       s = kvWatcher_Next(&entry, watcher,
                          absl::ToInt64Milliseconds(nats_->request_timeout()));
       if (s != NATS_OK) break;
       if (entry == nullptr) break;  // the initial values are all there
-      std::optional<DeclaredChange> change =
-          ToChange(FromEntry(entry), options_.bucket);
+      const StoredValue value = FromEntry(entry);
+      newest = std::max(newest, value.revision);
+      std::optional<DeclaredChange> change;
+      if (with_deletes || !value.deleted) {
+        change = ToChange(value, options_.bucket);
+      }
       kvEntry_Destroy(entry);
       if (change.has_value()) changes.push_back(*std::move(change));
     }
     kvWatcher_Destroy(watcher);
-    if (s == NATS_OK) return changes;
-    absl::Status error =
-        NatsError(s, absl::StrCat("reading bucket ", options_.bucket));
+    absl::Status error;
+    if (s == NATS_OK) {
+      // The newest revision of the bucket is the last value of its key, so
+      // a complete replay ends on it. Right after the NATS servers
+      // restarted, a replay can end short of it (seen once with
+      // nats-server 2.9): a collector must not start serving an older
+      // subset of the declared state, so it reads again.
+      absl::StatusOr<uint64_t> last = LastRevision();
+      if (!last.ok() || *last <= newest) return changes;
+      error = absl::UnavailableError(absl::StrCat(
+          "reading bucket ", options_.bucket, ": the replay ended at revision ",
+          newest, " of ", *last, " (the NATS servers are still recovering)"));
+    } else {
+      error = NatsError(s, absl::StrCat("reading bucket ", options_.bucket));
+    }
     if (absl::Now() + kRetryPause > deadline) return error;
     absl::SleepFor(kRetryPause);
   }

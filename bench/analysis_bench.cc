@@ -36,6 +36,11 @@
 // node fabric's topology YAML (200,000 links, 1,563 switches); its memory
 // is measured on the CLI process by bench/topology_scale.py.
 //
+// Measured on one pinned core of a 2-core machine shared with other builds
+// (docs/cluster.md#measured): BM_AnalysisPassAtScale/25000 294 ms of CPU;
+// BM_LeaderPassAtScale 3.7 s of CPU, 2.6 s of it the merge: over the 1 s
+// interval; BM_ParseTopology 5.5 s of CPU.
+//
 //   build/bench/fabricdiag_analysis_bench --benchmark_filter=BM_AnalysisPass
 //   taskset -c 1 build/bench/fabricdiag_analysis_bench
 //       --benchmark_filter='AtScale|ParseTopology'   (one line)

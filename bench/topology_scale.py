@@ -15,6 +15,10 @@ on loopback with a fresh --state_dir, then measures:
 
 Exit 0 when the topology was applied and shown back whole, 1 when it was
 refused (the message is printed), 2 on errors.
+
+Measured at 25,000 nodes on a 2-core machine shared with other builds
+(docs/topology-format.md#size-limits): apply 10 s, the CLI's peak RSS
+964 MiB, the collector 17 -> 209 MiB, topology.pb 7.8 MB, show 9.9 s.
 """
 
 import argparse

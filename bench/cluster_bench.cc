@@ -20,9 +20,19 @@
 //    time, until the write is acknowledged), and from the same start until
 //    col-b and col-c serve it (their /metrics `fabricdiag_layouts`, polled
 //    every 5 ms). Prints p50/max of each.
+// 3. The CPU split (--split_agents > 0). `fabricdiag-sim --virtual_agents`
+//    streams --split_agents agents for --split_duration into one standalone
+//    collector, then a third of them each (different --virtual_agent_prefix)
+//    into three fresh collectors of the cluster; collectors pinned to
+//    --collector_cpus, simulators to --sim_cpus (taskset). Prints each
+//    collector's CPU seconds (/proc/PID/stat) against the lone one's, and
+//    its fabricdiag_cluster_features_published_bytes (one analysis interval,
+//    1 s by default) per 1,000 nodes.
 //
 //   build/bench/fabricdiag-cluster-bench [--nodes=3000] [--passes=60]
 //       [--interval=1s] [--layouts=20] [--layout_hosts=512]
+//       [--split_agents=8500] [--split_duration=60s] [--collector_cpus=1]
+//       [--sim_cpus=0]
 //
 // Exit status 0 when it ran (figures printed), 2 on errors. Needs
 // /usr/sbin/nats-server (scripts/install-deps.sh).
@@ -31,13 +41,17 @@
 // (docs/cluster.md#measured): 15.5 MB in 30 chunks per collector and
 // interval, 951 bytes per port, 15.5 MB/s per 1,000 GPU nodes with their
 // leaves' ports; publish p50 271 ms, p99 910 ms; a layout served by col-b
-// and col-c p50 60 ms, max 104 ms after `layout apply` began.
+// and col-c p50 60 ms, max 104 ms after `layout apply` began; with 8,500
+// agents, each of 3 collectors used 0.49-0.52 of the lone collector's CPU
+// seconds (not a third) and published 9.5 MB/s per 1,000 nodes.
 #include <signal.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -58,6 +72,7 @@
 #include "collector/feature_exchange.h"
 #include "tests/testing/http_get.h"
 #include "tests/testing/nats_cluster.h"
+#include "tests/testing/proc_stat.h"
 #include "tests/testing/scenario_builder.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
@@ -68,6 +83,15 @@ ABSL_FLAG(int, passes, 60, "analysis passes each collector publishes");
 ABSL_FLAG(absl::Duration, interval, absl::Seconds(1), "analysis interval");
 ABSL_FLAG(int, layouts, 20, "layout writes timed");
 ABSL_FLAG(int, layout_hosts, 512, "hosts of each layout (8 GPUs each)");
+ABSL_FLAG(int, split_agents, 8500,
+          "virtual agents of the CPU split (3.: one collector, then 3); 0 "
+          "skips it");
+ABSL_FLAG(absl::Duration, split_duration, absl::Seconds(60),
+          "how long the agents stream in each half of the CPU split");
+ABSL_FLAG(std::string, collector_cpus, "1",
+          "CPUs the collectors of the CPU split are pinned to (taskset -c)");
+ABSL_FLAG(std::string, sim_cpus, "0",
+          "CPUs the simulators of the CPU split are pinned to (taskset -c)");
 
 namespace fabricdiag::bench {
 namespace {
@@ -326,6 +350,151 @@ int DeclaredState(const testing::NatsCluster& nats, const std::string& dir) {
   return 0;
 }
 
+// A collector process pinned with taskset; `nats` empty: standalone.
+Collector StartPinned(const std::string& name, const std::string& nats,
+                      const std::string& dir) {
+  std::vector<std::string> argv = {
+      "/usr/bin/taskset",
+      "-c",
+      absl::GetFlag(FLAGS_collector_cpus),
+      FABRICDIAG_COLLECTOR_BINARY,
+      "--listen=127.0.0.1:0",
+      "--http_listen=127.0.0.1:0",
+      absl::StrCat("--state_dir=", dir, "/split-", name)};
+  if (!nats.empty()) {
+    argv.push_back("--nats=" + nats);
+    argv.push_back("--collector_id=" + name);
+  }
+  Collector c;
+  c.process = std::make_unique<testing::Subprocess>(argv);
+  std::string line;
+  if (c.process->Start().ok() &&
+      c.process->WaitForStderr("gRPC on port", &line, absl::Seconds(40))) {
+    c.grpc = testing::PortFromLog(line, "gRPC");
+    c.http = testing::PortFromLog(line, "HTTP");
+  } else {
+    std::fprintf(stderr, "%s did not start:\n%s\n", name.c_str(),
+                 c.process->Stderr().c_str());
+  }
+  return c;
+}
+
+// Streams `agents[i]` virtual agents (prefix `prefixes[i]`) into
+// collector i for --split_duration, all at once; returns each collector's
+// CPU seconds over that time, empty on errors.
+std::vector<double> StreamAndMeasure(const std::vector<Collector>& c,
+                                     const std::vector<int>& agents,
+                                     const std::vector<std::string>& prefixes) {
+  const absl::Duration duration = absl::GetFlag(FLAGS_split_duration);
+  std::vector<absl::Duration> before;
+  for (const Collector& k : c) {
+    absl::StatusOr<testing::ProcessCpu> cpu =
+        testing::ReadProcessCpu(k.process->pid());
+    if (!cpu.ok()) return {};
+    before.push_back(cpu->total());
+  }
+  std::vector<std::unique_ptr<testing::Subprocess>> sims;
+  for (size_t i = 0; i < c.size(); ++i) {
+    sims.push_back(
+        std::make_unique<testing::Subprocess>(std::vector<std::string>{
+            "/usr/bin/taskset", "-c", absl::GetFlag(FLAGS_sim_cpus),
+            FABRICDIAG_SIM_BINARY, absl::StrCat("--virtual_agents=", agents[i]),
+            "--virtual_agent_prefix=" + prefixes[i],
+            absl::StrCat("--collector=127.0.0.1:", c[i].grpc),
+            absl::StrCat("--duration=", absl::FormatDuration(duration))}));
+    if (!sims.back()->Start().ok()) return {};
+  }
+  std::vector<double> used;
+  for (size_t i = 0; i < c.size(); ++i) {
+    const std::optional<int> code = sims[i]->Wait(duration + absl::Minutes(2));
+    const std::string out = sims[i]->Stdout();
+    const size_t at = out.find("virtual agents:");
+    std::printf("  %s\n",
+                at == std::string::npos
+                    ? ("sim failed: " + sims[i]->Stderr()).c_str()
+                    : out.substr(at, out.find('\n', at) - at).c_str());
+    if (code != 0) return {};
+  }
+  for (size_t i = 0; i < c.size(); ++i) {
+    absl::StatusOr<testing::ProcessCpu> cpu =
+        testing::ReadProcessCpu(c[i].process->pid());
+    if (!cpu.ok()) return {};
+    used.push_back(absl::ToDoubleSeconds(cpu->total() - before[i]));
+  }
+  return used;
+}
+
+// The value of the first sample of metric `name` (labels or not) on
+// collector `c`; -1 if none.
+double MetricValue(const Collector& c, const std::string& name) {
+  absl::StatusOr<std::string> m =
+      testing::HttpGet(c.http, "/metrics", absl::Seconds(10));
+  if (!m.ok()) return -1;
+  for (const char* after : {" ", "{"}) {
+    const size_t at = m->find("\n" + name + after);
+    if (at == std::string::npos) continue;
+    const size_t end = m->find('\n', at + 1);
+    const size_t space = m->rfind(' ', end);
+    return std::atof(m->c_str() + space + 1);
+  }
+  return -1;
+}
+
+int CpuSplit(const testing::NatsCluster& nats, const std::string& dir) {
+  const int agents = absl::GetFlag(FLAGS_split_agents);
+  if (agents <= 0) return 0;
+  const double seconds =
+      absl::ToDoubleSeconds(absl::GetFlag(FLAGS_split_duration));
+  std::printf(
+      "=== CPU split: %d virtual agents for %.0f s, collectors on "
+      "CPUs %s, simulators on CPUs %s ===\n",
+      agents, seconds, absl::GetFlag(FLAGS_collector_cpus).c_str(),
+      absl::GetFlag(FLAGS_sim_cpus).c_str());
+  double alone = 0;
+  {
+    std::vector<Collector> one;
+    one.push_back(StartPinned("alone", "", dir));
+    if (one[0].grpc == 0) return 2;
+    std::printf("one collector, no cluster:\n");
+    const std::vector<double> used =
+        StreamAndMeasure(one, {agents}, {"vnode-"});
+    if (used.empty()) return 2;
+    alone = used[0];
+    std::printf("  collector: %.1f CPU seconds (%.0f%% of a core)\n", alone,
+                100 * alone / seconds);
+    one[0].process->Signal(SIGTERM);
+    (void)one[0].process->Wait(absl::Seconds(10));
+  }
+  std::vector<Collector> c;
+  for (const char* name : kNames) {
+    c.push_back(StartPinned(name, nats.urls(), dir));
+    if (c.back().grpc == 0) return 2;
+  }
+  std::vector<int> share(kCollectors, agents / kCollectors);
+  share[0] += agents % kCollectors;
+  std::printf("3 collectors of a cluster, a third of the agents each:\n");
+  const std::vector<double> used =
+      StreamAndMeasure(c, share, {"a-vnode-", "b-vnode-", "c-vnode-"});
+  if (used.empty()) return 2;
+  for (int k = 0; k < kCollectors; ++k) {
+    const double bytes =
+        MetricValue(c[k], "fabricdiag_cluster_features_published_bytes");
+    const double leader =
+        MetricValue(c[k], "fabricdiag_cluster_analysis_leader");
+    std::printf(
+        "  %s%s: %d agents, %.1f CPU seconds (%.2f of the lone "
+        "collector's); feature stream %.2f MB per interval, %.2f MB/s "
+        "per 1,000 nodes\n",
+        kNames[k], leader == 1 ? " (analysis leader)" : "", share[k], used[k],
+        used[k] / alone, bytes / 1e6, bytes / 1e6 / (share[k] / 1000.0));
+  }
+  for (Collector& k : c) {
+    k.process->Signal(SIGTERM);
+    (void)k.process->Wait(absl::Seconds(10));
+  }
+  return 0;
+}
+
 int Main() {
   if (!testing::HaveNatsServer()) {
     std::fprintf(stderr, "fabricdiag-cluster-bench: nats-server missing\n");
@@ -340,19 +509,25 @@ int Main() {
   testing::TempDir dir;
   const int features = FeatureStream(nats);
   if (features != 0) return features;
-  return DeclaredState(nats, dir.path());
+  const int declared = DeclaredState(nats, dir.path());
+  if (declared != 0) return declared;
+  return CpuSplit(nats, dir.path());
 }
 
 }  // namespace
 }  // namespace fabricdiag::bench
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   absl::SetProgramUsageMessage(
       "The collector cluster on 3 loopback nats-servers: feature-stream "
       "publish latency and bytes per interval, and the time from `fabricdiag "
-      "layout apply` through col-a until col-b and col-c serve the layout.\n"
+      "layout apply` through col-a until col-b and col-c serve the layout, "
+      "and each of 3 pinned collectors' CPU seconds for a third of the "
+      "virtual agents against one collector's for all.\n"
       "  fabricdiag-cluster-bench [--nodes=3000] [--passes=60] [--interval=1s]"
-      " [--layouts=20] [--layout_hosts=512]");
+      " [--layouts=20] [--layout_hosts=512] [--split_agents=8500]"
+      " [--split_duration=60s] [--collector_cpus=1] [--sim_cpus=0]");
   absl::ParseCommandLine(argc, argv);
   return fabricdiag::bench::Main();
 }

@@ -35,11 +35,16 @@ using yaml::ReadUint;
 // Scalars + collections + aliases: the default bound admits hosts/rails
 // layouts of kMaxRanks ranks at >= 2 GPUs per node, and explicit `ranks`
 // placements (9 values per rank) of ~110,000 ranks.
-constexpr uint32_t kMaxListEntries = kMaxRanks;
-
 yaml::Limits DocumentLimits() {
   yaml::Limits limits;
   limits.max_bytes = kMaxDocumentBytes;
+  return limits;
+}
+
+yaml::Limits TopologyLimits() {
+  yaml::Limits limits;
+  limits.max_bytes = kMaxTopologyBytes;
+  limits.max_values = kMaxTopologyValues;
   return limits;
 }
 
@@ -209,7 +214,7 @@ absl::StatusOr<v1::Topology> TopologyFromNode(const YAML::Node& root) {
                                                       {"switches", "links"}));
   v1::Topology out;
   if (auto switches = f.Get("switches")) {
-    RETURN_IF_ERROR(CheckList(*switches, "switches", kMaxListEntries));
+    RETURN_IF_ERROR(CheckList(*switches, "switches", kMaxTopologySwitches));
     size_t i = 0;
     for (const YAML::Node& item : *switches) {
       ASSIGN_OR_RETURN(yaml::Fields s, ReadFields(item, Index("switches", i),
@@ -231,7 +236,7 @@ absl::StatusOr<v1::Topology> TopologyFromNode(const YAML::Node& root) {
     }
   }
   if (auto links = f.Get("links")) {
-    RETURN_IF_ERROR(CheckList(*links, "links", kMaxListEntries));
+    RETURN_IF_ERROR(CheckList(*links, "links", kMaxTopologyLinks));
     size_t i = 0;
     for (const YAML::Node& item : *links) {
       ASSIGN_OR_RETURN(yaml::Fields l,
@@ -282,7 +287,7 @@ absl::StatusOr<v1::Layout> ParseLayout(absl::string_view text) {
 
 absl::StatusOr<v1::Topology> ParseTopology(absl::string_view text) {
   ASSIGN_OR_RETURN(YAML::Node root,
-                   yaml::LoadDocument(text, "topology", DocumentLimits()));
+                   yaml::LoadDocument(text, "topology", TopologyLimits()));
   v1::Topology topology;
   try {
     ASSIGN_OR_RETURN(topology, TopologyFromNode(root));

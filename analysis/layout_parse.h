@@ -13,12 +13,15 @@
 //   std::string shown = LayoutToJson(model.layout());
 //
 // ParseTopology checks the topology completely (see ValidateTopology).
-// Inputs are bounded: at most kMaxDocumentBytes of text, kMaxRanks ranks or
-// hosts, yaml-cpp's own nesting limit. yaml-cpp throws; nothing is thrown
-// from here. Pure functions; thread-safe.
+// Inputs are bounded: a layout is at most kMaxDocumentBytes of text and
+// kMaxRanks ranks or hosts, a topology at most kMaxTopologyBytes,
+// kMaxTopologyValues values, kMaxTopologyLinks links and
+// kMaxTopologySwitches switches; both nest at most 32 levels. yaml-cpp throws;
+// nothing is thrown from here. Pure functions; thread-safe.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -27,7 +30,21 @@
 
 namespace fabricdiag::analysis {
 
+// A layout file.
 inline constexpr size_t kMaxDocumentBytes = 16 << 20;  // 16 MiB
+
+// A topology file, sized for twice a 200,000-GPU fabric (25,000 nodes x 8
+// NICs = 200,000 links, ~1,600 leaves): 400,000 links. Each link is 9 values
+// (a mapping of 4 keys and 4 strings), each switch with its name and 4
+// uplinks 9, so the value bound holds that many links plus 65,536 such
+// switches. yaml-cpp's tree costs ~0.5 KB per value: the CLI applying a
+// 200,000-GPU topology peaks at ~1 GB, one at the bounds would need ~2 GB
+// (bench/topology_scale.py measures it).
+inline constexpr uint32_t kMaxTopologyLinks = 400 * 1000;
+inline constexpr uint32_t kMaxTopologySwitches = 64 * 1024;
+inline constexpr uint64_t kMaxTopologyValues =
+    9ull * (kMaxTopologyLinks + kMaxTopologySwitches);
+inline constexpr size_t kMaxTopologyBytes = 64 << 20;  // 64 MiB
 
 absl::StatusOr<v1::Layout> ParseLayout(absl::string_view text);
 absl::StatusOr<v1::Topology> ParseTopology(absl::string_view text);

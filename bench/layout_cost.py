@@ -73,6 +73,29 @@ def wait_http(url, deadline):
     raise RuntimeError(f"{url} did not answer")
 
 
+def binaries(build_dir, script):
+    """The collector and CLI binaries of build_dir; (None, None), said on
+    stderr, when one is missing."""
+    collector = os.path.join(build_dir, "collector/fabricdiag-collector")
+    cli = os.path.join(build_dir, "cli/fabricdiag")
+    for binary in (collector, cli):
+        if not os.access(binary, os.X_OK):
+            print(f"{script}: {binary} not found; build first",
+                  file=sys.stderr)
+            return None, None
+    return collector, cli
+
+
+def stop(proc):
+    """SIGTERM, then SIGKILL after 20 s; reaps it."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build_dir", default="build")
@@ -85,13 +108,9 @@ def main():
               " (dp = hosts / 4 must be a multiple of ep = 10)",
               file=sys.stderr)
         return 2
-    collector = os.path.join(args.build_dir, "collector/fabricdiag-collector")
-    cli = os.path.join(args.build_dir, "cli/fabricdiag")
-    for binary in (collector, cli):
-        if not os.access(binary, os.X_OK):
-            print(f"layout_cost.py: {binary} not found; build first",
-                  file=sys.stderr)
-            return 2
+    collector, cli = binaries(args.build_dir, "layout_cost.py")
+    if collector is None:
+        return 2
 
     tmp = tempfile.mkdtemp(prefix="fabricdiag_layout_cost.")
     grpc_port, http_port = free_port(), free_port()
@@ -133,12 +152,7 @@ def main():
         print(f"layout_cost.py: {e}", file=sys.stderr)
         return 2
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         log.close()
         shutil.rmtree(tmp, ignore_errors=True)
 

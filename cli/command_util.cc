@@ -30,8 +30,9 @@ std::string InputName(absl::string_view path) {
 }
 
 absl::StatusOr<std::string> ReadInputFile(absl::string_view path,
+                                          size_t max_bytes,
                                           const CommandEnv& env) {
-  const size_t limit = analysis::kMaxDocumentBytes;
+  const size_t limit = max_bytes;
   std::string data;
   if (path == "-") {
     char buf[65536];

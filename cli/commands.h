@@ -15,6 +15,7 @@
 // "fabricdiag: ...". Commands are thread-compatible.
 #pragma once
 
+#include <cstddef>
 #include <istream>
 #include <ostream>
 #include <string>
@@ -55,9 +56,11 @@ struct CommandEnv {
   absl::Duration max_reconnect_backoff = absl::Seconds(8);
 };
 
-// Reads FILE ("-" = env.in), at most analysis::kMaxDocumentBytes.
+// Reads FILE ("-" = env.in), at most `max_bytes` (analysis::kMaxDocumentBytes
+// for a layout, analysis::kMaxTopologyBytes for a topology).
 // InvalidArgument "FILE: cannot read: No such file or directory".
 absl::StatusOr<std::string> ReadInputFile(absl::string_view path,
+                                          size_t max_bytes,
                                           const CommandEnv& env);
 
 // layout apply FILE: parses and validates locally (exit 2 naming the field),

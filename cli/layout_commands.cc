@@ -52,7 +52,8 @@ absl::Status CheckJob(absl::string_view job) {
 int LayoutApplyCommand(CollectorClient& client, absl::string_view file,
                        const CommandOptions& options, const CommandEnv& env) {
   const std::string name = InputName(file);
-  absl::StatusOr<std::string> text = ReadInputFile(file, env);
+  absl::StatusOr<std::string> text =
+      ReadInputFile(file, analysis::kMaxDocumentBytes, env);
   if (!text.ok()) return ReportInputError(name, text.status(), env);
   absl::StatusOr<v1::Layout> layout = analysis::ParseLayout(*text);
   if (!layout.ok()) return ReportInputError(name, layout.status(), env);
@@ -158,7 +159,8 @@ int TopologyApplyCommand(CollectorClient& client, absl::string_view file,
                          const CommandOptions& /*options*/,
                          const CommandEnv& env) {
   const std::string name = InputName(file);
-  absl::StatusOr<std::string> text = ReadInputFile(file, env);
+  absl::StatusOr<std::string> text =
+      ReadInputFile(file, analysis::kMaxTopologyBytes, env);
   if (!text.ok()) return ReportInputError(name, text.status(), env);
   // ParseTopology validates completely (ValidateTopology).
   absl::StatusOr<v1::Topology> topology = analysis::ParseTopology(*text);

@@ -16,7 +16,8 @@ namespace fabricdiag::cli {
 int PlanCommand(absl::string_view file, const CommandOptions& options,
                 const CommandEnv& env) {
   const std::string name = InputName(file);
-  absl::StatusOr<std::string> text = ReadInputFile(file, env);
+  absl::StatusOr<std::string> text =
+      ReadInputFile(file, analysis::kMaxDocumentBytes, env);
   if (!text.ok()) return ReportInputError(name, text.status(), env);
   absl::StatusOr<v1::Layout> layout = analysis::ParseLayout(*text);
   if (!layout.ok()) return ReportInputError(name, layout.status(), env);

@@ -104,7 +104,7 @@ using TopologySource = std::function<absl::StatusOr<v1::Topology>()>;
 // The topology in `path`, read afresh on every call.
 absl::StatusOr<v1::Topology> ReadTopologyFile(const std::string& path) {
   absl::StatusOr<std::string> text =
-      ReadFileCapped(path, analysis::kMaxDocumentBytes);
+      ReadFileCapped(path, analysis::kMaxTopologyBytes);
   if (!text.ok()) return text.status();
   absl::StatusOr<v1::Topology> topology = analysis::ParseTopology(*text);
   if (!topology.ok()) {

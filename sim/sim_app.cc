@@ -15,7 +15,9 @@
 namespace fabricdiag::sim {
 namespace {
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
+// At most `max_bytes` (the parser of that kind of file bounds it again).
+absl::StatusOr<std::string> ReadFile(const std::string& path,
+                                     size_t max_bytes) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return absl::NotFoundError(
@@ -25,9 +27,9 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   char buf[65536];
   while (in.read(buf, sizeof(buf)) || in.gcount() > 0) {
     text.append(buf, static_cast<size_t>(in.gcount()));
-    if (text.size() > analysis::kMaxDocumentBytes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path, ": larger than ", analysis::kMaxDocumentBytes, " bytes"));
+    if (text.size() > max_bytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": larger than ", max_bytes, " bytes"));
     }
   }
   return text;
@@ -70,7 +72,8 @@ absl::StatusOr<std::unique_ptr<Simulation>> Simulation::Create(
     const SimConfig& config) {
   std::vector<analysis::LayoutModel> layouts;
   for (const std::string& path : config.layout_files) {
-    absl::StatusOr<std::string> text = ReadFile(path);
+    absl::StatusOr<std::string> text =
+        ReadFile(path, analysis::kMaxDocumentBytes);
     if (!text.ok()) return text.status();
     absl::StatusOr<v1::Layout> proto = analysis::ParseLayout(*text);
     if (!proto.ok()) return InFile(path, proto.status());
@@ -81,7 +84,8 @@ absl::StatusOr<std::unique_ptr<Simulation>> Simulation::Create(
   }
   v1::Topology topology;
   if (!config.topology_file.empty()) {
-    absl::StatusOr<std::string> text = ReadFile(config.topology_file);
+    absl::StatusOr<std::string> text =
+        ReadFile(config.topology_file, analysis::kMaxTopologyBytes);
     if (!text.ok()) return text.status();
     absl::StatusOr<v1::Topology> parsed = analysis::ParseTopology(*text);
     if (!parsed.ok()) return InFile(config.topology_file, parsed.status());
@@ -89,7 +93,8 @@ absl::StatusOr<std::unique_ptr<Simulation>> Simulation::Create(
   }
   Scenario scenario;
   if (!config.scenario_file.empty()) {
-    absl::StatusOr<std::string> text = ReadFile(config.scenario_file);
+    absl::StatusOr<std::string> text =
+        ReadFile(config.scenario_file, analysis::kMaxDocumentBytes);
     if (!text.ok()) return text.status();
     absl::StatusOr<Scenario> parsed = ParseScenario(*text);
     if (!parsed.ok()) return InFile(config.scenario_file, parsed.status());

@@ -15,10 +15,12 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/names.h"
 #include "common/program.h"
 #include "sim/sim_app.h"
 #include "sim/virtual_agents.h"
@@ -47,6 +49,10 @@ ABSL_FLAG(int, virtual_agents, 0,
           "send->ack latency");
 ABSL_FLAG(std::string, collector, "127.0.0.1:9811",
           "HOST:PORT of the collector, with --virtual_agents");
+ABSL_FLAG(std::string, virtual_agent_prefix, "vnode-",
+          "Node names of the virtual agents: PREFIX00000, PREFIX00001, ... "
+          "(several simulators feeding one collector cluster need different "
+          "ones)");
 
 ABSL_FLAG(std::string, gnmi_listen, "",
           "Serve every switch as a gNMI target instead of writing its tree: "
@@ -79,6 +85,7 @@ int VirtualAgents(int agents) {
   fabricdiag::sim::VirtualAgentsOptions o;
   o.target = absl::GetFlag(FLAGS_collector);
   o.nodes = agents;
+  o.node_prefix = absl::GetFlag(FLAGS_virtual_agent_prefix);
   o.interval = absl::GetFlag(FLAGS_interval);
   o.duration = absl::GetFlag(FLAGS_duration);
   if (o.duration <= absl::ZeroDuration()) o.duration = absl::Seconds(60);
@@ -130,6 +137,14 @@ int main(int argc, char** argv) {
   }
   if (virtual_agents > 0 && !absl::GetFlag(FLAGS_gnmi_listen).empty()) {
     std::cerr << "fabricdiag-sim: --gnmi_listen: not with --virtual_agents\n";
+    return 2;
+  }
+  if (virtual_agents > 0 &&
+      !fabricdiag::IsValidNodeName(
+          absl::StrCat(absl::GetFlag(FLAGS_virtual_agent_prefix), "00000"))) {
+    std::cerr << "fabricdiag-sim: --virtual_agent_prefix: does not make "
+                 "valid node names ("
+              << fabricdiag::kNodeNamePattern << ")\n";
     return 2;
   }
   if (virtual_agents > 0) return VirtualAgents(virtual_agents);

@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -456,6 +458,83 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<BadText>& param_info) {
       return std::string(param_info.param.name);
     });
+
+// A fabric of `nodes` GPU nodes x 8 NICs, 16 nodes per leaf (128 host
+// ports, 4 uplinks each), in the flow style of docs/topology-format.md.
+std::string FabricTopology(int nodes) {
+  const int leaves = (nodes + 15) / 16;
+  std::string yaml = "switches:\n";
+  for (int l = 0; l < leaves; ++l) {
+    absl::StrAppend(&yaml, "  - name: leaf-", l,
+                    "\n    uplinks: [swp129, swp130, swp131, swp132]\n");
+  }
+  yaml += "links:\n";
+  for (int n = 0; n < nodes; ++n) {
+    for (int k = 0; k < 8; ++k) {
+      absl::StrAppend(&yaml, "  - {host: gpu-", n, ", nic: mlx5_", k,
+                      ", switch: leaf-", n / 16, ", port: swp",
+                      (n % 16) * 8 + k + 1, "}\n");
+    }
+  }
+  return yaml;
+}
+
+TEST(TopologyLimitsTest, A200kGpuFabricParses) {
+  // 25,000 nodes x 8 NICs, 1,563 leaves: ~1.8M values, ~15 MB.
+  const std::string text = FabricTopology(25000);
+  auto topo = ParseTopology(text);
+  ASSERT_TRUE(topo.ok()) << topo.status();
+  EXPECT_EQ(topo->links_size(), 200000);
+  EXPECT_EQ(topo->switches_size(), 1563);
+  EXPECT_EQ(topo->links(199999).host(), "gpu-24999");
+}
+
+TEST(TopologyLimitsTest, TheBoundsHoldTwiceThatFabric) {
+  EXPECT_GE(kMaxTopologyLinks, 2u * 200000);
+  EXPECT_GE(kMaxTopologyValues, 2u * (9 * 200000 + 9 * 1563));
+  // ~75 bytes per link in the flow style above.
+  EXPECT_GE(kMaxTopologyBytes, 2u * 200000 * 75);
+}
+
+TEST(TopologyLimitsTest, TooManyValuesAreRefusedBeforeParsing) {
+  // kMaxTopologyValues + 1 one-digit entries in ~8 MB: counted on the raw
+  // text, before yaml-cpp would spend ~2 GB on them.
+  std::string text = "links: [";
+  text.reserve(2 * kMaxTopologyValues + 16);
+  for (uint64_t i = 0; i < kMaxTopologyValues; ++i) text += "1,";
+  text += "1]";
+  const auto start = std::chrono::steady_clock::now();
+  auto topo = ParseTopology(text);
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(topo.ok());
+  EXPECT_THAT(
+      std::string(topo.status().message()),
+      HasSubstr(absl::StrCat("has more than ", kMaxTopologyValues, " values")));
+  EXPECT_LT(elapsed, std::chrono::seconds(5));
+}
+
+TEST(TopologyLimitsTest, OversizedTextIsRefusedBeforeParsing) {
+  auto topo = ParseTopology(std::string(kMaxTopologyBytes + 1, ' '));
+  ASSERT_FALSE(topo.ok());
+  EXPECT_THAT(std::string(topo.status().message()),
+              HasSubstr(absl::StrCat("the limit is ", kMaxTopologyBytes)));
+}
+
+TEST(TopologyLimitsTest, TooManyLinksOrSwitchesAreRefused) {
+  // Within the value bound, over the list bounds (the entries are not read).
+  for (const auto& [key, max] :
+       {std::pair<std::string, uint32_t>{"links", kMaxTopologyLinks},
+        std::pair<std::string, uint32_t>{"switches", kMaxTopologySwitches}}) {
+    std::string text = key + ": [";
+    for (uint32_t i = 0; i < max; ++i) text += "0,";
+    text += "0]";
+    auto topo = ParseTopology(text);
+    ASSERT_FALSE(topo.ok()) << key;
+    EXPECT_EQ(
+        topo.status().message(),
+        absl::StrCat(key, ": ", max + 1, " entries exceed the limit of ", max));
+  }
+}
 
 // The gnmi block of a switch that streams gNMI (docs/topology-format.md).
 constexpr char kGnmiTopologyYaml[] = R"(switches:

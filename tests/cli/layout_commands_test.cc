@@ -264,5 +264,36 @@ TEST_F(LayoutCommandsTest, InvalidTopologyNamesTheField) {
   EXPECT_EQ(client.calls, 0);
 }
 
+// A layout is read up to 16 MiB, a topology up to 64 MiB: a 17 MiB
+// topology (a comment padding a valid one) is applied, a 17 MiB layout and a
+// topology over 64 MiB are refused before parsing, naming the bound.
+TEST_F(LayoutCommandsTest, FileSizeBoundsAreThoseOfTheirKind) {
+  const std::string padding =
+      "#" + std::string(analysis::kMaxDocumentBytes, 'x') + "\n";
+  const std::string big_topology =
+      WriteTempFile("big.yaml", padding + kTopologyYaml);
+  EXPECT_EQ(TopologyApplyCommand(client, big_topology, options, t.env), kExitOk)
+      << t.err.str();
+  EXPECT_EQ(client.topology.links_size(), 2);
+
+  TestEnv layout;
+  EXPECT_EQ(LayoutApplyCommand(client, big_topology, options, layout.env),
+            kExitInvalid);
+  EXPECT_THAT(layout.err.str(),
+              HasSubstr(absl::StrCat("larger than ",
+                                     analysis::kMaxDocumentBytes, " bytes")));
+
+  TestEnv huge;
+  const std::string huge_topology = WriteTempFile(
+      "huge.yaml", std::string(analysis::kMaxTopologyBytes + 1, ' '));
+  EXPECT_EQ(TopologyApplyCommand(client, huge_topology, options, huge.env),
+            kExitInvalid);
+  EXPECT_THAT(huge.err.str(),
+              HasSubstr(absl::StrCat("larger than ",
+                                     analysis::kMaxTopologyBytes, " bytes")));
+  // Only the first topology reached the collector.
+  EXPECT_EQ(client.calls, 1);
+}
+
 }  // namespace
 }  // namespace fabricdiag::cli

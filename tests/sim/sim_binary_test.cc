@@ -1,10 +1,15 @@
 // The fabricdiag-sim process, run for real.
 #include <filesystem>
+#include <string>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/sim/sim_test_util.h"
+#include "tests/testing/http_get.h"
 #include "tests/testing/subprocess.h"
+#include "tests/testing/temp_dir.h"
 
 namespace fabricdiag::sim {
 namespace {
@@ -89,6 +94,38 @@ TEST(SimBinaryTest, VirtualAgentsNameTheCollectorThatDidNotAnswer) {
   r = RunCommand({FABRICDIAG_SIM_BINARY, "--virtual_agents=-4"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("--virtual_agents"));
+
+  for (const char* prefix : {"-x", "a b", "rack/7-"}) {
+    r = RunCommand({FABRICDIAG_SIM_BINARY, "--virtual_agents=3",
+                    std::string("--virtual_agent_prefix=") + prefix,
+                    "--collector=127.0.0.1:1", "--duration=1s"});
+    EXPECT_EQ(r.exit_code, 2) << prefix;
+    EXPECT_THAT(r.err, HasSubstr("--virtual_agent_prefix: does not make "
+                                 "valid node names"));
+  }
+}
+
+// Agents named by --virtual_agent_prefix: the collector lists them so.
+TEST(SimBinaryTest, VirtualAgentPrefixNamesTheNodes) {
+  testing::TempDir dir;
+  fabricdiag::testing::Subprocess collector(
+      {FABRICDIAG_COLLECTOR_BINARY, "--listen=127.0.0.1:0",
+       "--http_listen=127.0.0.1:0", "--state_dir=" + dir.path() + "/state"});
+  ASSERT_TRUE(collector.Start().ok());
+  std::string line;
+  ASSERT_TRUE(collector.WaitForStderr("gRPC on port", &line));
+  const int grpc = fabricdiag::testing::PortFromLog(line, "gRPC");
+  const int http = fabricdiag::testing::PortFromLog(line, "HTTP");
+  auto r = RunCommand({FABRICDIAG_SIM_BINARY, "--virtual_agents=2",
+                       "--virtual_agent_prefix=rack7-",
+                       absl::StrCat("--collector=127.0.0.1:", grpc),
+                       "--duration=2s"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  absl::StatusOr<std::string> metrics =
+      fabricdiag::testing::HttpGet(http, "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_THAT(*metrics, HasSubstr("node=\"rack7-00001\""));
+  EXPECT_THAT(*metrics, ::testing::Not(HasSubstr("vnode-")));
 }
 
 }  // namespace

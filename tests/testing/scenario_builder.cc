@@ -421,6 +421,7 @@ absl::Status Cluster::BuildTopology() {
     }
   }
   ASSIGN_OR_RETURN(topology_, ParseTopology(yaml));
+  topology_yaml_ = std::move(yaml);
   return absl::OkStatus();
 }
 

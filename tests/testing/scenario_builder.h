@@ -236,6 +236,8 @@ class Cluster {
 
   const std::vector<LayoutModel>& jobs() const { return jobs_; }
   const v1::Topology& topology() const { return topology_; }
+  // The topology file it was parsed from (flow-style links).
+  const std::string& topology_yaml() const { return topology_yaml_; }
 
   // One analysis window: healthy traffic with noise drawn from `seed`, then
   // `faults` applied. Finished (sorted and indexed).
@@ -290,6 +292,7 @@ class Cluster {
   absl::flat_hash_map<std::string, int> host_index_;
   std::vector<LayoutModel> jobs_;
   v1::Topology topology_;
+  std::string topology_yaml_;
   std::vector<NicRole> roles_;  // node * kNicsPerNode + nic
   int max_dp_groups_ = 0;       // DP groups of all dense jobs
 };

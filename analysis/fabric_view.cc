@@ -34,17 +34,55 @@ SampleEvidence SummarizeSamples(absl::Span<const double> times,
 }
 
 PortView& FabricView::AddPort(std::string node, std::string device) {
+  unsorted_ = true;
   PortView& p = ports_.emplace_back();
   p.node = std::move(node);
   p.device = std::move(device);
   return p;
 }
 
+namespace {
+
+bool PortOrder(const PortView& a, const PortView& b) {
+  return std::tie(a.node, a.device) < std::tie(b.node, b.device);
+}
+
+}  // namespace
+
+std::vector<PortView> FabricView::TakePorts() {
+  std::vector<PortView> ports = std::move(ports_);
+  ports_.clear();
+  run_ends_.clear();
+  unsorted_ = false;
+  nodes_.clear();
+  return ports;
+}
+
+void FabricView::AppendSorted(std::vector<PortView>&& ports) {
+  if (!std::is_sorted(ports.begin(), ports.end(), PortOrder)) unsorted_ = true;
+  // Ports already here (sorted by Finish(), or unsorted_) are a run too.
+  if (run_ends_.empty() && !ports_.empty()) run_ends_.push_back(ports_.size());
+  if (ports_.empty()) {
+    ports_ = std::move(ports);
+  } else {
+    ports_.insert(ports_.end(), std::make_move_iterator(ports.begin()),
+                  std::make_move_iterator(ports.end()));
+  }
+  run_ends_.push_back(ports_.size());
+}
+
 void FabricView::Finish() {
-  std::sort(ports_.begin(), ports_.end(),
-            [](const PortView& a, const PortView& b) {
-              return std::tie(a.node, a.device) < std::tie(b.node, b.device);
-            });
+  if (unsorted_) {
+    std::sort(ports_.begin(), ports_.end(), PortOrder);
+  } else {
+    // Sorted runs (merged views): merged pairwise in linear time.
+    for (size_t r = 1; r < run_ends_.size(); ++r) {
+      std::inplace_merge(ports_.begin(), ports_.begin() + run_ends_[r - 1],
+                         ports_.begin() + run_ends_[r], PortOrder);
+    }
+  }
+  run_ends_.clear();
+  unsorted_ = false;
   nodes_.clear();
   for (uint32_t i = 0; i < ports_.size();) {
     uint32_t j = i;

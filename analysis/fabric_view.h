@@ -185,8 +185,14 @@ class FabricView {
   // until the next AddPort().
   PortView& AddPort(std::string node, std::string device);
 
-  // Sorts ports by (node, device) and builds the indexes.
+  // Sorts ports by (node, device) and builds the indexes. Where the ports
+  // came only from AppendSorted(), the sorted runs are merged instead.
   void Finish();
+
+  // For merging views: moves the ports out (the view is left empty), and
+  // appends ports already sorted by (node, device) as one run.
+  std::vector<PortView> TakePorts();
+  void AppendSorted(std::vector<PortView>&& ports);
 
   absl::Span<const PortView> ports() const { return ports_; }
   // The port of `node` whose device or netdev is `name`; null when none.
@@ -196,6 +202,10 @@ class FabricView {
 
  private:
   std::vector<PortView> ports_;
+  // Where each AppendSorted() run ends in ports_; `unsorted_` once a port
+  // came from AddPort() or a run was out of order.
+  std::vector<size_t> run_ends_;
+  bool unsorted_ = false;
   // node -> [begin, end) in ports_.
   absl::flat_hash_map<std::string, std::pair<uint32_t, uint32_t>> nodes_;
 };

@@ -221,7 +221,7 @@ collector::FeatureSlice JetStreamFeatures::Merged(collector::FeatureSlice local,
     AddChunkToSlice(c.chunk, &remote[key.first]);
   }
   for (collector::NodeFacts& n : local.nodes) n.collector = id_;
-  std::vector<const collector::FeatureSlice*> slices = {&local};
+  std::vector<collector::FeatureSlice*> slices = {&local};
   uint64_t remote_ports = 0;
   for (auto& [id, slice] : remote) {
     FinishSlice(&slice);

@@ -9,20 +9,31 @@
 namespace fabricdiag::collector {
 namespace {
 
-// Adds to `out` every port of `in` whose node `owner` gives to `slice`.
-void CopyOwnedPorts(const analysis::FabricView& in, size_t slice,
+// Moves into `out`, as one sorted run, every port of `in` (Finish()ed:
+// sorted by node) whose node `owner` gives to `slice`; looks each node up
+// once.
+void MoveOwnedPorts(analysis::FabricView& in, size_t slice,
                     const absl::flat_hash_map<std::string, size_t>& owner,
                     analysis::FabricView* out) {
-  for (const analysis::PortView& p : in.ports()) {
-    auto it = owner.find(p.node);
-    if (it == owner.end() || it->second != slice) continue;
-    out->AddPort(p.node, p.device) = p;
-  }
+  std::vector<analysis::PortView> ports = in.TakePorts();
+  const std::string* node = nullptr;
+  bool keep = false;
+  auto kept = std::remove_if(
+      ports.begin(), ports.end(), [&](const analysis::PortView& p) {
+        if (node == nullptr || p.node != *node) {
+          node = &p.node;
+          auto it = owner.find(p.node);
+          keep = it != owner.end() && it->second == slice;
+        }
+        return !keep;
+      });
+  ports.erase(kept, ports.end());
+  out->AppendSorted(std::move(ports));
 }
 
 }  // namespace
 
-FeatureSlice MergeFeatureSlices(absl::Span<const FeatureSlice* const> slices) {
+FeatureSlice MergeFeatureSlices(absl::Span<FeatureSlice* const> slices) {
   FeatureSlice merged;
   if (slices.empty()) return merged;
   // node -> the slice it is taken from, and that slice's last report of it.
@@ -39,7 +50,10 @@ FeatureSlice MergeFeatureSlices(absl::Span<const FeatureSlice* const> slices) {
     }
   }
   for (size_t i = 0; i < slices.size(); ++i) {
+    const std::string* node = nullptr;  // ports are sorted by node
     for (const analysis::PortView& p : slices[i]->window.ports()) {
+      if (node != nullptr && p.node == *node) continue;
+      node = &p.node;
       owner.try_emplace(p.node, i);
     }
   }
@@ -49,14 +63,15 @@ FeatureSlice MergeFeatureSlices(absl::Span<const FeatureSlice* const> slices) {
     merged.recent->window_seconds = slices[0]->recent->window_seconds;
   }
   for (size_t i = 0; i < slices.size(); ++i) {
-    const FeatureSlice& s = *slices[i];
-    CopyOwnedPorts(s.window, i, owner, &merged.window);
+    FeatureSlice& s = *slices[i];
+    MoveOwnedPorts(s.window, i, owner, &merged.window);
     if (merged.recent.has_value() && s.recent.has_value()) {
-      CopyOwnedPorts(*s.recent, i, owner, &*merged.recent);
+      MoveOwnedPorts(*s.recent, i, owner, &*merged.recent);
     }
-    for (const NodeFacts& n : s.nodes) {
-      if (owner.at(n.liveness.node) == i) merged.nodes.push_back(n);
+    for (NodeFacts& n : s.nodes) {
+      if (owner.at(n.liveness.node) == i) merged.nodes.push_back(std::move(n));
     }
+    s.nodes.clear();
   }
   // The same order whichever collector merges.
   std::sort(merged.nodes.begin(), merged.nodes.end(),

@@ -87,7 +87,9 @@ class EmbeddedFeatureExchange final : public FeatureExchange {
 // Merges slices: every node from the slice whose liveness of it is newest
 // (a node without liveness facts: from the first slice that has its ports).
 // Views take window_seconds from slices[0]; the merged recent view exists
-// when slices[0] has one; nodes are sorted by name. Pure.
-FeatureSlice MergeFeatureSlices(absl::Span<const FeatureSlice* const> slices);
+// when slices[0] has one; nodes are sorted by name. The ports and nodes are
+// moved out of `slices` (Finish()ed views: their sorted runs are merged,
+// not sorted again), which are left empty.
+FeatureSlice MergeFeatureSlices(absl::Span<FeatureSlice* const> slices);
 
 }  // namespace fabricdiag::collector

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -265,9 +267,9 @@ TEST(MergeFeatureSlicesTest, DisjointSlicesAreUnited) {
   const absl::Time t = absl::FromUnixSeconds(1700000000);
   FeatureSlice a = NodeSlice("gpu-001", t, 1);
   a.window.window_seconds = 5;
-  const FeatureSlice b = NodeSlice("gpu-002", t, 2);
+  FeatureSlice b = NodeSlice("gpu-002", t, 2);
   const FeatureSlice merged =
-      collector::MergeFeatureSlices(std::vector<const FeatureSlice*>{&a, &b});
+      collector::MergeFeatureSlices(std::vector<FeatureSlice*>{&a, &b});
   EXPECT_EQ(merged.window.window_seconds, 5);
   ASSERT_EQ(merged.window.ports().size(), 2u);
   EXPECT_EQ(merged.window.Find("gpu-002", "mlx5_0")->s.rx_bytes, 2);
@@ -278,16 +280,54 @@ TEST(MergeFeatureSlicesTest, ANodeInTwoSlicesComesFromItsNewestReport) {
   // gpu-001's agent moved from collector A to B: A still lists it with its
   // last report there, B with the newer one; its ports come from B alone.
   const absl::Time t = absl::FromUnixSeconds(1700000000);
-  const FeatureSlice a = NodeSlice("gpu-001", t, 1);
-  const FeatureSlice b = NodeSlice("gpu-001", t + absl::Seconds(4), 2);
-  for (const auto& order : {std::vector<const FeatureSlice*>{&a, &b},
-                            std::vector<const FeatureSlice*>{&b, &a}}) {
-    const FeatureSlice merged = collector::MergeFeatureSlices(order);
+  for (const bool a_first : {true, false}) {
+    FeatureSlice a = NodeSlice("gpu-001", t, 1);
+    FeatureSlice b = NodeSlice("gpu-001", t + absl::Seconds(4), 2);
+    const FeatureSlice merged = collector::MergeFeatureSlices(
+        a_first ? std::vector<FeatureSlice*>{&a, &b}
+                : std::vector<FeatureSlice*>{&b, &a});
     ASSERT_EQ(merged.window.ports().size(), 1u);
     EXPECT_EQ(merged.window.ports()[0].s.rx_bytes, 2);
     ASSERT_EQ(merged.nodes.size(), 1u);
     EXPECT_EQ(merged.nodes[0].liveness.last_report, t + absl::Seconds(4));
   }
+}
+
+// Slices whose nodes interleave: the merged view is sorted and indexed as
+// one Finish() of all the ports would have it.
+TEST(MergeFeatureSlicesTest, InterleavedSlicesMergeInOrder) {
+  const absl::Time t = absl::FromUnixSeconds(1700000000);
+  std::vector<FeatureSlice> slices(3);
+  analysis::FabricView all;
+  for (int n = 0; n < 30; ++n) {
+    const std::string node = absl::StrFormat("gpu-%03d", n);
+    FeatureSlice& s = slices[(n * 7) % 3];
+    NodeFacts facts;
+    facts.liveness.node = node;
+    facts.liveness.last_report = t;
+    facts.liveness.ever_reported = true;
+    s.nodes.push_back(facts);
+    for (int p = 3; p >= 0; --p) {
+      const std::string device = absl::StrCat("mlx5_", p);
+      s.window.AddPort(node, device).s.rx_bytes = n * 10 + p;
+      all.AddPort(node, device).s.rx_bytes = n * 10 + p;
+    }
+  }
+  for (FeatureSlice& s : slices) s.window.Finish();
+  all.Finish();
+  const FeatureSlice merged = collector::MergeFeatureSlices(
+      std::vector<FeatureSlice*>{&slices[0], &slices[1], &slices[2]});
+  ASSERT_EQ(merged.window.ports().size(), all.ports().size());
+  for (size_t i = 0; i < all.ports().size(); ++i) {
+    EXPECT_EQ(merged.window.ports()[i].node, all.ports()[i].node) << i;
+    EXPECT_EQ(merged.window.ports()[i].device, all.ports()[i].device) << i;
+    EXPECT_EQ(merged.window.ports()[i].s.rx_bytes, all.ports()[i].s.rx_bytes);
+  }
+  EXPECT_EQ(merged.window.Find("gpu-017", "mlx5_2")->s.rx_bytes, 172);
+  EXPECT_EQ(merged.window.PortsOf("gpu-029").size(), 4u);
+  EXPECT_EQ(merged.nodes.size(), 30u);
+  // The slices gave their ports away.
+  for (const FeatureSlice& s : slices) EXPECT_TRUE(s.window.ports().empty());
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 // overridable from a YAML or JSON file (the collector's --analysis_config,
 // docs/findings.md#configuration).
 //
-//   window_seconds: 5
+//   window_seconds: 3
 //   hysteresis: {open_after: 3, open_within: 4, clear_after: 5}
 //   hot_expert_incast: {rx_over_median: 4, min_link_fraction: 0.25}
 //   pfc_storm: {warning_pause_fraction: 0.2}
@@ -199,8 +199,11 @@ struct AgentDownConfig {
 };
 
 struct AnalysisConfig {
-  // Rates are averaged over this window before each pass.
-  double window_seconds = 5;
+  // Rates are averaged over this window before each pass: 3 samples at the
+  // agent's 1 s, short enough that a weak fault's mean crosses within the
+  // budget (HysteresisConfig), long enough to average out MoE skew and
+  // read jitter with the k of n newest samples.
+  double window_seconds = 3;
   HysteresisConfig hysteresis;
   HotExpertIncastConfig hot_expert_incast;
   PfcStormConfig pfc_storm;

@@ -484,7 +484,7 @@ TEST(AnalyzerUtilTest, OverThresholdSaysHowFarPast) {
 TEST(AnalysisConfigTest, EmptyTextGivesDefaults) {
   absl::StatusOr<AnalysisConfig> c = ParseAnalysisConfig("");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->window_seconds, 5);
+  EXPECT_EQ(c->window_seconds, 3);
   EXPECT_EQ(c->hysteresis.open_after, 3);
   EXPECT_EQ(c->hot_expert_incast.rx_over_median, 4);
   EXPECT_EQ(c->agent_down.missed_intervals, 10);

@@ -3,8 +3,8 @@
 // overridable from a YAML or JSON file (the collector's --analysis_config,
 // docs/findings.md#configuration).
 //
-//   window_seconds: 5
-//   hysteresis: {open_after: 3, clear_after: 5}
+//   window_seconds: 3
+//   hysteresis: {open_after: 3, open_within: 4, clear_after: 5}
 //   hot_expert_incast: {rx_over_median: 4, min_link_fraction: 0.25}
 //   pfc_storm: {warning_pause_fraction: 0.2}
 //   agent_down: {missed_intervals: 10}
@@ -24,26 +24,57 @@
 
 namespace fabricdiag::analysis {
 
-// Findings open after their condition held in `open_after` consecutive
-// passes and resolve after it was clear in `clear_after` consecutive passes,
-// so a single noisy sample never pages anyone. Findings marked `immediate`
-// (a pause-storm event, a link that went down) skip the open delay.
+// Findings open after their condition held long enough and resolve after
+// it was clear in `clear_after` consecutive passes, so a single noisy sample
+// never pages anyone. Findings marked `immediate` (a pause-storm event, a
+// link that went down) skip the open delay.
 //
-// A strong fault need not wait for the window mean: the analyzers also run
-// on the newest `recent_seconds` of samples, and a condition at least
-// `strong_over_threshold` times past its threshold there (evidence
-// "over_threshold") in `strong_open_after` consecutive passes opens at
-// once. A 5 s mean crosses a threshold only seconds into a fault however
-// strong it is; two consecutive samples at twice the threshold are as
-// unlikely from noise as three window means just past it. 0 for
-// recent_seconds turns the fast path off.
+// Every pass the analyzers run twice: over the window mean
+// (`window_seconds`) and over the newest `recent_seconds` of samples (one
+// sample at the agent's interval; 0 turns this view off). Which statistic
+// opens a finding depends on how far past its threshold the condition is
+// (its "over_threshold" evidence):
+//
+//  - strong (at least `strong_over_threshold`, 2x): the newest samples
+//    alone, in `strong_open_after` (2) consecutive passes: the newest two
+//    samples both twice past. Noise is not that: a stale read then its
+//    lump puts at most one sample past, and only by the lump.
+//  - weak (past the threshold, under 2x): k of the last n newest samples,
+//    confirmed by the window mean: the newest samples had the condition in
+//    `open_after` (k, 3) of the last `open_within` (n, 4) passes, and the
+//    window mean has it now. The newest samples answer early, the k of n
+//    forgives one stale or jittered sample, and the window mean (a mean of
+//    several samples, so MoE skew and read jitter average out) keeps a
+//    noisy sample or two from opening anything.
+//  - without the newest-samples view: the window mean in `open_after`
+//    consecutive passes (as before the newest samples were judged).
+//
+// The budget, counted in agent intervals from the fault's first faulty
+// sample (one pass per interval), and where it goes:
+//   agent read: up to 1 (the fault starts between two reads; the first
+//     read after it holds part of an interval of it)
+//   analysis pass: up to 1 (a pass runs at its own phase after the read)
+//   statistic: strong 1 more sample (the newest 2 both over); weak 2 more
+//     (k = 3 newest samples) and the window mean over its threshold, which
+//     needs a window of at most 3 intervals to cross with 3 faulty samples
+//     for a fault only ~1.2x past its threshold
+//   delivery: the store and the watch stream, well under an interval
+// So a strong fault opens within about 3 intervals, a weak one within 5;
+// the old rule (3 consecutive window means over) waited for the window to
+// fill and then 2 more passes: 6 to 7. A finding resolves after its window
+// mean and its newest samples were both clear (the window empties of the
+// fault) and `clear_after` clean passes.
 struct HysteresisConfig {
   int open_after = 3;
   int clear_after = 5;
   double recent_seconds = 1;
   double strong_over_threshold = 2;
   int strong_open_after = 2;
+  int open_within = 4;
 };
+// Most passes open_within can span. An open_within below open_after counts
+// as open_after (k of the last k).
+inline constexpr int kMaxOpenWithin = 32;
 
 struct HotExpertIncastConfig {
   // A member's RX far above its EP group's median: 4x is well beyond the
@@ -168,8 +199,11 @@ struct AgentDownConfig {
 };
 
 struct AnalysisConfig {
-  // Rates are averaged over this window before each pass.
-  double window_seconds = 5;
+  // Rates are averaged over this window before each pass: 3 samples at the
+  // agent's 1 s, short enough that a weak fault's mean crosses within the
+  // budget (HysteresisConfig), long enough to average out MoE skew and
+  // read jitter with the k of n newest samples.
+  double window_seconds = 3;
   HysteresisConfig hysteresis;
   HotExpertIncastConfig hot_expert_incast;
   PfcStormConfig pfc_storm;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <utility>
 
 namespace fabricdiag::analysis {
@@ -49,57 +50,94 @@ void Hysteresis::Seed(const std::vector<Finding>& open) {
   }
 }
 
+namespace {
+
+int Ones(uint32_t bits) {
+  int n = 0;
+  for (; bits != 0; bits &= bits - 1) ++n;
+  return n;
+}
+
+}  // namespace
+
+uint32_t Hysteresis::RecentMask() const {
+  // n below k counts as k (k of k).
+  const int n = std::clamp(std::max(config_.open_within, config_.open_after), 1,
+                           kMaxOpenWithin);
+  return n >= 32 ? ~uint32_t{0} : (uint32_t{1} << n) - 1;
+}
+
 // By value: the candidates are moved into the states.
 // NOLINTNEXTLINE(performance-unnecessary-value-param)
 std::vector<Finding> Hysteresis::Step(std::vector<Finding> candidates,
                                       std::vector<Finding> recent) {
   std::map<Key, Finding> now = ByKey(std::move(candidates));
-  std::map<Key, Finding> strong;
-  for (auto& [key, f] : ByKey(std::move(recent))) {
-    if (Strong(f)) strong.emplace(key, std::move(f));
-  }
+  // Every condition in the newest samples, and which of them are strong.
+  std::map<Key, Finding> fresh = ByKey(std::move(recent));
+  std::map<Key, bool> strong;
+  for (const auto& [key, f] : fresh) strong.emplace(key, Strong(f));
+  auto is_strong = [&](const Key& key) {
+    auto it = strong.find(key);
+    return it != strong.end() && it->second;
+  };
+  const uint32_t mask = RecentMask();
   // Passes without the condition first, so a key present now is not
-  // counted as clear.
+  // counted as clear. Every history ages by one pass.
   for (auto it = states_.begin(); it != states_.end();) {
-    if (now.count(it->first) > 0 || strong.count(it->first) > 0) {
+    State& s = it->second;
+    s.recent = (s.recent << 1) & mask;
+    if (now.count(it->first) > 0 || is_strong(it->first)) {
       ++it;
       continue;
     }
-    State& s = it->second;
     s.held = 0;
     s.strong = 0;
-    ++s.clear;
-    if (!s.open || s.clear >= config_.clear_after) {
+    if (s.open) {
+      ++s.clear;
+      if (s.clear >= config_.clear_after) {
+        it = states_.erase(it);
+        continue;
+      }
+    } else if (s.recent == 0 && fresh.count(it->first) == 0) {
+      // Nothing left to count towards opening.
       it = states_.erase(it);
-    } else {
-      ++it;
+      continue;
     }
+    ++it;
   }
   for (auto& [key, f] : now) {
     State& s = states_[key];
     ++s.held;
     s.last = std::move(f);
   }
-  for (auto& [key, f] : strong) {
+  for (auto& [key, f] : fresh) {
     State& s = states_[key];
-    ++s.strong;
+    s.recent |= 1;
+    if (is_strong(key)) ++s.strong;
     // The window's view is the steadier account; the newest samples speak
     // only until the window confirms them.
-    if (now.count(key) == 0) s.last = std::move(f);
+    if (now.count(key) == 0 && (is_strong(key) || !s.open)) {
+      s.last = std::move(f);
+    }
   }
   std::vector<Finding> open;
   for (auto& [key, s] : states_) {
-    const bool present = now.count(key) > 0 || strong.count(key) > 0;
-    if (!present) {
+    const bool in_window = now.count(key) > 0;
+    const bool in_fresh = fresh.count(key) > 0;
+    if (in_window || in_fresh) ++s.seen;
+    if (!in_window && !is_strong(key)) {
+      // Not present: an open finding counts down with its last evidence;
+      // one not yet open only keeps its newest samples' history.
       if (s.open) open.push_back(s.last);
       continue;
     }
-    if (strong.count(key) == 0) s.strong = 0;
-    if (now.count(key) == 0) s.held = 0;
+    if (!is_strong(key)) s.strong = 0;
+    if (!in_window) s.held = 0;
     s.clear = 0;
-    ++s.seen;
+    // k of the last n newest-samples views, confirmed by the window mean.
+    const bool confirmed = in_window && Ones(s.recent) >= config_.open_after;
     if (!s.open && (s.last.immediate || s.held >= config_.open_after ||
-                    s.strong >= config_.strong_open_after)) {
+                    s.strong >= config_.strong_open_after || confirmed)) {
       s.open = true;
     }
     s.last.evidence[kIntervalsHeldEvidence] = s.seen;

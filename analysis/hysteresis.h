@@ -14,16 +14,23 @@
 // resolution it stays open with its last evidence.
 //
 // Step() may also take what the analyzers see in the newest samples alone
-// (HysteresisConfig::recent_seconds): a condition there at least
-// strong_over_threshold times past its threshold (kOverThresholdEvidence)
-// in strong_open_after consecutive passes opens without waiting for the
-// window mean to confirm it, and keeps an open finding from counting down.
-// Every open finding carries kIntervalsHeldEvidence: the passes its
-// condition has held since it was first seen.
+// (HysteresisConfig::recent_seconds), and then:
+//  - a condition there at least strong_over_threshold times past its
+//    threshold (kOverThresholdEvidence) in strong_open_after consecutive
+//    passes opens without waiting for the window mean, and keeps an open
+//    finding from counting down;
+//  - any condition there in open_after of the last open_within passes
+//    opens as soon as the window mean has it too (k of n, confirmed by the
+//    window), instead of after open_after consecutive window means.
+// HysteresisConfig (analysis/analysis_config.h) has the interval budget
+// these statistics meet and why they were chosen. Every open finding
+// carries kIntervalsHeldEvidence: the passes its condition has been seen
+// (in the window or the newest samples) since it was first seen.
 //
 // Thread-compatible: one owner calls Step().
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <tuple>
@@ -61,6 +68,9 @@ class Hysteresis {
     int strong = 0;  // consecutive passes strong in the newest samples
     int clear = 0;   // consecutive passes without either
     int seen = 0;    // passes with the condition since it was first seen
+    // Bit i: the newest samples had the condition i passes ago (the last
+    // open_within passes).
+    uint32_t recent = 0;
     bool open = false;
     Finding last;
   };
@@ -68,6 +78,8 @@ class Hysteresis {
   // One finding per key; the more severe where an analyzer repeats a key.
   static std::map<Key, Finding> ByKey(std::vector<Finding> findings);
   bool Strong(const Finding& f) const;
+  // The bits of State::recent that count: the last open_within passes.
+  uint32_t RecentMask() const;
 
   const HysteresisConfig config_;
   std::map<Key, State> states_;

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -63,15 +65,24 @@ void AnalysisRunner::Start() {
           std::strerror(errno),
           "); under load it competes with ingest for the CPU"));
     }
+    // Passes at a fixed rate, one per interval, not an interval after the
+    // last pass ended: a period of interval plus the pass's own time drifts
+    // against the agents' reads, and every few passes one pass would see
+    // two new samples and the newest-samples view would skip one (the
+    // fault's first sample, at worst: an interval late). A pass that
+    // overruns starts the next at the following slot.
+    const std::chrono::nanoseconds period(
+        std::max<int64_t>(absl::ToInt64Nanoseconds(options_.interval), 1));
+    auto next = std::chrono::steady_clock::now();
     std::unique_lock<std::mutex> lock(mu_);
     while (!stopping_) {
       lock.unlock();
       RunOnce();
       lock.lock();
-      cv_.wait_for(
-          lock,
-          std::chrono::nanoseconds(absl::ToInt64Nanoseconds(options_.interval)),
-          [this] { return stopping_; });
+      next += period;
+      const auto now = std::chrono::steady_clock::now();
+      if (next < now) next += ((now - next) / period + 1) * period;
+      cv_.wait_until(lock, next, [this] { return stopping_; });
     }
   });
 }

@@ -351,7 +351,8 @@ TEST(HysteresisTest, WeakOrSingleStrongSamplesDoNotOpen) {
     // Past the threshold, but not twice past it.
     EXPECT_THAT(gate.Step({}, {Over("gpu-1", 1.9)}), IsEmpty());
   }
-  EXPECT_EQ(gate.tracked(), 0u) << "weak newest samples track nothing";
+  // Its newest-samples history is all that is kept.
+  EXPECT_EQ(gate.tracked(), 1u);
   for (int i = 0; i < 10; ++i) {
     // One strong sample between clean ones: a stale read, then its lump.
     std::vector<Finding> recent;
@@ -361,6 +362,59 @@ TEST(HysteresisTest, WeakOrSingleStrongSamplesDoNotOpen) {
   // A finding without the number is never strong.
   EXPECT_THAT(gate.Step({}, {Candidate("gpu-2")}), IsEmpty());
   EXPECT_THAT(gate.Step({}, {Candidate("gpu-2")}), IsEmpty());
+}
+
+// k of n: a weak condition in the newest samples in open_after (3) of the
+// last open_within (4) passes opens as soon as the window mean has it.
+TEST(HysteresisTest, WeakNewestSamplesOpenOnceTheWindowConfirms) {
+  Hysteresis gate(kFastPath);
+  EXPECT_THAT(gate.Step({}, {Over("gpu-1", 1.3)}), IsEmpty());
+  EXPECT_THAT(gate.Step({}, {Over("gpu-1", 1.3)}), IsEmpty());
+  Finding window = Over("gpu-1", 1.1);
+  window.evidence["x"] = 1;
+  // The first pass the window sees it: the third of the newest samples.
+  std::vector<Finding> open = gate.Step({window}, {Over("gpu-1", 1.3)});
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(EvidenceOf(open[0], "x"), 1) << "the window's account";
+  EXPECT_EQ(EvidenceOf(open[0], kIntervalsHeldEvidence), 3);
+}
+
+TEST(HysteresisTest, KOfNForgivesOneMissingNewestSample) {
+  Hysteresis gate(kFastPath);
+  gate.Step({}, {Over("gpu-1", 1.3)});
+  gate.Step({}, {Over("gpu-1", 1.3)});
+  // A stale read: the newest sample lacks it.
+  EXPECT_THAT(gate.Step({}, {}), IsEmpty());
+  EXPECT_EQ(gate.Step({Over("gpu-1", 1.1)}, {Over("gpu-1", 1.3)}).size(), 1u);
+}
+
+TEST(HysteresisTest, TooFewNewestSamplesOrNoWindowDoNotOpen) {
+  Hysteresis gate(kFastPath);
+  // Newest samples alone, every pass: the window never confirms.
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_THAT(gate.Step({}, {Over("gpu-1", 1.9)}), IsEmpty());
+  }
+  // 2 of the last 4, then the window: not enough.
+  Hysteresis other(kFastPath);
+  other.Step({}, {Over("gpu-2", 1.5)});
+  other.Step({}, {});
+  other.Step({}, {Over("gpu-2", 1.5)});
+  EXPECT_THAT(other.Step({Over("gpu-2", 1.1)}, {}), IsEmpty());
+  // Samples older than the last 4 passes do not count.
+  Hysteresis old(kFastPath);
+  for (int i = 0; i < 3; ++i) old.Step({}, {Over("gpu-3", 1.5)});
+  old.Step({}, {});
+  old.Step({}, {});
+  EXPECT_THAT(old.Step({Over("gpu-3", 1.1)}, {Over("gpu-3", 1.5)}), IsEmpty());
+  EXPECT_EQ(old.tracked(), 1u);
+}
+
+TEST(HysteresisTest, OpenWithinBelowOpenAfterCountsAsOpenAfter) {
+  // 3 of the last 1: read as 3 of the last 3.
+  Hysteresis gate({3, 2, 1, 2, 2, /*open_within=*/1});
+  gate.Step({}, {Over("gpu-1", 1.5)});
+  gate.Step({}, {Over("gpu-1", 1.5)});
+  EXPECT_EQ(gate.Step({Over("gpu-1", 1.1)}, {Over("gpu-1", 1.5)}).size(), 1u);
 }
 
 TEST(HysteresisTest, TheWindowsAccountWinsOverTheNewestSamples) {
@@ -430,7 +484,7 @@ TEST(AnalyzerUtilTest, OverThresholdSaysHowFarPast) {
 TEST(AnalysisConfigTest, EmptyTextGivesDefaults) {
   absl::StatusOr<AnalysisConfig> c = ParseAnalysisConfig("");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->window_seconds, 5);
+  EXPECT_EQ(c->window_seconds, 3);
   EXPECT_EQ(c->hysteresis.open_after, 3);
   EXPECT_EQ(c->hot_expert_incast.rx_over_median, 4);
   EXPECT_EQ(c->agent_down.missed_intervals, 10);
@@ -440,7 +494,7 @@ TEST(AnalysisConfigTest, EmptyTextGivesDefaults) {
 TEST(AnalysisConfigTest, OverridesNestedAndTopLevelKeys) {
   absl::StatusOr<AnalysisConfig> c = ParseAnalysisConfig(
       "window_seconds: 10\n"
-      "hysteresis: {open_after: 2, clear_after: 7}\n"
+      "hysteresis: {open_after: 2, clear_after: 7, open_within: 6}\n"
       "pfc_storm:\n  warning_pause_fraction: 0.3\n"
       "ecmp_imbalance: {max_over_mean: 2}\n"
       "agent_down: {missed_intervals: 5, default_interval_seconds: 0.5}\n");
@@ -448,6 +502,7 @@ TEST(AnalysisConfigTest, OverridesNestedAndTopLevelKeys) {
   EXPECT_EQ(c->window_seconds, 10);
   EXPECT_EQ(c->hysteresis.open_after, 2);
   EXPECT_EQ(c->hysteresis.clear_after, 7);
+  EXPECT_EQ(c->hysteresis.open_within, 6);
   EXPECT_DOUBLE_EQ(c->pfc_storm.warning_pause_fraction, 0.3);
   EXPECT_DOUBLE_EQ(c->ecmp_imbalance.max_over_mean, 2);
   EXPECT_EQ(c->agent_down.missed_intervals, 5);
@@ -491,6 +546,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"hysteresis: {open_after: 0}", "hysteresis.open_after"},
         BadConfig{"hysteresis: {strong_over_threshold: 0.5}",
                   "hysteresis.strong_over_threshold: 0.5 is outside"},
+        BadConfig{"hysteresis: {open_within: 33}",
+                  "hysteresis.open_within: 33 is outside"},
+        BadConfig{"hysteresis: {open_within: 0}",
+                  "hysteresis.open_within: 0 is outside"},
         BadConfig{"hysteresis: {recent_seconds: -1}",
                   "hysteresis.recent_seconds: -1 is outside"},
         BadConfig{"window_seconds: .nan", "window_seconds"},
@@ -536,6 +595,7 @@ TEST(AnalysisConfigTest, ShippedExampleIsValidAndMatchesTheDefaults) {
   EXPECT_EQ(c->hysteresis.strong_over_threshold,
             d.hysteresis.strong_over_threshold);
   EXPECT_EQ(c->hysteresis.strong_open_after, d.hysteresis.strong_open_after);
+  EXPECT_EQ(c->hysteresis.open_within, d.hysteresis.open_within);
   EXPECT_EQ(c->hot_expert_incast.rx_over_median,
             d.hot_expert_incast.rx_over_median);
   EXPECT_EQ(c->hot_expert_incast.min_rx_bytes_per_second,

@@ -239,6 +239,8 @@ Opened WhenAStrongStormOpens(const analysis::HysteresisConfig& gate) {
 
   AnalysisStats stats;
   AnalysisRunner::Options options;
+  // A 5 s window: the comparison below is with its mean.
+  options.analysis.window_seconds = 5;
   options.analysis.hysteresis = gate;
   AnalysisRunner runner(&series, &registry, &findings, &stats, clock, options);
   uint64_t seq = 0;

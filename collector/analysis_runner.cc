@@ -284,8 +284,7 @@ void AnalysisRunner::RunOnce() {
     Publish(
         std::make_shared<const analysis::FabricView>(std::move(fabric.window)));
   }
-  stats_->passes.fetch_add(1);
-  stats_->last_pass_nanos.store(clock_.MonotonicNanos() - start);
+  stats_->RecordPass(clock_.MonotonicNanos() - start);
 }
 
 std::shared_ptr<const std::vector<NodeFacts>> AnalysisRunner::LatestNodes()

@@ -1,5 +1,6 @@
 #include "collector/collector_metrics.h"
 
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -101,6 +102,25 @@ void AppendAnalysisFamilies(const AnalysisStats& stats,
   AddValue(&pass_time, {},
            static_cast<double>(stats.last_pass_nanos.load()) * 1e-9);
   out->push_back(std::move(pass_time));
+  // Every pass, not only the last one a scrape happens to see.
+  MetricFamily passes_by_time =
+      Family("fabricdiag_analysis_pass_seconds",
+             "Time each analysis pass took.", MetricType::Histogram);
+  prometheus::ClientMetric histogram;
+  uint64_t cumulative = 0;
+  for (size_t b = 0; b < AnalysisStats::kPassBuckets.size(); ++b) {
+    cumulative += stats.pass_buckets[b].load();
+    histogram.histogram.bucket.push_back(
+        {cumulative, AnalysisStats::kPassBuckets[b]});
+  }
+  cumulative += stats.pass_buckets.back().load();
+  histogram.histogram.bucket.push_back(
+      {cumulative, std::numeric_limits<double>::infinity()});
+  histogram.histogram.sample_count = cumulative;
+  histogram.histogram.sample_sum =
+      static_cast<double>(stats.pass_nanos_sum.load()) * 1e-9;
+  passes_by_time.metric.push_back(std::move(histogram));
+  out->push_back(std::move(passes_by_time));
   MetricFamily persist =
       Family("fabricdiag_analysis_persist_errors_total",
              "Analysis passes whose findings could not be written to "
@@ -111,6 +131,16 @@ void AppendAnalysisFamilies(const AnalysisStats& stats,
 }
 
 }  // namespace
+
+void AnalysisStats::RecordPass(int64_t nanos) {
+  const double seconds = static_cast<double>(nanos) * 1e-9;
+  size_t b = 0;
+  while (b < kPassBuckets.size() && seconds > kPassBuckets[b]) ++b;
+  pass_buckets[b].fetch_add(1);
+  pass_nanos_sum.fetch_add(nanos);
+  last_pass_nanos.store(nanos);
+  passes.fetch_add(1);
+}
 
 CollectorMetrics::CollectorMetrics(const SeriesStore* store,
                                    const IngestCounters* counters,

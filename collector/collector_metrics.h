@@ -8,6 +8,7 @@
 // Thread-safe.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <vector>
 
@@ -21,8 +22,19 @@ namespace fabricdiag::collector {
 
 // Filled in by the analysis runner after every pass.
 struct AnalysisStats {
+  // Upper bounds (seconds) of fabricdiag_analysis_pass_seconds' buckets:
+  // around the 1 s interval a pass must fit.
+  static constexpr std::array<double, 9> kPassBuckets = {
+      0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+
+  // Counts one pass that took `nanos`.
+  void RecordPass(int64_t nanos);
+
   std::atomic<uint64_t> passes{0};
   std::atomic<int64_t> last_pass_nanos{0};
+  std::atomic<int64_t> pass_nanos_sum{0};
+  // Passes per bucket (not cumulative), the last one over every bound.
+  std::array<std::atomic<uint64_t>, kPassBuckets.size() + 1> pass_buckets{};
   std::atomic<uint64_t> persist_errors{0};
 };
 

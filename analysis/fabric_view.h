@@ -152,6 +152,9 @@ struct SampleEvidence {
   double span_seconds = 0;
   double median_interval_seconds = 0;
   double max_interval_seconds = 0;
+  // Reports a full window holds at the node's interval; 0 when the view
+  // does not say, and then the window's coverage is judged in seconds.
+  int expected_reports = 0;
 };
 
 // The evidence of n reports: `times` holds n + 1 report times in seconds,

@@ -39,6 +39,32 @@ std::string BaselineKey(absl::string_view job, absl::string_view host,
                       absl::string_view("\0", 1), nic);
 }
 
+// Whether the reports cover enough of the window. In reports when the view
+// says how many a full window holds: agents read at a fixed rate, so a read
+// that ran late shortens the time from the report before the window to the
+// newest one by up to an interval while the window still holds every
+// sample (on a busy machine the newest sample alone, a 0.5 s recent view,
+// can span 0.3 s). In seconds otherwise.
+bool ReportsCoverWindow(const SampleEvidence& e, double window_seconds,
+                        const StragglerNicConfig& cfg) {
+  if (e.expected_reports > 0) {
+    return e.reports >= cfg.min_window_coverage * e.expected_reports;
+  }
+  return e.report_span_seconds >= cfg.min_window_coverage * window_seconds;
+}
+
+// Whether the samples that moved cover enough of the window: the reports
+// do, and the newest of them are not stale reads still waiting for their
+// lump.
+bool MovedCoversWindow(const SampleEvidence& e, double window_seconds,
+                       const StragglerNicConfig& cfg) {
+  if (e.expected_reports > 0) {
+    return ReportsCoverWindow(e, window_seconds, cfg) &&
+           e.span_seconds >= cfg.min_window_coverage * e.report_span_seconds;
+  }
+  return e.span_seconds >= cfg.min_window_coverage * window_seconds;
+}
+
 // Whether the window's samples of a port are evidence at all: they cover
 // enough of the window, at even intervals. A view that does not say
 // (reports 0) is taken at its word.
@@ -50,9 +76,9 @@ bool EvenlySampled(const SampleEvidence& e, double window_seconds,
     // of zeros longer than any stale run the regularity test lets pass,
     // over the window, is the latter.
     return e.reports > cfg.max_interval_over_median &&
-           e.report_span_seconds >= cfg.min_window_coverage * window_seconds;
+           ReportsCoverWindow(e, window_seconds, cfg);
   }
-  if (e.span_seconds < cfg.min_window_coverage * window_seconds) return false;
+  if (!MovedCoversWindow(e, window_seconds, cfg)) return false;
   return e.max_interval_seconds <=
          cfg.max_interval_over_median * e.median_interval_seconds;
 }

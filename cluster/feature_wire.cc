@@ -64,7 +64,7 @@ static_assert(sizeof(PortSignals) ==
                   sizeof(double) * (2 + 1 + 4 * analysis::kPriorities +
                                     std::size(kOptionalFields)),
               "PortSignals changed: update proto/cluster.proto and the table");
-static_assert(sizeof(analysis::SampleEvidence) == 48,
+static_assert(sizeof(analysis::SampleEvidence) == 56,
               "SampleEvidence changed: update proto/cluster.proto");
 
 using RepeatedDouble = google::protobuf::RepeatedField<double>;
@@ -127,6 +127,7 @@ PortSignals SignalsFromWire(const v1::PortSignalsWire& w) {
 void EvidenceToWire(const analysis::SampleEvidence& e,
                     v1::SampleEvidenceWire* w) {
   w->set_reports(e.reports);
+  w->set_expected_reports(e.expected_reports);
   w->set_report_span_seconds(e.report_span_seconds);
   w->set_intervals(e.intervals);
   w->set_span_seconds(e.span_seconds);
@@ -137,6 +138,7 @@ void EvidenceToWire(const analysis::SampleEvidence& e,
 analysis::SampleEvidence EvidenceFromWire(const v1::SampleEvidenceWire& w) {
   analysis::SampleEvidence e;
   e.reports = w.reports();
+  e.expected_reports = w.expected_reports();
   e.report_span_seconds = w.report_span_seconds();
   e.intervals = w.intervals();
   e.span_seconds = w.span_seconds();

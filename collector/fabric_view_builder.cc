@@ -193,6 +193,7 @@ analysis::FabricView FabricViewBuilder::Build(const v1::Topology* topology,
       if (!cache.traffic_slots[i].empty()) {
         node->RecentActivity(samples, cache.traffic_slots[i], &times_, &moved_);
         v.samples = analysis::SummarizeSamples(times_, moved_);
+        v.samples.expected_reports = static_cast<int>(samples);
       }
     }
   }

@@ -658,26 +658,38 @@ TEST(SampleEvidenceTest, StaleReadsFoldIntoTheLumpThatCatchesUp) {
   EXPECT_EQ(SummarizeSamples({0, 1}, {true, true}).reports, 0);  // misfit
 }
 
+// Where `model` has stragglers when `port` of `ports` has evidence `e` in
+// a window of `window_seconds`.
+std::vector<std::string> JudgedWithEvidence(const LayoutModel& model,
+                                            const Ports& ports,
+                                            const Port& port,
+                                            const SampleEvidence& e,
+                                            double window_seconds) {
+  const AnalysisConfig config;
+  FabricView view = ViewOf(ports);
+  view.window_seconds = window_seconds;
+  for (const PortView& p : view.ports()) {
+    if (p.node == port.first && p.device == port.second) {
+      const_cast<PortView&>(p).samples = e;
+    }
+  }
+  AnalysisInput in;
+  in.view = &view;
+  in.layouts = {&model};
+  in.config = &config;
+  return Where(StragglerNicFindings(in));
+}
+
 TEST(StragglerNicEvidenceTest, IrregularSamplesRaiseNothing) {
   LayoutModel dense =
       Build(LayoutYaml("dense", 8, "{tp: 8, pp: 1, dp: 8}", kEightRails));
-  const AnalysisConfig config;
   const Port port{"gpu-004", "mlx5_3"};
   Ports ports = FlatPorts(dense);
   // The window's mean is low because its samples are: a gap, stale reads.
   SetThroughput(ports, port, 0.3 * 2 * kAllToAll);
   auto judged = [&](const SampleEvidence& e) {
-    FabricView view = ViewOf(ports);
-    for (const PortView& p : view.ports()) {
-      if (p.node == port.first && p.device == port.second) {
-        const_cast<PortView&>(p).samples = e;
-      }
-    }
-    AnalysisInput in;
-    in.view = &view;
-    in.layouts = {&dense};
-    in.config = &config;
-    return Where(StragglerNicFindings(in));
+    return JudgedWithEvidence(dense, ports, port, e,
+                              FabricView().window_seconds);
   };
   const std::vector<double> times = {0, 1, 2, 3, 4, 5};
   // Regular samples: the same mean is a straggler.
@@ -705,6 +717,44 @@ TEST(StragglerNicEvidenceTest, IrregularSamplesRaiseNothing) {
   EXPECT_THAT(judged(SummarizeSamples({0, 0.7, 2.1, 2.9, 3.9, 5},
                                       {true, true, true, true, true})),
               ElementsAre("dense gpu-004 mlx5_3 dp:3"));
+}
+
+// A view that says how many reports a full window holds counts its
+// coverage in reports: on a busy machine a late read shortens the window's
+// span while it still holds every sample.
+TEST(StragglerNicEvidenceTest, CoverageCountsReportsWhenTheViewSaysHowMany) {
+  LayoutModel dense =
+      Build(LayoutYaml("dense", 8, "{tp: 8, pp: 1, dp: 8}", kEightRails));
+  const Port port{"gpu-004", "mlx5_3"};
+  Ports ports = FlatPorts(dense);
+  SetThroughput(ports, port, 0.3 * 2 * kAllToAll);
+  auto judged = [&](double window_seconds, SampleEvidence e,
+                    int expected_reports) {
+    e.expected_reports = expected_reports;
+    return JudgedWithEvidence(dense, ports, port, e, window_seconds);
+  };
+  const auto straggler = ElementsAre("dense gpu-004 mlx5_3 dp:3");
+  // The newest 0.5 s sample, read 0.15 s late after one on time: 0.35 s.
+  const SampleEvidence late = SummarizeSamples({10.15, 10.5}, {true});
+  EXPECT_THAT(judged(0.5, late, 1), straggler);
+  EXPECT_THAT(judged(0.5, late, 0), IsEmpty());  // 0.35 s of 0.5 in seconds
+  // A 1.5 s window of 3 samples whose ends ran late and early.
+  const SampleEvidence jittered =
+      SummarizeSamples({0.2, 0.5, 1.0, 1.4}, {true, true, true});
+  EXPECT_THAT(judged(1.5, jittered, 3), straggler);
+  // Too few reports: a node that just started.
+  EXPECT_THAT(judged(1.5, SummarizeSamples({0, 0.5, 1}, {true, true}), 3),
+              IsEmpty());
+  // Reports enough, but the newest is a stale read: its lump is to come.
+  EXPECT_THAT(
+      judged(1.5, SummarizeSamples({0, 0.5, 1, 1.5}, {true, true, false}), 3),
+      IsEmpty());
+  // Nothing moved in any report of a full window: the NIC moved nothing.
+  SetThroughput(ports, port, 0);
+  EXPECT_THAT(
+      judged(1.5, SummarizeSamples({0, 0.4, 0.9, 1.3}, {false, false, false}),
+             3),
+      straggler);
 }
 
 }  // namespace

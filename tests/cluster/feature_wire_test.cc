@@ -79,6 +79,7 @@ void ExpectSameSignals(const PortSignals& a, const PortSignals& b,
 void ExpectSameEvidence(const analysis::SampleEvidence& a,
                         const analysis::SampleEvidence& b) {
   EXPECT_EQ(a.reports, b.reports);
+  EXPECT_EQ(a.expected_reports, b.expected_reports);
   EXPECT_EQ(a.report_span_seconds, b.report_span_seconds);
   EXPECT_EQ(a.intervals, b.intervals);
   EXPECT_EQ(a.span_seconds, b.span_seconds);
@@ -114,7 +115,7 @@ FeatureSlice TwoNodeSlice() {
   PortView& a = slice.window.AddPort("gpu-001", "mlx5_0");
   a.netdev = "eth0";
   a.s = Filled(1, 3);
-  a.samples = {5, 5.2, 4, 4.1, 1.0, 1.6};
+  a.samples = {5, 5.2, 4, 4.1, 1.0, 1.6, 6};
   PortView& b = slice.window.AddPort("gpu-001", "mlx5_1");
   b.s = Filled(100, 0);
   PortView& sw = slice.window.AddPort("leaf-01", "swp3");
@@ -126,7 +127,7 @@ FeatureSlice TwoNodeSlice() {
   slice.recent->window_seconds = 2;
   PortView& ra = slice.recent->AddPort("gpu-001", "mlx5_0");
   ra.s = Filled(7, 2);
-  ra.samples = {2, 2.0, 2, 2.0, 1.0, 1.0};
+  ra.samples = {2, 2.0, 2, 2.0, 1.0, 1.0, 2};
   slice.recent->Finish();
   NodeFacts gpu;
   gpu.liveness.node = "gpu-001";

@@ -192,7 +192,8 @@ TEST_F(FabricViewBuilderTest, SaysHowTheWindowsSamplesLieInTime) {
   FabricViewBuilder builder(&store_);
   analysis::FabricView view = builder.Build(nullptr, 5, clock_.Now());
   const analysis::SampleEvidence& e = view.Find("gpu-0", "mlx5_0")->samples;
-  EXPECT_EQ(e.reports, 5);  // seq 6..10
+  EXPECT_EQ(e.reports, 5);           // seq 6..10
+  EXPECT_EQ(e.expected_reports, 5);  // 5 s at 1 s
   EXPECT_EQ(e.intervals, 3);
   EXPECT_DOUBLE_EQ(e.span_seconds, 5);
   EXPECT_DOUBLE_EQ(e.report_span_seconds, 5);
@@ -201,6 +202,7 @@ TEST_F(FabricViewBuilderTest, SaysHowTheWindowsSamplesLieInTime) {
   // The newest second alone: seq 10 moved.
   view = builder.Build(nullptr, 1, clock_.Now());
   EXPECT_EQ(view.Find("gpu-0", "mlx5_0")->samples.intervals, 1);
+  EXPECT_EQ(view.Find("gpu-0", "mlx5_0")->samples.expected_reports, 1);
   EXPECT_DOUBLE_EQ(view.Find("gpu-0", "mlx5_0")->samples.span_seconds, 1);
 }
 
@@ -212,6 +214,7 @@ TEST_F(FabricViewBuilderTest, ANewNodesSamplesCoverLittleOfTheWindow) {
   const analysis::SampleEvidence& e = view.Find("gpu-0", "mlx5_0")->samples;
   // Seq 1 only starts the first interval.
   EXPECT_EQ(e.reports, 1);
+  EXPECT_EQ(e.expected_reports, 5);
   EXPECT_DOUBLE_EQ(e.span_seconds, 1);
 }
 

@@ -317,20 +317,16 @@ absl::StatusOr<std::unique_ptr<HttpServer>> ServeMetrics(
   return http;
 }
 
-// Ticks `runner` at the configured interval until SIGINT or SIGTERM.
+// Ticks `runner` at once, then on the wall clock's grid of the configured
+// interval (NextGridTick) until SIGINT or SIGTERM: agents whose clocks
+// agree read at the same instants, and the collector's passes run just
+// after. A snapshot that overruns skips ticks instead of bursting.
 void TickUntilSignal(const AgentConfig& config, const sigset_t& signals,
                      const Clock& clock, AgentRunner& runner) {
-  const int64_t interval_nanos = absl::ToInt64Nanoseconds(config.interval);
-  int64_t next = clock.MonotonicNanos();
   for (;;) {
     runner.Tick();
-    // Fixed-rate ticks; when a snapshot overruns, skip the missed ticks
-    // instead of bursting to catch up.
-    next += interval_nanos;
-    const int64_t now = clock.MonotonicNanos();
-    if (next <= now) {
-      next += ((now - next) / interval_nanos + 1) * interval_nanos;
-    }
+    const int64_t next = NextGridTick(clock.MonotonicNanos(), clock.Now(),
+                                      config.interval, absl::ZeroDuration());
     if (WaitForTickOrSignal(signals, clock, next)) return;
   }
 }

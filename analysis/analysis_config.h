@@ -53,7 +53,9 @@ namespace fabricdiag::analysis {
 // sample (one pass per interval), and where it goes:
 //   agent read: up to 1 (the fault starts between two reads; the first
 //     read after it holds part of an interval of it)
-//   analysis pass: up to 1 (a pass runs at its own phase after the read)
+//   analysis pass: about 0.1 (agents read and passes run on the wall
+//     clock's grid, a pass a tenth of an interval after the reads; up to
+//     1 more when a report arrives later than that)
 //   statistic: strong 1 more sample (the newest 2 both over); weak 2 more
 //     (k = 3 newest samples) and the window mean over its threshold, which
 //     needs a window of at most 3 intervals to cross with 3 faulty samples

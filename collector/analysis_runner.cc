@@ -21,6 +21,7 @@
 #include "analysis/finding.h"
 #include "analysis/finding_wire.h"
 #include "analysis/tp_cross_node.h"
+#include "common/clock.h"
 #include "common/log.h"
 
 namespace fabricdiag::collector {
@@ -28,6 +29,12 @@ namespace {
 
 constexpr char kLayoutSource[] = "layout_analyzers";
 constexpr char kRateSource[] = "rate_analyzers";
+// How long after the agents' grid point a pass runs, as a fraction of the
+// interval: 100 ms at 1 s. An agent's read (a few milliseconds), its
+// report's way into the series store and NTP's disagreement between
+// clocks (milliseconds) fit well within it. A report that comes later
+// counts in the next pass, as every report did at an arbitrary phase.
+constexpr double kPassSettleFraction = 0.1;
 
 }  // namespace
 
@@ -65,23 +72,27 @@ void AnalysisRunner::Start() {
           std::strerror(errno),
           "); under load it competes with ingest for the CPU"));
     }
-    // Passes at a fixed rate, one per interval, not an interval after the
-    // last pass ended: a period of interval plus the pass's own time drifts
-    // against the agents' reads, and every few passes one pass would see
-    // two new samples and the newest-samples view would skip one (the
-    // fault's first sample, at worst: an interval late). A pass that
+    // Passes on the wall clock's grid, where the agents read
+    // (NextGridTick), a settling time after it: a pass sees the samples
+    // the agents just took instead of up to an interval after. Not an
+    // interval after the last pass ended: that period drifts against the
+    // agents' reads, and every few passes one pass would see two new
+    // samples and the newest-samples view would skip one. A pass that
     // overruns starts the next at the following slot.
-    const std::chrono::nanoseconds period(
-        std::max<int64_t>(absl::ToInt64Nanoseconds(options_.interval), 1));
-    auto next = std::chrono::steady_clock::now();
+    const absl::Duration settle = kPassSettleFraction * options_.interval;
     std::unique_lock<std::mutex> lock(mu_);
     while (!stopping_) {
       lock.unlock();
       RunOnce();
       lock.lock();
-      next += period;
       const auto now = std::chrono::steady_clock::now();
-      if (next < now) next += ((now - next) / period + 1) * period;
+      const int64_t mono = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               now.time_since_epoch())
+                               .count();
+      const auto next =
+          now + std::chrono::nanoseconds(
+                    NextGridTick(mono, absl::Now(), options_.interval, settle) -
+                    mono);
       cv_.wait_until(lock, next, [this] { return stopping_; });
     }
   });

@@ -219,11 +219,11 @@ def main():
         sysm.start_collector()
         sysm.cli_run("layout", "apply", f"{work}/layout.yaml")
         sysm.cli_run("topology", "apply", f"{work}/topology.yaml")
-        # Where in its interval each process ticks decides up to an interval
-        # of every latency: as on real machines, let it fall anywhere (the
-        # collector's passes against the simulator's ticks, the agents'
-        # reads against both) rather than where this script's timing would
-        # put it every run.
+        # Agents read and the collector's passes run on the wall clock's
+        # grid of the interval; where the simulator ticks against that grid
+        # (as where a fault begins against the reads on a real machine)
+        # decides up to an interval of every latency: let it fall anywhere
+        # rather than where this script's timing would put it every run.
         time.sleep(random.uniform(0, INTERVAL))
         sysm.t0 = time.time()
         sysm.start_sim("leaf-1")
@@ -446,7 +446,9 @@ def main():
               f"budget {OPEN}, bound {AGENT_DOWN_BOUND}")
         print(f"(latencies count from before the simulator's clock started:"
               f" long by up to {sim_ready:.2f}s, never short; agents started "
-              f"{agents_phase:.2f}s after it)")
+              f"{agents_phase:.2f}s after it; the simulator ticks "
+              f"{(sysm.t0 % INTERVAL) / INTERVAL:.2f} of an interval after "
+              f"the agents' reads)")
         for line in over_budget:
             print(line)
         cpu_busy = (cpu_to[0] - cpu_from[0]) / max(1, cpu_to[1] - cpu_from[1])

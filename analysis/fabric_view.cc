@@ -1,6 +1,7 @@
 #include "analysis/fabric_view.h"
 
 #include <algorithm>
+#include <iterator>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -47,12 +48,70 @@ bool PortOrder(const PortView& a, const PortView& b) {
   return std::tie(a.node, a.device) < std::tie(b.node, b.device);
 }
 
+// Moves every port of `runs` (each sorted by PortOrder) into one sorted
+// vector, each port once: runs that follow each other are concatenated,
+// others merged through a heap of the runs' heads. Equal ports keep the
+// order of their runs, as pairwise std::inplace_merge would.
+std::vector<PortView> MergeRuns(std::vector<std::vector<PortView>>& runs) {
+  size_t total = 0;
+  bool in_order = true;
+  const PortView* last = nullptr;  // the end of the runs so far
+  for (const std::vector<PortView>& run : runs) {
+    total += run.size();
+    if (run.empty()) continue;
+    if (last != nullptr && PortOrder(run.front(), *last)) in_order = false;
+    last = &run.back();
+  }
+  std::vector<PortView> out;
+  out.reserve(total);
+  if (in_order) {
+    for (std::vector<PortView>& run : runs) {
+      std::move(run.begin(), run.end(), std::back_inserter(out));
+    }
+    return out;
+  }
+  // (run, position) of each non-empty run's next port; a min-heap.
+  std::vector<std::pair<size_t, size_t>> heads;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    if (!runs[r].empty()) heads.emplace_back(r, 0);
+  }
+  const auto after = [&](const std::pair<size_t, size_t>& a,
+                         const std::pair<size_t, size_t>& b) {
+    const PortView& pa = runs[a.first][a.second];
+    const PortView& pb = runs[b.first][b.second];
+    if (PortOrder(pb, pa)) return true;
+    if (PortOrder(pa, pb)) return false;
+    return a.first > b.first;
+  };
+  std::make_heap(heads.begin(), heads.end(), after);
+  while (!heads.empty()) {
+    std::pop_heap(heads.begin(), heads.end(), after);
+    auto& [r, i] = heads.back();
+    out.push_back(std::move(runs[r][i]));
+    if (++i < runs[r].size()) {
+      std::push_heap(heads.begin(), heads.end(), after);
+    } else {
+      heads.pop_back();
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<PortView> FabricView::TakePorts() {
-  std::vector<PortView> ports = std::move(ports_);
+  std::vector<PortView> ports;
+  if (runs_.empty()) {
+    ports = std::move(ports_);
+  } else {
+    // Not Finish()ed: the runs in the order they came.
+    runs_.insert(runs_.begin(), std::move(ports_));
+    for (std::vector<PortView>& run : runs_) {
+      std::move(run.begin(), run.end(), std::back_inserter(ports));
+    }
+  }
   ports_.clear();
-  run_ends_.clear();
+  runs_.clear();
   unsorted_ = false;
   nodes_.clear();
   return ports;
@@ -61,29 +120,33 @@ std::vector<PortView> FabricView::TakePorts() {
 void FabricView::AppendSorted(std::vector<PortView>&& ports) {
   if (!std::is_sorted(ports.begin(), ports.end(), PortOrder)) unsorted_ = true;
   // Ports already here (sorted by Finish(), or unsorted_) are a run too.
-  if (run_ends_.empty() && !ports_.empty()) run_ends_.push_back(ports_.size());
-  if (ports_.empty()) {
-    ports_ = std::move(ports);
-  } else {
-    ports_.insert(ports_.end(), std::make_move_iterator(ports.begin()),
-                  std::make_move_iterator(ports.end()));
-  }
-  run_ends_.push_back(ports_.size());
+  if (!ports_.empty()) runs_.push_back(std::move(ports_));
+  ports_.clear();
+  runs_.push_back(std::move(ports));
 }
 
 void FabricView::Finish() {
-  if (unsorted_) {
-    std::sort(ports_.begin(), ports_.end(), PortOrder);
-  } else {
-    // Sorted runs (merged views): merged pairwise in linear time.
-    for (size_t r = 1; r < run_ends_.size(); ++r) {
-      std::inplace_merge(ports_.begin(), ports_.begin() + run_ends_[r - 1],
-                         ports_.begin() + run_ends_[r], PortOrder);
+  if (!runs_.empty()) {
+    // Ports AddPort()ed after the runs (unsorted_) come last.
+    if (!ports_.empty()) runs_.push_back(std::move(ports_));
+    if (unsorted_) {
+      ports_.clear();
+      for (std::vector<PortView>& run : runs_) {
+        std::move(run.begin(), run.end(), std::back_inserter(ports_));
+      }
+    } else {
+      ports_ = MergeRuns(runs_);
     }
+    runs_.clear();
   }
-  run_ends_.clear();
+  // Views built in order (a decoded chunk, the series store's) are not
+  // sorted again.
+  if (unsorted_ && !std::is_sorted(ports_.begin(), ports_.end(), PortOrder)) {
+    std::sort(ports_.begin(), ports_.end(), PortOrder);
+  }
   unsorted_ = false;
   nodes_.clear();
+  nodes_.reserve(ports_.size() / 8 + 1);
   for (uint32_t i = 0; i < ports_.size();) {
     uint32_t j = i;
     while (j < ports_.size() && ports_[j].node == ports_[i].node) ++j;

@@ -49,49 +49,74 @@ bool PortOrder(const PortView& a, const PortView& b) {
 }
 
 // Moves every port of `runs` (each sorted by PortOrder) into one sorted
-// vector, each port once: runs that follow each other are concatenated,
-// others merged through a heap of the runs' heads. Equal ports keep the
-// order of their runs, as pairwise std::inplace_merge would.
+// vector, each port once. Consecutive runs that follow each other (the
+// chunks of one collector's slice) form a chain, read as one sorted
+// sequence; chains are concatenated when they too follow each other, else
+// merged through a heap of their heads. Equal ports keep the order of
+// their runs, as pairwise std::inplace_merge would.
 std::vector<PortView> MergeRuns(std::vector<std::vector<PortView>>& runs) {
   size_t total = 0;
-  bool in_order = true;
+  // The non-empty runs, and where each chain of them starts.
+  std::vector<size_t> order;
+  std::vector<size_t> chain_starts;
   const PortView* last = nullptr;  // the end of the runs so far
-  for (const std::vector<PortView>& run : runs) {
-    total += run.size();
-    if (run.empty()) continue;
-    if (last != nullptr && PortOrder(run.front(), *last)) in_order = false;
-    last = &run.back();
+  for (size_t r = 0; r < runs.size(); ++r) {
+    total += runs[r].size();
+    if (runs[r].empty()) continue;
+    if (last == nullptr || PortOrder(runs[r].front(), *last)) {
+      chain_starts.push_back(order.size());
+    }
+    order.push_back(r);
+    last = &runs[r].back();
   }
   std::vector<PortView> out;
   out.reserve(total);
-  if (in_order) {
-    for (std::vector<PortView>& run : runs) {
-      std::move(run.begin(), run.end(), std::back_inserter(out));
+  if (chain_starts.size() <= 1) {
+    for (size_t r : order) {
+      std::move(runs[r].begin(), runs[r].end(), std::back_inserter(out));
     }
     return out;
   }
-  // (run, position) of each non-empty run's next port; a min-heap.
-  std::vector<std::pair<size_t, size_t>> heads;
-  for (size_t r = 0; r < runs.size(); ++r) {
-    if (!runs[r].empty()) heads.emplace_back(r, 0);
+  chain_starts.push_back(order.size());
+  // Per chain: its current run (index into `order`), the end of its runs,
+  // and the next port in the current run; a min-heap by that port, then by
+  // chain (earlier runs first).
+  struct Head {
+    size_t chain;
+    size_t run;
+    size_t end;
+    size_t pos;
+  };
+  std::vector<Head> heads;
+  for (size_t c = 0; c + 1 < chain_starts.size(); ++c) {
+    heads.push_back({c, chain_starts[c], chain_starts[c + 1], 0});
   }
-  const auto after = [&](const std::pair<size_t, size_t>& a,
-                         const std::pair<size_t, size_t>& b) {
-    const PortView& pa = runs[a.first][a.second];
-    const PortView& pb = runs[b.first][b.second];
-    if (PortOrder(pb, pa)) return true;
-    if (PortOrder(pa, pb)) return false;
-    return a.first > b.first;
+  const auto at = [&](const Head& h) -> PortView& {
+    return runs[order[h.run]][h.pos];
+  };
+  const auto after = [&](const Head& a, const Head& b) {
+    if (PortOrder(at(b), at(a))) return true;
+    if (PortOrder(at(a), at(b))) return false;
+    return a.chain > b.chain;
   };
   std::make_heap(heads.begin(), heads.end(), after);
   while (!heads.empty()) {
     std::pop_heap(heads.begin(), heads.end(), after);
-    auto& [r, i] = heads.back();
-    out.push_back(std::move(runs[r][i]));
-    if (++i < runs[r].size()) {
-      std::push_heap(heads.begin(), heads.end(), after);
-    } else {
+    Head& h = heads.back();
+    // The chain's ports up to the next chain's head, without the heap (a
+    // node's ports come from one chain).
+    bool done = false;
+    do {
+      out.push_back(std::move(at(h)));
+      if (++h.pos == runs[order[h.run]].size()) {
+        h.pos = 0;
+        done = ++h.run == h.end;
+      }
+    } while (!done && (heads.size() == 1 || !after(h, heads.front())));
+    if (done) {
       heads.pop_back();
+    } else {
+      std::push_heap(heads.begin(), heads.end(), after);
     }
   }
   return out;
@@ -115,6 +140,16 @@ std::vector<PortView> FabricView::TakePorts() {
   unsorted_ = false;
   nodes_.clear();
   return ports;
+}
+
+std::vector<std::vector<PortView>> FabricView::TakeRuns() {
+  if (unsorted_) Finish();
+  std::vector<std::vector<PortView>> runs = std::move(runs_);
+  if (!ports_.empty()) runs.push_back(std::move(ports_));
+  ports_.clear();
+  runs_.clear();
+  nodes_.clear();
+  return runs;
 }
 
 void FabricView::AppendSorted(std::vector<PortView>&& ports) {

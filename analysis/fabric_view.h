@@ -197,6 +197,9 @@ class FabricView {
   // until Finish(), which must come before ports() is read).
   std::vector<PortView> TakePorts();
   void AppendSorted(std::vector<PortView>&& ports);
+  // Moves the ports out as sorted runs (the view is left empty): its
+  // AppendSorted() runs not yet Finish()ed, or all its ports as one.
+  std::vector<std::vector<PortView>> TakeRuns();
 
   absl::Span<const PortView> ports() const { return ports_; }
   // The port of `node` whose device or netdev is `name`; null when none.

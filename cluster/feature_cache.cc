@@ -89,6 +89,7 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
     }
   }
   uint64_t decoded_here = 0;
+  uint64_t remote_ports = 0;
   std::map<std::string, collector::FeatureSlice> remote;
   for (auto& [id, member] : parts) {
     collector::FeatureSlice& slice = remote[id];
@@ -101,6 +102,7 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
       // Each chunk's ports are one sorted run; a slice's chunks hold
       // ascending nodes, so the runs follow each other.
       slice.window.window_seconds = d.window.window_seconds;
+      remote_ports += d.window.ports().size();
       slice.window.AppendSorted(d.window.TakePorts());
       if (part.decoded->recent_seconds > 0) {
         if (!slice.recent.has_value()) slice.recent.emplace();
@@ -113,15 +115,14 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
         slice.nodes.push_back(std::move(n));
       }
     }
-    FinishSlice(&slice);
+    // Not Finish()ed: MergeFeatureSlices merges the runs of every slice
+    // at once.
   }
   parts.clear();
   for (collector::NodeFacts& n : local.nodes) n.collector = id_;
   std::vector<collector::FeatureSlice*> slices = {&local};
-  uint64_t remote_ports = 0;
   for (auto& [id, slice] : remote) {
     for (collector::NodeFacts& n : slice.nodes) n.collector = id;
-    remote_ports += slice.window.ports().size();
     slices.push_back(&slice);
   }
   collector::FeatureSlice merged = collector::MergeFeatureSlices(slices);

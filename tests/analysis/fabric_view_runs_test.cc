@@ -79,6 +79,24 @@ TEST(FabricViewRunsTest, RunsInOrderAreConcatenated) {
   EXPECT_EQ(v.PortsOf("n-001").size(), 2u);
 }
 
+// Two collectors' chunks: each one's runs follow each other, and the two
+// interleave.
+TEST(FabricViewRunsTest, ChainsOfRunsInterleave) {
+  FabricView v;
+  v.AppendSorted(SortedRun({{0, 0}, {2, 0}}, 1));
+  v.AppendSorted(SortedRun({{4, 0}, {6, 0}}, 1));
+  v.AppendSorted(SortedRun({{1, 0}, {1, 1}, {3, 0}}, 2));
+  v.AppendSorted(SortedRun({}, 9));
+  v.AppendSorted(SortedRun({{5, 0}, {7, 0}}, 2));
+  v.Finish();
+  EXPECT_EQ(Keys(v),
+            (std::vector<std::string>{
+                "n-000/mlx5_0=1", "n-001/mlx5_0=2", "n-001/mlx5_1=2",
+                "n-002/mlx5_0=1", "n-003/mlx5_0=2", "n-004/mlx5_0=1",
+                "n-005/mlx5_0=2", "n-006/mlx5_0=1", "n-007/mlx5_0=2"}));
+  EXPECT_EQ(v.PortsOf("n-001").size(), 2u);
+}
+
 // Equal ports (a node in two runs) keep the order of their runs.
 TEST(FabricViewRunsTest, EqualPortsKeepTheOrderOfTheirRuns) {
   FabricView v;

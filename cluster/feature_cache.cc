@@ -27,13 +27,19 @@ std::unique_ptr<FeatureCache::Decoded> FeatureCache::Decode(
 }
 
 void FeatureCache::Received(absl::string_view data, absl::Time received) {
-  auto chunk = std::make_shared<v1::FeatureChunk>();
+  v1::FeatureChunk chunk;
   const bool valid =
-      chunk->ParseFromArray(data.data(), static_cast<int>(data.size())) &&
-      chunk->chunks() != 0 && chunk->chunk() < chunk->chunks();
-  // Decoded here, on the receiving thread, not in the analysis pass.
+      chunk.ParseFromArray(data.data(), static_cast<int>(data.size())) &&
+      chunk.chunks() != 0 && chunk.chunk() < chunk.chunks();
+  // Decoded here, on the receiving thread, not in the analysis pass; the
+  // message is kept as it came (smaller than parsed) for a merge that
+  // needs it again.
   std::unique_ptr<Decoded> decoded;
-  if (valid && chunk->collector_id() != id_) decoded = Decode(*chunk);
+  std::shared_ptr<const std::string> kept;
+  if (valid && chunk.collector_id() != id_) {
+    decoded = Decode(chunk);
+    kept = std::make_shared<const std::string>(data);
+  }
   Chunk replaced;  // freed after the lock
   absl::MutexLock lock(&mu_);
   ++stats_.received_chunks;
@@ -41,14 +47,15 @@ void FeatureCache::Received(absl::string_view data, absl::Time received) {
     ++stats_.undecodable_chunks;
     return;
   }
-  if (chunk->collector_id() == id_) return;  // our own: merged locally
-  auto key = std::make_pair(chunk->collector_id(), chunk->chunk());
+  if (chunk.collector_id() == id_) return;  // our own: merged locally
+  auto key = std::make_pair(chunk.collector_id(), chunk.chunk());
   auto it = chunks_.find(key);
-  if (it != chunks_.end() && it->second.chunk->published_unix_nanos() >
-                                 chunk->published_unix_nanos()) {
+  if (it != chunks_.end() &&
+      it->second.published_unix_nanos > chunk.published_unix_nanos()) {
     return;  // a late copy (catch-up racing the subscription)
   }
-  Chunk c{std::move(chunk), received, std::move(decoded)};
+  Chunk c{std::move(kept), chunk.published_unix_nanos(), chunk.chunks(),
+          received, std::move(decoded)};
   if (it == chunks_.end()) {
     chunks_.emplace(std::move(key), std::move(c));
   } else {
@@ -61,20 +68,19 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
   // Per other collector, its chunks in index order: decoded when received,
   // or (taken by an earlier merge) the message to decode again.
   struct Part {
-    std::shared_ptr<const v1::FeatureChunk> chunk;
+    std::shared_ptr<const std::string> data;
     std::unique_ptr<Decoded> decoded;
   };
   std::map<std::string, std::vector<Part>> parts;
   {
     absl::MutexLock lock(&mu_);
     // Per other collector: its fresh chunks, the count its newest one names.
-    std::map<std::string, const v1::FeatureChunk*> newest;
+    std::map<std::string, const Chunk*> newest;
     for (const auto& [key, c] : chunks_) {
       if (c.received < cutoff) continue;
-      const v1::FeatureChunk*& n = newest[key.first];
-      if (n == nullptr ||
-          c.chunk->published_unix_nanos() > n->published_unix_nanos()) {
-        n = c.chunk.get();
+      const Chunk*& n = newest[key.first];
+      if (n == nullptr || c.published_unix_nanos > n->published_unix_nanos) {
+        n = &c;
       }
     }
     for (auto& [key, c] : chunks_) {
@@ -82,10 +88,10 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
       // A chunk index beyond what the collector now publishes is left over
       // from a larger slice.
       if (c.received < cutoff || n == newest.end() ||
-          key.second >= n->second->chunks()) {
+          key.second >= n->second->chunks) {
         continue;
       }
-      parts[key.first].push_back(Part{c.chunk, std::move(c.decoded)});
+      parts[key.first].push_back(Part{c.data, std::move(c.decoded)});
     }
   }
   uint64_t decoded_here = 0;
@@ -95,7 +101,10 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
     collector::FeatureSlice& slice = remote[id];
     for (Part& part : member) {
       if (part.decoded == nullptr) {
-        part.decoded = Decode(*part.chunk);
+        // Parsed as when it was received.
+        v1::FeatureChunk chunk;
+        (void)chunk.ParseFromString(*part.data);
+        part.decoded = Decode(chunk);
         ++decoded_here;
       }
       collector::FeatureSlice& d = part.decoded->slice;

@@ -6,8 +6,9 @@
 // thread that receives it, outside the cache's lock), so the analysis pass
 // that merges takes ready slices instead of decoding every collector's
 // slice itself. A merge moves a chunk's decoded ports out; a chunk merged
-// again before a newer one replaced it is decoded again, from the message
-// kept with it. Which chunks count is the same either way:
+// again before a newer one replaced it is parsed and decoded again, from
+// the message kept (serialized) with it. Which chunks count is the same either
+// way:
 //   - a chunk counts while it was received at or after the merge's
 //     `cutoff` (the receiver's clock);
 //   - per collector, the chunk count its newest fresh chunk names: an index
@@ -82,7 +83,9 @@ class FeatureCache {
     double recent_seconds = 0;      // the chunk's
   };
   struct Chunk {
-    std::shared_ptr<const v1::FeatureChunk> chunk;
+    std::shared_ptr<const std::string> data;  // the message as received
+    int64_t published_unix_nanos = 0;
+    uint32_t chunks = 0;  // of the slice it is part of
     absl::Time received;  // this collector's clock
     // Null once a merge took it.
     std::unique_ptr<Decoded> decoded;

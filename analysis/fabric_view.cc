@@ -1,6 +1,7 @@
 #include "analysis/fabric_view.h"
 
 #include <algorithm>
+#include <iterator>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -47,43 +48,140 @@ bool PortOrder(const PortView& a, const PortView& b) {
   return std::tie(a.node, a.device) < std::tie(b.node, b.device);
 }
 
+// Moves every port of `runs` (each sorted by PortOrder) into one sorted
+// vector, each port once. Consecutive runs that follow each other (the
+// chunks of one collector's slice) form a chain, read as one sorted
+// sequence; chains are concatenated when they too follow each other, else
+// merged through a heap of their heads. Equal ports keep the order of
+// their runs, as pairwise std::inplace_merge would.
+std::vector<PortView> MergeRuns(std::vector<std::vector<PortView>>& runs) {
+  size_t total = 0;
+  // The non-empty runs, and where each chain of them starts.
+  std::vector<size_t> order;
+  std::vector<size_t> chain_starts;
+  const PortView* last = nullptr;  // the end of the runs so far
+  for (size_t r = 0; r < runs.size(); ++r) {
+    total += runs[r].size();
+    if (runs[r].empty()) continue;
+    if (last == nullptr || PortOrder(runs[r].front(), *last)) {
+      chain_starts.push_back(order.size());
+    }
+    order.push_back(r);
+    last = &runs[r].back();
+  }
+  std::vector<PortView> out;
+  out.reserve(total);
+  if (chain_starts.size() <= 1) {
+    for (size_t r : order) {
+      std::move(runs[r].begin(), runs[r].end(), std::back_inserter(out));
+    }
+    return out;
+  }
+  chain_starts.push_back(order.size());
+  // Per chain: its current run (index into `order`), the end of its runs,
+  // and the next port in the current run; a min-heap by that port, then by
+  // chain (earlier runs first).
+  struct Head {
+    size_t chain;
+    size_t run;
+    size_t end;
+    size_t pos;
+  };
+  std::vector<Head> heads;
+  for (size_t c = 0; c + 1 < chain_starts.size(); ++c) {
+    heads.push_back({c, chain_starts[c], chain_starts[c + 1], 0});
+  }
+  const auto at = [&](const Head& h) -> PortView& {
+    return runs[order[h.run]][h.pos];
+  };
+  const auto after = [&](const Head& a, const Head& b) {
+    if (PortOrder(at(b), at(a))) return true;
+    if (PortOrder(at(a), at(b))) return false;
+    return a.chain > b.chain;
+  };
+  std::make_heap(heads.begin(), heads.end(), after);
+  while (!heads.empty()) {
+    std::pop_heap(heads.begin(), heads.end(), after);
+    Head& h = heads.back();
+    // The chain's ports up to the next chain's head, without the heap (a
+    // node's ports come from one chain).
+    bool done = false;
+    do {
+      out.push_back(std::move(at(h)));
+      if (++h.pos == runs[order[h.run]].size()) {
+        h.pos = 0;
+        done = ++h.run == h.end;
+      }
+    } while (!done && (heads.size() == 1 || !after(h, heads.front())));
+    if (done) {
+      heads.pop_back();
+    } else {
+      std::push_heap(heads.begin(), heads.end(), after);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<PortView> FabricView::TakePorts() {
-  std::vector<PortView> ports = std::move(ports_);
+  std::vector<PortView> ports;
+  if (runs_.empty()) {
+    ports = std::move(ports_);
+  } else {
+    // Not Finish()ed: the runs in the order they came.
+    runs_.insert(runs_.begin(), std::move(ports_));
+    for (std::vector<PortView>& run : runs_) {
+      std::move(run.begin(), run.end(), std::back_inserter(ports));
+    }
+  }
   ports_.clear();
-  run_ends_.clear();
+  runs_.clear();
   unsorted_ = false;
   nodes_.clear();
   return ports;
 }
 
+std::vector<std::vector<PortView>> FabricView::TakeRuns() {
+  if (unsorted_) Finish();
+  std::vector<std::vector<PortView>> runs = std::move(runs_);
+  if (!ports_.empty()) runs.push_back(std::move(ports_));
+  ports_.clear();
+  runs_.clear();
+  nodes_.clear();
+  return runs;
+}
+
 void FabricView::AppendSorted(std::vector<PortView>&& ports) {
   if (!std::is_sorted(ports.begin(), ports.end(), PortOrder)) unsorted_ = true;
   // Ports already here (sorted by Finish(), or unsorted_) are a run too.
-  if (run_ends_.empty() && !ports_.empty()) run_ends_.push_back(ports_.size());
-  if (ports_.empty()) {
-    ports_ = std::move(ports);
-  } else {
-    ports_.insert(ports_.end(), std::make_move_iterator(ports.begin()),
-                  std::make_move_iterator(ports.end()));
-  }
-  run_ends_.push_back(ports_.size());
+  if (!ports_.empty()) runs_.push_back(std::move(ports_));
+  ports_.clear();
+  runs_.push_back(std::move(ports));
 }
 
 void FabricView::Finish() {
-  if (unsorted_) {
-    std::sort(ports_.begin(), ports_.end(), PortOrder);
-  } else {
-    // Sorted runs (merged views): merged pairwise in linear time.
-    for (size_t r = 1; r < run_ends_.size(); ++r) {
-      std::inplace_merge(ports_.begin(), ports_.begin() + run_ends_[r - 1],
-                         ports_.begin() + run_ends_[r], PortOrder);
+  if (!runs_.empty()) {
+    // Ports AddPort()ed after the runs (unsorted_) come last.
+    if (!ports_.empty()) runs_.push_back(std::move(ports_));
+    if (unsorted_) {
+      ports_.clear();
+      for (std::vector<PortView>& run : runs_) {
+        std::move(run.begin(), run.end(), std::back_inserter(ports_));
+      }
+    } else {
+      ports_ = MergeRuns(runs_);
     }
+    runs_.clear();
   }
-  run_ends_.clear();
+  // Views built in order (a decoded chunk, the series store's) are not
+  // sorted again.
+  if (unsorted_ && !std::is_sorted(ports_.begin(), ports_.end(), PortOrder)) {
+    std::sort(ports_.begin(), ports_.end(), PortOrder);
+  }
   unsorted_ = false;
   nodes_.clear();
+  nodes_.reserve(ports_.size() / 8 + 1);
   for (uint32_t i = 0; i < ports_.size();) {
     uint32_t j = i;
     while (j < ports_.size() && ports_[j].node == ports_[i].node) ++j;

@@ -189,13 +189,20 @@ class FabricView {
   PortView& AddPort(std::string node, std::string device);
 
   // Sorts ports by (node, device) and builds the indexes. Where the ports
-  // came only from AppendSorted(), the sorted runs are merged instead.
+  // came only from AppendSorted(), the sorted runs are merged instead, each
+  // port moved once (runs that follow each other are concatenated; ports
+  // equal in (node, device) keep the order of their runs); ports added
+  // already in order are not sorted again.
   void Finish();
 
   // For merging views: moves the ports out (the view is left empty), and
-  // appends ports already sorted by (node, device) as one run.
+  // appends ports already sorted by (node, device) as one run (kept apart
+  // until Finish(), which must come before ports() is read).
   std::vector<PortView> TakePorts();
   void AppendSorted(std::vector<PortView>&& ports);
+  // Moves the ports out as sorted runs (the view is left empty): its
+  // AppendSorted() runs not yet Finish()ed, or all its ports as one.
+  std::vector<std::vector<PortView>> TakeRuns();
 
   absl::Span<const PortView> ports() const { return ports_; }
   // The port of `node` whose device or netdev is `name`; null when none.
@@ -205,9 +212,10 @@ class FabricView {
 
  private:
   std::vector<PortView> ports_;
-  // Where each AppendSorted() run ends in ports_; `unsorted_` once a port
-  // came from AddPort() or a run was out of order.
-  std::vector<size_t> run_ends_;
+  // The AppendSorted() runs not yet merged (ports_ before the first one is
+  // its first run); `unsorted_` once a port came from AddPort() or a run
+  // was out of order.
+  std::vector<std::vector<PortView>> runs_;
   bool unsorted_ = false;
   // node -> [begin, end) in ports_.
   absl::flat_hash_map<std::string, std::pair<uint32_t, uint32_t>> nodes_;

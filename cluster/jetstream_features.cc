@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -76,7 +75,10 @@ absl::StatusOr<std::unique_ptr<JetStreamFeatures>> JetStreamFeatures::Open(
 
 JetStreamFeatures::JetStreamFeatures(NatsConnection* nats,
                                      std::string collector_id, Options options)
-    : nats_(nats), id_(std::move(collector_id)), options_(std::move(options)) {}
+    : nats_(nats),
+      id_(collector_id),
+      options_(std::move(options)),
+      cache_(std::move(collector_id)) {}
 
 JetStreamFeatures::~JetStreamFeatures() {
   if (sub_ == nullptr) return;
@@ -99,32 +101,11 @@ void JetStreamFeatures::OnMessage(natsConnection* /*nc*/,
                                   natsSubscription* /*sub*/, natsMsg* msg,
                                   void* closure) {
   auto* self = static_cast<JetStreamFeatures*>(closure);
-  self->Received(
+  self->cache_.Received(
       absl::string_view(natsMsg_GetData(msg),
                         static_cast<size_t>(natsMsg_GetDataLength(msg))),
       absl::Now());
   natsMsg_Destroy(msg);
-}
-
-void JetStreamFeatures::Received(absl::string_view data, absl::Time received) {
-  Chunk c;
-  const bool parsed =
-      c.chunk.ParseFromArray(data.data(), static_cast<int>(data.size()));
-  c.received = received;
-  absl::MutexLock lock(&mu_);
-  ++received_chunks_;
-  if (!parsed || c.chunk.chunks() == 0 || c.chunk.chunk() >= c.chunk.chunks()) {
-    ++undecodable_chunks_;
-    return;
-  }
-  if (c.chunk.collector_id() == id_) return;  // our own: merged locally
-  auto key = std::make_pair(c.chunk.collector_id(), c.chunk.chunk());
-  auto it = chunks_.find(key);
-  if (it != chunks_.end() && it->second.chunk.published_unix_nanos() >
-                                 c.chunk.published_unix_nanos()) {
-    return;  // a late copy (catch-up racing the subscription)
-  }
-  chunks_[std::move(key)] = std::move(c);
 }
 
 void JetStreamFeatures::CatchUp() {
@@ -158,9 +139,10 @@ void JetStreamFeatures::CatchUp() {
     // Counted from when the server stored it, not from now.
     const absl::Time stored =
         std::min(now, absl::FromUnixNanos(natsMsg_GetTime(msg)));
-    Received(absl::string_view(natsMsg_GetData(msg),
-                               static_cast<size_t>(natsMsg_GetDataLength(msg))),
-             stored);
+    cache_.Received(
+        absl::string_view(natsMsg_GetData(msg),
+                          static_cast<size_t>(natsMsg_GetDataLength(msg))),
+        stored);
     natsMsg_Destroy(msg);
   }
 }
@@ -197,69 +179,11 @@ absl::Status JetStreamFeatures::Publish(const collector::FeatureSlice& local,
 collector::FeatureSlice JetStreamFeatures::Merged(collector::FeatureSlice local,
                                                   absl::Time /*now*/) {
   // Freshness is judged by this collector's clock, as receipt was.
-  const absl::Time cutoff = absl::Now() - options_.freshness;
-  absl::MutexLock lock(&mu_);
-  // Per other collector: its fresh chunks, the count its newest one names.
-  std::map<std::string, collector::FeatureSlice> remote;
-  std::map<std::string, const Chunk*> newest;
-  for (const auto& [key, c] : chunks_) {
-    if (c.received < cutoff) continue;
-    const Chunk*& n = newest[key.first];
-    if (n == nullptr ||
-        c.chunk.published_unix_nanos() > n->chunk.published_unix_nanos()) {
-      n = &c;
-    }
-  }
-  for (const auto& [key, c] : chunks_) {
-    auto n = newest.find(key.first);
-    // A chunk index beyond what the collector now publishes is left over
-    // from a larger slice.
-    if (c.received < cutoff || n == newest.end() ||
-        key.second >= n->second->chunk.chunks()) {
-      continue;
-    }
-    AddChunkToSlice(c.chunk, &remote[key.first]);
-  }
-  for (collector::NodeFacts& n : local.nodes) n.collector = id_;
-  std::vector<collector::FeatureSlice*> slices = {&local};
-  uint64_t remote_ports = 0;
-  for (auto& [id, slice] : remote) {
-    FinishSlice(&slice);
-    for (collector::NodeFacts& n : slice.nodes) n.collector = id;
-    remote_ports += slice.window.ports().size();
-    slices.push_back(&slice);
-  }
-  merged_members_ = remote.size();
-  merged_remote_ports_ = remote_ports;
-  collector::FeatureSlice merged = collector::MergeFeatureSlices(slices);
-  for (const collector::NodeFacts& n : merged.nodes) {
-    remembered_[n.liveness.node] = n;
-  }
-  if (remembered_.size() > merged.nodes.size()) {
-    absl::flat_hash_set<absl::string_view> listed;
-    for (const collector::NodeFacts& n : merged.nodes) {
-      listed.insert(n.liveness.node);
-    }
-    std::vector<collector::NodeFacts> gone;
-    for (const auto& [node, facts] : remembered_) {
-      if (!listed.contains(node)) gone.push_back(facts);
-    }
-    std::sort(gone.begin(), gone.end(), [](const auto& a, const auto& b) {
-      return a.liveness.node < b.liveness.node;
-    });
-    for (collector::NodeFacts& f : gone) merged.nodes.push_back(std::move(f));
-  }
-  return merged;
+  return cache_.Merged(std::move(local), absl::Now() - options_.freshness);
 }
 
 std::map<std::string, absl::Time> JetStreamFeatures::LastReceived() const {
-  std::map<std::string, absl::Time> last;
-  absl::MutexLock lock(&mu_);
-  for (const auto& [key, c] : chunks_) {
-    auto [it, inserted] = last.try_emplace(key.first, c.received);
-    if (!inserted) it->second = std::max(it->second, c.received);
-  }
-  return last;
+  return cache_.LastReceived();
 }
 
 absl::Status JetStreamFeatures::last_publish_status() const {
@@ -272,11 +196,12 @@ JetStreamFeatures::Stats JetStreamFeatures::stats() const {
   s.published_chunks = published_chunks_.load();
   s.publish_errors = publish_errors_.load();
   s.last_published_bytes = last_published_bytes_.load();
-  absl::MutexLock lock(&mu_);
-  s.received_chunks = received_chunks_;
-  s.undecodable_chunks = undecodable_chunks_;
-  s.merged_members = merged_members_;
-  s.merged_remote_ports = merged_remote_ports_;
+  const FeatureCache::Stats cache = cache_.stats();
+  s.received_chunks = cache.received_chunks;
+  s.undecodable_chunks = cache.undecodable_chunks;
+  s.merged_members = cache.merged_members;
+  s.merged_remote_ports = cache.merged_remote_ports;
+  s.merge_decoded_chunks = cache.merge_decoded_chunks;
   return s;
 }
 

@@ -11,12 +11,14 @@
 //
 // Reading: a plain subscription on fabricdiag.features.> hands every new
 // chunk to this collector as it is published (libnats renews it after a
-// reconnect); at Open, the stream's last message of every subject seeds the
-// cache, so a collector that starts (or becomes the analysis leader) sees the
-// fabric at once. A chunk counts while it was received within `freshness`
-// (this collector's clock: clocks need not agree), so a collector that stops
-// publishing leaves the merge within `freshness`; its nodes' liveness is
-// kept (agent_down then raises them when they do not report elsewhere).
+// reconnect), and the subscription's thread decodes it there and then
+// (cluster/feature_cache.h), so Merged() takes ready slices; at Open, the
+// stream's last message of every subject seeds the cache, so a collector that
+// starts (or becomes the analysis leader) sees the fabric at once. A chunk
+// counts while it was received within `freshness` (this collector's clock:
+// clocks need not agree), so a collector that stops publishing leaves the merge
+// within `freshness`; its nodes' liveness is kept (agent_down then raises them
+// when they do not report elsewhere).
 //
 //   ASSIGN_OR_RETURN(auto features,
 //                    JetStreamFeatures::Open(nats, "col-a", {.replicas = 3}));
@@ -36,10 +38,10 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "cluster/feature_cache.h"
 #include "cluster/feature_wire.h"
 #include "cluster/nats_connection.h"
 #include "collector/feature_exchange.h"
@@ -75,6 +77,9 @@ class JetStreamFeatures final : public collector::FeatureExchange {
     // The latest Merged(): other collectors in it, and their ports.
     uint64_t merged_members = 0;
     uint64_t merged_remote_ports = 0;
+    // Chunks the latest Merged() decoded itself: merged again before a
+    // newer copy arrived (the others were decoded as they were received).
+    uint64_t merge_decoded_chunks = 0;
   };
 
   // Creates the stream when missing and subscribes. `nats` must outlive
@@ -100,17 +105,10 @@ class JetStreamFeatures final : public collector::FeatureExchange {
   absl::Status last_publish_status() const;
 
  private:
-  struct Chunk {
-    v1::FeatureChunk chunk;
-    absl::Time received;  // this collector's clock
-  };
-
   JetStreamFeatures(NatsConnection* nats, std::string collector_id,
                     Options options);
   static void OnMessage(natsConnection* nc, natsSubscription* sub, natsMsg* msg,
                         void* closure);
-  // Keeps `data` as the latest chunk of its subject unless it is older.
-  void Received(absl::string_view data, absl::Time received);
   // The stream's last message of every subject (at Open).
   void CatchUp();
 
@@ -121,19 +119,11 @@ class JetStreamFeatures final : public collector::FeatureExchange {
   std::atomic<uint64_t> publish_errors_{0};
   std::atomic<uint64_t> published_chunks_{0};
   std::atomic<uint64_t> last_published_bytes_{0};
-  absl::Status last_publish_status_ ABSL_GUARDED_BY(mu_);
   mutable absl::Mutex mu_;
-  // (collector id, chunk index) -> its latest chunk.
-  std::map<std::pair<std::string, uint32_t>, Chunk> chunks_
-      ABSL_GUARDED_BY(mu_);
-  uint64_t received_chunks_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t undecodable_chunks_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t merged_members_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t merged_remote_ports_ ABSL_GUARDED_BY(mu_) = 0;
-  // Liveness of nodes seen in earlier merges, kept when their collector
-  // leaves the merge.
-  absl::flat_hash_map<std::string, collector::NodeFacts> remembered_
-      ABSL_GUARDED_BY(mu_);
+  absl::Status last_publish_status_ ABSL_GUARDED_BY(mu_);
+  // What the other collectors published, decoded as it is received (on
+  // the subscription's thread).
+  FeatureCache cache_;
 };
 
 }  // namespace fabricdiag::cluster

@@ -21,6 +21,7 @@
 #include "analysis/finding.h"
 #include "analysis/finding_wire.h"
 #include "analysis/tp_cross_node.h"
+#include "collector/rate_pass.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -216,7 +217,6 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric) {
   in.topology = topology;
   in.topology_index = &*topology_index_;
   in.config = &options_.analysis;
-  in.straggler_baselines = &straggler_baselines_;
   // A job none of whose hosts report has nothing for the rate analyzers:
   // declared layouts cost nothing until their agents speak.
   absl::flat_hash_set<absl::string_view> reporting;
@@ -231,20 +231,18 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric) {
                                  });
     if (any) in.layouts.push_back(&model);
   }
-  std::vector<analysis::Finding> window = analysis::RunRateAnalyzers(in);
-  // After this pass's judgement: a NIC is measured against its past, not
-  // against a baseline that already holds the window it is judged on.
-  straggler_baselines_.Update(in);
-  // The same analyzers over the newest samples alone: a strong fault opens
-  // without waiting for the window mean (HysteresisConfig::recent_seconds).
-  std::vector<analysis::Finding> recent;
-  if (fabric.recent.has_value()) {
-    in.view = &*fabric.recent;
-    recent = analysis::RunRateAnalyzers(in);
-  }
-  Persisted(
-      findings_->Update(hysteresis_->Step(std::move(window), std::move(recent)),
-                        now, kRateSource));
+  // The window's findings, the baselines updated after this pass's
+  // judgement (a NIC is measured against its past, not against a baseline
+  // that already holds the window it is judged on), and the same analyzers
+  // over the newest samples alone (a strong fault opens without waiting for
+  // the window mean, HysteresisConfig::recent_seconds): the two runs on two
+  // threads (collector/rate_pass.h).
+  RateFindings found =
+      RunRatePass(in, fabric.recent.has_value() ? &*fabric.recent : nullptr,
+                  &straggler_baselines_);
+  Persisted(findings_->Update(
+      hysteresis_->Step(std::move(found.window), std::move(found.recent)), now,
+      kRateSource));
 }
 
 void AnalysisRunner::Publish(std::shared_ptr<const analysis::FabricView> view) {

@@ -3,32 +3,47 @@
 #include <algorithm>
 #include <cstddef>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 
 namespace fabricdiag::collector {
 namespace {
 
-// Moves into `out`, as one sorted run, every port of `in` (Finish()ed:
-// sorted by node) whose node `owner` gives to `slice`; looks each node up
-// once.
-void MoveOwnedPorts(analysis::FabricView& in, size_t slice,
+// Appends to `out`, run by run, every port of `runs` (each sorted by
+// node) whose node `owner` gives to `slice`; looks each node up once per
+// run.
+void MoveOwnedPorts(std::vector<std::vector<analysis::PortView>>& runs,
+                    size_t slice,
                     const absl::flat_hash_map<std::string, size_t>& owner,
                     analysis::FabricView* out) {
-  std::vector<analysis::PortView> ports = in.TakePorts();
-  const std::string* node = nullptr;
-  bool keep = false;
-  auto kept = std::remove_if(
-      ports.begin(), ports.end(), [&](const analysis::PortView& p) {
-        if (node == nullptr || p.node != *node) {
-          node = &p.node;
-          auto it = owner.find(p.node);
-          keep = it != owner.end() && it->second == slice;
-        }
-        return !keep;
-      });
-  ports.erase(kept, ports.end());
-  out->AppendSorted(std::move(ports));
+  for (std::vector<analysis::PortView>& ports : runs) {
+    const std::string* node = nullptr;
+    bool keep = false;
+    auto kept = std::remove_if(
+        ports.begin(), ports.end(), [&](const analysis::PortView& p) {
+          if (node == nullptr || p.node != *node) {
+            node = &p.node;
+            auto it = owner.find(p.node);
+            keep = it != owner.end() && it->second == slice;
+          }
+          return !keep;
+        });
+    ports.erase(kept, ports.end());
+    if (!ports.empty()) out->AppendSorted(std::move(ports));
+  }
+  runs.clear();
+}
+
+// Every slice's runs of one view into `out`, Finish()ed.
+void MergeView(std::vector<std::vector<std::vector<analysis::PortView>>>& runs,
+               const absl::flat_hash_map<std::string, size_t>& owner,
+               analysis::FabricView* out) {
+  for (size_t i = 0; i < runs.size(); ++i) {
+    MoveOwnedPorts(runs[i], i, owner, out);
+  }
+  out->Finish();
 }
 
 }  // namespace
@@ -36,6 +51,23 @@ void MoveOwnedPorts(analysis::FabricView& in, size_t slice,
 FeatureSlice MergeFeatureSlices(absl::Span<FeatureSlice* const> slices) {
   FeatureSlice merged;
   if (slices.empty()) return merged;
+  merged.window.window_seconds = slices[0]->window.window_seconds;
+  if (slices[0]->recent.has_value()) {
+    merged.recent.emplace();
+    merged.recent->window_seconds = slices[0]->recent->window_seconds;
+  }
+  // Each slice's ports as sorted runs: a Finish()ed view's one, or the
+  // runs it was given (the chunks of a collector's slice).
+  std::vector<std::vector<std::vector<analysis::PortView>>> window(
+      slices.size());
+  std::vector<std::vector<std::vector<analysis::PortView>>> recent(
+      slices.size());
+  for (size_t i = 0; i < slices.size(); ++i) {
+    window[i] = slices[i]->window.TakeRuns();
+    if (slices[i]->recent.has_value()) {
+      recent[i] = slices[i]->recent->TakeRuns();
+    }
+  }
   // node -> the slice it is taken from, and that slice's last report of it.
   absl::flat_hash_map<std::string, size_t> owner;
   absl::flat_hash_map<std::string, absl::Time> newest;
@@ -50,24 +82,26 @@ FeatureSlice MergeFeatureSlices(absl::Span<FeatureSlice* const> slices) {
     }
   }
   for (size_t i = 0; i < slices.size(); ++i) {
-    const std::string* node = nullptr;  // ports are sorted by node
-    for (const analysis::PortView& p : slices[i]->window.ports()) {
-      if (node != nullptr && p.node == *node) continue;
-      node = &p.node;
-      owner.try_emplace(p.node, i);
+    for (const std::vector<analysis::PortView>& run : window[i]) {
+      const std::string* node = nullptr;  // runs are sorted by node
+      for (const analysis::PortView& p : run) {
+        if (node != nullptr && p.node == *node) continue;
+        node = &p.node;
+        owner.try_emplace(p.node, i);
+      }
     }
   }
-  merged.window.window_seconds = slices[0]->window.window_seconds;
-  if (slices[0]->recent.has_value()) {
-    merged.recent.emplace();
-    merged.recent->window_seconds = slices[0]->recent->window_seconds;
+  // The two views on two threads: each moves and merges its own ports and
+  // only reads `owner`.
+  std::thread recent_merge;
+  if (merged.recent.has_value()) {
+    recent_merge = std::thread([&recent, &owner, &merged] {
+      MergeView(recent, owner, &*merged.recent);
+    });
   }
+  MergeView(window, owner, &merged.window);
   for (size_t i = 0; i < slices.size(); ++i) {
     FeatureSlice& s = *slices[i];
-    MoveOwnedPorts(s.window, i, owner, &merged.window);
-    if (merged.recent.has_value() && s.recent.has_value()) {
-      MoveOwnedPorts(*s.recent, i, owner, &*merged.recent);
-    }
     for (NodeFacts& n : s.nodes) {
       if (owner.at(n.liveness.node) == i) merged.nodes.push_back(std::move(n));
     }
@@ -78,8 +112,7 @@ FeatureSlice MergeFeatureSlices(absl::Span<FeatureSlice* const> slices) {
             [](const NodeFacts& a, const NodeFacts& b) {
               return a.liveness.node < b.liveness.node;
             });
-  merged.window.Finish();
-  if (merged.recent.has_value()) merged.recent->Finish();
+  if (recent_merge.joinable()) recent_merge.join();
   return merged;
 }
 

@@ -88,8 +88,11 @@ class EmbeddedFeatureExchange final : public FeatureExchange {
 // (a node without liveness facts: from the first slice that has its ports).
 // Views take window_seconds from slices[0]; the merged recent view exists
 // when slices[0] has one; nodes are sorted by name. The ports and nodes are
-// moved out of `slices` (Finish()ed views: their sorted runs are merged,
-// not sorted again), which are left empty.
+// moved out of `slices`, which are left empty; their views are Finish()ed
+// or hold the AppendSorted() runs they were given (a slice's chunks, not
+// Finish()ed: a run per chunk), and the sorted runs are merged, not sorted
+// again. The recent view is merged on a second thread (joined before this
+// returns).
 FeatureSlice MergeFeatureSlices(absl::Span<FeatureSlice* const> slices);
 
 }  // namespace fabricdiag::collector

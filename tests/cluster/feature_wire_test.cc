@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/cluster/node_slice.h"
 
 namespace fabricdiag::cluster {
 namespace {
@@ -245,18 +246,7 @@ TEST(FeatureWireTest, AnEmptySliceIsOneEmptyChunk) {
   EXPECT_TRUE(out.nodes.empty());
 }
 
-FeatureSlice NodeSlice(const std::string& node, absl::Time last_report,
-                       double rx) {
-  FeatureSlice s;
-  s.window.AddPort(node, "mlx5_0").s.rx_bytes = rx;
-  s.window.Finish();
-  NodeFacts f;
-  f.liveness.node = node;
-  f.liveness.last_report = last_report;
-  f.liveness.ever_reported = true;
-  s.nodes.push_back(f);
-  return s;
-}
+using testing::NodeSlice;
 
 std::vector<std::string> Nodes(const FeatureSlice& s) {
   std::vector<std::string> out;

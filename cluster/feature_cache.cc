@@ -1,0 +1,177 @@
+#include "cluster/feature_cache.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "cluster/feature_wire.h"
+
+namespace fabricdiag::cluster {
+
+FeatureCache::FeatureCache(std::string collector_id)
+    : id_(std::move(collector_id)) {}
+
+std::unique_ptr<FeatureCache::Decoded> FeatureCache::Decode(
+    const v1::FeatureChunk& chunk) {
+  auto d = std::make_unique<Decoded>();
+  // Every port's recent signals, whether or not this chunk names a recent
+  // window: a slice has a recent view from its first chunk that does on,
+  // and then takes the recent ports of every later chunk (as
+  // AddChunkToSlice over the whole slice).
+  d->slice.recent.emplace();
+  AddChunkToSlice(chunk, &d->slice);
+  d->recent_seconds = chunk.recent_seconds();
+  FinishSlice(&d->slice);
+  return d;
+}
+
+void FeatureCache::Received(absl::string_view data, absl::Time received) {
+  v1::FeatureChunk chunk;
+  const bool valid =
+      chunk.ParseFromArray(data.data(), static_cast<int>(data.size())) &&
+      chunk.chunks() != 0 && chunk.chunk() < chunk.chunks();
+  // Decoded here, on the receiving thread, not in the analysis pass; the
+  // message is kept as it came (smaller than parsed) for a merge that
+  // needs it again.
+  std::unique_ptr<Decoded> decoded;
+  std::shared_ptr<const std::string> kept;
+  if (valid && chunk.collector_id() != id_) {
+    decoded = Decode(chunk);
+    kept = std::make_shared<const std::string>(data);
+  }
+  Chunk replaced;  // freed after the lock
+  absl::MutexLock lock(&mu_);
+  ++stats_.received_chunks;
+  if (!valid) {
+    ++stats_.undecodable_chunks;
+    return;
+  }
+  if (chunk.collector_id() == id_) return;  // our own: merged locally
+  auto key = std::make_pair(chunk.collector_id(), chunk.chunk());
+  auto it = chunks_.find(key);
+  if (it != chunks_.end() &&
+      it->second.published_unix_nanos > chunk.published_unix_nanos()) {
+    return;  // a late copy (catch-up racing the subscription)
+  }
+  Chunk c{std::move(kept), chunk.published_unix_nanos(), chunk.chunks(),
+          received, std::move(decoded)};
+  if (it == chunks_.end()) {
+    chunks_.emplace(std::move(key), std::move(c));
+  } else {
+    replaced = std::exchange(it->second, std::move(c));
+  }
+}
+
+collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
+                                             absl::Time cutoff) {
+  // Per other collector, its chunks in index order: decoded when received,
+  // or (taken by an earlier merge) the message to decode again.
+  struct Part {
+    std::shared_ptr<const std::string> data;
+    std::unique_ptr<Decoded> decoded;
+  };
+  std::map<std::string, std::vector<Part>> parts;
+  {
+    absl::MutexLock lock(&mu_);
+    // Per other collector: its fresh chunks, the count its newest one names.
+    std::map<std::string, const Chunk*> newest;
+    for (const auto& [key, c] : chunks_) {
+      if (c.received < cutoff) continue;
+      const Chunk*& n = newest[key.first];
+      if (n == nullptr || c.published_unix_nanos > n->published_unix_nanos) {
+        n = &c;
+      }
+    }
+    for (auto& [key, c] : chunks_) {
+      auto n = newest.find(key.first);
+      // A chunk index beyond what the collector now publishes is left over
+      // from a larger slice.
+      if (c.received < cutoff || n == newest.end() ||
+          key.second >= n->second->chunks) {
+        continue;
+      }
+      parts[key.first].push_back(Part{c.data, std::move(c.decoded)});
+    }
+  }
+  uint64_t decoded_here = 0;
+  uint64_t remote_ports = 0;
+  std::map<std::string, collector::FeatureSlice> remote;
+  for (auto& [id, member] : parts) {
+    collector::FeatureSlice& slice = remote[id];
+    for (Part& part : member) {
+      if (part.decoded == nullptr) {
+        // Parsed as when it was received.
+        v1::FeatureChunk chunk;
+        (void)chunk.ParseFromString(*part.data);
+        part.decoded = Decode(chunk);
+        ++decoded_here;
+      }
+      collector::FeatureSlice& d = part.decoded->slice;
+      // Each chunk's ports are one sorted run; a slice's chunks hold
+      // ascending nodes, so the runs follow each other.
+      slice.window.window_seconds = d.window.window_seconds;
+      remote_ports += d.window.ports().size();
+      slice.window.AppendSorted(d.window.TakePorts());
+      if (part.decoded->recent_seconds > 0) {
+        if (!slice.recent.has_value()) slice.recent.emplace();
+        slice.recent->window_seconds = part.decoded->recent_seconds;
+      }
+      if (slice.recent.has_value()) {
+        slice.recent->AppendSorted(d.recent->TakePorts());
+      }
+      for (collector::NodeFacts& n : d.nodes) {
+        slice.nodes.push_back(std::move(n));
+      }
+    }
+    // Not Finish()ed: MergeFeatureSlices merges the runs of every slice
+    // at once.
+  }
+  parts.clear();
+  for (collector::NodeFacts& n : local.nodes) n.collector = id_;
+  std::vector<collector::FeatureSlice*> slices = {&local};
+  for (auto& [id, slice] : remote) {
+    for (collector::NodeFacts& n : slice.nodes) n.collector = id;
+    slices.push_back(&slice);
+  }
+  collector::FeatureSlice merged = collector::MergeFeatureSlices(slices);
+  absl::MutexLock lock(&mu_);
+  stats_.merged_members = remote.size();
+  stats_.merged_remote_ports = remote_ports;
+  stats_.merge_decoded_chunks = decoded_here;
+  for (const collector::NodeFacts& n : merged.nodes) {
+    remembered_[n.liveness.node] = n;
+  }
+  if (remembered_.size() > merged.nodes.size()) {
+    absl::flat_hash_set<absl::string_view> listed;
+    for (const collector::NodeFacts& n : merged.nodes) {
+      listed.insert(n.liveness.node);
+    }
+    std::vector<collector::NodeFacts> gone;
+    for (const auto& [node, facts] : remembered_) {
+      if (!listed.contains(node)) gone.push_back(facts);
+    }
+    std::sort(gone.begin(), gone.end(), [](const auto& a, const auto& b) {
+      return a.liveness.node < b.liveness.node;
+    });
+    for (collector::NodeFacts& f : gone) merged.nodes.push_back(std::move(f));
+  }
+  return merged;
+}
+
+std::map<std::string, absl::Time> FeatureCache::LastReceived() const {
+  std::map<std::string, absl::Time> last;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [key, c] : chunks_) {
+    auto [it, inserted] = last.try_emplace(key.first, c.received);
+    if (!inserted) it->second = std::max(it->second, c.received);
+  }
+  return last;
+}
+
+FeatureCache::Stats FeatureCache::stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+}  // namespace fabricdiag::cluster

@@ -1,0 +1,108 @@
+// The other collectors' latest feature chunks (cluster/feature_wire.h), as
+// JetStreamFeatures (cluster/jetstream_features.h) receives and merges them;
+// no NATS in here, so tests and benchmarks drive it directly.
+//
+// A chunk is decoded into ports and node facts when it is received (on the
+// thread that receives it, outside the cache's lock), so the analysis pass
+// that merges takes ready slices instead of decoding every collector's
+// slice itself. A merge moves a chunk's decoded ports out; a chunk merged
+// again before a newer one replaced it is parsed and decoded again, from
+// the message kept (serialized) with it. Which chunks count is the same either
+// way:
+//   - a chunk counts while it was received at or after the merge's
+//     `cutoff` (the receiver's clock);
+//   - per collector, the chunk count its newest fresh chunk names: an index
+//     beyond it is left over from a larger slice;
+//   - of two copies of a chunk, the one published later is kept (a late
+//     copy is dropped); this collector's own chunks are not kept.
+//
+//   FeatureCache cache("col-a");
+//   cache.Received(data, absl::Now());                     // any thread
+//   FeatureSlice fabric = cache.Merged(std::move(local),   // each pass
+//                                      absl::Now() - absl::Seconds(5));
+//
+// Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "collector/feature_exchange.h"
+#include "proto/cluster.pb.h"
+
+namespace fabricdiag::cluster {
+
+class FeatureCache {
+ public:
+  struct Stats {
+    uint64_t received_chunks = 0;
+    uint64_t undecodable_chunks = 0;
+    // The latest Merged(): other collectors in it, and their ports.
+    uint64_t merged_members = 0;
+    uint64_t merged_remote_ports = 0;
+    // Chunks the latest Merged() had to decode itself (merged before a
+    // newer copy replaced the one it took at its previous merge).
+    uint64_t merge_decoded_chunks = 0;
+  };
+
+  explicit FeatureCache(std::string collector_id);
+  FeatureCache(const FeatureCache&) = delete;
+  FeatureCache& operator=(const FeatureCache&) = delete;
+
+  // A serialized v1::FeatureChunk received at `received`: kept as the
+  // latest chunk of its collector and index unless it is undecodable,
+  // this collector's own, or older than the one kept.
+  void Received(absl::string_view data, absl::Time received);
+
+  // `local` (this collector's slice, its nodes' collector set to this
+  // collector's id) merged with every other collector's chunks received at
+  // or after `cutoff` (collector::MergeFeatureSlices), and the liveness of
+  // nodes seen in earlier merges whose collector left (sorted by name,
+  // after the merged nodes).
+  collector::FeatureSlice Merged(collector::FeatureSlice local,
+                                 absl::Time cutoff);
+
+  // When this collector last received a chunk from each other collector.
+  std::map<std::string, absl::Time> LastReceived() const;
+
+  Stats stats() const;
+
+ private:
+  // A chunk decoded alone: its ports (both views, Finish()ed) and nodes.
+  struct Decoded {
+    collector::FeatureSlice slice;  // recent always set
+    double recent_seconds = 0;      // the chunk's
+  };
+  struct Chunk {
+    std::shared_ptr<const std::string> data;  // the message as received
+    int64_t published_unix_nanos = 0;
+    uint32_t chunks = 0;  // of the slice it is part of
+    absl::Time received;  // this collector's clock
+    // Null once a merge took it.
+    std::unique_ptr<Decoded> decoded;
+  };
+
+  static std::unique_ptr<Decoded> Decode(const v1::FeatureChunk& chunk);
+
+  const std::string id_;
+  mutable absl::Mutex mu_;
+  // (collector id, chunk index) -> its latest chunk.
+  std::map<std::pair<std::string, uint32_t>, Chunk> chunks_
+      ABSL_GUARDED_BY(mu_);
+  Stats stats_ ABSL_GUARDED_BY(mu_);
+  // Liveness of nodes seen in earlier merges, kept when their collector
+  // leaves the merge.
+  absl::flat_hash_map<std::string, collector::NodeFacts> remembered_
+      ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace fabricdiag::cluster

@@ -1,0 +1,43 @@
+#include "collector/rate_pass.h"
+
+#include <thread>
+#include <utility>
+
+namespace fabricdiag::collector {
+
+RateFindings RunRatePass(analysis::AnalysisInput in,
+                         const analysis::FabricView* recent,
+                         analysis::StragglerBaselines* baselines, int threads) {
+  RateFindings found;
+  if (threads <= 1) {
+    in.straggler_baselines = baselines;
+    found.window = analysis::RunRateAnalyzers(in);
+    baselines->Update(in);
+    if (recent != nullptr) {
+      in.view = recent;
+      found.recent = analysis::RunRateAnalyzers(in);
+    }
+    return found;
+  }
+  analysis::StragglerBaselines updated;
+  std::thread second([&in, recent, baselines, &updated, &found] {
+    // Reads `baselines`, as the calling thread does meanwhile; writes only
+    // its own copy and found.recent.
+    updated = *baselines;
+    analysis::AnalysisInput next = in;
+    next.straggler_baselines = &updated;
+    updated.Update(next);
+    if (recent != nullptr) {
+      next.view = recent;
+      found.recent = analysis::RunRateAnalyzers(next);
+    }
+  });
+  analysis::AnalysisInput window = in;
+  window.straggler_baselines = baselines;
+  found.window = analysis::RunRateAnalyzers(window);
+  second.join();
+  *baselines = std::move(updated);
+  return found;
+}
+
+}  // namespace fabricdiag::collector

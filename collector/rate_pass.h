@@ -1,0 +1,44 @@
+// The rate analyzers' two runs of an analysis pass (collector/
+// analysis_runner.h), on two threads:
+//   1. RunRateAnalyzers over the window view, judging straggler_nic against
+//      the baselines as they were before this pass;
+//   2. StragglerBaselines::Update with the window view (a NIC is measured
+//      against its past, not against a baseline that already holds the
+//      window it is judged on);
+//   3. RunRateAnalyzers over the newest-samples view, with the baselines
+//      updated.
+// The findings are those of running 1, 2, 3 in turn on one thread: the
+// second thread updates a copy of the baselines and runs 3 with it while
+// the calling thread runs 1 with the baselines unchanged; the copy then
+// replaces them. Both threads only read the views, the layouts and the
+// topology (RunRateAnalyzers is pure).
+//
+//   analysis::AnalysisInput in = ...;  // in.view: the window view
+//   RateFindings found = RunRatePass(in, recent_or_null, &baselines);
+//
+// Thread-compatible: the caller owns `baselines` for the call.
+#pragma once
+
+#include <vector>
+
+#include "analysis/analyzer.h"
+#include "analysis/fabric_view.h"
+#include "analysis/finding.h"
+#include "analysis/straggler_nic.h"
+
+namespace fabricdiag::collector {
+
+struct RateFindings {
+  std::vector<analysis::Finding> window;
+  std::vector<analysis::Finding> recent;  // empty without a recent view
+};
+
+// `in.view` is the window view; `in.straggler_baselines` is ignored (set to
+// `baselines`, then to the updated copy). `recent` may be null. With
+// `threads` 1 the three steps run in turn on the calling thread.
+RateFindings RunRatePass(analysis::AnalysisInput in,
+                         const analysis::FabricView* recent,
+                         analysis::StragglerBaselines* baselines,
+                         int threads = 2);
+
+}  // namespace fabricdiag::collector

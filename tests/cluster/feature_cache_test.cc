@@ -1,0 +1,256 @@
+// The other collectors' chunks as the analysis leader keeps and merges them
+// (no NATS): decoded when received, merged into what decoding every chunk
+// in the pass gave, and the same when a chunk is merged twice.
+#include "cluster/feature_cache.h"
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cluster/feature_wire.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/cluster/node_slice.h"
+
+namespace fabricdiag::cluster {
+namespace {
+
+using collector::FeatureSlice;
+using collector::NodeFacts;
+using ::testing::ElementsAre;
+
+const absl::Time kT0 = absl::FromUnixSeconds(1700000000);
+
+// A collector's slice over a random subset of 60 nodes (so collectors
+// share some), 1-4 ports each, random signals (some absent), a recent view
+// when `recent`, liveness reported at random times near kT0.
+FeatureSlice RandomSlice(std::mt19937& rng, bool recent) {
+  FeatureSlice s;
+  s.window.window_seconds = 5;
+  if (recent) {
+    s.recent.emplace();
+    s.recent->window_seconds = 2;
+  }
+  std::uniform_int_distribution<int> coin(0, 3);
+  std::uniform_real_distribution<double> rate(0, 1e9);
+  for (int n = 0; n < 60; ++n) {
+    if (coin(rng) != 0) continue;
+    const std::string node = absl::StrFormat("node-%03d", n);
+    const int ports = 1 + coin(rng);
+    for (int p = ports - 1; p >= 0; --p) {  // added out of order
+      for (analysis::FabricView* view :
+           {&s.window, s.recent ? &*s.recent : nullptr}) {
+        if (view == nullptr) continue;
+        analysis::PortView& port =
+            view->AddPort(node, absl::StrCat("mlx5_", p));
+        port.netdev = absl::StrCat("eth", p);
+        port.s.rx_bytes = rate(rng);
+        port.s.tx_bytes = coin(rng) == 0 ? analysis::kAbsent : rate(rng);
+        port.s.rx_pause_fraction[3] = rate(rng) / 1e9;
+        port.samples.reports = coin(rng);
+      }
+    }
+    if (coin(rng) != 0) {  // now and then, ports without liveness
+      NodeFacts f;
+      f.liveness.node = node;
+      f.liveness.ever_reported = true;
+      f.liveness.last_report = kT0 + absl::Seconds(coin(rng));
+      f.liveness.interval = absl::Seconds(1);
+      f.boot_id = absl::StrCat("boot-", coin(rng));
+      s.nodes.push_back(f);
+    }
+  }
+  s.window.Finish();
+  if (s.recent) s.recent->Finish();
+  return s;
+}
+
+std::vector<v1::FeatureChunk> Chunks(const FeatureSlice& s,
+                                     const std::string& id) {
+  // Small chunks: several per collector.
+  return SliceToChunks(s, id, kT0, 1500);
+}
+
+// What JetStreamFeatures::Merged did before the cache decoded on receipt:
+// every chunk of every collector decoded in the pass, then merged.
+FeatureSlice Reference(
+    FeatureSlice local,
+    const std::map<std::string, std::vector<v1::FeatureChunk>>& remote) {
+  for (NodeFacts& n : local.nodes) n.collector = "col-0";
+  std::map<std::string, FeatureSlice> slices;
+  std::vector<FeatureSlice*> all = {&local};
+  for (const auto& [id, chunks] : remote) {
+    FeatureSlice& s = slices[id];
+    for (const v1::FeatureChunk& c : chunks) AddChunkToSlice(c, &s);
+    FinishSlice(&s);
+    for (NodeFacts& n : s.nodes) n.collector = id;
+    all.push_back(&s);
+  }
+  return collector::MergeFeatureSlices(all);
+}
+
+// Every port field the wire carries, in order, with the node facts.
+void ExpectSameSlice(const FeatureSlice& a, const FeatureSlice& b) {
+  ASSERT_EQ(a.window.ports().size(), b.window.ports().size());
+  for (size_t i = 0; i < a.window.ports().size(); ++i) {
+    EXPECT_EQ(a.window.ports()[i].node, b.window.ports()[i].node) << i;
+    EXPECT_EQ(a.window.ports()[i].device, b.window.ports()[i].device) << i;
+  }
+  ASSERT_EQ(a.recent.has_value(), b.recent.has_value());
+  if (a.recent) {
+    ASSERT_EQ(a.recent->ports().size(), b.recent->ports().size());
+    EXPECT_EQ(a.recent->window_seconds, b.recent->window_seconds);
+  }
+  EXPECT_EQ(a.window.window_seconds, b.window.window_seconds);
+  const size_t whole = std::numeric_limits<size_t>::max();
+  const std::vector<v1::FeatureChunk> wa = SliceToChunks(a, "x", kT0, whole);
+  const std::vector<v1::FeatureChunk> wb = SliceToChunks(b, "x", kT0, whole);
+  ASSERT_EQ(wa.size(), 1u);
+  ASSERT_EQ(wb.size(), 1u);
+  EXPECT_EQ(wa[0].SerializeAsString(), wb[0].SerializeAsString());
+  ASSERT_EQ(a.nodes.size(), b.nodes.size());
+  for (size_t i = 0; i < a.nodes.size(); ++i) {
+    EXPECT_EQ(a.nodes[i].liveness.node, b.nodes[i].liveness.node) << i;
+    EXPECT_EQ(a.nodes[i].liveness.last_report, b.nodes[i].liveness.last_report);
+    EXPECT_EQ(a.nodes[i].collector, b.nodes[i].collector) << i;
+    EXPECT_EQ(a.nodes[i].boot_id, b.nodes[i].boot_id) << i;
+  }
+}
+
+TEST(FeatureCacheTest, MergesWhatDecodingInThePassGave) {
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    SCOPED_TRACE(seed);
+    std::mt19937 rng(seed);
+    const FeatureSlice local = RandomSlice(rng, true);
+    std::map<std::string, std::vector<v1::FeatureChunk>> remote;
+    FeatureCache cache("col-0");
+    size_t chunks = 0;
+    for (int k = 1; k <= 3; ++k) {
+      const std::string id = absl::StrCat("col-", k);
+      // One collector without a recent view: the merged recent view has
+      // the others' ports.
+      remote[id] = Chunks(RandomSlice(rng, k != 2), id);
+      for (const v1::FeatureChunk& c : remote[id]) {
+        cache.Received(c.SerializeAsString(), kT0);
+        ++chunks;
+      }
+    }
+    ASSERT_GT(chunks, 6u);
+    const FeatureSlice expected = Reference(local, remote);
+    ASSERT_FALSE(expected.window.ports().empty());
+    ExpectSameSlice(cache.Merged(local, kT0), expected);
+    EXPECT_EQ(cache.stats().merge_decoded_chunks, 0u);
+    EXPECT_EQ(cache.stats().merged_members, 3u);
+    // No newer chunk since: the pass decodes them again, to the same.
+    ExpectSameSlice(cache.Merged(local, kT0), expected);
+    EXPECT_EQ(cache.stats().merge_decoded_chunks, chunks);
+  }
+}
+
+// A recent window named only from a later chunk on: the earlier chunks'
+// recent ports are left out, as when the pass decoded them in turn.
+TEST(FeatureCacheTest, ARecentViewStartsAtTheChunkThatNamesIt) {
+  std::mt19937 rng(7);
+  std::vector<v1::FeatureChunk> chunks =
+      Chunks(RandomSlice(rng, true), "col-1");
+  ASSERT_GE(chunks.size(), 3u);
+  chunks[0].set_recent_seconds(0);
+  chunks[2].set_recent_seconds(0);
+  FeatureCache cache("col-0");
+  for (const v1::FeatureChunk& c : chunks) {
+    cache.Received(c.SerializeAsString(), kT0);
+  }
+  FeatureSlice local;
+  local.recent.emplace();
+  const FeatureSlice expected = Reference(local, {{"col-1", chunks}});
+  const FeatureSlice merged = cache.Merged(local, kT0);
+  ExpectSameSlice(merged, expected);
+  ASSERT_TRUE(merged.recent.has_value());
+  EXPECT_LT(merged.recent->ports().size(), merged.window.ports().size());
+}
+
+FeatureSlice OneNode(const std::string& node, absl::Time report) {
+  return testing::NodeSlice(node, report, 1);
+}
+
+std::vector<std::string> Nodes(const FeatureSlice& s) {
+  std::vector<std::string> out;
+  for (const NodeFacts& n : s.nodes) out.push_back(n.liveness.node);
+  return out;
+}
+
+TEST(FeatureCacheTest, StaleLateOwnAndBrokenChunksAreLeftOut) {
+  FeatureCache cache("col-0");
+  const auto send = [&](const FeatureSlice& s, const std::string& id,
+                        absl::Time published, absl::Time received) {
+    for (const v1::FeatureChunk& c : SliceToChunks(s, id, published)) {
+      cache.Received(c.SerializeAsString(), received);
+    }
+  };
+  send(OneNode("b-1", kT0), "col-b", kT0, kT0);
+  // A copy published earlier arrives late: the newer one stays.
+  send(OneNode("b-old", kT0), "col-b", kT0 - absl::Seconds(1), kT0);
+  send(OneNode("own", kT0), "col-0", kT0, kT0);  // this collector's own
+  send(OneNode("c-1", kT0), "col-c", kT0, kT0 - absl::Seconds(10));
+  cache.Received("not a chunk", kT0);
+  v1::FeatureChunk beyond;  // chunk index past its count
+  beyond.set_collector_id("col-d");
+  beyond.set_chunk(2);
+  beyond.set_chunks(2);
+  cache.Received(beyond.SerializeAsString(), kT0);
+  const FeatureSlice merged =
+      cache.Merged(OneNode("a-1", kT0), kT0 - absl::Seconds(5));
+  EXPECT_THAT(Nodes(merged), ElementsAre("a-1", "b-1"));
+  EXPECT_EQ(merged.window.ports().size(), 2u);
+  EXPECT_EQ(cache.stats().received_chunks, 6u);
+  EXPECT_EQ(cache.stats().undecodable_chunks, 2u);
+  EXPECT_EQ(cache.stats().merged_members, 1u);
+  EXPECT_EQ(cache.stats().merged_remote_ports, 1u);
+  EXPECT_EQ(cache.LastReceived().size(), 2u);  // col-b, col-c
+}
+
+// A collector that now publishes fewer chunks: its leftover higher indexes
+// are not merged.
+TEST(FeatureCacheTest, ChunksBeyondTheNewestCountAreLeftOver) {
+  FeatureCache cache("col-0");
+  FeatureSlice two = OneNode("b-1", kT0);
+  two.window.AddPort("b-2", "mlx5_0");
+  two.window.Finish();
+  std::vector<v1::FeatureChunk> old = SliceToChunks(two, "col-b", kT0, 1);
+  ASSERT_EQ(old.size(), 2u);
+  for (const v1::FeatureChunk& c : old) {
+    cache.Received(c.SerializeAsString(), kT0);
+  }
+  for (const v1::FeatureChunk& c :
+       SliceToChunks(OneNode("b-1", kT0), "col-b", kT0 + absl::Seconds(1))) {
+    cache.Received(c.SerializeAsString(), kT0);
+  }
+  const FeatureSlice merged = cache.Merged(FeatureSlice(), kT0);
+  EXPECT_EQ(merged.window.ports().size(), 1u);
+  EXPECT_EQ(merged.window.PortsOf("b-2").size(), 0u);
+}
+
+// A collector that leaves the merge keeps its nodes' liveness, after the
+// merged nodes.
+TEST(FeatureCacheTest, ALeftCollectorsNodesKeepTheirLiveness) {
+  FeatureCache cache("col-0");
+  for (const v1::FeatureChunk& c :
+       SliceToChunks(OneNode("b-1", kT0), "col-b", kT0)) {
+    cache.Received(c.SerializeAsString(), kT0);
+  }
+  EXPECT_THAT(Nodes(cache.Merged(OneNode("c-1", kT0), kT0)),
+              ElementsAre("b-1", "c-1"));
+  const FeatureSlice later =
+      cache.Merged(OneNode("c-1", kT0), kT0 + absl::Seconds(1));
+  EXPECT_THAT(Nodes(later), ElementsAre("c-1", "b-1"));
+  EXPECT_EQ(later.nodes[1].collector, "col-b");
+  EXPECT_EQ(later.window.ports().size(), 1u);
+}
+
+}  // namespace
+}  // namespace fabricdiag::cluster

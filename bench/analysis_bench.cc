@@ -278,7 +278,8 @@ void BM_LeaderPassAtScale(benchmark::State& state) {
     // The pass: JetStreamFeatures::Merged, then as
     // AnalysisRunner::RunRateAnalyzers.
     collector::FeatureSlice fabric =
-        cache.Merged(std::move(local), absl::Now() - absl::Seconds(5));
+        cache.Merged(std::move(local), absl::Now() - absl::Seconds(5),
+                     collector::MergeScope::kFabric);
     phases.Mark("merge_ms");
     AnalysisInput in = fx.cluster->Input(&fabric.window, &fx.config);
     in.topology_index = &topology;

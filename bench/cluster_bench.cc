@@ -212,7 +212,10 @@ int FeatureStream(const testing::NatsCluster& nats) {
   size_t merged_ports = 0;
   while (true) {
     merged_ports =
-        features[0]->Merged(slices[0], absl::Now()).window.ports().size();
+        features[0]
+            ->Merged(slices[0], absl::Now(), collector::MergeScope::kFabric)
+            .window.ports()
+            .size();
     if (merged_ports == window.ports().size() ||
         absl::Now() - published > absl::Seconds(10)) {
       break;
@@ -224,8 +227,8 @@ int FeatureStream(const testing::NatsCluster& nats) {
   for (int i = 0; i < 5; ++i) {
     collector::FeatureSlice local = slices[0];
     const absl::Time t0 = absl::Now();
-    const collector::FeatureSlice merged =
-        features[0]->Merged(std::move(local), absl::Now());
+    const collector::FeatureSlice merged = features[0]->Merged(
+        std::move(local), absl::Now(), collector::MergeScope::kFabric);
     merge_ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - t0));
   }
   const cluster::JetStreamFeatures::Stats a = features[0]->stats();

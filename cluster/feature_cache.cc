@@ -36,9 +36,13 @@ void FeatureCache::Received(absl::string_view data, absl::Time received) {
   // needs it again.
   std::unique_ptr<Decoded> decoded;
   std::shared_ptr<const std::string> kept;
+  std::vector<collector::NodeFacts> nodes;
   if (valid && chunk.collector_id() != id_) {
-    decoded = Decode(chunk);
+    if (decode_on_receipt_.load(std::memory_order_relaxed)) {
+      decoded = Decode(chunk);
+    }
     kept = std::make_shared<const std::string>(data);
+    nodes = NodesOfChunk(chunk);
   }
   Chunk replaced;  // freed after the lock
   absl::MutexLock lock(&mu_);
@@ -55,7 +59,7 @@ void FeatureCache::Received(absl::string_view data, absl::Time received) {
     return;  // a late copy (catch-up racing the subscription)
   }
   Chunk c{std::move(kept), chunk.published_unix_nanos(), chunk.chunks(),
-          received, std::move(decoded)};
+          received,        std::move(decoded),           std::move(nodes)};
   if (it == chunks_.end()) {
     chunks_.emplace(std::move(key), std::move(c));
   } else {
@@ -63,13 +67,21 @@ void FeatureCache::Received(absl::string_view data, absl::Time received) {
   }
 }
 
+void FeatureCache::DecodeOnReceipt(bool decode) {
+  decode_on_receipt_.store(decode, std::memory_order_relaxed);
+}
+
 collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
-                                             absl::Time cutoff) {
+                                             absl::Time cutoff,
+                                             collector::MergeScope scope) {
+  const bool ports = scope == collector::MergeScope::kFabric;
   // Per other collector, its chunks in index order: decoded when received,
-  // or (taken by an earlier merge) the message to decode again.
+  // or (taken by an earlier merge, or not decoded on receipt) the message
+  // to decode; for a merge of nodes only, the chunk's nodes.
   struct Part {
     std::shared_ptr<const std::string> data;
     std::unique_ptr<Decoded> decoded;
+    std::vector<collector::NodeFacts> nodes;
   };
   std::map<std::string, std::vector<Part>> parts;
   {
@@ -91,7 +103,11 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
           key.second >= n->second->chunks) {
         continue;
       }
-      parts[key.first].push_back(Part{c.data, std::move(c.decoded)});
+      if (ports) {
+        parts[key.first].push_back(Part{c.data, std::move(c.decoded), {}});
+      } else {
+        parts[key.first].push_back(Part{nullptr, nullptr, c.nodes});
+      }
     }
   }
   uint64_t decoded_here = 0;
@@ -100,6 +116,12 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
   for (auto& [id, member] : parts) {
     collector::FeatureSlice& slice = remote[id];
     for (Part& part : member) {
+      if (!ports) {
+        for (collector::NodeFacts& n : part.nodes) {
+          slice.nodes.push_back(std::move(n));
+        }
+        continue;
+      }
       if (part.decoded == nullptr) {
         // Parsed as when it was received.
         v1::FeatureChunk chunk;

@@ -7,8 +7,11 @@
 // that merges takes ready slices instead of decoding every collector's
 // slice itself. A merge moves a chunk's decoded ports out; a chunk merged
 // again before a newer one replaced it is parsed and decoded again, from
-// the message kept (serialized) with it. Which chunks count is the same either
-// way:
+// the message kept (serialized) with it. A collector that merges nodes
+// only (MergeScope::kNodes: it does not analyse) turns decoding on receipt
+// off (DecodeOnReceipt): then only the chunk's node facts are kept beside
+// the message, and a later merge of the fabric decodes what it takes.
+// Which chunks count is the same either way:
 //   - a chunk counts while it was received at or after the merge's
 //     `cutoff` (the receiver's clock);
 //   - per collector, the chunk count its newest fresh chunk names: an index
@@ -19,17 +22,20 @@
 //   FeatureCache cache("col-a");
 //   cache.Received(data, absl::Now());                     // any thread
 //   FeatureSlice fabric = cache.Merged(std::move(local),   // each pass
-//                                      absl::Now() - absl::Seconds(5));
+//                                      absl::Now() - absl::Seconds(5),
+//                                      collector::MergeScope::kFabric);
 //
 // Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -50,7 +56,8 @@ class FeatureCache {
     uint64_t merged_members = 0;
     uint64_t merged_remote_ports = 0;
     // Chunks the latest Merged() had to decode itself (merged before a
-    // newer copy replaced the one it took at its previous merge).
+    // newer copy replaced the one it took at its previous merge, or not
+    // decoded on receipt).
     uint64_t merge_decoded_chunks = 0;
   };
 
@@ -63,13 +70,19 @@ class FeatureCache {
   // this collector's own, or older than the one kept.
   void Received(absl::string_view data, absl::Time received);
 
+  // Whether chunks received from now on are decoded as they arrive (the
+  // default) or only when a merge of the fabric takes them.
+  void DecodeOnReceipt(bool decode);
+
   // `local` (this collector's slice, its nodes' collector set to this
   // collector's id) merged with every other collector's chunks received at
   // or after `cutoff` (collector::MergeFeatureSlices), and the liveness of
   // nodes seen in earlier merges whose collector left (sorted by name,
-  // after the merged nodes).
+  // after the merged nodes). With MergeScope::kNodes, the other chunks'
+  // nodes only: their ports stay in the cache for a later merge.
   collector::FeatureSlice Merged(collector::FeatureSlice local,
-                                 absl::Time cutoff);
+                                 absl::Time cutoff,
+                                 collector::MergeScope scope);
 
   // When this collector last received a chunk from each other collector.
   std::map<std::string, absl::Time> LastReceived() const;
@@ -87,13 +100,16 @@ class FeatureCache {
     int64_t published_unix_nanos = 0;
     uint32_t chunks = 0;  // of the slice it is part of
     absl::Time received;  // this collector's clock
-    // Null once a merge took it.
+    // Null once a merge took it, or when not decoded on receipt.
     std::unique_ptr<Decoded> decoded;
+    // Its nodes' liveness, for a merge of nodes only.
+    std::vector<collector::NodeFacts> nodes;
   };
 
   static std::unique_ptr<Decoded> Decode(const v1::FeatureChunk& chunk);
 
   const std::string id_;
+  std::atomic<bool> decode_on_receipt_{true};
   mutable absl::Mutex mu_;
   // (collector id, chunk index) -> its latest chunk.
   std::map<std::pair<std::string, uint32_t>, Chunk> chunks_

@@ -230,6 +230,33 @@ std::vector<v1::FeatureChunk> SliceToChunks(
   return chunks;
 }
 
+namespace {
+
+// The liveness `n` carries, if any.
+bool FactsFromWire(const v1::NodeFeatures& n, collector::NodeFacts* facts) {
+  if (!n.has_liveness()) return false;
+  facts->liveness.node = n.node();
+  facts->liveness.ever_reported = n.last_report_unix_nanos() != 0;
+  if (facts->liveness.ever_reported) {
+    facts->liveness.last_report =
+        absl::FromUnixNanos(n.last_report_unix_nanos());
+  }
+  facts->liveness.interval = absl::Nanoseconds(n.interval_nanos());
+  facts->boot_id = n.boot_id();
+  return true;
+}
+
+}  // namespace
+
+std::vector<collector::NodeFacts> NodesOfChunk(const v1::FeatureChunk& chunk) {
+  std::vector<collector::NodeFacts> nodes;
+  for (const v1::NodeFeatures& n : chunk.nodes()) {
+    collector::NodeFacts facts;
+    if (FactsFromWire(n, &facts)) nodes.push_back(std::move(facts));
+  }
+  return nodes;
+}
+
 void AddChunkToSlice(const v1::FeatureChunk& chunk,
                      collector::FeatureSlice* slice) {
   slice->window.window_seconds = chunk.window_seconds();
@@ -238,17 +265,8 @@ void AddChunkToSlice(const v1::FeatureChunk& chunk,
     slice->recent->window_seconds = chunk.recent_seconds();
   }
   for (const v1::NodeFeatures& n : chunk.nodes()) {
-    if (n.has_liveness()) {
-      collector::NodeFacts& facts = slice->nodes.emplace_back();
-      facts.liveness.node = n.node();
-      facts.liveness.ever_reported = n.last_report_unix_nanos() != 0;
-      if (facts.liveness.ever_reported) {
-        facts.liveness.last_report =
-            absl::FromUnixNanos(n.last_report_unix_nanos());
-      }
-      facts.liveness.interval = absl::Nanoseconds(n.interval_nanos());
-      facts.boot_id = n.boot_id();
-    }
+    collector::NodeFacts facts;
+    if (FactsFromWire(n, &facts)) slice->nodes.push_back(std::move(facts));
     for (const v1::PortFeatures& p : n.ports()) {
       const auto add = [&](analysis::FabricView& view,
                            const v1::PortSignalsWire& s,

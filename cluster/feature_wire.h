@@ -43,6 +43,10 @@ std::vector<v1::FeatureChunk> SliceToChunks(
 void AddChunkToSlice(const v1::FeatureChunk& chunk,
                      collector::FeatureSlice* slice);
 
+// The liveness facts of `chunk`'s nodes (what AddChunkToSlice appends to
+// a slice's nodes), without its ports.
+std::vector<collector::NodeFacts> NodesOfChunk(const v1::FeatureChunk& chunk);
+
 // Sorts and indexes the views after the last AddChunkToSlice.
 void FinishSlice(collector::FeatureSlice* slice);
 

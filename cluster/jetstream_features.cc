@@ -177,9 +177,14 @@ absl::Status JetStreamFeatures::Publish(const collector::FeatureSlice& local,
 }
 
 collector::FeatureSlice JetStreamFeatures::Merged(collector::FeatureSlice local,
-                                                  absl::Time /*now*/) {
+                                                  absl::Time /*now*/,
+                                                  collector::MergeScope scope) {
+  // The next pass most likely merges what this one does: decode the
+  // chunks that arrive until then only if it merges ports.
+  cache_.DecodeOnReceipt(scope == collector::MergeScope::kFabric);
   // Freshness is judged by this collector's clock, as receipt was.
-  return cache_.Merged(std::move(local), absl::Now() - options_.freshness);
+  return cache_.Merged(std::move(local), absl::Now() - options_.freshness,
+                       scope);
 }
 
 std::map<std::string, absl::Time> JetStreamFeatures::LastReceived() const {

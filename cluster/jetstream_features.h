@@ -12,7 +12,9 @@
 // Reading: a plain subscription on fabricdiag.features.> hands every new
 // chunk to this collector as it is published (libnats renews it after a
 // reconnect), and the subscription's thread decodes it there and then
-// (cluster/feature_cache.h), so Merged() takes ready slices; at Open, the
+// (cluster/feature_cache.h), so Merged() takes ready slices (while this
+// collector merges the fabric: one that merges nodes only, a collector
+// that does not analyse, keeps the chunks undecoded); at Open, the
 // stream's last message of every subject seeds the cache, so a collector that
 // starts (or becomes the analysis leader) sees the fabric at once. A chunk
 // counts while it was received within `freshness` (this collector's clock:
@@ -23,7 +25,8 @@
 //   ASSIGN_OR_RETURN(auto features,
 //                    JetStreamFeatures::Open(nats, "col-a", {.replicas = 3}));
 //   features->Publish(local, now).IgnoreError();
-//   FeatureSlice fabric = features->Merged(std::move(local), now);
+//   FeatureSlice fabric = features->Merged(std::move(local), now,
+//                                          MergeScope::kFabric);
 //
 // Thread-safe.
 #pragma once
@@ -78,7 +81,8 @@ class JetStreamFeatures final : public collector::FeatureExchange {
     uint64_t merged_members = 0;
     uint64_t merged_remote_ports = 0;
     // Chunks the latest Merged() decoded itself: merged again before a
-    // newer copy arrived (the others were decoded as they were received).
+    // newer copy arrived, or received while this collector merged nodes
+    // only (the others were decoded as they were received).
     uint64_t merge_decoded_chunks = 0;
   };
 
@@ -93,8 +97,8 @@ class JetStreamFeatures final : public collector::FeatureExchange {
   std::string Describe() const override;
   absl::Status Publish(const collector::FeatureSlice& local,
                        absl::Time now) override;
-  collector::FeatureSlice Merged(collector::FeatureSlice local,
-                                 absl::Time now) override;
+  collector::FeatureSlice Merged(collector::FeatureSlice local, absl::Time now,
+                                 collector::MergeScope scope) override;
 
   Stats stats() const;
 

@@ -115,7 +115,8 @@ void AnalysisRunner::Persisted(const absl::Status& status) {
   }
 }
 
-FeatureSlice AnalysisRunner::ExchangeFeatures(absl::Time now) {
+FeatureSlice AnalysisRunner::ExchangeFeatures(absl::Time now,
+                                              MergeScope scope) {
   std::shared_ptr<const RegistrySnapshot> snapshot = registry_->Snapshot();
   FeatureSlice local;
   local.window = view_builder_.Build(snapshot->topology.get(),
@@ -143,7 +144,13 @@ FeatureSlice AnalysisRunner::ExchangeFeatures(absl::Time now) {
       LogInfo("analysis: publishing this collector's features again");
     }
   }
-  return features_->Merged(std::move(local), now);
+  return features_->Merged(std::move(local), now, scope);
+}
+
+bool AnalysisRunner::ViewWanted() const {
+  const int64_t at = view_wanted_at_.load(std::memory_order_relaxed);
+  return at != 0 && clock_.MonotonicNanos() - at <=
+                        absl::ToInt64Nanoseconds(kViewWantedFor);
 }
 
 void AnalysisRunner::RunLiveness(absl::Time now,
@@ -270,6 +277,7 @@ bool AnalysisRunner::Leading() {
 }
 
 std::shared_ptr<const analysis::FabricView> AnalysisRunner::LatestView() const {
+  view_wanted_at_.store(clock_.MonotonicNanos(), std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(view_mu_);
   return published_view_;
 }
@@ -278,20 +286,29 @@ void AnalysisRunner::RunOnce() {
   std::lock_guard<std::mutex> lock(pass_mu_);
   const int64_t start = clock_.MonotonicNanos();
   const absl::Time now = clock_.Now();
-  FeatureSlice fabric = ExchangeFeatures(now);
+  const bool leading = Leading();
+  // A collector that does not analyse merges the others' ports only for
+  // its page, while someone looks at it.
+  const bool whole_fabric = leading || ViewWanted();
+  FeatureSlice fabric = ExchangeFeatures(
+      now, whole_fabric ? MergeScope::kFabric : MergeScope::kNodes);
   if (options_.features != nullptr) {
     auto nodes = std::make_shared<const std::vector<NodeFacts>>(fabric.nodes);
     std::lock_guard<std::mutex> view_lock(view_mu_);
     published_nodes_ = std::move(nodes);
   }
-  if (Leading()) {
+  if (leading) {
     RunLiveness(now, fabric.nodes);
     RunLayoutAnalyzers(now);
     RunRateAnalyzers(now, std::move(fabric));
-  } else {
+  } else if (whole_fabric) {
     // The page still shows the whole fabric.
     Publish(
         std::make_shared<const analysis::FabricView>(std::move(fabric.window)));
+  } else {
+    // Nobody looks: no view of this collector's part alone, which the page
+    // would show as the fabric.
+    Publish(nullptr);
   }
   stats_->RecordPass(clock_.MonotonicNanos() - start);
 }

@@ -32,6 +32,7 @@
 // Thread-safe: passes are serialized by a mutex.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -94,7 +95,14 @@ class AnalysisRunner {
 
   // The FabricView of the latest rate pass (what the analyzers saw), null
   // before the first; for the HTTP API. Any thread.
+  //
+  // In a cluster a collector that does not analyse merges the other
+  // collectors' ports only while its view is wanted: for
+  // kViewWantedFor after the latest call. The first call after that
+  // returns null or the view of the pass it triggered, the next pass the
+  // whole fabric.
   std::shared_ptr<const analysis::FabricView> LatestView() const;
+  static constexpr absl::Duration kViewWantedFor = absl::Minutes(1);
 
   // Every node of the fabric the latest pass merged, with the collector it
   // came from: in a cluster, the other collectors' nodes too (their
@@ -103,8 +111,11 @@ class AnalysisRunner {
   std::shared_ptr<const std::vector<NodeFacts>> LatestNodes() const;
 
  private:
-  // This collector's slice (series store) published, and the fabric's.
-  FeatureSlice ExchangeFeatures(absl::Time now);
+  // This collector's slice (series store) published, and the fabric's
+  // (its nodes only with MergeScope::kNodes).
+  FeatureSlice ExchangeFeatures(absl::Time now, MergeScope scope);
+  // Whether LatestView() was called within kViewWantedFor.
+  bool ViewWanted() const;
   void RunLiveness(absl::Time now, const std::vector<NodeFacts>& facts);
   void RunLayoutAnalyzers(absl::Time now);
   void RunRateAnalyzers(absl::Time now, FeatureSlice fabric);
@@ -149,6 +160,8 @@ class AnalysisRunner {
   mutable std::mutex view_mu_;
   std::shared_ptr<const analysis::FabricView> published_view_;
   std::shared_ptr<const std::vector<NodeFacts>> published_nodes_;
+  // clock_.MonotonicNanos() of the latest LatestView(); 0: never.
+  mutable std::atomic<int64_t> view_wanted_at_{0};
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;

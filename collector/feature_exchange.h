@@ -16,7 +16,8 @@
 //
 //   FeatureSlice local = ...;                  // from the series store
 //   exchange->Publish(local, now).IgnoreError();
-//   FeatureSlice fabric = exchange->Merged(std::move(local), now);
+//   FeatureSlice fabric =
+//       exchange->Merged(std::move(local), now, MergeScope::kFabric);
 //
 // Implementations are thread-safe.
 #pragma once
@@ -53,6 +54,17 @@ struct FeatureSlice {
   std::vector<NodeFacts> nodes;
 };
 
+// What a merge must hold.
+enum class MergeScope {
+  // Every collector's ports and nodes: what an analysis pass reads, and
+  // what the collector's page shows.
+  kFabric,
+  // Every collector's nodes (`fabricdiag nodes` lists the cluster's), but
+  // the ports of `local` alone: a collector that does not analyse and
+  // whose page nobody looks at need not decode and merge the others'.
+  kNodes,
+};
+
 class FeatureExchange {
  public:
   virtual ~FeatureExchange() = default;
@@ -67,8 +79,10 @@ class FeatureExchange {
   // The whole fabric: `local` plus the latest slice of every other
   // collector that published within the backend's freshness limit. A node
   // in several slices (its agent moved to another collector) is taken,
-  // liveness and ports, from the slice where it reported last.
-  virtual FeatureSlice Merged(FeatureSlice local, absl::Time now) = 0;
+  // liveness and ports, from the slice where it reported last. With
+  // MergeScope::kNodes the other slices' ports are left out.
+  virtual FeatureSlice Merged(FeatureSlice local, absl::Time now,
+                              MergeScope scope) = 0;
 };
 
 // One collector: the fabric is the local slice.
@@ -79,7 +93,8 @@ class EmbeddedFeatureExchange final : public FeatureExchange {
                        absl::Time /*now*/) override {
     return absl::OkStatus();
   }
-  FeatureSlice Merged(FeatureSlice local, absl::Time /*now*/) override {
+  FeatureSlice Merged(FeatureSlice local, absl::Time /*now*/,
+                      MergeScope /*scope*/) override {
     return local;
   }
 };

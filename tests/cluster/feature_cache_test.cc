@@ -22,6 +22,7 @@ namespace {
 
 using collector::FeatureSlice;
 using collector::NodeFacts;
+constexpr collector::MergeScope kFabric = collector::MergeScope::kFabric;
 using ::testing::ElementsAre;
 
 const absl::Time kT0 = absl::FromUnixSeconds(1700000000);
@@ -143,12 +144,60 @@ TEST(FeatureCacheTest, MergesWhatDecodingInThePassGave) {
     ASSERT_GT(chunks, 6u);
     const FeatureSlice expected = Reference(local, remote);
     ASSERT_FALSE(expected.window.ports().empty());
-    ExpectSameSlice(cache.Merged(local, kT0), expected);
+    ExpectSameSlice(cache.Merged(local, kT0, kFabric), expected);
     EXPECT_EQ(cache.stats().merge_decoded_chunks, 0u);
     EXPECT_EQ(cache.stats().merged_members, 3u);
     // No newer chunk since: the pass decodes them again, to the same.
-    ExpectSameSlice(cache.Merged(local, kT0), expected);
+    ExpectSameSlice(cache.Merged(local, kT0, kFabric), expected);
     EXPECT_EQ(cache.stats().merge_decoded_chunks, chunks);
+  }
+}
+
+// A collector that does not analyse merges the other collectors' nodes
+// only; their chunks stay for a later merge of the fabric, which is the
+// same whether they were decoded on receipt or not.
+TEST(FeatureCacheTest, ANodesOnlyMergeLeavesThePortsForALaterOne) {
+  for (const bool on_receipt : {true, false}) {
+    for (uint32_t seed = 1; seed <= 10; ++seed) {
+      SCOPED_TRACE(absl::StrCat("seed ", seed, on_receipt ? "" : ", later"));
+      std::mt19937 rng(seed);
+      const FeatureSlice local = RandomSlice(rng, true);
+      std::map<std::string, std::vector<v1::FeatureChunk>> remote;
+      FeatureCache cache("col-0");
+      cache.DecodeOnReceipt(on_receipt);
+      size_t chunks = 0;
+      for (int k = 1; k <= 3; ++k) {
+        const std::string id = absl::StrCat("col-", k);
+        remote[id] = Chunks(RandomSlice(rng, true), id);
+        for (const v1::FeatureChunk& c : remote[id]) {
+          cache.Received(c.SerializeAsString(), kT0);
+          ++chunks;
+        }
+      }
+      const FeatureSlice expected = Reference(local, remote);
+      const FeatureSlice nodes =
+          cache.Merged(local, kT0, collector::MergeScope::kNodes);
+      // The fabric's nodes, each from the collector it reported to last.
+      ASSERT_EQ(nodes.nodes.size(), expected.nodes.size());
+      for (size_t i = 0; i < nodes.nodes.size(); ++i) {
+        EXPECT_EQ(nodes.nodes[i].liveness.node,
+                  expected.nodes[i].liveness.node);
+        EXPECT_EQ(nodes.nodes[i].collector, expected.nodes[i].collector);
+        EXPECT_EQ(nodes.nodes[i].liveness.last_report,
+                  expected.nodes[i].liveness.last_report);
+      }
+      // No other collector's port.
+      ASSERT_FALSE(nodes.window.ports().empty());
+      for (const analysis::PortView& p : nodes.window.ports()) {
+        EXPECT_NE(local.window.Find(p.node, p.device), nullptr) << p.node;
+      }
+      EXPECT_LT(nodes.window.ports().size(), expected.window.ports().size());
+      EXPECT_EQ(cache.stats().merged_members, 3u);
+      EXPECT_EQ(cache.stats().merged_remote_ports, 0u);
+      EXPECT_EQ(cache.stats().merge_decoded_chunks, 0u);
+      ExpectSameSlice(cache.Merged(local, kT0, kFabric), expected);
+      EXPECT_EQ(cache.stats().merge_decoded_chunks, on_receipt ? 0u : chunks);
+    }
   }
 }
 
@@ -168,7 +217,7 @@ TEST(FeatureCacheTest, ARecentViewStartsAtTheChunkThatNamesIt) {
   FeatureSlice local;
   local.recent.emplace();
   const FeatureSlice expected = Reference(local, {{"col-1", chunks}});
-  const FeatureSlice merged = cache.Merged(local, kT0);
+  const FeatureSlice merged = cache.Merged(local, kT0, kFabric);
   ExpectSameSlice(merged, expected);
   ASSERT_TRUE(merged.recent.has_value());
   EXPECT_LT(merged.recent->ports().size(), merged.window.ports().size());
@@ -204,7 +253,7 @@ TEST(FeatureCacheTest, StaleLateOwnAndBrokenChunksAreLeftOut) {
   beyond.set_chunks(2);
   cache.Received(beyond.SerializeAsString(), kT0);
   const FeatureSlice merged =
-      cache.Merged(OneNode("a-1", kT0), kT0 - absl::Seconds(5));
+      cache.Merged(OneNode("a-1", kT0), kT0 - absl::Seconds(5), kFabric);
   EXPECT_THAT(Nodes(merged), ElementsAre("a-1", "b-1"));
   EXPECT_EQ(merged.window.ports().size(), 2u);
   EXPECT_EQ(cache.stats().received_chunks, 6u);
@@ -230,7 +279,7 @@ TEST(FeatureCacheTest, ChunksBeyondTheNewestCountAreLeftOver) {
        SliceToChunks(OneNode("b-1", kT0), "col-b", kT0 + absl::Seconds(1))) {
     cache.Received(c.SerializeAsString(), kT0);
   }
-  const FeatureSlice merged = cache.Merged(FeatureSlice(), kT0);
+  const FeatureSlice merged = cache.Merged(FeatureSlice(), kT0, kFabric);
   EXPECT_EQ(merged.window.ports().size(), 1u);
   EXPECT_EQ(merged.window.PortsOf("b-2").size(), 0u);
 }
@@ -243,10 +292,10 @@ TEST(FeatureCacheTest, ALeftCollectorsNodesKeepTheirLiveness) {
        SliceToChunks(OneNode("b-1", kT0), "col-b", kT0)) {
     cache.Received(c.SerializeAsString(), kT0);
   }
-  EXPECT_THAT(Nodes(cache.Merged(OneNode("c-1", kT0), kT0)),
+  EXPECT_THAT(Nodes(cache.Merged(OneNode("c-1", kT0), kT0, kFabric)),
               ElementsAre("b-1", "c-1"));
   const FeatureSlice later =
-      cache.Merged(OneNode("c-1", kT0), kT0 + absl::Seconds(1));
+      cache.Merged(OneNode("c-1", kT0), kT0 + absl::Seconds(1), kFabric);
   EXPECT_THAT(Nodes(later), ElementsAre("c-1", "b-1"));
   EXPECT_EQ(later.nodes[1].collector, "col-b");
   EXPECT_EQ(later.window.ports().size(), 1u);

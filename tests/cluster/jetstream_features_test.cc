@@ -21,6 +21,7 @@ namespace {
 
 using collector::FeatureSlice;
 using collector::NodeFacts;
+constexpr collector::MergeScope kFabric = collector::MergeScope::kFabric;
 
 // A collector's slice: `nodes` nodes named prefix-NNN, 8 ports each, every
 // signal present, reported at `now`.
@@ -134,8 +135,8 @@ TEST_F(JetStreamFeaturesTest, EachCollectorMergesTheOthersNodes) {
         const absl::Time now = absl::Now();
         EXPECT_TRUE(a->Publish(Slice("gpu-a", 2, now), now).ok());
         EXPECT_TRUE(b->Publish(Slice("gpu-b", 3, now), now).ok());
-        merged_a = a->Merged(Slice("gpu-a", 2, now), now);
-        merged_b = b->Merged(Slice("gpu-b", 3, now), now);
+        merged_a = a->Merged(Slice("gpu-a", 2, now), now, kFabric);
+        merged_b = b->Merged(Slice("gpu-b", 3, now), now, kFabric);
         return merged_a.window.ports().size() == 40 &&
                merged_b.window.ports().size() == 40;
       },
@@ -171,7 +172,7 @@ TEST_F(JetStreamFeaturesTest, ACollectorThatStopsPublishingLeavesTheMerge) {
   JetStreamFeatures* b = col_b.features.get();
   auto ports_of_b = [&] {
     const FeatureSlice merged =
-        a->Merged(Slice("gpu-a", 1, absl::Now()), absl::Now());
+        a->Merged(Slice("gpu-a", 1, absl::Now()), absl::Now(), kFabric);
     return merged.window.PortsOf("gpu-b-000").size();
   };
   ASSERT_TRUE(testing::Eventually(
@@ -189,7 +190,7 @@ TEST_F(JetStreamFeaturesTest, ACollectorThatStopsPublishingLeavesTheMerge) {
   EXPECT_GE(absl::Now() - stopped, absl::Milliseconds(900));
   // Its node's liveness is kept, as last reported, for agent_down.
   const FeatureSlice merged =
-      a->Merged(Slice("gpu-a", 1, absl::Now()), absl::Now());
+      a->Merged(Slice("gpu-a", 1, absl::Now()), absl::Now(), kFabric);
   EXPECT_EQ(Nodes(merged),
             (std::vector<std::string>{"gpu-a-000", "gpu-b-000"}));
   EXPECT_LE(merged.nodes[1].liveness.last_report, stopped);
@@ -205,8 +206,8 @@ TEST_F(JetStreamFeaturesTest, ACollectorThatStartsReadsTheStream) {
   // stream's last message per subject.
   Collector col_c = Join("col-c");
   ASSERT_NE(col_c.features, nullptr);
-  const FeatureSlice merged =
-      col_c.features->Merged(Slice("gpu-c", 1, absl::Now()), absl::Now());
+  const FeatureSlice merged = col_c.features->Merged(
+      Slice("gpu-c", 1, absl::Now()), absl::Now(), kFabric);
   EXPECT_EQ(merged.window.ports().size(), 32u);
   EXPECT_EQ(merged.nodes.size(), 4u);
 }
@@ -234,7 +235,7 @@ TEST_F(JetStreamFeaturesTest, AThousandNodesGoInChunks) {
       [&] {
         const absl::Time start = absl::Now();
         const FeatureSlice merged =
-            b->Merged(Slice("other", 1, absl::Now()), absl::Now());
+            b->Merged(Slice("other", 1, absl::Now()), absl::Now(), kFabric);
         merge = absl::Now() - start;
         return merged.window.ports().size() == 8008;
       },

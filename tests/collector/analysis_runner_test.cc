@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -149,7 +150,9 @@ class FakeExchange final : public FeatureExchange {
     ++published;
     return absl::OkStatus();
   }
-  FeatureSlice Merged(FeatureSlice local, absl::Time /*now*/) override {
+  FeatureSlice Merged(FeatureSlice local, absl::Time /*now*/,
+                      MergeScope scope) override {
+    scopes.push_back(scope);
     NodeFacts remote;
     remote.liveness.node = "gpu-remote";
     remote.liveness.last_report = remote_;
@@ -159,6 +162,7 @@ class FakeExchange final : public FeatureExchange {
     return local;
   }
   int published = 0;
+  std::vector<MergeScope> scopes;
 
  private:
   const absl::Time remote_;
@@ -171,21 +175,32 @@ class FakeRole final : public AnalysisRole {
   uint64_t term = 0;
 };
 
-TEST_F(AnalysisRunnerStateTest, OnlyTheLeaderAnalysesTheMergedFabric) {
-  FakeExchange exchange(clock.Now() - absl::Seconds(10));
+// One collector of a cluster: features through `exchange` (another
+// collector's node last heard 10 s ago), analysing while `role` leads.
+class AnalysisRunnerClusterTest : public AnalysisRunnerStateTest {
+ protected:
+  void SetUp() override {
+    AnalysisRunnerStateTest::SetUp();
+    AnalysisRunner::Options options;
+    options.features = &exchange;
+    options.role = &role;
+    runner_.emplace(&series, registry_.get(), findings_.get(), &stats, clock,
+                    options);
+  }
+
+  FakeExchange exchange{clock.Now() - absl::Seconds(10)};
   FakeRole role;
   AnalysisStats stats;
-  AnalysisRunner::Options options;
-  options.features = &exchange;
-  options.role = &role;
-  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
-                        clock, options);
-  runner.RunOnce();
+  std::optional<AnalysisRunner> runner_;
+};
+
+TEST_F(AnalysisRunnerClusterTest, OnlyTheLeaderAnalysesTheMergedFabric) {
+  runner_->RunOnce();
   EXPECT_EQ(exchange.published, 1) << "followers publish their features too";
   EXPECT_THAT(findings_->Active(), ::testing::IsEmpty())
       << "a follower writes no findings";
   role.term = 7;
-  runner.RunOnce();
+  runner_->RunOnce();
   // The node only another collector heard from is down: the leader
   // analyses the merged fabric, not its own series store alone.
   std::vector<v1::Finding> active = findings_->Active();
@@ -193,6 +208,30 @@ TEST_F(AnalysisRunnerStateTest, OnlyTheLeaderAnalysesTheMergedFabric) {
   EXPECT_EQ(active[0].kind(), "agent_down");
   EXPECT_EQ(active[0].node(), "gpu-remote");
   EXPECT_EQ(exchange.published, 2);
+}
+
+TEST_F(AnalysisRunnerClusterTest, AFollowerMergesPortsOnlyForItsPage) {
+  // Nobody looked: nodes only, and no view of this collector's part alone.
+  runner_->RunOnce();
+  ASSERT_THAT(exchange.scopes, ::testing::ElementsAre(MergeScope::kNodes));
+  EXPECT_THAT(*runner_->LatestNodes(), ::testing::SizeIs(1)) << "gpu-remote";
+  EXPECT_EQ(runner_->LatestView(), nullptr);
+  // Looked at: the whole fabric, for a minute after the last look.
+  clock.Advance(absl::Seconds(1));
+  runner_->RunOnce();
+  EXPECT_EQ(exchange.scopes.back(), MergeScope::kFabric);
+  EXPECT_NE(runner_->LatestView(), nullptr);
+  clock.Advance(AnalysisRunner::kViewWantedFor - absl::Seconds(1));
+  runner_->RunOnce();
+  EXPECT_EQ(exchange.scopes.back(), MergeScope::kFabric);
+  clock.Advance(absl::Seconds(2));
+  runner_->RunOnce();
+  EXPECT_EQ(exchange.scopes.back(), MergeScope::kNodes);
+  // The leader merges the fabric whether or not anyone looks.
+  role.term = 3;
+  clock.Advance(AnalysisRunner::kViewWantedFor * 2);
+  runner_->RunOnce();
+  EXPECT_EQ(exchange.scopes.back(), MergeScope::kFabric);
 }
 
 struct Opened {

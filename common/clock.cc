@@ -19,10 +19,10 @@ int64_t NextGridTick(int64_t mono_now, absl::Time wall_now,
   };
   const int64_t phase = mod(mod(absl::ToUnixNanos(wall_now)) -
                             mod(absl::ToInt64Nanoseconds(offset)));
-  // From now to the next grid point, then whole periods until it is at
-  // least half a period away.
+  // From now to the next grid point, or the one after when that is less
+  // than a twentieth of a period away.
   int64_t wait = period - phase;
-  if (wait < period / 2) wait += period;
+  if (wait < period / 20) wait += period;
   return mono_now + wait;
 }
 

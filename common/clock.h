@@ -27,16 +27,19 @@ class Clock {
 };
 
 // The monotonic time of the next tick on the wall clock's grid: the first
-// instant at least half an interval after now whose wall time is `offset`
-// past a whole multiple of `interval` since the Unix epoch. `mono_now` and
-// `wall_now` are the same instant on both clocks.
+// instant at least a twentieth of an interval after now whose wall time is
+// `offset` past a whole multiple of `interval` since the Unix epoch. `mono_now`
+// and `wall_now` are the same instant on both clocks.
 //
 // Agents read and collectors run their analysis passes on this grid, so
 // with NTP-synchronized clocks every agent reads at the same instant and a
 // pass runs `offset` after the reads instead of up to an interval after
-// them. At least half an interval: a tick that woke a little early never
-// ticks twice for one grid point, and an overrun skips ticks instead of
-// bursting. `interval` must be positive; `offset` is taken modulo it.
+// them. At least a twentieth of an interval: a tick that woke a little
+// early never ticks twice for one grid point, and one that overran to
+// within that of the next grid point skips it instead of bursting (one
+// that ends earlier keeps its grid point: a long analysis pass does not
+// halve the pass rate). `interval` must be positive; `offset` is taken
+// modulo it.
 int64_t NextGridTick(int64_t mono_now, absl::Time wall_now,
                      absl::Duration interval, absl::Duration offset);
 

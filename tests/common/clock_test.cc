@@ -25,22 +25,24 @@ TEST(NextGridTickTest, WaitsForTheNextWholeMultipleOfTheInterval) {
 }
 
 TEST(NextGridTickTest, NeverTicksTwiceForOneGridPoint) {
-  // Woke up a little before its grid point, or ran past half of the
-  // interval: the tick after the next.
+  // Woke up a little before its grid point, or ran until just before the
+  // next one: the grid point after.
   EXPECT_EQ(WaitMs(kOnGrid - absl::Milliseconds(2), absl::Seconds(1)), 1002);
-  EXPECT_EQ(WaitMs(kOnGrid + absl::Milliseconds(600), absl::Seconds(1)), 1400);
-  // Exactly half an interval away still counts.
-  EXPECT_EQ(WaitMs(kOnGrid + absl::Milliseconds(500), absl::Seconds(1)), 500);
+  EXPECT_EQ(WaitMs(kOnGrid + absl::Milliseconds(960), absl::Seconds(1)), 1040);
+  // A twentieth of an interval away still counts, and a long tick keeps
+  // the next grid point: a 0.8 s analysis pass runs every second.
+  EXPECT_EQ(WaitMs(kOnGrid + absl::Milliseconds(950), absl::Seconds(1)), 50);
+  EXPECT_EQ(WaitMs(kOnGrid + absl::Milliseconds(800), absl::Seconds(1)), 200);
 }
 
 TEST(NextGridTickTest, AnOffsetShiftsTheGrid) {
   const absl::Duration second = absl::Seconds(1);
-  EXPECT_EQ(WaitMs(kOnGrid, second, absl::Milliseconds(250)), 1250);
+  EXPECT_EQ(WaitMs(kOnGrid, second, absl::Milliseconds(250)), 250);
   EXPECT_EQ(WaitMs(kOnGrid + absl::Milliseconds(100), second,
                    absl::Milliseconds(250)),
-            1150);
+            150);
   // Modulo the interval, and negative is before the grid point.
-  EXPECT_EQ(WaitMs(kOnGrid, second, absl::Milliseconds(1250)), 1250);
+  EXPECT_EQ(WaitMs(kOnGrid, second, absl::Milliseconds(1250)), 250);
   EXPECT_EQ(WaitMs(kOnGrid, second, absl::Milliseconds(-250)), 750);
 }
 
@@ -51,7 +53,7 @@ TEST(NextGridTickTest, AgreesAcrossMachinesWhoseClocksAgree) {
   const absl::Time a = kOnGrid + absl::Milliseconds(30);
   const absl::Time b = kOnGrid + absl::Milliseconds(420);
   EXPECT_EQ(a + absl::Milliseconds(WaitMs(a, interval)),
-            b + absl::Milliseconds(WaitMs(b, interval)) - interval);
+            b + absl::Milliseconds(WaitMs(b, interval)));
 }
 
 TEST(NextGridTickTest, OddIntervalsAndBadInput) {

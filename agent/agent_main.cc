@@ -16,7 +16,8 @@ ABSL_FLAG(std::string, ethtool_dir, "",
           "When set, ethtool statistics of netdev IF come from the file DIR/IF "
           "holding `ethtool -S IF` output instead of the SIOCETHTOOL ioctl");
 ABSL_FLAG(absl::Duration, interval, absl::Seconds(1),
-          "Sampling period (200ms, 1s, ...)");
+          "Sampling period (200ms, 1s, ...); reads fall on whole multiples "
+          "of it on the wall clock");
 ABSL_FLAG(std::string, listen, "0.0.0.0:9810",
           "ADDR:PORT serving Prometheus /metrics");
 ABSL_FLAG(std::string, collector, "",

@@ -30,7 +30,8 @@ ABSL_FLAG(std::string, ingest_token_file, "",
           "--ingest_token_file); with --tls_client_ca, the node must also be "
           "named in the agent's certificate");
 ABSL_FLAG(absl::Duration, analysis_interval, absl::Seconds(1),
-          "How often the analyzers run");
+          "How often the analyzers run: a tenth of it after each whole "
+          "multiple of it on the wall clock, where agents read");
 ABSL_FLAG(int, window_samples, 600,
           "Rates kept per series (600 = 10 minutes at 1 s)");
 ABSL_FLAG(std::string, analysis_config, "",

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -92,14 +93,21 @@ FeatureSlice MergeFeatureSlices(absl::Span<FeatureSlice* const> slices) {
     }
   }
   // The two views on two threads: each moves and merges its own ports and
-  // only reads `owner`.
+  // only reads `owner`. Without a second thread (the process is out of
+  // them), one after the other.
   std::thread recent_merge;
-  if (merged.recent.has_value()) {
-    recent_merge = std::thread([&recent, &owner, &merged] {
-      MergeView(recent, owner, &*merged.recent);
-    });
+  bool recent_handled = !merged.recent.has_value();
+  if (!recent_handled) {
+    try {
+      recent_merge = std::thread([&recent, &owner, &merged] {
+        MergeView(recent, owner, &*merged.recent);
+      });
+      recent_handled = true;
+    } catch (const std::system_error&) {
+    }
   }
   MergeView(window, owner, &merged.window);
+  if (!recent_handled) MergeView(recent, owner, &*merged.recent);
   for (size_t i = 0; i < slices.size(); ++i) {
     FeatureSlice& s = *slices[i];
     for (NodeFacts& n : s.nodes) {

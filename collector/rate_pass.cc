@@ -1,5 +1,6 @@
 #include "collector/rate_pass.h"
 
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -9,7 +10,7 @@ RateFindings RunRatePass(analysis::AnalysisInput in,
                          const analysis::FabricView* recent,
                          analysis::StragglerBaselines* baselines, int threads) {
   RateFindings found;
-  if (threads <= 1) {
+  auto in_turn = [&] {
     in.straggler_baselines = baselines;
     found.window = analysis::RunRateAnalyzers(in);
     baselines->Update(in);
@@ -18,20 +19,26 @@ RateFindings RunRatePass(analysis::AnalysisInput in,
       found.recent = analysis::RunRateAnalyzers(in);
     }
     return found;
-  }
+  };
+  if (threads <= 1) return in_turn();
   analysis::StragglerBaselines updated;
-  std::thread second([&in, recent, baselines, &updated, &found] {
-    // Reads `baselines`, as the calling thread does meanwhile; writes only
-    // its own copy and found.recent.
-    updated = *baselines;
-    analysis::AnalysisInput next = in;
-    next.straggler_baselines = &updated;
-    updated.Update(next);
-    if (recent != nullptr) {
-      next.view = recent;
-      found.recent = analysis::RunRateAnalyzers(next);
-    }
-  });
+  std::thread second;
+  try {
+    second = std::thread([&in, recent, baselines, &updated, &found] {
+      // Reads `baselines`, as the calling thread does meanwhile; writes only
+      // its own copy and found.recent.
+      updated = *baselines;
+      analysis::AnalysisInput next = in;
+      next.straggler_baselines = &updated;
+      updated.Update(next);
+      if (recent != nullptr) {
+        next.view = recent;
+        found.recent = analysis::RunRateAnalyzers(next);
+      }
+    });
+  } catch (const std::system_error&) {
+    return in_turn();  // the process is out of threads: one after the other
+  }
   analysis::AnalysisInput window = in;
   window.straggler_baselines = baselines;
   found.window = analysis::RunRateAnalyzers(window);

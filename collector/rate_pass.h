@@ -35,7 +35,8 @@ struct RateFindings {
 
 // `in.view` is the window view; `in.straggler_baselines` is ignored (set to
 // `baselines`, then to the updated copy). `recent` may be null. With
-// `threads` 1 the three steps run in turn on the calling thread.
+// `threads` 1, or when no thread can be started, the three steps run in
+// turn on the calling thread.
 RateFindings RunRatePass(analysis::AnalysisInput in,
                          const analysis::FabricView* recent,
                          analysis::StragglerBaselines* baselines,

@@ -36,6 +36,11 @@ constexpr char kRateSource[] = "rate_analyzers";
 // clocks (milliseconds) fit well within it. A report that comes later
 // counts in the next pass, as every report did at an arbitrary phase.
 constexpr double kPassSettleFraction = 0.1;
+// How long after the grid point a pass waits at most for the reports of
+// that read, as a fraction of the interval: on a loaded machine a report
+// that misses the settling time would otherwise count an interval later,
+// and every finding it carries would open an interval late.
+constexpr double kPassWaitFraction = 0.5;
 
 }  // namespace
 
@@ -80,21 +85,35 @@ void AnalysisRunner::Start() {
     // agents' reads, and every few passes one pass would see two new
     // samples and the newest-samples view would skip one. A pass that
     // overruns starts the next at the following slot.
+    // Past the settling time, a pass waits for the reports of the read
+    // still awaited (SeriesStore::ArrivalsFor), up to kPassWaitFraction of
+    // the interval after the grid point, checking every fiftieth of one.
     const absl::Duration settle = kPassSettleFraction * options_.interval;
+    const auto poll = std::chrono::nanoseconds(
+        absl::ToInt64Nanoseconds(options_.interval / 50));
     std::unique_lock<std::mutex> lock(mu_);
     while (!stopping_) {
       lock.unlock();
       RunOnce();
       lock.lock();
       const auto now = std::chrono::steady_clock::now();
+      const absl::Time wall = absl::Now();
       const int64_t mono = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                now.time_since_epoch())
                                .count();
-      const auto next =
-          now + std::chrono::nanoseconds(
-                    NextGridTick(mono, absl::Now(), options_.interval, settle) -
-                    mono);
+      const int64_t to_next =
+          NextGridTick(mono, wall, options_.interval, settle) - mono;
+      const absl::Time grid = wall + absl::Nanoseconds(to_next) - settle;
+      const auto next = now + std::chrono::nanoseconds(to_next);
       cv_.wait_until(lock, next, [this] { return stopping_; });
+      const auto wait_until =
+          next +
+          std::chrono::nanoseconds(absl::ToInt64Nanoseconds(
+              (kPassWaitFraction - kPassSettleFraction) * options_.interval));
+      while (!stopping_ && std::chrono::steady_clock::now() < wait_until &&
+             series_->ArrivalsFor(grid, options_.interval).awaited > 0) {
+        cv_.wait_for(lock, poll, [this] { return stopping_; });
+      }
     }
   });
 }

@@ -311,6 +311,11 @@ void NodeSeries::EndStream(uint64_t stream) {
   if (stream_ == stream) stream_ = 0;
 }
 
+NodeSeries::Arrival NodeSeries::LastArrival() const {
+  absl::MutexLock lock(&mu_);
+  return Arrival{last_report_, interval_ms_};
+}
+
 NodeInfo NodeSeries::Info() const {
   absl::MutexLock lock(&mu_);
   NodeInfo info;

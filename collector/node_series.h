@@ -158,6 +158,14 @@ class NodeSeries {
                       std::vector<bool>* moved) const;
 
   NodeInfo Info() const;
+  // When the latest report arrived (collector clock) and the interval the
+  // node's agent reports at: what Info() says of them, without copying the
+  // rest.
+  struct Arrival {
+    absl::Time last_report = absl::InfinitePast();
+    uint32_t interval_ms = 0;
+  };
+  Arrival LastArrival() const;
   std::vector<SeriesMeta> ListSeries() const;
 
   // The newest stored sample of `key` with a rate; NotFound when the series

@@ -99,6 +99,25 @@ absl::StatusOr<std::vector<RatePoint>> SeriesStore::Window(
   return (*n)->Window(key, since);
 }
 
+SeriesStore::GridArrivals SeriesStore::ArrivalsFor(
+    absl::Time grid, absl::Duration interval) const {
+  GridArrivals out;
+  const absl::Duration slack = interval / 20;
+  const absl::Time previous = grid - interval;
+  const int64_t interval_ms = absl::ToInt64Milliseconds(interval);
+  for (const auto& node : AllNodes()) {
+    const NodeSeries::Arrival a = node->LastArrival();
+    if (static_cast<int64_t>(a.interval_ms) != interval_ms) continue;
+    if (a.last_report >= grid - slack) {
+      ++out.arrived;
+    } else if (a.last_report >= previous - slack &&
+               a.last_report < previous + interval / 2) {
+      ++out.awaited;
+    }
+  }
+  return out;
+}
+
 StoreMemory SeriesStore::Memory() const {
   StoreMemory m;
   m.bytes = sizeof(*this);

@@ -99,6 +99,22 @@ class SeriesStore {
                                                 const SeriesKey& key,
                                                 absl::Time since) const;
 
+  // The reports of the agents' read at `grid`, a point of the wall clock's
+  // grid of `interval` (NextGridTick): how many nodes whose agents report
+  // every `interval` delivered theirs, and how many are still awaited.
+  // Delivered: a report arrived at `grid` or later (less a twentieth of an
+  // interval, for clocks that disagree by a few milliseconds). Awaited: the
+  // node's previous report arrived within half an interval after the
+  // previous grid point, so its agent reads on the grid and is live. A
+  // node that reports at another interval, off the grid or not at all is
+  // neither: nothing waits for it. One lock per node, no copy of its
+  // strings.
+  struct GridArrivals {
+    size_t arrived = 0;
+    size_t awaited = 0;
+  };
+  GridArrivals ArrivalsFor(absl::Time grid, absl::Duration interval) const;
+
   StoreMemory Memory() const;
 
   const Clock& clock() const { return clock_; }

@@ -54,20 +54,37 @@ int Count(const std::vector<int>& v, int x) {
   return n;
 }
 
+// What a runner on the real clock needs, in a temporary --state_dir.
+struct RealTimeRunner {
+  explicit RealTimeRunner(absl::Duration interval) {
+    options.interval = interval;
+  }
+  static std::unique_ptr<StateStore> OpenState(const std::string& dir,
+                                               const Clock* clock) {
+    auto opened = StateStore::Open(dir, clock);
+    EXPECT_TRUE(opened.ok()) << opened.status();
+    return opened.ok() ? *std::move(opened) : nullptr;
+  }
+  AnalysisRunner Make() {
+    return AnalysisRunner(&series, &registry, &findings, &stats, clock,
+                          options);
+  }
+
+  agent::ScopedTempDir tmp;
+  SystemClock clock;
+  std::unique_ptr<StateStore> state = OpenState(tmp.path(), &clock);
+  LayoutRegistry registry{state.get(), &clock};
+  FindingsStore findings{state.get(), FindingsStoreOptions{}};
+  SeriesStore series{SeriesStore::Options{}, clock};
+  AnalysisStats stats;
+  AnalysisRunner::Options options;
+};
+
 TEST(AnalysisRunnerTest, AnalysisThreadRunsBelowIngest) {
   const int base = getpriority(PRIO_PROCESS, 0);
   if (base + 10 > 19) GTEST_SKIP() << "already running at nice " << base;
-  agent::ScopedTempDir tmp;
-  SystemClock clock;
-  auto state = StateStore::Open(tmp.path(), &clock);
-  ASSERT_TRUE(state.ok()) << state.status();
-  LayoutRegistry registry(state->get(), &clock);
-  FindingsStore findings(state->get(), FindingsStoreOptions{});
-  SeriesStore series(SeriesStore::Options{}, clock);
-  AnalysisStats stats;
-  AnalysisRunner::Options options;
-  options.interval = absl::Milliseconds(10);
-  AnalysisRunner runner(&series, &registry, &findings, &stats, clock, options);
+  RealTimeRunner r(absl::Milliseconds(10));
+  AnalysisRunner runner = r.Make();
   const int before = Count(ThreadNiceness(), base + 10);
   runner.Start();
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
@@ -78,6 +95,83 @@ TEST(AnalysisRunnerTest, AnalysisThreadRunsBelowIngest) {
   EXPECT_EQ(Count(ThreadNiceness(), base + 10), before + 1);
   // The test's own thread keeps the process's priority.
   EXPECT_EQ(getpriority(PRIO_PROCESS, 0), base);
+  runner.Stop();
+}
+
+// A pass waits, past its settling time, for a report of the read still
+// awaited (an agent on the grid that reported just after the previous grid
+// point), and gives up on it half an interval after the grid point.
+TEST(AnalysisRunnerTest, APassWaitsForTheReportsOfTheRead) {
+  RealTimeRunner r(absl::Milliseconds(200));
+  const SystemClock& clock = r.clock;
+  AnalysisStats& stats = r.stats;
+  std::shared_ptr<NodeSeries> node = r.series.OpenNode("gpu-000");
+  ASSERT_TRUE(node->BeginStream("boot", 200, 1, "peer", clock.Now()).ok());
+  v1::Schema schema;
+  schema.set_schema_id(1);
+  v1::Series* s = schema.add_series();
+  s->set_subsystem(v1::SUBSYSTEM_ETHTOOL);
+  s->set_device("eth0");
+  s->set_name("rx_bytes");
+  absl::StatusOr<std::vector<uint32_t>> slots = node->MapSchema(schema);
+  ASSERT_TRUE(slots.ok()) << slots.status();
+  uint64_t seq = 0;
+  auto report = [&] {
+    const double rate = 1.0;
+    ReportView view;
+    view.seq = ++seq;
+    view.wall_time_unix_nanos = absl::ToUnixNanos(clock.Now());
+    view.rates = absl::MakeConstSpan(&rate, 1);
+    uint64_t held;
+    node->Ingest("boot", view, *slots, clock.Now(), &held);
+  };
+  // Wall times of the grid of 200 ms.
+  auto grid_after = [](absl::Time t) {
+    return absl::FromUnixMillis((absl::ToUnixMillis(t) / 200 + 1) * 200);
+  };
+  AnalysisRunner runner = r.Make();
+  runner.Start();
+  auto passes_after = [&](uint64_t n, absl::Duration limit) {
+    const absl::Time deadline = absl::Now() + limit;
+    while (stats.passes.load() < n && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    return stats.passes.load() >= n ? absl::Now() : absl::InfiniteFuture();
+  };
+  ASSERT_NE(passes_after(1, absl::Seconds(10)), absl::InfiniteFuture());
+  // Sleeps until `t`; false when this thread woke too late for the round
+  // to show anything (a loaded machine): the round is tried again.
+  auto sleep_until = [](absl::Time t) {
+    absl::SleepFor(t - absl::Now());
+    return absl::Now() < t + absl::Milliseconds(30);
+  };
+  bool shown = false;
+  for (int round = 0; round < 10 && !shown; ++round) {
+    // The agent reads just after a grid point, and its report is in the
+    // pass of that grid point.
+    const absl::Time g0 = grid_after(absl::Now());
+    if (!sleep_until(g0 + absl::Milliseconds(10))) continue;
+    report();
+    if (!sleep_until(g0 + absl::Milliseconds(100))) continue;
+    const uint64_t before = stats.passes.load();
+    // The next read's report comes 80 ms after its grid point, past the
+    // settling time (20 ms): the pass waits for it.
+    const absl::Time g1 = g0 + absl::Milliseconds(200);
+    if (!sleep_until(g1 + absl::Milliseconds(80))) continue;
+    const uint64_t at_report = stats.passes.load();
+    const absl::Time reported = absl::Now();
+    report();
+    EXPECT_EQ(at_report, before) << "the pass ran without the report";
+    EXPECT_GE(passes_after(before + 1, absl::Seconds(10)), reported);
+    shown = true;
+  }
+  ASSERT_TRUE(shown) << "this thread never woke in time";
+  // No report at all: the next passes still run, each at most half an
+  // interval after its grid point.
+  const absl::Time from = absl::Now();
+  const uint64_t then = stats.passes.load();
+  ASSERT_NE(passes_after(then + 4, absl::Seconds(10)), absl::InfiniteFuture());
+  EXPECT_LT(absl::Now() - from, absl::Seconds(5));
   runner.Stop();
 }
 

@@ -72,6 +72,50 @@ class SeriesStoreTest : public ::testing::Test {
   SeriesStore store_{SeriesStore::Options{}, clock_};
 };
 
+// The analysis pass waits for the reports of the agents' read at a grid
+// point: nodes that reported just after the previous grid point are
+// awaited until they report again; nodes off the grid, silent or at
+// another interval are not.
+TEST_F(SeriesStoreTest, ArrivalsForAGridPointCountOnlyAgentsOnTheGrid) {
+  const absl::Duration interval = absl::Seconds(1);
+  const absl::Time grid = clock_.Now() + absl::Seconds(10);
+  auto report = [&](absl::string_view name, uint32_t interval_ms,
+                    uint64_t seq) {
+    auto node = store_.OpenNode(name);
+    ASSERT_TRUE(
+        node->BeginStream("boot", interval_ms, seq, "peer", clock_.Now()).ok());
+    auto slots = node->MapSchema(MakeSchema(1, 1));
+    ASSERT_TRUE(slots.ok());
+    EXPECT_EQ(Put(*node, "boot", *slots, seq, {1.0}),
+              NodeSeries::Outcome::kStored);
+    node->EndStream(seq);
+  };
+  auto advance_to = [&](absl::Time t) { clock_.Advance(t - clock_.Now()); };
+  advance_to(grid - absl::Seconds(5));
+  report("silent", 1000, 1);
+  advance_to(grid - interval + absl::Milliseconds(20));
+  report("on-grid", 1000, 1);
+  report("other-interval", 5000, 1);
+  advance_to(grid - interval + absl::Milliseconds(700));
+  report("off-grid", 1000, 1);
+
+  advance_to(grid + absl::Milliseconds(100));
+  SeriesStore::GridArrivals a = store_.ArrivalsFor(grid, interval);
+  EXPECT_EQ(a.arrived, 0u);
+  EXPECT_EQ(a.awaited, 1u);  // on-grid only
+
+  advance_to(grid + absl::Milliseconds(180));
+  report("on-grid", 1000, 2);
+  a = store_.ArrivalsFor(grid, interval);
+  EXPECT_EQ(a.arrived, 1u);
+  EXPECT_EQ(a.awaited, 0u);
+
+  // An agent whose clock is a few milliseconds ahead reports just before
+  // the grid point (as seen here): that report is this read's.
+  EXPECT_EQ(
+      store_.ArrivalsFor(grid + absl::Milliseconds(200), interval).arrived, 1u);
+}
+
 TEST_F(SeriesStoreTest, LatestAndWindowAfterIngest) {
   auto node = store_.OpenNode("gpu-1");
   EXPECT_EQ(Hello(*node, "boot-a"), 0u);

@@ -258,6 +258,14 @@ int RunSim(const SimConfig& config, const Clock& clock, Waiter* waiter,
   }
   const double limit = absl::ToDoubleSeconds(config.duration);
   const int64_t start = clock.MonotonicNanos();
+  // Where t=0 of the phase lines is on the wall clock: with it, a test or a
+  // user places every "t=...s" line (and so every fault) on other logs.
+  err << "fabricdiag-sim: t=0 at "
+      << absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", clock.Now(),
+                          absl::UTCTimeZone())
+      << absl::StrFormat(" (unix %.3f)",
+                         absl::ToDoubleSeconds(clock.Now() - absl::UnixEpoch()))
+      << std::endl;
   const int64_t step_nanos = absl::ToInt64Nanoseconds(config.interval);
   for (int64_t k = 1;; ++k) {
     if (waiter->WaitUntil(start + k * step_nanos)) break;

@@ -332,6 +332,11 @@ TEST(SimulationTest, RealTimeLoopStopsAtDurationWithAFakeClock) {
   std::ostringstream out, err;
   EXPECT_EQ(RunSim(config, clock, &waiter, out, err), 0) << err.str();
   EXPECT_EQ(waiter.waits, 3);
+  // Where its clock started, on the wall clock (FakeClock starts at unix
+  // 1795000000).
+  EXPECT_THAT(err.str(),
+              ::testing::HasSubstr("fabricdiag-sim: t=0 at 2026-11-18T"
+                                   "11:06:40.000Z (unix 1795000000.000)\n"));
 }
 
 TEST(SimulationTest, SignalStopsTheLoop) {

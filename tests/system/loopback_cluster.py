@@ -17,6 +17,7 @@ start_collector() passes to the collector.
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -121,20 +122,30 @@ class System:
         raise AssertionError("collector did not start:\n" +
                              self.log_tail("collector"))
 
-    def start_sim(self, last_node):
+    def start_sim(self, last_node, tick=None):
         """Starts fabricdiag-sim on work/layout.yaml, topology.yaml and
-        scenario.json; returns once it wrote `last_node`'s tree."""
+        scenario.json, advancing its counters every `tick` seconds (default:
+        the interval); returns, once it wrote `last_node`'s tree, the wall
+        time (time.time()) of its clock's t=0."""
         w = self.work
+        tick_ms = int((tick or self.interval) * 1000)
         self.spawn("sim", [self.sim, f"--layout={w}/layout.yaml",
                            f"--topology={w}/topology.yaml",
                            f"--scenario={w}/scenario.json", f"--out={w}/fabric",
-                           f"--interval={int(self.interval * 1000)}ms"])
+                           f"--interval={tick_ms}ms"])
         deadline = time.time() + 20
-        while not os.path.isdir(f"{w}/fabric/{last_node}/sys/class/net"):
+        start = None
+        while (start is None or
+               not os.path.isdir(f"{w}/fabric/{last_node}/sys/class/net")):
             if time.time() > deadline:
-                raise AssertionError("sim wrote no tree:\n" +
-                                     self.log_tail("sim"))
+                raise AssertionError("sim wrote no tree or no start time:\n"
+                                     + self.log_tail("sim"))
+            if start is None:
+                with open(os.path.join(w, "sim.log"), "rb") as f:
+                    m = re.search(rb"t=0 at \S+ \(unix ([0-9.]+)\)", f.read())
+                    start = float(m.group(1)) if m else None
             time.sleep(0.05)
+        return start
 
     def start_agent(self, node):
         self.spawn(f"agent-{node}", [

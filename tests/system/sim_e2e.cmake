@@ -2,8 +2,8 @@
 # time, so timing matters: not repeated under the sanitizers, and never
 # alongside each other or the demo test (RESOURCE_LOCK loopback_cluster).
 # - sim_faults_e2e: every fault the simulator injects, found by the real
-#   system within 3 intervals (strong faults) or 5, or the measured bound of
-#   a fault over that budget, and resolved within 10; nothing raised in
+#   system within 3 intervals (strong faults) or 5, and resolved within 10
+#   (the simulator ticking 5 times per interval); nothing raised in
 #   healthy phases nor with every CPU busy; agent and collector killed -9
 #   and restarted mid-run, a NIC disappearing (~90 s at 0.5 s intervals);
 # - page_browser: the collector's live page in headless Chromium on a

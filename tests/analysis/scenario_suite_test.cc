@@ -86,7 +86,7 @@ struct LateReports {
 // hysteresis and straggler baselines start over from the active findings
 // (collector::SeedRateState, as AnalysisRunner does). Its series are what
 // the agents replay, the reports it had not acknowledged (those from pass
-// at_pass on), so its first windows hold down + 1 reports until they fill
+// at_pass on), so its first windows hold `down` intervals until they fill
 // again (TrafficOptions::first_report; the scenario turns sample_jitter on
 // so that the views say so). -1: no restart.
 struct CollectorRestart {
@@ -578,7 +578,10 @@ absl::StatusOr<RunResult> RunPasses(const Cluster& cluster,
     TrafficOptions window_traffic = traffic;
     window_traffic.last_report = 5 + pass;
     if (restart.at_pass >= 0 && pass >= restart.at_pass) {
-      window_traffic.first_report = 5 + restart.at_pass;
+      // The first replayed report (that of pass at_pass) only starts the
+      // window's first interval: the collector holds no report before it
+      // (FabricViewBuilder, a new node's samples).
+      window_traffic.first_report = 5 + restart.at_pass + 1;
     }
     TrafficOptions newest_traffic = window_traffic;
     newest_traffic.newest_only = true;

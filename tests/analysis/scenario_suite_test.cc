@@ -100,6 +100,8 @@ struct Timeline {
   std::vector<LateReports> late;
   CollectorRestart restart;
   int passes = 0;
+  // The faults hold in the passes before this one; -1: in every pass.
+  int faults_until = -1;
 };
 
 struct Scenario {
@@ -488,6 +490,7 @@ struct RunResult {
     Finding finding;
     std::set<std::string> ids;
     int first_pass = -1;
+    int last_pass = -1;
     bool open_at_end = false;
   };
   std::map<StoreKey, Track> tracks;
@@ -571,6 +574,7 @@ absl::StatusOr<RunResult> RunPasses(const Cluster& cluster,
   // The windows (and newest samples) of each pass, drawn when first
   // needed: a late node's window is one of an earlier pass.
   std::map<int, std::pair<FabricView, FabricView>> drawn;
+  const std::vector<Fault> no_faults;
   auto draw = [&](int pass) -> const std::pair<FabricView, FabricView>& {
     auto it = drawn.find(pass);
     if (it != drawn.end()) return it->second;
@@ -588,11 +592,14 @@ absl::StatusOr<RunResult> RunPasses(const Cluster& cluster,
     // The newest samples: an independent draw of the same traffic, as
     // noisy as a whole window of it (the builder's noise is per pass), so
     // the fast path for strong faults is held to the same precision.
+    const std::vector<Fault>& held =
+        timeline.faults_until >= 0 && pass >= timeline.faults_until ? no_faults
+                                                                    : faults;
     return drawn
         .emplace(pass,
                  std::make_pair(
-                     cluster.View(faults, window_traffic, seed * 1000 + pass),
-                     cluster.View(faults, newest_traffic,
+                     cluster.View(held, window_traffic, seed * 1000 + pass),
+                     cluster.View(held, newest_traffic,
                                   seed * 1000 + pass + kNewestSeed)))
         .first->second;
   };
@@ -675,6 +682,7 @@ absl::StatusOr<RunResult> RunPasses(const Cluster& cluster,
       track.finding = FindingFromWire(f);
       track.ids.insert(f.id());
       if (track.first_pass < 0) track.first_pass = pass;
+      track.last_pass = pass;
       track.open_at_end = true;
     }
     // Views no late node can go back to any more.
@@ -984,6 +992,51 @@ TEST(ScenarioTimingTest, StrongFaultsOpenOnTheNewestSamples) {
                                    : absl::StrFormat("%.2f", min_over))
           << " | " << std::setw(14) << cell(fast) << "| " << std::setw(19)
           << cell(slow) << "| " << cell(resolve) << "\n";
+  }
+  std::cout << table.str() << std::flush;
+}
+
+// A fault that ends while the collector is down: its finding, open before
+// the restart, resolves once, clear_after passes after the new process
+// started (it seeded the finding and counts it down), and never reopens.
+// Prints the passes from the fault's end to the resolve.
+TEST(ScenarioTimingTest, FindingsResolveOnceAcrossARestart) {
+  const AnalysisConfig config;
+  absl::StatusOr<Cluster> built = Cluster::Build(TwoJobCluster(16));
+  ASSERT_TRUE(built.ok()) << built.status();
+  const Cluster& cluster = *built;
+  Timeline timeline;
+  timeline.restart = {5, 1};
+  timeline.faults_until = 5;
+  timeline.passes = 6 + config.hysteresis.clear_after + 3;
+  TrafficOptions replay;
+  replay.sample_jitter = true;
+  std::ostringstream table;
+  table << std::left << std::setw(20) << "kind"
+        << "  passes from the fault's end to its resolve (down 1 of them)\n";
+  for (FaultKind kind : kAllFaultKinds) {
+    const Fault fault = At16(kind);
+    const ExpectedFinding want = cluster.Expect(fault).primary;
+    absl::StatusOr<RunResult> run =
+        RunPasses(cluster, config, {fault}, replay, 71, 0, timeline);
+    ASSERT_TRUE(run.ok()) << run.status();
+    int tracks = 0;
+    for (const auto& [key, track] : run->tracks) {
+      if (!Matches(want, track.finding)) continue;
+      ++tracks;
+      EXPECT_EQ(track.ids.size(), 1u) << Describe(track.finding);
+      EXPECT_LT(track.first_pass, timeline.restart.at_pass)
+          << Describe(track.finding);
+      EXPECT_FALSE(track.open_at_end) << Describe(track.finding);
+      // Resolved in pass last_pass + 1: the passes since the fault ended,
+      // that one included. Without a restart clear_after
+      // (FaultResolvesTest); the passes the collector was down count too.
+      const int resolved = track.last_pass + 2 - timeline.faults_until;
+      EXPECT_EQ(resolved, config.hysteresis.clear_after + timeline.restart.down)
+          << Describe(track.finding);
+      table << std::setw(20) << FindingKindOf(kind) << "  " << resolved << "\n";
+    }
+    EXPECT_GE(tracks, 1) << Describe(want) << " never opened";
   }
   std::cout << table.str() << std::flush;
 }

@@ -19,7 +19,6 @@
 #include "analysis/analyzer.h"
 #include "analysis/fabric_view.h"
 #include "analysis/finding.h"
-#include "analysis/finding_wire.h"
 #include "analysis/tp_cross_node.h"
 #include "collector/rate_pass.h"
 #include "common/clock.h"
@@ -212,19 +211,9 @@ void AnalysisRunner::RunLayoutAnalyzers(absl::Time now) {
 
 void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric) {
   if (!hysteresis_seeded_) {
-    // Findings the rate analyzers opened before a restart: every active
-    // finding that neither liveness nor the layout analyzers own.
-    std::vector<analysis::Finding> active;
-    for (const v1::Finding& f : findings_->Active()) {
-      if (f.kind() == analysis::kAgentDownKind ||
-          f.kind() == analysis::kTpCrossNodeKind) {
-        continue;
-      }
-      active.push_back(analysis::FindingFromWire(f));
-    }
-    hysteresis_->Seed(active);
-    // ... and the baselines their stragglers were judged against.
-    straggler_baselines_.Seed(active);
+    // Findings the rate analyzers opened before a restart, and the
+    // baselines their stragglers were judged against.
+    SeedRateState(findings_->Active(), &*hysteresis_, &straggler_baselines_);
     hysteresis_seeded_ = true;
   }
   std::shared_ptr<const RegistrySnapshot> snapshot = registry_->Snapshot();

@@ -4,7 +4,26 @@
 #include <thread>
 #include <utility>
 
+#include "analysis/agent_down.h"
+#include "analysis/finding_wire.h"
+#include "analysis/tp_cross_node.h"
+
 namespace fabricdiag::collector {
+
+void SeedRateState(const std::vector<v1::Finding>& active,
+                   analysis::Hysteresis* hysteresis,
+                   analysis::StragglerBaselines* baselines) {
+  std::vector<analysis::Finding> rate;
+  for (const v1::Finding& f : active) {
+    if (f.kind() == analysis::kAgentDownKind ||
+        f.kind() == analysis::kTpCrossNodeKind) {
+      continue;
+    }
+    rate.push_back(analysis::FindingFromWire(f));
+  }
+  hysteresis->Seed(rate);
+  baselines->Seed(rate);
+}
 
 RateFindings RunRatePass(analysis::AnalysisInput in,
                          const analysis::FabricView* recent,

@@ -24,7 +24,9 @@
 #include "analysis/analyzer.h"
 #include "analysis/fabric_view.h"
 #include "analysis/finding.h"
+#include "analysis/hysteresis.h"
 #include "analysis/straggler_nic.h"
+#include "proto/collector.pb.h"
 
 namespace fabricdiag::collector {
 
@@ -41,5 +43,15 @@ RateFindings RunRatePass(analysis::AnalysisInput in,
                          const analysis::FabricView* recent,
                          analysis::StragglerBaselines* baselines,
                          int threads = 2);
+
+// Where a collector that starts (or takes the analysis over from another)
+// picks the rate analyzers up: from the findings store's `active` findings.
+// `hysteresis` (fresh) is seeded with every one that neither liveness
+// (agent_down) nor the layout analyzers (tp_cross_node) own, so they stay
+// open while the windows refill; `baselines` (fresh) with the baselines
+// their stragglers were judged against (StragglerBaselines::Seed).
+void SeedRateState(const std::vector<v1::Finding>& active,
+                   analysis::Hysteresis* hysteresis,
+                   analysis::StragglerBaselines* baselines);
 
 }  // namespace fabricdiag::collector

@@ -110,6 +110,32 @@ TEST(ScenarioBuilderTest, RoutingSkewStaysWithEachMoeNic) {
   EXPECT_DOUBLE_EQ(a, b);
 }
 
+// A restarted collector holds only the reports the agents replayed: the
+// window starts at first_report until it is full again, and a first_report
+// past the newest report leaves that report alone.
+TEST(ScenarioBuilderTest, FirstReportShortensTheWindow) {
+  absl::StatusOr<Cluster> c = Cluster::Build(TwoJobCluster(16));
+  ASSERT_TRUE(c.ok()) << c.status();
+  TrafficOptions t;
+  t.sample_jitter = true;
+  t.last_report = 10;
+  auto reports = [&](int first_report) {
+    t.first_report = first_report;
+    return c->View({}, t, 4).Find("gpu-004", "mlx5_0")->samples.reports;
+  };
+  EXPECT_EQ(reports(0), 5);
+  EXPECT_EQ(reports(6), 5);
+  EXPECT_EQ(reports(8), 3);
+  EXPECT_EQ(reports(10), 1);
+  EXPECT_EQ(reports(12), 1);
+  t.first_report = 8;
+  const SampleEvidence short_window =
+      c->View({}, t, 4).Find("gpu-004", "mlx5_0")->samples;
+  // Three intervals of 0.7 to 1.4 s each.
+  EXPECT_GE(short_window.report_span_seconds, 3 * 0.7);
+  EXPECT_LE(short_window.report_span_seconds, 3 * 1.4);
+}
+
 TEST(ScenarioBuilderTest, StaleReadsShowAsZerosThenALump) {
   absl::StatusOr<Cluster> c = Cluster::Build(TwoJobCluster(16));
   ASSERT_TRUE(c.ok()) << c.status();

@@ -1,13 +1,18 @@
 // The quality suite of the rate analyzers: realistic clusters (8-64 nodes,
 // a MoE and a dense job, leaf switches) with healthy noise and injected
-// faults, run through RunRateAnalyzers() and the hysteresis for several
-// passes the way the collector runs them, with the newest samples beside
-// each window (the fast path for strong faults). Every fault must be found
-// (recall 1) and healthy clusters raise nothing (precision 1): the suite
-// prints a table and asserts both over all scenarios. A second table gives,
-// per kind, the passes to open (with and without the newest samples) and
-// to resolve. The agent_down analyzer gets its own timelines of agents
-// going silent and coming back.
+// faults, run for several passes the way the collector's analysis runner
+// runs them: the window and the newest samples (the fast path for strong
+// faults) through collector::RunRatePass, the hysteresis, and a findings
+// store in a state directory of its own. Every fault must be found
+// (recall 1), healthy clusters raise nothing (precision 1), and a fault's
+// finding, once open, stays open with one id while the fault holds: the
+// suite prints a table and asserts all three over all scenarios, with per
+// kind the passes to open under each timing fault. Timing faults: sample
+// jitter and stale reads (TrafficOptions), reports arriving late and in
+// bursts (LateReports), and a collector restart (CollectorRestart). A
+// second table gives, per kind, the passes to open (with and without the
+// newest samples) and to resolve. The agent_down analyzer gets its own
+// timelines of agents going silent and coming back.
 //
 // Run: build-*/tests/scenario_suite_test  (the table is on stdout).
 #include <gmock/gmock.h>
@@ -19,6 +24,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -27,6 +33,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -35,23 +43,83 @@
 #include "analysis/analyzer.h"
 #include "analysis/analyzer_util.h"
 #include "analysis/congestion.h"
+#include "analysis/finding_wire.h"
 #include "analysis/hot_expert_incast.h"
 #include "analysis/hysteresis.h"
 #include "analysis/link_degraded.h"
 #include "analysis/pfc_storm.h"
 #include "analysis/straggler_nic.h"
+#include "collector/agent_liveness.h"
+#include "collector/findings_store.h"
+#include "collector/rate_pass.h"
+#include "collector/state_store.h"
+#include "common/clock.h"
+#include "proto/collector.pb.h"
 #include "tests/testing/scenario_builder.h"
 #include "tests/testing/scenario_score.h"
+#include "tests/testing/temp_dir.h"
 
 namespace fabricdiag::analysis::scenario {
 namespace {
 
+// Reports of one node that reach the collector late (a congested
+// management network, an agent stalled behind a slow disk): those it takes
+// for passes [from_pass, from_pass + delayed) arrive together just before
+// pass from_pass + delayed. The collector builds a node's window from the
+// last samples it holds (FabricViewBuilder: RecentMeans over the node's
+// newest reports), so meanwhile the node's window and newest samples stay
+// those of pass from_pass - 1, and at the burst they are the current ones
+// again. The collector's clock sees a silence of `delayed` intervals
+// (agent_down's input), and the view leaves out a node whose last report
+// came more than 3 intervals before the pass (kStaleIntervals): the last
+// report came just before pass from_pass - 1 and passes run a tenth of an
+// interval after the reads, so a node is absent from pass from_pass + 2.
+struct LateReports {
+  std::string node;
+  int from_pass = 0;
+  int delayed = 0;
+};
+
+// The collector stops after pass `at_pass` - 1 (kill -9, an upgrade) and
+// analyses again at pass at_pass + down. The new process opens the same
+// state directory: its findings store loads the findings log, and the
+// hysteresis and straggler baselines start over from the active findings
+// (collector::SeedRateState, as AnalysisRunner does). Its series are what
+// the agents replay, the reports it had not acknowledged (those from pass
+// at_pass on), so its first windows hold `down` intervals until they fill
+// again (TrafficOptions::first_report; the scenario turns sample_jitter on
+// so that the views say so). -1: no restart.
+struct CollectorRestart {
+  int at_pass = -1;
+  int down = 1;
+};
+
+// Timing faults besides the traffic's sampling (TrafficOptions), and how
+// many passes to run (0: the suite's default).
+struct Timeline {
+  std::vector<LateReports> late;
+  CollectorRestart restart;
+  int passes = 0;
+  // The faults hold in the passes before this one; -1: in every pass.
+  int faults_until = -1;
+};
+
 struct Scenario {
+  Scenario(std::string name_, std::string cluster_, std::vector<Fault> faults_,
+           TrafficOptions traffic_, uint32_t seed_, Timeline timeline_ = {})
+      : name(std::move(name_)),
+        cluster(std::move(cluster_)),
+        faults(std::move(faults_)),
+        traffic(std::move(traffic_)),
+        seed(seed_),
+        timeline(std::move(timeline_)) {}
+
   std::string name;
-  std::string cluster = "16n";  // a key of ClusterSpecs()
+  std::string cluster;  // a key of ClusterSpecs()
   std::vector<Fault> faults;
   TrafficOptions traffic;
   uint32_t seed = 1;
+  Timeline timeline;
 };
 
 // Where each fault goes in the 16-node two-job cluster (MoE on gpu-000..007,
@@ -97,6 +165,18 @@ std::map<std::string, ClusterSpec> ClusterSpecs() {
 TrafficOptions Bursts() {
   TrafficOptions t;
   t.dp_bursts = true;
+  return t;
+}
+
+// Passes a scenario with timing faults runs: enough for its findings to
+// open, its nodes to be late twice and the collector to restart after they
+// opened.
+constexpr int kTimelinePasses = 12;
+
+Timeline LateBursts(std::vector<LateReports> late) {
+  Timeline t;
+  t.late = std::move(late);
+  t.passes = kTimelinePasses;
   return t;
 }
 
@@ -275,50 +355,344 @@ std::vector<Scenario> AllScenarios() {
                  {At16(FaultKind::kStragglerNic)},
                  jitter,
                  34});
+  // Reports arriving late and in bursts (LateReports), on MoE and dense
+  // hosts and a leaf: healthy clusters raise nothing, and every fault is
+  // found although its own node is late twice (before and after its
+  // finding opens) and peers are late too.
+  const Timeline late16 = LateBursts({{"gpu-003", 2, 3},
+                                      {"gpu-011", 4, 2},
+                                      {"leaf-2", 3, 3},
+                                      {"gpu-006", 6, 3}});
+  out.push_back({"healthy-late-bursts-16n", "16n", {}, {}, 51, late16});
+  const Timeline late64 = LateBursts({{"gpu-010", 2, 3},
+                                      {"gpu-040", 5, 2},
+                                      {"gpu-063", 3, 3},
+                                      {"leaf-1", 4, 3}});
+  out.push_back({"healthy-late-bursts-64n", "64n", {}, {}, 52, late64});
+  out.push_back({"healthy-moe-skew-late-bursts", "16n", {}, skew, 53, late16});
+  out.push_back(
+      {"healthy-jitter-stale-late-bursts", "16n", {}, jitter, 54, late16});
+  for (FaultKind kind : kAllFaultKinds) {
+    const Fault f = At16(kind);
+    out.push_back({absl::StrCat(FindingKindOf(kind), "+late-bursts"),
+                   "16n",
+                   {f},
+                   {},
+                   55,
+                   LateBursts({{f.node, 1, 3},
+                               {f.node, 6, 3},
+                               {"gpu-004", 4, 2},
+                               {"gpu-013", 5, 3}})});
+  }
+  out.push_back(
+      {"straggler+moe-skew+late-bursts",
+       "16n",
+       {At16(FaultKind::kStragglerNic)},
+       skew,
+       56,
+       LateBursts({{"gpu-006", 1, 3}, {"gpu-006", 6, 3}, {"gpu-007", 3, 3}})});
+  // A collector restart (CollectorRestart) once the faults' findings are
+  // open: each keeps its id, and healthy clusters, MoE routing skew
+  // included (straggler baselines are lost but for open stragglers), raise
+  // nothing.
+  TrafficOptions replay;
+  replay.sample_jitter = true;
+  TrafficOptions skew_replay = skew;
+  skew_replay.sample_jitter = true;
+  Timeline restart;
+  restart.passes = kTimelinePasses + 2;
+  restart.restart = {5, 1};
+  Timeline long_restart = restart;
+  long_restart.restart = {5, 3};
+  out.push_back({"healthy-restart-16n", "16n", {}, replay, 61, restart});
+  out.push_back({"healthy-restart-64n", "64n", {}, replay, 62, long_restart});
+  // Long enough after the restart for every NIC's baseline to count again
+  // (straggler_nic.min_history_passes): the NICs that lost theirs are
+  // judged against baselines the new process learned.
+  Timeline rebuilt = restart;
+  rebuilt.passes = 6 + AnalysisConfig().straggler_nic.min_history_passes + 4;
+  out.push_back(
+      {"healthy-moe-skew-restart-16n", "16n", {}, skew_replay, 63, rebuilt});
+  out.push_back({"healthy-moe-skew-restart-64n",
+                 "64n",
+                 {},
+                 skew_replay,
+                 64,
+                 long_restart});
+  for (FaultKind kind : kAllFaultKinds) {
+    out.push_back({absl::StrCat(FindingKindOf(kind), "+restart"),
+                   "16n",
+                   {At16(kind)},
+                   replay,
+                   65,
+                   restart});
+  }
+  out.push_back({"straggler+moe-skew+restart",
+                 "16n",
+                 {At16(FaultKind::kStragglerNic)},
+                 skew_replay,
+                 66,
+                 rebuilt});
+  // A restart before the faults' findings open (after one pass): they open
+  // from what the new process sees. Not a straggler in an expert-parallel
+  // job: a NIC slow since before the new process learned its baseline is
+  // learned as its normal (docs/findings.md, straggler_nic); the dense
+  // job's straggler stands for the kind.
+  Timeline early = restart;
+  early.restart = {1, 1};
+  for (FaultKind kind : kAllFaultKinds) {
+    const Fault f = kind == FaultKind::kStragglerNic
+                        ? Fault{kind, "gpu-013", "mlx5_2"}
+                        : At16(kind);
+    out.push_back({absl::StrCat(FindingKindOf(kind), "+restart-before-open"),
+                   "16n",
+                   {f},
+                   replay,
+                   69,
+                   early});
+  }
+  out.push_back({"straggler+moe-skew+long-restart",
+                 "16n",
+                 {At16(FaultKind::kStragglerNic)},
+                 skew_replay,
+                 67,
+                 long_restart});
+  out.push_back({"straggler-dense-64n+restart",
+                 "64n",
+                 {{FaultKind::kStragglerNic, "gpu-045", "mlx5_4"}},
+                 replay,
+                 68,
+                 long_restart});
   return out;
 }
 
 // Seeds of the newest-samples views are this far from the windows' seeds.
 constexpr uint32_t kNewestSeed = 500000;
 
-// Every finding open after any pass of `passes` windows with `faults` held,
-// deduplicated by key. The faults start on a cluster the collector has
-// watched for a while (Cluster::Watched), as they do in production: a
-// straggler in an expert-parallel job is judged against its own history.
-std::vector<Finding> RunPasses(const Cluster& cluster,
-                               const AnalysisConfig& config,
-                               const std::vector<Fault>& faults,
-                               const TrafficOptions& traffic, uint32_t seed,
-                               int passes) {
-  Hysteresis gate(config.hysteresis);
-  StragglerBaselines baselines = cluster.Watched(traffic, seed, config);
-  std::map<std::tuple<std::string, std::string, std::string, std::string>,
-           Finding>
-      seen;
-  for (int pass = 0; pass < passes; ++pass) {
+constexpr char kRateSource[] = "rate_analyzers";
+constexpr absl::Duration kInterval = absl::Seconds(1);
+// FabricViewBuilder leaves out a node whose last report is older than this
+// many intervals.
+constexpr int kStaleIntervals = 3;
+
+// A finding's key in the findings store: kind, job, node, device, group.
+using StoreKey =
+    std::tuple<std::string, std::string, std::string, std::string, std::string>;
+
+// One run of a scenario through the collector's pass.
+struct RunResult {
+  // Every finding open after any pass, one per key (its last version).
+  std::vector<Finding> open;
+  // Per key, what the findings store did with it: the ids it gave it (a
+  // second one: it resolved and opened again), the first pass it was
+  // active after, and whether it was active after the last pass.
+  struct Track {
+    Finding finding;
+    std::set<std::string> ids;
+    int first_pass = -1;
+    int last_pass = -1;
+    bool open_at_end = false;
+  };
+  std::map<StoreKey, Track> tracks;
+};
+
+// What a collector process holds for the rate analyzers: its state
+// directory with the findings store, and in memory the hysteresis and the
+// straggler baselines.
+struct CollectorProcess {
+  std::unique_ptr<collector::StateStore> state;
+  std::unique_ptr<collector::FindingsStore> findings;
+  std::optional<Hysteresis> gate;
+  StragglerBaselines baselines;
+  bool seeded = false;
+
+  // Starts (again) on `dir`: what the process had in memory is gone.
+  absl::Status Start(const std::string& dir, const Clock* clock,
+                     const AnalysisConfig& config) {
+    Stop();
+    absl::StatusOr<std::unique_ptr<collector::StateStore>> opened =
+        collector::StateStore::Open(dir, clock);
+    if (!opened.ok()) return opened.status();
+    state = *std::move(opened);
+    findings = std::make_unique<collector::FindingsStore>(
+        state.get(), collector::FindingsStoreOptions{});
+    gate.emplace(config.hysteresis);
+    baselines = StragglerBaselines();
+    seeded = false;
+    return findings->Load();
+  }
+  // kill -9: nothing but the state directory survives.
+  void Stop() {
+    findings.reset();
+    state.reset();
+  }
+};
+
+// `fresh` with the ports of some nodes taken from older views instead, or
+// left out (null).
+FabricView WithOlderPorts(
+    const FabricView& fresh,
+    const std::map<std::string, const FabricView*>& older) {
+  FabricView out;
+  out.window_seconds = fresh.window_seconds;
+  for (const PortView& p : fresh.ports()) {
+    const PortView* port = &p;
+    auto it = older.find(p.node);
+    if (it != older.end()) {
+      port =
+          it->second == nullptr ? nullptr : it->second->Find(p.node, p.device);
+    }
+    if (port != nullptr) out.AddPort(p.node, p.device) = *port;
+  }
+  out.Finish();
+  return out;
+}
+
+// Runs `passes` passes (timeline.passes when set) with `faults` held, the
+// way the collector's analysis runner does: per pass the window and the
+// newest samples through collector::RunRatePass, the hysteresis, the
+// findings store (a state directory of its own), and agent_down over what
+// the collector knows of each agent. The faults start on a cluster the
+// collector has watched for a while (Cluster::Watched), as they do in
+// production: a straggler in an expert-parallel job is judged against its
+// own history.
+absl::StatusOr<RunResult> RunPasses(const Cluster& cluster,
+                                    const AnalysisConfig& config,
+                                    const std::vector<Fault>& faults,
+                                    const TrafficOptions& traffic,
+                                    uint32_t seed, int passes,
+                                    const Timeline& timeline) {
+  if (timeline.passes > 0) passes = timeline.passes;
+  const CollectorRestart& restart = timeline.restart;
+  fabricdiag::testing::TempDir dir;
+  FakeClock clock(PassTime(0, kInterval));
+  CollectorProcess collector;
+  if (absl::Status s = collector.Start(dir.path(), &clock, config); !s.ok()) {
+    return s;
+  }
+  collector.baselines = cluster.Watched(traffic, seed, config);
+  // The windows (and newest samples) of each pass, drawn when first
+  // needed: a late node's window is one of an earlier pass.
+  std::map<int, std::pair<FabricView, FabricView>> drawn;
+  const std::vector<Fault> no_faults;
+  auto draw = [&](int pass) -> const std::pair<FabricView, FabricView>& {
+    auto it = drawn.find(pass);
+    if (it != drawn.end()) return it->second;
     // Where sampling is said, pass p's window ends with report 5 + p.
     TrafficOptions window_traffic = traffic;
     window_traffic.last_report = 5 + pass;
+    if (restart.at_pass >= 0 && pass >= restart.at_pass) {
+      // The first replayed report (that of pass at_pass) only starts the
+      // window's first interval: the collector holds no report before it
+      // (FabricViewBuilder, a new node's samples).
+      window_traffic.first_report = 5 + restart.at_pass + 1;
+    }
     TrafficOptions newest_traffic = window_traffic;
     newest_traffic.newest_only = true;
-    FabricView view = cluster.View(faults, window_traffic, seed * 1000 + pass);
     // The newest samples: an independent draw of the same traffic, as
     // noisy as a whole window of it (the builder's noise is per pass), so
     // the fast path for strong faults is held to the same precision.
-    FabricView newest =
-        cluster.View(faults, newest_traffic, seed * 1000 + pass + kNewestSeed);
-    const AnalysisInput window = cluster.Input(&view, &config, &baselines);
-    for (Finding& f : gate.Step(
-             RunRateAnalyzers(window),
-             RunRateAnalyzers(cluster.Input(&newest, &config, &baselines)))) {
-      seen[{f.kind, f.node, f.device, f.group}] = std::move(f);
-    }
-    baselines.Update(window);
+    const std::vector<Fault>& held =
+        timeline.faults_until >= 0 && pass >= timeline.faults_until ? no_faults
+                                                                    : faults;
+    return drawn
+        .emplace(pass,
+                 std::make_pair(
+                     cluster.View(held, window_traffic, seed * 1000 + pass),
+                     cluster.View(held, newest_traffic,
+                                  seed * 1000 + pass + kNewestSeed)))
+        .first->second;
+  };
+  // What the collector's clock sees of late reports: silences.
+  std::vector<AgentOutage> silences;
+  for (const LateReports& l : timeline.late) {
+    silences.push_back({l.node, l.from_pass, l.delayed});
   }
-  std::vector<Finding> out;
-  out.reserve(seen.size());
-  for (auto& [key, f] : seen) out.push_back(std::move(f));
-  return out;
+  std::map<StoreKey, Finding> seen;
+  RunResult result;
+  for (int pass = 0; pass < passes; ++pass) {
+    clock.Advance(kInterval);
+    const absl::Time now = PassTime(pass, kInterval);
+    if (pass == restart.at_pass) collector.Stop();
+    if (restart.at_pass >= 0 && pass >= restart.at_pass &&
+        pass < restart.at_pass + restart.down) {
+      continue;  // down: no pass
+    }
+    if (restart.at_pass >= 0 && pass == restart.at_pass + restart.down) {
+      if (absl::Status s = collector.Start(dir.path(), &clock, config);
+          !s.ok()) {
+        return s;
+      }
+    }
+    if (!collector.seeded) {
+      collector::SeedRateState(collector.findings->Active(), &*collector.gate,
+                               &collector.baselines);
+      collector.seeded = true;
+    }
+    // Late nodes hold the window of the last pass whose report came, or
+    // are left out once that is more than kStaleIntervals old.
+    std::map<std::string, const FabricView*> older_window, older_newest;
+    for (const LateReports& l : timeline.late) {
+      if (pass < l.from_pass || pass >= l.from_pass + l.delayed ||
+          l.from_pass == 0) {
+        continue;
+      }
+      if (pass - (l.from_pass - 1) >= kStaleIntervals) {
+        older_window[l.node] = nullptr;
+        older_newest[l.node] = nullptr;
+        continue;
+      }
+      const auto& [window, newest] = draw(l.from_pass - 1);
+      older_window[l.node] = &window;
+      older_newest[l.node] = &newest;
+    }
+    const auto& [fresh_window, fresh_newest] = draw(pass);
+    std::optional<FabricView> late_window, late_newest;
+    if (!older_window.empty()) {
+      late_window = WithOlderPorts(fresh_window, older_window);
+      late_newest = WithOlderPorts(fresh_newest, older_newest);
+    }
+    const FabricView& window = late_window ? *late_window : fresh_window;
+    const FabricView& newest = late_newest ? *late_newest : fresh_newest;
+    collector::RateFindings found = collector::RunRatePass(
+        cluster.Input(&window, &config), &newest, &collector.baselines,
+        /*threads=*/1);
+    std::vector<Finding> open =
+        collector.gate->Step(std::move(found.window), std::move(found.recent));
+    std::vector<Finding> down = AgentDownFindings(
+        cluster.Liveness(silences, pass, kInterval), now, config.agent_down);
+    if (absl::Status s = collector.findings->Update(open, now, kRateSource);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = collector.findings->Update(
+            down, now, collector::kAgentLivenessSource);
+        !s.ok()) {
+      return s;
+    }
+    for (std::vector<Finding>* found_now : {&open, &down}) {
+      for (Finding& f : *found_now) {
+        seen[{f.kind, f.job, f.node, f.device, f.group}] = std::move(f);
+      }
+    }
+    for (auto& [key, track] : result.tracks) track.open_at_end = false;
+    for (const v1::Finding& f : collector.findings->Active()) {
+      RunResult::Track& track =
+          result.tracks[{f.kind(), f.job(), f.node(), f.device(), f.group()}];
+      track.finding = FindingFromWire(f);
+      track.ids.insert(f.id());
+      if (track.first_pass < 0) track.first_pass = pass;
+      track.last_pass = pass;
+      track.open_at_end = true;
+    }
+    // Views no late node can go back to any more.
+    for (auto it = drawn.begin(); it != drawn.end() && it->first < pass - 4;) {
+      it = drawn.erase(it);
+    }
+  }
+  result.open.reserve(seen.size());
+  for (auto& [key, f] : seen) result.open.push_back(std::move(f));
+  return result;
 }
 
 std::string Cell(const std::vector<std::string>& items) {
@@ -332,11 +706,16 @@ TEST(ScenarioSuiteTest, EveryFaultFoundAndHealthyClustersRaiseNothing) {
   const std::map<std::string, ClusterSpec> specs = ClusterSpecs();
   std::map<std::string, Cluster> clusters;
   int expected = 0, found = 0, tp_findings = 0, false_positives = 0;
-  // Per finding kind: primaries expected / found, and false positives.
-  std::map<std::string, std::tuple<int, int, int>> by_kind;
+  int reopened = 0;
+  // Per finding kind: primaries expected / found, false positives, and
+  // primaries that resolved or reopened while their fault held.
+  std::map<std::string, std::tuple<int, int, int, int>> by_kind;
+  // Per finding kind and timing fault ("", "late", "restart"): the passes
+  // its primaries took to open (from pass 0).
+  std::map<std::string, std::map<std::string, std::vector<int>>> open_passes;
   std::ostringstream table;
-  table << std::left << std::setw(36) << "scenario"
-        << " | expected | found"
+  table << std::left << std::setw(38) << "scenario"
+        << " | expected | found | open@ | ids"
         << " | missed | false positives (secondary tolerated)\n";
   for (const Scenario& sc : AllScenarios()) {
     auto it = clusters.find(sc.cluster);
@@ -349,9 +728,46 @@ TEST(ScenarioSuiteTest, EveryFaultFoundAndHealthyClustersRaiseNothing) {
     const Cluster& cluster = it->second;
     std::vector<FaultExpectation> want;
     for (const Fault& f : sc.faults) want.push_back(cluster.Expect(f));
-    const std::vector<Finding> open =
-        RunPasses(cluster, config, sc.faults, sc.traffic, sc.seed, passes);
+    absl::StatusOr<RunResult> run = RunPasses(
+        cluster, config, sc.faults, sc.traffic, sc.seed, passes, sc.timeline);
+    ASSERT_TRUE(run.ok()) << sc.name << ": " << run.status();
+    const std::vector<Finding>& open = run->open;
     const ScenarioScore s = ScoreFindings(want, open);
+    // Every fault is held to the end: its primary finding opens once,
+    // keeps one id and is still open after the last pass.
+    const int restart_at = sc.timeline.restart.at_pass;
+    std::vector<std::string> opened_at, ids;
+    for (const FaultExpectation& e : want) {
+      int first = -1;
+      size_t id_count = 0;
+      bool steady = true;
+      for (const auto& [key, track] : run->tracks) {
+        if (!Matches(e.primary, track.finding)) continue;
+        if (first < 0 || track.first_pass < first) first = track.first_pass;
+        id_count += track.ids.size();
+        if (track.ids.size() != 1 || !track.open_at_end) {
+          steady = false;
+          ADD_FAILURE() << sc.name << ": " << Describe(track.finding)
+                        << " had ids {" << absl::StrJoin(track.ids, ", ")
+                        << "} and is "
+                        << (track.open_at_end ? "open" : "resolved")
+                        << " at the end while its fault held";
+        }
+      }
+      if (first >= 0) {
+        opened_at.push_back(absl::StrCat(first));
+        const char* timing = !sc.timeline.late.empty() ? "late"
+                             : restart_at < 0          ? ""
+                             : first < restart_at      ? "restart after open"
+                                                       : "restart before open";
+        open_passes[e.primary.kind][timing].push_back(first);
+      }
+      ids.push_back(absl::StrCat(id_count));
+      if (!steady) {
+        ++reopened;
+        ++std::get<3>(by_kind[e.primary.kind]);
+      }
+    }
     expected += s.expected;
     found += s.found;
     tp_findings += s.true_positive_findings;
@@ -371,9 +787,10 @@ TEST(ScenarioSuiteTest, EveryFaultFoundAndHealthyClustersRaiseNothing) {
     std::vector<std::string> missed, fps;
     for (const ExpectedFinding& m : s.missed) missed.push_back(Describe(m));
     for (const Finding& f : s.false_positives) fps.push_back(Describe(f));
-    table << std::setw(36) << sc.name << " | " << std::setw(8) << s.expected
-          << " | " << std::setw(5) << s.found << " | " << Cell(missed) << " | "
-          << Cell(fps);
+    table << std::setw(38) << sc.name << " | " << std::setw(8) << s.expected
+          << " | " << std::setw(5) << s.found << " | " << std::setw(5)
+          << Cell(opened_at) << " | " << std::setw(3) << Cell(ids) << " | "
+          << Cell(missed) << " | " << Cell(fps);
     if (!s.secondary.empty()) {
       std::vector<std::string> tolerated;
       for (const Finding& f : s.secondary) tolerated.push_back(Describe(f));
@@ -394,19 +811,44 @@ TEST(ScenarioSuiteTest, EveryFaultFoundAndHealthyClustersRaiseNothing) {
       tp_findings + false_positives == 0
           ? 1
           : double(tp_findings) / (tp_findings + false_positives);
-  table << "\nper kind: expected / found / false positives\n";
+  table << "\nper kind: expected / found / false positives / resolved or "
+           "reopened while held\n";
   for (const auto& [kind, n] : by_kind) {
     table << "  " << std::setw(20) << kind << " " << std::get<0>(n) << " / "
-          << std::get<1>(n) << " / " << std::get<2>(n) << "\n";
+          << std::get<1>(n) << " / " << std::get<2>(n) << " / "
+          << std::get<3>(n) << "\n";
+  }
+  // Passes from pass 0 (the fault's first) to the pass after which the
+  // primary finding was open: worst case, per timing fault. A restart
+  // before open stops the collector after pass 0; it is back at pass 2,
+  // and its windows fill again over the next passes.
+  table << "\nper kind: passes to open, worst (scenarios): plain | late "
+           "reports | restart after open | restart before open\n";
+  for (const auto& [kind, by_timing] : open_passes) {
+    table << "  " << std::setw(20) << kind;
+    for (const char* timing :
+         {"", "late", "restart after open", "restart before open"}) {
+      auto it = by_timing.find(timing);
+      if (it == by_timing.end()) {
+        table << " | -";
+        continue;
+      }
+      table << " | "
+            << *std::max_element(it->second.begin(), it->second.end()) + 1
+            << " (" << it->second.size() << ")";
+    }
+    table << "\n";
   }
   table << "\nfaults expected " << expected << ", found " << found
         << "; findings matching a fault " << tp_findings << ", false positives "
-        << false_positives << "\n"
+        << false_positives << ", resolved or reopened while held " << reopened
+        << "\n"
         << "recall " << std::setprecision(3) << recall << ", precision "
         << precision << "\n";
   std::cout << table.str() << std::flush;
   EXPECT_EQ(recall, 1.0) << "faults the analyzers missed (table above)";
   EXPECT_EQ(precision, 1.0) << "findings no fault explains (table above)";
+  EXPECT_EQ(reopened, 0) << "findings that did not stay open with one id";
 }
 
 // A fault that ends resolves once it has been clear for clear_after passes,
@@ -550,6 +992,51 @@ TEST(ScenarioTimingTest, StrongFaultsOpenOnTheNewestSamples) {
                                    : absl::StrFormat("%.2f", min_over))
           << " | " << std::setw(14) << cell(fast) << "| " << std::setw(19)
           << cell(slow) << "| " << cell(resolve) << "\n";
+  }
+  std::cout << table.str() << std::flush;
+}
+
+// A fault that ends while the collector is down: its finding, open before
+// the restart, resolves once, clear_after passes after the new process
+// started (it seeded the finding and counts it down), and never reopens.
+// Prints the passes from the fault's end to the resolve.
+TEST(ScenarioTimingTest, FindingsResolveOnceAcrossARestart) {
+  const AnalysisConfig config;
+  absl::StatusOr<Cluster> built = Cluster::Build(TwoJobCluster(16));
+  ASSERT_TRUE(built.ok()) << built.status();
+  const Cluster& cluster = *built;
+  Timeline timeline;
+  timeline.restart = {5, 1};
+  timeline.faults_until = 5;
+  timeline.passes = 6 + config.hysteresis.clear_after + 3;
+  TrafficOptions replay;
+  replay.sample_jitter = true;
+  std::ostringstream table;
+  table << std::left << std::setw(20) << "kind"
+        << "  passes from the fault's end to its resolve (down 1 of them)\n";
+  for (FaultKind kind : kAllFaultKinds) {
+    const Fault fault = At16(kind);
+    const ExpectedFinding want = cluster.Expect(fault).primary;
+    absl::StatusOr<RunResult> run =
+        RunPasses(cluster, config, {fault}, replay, 71, 0, timeline);
+    ASSERT_TRUE(run.ok()) << run.status();
+    int tracks = 0;
+    for (const auto& [key, track] : run->tracks) {
+      if (!Matches(want, track.finding)) continue;
+      ++tracks;
+      EXPECT_EQ(track.ids.size(), 1u) << Describe(track.finding);
+      EXPECT_LT(track.first_pass, timeline.restart.at_pass)
+          << Describe(track.finding);
+      EXPECT_FALSE(track.open_at_end) << Describe(track.finding);
+      // Resolved in pass last_pass + 1: the passes since the fault ended,
+      // that one included. Without a restart clear_after
+      // (FaultResolvesTest); the passes the collector was down count too.
+      const int resolved = track.last_pass + 2 - timeline.faults_until;
+      EXPECT_EQ(resolved, config.hysteresis.clear_after + timeline.restart.down)
+          << Describe(track.finding);
+      table << std::setw(20) << FindingKindOf(kind) << "  " << resolved << "\n";
+    }
+    EXPECT_GE(tracks, 1) << Describe(want) << " never opened";
   }
   std::cout << table.str() << std::flush;
 }

@@ -233,6 +233,64 @@ TEST_F(FabricViewBuilderTest, DownPortsAndStaleNodes) {
   EXPECT_TRUE(view.ports().empty());
 }
 
+// Reports that arrive late and then at once (the scenario suite's
+// LateReports): until they come, the node's window is the last one it
+// had, not zeros; once its last report is over 3 intervals old the node is
+// left out; the burst brings its newest samples back, each at the time it
+// was read.
+TEST_F(FabricViewBuilderTest, LateReportsKeepTheLastWindowUntilTheyArrive) {
+  // port_rcv_data x 4 (the first series) at seq x 1e9 B/s.
+  auto rate = [](size_t i, int seq) { return i == 0 ? 1e9 * seq : 1.0; };
+  Feed("gpu-0", GpuInventory(), GpuSeries(), 6, rate);
+  FabricViewBuilder builder(&store_);
+  const analysis::FabricView before = builder.Build(nullptr, 3, clock_.Now());
+  const analysis::PortView* nic = before.Find("gpu-0", "mlx5_0");
+  ASSERT_NE(nic, nullptr);
+  EXPECT_NEAR(nic->s.rx_bytes, 5e9, 5e9 * 1e-6);  // seq 4..6
+  EXPECT_EQ(nic->samples.reports, 3);
+  const absl::Time last_arrival = clock_.Now();
+  // Seq 7 and 8 are read but not delivered: the same window.
+  for (int late = 1; late <= 2; ++late) {
+    const analysis::FabricView view = builder.Build(
+        nullptr, 3, last_arrival + absl::Seconds(late) + absl::Seconds(0.1));
+    const analysis::PortView* held = view.Find("gpu-0", "mlx5_0");
+    ASSERT_NE(held, nullptr) << late;
+    EXPECT_DOUBLE_EQ(held->s.rx_bytes, nic->s.rx_bytes) << late;
+    EXPECT_EQ(held->samples.reports, 3) << late;
+    EXPECT_DOUBLE_EQ(held->samples.span_seconds, nic->samples.span_seconds);
+  }
+  // A third interval without a report: left out.
+  EXPECT_EQ(builder.Build(nullptr, 3, last_arrival + absl::Seconds(3.1))
+                .Find("gpu-0", "mlx5_0"),
+            nullptr);
+  // Seq 7..9 arrive together, with the times they were read.
+  std::shared_ptr<NodeSeries> n = store_.FindNode("gpu-0");
+  ASSERT_NE(n, nullptr);
+  const std::vector<uint32_t> slots = *n->MapSchema(MakeSchema(GpuSeries()));
+  const absl::Time burst = last_arrival + absl::Seconds(3.2);
+  for (int seq = 7; seq <= 9; ++seq) {
+    ReportView report;
+    report.seq = static_cast<uint64_t>(seq);
+    report.wall_time_unix_nanos =
+        absl::ToUnixNanos(last_arrival + absl::Seconds(seq - 6));
+    std::vector<double> rates;
+    for (size_t i = 0; i < GpuSeries().size(); ++i) {
+      rates.push_back(rate(i, seq));
+    }
+    report.rates = rates;
+    uint64_t held;
+    n->Ingest("boot-1", report, slots, burst, &held);
+  }
+  const analysis::FabricView after =
+      builder.Build(nullptr, 3, burst + absl::Seconds(0.1));
+  const analysis::PortView* fresh = after.Find("gpu-0", "mlx5_0");
+  ASSERT_NE(fresh, nullptr);
+  EXPECT_NEAR(fresh->s.rx_bytes, 8e9, 8e9 * 1e-6);  // seq 7..9
+  EXPECT_EQ(fresh->samples.reports, 3);
+  EXPECT_DOUBLE_EQ(fresh->samples.span_seconds, 3);
+  EXPECT_DOUBLE_EQ(fresh->samples.max_interval_seconds, 1);
+}
+
 TEST_F(FabricViewBuilderTest, SwitchNodesOfTheTopologyHaveSwitchPorts) {
   v1::Inventory inv;
   for (const char* name : {"swp1", "swp49"}) {

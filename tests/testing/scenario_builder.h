@@ -212,6 +212,11 @@ struct TrafficOptions {
   // (the newest-samples view).
   int last_report = 5;
   bool newest_only = false;
+  // The oldest report the collector holds when sampling is said: a
+  // collector that restarted holds only what the agents replayed (the
+  // reports it had not acknowledged), so its window is shorter until it
+  // fills again. 0: as many as the window holds.
+  int first_report = 0;
 };
 
 // The number of passes Watched() runs by default.

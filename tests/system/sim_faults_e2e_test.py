@@ -8,16 +8,18 @@ finding event). Timeline, 0.5 s intervals everywhere:
 
   healthy, then wave A (hot_expert, link_errors, half_speed,
   retransmissions), healthy, wave B (pfc_storm, ecmp_polarization,
-  link_flap, straggler), healthy, wave C (nic_gone; a TP group declared
-  across nodes; an agent killed -9 and restarted; the collector killed -9
+  link_flap, straggler), healthy, wave C (nic_gone; link_errors on a node
+  whose agent is killed -9 and started again at once; a TP group declared
+  across nodes; another agent killed -9 for 4 s; the collector killed -9
   and restarted while wave C's faults are on), healthy, busy (no fault, one
   CPU spinner per CPU), healthy.
 
 Asserts, per injected fault: a finding of the right kind on the right node
 and device (or group, or switch) opens within 3 intervals of the fault's
 start if the fault is strong (at least twice past its threshold, or an
-event), within 5 if it is weak, and resolves within 10 intervals of its end;
-no finding opens in a healthy phase, nor while the machine is busy or in the
+event), within 5 if it is weak, stays one finding (one id, never resolved)
+while the fault is on, and resolves within 10 intervals of its end; no
+finding opens in a healthy phase, nor while the machine is busy or in the
 10 intervals after, and during a wave only findings the wave explains (the
 fault's own, plus the listed secondary effects, e.g. a PFC storm's victims).
 Prints detection and resolution latency per kind, in seconds and intervals,
@@ -60,6 +62,9 @@ WAVE_C = (48.0, 58.0)
 # No fault; the machine busy with CPU spinners. Nothing may open during it
 # or in the RESOLVE intervals after.
 BUSY = (64.0, 80.0)
+# When, after wave C's start, gpu-003's agent is killed -9 and started again
+# at once (its fault on): a package upgrade, not an outage.
+AGENT_RESTART = 2.5
 END = BUSY[1] + RESOLVE * INTERVAL + 1
 
 # sim fault -> (finding kind, node, device) it must raise. device None: any.
@@ -98,6 +103,13 @@ FAULTS = [
               "period": 2}, wave=WAVE_B,
          expect=("link_flap", "gpu-002", "mlx5_3"), strong=True,
          why="an event (the link goes down): opens on the first pass"),
+    # wave C: a fault whose node's agent restarts (a package upgrade) and
+    # then the collector restarts, while it is on: one finding, one id.
+    dict(sim={"kind": "link_errors", "node": "gpu-003", "nic": "mlx5_1"},
+         wave=WAVE_C, expect=("link_errors", "gpu-003", "mlx5_1"),
+         strong=True, why="as in wave A; through an agent restart at "
+                          f"{WAVE_C[0] + AGENT_RESTART:.1f}s and a collector "
+                          f"restart at {WAVE_C[0] + 5:.1f}s"),
     dict(sim={"kind": "straggler", "node": "gpu-004", "nic": "mlx5_2"},
          wave=WAVE_B, expect=("straggler_nic", "gpu-004", "mlx5_2"),
          strong=False, why="30% of its peers' mean against a 0.5 floor: "
@@ -123,8 +135,9 @@ SECONDARY = {
         ("link_flap", "leaf-0"), ("link_degraded", "gpu-002"),
         ("retransmissions", "gpu-002"), ("straggler_nic", "gpu-002"),
     ],
-    # The NIC that disappears: its switch port goes down.
-    WAVE_C: [("link_flap", "leaf-1")],
+    # The NIC that disappears: its switch port goes down. Errors make the
+    # link retransmit.
+    WAVE_C: [("link_flap", "leaf-1"), ("retransmissions", "gpu-003")],
 }
 
 
@@ -223,6 +236,9 @@ def main():
         tp_applied = sysm.now()
         sysm.kill("agent-gpu-002")  # kill -9
         agent_killed = sysm.now()
+        sysm.sleep_until(WAVE_C[0] + AGENT_RESTART)
+        sysm.kill("agent-gpu-003")
+        sysm.start_agent("gpu-003")
         sysm.sleep_until(WAVE_C[0] + 5)
         sysm.start_agent("gpu-002")
         agent_back = sysm.now()
@@ -235,8 +251,8 @@ def main():
         sysm.start_watch()
         collector_back = sysm.now()
         sysm.sleep_until(WAVE_C[1])
-        sysm.cli_run("layout", "delete", "tp-cross")
         tp_deleted = sysm.now()
+        sysm.cli_run("layout", "delete", "tp-cross")
 
         # The busy phase: one spinner per CPU this test may use, each ending
         # itself a little after the phase should the test die first.
@@ -278,6 +294,25 @@ def main():
                     f"{name}: no {kind} on {node} {device} within {budget} "
                     f"intervals of {began:.1f}s (opened at "
                     f"{'-' if det is None else f'{opened:.2f}s'})")
+            # While the fault is on, its finding stays open under one id:
+            # it neither resolves nor reopens (restarts included; a watch
+            # restarted with the collector sees it in its SNAPSHOT).
+            if opened is not None and ended is not None:
+                ids, flaps = set(), []
+                for t, ev in events:
+                    if not (opened <= t < ended and
+                            matches(ev, kind, node, device)):
+                        continue
+                    if ev.get("event") == "RESOLVED":
+                        flaps.append(f"resolved at {t:.1f}s")
+                    else:
+                        ids.add(ev.get("id"))
+                if flaps or len(ids) > 1:
+                    failures.append(
+                        f"{name}: {kind} on {node} {device} did not stay "
+                        f"one finding while the fault was on "
+                        f"({opened:.1f}s..{ended:.1f}s): ids "
+                        f"{sorted(ids)}, {', '.join(flaps) or 'no resolve'}")
             res = None
             if ended is not None:
                 resolved, _ = first(kind, node, device, ("RESOLVED",),

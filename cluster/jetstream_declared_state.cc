@@ -9,6 +9,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "collector/object_store.h"
+#include "common/gzip.h"
 #include "common/log.h"
 #include "common/names.h"
 #include "common/status_macros.h"
@@ -27,6 +28,37 @@ constexpr absl::Duration kRetryPause = absl::Milliseconds(250);
 // Values are kept for the last writes of a key: enough to see who changed
 // a layout recently (`nats kv history`), small enough to never matter.
 constexpr uint8_t kHistory = 8;
+
+// Values whose protobuf is larger than this are stored gzip-compressed
+// inside their envelope: the names of a 200,000-GPU topology repeat so
+// much that its 7.8 MB shrink to about a tenth, well under NATS' default
+// max_payload of 1 MiB. Smaller values stay plain, readable by any
+// version. A protobuf never starts with gzip's magic bytes (0x1f is field
+// 3 with wire type 7, which does not exist), so readers tell them apart.
+constexpr size_t kCompressAbove = 64 << 10;
+constexpr int kCompressLevel = 6;  // a rare write: the ratio matters more
+
+std::string Payload(const google::protobuf::MessageLite& message) {
+  std::string bytes = message.SerializeAsString();
+  if (bytes.size() <= kCompressAbove) return bytes;
+  absl::StatusOr<std::string> z = GzipCompress(bytes, kCompressLevel);
+  return z.ok() && z->size() < bytes.size() ? *std::move(z) : bytes;
+}
+
+// Parses `payload` (plain or gzip-compressed protobuf) into `message`.
+bool ParsePayload(absl::string_view payload,
+                  google::protobuf::MessageLite* message) {
+  std::string inflated;
+  if (absl::StartsWith(payload, "\x1f\x8b")) {
+    absl::StatusOr<std::string> plain =
+        GzipDecompress(payload, collector::kMaxStateObjectBytes);
+    if (!plain.ok()) return false;
+    inflated = *std::move(plain);
+    payload = inflated;
+  }
+  return message->ParseFromArray(payload.data(),
+                                 static_cast<int>(payload.size()));
+}
 
 // Sleeps `d` in short steps; false when `stopping` was set meanwhile.
 bool PauseUnlessStopping(const std::atomic<bool>& stopping, absl::Duration d) {
@@ -92,9 +124,7 @@ std::optional<DeclaredChange> ToChange(const StoredValue& v,
   }
   if (job.has_value()) {
     v1::Layout layout;
-    if (!layout.ParseFromArray(payload.data(),
-                               static_cast<int>(payload.size())) ||
-        layout.job() != *job) {
+    if (!ParsePayload(payload, &layout) || layout.job() != *job) {
       change.problem =
           absl::StrCat(where, ": not a layout of job ", QuoteForMessage(*job));
       return change;
@@ -106,8 +136,7 @@ std::optional<DeclaredChange> ToChange(const StoredValue& v,
     return change;
   }
   v1::Topology topology;
-  if (!topology.ParseFromArray(payload.data(),
-                               static_cast<int>(payload.size()))) {
+  if (!ParsePayload(payload, &topology)) {
     change.problem = absl::StrCat(where, ": not a topology");
     return change;
   }
@@ -126,13 +155,10 @@ bool HoldsValidObject(absl::string_view key, absl::string_view value) {
   const std::optional<std::string> job = JobOfKey(key);
   if (job.has_value()) {
     v1::Layout layout;
-    return layout.ParseFromArray(payload.data(),
-                                 static_cast<int>(payload.size())) &&
-           layout.job() == *job;
+    return ParsePayload(payload, &layout) && layout.job() == *job;
   }
   v1::Topology topology;
-  return topology.ParseFromArray(payload.data(),
-                                 static_cast<int>(payload.size()));
+  return ParsePayload(payload, &topology);
 }
 
 }  // namespace
@@ -291,7 +317,7 @@ absl::StatusOr<uint64_t> JetStreamDeclaredState::WriteLayout(
         "job: ", QuoteForMessage(layout.job()), " is not ", kJobNamePattern));
   }
   return Write(LayoutKey(layout.job()),
-               collector::EncodeObject(layout.SerializeAsString(), applied),
+               collector::EncodeObject(Payload(layout), applied),
                expected_revision,
                absl::StrCat("the layout of job ", layout.job()));
 }
@@ -300,7 +326,7 @@ absl::StatusOr<uint64_t> JetStreamDeclaredState::WriteTopology(
     const v1::Topology& topology, absl::Time applied,
     uint64_t expected_revision) {
   return Write(kTopologyKey,
-               collector::EncodeObject(topology.SerializeAsString(), applied),
+               collector::EncodeObject(Payload(topology), applied),
                expected_revision, "the topology");
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "collector/layout_registry.h"
@@ -255,6 +256,70 @@ TEST_F(JetStreamDeclaredStateTest, ARestartedCollectorLoadsWhatWasDeclared) {
   ASSERT_NE(snap->topology, nullptr);
   EXPECT_EQ(snap->topology->switches(0).name(), "leaf-9");
   EXPECT_GT(snap->topology_revision, 0u);
+}
+
+// A topology whose protobuf passes 64 KiB is stored gzip-compressed in its
+// envelope (a 200,000-GPU one fits NATS' default max_payload that way);
+// plain values, as earlier versions wrote them, still read; a damaged
+// compressed value is reported, not served.
+TEST_F(JetStreamDeclaredStateTest, LargeValuesAreStoredCompressed) {
+  Member a = Join("a", &clock_);
+  Member b = Join("b", &clock_);
+  ASSERT_NE(b.registry, nullptr);
+  v1::Topology big;
+  for (int i = 0; i < 4000; ++i) {
+    v1::Switch* sw = big.add_switches();
+    sw->set_name(absl::StrCat("leaf-", i));
+    for (int u = 0; u < 4; ++u) sw->add_uplinks(absl::StrCat("swp", 129 + u));
+  }
+  const size_t plain_size = big.SerializeAsString().size();
+  ASSERT_GT(plain_size, 64u << 10);
+  ASSERT_TRUE(a.registry->ApplyTopology(big).ok());
+  ASSERT_TRUE(testing::Eventually([&] {
+    auto snap = b.registry->Snapshot();
+    return snap->topology != nullptr && snap->topology->switches_size() == 4000;
+  }));
+  EXPECT_EQ(b.registry->Snapshot()->topology->switches(3999).uplinks(3),
+            "swp132");
+
+  kvStore* kv = nullptr;
+  ASSERT_EQ(js_KeyValue(&kv, a.nats->js(), Bucket().c_str()), NATS_OK);
+  kvEntry* entry = nullptr;
+  ASSERT_EQ(kvStore_Get(&entry, kv, "topology"), NATS_OK);
+  const absl::string_view stored(static_cast<const char*>(kvEntry_Value(entry)),
+                                 static_cast<size_t>(kvEntry_ValueLen(entry)));
+  absl::string_view payload;
+  absl::Time written;
+  ASSERT_TRUE(collector::DecodeObject(stored, &payload, &written).ok());
+  EXPECT_TRUE(absl::StartsWith(payload, "\x1f\x8b"));
+  EXPECT_LT(payload.size(), plain_size / 4);
+  const std::string compressed(payload);
+  kvEntry_Destroy(entry);
+
+  // Plain, as an earlier version writes it: read as before.
+  uint64_t revision = 0;
+  v1::Topology plain = OneLeaf("leaf-plain");
+  std::string value =
+      collector::EncodeObject(plain.SerializeAsString(), absl::Now());
+  ASSERT_EQ(kvStore_Put(&revision, kv, "topology", value.data(),
+                        static_cast<int>(value.size())),
+            NATS_OK);
+  ASSERT_TRUE(testing::Eventually([&] {
+    auto snap = b.registry->Snapshot();
+    return snap->topology != nullptr && snap->topology->switches_size() == 1;
+  }));
+  // Compressed bytes cut short, in an intact envelope: reported, and the
+  // topology served stays the last good one.
+  value = collector::EncodeObject(
+      absl::string_view(compressed).substr(0, compressed.size() / 2),
+      absl::Now());
+  ASSERT_EQ(kvStore_Put(&revision, kv, "topology", value.data(),
+                        static_cast<int>(value.size())),
+            NATS_OK);
+  ASSERT_TRUE(testing::Eventually(
+      [&] { return b.registry->watch_stats().rejected == 1; }));
+  EXPECT_EQ(b.registry->Snapshot()->topology->switches(0).name(), "leaf-plain");
+  kvStore_Destroy(kv);
 }
 
 TEST_F(JetStreamDeclaredStateTest,

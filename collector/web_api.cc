@@ -31,10 +31,7 @@ Json Number(double v) {
   return std::strtod(absl::StrFormat("%.4g", v).c_str(), nullptr);
 }
 
-Json Time(absl::Time t) {
-  if (t == absl::InfinitePast() || t == absl::UnixEpoch()) return nullptr;
-  return FormatRfc3339(absl::ToUnixNanos(t));
-}
+Json Time(absl::Time t) { return TimeJson(t); }
 
 int SeverityRank(v1::Severity s) {
   switch (s) {
@@ -247,6 +244,11 @@ void AddValuesAndMedians(const Cells& cells, size_t num_rails, Json* j) {
 }
 
 }  // namespace
+
+Json TimeJson(absl::Time t) {
+  if (t == absl::InfinitePast() || t == absl::UnixEpoch()) return nullptr;
+  return FormatRfc3339(absl::ToUnixNanos(t));
+}
 
 Json FindingsJson(absl::Span<const v1::Finding> active,
                   absl::Span<const v1::Finding> resolved, absl::Time now) {

@@ -58,6 +58,10 @@ nlohmann::ordered_json FabricJson(const analysis::FabricView* view,
                                   absl::Span<const v1::Finding> active,
                                   absl::Time now);
 
+// A time as the API writes it ("generated", "applied"): RFC 3339 in UTC,
+// null for the epoch or the infinite past.
+nlohmann::ordered_json TimeJson(absl::Time t);
+
 // /api/v1/jobs.
 nlohmann::ordered_json JobsJson(const RegistrySnapshot& snapshot);
 

@@ -111,8 +111,7 @@ class FabricCache {
     std::lock_guard<std::mutex> lock(mu_);
     if (!Holds(view, snapshot->topology, findings)) {
       std::string body =
-          FabricJson(view.get(), snapshot->topology.get(), active, now)
-              .dump(-1, ' ', false, Json::error_handler_t::replace);
+          FabricJsonText(view.get(), snapshot->topology.get(), active, now);
       // Everything after "generated" ({"api_version":1,"generated":...,
       // "window_seconds":...): the part that depends on the inputs alone.
       const size_t tail = body.find(",\"window_seconds\":");

@@ -1,5 +1,6 @@
 #include "collector/web_api.h"
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -154,8 +155,11 @@ TEST(FabricJsonTextTest, TheSameJsonAsFabricJson) {
   view.window_seconds = 5;
   // Numbers that round at the 4th digit, tiny and huge ones, absent and
   // broken ones.
-  const double rx[] = {12345.678, 0.00012345,        1e-9, 5e10,     0, 99995,
-                       9.9996e13, analysis::kAbsent, -1,   1.0 / 0.0};
+  const double rx[] = {12345.678, 0.00012345,
+                       1e-9,      5e10,
+                       0,         99995,
+                       9.9996e13, analysis::kAbsent,
+                       -1,        std::numeric_limits<double>::infinity()};
   int i = 0;
   for (const char* node : {"gpu-a", "gpu-b", "gpu-c", "gpu-d", "gpu-e"}) {
     for (const char* nic : {"mlx5_0", "mlx5_1"}) {

@@ -33,7 +33,8 @@ import time
 import urllib.error
 import urllib.request
 
-from page_browser_test import Dom, chromium
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from page_browser_test import Dom, chromium  # noqa: E402
 
 LOAD_MS = 20000
 MAX_ELEMENTS = 15000

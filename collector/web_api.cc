@@ -1,8 +1,10 @@
 #include "collector/web_api.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <set>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -31,10 +34,7 @@ Json Number(double v) {
   return std::strtod(absl::StrFormat("%.4g", v).c_str(), nullptr);
 }
 
-Json Time(absl::Time t) {
-  if (t == absl::InfinitePast() || t == absl::UnixEpoch()) return nullptr;
-  return FormatRfc3339(absl::ToUnixNanos(t));
-}
+Json Time(absl::Time t) { return TimeJson(t); }
 
 int SeverityRank(v1::Severity s) {
   switch (s) {
@@ -130,8 +130,12 @@ class Outlines {
     for (const v1::Finding& f : active) {
       if (f.node().empty() || f.device().empty()) continue;
       by_port_[std::make_pair(f.node(), f.device())].push_back(&f);
+      nodes_.insert(f.node());
     }
   }
+  // Whether any finding names a port of `node` (most nodes have none: the
+  // fabric JSON asks for every one of 68,000 ports).
+  bool Names(absl::string_view node) const { return nodes_.contains(node); }
   // Findings naming the port by its device or its netdev.
   Json For(absl::string_view node, absl::string_view device,
            absl::string_view netdev) const {
@@ -153,6 +157,7 @@ class Outlines {
 
   std::map<std::pair<std::string, std::string>, std::vector<const v1::Finding*>>
       by_port_;
+  absl::flat_hash_set<std::string> nodes_;
 };
 
 Json FabricSwitches(const analysis::FabricView& view,
@@ -219,17 +224,28 @@ void ListRailsAndNodes(const analysis::FabricView& view,
 // cells[metric][node][rail].
 using Cells = std::vector<std::vector<std::vector<double>>>;
 
-// Per metric, the node x rail grid of values and each rail's median over
-// the nodes that report it.
-void AddValuesAndMedians(const Cells& cells, size_t num_rails, Json* j) {
+// Stands for "values" in the JSON that FabricJsonText splices the grid into:
+// a string no name can hold (names are validated and hold no control
+// character).
+constexpr char kValuesPlaceholder[] = "\x01values\x01";
+constexpr char kValuesPlaceholderDumped[] = "\"\\u0001values\\u0001\"";
+
+// Per metric, the node x rail grid of values (as JSON, or the placeholder
+// when `inline_values` is false) and each rail's median over the nodes that
+// report it.
+void AddValuesAndMedians(const Cells& cells, size_t num_rails,
+                         bool inline_values, Json* j) {
   Json values = Json::object();
   Json medians = Json::object();
   for (size_t m = 0; m < kNumFabricMetrics; ++m) {
-    Json rows = Json::array();
-    for (const std::vector<double>& row : cells[m]) {
-      Json r = Json::array();
-      for (double v : row) r.push_back(Number(v));
-      rows.push_back(std::move(r));
+    if (inline_values) {
+      Json rows = Json::array();
+      for (const std::vector<double>& row : cells[m]) {
+        Json r = Json::array();
+        for (double v : row) r.push_back(Number(v));
+        rows.push_back(std::move(r));
+      }
+      values[kFabricMetrics[m].name] = std::move(rows);
     }
     Json med = Json::array();
     for (size_t r = 0; r < num_rails; ++r) {
@@ -239,14 +255,116 @@ void AddValuesAndMedians(const Cells& cells, size_t num_rails, Json* j) {
       }
       med.push_back(Number(Median(std::move(column))));
     }
-    values[kFabricMetrics[m].name] = std::move(rows);
     medians[kFabricMetrics[m].name] = std::move(med);
   }
-  (*j)["values"] = std::move(values);
+  if (inline_values) {
+    (*j)["values"] = std::move(values);
+  } else {
+    (*j)["values"] = kValuesPlaceholder;
+  }
   (*j)["rail_medians"] = std::move(medians);
 }
 
+// What Number(v) writes, without a JSON value per cell: 4 significant
+// digits (as %.4g), null when not finite.
+void AppendNumber(double v, std::string* out) {
+  if (!std::isfinite(v)) {
+    out->append("null");
+    return;
+  }
+  char buf[32];
+  const std::to_chars_result r =
+      std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::general, 4);
+  out->append(buf, r.ptr);
+}
+
+// {"rx_bytes":[[...],...],...}: the grid of AddValuesAndMedians.
+std::string ValuesText(const Cells& cells) {
+  std::string out = "{";
+  for (size_t m = 0; m < kNumFabricMetrics; ++m) {
+    if (m > 0) out.push_back(',');
+    absl::StrAppend(&out, "\"", kFabricMetrics[m].name, "\":[");
+    for (size_t n = 0; n < cells[m].size(); ++n) {
+      if (n > 0) out.push_back(',');
+      out.push_back('[');
+      for (size_t r = 0; r < cells[m][n].size(); ++r) {
+        if (r > 0) out.push_back(',');
+        AppendNumber(cells[m][n][r], &out);
+      }
+      out.push_back(']');
+    }
+    out.push_back(']');
+  }
+  out.push_back('}');
+  return out;
+}
+
+// FabricJson, with the grid left to the caller when `cells` is not null
+// ("values" holds the placeholder then).
+Json FabricJsonImpl(const analysis::FabricView* view,
+                    const v1::Topology* topology,
+                    absl::Span<const v1::Finding> active, absl::Time now,
+                    Cells* grid) {
+  Json j;
+  j["api_version"] = kWebApiVersion;
+  j["generated"] = Time(now);
+  j["window_seconds"] =
+      view != nullptr ? Number(view->window_seconds) : nullptr;
+  j["metrics"] = Json::array();
+  for (const FabricMetric& m : kFabricMetrics) {
+    j["metrics"].push_back(
+        {{"name", m.name}, {"title", m.title}, {"unit", m.unit}});
+  }
+
+  std::vector<std::string> rails;
+  std::vector<std::string> nodes;
+  if (view != nullptr) ListRailsAndNodes(*view, &rails, &nodes);
+  absl::flat_hash_map<std::string, size_t> rail_index;
+  for (size_t i = 0; i < rails.size(); ++i) rail_index[rails[i]] = i;
+
+  // A cell stays absent unless a host port of its node and rail reports.
+  Cells cells(
+      kNumFabricMetrics,
+      std::vector<std::vector<double>>(
+          nodes.size(), std::vector<double>(rails.size(), analysis::kAbsent)));
+  const Outlines outlines(active);
+  Json outlined = Json::array();
+  Json down = Json::array();
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    for (const analysis::PortView& p : view->PortsOf(nodes[n])) {
+      if (p.is_switch_port) continue;
+      const size_t r = rail_index.at(p.device);
+      for (size_t m = 0; m < kNumFabricMetrics; ++m) {
+        cells[m][n][r] = analysis::UsableOrAbsent(kFabricMetrics[m].value(p.s));
+      }
+      if (!p.s.link_up) down.push_back({{"node", p.node}, {"rail", p.device}});
+      if (!outlines.Names(p.node)) continue;
+      Json ids = outlines.For(p.node, p.device, p.netdev);
+      if (!ids.empty()) {
+        outlined.push_back({{"node", p.node},
+                            {"rail", p.device},
+                            {"findings", std::move(ids)}});
+      }
+    }
+  }
+  j["rails"] = rails;
+  j["nodes"] = nodes;
+  AddValuesAndMedians(cells, rails.size(), grid == nullptr, &j);
+  j["outlined"] = std::move(outlined);
+  j["links_down"] = std::move(down);
+  j["switches"] = view != nullptr && topology != nullptr
+                      ? FabricSwitches(*view, *topology, outlines)
+                      : Json::array();
+  if (grid != nullptr) *grid = std::move(cells);
+  return j;
+}
+
 }  // namespace
+
+Json TimeJson(absl::Time t) {
+  if (t == absl::InfinitePast() || t == absl::UnixEpoch()) return nullptr;
+  return FormatRfc3339(absl::ToUnixNanos(t));
+}
 
 Json FindingsJson(absl::Span<const v1::Finding> active,
                   absl::Span<const v1::Finding> resolved, absl::Time now) {
@@ -284,56 +402,23 @@ Json FindingsJson(absl::Span<const v1::Finding> active,
 
 Json FabricJson(const analysis::FabricView* view, const v1::Topology* topology,
                 absl::Span<const v1::Finding> active, absl::Time now) {
-  Json j;
-  j["api_version"] = kWebApiVersion;
-  j["generated"] = Time(now);
-  j["window_seconds"] =
-      view != nullptr ? Number(view->window_seconds) : nullptr;
-  j["metrics"] = Json::array();
-  for (const FabricMetric& m : kFabricMetrics) {
-    j["metrics"].push_back(
-        {{"name", m.name}, {"title", m.title}, {"unit", m.unit}});
-  }
+  return FabricJsonImpl(view, topology, active, now, nullptr);
+}
 
-  std::vector<std::string> rails;
-  std::vector<std::string> nodes;
-  if (view != nullptr) ListRailsAndNodes(*view, &rails, &nodes);
-  absl::flat_hash_map<std::string, size_t> rail_index;
-  for (size_t i = 0; i < rails.size(); ++i) rail_index[rails[i]] = i;
-
-  // A cell stays absent unless a host port of its node and rail reports.
-  Cells cells(
-      kNumFabricMetrics,
-      std::vector<std::vector<double>>(
-          nodes.size(), std::vector<double>(rails.size(), analysis::kAbsent)));
-  const Outlines outlines(active);
-  Json outlined = Json::array();
-  Json down = Json::array();
-  for (size_t n = 0; n < nodes.size(); ++n) {
-    for (const analysis::PortView& p : view->PortsOf(nodes[n])) {
-      if (p.is_switch_port) continue;
-      const size_t r = rail_index.at(p.device);
-      for (size_t m = 0; m < kNumFabricMetrics; ++m) {
-        cells[m][n][r] = analysis::UsableOrAbsent(kFabricMetrics[m].value(p.s));
-      }
-      if (!p.s.link_up) down.push_back({{"node", p.node}, {"rail", p.device}});
-      Json ids = outlines.For(p.node, p.device, p.netdev);
-      if (!ids.empty()) {
-        outlined.push_back({{"node", p.node},
-                            {"rail", p.device},
-                            {"findings", std::move(ids)}});
-      }
-    }
+std::string FabricJsonText(const analysis::FabricView* view,
+                           const v1::Topology* topology,
+                           absl::Span<const v1::Finding> active,
+                           absl::Time now) {
+  Cells cells;
+  std::string text = FabricJsonImpl(view, topology, active, now, &cells)
+                         .dump(-1, ' ', false, Json::error_handler_t::replace);
+  // The first occurrence is the "values" key's: the keys before it hold
+  // numbers, metric descriptions and validated names only.
+  const size_t at = text.find(kValuesPlaceholderDumped);
+  if (at != std::string::npos) {
+    text.replace(at, std::strlen(kValuesPlaceholderDumped), ValuesText(cells));
   }
-  j["rails"] = rails;
-  j["nodes"] = nodes;
-  AddValuesAndMedians(cells, rails.size(), &j);
-  j["outlined"] = std::move(outlined);
-  j["links_down"] = std::move(down);
-  j["switches"] = view != nullptr && topology != nullptr
-                      ? FabricSwitches(*view, *topology, outlines)
-                      : Json::array();
-  return j;
+  return text;
 }
 
 Json JobsJson(const RegistrySnapshot& snapshot) {

@@ -58,6 +58,19 @@ nlohmann::ordered_json FabricJson(const analysis::FabricView* view,
                                   absl::Span<const v1::Finding> active,
                                   absl::Time now);
 
+// A time as the API writes it ("generated", "applied"): RFC 3339 in UTC,
+// null for the epoch or the infinite past.
+nlohmann::ordered_json TimeJson(absl::Time t);
+
+// FabricJson(...).dump(), written faster: the node x rail grid ("values",
+// 4 numbers per cell: 272,000 at 8,500 nodes x 8 rails) is printed
+// straight to text instead of as a JSON value per cell. The same JSON
+// (numbers may be spelt differently: 9.1e+09 for 9100000000.0).
+std::string FabricJsonText(const analysis::FabricView* view,
+                           const v1::Topology* topology,
+                           absl::Span<const v1::Finding> active,
+                           absl::Time now);
+
 // /api/v1/jobs.
 nlohmann::ordered_json JobsJson(const RegistrySnapshot& snapshot);
 

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -93,14 +94,93 @@ HttpResponse Findings(const WebSources& s, const HttpRequest& request) {
   return JsonResponse(200, FindingsJson(active, resolved, s.clock->Now()));
 }
 
-HttpResponse Fabric(const WebSources& s, const HttpRequest& request) {
+// /api/v1/fabric's body per input: the JSON of a fabric of 68,000 cells
+// costs tens of milliseconds to build and megabytes to send, and its inputs
+// change once per analysis pass while pages poll more often. The body is
+// built once per (view, topology, findings named on it) and served again
+// with a fresh "generated"; its weak ETag names the content, so a client
+// that holds it gets 304 Not Modified and no body.
+class FabricCache {
+ public:
+  HttpResponse Respond(const WebSources& s, const HttpRequest& request) {
+    std::shared_ptr<const analysis::FabricView> view = s.view();
+    std::shared_ptr<const RegistrySnapshot> snapshot = s.registry->Snapshot();
+    const std::vector<v1::Finding> active = s.findings->Active();
+    const absl::Time now = s.clock->Now();
+    const uint64_t findings = Fingerprint(active);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!Holds(view, snapshot->topology, findings)) {
+      std::string body =
+          FabricJsonText(view.get(), snapshot->topology.get(), active, now);
+      // Everything after "generated" ({"api_version":1,"generated":...,
+      // "window_seconds":...): the part that depends on the inputs alone.
+      const size_t tail = body.find(",\"window_seconds\":");
+      tail_ = tail == std::string::npos ? body : body.substr(tail);
+      etag_ = absl::StrCat(
+          "W/\"f", absl::Hex(absl::HashOf(tail_), absl::kZeroPad16), "\"");
+      view_ = view;
+      view_ptr_ = view.get();
+      topology_ = snapshot->topology;
+      topology_ptr_ = snapshot->topology.get();
+      findings_ = findings;
+    }
+    HttpResponse r;
+    r.content_type = kJsonType;
+    r.headers.push_back({"Cache-Control", "no-store"});
+    r.headers.push_back({"ETag", etag_});
+    if (EtagMatches(request.if_none_match, etag_)) {
+      r.status = 304;
+      r.compressible = false;
+      return r;
+    }
+    Json head;
+    head["api_version"] = kWebApiVersion;
+    head["generated"] = TimeJson(now);
+    r.body = head.dump();
+    r.body.pop_back();  // the closing brace: the tail continues the object
+    r.body.append(tail_);
+    r.body.push_back('\n');
+    return r;
+  }
+
+ private:
+  // The findings as the fabric JSON shows them (outlines), in any order.
+  static uint64_t Fingerprint(const std::vector<v1::Finding>& active) {
+    uint64_t sum = 0;
+    for (const v1::Finding& f : active) {
+      sum += absl::HashOf(f.id(), f.kind(), static_cast<int>(f.severity()),
+                          f.node(), f.device());
+    }
+    return sum ^ active.size();
+  }
+
+  bool Holds(const std::shared_ptr<const analysis::FabricView>& view,
+             const std::shared_ptr<const v1::Topology>& topology,
+             uint64_t findings) const {
+    // A pointer compares equal only while the object it named is alive:
+    // a freed view's address may be reused by the next one.
+    return !etag_.empty() && findings == findings_ && view.get() == view_ptr_ &&
+           (view == nullptr || !view_.expired()) &&
+           topology.get() == topology_ptr_ &&
+           (topology == nullptr || !topology_.expired());
+  }
+
+  std::mutex mu_;
+  std::weak_ptr<const analysis::FabricView> view_;
+  const void* view_ptr_ = nullptr;
+  std::weak_ptr<const v1::Topology> topology_;
+  const void* topology_ptr_ = nullptr;
+  uint64_t findings_ = 0;
+  std::string tail_;
+  std::string etag_;
+};
+
+HttpResponse Fabric(const WebSources& s, FabricCache* cache,
+                    const HttpRequest& request) {
   if (!request.query.empty()) {
     return Error(absl::InvalidArgumentError("/api/v1/fabric takes no query"));
   }
-  std::shared_ptr<const analysis::FabricView> view = s.view();
-  std::shared_ptr<const RegistrySnapshot> snapshot = s.registry->Snapshot();
-  return JsonResponse(200, FabricJson(view.get(), snapshot->topology.get(),
-                                      s.findings->Active(), s.clock->Now()));
+  return cache->Respond(s, request);
 }
 
 // The plan's prediction of the job last asked for: a page polls one job, and
@@ -160,8 +240,9 @@ std::vector<HttpRoute> WebRoutes(const WebSources& sources) {
   routes.push_back({"/api/v1/findings", [sources](const HttpRequest& r) {
                       return Findings(sources, r);
                     }});
-  routes.push_back({"/api/v1/fabric", [sources](const HttpRequest& r) {
-                      return Fabric(sources, r);
+  auto fabric = std::make_shared<FabricCache>();
+  routes.push_back({"/api/v1/fabric", [sources, fabric](const HttpRequest& r) {
+                      return Fabric(sources, fabric.get(), r);
                     }});
   routes.push_back(
       {"/api/v1/jobs", [sources](const HttpRequest& r) {

@@ -150,6 +150,9 @@ absl::StatusOr<HttpRequest> ParseRequestHead(absl::string_view head) {
       }
     } else if (absl::EqualsIgnoreCase(name, "Accept-Encoding")) {
       r.accepts_gzip = r.accepts_gzip || AdmitsGzip(value);
+    } else if (absl::EqualsIgnoreCase(name, "If-None-Match")) {
+      if (!r.if_none_match.empty()) r.if_none_match += ", ";
+      r.if_none_match += std::string(value);
     } else if (absl::EqualsIgnoreCase(name, "Content-Length")) {
       uint64_t length = 0;
       if (!absl::SimpleAtoi(value, &length)) {
@@ -161,6 +164,31 @@ absl::StatusOr<HttpRequest> ParseRequestHead(absl::string_view head) {
     }
   }
   return r;
+}
+
+namespace {
+
+// `W/"x"` -> `"x"`; anything else as it is.
+absl::string_view StrongForm(absl::string_view tag) {
+  tag = absl::StripAsciiWhitespace(tag);
+  if (absl::StartsWith(tag, "W/")) tag.remove_prefix(2);
+  return tag;
+}
+
+}  // namespace
+
+bool EtagMatches(absl::string_view if_none_match, absl::string_view etag) {
+  const absl::string_view want = StrongForm(etag);
+  if (want.size() < 2 || want.front() != '"' || want.back() != '"') {
+    return false;
+  }
+  if (absl::StripAsciiWhitespace(if_none_match) == "*") return true;
+  // Split at commas: a tag holding one (RFC 9110 allows it) can never
+  // match, which only costs that client a full response.
+  for (absl::string_view tag : absl::StrSplit(if_none_match, ',')) {
+    if (StrongForm(tag) == want) return true;
+  }
+  return false;
 }
 
 }  // namespace fabricdiag

@@ -30,12 +30,20 @@ struct HttpRequest {
   bool keep_alive = true;
   // Accept-Encoding lists gzip (or *) with a quality above 0.
   bool accepts_gzip = false;
+  // The If-None-Match header as sent ("" when none): the entity tags of
+  // the representations the client holds (see EtagMatches).
+  std::string if_none_match;
   // A request body was announced (Content-Length > 0 or Transfer-Encoding):
   // our endpoints take none.
   bool has_body = false;
 };
 
 absl::StatusOr<HttpRequest> ParseRequestHead(absl::string_view head);
+
+// Whether an If-None-Match value lists `etag` (`W/"abc"` or `"abc"`; weak
+// comparison, RFC 9110 13.1.2: the W/ prefix is ignored on both sides) or
+// is "*". False for "" and for a malformed list.
+bool EtagMatches(absl::string_view if_none_match, absl::string_view etag);
 
 // One `key=value` of a query string, percent-decoded ('+' is a space).
 struct QueryParam {

@@ -10,7 +10,27 @@ const COLD_RATIO = 0.5;
 // A pause fraction at least this high is hot (the PFC storm threshold is 0.5).
 const HOT_FRACTION = 0.1;
 
-const state = { metric: 'rx_bytes', job: '', dim: '', fabric: null, jobs: [] };
+// Up to this many node x rail cells the heatmap is a table of cells (one
+// element each, updated in place); above it a canvas, with the cells that
+// matter listed as text in #hot-cells (68,000 table cells cost seconds).
+const TABLE_MAX_CELLS = 4096;
+// Rows of #hot-cells: every cell a finding names, then the hottest others.
+const HOT_LIST = 20;
+// Canvas cell size in CSS pixels; nodes wrap into rows of blocks.
+const CANVAS_CELL_W = 4;
+const CANVAS_CELL_H = 8;
+const CANVAS_GAP = 2;
+
+const state = {
+  metric: 'rx_bytes', job: '', dim: '', fabric: null, jobs: [],
+  // Per URL: the ETag and body of the last 200, for If-None-Match.
+  cache: new Map(),
+  // Layout of the canvas heatmap: which node x rail a pixel shows.
+  grid: null,
+  // What the page costs the browser, shown in #page-stats.
+  stats: { polls: 0, notModified: 0, fabricDraws: 0, firstHeatmapMs: null, lastHeatmapMs: null,
+    lastPollMs: null },
+};
 
 function $(id) { return document.getElementById(id); }
 
@@ -62,6 +82,24 @@ async function getJson(url) {
   return body;
 }
 
+// GET with If-None-Match when the last response had an ETag: a body the
+// page holds already is not sent again (304). {body, changed}.
+async function getJsonCached(url) {
+  const held = state.cache.get(url);
+  const headers = held ? { 'If-None-Match': held.etag } : {};
+  const r = await fetch(url, { cache: 'no-store', headers });
+  if (r.status === 304 && held) {
+    state.stats.notModified++;
+    return { body: held.body, changed: false };
+  }
+  const body = await r.json().catch(() => ({}));
+  if (!r.ok) throw new Error(url + ': ' + (body.error || r.status));
+  const etag = r.headers.get('ETag');
+  if (etag) state.cache.set(url, { etag, body });
+  else state.cache.delete(url);
+  return { body, changed: true };
+}
+
 // --- findings --------------------------------------------------------------
 
 function evidenceText(f) {
@@ -102,19 +140,19 @@ function metricInfo(fabric) {
 }
 
 // White at ratio 1, red above, blue below (log scale, saturating at 4x).
-function ratioColour(ratio) {
+function ratioRgb(ratio) {
   const t = Math.max(-1, Math.min(1, Math.log2(ratio) / 2));
-  if (t >= 0) {
-    return `rgb(${240 - 25 * t}, ${240 - 192 * t}, ${240 - 209 * t})`;
-  }
+  if (t >= 0) return [240 - 25 * t, 240 - 192 * t, 240 - 209 * t];
   const u = -t;
-  return `rgb(${240 - 170 * u}, ${240 - 130 * u}, ${240 - 20 * u})`;
+  return [240 - 170 * u, 240 - 130 * u, 240 - 20 * u];
 }
 
-function fractionColour(f) {
+function fractionRgb(f) {
   const t = Math.max(0, Math.min(1, f / 0.5));
-  return `rgb(${240 - 25 * t}, ${240 - 192 * t}, ${240 - 209 * t})`;
+  return [240 - 25 * t, 240 - 192 * t, 240 - 209 * t];
 }
+
+function css(rgb) { return `rgb(${rgb[0]}, ${rgb[1]}, ${rgb[2]})`; }
 
 function drawMetricSelect(fabric) {
   const select = $('metric');
@@ -128,59 +166,234 @@ function drawMetricSelect(fabric) {
     : 'colour: ratio to the median of the same rail over all nodes';
 }
 
-function drawHeatmap(fabric) {
+// What one node x rail cell shows: {v, rgb, text, hot, cold, ratio}.
+function cellLook(m, v, median) {
+  const c = { v, rgb: null, text: '', hot: false, cold: false, ratio: null };
+  if (v === null || v === undefined) {
+    c.text = '–';
+  } else if (m.unit === 'fraction') {
+    c.rgb = fractionRgb(v);
+    c.text = formatValue(v, m.unit);
+    c.hot = v >= HOT_FRACTION;
+  } else if (median > 0) {
+    c.ratio = v / median;
+    c.rgb = ratioRgb(c.ratio);
+    c.text = c.ratio.toFixed(c.ratio >= 10 ? 0 : 2) + '×';
+    c.hot = c.ratio >= HOT_RATIO;
+    c.cold = c.ratio <= COLD_RATIO;
+  } else {
+    c.text = formatValue(v, m.unit);
+  }
+  return c;
+}
+
+// The fabric's lookups the heatmap and its lists share.
+function fabricIndex(fabric) {
   const m = metricInfo(fabric);
-  const values = fabric.values[m.name] || [];
-  const medians = fabric.rail_medians[m.name] || [];
   const outlined = new Map();
   for (const o of fabric.outlined) outlined.set(o.node + '\u0000' + o.rail, o.findings);
   const down = new Set(fabric.links_down.map((d) => d.node + '\u0000' + d.rail));
+  return { m, values: fabric.values[m.name] || [], medians: fabric.rail_medians[m.name] || [], outlined, down };
+}
 
-  const head = el('tr', {}, el('th', { class: 'node', text: 'node \\ rail' }),
-    ...fabric.rails.map((r) => el('th', { text: r })));
-  const rows = [head];
-  fabric.nodes.forEach((node, n) => {
-    const cells = fabric.rails.map((rail, r) => {
-      const v = values[n] ? values[n][r] : null;
-      const key = node + '\u0000' + rail;
-      const findings = outlined.get(key);
-      const classes = ['cell'];
-      let text = '';
-      let colour = null;
-      if (v === null || v === undefined) {
-        classes.push('absent');
-        text = '–';
-      } else if (m.unit === 'fraction') {
-        colour = fractionColour(v);
-        text = formatValue(v, m.unit);
-        if (v >= HOT_FRACTION) classes.push('hot');
-      } else {
-        const median = medians[r];
-        if (median > 0) {
-          const ratio = v / median;
-          colour = ratioColour(ratio);
-          text = ratio.toFixed(ratio >= 10 ? 0 : 2) + '×';
-          if (ratio >= HOT_RATIO) classes.push('hot');
-          if (ratio <= COLD_RATIO) classes.push('cold');
-        } else {
-          text = formatValue(v, m.unit);
-        }
-      }
-      if (findings) classes.push('finding');
-      if (down.has(key)) classes.push('down');
-      let title = `${node} ${rail}: ${formatValue(v, m.unit)}`;
-      if (m.unit !== 'fraction' && medians[r] !== null && medians[r] !== undefined) {
-        title += ` (rail median ${formatValue(medians[r], m.unit)})`;
-      }
-      if (findings) title += '\n' + findings.map((f) => `${f.id} ${f.kind} (${f.severity})`).join('\n');
-      const td = el('td', { class: classes.join(' '), 'data-node': node, 'data-rail': rail, title, text });
-      if (colour) td.style.background = colour;
-      return td;
-    });
-    rows.push(el('tr', {}, el('th', { class: 'node', text: node }), ...cells));
-  });
-  $('heatmap').replaceChildren(...rows);
+function cellTitle(ix, node, rail, r, v, findings) {
+  let title = `${node} ${rail}: ${formatValue(v, ix.m.unit)}`;
+  const median = ix.medians[r];
+  if (ix.m.unit !== 'fraction' && median !== null && median !== undefined) {
+    title += ` (rail median ${formatValue(median, ix.m.unit)})`;
+  }
+  if (findings) title += '\n' + findings.map((f) => `${f.id} ${f.kind} (${f.severity})`).join('\n');
+  return title;
+}
+
+function drawHeatmap(fabric) {
+  const start = performance.now();
+  const cells = fabric.nodes.length * fabric.rails.length;
+  const asTable = cells <= TABLE_MAX_CELLS;
+  $('heatmap').hidden = !asTable;
+  $('heatmap-canvas').hidden = asTable;
+  $('heatmap-canvas-help').hidden = asTable;
+  const ix = fabricIndex(fabric);
+  if (asTable) {
+    drawHeatmapTable(fabric, ix);
+    state.grid = null;
+  } else {
+    $('heatmap').replaceChildren();
+    drawHeatmapCanvas(fabric, ix);
+  }
+  drawHotCells(fabric, ix);
   $('no-fabric').hidden = fabric.nodes.length > 0;
+  const ms = performance.now() - start;
+  state.stats.fabricDraws++;
+  state.stats.lastHeatmapMs = ms;
+  if (state.stats.firstHeatmapMs === null && fabric.nodes.length > 0) {
+    state.stats.firstHeatmapMs = performance.now();
+  }
+}
+
+// One <td> per cell, made once per set of nodes and rails and then updated
+// in place.
+function drawHeatmapTable(fabric, ix) {
+  const table = $('heatmap');
+  const shape = fabric.rails.join('\u0000') + '\u0001' + fabric.nodes.join('\u0000');
+  if (table.dataset.shape !== shape) {
+    const head = el('tr', {}, el('th', { class: 'node', text: 'node \\ rail' }),
+      ...fabric.rails.map((r) => el('th', { text: r })));
+    const rows = [head];
+    for (const node of fabric.nodes) {
+      rows.push(el('tr', {}, el('th', { class: 'node', text: node }),
+        ...fabric.rails.map((rail) => el('td', { class: 'cell', 'data-node': node, 'data-rail': rail }))));
+    }
+    table.replaceChildren(...rows);
+    table.dataset.shape = shape;
+  }
+  const trs = table.rows;
+  fabric.nodes.forEach((node, n) => {
+    const tds = trs[n + 1].cells;
+    fabric.rails.forEach((rail, r) => {
+      const v = ix.values[n] ? ix.values[n][r] : null;
+      const key = node + '\u0000' + rail;
+      const findings = ix.outlined.get(key);
+      const c = cellLook(ix.m, v, ix.medians[r]);
+      const classes = ['cell'];
+      if (v === null || v === undefined) classes.push('absent');
+      if (c.hot) classes.push('hot');
+      if (c.cold) classes.push('cold');
+      if (findings) classes.push('finding');
+      if (ix.down.has(key)) classes.push('down');
+      const td = tds[r + 1];
+      const className = classes.join(' ');
+      if (td.className !== className) td.className = className;
+      if (td.textContent !== c.text) td.textContent = c.text;
+      const title = cellTitle(ix, node, rail, r, v, findings);
+      if (td.title !== title) td.title = title;
+      const bg = c.rgb ? css(c.rgb) : '';
+      if (td.style.background !== bg) td.style.background = bg;
+    });
+  });
+}
+
+// Every cell a pixel block: nodes left to right in rows of blocks, each
+// block the node's rails side by side. One ImageData write per update.
+function drawHeatmapCanvas(fabric, ix) {
+  const canvas = $('heatmap-canvas');
+  const R = fabric.rails.length;
+  const N = fabric.nodes.length;
+  const blockW = R * CANVAS_CELL_W + CANVAS_GAP;
+  const rowH = CANVAS_CELL_H + CANVAS_GAP;
+  const width = Math.max(blockW, Math.floor(($('heatmap-scroll').clientWidth || 1200) - 4));
+  const perRow = Math.max(1, Math.floor(width / blockW));
+  const height = Math.ceil(N / perRow) * rowH;
+  if (canvas.width !== perRow * blockW || canvas.height !== height) {
+    canvas.width = perRow * blockW;
+    canvas.height = height;
+  }
+  const ctx = canvas.getContext('2d');
+  const img = ctx.createImageData(canvas.width, canvas.height);
+  const px = img.data;
+  const fill = (x0, y0, rgb) => {
+    for (let y = y0; y < y0 + CANVAS_CELL_H; y++) {
+      let i = (y * canvas.width + x0) * 4;
+      for (let x = 0; x < CANVAS_CELL_W; x++, i += 4) {
+        px[i] = rgb[0]; px[i + 1] = rgb[1]; px[i + 2] = rgb[2]; px[i + 3] = 255;
+      }
+    }
+  };
+  const absent = [242, 244, 247];
+  const down = [68, 68, 68];
+  const marks = [];
+  for (let n = 0; n < N; n++) {
+    const row = ix.values[n] || [];
+    const x0 = (n % perRow) * blockW;
+    const y0 = Math.floor(n / perRow) * rowH;
+    for (let r = 0; r < R; r++) {
+      const v = row[r];
+      const key = fabric.nodes[n] + '\u0000' + fabric.rails[r];
+      let rgb = absent;
+      if (ix.down.size && ix.down.has(key)) rgb = down;
+      else if (v !== null && v !== undefined) rgb = cellLook(ix.m, v, ix.medians[r]).rgb || absent;
+      fill(x0 + r * CANVAS_CELL_W, y0, rgb);
+      if (ix.outlined.size && ix.outlined.has(key)) marks.push([x0 + r * CANVAS_CELL_W, y0]);
+    }
+  }
+  ctx.putImageData(img, 0, 0);
+  ctx.strokeStyle = '#000';
+  ctx.lineWidth = 2;
+  for (const [x, y] of marks) ctx.strokeRect(x - 1, y - 1, CANVAS_CELL_W + 2, CANVAS_CELL_H + 2);
+  state.grid = { perRow, blockW, rowH, rails: R, nodes: N };
+}
+
+// The canvas cell under a mouse position: [node index, rail index] or null.
+function cellAt(event) {
+  const g = state.grid;
+  if (!g) return null;
+  const rect = $('heatmap-canvas').getBoundingClientRect();
+  const x = event.clientX - rect.left;
+  const y = event.clientY - rect.top;
+  const col = Math.floor(x / g.blockW);
+  const r = Math.floor((x - col * g.blockW) / CANVAS_CELL_W);
+  const n = Math.floor(y / g.rowH) * g.perRow + col;
+  if (col >= g.perRow || r >= g.rails || n >= g.nodes || y % g.rowH >= CANVAS_CELL_H) return null;
+  return [n, r];
+}
+
+function showCellAt(event) {
+  const at = cellAt(event);
+  const fabric = state.fabric;
+  if (!at || !fabric) {
+    $('cell-info').textContent = '';
+    return;
+  }
+  const [n, r] = at;
+  const ix = fabricIndex(fabric);
+  const node = fabric.nodes[n];
+  const rail = fabric.rails[r];
+  const v = ix.values[n] ? ix.values[n][r] : null;
+  const findings = ix.outlined.get(node + '\u0000' + rail);
+  const c = cellLook(ix.m, v, ix.medians[r]);
+  $('cell-info').textContent = cellTitle(ix, node, rail, r, v, findings).replace(/\n/g, '; ') +
+    (c.ratio !== null ? ` = ${c.text}` : '');
+}
+
+// The cells worth reading as text: every cell a finding names, then the
+// hottest others (and links down), at most HOT_LIST of each.
+function drawHotCells(fabric, ix) {
+  const hot = [];
+  const named = [];
+  fabric.nodes.forEach((node, n) => {
+    const row = ix.values[n] || [];
+    fabric.rails.forEach((rail, r) => {
+      const key = node + '\u0000' + rail;
+      const findings = ix.outlined.get(key);
+      const isDown = ix.down.has(key);
+      const v = row[r];
+      if (!findings && !isDown && (v === null || v === undefined)) return;
+      const c = cellLook(ix.m, v, ix.medians[r]);
+      const item = { n, r, node, rail, c, findings, down: isDown };
+      if (findings) named.push(item);
+      else if (c.hot || isDown) hot.push(item);
+    });
+  });
+  const score = (i) => (i.down ? Number.MAX_VALUE : i.c.ratio !== null ? i.c.ratio : i.c.v);
+  hot.sort((a, b) => score(b) - score(a));
+  const shown = named.slice(0, HOT_LIST).concat(hot.slice(0, HOT_LIST));
+  const rows = shown.map((i) => {
+    const classes = ['hot-cell'];
+    if (i.findings) classes.push('finding');
+    if (i.c.hot) classes.push('hot');
+    if (i.down) classes.push('down');
+    return el('tr', { class: classes.join(' '), 'data-node': i.node, 'data-rail': i.rail },
+      el('td', { class: 'text', text: i.node }), el('td', { class: 'text', text: i.rail }),
+      el('td', { text: formatValue(i.c.v, ix.m.unit) }),
+      el('td', { text: i.c.ratio !== null ? i.c.text : '–' }),
+      el('td', { class: 'text', text: (i.down ? 'link down ' : '') +
+        (i.findings || []).map((f) => `${f.kind} ${f.id} (${f.severity})`).join(', ') }));
+  });
+  $('hot-cells').replaceChildren(...rows);
+  const more = Math.max(0, named.length - HOT_LIST) + Math.max(0, hot.length - HOT_LIST);
+  $('hot-cells-summary').textContent = `${named.length} cells named in findings, ${hot.length} other hot ` +
+    `or down cells` + (more > 0 ? ` (${more} not listed)` : '') + ` of ${fabric.nodes.length} nodes × ` +
+    `${fabric.rails.length} rails`;
 }
 
 function drawUplinks(fabric) {
@@ -298,15 +511,35 @@ async function refreshJob() {
   drawJob(job);
 }
 
+function drawPageStats() {
+  const st = state.stats;
+  const heap = performance.memory ? performance.memory.usedJSHeapSize : null;
+  const e = $('page-stats');
+  e.dataset.domElements = String(document.getElementsByTagName('*').length);
+  e.dataset.heatmapMs = st.lastHeatmapMs === null ? '' : st.lastHeatmapMs.toFixed(1);
+  e.dataset.firstHeatmapAtMs = st.firstHeatmapMs === null ? '' : st.firstHeatmapMs.toFixed(0);
+  e.dataset.pollMs = st.lastPollMs === null ? '' : st.lastPollMs.toFixed(1);
+  e.dataset.heapBytes = heap === null ? '' : String(heap);
+  e.dataset.polls = String(st.polls);
+  e.dataset.notModified = String(st.notModified);
+  e.dataset.fabricDraws = String(st.fabricDraws);
+  e.textContent = `page: ${e.dataset.domElements} elements; heatmap drawn in ${e.dataset.heatmapMs || '–'} ms ` +
+    `(${st.fabricDraws} times); last poll ${e.dataset.pollMs || '–'} ms; ${st.polls} polls, ` +
+    `${st.notModified} fabric unchanged` + (heap === null ? '' : `; JS heap ${(heap / 1048576).toFixed(1)} MiB`);
+}
+
 async function refresh() {
+  const start = performance.now();
   try {
     const [findings, fabric, jobs] = await Promise.all([
-      getJson('/api/v1/findings'), getJson('/api/v1/fabric'), getJson('/api/v1/jobs')]);
-    state.fabric = fabric;
+      getJson('/api/v1/findings'), getJsonCached('/api/v1/fabric'), getJson('/api/v1/jobs')]);
     drawFindings(findings);
-    drawMetricSelect(fabric);
-    drawHeatmap(fabric);
-    drawUplinks(fabric);
+    if (fabric.changed || state.fabric === null) {
+      state.fabric = fabric.body;
+      drawMetricSelect(fabric.body);
+      drawHeatmap(fabric.body);
+      drawUplinks(fabric.body);
+    }
     drawJobSelect(jobs.jobs);
     await refreshJob();
     setStatus(true, 'live');
@@ -314,6 +547,9 @@ async function refresh() {
   } catch (e) {
     setStatus(false, 'collector unreachable: ' + e.message);
   }
+  state.stats.polls++;
+  state.stats.lastPollMs = performance.now() - start;
+  drawPageStats();
 }
 
 $('metric').addEventListener('change', (e) => {
@@ -329,6 +565,15 @@ $('dim').addEventListener('change', (e) => {
   state.dim = e.target.value;
   refreshJob().catch((err) => setStatus(false, err.message));
 });
+$('heatmap-canvas').addEventListener('mousemove', showCellAt);
+$('heatmap-canvas').addEventListener('click', showCellAt);
 
-refresh();
-setInterval(refresh, POLL_MS);
+// One poll at a time: the next starts POLL_MS after this one started, or a
+// quarter of POLL_MS after it ended when it took longer; never while one is
+// still running, so a slow collector or a big fabric cannot pile them up.
+async function poll() {
+  const start = performance.now();
+  await refresh();
+  setTimeout(poll, Math.max(POLL_MS / 4, POLL_MS - (performance.now() - start)));
+}
+poll();

@@ -1,5 +1,6 @@
 #include "collector/web_api.h"
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -147,6 +148,44 @@ TEST(FabricJsonTest, BeforeTheFirstPassAndWithoutTopology) {
   EXPECT_EQ(j["metrics"].size(), 4u);
   const analysis::FabricView view = TwoNodes();
   EXPECT_TRUE(FabricJson(&view, nullptr, {}, kNow)["switches"].empty());
+}
+
+TEST(FabricJsonTextTest, TheSameJsonAsFabricJson) {
+  analysis::FabricView view;
+  view.window_seconds = 5;
+  // Numbers that round at the 4th digit, tiny and huge ones, absent and
+  // broken ones.
+  const double rx[] = {12345.678, 0.00012345,
+                       1e-9,      5e10,
+                       0,         99995,
+                       9.9996e13, analysis::kAbsent,
+                       -1,        std::numeric_limits<double>::infinity()};
+  int i = 0;
+  for (const char* node : {"gpu-a", "gpu-b", "gpu-c", "gpu-d", "gpu-e"}) {
+    for (const char* nic : {"mlx5_0", "mlx5_1"}) {
+      analysis::PortView& p = view.AddPort(node, nic);
+      p.s.rx_bytes = rx[i++];
+      p.s.tx_bytes = 1e9 / i;
+    }
+  }
+  view.Finish();
+  const v1::Topology topology = OneLeaf();
+  const std::vector<v1::Finding> active = {MakeFinding(
+      "f-000007", v1::SEVERITY_CRITICAL, "gpu-c", "mlx5_1", absl::Seconds(5))};
+
+  const Json j = FabricJson(&view, &topology, active, kNow);
+  const std::string text = FabricJsonText(&view, &topology, active, kNow);
+  EXPECT_EQ(Json::parse(text), j);
+  EXPECT_EQ(text.find("\\u0001"), std::string::npos) << text;
+  EXPECT_EQ(j["values"]["rx_bytes"][0][0], 12350);
+  EXPECT_EQ(j["values"]["rx_bytes"][1][0], 1e-9);
+  EXPECT_EQ(j["values"]["rx_bytes"][2][1], 1e5);
+  EXPECT_EQ(j["values"]["rx_bytes"][3][0], 1e14);
+  EXPECT_TRUE(j["values"]["rx_bytes"][4][0].is_null());
+  EXPECT_TRUE(j["values"]["rx_bytes"][4][1].is_null());
+
+  EXPECT_EQ(Json::parse(FabricJsonText(nullptr, nullptr, {}, kNow)),
+            FabricJson(nullptr, nullptr, {}, kNow));
 }
 
 LayoutEntry MoeEntry() {

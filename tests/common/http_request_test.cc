@@ -35,6 +35,32 @@ TEST(ParseRequestHeadTest, WhatTheEndpointsNeed) {
   EXPECT_TRUE(r->has_body);
 }
 
+TEST(ParseRequestHeadTest, IfNoneMatchListsJoin) {
+  absl::StatusOr<HttpRequest> r = ParseRequestHead("GET / HTTP/1.1\r\n");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->if_none_match, "");
+  r = ParseRequestHead(
+      "GET / HTTP/1.1\r\nIf-None-Match: W/\"a\"\r\nif-none-match:  \"b\" \r\n");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->if_none_match, "W/\"a\", \"b\"");
+}
+
+TEST(EtagMatchesTest, WeakComparisonOverTheList) {
+  EXPECT_TRUE(EtagMatches("W/\"f1\"", "W/\"f1\""));
+  EXPECT_TRUE(EtagMatches("\"f1\"", "W/\"f1\""));
+  EXPECT_TRUE(EtagMatches("W/\"f1\"", "\"f1\""));
+  EXPECT_TRUE(EtagMatches("\"x\", W/\"f1\" ,\"y\"", "W/\"f1\""));
+  EXPECT_TRUE(EtagMatches(" * ", "W/\"f1\""));
+  EXPECT_FALSE(EtagMatches("", "W/\"f1\""));
+  EXPECT_FALSE(EtagMatches("W/\"f2\"", "W/\"f1\""));
+  EXPECT_FALSE(EtagMatches("f1", "W/\"f1\""));
+  EXPECT_FALSE(EtagMatches("W/\"f1", "W/\"f1\""));
+  EXPECT_FALSE(EtagMatches("W/\"f1\"x", "W/\"f1\""));
+  // Not an entity tag: nothing matches it, not even "*".
+  EXPECT_FALSE(EtagMatches("*", "f1"));
+  EXPECT_FALSE(EtagMatches("\"\"", "\""));
+}
+
 TEST(ParseRequestHeadTest, RefusesWhatIsNotHttp11) {
   for (const char* bad :
        {"", "GET", "GET /", "GET / HTTP/2", "GET  / HTTP/1.1",

@@ -117,7 +117,7 @@ class Dom(HTMLParser):
         return found[0]
 
 
-def chromium(args, work):
+def chromium(args, work, budget_ms=10000):
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if exe is None:
         raise AssertionError("chromium is not installed "
@@ -125,7 +125,7 @@ def chromium(args, work):
     profile = tempfile.mkdtemp(prefix="chromium.", dir=work)
     r = subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu",
                         "--no-first-run", f"--user-data-dir={profile}",
-                        "--virtual-time-budget=10000", *args],
+                        f"--virtual-time-budget={budget_ms}", *args],
                        capture_output=True, timeout=120)
     if r.returncode != 0:
         raise AssertionError(f"chromium {args}: exit {r.returncode}: "

@@ -92,7 +92,9 @@ TEST(AnalysisRunnerTest, AnalysisThreadRunsBelowIngest) {
          absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(5));
   }
-  EXPECT_EQ(Count(ThreadNiceness(), base + 10), before + 1);
+  // The analysis thread, and at times the threads a pass starts (they
+  // inherit its priority).
+  EXPECT_GE(Count(ThreadNiceness(), base + 10), before + 1);
   // The test's own thread keeps the process's priority.
   EXPECT_EQ(getpriority(PRIO_PROCESS, 0), base);
   runner.Stop();

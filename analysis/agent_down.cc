@@ -49,6 +49,12 @@ bool IsAgentUp(const NodeLiveness& node, absl::Time now,
   return now - node.last_report < limit;
 }
 
+bool IsAgentQuiet(const NodeLiveness& node, absl::Time now,
+                  const AgentDownConfig& config) {
+  return IsAgentUp(node, now, config) &&
+         now - node.last_report > IntervalOf(node, config);
+}
+
 std::vector<Finding> AgentDownFindings(absl::Span<const NodeLiveness> nodes,
                                        absl::Time now,
                                        const AgentDownConfig& config) {

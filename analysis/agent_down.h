@@ -49,6 +49,14 @@ struct NodeLiveness {
 bool IsAgentUp(const NodeLiveness& node, absl::Time now,
                const AgentDownConfig& config = {});
 
+// Whether the node's agent is quiet at `now`: it missed its latest report
+// (silent for more than one of its intervals) but is not down yet. An
+// agent restarting (a package upgrade) or reports late in a burst: what
+// the analyzers do not see of such a node is unknown, not healthy
+// (Hysteresis::Step holds its findings).
+bool IsAgentQuiet(const NodeLiveness& node, absl::Time now,
+                  const AgentDownConfig& config = {});
+
 // One `agent_down` finding per down node, in the order given. job and group
 // are empty (an agent is not part of a job), device is empty, evidence
 // holds silence_seconds, interval_seconds and missed_intervals, and

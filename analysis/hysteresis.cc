@@ -69,8 +69,9 @@ uint32_t Hysteresis::RecentMask() const {
 
 // By value: the candidates are moved into the states.
 // NOLINTNEXTLINE(performance-unnecessary-value-param)
-std::vector<Finding> Hysteresis::Step(std::vector<Finding> candidates,
-                                      std::vector<Finding> recent) {
+std::vector<Finding> Hysteresis::Step(
+    std::vector<Finding> candidates, std::vector<Finding> recent,
+    const absl::flat_hash_set<std::string>& quiet) {
   std::map<Key, Finding> now = ByKey(std::move(candidates));
   // Every condition in the newest samples, and which of them are strong.
   std::map<Key, Finding> fresh = ByKey(std::move(recent));
@@ -85,6 +86,13 @@ std::vector<Finding> Hysteresis::Step(std::vector<Finding> candidates,
   // counted as clear. Every history ages by one pass.
   for (auto it = states_.begin(); it != states_.end();) {
     State& s = it->second;
+    const bool absent =
+        now.count(it->first) == 0 && fresh.count(it->first) == 0;
+    if (absent && quiet.contains(std::get<2>(it->first))) {
+      // Nothing known of the node this pass: the state holds.
+      ++it;
+      continue;
+    }
     s.recent = (s.recent << 1) & mask;
     if (now.count(it->first) > 0 || is_strong(it->first)) {
       ++it;

@@ -36,6 +36,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "analysis/analysis_config.h"
 #include "analysis/finding.h"
 
@@ -52,10 +53,16 @@ class Hysteresis {
 
   // One analysis pass: `candidates` is what the analyzers see over the
   // window, `recent` what they see in the newest samples (empty when the
-  // fast path is off). Returns every finding open after this pass, sorted
-  // by key.
+  // fast path is off). `quiet`: nodes whose agents missed their latest
+  // report but are not down (IsAgentQuiet): a condition of such a node
+  // (the finding's `node`) absent from this pass neither counts down nor
+  // up, so an agent restart mid-fault neither resolves its finding nor
+  // reopens it under a new id; it counts again once the node reports, or
+  // once agent_down finds it down. Returns every finding open after this
+  // pass, sorted by key.
   std::vector<Finding> Step(std::vector<Finding> candidates,
-                            std::vector<Finding> recent = {});
+                            std::vector<Finding> recent = {},
+                            const absl::flat_hash_set<std::string>& quiet = {});
 
   // Conditions being tracked (open or counting up).
   size_t tracked() const { return states_.size(); }

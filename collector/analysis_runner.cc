@@ -255,9 +255,17 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric) {
   RateFindings found =
       RunRatePass(in, fabric.recent.has_value() ? &*fabric.recent : nullptr,
                   &straggler_baselines_);
-  Persisted(findings_->Update(
-      hysteresis_->Step(std::move(found.window), std::move(found.recent)), now,
-      kRateSource));
+  // What is not seen of a node whose agent is restarting is unknown, not
+  // healthy: its findings hold until it reports again.
+  absl::flat_hash_set<std::string> quiet;
+  for (const NodeFacts& n : fabric.nodes) {
+    if (analysis::IsAgentQuiet(n.liveness, now, options_.analysis.agent_down)) {
+      quiet.insert(n.liveness.node);
+    }
+  }
+  Persisted(findings_->Update(hysteresis_->Step(std::move(found.window),
+                                                std::move(found.recent), quiet),
+                              now, kRateSource));
 }
 
 void AnalysisRunner::Publish(std::shared_ptr<const analysis::FabricView> view) {

@@ -63,6 +63,18 @@ TEST(AgentDownTest, Table) {
   }
 }
 
+// Quiet: missed its latest report, not down yet (a restarting agent).
+TEST(AgentDownTest, QuietBetweenOneMissedReportAndDown) {
+  const absl::Duration s = absl::Seconds(1);
+  EXPECT_FALSE(IsAgentQuiet(Node("a", absl::Milliseconds(400), s), kNow));
+  EXPECT_FALSE(IsAgentQuiet(Node("a", s, s), kNow));
+  EXPECT_TRUE(IsAgentQuiet(Node("a", absl::Milliseconds(1100), s), kNow));
+  EXPECT_TRUE(IsAgentQuiet(Node("a", absl::Seconds(6), s), kNow));
+  EXPECT_FALSE(IsAgentQuiet(Node("a", absl::Seconds(10), s), kNow));  // down
+  EXPECT_FALSE(IsAgentQuiet(
+      Node("a", absl::Seconds(3), s, /*ever_reported=*/false), kNow));
+}
+
 TEST(AgentDownTest, ThresholdsComeFromTheConfig) {
   AgentDownConfig patient;
   patient.missed_intervals = 10;

@@ -315,6 +315,33 @@ TEST(HysteresisTest, SeededFindingsStayOpenUntilClearAfter) {
   EXPECT_THAT(gate.Step({}), IsEmpty());
 }
 
+// A node whose agent is restarting (quiet): its finding, absent from the
+// passes it is quiet, neither counts down nor resolves, nor does a
+// condition counting up lose its count; once the node is not quiet,
+// absence counts again.
+TEST(HysteresisTest, AQuietNodesFindingsHold) {
+  Hysteresis gate({/*open_after=*/2, /*clear_after=*/2});
+  const absl::flat_hash_set<std::string> quiet = {"gpu-1", "gpu-2"};
+  gate.Step({Candidate("gpu-1"), Candidate("gpu-2")});
+  // gpu-1 opens; gpu-2's agent is restarting already.
+  ASSERT_EQ(gate.Step({Candidate("gpu-1")}, {}, {"gpu-2"}).size(), 1u);
+  for (int i = 0; i < 5; ++i) {
+    std::vector<Finding> open = gate.Step({}, {}, quiet);
+    ASSERT_EQ(open.size(), 1u) << "pass " << i;
+    EXPECT_EQ(open[0].node, "gpu-1");
+  }
+  // gpu-2 held 1 of 2 before going quiet: one more pass opens it.
+  EXPECT_EQ(gate.Step({Candidate("gpu-1"), Candidate("gpu-2")}).size(), 2u);
+  // Not quiet: two clean passes resolve both.
+  EXPECT_EQ(gate.Step({}).size(), 2u);
+  EXPECT_THAT(gate.Step({}), IsEmpty());
+  // A quiet node does not hold another node's finding.
+  gate.Step({Candidate("gpu-3")});
+  ASSERT_EQ(gate.Step({Candidate("gpu-3")}).size(), 1u);
+  EXPECT_EQ(gate.Step({}, {}, quiet).size(), 1u);
+  EXPECT_THAT(gate.Step({}, {}, quiet), IsEmpty());
+}
+
 TEST(HysteresisTest, DuplicateCandidatesKeepTheMoreSevere) {
   Hysteresis gate({1, 1});
   Finding a = Candidate("gpu-1");

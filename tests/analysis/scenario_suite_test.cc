@@ -657,10 +657,18 @@ absl::StatusOr<RunResult> RunPasses(const Cluster& cluster,
     collector::RateFindings found = collector::RunRatePass(
         cluster.Input(&window, &config), &newest, &collector.baselines,
         /*threads=*/1);
-    std::vector<Finding> open =
-        collector.gate->Step(std::move(found.window), std::move(found.recent));
-    std::vector<Finding> down = AgentDownFindings(
-        cluster.Liveness(silences, pass, kInterval), now, config.agent_down);
+    // As the runner: a node that missed its latest report but is not down
+    // holds its findings.
+    const std::vector<NodeLiveness> liveness =
+        cluster.Liveness(silences, pass, kInterval);
+    absl::flat_hash_set<std::string> quiet;
+    for (const NodeLiveness& l : liveness) {
+      if (IsAgentQuiet(l, now, config.agent_down)) quiet.insert(l.node);
+    }
+    std::vector<Finding> open = collector.gate->Step(
+        std::move(found.window), std::move(found.recent), quiet);
+    std::vector<Finding> down =
+        AgentDownFindings(liveness, now, config.agent_down);
     if (absl::Status s = collector.findings->Update(open, now, kRateSource);
         !s.ok()) {
       return s;

@@ -39,8 +39,7 @@ absl::StatusOr<std::unique_ptr<JetStreamFindings>> JetStreamFindings::Open(
   config.StorageType = js_FileStorage;
   config.Replicas = options.replicas;
   config.TTL = absl::ToInt64Nanoseconds(options.ttl);
-  ASSIGN_OR_RETURN(kvStore * kv,
-                   BindOrCreateBucket(nats->js(), config, absl::Seconds(15)));
+  ASSIGN_OR_RETURN(kvStore * kv, BindOrCreateBucket(*nats, config));
   return std::unique_ptr<JetStreamFindings>(
       new JetStreamFindings(nats, options, kv));
 }

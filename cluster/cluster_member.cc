@@ -139,26 +139,31 @@ ClusterMember::~ClusterMember() { Leave(); }
 void ClusterMember::BeginStop(absl::Duration grace) {
   if (stop_watchdog_.joinable() || left_.HasBeenNotified()) return;
   NatsConnection* nats = nats_.get();
-  if (!nats->connected()) {
-    LogWarning(absl::StrCat("stopping: no NATS server connected (",
-                            absl::StrJoin(nats->urls(), ","),
-                            "); leaving the cluster without a word"));
-    nats->Close();
-    return;
-  }
   stop_watchdog_ = std::thread([this, nats, grace] {
+    // A connection lost for half a second is not waited for (all servers
+    // gone); a shorter loss may be a reconnect to another server, after
+    // which the lease and membership can still be handed back.
+    constexpr absl::Duration kLostFor = absl::Milliseconds(500);
     const absl::Time until = absl::Now() + grace;
-    while (nats->connected() && absl::Now() < until) {
-      if (left_.WaitForNotificationWithTimeout(absl::Milliseconds(100))) {
-        return;
+    absl::Time lost_since = absl::InfiniteFuture();
+    while (!left_.WaitForNotificationWithTimeout(absl::Milliseconds(50))) {
+      const absl::Time now = absl::Now();
+      if (nats->connected()) {
+        lost_since = absl::InfiniteFuture();
+      } else {
+        lost_since = std::min(lost_since, now);
       }
+      if (now < until && now - lost_since < kLostFor) continue;
+      LogWarning(absl::StrCat(
+          "stopping: NATS (", absl::StrJoin(nats->urls(), ","), ") ",
+          now >= until
+              ? absl::StrCat("did not let this collector leave within ",
+                             absl::FormatDuration(grace))
+              : std::string("is not connected"),
+          "; closing the connection, leaving the cluster without a word"));
+      nats->Close();
+      return;
     }
-    if (left_.HasBeenNotified()) return;
-    LogWarning(absl::StrCat(
-        "stopping: NATS (", absl::StrJoin(nats->urls(), ","),
-        ") did not let this collector leave within ",
-        absl::FormatDuration(grace), " or was lost; closing the connection"));
-    nats->Close();
   });
 }
 

@@ -95,10 +95,10 @@ class ClusterMember {
 
   // Stopping (SIGTERM), in two calls. BeginStop() when the stop is asked
   // for, before what uses the cluster stops: from then on, a NATS call
-  // still waiting `grace` later (as soon as no server is connected) fails, as
-  // does every later one (the connection is closed), so a stop never waits for
-  // request timeouts of a cluster that is gone. Nothing of
-  // --state_dir depends on it: local writes come first everywhere.
+  // still waiting `grace` later (or once no server was connected for half
+  // a second) fails, as does every later one (the connection is closed),
+  // so a stop never waits for request timeouts of a cluster that is gone.
+  // Nothing of --state_dir depends on it: local writes come first.
   // Leave() once the analysis and the mirroring stopped: stops watching,
   // gives up the lease and the membership (deleting their keys while a
   // server answers, so the others know at once) and closes the connection.

@@ -158,7 +158,9 @@ absl::StatusOr<uint64_t> BucketLastRevision(jsCtx* js,
   const natsStatus s = js_GetStreamInfo(
       &info, js, absl::StrCat("KV_", bucket).c_str(), nullptr, &code);
   if (s != NATS_OK) return NatsError(s, "reading the bucket's state");
-  const uint64_t last = info->State.LastSeq;
+  // A stream whose messages all expired (a findings bucket written to by
+  // nobody for its TTL) keeps its last sequence but has nothing to replay.
+  const uint64_t last = info->State.Msgs == 0 ? 0 : info->State.LastSeq;
   jsStreamInfo_Destroy(info);
   return last;
 }

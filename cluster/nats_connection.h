@@ -90,7 +90,7 @@ absl::StatusOr<kvStore*> BindOrCreateBucket(const NatsConnection& nats,
                                             kvConfig config);
 
 // The last sequence of a key-value bucket's stream: the newest revision of
-// any of its keys.
+// any of its keys; 0 when the stream holds no message (all expired).
 absl::StatusOr<uint64_t> BucketLastRevision(jsCtx* js,
                                             const std::string& bucket);
 

@@ -44,19 +44,25 @@ absl::StatusOr<std::unique_ptr<AnalysisLease>> AnalysisLease::Start(
   config.StorageType = js_MemoryStorage;  // a lease, not state
   config.Replicas = options.replicas;
   config.TTL = absl::ToInt64Nanoseconds(options.ttl);
-  ASSIGN_OR_RETURN(kvStore * kv,
-                   BindOrCreateBucket(nats->js(), config, absl::Seconds(15)));
+  ASSIGN_OR_RETURN(kvStore * kv, BindOrCreateBucket(*nats, config));
   std::unique_ptr<AnalysisLease> lease(
-      new AnalysisLease(std::move(id), options, kv));
+      new AnalysisLease(nats, std::move(id), options, kv));
   lease->thread_ = std::thread(&AnalysisLease::Run, lease.get());
   return lease;
 }
 
-AnalysisLease::AnalysisLease(std::string id, Options options, kvStore* kv)
-    : id_(std::move(id)), options_(std::move(options)), kv_(kv) {}
+AnalysisLease::AnalysisLease(NatsConnection* nats, std::string id,
+                             Options options, kvStore* kv)
+    : id_(std::move(id)), options_(std::move(options)), kv_(kv), nats_(nats) {}
 
 AnalysisLease::~AnalysisLease() {
+  Stop();
+  kvStore_Destroy(kv_);
+}
+
+void AnalysisLease::Stop() {
   stopping_.store(true);
+  if (stopped_.exchange(true)) return;
   if (thread_.joinable()) thread_.join();
   uint64_t held = 0;
   {
@@ -64,11 +70,12 @@ AnalysisLease::~AnalysisLease() {
     held = held_revision_;
     StepDown();
   }
-  // Only while the key is still ours: a successor's key stays.
-  if (held != 0 && ReadHolder(kv_).revision == held) {
+  // Only while the key is still ours: a successor's key stays. Not tried
+  // without a server (each request would wait its whole timeout): the key
+  // then expires after the TTL.
+  if (held != 0 && nats_->connected() && ReadHolder(kv_).revision == held) {
     kvStore_Delete(kv_, kKey);
   }
-  kvStore_Destroy(kv_);
 }
 
 bool AnalysisLease::Leading() const {

@@ -62,8 +62,12 @@ class AnalysisLease final : public collector::AnalysisRole {
   // outlive the result.
   static absl::StatusOr<std::unique_ptr<AnalysisLease>> Start(
       NatsConnection* nats, std::string id, const Options& options);
-  // Steps down (deletes the key when it holds it).
+  // Stop().
   ~AnalysisLease() override;
+  // Stops competing and steps down, deleting the key when it holds it and
+  // a server is connected (a successor then leads within an acquire
+  // period instead of the TTL). Idempotent.
+  void Stop();
   AnalysisLease(const AnalysisLease&) = delete;
   AnalysisLease& operator=(const AnalysisLease&) = delete;
 
@@ -75,7 +79,8 @@ class AnalysisLease final : public collector::AnalysisRole {
   uint64_t acquisitions() const { return acquisitions_.load(); }
 
  private:
-  AnalysisLease(std::string id, Options options, kvStore* kv);
+  AnalysisLease(NatsConnection* nats, std::string id, Options options,
+                kvStore* kv);
   void Run();
   void TryAcquire();
   void Renew();
@@ -84,7 +89,9 @@ class AnalysisLease final : public collector::AnalysisRole {
   const std::string id_;
   const Options options_;
   kvStore* const kv_;
+  NatsConnection* const nats_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> stopped_{false};  // Stop() ran
   std::atomic<uint64_t> acquisitions_{0};
   std::thread thread_;
   mutable absl::Mutex mu_;

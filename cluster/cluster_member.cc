@@ -26,6 +26,11 @@ absl::Status ValidateClusterOptions(const ClusterOptions& options) {
     return absl::InvalidArgumentError(
         "--nats_replicas: must be between 1 and 5 (JetStream's limit)");
   }
+  if (options.startup_timeout < absl::Seconds(1) ||
+      options.startup_timeout > absl::Hours(1)) {
+    return absl::InvalidArgumentError(
+        "--nats_startup_timeout: must be between 1s and 1h");
+  }
   return absl::OkStatus();
 }
 
@@ -38,6 +43,7 @@ absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Join(
   ASSIGN_OR_RETURN(nats_options.urls, ParseNatsUrls(options.nats));
   nats_options.name =
       absl::StrCat("fabricdiag-collector ", options.collector_id);
+  nats_options.startup_timeout = options.startup_timeout;
   ASSIGN_OR_RETURN(member->nats_, NatsConnection::Connect(nats_options));
   JetStreamDeclaredState::Options declared_options;
   declared_options.replicas = options.replicas;
@@ -127,6 +133,51 @@ void ClusterMember::MirrorFindings(collector::FindingsStore* store) {
 }
 
 void ClusterMember::StopMirroring() { findings_->StopWatching(); }
+
+ClusterMember::~ClusterMember() { Leave(); }
+
+void ClusterMember::BeginStop(absl::Duration grace) {
+  if (stop_watchdog_.joinable() || left_.HasBeenNotified()) return;
+  NatsConnection* nats = nats_.get();
+  stop_watchdog_ = std::thread([this, nats, grace] {
+    // A connection lost for half a second is not waited for (all servers
+    // gone); a shorter loss may be a reconnect to another server, after
+    // which the lease and membership can still be handed back.
+    constexpr absl::Duration kLostFor = absl::Milliseconds(500);
+    const absl::Time until = absl::Now() + grace;
+    absl::Time lost_since = absl::InfiniteFuture();
+    while (!left_.WaitForNotificationWithTimeout(absl::Milliseconds(50))) {
+      const absl::Time now = absl::Now();
+      if (nats->connected()) {
+        lost_since = absl::InfiniteFuture();
+      } else {
+        lost_since = std::min(lost_since, now);
+      }
+      if (now < until && now - lost_since < kLostFor) continue;
+      LogWarning(absl::StrCat(
+          "stopping: NATS (", absl::StrJoin(nats->urls(), ","), ") ",
+          now >= until
+              ? absl::StrCat("did not let this collector leave within ",
+                             absl::FormatDuration(grace))
+              : std::string("is not connected"),
+          "; closing the connection, leaving the cluster without a word"));
+      nats->Close();
+      return;
+    }
+  });
+}
+
+void ClusterMember::Leave() {
+  if (nats_ == nullptr || left_.HasBeenNotified()) return;
+  // Each is idempotent, and quick once the connection is closed.
+  if (findings_ != nullptr) findings_->StopWatching();
+  if (declared_ != nullptr) declared_->StopWatching();
+  if (lease_ != nullptr) lease_->Stop();
+  if (members_ != nullptr) members_->Stop();
+  nats_->Close();
+  left_.Notify();
+  if (stop_watchdog_.joinable()) stop_watchdog_.join();
+}
 
 std::vector<ClusterMember::FeatureSource> ClusterMember::FeatureSources()
     const {

@@ -20,9 +20,11 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
 #include "cluster/analysis_lease.h"
 #include "cluster/cluster_members.h"
 #include "cluster/jetstream_declared_state.h"
@@ -34,6 +36,11 @@
 
 namespace fabricdiag::cluster {
 
+// How long a stopping collector waits for NATS (ClusterMember::BeginStop):
+// enough for a healthy cluster to take its last features and findings and
+// the deletion of its lease and membership keys.
+inline constexpr absl::Duration kStopGrace = absl::Seconds(2);
+
 struct ClusterOptions {
   std::string nats;          // --nats: comma-separated nats:// URLs
   std::string collector_id;  // --collector_id
@@ -41,6 +48,9 @@ struct ClusterOptions {
   // --analysis_interval: another collector's features count for 3 passes
   // (at least 3 s) after they arrived.
   absl::Duration analysis_interval = absl::Seconds(1);
+  // --nats_startup_timeout: how long Join waits for the servers to answer
+  // and JetStream to serve every bucket and the stream, in all.
+  absl::Duration startup_timeout = kDefaultStartupTimeout;
 };
 
 // InvalidArgument naming the flag at fault. Does not touch the network.
@@ -48,11 +58,17 @@ absl::Status ValidateClusterOptions(const ClusterOptions& options);
 
 class ClusterMember {
  public:
-  // Connects (retrying for up to 10 s) and opens the shared buckets,
-  // creating them when this is the first collector. Unavailable naming the
-  // servers when the cluster does not answer.
+  // Connects and opens the shared buckets, creating them when this is the
+  // first collector, retrying what fails for options.startup_timeout in all
+  // (a JetStream cluster that just restarted). Unavailable naming the
+  // servers and what failed when the cluster is not ready by then.
   static absl::StatusOr<std::unique_ptr<ClusterMember>> Join(
       const ClusterOptions& options);
+
+  // Leave() with whatever NATS still answers, then closes the connection.
+  ~ClusterMember();
+  ClusterMember(const ClusterMember&) = delete;
+  ClusterMember& operator=(const ClusterMember&) = delete;
 
   collector::DeclaredState* declared_state() { return declared_.get(); }
   collector::FeatureExchange* features() { return features_.get(); }
@@ -76,6 +92,19 @@ class ClusterMember {
   // the mirroring.
   void MirrorFindings(collector::FindingsStore* store);
   void StopMirroring();
+
+  // Stopping (SIGTERM), in two calls. BeginStop() when the stop is asked
+  // for, before what uses the cluster stops: from then on, a NATS call
+  // still waiting `grace` later (or once no server was connected for half
+  // a second) fails, as does every later one (the connection is closed),
+  // so a stop never waits for request timeouts of a cluster that is gone.
+  // Nothing of --state_dir depends on it: local writes come first.
+  // Leave() once the analysis and the mirroring stopped: stops watching,
+  // gives up the lease and the membership (deleting their keys while a
+  // server answers, so the others know at once) and closes the connection.
+  // Both idempotent; /healthz and /metrics still answer after them.
+  void BeginStop(absl::Duration grace);
+  void Leave();
 
   // Closes the connection to NATS for good, as a collector that was killed
   // or cut off looks to the others (its lease expires, its features go
@@ -117,6 +146,9 @@ class ClusterMember {
   std::unique_ptr<JetStreamFeatures> features_;
   std::unique_ptr<AnalysisLease> lease_;
   std::unique_ptr<JetStreamFindings> findings_;
+  // BeginStop()'s watchdog, ended by Leave().
+  std::thread stop_watchdog_;
+  absl::Notification left_;
 };
 
 }  // namespace fabricdiag::cluster

@@ -36,33 +36,42 @@ absl::StatusOr<std::unique_ptr<ClusterMembers>> ClusterMembers::Start(
   config.Replicas = options.replicas;
   // Announcements of collectors gone without a word age out.
   config.TTL = absl::ToInt64Nanoseconds(absl::Minutes(1));
-  ASSIGN_OR_RETURN(kvStore * kv,
-                   BindOrCreateBucket(nats->js(), config, absl::Seconds(15)));
+  ASSIGN_OR_RETURN(kvStore * kv, BindOrCreateBucket(*nats, config));
   std::unique_ptr<ClusterMembers> members(
-      new ClusterMembers(std::move(id), options, kv));
+      new ClusterMembers(nats, std::move(id), options, kv));
   members->Announce();
   members->thread_ = std::thread(&ClusterMembers::Run, members.get());
   return members;
 }
 
-ClusterMembers::ClusterMembers(std::string id, Options options, kvStore* kv)
-    : id_(std::move(id)),
+ClusterMembers::ClusterMembers(NatsConnection* nats, std::string id,
+                               Options options, kvStore* kv)
+    : nats_(nats),
+      id_(std::move(id)),
       instance_(RandomInstance()),
       options_(std::move(options)),
       kv_(kv) {}
 
 ClusterMembers::~ClusterMembers() {
+  Stop();
+  kvStore_Destroy(kv_);
+}
+
+void ClusterMembers::Stop() {
   stopping_.store(true);
+  if (stopped_.exchange(true)) return;
   if (thread_.joinable()) thread_.join();
   // Leaving: the others drop this member at once instead of after 3
-  // periods. Best effort: a collector that cannot reach NATS just ages out.
+  // periods. Best effort, and not tried without a server (each request
+  // would wait its whole timeout): a collector that cannot reach NATS just
+  // ages out.
+  if (!nats_->connected()) return;
   kvEntry* entry = nullptr;
   if (kvStore_Get(&entry, kv_, id_.c_str()) == NATS_OK) {
     const bool ours = absl::StartsWith(kvEntry_ValueString(entry), instance_);
     kvEntry_Destroy(entry);
     if (ours) kvStore_Delete(kv_, id_.c_str());
   }
-  kvStore_Destroy(kv_);
 }
 
 void ClusterMembers::Announce() {

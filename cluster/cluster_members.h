@@ -56,9 +56,15 @@ class ClusterMembers {
   // outlive the result.
   static absl::StatusOr<std::unique_ptr<ClusterMembers>> Start(
       NatsConnection* nats, std::string id, const Options& options);
+  // Stop().
   ~ClusterMembers();
   ClusterMembers(const ClusterMembers&) = delete;
   ClusterMembers& operator=(const ClusterMembers&) = delete;
+
+  // Stops announcing and watching, and deletes this collector's key while
+  // connected (the others drop it at once; one that cannot reach NATS
+  // ages out). Idempotent; Live() still answers.
+  void Stop();
 
   // Members whose announcement arrived within 3 periods, ascending id.
   std::vector<Member> Live() const;
@@ -68,17 +74,20 @@ class ClusterMembers {
   absl::Duration period() const { return options_.period; }
 
  private:
-  ClusterMembers(std::string id, Options options, kvStore* kv);
+  ClusterMembers(NatsConnection* nats, std::string id, Options options,
+                 kvStore* kv);
   void Run();
   void Announce();
   // `replayed`: the entry came with the watcher's initial replay.
   void Seen(kvEntry* entry, bool replayed);
 
+  NatsConnection* const nats_;
   const std::string id_;
   const std::string instance_;
   const Options options_;
   kvStore* const kv_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> stopped_{false};  // Stop() ran
   std::atomic<uint64_t> watcher_restarts_{0};
   std::thread thread_;
   mutable absl::Mutex mu_;

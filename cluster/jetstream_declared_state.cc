@@ -183,8 +183,33 @@ JetStreamDeclaredState::Open(NatsConnection* nats, const Options& options) {
   config.History = kHistory;
   config.StorageType = js_FileStorage;
   config.Replicas = options.replicas;
-  ASSIGN_OR_RETURN(kvStore * kv,
-                   BindOrCreateBucket(nats->js(), config, options.deadline));
+  ASSIGN_OR_RETURN(kvStore * kv, BindOrCreateBucket(*nats, config));
+  // Right after the servers restarted, the bucket binds before a watcher
+  // finds its stream ("no stream matches subject"): wait until a replay of
+  // its keys (headers only) goes through.
+  StartupRetry retry(*nats);
+  while (true) {
+    kvWatchOptions watch_options;
+    kvWatchOptions_Init(&watch_options);
+    watch_options.MetaOnly = true;
+    kvWatcher* watcher = nullptr;
+    natsStatus s = kvStore_WatchAll(&watcher, kv, &watch_options);
+    while (s == NATS_OK) {
+      kvEntry* entry = nullptr;
+      s = kvWatcher_Next(&entry, watcher,
+                         absl::ToInt64Milliseconds(nats->request_timeout()));
+      if (entry == nullptr) break;  // the replay's end (or an error)
+      kvEntry_Destroy(entry);
+    }
+    if (watcher != nullptr) kvWatcher_Destroy(watcher);
+    if (s == NATS_OK) break;
+    const absl::Status error =
+        NatsError(s, absl::StrCat("reading bucket ", options.bucket));
+    if (!retry.Pause(error)) {
+      kvStore_Destroy(kv);
+      return retry.GiveUp(error);
+    }
+  }
   return std::unique_ptr<JetStreamDeclaredState>(
       new JetStreamDeclaredState(nats, options, kv));
 }
@@ -355,7 +380,10 @@ absl::Status JetStreamDeclaredState::RemoveLayout(absl::string_view job) {
 
 absl::StatusOr<std::vector<DeclaredChange>> JetStreamDeclaredState::ReadAll(
     bool with_deletes) {
-  const absl::Time deadline = absl::Now() + options_.deadline;
+  // Until the startup deadline passes (the first read, at startup), a
+  // cluster that just restarted is waited for as long as for opening.
+  const absl::Time deadline =
+      std::max(absl::Now() + options_.deadline, nats_->startup_deadline());
   while (true) {
     kvWatchOptions watch_options;
     kvWatchOptions_Init(&watch_options);

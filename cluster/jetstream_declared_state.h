@@ -63,14 +63,16 @@ class JetStreamDeclaredState final : public collector::DeclaredState {
  public:
   struct Options {
     int replicas = 3;
-    // How long a write, a read or opening the bucket keeps retrying while
-    // the JetStream cluster does not answer.
+    // How long a write or a read keeps retrying while the JetStream cluster
+    // does not answer (opening the bucket, and reading it before the
+    // connection's startup deadline, retry until that deadline).
     absl::Duration deadline = absl::Seconds(15);
     std::string bucket = kDeclaredBucket;
   };
 
-  // Binds the bucket, creating it when missing. `nats` must outlive the
-  // result. Unavailable when the cluster does not answer within the deadline.
+  // Binds the bucket, creating it when missing, and waits until it can be
+  // read. `nats` must outlive the result. Unavailable when the cluster does
+  // not answer by the connection's startup deadline.
   static absl::StatusOr<std::unique_ptr<JetStreamDeclaredState>> Open(
       NatsConnection* nats, const Options& options);
 

@@ -11,13 +11,14 @@
 namespace fabricdiag::cluster {
 namespace {
 
-constexpr absl::Duration kRetryPause = absl::Milliseconds(250);
-
-// Creates the stream unless it exists, retrying until `deadline` (another
-// collector may be creating it, the cluster may be electing its leaders).
-absl::Status EnsureStream(jsCtx* js, const JetStreamFeatures::Options& options,
+// Creates the stream unless it exists, retrying until the connection's
+// startup deadline (another collector may be creating it, the cluster may
+// be electing its leaders).
+absl::Status EnsureStream(const NatsConnection& nats,
+                          const JetStreamFeatures::Options& options,
                           const std::string& subjects) {
-  const absl::Time give_up = absl::Now() + options.deadline;
+  jsCtx* js = nats.js();
+  StartupRetry retry(nats);
   while (true) {
     jsStreamInfo* info = nullptr;
     jsErrCode code = static_cast<jsErrCode>(0);
@@ -46,8 +47,7 @@ absl::Status EnsureStream(jsCtx* js, const JetStreamFeatures::Options& options,
           error.message(),
           ": the NATS server is not a cluster; run with --nats_replicas=1"));
     }
-    if (absl::Now() + kRetryPause > give_up) return error;
-    absl::SleepFor(kRetryPause);
+    if (!retry.Pause(error)) return retry.GiveUp(error);
   }
 }
 
@@ -56,7 +56,7 @@ absl::Status EnsureStream(jsCtx* js, const JetStreamFeatures::Options& options,
 absl::StatusOr<std::unique_ptr<JetStreamFeatures>> JetStreamFeatures::Open(
     NatsConnection* nats, std::string collector_id, const Options& options) {
   const std::string subjects = absl::StrCat(options.subject, ".>");
-  absl::Status stream = EnsureStream(nats->js(), options, subjects);
+  absl::Status stream = EnsureStream(*nats, options, subjects);
   if (!stream.ok()) return stream;
   std::unique_ptr<JetStreamFeatures> features(
       new JetStreamFeatures(nats, std::move(collector_id), options));
@@ -66,6 +66,8 @@ absl::StatusOr<std::unique_ptr<JetStreamFeatures>> JetStreamFeatures::Open(
   if (s != NATS_OK) {
     return NatsError(s, absl::StrCat("subscribing to ", subjects));
   }
+  natsSubscription_SetOnCompleteCB(
+      features->sub_, &JetStreamFeatures::OnComplete, features.get());
   // A large fabric's slices arrive in bursts of chunks: let them queue
   // rather than be dropped as a slow consumer.
   natsSubscription_SetPendingLimits(features->sub_, 65536, 512 << 20);
@@ -82,14 +84,21 @@ JetStreamFeatures::JetStreamFeatures(NatsConnection* nats,
 
 JetStreamFeatures::~JetStreamFeatures() {
   if (sub_ == nullptr) return;
-  // Unsubscribe alone does not wait for a callback that is running; a
-  // drain does (when the connection is gone, no callback runs any more).
-  if (natsSubscription_Drain(sub_) == NATS_OK) {
-    natsSubscription_WaitForDrainCompletion(sub_, 5000);
-  } else {
+  // Without a server a drain cannot complete (it would wait its whole
+  // timeout): the subscription is closed here at once. Either way the
+  // handler may still run one last time, so this waits for OnComplete.
+  if (!nats_->connected() || natsSubscription_Drain(sub_) != NATS_OK) {
     natsSubscription_Unsubscribe(sub_);
   }
+  if (!sub_done_.WaitForNotificationWithTimeout(absl::Seconds(5))) {
+    // Never seen; the handler could still run.
+    LogWarning("features subscription: its handler did not finish in 5s");
+  }
   natsSubscription_Destroy(sub_);
+}
+
+void JetStreamFeatures::OnComplete(void* closure) {
+  static_cast<JetStreamFeatures*>(closure)->sub_done_.Notify();
 }
 
 std::string JetStreamFeatures::Describe() const {

@@ -43,6 +43,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "cluster/feature_cache.h"
 #include "cluster/feature_wire.h"
@@ -64,8 +65,6 @@ class JetStreamFeatures final : public collector::FeatureExchange {
     // How long the stream keeps a chunk nobody replaced.
     absl::Duration max_age = absl::Seconds(30);
     size_t max_chunk_bytes = kDefaultChunkBytes;
-    // How long opening the stream keeps retrying.
-    absl::Duration deadline = absl::Seconds(15);
     std::string stream = kFeaturesStream;
     std::string subject = kFeaturesSubject;
   };
@@ -113,6 +112,8 @@ class JetStreamFeatures final : public collector::FeatureExchange {
                     Options options);
   static void OnMessage(natsConnection* nc, natsSubscription* sub, natsMsg* msg,
                         void* closure);
+  // The subscription is closed and its handler returned for good.
+  static void OnComplete(void* closure);
   // The stream's last message of every subject (at Open).
   void CatchUp();
 
@@ -120,6 +121,7 @@ class JetStreamFeatures final : public collector::FeatureExchange {
   const std::string id_;
   const Options options_;
   natsSubscription* sub_ = nullptr;
+  absl::Notification sub_done_;  // OnComplete ran
   std::atomic<uint64_t> publish_errors_{0};
   std::atomic<uint64_t> published_chunks_{0};
   std::atomic<uint64_t> last_published_bytes_{0};

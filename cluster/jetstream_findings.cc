@@ -39,8 +39,7 @@ absl::StatusOr<std::unique_ptr<JetStreamFindings>> JetStreamFindings::Open(
   config.StorageType = js_FileStorage;
   config.Replicas = options.replicas;
   config.TTL = absl::ToInt64Nanoseconds(options.ttl);
-  ASSIGN_OR_RETURN(kvStore * kv,
-                   BindOrCreateBucket(nats->js(), config, absl::Seconds(15)));
+  ASSIGN_OR_RETURN(kvStore * kv, BindOrCreateBucket(*nats, config));
   return std::unique_ptr<JetStreamFindings>(
       new JetStreamFindings(nats, options, kv));
 }
@@ -148,12 +147,19 @@ void JetStreamFindings::WatchLoop(
   while (!stopping_.load()) {
     kvWatchOptions watch_options;
     kvWatchOptions_Init(&watch_options);
-    watch_options.IgnoreDeletes = true;
+    // Right after the servers restarted, a replay can end short of the
+    // bucket's newest revision: taken for the whole set, it would resolve
+    // findings the cluster still has. So it must reach the newest revision
+    // from before it began (deletions, by hand: collectors never delete,
+    // are skipped below but counted).
+    const absl::StatusOr<uint64_t> newest_before =
+        BucketLastRevision(nats_->js(), options_.bucket);
     kvWatcher* watcher = nullptr;
     natsStatus s = kvStore_WatchAll(&watcher, kv_, &watch_options);
     int behind = 0;  // consecutive quiet half-seconds behind the bucket
     // Ids of the findings the replay brought, until its end marker.
     std::optional<absl::flat_hash_set<std::string>> replayed(std::in_place);
+    uint64_t replay_newest = 0;  // the newest revision this replay brought
     while (s == NATS_OK && !stopping_.load()) {
       kvEntry* entry = nullptr;
       s = kvWatcher_Next(&entry, watcher, 500);
@@ -166,12 +172,30 @@ void JetStreamFindings::WatchLoop(
         continue;
       }
       if (s != NATS_OK) continue;
-      if (entry == nullptr) {  // the replay is complete
-        if (replayed.has_value()) on_replayed(*replayed);
+      if (entry == nullptr) {  // the end of the replay
+        if (replayed.has_value()) {
+          if (!newest_before.ok() || *newest_before > replay_newest) {
+            LogWarning(absl::StrCat(
+                "shared findings: the replay of bucket ", options_.bucket,
+                " ended at revision ", replay_newest, " of ",
+                newest_before.ok() ? absl::StrCat(*newest_before)
+                                   : newest_before.status().ToString(),
+                " (the NATS servers are still recovering); reading again"));
+            s = NATS_TIMEOUT;
+            break;
+          }
+          on_replayed(*replayed);
+        }
         replayed.reset();
         continue;
       }
       delivered = std::max(delivered, kvEntry_Revision(entry));
+      replay_newest = std::max(replay_newest, kvEntry_Revision(entry));
+      const kvOperation op = kvEntry_Operation(entry);
+      if (op == kvOp_Delete || op == kvOp_Purge) {
+        kvEntry_Destroy(entry);
+        continue;
+      }
       std::optional<collector::StoredFinding> version;
       if (absl::string_view(kvEntry_Key(entry)) != kNextIdKey) {
         version = Decode(

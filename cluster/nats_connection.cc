@@ -1,5 +1,6 @@
 #include "cluster/nats_connection.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/log.h"
 #include "common/names.h"
 
 namespace fabricdiag::cluster {
@@ -72,8 +74,12 @@ absl::Status NatsError(natsStatus status, absl::string_view what) {
       }
       // A JetStream cluster between leaders answers "JetStream system
       // temporarily unavailable" or "no suitable peers": retryable.
+      // Right after the servers (re)started, a lookup of the stream behind
+      // a subject (a watcher's) finds none until the meta leader knows the
+      // streams again.
       if (absl::StrContains(message, "temporarily unavailable") ||
           absl::StrContains(message, "no suitable peers") ||
+          absl::StrContains(message, "no stream matches subject") ||
           absl::StrContains(message, "timeout")) {
         return absl::UnavailableError(message);
       }
@@ -81,14 +87,42 @@ absl::Status NatsError(natsStatus status, absl::string_view what) {
   }
 }
 
-absl::StatusOr<kvStore*> BindOrCreateBucket(jsCtx* js, kvConfig config,
-                                            absl::Duration deadline) {
-  const absl::Time give_up = absl::Now() + deadline;
-  constexpr absl::Duration kPause = absl::Milliseconds(250);
+StartupRetry::StartupRetry(const NatsConnection& nats)
+    : nats_(nats), start_(absl::Now()) {}
+
+bool StartupRetry::Pause(const absl::Status& error) {
+  const absl::Time now = absl::Now();
+  if (now >= nats_.startup_deadline()) return false;
+  if (now >= next_log_) {
+    LogWarning(absl::StrCat(
+        "waiting for NATS JetStream (", absl::StrJoin(nats_.urls(), ","),
+        "): ", error.message(), "; retrying for up to ",
+        absl::FormatDuration(absl::Trunc(nats_.startup_deadline() - now,
+                                         absl::Milliseconds(100))),
+        " more"));
+    next_log_ = now + absl::Seconds(10);
+  }
+  absl::SleepFor(std::min(pause_, nats_.startup_deadline() - now));
+  pause_ = std::min(2 * pause_, absl::Seconds(2));
+  return true;
+}
+
+absl::Status StartupRetry::GiveUp(const absl::Status& error) const {
+  return absl::UnavailableError(absl::StrCat(
+      error.message(), " (retried for ",
+      absl::FormatDuration(
+          absl::Trunc(absl::Now() - start_, absl::Milliseconds(100))),
+      ", --nats_startup_timeout; servers ", absl::StrJoin(nats_.urls(), ","),
+      ")"));
+}
+
+absl::StatusOr<kvStore*> BindOrCreateBucket(const NatsConnection& nats,
+                                            kvConfig config) {
+  StartupRetry retry(nats);
   while (true) {
     kvStore* kv = nullptr;
-    natsStatus s = js_KeyValue(&kv, js, config.Bucket);
-    if (s == NATS_NOT_FOUND) s = js_CreateKeyValue(&kv, js, &config);
+    natsStatus s = js_KeyValue(&kv, nats.js(), config.Bucket);
+    if (s == NATS_NOT_FOUND) s = js_CreateKeyValue(&kv, nats.js(), &config);
     if (s == NATS_OK) return kv;
     const absl::Status error =
         NatsError(s, absl::StrCat("opening bucket ", config.Bucket));
@@ -102,17 +136,18 @@ absl::StatusOr<kvStore*> BindOrCreateBucket(jsCtx* js, kvConfig config,
           "least ",
           config.Replicas, " servers"));
     }
-    if (absl::Now() + kPause > give_up) {
+    if (!retry.Pause(error)) {
       // "insufficient resources": fewer JetStream servers up than replicas.
       const bool too_few = absl::StrContains(error.message(), "insufficient");
-      return absl::UnavailableError(absl::StrCat(
-          error.message(), " (gave up after ", absl::FormatDuration(deadline),
-          ")",
-          too_few ? absl::StrCat("; the bucket needs ", config.Replicas,
-                                 " JetStream servers up (--nats_replicas)")
-                  : ""));
+      return retry.GiveUp(absl::Status(
+          error.code(),
+          absl::StrCat(
+              error.message(),
+              too_few ? absl::StrCat("; the bucket needs ", config.Replicas,
+                                     " JetStream servers up "
+                                     "(--nats_replicas)")
+                      : "")));
     }
-    absl::SleepFor(kPause);
   }
 }
 
@@ -123,7 +158,9 @@ absl::StatusOr<uint64_t> BucketLastRevision(jsCtx* js,
   const natsStatus s = js_GetStreamInfo(
       &info, js, absl::StrCat("KV_", bucket).c_str(), nullptr, &code);
   if (s != NATS_OK) return NatsError(s, "reading the bucket's state");
-  const uint64_t last = info->State.LastSeq;
+  // A stream whose messages all expired (a findings bucket written to by
+  // nobody for its TTL) keeps its last sequence but has nothing to replay.
+  const uint64_t last = info->State.Msgs == 0 ? 0 : info->State.LastSeq;
   jsStreamInfo_Destroy(info);
   return last;
 }
@@ -141,6 +178,7 @@ absl::StatusOr<std::unique_ptr<NatsConnection>> NatsConnection::Connect(
   std::unique_ptr<NatsConnection> conn(new NatsConnection());
   conn->urls_ = options.urls;
   conn->request_timeout_ = options.request_timeout;
+  conn->startup_deadline_ = absl::Now() + options.startup_timeout;
   natsStatus s = natsOptions_Create(&conn->options_);
   std::vector<const char*> servers;
   servers.reserve(options.urls.size());
@@ -151,26 +189,23 @@ absl::StatusOr<std::unique_ptr<NatsConnection>> NatsConnection::Connect(
                                static_cast<int>(servers.size()));
   }
   if (s == NATS_OK) s = natsOptions_SetName(o, options.name.c_str());
-  if (s == NATS_OK) s = natsOptions_SetTimeout(o, 2000);
+  // Also how long the client's reconnect thread waits for a server's
+  // greeting while holding the connection's lock: a stopped (SIGSTOP)
+  // server of the list stalls every call on the connection, Close()
+  // included, that long per attempt. A live server greets at once.
+  if (s == NATS_OK) s = natsOptions_SetTimeout(o, 1000);
   if (s == NATS_OK) s = natsOptions_SetPingInterval(o, 1000);
   if (s == NATS_OK) s = natsOptions_SetMaxPingsOut(o, 3);
   if (s == NATS_OK) s = natsOptions_SetMaxReconnect(o, -1);
   if (s == NATS_OK) s = natsOptions_SetReconnectWait(o, 250);
   if (s != NATS_OK) return NatsError(s, "setting up the NATS client");
 
-  const absl::Time deadline = absl::Now() + options.connect_timeout;
-  absl::Status last;
+  StartupRetry retry(*conn);
   while (true) {
     s = natsConnection_Connect(&conn->nc_, o);
     if (s == NATS_OK) break;
-    last = NatsError(s, "connecting");
-    if (absl::Now() + absl::Milliseconds(500) > deadline) {
-      return absl::UnavailableError(absl::StrCat(
-          "--nats=", absl::StrJoin(options.urls, ","),
-          ": no server answered in ",
-          absl::FormatDuration(options.connect_timeout), ": ", last.message()));
-    }
-    absl::SleepFor(absl::Milliseconds(500));
+    const absl::Status error = NatsError(s, "connecting: no server answered");
+    if (!retry.Pause(error)) return retry.GiveUp(error);
   }
   jsOptions js_options;
   jsOptions_Init(&js_options);

@@ -42,17 +42,55 @@ absl::StatusOr<std::vector<std::string>> ParseNatsUrls(absl::string_view flag);
 // limits to ResourceExhausted, the rest to Internal.
 absl::Status NatsError(natsStatus status, absl::string_view what);
 
+// How long a starting collector waits for its NATS servers to answer and
+// for JetStream to serve its buckets and stream, in all
+// (--nats_startup_timeout's default). A JetStream cluster whose servers all
+// just (re)started answers "no responders", times out or knows no stream
+// until its servers elected a meta leader and every stream a leader, which
+// takes seconds after the last server needed for a quorum is up.
+inline constexpr absl::Duration kDefaultStartupTimeout = absl::Seconds(60);
+
+class NatsConnection;
+
+// One step of a collector's startup retried until the connection's startup
+// deadline (NatsConnection::startup_deadline()): pauses between attempts
+// grow from 250 ms to 2 s, and what it waits for is logged at the first
+// failure and every 10 s after.
+//
+//   StartupRetry retry(nats);
+//   while (true) {
+//     absl::Status s = Try();
+//     if (s.ok() || !absl::IsUnavailable(s)) return s;
+//     if (!retry.Pause(s)) return retry.GiveUp(s);
+//   }
+class StartupRetry {
+ public:
+  explicit StartupRetry(const NatsConnection& nats);
+  // False when the deadline would pass during the pause (give up);
+  // otherwise logs `error` (saying what failed) when due and sleeps.
+  bool Pause(const absl::Status& error);
+  // Unavailable: `error`, for how long it was retried, and the servers.
+  absl::Status GiveUp(const absl::Status& error) const;
+
+ private:
+  const NatsConnection& nats_;
+  absl::Time start_;
+  absl::Duration pause_ = absl::Milliseconds(250);
+  absl::Time next_log_ = absl::InfinitePast();
+};
+
 // Binds the key-value bucket `config.Bucket`, creating it with `config` when
-// it does not exist, retrying until `deadline` passes: another collector may
-// be creating it at the same moment, or the JetStream cluster may still be
-// electing its leaders. Unavailable naming the bucket when it gives up;
-// FailedPrecondition at once when the server cannot ever hold
-// `config.Replicas` replicas (a single server asked for more than one).
-absl::StatusOr<kvStore*> BindOrCreateBucket(jsCtx* js, kvConfig config,
-                                            absl::Duration deadline);
+// it does not exist, retrying until the connection's startup deadline:
+// another collector may be creating it at the same moment, or the
+// JetStream cluster may still be electing its leaders. Unavailable naming
+// the bucket and the servers when it gives up; FailedPrecondition at once
+// when the server cannot ever hold `config.Replicas` replicas (a single
+// server asked for more than one).
+absl::StatusOr<kvStore*> BindOrCreateBucket(const NatsConnection& nats,
+                                            kvConfig config);
 
 // The last sequence of a key-value bucket's stream: the newest revision of
-// any of its keys.
+// any of its keys; 0 when the stream holds no message (all expired).
 absl::StatusOr<uint64_t> BucketLastRevision(jsCtx* js,
                                             const std::string& bucket);
 
@@ -71,8 +109,9 @@ class NatsConnection {
   struct Options {
     std::vector<std::string> urls;
     std::string name;  // shown by the servers' monitoring (connz)
-    // How long Connect tries before giving up.
-    absl::Duration connect_timeout = absl::Seconds(10);
+    // How long Connect, then opening the buckets and streams
+    // (BindOrCreateBucket, StartupRetry), keep trying, in all.
+    absl::Duration startup_timeout = kDefaultStartupTimeout;
     // How long one JetStream request (a write, a lookup) waits for its
     // answer. Callers retry within their own deadline: right after a server
     // dies, the first request can time out while the stream elects a leader.
@@ -92,6 +131,9 @@ class NatsConnection {
   natsConnection* nc() const { return nc_; }
   const std::vector<std::string>& urls() const { return urls_; }
   absl::Duration request_timeout() const { return request_timeout_; }
+  // When the startup steps stop retrying: Connect's start plus
+  // Options::startup_timeout.
+  absl::Time startup_deadline() const { return startup_deadline_; }
 
   // Closes the connection for good: requests fail from now on (what a
   // collector cut off from NATS sees). Idempotent.
@@ -109,6 +151,7 @@ class NatsConnection {
 
   std::vector<std::string> urls_;
   absl::Duration request_timeout_;
+  absl::Time startup_deadline_;
   natsOptions* options_ = nullptr;
   natsConnection* nc_ = nullptr;
   jsCtx* js_ = nullptr;

@@ -109,7 +109,7 @@ absl::Status ValidateCollectorConfig(const CollectorConfig& config) {
   RETURN_IF_ERROR(LoadAnalysisConfig(config.analysis_config).status());
   RETURN_IF_ERROR(cluster::ValidateClusterOptions(
       {config.nats, config.collector_id, config.nats_replicas,
-       config.analysis_interval}));
+       config.analysis_interval, config.nats_startup_timeout}));
   return absl::OkStatus();
 }
 
@@ -301,9 +301,9 @@ int RunCollector(const CollectorConfig& config) {
   std::unique_ptr<cluster::ClusterMember> member;
   if (!config.nats.empty()) {
     absl::StatusOr<std::unique_ptr<cluster::ClusterMember>> joined =
-        cluster::ClusterMember::Join({config.nats, config.collector_id,
-                                      config.nats_replicas,
-                                      config.analysis_interval});
+        cluster::ClusterMember::Join(
+            {config.nats, config.collector_id, config.nats_replicas,
+             config.analysis_interval, config.nats_startup_timeout});
     if (!joined.ok()) return StartupFailed(joined.status().message());
     member = *std::move(joined);
   }
@@ -392,8 +392,14 @@ int RunCollector(const CollectorConfig& config) {
   int signo = 0;
   sigwait(&signals, &signo);
   LogInfo("fabricdiag-collector: stopping");
+  // NATS calls (the pass's publish, watchers, the lease) are cut short
+  // after a grace: a cluster that is gone does not hold the stop up.
+  if (member != nullptr) member->BeginStop(cluster::kStopGrace);
   runner.Stop();
-  if (member != nullptr) member->StopMirroring();
+  if (member != nullptr) {
+    member->StopMirroring();
+    member->Leave();
+  }
   query.Shutdown();
   (*server)->Shutdown(absl::Seconds(2));
   (*server)->Wait();

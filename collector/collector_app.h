@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "analysis/analysis_config.h"
+#include "cluster/nats_connection.h"
 
 namespace fabricdiag::collector {
 
@@ -35,6 +36,8 @@ struct CollectorConfig {
   std::string nats;
   std::string collector_id;  // this collector's name in the cluster
   int nats_replicas = 3;     // replicas of the cluster's buckets
+  // How long startup waits for the NATS servers and JetStream to be ready.
+  absl::Duration nats_startup_timeout = cluster::kDefaultStartupTimeout;
 };
 
 // The message names the flag at fault. Does not touch the network.

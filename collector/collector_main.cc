@@ -9,6 +9,7 @@
 #include "absl/flags/parse.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "cluster/nats_connection.h"
 #include "collector/collector_app.h"
 #include "common/program.h"
 
@@ -47,6 +48,11 @@ ABSL_FLAG(std::string, collector_id, "",
           "(default: the host name)");
 ABSL_FLAG(int, nats_replicas, 3,
           "Replicas of the cluster's buckets (1 for a single NATS server)");
+ABSL_FLAG(absl::Duration, nats_startup_timeout,
+          fabricdiag::cluster::kDefaultStartupTimeout,
+          "How long startup waits for the NATS servers to answer and "
+          "JetStream to serve the cluster's buckets (a cluster that just "
+          "restarted elects its leaders first); then exit 1 naming them");
 
 namespace {
 
@@ -91,6 +97,7 @@ int main(int argc, char** argv) {
   config.collector_id = absl::GetFlag(FLAGS_collector_id);
   if (config.collector_id.empty()) config.collector_id = HostName();
   config.nats_replicas = absl::GetFlag(FLAGS_nats_replicas);
+  config.nats_startup_timeout = absl::GetFlag(FLAGS_nats_startup_timeout);
   absl::Status status = fabricdiag::collector::ValidateCollectorConfig(config);
   if (!status.ok()) {
     std::cerr << "fabricdiag-collector: " << status.message() << "\n";

@@ -17,6 +17,7 @@
 #include "common/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/cluster/single_nats_test.h"
 #include "tests/testing/eventually.h"
 #include "tests/testing/nats_cluster.h"
 
@@ -75,7 +76,7 @@ TEST(NatsConnectionTest, NoServerIsAClearErrorInTime) {
   NatsConnection::Options options;
   options.urls = {
       absl::StrCat("nats://127.0.0.1:", testing::FreeLoopbackPort())};
-  options.connect_timeout = absl::Seconds(1);
+  options.startup_timeout = absl::Seconds(1);
   const absl::Time start = absl::Now();
   absl::StatusOr<std::unique_ptr<NatsConnection>> nats =
       NatsConnection::Connect(options);
@@ -86,27 +87,46 @@ TEST(NatsConnectionTest, NoServerIsAClearErrorInTime) {
 
 // A single server never holds three replicas: the collector says which flag
 // to change at once instead of retrying for its whole deadline.
-TEST(NatsConnectionTest, ReplicasOnASingleServerNameTheFlagAtOnce) {
-  testing::NatsCluster one(1);
-  const absl::Status started = one.Start();
-  ASSERT_TRUE(started.ok()) << started;
-  NatsConnection::Options options;
-  options.urls = {one.url(0)};
-  absl::StatusOr<std::unique_ptr<NatsConnection>> nats =
-      NatsConnection::Connect(options);
-  ASSERT_TRUE(nats.ok()) << nats.status();
+class OneNatsServerTest : public SingleNatsServerTest {};
+
+TEST_F(OneNatsServerTest, ReplicasOnASingleServerNameTheFlagAtOnce) {
+  std::unique_ptr<NatsConnection> nats = Connect();
+  ASSERT_NE(nats, nullptr);
   JetStreamDeclaredState::Options state_options;
   state_options.replicas = 3;
   state_options.bucket = "replicas_single";
   const absl::Time start = absl::Now();
   absl::StatusOr<std::unique_ptr<JetStreamDeclaredState>> state =
-      JetStreamDeclaredState::Open(nats->get(), state_options);
+      JetStreamDeclaredState::Open(nats.get(), state_options);
   EXPECT_TRUE(absl::IsFailedPrecondition(state.status())) << state.status();
   EXPECT_THAT(state.status().message(), HasSubstr("--nats_replicas=1"));
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
   state_options.replicas = 1;
-  state = JetStreamDeclaredState::Open(nats->get(), state_options);
+  state = JetStreamDeclaredState::Open(nats.get(), state_options);
   EXPECT_TRUE(state.ok()) << state.status();
+}
+
+// Right after the servers restarted, a watcher's lookup of the stream behind
+// its subject finds none until the meta leader knows the streams again: a
+// retryable error, not an internal one (made here by deleting the stream).
+TEST_F(OneNatsServerTest, NoStreamForASubjectIsUnavailable) {
+  std::unique_ptr<NatsConnection> nats = Connect();
+  ASSERT_NE(nats, nullptr);
+  kvConfig config;
+  kvConfig_Init(&config);
+  config.Bucket = "gone";
+  absl::StatusOr<kvStore*> kv = BindOrCreateBucket(*nats, config);
+  ASSERT_TRUE(kv.ok()) << kv.status();
+  ASSERT_EQ(js_DeleteStream(nats->js(), "KV_gone", nullptr, nullptr), NATS_OK);
+  kvWatchOptions watch_options;
+  kvWatchOptions_Init(&watch_options);
+  kvWatcher* watcher = nullptr;
+  const natsStatus s = kvStore_WatchAll(&watcher, *kv, &watch_options);
+  const absl::Status error = NatsError(s, "watching");
+  EXPECT_TRUE(absl::IsUnavailable(error)) << error;
+  EXPECT_THAT(error.message(), HasSubstr("no stream matches subject"));
+  if (watcher != nullptr) kvWatcher_Destroy(watcher);
+  kvStore_Destroy(*kv);
 }
 
 class JetStreamDeclaredStateTest : public ::testing::Test {

@@ -225,6 +225,35 @@ TEST_F(SharedFindingsTest, AFollowerDropsFindingsTheClusterNeverHad) {
   }));
 }
 
+// A watcher's replay counts as complete only when it reached the bucket's
+// newest revision (a replay cut short right after a restart must not
+// resolve what the cluster has), deletions included: a key deleted by hand
+// as the bucket's last change does not keep a follower from ever
+// finishing its replay.
+TEST_F(SharedFindingsTest, AKeyDeletedByHandLastStillEndsTheReplay) {
+  std::unique_ptr<Collector> a = Start("col-a");
+  ASSERT_TRUE(a != nullptr);
+  ASSERT_TRUE(testing::Eventually([&] { return a->Leading(); }));
+  NatsConnection::Options options;
+  options.urls = {nats_.url(0)};
+  absl::StatusOr<std::unique_ptr<NatsConnection>> nats =
+      NatsConnection::Connect(options);
+  ASSERT_TRUE(nats.ok()) << nats.status();
+  kvStore* kv = nullptr;
+  ASSERT_EQ(js_KeyValue(&kv, (*nats)->js(), kFindingsBucket), NATS_OK);
+  uint64_t revision = 0;
+  ASSERT_EQ(kvStore_PutString(&revision, kv, "stray", "x"), NATS_OK);
+  ASSERT_EQ(kvStore_Delete(kv, "stray"), NATS_OK);
+  kvStore_Destroy(kv);
+  std::unique_ptr<Collector> b = Start("col-b", [](FindingsStore& own) {
+    ASSERT_TRUE(
+        own.Update({Storm("gpu-old")}, absl::Now(), "rate_analyzers").ok());
+  });
+  ASSERT_TRUE(b != nullptr);
+  EXPECT_TRUE(testing::Eventually([&] { return b->ActiveIds().empty(); }))
+      << "col-b still lists its own finding";
+}
+
 // /healthz names a collector that runs (it announces itself) but whose
 // features do not arrive, and not one that was killed.
 TEST_F(SharedFindingsTest, HealthNamesACollectorWhoseFeaturesDoNotArrive) {

@@ -110,7 +110,7 @@ class CollectorClusterTest : public ::testing::Test {
   static bool ServesLayout(const std::string& url, const std::string& job) {
     cluster::NatsConnection::Options options;
     options.urls = {url};
-    options.connect_timeout = absl::Seconds(2);
+    options.startup_timeout = absl::Seconds(2);
     absl::StatusOr<std::unique_ptr<cluster::NatsConnection>> nats =
         cluster::NatsConnection::Connect(options);
     if (!nats.ok()) return false;
@@ -277,6 +277,7 @@ TEST_F(CollectorClusterTest, BadClusterFlagsAreClearErrors) {
        std::vector<std::pair<std::string, std::string>>{
            {"--nats=127.0.0.1:4222", "is not nats://HOST:PORT"},
            {"--nats_replicas=9", "--nats_replicas"},
+           {"--nats_startup_timeout=0s", "--nats_startup_timeout"},
            {"--collector_id=-bad", "--collector_id"}}) {
     std::vector<std::string> argv = {kCollector, "--state_dir=" + dir_.path(),
                                      flag};
@@ -288,12 +289,64 @@ TEST_F(CollectorClusterTest, BadClusterFlagsAreClearErrors) {
   // No server answers: a clear startup error naming the URL, in bounded time.
   const std::string dead =
       absl::StrCat("nats://127.0.0.1:", testing::FreeLoopbackPort());
-  RunResult r = RunCommand(
-      {kCollector, "--state_dir=" + dir_.path() + "/x", "--listen=127.0.0.1:0",
-       "--http_listen=127.0.0.1:0", "--nats=" + dead},
-      absl::Seconds(60));
+  const absl::Time start = absl::Now();
+  RunResult r = RunCommand({kCollector, "--state_dir=" + dir_.path() + "/x",
+                            "--listen=127.0.0.1:0", "--http_listen=127.0.0.1:0",
+                            "--nats=" + dead, "--nats_startup_timeout=2s"},
+                           absl::Seconds(60));
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr(dead));
+  EXPECT_THAT(r.err, HasSubstr("--nats_startup_timeout"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+}
+
+// Issue #16: a collector stops within seconds when every NATS server hangs
+// (it used to wait out request timeouts one after the other: 20-40 s), and
+// one started against a cluster that just restarted waits for JetStream
+// instead of exiting.
+TEST_F(CollectorClusterTest, StopsInTimeWithoutNatsAndWaitsForARestartedOne) {
+  Collector a = Start("col-a", nats_.urls());
+  ASSERT_GT(a.grpc, 0);
+  for (int i = 0; i < 3; ++i) nats_.Pause(i);
+  absl::SleepFor(absl::Seconds(1));  // its pass and lease calls now hang
+  absl::Time stop = absl::Now();
+  a.process->Signal(SIGTERM);
+  EXPECT_EQ(a.process->Wait(absl::Seconds(30)), 0) << a.process->Stderr();
+  const absl::Duration stopped = absl::Now() - stop;
+  std::cout << "SIGTERM with every NATS server stopped: exited in " << stopped
+            << "\n";
+#ifdef FABRICDIAG_SANITIZED
+  constexpr absl::Duration kStopBound = absl::Seconds(12);  // slower processes
+#else
+  constexpr absl::Duration kStopBound = absl::Seconds(6);
+#endif
+  EXPECT_LT(stopped, kStopBound) << a.process->Stderr();
+
+  // Every server restarts, one of them seconds before the others: until
+  // they elect JetStream's leaders, nothing answers.
+  for (int i = 0; i < 3; ++i) nats_.Kill(i);
+  ASSERT_TRUE(nats_.Restart(0).ok());
+  auto b = std::make_unique<Subprocess>(std::vector<std::string>{
+      kCollector, "--listen=127.0.0.1:0", "--http_listen=127.0.0.1:0",
+      absl::StrCat("--state_dir=", dir_.path(), "/col-b"),
+      "--nats=" + nats_.urls(), "--collector_id=col-b",
+      "--analysis_interval=200ms", "--nats_startup_timeout=40s"});
+  ASSERT_TRUE(b->Start().ok());
+  EXPECT_TRUE(b->WaitForStderr("waiting for NATS JetStream", nullptr,
+                               absl::Seconds(10)))
+      << b->Stderr();
+  EXPECT_TRUE(b->Running()) << b->Stderr();
+  ASSERT_TRUE(nats_.Restart(1).ok());
+  ASSERT_TRUE(nats_.Restart(2).ok());
+  const absl::Time quorum = absl::Now();
+  EXPECT_TRUE(b->WaitForStderr("gRPC on port", nullptr, absl::Seconds(30)))
+      << b->Stderr();
+  std::cout << "started against a restarting cluster: ready "
+            << absl::Now() - quorum << " after its quorum was up\n";
+  stop = absl::Now();
+  b->Signal(SIGTERM);
+  EXPECT_EQ(b->Wait(absl::Seconds(30)), 0) << b->Stderr();
+  std::cout << "SIGTERM with NATS up: exited in " << absl::Now() - stop << "\n";
 }
 
 // Agents are spread over the collectors, analysis runs on one of them: a

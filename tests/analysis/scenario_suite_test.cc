@@ -536,6 +536,7 @@ struct CollectorProcess {
     // Every NIC's baseline as the previous process last wrote it, before
     // SeedRateState (AnalysisRunner::LoadBaselines).
     std::vector<const LayoutModel*> layouts;
+    layouts.reserve(jobs.size());
     for (const LayoutModel& m : jobs) layouts.push_back(&m);
     absl::StatusOr<collector::LoadedBaselines> loaded =
         collector::LoadStragglerBaselines(state.get(), clock->Now(),

@@ -3,15 +3,19 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/types/span.h"
 #include "analysis/analyzer_util.h"
+#include "common/little_endian.h"
 
 namespace fabricdiag::analysis {
 namespace {
@@ -378,6 +382,99 @@ void StragglerBaselines::Seed(const std::vector<Finding>& open) {
     // Saturated passes (history_passes) are clamped again by Update().
     e.baseline.passes = static_cast<int>(std::min(passes->second, 1e6));
   }
+}
+
+namespace {
+constexpr uint32_t kBaselinesVersion = 1;
+// Bytes of one baseline besides its key: key length, rate, passes.
+constexpr size_t kBaselineFixedBytes = 4 + 8 + 4;
+}  // namespace
+
+std::string StragglerBaselines::Serialize() const {
+  std::string out;
+  size_t bytes = 8;
+  for (const auto& [key, e] : baselines_) {
+    bytes += kBaselineFixedBytes + key.size();
+  }
+  out.reserve(bytes);
+  PutU32(&out, kBaselinesVersion);
+  PutU32(&out, static_cast<uint32_t>(baselines_.size()));
+  for (const auto& [key, e] : baselines_) {
+    PutU32(&out, static_cast<uint32_t>(key.size()));
+    out.append(key);
+    uint64_t bits = 0;
+    static_assert(sizeof(bits) == sizeof(e.baseline.bytes_per_second));
+    std::memcpy(&bits, &e.baseline.bytes_per_second, sizeof(bits));
+    PutU64(&out, bits);
+    PutU32(&out, static_cast<uint32_t>(std::max(e.baseline.passes, 0)));
+  }
+  return out;
+}
+
+absl::StatusOr<size_t> StragglerBaselines::Restore(absl::string_view data,
+                                                   const KeepFn& keep) {
+  if (data.size() < 8)
+    return absl::DataLossError("baselines: truncated header");
+  if (const uint32_t version = GetU32(data.data());
+      version != kBaselinesVersion) {
+    return absl::DataLossError(
+        absl::StrCat("baselines: unknown version ", version));
+  }
+  const uint32_t count = GetU32(data.data() + 4);
+  // Each baseline takes at least its fixed bytes: a count the data cannot
+  // hold is damage, not a reason to reserve memory.
+  if (count > (data.size() - 8) / kBaselineFixedBytes) {
+    return absl::DataLossError(absl::StrCat(
+        "baselines: ", count, " baselines in ", data.size(), " bytes"));
+  }
+  struct Parsed {
+    std::string key;
+    Baseline baseline;
+  };
+  std::vector<Parsed> parsed;
+  parsed.reserve(count);
+  size_t at = 8;
+  for (uint32_t i = 0; i < count; ++i) {
+    if (data.size() - at < 4) break;
+    const uint32_t key_size = GetU32(data.data() + at);
+    if (data.size() - at - 4 < key_size + 12ull) {
+      return absl::DataLossError(
+          absl::StrCat("baselines: baseline ", i, " is truncated"));
+    }
+    at += 4;
+    Parsed p;
+    p.key = std::string(data.substr(at, key_size));
+    at += key_size;
+    const uint64_t bits = GetU64(data.data() + at);
+    std::memcpy(&p.baseline.bytes_per_second, &bits, sizeof(bits));
+    p.baseline.passes = static_cast<int>(
+        std::min<uint32_t>(GetU32(data.data() + at + 8), 1000000));
+    at += 12;
+    const std::vector<absl::string_view> parts =
+        absl::StrSplit(p.key, absl::string_view("\0", 1));
+    if (parts.size() != 3 || !(p.baseline.bytes_per_second > 0) ||
+        !std::isfinite(p.baseline.bytes_per_second) || p.baseline.passes < 1) {
+      return absl::DataLossError(
+          absl::StrCat("baselines: baseline ", i, " is not valid"));
+    }
+    parsed.push_back(std::move(p));
+  }
+  if (parsed.size() != count || at != data.size()) {
+    return absl::DataLossError(absl::StrCat("baselines: ", parsed.size(),
+                                            " of ", count, " baselines in ", at,
+                                            " of ", data.size(), " bytes"));
+  }
+  size_t added = 0;
+  for (Parsed& p : parsed) {
+    const std::vector<absl::string_view> parts =
+        absl::StrSplit(p.key, absl::string_view("\0", 1));
+    if (keep && !keep(parts[0], parts[1], parts[2])) continue;
+    Entry& e = baselines_[std::move(p.key)];
+    e.baseline = p.baseline;
+    e.last_judged = pass_;
+    ++added;
+  }
+  return added;
 }
 
 const StragglerBaselines::Baseline* StragglerBaselines::Find(

@@ -37,10 +37,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "analysis/analyzer.h"
 #include "analysis/finding.h"
@@ -77,6 +79,23 @@ class StragglerBaselines {
   // baseline again, and that baseline would be its slow throughput.
   // Other findings are ignored.
   void Seed(const std::vector<Finding>& open);
+
+  // Every baseline as bytes, to survive a restart (the collector keeps them
+  // in its state directory, collector/rate_pass.h):
+  //   u32le version (1) | u32le count | count x (u32le key length | key
+  //   (job NUL host NUL nic) | f64 bytes per second (IEEE, little-endian
+  //   bits) | u32le passes)
+  std::string Serialize() const;
+
+  // Adds the baselines of `data` (what Serialize() wrote) for which
+  // `keep(job, host, nic)` is true, as if judged this pass: one not judged
+  // again is forgotten after history_passes passes, like any other. Returns
+  // how many were added. DataLoss naming the damage, and nothing added, when
+  // `data` is not such bytes (truncated, a bad length, a baseline that is
+  // not a positive finite rate).
+  using KeepFn = std::function<bool(
+      absl::string_view job, absl::string_view host, absl::string_view nic)>;
+  absl::StatusOr<size_t> Restore(absl::string_view data, const KeepFn& keep);
 
   // The baseline of `nic` of `host` in `job`; null when there is none.
   const Baseline* Find(absl::string_view job, absl::string_view host,

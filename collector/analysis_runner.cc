@@ -123,7 +123,11 @@ void AnalysisRunner::Stop() {
     stopping_ = true;
   }
   cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  if (!thread_.joinable()) return;
+  thread_.join();
+  // What was learned since the last write, for the next process.
+  std::lock_guard<std::mutex> lock(pass_mu_);
+  if (hysteresis_seeded_) SaveBaselines(clock_.Now());
 }
 
 void AnalysisRunner::Persisted(const absl::Status& status) {
@@ -210,13 +214,15 @@ void AnalysisRunner::RunLayoutAnalyzers(absl::Time now) {
 }
 
 void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric) {
+  std::shared_ptr<const RegistrySnapshot> snapshot = registry_->Snapshot();
   if (!hysteresis_seeded_) {
-    // Findings the rate analyzers opened before a restart, and the
-    // baselines their stragglers were judged against.
+    // Every NIC's baseline as last written before a restart; then the
+    // findings the rate analyzers opened before it, and the baselines
+    // their stragglers were judged against.
+    LoadBaselines(now, *snapshot);
     SeedRateState(findings_->Active(), &*hysteresis_, &straggler_baselines_);
     hysteresis_seeded_ = true;
   }
-  std::shared_ptr<const RegistrySnapshot> snapshot = registry_->Snapshot();
   static const v1::Topology* const kNoTopology = new v1::Topology();
   const v1::Topology* topology =
       snapshot->topology != nullptr ? snapshot->topology.get() : kNoTopology;
@@ -266,6 +272,47 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric) {
   Persisted(findings_->Update(hysteresis_->Step(std::move(found.window),
                                                 std::move(found.recent), quiet),
                               now, kRateSource));
+  if (now - baselines_written_ >= options_.baselines_every) SaveBaselines(now);
+}
+
+void AnalysisRunner::LoadBaselines(absl::Time now,
+                                   const RegistrySnapshot& snapshot) {
+  if (options_.baselines_state == nullptr) return;
+  std::vector<const analysis::LayoutModel*> layouts;
+  for (const auto& [job, entry] : snapshot.layouts) {
+    layouts.push_back(&entry->model);
+  }
+  absl::StatusOr<LoadedBaselines> loaded = LoadStragglerBaselines(
+      options_.baselines_state, now, options_.baselines_max_age, layouts,
+      &straggler_baselines_);
+  if (!loaded.ok()) {
+    LogWarning(absl::StrCat("analysis: straggler baselines not loaded, ",
+                            "learning afresh: ", loaded.status().message()));
+    return;
+  }
+  if (!loaded->problem.empty()) {
+    LogWarning(absl::StrCat("analysis: ", loaded->problem,
+                            loaded->damaged ? "; learning afresh" : ""));
+    return;
+  }
+  if (loaded->restored + loaded->dropped > 0) {
+    LogInfo(absl::StrCat("analysis: ", loaded->restored,
+                         " straggler baselines restored, ", loaded->dropped,
+                         " of NICs no longer in a layout dropped"));
+  }
+}
+
+void AnalysisRunner::SaveBaselines(absl::Time now) {
+  if (options_.baselines_state == nullptr) return;
+  // Not retried before baselines_every either way: a failing disk is
+  // counted by the store (/healthz) and said here once per attempt.
+  baselines_written_ = now;
+  if (absl::Status s = SaveStragglerBaselines(options_.baselines_state,
+                                              straggler_baselines_, now);
+      !s.ok()) {
+    LogWarning(absl::StrCat("analysis: cannot write straggler baselines: ",
+                            s.message()));
+  }
 }
 
 void AnalysisRunner::Publish(std::shared_ptr<const analysis::FabricView> view) {

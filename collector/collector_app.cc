@@ -359,6 +359,9 @@ int RunCollector(const CollectorConfig& config) {
       // Not fatal: ids are reserved again before the first finding opens.
       LogWarning(absl::StrCat("shared findings: ", s.message()));
     }
+  } else {
+    // One collector: every NIC's straggler baseline survives a restart.
+    runner_options->baselines_state = state->get();
   }
   AnalysisRunner runner(&series, &registry, &findings, &stats, clock,
                         *std::move(runner_options));

@@ -1,9 +1,13 @@
 #include "collector/rate_pass.h"
 
+#include <optional>
+#include <string>
 #include <system_error>
 #include <thread>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "analysis/agent_down.h"
 #include "analysis/finding_wire.h"
 #include "analysis/tp_cross_node.h"
@@ -64,6 +68,64 @@ RateFindings RunRatePass(analysis::AnalysisInput in,
   second.join();
   *baselines = std::move(updated);
   return found;
+}
+
+absl::Status SaveStragglerBaselines(
+    StateStore* state, const analysis::StragglerBaselines& baselines,
+    absl::Time now) {
+  return state->WriteBaselines(baselines.Serialize(), now);
+}
+
+absl::StatusOr<LoadedBaselines> LoadStragglerBaselines(
+    StateStore* state, absl::Time now, absl::Duration max_age,
+    const std::vector<const analysis::LayoutModel*>& layouts,
+    analysis::StragglerBaselines* baselines) {
+  LoadedBaselines out;
+  const size_t problems_before = state->problems().size();
+  absl::StatusOr<std::optional<ObjectFile>> file = state->ReadBaselines();
+  if (!file.ok()) return file.status();
+  if (!file->has_value()) {
+    // Absent, or damaged and moved aside by the store (a new problem).
+    const std::vector<std::string> problems = state->problems();
+    if (problems.size() > problems_before) {
+      out.problem = problems.back();
+      out.damaged = true;
+    }
+    return out;
+  }
+  const ObjectFile& f = **file;
+  if (now - f.written > max_age) {
+    out.problem = absl::StrCat(
+        "straggler baselines written ", absl::FormatDuration(now - f.written),
+        " ago, more than ", absl::FormatDuration(max_age),
+        ": not used, learning afresh");
+    return out;
+  }
+  absl::flat_hash_map<absl::string_view, const analysis::LayoutModel*> by_job;
+  for (const analysis::LayoutModel* m : layouts) {
+    if (m != nullptr) by_job[m->job()] = m;
+  }
+  absl::StatusOr<size_t> restored = baselines->Restore(
+      f.payload, [&](absl::string_view job, absl::string_view host,
+                     absl::string_view nic) {
+        auto it = by_job.find(job);
+        const bool present = it != by_job.end() &&
+                             it->second->HostIndex(host).has_value() &&
+                             it->second->NicIndex(nic).has_value();
+        if (!present) ++out.dropped;
+        return present;
+      });
+  if (!restored.ok()) {
+    out.damaged = true;
+    out.dropped = 0;
+    out.problem = absl::StrCat(state->baselines_path(), ": ",
+                               restored.status().message());
+    state->QuarantineFile(state->baselines_path(), restored.status().message())
+        .IgnoreError();
+    return out;
+  }
+  out.restored = *restored;
+  return out;
 }
 
 }  // namespace fabricdiag::collector

@@ -22,6 +22,7 @@ namespace {
 
 constexpr char kLayoutsDir[] = "layouts";
 constexpr char kTopologyFile[] = "topology.pb";
+constexpr char kBaselinesFile[] = "straggler_baselines.pb";
 constexpr char kFindingsLog[] = "findings.log";
 constexpr char kLayoutSuffix[] = ".pb";
 // Where WriteFileAtomically stages a file (common/posix_file.h): what a
@@ -203,6 +204,30 @@ absl::StatusOr<std::optional<StoredTopology>> StateStore::ReadTopology() {
   }
   stored.applied = file->written;
   return stored;
+}
+
+std::string StateStore::baselines_path() const {
+  return absl::StrCat(dir_, "/", kBaselinesFile);
+}
+
+absl::Status StateStore::WriteBaselines(absl::string_view payload,
+                                        absl::Time written) {
+  absl::MutexLock lock(&mu_);
+  return CountError(WriteObjectFile(baselines_path(), payload, written));
+}
+
+absl::StatusOr<std::optional<ObjectFile>> StateStore::ReadBaselines() {
+  absl::MutexLock lock(&mu_);
+  const std::string path = baselines_path();
+  unlink(absl::StrCat(path, kTmpSuffix).c_str());
+  absl::StatusOr<ObjectFile> file = ReadObjectFile(path);
+  if (absl::IsNotFound(file.status())) return std::nullopt;
+  if (absl::IsDataLoss(file.status())) {
+    QuarantineLocked(path, file.status().message()).IgnoreError();
+    return std::nullopt;
+  }
+  if (!file.ok()) return file.status();
+  return *std::move(file);
 }
 
 absl::Status StateStore::QuarantineFile(const std::string& path,

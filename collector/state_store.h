@@ -7,6 +7,9 @@
 //   layouts/<job>.pb   one file per job: an envelope + binary v1::Layout
 //   topology.pb        the envelope + binary v1::Topology
 //   findings.log       append-only log of finding versions (below)
+//   straggler_baselines.pb  the envelope + every NIC's straggler_nic
+//                      baseline (StragglerBaselines::Serialize), rewritten
+//                      now and then by the analysis (collector/rate_pass.h)
 //   *.corrupt-<unix seconds>[.<n>]  files found damaged at load, moved aside
 //
 // Why plain files and not an embedded database: there is none in the stack
@@ -103,6 +106,14 @@ class StateStore {
   // nullopt when no topology was ever written (or it was damaged: moved
   // aside and reported).
   absl::StatusOr<std::optional<StoredTopology>> ReadTopology();
+
+  // Durably and atomically replaces straggler_baselines.pb with `payload`.
+  absl::Status WriteBaselines(absl::string_view payload, absl::Time written);
+  // The baselines file; nullopt when there is none (or it was damaged:
+  // moved aside and reported). Its payload is the caller's to check (a
+  // payload it rejects goes to QuarantineFile(baselines_path())).
+  absl::StatusOr<std::optional<ObjectFile>> ReadBaselines();
+  std::string baselines_path() const;
 
   // Moves a damaged file aside to "<path>.corrupt-<unix seconds>" and records
   // `why` in problems(). Used by callers whose own validation rejects a file

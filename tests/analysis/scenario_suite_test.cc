@@ -434,10 +434,8 @@ std::vector<Scenario> AllScenarios() {
                  66,
                  rebuilt});
   // A restart before the faults' findings open (after one pass): they open
-  // from what the new process sees. Not a straggler in an expert-parallel
-  // job: a NIC slow since before the new process learned its baseline is
-  // learned as its normal (docs/findings.md, straggler_nic); the dense
-  // job's straggler stands for the kind.
+  // from what the new process sees. The dense job's straggler stands for
+  // the kind here; the expert-parallel job's follows.
   Timeline early = restart;
   early.restart = {1, 1};
   for (FaultKind kind : kAllFaultKinds) {
@@ -451,6 +449,16 @@ std::vector<Scenario> AllScenarios() {
                    69,
                    early});
   }
+  // The straggler of the expert-parallel job, slow since before the
+  // restart: the new process judges it against the baselines the old one
+  // wrote (collector::LoadStragglerBaselines), not against its slow
+  // throughput learned as normal.
+  out.push_back({"straggler+moe-skew+restart-before-open",
+                 "16n",
+                 {At16(FaultKind::kStragglerNic)},
+                 skew_replay,
+                 70,
+                 early});
   out.push_back({"straggler+moe-skew+long-restart",
                  "16n",
                  {At16(FaultKind::kStragglerNic)},
@@ -471,6 +479,10 @@ constexpr uint32_t kNewestSeed = 500000;
 
 constexpr char kRateSource[] = "rate_analyzers";
 constexpr absl::Duration kInterval = absl::Seconds(1);
+// The analysis runner writes every NIC's baselines every
+// collector::kStragglerBaselinesEvery: this many passes.
+const int kBaselinesEveryPasses =
+    static_cast<int>(collector::kStragglerBaselinesEvery / kInterval);
 // FabricViewBuilder leaves out a node whose last report is older than this
 // many intervals.
 constexpr int kStaleIntervals = 3;
@@ -508,7 +520,8 @@ struct CollectorProcess {
 
   // Starts (again) on `dir`: what the process had in memory is gone.
   absl::Status Start(const std::string& dir, const Clock* clock,
-                     const AnalysisConfig& config) {
+                     const AnalysisConfig& config,
+                     const std::vector<LayoutModel>& jobs) {
     Stop();
     absl::StatusOr<std::unique_ptr<collector::StateStore>> opened =
         collector::StateStore::Open(dir, clock);
@@ -519,7 +532,23 @@ struct CollectorProcess {
     gate.emplace(config.hysteresis);
     baselines = StragglerBaselines();
     seeded = false;
-    return findings->Load();
+    if (absl::Status st = findings->Load(); !st.ok()) return st;
+    // Every NIC's baseline as the previous process last wrote it, before
+    // SeedRateState (AnalysisRunner::LoadBaselines).
+    std::vector<const LayoutModel*> layouts;
+    layouts.reserve(jobs.size());
+    for (const LayoutModel& m : jobs) layouts.push_back(&m);
+    absl::StatusOr<collector::LoadedBaselines> loaded =
+        collector::LoadStragglerBaselines(state.get(), clock->Now(),
+                                          collector::kStragglerBaselinesMaxAge,
+                                          layouts, &baselines);
+    if (!loaded.ok()) return loaded.status();
+    if (loaded->damaged) return absl::DataLossError(loaded->problem);
+    return absl::OkStatus();
+  }
+  // What AnalysisRunner writes every kStragglerBaselinesEvery.
+  absl::Status SaveBaselines(absl::Time now) {
+    return collector::SaveStragglerBaselines(state.get(), baselines, now);
   }
   // kill -9: nothing but the state directory survives.
   void Stop() {
@@ -567,10 +596,16 @@ absl::StatusOr<RunResult> RunPasses(const Cluster& cluster,
   fabricdiag::testing::TempDir dir;
   FakeClock clock(PassTime(0, kInterval));
   CollectorProcess collector;
-  if (absl::Status s = collector.Start(dir.path(), &clock, config); !s.ok()) {
+  if (absl::Status s =
+          collector.Start(dir.path(), &clock, config, cluster.jobs());
+      !s.ok()) {
     return s;
   }
   collector.baselines = cluster.Watched(traffic, seed, config);
+  // The watching process's latest periodic write of the baselines.
+  if (absl::Status s = collector.SaveBaselines(clock.Now()); !s.ok()) {
+    return s;
+  }
   // The windows (and newest samples) of each pass, drawn when first
   // needed: a late node's window is one of an earlier pass.
   std::map<int, std::pair<FabricView, FabricView>> drawn;
@@ -619,7 +654,8 @@ absl::StatusOr<RunResult> RunPasses(const Cluster& cluster,
       continue;  // down: no pass
     }
     if (restart.at_pass >= 0 && pass == restart.at_pass + restart.down) {
-      if (absl::Status s = collector.Start(dir.path(), &clock, config);
+      if (absl::Status s =
+              collector.Start(dir.path(), &clock, config, cluster.jobs());
           !s.ok()) {
         return s;
       }
@@ -682,6 +718,9 @@ absl::StatusOr<RunResult> RunPasses(const Cluster& cluster,
       for (Finding& f : *found_now) {
         seen[{f.kind, f.job, f.node, f.device, f.group}] = std::move(f);
       }
+    }
+    if ((pass + 1) % kBaselinesEveryPasses == 0) {
+      if (absl::Status s = collector.SaveBaselines(now); !s.ok()) return s;
     }
     for (auto& [key, track] : result.tracks) track.open_at_end = false;
     for (const v1::Finding& f : collector.findings->Active()) {

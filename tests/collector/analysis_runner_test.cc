@@ -103,6 +103,28 @@ TEST(AnalysisRunnerTest, AnalysisThreadRunsBelowIngest) {
 // A pass waits, past its settling time, for a report of the read still
 // awaited (an agent on the grid that reported just after the previous grid
 // point), and gives up on it half an interval after the grid point.
+// With Options::baselines_state the first pass loads the baselines file (a
+// damaged one: moved aside, a fresh start) and writes it anew.
+TEST(AnalysisRunnerTest, FirstPassLoadsAndWritesTheBaselines) {
+  RealTimeRunner r(absl::Seconds(1));
+  r.options.baselines_state = r.state.get();
+  const std::string path = r.state->baselines_path();
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "not a state file";
+  }
+  AnalysisRunner runner = r.Make();
+  runner.RunOnce();
+  const std::vector<std::string> problems = r.state->problems();
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_THAT(problems[0], ::testing::HasSubstr(path));
+  absl::StatusOr<std::optional<ObjectFile>> file = r.state->ReadBaselines();
+  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_TRUE(file->has_value());
+  analysis::StragglerBaselines back;
+  EXPECT_TRUE(back.Restore((*file)->payload, nullptr).ok());
+}
+
 TEST(AnalysisRunnerTest, APassWaitsForTheReportsOfTheRead) {
   RealTimeRunner r(absl::Milliseconds(200));
   const SystemClock& clock = r.clock;

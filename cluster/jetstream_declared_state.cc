@@ -327,7 +327,7 @@ absl::StatusOr<uint64_t> JetStreamDeclaredState::Write(
     absl::StatusOr<uint64_t> revision =
         WriteOnce(key, value, expected_revision, what);
     if (revision.ok() || !absl::IsUnavailable(revision.status()) ||
-        absl::Now() + kRetryPause > deadline) {
+        nats_->closed() || absl::Now() + kRetryPause > deadline) {
       RETURN_IF_ERROR(Record(revision.status()));
       return revision;
     }
@@ -371,7 +371,8 @@ absl::Status JetStreamDeclaredState::RemoveLayout(absl::string_view job) {
             ? absl::NotFoundError(
                   absl::StrCat("no layout for job ", QuoteForMessage(job)))
             : NatsError(s, absl::StrCat("removing the layout of job ", job));
-    if (!absl::IsUnavailable(error) || absl::Now() + kRetryPause > deadline) {
+    if (!absl::IsUnavailable(error) || nats_->closed() ||
+        absl::Now() + kRetryPause > deadline) {
       return absl::IsNotFound(error) ? error : Record(error);
     }
     absl::SleepFor(kRetryPause);
@@ -422,7 +423,7 @@ absl::StatusOr<std::vector<DeclaredChange>> JetStreamDeclaredState::ReadAll(
     } else {
       error = NatsError(s, absl::StrCat("reading bucket ", options_.bucket));
     }
-    if (absl::Now() + kRetryPause > deadline) return error;
+    if (nats_->closed() || absl::Now() + kRetryPause > deadline) return error;
     absl::SleepFor(kRetryPause);
   }
 }
@@ -550,7 +551,7 @@ void JetStreamDeclaredState::WatchLoop(
       if (change.has_value()) on_change(*change);
     }
     if (watcher != nullptr) kvWatcher_Destroy(watcher);
-    if (stopping_.load()) return;
+    if (stopping_.load() || nats_->closed()) return;
     LogWarning(absl::StrCat(
         s == NATS_TIMEOUT
             ? std::string("watching the declared state: the watcher fell "

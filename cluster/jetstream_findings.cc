@@ -97,7 +97,7 @@ absl::StatusOr<uint64_t> JetStreamFindings::ReserveIds(uint64_t count,
   const absl::Time deadline = absl::Now() + options_.deadline;
   while (true) {
     absl::StatusOr<uint64_t> first = ReserveOnce(count, at_least);
-    if (first.ok() || absl::IsDataLoss(first.status()) ||
+    if (first.ok() || absl::IsDataLoss(first.status()) || nats_->closed() ||
         absl::Now() + kRetryPause > deadline) {
       return first;
     }
@@ -117,7 +117,7 @@ absl::Status JetStreamFindings::Write(
           kvStore_Put(&revision, kv_, v.finding.id().c_str(), value.data(),
                       static_cast<int>(value.size()));
       if (s == NATS_OK) break;
-      if (absl::Now() + kRetryPause > deadline) {
+      if (nats_->closed() || absl::Now() + kRetryPause > deadline) {
         write_errors_.fetch_add(1);
         return NatsError(s, absl::StrCat("sharing finding ", v.finding.id()));
       }
@@ -214,7 +214,7 @@ void JetStreamFindings::WatchLoop(
       on_version(*version);
     }
     if (watcher != nullptr) kvWatcher_Destroy(watcher);
-    if (stopping_.load()) return;
+    if (stopping_.load() || nats_->closed()) return;
     watcher_restarts_.fetch_add(1);
     absl::SleepFor(absl::Milliseconds(200));
   }

@@ -228,6 +228,10 @@ void NatsConnection::Close() {
   if (nc_ != nullptr) natsConnection_Close(nc_);
 }
 
+bool NatsConnection::closed() const {
+  return nc_ == nullptr || natsConnection_IsClosed(nc_);
+}
+
 bool NatsConnection::connected() const {
   return nc_ != nullptr &&
          natsConnection_Status(nc_) == NATS_CONN_STATUS_CONNECTED;

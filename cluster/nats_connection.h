@@ -141,6 +141,9 @@ class NatsConnection {
 
   // True while connected to one of the servers.
   bool connected() const;
+  // True once Close() ran (or the client gave up reconnecting): no call on
+  // the connection can succeed any more, so retry loops stop.
+  bool closed() const;
   // The server now used ("nats://127.0.0.1:4222"), empty when disconnected.
   std::string connected_url() const;
   // Times the connection was lost and re-established since Connect.

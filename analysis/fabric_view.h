@@ -187,6 +187,8 @@ class FabricView {
   // Appends a port; call Finish() before any lookup. The reference is valid
   // until the next AddPort().
   PortView& AddPort(std::string node, std::string device);
+  // Room for `ports` ports before AddPort() has to grow the view.
+  void ReservePorts(size_t ports) { ports_.reserve(ports); }
 
   // Sorts ports by (node, device) and builds the indexes. Where the ports
   // came only from AppendSorted(), the sorted runs are merged instead, each

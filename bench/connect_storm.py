@@ -8,9 +8,13 @@ nodes vnode-00000.. dealt to them in order), then starts
 `fabricdiag-sim --virtual_agents=--agents` pinned to CPU --sim_cpu for
 --seconds. While it runs, polls the collector's /metrics every 0.2 s for
 fabricdiag_analysis_pass_duration_seconds (the last pass) and
-fabricdiag_analysis_passes_total, so every pass's duration is seen when
-passes are at least 0.2 s apart. Prints:
-  - the longest analysis pass seen, and passes not seen;
+fabricdiag_analysis_passes_total every --poll_seconds (1 s: a scrape of
+8,500 nodes' series costs the collector ~30 ms, which a 5 Hz poll would
+take from the pass it measures; Prometheus scrapes every 15-60 s), and
+reads the fabricdiag_analysis_pass_seconds histogram at the end, which
+counts every pass. Prints:
+  - the passes over 1 s (from the histogram), the longest pass seen, and
+    every pass seen;
   - the sim's summary: reports acknowledged of sent, dropped (lost at the
     agents: their backlog was full), streams rejected/failed, and the
     warm-up it needed until 99% of the agents had caught up with their
@@ -18,7 +22,7 @@ passes are at least 0.2 s apart. Prints:
   - the collector's CPU seconds (utime + stime, /proc/PID/stat) and RSS.
 
   bench/connect_storm.py [--build_dir=build] [--agents=8500] [--jobs=100]
-                         [--seconds=60]
+                         [--seconds=60] [--poll_seconds=1]
 
 Exit 0 when the targets are met (no pass over 1 s, backlog cleared within
 30 s, no report dropped), 1 when one is missed, 2 on errors.
@@ -50,6 +54,16 @@ def metric(text, name):
     return float(m.group(1)) if m else None
 
 
+def passes_over_one_second(text):
+    """Passes that took more than 1 s, from the pass histogram."""
+    le1 = re.search(r'^fabricdiag_analysis_pass_seconds_bucket\{le="1(?:\.0)?"\}'
+                    r" (\S+)$", text, re.M)
+    count = metric(text, "fabricdiag_analysis_pass_seconds_count")
+    if le1 is None or count is None:
+        return None
+    return int(count - float(le1.group(1)))
+
+
 def apply_layouts(cli, target, tmp, agents, jobs):
     per_job = agents // jobs
     for j in range(jobs):
@@ -74,6 +88,7 @@ def main():
     ap.add_argument("--collector_cpu", default="1",
                     help="CPUs for taskset -c, e.g. 1 or 0,1")
     ap.add_argument("--sim_cpu", default="0")
+    ap.add_argument("--poll_seconds", type=float, default=1.0)
     args = ap.parse_args()
     collector, cli = binaries(args.build_dir, "connect_storm.py")
     if collector is None:
@@ -109,7 +124,7 @@ def main():
                     passes[int(n)] = d
             except OSError as e:
                 scrape_errors.append(str(e))
-            done.wait(0.2)
+            done.wait(args.poll_seconds)
 
     try:
         wait_http(f"http://127.0.0.1:{http_port}/healthz",
@@ -129,6 +144,9 @@ def main():
         done.set()
         poller.join()
         cpu = cpu_seconds(proc.pid) - cpu0
+        with urllib.request.urlopen(
+                f"http://127.0.0.1:{http_port}/metrics", timeout=10) as r:
+            over = passes_over_one_second(r.read().decode())
         rss = rss_mib(proc.pid)
     except (OSError, RuntimeError, subprocess.SubprocessError) as e:
         done.set()
@@ -156,8 +174,8 @@ def main():
     print(f"\n=== connect storm: {args.agents} agents at once, {args.jobs} "
           f"jobs, {args.seconds:g} s; collector on CPU {args.collector_cpu},"
           f" sim on CPU {args.sim_cpu} ===")
-    print(f"analysis passes seen: {len(seen)} (not seen: {missed}); longest "
-          f"{longest:.3f} s (target <= 1 s)")
+    print(f"analysis passes over 1 s: {over} (target 0); seen: {len(seen)} "
+          f"(not seen: {missed}), the longest seen {longest:.3f} s")
     print("every pass seen (s): " +
           " ".join(f"{passes[n]:.2f}" for n in seen))
     backlog = float(warm.group(1)) if warm else float("inf")
@@ -170,7 +188,7 @@ def main():
     if scrape_errors:
         print(f"/metrics scrapes failed: {len(scrape_errors)} "
               f"({scrape_errors[0]})")
-    met = longest <= 1 and backlog <= 30 and dropped == 0
+    met = over == 0 and backlog <= 30 and dropped == 0
     print("targets:", "met" if met else "MISSED")
     return 0 if met else 1
 

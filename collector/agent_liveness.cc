@@ -2,6 +2,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/time/time.h"
 
@@ -29,11 +30,16 @@ std::optional<analysis::NodeLiveness> LivenessFromFinding(
 }
 
 analysis::NodeLiveness LivenessOf(const NodeInfo& info) {
+  return LivenessOf(info.node, info.last_report, info.interval_ms);
+}
+
+analysis::NodeLiveness LivenessOf(std::string node, absl::Time last_report,
+                                  uint32_t interval_ms) {
   analysis::NodeLiveness l;
-  l.node = info.node;
-  l.last_report = info.last_report;
-  l.interval = absl::Milliseconds(info.interval_ms);
-  l.ever_reported = info.last_report != absl::InfinitePast();
+  l.node = std::move(node);
+  l.last_report = last_report;
+  l.interval = absl::Milliseconds(interval_ms);
+  l.ever_reported = last_report != absl::InfinitePast();
   return l;
 }
 

@@ -15,7 +15,9 @@
 // Pure functions; thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <optional>
+#include <string>
 
 #include "analysis/agent_down.h"
 #include "collector/series_store.h"
@@ -35,6 +37,9 @@ std::optional<analysis::NodeLiveness> LivenessFromFinding(
 
 // What the series store knows of a node, as agent_down reads it.
 analysis::NodeLiveness LivenessOf(const NodeInfo& info);
+// The same from the node's last report and interval alone.
+analysis::NodeLiveness LivenessOf(std::string node, absl::Time last_report,
+                                  uint32_t interval_ms);
 
 // agent_down's rule as the up state of ListNodes(): up while the node's
 // agent has missed fewer than `config.missed_intervals` of its intervals,

@@ -141,18 +141,32 @@ FeatureSlice AnalysisRunner::ExchangeFeatures(absl::Time now,
                                               MergeScope scope) {
   std::shared_ptr<const RegistrySnapshot> snapshot = registry_->Snapshot();
   FeatureSlice local;
-  local.window = view_builder_.Build(snapshot->topology.get(),
-                                     options_.analysis.window_seconds, now);
-  // The same over the newest samples alone: a strong fault opens without
-  // waiting for the window mean (HysteresisConfig::recent_seconds).
+  // The window, and the same over the newest samples alone: a strong fault
+  // opens without waiting for the window mean
+  // (HysteresisConfig::recent_seconds).
+  std::vector<double> windows = {options_.analysis.window_seconds};
   const double recent_seconds = options_.analysis.hysteresis.recent_seconds;
   if (recent_seconds > 0 && recent_seconds < options_.analysis.window_seconds) {
-    local.recent =
-        view_builder_.Build(snapshot->topology.get(), recent_seconds, now);
+    windows.push_back(recent_seconds);
   }
-  // Every node that ever reported here, for agent_down.
-  for (const NodeStatus& n : series_->ListNodes(absl::InfiniteDuration())) {
-    local.nodes.push_back(NodeFacts{LivenessOf(n.info), n.info.boot_id, ""});
+  std::vector<analysis::FabricView> views =
+      view_builder_.Build(snapshot->topology.get(), windows, now);
+  local.window = std::move(views[0]);
+  if (views.size() > 1) local.recent = std::move(views[1]);
+  // Every node that ever reported here, for agent_down, by name (what
+  // LivenessOf() takes of a node's Info(), without copying the rest).
+  std::vector<std::shared_ptr<NodeSeries>> nodes = series_->AllNodes();
+  std::sort(nodes.begin(), nodes.end(),
+            [](const std::shared_ptr<NodeSeries>& a,
+               const std::shared_ptr<NodeSeries>& b) {
+              return a->name() < b->name();
+            });
+  local.nodes.reserve(nodes.size());
+  for (const std::shared_ptr<NodeSeries>& node : nodes) {
+    NodeSeries::ViewState state = node->StateForView();
+    local.nodes.push_back(NodeFacts{
+        LivenessOf(node->name(), state.last_report, state.interval_ms),
+        std::move(state.boot_id), ""});
   }
   const absl::Status published = features_->Publish(local, now);
   if (published.ok() == publish_failing_) {

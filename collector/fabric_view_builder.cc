@@ -146,68 +146,83 @@ void FabricViewBuilder::Refresh(const NodeSeries& node,
 analysis::FabricView FabricViewBuilder::Build(const v1::Topology* topology,
                                               double window_seconds,
                                               absl::Time now) {
+  std::vector<analysis::FabricView> views =
+      Build(topology, absl::MakeConstSpan(&window_seconds, 1), now);
+  return std::move(views.front());
+}
+
+std::vector<analysis::FabricView> FabricViewBuilder::Build(
+    const v1::Topology* topology, absl::Span<const double> windows_seconds,
+    absl::Time now) {
   absl::flat_hash_set<std::string> switches;
   if (topology != nullptr) {
     for (const v1::Switch& s : topology->switches()) switches.insert(s.name());
   }
-  analysis::FabricView view;
-  view.window_seconds = window_seconds;
-  absl::flat_hash_set<std::string> seen;
-  std::vector<PortAccumulator> acc;
-  for (const NodeStatus& status :
-       series_->ListNodes(absl::InfiniteDuration())) {
-    const NodeInfo& info = status.info;
+  std::vector<analysis::FabricView> views(windows_seconds.size());
+  for (size_t w = 0; w < views.size(); ++w) {
+    views[w].window_seconds = windows_seconds[w];
+    views[w].ReservePorts(last_ports_);
+  }
+  reads_.resize(views.size());
+  ++pass_;
+  // By name, as the view keeps its ports: each view is built in order.
+  std::vector<std::shared_ptr<NodeSeries>> nodes = series_->AllNodes();
+  std::sort(nodes.begin(), nodes.end(),
+            [](const std::shared_ptr<NodeSeries>& a,
+               const std::shared_ptr<NodeSeries>& b) {
+              return a->name() < b->name();
+            });
+  for (const std::shared_ptr<NodeSeries>& node : nodes) {
+    const NodeSeries::ViewState state = node->StateForView();
     const absl::Duration interval =
-        absl::Milliseconds(std::max<uint32_t>(info.interval_ms, 1));
-    if (info.last_report == absl::InfinitePast() ||
-        now - info.last_report > kStaleIntervals * interval) {
+        absl::Milliseconds(std::max<uint32_t>(state.interval_ms, 1));
+    if (state.last_report == absl::InfinitePast() ||
+        now - state.last_report > kStaleIntervals * interval) {
       continue;
     }
-    std::shared_ptr<NodeSeries> node = series_->FindNode(info.node);
-    if (node == nullptr) continue;
-    seen.insert(info.node);
-    NodeCache& cache = cache_[info.node];
-    const uint64_t version = node->version();
-    if (cache.version != version || cache.boot_id != info.boot_id) {
+    NodeCache& cache = cache_[node->name()];
+    cache.pass = pass_;
+    if (cache.version != state.version || cache.boot_id != state.boot_id) {
       Refresh(*node, &cache);
-      cache.version = version;
-      cache.boot_id = info.boot_id;
+      cache.version = state.version;
+      cache.boot_id = state.boot_id;
     }
-    const size_t samples = static_cast<size_t>(std::max(
-        1.0, std::round(window_seconds / absl::ToDoubleSeconds(interval))));
-    node->RecentMeans(samples, cache.slots, &means_);
-    acc.assign(cache.ports.size(), PortAccumulator());
-    for (size_t i = 0; i < cache.targets.size(); ++i) {
-      const SlotTarget& t = cache.targets[i];
-      acc[t.port].Add(t.signal, means_[i]);
+    for (size_t w = 0; w < views.size(); ++w) {
+      reads_[w].samples = static_cast<size_t>(std::max(
+          1.0,
+          std::round(windows_seconds[w] / absl::ToDoubleSeconds(interval))));
     }
-    const bool is_switch = switches.contains(info.node);
-    for (size_t i = 0; i < cache.ports.size(); ++i) {
-      const PortInfo& p = cache.ports[i];
-      analysis::PortView& v = view.AddPort(info.node, p.device);
-      v.netdev = p.netdev;
-      v.is_switch_port = is_switch;
-      v.s = acc[i].Finish();
-      v.s.link_rate = p.link_rate;
-      v.s.link_up = p.link_up;
-      if (!cache.traffic_slots[i].empty()) {
-        node->RecentActivity(samples, cache.traffic_slots[i], &times_, &moved_);
-        v.samples = analysis::SummarizeSamples(times_, moved_);
-        v.samples.expected_reports = static_cast<int>(samples);
+    node->ReadWindows(cache.slots, cache.traffic_slots, absl::MakeSpan(reads_));
+    const bool is_switch = switches.contains(node->name());
+    for (size_t w = 0; w < views.size(); ++w) {
+      const NodeSeries::WindowRead& read = reads_[w];
+      acc_.assign(cache.ports.size(), PortAccumulator());
+      for (size_t i = 0; i < cache.targets.size(); ++i) {
+        const SlotTarget& t = cache.targets[i];
+        acc_[t.port].Add(t.signal, read.means[i]);
+      }
+      for (size_t i = 0; i < cache.ports.size(); ++i) {
+        const PortInfo& p = cache.ports[i];
+        analysis::PortView& v = views[w].AddPort(node->name(), p.device);
+        v.netdev = p.netdev;
+        v.is_switch_port = is_switch;
+        v.s = acc_[i].Finish();
+        v.s.link_rate = p.link_rate;
+        v.s.link_up = p.link_up;
+        if (!cache.traffic_slots[i].empty()) {
+          v.samples = analysis::SummarizeSamples(read.times[i], read.moved[i]);
+          v.samples.expected_reports = static_cast<int>(read.samples);
+        }
       }
     }
   }
   // Forget nodes that stopped reporting (their cache is rebuilt if they
   // come back).
-  for (auto it = cache_.begin(); it != cache_.end();) {
-    if (!seen.contains(it->first)) {
-      cache_.erase(it++);
-    } else {
-      ++it;
-    }
-  }
-  view.Finish();
-  return view;
+  absl::erase_if(
+      cache_, [this](const auto& entry) { return entry.second.pass != pass_; });
+  for (analysis::FabricView& view : views) view.Finish();
+  if (!views.empty()) last_ports_ = views.front().ports().size();
+  return views;
 }
 
 }  // namespace fabricdiag::collector

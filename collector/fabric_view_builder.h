@@ -28,6 +28,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "analysis/fabric_view.h"
 #include "collector/series_store.h"
 #include "collector/signal_map.h"
@@ -45,6 +46,12 @@ class FabricViewBuilder {
   // switch nodes.
   analysis::FabricView Build(const v1::Topology* topology,
                              double window_seconds, absl::Time now);
+  // One view per entry of `windows_seconds`, in its order, each what
+  // Build() of that window returns, from one walk over the nodes (one lock
+  // per node for all of them).
+  std::vector<analysis::FabricView> Build(
+      const v1::Topology* topology, absl::Span<const double> windows_seconds,
+      absl::Time now);
 
  private:
   // One port of a node, as derived from its inventory.
@@ -62,6 +69,7 @@ class FabricViewBuilder {
   };
   struct NodeCache {
     uint64_t version = UINT64_MAX;
+    uint64_t pass = 0;  // the last Build() that saw the node
     std::string boot_id;
     std::vector<PortInfo> ports;
     std::vector<SlotTarget> targets;
@@ -76,9 +84,11 @@ class FabricViewBuilder {
 
   const SeriesStore* const series_;
   absl::flat_hash_map<std::string, NodeCache> cache_;
-  std::vector<double> means_;  // scratch, reused across nodes
-  std::vector<double> times_;  // scratch, reused across ports
-  std::vector<bool> moved_;    // scratch, reused across ports
+  uint64_t pass_ = 0;
+  size_t last_ports_ = 0;  // ports of the previous Build(), to reserve
+  // Scratch, reused across nodes.
+  std::vector<NodeSeries::WindowRead> reads_;
+  std::vector<PortAccumulator> acc_;
 };
 
 }  // namespace fabricdiag::collector

@@ -256,15 +256,25 @@ void NodeSeries::RecentMeans(size_t samples, std::vector<double>* out) const {
 
 void NodeSeries::RecentMeans(size_t samples, absl::Span<const uint32_t> slots,
                              std::vector<double>* out) const {
+  std::vector<uint64_t> counts;
   absl::MutexLock lock(&mu_);
-  out->assign(slots.size(), std::numeric_limits<double>::quiet_NaN());
+  RecentMeansLocked(samples, slots, out, &counts);
+}
+
+void NodeSeries::RecentMeansLocked(size_t samples,
+                                   absl::Span<const uint32_t> slots,
+                                   std::vector<double>* out,
+                                   std::vector<uint64_t>* counts) const {
   const uint64_t end = next_k_;
   const uint64_t begin = end > samples ? end - samples : 0;
+  // The sums in *out, then divided by their counts.
+  out->assign(slots.size(), 0.0);
+  counts->assign(slots.size(), 0);
+  history_.Accumulate(slots, absl::MakeConstSpan(&begin, 1), end, out->data(),
+                      counts->data());
   for (size_t i = 0; i < slots.size(); ++i) {
-    double sum = 0;
-    uint64_t n = 0;
-    history_.Accumulate(slots[i], begin, end, &sum, &n);
-    if (n > 0) (*out)[i] = sum / static_cast<double>(n);
+    (*out)[i] = (*counts)[i] > 0 ? (*out)[i] / static_cast<double>((*counts)[i])
+                                 : std::numeric_limits<double>::quiet_NaN();
   }
 }
 
@@ -273,6 +283,51 @@ void NodeSeries::RecentActivity(size_t samples,
                                 std::vector<double>* times,
                                 std::vector<bool>* moved) const {
   absl::MutexLock lock(&mu_);
+  RecentActivityLocked(samples, slots, times, moved);
+}
+
+void NodeSeries::ReadWindows(absl::Span<const uint32_t> slots,
+                             absl::Span<const std::vector<uint32_t>> activity,
+                             absl::Span<WindowRead> windows) const {
+  if (windows.empty()) return;
+  // Every window's sums and counts, from one read of each slot's values,
+  // in the first window's scratch ([w * slots.size() + i]).
+  std::vector<uint64_t> froms(windows.size());
+  absl::MutexLock lock(&mu_);
+  const uint64_t end = next_k_;
+  for (size_t w = 0; w < windows.size(); ++w) {
+    froms[w] = end > windows[w].samples ? end - windows[w].samples : 0;
+  }
+  std::vector<double>& sums = windows[0].sums;
+  std::vector<uint64_t>& counts = windows[0].counts;
+  sums.assign(windows.size() * slots.size(), 0.0);
+  counts.assign(windows.size() * slots.size(), 0);
+  history_.Accumulate(slots, froms, end, sums.data(), counts.data());
+  for (size_t w = 0; w < windows.size(); ++w) {
+    WindowRead& read = windows[w];
+    read.means.resize(slots.size());
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const size_t at = w * slots.size() + i;
+      read.means[i] = counts[at] > 0
+                          ? sums[at] / static_cast<double>(counts[at])
+                          : std::numeric_limits<double>::quiet_NaN();
+    }
+    read.times.resize(activity.size());
+    read.moved.resize(activity.size());
+    for (size_t p = 0; p < activity.size(); ++p) {
+      read.times[p].clear();
+      read.moved[p].clear();
+      if (activity[p].empty()) continue;
+      RecentActivityLocked(read.samples, activity[p], &read.times[p],
+                           &read.moved[p]);
+    }
+  }
+}
+
+void NodeSeries::RecentActivityLocked(size_t samples,
+                                      absl::Span<const uint32_t> slots,
+                                      std::vector<double>* times,
+                                      std::vector<bool>* moved) const {
   times->clear();
   moved->clear();
   const uint64_t end = next_k_;
@@ -309,6 +364,11 @@ void NodeSeries::RecentActivity(size_t samples,
 void NodeSeries::EndStream(uint64_t stream) {
   absl::MutexLock lock(&mu_);
   if (stream_ == stream) stream_ = 0;
+}
+
+NodeSeries::ViewState NodeSeries::StateForView() const {
+  absl::MutexLock lock(&mu_);
+  return ViewState{last_report_, interval_ms_, version_, boot_id_};
 }
 
 NodeSeries::Arrival NodeSeries::LastArrival() const {

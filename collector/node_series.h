@@ -157,7 +157,33 @@ class NodeSeries {
                       std::vector<double>* times,
                       std::vector<bool>* moved) const;
 
+  // RecentMeans(slots) and RecentActivity(activity[p]) of every port p, for
+  // each window, under one lock: what an analysis pass's views read of the
+  // node.
+  struct WindowRead {
+    size_t samples = 0;                      // in: the newest reports
+    std::vector<double> means;               // out: per entry of `slots`
+    std::vector<std::vector<double>> times;  // out: per entry of `activity`
+    std::vector<std::vector<bool>> moved;    // out: per entry of `activity`
+    // Scratch (the first window's holds every window's sums and counts).
+    std::vector<double> sums;
+    std::vector<uint64_t> counts;
+  };
+  void ReadWindows(absl::Span<const uint32_t> slots,
+                   absl::Span<const std::vector<uint32_t>> activity,
+                   absl::Span<WindowRead> windows) const;
+
   NodeInfo Info() const;
+  // What a fabric view needs to know of the node before reading it: when
+  // it last reported, at which interval, and whether its series or
+  // inventory changed (version) or its agent restarted (boot_id).
+  struct ViewState {
+    absl::Time last_report = absl::InfinitePast();
+    uint32_t interval_ms = 0;
+    uint64_t version = 0;
+    std::string boot_id;
+  };
+  ViewState StateForView() const;
   // When the latest report arrived (collector clock) and the interval the
   // node's agent reports at: what Info() says of them, without copying the
   // rest.
@@ -186,6 +212,14 @@ class NodeSeries {
  private:
   // The slot of `key`, or -1.
   int64_t Find(const SeriesKey& key) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RecentMeansLocked(size_t samples, absl::Span<const uint32_t> slots,
+                         std::vector<double>* out,
+                         std::vector<uint64_t>* counts) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RecentActivityLocked(size_t samples, absl::Span<const uint32_t> slots,
+                            std::vector<double>* times,
+                            std::vector<bool>* moved) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Timestamp and seq of sample k; false when k is not held.
   bool SampleTime(uint64_t k, int64_t* unix_nanos, uint64_t* seq) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -1,6 +1,7 @@
 #include "collector/rate_history.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace fabricdiag::collector {
@@ -11,6 +12,15 @@ uint64_t BitRange(uint64_t lo, uint64_t hi) {
   const uint64_t upto_hi =
       hi == 63 ? ~uint64_t{0} : (uint64_t{1} << (hi + 1)) - 1;
   return upto_hi & ~((uint64_t{1} << lo) - 1);
+}
+
+// The number of bits set, inline (without -mpopcnt the builtin is a
+// library call).
+int PopCount(uint64_t x) {
+  x = x - ((x >> 1) & 0x5555555555555555ULL);
+  x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+  return static_cast<int>((x * 0x0101010101010101ULL) >> 56);
 }
 
 float FromBits(uint32_t bits) {
@@ -137,33 +147,87 @@ float RateHistory::At(uint32_t slot, uint64_t k) const {
 
 void RateHistory::Accumulate(uint32_t slot, uint64_t from, uint64_t to,
                              double* sum, uint64_t* count) const {
-  from = std::max(from, begin());
+  Accumulate(absl::MakeConstSpan(&slot, 1), absl::MakeConstSpan(&from, 1), to,
+             sum, count);
+}
+
+void RateHistory::Accumulate(absl::Span<const uint32_t> slots,
+                             absl::Span<const uint64_t> froms, uint64_t to,
+                             double* sums, uint64_t* counts) const {
+  // Up to kMaxRanges ranges are read together; more take further rounds.
+  constexpr size_t kMaxRanges = 4;
+  if (froms.size() > kMaxRanges) {
+    for (size_t w = 0; w < froms.size(); w += kMaxRanges) {
+      const size_t n = std::min(kMaxRanges, froms.size() - w);
+      Accumulate(slots, froms.subspan(w, n), to, sums + w * slots.size(),
+                 counts + w * slots.size());
+    }
+    return;
+  }
   to = std::min(to, end_);
-  if (!has_data_ || from >= to) return;
+  if (!has_data_ || froms.empty()) return;
+  uint64_t from = to;
+  for (uint64_t f : froms) from = std::min(from, std::max(f, begin()));
+  if (from >= to) return;
+  const size_t ranges = froms.size();
   const uint64_t first = from / kFrameSamples;
   const uint64_t last = (to - 1) / kFrameSamples;
   for (uint64_t index = first; index <= last; ++index) {
     const Frame& f = frames_[index % frames_.size()];
     if (f.index != index) continue;
-    const uint64_t lo = index == first ? from % kFrameSamples : 0;
-    const uint64_t hi = index == last ? (to - 1) % kFrameSamples : 63;
-    uint64_t mask = ReadableMask(f, slot) & BitRange(lo, hi);
-    if (mask == 0) continue;
-    if (!IsVarying(f, slot)) {
-      const float c = FromBits(f.cell[slot]);
-      if (std::isnan(c)) continue;
-      const int n = __builtin_popcountll(mask);
-      *sum += static_cast<double>(c) * n;
-      *count += static_cast<uint64_t>(n);
-      continue;
+    // Per range, the positions of this frame it covers.
+    std::array<uint64_t, kMaxRanges> range{};
+    bool any = false;
+    for (size_t w = 0; w < ranges; ++w) {
+      const uint64_t lo = std::max(froms[w], from);
+      if (lo >= to || lo / kFrameSamples > index) continue;
+      range[w] = BitRange(lo / kFrameSamples == index ? lo % kFrameSamples : 0,
+                          index == last ? (to - 1) % kFrameSamples : 63);
+      any = true;
     }
-    const float* values = &f.pool[f.cell[slot] * kFrameSamples];
-    while (mask != 0) {
-      const float v = values[__builtin_ctzll(mask)];
-      mask &= mask - 1;
-      if (std::isnan(v)) continue;
-      *sum += v;
-      ++*count;
+    if (!any) continue;
+    // A varying slot's values are a block of its own: a cache miss each.
+    // Their addresses are known ahead, so the blocks a few slots on are
+    // fetched while this one is summed.
+    constexpr size_t kPrefetchAhead = 8;
+    const uint64_t first_position = static_cast<uint64_t>(
+        __builtin_ctzll(range[0] | range[1] | range[2] | range[3]));
+    for (size_t i = 0; i < slots.size(); ++i) {
+      if (i + kPrefetchAhead < slots.size()) {
+        const uint32_t ahead = slots[i + kPrefetchAhead];
+        if (ahead < f.cell.size() && IsVarying(f, ahead)) {
+          __builtin_prefetch(
+              &f.pool[f.cell[ahead] * kFrameSamples + first_position]);
+        }
+      }
+      const uint32_t slot = slots[i];
+      const uint64_t readable = ReadableMask(f, slot);
+      if (readable == 0) continue;
+      if (!IsVarying(f, slot)) {
+        const float c = FromBits(f.cell[slot]);
+        if (std::isnan(c)) continue;
+        for (size_t w = 0; w < ranges; ++w) {
+          const int n = PopCount(readable & range[w]);
+          sums[w * slots.size() + i] += static_cast<double>(c) * n;
+          counts[w * slots.size() + i] += static_cast<uint64_t>(n);
+        }
+        continue;
+      }
+      const float* values = &f.pool[f.cell[slot] * kFrameSamples];
+      for (size_t w = 0; w < ranges; ++w) {
+        uint64_t mask = readable & range[w];
+        double sum = 0;
+        uint64_t count = 0;
+        while (mask != 0) {
+          const float v = values[__builtin_ctzll(mask)];
+          mask &= mask - 1;
+          if (std::isnan(v)) continue;
+          sum += v;
+          ++count;
+        }
+        sums[w * slots.size() + i] += sum;
+        counts[w * slots.size() + i] += count;
+      }
     }
   }
 }

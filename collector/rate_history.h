@@ -37,6 +37,8 @@
 #include <limits>
 #include <vector>
 
+#include "absl/types/span.h"
+
 namespace fabricdiag::collector {
 
 class RateHistory {
@@ -94,6 +96,13 @@ class RateHistory {
   // *sum and their number to *count.
   void Accumulate(uint32_t slot, uint64_t from, uint64_t to, double* sum,
                   uint64_t* count) const;
+  // The same for many slots and several ranges [froms[w], to) at once:
+  // sums[w * slots.size() + i] and counts[...] for slots[i] over range w
+  // (both hold froms.size() * slots.size() entries). Each frame is looked
+  // up once, and each slot's values read once for all the ranges.
+  void Accumulate(absl::Span<const uint32_t> slots,
+                  absl::Span<const uint64_t> froms, uint64_t to, double* sums,
+                  uint64_t* counts) const;
 
   // The oldest sample that may be held, and one past the newest begun
   // (0 = empty).

@@ -76,6 +76,8 @@ class SeriesStore {
 
   // The node, or null when it never reported.
   std::shared_ptr<NodeSeries> FindNode(absl::string_view node) const;
+  // Every node seen, in no order; one lock per shard, nothing copied.
+  std::vector<std::shared_ptr<NodeSeries>> AllNodes() const;
 
   // Every node seen, sorted by name; `up` when its last report arrived less
   // than `down_after` ago.
@@ -130,7 +132,6 @@ class SeriesStore {
   Shard& ShardOf(absl::string_view node) const;
   absl::StatusOr<std::shared_ptr<NodeSeries>> NodeOrError(
       absl::string_view node) const;
-  std::vector<std::shared_ptr<NodeSeries>> AllNodes() const;
 
   const Options options_;
   const Clock& clock_;

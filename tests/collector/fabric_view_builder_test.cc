@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "collector/series_store.h"
@@ -342,6 +343,91 @@ TEST_F(FabricViewBuilderTest, PicksUpANewSchemaAndInventory) {
   analysis::FabricView v = builder.Build(nullptr, 5, clock_.Now());
   ASSERT_EQ(v.ports().size(), 3u);
   EXPECT_DOUBLE_EQ(v.Find("gpu-0", "mlx5_1")->s.symbol_errors, 3);
+}
+
+// Both bitwise the same or both absent.
+bool Same(double a, double b) { return (!Has(a) && !Has(b)) || a == b; }
+
+// A pass builds its window and newest-samples views in one walk; each is
+// what building its window alone gives, for nodes with gaps and no-rate
+// samples, a switch, and a stale node.
+TEST_F(FabricViewBuilderTest, ViewsBuiltTogetherEqualViewsBuiltAlone) {
+  Feed("stale-0", GpuInventory(), GpuSeries(), 2,
+       [](size_t, int) { return 1.0; });
+  clock_.Advance(absl::Seconds(10));
+  // Three nodes reporting side by side, each second.
+  std::vector<std::shared_ptr<NodeSeries>> nodes;
+  std::vector<std::vector<uint32_t>> slots;
+  for (int n = 0; n < 3; ++n) {
+    nodes.push_back(store_.OpenNode("gpu-" + std::to_string(n)));
+    Hello(*nodes.back(), "boot-1");
+    nodes.back()->SetInventory(GpuInventory());
+    slots.push_back(*nodes.back()->MapSchema(MakeSchema(GpuSeries())));
+  }
+  for (int seq = 1; seq <= 9; ++seq) {
+    clock_.Advance(absl::Seconds(1));
+    for (int n = 0; n < 3; ++n) {
+      if (n == 1 && seq == 7) continue;  // a missed report
+      std::vector<double> rates;
+      for (size_t i = 0; i < GpuSeries().size(); ++i) {
+        if ((seq + static_cast<int>(i) + n) % 4 == 0) {
+          rates.push_back(std::nan(""));
+        } else if (seq == 6 && i < 3) {
+          rates.push_back(0);  // traffic paused
+        } else {
+          rates.push_back(1e6 * static_cast<double>((i + 1) * (seq + n)));
+        }
+      }
+      ReportView view;
+      view.seq = static_cast<uint64_t>(seq);
+      view.wall_time_unix_nanos = absl::ToUnixNanos(clock_.Now());
+      view.rates = rates;
+      uint64_t held;
+      nodes[n]->Ingest("boot-1", view, slots[n], clock_.Now(), &held);
+    }
+  }
+  v1::Topology topology;
+  topology.add_switches()->set_name("gpu-2");
+  const std::vector<double> windows = {5, 1, 3};
+  FabricViewBuilder together(&store_);
+  const std::vector<analysis::FabricView> views =
+      together.Build(&topology, windows, clock_.Now());
+  ASSERT_EQ(views.size(), windows.size());
+  for (size_t w = 0; w < windows.size(); ++w) {
+    FabricViewBuilder alone(&store_);
+    const analysis::FabricView want =
+        alone.Build(&topology, windows[w], clock_.Now());
+    const analysis::FabricView& got = views[w];
+    EXPECT_EQ(got.window_seconds, windows[w]);
+    ASSERT_EQ(got.ports().size(), want.ports().size()) << windows[w];
+    ASSERT_EQ(got.ports().size(), 6u);  // 2 per fresh node, none stale
+    for (size_t p = 0; p < want.ports().size(); ++p) {
+      const analysis::PortView& a = got.ports()[p];
+      const analysis::PortView& b = want.ports()[p];
+      SCOPED_TRACE(a.node + " " + a.device + " window " +
+                   std::to_string(windows[w]));
+      EXPECT_EQ(a.node, b.node);
+      EXPECT_EQ(a.device, b.device);
+      EXPECT_EQ(a.netdev, b.netdev);
+      EXPECT_EQ(a.is_switch_port, b.is_switch_port);
+      EXPECT_TRUE(Same(a.s.rx_bytes, b.s.rx_bytes));
+      EXPECT_TRUE(Same(a.s.tx_bytes, b.s.tx_bytes));
+      EXPECT_TRUE(Same(a.s.tx_pause_fraction[3], b.s.tx_pause_fraction[3]));
+      EXPECT_TRUE(Same(a.s.cnp_sent, b.s.cnp_sent));
+      EXPECT_TRUE(Same(a.s.ecn_marked, b.s.ecn_marked));
+      EXPECT_TRUE(Same(a.s.carrier_changes, b.s.carrier_changes));
+      EXPECT_EQ(a.s.link_rate, b.s.link_rate);
+      EXPECT_EQ(a.samples.reports, b.samples.reports);
+      EXPECT_EQ(a.samples.intervals, b.samples.intervals);
+      EXPECT_EQ(a.samples.expected_reports, b.samples.expected_reports);
+      EXPECT_EQ(a.samples.span_seconds, b.samples.span_seconds);
+      EXPECT_EQ(a.samples.max_interval_seconds, b.samples.max_interval_seconds);
+    }
+  }
+  EXPECT_TRUE(views[0].Find("gpu-2", "mlx5_0")->is_switch_port);
+  // The windows differ: the newest sample alone is not the 5 s mean.
+  EXPECT_NE(views[0].Find("gpu-0", "mlx5_0")->s.rx_bytes,
+            views[1].Find("gpu-0", "mlx5_0")->s.rx_bytes);
 }
 
 TEST(SignalMapTest, ClassifiesDriverSpellingsOntoOneSignal) {

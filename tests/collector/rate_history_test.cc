@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
@@ -240,6 +241,66 @@ TEST(RateHistoryTest, MatchesAReferenceModelOnRandomReports) {
         }
         ASSERT_EQ(n, want_n) << "slot " << s;
         ASSERT_DOUBLE_EQ(sum, want_sum) << "slot " << s;
+      }
+    }
+  }
+}
+
+// Many slots over several ranges at once (what a pass's views read) sum
+// what was Put: ranges that start before the history, in another frame
+// than their end, or end past the newest sample, slots added after a
+// frame, unknown slots, and more ranges than are read together.
+TEST(RateHistoryTest, ManySlotsAndRangesMatchAReferenceModel) {
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 20; ++trial) {
+    RateHistory h(2);
+    std::map<std::pair<uint32_t, uint64_t>, float> model;
+    size_t series = 6;
+    h.Resize(series);
+    uint64_t k = 0;
+    for (int step = 0; step < 400; ++step) {
+      k += (rng() % 12 == 0) ? 1 + rng() % 70 : 1;
+      if (rng() % 60 == 0) h.Resize(series += 1 + rng() % 3);
+      ASSERT_TRUE(h.Begin(k));
+      for (uint32_t s = 0; s < series; ++s) {
+        if (rng() % 6 == 0) continue;
+        const uint64_t r = rng() % 5;
+        const float v = r == 0   ? std::nanf("")
+                        : r == 1 ? static_cast<float>(s)
+                                 : static_cast<float>(rng() % 1000);
+        h.Put(s, v);
+        if (!std::isnan(v)) model[{s, k}] = v;
+      }
+      if (step % 23 != 0) continue;
+      std::vector<uint32_t> slots;
+      for (uint32_t s = 0; s < series + 2; ++s) {  // two unknown slots
+        if (rng() % 3 != 0) slots.push_back(s);
+      }
+      const uint64_t to = h.end() + (rng() % 3 == 0 ? rng() % 5 : 0);
+      std::vector<uint64_t> froms(1 + rng() % 6);
+      for (uint64_t& from : froms) {
+        const uint64_t back = rng() % 140;
+        from = to > back ? to - back : 0;
+      }
+      std::vector<double> sums(froms.size() * slots.size(), 0);
+      std::vector<uint64_t> counts(sums.size(), 0);
+      h.Accumulate(slots, froms, to, sums.data(), counts.data());
+      for (size_t w = 0; w < froms.size(); ++w) {
+        for (size_t i = 0; i < slots.size(); ++i) {
+          double want_sum = 0;
+          uint64_t want_n = 0;
+          for (uint64_t q = std::max(froms[w], h.begin());
+               q < std::min(to, h.end()); ++q) {
+            auto it = model.find({slots[i], q});
+            if (it == model.end()) continue;
+            want_sum += it->second;
+            ++want_n;
+          }
+          ASSERT_EQ(counts[w * slots.size() + i], want_n)
+              << "slot " << slots[i] << " from " << froms[w] << " to " << to;
+          ASSERT_DOUBLE_EQ(sums[w * slots.size() + i], want_sum)
+              << "slot " << slots[i] << " from " << froms[w];
+        }
       }
     }
   }

@@ -67,9 +67,6 @@ class AnalysisRunner {
     absl::Duration interval = absl::Seconds(1);
     // Every analyzer's thresholds (agent_down's too) and the hysteresis.
     analysis::AnalysisConfig analysis;
-    // Niceness of the analysis thread (0 = the process's own): ingest keeps
-    // the CPU it needs to acknowledge reports promptly.
-    int nice = 10;
     // Where the rest of the fabric comes from; null: embedded (this
     // collector's nodes are the fabric). Must outlive the runner.
     FeatureExchange* features = nullptr;

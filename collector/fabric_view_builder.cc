@@ -29,8 +29,27 @@ std::string PortName(const std::string& device, uint32_t port) {
 FabricViewBuilder::FabricViewBuilder(const SeriesStore* series)
     : series_(series) {}
 
-void FabricViewBuilder::Refresh(const NodeSeries& node,
-                                NodeCache* cache) const {
+const std::vector<FabricViewBuilder::LayoutSignal>&
+FabricViewBuilder::SignalsOf(std::shared_ptr<const SeriesLayout> layout) {
+  LayoutCache& entry = layouts_[layout.get()];
+  entry.pass = pass_;
+  if (entry.layout != nullptr) return entry.signals;
+  const std::vector<SeriesMeta>& metas = layout->metas();
+  for (uint32_t slot = 0; slot < metas.size(); ++slot) {
+    const SeriesMeta& m = metas[slot];
+    const SignalRef ref = ClassifySeries(m);
+    if (ref.field == SignalField::kNone) continue;
+    const bool rdma = m.key.subsystem == v1::SUBSYSTEM_RDMA_PORT_COUNTERS ||
+                      m.key.subsystem == v1::SUBSYSTEM_RDMA_PORT_COUNTERS_EXT ||
+                      m.key.subsystem == v1::SUBSYSTEM_RDMA_PORT_HW_COUNTERS;
+    entry.signals.push_back(
+        {slot, rdma ? PortName(m.key.device, m.key.port) : m.key.device, ref});
+  }
+  entry.layout = std::move(layout);
+  return entry.signals;
+}
+
+void FabricViewBuilder::Refresh(const NodeSeries& node, NodeCache* cache) {
   const v1::Inventory inv = node.inventory();
   cache->ports.clear();
   cache->targets.clear();
@@ -76,20 +95,13 @@ void FabricViewBuilder::Refresh(const NodeSeries& node,
     cache->ports.push_back(std::move(info));
   }
 
-  std::vector<SeriesMeta> metas = node.ListSeries();
-  for (uint32_t slot = 0; slot < metas.size(); ++slot) {
-    const SeriesMeta& m = metas[slot];
-    const SignalRef ref = ClassifySeries(m);
-    if (ref.field == SignalField::kNone) continue;
-    std::string name = m.key.device;
-    const bool rdma = m.key.subsystem == v1::SUBSYSTEM_RDMA_PORT_COUNTERS ||
-                      m.key.subsystem == v1::SUBSYSTEM_RDMA_PORT_COUNTERS_EXT ||
-                      m.key.subsystem == v1::SUBSYSTEM_RDMA_PORT_HW_COUNTERS;
-    if (rdma) name = PortName(m.key.device, m.key.port);
-    auto it = by_name.find(name);
-    if (it == by_name.end()) continue;  // no inventory for it yet
-    cache->targets.push_back({slot, it->second, ref});
-    cache->slots.push_back(slot);
+  if (std::shared_ptr<const SeriesLayout> layout = node.layout()) {
+    for (const LayoutSignal& s : SignalsOf(std::move(layout))) {
+      auto it = by_name.find(s.port);
+      if (it == by_name.end()) continue;  // no inventory for it yet
+      cache->targets.push_back({s.slot, it->second, s.signal});
+      cache->slots.push_back(s.slot);
+    }
   }
 
   // Per port, the byte counters of the source each direction's traffic is
@@ -220,6 +232,11 @@ std::vector<analysis::FabricView> FabricViewBuilder::Build(
   // come back).
   absl::erase_if(
       cache_, [this](const auto& entry) { return entry.second.pass != pass_; });
+  // And layouts no node refreshed from in this pass: a node keeps the
+  // targets it took from one until its version changes.
+  absl::erase_if(layouts_, [this](const auto& entry) {
+    return entry.second.pass != pass_;
+  });
   for (analysis::FabricView& view : views) view.Finish();
   if (!views.empty()) last_ports_ = views.front().ports().size();
   return views;

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -80,10 +81,28 @@ class FabricViewBuilder {
     std::vector<std::vector<uint32_t>> traffic_slots;
   };
 
-  void Refresh(const NodeSeries& node, NodeCache* cache) const;
+  // The series of a layout that feed a signal: what Refresh() would
+  // classify again for every node that reports the same series (a
+  // homogeneous cluster has one or a few layouts; a connect storm
+  // refreshes every node at once).
+  struct LayoutSignal {
+    uint32_t slot = 0;
+    std::string port;  // device ("mlx5_0", "mlx5_0:2" for port 2) or netdev
+    SignalRef signal;
+  };
+  struct LayoutCache {
+    std::shared_ptr<const SeriesLayout> layout;  // keeps the key alive
+    std::vector<LayoutSignal> signals;
+    uint64_t pass = 0;
+  };
+
+  void Refresh(const NodeSeries& node, NodeCache* cache);
+  const std::vector<LayoutSignal>& SignalsOf(
+      std::shared_ptr<const SeriesLayout> layout);
 
   const SeriesStore* const series_;
   absl::flat_hash_map<std::string, NodeCache> cache_;
+  absl::flat_hash_map<const SeriesLayout*, LayoutCache> layouts_;
   uint64_t pass_ = 0;
   size_t last_ports_ = 0;  // ports of the previous Build(), to reserve
   // Scratch, reused across nodes.

@@ -1,22 +1,18 @@
-// The analysis thread yields the CPU to ingest: it runs at a lower
-// priority than the rest of the collector. A pass hands what the series
-// store knows about each node to agent_down with the configured thresholds.
+// A pass hands what the series store knows about each node to agent_down
+// with the configured thresholds; passes run on the wall clock's grid and
+// wait for the reports of their read.
 #include "collector/analysis_runner.h"
 
-#include <dirent.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 
 #include <cstdint>
 #include <fstream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "collector/state_store.h"
 #include "common/clock.h"
@@ -24,35 +20,6 @@
 
 namespace fabricdiag::collector {
 namespace {
-
-// Niceness of every thread of this process, from /proc/self/task/*/stat.
-std::vector<int> ThreadNiceness() {
-  std::vector<int> out;
-  DIR* dir = opendir("/proc/self/task");
-  if (dir == nullptr) return out;
-  while (struct dirent* e = readdir(dir)) {
-    if (e->d_name[0] == '.') continue;
-    std::ifstream in(std::string("/proc/self/task/") + e->d_name + "/stat");
-    std::stringstream text;
-    text << in.rdbuf();
-    const std::string stat = text.str();
-    // Fields after the ")" that ends the command name: state is field 3,
-    // nice field 19.
-    const size_t paren = stat.rfind(')');
-    if (paren == std::string::npos) continue;
-    std::vector<std::string> fields =
-        absl::StrSplit(stat.substr(paren + 2), ' ', absl::SkipEmpty());
-    if (fields.size() > 16) out.push_back(std::stoi(fields[16]));
-  }
-  closedir(dir);
-  return out;
-}
-
-int Count(const std::vector<int>& v, int x) {
-  int n = 0;
-  for (int y : v) n += y == x;
-  return n;
-}
 
 // What a runner on the real clock needs, in a temporary --state_dir.
 struct RealTimeRunner {
@@ -79,26 +46,6 @@ struct RealTimeRunner {
   AnalysisStats stats;
   AnalysisRunner::Options options;
 };
-
-TEST(AnalysisRunnerTest, AnalysisThreadRunsBelowIngest) {
-  const int base = getpriority(PRIO_PROCESS, 0);
-  if (base + 10 > 19) GTEST_SKIP() << "already running at nice " << base;
-  RealTimeRunner r(absl::Milliseconds(10));
-  AnalysisRunner runner = r.Make();
-  const int before = Count(ThreadNiceness(), base + 10);
-  runner.Start();
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (Count(ThreadNiceness(), base + 10) == before &&
-         absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  // The analysis thread, and at times the threads a pass starts (they
-  // inherit its priority).
-  EXPECT_GE(Count(ThreadNiceness(), base + 10), before + 1);
-  // The test's own thread keeps the process's priority.
-  EXPECT_EQ(getpriority(PRIO_PROCESS, 0), base);
-  runner.Stop();
-}
 
 // A pass waits, past its settling time, for a report of the read still
 // awaited (an agent on the grid that reported just after the previous grid

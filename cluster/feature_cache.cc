@@ -1,13 +1,27 @@
 #include "cluster/feature_cache.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "cluster/feature_wire.h"
+#include "proto/cluster_facts.pb.h"
 
 namespace fabricdiag::cluster {
+namespace {
+
+// What every chunk says of itself, read before it is kept.
+struct ChunkHeader {
+  std::string collector_id;
+  int64_t published_unix_nanos = 0;
+  uint32_t chunk = 0;
+  uint32_t chunks = 0;
+};
+
+}  // namespace
 
 FeatureCache::FeatureCache(std::string collector_id)
     : id_(std::move(collector_id)) {}
@@ -27,22 +41,35 @@ std::unique_ptr<FeatureCache::Decoded> FeatureCache::Decode(
 }
 
 void FeatureCache::Received(absl::string_view data, absl::Time received) {
-  v1::FeatureChunk chunk;
-  const bool valid =
-      chunk.ParseFromArray(data.data(), static_cast<int>(data.size())) &&
-      chunk.chunks() != 0 && chunk.chunk() < chunk.chunks();
   // Decoded here, on the receiving thread, not in the analysis pass; the
   // message is kept as it came (smaller than parsed) for a merge that
-  // needs it again.
+  // needs it again. A collector that does not analyse reads the header and
+  // the nodes' facts alone (v1::FeatureChunkFacts): every port is decoded
+  // only if it ever merges the fabric.
   std::unique_ptr<Decoded> decoded;
   std::shared_ptr<const std::string> kept;
   std::vector<collector::NodeFacts> nodes;
-  if (valid && chunk.collector_id() != id_) {
-    if (decode_on_receipt_.load(std::memory_order_relaxed)) {
+  ChunkHeader header;
+  bool valid = false;
+  if (decode_on_receipt_.load(std::memory_order_relaxed)) {
+    v1::FeatureChunk chunk;
+    valid = chunk.ParseFromArray(data.data(), static_cast<int>(data.size()));
+    header = {chunk.collector_id(), chunk.published_unix_nanos(), chunk.chunk(),
+              chunk.chunks()};
+    if (valid && header.collector_id != id_) {
       decoded = Decode(chunk);
+      nodes = NodesOfChunk(chunk);
     }
+  } else {
+    v1::FeatureChunkFacts facts;
+    valid = facts.ParseFromArray(data.data(), static_cast<int>(data.size()));
+    header = {facts.collector_id(), facts.published_unix_nanos(), facts.chunk(),
+              facts.chunks()};
+    if (valid && header.collector_id != id_) nodes = NodesOfChunk(facts);
+  }
+  valid = valid && header.chunks != 0 && header.chunk < header.chunks;
+  if (valid && header.collector_id != id_) {
     kept = std::make_shared<const std::string>(data);
-    nodes = NodesOfChunk(chunk);
   }
   Chunk replaced;  // freed after the lock
   absl::MutexLock lock(&mu_);
@@ -51,15 +78,15 @@ void FeatureCache::Received(absl::string_view data, absl::Time received) {
     ++stats_.undecodable_chunks;
     return;
   }
-  if (chunk.collector_id() == id_) return;  // our own: merged locally
-  auto key = std::make_pair(chunk.collector_id(), chunk.chunk());
+  if (header.collector_id == id_) return;  // our own: merged locally
+  auto key = std::make_pair(std::move(header.collector_id), header.chunk);
   auto it = chunks_.find(key);
   if (it != chunks_.end() &&
-      it->second.published_unix_nanos > chunk.published_unix_nanos()) {
+      it->second.published_unix_nanos > header.published_unix_nanos) {
     return;  // a late copy (catch-up racing the subscription)
   }
-  Chunk c{std::move(kept), chunk.published_unix_nanos(), chunk.chunks(),
-          received,        std::move(decoded),           std::move(nodes)};
+  Chunk c{std::move(kept), header.published_unix_nanos, header.chunks,
+          received,        std::move(decoded),          std::move(nodes)};
   if (it == chunks_.end()) {
     chunks_.emplace(std::move(key), std::move(c));
   } else {
@@ -104,13 +131,17 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
         continue;
       }
       if (ports) {
-        parts[key.first].push_back(Part{c.data, std::move(c.decoded), {}});
+        // The facts serve only when the ports fail to decode at merge.
+        Part part{c.data, std::move(c.decoded), {}};
+        if (part.decoded == nullptr) part.nodes = c.nodes;
+        parts[key.first].push_back(std::move(part));
       } else {
         parts[key.first].push_back(Part{nullptr, nullptr, c.nodes});
       }
     }
   }
   uint64_t decoded_here = 0;
+  uint64_t undecodable_here = 0;
   uint64_t remote_ports = 0;
   std::map<std::string, collector::FeatureSlice> remote;
   for (auto& [id, member] : parts) {
@@ -123,9 +154,16 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
         continue;
       }
       if (part.decoded == nullptr) {
-        // Parsed as when it was received.
         v1::FeatureChunk chunk;
-        (void)chunk.ParseFromString(*part.data);
+        if (!chunk.ParseFromString(*part.data)) {
+          // Its header and facts parsed on receipt, its ports do not: the
+          // nodes' facts count, their ports are lost.
+          ++undecodable_here;
+          for (collector::NodeFacts& n : part.nodes) {
+            slice.nodes.push_back(std::move(n));
+          }
+          continue;
+        }
         part.decoded = Decode(chunk);
         ++decoded_here;
       }
@@ -161,6 +199,7 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
   stats_.merged_members = remote.size();
   stats_.merged_remote_ports = remote_ports;
   stats_.merge_decoded_chunks = decoded_here;
+  stats_.undecodable_chunks += undecodable_here;
   for (const collector::NodeFacts& n : merged.nodes) {
     remembered_[n.liveness.node] = n;
   }

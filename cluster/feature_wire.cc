@@ -233,7 +233,9 @@ std::vector<v1::FeatureChunk> SliceToChunks(
 namespace {
 
 // The liveness `n` carries, if any.
-bool FactsFromWire(const v1::NodeFeatures& n, collector::NodeFacts* facts) {
+// `NodeMessage`: v1::NodeFeatures or v1::NodeFeaturesFacts.
+template <typename NodeMessage>
+bool FactsFromWire(const NodeMessage& n, collector::NodeFacts* facts) {
   if (!n.has_liveness()) return false;
   facts->liveness.node = n.node();
   facts->liveness.ever_reported = n.last_report_unix_nanos() != 0;
@@ -248,13 +250,27 @@ bool FactsFromWire(const v1::NodeFeatures& n, collector::NodeFacts* facts) {
 
 }  // namespace
 
-std::vector<collector::NodeFacts> NodesOfChunk(const v1::FeatureChunk& chunk) {
+namespace {
+
+template <typename ChunkMessage>
+std::vector<collector::NodeFacts> FactsOfNodes(const ChunkMessage& chunk) {
   std::vector<collector::NodeFacts> nodes;
-  for (const v1::NodeFeatures& n : chunk.nodes()) {
+  for (const auto& n : chunk.nodes()) {
     collector::NodeFacts facts;
     if (FactsFromWire(n, &facts)) nodes.push_back(std::move(facts));
   }
   return nodes;
+}
+
+}  // namespace
+
+std::vector<collector::NodeFacts> NodesOfChunk(const v1::FeatureChunk& chunk) {
+  return FactsOfNodes(chunk);
+}
+
+std::vector<collector::NodeFacts> NodesOfChunk(
+    const v1::FeatureChunkFacts& chunk) {
+  return FactsOfNodes(chunk);
 }
 
 void AddChunkToSlice(const v1::FeatureChunk& chunk,

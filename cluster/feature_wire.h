@@ -24,6 +24,7 @@
 #include "absl/time/time.h"
 #include "collector/feature_exchange.h"
 #include "proto/cluster.pb.h"
+#include "proto/cluster_facts.pb.h"
 
 namespace fabricdiag::cluster {
 
@@ -46,6 +47,9 @@ void AddChunkToSlice(const v1::FeatureChunk& chunk,
 // The liveness facts of `chunk`'s nodes (what AddChunkToSlice appends to
 // a slice's nodes), without its ports.
 std::vector<collector::NodeFacts> NodesOfChunk(const v1::FeatureChunk& chunk);
+// The same from the chunk's header and facts alone (its ports unparsed).
+std::vector<collector::NodeFacts> NodesOfChunk(
+    const v1::FeatureChunkFacts& chunk);
 
 // Sorts and indexes the views after the last AddChunkToSlice.
 void FinishSlice(collector::FeatureSlice* slice);

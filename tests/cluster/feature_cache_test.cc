@@ -15,6 +15,7 @@
 #include "cluster/feature_wire.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/cluster_facts.pb.h"
 #include "tests/cluster/node_slice.h"
 
 namespace fabricdiag::cluster {
@@ -261,6 +262,52 @@ TEST(FeatureCacheTest, StaleLateOwnAndBrokenChunksAreLeftOut) {
   EXPECT_EQ(cache.stats().merged_members, 1u);
   EXPECT_EQ(cache.stats().merged_remote_ports, 1u);
   EXPECT_EQ(cache.LastReceived().size(), 2u);  // col-b, col-c
+}
+
+// A collector that does not analyse reads a chunk's header and its nodes'
+// facts without decoding the ports. A chunk whose ports are damaged past
+// that still gives its nodes' liveness; a later merge of the fabric leaves
+// its ports out and counts it undecodable.
+TEST(FeatureCacheTest, DamagedPortsFoundAtMergeKeepTheNodesFacts) {
+  FeatureCache cache("col-0");
+  cache.DecodeOnReceipt(false);
+  // col-b's one node, with a port whose bytes are not a PortFeatures (a
+  // tag that never ends), spliced in as field 5 of the node (`ports`).
+  v1::NodeFeaturesFacts node;
+  node.set_node("b-1");
+  node.set_last_report_unix_nanos(absl::ToUnixNanos(kT0));
+  node.set_interval_nanos(absl::ToInt64Nanoseconds(absl::Seconds(1)));
+  node.set_boot_id("boot");
+  node.set_has_liveness(true);
+  const std::string garbage(11, '\xff');
+  std::string node_bytes = node.SerializeAsString();
+  node_bytes += '\x2a';  // field 5, length-delimited
+  node_bytes += static_cast<char>(garbage.size());
+  node_bytes += garbage;
+  v1::FeatureChunkFacts header;
+  header.set_collector_id("col-b");
+  header.set_published_unix_nanos(absl::ToUnixNanos(kT0));
+  header.set_chunk(0);
+  header.set_chunks(1);
+  header.set_window_seconds(5);
+  std::string chunk = header.SerializeAsString();
+  chunk += '\x3a';  // field 7 (nodes), length-delimited
+  chunk += static_cast<char>(node_bytes.size());
+  chunk += node_bytes;
+  ASSERT_FALSE(v1::FeatureChunk().ParseFromString(chunk));
+  cache.Received(chunk, kT0);
+  EXPECT_EQ(cache.stats().undecodable_chunks, 0u);
+
+  const FeatureSlice nodes =
+      cache.Merged(OneNode("a-1", kT0), kT0 - absl::Seconds(5),
+                   collector::MergeScope::kNodes);
+  EXPECT_THAT(Nodes(nodes), ElementsAre("a-1", "b-1"));
+  const FeatureSlice fabric =
+      cache.Merged(OneNode("a-1", kT0), kT0 - absl::Seconds(5), kFabric);
+  EXPECT_THAT(Nodes(fabric), ElementsAre("a-1", "b-1"));
+  EXPECT_EQ(fabric.window.ports().size(), 1u);  // a-1's own
+  EXPECT_EQ(cache.stats().undecodable_chunks, 1u);
+  EXPECT_EQ(cache.stats().merge_decoded_chunks, 0u);
 }
 
 // A collector that now publishes fewer chunks: its leftover higher indexes

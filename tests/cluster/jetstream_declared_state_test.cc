@@ -4,6 +4,8 @@
 // that kills a server.
 #include "cluster/jetstream_declared_state.h"
 
+#include <signal.h>
+
 #include <iostream>
 #include <memory>
 #include <string>
@@ -14,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "collector/layout_registry.h"
 #include "collector/object_store.h"
+#include "collector/write_deadline.h"
 #include "common/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -236,21 +239,24 @@ TEST_F(JetStreamDeclaredStateTest, ConcurrentWritesConflictInsteadOfMerging) {
   Member a = Join("a", &clock_);
   Member b = Join("b", &clock_);
   ASSERT_NE(b.state, nullptr);
-  absl::StatusOr<uint64_t> first =
-      a.state->WriteLayout(DenseLayout("job", 2), absl::Now(), 0);
+  absl::StatusOr<uint64_t> first = a.state->WriteLayout(
+      DenseLayout("job", 2), absl::Now(), 0, absl::InfiniteFuture());
   ASSERT_TRUE(first.ok()) << first.status();
   // Both start from `first`; A lands, B's write is refused.
-  absl::StatusOr<uint64_t> second =
-      a.state->WriteLayout(DenseLayout("job", 3), absl::Now(), *first);
+  absl::StatusOr<uint64_t> second = a.state->WriteLayout(
+      DenseLayout("job", 3), absl::Now(), *first, absl::InfiniteFuture());
   ASSERT_TRUE(second.ok()) << second.status();
-  absl::StatusOr<uint64_t> stale =
-      b.state->WriteLayout(DenseLayout("job", 4), absl::Now(), *first);
+  absl::StatusOr<uint64_t> stale = b.state->WriteLayout(
+      DenseLayout("job", 4), absl::Now(), *first, absl::InfiniteFuture());
   EXPECT_TRUE(absl::IsAborted(stale.status())) << stale.status();
   EXPECT_THAT(stale.status().message(), HasSubstr("another collector"));
   EXPECT_EQ(b.state->write_conflicts(), 1u);
   // A create of a job that exists is a conflict too.
-  EXPECT_TRUE(absl::IsAborted(
-      b.state->WriteLayout(DenseLayout("job", 5), absl::Now(), 0).status()));
+  EXPECT_TRUE(
+      absl::IsAborted(b.state
+                          ->WriteLayout(DenseLayout("job", 5), absl::Now(), 0,
+                                        absl::InfiniteFuture())
+                          .status()));
   // The bucket holds A's version; a conflict is not a failed write.
   ASSERT_TRUE(testing::Eventually([&] {
     auto got = b.registry->Get("job");
@@ -384,6 +390,78 @@ TEST_F(JetStreamDeclaredStateTest,
   // A valid apply replaces the damaged key.
   EXPECT_TRUE(b.registry->Apply(DenseLayout("garbage", 1)).ok());
   kvStore_Destroy(kv);
+}
+
+// Its own cluster: every server is stopped (SIGSTOP). A write made for a
+// request with a 1 s deadline stops at it, not at the store's own 15 s, and
+// says that it may still land; once the servers go on, writes succeed.
+TEST(JetStreamDeadlineTest, AWriteStopsAtItsCallersDeadline) {
+  testing::NatsCluster cluster(3);
+  ASSERT_TRUE(cluster.Start().ok());
+  SystemClock clock;
+  NatsConnection::Options options;
+  options.urls = *ParseNatsUrls(cluster.urls());
+  absl::StatusOr<std::unique_ptr<NatsConnection>> nats =
+      NatsConnection::Connect(options);
+  ASSERT_TRUE(nats.ok()) << nats.status();
+  absl::StatusOr<std::unique_ptr<JetStreamDeclaredState>> state =
+      JetStreamDeclaredState::Open(nats->get(), {});
+  ASSERT_TRUE(state.ok()) << state.status();
+  LayoutRegistry registry(state->get(), &clock);
+  ASSERT_TRUE(registry.Load().ok());
+  registry.StartWatching();
+  ASSERT_TRUE(registry.Apply(DenseLayout("before", 1)).ok());
+
+  for (int i = 0; i < cluster.size(); ++i) cluster.Pause(i);
+  // What QueryService passes for a request due in 1 s.
+  absl::Time start = absl::Now();
+  absl::StatusOr<collector::ApplyResult> stalled =
+      registry.Apply(DenseLayout("stalled", 1),
+                     collector::AnswerBy(start + absl::Seconds(1), start));
+  const absl::Duration write = absl::Now() - start;
+  EXPECT_TRUE(absl::IsDeadlineExceeded(stalled.status())) << stalled.status();
+  EXPECT_THAT(std::string(stalled.status().message()),
+              ::testing::AllOf(::testing::StartsWith("cluster unavailable: "),
+                               HasSubstr("the layout of job stalled"),
+                               HasSubstr("request's deadline"),
+                               HasSubstr("may still land")));
+  EXPECT_GE(write, absl::Milliseconds(850));
+  EXPECT_LT(write, absl::Seconds(4));
+  // Not served: only what the bucket acknowledged is.
+  EXPECT_EQ(registry.NumLayouts(), 1u);
+  EXPECT_TRUE(absl::IsDeadlineExceeded((*state)->last_write_status()));
+
+  start = absl::Now();
+  const absl::Status removed = registry.Delete(
+      "before", collector::AnswerBy(start + absl::Seconds(1), start));
+  const absl::Duration removal = absl::Now() - start;
+  EXPECT_TRUE(absl::IsDeadlineExceeded(removed)) << removed;
+  EXPECT_THAT(removed.message(), HasSubstr("cluster unavailable: "));
+  EXPECT_LT(removal, absl::Seconds(4));
+  EXPECT_EQ(registry.NumLayouts(), 1u);
+
+  // A deadline already passed: nothing is sent at all.
+  start = absl::Now();
+  absl::StatusOr<collector::ApplyResult> gone =
+      registry.Apply(DenseLayout("gone", 1), start - absl::Seconds(1));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(gone.status())) << gone.status();
+  EXPECT_THAT(gone.status().message(), HasSubstr("nothing was written"));
+  EXPECT_LT(absl::Now() - start, absl::Milliseconds(500));
+
+  for (int i = 0; i < cluster.size(); ++i) cluster.Resume(i);
+  const absl::Time resumed = absl::Now();
+  // The next write retries (the store's own deadline) until the cluster
+  // has its leaders back.
+  absl::StatusOr<collector::ApplyResult> after =
+      registry.Apply(DenseLayout("after", 2));
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_TRUE((*state)->last_write_status().ok());
+  EXPECT_TRUE(testing::Eventually([&] { return registry.Get("after").ok(); },
+                                  absl::Seconds(10)));
+  std::cout << "servers stopped, 1 s deadline: the write answered after "
+            << write << ", the removal after " << removal
+            << "; after SIGCONT the next write took " << absl::Now() - resumed
+            << "\n";
 }
 
 // Its own cluster: a server is killed.

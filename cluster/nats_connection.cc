@@ -87,6 +87,30 @@ absl::Status NatsError(natsStatus status, absl::string_view what) {
   }
 }
 
+absl::Status JetStreamProblem(natsStatus status, jsErrCode code,
+                              absl::string_view server, size_t servers) {
+  if (code == JSNotEnabledForAccountErr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "NATS server ", server,
+        ": JetStream is not enabled for this connection's account; enable "
+        "it for the account in the server's configuration (see "
+        "docs/cluster.md)"));
+  }
+  // libnats reports a request to the JetStream API that nobody subscribes
+  // to as "no responders" with the code for "JetStream not enabled".
+  if (status == NATS_NO_RESPONDERS || code == JSNotEnabledErr) {
+    const std::string hint = absl::StrCat(
+        "NATS server ", server,
+        " does not run JetStream (no responder on its JetStream API): start "
+        "nats-server with -js, or add `jetstream {}` to its configuration "
+        "(see docs/cluster.md)");
+    if (servers <= 1) return absl::FailedPreconditionError(hint);
+    return absl::UnavailableError(absl::StrCat(
+        hint, "; waiting in case other servers of the cluster do"));
+  }
+  return NatsError(status, "asking JetStream for the account's state");
+}
+
 StartupRetry::StartupRetry(const NatsConnection& nats)
     : nats_(nats), start_(absl::Now()) {}
 
@@ -212,7 +236,30 @@ absl::StatusOr<std::unique_ptr<NatsConnection>> NatsConnection::Connect(
   js_options.Wait = absl::ToInt64Milliseconds(options.request_timeout);
   s = natsConnection_JetStream(&conn->js_, conn->nc_, &js_options);
   if (s != NATS_OK) return NatsError(s, "opening JetStream");
-  return conn;
+  // Asked once here so that a server without JetStream is named at once,
+  // rather than by every bucket's retries until the startup deadline.
+  while (true) {
+    jsAccountInfo* info = nullptr;
+    jsErrCode code = static_cast<jsErrCode>(0);
+    s = js_GetAccountInfo(&info, conn->js_, nullptr, &code);
+    if (s == NATS_OK) {
+      jsAccountInfo_Destroy(info);
+      return conn;
+    }
+    // Anything else (a timeout, a cluster between leaders answering
+    // "temporarily unavailable") is waited for by the bucket steps, within
+    // the same startup deadline.
+    if (s != NATS_NO_RESPONDERS && code != JSNotEnabledErr &&
+        code != JSNotEnabledForAccountErr) {
+      return conn;
+    }
+    std::string server = conn->connected_url();
+    if (server.empty()) server = absl::StrJoin(conn->urls_, ",");
+    const absl::Status error =
+        JetStreamProblem(s, code, server, conn->urls_.size());
+    if (!absl::IsUnavailable(error)) return error;
+    if (!retry.Pause(error)) return retry.GiveUp(error);
+  }
 }
 
 NatsConnection::~NatsConnection() {

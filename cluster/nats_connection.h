@@ -42,6 +42,17 @@ absl::StatusOr<std::vector<std::string>> ParseNatsUrls(absl::string_view flag);
 // limits to ResourceExhausted, the rest to Internal.
 absl::Status NatsError(natsStatus status, absl::string_view what);
 
+// What a failed JetStream API request says about JetStream itself, for the
+// server at `server` (one of `servers` URLs): FailedPrecondition naming the
+// server and the fix when JetStream is not enabled there (the API has no
+// responder: nats-server runs without -js / `jetstream {}`) and `servers`
+// is 1, or when the account has no JetStream; Unavailable with the same
+// hint when other servers are listed (a cluster that is partly enabled, or
+// whose JetStream servers are still starting, can serve later); otherwise
+// NatsError's mapping of `status`.
+absl::Status JetStreamProblem(natsStatus status, jsErrCode code,
+                              absl::string_view server, size_t servers);
+
 // How long a starting collector waits for its NATS servers to answer and
 // for JetStream to serve its buckets and stream, in all
 // (--nats_startup_timeout's default). A JetStream cluster whose servers all
@@ -118,7 +129,11 @@ class NatsConnection {
     absl::Duration request_timeout = absl::Seconds(3);
   };
 
-  // Unavailable naming the URLs when no server answered in time.
+  // Connects, then waits until JetStream answers (its account info).
+  // Unavailable naming the URLs when no server answered in time;
+  // FailedPrecondition at once when the only server listed runs without
+  // JetStream (JetStreamProblem); with several servers listed, that hint
+  // is logged while retrying and ends the final error.
   static absl::StatusOr<std::unique_ptr<NatsConnection>> Connect(
       const Options& options);
 

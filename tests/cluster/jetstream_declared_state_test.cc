@@ -88,6 +88,50 @@ TEST(NatsConnectionTest, NoServerIsAClearErrorInTime) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
 }
 
+// A NATS server started without JetStream (no -js) never serves a bucket:
+// named at once with the fix when it is the only server listed; with others
+// listed (a cluster could be partly enabled), waited for with the same hint
+// until the startup deadline.
+TEST(NatsConnectionTest, AServerWithoutJetStreamIsNamedWithTheFix) {
+  const int port = testing::FreeLoopbackPort();
+  absl::StatusOr<std::unique_ptr<testing::Subprocess>> server =
+      testing::StartServerWithoutJetStream(port);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string url = absl::StrCat("nats://127.0.0.1:", port);
+  NatsConnection::Options options;
+  options.urls = {url};
+  options.startup_timeout = absl::Seconds(60);
+  absl::Time start = absl::Now();
+  absl::StatusOr<std::unique_ptr<NatsConnection>> nats =
+      NatsConnection::Connect(options);
+  const absl::Duration alone = absl::Now() - start;
+  EXPECT_TRUE(absl::IsFailedPrecondition(nats.status())) << nats.status();
+  EXPECT_THAT(
+      nats.status().message(),
+      ::testing::AllOf(HasSubstr(url), HasSubstr("does not run JetStream"),
+                       HasSubstr("-js"), HasSubstr("jetstream {}")));
+  EXPECT_LT(alone, absl::Seconds(5));
+
+  options.urls = {
+      url, absl::StrCat("nats://127.0.0.1:", testing::FreeLoopbackPort())};
+  options.startup_timeout = absl::Seconds(2);
+  start = absl::Now();
+  nats = NatsConnection::Connect(options);
+  const absl::Duration listed_with_others = absl::Now() - start;
+  EXPECT_TRUE(absl::IsUnavailable(nats.status())) << nats.status();
+  EXPECT_THAT(
+      nats.status().message(),
+      ::testing::AllOf(HasSubstr("does not run JetStream"), HasSubstr("-js"),
+                       HasSubstr("--nats_startup_timeout")));
+  EXPECT_GE(listed_with_others, absl::Milliseconds(1500));
+  EXPECT_LT(listed_with_others, absl::Seconds(8));
+  std::cout << "no JetStream: named after " << alone << " alone, after "
+            << listed_with_others
+            << " with another server listed (--nats_startup_timeout=2s)\n";
+  (*server)->Signal(SIGKILL);
+  EXPECT_TRUE((*server)->Wait(absl::Seconds(10)).has_value());
+}
+
 // A single server never holds three replicas: the collector says which flag
 // to change at once instead of retrying for its whole deadline.
 class OneNatsServerTest : public SingleNatsServerTest {};

@@ -181,6 +181,12 @@ bool Unanswered(natsStatus s) {
          s == NATS_STALE_CONNECTION || s == NATS_IO_ERROR;
 }
 
+// Not sent: the client is reconnecting (NatsConnection::link_up()).
+absl::Status NotConnected(absl::string_view what) {
+  return absl::UnavailableError(absl::StrCat(
+      what, ": not connected to any NATS server (the client is reconnecting)"));
+}
+
 bool IsDeleteMarker(natsMsg* msg) {
   const char* op = nullptr;
   return natsMsgHeader_Get(msg, "KV-Operation", &op) == NATS_OK &&
@@ -444,7 +450,9 @@ absl::StatusOr<uint64_t> JetStreamDeclaredState::Write(
   absl::Status last;
   while (TimeLeft(attempts) > absl::ZeroDuration()) {
     absl::StatusOr<uint64_t> revision =
-        WriteOnce(key, value, expected_revision, what, &attempts);
+        nats_->link_up()
+            ? WriteOnce(key, value, expected_revision, what, &attempts)
+            : NotConnected(absl::StrCat("writing ", what));
     if (revision.ok() || !absl::IsUnavailable(revision.status())) {
       RETURN_IF_ERROR(Record(revision.status()));
       return revision;
@@ -519,7 +527,10 @@ absl::Status JetStreamDeclaredState::RemoveLayout(absl::string_view job,
   Attempts attempts = StartAttempts(deadline);
   absl::Status last;
   while (TimeLeft(attempts) > absl::ZeroDuration()) {
-    absl::Status removed = RemoveOnce(key, job, &attempts);
+    absl::Status removed =
+        nats_->link_up()
+            ? RemoveOnce(key, job, &attempts)
+            : NotConnected(absl::StrCat("removing the layout of job ", job));
     if (removed.ok()) return Record(removed);
     if (absl::IsNotFound(removed)) return removed;
     if (!absl::IsUnavailable(removed)) return Record(removed);

@@ -222,12 +222,27 @@ absl::StatusOr<std::unique_ptr<NatsConnection>> NatsConnection::Connect(
   if (s == NATS_OK) s = natsOptions_SetMaxPingsOut(o, 3);
   if (s == NATS_OK) s = natsOptions_SetMaxReconnect(o, -1);
   if (s == NATS_OK) s = natsOptions_SetReconnectWait(o, 250);
+  conn->callback_link_ = new std::shared_ptr<Link>(conn->link_);
+  if (s == NATS_OK) {
+    s = natsOptions_SetDisconnectedCB(o, &OnDisconnected, conn->callback_link_);
+  }
+  if (s == NATS_OK) {
+    s = natsOptions_SetReconnectedCB(o, &OnReconnected, conn->callback_link_);
+  }
+  if (s == NATS_OK) {
+    s = natsOptions_SetClosedCB(o, &OnClosed, conn->callback_link_);
+  }
   if (s != NATS_OK) return NatsError(s, "setting up the NATS client");
 
   StartupRetry retry(*conn);
   while (true) {
     s = natsConnection_Connect(&conn->nc_, o);
-    if (s == NATS_OK) break;
+    if (s == NATS_OK) {
+      // The connection's closed callback deletes it from now on.
+      conn->callback_link_ = nullptr;
+      conn->link_->up.store(true);
+      break;
+    }
     const absl::Status error = NatsError(s, "connecting: no server answered");
     if (!retry.Pause(error)) return retry.GiveUp(error);
   }
@@ -262,7 +277,24 @@ absl::StatusOr<std::unique_ptr<NatsConnection>> NatsConnection::Connect(
   }
 }
 
+void NatsConnection::OnDisconnected(natsConnection* /*nc*/, void* closure) {
+  (*static_cast<std::shared_ptr<Link>*>(closure))->up.store(false);
+}
+
+void NatsConnection::OnReconnected(natsConnection* /*nc*/, void* closure) {
+  (*static_cast<std::shared_ptr<Link>*>(closure))->up.store(true);
+}
+
+void NatsConnection::OnClosed(natsConnection* /*nc*/, void* closure) {
+  auto* link = static_cast<std::shared_ptr<Link>*>(closure);
+  (*link)->up.store(false);
+  (*link)->closed.store(true);
+  delete link;
+}
+
 NatsConnection::~NatsConnection() {
+  // Never connected: no callback will come to delete it.
+  delete callback_link_;
   if (js_ != nullptr) jsCtx_Destroy(js_);
   if (nc_ != nullptr) {
     natsConnection_Close(nc_);
@@ -272,11 +304,17 @@ NatsConnection::~NatsConnection() {
 }
 
 void NatsConnection::Close() {
+  link_->up.store(false);
+  link_->closed.store(true);
   if (nc_ != nullptr) natsConnection_Close(nc_);
 }
 
 bool NatsConnection::closed() const {
-  return nc_ == nullptr || natsConnection_IsClosed(nc_);
+  return nc_ == nullptr || link_->closed.load();
+}
+
+bool NatsConnection::link_up() const {
+  return nc_ != nullptr && link_->up.load();
 }
 
 bool NatsConnection::connected() const {

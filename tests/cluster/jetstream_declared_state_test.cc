@@ -492,6 +492,26 @@ TEST(JetStreamDeadlineTest, AWriteStopsAtItsCallersDeadline) {
   EXPECT_THAT(gone.status().message(), HasSubstr("nothing was written"));
   EXPECT_LT(absl::Now() - start, absl::Milliseconds(500));
 
+  // Once the client has noticed the loss (missed pings), nothing is sent:
+  // a request would wait for the reconnect thread's lock, then sit in the
+  // client's buffer until a server comes back.
+  const absl::Time lost = absl::Now();
+  ASSERT_TRUE(testing::Eventually([&] { return !(*nats)->link_up(); },
+                                  absl::Seconds(30)))
+      << "connected " << (*nats)->connected() << " reconnects "
+      << (*nats)->reconnects();
+  std::cout << "link down after " << absl::Now() - lost << "\n";
+  start = absl::Now();
+  absl::StatusOr<collector::ApplyResult> unsent =
+      registry.Apply(DenseLayout("unsent", 1),
+                     collector::AnswerBy(start + absl::Seconds(1), start));
+  const absl::Duration reconnecting = absl::Now() - start;
+  EXPECT_TRUE(absl::IsDeadlineExceeded(unsent.status())) << unsent.status();
+  EXPECT_THAT(std::string(unsent.status().message()),
+              ::testing::AllOf(HasSubstr("reconnecting"),
+                               HasSubstr("nothing was written")));
+  EXPECT_LT(reconnecting, absl::Seconds(1));
+
   for (int i = 0; i < cluster.size(); ++i) cluster.Resume(i);
   const absl::Time resumed = absl::Now();
   // The next write retries (the store's own deadline) until the cluster
@@ -500,12 +520,37 @@ TEST(JetStreamDeadlineTest, AWriteStopsAtItsCallersDeadline) {
       registry.Apply(DenseLayout("after", 2));
   ASSERT_TRUE(after.ok()) << after.status();
   EXPECT_TRUE((*state)->last_write_status().ok());
+  const absl::Duration next = absl::Now() - resumed;
   EXPECT_TRUE(testing::Eventually([&] { return registry.Get("after").ok(); },
                                   absl::Seconds(10)));
+  // What the client held back was never sent: once a later write is
+  // acknowledged, the bucket has no trace of it.
+  kvStore* kv = nullptr;
+  ASSERT_EQ(js_KeyValue(&kv, (*nats)->js(), kDeclaredBucket), NATS_OK);
+  // NATS_OK or NATS_NOT_FOUND: whether `key` holds a value; other answers
+  // (the cluster still electing leaders) are asked again.
+  auto holds = [&](const std::string& key) {
+    natsStatus s = NATS_ERR;
+    EXPECT_TRUE(testing::Eventually(
+        [&] {
+          kvEntry* entry = nullptr;
+          s = kvStore_Get(&entry, kv, key.c_str());
+          if (entry != nullptr) kvEntry_Destroy(entry);
+          return s == NATS_OK || s == NATS_NOT_FOUND;
+        },
+        absl::Seconds(20)))
+        << key << ": " << natsStatus_GetText(s);
+    return s == NATS_OK;
+  };
+  EXPECT_FALSE(holds(LayoutKey("unsent")));
+  const bool stalled_landed = holds(LayoutKey("stalled"));
+  kvStore_Destroy(kv);
   std::cout << "servers stopped, 1 s deadline: the write answered after "
             << write << ", the removal after " << removal
-            << "; after SIGCONT the next write took " << absl::Now() - resumed
-            << "\n";
+            << " (the unanswered write landed later: "
+            << (stalled_landed ? "yes" : "no")
+            << "); while reconnecting, a write answered after " << reconnecting
+            << "; after SIGCONT the next write took " << next << "\n";
 }
 
 // Its own cluster: a server is killed.

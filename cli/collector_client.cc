@@ -116,6 +116,13 @@ absl::Status DescribeRpcError(const grpc::Status& status,
                              WhyUnavailable(status.error_message()));
       break;
     case grpc::StatusCode::DEADLINE_EXCEEDED:
+      // The collector stopped its write at this request's deadline and
+      // says whether the write may still land.
+      if (absl::StartsWith(status.error_message(), "cluster unavailable: ")) {
+        message =
+            absl::StrCat("collector ", address, ": ", status.error_message());
+        break;
+      }
       message = absl::StrCat("cannot reach collector ", address,
                              ": no answer within ",
                              absl::FormatDuration(timeout), " (--timeout)");

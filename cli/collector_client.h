@@ -36,7 +36,10 @@ namespace fabricdiag::cli {
 //   UNAVAILABLE        "cannot reach collector ADDR: connection refused", or
 //                      "collector ADDR: cluster unavailable: ..." when the
 //                      collector answered but its NATS cluster did not
-//   DEADLINE_EXCEEDED  "cannot reach collector ADDR: no answer within 10s"
+//   DEADLINE_EXCEEDED  "cannot reach collector ADDR: no answer within 10s", or
+//                      "collector ADDR: cluster unavailable: ... (stopped at
+//                      the request's deadline ...)" when the collector
+//                      answered in time but its NATS cluster did not
 //   UNAUTHENTICATED    "collector ADDR: unauthenticated: <why> (check
 //                       --token_file)"
 //   others             "collector ADDR: <code>: <message>"

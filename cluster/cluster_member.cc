@@ -100,11 +100,12 @@ absl::StatusOr<int> ClusterMember::SeedDeclaredState(
                                              : written.status();
   };
   for (const collector::DeclaredLayout& l : layouts) {
-    RETURN_IF_ERROR(count(declared_->WriteLayout(l.layout, l.applied, 0)));
+    RETURN_IF_ERROR(count(declared_->WriteLayout(l.layout, l.applied, 0,
+                                                 absl::InfiniteFuture())));
   }
   if (topology.has_value()) {
-    RETURN_IF_ERROR(count(
-        declared_->WriteTopology(topology->topology, topology->applied, 0)));
+    RETURN_IF_ERROR(count(declared_->WriteTopology(
+        topology->topology, topology->applied, 0, absl::InfiniteFuture())));
   }
   return copied;
 }

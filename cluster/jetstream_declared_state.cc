@@ -70,8 +70,6 @@ bool PauseUnlessStopping(const std::atomic<bool>& stopping, absl::Duration d) {
   return !stopping.load();
 }
 
-// The change one watcher entry stands for; nullopt for keys this version
-// does not know (written by a newer collector: left alone).
 // One stored version of a key, from a watcher entry or a message fetched
 // by sequence.
 struct StoredValue {
@@ -90,6 +88,8 @@ StoredValue FromEntry(kvEntry* e) {
                         static_cast<size_t>(kvEntry_ValueLen(e)))};
 }
 
+// The change one stored version stands for; nullopt for keys this version
+// does not know (written by a newer collector: left alone).
 std::optional<DeclaredChange> ToChange(const StoredValue& v,
                                        absl::string_view bucket) {
   DeclaredChange change;
@@ -159,6 +159,71 @@ bool HoldsValidObject(absl::string_view key, absl::string_view value) {
   }
   v1::Topology topology;
   return ParsePayload(payload, &topology);
+}
+
+// The subject a key's values are published on.
+std::string KeySubject(absl::string_view bucket, absl::string_view key) {
+  return absl::StrCat("$KV.", bucket, ".", key);
+}
+
+// A request's wait in the client's unit; 0 would mean the client's
+// default, so never less than 1 ms.
+int64_t WaitMillis(absl::Duration wait) {
+  return std::max<int64_t>(1, absl::ToInt64Milliseconds(wait));
+}
+
+// True when a request failed without an answer after it may have reached a
+// server (timed out, or the connection broke under it): the servers may
+// have applied it. No responders, a refused request or a server's error
+// answer mean it was not.
+bool Unanswered(natsStatus s) {
+  return s == NATS_TIMEOUT || s == NATS_CONNECTION_DISCONNECTED ||
+         s == NATS_STALE_CONNECTION || s == NATS_IO_ERROR;
+}
+
+// Not sent: the client is reconnecting (NatsConnection::link_up()).
+absl::Status NotConnected(absl::string_view what) {
+  return absl::UnavailableError(absl::StrCat(
+      what, ": not connected to any NATS server (the client is reconnecting)"));
+}
+
+bool IsDeleteMarker(natsMsg* msg) {
+  const char* op = nullptr;
+  return natsMsgHeader_Get(msg, "KV-Operation", &op) == NATS_OK &&
+         op != nullptr &&
+         (absl::string_view(op) == "DEL" || absl::string_view(op) == "PURGE");
+}
+
+// The latest version of a key.
+struct Held {
+  uint64_t revision = 0;
+  bool deleted = false;
+  std::string value;
+};
+
+// The latest version of `key`, waiting at most `wait` for the answer;
+// NotFound when the key never had one.
+absl::StatusOr<Held> GetLatest(jsCtx* js, absl::string_view bucket,
+                               absl::string_view key, absl::Duration wait) {
+  jsOptions options;
+  jsOptions_Init(&options);
+  options.Wait = WaitMillis(wait);
+  natsMsg* msg = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  const natsStatus s =
+      js_GetLastMsg(&msg, js, absl::StrCat("KV_", bucket).c_str(),
+                    KeySubject(bucket, key).c_str(), &options, &code);
+  if (s != NATS_OK) {
+    return NatsError(s,
+                     absl::StrCat("reading key ", key, " of bucket ", bucket));
+  }
+  Held held;
+  held.revision = natsMsg_GetSequence(msg);
+  held.deleted = IsDeleteMarker(msg);
+  held.value.assign(natsMsg_GetData(msg),
+                    static_cast<size_t>(natsMsg_GetDataLength(msg)));
+  natsMsg_Destroy(msg);
+  return held;
 }
 
 }  // namespace
@@ -233,14 +298,49 @@ std::string JetStreamDeclaredState::Describe() const {
                       absl::StrJoin(nats_->urls(), ","), ")");
 }
 
-absl::Status JetStreamDeclaredState::Record(absl::Status status) {
-  if (absl::IsUnavailable(status)) {
-    // Said so that a client tells it from a collector it cannot reach: the
-    // collector answered, its cluster did not (the CLI keys on the prefix).
-    status = absl::UnavailableError(absl::StrCat(
-        "cluster unavailable: ", status.message(), " (retried for ",
-        absl::FormatDuration(options_.deadline), "; nothing was written)"));
+JetStreamDeclaredState::Attempts JetStreamDeclaredState::StartAttempts(
+    absl::Time caller_deadline) const {
+  Attempts attempts;
+  attempts.start = absl::Now();
+  attempts.deadline = collector::ChooseWriteDeadline(
+      attempts.start, options_.deadline, caller_deadline);
+  return attempts;
+}
+
+absl::Duration JetStreamDeclaredState::TimeLeft(
+    const Attempts& attempts) const {
+  return std::min(nats_->request_timeout(), attempts.deadline.at - absl::Now());
+}
+
+absl::Status JetStreamDeclaredState::GaveUp(const Attempts& attempts,
+                                            const absl::Status& last) const {
+  const bool caller = attempts.deadline.caller && !nats_->closed();
+  // Said so that a client tells it from a collector it cannot reach: the
+  // collector answered, its cluster did not (the CLI keys on the prefix).
+  const std::string outcome =
+      attempts.maybe_written
+          ? "a request went unanswered, so the write may still land: see "
+            "`fabricdiag layout show` or `topology show` before applying it "
+            "again"
+          : "nothing was written";
+  const std::string tried = absl::StrCat(
+      attempts.sent, attempts.sent == 1 ? " request" : " requests", " in ",
+      absl::FormatDuration(
+          absl::Trunc(absl::Now() - attempts.start, absl::Milliseconds(10))));
+  const std::string error =
+      last.ok() ? std::string("no request could be sent in time")
+                : std::string(last.message());
+  if (caller) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("cluster unavailable: ", error,
+                     " (stopped at the request's deadline after ", tried, "; ",
+                     outcome, ")"));
   }
+  return absl::UnavailableError(absl::StrCat("cluster unavailable: ", error,
+                                             " (", tried, "; ", outcome, ")"));
+}
+
+absl::Status JetStreamDeclaredState::Record(absl::Status status) {
   absl::MutexLock lock(&mu_);
   // A conflict is the bucket working as meant, not a failed write.
   if (!absl::IsAborted(status)) last_write_status_ = status;
@@ -265,15 +365,31 @@ std::vector<std::string> JetStreamDeclaredState::problems() const {
 
 absl::StatusOr<uint64_t> JetStreamDeclaredState::WriteOnce(
     const std::string& key, const std::string& value,
-    uint64_t expected_revision, absl::string_view what) {
-  uint64_t revision = 0;
-  const int len = static_cast<int>(value.size());
+    uint64_t expected_revision, absl::string_view what, Attempts* attempts) {
+  // Published here rather than through kvStore_Create/Update: those wait
+  // the connection's whole request timeout, and no request may outlive the
+  // write's deadline.
+  jsPubOptions publish;
+  jsPubOptions_Init(&publish);
+  publish.MaxWait = WaitMillis(TimeLeft(*attempts));
+  if (expected_revision == 0) {
+    publish.ExpectNoMessage = true;
+  } else {
+    publish.ExpectLastSubjectSeq = expected_revision;
+  }
+  jsPubAck* ack = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  ++attempts->sent;
   const natsStatus s =
-      expected_revision == 0
-          ? kvStore_Create(&revision, kv_, key.c_str(), value.data(), len)
-          : kvStore_Update(&revision, kv_, key.c_str(), value.data(), len,
-                           expected_revision);
-  if (s == NATS_OK) return revision;
+      js_Publish(&ack, nats_->js(), KeySubject(options_.bucket, key).c_str(),
+                 value.data(), static_cast<int>(value.size()), &publish, &code);
+  if (s == NATS_OK) {
+    const uint64_t revision = ack->Sequence;
+    jsPubAck_Destroy(ack);
+    return revision;
+  }
+  if (ack != nullptr) jsPubAck_Destroy(ack);
+  if (Unanswered(s)) attempts->maybe_written = true;
   absl::Status error = NatsError(
       s, absl::StrCat("writing ", what, " to bucket ", options_.bucket));
   if (absl::IsResourceExhausted(error)) {
@@ -282,23 +398,31 @@ absl::StatusOr<uint64_t> JetStreamDeclaredState::WriteOnce(
                      ": larger than the NATS servers' max_payload (raise it "
                      "in their configuration; see docs/cluster.md)"));
   }
+  const absl::Duration left = TimeLeft(*attempts);
+  if (left <= absl::ZeroDuration()) return error;
   // What the bucket holds now tells a conflict from a failure, and an
   // earlier attempt of ours that landed after all from both.
-  kvEntry* entry = nullptr;
-  const natsStatus g = kvStore_Get(&entry, kv_, key.c_str());
-  if (g == NATS_OK) {
-    const uint64_t current = kvEntry_Revision(entry);
-    const absl::string_view held(static_cast<const char*>(kvEntry_Value(entry)),
-                                 static_cast<size_t>(kvEntry_ValueLen(entry)));
-    const bool ours = held == value;
-    const bool damaged = !HoldsValidObject(key, held);
-    kvEntry_Destroy(entry);
-    if (ours) return current;
-    if (damaged && current != expected_revision) {
+  absl::StatusOr<Held> held =
+      GetLatest(nats_->js(), options_.bucket, key, left);
+  if (held.ok() && held->deleted) {
+    // A removed key keeps a delete marker: creating the key replaces it.
+    if (expected_revision == 0) {
+      return WriteOnce(key, value, held->revision, what, attempts);
+    }
+    conflicts_.fetch_add(1);
+    return absl::AbortedError(absl::StrCat(
+        what,
+        " was removed through another collector meanwhile; nothing was "
+        "written: look again and re-apply"));
+  }
+  if (held.ok()) {
+    const uint64_t current = held->revision;
+    if (held->value == value) return current;
+    if (!HoldsValidObject(key, held->value) && current != expected_revision) {
       // What the key holds is no layout (or topology) at all: nobody serves
       // it, so replacing it loses nothing. Still compare-and-set, against
       // the damaged revision.
-      return WriteOnce(key, value, current, what);
+      return WriteOnce(key, value, current, what, attempts);
     }
     if (current != expected_revision) {
       conflicts_.fetch_add(1);
@@ -309,7 +433,7 @@ absl::StatusOr<uint64_t> JetStreamDeclaredState::WriteOnce(
     }
     return error;
   }
-  if (g == NATS_NOT_FOUND && expected_revision != 0) {
+  if (absl::IsNotFound(held.status()) && expected_revision != 0) {
     conflicts_.fetch_add(1);
     return absl::AbortedError(absl::StrCat(
         what,
@@ -321,22 +445,30 @@ absl::StatusOr<uint64_t> JetStreamDeclaredState::WriteOnce(
 
 absl::StatusOr<uint64_t> JetStreamDeclaredState::Write(
     const std::string& key, const std::string& value,
-    uint64_t expected_revision, absl::string_view what) {
-  const absl::Time deadline = absl::Now() + options_.deadline;
-  while (true) {
+    uint64_t expected_revision, absl::string_view what, absl::Time deadline) {
+  Attempts attempts = StartAttempts(deadline);
+  absl::Status last;
+  while (TimeLeft(attempts) > absl::ZeroDuration()) {
     absl::StatusOr<uint64_t> revision =
-        WriteOnce(key, value, expected_revision, what);
-    if (revision.ok() || !absl::IsUnavailable(revision.status()) ||
-        nats_->closed() || absl::Now() + kRetryPause > deadline) {
+        nats_->link_up()
+            ? WriteOnce(key, value, expected_revision, what, &attempts)
+            : NotConnected(absl::StrCat("writing ", what));
+    if (revision.ok() || !absl::IsUnavailable(revision.status())) {
       RETURN_IF_ERROR(Record(revision.status()));
       return revision;
     }
+    last = revision.status();
+    if (nats_->closed() || absl::Now() + kRetryPause > attempts.deadline.at) {
+      break;
+    }
     absl::SleepFor(kRetryPause);
   }
+  return Record(GaveUp(attempts, last));
 }
 
 absl::StatusOr<uint64_t> JetStreamDeclaredState::WriteLayout(
-    const v1::Layout& layout, absl::Time applied, uint64_t expected_revision) {
+    const v1::Layout& layout, absl::Time applied, uint64_t expected_revision,
+    absl::Time deadline) {
   if (!IsValidJobName(layout.job())) {
     return absl::InvalidArgumentError(absl::StrCat(
         "job: ", QuoteForMessage(layout.job()), " is not ", kJobNamePattern));
@@ -344,39 +476,71 @@ absl::StatusOr<uint64_t> JetStreamDeclaredState::WriteLayout(
   return Write(LayoutKey(layout.job()),
                collector::EncodeObject(Payload(layout), applied),
                expected_revision,
-               absl::StrCat("the layout of job ", layout.job()));
+               absl::StrCat("the layout of job ", layout.job()), deadline);
 }
 
 absl::StatusOr<uint64_t> JetStreamDeclaredState::WriteTopology(
     const v1::Topology& topology, absl::Time applied,
-    uint64_t expected_revision) {
+    uint64_t expected_revision, absl::Time deadline) {
   return Write(kTopologyKey,
                collector::EncodeObject(Payload(topology), applied),
-               expected_revision, "the topology");
+               expected_revision, "the topology", deadline);
 }
 
-absl::Status JetStreamDeclaredState::RemoveLayout(absl::string_view job) {
+absl::Status JetStreamDeclaredState::RemoveOnce(const std::string& key,
+                                                absl::string_view job,
+                                                Attempts* attempts) {
+  absl::StatusOr<Held> held =
+      GetLatest(nats_->js(), options_.bucket, key, TimeLeft(*attempts));
+  if (absl::IsNotFound(held.status()) || (held.ok() && held->deleted)) {
+    return absl::NotFoundError(
+        absl::StrCat("no layout for job ", QuoteForMessage(job)));
+  }
+  if (!held.ok()) return held.status();
+  const absl::Duration left = TimeLeft(*attempts);
+  if (left <= absl::ZeroDuration()) {
+    return absl::UnavailableError(absl::StrCat(
+        "removing the layout of job ", job, ": no time left to send it"));
+  }
+  // The delete marker kvStore_Delete writes, with a bounded wait.
+  natsMsg* msg = nullptr;
+  natsStatus s = natsMsg_Create(&msg, KeySubject(options_.bucket, key).c_str(),
+                                nullptr, nullptr, 0);
+  if (s == NATS_OK) s = natsMsgHeader_Set(msg, "KV-Operation", "DEL");
+  if (s == NATS_OK) {
+    jsPubOptions publish;
+    jsPubOptions_Init(&publish);
+    publish.MaxWait = WaitMillis(left);
+    ++attempts->sent;
+    jsErrCode code = static_cast<jsErrCode>(0);
+    s = js_PublishMsg(nullptr, nats_->js(), msg, &publish, &code);
+    if (Unanswered(s)) attempts->maybe_written = true;
+  }
+  natsMsg_Destroy(msg);
+  if (s == NATS_OK) return absl::OkStatus();
+  return NatsError(s, absl::StrCat("removing the layout of job ", job));
+}
+
+absl::Status JetStreamDeclaredState::RemoveLayout(absl::string_view job,
+                                                  absl::Time deadline) {
   const std::string key = LayoutKey(job);
-  const absl::Time deadline = absl::Now() + options_.deadline;
-  while (true) {
-    kvEntry* entry = nullptr;
-    natsStatus s = kvStore_Get(&entry, kv_, key.c_str());
-    if (s == NATS_OK) {
-      kvEntry_Destroy(entry);
-      s = kvStore_Delete(kv_, key.c_str());
-      if (s == NATS_OK) return Record(absl::OkStatus());
-    }
-    absl::Status error =
-        s == NATS_NOT_FOUND
-            ? absl::NotFoundError(
-                  absl::StrCat("no layout for job ", QuoteForMessage(job)))
-            : NatsError(s, absl::StrCat("removing the layout of job ", job));
-    if (!absl::IsUnavailable(error) || nats_->closed() ||
-        absl::Now() + kRetryPause > deadline) {
-      return absl::IsNotFound(error) ? error : Record(error);
+  Attempts attempts = StartAttempts(deadline);
+  absl::Status last;
+  while (TimeLeft(attempts) > absl::ZeroDuration()) {
+    absl::Status removed =
+        nats_->link_up()
+            ? RemoveOnce(key, job, &attempts)
+            : NotConnected(absl::StrCat("removing the layout of job ", job));
+    if (removed.ok()) return Record(removed);
+    if (absl::IsNotFound(removed)) return removed;
+    if (!absl::IsUnavailable(removed)) return Record(removed);
+    last = removed;
+    if (nats_->closed() || absl::Now() + kRetryPause > attempts.deadline.at) {
+      break;
     }
     absl::SleepFor(kRetryPause);
   }
+  return Record(GaveUp(attempts, last));
 }
 
 absl::StatusOr<std::vector<DeclaredChange>> JetStreamDeclaredState::ReadAll(
@@ -492,11 +656,7 @@ absl::Status JetStreamDeclaredState::CatchUp(
     }
     if (s != NATS_OK) return NatsError(s, "catching up on the declared state");
     absl::string_view subject = natsMsg_GetSubject(msg);
-    const char* op = nullptr;
-    const bool deleted =
-        natsMsgHeader_Get(msg, "KV-Operation", &op) == NATS_OK &&
-        op != nullptr &&
-        (absl::string_view(op) == "DEL" || absl::string_view(op) == "PURGE");
+    const bool deleted = IsDeleteMarker(msg);
     std::optional<DeclaredChange> change;
     if (absl::ConsumePrefix(&subject, prefix)) {
       change = ToChange(

@@ -14,12 +14,15 @@
 // Writes are compare-and-set on the key's revision (kvStore_Create for a job
 // the writer has not seen, kvStore_Update against the revision it serves):
 // a concurrent write through another collector makes the later one fail with
-// Aborted, never a silent merge. A write is retried until `write_deadline`
-// while the cluster cannot answer (right after a server dies, the bucket's
-// stream elects a new leader and the first request times out). A retried
-// write whose first attempt landed after all is recognized by its bytes (the
-// envelope holds the write's own timestamp), so it is not reported as a
-// conflict.
+// Aborted, never a silent merge. A write is retried while the cluster cannot
+// answer (right after a server dies, the bucket's stream elects a new leader
+// and the first request times out) until the earlier of Options::deadline
+// and its caller's deadline (collector/write_deadline.h); no request waits
+// past it. A retried write whose first attempt landed after all is
+// recognized by its bytes (the envelope holds the write's own timestamp), so
+// it is not reported as a conflict. A write that gives up says whether one
+// of its requests went unanswered (it may still land: the servers may have
+// received it) or none was received (nothing was written).
 //
 // Watch() runs one thread over a kvStore watcher of the whole bucket. The
 // watcher first replays every key's latest value, which the registry skips
@@ -49,6 +52,7 @@
 #include "absl/synchronization/mutex.h"
 #include "cluster/nats_connection.h"
 #include "collector/declared_state.h"
+#include "collector/write_deadline.h"
 
 namespace fabricdiag::cluster {
 
@@ -83,12 +87,15 @@ class JetStreamDeclaredState final : public collector::DeclaredState {
   std::string Describe() const override;
   absl::StatusOr<uint64_t> WriteLayout(const v1::Layout& layout,
                                        absl::Time applied,
-                                       uint64_t expected_revision) override;
-  absl::Status RemoveLayout(absl::string_view job) override;
+                                       uint64_t expected_revision,
+                                       absl::Time deadline) override;
+  absl::Status RemoveLayout(absl::string_view job,
+                            absl::Time deadline) override;
   absl::StatusOr<std::vector<collector::DeclaredLayout>> ReadLayouts() override;
   absl::StatusOr<uint64_t> WriteTopology(const v1::Topology& topology,
                                          absl::Time applied,
-                                         uint64_t expected_revision) override;
+                                         uint64_t expected_revision,
+                                         absl::Time deadline) override;
   absl::StatusOr<std::optional<collector::DeclaredTopology>> ReadTopology()
       override;
   void Reject(absl::string_view where, absl::string_view why) override;
@@ -109,16 +116,39 @@ class JetStreamDeclaredState final : public collector::DeclaredState {
  private:
   JetStreamDeclaredState(NatsConnection* nats, Options options, kvStore* kv);
 
+  // One write's requests so far, and when it must end.
+  struct Attempts {
+    collector::WriteDeadline deadline;
+    absl::Time start;
+    int sent = 0;
+    // A request was sent and not answered: the servers may have received
+    // it, so the write may still land.
+    bool maybe_written = false;
+  };
+  Attempts StartAttempts(absl::Time caller_deadline) const;
+  // How long the next request may wait: the request timeout, cut to what
+  // is left before the deadline (zero or less: none may be sent).
+  absl::Duration TimeLeft(const Attempts& attempts) const;
+  // The error of a write that stopped retrying (`last`: its last error):
+  // DeadlineExceeded when the caller's deadline ended it, else
+  // Unavailable; both start with "cluster unavailable: " and say whether
+  // anything may have been written.
+  absl::Status GaveUp(const Attempts& attempts, const absl::Status& last) const;
+
   // Compare-and-set of `value` at `key` against `expected_revision`, with
-  // retries; `what` names the object in errors ("job train-7").
+  // retries until `deadline` (the caller's) or the store's own; `what`
+  // names the object in errors ("the layout of job train-7").
   absl::StatusOr<uint64_t> Write(const std::string& key,
                                  const std::string& value,
                                  uint64_t expected_revision,
-                                 absl::string_view what);
+                                 absl::string_view what, absl::Time deadline);
   absl::StatusOr<uint64_t> WriteOnce(const std::string& key,
                                      const std::string& value,
                                      uint64_t expected_revision,
-                                     absl::string_view what);
+                                     absl::string_view what,
+                                     Attempts* attempts);
+  absl::Status RemoveOnce(const std::string& key, absl::string_view job,
+                          Attempts* attempts);
   // Every key's latest entry (deletes included when `with_deletes`), as
   // changes.
   absl::StatusOr<std::vector<collector::DeclaredChange>> ReadAll(

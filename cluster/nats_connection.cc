@@ -87,6 +87,30 @@ absl::Status NatsError(natsStatus status, absl::string_view what) {
   }
 }
 
+absl::Status JetStreamProblem(natsStatus status, jsErrCode code,
+                              absl::string_view server, size_t servers) {
+  if (code == JSNotEnabledForAccountErr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "NATS server ", server,
+        ": JetStream is not enabled for this connection's account; enable "
+        "it for the account in the server's configuration (see "
+        "docs/cluster.md)"));
+  }
+  // libnats reports a request to the JetStream API that nobody subscribes
+  // to as "no responders" with the code for "JetStream not enabled".
+  if (status == NATS_NO_RESPONDERS || code == JSNotEnabledErr) {
+    const std::string hint = absl::StrCat(
+        "NATS server ", server,
+        " does not run JetStream (no responder on its JetStream API): start "
+        "nats-server with -js, or add `jetstream {}` to its configuration "
+        "(see docs/cluster.md)");
+    if (servers <= 1) return absl::FailedPreconditionError(hint);
+    return absl::UnavailableError(absl::StrCat(
+        hint, "; waiting in case other servers of the cluster do"));
+  }
+  return NatsError(status, "asking JetStream for the account's state");
+}
+
 StartupRetry::StartupRetry(const NatsConnection& nats)
     : nats_(nats), start_(absl::Now()) {}
 
@@ -198,12 +222,27 @@ absl::StatusOr<std::unique_ptr<NatsConnection>> NatsConnection::Connect(
   if (s == NATS_OK) s = natsOptions_SetMaxPingsOut(o, 3);
   if (s == NATS_OK) s = natsOptions_SetMaxReconnect(o, -1);
   if (s == NATS_OK) s = natsOptions_SetReconnectWait(o, 250);
+  conn->callback_link_ = new std::shared_ptr<Link>(conn->link_);
+  if (s == NATS_OK) {
+    s = natsOptions_SetDisconnectedCB(o, &OnDisconnected, conn->callback_link_);
+  }
+  if (s == NATS_OK) {
+    s = natsOptions_SetReconnectedCB(o, &OnReconnected, conn->callback_link_);
+  }
+  if (s == NATS_OK) {
+    s = natsOptions_SetClosedCB(o, &OnClosed, conn->callback_link_);
+  }
   if (s != NATS_OK) return NatsError(s, "setting up the NATS client");
 
   StartupRetry retry(*conn);
   while (true) {
     s = natsConnection_Connect(&conn->nc_, o);
-    if (s == NATS_OK) break;
+    if (s == NATS_OK) {
+      // The connection's closed callback deletes it from now on.
+      conn->callback_link_ = nullptr;
+      conn->link_->up.store(true);
+      break;
+    }
     const absl::Status error = NatsError(s, "connecting: no server answered");
     if (!retry.Pause(error)) return retry.GiveUp(error);
   }
@@ -212,10 +251,50 @@ absl::StatusOr<std::unique_ptr<NatsConnection>> NatsConnection::Connect(
   js_options.Wait = absl::ToInt64Milliseconds(options.request_timeout);
   s = natsConnection_JetStream(&conn->js_, conn->nc_, &js_options);
   if (s != NATS_OK) return NatsError(s, "opening JetStream");
-  return conn;
+  // Asked once here so that a server without JetStream is named at once,
+  // rather than by every bucket's retries until the startup deadline.
+  while (true) {
+    jsAccountInfo* info = nullptr;
+    jsErrCode code = static_cast<jsErrCode>(0);
+    s = js_GetAccountInfo(&info, conn->js_, nullptr, &code);
+    if (s == NATS_OK) {
+      jsAccountInfo_Destroy(info);
+      return conn;
+    }
+    // Anything else (a timeout, a cluster between leaders answering
+    // "temporarily unavailable") is waited for by the bucket steps, within
+    // the same startup deadline.
+    if (s != NATS_NO_RESPONDERS && code != JSNotEnabledErr &&
+        code != JSNotEnabledForAccountErr) {
+      return conn;
+    }
+    std::string server = conn->connected_url();
+    if (server.empty()) server = absl::StrJoin(conn->urls_, ",");
+    const absl::Status error =
+        JetStreamProblem(s, code, server, conn->urls_.size());
+    if (!absl::IsUnavailable(error)) return error;
+    if (!retry.Pause(error)) return retry.GiveUp(error);
+  }
+}
+
+void NatsConnection::OnDisconnected(natsConnection* /*nc*/, void* closure) {
+  (*static_cast<std::shared_ptr<Link>*>(closure))->up.store(false);
+}
+
+void NatsConnection::OnReconnected(natsConnection* /*nc*/, void* closure) {
+  (*static_cast<std::shared_ptr<Link>*>(closure))->up.store(true);
+}
+
+void NatsConnection::OnClosed(natsConnection* /*nc*/, void* closure) {
+  auto* link = static_cast<std::shared_ptr<Link>*>(closure);
+  (*link)->up.store(false);
+  (*link)->closed.store(true);
+  delete link;
 }
 
 NatsConnection::~NatsConnection() {
+  // Never connected: no callback will come to delete it.
+  delete callback_link_;
   if (js_ != nullptr) jsCtx_Destroy(js_);
   if (nc_ != nullptr) {
     natsConnection_Close(nc_);
@@ -225,11 +304,17 @@ NatsConnection::~NatsConnection() {
 }
 
 void NatsConnection::Close() {
+  link_->up.store(false);
+  link_->closed.store(true);
   if (nc_ != nullptr) natsConnection_Close(nc_);
 }
 
 bool NatsConnection::closed() const {
-  return nc_ == nullptr || natsConnection_IsClosed(nc_);
+  return nc_ == nullptr || link_->closed.load();
+}
+
+bool NatsConnection::link_up() const {
+  return nc_ != nullptr && link_->up.load();
 }
 
 bool NatsConnection::connected() const {

@@ -19,6 +19,7 @@
 
 #include <nats/nats.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -41,6 +42,17 @@ absl::StatusOr<std::vector<std::string>> ParseNatsUrls(absl::string_view flag);
 // map to Unavailable (worth retrying), NATS_NOT_FOUND to NotFound, payload
 // limits to ResourceExhausted, the rest to Internal.
 absl::Status NatsError(natsStatus status, absl::string_view what);
+
+// What a failed JetStream API request says about JetStream itself, for the
+// server at `server` (one of `servers` URLs): FailedPrecondition naming the
+// server and the fix when JetStream is not enabled there (the API has no
+// responder: nats-server runs without -js / `jetstream {}`) and `servers`
+// is 1, or when the account has no JetStream; Unavailable with the same
+// hint when other servers are listed (a cluster that is partly enabled, or
+// whose JetStream servers are still starting, can serve later); otherwise
+// NatsError's mapping of `status`.
+absl::Status JetStreamProblem(natsStatus status, jsErrCode code,
+                              absl::string_view server, size_t servers);
 
 // How long a starting collector waits for its NATS servers to answer and
 // for JetStream to serve its buckets and stream, in all
@@ -118,7 +130,11 @@ class NatsConnection {
     absl::Duration request_timeout = absl::Seconds(3);
   };
 
-  // Unavailable naming the URLs when no server answered in time.
+  // Connects, then waits until JetStream answers (its account info).
+  // Unavailable naming the URLs when no server answered in time;
+  // FailedPrecondition at once when the only server listed runs without
+  // JetStream (JetStreamProblem); with several servers listed, that hint
+  // is logged while retrying and ends the final error.
   static absl::StatusOr<std::unique_ptr<NatsConnection>> Connect(
       const Options& options);
 
@@ -142,8 +158,17 @@ class NatsConnection {
   // True while connected to one of the servers.
   bool connected() const;
   // True once Close() ran (or the client gave up reconnecting): no call on
-  // the connection can succeed any more, so retry loops stop.
+  // the connection can succeed any more, so retry loops stop. Never waits
+  // (see link_up()).
   bool closed() const;
+  // False from the client's report that the connection was lost until its
+  // report that it is back (its disconnected and reconnected callbacks).
+  // Unlike connected(), never waits for the connection's lock, which the
+  // client's reconnect thread holds up to 1 s per attempt at a stopped
+  // server: a caller with a deadline asks this before sending (a request
+  // sent meanwhile would wait for the lock, then sit in the client's
+  // reconnect buffer).
+  bool link_up() const;
   // The server now used ("nats://127.0.0.1:4222"), empty when disconnected.
   std::string connected_url() const;
   // Times the connection was lost and re-established since Connect.
@@ -152,12 +177,26 @@ class NatsConnection {
  private:
   NatsConnection() = default;
 
+  // What the client's callbacks report. Shared with them through a heap
+  // shared_ptr that the closed callback (always the last one) deletes, so
+  // a callback delivered after this object is gone touches nothing freed.
+  struct Link {
+    std::atomic<bool> up{false};
+    std::atomic<bool> closed{false};
+  };
+  static void OnDisconnected(natsConnection* nc, void* closure);
+  static void OnReconnected(natsConnection* nc, void* closure);
+  static void OnClosed(natsConnection* nc, void* closure);
+
   std::vector<std::string> urls_;
   absl::Duration request_timeout_;
   absl::Time startup_deadline_;
   natsOptions* options_ = nullptr;
   natsConnection* nc_ = nullptr;
   jsCtx* js_ = nullptr;
+  std::shared_ptr<Link> link_ = std::make_shared<Link>();
+  // The callbacks' reference to link_ until a connection owns it.
+  std::shared_ptr<Link>* callback_link_ = nullptr;
 };
 
 }  // namespace fabricdiag::cluster

@@ -14,12 +14,20 @@
 // with Aborted and its caller re-reads and decides (compare-and-set). The
 // embedded backend has one writer and always succeeds.
 //
+// Every write takes its caller's deadline (a gRPC request's, through
+// collector/write_deadline.h; InfiniteFuture when there is none) and stops
+// retrying at the earlier of it and the backend's own: DeadlineExceeded
+// when the caller's passes first, its message saying whether the write may
+// still land (a request was sent and not answered) or nothing was written.
+// The embedded backend writes files at once and may ignore it.
+//
 // Writes made elsewhere (another collector of the cluster) reach the registry
 // through Watch(), in the order the backend applied them.
 //
 // Usage:
 //   ASSIGN_OR_RETURN(uint64_t revision,
-//                    state->WriteLayout(layout, now, last_seen_revision));
+//                    state->WriteLayout(layout, now, last_seen_revision,
+//                                       answer_by));
 //   state->Watch([&](const DeclaredChange& c) { registry.OnChange(c); });
 //
 // Implementations are thread-safe.
@@ -77,19 +85,23 @@ class DeclaredState {
   // `expected_revision` is the revision of the job's layout the caller
   // serves (0: none). Aborted naming the job when it changed since;
   // InvalidArgument for an invalid job; ResourceExhausted when too large;
-  // Unavailable when the backend cannot be reached in time.
+  // Unavailable when the backend cannot be reached by its own deadline,
+  // DeadlineExceeded when not by `deadline` (the caller's, earlier).
   virtual absl::StatusOr<uint64_t> WriteLayout(const v1::Layout& layout,
                                                absl::Time applied,
-                                               uint64_t expected_revision) = 0;
+                                               uint64_t expected_revision,
+                                               absl::Time deadline) = 0;
   // NotFound when there is no such layout.
-  virtual absl::Status RemoveLayout(absl::string_view job) = 0;
+  virtual absl::Status RemoveLayout(absl::string_view job,
+                                    absl::Time deadline) = 0;
   // Every readable layout, ascending job; damaged ones are set aside and
   // reported (problems()).
   virtual absl::StatusOr<std::vector<DeclaredLayout>> ReadLayouts() = 0;
 
-  virtual absl::StatusOr<uint64_t> WriteTopology(
-      const v1::Topology& topology, absl::Time applied,
-      uint64_t expected_revision) = 0;
+  virtual absl::StatusOr<uint64_t> WriteTopology(const v1::Topology& topology,
+                                                 absl::Time applied,
+                                                 uint64_t expected_revision,
+                                                 absl::Time deadline) = 0;
   // nullopt when no topology was ever written.
   virtual absl::StatusOr<std::optional<DeclaredTopology>> ReadTopology() = 0;
 

@@ -13,12 +13,13 @@ std::string FileDeclaredState::Describe() const {
 
 absl::StatusOr<uint64_t> FileDeclaredState::WriteLayout(
     const v1::Layout& layout, absl::Time applied,
-    uint64_t /*expected_revision*/) {
+    uint64_t /*expected_revision*/, absl::Time /*deadline*/) {
   RETURN_IF_ERROR(store_->WriteLayout(layout, applied));
   return 0;
 }
 
-absl::Status FileDeclaredState::RemoveLayout(absl::string_view job) {
+absl::Status FileDeclaredState::RemoveLayout(absl::string_view job,
+                                             absl::Time /*deadline*/) {
   return store_->RemoveLayout(job);
 }
 
@@ -35,7 +36,7 @@ absl::StatusOr<std::vector<DeclaredLayout>> FileDeclaredState::ReadLayouts() {
 
 absl::StatusOr<uint64_t> FileDeclaredState::WriteTopology(
     const v1::Topology& topology, absl::Time applied,
-    uint64_t /*expected_revision*/) {
+    uint64_t /*expected_revision*/, absl::Time /*deadline*/) {
   RETURN_IF_ERROR(store_->WriteTopology(topology, applied));
   return 0;
 }

@@ -187,7 +187,8 @@ std::shared_ptr<const RegistrySnapshot> LayoutRegistry::Snapshot() const {
   return current_;
 }
 
-absl::StatusOr<ApplyResult> LayoutRegistry::Apply(const v1::Layout& layout) {
+absl::StatusOr<ApplyResult> LayoutRegistry::Apply(const v1::Layout& layout,
+                                                  absl::Time deadline) {
   // Build outside every lock: it is pure and can take a while for a large
   // job.
   // Its series are rendered here too, once, not per scrape.
@@ -200,7 +201,8 @@ absl::StatusOr<ApplyResult> LayoutRegistry::Apply(const v1::Layout& layout) {
   result.replaced = next->layouts.count(layout.job()) > 0;
   ASSIGN_OR_RETURN(
       uint64_t revision,
-      state_->WriteLayout(layout, now, ExpectedRevision(*next, layout.job())));
+      state_->WriteLayout(layout, now, ExpectedRevision(*next, layout.job()),
+                          deadline));
   rejected_revision_.erase(layout.job());
   auto entry = std::make_shared<const LayoutEntry>(
       LayoutEntry{layout, std::move(model), now, std::move(series), revision});
@@ -246,7 +248,8 @@ std::vector<LayoutSummary> LayoutRegistry::List() const {
   return out;
 }
 
-absl::Status LayoutRegistry::Delete(absl::string_view job) {
+absl::Status LayoutRegistry::Delete(absl::string_view job,
+                                    absl::Time deadline) {
   absl::MutexLock write_lock(&write_mu_);
   std::shared_ptr<const RegistrySnapshot> snap = Snapshot();
   auto it = snap->layouts.find(std::string(job));
@@ -254,7 +257,7 @@ absl::Status LayoutRegistry::Delete(absl::string_view job) {
     return absl::NotFoundError(
         absl::StrCat("no layout for job ", QuoteForMessage(job)));
   }
-  absl::Status removed = state_->RemoveLayout(job);
+  absl::Status removed = state_->RemoveLayout(job, deadline);
   // A file already gone (removed by hand) still lets the job be forgotten.
   if (!removed.ok() && !absl::IsNotFound(removed)) return removed;
   auto next = std::make_shared<RegistrySnapshot>(*snap);
@@ -263,15 +266,16 @@ absl::Status LayoutRegistry::Delete(absl::string_view job) {
   return absl::OkStatus();
 }
 
-absl::Status LayoutRegistry::ApplyTopology(const v1::Topology& topology) {
+absl::Status LayoutRegistry::ApplyTopology(const v1::Topology& topology,
+                                           absl::Time deadline) {
   RETURN_IF_ERROR(analysis::ValidateTopology(topology));
   absl::MutexLock write_lock(&write_mu_);
   absl::Time now = clock_->Now();
   auto next = std::make_shared<RegistrySnapshot>(*Snapshot());
-  ASSIGN_OR_RETURN(
-      uint64_t revision,
-      state_->WriteTopology(topology, now,
-                            next->topology ? next->topology_revision : 0));
+  ASSIGN_OR_RETURN(uint64_t revision,
+                   state_->WriteTopology(
+                       topology, now,
+                       next->topology ? next->topology_revision : 0, deadline));
   next->topology = std::make_shared<const v1::Topology>(topology);
   next->topology_applied = now;
   next->topology_revision = revision;

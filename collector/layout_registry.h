@@ -127,18 +127,22 @@ class LayoutRegistry {
   // Declares or replaces a layout; returns once it is durable.
   // InvalidArgument naming the field when the layout is invalid; the store's
   // error (PermissionDenied, ResourceExhausted, ...) when it cannot be saved,
-  // in which case the previous layout stays in effect.
-  absl::StatusOr<ApplyResult> Apply(const v1::Layout& layout);
+  // in which case the previous layout stays in effect. `deadline` is the
+  // caller's (DeclaredState: a write stops retrying at it).
+  absl::StatusOr<ApplyResult> Apply(
+      const v1::Layout& layout, absl::Time deadline = absl::InfiniteFuture());
   // NotFound naming the job.
   absl::StatusOr<std::shared_ptr<const LayoutEntry>> Get(
       absl::string_view job) const;
   // Ascending job.
   std::vector<LayoutSummary> List() const;
   // NotFound naming the job; removes the file before forgetting the job.
-  absl::Status Delete(absl::string_view job);
+  absl::Status Delete(absl::string_view job,
+                      absl::Time deadline = absl::InfiniteFuture());
 
   // Validates (see the header comment), persists, then publishes.
-  absl::Status ApplyTopology(const v1::Topology& topology);
+  absl::Status ApplyTopology(const v1::Topology& topology,
+                             absl::Time deadline = absl::InfiniteFuture());
   // NotFound when no topology was applied.
   absl::StatusOr<std::shared_ptr<const v1::Topology>> GetTopology() const;
 

@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "collector/write_deadline.h"
 #include "common/grpc_status.h"
 
 namespace fabricdiag::collector {
@@ -20,6 +21,12 @@ bool IsRdmaSubsystem(v1::Subsystem s) {
          s == v1::SUBSYSTEM_RDMA_PORT_HW_COUNTERS ||
          s == v1::SUBSYSTEM_RDMA_DEVICE_HW_COUNTERS ||
          s == v1::SUBSYSTEM_RDMA_PORT_ATTRIBUTE || s == v1::SUBSYSTEM_VERBS;
+}
+
+// When a write made for this request stops retrying (the caller's
+// deadline, a little before, so that the answer arrives in time).
+absl::Time AnswerByOf(const grpc::ServerContext& context) {
+  return AnswerBy(FromChronoDeadline(context.deadline()), absl::Now());
 }
 
 // Series queries are for people and scripts; bound what one call returns.
@@ -106,10 +113,14 @@ grpc::Status QueryService::ApplyLayout(grpc::ServerContext* context,
                                        v1::ApplyLayoutResponse* response) {
   grpc::Status auth = CheckWriteAuth(*context);
   if (!auth.ok()) return auth;
-  absl::StatusOr<ApplyResult> applied = registry_->Apply(request->layout());
+  const absl::Time answer_by = AnswerByOf(*context);
+  absl::StatusOr<ApplyResult> applied =
+      registry_->Apply(request->layout(), answer_by);
   if (!applied.ok()) return ToGrpcStatus(applied.status());
   response->set_replaced(applied->replaced);
-  if (options_.on_layouts_changed) {
+  // The layout pass writes findings (to the cluster's bucket in a cluster):
+  // skipped for a caller that is gone; the next periodic pass runs it.
+  if (options_.on_layouts_changed && absl::Now() < answer_by) {
     for (v1::Finding& f :
          options_.on_layouts_changed(request->layout().job())) {
       *response->add_findings() = std::move(f);
@@ -147,9 +158,12 @@ grpc::Status QueryService::DeleteLayout(grpc::ServerContext* context,
                                         v1::DeleteLayoutResponse*) {
   grpc::Status auth = CheckWriteAuth(*context);
   if (!auth.ok()) return auth;
-  absl::Status deleted = registry_->Delete(request->job());
+  const absl::Time answer_by = AnswerByOf(*context);
+  absl::Status deleted = registry_->Delete(request->job(), answer_by);
   if (!deleted.ok()) return ToGrpcStatus(deleted);
-  if (options_.on_layouts_changed) options_.on_layouts_changed(request->job());
+  if (options_.on_layouts_changed && absl::Now() < answer_by) {
+    options_.on_layouts_changed(request->job());
+  }
   return grpc::Status::OK;
 }
 
@@ -158,7 +172,8 @@ grpc::Status QueryService::ApplyTopology(
     v1::ApplyTopologyResponse*) {
   grpc::Status auth = CheckWriteAuth(*context);
   if (!auth.ok()) return auth;
-  return ToGrpcStatus(registry_->ApplyTopology(request->topology()));
+  return ToGrpcStatus(
+      registry_->ApplyTopology(request->topology(), AnswerByOf(*context)));
 }
 
 grpc::Status QueryService::GetTopology(grpc::ServerContext*,

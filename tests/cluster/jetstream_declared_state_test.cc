@@ -4,6 +4,8 @@
 // that kills a server.
 #include "cluster/jetstream_declared_state.h"
 
+#include <signal.h>
+
 #include <iostream>
 #include <memory>
 #include <string>
@@ -14,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "collector/layout_registry.h"
 #include "collector/object_store.h"
+#include "collector/write_deadline.h"
 #include "common/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -83,6 +86,50 @@ TEST(NatsConnectionTest, NoServerIsAClearErrorInTime) {
   EXPECT_TRUE(absl::IsUnavailable(nats.status())) << nats.status();
   EXPECT_THAT(nats.status().message(), HasSubstr(options.urls[0]));
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+}
+
+// A NATS server started without JetStream (no -js) never serves a bucket:
+// named at once with the fix when it is the only server listed; with others
+// listed (a cluster could be partly enabled), waited for with the same hint
+// until the startup deadline.
+TEST(NatsConnectionTest, AServerWithoutJetStreamIsNamedWithTheFix) {
+  const int port = testing::FreeLoopbackPort();
+  absl::StatusOr<std::unique_ptr<testing::Subprocess>> server =
+      testing::StartServerWithoutJetStream(port);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string url = absl::StrCat("nats://127.0.0.1:", port);
+  NatsConnection::Options options;
+  options.urls = {url};
+  options.startup_timeout = absl::Seconds(60);
+  absl::Time start = absl::Now();
+  absl::StatusOr<std::unique_ptr<NatsConnection>> nats =
+      NatsConnection::Connect(options);
+  const absl::Duration alone = absl::Now() - start;
+  EXPECT_TRUE(absl::IsFailedPrecondition(nats.status())) << nats.status();
+  EXPECT_THAT(
+      nats.status().message(),
+      ::testing::AllOf(HasSubstr(url), HasSubstr("does not run JetStream"),
+                       HasSubstr("-js"), HasSubstr("jetstream {}")));
+  EXPECT_LT(alone, absl::Seconds(5));
+
+  options.urls = {
+      url, absl::StrCat("nats://127.0.0.1:", testing::FreeLoopbackPort())};
+  options.startup_timeout = absl::Seconds(2);
+  start = absl::Now();
+  nats = NatsConnection::Connect(options);
+  const absl::Duration listed_with_others = absl::Now() - start;
+  EXPECT_TRUE(absl::IsUnavailable(nats.status())) << nats.status();
+  EXPECT_THAT(
+      nats.status().message(),
+      ::testing::AllOf(HasSubstr("does not run JetStream"), HasSubstr("-js"),
+                       HasSubstr("--nats_startup_timeout")));
+  EXPECT_GE(listed_with_others, absl::Milliseconds(1500));
+  EXPECT_LT(listed_with_others, absl::Seconds(8));
+  std::cout << "no JetStream: named after " << alone << " alone, after "
+            << listed_with_others
+            << " with another server listed (--nats_startup_timeout=2s)\n";
+  (*server)->Signal(SIGKILL);
+  EXPECT_TRUE((*server)->Wait(absl::Seconds(10)).has_value());
 }
 
 // A single server never holds three replicas: the collector says which flag
@@ -236,21 +283,24 @@ TEST_F(JetStreamDeclaredStateTest, ConcurrentWritesConflictInsteadOfMerging) {
   Member a = Join("a", &clock_);
   Member b = Join("b", &clock_);
   ASSERT_NE(b.state, nullptr);
-  absl::StatusOr<uint64_t> first =
-      a.state->WriteLayout(DenseLayout("job", 2), absl::Now(), 0);
+  absl::StatusOr<uint64_t> first = a.state->WriteLayout(
+      DenseLayout("job", 2), absl::Now(), 0, absl::InfiniteFuture());
   ASSERT_TRUE(first.ok()) << first.status();
   // Both start from `first`; A lands, B's write is refused.
-  absl::StatusOr<uint64_t> second =
-      a.state->WriteLayout(DenseLayout("job", 3), absl::Now(), *first);
+  absl::StatusOr<uint64_t> second = a.state->WriteLayout(
+      DenseLayout("job", 3), absl::Now(), *first, absl::InfiniteFuture());
   ASSERT_TRUE(second.ok()) << second.status();
-  absl::StatusOr<uint64_t> stale =
-      b.state->WriteLayout(DenseLayout("job", 4), absl::Now(), *first);
+  absl::StatusOr<uint64_t> stale = b.state->WriteLayout(
+      DenseLayout("job", 4), absl::Now(), *first, absl::InfiniteFuture());
   EXPECT_TRUE(absl::IsAborted(stale.status())) << stale.status();
   EXPECT_THAT(stale.status().message(), HasSubstr("another collector"));
   EXPECT_EQ(b.state->write_conflicts(), 1u);
   // A create of a job that exists is a conflict too.
-  EXPECT_TRUE(absl::IsAborted(
-      b.state->WriteLayout(DenseLayout("job", 5), absl::Now(), 0).status()));
+  EXPECT_TRUE(
+      absl::IsAborted(b.state
+                          ->WriteLayout(DenseLayout("job", 5), absl::Now(), 0,
+                                        absl::InfiniteFuture())
+                          .status()));
   // The bucket holds A's version; a conflict is not a failed write.
   ASSERT_TRUE(testing::Eventually([&] {
     auto got = b.registry->Get("job");
@@ -384,6 +434,123 @@ TEST_F(JetStreamDeclaredStateTest,
   // A valid apply replaces the damaged key.
   EXPECT_TRUE(b.registry->Apply(DenseLayout("garbage", 1)).ok());
   kvStore_Destroy(kv);
+}
+
+// Its own cluster: every server is stopped (SIGSTOP). A write made for a
+// request with a 1 s deadline stops at it, not at the store's own 15 s, and
+// says that it may still land; once the servers go on, writes succeed.
+TEST(JetStreamDeadlineTest, AWriteStopsAtItsCallersDeadline) {
+  testing::NatsCluster cluster(3);
+  ASSERT_TRUE(cluster.Start().ok());
+  SystemClock clock;
+  NatsConnection::Options options;
+  options.urls = *ParseNatsUrls(cluster.urls());
+  absl::StatusOr<std::unique_ptr<NatsConnection>> nats =
+      NatsConnection::Connect(options);
+  ASSERT_TRUE(nats.ok()) << nats.status();
+  absl::StatusOr<std::unique_ptr<JetStreamDeclaredState>> state =
+      JetStreamDeclaredState::Open(nats->get(), {});
+  ASSERT_TRUE(state.ok()) << state.status();
+  LayoutRegistry registry(state->get(), &clock);
+  ASSERT_TRUE(registry.Load().ok());
+  registry.StartWatching();
+  ASSERT_TRUE(registry.Apply(DenseLayout("before", 1)).ok());
+
+  for (int i = 0; i < cluster.size(); ++i) cluster.Pause(i);
+  // What QueryService passes for a request due in 1 s.
+  absl::Time start = absl::Now();
+  absl::StatusOr<collector::ApplyResult> stalled =
+      registry.Apply(DenseLayout("stalled", 1),
+                     collector::AnswerBy(start + absl::Seconds(1), start));
+  const absl::Duration write = absl::Now() - start;
+  EXPECT_TRUE(absl::IsDeadlineExceeded(stalled.status())) << stalled.status();
+  EXPECT_THAT(std::string(stalled.status().message()),
+              ::testing::AllOf(::testing::StartsWith("cluster unavailable: "),
+                               HasSubstr("the layout of job stalled"),
+                               HasSubstr("request's deadline"),
+                               HasSubstr("may still land")));
+  EXPECT_GE(write, absl::Milliseconds(850));
+  EXPECT_LT(write, absl::Seconds(4));
+  // Not served: only what the bucket acknowledged is.
+  EXPECT_EQ(registry.NumLayouts(), 1u);
+  EXPECT_TRUE(absl::IsDeadlineExceeded((*state)->last_write_status()));
+
+  start = absl::Now();
+  const absl::Status removed = registry.Delete(
+      "before", collector::AnswerBy(start + absl::Seconds(1), start));
+  const absl::Duration removal = absl::Now() - start;
+  EXPECT_TRUE(absl::IsDeadlineExceeded(removed)) << removed;
+  EXPECT_THAT(removed.message(), HasSubstr("cluster unavailable: "));
+  EXPECT_LT(removal, absl::Seconds(4));
+  EXPECT_EQ(registry.NumLayouts(), 1u);
+
+  // A deadline already passed: nothing is sent at all.
+  start = absl::Now();
+  absl::StatusOr<collector::ApplyResult> gone =
+      registry.Apply(DenseLayout("gone", 1), start - absl::Seconds(1));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(gone.status())) << gone.status();
+  EXPECT_THAT(gone.status().message(), HasSubstr("nothing was written"));
+  EXPECT_LT(absl::Now() - start, absl::Milliseconds(500));
+
+  // Once the client has noticed the loss (missed pings), nothing is sent:
+  // a request would wait for the reconnect thread's lock, then sit in the
+  // client's buffer until a server comes back.
+  const absl::Time lost = absl::Now();
+  ASSERT_TRUE(testing::Eventually([&] { return !(*nats)->link_up(); },
+                                  absl::Seconds(30)))
+      << "connected " << (*nats)->connected() << " reconnects "
+      << (*nats)->reconnects();
+  std::cout << "link down after " << absl::Now() - lost << "\n";
+  start = absl::Now();
+  absl::StatusOr<collector::ApplyResult> unsent =
+      registry.Apply(DenseLayout("unsent", 1),
+                     collector::AnswerBy(start + absl::Seconds(1), start));
+  const absl::Duration reconnecting = absl::Now() - start;
+  EXPECT_TRUE(absl::IsDeadlineExceeded(unsent.status())) << unsent.status();
+  EXPECT_THAT(std::string(unsent.status().message()),
+              ::testing::AllOf(HasSubstr("reconnecting"),
+                               HasSubstr("nothing was written")));
+  EXPECT_LT(reconnecting, absl::Seconds(1));
+
+  for (int i = 0; i < cluster.size(); ++i) cluster.Resume(i);
+  const absl::Time resumed = absl::Now();
+  // The next write retries (the store's own deadline) until the cluster
+  // has its leaders back.
+  absl::StatusOr<collector::ApplyResult> after =
+      registry.Apply(DenseLayout("after", 2));
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_TRUE((*state)->last_write_status().ok());
+  const absl::Duration next = absl::Now() - resumed;
+  EXPECT_TRUE(testing::Eventually([&] { return registry.Get("after").ok(); },
+                                  absl::Seconds(10)));
+  // What the client held back was never sent: once a later write is
+  // acknowledged, the bucket has no trace of it.
+  kvStore* kv = nullptr;
+  ASSERT_EQ(js_KeyValue(&kv, (*nats)->js(), kDeclaredBucket), NATS_OK);
+  // NATS_OK or NATS_NOT_FOUND: whether `key` holds a value; other answers
+  // (the cluster still electing leaders) are asked again.
+  auto holds = [&](const std::string& key) {
+    natsStatus s = NATS_ERR;
+    EXPECT_TRUE(testing::Eventually(
+        [&] {
+          kvEntry* entry = nullptr;
+          s = kvStore_Get(&entry, kv, key.c_str());
+          if (entry != nullptr) kvEntry_Destroy(entry);
+          return s == NATS_OK || s == NATS_NOT_FOUND;
+        },
+        absl::Seconds(20)))
+        << key << ": " << natsStatus_GetText(s);
+    return s == NATS_OK;
+  };
+  EXPECT_FALSE(holds(LayoutKey("unsent")));
+  const bool stalled_landed = holds(LayoutKey("stalled"));
+  kvStore_Destroy(kv);
+  std::cout << "servers stopped, 1 s deadline: the write answered after "
+            << write << ", the removal after " << removal
+            << " (the unanswered write landed later: "
+            << (stalled_landed ? "yes" : "no")
+            << "); while reconnecting, a write answered after " << reconnecting
+            << "; after SIGCONT the next write took " << next << "\n";
 }
 
 // Its own cluster: a server is killed.

@@ -329,11 +329,14 @@ TEST_F(SharedFindingsTest, TheFirstCollectorSeedsANewClusterFromItsStateDir) {
     collector::FileDeclaredState files(state->get());
     v1::Layout layout;
     layout.set_job(job);
-    EXPECT_TRUE(files.WriteLayout(layout, absl::Now(), 0).ok());
+    EXPECT_TRUE(
+        files.WriteLayout(layout, absl::Now(), 0, absl::InfiniteFuture()).ok());
     if (with_topology) {
       v1::Topology topology;
       topology.add_switches()->set_name("leaf-0");
-      EXPECT_TRUE(files.WriteTopology(topology, absl::Now(), 0).ok());
+      EXPECT_TRUE(
+          files.WriteTopology(topology, absl::Now(), 0, absl::InfiniteFuture())
+              .ok());
     }
     return *std::move(state);
   };
@@ -373,7 +376,9 @@ TEST_F(SharedFindingsTest, TheFirstCollectorSeedsANewClusterFromItsStateDir) {
   EXPECT_THAT(jobs((*b)->declared_state()), ElementsAre("old-a"));
 
   // Deleted in the cluster: A's --state_dir does not bring it back.
-  ASSERT_TRUE((*a)->declared_state()->RemoveLayout("old-a").ok());
+  ASSERT_TRUE((*a)->declared_state()
+                  ->RemoveLayout("old-a", absl::InfiniteFuture())
+                  .ok());
   EXPECT_EQ((*a)->SeedDeclaredState(files_a).value_or(-1), 0);
   EXPECT_THAT(jobs((*a)->declared_state()), IsEmpty());
 }

@@ -218,6 +218,22 @@ TEST_F(CollectorClusterTest, LayoutsAndTopologyAreSharedAndSurviveFailures) {
                absl::StrContains(h.status().message(), "NATS not connected");
       },
       absl::Seconds(20), absl::Milliseconds(200)));
+  // A request with a short deadline: the collector stops its write at it
+  // and says so itself, instead of retrying for its own 15 s.
+  const absl::Time short_start = absl::Now();
+  RunResult short_deadline =
+      Cli(c[0], {"--timeout=3s", "layout", "apply", LayoutFile("short", 1)});
+  const absl::Duration short_took = absl::Now() - short_start;
+  EXPECT_EQ(short_deadline.exit_code, 1) << short_deadline.err;
+  EXPECT_THAT(short_deadline.err,
+              HasSubstr(absl::StrCat("collector 127.0.0.1:", c[0].grpc,
+                                     ": cluster unavailable: ")))
+      << short_deadline.err;
+  EXPECT_THAT(short_deadline.err, HasSubstr("request's deadline"))
+      << short_deadline.err;
+  EXPECT_LT(short_took, absl::Seconds(5));
+  std::cout << "write with --timeout=3s, cluster cut off: answered after "
+            << short_took << ": " << short_deadline.err << "\n";
   // A write cannot be acknowledged now: refused, not lost silently.
   // (The collector retries for 15 s, and an attempt in progress then may
   // take a few seconds more: the CLI waits longer than that.)

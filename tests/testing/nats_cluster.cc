@@ -50,6 +50,22 @@ int FreeLoopbackPort() {
 
 bool HaveNatsServer() { return ::access(kNatsServer, X_OK) == 0; }
 
+absl::StatusOr<std::unique_ptr<Subprocess>> StartServerWithoutJetStream(
+    int port) {
+  if (!HaveNatsServer()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(kNatsServer, " is missing: run scripts/install-deps.sh"));
+  }
+  auto server = std::make_unique<Subprocess>(std::vector<std::string>{
+      kNatsServer, "-a", "127.0.0.1", "-p", absl::StrCat(port)});
+  if (absl::Status s = server->Start(); !s.ok()) return s;
+  if (!server->WaitForStderr("Server is ready", nullptr, absl::Seconds(20))) {
+    return absl::AbortedError(
+        absl::StrCat("nats-server did not start: ", server->Stderr()));
+  }
+  return server;
+}
+
 NatsCluster::NatsCluster(int servers) : servers_(servers) { Configure(); }
 
 void NatsCluster::Configure() {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
@@ -28,6 +29,12 @@ int FreeLoopbackPort();
 
 // True when `nats-server` is installed (scripts/install-deps.sh installs it).
 bool HaveNatsServer();
+
+// One nats-server without JetStream (no -js) on 127.0.0.1:`port`, ready to
+// serve when this returns (killed with the result); FailedPrecondition when
+// nats-server is missing, Aborted with its log when it did not start.
+absl::StatusOr<std::unique_ptr<Subprocess>> StartServerWithoutJetStream(
+    int port);
 
 class NatsCluster {
  public:

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <sstream>
@@ -209,6 +210,102 @@ TEST(ExpositionGoldenTest, RenderReplacesWhatTheBufferHeld) {
   std::string shorter = "garbage";
   renderer.Render(roce.snapshot(), health, &shorter);
   EXPECT_EQ(shorter, expected);
+}
+
+// The families decided per render (device and port info, the agent's own
+// series, saturation) are prepared once and reused while their series stay
+// the same: every change of what they print shows at once, as a renderer
+// that never saw the earlier snapshots prints it.
+TEST(ExpositionGoldenTest, PreparedInfoAndHealthFollowEveryChange) {
+  RoceSnapshot roce;
+  ASSERT_EQ(roce.error(), "");
+  ASSERT_FALSE(roce.snapshot().rdma_devices.empty());
+  ASSERT_FALSE(roce.snapshot().rdma_ports.empty());
+  ASSERT_FALSE(roce.snapshot().netdevs.empty());
+  struct Change {
+    const char* what;
+    std::function<void(Snapshot*, AgentHealth*)> apply;
+  };
+  const std::vector<Change> changes = {
+      {"fw_ver",
+       [](Snapshot* s, AgentHealth*) {
+         s->rdma_devices[0].fw_ver = "22.39.1002";
+       }},
+      {"board_id",
+       [](Snapshot* s, AgentHealth*) { s->rdma_devices[1].board_id = "b"; }},
+      {"hca_type",
+       [](Snapshot* s, AgentHealth*) { s->rdma_devices[0].hca_type = "h"; }},
+      {"node_guid",
+       [](Snapshot* s, AgentHealth*) { s->rdma_devices[0].node_guid = "g"; }},
+      {"device gone",
+       [](Snapshot* s, AgentHealth*) { s->rdma_devices.pop_back(); }},
+      {"port state",
+       [](Snapshot* s, AgentHealth*) { s->rdma_ports[0].state = "DOWN"; }},
+      {"phys_state",
+       [](Snapshot* s, AgentHealth*) {
+         s->rdma_ports[0].phys_state = "Polling";
+       }},
+      {"link_layer",
+       [](Snapshot* s, AgentHealth*) {
+         s->rdma_ports[1].link_layer = "InfiniBand";
+       }},
+      {"port number",
+       [](Snapshot* s, AgentHealth*) { s->rdma_ports[0].port = 2; }},
+      {"port netdevs",
+       [](Snapshot* s, AgentHealth*) {
+         s->rdma_ports[0].netdevs.push_back("bond0");
+       }},
+      {"operstate",
+       [](Snapshot* s, AgentHealth*) { s->netdevs[0].operstate = "down"; }},
+      {"netdev rdma_device",
+       [](Snapshot* s, AgentHealth*) { s->netdevs[0].rdma_device = ""; }},
+      {"netdev rdma_port",
+       [](Snapshot* s, AgentHealth*) { s->netdevs[1].rdma_port = 7; }},
+      {"netdev gone", [](Snapshot* s, AgentHealth*) { s->netdevs.pop_back(); }},
+      {"source renamed",
+       [](Snapshot* s, AgentHealth*) { s->sources[0].source = "verbs"; }},
+      {"source gone", [](Snapshot* s, AgentHealth*) { s->sources.pop_back(); }},
+      {"source failing",
+       [](Snapshot* s, AgentHealth*) {
+         s->sources[0].ok = false;
+         s->sources[0].errors = 3;
+       }},
+      {"version", [](Snapshot*, AgentHealth* h) { h->version = "v2"; }},
+      {"collector",
+       [](Snapshot*, AgentHealth* h) {
+         h->stream->collector = "collector-b:7070";
+       }},
+      {"no stream", [](Snapshot*, AgentHealth* h) { h->stream.reset(); }},
+      {"no http", [](Snapshot*, AgentHealth* h) { h->http.reset(); }},
+      {"counters", [](Snapshot*, AgentHealth* h) { h->counter_wraps = 9; }},
+      {"saturated",
+       [](Snapshot* s, AgentHealth*) {
+         for (Sample& sample : s->samples) {
+           if (sample.desc->subsystem == Subsystem::kRdmaPortCounters) {
+             sample.saturated = true;
+             break;
+           }
+         }
+       }},
+  };
+  for (const Change& change : changes) {
+    ExpositionRenderer renderer;
+    std::string before;
+    renderer.Render(roce.snapshot(), Health(), &before);
+    Snapshot snap = roce.snapshot();
+    AgentHealth health = Health();
+    change.apply(&snap, &health);
+    std::string after;
+    renderer.Render(snap, health, &after);
+    ExpositionRenderer fresh;
+    std::string expected;
+    fresh.Render(snap, health, &expected);
+    EXPECT_EQ(after, expected) << change.what;
+    EXPECT_NE(after, before) << change.what;
+    // And back.
+    renderer.Render(roce.snapshot(), Health(), &after);
+    EXPECT_EQ(after, before) << change.what;
+  }
 }
 
 }  // namespace

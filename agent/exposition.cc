@@ -897,17 +897,12 @@ std::string FormatShortest(double value) {
 // exposition order, everything but the values: each family's header
 // followed by the "name{labels} " of its series. Each entry knows where its
 // series' piece of `text` ends, so that a render is: per entry, copy the
-// text since the previous entry's end, then the value (kept formatted, with
-// its newline, and formatted again only when the counter moved).
+// text since the previous entry's end, then format the value and a newline.
 struct ExpositionRenderer::Plan {
   struct Entry {
     uint32_t sample = 0;
     uint32_t text_end = 0;  // end of "[header]name{labels} " in `text`
     ValueScale scale;
-    bool formatted = false;
-    uint8_t value_len = 0;  // of `value`, newline included
-    uint64_t raw = 0;       // the sample value `value` was formatted from
-    char value[kMaxValueTextBytes] = {};  // the value's text and '\n'
   };
   struct Family {
     std::string name;
@@ -929,8 +924,6 @@ struct ExpositionRenderer::Plan {
   struct DynamicEntry {
     uint32_t call = 0;      // index into dynamic_values
     uint32_t text_end = 0;  // in dynamic_text
-    uint8_t value_len = 0;
-    char value[kMaxValueTextBytes] = {};
   };
   bool dynamic_ready = false;
   std::string dynamic_key;
@@ -1048,20 +1041,6 @@ void ExpositionRenderer::Render(const Snapshot& snapshot,
   }
   Plan& plan = *plan_;
 
-  // The values that moved, and the length of the text.
-  size_t total = plan.text.size();
-  for (Plan::Entry& e : plan.entries) {
-    const Sample& s = snapshot.samples[e.sample];
-    if (!e.formatted || e.raw != s.raw) {
-      const size_t n = FormatValueTo(e.scale.Apply(s.raw), e.value);
-      e.value[n] = '\n';
-      e.value_len = static_cast<uint8_t>(n + 1);
-      e.raw = s.raw;
-      e.formatted = true;
-    }
-    total += e.value_len;
-  }
-
   // What is decided per snapshot: saturation, devices, the agent itself.
   plan.dynamic_values.clear();
   DynamicKey(snapshot, health, &plan.key_scratch);
@@ -1074,28 +1053,25 @@ void ExpositionRenderer::Render(const Snapshot& snapshot,
       !plan.dynamic_ready || plan.key_scratch != plan.dynamic_key) {
     PrepareDynamic(snapshot, health);
   }
-  total += plan.dynamic_text.size();
-  for (Plan::DynamicEntry& e : plan.dynamic_entries) {
-    const size_t n = FormatValueTo(plan.dynamic_values[e.call], e.value);
-    e.value[n] = '\n';
-    e.value_len = static_cast<uint8_t>(n + 1);
-    total += e.value_len;
-  }
 
-  // Every value is copied whole (kMaxValueTextBytes, a fixed-size copy):
-  // room for the last one past the end. Growing *out to its previous size
-  // again writes nothing.
-  out->resize(total + kMaxValueTextBytes);
+  // The values are formatted straight into *out, in one pass: room for the
+  // longest value of every series, given back at the end. (Growing *out to
+  // a size it had before writes nothing; keeping each value's text to skip
+  // the counters that did not move cost more in memory traffic than
+  // formatting them again.)
+  constexpr size_t kValueRoom = kMaxValueTextBytes + 1;  // and '\n'
+  out->resize(plan.text.size() + plan.dynamic_text.size() +
+              (plan.entries.size() + plan.dynamic_entries.size()) * kValueRoom);
   char* p = out->data();
   // Copies the text since the previous entry of the same text, then the
   // entry's value.
   auto put = [&p](const std::string& text, size_t* pos, uint32_t text_end,
-                  const char* value, size_t value_len) {
+                  double value) {
     std::memcpy(p, text.data() + *pos, text_end - *pos);
     p += text_end - *pos;
     *pos = text_end;
-    std::memcpy(p, value, kMaxValueTextBytes);
-    p += value_len;
+    p += FormatValueTo(value, p);
+    *p++ = '\n';
   };
   size_t text_pos = 0;
   size_t dynamic_pos = 0;
@@ -1108,10 +1084,12 @@ void ExpositionRenderer::Render(const Snapshot& snapshot,
       for (; dynamic_entry < plan.dynamic_groups[group].second;
            ++dynamic_entry) {
         const Plan::DynamicEntry& e = plan.dynamic_entries[dynamic_entry];
-        put(plan.dynamic_text, &dynamic_pos, e.text_end, e.value, e.value_len);
+        put(plan.dynamic_text, &dynamic_pos, e.text_end,
+            plan.dynamic_values[e.call]);
       }
     }
   };
+  const Sample* const samples = snapshot.samples.data();
   for (size_t k = 0; k < plan.families.size(); ++k) {
     put_dynamic_before(k);
     const size_t last = k + 1 < plan.families.size()
@@ -1119,7 +1097,8 @@ void ExpositionRenderer::Render(const Snapshot& snapshot,
                             : plan.entries.size();
     for (size_t i = plan.families[k].first_entry; i < last; ++i) {
       const Plan::Entry& e = plan.entries[i];
-      put(plan.text, &text_pos, e.text_end, e.value, e.value_len);
+      put(plan.text, &text_pos, e.text_end,
+          e.scale.Apply(samples[e.sample].raw));
     }
   }
   put_dynamic_before(plan.families.size());

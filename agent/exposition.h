@@ -11,10 +11,10 @@
 // series lines of a snapshot's counters ("name{labels} ") and the family
 // headers are prepared once per device scan (when the sources' descriptions
 // change), as one text; so are the device, port and agent families for as
-// long as their labels stay the same. A value is formatted again only when
-// the counter moved, straight into a per-series buffer (no allocation), and
-// a render is a run of copies into the caller's buffer, which keeps its
-// capacity from render to render. Values are printed with the fewest
+// long as their labels stay the same. A render is one pass over the
+// prepared text: copy a series' line, format its value straight after it
+// (no allocation), into the caller's buffer, which keeps its capacity from
+// render to render. Values are printed with the fewest
 // digits that read back as the same double (a byte counter of 2^64 prints
 // as 1.8446744073709552e+19, as node_exporter does).
 //

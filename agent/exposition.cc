@@ -1,7 +1,9 @@
 #include "agent/exposition.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <utility>
 
@@ -74,7 +76,8 @@ class Families {
     std::string series;   // "name{labels}"
     int64_t sample = -1;  // index into the snapshot's samples, or -1
     ValueRef ref = ValueRef::kBase;
-    double value = 0;  // when sample < 0
+    double value = 0;   // when sample < 0
+    uint32_t call = 0;  // AddDynamic: which call of this render it was
   };
   struct Family {
     std::string help;
@@ -96,6 +99,22 @@ class Families {
     f.entries.push_back({SeriesText(name, labels), -1, ValueRef::kBase, value});
   }
 
+  // A series decided per render. Once its families are prepared, a render
+  // only needs the values: with values_only() set, the labels are never
+  // built and the values are recorded in call order instead.
+  template <typename LabelsFn>
+  void AddDynamic(absl::string_view name, const char* help, Type type,
+                  LabelsFn&& labels, double value) {
+    if (values_only_ != nullptr) {
+      values_only_->push_back(value);
+      return;
+    }
+    Family& f = Get(name, help, type);
+    f.entries.push_back(
+        {SeriesText(name, labels()), -1, ValueRef::kBase, value, calls_++});
+  }
+  void set_values_only(std::vector<double>* values) { values_only_ = values; }
+
   std::map<std::string, Family>& map() { return families_; }
 
  private:
@@ -110,7 +129,11 @@ class Families {
 
   std::map<std::string, Family> families_;
   int64_t sample_ = -1;
+  uint32_t calls_ = 0;
+  std::vector<double>* values_only_ = nullptr;
 };
+
+Labels NoLabels() { return {}; }
 
 Labels PortLabels(const Sample& s) {
   return {{"device", s.desc->device}, {"port", absl::StrCat(s.desc->port)}};
@@ -523,129 +546,181 @@ void AddSample(const Sample& s, Families* f) {
 
 void AddInfo(const Snapshot& snap, Families* f) {
   for (const RdmaDeviceInfo& d : snap.rdma_devices) {
-    f->Add("fabricdiag_rdma_device_info",
-           "RDMA device identity; value is always 1.", Type::kGauge,
-           {{"device", d.name},
-            {"fw_version", d.fw_ver},
-            {"board_id", d.board_id},
-            {"hca_type", d.hca_type},
-            {"node_guid", d.node_guid}},
-           1);
+    f->AddDynamic(
+        "fabricdiag_rdma_device_info",
+        "RDMA device identity; value is always 1.", Type::kGauge,
+        [&] {
+          return Labels{{"device", d.name},
+                        {"fw_version", d.fw_ver},
+                        {"board_id", d.board_id},
+                        {"hca_type", d.hca_type},
+                        {"node_guid", d.node_guid}};
+        },
+        1);
   }
   for (const RdmaPortInfo& p : snap.rdma_ports) {
-    f->Add("fabricdiag_rdma_port_info",
-           "RDMA port description; value is always 1.", Type::kGauge,
-           {{"device", p.device},
-            {"port", absl::StrCat(p.port)},
-            {"link_layer", p.link_layer},
-            {"state", p.state},
-            {"phys_state", p.phys_state},
-            {"netdev", absl::StrJoin(p.netdevs, ",")}},
-           1);
+    f->AddDynamic(
+        "fabricdiag_rdma_port_info",
+        "RDMA port description; value is always 1.", Type::kGauge,
+        [&] {
+          return Labels{{"device", p.device},
+                        {"port", absl::StrCat(p.port)},
+                        {"link_layer", p.link_layer},
+                        {"state", p.state},
+                        {"phys_state", p.phys_state},
+                        {"netdev", absl::StrJoin(p.netdevs, ",")}};
+        },
+        1);
   }
   for (const NetdevInfo& n : snap.netdevs) {
-    f->Add(
+    f->AddDynamic(
         "fabricdiag_netdev_info", "Netdev description; value is always 1.",
         Type::kGauge,
-        {{"netdev", n.name},
-         {"operstate", n.operstate},
-         {"rdma_device", n.rdma_device},
-         {"rdma_port", n.rdma_device.empty() ? "" : absl::StrCat(n.rdma_port)}},
+        [&] {
+          return Labels{
+              {"netdev", n.name},
+              {"operstate", n.operstate},
+              {"rdma_device", n.rdma_device},
+              {"rdma_port",
+               n.rdma_device.empty() ? "" : absl::StrCat(n.rdma_port)}};
+        },
         1);
-    f->Add("fabricdiag_netdev_up", "1 when the netdev's operstate is up.",
-           Type::kGauge, {{"netdev", n.name}}, n.operstate == "up" ? 1 : 0);
+    f->AddDynamic(
+        "fabricdiag_netdev_up", "1 when the netdev's operstate is up.",
+        Type::kGauge,
+        [&] {
+          return Labels{{"netdev", n.name}};
+        },
+        n.operstate == "up" ? 1 : 0);
   }
 }
 
 void AddHealth(const Snapshot& snap, const AgentHealth& h, Families* f) {
-  f->Add("fabricdiag_agent_build_info",
-         "The agent's version; value is always 1.", Type::kGauge,
-         {{"version", h.version}}, 1);
+  f->AddDynamic(
+      "fabricdiag_agent_build_info", "The agent's version; value is always 1.",
+      Type::kGauge,
+      [&] {
+        return Labels{{"version", h.version}};
+      },
+      1);
   for (const SourceStatus& s : snap.sources) {
-    f->Add("fabricdiag_agent_source_success",
-           "1 when the source read everything it found in the last snapshot.",
-           Type::kGauge, {{"source", s.source}}, s.ok ? 1 : 0);
-    f->Add("fabricdiag_agent_source_duration_seconds",
-           "Time the source took in the last snapshot.", Type::kGauge,
-           {{"source", s.source}}, absl::ToDoubleSeconds(s.duration));
-    f->Add("fabricdiag_agent_source_errors",
-           "Files or devices the source failed to read in the last snapshot.",
-           Type::kGauge, {{"source", s.source}}, s.errors);
+    f->AddDynamic(
+        "fabricdiag_agent_source_success",
+        "1 when the source read everything it found in the last snapshot.",
+        Type::kGauge,
+        [&] {
+          return Labels{{"source", s.source}};
+        },
+        s.ok ? 1 : 0);
+    f->AddDynamic(
+        "fabricdiag_agent_source_duration_seconds",
+        "Time the source took in the last snapshot.", Type::kGauge,
+        [&] {
+          return Labels{{"source", s.source}};
+        },
+        absl::ToDoubleSeconds(s.duration));
+    f->AddDynamic(
+        "fabricdiag_agent_source_errors",
+        "Files or devices the source failed to read in the last snapshot.",
+        Type::kGauge,
+        [&] {
+          return Labels{{"source", s.source}};
+        },
+        s.errors);
   }
-  f->Add("fabricdiag_agent_snapshot_duration_seconds",
-         "Time the last full snapshot took.", Type::kGauge, {},
-         absl::ToDoubleSeconds(h.snapshot_duration));
-  f->Add("fabricdiag_agent_snapshots_total", "Snapshots taken since start.",
-         Type::kCounter, {}, static_cast<double>(h.snapshots));
-  f->Add("fabricdiag_agent_last_snapshot_timestamp_seconds",
-         "Wall time of the last snapshot.", Type::kGauge, {},
-         absl::ToDoubleSeconds(snap.wall_time - absl::UnixEpoch()));
-  f->Add("fabricdiag_agent_resets_detected_total",
-         "Counters seen going backwards without wrapping (driver reload, "
-         "clear); no rate is reported for that interval.",
-         Type::kCounter, {}, static_cast<double>(h.counter_resets));
-  f->Add("fabricdiag_agent_wraps_detected_total",
-         "Fixed-width counters seen wrapping around.", Type::kCounter, {},
-         static_cast<double>(h.counter_wraps));
-  f->Add("fabricdiag_agent_devices", "Devices seen in the last snapshot.",
-         Type::kGauge, {{"kind", "rdma"}},
-         static_cast<double>(snap.rdma_devices.size()));
-  f->Add("fabricdiag_agent_devices", "Devices seen in the last snapshot.",
-         Type::kGauge, {{"kind", "netdev"}},
-         static_cast<double>(snap.netdevs.size()));
-  f->Add("fabricdiag_agent_samples", "Values read in the last snapshot.",
-         Type::kGauge, {}, static_cast<double>(snap.samples.size()));
+  f->AddDynamic("fabricdiag_agent_snapshot_duration_seconds",
+                "Time the last full snapshot took.", Type::kGauge, NoLabels,
+                absl::ToDoubleSeconds(h.snapshot_duration));
+  f->AddDynamic("fabricdiag_agent_snapshots_total",
+                "Snapshots taken since start.", Type::kCounter, NoLabels,
+                static_cast<double>(h.snapshots));
+  f->AddDynamic("fabricdiag_agent_last_snapshot_timestamp_seconds",
+                "Wall time of the last snapshot.", Type::kGauge, NoLabels,
+                absl::ToDoubleSeconds(snap.wall_time - absl::UnixEpoch()));
+  f->AddDynamic(
+      "fabricdiag_agent_resets_detected_total",
+      "Counters seen going backwards without wrapping (driver reload, "
+      "clear); no rate is reported for that interval.",
+      Type::kCounter, NoLabels, static_cast<double>(h.counter_resets));
+  f->AddDynamic("fabricdiag_agent_wraps_detected_total",
+                "Fixed-width counters seen wrapping around.", Type::kCounter,
+                NoLabels, static_cast<double>(h.counter_wraps));
+  for (const auto& [kind, count] : {std::pair("rdma", snap.rdma_devices.size()),
+                                    std::pair("netdev", snap.netdevs.size())}) {
+    f->AddDynamic(
+        "fabricdiag_agent_devices", "Devices seen in the last snapshot.",
+        Type::kGauge,
+        [k = kind] {
+          return Labels{{"kind", k}};
+        },
+        static_cast<double>(count));
+  }
+  f->AddDynamic("fabricdiag_agent_samples", "Values read in the last snapshot.",
+                Type::kGauge, NoLabels,
+                static_cast<double>(snap.samples.size()));
   if (h.http.has_value()) {
     for (const HttpServerMetric& m : HttpServerMetrics(*h.http)) {
-      f->Add(m.name, m.help, m.counter ? Type::kCounter : Type::kGauge, {},
-             m.value);
+      f->AddDynamic(m.name, m.help, m.counter ? Type::kCounter : Type::kGauge,
+                    NoLabels, m.value);
     }
   }
   if (h.stream.has_value()) {
     const AgentHealth::Stream& s = *h.stream;
-    f->Add("fabricdiag_agent_stream_connected",
-           "1 while the stream to the collector is up.", Type::kGauge, {},
-           s.connected ? 1 : 0);
-    f->Add("fabricdiag_agent_stream_reports_buffered",
-           "Reports kept until the collector acknowledges them.", Type::kGauge,
-           {}, static_cast<double>(s.buffered));
-    f->Add("fabricdiag_agent_stream_buffer_bytes",
-           "Memory of the reports kept until the collector acknowledges "
-           "them (bounded by --stream_buffer_size).",
-           Type::kGauge, {}, static_cast<double>(s.buffered_bytes));
-    f->Add("fabricdiag_agent_stream_reports_dropped_total",
-           "Reports lost because the buffer overflowed during an outage "
-           "(oldest first).",
-           Type::kCounter, {}, static_cast<double>(s.dropped));
-    f->Add("fabricdiag_agent_stream_reports_sent_total",
-           "Reports written to the collector stream (replays included).",
-           Type::kCounter, {}, static_cast<double>(s.sent));
-    f->Add("fabricdiag_agent_stream_reconnects_total",
-           "Times the stream to the collector was re-established.",
-           Type::kCounter, {}, static_cast<double>(s.reconnects));
+    f->AddDynamic("fabricdiag_agent_stream_connected",
+                  "1 while the stream to the collector is up.", Type::kGauge,
+                  NoLabels, s.connected ? 1 : 0);
+    f->AddDynamic("fabricdiag_agent_stream_reports_buffered",
+                  "Reports kept until the collector acknowledges them.",
+                  Type::kGauge, NoLabels, static_cast<double>(s.buffered));
+    f->AddDynamic("fabricdiag_agent_stream_buffer_bytes",
+                  "Memory of the reports kept until the collector acknowledges "
+                  "them (bounded by --stream_buffer_size).",
+                  Type::kGauge, NoLabels,
+                  static_cast<double>(s.buffered_bytes));
+    f->AddDynamic("fabricdiag_agent_stream_reports_dropped_total",
+                  "Reports lost because the buffer overflowed during an outage "
+                  "(oldest first).",
+                  Type::kCounter, NoLabels, static_cast<double>(s.dropped));
+    f->AddDynamic("fabricdiag_agent_stream_reports_sent_total",
+                  "Reports written to the collector stream (replays included).",
+                  Type::kCounter, NoLabels, static_cast<double>(s.sent));
+    f->AddDynamic("fabricdiag_agent_stream_reconnects_total",
+                  "Times the stream to the collector was re-established.",
+                  Type::kCounter, NoLabels, static_cast<double>(s.reconnects));
     // One series, relabelled on failover: which collector of --collector
     // holds this node's recent history (with stream_connected: whether the
     // stream to it is up right now).
-    f->Add("fabricdiag_agent_stream_collector_info",
-           "The collector of --collector the agent streams to, or tries to "
-           "next; value is always 1.",
-           Type::kGauge, {{"collector", s.collector}}, 1);
-    f->Add("fabricdiag_agent_stream_failovers_total",
-           "Times the agent moved to the next collector of --collector after "
-           "a stream ended.",
-           Type::kCounter, {}, static_cast<double>(s.failovers));
+    f->AddDynamic(
+        "fabricdiag_agent_stream_collector_info",
+        "The collector of --collector the agent streams to, or tries to "
+        "next; value is always 1.",
+        Type::kGauge,
+        [&] {
+          return Labels{{"collector", s.collector}};
+        },
+        1);
+    f->AddDynamic(
+        "fabricdiag_agent_stream_failovers_total",
+        "Times the agent moved to the next collector of --collector after "
+        "a stream ended.",
+        Type::kCounter, NoLabels, static_cast<double>(s.failovers));
   }
 }
 
 // A fixed-width PMA counter stuck at all-ones: a separate gauge, decided per
 // snapshot.
 void AddSaturated(const Sample& s, Families* f) {
-  Labels labels = PortLabels(s);
-  labels.push_back({"statistic", s.desc->name});
-  f->Add("fabricdiag_rdma_port_statistic_saturated",
-         "1 when a fixed-width IB PMA counter sits at all-ones and has "
-         "stopped counting; its value is a floor, not traffic.",
-         Type::kGauge, labels, 1.0);
+  f->AddDynamic(
+      "fabricdiag_rdma_port_statistic_saturated",
+      "1 when a fixed-width IB PMA counter sits at all-ones and has "
+      "stopped counting; its value is a floor, not traffic.",
+      Type::kGauge,
+      [&] {
+        Labels labels = PortLabels(s);
+        labels.push_back({"statistic", s.desc->name});
+        return labels;
+      },
+      1.0);
 }
 
 std::string Header(const std::string& name, const Families::Family& f) {
@@ -655,92 +730,209 @@ std::string Header(const std::string& name, const Families::Family& f) {
   return out;
 }
 
-double ValueOf(const Sample& s, ValueRef ref) {
-  return ref == ValueRef::kRaw ? static_cast<double>(s.raw) : s.BaseValue();
+// How a prepared series turns its sample's raw value into the value
+// printed: SeriesDesc::BaseValue (or the raw value itself) with the
+// description's scale looked up once, so that a render does not visit the
+// descriptions.
+struct ValueScale {
+  bool divide = false;  // raw / factor, else raw * factor
+  double factor = 1;
+
+  static ValueScale Of(const SeriesDesc& desc, ValueRef ref) {
+    ValueScale v;
+    if (ref == ValueRef::kRaw) return v;
+    // The same arithmetic as SeriesDesc::BaseValue.
+    if (desc.scale > 0 && desc.scale < 1) {
+      v.divide = true;
+      v.factor = std::round(1.0 / desc.scale);
+    } else {
+      v.factor = desc.scale;
+    }
+    return v;
+  }
+  double Apply(uint64_t raw) const {
+    const auto value = static_cast<double>(raw);
+    return divide ? value / factor : value * factor;
+  }
+};
+
+// "00" "01" ... "99": two digits per lookup.
+constexpr char kDigitPairs[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536"
+    "37383940414243444546474849505152535455565758596061626364656667686970717273"
+    "7475767778798081828384858687888990919293949596979899";
+
+// The 8 digits of `x` < 10^8, zero-padded. The four pairs come from two
+// independent divisions, not from a chain of eight.
+void PutEightDigits(uint32_t x, char* out) {
+  const uint32_t high = x / 10000;
+  const uint32_t low = x % 10000;
+  std::memcpy(out, kDigitPairs + size_t{2} * (high / 100), 2);
+  std::memcpy(out + 2, kDigitPairs + size_t{2} * (high % 100), 2);
+  std::memcpy(out + 4, kDigitPairs + size_t{2} * (low / 100), 2);
+  std::memcpy(out + 6, kDigitPairs + size_t{2} * (low % 100), 2);
+}
+
+// Decimal digits of `v`, no leading zeros ("0" for 0); returns the length
+// (at most 20).
+size_t PutUnsigned(uint64_t v, char* out) {
+  constexpr uint64_t kTenToEight = 100000000;
+  char digits[24];
+  char* const end = digits + sizeof(digits);
+  char* first = end - 8;
+  PutEightDigits(static_cast<uint32_t>(v % kTenToEight), first);
+  v /= kTenToEight;
+  if (v != 0) {
+    first -= 8;
+    PutEightDigits(static_cast<uint32_t>(v % kTenToEight), first);
+    v /= kTenToEight;
+    if (v != 0) {
+      first -= 8;
+      PutEightDigits(static_cast<uint32_t>(v), first);  // v < 1845
+    }
+  }
+  while (first < end - 1 && *first == '0') ++first;
+  const auto n = static_cast<size_t>(end - first);
+  std::memcpy(out, first, n);
+  return n;
 }
 
 }  // namespace
 
-std::string FormatValue(double value) {
-  if (std::isnan(value)) return "NaN";
-  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+size_t FormatValueTo(double value, char* out) {
+  if (std::isnan(value)) {
+    std::copy_n("NaN", 3, out);
+    return 3;
+  }
+  if (std::isinf(value)) {
+    std::copy_n(value > 0 ? "+Inf" : "-Inf", 4, out);
+    return 4;
+  }
   // Integral values below 2^53 (nearly every counter) are exact, and their
   // shortest round-trip digits padded with zeros are the integer itself:
   // the text below, without its work. (-0 keeps its sign below.)
   constexpr double kExactIntegers = 9007199254740992.0;  // 2^53
   if (std::fabs(value) < kExactIntegers && std::trunc(value) == value &&
       !(value == 0 && std::signbit(value))) {
-    return absl::StrCat(static_cast<int64_t>(value));
+    if (value < 0) {
+      *out = '-';
+      return 1 + PutUnsigned(static_cast<uint64_t>(-value), out + 1);
+    }
+    return PutUnsigned(static_cast<uint64_t>(value), out);
   }
-  return internal::FormatShortest(value);
+  return internal::FormatShortestTo(value, out);
+}
+
+std::string FormatValue(double value) {
+  char text[kMaxValueTextBytes];
+  return std::string(text, FormatValueTo(value, text));
 }
 
 namespace internal {
 
-std::string FormatShortest(double value) {
-  if (std::isnan(value)) return "NaN";
-  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+size_t FormatShortestTo(double value, char* out) {
+  if (std::isnan(value) || std::isinf(value)) {
+    return FormatValueTo(value, out);  // no digits to lay out
+  }
   // The shortest digits that round-trip, from scientific notation
   // ("-1.2345e+07"), laid out as printf's %g lays out 16 digits.
   char sci[64];
   const std::to_chars_result r = std::to_chars(sci, sci + sizeof(sci), value,
                                                std::chars_format::scientific);
-  const absl::string_view text(sci, static_cast<size_t>(r.ptr - sci));
-  const size_t e = text.find('e');
-  absl::string_view mantissa = text.substr(0, e);
-  std::string out;
-  if (!mantissa.empty() && mantissa[0] == '-') {
-    out.push_back('-');
-    mantissa.remove_prefix(1);
+  const char* in = sci;
+  const char* const end = r.ptr;
+  char* p = out;
+  if (*in == '-') *p++ = *in++;
+  const char* const e = std::find(in, end, 'e');
+  // At most 17 significant digits (the shortest round trip of a double).
+  char digits[24];
+  size_t n = 0;
+  for (const char* c = in; c < e; ++c) {
+    if (*c != '.') digits[n++] = *c;
   }
-  std::string digits;
-  for (char c : mantissa) {
-    if (c != '.') digits.push_back(c);
-  }
-  const int exponent = std::atoi(std::string(text.substr(e + 1)).c_str());
+  // "e+19", "e-07": a sign and at least two digits.
+  int exponent = 0;
+  std::from_chars(e + 2, end, exponent);
+  if (e[1] == '-') exponent = -exponent;
+  auto put = [&p](const char* from, size_t count) {
+    std::memcpy(p, from, count);
+    p += count;
+  };
   if (exponent < -4 || exponent >= 16) {
-    out.push_back(digits[0]);
-    if (digits.size() > 1) absl::StrAppend(&out, ".", digits.substr(1));
-    absl::StrAppend(&out, text.substr(e));
-    return out;
-  }
-  if (exponent < 0) {
-    absl::StrAppend(&out, "0.", std::string(-exponent - 1, '0'), digits);
-    return out;
-  }
-  const size_t whole = static_cast<size_t>(exponent) + 1;
-  if (digits.size() <= whole) {
-    absl::StrAppend(&out, digits, std::string(whole - digits.size(), '0'));
+    *p++ = digits[0];
+    if (n > 1) {
+      *p++ = '.';
+      put(digits + 1, n - 1);
+    }
+    put(e, static_cast<size_t>(end - e));
+  } else if (exponent < 0) {
+    const size_t zeros = static_cast<size_t>(-exponent - 1);
+    put("0.", 2);
+    std::memset(p, '0', zeros);
+    p += zeros;
+    put(digits, n);
   } else {
-    absl::StrAppend(&out, digits.substr(0, whole), ".", digits.substr(whole));
+    const size_t whole = static_cast<size_t>(exponent) + 1;
+    if (n <= whole) {
+      put(digits, n);
+      std::memset(p, '0', whole - n);
+      p += whole - n;
+    } else {
+      put(digits, whole);
+      *p++ = '.';
+      put(digits + whole, n - whole);
+    }
   }
-  return out;
+  return static_cast<size_t>(p - out);
+}
+
+std::string FormatShortest(double value) {
+  char text[kMaxValueTextBytes];
+  return std::string(text, FormatShortestTo(value, text));
 }
 
 }  // namespace internal
 
-// The prepared lines of one set of sample series: families with their
-// headers and, per series, "name{labels} " and the last value's text.
+// The prepared text of one set of sample series. `text` holds, in
+// exposition order, everything but the values: each family's header
+// followed by the "name{labels} " of its series. Each entry knows where its
+// series' piece of `text` ends, so that a render is: per entry, copy the
+// text since the previous entry's end, then format the value and a newline.
 struct ExpositionRenderer::Plan {
   struct Entry {
-    std::string prefix;  // "name{labels} "
     uint32_t sample = 0;
-    ValueRef ref = ValueRef::kBase;
-    bool formatted = false;
-    uint64_t raw = 0;  // of `text`
-    std::string text;  // the value, formatted
+    uint32_t text_end = 0;  // end of "[header]name{labels} " in `text`
+    ValueScale scale;
   };
   struct Family {
     std::string name;
-    std::string header;
-    std::vector<Entry> entries;
+    uint32_t first_entry = 0;
   };
   // The descriptions the plan was built for, in snapshot order, and the
   // tables that own them (kept alive, so that an equal pointer is the same
   // description).
   std::vector<const SeriesDesc*> descs;
   std::vector<std::shared_ptr<const void>> owners;
+  std::string text;
+  std::vector<Entry> entries;    // in exposition order
   std::vector<Family> families;  // sorted by name
+
+  // The families decided per render (saturation, devices, the agent
+  // itself), prepared the same way for as long as their series stay the
+  // same (DynamicKey): `dynamic_text` holds their headers and series, and
+  // only the values change from render to render.
+  struct DynamicEntry {
+    uint32_t call = 0;      // index into dynamic_values
+    uint32_t text_end = 0;  // in dynamic_text
+  };
+  bool dynamic_ready = false;
+  std::string dynamic_key;
+  std::string key_scratch;
+  std::string dynamic_text;
+  std::vector<DynamicEntry> dynamic_entries;  // in exposition order
+  // {k, end}: the dynamic entries up to `end` go before plan family k.
+  std::vector<std::pair<size_t, size_t>> dynamic_groups;
+  std::vector<double> dynamic_values;  // of this render, in call order
 
   bool Matches(const Snapshot& snap) const {
     if (snap.samples.size() != descs.size()) return false;
@@ -750,6 +942,71 @@ struct ExpositionRenderer::Plan {
     return true;
   }
 };
+
+namespace {
+
+// Appends `v` to `key`, length first, so that different sequences of
+// fields never make the same key.
+void KeyField(absl::string_view v, std::string* key) {
+  const auto n = static_cast<uint32_t>(v.size());
+  key->append(reinterpret_cast<const char*>(&n), sizeof(n));
+  key->append(v.data(), v.size());
+}
+void KeyNumber(uint64_t v, std::string* key) {
+  key->append(reinterpret_cast<const char*>(&v), sizeof(v));
+}
+
+// Everything the series and headers of AddSaturated, AddInfo and AddHealth
+// depend on (their values aside): a render whose key equals the previous
+// one's reuses their prepared text. A label added to those functions must
+// be added here.
+void DynamicKey(const Snapshot& snap, const AgentHealth& h, std::string* key) {
+  key->clear();
+  for (size_t i = 0; i < snap.samples.size(); ++i) {
+    if (snap.samples[i].saturated) KeyNumber(i, key);
+  }
+  KeyNumber(snap.rdma_devices.size(), key);
+  for (const RdmaDeviceInfo& d : snap.rdma_devices) {
+    for (const std::string* v :
+         {&d.name, &d.fw_ver, &d.board_id, &d.hca_type, &d.node_guid}) {
+      KeyField(*v, key);
+    }
+  }
+  KeyNumber(snap.rdma_ports.size(), key);
+  for (const RdmaPortInfo& p : snap.rdma_ports) {
+    KeyNumber(p.port, key);
+    for (const std::string* v :
+         {&p.device, &p.link_layer, &p.state, &p.phys_state}) {
+      KeyField(*v, key);
+    }
+    KeyNumber(p.netdevs.size(), key);
+    for (const std::string& n : p.netdevs) KeyField(n, key);
+  }
+  KeyNumber(snap.netdevs.size(), key);
+  for (const NetdevInfo& n : snap.netdevs) {
+    KeyField(n.name, key);
+    KeyField(n.operstate, key);
+    KeyField(n.rdma_device, key);
+    KeyNumber(n.rdma_port, key);
+  }
+  KeyField(h.version, key);
+  KeyNumber(snap.sources.size(), key);
+  for (const SourceStatus& s : snap.sources) KeyField(s.source, key);
+  KeyNumber(h.http.has_value() ? 1 : 0, key);
+  KeyNumber(h.stream.has_value() ? 1 : 0, key);
+  if (h.stream.has_value()) KeyField(h.stream->collector, key);
+}
+
+void AddDynamicFamilies(const Snapshot& snap, const AgentHealth& h,
+                        Families* f) {
+  for (const Sample& s : snap.samples) {
+    if (s.saturated) AddSaturated(s, f);
+  }
+  AddInfo(snap, f);
+  AddHealth(snap, h, f);
+}
+
+}  // namespace
 
 ExpositionRenderer::ExpositionRenderer() = default;
 ExpositionRenderer::~ExpositionRenderer() = default;
@@ -766,59 +1023,122 @@ void ExpositionRenderer::Render(const Snapshot& snapshot,
     }
     plan->owners = snapshot.series_owners;
     for (auto& [name, f] : families.map()) {
-      Plan::Family family;
-      family.name = name;
-      family.header = Header(name, f);
-      for (Families::Entry& e : f.entries) {
-        Plan::Entry entry;
-        entry.prefix = std::move(e.series);
-        entry.prefix.push_back(' ');
+      plan->families.push_back(
+          {name, static_cast<uint32_t>(plan->entries.size())});
+      plan->text.append(Header(name, f));
+      for (const Families::Entry& e : f.entries) {
+        plan->text.append(e.series);
+        plan->text.push_back(' ');
+        Plan::Entry& entry = plan->entries.emplace_back();
         entry.sample = static_cast<uint32_t>(e.sample);
-        entry.ref = e.ref;
-        family.entries.push_back(std::move(entry));
+        entry.text_end = static_cast<uint32_t>(plan->text.size());
+        entry.scale =
+            ValueScale::Of(*snapshot.samples[entry.sample].desc, e.ref);
       }
-      plan->families.push_back(std::move(family));
     }
     plan_ = std::move(plan);
     ++plans_built_;
   }
+  Plan& plan = *plan_;
 
   // What is decided per snapshot: saturation, devices, the agent itself.
-  Families dynamic;
-  for (const Sample& s : snapshot.samples) {
-    if (s.saturated) AddSaturated(s, &dynamic);
+  plan.dynamic_values.clear();
+  DynamicKey(snapshot, health, &plan.key_scratch);
+  if (plan.dynamic_ready && plan.key_scratch == plan.dynamic_key) {
+    Families values;
+    values.set_values_only(&plan.dynamic_values);
+    AddDynamicFamilies(snapshot, health, &values);
   }
-  AddInfo(snapshot, &dynamic);
-  AddHealth(snapshot, health, &dynamic);
+  if (plan.dynamic_values.size() != plan.dynamic_entries.size() ||
+      !plan.dynamic_ready || plan.key_scratch != plan.dynamic_key) {
+    PrepareDynamic(snapshot, health);
+  }
 
-  out->clear();
-  auto emit_dynamic = [out](const std::string& name, Families::Family& f) {
-    out->append(Header(name, f));
-    for (const Families::Entry& e : f.entries) {
-      absl::StrAppend(out, e.series, " ", FormatValue(e.value), "\n");
+  // The values are formatted straight into *out, in one pass: room for the
+  // longest value of every series, given back at the end. (Growing *out to
+  // a size it had before writes nothing; keeping each value's text to skip
+  // the counters that did not move cost more in memory traffic than
+  // formatting them again.)
+  constexpr size_t kValueRoom = kMaxValueTextBytes + 1;  // and '\n'
+  out->resize(plan.text.size() + plan.dynamic_text.size() +
+              (plan.entries.size() + plan.dynamic_entries.size()) * kValueRoom);
+  char* p = out->data();
+  // Copies the text since the previous entry of the same text, then the
+  // entry's value.
+  auto put = [&p](const std::string& text, size_t* pos, uint32_t text_end,
+                  double value) {
+    std::memcpy(p, text.data() + *pos, text_end - *pos);
+    p += text_end - *pos;
+    *pos = text_end;
+    p += FormatValueTo(value, p);
+    *p++ = '\n';
+  };
+  size_t text_pos = 0;
+  size_t dynamic_pos = 0;
+  size_t dynamic_entry = 0;
+  size_t group = 0;
+  auto put_dynamic_before = [&](size_t family) {
+    for (; group < plan.dynamic_groups.size() &&
+           plan.dynamic_groups[group].first == family;
+         ++group) {
+      for (; dynamic_entry < plan.dynamic_groups[group].second;
+           ++dynamic_entry) {
+        const Plan::DynamicEntry& e = plan.dynamic_entries[dynamic_entry];
+        put(plan.dynamic_text, &dynamic_pos, e.text_end,
+            plan.dynamic_values[e.call]);
+      }
     }
   };
-  auto next = dynamic.map().begin();
-  for (Plan::Family& family : plan_->families) {
-    for (; next != dynamic.map().end() && next->first < family.name; ++next) {
-      emit_dynamic(next->first, next->second);
+  const Sample* const samples = snapshot.samples.data();
+  for (size_t k = 0; k < plan.families.size(); ++k) {
+    put_dynamic_before(k);
+    const size_t last = k + 1 < plan.families.size()
+                            ? plan.families[k + 1].first_entry
+                            : plan.entries.size();
+    for (size_t i = plan.families[k].first_entry; i < last; ++i) {
+      const Plan::Entry& e = plan.entries[i];
+      put(plan.text, &text_pos, e.text_end,
+          e.scale.Apply(samples[e.sample].raw));
     }
-    out->append(family.header);
-    for (Plan::Entry& e : family.entries) {
-      const Sample& s = snapshot.samples[e.sample];
-      if (!e.formatted || e.raw != s.raw) {
-        e.text = FormatValue(ValueOf(s, e.ref));
-        e.raw = s.raw;
-        e.formatted = true;
+  }
+  put_dynamic_before(plan.families.size());
+  out->resize(static_cast<size_t>(p - out->data()));
+}
+
+void ExpositionRenderer::PrepareDynamic(const Snapshot& snapshot,
+                                        const AgentHealth& health) {
+  Plan& plan = *plan_;
+  Families dynamic;
+  AddDynamicFamilies(snapshot, health, &dynamic);
+  plan.dynamic_text.clear();
+  plan.dynamic_entries.clear();
+  plan.dynamic_groups.clear();
+  plan.dynamic_values.clear();
+  size_t before = 0;  // the plan family the next dynamic one goes before
+  for (const auto& [name, f] : dynamic.map()) {
+    while (before < plan.families.size() && plan.families[before].name < name) {
+      ++before;
+    }
+    plan.dynamic_text.append(Header(name, f));
+    for (const Families::Entry& e : f.entries) {
+      plan.dynamic_text.append(e.series);
+      plan.dynamic_text.push_back(' ');
+      Plan::DynamicEntry& entry = plan.dynamic_entries.emplace_back();
+      entry.call = e.call;
+      entry.text_end = static_cast<uint32_t>(plan.dynamic_text.size());
+      if (plan.dynamic_values.size() <= e.call) {
+        plan.dynamic_values.resize(e.call + 1);
       }
-      out->append(e.prefix);
-      out->append(e.text);
-      out->push_back('\n');
+      plan.dynamic_values[e.call] = e.value;
     }
+    if (plan.dynamic_groups.empty() ||
+        plan.dynamic_groups.back().first != before) {
+      plan.dynamic_groups.emplace_back(before, 0);
+    }
+    plan.dynamic_groups.back().second = plan.dynamic_entries.size();
   }
-  for (; next != dynamic.map().end(); ++next) {
-    emit_dynamic(next->first, next->second);
-  }
+  std::swap(plan.dynamic_key, plan.key_scratch);
+  plan.dynamic_ready = true;
 }
 
 void MetricsPage::Publish(std::shared_ptr<const Snapshot> snapshot,

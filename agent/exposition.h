@@ -10,8 +10,11 @@
 // Rendering is cheap because almost nothing changes between snapshots: the
 // series lines of a snapshot's counters ("name{labels} ") and the family
 // headers are prepared once per device scan (when the sources' descriptions
-// change), a value is formatted again only when the counter moved, and the
-// text is built into a reused buffer. Values are printed with the fewest
+// change), as one text; so are the device, port and agent families for as
+// long as their labels stay the same. A render is one pass over the
+// prepared text: copy a series' line, format its value straight after it
+// (no allocation), into the caller's buffer, which keeps its capacity from
+// render to render. Values are printed with the fewest
 // digits that read back as the same double (a byte counter of 2^64 prints
 // as 1.8446744073709552e+19, as node_exporter does).
 //
@@ -24,6 +27,7 @@
 //   HttpResponse r = page.Serve(request);
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -65,10 +69,19 @@ struct AgentHealth {
 // "1.8446744073709552e+19"), "NaN", "+Inf", "-Inf".
 std::string FormatValue(double value);
 
+// Room FormatValueTo needs: the longest text is 24 bytes
+// ("-1.2345678901234567e-308").
+inline constexpr size_t kMaxValueTextBytes = 32;
+
+// FormatValue into `out`, which has room for kMaxValueTextBytes; returns the
+// length written (no terminating NUL). No allocation.
+size_t FormatValueTo(double value, char* out);
+
 namespace internal {
 // FormatValue without its shortcut for integers (for tests that hold the
 // two equal).
 std::string FormatShortest(double value);
+size_t FormatShortestTo(double value, char* out);
 }  // namespace internal
 
 // Not thread-safe: one renderer per caller (MetricsPage serializes).
@@ -88,6 +101,8 @@ class ExpositionRenderer {
 
  private:
   struct Plan;
+  // (Re)builds the prepared text of the families decided per render.
+  void PrepareDynamic(const Snapshot& snapshot, const AgentHealth& health);
   std::unique_ptr<Plan> plan_;
   uint64_t plans_built_ = 0;
 };

@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "analysis/traffic_model.h"
 #include "collector/web_api.h"
 #include "collector/web_assets.h"
+#include "common/gzip.h"
 #include "common/http_request.h"
 #include "common/names.h"
 
@@ -118,6 +120,8 @@ class FabricCache {
       tail_ = tail == std::string::npos ? body : body.substr(tail);
       etag_ = absl::StrCat(
           "W/\"f", absl::Hex(absl::HashOf(tail_), absl::kZeroPad16), "\"");
+      tail_.push_back('\n');
+      tail_gzip_.reset();
       view_ = view;
       view_ptr_ = view.get();
       topology_ = snapshot->topology;
@@ -136,10 +140,23 @@ class FabricCache {
     Json head;
     head["api_version"] = kWebApiVersion;
     head["generated"] = TimeJson(now);
-    r.body = head.dump();
-    r.body.pop_back();  // the closing brace: the tail continues the object
+    std::string head_text = head.dump();
+    head_text.pop_back();  // the closing brace: the tail continues the object
+    r.body = head_text;
     r.body.append(tail_);
-    r.body.push_back('\n');
+    // Compressing the whole body per request (level 1: 16 ms for the 2.6 MB
+    // of 68,000 cells) for the sake of "generated" would cost more than
+    // building it once: the tail is compressed once, on the first request
+    // that accepts gzip, and each response's gzip is its head followed by
+    // that (common/gzip.h GzipTail).
+    if (request.accepts_gzip) {
+      if (!tail_gzip_.has_value()) {
+        absl::StatusOr<GzipTail> z = GzipTail::Compress(tail_);
+        if (z.ok()) tail_gzip_ = *std::move(z);
+      }
+      // Without it, the server compresses the body as for any response.
+      if (tail_gzip_.has_value()) r.gzip_body = tail_gzip_->WithHead(head_text);
+    }
     return r;
   }
 
@@ -171,7 +188,8 @@ class FabricCache {
   std::weak_ptr<const v1::Topology> topology_;
   const void* topology_ptr_ = nullptr;
   uint64_t findings_ = 0;
-  std::string tail_;
+  std::string tail_;  // with the body's final newline
+  std::optional<GzipTail> tail_gzip_;
   std::string etag_;
 };
 

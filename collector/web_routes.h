@@ -6,8 +6,9 @@
 // Read-only; every response says `Cache-Control: no-store` and the page
 // runs under a Content-Security-Policy that allows only its own script.
 // /api/v1/fabric's body is built once per analysis pass (view, topology,
-// the findings it outlines) and carries a weak ETag: If-None-Match with
-// it gets 304 and no body.
+// the findings it outlines), and so is its gzip but for the fresh
+// "generated"; it carries a weak ETag: If-None-Match with it gets 304 and
+// no body.
 //
 //   WebSources sources{&findings, &registry,
 //                      [&runner] { return runner.LatestView(); }, &clock};

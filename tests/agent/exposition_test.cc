@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <string>
@@ -243,6 +245,48 @@ TEST(FormatValueTest, IntegerShortcutPrintsWhatTheGeneralPathPrints) {
   for (double v : values) {
     ASSERT_EQ(FormatValue(v), internal::FormatShortest(v)) << v;
   }
+}
+
+// FormatValueTo writes FormatValue's text into a caller's buffer, never
+// past kMaxValueTextBytes, for the longest texts a double has too.
+TEST(FormatValueTest, IntoABufferAtTheEdges) {
+  const double values[] = {0,
+                           -0.0,
+                           1,
+                           99999999,
+                           100000000,
+                           9999999999999999.0,
+                           9007199254740991.0,
+                           9007199254740992.0,  // 2^53
+                           -9007199254740992.0,
+                           18446744073709551615.0,  // 2^64 - 1
+                           std::nan(""),
+                           HUGE_VAL,
+                           -HUGE_VAL,
+                           0.94,
+                           1e-7,
+                           -0.00012345678901234567,
+                           -1.2345678901234567e-308,
+                           -1.7976931348623157e+308,
+                           4.9406564584124654e-324,
+                           -9.8765432109876543e+15};
+  for (double v : values) {
+    char buf[kMaxValueTextBytes + 8];
+    std::memset(buf, '#', sizeof(buf));
+    const size_t n = FormatValueTo(v, buf);
+    ASSERT_LE(n, 24u) << v;
+    EXPECT_EQ(std::string(buf, n), FormatValue(v)) << v;
+    EXPECT_EQ(std::string(buf + kMaxValueTextBytes, 8), "########") << v;
+    if (std::isfinite(v)) {
+      // strtod: std::stod refuses subnormals.
+      EXPECT_EQ(std::strtod(std::string(buf, n).c_str(), nullptr), v)
+          << std::string(buf, n);
+    }
+  }
+  EXPECT_EQ(FormatValue(9007199254740992.0), "9007199254740992");
+  EXPECT_EQ(FormatValue(-1.2345678901234567e-308), "-1.2345678901234567e-308");
+  EXPECT_EQ(FormatValue(-0.00012345678901234567), "-0.00012345678901234567");
+  EXPECT_EQ(FormatValue(100000000), "100000000");
 }
 
 // The prepared lines are kept while the sources describe the same series,

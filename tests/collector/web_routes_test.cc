@@ -12,6 +12,7 @@
 #include "collector/layout_registry.h"
 #include "collector/state_store.h"
 #include "common/clock.h"
+#include "common/gzip.h"
 #include "gtest/gtest.h"
 #include "tests/testing/temp_dir.h"
 
@@ -60,12 +61,14 @@ class WebRoutesTest : public ::testing::Test {
   }
 
   HttpResponse Get(const std::string& path, const std::string& query = "",
-                   const std::string& if_none_match = "") {
+                   const std::string& if_none_match = "",
+                   bool accepts_gzip = false) {
     HttpRequest request;
     request.method = "GET";
     request.path = path;
     request.query = query;
     request.if_none_match = if_none_match;
+    request.accepts_gzip = accepts_gzip;
     for (const HttpRoute& r : routes_) {
       if (r.path == path) return r.handler(request);
     }
@@ -126,6 +129,37 @@ TEST_F(WebRoutesTest, FabricEtagNamesTheContentAndGeneratedStaysFresh) {
   EXPECT_TRUE(not_modified.body.empty());
   EXPECT_EQ(Etag(not_modified), etag);
   EXPECT_EQ(Get("/api/v1/fabric", "", "W/\"other\"").status, 200);
+}
+
+// A client that accepts gzip gets the body compressed, with its own fresh
+// "generated", request after request and across a new analysis pass;
+// one that does not gets no compressed copy.
+TEST_F(WebRoutesTest, FabricGzipBodyIsTheBodyWithItsOwnGenerated) {
+  EXPECT_TRUE(Get("/api/v1/fabric").gzip_body.empty());
+  std::vector<std::string> generated;
+  for (int i = 0; i < 4; ++i) {
+    if (i == 2) view_ = View(7e9);  // a new pass: a new tail
+    clock_.Advance(absl::Seconds(1));
+    const HttpResponse r = Get("/api/v1/fabric", "", "", true);
+    ASSERT_EQ(r.status, 200);
+    ASSERT_FALSE(r.gzip_body.empty());
+    absl::StatusOr<std::string> plain = GzipDecompress(r.gzip_body, 1 << 24);
+    ASSERT_TRUE(plain.ok()) << plain.status();
+    EXPECT_EQ(*plain, r.body);
+    EXPECT_EQ(r.body.back(), '\n');
+    EXPECT_EQ(Body(r)["values"]["rx_bytes"][1][0], i < 2 ? 6e9 : 7e9);
+    generated.push_back(Body(r)["generated"]);
+  }
+  for (size_t i = 1; i < generated.size(); ++i) {
+    EXPECT_NE(generated[i], generated[i - 1]);
+  }
+  // And 304 stays bodiless for gzip clients too.
+  const HttpResponse first = Get("/api/v1/fabric", "", "", true);
+  const HttpResponse not_modified =
+      Get("/api/v1/fabric", "", Etag(first), true);
+  EXPECT_EQ(not_modified.status, 304);
+  EXPECT_TRUE(not_modified.gzip_body.empty());
+  EXPECT_TRUE(not_modified.body.empty());
 }
 
 TEST_F(WebRoutesTest, FabricEtagChangesWithTheViewAndTheFindings) {

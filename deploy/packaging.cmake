@@ -1,4 +1,4 @@
-# Installation layout and the Debian packages (issue #6), included from the
+# Installation layout and the Debian packages, included from the
 # top-level CMakeLists.txt.
 #
 #   cmake --build build                      # cpack builds nothing itself

@@ -1,4 +1,4 @@
-# Prometheus rules, their unit tests and the Grafana dashboards (issue #6),
+# Prometheus rules, their unit tests and the Grafana dashboards,
 # included from tests/CMakeLists.txt. Label "deploy"; exit 77 (skipped)
 # without promtool.
 add_test(NAME prometheus_rules

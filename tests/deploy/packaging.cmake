@@ -1,4 +1,4 @@
-# Deployment tests (issue #6), included from tests/CMakeLists.txt. All carry
+# Deployment tests, included from tests/CMakeLists.txt. All carry
 # the "deploy" label (ctest -L deploy) and exit 77 (skipped) when a tool
 # they need (systemd-analyze, cpack/dpkg-deb, python3-yaml) is missing.
 # The agent's unit is verified by systemd_verify_agent in

@@ -316,7 +316,7 @@ TEST_F(CollectorClusterTest, BadClusterFlagsAreClearErrors) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(10));
 }
 
-// Issue #16: a collector stops within seconds when every NATS server hangs
+// A collector of a cluster stops within seconds when every NATS server hangs
 // (it used to wait out request timeouts one after the other: 20-40 s), and
 // one started against a cluster that just restarted waits for JetStream
 // instead of exiting.

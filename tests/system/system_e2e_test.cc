@@ -1,6 +1,6 @@
 // The whole system with real processes on loopback: a collector, agents on
-// fake sysfs trees, and the `fabricdiag` CLI. Covers issue #3's end-to-end
-// list: layouts through the CLI, findings as JSON and as metrics, kill -9
+// fake sysfs trees, and the `fabricdiag` CLI. Covers, end to end:
+// layouts through the CLI, findings as JSON and as metrics, kill -9
 // and restart of the collector (state survives, agents reconnect and their
 // replayed buffers leave no gap), and agent_down opening when an agent dies
 // and resolving when it comes back.

@@ -142,20 +142,52 @@ def jsz(port):
         return None
 
 
-def start_servers(nats, conf_text, work, procs):
-    """Starts the three servers of conf_text on loopback; their client and
-    monitoring ports. The processes are appended to procs."""
-    ports = [(free_port(), free_port(), free_port()) for _ in NAMES]
-    for i, name in enumerate(NAMES):
-        path = f"{work}/{name}.conf"
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(loopback_config(conf_text, ports, i,
-                                    f"{work}/{name}-store"))
-        env = dict(os.environ, NATS_SERVER_NAME=name)
-        log = open(f"{work}/{name}.log", "w", encoding="utf-8")
-        procs.append(subprocess.Popen([nats, "-c", path], env=env, stdout=log,
-                                      stderr=log))
-    return ports
+def start_servers(nats, conf_text, work, procs, attempts=5):
+    """Starts the three servers of conf_text on loopback; their client,
+    monitoring and route ports. The processes are appended to procs.
+
+    A free port can be taken by another test between free_port() and the
+    server's bind (ctest runs tests side by side): a server that exits
+    with "address already in use" before it listens for routes is
+    stopped with the others, and all three start again on new ports."""
+    for attempt in range(attempts):
+        ports = [(free_port(), free_port(), free_port()) for _ in NAMES]
+        started = []
+        for i, name in enumerate(NAMES):
+            path = f"{work}/{name}.conf"
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(loopback_config(conf_text, ports, i,
+                                        f"{work}/{name}-store"))
+            env = dict(os.environ, NATS_SERVER_NAME=name)
+            log = open(f"{work}/{name}.log", "w", encoding="utf-8")
+            started.append(subprocess.Popen([nats, "-c", path], env=env,
+                                            stdout=log, stderr=log))
+        if attempt == attempts - 1 or not lost_a_port(work, started):
+            procs.extend(started)
+            return ports
+        for p in started:
+            p.kill()
+            p.wait()
+        for name in NAMES:
+            shutil.rmtree(f"{work}/{name}-store", ignore_errors=True)
+    raise AssertionError("unreachable")
+
+
+def lost_a_port(work, started, deadline_s=10):
+    """Whether a server of `started` exited because one of its ports was
+    taken, before all of them listened for routes (their last bind)."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        logs = []
+        for name in NAMES:
+            with open(f"{work}/{name}.log", encoding="utf-8") as f:
+                logs.append(f.read())
+        if any(p.poll() is not None for p in started):
+            return any("address already in use" in text for text in logs)
+        if all("Listening for route connections" in text for text in logs):
+            return False
+        time.sleep(0.05)
+    return False
 
 
 def wait_meta_leader(work, ports, procs, deadline_s=30):

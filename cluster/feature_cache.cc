@@ -34,7 +34,7 @@ std::unique_ptr<FeatureCache::Decoded> FeatureCache::Decode(
   // and then takes the recent ports of every later chunk (as
   // AddChunkToSlice over the whole slice).
   d->slice.recent.emplace();
-  AddChunkToSlice(chunk, &d->slice);
+  if (!AddChunkToSlice(chunk, &d->slice)) return nullptr;
   d->recent_seconds = chunk.recent_seconds();
   FinishSlice(&d->slice);
   return d;
@@ -51,14 +51,18 @@ void FeatureCache::Received(absl::string_view data, absl::Time received) {
   std::vector<collector::NodeFacts> nodes;
   ChunkHeader header;
   bool valid = false;
+  bool damaged = false;  // parsed, but its ports do not decode
   if (decode_on_receipt_.load(std::memory_order_relaxed)) {
-    v1::FeatureChunk chunk;
-    valid = chunk.ParseFromArray(data.data(), static_cast<int>(data.size()));
-    header = {chunk.collector_id(), chunk.published_unix_nanos(), chunk.chunk(),
-              chunk.chunks()};
+    google::protobuf::Arena arena;
+    auto* chunk =
+        google::protobuf::Arena::CreateMessage<v1::FeatureChunk>(&arena);
+    valid = chunk->ParseFromArray(data.data(), static_cast<int>(data.size()));
+    header = {chunk->collector_id(), chunk->published_unix_nanos(),
+              chunk->chunk(), chunk->chunks()};
     if (valid && header.collector_id != id_) {
-      decoded = Decode(chunk);
-      nodes = NodesOfChunk(chunk);
+      decoded = Decode(*chunk);
+      damaged = decoded == nullptr;
+      nodes = NodesOfChunk(*chunk);
     }
   } else {
     v1::FeatureChunkFacts facts;
@@ -68,7 +72,7 @@ void FeatureCache::Received(absl::string_view data, absl::Time received) {
     if (valid && header.collector_id != id_) nodes = NodesOfChunk(facts);
   }
   valid = valid && header.chunks != 0 && header.chunk < header.chunks;
-  if (valid && header.collector_id != id_) {
+  if (valid && !damaged && header.collector_id != id_) {
     kept = std::make_shared<const std::string>(data);
   }
   Chunk replaced;  // freed after the lock
@@ -78,6 +82,8 @@ void FeatureCache::Received(absl::string_view data, absl::Time received) {
     ++stats_.undecodable_chunks;
     return;
   }
+  // Its nodes' facts are kept; its ports are lost.
+  if (damaged) ++stats_.undecodable_chunks;
   if (header.collector_id == id_) return;  // our own: merged locally
   auto key = std::make_pair(std::move(header.collector_id), header.chunk);
   auto it = chunks_.find(key);
@@ -153,9 +159,19 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
         }
         continue;
       }
+      if (part.decoded == nullptr && part.data == nullptr) {
+        // Found damaged on receipt (and counted then): its nodes' facts.
+        for (collector::NodeFacts& n : part.nodes) {
+          slice.nodes.push_back(std::move(n));
+        }
+        continue;
+      }
       if (part.decoded == nullptr) {
-        v1::FeatureChunk chunk;
-        if (!chunk.ParseFromString(*part.data)) {
+        google::protobuf::Arena arena;
+        auto* chunk =
+            google::protobuf::Arena::CreateMessage<v1::FeatureChunk>(&arena);
+        if (chunk->ParseFromString(*part.data)) part.decoded = Decode(*chunk);
+        if (part.decoded == nullptr) {
           // Its header and facts parsed on receipt, its ports do not: the
           // nodes' facts count, their ports are lost.
           ++undecodable_here;
@@ -164,7 +180,6 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
           }
           continue;
         }
-        part.decoded = Decode(chunk);
         ++decoded_here;
       }
       collector::FeatureSlice& d = part.decoded->slice;

@@ -96,7 +96,9 @@ class FeatureCache {
     double recent_seconds = 0;      // the chunk's
   };
   struct Chunk {
-    std::shared_ptr<const std::string> data;  // the message as received
+    // The message as received; null when its ports are damaged (then only
+    // its nodes' facts count).
+    std::shared_ptr<const std::string> data;
     int64_t published_unix_nanos = 0;
     uint32_t chunks = 0;  // of the slice it is part of
     absl::Time received;  // this collector's clock
@@ -106,6 +108,7 @@ class FeatureCache {
     std::vector<collector::NodeFacts> nodes;
   };
 
+  // Null when the chunk's ports are damaged (AddChunkToSlice).
   static std::unique_ptr<Decoded> Decode(const v1::FeatureChunk& chunk);
 
   const std::string id_;

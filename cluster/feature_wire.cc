@@ -89,20 +89,95 @@ constexpr PriorityField kPriorityFields[] = {
      &v1::PortSignalsWire::tx_pause_frames},
 };
 
-void SignalsToWire(const PortSignals& s, v1::PortSignalsWire* w) {
-  for (const OptionalField& f : kOptionalFields) {
-    if (analysis::Has(s.*f.signal)) (w->*f.set)(s.*f.signal);
+// --- v1::PortBlock: a node's ports as columns --------------------------
+//
+// A port's signals in a view are a mask and the values of the slots it sets
+// (proto/cluster.proto, PortBlock): the optional doubles of kOptionalFields
+// in their order, link_rate and expected_rate, then the per-priority arrays
+// of kPriorityFields, 8 slots each.
+constexpr int kRateSlot = static_cast<int>(std::size(kOptionalFields));
+constexpr int kPrioritySlot = kRateSlot + 2;
+constexpr int kSlots =
+    kPrioritySlot +
+    static_cast<int>(std::size(kPriorityFields)) * analysis::kPriorities;
+static_assert(kSlots == 61, "the slots are proto/cluster.proto's PortBlock's");
+constexpr uint64_t kLinkDownBit = uint64_t{1} << 61;
+constexpr uint64_t kInViewBit = uint64_t{1} << 63;
+// The bits that carry a value: every slot, and 62 for the next one.
+constexpr uint64_t kValueBits = ~(kLinkDownBit | kInViewBit);
+// SampleEvidence's fields in a view's `*_samples`.
+constexpr int kSampleValues = 7;
+
+double& Slot(PortSignals& s, int slot) {
+  if (slot < kRateSlot) return s.*kOptionalFields[slot].signal;
+  if (slot == kRateSlot) return s.link_rate;
+  if (slot == kRateSlot + 1) return s.expected_rate;
+  const int i = slot - kPrioritySlot;
+  return (s.*kPriorityFields[i / analysis::kPriorities]
+                 .signal)[static_cast<size_t>(i % analysis::kPriorities)];
+}
+
+double SlotValue(const PortSignals& s, int slot) {
+  return Slot(const_cast<PortSignals&>(s), slot);
+}
+
+// Whether a slot holds a reported value: not NaN, but for the two rates,
+// whose unknown is 0: anything else.
+bool Reported(double v, int slot) {
+  if (slot == kRateSlot || slot == kRateSlot + 1) return v != 0;
+  return analysis::Has(v);
+}
+
+// Appends one port's view to a block's columns.
+void PortToBlock(const analysis::PortView& p,
+                 google::protobuf::RepeatedField<uint64_t>* present,
+                 RepeatedDouble* values, RepeatedDouble* samples) {
+  uint64_t mask = kInViewBit;
+  for (int slot = 0; slot < kSlots; ++slot) {
+    const double v = SlotValue(p.s, slot);
+    if (!Reported(v, slot)) continue;
+    mask |= uint64_t{1} << slot;
+    values->Add(v);
   }
-  w->set_link_rate(s.link_rate);
-  w->set_expected_rate(s.expected_rate);
-  w->set_link_down(!s.link_up);
-  for (const PriorityField& f : kPriorityFields) {
-    const PerPriority& p = s.*f.signal;
-    if (std::none_of(p.begin(), p.end(), analysis::Has)) continue;
-    RepeatedDouble* out = (w->*f.mutable_field)();
-    out->Reserve(analysis::kPriorities);
-    for (double v : p) out->Add(v);
+  if (!p.s.link_up) mask |= kLinkDownBit;
+  present->Add(mask);
+  const analysis::SampleEvidence& e = p.samples;
+  for (double v : {static_cast<double>(e.reports), e.report_span_seconds,
+                   static_cast<double>(e.intervals), e.span_seconds,
+                   e.median_interval_seconds, e.max_interval_seconds,
+                   static_cast<double>(e.expected_reports)}) {
+    samples->Add(v);
   }
+}
+
+// A count carried as a double: false unless a whole, non-negative int.
+bool CountFromWire(double v, int* out) {
+  if (!(v >= 0 && v <= 2147483647.0) || v != static_cast<int>(v)) {
+    return false;
+  }
+  *out = static_cast<int>(v);
+  return true;
+}
+
+// Reads one port's view from a block's columns at `*next_value` and
+// `samples` (7 doubles); false when the columns are inconsistent.
+bool PortFromBlock(uint64_t mask, const RepeatedDouble& values, int* next_value,
+                   const double* samples, analysis::PortView* port) {
+  for (uint64_t bits = mask & kValueBits; bits != 0; bits &= bits - 1) {
+    if (*next_value >= values.size()) return false;
+    const double v = values.Get((*next_value)++);
+    const int slot = __builtin_ctzll(bits);
+    if (slot < kSlots) Slot(port->s, slot) = v;
+  }
+  port->s.link_up = (mask & kLinkDownBit) == 0;
+  analysis::SampleEvidence& e = port->samples;
+  e.report_span_seconds = samples[1];
+  e.span_seconds = samples[3];
+  e.median_interval_seconds = samples[4];
+  e.max_interval_seconds = samples[5];
+  return CountFromWire(samples[0], &e.reports) &&
+         CountFromWire(samples[2], &e.intervals) &&
+         CountFromWire(samples[6], &e.expected_reports);
 }
 
 PortSignals SignalsFromWire(const v1::PortSignalsWire& w) {
@@ -122,17 +197,6 @@ PortSignals SignalsFromWire(const v1::PortSignalsWire& w) {
     }
   }
   return s;
-}
-
-void EvidenceToWire(const analysis::SampleEvidence& e,
-                    v1::SampleEvidenceWire* w) {
-  w->set_reports(e.reports);
-  w->set_expected_reports(e.expected_reports);
-  w->set_report_span_seconds(e.report_span_seconds);
-  w->set_intervals(e.intervals);
-  w->set_span_seconds(e.span_seconds);
-  w->set_median_interval_seconds(e.median_interval_seconds);
-  w->set_max_interval_seconds(e.max_interval_seconds);
 }
 
 analysis::SampleEvidence EvidenceFromWire(const v1::SampleEvidenceWire& w) {
@@ -166,23 +230,36 @@ void NodeToWire(absl::string_view node, const NodeParts& parts,
     w->set_interval_nanos(absl::ToInt64Nanoseconds(l.interval));
     w->set_boot_id(parts.facts->boot_id);
   }
+  if (parts.window.empty()) return;
+  v1::PortBlock* block = w->mutable_port_block();
+  const int n = static_cast<int>(parts.window.size());
+  block->mutable_device()->Reserve(n);
+  block->mutable_netdev()->Reserve(n);
+  block->mutable_is_switch_port()->Reserve(n);
+  block->mutable_window_present()->Reserve(n);
+  block->mutable_window_samples()->Reserve(n * kSampleValues);
   // Both views are sorted by device: one pass pairs them up.
   size_t r = 0;
   for (const analysis::PortView& p : parts.window) {
-    v1::PortFeatures* out = w->add_ports();
-    out->set_device(p.device);
-    out->set_netdev(p.netdev);
-    out->set_is_switch_port(p.is_switch_port);
-    SignalsToWire(p.s, out->mutable_window());
-    EvidenceToWire(p.samples, out->mutable_window_samples());
+    block->add_device(p.device);
+    block->add_netdev(p.netdev);
+    block->add_is_switch_port(p.is_switch_port);
+    PortToBlock(p, block->mutable_window_present(),
+                block->mutable_window_values(),
+                block->mutable_window_samples());
     while (r < parts.recent.size() && parts.recent[r].device < p.device) {
       ++r;
     }
     if (r < parts.recent.size() && parts.recent[r].device == p.device) {
-      SignalsToWire(parts.recent[r].s, out->mutable_recent());
-      EvidenceToWire(parts.recent[r].samples, out->mutable_recent_samples());
+      PortToBlock(parts.recent[r], block->mutable_recent_present(),
+                  block->mutable_recent_values(),
+                  block->mutable_recent_samples());
+    } else {
+      block->add_recent_present(0);  // not in the recent view
     }
   }
+  // No port in the recent view: no column for it.
+  if (block->recent_samples_size() == 0) block->clear_recent_present();
 }
 
 }  // namespace
@@ -273,16 +350,77 @@ std::vector<collector::NodeFacts> NodesOfChunk(
   return FactsOfNodes(chunk);
 }
 
-void AddChunkToSlice(const v1::FeatureChunk& chunk,
+namespace {
+
+// The 7 sample values of the port-th port of a `*_samples` column.
+const double* SamplesOf(const RepeatedDouble& column, int port) {
+  return column.data() + static_cast<ptrdiff_t>(port) * kSampleValues;
+}
+
+// Appends the ports of `node`'s block to the slice's views; false when the
+// block's columns do not fit together.
+bool BlockToSlice(const std::string& node, const v1::PortBlock& b,
+                  collector::FeatureSlice* slice) {
+  const int n = b.device_size();
+  if (b.netdev_size() != n || b.is_switch_port_size() != n ||
+      b.window_present_size() != n ||
+      b.window_samples_size() != n * kSampleValues) {
+    return false;
+  }
+  // A slice without a recent view skips the block's recent columns.
+  const bool recent = slice->recent.has_value() && b.recent_present_size() != 0;
+  if (recent && b.recent_present_size() != n) return false;
+  int window_next = 0;
+  int recent_next = 0;
+  int recent_ports = 0;
+  for (int i = 0; i < n; ++i) {
+    analysis::PortView& port = slice->window.AddPort(node, b.device(i));
+    port.netdev = b.netdev(i);
+    port.is_switch_port = b.is_switch_port(i);
+    if (!PortFromBlock(b.window_present(i), b.window_values(), &window_next,
+                       SamplesOf(b.window_samples(), i), &port)) {
+      return false;
+    }
+    if (!recent || (b.recent_present(i) & kInViewBit) == 0) continue;
+    if ((recent_ports + 1) * kSampleValues > b.recent_samples_size()) {
+      return false;
+    }
+    analysis::PortView& r = slice->recent->AddPort(node, b.device(i));
+    r.netdev = b.netdev(i);
+    r.is_switch_port = b.is_switch_port(i);
+    if (!PortFromBlock(b.recent_present(i), b.recent_values(), &recent_next,
+                       SamplesOf(b.recent_samples(), recent_ports), &r)) {
+      return false;
+    }
+    ++recent_ports;
+  }
+  // Every value read, none left over.
+  return window_next == b.window_values_size() &&
+         (!recent || (recent_next == b.recent_values_size() &&
+                      recent_ports * kSampleValues == b.recent_samples_size()));
+}
+
+}  // namespace
+
+bool AddChunkToSlice(const v1::FeatureChunk& chunk,
                      collector::FeatureSlice* slice) {
   slice->window.window_seconds = chunk.window_seconds();
   if (chunk.recent_seconds() > 0) {
     if (!slice->recent.has_value()) slice->recent.emplace();
     slice->recent->window_seconds = chunk.recent_seconds();
   }
+  size_t ports = 0;
+  for (const v1::NodeFeatures& n : chunk.nodes()) {
+    ports += static_cast<size_t>(n.ports_size() + n.port_block().device_size());
+  }
+  slice->window.ReservePorts(slice->window.ports().size() + ports);
+  if (slice->recent.has_value()) {
+    slice->recent->ReservePorts(slice->recent->ports().size() + ports);
+  }
   for (const v1::NodeFeatures& n : chunk.nodes()) {
     collector::NodeFacts facts;
     if (FactsFromWire(n, &facts)) slice->nodes.push_back(std::move(facts));
+    // Ports as a message each, from a collector of an earlier build.
     for (const v1::PortFeatures& p : n.ports()) {
       const auto add = [&](analysis::FabricView& view,
                            const v1::PortSignalsWire& s,
@@ -298,7 +436,11 @@ void AddChunkToSlice(const v1::FeatureChunk& chunk,
         add(*slice->recent, p.recent(), p.recent_samples());
       }
     }
+    if (n.has_port_block() && !BlockToSlice(n.node(), n.port_block(), slice)) {
+      return false;
+    }
   }
+  return true;
 }
 
 void FinishSlice(collector::FeatureSlice* slice) {

@@ -5,13 +5,17 @@
 // ports of, ascending name) of at most `max_chunk_bytes` each (but for a
 // single node larger than that), so that no message outgrows the NATS
 // servers' max_payload (1 MiB by default).
-// Absent signals (NaN) stay absent: unset fields, NaN inside per-priority
-// arrays.
+// A node's ports are written as one v1::PortBlock (columns of packed
+// values: about half the bytes of a message per port, and parsed without
+// one); chunks whose nodes carry `ports` as messages (collectors of an
+// earlier build) are read too. Absent signals (NaN) stay absent.
 //
 //   std::vector<v1::FeatureChunk> chunks =
 //       SliceToChunks(slice, "col-a", now);
 //   FeatureSlice back;
-//   for (const v1::FeatureChunk& c : chunks) AddChunkToSlice(c, &back);
+//   for (const v1::FeatureChunk& c : chunks) {
+//     if (!AddChunkToSlice(c, &back)) return Damaged();
+//   }
 //   FinishSlice(&back);
 //
 // Pure functions; thread-safe.
@@ -40,9 +44,11 @@ std::vector<v1::FeatureChunk> SliceToChunks(
     absl::Time published, size_t max_chunk_bytes = kDefaultChunkBytes);
 
 // Appends the nodes and ports of `chunk` to `slice` (views unfinished) and
-// takes its window lengths.
-void AddChunkToSlice(const v1::FeatureChunk& chunk,
-                     collector::FeatureSlice* slice);
+// takes its window lengths. False when a node's ports are damaged (their
+// columns do not fit together, a count is not a count): `slice` then holds
+// part of the chunk and is to be dropped.
+[[nodiscard]] bool AddChunkToSlice(const v1::FeatureChunk& chunk,
+                                   collector::FeatureSlice* slice);
 
 // The liveness facts of `chunk`'s nodes (what AddChunkToSlice appends to
 // a slice's nodes), without its ports.

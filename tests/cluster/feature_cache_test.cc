@@ -88,7 +88,9 @@ FeatureSlice Reference(
   std::vector<FeatureSlice*> all = {&local};
   for (const auto& [id, chunks] : remote) {
     FeatureSlice& s = slices[id];
-    for (const v1::FeatureChunk& c : chunks) AddChunkToSlice(c, &s);
+    for (const v1::FeatureChunk& c : chunks) {
+      EXPECT_TRUE(AddChunkToSlice(c, &s));
+    }
     FinishSlice(&s);
     for (NodeFacts& n : s.nodes) n.collector = id;
     all.push_back(&s);
@@ -306,6 +308,28 @@ TEST(FeatureCacheTest, DamagedPortsFoundAtMergeKeepTheNodesFacts) {
       cache.Merged(OneNode("a-1", kT0), kT0 - absl::Seconds(5), kFabric);
   EXPECT_THAT(Nodes(fabric), ElementsAre("a-1", "b-1"));
   EXPECT_EQ(fabric.window.ports().size(), 1u);  // a-1's own
+  EXPECT_EQ(cache.stats().undecodable_chunks, 1u);
+  EXPECT_EQ(cache.stats().merge_decoded_chunks, 0u);
+}
+
+// A block whose columns disagree, found as the chunk arrives: counted
+// undecodable once, however often it is merged; its node's facts count.
+TEST(FeatureCacheTest, ABlockDamagedOnReceiptKeepsTheNodesFacts) {
+  FeatureCache cache("col-0");
+  std::vector<v1::FeatureChunk> chunks =
+      SliceToChunks(OneNode("b-1", kT0), "col-b", kT0);
+  ASSERT_EQ(chunks.size(), 1u);
+  v1::PortBlock* block = chunks[0].mutable_nodes(0)->mutable_port_block();
+  ASSERT_GT(block->window_values_size(), 0);
+  block->mutable_window_values()->RemoveLast();
+  cache.Received(chunks[0].SerializeAsString(), kT0);
+  EXPECT_EQ(cache.stats().undecodable_chunks, 1u);
+  for (int merge = 0; merge < 2; ++merge) {
+    const FeatureSlice fabric =
+        cache.Merged(OneNode("a-1", kT0), kT0 - absl::Seconds(5), kFabric);
+    EXPECT_THAT(Nodes(fabric), ElementsAre("a-1", "b-1"));
+    EXPECT_EQ(fabric.window.ports().size(), 1u);  // a-1's own
+  }
   EXPECT_EQ(cache.stats().undecodable_chunks, 1u);
   EXPECT_EQ(cache.stats().merge_decoded_chunks, 0u);
 }

@@ -3,7 +3,9 @@
 #include "cluster/feature_wire.h"
 
 #include <cmath>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -157,7 +159,7 @@ FeatureSlice RoundTrip(const FeatureSlice& slice, size_t max_chunk_bytes,
     v1::FeatureChunk parsed;
     EXPECT_TRUE(parsed.ParseFromString(c.SerializeAsString()));
     EXPECT_EQ(parsed.collector_id(), "col-a");
-    AddChunkToSlice(parsed, &back);
+    EXPECT_TRUE(AddChunkToSlice(parsed, &back));
   }
   FinishSlice(&back);
   return back;
@@ -205,6 +207,197 @@ TEST(FeatureWireTest, EveryFieldSurvivesAndAbsentStaysAbsent) {
   EXPECT_EQ(out.nodes[1].liveness.interval, absl::ZeroDuration());
 }
 
+// A one-node chunk of TwoNodeSlice's gpu-001 (two ports, the first in the
+// recent view too), as written now.
+v1::FeatureChunk GpuChunk() {
+  FeatureSlice in = TwoNodeSlice();
+  std::vector<v1::FeatureChunk> chunks =
+      SliceToChunks(in, "col-a", absl::FromUnixSeconds(1700000001));
+  EXPECT_EQ(chunks.size(), 1u);
+  v1::FeatureChunk c = chunks[0];
+  c.mutable_nodes()->DeleteSubrange(1, c.nodes_size() - 1);  // gpu-001 only
+  EXPECT_EQ(c.nodes(0).node(), "gpu-001");
+  EXPECT_EQ(c.nodes(0).port_block().device_size(), 2);
+  return c;
+}
+
+TEST(FeatureWireTest, TheRecentColumnsHoldOnlyThePortsInTheRecentView) {
+  const v1::PortBlock& b = GpuChunk().nodes(0).port_block();
+  ASSERT_EQ(b.recent_present_size(), 2);
+  EXPECT_NE(b.recent_present(0) >> 63, 0u);  // mlx5_0: in the view
+  EXPECT_EQ(b.recent_present(1), 0u);        // mlx5_1: not
+  EXPECT_EQ(b.recent_samples_size(), 7);
+  EXPECT_EQ(b.window_samples_size(), 14);
+}
+
+// Every way a block's columns can disagree is refused, not read past.
+TEST(FeatureWireTest, ADamagedBlockIsRefused) {
+  using Damage = std::function<void(v1::PortBlock*)>;
+  const std::vector<std::pair<std::string, Damage>> damages = {
+      {"a netdev missing",
+       [](v1::PortBlock* b) { b->mutable_netdev()->RemoveLast(); }},
+      {"an is_switch_port missing",
+       [](v1::PortBlock* b) { b->mutable_is_switch_port()->RemoveLast(); }},
+      {"a window mask missing",
+       [](v1::PortBlock* b) { b->mutable_window_present()->RemoveLast(); }},
+      {"a window value missing",
+       [](v1::PortBlock* b) { b->mutable_window_values()->RemoveLast(); }},
+      {"a window value too many",
+       [](v1::PortBlock* b) { b->add_window_values(1); }},
+      {"a window sample missing",
+       [](v1::PortBlock* b) { b->mutable_window_samples()->RemoveLast(); }},
+      {"a mask claiming every value",
+       [](v1::PortBlock* b) { b->set_window_present(0, ~uint64_t{0}); }},
+      {"reports NaN",
+       [](v1::PortBlock* b) { b->set_window_samples(0, analysis::kAbsent); }},
+      {"reports negative",
+       [](v1::PortBlock* b) { b->set_window_samples(0, -1); }},
+      {"intervals beyond an int",
+       [](v1::PortBlock* b) { b->set_window_samples(2, 1e300); }},
+      {"expected reports not whole",
+       [](v1::PortBlock* b) { b->set_window_samples(6, 2.5); }},
+      {"a recent mask missing",
+       [](v1::PortBlock* b) { b->mutable_recent_present()->RemoveLast(); }},
+      {"a recent value missing",
+       [](v1::PortBlock* b) { b->mutable_recent_values()->RemoveLast(); }},
+      {"a recent sample missing",
+       [](v1::PortBlock* b) { b->mutable_recent_samples()->RemoveLast(); }},
+      {"a second port in the recent view without its samples",
+       [](v1::PortBlock* b) { b->set_recent_present(1, uint64_t{1} << 63); }},
+  };
+  {
+    FeatureSlice whole;
+    whole.recent.emplace();
+    EXPECT_TRUE(AddChunkToSlice(GpuChunk(), &whole));
+  }
+  for (const auto& [what, damage] : damages) {
+    v1::FeatureChunk c = GpuChunk();
+    damage(c.mutable_nodes(0)->mutable_port_block());
+    v1::FeatureChunk parsed;  // through bytes, as on the wire
+    ASSERT_TRUE(parsed.ParseFromString(c.SerializeAsString())) << what;
+    FeatureSlice slice;
+    slice.recent.emplace();
+    EXPECT_FALSE(AddChunkToSlice(parsed, &slice)) << what;
+  }
+}
+
+// A slot of a later build (bit 62: a value this build does not know) is
+// skipped, and the values after it still land in their slots.
+TEST(FeatureWireTest, AValueOfAnUnknownSlotIsSkipped) {
+  v1::FeatureChunk c = GpuChunk();
+  v1::PortBlock* b = c.mutable_nodes(0)->mutable_port_block();
+  const FeatureSlice want = RoundTrip(TwoNodeSlice(), kDefaultChunkBytes);
+  // The second port's values follow the first port's: the new value goes
+  // after every value of the first port, which bit 62 then precedes.
+  const int first_port_values = __builtin_popcountll(
+      b->window_present(0) & ~((uint64_t{1} << 61) | (uint64_t{1} << 63)));
+  b->set_window_present(0, b->window_present(0) | (uint64_t{1} << 62));
+  b->mutable_window_values()->Add(12345);  // room at the end
+  for (int i = b->window_values_size() - 1; i > first_port_values; --i) {
+    b->mutable_window_values()->SwapElements(i, i - 1);
+  }
+  FeatureSlice out;
+  ASSERT_TRUE(AddChunkToSlice(c, &out));
+  FinishSlice(&out);
+  ASSERT_EQ(out.window.ports().size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    ExpectSameSignals(want.window.ports()[i].s, out.window.ports()[i].s,
+                      out.window.ports()[i].device);
+  }
+}
+
+// What a collector of an earlier build writes: a message per port.
+TEST(FeatureWireTest, PortsAsMessagesOfAnEarlierBuildAreRead) {
+  v1::FeatureChunk c;
+  c.set_collector_id("col-old");
+  c.set_chunks(1);
+  c.set_window_seconds(5);
+  c.set_recent_seconds(2);
+  v1::NodeFeatures* n = c.add_nodes();
+  n->set_node("gpu-001");
+  n->set_has_liveness(true);
+  n->set_last_report_unix_nanos(1700000000000000000);
+  v1::PortFeatures* p = n->add_ports();
+  p->set_device("mlx5_0");
+  p->set_netdev("eth0");
+  p->mutable_window()->set_rx_bytes(38e9);
+  p->mutable_window()->set_link_rate(50e9);
+  p->mutable_window()->set_link_down(true);
+  for (int i = 0; i < 8; ++i) {
+    p->mutable_window()->add_rx_pause_fraction(i == 3 ? 0.25 : 0);
+  }
+  p->mutable_window_samples()->set_reports(5);
+  p->mutable_recent()->set_cnp_sent(7);
+  p->mutable_recent_samples()->set_reports(2);
+  v1::FeatureChunk parsed;
+  ASSERT_TRUE(parsed.ParseFromString(c.SerializeAsString()));
+  FeatureSlice out;
+  ASSERT_TRUE(AddChunkToSlice(parsed, &out));
+  FinishSlice(&out);
+  ASSERT_EQ(out.window.ports().size(), 1u);
+  const PortView& w = out.window.ports()[0];
+  EXPECT_EQ(w.netdev, "eth0");
+  EXPECT_EQ(w.s.rx_bytes, 38e9);
+  EXPECT_TRUE(std::isnan(w.s.tx_bytes));
+  EXPECT_EQ(w.s.link_rate, 50e9);
+  EXPECT_FALSE(w.s.link_up);
+  EXPECT_EQ(w.s.rx_pause_fraction[3], 0.25);
+  EXPECT_TRUE(std::isnan(w.s.tx_pause_fraction[3]));
+  EXPECT_EQ(w.samples.reports, 5);
+  ASSERT_TRUE(out.recent.has_value());
+  ASSERT_EQ(out.recent->ports().size(), 1u);
+  EXPECT_EQ(out.recent->ports()[0].s.cnp_sent, 7);
+  EXPECT_EQ(out.recent->ports()[0].samples.reports, 2);
+  ASSERT_EQ(out.nodes.size(), 1u);
+}
+
+// v1::FeatureChunkFacts (proto/cluster_facts.proto) must keep
+// FeatureChunk's field numbers: every field it has reads back what the full
+// message wrote.
+TEST(FeatureWireTest, TheFactsMessageReadsEveryFieldItHasOfTheFullOne) {
+  v1::FeatureChunk full = GpuChunk();
+  full.set_recent_seconds(2.5);
+  full.set_chunk(3);
+  full.set_chunks(4);
+  full.mutable_nodes(0)->set_interval_nanos(1500000000);
+  v1::NodeFeatures* old = full.add_nodes();  // ports as messages too
+  old->set_node("gpu-002");
+  old->set_has_liveness(true);
+  old->set_boot_id("b0f2");
+  old->add_ports()->set_device("mlx5_0");
+  v1::FeatureChunkFacts facts;
+  ASSERT_TRUE(facts.ParseFromString(full.SerializeAsString()));
+  EXPECT_EQ(facts.collector_id(), "col-a");
+  EXPECT_EQ(facts.published_unix_nanos(), full.published_unix_nanos());
+  EXPECT_EQ(facts.chunk(), 3u);
+  EXPECT_EQ(facts.chunks(), 4u);
+  EXPECT_EQ(facts.window_seconds(), 5);
+  EXPECT_EQ(facts.recent_seconds(), 2.5);
+  ASSERT_EQ(facts.nodes_size(), 2);
+  for (int i = 0; i < 2; ++i) {
+    const v1::NodeFeatures& n = full.nodes(i);
+    const v1::NodeFeaturesFacts& f = facts.nodes(i);
+    EXPECT_EQ(f.node(), n.node());
+    EXPECT_EQ(f.last_report_unix_nanos(), n.last_report_unix_nanos());
+    EXPECT_EQ(f.interval_nanos(), n.interval_nanos());
+    EXPECT_EQ(f.boot_id(), n.boot_id());
+    EXPECT_EQ(f.has_liveness(), n.has_liveness());
+  }
+  EXPECT_EQ(facts.nodes(0).interval_nanos(), 1500000000);
+  EXPECT_EQ(facts.nodes(0).boot_id(), "b0f1");
+  const std::vector<NodeFacts> a = NodesOfChunk(full);
+  const std::vector<NodeFacts> b = NodesOfChunk(facts);
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(a[i].liveness.node, b[i].liveness.node);
+    EXPECT_EQ(a[i].liveness.last_report, b[i].liveness.last_report);
+    EXPECT_EQ(a[i].liveness.interval, b[i].liveness.interval);
+    EXPECT_EQ(a[i].liveness.ever_reported, b[i].liveness.ever_reported);
+    EXPECT_EQ(a[i].boot_id, b[i].boot_id);
+  }
+}
+
 TEST(FeatureWireTest, ChunksHoldWholeNodesAndReassemble) {
   FeatureSlice in;
   in.window.window_seconds = 5;
@@ -229,7 +422,7 @@ TEST(FeatureWireTest, ChunksHoldWholeNodesAndReassemble) {
     EXPECT_LE(chunks[i].ByteSizeLong(), budget + 64);
   }
   EXPECT_EQ(chunks[3].nodes_size(), 1);
-  EXPECT_EQ(chunks[3].nodes(0).ports_size(), 8);
+  EXPECT_EQ(chunks[3].nodes(0).port_block().device_size(), 8);
   const FeatureSlice out = RoundTrip(in, budget);
   ASSERT_EQ(out.window.ports().size(), 80u);
   EXPECT_EQ(out.window.Find("node-7", "mlx5_2")->s.rx_bytes, 58);

@@ -37,14 +37,14 @@
 // Exit status 0 when it ran (figures printed), 2 on errors. Needs
 // /usr/sbin/nats-server (scripts/install-deps.sh).
 //
-// Measured with the defaults on a 2-core machine shared with other builds
-// (docs/cluster.md#measured): 15.5 MB in 30 chunks per collector and
-// interval, 951 bytes per port, 15.5 MB/s per 1,000 GPU nodes with their
-// leaves' ports; publish p50 271 ms, p99 910 ms; a layout served by col-b
-// and col-c p50 60 ms, max 104 ms after `layout apply` began; with 8,500
-// agents, each of 3 collectors used 0.38-0.45 of the lone collector's CPU
-// seconds (a third is the target; the leader is the 0.45) and published
-// 9.5 MB/s per 1,000 nodes.
+// Measured on a 2-core machine (docs/cluster.md#measured), --passes=15,
+// split 45 s: 8.75 MB in 18 chunks per collector and interval, 537 bytes
+// per port, 8.7 MB/s per 1,000 GPU nodes with their leaves' ports; publish
+// p50 105 ms, p99 221 ms; with the defaults, a layout served by col-b and
+// col-c p50 60 ms, max 104 ms after `layout apply` began; with 8,500
+// agents, the followers used 0.31-0.33 of the lone collector's CPU seconds
+// and the leader 0.41-0.42 (a third is the target), publishing 5.3 MB/s
+// per 1,000 nodes.
 #include <signal.h>
 
 #include <algorithm>

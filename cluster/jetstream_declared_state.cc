@@ -187,6 +187,16 @@ absl::Status NotConnected(absl::string_view what) {
       what, ": not connected to any NATS server (the client is reconnecting)"));
 }
 
+// A removal that found a newer version of the layout than the one meant.
+absl::Status ChangedMeanwhile(absl::string_view job, uint64_t current,
+                              uint64_t meant) {
+  return absl::AbortedError(absl::StrCat(
+      "the layout of job ", QuoteForMessage(job),
+      " was changed through another collector meanwhile (revision ", current,
+      ", this collector served ", meant,
+      "); nothing was removed: look at it again and remove it again"));
+}
+
 bool IsDeleteMarker(natsMsg* msg) {
   const char* op = nullptr;
   return natsMsgHeader_Get(msg, "KV-Operation", &op) == NATS_OK &&
@@ -489,6 +499,7 @@ absl::StatusOr<uint64_t> JetStreamDeclaredState::WriteTopology(
 
 absl::Status JetStreamDeclaredState::RemoveOnce(const std::string& key,
                                                 absl::string_view job,
+                                                uint64_t expected_revision,
                                                 Attempts* attempts) {
   absl::StatusOr<Held> held =
       GetLatest(nats_->js(), options_.bucket, key, TimeLeft(*attempts));
@@ -497,6 +508,10 @@ absl::Status JetStreamDeclaredState::RemoveOnce(const std::string& key,
         absl::StrCat("no layout for job ", QuoteForMessage(job)));
   }
   if (!held.ok()) return held.status();
+  if (expected_revision != 0 && held->revision != expected_revision) {
+    conflicts_.fetch_add(1);
+    return ChangedMeanwhile(job, held->revision, expected_revision);
+  }
   const absl::Duration left = TimeLeft(*attempts);
   if (left <= absl::ZeroDuration()) {
     return absl::UnavailableError(absl::StrCat(
@@ -511,6 +526,8 @@ absl::Status JetStreamDeclaredState::RemoveOnce(const std::string& key,
     jsPubOptions publish;
     jsPubOptions_Init(&publish);
     publish.MaxWait = WaitMillis(left);
+    // Only the version just read: one written since is not removed blind.
+    publish.ExpectLastSubjectSeq = held->revision;
     ++attempts->sent;
     jsErrCode code = static_cast<jsErrCode>(0);
     s = js_PublishMsg(nullptr, nats_->js(), msg, &publish, &code);
@@ -518,10 +535,26 @@ absl::Status JetStreamDeclaredState::RemoveOnce(const std::string& key,
   }
   natsMsg_Destroy(msg);
   if (s == NATS_OK) return absl::OkStatus();
-  return NatsError(s, absl::StrCat("removing the layout of job ", job));
+  absl::Status error =
+      NatsError(s, absl::StrCat("removing the layout of job ", job));
+  const absl::Duration after = TimeLeft(*attempts);
+  if (after <= absl::ZeroDuration()) return error;
+  // What the bucket holds now tells a conflict (or our own delete that
+  // landed after all) from a failure.
+  absl::StatusOr<Held> now =
+      GetLatest(nats_->js(), options_.bucket, key, after);
+  if (absl::IsNotFound(now.status()) || (now.ok() && now->deleted)) {
+    return absl::OkStatus();  // removed: by this attempt or another
+  }
+  if (now.ok() && now->revision != held->revision) {
+    conflicts_.fetch_add(1);
+    return ChangedMeanwhile(job, now->revision, held->revision);
+  }
+  return error;
 }
 
 absl::Status JetStreamDeclaredState::RemoveLayout(absl::string_view job,
+                                                  uint64_t expected_revision,
                                                   absl::Time deadline) {
   const std::string key = LayoutKey(job);
   Attempts attempts = StartAttempts(deadline);
@@ -529,9 +562,14 @@ absl::Status JetStreamDeclaredState::RemoveLayout(absl::string_view job,
   while (TimeLeft(attempts) > absl::ZeroDuration()) {
     absl::Status removed =
         nats_->link_up()
-            ? RemoveOnce(key, job, &attempts)
+            ? RemoveOnce(key, job, expected_revision, &attempts)
             : NotConnected(absl::StrCat("removing the layout of job ", job));
     if (removed.ok()) return Record(removed);
+    // Gone after an attempt that may have landed: ours, or another's; the
+    // layout is removed either way.
+    if (absl::IsNotFound(removed) && attempts.maybe_written) {
+      return Record(absl::OkStatus());
+    }
     if (absl::IsNotFound(removed)) return removed;
     if (!absl::IsUnavailable(removed)) return Record(removed);
     last = removed;

@@ -89,7 +89,7 @@ class JetStreamDeclaredState final : public collector::DeclaredState {
                                        absl::Time applied,
                                        uint64_t expected_revision,
                                        absl::Time deadline) override;
-  absl::Status RemoveLayout(absl::string_view job,
+  absl::Status RemoveLayout(absl::string_view job, uint64_t expected_revision,
                             absl::Time deadline) override;
   absl::StatusOr<std::vector<collector::DeclaredLayout>> ReadLayouts() override;
   absl::StatusOr<uint64_t> WriteTopology(const v1::Topology& topology,
@@ -148,7 +148,7 @@ class JetStreamDeclaredState final : public collector::DeclaredState {
                                      absl::string_view what,
                                      Attempts* attempts);
   absl::Status RemoveOnce(const std::string& key, absl::string_view job,
-                          Attempts* attempts);
+                          uint64_t expected_revision, Attempts* attempts);
   // Every key's latest entry (deletes included when `with_deletes`), as
   // changes.
   absl::StatusOr<std::vector<collector::DeclaredChange>> ReadAll(

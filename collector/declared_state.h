@@ -91,8 +91,12 @@ class DeclaredState {
                                                absl::Time applied,
                                                uint64_t expected_revision,
                                                absl::Time deadline) = 0;
-  // NotFound when there is no such layout.
+  // Removes the layout of `job`. `expected_revision` is the revision of it
+  // the caller serves (0: any): Aborted when the layout changed since, and
+  // nothing is removed. NotFound when there is no such layout; Unavailable
+  // and DeadlineExceeded as for WriteLayout.
   virtual absl::Status RemoveLayout(absl::string_view job,
+                                    uint64_t expected_revision,
                                     absl::Time deadline) = 0;
   // Every readable layout, ascending job; damaged ones are set aside and
   // reported (problems()).

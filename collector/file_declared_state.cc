@@ -19,7 +19,10 @@ absl::StatusOr<uint64_t> FileDeclaredState::WriteLayout(
 }
 
 absl::Status FileDeclaredState::RemoveLayout(absl::string_view job,
+                                             uint64_t /*expected_revision*/,
                                              absl::Time /*deadline*/) {
+  // One process writes the directory (its lock), and the registry
+  // serializes its writes: nothing can change the file under it.
   return store_->RemoveLayout(job);
 }
 

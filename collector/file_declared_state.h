@@ -31,7 +31,7 @@ class FileDeclaredState final : public DeclaredState {
                                        absl::Time applied,
                                        uint64_t expected_revision,
                                        absl::Time deadline) override;
-  absl::Status RemoveLayout(absl::string_view job,
+  absl::Status RemoveLayout(absl::string_view job, uint64_t expected_revision,
                             absl::Time deadline) override;
   absl::StatusOr<std::vector<DeclaredLayout>> ReadLayouts() override;
   absl::StatusOr<uint64_t> WriteTopology(const v1::Topology& topology,

@@ -257,7 +257,8 @@ absl::Status LayoutRegistry::Delete(absl::string_view job,
     return absl::NotFoundError(
         absl::StrCat("no layout for job ", QuoteForMessage(job)));
   }
-  absl::Status removed = state_->RemoveLayout(job, deadline);
+  absl::Status removed =
+      state_->RemoveLayout(job, it->second->revision, deadline);
   // A file already gone (removed by hand) still lets the job be forgotten.
   if (!removed.ok() && !absl::IsNotFound(removed)) return removed;
   auto next = std::make_shared<RegistrySnapshot>(*snap);

@@ -309,6 +309,37 @@ TEST_F(JetStreamDeclaredStateTest, ConcurrentWritesConflictInsteadOfMerging) {
   EXPECT_TRUE(b.state->last_write_status().ok());
 }
 
+// A removal meant for one version does not remove a newer one written
+// through another collector meanwhile.
+TEST_F(JetStreamDeclaredStateTest, ARemovalOfAnOlderVersionRemovesNothing) {
+  Member a = Join("a", &clock_);
+  Member b = Join("b", &clock_);
+  ASSERT_NE(b.state, nullptr);
+  absl::StatusOr<uint64_t> first = a.state->WriteLayout(
+      DenseLayout("job", 2), absl::Now(), 0, absl::InfiniteFuture());
+  ASSERT_TRUE(first.ok()) << first.status();
+  absl::StatusOr<uint64_t> second = b.state->WriteLayout(
+      DenseLayout("job", 3), absl::Now(), *first, absl::InfiniteFuture());
+  ASSERT_TRUE(second.ok()) << second.status();
+  // A still means `first`.
+  const absl::Status stale =
+      a.state->RemoveLayout("job", *first, absl::InfiniteFuture());
+  EXPECT_TRUE(absl::IsAborted(stale)) << stale;
+  EXPECT_THAT(stale.message(), HasSubstr("another collector"));
+  EXPECT_THAT(stale.message(), HasSubstr("nothing was removed"));
+  EXPECT_EQ(a.state->write_conflicts(), 1u);
+  ASSERT_TRUE(testing::Eventually([&] {
+    auto got = a.registry->Get("job");
+    return got.ok() && (*got)->model.WorldSize() == 24u;
+  }));
+  // Through the registry, which now serves `second`: removed everywhere.
+  ASSERT_TRUE(a.registry->Delete("job").ok());
+  EXPECT_TRUE(
+      testing::Eventually([&] { return b.registry->NumLayouts() == 0; }));
+  EXPECT_TRUE(absl::IsNotFound(
+      b.state->RemoveLayout("job", 0, absl::InfiniteFuture())));
+}
+
 TEST_F(JetStreamDeclaredStateTest, ARestartedCollectorLoadsWhatWasDeclared) {
   {
     Member a = Join("a", &clock_);

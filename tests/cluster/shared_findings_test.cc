@@ -377,7 +377,7 @@ TEST_F(SharedFindingsTest, TheFirstCollectorSeedsANewClusterFromItsStateDir) {
 
   // Deleted in the cluster: A's --state_dir does not bring it back.
   ASSERT_TRUE((*a)->declared_state()
-                  ->RemoveLayout("old-a", absl::InfiniteFuture())
+                  ->RemoveLayout("old-a", 0, absl::InfiniteFuture())
                   .ok());
   EXPECT_EQ((*a)->SeedDeclaredState(files_a).value_or(-1), 0);
   EXPECT_THAT(jobs((*a)->declared_state()), IsEmpty());

@@ -515,6 +515,18 @@ TEST(JetStreamDeadlineTest, AWriteStopsAtItsCallersDeadline) {
   EXPECT_LT(removal, absl::Seconds(4));
   EXPECT_EQ(registry.NumLayouts(), 1u);
 
+  // The topology's write stops the same way, and is not served.
+  start = absl::Now();
+  const absl::Status topology = registry.ApplyTopology(
+      OneLeaf("leaf-0"), collector::AnswerBy(start + absl::Seconds(1), start));
+  const absl::Duration topology_write = absl::Now() - start;
+  EXPECT_TRUE(absl::IsDeadlineExceeded(topology)) << topology;
+  EXPECT_THAT(std::string(topology.message()),
+              ::testing::AllOf(::testing::StartsWith("cluster unavailable: "),
+                               HasSubstr("topology")));
+  EXPECT_LT(topology_write, absl::Seconds(4));
+  EXPECT_TRUE(absl::IsNotFound(registry.GetTopology().status()));
+
   // A deadline already passed: nothing is sent at all.
   start = absl::Now();
   absl::StatusOr<collector::ApplyResult> gone =

@@ -187,6 +187,27 @@ std::shared_ptr<const RegistrySnapshot> LayoutRegistry::Snapshot() const {
   return current_;
 }
 
+LayoutRegistry::WriteTurn::WriteTurn(LayoutRegistry* registry,
+                                     absl::Time deadline)
+    : registry_(registry) {
+  absl::MutexLock lock(&registry_->turn_mu_);
+  if (!registry_->turn_mu_.AwaitWithDeadline(
+          absl::Condition(&registry_->turn_free_), deadline)) {
+    status_ = absl::DeadlineExceededError(absl::StrCat(
+        "another write through this collector is still waiting for ",
+        registry_->state_->Describe(),
+        ", and this one's deadline passed behind it: nothing was written"));
+    return;
+  }
+  registry_->turn_free_ = false;
+}
+
+LayoutRegistry::WriteTurn::~WriteTurn() {
+  if (!status_.ok()) return;
+  absl::MutexLock lock(&registry_->turn_mu_);
+  registry_->turn_free_ = true;
+}
+
 absl::StatusOr<ApplyResult> LayoutRegistry::Apply(const v1::Layout& layout,
                                                   absl::Time deadline) {
   // Build outside every lock: it is pure and can take a while for a large
@@ -194,6 +215,8 @@ absl::StatusOr<ApplyResult> LayoutRegistry::Apply(const v1::Layout& layout,
   // Its series are rendered here too, once, not per scrape.
   ASSIGN_OR_RETURN(LayoutModel model, LayoutModel::Build(layout));
   LayoutSeries series = RenderLayoutSeries(model);
+  WriteTurn turn(this, deadline);
+  RETURN_IF_ERROR(turn.status());
   absl::MutexLock write_lock(&write_mu_);
   absl::Time now = clock_->Now();
   auto next = std::make_shared<RegistrySnapshot>(*Snapshot());
@@ -250,6 +273,8 @@ std::vector<LayoutSummary> LayoutRegistry::List() const {
 
 absl::Status LayoutRegistry::Delete(absl::string_view job,
                                     absl::Time deadline) {
+  WriteTurn turn(this, deadline);
+  RETURN_IF_ERROR(turn.status());
   absl::MutexLock write_lock(&write_mu_);
   std::shared_ptr<const RegistrySnapshot> snap = Snapshot();
   auto it = snap->layouts.find(std::string(job));
@@ -270,6 +295,8 @@ absl::Status LayoutRegistry::Delete(absl::string_view job,
 absl::Status LayoutRegistry::ApplyTopology(const v1::Topology& topology,
                                            absl::Time deadline) {
   RETURN_IF_ERROR(analysis::ValidateTopology(topology));
+  WriteTurn turn(this, deadline);
+  RETURN_IF_ERROR(turn.status());
   absl::MutexLock write_lock(&write_mu_);
   absl::Time now = clock_->Now();
   auto next = std::make_shared<RegistrySnapshot>(*Snapshot());

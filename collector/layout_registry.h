@@ -168,10 +168,31 @@ class LayoutRegistry {
                             const std::string& job) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
 
+  // One write at a time through this registry, its turn waited for only
+  // until the caller's deadline: a write queued behind one that waits on
+  // the backend (a cluster that does not answer) answers DeadlineExceeded
+  // at its own deadline, nothing written, instead of after the other.
+  class WriteTurn {
+   public:
+    WriteTurn(LayoutRegistry* registry, absl::Time deadline);
+    ~WriteTurn();
+    WriteTurn(const WriteTurn&) = delete;
+    WriteTurn& operator=(const WriteTurn&) = delete;
+    // OK once the turn is this write's; else why it is not.
+    const absl::Status& status() const { return status_; }
+
+   private:
+    LayoutRegistry* const registry_;
+    absl::Status status_;
+  };
+
   std::unique_ptr<FileDeclaredState> owned_state_;  // the StateStore form
   DeclaredState* const state_;
   const Clock* const clock_;
-  // Held for a whole write (validate-persist-publish), never by readers.
+  absl::Mutex turn_mu_;
+  bool turn_free_ ABSL_GUARDED_BY(turn_mu_) = true;
+  // Held for a whole write (validate-persist-publish) once its turn came,
+  // and by the watcher's changes; never by readers.
   absl::Mutex write_mu_;
   // Jobs whose stored layout was seen but not served (it did not validate).
   std::map<std::string, uint64_t> rejected_revision_ ABSL_GUARDED_BY(write_mu_);

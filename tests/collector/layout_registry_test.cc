@@ -5,11 +5,16 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/notification.h"
+#include "collector/file_declared_state.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/temp_dir.h"
@@ -260,6 +265,95 @@ TEST_F(LayoutRegistryTest, TopologyIsValidatedBeforeItIsSaved) {
   v1::Topology ok = TwoLeafTopology();
   ok.mutable_switches(1)->clear_uplinks();
   EXPECT_TRUE(registry_->ApplyTopology(ok).ok());
+}
+
+// The files' backend, but a layout write waits until `release` is
+// notified: a backend that does not answer (a cluster cut off).
+class StallingState final : public DeclaredState {
+ public:
+  explicit StallingState(StateStore* store) : files_(store) {}
+  absl::Notification entered;  // a write is waiting
+  absl::Notification release;
+
+  std::string Describe() const override { return "the stalling store"; }
+  absl::StatusOr<uint64_t> WriteLayout(const v1::Layout& layout,
+                                       absl::Time applied, uint64_t expected,
+                                       absl::Time deadline) override {
+    if (!entered.HasBeenNotified()) entered.Notify();
+    release.WaitForNotification();
+    return files_.WriteLayout(layout, applied, expected, deadline);
+  }
+  absl::Status RemoveLayout(absl::string_view job, uint64_t expected,
+                            absl::Time deadline) override {
+    return files_.RemoveLayout(job, expected, deadline);
+  }
+  absl::StatusOr<std::vector<DeclaredLayout>> ReadLayouts() override {
+    return files_.ReadLayouts();
+  }
+  absl::StatusOr<uint64_t> WriteTopology(const v1::Topology& topology,
+                                         absl::Time applied, uint64_t expected,
+                                         absl::Time deadline) override {
+    return files_.WriteTopology(topology, applied, expected, deadline);
+  }
+  absl::StatusOr<std::optional<DeclaredTopology>> ReadTopology() override {
+    return files_.ReadTopology();
+  }
+  void Reject(absl::string_view where, absl::string_view why) override {
+    files_.Reject(where, why);
+  }
+  void Watch(std::function<void(const DeclaredChange&)>) override {}
+  void StopWatching() override {}
+  std::vector<std::string> problems() const override {
+    return files_.problems();
+  }
+
+ private:
+  FileDeclaredState files_;
+};
+
+// A write queued behind one the backend does not answer stops at its own
+// deadline, nothing written; the one ahead still completes.
+TEST_F(LayoutRegistryTest, AWriteQueuedBehindAStuckOneStopsAtItsDeadline) {
+  StallingState state(store_.get());
+  LayoutRegistry registry(&state, &clock_);
+  ASSERT_TRUE(registry.Load().ok());
+  absl::Status first;
+  std::thread ahead(
+      [&] { first = registry.Apply(MoeLayout("job-a")).status(); });
+  state.entered.WaitForNotification();
+
+  const absl::Time start = absl::Now();
+  for (int write = 0; write < 3; ++write) {
+    const absl::Time deadline = absl::Now() + absl::Milliseconds(200);
+    absl::Status queued;
+    switch (write) {
+      case 0:
+        queued = registry.Apply(MoeLayout("job-b"), deadline).status();
+        break;
+      case 1:
+        queued = registry.Delete("job-a", deadline);
+        break;
+      default:
+        queued = registry.ApplyTopology(TwoLeafTopology(), deadline);
+    }
+    EXPECT_EQ(queued.code(), absl::StatusCode::kDeadlineExceeded) << queued;
+    EXPECT_THAT(
+        std::string(queued.message()),
+        AllOf(HasSubstr("another write"), HasSubstr("the stalling store"),
+              HasSubstr("nothing was written")));
+  }
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+  EXPECT_EQ(registry.NumLayouts(), 0u);
+
+  state.release.Notify();
+  ahead.join();
+  EXPECT_TRUE(first.ok()) << first;
+  EXPECT_EQ(registry.NumLayouts(), 1u);
+  // The turn is free again.
+  EXPECT_TRUE(
+      registry.Apply(MoeLayout("job-b"), absl::Now() + absl::Seconds(5)).ok());
+  EXPECT_TRUE(registry.GetTopology().status().code() ==
+              absl::StatusCode::kNotFound);
 }
 
 }  // namespace

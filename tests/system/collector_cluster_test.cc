@@ -262,9 +262,13 @@ TEST_F(CollectorClusterTest, LayoutsAndTopologyAreSharedAndSurviveFailures) {
       << retried.err;
   std::cout << "first write after the servers resumed: "
             << absl::Now() - resumed << "\n";
-  EXPECT_TRUE(
-      testing::Eventually([&] { return HttpGet(c[0].http, "/healthz").ok(); },
-                          absl::Seconds(30), absl::Milliseconds(200)))
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        health = HttpGet(c[0].http, "/healthz");
+        return health.ok();
+      },
+      absl::Seconds(30), absl::Milliseconds(200)))
+      << health.status() << "\n"
       << c[0].process->Stderr();
 
   // 6. Restart of every collector: the declared state comes back.

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/container/btree_map.h"
+#include "absl/numeric/bits.h"
 
 namespace fabricdiag::cluster {
 namespace {
@@ -108,17 +109,16 @@ constexpr uint64_t kValueBits = ~(kLinkDownBit | kInViewBit);
 // SampleEvidence's fields in a view's `*_samples`.
 constexpr int kSampleValues = 7;
 
-double& Slot(PortSignals& s, int slot) {
+// The signal of `slot` (0 <= slot < kSlots) in `s`.
+// `Signals`: PortSignals or const PortSignals.
+template <typename Signals>
+auto& Slot(Signals& s, int slot) {
   if (slot < kRateSlot) return s.*kOptionalFields[slot].signal;
   if (slot == kRateSlot) return s.link_rate;
   if (slot == kRateSlot + 1) return s.expected_rate;
   const int i = slot - kPrioritySlot;
   return (s.*kPriorityFields[i / analysis::kPriorities]
                  .signal)[static_cast<size_t>(i % analysis::kPriorities)];
-}
-
-double SlotValue(const PortSignals& s, int slot) {
-  return Slot(const_cast<PortSignals&>(s), slot);
 }
 
 // Whether a slot holds a reported value: not NaN, but for the two rates,
@@ -134,7 +134,7 @@ void PortToBlock(const analysis::PortView& p,
                  RepeatedDouble* values, RepeatedDouble* samples) {
   uint64_t mask = kInViewBit;
   for (int slot = 0; slot < kSlots; ++slot) {
-    const double v = SlotValue(p.s, slot);
+    const double v = Slot(p.s, slot);
     if (!Reported(v, slot)) continue;
     mask |= uint64_t{1} << slot;
     values->Add(v);
@@ -166,7 +166,7 @@ bool PortFromBlock(uint64_t mask, const RepeatedDouble& values, int* next_value,
   for (uint64_t bits = mask & kValueBits; bits != 0; bits &= bits - 1) {
     if (*next_value >= values.size()) return false;
     const double v = values.Get((*next_value)++);
-    const int slot = __builtin_ctzll(bits);
+    const int slot = absl::countr_zero(bits);
     if (slot < kSlots) Slot(port->s, slot) = v;
   }
   port->s.link_up = (mask & kLinkDownBit) == 0;

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/numeric/bits.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
@@ -222,7 +223,8 @@ v1::FeatureChunk GpuChunk() {
 }
 
 TEST(FeatureWireTest, TheRecentColumnsHoldOnlyThePortsInTheRecentView) {
-  const v1::PortBlock& b = GpuChunk().nodes(0).port_block();
+  const v1::FeatureChunk chunk = GpuChunk();
+  const v1::PortBlock& b = chunk.nodes(0).port_block();
   ASSERT_EQ(b.recent_present_size(), 2);
   EXPECT_NE(b.recent_present(0) >> 63, 0u);  // mlx5_0: in the view
   EXPECT_EQ(b.recent_present(1), 0u);        // mlx5_1: not
@@ -289,7 +291,7 @@ TEST(FeatureWireTest, AValueOfAnUnknownSlotIsSkipped) {
   const FeatureSlice want = RoundTrip(TwoNodeSlice(), kDefaultChunkBytes);
   // The second port's values follow the first port's: the new value goes
   // after every value of the first port, which bit 62 then precedes.
-  const int first_port_values = __builtin_popcountll(
+  const int first_port_values = absl::popcount(
       b->window_present(0) & ~((uint64_t{1} << 61) | (uint64_t{1} << 63)));
   b->set_window_present(0, b->window_present(0) | (uint64_t{1} << 62));
   b->mutable_window_values()->Add(12345);  // room at the end

@@ -111,7 +111,7 @@ void AnalysisRunner::Stop() {
   if (!thread_.joinable()) return;
   thread_.join();
   // What was learned since the last write, for the next process.
-  std::lock_guard<std::mutex> lock(pass_mu_);
+  std::lock_guard<std::timed_mutex> lock(pass_mu_);
   if (hysteresis_seeded_) SaveBaselines(clock_.Now());
 }
 
@@ -345,7 +345,7 @@ std::shared_ptr<const analysis::FabricView> AnalysisRunner::LatestView() const {
 }
 
 void AnalysisRunner::RunOnce() {
-  std::lock_guard<std::mutex> lock(pass_mu_);
+  std::lock_guard<std::timed_mutex> lock(pass_mu_);
   const int64_t start = clock_.MonotonicNanos();
   const absl::Time now = clock_.Now();
   const bool leading = Leading();
@@ -381,12 +381,22 @@ std::shared_ptr<const std::vector<NodeFacts>> AnalysisRunner::LatestNodes()
   return published_nodes_;
 }
 
-std::vector<v1::Finding> AnalysisRunner::RunLayoutPass(const std::string& job) {
+std::vector<v1::Finding> AnalysisRunner::RunLayoutPass(const std::string& job,
+                                                       absl::Time deadline) {
   {
-    std::lock_guard<std::mutex> lock(pass_mu_);
+    std::unique_lock<std::timed_mutex> lock(pass_mu_, std::defer_lock);
+    // Behind a rate pass (a second or more on a large fabric) the answer
+    // would arrive after its caller gave up: waited for until its deadline.
+    if (deadline == absl::InfiniteFuture()) {
+      lock.lock();
+    } else if (!lock.try_lock_until(absl::ToChronoTime(deadline))) {
+      LogInfo(absl::StrCat("analysis: the layout pass for job ", job,
+                           " is left to the next pass (a pass in progress "
+                           "outlasted the request's deadline)"));
+    }
     // A follower's findings come from the leader's own pass over the
     // layout it receives.
-    if (Leading()) RunLayoutAnalyzers(clock_.Now());
+    if (lock.owns_lock() && Leading()) RunLayoutAnalyzers(clock_.Now());
   }
   FindingsFilter filter;
   filter.job = job;

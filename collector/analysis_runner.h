@@ -26,7 +26,7 @@
 //
 //   AnalysisRunner runner(&series, &registry, &findings, &stats, clock, {});
 //   runner.Start();          // background thread
-//   runner.RunLayoutPass();  // at once, after ApplyLayout
+//   runner.RunLayoutPass(job, answer_by);  // at once, after ApplyLayout
 //   runner.Stop();
 //
 // Thread-safe: passes are serialized by a mutex.
@@ -98,8 +98,11 @@ class AnalysisRunner {
   // One full pass (all analyzers).
   void RunOnce();
   // The layout analyzers only; returns the active findings of `job` after
-  // the pass (what ApplyLayout answers with).
-  std::vector<v1::Finding> RunLayoutPass(const std::string& job);
+  // the pass (what ApplyLayout answers with). A pass in progress is waited
+  // for only until `deadline` (the caller's); past it the layout analyzers
+  // are left to the next pass and the findings are those of now.
+  std::vector<v1::Finding> RunLayoutPass(
+      const std::string& job, absl::Time deadline = absl::InfiniteFuture());
 
   // The FabricView of the latest rate pass (what the analyzers saw), null
   // before the first; for the HTTP API. Any thread.
@@ -147,7 +150,7 @@ class AnalysisRunner {
   EmbeddedFeatureExchange embedded_features_;
   FeatureExchange* const features_;
 
-  std::mutex pass_mu_;  // one pass at a time
+  std::timed_mutex pass_mu_;  // one pass at a time
   // Rate analysis state, used under pass_mu_.
   FabricViewBuilder view_builder_;
   // Re-created when a new term starts (Leading()).

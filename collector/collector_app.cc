@@ -265,8 +265,9 @@ QueryService::Options MakeQueryOptions(std::string token,
   QueryService::Options options;
   options.auth_token = std::move(token);
   options.node_up = std::move(node_up);
-  options.on_layouts_changed = [runner](const std::string& job) {
-    return runner->RunLayoutPass(job);
+  options.on_layouts_changed = [runner](const std::string& job,
+                                        absl::Time answer_by) {
+    return runner->RunLayoutPass(job, answer_by);
   };
   return options;
 }

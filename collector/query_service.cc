@@ -122,7 +122,7 @@ grpc::Status QueryService::ApplyLayout(grpc::ServerContext* context,
   // skipped for a caller that is gone; the next periodic pass runs it.
   if (options_.on_layouts_changed && absl::Now() < answer_by) {
     for (v1::Finding& f :
-         options_.on_layouts_changed(request->layout().job())) {
+         options_.on_layouts_changed(request->layout().job(), answer_by)) {
       *response->add_findings() = std::move(f);
     }
   }
@@ -162,7 +162,7 @@ grpc::Status QueryService::DeleteLayout(grpc::ServerContext* context,
   absl::Status deleted = registry_->Delete(request->job(), answer_by);
   if (!deleted.ok()) return ToGrpcStatus(deleted);
   if (options_.on_layouts_changed && absl::Now() < answer_by) {
-    options_.on_layouts_changed(request->job());
+    options_.on_layouts_changed(request->job(), answer_by);
   }
   return grpc::Status::OK;
 }

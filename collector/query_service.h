@@ -52,9 +52,11 @@ class QueryService final : public v1::Collector::Service {
     std::string auth_token;
     // Whether a node counts as up (ListNodes); null: reported within 3 s.
     NodeUpRule node_up;
-    // Called after a layout was applied or deleted, with the job; returns
-    // the findings the layout raises at once (tp_cross_node). May be empty.
-    std::function<std::vector<v1::Finding>(const std::string& job)>
+    // Called after a layout was applied or deleted, with the job and the
+    // time the answer is due; returns the findings the layout raises at
+    // once (tp_cross_node). May be empty.
+    std::function<std::vector<v1::Finding>(const std::string& job,
+                                           absl::Time answer_by)>
         on_layouts_changed;
     // In a collector cluster: this collector's --collector_id, and every
     // node of the fabric (AnalysisRunner::LatestNodes), so that ListNodes

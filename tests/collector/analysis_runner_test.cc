@@ -11,8 +11,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "collector/state_store.h"
 #include "common/clock.h"
@@ -370,6 +372,68 @@ Opened WhenAStrongStormOpens(const analysis::HysteresisConfig& gate) {
     }
   }
   return {};
+}
+
+// Publishes only when let: a pass in progress for as long as a test
+// wants.
+class GatedExchange final : public FeatureExchange {
+ public:
+  std::string Describe() const override { return "gated"; }
+  absl::Status Publish(const FeatureSlice& /*local*/,
+                       absl::Time /*now*/) override {
+    entered.Notify();
+    release.WaitForNotification();
+    return absl::OkStatus();
+  }
+  FeatureSlice Merged(FeatureSlice local, absl::Time /*now*/,
+                      MergeScope /*scope*/) override {
+    return local;
+  }
+  absl::Notification entered;
+  absl::Notification release;
+};
+
+// A layout applied while a long rate pass runs: the layout pass waits for
+// it only until the request's deadline, and answers with the findings of
+// now; the next pass raises what the layout brings.
+TEST_F(AnalysisRunnerStateTest,
+       ALayoutPassBehindARunningPassStopsAtItsDeadline) {
+  GatedExchange exchange;
+  FakeRole role;
+  role.term = 1;
+  AnalysisStats stats;
+  AnalysisRunner::Options options;
+  options.features = &exchange;
+  options.role = &role;
+  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
+                        clock, options);
+  v1::Layout tp16;  // a TP group of 16 GPUs over two 8-GPU nodes
+  tp16.set_job("dense-tp16");
+  tp16.set_gpus_per_node(8);
+  tp16.mutable_parallelism()->set_tp(16);
+  tp16.mutable_parallelism()->set_pp(1);
+  tp16.mutable_parallelism()->set_dp(1);
+  tp16.add_hosts("gpu-000");
+  tp16.add_hosts("gpu-001");
+
+  std::thread pass([&] { runner.RunOnce(); });
+  exchange.entered.WaitForNotification();
+  ASSERT_TRUE(registry_->Apply(tp16).ok());
+  const absl::Time start = absl::Now();
+  const std::vector<v1::Finding> now =
+      runner.RunLayoutPass("dense-tp16", start + absl::Milliseconds(200));
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_THAT(now, ::testing::IsEmpty());
+  EXPECT_GE(took, absl::Milliseconds(150));
+  EXPECT_LT(took, absl::Seconds(2));
+  exchange.release.Notify();
+  pass.join();
+
+  // With time to wait, the layout pass runs and answers with its finding.
+  const std::vector<v1::Finding> found =
+      runner.RunLayoutPass("dense-tp16", absl::Now() + absl::Seconds(10));
+  ASSERT_THAT(found, ::testing::SizeIs(1));
+  EXPECT_EQ(found[0].kind(), "tp_cross_node");
 }
 
 TEST(AnalysisRunnerTest, AStrongFaultOpensOnTheNewestSamples) {

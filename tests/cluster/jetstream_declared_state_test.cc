@@ -9,6 +9,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -23,6 +24,7 @@
 #include "tests/cluster/single_nats_test.h"
 #include "tests/testing/eventually.h"
 #include "tests/testing/nats_cluster.h"
+#include "tests/testing/stall_proxy.h"
 
 namespace fabricdiag::cluster {
 namespace {
@@ -174,6 +176,102 @@ TEST_F(OneNatsServerTest, NoStreamForASubjectIsUnavailable) {
   EXPECT_THAT(error.message(), HasSubstr("no stream matches subject"));
   if (watcher != nullptr) kvWatcher_Destroy(watcher);
   kvStore_Destroy(*kv);
+}
+
+// A write whose request reached the servers but whose answer was lost (the
+// client's wait timed out) landed: the collector finds it in the bucket on
+// its next attempt and reports it done, written once, not a conflict with
+// itself and not a failure. The same for a create, a replacement and a
+// removal.
+TEST_F(OneNatsServerTest, AWriteWhoseAnswerIsLostIsReportedDoneAndWrittenOnce) {
+  absl::StatusOr<std::unique_ptr<testing::StallProxy>> proxy =
+      testing::StallProxy::Start(nats_->port(0));
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+  NatsConnection::Options options;
+  options.urls = {absl::StrCat("nats://127.0.0.1:", (*proxy)->port())};
+  options.request_timeout = absl::Milliseconds(400);
+  absl::StatusOr<std::unique_ptr<NatsConnection>> nats =
+      NatsConnection::Connect(options);
+  ASSERT_TRUE(nats.ok()) << nats.status();
+  JetStreamDeclaredState::Options state_options;
+  state_options.replicas = 1;
+  state_options.bucket = absl::StrCat("t_", TestName());
+  absl::StatusOr<std::unique_ptr<JetStreamDeclaredState>> state =
+      JetStreamDeclaredState::Open(nats->get(), state_options);
+  ASSERT_TRUE(state.ok()) << state.status();
+  SystemClock clock;
+  LayoutRegistry registry(state->get(), &clock);
+  ASSERT_TRUE(registry.Load().ok());
+  registry.StartWatching();
+
+  // The answer to the request that writes the key is held for `hold`.
+  const std::string key_writes =
+      absl::StrCat("PUB ", "$KV.", state_options.bucket, ".");
+  const auto with_answer_lost = [&](absl::Duration hold, const auto& write) {
+    (*proxy)->HoldRepliesFrom(key_writes);
+    std::thread release([&] {
+      testing::Eventually([&] { return (*proxy)->holding(); },
+                          absl::Seconds(20), absl::Milliseconds(5));
+      absl::SleepFor(hold);
+      (*proxy)->Release();
+    });
+    const absl::Time start = absl::Now();
+    auto result = write();
+    const absl::Duration took = absl::Now() - start;
+    release.join();
+    // The write reached the server while its answer was held, and the wait
+    // timed out: the path under test, not a plain write.
+    EXPECT_GT((*proxy)->held_bytes(), 0u);
+    EXPECT_GE(took, options.request_timeout);
+    return result;
+  };
+  // Every write to the bucket, whoever made it: the stream's last sequence.
+  const auto writes = [&] {
+    absl::StatusOr<uint64_t> last =
+        BucketLastRevision((*nats)->js(), state_options.bucket);
+    EXPECT_TRUE(last.ok()) << last.status();
+    return last.value_or(0);
+  };
+
+  // 0.6 s: the attempt's wait (0.4 s) times out, and the lookup right after
+  // it finds the write. 1 s: that lookup times out too, and the next
+  // attempt (after a pause of 0.25 s) finds it.
+  for (const absl::Duration hold :
+       {absl::Milliseconds(600), absl::Seconds(1)}) {
+    SCOPED_TRACE(absl::StrCat("answers held for ", absl::FormatDuration(hold)));
+    const uint64_t before = writes();
+    const std::string job = absl::StrCat("job", before);
+    absl::StatusOr<collector::ApplyResult> created = with_answer_lost(
+        hold, [&] { return registry.Apply(DenseLayout(job, 2)); });
+    ASSERT_TRUE(created.ok()) << created.status();
+    EXPECT_EQ(created->entry->revision, before + 1);
+    EXPECT_EQ(writes(), before + 1);
+
+    absl::StatusOr<collector::ApplyResult> replaced = with_answer_lost(
+        hold, [&] { return registry.Apply(DenseLayout(job, 3)); });
+    ASSERT_TRUE(replaced.ok()) << replaced.status();
+    EXPECT_EQ(replaced->entry->revision, before + 2);
+    EXPECT_EQ(writes(), before + 2);
+    absl::StatusOr<std::shared_ptr<const collector::LayoutEntry>> served =
+        registry.Get(job);
+    ASSERT_TRUE(served.ok()) << served.status();
+    EXPECT_EQ((*served)->model.WorldSize(), 24u);
+
+    // The backend itself, not through the registry (which forgets a job
+    // the bucket no longer has, whatever the backend answers).
+    const absl::Status removed = with_answer_lost(hold, [&] {
+      return (*state)->RemoveLayout(job, replaced->entry->revision,
+                                    absl::InfiniteFuture());
+    });
+    EXPECT_TRUE(removed.ok()) << removed;
+    EXPECT_EQ(writes(), before + 3);
+    EXPECT_TRUE(
+        testing::Eventually([&] { return registry.NumLayouts() == 0; }));
+  }
+
+  EXPECT_EQ((*state)->write_conflicts(), 0u);
+  EXPECT_TRUE((*state)->last_write_status().ok())
+      << (*state)->last_write_status();
 }
 
 class JetStreamDeclaredStateTest : public ::testing::Test {

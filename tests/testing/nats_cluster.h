@@ -51,6 +51,8 @@ class NatsCluster {
   // Comma-separated client URLs of every server, for --nats.
   std::string urls() const;
   std::string url(int i) const;
+  // Server i's client port on 127.0.0.1.
+  int port(int i) const { return servers_[i].client_port; }
   int size() const { return static_cast<int>(servers_.size()); }
 
   void Kill(int i);    // SIGKILL, reaped

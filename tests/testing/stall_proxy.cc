@@ -1,0 +1,217 @@
+#include "tests/testing/stall_proxy.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace fabricdiag::testing {
+namespace {
+
+// How often the loop looks at HoldReplies/Release/stop without traffic.
+constexpr int kPollMillis = 10;
+constexpr size_t kReadSize = size_t{64} * 1024;
+
+sockaddr_in Loopback(int port) {
+  sockaddr_in addr;
+  std::memset(&addr, 0, sizeof(addr));
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return addr;
+}
+
+absl::Status ErrnoError(absl::string_view what) {
+  return absl::Status(
+      absl::ErrnoToStatusCode(errno),
+      absl::StrCat("stall proxy: ", what, ": ", std::strerror(errno)));
+}
+
+bool SetNonBlocking(int fd) {
+  const int flags = fcntl(fd, F_GETFL);
+  return flags >= 0 && fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0;
+}
+
+// One client connection and the proxy's connection to the server.
+struct Pair {
+  int client = -1;
+  int server = -1;
+  std::string to_client;
+  std::string to_server;
+  // The last bytes passed on to the server: a marker may span two reads.
+  std::string sent_tail;
+  bool closed = false;
+
+  ~Pair() {
+    if (client >= 0) close(client);
+    if (server >= 0) close(server);
+  }
+};
+
+// Appends what `fd` has to `out`; false at end of stream or on an error.
+bool ReadInto(int fd, std::string* out, size_t* read_bytes) {
+  char buf[kReadSize];
+  const ssize_t n = read(fd, buf, sizeof(buf));
+  if (n > 0) {
+    out->append(buf, static_cast<size_t>(n));
+    *read_bytes = static_cast<size_t>(n);
+    return true;
+  }
+  *read_bytes = 0;
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
+}
+
+// How much of what was sent is kept to find a marker spanning two reads.
+constexpr size_t kTailSize = 256;
+
+// Writes as much of `data` as `fd` takes now, keeping the last bytes
+// written in `tail` (if not null); false on an error.
+bool Flush(int fd, std::string* data, std::string* tail) {
+  while (!data->empty()) {
+    const ssize_t n = write(fd, data->data(), data->size());
+    if (n < 0) {
+      return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+    }
+    if (tail != nullptr) {
+      tail->append(*data, 0, static_cast<size_t>(n));
+      if (tail->size() > kTailSize) tail->erase(0, tail->size() - kTailSize);
+    }
+    data->erase(0, static_cast<size_t>(n));
+  }
+  return true;
+}
+
+// Whether `marker` is in what `p`'s client sent from `p.to_server[new_from]`
+// on, counting a marker that starts in the bytes before.
+bool SawMarker(const std::string& marker, const Pair& p, size_t new_from) {
+  if (marker.empty()) return false;
+  const std::string sent = p.sent_tail + p.to_server;
+  const size_t new_start = p.sent_tail.size() + new_from;
+  const size_t from =
+      new_start >= marker.size() - 1 ? new_start - (marker.size() - 1) : 0;
+  return sent.find(marker, from) != std::string::npos;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<StallProxy>> StallProxy::Start(int target_port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return ErrnoError("socket");
+  sockaddr_in addr = Loopback(0);
+  socklen_t len = sizeof(addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      listen(fd, 16) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
+      !SetNonBlocking(fd)) {
+    absl::Status error = ErrnoError("listening on 127.0.0.1");
+    close(fd);
+    return error;
+  }
+  std::unique_ptr<StallProxy> proxy(
+      new StallProxy(fd, ntohs(addr.sin_port), target_port));
+  proxy->thread_ = std::thread(&StallProxy::Run, proxy.get());
+  return proxy;
+}
+
+StallProxy::StallProxy(int listen_fd, int port, int target_port)
+    : listen_fd_(listen_fd), port_(port), target_port_(target_port) {}
+
+StallProxy::~StallProxy() {
+  stopping_.store(true);
+  if (thread_.joinable()) thread_.join();
+  close(listen_fd_);
+}
+
+void StallProxy::HoldRepliesFrom(std::string marker) {
+  absl::MutexLock lock(&mu_);
+  marker_ = std::move(marker);
+}
+
+void StallProxy::Release() {
+  absl::MutexLock lock(&mu_);
+  marker_.clear();
+  holding_.store(false);
+}
+
+void StallProxy::Run() {
+  std::vector<std::unique_ptr<Pair>> pairs;
+  std::vector<pollfd> fds;
+  while (!stopping_.load()) {
+    bool holding = holding_.load();
+    fds.clear();
+    fds.push_back({listen_fd_, POLLIN, 0});
+    for (const std::unique_ptr<Pair>& p : pairs) {
+      const bool deliver = !holding && !p->to_client.empty();
+      fds.push_back(
+          {p->client, static_cast<short>(POLLIN | (deliver ? POLLOUT : 0)), 0});
+      fds.push_back(
+          {p->server,
+           static_cast<short>(POLLIN | (p->to_server.empty() ? 0 : POLLOUT)),
+           0});
+    }
+    if (poll(fds.data(), fds.size(), kPollMillis) < 0 && errno != EINTR) {
+      return;
+    }
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      Pair& p = *pairs[i];
+      const short client_events = fds[1 + 2 * i].revents;
+      const short server_events = fds[2 + 2 * i].revents;
+      size_t n = 0;
+      if ((client_events & (POLLIN | POLLHUP | POLLERR)) != 0) {
+        const size_t before = p.to_server.size();
+        if (!ReadInto(p.client, &p.to_server, &n)) p.closed = true;
+        // Decided before the request is passed on: its answer is held.
+        if (n > 0 && !holding) {
+          absl::MutexLock lock(&mu_);
+          if (SawMarker(marker_, p, before)) {
+            marker_.clear();
+            held_bytes_.store(0);
+            holding_.store(true);
+            holding = true;
+          }
+        }
+      }
+      if ((server_events & (POLLIN | POLLHUP | POLLERR)) != 0) {
+        if (!ReadInto(p.server, &p.to_client, &n)) p.closed = true;
+        if (holding) held_bytes_.fetch_add(n);
+      }
+      if (!Flush(p.server, &p.to_server, &p.sent_tail) ||
+          (!holding && !Flush(p.client, &p.to_client, nullptr))) {
+        p.closed = true;
+      }
+    }
+    pairs.erase(std::remove_if(
+                    pairs.begin(), pairs.end(),
+                    [](const std::unique_ptr<Pair>& p) { return p->closed; }),
+                pairs.end());
+    if ((fds[0].revents & POLLIN) == 0) continue;
+    const int client =
+        accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (client < 0) continue;
+    auto pair = std::make_unique<Pair>();
+    pair->client = client;
+    pair->server = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const sockaddr_in target = Loopback(target_port_);
+    // A blocking connect: the server is on loopback.
+    if (pair->server < 0 ||
+        connect(pair->server, reinterpret_cast<const sockaddr*>(&target),
+                sizeof(target)) != 0 ||
+        !SetNonBlocking(pair->server)) {
+      continue;  // the client sees its connection closed
+    }
+    pairs.push_back(std::move(pair));
+  }
+}
+
+}  // namespace fabricdiag::testing

@@ -1,0 +1,69 @@
+// A TCP proxy on loopback that can hold back what a server answers, for
+// tests of a client whose request reached the server but whose answer was
+// lost: the request lands, the client's wait for the answer times out, and
+// the answer arrives (and is ignored) only later.
+//
+//   auto proxy = testing::StallProxy::Start(server_port);  // StatusOr
+//   connect the client to 127.0.0.1:(*proxy)->port();
+//   (*proxy)->HoldRepliesFrom("PUB $KV.");  // once a client sends that,
+//                                           // answers wait
+//   ... the client's request times out ...
+//   (*proxy)->Release();       // what was held is delivered, in order
+//
+// Every connection through the proxy is affected alike. Requests are never
+// held or dropped: the server sees every byte the client sends, in order.
+// Thread-safe; the destructor stops the proxy's thread and closes every
+// connection.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+
+namespace fabricdiag::testing {
+
+class StallProxy {
+ public:
+  // Listens on a free port of 127.0.0.1 and forwards every connection to
+  // 127.0.0.1:`target_port`.
+  static absl::StatusOr<std::unique_ptr<StallProxy>> Start(int target_port);
+  ~StallProxy();
+  StallProxy(const StallProxy&) = delete;
+  StallProxy& operator=(const StallProxy&) = delete;
+
+  int port() const { return port_; }
+  // As soon as a client sends `marker` (found in what it sends from now
+  // on; once), what the server sends is read and kept, not delivered: the
+  // answer to the request that carried the marker is held, whatever came
+  // before it is not.
+  void HoldRepliesFrom(std::string marker);
+  // True once the marker was seen, until Release().
+  bool holding() const { return holding_.load(); }
+  // Delivers what was kept, then forwards as before (a marker not seen yet
+  // is no longer looked for).
+  void Release();
+  // Bytes the server sent while replies were held (since the marker was
+  // last seen).
+  size_t held_bytes() const { return held_bytes_.load(); }
+
+ private:
+  StallProxy(int listen_fd, int port, int target_port);
+  void Run();
+
+  const int listen_fd_;
+  const int port_;
+  const int target_port_;
+  mutable absl::Mutex mu_;
+  std::string marker_ ABSL_GUARDED_BY(mu_);  // "": not looking
+  std::atomic<bool> holding_{false};
+  std::atomic<bool> stopping_{false};
+  std::atomic<size_t> held_bytes_{0};
+  std::thread thread_;
+};
+
+}  // namespace fabricdiag::testing

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -115,6 +116,8 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
     std::shared_ptr<const std::string> data;
     std::unique_ptr<Decoded> decoded;
     std::vector<collector::NodeFacts> nodes;
+    uint32_t index = 0;  // the chunk's, and its version: to mark it damaged
+    int64_t published_unix_nanos = 0;
   };
   std::map<std::string, std::vector<Part>> parts;
   {
@@ -138,7 +141,11 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
       }
       if (ports) {
         // The facts serve only when the ports fail to decode at merge.
-        Part part{c.data, std::move(c.decoded), {}};
+        Part part{c.data,
+                  std::move(c.decoded),
+                  {},
+                  key.second,
+                  c.published_unix_nanos};
         if (part.decoded == nullptr) part.nodes = c.nodes;
         parts[key.first].push_back(std::move(part));
       } else {
@@ -148,6 +155,8 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
   }
   uint64_t decoded_here = 0;
   uint64_t undecodable_here = 0;
+  // Chunks whose ports failed to decode here: (collector, index, version).
+  std::vector<std::tuple<std::string, uint32_t, int64_t>> damaged;
   uint64_t remote_ports = 0;
   std::map<std::string, collector::FeatureSlice> remote;
   for (auto& [id, member] : parts) {
@@ -175,6 +184,7 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
           // Its header and facts parsed on receipt, its ports do not: the
           // nodes' facts count, their ports are lost.
           ++undecodable_here;
+          damaged.emplace_back(id, part.index, part.published_unix_nanos);
           for (collector::NodeFacts& n : part.nodes) {
             slice.nodes.push_back(std::move(n));
           }
@@ -215,6 +225,14 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
   stats_.merged_remote_ports = remote_ports;
   stats_.merge_decoded_chunks = decoded_here;
   stats_.undecodable_chunks += undecodable_here;
+  // Counted once: later merges take only the nodes' facts of that version,
+  // as of a chunk found damaged on receipt.
+  for (auto& [id, index, published] : damaged) {
+    auto it = chunks_.find(std::make_pair(std::move(id), index));
+    if (it != chunks_.end() && it->second.published_unix_nanos == published) {
+      it->second.data = nullptr;
+    }
+  }
   for (const collector::NodeFacts& n : merged.nodes) {
     remembered_[n.liveness.node] = n;
   }

@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "tests/testing/loopback.h"
 
 namespace fabricdiag::testing {
 namespace {
@@ -36,20 +37,6 @@ class Fd {
   int fd_;
 };
 
-sockaddr_in Loopback(int port) {
-  sockaddr_in addr;
-  std::memset(&addr, 0, sizeof(addr));
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  return addr;
-}
-
-absl::Status ErrnoError(absl::string_view what) {
-  return absl::Status(absl::ErrnoToStatusCode(errno),
-                      absl::StrCat(what, ": ", std::strerror(errno)));
-}
-
 // Waits for `events` on `fd` until `deadline`.
 absl::Status PollUntil(int fd, short events, absl::Time deadline) {
   for (;;) {
@@ -70,7 +57,7 @@ absl::Status PollUntil(int fd, short events, absl::Time deadline) {
 absl::StatusOr<int> PickFreeTcpPort() {
   Fd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (fd.get() < 0) return ErrnoError("socket");
-  sockaddr_in addr = Loopback(0);
+  sockaddr_in addr = LoopbackAddress(0);
   if (bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     return ErrnoError("bind 127.0.0.1:0");
   }
@@ -86,7 +73,7 @@ absl::StatusOr<std::string> HttpGet(int port, absl::string_view path,
   const absl::Time deadline = absl::Now() + timeout;
   Fd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (fd.get() < 0) return ErrnoError("socket");
-  sockaddr_in addr = Loopback(port);
+  sockaddr_in addr = LoopbackAddress(port);
   if (connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) !=
           0 &&
       errno != EINPROGRESS) {

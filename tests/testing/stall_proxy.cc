@@ -9,12 +9,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "tests/testing/loopback.h"
 
 namespace fabricdiag::testing {
 namespace {
@@ -22,21 +22,6 @@ namespace {
 // How often the loop looks at HoldReplies/Release/stop without traffic.
 constexpr int kPollMillis = 10;
 constexpr size_t kReadSize = size_t{64} * 1024;
-
-sockaddr_in Loopback(int port) {
-  sockaddr_in addr;
-  std::memset(&addr, 0, sizeof(addr));
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  return addr;
-}
-
-absl::Status ErrnoError(absl::string_view what) {
-  return absl::Status(
-      absl::ErrnoToStatusCode(errno),
-      absl::StrCat("stall proxy: ", what, ": ", std::strerror(errno)));
-}
 
 bool SetNonBlocking(int fd) {
   const int flags = fcntl(fd, F_GETFL);
@@ -107,14 +92,14 @@ bool SawMarker(const std::string& marker, const Pair& p, size_t new_from) {
 
 absl::StatusOr<std::unique_ptr<StallProxy>> StallProxy::Start(int target_port) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return ErrnoError("socket");
-  sockaddr_in addr = Loopback(0);
+  if (fd < 0) return ErrnoError("stall proxy: socket");
+  sockaddr_in addr = LoopbackAddress(0);
   socklen_t len = sizeof(addr);
   if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
       listen(fd, 16) != 0 ||
       getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
       !SetNonBlocking(fd)) {
-    absl::Status error = ErrnoError("listening on 127.0.0.1");
+    absl::Status error = ErrnoError("stall proxy: listening on 127.0.0.1");
     close(fd);
     return error;
   }
@@ -202,7 +187,7 @@ void StallProxy::Run() {
     auto pair = std::make_unique<Pair>();
     pair->client = client;
     pair->server = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    const sockaddr_in target = Loopback(target_port_);
+    const sockaddr_in target = LoopbackAddress(target_port_);
     // A blocking connect: the server is on loopback.
     if (pair->server < 0 ||
         connect(pair->server, reinterpret_cast<const sockaddr*>(&target),

@@ -1,5 +1,6 @@
 #include "cluster/analysis_lease.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -93,6 +94,14 @@ std::string AnalysisLease::leader() const {
   return leader_;
 }
 
+absl::Duration AnalysisLease::WithoutLeaderFor() const {
+  absl::MutexLock lock(&mu_);
+  if (held_revision_ != 0 && absl::Now() < lease_until_) {
+    return absl::ZeroDuration();
+  }
+  return std::max(absl::ZeroDuration(), absl::Now() - leader_seen_);
+}
+
 void AnalysisLease::StepDown() {
   if (held_revision_ != 0) {
     LogInfo(absl::StrCat("analysis lease: ", id_,
@@ -114,6 +123,7 @@ void AnalysisLease::TryAcquire() {
     term_ = revision;
     lease_until_ = start + options_.ttl - options_.margin;
     leader_ = id_;
+    leader_seen_ = absl::Now();
     acquisitions_.fetch_add(1);
     LogInfo(absl::StrCat("analysis lease: ", id_, " leads the analysis (term ",
                          term_, ")"));
@@ -124,6 +134,7 @@ void AnalysisLease::TryAcquire() {
   absl::MutexLock lock(&mu_);
   if (holder.status == NATS_OK) {
     leader_ = holder.id;
+    if (!holder.id.empty()) leader_seen_ = absl::Now();
   } else if (holder.status == NATS_NOT_FOUND) {
     leader_.clear();
   }
@@ -143,12 +154,16 @@ void AnalysisLease::Renew() {
     absl::MutexLock lock(&mu_);
     held_revision_ = revision;
     lease_until_ = start + options_.ttl - options_.margin;
+    leader_seen_ = absl::Now();
     return;
   }
   // A conflict (someone else's revision, or the key expired) ends the
   // lease now; a failure to reach the servers only when it runs out.
   const Holder holder = ReadHolder(kv_);
   absl::MutexLock lock(&mu_);
+  if (holder.status == NATS_OK && !holder.id.empty()) {
+    leader_seen_ = absl::Now();
+  }
   if (held_revision_ != held) return;  // stepped down meanwhile
   if (holder.status == NATS_OK && holder.id == id_ && holder.revision != held) {
     // An earlier renewal that timed out landed after all: still ours, and

@@ -75,6 +75,12 @@ class AnalysisLease final : public collector::AnalysisRole {
   uint64_t Term() const override;
   // The holder as this collector last saw it ("" when unknown or none).
   std::string leader() const;
+  // How long no collector was seen leading: zero while this one leads or
+  // the latest look at the key found it held (a held key was written
+  // within the TTL, so its holder is alive); otherwise the time since the
+  // last such sign, or since Start(). Long after a failover would have
+  // ended (a few TTLs), nobody analyses: the lease bucket does not answer.
+  absl::Duration WithoutLeaderFor() const;
   // Times this collector acquired the lease.
   uint64_t acquisitions() const { return acquisitions_.load(); }
 
@@ -100,6 +106,8 @@ class AnalysisLease final : public collector::AnalysisRole {
   // Leading until then (absl::Now() clock), when held.
   absl::Time lease_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::string leader_ ABSL_GUARDED_BY(mu_);
+  // The last sign of a leader (WithoutLeaderFor).
+  absl::Time leader_seen_ ABSL_GUARDED_BY(mu_) = absl::Now();
 };
 
 }  // namespace fabricdiag::cluster

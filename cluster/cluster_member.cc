@@ -234,6 +234,16 @@ bool ClusterMember::AppendHealth(std::string* text) const {
                   : leader.empty()  ? std::string("none now")
                                     : leader,
                   "\n");
+  if (const absl::Duration without = lease_->WithoutLeaderFor();
+      without > kWithoutLeaderLimit) {
+    ok = false;
+    absl::StrAppend(
+        text, "cluster: no collector was seen leading the analysis for ",
+        absl::FormatDuration(absl::Trunc(without, absl::Seconds(1))),
+        " (the lease in NATS bucket ", kLeaderBucket,
+        " does not answer): nobody analyses the fabric, findings are not "
+        "updated\n");
+  }
   if (members_->id_conflict()) {
     ok = false;
     absl::StrAppend(text,

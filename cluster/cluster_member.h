@@ -41,6 +41,12 @@ namespace fabricdiag::cluster {
 // the deletion of its lease and membership keys.
 inline constexpr absl::Duration kStopGrace = absl::Seconds(2);
 
+// /healthz turns 503 when no collector was seen leading the analysis for
+// longer than this: a failover takes the lease's TTL (3 s) and an acquire
+// period; the NATS servers electing their leaders after a restart take up
+// to about 10 s on a loaded machine.
+inline constexpr absl::Duration kWithoutLeaderLimit = absl::Seconds(15);
+
 struct ClusterOptions {
   std::string nats;          // --nats: comma-separated nats:// URLs
   std::string collector_id;  // --collector_id
@@ -114,7 +120,8 @@ class ClusterMember {
 
   // /healthz lines; false when this collector cannot reach NATS, its last
   // write of declared state failed, it cannot publish its features or
-  // does not receive those of a collector that is alive, or another
+  // does not receive those of a collector that is alive, no collector was
+  // seen leading the analysis for kWithoutLeaderLimit, or another
   // collector uses its id.
   bool AppendHealth(std::string* text) const;
   // The fabricdiag_cluster_* families (docs/metrics.md).

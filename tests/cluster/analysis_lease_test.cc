@@ -148,6 +148,69 @@ TEST_F(AnalysisLeaseTest, ACleanStopHandsOverAtOnce) {
   EXPECT_LT(absl::Now() - stopped, absl::Seconds(2));
 }
 
+// Every collector tells how long nobody was seen leading (what /healthz
+// turns 503 on): nothing while one renews; growing while the lease bucket
+// does not answer (here: its stream deleted under them), for the leader
+// too once its lease ran out; nothing again once one leads.
+TEST_F(AnalysisLeaseTest, EveryoneSeesHowLongNobodyLed) {
+  std::unique_ptr<NatsConnection> admin = Connect();
+  ASSERT_NE(admin, nullptr);
+  const std::string bucket = TestName();
+  AnalysisLease::Options options;
+  options.replicas = 1;
+  options.bucket = bucket;
+  options.ttl = absl::Seconds(1);
+  options.renew_period = absl::Milliseconds(300);
+  options.acquire_period = absl::Milliseconds(100);
+  options.margin = absl::Milliseconds(200);
+  std::vector<Collector> c(2);
+  for (int i = 0; i < 2; ++i) {
+    c[i].nats = Connect();
+    ASSERT_NE(c[i].nats, nullptr);
+    auto lease =
+        AnalysisLease::Start(c[i].nats.get(), absl::StrCat("col-", i), options);
+    ASSERT_TRUE(lease.ok()) << lease.status();
+    c[i].lease = *std::move(lease);
+  }
+  ASSERT_TRUE(testing::Eventually([&] { return Leaders(c).size() == 1; }));
+  for (int look = 0; look < 20; ++look) {
+    for (const Collector& each : c) {
+      EXPECT_LT(each.lease->WithoutLeaderFor(), options.ttl);
+    }
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+
+  ASSERT_EQ(js_DeleteStream(admin->js(), absl::StrCat("KV_", bucket).c_str(),
+                            nullptr, nullptr),
+            NATS_OK);
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        return Leaders(c).empty() &&
+               c[0].lease->WithoutLeaderFor() > absl::Seconds(2) &&
+               c[1].lease->WithoutLeaderFor() > absl::Seconds(2);
+      },
+      absl::Seconds(15), absl::Milliseconds(50)))
+      << c[0].lease->WithoutLeaderFor() << " "
+      << c[1].lease->WithoutLeaderFor();
+
+  kvConfig config;
+  kvConfig_Init(&config);
+  config.Bucket = bucket.c_str();
+  config.History = 1;
+  config.StorageType = js_MemoryStorage;
+  config.TTL = absl::ToInt64Nanoseconds(options.ttl);
+  absl::StatusOr<kvStore*> kv = BindOrCreateBucket(*admin, config);
+  ASSERT_TRUE(kv.ok()) << kv.status();
+  kvStore_Destroy(*kv);
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        return Leaders(c).size() == 1 &&
+               c[0].lease->WithoutLeaderFor() < options.ttl &&
+               c[1].lease->WithoutLeaderFor() < options.ttl;
+      },
+      absl::Seconds(15), absl::Milliseconds(50)));
+}
+
 // Three servers, each collector on its own. The leader's server is stopped
 // (SIGSTOP): its renewals hang, so it gives the lease up before the key can
 // expire, and a new term begins, never two leaders at once.

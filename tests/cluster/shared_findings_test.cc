@@ -317,6 +317,61 @@ TEST_F(SharedFindingsTest, HealthNamesACollectorWhoseFeaturesDoNotArrive) {
   }
 }
 
+// /healthz turns 503 when nobody was seen leading the analysis for
+// kWithoutLeaderLimit (here the lease bucket's stream is deleted under the
+// collector, as if NATS lost it), and healthy again once one leads.
+TEST_F(SharedFindingsTest, HealthSaysWhenNobodyLeadsTheAnalysis) {
+  std::unique_ptr<Collector> a = Start("col-a");
+  ASSERT_TRUE(a != nullptr);
+  std::string health;
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        health.clear();
+        return a->member->AppendHealth(&health) && a->Leading();
+      },
+      absl::Seconds(15), absl::Milliseconds(100)))
+      << health;
+  NatsConnection::Options options;
+  options.urls = {nats_.url(0)};
+  absl::StatusOr<std::unique_ptr<NatsConnection>> admin =
+      NatsConnection::Connect(options);
+  ASSERT_TRUE(admin.ok()) << admin.status();
+  const absl::Time deleted = absl::Now();
+  ASSERT_EQ(js_DeleteStream((*admin)->js(),
+                            absl::StrCat("KV_", kLeaderBucket).c_str(), nullptr,
+                            nullptr),
+            NATS_OK);
+  // The lease runs out (3 s), then nobody leads for the limit.
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        health.clear();
+        return !a->member->AppendHealth(&health) &&
+               absl::StrContains(health,
+                                 "no collector was seen leading the analysis");
+      },
+      kWithoutLeaderLimit + absl::Seconds(15), absl::Milliseconds(200)))
+      << health;
+  EXPECT_GE(absl::Now() - deleted, kWithoutLeaderLimit);
+  EXPECT_THAT(health, ::testing::HasSubstr("analysis leader: none now"));
+
+  kvConfig config;
+  kvConfig_Init(&config);
+  config.Bucket = kLeaderBucket;
+  config.History = 1;
+  config.StorageType = js_MemoryStorage;
+  config.TTL = absl::ToInt64Nanoseconds(absl::Seconds(3));
+  absl::StatusOr<kvStore*> kv = BindOrCreateBucket(**admin, config);
+  ASSERT_TRUE(kv.ok()) << kv.status();
+  kvStore_Destroy(*kv);
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        health.clear();
+        return a->member->AppendHealth(&health) && a->Leading();
+      },
+      absl::Seconds(15), absl::Milliseconds(100)))
+      << health;
+}
+
 // The first collector of a new cluster brings the layouts and topology of
 // its --state_dir along; a later one, or an old --state_dir after a
 // deletion, brings nothing back.

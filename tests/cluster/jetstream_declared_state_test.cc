@@ -274,6 +274,66 @@ TEST_F(OneNatsServerTest, AWriteWhoseAnswerIsLostIsReportedDoneAndWrittenOnce) {
       << (*state)->last_write_status();
 }
 
+// A removal is compare-and-set on the servers too, not only against what
+// it read: a replacement through another collector that lands between the
+// removal's read and its delete (held on its way here) is not removed.
+TEST_F(OneNatsServerTest, ARemovalRacingAReplacementRemovesNothing) {
+  absl::StatusOr<std::unique_ptr<testing::StallProxy>> proxy =
+      testing::StallProxy::Start(nats_->port(0));
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+  NatsConnection::Options options;
+  options.urls = {absl::StrCat("nats://127.0.0.1:", (*proxy)->port())};
+  absl::StatusOr<std::unique_ptr<NatsConnection>> through_proxy =
+      NatsConnection::Connect(options);
+  ASSERT_TRUE(through_proxy.ok()) << through_proxy.status();
+  std::unique_ptr<NatsConnection> direct = Connect();
+  ASSERT_NE(direct, nullptr);
+  JetStreamDeclaredState::Options state_options;
+  state_options.replicas = 1;
+  state_options.bucket = absl::StrCat("t_", TestName());
+  absl::StatusOr<std::unique_ptr<JetStreamDeclaredState>> a =
+      JetStreamDeclaredState::Open(through_proxy->get(), state_options);
+  ASSERT_TRUE(a.ok()) << a.status();
+  absl::StatusOr<std::unique_ptr<JetStreamDeclaredState>> b =
+      JetStreamDeclaredState::Open(direct.get(), state_options);
+  ASSERT_TRUE(b.ok()) << b.status();
+  absl::StatusOr<uint64_t> first = (*a)->WriteLayout(
+      DenseLayout("job", 2), absl::Now(), 0, absl::InfiniteFuture());
+  ASSERT_TRUE(first.ok()) << first.status();
+
+  // A's delete is held once sent; B replaces the layout meanwhile.
+  (*proxy)->HoldRequestsFrom(
+      absl::StrCat("PUB ", "$KV.", state_options.bucket, "."));
+  absl::StatusOr<uint64_t> replaced;
+  std::thread racer([&] {
+    testing::Eventually([&] { return (*proxy)->holding(); }, absl::Seconds(20),
+                        absl::Milliseconds(5));
+    replaced = (*b)->WriteLayout(DenseLayout("job", 3), absl::Now(), *first,
+                                 absl::InfiniteFuture());
+    (*proxy)->Release();
+  });
+  const absl::Status removed =
+      (*a)->RemoveLayout("job", *first, absl::InfiniteFuture());
+  racer.join();
+  ASSERT_TRUE(replaced.ok()) << replaced.status();
+  // The race happened: the delete waited in the proxy.
+  EXPECT_GT((*proxy)->held_bytes(), 0u);
+  EXPECT_TRUE(absl::IsAborted(removed)) << removed;
+  EXPECT_THAT(removed.message(), HasSubstr("another collector"));
+  EXPECT_THAT(removed.message(), HasSubstr("nothing was removed"));
+  EXPECT_EQ((*a)->write_conflicts(), 1u);
+  // The bucket holds B's version, nothing after it.
+  absl::StatusOr<uint64_t> last =
+      BucketLastRevision(direct->js(), state_options.bucket);
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ(*last, *replaced);
+  absl::StatusOr<std::vector<collector::DeclaredLayout>> layouts =
+      (*b)->ReadLayouts();
+  ASSERT_TRUE(layouts.ok()) << layouts.status();
+  ASSERT_THAT(*layouts, SizeIs(1));
+  EXPECT_EQ((*layouts)[0].layout.parallelism().dp(), 3);
+}
+
 class JetStreamDeclaredStateTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {

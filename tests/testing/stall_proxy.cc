@@ -121,11 +121,19 @@ StallProxy::~StallProxy() {
 void StallProxy::HoldRepliesFrom(std::string marker) {
   absl::MutexLock lock(&mu_);
   marker_ = std::move(marker);
+  marker_holds_requests_ = false;
+}
+
+void StallProxy::HoldRequestsFrom(std::string marker) {
+  absl::MutexLock lock(&mu_);
+  marker_ = std::move(marker);
+  marker_holds_requests_ = true;
 }
 
 void StallProxy::Release() {
   absl::MutexLock lock(&mu_);
   marker_.clear();
+  holding_requests_.store(false);
   holding_.store(false);
 }
 
@@ -134,16 +142,18 @@ void StallProxy::Run() {
   std::vector<pollfd> fds;
   while (!stopping_.load()) {
     bool holding = holding_.load();
+    bool holding_requests = holding_requests_.load();
+    // Replies are held only in the mode that holds them.
+    bool holding_replies = holding && !holding_requests;
     fds.clear();
     fds.push_back({listen_fd_, POLLIN, 0});
     for (const std::unique_ptr<Pair>& p : pairs) {
-      const bool deliver = !holding && !p->to_client.empty();
+      const bool deliver = !holding_replies && !p->to_client.empty();
+      const bool pass_on = !holding_requests && !p->to_server.empty();
       fds.push_back(
           {p->client, static_cast<short>(POLLIN | (deliver ? POLLOUT : 0)), 0});
       fds.push_back(
-          {p->server,
-           static_cast<short>(POLLIN | (p->to_server.empty() ? 0 : POLLOUT)),
-           0});
+          {p->server, static_cast<short>(POLLIN | (pass_on ? POLLOUT : 0)), 0});
     }
     if (poll(fds.data(), fds.size(), kPollMillis) < 0 && errno != EINTR) {
       return;
@@ -162,19 +172,29 @@ void StallProxy::Run() {
           if (SawMarker(marker_, p, before)) {
             marker_.clear();
             held_bytes_.store(0);
-            holding_.store(true);
             holding = true;
+            holding_requests = marker_holds_requests_;
+            holding_replies = !holding_requests;
+            holding_requests_.store(holding_requests);
+            holding_.store(true);
           }
         }
       }
       if ((server_events & (POLLIN | POLLHUP | POLLERR)) != 0) {
         if (!ReadInto(p.server, &p.to_client, &n)) p.closed = true;
-        if (holding) held_bytes_.fetch_add(n);
+        if (holding_replies) held_bytes_.fetch_add(n);
       }
-      if (!Flush(p.server, &p.to_server, &p.sent_tail) ||
-          (!holding && !Flush(p.client, &p.to_client, nullptr))) {
+      if (!holding_requests && !Flush(p.server, &p.to_server, &p.sent_tail)) {
         p.closed = true;
       }
+      if (!holding_replies && !Flush(p.client, &p.to_client, nullptr)) {
+        p.closed = true;
+      }
+    }
+    if (holding_requests) {
+      size_t held = 0;
+      for (const std::unique_ptr<Pair>& p : pairs) held += p->to_server.size();
+      held_bytes_.store(held);
     }
     pairs.erase(std::remove_if(
                     pairs.begin(), pairs.end(),

@@ -1,7 +1,10 @@
-// A TCP proxy on loopback that can hold back what a server answers, for
-// tests of a client whose request reached the server but whose answer was
-// lost: the request lands, the client's wait for the answer times out, and
-// the answer arrives (and is ignored) only later.
+// A TCP proxy on loopback that can hold back what a server answers, or
+// what a client asks, for tests of the races a network makes:
+//   - a request that reached the server but whose answer was lost: the
+//     request lands, the client's wait for the answer times out, and the
+//     answer arrives (and is ignored) only later (HoldRepliesFrom);
+//   - a request delayed on its way while another client writes first
+//     (HoldRequestsFrom).
 //
 //   auto proxy = testing::StallProxy::Start(server_port);  // StatusOr
 //   connect the client to 127.0.0.1:(*proxy)->port();
@@ -10,8 +13,8 @@
 //   ... the client's request times out ...
 //   (*proxy)->Release();       // what was held is delivered, in order
 //
-// Every connection through the proxy is affected alike. Requests are never
-// held or dropped: the server sees every byte the client sends, in order.
+// Every connection through the proxy is affected alike. Nothing is ever
+// dropped or reordered: held bytes are delivered, in order, at Release().
 // Thread-safe; the destructor stops the proxy's thread and closes every
 // connection.
 #pragma once
@@ -42,13 +45,18 @@ class StallProxy {
   // answer to the request that carried the marker is held, whatever came
   // before it is not.
   void HoldRepliesFrom(std::string marker);
+  // As soon as a client sends `marker` (once), what it sent in the read
+  // that carried the marker and everything after is kept, not passed on:
+  // the server sees that request only at Release().
+  void HoldRequestsFrom(std::string marker);
   // True once the marker was seen, until Release().
   bool holding() const { return holding_.load(); }
   // Delivers what was kept, then forwards as before (a marker not seen yet
   // is no longer looked for).
   void Release();
-  // Bytes the server sent while replies were held (since the marker was
-  // last seen).
+  // Bytes held since the marker was last seen: what the server sent
+  // (HoldRepliesFrom), or what clients sent and the server has not seen yet
+  // (HoldRequestsFrom).
   size_t held_bytes() const { return held_bytes_.load(); }
 
  private:
@@ -60,7 +68,10 @@ class StallProxy {
   const int target_port_;
   mutable absl::Mutex mu_;
   std::string marker_ ABSL_GUARDED_BY(mu_);  // "": not looking
+  // What the marker holds: requests (HoldRequestsFrom) or replies.
+  bool marker_holds_requests_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<bool> holding_{false};
+  std::atomic<bool> holding_requests_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<size_t> held_bytes_{0};
   std::thread thread_;

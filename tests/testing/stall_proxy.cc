@@ -166,7 +166,8 @@ void StallProxy::Run() {
       if ((client_events & (POLLIN | POLLHUP | POLLERR)) != 0) {
         const size_t before = p.to_server.size();
         if (!ReadInto(p.client, &p.to_server, &n)) p.closed = true;
-        // Decided before the request is passed on: its answer is held.
+        // Decided before the request is passed on: it, or its answer, is
+        // held.
         if (n > 0 && !holding) {
           absl::MutexLock lock(&mu_);
           if (SawMarker(marker_, p, before)) {

@@ -75,6 +75,11 @@ absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Join(
   ASSIGN_OR_RETURN(
       member->findings_,
       JetStreamFindings::Open(member->nats_.get(), findings_options));
+  JetStreamBaselines::Options baselines_options;
+  baselines_options.replicas = options.replicas;
+  ASSIGN_OR_RETURN(
+      member->baselines_,
+      JetStreamBaselines::Open(member->nats_.get(), baselines_options));
   return member;
 }
 

@@ -27,6 +27,7 @@
 #include "absl/synchronization/notification.h"
 #include "cluster/analysis_lease.h"
 #include "cluster/cluster_members.h"
+#include "cluster/jetstream_baselines.h"
 #include "cluster/jetstream_declared_state.h"
 #include "cluster/jetstream_features.h"
 #include "cluster/jetstream_findings.h"
@@ -85,6 +86,9 @@ class ClusterMember {
   collector::FindingsReplication* findings_replication() {
     return findings_.get();
   }
+  // The analysis leader's straggler baselines, for the next leader
+  // (cluster/jetstream_baselines.h).
+  collector::BaselinesStore* baselines() { return baselines_.get(); }
   // The first collector of a new cluster brings its declared state along:
   // when the cluster's bucket never held anything (not even a deletion),
   // copies every layout and the topology of `from` (this collector's
@@ -153,6 +157,7 @@ class ClusterMember {
   std::unique_ptr<JetStreamFeatures> features_;
   std::unique_ptr<AnalysisLease> lease_;
   std::unique_ptr<JetStreamFindings> findings_;
+  std::unique_ptr<JetStreamBaselines> baselines_;
   // BeginStop()'s watchdog, ended by Leave().
   std::thread stop_watchdog_;
   absl::Notification left_;

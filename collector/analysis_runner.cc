@@ -110,9 +110,13 @@ void AnalysisRunner::Stop() {
   cv_.notify_all();
   if (!thread_.joinable()) return;
   thread_.join();
-  // What was learned since the last write, for the next process.
+  // What was learned since the last write, for the next process; in a
+  // cluster only while this collector still analyses (a former leader's
+  // baselines would replace the current one's).
   std::lock_guard<std::timed_mutex> lock(pass_mu_);
-  if (hysteresis_seeded_) SaveBaselines(clock_.Now());
+  const bool analysing =
+      options_.role == nullptr || (term_ != 0 && options_.role->Leading());
+  if (hysteresis_seeded_ && analysing) SaveBaselines(clock_.Now());
 }
 
 void AnalysisRunner::Persisted(const absl::Status& status) {
@@ -276,17 +280,20 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric) {
 
 void AnalysisRunner::LoadBaselines(absl::Time now,
                                    const RegistrySnapshot& snapshot) {
-  if (options_.baselines_state == nullptr) return;
+  if (options_.baselines == nullptr) return;
   std::vector<const analysis::LayoutModel*> layouts;
   for (const auto& [job, entry] : snapshot.layouts) {
     layouts.push_back(&entry->model);
   }
   absl::StatusOr<LoadedBaselines> loaded = LoadStragglerBaselines(
-      options_.baselines_state, now, options_.baselines_max_age, layouts,
+      options_.baselines, now, options_.baselines_max_age, layouts,
       &straggler_baselines_);
   if (!loaded.ok()) {
     LogWarning(absl::StrCat("analysis: straggler baselines not loaded, ",
                             "learning afresh: ", loaded.status().message()));
+    // What is stored may still be good (NATS did not answer for a moment):
+    // replaced only once this collector learned for a whole period.
+    baselines_written_ = now;
     return;
   }
   if (!loaded->problem.empty()) {
@@ -302,12 +309,12 @@ void AnalysisRunner::LoadBaselines(absl::Time now,
 }
 
 void AnalysisRunner::SaveBaselines(absl::Time now) {
-  if (options_.baselines_state == nullptr) return;
+  if (options_.baselines == nullptr) return;
   // Not retried before baselines_every either way: a failing disk is
   // counted by the store (/healthz) and said here once per attempt.
   baselines_written_ = now;
-  if (absl::Status s = SaveStragglerBaselines(options_.baselines_state,
-                                              straggler_baselines_, now);
+  if (absl::Status s =
+          SaveStragglerBaselines(options_.baselines, straggler_baselines_, now);
       !s.ok()) {
     LogWarning(absl::StrCat("analysis: cannot write straggler baselines: ",
                             s.message()));

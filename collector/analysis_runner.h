@@ -75,13 +75,13 @@ class AnalysisRunner {
     // the collector that does (collector/findings_replication.h). Must
     // outlive the runner.
     const AnalysisRole* role = nullptr;
-    // Where every NIC's straggler_nic baseline is kept across restarts
-    // (collector/rate_pass.h, SaveStragglerBaselines): loaded before the
-    // first rate pass, written every `baselines_every` and at Stop(). Null:
-    // in memory only (a cluster, where the collector that analyses changes
-    // and the baselines start over from the open findings). Must outlive
-    // the runner.
-    StateStore* baselines_state = nullptr;
+    // Where every NIC's straggler_nic baseline is kept for the next process
+    // to analyse (collector/baselines_store.h): loaded before the first
+    // rate pass (in a cluster: of each term this collector leads), written
+    // every `baselines_every` and at Stop() while this collector analyses.
+    // Null: in memory only (the baselines start over from the open
+    // findings). Must outlive the runner.
+    BaselinesStore* baselines = nullptr;
     absl::Duration baselines_every = kStragglerBaselinesEvery;
     absl::Duration baselines_max_age = kStragglerBaselinesMaxAge;
   };
@@ -129,8 +129,8 @@ class AnalysisRunner {
   bool ViewWanted() const;
   void RunLiveness(absl::Time now, const std::vector<NodeFacts>& facts);
   void RunLayoutAnalyzers(absl::Time now);
-  // Options::baselines_state: the file's baselines into
-  // straggler_baselines_ (before the first pass), and their writing.
+  // Options::baselines: the stored baselines into straggler_baselines_
+  // (before the first pass), and their writing.
   void LoadBaselines(absl::Time now, const RegistrySnapshot& snapshot);
   void SaveBaselines(absl::Time now);
   void RunRateAnalyzers(absl::Time now, FeatureSlice fabric);
@@ -168,7 +168,7 @@ class AnalysisRunner {
   // The last rate pass's view, for the layout analyzers' runtime evidence.
   std::shared_ptr<const analysis::FabricView> last_view_;
   bool hysteresis_seeded_ = false;
-  // When the baselines were last written (Options::baselines_state).
+  // When the baselines were last written (Options::baselines).
   absl::Time baselines_written_ = absl::InfinitePast();
   uint64_t term_ = 0;  // the role's term of the last pass that analysed
   // The last Publish failed (logged once per outage).

@@ -16,6 +16,7 @@
 #include "cluster/cluster_member.h"
 #include "collector/agent_liveness.h"
 #include "collector/analysis_runner.h"
+#include "collector/baselines_store.h"
 #include "collector/collector_metrics.h"
 #include "collector/file_declared_state.h"
 #include "collector/findings_metrics.h"
@@ -360,10 +361,12 @@ int RunCollector(const CollectorConfig& config) {
       // Not fatal: ids are reserved again before the first finding opens.
       LogWarning(absl::StrCat("shared findings: ", s.message()));
     }
-  } else {
-    // One collector: every NIC's straggler baseline survives a restart.
-    runner_options->baselines_state = state->get();
   }
+  // Every NIC's straggler baseline survives a restart, and in a cluster a
+  // failover: kept in --state_dir, or in the cluster's bucket.
+  FileBaselinesStore baseline_file(state->get());
+  runner_options->baselines =
+      member != nullptr ? member->baselines() : &baseline_file;
   AnalysisRunner runner(&series, &registry, &findings, &stats, clock,
                         *std::move(runner_options));
 

@@ -71,29 +71,25 @@ RateFindings RunRatePass(analysis::AnalysisInput in,
 }
 
 absl::Status SaveStragglerBaselines(
-    StateStore* state, const analysis::StragglerBaselines& baselines,
+    BaselinesStore* store, const analysis::StragglerBaselines& baselines,
     absl::Time now) {
-  return state->WriteBaselines(baselines.Serialize(), now);
+  return store->Write(baselines.Serialize(), now);
 }
 
 absl::StatusOr<LoadedBaselines> LoadStragglerBaselines(
-    StateStore* state, absl::Time now, absl::Duration max_age,
+    BaselinesStore* store, absl::Time now, absl::Duration max_age,
     const std::vector<const analysis::LayoutModel*>& layouts,
     analysis::StragglerBaselines* baselines) {
   LoadedBaselines out;
-  const size_t problems_before = state->problems().size();
-  absl::StatusOr<std::optional<ObjectFile>> file = state->ReadBaselines();
-  if (!file.ok()) return file.status();
-  if (!file->has_value()) {
-    // Absent, or damaged and moved aside by the store (a new problem).
-    const std::vector<std::string> problems = state->problems();
-    if (problems.size() > problems_before) {
-      out.problem = problems.back();
-      out.damaged = true;
-    }
+  absl::StatusOr<std::optional<ObjectFile>> stored = store->Read();
+  if (absl::IsDataLoss(stored.status())) {
+    out.problem = std::string(stored.status().message());
+    out.damaged = true;
     return out;
   }
-  const ObjectFile& f = **file;
+  if (!stored.ok()) return stored.status();
+  if (!stored->has_value()) return out;
+  const ObjectFile& f = **stored;
   if (now - f.written > max_age) {
     out.problem = absl::StrCat(
         "straggler baselines written ", absl::FormatDuration(now - f.written),
@@ -118,10 +114,9 @@ absl::StatusOr<LoadedBaselines> LoadStragglerBaselines(
   if (!restored.ok()) {
     out.damaged = true;
     out.dropped = 0;
-    out.problem = absl::StrCat(state->baselines_path(), ": ",
-                               restored.status().message());
-    state->QuarantineFile(state->baselines_path(), restored.status().message())
-        .IgnoreError();
+    out.problem =
+        absl::StrCat(store->Describe(), ": ", restored.status().message());
+    store->Reject(restored.status().message());
     return out;
   }
   out.restored = *restored;

@@ -31,7 +31,7 @@
 #include "analysis/hysteresis.h"
 #include "analysis/layout_model.h"
 #include "analysis/straggler_nic.h"
-#include "collector/state_store.h"
+#include "collector/baselines_store.h"
 #include "proto/collector.pb.h"
 
 namespace fabricdiag::collector {
@@ -60,41 +60,44 @@ void SeedRateState(const std::vector<v1::Finding>& active,
                    analysis::Hysteresis* hysteresis,
                    analysis::StragglerBaselines* baselines);
 
-// Every NIC's straggler_nic baseline in the state directory
-// (straggler_baselines.pb), so that a restarted collector judges a NIC
-// against the history learned before the restart: without it, a NIC of an
+// Every NIC's straggler_nic baseline, kept where the next process to
+// analyse reads it (collector/baselines_store.h: the state directory's
+// straggler_baselines.pb, or a cluster's bucket), so that a restarted
+// collector, or the collector that takes the analysis over, judges a NIC
+// against the history learned before: without it, a NIC of an
 // expert-parallel job that was already slow when the new process started
-// would be learned as normal and never reported. The embedded collector
-// (one process, --state_dir) writes the file every
-// kStragglerBaselinesEvery and loads it before its first pass.
+// would be learned as normal and never reported. The collector that
+// analyses writes them every kStragglerBaselinesEvery (and when it stops)
+// and reads them before its first pass.
 inline constexpr absl::Duration kStragglerBaselinesEvery = absl::Minutes(1);
-// A file older than this at load is history of another fabric state (the
-// collector was down long, the jobs likely changed): dropped whole.
+// Baselines older than this at load are history of another fabric state
+// (the collector was down long, the jobs likely changed): dropped whole.
 inline constexpr absl::Duration kStragglerBaselinesMaxAge = absl::Hours(1);
 
-// Durably replaces the baselines file with `baselines`.
+// Durably replaces the stored baselines with `baselines`.
 absl::Status SaveStragglerBaselines(
-    StateStore* state, const analysis::StragglerBaselines& baselines,
+    BaselinesStore* store, const analysis::StragglerBaselines& baselines,
     absl::Time now);
 
 // What LoadStragglerBaselines did.
 struct LoadedBaselines {
   size_t restored = 0;  // baselines added
   size_t dropped = 0;   // of NICs none of `layouts` has
-  // Empty when all was well (or there was no file); otherwise why the file
-  // was not used: damaged (moved aside, a warning to log) or stale.
+  // Empty when all was well (or nothing was stored); otherwise why the
+  // stored baselines were not used: damaged (set aside, a warning to log)
+  // or stale.
   std::string problem;
   bool damaged = false;
 };
 
-// Adds the baselines of the state directory's file to `baselines` (fresh,
-// before SeedRateState, whose open findings then take precedence): those
-// of NICs of `layouts` only, none when the file is older than `max_age` at
-// `now`. A damaged file (envelope, checksum or payload) is moved aside
-// (StateStore::problems()) and nothing is added: a fresh start. Errors only
-// when the file cannot be read (EIO, permissions).
+// Adds the stored baselines to `baselines` (fresh, before SeedRateState,
+// whose open findings then take precedence): those of NICs of `layouts`
+// only, none when they are older than `max_age` at `now`. Damaged ones
+// (envelope, checksum or payload) are set aside (BaselinesStore::Reject)
+// and nothing is added: a fresh start. Errors only when the store cannot
+// be read now (EIO, permissions, NATS unreachable).
 absl::StatusOr<LoadedBaselines> LoadStragglerBaselines(
-    StateStore* state, absl::Time now, absl::Duration max_age,
+    BaselinesStore* store, absl::Time now, absl::Duration max_age,
     const std::vector<const analysis::LayoutModel*>& layouts,
     analysis::StragglerBaselines* baselines);
 

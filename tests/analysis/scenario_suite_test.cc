@@ -513,6 +513,7 @@ struct RunResult {
 // straggler baselines.
 struct CollectorProcess {
   std::unique_ptr<collector::StateStore> state;
+  std::unique_ptr<collector::FileBaselinesStore> baselines_store;
   std::unique_ptr<collector::FindingsStore> findings;
   std::optional<Hysteresis> gate;
   StragglerBaselines baselines;
@@ -527,6 +528,8 @@ struct CollectorProcess {
         collector::StateStore::Open(dir, clock);
     if (!opened.ok()) return opened.status();
     state = *std::move(opened);
+    baselines_store =
+        std::make_unique<collector::FileBaselinesStore>(state.get());
     findings = std::make_unique<collector::FindingsStore>(
         state.get(), collector::FindingsStoreOptions{});
     gate.emplace(config.hysteresis);
@@ -539,7 +542,7 @@ struct CollectorProcess {
     layouts.reserve(jobs.size());
     for (const LayoutModel& m : jobs) layouts.push_back(&m);
     absl::StatusOr<collector::LoadedBaselines> loaded =
-        collector::LoadStragglerBaselines(state.get(), clock->Now(),
+        collector::LoadStragglerBaselines(baselines_store.get(), clock->Now(),
                                           collector::kStragglerBaselinesMaxAge,
                                           layouts, &baselines);
     if (!loaded.ok()) return loaded.status();
@@ -548,11 +551,13 @@ struct CollectorProcess {
   }
   // What AnalysisRunner writes every kStragglerBaselinesEvery.
   absl::Status SaveBaselines(absl::Time now) {
-    return collector::SaveStragglerBaselines(state.get(), baselines, now);
+    return collector::SaveStragglerBaselines(baselines_store.get(), baselines,
+                                             now);
   }
   // kill -9: nothing but the state directory survives.
   void Stop() {
     findings.reset();
+    baselines_store.reset();
     state.reset();
   }
 };

@@ -6,9 +6,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -16,8 +18,10 @@
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "collector/baselines_store.h"
 #include "collector/state_store.h"
 #include "common/clock.h"
+#include "tests/testing/eventually.h"
 #include "tests/testing/fake_sysfs.h"
 
 namespace fabricdiag::collector {
@@ -52,11 +56,12 @@ struct RealTimeRunner {
 // A pass waits, past its settling time, for a report of the read still
 // awaited (an agent on the grid that reported just after the previous grid
 // point), and gives up on it half an interval after the grid point.
-// With Options::baselines_state the first pass loads the baselines file (a
+// With Options::baselines the first pass loads the baselines file (a
 // damaged one: moved aside, a fresh start) and writes it anew.
 TEST(AnalysisRunnerTest, FirstPassLoadsAndWritesTheBaselines) {
   RealTimeRunner r(absl::Seconds(1));
-  r.options.baselines_state = r.state.get();
+  FileBaselinesStore store(r.state.get());
+  r.options.baselines = &store;
   const std::string path = r.state->baselines_path();
   {
     std::ofstream out(path, std::ios::binary);
@@ -299,6 +304,122 @@ TEST_F(AnalysisRunnerClusterTest, AFollowerMergesPortsOnlyForItsPage) {
   clock.Advance(AnalysisRunner::kViewWantedFor * 2);
   runner_->RunOnce();
   EXPECT_EQ(exchange.scopes.back(), MergeScope::kFabric);
+}
+
+// Baselines kept in memory, counting what the runner asks of them.
+class FakeBaselines final : public BaselinesStore {
+ public:
+  absl::Status Write(absl::string_view payload, absl::Time written) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++writes_;
+    stored_ = ObjectFile{std::string(payload), written};
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::optional<ObjectFile>> Read() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++reads_;
+    if (!read_error_.ok()) return read_error_;
+    return stored_;
+  }
+  void Reject(absl::string_view /*why*/) override {}
+  std::string Describe() const override { return "fake baselines"; }
+
+  void FailReads(absl::Status error) {
+    std::lock_guard<std::mutex> lock(mu_);
+    read_error_ = std::move(error);
+  }
+  int reads() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return reads_;
+  }
+  int writes() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return writes_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  int reads_ = 0;
+  int writes_ = 0;
+  absl::Status read_error_;
+  std::optional<ObjectFile> stored_;
+};
+
+// A lease the test hands over from another thread than the runner's.
+class SwitchedRole final : public AnalysisRole {
+ public:
+  bool Leading() const override { return term.load() > 0; }
+  uint64_t Term() const override { return term.load(); }
+  std::atomic<uint64_t> term{0};
+};
+
+// In a cluster the baselines follow the analysis: read by each new term's
+// first pass, written while this collector leads, never by a collector
+// that stopped leading (it would replace the leader's).
+// One collector of a cluster whose baselines go to `store`.
+class AnalysisRunnerBaselinesTest : public AnalysisRunnerStateTest {
+ protected:
+  AnalysisRunner Make() {
+    AnalysisRunner::Options options;
+    options.features = &exchange;
+    options.role = &role;
+    options.baselines = &store;
+    return AnalysisRunner(&series, registry_.get(), findings_.get(), &stats,
+                          clock, options);
+  }
+
+  FakeExchange exchange{clock.Now() - absl::Seconds(10)};
+  SwitchedRole role;
+  FakeBaselines store;
+  AnalysisStats stats;
+};
+
+TEST_F(AnalysisRunnerBaselinesTest, TheBaselinesFollowTheAnalysisLease) {
+  AnalysisRunner runner = Make();
+  runner.RunOnce();
+  EXPECT_EQ(store.reads(), 0) << "a follower reads no baselines";
+  EXPECT_EQ(store.writes(), 0);
+  role.term = 7;
+  runner.RunOnce();
+  EXPECT_EQ(store.reads(), 1) << "the new leader's first pass reads them";
+  EXPECT_EQ(store.writes(), 1) << "and writes what it starts from";
+  clock.Advance(kStragglerBaselinesEvery);
+  runner.RunOnce();
+  EXPECT_EQ(store.reads(), 1);
+  EXPECT_EQ(store.writes(), 2) << "every kStragglerBaselinesEvery";
+  // Another collector led meanwhile (term 8); this one leads again.
+  role.term = 9;
+  runner.RunOnce();
+  EXPECT_EQ(store.reads(), 2) << "each term starts from the stored ones";
+
+  // The lease is lost, then the collector stops: it writes nothing.
+  const uint64_t passes = stats.passes.load();
+  runner.Start();
+  ASSERT_TRUE(fabricdiag::testing::Eventually(
+      [&] { return stats.passes.load() > passes; }, absl::Seconds(20)));
+  role.term = 0;
+  const int written = store.writes();
+  runner.Stop();
+  EXPECT_EQ(store.writes(), written)
+      << "a former leader's baselines would replace the leader's";
+}
+
+// A leader that could not read the stored baselines (NATS did not answer)
+// does not replace them with the little it knows at once: it writes after
+// learning for kStragglerBaselinesEvery.
+TEST_F(AnalysisRunnerBaselinesTest, AFailedReadPostponesTheFirstWrite) {
+  role.term = 1;
+  store.FailReads(absl::UnavailableError("no answer"));
+  AnalysisRunner runner = Make();
+  runner.RunOnce();
+  EXPECT_EQ(store.reads(), 1);
+  EXPECT_EQ(store.writes(), 0);
+  clock.Advance(kStragglerBaselinesEvery - absl::Seconds(1));
+  runner.RunOnce();
+  EXPECT_EQ(store.writes(), 0);
+  clock.Advance(absl::Seconds(1));
+  runner.RunOnce();
+  EXPECT_EQ(store.writes(), 1);
 }
 
 struct Opened {

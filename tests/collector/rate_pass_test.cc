@@ -132,6 +132,7 @@ class BaselineFileTest : public ::testing::Test {
         StateStore::Open(dir_.path(), &clock_);
     ASSERT_TRUE(opened.ok()) << opened.status();
     state_ = *std::move(opened);
+    store_ = std::make_unique<FileBaselinesStore>(state_.get());
   }
 
   // Whether `b` holds every baseline of watched_, the same.
@@ -153,7 +154,7 @@ class BaselineFileTest : public ::testing::Test {
 
   // What a restarted collector loads now.
   absl::StatusOr<LoadedBaselines> Load(analysis::StragglerBaselines* into) {
-    return LoadStragglerBaselines(state_.get(), clock_.Now(),
+    return LoadStragglerBaselines(store_.get(), clock_.Now(),
                                   kStragglerBaselinesMaxAge, layouts_, into);
   }
 
@@ -175,11 +176,12 @@ class BaselineFileTest : public ::testing::Test {
   analysis::StragglerBaselines watched_;
   std::vector<const analysis::LayoutModel*> layouts_;
   std::unique_ptr<StateStore> state_;
+  std::unique_ptr<FileBaselinesStore> store_;
 };
 
 TEST_F(BaselineFileTest, RestartKeepsEveryBaseline) {
   ASSERT_TRUE(
-      SaveStragglerBaselines(state_.get(), watched_, clock_.Now()).ok());
+      SaveStragglerBaselines(store_.get(), watched_, clock_.Now()).ok());
   clock_.Advance(absl::Minutes(5));
   analysis::StragglerBaselines loaded;
   absl::StatusOr<LoadedBaselines> r = Load(&loaded);
@@ -196,14 +198,14 @@ TEST_F(BaselineFileTest, NoFileIsAFreshStart) {
 
 TEST_F(BaselineFileTest, StaleFileIsDropped) {
   ASSERT_TRUE(
-      SaveStragglerBaselines(state_.get(), watched_, clock_.Now()).ok());
+      SaveStragglerBaselines(store_.get(), watched_, clock_.Now()).ok());
   clock_.Advance(kStragglerBaselinesMaxAge + absl::Seconds(1));
   ExpectFreshStart(/*problem=*/true, /*damaged=*/false);
 }
 
 TEST_F(BaselineFileTest, NicsNoLongerInALayoutAreDropped) {
   ASSERT_TRUE(
-      SaveStragglerBaselines(state_.get(), watched_, clock_.Now()).ok());
+      SaveStragglerBaselines(store_.get(), watched_, clock_.Now()).ok());
   ASSERT_GE(layouts_.size(), 2u);
   const analysis::LayoutModel* gone = layouts_.back();
   layouts_.pop_back();
@@ -227,7 +229,7 @@ TEST_F(BaselineFileTest, NicsNoLongerInALayoutAreDropped) {
 TEST_F(BaselineFileTest, DamagedFileIsMovedAsideAndAFreshStart) {
   const std::string path = state_->baselines_path();
   ASSERT_TRUE(
-      SaveStragglerBaselines(state_.get(), watched_, clock_.Now()).ok());
+      SaveStragglerBaselines(store_.get(), watched_, clock_.Now()).ok());
   std::string whole;
   {
     std::ifstream in(path, std::ios::binary);
@@ -295,7 +297,7 @@ TEST_F(BaselineFileTest, WriteOf68kNicsIsSmallAndFast) {
     ASSERT_TRUE(n.ok()) << n.status();
     ASSERT_EQ(*n, static_cast<size_t>(kNics));
     const auto start = std::chrono::steady_clock::now();
-    ASSERT_TRUE(SaveStragglerBaselines(state_.get(), big, clock_.Now()).ok());
+    ASSERT_TRUE(SaveStragglerBaselines(store_.get(), big, clock_.Now()).ok());
     const double ms = std::chrono::duration<double, std::milli>(
                           std::chrono::steady_clock::now() - start)
                           .count();

@@ -275,7 +275,13 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric) {
   Persisted(findings_->Update(hysteresis_->Step(std::move(found.window),
                                                 std::move(found.recent), quiet),
                               now, kRateSource));
-  if (now - baselines_written_ >= options_.baselines_every) SaveBaselines(now);
+  // Every baselines_every; and at once when the last write held none (a
+  // leader's first pass, before its NICs had traffic), so that a failover
+  // in the first period does not lose what was learned since.
+  if (now - baselines_written_ >= options_.baselines_every ||
+      (wrote_no_baselines_ && straggler_baselines_.size() > 0)) {
+    SaveBaselines(now);
+  }
 }
 
 void AnalysisRunner::LoadBaselines(absl::Time now,
@@ -313,9 +319,10 @@ void AnalysisRunner::SaveBaselines(absl::Time now) {
   // Not retried before baselines_every either way: a failing disk is
   // counted by the store (/healthz) and said here once per attempt.
   baselines_written_ = now;
-  if (absl::Status s =
-          SaveStragglerBaselines(options_.baselines, straggler_baselines_, now);
-      !s.ok()) {
+  const absl::Status s =
+      SaveStragglerBaselines(options_.baselines, straggler_baselines_, now);
+  wrote_no_baselines_ = s.ok() && straggler_baselines_.size() == 0;
+  if (!s.ok()) {
     LogWarning(absl::StrCat("analysis: cannot write straggler baselines: ",
                             s.message()));
   }

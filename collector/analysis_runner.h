@@ -170,6 +170,8 @@ class AnalysisRunner {
   bool hysteresis_seeded_ = false;
   // When the baselines were last written (Options::baselines).
   absl::Time baselines_written_ = absl::InfinitePast();
+  // The last write succeeded and held no baseline.
+  bool wrote_no_baselines_ = false;
   uint64_t term_ = 0;  // the role's term of the last pass that analysed
   // The last Publish failed (logged once per outage).
   bool publish_failing_ = false;

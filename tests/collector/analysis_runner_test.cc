@@ -404,6 +404,40 @@ TEST_F(AnalysisRunnerBaselinesTest, TheBaselinesFollowTheAnalysisLease) {
       << "a former leader's baselines would replace the leader's";
 }
 
+// A write that held no baseline (a leader's first pass, before traffic) is
+// followed by one as soon as there are some, not a period later.
+TEST_F(AnalysisRunnerBaselinesTest, AWriteOfNoneIsFollowedAtOnce) {
+  AnalysisRunner runner = Make();
+  role.term = 7;
+  runner.RunOnce();
+  ASSERT_EQ(store.writes(), 1);
+  // The leader of term 8 opened a straggler; this collector mirrored it
+  // and leads again: its next pass starts from that finding's baseline.
+  analysis::Finding slow;
+  slow.kind = "straggler_nic";
+  slow.job = "moe";
+  slow.node = "gpu-007";
+  slow.device = "mlx5_3";
+  slow.group = "ep:0";
+  slow.summary = "mlx5_3 of gpu-007 carries half of its usual throughput";
+  slow.evidence = {{"own_baseline_bytes_per_second", 2e10},
+                   {"own_baseline_passes", 300}};
+  slow.immediate = true;
+  ASSERT_TRUE(findings_->Update({slow}, clock.Now(), "rate_analyzers").ok());
+  clock.Advance(absl::Seconds(1));
+  role.term = 9;
+  runner.RunOnce();
+  EXPECT_EQ(store.writes(), 2);
+  absl::StatusOr<std::optional<ObjectFile>> stored = store.Read();
+  ASSERT_TRUE(stored.ok() && stored->has_value());
+  analysis::StragglerBaselines back;
+  ASSERT_TRUE(back.Restore((*stored)->payload, nullptr).ok());
+  EXPECT_NE(back.Find("moe", "gpu-007", "mlx5_3"), nullptr);
+  clock.Advance(absl::Seconds(1));
+  runner.RunOnce();
+  EXPECT_EQ(store.writes(), 2) << "then every kStragglerBaselinesEvery";
+}
+
 // A leader that could not read the stored baselines (NATS did not answer)
 // does not replace them with the little it knows at once: it writes after
 // learning for kStragglerBaselinesEvery.

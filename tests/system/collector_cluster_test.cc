@@ -822,6 +822,26 @@ TEST_F(ClusterStoryTest, FindingsSurviveTheBusiestCollectorAndARestart) {
         absl::Seconds(30), absl::Milliseconds(250)))
         << each.name << ": " << Cli(each, {"findings", "--all"}).out;
   }
+  // Whoever leads now judges the NICs against the straggler baselines the
+  // leader before the restart wrote (bucket fabricdiag_baselines), not
+  // afresh: it says how many it restored.
+  std::string restored;
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        for (const Collector& each : c) {
+          for (absl::string_view line :
+               absl::StrSplit(each.process->Stderr(), '\n')) {
+            if (absl::StrContains(line, " straggler baselines restored")) {
+              restored = absl::StrCat(each.name, ": ", line);
+              return true;
+            }
+          }
+        }
+        return false;
+      },
+      absl::Seconds(10), absl::Milliseconds(200)))
+      << "no collector restored the straggler baselines";
+  std::cout << restored << "\n";
   for (auto& agent : agents) {
     agent->Signal(SIGTERM);
     EXPECT_EQ(agent->Wait(absl::Seconds(10)), 0);

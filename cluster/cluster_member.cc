@@ -360,6 +360,12 @@ void ClusterMember::AppendMetrics(const collector::LayoutRegistry& registry,
       "fabricdiag_cluster_findings_undecodable_total{",
       id, "} ", findings_->undecodable(),
       "\n"
+      "# HELP fabricdiag_cluster_baselines_write_errors_total Writes of the "
+      "straggler baselines to the shared bucket that failed.\n"
+      "# TYPE fabricdiag_cluster_baselines_write_errors_total counter\n"
+      "fabricdiag_cluster_baselines_write_errors_total{",
+      id, "} ", baselines_->write_errors(),
+      "\n"
       "# HELP fabricdiag_cluster_features_published_bytes Size of this "
       "collector's latest published features (every chunk).\n"
       "# TYPE fabricdiag_cluster_features_published_bytes gauge\n"

@@ -195,6 +195,9 @@ TEST_F(CollectorClusterTest, LayoutsAndTopologyAreSharedAndSurviveFailures) {
   EXPECT_THAT(*metrics,
               HasSubstr("fabricdiag_cluster_declared_changes_total{"
                         "collector_id=\"col-b\",outcome=\"applied\"} 1"));
+  EXPECT_THAT(*metrics,
+              HasSubstr("fabricdiag_cluster_baselines_write_errors_total{"
+                        "collector_id=\"col-b\"} 0"));
 
   // 4. kill -9 of one NATS server: writes and their delivery go on.
   nats_.Kill(0);

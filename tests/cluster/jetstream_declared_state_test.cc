@@ -134,10 +134,51 @@ TEST(NatsConnectionTest, AServerWithoutJetStreamIsNamedWithTheFix) {
   EXPECT_TRUE((*server)->Wait(absl::Seconds(10)).has_value());
 }
 
+// The declared state on one nats-server, directly or through a proxy that
+// can hold what passes.
+class OneNatsServerTest : public SingleNatsServerTest {
+ protected:
+  // A connection through a StallProxy in front of the server (proxy_),
+  // whose requests wait `request_timeout` for their answer.
+  std::unique_ptr<NatsConnection> ConnectThroughProxy(
+      absl::Duration request_timeout = absl::Seconds(3)) {
+    absl::StatusOr<std::unique_ptr<testing::StallProxy>> proxy =
+        testing::StallProxy::Start(nats_->port(0));
+    EXPECT_TRUE(proxy.ok()) << proxy.status();
+    if (!proxy.ok()) return nullptr;
+    proxy_ = *std::move(proxy);
+    NatsConnection::Options options;
+    options.urls = {absl::StrCat("nats://127.0.0.1:", proxy_->port())};
+    options.request_timeout = request_timeout;
+    absl::StatusOr<std::unique_ptr<NatsConnection>> nats =
+        NatsConnection::Connect(options);
+    EXPECT_TRUE(nats.ok()) << nats.status();
+    return nats.ok() ? *std::move(nats) : nullptr;
+  }
+
+  // The test's declared state (one replica) over `nats`; null (and a test
+  // failure) when it does not open.
+  static std::unique_ptr<JetStreamDeclaredState> OpenState(
+      NatsConnection* nats) {
+    JetStreamDeclaredState::Options options;
+    options.replicas = 1;
+    options.bucket = Bucket();
+    absl::StatusOr<std::unique_ptr<JetStreamDeclaredState>> state =
+        JetStreamDeclaredState::Open(nats, options);
+    EXPECT_TRUE(state.ok()) << state.status();
+    return state.ok() ? *std::move(state) : nullptr;
+  }
+  static std::string Bucket() { return absl::StrCat("t_", TestName()); }
+  // How a client's publish to a key of the test's bucket begins.
+  static std::string KeyWrites() {
+    return absl::StrCat("PUB ", "$KV.", Bucket(), ".");
+  }
+
+  std::unique_ptr<testing::StallProxy> proxy_;
+};
+
 // A single server never holds three replicas: the collector says which flag
 // to change at once instead of retrying for its whole deadline.
-class OneNatsServerTest : public SingleNatsServerTest {};
-
 TEST_F(OneNatsServerTest, ReplicasOnASingleServerNameTheFlagAtOnce) {
   std::unique_ptr<NatsConnection> nats = Connect();
   ASSERT_NE(nats, nullptr);
@@ -184,36 +225,24 @@ TEST_F(OneNatsServerTest, NoStreamForASubjectIsUnavailable) {
 // itself and not a failure. The same for a create, a replacement and a
 // removal.
 TEST_F(OneNatsServerTest, AWriteWhoseAnswerIsLostIsReportedDoneAndWrittenOnce) {
-  absl::StatusOr<std::unique_ptr<testing::StallProxy>> proxy =
-      testing::StallProxy::Start(nats_->port(0));
-  ASSERT_TRUE(proxy.ok()) << proxy.status();
-  NatsConnection::Options options;
-  options.urls = {absl::StrCat("nats://127.0.0.1:", (*proxy)->port())};
-  options.request_timeout = absl::Milliseconds(400);
-  absl::StatusOr<std::unique_ptr<NatsConnection>> nats =
-      NatsConnection::Connect(options);
-  ASSERT_TRUE(nats.ok()) << nats.status();
-  JetStreamDeclaredState::Options state_options;
-  state_options.replicas = 1;
-  state_options.bucket = absl::StrCat("t_", TestName());
-  absl::StatusOr<std::unique_ptr<JetStreamDeclaredState>> state =
-      JetStreamDeclaredState::Open(nats->get(), state_options);
-  ASSERT_TRUE(state.ok()) << state.status();
+  const absl::Duration request_timeout = absl::Milliseconds(400);
+  std::unique_ptr<NatsConnection> nats = ConnectThroughProxy(request_timeout);
+  ASSERT_NE(nats, nullptr);
+  std::unique_ptr<JetStreamDeclaredState> state = OpenState(nats.get());
+  ASSERT_NE(state, nullptr);
   SystemClock clock;
-  LayoutRegistry registry(state->get(), &clock);
+  LayoutRegistry registry(state.get(), &clock);
   ASSERT_TRUE(registry.Load().ok());
   registry.StartWatching();
 
   // The answer to the request that writes the key is held for `hold`.
-  const std::string key_writes =
-      absl::StrCat("PUB ", "$KV.", state_options.bucket, ".");
   const auto with_answer_lost = [&](absl::Duration hold, const auto& write) {
-    (*proxy)->HoldRepliesFrom(key_writes);
+    proxy_->HoldRepliesFrom(KeyWrites());
     std::thread release([&] {
-      testing::Eventually([&] { return (*proxy)->holding(); },
-                          absl::Seconds(20), absl::Milliseconds(5));
+      testing::Eventually([&] { return proxy_->holding(); }, absl::Seconds(20),
+                          absl::Milliseconds(5));
       absl::SleepFor(hold);
-      (*proxy)->Release();
+      proxy_->Release();
     });
     const absl::Time start = absl::Now();
     auto result = write();
@@ -221,14 +250,13 @@ TEST_F(OneNatsServerTest, AWriteWhoseAnswerIsLostIsReportedDoneAndWrittenOnce) {
     release.join();
     // The write reached the server while its answer was held, and the wait
     // timed out: the path under test, not a plain write.
-    EXPECT_GT((*proxy)->held_bytes(), 0u);
-    EXPECT_GE(took, options.request_timeout);
+    EXPECT_GT(proxy_->held_bytes(), 0u);
+    EXPECT_GE(took, request_timeout);
     return result;
   };
   // Every write to the bucket, whoever made it: the stream's last sequence.
   const auto writes = [&] {
-    absl::StatusOr<uint64_t> last =
-        BucketLastRevision((*nats)->js(), state_options.bucket);
+    absl::StatusOr<uint64_t> last = BucketLastRevision(nats->js(), Bucket());
     EXPECT_TRUE(last.ok()) << last.status();
     return last.value_or(0);
   };
@@ -260,8 +288,8 @@ TEST_F(OneNatsServerTest, AWriteWhoseAnswerIsLostIsReportedDoneAndWrittenOnce) {
     // The backend itself, not through the registry (which forgets a job
     // the bucket no longer has, whatever the backend answers).
     const absl::Status removed = with_answer_lost(hold, [&] {
-      return (*state)->RemoveLayout(job, replaced->entry->revision,
-                                    absl::InfiniteFuture());
+      return state->RemoveLayout(job, replaced->entry->revision,
+                                 absl::InfiniteFuture());
     });
     EXPECT_TRUE(removed.ok()) << removed;
     EXPECT_EQ(writes(), before + 3);
@@ -269,66 +297,52 @@ TEST_F(OneNatsServerTest, AWriteWhoseAnswerIsLostIsReportedDoneAndWrittenOnce) {
         testing::Eventually([&] { return registry.NumLayouts() == 0; }));
   }
 
-  EXPECT_EQ((*state)->write_conflicts(), 0u);
-  EXPECT_TRUE((*state)->last_write_status().ok())
-      << (*state)->last_write_status();
+  EXPECT_EQ(state->write_conflicts(), 0u);
+  EXPECT_TRUE(state->last_write_status().ok()) << state->last_write_status();
 }
 
 // A removal is compare-and-set on the servers too, not only against what
 // it read: a replacement through another collector that lands between the
 // removal's read and its delete (held on its way here) is not removed.
 TEST_F(OneNatsServerTest, ARemovalRacingAReplacementRemovesNothing) {
-  absl::StatusOr<std::unique_ptr<testing::StallProxy>> proxy =
-      testing::StallProxy::Start(nats_->port(0));
-  ASSERT_TRUE(proxy.ok()) << proxy.status();
-  NatsConnection::Options options;
-  options.urls = {absl::StrCat("nats://127.0.0.1:", (*proxy)->port())};
-  absl::StatusOr<std::unique_ptr<NatsConnection>> through_proxy =
-      NatsConnection::Connect(options);
-  ASSERT_TRUE(through_proxy.ok()) << through_proxy.status();
+  std::unique_ptr<NatsConnection> through_proxy = ConnectThroughProxy();
+  ASSERT_NE(through_proxy, nullptr);
   std::unique_ptr<NatsConnection> direct = Connect();
   ASSERT_NE(direct, nullptr);
-  JetStreamDeclaredState::Options state_options;
-  state_options.replicas = 1;
-  state_options.bucket = absl::StrCat("t_", TestName());
-  absl::StatusOr<std::unique_ptr<JetStreamDeclaredState>> a =
-      JetStreamDeclaredState::Open(through_proxy->get(), state_options);
-  ASSERT_TRUE(a.ok()) << a.status();
-  absl::StatusOr<std::unique_ptr<JetStreamDeclaredState>> b =
-      JetStreamDeclaredState::Open(direct.get(), state_options);
-  ASSERT_TRUE(b.ok()) << b.status();
-  absl::StatusOr<uint64_t> first = (*a)->WriteLayout(
+  std::unique_ptr<JetStreamDeclaredState> a = OpenState(through_proxy.get());
+  std::unique_ptr<JetStreamDeclaredState> b = OpenState(direct.get());
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  absl::StatusOr<uint64_t> first = a->WriteLayout(
       DenseLayout("job", 2), absl::Now(), 0, absl::InfiniteFuture());
   ASSERT_TRUE(first.ok()) << first.status();
 
   // A's delete is held once sent; B replaces the layout meanwhile.
-  (*proxy)->HoldRequestsFrom(
-      absl::StrCat("PUB ", "$KV.", state_options.bucket, "."));
+  proxy_->HoldRequestsFrom(KeyWrites());
   absl::StatusOr<uint64_t> replaced;
   std::thread racer([&] {
-    testing::Eventually([&] { return (*proxy)->holding(); }, absl::Seconds(20),
+    testing::Eventually([&] { return proxy_->holding(); }, absl::Seconds(20),
                         absl::Milliseconds(5));
-    replaced = (*b)->WriteLayout(DenseLayout("job", 3), absl::Now(), *first,
-                                 absl::InfiniteFuture());
-    (*proxy)->Release();
+    replaced = b->WriteLayout(DenseLayout("job", 3), absl::Now(), *first,
+                              absl::InfiniteFuture());
+    proxy_->Release();
   });
   const absl::Status removed =
-      (*a)->RemoveLayout("job", *first, absl::InfiniteFuture());
+      a->RemoveLayout("job", *first, absl::InfiniteFuture());
   racer.join();
   ASSERT_TRUE(replaced.ok()) << replaced.status();
   // The race happened: the delete waited in the proxy.
-  EXPECT_GT((*proxy)->held_bytes(), 0u);
+  EXPECT_GT(proxy_->held_bytes(), 0u);
   EXPECT_TRUE(absl::IsAborted(removed)) << removed;
   EXPECT_THAT(removed.message(), HasSubstr("another collector"));
   EXPECT_THAT(removed.message(), HasSubstr("nothing was removed"));
-  EXPECT_EQ((*a)->write_conflicts(), 1u);
+  EXPECT_EQ(a->write_conflicts(), 1u);
   // The bucket holds B's version, nothing after it.
-  absl::StatusOr<uint64_t> last =
-      BucketLastRevision(direct->js(), state_options.bucket);
+  absl::StatusOr<uint64_t> last = BucketLastRevision(direct->js(), Bucket());
   ASSERT_TRUE(last.ok()) << last.status();
   EXPECT_EQ(*last, *replaced);
   absl::StatusOr<std::vector<collector::DeclaredLayout>> layouts =
-      (*b)->ReadLayouts();
+      b->ReadLayouts();
   ASSERT_TRUE(layouts.ok()) << layouts.status();
   ASSERT_THAT(*layouts, SizeIs(1));
   EXPECT_EQ((*layouts)[0].layout.parallelism().dp(), 3);

@@ -323,14 +323,17 @@ TEST_F(SharedFindingsTest, HealthNamesACollectorWhoseFeaturesDoNotArrive) {
 TEST_F(SharedFindingsTest, HealthSaysWhenNobodyLeadsTheAnalysis) {
   std::unique_ptr<Collector> a = Start("col-a");
   ASSERT_TRUE(a != nullptr);
+  // Healthy and leading within 15 s; *health: what /healthz said last.
+  const auto healthy_and_leading = [&a](std::string* health) {
+    return testing::Eventually(
+        [&] {
+          health->clear();
+          return a->member->AppendHealth(health) && a->Leading();
+        },
+        absl::Seconds(15), absl::Milliseconds(100));
+  };
   std::string health;
-  ASSERT_TRUE(testing::Eventually(
-      [&] {
-        health.clear();
-        return a->member->AppendHealth(&health) && a->Leading();
-      },
-      absl::Seconds(15), absl::Milliseconds(100)))
-      << health;
+  ASSERT_TRUE(healthy_and_leading(&health)) << health;
   NatsConnection::Options options;
   options.urls = {nats_.url(0)};
   absl::StatusOr<std::unique_ptr<NatsConnection>> admin =
@@ -363,13 +366,7 @@ TEST_F(SharedFindingsTest, HealthSaysWhenNobodyLeadsTheAnalysis) {
   absl::StatusOr<kvStore*> kv = BindOrCreateBucket(**admin, config);
   ASSERT_TRUE(kv.ok()) << kv.status();
   kvStore_Destroy(*kv);
-  EXPECT_TRUE(testing::Eventually(
-      [&] {
-        health.clear();
-        return a->member->AppendHealth(&health) && a->Leading();
-      },
-      absl::Seconds(15), absl::Milliseconds(100)))
-      << health;
+  EXPECT_TRUE(healthy_and_leading(&health)) << health;
 }
 
 // The first collector of a new cluster brings the layouts and topology of

@@ -50,7 +50,11 @@ AnalysisRunner::AnalysisRunner(const SeriesStore* series,
       features_(options.features != nullptr ? options.features
                                             : &embedded_features_),
       view_builder_(series),
-      hysteresis_(std::in_place, options.analysis.hysteresis) {}
+      hysteresis_(std::in_place, options.analysis.hysteresis),
+      baselines_writer_(
+          options.baselines != nullptr
+              ? std::make_unique<BaselinesWriter>(options.baselines)
+              : nullptr) {}
 
 AnalysisRunner::~AnalysisRunner() { Stop(); }
 
@@ -117,6 +121,7 @@ void AnalysisRunner::Stop() {
   const bool analysing =
       options_.role == nullptr || (term_ != 0 && options_.role->Leading());
   if (hysteresis_seeded_ && analysing) SaveBaselines(clock_.Now());
+  FlushBaselines();
 }
 
 void AnalysisRunner::Persisted(const absl::Status& status) {
@@ -315,17 +320,16 @@ void AnalysisRunner::LoadBaselines(absl::Time now,
 }
 
 void AnalysisRunner::SaveBaselines(absl::Time now) {
-  if (options_.baselines == nullptr) return;
+  if (baselines_writer_ == nullptr) return;
   // Not retried before baselines_every either way: a failing disk is
-  // counted by the store (/healthz) and said here once per attempt.
+  // counted by the store (/healthz), a failing write logged by the writer.
   baselines_written_ = now;
-  const absl::Status s =
-      SaveStragglerBaselines(options_.baselines, straggler_baselines_, now);
-  wrote_no_baselines_ = s.ok() && straggler_baselines_.size() == 0;
-  if (!s.ok()) {
-    LogWarning(absl::StrCat("analysis: cannot write straggler baselines: ",
-                            s.message()));
-  }
+  wrote_no_baselines_ = straggler_baselines_.size() == 0;
+  baselines_writer_->Write(straggler_baselines_.Serialize(), now);
+}
+
+void AnalysisRunner::FlushBaselines() {
+  if (baselines_writer_ != nullptr) baselines_writer_->Flush();
 }
 
 void AnalysisRunner::Publish(std::shared_ptr<const analysis::FabricView> view) {

@@ -49,6 +49,7 @@
 #include "analysis/topology_index.h"
 #include "collector/agent_liveness.h"
 #include "collector/analysis_role.h"
+#include "collector/baselines_store.h"
 #include "collector/collector_metrics.h"
 #include "collector/fabric_view_builder.h"
 #include "collector/feature_exchange.h"
@@ -97,6 +98,9 @@ class AnalysisRunner {
 
   // One full pass (all analyzers).
   void RunOnce();
+  // Waits until the straggler baselines a pass handed over are written
+  // (passes write them off the analysis thread; Stop() waits too).
+  void FlushBaselines();
   // The layout analyzers only; returns the active findings of `job` after
   // the pass (what ApplyLayout answers with). A pass in progress is waited
   // for only until `deadline` (the caller's); past it the layout analyzers
@@ -170,7 +174,7 @@ class AnalysisRunner {
   bool hysteresis_seeded_ = false;
   // When the baselines were last written (Options::baselines).
   absl::Time baselines_written_ = absl::InfinitePast();
-  // The last write succeeded and held no baseline.
+  // The last write held no baseline.
   bool wrote_no_baselines_ = false;
   uint64_t term_ = 0;  // the role's term of the last pass that analysed
   // The last Publish failed (logged once per outage).
@@ -185,6 +189,9 @@ class AnalysisRunner {
   std::condition_variable cv_;
   bool stopping_ = false;
   std::thread thread_;
+  // Null without Options::baselines. Declared last: destroyed first, once
+  // its last write finished.
+  std::unique_ptr<BaselinesWriter> baselines_writer_;
 };
 
 }  // namespace fabricdiag::collector

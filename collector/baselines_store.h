@@ -19,8 +19,11 @@
 // Implementations are thread-safe.
 #pragma once
 
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -67,6 +70,46 @@ class FileBaselinesStore final : public BaselinesStore {
 
  private:
   StateStore* const state_;
+};
+
+// Writes to a BaselinesStore on a thread of its own, so that the analysis
+// pass does not wait for it: a write of 200k GPUs' baselines (9 MB) to a
+// cluster's bucket took 0.19 s, a fifth of such a pass. Each write is the
+// whole set, so one handed over while another waits replaces it. A failed
+// write is logged; the next one is the retry.
+//
+//   BaselinesWriter writer(store);
+//   writer.Write(baselines.Serialize(), now);  // returns at once
+//   writer.Flush();  // before the process stops (the destructor does too)
+//
+// Thread-safe.
+class BaselinesWriter {
+ public:
+  // `store` must outlive this.
+  explicit BaselinesWriter(BaselinesStore* store) : store_(store) {}
+  // Writes what is pending, then stops.
+  ~BaselinesWriter();
+  BaselinesWriter(const BaselinesWriter&) = delete;
+  BaselinesWriter& operator=(const BaselinesWriter&) = delete;
+
+  void Write(std::string payload, absl::Time written);
+  // Waits until every write handed over has finished (or failed).
+  void Flush();
+
+ private:
+  struct Pending {
+    std::string payload;
+    absl::Time written;
+  };
+  void Run();
+
+  BaselinesStore* const store_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<Pending> pending_;  // guarded by mu_
+  bool writing_ = false;            // guarded by mu_
+  bool stopping_ = false;           // guarded by mu_
+  std::thread thread_;              // started by the first Write
 };
 
 }  // namespace fabricdiag::collector

@@ -69,6 +69,7 @@ TEST(AnalysisRunnerTest, FirstPassLoadsAndWritesTheBaselines) {
   }
   AnalysisRunner runner = r.Make();
   runner.RunOnce();
+  runner.FlushBaselines();
   const std::vector<std::string> problems = r.state->problems();
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_THAT(problems[0], ::testing::HasSubstr(path));
@@ -367,6 +368,11 @@ class AnalysisRunnerBaselinesTest : public AnalysisRunnerStateTest {
     return AnalysisRunner(&series, registry_.get(), findings_.get(), &stats,
                           clock, options);
   }
+  // A pass, and the baselines it handed over written.
+  static void Pass(AnalysisRunner& runner) {
+    runner.RunOnce();
+    runner.FlushBaselines();
+  }
 
   FakeExchange exchange{clock.Now() - absl::Seconds(10)};
   SwitchedRole role;
@@ -376,20 +382,20 @@ class AnalysisRunnerBaselinesTest : public AnalysisRunnerStateTest {
 
 TEST_F(AnalysisRunnerBaselinesTest, TheBaselinesFollowTheAnalysisLease) {
   AnalysisRunner runner = Make();
-  runner.RunOnce();
+  Pass(runner);
   EXPECT_EQ(store.reads(), 0) << "a follower reads no baselines";
   EXPECT_EQ(store.writes(), 0);
   role.term = 7;
-  runner.RunOnce();
+  Pass(runner);
   EXPECT_EQ(store.reads(), 1) << "the new leader's first pass reads them";
   EXPECT_EQ(store.writes(), 1) << "and writes what it starts from";
   clock.Advance(kStragglerBaselinesEvery);
-  runner.RunOnce();
+  Pass(runner);
   EXPECT_EQ(store.reads(), 1);
   EXPECT_EQ(store.writes(), 2) << "every kStragglerBaselinesEvery";
   // Another collector led meanwhile (term 8); this one leads again.
   role.term = 9;
-  runner.RunOnce();
+  Pass(runner);
   EXPECT_EQ(store.reads(), 2) << "each term starts from the stored ones";
 
   // The lease is lost, then the collector stops: it writes nothing.
@@ -398,6 +404,7 @@ TEST_F(AnalysisRunnerBaselinesTest, TheBaselinesFollowTheAnalysisLease) {
   ASSERT_TRUE(fabricdiag::testing::Eventually(
       [&] { return stats.passes.load() > passes; }, absl::Seconds(20)));
   role.term = 0;
+  runner.FlushBaselines();
   const int written = store.writes();
   runner.Stop();
   EXPECT_EQ(store.writes(), written)
@@ -409,7 +416,7 @@ TEST_F(AnalysisRunnerBaselinesTest, TheBaselinesFollowTheAnalysisLease) {
 TEST_F(AnalysisRunnerBaselinesTest, AWriteOfNoneIsFollowedAtOnce) {
   AnalysisRunner runner = Make();
   role.term = 7;
-  runner.RunOnce();
+  Pass(runner);
   ASSERT_EQ(store.writes(), 1);
   // The leader of term 8 opened a straggler; this collector mirrored it
   // and leads again: its next pass starts from that finding's baseline.
@@ -426,7 +433,7 @@ TEST_F(AnalysisRunnerBaselinesTest, AWriteOfNoneIsFollowedAtOnce) {
   ASSERT_TRUE(findings_->Update({slow}, clock.Now(), "rate_analyzers").ok());
   clock.Advance(absl::Seconds(1));
   role.term = 9;
-  runner.RunOnce();
+  Pass(runner);
   EXPECT_EQ(store.writes(), 2);
   absl::StatusOr<std::optional<ObjectFile>> stored = store.Read();
   ASSERT_TRUE(stored.ok() && stored->has_value());
@@ -434,7 +441,7 @@ TEST_F(AnalysisRunnerBaselinesTest, AWriteOfNoneIsFollowedAtOnce) {
   ASSERT_TRUE(back.Restore((*stored)->payload, nullptr).ok());
   EXPECT_NE(back.Find("moe", "gpu-007", "mlx5_3"), nullptr);
   clock.Advance(absl::Seconds(1));
-  runner.RunOnce();
+  Pass(runner);
   EXPECT_EQ(store.writes(), 2) << "then every kStragglerBaselinesEvery";
 }
 
@@ -445,14 +452,14 @@ TEST_F(AnalysisRunnerBaselinesTest, AFailedReadPostponesTheFirstWrite) {
   role.term = 1;
   store.FailReads(absl::UnavailableError("no answer"));
   AnalysisRunner runner = Make();
-  runner.RunOnce();
+  Pass(runner);
   EXPECT_EQ(store.reads(), 1);
   EXPECT_EQ(store.writes(), 0);
   clock.Advance(kStragglerBaselinesEvery - absl::Seconds(1));
-  runner.RunOnce();
+  Pass(runner);
   EXPECT_EQ(store.writes(), 0);
   clock.Advance(absl::Seconds(1));
-  runner.RunOnce();
+  Pass(runner);
   EXPECT_EQ(store.writes(), 1);
 }
 

@@ -8,10 +8,14 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "analysis/finding_wire.h"
 #include "common/clock.h"
 #include "common/little_endian.h"
@@ -317,6 +321,59 @@ TEST_F(BaselineFileTest, WriteOf68kNicsIsSmallAndFast) {
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_EQ(loaded.size(), static_cast<size_t>(kNics));
   }
+}
+
+// A store whose writes wait for the test, recording what they wrote.
+class GatedBaselines final : public BaselinesStore {
+ public:
+  absl::Status Write(absl::string_view payload,
+                     absl::Time /*written*/) override {
+    // One writer thread: no race between the check and the Notify.
+    if (!entered_.HasBeenNotified()) entered_.Notify();
+    open_.WaitForNotification();
+    absl::MutexLock lock(&mu_);
+    written_.emplace_back(payload);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::optional<ObjectFile>> Read() override {
+    return std::nullopt;
+  }
+  void Reject(absl::string_view /*why*/) override {}
+  std::string Describe() const override { return "gated"; }
+
+  void WaitUntilWriting() { entered_.WaitForNotification(); }
+  void Open() { open_.Notify(); }
+  std::vector<std::string> written() {
+    absl::MutexLock lock(&mu_);
+    return written_;
+  }
+
+ private:
+  absl::Notification entered_;
+  absl::Notification open_;
+  absl::Mutex mu_;
+  std::vector<std::string> written_ ABSL_GUARDED_BY(mu_);
+};
+
+// The analysis pass hands its baselines over and goes on; what waits
+// behind a slow write is only the newest set.
+TEST(BaselinesWriterTest, APassDoesNotWaitAndOnlyTheNewestWaitingSetIsWritten) {
+  GatedBaselines store;
+  {
+    BaselinesWriter writer(&store);
+    writer.Write("first", absl::UnixEpoch());
+    store.WaitUntilWriting();  // "first" is in flight, held by the store
+    writer.Write("second", absl::UnixEpoch());
+    writer.Write("third", absl::UnixEpoch());
+    EXPECT_TRUE(store.written().empty()) << "Write returned while held";
+    store.Open();
+    writer.Flush();
+    EXPECT_EQ(store.written(), (std::vector<std::string>{"first", "third"}));
+    writer.Write("at stop", absl::UnixEpoch());
+  }
+  EXPECT_EQ(store.written(),
+            (std::vector<std::string>{"first", "third", "at stop"}))
+      << "the destructor writes what is pending";
 }
 
 }  // namespace

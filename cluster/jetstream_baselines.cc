@@ -124,7 +124,7 @@ absl::StatusOr<std::string> JetStreamBaselines::Get(const std::string& key,
 
 absl::Status JetStreamBaselines::Write(absl::string_view payload,
                                        absl::Time written) {
-  const absl::Time deadline = absl::Now() + options_.deadline;
+  const absl::Time deadline = absl::Now() + options_.write_deadline;
   const std::string envelope = collector::EncodeObject(payload, written);
   // The slot the manifest does not name; a damaged manifest names none.
   std::string slot = "a";
@@ -160,7 +160,7 @@ absl::Status JetStreamBaselines::Write(absl::string_view payload,
 
 absl::StatusOr<std::optional<collector::ObjectFile>>
 JetStreamBaselines::Read() {
-  const absl::Time deadline = absl::Now() + options_.deadline;
+  const absl::Time deadline = absl::Now() + options_.read_deadline;
   absl::StatusOr<std::string> value = Get(kManifestKey, deadline);
   if (absl::IsNotFound(value.status())) return std::nullopt;
   if (!value.ok()) return value.status();

@@ -54,9 +54,12 @@ class JetStreamBaselines final : public collector::BaselinesStore {
     int replicas = 3;
     // Below the servers' max_payload (1 MB by default) with room to spare.
     size_t chunk_bytes = 512 * 1024;
-    // How long a whole write or read retries while the cluster does not
-    // answer (a server just died and the stream elects a leader).
-    absl::Duration deadline = absl::Seconds(10);
+    // How long a whole write, or a read, retries while the cluster does not
+    // answer (a server just died and the stream elects a leader). Writes
+    // run on a thread of their own; a read is part of a new leader's first
+    // analysis pass, which waits for it.
+    absl::Duration write_deadline = absl::Seconds(10);
+    absl::Duration read_deadline = absl::Seconds(5);
     std::string bucket = kBaselinesBucket;
   };
 

@@ -15,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/cluster/single_nats_test.h"
+#include "tests/testing/stall_proxy.h"
 
 namespace fabricdiag::cluster {
 namespace {
@@ -188,6 +189,38 @@ TEST_F(JetStreamBaselinesTest, NoAnswerIsNotDamage) {
   const absl::Status written = writer_->Write(Payload(10, 'b'), written_);
   EXPECT_FALSE(written.ok());
   EXPECT_EQ(writer_->write_errors(), 1u);
+}
+
+// A cluster that does not answer: the read gives up at its deadline (the
+// new leader's first pass waits for it), and says so rather than damage.
+TEST_F(JetStreamBaselinesTest, ASilentClusterEndsTheReadAtItsDeadline) {
+  ASSERT_TRUE(writer_->Write(Payload(2500, 'a'), written_).ok());
+  absl::StatusOr<std::unique_ptr<testing::StallProxy>> proxy =
+      testing::StallProxy::Start(nats_->port(0));
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+  NatsConnection::Options options;
+  options.urls = {absl::StrCat("nats://127.0.0.1:", (*proxy)->port())};
+  options.request_timeout = absl::Milliseconds(300);
+  absl::StatusOr<std::unique_ptr<NatsConnection>> nats =
+      NatsConnection::Connect(options);
+  ASSERT_TRUE(nats.ok()) << nats.status();
+  JetStreamBaselines::Options store_options;
+  store_options.replicas = 1;
+  store_options.bucket = TestName();
+  store_options.read_deadline = absl::Seconds(1);
+  absl::StatusOr<std::unique_ptr<JetStreamBaselines>> reader =
+      JetStreamBaselines::Open(nats->get(), store_options);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  // Every lookup of a key (a direct or a stream message get) is held.
+  (*proxy)->HoldRepliesFrom(absl::StrCat("GET.KV_", TestName()));
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::optional<collector::ObjectFile>> read = (*reader)->Read();
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_GT((*proxy)->held_bytes(), 0u);
+  EXPECT_TRUE(absl::IsUnavailable(read.status())) << read.status();
+  EXPECT_GE(took, absl::Seconds(1) - absl::Milliseconds(300));
+  EXPECT_LT(took, absl::Seconds(3));
+  (*proxy)->Release();
 }
 
 // At scale: 200,000 NICs' baselines (about 8.6 MB, over the server's 1 MB

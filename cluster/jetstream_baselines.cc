@@ -29,8 +29,9 @@ std::string ChunkKey(absl::string_view slot, uint64_t i) {
 }
 
 // DataLoss naming what is wrong unless `value` is a manifest this build
-// writes, whose sizes fit `chunk_bytes`-sized chunks of at most
-// kMaxStateObjectBytes in all.
+// writes: slot a or b, at least one chunk, no more chunks than bytes, at
+// most kMaxStateObjectBytes in all. Chunk sizes are not part of it: a
+// reader joins whatever chunks the manifest names.
 absl::StatusOr<Manifest> ParseManifest(absl::string_view value,
                                        absl::string_view bucket) {
   const std::vector<absl::string_view> f = absl::StrSplit(value, ' ');

@@ -25,7 +25,8 @@
 //   ASSIGN_OR_RETURN(auto store, JetStreamBaselines::Open(nats, {}));
 //   runner_options.baselines = store.get();
 //
-// Thread-safe (writes come from the analysis thread only).
+// Thread-safe. The collector writes from one thread (the analysis runner's
+// BaselinesWriter) and reads on its analysis thread.
 #pragma once
 
 #include <nats/nats.h>

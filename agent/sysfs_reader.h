@@ -132,7 +132,7 @@ class SysfsReader {
     size_t max_cached_fds = 0;
     // Larger attributes are rejected with kOutOfRange (sysfs attributes are at
     // most one page; anything bigger is not a counter).
-    size_t max_attribute_bytes = 64 * 1024;
+    size_t max_attribute_bytes = size_t{64} * 1024;
   };
 
   // `root` is the sysfs mount point or a tree that looks like one. The root

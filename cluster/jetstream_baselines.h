@@ -54,7 +54,7 @@ class JetStreamBaselines final : public collector::BaselinesStore {
   struct Options {
     int replicas = 3;
     // Below the servers' max_payload (1 MB by default) with room to spare.
-    size_t chunk_bytes = 512 * 1024;
+    size_t chunk_bytes = size_t{512} * 1024;
     // How long a whole write, or a read, retries while the cluster does not
     // answer (a server just died and the stream elects a leader). Writes
     // run on a thread of their own; a read is part of a new leader's first

@@ -31,7 +31,11 @@
   FABRICDIAG_ASSIGN_OR_RETURN_IMPL_( \
       FABRICDIAG_CONCAT_(fabricdiag_statusor_, __LINE__), lhs, rexpr)
 
+// `statusor` and `lhs` name and declare variables: they cannot be put in
+// parentheses.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define FABRICDIAG_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, rexpr) \
   auto statusor = (rexpr);                                      \
   if (!statusor.ok()) return std::move(statusor).status();      \
   lhs = std::move(statusor).value()
+// NOLINTEND(bugprone-macro-parentheses)

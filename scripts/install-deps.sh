@@ -16,9 +16,10 @@ packages=(
   # (test certificates), systemd (systemd-analyze verify), curl; dpkg-dev
   # (dpkg-shlibdeps for the packages' Depends) and python3-yaml (checks of
   # the Kubernetes manifest and the Grafana provisioning files); chromium
-  # (the collector's live page, tested in a real headless browser).
+  # (the collector's live page, tested in a real headless browser);
+  # clang-format and clang-tidy (scripts/test.sh's lint).
   prometheus prometheus-node-exporter iproute2 ethtool openssl systemd curl
-  clang-format dpkg-dev python3-yaml chromium
+  clang-format clang-tidy dpkg-dev python3-yaml chromium
   # The collector cluster: the NATS C client, and real NATS JetStream
   # servers for its tests.
   nats-server libnats-dev

@@ -2,7 +2,7 @@
 # Runs every fabricdiag test on a fresh Debian 12 machine: installs missing
 # packages, then
 #   1. lint: clang-format on every C++ file, clang-tidy (.clang-tidy) on every
-#      source file of the product;
+#      source file of the product (cached per unit: scripts/clang-tidy-cached.py);
 #   2. build (warnings are errors) and the fast unit tests (ctest -L unit);
 #   3. every other test (end to end, deployment, benchmarks' smoke runs);
 #   4. a build with AddressSanitizer + UndefinedBehaviorSanitizer and every
@@ -49,14 +49,15 @@ if [ "${SKIP_LINT:-0}" != "1" ]; then
   echo "== lint: clang-tidy"
   # The generated protobuf headers must exist for clang-tidy to parse.
   cmake --build build -j"$jobs" --target fabricdiag_generated_headers
-  run-clang-tidy -p build -j "$jobs" -quiet \
+  # Units unchanged since a clean lint are skipped (see the script).
+  scripts/clang-tidy-cached.py -p build -j "$jobs" \
     "^$(pwd)/(agent|analysis|cli|cluster|collector|common|counters|gnmi|sim)/.*\\.cc$" \
     > build/clang-tidy.log 2>&1 || {
-      sed 's/\x1b\[[0-9;]*m//g' build/clang-tidy.log | grep -E 'error:|warning:' \
-        | sort -u
+      grep -E 'error:|warning:' build/clang-tidy.log | sort -u
       echo "FAILED: clang-tidy (full log: build/clang-tidy.log)"
       exit 1
     }
+  tail -1 build/clang-tidy.log
 fi
 
 echo "== build (RelWithDebInfo)"

@@ -156,7 +156,22 @@ absl::Status JetStreamBaselines::Write(absl::string_view payload,
     write_errors_.fetch_add(1);
     return s;
   }
+  RemoveLeftovers(slot, chunks);
   return absl::OkStatus();
+}
+
+void JetStreamBaselines::RemoveLeftovers(absl::string_view slot,
+                                         uint64_t chunks) {
+  // Chunks are written from 0 up, so a larger write's leftovers follow
+  // each other. Best effort: the set is written; what stays is never read.
+  for (uint64_t i = chunks;; ++i) {
+    const std::string key = ChunkKey(slot, i);
+    kvEntry* entry = nullptr;
+    if (kvStore_Get(&entry, kv_, key.c_str()) != NATS_OK) return;
+    kvEntry_Destroy(entry);
+    if (kvStore_Purge(kv_, key.c_str(), nullptr) != NATS_OK) return;
+    chunks_removed_.fetch_add(1);
+  }
 }
 
 absl::StatusOr<std::optional<collector::ObjectFile>>

@@ -18,9 +18,10 @@
 // manifest at it, so a reader never sees a half-written set. Two writers at
 // once (a leader about to learn it lost the lease) can mix their chunks in
 // one slot: the reader then finds the checksum wrong, reports DataLoss and
-// the new leader learns afresh, as it would without this bucket. Chunks a
-// smaller write left over past the manifest's count are never read and are
-// overwritten by a later, larger one.
+// the new leader learns afresh, as it would without this bucket. Once the
+// manifest moved, the chunks a larger, earlier write left in the slot past
+// the new count are purged (a leader that dies first leaves them, unread,
+// until the slot's next write).
 //
 //   ASSIGN_OR_RETURN(auto store, JetStreamBaselines::Open(nats, {}));
 //   runner_options.baselines = store.get();
@@ -79,8 +80,10 @@ class JetStreamBaselines final : public collector::BaselinesStore {
   void Reject(absl::string_view why) override;
   std::string Describe() const override;
 
-  // Chunks written, and writes that failed, since Open.
+  // Chunks written, leftover chunks purged, and writes that failed, since
+  // Open.
   uint64_t chunks_written() const { return chunks_written_.load(); }
+  uint64_t chunks_removed() const { return chunks_removed_.load(); }
   uint64_t write_errors() const { return write_errors_.load(); }
 
  private:
@@ -95,11 +98,15 @@ class JetStreamBaselines final : public collector::BaselinesStore {
   // Whether to try again the call that failed with `error`: it failed for
   // want of an answer and `deadline` leaves time after a pause (taken here).
   bool PauseToRetry(const absl::Status& error, absl::Time deadline) const;
+  // Purges `slot`'s chunks from index `chunks` on, up to the first absent
+  // one; stops at the first error.
+  void RemoveLeftovers(absl::string_view slot, uint64_t chunks);
 
   NatsConnection* const nats_;
   const Options options_;
   kvStore* const kv_;
   std::atomic<uint64_t> chunks_written_{0};
+  std::atomic<uint64_t> chunks_removed_{0};
   std::atomic<uint64_t> write_errors_{0};
 };
 

@@ -99,8 +99,7 @@ TEST_F(JetStreamBaselinesTest, WhatOneCollectorWritesAnotherReads) {
   EXPECT_EQ((*read)->payload, first);
   EXPECT_EQ((*read)->written, written_);
 
-  // The next write goes to the other slot; a shorter one leaves chunks of
-  // the longer behind, which are not read.
+  // The next write goes to the other slot.
   const std::string second = Payload(900, 'k');
   ASSERT_TRUE(writer_->Write(second, written_ + absl::Minutes(1)).ok());
   EXPECT_EQ(Value("manifest"),
@@ -110,12 +109,19 @@ TEST_F(JetStreamBaselinesTest, WhatOneCollectorWritesAnotherReads) {
   ASSERT_TRUE(read->has_value());
   EXPECT_EQ((*read)->payload, second);
   EXPECT_EQ((*read)->written, written_ + absl::Minutes(1));
+  EXPECT_EQ(writer_->chunks_removed(), 0u);
+  // Slot a again, with 2 chunks: the first write's third one is purged.
   const std::string third = Payload(1500, 'z');
   ASSERT_TRUE(writer_->Write(third, written_ + absl::Minutes(2)).ok());
+  EXPECT_EQ(Value("manifest"),
+            absl::StrCat("fabricdiag-baselines 1 a 2 ", third.size() + 20));
   read = reader_->Read();
   ASSERT_TRUE(read.ok()) << read.status();
   ASSERT_TRUE(read->has_value());
-  EXPECT_EQ((*read)->payload, third) << "slot a again, 2 of its 3 chunks";
+  EXPECT_EQ((*read)->payload, third);
+  EXPECT_NE(Value("a.1"), "");
+  EXPECT_EQ(Value("a.2"), "") << "a leftover chunk stayed";
+  EXPECT_EQ(writer_->chunks_removed(), 1u);
 }
 
 // A leader that dies between its chunks and the manifest leaves the last

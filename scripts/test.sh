@@ -39,14 +39,19 @@ run_ctest() {
   return "$status"
 }
 
-echo "== configure"
+# Starts a stage: its name and the time the run has taken so far.
+stage() {
+  printf '== %s (at %dm%02ds)\n' "$1" $((SECONDS / 60)) $((SECONDS % 60))
+}
+
+stage "configure"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "${launcher[@]}" >/dev/null
 
 if [ "${SKIP_LINT:-0}" != "1" ]; then
-  echo "== lint: clang-format"
+  stage "lint: clang-format"
   git ls-files '*.cc' '*.h' | xargs clang-format --dry-run --Werror
-  echo "== lint: clang-tidy"
+  stage "lint: clang-tidy"
   # The generated protobuf headers must exist for clang-tidy to parse.
   cmake --build build -j"$jobs" --target fabricdiag_generated_headers
   # Units unchanged since a clean lint are skipped (see the script).
@@ -60,23 +65,24 @@ if [ "${SKIP_LINT:-0}" != "1" ]; then
   tail -1 build/clang-tidy.log
 fi
 
-echo "== build (RelWithDebInfo)"
+stage "build (RelWithDebInfo)"
 cmake --build build -j"$jobs"
 
-echo "== unit tests"
+stage "unit tests"
 run_ctest --test-dir build -L unit -j"$jobs" --timeout 120
 
-echo "== other tests"
+stage "other tests"
 run_ctest --test-dir build -LE unit -j"$jobs" --timeout 300
 
 if [ "${SKIP_ASAN:-0}" != "1" ]; then
-  echo "== build (ASan + UBSan)"
+  stage "build (ASan + UBSan)"
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
     -DFABRICDIAG_SANITIZE=ON -DFABRICDIAG_BUILD_BENCH=OFF \
     "${launcher[@]}" >/dev/null
   cmake --build build-asan -j"$jobs"
-  echo "== tests (ASan + UBSan)"
+  stage "tests (ASan + UBSan)"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_ctest --test-dir build-asan -j"$jobs" --timeout 600
 fi
+stage "done"

@@ -80,9 +80,11 @@ def unit_key(entry, root, common):
     # Preprocessing drops comments, and a NOLINT is one: the files the unit
     # includes that are not system headers count as written. (Keeping
     # comments, -C, makes preprocessing ten times slower.)
+    # Markers name <built-in> and, with -g, the working directory too.
     included = {
         path for path, flags in LINE_MARKER.findall(result.stdout)
-        if not path.startswith(b"<") and b"3" not in flags.split()
+        if not path.startswith(b"<") and not path.endswith(b"/") and
+        b"3" not in flags.split()
     }
     for path in sorted(included):
         try:
@@ -95,12 +97,12 @@ def unit_key(entry, root, common):
 
 
 def lint(entry, build_dir, config, common, cache):
-    """Lints one unit; returns (file, passed, output, from_cache)."""
+    """Lints one unit; returns (file, passed, output, from_cache, keyed)."""
     root = os.path.dirname(config)
     key = unit_key(entry, root, common) if cache else None
     marker = os.path.join(cache, key[:2], key) if key else None
     if marker and os.path.exists(marker):
-        return entry["file"], True, "", True
+        return entry["file"], True, "", True, True
     result = subprocess.run(
         [
             "clang-tidy", "-p", build_dir, f"--config-file={config}",
@@ -117,7 +119,7 @@ def lint(entry, build_dir, config, common, cache):
         with open(marker + ".tmp", "w", encoding="utf-8") as f:
             f.write(entry["file"] + "\n")
         os.replace(marker + ".tmp", marker)
-    return entry["file"], passed, output, False
+    return entry["file"], passed, output, False, key is not None
 
 
 def main():
@@ -178,20 +180,22 @@ def main():
     start = time.monotonic()
     failed = []
     cached = 0
+    unkeyed = 0
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         futures = [
             pool.submit(lint, entry, build_dir, config, common, cache)
             for entry in units.values()
         ]
         for future in concurrent.futures.as_completed(futures):
-            file, passed, output, from_cache = future.result()
+            file, passed, output, from_cache, keyed = future.result()
             cached += from_cache
+            unkeyed += cache is not None and not keyed
             if not passed:
                 failed.append(file)
                 print(f"== {file}\n{output}", flush=True)
     print(f"clang-tidy: {len(units)} files, {cached} unchanged since a clean "
-          f"lint, {len(failed)} with findings "
-          f"({time.monotonic() - start:.0f} s)")
+          f"lint, {len(failed)} with findings, {unkeyed} not cacheable "
+          f"(preprocessing failed) ({time.monotonic() - start:.0f} s)")
     return 1 if failed else 0
 
 

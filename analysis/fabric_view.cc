@@ -6,6 +6,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
 namespace fabricdiag::analysis {
 
 SampleEvidence SummarizeSamples(absl::Span<const double> times,
@@ -32,6 +35,113 @@ SampleEvidence SummarizeSamples(absl::Span<const double> times,
   std::nth_element(intervals.begin(), mid, intervals.end());
   e.median_interval_seconds = *mid;
   return e;
+}
+
+namespace {
+
+// The port storage of large views that ended, for the next ones.
+class SparePorts {
+ public:
+  static SparePorts& Get() {
+    static SparePorts* const spare = new SparePorts;
+    return *spare;
+  }
+
+  // An empty vector with room for `ports`: the smallest kept one that
+  // has it, else a new one.
+  std::vector<PortView> Take(size_t ports) {
+    std::vector<PortView> out;
+    {
+      absl::MutexLock lock(&mu_);
+      auto best = kept_.end();
+      for (auto it = kept_.begin(); it != kept_.end(); ++it) {
+        if (it->ports.capacity() >= ports &&
+            (best == kept_.end() ||
+             it->ports.capacity() < best->ports.capacity())) {
+          best = it;
+        }
+      }
+      if (best != kept_.end()) {
+        out = std::move(best->ports);
+        kept_.erase(best);
+        stats_.held_bytes -= out.capacity() * sizeof(PortView);
+        ++stats_.reused;
+        return out;
+      }
+    }
+    out.reserve(ports);
+    return out;
+  }
+
+  // Keeps `ports`' storage (its ports destroyed) when it is large. Frees
+  // the kept vectors that kSpareAgeGives gives passed by (a view size no
+  // pass builds any more: a collector that stopped leading the analysis
+  // merges no fabric), then the smallest while there are too many.
+  void Give(std::vector<PortView>&& ports) {
+    if (ports.capacity() < kSparePortsMin) return;
+    ports.clear();
+    std::vector<std::vector<PortView>> dropped;  // freed outside the lock
+    absl::MutexLock lock(&mu_);
+    ++gives_;
+    stats_.held_bytes += ports.capacity() * sizeof(PortView);
+    ++stats_.kept;
+    kept_.push_back(Kept{std::move(ports), gives_});
+    for (auto it = kept_.begin(); it != kept_.end();) {
+      if (gives_ - it->given_at > kSpareAgeGives) {
+        dropped.push_back(std::move(it->ports));
+        it = kept_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    while (kept_.size() > kSparePortVectors) {
+      auto smallest = std::min_element(
+          kept_.begin(), kept_.end(), [](const Kept& a, const Kept& b) {
+            return a.ports.capacity() < b.ports.capacity();
+          });
+      dropped.push_back(std::move(smallest->ports));
+      kept_.erase(smallest);
+    }
+    for (const std::vector<PortView>& d : dropped) {
+      stats_.held_bytes -= d.capacity() * sizeof(PortView);
+      ++stats_.dropped;
+    }
+  }
+
+  SparePortStats Stats() {
+    absl::MutexLock lock(&mu_);
+    return stats_;
+  }
+
+ private:
+  struct Kept {
+    std::vector<PortView> ports;
+    uint64_t given_at;  // gives_ when it was kept
+  };
+
+  absl::Mutex mu_;
+  std::vector<Kept> kept_ ABSL_GUARDED_BY(mu_);
+  uint64_t gives_ ABSL_GUARDED_BY(mu_) = 0;
+  SparePortStats stats_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+SparePortStats GetSparePortStats() { return SparePorts::Get().Stats(); }
+
+FabricView::~FabricView() {
+  SparePorts::Get().Give(std::move(ports_));
+  for (std::vector<PortView>& run : runs_) {
+    SparePorts::Get().Give(std::move(run));
+  }
+}
+
+void FabricView::ReservePorts(size_t ports) {
+  if (ports_.empty() && ports_.capacity() < ports && ports >= kSparePortsMin) {
+    ports_ = SparePorts::Get().Take(ports);
+  } else {
+    ports_.reserve(ports);
+  }
 }
 
 PortView& FabricView::AddPort(std::string node, std::string device) {
@@ -69,7 +179,9 @@ std::vector<PortView> MergeRuns(std::vector<std::vector<PortView>>& runs) {
     order.push_back(r);
     last = &runs[r].back();
   }
-  std::vector<PortView> out;
+  std::vector<PortView> out = total >= kSparePortsMin
+                                  ? SparePorts::Get().Take(total)
+                                  : std::vector<PortView>();
   out.reserve(total);
   if (chain_starts.size() <= 1) {
     for (size_t r : order) {
@@ -171,6 +283,9 @@ void FabricView::Finish() {
       }
     } else {
       ports_ = MergeRuns(runs_);
+    }
+    for (std::vector<PortView>& run : runs_) {
+      SparePorts::Get().Give(std::move(run));
     }
     runs_.clear();
   }

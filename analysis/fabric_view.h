@@ -21,10 +21,21 @@
 //   const PortView* q = view.Find("gpu-003", "eth2");  // by netdev too
 //
 // Immutable after Finish(): thread-safe for concurrent readers.
+//
+// Port storage is kept from pass to pass. A view's ports take hundreds of
+// megabytes at 200k GPUs (656 bytes a port, two views a pass); freed, they
+// go back to the kernel, and the next pass's views fault every page in
+// again, zeroed: nearly half of the analysis leader's
+// merge. So the storage of a large view that ends (ReservePorts() and
+// Finish()'s merge of runs take it) is kept for the next large view: at
+// most kSparePortVectors vectors of at least kSparePortsMin ports each,
+// process-wide; one that kSpareAgeGives other views ended without taking
+// (a size no pass builds any more) is freed.
 #pragma once
 
 #include <array>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -179,16 +190,40 @@ struct PortView {
   SampleEvidence samples;
 };
 
+// Port storage kept for the next views (see the top of this file).
+inline constexpr size_t kSparePortVectors = 4;
+inline constexpr size_t kSparePortsMin = (size_t{8} << 20) / sizeof(PortView);
+// A pass ends 2 views (4 on the analysis leader): about 4 passes.
+inline constexpr uint64_t kSpareAgeGives = 8;
+
+// How the kept storage served, since the process started.
+struct SparePortStats {
+  uint64_t kept = 0;      // vectors kept when their view ended
+  uint64_t reused = 0;    // views that took a kept vector
+  uint64_t dropped = 0;   // kept vectors freed: too old, or too many
+  size_t held_bytes = 0;  // capacity held now
+};
+SparePortStats GetSparePortStats();
+
 class FabricView {
  public:
+  FabricView() = default;
+  // Gives a large view's port storage back for the next one.
+  ~FabricView();
+  FabricView(const FabricView&) = default;
+  FabricView& operator=(const FabricView&) = default;
+  FabricView(FabricView&&) = default;
+  FabricView& operator=(FabricView&&) = default;
+
   // Length of the window the means were taken over.
   double window_seconds = 5;
 
   // Appends a port; call Finish() before any lookup. The reference is valid
   // until the next AddPort().
   PortView& AddPort(std::string node, std::string device);
-  // Room for `ports` ports before AddPort() has to grow the view.
-  void ReservePorts(size_t ports) { ports_.reserve(ports); }
+  // Room for `ports` ports before AddPort() has to grow the view (kept
+  // storage when there is some).
+  void ReservePorts(size_t ports);
 
   // Sorts ports by (node, device) and builds the indexes. Where the ports
   // came only from AppendSorted(), the sorted runs are merged instead, each

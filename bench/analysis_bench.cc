@@ -49,7 +49,11 @@
 // 0.15-0.2 s of CPU per interval decoding the chunks on the NATS thread
 // (145.4 MB of them; 0.5 s for 257.6 MB before a node's ports became one
 // block of packed columns);
-// BM_ParseTopology 5.5 s of CPU.
+// BM_ParseTopology 5.5 s of CPU. On 2026-11-27, a slower day for this VM
+// (BM_AnalysisPassAtScale/25000 456-647 ms): BM_LeaderPassAtScale/1 merge
+// 1,016 ms before the views' port storage was kept between passes,
+// 508-658 ms after; BM_LeaderPassAtScale/2 1,867 ms wall before, 1,753-
+// 1,806 ms after.
 //
 //   build/bench/fabricdiag_analysis_bench --benchmark_filter=BM_AnalysisPass
 //   taskset -c 1 build/bench/fabricdiag_analysis_bench

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs clang-tidy over the sources of a compilation database, with a cache.
 
-clang-tidy is the slowest step of scripts/test.sh (about 10 minutes on two
+clang-tidy is the slowest step of scripts/test.sh (about 12 minutes on two
 cores), and most runs lint files that nothing has changed. Like ccache, this
 keys each translation unit on what the compiler would see: its preprocessed
 text (every header it includes, system headers too) and, comments included

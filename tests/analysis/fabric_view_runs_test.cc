@@ -1,7 +1,9 @@
 // FabricView's merge of sorted runs (AppendSorted, then Finish): the order
-// one sort of every port gives, each port moved once.
+// one sort of every port gives, each port moved once. And the port storage
+// large views leave for the next ones.
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -137,6 +139,120 @@ TEST(FabricViewRunsTest, TakePortsOfAFinishedViewGivesItsPorts) {
   EXPECT_EQ(v.PortsOf("n-001").size(), 0u);
   EXPECT_EQ(Keys(w),
             (std::vector<std::string>{"n-001/mlx5_0=nan", "n-002/mlx5_0=nan"}));
+}
+
+// A view as large as the ones a pass builds: `ports` ports over nodes
+// n-<first>, n-<first + 2>, ... (8 each), sorted.
+std::vector<PortView> LargeRun(size_t ports, int first) {
+  std::vector<PortView> run;
+  run.reserve(ports);
+  for (size_t i = 0; i < ports; ++i) {
+    PortView& p = run.emplace_back();
+    p.node = absl::StrFormat("n-%07d", first + 2 * static_cast<int>(i / 8));
+    p.device = absl::StrCat("mlx5_", i % 8);
+  }
+  return run;
+}
+
+// The largest view of this file, for the bound on what is kept.
+constexpr size_t kLargest = 2 * kSparePortsMin + 1;
+
+TEST(FabricViewSpareTest, ALargeViewsStorageServesTheNextView) {
+  const SparePortStats before = GetSparePortStats();
+  const PortView* first = nullptr;
+  {
+    FabricView v;
+    v.ReservePorts(kSparePortsMin);
+    v.AddPort("n-1", "mlx5_0");
+    first = v.ports().data();
+    v.Finish();
+  }
+  EXPECT_EQ(GetSparePortStats().kept, before.kept + 1);
+  FabricView w;
+  w.ReservePorts(kSparePortsMin);
+  w.AddPort("n-2", "mlx5_1").s.rx_bytes = 7;
+  EXPECT_EQ(w.ports().data(), first);
+  EXPECT_EQ(GetSparePortStats().reused, before.reused + 1);
+  w.Finish();
+  // Nothing of the view before.
+  EXPECT_EQ(Keys(w), (std::vector<std::string>{"n-2/mlx5_1=7"}));
+  EXPECT_EQ(w.Find("n-1", "mlx5_0"), nullptr);
+}
+
+TEST(FabricViewSpareTest, AMergeOfRunsTakesKeptStorageAndKeepsTheRuns) {
+  // Two runs of interleaved nodes, each large: the merge needs room for
+  // both, then keeps each run's storage.
+  {
+    FabricView first;
+    first.ReservePorts(kLargest);
+  }
+  const SparePortStats before = GetSparePortStats();
+  FabricView v;
+  v.AppendSorted(LargeRun(kSparePortsMin, 0));
+  v.AppendSorted(LargeRun(kSparePortsMin, 1));
+  v.Finish();
+  const SparePortStats after = GetSparePortStats();
+  EXPECT_EQ(after.reused, before.reused + 1);
+  EXPECT_EQ(after.kept, before.kept + 2);
+  ASSERT_EQ(v.ports().size(), 2 * kSparePortsMin);
+  for (size_t i = 1; i < v.ports().size(); ++i) {
+    ASSERT_LT(std::tie(v.ports()[i - 1].node, v.ports()[i - 1].device),
+              std::tie(v.ports()[i].node, v.ports()[i].device))
+        << i;
+  }
+  EXPECT_EQ(v.PortsOf("n-0000001").size(), 8u);
+}
+
+TEST(FabricViewSpareTest, SmallViewsAreNotKeptAndFewLargeOnesAre) {
+  SparePortStats before = GetSparePortStats();
+  {
+    FabricView small;
+    small.ReservePorts(1000);
+    small.AddPort("n-1", "mlx5_0");
+  }
+  EXPECT_EQ(GetSparePortStats().kept, before.kept);
+  // More large views than are kept, alive at once and then ended: the
+  // smallest kept ones are freed.
+  {
+    std::vector<FabricView> views(kSparePortVectors + 2);
+    for (size_t i = 0; i < views.size(); ++i) {
+      views[i].ReservePorts(kSparePortsMin + i);
+      views[i].AddPort("n-1", "mlx5_0");
+    }
+  }
+  const SparePortStats after = GetSparePortStats();
+  EXPECT_EQ(after.kept, before.kept + kSparePortVectors + 2);
+  EXPECT_GE(after.dropped, before.dropped + 2);
+  EXPECT_GT(after.held_bytes, 0u);
+  EXPECT_LE(after.held_bytes, kSparePortVectors * kLargest * sizeof(PortView));
+}
+
+// A size no view takes any more (the merged fabric of a collector that
+// stopped leading the analysis) is freed after a few passes.
+TEST(FabricViewSpareTest, StorageNoViewTakesIsFreed) {
+  {
+    FabricView merged;
+    merged.ReservePorts(kLargest);
+    FabricView local;
+    local.ReservePorts(kSparePortsMin);
+  }
+  const SparePortStats before = GetSparePortStats();
+  for (uint64_t pass = 0; pass <= kSpareAgeGives; ++pass) {
+    FabricView local;
+    local.ReservePorts(kSparePortsMin);
+    local.AddPort("n-1", "mlx5_0");
+  }
+  SparePortStats after = GetSparePortStats();
+  EXPECT_GE(after.dropped, before.dropped + 1);
+  // The vector the passes kept taking stays.
+  EXPECT_EQ(after.reused, before.reused + kSpareAgeGives + 1);
+  EXPECT_GE(after.held_bytes, kSparePortsMin * sizeof(PortView));
+  EXPECT_LT(after.held_bytes, kLargest * sizeof(PortView));
+  {
+    FabricView merged;
+    merged.ReservePorts(kLargest);
+  }
+  EXPECT_EQ(GetSparePortStats().reused, after.reused);
 }
 
 }  // namespace

@@ -4,8 +4,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <map>
-#include <set>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,13 +36,6 @@ struct Member {
 // The distinct (host, NIC) pairs of a group, sorted: two groups with the
 // same key compare the same NICs.
 using NicSetKey = std::vector<std::pair<uint32_t, uint32_t>>;
-
-std::string BaselineKey(absl::string_view job, absl::string_view host,
-                        absl::string_view nic) {
-  // NUL never occurs in a job, host or NIC name.
-  return absl::StrCat(job, absl::string_view("\0", 1), host,
-                      absl::string_view("\0", 1), nic);
-}
 
 // Whether the reports cover enough of the window. In reports when the view
 // says how many a full window holds: agents read at a fixed rate, so a read
@@ -140,16 +134,15 @@ bool ExpertParallel(const LayoutModel& model) {
   return model.Degree(Dim::kEp) > 1;
 }
 
-// The baseline `m` is judged against, or null: none given, none kept, or
-// too few passes in it yet.
-const StragglerBaselines::Baseline* BaselineOf(const AnalysisInput& in,
-                                               const LayoutModel& model,
-                                               const Member& m) {
-  if (in.straggler_baselines == nullptr) return nullptr;
-  const StragglerBaselines::Baseline* b = in.straggler_baselines->Find(
-      model.job(), model.Hosts()[m.ref.host], model.Nics()[m.ref.nic]);
-  if (b == nullptr ||
-      b->passes < std::max(in.config->straggler_nic.min_history_passes, 1)) {
+// The baseline `m` is judged against, or null: none given (`baselines`
+// null), none kept, or too few passes in it yet.
+const StragglerBaselines::Baseline* BaselineOf(
+    const StragglerBaselines::OfLayout* baselines,
+    const StragglerNicConfig& cfg, const Member& m) {
+  if (baselines == nullptr) return nullptr;
+  const StragglerBaselines::Baseline* b =
+      baselines->Find(m.ref.host, m.ref.nic);
+  if (b == nullptr || b->passes < std::max(cfg.min_history_passes, 1)) {
     return nullptr;
   }
   return b;
@@ -247,14 +240,16 @@ Finding MakeFinding(const LayoutModel& model, GroupId id, const Member& m,
 }
 
 // Judges one group; appends its stragglers to `out`.
-void AnalyzeGroup(const AnalysisInput& in, const LayoutModel& model, GroupId id,
+void AnalyzeGroup(const AnalysisInput& in, const LayoutModel& model,
+                  const StragglerBaselines::OfLayout* baselines, GroupId id,
                   absl::Span<const NicRef> nics, std::vector<Finding>* out) {
   const StragglerNicConfig& cfg = in.config->straggler_nic;
   const GroupWindow g = CompareGroup(*in.view, cfg, model, nics);
   if (!g.busy) return;
   const bool ep = ExpertParallel(model);
   for (const Member& m : g.members) {
-    const StragglerBaselines::Baseline* baseline = BaselineOf(in, model, m);
+    const StragglerBaselines::Baseline* baseline =
+        BaselineOf(baselines, cfg, m);
     double threshold = 0;
     if (!Straggles(m, g, baseline, ep, cfg, &threshold)) continue;
     Finding f = MakeFinding(model, id, m, g, baseline, *in.config);
@@ -280,6 +275,10 @@ void AnalyzeJob(const AnalysisInput& in, const LayoutModel& model,
   // every dense job has) is the one that reports.
   // NIC set -> indices into `out` of the findings of the group that had it.
   std::map<NicSetKey, std::vector<size_t>> examined;
+  std::optional<StragglerBaselines::OfLayout> baselines;
+  if (in.straggler_baselines != nullptr) {
+    baselines = in.straggler_baselines->Of(model);
+  }
   ForEachGroup(model, [&](GroupId id, absl::Span<const NicRef> nics) {
     NicSetKey key;
     key.reserve(nics.size());
@@ -294,7 +293,7 @@ void AnalyzeJob(const AnalysisInput& in, const LayoutModel& model,
       return;
     }
     const size_t before = out->size();
-    AnalyzeGroup(in, model, id, nics, out);
+    AnalyzeGroup(in, model, baselines ? &*baselines : nullptr, id, nics, out);
     for (size_t i = before; i < out->size(); ++i) {
       it->second.push_back(i);
     }
@@ -317,49 +316,183 @@ std::vector<Finding> StragglerNicFindings(const AnalysisInput& in) {
   return out;
 }
 
+uint32_t StragglerBaselines::Job::AddHost(absl::string_view host) {
+  auto [it, fresh] =
+      host_index.try_emplace(host, static_cast<uint32_t>(hosts.size()));
+  if (fresh) {
+    hosts.emplace_back(host);
+    rows.emplace_back();
+  }
+  return it->second;
+}
+
+uint32_t StragglerBaselines::Job::AddNic(absl::string_view nic) {
+  auto [it, fresh] =
+      nic_index.try_emplace(nic, static_cast<uint32_t>(nics.size()));
+  if (fresh) nics.emplace_back(nic);
+  return it->second;
+}
+
+const StragglerBaselines::Entry* StragglerBaselines::Job::At(
+    uint32_t host, uint32_t nic) const {
+  if (host >= rows.size() || nic >= rows[host].size()) return nullptr;
+  const Entry& e = rows[host][nic];
+  return e.kept ? &e : nullptr;
+}
+
+StragglerBaselines::Entry& StragglerBaselines::Job::Cell(uint32_t host,
+                                                         uint32_t nic) {
+  std::vector<Entry>& row = rows[host];
+  if (nic >= row.size()) row.resize(nic + 1);
+  return row[nic];
+}
+
+bool StragglerBaselines::Job::AlignedWith(const LayoutModel& model) const {
+  const absl::Span<const std::string> h = model.Hosts();
+  const absl::Span<const std::string> n = model.Nics();
+  return h.size() <= hosts.size() && n.size() <= nics.size() &&
+         std::equal(h.begin(), h.end(), hosts.begin()) &&
+         std::equal(n.begin(), n.end(), nics.begin());
+}
+
+const StragglerBaselines::Baseline* StragglerBaselines::OfLayout::Find(
+    uint32_t host, uint32_t nic) const {
+  if (job_ == nullptr) return nullptr;
+  const Entry* e = nullptr;
+  if (aligned_) {
+    e = job_->At(host, nic);
+  } else {
+    if (host >= model_->Hosts().size() || nic >= model_->Nics().size()) {
+      return nullptr;
+    }
+    auto h = job_->host_index.find(model_->Hosts()[host]);
+    auto n = job_->nic_index.find(model_->Nics()[nic]);
+    if (h == job_->host_index.end() || n == job_->nic_index.end()) {
+      return nullptr;
+    }
+    e = job_->At(h->second, n->second);
+  }
+  if (e == nullptr || e->baseline.passes == 0) return nullptr;
+  return &e->baseline;
+}
+
+StragglerBaselines::OfLayout StragglerBaselines::Of(
+    const LayoutModel& model) const {
+  OfLayout of;
+  auto it = jobs_.find(model.job());
+  if (it == jobs_.end()) return of;
+  of.job_ = &it->second;
+  of.model_ = &model;
+  of.aligned_ = it->second.AlignedWith(model);
+  return of;
+}
+
+StragglerBaselines::Entry& StragglerBaselines::KeptEntry(
+    absl::string_view job, absl::string_view host, absl::string_view nic) {
+  Job& j = jobs_[job];
+  const uint32_t h = j.AddHost(host);
+  Entry& e = j.Cell(h, j.AddNic(nic));
+  Keep(&j, &e);
+  return e;
+}
+
+StragglerBaselines::Job& StragglerBaselines::Align(const LayoutModel& model) {
+  Job& job = jobs_[model.job()];
+  if (job.AlignedWith(model)) return job;
+  // The layout changed (or only restored baselines named its NICs): a grid
+  // that starts with its names, every kept baseline moved by name.
+  Job aligned;
+  for (const std::string& host : model.Hosts()) aligned.AddHost(host);
+  for (const std::string& nic : model.Nics()) aligned.AddNic(nic);
+  for (uint32_t h = 0; h < job.rows.size(); ++h) {
+    for (uint32_t n = 0; n < job.rows[h].size(); ++n) {
+      const Entry& e = job.rows[h][n];
+      if (!e.kept) continue;
+      const uint32_t to = aligned.AddHost(job.hosts[h]);
+      aligned.Cell(to, aligned.AddNic(job.nics[n])) = e;
+      ++aligned.kept;
+    }
+  }
+  job = std::move(aligned);
+  return job;
+}
+
+void StragglerBaselines::Keep(Job* job, Entry* e) {
+  if (e->kept) return;
+  e->kept = true;
+  ++job->kept;
+  ++size_;
+}
+
+void StragglerBaselines::Forget(Job* job, Entry* e) {
+  if (!e->kept) return;
+  *e = Entry();
+  --job->kept;
+  --size_;
+}
+
 void StragglerBaselines::Update(const AnalysisInput& in) {
   if (in.view == nullptr || in.config == nullptr) return;
   const StragglerNicConfig& cfg = in.config->straggler_nic;
   const int history = std::max(cfg.history_passes, 1);
   ++pass_;
-  AnalysisInput judged = in;
-  judged.straggler_baselines = this;
   for (const LayoutModel* model : in.layouts) {
     if (model == nullptr) continue;
+    Job& job = Align(*model);
+    job.seen = pass_;
+    OfLayout judged;
+    judged.job_ = &job;
+    judged.model_ = model;
+    judged.aligned_ = true;
     const bool ep = ExpertParallel(*model);
     // A NIC is in a dp and an ep group: it is folded in once, and not at
-    // all when any of its groups finds it straggling.
-    std::map<std::string, double> usual;
-    std::set<std::string> straggling;
-    ForEachGroup(*model, [&](GroupId, absl::Span<const NicRef> nics) {
-      const GroupWindow g = CompareGroup(*in.view, cfg, *model, nics);
+    // all when any of its groups finds it straggling. Per (host, NIC) of
+    // the layout: the throughput it was judged on (NaN: not judged), and
+    // whether it straggled.
+    const size_t nics = model->Nics().size();
+    std::vector<double> usual(model->Hosts().size() * nics,
+                              std::numeric_limits<double>::quiet_NaN());
+    std::vector<bool> straggling(usual.size());
+    ForEachGroup(*model, [&](GroupId, absl::Span<const NicRef> refs) {
+      const GroupWindow g = CompareGroup(*in.view, cfg, *model, refs);
       if (!g.busy) return;  // an idle group says nothing of its NICs
       for (const Member& m : g.members) {
-        std::string key = BaselineKey(model->job(), model->Hosts()[m.ref.host],
-                                      model->Nics()[m.ref.nic]);
+        const size_t cell = m.ref.host * nics + m.ref.nic;
         double threshold = 0;
-        if (Straggles(m, g, BaselineOf(judged, *model, m), ep, cfg,
-                      &threshold)) {
-          straggling.insert(key);
+        if (Straggles(m, g, BaselineOf(&judged, cfg, m), ep, cfg, &threshold)) {
+          straggling[cell] = true;
         }
-        usual.emplace(std::move(key), m.throughput);
+        if (std::isnan(usual[cell])) usual[cell] = m.throughput;
       }
     });
-    for (auto& [key, throughput] : usual) {
-      Entry& e = baselines_[key];
+    for (size_t cell = 0; cell < usual.size(); ++cell) {
+      if (std::isnan(usual[cell])) continue;
+      Entry& e = job.Cell(static_cast<uint32_t>(cell / nics),
+                          static_cast<uint32_t>(cell % nics));
+      Keep(&job, &e);
       e.last_judged = pass_;
-      if (straggling.count(key) > 0) continue;
+      if (straggling[cell]) continue;
       Baseline& b = e.baseline;
       // A plain mean until the baseline holds `history` windows, then an
       // exponentially weighted one: early windows count fully, old ones
       // fade.
       b.passes = std::min(b.passes + 1, history);
-      b.bytes_per_second += (throughput - b.bytes_per_second) / b.passes;
+      b.bytes_per_second += (usual[cell] - b.bytes_per_second) / b.passes;
     }
   }
-  for (auto it = baselines_.begin(); it != baselines_.end();) {
-    if (pass_ - it->second.last_judged > static_cast<uint64_t>(history)) {
-      baselines_.erase(it++);
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    Job& job = it->second;
+    for (std::vector<Entry>& row : job.rows) {
+      for (Entry& e : row) {
+        if (e.kept && pass_ - e.last_judged > static_cast<uint64_t>(history)) {
+          Forget(&job, &e);
+        }
+      }
+    }
+    // A declared job's names stay, so its grid needs no new names next
+    // pass.
+    if (job.kept == 0 && job.seen != pass_) {
+      jobs_.erase(it++);
     } else {
       ++it;
     }
@@ -376,7 +509,7 @@ void StragglerBaselines::Seed(const std::vector<Finding>& open) {
         !(passes->second >= 1)) {
       continue;
     }
-    Entry& e = baselines_[BaselineKey(f.job, f.node, f.device)];
+    Entry& e = KeptEntry(f.job, f.node, f.device);
     e.last_judged = pass_;
     e.baseline.bytes_per_second = usual->second;
     // Saturated passes (history_passes) are clamped again by Update().
@@ -391,22 +524,37 @@ constexpr size_t kBaselineFixedBytes = 4 + 8 + 4;
 }  // namespace
 
 std::string StragglerBaselines::Serialize() const {
-  std::string out;
+  // The key is job NUL host NUL nic: NUL never occurs in those names.
+  const absl::string_view nul("\0", 1);
   size_t bytes = 8;
-  for (const auto& [key, e] : baselines_) {
-    bytes += kBaselineFixedBytes + key.size();
+  for (const auto& [name, job] : jobs_) {
+    for (uint32_t h = 0; h < job.rows.size(); ++h) {
+      for (uint32_t n = 0; n < job.rows[h].size(); ++n) {
+        if (!job.rows[h][n].kept) continue;
+        bytes += kBaselineFixedBytes + name.size() + job.hosts[h].size() +
+                 job.nics[n].size() + 2;
+      }
+    }
   }
+  std::string out;
   out.reserve(bytes);
   PutU32(&out, kBaselinesVersion);
-  PutU32(&out, static_cast<uint32_t>(baselines_.size()));
-  for (const auto& [key, e] : baselines_) {
-    PutU32(&out, static_cast<uint32_t>(key.size()));
-    out.append(key);
-    uint64_t bits = 0;
-    static_assert(sizeof(bits) == sizeof(e.baseline.bytes_per_second));
-    std::memcpy(&bits, &e.baseline.bytes_per_second, sizeof(bits));
-    PutU64(&out, bits);
-    PutU32(&out, static_cast<uint32_t>(std::max(e.baseline.passes, 0)));
+  PutU32(&out, static_cast<uint32_t>(size_));
+  for (const auto& [name, job] : jobs_) {
+    for (uint32_t h = 0; h < job.rows.size(); ++h) {
+      for (uint32_t n = 0; n < job.rows[h].size(); ++n) {
+        const Entry& e = job.rows[h][n];
+        if (!e.kept) continue;
+        PutU32(&out, static_cast<uint32_t>(name.size() + job.hosts[h].size() +
+                                           job.nics[n].size() + 2));
+        absl::StrAppend(&out, name, nul, job.hosts[h], nul, job.nics[n]);
+        uint64_t bits = 0;
+        static_assert(sizeof(bits) == sizeof(e.baseline.bytes_per_second));
+        std::memcpy(&bits, &e.baseline.bytes_per_second, sizeof(bits));
+        PutU64(&out, bits);
+        PutU32(&out, static_cast<uint32_t>(std::max(e.baseline.passes, 0)));
+      }
+    }
   }
   return out;
 }
@@ -469,7 +617,7 @@ absl::StatusOr<size_t> StragglerBaselines::Restore(absl::string_view data,
     const std::vector<absl::string_view> parts =
         absl::StrSplit(p.key, absl::string_view("\0", 1));
     if (keep && !keep(parts[0], parts[1], parts[2])) continue;
-    Entry& e = baselines_[std::move(p.key)];
+    Entry& e = KeptEntry(parts[0], parts[1], parts[2]);
     e.baseline = p.baseline;
     e.last_judged = pass_;
     ++added;
@@ -480,11 +628,16 @@ absl::StatusOr<size_t> StragglerBaselines::Restore(absl::string_view data,
 const StragglerBaselines::Baseline* StragglerBaselines::Find(
     absl::string_view job, absl::string_view host,
     absl::string_view nic) const {
-  auto it = baselines_.find(BaselineKey(job, host, nic));
-  if (it == baselines_.end() || it->second.baseline.passes == 0) {
+  auto j = jobs_.find(job);
+  if (j == jobs_.end()) return nullptr;
+  auto h = j->second.host_index.find(host);
+  auto n = j->second.nic_index.find(nic);
+  if (h == j->second.host_index.end() || n == j->second.nic_index.end()) {
     return nullptr;
   }
-  return &it->second.baseline;
+  const Entry* e = j->second.At(h->second, n->second);
+  if (e == nullptr || e->baseline.passes == 0) return nullptr;
+  return &e->baseline;
 }
 
 }  // namespace fabricdiag::analysis

@@ -46,6 +46,7 @@
 #include "absl/strings/string_view.h"
 #include "analysis/analyzer.h"
 #include "analysis/finding.h"
+#include "analysis/layout_model.h"
 
 namespace fabricdiag::analysis {
 
@@ -58,13 +59,33 @@ inline constexpr char kStragglerNicKind[] = "straggler_nic";
 // measured against. Forgotten for a NIC not judged for history_passes
 // passes (its job ended or stayed idle).
 //
-// Thread-compatible: one owner calls Update(); Find() may run concurrently
-// with other Find()s.
+// Thread-compatible: one owner calls Update(); Find() and Of() may run
+// concurrently with other Find()s and Of()s, and with copying.
 class StragglerBaselines {
+ private:
+  struct Job;  // below
+
  public:
   struct Baseline {
     double bytes_per_second = 0;
     int passes = 0;  // windows folded in (saturates at history_passes)
+  };
+
+  // The baselines of one layout's NICs, addressed by the layout's own host
+  // and NIC indexes (NicRef): an array lookup when Update() last saw this
+  // layout, a lookup by name otherwise (a layout applied since, or
+  // baselines only restored yet). Valid while the baselines and the layout
+  // it was made from are unchanged.
+  class OfLayout {
+   public:
+    // The baseline of NIC `nic` of host `host`; null when there is none.
+    const Baseline* Find(uint32_t host, uint32_t nic) const;
+
+   private:
+    friend class StragglerBaselines;
+    const Job* job_ = nullptr;  // null: the job has no baselines
+    const LayoutModel* model_ = nullptr;
+    bool aligned_ = false;  // the job's grid starts with model_'s names
   };
 
   // Folds the window of `in` in: call once per pass, with the window view
@@ -101,15 +122,52 @@ class StragglerBaselines {
   const Baseline* Find(absl::string_view job, absl::string_view host,
                        absl::string_view nic) const;
 
-  size_t size() const { return baselines_.size(); }
+  // The baselines of `model`'s NICs, for many lookups (the analyzer's).
+  OfLayout Of(const LayoutModel& model) const;
+
+  size_t size() const { return size_; }
 
  private:
   struct Entry {
     Baseline baseline;
     uint64_t last_judged = 0;  // pass_ when last judged
+    bool kept = false;         // false: an empty cell of the grid
   };
+  // One job's baselines, in a grid of host rows and NIC columns. After
+  // Update() has seen the job's layout, the names start with the layout's
+  // Hosts() and Nics() in order, so its NicRefs address the grid as they
+  // are; names only Seed(), Restore() or an earlier layout gave follow.
+  struct Job {
+    std::vector<std::string> hosts;
+    std::vector<std::string> nics;
+    absl::flat_hash_map<std::string, uint32_t> host_index;
+    absl::flat_hash_map<std::string, uint32_t> nic_index;
+    // rows[host][nic]; a row is as long as its highest kept NIC needs.
+    std::vector<std::vector<Entry>> rows;
+    size_t kept = 0;    // kept entries
+    uint64_t seen = 0;  // pass_ when Update() last had the job's layout
+
+    uint32_t AddHost(absl::string_view host);
+    uint32_t AddNic(absl::string_view nic);
+    const Entry* At(uint32_t host, uint32_t nic) const;
+    Entry& Cell(uint32_t host, uint32_t nic);
+    // Whether the names start with `model`'s.
+    bool AlignedWith(const LayoutModel& model) const;
+  };
+
+  // The entry of (job, host, nic), kept (made when there was none).
+  Entry& KeptEntry(absl::string_view job, absl::string_view host,
+                   absl::string_view nic);
+  // The job of `model`, its names starting with the model's (moving the
+  // baselines it has when they did not).
+  Job& Align(const LayoutModel& model);
+  // Marks `e`, a cell of `job`, kept (counted), or forgets it.
+  void Keep(Job* job, Entry* e);
+  void Forget(Job* job, Entry* e);
+
   uint64_t pass_ = 0;
-  absl::flat_hash_map<std::string, Entry> baselines_;
+  size_t size_ = 0;  // kept entries of every job
+  absl::flat_hash_map<std::string, Job> jobs_;
 };
 
 // One finding per (job, group, straggling NIC) over the dp and ep groups of

@@ -53,7 +53,10 @@
 // (BM_AnalysisPassAtScale/25000 456-647 ms): BM_LeaderPassAtScale/1 merge
 // 1,016 ms before the views' port storage was kept between passes,
 // 508-658 ms after; BM_LeaderPassAtScale/2 1,867 ms wall before, 1,753-
-// 1,806 ms after.
+// 1,806 ms after. Later that day, straggler baselines kept per job by the
+// layout's indexes (before / after, one after the other): analyze_ms on
+// one core 1,549-1,691 / 1,048 ms; BM_LeaderPassAtScale/2 1,333-1,387 /
+// 956-1,094 ms wall.
 //
 //   build/bench/fabricdiag_analysis_bench --benchmark_filter=BM_AnalysisPass
 //   taskset -c 1 build/bench/fabricdiag_analysis_bench

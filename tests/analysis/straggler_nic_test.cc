@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -564,6 +565,127 @@ TEST(StragglerNicHistoryTest, RestartSeedsTheBaselinesOfOpenStragglers) {
   EXPECT_DOUBLE_EQ(
       fresh.Find("moe-train-42", "gpu-005", "mlx5_5")->bytes_per_second,
       2 * kAllToAll);
+}
+
+// Every NIC of `model` at its own throughput: 1 + host/10 + nic/100 times
+// kAllToAll each way, so a baseline found for the wrong NIC is told apart.
+Ports DistinctPorts(const LayoutModel& model) {
+  Ports ports = FlatPorts(model);
+  for (auto& [key, s] : ports) {
+    const double host = std::stod(key.first.substr(4));  // gpu-NNN
+    const double nic = key.second.back() - '0';          // mlx5_N
+    s.rx_bytes = s.tx_bytes = kAllToAll * (1 + host / 10 + nic / 100);
+  }
+  return ports;
+}
+
+// Checks that every NIC of `model` has, through Of(), the baseline Find()
+// gives by name, and that it is the NIC's throughput in `history`.
+void ExpectBaselinesByIndexMatchNames(const StragglerBaselines& baselines,
+                                      const LayoutModel& model,
+                                      const Ports& history) {
+  const StragglerBaselines::OfLayout of = baselines.Of(model);
+  int checked = 0;
+  for (const auto& [key, s] : history) {
+    const std::optional<uint32_t> host = model.HostIndex(key.first);
+    const std::optional<uint32_t> nic = model.NicIndex(key.second);
+    if (!host || !nic) continue;
+    const StragglerBaselines::Baseline* by_index = of.Find(*host, *nic);
+    ASSERT_NE(by_index, nullptr) << key.first << " " << key.second;
+    EXPECT_EQ(by_index, baselines.Find(model.job(), key.first, key.second));
+    EXPECT_DOUBLE_EQ(by_index->bytes_per_second, s.rx_bytes + s.tx_bytes)
+        << key.first << " " << key.second;
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+}
+
+TEST(StragglerNicHistoryTest, AReappliedLayoutFindsEachNicsOwnBaseline) {
+  const LayoutModel before = MoeJob();
+  const AnalysisConfig config;
+  const Ports history = DistinctPorts(before);
+  StragglerBaselines baselines = Watched({&before}, history, config);
+  ExpectBaselinesByIndexMatchNames(baselines, before, history);
+  // The job applied again with its hosts in another order, gpu-000 gone and
+  // gpu-008 new, its rails reversed: every index means another NIC now.
+  const LayoutModel after = Build(
+      "job: moe-train-42\ngpus_per_node: 8\n"
+      "parallelism: {tp: 8, pp: 1, dp: 8, ep: 8}\n"
+      "hosts: [gpu-008, gpu-007, gpu-006, gpu-005, gpu-004, gpu-003, "
+      "gpu-002, gpu-001]\nmodel: {experts: 64}\n"
+      "rails: [mlx5_7, mlx5_6, mlx5_5, mlx5_4, mlx5_3, mlx5_2, mlx5_1, "
+      "mlx5_0]\n");
+  ASSERT_NE(after.HostIndex("gpu-005"), before.HostIndex("gpu-005"));
+  ASSERT_NE(after.NicIndex("mlx5_1"), before.NicIndex("mlx5_1"));
+  // Before a pass has seen the new layout (looked up by name), and after.
+  ExpectBaselinesByIndexMatchNames(baselines, after, history);
+  // An EP straggler is judged only against its own baseline: found with
+  // the new layout's indexes.
+  Ports slow = DistinctPorts(after);
+  const double usual = slow[{"gpu-005", "mlx5_1"}].rx_bytes * 2;
+  SetThroughput(slow, {"gpu-005", "mlx5_1"}, 0.3 * usual);
+  std::vector<Finding> found = Straggle(slow, {&after}, config, &baselines);
+  ASSERT_THAT(Where(found), ElementsAre("moe-train-42 gpu-005 mlx5_1 dp:6"));
+  EXPECT_DOUBLE_EQ(found[0].evidence.at("own_baseline_bytes_per_second"),
+                   usual);
+  for (int pass = 0; pass < 3; ++pass) {
+    found = Pass(slow, after, config, &baselines);
+    ASSERT_THAT(Where(found), ElementsAre("moe-train-42 gpu-005 mlx5_1 dp:6"))
+        << "pass " << pass;
+  }
+  Ports kept = history;
+  kept.erase({"gpu-005", "mlx5_1"});  // straggling: never folded in
+  ExpectBaselinesByIndexMatchNames(baselines, after, kept);
+  // gpu-000 is in no layout now: its baselines stay until they are
+  // history_passes old, like any NIC no longer judged.
+  EXPECT_NE(baselines.Find("moe-train-42", "gpu-000", "mlx5_3"), nullptr);
+  EXPECT_EQ(baselines.Find("moe-train-42", "gpu-008", "mlx5_3")->passes, 3);
+}
+
+TEST(StragglerNicHistoryTest, BaselinesOfNicsNoLongerJudgedAreForgotten) {
+  const LayoutModel a = MoeJob("job-a");
+  const LayoutModel b = MoeJob("job-b");
+  AnalysisConfig config;
+  config.straggler_nic.history_passes = 5;
+  const Ports ports = FlatPorts(a);  // the same hosts and NICs as job-b
+  StragglerBaselines baselines = Watched({&a, &b}, ports, config, 2);
+  ASSERT_EQ(baselines.size(), 128u);
+  const FabricView busy = ViewOf(ports);
+  const FabricView idle = ViewOf(FlatPorts(a, 0));
+  AnalysisInput in;
+  in.layouts = {&a};
+  in.config = &config;
+  in.view = &busy;
+  // job-b ends: judged no more, its baselines go after history_passes.
+  for (int pass = 1; pass <= config.straggler_nic.history_passes; ++pass) {
+    baselines.Update(in);
+    ASSERT_EQ(baselines.size(), 128u) << "pass " << pass;
+  }
+  baselines.Update(in);
+  EXPECT_EQ(baselines.size(), 64u);
+  EXPECT_EQ(baselines.Find("job-b", "gpu-003", "mlx5_3"), nullptr);
+  EXPECT_NE(baselines.Find("job-a", "gpu-003", "mlx5_3"), nullptr);
+  // job-a goes idle: an idle group says nothing of its NICs, so they are
+  // not judged either.
+  in.view = &idle;
+  for (int pass = 1; pass <= config.straggler_nic.history_passes; ++pass) {
+    baselines.Update(in);
+    ASSERT_EQ(baselines.size(), 64u) << "pass " << pass;
+  }
+  baselines.Update(in);
+  EXPECT_EQ(baselines.size(), 0u);
+  EXPECT_EQ(baselines.Find("job-a", "gpu-003", "mlx5_3"), nullptr);
+  EXPECT_EQ(baselines.Of(a).Find(3, 3), nullptr);
+  // Learnt afresh once busy again.
+  in.view = &busy;
+  baselines.Update(in);
+  EXPECT_EQ(baselines.size(), 64u);
+  EXPECT_EQ(baselines.Find("job-a", "gpu-001", "mlx5_0")->passes, 1);
+  EXPECT_EQ(baselines.Find("job-b", "gpu-001", "mlx5_0"), nullptr);
+  // What survives a restart is what is kept.
+  StragglerBaselines restored;
+  ASSERT_EQ(restored.Restore(baselines.Serialize(), nullptr).value(), 64u);
+  ExpectBaselinesByIndexMatchNames(restored, a, ports);
 }
 
 TEST(StragglerNicHistoryTest, NaturallyLowEpNicRaisesNothing) {

@@ -56,7 +56,9 @@
 // 1,806 ms after. Later that day, straggler baselines kept per job by the
 // layout's indexes (before / after, one after the other): analyze_ms on
 // one core 1,549-1,691 / 1,048 ms; BM_LeaderPassAtScale/2 1,333-1,387 /
-// 956-1,094 ms wall.
+// 956-1,094 ms wall. Then PFC victims found in one sweep of the ports, not
+// one per priority (before / after, alternating): BM_AnalysisPassAtScale/
+// 25000 416-534 / 290-344 ms, analyze_ms on one core 770-983 / 620-632 ms.
 //
 //   build/bench/fabricdiag_analysis_bench --benchmark_filter=BM_AnalysisPass
 //   taskset -c 1 build/bench/fabricdiag_analysis_bench

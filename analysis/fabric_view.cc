@@ -1,6 +1,8 @@
 #include "analysis/fabric_view.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <iterator>
 #include <tuple>
 #include <utility>
@@ -154,6 +156,13 @@ PortView& FabricView::AddPort(std::string node, std::string device) {
 
 namespace {
 
+// The first 8 bytes of `name`, zero-padded: equal for equal names.
+uint64_t NamePrefix(absl::string_view name) {
+  uint64_t prefix = 0;
+  std::memcpy(&prefix, name.data(), std::min(name.size(), sizeof(prefix)));
+  return prefix;
+}
+
 bool PortOrder(const PortView& a, const PortView& b) {
   return std::tie(a.node, a.device) < std::tie(b.node, b.device);
 }
@@ -251,6 +260,7 @@ std::vector<PortView> FabricView::TakePorts() {
   runs_.clear();
   unsorted_ = false;
   nodes_.clear();
+  prefixes_.clear();
   return ports;
 }
 
@@ -261,6 +271,7 @@ std::vector<std::vector<PortView>> FabricView::TakeRuns() {
   ports_.clear();
   runs_.clear();
   nodes_.clear();
+  prefixes_.clear();
   return runs;
 }
 
@@ -303,6 +314,10 @@ void FabricView::Finish() {
     nodes_[ports_[i].node] = {i, j};
     i = j;
   }
+  prefixes_.resize(ports_.size());
+  for (size_t i = 0; i < ports_.size(); ++i) {
+    prefixes_[i] = {NamePrefix(ports_[i].device), NamePrefix(ports_[i].netdev)};
+  }
 }
 
 absl::Span<const PortView> FabricView::PortsOf(absl::string_view node) const {
@@ -314,11 +329,26 @@ absl::Span<const PortView> FabricView::PortsOf(absl::string_view node) const {
 
 const PortView* FabricView::Find(absl::string_view node,
                                  absl::string_view name) const {
-  for (const PortView& p : PortsOf(node)) {
-    if (p.device == name) return &p;
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return nullptr;
+  const uint32_t begin = it->second.first;
+  const uint32_t end =
+      std::min(it->second.second, static_cast<uint32_t>(ports_.size()));
+  // Ports AddPort()ed since Finish() have no prefixes (nor a place in
+  // nodes_): compare whole names then.
+  const bool indexed = prefixes_.size() == ports_.size();
+  const uint64_t prefix = NamePrefix(name);
+  for (uint32_t i = begin; i < end; ++i) {
+    if ((!indexed || prefixes_[i].device == prefix) &&
+        ports_[i].device == name) {
+      return &ports_[i];
+    }
   }
-  for (const PortView& p : PortsOf(node)) {
-    if (!p.netdev.empty() && p.netdev == name) return &p;
+  for (uint32_t i = begin; i < end; ++i) {
+    if ((!indexed || prefixes_[i].netdev == prefix) &&
+        !ports_[i].netdev.empty() && ports_[i].netdev == name) {
+      return &ports_[i];
+    }
   }
   return nullptr;
 }

@@ -59,6 +59,8 @@
 // 956-1,094 ms wall. Then PFC victims found in one sweep of the ports, not
 // one per priority (before / after, alternating): BM_AnalysisPassAtScale/
 // 25000 416-534 / 290-344 ms, analyze_ms on one core 770-983 / 620-632 ms.
+// Then FabricView::Find by names' first bytes kept side by side:
+// analyze_ms on one core 675-936 / 623-659 ms.
 //
 //   build/bench/fabricdiag_analysis_bench --benchmark_filter=BM_AnalysisPass
 //   taskset -c 1 build/bench/fabricdiag_analysis_bench

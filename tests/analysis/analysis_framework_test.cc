@@ -47,6 +47,32 @@ TEST(FabricViewTest, FindsPortsByDeviceAndNetdevAfterFinish) {
   EXPECT_TRUE(view.PortsOf("nope").empty());
 }
 
+TEST(FabricViewTest, FindsLongNamesThatShareTheirFirstBytes) {
+  FabricView view;
+  // Names longer than the 8 bytes Find() compares first, equal in those.
+  view.AddPort("host-a", "enp65s0f0np0").netdev = "enp65s0f0np0";
+  view.AddPort("host-a", "enp65s0f1np1").netdev = "enp65s0f1np1";
+  view.AddPort("host-a", "mlx5_10").netdev = "ens10f0np0";
+  view.AddPort("host-a", "mlx5_1").netdev = "ens10f0np1";
+  view.AddPort("host-a", "mlx5_bond_0");
+  view.Finish();
+  for (const PortView& p : view.ports()) {
+    EXPECT_EQ(view.Find("host-a", p.device), &p) << p.device;
+    if (!p.netdev.empty()) {
+      EXPECT_EQ(view.Find("host-a", p.netdev), &p) << p.netdev;
+    }
+  }
+  EXPECT_EQ(view.Find("host-a", "enp65s0f2np2"), nullptr);
+  EXPECT_EQ(view.Find("host-a", "mlx5_"), nullptr);
+  EXPECT_EQ(view.Find("host-a", "mlx5_bond"), nullptr);
+  EXPECT_EQ(view.Find("host-a", "ens10f0np"), nullptr);
+  EXPECT_EQ(view.Find("host-a", ""), nullptr);  // no netdev is not a name
+  // A copy finds its own ports.
+  const FabricView copy = view;
+  ASSERT_EQ(copy.ports()[2].device, "mlx5_1");
+  EXPECT_EQ(copy.Find("host-a", "ens10f0np1"), &copy.ports()[2]);
+}
+
 TEST(FabricViewTest, SignalsDefaultToAbsentNotZero) {
   PortSignals s;
   EXPECT_FALSE(Has(s.rx_bytes));

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -319,10 +318,7 @@ std::vector<Finding> StragglerNicFindings(const AnalysisInput& in) {
 uint32_t StragglerBaselines::Job::AddHost(absl::string_view host) {
   auto [it, fresh] =
       host_index.try_emplace(host, static_cast<uint32_t>(hosts.size()));
-  if (fresh) {
-    hosts.emplace_back(host);
-    rows.emplace_back();
-  }
+  if (fresh) hosts.emplace_back(host);
   return it->second;
 }
 
@@ -335,16 +331,8 @@ uint32_t StragglerBaselines::Job::AddNic(absl::string_view nic) {
 
 const StragglerBaselines::Entry* StragglerBaselines::Job::At(
     uint32_t host, uint32_t nic) const {
-  if (host >= rows.size() || nic >= rows[host].size()) return nullptr;
-  const Entry& e = rows[host][nic];
-  return e.kept ? &e : nullptr;
-}
-
-StragglerBaselines::Entry& StragglerBaselines::Job::Cell(uint32_t host,
-                                                         uint32_t nic) {
-  std::vector<Entry>& row = rows[host];
-  if (nic >= row.size()) row.resize(nic + 1);
-  return row[nic];
+  auto it = entries.find(CellKey(host, nic));
+  return it == entries.end() ? nullptr : &it->second;
 }
 
 bool StragglerBaselines::Job::AlignedWith(const LayoutModel& model) const {
@@ -387,48 +375,33 @@ StragglerBaselines::OfLayout StragglerBaselines::Of(
   return of;
 }
 
-StragglerBaselines::Entry& StragglerBaselines::KeptEntry(
-    absl::string_view job, absl::string_view host, absl::string_view nic) {
+StragglerBaselines::Entry& StragglerBaselines::EntryOf(absl::string_view job,
+                                                       absl::string_view host,
+                                                       absl::string_view nic) {
   Job& j = jobs_[job];
   const uint32_t h = j.AddHost(host);
-  Entry& e = j.Cell(h, j.AddNic(nic));
-  Keep(&j, &e);
-  return e;
+  auto [it, fresh] = j.entries.try_emplace(CellKey(h, j.AddNic(nic)));
+  if (fresh) ++size_;
+  return it->second;
 }
 
 StragglerBaselines::Job& StragglerBaselines::Align(const LayoutModel& model) {
   Job& job = jobs_[model.job()];
   if (job.AlignedWith(model)) return job;
-  // The layout changed (or only restored baselines named its NICs): a grid
-  // that starts with its names, every kept baseline moved by name.
+  // The layout changed (or only restored baselines named its NICs): names
+  // that start with its own, every baseline moved by name.
   Job aligned;
+  aligned.seen = job.seen;
   for (const std::string& host : model.Hosts()) aligned.AddHost(host);
   for (const std::string& nic : model.Nics()) aligned.AddNic(nic);
-  for (uint32_t h = 0; h < job.rows.size(); ++h) {
-    for (uint32_t n = 0; n < job.rows[h].size(); ++n) {
-      const Entry& e = job.rows[h][n];
-      if (!e.kept) continue;
-      const uint32_t to = aligned.AddHost(job.hosts[h]);
-      aligned.Cell(to, aligned.AddNic(job.nics[n])) = e;
-      ++aligned.kept;
-    }
+  aligned.entries.reserve(job.entries.size());
+  for (const auto& [key, e] : job.entries) {
+    const uint32_t host = aligned.AddHost(job.hosts[key >> 32]);
+    const uint32_t nic = aligned.AddNic(job.nics[key & 0xffffffffu]);
+    aligned.entries[CellKey(host, nic)] = e;
   }
   job = std::move(aligned);
   return job;
-}
-
-void StragglerBaselines::Keep(Job* job, Entry* e) {
-  if (e->kept) return;
-  e->kept = true;
-  ++job->kept;
-  ++size_;
-}
-
-void StragglerBaselines::Forget(Job* job, Entry* e) {
-  if (!e->kept) return;
-  *e = Entry();
-  --job->kept;
-  --size_;
 }
 
 void StragglerBaselines::Update(const AnalysisInput& in) {
@@ -446,52 +419,51 @@ void StragglerBaselines::Update(const AnalysisInput& in) {
     judged.aligned_ = true;
     const bool ep = ExpertParallel(*model);
     // A NIC is in a dp and an ep group: it is folded in once, and not at
-    // all when any of its groups finds it straggling. Per (host, NIC) of
-    // the layout: the throughput it was judged on (NaN: not judged), and
-    // whether it straggled.
-    const size_t nics = model->Nics().size();
-    std::vector<double> usual(model->Hosts().size() * nics,
-                              std::numeric_limits<double>::quiet_NaN());
-    std::vector<bool> straggling(usual.size());
+    // all when any of its groups finds it straggling. Its entry holds what
+    // this pass judged until every group was judged (below); a new entry
+    // has no baseline (passes 0) until then.
     ForEachGroup(*model, [&](GroupId, absl::Span<const NicRef> refs) {
       const GroupWindow g = CompareGroup(*in.view, cfg, *model, refs);
       if (!g.busy) return;  // an idle group says nothing of its NICs
       for (const Member& m : g.members) {
-        const size_t cell = m.ref.host * nics + m.ref.nic;
         double threshold = 0;
-        if (Straggles(m, g, BaselineOf(&judged, cfg, m), ep, cfg, &threshold)) {
-          straggling[cell] = true;
+        const bool straggles =
+            Straggles(m, g, BaselineOf(&judged, cfg, m), ep, cfg, &threshold);
+        auto [it, fresh] =
+            job.entries.try_emplace(CellKey(m.ref.host, m.ref.nic));
+        if (fresh) ++size_;
+        Entry& e = it->second;
+        if (e.last_judged != pass_) {
+          e.last_judged = pass_;
+          e.window = m.throughput;
+          e.straggling = false;
         }
-        if (std::isnan(usual[cell])) usual[cell] = m.throughput;
+        e.straggling = e.straggling || straggles;
       }
     });
-    for (size_t cell = 0; cell < usual.size(); ++cell) {
-      if (std::isnan(usual[cell])) continue;
-      Entry& e = job.Cell(static_cast<uint32_t>(cell / nics),
-                          static_cast<uint32_t>(cell % nics));
-      Keep(&job, &e);
-      e.last_judged = pass_;
-      if (straggling[cell]) continue;
-      Baseline& b = e.baseline;
-      // A plain mean until the baseline holds `history` windows, then an
-      // exponentially weighted one: early windows count fully, old ones
-      // fade.
-      b.passes = std::min(b.passes + 1, history);
-      b.bytes_per_second += (usual[cell] - b.bytes_per_second) / b.passes;
-    }
   }
   for (auto it = jobs_.begin(); it != jobs_.end();) {
     Job& job = it->second;
-    for (std::vector<Entry>& row : job.rows) {
-      for (Entry& e : row) {
-        if (e.kept && pass_ - e.last_judged > static_cast<uint64_t>(history)) {
-          Forget(&job, &e);
-        }
+    for (auto e = job.entries.begin(); e != job.entries.end();) {
+      Entry& entry = e->second;
+      if (entry.last_judged == pass_ && !entry.straggling) {
+        Baseline& b = entry.baseline;
+        // A plain mean until the baseline holds `history` windows, then an
+        // exponentially weighted one: early windows count fully, old ones
+        // fade.
+        b.passes = std::min(b.passes + 1, history);
+        b.bytes_per_second += (entry.window - b.bytes_per_second) / b.passes;
+      }
+      if (pass_ - entry.last_judged > static_cast<uint64_t>(history)) {
+        job.entries.erase(e++);
+        --size_;
+      } else {
+        ++e;
       }
     }
-    // A declared job's names stay, so its grid needs no new names next
+    // A declared job's names stay, so its lookups need no new names next
     // pass.
-    if (job.kept == 0 && job.seen != pass_) {
+    if (job.entries.empty() && job.seen != pass_) {
       jobs_.erase(it++);
     } else {
       ++it;
@@ -509,7 +481,7 @@ void StragglerBaselines::Seed(const std::vector<Finding>& open) {
         !(passes->second >= 1)) {
       continue;
     }
-    Entry& e = KeptEntry(f.job, f.node, f.device);
+    Entry& e = EntryOf(f.job, f.node, f.device);
     e.last_judged = pass_;
     e.baseline.bytes_per_second = usual->second;
     // Saturated passes (history_passes) are clamped again by Update().
@@ -526,14 +498,15 @@ constexpr size_t kBaselineFixedBytes = 4 + 8 + 4;
 std::string StragglerBaselines::Serialize() const {
   // The key is job NUL host NUL nic: NUL never occurs in those names.
   const absl::string_view nul("\0", 1);
+  auto names = [](const Job& job, uint64_t key) {
+    return std::pair<absl::string_view, absl::string_view>(
+        job.hosts[key >> 32], job.nics[key & 0xffffffffu]);
+  };
   size_t bytes = 8;
   for (const auto& [name, job] : jobs_) {
-    for (uint32_t h = 0; h < job.rows.size(); ++h) {
-      for (uint32_t n = 0; n < job.rows[h].size(); ++n) {
-        if (!job.rows[h][n].kept) continue;
-        bytes += kBaselineFixedBytes + name.size() + job.hosts[h].size() +
-                 job.nics[n].size() + 2;
-      }
+    for (const auto& [key, e] : job.entries) {
+      const auto [host, nic] = names(job, key);
+      bytes += kBaselineFixedBytes + name.size() + host.size() + nic.size() + 2;
     }
   }
   std::string out;
@@ -541,19 +514,16 @@ std::string StragglerBaselines::Serialize() const {
   PutU32(&out, kBaselinesVersion);
   PutU32(&out, static_cast<uint32_t>(size_));
   for (const auto& [name, job] : jobs_) {
-    for (uint32_t h = 0; h < job.rows.size(); ++h) {
-      for (uint32_t n = 0; n < job.rows[h].size(); ++n) {
-        const Entry& e = job.rows[h][n];
-        if (!e.kept) continue;
-        PutU32(&out, static_cast<uint32_t>(name.size() + job.hosts[h].size() +
-                                           job.nics[n].size() + 2));
-        absl::StrAppend(&out, name, nul, job.hosts[h], nul, job.nics[n]);
-        uint64_t bits = 0;
-        static_assert(sizeof(bits) == sizeof(e.baseline.bytes_per_second));
-        std::memcpy(&bits, &e.baseline.bytes_per_second, sizeof(bits));
-        PutU64(&out, bits);
-        PutU32(&out, static_cast<uint32_t>(std::max(e.baseline.passes, 0)));
-      }
+    for (const auto& [key, e] : job.entries) {
+      const auto [host, nic] = names(job, key);
+      PutU32(&out,
+             static_cast<uint32_t>(name.size() + host.size() + nic.size() + 2));
+      absl::StrAppend(&out, name, nul, host, nul, nic);
+      uint64_t bits = 0;
+      static_assert(sizeof(bits) == sizeof(e.baseline.bytes_per_second));
+      std::memcpy(&bits, &e.baseline.bytes_per_second, sizeof(bits));
+      PutU64(&out, bits);
+      PutU32(&out, static_cast<uint32_t>(std::max(e.baseline.passes, 0)));
     }
   }
   return out;
@@ -617,7 +587,7 @@ absl::StatusOr<size_t> StragglerBaselines::Restore(absl::string_view data,
     const std::vector<absl::string_view> parts =
         absl::StrSplit(p.key, absl::string_view("\0", 1));
     if (keep && !keep(parts[0], parts[1], parts[2])) continue;
-    Entry& e = KeptEntry(parts[0], parts[1], parts[2]);
+    Entry& e = EntryOf(parts[0], parts[1], parts[2]);
     e.baseline = p.baseline;
     e.last_judged = pass_;
     ++added;

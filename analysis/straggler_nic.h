@@ -131,42 +131,43 @@ class StragglerBaselines {
   struct Entry {
     Baseline baseline;
     uint64_t last_judged = 0;  // pass_ when last judged
-    bool kept = false;         // false: an empty cell of the grid
+    // Of the pass that last judged it, in Update(): its window's
+    // throughput, and whether any of its groups found it straggling.
+    double window = 0;
+    bool straggling = false;
   };
-  // One job's baselines, in a grid of host rows and NIC columns. After
+  // One job's baselines, by (host, NIC) indexes into its own names. After
   // Update() has seen the job's layout, the names start with the layout's
-  // Hosts() and Nics() in order, so its NicRefs address the grid as they
+  // Hosts() and Nics() in order, so its NicRefs are these indexes as they
   // are; names only Seed(), Restore() or an earlier layout gave follow.
+  // Sparse: a layout may place each rank on a NIC of its own name.
   struct Job {
     std::vector<std::string> hosts;
     std::vector<std::string> nics;
     absl::flat_hash_map<std::string, uint32_t> host_index;
     absl::flat_hash_map<std::string, uint32_t> nic_index;
-    // rows[host][nic]; a row is as long as its highest kept NIC needs.
-    std::vector<std::vector<Entry>> rows;
-    size_t kept = 0;    // kept entries
+    absl::flat_hash_map<uint64_t, Entry> entries;  // by CellKey(host, nic)
     uint64_t seen = 0;  // pass_ when Update() last had the job's layout
 
     uint32_t AddHost(absl::string_view host);
     uint32_t AddNic(absl::string_view nic);
     const Entry* At(uint32_t host, uint32_t nic) const;
-    Entry& Cell(uint32_t host, uint32_t nic);
     // Whether the names start with `model`'s.
     bool AlignedWith(const LayoutModel& model) const;
   };
+  static uint64_t CellKey(uint32_t host, uint32_t nic) {
+    return (uint64_t{host} << 32) | nic;
+  }
 
-  // The entry of (job, host, nic), kept (made when there was none).
-  Entry& KeptEntry(absl::string_view job, absl::string_view host,
-                   absl::string_view nic);
+  // The entry of (job, host, nic), made when there was none.
+  Entry& EntryOf(absl::string_view job, absl::string_view host,
+                 absl::string_view nic);
   // The job of `model`, its names starting with the model's (moving the
   // baselines it has when they did not).
   Job& Align(const LayoutModel& model);
-  // Marks `e`, a cell of `job`, kept (counted), or forgets it.
-  void Keep(Job* job, Entry* e);
-  void Forget(Job* job, Entry* e);
 
   uint64_t pass_ = 0;
-  size_t size_ = 0;  // kept entries of every job
+  size_t size_ = 0;  // entries of every job
   absl::flat_hash_map<std::string, Job> jobs_;
 };
 

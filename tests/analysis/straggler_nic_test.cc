@@ -16,7 +16,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "analysis/analyzer_util.h"
+#include "analysis/layout_model.h"
 #include "analysis/layout_parse.h"
+#include "proto/layout.pb.h"
 
 namespace fabricdiag::analysis {
 namespace {
@@ -686,6 +688,70 @@ TEST(StragglerNicHistoryTest, BaselinesOfNicsNoLongerJudgedAreForgotten) {
   StragglerBaselines restored;
   ASSERT_EQ(restored.Restore(baselines.Serialize(), nullptr).value(), 64u);
   ExpectBaselinesByIndexMatchNames(restored, a, ports);
+}
+
+TEST(StragglerNicHistoryTest, ANicNamePerRankOnEveryHostStaysSmall) {
+  // The largest layout the bounds allow where hosts x NIC names is huge:
+  // 32,768 hosts of one GPU, each rank placed on a NIC of its own name
+  // (1.07e9 host x NIC pairs, of which 32,768 exist). Baselines hold only
+  // the NICs that exist.
+  v1::Layout layout;
+  layout.set_job("wide");
+  layout.set_gpus_per_node(1);
+  layout.mutable_parallelism()->set_tp(1);
+  layout.mutable_parallelism()->set_pp(1);
+  layout.mutable_parallelism()->set_dp(kMaxHosts);
+  for (uint32_t r = 0; r < kMaxHosts; ++r) {
+    v1::RankPlacement* p = layout.add_ranks();
+    p->set_rank(r);
+    p->set_host(absl::StrCat("host-", r));
+    p->set_gpu(0);
+    p->set_nic(absl::StrCat("nic-", r));
+  }
+  absl::StatusOr<LayoutModel> model = LayoutModel::Build(layout);
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_EQ(model->Hosts().size(), kMaxHosts);
+  ASSERT_EQ(model->Nics().size(), kMaxHosts);
+  const AnalysisConfig config;
+  const Ports ports = FlatPorts(*model);
+  const StragglerBaselines baselines = Watched({&*model}, ports, config);
+  EXPECT_EQ(baselines.size(), kMaxHosts);
+  const uint32_t last = kMaxHosts - 1;
+  const StragglerBaselines::Baseline* b =
+      baselines.Of(*model).Find(last, *model->NicIndex("nic-32767"));
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b, baselines.Find("wide", "host-32767", "nic-32767"));
+  EXPECT_DOUBLE_EQ(b->bytes_per_second, 2 * kAllToAll);
+  EXPECT_EQ(baselines.Of(*model).Find(last, 0), nullptr);  // no such NIC
+  EXPECT_EQ(baselines.Of(*model).Find(kMaxHosts, 0), nullptr);
+}
+
+TEST(StragglerNicHistoryTest, ANicStragglingInOneOfItsGroupsIsNotFoldedIn) {
+  // 16 hosts, tp=8 dp=16 ep=4: rail k across the 16 hosts is dp:k, and
+  // each ep group is 4 of its NICs.
+  const LayoutModel model = Build(
+      LayoutYaml("moe-wide", 16, "{tp: 8, pp: 1, dp: 16, ep: 4}", kEightRails));
+  const AnalysisConfig config;
+  StragglerBaselines baselines = Watched({&model}, FlatPorts(model), config);
+  const absl::Span<const NicRef> ep = model.GroupNics(Dim::kEp, 0);
+  ASSERT_EQ(ep.size(), 4u);
+  // The whole ep group slows down: it is its own median, so only dp finds
+  // its NICs straggling; they must not lower their baselines.
+  Ports ports = FlatPorts(model);
+  for (const NicRef& ref : ep) {
+    SetThroughput(ports,
+                  {model.Hosts()[ref.host], std::string(model.Nics()[ref.nic])},
+                  0.3 * 2 * kAllToAll);
+  }
+  const std::vector<Finding> found = Pass(ports, model, config, &baselines);
+  ASSERT_THAT(found, SizeIs(4));
+  for (const Finding& f : found) EXPECT_EQ(f.group, "dp:0");
+  for (const NicRef& ref : ep) {
+    const StragglerBaselines::Baseline* b = baselines.Find(
+        "moe-wide", model.Hosts()[ref.host], model.Nics()[ref.nic]);
+    ASSERT_NE(b, nullptr);
+    EXPECT_DOUBLE_EQ(b->bytes_per_second, 2 * kAllToAll);
+  }
 }
 
 TEST(StragglerNicHistoryTest, NaturallyLowEpNicRaisesNothing) {

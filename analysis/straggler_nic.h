@@ -72,8 +72,8 @@ class StragglerBaselines {
   };
 
   // The baselines of one layout's NICs, addressed by the layout's own host
-  // and NIC indexes (NicRef): an array lookup when Update() last saw this
-  // layout, a lookup by name otherwise (a layout applied since, or
+  // and NIC indexes (NicRef): looked up by those two integers when Update()
+  // last saw this layout, by name otherwise (a layout applied since, or
   // baselines only restored yet). Valid while the baselines and the layout
   // it was made from are unchanged.
   class OfLayout {
@@ -85,7 +85,7 @@ class StragglerBaselines {
     friend class StragglerBaselines;
     const Job* job_ = nullptr;  // null: the job has no baselines
     const LayoutModel* model_ = nullptr;
-    bool aligned_ = false;  // the job's grid starts with model_'s names
+    bool aligned_ = false;  // the job's names start with model_'s
   };
 
   // Folds the window of `in` in: call once per pass, with the window view

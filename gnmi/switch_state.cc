@@ -85,26 +85,27 @@ void SwitchState::Apply(const ::gnmi::Notification& notification,
       notification.prefix().target().empty()
           ? db
           : absl::string_view(notification.prefix().target());
+  const Stamp stamp{rx_nanos, notification.timestamp()};
   for (const ::gnmi::Update& update : notification.update()) {
-    ApplyUpdate(update, notification.prefix(), target, rx_nanos);
+    ApplyUpdate(update, notification.prefix(), target, stamp);
   }
 }
 
 void SwitchState::ApplyUpdate(const ::gnmi::Update& update,
                               const ::gnmi::Path& prefix, absl::string_view db,
-                              int64_t rx_nanos) {
+                              Stamp stamp) {
   path_.Truncate(0);
   path_.Append(prefix);
   path_.Append(update.path());
   const DecodeStatus status = DecodeValue(
       update.val(), &path_, [&](const PathView& leaf, const Scalar& value) {
-        ApplyLeaf(db, leaf, value, rx_nanos);
+        ApplyLeaf(db, leaf, value, stamp);
       });
   if (status != DecodeStatus::kOk) CountError(DecodeStatusName(status));
 }
 
 void SwitchState::ApplyLeaf(absl::string_view db, const PathView& path,
-                            const Scalar& value, int64_t rx_nanos) {
+                            const Scalar& value, Stamp stamp) {
   const LeafTarget t = MapLeaf(dialect_, db, path, oids_, &name_);
   switch (t.kind) {
     case Kind::kIgnored:
@@ -113,7 +114,7 @@ void SwitchState::ApplyLeaf(absl::string_view db, const PathView& path,
       CountError("bad_path");
       return;
     case Kind::kSeries:
-      ApplySeries(t.device, t.last_clear, value, rx_nanos);
+      ApplySeries(t.device, t.last_clear, value, stamp);
       return;
     case Kind::kOperStatus:
       ports_[std::string(t.device)].operstate = OperState(value.text);
@@ -137,7 +138,7 @@ void SwitchState::ApplyLeaf(absl::string_view db, const PathView& path,
                                    : std::string(value.text);
       if (!boot_time_.empty() && boot != boot_time_) {
         reload_ = true;
-        ResetSeries("", rx_nanos);
+        ResetSeries("", stamp.rx_nanos);
       }
       boot_time_ = boot;
       break;
@@ -158,11 +159,12 @@ void SwitchState::ApplyLeaf(absl::string_view db, const PathView& path,
     }
   }
   ++updates_;
-  last_update_nanos_ = rx_nanos;
+  last_update_nanos_ = stamp.rx_nanos;
 }
 
 void SwitchState::ApplySeries(absl::string_view device, bool last_clear,
-                              const Scalar& value, int64_t rx_nanos) {
+                              const Scalar& value, Stamp stamp) {
+  const int64_t rx_nanos = stamp.rx_nanos;
   switch (value.type) {
     case Scalar::Type::kUnsigned:
       break;
@@ -192,6 +194,7 @@ void SwitchState::ApplySeries(absl::string_view device, bool last_clear,
     s.desc = Describe(device, name_);
     s.raw = value.number;
     s.rx_nanos = rx_nanos;
+    s.timestamp_nanos = stamp.timestamp_nanos;
     return;
   }
   Series& s = it->second;
@@ -199,6 +202,7 @@ void SwitchState::ApplySeries(absl::string_view device, bool last_clear,
     s.stale_baseline = false;
     s.raw = value.number;
     s.rx_nanos = rx_nanos;
+    s.timestamp_nanos = stamp.timestamp_nanos;
     return;
   }
   if (rx_nanos <= s.rx_nanos) {
@@ -217,7 +221,17 @@ void SwitchState::ApplySeries(absl::string_view device, bool last_clear,
       s.per_second.reset();
       s.delta.reset();
     } else {
-      const double seconds = static_cast<double>(rx_nanos - s.rx_nanos) / 1e9;
+      const int64_t received = rx_nanos - s.rx_nanos;
+      // Both timestamps positive: their difference cannot overflow.
+      const bool stamped_both =
+          s.timestamp_nanos > 0 && stamp.timestamp_nanos > 0;
+      const int64_t stamped =
+          stamped_both ? stamp.timestamp_nanos - s.timestamp_nanos : 0;
+      const bool stamps_count =
+          stamped > received &&
+          stamped - received <= absl::ToInt64Nanoseconds(kMaxTimestampLead);
+      const double seconds =
+          static_cast<double>(stamps_count ? stamped : received) / 1e9;
       s.delta = *delta;
       s.per_second = s.desc->BaseValue(*delta) / seconds;
       s.wrapped = s.wrapped || wrapped;
@@ -225,6 +239,7 @@ void SwitchState::ApplySeries(absl::string_view device, bool last_clear,
   }
   s.raw = value.number;
   s.rx_nanos = rx_nanos;
+  s.timestamp_nanos = stamp.timestamp_nanos;
 }
 
 void SwitchState::ResetSeries(absl::string_view device, int64_t rx_nanos) {

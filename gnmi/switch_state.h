@@ -2,10 +2,18 @@
 // and rate of every (port, series), each port's oper status and speed, and
 // the switch's boot time; turned into an agent Snapshot once per report.
 //
-// Time: rates are computed on the bridge's monotonic receive clock, not on
-// the notification timestamps. Some targets stamp a notification with the
-// leaf's last-change time, so consecutive samples can carry the same
-// timestamp (a rate over zero seconds), and a target's clock may step.
+// Time: a rate is the increase over the longer of two intervals: the
+// bridge's monotonic receive clock, and the notification timestamps when they
+// advanced by at most kMaxTimestampLead more than it. The receive clock alone
+// overstates a rate when a sample arrives late and the next one on time: the
+// initial sync of a reconnect replays a sample taken up to an interval ago,
+// and the next sample, a few milliseconds later, would carry a whole
+// interval's increase over those milliseconds (a false PFC storm after a
+// switch's gNMI outage). The timestamps alone cannot be trusted either: some
+// targets stamp a sample with the leaf's last-change time, so consecutive
+// samples can carry the same timestamp (a rate over zero seconds), or one
+// from long ago, and a target's clock may step. Taking the longer interval,
+// a rate is never above the receive clock's.
 //
 // Resets (never a negative or huge rate): a counter that goes down, a
 // changed OpenConfig last-clear of the port, and a changed boot-time of the
@@ -47,6 +55,12 @@ namespace fabricdiag::gnmi {
 
 class SwitchState {
  public:
+  // How much longer than the receive interval the timestamps' interval may
+  // be and still be the one a rate is taken over: a sample delivered this
+  // much later than its successor. Beyond it the timestamps are a clock step
+  // or a last-change time, and the receive interval counts.
+  static constexpr absl::Duration kMaxTimestampLead = absl::Seconds(2);
+
   explicit SwitchState(Dialect dialect) : dialect_(dialect) {}
 
   // Applies `notification`, received at `rx_nanos` (monotonic). `db` is the
@@ -77,6 +91,7 @@ class SwitchState {
     std::shared_ptr<const agent::SeriesDesc> desc;
     uint64_t raw = 0;
     int64_t rx_nanos = 0;
+    int64_t timestamp_nanos = 0;  // the notification's; 0 when it had none
     std::optional<double> per_second;
     std::optional<uint64_t> delta;
     // The value is no baseline for the next rate (the port was cleared or
@@ -105,12 +120,17 @@ class SwitchState {
   };
   using KeyView = std::pair<absl::string_view, absl::string_view>;
 
+  // When a notification was received, and the timestamp it carries.
+  struct Stamp {
+    int64_t rx_nanos = 0;         // monotonic
+    int64_t timestamp_nanos = 0;  // the target's clock; 0 when none
+  };
   void ApplyUpdate(const ::gnmi::Update& update, const ::gnmi::Path& prefix,
-                   absl::string_view db, int64_t rx_nanos);
+                   absl::string_view db, Stamp stamp);
   void ApplyLeaf(absl::string_view db, const PathView& path,
-                 const Scalar& value, int64_t rx_nanos);
+                 const Scalar& value, Stamp stamp);
   void ApplySeries(absl::string_view device, bool last_clear,
-                   const Scalar& value, int64_t rx_nanos);
+                   const Scalar& value, Stamp stamp);
   void ApplyDelete(const ::gnmi::Path& prefix, const ::gnmi::Path& path);
   // Every series of `device` (all series when empty) restarts.
   void ResetSeries(absl::string_view device, int64_t rx_nanos);

@@ -1,5 +1,7 @@
 #include "gnmi/switch_state.h"
 
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -114,6 +116,80 @@ TEST(SwitchStateTest, RepeatedTimestampsStillGiveRatesOnTheReceiveClock) {
   ASSERT_TRUE(r.per_second.has_value());
   EXPECT_DOUBLE_EQ(*r.per_second, 1000.0);
   EXPECT_FALSE(r.reset);
+}
+
+constexpr char kInOctetsName[] =
+    "/interfaces/interface/state/counters/in-octets";
+
+// The rate of in-octets after `samples` (value, timestamp, receive time).
+struct Timed {
+  uint64_t value;
+  int64_t timestamp;
+  int64_t rx;
+};
+double RateAfter(const std::vector<Timed>& samples) {
+  SwitchState state(Dialect::kOpenConfig);
+  for (const Timed& t : samples) {
+    state.Apply(UintNotification(kInOctets, t.value, t.timestamp), "", t.rx);
+  }
+  const agent::SampleRate r =
+      Build(&state, samples.back().rx).Rate("Ethernet1", kInOctetsName);
+  EXPECT_TRUE(r.per_second.has_value());
+  return r.per_second.value_or(-1);
+}
+
+TEST(SwitchStateTest, ASampleArrivingLateIsNoBaselineForABurst) {
+  // 1,000 bytes/s, sampled every 0.5 s. The stream broke; the initial sync
+  // of the new one replays the sample taken at 13.0 s, received 0.497 s late,
+  // 3 ms before the sample of 13.5 s. On the receive clock alone, that
+  // sample's 500 bytes over 3 ms read as 166,667 bytes/s.
+  const int64_t ms = kSecond / 1000;
+  const std::vector<Timed> samples = {{10'000, 10'000 * ms, 10'010 * ms},
+                                      {13'000, 13'000 * ms, 13'497 * ms},
+                                      {13'500, 13'500 * ms, 13'500 * ms}};
+  EXPECT_DOUBLE_EQ(RateAfter(samples), 1000.0);
+  // The late sample itself: 3,000 bytes over the longer, received interval.
+  EXPECT_NEAR(RateAfter({samples[0], samples[1]}), 3000.0 / 3.487, 1e-9);
+  // And so does a sample the bridge itself took late to read.
+  EXPECT_DOUBLE_EQ(RateAfter({{10'000, 10'000 * ms, 10'000 * ms},
+                              {10'500, 10'500 * ms, 10'900 * ms},
+                              {11'000, 11'000 * ms, 11'000 * ms}}),
+                   1000.0);
+}
+
+TEST(SwitchStateTest, TimestampsThatCannotBeTheSampleIntervalAreNotUsed) {
+  const int64_t ms = kSecond / 1000;
+  const int64_t hour = 3600 * kSecond;
+  // The target's clock stepped forward an hour: the receive clock counts.
+  EXPECT_DOUBLE_EQ(RateAfter({{1'000, 10'000 * ms, 10'000 * ms},
+                              {2'000, 11'000 * ms + hour, 11'000 * ms}}),
+                   1000.0);
+  // A last-change time from long ago, then a fresh one (a counter that sat
+  // still): the receive interval, not the time since it last moved.
+  EXPECT_DOUBLE_EQ(RateAfter({{1'000, 100 * ms, 10'000 * ms},
+                              {1'500, 10'500 * ms, 10'500 * ms}}),
+                   1000.0);
+  // Stepped back, or slower than the receive clock: never a higher rate
+  // than the receive clock gives.
+  EXPECT_DOUBLE_EQ(RateAfter({{1'000, 10'000 * ms, 10'000 * ms},
+                              {2'000, 10'100 * ms, 11'000 * ms}}),
+                   1000.0);
+  EXPECT_DOUBLE_EQ(RateAfter({{1'000, 10'000 * ms, 10'000 * ms},
+                              {2'000, 9'000 * ms, 11'000 * ms}}),
+                   1000.0);
+  // No timestamp on either side, and timestamps at the ends of int64 (no
+  // overflow: the sanitizer build runs this).
+  EXPECT_DOUBLE_EQ(
+      RateAfter({{1'000, 0, 10'000 * ms}, {2'000, 10'500 * ms, 11'000 * ms}}),
+      1000.0);
+  EXPECT_DOUBLE_EQ(
+      RateAfter({{1'000, std::numeric_limits<int64_t>::min(), 10'000 * ms},
+                 {2'000, std::numeric_limits<int64_t>::max(), 11'000 * ms}}),
+      1000.0);
+  EXPECT_DOUBLE_EQ(
+      RateAfter({{1'000, std::numeric_limits<int64_t>::max(), 10'000 * ms},
+                 {2'000, std::numeric_limits<int64_t>::min(), 11'000 * ms}}),
+      1000.0);
 }
 
 TEST(SwitchStateTest, CounterGoingDownIsAResetNotANegativeRate) {

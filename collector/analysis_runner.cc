@@ -230,6 +230,7 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric) {
     LoadBaselines(now, *snapshot);
     SeedRateState(findings_->Active(), &*hysteresis_, &straggler_baselines_);
     hysteresis_seeded_ = true;
+    seeded_at_ = now;
   }
   static const v1::Topology* const kNoTopology = new v1::Topology();
   const v1::Topology* topology =
@@ -275,6 +276,15 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric) {
   for (const NodeFacts& n : fabric.nodes) {
     if (analysis::IsAgentQuiet(n.liveness, now, options_.analysis.agent_down)) {
       quiet.insert(n.liveness.node);
+    }
+  }
+  // So is a node of a finding taken over at a restart or a new term that no
+  // collector has heard from since: its agent is still reconnecting.
+  if (now - seeded_at_ < kUnheardNodesGrace) {
+    absl::flat_hash_set<absl::string_view> heard;
+    for (const NodeFacts& n : fabric.nodes) heard.insert(n.liveness.node);
+    for (const v1::Finding& f : findings_->Active()) {
+      if (!heard.contains(f.node())) quiet.insert(f.node());
     }
   }
   Persisted(findings_->Update(hysteresis_->Step(std::move(found.window),

@@ -119,6 +119,14 @@ class AnalysisRunner {
   std::shared_ptr<const analysis::FabricView> LatestView() const;
   static constexpr absl::Duration kViewWantedFor = absl::Minutes(1);
 
+  // After a restart, or in a new term, how long the findings taken over
+  // hold for nodes that no collector has heard from since: their agents are
+  // still reconnecting. An agent retries a broken stream with a backoff
+  // that doubles up to 30 s (agent::StreamClient::Options::backoff_max), so
+  // after a restart that kept it away for a while its first try can come
+  // 30 s after the collector is back, plus a few intervals for its reports.
+  static constexpr absl::Duration kUnheardNodesGrace = absl::Seconds(40);
+
   // Every node of the fabric the latest pass merged, with the collector it
   // came from: in a cluster, the other collectors' nodes too (their
   // liveness; `fabricdiag nodes`). Empty before the first pass and with
@@ -172,6 +180,8 @@ class AnalysisRunner {
   // The last rate pass's view, for the layout analyzers' runtime evidence.
   std::shared_ptr<const analysis::FabricView> last_view_;
   bool hysteresis_seeded_ = false;
+  // When the hysteresis was seeded (the first pass of a process or a term).
+  absl::Time seeded_at_ = absl::InfinitePast();
   // When the baselines were last written (Options::baselines).
   absl::Time baselines_written_ = absl::InfinitePast();
   // The last write held no baseline.

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -210,6 +211,78 @@ TEST_F(AnalysisRunnerStateTest, AgentDownFollowsTheAnalysisConfig) {
   EXPECT_EQ(active[0].kind(), "agent_down");
   EXPECT_EQ(active[0].node(), "gpu-1");
   EXPECT_EQ(active[0].evidence().at("missed_intervals"), 5);
+}
+
+// After a restart, a finding of a node whose agent has not reconnected yet
+// holds (same id) for kUnheardNodesGrace; one of a node that reports again
+// and no longer has the condition resolves after clear_after passes.
+TEST_F(AnalysisRunnerStateTest, FindingsOfNodesNotHeardSinceARestartHold) {
+  auto storm_on = [](const std::string& node) {
+    analysis::Finding f;
+    f.kind = "pfc_storm";
+    f.node = node;
+    f.nodes = {node};
+    f.device = "eth0";
+    f.summary = node + " eth0 transmits PFC pause 60% of the time";
+    f.immediate = true;
+    return f;
+  };
+  // What the process before the restart left open.
+  ASSERT_TRUE(findings_
+                  ->Update({storm_on("gpu-away"), storm_on("gpu-back")},
+                           clock.Now(), "rate_analyzers")
+                  .ok());
+  std::map<std::string, std::string> ids;
+  for (const v1::Finding& f : findings_->Active()) ids[f.node()] = f.id();
+  ASSERT_EQ(ids.size(), 2u);
+
+  // gpu-back's agent reconnects at once and reports every second, healthy.
+  std::shared_ptr<NodeSeries> back = series.OpenNode("gpu-back");
+  ASSERT_TRUE(
+      back->BeginStream("boot-a", 1000, 1, "ipv4:127.0.0.1:1", clock.Now())
+          .ok());
+  v1::Schema schema;
+  schema.set_schema_id(1);
+  absl::StatusOr<std::vector<uint32_t>> slots = back->MapSchema(schema);
+  ASSERT_TRUE(slots.ok()) << slots.status();
+  uint64_t seq = 0;
+  AnalysisStats stats;
+  AnalysisRunner::Options options;
+  options.analysis.hysteresis.clear_after = 3;
+  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
+                        clock, options);
+  auto pass = [&] {
+    ReportView report;
+    report.seq = ++seq;
+    report.wall_time_unix_nanos = absl::ToUnixNanos(clock.Now());
+    uint64_t held = 0;
+    EXPECT_EQ(back->Ingest("boot-a", report, *slots, clock.Now(), &held),
+              NodeSeries::Outcome::kStored);
+    runner.RunOnce();
+    clock.Advance(absl::Seconds(1));
+    std::map<std::string, std::string> active;
+    for (const v1::Finding& f : findings_->Active()) active[f.node()] = f.id();
+    return active;
+  };
+  const absl::Time start = clock.Now();
+  for (int i = 1; i <= 3; ++i) {
+    std::map<std::string, std::string> active = pass();
+    EXPECT_EQ(active["gpu-away"], ids["gpu-away"]) << "pass " << i;
+    if (i < 3) {
+      EXPECT_EQ(active["gpu-back"], ids["gpu-back"]) << "pass " << i;
+    } else {
+      EXPECT_EQ(active.count("gpu-back"), 0u) << "resolved after clear_after";
+    }
+  }
+  // gpu-away never reports: its finding holds for the grace, then counts
+  // down like any other.
+  int passes = 3;
+  while (clock.Now() - start < AnalysisRunner::kUnheardNodesGrace) {
+    ASSERT_EQ(pass()["gpu-away"], ids["gpu-away"]) << "pass " << passes + 1;
+    ++passes;
+  }
+  for (int i = 1; i <= 2; ++i) EXPECT_EQ(pass().count("gpu-away"), 1u);
+  EXPECT_EQ(pass().count("gpu-away"), 0u);
 }
 
 // A cluster seen from the runner: another collector's silent node merged

@@ -31,11 +31,12 @@ constexpr char kPassword[] = "pa55-never-logged";
   return r;
 }
 
-::gnmi::SubscribeResponse InOctets(const std::string& port, uint64_t v) {
+::gnmi::SubscribeResponse InOctets(const std::string& port, uint64_t v,
+                                   int64_t timestamp = 0) {
   return Update(testing::UintNotification(
       absl::StrCat("/interfaces/interface[name=", port,
                    "]/state/counters/in-octets"),
-      v));
+      v, timestamp));
 }
 
 void WriteFile(const std::string& path, const std::string& text, int mode) {
@@ -226,6 +227,51 @@ TEST_F(SwitchSessionTest, DeadSwitchReconnectsAndDoesNotStallAnother) {
   again.Push(kCounters, InOctets("Ethernet9", 1));
   ASSERT_TRUE(Eventually([&] { return sa->stats().up; }));
   EXPECT_EQ(sb->stats().reconnects, 0u);
+}
+
+// A switch back from an outage replays, as its new stream's initial sync,
+// the sample it took up to an interval earlier, and sends its next sample
+// milliseconds later. That sample's rate is its interval's increase over
+// its interval, not over those milliseconds (which made every port of a
+// leaf read 150x its PFC pause right after a gNMI outage).
+TEST_F(SwitchSessionTest, AReconnectsLateInitialSyncIsNoBaselineForABurst) {
+  const int64_t second = 1'000'000'000;
+  const int64_t t0 = 1795000000 * second;
+  FakeGnmiTarget target;
+  ASSERT_TRUE(target.Start().ok());
+  auto session = Open(Config(target));
+  ASSERT_TRUE(target.WaitForStreams(kCounters, 1, absl::Seconds(10)));
+  // 1,000 bytes/s, sampled every 0.5 s.
+  target.Push(kCounters, InOctets("Ethernet1", 10'000, t0));
+  ASSERT_TRUE(Eventually([&] { return SampleCount(*session, clock_) == 1; }));
+  const int port = target.port();
+  target.Stop();
+  ASSERT_TRUE(Eventually([&] { return !session->stats().up; }));
+  FakeGnmiTarget again;
+  again.Script(kCounters, {InOctets("Ethernet1", 13'000, t0 + 3 * second)});
+  ASSERT_TRUE(again.Start(port).ok());
+  ASSERT_TRUE(again.WaitForStreams(kCounters, 1, absl::Seconds(15)));
+  ASSERT_EQ(again.Push(kCounters, InOctets("Ethernet1", 13'500,
+                                           t0 + 3 * second + second / 2)),
+            1);
+  agent::SampleRate rate;
+  ASSERT_TRUE(Eventually([&] {
+    agent::Snapshot snap;
+    std::vector<agent::SampleRate> rates;
+    session->Build(clock_.MonotonicNanos(), clock_.Now(), absl::Seconds(60),
+                   &snap, &rates);
+    if (snap.samples.size() != 1 || snap.samples[0].raw != 13'500) {
+      return false;
+    }
+    rate = rates[0];
+    return true;
+  }));
+  ASSERT_TRUE(rate.per_second.has_value());
+  EXPECT_EQ(rate.delta, 500u);
+  // Over at least the 0.5 s the sample covers (more if it was received
+  // later than that after the replay).
+  EXPECT_LE(*rate.per_second, 1000.0);
+  EXPECT_GT(*rate.per_second, 100.0);
 }
 
 TEST_F(SwitchSessionTest, SilentSampleGroupIsRestarted) {

@@ -845,6 +845,25 @@ TEST_F(ClusterStoryTest, FindingsSurviveTheBusiestCollectorAndARestart) {
       absl::Seconds(10), absl::Milliseconds(200)))
       << "no collector restored the straggler baselines";
   std::cout << restored << "\n";
+  // Every agent is back (each retried with its own backoff, up to 30 s),
+  // and the hot expert never resolved in between: still open under its id.
+  int back = 0;
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        RunResult r = RunCommand({kCli, "--collector=" + all_collectors,
+                                  "--timeout=3s", "nodes", "--json"});
+        const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+        if (!j.is_array()) return false;
+        back = 0;
+        for (const nlohmann::json& n : j) back += n.value("up", false);
+        return back == kNodes;
+      },
+      absl::Seconds(45), absl::Milliseconds(500)))
+      << back << " nodes up after the restart";
+  for (const Collector& each : c) {
+    EXPECT_EQ(ActiveId(each, "hot_expert_incast", "gpu-001", "mlx5_2"), hot)
+        << each.name << ": " << Cli(each, {"findings", "--all"}).out;
+  }
   for (auto& agent : agents) {
     agent->Signal(SIGTERM);
     EXPECT_EQ(agent->Wait(absl::Seconds(10)), 0);

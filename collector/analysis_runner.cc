@@ -4,11 +4,13 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "analysis/agent_down.h"
 #include "analysis/analyzer.h"
 #include "analysis/fabric_view.h"
@@ -231,6 +233,7 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric) {
     SeedRateState(findings_->Active(), &*hysteresis_, &straggler_baselines_);
     hysteresis_seeded_ = true;
     seeded_at_ = now;
+    holding_unheard_ = false;
   }
   static const v1::Topology* const kNoTopology = new v1::Topology();
   const v1::Topology* topology =
@@ -280,13 +283,7 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric) {
   }
   // So is a node of a finding taken over at a restart or a new term that no
   // collector has heard from since: its agent is still reconnecting.
-  if (now - seeded_at_ < kUnheardNodesGrace) {
-    absl::flat_hash_set<absl::string_view> heard;
-    for (const NodeFacts& n : fabric.nodes) heard.insert(n.liveness.node);
-    for (const v1::Finding& f : findings_->Active()) {
-      if (!heard.contains(f.node())) quiet.insert(f.node());
-    }
-  }
+  HoldUnheardNodes(now, fabric.nodes, &quiet);
   Persisted(findings_->Update(hysteresis_->Step(std::move(found.window),
                                                 std::move(found.recent), quiet),
                               now, kRateSource));
@@ -297,6 +294,51 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric) {
       (wrote_no_baselines_ && straggler_baselines_.size() > 0)) {
     SaveBaselines(now);
   }
+}
+
+void AnalysisRunner::HoldUnheardNodes(absl::Time now,
+                                      const std::vector<NodeFacts>& facts,
+                                      absl::flat_hash_set<std::string>* quiet) {
+  const bool in_grace = now - seeded_at_ < kUnheardNodesGrace;
+  if (!in_grace && !holding_unheard_) return;
+  absl::flat_hash_set<absl::string_view> heard;
+  for (const NodeFacts& n : facts) heard.insert(n.liveness.node);
+  std::set<std::string> unheard;
+  for (const v1::Finding& f : findings_->Active()) {
+    if (!f.node().empty() && !heard.contains(f.node())) {
+      unheard.insert(f.node());
+    }
+  }
+  // Named in the log, so that an operator knows why those findings resolve
+  // only later (or stay open while their agents come back).
+  auto named = [&unheard] {
+    std::vector<absl::string_view> first;
+    for (const std::string& node : unheard) {
+      if (first.size() == 5) break;
+      first.push_back(node);
+    }
+    return absl::StrCat(unheard.size(),
+                        unheard.size() == 1 ? " node (" : " nodes (",
+                        absl::StrJoin(first, ", "),
+                        unheard.size() > first.size() ? ", ...)" : ")");
+  };
+  if (!in_grace) {
+    if (!unheard.empty()) {
+      LogInfo(absl::StrCat(
+          "analysis: the open findings of ", named(), " not heard from within ",
+          absl::FormatDuration(kUnheardNodesGrace), " count down from now on"));
+    }
+    holding_unheard_ = false;
+    return;
+  }
+  if (!holding_unheard_ && !unheard.empty()) {
+    LogInfo(absl::StrCat("analysis: holding the open findings of ", named(),
+                         " not heard from yet, for up to ",
+                         absl::FormatDuration(kUnheardNodesGrace),
+                         " while agents reconnect"));
+  }
+  holding_unheard_ = !unheard.empty();
+  for (const std::string& node : unheard) quiet->insert(node);
 }
 
 void AnalysisRunner::LoadBaselines(absl::Time now,

@@ -41,6 +41,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/time/time.h"
 #include "analysis/analysis_config.h"
 #include "analysis/fabric_view.h"
@@ -146,6 +147,11 @@ class AnalysisRunner {
   void LoadBaselines(absl::Time now, const RegistrySnapshot& snapshot);
   void SaveBaselines(absl::Time now);
   void RunRateAnalyzers(absl::Time now, FeatureSlice fabric);
+  // Within kUnheardNodesGrace of the seeding, adds to `quiet` the nodes of
+  // active findings that `facts` do not list, and logs when it starts and
+  // stops holding them.
+  void HoldUnheardNodes(absl::Time now, const std::vector<NodeFacts>& facts,
+                        absl::flat_hash_set<std::string>* quiet);
   void Persisted(const absl::Status& status);
   // True when this pass analyses; a new term starts from the findings the
   // previous leader left (the hysteresis is seeded again, as after a
@@ -182,6 +188,8 @@ class AnalysisRunner {
   bool hysteresis_seeded_ = false;
   // When the hysteresis was seeded (the first pass of a process or a term).
   absl::Time seeded_at_ = absl::InfinitePast();
+  // The last pass held findings of nodes not heard from (HoldUnheardNodes).
+  bool holding_unheard_ = false;
   // When the baselines were last written (Options::baselines).
   absl::Time baselines_written_ = absl::InfinitePast();
   // The last write held no baseline.

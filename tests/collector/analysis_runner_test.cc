@@ -265,6 +265,7 @@ TEST_F(AnalysisRunnerStateTest, FindingsOfNodesNotHeardSinceARestartHold) {
     return active;
   };
   const absl::Time start = clock.Now();
+  ::testing::internal::CaptureStderr();
   for (int i = 1; i <= 3; ++i) {
     std::map<std::string, std::string> active = pass();
     EXPECT_EQ(active["gpu-away"], ids["gpu-away"]) << "pass " << i;
@@ -283,6 +284,16 @@ TEST_F(AnalysisRunnerStateTest, FindingsOfNodesNotHeardSinceARestartHold) {
   }
   for (int i = 1; i <= 2; ++i) EXPECT_EQ(pass().count("gpu-away"), 1u);
   EXPECT_EQ(pass().count("gpu-away"), 0u);
+  // The log says whose findings are held, once, and when they count down.
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(log, ::testing::HasSubstr(
+                       "analysis: holding the open findings of 1 node "
+                       "(gpu-away) not heard from yet, for up to 40s while "
+                       "agents reconnect\n"));
+  EXPECT_THAT(log, ::testing::HasSubstr(
+                       "analysis: the open findings of 1 node (gpu-away) not "
+                       "heard from within 40s count down from now on\n"));
+  EXPECT_EQ(log.find("holding"), log.rfind("holding")) << log;
 }
 
 // A cluster seen from the runner: another collector's silent node merged

@@ -15,18 +15,19 @@ absl::StatusOr<std::vector<std::string>> ParseCollectorList(
   return list;
 }
 
-uint64_t Fnv1a64(absl::string_view bytes) {
-  uint64_t hash = 14695981039346656037u;
-  for (char c : bytes) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 1099511628211u;
-  }
-  return hash;
-}
-
 size_t PreferredCollectorIndex(absl::string_view node, size_t count) {
   if (count == 0) return 0;
   return static_cast<size_t>(Fnv1a64(node) % count);
+}
+
+size_t HandoffCollectorIndex(absl::string_view node, size_t current,
+                             size_t count) {
+  if (count <= 1) return 0;
+  // Mixed: FNV-1a's bits alone follow those that placed the node (with 3
+  // collectors, every agent one of them hands off went to the same other).
+  const size_t step =
+      1 + static_cast<size_t>(Fmix64(Fnv1a64(node)) % (count - 1));
+  return (current % count + step) % count;
 }
 
 }  // namespace fabricdiag::agent

@@ -12,6 +12,8 @@
 //   ASSIGN_OR_RETURN(std::vector<std::string> collectors,
 //                    ParseCollectorList(flag_value));
 //   size_t first = PreferredCollectorIndex(node, collectors.size());
+//   size_t after_handoff = HandoffCollectorIndex(node, first,
+//                                                collectors.size());
 //
 // Pure functions; thread-safe.
 #pragma once
@@ -23,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/fnv1a.h"
 
 namespace fabricdiag::agent {
 
@@ -32,13 +35,21 @@ namespace fabricdiag::agent {
 absl::StatusOr<std::vector<std::string>> ParseCollectorList(
     absl::string_view value);
 
-// FNV-1a, 64 bits (offset basis 14695981039346656037, prime
-// 1099511628211) of `bytes`. Changing it moves nodes between collectors:
-// tests pin its values.
-uint64_t Fnv1a64(absl::string_view bytes);
+// The placement hash (common/fnv1a.h), here for the agent's callers.
+using ::fabricdiag::Fnv1a64;
 
 // Index of the collector `node` tries first among `count` (> 0):
 // Fnv1a64(node) % count.
 size_t PreferredCollectorIndex(absl::string_view node, size_t count);
+
+// Index of the collector `node` moves to when collector `current` of
+// `count` hands it off (a Handoff message): one of the other collectors,
+// `current` + 1 + Fmix64(Fnv1a64(node)) % (count - 1), wrapping around, so
+// that the agents one collector hands off spread evenly over all the others
+// (moving each to the next collector would pile them on one). Mixed
+// (common/fnv1a.h) because FNV-1a's bits alone go with those that placed
+// the node. `current` itself when it is the only one.
+size_t HandoffCollectorIndex(absl::string_view node, size_t current,
+                             size_t count);
 
 }  // namespace fabricdiag::agent

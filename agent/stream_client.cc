@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "agent/collector_list.h"
 #include "common/files.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
@@ -207,6 +208,22 @@ void StreamClient::Run() {
     if (got_response) attempt = 0;
     const absl::Duration delay = BackoffDelay(attempt);
     if (attempt < 64) ++attempt;
+    if (!handoff_reason_.empty() && options_.targets.size() > 1) {
+      // Asked to go: the collector works, so this is no error, and the
+      // pick spreads the agents it hands off over all the others.
+      const std::string& from = options_.targets[current];
+      current = HandoffCollectorIndex(options_.node, current,
+                                      options_.targets.size());
+      stats_.target = options_.targets[current];
+      ++stats_.handoffs;
+      LogInfo(absl::StrCat("collector ", from, " handed this agent to ",
+                           stats_.target, " (", handoff_reason_,
+                           "); moving in ", absl::FormatDuration(delay)));
+      cv_.wait_for(lock, absl::ToChronoNanoseconds(delay),
+                   [this] { return stopping_; });
+      if (stopping_) return;
+      continue;
+    }
     // Any end of a stream moves on: a collector that just failed is the
     // least likely to answer next, and one that is merely restarting is
     // tried again after the others. The backoff still grows per failed
@@ -245,6 +262,10 @@ void StreamClient::ReadLoop(IngestStream* stream, uint64_t stream_id) {
       reject_reason_ = msg.reject().reason().substr(0, kMaxReasonBytes);
       if (reject_reason_.empty()) reject_reason_ = "(no reason given)";
       cv_.notify_all();
+    } else if (msg.has_handoff()) {
+      // The collector ends the stream next; the reader sees that end.
+      handoff_reason_ = msg.handoff().reason().substr(0, kMaxReasonBytes);
+      if (handoff_reason_.empty()) handoff_reason_ = "(no reason given)";
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -290,6 +311,7 @@ absl::StatusOr<uint64_t> StreamClient::BeginStream(
   active_context_ = context;
   stream_ended_ = false;
   reject_reason_.clear();
+  handoff_reason_.clear();
   stats_.connected = false;
   return ++stream_id_;
 }

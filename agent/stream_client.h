@@ -24,6 +24,12 @@
 // it does not go back to `first_target` when that one returns (moving
 // again would only split the node's recent history once more).
 //
+// Handoff: a collector may ask the agent to stream elsewhere (a Handoff
+// message; in a cluster the analysis leader hands off a share of its
+// agents). The client then moves to HandoffCollectorIndex's pick among the
+// other collectors after the shortest backoff, so handed-off agents spread
+// evenly, and replays its buffer there as after any failover.
+//
 //   StreamClient::Options opts;
 //   opts.targets = {"collector-0:9811", "collector-1:9811"};
 //   opts.first_target = PreferredCollectorIndex("gpu-003", 2);
@@ -102,6 +108,8 @@ class StreamClient {
     // Times the client moved to another collector of `targets` after a
     // stream ended (never with a single target).
     uint64_t failovers = 0;
+    // Times a collector handed this agent to another one (a Handoff).
+    uint64_t handoffs = 0;
     // Monotonic nanos (of the injected Clock) of the last Ack; 0 = never.
     int64_t last_ack_monotonic_nanos = 0;
     std::string last_error;  // why the last stream ended; "" = none yet
@@ -199,6 +207,8 @@ class StreamClient {
   uint64_t stream_id_ = 0;                         // increments per stream
   bool stream_ended_ = false;  // the reader of stream_id_ saw the end
   std::string reject_reason_;  // set by a Reject on the current stream
+  // Set by a Handoff on the current stream ("(no reason given)" if empty).
+  std::string handoff_reason_;
   uint64_t next_seq_ = 1;
   uint64_t latest_schema_id_ = 0;
   std::map<uint64_t, std::shared_ptr<const v1::Schema>> schemas_;

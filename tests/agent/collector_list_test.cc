@@ -64,5 +64,54 @@ TEST(PreferredCollectorIndexTest, SpreadsNodesOverTheCollectors) {
   }
 }
 
+// A collector's handed-off agents never stay on it and spread evenly over
+// the others; a list of one keeps the agent where it is.
+TEST(HandoffCollectorIndexTest, SpreadsHandedOffNodesOverTheOthers) {
+  for (size_t count : {2u, 3u, 5u}) {
+    for (size_t current = 0; current < count; ++current) {
+      std::vector<int> per_collector(count);
+      for (int i = 0; i < 600; ++i) {
+        char node[16];
+        snprintf(node, sizeof(node), "gpu-%03d", i);
+        const size_t next = HandoffCollectorIndex(node, current, count);
+        ASSERT_LT(next, count);
+        ++per_collector[next];
+      }
+      EXPECT_EQ(per_collector[current], 0) << count << " " << current;
+      const int even = 600 / static_cast<int>(count - 1);
+      for (size_t k = 0; k < count; ++k) {
+        if (k == current) continue;
+        EXPECT_GT(per_collector[k], even * 7 / 10) << count << " " << k;
+        EXPECT_LT(per_collector[k], even * 13 / 10) << count << " " << k;
+      }
+    }
+  }
+  EXPECT_EQ(HandoffCollectorIndex("gpu-001", 0, 1), 0u);
+  // Pinned: every agent picks the same, whatever its version.
+  EXPECT_EQ(Fmix64(0), 0u);
+  EXPECT_EQ(Fmix64(1), 0xb456bcfc34c2cb2cu);
+  EXPECT_EQ(HandoffCollectorIndex("gpu-001", 2, 3),
+            (2 + 1 + Fmix64(Fnv1a64("gpu-001")) % 2) % 3);
+}
+
+// Nodes that one collector of three took (their placement hash agrees
+// modulo 3) still spread over both others: the low bits of FNV-1a, which
+// follow the placement, once sent all of them to the same one.
+TEST(HandoffCollectorIndexTest, TheAgentsOfOneCollectorSpreadOverBothOthers) {
+  for (size_t current = 0; current < 3; ++current) {
+    std::vector<int> per_collector(3);
+    for (int i = 0; i < 3000; ++i) {
+      char node[16];
+      snprintf(node, sizeof(node), "vnode-%05d", i);
+      if (PreferredCollectorIndex(node, 3) != current) continue;
+      ++per_collector[HandoffCollectorIndex(node, current, 3)];
+    }
+    for (size_t k = 0; k < 3; ++k) {
+      if (k == current) continue;
+      EXPECT_GT(per_collector[k], 350) << current << " " << k;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fabricdiag::agent

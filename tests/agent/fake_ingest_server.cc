@@ -31,6 +31,7 @@ class FakeIngestServer::Service final : public v1::Ingest::Service {
       if (!stream->Read(&msg)) break;
       v1::CollectorMessage reply;
       bool send = false;
+      bool hand_off = false;
       {
         std::lock_guard<std::mutex> lock(o.mu_);
         if (node.empty()) {
@@ -43,8 +44,16 @@ class FakeIngestServer::Service final : public v1::Ingest::Service {
         }
         Node& n = o.nodes_[node];
         n.messages.push_back(msg);
+        if (o.hand_off_ && (msg.has_hello() || msg.has_report())) {
+          if (msg.has_report()) n.report_seqs.push_back(msg.report().seq());
+          o.cv_.notify_all();
+          reply.mutable_handoff()->set_reason("test hand-off");
+          hand_off = true;
+        }
         uint64_t& highest = o.highest_[{node, boot_id}];
-        if (msg.has_hello()) {
+        if (hand_off) {
+          // Answered with the Handoff alone.
+        } else if (msg.has_hello()) {
           ++n.streams;
           n.hellos.push_back(msg.hello());
           reply.mutable_ack()->set_seq(o.withhold_acks_ ? 0 : highest);
@@ -66,6 +75,10 @@ class FakeIngestServer::Service final : public v1::Ingest::Service {
           }
         }
         o.cv_.notify_all();
+      }
+      if (hand_off) {
+        stream->Write(reply);
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE, "handed off");
       }
       if (send && !stream->Write(reply)) break;
     }
@@ -132,6 +145,11 @@ absl::Status FakeIngestServer::Restart() { return Start(port_, tls_); }
 
 std::string FakeIngestServer::target() const {
   return absl::StrCat("127.0.0.1:", port_);
+}
+
+void FakeIngestServer::set_hand_off(bool hand_off) {
+  std::lock_guard<std::mutex> lock(mu_);
+  hand_off_ = hand_off;
 }
 
 void FakeIngestServer::set_withhold_acks(bool withhold) {

@@ -71,6 +71,10 @@ class FakeIngestServer {
   void set_withhold_acks(bool withhold);
   // While stalled, stream handlers stop reading (and acking).
   void set_stall(bool stall);
+  // While set, the next Hello or report of every stream is answered with a
+  // Handoff and the stream ends (UNAVAILABLE), as a cluster's analysis
+  // leader does; that message is recorded first.
+  void set_hand_off(bool hand_off);
 
   // Copy of what `node` sent so far (empty Node if nothing).
   Node node(const std::string& name) const;
@@ -88,6 +92,7 @@ class FakeIngestServer {
   std::map<std::pair<std::string, std::string>, uint64_t> highest_;
   bool withhold_acks_ = false;
   bool stall_ = false;
+  bool hand_off_ = false;
   bool stopping_ = false;
 
   std::unique_ptr<Service> service_;

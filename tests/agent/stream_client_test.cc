@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "agent/collector_list.h"
 #include "common/clock.h"
 #include "tests/agent/fake_ingest_server.h"
 #include "tests/testing/eventually.h"
@@ -274,6 +275,56 @@ TEST_F(StreamClientTest, FailsOverToTheNextCollectorAndReplaysTheUnacked) {
   EXPECT_EQ(st.failovers, 1u);
   EXPECT_EQ(st.dropped, 0u);
   EXPECT_THAT(st.last_error, HasSubstr(server_.target()));
+  client->Stop();
+}
+
+// A Handoff moves the agent at once to HandoffCollectorIndex's pick (not
+// the next collector), replaying what the first did not acknowledge; it is
+// counted as a handoff, not a failover, and the third collector gets
+// nothing.
+TEST_F(StreamClientTest, AHandoffMovesToThePickAmongTheOthersAndReplays) {
+  FakeIngestServer second;
+  FakeIngestServer third;
+  ASSERT_TRUE(server_.Start().ok());
+  ASSERT_TRUE(second.Start().ok());
+  ASSERT_TRUE(third.Start().ok());
+  StreamClient::Options o = BaseOptions();
+  o.targets = {server_.target(), second.target(), third.target()};
+  o.first_target = 0;
+  // A node that the pick sends past the next collector: moving to the next
+  // one, as after a failure, would fail this test.
+  std::string node;
+  for (int i = 0; node.empty(); ++i) {
+    const std::string name = absl::StrCat("gpu-", i);
+    if (HandoffCollectorIndex(name, 0, 3) == 2) node = name;
+  }
+  o.node = node;
+  auto client = MakeClient(o);
+  ASSERT_NE(client, nullptr);
+  client->Start();
+  ReportMaker maker(16);
+  for (int i = 0; i < 3; ++i) client->Enqueue(maker.Next());
+  ASSERT_TRUE(Eventually([&] { return client->stats().acked == 3; }));
+  server_.set_withhold_acks(true);
+  for (int i = 0; i < 2; ++i) client->Enqueue(maker.Next());
+  ASSERT_TRUE(server_.WaitFor(node, [](const FakeIngestServer::Node& n) {
+    return n.report_seqs.size() >= 5;
+  }));
+  server_.set_hand_off(true);
+  client->Enqueue(maker.Next());
+
+  ASSERT_TRUE(third.WaitFor(node, [](const FakeIngestServer::Node& n) {
+    return n.report_seqs.size() >= 3;
+  }));
+  ASSERT_TRUE(Eventually([&] { return client->stats().buffered == 0; }));
+  EXPECT_EQ(third.node(node).report_seqs, Range(4, 6));
+  EXPECT_EQ(third.node(node).reports_without_schema, 0);
+  EXPECT_EQ(second.node(node).streams, 0);
+  const StreamClient::Stats st = client->stats();
+  EXPECT_EQ(st.target, third.target());
+  EXPECT_EQ(st.handoffs, 1u);
+  EXPECT_EQ(st.failovers, 0u);
+  EXPECT_EQ(st.dropped, 0u);
   client->Stop();
 }
 

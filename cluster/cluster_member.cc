@@ -70,6 +70,11 @@ absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Join(
   ASSIGN_OR_RETURN(member->lease_,
                    AnalysisLease::Start(member->nats_.get(),
                                         options.collector_id, lease_options));
+  const AnalysisLease* lease = member->lease_.get();
+  const ClusterMembers* members = member->members_.get();
+  member->handoff_ = std::make_unique<LeaderHandoff>(
+      [lease] { return lease->Term(); },
+      [members] { return members->Live().size(); }, member->clock_);
   JetStreamFindings::Options findings_options;
   findings_options.replicas = options.replicas;
   ASSIGN_OR_RETURN(

@@ -31,9 +31,11 @@
 #include "cluster/jetstream_declared_state.h"
 #include "cluster/jetstream_features.h"
 #include "cluster/jetstream_findings.h"
+#include "cluster/leader_handoff.h"
 #include "cluster/nats_connection.h"
 #include "collector/findings_store.h"
 #include "collector/layout_registry.h"
+#include "common/clock.h"
 
 namespace fabricdiag::cluster {
 
@@ -82,6 +84,9 @@ class ClusterMember {
   // Who analyses (cluster/analysis_lease.h).
   const AnalysisLease* lease() const { return lease_.get(); }
   const collector::AnalysisRole* role() const { return lease_.get(); }
+  // Which agents this collector takes: while it leads, it hands a share to
+  // the others (cluster/leader_handoff.h).
+  collector::IngestPlacement* ingest_placement() { return handoff_.get(); }
   // The cluster's one set of findings (cluster/jetstream_findings.h).
   collector::FindingsReplication* findings_replication() {
     return findings_.get();
@@ -156,6 +161,8 @@ class ClusterMember {
   std::unique_ptr<ClusterMembers> members_;
   std::unique_ptr<JetStreamFeatures> features_;
   std::unique_ptr<AnalysisLease> lease_;
+  SystemClock clock_;
+  std::unique_ptr<LeaderHandoff> handoff_;
   std::unique_ptr<JetStreamFindings> findings_;
   std::unique_ptr<JetStreamBaselines> baselines_;
   // BeginStop()'s watchdog, ended by Leave().

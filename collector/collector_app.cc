@@ -341,7 +341,9 @@ int RunCollector(const CollectorConfig& config) {
   IngestCounters counters;
   absl::StatusOr<IngestAuth> ingest_auth = MakeIngestAuth(config);
   if (!ingest_auth.ok()) return StartupFailed(ingest_auth.status().message());
-  IngestService ingest(&series, &counters, *std::move(ingest_auth));
+  IngestService ingest(
+      &series, &counters, *std::move(ingest_auth),
+      member != nullptr ? member->ingest_placement() : nullptr);
   AnalysisStats stats;
   absl::StatusOr<AnalysisRunner::Options> runner_options =
       MakeRunnerOptions(config);

@@ -72,6 +72,10 @@ void AppendIngestFamilies(const IngestCounters& counters,
        "Replayed reports the collector already held.", &counters.duplicates},
       {"fabricdiag_ingest_schemas_total", "Schemas accepted.",
        &counters.schemas},
+      {"fabricdiag_ingest_handed_off_streams_total",
+       "Agent streams handed to another collector (a cluster's analysis "
+       "leader hands off a share of its agents).",
+       &counters.handoffs},
   };
   for (const Named& n : named) {
     MetricFamily f = Family(n.name, n.help, MetricType::Counter);

@@ -18,14 +18,15 @@ class StreamCall {
  public:
   StreamCall(v1::Ingest::AsyncService* service, grpc::ServerCompletionQueue* cq,
              CqGate* gate, SeriesStore* store, IngestCounters* counters,
-             const IngestAuth* auth)
+             const IngestAuth* auth, IngestPlacement* placement)
       : service_(service),
         cq_(cq),
         gate_(gate),
         store_(store),
         counters_(counters),
         auth_(auth),
-        session_(store, counters) {}
+        placement_(placement),
+        session_(store, counters, placement) {}
 
   // Waits for the next agent on the queue; deletes itself if it cannot.
   void Request() {
@@ -64,7 +65,8 @@ class StreamCall {
   void OnAccepted(bool ok) {
     if (!ok) return;  // the server is shutting down
     // Keep one request pending on this queue for the next agent.
-    (new StreamCall(service_, cq_, gate_, store_, counters_, auth_))->Request();
+    (new StreamCall(service_, cq_, gate_, store_, counters_, auth_, placement_))
+        ->Request();
     session_.set_peer(context_.peer());
     if (!auth_->token.empty() && !Authorized()) {
       counters_->Reject(RejectReason::kUnauthenticated, context_.peer(),
@@ -120,11 +122,21 @@ class StreamCall {
       return;
     }
     IngestSession::Reply reply = session_.Handle(in_);
-    if (reply.reject.has_value()) {
-      // No further reads: the stream ends with the Reject.
-      reject_ = std::move(*reply.reject);
+    if (reply.reject.has_value() || reply.handoff.has_value()) {
+      // No further reads: the stream ends with the Reject or Handoff.
+      if (reply.reject.has_value()) {
+        final_.mutable_reject()->set_reason(*reply.reject);
+        final_status_ = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                     absl::StrCat("rejected: ", *reply.reject));
+      } else {
+        final_.mutable_handoff()->set_reason(*reply.handoff);
+        final_status_ =
+            grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                         absl::StrCat("handed off: ", *reply.handoff));
+      }
+      has_final_ = true;
       reads_done_ = true;
-      if (!writing_) WriteReject();
+      if (!writing_) WriteFinal();
       return;
     }
     if (reply.ack.has_value()) {
@@ -144,8 +156,8 @@ class StreamCall {
       MaybeFinish();
       return;
     }
-    if (!reject_.empty()) {
-      WriteReject();
+    if (has_final_) {
+      WriteFinal();
     } else if (has_pending_ack_) {
       WriteAck();
     } else {
@@ -162,14 +174,12 @@ class StreamCall {
     Start([&] { stream_.Write(out_, &written_); });
   }
 
-  void WriteReject() {
+  // The Reject or Handoff, with the stream's final status.
+  void WriteFinal() {
     if (finished_) return;
     finished_ = true;
-    out_.mutable_reject()->set_reason(reject_);
     Start([&] {
-      stream_.WriteAndFinish(out_, grpc::WriteOptions(),
-                             grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                          absl::StrCat("rejected: ", reject_)),
+      stream_.WriteAndFinish(final_, grpc::WriteOptions(), final_status_,
                              &finished_tag_);
     });
   }
@@ -186,6 +196,7 @@ class StreamCall {
   SeriesStore* const store_;
   IngestCounters* const counters_;
   const IngestAuth* const auth_;
+  IngestPlacement* const placement_;
 
   grpc::ServerContext context_;
   grpc::ServerAsyncReaderWriter<v1::CollectorMessage, v1::AgentMessage> stream_{
@@ -204,13 +215,17 @@ class StreamCall {
   bool finished_ = false;
   bool has_pending_ack_ = false;
   uint64_t pending_ack_ = 0;
-  std::string reject_;
+  // The stream's last message (a Reject or a Handoff) and status, once due.
+  bool has_final_ = false;
+  v1::CollectorMessage final_;
+  grpc::Status final_status_;
 };
 
 }  // namespace
 
 void IngestService::Serve(grpc::ServerCompletionQueue* cq, CqGate* gate) {
-  (new StreamCall(this, cq, gate, store_, counters_, &auth_))->Request();
+  (new StreamCall(this, cq, gate, store_, counters_, &auth_, placement_))
+      ->Request();
 }
 
 }  // namespace fabricdiag::collector

@@ -9,7 +9,8 @@
 // busy stream gets one Ack per write round trip, always with the highest
 // seq.
 // A Reject is written with the stream's final status (INVALID_ARGUMENT), so a
-// hostile stream ends on its own without touching the others.
+// hostile stream ends on its own without touching the others. A Handoff
+// (IngestPlacement) is written the same way, with UNAVAILABLE.
 //
 // Who may speak for a node (IngestAuth): with `token` set, a stream must
 // carry `authorization: Bearer <token>` (the agent's --ingest_token_file),
@@ -33,6 +34,7 @@
 #include <utility>
 
 #include "collector/cq_service.h"
+#include "collector/ingest_placement.h"
 #include "collector/ingest_session.h"
 #include "collector/series_store.h"
 #include "proto/ingest.grpc.pb.h"
@@ -46,9 +48,13 @@ struct IngestAuth {
 
 class IngestService final : public v1::Ingest::AsyncService, public CqService {
  public:
+  // `placement` (null: take every agent) must outlive the service.
   IngestService(SeriesStore* store, IngestCounters* counters,
-                IngestAuth auth = {})
-      : store_(store), counters_(counters), auth_(std::move(auth)) {}
+                IngestAuth auth = {}, IngestPlacement* placement = nullptr)
+      : store_(store),
+        counters_(counters),
+        auth_(std::move(auth)),
+        placement_(placement) {}
 
   void Serve(grpc::ServerCompletionQueue* cq, CqGate* gate) override;
 
@@ -56,6 +62,7 @@ class IngestService final : public v1::Ingest::AsyncService, public CqService {
   SeriesStore* const store_;
   IngestCounters* const counters_;
   const IngestAuth auth_;
+  IngestPlacement* const placement_;
 };
 
 }  // namespace fabricdiag::collector

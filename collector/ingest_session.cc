@@ -169,8 +169,12 @@ void IngestCounters::Reject(RejectReason reason, absl::string_view peer,
   LogWarning(line);
 }
 
-IngestSession::IngestSession(SeriesStore* store, IngestCounters* counters)
-    : store_(store), counters_(counters), stream_id_(NextStreamId()) {}
+IngestSession::IngestSession(SeriesStore* store, IngestCounters* counters,
+                             IngestPlacement* placement)
+    : store_(store),
+      counters_(counters),
+      placement_(placement),
+      stream_id_(NextStreamId()) {}
 
 IngestSession::~IngestSession() {
   if (node_ != nullptr) node_->EndStream(stream_id_);
@@ -185,8 +189,28 @@ IngestSession::Reply IngestSession::Reject(RejectReason reason,
   return reply;
 }
 
+std::optional<IngestSession::Reply> IngestSession::MaybeHandOff(
+    absl::string_view node, bool hello) {
+  if (placement_ == nullptr) return std::nullopt;
+  const uint64_t epoch = placement_->Epoch();
+  if (!hello && epoch == placement_epoch_) return std::nullopt;
+  placement_epoch_ = epoch;
+  if (epoch == 0) return std::nullopt;
+  std::optional<std::string> why = placement_->HandOff(node);
+  if (!why.has_value()) return std::nullopt;
+  handed_off_ = true;
+  counters_->handoffs.fetch_add(1, std::memory_order_relaxed);
+  // The agent streams elsewhere from now on: the node's stream here ends
+  // now, not when the call is torn down.
+  if (node_ != nullptr) node_->EndStream(stream_id_);
+  node_ = nullptr;
+  Reply reply;
+  reply.handoff = *std::move(why);
+  return reply;
+}
+
 IngestSession::Reply IngestSession::Handle(const v1::AgentMessage& message) {
-  if (rejected_) return Reply{};
+  if (rejected_ || handed_off_) return Reply{};
   const bool other = message.msg_case() != v1::AgentMessage::MSG_NOT_SET;
   if (message.has_report() && other) {
     return Reject(RejectReason::kMixedMessage,
@@ -200,7 +224,11 @@ IngestSession::Reply IngestSession::Handle(const v1::AgentMessage& message) {
     return Reject(RejectReason::kBeforeHello,
                   "the first message of a stream must be a Hello");
   }
-  if (message.has_report()) return OnReport(message.report());
+  if (message.has_report()) {
+    // Not stored: unacknowledged, the agent replays it where it goes.
+    if (std::optional<Reply> go = MaybeHandOff(node_name_, false)) return *go;
+    return OnReport(message.report());
+  }
   if (message.has_schema()) return OnSchema(message.schema());
   return OnInventory(message.inventory());
 }
@@ -232,6 +260,7 @@ IngestSession::Reply IngestSession::OnHello(const v1::Hello& hello) {
                                          : absl::StrJoin(identities_, ", "),
                      "); an agent may only report as itself"));
   }
+  if (std::optional<Reply> go = MaybeHandOff(hello.node(), true)) return *go;
   std::shared_ptr<NodeSeries> node = store_->OpenNode(hello.node());
   absl::StatusOr<uint64_t> held =
       node->BeginStream(hello.boot_id(), hello.interval_ms(), stream_id_, peer_,

@@ -7,6 +7,10 @@
 // schemas before reports, array sizes, indices, finite rates, node names,
 // size limits, dedup by (node, boot_id, seq) - is unit-tested here directly.
 //
+// With an IngestPlacement, the session may answer the Hello, or a report
+// after the placement's epoch moved, with a Handoff instead: the agent
+// should stream to another collector; the caller closes the stream.
+//
 // A message that breaks a rule rejects the stream: the session answers
 // Reject(reason), counts the reason in IngestCounters and ignores anything
 // after it; the caller closes the stream. Nothing of a rejected message is
@@ -37,6 +41,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "collector/ingest_placement.h"
 #include "collector/series_store.h"
 #include "common/names.h"
 #include "proto/ingest.pb.h"
@@ -88,6 +93,8 @@ class IngestCounters {
   std::atomic<uint64_t> duplicates{0};   // replayed reports already held
   std::atomic<uint64_t> schemas{0};      // schemas accepted
   std::atomic<uint64_t> inventories{0};  // inventories accepted
+  // Streams handed to another collector (IngestPlacement).
+  std::atomic<uint64_t> handoffs{0};
 
  private:
   std::array<std::atomic<uint64_t>, kRejectReasonCount> rejects_{};
@@ -110,10 +117,15 @@ class IngestSession {
   struct Reply {
     std::optional<uint64_t> ack;        // send Ack(seq)
     std::optional<std::string> reject;  // send Reject(reason), then close
+    // Send Handoff(reason), then close: the agent should stream to another
+    // collector. Nothing of the message answered so was stored.
+    std::optional<std::string> handoff;
   };
 
-  // `store` and `counters` must outlive the session.
-  IngestSession(SeriesStore* store, IngestCounters* counters);
+  // `store`, `counters` and `placement` (null: take every agent) must
+  // outlive the session.
+  IngestSession(SeriesStore* store, IngestCounters* counters,
+                IngestPlacement* placement = nullptr);
   // Tells the node's series that this stream ended.
   ~IngestSession();
   IngestSession(const IngestSession&) = delete;
@@ -133,6 +145,7 @@ class IngestSession {
   Reply Handle(const v1::AgentMessage& message);
 
   bool rejected() const { return rejected_; }
+  bool handed_off() const { return handed_off_; }
   // The node of the Hello ("" before it).
   const std::string& node() const { return node_name_; }
 
@@ -142,9 +155,14 @@ class IngestSession {
   Reply OnReport(const v1::Report& report);
   Reply OnInventory(const v1::Inventory& inventory);
   Reply Reject(RejectReason reason, absl::string_view message);
+  // Asks placement_ about `node` when its epoch moved since the last ask
+  // (always at the Hello); the Handoff reply when the node should go.
+  std::optional<Reply> MaybeHandOff(absl::string_view node, bool hello);
 
   SeriesStore* const store_;
   IngestCounters* const counters_;
+  IngestPlacement* const placement_;
+  uint64_t placement_epoch_ = 0;      // of the last ask
   std::shared_ptr<NodeSeries> node_;  // set by the Hello
   std::string node_name_;
   std::string boot_id_;
@@ -153,6 +171,7 @@ class IngestSession {
   std::vector<std::string> identities_;
   bool check_identity_ = false;
   bool rejected_ = false;
+  bool handed_off_ = false;
   // schema_id -> series slot per schema index.
   absl::flat_hash_map<uint64_t, std::vector<uint32_t>> schemas_;
 };

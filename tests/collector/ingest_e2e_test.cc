@@ -6,6 +6,9 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -34,9 +37,9 @@ using ::fabricdiag::testing::Eventually;
 // by 1000 * (i + 1) per (fake) second, so its rate is exactly that.
 class Agent {
  public:
-  Agent(const std::string& node, const std::string& target) {
+  Agent(const std::string& node, std::vector<std::string> targets) {
     agent::StreamClient::Options o;
-    o.targets = {target};
+    o.targets = std::move(targets);
     o.node = node;
     o.agent_version = "test";
     o.backoff_initial = absl::Milliseconds(20);
@@ -121,7 +124,7 @@ class IngestE2eTest : public ::testing::Test {
 
 TEST_F(IngestE2eTest, ReportsArriveAndRatesAreQueryable) {
   StartServer();
-  Agent agent("gpu-001", target());
+  Agent agent("gpu-001", {target()});
   for (int i = 0; i < 3; ++i) agent.Sample();
   ASSERT_TRUE(Eventually([&] { return HeldSeqs("gpu-001").size() == 3; }));
   for (int i = 0; i < kSeries; ++i) {
@@ -148,7 +151,7 @@ TEST_F(IngestE2eTest, ReportsArriveAndRatesAreQueryable) {
 TEST_F(IngestE2eTest, CollectorRestartOnSamePortLeavesNoGap) {
   StartServer();
   const int port = server_->port();
-  Agent agent("gpu-001", target());
+  Agent agent("gpu-001", {target()});
   for (int i = 0; i < 3; ++i) agent.Sample();
   ASSERT_TRUE(Eventually([&] { return HeldSeqs("gpu-001").size() == 3; }));
 
@@ -169,7 +172,7 @@ TEST_F(IngestE2eTest, CollectorRestartOnSamePortLeavesNoGap) {
 
 TEST_F(IngestE2eTest, HostileStreamIsRejectedAndOthersUnaffected) {
   StartServer();
-  Agent good("gpu-good", target());
+  Agent good("gpu-good", {target()});
   good.Sample();
   ASSERT_TRUE(Eventually([&] { return HeldSeqs("gpu-good").size() == 1; }));
 
@@ -208,6 +211,80 @@ TEST_F(IngestE2eTest, HostileStreamIsRejectedAndOthersUnaffected) {
   EXPECT_THAT(HeldSeqs("gpu-good"), ::testing::ElementsAre(1, 2, 3));
   EXPECT_EQ(good.client().stats().reconnects, 0u);
   EXPECT_FALSE(store_.Latest("gpu-evil", Key(0)).ok());
+}
+
+// Hands off every node named in `nodes`.
+class HandOffNodes final : public IngestPlacement {
+ public:
+  explicit HandOffNodes(std::vector<std::string> nodes)
+      : nodes_(std::move(nodes)) {}
+  uint64_t Epoch() override { return 1; }
+  std::optional<std::string> HandOff(absl::string_view node) override {
+    for (const std::string& n : nodes_) {
+      if (n == node) return std::string("test placement");
+    }
+    return std::nullopt;
+  }
+
+ private:
+  const std::vector<std::string> nodes_;
+};
+
+// Through real gRPC: a collector whose placement hands a node off ends its
+// stream with the Handoff (UNAVAILABLE), the real agent moves to the other
+// collector and every report lands there, none on the first; a node the
+// placement keeps stays.
+TEST(IngestHandoffTest, AHandedOffAgentStreamsToTheOtherCollector) {
+  SystemClock clock;
+  SeriesStore first_store(SeriesStore::Options{}, clock);
+  SeriesStore second_store(SeriesStore::Options{}, clock);
+  IngestCounters first_counters;
+  IngestCounters second_counters;
+  HandOffNodes placement({"gpu-001"});
+  IngestService first_service(&first_store, &first_counters, {}, &placement);
+  IngestService second_service(&second_store, &second_counters);
+  CollectorServer::Options o;
+  o.listen = "127.0.0.1:0";
+  auto first = CollectorServer::Start(o, {&first_service});
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = CollectorServer::Start(o, {&second_service});
+  ASSERT_TRUE(second.ok()) << second.status();
+  const std::string first_target = absl::StrCat("127.0.0.1:", (*first)->port());
+  const std::string second_target =
+      absl::StrCat("127.0.0.1:", (*second)->port());
+
+  Agent moved("gpu-001", {first_target, second_target});
+  Agent kept("gpu-002", {first_target, second_target});
+  for (int i = 0; i < 3; ++i) {
+    moved.Sample();
+    kept.Sample();
+  }
+  auto seqs = [](const SeriesStore& store, const std::string& node) {
+    std::vector<uint64_t> out;
+    auto w = store.Window(node, Key(0), absl::InfinitePast());
+    if (w.ok()) {
+      for (const RatePoint& p : *w) out.push_back(p.seq);
+    }
+    return out;
+  };
+  ASSERT_TRUE(Eventually([&] {
+    return seqs(second_store, "gpu-001").size() == 3 &&
+           seqs(first_store, "gpu-002").size() == 3;
+  }));
+  EXPECT_THAT(seqs(second_store, "gpu-001"), ::testing::ElementsAre(1, 2, 3));
+  EXPECT_TRUE(seqs(first_store, "gpu-001").empty());
+  EXPECT_TRUE(seqs(second_store, "gpu-002").empty());
+  EXPECT_EQ(first_counters.handoffs.load(), 1u);
+  EXPECT_EQ(moved.client().stats().handoffs, 1u);
+  EXPECT_EQ(moved.client().stats().target, second_target);
+  EXPECT_EQ(kept.client().stats().handoffs, 0u);
+  EXPECT_EQ(kept.client().stats().reconnects, 0u);
+  moved.client().Stop();
+  kept.client().Stop();
+  for (auto* server : {&*first, &*second}) {
+    (*server)->Shutdown(absl::ZeroDuration());
+    (*server)->Wait();
+  }
 }
 
 TEST(CollectorServerTest, RefusesHalfConfiguredTls) {

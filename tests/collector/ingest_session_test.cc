@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -330,6 +331,87 @@ TEST_F(IngestSessionTest, TooManySchemas) {
 
 TEST_F(IngestSessionTest, SeqZero) {
   ExpectRejected(Report(0), RejectReason::kTooLarge);
+}
+
+// An IngestPlacement whose answers the test sets, counting the asks.
+class FakePlacement final : public IngestPlacement {
+ public:
+  uint64_t Epoch() override { return epoch; }
+  std::optional<std::string> HandOff(absl::string_view node) override {
+    ++asks;
+    if (node != hand_off) return std::nullopt;
+    return std::string("go elsewhere");
+  }
+
+  uint64_t epoch = 0;
+  std::string hand_off;  // the node handed off
+  int asks = 0;
+};
+
+// A Hello the placement hands off is answered with the Handoff alone: no
+// Ack, the node not opened here, nothing after it handled.
+TEST_F(IngestSessionTest, AHelloThePlacementHandsOffOpensNothing) {
+  FakePlacement placement;
+  placement.epoch = 7;
+  placement.hand_off = "gpu-001";
+  IngestSession s(&store_, &counters_, &placement);
+  IngestSession::Reply r = s.Handle(Hello());
+  EXPECT_THAT(r.handoff, Optional(std::string("go elsewhere")));
+  EXPECT_FALSE(r.ack.has_value());
+  EXPECT_FALSE(r.reject.has_value());
+  EXPECT_TRUE(s.handed_off());
+  EXPECT_EQ(counters_.handoffs.load(), 1u);
+  EXPECT_EQ(counters_.streams.load(), 0u);
+  EXPECT_EQ(store_.FindNode("gpu-001"), nullptr);
+  IngestSession::Reply after = s.Handle(Schema());
+  EXPECT_FALSE(after.ack.has_value() || after.reject.has_value() ||
+               after.handoff.has_value());
+  // Another node is taken by the same collector.
+  IngestSession other(&store_, &counters_, &placement);
+  EXPECT_THAT(other.Handle(Hello("gpu-002")).ack, Optional(0u));
+}
+
+// While the epoch is 0 (this collector takes everyone) nothing is asked;
+// when it moves, the next report is answered with the Handoff and not
+// stored (the agent replays it elsewhere), and the node's stream here
+// ends; with the epoch unchanged, reports are not asked about again.
+TEST_F(IngestSessionTest, AStreamIsHandedOffAtItsNextReportWhenTheEpochMoves) {
+  FakePlacement placement;
+  placement.hand_off = "gpu-001";
+  IngestSession s(&store_, &counters_, &placement);
+  Open(s);
+  EXPECT_THAT(s.Handle(Report(1)).ack, Optional(1u));
+  EXPECT_THAT(s.Handle(Report(2)).ack, Optional(2u));
+  EXPECT_EQ(placement.asks, 0);
+
+  placement.epoch = 3;
+  IngestSession::Reply r = s.Handle(Report(3));
+  EXPECT_THAT(r.handoff, Optional(std::string("go elsewhere")));
+  EXPECT_FALSE(r.ack.has_value());
+  EXPECT_EQ(counters_.reports.load(), 2u);
+  EXPECT_EQ(counters_.handoffs.load(), 1u);
+  EXPECT_EQ(placement.asks, 1);
+  EXPECT_FALSE(s.Handle(Report(4)).ack.has_value());
+  EXPECT_EQ(counters_.reports.load(), 2u);
+  // The agent may come back here (taken back): its stream is not a
+  // duplicate of the one that was handed off.
+  placement.hand_off.clear();
+  IngestSession back(&store_, &counters_, &placement);
+  EXPECT_THAT(back.Handle(Hello("gpu-001", "boot-1")).ack, Optional(2u));
+
+  // A node the placement keeps is asked once per epoch, not per report.
+  FakePlacement keep;
+  keep.epoch = 5;
+  IngestSession kept(&store_, &counters_, &keep);
+  ASSERT_FALSE(kept.Handle(Hello("gpu-009")).handoff.has_value());
+  kept.Handle(Schema());
+  for (uint64_t seq = 1; seq <= 3; ++seq) {
+    EXPECT_THAT(kept.Handle(Report(seq)).ack, Optional(seq));
+  }
+  EXPECT_EQ(keep.asks, 1);
+  keep.epoch = 6;
+  EXPECT_THAT(kept.Handle(Report(4)).ack, Optional(4u));
+  EXPECT_EQ(keep.asks, 2);
 }
 
 // Two agent processes started with the same --node: the second is refused

@@ -22,12 +22,15 @@
 //    every 5 ms). Prints p50/max of each.
 // 3. The CPU split (--split_agents > 0). `fabricdiag-sim --virtual_agents`
 //    streams --split_agents agents for --split_duration into one standalone
-//    collector, then a third of them each (different --virtual_agent_prefix)
-//    into three fresh collectors of the cluster; collectors pinned to
-//    --collector_cpus, simulators to --sim_cpus (taskset). Prints each
-//    collector's CPU seconds (/proc/PID/stat) against the lone one's, and
-//    its fabricdiag_cluster_features_published_bytes (one analysis interval,
-//    1 s by default) per 1,000 nodes.
+//    collector, then the same agents into three fresh collectors of the
+//    cluster, given all three addresses as real agents are (each starts at
+//    the collector its node name picks and follows the leader's
+//    hand-offs); collectors pinned to --collector_cpus, the simulator to
+//    --sim_cpus (taskset). Prints each collector's CPU seconds
+//    (/proc/PID/stat) against the lone one's, the agents streaming to it
+//    (reports stored per interval), the streams it handed off, and its
+//    fabricdiag_cluster_features_published_bytes (one analysis interval, 1 s
+//    by default) per 1,000 nodes.
 //
 //   build/bench/fabricdiag-cluster-bench [--nodes=3000] [--passes=60]
 //       [--interval=1s] [--layouts=20] [--layout_hosts=512]
@@ -44,7 +47,9 @@
 // col-c p50 60 ms, max 104 ms after `layout apply` began; with 8,500
 // agents, the followers used 0.31-0.33 of the lone collector's CPU seconds
 // and the leader 0.41-0.42 (a third is the target), publishing 5.3 MB/s
-// per 1,000 nodes.
+// per 1,000 nodes. With 5,000 agents, since the leader hands a quarter of
+// its agents to the others (2026-11-27, three runs): the leader 0.34-0.37,
+// the followers 0.33-0.35 (0.39-0.40 and 0.32-0.33 before).
 #include <signal.h>
 
 #include <algorithm>
@@ -64,6 +69,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "analysis/fabric_view.h"
@@ -383,51 +389,6 @@ Collector StartPinned(const std::string& name, const std::string& nats,
   return c;
 }
 
-// Streams `agents[i]` virtual agents (prefix `prefixes[i]`) into
-// collector i for --split_duration, all at once; returns each collector's
-// CPU seconds over that time, empty on errors.
-std::vector<double> StreamAndMeasure(const std::vector<Collector>& c,
-                                     const std::vector<int>& agents,
-                                     const std::vector<std::string>& prefixes) {
-  const absl::Duration duration = absl::GetFlag(FLAGS_split_duration);
-  std::vector<absl::Duration> before;
-  for (const Collector& k : c) {
-    absl::StatusOr<testing::ProcessCpu> cpu =
-        testing::ReadProcessCpu(k.process->pid());
-    if (!cpu.ok()) return {};
-    before.push_back(cpu->total());
-  }
-  std::vector<std::unique_ptr<testing::Subprocess>> sims;
-  for (size_t i = 0; i < c.size(); ++i) {
-    sims.push_back(
-        std::make_unique<testing::Subprocess>(std::vector<std::string>{
-            "/usr/bin/taskset", "-c", absl::GetFlag(FLAGS_sim_cpus),
-            FABRICDIAG_SIM_BINARY, absl::StrCat("--virtual_agents=", agents[i]),
-            "--virtual_agent_prefix=" + prefixes[i],
-            absl::StrCat("--collector=127.0.0.1:", c[i].grpc),
-            absl::StrCat("--duration=", absl::FormatDuration(duration))}));
-    if (!sims.back()->Start().ok()) return {};
-  }
-  std::vector<double> used;
-  for (size_t i = 0; i < c.size(); ++i) {
-    const std::optional<int> code = sims[i]->Wait(duration + absl::Minutes(2));
-    const std::string out = sims[i]->Stdout();
-    const size_t at = out.find("virtual agents:");
-    std::printf("  %s\n",
-                at == std::string::npos
-                    ? ("sim failed: " + sims[i]->Stderr()).c_str()
-                    : out.substr(at, out.find('\n', at) - at).c_str());
-    if (code != 0) return {};
-  }
-  for (size_t i = 0; i < c.size(); ++i) {
-    absl::StatusOr<testing::ProcessCpu> cpu =
-        testing::ReadProcessCpu(c[i].process->pid());
-    if (!cpu.ok()) return {};
-    used.push_back(absl::ToDoubleSeconds(cpu->total() - before[i]));
-  }
-  return used;
-}
-
 // The value of the first sample of metric `name` (labels or not) on
 // collector `c`; -1 if none.
 double MetricValue(const Collector& c, const std::string& name) {
@@ -442,6 +403,46 @@ double MetricValue(const Collector& c, const std::string& name) {
     return std::atof(m->c_str() + space + 1);
   }
   return -1;
+}
+
+// Streams `agents` virtual agents for --split_duration into the collectors
+// `c`, all at once, from one simulator given every collector's address: each
+// agent starts at the collector its node name picks and follows hand-offs,
+// as fabricdiag-agent does. Returns each collector's CPU seconds over that
+// time, empty on errors.
+std::vector<double> StreamAndMeasure(const std::vector<Collector>& c,
+                                     int agents) {
+  const absl::Duration duration = absl::GetFlag(FLAGS_split_duration);
+  std::vector<absl::Duration> before;
+  std::vector<std::string> targets;
+  for (const Collector& k : c) {
+    absl::StatusOr<testing::ProcessCpu> cpu =
+        testing::ReadProcessCpu(k.process->pid());
+    if (!cpu.ok()) return {};
+    before.push_back(cpu->total());
+    targets.push_back(absl::StrCat("127.0.0.1:", k.grpc));
+  }
+  testing::Subprocess sim(std::vector<std::string>{
+      "/usr/bin/taskset", "-c", absl::GetFlag(FLAGS_sim_cpus),
+      FABRICDIAG_SIM_BINARY, absl::StrCat("--virtual_agents=", agents),
+      "--collector=" + absl::StrJoin(targets, ","),
+      absl::StrCat("--duration=", absl::FormatDuration(duration))});
+  if (!sim.Start().ok()) return {};
+  const std::optional<int> code = sim.Wait(duration + absl::Minutes(2));
+  const std::string out = sim.Stdout();
+  const size_t at = out.find("virtual agents:");
+  std::printf("  %s\n", at == std::string::npos
+                            ? ("sim failed: " + sim.Stderr()).c_str()
+                            : out.substr(at, out.find('\n', at) - at).c_str());
+  if (code != 0) return {};
+  std::vector<double> used;
+  for (size_t i = 0; i < c.size(); ++i) {
+    absl::StatusOr<testing::ProcessCpu> cpu =
+        testing::ReadProcessCpu(c[i].process->pid());
+    if (!cpu.ok()) return {};
+    used.push_back(absl::ToDoubleSeconds(cpu->total() - before[i]));
+  }
+  return used;
 }
 
 int CpuSplit(const testing::NatsCluster& nats, const std::string& dir) {
@@ -460,8 +461,7 @@ int CpuSplit(const testing::NatsCluster& nats, const std::string& dir) {
     one.push_back(StartPinned("alone", "", dir));
     if (one[0].grpc == 0) return 2;
     std::printf("one collector, no cluster:\n");
-    const std::vector<double> used =
-        StreamAndMeasure(one, {agents}, {"vnode-"});
+    const std::vector<double> used = StreamAndMeasure(one, agents);
     if (used.empty()) return 2;
     alone = used[0];
     std::printf("  collector: %.1f CPU seconds (%.0f%% of a core)\n", alone,
@@ -474,23 +474,30 @@ int CpuSplit(const testing::NatsCluster& nats, const std::string& dir) {
     c.push_back(StartPinned(name, nats.urls(), dir));
     if (c.back().grpc == 0) return 2;
   }
-  std::vector<int> share(kCollectors, agents / kCollectors);
-  share[0] += agents % kCollectors;
-  std::printf("3 collectors of a cluster, a third of the agents each:\n");
-  const std::vector<double> used =
-      StreamAndMeasure(c, share, {"a-vnode-", "b-vnode-", "c-vnode-"});
+  std::printf(
+      "3 collectors of a cluster, each agent at the collector its node "
+      "picks:\n");
+  const std::vector<double> used = StreamAndMeasure(c, agents);
   if (used.empty()) return 2;
+  // The simulator's agents report once a second.
+  const double intervals = seconds;
   for (int k = 0; k < kCollectors; ++k) {
     const double bytes =
         MetricValue(c[k], "fabricdiag_cluster_features_published_bytes");
     const double leader =
         MetricValue(c[k], "fabricdiag_cluster_analysis_leader");
+    // Reports stored per interval: about the agents streaming here.
+    const double streaming =
+        MetricValue(c[k], "fabricdiag_ingest_reports_total") / intervals;
+    const double handed =
+        MetricValue(c[k], "fabricdiag_ingest_handed_off_streams_total");
     std::printf(
-        "  %s%s: %d agents, %.1f CPU seconds (%.2f of the lone "
-        "collector's); feature stream %.2f MB per interval, %.2f MB/s "
-        "per 1,000 nodes\n",
-        kNames[k], leader == 1 ? " (analysis leader)" : "", share[k], used[k],
-        used[k] / alone, bytes / 1e6, bytes / 1e6 / (share[k] / 1000.0));
+        "  %s%s: ~%.0f agents (reports stored per interval), %.0f streams "
+        "handed off, %.1f CPU seconds (%.2f of the lone collector's); "
+        "feature stream %.2f MB per interval, %.2f MB/s per 1,000 nodes\n",
+        kNames[k], leader == 1 ? " (analysis leader)" : "", streaming, handed,
+        used[k], used[k] / alone, bytes / 1e6,
+        streaming > 0 ? bytes / 1e6 / (streaming / 1000.0) : 0.0);
   }
   for (Collector& k : c) {
     k.process->Signal(SIGTERM);

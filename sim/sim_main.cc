@@ -19,6 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "agent/collector_list.h"
 #include "common/clock.h"
 #include "common/names.h"
 #include "common/program.h"
@@ -47,8 +48,11 @@ ABSL_FLAG(int, virtual_agents, 0,
           "(each what an agent on an 8-NIC mlx5 node sends: ~1,270 series) "
           "for --duration (default 60s), then print throughput and "
           "send->ack latency");
-ABSL_FLAG(std::string, collector, "127.0.0.1:9811",
-          "HOST:PORT of the collector, with --virtual_agents");
+ABSL_FLAG(
+    std::string, collector, "127.0.0.1:9811",
+    "HOST:PORT of the collector, with --virtual_agents; a comma-separated "
+    "list for a collector cluster (each agent starts at the one its node "
+    "name picks and follows hand-offs, as fabricdiag-agent does)");
 ABSL_FLAG(std::string, virtual_agent_prefix, "vnode-",
           "Node names of the virtual agents: PREFIX00000, PREFIX00001, ... "
           "(several simulators feeding one collector cluster need different "
@@ -83,7 +87,13 @@ namespace {
 
 int VirtualAgents(int agents) {
   fabricdiag::sim::VirtualAgentsOptions o;
-  o.target = absl::GetFlag(FLAGS_collector);
+  absl::StatusOr<std::vector<std::string>> targets =
+      fabricdiag::agent::ParseCollectorList(absl::GetFlag(FLAGS_collector));
+  if (!targets.ok()) {
+    std::cerr << "fabricdiag-sim: " << targets.status().message() << "\n";
+    return 2;
+  }
+  o.targets = *std::move(targets);
   o.nodes = agents;
   o.node_prefix = absl::GetFlag(FLAGS_virtual_agent_prefix);
   o.interval = absl::GetFlag(FLAGS_interval);
@@ -98,13 +108,14 @@ int VirtualAgents(int agents) {
   }
   std::cout << absl::StrFormat(
       "virtual agents: %d for %.1fs; values/s acked %.3gM; reports acked "
-      "%d of %d (dropped %d); streams rejected %d failed %d; %s\n",
+      "%d of %d (dropped %d); streams rejected %d failed %d handed off %d; "
+      "%s\n",
       agents, r->seconds, r->values_acked / r->seconds / 1e6, r->reports_acked,
       r->reports_sent, r->reports_dropped, r->streams_rejected,
-      r->streams_failed, fabricdiag::sim::LatencySummary(*r));
+      r->streams_failed, r->handoffs, fabricdiag::sim::LatencySummary(*r));
   if (r->reports_acked == 0) {
-    std::cerr << "fabricdiag-sim: the collector at " << o.target
-              << " acknowledged no report\n";
+    std::cerr << "fabricdiag-sim: the collector at "
+              << absl::GetFlag(FLAGS_collector) << " acknowledged no report\n";
     return 1;
   }
   return 0;

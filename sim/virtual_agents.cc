@@ -14,6 +14,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "agent/collector_list.h"
 #include "proto/ingest.grpc.pb.h"
 #include "sim/virtual_node.h"
 
@@ -67,17 +68,50 @@ struct Shared {
   Histogram window;   // the reports acknowledged in the current second
   // Latency of reports sent before is not kept: the end of the warm-up.
   std::atomic<int64_t> record_after_nanos{INT64_MAX};
-  std::atomic<uint64_t> sent{0}, acked{0}, dropped{0}, rejected{0}, failed{0};
+  std::atomic<uint64_t> sent{0}, acked{0}, dropped{0}, rejected{0}, failed{0},
+      handoffs{0};
   std::mutex done_mu;
   std::condition_variable done_cv;
   int live = 0;
 };
 
-class VirtualAgent final
+class VirtualAgent;
+
+// One call of one agent: Hello, Inventory, Schema, then reports. A
+// collector's Handoff ends it and the agent starts another call to the
+// collector the real agent would pick (agent/collector_list.h).
+class AgentCall final
     : public grpc::ClientBidiReactor<v1::AgentMessage, v1::CollectorMessage> {
  public:
-  VirtualAgent(Shared* shared, v1::Ingest::Stub* stub, int index)
-      : shared_(shared), rng_(static_cast<uint64_t>(index) * 2654435761u + 1) {
+  AgentCall(VirtualAgent* agent, v1::Ingest::Stub* stub,
+            const v1::AgentMessage& hello);
+
+  void OnWriteDone(bool ok) override;
+  void OnReadDone(bool ok) override;
+  void OnDone(const grpc::Status& status) override;
+
+  grpc::ClientContext& context() { return context_; }
+
+ private:
+  friend class VirtualAgent;
+  // Hello, Inventory, Schema, then reports; the stage names what the
+  // write in flight is followed by. Guarded by the agent's mutex.
+  enum class Stage { kInventory, kSchema, kReports };
+
+  VirtualAgent* const agent_;
+  grpc::ClientContext context_;
+  v1::CollectorMessage in_;
+  Stage stage_ = Stage::kInventory;
+  bool writing_ = true;  // the Hello
+  bool handed_off_ = false;
+};
+
+class VirtualAgent {
+ public:
+  VirtualAgent(Shared* shared, std::vector<v1::Ingest::Stub*> stubs, int index)
+      : shared_(shared),
+        stubs_(std::move(stubs)),
+        rng_(static_cast<uint64_t>(index) * 2654435761u + 1) {
     v1::Hello* hello = hello_.mutable_hello();
     hello->set_node(
         absl::StrFormat("%s%05d", shared->options.node_prefix, index));
@@ -88,12 +122,9 @@ class VirtualAgent final
                                        absl::Uniform<uint64_t>(gen)));
     hello->set_interval_ms(static_cast<uint32_t>(
         absl::ToInt64Milliseconds(shared->options.interval)));
-    stub->async()->Stream(&context_, this);
-    StartRead(&in_);
-    writing_ = true;
-    stage_ = Stage::kInventory;
-    StartWrite(&hello_);
-    StartCall();
+    target_ = agent::PreferredCollectorIndex(hello->node(), stubs_.size());
+    std::lock_guard<std::mutex> lock(mu_);
+    StartCallLocked();
   }
 
   // One interval has passed: this agent owes a report.
@@ -105,45 +136,65 @@ class VirtualAgent final
       return;
     }
     ++due_;
-    if (!writing_ && stage_ == Stage::kReports) WriteReportLocked();
+    if (!call_->writing_ && !call_->handed_off_ &&
+        call_->stage_ == AgentCall::Stage::kReports) {
+      WriteReportLocked();
+    }
   }
 
-  void Cancel() { context_.TryCancel(); }
+  void Cancel() {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled_ = true;
+    if (!done_) call_->context().TryCancel();
+  }
 
   // Streaming reports with nothing queued and at most one unacknowledged.
   bool CaughtUp() {
     std::lock_guard<std::mutex> lock(mu_);
-    return stage_ == Stage::kReports && due_ == 0 && in_flight_.size() <= 1;
+    return !done_ && call_->stage_ == AgentCall::Stage::kReports && due_ == 0 &&
+           replay_.empty() && in_flight_.size() <= 1;
   }
 
-  void OnWriteDone(bool ok) override {
+ private:
+  friend class AgentCall;
+
+  void StartCallLocked() {
+    // A finished call may still be inside its OnDone: kept until the agent
+    // goes.
+    if (call_ != nullptr) retired_.push_back(std::move(call_));
+    call_ = std::make_unique<AgentCall>(this, stubs_[target_], hello_);
+  }
+
+  void OnWriteDone(AgentCall* call, bool ok) {
     std::lock_guard<std::mutex> lock(mu_);
-    writing_ = false;
-    if (!ok) return;  // OnDone follows
-    if (stage_ == Stage::kInventory) {
-      stage_ = Stage::kSchema;
-      writing_ = true;
-      StartWrite(&shared_->node.inventory);
+    call->writing_ = false;
+    if (!ok || call->handed_off_) return;  // OnDone follows
+    if (call->stage_ == AgentCall::Stage::kInventory) {
+      call->stage_ = AgentCall::Stage::kSchema;
+      call->writing_ = true;
+      call->StartWrite(&shared_->node.inventory);
       return;
     }
-    if (stage_ == Stage::kSchema) {
-      stage_ = Stage::kReports;
-      writing_ = true;
-      StartWrite(&shared_->node.schema);
+    if (call->stage_ == AgentCall::Stage::kSchema) {
+      call->stage_ = AgentCall::Stage::kReports;
+      call->writing_ = true;
+      call->StartWrite(&shared_->node.schema);
       return;
     }
-    if (due_ > 0) WriteReportLocked();
+    if (due_ > 0 || !replay_.empty()) WriteReportLocked();
   }
 
-  void OnReadDone(bool ok) override {
-    if (!ok) return;
-    if (in_.has_reject()) {
+  void OnRead(AgentCall* call, const v1::CollectorMessage& in) {
+    if (in.has_reject()) {
       shared_->rejected.fetch_add(1, std::memory_order_relaxed);
-    } else if (in_.has_ack()) {
+    } else if (in.has_handoff()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      call->handed_off_ = true;
+    } else if (in.has_ack()) {
       const absl::Time now = absl::Now();
       std::lock_guard<std::mutex> lock(mu_);
       while (!in_flight_.empty() &&
-             in_flight_.front().first <= in_.ack().seq()) {
+             in_flight_.front().first <= in.ack().seq()) {
         if (absl::ToUnixNanos(in_flight_.front().second) >=
             shared_->record_after_nanos.load(std::memory_order_relaxed)) {
           shared_->latency.Add(now - in_flight_.front().second);
@@ -153,27 +204,37 @@ class VirtualAgent final
         in_flight_.pop_front();
       }
     }
-    StartRead(&in_);
   }
 
-  void OnDone(const grpc::Status& status) override {
-    if (!status.ok() && status.error_code() != grpc::StatusCode::CANCELLED &&
-        status.error_code() != grpc::StatusCode::INVALID_ARGUMENT) {
-      shared_->failed.fetch_add(1, std::memory_order_relaxed);
-    }
+  // The call ended. After a Handoff (and unless the run is ending) the
+  // agent moves where the real agent would and replays what was not
+  // acknowledged; any other end is the end of this agent.
+  void OnDone(AgentCall* call, const grpc::Status& status) {
     {
       std::lock_guard<std::mutex> lock(mu_);
+      if (call->handed_off_ && !cancelled_ && stubs_.size() > 1) {
+        shared_->handoffs.fetch_add(1, std::memory_order_relaxed);
+        target_ = agent::HandoffCollectorIndex(hello_.hello().node(), target_,
+                                               stubs_.size());
+        // Unacknowledged reports go again, in order, before new ones.
+        for (auto it = in_flight_.rbegin(); it != in_flight_.rend(); ++it) {
+          replay_.push_front(it->first);
+        }
+        in_flight_.clear();
+        StartCallLocked();
+        return;
+      }
       done_ = true;
+    }
+    if (!status.ok() && status.error_code() != grpc::StatusCode::CANCELLED &&
+        status.error_code() != grpc::StatusCode::INVALID_ARGUMENT &&
+        !call->handed_off_) {
+      shared_->failed.fetch_add(1, std::memory_order_relaxed);
     }
     std::lock_guard<std::mutex> lock(shared_->done_mu);
     --shared_->live;
     shared_->done_cv.notify_all();
   }
-
- private:
-  // Hello, Inventory, Schema, then reports; the stage names what the
-  // write in flight is followed by.
-  enum class Stage { kInventory, kSchema, kReports };
 
   uint64_t NextRandom() {
     rng_ ^= rng_ << 13;
@@ -183,8 +244,15 @@ class VirtualAgent final
   }
 
   void WriteReportLocked() {
-    --due_;
-    const uint64_t seq = ++seq_;
+    const bool fresh = replay_.empty();
+    uint64_t seq;
+    if (fresh) {
+      --due_;
+      seq = ++seq_;
+    } else {
+      seq = replay_.front();
+      replay_.pop_front();
+    }
     // The template keeps the encoder's arrays; copying it reuses the
     // report's storage after the first time.
     *report_.mutable_report() = shared_->node.report.report();
@@ -199,39 +267,68 @@ class VirtualAgent final
     r->set_wall_time_unix_nanos(absl::ToUnixNanos(now));
     r->set_monotonic_nanos(absl::ToUnixNanos(now));
     in_flight_.emplace_back(seq, now);
-    shared_->sent.fetch_add(1, std::memory_order_relaxed);
-    writing_ = true;
-    StartWrite(&report_);
+    // Reports, not writes: a replayed one was counted when first sent.
+    if (fresh) shared_->sent.fetch_add(1, std::memory_order_relaxed);
+    call_->writing_ = true;
+    call_->StartWrite(&report_);
   }
 
   Shared* const shared_;
-  grpc::ClientContext context_;
+  const std::vector<v1::Ingest::Stub*> stubs_;  // one per collector
   v1::AgentMessage hello_;
-  v1::AgentMessage report_;
-  v1::CollectorMessage in_;
+  v1::AgentMessage report_;  // stable until its write completes
   uint64_t rng_;
 
   std::mutex mu_;
-  Stage stage_ = Stage::kSchema;
-  bool writing_ = false;
-  bool done_ = false;
+  size_t target_ = 0;  // index into stubs_
+  std::unique_ptr<AgentCall> call_;
+  std::vector<std::unique_ptr<AgentCall>> retired_;
+  bool done_ = false;       // the last call ended
+  bool cancelled_ = false;  // the run is ending
   int due_ = 0;
   uint64_t seq_ = 0;
+  std::deque<uint64_t> replay_;  // seqs to send again (after a handoff)
   std::deque<std::pair<uint64_t, absl::Time>> in_flight_;  // seq, sent
 };
 
-using Agents = std::vector<std::unique_ptr<VirtualAgent>>;
-using Stubs = std::vector<std::unique_ptr<v1::Ingest::Stub>>;
+AgentCall::AgentCall(VirtualAgent* agent, v1::Ingest::Stub* stub,
+                     const v1::AgentMessage& hello)
+    : agent_(agent) {
+  stub->async()->Stream(&context_, this);
+  StartRead(&in_);
+  StartWrite(&hello);
+  StartCall();
+}
 
-// `channels` connections of their own; each stub keeps its channel alive.
+void AgentCall::OnWriteDone(bool ok) { agent_->OnWriteDone(this, ok); }
+
+void AgentCall::OnReadDone(bool ok) {
+  if (!ok) return;
+  agent_->OnRead(this, in_);
+  StartRead(&in_);
+}
+
+void AgentCall::OnDone(const grpc::Status& status) {
+  agent_->OnDone(this, status);
+}
+
+using Agents = std::vector<std::unique_ptr<VirtualAgent>>;
+// Per collector, `channels` stubs.
+using Stubs = std::vector<std::vector<std::unique_ptr<v1::Ingest::Stub>>>;
+
+// `channels` connections of their own to each collector; each stub keeps
+// its channel alive.
 Stubs MakeStubs(const VirtualAgentsOptions& options) {
   Stubs stubs;
-  for (int c = 0; c < options.channels; ++c) {
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // own connection
-    args.SetMaxSendMessageSize(64 * 1024 * 1024);
-    stubs.push_back(v1::Ingest::NewStub(grpc::CreateCustomChannel(
-        options.target, grpc::InsecureChannelCredentials(), args)));
+  for (const std::string& target : options.targets) {
+    stubs.emplace_back();
+    for (int c = 0; c < options.channels; ++c) {
+      grpc::ChannelArguments args;
+      args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // own connection
+      args.SetMaxSendMessageSize(64 * 1024 * 1024);
+      stubs.back().push_back(v1::Ingest::NewStub(grpc::CreateCustomChannel(
+          target, grpc::InsecureChannelCredentials(), args)));
+    }
   }
   return stubs;
 }
@@ -243,8 +340,13 @@ Agents StartAgents(const VirtualAgentsOptions& options, const Stubs& stubs,
   agents.reserve(static_cast<size_t>(options.nodes));
   shared->live = options.nodes;
   for (int i = 0; i < options.nodes; ++i) {
-    agents.push_back(std::make_unique<VirtualAgent>(
-        shared, stubs[static_cast<size_t>(i % options.channels)].get(), i));
+    std::vector<v1::Ingest::Stub*> mine;
+    for (const auto& per_collector : stubs) {
+      mine.push_back(
+          per_collector[static_cast<size_t>(i % options.channels)].get());
+    }
+    agents.push_back(
+        std::make_unique<VirtualAgent>(shared, std::move(mine), i));
   }
   return agents;
 }
@@ -281,7 +383,7 @@ void PrintProgress(LoadRun& run, absl::Time now, double window_p99) {
   if (run.progress != nullptr) {
     *run.progress << absl::StrFormat(
         "t=%3.0fs values/s sent %.3gM acked %.3gM  p99 %s  dropped %d "
-        "rejected %d failed %d\n",
+        "rejected %d failed %d handed off %d\n",
         absl::ToDoubleSeconds(now - run.start),
         (sent - run.last_sent) * series / 1e6,
         (acked - run.last_acked) * series / 1e6,
@@ -289,7 +391,8 @@ void PrintProgress(LoadRun& run, absl::Time now, double window_p99) {
             ? absl::StrFormat("%.1f ms (this second %.1f ms)",
                               shared->latency.QuantileMs(0.99), window_p99)
             : std::string("(warming up)"),
-        shared->dropped.load(), shared->rejected.load(), shared->failed.load());
+        shared->dropped.load(), shared->rejected.load(), shared->failed.load(),
+        shared->handoffs.load());
     run.progress->flush();
   }
   run.last_sent = sent;
@@ -370,6 +473,7 @@ VirtualAgentsResult Summarize(const LoadRun& run, absl::Time sending_done) {
   r.reports_dropped = shared.dropped.load();
   r.streams_rejected = shared.rejected.load();
   r.streams_failed = shared.failed.load();
+  r.handoffs = shared.handoffs.load();
   r.latency_samples = shared.latency.Count();
   r.latency_p50_ms = shared.latency.QuantileMs(0.5);
   r.latency_p99_ms = shared.latency.QuantileMs(0.99);
@@ -388,8 +492,10 @@ VirtualAgentsResult Summarize(const LoadRun& run, absl::Time sending_done) {
 
 absl::StatusOr<VirtualAgentsResult> RunVirtualAgents(
     const VirtualAgentsOptions& options, std::ostream* progress) {
-  if (options.target.empty()) {
-    return absl::InvalidArgumentError("--target is empty");
+  if (options.targets.empty() ||
+      std::any_of(options.targets.begin(), options.targets.end(),
+                  [](const std::string& t) { return t.empty(); })) {
+    return absl::InvalidArgumentError("no collector, or an empty one");
   }
   if (options.nodes <= 0 || options.channels <= 0 ||
       options.interval <= absl::ZeroDuration()) {

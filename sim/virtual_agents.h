@@ -18,7 +18,7 @@
 // without any clock shared between processes.
 //
 //   VirtualAgentsOptions opts;
-//   opts.target = "127.0.0.1:9811";
+//   opts.targets = {"127.0.0.1:9811"};
 //   opts.nodes = 8000;
 //   ASSIGN_OR_RETURN(VirtualAgentsResult r, RunVirtualAgents(opts,
 //   &std::cout));
@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -36,7 +37,10 @@
 namespace fabricdiag::sim {
 
 struct VirtualAgentsOptions {
-  std::string target;
+  // The collectors (HOST:PORT). Each agent starts at the one its node name
+  // picks and follows Handoffs as the real agent does
+  // (agent/collector_list.h); any other end of its stream ends the agent.
+  std::vector<std::string> targets;
   int nodes = 100;
   int nics = 8;
   absl::Duration interval = absl::Seconds(1);
@@ -61,6 +65,7 @@ struct VirtualAgentsResult {
   uint64_t reports_dropped = 0;  // the agent's backlog was full
   uint64_t streams_rejected = 0;
   uint64_t streams_failed = 0;
+  uint64_t handoffs = 0;  // streams a collector handed to another
   // Seconds until latency was recorded (warm-up and catch-up); infinite
   // when the agents never caught up.
   double warmup_seconds = 0;

@@ -13,12 +13,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "agent/collector_list.h"
 #include "collector/fabric_view_builder.h"
 #include "collector/ingest_service.h"
 #include "collector/server.h"
@@ -91,7 +96,7 @@ TEST(VirtualAgentsTest, StoredAcknowledgedAndAnalysed) {
   ASSERT_TRUE(server.ok()) << server.status();
 
   VirtualAgentsOptions opts;
-  opts.target = absl::StrCat("127.0.0.1:", (*server)->port());
+  opts.targets = {absl::StrCat("127.0.0.1:", (*server)->port())};
   opts.nodes = 20;
   opts.nics = 2;
   opts.interval = absl::Milliseconds(100);
@@ -128,6 +133,99 @@ TEST(VirtualAgentsTest, StoredAcknowledgedAndAnalysed) {
   (*server)->Shutdown(absl::ZeroDuration());
 }
 
+// Hands off every node of an odd number once the test sets the epoch.
+class HandOffOddNodes final : public collector::IngestPlacement {
+ public:
+  uint64_t Epoch() override { return epoch.load(); }
+  std::optional<std::string> HandOff(absl::string_view node) override {
+    if ((node.back() - '0') % 2 == 0) return std::nullopt;
+    return std::string("test placement");
+  }
+  std::atomic<uint64_t> epoch{0};
+};
+
+// Virtual agents follow a Handoff as the real agent does: the streams of
+// the odd nodes move from the first collector to the second mid-run and
+// replay what the first did not acknowledge, so every report of every
+// node is held by one of the two, without a gap.
+TEST(VirtualAgentsTest, FollowHandoffsAndLoseNothing) {
+  SystemClock clock;
+  collector::SeriesStore first_store(collector::SeriesStore::Options{}, clock);
+  collector::SeriesStore second_store(collector::SeriesStore::Options{}, clock);
+  collector::IngestCounters first_counters;
+  collector::IngestCounters second_counters;
+  HandOffOddNodes placement;
+  collector::IngestService first(&first_store, &first_counters, {}, &placement);
+  collector::IngestService second(&second_store, &second_counters);
+  collector::CollectorServer::Options o;
+  o.listen = "127.0.0.1:0";
+  auto first_server = collector::CollectorServer::Start(o, {&first});
+  ASSERT_TRUE(first_server.ok()) << first_server.status();
+  auto second_server = collector::CollectorServer::Start(o, {&second});
+  ASSERT_TRUE(second_server.ok()) << second_server.status();
+
+  VirtualAgentsOptions opts;
+  opts.targets = {absl::StrCat("127.0.0.1:", (*first_server)->port()),
+                  absl::StrCat("127.0.0.1:", (*second_server)->port())};
+  opts.nodes = 20;
+  opts.nics = 1;
+  opts.interval = absl::Milliseconds(100);
+  opts.duration = absl::Seconds(2);
+  opts.warmup = absl::Milliseconds(300);
+  std::thread flip([&] {
+    absl::SleepFor(absl::Milliseconds(800));
+    placement.epoch = 1;
+  });
+  absl::StatusOr<VirtualAgentsResult> r = RunVirtualAgents(opts, nullptr);
+  flip.join();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->reports_acked + r->reports_dropped, r->reports_sent);
+  EXPECT_EQ(r->reports_dropped, 0u);
+  EXPECT_EQ(r->streams_failed, 0u);
+
+  // Any series of the node: each report holds them all.
+  absl::StatusOr<VirtualNode> virtual_node = BuildVirtualNode(1);
+  ASSERT_TRUE(virtual_node.ok()) << virtual_node.status();
+  const v1::Series& first_series = virtual_node->schema.schema().series(0);
+  const collector::SeriesKey key{first_series.subsystem(),
+                                 first_series.device(), first_series.port(),
+                                 first_series.name()};
+  auto held = [&](collector::SeriesStore& store, const std::string& node) {
+    std::set<uint64_t> seqs;
+    auto w = store.Window(node, key, absl::InfinitePast());
+    if (w.ok()) {
+      for (const collector::RatePoint& p : *w) seqs.insert(p.seq);
+    }
+    return seqs;
+  };
+  uint64_t moved = 0;
+  for (int i = 0; i < opts.nodes; ++i) {
+    const std::string node = absl::StrFormat("vnode-%05d", i);
+    const std::set<uint64_t> a = held(first_store, node);
+    const std::set<uint64_t> b = held(second_store, node);
+    std::set<uint64_t> all = a;
+    all.insert(b.begin(), b.end());
+    ASSERT_FALSE(all.empty()) << node;
+    // 1..n, each once somewhere (a replayed report the first held is
+    // counted by both: a set).
+    EXPECT_EQ(*all.begin(), 1u) << node;
+    EXPECT_EQ(*all.rbegin(), all.size()) << node;
+    const bool started_first = agent::PreferredCollectorIndex(node, 2) == 0;
+    if (i % 2 == 1 && started_first) {
+      ++moved;
+      EXPECT_FALSE(a.empty()) << node;  // before the flip
+      EXPECT_FALSE(b.empty()) << node;  // after it
+    } else {
+      EXPECT_TRUE((started_first ? b : a).empty()) << node;
+    }
+  }
+  EXPECT_GT(moved, 0u);
+  EXPECT_EQ(r->handoffs, moved);
+  EXPECT_EQ(first_counters.handoffs.load(), moved);
+  (*first_server)->Shutdown(absl::ZeroDuration());
+  (*second_server)->Shutdown(absl::ZeroDuration());
+}
+
 // Nobody listening: every stream fails, nothing is acknowledged, and no
 // latency is reported (rather than a reassuring 0 ms).
 TEST(VirtualAgentsTest, DeadCollectorIsReportedNotMeasured) {
@@ -145,7 +243,7 @@ TEST(VirtualAgentsTest, DeadCollectorIsReportedNotMeasured) {
   ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
 
   VirtualAgentsOptions opts;
-  opts.target = absl::StrCat("127.0.0.1:", ntohs(addr.sin_port));
+  opts.targets = {absl::StrCat("127.0.0.1:", ntohs(addr.sin_port))};
   opts.nodes = 4;
   opts.nics = 1;
   opts.interval = absl::Milliseconds(100);

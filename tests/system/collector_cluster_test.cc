@@ -16,8 +16,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "agent/collector_list.h"
 #include "cluster/jetstream_declared_state.h"
+#include "cluster/leader_handoff.h"
 #include "cluster/nats_connection.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -311,6 +315,88 @@ TEST_F(CollectorClusterTest, LayoutsAndTopologyAreSharedAndSurviveFailures) {
   EXPECT_THAT(listed.out, HasSubstr("after")) << again.process->Stderr();
   EXPECT_THAT(Cli(again, {"topology", "show"}).out, HasSubstr("leaf-0"));
 }
+
+#ifndef FABRICDIAG_SANITIZED
+// The first sample of metric `name` on collector `c` (labels or not); -1 if
+// none.
+double MetricOf(const Collector& c, const std::string& name) {
+  absl::StatusOr<std::string> m = HttpGet(c.http, "/metrics");
+  if (!m.ok()) return -1;
+  const std::regex sample("\n" + name + "(\\{[^}]*\\})? ([^\n]+)");
+  std::smatch match;
+  double value = -1;
+  if (!std::regex_search(*m, match, sample) ||
+      !absl::SimpleAtod(match[2].str(), &value)) {
+    return -1;
+  }
+  return value;
+}
+
+// The analysis leader hands the agents of its share to the others, through
+// real collector processes: a simulator's agents, each given the three
+// collectors as real agents are, start at the collector their node picks;
+// exactly the leader's agents in the share (LeaderHandoff::InShare) are
+// handed off, once each, they go on streaming elsewhere, and no report is
+// lost. Real time (the simulator's agents report every second): not in the
+// sanitized build, as ClusterStoryTest.
+TEST_F(CollectorClusterTest, TheLeaderHandsItsShareOfAgentsToTheOthers) {
+  std::vector<Collector> c;
+  std::vector<std::string> targets;
+  for (const char* name : {"col-a", "col-b", "col-c"}) {
+    c.push_back(Start(name, nats_.urls()));
+    ASSERT_GT(c.back().grpc, 0);
+    targets.push_back(absl::StrCat("127.0.0.1:", c.back().grpc));
+  }
+  // A leader that sees the two others (members announce every 2 s).
+  size_t leader = c.size();
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        for (size_t i = 0; i < c.size(); ++i) {
+          if (MetricOf(c[i], "fabricdiag_cluster_analysis_leader") == 1 &&
+              MetricOf(c[i], "fabricdiag_cluster_members") == 3) {
+            leader = i;
+            return true;
+          }
+        }
+        return false;
+      },
+      absl::Seconds(30), absl::Milliseconds(200)));
+  constexpr int kAgents = 120;
+  int expected = 0;
+  for (int i = 0; i < kAgents; ++i) {
+    const std::string node = absl::StrFormat("hv-%05d", i);
+    if (agent::PreferredCollectorIndex(node, c.size()) == leader &&
+        cluster::LeaderHandoff::InShare(node)) {
+      ++expected;
+    }
+  }
+  ASSERT_GT(expected, 0);
+  RunResult sim = RunCommand({kSim, absl::StrCat("--virtual_agents=", kAgents),
+                              "--virtual_agent_prefix=hv-", "--duration=6s",
+                              "--collector=" + absl::StrJoin(targets, ",")});
+  ASSERT_EQ(sim.exit_code, 0) << sim.out << sim.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      sim.out, m,
+      std::regex("reports acked ([0-9]+) of ([0-9]+) \\(dropped ([0-9]+)\\); "
+                 "streams rejected 0 failed 0 handed off ([0-9]+)")))
+      << sim.out;
+  EXPECT_EQ(m[1].str(), m[2].str()) << sim.out;  // every report stored
+  EXPECT_EQ(m[3].str(), "0") << sim.out;
+  EXPECT_EQ(m[4].str(), std::to_string(expected)) << sim.out;
+  EXPECT_EQ(MetricOf(c[leader], "fabricdiag_ingest_handed_off_streams_total"),
+            expected);
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (i == leader) continue;
+    EXPECT_EQ(MetricOf(c[i], "fabricdiag_ingest_handed_off_streams_total"), 0)
+        << c[i].name;
+  }
+  for (Collector& each : c) each.process->Signal(SIGTERM);
+  for (Collector& each : c) {
+    EXPECT_TRUE(each.process->Wait(absl::Seconds(20)).has_value());
+  }
+}
+#endif  // FABRICDIAG_SANITIZED
 
 TEST_F(CollectorClusterTest, BadClusterFlagsAreClearErrors) {
   for (const auto& [flag, message] :

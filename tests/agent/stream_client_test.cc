@@ -294,10 +294,11 @@ TEST_F(StreamClientTest, AHandoffMovesToThePickAmongTheOthersAndReplays) {
   // A node that the pick sends past the next collector: moving to the next
   // one, as after a failure, would fail this test.
   std::string node;
-  for (int i = 0; node.empty(); ++i) {
+  for (int i = 0; i < 1000 && node.empty(); ++i) {
     const std::string name = absl::StrCat("gpu-", i);
     if (HandoffCollectorIndex(name, 0, 3) == 2) node = name;
   }
+  ASSERT_FALSE(node.empty()) << "no node is handed past the next collector";
   o.node = node;
   auto client = MakeClient(o);
   ASSERT_NE(client, nullptr);

@@ -143,9 +143,15 @@ class VirtualAgent {
   }
 
   void Cancel() {
-    std::lock_guard<std::mutex> lock(mu_);
-    cancelled_ = true;
-    if (!done_) call_->context().TryCancel();
+    AgentCall* call = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled_ = true;  // no call starts after this
+      if (!done_) call = call_.get();
+    }
+    // Outside the lock, which the call's reactions take. Calls are kept
+    // until the agent goes, so `call` is still there.
+    if (call != nullptr) call->context().TryCancel();
   }
 
   // Streaming reports with nothing queued and at most one unacknowledged.

@@ -37,17 +37,25 @@ std::optional<std::string> LeaderHandoff::HandOff(absl::string_view node) {
   const int64_t now = clock_.MonotonicNanos();
   const int64_t window = absl::ToInt64Nanoseconds(kTakeBackWithin);
   absl::MutexLock lock(&mu_);
-  auto [it, inserted] = handed_off_.try_emplace(node, now);
-  if (!inserted) {
+  auto it = handed_off_.find(node);
+  if (it != handed_off_.end()) {
     // Back within the window: no other collector took it.
     if (now - it->second < window) return std::nullopt;
     it->second = now;
-  }
-  if (handed_off_.size() >= prune_at_) {
-    absl::erase_if(handed_off_, [&](const auto& entry) {
-      return now - entry.second >= window;
-    });
-    prune_at_ = std::max<size_t>(1024, 2 * handed_off_.size());
+  } else {
+    // Pruning walks every entry: when the memory is full of young ones,
+    // not again for a while (a flood must not cost a walk per Hello).
+    const bool full = handed_off_.size() >= kMaxRemembered;
+    if ((!full && handed_off_.size() >= prune_at_) ||
+        (full && now >= next_full_prune_nanos_)) {
+      absl::erase_if(handed_off_, [&](const auto& entry) {
+        return now - entry.second >= window;
+      });
+      prune_at_ = std::max<size_t>(1024, 2 * handed_off_.size());
+      next_full_prune_nanos_ = now + absl::ToInt64Nanoseconds(kRefullPrune);
+    }
+    if (handed_off_.size() >= kMaxRemembered) return std::nullopt;
+    handed_off_.emplace(node, now);
   }
   return absl::StrCat(
       "this collector leads the cluster's analysis and hands one agent in ",

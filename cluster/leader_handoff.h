@@ -50,6 +50,13 @@ class LeaderHandoff final : public collector::IngestPlacement {
   // One node in kShare is handed off.
   static constexpr uint64_t kShare = 4;
   static constexpr absl::Duration kTakeBackWithin = absl::Minutes(10);
+  // Nodes remembered at most. A 200k-GPU cluster hands off a few thousand
+  // in 10 minutes; a flood of Hellos under made-up names (ingest without a
+  // token or mutual TLS) must not grow memory without bound: when full,
+  // the leader takes every agent rather than forget one it sent away.
+  static constexpr size_t kMaxRemembered = 65536;
+  // While full, forgotten nodes are looked for at most this often.
+  static constexpr absl::Duration kRefullPrune = absl::Minutes(1);
   // How long Epoch() reuses its look at the lease and the members.
   static constexpr absl::Duration kRefreshEvery = absl::Milliseconds(250);
 
@@ -83,6 +90,7 @@ class LeaderHandoff final : public collector::IngestPlacement {
   // Nodes handed off, and when (MonotonicNanos).
   absl::flat_hash_map<std::string, int64_t> handed_off_ ABSL_GUARDED_BY(mu_);
   size_t prune_at_ ABSL_GUARDED_BY(mu_) = 1024;
+  int64_t next_full_prune_nanos_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace fabricdiag::cluster

@@ -160,5 +160,31 @@ TEST(LeaderHandoffTest, ForgetsNodesHandedOffLongAgo) {
   EXPECT_GT(again, 100);
 }
 
+// A flood of Hellos under made-up names fills the memory up to its bound,
+// no further: beyond it the leader takes the agents instead.
+TEST(LeaderHandoffTest, AFloodOfNamesIsBoundedAndThenTaken) {
+  World w;
+  w.term = 1;
+  w.live = 3;
+  size_t handed = 0;
+  size_t taken = 0;
+  for (size_t i = 0; handed + taken < 2 * LeaderHandoff::kMaxRemembered; ++i) {
+    const std::string node = absl::StrCat("flood-", i);
+    if (!LeaderHandoff::InShare(node)) continue;
+    if (w.handoff.HandOff(node).has_value()) {
+      ++handed;
+    } else {
+      ++taken;
+    }
+  }
+  EXPECT_EQ(handed, LeaderHandoff::kMaxRemembered);
+  EXPECT_EQ(taken, LeaderHandoff::kMaxRemembered);
+  EXPECT_EQ(w.handoff.remembered(), LeaderHandoff::kMaxRemembered);
+  // Once they age out, they are forgotten and hand-offs resume.
+  w.clock.Advance(LeaderHandoff::kTakeBackWithin);
+  EXPECT_TRUE(w.handoff.HandOff(NodeInShare(true)).has_value());
+  EXPECT_EQ(w.handoff.remembered(), 1u);
+}
+
 }  // namespace
 }  // namespace fabricdiag::cluster

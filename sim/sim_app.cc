@@ -266,9 +266,15 @@ int RunSim(const SimConfig& config, const Clock& clock, Waiter* waiter,
       << absl::StrFormat(" (unix %.3f)",
                          absl::ToDoubleSeconds(clock.Now() - absl::UnixEpoch()))
       << std::endl;
-  const int64_t step_nanos = absl::ToInt64Nanoseconds(config.interval);
-  for (int64_t k = 1;; ++k) {
-    if (waiter->WaitUntil(start + k * step_nanos)) break;
+  // Ticks half an interval past the wall clock's grid (NextGridTick),
+  // where agents with the same interval read: a tick written at the
+  // instant they read would be seen by some of them and missed by others,
+  // whose rates for that read would be 0 and twice the truth.
+  const absl::Duration tick_offset = config.interval / 2;
+  while (true) {
+    const int64_t next = NextGridTick(clock.MonotonicNanos(), clock.Now(),
+                                      config.interval, tick_offset);
+    if (waiter->WaitUntil(next)) break;
     // Counters advance by the time that really passed (a late tick carries
     // more), so their rates stay right whatever the scheduling.
     double now = static_cast<double>(clock.MonotonicNanos() - start) / 1e9;

@@ -3,6 +3,7 @@
 // --ethtool_dir=OUT/N/ethtool` reads them.
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "agent/device_links.h"
 #include "agent/ethtool_source.h"
@@ -310,33 +311,40 @@ TEST(SimulationTest, PrintsPhaseChanges) {
             "t=4s hot_expert gpu-003 mlx5_2 ends\n");
 }
 
-TEST(SimulationTest, RealTimeLoopStopsAtDurationWithAFakeClock) {
+// Ticks in real time until the duration. Agents read on the wall clock's
+// grid of their interval: the simulator writes half an interval away from
+// it, so that no read races a write, whenever it started and however late
+// a tick ran.
+TEST(SimulationTest, RealTimeLoopTicksBetweenTheAgentsReadsUntilDuration) {
   testing::TempDir dir;
   SimConfig config;
   config.layout_files = {dir.Write("l.yaml", testing::kMoeLayout)};
   config.out_dir = dir.path() + "/out";
   config.duration = absl::Seconds(3);
   FakeClock clock;
-  // Each wait moves the clock to the deadline plus 200 ms of lateness.
+  clock.Advance(absl::Milliseconds(130));  // started off the grid
+  // Each wait moves the clock to its deadline plus 200 ms of lateness.
   struct LateWaiter : Waiter {
     FakeClock* clock;
-    int waits = 0;
+    std::vector<int64_t> phases_ms;  // of each deadline, on the wall clock
     bool WaitUntil(int64_t deadline) override {
-      ++waits;
-      clock->Advance(absl::Nanoseconds(deadline - clock->MonotonicNanos()) +
-                     absl::Milliseconds(200));
+      clock->Advance(absl::Nanoseconds(deadline - clock->MonotonicNanos()));
+      phases_ms.push_back(absl::ToUnixMillis(clock->Now()) % 1000);
+      clock->Advance(absl::Milliseconds(200));
       return false;
     }
   } waiter;
   waiter.clock = &clock;
   std::ostringstream out, err;
   EXPECT_EQ(RunSim(config, clock, &waiter, out, err), 0) << err.str();
-  EXPECT_EQ(waiter.waits, 3);
+  // At 0.5, 1.5, 2.5 and 3.5 s of the wall clock's seconds (each run 200
+  // ms late); the last one is cut at the duration.
+  EXPECT_THAT(waiter.phases_ms, ::testing::ElementsAre(500, 500, 500, 500));
   // Where its clock started, on the wall clock (FakeClock starts at unix
   // 1795000000).
   EXPECT_THAT(err.str(),
               ::testing::HasSubstr("fabricdiag-sim: t=0 at 2026-11-18T"
-                                   "11:06:40.000Z (unix 1795000000.000)\n"));
+                                   "11:06:40.130Z (unix 1795000000.130)\n"));
 }
 
 TEST(SimulationTest, SignalStopsTheLoop) {

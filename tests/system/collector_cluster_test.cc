@@ -627,9 +627,15 @@ class ClusterStoryTest : public CollectorClusterTest {
            "\"mlx5_0\", \"period\": 2, \"start\": "
         << absl::ToInt64Seconds(kSecondFault) << "}]}";
     // As sim_faults_e2e at 0.5 s: a fault is seen after the window fills
-    // and 3 passes.
+    // and 3 passes. This test is about failover, not about the margin of
+    // the hot expert's condition: on a loaded machine its NIC measured
+    // 4.1-9.3 times the group's median from pass to pass (1.5 s windows over
+    // a 1 s training step, agents late to read); a CI run saw it resolve
+    // and reopen, most likely after 4 passes in a row under the default 4x.
+    // At 3x it holds throughout: a resolve here is the failover's doing.
     std::ofstream(w + "/analysis.yaml")
-        << "window_seconds: 1.5\nhysteresis: {open_after: 3, clear_after: 4}\n";
+        << "window_seconds: 1.5\nhysteresis: {open_after: 3, clear_after: 4}\n"
+           "hot_expert_incast: {rx_over_median: 3}\n";
   }
 
   std::vector<std::string> CollectorFlags() const {
@@ -880,6 +886,14 @@ TEST_F(ClusterStoryTest, FindingsSurviveTheBusiestCollectorAndARestart) {
     }
   }
   for (auto& watch : watches) watch.reset();
+  // What the collectors logged so far is lost at the restart below: kept
+  // in the output of a run that failed, to tell why.
+  if (HasFailure()) {
+    for (const Collector& each : c) {
+      std::cout << "--- " << each.name << "'s log before the restart:\n"
+                << each.process->Stderr();
+    }
+  }
 
   // 6. Restart of everything but the agents: every NATS server and every
   // collector (on its ports, so the agents find it again). The declared
@@ -929,7 +943,9 @@ TEST_F(ClusterStoryTest, FindingsSurviveTheBusiestCollectorAndARestart) {
         return false;
       },
       absl::Seconds(10), absl::Milliseconds(200)))
-      << "no collector restored the straggler baselines";
+      << "no collector restored the straggler baselines; their logs:\n"
+      << c[0].process->Stderr() << c[1].process->Stderr()
+      << c[2].process->Stderr();
   std::cout << restored << "\n";
   // Every agent is back (each retried with its own backoff, up to 30 s),
   // and the hot expert never resolved in between: still open under its id.

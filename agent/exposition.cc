@@ -704,6 +704,12 @@ void AddHealth(const Snapshot& snap, const AgentHealth& h, Families* f) {
         "Times the agent moved to the next collector of --collector after "
         "a stream ended.",
         Type::kCounter, NoLabels, static_cast<double>(s.failovers));
+    f->AddDynamic(
+        "fabricdiag_agent_stream_handoffs_total",
+        "Times a collector handed the agent's stream to another collector "
+        "of --collector (a cluster's analysis leader sheds a share of its "
+        "agents).",
+        Type::kCounter, NoLabels, static_cast<double>(s.handoffs));
   }
 }
 

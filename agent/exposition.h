@@ -57,6 +57,7 @@ struct AgentHealth {
     uint64_t reconnects = 0;
     std::string collector;   // HOST:PORT streamed to (or being tried)
     uint64_t failovers = 0;  // moves to another collector of the list
+    uint64_t handoffs = 0;   // moves a collector asked for (Handoff)
   };
   std::optional<Stream> stream;  // absent when no collector is configured
   // The /metrics server's own counters; absent in --once and in tests.

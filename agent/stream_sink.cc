@@ -41,6 +41,7 @@ AgentHealth::Stream StreamSink::Health() const {
   health.reconnects = stats.reconnects;
   health.collector = std::move(stats.target);
   health.failovers = stats.failovers;
+  health.handoffs = stats.handoffs;
   return health;
 }
 

@@ -157,6 +157,7 @@ TEST(ExpositionTest, StreamMetricsOnlyWithACollector) {
   health.stream->buffered = 42;
   health.stream->collector = "c1:9811";
   health.stream->failovers = 3;
+  health.stream->handoffs = 2;
   std::string text = Render(TestSnapshot(), health);
   EXPECT_THAT(text, HasSubstr("fabricdiag_agent_stream_connected 0"));
   EXPECT_THAT(text, HasSubstr("fabricdiag_agent_stream_reports_buffered 42"));
@@ -165,6 +166,7 @@ TEST(ExpositionTest, StreamMetricsOnlyWithACollector) {
       HasSubstr(
           "fabricdiag_agent_stream_collector_info{collector=\"c1:9811\"} 1"));
   EXPECT_THAT(text, HasSubstr("fabricdiag_agent_stream_failovers_total 3"));
+  EXPECT_THAT(text, HasSubstr("fabricdiag_agent_stream_handoffs_total 2"));
 }
 
 TEST(ExpositionTest, PageServesNothingBeforeFirstSnapshot) {

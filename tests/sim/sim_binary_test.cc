@@ -91,6 +91,17 @@ TEST(SimBinaryTest, VirtualAgentsNameTheCollectorThatDidNotAnswer) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr("127.0.0.1:1 acknowledged no report"));
 
+  // A bad --collector list is refused before anything streams, naming the
+  // entry.
+  r = RunCommand({FABRICDIAG_SIM_BINARY, "--virtual_agents=3",
+                  "--collector=127.0.0.1:1,,127.0.0.1:2", "--duration=1s"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("entry 2 is empty"));
+  r = RunCommand({FABRICDIAG_SIM_BINARY, "--virtual_agents=3",
+                  "--collector=127.0.0.1:1,127.0.0.1:70000", "--duration=1s"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("127.0.0.1:70000: the port must be"));
+
   r = RunCommand({FABRICDIAG_SIM_BINARY, "--virtual_agents=-4"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("--virtual_agents"));

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -31,6 +32,12 @@ constexpr size_t kWriteBatch = 64;
 constexpr int kKeepaliveTimeMs = 30'000;
 constexpr int kKeepaliveTimeoutMs = 10'000;
 constexpr size_t kMaxReasonBytes = 512;
+// A hand-off within this long of the previous one waits the growing
+// backoff instead of the shortest: collectors that kept handing the agent
+// between them (none of ours does: only the analysis leader hands off, and
+// it takes back an agent that returns) cannot make it reconnect every
+// backoff_initial.
+constexpr absl::Duration kHandoffRepeatWindow = absl::Minutes(1);
 
 absl::Status CheckFields(const StreamClient::Options& o) {
   if (o.targets.empty()) {
@@ -196,6 +203,8 @@ void StreamClient::Run() {
   // Per target, so that collectors failing in turn (each error names its
   // target) log once each rather than on every attempt.
   std::vector<std::string> last_errors(options_.targets.size());
+  // Monotonic nanos of the last hand-off; nullopt before the first.
+  std::optional<int64_t> last_handoff;
   while (true) {
     bool got_response = false;
     absl::Status status = RunStream(options_.targets[current], &got_response);
@@ -205,10 +214,17 @@ void StreamClient::Run() {
     last_errors[current] = status.ToString();
     stats_.last_error = status.ToString();
     ++stats_.reconnects;
-    if (got_response) attempt = 0;
+    const bool handed_off =
+        !handoff_reason_.empty() && options_.targets.size() > 1;
+    const int64_t now = clock_.MonotonicNanos();
+    const bool handed_off_again =
+        handed_off && last_handoff.has_value() &&
+        now - *last_handoff < absl::ToInt64Nanoseconds(kHandoffRepeatWindow);
+    if (got_response && !handed_off_again) attempt = 0;
     const absl::Duration delay = BackoffDelay(attempt);
     if (attempt < 64) ++attempt;
-    if (!handoff_reason_.empty() && options_.targets.size() > 1) {
+    if (handed_off) {
+      last_handoff = now;
       // Asked to go: the collector works, so this is no error, and the
       // pick spreads the agents it hands off over all the others.
       const std::string& from = options_.targets[current];

@@ -329,6 +329,39 @@ TEST_F(StreamClientTest, AHandoffMovesToThePickAmongTheOthersAndReplays) {
   client->Stop();
 }
 
+// Two collectors that hand the agent to each other at every Hello (ours
+// never do) cannot make it reconnect every backoff_initial: a hand-off
+// within a minute of the last waits the growing backoff. Once one of them
+// takes the agent, it streams there.
+TEST_F(StreamClientTest, CollectorsBouncingTheAgentMeetTheGrowingBackoff) {
+  FakeIngestServer second;
+  ASSERT_TRUE(server_.Start().ok());
+  ASSERT_TRUE(second.Start().ok());
+  server_.set_hand_off(true);
+  second.set_hand_off(true);
+  StreamClient::Options o = BaseOptions();
+  o.targets = {server_.target(), second.target()};
+  o.backoff_max = absl::Seconds(2);
+  auto client = MakeClient(o);
+  ASSERT_NE(client, nullptr);
+  client->Start();
+  // 10, 20, 40, ... 640 ms: 7 moves in 1.5 s at most; at 10 ms each, with
+  // the backoff started over at every hand-off, over a hundred.
+  absl::SleepFor(absl::Milliseconds(1500));
+  const uint64_t moves = client->stats().handoffs;
+  EXPECT_GE(moves, 3u);
+  EXPECT_LE(moves, 8u);
+  EXPECT_EQ(client->stats().failovers, 0u);
+
+  server_.set_hand_off(false);
+  second.set_hand_off(false);
+  ReportMaker maker(8);
+  client->Enqueue(maker.Next());
+  EXPECT_TRUE(
+      Eventually([&] { return client->stats().acked == 1; }, absl::Seconds(5)));
+  client->Stop();
+}
+
 // The preferred collector returning does not pull the agent back: it stays
 // where it streams until that stream ends.
 TEST_F(StreamClientTest, StaysOnTheNewCollectorWhenTheFirstReturns) {

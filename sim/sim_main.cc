@@ -36,7 +36,9 @@ ABSL_FLAG(std::string, scenario, "",
 ABSL_FLAG(std::string, out, "",
           "Output directory: OUT/NODE/sys and OUT/NODE/ethtool per node");
 ABSL_FLAG(absl::Duration, interval, absl::Seconds(1),
-          "Tick: how often every counter file is rewritten");
+          "Tick: how often every counter file is rewritten (in real time, "
+          "half an interval after the wall clock's multiples of it, where "
+          "agents at the same interval read)");
 ABSL_FLAG(absl::Duration, duration, absl::ZeroDuration(),
           "How long to run; 0 = until SIGINT/SIGTERM");
 ABSL_FLAG(uint64_t, seed, 1, "Seed of the traffic skew and noise");

@@ -1,6 +1,7 @@
 #include "analysis/fabric_view.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <iterator>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/synchronization/mutex.h"
 
 namespace fabricdiag::analysis {
@@ -55,17 +57,17 @@ class SparePorts {
     std::vector<PortView> out;
     {
       absl::MutexLock lock(&mu_);
-      auto best = kept_.end();
-      for (auto it = kept_.begin(); it != kept_.end(); ++it) {
-        if (it->ports.capacity() >= ports &&
-            (best == kept_.end() ||
-             it->ports.capacity() < best->ports.capacity())) {
-          best = it;
+      size_t best = kept_count_;
+      for (size_t i = 0; i < kept_count_; ++i) {
+        const size_t capacity = kept_[i].ports.capacity();
+        if (capacity >= ports &&
+            (best == kept_count_ || capacity < kept_[best].ports.capacity())) {
+          best = i;
         }
       }
-      if (best != kept_.end()) {
-        out = std::move(best->ports);
-        kept_.erase(best);
+      if (best != kept_count_) {
+        out = std::move(kept_[best].ports);
+        Erase(best);
         stats_.held_bytes -= out.capacity() * sizeof(PortView);
         ++stats_.reused;
         return out;
@@ -78,31 +80,49 @@ class SparePorts {
   // Keeps `ports`' storage (its ports destroyed) when it is large. Frees
   // the kept vectors that kSpareAgeGives gives passed by (a view size no
   // pass builds any more: a collector that stopped leading the analysis
-  // merges no fabric), then the smallest while there are too many.
-  void Give(std::vector<PortView>&& ports) {
+  // merges no fabric), then the smallest while there are too many. Does
+  // not allocate (view assignment, which gives the storage it replaces,
+  // cannot fail).
+  void Give(std::vector<PortView>&& ports) noexcept {
     if (ports.capacity() < kSparePortsMin) return;
     ports.clear();
-    std::vector<std::vector<PortView>> dropped;  // freed outside the lock
+    // Freed outside the lock; at most every kept vector.
+    absl::InlinedVector<std::vector<PortView>, kSparePortVectors + 1> dropped;
     absl::MutexLock lock(&mu_);
     ++gives_;
     stats_.held_bytes += ports.capacity() * sizeof(PortView);
     ++stats_.kept;
-    kept_.push_back(Kept{std::move(ports), gives_});
-    for (auto it = kept_.begin(); it != kept_.end();) {
-      if (gives_ - it->given_at > kSpareAgeGives) {
-        dropped.push_back(std::move(it->ports));
-        it = kept_.erase(it);
+    kept_[kept_count_++] = Kept{std::move(ports), gives_};
+    for (size_t i = 0; i < kept_count_;) {
+      if (gives_ - kept_[i].given_at > kSpareAgeGives) {
+        dropped.push_back(std::move(kept_[i].ports));
+        Erase(i);
       } else {
-        ++it;
+        ++i;
       }
     }
-    while (kept_.size() > kSparePortVectors) {
-      auto smallest = std::min_element(
-          kept_.begin(), kept_.end(), [](const Kept& a, const Kept& b) {
-            return a.ports.capacity() < b.ports.capacity();
-          });
-      dropped.push_back(std::move(smallest->ports));
-      kept_.erase(smallest);
+    while (kept_count_ > kSparePortVectors) {
+      size_t smallest = 0;
+      for (size_t i = 1; i < kept_count_; ++i) {
+        if (kept_[i].ports.capacity() < kept_[smallest].ports.capacity()) {
+          smallest = i;
+        }
+      }
+      dropped.push_back(std::move(kept_[smallest].ports));
+      Erase(smallest);
+    }
+    for (const std::vector<PortView>& d : dropped) {
+      stats_.held_bytes -= d.capacity() * sizeof(PortView);
+      ++stats_.dropped;
+    }
+  }
+
+  void FreeAll() {
+    absl::InlinedVector<std::vector<PortView>, kSparePortVectors + 1> dropped;
+    absl::MutexLock lock(&mu_);
+    while (kept_count_ > 0) {
+      dropped.push_back(std::move(kept_[kept_count_ - 1].ports));
+      Erase(kept_count_ - 1);
     }
     for (const std::vector<PortView>& d : dropped) {
       stats_.held_bytes -= d.capacity() * sizeof(PortView);
@@ -118,11 +138,20 @@ class SparePorts {
  private:
   struct Kept {
     std::vector<PortView> ports;
-    uint64_t given_at;  // gives_ when it was kept
+    uint64_t given_at = 0;  // gives_ when it was kept
   };
 
+  // Removes kept_[i], keeping the others in order.
+  void Erase(size_t i) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::move(kept_.begin() + i + 1, kept_.begin() + kept_count_,
+              kept_.begin() + i);
+    kept_[--kept_count_] = Kept{};
+  }
+
   absl::Mutex mu_;
-  std::vector<Kept> kept_ ABSL_GUARDED_BY(mu_);
+  // kept_[0, kept_count_): one more than kept between two gives.
+  std::array<Kept, kSparePortVectors + 1> kept_ ABSL_GUARDED_BY(mu_);
+  size_t kept_count_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t gives_ ABSL_GUARDED_BY(mu_) = 0;
   SparePortStats stats_ ABSL_GUARDED_BY(mu_);
 };
@@ -131,11 +160,39 @@ class SparePorts {
 
 SparePortStats GetSparePortStats() { return SparePorts::Get().Stats(); }
 
-FabricView::~FabricView() {
+void FreeSparePorts() { SparePorts::Get().FreeAll(); }
+
+FabricView::~FabricView() { GiveStorage(); }
+
+FabricView& FabricView::operator=(const FabricView& other) {
+  if (this != &other) *this = FabricView(other);
+  return *this;
+}
+
+FabricView& FabricView::operator=(FabricView&& other) noexcept {
+  if (this == &other) return *this;
+  GiveStorage();
+  window_seconds = other.window_seconds;
+  ports_ = std::move(other.ports_);
+  runs_ = std::move(other.runs_);
+  unsorted_ = other.unsorted_;
+  nodes_ = std::move(other.nodes_);
+  prefixes_ = std::move(other.prefixes_);
+  other.ports_.clear();
+  other.runs_.clear();
+  other.unsorted_ = false;
+  other.nodes_.clear();
+  other.prefixes_.clear();
+  return *this;
+}
+
+void FabricView::GiveStorage() noexcept {
   SparePorts::Get().Give(std::move(ports_));
   for (std::vector<PortView>& run : runs_) {
     SparePorts::Get().Give(std::move(run));
   }
+  ports_.clear();
+  runs_.clear();
 }
 
 void FabricView::ReservePorts(size_t ports) {

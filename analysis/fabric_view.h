@@ -204,16 +204,19 @@ struct SparePortStats {
   size_t held_bytes = 0;  // capacity held now
 };
 SparePortStats GetSparePortStats();
+// Frees every kept vector now (they count as dropped).
+void FreeSparePorts();
 
 class FabricView {
  public:
   FabricView() = default;
-  // Gives a large view's port storage back for the next one.
+  // Gives a large view's port storage back for the next one, as does
+  // assigning over a view.
   ~FabricView();
   FabricView(const FabricView&) = default;
-  FabricView& operator=(const FabricView&) = default;
+  FabricView& operator=(const FabricView& other);
   FabricView(FabricView&&) = default;
-  FabricView& operator=(FabricView&&) = default;
+  FabricView& operator=(FabricView&& other) noexcept;
 
   // Length of the window the means were taken over.
   double window_seconds = 5;
@@ -248,6 +251,9 @@ class FabricView {
   absl::Span<const PortView> PortsOf(absl::string_view node) const;
 
  private:
+  // Gives ports_ and runs_ to the kept storage; leaves them empty.
+  void GiveStorage() noexcept;
+
   std::vector<PortView> ports_;
   // The AppendSorted() runs not yet merged (ports_ before the first one is
   // its first run); `unsorted_` once a port came from AddPort() or a run

@@ -29,7 +29,8 @@
 //               RunRateAnalyzers over the window, StragglerBaselines::
 //               Update, RunRateAnalyzers over the recent view, on <threads>
 //               threads (straggler baselines watched beforehand);
-//   step_ms:    Hysteresis::Step; free_ms: freeing the merged views.
+//   step_ms:    Hysteresis::Step; free_ms: freeing the merged views;
+//   fastest_pass_ms, slowest_pass_ms: the wall time of one whole pass.
 // Each phase in CPU time of every thread, and as *_wall. Not timed:
 // building the leader's own slice from its series store, agent_down, the
 // layout analyzers and the findings store's update. Target: the pass
@@ -70,6 +71,7 @@
 #include <benchmark/benchmark.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -275,6 +277,7 @@ void BM_LeaderPassAtScale(benchmark::State& state) {
   double receive_ms = 0;
   size_t ports = 0, open = 0, decoded_in_pass = 0;
   int passes = 0;
+  double fastest_ms = 0, slowest_ms = 0;  // one pass, wall
   for (auto _ : state) {
     // Not timed: the leader's own slice, which a collector builds afresh
     // each pass, and what the NATS thread does as each chunk arrives
@@ -288,6 +291,7 @@ void BM_LeaderPassAtScale(benchmark::State& state) {
     receive_ms += ThreadCpuMs() - receive_start;
     state.ResumeTiming();
     phases.Skip();
+    const double pass_start = WallMs();
     // The pass: JetStreamFeatures::Merged, then as
     // AnalysisRunner::RunRateAnalyzers.
     collector::FeatureSlice fabric =
@@ -311,6 +315,9 @@ void BM_LeaderPassAtScale(benchmark::State& state) {
     // when this one replaces it).
     fabric = collector::FeatureSlice();
     phases.Mark("free_ms");
+    const double pass_ms = WallMs() - pass_start;
+    fastest_ms = passes == 1 ? pass_ms : std::min(fastest_ms, pass_ms);
+    slowest_ms = std::max(slowest_ms, pass_ms);
   }
   state.counters["ports"] = static_cast<double>(ports);
   state.counters["chunk_MB"] = static_cast<double>(leader.chunk_bytes) / 1e6;
@@ -323,6 +330,8 @@ void BM_LeaderPassAtScale(benchmark::State& state) {
     state.counters[std::string(p.name) + "_wall"] = p.wall / passes;
   }
   state.counters["open"] = static_cast<double>(open);
+  state.counters["fastest_pass_ms"] = fastest_ms;
+  state.counters["slowest_pass_ms"] = slowest_ms;
 }
 // Arg: threads of the rate pass (collector/rate_pass.h); 2 as the
 // collector runs it.

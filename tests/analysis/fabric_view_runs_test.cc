@@ -157,7 +157,14 @@ std::vector<PortView> LargeRun(size_t ports, int first) {
 // The largest view of this file, for the bound on what is kept.
 constexpr size_t kLargest = 2 * kSparePortsMin + 1;
 
-TEST(FabricViewSpareTest, ALargeViewsStorageServesTheNextView) {
+// The kept storage is the process's: each test starts with none, whatever
+// ran before it.
+class FabricViewSpareTest : public testing::Test {
+ protected:
+  void SetUp() override { FreeSparePorts(); }
+};
+
+TEST_F(FabricViewSpareTest, ALargeViewsStorageServesTheNextView) {
   const SparePortStats before = GetSparePortStats();
   const PortView* first = nullptr;
   {
@@ -179,7 +186,38 @@ TEST(FabricViewSpareTest, ALargeViewsStorageServesTheNextView) {
   EXPECT_EQ(w.Find("n-1", "mlx5_0"), nullptr);
 }
 
-TEST(FabricViewSpareTest, AMergeOfRunsTakesKeptStorageAndKeepsTheRuns) {
+// A view assigned over (a pass's slice replaced by the next one's) gives
+// its storage as a view that ends does; the view it takes is whole.
+TEST_F(FabricViewSpareTest, AssigningOverALargeViewKeepsItsStorage) {
+  FabricView replaced;
+  replaced.ReservePorts(kSparePortsMin);
+  replaced.AddPort("n-1", "mlx5_0");
+  replaced.Finish();
+  FabricView next;
+  next.AddPort("n-2", "mlx5_1").s.rx_bytes = 7;
+  next.Finish();
+
+  SparePortStats before = GetSparePortStats();
+  replaced = std::move(next);
+  EXPECT_EQ(GetSparePortStats().kept, before.kept + 1);
+  EXPECT_EQ(Keys(replaced), (std::vector<std::string>{"n-2/mlx5_1=7"}));
+  EXPECT_EQ(replaced.Find("n-1", "mlx5_0"), nullptr);
+  ASSERT_NE(replaced.Find("n-2", "mlx5_1"), nullptr);
+  EXPECT_TRUE(next.ports().empty());
+  EXPECT_EQ(next.Find("n-2", "mlx5_1"), nullptr);
+
+  // Copy-assigned over: kept too, and the copy stands alone.
+  FabricView again;
+  again.ReservePorts(kSparePortsMin);
+  again.AddPort("n-3", "mlx5_2");
+  before = GetSparePortStats();
+  again = replaced;
+  EXPECT_EQ(GetSparePortStats().kept, before.kept + 1);
+  EXPECT_EQ(Keys(again), (std::vector<std::string>{"n-2/mlx5_1=7"}));
+  EXPECT_NE(again.Find("n-2", "mlx5_1"), replaced.Find("n-2", "mlx5_1"));
+}
+
+TEST_F(FabricViewSpareTest, AMergeOfRunsTakesKeptStorageAndKeepsTheRuns) {
   // Two runs of interleaved nodes, each large: the merge needs room for
   // both, then keeps each run's storage.
   {
@@ -203,7 +241,7 @@ TEST(FabricViewSpareTest, AMergeOfRunsTakesKeptStorageAndKeepsTheRuns) {
   EXPECT_EQ(v.PortsOf("n-0000001").size(), 8u);
 }
 
-TEST(FabricViewSpareTest, SmallViewsAreNotKeptAndFewLargeOnesAre) {
+TEST_F(FabricViewSpareTest, SmallViewsAreNotKeptAndFewLargeOnesAre) {
   SparePortStats before = GetSparePortStats();
   {
     FabricView small;
@@ -229,7 +267,7 @@ TEST(FabricViewSpareTest, SmallViewsAreNotKeptAndFewLargeOnesAre) {
 
 // A size no view takes any more (the merged fabric of a collector that
 // stopped leading the analysis) is freed after a few passes.
-TEST(FabricViewSpareTest, StorageNoViewTakesIsFreed) {
+TEST_F(FabricViewSpareTest, StorageNoViewTakesIsFreed) {
   {
     FabricView merged;
     merged.ReservePorts(kLargest);
@@ -253,6 +291,9 @@ TEST(FabricViewSpareTest, StorageNoViewTakesIsFreed) {
     merged.ReservePorts(kLargest);
   }
   EXPECT_EQ(GetSparePortStats().reused, after.reused);
+
+  FreeSparePorts();
+  EXPECT_EQ(GetSparePortStats().held_bytes, 0u);
 }
 
 }  // namespace

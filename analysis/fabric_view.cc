@@ -229,7 +229,10 @@ bool PortOrder(const PortView& a, const PortView& b) {
 // chunks of one collector's slice) form a chain, read as one sorted
 // sequence; chains are concatenated when they too follow each other, else
 // merged through a heap of their heads. Equal ports keep the order of
-// their runs, as pairwise std::inplace_merge would.
+// their runs, as pairwise std::inplace_merge would. Each port is compared
+// with the one before it as it lands (both in cache then): a run that was
+// not sorted after all leaves ports out of order, and the result is
+// sorted.
 std::vector<PortView> MergeRuns(std::vector<std::vector<PortView>>& runs) {
   size_t total = 0;
   // The non-empty runs, and where each chain of them starts.
@@ -249,10 +252,19 @@ std::vector<PortView> MergeRuns(std::vector<std::vector<PortView>>& runs) {
                                   ? SparePorts::Get().Take(total)
                                   : std::vector<PortView>();
   out.reserve(total);
+  bool in_order = true;
+  const auto land = [&out, &in_order](PortView& p) {
+    if (!out.empty() && PortOrder(p, out.back())) in_order = false;
+    out.push_back(std::move(p));
+  };
+  const auto sorted = [&out, &in_order] {
+    if (!in_order) std::sort(out.begin(), out.end(), PortOrder);
+  };
   if (chain_starts.size() <= 1) {
     for (size_t r : order) {
-      std::move(runs[r].begin(), runs[r].end(), std::back_inserter(out));
+      for (PortView& p : runs[r]) land(p);
     }
+    sorted();
     return out;
   }
   chain_starts.push_back(order.size());
@@ -285,7 +297,7 @@ std::vector<PortView> MergeRuns(std::vector<std::vector<PortView>>& runs) {
     // node's ports come from one chain).
     bool done = false;
     do {
-      out.push_back(std::move(at(h)));
+      land(at(h));
       if (++h.pos == runs[order[h.run]].size()) {
         h.pos = 0;
         done = ++h.run == h.end;
@@ -297,6 +309,7 @@ std::vector<PortView> MergeRuns(std::vector<std::vector<PortView>>& runs) {
       std::push_heap(heads.begin(), heads.end(), after);
     }
   }
+  sorted();
   return out;
 }
 
@@ -333,7 +346,7 @@ std::vector<std::vector<PortView>> FabricView::TakeRuns() {
 }
 
 void FabricView::AppendSorted(std::vector<PortView>&& ports) {
-  if (!std::is_sorted(ports.begin(), ports.end(), PortOrder)) unsorted_ = true;
+  // Not checked here: Finish()'s merge compares every port it moves anyway.
   // Ports already here (sorted by Finish(), or unsorted_) are a run too.
   if (!ports_.empty()) runs_.push_back(std::move(ports_));
   ports_.clear();

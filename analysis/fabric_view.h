@@ -237,11 +237,14 @@ class FabricView {
 
   // For merging views: moves the ports out (the view is left empty), and
   // appends ports already sorted by (node, device) as one run (kept apart
-  // until Finish(), which must come before ports() is read).
+  // until Finish(), which must come before ports() is read). A run is not
+  // checked when appended: Finish()'s merge compares each port it moves
+  // with the one before, and sorts the view when runs were out of order.
   std::vector<PortView> TakePorts();
   void AppendSorted(std::vector<PortView>&& ports);
-  // Moves the ports out as sorted runs (the view is left empty): its
-  // AppendSorted() runs not yet Finish()ed, or all its ports as one.
+  // Moves the ports out as runs (the view is left empty): its
+  // AppendSorted() runs not yet Finish()ed, as they were given, or all its
+  // ports as one sorted run.
   std::vector<std::vector<PortView>> TakeRuns();
 
   absl::Span<const PortView> ports() const { return ports_; }

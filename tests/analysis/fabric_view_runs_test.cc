@@ -126,6 +126,42 @@ TEST(FabricViewRunsTest, AddedPortsAndUnsortedRunsAreSorted) {
   EXPECT_EQ(v.Find("n-004", "mlx5_0")->s.rx_bytes, 4);
 }
 
+// Runs alone (no AddPort()), one of them out of order: the merge finds it
+// out as it moves the ports and sorts the view, whether the runs are
+// merged (they interleave) or concatenated (they follow each other), and
+// through TakeRuns() into another view.
+TEST(FabricViewRunsTest, RunsOutOfOrderAreSortedByTheMerge) {
+  const std::vector<std::string> want = {"n-001/mlx5_0=1", "n-002/mlx5_0=2",
+                                         "n-003/mlx5_0=1", "n-003/mlx5_1=1",
+                                         "n-004/mlx5_0=2"};
+  FabricView merged;
+  merged.AppendSorted(SortedRun({{3, 1}, {1, 0}, {3, 0}}, 1));
+  merged.AppendSorted(SortedRun({{2, 0}, {4, 0}}, 2));
+  merged.Finish();
+  EXPECT_EQ(Keys(merged), want);
+  ASSERT_NE(merged.Find("n-003", "mlx5_1"), nullptr);
+  EXPECT_EQ(merged.PortsOf("n-003").size(), 2u);
+
+  FabricView concatenated;
+  concatenated.AppendSorted(SortedRun({{2, 0}, {1, 0}}, 1));
+  concatenated.AppendSorted(SortedRun({{3, 0}}, 3));
+  concatenated.Finish();
+  EXPECT_EQ(Keys(concatenated),
+            (std::vector<std::string>{"n-001/mlx5_0=1", "n-002/mlx5_0=1",
+                                      "n-003/mlx5_0=3"}));
+  EXPECT_EQ(concatenated.Find("n-001", "mlx5_0")->s.rx_bytes, 1);
+
+  FabricView given;
+  given.AppendSorted(SortedRun({{4, 0}, {2, 0}}, 2));
+  given.AppendSorted(SortedRun({{3, 1}, {1, 0}, {3, 0}}, 1));
+  FabricView taken;
+  for (std::vector<PortView>& run : given.TakeRuns()) {
+    taken.AppendSorted(std::move(run));
+  }
+  taken.Finish();
+  EXPECT_EQ(Keys(taken), want);
+}
+
 // A finished view taken apart and appended again: the same ports.
 TEST(FabricViewRunsTest, TakePortsOfAFinishedViewGivesItsPorts) {
   FabricView v;

@@ -11,6 +11,7 @@
 #include "analysis/link_degraded.h"
 #include "analysis/link_errors.h"
 #include "analysis/link_flap.h"
+#include "analysis/nic_ports.h"
 #include "analysis/pfc_storm.h"
 #include "analysis/retransmissions.h"
 #include "analysis/straggler_nic.h"
@@ -70,6 +71,8 @@ std::vector<Finding> RunRateAnalyzers(const AnalysisInput& given) {
   std::optional<TopologyIndex> local;
   AnalysisInput in = given;
   in.topology_index = &IndexOf(given, &local);
+  std::optional<NicPorts> local_ports;
+  in.nic_ports = &NicPortsOf(given, &local_ports);
 
   // Incast first: it explains congestion signals and uplink skew that the
   // congestion and ECMP analyzers would otherwise blame on the fabric.

@@ -25,6 +25,7 @@
 
 namespace fabricdiag::analysis {
 
+class NicPorts;            // analysis/nic_ports.h
 class StragglerBaselines;  // analysis/straggler_nic.h
 
 struct AnalysisInput {
@@ -41,6 +42,10 @@ struct AnalysisInput {
   // null (no NIC has a baseline then). The caller owns it across passes and
   // updates it once per pass from the window view.
   const StragglerBaselines* straggler_baselines = nullptr;
+  // The ports of the layouts' NICs in `view`, resolved once for every
+  // analyzer of a pass; may be null, or built for another view (an
+  // analyzer then resolves them itself). RunRateAnalyzers builds it.
+  const NicPorts* nic_ports = nullptr;
 };
 
 // in.topology_index, or an index of in.topology built into *local when the

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "analysis/analyzer_util.h"
+#include "analysis/nic_ports.h"
 
 namespace fabricdiag::analysis {
 namespace {
@@ -94,7 +95,7 @@ std::optional<Finding> SwitchFinding(const EcmpImbalanceConfig& config,
 
 // Host-side variant for one job: NICs on one rail compared with each other.
 void RailFindings(const AnalysisInput& in, const LayoutModel& model,
-                  const TopologyIndex& topology,
+                  const LayoutPorts& ports, const TopologyIndex& topology,
                   const std::set<std::string>& switches_with_telemetry,
                   std::vector<Finding>* out) {
   const EcmpImbalanceConfig& config = in.config->ecmp_imbalance;
@@ -110,7 +111,7 @@ void RailFindings(const AnalysisInput& in, const LayoutModel& model,
     std::vector<std::pair<const PortView*, double>> members;
     for (uint32_t host = 0; host < model.Hosts().size(); ++host) {
       if (model.RanksOnNic(host, nic).empty()) continue;
-      const PortView* port = in.view->Find(model.Hosts()[host], rail);
+      const PortView* port = ports.At(host, nic);
       if (port == nullptr || port->is_switch_port) continue;
       const double cnp = UsableOrAbsent(port->s.cnp_handled);
       if (Has(cnp)) members.emplace_back(port, cnp);
@@ -193,9 +194,12 @@ std::vector<Finding> EcmpImbalanceFindings(
   }
   std::optional<TopologyIndex> local;
   const TopologyIndex& topology = IndexOf(in, &local);
+  std::optional<NicPorts> local_ports;
+  const NicPorts& ports = NicPortsOf(in, &local_ports);
   for (const LayoutModel* model : in.layouts) {
     if (model != nullptr) {
-      RailFindings(in, *model, topology, switches_with_telemetry, &found);
+      RailFindings(in, *model, ports.Of(*model), topology,
+                   switches_with_telemetry, &found);
     }
   }
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "analysis/analyzer_util.h"
+#include "analysis/nic_ports.h"
 
 namespace fabricdiag::analysis {
 namespace {
@@ -209,16 +210,15 @@ Finding MakeFinding(const LayoutModel& model, uint32_t group, const Member& hot,
   return f;
 }
 
-void AnalyzeJob(const FabricView& view, const AnalysisConfig& config,
-                const LayoutModel& model, std::vector<Finding>* out) {
+void AnalyzeJob(const AnalysisConfig& config, const LayoutModel& model,
+                const LayoutPorts& ports, std::vector<Finding>* out) {
   const HotExpertIncastConfig& cfg = config.hot_expert_incast;
   if (model.Degree(Dim::kEp) <= 1) return;
   for (uint32_t g = 0; g < model.NumGroups(Dim::kEp); ++g) {
     std::vector<Member> members;
     for (const NicRef& ref : model.GroupNics(Dim::kEp, g)) {
       if (ref.nic == kNoNic) continue;
-      const PortView* port =
-          view.Find(model.Hosts()[ref.host], model.Nics()[ref.nic]);
+      const PortView* port = ports.At(ref.host, ref.nic);
       // A host that never reported, a NIC without a receive counter, or a
       // port that is down (link_flap's business: its zero would drag the
       // median down) is not a member the comparison can use.
@@ -262,9 +262,11 @@ void AnalyzeJob(const FabricView& view, const AnalysisConfig& config,
 std::vector<Finding> HotExpertIncastFindings(const AnalysisInput& in) {
   std::vector<Finding> out;
   if (in.view == nullptr || in.config == nullptr) return out;
+  std::optional<NicPorts> local;
+  const NicPorts& ports = NicPortsOf(in, &local);
   for (const LayoutModel* model : in.layouts) {
     if (model != nullptr) {
-      AnalyzeJob(*in.view, *in.config, *model, &out);
+      AnalyzeJob(*in.config, *model, ports.Of(*model), &out);
     }
   }
   // Within a job the loop already runs in group order and member order;

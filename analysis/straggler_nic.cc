@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/types/span.h"
 #include "analysis/analyzer_util.h"
+#include "analysis/nic_ports.h"
 #include "common/little_endian.h"
 
 namespace fabricdiag::analysis {
@@ -88,13 +89,12 @@ struct GroupWindow {
 };
 
 GroupWindow CompareGroup(const FabricView& view, const StragglerNicConfig& cfg,
-                         const LayoutModel& model,
+                         const LayoutPorts& ports,
                          absl::Span<const NicRef> nics) {
   GroupWindow g;
   for (const NicRef& ref : nics) {
     if (ref.nic == kNoNic) continue;
-    const PortView* port =
-        view.Find(model.Hosts()[ref.host], model.Nics()[ref.nic]);
+    const PortView* port = ports.At(ref.host, ref.nic);
     if (port == nullptr) continue;  // never reported: nothing to compare
     // A port that is down moves nothing because it is down: link_flap
     // reports it, and its zero must not drag the median down either.
@@ -240,10 +240,11 @@ Finding MakeFinding(const LayoutModel& model, GroupId id, const Member& m,
 
 // Judges one group; appends its stragglers to `out`.
 void AnalyzeGroup(const AnalysisInput& in, const LayoutModel& model,
+                  const LayoutPorts& ports,
                   const StragglerBaselines::OfLayout* baselines, GroupId id,
                   absl::Span<const NicRef> nics, std::vector<Finding>* out) {
   const StragglerNicConfig& cfg = in.config->straggler_nic;
-  const GroupWindow g = CompareGroup(*in.view, cfg, model, nics);
+  const GroupWindow g = CompareGroup(*in.view, cfg, ports, nics);
   if (!g.busy) return;
   const bool ep = ExpertParallel(model);
   for (const Member& m : g.members) {
@@ -269,7 +270,7 @@ void ForEachGroup(const LayoutModel& model, Fn fn) {
 }
 
 void AnalyzeJob(const AnalysisInput& in, const LayoutModel& model,
-                std::vector<Finding>* out) {
+                const LayoutPorts& ports, std::vector<Finding>* out) {
   // dp first: when an ep group has the same NICs, the dp group (the one
   // every dense job has) is the one that reports.
   // NIC set -> indices into `out` of the findings of the group that had it.
@@ -292,7 +293,8 @@ void AnalyzeJob(const AnalysisInput& in, const LayoutModel& model,
       return;
     }
     const size_t before = out->size();
-    AnalyzeGroup(in, model, baselines ? &*baselines : nullptr, id, nics, out);
+    AnalyzeGroup(in, model, ports, baselines ? &*baselines : nullptr, id, nics,
+                 out);
     for (size_t i = before; i < out->size(); ++i) {
       it->second.push_back(i);
     }
@@ -304,8 +306,10 @@ void AnalyzeJob(const AnalysisInput& in, const LayoutModel& model,
 std::vector<Finding> StragglerNicFindings(const AnalysisInput& in) {
   std::vector<Finding> out;
   if (in.view == nullptr || in.config == nullptr) return out;
+  std::optional<NicPorts> local;
+  const NicPorts& ports = NicPortsOf(in, &local);
   for (const LayoutModel* model : in.layouts) {
-    if (model != nullptr) AnalyzeJob(in, *model, &out);
+    if (model != nullptr) AnalyzeJob(in, *model, ports.Of(*model), &out);
   }
   // Within a job the loops already run in a fixed order; only the order of
   // in.layouts is arbitrary.
@@ -409,8 +413,11 @@ void StragglerBaselines::Update(const AnalysisInput& in) {
   const StragglerNicConfig& cfg = in.config->straggler_nic;
   const int history = std::max(cfg.history_passes, 1);
   ++pass_;
+  std::optional<NicPorts> local;
+  const NicPorts& ports = NicPortsOf(in, &local);
   for (const LayoutModel* model : in.layouts) {
     if (model == nullptr) continue;
+    const LayoutPorts model_ports = ports.Of(*model);
     Job& job = Align(*model);
     job.seen = pass_;
     OfLayout judged;
@@ -423,7 +430,7 @@ void StragglerBaselines::Update(const AnalysisInput& in) {
     // this pass judged until every group was judged (below); a new entry
     // has no baseline (passes 0) until then.
     ForEachGroup(*model, [&](GroupId, absl::Span<const NicRef> refs) {
-      const GroupWindow g = CompareGroup(*in.view, cfg, *model, refs);
+      const GroupWindow g = CompareGroup(*in.view, cfg, model_ports, refs);
       if (!g.busy) return;  // an idle group says nothing of its NICs
       for (const Member& m : g.members) {
         double threshold = 0;

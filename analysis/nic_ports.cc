@@ -1,0 +1,68 @@
+#include "analysis/nic_ports.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "analysis/analyzer.h"
+
+namespace fabricdiag::analysis {
+
+const PortView* LayoutPorts::At(uint32_t host, uint32_t nic) const {
+  if (host >= model_->Hosts().size() || nic >= model_->Nics().size()) {
+    return nullptr;
+  }
+  if (table_ == nullptr) {
+    return view_->Find(model_->Hosts()[host], model_->Nics()[nic]);
+  }
+  for (uint32_t i = table_->host_begin[host]; i < table_->host_begin[host + 1];
+       ++i) {
+    if (table_->entries[i].nic == nic) return table_->entries[i].port;
+  }
+  return nullptr;
+}
+
+NicPorts::NicPorts(const FabricView& view,
+                   absl::Span<const LayoutModel* const> layouts)
+    : view_(&view) {
+  std::vector<uint32_t> nics;  // of one host
+  for (const LayoutModel* model : layouts) {
+    if (model == nullptr) continue;
+    auto [it, fresh] = tables_.try_emplace(model);
+    if (!fresh) continue;
+    NicPortTable& table = it->second;
+    const absl::Span<const std::string> hosts = model->Hosts();
+    table.host_begin.reserve(hosts.size() + 1);
+    for (uint32_t h = 0; h < hosts.size(); ++h) {
+      table.host_begin.push_back(static_cast<uint32_t>(table.entries.size()));
+      nics.clear();
+      for (uint32_t rank : model->RanksOnHost(h)) {
+        if (model->Rank(rank).nic != kNoNic) {
+          nics.push_back(model->Rank(rank).nic);
+        }
+      }
+      std::sort(nics.begin(), nics.end());
+      nics.erase(std::unique(nics.begin(), nics.end()), nics.end());
+      for (uint32_t n : nics) {
+        table.entries.push_back({n, view.Find(hosts[h], model->Nics()[n])});
+      }
+    }
+    table.host_begin.push_back(static_cast<uint32_t>(table.entries.size()));
+  }
+}
+
+LayoutPorts NicPorts::Of(const LayoutModel& model) const {
+  auto it = tables_.find(&model);
+  return LayoutPorts(view_, &model,
+                     it == tables_.end() ? nullptr : &it->second);
+}
+
+const NicPorts& NicPortsOf(const AnalysisInput& in,
+                           std::optional<NicPorts>* local) {
+  if (in.nic_ports != nullptr && &in.nic_ports->view() == in.view) {
+    return *in.nic_ports;
+  }
+  return local->emplace(*in.view, in.layouts);
+}
+
+}  // namespace fabricdiag::analysis

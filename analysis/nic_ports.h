@@ -1,0 +1,85 @@
+// The port of every layout NIC in one view, looked up once per view.
+//
+// A pass asks its view for the same layout NICs many times: straggler_nic
+// for each group a NIC is in, and again to update the baselines;
+// hot_expert_incast twice (as itself, and relaxed for congestion);
+// ecmp_imbalance per rail. Each FabricView::Find is a hash probe and name
+// compares in memory the analyzer does not otherwise read; at 200k GPUs
+// those lookups were nearly a third of the analysis. NicPorts resolves
+// each (host, NIC) of each layout once and answers by index.
+//
+//   NicPorts ports(view, in.layouts);
+//   const LayoutPorts job = ports.Of(model);
+//   const PortView* p = job.At(ref.host, ref.nic);  // view.Find(host, nic)
+//
+// Immutable after construction; the view and the layouts must outlive it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/types/span.h"
+#include "analysis/fabric_view.h"
+#include "analysis/layout_model.h"
+
+namespace fabricdiag::analysis {
+
+struct AnalysisInput;  // analysis/analyzer.h
+
+// One layout's (host, NIC) pairs that hold ranks, and their ports: per
+// host, its NICs ascending (a layout may name a NIC per rank: hosts x NIC
+// names can be 10^9 while the pairs number the ranks at most).
+struct NicPortTable {
+  struct Entry {
+    uint32_t nic = 0;
+    const PortView* port = nullptr;  // null: not in the view
+  };
+  // Host h's entries: [host_begin[h], host_begin[h + 1]).
+  std::vector<uint32_t> host_begin;
+  std::vector<Entry> entries;
+};
+
+// One layout's NICs in one view.
+class LayoutPorts {
+ public:
+  // What view.Find(Hosts()[host], Nics()[nic]) gives, for a NIC the
+  // layout places ranks on (the only ones analyzers ask for); null for the
+  // others and for an index out of range (kNoNic included).
+  const PortView* At(uint32_t host, uint32_t nic) const;
+
+ private:
+  friend class NicPorts;
+  LayoutPorts(const FabricView* view, const LayoutModel* model,
+              const NicPortTable* table)
+      : view_(view), model_(model), table_(table) {}
+
+  const FabricView* view_;
+  const LayoutModel* model_;
+  const NicPortTable* table_;  // null: ask the view (a layout not resolved)
+};
+
+class NicPorts {
+ public:
+  NicPorts(const FabricView& view,
+           absl::Span<const LayoutModel* const> layouts);
+  NicPorts(const NicPorts&) = delete;
+  NicPorts& operator=(const NicPorts&) = delete;
+
+  const FabricView& view() const { return *view_; }
+  // `model`'s NICs; for a layout not given to the constructor, a lookup
+  // that asks the view each time.
+  LayoutPorts Of(const LayoutModel& model) const;
+
+ private:
+  const FabricView* view_;
+  absl::flat_hash_map<const LayoutModel*, NicPortTable> tables_;
+};
+
+// in.nic_ports when it was built for in.view, else one built into *local
+// (tests and one-off callers, and a view the caller did not resolve).
+const NicPorts& NicPortsOf(const AnalysisInput& in,
+                           std::optional<NicPorts>* local);
+
+}  // namespace fabricdiag::analysis

@@ -1,0 +1,112 @@
+// NicPorts: every layout NIC's port resolved once, the same port
+// FabricView::Find gives by name.
+#include "analysis/nic_ports.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "analysis/analyzer.h"
+#include "analysis/layout_parse.h"
+
+namespace fabricdiag::analysis {
+namespace {
+
+// 16 ranks on gpu-000..gpu-003, 4 GPUs each, on rails mlx5_0..mlx5_3.
+LayoutModel FourHosts(const std::string& job, int first_host) {
+  std::string hosts;
+  for (int h = first_host; h < first_host + 4; ++h) {
+    absl::StrAppend(&hosts, hosts.empty() ? "" : ", ",
+                    absl::StrFormat("gpu-%03d", h));
+  }
+  absl::StatusOr<v1::Layout> layout = ParseLayout(absl::StrCat(
+      "job: ", job, "\ngpus_per_node: 4\nparallelism: {tp: 4, pp: 1, dp: 4}\n",
+      "hosts: [", hosts, "]\nrails: [mlx5_0, mlx5_1, mlx5_2, mlx5_3]\n"));
+  EXPECT_TRUE(layout.ok()) << layout.status();
+  absl::StatusOr<LayoutModel> model = LayoutModel::Build(*layout);
+  EXPECT_TRUE(model.ok()) << model.status();
+  return *std::move(model);
+}
+
+// gpu-000..gpu-005, each with mlx5_0..mlx5_3 (netdevs eth0..eth3), but
+// gpu-001 without mlx5_2: that port never reported.
+FabricView SixHosts(double rx_bytes) {
+  FabricView view;
+  for (int h = 0; h < 6; ++h) {
+    for (int n = 0; n < 4; ++n) {
+      if (h == 1 && n == 2) continue;
+      PortView& p = view.AddPort(absl::StrFormat("gpu-%03d", h),
+                                 absl::StrCat("mlx5_", n));
+      p.netdev = absl::StrCat("eth", n);
+      p.s.rx_bytes = rx_bytes + h * 10 + n;
+    }
+  }
+  view.Finish();
+  return view;
+}
+
+TEST(NicPortsTest, EveryLayoutNicIsThePortFindGives) {
+  const LayoutModel a = FourHosts("job-a", 0);
+  const LayoutModel b = FourHosts("job-b", 2);  // shares gpu-002, gpu-003
+  const FabricView view = SixHosts(1000);
+  const NicPorts ports(view, {&a, nullptr, &b});
+  EXPECT_EQ(&ports.view(), &view);
+  for (const LayoutModel* model : {&a, &b}) {
+    const LayoutPorts table = ports.Of(*model);
+    for (uint32_t h = 0; h < model->Hosts().size(); ++h) {
+      for (uint32_t n = 0; n < model->Nics().size(); ++n) {
+        SCOPED_TRACE(absl::StrCat(model->Hosts()[h], "/", model->Nics()[n]));
+        EXPECT_EQ(table.At(h, n),
+                  view.Find(model->Hosts()[h], model->Nics()[n]));
+      }
+    }
+  }
+  const LayoutPorts table = ports.Of(a);
+  ASSERT_NE(table.At(0, 3), nullptr);
+  EXPECT_EQ(table.At(0, 3)->s.rx_bytes, 1003);
+  EXPECT_EQ(table.At(1, 2), nullptr);  // gpu-001 mlx5_2 never reported
+  EXPECT_EQ(table.At(4, 0), nullptr);  // no such host in the layout
+  EXPECT_EQ(table.At(0, kNoNic), nullptr);
+}
+
+TEST(NicPortsTest, ALayoutNotResolvedAsksTheView) {
+  const LayoutModel a = FourHosts("job-a", 0);
+  const LayoutModel late = FourHosts("job-late", 2);
+  const FabricView view = SixHosts(1000);
+  const NicPorts ports(view, {&a});
+  const LayoutPorts table = ports.Of(late);
+  ASSERT_NE(table.At(0, 1), nullptr);
+  EXPECT_EQ(table.At(0, 1), view.Find("gpu-002", "mlx5_1"));
+  EXPECT_EQ(table.At(9, 1), nullptr);
+}
+
+// A pass runs the analyzers over two views with the same input: ports
+// resolved for one view are never used for the other.
+TEST(NicPortsTest, PortsOfAnotherViewAreNotUsed) {
+  const LayoutModel a = FourHosts("job-a", 0);
+  const FabricView window = SixHosts(1000);
+  const FabricView recent = SixHosts(5000);
+  const NicPorts of_window(window, {&a});
+  AnalysisInput in;
+  in.layouts = {&a};
+  in.nic_ports = &of_window;
+
+  in.view = &window;
+  std::optional<NicPorts> local;
+  EXPECT_EQ(&NicPortsOf(in, &local), &of_window);
+  EXPECT_FALSE(local.has_value());
+
+  in.view = &recent;
+  const NicPorts& ports = NicPortsOf(in, &local);
+  ASSERT_TRUE(local.has_value());
+  EXPECT_EQ(&ports, &*local);
+  ASSERT_NE(ports.Of(a).At(0, 0), nullptr);
+  EXPECT_EQ(ports.Of(a).At(0, 0)->s.rx_bytes, 5000);
+}
+
+}  // namespace
+}  // namespace fabricdiag::analysis

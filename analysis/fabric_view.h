@@ -25,10 +25,10 @@
 // Port storage is kept from pass to pass. A view's ports take hundreds of
 // megabytes at 200k GPUs (656 bytes a port, two views a pass); freed, they
 // go back to the kernel, and the next pass's views fault every page in
-// again, zeroed: nearly half of the analysis leader's
-// merge. So the storage of a large view that ends (ReservePorts() and
-// Finish()'s merge of runs take it) is kept for the next large view: at
-// most kSparePortVectors vectors of at least kSparePortsMin ports each,
+// again, zeroed: nearly half of the analysis leader's merge. So the
+// storage of a large view that ends or is assigned over (ReservePorts()
+// and Finish()'s merge of runs take it) is kept for the next large view:
+// at most kSparePortVectors vectors of at least kSparePortsMin ports each,
 // process-wide; one that kSpareAgeGives other views ended without taking
 // (a size no pass builds any more) is freed.
 #pragma once

@@ -61,7 +61,10 @@
 // one per priority (before / after, alternating): BM_AnalysisPassAtScale/
 // 25000 416-534 / 290-344 ms, analyze_ms on one core 770-983 / 620-632 ms.
 // Then FabricView::Find by names' first bytes kept side by side:
-// analyze_ms on one core 675-936 / 623-659 ms.
+// analyze_ms on one core 675-936 / 623-659 ms. That evening, a replaced
+// view's storage kept, the merge's order check in the move and layout
+// NICs resolved once per view (analysis/nic_ports.h):
+// BM_LeaderPassAtScale/2 514-637 / 701-720 ms wall (alternating).
 //
 //   build/bench/fabricdiag_analysis_bench --benchmark_filter=BM_AnalysisPass
 //   taskset -c 1 build/bench/fabricdiag_analysis_bench

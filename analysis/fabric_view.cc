@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <iterator>
+#include <limits>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -220,6 +221,12 @@ uint64_t NamePrefix(absl::string_view name) {
   return prefix;
 }
 
+// A name's length, for NamePrefixes (names longer than 4 GiB share one).
+uint32_t SizeOf(absl::string_view name) {
+  return static_cast<uint32_t>(
+      std::min<size_t>(name.size(), std::numeric_limits<uint32_t>::max()));
+}
+
 bool PortOrder(const PortView& a, const PortView& b) {
   return std::tie(a.node, a.device) < std::tie(b.node, b.device);
 }
@@ -386,7 +393,9 @@ void FabricView::Finish() {
   }
   prefixes_.resize(ports_.size());
   for (size_t i = 0; i < ports_.size(); ++i) {
-    prefixes_[i] = {NamePrefix(ports_[i].device), NamePrefix(ports_[i].netdev)};
+    const PortView& p = ports_[i];
+    prefixes_[i] = {NamePrefix(p.device), NamePrefix(p.netdev),
+                    SizeOf(p.device), SizeOf(p.netdev)};
   }
 }
 
@@ -397,30 +406,48 @@ absl::Span<const PortView> FabricView::PortsOf(absl::string_view node) const {
       it->second.first, it->second.second - it->second.first);
 }
 
-const PortView* FabricView::Find(absl::string_view node,
-                                 absl::string_view name) const {
+FabricView::NodePorts FabricView::PortsOfNode(absl::string_view node) const {
   auto it = nodes_.find(node);
-  if (it == nodes_.end()) return nullptr;
-  const uint32_t begin = it->second.first;
-  const uint32_t end =
-      std::min(it->second.second, static_cast<uint32_t>(ports_.size()));
+  if (it == nodes_.end()) return {};
+  return {it->second.first,
+          std::min(it->second.second, static_cast<uint32_t>(ports_.size()))};
+}
+
+const PortView* FabricView::FindIn(NodePorts node,
+                                   absl::string_view name) const {
+  const uint32_t end = std::min(node.end, static_cast<uint32_t>(ports_.size()));
   // Ports AddPort()ed since Finish() have no prefixes (nor a place in
   // nodes_): compare whole names then.
   const bool indexed = prefixes_.size() == ports_.size();
   const uint64_t prefix = NamePrefix(name);
-  for (uint32_t i = begin; i < end; ++i) {
-    if ((!indexed || prefixes_[i].device == prefix) &&
-        ports_[i].device == name) {
+  const uint32_t size = SizeOf(name);
+  // Equal prefixes and sizes are equal names when the name fits the prefix.
+  const bool prefix_is_name = name.size() <= sizeof(prefix);
+  for (uint32_t i = node.begin; i < end; ++i) {
+    if (!indexed) {
+      if (ports_[i].device == name) return &ports_[i];
+    } else if (prefixes_[i].device == prefix &&
+               prefixes_[i].device_size == size &&
+               (prefix_is_name || ports_[i].device == name)) {
       return &ports_[i];
     }
   }
-  for (uint32_t i = begin; i < end; ++i) {
-    if ((!indexed || prefixes_[i].netdev == prefix) &&
-        !ports_[i].netdev.empty() && ports_[i].netdev == name) {
+  if (name.empty()) return nullptr;  // "" is no port's netdev
+  for (uint32_t i = node.begin; i < end; ++i) {
+    if (!indexed) {
+      if (ports_[i].netdev == name) return &ports_[i];
+    } else if (prefixes_[i].netdev == prefix &&
+               prefixes_[i].netdev_size == size &&
+               (prefix_is_name || ports_[i].netdev == name)) {
       return &ports_[i];
     }
   }
   return nullptr;
+}
+
+const PortView* FabricView::Find(absl::string_view node,
+                                 absl::string_view name) const {
+  return FindIn(PortsOfNode(node), name);
 }
 
 }  // namespace fabricdiag::analysis

@@ -250,6 +250,14 @@ class FabricView {
   absl::Span<const PortView> ports() const { return ports_; }
   // The port of `node` whose device or netdev is `name`; null when none.
   const PortView* Find(absl::string_view node, absl::string_view name) const;
+  // Find() in two steps, for a caller asking for several names of one
+  // node: the node looked up once, then each name among its ports.
+  struct NodePorts {
+    uint32_t begin = 0;
+    uint32_t end = 0;  // begin == end: the node has no port here
+  };
+  NodePorts PortsOfNode(absl::string_view node) const;
+  const PortView* FindIn(NodePorts node, absl::string_view name) const;
   // Every port of `node`, sorted by device; empty when unknown.
   absl::Span<const PortView> PortsOf(absl::string_view node) const;
 
@@ -266,11 +274,14 @@ class FabricView {
   // node -> [begin, end) in ports_.
   absl::flat_hash_map<std::string, std::pair<uint32_t, uint32_t>> nodes_;
   // Per port of ports_ (built by Finish()): the first bytes of its device
-  // and netdev names, so Find() compares a node's names in one cache line
-  // rather than in ports 656 bytes apart.
+  // and netdev names and their lengths, so Find() compares a node's names
+  // in one cache line rather than in ports 656 bytes apart, and does not
+  // read the port at all for a name of at most 8 bytes ("mlx5_0", "eth2").
   struct NamePrefixes {
     uint64_t device = 0;
     uint64_t netdev = 0;
+    uint32_t device_size = 0;
+    uint32_t netdev_size = 0;
   };
   std::vector<NamePrefixes> prefixes_;
 };

@@ -43,8 +43,10 @@ NicPorts::NicPorts(const FabricView& view,
       }
       std::sort(nics.begin(), nics.end());
       nics.erase(std::unique(nics.begin(), nics.end()), nics.end());
+      if (nics.empty()) continue;
+      const FabricView::NodePorts node = view.PortsOfNode(hosts[h]);
       for (uint32_t n : nics) {
-        table.entries.push_back({n, view.Find(hosts[h], model->Nics()[n])});
+        table.entries.push_back({n, view.FindIn(node, model->Nics()[n])});
       }
     }
     table.host_begin.push_back(static_cast<uint32_t>(table.entries.size()));

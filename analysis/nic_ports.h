@@ -6,7 +6,8 @@
 // ecmp_imbalance per rail. Each FabricView::Find is a hash probe and name
 // compares in memory the analyzer does not otherwise read; at 200k GPUs
 // those lookups were nearly a third of the analysis. NicPorts resolves
-// each (host, NIC) of each layout once and answers by index.
+// each (host, NIC) of each layout once, looking each host up once
+// (FabricView::PortsOfNode), and answers by index.
 //
 //   NicPorts ports(view, in.layouts);
 //   const LayoutPorts job = ports.Of(model);

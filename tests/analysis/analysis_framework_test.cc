@@ -73,6 +73,54 @@ TEST(FabricViewTest, FindsLongNamesThatShareTheirFirstBytes) {
   EXPECT_EQ(copy.Find("host-a", "ens10f0np1"), &copy.ports()[2]);
 }
 
+TEST(FabricViewTest, FindsShortNamesByTheirBytesAndLength) {
+  // Names of at most 8 bytes are matched without reading the port: the
+  // bytes and the length must both be equal (a NUL is a byte like another).
+  const std::string nul_padded("mlx5_1\0", 7);
+  FabricView view;
+  view.AddPort("host-a", "mlx5_1").netdev = "eth1";
+  view.AddPort("host-a", nul_padded).netdev = "eth";
+  view.AddPort("host-a", "mlx5_10");
+  view.AddPort("host-b", "mlx5_1").netdev = "eth1";
+  view.Finish();
+  for (const PortView& p : view.ports()) {
+    EXPECT_EQ(view.Find(p.node, p.device), &p) << p.device;
+    if (!p.netdev.empty()) {
+      EXPECT_EQ(view.Find(p.node, p.netdev), &p) << p.netdev;
+    }
+  }
+  EXPECT_EQ(view.Find("host-a", "mlx5_"), nullptr);
+  EXPECT_EQ(view.Find("host-a", std::string("mlx5_1\0\0", 8)), nullptr);
+  EXPECT_EQ(view.Find("host-a", std::string("eth\0", 4)), nullptr);
+  EXPECT_EQ(view.Find("host-a", "et"), nullptr);
+
+  // In two steps: the node once, then its names.
+  const FabricView::NodePorts a = view.PortsOfNode("host-a");
+  EXPECT_EQ(a.end - a.begin, 3u);
+  EXPECT_EQ(view.FindIn(a, nul_padded), view.Find("host-a", nul_padded));
+  EXPECT_EQ(view.FindIn(a, "eth1"), view.Find("host-a", "mlx5_1"));
+  EXPECT_EQ(view.FindIn(view.PortsOfNode("host-b"), "mlx5_1"),
+            &view.PortsOf("host-b")[0]);
+  const FabricView::NodePorts none = view.PortsOfNode("host-c");
+  EXPECT_EQ(none.begin, none.end);
+  EXPECT_EQ(view.FindIn(none, "mlx5_1"), nullptr);
+}
+
+TEST(FabricViewTest, PortsAddedAfterFinishAreFoundByTheirWholeNames) {
+  FabricView view;
+  view.AddPort("host-a", "mlx5_0");
+  view.Finish();
+  // Not indexed yet (no Finish() since): found by comparing whole names.
+  view.AddPort("host-a", "mlx5_1").netdev = "eth1";
+  const FabricView::NodePorts a = view.PortsOfNode("host-a");
+  EXPECT_EQ(a.end - a.begin, 1u);
+  EXPECT_EQ(view.FindIn(a, "mlx5_0"), &view.ports()[0]);
+  EXPECT_EQ(view.Find("host-a", "mlx5_1"), nullptr);  // not in nodes_ yet
+  view.Finish();
+  ASSERT_NE(view.Find("host-a", "eth1"), nullptr);
+  EXPECT_EQ(view.Find("host-a", "eth1")->device, "mlx5_1");
+}
+
 TEST(FabricViewTest, SignalsDefaultToAbsentNotZero) {
   PortSignals s;
   EXPECT_FALSE(Has(s.rx_bytes));

@@ -203,6 +203,52 @@ TEST(PfcStormTest, FramesWithoutLinkRateCompareWithTheFrameThreshold) {
   }
 }
 
+// The sweep passes over ports paused less than both thresholds on every
+// priority: each of these must still be weighed.
+TEST(PfcStormTest, FramesOnAnyPriorityAreWeighedPastGarbageOnAnother) {
+  TestFabric fabric(21);
+  PortView& p = fabric.Port("gpu-004", "mlx5_1");
+  p.s.tx_pause_frames[1] = kInf;  // garbage: no signal
+  p.s.tx_pause_frames[2] = -5;    // garbage too
+  const double frame_seconds = 65535.0 * 512 / 400e9;
+  p.s.tx_pause_frames[5] = 0.6 / frame_seconds;  // no duration counter
+  const std::vector<Finding> found = Analyze(fabric);
+  ASSERT_THAT(found, SizeIs(1));
+  EXPECT_EQ(found[0].node, "gpu-004");
+  EXPECT_EQ(found[0].evidence.at("priority"), 5);
+  EXPECT_THAT(found[0].evidence.at("tx_pause_fraction"), DoubleNear(0.6, 1e-9));
+}
+
+TEST(PfcStormTest, AVictimPausedExactlyAtTheThresholdIsListed) {
+  TestFabric fabric(22);
+  const AnalysisConfig defaults;
+  fabric.Port("gpu-003", "mlx5_2").s.tx_pause_fraction[5] = 0.94;
+  fabric.Port("leaf-0", "swp15").s.rx_pause_fraction[5] =
+      defaults.pfc_storm.victim_pause_fraction;
+  const std::vector<Finding> found = Analyze(fabric);
+  ASSERT_THAT(found, SizeIs(1));
+  EXPECT_EQ(found[0].device, "mlx5_2");
+  EXPECT_EQ(found[0].evidence.at("victims"), 1);
+  EXPECT_THAT(found[0].nodes, ElementsAre("gpu-003", "leaf-0"));
+}
+
+TEST(PfcStormTest, WatchdogEventsOfAPortThatCountsNoPauseAreFound) {
+  TestFabric fabric(23);
+  PortView& p = fabric.Port("gpu-002", "mlx5_4");
+  p.s.tx_pause_fraction = AbsentPerPriority();
+  p.s.rx_pause_fraction = AbsentPerPriority();
+  p.s.tx_pause_frames = AbsentPerPriority();
+  p.s.rx_pause_frames = AbsentPerPriority();
+  p.s.pause_storm_warnings = 0.4;
+  const std::vector<Finding> found = Analyze(fabric);
+  ASSERT_THAT(found, SizeIs(1));
+  EXPECT_EQ(found[0].node, "gpu-002");
+  EXPECT_EQ(found[0].device, "mlx5_4");
+  EXPECT_EQ(found[0].evidence.count("priority"), 0);
+  EXPECT_DOUBLE_EQ(found[0].evidence.at("pause_storm_warnings_per_second"),
+                   0.4);
+}
+
 TEST(PfcStormTest, VictimWithoutVisibleSource) {
   TestFabric fabric(9);
   // gpu-005 mlx5_1 (leaf-0 swp22) stopped reporting; its switch port is

@@ -239,8 +239,12 @@ bool PortOrder(const PortView& a, const PortView& b) {
 // their runs, as pairwise std::inplace_merge would. Each port is compared
 // with the one before it as it lands (both in cache then): a run that was
 // not sorted after all leaves ports out of order, and the result is
-// sorted.
-std::vector<PortView> MergeRuns(std::vector<std::vector<PortView>>& runs) {
+// sorted (*resorted). `landed(port, new_node)` sees each port as it lands,
+// before it moves (new_node: its node is not the one before it's); what it
+// saw is in the result's order unless *resorted.
+template <typename Landed>
+std::vector<PortView> MergeRuns(std::vector<std::vector<PortView>>& runs,
+                                Landed landed, bool* resorted) {
   size_t total = 0;
   // The non-empty runs, and where each chain of them starts.
   std::vector<size_t> order;
@@ -260,11 +264,21 @@ std::vector<PortView> MergeRuns(std::vector<std::vector<PortView>>& runs) {
                                   : std::vector<PortView>();
   out.reserve(total);
   bool in_order = true;
-  const auto land = [&out, &in_order](PortView& p) {
-    if (!out.empty() && PortOrder(p, out.back())) in_order = false;
+  const auto land = [&out, &in_order, &landed](PortView& p) {
+    bool new_node = true;
+    if (!out.empty()) {
+      const PortView& before = out.back();
+      const int node = p.node.compare(before.node);
+      if (node < 0 || (node == 0 && p.device < before.device)) {
+        in_order = false;
+      }
+      new_node = node != 0;
+    }
+    landed(p, new_node);
     out.push_back(std::move(p));
   };
-  const auto sorted = [&out, &in_order] {
+  const auto sorted = [&out, &in_order, resorted] {
+    *resorted = !in_order;
     if (!in_order) std::sort(out.begin(), out.end(), PortOrder);
   };
   if (chain_starts.size() <= 1) {
@@ -361,6 +375,11 @@ void FabricView::AppendSorted(std::vector<PortView>&& ports) {
 }
 
 void FabricView::Finish() {
+  // Where each node's ports start, and prefixes_: taken as a merge moves
+  // the ports (each in cache then), else in a sweep of ports_ below.
+  std::vector<uint32_t> node_starts;
+  bool indexed = false;
+  prefixes_.clear();
   if (!runs_.empty()) {
     // Ports AddPort()ed after the runs (unsorted_) come last.
     if (!ports_.empty()) runs_.push_back(std::move(ports_));
@@ -370,7 +389,21 @@ void FabricView::Finish() {
         std::move(run.begin(), run.end(), std::back_inserter(ports_));
       }
     } else {
-      ports_ = MergeRuns(runs_);
+      size_t total = 0;
+      for (const std::vector<PortView>& run : runs_) total += run.size();
+      prefixes_.reserve(total);
+      node_starts.reserve(total / 8 + 1);
+      bool resorted = false;
+      ports_ = MergeRuns(
+          runs_,
+          [this, &node_starts](const PortView& p, bool new_node) {
+            if (new_node) {
+              node_starts.push_back(static_cast<uint32_t>(prefixes_.size()));
+            }
+            prefixes_.push_back(PrefixesOf(p));
+          },
+          &resorted);
+      indexed = !resorted;
     }
     for (std::vector<PortView>& run : runs_) {
       SparePorts::Get().Give(std::move(run));
@@ -383,20 +416,30 @@ void FabricView::Finish() {
     std::sort(ports_.begin(), ports_.end(), PortOrder);
   }
   unsorted_ = false;
+  if (!indexed) {
+    node_starts.clear();
+    prefixes_.clear();
+    prefixes_.reserve(ports_.size());
+    for (uint32_t i = 0; i < ports_.size(); ++i) {
+      if (i == 0 || ports_[i].node != ports_[i - 1].node) {
+        node_starts.push_back(i);
+      }
+      prefixes_.push_back(PrefixesOf(ports_[i]));
+    }
+  }
   nodes_.clear();
-  nodes_.reserve(ports_.size() / 8 + 1);
-  for (uint32_t i = 0; i < ports_.size();) {
-    uint32_t j = i;
-    while (j < ports_.size() && ports_[j].node == ports_[i].node) ++j;
-    nodes_[ports_[i].node] = {i, j};
-    i = j;
+  nodes_.reserve(node_starts.size());
+  for (size_t k = 0; k < node_starts.size(); ++k) {
+    const uint32_t end = k + 1 < node_starts.size()
+                             ? node_starts[k + 1]
+                             : static_cast<uint32_t>(ports_.size());
+    nodes_[ports_[node_starts[k]].node] = {node_starts[k], end};
   }
-  prefixes_.resize(ports_.size());
-  for (size_t i = 0; i < ports_.size(); ++i) {
-    const PortView& p = ports_[i];
-    prefixes_[i] = {NamePrefix(p.device), NamePrefix(p.netdev),
-                    SizeOf(p.device), SizeOf(p.netdev)};
-  }
+}
+
+FabricView::NamePrefixes FabricView::PrefixesOf(const PortView& p) {
+  return {NamePrefix(p.device), NamePrefix(p.netdev), SizeOf(p.device),
+          SizeOf(p.netdev)};
 }
 
 absl::Span<const PortView> FabricView::PortsOf(absl::string_view node) const {

@@ -283,6 +283,7 @@ class FabricView {
     uint32_t device_size = 0;
     uint32_t netdev_size = 0;
   };
+  static NamePrefixes PrefixesOf(const PortView& p);
   std::vector<NamePrefixes> prefixes_;
 };
 

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/types/span.h"
 #include "analysis/fabric_view.h"
 #include "gtest/gtest.h"
 
@@ -22,9 +23,36 @@ std::vector<PortView> SortedRun(const std::vector<std::pair<int, int>>& ports,
     PortView& p = run.emplace_back();
     p.node = absl::StrFormat("n-%03d", node);
     p.device = absl::StrCat("mlx5_", device);
+    p.netdev = absl::StrCat("eth", device);
     p.s.rx_bytes = tag;
   }
   return run;
+}
+
+// The view's indexes agree with its ports: each port is what Find() gives
+// for its device and its netdev (the first of equal ports), and PortsOf()
+// its node's ports, all of them and only those. Finish() builds them as
+// the merge moves the ports, or after a sort.
+void ExpectIndexed(const FabricView& v) {
+  const absl::Span<const PortView> ports = v.ports();
+  for (size_t i = 0; i < ports.size(); ++i) {
+    const PortView& p = ports[i];
+    SCOPED_TRACE(absl::StrCat(p.node, "/", p.device));
+    size_t first = i;
+    while (first > 0 && ports[first - 1].node == p.node &&
+           ports[first - 1].device == p.device) {
+      --first;
+    }
+    EXPECT_EQ(v.Find(p.node, p.device), &ports[first]);
+    EXPECT_EQ(v.Find(p.node, p.netdev), &ports[first]);
+    size_t begin = i;
+    size_t end = i;
+    while (begin > 0 && ports[begin - 1].node == p.node) --begin;
+    while (end < ports.size() && ports[end].node == p.node) ++end;
+    const absl::Span<const PortView> of = v.PortsOf(p.node);
+    EXPECT_EQ(of.data(), &ports[begin]);
+    EXPECT_EQ(of.size(), end - begin);
+  }
 }
 
 std::vector<std::string> Keys(const FabricView& v) {
@@ -62,6 +90,7 @@ TEST(FabricViewRunsTest, InterleavedRunsMergeAsOneSort) {
     merged.Finish();
     sorted.Finish();
     EXPECT_EQ(Keys(merged), Keys(sorted));
+    ExpectIndexed(merged);
     for (const PortView& p : sorted.ports()) {
       ASSERT_NE(merged.Find(p.node, p.device), nullptr);
       EXPECT_EQ(merged.PortsOf(p.node).size(), sorted.PortsOf(p.node).size());
@@ -97,6 +126,7 @@ TEST(FabricViewRunsTest, ChainsOfRunsInterleave) {
                 "n-002/mlx5_0=1", "n-003/mlx5_0=2", "n-004/mlx5_0=1",
                 "n-005/mlx5_0=2", "n-006/mlx5_0=1", "n-007/mlx5_0=2"}));
   EXPECT_EQ(v.PortsOf("n-001").size(), 2u);
+  ExpectIndexed(v);
 }
 
 // Equal ports (a node in two runs) keep the order of their runs.
@@ -110,6 +140,7 @@ TEST(FabricViewRunsTest, EqualPortsKeepTheOrderOfTheirRuns) {
                          "n-000/mlx5_0=2", "n-001/mlx5_0=1", "n-001/mlx5_0=2",
                          "n-001/mlx5_0=3", "n-002/mlx5_0=3", "n-003/mlx5_0=1",
                          "n-003/mlx5_0=2"}));
+  ExpectIndexed(v);
 }
 
 // Ports AddPort()ed before and after runs, and a run out of order: sorted.
@@ -141,6 +172,7 @@ TEST(FabricViewRunsTest, RunsOutOfOrderAreSortedByTheMerge) {
   EXPECT_EQ(Keys(merged), want);
   ASSERT_NE(merged.Find("n-003", "mlx5_1"), nullptr);
   EXPECT_EQ(merged.PortsOf("n-003").size(), 2u);
+  ExpectIndexed(merged);
 
   FabricView concatenated;
   concatenated.AppendSorted(SortedRun({{2, 0}, {1, 0}}, 1));
@@ -150,6 +182,7 @@ TEST(FabricViewRunsTest, RunsOutOfOrderAreSortedByTheMerge) {
             (std::vector<std::string>{"n-001/mlx5_0=1", "n-002/mlx5_0=1",
                                       "n-003/mlx5_0=3"}));
   EXPECT_EQ(concatenated.Find("n-001", "mlx5_0")->s.rx_bytes, 1);
+  ExpectIndexed(concatenated);
 
   FabricView given;
   given.AppendSorted(SortedRun({{4, 0}, {2, 0}}, 2));
@@ -160,6 +193,7 @@ TEST(FabricViewRunsTest, RunsOutOfOrderAreSortedByTheMerge) {
   }
   taken.Finish();
   EXPECT_EQ(Keys(taken), want);
+  ExpectIndexed(taken);
 }
 
 // A finished view taken apart and appended again: the same ports.

@@ -59,6 +59,22 @@ LayoutPorts NicPorts::Of(const LayoutModel& model) const {
                      it == tables_.end() ? nullptr : &it->second);
 }
 
+std::vector<const LayoutModel*> LayoutsReportingIn(
+    const FabricView& view, absl::Span<const LayoutModel* const> layouts) {
+  std::vector<const LayoutModel*> out;
+  for (const LayoutModel* model : layouts) {
+    if (model == nullptr) continue;
+    const absl::Span<const std::string> hosts = model->Hosts();
+    if (std::any_of(hosts.begin(), hosts.end(), [&](const std::string& host) {
+          const FabricView::NodePorts ports = view.PortsOfNode(host);
+          return ports.begin != ports.end;
+        })) {
+      out.push_back(model);
+    }
+  }
+  return out;
+}
+
 const NicPorts& NicPortsOf(const AnalysisInput& in,
                            std::optional<NicPorts>* local) {
   if (in.nic_ports != nullptr && &in.nic_ports->view() == in.view) {

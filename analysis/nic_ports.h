@@ -78,6 +78,13 @@ class NicPorts {
   absl::flat_hash_map<const LayoutModel*, NicPortTable> tables_;
 };
 
+// The layouts of `layouts` (nulls skipped) with a host that has a port in
+// `view`, in their order: a job none of whose hosts report has nothing for
+// the rate analyzers. Asks the view per host, stopping at the first that
+// reports.
+std::vector<const LayoutModel*> LayoutsReportingIn(
+    const FabricView& view, absl::Span<const LayoutModel* const> layouts);
+
 // in.nic_ports when it was built for in.view, else one built into *local
 // (tests and one-off callers, and a view the caller did not resolve).
 const NicPorts& NicPortsOf(const AnalysisInput& in,

@@ -90,6 +90,7 @@
 #include "analysis/fabric_view.h"
 #include "analysis/hysteresis.h"
 #include "analysis/layout_parse.h"
+#include "analysis/nic_ports.h"
 #include "analysis/straggler_nic.h"
 #include "bench/feature_slices.h"
 #include "cluster/feature_cache.h"
@@ -303,6 +304,8 @@ void BM_LeaderPassAtScale(benchmark::State& state) {
     phases.Mark("merge_ms");
     AnalysisInput in = fx.cluster->Input(&fabric.window, &fx.config);
     in.topology_index = &topology;
+    // As the runner gives the rate analyzers only layouts that report.
+    in.layouts = LayoutsReportingIn(fabric.window, in.layouts);
     collector::RateFindings found =
         collector::RunRatePass(in, &*fabric.recent, &baselines, threads);
     phases.Mark("analyze_ms");

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -15,6 +16,7 @@
 #include "analysis/analyzer.h"
 #include "analysis/fabric_view.h"
 #include "analysis/finding.h"
+#include "analysis/nic_ports.h"
 #include "analysis/tp_cross_node.h"
 #include "collector/rate_pass.h"
 #include "common/clock.h"
@@ -252,18 +254,12 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric) {
   in.config = &options_.analysis;
   // A job none of whose hosts report has nothing for the rate analyzers:
   // declared layouts cost nothing until their agents speak.
-  absl::flat_hash_set<absl::string_view> reporting;
-  for (const analysis::PortView& port : view->ports()) {
-    reporting.insert(port.node);
-  }
+  std::vector<const analysis::LayoutModel*> declared;
+  declared.reserve(snapshot->layouts.size());
   for (const auto& [job, entry] : snapshot->layouts) {
-    const analysis::LayoutModel& model = entry->model;
-    const bool any = std::any_of(reporting.begin(), reporting.end(),
-                                 [&](absl::string_view node) {
-                                   return model.HostIndex(node).has_value();
-                                 });
-    if (any) in.layouts.push_back(&model);
+    declared.push_back(&entry->model);
   }
+  in.layouts = analysis::LayoutsReportingIn(*view, declared);
   // The window's findings, the baselines updated after this pass's
   // judgement (a NIC is measured against its past, not against a baseline
   // that already holds the window it is judged on), and the same analyzers

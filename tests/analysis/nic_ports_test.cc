@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -106,6 +107,22 @@ TEST(NicPortsTest, PortsOfAnotherViewAreNotUsed) {
   EXPECT_EQ(&ports, &*local);
   ASSERT_NE(ports.Of(a).At(0, 0), nullptr);
   EXPECT_EQ(ports.Of(a).At(0, 0)->s.rx_bytes, 5000);
+}
+
+TEST(NicPortsTest, OnlyLayoutsWithAReportingHostAreAnalysed) {
+  const LayoutModel a = FourHosts("job-a", 0);      // gpu-000..003
+  const LayoutModel b = FourHosts("job-b", 5);      // gpu-005..008
+  const LayoutModel quiet = FourHosts("job-c", 6);  // gpu-006..009
+  const FabricView view = SixHosts(1e9);            // gpu-000..005
+  EXPECT_EQ(LayoutsReportingIn(view, {&quiet, &a, nullptr, &b, &quiet}),
+            (std::vector<const LayoutModel*>{&a, &b}));
+  EXPECT_TRUE(LayoutsReportingIn(FabricView(), {&a, &b}).empty());
+  // Only a's last host reports.
+  FabricView one;
+  one.AddPort("gpu-003", "mlx5_0");
+  one.Finish();
+  EXPECT_EQ(LayoutsReportingIn(one, {&a, &b}),
+            (std::vector<const LayoutModel*>{&a}));
 }
 
 }  // namespace

@@ -64,7 +64,10 @@
 // analyze_ms on one core 675-936 / 623-659 ms. That evening, a replaced
 // view's storage kept, the merge's order check in the move and layout
 // NICs resolved once per view (analysis/nic_ports.h):
-// BM_LeaderPassAtScale/2 514-637 / 701-720 ms wall (alternating).
+// BM_LeaderPassAtScale/2 514-637 / 701-720 ms wall (alternating). Later
+// that night, NICs of a host found with one lookup, quiet ports skipped by
+// pfc_storm and the merged view indexed as the merge moves the ports:
+// 507-610 / 686-814 ms wall against the morning's build (alternating).
 //
 //   build/bench/fabricdiag_analysis_bench --benchmark_filter=BM_AnalysisPass
 //   taskset -c 1 build/bench/fabricdiag_analysis_bench

@@ -13,11 +13,14 @@ namespace fabricdiag::collector {
 namespace {
 
 // Appends to `out`, run by run, every port of `runs` (each sorted by
-// node) whose node `owner` gives to `slice`; looks each node up once per
-// run.
+// node) whose node `owner` gives to `slice`, or, for a node no slice has
+// facts of, that `claimed` (the view's, filled as slices are moved in
+// order) gives to it: the first slice with ports of it. Looks each node up
+// once per run.
 void MoveOwnedPorts(std::vector<std::vector<analysis::PortView>>& runs,
                     size_t slice,
                     const absl::flat_hash_map<std::string, size_t>& owner,
+                    absl::flat_hash_map<std::string, size_t>* claimed,
                     analysis::FabricView* out) {
   for (std::vector<analysis::PortView>& ports : runs) {
     const std::string* node = nullptr;
@@ -27,7 +30,9 @@ void MoveOwnedPorts(std::vector<std::vector<analysis::PortView>>& runs,
           if (node == nullptr || p.node != *node) {
             node = &p.node;
             auto it = owner.find(p.node);
-            keep = it != owner.end() && it->second == slice;
+            if (it == owner.end())
+              it = claimed->try_emplace(p.node, slice).first;
+            keep = it->second == slice;
           }
           return !keep;
         });
@@ -41,8 +46,9 @@ void MoveOwnedPorts(std::vector<std::vector<analysis::PortView>>& runs,
 void MergeView(std::vector<std::vector<std::vector<analysis::PortView>>>& runs,
                const absl::flat_hash_map<std::string, size_t>& owner,
                analysis::FabricView* out) {
+  absl::flat_hash_map<std::string, size_t> claimed;
   for (size_t i = 0; i < runs.size(); ++i) {
-    MoveOwnedPorts(runs[i], i, owner, out);
+    MoveOwnedPorts(runs[i], i, owner, &claimed, out);
   }
   out->Finish();
 }
@@ -70,6 +76,8 @@ FeatureSlice MergeFeatureSlices(absl::Span<FeatureSlice* const> slices) {
     }
   }
   // node -> the slice it is taken from, and that slice's last report of it.
+  // (Ports of a node no slice has facts of are taken from the first slice
+  // with ports of it, per view: MoveOwnedPorts.)
   absl::flat_hash_map<std::string, size_t> owner;
   absl::flat_hash_map<std::string, absl::Time> newest;
   for (size_t i = 0; i < slices.size(); ++i) {
@@ -79,16 +87,6 @@ FeatureSlice MergeFeatureSlices(absl::Span<FeatureSlice* const> slices) {
       if (inserted || n.liveness.last_report > it->second) {
         it->second = n.liveness.last_report;
         owner[n.liveness.node] = i;
-      }
-    }
-  }
-  for (size_t i = 0; i < slices.size(); ++i) {
-    for (const std::vector<analysis::PortView>& run : window[i]) {
-      const std::string* node = nullptr;  // runs are sorted by node
-      for (const analysis::PortView& p : run) {
-        if (node != nullptr && p.node == *node) continue;
-        node = &p.node;
-        owner.try_emplace(p.node, i);
       }
     }
   }

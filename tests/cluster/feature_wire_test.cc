@@ -479,6 +479,47 @@ TEST(MergeFeatureSlicesTest, ANodeInTwoSlicesComesFromItsNewestReport) {
   }
 }
 
+// Ports of a node that no slice has liveness facts of come, in each view,
+// from the first slice with ports of it there; a node with facts in one
+// slice takes its ports from that slice alone, even where another slice
+// has ports of it without facts.
+TEST(MergeFeatureSlicesTest, PortsOfANodeWithoutFactsComeFromTheFirstSlice) {
+  const absl::Time t = absl::FromUnixSeconds(1700000000);
+  std::vector<FeatureSlice> slices(3);
+  for (FeatureSlice& s : slices) s.recent.emplace();
+  auto add = [&](int slice, const std::string& node, bool recent,
+                 double rx_bytes) {
+    slices[slice].window.AddPort(node, "mlx5_0").s.rx_bytes = rx_bytes;
+    if (recent) {
+      slices[slice].recent->AddPort(node, "mlx5_0").s.rx_bytes = rx_bytes;
+    }
+  };
+  add(0, "gpu-009", /*recent=*/false, 10);  // no facts anywhere
+  add(2, "gpu-009", /*recent=*/true, 12);
+  add(1, "gpu-009", /*recent=*/true, 11);
+  add(0, "gpu-004", /*recent=*/true, 40);  // facts in slice 1 only
+  add(1, "gpu-004", /*recent=*/true, 41);
+  NodeFacts facts;
+  facts.liveness.node = "gpu-004";
+  facts.liveness.last_report = t;
+  facts.liveness.ever_reported = true;
+  slices[1].nodes.push_back(facts);
+  for (FeatureSlice& s : slices) {
+    s.window.Finish();
+    s.recent->Finish();
+  }
+  const FeatureSlice merged = collector::MergeFeatureSlices(
+      std::vector<FeatureSlice*>{&slices[0], &slices[1], &slices[2]});
+  ASSERT_EQ(merged.window.ports().size(), 2u);
+  EXPECT_EQ(merged.window.Find("gpu-009", "mlx5_0")->s.rx_bytes, 10);
+  EXPECT_EQ(merged.window.Find("gpu-004", "mlx5_0")->s.rx_bytes, 41);
+  ASSERT_TRUE(merged.recent.has_value());
+  ASSERT_EQ(merged.recent->ports().size(), 2u);
+  EXPECT_EQ(merged.recent->Find("gpu-009", "mlx5_0")->s.rx_bytes, 11);
+  EXPECT_EQ(merged.recent->Find("gpu-004", "mlx5_0")->s.rx_bytes, 41);
+  EXPECT_THAT(Nodes(merged), ElementsAre("gpu-004"));
+}
+
 // Slices whose nodes interleave: the merged view is sorted and indexed as
 // one Finish() of all the ports would have it.
 TEST(MergeFeatureSlicesTest, InterleavedSlicesMergeInOrder) {

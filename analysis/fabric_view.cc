@@ -466,26 +466,26 @@ const PortView* FabricView::FindIn(NodePorts node,
   const uint32_t size = SizeOf(name);
   // Equal prefixes and sizes are equal names when the name fits the prefix.
   const bool prefix_is_name = name.size() <= sizeof(prefix);
-  for (uint32_t i = node.begin; i < end; ++i) {
-    if (!indexed) {
-      if (ports_[i].device == name) return &ports_[i];
-    } else if (prefixes_[i].device == prefix &&
-               prefixes_[i].device_size == size &&
-               (prefix_is_name || ports_[i].device == name)) {
-      return &ports_[i];
+  // The first of the node's ports whose device (or netdev) is `name`.
+  const auto first_named = [&](bool netdev) -> const PortView* {
+    for (uint32_t i = node.begin; i < end; ++i) {
+      if (indexed) {
+        const NamePrefixes& p = prefixes_[i];
+        if ((netdev ? p.netdev : p.device) != prefix ||
+            (netdev ? p.netdev_size : p.device_size) != size) {
+          continue;
+        }
+        if (prefix_is_name) return &ports_[i];
+      }
+      if ((netdev ? ports_[i].netdev : ports_[i].device) == name) {
+        return &ports_[i];
+      }
     }
-  }
+    return nullptr;
+  };
+  if (const PortView* p = first_named(/*netdev=*/false)) return p;
   if (name.empty()) return nullptr;  // "" is no port's netdev
-  for (uint32_t i = node.begin; i < end; ++i) {
-    if (!indexed) {
-      if (ports_[i].netdev == name) return &ports_[i];
-    } else if (prefixes_[i].netdev == prefix &&
-               prefixes_[i].netdev_size == size &&
-               (prefix_is_name || ports_[i].netdev == name)) {
-      return &ports_[i];
-    }
-  }
-  return nullptr;
+  return first_named(/*netdev=*/true);
 }
 
 const PortView* FabricView::Find(absl::string_view node,

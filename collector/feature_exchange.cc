@@ -30,8 +30,9 @@ void MoveOwnedPorts(std::vector<std::vector<analysis::PortView>>& runs,
           if (node == nullptr || p.node != *node) {
             node = &p.node;
             auto it = owner.find(p.node);
-            if (it == owner.end())
+            if (it == owner.end()) {
               it = claimed->try_emplace(p.node, slice).first;
+            }
             keep = it->second == slice;
           }
           return !keep;

@@ -2,8 +2,8 @@
 // of each signal over the analysis window.
 //
 // The collector builds a FabricView from its series store once per pass
-// (collector/fabric_view_builder.h); tests and the scenario suite build one
-// by hand. Analyzers never see counter names: the builder maps every
+// (collector/runner/fabric_view_builder.h); tests and the scenario suite build
+// one by hand. Analyzers never see counter names: the builder maps every
 // driver's spelling (mlx5 `np_cnp_sent`, bnxt `pfc_pri3_rx_duration_us`, IB
 // PMA `symbol_error`, ...) onto the fields of PortSignals, in base units per
 // second, so one analyzer works on every NIC.

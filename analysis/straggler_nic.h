@@ -102,7 +102,7 @@ class StragglerBaselines {
   void Seed(const std::vector<Finding>& open);
 
   // Every baseline as bytes, to survive a restart (the collector keeps them
-  // in its state directory, collector/rate_pass.h):
+  // in its state directory, collector/runner/rate_pass.h):
   //   u32le version (1) | u32le count | count x (u32le key length | key
   //   (job NUL host NUL nic) | f64 bytes per second (IEEE, little-endian
   //   bits) | u32le passes)

@@ -25,7 +25,8 @@
 //   merge_ms:   FeatureCache::Merged (JetStreamFeatures::Merged): takes the
 //               decoded chunks and MergeFeatureSlices them with the local
 //               slice (the recent view on a second thread);
-//   analyze_ms: collector::RunRatePass (as collector/analysis_runner.cc):
+//   analyze_ms: collector::RunRatePass (as
+//   collector/runner/analysis_runner.cc):
 //               RunRateAnalyzers over the window, StragglerBaselines::
 //               Update, RunRateAnalyzers over the recent view, on <threads>
 //               threads (straggler baselines watched beforehand);
@@ -98,8 +99,8 @@
 #include "bench/feature_slices.h"
 #include "cluster/feature_cache.h"
 #include "cluster/feature_wire.h"
-#include "collector/feature_exchange.h"
-#include "collector/rate_pass.h"
+#include "collector/runner/feature_exchange.h"
+#include "collector/runner/rate_pass.h"
 #include "proto/cluster.pb.h"
 #include "tests/testing/scenario_builder.h"
 
@@ -342,7 +343,7 @@ void BM_LeaderPassAtScale(benchmark::State& state) {
   state.counters["fastest_pass_ms"] = fastest_ms;
   state.counters["slowest_pass_ms"] = slowest_ms;
 }
-// Arg: threads of the rate pass (collector/rate_pass.h); 2 as the
+// Arg: threads of the rate pass (collector/runner/rate_pass.h); 2 as the
 // collector runs it.
 BENCHMARK(BM_LeaderPassAtScale)
     ->Arg(1)

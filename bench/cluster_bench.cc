@@ -76,7 +76,7 @@
 #include "bench/feature_slices.h"
 #include "cluster/jetstream_features.h"
 #include "cluster/nats_connection.h"
-#include "collector/feature_exchange.h"
+#include "collector/runner/feature_exchange.h"
 #include "tests/testing/http_get.h"
 #include "tests/testing/nats_cluster.h"
 #include "tests/testing/proc_stat.h"

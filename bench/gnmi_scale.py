@@ -79,7 +79,7 @@ def main():
     args = ap.parse_args()
     b = args.build_dir
     binaries = {
-        "collector": f"{b}/collector/fabricdiag-collector",
+        "collector": f"{b}/server/fabricdiag-collector",
         "cli": f"{b}/cli/fabricdiag",
         "fleet": f"{b}/bench/fabricdiag-gnmi-fleet",
         "bridge": f"{b}/gnmi/fabricdiag-gnmi-bridge",

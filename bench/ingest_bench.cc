@@ -23,9 +23,9 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "collector/fabric_view_builder.h"
-#include "collector/ingest_session.h"
-#include "collector/series_store.h"
+#include "collector/ingest/ingest_session.h"
+#include "collector/runner/fabric_view_builder.h"
+#include "collector/store/series_store.h"
 #include "common/clock.h"
 #include "sim/virtual_node.h"
 

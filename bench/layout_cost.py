@@ -76,7 +76,7 @@ def wait_http(url, deadline):
 def binaries(build_dir, script):
     """The collector and CLI binaries of build_dir; (None, None), said on
     stderr, when one is missing."""
-    collector = os.path.join(build_dir, "collector/fabricdiag-collector")
+    collector = os.path.join(build_dir, "server/fabricdiag-collector")
     cli = os.path.join(build_dir, "cli/fabricdiag")
     for binary in (collector, cli):
         if not os.access(binary, os.X_OK):

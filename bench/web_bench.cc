@@ -6,7 +6,7 @@
 // covering every node (a MoE and a dense job of 4,256 nodes, 34,048 ranks
 // each), the findings the rate analyzers raise on a window with 5 faults.
 // Each benchmark calls the route's handler as the HTTP server's worker does
-// (collector/web_routes.h: build the JSON and serialize it) and reports
+// (collector/web/web_routes.h: build the JSON and serialize it) and reports
 //   bytes:      the response body;
 //   gzip_bytes: the body gzip-compressed at the server's level 1, and
 //   gzip_ms:    the CPU the server spends compressing it (once per
@@ -41,7 +41,7 @@
 
 #include "absl/status/statusor.h"
 #include "bench/web_fabric.h"
-#include "collector/web_routes.h"
+#include "collector/web/web_routes.h"
 #include "common/gzip.h"
 #include "common/http_request.h"
 #include "common/http_server.h"

@@ -1,6 +1,6 @@
-// A collector's page sources (collector/web_routes.h) over a large simulated
-// fabric, for the page's benchmark (bench/web_bench.cc) and the page served
-// at scale to a browser (bench/web_page_fixture.cc,
+// A collector's page sources (collector/web/web_routes.h) over a large
+// simulated fabric, for the page's benchmark (bench/web_bench.cc) and the page
+// served at scale to a browser (bench/web_page_fixture.cc,
 // tests/system/page_scale_test.py).
 //
 // The fabric is the testing library's scenario cluster
@@ -23,10 +23,10 @@
 
 #include "absl/status/statusor.h"
 #include "analysis/fabric_view.h"
-#include "collector/findings_store.h"
-#include "collector/layout_registry.h"
-#include "collector/state_store.h"
-#include "collector/web_routes.h"
+#include "collector/declared/layout_registry.h"
+#include "collector/findings/findings_store.h"
+#include "collector/state/state_store.h"
+#include "collector/web/web_routes.h"
 #include "common/clock.h"
 #include "tests/testing/scenario_builder.h"
 

@@ -1,4 +1,4 @@
-// The collector's page and JSON (collector/web_routes.h) over a large
+// The collector's page and JSON (collector/web/web_routes.h) over a large
 // simulated fabric (bench/web_fabric.h), served on loopback for a browser:
 // tests/system/page_scale_test.py loads it in headless Chromium. Prints
 // "port N" once it serves and stops on SIGTERM or SIGINT. Two windows of
@@ -24,7 +24,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "bench/web_fabric.h"
-#include "collector/web_routes.h"
+#include "collector/web/web_routes.h"
 #include "common/http_server.h"
 #include "tests/testing/temp_dir.h"
 

@@ -5,7 +5,7 @@
 #include <tuple>
 
 #include "cli/text_output.h"
-#include "collector/finding_json.h"
+#include "collector/findings/finding_json.h"
 
 namespace fabricdiag::cli {
 

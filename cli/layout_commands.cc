@@ -11,7 +11,7 @@
 #include "cli/commands.h"
 #include "cli/findings_table.h"
 #include "cli/text_output.h"
-#include "collector/finding_json.h"
+#include "collector/findings/finding_json.h"
 #include "common/names.h"
 
 namespace fabricdiag::cli {

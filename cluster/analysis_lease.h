@@ -40,7 +40,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cluster/nats_connection.h"
-#include "collector/analysis_role.h"
+#include "collector/runner/analysis_role.h"
 
 namespace fabricdiag::cluster {
 

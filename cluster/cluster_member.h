@@ -5,7 +5,7 @@
 // about these on /healthz and /metrics.
 //
 // Without --nats there is no ClusterMember: the collector is one process
-// with its state in --state_dir (collector/file_declared_state.h).
+// with its state in --state_dir (collector/declared/file_declared_state.h).
 //
 //   ASSIGN_OR_RETURN(std::unique_ptr<ClusterMember> member,
 //                    ClusterMember::Join({nats_flag, "collector-a", 3}));
@@ -33,8 +33,8 @@
 #include "cluster/jetstream_findings.h"
 #include "cluster/leader_handoff.h"
 #include "cluster/nats_connection.h"
-#include "collector/findings_store.h"
-#include "collector/layout_registry.h"
+#include "collector/declared/layout_registry.h"
+#include "collector/findings/findings_store.h"
 #include "common/clock.h"
 
 namespace fabricdiag::cluster {

@@ -42,7 +42,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "collector/feature_exchange.h"
+#include "collector/runner/feature_exchange.h"
 #include "proto/cluster.pb.h"
 
 namespace fabricdiag::cluster {

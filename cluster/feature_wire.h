@@ -1,4 +1,4 @@
-// A collector's FeatureSlice (collector/feature_exchange.h) as the
+// A collector's FeatureSlice (collector/runner/feature_exchange.h) as the
 // v1::FeatureChunk messages it publishes (proto/cluster.proto), and back.
 //
 // A slice is cut into chunks of whole nodes (every node it has liveness or
@@ -26,7 +26,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "collector/feature_exchange.h"
+#include "collector/runner/feature_exchange.h"
 #include "proto/cluster.pb.h"
 #include "proto/cluster_facts.pb.h"
 

@@ -44,7 +44,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "cluster/nats_connection.h"
-#include "collector/baselines_store.h"
+#include "collector/state/baselines_store.h"
 
 namespace fabricdiag::cluster {
 

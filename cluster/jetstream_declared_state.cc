@@ -8,7 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
-#include "collector/object_store.h"
+#include "collector/state/object_store.h"
 #include "common/gzip.h"
 #include "common/log.h"
 #include "common/names.h"

@@ -1,6 +1,7 @@
-// The cluster backend of the declared state (collector/declared_state.h):
-// layouts and the topology in one replicated JetStream key-value bucket that
-// every collector of the cluster reads, writes and watches.
+// The cluster backend of the declared state
+// (collector/declared/declared_state.h): layouts and the topology in one
+// replicated JetStream key-value bucket that every collector of the cluster
+// reads, writes and watches.
 //
 // Bucket "fabricdiag_declared" (created by the first collector, with
 // --nats_replicas replicas, file storage, 8 versions of history per key):
@@ -8,7 +9,7 @@
 //                  is a NATS subject, where "." separates tokens)
 //   topology       the fabric topology
 // Each value is the checksummed envelope of the state files
-// (collector/object_store.h) around the binary protobuf, so `nats kv get`
+// (collector/state/object_store.h) around the binary protobuf, so `nats kv get`
 // plus `tail -c +21 | protoc --decode` reads it, and damage is caught.
 //
 // Writes are compare-and-set on the key's revision (kvStore_Create for a job
@@ -17,8 +18,8 @@
 // Aborted, never a silent merge. A write is retried while the cluster cannot
 // answer (right after a server dies, the bucket's stream elects a new leader
 // and the first request times out) until the earlier of Options::deadline
-// and its caller's deadline (collector/write_deadline.h); no request waits
-// past it. A retried write whose first attempt landed after all is
+// and its caller's deadline (collector/declared/write_deadline.h); no request
+// waits past it. A retried write whose first attempt landed after all is
 // recognized by its bytes (the envelope holds the write's own timestamp), so
 // it is not reported as a conflict. A write that gives up says whether one
 // of its requests went unanswered (it may still land: the servers may have
@@ -51,8 +52,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "cluster/nats_connection.h"
-#include "collector/declared_state.h"
-#include "collector/write_deadline.h"
+#include "collector/declared/declared_state.h"
+#include "collector/declared/write_deadline.h"
 
 namespace fabricdiag::cluster {
 

@@ -1,6 +1,7 @@
-// The cluster backend of the feature exchange (collector/feature_exchange.h):
-// every collector publishes its slice of the analyzers' input each pass and
-// merges the other collectors' latest slices into the whole fabric.
+// The cluster backend of the feature exchange
+// (collector/runner/feature_exchange.h): every collector publishes its slice of
+// the analyzers' input each pass and merges the other collectors' latest slices
+// into the whole fabric.
 //
 // Stream "fabricdiag_features" (created by the first collector; memory
 // storage, --nats_replicas replicas, one message kept per subject, messages
@@ -48,7 +49,7 @@
 #include "cluster/feature_cache.h"
 #include "cluster/feature_wire.h"
 #include "cluster/nats_connection.h"
-#include "collector/feature_exchange.h"
+#include "collector/runner/feature_exchange.h"
 
 namespace fabricdiag::cluster {
 

@@ -1,10 +1,11 @@
-// The cluster backend of shared findings (collector/findings_replication.h):
-// one set of findings, with the same ids, on every collector of a cluster.
+// The cluster backend of shared findings
+// (collector/findings/findings_replication.h): one set of findings, with the
+// same ids, on every collector of a cluster.
 //
 // Bucket "fabricdiag_findings" (file storage, --nats_replicas replicas, one
 // version per key, a key not written for `ttl` dropped):
 //   f-000123  the latest version of that finding: the findings log's own
-//             format (collector/findings_log.h: header, one checksummed
+//             format (collector/state/findings_log.h: header, one checksummed
 //             record holding the analyzer that owns it and the
 //             v1::Finding), so damage is caught
 //   next_id   the smallest id number nobody was given yet (decimal)
@@ -41,7 +42,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "cluster/nats_connection.h"
-#include "collector/findings_replication.h"
+#include "collector/findings/findings_replication.h"
 
 namespace fabricdiag::cluster {
 

@@ -40,7 +40,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "collector/ingest_placement.h"
+#include "collector/ingest/ingest_placement.h"
 #include "common/clock.h"
 
 namespace fabricdiag::cluster {

@@ -1,6 +1,6 @@
 // Fixed-width little-endian integers in byte strings, the encoding of the
-// collector's state files (collector/object_store.h,
-// collector/findings_log.h): the bytes do not depend on the host.
+// collector's state files (collector/state/object_store.h,
+// collector/state/findings_log.h): the bytes do not depend on the host.
 //
 //   std::string out;
 //   PutU32(&out, length);

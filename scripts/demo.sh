@@ -63,7 +63,7 @@ fi
 
 bin=${FABRICDIAG_BUILD_DIR:-build}
 agent=$bin/agent/fabricdiag-agent
-collector=$bin/collector/fabricdiag-collector
+collector=$bin/server/fabricdiag-collector
 cli=$bin/cli/fabricdiag
 sim=$bin/sim/fabricdiag-sim
 base_port=${DEMO_BASE_PORT:-19800}

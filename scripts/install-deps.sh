@@ -5,6 +5,9 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git
+  # scripts/test.sh compiles through ccache when present: a second run, or
+  # a fresh clone on the same machine, rebuilds only what changed.
+  ccache
   libibverbs-dev prometheus-cpp-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev

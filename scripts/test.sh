@@ -21,6 +21,9 @@ jobs=$(nproc)
 launcher=()
 if command -v ccache >/dev/null 2>&1; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  # Paths relative to the checkout in ccache's keys, so that a clone in
+  # another folder (as CI makes) reuses what an earlier run compiled.
+  export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 fi
 
 # Runs ctest with the given arguments; fails when a test fails, was skipped
@@ -56,7 +59,7 @@ if [ "${SKIP_LINT:-0}" != "1" ]; then
   cmake --build build -j"$jobs" --target fabricdiag_generated_headers
   # Units unchanged since a clean lint are skipped (see the script).
   scripts/clang-tidy-cached.py -p build -j "$jobs" \
-    "^$(pwd)/(agent|analysis|cli|cluster|collector|common|counters|gnmi|sim)/.*\\.cc$" \
+    "^$(pwd)/(agent|analysis|cli|cluster|collector|common|counters|gnmi|server|sim)/.*\\.cc$" \
     > build/clang-tidy.log 2>&1 || {
       grep -E 'error:|warning:' build/clang-tidy.log | sort -u
       echo "FAILED: clang-tidy (full log: build/clang-tidy.log)"

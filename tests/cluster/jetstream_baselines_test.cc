@@ -10,8 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "analysis/straggler_nic.h"
-#include "collector/object_store.h"
-#include "collector/rate_pass.h"
+#include "collector/runner/rate_pass.h"
+#include "collector/state/object_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/cluster/single_nats_test.h"

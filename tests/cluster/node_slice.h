@@ -5,7 +5,7 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "collector/feature_exchange.h"
+#include "collector/runner/feature_exchange.h"
 
 namespace fabricdiag::cluster::testing {
 

@@ -3,11 +3,12 @@
 
 Checks, each naming the file and the missing name:
   - every ABSL_FLAG of a binary appears as --NAME in that binary's page
-    (agent/*.cc -> docs/agent.md, collector/*.cc -> docs/collector.md,
+    (agent/*.cc -> docs/agent.md, server/*.cc -> docs/collector.md,
     cli/*.cc -> docs/cli.md, sim/*.cc -> docs/simulator.md,
     gnmi/*.cc -> docs/gnmi-bridge.md);
   - every metric family name ("fabricdiag_...") in agent/exposition.cc,
-    collector/*.cc, cluster/*.cc and gnmi/*.cc appears in docs/metrics.md;
+    collector/**.cc, cluster/*.cc, gnmi/*.cc and server/*.cc appears in
+    docs/metrics.md;
   - every finding kind of analysis/finding.h kKnownFindingKinds has a
     "## <kind>" section in docs/findings.md (its runbook anchor), and every
     such section names a known kind;
@@ -31,11 +32,10 @@ SOURCE_DIR = os.path.abspath(
     os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
 
 # Which page documents the flags defined in which directory (non-recursive:
-# collector/loadgen/ defines the flags of fabricdiag-loadgen, not the
-# collector's).
+# a subfolder may define another binary's flags).
 FLAG_PAGES = [
     ("agent", "docs/agent.md"),
-    ("collector", "docs/collector.md"),
+    ("server", "docs/collector.md"),
     ("cli", "docs/cli.md"),
     ("sim", "docs/simulator.md"),
     ("gnmi", "docs/gnmi-bridge.md"),
@@ -44,7 +44,7 @@ FLAG_PAGES = [
 # broken parser cannot pass by finding nothing.
 MAIN_FILES = {
     "agent": "agent/agent_main.cc",
-    "collector": "collector/collector_main.cc",
+    "server": "server/collector_main.cc",
     "cli": "cli/main.cc",
     "sim": "sim/sim_main.cc",
     "gnmi": "gnmi/bridge_main.cc",
@@ -227,10 +227,10 @@ class DocsMatchCode(unittest.TestCase):
     def test_every_metric_family_is_documented(self):
         doc = read("docs/metrics.md")
         sources = ["agent/exposition.cc"] + sorted(
-            folder + "/" + n
-            for folder in ("collector", "cluster", "gnmi")
-            for n in os.listdir(os.path.join(SOURCE_DIR, folder))
-            if n.endswith(".cc"))
+            os.path.relpath(os.path.join(root, n), SOURCE_DIR)
+            for folder in ("collector", "cluster", "gnmi", "server")
+            for root, _, names in os.walk(os.path.join(SOURCE_DIR, folder))
+            for n in names if n.endswith(".cc"))
         found = 0
         for rel in sources:
             names = metric_names(read(rel))
@@ -292,9 +292,9 @@ class DocsMatchCode(unittest.TestCase):
         # Comments in the code point at docs/, never at a document that a
         # clone of the repository does not have.
         problems = []
-        for top in ("agent", "analysis", "bench", "cli", "collector", "common",
-                    "counters", "deploy", "gnmi", "proto", "scripts", "sim",
-                    "tests"):
+        for top in ("agent", "analysis", "bench", "cli", "client", "cluster",
+                    "collector", "common", "counters", "deploy", "gnmi",
+                    "proto", "python", "scripts", "server", "sim", "tests"):
             for root, dirs, files in os.walk(os.path.join(SOURCE_DIR, top)):
                 dirs[:] = [d for d in dirs if d != "fixtures"]
                 for name in sorted(files):

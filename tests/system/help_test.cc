@@ -72,7 +72,7 @@ INSTANTIATE_TEST_SUITE_P(
         Binary{"fabricdiag-agent", FABRICDIAG_AGENT_BINARY,
                "agent/agent_main.cc"},
         Binary{"fabricdiag-collector", FABRICDIAG_COLLECTOR_BINARY,
-               "collector/collector_main.cc"},
+               "server/collector_main.cc"},
         Binary{"fabricdiag-sim", FABRICDIAG_SIM_BINARY, "sim/sim_main.cc"},
         Binary{"fabricdiag", FABRICDIAG_CLI_BINARY, "cli/main.cc"},
         Binary{"fabricdiag-gnmi-bridge", FABRICDIAG_GNMI_BRIDGE_BINARY,

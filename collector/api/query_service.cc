@@ -1,0 +1,346 @@
+#include "collector/api/query_service.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "collector/declared/write_deadline.h"
+#include "common/grpc_status.h"
+
+namespace fabricdiag::collector {
+namespace {
+
+int64_t UnixNanos(absl::Time t) {
+  return t == absl::InfinitePast() ? 0 : absl::ToUnixNanos(t);
+}
+
+bool IsRdmaSubsystem(v1::Subsystem s) {
+  return s == v1::SUBSYSTEM_RDMA_PORT_COUNTERS ||
+         s == v1::SUBSYSTEM_RDMA_PORT_COUNTERS_EXT ||
+         s == v1::SUBSYSTEM_RDMA_PORT_HW_COUNTERS ||
+         s == v1::SUBSYSTEM_RDMA_DEVICE_HW_COUNTERS ||
+         s == v1::SUBSYSTEM_RDMA_PORT_ATTRIBUTE || s == v1::SUBSYSTEM_VERBS;
+}
+
+// When a write made for this request stops retrying (the caller's
+// deadline, a little before, so that the answer arrives in time).
+absl::Time AnswerByOf(const grpc::ServerContext& context) {
+  return AnswerBy(FromChronoDeadline(context.deadline()), absl::Now());
+}
+
+// Series queries are for people and scripts; bound what one call returns.
+constexpr size_t kMaxSeriesPerCall = 5000;
+constexpr uint32_t kMaxSeriesSeconds = 3600;
+
+}  // namespace
+
+void AddOtherCollectorsNodes(const std::vector<NodeFacts>& fabric,
+                             absl::string_view self, const NodeUpRule& node_up,
+                             absl::Time now, const LocalNodes& local,
+                             v1::ListNodesResponse* response) {
+  bool added = false;
+  for (const NodeFacts& facts : fabric) {
+    if (facts.collector.empty() || facts.collector == self) {
+      continue;  // this collector's own: the series store said it all
+    }
+    const analysis::NodeLiveness& l = facts.liveness;
+    v1::NodeStatus* out = nullptr;
+    if (auto it = local.find(l.node); it != local.end()) {
+      // The agent moved here, or away from here: the later word counts.
+      if (it->second.second >= l.last_report) continue;
+      out = response->mutable_nodes(it->second.first);
+      out->Clear();
+    } else {
+      out = response->add_nodes();
+      added = true;
+    }
+    NodeInfo info;
+    info.node = l.node;
+    info.last_report = l.last_report;
+    info.interval_ms = static_cast<uint32_t>(
+        std::max<int64_t>(0, l.interval / absl::Milliseconds(1)));
+    out->set_node(l.node);
+    out->set_up(node_up ? node_up(info, now)
+                        : l.ever_reported &&
+                              now - l.last_report < absl::Seconds(3));
+    if (l.ever_reported) {
+      out->set_last_report_unix_nanos(UnixNanos(l.last_report));
+    }
+    out->set_interval_ms(info.interval_ms);
+    out->set_collector(facts.collector);
+    out->set_remote(true);
+  }
+  if (added) {
+    std::sort(response->mutable_nodes()->begin(),
+              response->mutable_nodes()->end(),
+              [](const v1::NodeStatus& a, const v1::NodeStatus& b) {
+                return a.node() < b.node();
+              });
+  }
+}
+
+QueryService::QueryService(LayoutRegistry* registry, FindingsStore* findings,
+                           SeriesStore* series, Options options,
+                           const Clock& clock)
+    : registry_(registry),
+      findings_(findings),
+      series_(series),
+      options_(std::move(options)),
+      clock_(clock) {}
+
+grpc::Status QueryService::CheckWriteAuth(const grpc::ServerContext& context) {
+  if (options_.auth_token.empty()) return grpc::Status::OK;
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) {
+    ++unauthenticated_;
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        "this collector requires a bearer token for writes "
+                        "(fabricdiag --token_file=F)");
+  }
+  absl::string_view header(it->second.data(), it->second.size());
+  if (!BearerTokenMatches(header, options_.auth_token)) {
+    ++unauthenticated_;
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        "the bearer token is not valid for this collector");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::ApplyLayout(grpc::ServerContext* context,
+                                       const v1::ApplyLayoutRequest* request,
+                                       v1::ApplyLayoutResponse* response) {
+  grpc::Status auth = CheckWriteAuth(*context);
+  if (!auth.ok()) return auth;
+  const absl::Time answer_by = AnswerByOf(*context);
+  absl::StatusOr<ApplyResult> applied =
+      registry_->Apply(request->layout(), answer_by);
+  if (!applied.ok()) return ToGrpcStatus(applied.status());
+  response->set_replaced(applied->replaced);
+  // The layout pass writes findings (to the cluster's bucket in a cluster):
+  // skipped for a caller that is gone; the next periodic pass runs it.
+  if (options_.on_layouts_changed && absl::Now() < answer_by) {
+    for (v1::Finding& f :
+         options_.on_layouts_changed(request->layout().job(), answer_by)) {
+      *response->add_findings() = std::move(f);
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::GetLayout(grpc::ServerContext*,
+                                     const v1::GetLayoutRequest* request,
+                                     v1::Layout* response) {
+  absl::StatusOr<std::shared_ptr<const LayoutEntry>> entry =
+      registry_->Get(request->job());
+  if (!entry.ok()) return ToGrpcStatus(entry.status());
+  *response = (*entry)->applied_layout;
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::ListLayouts(grpc::ServerContext*,
+                                       const v1::ListLayoutsRequest*,
+                                       v1::ListLayoutsResponse* response) {
+  for (const LayoutSummary& s : registry_->List()) {
+    v1::LayoutSummary* out = response->add_layouts();
+    out->set_job(s.job);
+    out->set_ranks(s.ranks);
+    out->set_hosts(s.hosts);
+    out->set_parallelism(s.parallelism);
+    out->set_applied_unix_nanos(UnixNanos(s.applied));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::DeleteLayout(grpc::ServerContext* context,
+                                        const v1::DeleteLayoutRequest* request,
+                                        v1::DeleteLayoutResponse*) {
+  grpc::Status auth = CheckWriteAuth(*context);
+  if (!auth.ok()) return auth;
+  const absl::Time answer_by = AnswerByOf(*context);
+  absl::Status deleted = registry_->Delete(request->job(), answer_by);
+  if (!deleted.ok()) return ToGrpcStatus(deleted);
+  if (options_.on_layouts_changed && absl::Now() < answer_by) {
+    options_.on_layouts_changed(request->job(), answer_by);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::ApplyTopology(
+    grpc::ServerContext* context, const v1::ApplyTopologyRequest* request,
+    v1::ApplyTopologyResponse*) {
+  grpc::Status auth = CheckWriteAuth(*context);
+  if (!auth.ok()) return auth;
+  return ToGrpcStatus(
+      registry_->ApplyTopology(request->topology(), AnswerByOf(*context)));
+}
+
+grpc::Status QueryService::GetTopology(grpc::ServerContext*,
+                                       const v1::GetTopologyRequest*,
+                                       v1::Topology* response) {
+  absl::StatusOr<std::shared_ptr<const v1::Topology>> topology =
+      registry_->GetTopology();
+  if (!topology.ok()) return ToGrpcStatus(topology.status());
+  *response = **topology;
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::ListFindings(grpc::ServerContext*,
+                                        const v1::ListFindingsRequest* request,
+                                        v1::ListFindingsResponse* response) {
+  FindingsFilter filter;
+  filter.job = request->job();
+  filter.kind = request->kind();
+  filter.state = request->state();
+  filter.all = request->all();
+  filter.limit = request->limit();
+  for (v1::Finding& f : findings_->List(filter)) {
+    *response->add_findings() = std::move(f);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::WatchFindings(
+    grpc::ServerContext* context, const v1::WatchFindingsRequest* request,
+    grpc::ServerWriter<v1::FindingEvent>* writer) {
+  std::unique_ptr<Watcher> watcher = findings_->Watch(request->job());
+  // Tell the client at once that the watch is live, even when no finding is
+  // active (the CLI uses it to say "reconnected" after a collector restart).
+  writer->SendInitialMetadata();
+  while (!context->IsCancelled() && !shutting_down_.load()) {
+    std::optional<WatchEvent> event = watcher->Next(absl::Milliseconds(250));
+    if (!event.has_value()) continue;
+    v1::FindingEvent out;
+    switch (event->type) {
+      case WatchEvent::Type::kSnapshot:
+        out.set_kind(v1::FindingEvent::SNAPSHOT);
+        break;
+      case WatchEvent::Type::kOpened:
+        out.set_kind(v1::FindingEvent::OPENED);
+        break;
+      case WatchEvent::Type::kUpdated:
+        out.set_kind(v1::FindingEvent::UPDATED);
+        break;
+      case WatchEvent::Type::kResolved:
+        out.set_kind(v1::FindingEvent::RESOLVED);
+        break;
+      case WatchEvent::Type::kOverflow:
+        return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                            "the watch fell behind the findings and was "
+                            "closed; reconnect to get a fresh snapshot");
+      case WatchEvent::Type::kClosed:
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                            "the collector closed the watch");
+    }
+    *out.mutable_finding() = std::move(event->finding);
+    if (!writer->Write(out)) break;  // the client went away
+  }
+  watcher->Close();
+  if (shutting_down_.load()) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        "the collector is shutting down");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::ListNodes(grpc::ServerContext*,
+                                     const v1::ListNodesRequest*,
+                                     v1::ListNodesResponse* response) {
+  const std::vector<NodeStatus> nodes =
+      options_.node_up ? series_->ListNodes(options_.node_up)
+                       : series_->ListNodes(absl::Seconds(3));
+  // node -> its entry in the response, and when this collector last heard
+  // from it.
+  LocalNodes local;
+  for (const NodeStatus& n : nodes) {
+    local[n.info.node] = {response->nodes_size(), n.info.last_report};
+    v1::NodeStatus* out = response->add_nodes();
+    out->set_node(n.info.node);
+    out->set_up(n.up);
+    out->set_last_report_unix_nanos(UnixNanos(n.info.last_report));
+    out->set_interval_ms(n.info.interval_ms);
+    out->set_series(n.info.series);
+    out->set_reports(n.info.reports);
+    out->set_gaps(n.info.missing_reports);
+    out->set_peer(n.info.peer);
+    out->set_collector(options_.collector_id);
+    out->set_duplicate_streams(n.info.duplicate_streams);
+    if (n.info.duplicate_streams > 0) {
+      out->set_last_duplicate_peer(n.info.last_duplicate_peer);
+      out->set_last_duplicate_unix_nanos(UnixNanos(n.info.last_duplicate));
+    }
+    // Split the inventory into RDMA devices and netdevs by what the series
+    // say each device is.
+    std::set<std::string> rdma;
+    absl::StatusOr<std::vector<SeriesMeta>> series =
+        series_->ListSeries(n.info.node);
+    if (series.ok()) {
+      for (const SeriesMeta& m : *series) {
+        if (IsRdmaSubsystem(m.key.subsystem)) rdma.insert(m.key.device);
+      }
+    }
+    for (const std::string& device : n.info.devices) {
+      if (rdma.count(device) > 0) {
+        out->add_rdma_devices(device);
+      } else {
+        out->add_netdevs(device);
+      }
+    }
+  }
+  if (options_.fabric_nodes) {
+    const std::shared_ptr<const std::vector<NodeFacts>> fabric =
+        options_.fabric_nodes();
+    if (fabric != nullptr) {
+      AddOtherCollectorsNodes(*fabric, options_.collector_id, options_.node_up,
+                              clock_.Now(), local, response);
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::GetSeries(grpc::ServerContext*,
+                                     const v1::GetSeriesRequest* request,
+                                     v1::GetSeriesResponse* response) {
+  if (request->node().empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "node: required");
+  }
+  absl::StatusOr<std::vector<SeriesMeta>> series =
+      series_->ListSeries(request->node());
+  if (!series.ok()) return ToGrpcStatus(series.status());
+  const uint32_t seconds =
+      request->last_seconds() == 0
+          ? 60
+          : std::min(request->last_seconds(), kMaxSeriesSeconds);
+  const absl::Time since = clock_.Now() - absl::Seconds(seconds);
+  for (const SeriesMeta& meta : *series) {
+    if (!request->device().empty() && meta.key.device != request->device()) {
+      continue;
+    }
+    if (!request->name().empty() && meta.key.name != request->name()) continue;
+    if (static_cast<size_t>(response->series_size()) >= kMaxSeriesPerCall) {
+      return grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          absl::StrCat("more than ", kMaxSeriesPerCall,
+                       " series match; name a device or a series"));
+    }
+    absl::StatusOr<std::vector<RatePoint>> points =
+        series_->Window(request->node(), meta.key, since);
+    if (!points.ok()) continue;
+    v1::SeriesRates* out = response->add_series();
+    out->set_subsystem(v1::Subsystem_Name(meta.key.subsystem));
+    out->set_device(meta.key.device);
+    out->set_port(meta.key.port);
+    out->set_name(meta.key.name);
+    out->set_unit(meta.unit);
+    for (const RatePoint& p : *points) {
+      if (p.rate != p.rate) continue;  // NaN: no rate for that sample
+      v1::SeriesPoint* point = out->add_points();
+      point->set_unix_nanos(p.unix_nanos);
+      point->set_rate(p.rate);
+    }
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace fabricdiag::collector

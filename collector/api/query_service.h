@@ -1,0 +1,122 @@
+// The collector's ops API (fabricdiag.v1.Collector): layouts, topology,
+// findings, nodes and series for the `fabricdiag` CLI and ops tooling.
+//
+// The service only converts between protos and the collector's domain
+// objects; the logic lives in LayoutRegistry, FindingsStore and SeriesStore.
+// It uses gRPC's synchronous API: every call is short except WatchFindings,
+// which holds one server thread per watcher for as long as it streams; ops
+// tooling opens a handful of watches, not thousands.
+//
+// Writes (ApplyLayout, DeleteLayout, ApplyTopology) require
+// `authorization: Bearer <token>` when a token is configured; reads never do.
+//
+//   QueryService service(&registry, &findings, &series, options, clock);
+//   CollectorServer::Start(server_options, {&ingest, &service});
+//
+// Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "collector/declared/layout_registry.h"
+#include "collector/findings/findings_store.h"
+#include "collector/runner/feature_exchange.h"
+#include "collector/store/series_store.h"
+#include "common/bearer_token.h"
+#include "common/clock.h"
+#include "proto/collector.grpc.pb.h"
+
+namespace fabricdiag::collector {
+
+// ListNodes in a cluster: adds to `response` the nodes of `fabric` (every
+// node of the cluster, AnalysisRunner::LatestNodes) whose agents stream to
+// another collector than `self`, as remote entries with their liveness. A
+// node this collector listed too (`local`: node -> its index in
+// `response`, last report here) is replaced when the other collector heard
+// from it later (its agent moved away). Sorted by node when any is added.
+using LocalNodes = absl::flat_hash_map<std::string, std::pair<int, absl::Time>>;
+void AddOtherCollectorsNodes(const std::vector<NodeFacts>& fabric,
+                             absl::string_view self, const NodeUpRule& node_up,
+                             absl::Time now, const LocalNodes& local,
+                             v1::ListNodesResponse* response);
+
+class QueryService final : public v1::Collector::Service {
+ public:
+  struct Options {
+    // Required bearer token for writes; empty = writes are open.
+    std::string auth_token;
+    // Whether a node counts as up (ListNodes); null: reported within 3 s.
+    NodeUpRule node_up;
+    // Called after a layout was applied or deleted, with the job and the
+    // time the answer is due; returns the findings the layout raises at
+    // once (tp_cross_node). May be empty.
+    std::function<std::vector<v1::Finding>(const std::string& job,
+                                           absl::Time answer_by)>
+        on_layouts_changed;
+    // In a collector cluster: this collector's --collector_id, and every
+    // node of the fabric (AnalysisRunner::LatestNodes), so that ListNodes
+    // lists the nodes streaming to the other collectors too. Empty and
+    // null with one collector.
+    std::string collector_id;
+    std::function<std::shared_ptr<const std::vector<NodeFacts>>()> fabric_nodes;
+  };
+
+  // All pointers must outlive the service.
+  QueryService(LayoutRegistry* registry, FindingsStore* findings,
+               SeriesStore* series, Options options, const Clock& clock);
+
+  // Makes WatchFindings calls return promptly (server shutdown).
+  void Shutdown() { shutting_down_ = true; }
+
+  grpc::Status ApplyLayout(grpc::ServerContext* context,
+                           const v1::ApplyLayoutRequest* request,
+                           v1::ApplyLayoutResponse* response) override;
+  grpc::Status GetLayout(grpc::ServerContext* context,
+                         const v1::GetLayoutRequest* request,
+                         v1::Layout* response) override;
+  grpc::Status ListLayouts(grpc::ServerContext* context,
+                           const v1::ListLayoutsRequest* request,
+                           v1::ListLayoutsResponse* response) override;
+  grpc::Status DeleteLayout(grpc::ServerContext* context,
+                            const v1::DeleteLayoutRequest* request,
+                            v1::DeleteLayoutResponse* response) override;
+  grpc::Status ApplyTopology(grpc::ServerContext* context,
+                             const v1::ApplyTopologyRequest* request,
+                             v1::ApplyTopologyResponse* response) override;
+  grpc::Status GetTopology(grpc::ServerContext* context,
+                           const v1::GetTopologyRequest* request,
+                           v1::Topology* response) override;
+  grpc::Status ListFindings(grpc::ServerContext* context,
+                            const v1::ListFindingsRequest* request,
+                            v1::ListFindingsResponse* response) override;
+  grpc::Status WatchFindings(
+      grpc::ServerContext* context, const v1::WatchFindingsRequest* request,
+      grpc::ServerWriter<v1::FindingEvent>* writer) override;
+  grpc::Status ListNodes(grpc::ServerContext* context,
+                         const v1::ListNodesRequest* request,
+                         v1::ListNodesResponse* response) override;
+  grpc::Status GetSeries(grpc::ServerContext* context,
+                         const v1::GetSeriesRequest* request,
+                         v1::GetSeriesResponse* response) override;
+
+  // Write RPCs refused for a missing or wrong token.
+  uint64_t unauthenticated() const { return unauthenticated_.load(); }
+
+ private:
+  grpc::Status CheckWriteAuth(const grpc::ServerContext& context);
+
+  LayoutRegistry* const registry_;
+  FindingsStore* const findings_;
+  SeriesStore* const series_;
+  const Options options_;
+  const Clock& clock_;
+  std::atomic<bool> shutting_down_{false};
+  std::atomic<uint64_t> unauthenticated_{0};
+};
+
+}  // namespace fabricdiag::collector

@@ -1,0 +1,326 @@
+#include "collector/declared/layout_registry.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "analysis/layout_parse.h"
+#include "common/log.h"
+#include "common/names.h"
+#include "common/status_macros.h"
+
+namespace fabricdiag::collector {
+
+using analysis::Dim;
+using analysis::LayoutModel;
+
+std::string ParallelismSummary(const LayoutModel& model) {
+  std::vector<std::string> parts = {
+      absl::StrCat("tp=", model.Degree(Dim::kTp)),
+      absl::StrCat("pp=", model.Degree(Dim::kPp)),
+      absl::StrCat("dp=", model.Degree(Dim::kDp))};
+  if (model.Degree(Dim::kCp) > 1) {
+    parts.push_back(absl::StrCat("cp=", model.Degree(Dim::kCp)));
+  }
+  if (model.Degree(Dim::kEp) > 1) {
+    parts.push_back(absl::StrCat("ep=", model.Degree(Dim::kEp)));
+  }
+  return absl::StrJoin(parts, " ");
+}
+
+LayoutRegistry::LayoutRegistry(DeclaredState* state, const Clock* clock)
+    : state_(state),
+      clock_(clock),
+      current_(std::make_shared<const RegistrySnapshot>()) {}
+
+LayoutRegistry::LayoutRegistry(StateStore* store, const Clock* clock)
+    : owned_state_(std::make_unique<FileDeclaredState>(store)),
+      state_(owned_state_.get()),
+      clock_(clock),
+      current_(std::make_shared<const RegistrySnapshot>()) {}
+
+LayoutRegistry::~LayoutRegistry() { state_->StopWatching(); }
+
+namespace {
+
+// The entry for a stored layout; the model's error when it no longer builds.
+absl::StatusOr<std::shared_ptr<const LayoutEntry>> BuildEntry(
+    DeclaredLayout stored) {
+  ASSIGN_OR_RETURN(LayoutModel model, LayoutModel::Build(stored.layout));
+  LayoutSeries series = RenderLayoutSeries(model);
+  return std::make_shared<const LayoutEntry>(
+      LayoutEntry{std::move(stored.layout), std::move(model), stored.applied,
+                  std::move(series), stored.revision});
+}
+
+}  // namespace
+
+absl::Status LayoutRegistry::Load() {
+  absl::MutexLock write_lock(&write_mu_);
+  auto next = std::make_shared<RegistrySnapshot>();
+  ASSIGN_OR_RETURN(std::vector<DeclaredLayout> stored, state_->ReadLayouts());
+  for (DeclaredLayout& s : stored) {
+    std::string job = s.layout.job();
+    std::string where = s.where;
+    const uint64_t revision = s.revision;
+    absl::StatusOr<std::shared_ptr<const LayoutEntry>> entry =
+        BuildEntry(std::move(s));
+    if (!entry.ok()) {
+      // Valid when applied, invalid now: an older collector accepted what
+      // this one rejects. Keep it for a human, load the others.
+      rejected_revision_[job] = revision;
+      state_->Reject(where, absl::StrCat("layout no longer valid: ",
+                                         entry.status().message()));
+      continue;
+    }
+    next->layouts[job] = *std::move(entry);
+  }
+  ASSIGN_OR_RETURN(std::optional<DeclaredTopology> topology,
+                   state_->ReadTopology());
+  if (topology.has_value()) {
+    absl::Status valid = analysis::ValidateTopology(topology->topology);
+    if (!valid.ok()) {
+      state_->Reject(topology->where, absl::StrCat("topology no longer valid: ",
+                                                   valid.message()));
+    } else {
+      next->topology =
+          std::make_shared<const v1::Topology>(std::move(topology->topology));
+      next->topology_applied = topology->applied;
+      next->topology_revision = topology->revision;
+    }
+  }
+  LogInfo(absl::StrCat(state_->Describe(), ": loaded ", next->layouts.size(),
+                       " layouts", next->topology ? " and the topology" : ""));
+  Publish(std::move(next));
+  return absl::OkStatus();
+}
+
+void LayoutRegistry::StartWatching() {
+  state_->Watch([this](const DeclaredChange& change) { OnChange(change); });
+}
+
+RegistryWatchStats LayoutRegistry::watch_stats() const {
+  absl::MutexLock lock(&mu_);
+  return watch_stats_;
+}
+
+void LayoutRegistry::OnChange(const DeclaredChange& change) {
+  using Kind = DeclaredChange::Kind;
+  if (change.kind == Kind::kDamaged) {
+    LogWarning(absl::StrCat("declared state: ", change.problem));
+    absl::MutexLock lock(&mu_);
+    ++watch_stats_.rejected;
+    return;
+  }
+  // Built outside the write lock: it is pure and can take a while.
+  absl::StatusOr<std::shared_ptr<const LayoutEntry>> entry;
+  if (change.kind == Kind::kLayout) entry = BuildEntry(change.layout);
+  absl::Status topology_valid;
+  if (change.kind == Kind::kTopology) {
+    topology_valid = analysis::ValidateTopology(change.topology.topology);
+  }
+
+  absl::MutexLock write_lock(&write_mu_);
+  std::shared_ptr<const RegistrySnapshot> snap = Snapshot();
+  auto next = std::make_shared<RegistrySnapshot>(*snap);
+  absl::Status outcome;
+  switch (change.kind) {
+    case Kind::kLayout:
+    case Kind::kLayoutRemoved: {
+      auto it = snap->layouts.find(change.job);
+      if (it != snap->layouts.end() &&
+          it->second->revision >= change.revision) {
+        return;  // served already (our own write, or a replay)
+      }
+      if (change.kind == Kind::kLayoutRemoved) {
+        rejected_revision_.erase(change.job);
+        if (it == snap->layouts.end()) return;
+        next->layouts.erase(change.job);
+      } else if (entry.ok()) {
+        next->layouts[change.job] = *entry;
+        rejected_revision_.erase(change.job);
+      } else {
+        outcome = entry.status();
+        rejected_revision_[change.job] = change.revision;
+      }
+      break;
+    }
+    case Kind::kTopology:
+      if (snap->topology != nullptr &&
+          snap->topology_revision >= change.revision) {
+        return;
+      }
+      if (!topology_valid.ok()) {
+        outcome = topology_valid;
+        break;
+      }
+      next->topology =
+          std::make_shared<const v1::Topology>(change.topology.topology);
+      next->topology_applied = change.topology.applied;
+      next->topology_revision = change.revision;
+      break;
+    case Kind::kDamaged:
+      return;
+  }
+  if (!outcome.ok()) {
+    LogWarning(absl::StrCat(
+        "declared state: ignoring revision ", change.revision, " of ",
+        change.kind == Kind::kTopology ? std::string("the topology")
+                                       : absl::StrCat("job ", change.job),
+        ": ", outcome.message()));
+    absl::MutexLock lock(&mu_);
+    ++watch_stats_.rejected;
+    return;
+  }
+  Publish(std::move(next));
+  absl::MutexLock lock(&mu_);
+  ++watch_stats_.applied;
+}
+
+void LayoutRegistry::Publish(std::shared_ptr<const RegistrySnapshot> next) {
+  absl::MutexLock lock(&mu_);
+  current_ = std::move(next);
+}
+
+std::shared_ptr<const RegistrySnapshot> LayoutRegistry::Snapshot() const {
+  absl::MutexLock lock(&mu_);
+  return current_;
+}
+
+LayoutRegistry::WriteTurn::WriteTurn(LayoutRegistry* registry,
+                                     absl::Time deadline)
+    : registry_(registry) {
+  absl::MutexLock lock(&registry_->turn_mu_);
+  if (!registry_->turn_mu_.AwaitWithDeadline(
+          absl::Condition(&registry_->turn_free_), deadline)) {
+    status_ = absl::DeadlineExceededError(absl::StrCat(
+        "another write through this collector is still waiting for ",
+        registry_->state_->Describe(),
+        ", and this one's deadline passed behind it: nothing was written"));
+    return;
+  }
+  registry_->turn_free_ = false;
+}
+
+LayoutRegistry::WriteTurn::~WriteTurn() {
+  if (!status_.ok()) return;
+  absl::MutexLock lock(&registry_->turn_mu_);
+  registry_->turn_free_ = true;
+}
+
+absl::StatusOr<ApplyResult> LayoutRegistry::Apply(const v1::Layout& layout,
+                                                  absl::Time deadline) {
+  // Build outside every lock: it is pure and can take a while for a large
+  // job.
+  // Its series are rendered here too, once, not per scrape.
+  ASSIGN_OR_RETURN(LayoutModel model, LayoutModel::Build(layout));
+  LayoutSeries series = RenderLayoutSeries(model);
+  WriteTurn turn(this, deadline);
+  RETURN_IF_ERROR(turn.status());
+  absl::MutexLock write_lock(&write_mu_);
+  absl::Time now = clock_->Now();
+  auto next = std::make_shared<RegistrySnapshot>(*Snapshot());
+  ApplyResult result;
+  result.replaced = next->layouts.count(layout.job()) > 0;
+  ASSIGN_OR_RETURN(
+      uint64_t revision,
+      state_->WriteLayout(layout, now, ExpectedRevision(*next, layout.job()),
+                          deadline));
+  rejected_revision_.erase(layout.job());
+  auto entry = std::make_shared<const LayoutEntry>(
+      LayoutEntry{layout, std::move(model), now, std::move(series), revision});
+  next->layouts[layout.job()] = entry;
+  result.entry = std::move(entry);
+  Publish(std::move(next));
+  return result;
+}
+
+uint64_t LayoutRegistry::ExpectedRevision(const RegistrySnapshot& snap,
+                                          const std::string& job) const {
+  auto served = snap.layouts.find(job);
+  if (served != snap.layouts.end()) return served->second->revision;
+  auto rejected = rejected_revision_.find(job);
+  return rejected == rejected_revision_.end() ? 0 : rejected->second;
+}
+
+absl::StatusOr<std::shared_ptr<const LayoutEntry>> LayoutRegistry::Get(
+    absl::string_view job) const {
+  std::shared_ptr<const RegistrySnapshot> snap = Snapshot();
+  auto it = snap->layouts.find(std::string(job));
+  if (it == snap->layouts.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("no layout for job ", QuoteForMessage(job),
+                     " (fabricdiag layout list shows the known jobs)"));
+  }
+  return it->second;
+}
+
+std::vector<LayoutSummary> LayoutRegistry::List() const {
+  std::shared_ptr<const RegistrySnapshot> snap = Snapshot();
+  std::vector<LayoutSummary> out;
+  out.reserve(snap->layouts.size());
+  for (const auto& [job, entry] : snap->layouts) {
+    LayoutSummary s;
+    s.job = job;
+    s.ranks = entry->model.WorldSize();
+    s.hosts = static_cast<uint32_t>(entry->model.Hosts().size());
+    s.parallelism = ParallelismSummary(entry->model);
+    s.applied = entry->applied;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+absl::Status LayoutRegistry::Delete(absl::string_view job,
+                                    absl::Time deadline) {
+  WriteTurn turn(this, deadline);
+  RETURN_IF_ERROR(turn.status());
+  absl::MutexLock write_lock(&write_mu_);
+  std::shared_ptr<const RegistrySnapshot> snap = Snapshot();
+  auto it = snap->layouts.find(std::string(job));
+  if (it == snap->layouts.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("no layout for job ", QuoteForMessage(job)));
+  }
+  absl::Status removed =
+      state_->RemoveLayout(job, it->second->revision, deadline);
+  // A file already gone (removed by hand) still lets the job be forgotten.
+  if (!removed.ok() && !absl::IsNotFound(removed)) return removed;
+  auto next = std::make_shared<RegistrySnapshot>(*snap);
+  next->layouts.erase(std::string(job));
+  Publish(std::move(next));
+  return absl::OkStatus();
+}
+
+absl::Status LayoutRegistry::ApplyTopology(const v1::Topology& topology,
+                                           absl::Time deadline) {
+  RETURN_IF_ERROR(analysis::ValidateTopology(topology));
+  WriteTurn turn(this, deadline);
+  RETURN_IF_ERROR(turn.status());
+  absl::MutexLock write_lock(&write_mu_);
+  absl::Time now = clock_->Now();
+  auto next = std::make_shared<RegistrySnapshot>(*Snapshot());
+  ASSIGN_OR_RETURN(uint64_t revision,
+                   state_->WriteTopology(
+                       topology, now,
+                       next->topology ? next->topology_revision : 0, deadline));
+  next->topology = std::make_shared<const v1::Topology>(topology);
+  next->topology_applied = now;
+  next->topology_revision = revision;
+  Publish(std::move(next));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const v1::Topology>>
+LayoutRegistry::GetTopology() const {
+  std::shared_ptr<const RegistrySnapshot> snap = Snapshot();
+  if (snap->topology == nullptr) {
+    return absl::NotFoundError(
+        "no topology has been applied (fabricdiag topology apply FILE)");
+  }
+  return snap->topology;
+}
+
+size_t LayoutRegistry::NumLayouts() const { return Snapshot()->layouts.size(); }
+
+}  // namespace fabricdiag::collector

@@ -1,0 +1,50 @@
+// Findings, layouts and state-directory health as Prometheus metrics.
+//
+// Exported on every scrape (values are read at Collect time):
+//   fabricdiag_finding_active{kind,severity,job,node,device}  1 per active
+//       finding (docs/findings.md); findings that differ only in group share
+//       one series
+//   fabricdiag_findings_opened_total{kind},
+//   fabricdiag_findings_resolved_total{kind}
+//       (every kind of docs/findings.md present from the start, at 0)
+//   fabricdiag_findings_updated_total, fabricdiag_finding_watchers,
+//   fabricdiag_finding_watcher_overflows_total,
+//   fabricdiag_findings_persist_errors_total
+//   fabricdiag_layouts                    layouts currently applied
+//   fabricdiag_state_write_errors_total   failed writes to --state_dir
+//   fabricdiag_state_damaged_files        files moved aside at load
+//
+// Usage:
+//   auto metrics = std::make_shared<FindingsMetrics>(&findings, &registry,
+//                                                    state_store.get());
+//   exposer.RegisterCollectable(metrics);
+//
+// Thread-safe: Collect() only reads through the stores' thread-safe APIs.
+#pragma once
+
+#include <vector>
+
+#include "collector/declared/layout_registry.h"
+#include "collector/findings/findings_store.h"
+#include "collector/state/state_store.h"
+#include "prometheus/collectable.h"
+#include "prometheus/metric_family.h"
+
+namespace fabricdiag::collector {
+
+class FindingsMetrics final : public prometheus::Collectable {
+ public:
+  // `registry` and `state` may be null (their metrics are then omitted);
+  // all must outlive this object.
+  FindingsMetrics(const FindingsStore* findings, const LayoutRegistry* registry,
+                  const StateStore* state);
+
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
+ private:
+  const FindingsStore* const findings_;
+  const LayoutRegistry* const registry_;
+  const StateStore* const state_;
+};
+
+}  // namespace fabricdiag::collector

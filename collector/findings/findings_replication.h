@@ -1,0 +1,69 @@
+// Where findings are shared: the seam between the FindingsStore and a
+// collector cluster's one set of findings.
+//
+//   - Embedded (the default): no replication; the store's findings are
+//     this collector's, ids from its own --state_dir (FindingsStore without
+//     a replication).
+//   - Cluster (--nats): the collector that holds the analysis lease writes
+//     every version of every finding to a shared bucket, ids reserved from
+//     that bucket so that no two leaders ever hand out the same one; every
+//     other collector applies what the bucket delivers to its own store
+//     (FindingsStore::ApplyReplicated), so all of them list, watch and
+//     export the same findings with the same ids
+//     (cluster/jetstream_findings.h).
+//
+//   store.Replicate(replication);                  // before the first Update
+//   replication->Watch(
+//       [&](const StoredFinding& v) {
+//         if (!role->Leading()) store.ApplyReplicated(v).IgnoreError();
+//       },
+//       [&](const absl::flat_hash_set<std::string>& shared) {
+//         if (!role->Leading()) store.ResolveUnshared(shared, now);
+//       });
+//
+// Implementations are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "collector/state/findings_log.h"
+
+namespace fabricdiag::collector {
+
+class FindingsReplication {
+ public:
+  virtual ~FindingsReplication() = default;
+
+  // "NATS bucket fabricdiag_findings".
+  virtual std::string Describe() const = 0;
+
+  // Reserves `count` consecutive finding id numbers, none below
+  // `at_least`, that no caller anywhere is ever given again; returns the
+  // first. Unavailable when the backend cannot answer in time.
+  virtual absl::StatusOr<uint64_t> ReserveIds(uint64_t count,
+                                              uint64_t at_least) = 0;
+
+  // Shares the versions a store just made (opened, updated, resolved, or
+  // seen again), in order.
+  virtual absl::Status Write(absl::Span<const StoredFinding> versions) = 0;
+
+  // Calls `on_version` for the latest version of every shared finding, then
+  // `on_replayed` with the ids of all of them (the shared set as it is
+  // now; again after the backend had to start over), then `on_version` for
+  // every version written after (this collector's own included), from one
+  // backend thread, until StopWatching().
+  virtual void Watch(
+      std::function<void(const StoredFinding&)> on_version,
+      std::function<void(const absl::flat_hash_set<std::string>&)>
+          on_replayed) = 0;
+  // When it returns, `on_version` is not running and will not be called.
+  virtual void StopWatching() = 0;
+};
+
+}  // namespace fabricdiag::collector

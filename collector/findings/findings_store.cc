@@ -1,0 +1,521 @@
+#include "collector/findings/findings_store.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "analysis/finding_wire.h"
+#include "common/log.h"
+#include "google/protobuf/util/message_differencer.h"
+
+namespace fabricdiag::collector {
+namespace {
+
+uint64_t IdNumber(const v1::Finding& finding) {
+  absl::string_view id = finding.id();
+  uint64_t n = 0;
+  if (id.size() > 2) (void)absl::SimpleAtoi(id.substr(2), &n);
+  return n;
+}
+
+bool ByIdDescending(const v1::Finding& a, const v1::Finding& b) {
+  return IdNumber(a) > IdNumber(b);
+}
+
+// Summaries carry numbers ("94% of the last 5 s") that move every pass; the
+// evidence has its own threshold, so only the words count here.
+std::string SummaryWords(absl::string_view summary) {
+  std::string out;
+  bool in_number = false;
+  for (char c : summary) {
+    bool numeric = std::isdigit(static_cast<unsigned char>(c)) ||
+                   (in_number && (c == '.' || c == ','));
+    if (numeric) {
+      if (!in_number) out.push_back('#');
+      in_number = true;
+    } else {
+      in_number = false;
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+bool Matches(const v1::Finding& finding, absl::string_view job,
+             absl::string_view kind) {
+  return (job.empty() || finding.job() == job) &&
+         (kind.empty() || finding.kind() == kind);
+}
+
+}  // namespace
+
+FindingsStore::FindingsStore(StateStore* store, FindingsStoreOptions options)
+    : store_(store), options_(options) {}
+
+FindingsStore::~FindingsStore() = default;
+
+absl::Status FindingsStore::Load() {
+  absl::MutexLock update_lock(&update_mu_);
+  absl::StatusOr<LoadedFindings> loaded = store_->ReadFindings();
+  if (!loaded.ok()) return loaded.status();
+  absl::MutexLock lock(&mu_);
+  next_id_ = loaded->next_id;
+  std::vector<v1::Finding> resolved;
+  for (StoredFinding& stored : loaded->findings) {
+    v1::Finding& f = stored.finding;
+    if (f.state() != v1::FINDING_STATE_ACTIVE) {
+      resolved.push_back(std::move(f));
+      continue;
+    }
+    Key key{f.kind(), f.job(), f.node(), f.device(), f.group()};
+    auto it = active_.find(key);
+    if (it != active_.end()) {
+      // Cannot happen unless the log was edited; keep the newer id.
+      v1::Finding old = std::move(it->second.finding);
+      old.set_state(v1::FINDING_STATE_RESOLVED);
+      old.set_resolved_unix_nanos(old.last_seen_unix_nanos());
+      resolved.push_back(std::move(old));
+    }
+    int64_t last_seen = f.last_seen_unix_nanos();
+    active_[key] = Entry{std::move(f), std::move(stored.source), last_seen};
+  }
+  std::sort(resolved.begin(), resolved.end(),
+            [](const v1::Finding& a, const v1::Finding& b) {
+              if (a.resolved_unix_nanos() != b.resolved_unix_nanos()) {
+                return a.resolved_unix_nanos() < b.resolved_unix_nanos();
+              }
+              return IdNumber(a) < IdNumber(b);
+            });
+  resolved_.assign(std::make_move_iterator(resolved.begin()),
+                   std::make_move_iterator(resolved.end()));
+  TrimResolved();
+  compacted_bytes_ = store_->findings_log_bytes();
+  return absl::OkStatus();
+}
+
+bool FindingsStore::Material(const v1::Finding& before,
+                             const analysis::Finding& now) const {
+  if (before.severity() != analysis::SeverityToWire(now.severity)) return true;
+  std::vector<std::string> nodes = analysis::WireNodes(now);
+  if (static_cast<size_t>(before.nodes_size()) != nodes.size() ||
+      !std::equal(nodes.begin(), nodes.end(), before.nodes().begin())) {
+    return true;
+  }
+  if (SummaryWords(before.summary()) != SummaryWords(now.summary)) return true;
+  if (static_cast<size_t>(before.evidence_text_size()) !=
+      now.evidence_text.size()) {
+    return true;
+  }
+  for (const auto& [name, text] : now.evidence_text) {
+    auto it = before.evidence_text().find(name);
+    if (it == before.evidence_text().end() || it->second != text) return true;
+  }
+  // The count of passes a condition held grows every pass: it is kept
+  // current in memory (Update) but is not a change to log or
+  // to tell watchers about.
+  size_t finite = 0;
+  for (const auto& [name, value] : now.evidence) {
+    if (!std::isfinite(value) || name == analysis::kIntervalsHeldEvidence) {
+      continue;
+    }
+    ++finite;
+    auto it = before.evidence().find(name);
+    if (it == before.evidence().end()) return true;
+    double diff = std::fabs(it->second - value);
+    double scale = std::max(std::fabs(it->second), std::fabs(value));
+    if (diff > 1e-12 && diff > options_.evidence_change * scale) return true;
+  }
+  const size_t before_counted =
+      static_cast<size_t>(before.evidence_size()) -
+      before.evidence().count(analysis::kIntervalsHeldEvidence);
+  return finite != before_counted;
+}
+
+void FindingsStore::TrimResolved() {
+  while (resolved_.size() > options_.max_resolved) resolved_.pop_front();
+}
+
+void FindingsStore::Open(const analysis::Finding& report, const Key& key,
+                         int64_t now_nanos, absl::string_view source,
+                         UpdateBatch& batch) {
+  Entry entry;
+  entry.source = std::string(source);
+  entry.shared = replication_ != nullptr;
+  v1::Finding& f = entry.finding;
+  f.set_id(absl::StrFormat("f-%06d", next_id_++));
+  analysis::FillWireFinding(report, &f);
+  f.set_state(v1::FINDING_STATE_ACTIVE);
+  f.set_first_seen_unix_nanos(now_nanos);
+  f.set_last_seen_unix_nanos(now_nanos);
+  entry.persisted_last_seen = now_nanos;
+  ++counters_.opened_by_kind[report.kind];
+  batch.lifecycle_change = true;
+  batch.events.emplace_back(WatchEvent::Type::kOpened, f);
+  batch.to_log.push_back(StoredFinding{f, entry.source});
+  active_.emplace(key, std::move(entry));
+}
+
+// An immaterial change only bumps last_seen (and the held-intervals count),
+// and reaches the log at most once per last_seen_persist_interval.
+void FindingsStore::Refresh(const analysis::Finding& report, int64_t now_nanos,
+                            absl::string_view source, Entry& entry,
+                            UpdateBatch& batch) {
+  entry.source = std::string(source);
+  entry.finding.set_last_seen_unix_nanos(now_nanos);
+  if (!Material(entry.finding, report)) {
+    auto held = report.evidence.find(analysis::kIntervalsHeldEvidence);
+    if (held != report.evidence.end() && std::isfinite(held->second)) {
+      (*entry.finding.mutable_evidence())[analysis::kIntervalsHeldEvidence] =
+          held->second;
+    }
+    if (now_nanos - entry.persisted_last_seen >=
+        absl::ToInt64Nanoseconds(options_.last_seen_persist_interval)) {
+      entry.persisted_last_seen = now_nanos;
+      batch.to_log.push_back(StoredFinding{entry.finding, entry.source});
+    }
+    return;
+  }
+  entry.persisted_last_seen = now_nanos;
+  analysis::FillWireFinding(report, &entry.finding);
+  ++counters_.updated;
+  batch.events.emplace_back(WatchEvent::Type::kUpdated, entry.finding);
+  batch.to_log.push_back(StoredFinding{entry.finding, entry.source});
+}
+
+// Resolves the active findings of `source` it did not report this pass; the
+// events go out in id order so watchers see them in the order they opened.
+void FindingsStore::ResolveUnreported(const absl::flat_hash_set<Key>& seen,
+                                      int64_t now_nanos,
+                                      absl::string_view source,
+                                      UpdateBatch& batch) {
+  std::vector<Key> gone;
+  for (const auto& [key, entry] : active_) {
+    if (entry.source == source && !seen.contains(key)) gone.push_back(key);
+  }
+  ResolveKeys(gone, now_nanos, batch);
+}
+
+void FindingsStore::ResolveKeys(const std::vector<Key>& gone, int64_t now_nanos,
+                                UpdateBatch& batch) {
+  std::vector<v1::Finding> resolved;
+  for (const Key& key : gone) {
+    auto it = active_.find(key);
+    v1::Finding f = std::move(it->second.finding);
+    std::string owner = std::move(it->second.source);
+    active_.erase(it);
+    f.set_state(v1::FINDING_STATE_RESOLVED);
+    f.set_resolved_unix_nanos(now_nanos);
+    batch.to_log.push_back(StoredFinding{f, std::move(owner)});
+    resolved.push_back(std::move(f));
+  }
+  std::sort(resolved.begin(), resolved.end(),
+            [](const v1::Finding& a, const v1::Finding& b) {
+              return IdNumber(a) < IdNumber(b);
+            });
+  for (v1::Finding& f : resolved) {
+    ++counters_.resolved_by_kind[f.kind()];
+    batch.lifecycle_change = true;
+    batch.events.emplace_back(WatchEvent::Type::kResolved, f);
+    resolved_.push_back(std::move(f));
+  }
+}
+
+absl::Status FindingsStore::Update(
+    const std::vector<analysis::Finding>& reports, absl::Time now,
+    absl::string_view source) {
+  absl::MutexLock update_lock(&update_mu_);
+  // Every report could open a finding: ids for all of them first.
+  if (absl::Status reserved = ReserveIds(reports.size()); !reserved.ok()) {
+    return absl::Status(
+        reserved.code(),
+        absl::StrCat("no finding ids for ", source, ": ", reserved.message()));
+  }
+  const int64_t now_nanos = absl::ToUnixNanos(now);
+  UpdateBatch batch;
+  {
+    absl::MutexLock lock(&mu_);
+    watchers_.RemoveClosed();
+    absl::flat_hash_set<Key> seen;
+    for (const analysis::Finding& report : reports) {
+      Key key{report.kind, report.job, report.node, report.device,
+              report.group};
+      if (!seen.insert(key).second) continue;
+      auto it = active_.find(key);
+      if (it == active_.end()) {
+        Open(report, key, now_nanos, source, batch);
+      } else {
+        Refresh(report, now_nanos, source, it->second, batch);
+      }
+    }
+    ResolveUnreported(seen, now_nanos, source, batch);
+    TrimResolved();
+  }
+  return Commit(batch, absl::StrCat("findings of ", source), true);
+}
+
+absl::Status FindingsStore::Commit(UpdateBatch& batch, absl::string_view what,
+                                   bool share) {
+  if (batch.to_log.empty()) return absl::OkStatus();
+  // Durable first, then told: a watcher never sees an id that a crash could
+  // make the store hand out again.
+  absl::Status status =
+      store_->AppendFindings(batch.to_log, batch.lifecycle_change);
+  if (status.ok()) status = MaybeCompact();
+  if (!status.ok()) {
+    LogError(absl::StrCat(what, " not persisted: ", status.message()));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (!status.ok()) ++counters_.persist_errors;
+    for (const auto& [type, finding] : batch.events) {
+      counters_.watcher_overflows += watchers_.Broadcast(type, finding);
+    }
+  }
+  if (share && replication_ != nullptr) {
+    absl::Status shared = replication_->Write(batch.to_log);
+    if (status.ok()) status = std::move(shared);
+  }
+  return status;
+}
+
+absl::Status FindingsStore::ResolveUnshared(
+    const absl::flat_hash_set<std::string>& shared, absl::Time now) {
+  absl::MutexLock update_lock(&update_mu_);
+  UpdateBatch batch;
+  {
+    absl::MutexLock lock(&mu_);
+    watchers_.RemoveClosed();
+    std::vector<Key> gone;
+    for (const auto& [key, entry] : active_) {
+      if (!entry.shared || !shared.contains(entry.finding.id())) {
+        gone.push_back(key);
+      }
+    }
+    ResolveKeys(gone, absl::ToUnixNanos(now), batch);
+    TrimResolved();
+  }
+  return Commit(batch, "findings the cluster does not share", false);
+}
+
+absl::Status FindingsStore::Replicate(FindingsReplication* replication) {
+  absl::MutexLock update_lock(&update_mu_);
+  replication_ = replication;
+  if (replication == nullptr) return absl::OkStatus();
+  uint64_t next = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    next = next_id_;
+  }
+  // No id this store handed out (before it joined a cluster) is handed out
+  // again by another collector: the shared next id moves past it.
+  return replication->ReserveIds(0, next).status();
+}
+
+absl::Status FindingsStore::ReserveIds(size_t count) {
+  if (replication_ == nullptr) return absl::OkStatus();
+  uint64_t next = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (reserved_end_ >= next_id_ && reserved_end_ - next_id_ >= count) {
+      return absl::OkStatus();
+    }
+    next = next_id_;
+  }
+  // Blocks of 100: one round trip per 100 findings opened.
+  const uint64_t block = std::max<uint64_t>(count, 100);
+  absl::StatusOr<uint64_t> first = replication_->ReserveIds(block, next);
+  if (!first.ok()) return first.status();
+  absl::MutexLock lock(&mu_);
+  next_id_ = *first;
+  reserved_end_ = *first + block;
+  return absl::OkStatus();
+}
+
+void FindingsStore::ApplyResolved(const StoredFinding& version,
+                                  UpdateBatch& batch) {
+  const v1::Finding& f = version.finding;
+  for (const v1::Finding& r : resolved_) {
+    if (r.id() == f.id()) return;  // already held
+  }
+  ++counters_.resolved_by_kind[f.kind()];
+  batch.lifecycle_change = true;
+  batch.events.emplace_back(WatchEvent::Type::kResolved, f);
+  batch.to_log.push_back(version);
+  resolved_.push_back(f);
+}
+
+void FindingsStore::ApplyCurrent(const StoredFinding& version, const Key& key,
+                                 absl::flat_hash_map<Key, Entry>::iterator it,
+                                 UpdateBatch& batch) {
+  const v1::Finding& f = version.finding;
+  if (f.state() != v1::FINDING_STATE_ACTIVE) {
+    if (it != active_.end()) active_.erase(it);
+    ApplyResolved(version, batch);
+  } else if (it == active_.end()) {
+    ++counters_.opened_by_kind[f.kind()];
+    batch.lifecycle_change = true;
+    batch.events.emplace_back(WatchEvent::Type::kOpened, f);
+    batch.to_log.push_back(version);
+    active_.emplace(key,
+                    Entry{f, version.source, f.last_seen_unix_nanos(), true});
+  } else if (f.last_seen_unix_nanos() >=
+             it->second.finding.last_seen_unix_nanos()) {
+    Entry& entry = it->second;
+    // What a watcher would be told about: more than last_seen and the
+    // count of passes the condition held (as in Refresh).
+    v1::Finding before = entry.finding;
+    v1::Finding after = f;
+    for (v1::Finding* v : {&before, &after}) {
+      v->set_last_seen_unix_nanos(0);
+      v->mutable_evidence()->erase(analysis::kIntervalsHeldEvidence);
+    }
+    const bool changed =
+        !google::protobuf::util::MessageDifferencer::Equals(before, after);
+    entry.finding = f;
+    entry.source = version.source;
+    entry.shared = true;
+    entry.persisted_last_seen = f.last_seen_unix_nanos();
+    batch.to_log.push_back(version);
+    if (changed) {
+      ++counters_.updated;
+      batch.events.emplace_back(WatchEvent::Type::kUpdated, f);
+    }
+  } else {
+    // This store holds a newer version (its last write to the cluster
+    // failed): the cluster has the finding all the same.
+    it->second.shared = true;
+  }
+}
+
+absl::Status FindingsStore::ApplyReplicated(const StoredFinding& version) {
+  absl::MutexLock update_lock(&update_mu_);
+  UpdateBatch batch;
+  {
+    absl::MutexLock lock(&mu_);
+    watchers_.RemoveClosed();
+    const v1::Finding& f = version.finding;
+    next_id_ = std::max(next_id_, IdNumber(f) + 1);
+    const Key key{f.kind(), f.job(), f.node(), f.device(), f.group()};
+    auto it = active_.find(key);
+    if (it != active_.end() && it->second.finding.id() != f.id() &&
+        IdNumber(it->second.finding) > IdNumber(f)) {
+      // An older finding of a condition that reopened since: history.
+      if (f.state() != v1::FINDING_STATE_ACTIVE) ApplyResolved(version, batch);
+    } else {
+      if (it != active_.end() && it->second.finding.id() != f.id()) {
+        // Superseded here without its resolve (it was missed): resolve it.
+        v1::Finding old = std::move(it->second.finding);
+        old.set_state(v1::FINDING_STATE_RESOLVED);
+        old.set_resolved_unix_nanos(f.first_seen_unix_nanos());
+        const std::string source = std::move(it->second.source);
+        active_.erase(it);
+        ApplyResolved(StoredFinding{std::move(old), source}, batch);
+        it = active_.end();
+      }
+      ApplyCurrent(version, key, it, batch);
+    }
+    TrimResolved();
+  }
+  return Commit(batch, "replicated findings", false);
+}
+
+absl::Status FindingsStore::MaybeCompact() {
+  uint64_t limit = std::max(options_.compact_log_bytes, 2 * compacted_bytes_);
+  if (store_->findings_log_bytes() <= limit) return absl::OkStatus();
+  std::vector<StoredFinding> all;
+  uint64_t next_id = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    next_id = next_id_;
+    all.reserve(active_.size() + resolved_.size());
+    for (const auto& [key, entry] : active_) {
+      all.push_back(StoredFinding{entry.finding, entry.source});
+    }
+    for (const v1::Finding& f : resolved_) all.push_back(StoredFinding{f, ""});
+  }
+  std::sort(all.begin(), all.end(),
+            [](const StoredFinding& a, const StoredFinding& b) {
+              return IdNumber(a.finding) < IdNumber(b.finding);
+            });
+  absl::Status status = store_->RewriteFindings(all, next_id);
+  compacted_bytes_ = store_->findings_log_bytes();
+  return status;
+}
+
+std::vector<v1::Finding> FindingsStore::List(
+    const FindingsFilter& filter) const {
+  bool want_active = filter.all || filter.state == v1::FINDING_STATE_ACTIVE ||
+                     filter.state == v1::FINDING_STATE_UNSPECIFIED;
+  bool want_resolved = filter.all || filter.state == v1::FINDING_STATE_RESOLVED;
+  size_t limit = filter.limit == 0 ? kDefaultListLimit : filter.limit;
+  std::vector<v1::Finding> out;
+  {
+    absl::MutexLock lock(&mu_);
+    if (want_active) {
+      for (const auto& [key, entry] : active_) {
+        if (Matches(entry.finding, filter.job, filter.kind)) {
+          out.push_back(entry.finding);
+        }
+      }
+    }
+    if (want_resolved) {
+      for (const v1::Finding& f : resolved_) {
+        if (Matches(f, filter.job, filter.kind)) out.push_back(f);
+      }
+    }
+  }
+  if (out.size() > limit) {
+    std::partial_sort(out.begin(), out.begin() + static_cast<long>(limit),
+                      out.end(), ByIdDescending);
+    out.resize(limit);
+  } else {
+    std::sort(out.begin(), out.end(), ByIdDescending);
+  }
+  return out;
+}
+
+std::vector<v1::Finding> FindingsStore::Active() const {
+  std::vector<v1::Finding> out;
+  {
+    absl::MutexLock lock(&mu_);
+    out.reserve(active_.size());
+    for (const auto& [key, entry] : active_) out.push_back(entry.finding);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const v1::Finding& a, const v1::Finding& b) {
+              return IdNumber(a) < IdNumber(b);
+            });
+  return out;
+}
+
+std::unique_ptr<Watcher> FindingsStore::Watch(absl::string_view job) {
+  absl::MutexLock update_lock(&update_mu_);
+  absl::MutexLock lock(&mu_);
+  std::vector<const v1::Finding*> snapshot;
+  for (const auto& [key, entry] : active_) {
+    if (job.empty() || entry.finding.job() == job) {
+      snapshot.push_back(&entry.finding);
+    }
+  }
+  std::sort(snapshot.begin(), snapshot.end(),
+            [](const v1::Finding* a, const v1::Finding* b) {
+              return IdNumber(*a) < IdNumber(*b);
+            });
+  return watchers_.Add(job, snapshot, options_.watcher_queue);
+}
+
+FindingsCounters FindingsStore::Counters() const {
+  absl::MutexLock lock(&mu_);
+  FindingsCounters out = counters_;
+  out.watchers = watchers_.open();
+  return out;
+}
+
+}  // namespace fabricdiag::collector

@@ -1,0 +1,226 @@
+// The findings lifecycle: open, update, resolve; history; watchers.
+//
+// Every analysis pass, each analyzer family (a `source`, e.g.
+// "rate_analyzers" or "agent_liveness") reports the complete set of
+// conditions it sees now, as analysis::Findings (analysis/finding.h); the
+// store keeps them as wire findings (v1::Finding, analysis/finding_wire.h).
+// A condition is identified by its key (kind, job, node, device, group):
+// - a key not active before is OPENED with a new id "f-000042" (ids are
+//   never reused, across restarts too);
+// - an active key reported again has last_seen bumped; it is UPDATED (an
+//   event, a log record) only when it changed materially: severity, nodes,
+//   evidence_text or the set of evidence keys changed, a numeric evidence
+//   value moved by more than `evidence_change` (10%) relative to the last
+//   published value, or the summary changed in more than its numbers
+//   (numbers in a summary mirror evidence, which has its own threshold).
+//   This keeps a steady condition at zero events per pass;
+// - an active key of that source not reported any more is RESOLVED.
+// A key belongs to the source that reported it last; only that source's
+// passes resolve it. Two reports with the same key in one pass: the first
+// wins.
+//
+// Debouncing is the analyzers' job, not the store's: an analyzer that wants
+// "open after N bad intervals, resolve after M clean ones" keeps that state
+// and reports accordingly. The store acts on every report immediately.
+//
+// Durability (StateStore findings log): every open and resolve is fsync'ed
+// before Update returns; updates are written (so they survive kill -9 of the
+// process) but only fsync'ed along with the next open/resolve, so a power
+// loss may lose the latest evidence of a still-active finding, never a
+// finding. last_seen alone is written at most every
+// `last_seen_persist_interval`. Watchers are told after the write, so no
+// watcher ever sees an id that a crash could make the store hand out again. The
+// log is compacted when it exceeds the larger of `compact_log_bytes` and twice
+// its size after the last compaction. The most recent `max_resolved` resolved
+// findings are kept (memory and disk).
+//
+// Watchers (collector/findings/findings_watch.h): Watch() first queues a
+// SNAPSHOT event per active finding (of the job filter), then every change.
+// Each watcher has a bounded queue (`watcher_queue` events beyond the
+// snapshot); when a watcher falls that far behind its queue is dropped, it
+// receives one kOverflow event and is closed. Update never waits for a watcher.
+//
+// Shared findings (a collector cluster,
+// collector/findings/findings_replication.h): with Replicate(), ids come from
+// blocks the replication reserves (unique across the cluster, whoever writes)
+// and every version the store makes is written through it after the log;
+// ApplyReplicated() applies a version another collector's store made, under its
+// id, with the same events, counters and log records as a local change.
+//
+// Usage:
+//   FindingsStore findings(state_store, {});
+//   RETURN_IF_ERROR(findings.Load());
+//   findings.Update(reports, clock.Now(), "pfc_storm").IgnoreError();
+//   std::unique_ptr<Watcher> w = findings.Watch("moe-train-42");
+//   while (auto ev = w->Next(absl::Seconds(1))) { ... }
+//
+// Thread-safe. Update calls are serialized; List and Watch may run
+// concurrently with them.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "analysis/finding.h"
+#include "collector/findings/findings_replication.h"
+#include "collector/findings/findings_watch.h"
+#include "collector/state/state_store.h"
+#include "proto/collector.pb.h"
+
+namespace fabricdiag::collector {
+
+struct FindingsFilter {
+  std::string job;   // "" = all
+  std::string kind;  // "" = all
+  // ACTIVE or UNSPECIFIED = active only; RESOLVED = resolved only.
+  v1::FindingState state = v1::FINDING_STATE_ACTIVE;
+  bool all = false;    // active and resolved (overrides state)
+  uint32_t limit = 0;  // 0 = kDefaultListLimit
+};
+inline constexpr uint32_t kDefaultListLimit = 1000;
+
+struct FindingsStoreOptions {
+  size_t max_resolved = 10000;
+  size_t watcher_queue = 1024;
+  double evidence_change = 0.10;
+  uint64_t compact_log_bytes = 16ull << 20;
+  // A finding seen again without material change has its last_seen written
+  // (no event) at most this often, so a restart shows it within this much.
+  absl::Duration last_seen_persist_interval = absl::Minutes(1);
+};
+
+// Monotonic counters for /metrics.
+struct FindingsCounters {
+  std::map<std::string, uint64_t> opened_by_kind;
+  std::map<std::string, uint64_t> resolved_by_kind;
+  uint64_t updated = 0;
+  uint64_t watcher_overflows = 0;
+  uint64_t persist_errors = 0;
+  size_t watchers = 0;  // currently open
+};
+
+class FindingsStore {
+ public:
+  // `store` must outlive this object.
+  FindingsStore(StateStore* store, FindingsStoreOptions options);
+  ~FindingsStore();
+
+  // Reads the findings log. Call once before Update.
+  absl::Status Load();
+
+  // Applies one analysis pass of `source` (see the header comment). The
+  // in-memory state and watchers always see the change; the returned status
+  // says whether it was persisted.
+  absl::Status Update(const std::vector<analysis::Finding>& reports,
+                      absl::Time now, absl::string_view source);
+
+  // Shares every later version through `replication` and takes ids from
+  // it (null: neither, the default); ids this store already handed out are
+  // never handed out by the replication. Call before the first Update; it
+  // must outlive the store.
+  absl::Status Replicate(FindingsReplication* replication);
+
+  // Applies a version made by another collector's store (see the header
+  // comment): opened, updated or resolved under its id. A version older
+  // than what the store holds for its id, or one that changes nothing but
+  // last_seen, makes no event.
+  absl::Status ApplyReplicated(const StoredFinding& version);
+  // Resolves, at `now`, every active finding the cluster does not have:
+  // its id is not in `shared` (the whole shared set), or it was never
+  // shared (kept from before this collector joined a cluster).
+  absl::Status ResolveUnshared(const absl::flat_hash_set<std::string>& shared,
+                               absl::Time now);
+
+  // Newest first (descending id), at most filter.limit.
+  std::vector<v1::Finding> List(const FindingsFilter& filter) const;
+  // Active findings, ascending id (for /metrics).
+  std::vector<v1::Finding> Active() const;
+
+  // `job` "" = every job.
+  std::unique_ptr<Watcher> Watch(absl::string_view job);
+
+  FindingsCounters Counters() const;
+
+ private:
+  using Key = std::tuple<std::string, std::string, std::string, std::string,
+                         std::string>;
+  struct Entry {
+    v1::Finding finding;
+    std::string source;
+    int64_t persisted_last_seen = 0;  // unix nanos
+    // Made or applied while the store had a replication: the cluster has
+    // it (ResolveUnshared leaves it).
+    bool shared = false;
+  };
+
+  // What one Update pass writes to the log and then tells the watchers.
+  struct UpdateBatch {
+    std::vector<StoredFinding> to_log;
+    std::vector<std::pair<WatchEvent::Type, v1::Finding>> events;
+    // An open or a resolve happened: the log write must be fsync'ed.
+    bool lifecycle_change = false;
+  };
+
+  bool Material(const v1::Finding& before, const analysis::Finding& now) const;
+  void Open(const analysis::Finding& report, const Key& key, int64_t now_nanos,
+            absl::string_view source, UpdateBatch& batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Refresh(const analysis::Finding& report, int64_t now_nanos,
+               absl::string_view source, Entry& entry, UpdateBatch& batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ResolveUnreported(const absl::flat_hash_set<Key>& seen,
+                         int64_t now_nanos, absl::string_view source,
+                         UpdateBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ResolveKeys(const std::vector<Key>& gone, int64_t now_nanos,
+                   UpdateBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void TrimResolved() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status MaybeCompact() ABSL_EXCLUSIVE_LOCKS_REQUIRED(update_mu_);
+  // With a replication: ids for `count` opens reserved ahead.
+  absl::Status ReserveIds(size_t count)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(update_mu_);
+  // Persists the batch, tells the watchers, then (`share`) the replication.
+  absl::Status Commit(UpdateBatch& batch, absl::string_view what, bool share)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(update_mu_);
+  // Applies the version of a finding the store does not hold active under
+  // its id.
+  void ApplyResolved(const StoredFinding& version, UpdateBatch& batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Applies a version of the finding active under `key` (`it`, or end()
+  // when none is).
+  void ApplyCurrent(const StoredFinding& version, const Key& key,
+                    absl::flat_hash_map<Key, Entry>::iterator it,
+                    UpdateBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  StateStore* const store_;
+  const FindingsStoreOptions options_;
+  // Serializes Update and Watch registration so that log order matches
+  // event order and a new watcher sees each change exactly once.
+  absl::Mutex update_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  uint64_t compacted_bytes_ ABSL_GUARDED_BY(update_mu_) = 0;
+  FindingsReplication* replication_ = nullptr;
+  mutable absl::Mutex mu_;
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  // With a replication: ids below this are reserved for this store.
+  uint64_t reserved_end_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<Key, Entry> active_ ABSL_GUARDED_BY(mu_);
+  // Ascending resolution order; oldest dropped beyond max_resolved.
+  std::deque<v1::Finding> resolved_ ABSL_GUARDED_BY(mu_);
+  WatcherSet watchers_ ABSL_GUARDED_BY(mu_);
+  FindingsCounters counters_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace fabricdiag::collector

@@ -1,0 +1,231 @@
+#include "collector/ingest/ingest_service.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/bearer_token.h"
+
+namespace fabricdiag::collector {
+namespace {
+
+// One agent stream, or the request for the next one. Every operation of a
+// call goes to the queue it was requested on, so every handler runs on that
+// queue's thread: no lock. The object deletes itself when no operation is
+// outstanding any more (finished, cancelled, or the queue closing).
+class StreamCall {
+ public:
+  StreamCall(v1::Ingest::AsyncService* service, grpc::ServerCompletionQueue* cq,
+             CqGate* gate, SeriesStore* store, IngestCounters* counters,
+             const IngestAuth* auth, IngestPlacement* placement)
+      : service_(service),
+        cq_(cq),
+        gate_(gate),
+        store_(store),
+        counters_(counters),
+        auth_(auth),
+        placement_(placement),
+        session_(store, counters, placement) {}
+
+  // Waits for the next agent on the queue; deletes itself if it cannot.
+  void Request() {
+    Start([&] {
+      service_->RequestStream(&context_, &stream_, cq_, cq_, &accepted_);
+    });
+    DeleteIfIdle();
+  }
+
+ private:
+  // A tag that calls back into the call; one per kind of operation, since
+  // a read and a write may be outstanding at once.
+  template <void (StreamCall::*kHandler)(bool)>
+  class Tag final : public CqTag {
+   public:
+    explicit Tag(StreamCall* call) : call_(call) {}
+    void Proceed(bool ok) override {
+      --call_->ops_;
+      (call_->*kHandler)(ok);
+      call_->DeleteIfIdle();
+    }
+
+   private:
+    StreamCall* const call_;
+  };
+
+  template <typename F>
+  void Start(F&& start) {
+    if (gate_->Start(start)) ++ops_;
+  }
+
+  void DeleteIfIdle() {
+    if (ops_ == 0) delete this;
+  }
+
+  void OnAccepted(bool ok) {
+    if (!ok) return;  // the server is shutting down
+    // Keep one request pending on this queue for the next agent.
+    (new StreamCall(service_, cq_, gate_, store_, counters_, auth_, placement_))
+        ->Request();
+    session_.set_peer(context_.peer());
+    if (!auth_->token.empty() && !Authorized()) {
+      counters_->Reject(RejectReason::kUnauthenticated, context_.peer(),
+                        "no or a wrong ingest token");
+      finished_ = true;
+      Start([&] {
+        stream_.Finish(
+            grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                         "this collector needs an ingest token (the agent's "
+                         "--ingest_token_file); none or a wrong one was sent"),
+            &finished_tag_);
+      });
+      return;
+    }
+    if (auth_->match_certificate) {
+      session_.set_peer_identities(CertificateNames());
+    }
+    StartRead();
+  }
+
+  bool Authorized() const {
+    const auto& metadata = context_.client_metadata();
+    auto it = metadata.find("authorization");
+    return it != metadata.end() &&
+           BearerTokenMatches(
+               absl::string_view(it->second.data(), it->second.size()),
+               auth_->token);
+  }
+
+  // The client certificate's CN and DNS subject alternative names.
+  std::vector<std::string> CertificateNames() const {
+    std::vector<std::string> names;
+    std::shared_ptr<const grpc::AuthContext> auth = context_.auth_context();
+    if (auth == nullptr) return names;
+    for (const char* property :
+         {"x509_common_name", "x509_subject_alternative_name"}) {
+      for (const grpc::string_ref& v : auth->FindPropertyValues(property)) {
+        names.emplace_back(v.data(), v.size());
+      }
+    }
+    return names;
+  }
+
+  void StartRead() {
+    Start([&] { stream_.Read(&in_, &read_); });
+  }
+
+  void OnRead(bool ok) {
+    if (!ok) {
+      // The agent half-closed, or the stream broke or was cancelled.
+      reads_done_ = true;
+      MaybeFinish();
+      return;
+    }
+    IngestSession::Reply reply = session_.Handle(in_);
+    if (reply.reject.has_value() || reply.handoff.has_value()) {
+      // No further reads: the stream ends with the Reject or Handoff.
+      if (reply.reject.has_value()) {
+        final_.mutable_reject()->set_reason(*reply.reject);
+        final_status_ = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                     absl::StrCat("rejected: ", *reply.reject));
+      } else {
+        final_.mutable_handoff()->set_reason(*reply.handoff);
+        final_status_ =
+            grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                         absl::StrCat("handed off: ", *reply.handoff));
+      }
+      has_final_ = true;
+      reads_done_ = true;
+      if (!writing_) WriteFinal();
+      return;
+    }
+    if (reply.ack.has_value()) {
+      pending_ack_ =
+          has_pending_ack_ ? std::max(pending_ack_, *reply.ack) : *reply.ack;
+      has_pending_ack_ = true;
+      if (!writing_) WriteAck();
+    }
+    StartRead();
+  }
+
+  void OnWritten(bool ok) {
+    writing_ = false;
+    if (!ok) {
+      // The stream is gone; the pending read fails too and finishes it.
+      has_pending_ack_ = false;
+      MaybeFinish();
+      return;
+    }
+    if (has_final_) {
+      WriteFinal();
+    } else if (has_pending_ack_) {
+      WriteAck();
+    } else {
+      MaybeFinish();
+    }
+  }
+
+  void OnFinished(bool /*ok*/) {}
+
+  void WriteAck() {
+    out_.mutable_ack()->set_seq(pending_ack_);
+    has_pending_ack_ = false;
+    writing_ = true;
+    Start([&] { stream_.Write(out_, &written_); });
+  }
+
+  // The Reject or Handoff, with the stream's final status.
+  void WriteFinal() {
+    if (finished_) return;
+    finished_ = true;
+    Start([&] {
+      stream_.WriteAndFinish(final_, grpc::WriteOptions(), final_status_,
+                             &finished_tag_);
+    });
+  }
+
+  void MaybeFinish() {
+    if (finished_ || writing_ || !reads_done_) return;
+    finished_ = true;
+    Start([&] { stream_.Finish(grpc::Status::OK, &finished_tag_); });
+  }
+
+  v1::Ingest::AsyncService* const service_;
+  grpc::ServerCompletionQueue* const cq_;
+  CqGate* const gate_;
+  SeriesStore* const store_;
+  IngestCounters* const counters_;
+  const IngestAuth* const auth_;
+  IngestPlacement* const placement_;
+
+  grpc::ServerContext context_;
+  grpc::ServerAsyncReaderWriter<v1::CollectorMessage, v1::AgentMessage> stream_{
+      &context_};
+  Tag<&StreamCall::OnAccepted> accepted_{this};
+  Tag<&StreamCall::OnRead> read_{this};
+  Tag<&StreamCall::OnWritten> written_{this};
+  Tag<&StreamCall::OnFinished> finished_tag_{this};
+  int ops_ = 0;  // operations started and not yet completed
+
+  IngestSession session_;
+  v1::AgentMessage in_;
+  v1::CollectorMessage out_;  // stable until the write completes
+  bool writing_ = false;
+  bool reads_done_ = false;
+  bool finished_ = false;
+  bool has_pending_ack_ = false;
+  uint64_t pending_ack_ = 0;
+  // The stream's last message (a Reject or a Handoff) and status, once due.
+  bool has_final_ = false;
+  v1::CollectorMessage final_;
+  grpc::Status final_status_;
+};
+
+}  // namespace
+
+void IngestService::Serve(grpc::ServerCompletionQueue* cq, CqGate* gate) {
+  (new StreamCall(this, cq, gate, store_, counters_, &auth_, placement_))
+      ->Request();
+}
+
+}  // namespace fabricdiag::collector

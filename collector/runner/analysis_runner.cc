@@ -1,0 +1,478 @@
+#include "collector/runner/analysis_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "analysis/agent_down.h"
+#include "analysis/analyzer.h"
+#include "analysis/fabric_view.h"
+#include "analysis/finding.h"
+#include "analysis/nic_ports.h"
+#include "analysis/tp_cross_node.h"
+#include "collector/runner/rate_pass.h"
+#include "common/clock.h"
+#include "common/log.h"
+
+namespace fabricdiag::collector {
+namespace {
+
+constexpr char kLayoutSource[] = "layout_analyzers";
+constexpr char kRateSource[] = "rate_analyzers";
+// How long after the agents' grid point a pass runs, as a fraction of the
+// interval: 100 ms at 1 s. An agent's read (a few milliseconds), its
+// report's way into the series store and NTP's disagreement between
+// clocks (milliseconds) fit well within it. A report that comes later
+// counts in the next pass, as every report did at an arbitrary phase.
+constexpr double kPassSettleFraction = 0.1;
+// How long after the grid point a pass waits at most for the reports of
+// that read, as a fraction of the interval: on a loaded machine a report
+// that misses the settling time would otherwise count an interval later,
+// and every finding it carries would open an interval late.
+constexpr double kPassWaitFraction = 0.5;
+
+}  // namespace
+
+AnalysisRunner::AnalysisRunner(const SeriesStore* series,
+                               const LayoutRegistry* registry,
+                               FindingsStore* findings, AnalysisStats* stats,
+                               const Clock& clock, Options options)
+    : series_(series),
+      registry_(registry),
+      findings_(findings),
+      stats_(stats),
+      clock_(clock),
+      options_(options),
+      features_(options.features != nullptr ? options.features
+                                            : &embedded_features_),
+      view_builder_(series),
+      hysteresis_(std::in_place, options.analysis.hysteresis),
+      baselines_writer_(
+          options.baselines != nullptr
+              ? std::make_unique<BaselinesWriter>(options.baselines)
+              : nullptr) {}
+
+AnalysisRunner::~AnalysisRunner() { Stop(); }
+
+void AnalysisRunner::Start() {
+  thread_ = std::thread([this] {
+    // The analysis thread runs at the process's priority. At nice +10
+    // (ingest first), one core saturated by 8,500 agents connecting at once
+    // starved passes to 5-10 s, and a pass must end within its interval;
+    // at equal priority they took 0.8 s at most, for a send->ack p99 of
+    // 51-83 ms instead of 12-24 ms (bench/connect_storm.py).
+    //
+    // Passes on the wall clock's grid, where the agents read
+    // (NextGridTick), a settling time after it: a pass sees the samples
+    // the agents just took instead of up to an interval after. Not an
+    // interval after the last pass ended: that period drifts against the
+    // agents' reads, and every few passes one pass would see two new
+    // samples and the newest-samples view would skip one. A pass that
+    // overruns starts the next at the following slot.
+    // Past the settling time, a pass waits for the reports of the read
+    // still awaited (SeriesStore::ArrivalsFor), up to kPassWaitFraction of
+    // the interval after the grid point, checking every fiftieth of one.
+    const absl::Duration settle = kPassSettleFraction * options_.interval;
+    const auto poll = std::chrono::nanoseconds(
+        absl::ToInt64Nanoseconds(options_.interval / 50));
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stopping_) {
+      lock.unlock();
+      RunOnce();
+      lock.lock();
+      const auto now = std::chrono::steady_clock::now();
+      const absl::Time wall = absl::Now();
+      const int64_t mono = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               now.time_since_epoch())
+                               .count();
+      const int64_t to_next =
+          NextGridTick(mono, wall, options_.interval, settle) - mono;
+      const absl::Time grid = wall + absl::Nanoseconds(to_next) - settle;
+      const auto next = now + std::chrono::nanoseconds(to_next);
+      cv_.wait_until(lock, next, [this] { return stopping_; });
+      const auto wait_until =
+          next +
+          std::chrono::nanoseconds(absl::ToInt64Nanoseconds(
+              (kPassWaitFraction - kPassSettleFraction) * options_.interval));
+      while (!stopping_ && std::chrono::steady_clock::now() < wait_until &&
+             series_->ArrivalsFor(grid, options_.interval).awaited > 0) {
+        cv_.wait_for(lock, poll, [this] { return stopping_; });
+      }
+    }
+  });
+}
+
+void AnalysisRunner::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (!thread_.joinable()) return;
+  thread_.join();
+  // What was learned since the last write, for the next process; in a
+  // cluster only while this collector still analyses (a former leader's
+  // baselines would replace the current one's).
+  std::lock_guard<std::timed_mutex> lock(pass_mu_);
+  const bool analysing =
+      options_.role == nullptr || (term_ != 0 && options_.role->Leading());
+  if (hysteresis_seeded_ && analysing) SaveBaselines(clock_.Now());
+  FlushBaselines();
+}
+
+void AnalysisRunner::Persisted(const absl::Status& status) {
+  if (status.ok()) return;
+  if (stats_->persist_errors.fetch_add(1) == 0) {
+    LogError(absl::StrCat("cannot persist findings: ", status.ToString()));
+  }
+}
+
+FeatureSlice AnalysisRunner::ExchangeFeatures(absl::Time now,
+                                              MergeScope scope) {
+  std::shared_ptr<const RegistrySnapshot> snapshot = registry_->Snapshot();
+  FeatureSlice local;
+  // The window, and the same over the newest samples alone: a strong fault
+  // opens without waiting for the window mean
+  // (HysteresisConfig::recent_seconds).
+  std::vector<double> windows = {options_.analysis.window_seconds};
+  const double recent_seconds = options_.analysis.hysteresis.recent_seconds;
+  if (recent_seconds > 0 && recent_seconds < options_.analysis.window_seconds) {
+    windows.push_back(recent_seconds);
+  }
+  std::vector<analysis::FabricView> views =
+      view_builder_.Build(snapshot->topology.get(), windows, now);
+  local.window = std::move(views[0]);
+  if (views.size() > 1) local.recent = std::move(views[1]);
+  // Every node that ever reported here, for agent_down, by name (what
+  // LivenessOf() takes of a node's Info(), without copying the rest).
+  std::vector<std::shared_ptr<NodeSeries>> nodes = series_->AllNodes();
+  std::sort(nodes.begin(), nodes.end(),
+            [](const std::shared_ptr<NodeSeries>& a,
+               const std::shared_ptr<NodeSeries>& b) {
+              return a->name() < b->name();
+            });
+  local.nodes.reserve(nodes.size());
+  for (const std::shared_ptr<NodeSeries>& node : nodes) {
+    NodeSeries::ViewState state = node->StateForView();
+    local.nodes.push_back(NodeFacts{
+        LivenessOf(node->name(), state.last_report, state.interval_ms),
+        std::move(state.boot_id), ""});
+  }
+  const absl::Status published = features_->Publish(local, now);
+  if (published.ok() == publish_failing_) {
+    publish_failing_ = !published.ok();
+    if (publish_failing_) {
+      LogWarning(
+          absl::StrCat("analysis: cannot publish this collector's "
+                       "features (",
+                       features_->Describe(), "): ", published.message()));
+    } else {
+      LogInfo("analysis: publishing this collector's features again");
+    }
+  }
+  return features_->Merged(std::move(local), now, scope);
+}
+
+bool AnalysisRunner::ViewWanted() const {
+  const int64_t at = view_wanted_at_.load(std::memory_order_relaxed);
+  return at != 0 && clock_.MonotonicNanos() - at <=
+                        absl::ToInt64Nanoseconds(kViewWantedFor);
+}
+
+void AnalysisRunner::RunLiveness(absl::Time now,
+                                 const std::vector<NodeFacts>& facts) {
+  // What the fabric knows about every node that ever reported; who counts
+  // as down is the analyzer's (analysis/agent_down.h).
+  std::vector<analysis::NodeLiveness> nodes;
+  nodes.reserve(facts.size());
+  for (const NodeFacts& n : facts) nodes.push_back(n.liveness);
+  // After a restart the collector knows only the nodes that reported since;
+  // a node it had found down keeps its finding until it reports again,
+  // with the last report and interval the finding recorded.
+  absl::flat_hash_set<std::string> listed;
+  for (const analysis::NodeLiveness& n : nodes) listed.insert(n.node);
+  for (const v1::Finding& f : findings_->Active()) {
+    if (f.kind() != analysis::kAgentDownKind || listed.contains(f.node())) {
+      continue;
+    }
+    std::optional<analysis::NodeLiveness> l = LivenessFromFinding(f);
+    if (l.has_value()) nodes.push_back(*std::move(l));
+  }
+  Persisted(findings_->Update(
+      analysis::AgentDownFindings(nodes, now, options_.analysis.agent_down),
+      now, kAgentLivenessSource));
+}
+
+void AnalysisRunner::RunLayoutAnalyzers(absl::Time now) {
+  std::vector<analysis::Finding> reports;
+  std::shared_ptr<const RegistrySnapshot> snapshot = registry_->Snapshot();
+  for (const auto& [job, entry] : snapshot->layouts) {
+    // With the last rate pass's view, TP crossings are confirmed (or not)
+    // by what the group's NICs carry.
+    for (analysis::Finding& f :
+         analysis::TpCrossNodeFindings(entry->model, last_view_.get())) {
+      reports.push_back(std::move(f));
+    }
+  }
+  Persisted(findings_->Update(reports, now, kLayoutSource));
+}
+
+void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric) {
+  std::shared_ptr<const RegistrySnapshot> snapshot = registry_->Snapshot();
+  if (!hysteresis_seeded_) {
+    // Every NIC's baseline as last written before a restart; then the
+    // findings the rate analyzers opened before it, and the baselines
+    // their stragglers were judged against.
+    LoadBaselines(now, *snapshot);
+    SeedRateState(findings_->Active(), &*hysteresis_, &straggler_baselines_);
+    hysteresis_seeded_ = true;
+    seeded_at_ = now;
+    holding_unheard_ = false;
+  }
+  static const v1::Topology* const kNoTopology = new v1::Topology();
+  const v1::Topology* topology =
+      snapshot->topology != nullptr ? snapshot->topology.get() : kNoTopology;
+  auto view =
+      std::make_shared<const analysis::FabricView>(std::move(fabric.window));
+  Publish(view);
+  if (!topology_index_.has_value() || indexed_topology_ != snapshot->topology) {
+    indexed_topology_ = snapshot->topology;
+    topology_index_.emplace(topology);
+  }
+  analysis::AnalysisInput in;
+  in.view = view.get();
+  in.topology = topology;
+  in.topology_index = &*topology_index_;
+  in.config = &options_.analysis;
+  // A job none of whose hosts report has nothing for the rate analyzers:
+  // declared layouts cost nothing until their agents speak.
+  std::vector<const analysis::LayoutModel*> declared;
+  declared.reserve(snapshot->layouts.size());
+  for (const auto& [job, entry] : snapshot->layouts) {
+    declared.push_back(&entry->model);
+  }
+  in.layouts = analysis::LayoutsReportingIn(*view, declared);
+  // The window's findings, the baselines updated after this pass's
+  // judgement (a NIC is measured against its past, not against a baseline
+  // that already holds the window it is judged on), and the same analyzers
+  // over the newest samples alone (a strong fault opens without waiting for
+  // the window mean, HysteresisConfig::recent_seconds): the two runs on two
+  // threads (collector/runner/rate_pass.h).
+  RateFindings found =
+      RunRatePass(in, fabric.recent.has_value() ? &*fabric.recent : nullptr,
+                  &straggler_baselines_);
+  // What is not seen of a node whose agent is restarting is unknown, not
+  // healthy: its findings hold until it reports again.
+  absl::flat_hash_set<std::string> quiet;
+  for (const NodeFacts& n : fabric.nodes) {
+    if (analysis::IsAgentQuiet(n.liveness, now, options_.analysis.agent_down)) {
+      quiet.insert(n.liveness.node);
+    }
+  }
+  // So is a node of a finding taken over at a restart or a new term that no
+  // collector has heard from since: its agent is still reconnecting.
+  HoldUnheardNodes(now, fabric.nodes, &quiet);
+  Persisted(findings_->Update(hysteresis_->Step(std::move(found.window),
+                                                std::move(found.recent), quiet),
+                              now, kRateSource));
+  // Every baselines_every; and at once when the last write held none (a
+  // leader's first pass, before its NICs had traffic), so that a failover
+  // in the first period does not lose what was learned since.
+  if (now - baselines_written_ >= options_.baselines_every ||
+      (wrote_no_baselines_ && straggler_baselines_.size() > 0)) {
+    SaveBaselines(now);
+  }
+}
+
+void AnalysisRunner::HoldUnheardNodes(absl::Time now,
+                                      const std::vector<NodeFacts>& facts,
+                                      absl::flat_hash_set<std::string>* quiet) {
+  const bool in_grace = now - seeded_at_ < kUnheardNodesGrace;
+  if (!in_grace && !holding_unheard_) return;
+  absl::flat_hash_set<absl::string_view> heard;
+  for (const NodeFacts& n : facts) heard.insert(n.liveness.node);
+  std::set<std::string> unheard;
+  for (const v1::Finding& f : findings_->Active()) {
+    if (!f.node().empty() && !heard.contains(f.node())) {
+      unheard.insert(f.node());
+    }
+  }
+  // Named in the log, so that an operator knows why those findings resolve
+  // only later (or stay open while their agents come back).
+  auto named = [&unheard] {
+    std::vector<absl::string_view> first;
+    for (const std::string& node : unheard) {
+      if (first.size() == 5) break;
+      first.push_back(node);
+    }
+    return absl::StrCat(unheard.size(),
+                        unheard.size() == 1 ? " node (" : " nodes (",
+                        absl::StrJoin(first, ", "),
+                        unheard.size() > first.size() ? ", ...)" : ")");
+  };
+  if (!in_grace) {
+    if (!unheard.empty()) {
+      LogInfo(absl::StrCat(
+          "analysis: the open findings of ", named(), " not heard from within ",
+          absl::FormatDuration(kUnheardNodesGrace), " count down from now on"));
+    }
+    holding_unheard_ = false;
+    return;
+  }
+  if (!holding_unheard_ && !unheard.empty()) {
+    LogInfo(absl::StrCat("analysis: holding the open findings of ", named(),
+                         " not heard from yet, for up to ",
+                         absl::FormatDuration(kUnheardNodesGrace),
+                         " while agents reconnect"));
+  }
+  holding_unheard_ = !unheard.empty();
+  for (const std::string& node : unheard) quiet->insert(node);
+}
+
+void AnalysisRunner::LoadBaselines(absl::Time now,
+                                   const RegistrySnapshot& snapshot) {
+  if (options_.baselines == nullptr) return;
+  std::vector<const analysis::LayoutModel*> layouts;
+  for (const auto& [job, entry] : snapshot.layouts) {
+    layouts.push_back(&entry->model);
+  }
+  absl::StatusOr<LoadedBaselines> loaded = LoadStragglerBaselines(
+      options_.baselines, now, options_.baselines_max_age, layouts,
+      &straggler_baselines_);
+  if (!loaded.ok()) {
+    LogWarning(absl::StrCat("analysis: straggler baselines not loaded, ",
+                            "learning afresh: ", loaded.status().message()));
+    // What is stored may still be good (NATS did not answer for a moment):
+    // replaced only once this collector learned for a whole period.
+    baselines_written_ = now;
+    return;
+  }
+  if (!loaded->problem.empty()) {
+    LogWarning(absl::StrCat("analysis: ", loaded->problem,
+                            loaded->damaged ? "; learning afresh" : ""));
+    return;
+  }
+  if (loaded->restored + loaded->dropped > 0) {
+    LogInfo(absl::StrCat("analysis: ", loaded->restored,
+                         " straggler baselines restored, ", loaded->dropped,
+                         " of NICs no longer in a layout dropped"));
+  }
+}
+
+void AnalysisRunner::SaveBaselines(absl::Time now) {
+  if (baselines_writer_ == nullptr) return;
+  // Not retried before baselines_every either way: a failing disk is
+  // counted by the store (/healthz), a failing write logged by the writer.
+  baselines_written_ = now;
+  wrote_no_baselines_ = straggler_baselines_.size() == 0;
+  baselines_writer_->Write(straggler_baselines_.Serialize(), now);
+}
+
+void AnalysisRunner::FlushBaselines() {
+  if (baselines_writer_ != nullptr) baselines_writer_->Flush();
+}
+
+void AnalysisRunner::Publish(std::shared_ptr<const analysis::FabricView> view) {
+  last_view_ = view;
+  std::shared_ptr<const analysis::FabricView> previous;
+  {
+    std::lock_guard<std::mutex> lock(view_mu_);
+    previous = std::exchange(published_view_, std::move(view));
+  }
+  // The view replaced is freed here, outside the lock LatestView() takes:
+  // at 200k GPUs its ports take some 45 ms to free, which the page's
+  // readers would otherwise wait out.
+}
+
+bool AnalysisRunner::Leading() {
+  if (options_.role == nullptr) return true;
+  const uint64_t term = options_.role->Term();
+  if (term == 0 || !options_.role->Leading()) {
+    term_ = 0;
+    return false;
+  }
+  if (term != term_) {
+    // Someone else analysed since this collector last did: start over from
+    // the findings it left, as after a restart.
+    term_ = term;
+    hysteresis_.emplace(options_.analysis.hysteresis);
+    straggler_baselines_ = analysis::StragglerBaselines();
+    hysteresis_seeded_ = false;
+  }
+  return true;
+}
+
+std::shared_ptr<const analysis::FabricView> AnalysisRunner::LatestView() const {
+  view_wanted_at_.store(clock_.MonotonicNanos(), std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(view_mu_);
+  return published_view_;
+}
+
+void AnalysisRunner::RunOnce() {
+  std::lock_guard<std::timed_mutex> lock(pass_mu_);
+  const int64_t start = clock_.MonotonicNanos();
+  const absl::Time now = clock_.Now();
+  const bool leading = Leading();
+  // A collector that does not analyse merges the others' ports only for
+  // its page, while someone looks at it.
+  const bool whole_fabric = leading || ViewWanted();
+  FeatureSlice fabric = ExchangeFeatures(
+      now, whole_fabric ? MergeScope::kFabric : MergeScope::kNodes);
+  if (options_.features != nullptr) {
+    auto nodes = std::make_shared<const std::vector<NodeFacts>>(fabric.nodes);
+    std::lock_guard<std::mutex> view_lock(view_mu_);
+    published_nodes_ = std::move(nodes);
+  }
+  if (leading) {
+    RunLiveness(now, fabric.nodes);
+    RunLayoutAnalyzers(now);
+    RunRateAnalyzers(now, std::move(fabric));
+  } else if (whole_fabric) {
+    // The page still shows the whole fabric.
+    Publish(
+        std::make_shared<const analysis::FabricView>(std::move(fabric.window)));
+  } else {
+    // Nobody looks: no view of this collector's part alone, which the page
+    // would show as the fabric.
+    Publish(nullptr);
+  }
+  stats_->RecordPass(clock_.MonotonicNanos() - start);
+}
+
+std::shared_ptr<const std::vector<NodeFacts>> AnalysisRunner::LatestNodes()
+    const {
+  std::lock_guard<std::mutex> lock(view_mu_);
+  return published_nodes_;
+}
+
+std::vector<v1::Finding> AnalysisRunner::RunLayoutPass(const std::string& job,
+                                                       absl::Time deadline) {
+  {
+    std::unique_lock<std::timed_mutex> lock(pass_mu_, std::defer_lock);
+    // Behind a rate pass (a second or more on a large fabric) the answer
+    // would arrive after its caller gave up: waited for until its deadline.
+    if (deadline == absl::InfiniteFuture()) {
+      lock.lock();
+    } else if (!lock.try_lock_until(absl::ToChronoTime(deadline))) {
+      LogInfo(absl::StrCat("analysis: the layout pass for job ", job,
+                           " is left to the next pass (a pass in progress "
+                           "outlasted the request's deadline)"));
+    }
+    // A follower's findings come from the leader's own pass over the
+    // layout it receives.
+    if (lock.owns_lock() && Leading()) RunLayoutAnalyzers(clock_.Now());
+  }
+  FindingsFilter filter;
+  filter.job = job;
+  return findings_->List(filter);
+}
+
+}  // namespace fabricdiag::collector

@@ -1,0 +1,215 @@
+// Runs the analyzers continuously and feeds their findings to the
+// FindingsStore.
+//
+// Every pass (default every second) takes a snapshot of the layouts and the
+// nodes and runs each analyzer family as its own "source": the store opens,
+// updates and resolves findings per source. What the liveness and rate
+// analyzers read is the fabric as the FeatureExchange merges it
+// (collector/runner/feature_exchange.h): this collector's nodes alone when
+// embedded, every collector's in a cluster; the runner publishes its own
+// slice each pass and does not know which backend runs.
+// - agent liveness: the agent_down analyzer (analysis/agent_down.h) over
+//   what the series store knows about each node;
+// - the layout analyzers (tp_cross_node), also run at once after a layout
+//   is applied;
+// In a cluster only the collector that holds the analysis lease (the
+// AnalysisRole) runs the analyzers; the others publish their features and
+// mirror its findings. A collector that takes the lease over seeds its
+// hysteresis from the findings it mirrored, as after a restart, so a
+// failover neither resolves nor reopens a finding that is still true.
+// - the rate analyzers (analysis/analyzer.h) over a FabricView of the last
+//   `analysis.window_seconds`, gated by a Hysteresis so a finding opens only
+//   after its condition held for several passes and resolves after it was
+//   clear for several. After a restart the hysteresis is seeded with the
+//   findings still active in the store, so a condition that persists across
+//   the restart keeps its finding (and its id).
+//
+//   AnalysisRunner runner(&series, &registry, &findings, &stats, clock, {});
+//   runner.Start();          // background thread
+//   runner.RunLayoutPass(job, answer_by);  // at once, after ApplyLayout
+//   runner.Stop();
+//
+// Thread-safe: passes are serialized by a mutex.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/time/time.h"
+#include "analysis/analysis_config.h"
+#include "analysis/fabric_view.h"
+#include "analysis/hysteresis.h"
+#include "analysis/straggler_nic.h"
+#include "analysis/topology_index.h"
+#include "collector/declared/layout_registry.h"
+#include "collector/findings/findings_store.h"
+#include "collector/runner/agent_liveness.h"
+#include "collector/runner/analysis_role.h"
+#include "collector/runner/collector_metrics.h"
+#include "collector/runner/fabric_view_builder.h"
+#include "collector/runner/feature_exchange.h"
+#include "collector/runner/rate_pass.h"
+#include "collector/state/baselines_store.h"
+#include "collector/state/state_store.h"
+#include "collector/store/series_store.h"
+#include "common/clock.h"
+
+namespace fabricdiag::collector {
+
+class AnalysisRunner {
+ public:
+  struct Options {
+    absl::Duration interval = absl::Seconds(1);
+    // Every analyzer's thresholds (agent_down's too) and the hysteresis.
+    analysis::AnalysisConfig analysis;
+    // Where the rest of the fabric comes from; null: embedded (this
+    // collector's nodes are the fabric). Must outlive the runner.
+    FeatureExchange* features = nullptr;
+    // Whether this collector analyses; null: always (embedded). While it
+    // does not, passes only publish features and the findings come from
+    // the collector that does (collector/findings/findings_replication.h). Must
+    // outlive the runner.
+    const AnalysisRole* role = nullptr;
+    // Where every NIC's straggler_nic baseline is kept for the next process
+    // to analyse (collector/state/baselines_store.h): loaded before the first
+    // rate pass (in a cluster: of each term this collector leads), written
+    // every `baselines_every` and at Stop() while this collector analyses.
+    // Null: in memory only (the baselines start over from the open
+    // findings). Must outlive the runner.
+    BaselinesStore* baselines = nullptr;
+    absl::Duration baselines_every = kStragglerBaselinesEvery;
+    absl::Duration baselines_max_age = kStragglerBaselinesMaxAge;
+  };
+
+  // Pointers must outlive the runner.
+  AnalysisRunner(const SeriesStore* series, const LayoutRegistry* registry,
+                 FindingsStore* findings, AnalysisStats* stats,
+                 const Clock& clock, Options options);
+  ~AnalysisRunner();
+
+  void Start();
+  void Stop();
+
+  // One full pass (all analyzers).
+  void RunOnce();
+  // Waits until the straggler baselines a pass handed over are written
+  // (passes write them off the analysis thread; Stop() waits too).
+  void FlushBaselines();
+  // The layout analyzers only; returns the active findings of `job` after
+  // the pass (what ApplyLayout answers with). A pass in progress is waited
+  // for only until `deadline` (the caller's); past it the layout analyzers
+  // are left to the next pass and the findings are those of now.
+  std::vector<v1::Finding> RunLayoutPass(
+      const std::string& job, absl::Time deadline = absl::InfiniteFuture());
+
+  // The FabricView of the latest rate pass (what the analyzers saw), null
+  // before the first; for the HTTP API. Any thread.
+  //
+  // In a cluster a collector that does not analyse merges the other
+  // collectors' ports only while its view is wanted: for
+  // kViewWantedFor after the latest call. The first call after that
+  // returns null or the view of the pass it triggered, the next pass the
+  // whole fabric.
+  std::shared_ptr<const analysis::FabricView> LatestView() const;
+  static constexpr absl::Duration kViewWantedFor = absl::Minutes(1);
+
+  // After a restart, or in a new term, how long the findings taken over
+  // hold for nodes that no collector has heard from since: their agents are
+  // still reconnecting. An agent retries a broken stream with a backoff
+  // that doubles up to 30 s (agent::StreamClient::Options::backoff_max), so
+  // after a restart that kept it away for a while its first try can come
+  // 30 s after the collector is back, plus a few intervals for its reports.
+  static constexpr absl::Duration kUnheardNodesGrace = absl::Seconds(40);
+
+  // Every node of the fabric the latest pass merged, with the collector it
+  // came from: in a cluster, the other collectors' nodes too (their
+  // liveness; `fabricdiag nodes`). Empty before the first pass and with
+  // one collector (its series store is the fabric). Any thread.
+  std::shared_ptr<const std::vector<NodeFacts>> LatestNodes() const;
+
+ private:
+  // This collector's slice (series store) published, and the fabric's
+  // (its nodes only with MergeScope::kNodes).
+  FeatureSlice ExchangeFeatures(absl::Time now, MergeScope scope);
+  // Whether LatestView() was called within kViewWantedFor.
+  bool ViewWanted() const;
+  void RunLiveness(absl::Time now, const std::vector<NodeFacts>& facts);
+  void RunLayoutAnalyzers(absl::Time now);
+  // Options::baselines: the stored baselines into straggler_baselines_
+  // (before the first pass), and their writing.
+  void LoadBaselines(absl::Time now, const RegistrySnapshot& snapshot);
+  void SaveBaselines(absl::Time now);
+  void RunRateAnalyzers(absl::Time now, FeatureSlice fabric);
+  // Within kUnheardNodesGrace of the seeding, adds to `quiet` the nodes of
+  // active findings that `facts` do not list, and logs when it starts and
+  // stops holding them.
+  void HoldUnheardNodes(absl::Time now, const std::vector<NodeFacts>& facts,
+                        absl::flat_hash_set<std::string>* quiet);
+  void Persisted(const absl::Status& status);
+  // True when this pass analyses; a new term starts from the findings the
+  // previous leader left (the hysteresis is seeded again, as after a
+  // restart).
+  bool Leading();
+  void Publish(std::shared_ptr<const analysis::FabricView> view);
+
+  const SeriesStore* const series_;
+  const LayoutRegistry* const registry_;
+  FindingsStore* const findings_;
+  AnalysisStats* const stats_;
+  const Clock& clock_;
+  const Options options_;
+  EmbeddedFeatureExchange embedded_features_;
+  FeatureExchange* const features_;
+
+  std::timed_mutex pass_mu_;  // one pass at a time
+  // Rate analysis state, used under pass_mu_.
+  FabricViewBuilder view_builder_;
+  // Re-created when a new term starts (Leading()).
+  std::optional<analysis::Hysteresis> hysteresis_;
+  // Every NIC's own usual throughput, for straggler_nic; updated once per
+  // pass from the window view. Lost on restart but for the NICs of open
+  // straggler_nic findings (seeded with the hysteresis): until the others
+  // are rebuilt (straggler_nic.min_history_passes), NICs of expert-parallel
+  // jobs are not judged (docs/findings.md#straggler_nic).
+  analysis::StragglerBaselines straggler_baselines_;
+  // The index of the topology last analyzed, rebuilt only when ApplyTopology
+  // swaps the registry's topology (kept alive so its address is not reused).
+  std::shared_ptr<const v1::Topology> indexed_topology_;
+  std::optional<analysis::TopologyIndex> topology_index_;
+  // The last rate pass's view, for the layout analyzers' runtime evidence.
+  std::shared_ptr<const analysis::FabricView> last_view_;
+  bool hysteresis_seeded_ = false;
+  // When the hysteresis was seeded (the first pass of a process or a term).
+  absl::Time seeded_at_ = absl::InfinitePast();
+  // The last pass held findings of nodes not heard from (HoldUnheardNodes).
+  bool holding_unheard_ = false;
+  // When the baselines were last written (Options::baselines).
+  absl::Time baselines_written_ = absl::InfinitePast();
+  // The last write held no baseline.
+  bool wrote_no_baselines_ = false;
+  uint64_t term_ = 0;  // the role's term of the last pass that analysed
+  // The last Publish failed (logged once per outage).
+  bool publish_failing_ = false;
+  // last_view_ for other threads (readers must not wait for a pass).
+  mutable std::mutex view_mu_;
+  std::shared_ptr<const analysis::FabricView> published_view_;
+  std::shared_ptr<const std::vector<NodeFacts>> published_nodes_;
+  // clock_.MonotonicNanos() of the latest LatestView(); 0: never.
+  mutable std::atomic<int64_t> view_wanted_at_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::thread thread_;
+  // Null without Options::baselines. Declared last: destroyed first, once
+  // its last write finished.
+  std::unique_ptr<BaselinesWriter> baselines_writer_;
+};
+
+}  // namespace fabricdiag::collector

@@ -1,0 +1,115 @@
+// Where the analysis keeps every NIC's straggler_nic baseline between
+// processes (StragglerBaselines::Serialize, written every
+// kStragglerBaselinesEvery by collector/runner/rate_pass.h), so that the next
+// process to analyse judges a NIC against the history learned before: the
+// seam between the analysis runner and its two backends.
+//
+//   - Embedded (the default): straggler_baselines.pb in --state_dir, read
+//     back by the same collector after a restart (FileBaselinesStore below).
+//   - Cluster (--nats): a replicated JetStream key-value bucket, read by the
+//     collector that takes the analysis over after a failover
+//     (cluster/jetstream_baselines.h).
+//
+// Only the collector that analyses writes; a new writer reads first.
+//
+//   FileBaselinesStore store(state_store);
+//   RETURN_IF_ERROR(store.Write(baselines.Serialize(), now));
+//   ASSIGN_OR_RETURN(std::optional<ObjectFile> saved, store.Read());
+//
+// Implementations are thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "collector/state/object_store.h"
+#include "collector/state/state_store.h"
+
+namespace fabricdiag::collector {
+
+class BaselinesStore {
+ public:
+  virtual ~BaselinesStore() = default;
+
+  // Durably replaces the stored baselines with `payload`, written at
+  // `written` (the writer's clock).
+  virtual absl::Status Write(absl::string_view payload, absl::Time written) = 0;
+
+  // What was last written; nullopt when nothing was. DataLoss naming the
+  // damage when what is stored is damaged (set aside where the backend can:
+  // the next Write replaces it either way); other errors when it cannot be
+  // read now (a disk error, NATS unreachable).
+  virtual absl::StatusOr<std::optional<ObjectFile>> Read() = 0;
+
+  // The payload Read() returned was rejected by the caller (it does not
+  // parse as baselines) for `why`: set it aside where the backend can.
+  virtual void Reject(absl::string_view why) = 0;
+
+  // Where the baselines live, for messages: a file path, a bucket.
+  virtual std::string Describe() const = 0;
+};
+
+// The embedded backend: StateStore's straggler_baselines.pb. A damaged file
+// is moved aside and reported in StateStore::problems().
+class FileBaselinesStore final : public BaselinesStore {
+ public:
+  // `state` must outlive this.
+  explicit FileBaselinesStore(StateStore* state) : state_(state) {}
+
+  absl::Status Write(absl::string_view payload, absl::Time written) override;
+  absl::StatusOr<std::optional<ObjectFile>> Read() override;
+  void Reject(absl::string_view why) override;
+  std::string Describe() const override;
+
+ private:
+  StateStore* const state_;
+};
+
+// Writes to a BaselinesStore on a thread of its own, so that the analysis
+// pass does not wait for it: a write of 200k GPUs' baselines (9 MB) to a
+// cluster's bucket took 0.19 s, a fifth of such a pass. Each write is the
+// whole set, so one handed over while another waits replaces it. A failed
+// write is logged; the next one is the retry.
+//
+//   BaselinesWriter writer(store);
+//   writer.Write(baselines.Serialize(), now);  // returns at once
+//   writer.Flush();  // before the process stops (the destructor does too)
+//
+// Thread-safe.
+class BaselinesWriter {
+ public:
+  // `store` must outlive this.
+  explicit BaselinesWriter(BaselinesStore* store) : store_(store) {}
+  // Writes what is pending, then stops.
+  ~BaselinesWriter();
+  BaselinesWriter(const BaselinesWriter&) = delete;
+  BaselinesWriter& operator=(const BaselinesWriter&) = delete;
+
+  void Write(std::string payload, absl::Time written);
+  // Waits until every write handed over has finished (or failed).
+  void Flush();
+
+ private:
+  struct Pending {
+    std::string payload;
+    absl::Time written;
+  };
+  void Run();
+
+  BaselinesStore* const store_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<Pending> pending_;  // guarded by mu_
+  bool writing_ = false;            // guarded by mu_
+  bool stopping_ = false;           // guarded by mu_
+  std::thread thread_;              // started by the first Write
+};
+
+}  // namespace fabricdiag::collector

@@ -1,0 +1,284 @@
+#include "collector/web/web_routes.h"
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/hash/hash.h"
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "analysis/traffic_model.h"
+#include "collector/web/web_api.h"
+#include "collector/web/web_assets.h"
+#include "common/gzip.h"
+#include "common/http_request.h"
+#include "common/names.h"
+
+namespace fabricdiag::collector {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr char kJsonType[] = "application/json";
+// At most this many resolved findings per /api/v1/findings request.
+constexpr uint32_t kMaxResolved = 1000;
+constexpr uint32_t kDefaultResolved = 100;
+
+HttpResponse JsonResponse(int status, const Json& body) {
+  HttpResponse r;
+  r.status = status;
+  r.content_type = kJsonType;
+  // Names come from agents and layouts: never let a broken UTF-8 sequence
+  // turn into an exception on a worker thread.
+  r.body = body.dump(-1, ' ', false, Json::error_handler_t::replace);
+  r.body.push_back('\n');
+  r.headers.push_back({"Cache-Control", "no-store"});
+  return r;
+}
+
+HttpResponse Error(const absl::Status& status) {
+  int code = 500;
+  if (absl::IsInvalidArgument(status)) code = 400;
+  if (absl::IsNotFound(status)) code = 404;
+  return JsonResponse(code, {{"error", std::string(status.message())}});
+}
+
+HttpResponse AssetResponse(const WebAsset& asset) {
+  HttpResponse r;
+  r.content_type = asset.content_type;
+  r.body = std::string(asset.body);
+  r.headers.push_back({"Cache-Control", "no-cache"});
+  r.headers.push_back({"X-Content-Type-Options", "nosniff"});
+  r.headers.push_back(
+      {"Content-Security-Policy",
+       "default-src 'none'; script-src 'self'; style-src 'self'; "
+       "connect-src 'self'; img-src 'self' data:; base-uri 'none'; "
+       "form-action 'none'; frame-ancestors 'none'"});
+  return r;
+}
+
+HttpResponse Findings(const WebSources& s, const HttpRequest& request) {
+  FindingsFilter filter;
+  uint32_t resolved_limit = kDefaultResolved;
+  absl::StatusOr<std::vector<QueryParam>> params = ParseQuery(request.query);
+  if (!params.ok()) return Error(params.status());
+  for (const auto& [key, value] : *params) {
+    if (key == "job") {
+      filter.job = value;
+    } else if (key == "kind") {
+      filter.kind = value;
+    } else if (key == "resolved") {
+      if (!absl::SimpleAtoi(value, &resolved_limit) ||
+          resolved_limit > kMaxResolved) {
+        return Error(absl::InvalidArgumentError(absl::StrCat(
+            "resolved: '", value, "' is not between 0 and ", kMaxResolved)));
+      }
+    } else {
+      return Error(absl::InvalidArgumentError(
+          absl::StrCat("unknown parameter '", key, "' (job, kind, resolved)")));
+    }
+  }
+  filter.state = v1::FINDING_STATE_ACTIVE;
+  filter.limit = UINT32_MAX;
+  const std::vector<v1::Finding> active = s.findings->List(filter);
+  std::vector<v1::Finding> resolved;
+  if (resolved_limit > 0) {
+    filter.state = v1::FINDING_STATE_RESOLVED;
+    filter.limit = resolved_limit;
+    resolved = s.findings->List(filter);
+  }
+  return JsonResponse(200, FindingsJson(active, resolved, s.clock->Now()));
+}
+
+// /api/v1/fabric's body per input: the JSON of a fabric of 68,000 cells
+// costs tens of milliseconds to build and megabytes to send, and its inputs
+// change once per analysis pass while pages poll more often. The body is
+// built once per (view, topology, findings named on it) and served again
+// with a fresh "generated"; its weak ETag names the content, so a client
+// that holds it gets 304 Not Modified and no body.
+class FabricCache {
+ public:
+  HttpResponse Respond(const WebSources& s, const HttpRequest& request) {
+    std::shared_ptr<const analysis::FabricView> view = s.view();
+    std::shared_ptr<const RegistrySnapshot> snapshot = s.registry->Snapshot();
+    const std::vector<v1::Finding> active = s.findings->Active();
+    const absl::Time now = s.clock->Now();
+    const uint64_t findings = Fingerprint(active);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!Holds(view, snapshot->topology, findings)) {
+      std::string body =
+          FabricJsonText(view.get(), snapshot->topology.get(), active, now);
+      // Everything after "generated" ({"api_version":1,"generated":...,
+      // "window_seconds":...): the part that depends on the inputs alone.
+      const size_t tail = body.find(",\"window_seconds\":");
+      tail_ = tail == std::string::npos ? body : body.substr(tail);
+      etag_ = absl::StrCat(
+          "W/\"f", absl::Hex(absl::HashOf(tail_), absl::kZeroPad16), "\"");
+      tail_.push_back('\n');
+      tail_gzip_.reset();
+      view_ = view;
+      view_ptr_ = view.get();
+      topology_ = snapshot->topology;
+      topology_ptr_ = snapshot->topology.get();
+      findings_ = findings;
+    }
+    HttpResponse r;
+    r.content_type = kJsonType;
+    r.headers.push_back({"Cache-Control", "no-store"});
+    r.headers.push_back({"ETag", etag_});
+    if (EtagMatches(request.if_none_match, etag_)) {
+      r.status = 304;
+      r.compressible = false;
+      return r;
+    }
+    Json head;
+    head["api_version"] = kWebApiVersion;
+    head["generated"] = TimeJson(now);
+    std::string head_text = head.dump();
+    head_text.pop_back();  // the closing brace: the tail continues the object
+    r.body = head_text;
+    r.body.append(tail_);
+    // Compressing the whole body per request (level 1: 16 ms for the 2.6 MB
+    // of 68,000 cells) for the sake of "generated" would cost more than
+    // building it once: the tail is compressed once, on the first request
+    // that accepts gzip, and each response's gzip is its head followed by
+    // that (common/gzip.h GzipTail).
+    if (request.accepts_gzip) {
+      if (!tail_gzip_.has_value()) {
+        absl::StatusOr<GzipTail> z = GzipTail::Compress(tail_);
+        if (z.ok()) tail_gzip_ = *std::move(z);
+      }
+      // Without it, the server compresses the body as for any response.
+      if (tail_gzip_.has_value()) r.gzip_body = tail_gzip_->WithHead(head_text);
+    }
+    return r;
+  }
+
+ private:
+  // The findings as the fabric JSON shows them (outlines), in any order.
+  static uint64_t Fingerprint(const std::vector<v1::Finding>& active) {
+    uint64_t sum = 0;
+    for (const v1::Finding& f : active) {
+      sum += absl::HashOf(f.id(), f.kind(), static_cast<int>(f.severity()),
+                          f.node(), f.device());
+    }
+    return sum ^ active.size();
+  }
+
+  bool Holds(const std::shared_ptr<const analysis::FabricView>& view,
+             const std::shared_ptr<const v1::Topology>& topology,
+             uint64_t findings) const {
+    // A pointer compares equal only while the object it named is alive:
+    // a freed view's address may be reused by the next one.
+    return !etag_.empty() && findings == findings_ && view.get() == view_ptr_ &&
+           (view == nullptr || !view_.expired()) &&
+           topology.get() == topology_ptr_ &&
+           (topology == nullptr || !topology_.expired());
+  }
+
+  std::mutex mu_;
+  std::weak_ptr<const analysis::FabricView> view_;
+  const void* view_ptr_ = nullptr;
+  std::weak_ptr<const v1::Topology> topology_;
+  const void* topology_ptr_ = nullptr;
+  uint64_t findings_ = 0;
+  std::string tail_;  // with the body's final newline
+  std::optional<GzipTail> tail_gzip_;
+  std::string etag_;
+};
+
+HttpResponse Fabric(const WebSources& s, FabricCache* cache,
+                    const HttpRequest& request) {
+  if (!request.query.empty()) {
+    return Error(absl::InvalidArgumentError("/api/v1/fabric takes no query"));
+  }
+  return cache->Respond(s, request);
+}
+
+// The plan's prediction of the job last asked for: a page polls one job, and
+// predicting a 200,000-rank job costs more than the rest of the request.
+class TrafficCache {
+ public:
+  std::shared_ptr<const analysis::TrafficModel> For(
+      const std::shared_ptr<const LayoutEntry>& entry) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (entry_.lock() != entry) {
+      absl::StatusOr<analysis::TrafficModel> model =
+          analysis::TrafficModel::Predict(entry->model, analysis::LinkParams{});
+      traffic_ = model.ok() ? std::make_shared<const analysis::TrafficModel>(
+                                  *std::move(model))
+                            : nullptr;
+      entry_ = entry;
+    }
+    return traffic_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::weak_ptr<const LayoutEntry> entry_;
+  std::shared_ptr<const analysis::TrafficModel> traffic_;
+};
+
+HttpResponse Job(const WebSources& s, TrafficCache* cache,
+                 const HttpRequest& request) {
+  const absl::string_view job =
+      absl::StripPrefix(request.path, "/api/v1/jobs/");
+  if (!IsValidJobName(job)) {
+    return Error(
+        absl::NotFoundError(absl::StrCat("'", job, "' is not a job name")));
+  }
+  absl::StatusOr<JobQuery> query = ParseJobQuery(request.query);
+  if (!query.ok()) return Error(query.status());
+  absl::StatusOr<std::shared_ptr<const LayoutEntry>> entry =
+      s.registry->Get(job);
+  if (!entry.ok()) return Error(entry.status());
+  std::shared_ptr<const analysis::TrafficModel> traffic = cache->For(*entry);
+  std::shared_ptr<const analysis::FabricView> view = s.view();
+  absl::StatusOr<Json> j = JobJson(**entry, traffic.get(), *query, view.get(),
+                                   s.findings->Active(), s.clock->Now());
+  if (!j.ok()) return Error(j.status());
+  return JsonResponse(200, *j);
+}
+
+}  // namespace
+
+std::vector<HttpRoute> WebRoutes(const WebSources& sources) {
+  std::vector<HttpRoute> routes;
+  for (const WebAsset& asset : WebAssets()) {
+    routes.push_back({asset.path, [&asset](const HttpRequest&) {
+                        return AssetResponse(asset);
+                      }});
+  }
+  routes.push_back({"/api/v1/findings", [sources](const HttpRequest& r) {
+                      return Findings(sources, r);
+                    }});
+  auto fabric = std::make_shared<FabricCache>();
+  routes.push_back({"/api/v1/fabric", [sources, fabric](const HttpRequest& r) {
+                      return Fabric(sources, fabric.get(), r);
+                    }});
+  routes.push_back(
+      {"/api/v1/jobs", [sources](const HttpRequest& r) {
+         if (!r.query.empty()) {
+           return Error(
+               absl::InvalidArgumentError("/api/v1/jobs takes no query"));
+         }
+         return JsonResponse(200, JobsJson(*sources.registry->Snapshot()));
+       }});
+  auto cache = std::make_shared<TrafficCache>();
+  routes.push_back({"/api/v1/jobs/", [sources, cache](const HttpRequest& r) {
+                      return Job(sources, cache.get(), r);
+                    }});
+  routes.push_back({"/api/", [](const HttpRequest& r) {
+                      return Error(absl::NotFoundError(
+                          absl::StrCat("no such endpoint: ", r.path)));
+                    }});
+  return routes;
+}
+
+}  // namespace fabricdiag::collector

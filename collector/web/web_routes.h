@@ -1,0 +1,44 @@
+// The collector's live page and the JSON behind it, as HTTP routes on the
+// collector's --http_listen (next to /metrics and /healthz):
+//   /                 the page (collector/web/index.html, app.js, app.css,
+//                     compiled into the binary: no CDN, nothing fetched)
+//   /api/v1/...       the JSON of collector/web/web_api.h (docs/http-api.md)
+// Read-only; every response says `Cache-Control: no-store` and the page
+// runs under a Content-Security-Policy that allows only its own script.
+// /api/v1/fabric's body is built once per analysis pass (view, topology,
+// the findings it outlines), and so is its gzip but for the fresh
+// "generated"; it carries a weak ETag: If-None-Match with it gets 304 and
+// no body.
+//
+//   WebSources sources{&findings, &registry,
+//                      [&runner] { return runner.LatestView(); }, &clock};
+//   std::vector<HttpRoute> routes = WebRoutes(sources);
+//
+// The handlers are thread-safe (they read snapshots); they run on the HTTP
+// server's worker threads.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "analysis/fabric_view.h"
+#include "collector/declared/layout_registry.h"
+#include "collector/findings/findings_store.h"
+#include "common/clock.h"
+#include "common/http_server.h"
+
+namespace fabricdiag::collector {
+
+struct WebSources {
+  const FindingsStore* findings = nullptr;
+  const LayoutRegistry* registry = nullptr;
+  // The latest analysis pass's view; null before the first.
+  std::function<std::shared_ptr<const analysis::FabricView>()> view;
+  const Clock* clock = nullptr;
+};
+
+// The pointers must outlive the routes.
+std::vector<HttpRoute> WebRoutes(const WebSources& sources);
+
+}  // namespace fabricdiag::collector

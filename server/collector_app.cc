@@ -1,0 +1,418 @@
+#include "server/collector_app.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cluster/cluster_member.h"
+#include "collector/api/query_service.h"
+#include "collector/declared/file_declared_state.h"
+#include "collector/declared/layout_metrics.h"
+#include "collector/declared/layout_registry.h"
+#include "collector/findings/findings_metrics.h"
+#include "collector/findings/findings_store.h"
+#include "collector/ingest/ingest_service.h"
+#include "collector/ingest/server.h"
+#include "collector/runner/agent_liveness.h"
+#include "collector/runner/analysis_runner.h"
+#include "collector/runner/collector_metrics.h"
+#include "collector/state/baselines_store.h"
+#include "collector/state/state_store.h"
+#include "collector/store/series_store.h"
+#include "collector/web/http_server.h"
+#include "collector/web/web_routes.h"
+#include "common/clock.h"
+#include "common/files.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "common/stop_signals.h"
+#include "common/version.h"
+
+namespace fabricdiag::collector {
+namespace {
+
+absl::Status ValidateHostPort(absl::string_view flag, absl::string_view value) {
+  const size_t colon = value.rfind(':');
+  uint32_t port = 0;
+  if (colon == absl::string_view::npos || colon == 0 ||
+      !absl::SimpleAtoi(value.substr(colon + 1), &port) || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, "=", value,
+                     ": expected ADDR:PORT with a port in 0..65535"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckReadable(absl::string_view flag, const std::string& path) {
+  if (path.empty()) return absl::OkStatus();
+  if (::access(path.c_str(), R_OK) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", flag, "=", path, ": cannot read: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<analysis::AnalysisConfig> LoadAnalysisConfig(
+    const std::string& path) {
+  if (path.empty()) return analysis::AnalysisConfig();
+  absl::StatusOr<std::string> text = ReadFileCapped(path, 1 << 20);
+  if (!text.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--analysis_config=", path, ": ", text.status().message()));
+  }
+  absl::StatusOr<analysis::AnalysisConfig> config =
+      analysis::ParseAnalysisConfig(*text);
+  if (!config.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--analysis_config=", path, ": ", config.status().message()));
+  }
+  return config;
+}
+
+absl::Status ValidateCollectorConfig(const CollectorConfig& config) {
+  RETURN_IF_ERROR(ValidateHostPort("listen", config.listen));
+  RETURN_IF_ERROR(ValidateHostPort("http_listen", config.http_listen));
+  if (config.state_dir.empty()) {
+    return absl::InvalidArgumentError("--state_dir: required");
+  }
+  RETURN_IF_ERROR(CheckReadable("tls_cert", config.tls_cert));
+  RETURN_IF_ERROR(CheckReadable("tls_key", config.tls_key));
+  RETURN_IF_ERROR(CheckReadable("tls_client_ca", config.tls_client_ca));
+  RETURN_IF_ERROR(CheckReadable("auth_token_file", config.auth_token_file));
+  RETURN_IF_ERROR(CheckReadable("ingest_token_file", config.ingest_token_file));
+  if (config.tls_cert.empty() != config.tls_key.empty()) {
+    return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
+  }
+  if (!config.tls_client_ca.empty() && config.tls_cert.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls_client_ca needs --tls_cert and --tls_key (mutual TLS)");
+  }
+  if (config.analysis_interval < absl::Milliseconds(10) ||
+      config.analysis_interval > absl::Minutes(10)) {
+    return absl::InvalidArgumentError(
+        "--analysis_interval: must be between 10ms and 10m");
+  }
+  if (config.window_samples < 60 || config.window_samples > 86400) {
+    return absl::InvalidArgumentError(
+        "--window_samples: must be between 60 and 86400");
+  }
+  RETURN_IF_ERROR(LoadAnalysisConfig(config.analysis_config).status());
+  RETURN_IF_ERROR(cluster::ValidateClusterOptions(
+      {config.nats, config.collector_id, config.nats_replicas,
+       config.analysis_interval, config.nats_startup_timeout}));
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Logs why the collector cannot start; returns its exit code.
+int StartupFailed(absl::string_view why) {
+  LogError(absl::StrCat("fabricdiag-collector: ", why));
+  return 1;
+}
+
+// The token in the file a flag names; empty when the flag is not set.
+absl::StatusOr<std::string> ReadOptionalToken(absl::string_view flag,
+                                              const std::string& path) {
+  if (path.empty()) return std::string();
+  return ReadTokenFile(flag, path, 16);
+}
+
+// Loads the layouts and findings kept in --state_dir and warns about what
+// it had to set aside.
+absl::Status LoadState(const CollectorConfig& config, const StateStore& state,
+                       LayoutRegistry& registry, FindingsStore& findings) {
+  for (const absl::Status& s : {registry.Load(), findings.Load()}) {
+    if (!s.ok()) {
+      return absl::Status(
+          s.code(), absl::StrCat("cannot load --state_dir=", config.state_dir,
+                                 ": ", s.ToString()));
+    }
+  }
+  for (const std::string& problem : state.problems()) {
+    LogWarning(absl::StrCat("state: ", problem));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<IngestAuth> MakeIngestAuth(const CollectorConfig& config) {
+  IngestAuth auth;
+  auth.match_certificate = !config.tls_client_ca.empty();
+  ASSIGN_OR_RETURN(auth.token, ReadOptionalToken("--ingest_token_file",
+                                                 config.ingest_token_file));
+  if (auth.token.empty() && !auth.match_certificate) {
+    LogWarning(
+        "ingest is open: any client that reaches the gRPC port can report as "
+        "any node. In production, set --tls_client_ca (agents' certificates "
+        "name their node) or --ingest_token_file; see docs/deployment.md");
+  }
+  return auth;
+}
+
+absl::StatusOr<AnalysisRunner::Options> MakeRunnerOptions(
+    const CollectorConfig& config) {
+  AnalysisRunner::Options options;
+  options.interval = config.analysis_interval;
+  ASSIGN_OR_RETURN(options.analysis,
+                   LoadAnalysisConfig(config.analysis_config));
+  return options;
+}
+
+absl::StatusOr<std::unique_ptr<CollectorServer>> StartGrpc(
+    const CollectorConfig& config, IngestService* ingest, QueryService* query) {
+  CollectorServer::Options options;
+  options.listen = config.listen;
+  options.tls_cert_file = config.tls_cert;
+  options.tls_key_file = config.tls_key;
+  options.tls_client_ca_file = config.tls_client_ca;
+  absl::StatusOr<std::unique_ptr<CollectorServer>> server =
+      CollectorServer::Start(options, {ingest, query});
+  if (!server.ok()) {
+    return absl::Status(server.status().code(),
+                        absl::StrCat("--listen=", config.listen, ": ",
+                                     server.status().message()));
+  }
+  return server;
+}
+
+// /healthz: unhealthy while writes to --state_dir fail, and in a cluster
+// while NATS is out of reach or writes of declared state fail.
+HealthReport CollectorHealth(const StateStore& state,
+                             const AnalysisStats& stats,
+                             const cluster::ClusterMember* member) {
+  HealthReport report;
+  if (member != nullptr && !member->AppendHealth(&report.text)) {
+    report.ok = false;
+  }
+  const absl::Status last_write = state.last_write_status();
+  if (!last_write.ok()) {
+    report.ok = false;
+    absl::StrAppend(&report.text,
+                    "state: the last write to --state_dir failed: ",
+                    last_write.message(), " (", state.write_errors(),
+                    " failed since start; healthy again after the next "
+                    "write that succeeds)\n");
+  }
+  absl::StrAppend(&report.text, "analysis passes: ", stats.passes.load(), "\n");
+  return report;
+}
+
+// What the HTTP endpoint serves; every pointer outlives it.
+struct HttpSources {
+  const SeriesStore* series;
+  const IngestCounters* counters;
+  const AnalysisStats* stats;
+  const FindingsStore* findings;
+  const LayoutRegistry* registry;
+  const StateStore* state;
+  const cluster::ClusterMember* member;  // null without --nats
+  AnalysisRunner* runner;
+  const Clock* clock;
+  NodeUpRule node_up;
+};
+
+absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(
+    const CollectorConfig& config, const HttpSources& in) {
+  auto collector_metrics = std::make_shared<CollectorMetrics>(
+      in.series, in.counters, in.stats, in.node_up);
+  auto findings_metrics =
+      std::make_shared<FindingsMetrics>(in.findings, in.registry, in.state);
+  const StateStore* state = in.state;
+  const AnalysisStats* stats = in.stats;
+  const LayoutRegistry* registry = in.registry;
+  const cluster::ClusterMember* member = in.member;
+  AnalysisRunner* runner = in.runner;
+  std::vector<std::function<void(std::string*)>> text_metrics = {
+      [registry](std::string* out) {
+        AppendLayoutMetrics(*registry->Snapshot(), out);
+      }};
+  if (member != nullptr) {
+    text_metrics.push_back([member, registry](std::string* out) {
+      member->AppendMetrics(*registry, out);
+    });
+  }
+  absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
+      config.http_listen, {collector_metrics, findings_metrics},
+      [state, stats, member] {
+        return CollectorHealth(*state, *stats, member);
+      },
+      std::move(text_metrics),
+      WebRoutes({in.findings, in.registry,
+                 [runner] { return runner->LatestView(); }, in.clock}));
+  if (!http.ok()) {
+    return absl::Status(http.status().code(),
+                        absl::StrCat("--http_listen=", config.http_listen, ": ",
+                                     http.status().message()));
+  }
+  return http;
+}
+
+// Writes to the query service need `token` when it is not empty; a layout
+// change runs an analysis pass at once.
+QueryService::Options MakeQueryOptions(std::string token,
+                                       AnalysisRunner* runner,
+                                       NodeUpRule node_up) {
+  QueryService::Options options;
+  options.auth_token = std::move(token);
+  options.node_up = std::move(node_up);
+  options.on_layouts_changed = [runner](const std::string& job,
+                                        absl::Time answer_by) {
+    return runner->RunLayoutPass(job, answer_by);
+  };
+  return options;
+}
+
+void LogServing(const CollectorConfig& config, int grpc_port, int http_port,
+                bool writes_need_token) {
+  LogInfo(absl::StrCat(
+      "fabricdiag-collector ", kVersion, " gRPC on port ", grpc_port,
+      ", HTTP on port ", http_port, ", state in ", config.state_dir,
+      config.nats.empty() ? ""
+                          : absl::StrCat(", collector ", config.collector_id,
+                                         " of the cluster at ", config.nats),
+      writes_need_token ? ", writes need the bearer token"
+                        : ", writes open (no --auth_token_file)"));
+}
+
+}  // namespace
+
+int RunCollector(const CollectorConfig& config) {
+  const sigset_t signals = BlockStopSignals();
+  SystemClock clock;
+  absl::StatusOr<std::string> token =
+      ReadOptionalToken("--auth_token_file", config.auth_token_file);
+  if (!token.ok()) return StartupFailed(token.status().message());
+  absl::StatusOr<std::unique_ptr<StateStore>> state =
+      StateStore::Open(config.state_dir, &clock);
+  if (!state.ok()) {
+    return StartupFailed(
+        absl::StrCat("--state_dir: ", state.status().message()));
+  }
+  // The declared state: files in --state_dir, or the cluster's bucket.
+  std::unique_ptr<cluster::ClusterMember> member;
+  if (!config.nats.empty()) {
+    absl::StatusOr<std::unique_ptr<cluster::ClusterMember>> joined =
+        cluster::ClusterMember::Join(
+            {config.nats, config.collector_id, config.nats_replicas,
+             config.analysis_interval, config.nats_startup_timeout});
+    if (!joined.ok()) return StartupFailed(joined.status().message());
+    member = *std::move(joined);
+  }
+  FileDeclaredState files(state->get());
+  if (member != nullptr) {
+    // The first collector of a new cluster brings its layouts along; later
+    // ones do not (the bucket is the cluster's truth).
+    absl::StatusOr<int> seeded = member->SeedDeclaredState(files);
+    if (!seeded.ok()) {
+      LogWarning(
+          absl::StrCat("cannot copy the declared state of --state_dir "
+                       "into the new cluster: ",
+                       seeded.status().message(),
+                       " (apply the layouts and the topology again)"));
+    } else if (*seeded > 0) {
+      LogInfo(absl::StrCat("copied ", *seeded,
+                           " layouts and topology from --state_dir into the "
+                           "cluster's new bucket"));
+    }
+  }
+  LayoutRegistry registry(member != nullptr ? member->declared_state() : &files,
+                          &clock);
+  FindingsStore findings(state->get(), FindingsStoreOptions{});
+  if (absl::Status s = LoadState(config, **state, registry, findings);
+      !s.ok()) {
+    return StartupFailed(s.message());
+  }
+  registry.StartWatching();
+
+  SeriesStore::Options series_options;
+  series_options.window_samples = config.window_samples;
+  SeriesStore series(series_options, clock);
+  IngestCounters counters;
+  absl::StatusOr<IngestAuth> ingest_auth = MakeIngestAuth(config);
+  if (!ingest_auth.ok()) return StartupFailed(ingest_auth.status().message());
+  IngestService ingest(
+      &series, &counters, *std::move(ingest_auth),
+      member != nullptr ? member->ingest_placement() : nullptr);
+  AnalysisStats stats;
+  absl::StatusOr<AnalysisRunner::Options> runner_options =
+      MakeRunnerOptions(config);
+  if (!runner_options.ok()) {
+    return StartupFailed(runner_options.status().message());
+  }
+  // Who counts as up everywhere (metrics, `fabricdiag nodes`): agent_down's
+  // rule.
+  const NodeUpRule node_up = AgentUpRule(runner_options->analysis.agent_down);
+  // In a cluster: the rest of the fabric (the other collectors' features),
+  // who analyses, and the one set of findings everyone serves.
+  if (member != nullptr) {
+    runner_options->features = member->features();
+    runner_options->role = member->role();
+    if (absl::Status s = findings.Replicate(member->findings_replication());
+        !s.ok()) {
+      // Not fatal: ids are reserved again before the first finding opens.
+      LogWarning(absl::StrCat("shared findings: ", s.message()));
+    }
+  }
+  // Every NIC's straggler baseline survives a restart, and in a cluster a
+  // failover: kept in --state_dir, or in the cluster's bucket.
+  FileBaselinesStore baseline_file(state->get());
+  runner_options->baselines =
+      member != nullptr ? member->baselines() : &baseline_file;
+  AnalysisRunner runner(&series, &registry, &findings, &stats, clock,
+                        *std::move(runner_options));
+
+  QueryService::Options query_options =
+      MakeQueryOptions(*token, &runner, node_up);
+  if (member != nullptr) {
+    // `fabricdiag nodes` lists the whole fabric, each node with the
+    // collector its agent streams to.
+    query_options.collector_id = config.collector_id;
+    query_options.fabric_nodes = [&runner] { return runner.LatestNodes(); };
+  }
+  QueryService query(&registry, &findings, &series, std::move(query_options),
+                     clock);
+  absl::StatusOr<std::unique_ptr<CollectorServer>> server =
+      StartGrpc(config, &ingest, &query);
+  if (!server.ok()) return StartupFailed(server.status().message());
+  absl::StatusOr<std::unique_ptr<HttpServer>> http =
+      StartHttp(config, {&series, &counters, &stats, &findings, &registry,
+                         state->get(), member.get(), &runner, &clock, node_up});
+  if (!http.ok()) {
+    const int code = StartupFailed(http.status().message());
+    (*server)->Shutdown(absl::ZeroDuration());
+    return code;
+  }
+
+  if (member != nullptr) member->MirrorFindings(&findings);
+  runner.Start();
+  LogServing(config, (*server)->port(), (*http)->port(), !token->empty());
+
+  int signo = 0;
+  sigwait(&signals, &signo);
+  LogInfo("fabricdiag-collector: stopping");
+  // NATS calls (the pass's publish, watchers, the lease) are cut short
+  // after a grace: a cluster that is gone does not hold the stop up.
+  if (member != nullptr) member->BeginStop(cluster::kStopGrace);
+  runner.Stop();
+  if (member != nullptr) {
+    member->StopMirroring();
+    member->Leave();
+  }
+  query.Shutdown();
+  (*server)->Shutdown(absl::Seconds(2));
+  (*server)->Wait();
+  return 0;
+}
+
+}  // namespace fabricdiag::collector

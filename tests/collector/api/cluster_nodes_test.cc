@@ -1,0 +1,108 @@
+// `fabricdiag nodes` on a collector of a cluster: the nodes of the other
+// collectors come from the merged features, with their liveness only.
+#include <string>
+#include <vector>
+
+#include "analysis/agent_down.h"
+#include "collector/api/query_service.h"
+#include "collector/runner/agent_liveness.h"
+#include "collector/runner/feature_exchange.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace fabricdiag::collector {
+namespace {
+
+const absl::Time kNow = absl::FromUnixSeconds(1795000000);
+
+NodeFacts Facts(const std::string& node, absl::Duration silent,
+                const std::string& collector) {
+  NodeFacts f;
+  f.liveness.node = node;
+  f.liveness.last_report = kNow - silent;
+  f.liveness.interval = absl::Seconds(1);
+  f.liveness.ever_reported = true;
+  f.collector = collector;
+  return f;
+}
+
+// A node of this collector, as ListNodes lists it from the series store.
+void AddLocal(const std::string& node, absl::Duration silent,
+              v1::ListNodesResponse* response, LocalNodes* local) {
+  (*local)[node] = {response->nodes_size(), kNow - silent};
+  v1::NodeStatus* n = response->add_nodes();
+  n->set_node(node);
+  n->set_up(silent < absl::Seconds(10));
+  n->set_series(150);
+  n->set_collector("col-a");
+}
+
+TEST(ClusterNodesTest, OtherCollectorsNodesAreListedWithTheirLiveness) {
+  v1::ListNodesResponse response;
+  LocalNodes local;
+  AddLocal("gpu-2", absl::Seconds(1), &response, &local);
+  const std::vector<NodeFacts> fabric = {
+      Facts("gpu-1", absl::Seconds(1), "col-b"),
+      Facts("gpu-2", absl::Seconds(1), "col-a"),
+      Facts("gpu-3", absl::Seconds(30), "col-c")};
+  AddOtherCollectorsNodes(fabric, "col-a",
+                          AgentUpRule(analysis::AgentDownConfig{}), kNow, local,
+                          &response);
+  ASSERT_EQ(response.nodes_size(), 3);
+  // Sorted by node.
+  const v1::NodeStatus& one = response.nodes(0);
+  EXPECT_EQ(one.node(), "gpu-1");
+  EXPECT_TRUE(one.up());
+  EXPECT_TRUE(one.remote());
+  EXPECT_EQ(one.collector(), "col-b");
+  EXPECT_EQ(one.interval_ms(), 1000u);
+  EXPECT_EQ(one.last_report_unix_nanos(),
+            absl::ToUnixNanos(kNow - absl::Seconds(1)));
+  EXPECT_EQ(one.series(), 0u);  // col-b's to tell
+  // This collector's own node is left as the series store listed it.
+  EXPECT_EQ(response.nodes(1).node(), "gpu-2");
+  EXPECT_FALSE(response.nodes(1).remote());
+  EXPECT_EQ(response.nodes(1).series(), 150u);
+  // Silent for 30 of its 1 s intervals: down, by agent_down's rule.
+  EXPECT_EQ(response.nodes(2).node(), "gpu-3");
+  EXPECT_FALSE(response.nodes(2).up());
+  EXPECT_TRUE(response.nodes(2).remote());
+}
+
+TEST(ClusterNodesTest, AnAgentThatMovedIsListedWhereItReportedLast) {
+  v1::ListNodesResponse response;
+  LocalNodes local;
+  // gpu-1 left this collector 20 s ago for col-b; gpu-2 came here from
+  // col-c, which still remembers it.
+  AddLocal("gpu-1", absl::Seconds(20), &response, &local);
+  AddLocal("gpu-2", absl::Seconds(1), &response, &local);
+  const std::vector<NodeFacts> fabric = {
+      Facts("gpu-1", absl::Seconds(1), "col-b"),
+      Facts("gpu-2", absl::Seconds(15), "col-c")};
+  AddOtherCollectorsNodes(fabric, "col-a",
+                          AgentUpRule(analysis::AgentDownConfig{}), kNow, local,
+                          &response);
+  ASSERT_EQ(response.nodes_size(), 2);
+  EXPECT_EQ(response.nodes(0).node(), "gpu-1");
+  EXPECT_TRUE(response.nodes(0).up());
+  EXPECT_EQ(response.nodes(0).collector(), "col-b");
+  EXPECT_TRUE(response.nodes(0).remote());
+  EXPECT_EQ(response.nodes(1).node(), "gpu-2");
+  EXPECT_EQ(response.nodes(1).collector(), "col-a");
+  EXPECT_FALSE(response.nodes(1).remote());
+}
+
+TEST(ClusterNodesTest, OneCollectorAddsNothing) {
+  v1::ListNodesResponse response;
+  LocalNodes local;
+  AddLocal("gpu-1", absl::Seconds(1), &response, &local);
+  // Facts without a collector: the embedded exchange.
+  AddOtherCollectorsNodes({Facts("gpu-9", absl::Seconds(1), "")}, "",
+                          AgentUpRule(analysis::AgentDownConfig{}), kNow, local,
+                          &response);
+  ASSERT_EQ(response.nodes_size(), 1);
+  EXPECT_EQ(response.nodes(0).node(), "gpu-1");
+}
+
+}  // namespace
+}  // namespace fabricdiag::collector

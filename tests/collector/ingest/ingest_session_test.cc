@@ -1,0 +1,491 @@
+#include "collector/ingest/ingest_session.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/clock.h"
+
+namespace fabricdiag::collector {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Optional;
+
+constexpr int kSeries = 4;
+
+v1::AgentMessage Hello(const std::string& node = "gpu-001",
+                       const std::string& boot = "boot-1") {
+  v1::AgentMessage m;
+  m.mutable_hello()->set_node(node);
+  m.mutable_hello()->set_boot_id(boot);
+  m.mutable_hello()->set_interval_ms(1000);
+  return m;
+}
+
+v1::AgentMessage Schema(uint64_t id = 1, int n = kSeries) {
+  v1::AgentMessage m;
+  v1::Schema* s = m.mutable_schema();
+  s->set_schema_id(id);
+  for (int i = 0; i < n; ++i) {
+    v1::Series* series = s->add_series();
+    series->set_subsystem(v1::SUBSYSTEM_RDMA_PORT_COUNTERS);
+    series->set_device("mlx5_0");
+    series->set_port(1);
+    series->set_name(absl::StrCat("counter_", i));
+  }
+  return m;
+}
+
+// A valid report of `n` series: rate i = seq * 10 + i, except series 1,
+// which has no rate.
+v1::AgentMessage Report(uint64_t seq, uint64_t schema = 1, int n = kSeries) {
+  v1::AgentMessage m;
+  v1::Report* r = m.mutable_report();
+  r->set_seq(seq);
+  r->set_schema_id(schema);
+  r->set_wall_time_unix_nanos(static_cast<int64_t>(seq) * 1'000'000'000);
+  for (int i = 0; i < n; ++i) {
+    r->add_raw(static_cast<uint64_t>(i));
+    if (i == 1) {
+      r->add_no_rate(1);
+    } else {
+      r->add_rate(static_cast<double>(seq * 10 + static_cast<uint64_t>(i)));
+    }
+  }
+  return m;
+}
+
+SeriesKey Key(int i) {
+  return {v1::SUBSYSTEM_RDMA_PORT_COUNTERS, "mlx5_0", 1,
+          absl::StrCat("counter_", i)};
+}
+
+class IngestSessionTest : public ::testing::Test {
+ protected:
+  // Feeds Hello + Schema; both must be accepted.
+  void Open(IngestSession& s) {
+    IngestSession::Reply r = s.Handle(Hello());
+    ASSERT_FALSE(r.reject.has_value()) << *r.reject;
+    ASSERT_TRUE(r.ack.has_value());
+    r = s.Handle(Schema());
+    ASSERT_FALSE(r.reject.has_value()) << *r.reject;
+  }
+
+  // Expects `m` to reject an open session for `reason`, storing nothing.
+  void ExpectRejected(const v1::AgentMessage& m, RejectReason reason,
+                      bool open = true) {
+    IngestSession s(&store_, &counters_);
+    if (open) Open(s);
+    const uint64_t reports = counters_.reports.load();
+    IngestSession::Reply r = s.Handle(m);
+    ASSERT_TRUE(r.reject.has_value()) << "not rejected";
+    EXPECT_THAT(*r.reject, HasSubstr(RejectReasonName(reason)));
+    EXPECT_EQ(counters_.rejects(reason), 1u);
+    EXPECT_TRUE(s.rejected());
+    EXPECT_EQ(counters_.reports.load(), reports);
+    // Everything after a reject is ignored.
+    IngestSession::Reply after = s.Handle(Report(1));
+    EXPECT_FALSE(after.ack.has_value());
+    EXPECT_FALSE(after.reject.has_value());
+    EXPECT_EQ(counters_.reports.load(), reports);
+  }
+
+  FakeClock clock_;
+  SeriesStore store_{SeriesStore::Options{}, clock_};
+  IngestCounters counters_;
+};
+
+TEST_F(IngestSessionTest, StoresReportsAndAcksHighestSeq) {
+  IngestSession s(&store_, &counters_);
+  EXPECT_THAT(s.Handle(Hello()).ack, Optional(0u));
+  EXPECT_FALSE(s.Handle(Schema()).ack.has_value());
+  EXPECT_THAT(s.Handle(Report(1)).ack, Optional(1u));
+  EXPECT_THAT(s.Handle(Report(2)).ack, Optional(2u));
+  EXPECT_EQ(store_.Latest("gpu-001", Key(3))->rate, 23);
+  EXPECT_EQ(store_.Latest("gpu-001", Key(0))->rate, 20);
+  EXPECT_EQ(counters_.reports.load(), 2u);
+  EXPECT_EQ(counters_.values.load(), 2u * kSeries);
+  EXPECT_EQ(s.node(), "gpu-001");
+}
+
+TEST_F(IngestSessionTest, ReplayAfterReconnectIsDeduplicated) {
+  {
+    IngestSession s(&store_, &counters_);
+    Open(s);
+    for (uint64_t seq = 1; seq <= 3; ++seq) s.Handle(Report(seq));
+  }
+  IngestSession again(&store_, &counters_);
+  // The Hello ack tells the agent what is already held.
+  EXPECT_THAT(again.Handle(Hello()).ack, Optional(3u));
+  again.Handle(Schema());
+  EXPECT_THAT(again.Handle(Report(2)).ack, Optional(3u));
+  EXPECT_THAT(again.Handle(Report(3)).ack, Optional(3u));
+  EXPECT_THAT(again.Handle(Report(4)).ack, Optional(4u));
+  EXPECT_EQ(counters_.duplicates.load(), 2u);
+  EXPECT_EQ(counters_.reports.load(), 4u);
+  auto window = *store_.Window("gpu-001", Key(0), absl::InfinitePast());
+  ASSERT_EQ(window.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(window[i].seq, i + 1);
+}
+
+TEST_F(IngestSessionTest, SeqGapIsCountedAsDroppedReports) {
+  IngestSession s(&store_, &counters_);
+  Open(s);
+  s.Handle(Report(1));
+  s.Handle(Report(5));
+  EXPECT_EQ(store_.FindNode("gpu-001")->Info().missing_reports, 3u);
+}
+
+TEST_F(IngestSessionTest, NewBootIdStartsFreshSeqSpace) {
+  {
+    IngestSession s(&store_, &counters_);
+    Open(s);
+    for (uint64_t seq = 1; seq <= 5; ++seq) s.Handle(Report(seq));
+  }
+  IngestSession restarted(&store_, &counters_);
+  EXPECT_THAT(restarted.Handle(Hello("gpu-001", "boot-2")).ack, Optional(0u));
+  restarted.Handle(Schema());
+  EXPECT_THAT(restarted.Handle(Report(1)).ack, Optional(1u));
+  EXPECT_EQ(counters_.duplicates.load(), 0u);
+  EXPECT_EQ(store_.Latest("gpu-001", Key(0))->rate, 10);
+}
+
+TEST_F(IngestSessionTest, ReportBeforeHello) {
+  ExpectRejected(Report(1), RejectReason::kBeforeHello, /*open=*/false);
+}
+
+TEST_F(IngestSessionTest, SchemaBeforeHello) {
+  ExpectRejected(Schema(), RejectReason::kBeforeHello, /*open=*/false);
+}
+
+TEST_F(IngestSessionTest, SecondHello) {
+  ExpectRejected(Hello(), RejectReason::kSecondHello);
+}
+
+TEST_F(IngestSessionTest, EmptyMessage) {
+  ExpectRejected(v1::AgentMessage(), RejectReason::kEmptyMessage);
+}
+
+// The report field sits outside the oneof (see ingest.proto): a message
+// that carries a report and another message is refused, not half-read.
+TEST_F(IngestSessionTest, ReportTogetherWithAnotherMessage) {
+  v1::AgentMessage m = Report(1);
+  *m.mutable_schema() = Schema().schema();
+  ExpectRejected(m, RejectReason::kMixedMessage);
+}
+
+// Parsing stream after stream into one message object keeps the report's
+// arrays: the receive path allocates nothing per report.
+TEST(AgentMessageTest, ParsingAgainKeepsTheReportArrays) {
+  v1::AgentMessage sent;
+  for (int i = 0; i < 1000; ++i) {
+    sent.mutable_report()->add_raw(static_cast<uint64_t>(i));
+    sent.mutable_report()->add_rate(i);
+  }
+  const std::string wire = sent.SerializeAsString();
+  v1::AgentMessage in;
+  ASSERT_TRUE(in.ParseFromString(wire));
+  const void* raw = in.report().raw().data();
+  const void* rate = in.report().rate().data();
+  v1::AgentMessage hello;
+  hello.mutable_hello()->set_node("gpu-1");
+  ASSERT_TRUE(in.ParseFromString(hello.SerializeAsString()));
+  EXPECT_FALSE(in.has_report());
+  ASSERT_TRUE(in.ParseFromString(wire));
+  EXPECT_EQ(in.report().raw().data(), raw);
+  EXPECT_EQ(in.report().rate().data(), rate);
+  EXPECT_EQ(in.report().rate(999), 999);
+}
+
+TEST_F(IngestSessionTest, UnknownSchema) {
+  ExpectRejected(Report(1, /*schema=*/7), RejectReason::kUnknownSchema);
+}
+
+TEST_F(IngestSessionTest, RawSizeMismatch) {
+  v1::AgentMessage m = Report(1);
+  m.mutable_report()->add_raw(1);
+  ExpectRejected(m, RejectReason::kSizeMismatch);
+}
+
+TEST_F(IngestSessionTest, RateSizeMismatch) {
+  v1::AgentMessage m = Report(1);
+  m.mutable_report()->add_rate(1);
+  ExpectRejected(m, RejectReason::kSizeMismatch);
+}
+
+TEST_F(IngestSessionTest, TooFewRates) {
+  v1::AgentMessage m = Report(1);
+  m.mutable_report()->mutable_rate()->RemoveLast();
+  ExpectRejected(m, RejectReason::kSizeMismatch);
+}
+
+TEST_F(IngestSessionTest, NoRateIndexOutOfRange) {
+  v1::AgentMessage m = Report(1);
+  m.mutable_report()->mutable_no_rate()->Set(0, kSeries);
+  ExpectRejected(m, RejectReason::kIndexOutOfRange);
+}
+
+TEST_F(IngestSessionTest, NoRateIndicesNotAscending) {
+  v1::AgentMessage m = Report(1);
+  m.mutable_report()->add_no_rate(0);  // 1, 0
+  m.mutable_report()->mutable_rate()->RemoveLast();
+  ExpectRejected(m, RejectReason::kIndexOutOfRange);
+}
+
+TEST_F(IngestSessionTest, OtherIndexListsOutOfRange) {
+  for (const char* field : {"absent", "reset", "saturated", "wrapped"}) {
+    SCOPED_TRACE(field);
+    v1::AgentMessage m = Report(1);
+    v1::Report* r = m.mutable_report();
+    const google::protobuf::FieldDescriptor* f =
+        r->GetDescriptor()->FindFieldByName(field);
+    r->GetReflection()->AddUInt32(r, f, 1u << 31);
+    IngestCounters counters;
+    IngestSession s(&store_, &counters);
+    s.Handle(Hello("gpu-x"));
+    s.Handle(Schema());
+    IngestSession::Reply reply = s.Handle(m);
+    ASSERT_TRUE(reply.reject.has_value());
+    EXPECT_THAT(*reply.reject, HasSubstr(field));
+    EXPECT_EQ(counters.rejects(RejectReason::kIndexOutOfRange), 1u);
+  }
+}
+
+TEST_F(IngestSessionTest, NaNRate) {
+  v1::AgentMessage m = Report(1);
+  m.mutable_report()->set_rate(0, std::nan(""));
+  ExpectRejected(m, RejectReason::kNonFiniteRate);
+}
+
+TEST_F(IngestSessionTest, InfiniteRate) {
+  v1::AgentMessage m = Report(1);
+  m.mutable_report()->set_rate(2, -std::numeric_limits<double>::infinity());
+  ExpectRejected(m, RejectReason::kNonFiniteRate);
+}
+
+TEST_F(IngestSessionTest, RejectedReportStoresNothingEvenPartially) {
+  IngestSession s(&store_, &counters_);
+  Open(s);
+  v1::AgentMessage m = Report(1);
+  m.mutable_report()->set_rate(2, std::nan(""));  // the last rate is bad
+  ASSERT_TRUE(s.Handle(m).reject.has_value());
+  EXPECT_EQ(store_.Latest("gpu-001", Key(0)).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(IngestSessionTest, BadNodeNames) {
+  const std::string cases[] = {"",         "-gpu",     ".hidden",
+                               "gpu 1",    "gpu/../x", "gpu\n1",
+                               "gpu{a=1}", "gpü",      std::string(254, 'a')};
+  for (const std::string& name : cases) {
+    SCOPED_TRACE(name);
+    IngestCounters counters;
+    IngestSession s(&store_, &counters);
+    IngestSession::Reply r = s.Handle(Hello(name));
+    ASSERT_TRUE(r.reject.has_value());
+    EXPECT_EQ(counters.rejects(RejectReason::kBadNodeName), 1u);
+  }
+  EXPECT_TRUE(store_.ListNodes(absl::Seconds(3)).empty());
+  EXPECT_TRUE(IsValidNodeName("gpu-001.rack_2"));
+  EXPECT_TRUE(IsValidNodeName(std::string(253, 'a')));
+}
+
+TEST_F(IngestSessionTest, BadBootId) {
+  ExpectRejected(Hello("gpu-001", ""), RejectReason::kBadHello, false);
+}
+
+TEST_F(IngestSessionTest, AbsurdSchemaSize) {
+  ExpectRejected(Schema(2, IngestSession::kMaxSeries + 1),
+                 RejectReason::kTooLarge);
+}
+
+TEST_F(IngestSessionTest, SchemaWithDuplicateSeries) {
+  v1::AgentMessage m = Schema(2);
+  *m.mutable_schema()->add_series() = m.schema().series(0);
+  ExpectRejected(m, RejectReason::kBadSchema);
+}
+
+TEST_F(IngestSessionTest, SchemaWithHugeName) {
+  v1::AgentMessage m = Schema(2);
+  m.mutable_schema()->mutable_series(0)->set_name(std::string(100000, 'x'));
+  ExpectRejected(m, RejectReason::kBadSchema);
+}
+
+TEST_F(IngestSessionTest, TooManySchemas) {
+  IngestSession s(&store_, &counters_);
+  Open(s);
+  for (uint64_t id = 2; id <= IngestSession::kMaxSchemasPerStream; ++id) {
+    ASSERT_FALSE(s.Handle(Schema(id)).reject.has_value()) << id;
+  }
+  IngestSession::Reply r = s.Handle(Schema(1000));
+  ASSERT_TRUE(r.reject.has_value());
+  EXPECT_EQ(counters_.rejects(RejectReason::kTooLarge), 1u);
+}
+
+TEST_F(IngestSessionTest, SeqZero) {
+  ExpectRejected(Report(0), RejectReason::kTooLarge);
+}
+
+// An IngestPlacement whose answers the test sets, counting the asks.
+class FakePlacement final : public IngestPlacement {
+ public:
+  uint64_t Epoch() override { return epoch; }
+  std::optional<std::string> HandOff(absl::string_view node) override {
+    ++asks;
+    if (node != hand_off) return std::nullopt;
+    return std::string("go elsewhere");
+  }
+
+  uint64_t epoch = 0;
+  std::string hand_off;  // the node handed off
+  int asks = 0;
+};
+
+// A Hello the placement hands off is answered with the Handoff alone: no
+// Ack, the node not opened here, nothing after it handled.
+TEST_F(IngestSessionTest, AHelloThePlacementHandsOffOpensNothing) {
+  FakePlacement placement;
+  placement.epoch = 7;
+  placement.hand_off = "gpu-001";
+  IngestSession s(&store_, &counters_, &placement);
+  IngestSession::Reply r = s.Handle(Hello());
+  EXPECT_THAT(r.handoff, Optional(std::string("go elsewhere")));
+  EXPECT_FALSE(r.ack.has_value());
+  EXPECT_FALSE(r.reject.has_value());
+  EXPECT_TRUE(s.handed_off());
+  EXPECT_EQ(counters_.handoffs.load(), 1u);
+  EXPECT_EQ(counters_.streams.load(), 0u);
+  EXPECT_EQ(store_.FindNode("gpu-001"), nullptr);
+  IngestSession::Reply after = s.Handle(Schema());
+  EXPECT_FALSE(after.ack.has_value() || after.reject.has_value() ||
+               after.handoff.has_value());
+  // Another node is taken by the same collector.
+  IngestSession other(&store_, &counters_, &placement);
+  EXPECT_THAT(other.Handle(Hello("gpu-002")).ack, Optional(0u));
+}
+
+// While the epoch is 0 (this collector takes everyone) nothing is asked;
+// when it moves, the next report is answered with the Handoff and not
+// stored (the agent replays it elsewhere), and the node's stream here
+// ends; with the epoch unchanged, reports are not asked about again.
+TEST_F(IngestSessionTest, AStreamIsHandedOffAtItsNextReportWhenTheEpochMoves) {
+  FakePlacement placement;
+  placement.hand_off = "gpu-001";
+  IngestSession s(&store_, &counters_, &placement);
+  Open(s);
+  EXPECT_THAT(s.Handle(Report(1)).ack, Optional(1u));
+  EXPECT_THAT(s.Handle(Report(2)).ack, Optional(2u));
+  EXPECT_EQ(placement.asks, 0);
+
+  placement.epoch = 3;
+  IngestSession::Reply r = s.Handle(Report(3));
+  EXPECT_THAT(r.handoff, Optional(std::string("go elsewhere")));
+  EXPECT_FALSE(r.ack.has_value());
+  EXPECT_EQ(counters_.reports.load(), 2u);
+  EXPECT_EQ(counters_.handoffs.load(), 1u);
+  EXPECT_EQ(placement.asks, 1);
+  EXPECT_FALSE(s.Handle(Report(4)).ack.has_value());
+  EXPECT_EQ(counters_.reports.load(), 2u);
+  // The agent may come back here (taken back): its stream is not a
+  // duplicate of the one that was handed off.
+  placement.hand_off.clear();
+  IngestSession back(&store_, &counters_, &placement);
+  EXPECT_THAT(back.Handle(Hello("gpu-001", "boot-1")).ack, Optional(2u));
+
+  // A node the placement keeps is asked once per epoch, not per report.
+  FakePlacement keep;
+  keep.epoch = 5;
+  IngestSession kept(&store_, &counters_, &keep);
+  ASSERT_FALSE(kept.Handle(Hello("gpu-009")).handoff.has_value());
+  kept.Handle(Schema());
+  for (uint64_t seq = 1; seq <= 3; ++seq) {
+    EXPECT_THAT(kept.Handle(Report(seq)).ack, Optional(seq));
+  }
+  EXPECT_EQ(keep.asks, 1);
+  keep.epoch = 6;
+  EXPECT_THAT(kept.Handle(Report(4)).ack, Optional(4u));
+  EXPECT_EQ(keep.asks, 2);
+}
+
+// Two agent processes started with the same --node: the second is refused
+// with a reason that names the first, and the first keeps reporting (they
+// used to take turns, each rejecting the other as stale).
+TEST_F(IngestSessionTest, SecondLiveAgentWithSameNodeIsRefused) {
+  IngestSession first(&store_, &counters_);
+  first.set_peer("ipv4:10.0.0.1:40000");
+  Open(first);
+  first.Handle(Report(1));
+  IngestSession second(&store_, &counters_);
+  second.set_peer("ipv4:10.0.0.2:40000");
+  IngestSession::Reply r = second.Handle(Hello("gpu-001", "boot-2"));
+  ASSERT_TRUE(r.reject.has_value());
+  EXPECT_THAT(*r.reject, HasSubstr("duplicate_node"));
+  EXPECT_THAT(*r.reject, HasSubstr("ipv4:10.0.0.1:40000"));
+  EXPECT_EQ(counters_.rejects(RejectReason::kDuplicateNode), 1u);
+  EXPECT_THAT(first.Handle(Report(2)).ack, Optional(2u));
+  EXPECT_EQ(store_.FindNode("gpu-001")->Info().duplicate_streams, 1u);
+}
+
+// An agent that restarted after its stream ended takes over; the old
+// process, should it still send (it was stopped, not dead), is stale.
+TEST_F(IngestSessionTest, RestartedAgentTakesOverAndOldReportsAreStale) {
+  auto first = std::make_unique<IngestSession>(&store_, &counters_);
+  Open(*first);
+  first->Handle(Report(1));
+  store_.FindNode("gpu-001")->EndStream(0);  // not its stream: no effect
+  IngestSession second(&store_, &counters_);
+  ASSERT_TRUE(second.Handle(Hello("gpu-001", "boot-2")).reject.has_value());
+  first.reset();  // the first stream ends
+  IngestSession third(&store_, &counters_);
+  EXPECT_FALSE(third.Handle(Hello("gpu-001", "boot-3")).reject.has_value());
+}
+
+// With mutual TLS, a node may only report as itself.
+TEST_F(IngestSessionTest, NodeMustBeNamedInTheClientCertificate) {
+  IngestSession s(&store_, &counters_);
+  s.set_peer_identities({"gpu-001.example", "gpu-001"});
+  EXPECT_FALSE(s.Handle(Hello("gpu-001", "b")).reject.has_value());
+  IngestSession impostor(&store_, &counters_);
+  impostor.set_peer_identities({"gpu-002"});
+  IngestSession::Reply r = impostor.Handle(Hello("gpu-003", "b"));
+  ASSERT_TRUE(r.reject.has_value());
+  EXPECT_THAT(*r.reject, HasSubstr("identity_mismatch"));
+  EXPECT_THAT(*r.reject, HasSubstr("gpu-002"));
+  IngestSession nameless(&store_, &counters_);
+  nameless.set_peer_identities({});
+  EXPECT_TRUE(nameless.Handle(Hello("gpu-004", "b")).reject.has_value());
+  EXPECT_EQ(counters_.rejects(RejectReason::kIdentityMismatch), 2u);
+  EXPECT_EQ(store_.FindNode("gpu-003"), nullptr);
+}
+
+TEST_F(IngestSessionTest, HostileStreamDoesNotDisturbAnother) {
+  IngestSession good(&store_, &counters_);
+  Open(good);
+  good.Handle(Report(1));
+  IngestSession bad(&store_, &counters_);
+  bad.Handle(Hello("gpu-002", "b"));
+  bad.Handle(Schema());
+  ASSERT_TRUE(bad.Handle(Report(1, 99)).reject.has_value());
+  EXPECT_THAT(good.Handle(Report(2)).ack, Optional(2u));
+  EXPECT_EQ(store_.Latest("gpu-001", Key(0))->seq, 2u);
+}
+
+TEST_F(IngestSessionTest, InventorySetsDevices) {
+  IngestSession s(&store_, &counters_);
+  Open(s);
+  v1::AgentMessage m;
+  m.mutable_inventory()->add_rdma_devices()->set_name("mlx5_3");
+  EXPECT_FALSE(s.Handle(m).reject.has_value());
+  EXPECT_THAT(store_.FindNode("gpu-001")->Info().devices,
+              ::testing::ElementsAre("mlx5_3"));
+}
+
+}  // namespace
+}  // namespace fabricdiag::collector

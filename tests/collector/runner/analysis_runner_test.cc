@@ -1,0 +1,700 @@
+// A pass hands what the series store knows about each node to agent_down
+// with the configured thresholds; passes run on the wall clock's grid and
+// wait for the reports of their read.
+#include "collector/runner/analysis_runner.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "collector/state/baselines_store.h"
+#include "collector/state/state_store.h"
+#include "common/clock.h"
+#include "tests/testing/eventually.h"
+#include "tests/testing/fake_sysfs.h"
+
+namespace fabricdiag::collector {
+namespace {
+
+// What a runner on the real clock needs, in a temporary --state_dir.
+struct RealTimeRunner {
+  explicit RealTimeRunner(absl::Duration interval) {
+    options.interval = interval;
+  }
+  static std::unique_ptr<StateStore> OpenState(const std::string& dir,
+                                               const Clock* clock) {
+    auto opened = StateStore::Open(dir, clock);
+    EXPECT_TRUE(opened.ok()) << opened.status();
+    return opened.ok() ? *std::move(opened) : nullptr;
+  }
+  AnalysisRunner Make() {
+    return AnalysisRunner(&series, &registry, &findings, &stats, clock,
+                          options);
+  }
+
+  agent::ScopedTempDir tmp;
+  SystemClock clock;
+  std::unique_ptr<StateStore> state = OpenState(tmp.path(), &clock);
+  LayoutRegistry registry{state.get(), &clock};
+  FindingsStore findings{state.get(), FindingsStoreOptions{}};
+  SeriesStore series{SeriesStore::Options{}, clock};
+  AnalysisStats stats;
+  AnalysisRunner::Options options;
+};
+
+// A pass waits, past its settling time, for a report of the read still
+// awaited (an agent on the grid that reported just after the previous grid
+// point), and gives up on it half an interval after the grid point.
+// With Options::baselines the first pass loads the baselines file (a
+// damaged one: moved aside, a fresh start) and writes it anew.
+TEST(AnalysisRunnerTest, FirstPassLoadsAndWritesTheBaselines) {
+  RealTimeRunner r(absl::Seconds(1));
+  FileBaselinesStore store(r.state.get());
+  r.options.baselines = &store;
+  const std::string path = r.state->baselines_path();
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "not a state file";
+  }
+  AnalysisRunner runner = r.Make();
+  runner.RunOnce();
+  runner.FlushBaselines();
+  const std::vector<std::string> problems = r.state->problems();
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_THAT(problems[0], ::testing::HasSubstr(path));
+  absl::StatusOr<std::optional<ObjectFile>> file = r.state->ReadBaselines();
+  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_TRUE(file->has_value());
+  analysis::StragglerBaselines back;
+  EXPECT_TRUE(back.Restore((*file)->payload, nullptr).ok());
+}
+
+TEST(AnalysisRunnerTest, APassWaitsForTheReportsOfTheRead) {
+  RealTimeRunner r(absl::Milliseconds(200));
+  const SystemClock& clock = r.clock;
+  AnalysisStats& stats = r.stats;
+  std::shared_ptr<NodeSeries> node = r.series.OpenNode("gpu-000");
+  ASSERT_TRUE(node->BeginStream("boot", 200, 1, "peer", clock.Now()).ok());
+  v1::Schema schema;
+  schema.set_schema_id(1);
+  v1::Series* s = schema.add_series();
+  s->set_subsystem(v1::SUBSYSTEM_ETHTOOL);
+  s->set_device("eth0");
+  s->set_name("rx_bytes");
+  absl::StatusOr<std::vector<uint32_t>> slots = node->MapSchema(schema);
+  ASSERT_TRUE(slots.ok()) << slots.status();
+  uint64_t seq = 0;
+  auto report = [&] {
+    const double rate = 1.0;
+    ReportView view;
+    view.seq = ++seq;
+    view.wall_time_unix_nanos = absl::ToUnixNanos(clock.Now());
+    view.rates = absl::MakeConstSpan(&rate, 1);
+    uint64_t held;
+    node->Ingest("boot", view, *slots, clock.Now(), &held);
+  };
+  // Wall times of the grid of 200 ms.
+  auto grid_after = [](absl::Time t) {
+    return absl::FromUnixMillis((absl::ToUnixMillis(t) / 200 + 1) * 200);
+  };
+  AnalysisRunner runner = r.Make();
+  runner.Start();
+  auto passes_after = [&](uint64_t n, absl::Duration limit) {
+    const absl::Time deadline = absl::Now() + limit;
+    while (stats.passes.load() < n && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    return stats.passes.load() >= n ? absl::Now() : absl::InfiniteFuture();
+  };
+  ASSERT_NE(passes_after(1, absl::Seconds(10)), absl::InfiniteFuture());
+  // Sleeps until `t`; false when this thread woke too late for the round
+  // to show anything (a loaded machine): the round is tried again.
+  auto sleep_until = [](absl::Time t) {
+    absl::SleepFor(t - absl::Now());
+    return absl::Now() < t + absl::Milliseconds(30);
+  };
+  bool shown = false;
+  for (int round = 0; round < 10 && !shown; ++round) {
+    // The agent reads just after a grid point, and its report is in the
+    // pass of that grid point.
+    const absl::Time g0 = grid_after(absl::Now());
+    if (!sleep_until(g0 + absl::Milliseconds(10))) continue;
+    report();
+    if (!sleep_until(g0 + absl::Milliseconds(100))) continue;
+    const uint64_t before = stats.passes.load();
+    // The next read's report comes 80 ms after its grid point, past the
+    // settling time (20 ms): the pass waits for it.
+    const absl::Time g1 = g0 + absl::Milliseconds(200);
+    if (!sleep_until(g1 + absl::Milliseconds(80))) continue;
+    const uint64_t at_report = stats.passes.load();
+    const absl::Time reported = absl::Now();
+    report();
+    EXPECT_EQ(at_report, before) << "the pass ran without the report";
+    EXPECT_GE(passes_after(before + 1, absl::Seconds(10)), reported);
+    shown = true;
+  }
+  ASSERT_TRUE(shown) << "this thread never woke in time";
+  // No report at all: the next passes still run, each at most half an
+  // interval after its grid point.
+  const absl::Time from = absl::Now();
+  const uint64_t then = stats.passes.load();
+  ASSERT_NE(passes_after(then + 4, absl::Seconds(10)), absl::InfiniteFuture());
+  EXPECT_LT(absl::Now() - from, absl::Seconds(5));
+  runner.Stop();
+}
+
+// What a runner reads and writes, in a temporary --state_dir, on a fake
+// clock.
+class AnalysisRunnerStateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto state = StateStore::Open(tmp_.path(), &clock);
+    ASSERT_TRUE(state.ok()) << state.status();
+    state_ = *std::move(state);
+    registry_ = std::make_unique<LayoutRegistry>(state_.get(), &clock);
+    findings_ =
+        std::make_unique<FindingsStore>(state_.get(), FindingsStoreOptions{});
+    ASSERT_TRUE(findings_->Load().ok());
+  }
+
+  agent::ScopedTempDir tmp_;
+  FakeClock clock{absl::FromUnixSeconds(1795000000)};
+  std::unique_ptr<StateStore> state_;
+  std::unique_ptr<LayoutRegistry> registry_;
+  std::unique_ptr<FindingsStore> findings_;
+  SeriesStore series{SeriesStore::Options{}, clock};
+};
+
+TEST_F(AnalysisRunnerStateTest, AgentDownFollowsTheAnalysisConfig) {
+  // An agent with a 1 s interval reports once and goes silent.
+  std::shared_ptr<NodeSeries> node = series.OpenNode("gpu-1");
+  ASSERT_TRUE(
+      node->BeginStream("boot-a", 1000, 1, "ipv4:127.0.0.1:1", clock.Now())
+          .ok());
+  v1::Schema schema;
+  schema.set_schema_id(1);
+  absl::StatusOr<std::vector<uint32_t>> slots = node->MapSchema(schema);
+  ASSERT_TRUE(slots.ok()) << slots.status();
+  ReportView report;
+  report.seq = 1;
+  report.wall_time_unix_nanos = absl::ToUnixNanos(clock.Now());
+  uint64_t held = 0;
+  ASSERT_EQ(node->Ingest("boot-a", report, *slots, clock.Now(), &held),
+            NodeSeries::Outcome::kStored);
+  node->EndStream(1);
+
+  AnalysisStats stats;
+  AnalysisRunner::Options options;
+  options.analysis.agent_down.missed_intervals = 5;
+  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
+                        clock, options);
+  clock.Advance(absl::Seconds(4));
+  runner.RunOnce();
+  EXPECT_THAT(findings_->Active(), ::testing::IsEmpty())
+      << "down after 4 intervals of the configured 5";
+  clock.Advance(absl::Seconds(1));
+  runner.RunOnce();
+  std::vector<v1::Finding> active = findings_->Active();
+  ASSERT_THAT(active, ::testing::SizeIs(1));
+  EXPECT_EQ(active[0].kind(), "agent_down");
+  EXPECT_EQ(active[0].node(), "gpu-1");
+  EXPECT_EQ(active[0].evidence().at("missed_intervals"), 5);
+}
+
+// After a restart, a finding of a node whose agent has not reconnected yet
+// holds (same id) for kUnheardNodesGrace; one of a node that reports again
+// and no longer has the condition resolves after clear_after passes.
+TEST_F(AnalysisRunnerStateTest, FindingsOfNodesNotHeardSinceARestartHold) {
+  auto storm_on = [](const std::string& node) {
+    analysis::Finding f;
+    f.kind = "pfc_storm";
+    f.node = node;
+    f.nodes = {node};
+    f.device = "eth0";
+    f.summary = node + " eth0 transmits PFC pause 60% of the time";
+    f.immediate = true;
+    return f;
+  };
+  // What the process before the restart left open.
+  ASSERT_TRUE(findings_
+                  ->Update({storm_on("gpu-away"), storm_on("gpu-back")},
+                           clock.Now(), "rate_analyzers")
+                  .ok());
+  std::map<std::string, std::string> ids;
+  for (const v1::Finding& f : findings_->Active()) ids[f.node()] = f.id();
+  ASSERT_EQ(ids.size(), 2u);
+
+  // gpu-back's agent reconnects at once and reports every second, healthy.
+  std::shared_ptr<NodeSeries> back = series.OpenNode("gpu-back");
+  ASSERT_TRUE(
+      back->BeginStream("boot-a", 1000, 1, "ipv4:127.0.0.1:1", clock.Now())
+          .ok());
+  v1::Schema schema;
+  schema.set_schema_id(1);
+  absl::StatusOr<std::vector<uint32_t>> slots = back->MapSchema(schema);
+  ASSERT_TRUE(slots.ok()) << slots.status();
+  uint64_t seq = 0;
+  AnalysisStats stats;
+  AnalysisRunner::Options options;
+  options.analysis.hysteresis.clear_after = 3;
+  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
+                        clock, options);
+  auto pass = [&] {
+    ReportView report;
+    report.seq = ++seq;
+    report.wall_time_unix_nanos = absl::ToUnixNanos(clock.Now());
+    uint64_t held = 0;
+    EXPECT_EQ(back->Ingest("boot-a", report, *slots, clock.Now(), &held),
+              NodeSeries::Outcome::kStored);
+    runner.RunOnce();
+    clock.Advance(absl::Seconds(1));
+    std::map<std::string, std::string> active;
+    for (const v1::Finding& f : findings_->Active()) active[f.node()] = f.id();
+    return active;
+  };
+  const absl::Time start = clock.Now();
+  ::testing::internal::CaptureStderr();
+  for (int i = 1; i <= 3; ++i) {
+    std::map<std::string, std::string> active = pass();
+    EXPECT_EQ(active["gpu-away"], ids["gpu-away"]) << "pass " << i;
+    if (i < 3) {
+      EXPECT_EQ(active["gpu-back"], ids["gpu-back"]) << "pass " << i;
+    } else {
+      EXPECT_EQ(active.count("gpu-back"), 0u) << "resolved after clear_after";
+    }
+  }
+  // gpu-away never reports: its finding holds for the grace, then counts
+  // down like any other.
+  int passes = 3;
+  while (clock.Now() - start < AnalysisRunner::kUnheardNodesGrace) {
+    ASSERT_EQ(pass()["gpu-away"], ids["gpu-away"]) << "pass " << passes + 1;
+    ++passes;
+  }
+  for (int i = 1; i <= 2; ++i) EXPECT_EQ(pass().count("gpu-away"), 1u);
+  EXPECT_EQ(pass().count("gpu-away"), 0u);
+  // The log says whose findings are held, once, and when they count down.
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(log, ::testing::HasSubstr(
+                       "analysis: holding the open findings of 1 node "
+                       "(gpu-away) not heard from yet, for up to 40s while "
+                       "agents reconnect\n"));
+  EXPECT_THAT(log, ::testing::HasSubstr(
+                       "analysis: the open findings of 1 node (gpu-away) not "
+                       "heard from within 40s count down from now on\n"));
+  EXPECT_EQ(log.find("holding"), log.rfind("holding")) << log;
+}
+
+// A cluster seen from the runner: another collector's silent node merged
+// in, and a lease this collector may or may not hold.
+class FakeExchange final : public FeatureExchange {
+ public:
+  explicit FakeExchange(absl::Time remote_report) : remote_(remote_report) {}
+  std::string Describe() const override { return "fake"; }
+  absl::Status Publish(const FeatureSlice& /*local*/,
+                       absl::Time /*now*/) override {
+    ++published;
+    return absl::OkStatus();
+  }
+  FeatureSlice Merged(FeatureSlice local, absl::Time /*now*/,
+                      MergeScope scope) override {
+    scopes.push_back(scope);
+    NodeFacts remote;
+    remote.liveness.node = "gpu-remote";
+    remote.liveness.last_report = remote_;
+    remote.liveness.interval = absl::Seconds(1);
+    remote.liveness.ever_reported = true;
+    local.nodes.push_back(remote);
+    return local;
+  }
+  int published = 0;
+  std::vector<MergeScope> scopes;
+
+ private:
+  const absl::Time remote_;
+};
+
+class FakeRole final : public AnalysisRole {
+ public:
+  bool Leading() const override { return term > 0; }
+  uint64_t Term() const override { return term; }
+  uint64_t term = 0;
+};
+
+// One collector of a cluster: features through `exchange` (another
+// collector's node last heard 10 s ago), analysing while `role` leads.
+class AnalysisRunnerClusterTest : public AnalysisRunnerStateTest {
+ protected:
+  void SetUp() override {
+    AnalysisRunnerStateTest::SetUp();
+    AnalysisRunner::Options options;
+    options.features = &exchange;
+    options.role = &role;
+    runner_.emplace(&series, registry_.get(), findings_.get(), &stats, clock,
+                    options);
+  }
+
+  FakeExchange exchange{clock.Now() - absl::Seconds(10)};
+  FakeRole role;
+  AnalysisStats stats;
+  std::optional<AnalysisRunner> runner_;
+};
+
+TEST_F(AnalysisRunnerClusterTest, OnlyTheLeaderAnalysesTheMergedFabric) {
+  runner_->RunOnce();
+  EXPECT_EQ(exchange.published, 1) << "followers publish their features too";
+  EXPECT_THAT(findings_->Active(), ::testing::IsEmpty())
+      << "a follower writes no findings";
+  role.term = 7;
+  runner_->RunOnce();
+  // The node only another collector heard from is down: the leader
+  // analyses the merged fabric, not its own series store alone.
+  std::vector<v1::Finding> active = findings_->Active();
+  ASSERT_THAT(active, ::testing::SizeIs(1));
+  EXPECT_EQ(active[0].kind(), "agent_down");
+  EXPECT_EQ(active[0].node(), "gpu-remote");
+  EXPECT_EQ(exchange.published, 2);
+}
+
+TEST_F(AnalysisRunnerClusterTest, AFollowerMergesPortsOnlyForItsPage) {
+  // Nobody looked: nodes only, and no view of this collector's part alone.
+  runner_->RunOnce();
+  ASSERT_THAT(exchange.scopes, ::testing::ElementsAre(MergeScope::kNodes));
+  EXPECT_THAT(*runner_->LatestNodes(), ::testing::SizeIs(1)) << "gpu-remote";
+  EXPECT_EQ(runner_->LatestView(), nullptr);
+  // Looked at: the whole fabric, for a minute after the last look.
+  clock.Advance(absl::Seconds(1));
+  runner_->RunOnce();
+  EXPECT_EQ(exchange.scopes.back(), MergeScope::kFabric);
+  EXPECT_NE(runner_->LatestView(), nullptr);
+  clock.Advance(AnalysisRunner::kViewWantedFor - absl::Seconds(1));
+  runner_->RunOnce();
+  EXPECT_EQ(exchange.scopes.back(), MergeScope::kFabric);
+  clock.Advance(absl::Seconds(2));
+  runner_->RunOnce();
+  EXPECT_EQ(exchange.scopes.back(), MergeScope::kNodes);
+  // The leader merges the fabric whether or not anyone looks.
+  role.term = 3;
+  clock.Advance(AnalysisRunner::kViewWantedFor * 2);
+  runner_->RunOnce();
+  EXPECT_EQ(exchange.scopes.back(), MergeScope::kFabric);
+}
+
+// Baselines kept in memory, counting what the runner asks of them.
+class FakeBaselines final : public BaselinesStore {
+ public:
+  absl::Status Write(absl::string_view payload, absl::Time written) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++writes_;
+    stored_ = ObjectFile{std::string(payload), written};
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::optional<ObjectFile>> Read() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++reads_;
+    if (!read_error_.ok()) return read_error_;
+    return stored_;
+  }
+  void Reject(absl::string_view /*why*/) override {}
+  std::string Describe() const override { return "fake baselines"; }
+
+  void FailReads(absl::Status error) {
+    std::lock_guard<std::mutex> lock(mu_);
+    read_error_ = std::move(error);
+  }
+  int reads() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return reads_;
+  }
+  int writes() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return writes_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  int reads_ = 0;
+  int writes_ = 0;
+  absl::Status read_error_;
+  std::optional<ObjectFile> stored_;
+};
+
+// A lease the test hands over from another thread than the runner's.
+class SwitchedRole final : public AnalysisRole {
+ public:
+  bool Leading() const override { return term.load() > 0; }
+  uint64_t Term() const override { return term.load(); }
+  std::atomic<uint64_t> term{0};
+};
+
+// In a cluster the baselines follow the analysis: read by each new term's
+// first pass, written while this collector leads, never by a collector
+// that stopped leading (it would replace the leader's).
+// One collector of a cluster whose baselines go to `store`.
+class AnalysisRunnerBaselinesTest : public AnalysisRunnerStateTest {
+ protected:
+  AnalysisRunner Make() {
+    AnalysisRunner::Options options;
+    options.features = &exchange;
+    options.role = &role;
+    options.baselines = &store;
+    return AnalysisRunner(&series, registry_.get(), findings_.get(), &stats,
+                          clock, options);
+  }
+  // A pass, and the baselines it handed over written.
+  static void Pass(AnalysisRunner& runner) {
+    runner.RunOnce();
+    runner.FlushBaselines();
+  }
+
+  FakeExchange exchange{clock.Now() - absl::Seconds(10)};
+  SwitchedRole role;
+  FakeBaselines store;
+  AnalysisStats stats;
+};
+
+TEST_F(AnalysisRunnerBaselinesTest, TheBaselinesFollowTheAnalysisLease) {
+  AnalysisRunner runner = Make();
+  Pass(runner);
+  EXPECT_EQ(store.reads(), 0) << "a follower reads no baselines";
+  EXPECT_EQ(store.writes(), 0);
+  role.term = 7;
+  Pass(runner);
+  EXPECT_EQ(store.reads(), 1) << "the new leader's first pass reads them";
+  EXPECT_EQ(store.writes(), 1) << "and writes what it starts from";
+  clock.Advance(kStragglerBaselinesEvery);
+  Pass(runner);
+  EXPECT_EQ(store.reads(), 1);
+  EXPECT_EQ(store.writes(), 2) << "every kStragglerBaselinesEvery";
+  // Another collector led meanwhile (term 8); this one leads again.
+  role.term = 9;
+  Pass(runner);
+  EXPECT_EQ(store.reads(), 2) << "each term starts from the stored ones";
+
+  // The lease is lost, then the collector stops: it writes nothing.
+  const uint64_t passes = stats.passes.load();
+  runner.Start();
+  ASSERT_TRUE(fabricdiag::testing::Eventually(
+      [&] { return stats.passes.load() > passes; }, absl::Seconds(20)));
+  role.term = 0;
+  runner.FlushBaselines();
+  const int written = store.writes();
+  runner.Stop();
+  EXPECT_EQ(store.writes(), written)
+      << "a former leader's baselines would replace the leader's";
+}
+
+// A write that held no baseline (a leader's first pass, before traffic) is
+// followed by one as soon as there are some, not a period later.
+TEST_F(AnalysisRunnerBaselinesTest, AWriteOfNoneIsFollowedAtOnce) {
+  AnalysisRunner runner = Make();
+  role.term = 7;
+  Pass(runner);
+  ASSERT_EQ(store.writes(), 1);
+  // The leader of term 8 opened a straggler; this collector mirrored it
+  // and leads again: its next pass starts from that finding's baseline.
+  analysis::Finding slow;
+  slow.kind = "straggler_nic";
+  slow.job = "moe";
+  slow.node = "gpu-007";
+  slow.device = "mlx5_3";
+  slow.group = "ep:0";
+  slow.summary = "mlx5_3 of gpu-007 carries half of its usual throughput";
+  slow.evidence = {{"own_baseline_bytes_per_second", 2e10},
+                   {"own_baseline_passes", 300}};
+  slow.immediate = true;
+  ASSERT_TRUE(findings_->Update({slow}, clock.Now(), "rate_analyzers").ok());
+  clock.Advance(absl::Seconds(1));
+  role.term = 9;
+  Pass(runner);
+  EXPECT_EQ(store.writes(), 2);
+  absl::StatusOr<std::optional<ObjectFile>> stored = store.Read();
+  ASSERT_TRUE(stored.ok() && stored->has_value());
+  analysis::StragglerBaselines back;
+  ASSERT_TRUE(back.Restore((*stored)->payload, nullptr).ok());
+  EXPECT_NE(back.Find("moe", "gpu-007", "mlx5_3"), nullptr);
+  clock.Advance(absl::Seconds(1));
+  Pass(runner);
+  EXPECT_EQ(store.writes(), 2) << "then every kStragglerBaselinesEvery";
+}
+
+// A leader that could not read the stored baselines (NATS did not answer)
+// does not replace them with the little it knows at once: it writes after
+// learning for kStragglerBaselinesEvery.
+TEST_F(AnalysisRunnerBaselinesTest, AFailedReadPostponesTheFirstWrite) {
+  role.term = 1;
+  store.FailReads(absl::UnavailableError("no answer"));
+  AnalysisRunner runner = Make();
+  Pass(runner);
+  EXPECT_EQ(store.reads(), 1);
+  EXPECT_EQ(store.writes(), 0);
+  clock.Advance(kStragglerBaselinesEvery - absl::Seconds(1));
+  Pass(runner);
+  EXPECT_EQ(store.writes(), 0);
+  clock.Advance(absl::Seconds(1));
+  Pass(runner);
+  EXPECT_EQ(store.writes(), 1);
+}
+
+struct Opened {
+  int pass = -1;  // -1: never opened
+  double intervals_held = -1;
+};
+
+// The pass, counted from the start of a PFC storm 3x past its threshold
+// (60% of the time paused against 20%), in which pfc_storm opens on gpu-1,
+// one report and one pass per second, and its intervals_held then.
+Opened WhenAStrongStormOpens(const analysis::HysteresisConfig& gate) {
+  agent::ScopedTempDir tmp;
+  FakeClock clock(absl::FromUnixSeconds(1795000000));
+  auto state = StateStore::Open(tmp.path(), &clock);
+  EXPECT_TRUE(state.ok()) << state.status();
+  if (!state.ok()) return {};
+  LayoutRegistry registry(state->get(), &clock);
+  FindingsStore findings(state->get(), FindingsStoreOptions{});
+  EXPECT_TRUE(findings.Load().ok());
+  SeriesStore series(SeriesStore::Options{}, clock);
+  std::shared_ptr<NodeSeries> node = series.OpenNode("gpu-1");
+  EXPECT_TRUE(
+      node->BeginStream("boot-a", 1000, 1, "ipv4:127.0.0.1:1", clock.Now())
+          .ok());
+  v1::Inventory inventory;
+  v1::Netdev* eth0 = inventory.add_netdevs();
+  eth0->set_name("eth0");
+  eth0->set_operstate("up");
+  eth0->set_speed_bytes_per_second(50e9);
+  node->SetInventory(inventory);
+  v1::Schema schema;
+  schema.set_schema_id(1);
+  v1::Series* pause = schema.add_series();
+  pause->set_subsystem(v1::SUBSYSTEM_ETHTOOL);
+  pause->set_device("eth0");
+  pause->set_name("tx_prio3_pause_duration");
+  pause->set_kind(v1::KIND_COUNTER);
+  pause->set_meaning(v1::MEANING_PFC_PAUSE_DURATION);
+  pause->set_direction(v1::DIRECTION_TX);
+  pause->set_priority(3);
+  absl::StatusOr<std::vector<uint32_t>> slots = node->MapSchema(schema);
+  EXPECT_TRUE(slots.ok()) << slots.status();
+  if (!slots.ok()) return {};
+
+  AnalysisStats stats;
+  AnalysisRunner::Options options;
+  // A 5 s window: the comparison below is with its mean.
+  options.analysis.window_seconds = 5;
+  options.analysis.hysteresis = gate;
+  AnalysisRunner runner(&series, &registry, &findings, &stats, clock, options);
+  uint64_t seq = 0;
+  auto report = [&](double paused_fraction) {
+    clock.Advance(absl::Seconds(1));
+    const std::vector<double> rates = {paused_fraction};
+    ReportView view;
+    view.seq = ++seq;
+    view.wall_time_unix_nanos = absl::ToUnixNanos(clock.Now());
+    view.rates = rates;
+    uint64_t held = 0;
+    EXPECT_EQ(node->Ingest("boot-a", view, *slots, clock.Now(), &held),
+              NodeSeries::Outcome::kStored);
+    runner.RunOnce();
+  };
+  for (int i = 0; i < 10; ++i) report(0.001);  // healthy
+  EXPECT_THAT(findings.Active(), ::testing::IsEmpty());
+  for (int pass = 1; pass <= 10; ++pass) {
+    report(0.6);
+    for (const v1::Finding& f : findings.Active()) {
+      if (f.kind() != "pfc_storm") continue;
+      return {pass, f.evidence().at(analysis::kIntervalsHeldEvidence)};
+    }
+  }
+  return {};
+}
+
+// Publishes only when let: a pass in progress for as long as a test
+// wants.
+class GatedExchange final : public FeatureExchange {
+ public:
+  std::string Describe() const override { return "gated"; }
+  absl::Status Publish(const FeatureSlice& /*local*/,
+                       absl::Time /*now*/) override {
+    entered.Notify();
+    release.WaitForNotification();
+    return absl::OkStatus();
+  }
+  FeatureSlice Merged(FeatureSlice local, absl::Time /*now*/,
+                      MergeScope /*scope*/) override {
+    return local;
+  }
+  absl::Notification entered;
+  absl::Notification release;
+};
+
+// A layout applied while a long rate pass runs: the layout pass waits for
+// it only until the request's deadline, and answers with the findings of
+// now; the next pass raises what the layout brings.
+TEST_F(AnalysisRunnerStateTest,
+       ALayoutPassBehindARunningPassStopsAtItsDeadline) {
+  GatedExchange exchange;
+  FakeRole role;
+  role.term = 1;
+  AnalysisStats stats;
+  AnalysisRunner::Options options;
+  options.features = &exchange;
+  options.role = &role;
+  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
+                        clock, options);
+  v1::Layout tp16;  // a TP group of 16 GPUs over two 8-GPU nodes
+  tp16.set_job("dense-tp16");
+  tp16.set_gpus_per_node(8);
+  tp16.mutable_parallelism()->set_tp(16);
+  tp16.mutable_parallelism()->set_pp(1);
+  tp16.mutable_parallelism()->set_dp(1);
+  tp16.add_hosts("gpu-000");
+  tp16.add_hosts("gpu-001");
+
+  std::thread pass([&] { runner.RunOnce(); });
+  exchange.entered.WaitForNotification();
+  ASSERT_TRUE(registry_->Apply(tp16).ok());
+  const absl::Time start = absl::Now();
+  const std::vector<v1::Finding> now =
+      runner.RunLayoutPass("dense-tp16", start + absl::Milliseconds(200));
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_THAT(now, ::testing::IsEmpty());
+  EXPECT_GE(took, absl::Milliseconds(150));
+  EXPECT_LT(took, absl::Seconds(2));
+  exchange.release.Notify();
+  pass.join();
+
+  // With time to wait, the layout pass runs and answers with its finding.
+  const std::vector<v1::Finding> found =
+      runner.RunLayoutPass("dense-tp16", absl::Now() + absl::Seconds(10));
+  ASSERT_THAT(found, ::testing::SizeIs(1));
+  EXPECT_EQ(found[0].kind(), "tp_cross_node");
+}
+
+TEST(AnalysisRunnerTest, AStrongFaultOpensOnTheNewestSamples) {
+  analysis::HysteresisConfig gate;  // the defaults: the newest 1 s, 2x, 2
+  Opened fast = WhenAStrongStormOpens(gate);
+  EXPECT_EQ(fast.pass, 2);
+  // The newest sample held it from the 1st pass, the window from the 2nd.
+  EXPECT_EQ(fast.intervals_held, 2);
+  // Without the fast path the 5 s mean crosses 20% at the 2nd pass and
+  // opens after 3 passes over it.
+  gate.recent_seconds = 0;
+  Opened slow = WhenAStrongStormOpens(gate);
+  EXPECT_EQ(slow.pass, 4);
+  EXPECT_EQ(slow.intervals_held, 3);
+}
+
+}  // namespace
+}  // namespace fabricdiag::collector

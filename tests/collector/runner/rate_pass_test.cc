@@ -1,0 +1,380 @@
+// The rate pass on two threads finds what the window run, the baselines'
+// update and the recent run found in turn on one, and leaves the same
+// baselines.
+#include "collector/runner/rate_pass.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "analysis/finding_wire.h"
+#include "common/clock.h"
+#include "common/little_endian.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+#include "tests/testing/scenario_builder.h"
+#include "tests/testing/temp_dir.h"
+
+namespace fabricdiag::collector {
+namespace {
+
+using analysis::scenario::Cluster;
+using analysis::scenario::Fault;
+using analysis::scenario::FaultKind;
+using analysis::scenario::TrafficOptions;
+
+// Equal findings (the wire form's maps compared as maps).
+void ExpectSame(const std::vector<analysis::Finding>& a,
+                const std::vector<analysis::Finding>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    v1::Finding x;
+    v1::Finding y;
+    analysis::FillWireFinding(a[i], &x);
+    analysis::FillWireFinding(b[i], &y);
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(x, y))
+        << x.DebugString() << "\nvs\n"
+        << y.DebugString();
+  }
+}
+
+TEST(RatePassTest, TwoThreadsFindWhatOneFinds) {
+  absl::StatusOr<Cluster> built =
+      Cluster::Build(analysis::scenario::ManyJobCluster(128, 8));
+  ASSERT_TRUE(built.ok()) << built.status();
+  const Cluster& c = *built;
+  const analysis::AnalysisConfig config;
+  const std::vector<Fault> faults = {
+      {FaultKind::kStragglerNic, c.HostName(3), "mlx5_1"},
+      {FaultKind::kHotExpert, c.HostName(9), "mlx5_0"},
+      {FaultKind::kCongestion, c.HostName(40), "mlx5_3"},
+  };
+  // One pass short of the history that makes a baseline count: the
+  // straggler of the expert-parallel job-000 is judged only with the
+  // baselines this pass updates, i.e. in the recent run and not in the
+  // window's.
+  analysis::StragglerBaselines one =
+      c.Watched(TrafficOptions{}, 5, config,
+                /*passes=*/config.straggler_nic.min_history_passes - 1);
+  analysis::StragglerBaselines two = one;
+  size_t findings = 0;
+  size_t recent_findings = 0;
+  for (uint32_t pass = 0; pass < 4; ++pass) {
+    SCOPED_TRACE(pass);
+    const std::vector<Fault>& now = faults;
+    const analysis::FabricView window = c.View(now, TrafficOptions{}, pass);
+    analysis::FabricView recent = c.View(now, TrafficOptions{}, 100 + pass);
+    recent.window_seconds = 2;
+    const analysis::AnalysisInput in = c.Input(&window, &config);
+    const RateFindings a = RunRatePass(in, &recent, &one, 1);
+    const RateFindings b = RunRatePass(in, &recent, &two, 2);
+    ExpectSame(a.window, b.window);
+    ExpectSame(a.recent, b.recent);
+    findings += a.window.size();
+    recent_findings += a.recent.size();
+    ASSERT_EQ(one.size(), two.size());
+    for (const analysis::LayoutModel& job : c.jobs()) {
+      for (const std::string& host : job.Hosts()) {
+        for (const std::string& nic : job.Nics()) {
+          const auto* x = one.Find(job.job(), host, nic);
+          const auto* y = two.Find(job.job(), host, nic);
+          ASSERT_EQ(x == nullptr, y == nullptr) << host << " " << nic;
+          if (x == nullptr) continue;
+          EXPECT_EQ(x->bytes_per_second, y->bytes_per_second);
+          EXPECT_EQ(x->passes, y->passes);
+        }
+      }
+    }
+  }
+  // The runs found something to compare.
+  EXPECT_GT(findings, 0u);
+  EXPECT_GT(recent_findings, 0u);
+  EXPECT_GT(one.size(), 0u);
+}
+
+// Without a recent view: the window's findings alone, baselines updated.
+TEST(RatePassTest, NoRecentView) {
+  absl::StatusOr<Cluster> built =
+      Cluster::Build(analysis::scenario::ManyJobCluster(64, 4));
+  ASSERT_TRUE(built.ok()) << built.status();
+  const analysis::AnalysisConfig config;
+  const analysis::FabricView window =
+      built->View({{FaultKind::kCongestion, built->HostName(5), "mlx5_2"}},
+                  TrafficOptions{}, 1);
+  analysis::StragglerBaselines baselines;
+  const RateFindings found =
+      RunRatePass(built->Input(&window, &config), nullptr, &baselines, 2);
+  EXPECT_FALSE(found.window.empty());
+  EXPECT_TRUE(found.recent.empty());
+  EXPECT_GT(baselines.size(), 0u);
+}
+
+// Every NIC's baselines through the state directory, as a restarted
+// collector loads them.
+class BaselineFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<Cluster> built =
+        Cluster::Build(analysis::scenario::ManyJobCluster(16, 2));
+    ASSERT_TRUE(built.ok()) << built.status();
+    cluster_ = std::make_unique<Cluster>(*std::move(built));
+    watched_ = cluster_->Watched(TrafficOptions{}, 7, config_);
+    ASSERT_GT(watched_.size(), 0u);
+    for (const analysis::LayoutModel& m : cluster_->jobs()) {
+      layouts_.push_back(&m);
+    }
+    absl::StatusOr<std::unique_ptr<StateStore>> opened =
+        StateStore::Open(dir_.path(), &clock_);
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    state_ = *std::move(opened);
+    store_ = std::make_unique<FileBaselinesStore>(state_.get());
+  }
+
+  // Whether `b` holds every baseline of watched_, the same.
+  void ExpectAllOf(const analysis::StragglerBaselines& b) {
+    EXPECT_EQ(b.size(), watched_.size());
+    for (const analysis::LayoutModel& m : cluster_->jobs()) {
+      for (const std::string& host : m.Hosts()) {
+        for (const std::string& nic : m.Nics()) {
+          const auto* want = watched_.Find(m.job(), host, nic);
+          const auto* got = b.Find(m.job(), host, nic);
+          ASSERT_EQ(want == nullptr, got == nullptr) << host << " " << nic;
+          if (want == nullptr) continue;
+          EXPECT_EQ(got->bytes_per_second, want->bytes_per_second);
+          EXPECT_EQ(got->passes, want->passes);
+        }
+      }
+    }
+  }
+
+  // What a restarted collector loads now.
+  absl::StatusOr<LoadedBaselines> Load(analysis::StragglerBaselines* into) {
+    return LoadStragglerBaselines(store_.get(), clock_.Now(),
+                                  kStragglerBaselinesMaxAge, layouts_, into);
+  }
+
+  // That a restarted collector would load nothing, and say why when
+  // `problem`.
+  void ExpectFreshStart(bool problem, bool damaged) {
+    analysis::StragglerBaselines loaded;
+    absl::StatusOr<LoadedBaselines> r = Load(&loaded);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->problem.empty(), !problem) << r->problem;
+    EXPECT_EQ(r->damaged, damaged);
+    EXPECT_EQ(loaded.size(), 0u);
+  }
+
+  const analysis::AnalysisConfig config_{};
+  fabricdiag::testing::TempDir dir_;
+  FakeClock clock_;
+  std::unique_ptr<Cluster> cluster_;
+  analysis::StragglerBaselines watched_;
+  std::vector<const analysis::LayoutModel*> layouts_;
+  std::unique_ptr<StateStore> state_;
+  std::unique_ptr<FileBaselinesStore> store_;
+};
+
+TEST_F(BaselineFileTest, RestartKeepsEveryBaseline) {
+  ASSERT_TRUE(
+      SaveStragglerBaselines(store_.get(), watched_, clock_.Now()).ok());
+  clock_.Advance(absl::Minutes(5));
+  analysis::StragglerBaselines loaded;
+  absl::StatusOr<LoadedBaselines> r = Load(&loaded);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->problem, "");
+  EXPECT_EQ(r->restored, watched_.size());
+  EXPECT_EQ(r->dropped, 0u);
+  ExpectAllOf(loaded);
+}
+
+TEST_F(BaselineFileTest, NoFileIsAFreshStart) {
+  ExpectFreshStart(/*problem=*/false, /*damaged=*/false);
+}
+
+TEST_F(BaselineFileTest, StaleFileIsDropped) {
+  ASSERT_TRUE(
+      SaveStragglerBaselines(store_.get(), watched_, clock_.Now()).ok());
+  clock_.Advance(kStragglerBaselinesMaxAge + absl::Seconds(1));
+  ExpectFreshStart(/*problem=*/true, /*damaged=*/false);
+}
+
+TEST_F(BaselineFileTest, NicsNoLongerInALayoutAreDropped) {
+  ASSERT_TRUE(
+      SaveStragglerBaselines(store_.get(), watched_, clock_.Now()).ok());
+  ASSERT_GE(layouts_.size(), 2u);
+  const analysis::LayoutModel* gone = layouts_.back();
+  layouts_.pop_back();
+  size_t of_gone = 0;
+  for (const std::string& host : gone->Hosts()) {
+    for (const std::string& nic : gone->Nics()) {
+      if (watched_.Find(gone->job(), host, nic) != nullptr) ++of_gone;
+    }
+  }
+  ASSERT_GT(of_gone, 0u);
+  analysis::StragglerBaselines loaded;
+  absl::StatusOr<LoadedBaselines> r = Load(&loaded);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->dropped, of_gone);
+  EXPECT_EQ(r->restored, watched_.size() - of_gone);
+  EXPECT_EQ(loaded.size(), watched_.size() - of_gone);
+}
+
+// A file cut short, or with a payload that is not baselines: a warning
+// (the problem, the file moved aside) and a fresh start, never a crash.
+TEST_F(BaselineFileTest, DamagedFileIsMovedAsideAndAFreshStart) {
+  const std::string path = state_->baselines_path();
+  ASSERT_TRUE(
+      SaveStragglerBaselines(store_.get(), watched_, clock_.Now()).ok());
+  std::string whole;
+  {
+    std::ifstream in(path, std::ios::binary);
+    whole.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_GT(whole.size(), 40u);
+  const std::string payload = watched_.Serialize();
+  const std::vector<std::string> damaged_files = {
+      whole.substr(0, whole.size() / 2),  // truncated
+      whole.substr(0, 10),                // the header cut
+      "",                                 // empty
+  };
+  for (const std::string& bytes : damaged_files) {
+    SCOPED_TRACE(bytes.size());
+    {
+      std::ofstream out(path, std::ios::binary | std::ios::trunc);
+      out << bytes;
+    }
+    ExpectFreshStart(/*problem=*/true, /*damaged=*/true);
+    EXPECT_FALSE(std::filesystem::exists(path));
+    clock_.Advance(absl::Seconds(1));
+  }
+  // A sound envelope around payloads that are not baselines.
+  const std::vector<std::string> bad_payloads = {
+      payload.substr(0, payload.size() - 3),         // a baseline cut
+      payload + "x",                                 // bytes after the last
+      std::string("\x02\0\0\0\0\0\0\0", 8),          // unknown version
+      std::string("\x01\0\0\0\xff\xff\xff\xff", 8),  // count too big
+  };
+  for (const std::string& bad : bad_payloads) {
+    SCOPED_TRACE(bad.size());
+    ASSERT_TRUE(state_->WriteBaselines(bad, clock_.Now()).ok());
+    ExpectFreshStart(/*problem=*/true, /*damaged=*/true);
+    clock_.Advance(absl::Seconds(1));
+  }
+  // Every damaged file was moved aside: the next load is a fresh start.
+  analysis::StragglerBaselines loaded;
+  absl::StatusOr<LoadedBaselines> r = Load(&loaded);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->damaged);
+  EXPECT_EQ(state_->problems().size(),
+            damaged_files.size() + bad_payloads.size());
+}
+
+// One write at production scale (68,000 NICs): its bytes and time, printed
+// for the docs, and bounded so a regression shows.
+TEST_F(BaselineFileTest, WriteOf68kNicsIsSmallAndFast) {
+  std::string payload;
+  constexpr int kNics = 68000;
+  {
+    std::string raw;
+    PutU32(&raw, 1);
+    PutU32(&raw, kNics);
+    for (int i = 0; i < kNics; ++i) {
+      const std::string key =
+          absl::StrCat("job-", i / 4096, std::string(1, '\0'), "gpu-node-",
+                       i / 8, std::string(1, '\0'), "mlx5_", i % 8);
+      PutU32(&raw, static_cast<uint32_t>(key.size()));
+      raw += key;
+      PutU64(&raw, 0x41d0000000000000ull);  // 1.07e9 bytes/s
+      PutU32(&raw, 300);
+    }
+    analysis::StragglerBaselines big;
+    absl::StatusOr<size_t> n = big.Restore(raw, nullptr);
+    ASSERT_TRUE(n.ok()) << n.status();
+    ASSERT_EQ(*n, static_cast<size_t>(kNics));
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(SaveStragglerBaselines(store_.get(), big, clock_.Now()).ok());
+    const double ms = std::chrono::duration<double, std::milli>(
+                          std::chrono::steady_clock::now() - start)
+                          .count();
+    payload = big.Serialize();
+    std::printf("straggler baselines: %d NICs, %zu bytes, %.1f ms per write\n",
+                kNics, payload.size(), ms);
+    // A write a minute must stay a small fraction of the analysis thread.
+    EXPECT_LT(payload.size(), 4u << 20);
+    EXPECT_LT(ms, 2000);
+    const auto load_start = std::chrono::steady_clock::now();
+    analysis::StragglerBaselines loaded;
+    absl::StatusOr<size_t> back = loaded.Restore(payload, nullptr);
+    std::printf("straggler baselines: %.1f ms to restore\n",
+                std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - load_start)
+                    .count());
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(loaded.size(), static_cast<size_t>(kNics));
+  }
+}
+
+// A store whose writes wait for the test, recording what they wrote.
+class GatedBaselines final : public BaselinesStore {
+ public:
+  absl::Status Write(absl::string_view payload,
+                     absl::Time /*written*/) override {
+    // One writer thread: no race between the check and the Notify.
+    if (!entered_.HasBeenNotified()) entered_.Notify();
+    open_.WaitForNotification();
+    absl::MutexLock lock(&mu_);
+    written_.emplace_back(payload);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::optional<ObjectFile>> Read() override {
+    return std::nullopt;
+  }
+  void Reject(absl::string_view /*why*/) override {}
+  std::string Describe() const override { return "gated"; }
+
+  void WaitUntilWriting() { entered_.WaitForNotification(); }
+  void Open() { open_.Notify(); }
+  std::vector<std::string> written() {
+    absl::MutexLock lock(&mu_);
+    return written_;
+  }
+
+ private:
+  absl::Notification entered_;
+  absl::Notification open_;
+  absl::Mutex mu_;
+  std::vector<std::string> written_ ABSL_GUARDED_BY(mu_);
+};
+
+// The analysis pass hands its baselines over and goes on; what waits
+// behind a slow write is only the newest set.
+TEST(BaselinesWriterTest, APassDoesNotWaitAndOnlyTheNewestWaitingSetIsWritten) {
+  GatedBaselines store;
+  {
+    BaselinesWriter writer(&store);
+    writer.Write("first", absl::UnixEpoch());
+    store.WaitUntilWriting();  // "first" is in flight, held by the store
+    writer.Write("second", absl::UnixEpoch());
+    writer.Write("third", absl::UnixEpoch());
+    EXPECT_TRUE(store.written().empty()) << "Write returned while held";
+    store.Open();
+    writer.Flush();
+    EXPECT_EQ(store.written(), (std::vector<std::string>{"first", "third"}));
+    writer.Write("at stop", absl::UnixEpoch());
+  }
+  EXPECT_EQ(store.written(),
+            (std::vector<std::string>{"first", "third", "at stop"}))
+      << "the destructor writes what is pending";
+}
+
+}  // namespace
+}  // namespace fabricdiag::collector

@@ -236,6 +236,8 @@ class Lease:
         self.puts = 0
         self.last_status = None
         self.thread_cpu_seconds = 0.0
+        self.gather_seconds = None  # set by fabricdiag.torch.declare
+        self.declare_seconds = None
         self._first = threading.Event()
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -362,4 +364,5 @@ class Lease:
 
     def stats(self):
         return {"job": self.job, "state": self.state, "puts": self.puts,
-                "renewals": self.renewals, "thread_cpu_seconds": self.thread_cpu_seconds}
+                "renewals": self.renewals, "thread_cpu_seconds": self.thread_cpu_seconds,
+                "gather_seconds": self.gather_seconds, "declare_seconds": self.declare_seconds}

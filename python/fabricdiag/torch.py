@@ -136,11 +136,15 @@ def declare(tp=None, pp=None, ep=None, cp=None, order=None, job=None, model=None
             return None
     if rank != 0:
         return None
-    return _declare_rank0(gathered, degrees, order, job, model, nvlink_domain, env,
-                          wait, start)
+    gathered_at = time.monotonic()
+    lease = _declare_rank0(gathered, degrees, order, job, model, nvlink_domain, env, wait)
+    if lease is not None:
+        lease.gather_seconds = gathered_at - start
+        lease.declare_seconds = time.monotonic() - start
+    return lease
 
 
-def _declare_rank0(gathered, degrees, order, job, model, nvlink_domain, env, wait, start):
+def _declare_rank0(gathered, degrees, order, job, model, nvlink_domain, env, wait):
     global _active
     missing = [i for i, g in enumerate(gathered) if g is None]
     if missing:
@@ -172,7 +176,6 @@ def _declare_rank0(gathered, degrees, order, job, model, nvlink_domain, env, wai
     _active = lease
     _register_exit(lease)
     lease.wait_declared(cfg.timeout + 1.0 if wait is None else wait)
-    lease.declare_seconds = time.monotonic() - start
     return lease
 
 

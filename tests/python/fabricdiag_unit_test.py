@@ -452,6 +452,21 @@ class DeclareTest(unittest.TestCase):
             doc = fc.layout("slurm-4711")
             self.assertEqual(doc["ranks"], [{"rank": 0, "host": "gpu-b", "gpu": 0}])
 
+    def test_layout_deleted_at_interpreter_exit(self):
+        script = (
+            "import sys; sys.path.insert(0, %r)\n"
+            "from fabricdiag import client, layout\n"
+            "import fabricdiag.torch as t\n"
+            "doc = layout.build_from_ranks('exit-job', [layout.RankInfo(0, 'h', 0, None)])\n"
+            "lz = client.Lease(client.Client(client.Config(collector=%r, timeout=1)), doc, 30)\n"
+            "lz.start(); assert lz.wait_declared(3)\n"
+            "t._register_exit(lz)\n" % (os.path.join(REPO, "python"), "%s"))
+        with FakeCollector() as fc:
+            p = subprocess.run([sys.executable, "-c", script % fc.url], capture_output=True,
+                               text=True, timeout=30)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual([r.path for r in fc.requests("DELETE")], ["/api/v1/jobs/exit-job"])
+
     def test_default_host_is_gethostname(self):
         import socket
         info = fdtorch.local_info(0, types.SimpleNamespace(

@@ -254,9 +254,12 @@ class FakeCollector:
             return [r for r in self._requests if method is None or r.method == method]
 
     def layout(self, job):
+        """The stored layout of job, None when absent or its lease expired."""
         with self._lock:
             entry = self.layouts.get(job)
-            return None if entry is None else entry[0]
+            if entry is None or (entry[1] is not None and entry[1] < time.monotonic()):
+                return None
+            return entry[0]
 
     def wait_for(self, predicate, timeout):
         """Polls predicate() until it is true or timeout s passed; returns its last value."""

@@ -8,4 +8,4 @@ the collector's HTTP write API; neither needs torch. See
 docs/integrations.md.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # the project version (CMakeLists.txt)

@@ -75,17 +75,23 @@ def local_info(rank, torch_mod, env=None):
 
 
 def _resolve(tp, pp, ep, cp, order):
-    """Explicit arguments first, then Megatron-LM's state, then 1."""
+    """Explicit arguments first, then Megatron-LM's state, then 1.
+
+    Returns (degrees, order, whether Megatron-LM supplied any of them).
+    """
     given = {"tp": tp, "pp": pp, "ep": ep, "cp": cp}
+    used_megatron = False
     if any(v is None for v in given.values()) or order is None:
         mega = megatron.read()
         if mega is not None:
             for k in given:
                 if given[k] is None:
                     given[k] = mega[k]
-            if order is None:
+                    used_megatron = True
+            if order is None and mega["order"] is not None:
                 order = mega["order"]
-    return ({k: (1 if v is None else v) for k, v in given.items()}, order)
+                used_megatron = True
+    return ({k: (1 if v is None else v) for k, v in given.items()}, order, used_megatron)
 
 
 def declare(tp=None, pp=None, ep=None, cp=None, order=None, job=None, model=None,
@@ -112,8 +118,18 @@ def declare(tp=None, pp=None, ep=None, cp=None, order=None, job=None, model=None
     rank = dist.get_rank(group) if distributed else 0
 
     # Argument checks, identical on every rank, before the collective.
-    degrees, order = _resolve(tp, pp, ep, cp, order)
-    layout.parallelism(world, order=order, **degrees)
+    degrees, order, used_megatron = _resolve(tp, pp, ep, cp, order)
+    try:
+        layout.parallelism(world, order=order, **degrees)
+    except layout.LayoutError as e:
+        if not used_megatron:
+            raise
+        # Not the caller's arguments: e.g. a `group` smaller than the world
+        # Megatron-LM's sizes describe. Every rank sees the same, so every
+        # rank returns here and none waits in the gather.
+        log.error("fabricdiag: Megatron-LM's parallel sizes do not fit this group (%s); "
+                  "not declaring the job", e)
+        return None
     if model is not None:
         layout.check_model(model, degrees["ep"])
     if job is not None and not layout.is_valid_job_name(job):
@@ -137,7 +153,11 @@ def declare(tp=None, pp=None, ep=None, cp=None, order=None, job=None, model=None
     if rank != 0:
         return None
     gathered_at = time.monotonic()
-    lease = _declare_rank0(gathered, degrees, order, job, model, nvlink_domain, env, wait)
+    try:
+        lease = _declare_rank0(gathered, degrees, order, job, model, nvlink_domain, env, wait)
+    except Exception:  # a bug of ours must not stop training
+        log.exception("fabricdiag: declaring the job failed")
+        return None
     if lease is not None:
         lease.gather_seconds = gathered_at - start
         lease.declare_seconds = time.monotonic() - start

@@ -418,6 +418,13 @@ class DeclareTest(unittest.TestCase):
             self.assertEqual(par, {"tp": 2, "pp": 2, "dp": 4, "cp": 1, "ep": 2,
                                    "order": "tp-cp-ep-dp-pp"})
 
+    def test_megatron_sizes_that_do_not_fit_are_logged(self):
+        with FakeTorch([tuple(r) for r in two_hosts()]) as ft, CaptureLog() as cap, \
+                FakeMegatron(3, 1, 1, 1, 5, {}):
+            self.assertIsNone(fdtorch.declare(env=self.env("http://127.0.0.1:1")))
+            self.assertEqual(ft.gathers, 0)
+            self.assertTrue(any("Megatron-LM" in m for m in cap.messages()), cap.messages())
+
     def test_environment_problems_are_logged_not_raised(self):
         others = [tuple(r) for r in two_hosts()]
         others[3] = (3, "gpu-b", 0, None)  # GPU 0 of gpu-b twice

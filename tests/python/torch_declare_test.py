@@ -143,7 +143,7 @@ class TorchDeclareTest(unittest.TestCase):
                   % (r0["declare_seconds"], r0["gather_seconds"],
                      r0["declare_seconds"] - r0["gather_seconds"], max(times),
                      r0["thread_cpu_seconds"], r0["renewals"], r0["steps"]), file=sys.stderr)
-            self.assertLess(r0["declare_seconds"], 2.0 + 1.0 + 5.0)  # timeout + 1 s + gather
+            self.assertLess(r0["declare_seconds"] - r0["gather_seconds"], 1.0 + 1.0 + 0.5)
             self.assertLess(r0["thread_cpu_seconds"], 0.5)
 
     def test_sigkill_stops_renewals_and_lease_expires(self):
@@ -171,7 +171,9 @@ class TorchDeclareTest(unittest.TestCase):
         print("\ncollector down: declare() on rank 0 %.3f s (gather %.3f s), job %.1f s"
               % (r0["declare_seconds"], r0["gather_seconds"], time.monotonic() - j.started),
               file=sys.stderr)
-        self.assertLess(results[0]["declare_seconds"], 3.0)
+        # The gather is the job's own collective; after it declare() waits
+        # at most FABRICDIAG_TIMEOUT + 1 s (here: until the refusal).
+        self.assertLess(r0["declare_seconds"] - r0["gather_seconds"], 1.0 + 1.0 + 0.5)
         self.assertIn("unreachable", j.output())
 
 

@@ -21,6 +21,7 @@ import http.server
 import json
 import re
 import socket
+import ssl
 import threading
 import time
 
@@ -152,9 +153,10 @@ def validate(job, body):
 
 
 class FakeCollector:
-    """The fake server. mode: "ok", or "hang" (accepts, never answers)."""
+    """The fake server. mode: "ok", or "hang" (accepts, never answers);
+    tls: (certificate, key) files to serve https://."""
 
-    def __init__(self, token=None, mode="ok"):
+    def __init__(self, token=None, mode="ok", tls=None):
         self.token = token
         self.mode = mode
         self.layouts = {}  # job -> (body, expiry or None, revision)
@@ -203,6 +205,11 @@ class FakeCollector:
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
         self.url = "http://127.0.0.1:%d" % self.port
+        if tls is not None:  # (certificate file, key file)
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*tls)
+            self._server.socket = ctx.wrap_socket(self._server.socket, server_side=True)
+            self.url = "https://127.0.0.1:%d" % self.port
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
 

@@ -15,6 +15,7 @@ without it the test fails with a message saying so.
 import glob
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -95,6 +96,7 @@ class TorchJob:
         if self.proc.poll() is None:
             self.kill()
         self.log.close()
+        shutil.rmtree(self.out, ignore_errors=True)
 
 
 class TorchDeclareTest(unittest.TestCase):

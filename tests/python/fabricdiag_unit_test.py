@@ -251,6 +251,15 @@ class LeaseTest(unittest.TestCase):
             self.assertTrue(lz.wait_declared(2))
             self.assertEqual(fc.requests("PUT")[0].headers["Authorization"], "Bearer s3cret")
 
+    def test_empty_token_file_logged(self):
+        with FakeCollector(token="s3cret") as fc, tempfile.NamedTemporaryFile("w") as f, \
+                CaptureLog() as cap:
+            lz = self.lease(fc.url, token_file=f.name)
+            lz.start()
+            self.assertFalse(lz.wait_declared(2))
+            self.assertTrue(any("is empty" in m for m in cap.messages()), cap.messages())
+            self.assertNotIn("Authorization", fc.requests("PUT")[0].headers)
+
     def test_401_without_token_logged_once_and_no_retry(self):
         with FakeCollector(token="s3cret") as fc, CaptureLog() as cap:
             lz = self.lease(fc.url, token_file="/nonexistent/token")
@@ -456,6 +465,12 @@ class DeclareTest(unittest.TestCase):
         with FakeCollector() as fc, CaptureLog() as cap, FakeTorch(others):
             self.assertIsNone(fdtorch.declare(env=self.env(fc.url)))
             self.assertTrue(any("already used" in m for m in cap.messages()), cap.messages())
+        others = [tuple(r) for r in two_hosts()]
+        others[2] = (2, "gpu-b.example.com/x", 5, None)  # FABRICDIAG_NODE not a host name
+        with FakeCollector() as fc, CaptureLog() as cap, FakeTorch(others):
+            self.assertIsNone(fdtorch.declare(env=self.env(fc.url)))
+            self.assertTrue(any("ranks[2].host" in m for m in cap.messages()), cap.messages())
+            self.assertEqual(fc.requests(), [])
         with CaptureLog() as cap, FakeTorch([tuple(r) for r in two_hosts()]):
             self.assertIsNone(fdtorch.declare(env=self.env("")))
             self.assertTrue(any("FABRICDIAG_COLLECTOR" in m for m in cap.messages()))

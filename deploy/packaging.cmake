@@ -5,13 +5,16 @@
 #   cd build && cpack                        # -> fabricdiag-agent_*.deb,
 #                                            #    fabricdiag-collector_*.deb
 #
-# Two packages, one per kind of host:
+# Three packages, one per kind of host or user:
 #   fabricdiag-agent      every GPU node: the agent and its unit.
 #   fabricdiag-collector  the collector host: the collector, its unit, the
 #                         analyzer thresholds, the `fabricdiag` ops CLI
 #                         (operators run it where the collector is), and
 #                         the gNMI bridge with its unit, installed but not
 #                         enabled (it needs the switches' credentials first).
+#   python3-fabricdiag    training images: the Python module that declares
+#                         a job's layout (python/, docs/integrations.md);
+#                         Architecture: all, no binaries, no service.
 # The binaries' install(TARGETS) rules live next to the targets and name
 # their CPack component there: agent, collector (collector and CLI), and
 # sim, which no package ships (the simulator is a test tool). Everything
@@ -59,6 +62,24 @@ install(FILES ${PROJECT_SOURCE_DIR}/README.md
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/
   DESTINATION share/doc/fabricdiag-collector/docs COMPONENT collector
   FILES_MATCHING PATTERN "*.md")
+
+# --- the Python module -----------------------------------------------------------
+# Where Debian's python3 finds packages of every Python 3 version.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/fabricdiag/
+  DESTINATION /usr/lib/python3/dist-packages/fabricdiag COMPONENT python
+  FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
+install(FILES ${PROJECT_SOURCE_DIR}/python/README.md
+        ${PROJECT_SOURCE_DIR}/docs/integrations.md
+  DESTINATION share/doc/python3-fabricdiag COMPONENT python)
+# Python writes __pycache__ next to the modules when root imports them;
+# without this prerm, dpkg would leave the directory behind on removal.
+# ${DPKG_ROOT} is empty except when dpkg installs into another root.
+set(FABRICDIAG_PYTHON_PRERM ${CMAKE_BINARY_DIR}/deploy/debian/python3-fabricdiag/prerm)
+file(WRITE ${FABRICDIAG_PYTHON_PRERM} [=[#!/bin/sh
+set -e
+rm -rf "${DPKG_ROOT:-}/usr/lib/python3/dist-packages/fabricdiag/__pycache__"
+exit 0
+]=])
 
 # --- maintainer scripts and conffiles -----------------------------------------
 # CPack has no debhelper: the scripts (deploy/debian/*.in, debhelper's
@@ -117,7 +138,7 @@ set(CPACK_STRIP_FILES ON)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 # Only these become packages: "sim" and anything without a component
 # (third-party install rules, if any) stay out.
-set(CPACK_COMPONENTS_ALL agent collector)
+set(CPACK_COMPONENTS_ALL agent collector python)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
@@ -146,6 +167,22 @@ in /var/lib/fabricdiag, thresholds in /etc/fabricdiag/analysis.yaml,
 settings in /etc/default/fabricdiag-collector. Includes the fabricdiag
 command-line tool, and fabricdiag-gnmi-bridge (gNMI telemetry of switches
 that run no agent; fabricdiag-gnmi-bridge.service, not enabled).")
+
+set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-fabricdiag)
+set(CPACK_DEBIAN_PYTHON_PACKAGE_ARCHITECTURE all)
+set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
+set(CPACK_DEBIAN_PYTHON_PACKAGE_SHLIBDEPS OFF)
+# Standard library only; PyTorch is the training job's own business.
+set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS "python3 (>= 3.8)")
+set(CPACK_DEBIAN_PYTHON_PACKAGE_CONTROL_EXTRA ${FABRICDIAG_PYTHON_PRERM})
+set(CPACK_DEBIAN_PYTHON_DESCRIPTION
+"fabricdiag: declare a training job's parallelism layout (Python)
+The fabricdiag Python module: fabricdiag.torch.declare() gathers each
+rank's host, GPU and NIC in a PyTorch job (and reads Megatron-LM's
+parallel state), declares the job's layout to the fabricdiag collector over
+its HTTP API with a lease, renews it from a thread and deletes it at exit.
+Never stops training: a collector that is down or refuses is logged.
+Standard library only; also `python3 -m fabricdiag declare` for scripts.")
 
 include(CPack)
 

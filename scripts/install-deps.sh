@@ -26,6 +26,9 @@ packages=(
   # The collector cluster: the NATS C client, and real NATS JetStream
   # servers for its tests.
   nats-server libnats-dev
+  # The Python module's test in a real PyTorch job (CPU, gloo) and its
+  # static check.
+  python3-torch python3-pyflakes
 )
 
 missing=()

@@ -26,6 +26,10 @@
 #      chrootless with DPKG_ROOT, the real deb-systemd-helper): install
 #      enables both units, remove keeps an edited conffile and masks,
 #      purge removes conffiles, enablement and the collector's state.
+#   6. python3-fabricdiag (Architecture: all): exactly the modules of
+#      python/fabricdiag, byte-identical, and its docs; Depends on python3
+#      only; installed into the throwaway root it imports and its command
+#      line works; purge leaves no __pycache__ behind.
 # Exits 77 (skipped) when cpack/dpkg-deb/dpkg are missing, or when SANITIZE
 # is ON: a sanitized build is not something to ship (its binaries need
 # libasan), and the packaging rules are the same as in the release tree.
@@ -81,7 +85,8 @@ fi
 arch=$(dpkg --print-architecture)
 agent_deb=$tmp/out/fabricdiag-agent_${version}_${arch}.deb
 collector_deb=$tmp/out/fabricdiag-collector_${version}_${arch}.deb
-for deb in "$agent_deb" "$collector_deb"; do
+python_deb=$tmp/out/python3-fabricdiag_${version}_all.deb
+for deb in "$agent_deb" "$collector_deb" "$python_deb"; do
   if [ ! -f "$deb" ]; then
     echo "FAIL: cpack did not produce $(basename "$deb"); it produced:" >&2
     ls "$tmp/out" >&2
@@ -92,8 +97,8 @@ debs=
 for f in "$tmp"/out/*.deb; do
   debs="$debs$(basename "$f") "
 done
-if [ "$debs" != "fabricdiag-agent_${version}_${arch}.deb fabricdiag-collector_${version}_${arch}.deb " ]; then
-  fail "cpack produced other packages than the agent's and the collector's: $debs"
+if [ "$debs" != "fabricdiag-agent_${version}_${arch}.deb fabricdiag-collector_${version}_${arch}.deb python3-fabricdiag_${version}_all.deb " ]; then
+  fail "cpack produced other packages than the agent's, the collector's and the Python module's: $debs"
 fi
 echo "PASS: cpack built $debs"
 
@@ -410,6 +415,66 @@ done
 left=$(dpkg-query --admindir="$root/var/lib/dpkg" -W 2>/dev/null || true)
 [ -z "$left" ] || fail "after purge: dpkg still knows: $left"
 section_pass "install, remove and purge in a throwaway root"
+
+# --- 6. the Python module ------------------------------------------------------
+section_start
+pdir=$tmp/python3-fabricdiag
+mkdir -p "$pdir"
+dpkg-deb -c "$python_deb" >"$pdir/contents"
+awk '$1 !~ /^d/ { print $6 }' "$pdir/contents" | sort >"$pdir/files.actual"
+{
+  for f in "$src_dir"/python/fabricdiag/*.py; do
+    echo "./usr/lib/python3/dist-packages/fabricdiag/$(basename "$f")"
+  done
+  echo ./usr/share/doc/python3-fabricdiag/README.md
+  echo ./usr/share/doc/python3-fabricdiag/integrations.md
+} | sort >"$pdir/files.expected"
+if ! cmp -s "$pdir/files.expected" "$pdir/files.actual"; then
+  fail "python3-fabricdiag: contents differ from the expected files (- expected, + actual):"
+  diff -u "$pdir/files.expected" "$pdir/files.actual" | sed -n '3,$p' >&2 || true
+fi
+if awk '$2 != "root/root"' "$pdir/contents" | grep -q .; then
+  fail "python3-fabricdiag has files not owned by root/root"
+fi
+dpkg-deb -x "$python_deb" "$pdir/root"
+for f in "$src_dir"/python/fabricdiag/*.py; do
+  cmp -s "$f" "$pdir/root/usr/lib/python3/dist-packages/fabricdiag/$(basename "$f")" ||
+    fail "python3-fabricdiag: $(basename "$f") differs from python/fabricdiag"
+done
+for field in Package:python3-fabricdiag Version:$version Architecture:all; do
+  got=$(dpkg-deb -f "$python_deb" "${field%%:*}")
+  [ "$got" = "${field#*:}" ] || fail "python3-fabricdiag: ${field%%:*} is '$got', expected '${field#*:}'"
+done
+deps=$(dpkg-deb -f "$python_deb" Depends)
+echo "DEPENDS: python3-fabricdiag: $deps"
+[ "$deps" = "python3 (>= 3.8)" ] || fail "python3-fabricdiag: Depends is '$deps', expected python3 only"
+dpkg-deb -e "$python_deb" "$pdir/control"
+[ ! -e "$pdir/control/conffiles" ] || fail "python3-fabricdiag has conffiles"
+s=$pdir/control/prerm
+if [ ! -f "$s" ] || [ "$(stat -c %a "$s")" != 755 ] || [ "$(head -n 1 "$s")" != "#!/bin/sh" ] ||
+   ! sh -n "$s"; then
+  fail "python3-fabricdiag: prerm missing, not 0755, not #!/bin/sh or not valid sh"
+fi
+# Installed: importable from the root's dist-packages, the CLI answers.
+rdpkg -i "$python_deb"
+site=$root/usr/lib/python3/dist-packages
+if ! out=$(cd / && PYTHONPATH=$site python3 -m fabricdiag declare --job pkg-test --hosts a,b \
+             --gpus-per-node 8 --tp 8 --print 2>&1); then
+  fail "python3-fabricdiag: python3 -m fabricdiag failed: $out"
+else
+  case $out in
+    *'"dp": 2'*) ;;
+    *) fail "python3-fabricdiag: python3 -m fabricdiag --print printed: $out" ;;
+  esac
+fi
+# An import by root leaves __pycache__ in the package; purge removes it.
+(cd / && PYTHONPATH=$site python3 -c 'import fabricdiag.client, fabricdiag.layout') ||
+  fail "python3-fabricdiag: import fabricdiag.client failed"
+rdpkg -P python3-fabricdiag
+if [ -e "$site/fabricdiag" ]; then
+  fail "after purge: /usr/lib/python3/dist-packages/fabricdiag is still there"
+fi
+section_pass "python3-fabricdiag contents, control, import and purge checked"
 
 if [ "$failures" -ne 0 ]; then
   echo "FAIL: $failures packaging check(s) failed" >&2

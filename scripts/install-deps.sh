@@ -23,6 +23,9 @@ packages=(
   # The collector cluster: the NATS C client, and real NATS JetStream
   # servers for its tests.
   nats-server libnats-dev
+  # The Slurm scripts (deploy/slurm/): shellcheck for them, and a real
+  # slurmctld, slurmd and munged for their end-to-end test.
+  shellcheck slurm-wlm munge
 )
 
 missing=()

@@ -21,8 +21,10 @@ and, for tests only, GET /fake/requests: every request received, in order,
 as {"method", "path", "authorization", "content_type", "body"}.
 
 The layout checks are the ones the scripts are expected to get right
-(types, unknown keys, the rank count, ep dividing dp*cp, rails); anything
-else is the real collector's business.
+(types, unknown keys, the rank count, ep dividing dp*cp, rails), plus a
+simplified form of one rule the scripts leave to the collector (an order
+with pp before other dimensions); anything else is the real collector's
+business.
 """
 
 import argparse
@@ -71,10 +73,17 @@ def validate(job, layout):
     deg = {d: integer(par.get(d, 1 if d in ("cp", "ep") else None),
                       f"parallelism.{d}", 1, 262144)
            for d in ("tp", "pp", "dp", "cp", "ep")}
-    if "order" in par and not isinstance(par["order"], str):
-        raise LayoutError("parallelism.order: expected a string")
     if (deg["dp"] * deg["cp"]) % deg["ep"]:
         raise LayoutError(f"parallelism.ep: {deg['ep']} does not divide dp*cp")
+    if "order" in par and not isinstance(par["order"], str):
+        raise LayoutError("parallelism.order: expected a string")
+    # The collector's rule that the scripts leave to it (docs/layout-format.md,
+    # Groups): pp before other dimensions needs dp*cp/ep = dp.
+    tokens = par.get("order", "tp-cp-ep-dp-pp").lower().split("-")
+    if ("pp" in tokens and tokens[-1] != "pp" and
+            deg["dp"] * deg["cp"] // deg["ep"] != deg["dp"]):
+        raise LayoutError(f"parallelism.order: \"{par['order']}\" puts pp "
+                          "before other dimensions")
     if "ranks" in layout:
         raise LayoutError("ranks: this fake does not check explicit placement")
     hosts = layout.get("hosts")

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Fast tests of deploy/slurm/fabricdiag-slurmctld in --dry-run mode.
+"""Fast tests of deploy/slurm/fabricdiag-slurmctld.
 
 The script runs as slurmctld runs it: with an empty environment but the
 Slurm variables, and a settings file. A fake scontrol stands in for Slurm's
-(the real one is exercised by slurm_e2e_test.py). Checks the comment parser,
-the body it would send (parsed as JSON), the lease from the time limit, and
-hostile comments: the script must exit 0, send nothing and run nothing.
+(the real one is exercised by slurm_e2e_test.py). In --dry-run: the comment
+parser, the body it would send (parsed as JSON), the lease from the time
+limit, and hostile comments: the script must exit 0, send nothing and run
+nothing. Then through the shipped wrappers against fake_collector.py: each
+answer of the collector (201, 200, 400, 401, nothing) and how it is logged,
+and the time bound when the collector never answers.
 
 Usage: slurm_scripts_test.py SOURCE_DIR
 """
@@ -15,8 +18,11 @@ import os
 import shutil
 import subprocess
 import sys
+import socket
 import tempfile
+import time
 import unittest
+import urllib.request
 
 SOURCE_DIR = os.path.abspath(sys.argv.pop(1) if len(sys.argv) > 1 else ".")
 SCRIPT = os.path.join(SOURCE_DIR, "deploy", "slurm", "fabricdiag-slurmctld")
@@ -34,6 +40,11 @@ case "$1 $2" in
   *) exit 1 ;;
 esac
 """
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
 
 
 class DryRunTest(unittest.TestCase):
@@ -276,6 +287,136 @@ class DryRunTest(unittest.TestCase):
                      "32768 nodes x 16 GPUs = 524288 ranks")
         self.set_hosts([f"gpu-{i:05d}" for i in range(32769)])
         self.refused("fabricdiag: tp=8", "32769 hosts")
+
+
+class AgainstFakeCollectorTest(unittest.TestCase):
+    """The requests really sent (curl), to fake_collector.py with a token:
+    the answers the collector can give and how each is logged."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="fabricdiag-slurm-http-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.scontrol = os.path.join(self.dir, "scontrol")
+        with open(self.scontrol, "w") as f:
+            f.write(FAKE_SCONTROL)
+        os.chmod(self.scontrol, 0o755)
+        with open(os.path.join(self.dir, "hosts"), "w") as f:
+            f.write("gpu-000\ngpu-001\n")
+        with open(os.path.join(self.dir, "limit"), "w") as f:
+            f.write("00:10:00")
+        self.token = os.path.join(self.dir, "token")
+        with open(self.token, "w") as f:
+            f.write("tok-123\n")
+        port_file = os.path.join(self.dir, "port")
+        self.collector = subprocess.Popen(
+            [sys.executable, os.path.join(os.path.dirname(
+                os.path.abspath(__file__)), "fake_collector.py"),
+             f"--port_file={port_file}", f"--token_file={self.token}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # Stopped even when the rest of setUp fails (tearDown would not run).
+        self.addCleanup(self.collector.wait)
+        self.addCleanup(self.collector.kill)
+        deadline = time.monotonic() + 10
+        while not os.path.exists(port_file):
+            self.assertLess(time.monotonic(), deadline, "fake collector")
+            time.sleep(0.05)
+        with open(port_file) as f:
+            self.url = f"http://127.0.0.1:{f.read()}"
+        self.log = os.path.join(self.dir, "fabricdiag-slurm.log")
+        self.write_env(self.url, self.token)
+
+    def write_env(self, url, token):
+        with open(os.path.join(self.dir, "slurm.env"), "w") as f:
+            f.write(f"FABRICDIAG_COLLECTOR={url}\n"
+                    f"FABRICDIAG_TOKEN_FILE={token}\n"
+                    f"FABRICDIAG_SCONTROL={self.scontrol}\n"
+                    f"FABRICDIAG_SLURM_LOG_FILE={self.log}\n"
+                    "FABRICDIAG_SLURM_SYSLOG=no\n"
+                    "FABRICDIAG_TIMEOUT_SECONDS=1\n")
+
+    def hook(self, action, comment="fabricdiag: tp=8 ep=2"):
+        """Runs the shipped wrapper the way slurmctld does; returns the new
+        log lines."""
+        before = read(self.log) if os.path.exists(self.log) else ""
+        p = subprocess.run(
+            ["/bin/sh", os.path.join(SOURCE_DIR, "deploy", "slurm",
+                                     f"{action}-slurmctld")],
+            env={"FABRICDIAG_SLURM_ENV": os.path.join(self.dir, "slurm.env"),
+                 "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "gpu-[000-001]",
+                 "SLURM_JOB_USER": "alice", "SLURM_JOB_COMMENT": comment},
+            capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 0)
+        self.assertEqual(p.stdout + p.stderr, "", "output slurmctld drops")
+        return read(self.log)[len(before):]
+
+    def requests(self):
+        with urllib.request.urlopen(self.url + "/fake/requests") as r:
+            return json.load(r)
+
+    def test_answers_are_logged(self):
+        log = self.hook("prolog")
+        self.assertIn("info fabricdiag-slurm prolog job 7: declared slurm-7 "
+                      "(2 hosts, tp=8 pp=1 cp=1 ep=2 dp=2, lease 1200s): "
+                      "HTTP 201", log)
+        # Idempotent: again replaces (200), and two deletes both succeed.
+        self.assertIn("HTTP 200", self.hook("prolog"))
+        self.assertIn('deleted slurm-7: {"job": "slurm-7", "deleted": true}',
+                      self.hook("epilog"))
+        self.assertIn('"deleted": false}', self.hook("epilog"))
+        reqs = self.requests()
+        self.assertEqual([r["method"] for r in reqs],
+                         ["PUT", "PUT", "DELETE", "DELETE"])
+        self.assertTrue(all(r["authorization"] == "Bearer tok-123"
+                            for r in reqs))
+        self.assertEqual(reqs[0]["content_type"], "application/json")
+        self.assertEqual(reqs[2]["body"], "")
+
+    def test_refusals_are_logged(self):
+        wrong = os.path.join(self.dir, "wrong-token")
+        with open(wrong, "w") as f:
+            f.write("nope\n")
+        self.write_env(self.url, wrong)
+        self.assertIn("err fabricdiag-slurm prolog job 7: PUT slurm-7: HTTP "
+                      "401 (token missing or wrong)", self.hook("prolog"))
+        self.assertIn("epilog job 7: DELETE slurm-7: HTTP 401",
+                      self.hook("epilog"))
+        self.write_env(self.url, self.token)
+        # A rule the script leaves to the collector: its 400 is logged.
+        log = self.hook("prolog", "fabricdiag: tp=8 ep=2 order=tp-ep-pp-dp")
+        self.assertIn("err fabricdiag-slurm prolog job 7: PUT slurm-7 (2 hosts,"
+                      " tp=8 pp=1 cp=1 ep=2 dp=2, lease 1200s): HTTP 400: "
+                      '{"error": "parallelism.order: ', log)
+        # One the script checks itself: nothing is sent.
+        log = self.hook("prolog", "fabricdiag: tp=8 ep=3")
+        self.assertIn("ep=3 does not divide dp*cp = 2", log)
+        self.assertEqual(len(self.requests()), 3)
+
+    def test_collector_that_never_answers(self):
+        # Accepts connections (the kernel's backlog) and never replies.
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        s.listen(8)
+        try:
+            self.write_env(f"http://127.0.0.1:{s.getsockname()[1]}",
+                           self.token)
+            start = time.monotonic()
+            log = self.hook("prolog")
+            elapsed = time.monotonic() - start
+        finally:
+            s.close()
+        self.assertIn("unreachable: curl: (28)", log)
+        # FABRICDIAG_TIMEOUT_SECONDS=1, plus process starts on a busy host.
+        self.assertLess(elapsed, 5, log)
+
+    def test_collector_down(self):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()  # nothing listens there now
+        self.write_env(f"http://127.0.0.1:{port}", self.token)
+        for action in ("prolog", "epilog"):
+            self.assertIn(f"{action} job 7: collector http://127.0.0.1:{port}"
+                          " unreachable: curl: (7)", self.hook(action))
 
 
 class ShellcheckTest(unittest.TestCase):

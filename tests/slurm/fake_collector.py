@@ -14,8 +14,9 @@ collector does (docs/http-api.md):
                                    the bearer token when --token_file is set
   POST   /api/v1/jobs/{job}/renew  200, 404 when gone
   DELETE /api/v1/jobs/{job}        200 {"deleted": true|false}
-  GET    /api/v1/jobs/{job}        {"job", "parallelism": "tp=.. pp=..",
-                                   "ranks", "hosts"}; 404 when absent
+  GET    /api/v1/jobs/{job}        {"job", "parallelism": "tp=8 pp=2 dp=2
+                                   ep=2", "ranks", "hosts"} (a subset of the
+                                   collector's answer); 404 when absent
 
 and, for tests only, GET /fake/requests: every request received, in order,
 as {"method", "path", "authorization", "content_type", "body"}.
@@ -187,8 +188,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             code = 200 if job in st.jobs else 201
             st.jobs[job] = {"layout": layout, "view": {
                 "job": job,
-                "parallelism": " ".join(f"{d}={deg[d]}" for d in
-                                        ("tp", "pp", "dp", "cp", "ep")),
+                # As the collector summarises it: cp and ep only when > 1.
+                "parallelism": " ".join(
+                    f"{d}={deg[d]}" for d in ("tp", "pp", "dp", "cp", "ep")
+                    if d in ("tp", "pp", "dp") or deg[d] > 1),
                 "ranks": world, "hosts": hosts}}
             return self.reply(code, {"job": job, "revision": st.revision,
                                      "warnings": []})

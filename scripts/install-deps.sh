@@ -29,6 +29,9 @@ packages=(
   # The Python module's test in a real PyTorch job (CPU, gloo) and its
   # static check.
   python3-torch python3-pyflakes
+  # The Slurm scripts (deploy/slurm/): shellcheck for them, and a real
+  # slurmctld, slurmd and munged for their end-to-end test.
+  shellcheck slurm-wlm munge
 )
 
 missing=()

@@ -24,6 +24,7 @@
 #include "agent/ethtool_ioctl.h"
 #include "agent/ethtool_source.h"
 #include "agent/exposition.h"
+#include "agent/gpu_nic_source.h"
 #include "agent/netdev_source.h"
 #include "agent/rdma_sysfs_source.h"
 #include "agent/snapshot_json.h"
@@ -82,7 +83,8 @@ struct Sources {
   std::vector<std::unique_ptr<NetdevStatsSource>> netdev_stats;
 };
 
-absl::StatusOr<Sources> BuildSources(const AgentConfig& config) {
+absl::StatusOr<Sources> BuildSources(const AgentConfig& config,
+                                     const Clock& clock) {
   Sources out;
   SysfsReader::Options reader_options;
   reader_options.cache_policy =
@@ -104,6 +106,8 @@ absl::StatusOr<Sources> BuildSources(const AgentConfig& config) {
   out.devices.push_back(*std::move(netdev));
   out.devices.push_back(
       std::make_unique<VerbsPortSource>(std::make_unique<LibibverbsApi>()));
+  out.devices.push_back(
+      std::make_unique<GpuNicSource>(out.reader.get(), clock));
   EthtoolSourceOptions ethtool_options;
   ethtool_options.include_per_queue = config.ethtool_per_queue;
   if (!config.ethtool_dir.empty()) {
@@ -336,7 +340,7 @@ void TickUntilSignal(const AgentConfig& config, const sigset_t& signals,
 int RunAgent(const AgentConfig& config) {
   SystemClock clock;
   RaiseOpenFileLimit();
-  absl::StatusOr<Sources> sources = BuildSources(config);
+  absl::StatusOr<Sources> sources = BuildSources(config, clock);
   if (!sources.ok()) {
     LogError(absl::StrCat("fabricdiag-agent: ", sources.status().message()));
     return 1;

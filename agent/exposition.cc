@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "agent/gpu_nic_pairing.h"
 #include "common/gzip.h"
 #include "common/http_server_metrics.h"
 
@@ -595,6 +596,26 @@ void AddInfo(const Snapshot& snap, Families* f) {
   }
 }
 
+void AddGpuNics(const Snapshot& snap, Families* f) {
+  for (const GpuNicPair& p : snap.gpu_nics) {
+    f->AddDynamic(
+        "fabricdiag_gpu_nic_info",
+        "Each GPU (numbered by ascending PCI address) and its nearest RDMA "
+        "NIC by PCIe path (pcie_switch, root_port, numa; none: no NIC that "
+        "near, device empty); value is always 1.",
+        Type::kGauge,
+        [&] {
+          return Labels{
+              {"gpu", absl::StrCat(p.gpu)},
+              {"pci", p.gpu_pci},
+              {"device", p.device},
+              {"netdev", p.netdev},
+              {"distance", std::string(PcieDistanceName(p.distance))}};
+        },
+        1);
+  }
+}
+
 void AddHealth(const Snapshot& snap, const AgentHealth& h, Families* f) {
   f->AddDynamic(
       "fabricdiag_agent_build_info", "The agent's version; value is always 1.",
@@ -995,6 +1016,14 @@ void DynamicKey(const Snapshot& snap, const AgentHealth& h, std::string* key) {
     KeyField(n.rdma_device, key);
     KeyNumber(n.rdma_port, key);
   }
+  KeyNumber(snap.gpu_nics.size(), key);
+  for (const GpuNicPair& p : snap.gpu_nics) {
+    KeyNumber(static_cast<uint64_t>(p.gpu), key);
+    KeyNumber(static_cast<uint64_t>(p.distance), key);
+    for (const std::string* v : {&p.gpu_pci, &p.device, &p.netdev}) {
+      KeyField(*v, key);
+    }
+  }
   KeyField(h.version, key);
   KeyNumber(snap.sources.size(), key);
   for (const SourceStatus& s : snap.sources) KeyField(s.source, key);
@@ -1009,6 +1038,7 @@ void AddDynamicFamilies(const Snapshot& snap, const AgentHealth& h,
     if (s.saturated) AddSaturated(s, f);
   }
   AddInfo(snap, f);
+  AddGpuNics(snap, f);
   AddHealth(snap, h, f);
 }
 

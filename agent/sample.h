@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "agent/gpu_nic_pairing.h"
 #include "counters/vocabulary.h"
 
 namespace fabricdiag::agent {
@@ -183,6 +184,9 @@ struct Snapshot {
   std::vector<RdmaPortInfo> rdma_ports;
   std::vector<NetdevInfo> netdevs;
   std::vector<VerbsPortInfo> verbs_ports;
+  // Each GPU and its nearest RDMA NIC (agent/gpu_nic_pairing.h), in GPU
+  // index order; empty on a host without GPUs.
+  std::vector<GpuNicPair> gpu_nics;
   std::vector<SourceStatus> sources;
 };
 

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/time/time.h"
+#include "agent/gpu_nic_pairing.h"
 
 namespace fabricdiag::agent {
 
@@ -95,6 +96,18 @@ Json SamplesJson(const Snapshot& snapshot) {
   return samples;
 }
 
+Json GpuNicsJson(const Snapshot& snapshot) {
+  Json pairs = Json::array();
+  for (const GpuNicPair& p : snapshot.gpu_nics) {
+    pairs.push_back({{"gpu", p.gpu},
+                     {"pci", p.gpu_pci},
+                     {"device", p.device},
+                     {"netdev", p.netdev},
+                     {"distance", std::string(PcieDistanceName(p.distance))}});
+  }
+  return pairs;
+}
+
 Json SourcesJson(const Snapshot& snapshot) {
   Json sources = Json::array();
   for (const SourceStatus& s : snapshot.sources) {
@@ -120,6 +133,7 @@ std::string SnapshotToJson(const Snapshot& snapshot, absl::string_view node) {
   out["rdma_ports"] = RdmaPortsJson(snapshot);
   out["netdevs"] = NetdevsJson(snapshot);
   out["verbs_ports"] = VerbsPortsJson(snapshot);
+  out["gpu_nics"] = GpuNicsJson(snapshot);
   out["samples"] = SamplesJson(snapshot);
   out["sources"] = SourcesJson(snapshot);
 

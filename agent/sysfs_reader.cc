@@ -424,6 +424,45 @@ absl::StatusOr<std::string> SysfsReader::ReadLinkBasename(
   return std::string(target);
 }
 
+namespace {
+
+// What /proc/self/fd/<fd> links to: the path the descriptor was opened at.
+absl::StatusOr<std::string> FdPath(int fd, absl::string_view relpath) {
+  const std::string link = absl::StrCat("/proc/self/fd/", fd);
+  char buf[4096];
+  const ssize_t n = readlink(link.c_str(), buf, sizeof(buf));
+  if (n < 0) return ErrnoStatus(errno, "realpath", relpath);
+  if (static_cast<size_t>(n) >= sizeof(buf)) {
+    return absl::OutOfRangeError(
+        absl::StrCat("realpath ", relpath, ": path too long"));
+  }
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> SysfsReader::RealPath(absl::string_view relpath) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<int> root_fd = RootFdLocked();
+  if (!root_fd.ok()) return root_fd.status();
+  absl::StatusOr<std::string> root = FdPath(*root_fd, relpath);
+  if (!root.ok()) return root.status();
+  absl::StatusOr<int> fd = OpenLocked(relpath, O_PATH);
+  if (!fd.ok()) return fd.status();
+  absl::StatusOr<std::string> path = FdPath(*fd, relpath);
+  close(*fd);
+  if (!path.ok()) return path.status();
+  if (*path == *root) return std::string();
+  // RESOLVE_IN_ROOT keeps the result below the root; without openat2 (a
+  // pre-5.6 kernel) an absolute symlink may lead out: refuse it.
+  const std::string prefix = *root == "/" ? *root : absl::StrCat(*root, "/");
+  if (!absl::StartsWith(*path, prefix)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("realpath ", relpath, ": resolves outside the root"));
+  }
+  return path->substr(prefix.size());
+}
+
 bool SysfsReader::caches_fds() {
   absl::MutexLock lock(&mu_);
   (void)RootFdLocked();

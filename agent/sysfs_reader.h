@@ -176,6 +176,13 @@ class SysfsReader {
   // ("mlx5_core" for class/infiniband/mlx5_0/device/driver).
   absl::StatusOr<std::string> ReadLinkBasename(absl::string_view relpath);
 
+  // The canonical path of `relpath`, relative to the root, with every
+  // symlink resolved inside the root ("devices/pci0000:00/0000:00:01.0/
+  // 0000:1b:00.0" for bus/pci/devices/0000:1b:00.0); "" for the root
+  // itself. Resolves through /proc/self/fd, so needs /proc. A dangling
+  // symlink is kNotFound.
+  absl::StatusOr<std::string> RealPath(absl::string_view relpath);
+
   // Whether this reader keeps descriptors open (after resolving kAuto).
   bool caches_fds();
   // Descriptors kept open by live SysfsAttributes.

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "agent/lldp_neighbor.h"
 #include "counters/vocabulary.h"
 
 namespace fabricdiag::agent {
@@ -184,6 +185,9 @@ struct Snapshot {
   std::vector<NetdevInfo> netdevs;
   std::vector<VerbsPortInfo> verbs_ports;
   std::vector<SourceStatus> sources;
+  // The LLDP neighbors of the netdevs (agent/lldp_source.h); null when the
+  // agent does not read LLDP (tests).
+  std::shared_ptr<const LldpState> lldp;
 };
 
 }  // namespace fabricdiag::agent

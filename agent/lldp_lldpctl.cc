@@ -63,10 +63,16 @@ LldpNeighbor FromPort(const std::string& netdev, lldpctl_atom_t* port) {
   return n;
 }
 
+// liblldpctl logs each failed connection to stderr itself; the monitor
+// logs an absent lldpd once and counts every read in a metric instead.
+void DropLibraryLog(int /*severity*/, const char* /*msg*/) {}
+
 class RealLldpctlApi final : public LldpctlApi {
  public:
   explicit RealLldpctlApi(std::string socket_path)
-      : socket_path_(std::move(socket_path)) {}
+      : socket_path_(std::move(socket_path)) {
+    lldpctl_log_callback(DropLibraryLog);
+  }
 
   absl::StatusOr<std::vector<LldpNeighbor>> Neighbors() override {
     // NULL callbacks: the library's synchronous ones over a UNIX socket.

@@ -106,6 +106,27 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(param_info.param.name);
     });
 
+TEST(LldpParseTest, RealOutputWithoutNeighbors) {
+  absl::StatusOr<LldpParsed> parsed =
+      ParseLldpcliJson(Fixture("no-neighbors.json"));
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_THAT(parsed->neighbors, IsEmpty());
+}
+
+TEST(LldpParseTest, RealSwitchViewOfAHostWithIfnameAndAddress) {
+  absl::StatusOr<LldpParsed> parsed =
+      ParseLldpcliJson(Fixture("switch-one-neighbor-ifname-mgmt.json"));
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_THAT(parsed->neighbors, SizeIs(1));
+  const LldpNeighbor& n = parsed->neighbors[0];
+  EXPECT_EQ(n.netdev, "swp1");
+  EXPECT_EQ(n.system_name, "host-0");
+  EXPECT_EQ(n.chassis_id, "76:80:88:fe:85:5d");
+  EXPECT_EQ(n.port_id, "eth0");
+  EXPECT_EQ(n.port_id_type, "ifname");
+  EXPECT_EQ(n.management_address, "10.250.0.2");
+}
+
 TEST(LldpParseTest, KeepsDescriptionAndAddress) {
   absl::StatusOr<LldpParsed> parsed =
       ParseLldpcliJson(Fixture("host-one-neighbor.json"));
@@ -272,6 +293,7 @@ class FakeLldpctl final : public LldpctlApi {
 
 std::vector<NetdevInfo> Netdevs(std::vector<std::string> names) {
   std::vector<NetdevInfo> out;
+  out.reserve(names.size());
   for (std::string& n : names) out.push_back({std::move(n), "up", "", 0, 0});
   return out;
 }

@@ -5,11 +5,12 @@ Two network namespaces joined by veth pairs: a "leaf" whose ports are swp1..swp3
 and a "host" whose NIC netdevs eth0 and eth1 are the other ends; one real lldpd
 per namespace with its own control socket, LLDP sent every second. The real
 fabricdiag-agent runs in the host namespace on a fake sysfs tree whose RDMA
-devices name eth0 and eth1, asking its lldpd through --lldpd_socket. Its
-/metrics must show leaf-0 and swp1/swp2; after eth1's cable moves to swp3 (the
-pair deleted and recreated), the metric must follow. A second agent pointed at a
-socket where no lldpd listens must run with no neighbors and count the reads as
-unavailable.
+devices name eth0 and eth1, asking its lldpd through --lldpd_socket; a second
+agent runs in the leaf namespace on a switch's tree (ports swp1..swp3). The host
+agent's /metrics must show leaf-0 and swp1/swp2, the leaf agent's host-0 and
+eth0/eth1; after eth1's cable moves to swp3 (the pair deleted and recreated),
+both must follow. A second agent pointed at a
+socket where no lldpd listens must print no neighbors and exit 0.
 
 Usage: lldp_netns_e2e_test.py AGENT_BINARY
 Needs root, iproute2 and Debian's lldpd; a missing one fails the test.
@@ -26,7 +27,7 @@ import tempfile
 import time
 import urllib.request
 
-DEADLINE_S = 60  # the whole test
+DEADLINE_S = 90  # the whole test
 TAG = f"fdl{os.getpid() % 100000}"
 LEAF = f"{TAG}leaf"
 HOST = f"{TAG}host"
@@ -58,6 +59,14 @@ def write(path, text):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
         f.write(text)
+
+
+def fake_switch_sysfs(root):
+    """A Linux switch: front-panel ports swp1..swp3, no RDMA device."""
+    for netdev in ("swp1", "swp2", "swp3"):
+        net = f"{root}/class/net/{netdev}"
+        write(f"{net}/operstate", "up\n")
+        write(f"{net}/statistics/rx_bytes", "0\n")
 
 
 def fake_sysfs(root):
@@ -127,6 +136,7 @@ def main():
     procs = []
     try:
         for ns in (LEAF, HOST):
+            run("ip", "netns", "del", ns, check=False)  # a stale run's
             run("ip", "netns", "add", ns)
             in_ns(ns, "ip", "link", "set", "lo", "up")
 
@@ -161,21 +171,26 @@ def main():
 
         sysfs = f"{work}/sys"
         fake_sysfs(sysfs)
+        fake_switch_sysfs(f"{work}/leaf-sys")
         os.makedirs(f"{work}/ethtool")
-        port = free_port()
-        agent_log = open(f"{work}/agent.log", "w")
-        procs.append(subprocess.Popen(
-            ["ip", "netns", "exec", HOST, agent, "--node=host-0",
-             f"--sysfs_root={sysfs}", f"--ethtool_dir={work}/ethtool",
-             f"--listen=127.0.0.1:{port}", f"--lldpd_socket={sockets[HOST]}",
-             "--lldp_interval=1s"],
-            stdout=agent_log, stderr=subprocess.STDOUT, start_new_session=True))
-        # /metrics is served inside the host namespace: scrape from there.
+        ports = {}
+        for ns, node, root in ((HOST, "host-0", sysfs),
+                               (LEAF, "leaf-0", f"{work}/leaf-sys")):
+            ports[ns] = free_port()
+            agent_log = open(f"{work}/{ns}-agent.log", "w")
+            procs.append(subprocess.Popen(
+                ["ip", "netns", "exec", ns, agent, f"--node={node}",
+                 f"--sysfs_root={root}", f"--ethtool_dir={work}/ethtool",
+                 f"--listen=127.0.0.1:{ports[ns]}",
+                 f"--lldpd_socket={sockets[ns]}", "--lldp_interval=1s"],
+                stdout=agent_log, stderr=subprocess.STDOUT,
+                start_new_session=True))
 
-        def ns_scrape():
-            p = in_ns(HOST, sys.executable, "-c",
+        # /metrics is served inside each namespace: scrape from there.
+        def ns_scrape(ns=HOST):
+            p = in_ns(ns, sys.executable, "-c",
                       "import urllib.request,sys;sys.stdout.write(urllib.request."
-                      f"urlopen('http://127.0.0.1:{port}/metrics',timeout=2)"
+                      f"urlopen('http://127.0.0.1:{ports[ns]}/metrics',timeout=2)"
                       ".read().decode())", check=False)
             return p.stdout if p.returncode == 0 else ""
 
@@ -185,6 +200,12 @@ def main():
         got = wait_for("eth0 -> leaf-0 swp1 and eth1 -> leaf-0 swp2 on /metrics",
                        lambda: neighbors(ns_scrape()) == want and want, deadline)
         print(f"neighbors on /metrics after {time.monotonic() - t0:.1f} s: {got}")
+        # The switch's own agent sees the host on its ports.
+        want_leaf = {"swp1": ("host-0", "eth0", "ifname"),
+                     "swp2": ("host-0", "eth1", "ifname")}
+        wait_for("the leaf agent's swp1 -> host-0 eth0, swp2 -> host-0 eth1",
+                 lambda: neighbors(ns_scrape(LEAF)) == want_leaf and want_leaf,
+                 deadline)
 
         # Move eth1's cable from swp2 to swp3.
         in_ns(HOST, "ip", "link", "del", "eth1")  # and its peer swp2
@@ -195,6 +216,11 @@ def main():
         wait_for("eth1 -> leaf-0 swp3 after the move",
                  lambda: neighbors(ns_scrape()) == want and want, deadline)
         print(f"moved cable seen on /metrics after {time.monotonic() - t1:.1f} s")
+        want_leaf = {"swp1": ("host-0", "eth0", "ifname"),
+                     "swp3": ("host-0", "eth1", "ifname")}
+        wait_for("the leaf agent's swp3 -> host-0 eth1 after the move",
+                 lambda: neighbors(ns_scrape(LEAF)) == want_leaf and want_leaf,
+                 deadline)
         text = ns_scrape()
         if 'fabricdiag_lldp_up{source="lldpd"} 1' not in text:
             fail("fabricdiag_lldp_up is not 1 with lldpd running")
@@ -212,7 +238,7 @@ def main():
                      f"--lldpd_socket={sockets[HOST]}", check=False)
         if '"port_id": "swp3"' not in once.stdout:
             fail(f"--once with lldpd: no swp3 neighbor:\n{once.stdout[-1500:]}")
-        print("PASS")
+        print(f"PASS after {DEADLINE_S - (deadline - time.monotonic()):.1f} s")
     finally:
         for p in procs:
             if p.poll() is None:

@@ -142,6 +142,7 @@ std::shared_ptr<const LldpState> LldpMonitor::Update(
       now - *last_read_nanos_ >= absl::ToInt64Nanoseconds(period_)) {
     last_read_nanos_ = now;
     Read();
+    last_read_cost_nanos_ = clock_.MonotonicNanos() - now;
   }
   LldpIssues unknown;
   std::vector<LldpNeighbor> known = Known(netdevs, &unknown);
@@ -159,6 +160,10 @@ std::shared_ptr<const LldpState> LldpMonitor::Update(
     state_.set.neighbors = std::move(known);
     ++state_.set.version;
     changed = true;
+    LogInfo(absl::StrCat(
+        "lldp: ", state_.set.neighbors.size(), " neighbors from ",
+        state_.source, " (version ", state_.set.version, ", read in ",
+        absl::FormatDuration(absl::Nanoseconds(last_read_cost_nanos_)), ")"));
   }
   // The state moves on reads only; a tick without one republishes it.
   if (changed) published_ = std::make_shared<const LldpState>(state_);

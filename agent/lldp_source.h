@@ -100,6 +100,7 @@ class LldpMonitor {
   absl::Duration period_;
   const Clock& clock_;
   std::optional<int64_t> last_read_nanos_;
+  int64_t last_read_cost_nanos_ = 0;  // of the most recent read, for the log
   bool fresh_ = false;  // read since the last Update: count unknown netdevs
   bool logged_unavailable_ = false;
   std::string logged_error_;

@@ -238,6 +238,10 @@ def main():
                      f"--lldpd_socket={sockets[HOST]}", check=False)
         if '"port_id": "swp3"' not in once.stdout:
             fail(f"--once with lldpd: no swp3 neighbor:\n{once.stdout[-1500:]}")
+        with open(f"{work}/{HOST}-agent.log") as f:
+            costs = re.findall(r"lldp: \d+ neighbors from lldpd .*read in ([^)]*)\)",
+                               f.read())
+        print(f"lldpd reads (host agent, on each change): {costs}")
         print(f"PASS after {DEADLINE_S - (deadline - time.monotonic()):.1f} s")
     finally:
         for p in procs:

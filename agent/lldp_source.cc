@@ -52,6 +52,10 @@ absl::StatusOr<std::optional<LldpParsed>> LldpFileReader::Read() {
     return absl::NotFoundError(
         absl::StrCat("--lldp_file=", path_, ": ", std::strerror(stat_errno)));
   }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--lldp_file=", path_, ": not a regular file"));
+  }
   if (static_cast<uint64_t>(st.st_size) > kLldpMaxTextBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("--lldp_file=", path_, ": ", st.st_size,

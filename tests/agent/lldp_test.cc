@@ -3,6 +3,7 @@
 // the monitor's cadence, and the neighbors on /metrics and in the JSON.
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -422,6 +423,44 @@ TEST(LldpMonitorTest, FileChangesAreFollowed) {
   EXPECT_TRUE(s->up);
   ASSERT_THAT(s->set.neighbors, SizeIs(1));
   EXPECT_EQ(s->reads_ok, 2u);
+}
+
+TEST(LldpMonitorTest, MissingOrHugeFileIsAnErrorNotACrash) {
+  fabricdiag::testing::TempDir dir;
+  const std::string path = dir.path() + "/lldp.json";
+  WriteFile(path, Fixture("host-one-neighbor.json"));
+  FakeClock clock;
+  LldpMonitor monitor(std::make_unique<LldpFileReader>(path), absl::Seconds(1),
+                      clock);
+  const std::vector<NetdevInfo> netdevs = Netdevs({"eth0"});
+  ASSERT_THAT(monitor.Update(netdevs)->set.neighbors, SizeIs(1));
+
+  // Removed: no neighbors, an error naming the file.
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  clock.Advance(absl::Seconds(1));
+  std::shared_ptr<const LldpState> s = monitor.Update(netdevs);
+  EXPECT_THAT(s->set.neighbors, IsEmpty());
+  EXPECT_EQ(s->reads_failed, 1u);
+  EXPECT_THAT(s->last_error, HasSubstr(path));
+
+  // Larger than any lldpcli output (sparse, so the test stays cheap).
+  const int fd = ::open(path.c_str(), O_CREAT | O_WRONLY, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(kLldpMaxTextBytes) + 1), 0);
+  ::close(fd);
+  clock.Advance(absl::Seconds(1));
+  s = monitor.Update(netdevs);
+  EXPECT_EQ(s->reads_failed, 2u);
+  EXPECT_THAT(s->last_error, HasSubstr("bytes, more than"));
+
+  // A directory where the file should be.
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  ASSERT_EQ(::mkdir(path.c_str(), 0755), 0);
+  clock.Advance(absl::Seconds(1));
+  s = monitor.Update(netdevs);
+  EXPECT_EQ(s->reads_failed, 3u);
+  EXPECT_THAT(s->last_error, HasSubstr("not a regular file"));
+  EXPECT_FALSE(s->up);
 }
 
 // --- /metrics and JSON ----------------------------------------------------

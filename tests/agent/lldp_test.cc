@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "agent/agent_app.h"
 #include "agent/exposition.h"
 #include "agent/lldp_parse.h"
 #include "agent/lldp_source.h"
@@ -520,6 +521,20 @@ TEST(LldpJsonTest, NeighborsInTheSnapshotJson) {
   EXPECT_EQ(j["lldp"]["neighbors"][0]["system_name"], "leaf-0");
   EXPECT_EQ(j["lldp"]["neighbors"][0]["port_id"], "swp1");
   EXPECT_EQ(j["lldp"]["neighbors"][0]["port_id_type"], "ifname");
+}
+
+TEST(LldpFlagsTest, IntervalOutOfRangeNamesTheFlag) {
+  AgentConfig config;
+  config.node = "h1";
+  config.sysfs_root = "/";
+  config.once = true;
+  ASSERT_TRUE(ValidateAgentConfig(config).ok());
+  for (absl::Duration d : {absl::Milliseconds(100), absl::Hours(2)}) {
+    config.lldp_interval = d;
+    absl::Status s = ValidateAgentConfig(config);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(s.message(), HasSubstr("--lldp_interval="));
+  }
 }
 
 }  // namespace

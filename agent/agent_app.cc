@@ -25,6 +25,8 @@
 #include "agent/ethtool_source.h"
 #include "agent/exposition.h"
 #include "agent/gpu_nic_source.h"
+#include "agent/lldp_lldpctl.h"
+#include "agent/lldp_source.h"
 #include "agent/netdev_source.h"
 #include "agent/rdma_sysfs_source.h"
 #include "agent/snapshot_json.h"
@@ -122,8 +124,26 @@ absl::StatusOr<Sources> BuildSources(const AgentConfig& config,
   return out;
 }
 
-int RunOnce(const AgentConfig& config, Snapshotter* snapshotter) {
-  const Snapshot snapshot = snapshotter->Take();
+// The LLDP reader the flags ask for; null when LLDP is off. The file is
+// checked every second (a stat; it is read only when it changed), lldpd is
+// asked every --lldp_interval.
+std::unique_ptr<LldpMonitor> BuildLldp(const AgentConfig& config,
+                                       const Clock& clock) {
+  if (!config.lldp_file.empty()) {
+    return std::make_unique<LldpMonitor>(
+        std::make_unique<LldpFileReader>(config.lldp_file),
+        std::min(config.lldp_interval, absl::Seconds(1)), clock);
+  }
+  if (config.lldpd_socket.empty()) return nullptr;
+  return std::make_unique<LldpMonitor>(
+      std::make_unique<LldpdReader>(NewLldpctlApi(config.lldpd_socket)),
+      config.lldp_interval, clock);
+}
+
+int RunOnce(const AgentConfig& config, Snapshotter* snapshotter,
+            LldpMonitor* lldp) {
+  Snapshot snapshot = snapshotter->Take();
+  if (lldp != nullptr) snapshot.lldp = lldp->Update(snapshot.netdevs);
   if (snapshot.samples.empty() && snapshot.rdma_devices.empty() &&
       snapshot.netdevs.empty()) {
     std::string why;
@@ -200,6 +220,12 @@ absl::Status ValidateAgentConfig(const AgentConfig& config) {
   }
   if (!config.ethtool_dir.empty()) {
     RETURN_IF_ERROR(CheckDirectory("ethtool_dir", config.ethtool_dir));
+  }
+  if (config.lldp_interval < absl::Seconds(1) ||
+      config.lldp_interval > absl::Hours(1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--lldp_interval=", absl::FormatDuration(config.lldp_interval),
+        ": must be between 1s and 1h"));
   }
   if (config.interval < absl::Milliseconds(10) ||
       config.interval > absl::Hours(1)) {
@@ -347,7 +373,8 @@ int RunAgent(const AgentConfig& config) {
   }
   Snapshotter snapshotter(std::move(sources->devices),
                           std::move(sources->netdev_stats), clock);
-  if (config.once) return RunOnce(config, &snapshotter);
+  std::unique_ptr<LldpMonitor> lldp = BuildLldp(config, clock);
+  if (config.once) return RunOnce(config, &snapshotter, lldp.get());
 
   // The sampling loop alone receives them, through sigtimedwait.
   const sigset_t signals = BlockStopSignals();
@@ -380,6 +407,11 @@ int RunAgent(const AgentConfig& config) {
   AgentRunner runner(&snapshotter, &page, sink.get(), clock, kVersion);
   HttpServer* server = http->get();
   runner.set_http_stats([server] { return server->stats(); });
+  if (lldp != nullptr) {
+    runner.set_lldp([m = lldp.get()](const std::vector<NetdevInfo>& netdevs) {
+      return m->Update(netdevs);
+    });
+  }
   const std::string ports = absl::StrCat((*http)->port());
   LogInfo(absl::StrCat(
       "fabricdiag-agent ", kVersion, " node=", config.node,

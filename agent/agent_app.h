@@ -36,6 +36,12 @@ struct AgentConfig {
   // --stream_buffer_size: memory the unacknowledged reports may take
   // ("64MiB"); the oldest are dropped beyond it.
   std::string stream_buffer_size = "64MiB";
+  // LLDP neighbors (docs/agent.md): from lldpd's control socket, or, when
+  // lldp_file is set, from that file of `lldpcli -f json show neighbors`
+  // output. An empty socket and no file: LLDP is not read.
+  std::string lldpd_socket = "/run/lldpd.socket";
+  std::string lldp_file;
+  absl::Duration lldp_interval = absl::Seconds(10);  // how often lldpd is asked
 };
 
 // Checks every field; the message names the flag at fault. Does not touch

@@ -49,6 +49,16 @@ ABSL_FLAG(std::string, stream_buffer_size, "64MiB",
           "64MiB, 512MiB, 1GiB ...");
 ABSL_FLAG(bool, ethtool_per_queue, false,
           "Also export per-queue/ring/channel ethtool statistics");
+ABSL_FLAG(std::string, lldpd_socket, "/run/lldpd.socket",
+          "lldpd's control socket, asked for the LLDP neighbors of every "
+          "netdev; no lldpd there means no neighbors, not an error; empty: "
+          "LLDP is not read");
+ABSL_FLAG(std::string, lldp_file, "",
+          "When set, LLDP neighbors come from this file holding "
+          "`lldpcli -f json show neighbors` output (re-read when it "
+          "changes) instead of --lldpd_socket");
+ABSL_FLAG(absl::Duration, lldp_interval, absl::Seconds(10),
+          "How often lldpd is asked for the LLDP neighbors (1s..1h)");
 
 int main(int argc, char** argv) {
   fabricdiag::InitProgram(
@@ -77,6 +87,9 @@ int main(int argc, char** argv) {
   config.ethtool_per_queue = absl::GetFlag(FLAGS_ethtool_per_queue);
   config.sysfs_fd_cache = absl::GetFlag(FLAGS_sysfs_fd_cache);
   config.stream_buffer_size = absl::GetFlag(FLAGS_stream_buffer_size);
+  config.lldpd_socket = absl::GetFlag(FLAGS_lldpd_socket);
+  config.lldp_file = absl::GetFlag(FLAGS_lldp_file);
+  config.lldp_interval = absl::GetFlag(FLAGS_lldp_interval);
   fabricdiag::agent::ResolveDefaults(&config);
   absl::Status status = fabricdiag::agent::ValidateAgentConfig(config);
   if (!status.ok()) {

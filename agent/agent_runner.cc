@@ -15,7 +15,9 @@ AgentRunner::AgentRunner(Snapshotter* snapshotter, MetricsPage* page,
 
 std::shared_ptr<const Snapshot> AgentRunner::Tick() {
   const int64_t start = clock_.MonotonicNanos();
-  auto snapshot = std::make_shared<const Snapshot>(snapshotter_->Take());
+  Snapshot taken = snapshotter_->Take();
+  if (lldp_) taken.lldp = lldp_(taken.netdevs);
+  auto snapshot = std::make_shared<const Snapshot>(std::move(taken));
   const std::vector<SampleRate> rates = rates_.Update(*snapshot);
   ++snapshots_;
   if (sink_ != nullptr) sink_->Consume(*snapshot, rates);

@@ -47,6 +47,12 @@ class AgentRunner {
     http_stats_ = std::move(stats);
   }
 
+  // Where each snapshot's LLDP state comes from, given its netdevs (an
+  // LldpMonitor's Update; none: the snapshot has no LLDP state).
+  using LldpFn = std::function<std::shared_ptr<const LldpState>(
+      const std::vector<NetdevInfo>&)>;
+  void set_lldp(LldpFn lldp) { lldp_ = std::move(lldp); }
+
   // Takes and publishes one snapshot; returns it.
   std::shared_ptr<const Snapshot> Tick();
 
@@ -60,6 +66,7 @@ class AgentRunner {
   std::string version_;
   RateCalculator rates_;
   std::function<HttpServer::Stats()> http_stats_;
+  LldpFn lldp_;
   uint64_t snapshots_ = 0;
 };
 

@@ -616,6 +616,81 @@ void AddGpuNics(const Snapshot& snap, Families* f) {
   }
 }
 
+// LLDP neighbors and how reading them fares (docs/metrics.md).
+void AddLldp(const LldpState& l, Families* f) {
+  for (const LldpNeighbor& n : l.set.neighbors) {
+    f->AddDynamic(
+        "fabricdiag_lldp_neighbor_info",
+        "LLDP neighbor heard on a netdev (its system name, chassis id and "
+        "port id, with their types); value is always 1.",
+        Type::kGauge,
+        [&] {
+          return Labels{{"netdev", n.netdev},
+                        {"chassis", n.chassis_id},
+                        {"port", n.port_id},
+                        {"system_name", n.system_name},
+                        {"port_description", n.port_description},
+                        {"port_id_type", n.port_id_type},
+                        {"chassis_id_type", n.chassis_id_type},
+                        {"management_address", n.management_address}};
+        },
+        1);
+  }
+  f->AddDynamic(
+      "fabricdiag_lldp_neighbors", "LLDP neighbors of the watched netdevs.",
+      Type::kGauge,
+      [&] {
+        return Labels{{"source", l.source}};
+      },
+      static_cast<double>(l.set.neighbors.size()));
+  f->AddDynamic(
+      "fabricdiag_lldp_up",
+      "1 when the last LLDP read succeeded (lldpd answered, or the file "
+      "parsed); 0 when lldpd is absent or the read failed.",
+      Type::kGauge,
+      [&] {
+        return Labels{{"source", l.source}};
+      },
+      l.up ? 1 : 0);
+  for (const auto& [result, count] :
+       {std::pair("ok", l.reads_ok),
+        std::pair("unavailable", l.reads_unavailable),
+        std::pair("error", l.reads_failed)}) {
+    f->AddDynamic(
+        "fabricdiag_lldp_reads_total",
+        "LLDP reads by result: ok, unavailable (no lldpd: no neighbors, not "
+        "an error), error (unreadable file, invalid JSON, lldpd failure).",
+        Type::kCounter,
+        [&, r = result] {
+          return Labels{{"source", l.source}, {"result", r}};
+        },
+        static_cast<double>(count));
+  }
+  for (const auto& [reason, count] :
+       {std::pair("missing_field", l.issues.missing_field),
+        std::pair("invalid_netdev", l.issues.invalid_netdev),
+        std::pair("unknown_netdev", l.issues.unknown_netdev),
+        std::pair("too_many", l.issues.too_many)}) {
+    f->AddDynamic(
+        "fabricdiag_lldp_neighbors_dropped_total",
+        "LLDP neighbors dropped by reason: missing_field (no interface, "
+        "chassis id or port id), invalid_netdev, unknown_netdev (not a "
+        "netdev the agent watches), too_many.",
+        Type::kCounter,
+        [&, r = reason] {
+          return Labels{{"source", l.source}, {"reason", r}};
+        },
+        static_cast<double>(count));
+  }
+  f->AddDynamic(
+      "fabricdiag_lldp_fields_truncated_total",
+      "LLDP neighbor texts cut to 255 bytes.", Type::kCounter,
+      [&] {
+        return Labels{{"source", l.source}};
+      },
+      static_cast<double>(l.issues.truncated));
+}
+
 void AddHealth(const Snapshot& snap, const AgentHealth& h, Families* f) {
   f->AddDynamic(
       "fabricdiag_agent_build_info", "The agent's version; value is always 1.",
@@ -1024,6 +1099,19 @@ void DynamicKey(const Snapshot& snap, const AgentHealth& h, std::string* key) {
       KeyField(*v, key);
     }
   }
+  KeyNumber(snap.lldp != nullptr ? 1 : 0, key);
+  if (snap.lldp != nullptr) {
+    KeyField(snap.lldp->source, key);
+    KeyNumber(snap.lldp->set.neighbors.size(), key);
+    for (const LldpNeighbor& n : snap.lldp->set.neighbors) {
+      for (const std::string* v :
+           {&n.netdev, &n.chassis_id, &n.port_id, &n.system_name,
+            &n.port_description, &n.port_id_type, &n.chassis_id_type,
+            &n.management_address}) {
+        KeyField(*v, key);
+      }
+    }
+  }
   KeyField(h.version, key);
   KeyNumber(snap.sources.size(), key);
   for (const SourceStatus& s : snap.sources) KeyField(s.source, key);
@@ -1039,6 +1127,7 @@ void AddDynamicFamilies(const Snapshot& snap, const AgentHealth& h,
   }
   AddInfo(snap, f);
   AddGpuNics(snap, f);
+  if (snap.lldp != nullptr) AddLldp(*snap.lldp, f);
   AddHealth(snap, h, f);
 }
 

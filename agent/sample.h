@@ -27,6 +27,7 @@
 
 #include "absl/time/time.h"
 #include "agent/gpu_nic_pairing.h"
+#include "agent/lldp_neighbor.h"
 #include "counters/vocabulary.h"
 
 namespace fabricdiag::agent {
@@ -188,6 +189,9 @@ struct Snapshot {
   // index order; empty on a host without GPUs.
   std::vector<GpuNicPair> gpu_nics;
   std::vector<SourceStatus> sources;
+  // The LLDP neighbors of the netdevs (agent/lldp_source.h); null when the
+  // agent does not read LLDP (tests).
+  std::shared_ptr<const LldpState> lldp;
 };
 
 }  // namespace fabricdiag::agent

@@ -121,6 +121,28 @@ Json SourcesJson(const Snapshot& snapshot) {
   return sources;
 }
 
+// Present when the agent reads LLDP: {"source", "up", "version",
+// "neighbors": [...]} (docs/agent.md).
+Json LldpJson(const LldpState& l) {
+  Json neighbors = Json::array();
+  for (const LldpNeighbor& n : l.set.neighbors) {
+    neighbors.push_back({{"netdev", n.netdev},
+                         {"system_name", n.system_name},
+                         {"chassis_id", n.chassis_id},
+                         {"chassis_id_type", n.chassis_id_type},
+                         {"port_id", n.port_id},
+                         {"port_id_type", n.port_id_type},
+                         {"port_description", n.port_description},
+                         {"management_address", n.management_address}});
+  }
+  Json out = {{"source", l.source},
+              {"up", l.up},
+              {"version", l.set.version},
+              {"neighbors", std::move(neighbors)}};
+  if (!l.last_error.empty()) out["last_error"] = l.last_error;
+  return out;
+}
+
 }  // namespace
 
 std::string SnapshotToJson(const Snapshot& snapshot, absl::string_view node) {
@@ -136,6 +158,7 @@ std::string SnapshotToJson(const Snapshot& snapshot, absl::string_view node) {
   out["gpu_nics"] = GpuNicsJson(snapshot);
   out["samples"] = SamplesJson(snapshot);
   out["sources"] = SourcesJson(snapshot);
+  if (snapshot.lldp != nullptr) out["lldp"] = LldpJson(*snapshot.lldp);
 
   return out.dump(2, ' ', /*ensure_ascii=*/false,
                   nlohmann::json::error_handler_t::replace);

@@ -23,6 +23,9 @@ packages=(
   # clang-format and clang-tidy (scripts/test.sh's lint).
   prometheus prometheus-node-exporter iproute2 ethtool openssl systemd curl
   clang-format clang-tidy dpkg-dev python3-yaml chromium
+  # The agent's LLDP neighbors: liblldpctl talks to lldpd's control socket;
+  # lldpd itself runs in the network-namespace test.
+  lldpd liblldpctl-dev
   # The collector cluster: the NATS C client, and real NATS JetStream
   # servers for its tests.
   nats-server libnats-dev

@@ -130,9 +130,13 @@ bool PromtoolAccepts(const std::string& exposition, std::string* output) {
 }
 
 TEST(AgentBinaryTest, GoldenExpositionOfTheFixtureNode) {
-  RunningAgent agent({"--sysfs_root=" + kFixtures + "/sysfs",
-                      "--ethtool_dir=" + kFixtures + "/ethtool/demo",
-                      "--node=fixture-node", "--interval=100ms"});
+  // LLDP from a real lldpcli capture: eth0's neighbor is kept, eth1 (not
+  // in the fixture tree) is counted as unknown.
+  RunningAgent agent(
+      {"--sysfs_root=" + kFixtures + "/sysfs",
+       "--ethtool_dir=" + kFixtures + "/ethtool/demo",
+       "--lldp_file=" + kFixtures + "/lldp/host-two-neighbors.json",
+       "--node=fixture-node", "--interval=100ms"});
   ASSERT_TRUE(agent.Start());
   const std::string body = agent.ScrapeUntil([](const std::string& b) {
     return absl::StrContains(b, "fabricdiag_agent_snapshots_total");

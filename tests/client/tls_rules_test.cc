@@ -36,7 +36,7 @@ class TlsRulesTest : public ::testing::TestWithParam<Path> {
  protected:
   std::string Write(const std::string& name, const std::string& text,
                     mode_t mode = 0600) {
-    const std::string path = dir_.path() + "/" + name;
+    std::string path = dir_.path() + "/" + name;
     std::ofstream(path) << text;
     ::chmod(path.c_str(), mode);
     return path;

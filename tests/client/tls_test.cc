@@ -23,7 +23,7 @@ class TlsTest : public ::testing::Test {
  protected:
   std::string Write(const std::string& name, const std::string& text,
                     mode_t mode = 0600) {
-    const std::string path = dir_.path() + "/" + name;
+    std::string path = dir_.path() + "/" + name;
     std::ofstream(path) << text;
     ::chmod(path.c_str(), mode);
     return path;

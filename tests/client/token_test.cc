@@ -17,7 +17,7 @@ using ::testing::HasSubstr;
 class TokenTest : public ::testing::Test {
  protected:
   std::string Write(const std::string& text, mode_t mode = 0600) {
-    const std::string path = dir_.path() + "/token";
+    std::string path = dir_.path() + "/token";
     std::ofstream(path, std::ios::trunc) << text;
     ::chmod(path.c_str(), mode);
     return path;

@@ -20,7 +20,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "agent/agent_runner.h"
-#include "agent/collector_list.h"
 #include "agent/ethtool_ioctl.h"
 #include "agent/ethtool_source.h"
 #include "agent/exposition.h"
@@ -36,10 +35,12 @@
 #include "agent/sysfs_reader.h"
 #include "agent/verbs.h"
 #include "agent/verbs_port_source.h"
+#include "client/collector_list.h"
+#include "client/tls.h"
+#include "client/token.h"
 #include "common/address_list.h"
 #include "common/byte_size.h"
 #include "common/clock.h"
-#include "common/files.h"
 #include "common/http_server.h"
 #include "common/log.h"
 #include "common/names.h"
@@ -54,16 +55,6 @@ namespace {
 // a few MiB could not ride out even a short reconnect.
 constexpr uint64_t kMinStreamBuffer = uint64_t{4} << 20;
 constexpr uint64_t kMaxStreamBuffer = uint64_t{64} << 30;
-
-absl::Status CheckReadableFile(absl::string_view flag,
-                               const std::string& path) {
-  if (path.empty()) return absl::OkStatus();
-  if (::access(path.c_str(), R_OK) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--", flag, "=", path, ": cannot read: ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
-}
 
 absl::Status CheckDirectory(absl::string_view flag, const std::string& path) {
   struct stat st;
@@ -237,21 +228,18 @@ absl::Status ValidateAgentConfig(const AgentConfig& config) {
     RETURN_IF_ERROR(CheckHostPort("listen", config.listen, true));
   }
   if (!config.collector.empty()) {
-    RETURN_IF_ERROR(ParseCollectorList(config.collector).status());
-  }
-  RETURN_IF_ERROR(CheckReadableFile("tls_ca", config.tls_ca));
-  RETURN_IF_ERROR(CheckReadableFile("tls_cert", config.tls_cert));
-  RETURN_IF_ERROR(CheckReadableFile("tls_key", config.tls_key));
-  if (config.tls_cert.empty() != config.tls_key.empty()) {
-    return absl::InvalidArgumentError(
-        "--tls_cert and --tls_key go together (mutual TLS)");
+    RETURN_IF_ERROR(client::ParseCollectorList(config.collector).status());
   }
   // --ingest_token_file alone is fine: the packaged unit always names the
   // token's credential, and an agent that streams nowhere never reads it.
   if (config.collector.empty() &&
-      (!config.tls_ca.empty() || !config.tls_cert.empty())) {
+      (!config.tls.ca.empty() || !config.tls.cert.empty() ||
+       !config.tls.key.empty() || !config.tls.server_name.empty())) {
     return absl::InvalidArgumentError(
-        "--tls_ca/--tls_cert/--tls_key need --collector");
+        "--tls_ca/--tls_cert/--tls_key/--tls_server_name need --collector");
+  }
+  if (!config.collector.empty()) {
+    RETURN_IF_ERROR(client::LoadTls(config.tls).status());
   }
   absl::StatusOr<uint64_t> buffer = ParseByteSize(config.stream_buffer_size);
   if (!buffer.ok()) {
@@ -297,31 +285,16 @@ size_t StreamBufferReports(const AgentConfig& config) {
 absl::StatusOr<StreamClient::Options> StreamOptions(const AgentConfig& config) {
   StreamClient::Options options;
   // Validated by ValidateAgentConfig.
-  options.targets = *ParseCollectorList(config.collector);
+  options.targets = *client::ParseCollectorList(config.collector);
   options.first_target =
-      PreferredCollectorIndex(config.node, options.targets.size());
+      client::PreferredCollectorIndex(config.node, options.targets.size());
   options.node = config.node;
   options.agent_version = kVersion;
   options.interval = config.interval;
-  options.tls_ca_file = config.tls_ca;
-  options.tls_cert_file = config.tls_cert;
-  options.tls_key_file = config.tls_key;
-  options.tls_server_name = config.tls_server_name;
+  options.tls = config.tls;
   if (!config.ingest_token_file.empty()) {
-    absl::StatusOr<std::string> token =
-        ReadTokenFile("--ingest_token_file", config.ingest_token_file, 16);
-    if (!token.ok()) {
-      // The packages leave an empty token file until the admin copies the
-      // collector's in: say so where they will look.
-      return absl::Status(
-          token.status().code(),
-          absl::StrCat(token.status().message(),
-                       "; the collector's token (the packaged collector "
-                       "generates /etc/fabricdiag/ingest-token) belongs "
-                       "there, or pass --ingest_token_file= (empty) for a "
-                       "collector whose ingest is open"));
-    }
-    options.token = *std::move(token);
+    ASSIGN_OR_RETURN(options.token,
+                     client::ReadIngestToken(config.ingest_token_file));
   }
   options.buffer.max_reports = StreamBufferReports(config);
   options.buffer.max_bytes = *ParseByteSize(config.stream_buffer_size);

@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "client/tls.h"
 
 namespace fabricdiag::agent {
 
@@ -22,10 +23,8 @@ struct AgentConfig {
   std::string listen = "0.0.0.0:9810";
   std::string collector;  // HOST:PORT; Prometheus-only when empty
   bool once = false;
-  std::string tls_ca;
-  std::string tls_cert;
-  std::string tls_key;
-  std::string tls_server_name;
+  // --tls_ca, --tls_cert, --tls_key, --tls_server_name (client/tls.h).
+  client::TlsFlags tls;
   std::string ingest_token_file;  // the collector's --ingest_token_file
   std::string netdev_exclude;     // regex; see kDefaultNetdevExclude
   bool ethtool_per_queue = false;

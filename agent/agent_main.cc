@@ -6,6 +6,7 @@
 #include "absl/flags/parse.h"
 #include "absl/time/time.h"
 #include "agent/agent_app.h"
+#include "client/stream_flags.h"
 #include "common/program.h"
 
 ABSL_FLAG(std::string, node, "",
@@ -20,22 +21,8 @@ ABSL_FLAG(absl::Duration, interval, absl::Seconds(1),
           "of it on the wall clock");
 ABSL_FLAG(std::string, listen, "0.0.0.0:9810",
           "ADDR:PORT serving Prometheus /metrics");
-ABSL_FLAG(std::string, collector, "",
-          "HOST:PORT of the collector to stream to, or a comma-separated list "
-          "of a cluster's collectors: the agent starts with the one its "
-          "--node hashes to (FNV-1a 64 modulo the list size) and fails over "
-          "to the next when the stream ends; empty = Prometheus only");
 ABSL_FLAG(bool, once, false,
           "Read one snapshot, print it as JSON on stdout and exit");
-ABSL_FLAG(std::string, tls_ca, "", "CA certificate to trust for the collector");
-ABSL_FLAG(std::string, tls_cert, "", "Client certificate for mutual TLS");
-ABSL_FLAG(std::string, tls_key, "", "Client private key for mutual TLS");
-ABSL_FLAG(std::string, ingest_token_file, "",
-          "File holding the token the collector requires of agents "
-          "(its --ingest_token_file); must not be readable by others");
-ABSL_FLAG(std::string, tls_server_name, "",
-          "Name expected in the collector's certificate when it differs from "
-          "the host in --collector");
 ABSL_FLAG(std::string, netdev_exclude, "",
           "Regex of netdev names to skip (default: loopback, veth, docker, "
           "bridges, tunnels and other virtual interfaces)");
@@ -76,13 +63,13 @@ int main(int argc, char** argv) {
   config.ethtool_dir = absl::GetFlag(FLAGS_ethtool_dir);
   config.interval = absl::GetFlag(FLAGS_interval);
   config.listen = absl::GetFlag(FLAGS_listen);
-  config.collector = absl::GetFlag(FLAGS_collector);
   config.once = absl::GetFlag(FLAGS_once);
-  config.tls_ca = absl::GetFlag(FLAGS_tls_ca);
-  config.tls_cert = absl::GetFlag(FLAGS_tls_cert);
-  config.tls_key = absl::GetFlag(FLAGS_tls_key);
-  config.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
-  config.ingest_token_file = absl::GetFlag(FLAGS_ingest_token_file);
+  // --collector, --tls_*, --ingest_token_file: client/stream_flags.h.
+  const fabricdiag::client::StreamFlags stream =
+      fabricdiag::client::StreamFlagsFromCommandLine();
+  config.collector = stream.collector;
+  config.tls = stream.tls;
+  config.ingest_token_file = stream.ingest_token_file;
   config.netdev_exclude = absl::GetFlag(FLAGS_netdev_exclude);
   config.ethtool_per_queue = absl::GetFlag(FLAGS_ethtool_per_queue);
   config.sysfs_fd_cache = absl::GetFlag(FLAGS_sysfs_fd_cache);

@@ -14,8 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "agent/collector_list.h"
-#include "common/files.h"
+#include "client/collector_list.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
 #include "common/status_macros.h"
@@ -62,30 +61,7 @@ absl::Status CheckFields(const StreamClient::Options& o) {
   if (o.buffer.max_reports == 0 || o.buffer.max_bytes == 0) {
     return absl::InvalidArgumentError("report buffer limits must be >= 1");
   }
-  if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
-    return absl::InvalidArgumentError(
-        "TLS client certificate and key must be given together");
-  }
   return absl::OkStatus();
-}
-
-absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> LoadCredentials(
-    const StreamClient::Options& o) {
-  if (o.tls_ca_file.empty() && o.tls_cert_file.empty()) {
-    return grpc::InsecureChannelCredentials();
-  }
-  grpc::SslCredentialsOptions ssl;
-  if (!o.tls_ca_file.empty()) {
-    ASSIGN_OR_RETURN(ssl.pem_root_certs,
-                     ReadPemFile("--tls_ca", o.tls_ca_file, false));
-  }
-  if (!o.tls_cert_file.empty()) {
-    ASSIGN_OR_RETURN(ssl.pem_cert_chain,
-                     ReadPemFile("--tls_cert", o.tls_cert_file, false));
-    ASSIGN_OR_RETURN(ssl.pem_private_key,
-                     ReadPemFile("--tls_key", o.tls_key_file, true));
-  }
-  return grpc::SslCredentials(ssl);
 }
 
 std::string RandomBootId() {
@@ -98,24 +74,23 @@ std::string RandomBootId() {
 
 absl::Status StreamClient::Validate(const Options& options) {
   RETURN_IF_ERROR(CheckFields(options));
-  return LoadCredentials(options).status();
+  return client::LoadTls(options.tls).status();
 }
 
 absl::StatusOr<std::unique_ptr<StreamClient>> StreamClient::Create(
     Options options, const Clock& clock) {
   RETURN_IF_ERROR(CheckFields(options));
-  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials,
-                   LoadCredentials(options));
+  ASSIGN_OR_RETURN(client::TlsConfig tls, client::LoadTls(options.tls));
   return std::unique_ptr<StreamClient>(
-      new StreamClient(std::move(options), clock, std::move(credentials)));
+      new StreamClient(std::move(options), clock, std::move(tls)));
 }
 
-StreamClient::StreamClient(
-    Options options, const Clock& clock,
-    std::shared_ptr<grpc::ChannelCredentials> credentials)
+StreamClient::StreamClient(Options options, const Clock& clock,
+                           client::TlsConfig tls)
     : options_(std::move(options)),
       clock_(clock),
-      credentials_(std::move(credentials)),
+      tls_(std::move(tls)),
+      credentials_(client::ChannelCredentials(tls_)),
       boot_id_(options_.boot_id.empty() ? RandomBootId() : options_.boot_id),
       buffer_(options_.buffer) {
   stats_.target = options_.targets[options_.first_target];
@@ -228,8 +203,8 @@ void StreamClient::Run() {
       // Asked to go: the collector works, so this is no error, and the
       // pick spreads the agents it hands off over all the others.
       const std::string& from = options_.targets[current];
-      current = HandoffCollectorIndex(options_.node, current,
-                                      options_.targets.size());
+      current = client::HandoffCollectorIndex(options_.node, current,
+                                              options_.targets.size());
       stats_.target = options_.targets[current];
       ++stats_.handoffs;
       LogInfo(absl::StrCat("collector ", from, " handed this agent to ",
@@ -312,9 +287,7 @@ std::unique_ptr<v1::Ingest::Stub> StreamClient::NewStub(
   // A fresh channel per stream with its own subchannel, so that our backoff
   // (not a shared subchannel's) decides when to try again.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  if (!options_.tls_server_name.empty()) {
-    args.SetSslTargetNameOverride(options_.tls_server_name);
-  }
+  client::SetTlsChannelArguments(tls_, &args);
   // The stub keeps the channel alive.
   return v1::Ingest::NewStub(
       grpc::CreateCustomChannel(target, credentials_, args));

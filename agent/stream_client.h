@@ -32,9 +32,9 @@
 //
 //   StreamClient::Options opts;
 //   opts.targets = {"collector-0:9811", "collector-1:9811"};
-//   opts.first_target = PreferredCollectorIndex("gpu-003", 2);
+//   opts.first_target = client::PreferredCollectorIndex("gpu-003", 2);
 //   opts.node = "gpu-003";
-//   opts.tls_ca_file = "/etc/fabricdiag/ca.pem";
+//   opts.tls.ca = "/etc/fabricdiag/ca.pem";
 //   ASSIGN_OR_RETURN(std::unique_ptr<StreamClient> client,
 //                    StreamClient::Create(opts, clock));
 //   client->Start();
@@ -59,6 +59,7 @@
 #include "absl/time/time.h"
 #include "agent/report_buffer.h"
 #include "agent/report_encoder.h"
+#include "client/tls.h"
 #include "common/clock.h"
 #include "proto/ingest.grpc.pb.h"
 
@@ -74,14 +75,9 @@ class StreamClient {
     std::string node;                            // --node
     std::string agent_version;                   // reported in Hello
     absl::Duration interval = absl::Seconds(1);  // reported in Hello
-    // TLS is used when a CA or a client certificate is given. Without a CA,
-    // the system roots are trusted. cert and key go together (mutual TLS).
-    std::string tls_ca_file;
-    std::string tls_cert_file;
-    std::string tls_key_file;
-    // Expected name in the collector's certificate when it differs from the
-    // host in `target` (e.g. the collector is addressed by IP).
-    std::string tls_server_name;
+    // TLS files and the expected server name, under the rules of
+    // client/tls.h (TLS with a CA; a client certificate needs one).
+    client::TlsFlags tls;
     // Sent as `authorization: Bearer <token>` on every stream when not
     // empty (a collector started with --ingest_token_file needs it).
     std::string token;
@@ -117,7 +113,7 @@ class StreamClient {
 
   // Checks `options` without connecting: targets (non-empty, no empty
   // entry) and node set, first_target in range, backoff
-  // sane, TLS files readable PEM, cert and key given together.
+  // sane, and the TLS flags as client::LoadTls checks them.
   static absl::Status Validate(const Options& options);
 
   // Validates `options` and loads the TLS files (read once; rotating
@@ -146,8 +142,7 @@ class StreamClient {
   const std::string& boot_id() const { return boot_id_; }
 
  private:
-  StreamClient(Options options, const Clock& clock,
-               std::shared_ptr<grpc::ChannelCredentials> credentials);
+  StreamClient(Options options, const Clock& clock, client::TlsConfig tls);
 
   using IngestStream =
       grpc::ClientReaderWriter<v1::AgentMessage, v1::CollectorMessage>;
@@ -195,6 +190,7 @@ class StreamClient {
 
   const Options options_;
   const Clock& clock_;
+  const client::TlsConfig tls_;
   const std::shared_ptr<grpc::ChannelCredentials> credentials_;
   const std::string boot_id_;
   ReportBuffer buffer_;

@@ -134,7 +134,7 @@ std::string Usage() {
   }
   absl::StrAppend(
       &s, "\nflags may appear anywhere; the collector defaults to ",
-      kDefaultCollector,
+      client::kDefaultCollector,
       " (with a list, each command uses the first that answers)"
       ".\nexit status: 0 success, 1 the collector cannot be reached or "
       "failed, 2 invalid input.\n");
@@ -177,7 +177,8 @@ int RunCli(const std::vector<std::string>& args, const CliOptions& options,
   if (!spec->needs_collector) {
     return spec->run(nullptr, rest, options.command, env);
   }
-  absl::StatusOr<ClientConfig> config = LoadClientConfig(options.client);
+  absl::StatusOr<ClientConfig> config =
+      client::LoadClientConfig(options.client);
   if (!config.ok()) return ReportError(config.status(), env);
   std::shared_ptr<CollectorClient> client = make_client(*config);
   return spec->run(client.get(), rest, options.command, env);

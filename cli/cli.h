@@ -17,11 +17,14 @@
 #include <string>
 #include <vector>
 
-#include "cli/client_config.h"
-#include "cli/collector_api.h"
 #include "cli/commands.h"
+#include "client/client_config.h"
+#include "client/collector_api.h"
 
 namespace fabricdiag::cli {
+
+using ::fabricdiag::client::ClientConfig;
+using ::fabricdiag::client::ClientFlags;
 
 struct CliOptions {
   ClientFlags client;

@@ -23,10 +23,13 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "cli/collector_api.h"
+#include "client/collector_api.h"
 #include "common/clock.h"
 
 namespace fabricdiag::cli {
+
+// The collector as every command sees it (client/collector_api.h).
+using ::fabricdiag::client::CollectorClient;
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitCollector = 1;

@@ -19,24 +19,17 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "cli/cli.h"
-#include "cli/collector_client.h"
+#include "client/collector_client.h"
+#include "client/tls_flags.h"
 #include "common/clock.h"
 #include "common/program.h"
 #include "common/version.h"
 
-ABSL_FLAG(std::string, collector, fabricdiag::cli::kDefaultCollector,
+ABSL_FLAG(std::string, collector, fabricdiag::client::kDefaultCollector,
           "collector gRPC address, HOST:PORT, or a comma-separated list of a "
           "cluster's collectors: each command uses the first that answers");
 ABSL_FLAG(std::string, token_file, "",
           "file holding the bearer token for write commands");
-ABSL_FLAG(std::string, tls_ca, "",
-          "PEM CA certificate to verify the collector with (enables TLS)");
-ABSL_FLAG(std::string, tls_server_name, "",
-          "name expected in the collector's certificate (with --tls_ca)");
-ABSL_FLAG(std::string, tls_cert, "",
-          "PEM client certificate, for a collector that requires mutual TLS");
-ABSL_FLAG(std::string, tls_key, "",
-          "PEM private key of --tls_cert (mode 0600)");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(10),
           "deadline of each request (not of watch)");
 ABSL_FLAG(std::string, job, "", "findings, watch: only this job");
@@ -150,10 +143,8 @@ int main(int argc, char** argv) {
   fabricdiag::cli::CliOptions options;
   options.client.address = absl::GetFlag(FLAGS_collector);
   options.client.token_file = absl::GetFlag(FLAGS_token_file);
-  options.client.tls_ca = absl::GetFlag(FLAGS_tls_ca);
-  options.client.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
-  options.client.tls_cert = absl::GetFlag(FLAGS_tls_cert);
-  options.client.tls_key = absl::GetFlag(FLAGS_tls_key);
+  // --tls_ca, --tls_cert, --tls_key, --tls_server_name: client/tls_flags.h.
+  options.client.tls = fabricdiag::client::TlsFlagsFromCommandLine();
   options.client.timeout = absl::GetFlag(FLAGS_timeout);
   options.command.job = absl::GetFlag(FLAGS_job);
   options.command.kind = absl::GetFlag(FLAGS_kind);
@@ -193,7 +184,7 @@ int main(int argc, char** argv) {
       args, options,
       [](const fabricdiag::cli::ClientConfig& config) {
         std::shared_ptr<fabricdiag::cli::CollectorClient> client =
-            fabricdiag::cli::MakeCollectorClient(config);
+            fabricdiag::client::MakeCollectorClient(config);
         g_live->Set(client);
         return client;
       },

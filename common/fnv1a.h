@@ -1,6 +1,6 @@
 // FNV-1a, 64 bits: the stable hash that places nodes.
 //
-// Agents pick their collector by it (agent/collector_list.h), the gNMI
+// Agents pick their collector by it (client/collector_list.h), the gNMI
 // bridge its switches, and a cluster's analysis leader the agents it hands
 // off. It must give the same value in every process, on every machine and
 // in every version: std::hash and absl::Hash promise none of that.

@@ -12,10 +12,13 @@ namespace fabricdiag {
 namespace {
 
 // Our binaries define their flags in their main file (agent_main.cc,
-// cli/main.cc, ...); Abseil's default filter looks for a file named after
-// the program ("fabricdiag-agent.cc") and would list none.
+// cli/main.cc, ...) and in the shared flag blocks they link
+// (client/tls_flags.cc, client/stream_flags.cc); Abseil's default filter
+// looks for a file named after the program ("fabricdiag-agent.cc") and would
+// list none.
 bool IsMainFile(absl::string_view filename) {
-  return absl::EndsWith(filename, "main.cc");
+  return absl::EndsWith(filename, "main.cc") ||
+         absl::EndsWith(filename, "_flags.cc");
 }
 
 }  // namespace

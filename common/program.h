@@ -1,5 +1,6 @@
 // What every fabricdiag binary does before it reads its flags: the usage
-// line, `--help` listing the program's own flags (defined in its *main.cc),
+// line, `--help` listing the program's own flags (defined in its *main.cc
+// and the *_flags.cc flag blocks it links),
 // and `--version`.
 //
 //   int main(int argc, char** argv) {

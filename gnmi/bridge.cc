@@ -6,15 +6,15 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "agent/collector_list.h"
 #include "analysis/layout_parse.h"
+#include "client/collector_list.h"
 #include "common/log.h"
 
 namespace fabricdiag::gnmi {
 
 bool Shard::Contains(absl::string_view switch_name) const {
   return count <= 1 ||
-         agent::Fnv1a64(switch_name) % static_cast<uint64_t>(count) ==
+         client::Fnv1a64(switch_name) % static_cast<uint64_t>(count) ==
              static_cast<uint64_t>(index);
 }
 
@@ -76,7 +76,7 @@ std::unique_ptr<agent::StreamSink> Bridge::OpenStream(const std::string& node) {
   agent::StreamClient::Options o = options_.stream;
   o.node = node;
   o.interval = options_.interval;
-  o.first_target = agent::PreferredCollectorIndex(node, o.targets.size());
+  o.first_target = client::PreferredCollectorIndex(node, o.targets.size());
   o.boot_id.clear();  // random: a new boot of this switch's stream
   absl::StatusOr<std::unique_ptr<agent::StreamClient>> client =
       agent::StreamClient::Create(std::move(o), clock_);

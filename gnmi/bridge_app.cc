@@ -16,10 +16,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "agent/collector_list.h"
 #include "analysis/layout_parse.h"
-#include "cli/client_config.h"
-#include "cli/collector_client.h"
+#include "client/client_config.h"
+#include "client/collector_client.h"
+#include "client/collector_list.h"
+#include "client/tls.h"
+#include "client/token.h"
 #include "common/address_list.h"
 #include "common/byte_size.h"
 #include "common/clock.h"
@@ -84,17 +86,13 @@ absl::StatusOr<BridgeOptions> Options(const BridgeConfig& config) {
   o.session.idle_timeout = std::max(10 * config.interval, absl::Seconds(30));
   o.session.max_receive_bytes =
       static_cast<int>(*ParseByteSize(config.gnmi_max_message_size));
-  o.stream.targets = *agent::ParseCollectorList(config.collector);
+  o.stream.targets = *client::ParseCollectorList(config.collector);
   o.stream.agent_version = absl::StrCat("gnmi-bridge ", kVersion);
-  o.stream.tls_ca_file = config.tls_ca;
-  o.stream.tls_cert_file = config.tls_cert;
-  o.stream.tls_key_file = config.tls_key;
-  o.stream.tls_server_name = config.tls_server_name;
+  o.stream.tls = config.tls;
   o.stream.buffer.max_bytes = *ParseByteSize(config.stream_buffer_size);
   if (!config.ingest_token_file.empty()) {
-    ASSIGN_OR_RETURN(
-        o.stream.token,
-        ReadTokenFile("--ingest_token_file", config.ingest_token_file, 16));
+    ASSIGN_OR_RETURN(o.stream.token,
+                     client::ReadIngestToken(config.ingest_token_file));
   }
   return o;
 }
@@ -241,7 +239,7 @@ absl::Status ValidateBridgeConfig(const BridgeConfig& config) {
         "--collector is required: HOST:PORT of the collector (or a "
         "comma-separated list of a cluster's collectors)");
   }
-  RETURN_IF_ERROR(agent::ParseCollectorList(config.collector).status());
+  RETURN_IF_ERROR(client::ParseCollectorList(config.collector).status());
   RETURN_IF_ERROR(CheckDuration("interval", config.interval,
                                 absl::Milliseconds(100), absl::Hours(1)));
   RETURN_IF_ERROR(ParseShard(config.shard).status());
@@ -250,15 +248,9 @@ absl::Status ValidateBridgeConfig(const BridgeConfig& config) {
   RETURN_IF_ERROR(CheckDuration("gnmi_backoff_max", config.gnmi_backoff_max,
                                 absl::Seconds(1), absl::Hours(1)));
   RETURN_IF_ERROR(CheckHostPort("http_listen", config.http_listen, true));
-  RETURN_IF_ERROR(CheckReadable("tls_ca", config.tls_ca));
-  RETURN_IF_ERROR(CheckReadable("tls_cert", config.tls_cert));
-  RETURN_IF_ERROR(CheckReadable("tls_key", config.tls_key));
+  RETURN_IF_ERROR(client::LoadTls(config.tls).status());
   RETURN_IF_ERROR(CheckReadable("ingest_token_file", config.ingest_token_file));
   RETURN_IF_ERROR(CheckReadable("topology", config.topology_file));
-  if (config.tls_cert.empty() != config.tls_key.empty()) {
-    return absl::InvalidArgumentError(
-        "--tls_cert and --tls_key go together (mutual TLS)");
-  }
   RETURN_IF_ERROR(CheckSize("stream_buffer_size", config.stream_buffer_size,
                             kMinStreamBuffer, kMaxStreamBuffer));
   RETURN_IF_ERROR(CheckSize("gnmi_max_message_size",
@@ -276,16 +268,13 @@ int RunBridge(const BridgeConfig& config) {
         absl::StrCat("fabricdiag-gnmi-bridge: ", options.status().message()));
     return 1;
   }
-  cli::ClientFlags flags;
+  client::ClientFlags flags;
   flags.address = config.collector;
-  flags.tls_ca = config.tls_ca;
-  flags.tls_cert = config.tls_cert;
-  flags.tls_key = config.tls_key;
-  flags.tls_server_name = config.tls_server_name;
-  absl::StatusOr<cli::ClientConfig> client = cli::LoadClientConfig(flags);
-  if (!client.ok()) {
+  flags.tls = config.tls;
+  absl::StatusOr<client::ClientConfig> query = client::LoadClientConfig(flags);
+  if (!query.ok()) {
     LogError(
-        absl::StrCat("fabricdiag-gnmi-bridge: ", client.status().message()));
+        absl::StrCat("fabricdiag-gnmi-bridge: ", query.status().message()));
     return 1;
   }
 
@@ -298,7 +287,7 @@ int RunBridge(const BridgeConfig& config) {
   }
   TopologySource source;
   if (config.topology_file.empty()) {
-    source = [collector = cli::MakeCollectorClient(*client)] {
+    source = [collector = client::MakeCollectorClient(*query)] {
       return collector->GetTopology();
     };
   } else {

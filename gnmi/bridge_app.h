@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "client/tls.h"
 
 namespace fabricdiag::gnmi {
 
@@ -22,11 +23,8 @@ struct BridgeConfig {
   // `fabricdiag topology apply` takes it) instead of the collector.
   std::string topology_file;
   std::string http_listen = "0.0.0.0:9813";
-  // To the collector, spelled as the agent spells them.
-  std::string tls_ca;
-  std::string tls_cert;
-  std::string tls_key;
-  std::string tls_server_name;
+  // To the collector, under the rules every client keeps (client/tls.h).
+  client::TlsFlags tls;
   std::string ingest_token_file;
   // Per switch stream: reports the collector has not acknowledged.
   std::string stream_buffer_size = "16MiB";
@@ -37,8 +35,8 @@ struct BridgeConfig {
   std::string shard = "0/1";
 };
 
-// Checks every field; the message names the flag at fault. Reads no file
-// but checks that the named ones are readable.
+// Checks every field; the message names the flag at fault. Reads the TLS
+// files (client::LoadTls) and checks that the other named ones are readable.
 absl::Status ValidateBridgeConfig(const BridgeConfig& config);
 
 // Serves /metrics and /healthz, polls the topology (collector or file) and

@@ -7,14 +7,10 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/time/time.h"
+#include "client/stream_flags.h"
 #include "common/program.h"
 #include "gnmi/bridge_app.h"
 
-ABSL_FLAG(std::string, collector, "",
-          "HOST:PORT of the collector, or a comma-separated list of a "
-          "cluster's collectors (required): the topology is read from it and "
-          "each switch streams to the collector its name hashes to, failing "
-          "over to the next");
 ABSL_FLAG(absl::Duration, interval, absl::Seconds(1),
           "Report interval and gNMI SAMPLE interval of the counters (match "
           "the collector's --analysis_interval)");
@@ -27,17 +23,6 @@ ABSL_FLAG(std::string, topology, "",
           "from the collector");
 ABSL_FLAG(std::string, http_listen, "0.0.0.0:9813",
           "ADDR:PORT serving /metrics and /healthz");
-ABSL_FLAG(std::string, tls_ca, "", "CA certificate to trust for the collector");
-ABSL_FLAG(std::string, tls_cert, "",
-          "Client certificate for mutual TLS to the collector (its DNS "
-          "names must list every switch the bridge speaks for)");
-ABSL_FLAG(std::string, tls_key, "", "Client private key for mutual TLS");
-ABSL_FLAG(std::string, tls_server_name, "",
-          "Name expected in the collector's certificate when it differs from "
-          "the host in --collector");
-ABSL_FLAG(std::string, ingest_token_file, "",
-          "File holding the token the collector requires of agents (its "
-          "--ingest_token_file); must not be readable by others");
 ABSL_FLAG(std::string, stream_buffer_size, "16MiB",
           "Per switch: memory the reports the collector has not acknowledged "
           "may take (oldest dropped beyond it)");
@@ -65,16 +50,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   fabricdiag::gnmi::BridgeConfig config;
-  config.collector = absl::GetFlag(FLAGS_collector);
+  // --collector, --tls_*, --ingest_token_file: client/stream_flags.h.
+  const fabricdiag::client::StreamFlags stream =
+      fabricdiag::client::StreamFlagsFromCommandLine();
+  config.collector = stream.collector;
+  config.tls = stream.tls;
+  config.ingest_token_file = stream.ingest_token_file;
   config.interval = absl::GetFlag(FLAGS_interval);
   config.topology_refresh = absl::GetFlag(FLAGS_topology_refresh);
   config.topology_file = absl::GetFlag(FLAGS_topology);
   config.http_listen = absl::GetFlag(FLAGS_http_listen);
-  config.tls_ca = absl::GetFlag(FLAGS_tls_ca);
-  config.tls_cert = absl::GetFlag(FLAGS_tls_cert);
-  config.tls_key = absl::GetFlag(FLAGS_tls_key);
-  config.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
-  config.ingest_token_file = absl::GetFlag(FLAGS_ingest_token_file);
   config.stream_buffer_size = absl::GetFlag(FLAGS_stream_buffer_size);
   config.gnmi_backoff_max = absl::GetFlag(FLAGS_gnmi_backoff_max);
   config.gnmi_max_message_size = absl::GetFlag(FLAGS_gnmi_max_message_size);

@@ -19,7 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
-#include "agent/collector_list.h"
+#include "client/collector_list.h"
 #include "common/clock.h"
 #include "common/names.h"
 #include "common/program.h"
@@ -90,7 +90,7 @@ namespace {
 int VirtualAgents(int agents) {
   fabricdiag::sim::VirtualAgentsOptions o;
   absl::StatusOr<std::vector<std::string>> targets =
-      fabricdiag::agent::ParseCollectorList(absl::GetFlag(FLAGS_collector));
+      fabricdiag::client::ParseCollectorList(absl::GetFlag(FLAGS_collector));
   if (!targets.ok()) {
     std::cerr << "fabricdiag-sim: " << targets.status().message() << "\n";
     return 2;

@@ -14,7 +14,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "agent/collector_list.h"
+#include "client/collector_list.h"
 #include "proto/ingest.grpc.pb.h"
 #include "sim/virtual_node.h"
 
@@ -79,7 +79,7 @@ class VirtualAgent;
 
 // One call of one agent: Hello, Inventory, Schema, then reports. A
 // collector's Handoff ends it and the agent starts another call to the
-// collector the real agent would pick (agent/collector_list.h).
+// collector the real agent would pick (client/collector_list.h).
 class AgentCall final
     : public grpc::ClientBidiReactor<v1::AgentMessage, v1::CollectorMessage> {
  public:
@@ -122,7 +122,7 @@ class VirtualAgent {
                                        absl::Uniform<uint64_t>(gen)));
     hello->set_interval_ms(static_cast<uint32_t>(
         absl::ToInt64Milliseconds(shared->options.interval)));
-    target_ = agent::PreferredCollectorIndex(hello->node(), stubs_.size());
+    target_ = client::PreferredCollectorIndex(hello->node(), stubs_.size());
     std::lock_guard<std::mutex> lock(mu_);
     StartCallLocked();
   }
@@ -220,8 +220,8 @@ class VirtualAgent {
       std::lock_guard<std::mutex> lock(mu_);
       if (call->handed_off_ && !cancelled_ && stubs_.size() > 1) {
         shared_->handoffs.fetch_add(1, std::memory_order_relaxed);
-        target_ = agent::HandoffCollectorIndex(hello_.hello().node(), target_,
-                                               stubs_.size());
+        target_ = client::HandoffCollectorIndex(hello_.hello().node(), target_,
+                                                stubs_.size());
         // Unacknowledged reports go again, in order, before new ones.
         for (auto it = in_flight_.rbegin(); it != in_flight_.rend(); ++it) {
           replay_.push_front(it->first);

@@ -39,7 +39,7 @@ namespace fabricdiag::sim {
 struct VirtualAgentsOptions {
   // The collectors (HOST:PORT). Each agent starts at the one its node name
   // picks and follows Handoffs as the real agent does
-  // (agent/collector_list.h); any other end of its stream ends the agent.
+  // (client/collector_list.h); any other end of its stream ends the agent.
   std::vector<std::string> targets;
   int nodes = 100;
   int nics = 8;

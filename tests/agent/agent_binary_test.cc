@@ -254,6 +254,14 @@ TEST(AgentBinaryTest, InvalidFlagsExitTwoNamingTheFlag) {
       {{"--collector=h:1", "--tls_cert=/etc/hostname"},
        "--tls_cert and --tls_key"},
       {{"--collector=h:1", "--tls_ca=/nonexistent/ca.pem"}, "--tls_ca"},
+      // A client certificate needs a CA to verify the collector with (as in
+      // every client: docs/client-tls.md).
+      {{"--collector=h:1", "--tls_cert=/etc/hostname",
+        "--tls_key=/etc/hostname"},
+       "--tls_cert: needs --tls_ca"},
+      {{"--collector=h:1", "--tls_server_name=c.example"},
+       "--tls_server_name: needs --tls_ca"},
+      {{"--tls_ca=/etc/hostname"}, "need --collector"},
       {{"--netdev_exclude=([unclosed"}, "--netdev_exclude"},
       {{"--sysfs_fd_cache=sometimes"}, "--sysfs_fd_cache"},
       {{"--stream_buffer_size=lots"}, "--stream_buffer_size: "},

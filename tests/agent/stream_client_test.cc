@@ -18,7 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "agent/collector_list.h"
+#include "client/collector_list.h"
 #include "common/clock.h"
 #include "tests/agent/fake_ingest_server.h"
 #include "tests/testing/eventually.h"
@@ -131,12 +131,12 @@ TEST_F(StreamClientTest, ValidateRejectsUnusableOptions) {
   EXPECT_FALSE(StreamClient::Validate(bad_backoff).ok());
 
   StreamClient::Options cert_only = o;
-  cert_only.tls_cert_file = "/etc/hostname";
+  cert_only.tls.cert = "/etc/hostname";
   EXPECT_THAT(std::string(StreamClient::Validate(cert_only).message()),
               HasSubstr("together"));
 
   StreamClient::Options missing_ca = o;
-  missing_ca.tls_ca_file = "/nonexistent/ca.pem";
+  missing_ca.tls.ca = "/nonexistent/ca.pem";
   absl::Status s = StreamClient::Validate(missing_ca);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("/nonexistent/ca.pem"));
@@ -151,16 +151,16 @@ TEST_F(StreamClientTest, ValidateRejectsFilesThatAreNotPem) {
   StreamClient::Options o;
   o.targets = {"collector:9811"};
   o.node = kNode;
-  o.tls_ca_file = text;
+  o.tls.ca = text;
   EXPECT_THAT(std::string(StreamClient::Validate(o).message()),
               HasSubstr("not in PEM format"));
   // Hostile: an endless file must not be read into memory.
-  o.tls_ca_file = "/dev/zero";
+  o.tls.ca = "/dev/zero";
   EXPECT_THAT(std::string(StreamClient::Validate(o).message()),
               HasSubstr("/dev/zero is not a regular file"));
   const std::string big = dir + "/big.pem";
   std::ofstream(big) << "-----BEGIN " << std::string(2 << 20, 'a');
-  o.tls_ca_file = big;
+  o.tls.ca = big;
   EXPECT_THAT(std::string(StreamClient::Validate(o).message()),
               HasSubstr("larger than 1048576 bytes"));
   std::filesystem::remove(big);
@@ -296,7 +296,7 @@ TEST_F(StreamClientTest, AHandoffMovesToThePickAmongTheOthersAndReplays) {
   std::string node;
   for (int i = 0; i < 1000 && node.empty(); ++i) {
     const std::string name = absl::StrCat("gpu-", i);
-    if (HandoffCollectorIndex(name, 0, 3) == 2) node = name;
+    if (client::HandoffCollectorIndex(name, 0, 3) == 2) node = name;
   }
   ASSERT_FALSE(node.empty()) << "no node is handed past the next collector";
   o.node = node;
@@ -635,8 +635,8 @@ class StreamClientTlsTest : public StreamClientTest {
 
   StreamClient::Options TlsOptions() const {
     StreamClient::Options o = BaseOptions();
-    o.tls_ca_file = pki_.path("ca.pem");
-    o.tls_server_name = "localhost";
+    o.tls.ca = pki_.path("ca.pem");
+    o.tls.server_name = "localhost";
     return o;
   }
 
@@ -645,8 +645,8 @@ class StreamClientTlsTest : public StreamClientTest {
 
 TEST_F(StreamClientTlsTest, MutualTlsDeliversReports) {
   StreamClient::Options o = TlsOptions();
-  o.tls_cert_file = pki_.path("client.pem");
-  o.tls_key_file = pki_.path("client.key");
+  o.tls.cert = pki_.path("client.pem");
+  o.tls.key = pki_.path("client.key");
   auto client = MakeClient(o);
   ASSERT_NE(client, nullptr);
   client->Start();

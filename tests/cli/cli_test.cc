@@ -7,18 +7,18 @@
 #include <cstdlib>
 #include <string>
 
-#include "cli/client_config.h"
 #include "cli/text_output.h"
+#include "client/client_config.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/cli/fake_collector_client.h"
 #include "tests/cli/test_env.h"
+#include "tests/client/fake_collector_client.h"
 
 namespace fabricdiag::cli {
 namespace {
 
+using client::testing::FakeCollectorClient;
 using ::testing::AllOf;
-using testing::FakeCollectorClient;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using testing::TestEnv;
@@ -161,26 +161,26 @@ TEST_F(RunCliTest, BadAddressTimeoutAndCaAreInvalidInput) {
   cases[2].message = "is not HOST:PORT";
   cases[3].flags.timeout = absl::ZeroDuration();
   cases[3].message = "--timeout: must be positive";
-  cases[4].flags.tls_ca = WriteTempFile("ca.pem", "not a certificate");
-  cases[4].message = "--tls_ca: ";
-  cases[5].flags.tls_server_name = "collector.example";
+  cases[4].flags.tls.ca = WriteTempFile("ca.pem", "not a certificate");
+  cases[4].message = "--tls_ca=";
+  cases[5].flags.tls.server_name = "collector.example";
   cases[5].message = "--tls_server_name: needs --tls_ca";
   const std::string pem = "-----BEGIN CERTIFICATE-----\nx\n";
-  cases[6].flags.tls_ca = WriteTempFile("ca2.pem", pem);
-  cases[6].flags.tls_cert = WriteTempFile("cert.pem", pem);
+  cases[6].flags.tls.ca = WriteTempFile("ca2.pem", pem);
+  cases[6].flags.tls.cert = WriteTempFile("cert.pem", pem);
   cases[6].message = "--tls_key: --tls_cert and --tls_key go together";
-  cases[7].flags.tls_cert = cases[6].flags.tls_cert;
-  cases[7].flags.tls_key = WriteTempFile("key.pem", pem);
+  cases[7].flags.tls.cert = cases[6].flags.tls.cert;
+  cases[7].flags.tls.key = WriteTempFile("key.pem", pem);
   cases[7].message = "--tls_cert: needs --tls_ca";
   // A private key others can read is refused, with the fix.
-  cases[8].flags.tls_ca = cases[6].flags.tls_ca;
-  cases[8].flags.tls_cert = cases[6].flags.tls_cert;
-  cases[8].flags.tls_key = WriteTempFile("open-key.pem", pem);
-  chmod(cases[8].flags.tls_key.c_str(), 0644);
+  cases[8].flags.tls.ca = cases[6].flags.tls.ca;
+  cases[8].flags.tls.cert = cases[6].flags.tls.cert;
+  cases[8].flags.tls.key = WriteTempFile("open-key.pem", pem);
+  chmod(cases[8].flags.tls.key.c_str(), 0644);
   cases[8].message = "chmod 600";
-  cases[9].flags.tls_ca = cases[6].flags.tls_ca;
-  cases[9].flags.tls_cert = WriteTempFile("cert2.pem", "not pem");
-  cases[9].flags.tls_key = cases[7].flags.tls_key;
+  cases[9].flags.tls.ca = cases[6].flags.tls.ca;
+  cases[9].flags.tls.cert = WriteTempFile("cert2.pem", "not pem");
+  cases[9].flags.tls.key = cases[7].flags.tls.key;
   cases[9].message = "--tls_cert=";
   for (const Case& c : cases) {
     TestEnv local;

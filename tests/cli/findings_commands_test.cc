@@ -9,15 +9,15 @@
 #include "cli/commands.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/cli/fake_collector_client.h"
 #include "tests/cli/test_env.h"
+#include "tests/client/fake_collector_client.h"
 
 namespace fabricdiag::cli {
 namespace {
 
+using client::testing::FakeCollectorClient;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
-using testing::FakeCollectorClient;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using testing::kExampleUnixSeconds;

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "agent/collector_list.h"
+#include "client/collector_list.h"
 #include "common/clock.h"
 #include "common/fnv1a.h"
 
@@ -52,7 +52,7 @@ TEST(LeaderHandoffTest, TheShareIsOneNodeInKShareWhateverItsCollector) {
     if (LeaderHandoff::InShare(node)) {
       ++in;
       ++in_by_collector[collector];
-      ++moved_to[collector][agent::HandoffCollectorIndex(node, collector, 3)];
+      ++moved_to[collector][client::HandoffCollectorIndex(node, collector, 3)];
     }
   }
   const double share = 1.0 / LeaderHandoff::kShare;

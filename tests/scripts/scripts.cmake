@@ -12,3 +12,13 @@ if(Python3_Interpreter_FOUND AND FABRICDIAG_CLANG_TIDY)
 else()
   message(WARNING "fabricdiag: python3 or clang-tidy not found; clang_tidy_cached is not registered")
 endif()
+
+# scripts/check_includes.py: the include rules between folders hold, and a
+# forbidden include fails. Needs python3 only.
+if(Python3_Interpreter_FOUND)
+  add_test(NAME check_includes
+    COMMAND ${Python3_EXECUTABLE}
+            ${CMAKE_CURRENT_LIST_DIR}/check_includes_test.py
+            --source_dir=${PROJECT_SOURCE_DIR})
+  set_tests_properties(check_includes PROPERTIES TIMEOUT 60 LABELS unit)
+endif()

@@ -23,7 +23,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "agent/collector_list.h"
+#include "client/collector_list.h"
 #include "collector/ingest/ingest_service.h"
 #include "collector/ingest/server.h"
 #include "collector/runner/fabric_view_builder.h"
@@ -210,7 +210,7 @@ TEST(VirtualAgentsTest, FollowHandoffsAndLoseNothing) {
     // counted by both: a set).
     EXPECT_EQ(*all.begin(), 1u) << node;
     EXPECT_EQ(*all.rbegin(), all.size()) << node;
-    const bool started_first = agent::PreferredCollectorIndex(node, 2) == 0;
+    const bool started_first = client::PreferredCollectorIndex(node, 2) == 0;
     if (i % 2 == 1 && started_first) {
       ++moved;
       EXPECT_FALSE(a.empty()) << node;  // before the flip

@@ -19,7 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "agent/collector_list.h"
+#include "client/collector_list.h"
 #include "cluster/jetstream_declared_state.h"
 #include "cluster/leader_handoff.h"
 #include "cluster/nats_connection.h"
@@ -365,7 +365,7 @@ TEST_F(CollectorClusterTest, TheLeaderHandsItsShareOfAgentsToTheOthers) {
   int expected = 0;
   for (int i = 0; i < kAgents; ++i) {
     const std::string node = absl::StrFormat("hv-%05d", i);
-    if (agent::PreferredCollectorIndex(node, c.size()) == leader &&
+    if (client::PreferredCollectorIndex(node, c.size()) == leader &&
         cluster::LeaderHandoff::InShare(node)) {
       ++expected;
     }

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "common/version.h"
 #include "gmock/gmock.h"
@@ -23,6 +24,9 @@ struct Binary {
   const char* program;  // as --version names it
   const char* path;
   const char* main_source;  // relative to the source tree
+  // The shared flag blocks it links (client/*_flags.cc), whose flags are
+  // its own too.
+  std::vector<std::string> flag_blocks;
 };
 
 void PrintTo(const Binary& b, std::ostream* os) { *os << b.program; }
@@ -47,7 +51,12 @@ class HelpTest : public ::testing::TestWithParam<Binary> {};
 
 TEST_P(HelpTest, HelpListsEveryFlag) {
   const Binary& b = GetParam();
-  const std::set<std::string> flags = FlagsDefinedIn(b.main_source);
+  std::set<std::string> flags = FlagsDefinedIn(b.main_source);
+  for (const std::string& block : b.flag_blocks) {
+    const std::set<std::string> shared = FlagsDefinedIn(block);
+    EXPECT_FALSE(shared.empty()) << "no flags parsed from " << block;
+    flags.insert(shared.begin(), shared.end());
+  }
   ASSERT_GE(flags.size(), 4u) << "no flags parsed from " << b.main_source;
   RunResult r = RunCommand({b.path, "--help"});
   // Abseil's --help exits 1 after printing; the CLI's own help exits 0.
@@ -69,14 +78,23 @@ TEST_P(HelpTest, VersionIsTheProjectVersion) {
 INSTANTIATE_TEST_SUITE_P(
     AllBinaries, HelpTest,
     ::testing::Values(
-        Binary{"fabricdiag-agent", FABRICDIAG_AGENT_BINARY,
-               "agent/agent_main.cc"},
-        Binary{"fabricdiag-collector", FABRICDIAG_COLLECTOR_BINARY,
-               "server/collector_main.cc"},
-        Binary{"fabricdiag-sim", FABRICDIAG_SIM_BINARY, "sim/sim_main.cc"},
-        Binary{"fabricdiag", FABRICDIAG_CLI_BINARY, "cli/main.cc"},
-        Binary{"fabricdiag-gnmi-bridge", FABRICDIAG_GNMI_BRIDGE_BINARY,
-               "gnmi/bridge_main.cc"}),
+        Binary{"fabricdiag-agent",
+               FABRICDIAG_AGENT_BINARY,
+               "agent/agent_main.cc",
+               {"client/stream_flags.cc", "client/tls_flags.cc"}},
+        Binary{"fabricdiag-collector",
+               FABRICDIAG_COLLECTOR_BINARY,
+               "server/collector_main.cc",
+               {}},
+        Binary{"fabricdiag-sim", FABRICDIAG_SIM_BINARY, "sim/sim_main.cc", {}},
+        Binary{"fabricdiag",
+               FABRICDIAG_CLI_BINARY,
+               "cli/main.cc",
+               {"client/tls_flags.cc"}},
+        Binary{"fabricdiag-gnmi-bridge",
+               FABRICDIAG_GNMI_BRIDGE_BINARY,
+               "gnmi/bridge_main.cc",
+               {"client/stream_flags.cc", "client/tls_flags.cc"}}),
     [](const ::testing::TestParamInfo<Binary>& param_info) {
       std::string name = param_info.param.program;
       for (char& c : name) {

@@ -1,4 +1,4 @@
-#include "cli/failover_client.h"
+#include "client/failover_client.h"
 
 #include <optional>
 #include <utility>
@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-namespace fabricdiag::cli {
+namespace fabricdiag::client {
 
 bool IsConnectionFailure(const absl::Status& status) {
   return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status);
@@ -144,4 +144,4 @@ void FailoverCollectorClient::CancelWatch() {
   }
 }
 
-}  // namespace fabricdiag::cli
+}  // namespace fabricdiag::client

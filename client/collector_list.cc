@@ -1,9 +1,9 @@
-#include "agent/collector_list.h"
+#include "client/collector_list.h"
 
 #include "common/address_list.h"
 #include "common/status_macros.h"
 
-namespace fabricdiag::agent {
+namespace fabricdiag::client {
 
 absl::StatusOr<std::vector<std::string>> ParseCollectorList(
     absl::string_view value) {
@@ -30,4 +30,4 @@ size_t HandoffCollectorIndex(absl::string_view node, size_t current,
   return (current % count + step) % count;
 }
 
-}  // namespace fabricdiag::agent
+}  // namespace fabricdiag::client

@@ -1,8 +1,5 @@
-#include "cli/client_config.h"
+#include "client/client_config.h"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <string>
 
 #include "absl/status/status.h"
@@ -11,30 +8,16 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "client/tls.h"
+#include "client/token.h"
 #include "common/address_list.h"
-#include "common/files.h"
 #include "common/status_macros.h"
 
-namespace fabricdiag::cli {
+namespace fabricdiag::client {
 namespace {
 
 absl::Status FlagError(absl::string_view flag, absl::string_view message) {
   return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", message));
-}
-
-// Reads a small file a flag names; every error is invalid input (exit 2)
-// and names the flag. A secret (the token) must not be readable by others.
-absl::StatusOr<std::string> ReadFlagFile(absl::string_view flag,
-                                         const std::string& path, bool secret) {
-  const std::string what = absl::StrCat("--", flag);
-  absl::StatusOr<std::string> data =
-      secret ? ReadSecretFile(what, path, kMaxCredentialFileBytes)
-             : ReadFileCapped(path, kMaxCredentialFileBytes);
-  if (data.ok()) return data;
-  const std::string message(data.status().message());
-  return absl::InvalidArgumentError(absl::StartsWith(message, what)
-                                        ? message
-                                        : absl::StrCat(what, ": ", message));
 }
 
 absl::Status CheckAddress(absl::string_view address) {
@@ -81,40 +64,13 @@ absl::StatusOr<ClientConfig> LoadClientConfig(const ClientFlags& flags) {
   config.address = addresses.front();
   config.addresses = std::move(addresses);
   config.timeout = flags.timeout;
-  config.tls_server_name = flags.tls_server_name;
   if (!flags.token_file.empty()) {
     // The collector decides how long a token must be.
-    absl::StatusOr<std::string> token =
-        ReadTokenFile("--token_file", flags.token_file, 1);
-    if (!token.ok())
-      return absl::InvalidArgumentError(token.status().message());
-    config.token = *std::move(token);
+    ASSIGN_OR_RETURN(config.token,
+                     ReadApiToken("token_file", flags.token_file));
   }
-  if (!flags.tls_ca.empty()) {
-    ASSIGN_OR_RETURN(config.tls_ca_pem,
-                     ReadFlagFile("tls_ca", flags.tls_ca, false));
-    if (!absl::StrContains(config.tls_ca_pem, "-----BEGIN CERTIFICATE-----")) {
-      return FlagError("tls_ca",
-                       absl::StrCat(flags.tls_ca, " holds no PEM certificate"));
-    }
-  } else if (!flags.tls_server_name.empty()) {
-    return FlagError("tls_server_name",
-                     "needs --tls_ca (TLS is off without it)");
-  }
-  if (flags.tls_cert.empty() != flags.tls_key.empty()) {
-    return FlagError(flags.tls_cert.empty() ? "tls_cert" : "tls_key",
-                     "--tls_cert and --tls_key go together");
-  }
-  if (!flags.tls_cert.empty()) {
-    if (flags.tls_ca.empty()) {
-      return FlagError("tls_cert", "needs --tls_ca (TLS is off without it)");
-    }
-    ASSIGN_OR_RETURN(config.tls_cert_pem,
-                     ReadPemFile("--tls_cert", flags.tls_cert, false));
-    ASSIGN_OR_RETURN(config.tls_key_pem,
-                     ReadPemFile("--tls_key", flags.tls_key, true));
-  }
+  ASSIGN_OR_RETURN(config.tls, LoadTls(flags.tls));
   return config;
 }
 
-}  // namespace fabricdiag::cli
+}  // namespace fabricdiag::client

@@ -1,4 +1,4 @@
-#include "cli/collector_client.h"
+#include "client/collector_client.h"
 
 #include <chrono>
 #include <utility>
@@ -6,10 +6,11 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "cli/failover_client.h"
+#include "client/failover_client.h"
+#include "client/tls.h"
 #include "common/grpc_status.h"
 
-namespace fabricdiag::cli {
+namespace fabricdiag::client {
 namespace {
 
 // Layouts of 100,000 ranks and long finding lists exceed gRPC's 4 MiB
@@ -145,20 +146,9 @@ GrpcCollectorClient::GrpcCollectorClient(const ClientConfig& config)
     : config_(config) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxReceiveBytes);
-  std::shared_ptr<grpc::ChannelCredentials> credentials;
-  if (config_.tls_ca_pem.empty()) {
-    credentials = grpc::InsecureChannelCredentials();
-  } else {
-    grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = config_.tls_ca_pem;
-    ssl.pem_cert_chain = config_.tls_cert_pem;
-    ssl.pem_private_key = config_.tls_key_pem;
-    credentials = grpc::SslCredentials(ssl);
-    if (!config_.tls_server_name.empty()) {
-      args.SetSslTargetNameOverride(config_.tls_server_name);
-    }
-  }
-  channel_ = grpc::CreateCustomChannel(config_.address, credentials, args);
+  SetTlsChannelArguments(config_.tls, &args);
+  channel_ = grpc::CreateCustomChannel(config_.address,
+                                       ChannelCredentials(config_.tls), args);
   stub_ = v1::Collector::NewStub(channel_);
 }
 
@@ -326,4 +316,4 @@ void GrpcCollectorClient::CancelWatch() {
   if (watch_context_ != nullptr) watch_context_->TryCancel();
 }
 
-}  // namespace fabricdiag::cli
+}  // namespace fabricdiag::client

@@ -1,4 +1,4 @@
-#include "cli/failover_client.h"
+#include "client/failover_client.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,14 +8,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "cli/client_config.h"
-#include "tests/cli/fake_collector_client.h"
+#include "client/client_config.h"
+#include "tests/client/fake_collector_client.h"
 
-namespace fabricdiag::cli {
+namespace fabricdiag::client {
 namespace {
 
+using ::fabricdiag::client::testing::FakeCollectorClient;
 using ::testing::ElementsAre;
-using testing::FakeCollectorClient;
 using ::testing::HasSubstr;
 
 class FailoverClientTest : public ::testing::Test {
@@ -189,4 +189,4 @@ TEST(ClientConfigListTest, RefusesBadListsNamingTheEntry) {
 }
 
 }  // namespace
-}  // namespace fabricdiag::cli
+}  // namespace fabricdiag::client

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "absl/synchronization/notification.h"
-#include "cli/collector_api.h"
+#include "client/collector_api.h"
 
-namespace fabricdiag::cli::testing {
+namespace fabricdiag::client::testing {
 
 class FakeCollectorClient final : public CollectorClient {
  public:
@@ -79,4 +79,4 @@ class FakeCollectorClient final : public CollectorClient {
   std::string address_ = "fake:9811";
 };
 
-}  // namespace fabricdiag::cli::testing
+}  // namespace fabricdiag::client::testing

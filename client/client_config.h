@@ -1,5 +1,6 @@
-// How to reach the collector: address (or a list of them, tried in order;
-// see failover_client.h), TLS and token, loaded from the global flags. Files
+// How the CLI and the gNMI bridge's topology reader reach the collector's
+// query service: address (or a list of them, tried in order; see
+// failover_client.h), TLS (client/tls.h) and token, loaded from flags. Files
 // are read here, before any RPC, so that a missing token or CA file is reported
 // as invalid input (exit 2) naming the flag, not as a collector failure.
 //
@@ -17,8 +18,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "client/tls.h"
 
-namespace fabricdiag::cli {
+namespace fabricdiag::client {
 
 inline constexpr char kDefaultCollector[] = "127.0.0.1:9811";
 
@@ -27,11 +29,8 @@ struct ClientFlags {
   // --collector: HOST:PORT, a gRPC target URI, or a comma-separated list of
   // them.
   std::string address = kDefaultCollector;
-  std::string token_file;       // empty: no token
-  std::string tls_ca;           // empty: plaintext
-  std::string tls_server_name;  // empty: the host part of the address
-  std::string tls_cert;         // client certificate for mutual TLS
-  std::string tls_key;          // and its key (mode 0600)
+  std::string token_file;  // empty: no token
+  TlsFlags tls;            // --tls_ca, --tls_cert, --tls_key, ...
   absl::Duration timeout = absl::Seconds(10);
 };
 
@@ -42,23 +41,16 @@ struct ClientConfig {
   std::string address = kDefaultCollector;
   // Every address of --collector, in the order given (at least one).
   std::vector<std::string> addresses = {kDefaultCollector};
-  std::string token;       // empty: no authorization metadata
-  std::string tls_ca_pem;  // empty: plaintext
-  std::string tls_server_name;
-  std::string tls_cert_pem;  // empty: no client certificate
-  std::string tls_key_pem;
+  std::string token;  // empty: no authorization metadata
+  TlsConfig tls;      // plaintext unless enabled()
   absl::Duration timeout = absl::Seconds(10);
 };
-
-// Largest token or CA file read; anything bigger is not a token or a CA.
-inline constexpr size_t kMaxCredentialFileBytes = 1 << 20;
 
 // InvalidArgument naming the flag for: an empty or malformed address (or
 // list entry, or an address listed twice), a
 // non-positive timeout, an unreadable/empty/oversized token file, a token
-// with characters that cannot go into an HTTP/2 header, an unreadable or
-// empty CA file, a client certificate without its key (or either without
-// --tls_ca), a key readable by others.
+// with characters that cannot go into an HTTP/2 header, and every TLS error
+// of LoadTls (client/tls.h).
 absl::StatusOr<ClientConfig> LoadClientConfig(const ClientFlags& flags);
 
-}  // namespace fabricdiag::cli
+}  // namespace fabricdiag::client

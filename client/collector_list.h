@@ -27,7 +27,7 @@
 #include "absl/strings/string_view.h"
 #include "common/fnv1a.h"
 
-namespace fabricdiag::agent {
+namespace fabricdiag::client {
 
 // The value of --collector as a list of HOST:PORT entries (see
 // SplitAddressList in common/address_list.h for the list rules).
@@ -52,4 +52,4 @@ size_t PreferredCollectorIndex(absl::string_view node, size_t count);
 size_t HandoffCollectorIndex(absl::string_view node, size_t current,
                              size_t count);
 
-}  // namespace fabricdiag::agent
+}  // namespace fabricdiag::client

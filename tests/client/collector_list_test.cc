@@ -1,9 +1,9 @@
-#include "agent/collector_list.h"
+#include "client/collector_list.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-namespace fabricdiag::agent {
+namespace fabricdiag::client {
 namespace {
 
 using ::testing::ElementsAre;
@@ -114,4 +114,4 @@ TEST(HandoffCollectorIndexTest, TheAgentsOfOneCollectorSpreadOverBothOthers) {
 }
 
 }  // namespace
-}  // namespace fabricdiag::agent
+}  // namespace fabricdiag::client

@@ -1,6 +1,6 @@
-// The collector as the CLI sees it: one method per ops RPC of
-// proto/collector.proto, without gRPC types, so that every command can be
-// unit-tested against an in-memory fake.
+// The collector as its clients (the CLI, the gNMI bridge) see it: one method
+// per ops RPC of proto/collector.proto, without gRPC types, so that every
+// command can be unit-tested against an in-memory fake.
 //
 // Errors are absl::Status with the canonical code of the RPC and a message
 // that already names the collector's address and says why, ready to print:
@@ -22,7 +22,7 @@
 #include "proto/collector.pb.h"
 #include "proto/layout.pb.h"
 
-namespace fabricdiag::cli {
+namespace fabricdiag::client {
 
 class CollectorClient {
  public:
@@ -63,4 +63,4 @@ class CollectorClient {
   virtual void CancelWatch() = 0;
 };
 
-}  // namespace fabricdiag::cli
+}  // namespace fabricdiag::client

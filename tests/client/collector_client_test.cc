@@ -1,11 +1,11 @@
-#include "cli/collector_client.h"
+#include "client/collector_client.h"
 
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace fabricdiag::cli {
+namespace fabricdiag::client {
 namespace {
 
 using ::testing::Eq;
@@ -44,4 +44,4 @@ TEST(DescribeRpcErrorTest, AnUnavailableClusterIsTheCollectorsAnswer) {
 }
 
 }  // namespace
-}  // namespace fabricdiag::cli
+}  // namespace fabricdiag::client

@@ -25,11 +25,11 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "cli/client_config.h"
-#include "cli/collector_api.h"
+#include "client/client_config.h"
+#include "client/collector_api.h"
 #include "proto/collector.grpc.pb.h"
 
-namespace fabricdiag::cli {
+namespace fabricdiag::client {
 
 // Turns a failed RPC into an absl::Status with the same code and a message
 // for humans that names `address`:
@@ -87,4 +87,4 @@ class GrpcCollectorClient final : public CollectorClient {
   grpc::ClientContext* watch_context_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
-}  // namespace fabricdiag::cli
+}  // namespace fabricdiag::client

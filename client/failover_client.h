@@ -35,9 +35,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "cli/collector_api.h"
+#include "client/collector_api.h"
 
-namespace fabricdiag::cli {
+namespace fabricdiag::client {
 
 // True for the failures after which another collector is worth asking:
 // UNAVAILABLE and DEADLINE_EXCEEDED.
@@ -85,4 +85,4 @@ class FailoverCollectorClient final : public CollectorClient {
   size_t answered_ ABSL_GUARDED_BY(mu_) = 0;  // index into members_
 };
 
-}  // namespace fabricdiag::cli
+}  // namespace fabricdiag::client

@@ -1,9 +1,9 @@
-#include "tests/cli/fake_collector_client.h"
+#include "tests/client/fake_collector_client.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 
-namespace fabricdiag::cli::testing {
+namespace fabricdiag::client::testing {
 
 absl::StatusOr<v1::ApplyLayoutResponse> FakeCollectorClient::ApplyLayout(
     const v1::Layout& layout) {
@@ -108,4 +108,4 @@ absl::Status FakeCollectorClient::WatchFindings(
   return session.end;
 }
 
-}  // namespace fabricdiag::cli::testing
+}  // namespace fabricdiag::client::testing

@@ -31,7 +31,8 @@ const std::vector<CommandSpec>& Commands() {
   static const auto* const kCommands = new std::vector<CommandSpec>{
       {{"layout", "apply"},
        {"FILE"},
-       "declare or replace a job's layout (YAML or JSON; - = stdin)",
+       "declare or replace a job's layout (YAML or JSON; - = stdin) "
+       "[--lease=10m]",
        true,
        [](CollectorClient* c, Args a, const CommandOptions& o,
           const CommandEnv& e) { return LayoutApplyCommand(*c, a[0], o, e); }},

@@ -42,6 +42,10 @@ struct CommandOptions {
   std::string kind;   // --kind: findings
   bool all = false;   // --all: findings, also resolved ones
   bool json = false;  // --json
+  // --lease: layout apply declares the layout with this lease (0: none).
+  absl::Duration lease = absl::ZeroDuration();
+  // The owner recorded with an applied layout (the user running the CLI).
+  std::string owner;
 };
 
 // Where a command reads and writes, and what it may wait on.
@@ -71,7 +75,8 @@ absl::StatusOr<std::string> ReadInputFile(absl::string_view path,
 // findings the collector raised at once.
 int LayoutApplyCommand(CollectorClient& client, absl::string_view file,
                        const CommandOptions& options, const CommandEnv& env);
-// layout list: table JOB RANKS HOSTS PARALLELISM APPLIED (or a JSON array).
+// layout list: table JOB RANKS HOSTS PARALLELISM SOURCE OWNER APPLIED AGE
+// EXPIRES (or a JSON array).
 int LayoutListCommand(CollectorClient& client, const CommandOptions& options,
                       const CommandEnv& env);
 // layout show JOB: YAML, or JSON with --json.

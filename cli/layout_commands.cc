@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/findings_table.h"
 #include "cli/text_output.h"
+#include "collector/declared/layout_lease_limits.h"
 #include "collector/findings/finding_json.h"
 #include "common/names.h"
 
@@ -63,13 +64,42 @@ int LayoutApplyCommand(CollectorClient& client, absl::string_view file,
       analysis::LayoutModel::Build(*layout);
   if (!model.ok()) return ReportInputError(name, model.status(), env);
 
+  v1::ApplyLayoutRequest request;
+  if (options.lease != absl::ZeroDuration()) {
+    const int64_t seconds =
+        absl::ToInt64Seconds(absl::Ceil(options.lease, absl::Seconds(1)));
+    if (options.lease < absl::ZeroDuration() ||
+        seconds > collector::kMaxLeaseSeconds) {
+      return ReportError(absl::InvalidArgumentError(absl::StrCat(
+                             "--lease: ", absl::FormatDuration(options.lease),
+                             " is not between 1s and ",
+                             absl::FormatDuration(
+                                 absl::Seconds(collector::kMaxLeaseSeconds)))),
+                         env);
+    }
+    request.set_lease_seconds(static_cast<uint32_t>(seconds));
+  }
+  request.set_source("cli");
+  // Only what the collector accepts as an owner.
+  std::string owner = options.owner.substr(0, 128);
+  owner.erase(std::remove_if(owner.begin(), owner.end(),
+                             [](char c) { return c < ' ' || c > '~'; }),
+              owner.end());
+  request.set_owner(owner);
+  *request.mutable_layout() = *layout;
   absl::StatusOr<v1::ApplyLayoutResponse> response =
-      client.ApplyLayout(*layout);
+      client.ApplyLayout(request);
   if (!response.ok()) return ReportError(response.status(), env);
+  for (const std::string& w : response->warnings()) {
+    *env.err << "warning: " << w << "\n";
+  }
   if (options.json) {
     nlohmann::ordered_json j;
     j["job"] = layout->job();
     j["replaced"] = response->replaced();
+    j["warnings"] = nlohmann::ordered_json::array();
+    for (const std::string& w : response->warnings())
+      j["warnings"].push_back(w);
     j["findings"] = nlohmann::ordered_json::array();
     for (const v1::Finding& f : response->findings()) {
       j["findings"].push_back(collector::FindingToJson(f));
@@ -112,6 +142,11 @@ int LayoutListCommand(CollectorClient& client, const CommandOptions& options,
                          ? nlohmann::ordered_json(nullptr)
                          : nlohmann::ordered_json(collector::FormatRfc3339(
                                l.applied_unix_nanos()));
+      o["source"] = l.source();
+      o["owner"] = l.owner();
+      if (l.expires_unix_nanos() != 0) {
+        o["expires"] = collector::FormatRfc3339(l.expires_unix_nanos());
+      }
       j.push_back(std::move(o));
     }
     *env.out << j.dump() << "\n";
@@ -121,17 +156,22 @@ int LayoutListCommand(CollectorClient& client, const CommandOptions& options,
     *env.out << "no layouts\n";
     return kExitOk;
   }
-  Table table({"JOB", "RANKS", "HOSTS", "PARALLELISM", "APPLIED", "AGE"});
+  Table table({"JOB", "RANKS", "HOSTS", "PARALLELISM", "SOURCE", "OWNER",
+               "APPLIED", "AGE", "EXPIRES"});
   const absl::Time now = env.clock->Now();
   for (const v1::LayoutSummary& l : layouts) {
     const bool has_time = l.applied_unix_nanos() != 0;
     table.AddRow(
         {l.job(), absl::StrCat(l.ranks()), absl::StrCat(l.hosts()),
-         l.parallelism(),
+         l.parallelism(), l.source().empty() ? "-" : l.source(),
+         l.owner().empty() ? "-" : l.owner(),
          has_time ? collector::FormatRfc3339(l.applied_unix_nanos()) : "",
          has_time ? collector::FormatAge(
                         now - absl::FromUnixNanos(l.applied_unix_nanos()))
-                  : ""});
+                  : "",
+         l.expires_unix_nanos() == 0
+             ? "never"
+             : collector::FormatRfc3339(l.expires_unix_nanos())});
   }
   table.Print(*env.out);
   return kExitOk;

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -36,6 +37,9 @@ ABSL_FLAG(std::string, job, "", "findings, watch: only this job");
 ABSL_FLAG(std::string, kind, "", "findings: only this finding kind");
 ABSL_FLAG(bool, all, false, "findings: resolved ones too");
 ABSL_FLAG(bool, json, false, "machine-readable output");
+ABSL_FLAG(absl::Duration, lease, absl::ZeroDuration(),
+          "layout apply: the collector removes the layout this long after "
+          "the apply unless renewed (0: never)");
 
 namespace {
 
@@ -150,6 +154,10 @@ int main(int argc, char** argv) {
   options.command.kind = absl::GetFlag(FLAGS_kind);
   options.command.all = absl::GetFlag(FLAGS_all);
   options.command.json = absl::GetFlag(FLAGS_json);
+  options.command.lease = absl::GetFlag(FLAGS_lease);
+  if (const char* user = std::getenv("USER"); user != nullptr) {
+    options.command.owner = user;
+  }
 
   fabricdiag::SystemClock clock;
   fabricdiag::cli::CommandEnv env;

@@ -32,8 +32,9 @@ class CollectorClient {
   virtual const std::string& address() const = 0;
 
   // Writes: sent with the bearer token when one is configured.
+  // The request carries the layout and its lease, source and owner.
   virtual absl::StatusOr<v1::ApplyLayoutResponse> ApplyLayout(
-      const v1::Layout& layout) = 0;
+      const v1::ApplyLayoutRequest& request) = 0;
   virtual absl::Status DeleteLayout(const std::string& job) = 0;
   virtual absl::Status ApplyTopology(const v1::Topology& topology) = 0;
 

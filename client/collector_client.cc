@@ -169,11 +169,9 @@ absl::Status GrpcCollectorClient::Fail(const grpc::Status& status) const {
 }
 
 absl::StatusOr<v1::ApplyLayoutResponse> GrpcCollectorClient::ApplyLayout(
-    const v1::Layout& layout) {
+    const v1::ApplyLayoutRequest& request) {
   grpc::ClientContext context;
   Prepare(&context, /*unary=*/true);
-  v1::ApplyLayoutRequest request;
-  *request.mutable_layout() = layout;
   v1::ApplyLayoutResponse response;
   grpc::Status status = stub_->ApplyLayout(&context, request, &response);
   if (!status.ok()) return Fail(status);

@@ -60,7 +60,7 @@ class GrpcCollectorClient final : public CollectorClient {
   const std::string& address() const override { return config_.address; }
 
   absl::StatusOr<v1::ApplyLayoutResponse> ApplyLayout(
-      const v1::Layout& layout) override;
+      const v1::ApplyLayoutRequest& request) override;
   absl::Status DeleteLayout(const std::string& job) override;
   absl::Status ApplyTopology(const v1::Topology& topology) override;
   absl::StatusOr<v1::Layout> GetLayout(const std::string& job) override;

@@ -67,9 +67,9 @@ absl::StatusOr<T> FailoverCollectorClient::TryInOrder(
 }
 
 absl::StatusOr<v1::ApplyLayoutResponse> FailoverCollectorClient::ApplyLayout(
-    const v1::Layout& layout) {
+    const v1::ApplyLayoutRequest& request) {
   return TryInOrder<v1::ApplyLayoutResponse>(
-      [&](CollectorClient& c) { return c.ApplyLayout(layout); });
+      [&](CollectorClient& c) { return c.ApplyLayout(request); });
 }
 
 absl::Status FailoverCollectorClient::DeleteLayout(const std::string& job) {

@@ -54,7 +54,7 @@ class FailoverCollectorClient final : public CollectorClient {
   const std::string& address() const override;
 
   absl::StatusOr<v1::ApplyLayoutResponse> ApplyLayout(
-      const v1::Layout& layout) override;
+      const v1::ApplyLayoutRequest& request) override;
   absl::Status DeleteLayout(const std::string& job) override;
   absl::Status ApplyTopology(const v1::Topology& topology) override;
   absl::StatusOr<v1::Layout> GetLayout(const std::string& job) override;

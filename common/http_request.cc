@@ -159,8 +159,14 @@ absl::StatusOr<HttpRequest> ParseRequestHead(absl::string_view head) {
         return Bad("malformed Content-Length");
       }
       r.has_body = r.has_body || length > 0;
+      r.content_length = length;
     } else if (absl::EqualsIgnoreCase(name, "Transfer-Encoding")) {
       r.has_body = true;
+      r.chunked = true;
+    } else if (absl::EqualsIgnoreCase(name, "Expect")) {
+      r.expect_continue = absl::EqualsIgnoreCase(value, "100-continue");
+    } else if (absl::EqualsIgnoreCase(name, "Authorization")) {
+      r.authorization = std::string(value);
     }
   }
   return r;

@@ -34,8 +34,19 @@ struct HttpRequest {
   // the representations the client holds (see EtagMatches).
   std::string if_none_match;
   // A request body was announced (Content-Length > 0 or Transfer-Encoding):
-  // our endpoints take none.
+  // only routes that take one (HttpRoute::max_body_bytes) accept it.
   bool has_body = false;
+  // Content-Length as sent (0 when none).
+  uint64_t content_length = 0;
+  // Transfer-Encoding was sent: a body of unknown length, never read.
+  bool chunked = false;
+  // "Expect: 100-continue": the client waits for an interim 100 before it
+  // sends the body (curl does for large ones).
+  bool expect_continue = false;
+  // The Authorization header as sent ("" when none).
+  std::string authorization;
+  // The body, filled by the server before a route that takes one runs.
+  std::string body;
 };
 
 absl::StatusOr<HttpRequest> ParseRequestHead(absl::string_view head);

@@ -23,6 +23,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/gzip.h"
 #include "common/log.h"
 
@@ -110,16 +111,24 @@ const char* HttpStatusText(int status) {
   switch (status) {
     case 200:
       return "OK";
+    case 201:
+      return "Created";
     case 204:
       return "No Content";
     case 304:
       return "Not Modified";
     case 400:
       return "Bad Request";
+    case 401:
+      return "Unauthorized";
     case 404:
       return "Not Found";
     case 405:
       return "Method Not Allowed";
+    case 409:
+      return "Conflict";
+    case 411:
+      return "Length Required";
     case 413:
       return "Content Too Large";
     case 431:
@@ -128,6 +137,8 @@ const char* HttpStatusText(int status) {
       return "Internal Server Error";
     case 503:
       return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
     default:
       return "Unknown";
   }
@@ -200,6 +211,7 @@ class HttpServer::Impl {
  private:
   enum class State {
     kHead,     // waiting for (the rest of) a request head
+    kBody,     // waiting for (the rest of) a request body
     kIdle,     // keep-alive, between requests
     kBusy,     // a worker is running the handler
     kWriting,  // the response is being sent
@@ -214,6 +226,9 @@ class HttpServer::Impl {
     State state = State::kHead;
     bool keep_alive = false;   // after the response being written
     bool close_after = false;  // the client closed its side
+    // kBody: the request whose body is arriving, and its route.
+    HttpRequest pending;
+    const HttpRoute* pending_route = nullptr;
   };
 
   struct Job {
@@ -279,6 +294,10 @@ class HttpServer::Impl {
     if (c->state == State::kBusy || c->state == State::kWriting) return;
     evbuffer* in = bufferevent_get_input(c->bev);
     if (evbuffer_get_length(in) == 0) return;
+    if (c->state == State::kBody) {
+      ReadBody(c);
+      return;
+    }
     if (c->state == State::kIdle) {
       c->state = State::kHead;
       Arm(c, options_.header_timeout);
@@ -303,35 +322,103 @@ class HttpServer::Impl {
       Fail(c, 400, request.status().message());
       return;
     }
-    if (request->method != "GET" && request->method != "HEAD") {
-      HttpResponse r = ErrorResponse(405, "only GET and HEAD are served");
-      r.headers.emplace_back("Allow", "GET, HEAD");
+    const HttpRoute* route = Find(request->path, request->method);
+    const bool get = request->method == "GET" || request->method == "HEAD";
+    if (route == nullptr && !get) {
+      std::string allow = AllowedMethods(request->path);
+      HttpResponse r = ErrorResponse(
+          405, absl::StrCat(request->method, " is not served here (", allow,
+                            " are)"));
+      r.headers.emplace_back("Allow", std::move(allow));
       ++bad_requests_;
       Send(c, r, *request, /*keep_alive=*/false);
       return;
     }
     if (request->has_body) {
-      Fail(c, 413, "requests with a body are not served");
+      if (route == nullptr || route->max_body_bytes == 0) {
+        Fail(c, 413, "requests with a body are not served");
+        return;
+      }
+      if (request->chunked) {
+        Fail(c, 411, "a request body needs a Content-Length");
+        return;
+      }
+      if (request->content_length > route->max_body_bytes) {
+        Fail(c, 413,
+             absl::StrCat("the body is larger than ", route->max_body_bytes,
+                          " bytes"));
+        return;
+      }
+      // The rest of the body must come within the head's deadline, now
+      // counted from the end of the head.
+      c->state = State::kBody;
+      c->pending = *std::move(request);
+      c->pending_route = route;
+      Arm(c, options_.header_timeout);
+      if (c->pending.expect_continue) {
+        static constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        evbuffer_add(bufferevent_get_output(c->bev), kContinue,
+                     sizeof(kContinue) - 1);
+      }
+      ReadBody(c);
       return;
     }
-    Dispatch(c, *std::move(request));
+    Dispatch(c, *std::move(request), route);
   }
 
-  const HttpRoute* Find(const std::string& path) const {
+  // Dispatches the pending request once its whole body arrived.
+  void ReadBody(Connection* c) {
+    evbuffer* in = bufferevent_get_input(c->bev);
+    const size_t want = static_cast<size_t>(c->pending.content_length);
+    if (evbuffer_get_length(in) < want) return;  // within the deadline
+    c->pending.body.resize(want);
+    evbuffer_remove(in, c->pending.body.data(), want);
+    c->state = State::kHead;
+    HttpRequest request = std::move(c->pending);
+    c->pending = HttpRequest{};
+    Dispatch(c, std::move(request), c->pending_route);
+  }
+
+  static bool Serves(const HttpRoute& r, const std::string& method) {
+    if (r.methods.empty()) return method == "GET" || method == "HEAD";
+    return std::find(r.methods.begin(), r.methods.end(), method) !=
+           r.methods.end();
+  }
+
+  static bool Matches(const HttpRoute& r, const std::string& path) {
+    const bool prefix = r.path.size() > 1 && r.path.back() == '/';
+    return prefix ? path.compare(0, r.path.size(), r.path) == 0
+                  : path == r.path;
+  }
+
+  // The longest route matching `path` that serves `method`.
+  const HttpRoute* Find(const std::string& path,
+                        const std::string& method) const {
     const HttpRoute* best = nullptr;
     for (const HttpRoute& r : routes_) {
-      const bool prefix = r.path.size() > 1 && r.path.back() == '/';
-      const bool match =
-          prefix ? path.compare(0, r.path.size(), r.path) == 0 : path == r.path;
-      if (match && (best == nullptr || r.path.size() > best->path.size())) {
+      if (Matches(r, path) && Serves(r, method) &&
+          (best == nullptr || r.path.size() > best->path.size())) {
         best = &r;
       }
     }
     return best;
   }
 
-  void Dispatch(Connection* c, HttpRequest request) {
-    const HttpRoute* route = Find(request.path);
+  // "GET, HEAD, PUT": what the routes matching `path` serve.
+  std::string AllowedMethods(const std::string& path) const {
+    std::vector<std::string> methods = {"GET", "HEAD"};
+    for (const HttpRoute& r : routes_) {
+      if (!Matches(r, path)) continue;
+      for (const std::string& m : r.methods) {
+        if (std::find(methods.begin(), methods.end(), m) == methods.end()) {
+          methods.push_back(m);
+        }
+      }
+    }
+    return absl::StrJoin(methods, ", ");
+  }
+
+  void Dispatch(Connection* c, HttpRequest request, const HttpRoute* route) {
     if (route == nullptr) {
       Send(c, ErrorResponse(404, "no such page"), request, request.keep_alive);
       return;

@@ -18,7 +18,10 @@
 //   /healthz;
 // - a response is gzip-compressed (on the worker) when the client accepts
 //   it and the route allows it.
-// Requests with a body are refused (413): none of our endpoints takes one.
+// Routes serve GET and HEAD unless they name other methods; a request with a
+// body is refused (413) unless its route takes one (`max_body_bytes`), and
+// then its Content-Length must be within that bound (413) and the body must
+// arrive within `header_timeout` of the head.
 //
 //   HttpServerOptions options;
 //   options.listen = "0.0.0.0:9812";
@@ -73,6 +76,11 @@ struct HttpRoute {
   // Runs on the event loop: must be fast and never block (a health check
   // that reads atomics). Everything else runs on a worker.
   bool inline_handler = false;
+  // The methods served ("PUT", "DELETE"); empty: GET and HEAD. Several
+  // routes may share a path with different methods.
+  std::vector<std::string> methods = {};
+  // The largest request body taken, in bytes; 0: none (413).
+  size_t max_body_bytes = 0;
 };
 
 struct HttpServerOptions {

@@ -16,7 +16,9 @@
 #include "cluster/cluster_member.h"
 #include "collector/api/query_service.h"
 #include "collector/declared/file_declared_state.h"
+#include "collector/declared/layout_leases.h"
 #include "collector/declared/layout_metrics.h"
+#include "collector/declared/layout_name_check.h"
 #include "collector/declared/layout_registry.h"
 #include "collector/findings/findings_metrics.h"
 #include "collector/findings/findings_store.h"
@@ -29,6 +31,7 @@
 #include "collector/state/state_store.h"
 #include "collector/store/series_store.h"
 #include "collector/web/http_server.h"
+#include "collector/web/job_write_routes.h"
 #include "collector/web/web_routes.h"
 #include "common/clock.h"
 #include "common/files.h"
@@ -220,6 +223,9 @@ struct HttpSources {
   AnalysisRunner* runner;
   const Clock* clock;
   NodeUpRule node_up;
+  const LayoutLeases* leases;
+  const LayoutNameCheck* name_check;
+  JobWriteSources writes;  // PUT/POST/DELETE /api/v1/jobs/{job}
 };
 
 absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(
@@ -237,19 +243,27 @@ absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(
       [registry](std::string* out) {
         AppendLayoutMetrics(*registry->Snapshot(), out);
       }};
+  const LayoutLeases* leases = in.leases;
+  const LayoutNameCheck* name_check = in.name_check;
+  text_metrics.push_back([leases, name_check](std::string* out) {
+    leases->AppendMetrics(out);
+    name_check->AppendMetrics(out);
+  });
   if (member != nullptr) {
     text_metrics.push_back([member, registry](std::string* out) {
       member->AppendMetrics(*registry, out);
     });
   }
+  std::vector<HttpRoute> routes =
+      WebRoutes({in.findings, in.registry,
+                 [runner] { return runner->LatestView(); }, in.clock});
+  for (HttpRoute& r : JobWriteRoutes(in.writes)) routes.push_back(std::move(r));
   absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
       config.http_listen, {collector_metrics, findings_metrics},
       [state, stats, member] {
         return CollectorHealth(*state, *stats, member);
       },
-      std::move(text_metrics),
-      WebRoutes({in.findings, in.registry,
-                 [runner] { return runner->LatestView(); }, in.clock}));
+      std::move(text_metrics), std::move(routes));
   if (!http.ok()) {
     return absl::Status(http.status().code(),
                         absl::StrCat("--http_listen=", config.http_listen, ": ",
@@ -374,6 +388,12 @@ int RunCollector(const CollectorConfig& config) {
 
   QueryService::Options query_options =
       MakeQueryOptions(*token, &runner, node_up);
+  // Names a layout uses that no agent reports: accepted, with warnings.
+  LayoutNameCheck name_check([&runner] { return runner.LatestView(); });
+  auto warnings = [&name_check](const v1::Layout& layout) {
+    return name_check.Check(layout);
+  };
+  query_options.layout_warnings = warnings;
   if (member != nullptr) {
     // `fabricdiag nodes` lists the whole fabric, each node with the
     // collector its agent streams to.
@@ -382,12 +402,27 @@ int RunCollector(const CollectorConfig& config) {
   }
   QueryService query(&registry, &findings, &series, std::move(query_options),
                      clock);
+  // Layouts whose lease ran out go, and their findings resolve.
+  LayoutLeases leases(&registry, &clock, [&runner](const std::string& job) {
+    runner.RunLayoutPass(job, absl::Now() + absl::Seconds(10));
+  });
+  JobWriteSources writes;
+  writes.registry = &registry;
+  writes.leases = &leases;
+  writes.clock = &clock;
+  writes.auth_token = *token;
+  writes.on_layouts_changed = [&runner](const std::string& job,
+                                        absl::Time answer_by) {
+    runner.RunLayoutPass(job, answer_by);
+  };
+  writes.warnings = warnings;
   absl::StatusOr<std::unique_ptr<CollectorServer>> server =
       StartGrpc(config, &ingest, &query);
   if (!server.ok()) return StartupFailed(server.status().message());
   absl::StatusOr<std::unique_ptr<HttpServer>> http =
       StartHttp(config, {&series, &counters, &stats, &findings, &registry,
-                         state->get(), member.get(), &runner, &clock, node_up});
+                         state->get(), member.get(), &runner, &clock, node_up,
+                         &leases, &name_check, std::move(writes)});
   if (!http.ok()) {
     const int code = StartupFailed(http.status().message());
     (*server)->Shutdown(absl::ZeroDuration());
@@ -396,6 +431,7 @@ int RunCollector(const CollectorConfig& config) {
 
   if (member != nullptr) member->MirrorFindings(&findings);
   runner.Start();
+  leases.Start(absl::Seconds(1));
   LogServing(config, (*server)->port(), (*http)->port(), !token->empty());
 
   int signo = 0;
@@ -404,6 +440,7 @@ int RunCollector(const CollectorConfig& config) {
   // NATS calls (the pass's publish, watchers, the lease) are cut short
   // after a grace: a cluster that is gone does not hold the stop up.
   if (member != nullptr) member->BeginStop(cluster::kStopGrace);
+  leases.Stop();
   runner.Stop();
   if (member != nullptr) {
     member->StopMirroring();

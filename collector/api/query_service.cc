@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "collector/declared/layout_leases.h"
 #include "collector/declared/write_deadline.h"
 #include "common/grpc_status.h"
 
@@ -113,11 +114,26 @@ grpc::Status QueryService::ApplyLayout(grpc::ServerContext* context,
                                        v1::ApplyLayoutResponse* response) {
   grpc::Status auth = CheckWriteAuth(*context);
   if (!auth.ok()) return auth;
+  const std::string source =
+      request->source().empty() ? "cli" : request->source();
+  std::optional<int64_t> lease;
+  if (request->lease_seconds() > 0) lease = request->lease_seconds();
+  if (absl::Status valid = ValidateDeclaration(source, request->owner(), lease);
+      !valid.ok()) {
+    return ToGrpcStatus(valid);
+  }
+  v1::Layout layout = request->layout();
+  *layout.mutable_declaration() =
+      NewDeclaration(source, request->owner(), lease, clock_.Now());
   const absl::Time answer_by = AnswerByOf(*context);
-  absl::StatusOr<ApplyResult> applied =
-      registry_->Apply(request->layout(), answer_by);
+  absl::StatusOr<ApplyResult> applied = registry_->Apply(layout, answer_by);
   if (!applied.ok()) return ToGrpcStatus(applied.status());
   response->set_replaced(applied->replaced);
+  if (options_.layout_warnings) {
+    for (std::string& w : options_.layout_warnings(layout)) {
+      response->add_warnings(std::move(w));
+    }
+  }
   // The layout pass writes findings (to the cluster's bucket in a cluster):
   // skipped for a caller that is gone; the next periodic pass runs it.
   if (options_.on_layouts_changed && absl::Now() < answer_by) {
@@ -149,6 +165,11 @@ grpc::Status QueryService::ListLayouts(grpc::ServerContext*,
     out->set_hosts(s.hosts);
     out->set_parallelism(s.parallelism);
     out->set_applied_unix_nanos(UnixNanos(s.applied));
+    out->set_source(s.declaration.source());
+    out->set_owner(s.declaration.owner());
+    if (LeaseExpiry(s.declaration).has_value()) {
+      out->set_expires_unix_nanos(s.declaration.expires_unix_nanos());
+    }
   }
   return grpc::Status::OK;
 }

@@ -64,6 +64,9 @@ class QueryService final : public v1::Collector::Service {
     // null with one collector.
     std::string collector_id;
     std::function<std::shared_ptr<const std::vector<NodeFacts>>()> fabric_nodes;
+    // What looks wrong in an applied layout (names no agent reports),
+    // returned with the answer; may be empty.
+    std::function<std::vector<std::string>(const v1::Layout&)> layout_warnings;
   };
 
   // All pointers must outlive the service.

@@ -266,6 +266,7 @@ std::vector<LayoutSummary> LayoutRegistry::List() const {
     s.hosts = static_cast<uint32_t>(entry->model.Hosts().size());
     s.parallelism = ParallelismSummary(entry->model);
     s.applied = entry->applied;
+    s.declaration = entry->applied_layout.declaration();
     out.push_back(std::move(s));
   }
   return out;
@@ -290,6 +291,53 @@ absl::Status LayoutRegistry::Delete(absl::string_view job,
   next->layouts.erase(std::string(job));
   Publish(std::move(next));
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const LayoutEntry>>
+LayoutRegistry::ChangeDeclaration(
+    absl::string_view job,
+    const std::function<absl::Status(v1::LayoutDeclaration*)>& change,
+    absl::Time deadline) {
+  WriteTurn turn(this, deadline);
+  RETURN_IF_ERROR(turn.status());
+  absl::MutexLock write_lock(&write_mu_);
+  std::shared_ptr<const RegistrySnapshot> snap = Snapshot();
+  auto it = snap->layouts.find(std::string(job));
+  if (it == snap->layouts.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("no layout for job ", QuoteForMessage(job)));
+  }
+  const LayoutEntry& served = *it->second;
+  v1::Layout layout = served.applied_layout;
+  RETURN_IF_ERROR(change(layout.mutable_declaration()));
+  ASSIGN_OR_RETURN(
+      uint64_t revision,
+      state_->WriteLayout(layout, served.applied, served.revision, deadline));
+  auto entry = std::make_shared<const LayoutEntry>(
+      LayoutEntry{std::move(layout), served.model, served.applied,
+                  served.series, revision});
+  auto next = std::make_shared<RegistrySnapshot>(*snap);
+  next->layouts[std::string(job)] = entry;
+  Publish(std::move(next));
+  return entry;
+}
+
+absl::StatusOr<bool> LayoutRegistry::DeleteIf(
+    absl::string_view job, const std::function<bool(const LayoutEntry&)>& still,
+    absl::Time deadline) {
+  WriteTurn turn(this, deadline);
+  RETURN_IF_ERROR(turn.status());
+  absl::MutexLock write_lock(&write_mu_);
+  std::shared_ptr<const RegistrySnapshot> snap = Snapshot();
+  auto it = snap->layouts.find(std::string(job));
+  if (it == snap->layouts.end() || !still(*it->second)) return false;
+  absl::Status removed =
+      state_->RemoveLayout(job, it->second->revision, deadline);
+  if (!removed.ok() && !absl::IsNotFound(removed)) return removed;
+  auto next = std::make_shared<RegistrySnapshot>(*snap);
+  next->layouts.erase(std::string(job));
+  Publish(std::move(next));
+  return true;
 }
 
 absl::Status LayoutRegistry::ApplyTopology(const v1::Topology& topology,

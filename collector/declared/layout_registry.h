@@ -42,6 +42,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -87,6 +88,7 @@ struct LayoutSummary {
   uint32_t hosts = 0;
   std::string parallelism;  // "tp=8 pp=2 dp=4 ep=4" (cp, ep only when > 1)
   absl::Time applied;
+  v1::LayoutDeclaration declaration;  // source, owner, lease
 };
 
 // "tp=8 pp=2 dp=4 ep=4": the degrees of a built model, cp and ep only when
@@ -139,6 +141,23 @@ class LayoutRegistry {
   // NotFound naming the job; removes the file before forgetting the job.
   absl::Status Delete(absl::string_view job,
                       absl::Time deadline = absl::InfiniteFuture());
+
+  // Changes the declaration (source, owner, lease) of the layout served for
+  // `job` with `change`, writes it with the revision served (Aborted when
+  // another collector changed it since) and serves it, keeping the built
+  // model. NotFound naming the job; `change`'s error, nothing written.
+  absl::StatusOr<std::shared_ptr<const LayoutEntry>> ChangeDeclaration(
+      absl::string_view job,
+      const std::function<absl::Status(v1::LayoutDeclaration*)>& change,
+      absl::Time deadline = absl::InfiniteFuture());
+  // Removes the layout of `job` when `still` holds for the version served
+  // (asked under the write lock), with the revision served as the expected
+  // one: a change made elsewhere meanwhile wins (Aborted). false, nothing
+  // removed, when there is no such layout or `still` is false.
+  absl::StatusOr<bool> DeleteIf(
+      absl::string_view job,
+      const std::function<bool(const LayoutEntry&)>& still,
+      absl::Time deadline = absl::InfiniteFuture());
 
   // Validates (see the header comment), persists, then publishes.
   absl::Status ApplyTopology(const v1::Topology& topology,

@@ -433,6 +433,12 @@ Json JobsJson(const RegistrySnapshot& snapshot) {
     o["ranks"] = model.WorldSize();
     o["hosts"] = model.Hosts().size();
     o["applied"] = Time(entry->applied);
+    const v1::LayoutDeclaration& d = entry->applied_layout.declaration();
+    o["source"] = d.source();
+    o["owner"] = d.owner();
+    o["expires"] = d.lease_seconds() == 0
+                       ? Json(nullptr)
+                       : Time(absl::FromUnixNanos(d.expires_unix_nanos()));
     j["jobs"].push_back(std::move(o));
   }
   return j;

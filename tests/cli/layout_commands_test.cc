@@ -162,12 +162,12 @@ TEST_F(LayoutCommandsTest, ListTableSortedAndJson) {
       absl::ToUnixNanos(absl::FromUnixSeconds(testing::kExampleUnixSeconds));
   EXPECT_EQ(LayoutListCommand(client, options, t.env), kExitOk);
   EXPECT_EQ(t.out.str(),
-            "JOB           RANKS  HOSTS  PARALLELISM     APPLIED               "
-            "AGE\n"
-            "dense-7b      16     2      tp=2 pp=1 dp=8  2026-11-22T03:00:00Z  "
-            "65s\n"
-            "moe-train-42  16     2      tp=2 pp=1 dp=8  2026-11-22T03:00:00Z  "
-            "65s\n");
+            "JOB           RANKS  HOSTS  PARALLELISM     SOURCE  OWNER  "
+            "APPLIED               AGE  EXPIRES\n"
+            "dense-7b      16     2      tp=2 pp=1 dp=8  -       -      "
+            "2026-11-22T03:00:00Z  65s  never\n"
+            "moe-train-42  16     2      tp=2 pp=1 dp=8  -       -      "
+            "2026-11-22T03:00:00Z  65s  never\n");
 
   TestEnv json_env;
   options.json = true;
@@ -177,6 +177,50 @@ TEST_F(LayoutCommandsTest, ListTableSortedAndJson) {
   EXPECT_EQ(j[0]["job"], "dense-7b");
   EXPECT_EQ(j[1]["ranks"], 16);
   EXPECT_EQ(j[1]["applied"], "2026-11-22T03:00:00Z");
+}
+
+TEST_F(LayoutCommandsTest, ApplyWithLeaseSourceOwnerAndWarnings) {
+  client.applied_unix_nanos =
+      absl::ToUnixNanos(absl::FromUnixSeconds(testing::kExampleUnixSeconds));
+  client.apply_warnings = {
+      "hosts: host \"gpu-000.example\" is reported by "
+      "no agent"};
+  options.lease = absl::Minutes(10) - absl::Milliseconds(500);
+  options.owner = "alice";
+  const std::string file = WriteTempFile("l.yaml", kValidLayoutYaml);
+  EXPECT_EQ(LayoutApplyCommand(client, file, options, t.env), kExitOk);
+  EXPECT_EQ(client.last_apply.lease_seconds(), 600u);  // rounded up
+  EXPECT_EQ(client.last_apply.source(), "cli");
+  EXPECT_EQ(client.last_apply.owner(), "alice");
+  EXPECT_EQ(t.err.str(),
+            "warning: hosts: host \"gpu-000.example\" is reported by no "
+            "agent\n");
+
+  TestEnv list;
+  EXPECT_EQ(LayoutListCommand(client, options, list.env), kExitOk);
+  EXPECT_EQ(list.out.str(),
+            "JOB           RANKS  HOSTS  PARALLELISM     SOURCE  OWNER  "
+            "APPLIED               AGE  EXPIRES\n"
+            "moe-train-42  16     2      tp=2 pp=1 dp=8  cli     alice  "
+            "2026-11-22T03:00:00Z  65s  2026-11-22T03:10:00Z\n");
+  TestEnv json;
+  options.json = true;
+  EXPECT_EQ(LayoutListCommand(client, options, json.env), kExitOk);
+  const nlohmann::json j = nlohmann::json::parse(json.out.str());
+  EXPECT_EQ(j[0]["source"], "cli");
+  EXPECT_EQ(j[0]["owner"], "alice");
+  EXPECT_EQ(j[0]["expires"], "2026-11-22T03:10:00Z");
+}
+
+TEST_F(LayoutCommandsTest, BadLeaseIsInvalidInputAndSendsNothing) {
+  const std::string file = WriteTempFile("l.yaml", kValidLayoutYaml);
+  for (absl::Duration lease : {absl::Seconds(-1), absl::Hours(169)}) {
+    TestEnv e;
+    options.lease = lease;
+    EXPECT_EQ(LayoutApplyCommand(client, file, options, e.env), kExitInvalid);
+    EXPECT_THAT(e.err.str(), HasSubstr("--lease: "));
+  }
+  EXPECT_EQ(client.apply_calls, 0);
 }
 
 TEST_F(LayoutCommandsTest, ListEmpty) {

@@ -6,14 +6,26 @@
 namespace fabricdiag::client::testing {
 
 absl::StatusOr<v1::ApplyLayoutResponse> FakeCollectorClient::ApplyLayout(
-    const v1::Layout& layout) {
+    const v1::ApplyLayoutRequest& request) {
+  const v1::Layout& layout = request.layout();
+  last_apply = request;
   ++calls;
   ++apply_calls;
   if (!fail.ok()) return fail;
   v1::ApplyLayoutResponse response;
   response.set_replaced(layouts.count(layout.job()) > 0);
   for (const v1::Finding& f : apply_findings) *response.add_findings() = f;
-  layouts[layout.job()] = layout;
+  for (const std::string& w : apply_warnings) response.add_warnings(w);
+  v1::Layout stored = layout;
+  v1::LayoutDeclaration* d = stored.mutable_declaration();
+  d->set_source(request.source());
+  d->set_owner(request.owner());
+  d->set_lease_seconds(request.lease_seconds());
+  if (request.lease_seconds() > 0) {
+    d->set_expires_unix_nanos(applied_unix_nanos +
+                              int64_t{request.lease_seconds()} * 1000000000);
+  }
+  layouts[layout.job()] = stored;
   return response;
 }
 
@@ -60,6 +72,9 @@ absl::StatusOr<v1::ListLayoutsResponse> FakeCollectorClient::ListLayouts() {
                                     " pp=", layout.parallelism().pp(),
                                     " dp=", layout.parallelism().dp()));
     s->set_applied_unix_nanos(applied_unix_nanos);
+    s->set_source(layout.declaration().source());
+    s->set_owner(layout.declaration().owner());
+    s->set_expires_unix_nanos(layout.declaration().expires_unix_nanos());
   }
   return response;
 }

@@ -39,7 +39,7 @@ class FakeCollectorClient final : public CollectorClient {
   const std::string& address() const override { return address_; }
 
   absl::StatusOr<v1::ApplyLayoutResponse> ApplyLayout(
-      const v1::Layout& layout) override;
+      const v1::ApplyLayoutRequest& request) override;
   absl::Status DeleteLayout(const std::string& job) override;
   absl::Status ApplyTopology(const v1::Topology& topology) override;
   absl::StatusOr<v1::Layout> GetLayout(const std::string& job) override;
@@ -70,6 +70,8 @@ class FakeCollectorClient final : public CollectorClient {
   // Recorded.
   int calls = 0;
   int apply_calls = 0;
+  v1::ApplyLayoutRequest last_apply;        // the latest ApplyLayout request
+  std::vector<std::string> apply_warnings;  // returned by ApplyLayout
   int watch_calls = 0;
   std::string last_watch_job;
   v1::ListFindingsRequest last_findings_request;

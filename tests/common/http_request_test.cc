@@ -35,6 +35,25 @@ TEST(ParseRequestHeadTest, WhatTheEndpointsNeed) {
   EXPECT_TRUE(r->has_body);
 }
 
+TEST(ParseRequestHeadTest, WhatAWriteNeeds) {
+  absl::StatusOr<HttpRequest> r = ParseRequestHead(
+      "PUT /api/v1/jobs/moe HTTP/1.1\r\nContent-Length: 42\r\n"
+      "authorization:  Bearer abc \r\nExpect: 100-Continue\r\n");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->method, "PUT");
+  EXPECT_TRUE(r->has_body);
+  EXPECT_EQ(r->content_length, 42u);
+  EXPECT_FALSE(r->chunked);
+  EXPECT_EQ(r->authorization, "Bearer abc");
+  EXPECT_TRUE(r->expect_continue);
+  r = ParseRequestHead("PUT / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n");
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->chunked);
+  EXPECT_TRUE(r->has_body);
+  EXPECT_EQ(r->authorization, "");
+  EXPECT_FALSE(r->expect_continue);
+}
+
 TEST(ParseRequestHeadTest, IfNoneMatchListsJoin) {
   absl::StatusOr<HttpRequest> r = ParseRequestHead("GET / HTTP/1.1\r\n");
   ASSERT_TRUE(r.ok());

@@ -168,6 +168,18 @@ class HttpServerTest : public ::testing::Test {
                         r.body = "job " + req.path.substr(13) + " " + req.query;
                         return r;
                       }});
+    HttpRoute put;
+    put.path = "/api/v1/jobs/";
+    put.methods = {"PUT"};
+    put.max_body_bytes = 100;
+    put.handler = [](const HttpRequest& req) {
+      HttpResponse r;
+      r.status = 201;
+      r.body = absl::StrCat(req.method, " ", req.path, " [", req.body, "] ",
+                            req.authorization);
+      return r;
+    };
+    routes.push_back(std::move(put));
     absl::StatusOr<std::unique_ptr<HttpServer>> s =
         HttpServer::Start(options, std::move(routes));
     ASSERT_TRUE(s.ok()) << s.status();
@@ -276,6 +288,83 @@ TEST_F(HttpServerTest, BadRequestsAreRefusedAndClosed) {
     EXPECT_TRUE(c.ClosedWithin(absl::Seconds(2))) << bad.name;
   }
   EXPECT_GE(server_->stats().bad_requests, 10u);
+}
+
+// A route that takes a body gets it whole, however it arrives; the same
+// path still serves GET through its own route.
+TEST_F(HttpServerTest, WriteRoutesReadBoundedBodies) {
+  StartServer();
+  Client c(server_->port());
+  ASSERT_TRUE(c.connected());
+  c.set_method("PUT");
+  ASSERT_TRUE(
+      c.Send("PUT /api/v1/jobs/moe HTTP/1.1\r\nContent-Length: 5\r\n"
+             "Authorization: Bearer t\r\n\r\nhel"));
+  ASSERT_TRUE(c.Send("lo"));
+  std::string r = c.ReadResponse();
+  EXPECT_EQ(StatusLine(r), "HTTP/1.1 201 Created");
+  EXPECT_EQ(Body(r), "PUT /api/v1/jobs/moe [hello] Bearer t");
+  // Same connection: the GET route of the same path.
+  r = c.Get("/api/v1/jobs/moe");
+  EXPECT_EQ(Body(r), "job moe ");
+
+  // curl's way with large bodies: it waits for 100 Continue.
+  c.set_method("PUT");
+  ASSERT_TRUE(
+      c.Send("PUT /api/v1/jobs/x HTTP/1.1\r\nContent-Length: 2\r\n"
+             "Expect: 100-continue\r\n\r\n"));
+  r = c.ReadResponse();
+  EXPECT_EQ(StatusLine(r), "HTTP/1.1 100 Continue");
+  ASSERT_TRUE(c.Send("ab"));
+  r = c.ReadResponse();
+  EXPECT_EQ(Body(r), "PUT /api/v1/jobs/x [ab] ");
+}
+
+TEST_F(HttpServerTest, BadWritesAreRefusedAndClosed) {
+  StartServer();
+  const BadCase cases[] = {
+      {"too large",
+       "PUT /api/v1/jobs/x HTTP/1.1\r\nContent-Length: 101\r\n\r\n", "413"},
+      {"huge length",
+       "PUT /api/v1/jobs/x HTTP/1.1\r\nContent-Length: "
+       "99999999999999999999\r\n\r\n",
+       "400"},
+      {"chunked",
+       "PUT /api/v1/jobs/x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+       "411"},
+      {"method not served", "DELETE /api/v1/jobs/x HTTP/1.1\r\n\r\n", "405"},
+      {"PUT elsewhere", "PUT /metrics HTTP/1.1\r\nContent-Length: 1\r\n\r\nx",
+       "405"},
+      {"GET with a body",
+       "GET /api/v1/jobs/x HTTP/1.1\r\nContent-Length: 1\r\n\r\nx", "413"},
+  };
+  for (const BadCase& bad : cases) {
+    Client c(server_->port());
+    ASSERT_TRUE(c.Send(bad.request)) << bad.name;
+    std::string r = c.ReadResponse();
+    EXPECT_THAT(StatusLine(r),
+                StartsWith(absl::StrCat("HTTP/1.1 ", bad.status)))
+        << bad.name;
+    if (absl::string_view(bad.status) == "405") {
+      EXPECT_THAT(r, HasSubstr("Allow: GET, HEAD"));
+    }
+    EXPECT_TRUE(c.ClosedWithin(absl::Seconds(2))) << bad.name;
+  }
+  Client c(server_->port());
+  ASSERT_TRUE(c.Send("DELETE /api/v1/jobs/x HTTP/1.1\r\n\r\n"));
+  EXPECT_THAT(c.ReadResponse(), HasSubstr("Allow: GET, HEAD, PUT\r\n"));
+}
+
+// A body that never comes is cut off at the head deadline.
+TEST_F(HttpServerTest, BodyThatNeverArrivesTimesOut) {
+  HttpServerOptions options;
+  options.header_timeout = absl::Milliseconds(300);
+  StartServer(options);
+  Client c(server_->port());
+  ASSERT_TRUE(
+      c.Send("PUT /api/v1/jobs/x HTTP/1.1\r\nContent-Length: 50\r\n\r\nabc"));
+  EXPECT_TRUE(c.ClosedWithin(absl::Seconds(5)));
+  EXPECT_GE(server_->stats().timeouts, 1u);
 }
 
 TEST_F(HttpServerTest, APortInUseIsRefused) {

@@ -1,0 +1,55 @@
+// No silent misses: the names a layout uses that no agent reports. A host
+// name that is an FQDN where agents report short names, or a NIC named
+// `mlx5_0` on a host whose NICs are named otherwise, is a valid layout that
+// would get no analysis at all; it is accepted, with a warning per name
+// (`fabricdiag layout apply` prints them, the HTTP API returns them).
+//
+//   LayoutNameCheck check([&runner] { return runner.LatestView(); });
+//   std::vector<std::string> warnings = check.Check(layout);
+//
+// Compared against the latest analysis pass's view (every port an agent
+// reported in the window); before the first pass, or while no agent
+// reports at all, nothing is checked. Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analysis/fabric_view.h"
+#include "proto/layout.pb.h"
+
+namespace fabricdiag::collector {
+
+// At most this many warnings per layout; the last one says how many more.
+inline constexpr size_t kMaxNameWarnings = 20;
+
+// "hosts: gpu-009 is reported by no agent", "rails: mlx5_9 is reported by
+// no agent on gpu-000": the hosts and the (host, NIC) pairs of `layout`
+// (through hosts and rails, or ranks) that `view` has no port of. Empty
+// when `view` has no port at all. Pure.
+std::vector<std::string> UnreportedNames(const v1::Layout& layout,
+                                         const analysis::FabricView& view);
+
+class LayoutNameCheck {
+ public:
+  using ViewSource =
+      std::function<std::shared_ptr<const analysis::FabricView>()>;
+  explicit LayoutNameCheck(ViewSource view) : view_(std::move(view)) {}
+
+  // UnreportedNames against the latest view; counts the layouts warned of.
+  std::vector<std::string> Check(const v1::Layout& layout);
+
+  // fabricdiag_layout_name_warnings_total, as Prometheus text.
+  void AppendMetrics(std::string* out) const;
+
+ private:
+  ViewSource view_;
+  std::atomic<uint64_t> warned_layouts_{0};
+  std::atomic<uint64_t> warnings_{0};
+};
+
+}  // namespace fabricdiag::collector

@@ -1,0 +1,300 @@
+#include "collector/web/job_write_routes.h"
+
+#include <limits>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "analysis/layout_parse.h"
+#include "collector/web/web_api.h"
+#include "common/bearer_token.h"
+#include "common/names.h"
+#include "common/status_macros.h"
+
+namespace fabricdiag::collector {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr char kPrefix[] = "/api/v1/jobs/";
+constexpr char kRenew[] = "/renew";
+// As deep as a layout file may nest (analysis/layout_parse.h).
+constexpr int kMaxDepth = 32;
+// How long a write may wait for the declared state (a cluster that does
+// not answer) before it answers 504.
+constexpr absl::Duration kWriteTimeout = absl::Seconds(10);
+
+HttpResponse JsonResponse(int status, const Json& body) {
+  HttpResponse r;
+  r.status = status;
+  r.content_type = "application/json";
+  r.body = body.dump(-1, ' ', false, Json::error_handler_t::replace);
+  r.body.push_back('\n');
+  r.headers.push_back({"Cache-Control", "no-store"});
+  return r;
+}
+
+int HttpStatusOf(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+      return 400;
+    case absl::StatusCode::kUnauthenticated:
+      return 401;
+    case absl::StatusCode::kNotFound:
+      return 404;
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kAborted:
+      return 409;
+    case absl::StatusCode::kResourceExhausted:
+      return 413;
+    case absl::StatusCode::kUnavailable:
+      return 503;
+    case absl::StatusCode::kDeadlineExceeded:
+      return 504;
+    default:
+      return 500;
+  }
+}
+
+HttpResponse Error(const absl::Status& status) {
+  HttpResponse r = JsonResponse(HttpStatusOf(status),
+                                {{"error", std::string(status.message())}});
+  if (absl::IsUnauthenticated(status)) {
+    r.headers.push_back({"WWW-Authenticate", "Bearer"});
+  }
+  return r;
+}
+
+absl::Status Invalid(absl::string_view field, absl::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", why));
+}
+
+// Thrown by the parse callback to stop at a nesting too deep; caught below.
+struct TooDeep : std::runtime_error {
+  TooDeep() : std::runtime_error("too deep") {}
+};
+
+// The body as one JSON object; "body: ..." naming where it is malformed.
+absl::StatusOr<Json> ParseBody(absl::string_view body, bool empty_is_object) {
+  if (empty_is_object && absl::StripAsciiWhitespace(body).empty()) {
+    return Json::object();
+  }
+  Json j;
+  try {
+    j = Json::parse(
+        body.begin(), body.end(),
+        [](int depth, Json::parse_event_t, Json&) {
+          if (depth > kMaxDepth) throw TooDeep();
+          return true;
+        },
+        /*allow_exceptions=*/true);
+  } catch (const TooDeep&) {
+    return Invalid("body",
+                   absl::StrCat("nested deeper than ", kMaxDepth, " levels"));
+  } catch (const Json::exception& e) {
+    // "[json.exception.parse_error.101] parse error at line 1, column 3:
+    // ...": the part after the bracket says where and what.
+    absl::string_view what = e.what();
+    const size_t bracket = what.find("] ");
+    if (bracket != absl::string_view::npos) what.remove_prefix(bracket + 2);
+    return Invalid("body", absl::StrCat("not valid JSON: ", what));
+  }
+  if (!j.is_object()) {
+    return Invalid("body", "expected a JSON object");
+  }
+  return j;
+}
+
+// An optional "lease_seconds": nullopt when absent; a whole number of
+// seconds, else InvalidArgument.
+absl::StatusOr<std::optional<int64_t>> LeaseSeconds(const Json& body) {
+  auto it = body.find("lease_seconds");
+  if (it == body.end()) return std::nullopt;
+  int64_t seconds = 0;
+  if (it->is_number_unsigned()) {
+    const uint64_t v = it->get<uint64_t>();
+    seconds = v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
+                  ? std::numeric_limits<int64_t>::max()
+                  : static_cast<int64_t>(v);
+  } else if (it->is_number_integer()) {
+    seconds = it->get<int64_t>();
+  } else {
+    return Invalid(
+        "lease_seconds",
+        absl::StrCat("expected a whole number of seconds, not ", it->dump()));
+  }
+  RETURN_IF_ERROR(ValidateDeclaration("cli", "", seconds));
+  return seconds;
+}
+
+absl::StatusOr<std::string> StringField(const Json& body, absl::string_view key,
+                                        std::string fallback) {
+  auto it = body.find(std::string(key));
+  if (it == body.end()) return fallback;
+  if (!it->is_string()) {
+    return Invalid(key, absl::StrCat("expected a string, not ", it->dump()));
+  }
+  return it->get<std::string>();
+}
+
+// The job named by the path ("/api/v1/jobs/moe-42" or its "/renew");
+// InvalidArgument when it is not a job name.
+absl::StatusOr<std::string> PathJob(absl::string_view path, bool renew) {
+  absl::string_view job = absl::StripPrefix(path, kPrefix);
+  if (renew) job = absl::StripSuffix(job, kRenew);
+  if (!IsValidJobName(job)) {
+    return absl::NotFoundError(
+        absl::StrCat(QuoteForMessage(job), " is not a job name"));
+  }
+  return std::string(job);
+}
+
+absl::Status CheckToken(const JobWriteSources& s, const HttpRequest& r) {
+  if (s.auth_token.empty()) return absl::OkStatus();
+  if (r.authorization.empty()) {
+    return absl::UnauthenticatedError(
+        "this collector requires a bearer token for writes "
+        "(Authorization: Bearer TOKEN)");
+  }
+  if (!BearerTokenMatches(r.authorization, s.auth_token)) {
+    return absl::UnauthenticatedError(
+        "the bearer token is not valid for this collector");
+  }
+  return absl::OkStatus();
+}
+
+Json DeclarationJson(const v1::LayoutDeclaration& d) {
+  Json j;
+  j["source"] = d.source();
+  j["owner"] = d.owner();
+  const std::optional<absl::Time> expiry = LeaseExpiry(d);
+  j["lease_seconds"] = d.lease_seconds();
+  j["expires"] = expiry.has_value() ? TimeJson(*expiry) : Json(nullptr);
+  return j;
+}
+
+HttpResponse Put(const JobWriteSources& s, const HttpRequest& r,
+                 absl::string_view job) {
+  absl::StatusOr<JobDeclaration> declared = ParseJobDeclaration(job, r.body);
+  if (!declared.ok()) return Error(declared.status());
+  *declared->layout.mutable_declaration() =
+      NewDeclaration(declared->source, declared->owner, declared->lease_seconds,
+                     s.clock->Now());
+  const absl::Time answer_by = absl::Now() + kWriteTimeout;
+  absl::StatusOr<ApplyResult> applied =
+      s.registry->Apply(declared->layout, answer_by);
+  if (!applied.ok()) return Error(applied.status());
+  if (s.on_layouts_changed) s.on_layouts_changed(std::string(job), answer_by);
+  Json body;
+  body["job"] = std::string(job);
+  body["revision"] = applied->entry->revision;
+  Json warnings = Json::array();
+  if (s.warnings) {
+    for (std::string& w : s.warnings(applied->entry->applied_layout)) {
+      warnings.push_back(std::move(w));
+    }
+  }
+  body["warnings"] = std::move(warnings);
+  body["declaration"] =
+      DeclarationJson(applied->entry->applied_layout.declaration());
+  return JsonResponse(applied->replaced ? 200 : 201, body);
+}
+
+HttpResponse Renew(const JobWriteSources& s, const HttpRequest& r,
+                   absl::string_view job) {
+  absl::StatusOr<Json> body = ParseBody(r.body, /*empty_is_object=*/true);
+  if (!body.ok()) return Error(body.status());
+  for (const auto& [key, value] : body->items()) {
+    if (key != "lease_seconds") {
+      return Error(Invalid(key, "unknown field (lease_seconds)"));
+    }
+  }
+  absl::StatusOr<std::optional<int64_t>> seconds = LeaseSeconds(*body);
+  if (!seconds.ok()) return Error(seconds.status());
+  absl::StatusOr<v1::LayoutDeclaration> renewed =
+      s.leases->Renew(job, *seconds, absl::Now() + kWriteTimeout);
+  if (!renewed.ok()) return Error(renewed.status());
+  Json out;
+  out["job"] = std::string(job);
+  out["declaration"] = DeclarationJson(*renewed);
+  return JsonResponse(200, out);
+}
+
+HttpResponse Delete(const JobWriteSources& s, absl::string_view job) {
+  const absl::Time answer_by = absl::Now() + kWriteTimeout;
+  absl::Status deleted = s.registry->Delete(job, answer_by);
+  if (absl::IsNotFound(deleted)) {
+    return JsonResponse(200, {{"job", std::string(job)}, {"deleted", false}});
+  }
+  if (!deleted.ok()) return Error(deleted);
+  if (s.on_layouts_changed) s.on_layouts_changed(std::string(job), answer_by);
+  return JsonResponse(200, {{"job", std::string(job)}, {"deleted", true}});
+}
+
+HttpResponse Handle(const JobWriteSources& s, const HttpRequest& r) {
+  if (!r.query.empty()) {
+    return Error(absl::InvalidArgumentError(
+        absl::StrCat(r.method, " ", kPrefix, "{job} takes no query")));
+  }
+  const bool renew = absl::EndsWith(r.path, kRenew);
+  if (renew != (r.method == "POST")) {
+    HttpResponse wrong = Error(absl::NotFoundError(
+        renew ? "only POST renews a lease"
+              : absl::StrCat("POST serves only ", kPrefix, "{job}/renew")));
+    wrong.status = 405;
+    wrong.headers.push_back(
+        {"Allow", renew ? "POST" : "GET, HEAD, PUT, DELETE"});
+    return wrong;
+  }
+  absl::StatusOr<std::string> job = PathJob(r.path, renew);
+  if (!job.ok()) return Error(job.status());
+  if (absl::Status auth = CheckToken(s, r); !auth.ok()) return Error(auth);
+  if (renew) return Renew(s, r, *job);
+  if (r.method == "PUT") return Put(s, r, *job);
+  return Delete(s, *job);
+}
+
+}  // namespace
+
+absl::StatusOr<JobDeclaration> ParseJobDeclaration(absl::string_view path_job,
+                                                   absl::string_view body) {
+  ASSIGN_OR_RETURN(Json j, ParseBody(body, /*empty_is_object=*/false));
+  JobDeclaration out;
+  ASSIGN_OR_RETURN(out.lease_seconds, LeaseSeconds(j));
+  ASSIGN_OR_RETURN(out.source, StringField(j, "source", "http"));
+  ASSIGN_OR_RETURN(out.owner, StringField(j, "owner", ""));
+  RETURN_IF_ERROR(ValidateDeclaration(out.source, out.owner, std::nullopt));
+  j.erase("lease_seconds");
+  j.erase("source");
+  j.erase("owner");
+  if (j.find("job") == j.end()) j["job"] = std::string(path_job);
+  // The layout file's own parser, so that every message is the CLI's.
+  ASSIGN_OR_RETURN(out.layout,
+                   analysis::ParseLayout(
+                       j.dump(-1, ' ', false, Json::error_handler_t::strict)));
+  // Compared once parsed: `"job": 7` is the job "7", as in a layout file.
+  if (out.layout.job() != path_job) {
+    return Invalid("job", absl::StrCat(QuoteForMessage(out.layout.job()),
+                                       " does not match the path's job ",
+                                       QuoteForMessage(path_job)));
+  }
+  return out;
+}
+
+std::vector<HttpRoute> JobWriteRoutes(const JobWriteSources& sources) {
+  HttpRoute route;
+  route.path = kPrefix;
+  route.methods = {"PUT", "DELETE", "POST"};
+  route.max_body_bytes = kMaxJobBodyBytes;
+  route.handler = [sources](const HttpRequest& r) {
+    return Handle(sources, r);
+  };
+  return {std::move(route)};
+}
+
+}  // namespace fabricdiag::collector

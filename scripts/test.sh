@@ -59,7 +59,7 @@ if [ "${SKIP_LINT:-0}" != "1" ]; then
   cmake --build build -j"$jobs" --target fabricdiag_generated_headers
   # Units unchanged since a clean lint are skipped (see the script).
   scripts/clang-tidy-cached.py -p build -j "$jobs" \
-    "^$(pwd)/(agent|analysis|cli|cluster|collector|common|counters|gnmi|server|sim)/.*\\.cc$" \
+    "^$(pwd)/(agent|analysis|cli|client|cluster|collector|common|counters|gnmi|server|sim)/.*\\.cc$" \
     > build/clang-tidy.log 2>&1 || {
       grep -E 'error:|warning:' build/clang-tidy.log | sort -u
       echo "FAILED: clang-tidy (full log: build/clang-tidy.log)"

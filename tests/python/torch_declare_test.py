@@ -55,11 +55,14 @@ def expected_ranks():
 class TorchJob:
     """torch_job.py in its own process group, killed with it on cleanup."""
 
-    def __init__(self, collector_url, *extra):
+    def __init__(self, collector_url, *extra, lease=LEASE, token_file=None):
         self.out = tempfile.mkdtemp(prefix="fabricdiag-torch-")
-        env = dict(os.environ, FABRICDIAG_COLLECTOR=collector_url, FABRICDIAG_LEASE=str(LEASE),
+        env = dict(os.environ, FABRICDIAG_COLLECTOR=collector_url, FABRICDIAG_LEASE=str(lease),
                    FABRICDIAG_TIMEOUT="1", SLURM_JOB_ID="777", OMP_NUM_THREADS="1")
         env.pop("TORCHELASTIC_RUN_ID", None)
+        env.pop("FABRICDIAG_TOKEN_FILE", None)
+        if token_file:
+            env["FABRICDIAG_TOKEN_FILE"] = token_file
         self.log = open(os.path.join(self.out, "job.log"), "w+")
         self.started = time.monotonic()
         self.proc = subprocess.Popen(

@@ -4,11 +4,13 @@
 8 GPUs: node rank 0 calls itself gpu-b and node rank 1 gpu-a (so host order
 is not name order), and LOCAL_RANK runs backwards on gpu-b. Each rank calls
 fabricdiag.torch.declare(tp=2, pp=2, ep=2) and then "trains" (all-reduces)
-for --seconds, or with --hang blocks for ever after declaring (the test
-kills it with SIGKILL). Each rank writes OUT/rank-N.json with the time
+for --seconds, or with --until FILE until that file exists (rank 0 looks and
+tells the others through the all-reduce, so every rank runs the same steps),
+or with --hang blocks for ever after declaring (the test kills it with
+SIGKILL). Each rank writes OUT/rank-N.json with the time
 declare() took; rank 0 adds its lease thread's statistics at exit.
 
-    python3 torch_job.py --out DIR --port P [--seconds S] [--hang]
+    python3 torch_job.py --out DIR --port P [--seconds S | --until FILE | --hang]
 """
 
 import argparse
@@ -57,11 +59,23 @@ def worker(rank, args):
     # The same number of steps on every rank (a deadline per rank would
     # leave some ranks in an all-reduce the others never join).
     t = torch.ones(1024)
-    steps = max(1, int(args.seconds / 0.05))
-    for _ in range(steps):
-        dist.all_reduce(t)
-        t.fill_(1.0)
-        time.sleep(0.05)
+    if args.until:
+        # A step every 0.25 s: light on a small, busy machine.
+        steps = 0
+        flag = torch.zeros(1)
+        while True:
+            steps += 1
+            flag.fill_(1.0 if rank == 0 and os.path.exists(args.until) else 0.0)
+            dist.all_reduce(flag)
+            if flag[0].item() > 0:
+                break
+            time.sleep(0.25)
+    else:
+        steps = max(1, int(args.seconds / 0.05))
+        for _ in range(steps):
+            dist.all_reduce(t)
+            t.fill_(1.0)
+            time.sleep(0.05)
     dist.barrier()
     if lease is not None:
         stats = dict(lease.stats(), rank=rank, declare_seconds=took, steps=steps)
@@ -75,6 +89,7 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--seconds", type=float, default=3.0)
+    p.add_argument("--until", help="train until this file exists")
     p.add_argument("--hang", action="store_true")
     args = p.parse_args()
     # fork: the 16 ranks share the parent's already imported torch instead

@@ -1,27 +1,29 @@
 #!/usr/bin/env python3
 """The Slurm scripts (deploy/slurm/) run by a real Slurm on loopback.
 
-    slurm_e2e_test.py SOURCE_DIR
+    slurm_e2e_test.py SOURCE_DIR COLLECTOR CLI
 
 Starts, in a temporary directory, munged (as user munge, with its own key
 and socket), slurmctld -D and eight slurmd -D -N gpu-00X (one port each on
 127.0.0.1), with PrologSlurmctld/EpilogSlurmctld pointing at the scripts of
 the source tree through wrappers that only add FABRICDIAG_SLURM_ENV (slurmctld
-gives them an empty environment) and note when each hook returned. A fake
-collector (fake_collector.py, with a bearer token) stands in for the
-collector's HTTP API. Whether a job is declared is checked through
-GET /api/v1/jobs/JOB, which the real collector answers the same way, so
-start_collector() is the one place to change to run this against the real
-binary; the exact bodies and the absence of any request come from the
-fake's record of every request (/fake/requests).
+gives them an empty environment) and note when each hook returned. The
+REAL fabricdiag-collector (COLLECTOR) listens on free loopback ports and
+requires a bearer token (--auth_token_file; the scripts read the same file
+through FABRICDIAG_TOKEN_FILE). What the scripts declared is read back from
+it: GET /api/v1/jobs and /api/v1/jobs/JOB, and `fabricdiag layout show JOB
+--json` (CLI) for the hosts in order. The exact request bodies and the
+absence of any request are checked with a recording fake in
+slurm_scripts_test.py; here the script's own log says what it sent.
 
 Cases: a 4-node job with the comment is declared while it runs (hosts in
 scontrol's order, which is srun's node rank order, parallelism, lease,
-source, owner, token) and deleted after; a job without the comment and one
-with a malformed comment cause no request and end COMPLETED; with the
-collector stopped a job still runs and ends COMPLETED. Every wait polls
-with a deadline; everything started is stopped at the end, also on failure.
-Needs root (slurmd starts jobs as their user, munged runs as munge).
+source, owner; the token accepted) and deleted after; a job without the
+comment and one with a malformed comment declare nothing and end
+COMPLETED; with the collector stopped a job still runs and ends COMPLETED.
+Every wait polls with a deadline; everything started is stopped at the end,
+also on failure. Needs root (slurmd starts jobs as their user, munged runs
+as munge).
 """
 
 import json
@@ -37,12 +39,15 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from datetime import datetime
 
 SOURCE_DIR = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".")
+COLLECTOR = os.path.abspath(sys.argv[2]) if len(sys.argv) > 2 else None
+CLI = os.path.abspath(sys.argv[3]) if len(sys.argv) > 3 else None
 HERE = os.path.dirname(os.path.abspath(__file__))
 TEST_DEADLINE = time.monotonic() + 100
 NODES = [f"gpu-{i:03d}" for i in range(8)]
-TOKEN = "e2e-T0ken_slurm"
+TOKEN = "e2e-T0ken_slurm-0123456789"
 
 
 class Failure(Exception):
@@ -115,24 +120,52 @@ class Cluster:
                           f"{p.stderr.strip()}")
         return p.stdout
 
-    # --- the fake collector -------------------------------------------------
+    # --- the collector ------------------------------------------------------
 
     def start_collector(self):
-        port_file = os.path.join(self.tmp, "collector.port")
         token_file = os.path.join(self.tmp, "collector.token")
         with open(token_file, "w") as f:
             f.write(TOKEN + "\n")
+        os.chmod(token_file, 0o600)
         self.collector = self.start("collector", [
-            sys.executable, os.path.join(HERE, "fake_collector.py"),
-            f"--port_file={port_file}", f"--token_file={token_file}"])
-        port = wait_for("the fake collector's port",
-                        lambda: os.path.exists(port_file) and
-                        open(port_file).read(), 10)
-        self.collector_url = f"http://127.0.0.1:{port}"
+            COLLECTOR, "--listen=127.0.0.1:0", "--http_listen=127.0.0.1:0",
+            f"--state_dir={self.tmp}/collector-state",
+            f"--auth_token_file={token_file}"])
+        log = os.path.join(self.tmp, "log", "collector.out")
+
+        def ports():
+            if self.collector.poll() is not None:
+                raise Failure("the collector exited:\n" + open(log).read())
+            for line in open(log, errors="replace"):
+                if "gRPC on port" in line and "HTTP on port" in line:
+                    return (int(line.split("gRPC on port")[1].split()[0]
+                                .rstrip(",;.")),
+                            int(line.split("HTTP on port")[1].split()[0]
+                                .rstrip(",;.")))
+            return None
+        self.grpc_port, http_port = wait_for("the collector's ports", ports,
+                                             30)
+        self.collector_url = f"http://127.0.0.1:{http_port}"
 
     def stop_collector(self):
         self.collector.terminate()
-        self.collector.wait(timeout=10)
+        self.collector.wait(timeout=15)
+
+    def cli(self, *args):
+        return self.run(CLI, f"--collector=127.0.0.1:{self.grpc_port}", *args,
+                        timeout=30)
+
+    def listed(self):
+        status, body = self.http("/api/v1/jobs")
+        check(status == 200, f"GET /api/v1/jobs: {status} {body}")
+        return {j["job"]: j for j in body["jobs"]}
+
+    def log_lines(self, job_id):
+        path = os.path.join(self.tmp, "fabricdiag-slurm.log")
+        if not os.path.exists(path):
+            return []
+        return [line for line in open(path)
+                if f" job {job_id}: " in line]
 
     def http(self, path):
         """(status, JSON) of a GET on the collector."""
@@ -143,10 +176,6 @@ class Cluster:
         except urllib.error.HTTPError as e:
             return e.code, json.loads(e.read() or b"null")
 
-    def requests_for(self, job):
-        _, reqs = self.http("/fake/requests")
-        return [r for r in reqs if r["path"].startswith(f"/api/v1/jobs/{job}")]
-
     # --- Slurm --------------------------------------------------------------
 
     def write_config(self):
@@ -154,7 +183,7 @@ class Cluster:
         for d in ("log", "state", "spool", "munge"):
             os.makedirs(os.path.join(tmp, d), exist_ok=True)
         # Written before munged and slurmctld start; only the collector URL
-        # is added once the fake listens.
+        # is added once the collector listens.
         self.ctld_port = free_port_range(1)
         self.node_port = self.ctld_port
         while self.node_port <= self.ctld_port < self.node_port + len(NODES):
@@ -343,20 +372,24 @@ def test_declared_while_running(c):
     node_list = c.run("scontrol", "show", "hostnames",
                       c.run("squeue", "-h", "-j", str(job), "-o",
                             "%N").strip()).split()
-    puts = [r for r in c.requests_for(name) if r["method"] == "PUT"]
-    check(len(puts) == 1, f"{len(puts)} PUTs for {name}")
-    body = json.loads(puts[0]["body"])
+    entry = c.listed()[name]
+    check(entry["source"] == "slurm" and entry["owner"] == "root",
+          f"source/owner {entry.get('source')}/{entry.get('owner')}")
+    rfc = "%Y-%m-%dT%H:%M:%SZ"
+    check(entry["expires"] is not None, f"no expiry: {entry}")
+    lease = (datetime.strptime(entry["expires"], rfc) -
+             datetime.strptime(entry["applied"], rfc)).total_seconds()
+    check(abs(lease - (10 * 60 + 300)) <= 5,
+          f"lease {lease} s ({entry['applied']} -> {entry['expires']}) for a "
+          "10-minute limit + 300 s")
+    body = json.loads(c.cli("layout", "show", name, "--json"))
     check(body["hosts"] == node_list,
           f"hosts {body['hosts']}, scontrol expands {node_list}")
     check(body["parallelism"] == {"tp": 8, "pp": 2, "dp": 2, "cp": 1, "ep": 2},
           f"parallelism {body['parallelism']}")
     check(body["gpus_per_node"] == 8, f"gpus_per_node {body['gpus_per_node']}")
-    check(body["source"] == "slurm" and body["owner"] == "root",
-          f"source/owner {body.get('source')}/{body.get('owner')}")
-    check(body["lease_seconds"] == 10 * 60 + 300,
-          f"lease {body['lease_seconds']} for a 10-minute limit + 300 s")
-    check(puts[0]["authorization"] == f"Bearer {TOKEN}",
-          f"authorization {puts[0]['authorization']!r}")
+    # No rank list: the collector places rank r on hosts[r // 8], GPU r % 8.
+    check("ranks" not in body or body["ranks"] == [], f"ranks {body}")
     # srun's block distribution: node rank i runs on the i-th host.
     wait_for("srun's node ranks", lambda: os.path.exists(ranks) and
              len(open(ranks).read().split("\n")) > 4, 15)
@@ -369,11 +402,15 @@ def test_declared_while_running(c):
     check(c.hook_done(job, "epilog") == "0", "epilog exit status")
     status, _ = c.http(f"/api/v1/jobs/{name}")
     check(status == 404, f"{name} still declared after the job ({status})")
-    methods = [r["method"] for r in c.requests_for(name)
-               if not r["method"] == "GET"]
-    check(methods == ["PUT", "DELETE"], f"requests {methods}")
-    print(f"ok: {name} declared on {body['hosts']} while running, deleted "
-          "after")
+    check(name not in c.listed(), f"{name} still listed after the job")
+    lines = c.log_lines(job)
+    check(any(f"prolog job {job}: declared {name} " in l and "HTTP 201" in l
+              for l in lines), f"no 'declared ... HTTP 201' line: {lines}")
+    check(any(f"epilog job {job}: deleted {name}: " in l and
+              '"deleted":true' in l.replace(" ", "") for l in lines),
+          f"no 'deleted ... true' line: {lines}")
+    print(f"ok: {name} declared on {body['hosts']} while running (token "
+          "accepted), deleted after")
 
 
 def test_no_request(c, comment, what):
@@ -385,8 +422,12 @@ def test_no_request(c, comment, what):
           "COMPLETED", f"job {job} ({what}) did not complete")
     check(c.hook_done(job, "prolog") == "0", "prolog exit status")
     check(c.hook_done(job, "epilog") == "0", "epilog exit status")
-    reqs = c.requests_for(f"slurm-{job}")
-    check(reqs == [], f"{what}: requests {reqs}")
+    status, _ = c.http(f"/api/v1/jobs/slurm-{job}")
+    check(status == 404, f"{what}: slurm-{job} declared ({status})")
+    sent = [l for l in c.log_lines(job)
+            if any(w in l for w in (": declared slurm-", ": deleted slurm-",
+                                    "HTTP ", "unreachable"))]
+    check(sent == [], f"{what}: requests logged: {sent}")
     print(f"ok: job {job} ({what}) COMPLETED without a request")
     return job
 
@@ -411,6 +452,10 @@ def test_collector_down(c):
 
 
 def main():
+    if not (COLLECTOR and CLI):
+        print("usage: slurm_e2e_test.py SOURCE_DIR COLLECTOR CLI",
+              file=sys.stderr)
+        return 1
     try:
         prerequisites()
     except Failure as e:

@@ -163,6 +163,19 @@ class DryRunTest(unittest.TestCase):
         body, _ = self.declared("fabricdiag: tp=8")
         self.assertEqual(body["lease_seconds"], 5 * 60 + 9 + 600)
 
+    def test_lease_at_most_a_week(self):
+        # The collector refuses lease_seconds over 604800 with a 400.
+        self.set_limit("14-00:00:00")
+        body, _ = self.declared("fabricdiag: tp=8")
+        self.assertEqual(body["lease_seconds"], 604800)
+        self.set_limit("6-23:55:00")
+        body, _ = self.declared("fabricdiag: tp=8")
+        self.assertEqual(body["lease_seconds"], 604800)
+        self.write_env("FABRICDIAG_LEASE_SECONDS=999999\n")
+        self.set_limit("UNLIMITED")
+        body, _ = self.declared("fabricdiag: tp=8")
+        self.assertEqual(body["lease_seconds"], 604800)
+
     def test_token(self):
         token = os.path.join(self.dir, "token")
         with open(token, "w") as f:

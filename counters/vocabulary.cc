@@ -1,6 +1,7 @@
 #include "counters/vocabulary.h"
 
 #include "absl/strings/match.h"
+#include "counters/meanings.h"
 
 namespace fabricdiag::counters {
 
@@ -30,103 +31,7 @@ const char* SubsystemName(Subsystem s) {
   return "unknown";
 }
 
-const char* MeaningName(Meaning m) {
-  switch (m) {
-    case Meaning::kNone:
-      return "";
-    case Meaning::kPfcPauseFrames:
-      return "pfc_pause_frames";
-    case Meaning::kPfcPauseDuration:
-      return "pfc_pause_duration";
-    case Meaning::kPfcPauseTransitions:
-      return "pfc_pause_transitions";
-    case Meaning::kGlobalPauseFrames:
-      return "global_pause_frames";
-    case Meaning::kGlobalPauseDuration:
-      return "global_pause_duration";
-    case Meaning::kPauseStormWarning:
-      return "pause_storm_warning";
-    case Meaning::kPauseStormError:
-      return "pause_storm_error";
-    case Meaning::kPhyBytes:
-      return "phy_bytes";
-    case Meaning::kPhyPackets:
-      return "phy_packets";
-    case Meaning::kRxDiscardsPhy:
-      return "rx_discards_phy";
-    case Meaning::kTxDiscardsPhy:
-      return "tx_discards_phy";
-    case Meaning::kRxOutOfBuffer:
-      return "rx_out_of_buffer";
-    case Meaning::kPriorityDiscards:
-      return "priority_discards";
-    case Meaning::kPriorityBytes:
-      return "priority_bytes";
-    case Meaning::kEcnMarked:
-      return "ecn_marked";
-    case Meaning::kCrcErrors:
-      return "crc_errors";
-    case Meaning::kSymbolErrors:
-      return "symbol_errors";
-    case Meaning::kPcsSymbolErrors:
-      return "pcs_symbol_errors";
-    case Meaning::kCorrectedBits:
-      return "corrected_bits";
-    case Meaning::kReceivedBits:
-      return "received_bits";
-    case Meaning::kLinkDownEvents:
-      return "link_down_events";
-    case Meaning::kRdmaBytes:
-      return "rdma_bytes";
-    case Meaning::kRdmaPackets:
-      return "rdma_packets";
-    case Meaning::kNetdevBytes:
-      return "netdev_bytes";
-    case Meaning::kNetdevPackets:
-      return "netdev_packets";
-    case Meaning::kRxErrors:
-      return "rx_errors";
-    case Meaning::kLinkDowned:
-      return "link_downed";
-    case Meaning::kLinkErrorRecovery:
-      return "link_error_recovery";
-    case Meaning::kCarrierChanges:
-      return "carrier_changes";
-    case Meaning::kCnpSent:
-      return "cnp_sent";
-    case Meaning::kCnpHandled:
-      return "cnp_handled";
-    case Meaning::kOutOfSequence:
-      return "out_of_sequence";
-    case Meaning::kPacketSeqErr:
-      return "packet_seq_err";
-    case Meaning::kLocalAckTimeout:
-      return "local_ack_timeout";
-    case Meaning::kRnrNakRetry:
-      return "rnr_nak_retry";
-    case Meaning::kRetriesExceeded:
-      return "retries_exceeded";
-    case Meaning::kDuplicateRequest:
-      return "duplicate_request";
-    case Meaning::kImpliedNakSeqErr:
-      return "implied_nak_seq_err";
-    case Meaning::kAdaptiveRetrans:
-      return "adaptive_retrans";
-    case Meaning::kQueueBytes:
-      return "queue_bytes";
-    case Meaning::kQueuePackets:
-      return "queue_packets";
-    case Meaning::kQueueDrops:
-      return "queue_drops";
-    case Meaning::kQueueEcnMarked:
-      return "queue_ecn_marked";
-    case Meaning::kPfcWatchdogStorms:
-      return "pfc_watchdog_storms";
-    case Meaning::kPfcWatchdogRestorations:
-      return "pfc_watchdog_restorations";
-  }
-  return "";
-}
+const char* MeaningName(Meaning m) { return SpecOf(m).name; }
 
 const char* DirectionName(Direction d) {
   switch (d) {

@@ -7,6 +7,8 @@
 
 #include "absl/container/btree_map.h"
 #include "absl/numeric/bits.h"
+#include "collector/runner/signal_map.h"
+#include "counters/meanings.h"
 
 namespace fabricdiag::cluster {
 namespace {
@@ -14,8 +16,9 @@ namespace {
 using analysis::PerPriority;
 using analysis::PortSignals;
 
-// Every optional double of PortSignals with its wire accessors, in one
-// table so that both directions stay in step.
+// Every optional double of PortSignals with its accessors in
+// PortSignalsWire, the message form of a port that collectors of an earlier
+// build write (PortBlock slots are counters::Signal's, not this order).
 struct OptionalField {
   double PortSignals::*signal;
   bool (v1::PortSignalsWire::*has)() const;
@@ -59,12 +62,12 @@ constexpr OptionalField kOptionalFields[] = {
 };
 #undef FABRICDIAG_FIELD
 
-// A field added to PortSignals or SampleEvidence needs a wire field and a
-// row above: the sizes catch a forgotten one.
-static_assert(sizeof(PortSignals) ==
-                  sizeof(double) * (2 + 1 + 4 * analysis::kPriorities +
-                                    std::size(kOptionalFields)),
-              "PortSignals changed: update proto/cluster.proto and the table");
+// PortSignalsWire is read, no longer written: a signal added to PortSignals
+// travels in its PortBlock slot only (collector/runner/signal_map.cc checks
+// that every field has one), and this table stays as collectors of earlier
+// builds wrote it.
+static_assert(std::size(kOptionalFields) == 27,
+              "PortSignalsWire is frozen: a new signal needs a slot only");
 static_assert(sizeof(analysis::SampleEvidence) == 56,
               "SampleEvidence changed: update proto/cluster.proto");
 
@@ -93,14 +96,12 @@ constexpr PriorityField kPriorityFields[] = {
 // --- v1::PortBlock: a node's ports as columns --------------------------
 //
 // A port's signals in a view are a mask and the values of the slots it sets
-// (proto/cluster.proto, PortBlock): the optional doubles of kOptionalFields
-// in their order, link_rate and expected_rate, then the per-priority arrays
-// of kPriorityFields, 8 slots each.
-constexpr int kRateSlot = static_cast<int>(std::size(kOptionalFields));
-constexpr int kPrioritySlot = kRateSlot + 2;
-constexpr int kSlots =
-    kPrioritySlot +
-    static_cast<int>(std::size(kPriorityFields)) * analysis::kPriorities;
+// (proto/cluster.proto, PortBlock): the slots are counters::Signal's, read
+// and written through collector::SlotOf.
+constexpr int kRateSlot = static_cast<int>(counters::Signal::kLinkRate);
+static_assert(static_cast<int>(counters::Signal::kExpectedRate) ==
+              kRateSlot + 1);
+constexpr int kSlots = counters::kSignalSlots;
 static_assert(kSlots == 61, "the slots are proto/cluster.proto's PortBlock's");
 constexpr uint64_t kLinkDownBit = uint64_t{1} << 61;
 constexpr uint64_t kInViewBit = uint64_t{1} << 63;
@@ -108,18 +109,6 @@ constexpr uint64_t kInViewBit = uint64_t{1} << 63;
 constexpr uint64_t kValueBits = ~(kLinkDownBit | kInViewBit);
 // SampleEvidence's fields in a view's `*_samples`.
 constexpr int kSampleValues = 7;
-
-// The signal of `slot` (0 <= slot < kSlots) in `s`.
-// `Signals`: PortSignals or const PortSignals.
-template <typename Signals>
-auto& Slot(Signals& s, int slot) {
-  if (slot < kRateSlot) return s.*kOptionalFields[slot].signal;
-  if (slot == kRateSlot) return s.link_rate;
-  if (slot == kRateSlot + 1) return s.expected_rate;
-  const int i = slot - kPrioritySlot;
-  return (s.*kPriorityFields[i / analysis::kPriorities]
-                 .signal)[static_cast<size_t>(i % analysis::kPriorities)];
-}
 
 // Whether a slot holds a reported value: not NaN, but for the two rates,
 // whose unknown is 0: anything else.
@@ -134,7 +123,7 @@ void PortToBlock(const analysis::PortView& p,
                  RepeatedDouble* values, RepeatedDouble* samples) {
   uint64_t mask = kInViewBit;
   for (int slot = 0; slot < kSlots; ++slot) {
-    const double v = Slot(p.s, slot);
+    const double v = collector::SlotOf(p.s, slot);
     if (!Reported(v, slot)) continue;
     mask |= uint64_t{1} << slot;
     values->Add(v);
@@ -167,7 +156,7 @@ bool PortFromBlock(uint64_t mask, const RepeatedDouble& values, int* next_value,
     if (*next_value >= values.size()) return false;
     const double v = values.Get((*next_value)++);
     const int slot = absl::countr_zero(bits);
-    if (slot < kSlots) Slot(port->s, slot) = v;
+    if (slot < kSlots) collector::SlotOf(port->s, slot) = v;
   }
   port->s.link_up = (mask & kLinkDownBit) == 0;
   analysis::SampleEvidence& e = port->samples;

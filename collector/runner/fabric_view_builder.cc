@@ -38,7 +38,7 @@ FabricViewBuilder::SignalsOf(std::shared_ptr<const SeriesLayout> layout) {
   for (uint32_t slot = 0; slot < metas.size(); ++slot) {
     const SeriesMeta& m = metas[slot];
     const SignalRef ref = ClassifySeries(m);
-    if (ref.field == SignalField::kNone) continue;
+    if (ref.signal == counters::Signal::kNone) continue;
     const bool rdma = m.key.subsystem == v1::SUBSYSTEM_RDMA_PORT_COUNTERS ||
                       m.key.subsystem == v1::SUBSYSTEM_RDMA_PORT_COUNTERS_EXT ||
                       m.key.subsystem == v1::SUBSYSTEM_RDMA_PORT_HW_COUNTERS;
@@ -113,33 +113,9 @@ void FabricViewBuilder::Refresh(const NodeSeries& node, NodeCache* cache) {
   std::vector<std::array<int, 2>> rank(cache->ports.size(), {0, 0});
   std::vector<std::array<std::vector<uint32_t>, 2>> chosen(cache->ports.size());
   for (const SlotTarget& t : cache->targets) {
-    int r = 0;
-    int dir = 0;
-    switch (t.signal.field) {
-      case SignalField::kRdmaRxBytes:
-        r = 3;
-        break;
-      case SignalField::kRdmaTxBytes:
-        r = 3;
-        dir = 1;
-        break;
-      case SignalField::kPhyRxBytes:
-        r = 2;
-        break;
-      case SignalField::kPhyTxBytes:
-        r = 2;
-        dir = 1;
-        break;
-      case SignalField::kNetdevRxBytes:
-        r = 1;
-        break;
-      case SignalField::kNetdevTxBytes:
-        r = 1;
-        dir = 1;
-        break;
-      default:
-        continue;
-    }
+    if (t.signal.source == counters::Source::kNone) continue;
+    const int r = static_cast<int>(t.signal.source);
+    const size_t dir = t.signal.signal == counters::Signal::kTxBytes ? 1 : 0;
     std::vector<uint32_t>& slots = chosen[t.port][dir];
     if (r > rank[t.port][dir]) {
       slots.clear();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <string>
 
 #include "counters/counter_table.h"
@@ -11,109 +12,121 @@ namespace fabricdiag::collector {
 namespace {
 
 using analysis::Has;
+using analysis::PerPriority;
+using analysis::PortSignals;
 
 using counters::Direction;
 using counters::Meaning;
+using counters::Signal;
+using counters::Source;
+
+// Every signal's PortSignals field, in slot order (counters/meanings.h).
+struct SignalField {
+  Signal signal;
+  double PortSignals::*value;              // a signal without priorities
+  PerPriority PortSignals::*per_priority;  // or one per priority
+};
+#define FABRICDIAG_SCALAR(S, field) \
+  { Signal::S, &PortSignals::field, nullptr }
+#define FABRICDIAG_PER_PRIORITY(S, field) \
+  { Signal::S, nullptr, &PortSignals::field }
+constexpr SignalField kFields[] = {
+    FABRICDIAG_SCALAR(kRxBytes, rx_bytes),
+    FABRICDIAG_SCALAR(kTxBytes, tx_bytes),
+    FABRICDIAG_SCALAR(kPauseStormWarnings, pause_storm_warnings),
+    FABRICDIAG_SCALAR(kPauseStormErrors, pause_storm_errors),
+    FABRICDIAG_SCALAR(kCnpSent, cnp_sent),
+    FABRICDIAG_SCALAR(kCnpHandled, cnp_handled),
+    FABRICDIAG_SCALAR(kEcnMarked, ecn_marked),
+    FABRICDIAG_SCALAR(kRxDiscards, rx_discards),
+    FABRICDIAG_SCALAR(kRxOutOfBuffer, rx_out_of_buffer),
+    FABRICDIAG_SCALAR(kSymbolErrors, symbol_errors),
+    FABRICDIAG_SCALAR(kRxErrors, rx_errors),
+    FABRICDIAG_SCALAR(kCrcErrors, crc_errors),
+    FABRICDIAG_SCALAR(kPcsSymbolErrors, pcs_symbol_errors),
+    FABRICDIAG_SCALAR(kCorrectedBits, corrected_bits),
+    FABRICDIAG_SCALAR(kReceivedBits, received_bits),
+    FABRICDIAG_SCALAR(kLinkDowned, link_downed),
+    FABRICDIAG_SCALAR(kLinkErrorRecovery, link_error_recovery),
+    FABRICDIAG_SCALAR(kCarrierChanges, carrier_changes),
+    FABRICDIAG_SCALAR(kLinkDownEvents, link_down_events),
+    FABRICDIAG_SCALAR(kOutOfSequence, out_of_sequence),
+    FABRICDIAG_SCALAR(kPacketSeqErr, packet_seq_err),
+    FABRICDIAG_SCALAR(kLocalAckTimeoutErr, local_ack_timeout_err),
+    FABRICDIAG_SCALAR(kRnrNakRetryErr, rnr_nak_retry_err),
+    FABRICDIAG_SCALAR(kRetriesExceeded, retries_exceeded),
+    FABRICDIAG_SCALAR(kDuplicateRequest, duplicate_request),
+    FABRICDIAG_SCALAR(kImpliedNakSeqErr, implied_nak_seq_err),
+    FABRICDIAG_SCALAR(kAdaptiveRetrans, adaptive_retrans),
+    FABRICDIAG_SCALAR(kLinkRate, link_rate),
+    FABRICDIAG_SCALAR(kExpectedRate, expected_rate),
+    FABRICDIAG_PER_PRIORITY(kRxPauseFraction, rx_pause_fraction),
+    FABRICDIAG_PER_PRIORITY(kTxPauseFraction, tx_pause_fraction),
+    FABRICDIAG_PER_PRIORITY(kRxPauseFrames, rx_pause_frames),
+    FABRICDIAG_PER_PRIORITY(kTxPauseFrames, tx_pause_frames),
+};
+#undef FABRICDIAG_SCALAR
+#undef FABRICDIAG_PER_PRIORITY
+
+// One field per signal, in the order of the slots; a field added to
+// PortSignals (a double each, and link_up padded to one) needs its signal.
+static_assert(std::size(kFields) == std::size(counters::kSignals),
+              "every counters::Signal needs its PortSignals field here");
+constexpr bool FieldsInSlotOrder() {
+  for (size_t i = 0; i < std::size(kFields); ++i) {
+    if (kFields[i].signal != counters::kSignals[i].signal) return false;
+    if ((kFields[i].value == nullptr) !=
+        counters::IsPerPriority(kFields[i].signal)) {
+      return false;
+    }
+  }
+  return true;
+}
+static_assert(FieldsInSlotOrder(), "kFields must follow counters::Signal");
+static_assert(sizeof(PortSignals) ==
+                  sizeof(double) * (counters::kSignalSlots + 1),
+              "PortSignals changed: give the field its counters::Signal");
+
+// The kFields index of every slot.
+struct SlotIndex {
+  uint8_t index[counters::kSignalSlots] = {};
+  constexpr SlotIndex() {
+    for (size_t i = 0; i < std::size(kFields); ++i) {
+      const int first = static_cast<int>(kFields[i].signal);
+      const int n = counters::IsPerPriority(kFields[i].signal)
+                        ? analysis::kPriorities
+                        : 1;
+      for (int slot = first; slot < first + n; ++slot) {
+        index[slot] = static_cast<uint8_t>(i);
+      }
+    }
+  }
+};
+constexpr SlotIndex kSlotIndex;
+
+template <typename Signals>
+auto& Slot(Signals& s, int slot) {
+  const SignalField& f = kFields[kSlotIndex.index[slot]];
+  if (f.value != nullptr) return s.*f.value;
+  return (
+      s.*
+      f.per_priority)[static_cast<size_t>(slot - static_cast<int>(f.signal))];
+}
 
 SignalRef FromMeaning(Meaning meaning, Direction direction, int priority) {
-  const bool rx = direction == Direction::kRx;
-  const bool tx = direction == Direction::kTx;
+  const counters::MeaningSpec& spec = counters::SpecOf(meaning);
+  Signal signal = spec.signal;
+  if (spec.tx_signal != Signal::kNone) {
+    signal = direction == Direction::kRx   ? spec.signal
+             : direction == Direction::kTx ? spec.tx_signal
+                                           : Signal::kNone;
+  }
+  if (signal == Signal::kNone) return {};
   const int8_t prio = priority >= 0 && priority < analysis::kPriorities
                           ? static_cast<int8_t>(priority)
                           : -1;
-  auto by_direction = [rx, tx](SignalField rx_field, SignalField tx_field) {
-    if (rx) return SignalRef{rx_field};
-    if (tx) return SignalRef{tx_field};
-    return SignalRef{};
-  };
-  switch (meaning) {
-    case Meaning::kPfcPauseDuration:
-      if (prio < 0 || (!rx && !tx)) return {};
-      return {rx ? SignalField::kRxPauseSeconds : SignalField::kTxPauseSeconds,
-              prio};
-    case Meaning::kPfcPauseFrames:
-      if (prio < 0 || (!rx && !tx)) return {};
-      return {rx ? SignalField::kRxPauseFrames : SignalField::kTxPauseFrames,
-              prio};
-    case Meaning::kPauseStormWarning:
-      return {SignalField::kPauseStormWarnings};
-    case Meaning::kPauseStormError:
-      return {SignalField::kPauseStormErrors};
-    case Meaning::kRdmaBytes:
-      return by_direction(SignalField::kRdmaRxBytes, SignalField::kRdmaTxBytes);
-    case Meaning::kPhyBytes:
-      return by_direction(SignalField::kPhyRxBytes, SignalField::kPhyTxBytes);
-    case Meaning::kNetdevBytes:
-      return by_direction(SignalField::kNetdevRxBytes,
-                          SignalField::kNetdevTxBytes);
-    case Meaning::kRxDiscardsPhy:
-      return {SignalField::kRxDiscards};
-    case Meaning::kPriorityDiscards:
-      return {SignalField::kPriorityDiscards};
-    case Meaning::kRxOutOfBuffer:
-      return {SignalField::kRxOutOfBuffer};
-    case Meaning::kEcnMarked:
-      return {SignalField::kEcnMarked, prio};
-    case Meaning::kCrcErrors:
-      return {SignalField::kCrcErrors};
-    case Meaning::kSymbolErrors:
-      return {SignalField::kSymbolErrors};
-    case Meaning::kPcsSymbolErrors:
-      return {SignalField::kPcsSymbolErrors};
-    case Meaning::kCorrectedBits:
-      return {SignalField::kCorrectedBits};
-    case Meaning::kReceivedBits:
-      return {SignalField::kReceivedBits};
-    case Meaning::kLinkDownEvents:
-      return {SignalField::kLinkDownEvents};
-    case Meaning::kRxErrors:
-      return {SignalField::kRxErrors};
-    case Meaning::kLinkDowned:
-      return {SignalField::kLinkDowned};
-    case Meaning::kLinkErrorRecovery:
-      return {SignalField::kLinkErrorRecovery};
-    case Meaning::kCarrierChanges:
-      return {SignalField::kCarrierChanges};
-    case Meaning::kCnpSent:
-      return {SignalField::kCnpSent};
-    case Meaning::kCnpHandled:
-      return {SignalField::kCnpHandled};
-    case Meaning::kOutOfSequence:
-      return {SignalField::kOutOfSequence};
-    case Meaning::kPacketSeqErr:
-      return {SignalField::kPacketSeqErr};
-    case Meaning::kLocalAckTimeout:
-      return {SignalField::kLocalAckTimeoutErr};
-    case Meaning::kRnrNakRetry:
-      return {SignalField::kRnrNakRetryErr};
-    case Meaning::kRetriesExceeded:
-      return {SignalField::kRetriesExceeded};
-    case Meaning::kDuplicateRequest:
-      return {SignalField::kDuplicateRequest};
-    case Meaning::kImpliedNakSeqErr:
-      return {SignalField::kImpliedNakSeqErr};
-    case Meaning::kAdaptiveRetrans:
-      return {SignalField::kAdaptiveRetrans};
-    case Meaning::kNone:
-    case Meaning::kPfcPauseTransitions:
-    case Meaning::kGlobalPauseFrames:
-    case Meaning::kGlobalPauseDuration:
-    case Meaning::kPhyPackets:
-    case Meaning::kTxDiscardsPhy:
-    case Meaning::kPriorityBytes:
-    case Meaning::kRdmaPackets:
-    case Meaning::kNetdevPackets:
-    // A switch's queues and PFC watchdog are not port signals: queues are
-    // not priorities, and the watchdog reports the partner's storm.
-    case Meaning::kQueueBytes:
-    case Meaning::kQueuePackets:
-    case Meaning::kQueueDrops:
-    case Meaning::kQueueEcnMarked:
-    case Meaning::kPfcWatchdogStorms:
-    case Meaning::kPfcWatchdogRestorations:
-      return {};
-  }
-  return {};
+  if (counters::IsPerPriority(signal) && prio < 0) return {};
+  return {signal, prio, spec.source};
 }
 
 // Larger of two signals, either of which may be absent.
@@ -126,10 +139,6 @@ double Sum(double a, double b) {
   if (!Has(a)) return b;
   if (!Has(b)) return a;
   return a + b;
-}
-// The first signal present.
-double First(double a, double b, double c) {
-  return Has(a) ? a : (Has(b) ? b : c);
 }
 
 }  // namespace
@@ -155,101 +164,51 @@ SignalRef ClassifySeries(const SeriesMeta& m) {
   return FromMeaning(info.meaning, info.direction, info.priority);
 }
 
+double& SlotOf(PortSignals& s, int slot) { return Slot(s, slot); }
+double SlotOf(const PortSignals& s, int slot) { return Slot(s, slot); }
+
+PortAccumulator::ScalarSlots PortAccumulator::AbsentSlots() {
+  ScalarSlots slots;
+  slots.fill(analysis::kAbsent);
+  return slots;
+}
+
 void PortAccumulator::Add(SignalRef ref, double v) {
-  if (std::isnan(v)) return;
-  analysis::PortSignals& s = s_;
-  auto max_into = [v](double* field) { *field = Max(*field, v); };
-  switch (ref.field) {
-    case SignalField::kNone:
-      return;
-    case SignalField::kRdmaRxBytes:
-      return max_into(&rdma_rx_);
-    case SignalField::kRdmaTxBytes:
-      return max_into(&rdma_tx_);
-    case SignalField::kPhyRxBytes:
-      return max_into(&phy_rx_);
-    case SignalField::kPhyTxBytes:
-      return max_into(&phy_tx_);
-    case SignalField::kNetdevRxBytes:
-      return max_into(&net_rx_);
-    case SignalField::kNetdevTxBytes:
-      return max_into(&net_tx_);
-    case SignalField::kRxPauseSeconds:
-      return max_into(&s.rx_pause_fraction[ref.priority]);
-    case SignalField::kTxPauseSeconds:
-      return max_into(&s.tx_pause_fraction[ref.priority]);
-    case SignalField::kRxPauseFrames:
-      return max_into(&s.rx_pause_frames[ref.priority]);
-    case SignalField::kTxPauseFrames:
-      return max_into(&s.tx_pause_frames[ref.priority]);
-    case SignalField::kPauseStormWarnings:
-      return max_into(&s.pause_storm_warnings);
-    case SignalField::kPauseStormErrors:
-      return max_into(&s.pause_storm_errors);
-    case SignalField::kCnpSent:
-      return max_into(&s.cnp_sent);
-    case SignalField::kCnpHandled:
-      return max_into(&s.cnp_handled);
-    case SignalField::kEcnMarked:
-      // The RDMA counter is one total; ethtool reports it per priority.
-      if (ref.priority >= 0) {
-        ecn_per_priority_ = Sum(ecn_per_priority_, v);
-      } else {
-        max_into(&s.ecn_marked);
-      }
-      return;
-    case SignalField::kRxDiscards:
-      return max_into(&s.rx_discards);
-    case SignalField::kPriorityDiscards:
-      priority_discards_ = Sum(priority_discards_, v);
-      return;
-    case SignalField::kRxOutOfBuffer:
-      return max_into(&s.rx_out_of_buffer);
-    case SignalField::kSymbolErrors:
-      return max_into(&s.symbol_errors);
-    case SignalField::kRxErrors:
-      return max_into(&s.rx_errors);
-    case SignalField::kCrcErrors:
-      return max_into(&s.crc_errors);
-    case SignalField::kPcsSymbolErrors:
-      return max_into(&s.pcs_symbol_errors);
-    case SignalField::kCorrectedBits:
-      return max_into(&s.corrected_bits);
-    case SignalField::kReceivedBits:
-      return max_into(&s.received_bits);
-    case SignalField::kLinkDowned:
-      return max_into(&s.link_downed);
-    case SignalField::kLinkErrorRecovery:
-      return max_into(&s.link_error_recovery);
-    case SignalField::kCarrierChanges:
-      return max_into(&s.carrier_changes);
-    case SignalField::kLinkDownEvents:
-      return max_into(&s.link_down_events);
-    case SignalField::kOutOfSequence:
-      return max_into(&s.out_of_sequence);
-    case SignalField::kPacketSeqErr:
-      return max_into(&s.packet_seq_err);
-    case SignalField::kLocalAckTimeoutErr:
-      return max_into(&s.local_ack_timeout_err);
-    case SignalField::kRnrNakRetryErr:
-      return max_into(&s.rnr_nak_retry_err);
-    case SignalField::kRetriesExceeded:
-      return max_into(&s.retries_exceeded);
-    case SignalField::kDuplicateRequest:
-      return max_into(&s.duplicate_request);
-    case SignalField::kImpliedNakSeqErr:
-      return max_into(&s.implied_nak_seq_err);
-    case SignalField::kAdaptiveRetrans:
-      return max_into(&s.adaptive_retrans);
+  if (std::isnan(v) || ref.signal == Signal::kNone) return;
+  const int slot = static_cast<int>(ref.signal);
+  double* into;
+  if (ref.source != Source::kNone) {
+    into = &traffic_[ref.signal == Signal::kTxBytes ? 1 : 0]
+                    [static_cast<size_t>(ref.source) - 1];
+  } else if (counters::IsPerPriority(ref.signal)) {
+    into = &Slot(s_, slot + ref.priority);
+  } else if (ref.priority >= 0) {
+    // The RDMA ECN counter is one total; ethtool reports it per priority.
+    double& sum = per_priority_sum_[static_cast<size_t>(slot)];
+    sum = Sum(sum, v);
+    return;
+  } else {
+    into = &Slot(s_, slot);
   }
+  *into = Max(*into, v);
 }
 
 analysis::PortSignals PortAccumulator::Finish() const {
   analysis::PortSignals s = s_;
-  s.rx_bytes = First(rdma_rx_, phy_rx_, net_rx_);
-  s.tx_bytes = First(rdma_tx_, phy_tx_, net_tx_);
-  s.ecn_marked = Max(s.ecn_marked, ecn_per_priority_);
-  s.rx_discards = Max(s.rx_discards, priority_discards_);
+  // The best source present: RDMA, else the physical port, else netdev.
+  for (size_t dir = 0; dir < 2; ++dir) {
+    double& traffic = dir == 0 ? s.rx_bytes : s.tx_bytes;
+    for (auto it = traffic_[dir].rbegin(); it != traffic_[dir].rend(); ++it) {
+      if (Has(*it)) {
+        traffic = *it;
+        break;
+      }
+    }
+  }
+  for (int slot = 0; slot < counters::kScalarSignalSlots; ++slot) {
+    const double sum = per_priority_sum_[static_cast<size_t>(slot)];
+    if (Has(sum)) Slot(s, slot) = Max(Slot(s, slot), sum);
+  }
   return s;
 }
 

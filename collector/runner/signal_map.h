@@ -5,15 +5,18 @@
 // mlx5 `np_cnp_sent`, irdma `cnpSent` or bnxt_re `np_cnp_pkts`; symbol
 // errors are the IB PMA `symbol_error` and mlx5 ethtool `rx_symbol_err_phy`.
 // The agent gives every counter its Meaning (with direction and priority)
-// from the counter table (counters/counter_table.h); this file maps only
-// meanings onto analysis::PortSignals fields. A series without a meaning
-// from an agent older than 0.2 is looked up in the same table by name.
+// from the counter table (counters/counter_table.h); the signal a meaning
+// feeds, and its source rank for traffic, are its row in the meaning table
+// (counters/meanings.h). A series without a meaning from an agent older
+// than 0.2 is looked up in the counter table by name.
 //
 // Combining: traffic takes the best source (RDMA port counters, which count
 // RoCE, over ethtool *_bytes_phy over netdev statistics, which miss RoCE on
-// mlx5); per-priority ECN marks and discards add up; every other signal
-// reported by two counters of one port (IB `symbol_error` and ethtool
-// `rx_symbol_err_phy` count the same events) takes the larger.
+// mlx5); a signal without priorities reported per priority (ECN marks,
+// discards) is the sum over the priorities, or a total reported besides
+// when that is larger; every other signal reported by two counters of one
+// port (IB `symbol_error` and ethtool `rx_symbol_err_phy` count the same
+// events) takes the larger.
 //
 //   SignalRef ref = ClassifySeries(meta);          // once per schema
 //   PortAccumulator acc;
@@ -23,61 +26,33 @@
 // Pure; thread-compatible.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include "analysis/fabric_view.h"
 #include "collector/store/node_series.h"
+#include "counters/meanings.h"
 
 namespace fabricdiag::collector {
 
-enum class SignalField : uint8_t {
-  kNone = 0,
-  kRdmaRxBytes,
-  kRdmaTxBytes,
-  kPhyRxBytes,
-  kPhyTxBytes,
-  kNetdevRxBytes,
-  kNetdevTxBytes,
-  kRxPauseSeconds,  // per priority
-  kTxPauseSeconds,
-  kRxPauseFrames,
-  kTxPauseFrames,
-  kPauseStormWarnings,
-  kPauseStormErrors,
-  kCnpSent,
-  kCnpHandled,
-  kEcnMarked,  // summed over priorities
-  kRxDiscards,
-  kPriorityDiscards,  // summed over priorities
-  kRxOutOfBuffer,
-  kSymbolErrors,
-  kRxErrors,
-  kCrcErrors,
-  kPcsSymbolErrors,
-  kCorrectedBits,
-  kReceivedBits,
-  kLinkDowned,
-  kLinkErrorRecovery,
-  kCarrierChanges,
-  kLinkDownEvents,
-  kOutOfSequence,
-  kPacketSeqErr,
-  kLocalAckTimeoutErr,
-  kRnrNakRetryErr,
-  kRetriesExceeded,
-  kDuplicateRequest,
-  kImpliedNakSeqErr,
-  kAdaptiveRetrans,
-};
-
 struct SignalRef {
-  SignalField field = SignalField::kNone;
-  int8_t priority = -1;  // 0..7 for per-priority fields
+  counters::Signal signal = counters::Signal::kNone;
+  // 0..7 for per-priority signals and for counters reported per priority;
+  // else -1.
+  int8_t priority = -1;
+  // For rx_bytes and tx_bytes: which counter it comes from.
+  counters::Source source = counters::Source::kNone;
 };
 
 // The signal a series feeds; kNone when the analyzers do not use it (or a
 // per-priority series without a valid priority).
 SignalRef ClassifySeries(const SeriesMeta& meta);
+
+// The value of signal slot `slot` (0 <= slot < counters::kSignalSlots, the
+// numbering of counters::Signal) in `s`: the cluster feature wire writes
+// and reads PortSignals by slot.
+double& SlotOf(analysis::PortSignals& s, int slot);
+double SlotOf(const analysis::PortSignals& s, int slot);
 
 // Folds the mean rates of one port's series into PortSignals.
 class PortAccumulator {
@@ -88,12 +63,18 @@ class PortAccumulator {
   analysis::PortSignals Finish() const;
 
  private:
+  using ScalarSlots =
+      std::array<double, static_cast<size_t>(counters::kScalarSignalSlots)>;
+  static ScalarSlots AbsentSlots();
+
   analysis::PortSignals s_;
-  double rdma_rx_ = analysis::kAbsent, rdma_tx_ = analysis::kAbsent;
-  double phy_rx_ = analysis::kAbsent, phy_tx_ = analysis::kAbsent;
-  double net_rx_ = analysis::kAbsent, net_tx_ = analysis::kAbsent;
-  double ecn_per_priority_ = analysis::kAbsent;
-  double priority_discards_ = analysis::kAbsent;
+  // rx_bytes [0] and tx_bytes [1] per source (index: Source - 1).
+  std::array<std::array<double, 3>, 2> traffic_ = {
+      {{analysis::kAbsent, analysis::kAbsent, analysis::kAbsent},
+       {analysis::kAbsent, analysis::kAbsent, analysis::kAbsent}}};
+  // Per slot of a signal without priorities: the counters that report it
+  // per priority, summed.
+  ScalarSlots per_priority_sum_ = AbsentSlots();
 };
 
 }  // namespace fabricdiag::collector

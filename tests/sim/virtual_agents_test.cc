@@ -20,6 +20,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -29,6 +30,7 @@
 #include "collector/runner/fabric_view_builder.h"
 #include "collector/runner/signal_map.h"
 #include "common/clock.h"
+#include "counters/meanings.h"
 #include "sim/virtual_node.h"
 
 namespace fabricdiag::sim {
@@ -36,7 +38,8 @@ namespace {
 
 using collector::ClassifySeries;
 using collector::MetaOf;
-using collector::SignalField;
+using counters::Signal;
+using counters::Source;
 
 TEST(VirtualNodeTest, OneNicIsWhatAnAgentReportsForAnMlx5Port) {
   absl::StatusOr<VirtualNode> node = BuildVirtualNode(1);
@@ -49,14 +52,15 @@ TEST(VirtualNodeTest, OneNicIsWhatAnAgentReportsForAnMlx5Port) {
   EXPECT_LE(node->series, 200u);
   std::set<std::tuple<int, std::string, uint32_t, std::string>> keys;
   int gauges = 0;
-  std::set<SignalField> signals;
+  std::set<std::pair<Signal, Source>> signals;
   for (const v1::Series& s : schema.series()) {
     EXPECT_TRUE(
         keys.emplace(s.subsystem(), s.device(), s.port(), s.name()).second)
         << s.name();
     EXPECT_TRUE(s.device() == "mlx5_0" || s.device() == "eth0") << s.device();
     gauges += s.kind() == v1::KIND_GAUGE;
-    signals.insert(ClassifySeries(MetaOf(s)).field);
+    const collector::SignalRef ref = ClassifySeries(MetaOf(s));
+    signals.emplace(ref.signal, ref.source);
   }
   EXPECT_EQ(gauges, 6 + 2);  // 3 RDMA port, 3 netdev, 2 PCIe stall percents
   const v1::Report& report = node->report.report();
@@ -69,14 +73,21 @@ TEST(VirtualNodeTest, OneNicIsWhatAnAgentReportsForAnMlx5Port) {
     EXPECT_GT(report.rate(static_cast<int>(i)), 0);
   EXPECT_EQ(node->inventory.inventory().rdma_ports_size(), 1);
   // The analyzers get the signals they need from it.
-  for (SignalField f :
-       {SignalField::kRdmaRxBytes, SignalField::kRdmaTxBytes,
-        SignalField::kPhyRxBytes, SignalField::kRxPauseSeconds,
-        SignalField::kTxPauseSeconds, SignalField::kCnpSent,
-        SignalField::kCnpHandled, SignalField::kEcnMarked,
-        SignalField::kRxDiscards, SignalField::kSymbolErrors,
-        SignalField::kCarrierChanges, SignalField::kOutOfSequence}) {
-    EXPECT_EQ(signals.count(f), 1u) << static_cast<int>(f);
+  for (std::pair<Signal, Source> f : {
+           std::pair{Signal::kRxBytes, Source::kRdma},
+           {Signal::kTxBytes, Source::kRdma},
+           {Signal::kRxBytes, Source::kPhy},
+           {Signal::kRxPauseFraction, Source::kNone},
+           {Signal::kTxPauseFraction, Source::kNone},
+           {Signal::kCnpSent, Source::kNone},
+           {Signal::kCnpHandled, Source::kNone},
+           {Signal::kEcnMarked, Source::kNone},
+           {Signal::kRxDiscards, Source::kNone},
+           {Signal::kSymbolErrors, Source::kNone},
+           {Signal::kCarrierChanges, Source::kNone},
+           {Signal::kOutOfSequence, Source::kNone},
+       }) {
+    EXPECT_EQ(signals.count(f), 1u) << counters::SignalName(f.first);
   }
 }
 

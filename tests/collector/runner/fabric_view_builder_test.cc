@@ -11,6 +11,8 @@
 #include "collector/runner/signal_map.h"
 #include "collector/store/series_store.h"
 #include "common/clock.h"
+#include "counters/meanings.h"
+#include "counters/wire.h"
 
 namespace fabricdiag::collector {
 namespace {
@@ -26,6 +28,8 @@ uint64_t Hello(NodeSeries& node, absl::string_view boot) {
 }
 
 using analysis::Has;
+using counters::Signal;
+using counters::Source;
 
 struct SeriesSpec {
   v1::Subsystem subsystem;
@@ -435,22 +439,22 @@ TEST(SignalMapTest, ClassifiesDriverSpellingsOntoOneSignal) {
     SeriesMeta m;
     m.key = {sub, "x", 1, name};
     m.kind = v1::KIND_COUNTER;
-    return ClassifySeries(m).field;
+    return ClassifySeries(m).signal;
   };
   EXPECT_EQ(classify(v1::SUBSYSTEM_RDMA_PORT_HW_COUNTERS, "np_cnp_sent"),
-            SignalField::kCnpSent);
+            Signal::kCnpSent);
   EXPECT_EQ(classify(v1::SUBSYSTEM_RDMA_DEVICE_HW_COUNTERS, "cnpSent"),
-            SignalField::kCnpSent);
+            Signal::kCnpSent);
   EXPECT_EQ(classify(v1::SUBSYSTEM_RDMA_PORT_HW_COUNTERS, "rp_cnp_handled"),
-            SignalField::kCnpHandled);
+            Signal::kCnpHandled);
   EXPECT_EQ(classify(v1::SUBSYSTEM_RDMA_PORT_COUNTERS, "symbol_error"),
-            SignalField::kSymbolErrors);
+            Signal::kSymbolErrors);
   EXPECT_EQ(classify(v1::SUBSYSTEM_RDMA_PORT_COUNTERS, "made_up"),
-            SignalField::kNone);
+            Signal::kNone);
   SeriesMeta gauge;
   gauge.key = {v1::SUBSYSTEM_RDMA_PORT_COUNTERS, "x", 1, "port_rcv_data"};
   gauge.kind = v1::KIND_GAUGE;
-  EXPECT_EQ(ClassifySeries(gauge).field, SignalField::kNone);
+  EXPECT_EQ(ClassifySeries(gauge).signal, Signal::kNone);
   // Per-priority ethtool meanings need a valid priority.
   SeriesMeta pause;
   pause.key = {v1::SUBSYSTEM_ETHTOOL, "eth0", 0, "rx_prio9_pause_duration"};
@@ -458,27 +462,86 @@ TEST(SignalMapTest, ClassifiesDriverSpellingsOntoOneSignal) {
   pause.meaning = v1::MEANING_PFC_PAUSE_DURATION;
   pause.direction = v1::DIRECTION_RX;
   pause.priority = 9;
-  EXPECT_EQ(ClassifySeries(pause).field, SignalField::kNone);
+  EXPECT_EQ(ClassifySeries(pause).signal, Signal::kNone);
   pause.priority = 3;
-  EXPECT_EQ(ClassifySeries(pause).field, SignalField::kRxPauseSeconds);
+  EXPECT_EQ(ClassifySeries(pause).signal, Signal::kRxPauseFraction);
 }
 
 TEST(SignalMapTest, SameEventsCountedTwiceTakeTheLarger) {
   PortAccumulator acc;
-  acc.Add({SignalField::kSymbolErrors}, 5);
-  acc.Add({SignalField::kSymbolErrors}, 7);
-  acc.Add({SignalField::kNetdevRxBytes}, 100);
-  acc.Add({SignalField::kPhyRxBytes}, 900);
-  acc.Add({SignalField::kPriorityDiscards, 3}, 2);
-  acc.Add({SignalField::kPriorityDiscards, 4}, 3);
-  acc.Add({SignalField::kRxDiscards}, 4);
-  acc.Add({SignalField::kCnpSent}, std::nan(""));
+  acc.Add({Signal::kSymbolErrors}, 5);
+  acc.Add({Signal::kSymbolErrors}, 7);
+  acc.Add({Signal::kRxBytes, -1, Source::kNetdev}, 100);
+  acc.Add({Signal::kRxBytes, -1, Source::kPhy}, 900);
+  acc.Add({Signal::kRxDiscards, 3}, 2);
+  acc.Add({Signal::kRxDiscards, 4}, 3);
+  acc.Add({Signal::kRxDiscards}, 4);
+  acc.Add({Signal::kCnpSent}, std::nan(""));
   analysis::PortSignals s = acc.Finish();
   EXPECT_EQ(s.symbol_errors, 7);
   EXPECT_EQ(s.rx_bytes, 900);  // phy beats netdev statistics
   EXPECT_EQ(s.rx_discards, 5);
   EXPECT_FALSE(Has(s.cnp_sent));
   EXPECT_FALSE(Has(s.tx_bytes));
+}
+
+TEST(SignalMapTest, TrafficTakesTheBestSourceNotTheLargest) {
+  PortAccumulator acc;
+  acc.Add({Signal::kTxBytes, -1, Source::kPhy}, 900);
+  acc.Add({Signal::kTxBytes, -1, Source::kRdma}, 800);
+  acc.Add({Signal::kTxBytes, -1, Source::kNetdev}, 10);
+  acc.Add({Signal::kRxPauseFraction, 3}, 0.25);
+  acc.Add({Signal::kEcnMarked, 1}, 7);  // per priority: summed
+  acc.Add({Signal::kEcnMarked, 2}, 8);
+  acc.Add({Signal::kEcnMarked}, 10);  // a total: the larger
+  analysis::PortSignals s = acc.Finish();
+  EXPECT_EQ(s.tx_bytes, 800);
+  EXPECT_FALSE(Has(s.rx_bytes));
+  EXPECT_EQ(s.rx_pause_fraction[3], 0.25);
+  EXPECT_FALSE(Has(s.rx_pause_fraction[2]));
+  EXPECT_EQ(s.ecn_marked, 15);
+}
+
+// Every meaning the table gives a signal reaches it through
+// ClassifySeries, with the direction and priority it needs.
+TEST(SignalMapTest, EveryMeaningWithASignalFeedsIt) {
+  for (const counters::MeaningSpec& spec : counters::Meanings()) {
+    if (spec.signal == Signal::kNone) continue;
+    SCOPED_TRACE(spec.name);
+    SeriesMeta m;
+    m.key = {v1::SUBSYSTEM_ETHTOOL, "eth0", 0, "whatever"};
+    m.kind = v1::KIND_COUNTER;
+    m.meaning = counters::ToWire(spec.meaning);
+    m.direction = v1::DIRECTION_TX;
+    m.priority = 5;
+    const SignalRef ref = ClassifySeries(m);
+    EXPECT_EQ(ref.signal,
+              spec.tx_signal != Signal::kNone ? spec.tx_signal : spec.signal);
+    EXPECT_EQ(ref.source, spec.source);
+    // The value lands in the signal's field of PortSignals.
+    PortAccumulator acc;
+    acc.Add(ref, 42);
+    const analysis::PortSignals s = acc.Finish();
+    int slot = static_cast<int>(ref.signal);
+    if (counters::IsPerPriority(ref.signal)) slot += 5;
+    EXPECT_EQ(SlotOf(s, slot), 42);
+  }
+}
+
+// The slots are PortSignals' fields, each once.
+TEST(SignalMapTest, SlotsAreDistinctFields) {
+  analysis::PortSignals s;
+  for (int slot = 0; slot < counters::kSignalSlots; ++slot) {
+    SlotOf(s, slot) = slot + 1000;
+  }
+  EXPECT_EQ(s.rx_bytes, 1000);
+  EXPECT_EQ(s.cnp_sent, 1004);
+  EXPECT_EQ(s.adaptive_retrans, 1026);
+  EXPECT_EQ(s.link_rate, 1027);
+  EXPECT_EQ(s.expected_rate, 1028);
+  EXPECT_EQ(s.rx_pause_fraction[0], 1029);
+  EXPECT_EQ(s.tx_pause_frames[7], 1060);
+  EXPECT_TRUE(s.link_up);
 }
 
 }  // namespace

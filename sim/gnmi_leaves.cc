@@ -2,68 +2,91 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "counters/counter_table.h"
 #include "gnmi/gnmi_path.h"
 
 namespace fabricdiag::sim {
 namespace {
 
+using counters::Family;
+using counters::Meaning;
 using gnmi::Dialect;
 
-// A leaf and the simulated counter behind it; nullopt: not simulated, the
-// leaf reads 0 (802.3x pause on a PFC fabric, multicast, output errors).
-// Names are those of counters/counter_table.cc (docs/counters.md).
+// A counter leaf and the simulated counter behind it; nullopt: not
+// simulated, the leaf reads 0 (802.3x pause on a PFC fabric, multicast,
+// output errors).
 struct CounterLeaf {
-  const char* name;
+  std::string name;  // relative to the port's prefix; SONiC: the SAI name
   std::optional<Counter> counter;
+  int priority = 0;  // the slot's offset from `counter`
 };
 
-// Below /interfaces/interface[name=P]: openconfig-interfaces.yang and
-// openconfig-if-ethernet.yang. in-errors counts what mlx5e_get_stats and
-// the simulated switch netdevs count (FCS errors, sim/sysfs_files.cc).
-const CounterLeaf kOpenConfigCounters[] = {
-    {"state/counters/in-octets", kRxBytes},
-    {"state/counters/out-octets", kTxBytes},
-    {"state/counters/in-pkts", kRxPackets},
-    {"state/counters/out-pkts", kTxPackets},
-    {"state/counters/in-unicast-pkts", kRxPackets},
-    {"state/counters/out-unicast-pkts", kTxPackets},
-    {"state/counters/in-multicast-pkts", std::nullopt},
-    {"state/counters/out-multicast-pkts", std::nullopt},
-    {"state/counters/in-broadcast-pkts", std::nullopt},
-    {"state/counters/out-broadcast-pkts", std::nullopt},
-    {"state/counters/in-errors", kCrcErrors},
-    {"state/counters/out-errors", std::nullopt},
-    {"state/counters/in-discards", kRxDiscardsPhy},
-    {"state/counters/out-discards", kXmitDiscards},
-    {"state/counters/in-fcs-errors", kCrcErrors},
-    {"state/counters/carrier-transitions", kCarrierChanges},
-    {"ethernet/state/counters/in-mac-pause-frames", std::nullopt},
-    {"ethernet/state/counters/out-mac-pause-frames", std::nullopt},
-    {"ethernet/state/counters/in-crc-errors", kCrcErrors},
-    {"ethernet/state/counters/in-symbol-error", kSymbolErrorsPhy},
-};
+// The counter behind a row of `family` (a switch port's).
+std::optional<Counter> CounterOfRow(const counters::CounterSpec& row) {
+  if (row.meaning != Meaning::kNone) {
+    return CounterOf(row.family, row.meaning, row.direction,
+                     /*switch_port=*/true);
+  }
+  // A RoCE fabric's traffic is unicast: the unicast packet counters count
+  // every packet, the multicast and broadcast ones none.
+  const bool unicast = absl::StrContains(row.name, "unicast") ||
+                       (absl::StrContains(row.name, "_UCAST_") &&
+                        !absl::StrContains(row.name, "NON_UCAST"));
+  if (unicast) {
+    return CounterOf(row.family, Meaning::kPhyPackets, row.direction, true);
+  }
+  return std::nullopt;
+}
 
-// SAI port statistics as sonic-gnmi sends COUNTERS/<port> (saiport.h).
-const CounterLeaf kSonicCounters[] = {
-    {"SAI_PORT_STAT_IF_IN_OCTETS", kRxBytes},
-    {"SAI_PORT_STAT_IF_OUT_OCTETS", kTxBytes},
-    {"SAI_PORT_STAT_IF_IN_UCAST_PKTS", kRxPackets},
-    {"SAI_PORT_STAT_IF_OUT_UCAST_PKTS", kTxPackets},
-    {"SAI_PORT_STAT_IF_IN_NON_UCAST_PKTS", std::nullopt},
-    {"SAI_PORT_STAT_IF_OUT_NON_UCAST_PKTS", std::nullopt},
-    {"SAI_PORT_STAT_IF_IN_ERRORS", kCrcErrors},
-    {"SAI_PORT_STAT_IF_OUT_ERRORS", std::nullopt},
-    {"SAI_PORT_STAT_IF_IN_DISCARDS", kRxDiscardsPhy},
-    {"SAI_PORT_STAT_IF_OUT_DISCARDS", kXmitDiscards},
-    {"SAI_PORT_STAT_ETHER_STATS_CRC_ALIGN_ERRORS", kCrcErrors},
-    {"SAI_PORT_STAT_PAUSE_RX_PKTS", std::nullopt},
-    {"SAI_PORT_STAT_PAUSE_TX_PKTS", std::nullopt},
-    {"SAI_PORT_STAT_IF_OUT_QLEN", std::nullopt},
-};
+// The counter leaves of a switch port in `family`: the counter table's rows
+// of that family (counters/counter_table.cc, docs/counters.md) that a port
+// has, per-priority ones for every priority. Queue statistics and the PFC
+// watchdog (rows keyed by a queue, "*") are not simulated, nor are gauges.
+// OpenConfig names are relative to "/interfaces/interface[name=P]": rows
+// under other roots (Cumulus's /qos switch priorities) are not served.
+std::vector<CounterLeaf> CounterLeaves(Family family) {
+  constexpr absl::string_view kInterface = "/interfaces/interface/";
+  std::vector<CounterLeaf> out;
+  for (const counters::CounterSpec* row :
+       counters::RowsFor(family, counters::Driver::kAny)) {
+    if (row->kind != counters::Kind::kCounter ||
+        absl::StrContains(row->name, "*")) {
+      continue;
+    }
+    if (family == Family::kGnmiOpenConfig &&
+        !absl::StartsWith(row->name, kInterface)) {
+      continue;
+    }
+    const std::optional<Counter> counter = CounterOfRow(*row);
+    const bool per_priority = counters::IsPerPriority(*row);
+    for (int p = 0; p < (per_priority ? kPriorities : 1); ++p) {
+      std::string name = counters::ExpandName(*row, per_priority ? p : -1);
+      if (family == Family::kGnmiOpenConfig) {
+        name.erase(0, kInterface.size());
+      }
+      out.push_back({std::move(name), counter, per_priority ? p : 0});
+    }
+  }
+  return out;
+}
+
+const std::vector<CounterLeaf>& OpenConfigCounters() {
+  static const auto* leaves =
+      new std::vector<CounterLeaf>(CounterLeaves(Family::kGnmiOpenConfig));
+  return *leaves;
+}
+
+const std::vector<CounterLeaf>& SonicCounters() {
+  static const auto* leaves =
+      new std::vector<CounterLeaf>(CounterLeaves(Family::kGnmiSonic));
+  return *leaves;
+}
 
 uint64_t ValueOf(const PortCounters& c, std::optional<Counter> counter,
                  int offset = 0) {
@@ -120,8 +143,9 @@ void OpenConfigLeaves(const SwitchState& s, std::vector<Leaf>* out) {
     const ::gnmi::Path prefix =
         MustParse(absl::StrCat("/interfaces/interface[name=", s.ports[i], "]"));
     const std::string prefix_text = PrefixText(prefix);
-    for (const CounterLeaf& l : kOpenConfigCounters) {
-      Add(prefix, prefix_text, l.name, Uint(ValueOf(c, l.counter)), out);
+    for (const CounterLeaf& l : OpenConfigCounters()) {
+      Add(prefix, prefix_text, l.name, Uint(ValueOf(c, l.counter, l.priority)),
+          out);
     }
     const char* status = !c.present ? "NOT_PRESENT" : c.link_up ? "UP" : "DOWN";
     Add(prefix, prefix_text, "state/oper-status", Text(status), out);
@@ -129,14 +153,6 @@ void OpenConfigLeaves(const SwitchState& s, std::vector<Leaf>* out) {
     Add(prefix, prefix_text, "ethernet/state/port-speed", Text(speed), out);
     Add(prefix, prefix_text, "ethernet/state/negotiated-port-speed",
         Text(speed), out);
-    for (int p = 0; p < kPriorities; ++p) {
-      const std::string prio = absl::StrCat(
-          "ethernet/pfc/priorities/priority[index=", p, "]/state/");
-      Add(prefix, prefix_text, absl::StrCat(prio, "in-frames"),
-          Uint(ValueOf(c, kRxPauseFrames, p)), out);
-      Add(prefix, prefix_text, absl::StrCat(prio, "out-frames"),
-          Uint(ValueOf(c, kTxPauseFrames, p)), out);
-    }
   }
   const ::gnmi::Path root;
   Add(root, PrefixText(root), "system/state/boot-time",
@@ -154,19 +170,8 @@ void SonicLeaves(const SwitchState& s, std::vector<Leaf>* out) {
   for (size_t i = 0; i < s.ports.size(); ++i) {
     const PortCounters& c = s.counters[i];
     nlohmann::json stats = nlohmann::json::object();
-    for (const CounterLeaf& l : kSonicCounters) {
-      stats[l.name] = absl::StrCat(ValueOf(c, l.counter));
-    }
-    for (int p = 0; p < kPriorities; ++p) {
-      const std::string pfc = absl::StrCat("SAI_PORT_STAT_PFC_", p, "_");
-      stats[pfc + "RX_PKTS"] = absl::StrCat(ValueOf(c, kRxPauseFrames, p));
-      stats[pfc + "TX_PKTS"] = absl::StrCat(ValueOf(c, kTxPauseFrames, p));
-      stats[pfc + "RX_PAUSE_DURATION_US"] =
-          absl::StrCat(ValueOf(c, kRxPauseMicros, p));
-      stats[pfc + "TX_PAUSE_DURATION_US"] =
-          absl::StrCat(ValueOf(c, kTxPauseMicros, p));
-      stats[pfc + "ON2OFF_RX_PKTS"] =
-          absl::StrCat(ValueOf(c, kRxPauseTransitions, p));
+    for (const CounterLeaf& l : SonicCounters()) {
+      stats[l.name] = absl::StrCat(ValueOf(c, l.counter, l.priority));
     }
     Add(counters_db, counters_text, absl::StrCat("COUNTERS/", s.ports[i]),
         Json(stats), out);

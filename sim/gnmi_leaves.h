@@ -13,8 +13,12 @@
 // `json_ietf_val` object of SAI statistic names with decimal string values,
 // "COUNTERS_PORT_NAME_MAP" (port -> "oid:0x..."), and under prefix target
 // "APPL_DB" one "PORT_TABLE/<port>" object per port (oper_status "up" /
-// "down", speed in Mb/s). Queue statistics are not simulated: no leaf of
-// either dialect carries them, so a subscription to them matches nothing.
+// "down", speed in Mb/s). The counter leaves are the counter table's gNMI
+// rows of a port (counters/counter_table.h: every spelling a bridge knows),
+// each with the simulated counter its meaning has (CounterOf in
+// sim/port_counters.h). Queue statistics and gauges are not simulated: no
+// leaf of either dialect carries them, so a subscription to them matches
+// nothing.
 //
 //   SwitchState s = ...;                         // one tick of one switch
 //   std::vector<Leaf> all = SwitchLeaves(Dialect::kSonic, s);

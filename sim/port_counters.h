@@ -20,6 +20,9 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
+
+#include "counters/counter_table.h"
 
 namespace fabricdiag::sim {
 
@@ -107,5 +110,17 @@ struct PortCounters {
 // comes back (present false -> true) starts from zero, like a driver
 // reload. Negative or non-finite rates count nothing.
 void Accumulate(const PortRates& rates, double seconds, PortCounters* counters);
+
+// The simulated counter behind a counter of `meaning` in `family`: what the
+// sysfs files, the `ethtool -S` text and the gNMI leaves print for it. Per
+// family, as drivers differ: the IB PMA keeps its own 16-bit symbol error
+// counter besides the PHY's 64-bit one; a host netdev counts only the
+// kernel stack's traffic (a switch port's, `switch_port`, the wire's).
+// nullopt: not simulated, the counter stays 0. Per-priority counters take
+// the priority's slot from the one returned (`*counter + p`).
+std::optional<Counter> CounterOf(counters::Family family,
+                                 counters::Meaning meaning,
+                                 counters::Direction direction,
+                                 bool switch_port);
 
 }  // namespace fabricdiag::sim

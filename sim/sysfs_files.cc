@@ -24,104 +24,6 @@ std::string RateText(int gbps) {
   return gbps >= 400 ? "400 Gb/sec (4X NDR)\n" : "200 Gb/sec (4X HDR)\n";
 }
 
-// The simulated quantity behind a meaning, per family (the IB PMA keeps its
-// own 16-bit symbol error counter besides the PHY's 64-bit one; a host
-// netdev counts only the kernel stack's traffic). nullopt: not simulated,
-// the counter stays 0.
-std::optional<Counter> Simulated(Family family, Meaning meaning,
-                                 Direction direction, bool switch_port) {
-  const bool tx = direction == Direction::kTx;
-  switch (meaning) {
-    case Meaning::kRdmaBytes:
-    case Meaning::kPhyBytes:
-      return tx ? kTxBytes : kRxBytes;
-    case Meaning::kRdmaPackets:
-    case Meaning::kPhyPackets:
-      return tx ? kTxPackets : kRxPackets;
-    case Meaning::kNetdevBytes:
-      if (switch_port) return tx ? kTxBytes : kRxBytes;
-      return tx ? kStackTxBytes : kStackRxBytes;
-    case Meaning::kNetdevPackets:
-      if (switch_port) return tx ? kTxPackets : kRxPackets;
-      return tx ? kStackTxPackets : kStackRxPackets;
-    case Meaning::kSymbolErrors:
-      return family == Family::kIbPma ? kSymbolErrors : kSymbolErrorsPhy;
-    case Meaning::kRxErrors:
-      // IB port_rcv_errors; mlx5e_get_stats sums FCS errors into rx_errors.
-      return family == Family::kIbPma ? kRcvErrors : kCrcErrors;
-    case Meaning::kCrcErrors:
-      return kCrcErrors;
-    case Meaning::kTxDiscardsPhy:
-      return kXmitDiscards;
-    case Meaning::kRxDiscardsPhy:
-      return kRxDiscardsPhy;
-    case Meaning::kRxOutOfBuffer:
-      return kRxOutOfBuffer;
-    case Meaning::kPcsSymbolErrors:
-      return kPcsSymbolErrors;
-    case Meaning::kCorrectedBits:
-      return kCorrectedBits;
-    case Meaning::kReceivedBits:
-      return kRxBits;
-    case Meaning::kLinkErrorRecovery:
-      return kLinkErrorRecovery;
-    case Meaning::kLinkDowned:
-      return kLinkDowned;
-    case Meaning::kLinkDownEvents:
-      return kLinkDownEvents;
-    case Meaning::kCarrierChanges:
-      return kCarrierChanges;
-    case Meaning::kPfcPauseFrames:
-      return tx ? kTxPauseFrames : kRxPauseFrames;
-    case Meaning::kPfcPauseDuration:
-      return tx ? kTxPauseMicros : kRxPauseMicros;
-    case Meaning::kPfcPauseTransitions:
-      return tx ? std::nullopt : std::optional<Counter>(kRxPauseTransitions);
-    case Meaning::kPriorityDiscards:
-      return kRxPrioDiscards;
-    case Meaning::kPauseStormWarning:
-      return kPauseStormWarning;
-    case Meaning::kPauseStormError:
-      return kPauseStormError;
-    case Meaning::kCnpSent:
-      return kNpCnpSent;
-    case Meaning::kCnpHandled:
-      return kRpCnpHandled;
-    case Meaning::kEcnMarked:
-      // The RDMA total; mlx5's per-priority marks are not simulated.
-      return family == Family::kRdmaHw ? std::optional<Counter>(kNpEcnMarked)
-                                       : std::nullopt;
-    case Meaning::kOutOfSequence:
-      return kOutOfSequence;
-    case Meaning::kPacketSeqErr:
-      return kPacketSeqErr;
-    case Meaning::kLocalAckTimeout:
-      return kLocalAckTimeoutErr;
-    case Meaning::kRnrNakRetry:
-      return kRnrNakRetryErr;
-    case Meaning::kDuplicateRequest:
-      return kDuplicateRequest;
-    case Meaning::kImpliedNakSeqErr:
-      return kImpliedNakSeqErr;
-    case Meaning::kAdaptiveRetrans:
-      return kRoceAdpRetrans;
-    case Meaning::kRetriesExceeded:
-      return kReqTransportRetriesExceeded;
-    case Meaning::kNone:
-    case Meaning::kGlobalPauseFrames:
-    case Meaning::kGlobalPauseDuration:
-    case Meaning::kPriorityBytes:
-    case Meaning::kQueueBytes:  // queues are not simulated
-    case Meaning::kQueuePackets:
-    case Meaning::kQueueDrops:
-    case Meaning::kQueueEcnMarked:
-    case Meaning::kPfcWatchdogStorms:
-    case Meaning::kPfcWatchdogRestorations:
-      return std::nullopt;
-  }
-  return std::nullopt;
-}
-
 // What the driver prints for a simulated `value`: IB data in 4-octet words,
 // and the counter kept within the width the table gives it (an IB PMA
 // counter stops at all-ones, IBA 16.1.3.5; others wrap). The simulated
@@ -151,7 +53,7 @@ void ForEachCounter(Family family, const PortCounters& c, bool switch_port,
     std::optional<Counter> counter;
     if (row->meaning != Meaning::kNone &&
         carried.emplace(row->meaning, row->direction).second) {
-      counter = Simulated(family, row->meaning, row->direction, switch_port);
+      counter = CounterOf(family, row->meaning, row->direction, switch_port);
     }
     if (!counters::IsPerPriority(*row)) {
       emit(counters::ExpandName(*row, -1),

@@ -17,7 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/exposition.h"
+#include "agent/agent_health.h"
+#include "agent/metrics_page.h"
 #include "agent/rate.h"
 #include "agent/sample.h"
 #include "agent/snapshotter.h"

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "counters/meanings.h"
 
 namespace fabricdiag::agent {
 namespace {
@@ -117,222 +118,26 @@ void AddNetdevAttribute(const Sample& s, Families* f) {
   }
 }
 
-// Pause frames and durations (PFC per priority and 802.3x link-level), and
-// the NIC's pause-storm events.
-void AddPauseMeaning(const Sample& s, Families* f) {
-  Labels labels = {{"netdev", s.desc->device}};
-  const std::string direction = DirectionName(s.desc->direction);
-  const std::string priority = absl::StrCat(s.desc->priority);
-  switch (s.desc->meaning) {
-    case Meaning::kPfcPauseFrames:
-      labels.push_back({"direction", direction});
-      labels.push_back({"priority", priority});
-      f->Add("fabricdiag_pfc_pause_frames_total",
-             "PFC pause frames per priority: rx = received from the link "
-             "partner (it is congested), tx = sent by this NIC (it is "
-             "congested).",
-             PromType::kCounter, labels, Base());
-      return;
-    case Meaning::kPfcPauseDuration:
-      labels.push_back({"direction", direction});
-      labels.push_back({"priority", priority});
-      f->Add("fabricdiag_pfc_pause_duration_seconds_total",
-             "Time paused by PFC per priority (rx: this port could not send; "
-             "tx: this port paused its partner). Growing by ~1 s per second "
-             "is a PFC storm.",
-             PromType::kCounter, labels, Base());
-      return;
-    case Meaning::kPfcPauseTransitions:
-      labels.push_back({"direction", direction});
-      labels.push_back({"priority", priority});
-      f->Add("fabricdiag_pfc_pause_transitions_total",
-             "XOFF to XON transitions per priority.", PromType::kCounter,
-             labels, Base());
-      return;
-    case Meaning::kGlobalPauseFrames:
-      labels.push_back({"direction", direction});
-      f->Add("fabricdiag_global_pause_frames_total",
-             "IEEE 802.3x link-level pause frames.", PromType::kCounter, labels,
-             Base());
-      return;
-    case Meaning::kGlobalPauseDuration:
-      labels.push_back({"direction", direction});
-      f->Add("fabricdiag_global_pause_duration_seconds_total",
-             "Time paused by IEEE 802.3x link-level pause.", PromType::kCounter,
-             labels, Base());
-      return;
-    case Meaning::kPauseStormWarning:
-    case Meaning::kPauseStormError:
-      labels.push_back({"level", s.desc->meaning == Meaning::kPauseStormWarning
-                                     ? "warning"
-                                     : "error"});
-      f->Add("fabricdiag_pause_storm_events_total",
-             "Pause-storm events detected by the NIC: warning = stalled past "
-             "the minor watermark, error = storm prevention stopped sending "
-             "pause.",
-             PromType::kCounter, labels, Base());
-      return;
-    default:  // AddEthtoolMeaning sends only the meanings above here
-      return;
-  }
-}
-
-// The physical port: all traffic including RoCE, and the link's errors.
-void AddPhyMeaning(const Sample& s, Families* f) {
-  const Labels labels = {{"netdev", s.desc->device}};
-  switch (s.desc->meaning) {
-    case Meaning::kPhyBytes:
-      f->Add(s.desc->direction == Direction::kTx
-                 ? "fabricdiag_phy_transmitted_bytes_total"
-                 : "fabricdiag_phy_received_bytes_total",
-             "Bytes on the physical port, all traffic including RoCE.",
-             PromType::kCounter, labels, Base());
-      return;
-    case Meaning::kPhyPackets:
-      f->Add(s.desc->direction == Direction::kTx
-                 ? "fabricdiag_phy_transmitted_packets_total"
-                 : "fabricdiag_phy_received_packets_total",
-             "Packets on the physical port, all traffic including RoCE.",
-             PromType::kCounter, labels, Base());
-      return;
-    case Meaning::kCrcErrors:
-      f->Add("fabricdiag_phy_crc_errors_total",
-             "Frames received with a bad FCS (cable, optic, connector).",
-             PromType::kCounter, labels, Base());
-      return;
-    case Meaning::kSymbolErrors:
-      f->Add("fabricdiag_phy_symbol_errors_total",
-             "Physical coding (symbol) errors.", PromType::kCounter, labels,
-             Base());
-      return;
-    case Meaning::kPcsSymbolErrors:
-      f->Add("fabricdiag_phy_uncorrected_symbol_errors_total",
-             "Symbol errors FEC could not correct: the link is losing "
-             "traffic.",
-             PromType::kCounter, labels, Base());
-      return;
-    case Meaning::kCorrectedBits:
-      f->Add("fabricdiag_phy_corrected_bits_total",
-             "Bits corrected by FEC (pre-FEC BER = this / received bits).",
-             PromType::kCounter, labels, Base());
-      return;
-    case Meaning::kReceivedBits:
-      f->Add("fabricdiag_phy_received_bits_total",
-             "Bits received on the physical port (the BER denominator).",
-             PromType::kCounter, labels, Base());
-      return;
-    case Meaning::kLinkDownEvents:
-      f->Add("fabricdiag_phy_link_down_events_total",
-             "Times the port's link went down (flaps).", PromType::kCounter,
-             labels, Base());
-      return;
-    default:  // AddEthtoolMeaning sends only the meanings above here
-      return;
-  }
-}
-
-// Drops, and bytes and ECN marks per priority.
-void AddPriorityMeaning(const Sample& s, Families* f) {
-  Labels labels = {{"netdev", s.desc->device}};
-  const std::string direction = DirectionName(s.desc->direction);
-  const std::string priority = absl::StrCat(s.desc->priority);
-  switch (s.desc->meaning) {
-    case Meaning::kRxDiscardsPhy:
-    case Meaning::kTxDiscardsPhy:
-    case Meaning::kRxOutOfBuffer:
-      labels.push_back({"reason", MeaningName(s.desc->meaning)});
-      f->Add("fabricdiag_nic_discards_total",
-             "Packets the NIC dropped: rx_discards_phy = port receive buffer "
-             "full, tx_discards_phy = could not transmit, rx_out_of_buffer = "
-             "host posted no receive buffer.",
-             PromType::kCounter, labels, Base());
-      return;
-    case Meaning::kPriorityDiscards:
-      labels.push_back({"priority", priority});
-      f->Add("fabricdiag_priority_discards_total",
-             "Received packets dropped per priority for lack of buffers (on a "
-             "lossless priority this means PFC is not working).",
-             PromType::kCounter, labels, Base());
-      return;
-    case Meaning::kPriorityBytes:
-      labels.push_back({"direction", direction});
-      labels.push_back({"priority", priority});
-      f->Add("fabricdiag_priority_bytes_total", "Bytes per L2 priority.",
-             PromType::kCounter, labels, Base());
-      return;
-    case Meaning::kEcnMarked:
-      labels.push_back({"priority", priority});
-      f->Add("fabricdiag_ecn_marked_packets_total",
-             "Packets the NIC marked ECN CE for congestion, per priority.",
-             PromType::kCounter, labels, Base());
-      return;
-    default:  // AddEthtoolMeaning sends only the meanings above here
-      return;
-  }
-}
-
-// Ethtool statistics whose meaning the source recognised, under
-// driver-independent names. Every meaning is listed, so that a new one
-// cannot be forgotten here (-Wswitch).
+// Ethtool statistics whose meaning the source recognised, under the
+// driver-independent family its row of the meaning table gives
+// (counters/meanings.cc). Meanings without one are those of sysfs
+// counters, exported under their sysfs families, and the switches'.
 void AddEthtoolMeaning(const Sample& s, Families* f) {
-  switch (s.desc->meaning) {
-    case Meaning::kNone:
-    // Meanings of sysfs counters, exported under their sysfs families; no
-    // ethtool spelling has them.
-    case Meaning::kRdmaBytes:
-    case Meaning::kRdmaPackets:
-    case Meaning::kNetdevBytes:
-    case Meaning::kNetdevPackets:
-    case Meaning::kRxErrors:
-    case Meaning::kLinkDowned:
-    case Meaning::kLinkErrorRecovery:
-    case Meaning::kCarrierChanges:
-    case Meaning::kCnpSent:
-    case Meaning::kCnpHandled:
-    case Meaning::kOutOfSequence:
-    case Meaning::kPacketSeqErr:
-    case Meaning::kLocalAckTimeout:
-    case Meaning::kRnrNakRetry:
-    case Meaning::kRetriesExceeded:
-    case Meaning::kDuplicateRequest:
-    case Meaning::kImpliedNakSeqErr:
-    case Meaning::kAdaptiveRetrans:
-    // Switch queue and PFC watchdog meanings: gNMI only.
-    case Meaning::kQueueBytes:
-    case Meaning::kQueuePackets:
-    case Meaning::kQueueDrops:
-    case Meaning::kQueueEcnMarked:
-    case Meaning::kPfcWatchdogStorms:
-    case Meaning::kPfcWatchdogRestorations:
-      return;
-    case Meaning::kPfcPauseFrames:
-    case Meaning::kPfcPauseDuration:
-    case Meaning::kPfcPauseTransitions:
-    case Meaning::kGlobalPauseFrames:
-    case Meaning::kGlobalPauseDuration:
-    case Meaning::kPauseStormWarning:
-    case Meaning::kPauseStormError:
-      AddPauseMeaning(s, f);
-      return;
-    case Meaning::kPhyBytes:
-    case Meaning::kPhyPackets:
-    case Meaning::kCrcErrors:
-    case Meaning::kSymbolErrors:
-    case Meaning::kPcsSymbolErrors:
-    case Meaning::kCorrectedBits:
-    case Meaning::kReceivedBits:
-    case Meaning::kLinkDownEvents:
-      AddPhyMeaning(s, f);
-      return;
-    case Meaning::kRxDiscardsPhy:
-    case Meaning::kTxDiscardsPhy:
-    case Meaning::kRxOutOfBuffer:
-    case Meaning::kPriorityDiscards:
-    case Meaning::kPriorityBytes:
-    case Meaning::kEcnMarked:
-      AddPriorityMeaning(s, f);
-      return;
+  const counters::Exposition& e = counters::SpecOf(s.desc->meaning).exposition;
+  if (e.family.empty()) return;
+  Labels labels = {{"netdev", s.desc->device}};
+  if (!e.fixed_label.empty()) {
+    labels.push_back({std::string(e.fixed_label), std::string(e.fixed_value)});
   }
+  if (e.direction_label) {
+    labels.push_back({"direction", DirectionName(s.desc->direction)});
+  }
+  if (e.priority_label) {
+    labels.push_back({"priority", absl::StrCat(s.desc->priority)});
+  }
+  const bool tx = s.desc->direction == Direction::kTx && !e.tx_family.empty();
+  f->Add(tx ? e.tx_family : e.family, e.help, PromType::kCounter, labels,
+         Base());
 }
 
 }  // namespace

@@ -72,6 +72,23 @@ TEST(MeaningsTest, EveryMeaningIsSpelledByACounter) {
   }
 }
 
+// What a count counts differs by driver (events, packets, frames, errors),
+// but a time or a size has one unit per meaning: a row left in pause quanta
+// or microseconds under a duration meaning would add up wrong numbers.
+TEST(MeaningsTest, EveryRowIsInItsMeaningsUnit) {
+  auto is_count = [](absl::string_view unit) {
+    return unit == "events" || unit == "packets" || unit == "frames" ||
+           unit == "errors";
+  };
+  for (const CounterSpec& row : Rows()) {
+    if (row.meaning == Meaning::kNone) continue;
+    const absl::string_view unit = SpecOf(row.meaning).unit;
+    if (is_count(unit) && is_count(row.unit)) continue;
+    EXPECT_EQ(row.unit, unit)
+        << row.name << " (" << MeaningName(row.meaning) << ")";
+  }
+}
+
 TEST(MeaningsTest, SignalsHaveTheirShape) {
   for (const MeaningSpec& spec : Meanings()) {
     SCOPED_TRACE(spec.name);

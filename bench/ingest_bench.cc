@@ -76,12 +76,14 @@ int main(int argc, char** argv) {
   SystemClock clock;
   SeriesStore store(SeriesStore::Options{}, clock);
   IngestCounters counters;
+  KeepEveryAgent placement;  // one collector
   std::vector<std::unique_ptr<IngestSession>> sessions;
 
   absl::BitGen gen;
   const absl::Time setup_start = absl::Now();
   for (int node = 0; node < nodes; ++node) {
-    sessions.push_back(std::make_unique<IngestSession>(&store, &counters));
+    sessions.push_back(
+        std::make_unique<IngestSession>(&store, &counters, placement));
     v1::AgentMessage hello;
     hello.mutable_hello()->set_node(absl::StrFormat("node-%05d", node));
     hello.mutable_hello()->set_boot_id("b");

@@ -120,7 +120,7 @@ absl::StatusOr<int> ClusterMember::SeedDeclaredState(
   return copied;
 }
 
-void ClusterMember::MirrorFindings(collector::FindingsStore* store) {
+void ClusterMember::MirrorFindings(collector::FindingsSink* store) {
   const AnalysisLease* lease = lease_.get();
   findings_->Watch(
       [store, lease](const collector::StoredFinding& version) {
@@ -286,11 +286,10 @@ bool ClusterMember::AppendHealth(std::string* text) const {
   return ok;
 }
 
-void ClusterMember::AppendMetrics(const collector::LayoutRegistry& registry,
+void ClusterMember::AppendMetrics(const collector::RegistryWatchStats& watch,
                                   std::string* out) const {
   // collector_id is a validated node name: no escaping needed.
   const std::string id = absl::StrCat("collector_id=\"", id_, "\"");
-  const collector::RegistryWatchStats watch = registry.watch_stats();
   absl::StrAppend(
       out,
       "# HELP fabricdiag_cluster_nats_connected 1 while this collector is "

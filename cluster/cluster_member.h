@@ -10,8 +10,8 @@
 //   ASSIGN_OR_RETURN(std::unique_ptr<ClusterMember> member,
 //                    ClusterMember::Join({nats_flag, "collector-a", 3}));
 //   LayoutRegistry registry(member->declared_state(), &clock);
-//   findings.Replicate(member->findings_replication());
-//   member->MirrorFindings(&findings);
+//   findings.Replicate(*member->findings_replication());
+//   member->MirrorFindings(&findings);  // a FindingsSink
 //   ...
 //   member->StopMirroring();  // before `findings` goes away
 //
@@ -33,8 +33,8 @@
 #include "cluster/jetstream_findings.h"
 #include "cluster/leader_handoff.h"
 #include "cluster/nats_connection.h"
-#include "collector/declared/layout_registry.h"
-#include "collector/findings/findings_store.h"
+#include "collector/declared/declared_state.h"
+#include "collector/findings/findings_replication.h"
 #include "common/clock.h"
 
 namespace fabricdiag::cluster {
@@ -102,10 +102,10 @@ class ClusterMember {
   // when the bucket was not new).
   absl::StatusOr<int> SeedDeclaredState(collector::DeclaredState& from);
 
-  // Applies every finding the leader shares to `store` while this
-  // collector does not lead, until StopMirroring(). `store` must outlive
-  // the mirroring.
-  void MirrorFindings(collector::FindingsStore* store);
+  // Applies every finding the leader shares to `store` (the collector's
+  // FindingsStore) while this collector does not lead, until
+  // StopMirroring(). `store` must outlive the mirroring.
+  void MirrorFindings(collector::FindingsSink* store);
   void StopMirroring();
 
   // Stopping (SIGTERM), in two calls. BeginStop() when the stop is asked
@@ -133,8 +133,9 @@ class ClusterMember {
   // seen leading the analysis for kWithoutLeaderLimit, or another
   // collector uses its id.
   bool AppendHealth(std::string* text) const;
-  // The fabricdiag_cluster_* families (docs/metrics.md).
-  void AppendMetrics(const collector::LayoutRegistry& registry,
+  // The fabricdiag_cluster_* families (docs/metrics.md); `watch` is what
+  // the collector's LayoutRegistry did with the bucket's changes.
+  void AppendMetrics(const collector::RegistryWatchStats& watch,
                      std::string* out) const;
 
  private:

@@ -4,7 +4,9 @@
 The rules are the table RULES below: each names the folders it applies to
 (paths from the repository root; a file matches when its path starts with
 one) and the include prefixes they must not use ("agent/" for our headers,
-"grpcpp/" for a library). Both quoted and angled includes are checked.
+"grpcpp/" for a library). ONLY_RULES name, for some folders and a prefix,
+the only headers under that prefix they may include. Both quoted and
+angled includes are checked.
 
     scripts/check_includes.py [--root DIR]
 
@@ -69,6 +71,21 @@ RULES = collector_layer_rules() + [
      "the product never depends on the simulator, benchmarks or tests"),
 ]
 
+# (folders, prefix, the only headers under it they may include, why).
+ONLY_RULES = [
+    (["cluster/"], "collector/",
+     ["collector/declared/declared_state.h",
+      "collector/declared/write_deadline.h",
+      "collector/findings/findings_replication.h",
+      "collector/ingest/ingest_placement.h",
+      "collector/runner/analysis_role.h",
+      "collector/runner/feature_exchange.h",
+      "collector/state/baselines_store.h",
+      "collector/state/object_store.h"],
+     "cluster/ implements the collector's seams and knows no concrete "
+     "collector class"),
+]
+
 SOURCE_SUFFIXES = (".h", ".hpp", ".cc", ".cpp")
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]')
 SKIP_DIRS = {".git", "build"}
@@ -84,13 +101,17 @@ def sources(root):
                 yield os.path.relpath(path, root).replace(os.sep, "/")
 
 
-def violations(root, rules=None):
+def violations(root, rules=None, only_rules=None):
     rules = RULES if rules is None else rules
+    only_rules = ONLY_RULES if only_rules is None else only_rules
     out = []
     for rel in sources(root):
         applicable = [(bad, why) for folders, bad, why in rules
                       if any(rel.startswith(f) for f in folders)]
-        if not applicable:
+        only = [(prefix, allowed, why)
+                for folders, prefix, allowed, why in only_rules
+                if any(rel.startswith(f) for f in folders)]
+        if not applicable and not only:
             continue
         with open(os.path.join(root, rel), encoding="utf-8",
                   errors="replace") as f:
@@ -101,6 +122,10 @@ def violations(root, rules=None):
                 target = m.group(1)
                 for bad, why in applicable:
                     if any(target.startswith(b) for b in bad):
+                        out.append('%s:%d: include "%s" -- %s' %
+                                   (rel, number, target, why))
+                for prefix, allowed, why in only:
+                    if target.startswith(prefix) and target not in allowed:
                         out.append('%s:%d: include "%s" -- %s' %
                                    (rel, number, target, why))
     return out

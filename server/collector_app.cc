@@ -15,7 +15,6 @@
 #include "absl/strings/str_join.h"
 #include "cluster/cluster_member.h"
 #include "collector/api/query_service.h"
-#include "collector/declared/file_declared_state.h"
 #include "collector/declared/layout_leases.h"
 #include "collector/declared/layout_metrics.h"
 #include "collector/declared/layout_name_check.h"
@@ -27,7 +26,6 @@
 #include "collector/runner/agent_liveness.h"
 #include "collector/runner/analysis_runner.h"
 #include "collector/runner/collector_metrics.h"
-#include "collector/state/baselines_store.h"
 #include "collector/state/state_store.h"
 #include "collector/store/series_store.h"
 #include "collector/web/http_server.h"
@@ -39,6 +37,7 @@
 #include "common/status_macros.h"
 #include "common/stop_signals.h"
 #include "common/version.h"
+#include "server/backends.h"
 
 namespace fabricdiag::collector {
 namespace {
@@ -189,15 +188,13 @@ absl::StatusOr<std::unique_ptr<CollectorServer>> StartGrpc(
   return server;
 }
 
-// /healthz: unhealthy while writes to --state_dir fail, and in a cluster
-// while NATS is out of reach or writes of declared state fail.
+// /healthz: unhealthy while writes to --state_dir fail, or the backends
+// say so (in a cluster: NATS out of reach, writes of declared state fail).
 HealthReport CollectorHealth(const StateStore& state,
                              const AnalysisStats& stats,
-                             const cluster::ClusterMember* member) {
+                             const Backends& backends) {
   HealthReport report;
-  if (member != nullptr && !member->AppendHealth(&report.text)) {
-    report.ok = false;
-  }
+  if (!backends.AppendHealth(&report.text)) report.ok = false;
   const absl::Status last_write = state.last_write_status();
   if (!last_write.ok()) {
     report.ok = false;
@@ -219,7 +216,7 @@ struct HttpSources {
   const FindingsStore* findings;
   const LayoutRegistry* registry;
   const StateStore* state;
-  const cluster::ClusterMember* member;  // null without --nats
+  const Backends* backends;
   AnalysisRunner* runner;
   const Clock* clock;
   NodeUpRule node_up;
@@ -237,7 +234,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(
   const StateStore* state = in.state;
   const AnalysisStats* stats = in.stats;
   const LayoutRegistry* registry = in.registry;
-  const cluster::ClusterMember* member = in.member;
+  const Backends* backends = in.backends;
   AnalysisRunner* runner = in.runner;
   std::vector<std::function<void(std::string*)>> text_metrics = {
       [registry](std::string* out) {
@@ -249,19 +246,17 @@ absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(
     leases->AppendMetrics(out);
     name_check->AppendMetrics(out);
   });
-  if (member != nullptr) {
-    text_metrics.push_back([member, registry](std::string* out) {
-      member->AppendMetrics(*registry, out);
-    });
-  }
+  text_metrics.push_back([backends, registry](std::string* out) {
+    backends->AppendMetrics(registry->watch_stats(), out);
+  });
   std::vector<HttpRoute> routes =
       WebRoutes({in.findings, in.registry,
                  [runner] { return runner->LatestView(); }, in.clock});
   for (HttpRoute& r : JobWriteRoutes(in.writes)) routes.push_back(std::move(r));
   absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
       config.http_listen, {collector_metrics, findings_metrics},
-      [state, stats, member] {
-        return CollectorHealth(*state, *stats, member);
+      [state, stats, backends] {
+        return CollectorHealth(*state, *stats, *backends);
       },
       std::move(text_metrics), std::move(routes));
   if (!http.ok()) {
@@ -287,16 +282,14 @@ QueryService::Options MakeQueryOptions(std::string token,
   return options;
 }
 
-void LogServing(const CollectorConfig& config, int grpc_port, int http_port,
-                bool writes_need_token) {
-  LogInfo(absl::StrCat(
-      "fabricdiag-collector ", kVersion, " gRPC on port ", grpc_port,
-      ", HTTP on port ", http_port, ", state in ", config.state_dir,
-      config.nats.empty() ? ""
-                          : absl::StrCat(", collector ", config.collector_id,
-                                         " of the cluster at ", config.nats),
-      writes_need_token ? ", writes need the bearer token"
-                        : ", writes open (no --auth_token_file)"));
+void LogServing(const CollectorConfig& config, const Backends& backends,
+                int grpc_port, int http_port, bool writes_need_token) {
+  LogInfo(absl::StrCat("fabricdiag-collector ", kVersion, " gRPC on port ",
+                       grpc_port, ", HTTP on port ", http_port, ", state in ",
+                       config.state_dir, backends.Describe(),
+                       writes_need_token
+                           ? ", writes need the bearer token"
+                           : ", writes open (no --auth_token_file)"));
 }
 
 }  // namespace
@@ -313,35 +306,17 @@ int RunCollector(const CollectorConfig& config) {
     return StartupFailed(
         absl::StrCat("--state_dir: ", state.status().message()));
   }
-  // The declared state: files in --state_dir, or the cluster's bucket.
-  std::unique_ptr<cluster::ClusterMember> member;
-  if (!config.nats.empty()) {
-    absl::StatusOr<std::unique_ptr<cluster::ClusterMember>> joined =
-        cluster::ClusterMember::Join(
-            {config.nats, config.collector_id, config.nats_replicas,
-             config.analysis_interval, config.nats_startup_timeout});
-    if (!joined.ok()) return StartupFailed(joined.status().message());
-    member = *std::move(joined);
-  }
-  FileDeclaredState files(state->get());
-  if (member != nullptr) {
-    // The first collector of a new cluster brings its layouts along; later
-    // ones do not (the bucket is the cluster's truth).
-    absl::StatusOr<int> seeded = member->SeedDeclaredState(files);
-    if (!seeded.ok()) {
-      LogWarning(
-          absl::StrCat("cannot copy the declared state of --state_dir "
-                       "into the new cluster: ",
-                       seeded.status().message(),
-                       " (apply the layouts and the topology again)"));
-    } else if (*seeded > 0) {
-      LogInfo(absl::StrCat("copied ", *seeded,
-                           " layouts and topology from --state_dir into the "
-                           "cluster's new bucket"));
-    }
-  }
-  LayoutRegistry registry(member != nullptr ? member->declared_state() : &files,
-                          &clock);
+  // The one choice of the mode: everything below runs on the bundle.
+  absl::StatusOr<std::unique_ptr<Backends>> chosen =
+      config.nats.empty()
+          ? EmbeddedBackends(state->get())
+          : ClusterBackends(
+                {config.nats, config.collector_id, config.nats_replicas,
+                 config.analysis_interval, config.nats_startup_timeout},
+                state->get());
+  if (!chosen.ok()) return StartupFailed(chosen.status().message());
+  Backends& backends = **chosen;
+  LayoutRegistry registry(&backends.declared_state(), &clock);
   FindingsStore findings(state->get(), FindingsStoreOptions{});
   if (absl::Status s = LoadState(config, **state, registry, findings);
       !s.ok()) {
@@ -355,9 +330,8 @@ int RunCollector(const CollectorConfig& config) {
   IngestCounters counters;
   absl::StatusOr<IngestAuth> ingest_auth = MakeIngestAuth(config);
   if (!ingest_auth.ok()) return StartupFailed(ingest_auth.status().message());
-  IngestService ingest(
-      &series, &counters, *std::move(ingest_auth),
-      member != nullptr ? member->ingest_placement() : nullptr);
+  IngestService ingest(&series, &counters, *std::move(ingest_auth),
+                       backends.ingest_placement());
   AnalysisStats stats;
   absl::StatusOr<AnalysisRunner::Options> runner_options =
       MakeRunnerOptions(config);
@@ -367,24 +341,19 @@ int RunCollector(const CollectorConfig& config) {
   // Who counts as up everywhere (metrics, `fabricdiag nodes`): agent_down's
   // rule.
   const NodeUpRule node_up = AgentUpRule(runner_options->analysis.agent_down);
-  // In a cluster: the rest of the fabric (the other collectors' features),
-  // who analyses, and the one set of findings everyone serves.
-  if (member != nullptr) {
-    runner_options->features = member->features();
-    runner_options->role = member->role();
-    if (absl::Status s = findings.Replicate(member->findings_replication());
-        !s.ok()) {
-      // Not fatal: ids are reserved again before the first finding opens.
-      LogWarning(absl::StrCat("shared findings: ", s.message()));
-    }
+  // Ids from, and every version shared through, the backends' replication
+  // (in a cluster: the one set of findings everyone serves).
+  if (absl::Status s = findings.Replicate(backends.findings_replication());
+      !s.ok()) {
+    // Not fatal: ids are reserved again before the first finding opens.
+    LogWarning(absl::StrCat("shared findings: ", s.message()));
   }
-  // Every NIC's straggler baseline survives a restart, and in a cluster a
-  // failover: kept in --state_dir, or in the cluster's bucket.
-  FileBaselinesStore baseline_file(state->get());
-  runner_options->baselines =
-      member != nullptr ? member->baselines() : &baseline_file;
-  AnalysisRunner runner(&series, &registry, &findings, &stats, clock,
-                        *std::move(runner_options));
+  // The rest of the fabric, who analyses, and where every NIC's straggler
+  // baseline survives a restart (and in a cluster a failover).
+  AnalysisRunner runner(
+      &series, &registry, &findings, &stats, clock,
+      {backends.features(), backends.role(), backends.baselines()},
+      *std::move(runner_options));
 
   QueryService::Options query_options =
       MakeQueryOptions(*token, &runner, node_up);
@@ -394,12 +363,10 @@ int RunCollector(const CollectorConfig& config) {
     return name_check.Check(layout);
   };
   query_options.layout_warnings = warnings;
-  if (member != nullptr) {
-    // `fabricdiag nodes` lists the whole fabric, each node with the
-    // collector its agent streams to.
-    query_options.collector_id = config.collector_id;
-    query_options.fabric_nodes = [&runner] { return runner.LatestNodes(); };
-  }
+  // `fabricdiag nodes` lists the whole fabric, each node with the collector
+  // its agent streams to (embedded: every node is this collector's).
+  query_options.collector_id = backends.collector_id();
+  query_options.fabric_nodes = [&runner] { return runner.LatestNodes(); };
   QueryService query(&registry, &findings, &series, std::move(query_options),
                      clock);
   // Layouts whose lease ran out go, and their findings resolve.
@@ -421,7 +388,7 @@ int RunCollector(const CollectorConfig& config) {
   if (!server.ok()) return StartupFailed(server.status().message());
   absl::StatusOr<std::unique_ptr<HttpServer>> http =
       StartHttp(config, {&series, &counters, &stats, &findings, &registry,
-                         state->get(), member.get(), &runner, &clock, node_up,
+                         state->get(), &backends, &runner, &clock, node_up,
                          &leases, &name_check, std::move(writes)});
   if (!http.ok()) {
     const int code = StartupFailed(http.status().message());
@@ -429,23 +396,21 @@ int RunCollector(const CollectorConfig& config) {
     return code;
   }
 
-  if (member != nullptr) member->MirrorFindings(&findings);
+  backends.MirrorFindings(findings);
   runner.Start();
   leases.Start(absl::Seconds(1));
-  LogServing(config, (*server)->port(), (*http)->port(), !token->empty());
+  LogServing(config, backends, (*server)->port(), (*http)->port(),
+             !token->empty());
 
   int signo = 0;
   sigwait(&signals, &signo);
   LogInfo("fabricdiag-collector: stopping");
   // NATS calls (the pass's publish, watchers, the lease) are cut short
   // after a grace: a cluster that is gone does not hold the stop up.
-  if (member != nullptr) member->BeginStop(cluster::kStopGrace);
+  backends.BeginStop(cluster::kStopGrace);
   leases.Stop();
   runner.Stop();
-  if (member != nullptr) {
-    member->StopMirroring();
-    member->Leave();
-  }
+  backends.Leave();
   query.Shutdown();
   (*server)->Shutdown(absl::Seconds(2));
   (*server)->Wait();

@@ -73,6 +73,13 @@ struct DeclaredChange {
   std::string problem;        // kDamaged: what could not be read, and where
 };
 
+// What a reader (the LayoutRegistry) did with the changes that came through
+// DeclaredState::Watch.
+struct RegistryWatchStats {
+  uint64_t applied = 0;   // layouts, removals and topologies now served
+  uint64_t rejected = 0;  // changes that did not validate (kept out)
+};
+
 class DeclaredState {
  public:
   virtual ~DeclaredState() = default;

@@ -104,12 +104,6 @@ struct RegistrySnapshot {
   uint64_t topology_revision = 0;
 };
 
-// What the registry did with changes that came through the watcher.
-struct RegistryWatchStats {
-  uint64_t applied = 0;   // layouts, removals and topologies now served
-  uint64_t rejected = 0;  // changes that did not validate (kept out)
-};
-
 class LayoutRegistry {
  public:
   // `state` and `clock` must outlive the registry.

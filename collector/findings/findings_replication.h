@@ -1,9 +1,9 @@
 // Where findings are shared: the seam between the FindingsStore and a
 // collector cluster's one set of findings.
 //
-//   - Embedded (the default): no replication; the store's findings are
-//     this collector's, ids from its own --state_dir (FindingsStore without
-//     a replication).
+//   - Embedded: nothing is shared; the store's findings are this
+//     collector's, ids from its own --state_dir (LocalFindingsReplication
+//     below, what a FindingsStore starts with).
 //   - Cluster (--nats): the collector that holds the analysis lease writes
 //     every version of every finding to a shared bucket, ids reserved from
 //     that bucket so that no two leaders ever hand out the same one; every
@@ -13,13 +13,16 @@
 //     (cluster/jetstream_findings.h).
 //
 //   store.Replicate(replication);                  // before the first Update
-//   replication->Watch(
+//   replication.Watch(
 //       [&](const StoredFinding& v) {
-//         if (!role->Leading()) store.ApplyReplicated(v).IgnoreError();
+//         if (!role.Leading()) sink.ApplyReplicated(v).IgnoreError();
 //       },
 //       [&](const absl::flat_hash_set<std::string>& shared) {
-//         if (!role->Leading()) store.ResolveUnshared(shared, now);
+//         if (!role.Leading()) sink.ResolveUnshared(shared, now);
 //       });
+//
+// FindingsSink is what a mirror applies the shared findings to (the
+// FindingsStore), so that the cluster's code needs no concrete store.
 //
 // Implementations are thread-safe.
 #pragma once
@@ -31,6 +34,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "collector/state/findings_log.h"
 
@@ -64,6 +68,38 @@ class FindingsReplication {
           on_replayed) = 0;
   // When it returns, `on_version` is not running and will not be called.
   virtual void StopWatching() = 0;
+};
+
+// The embedded replication: one collector, nothing shared. Ids are this
+// store's own (the block starts at `at_least`), writes go nowhere and no
+// other collector's version ever arrives.
+class LocalFindingsReplication final : public FindingsReplication {
+ public:
+  std::string Describe() const override { return "this collector alone"; }
+  absl::StatusOr<uint64_t> ReserveIds(uint64_t /*count*/,
+                                      uint64_t at_least) override {
+    return at_least;
+  }
+  absl::Status Write(absl::Span<const StoredFinding> /*versions*/) override {
+    return absl::OkStatus();
+  }
+  void Watch(std::function<void(const StoredFinding&)> /*on_version*/,
+             std::function<void(const absl::flat_hash_set<std::string>&)>
+             /*on_replayed*/) override {}
+  void StopWatching() override {}
+};
+
+// Where a collector that does not lead applies the findings the leader
+// shares (FindingsStore implements it; collector/findings/findings_store.h
+// says what each call does).
+class FindingsSink {
+ public:
+  virtual ~FindingsSink() = default;
+  // One version another collector's store made.
+  virtual absl::Status ApplyReplicated(const StoredFinding& version) = 0;
+  // Resolves, at `now`, every active finding not in `shared`.
+  virtual absl::Status ResolveUnshared(
+      const absl::flat_hash_set<std::string>& shared, absl::Time now) = 0;
 };
 
 }  // namespace fabricdiag::collector

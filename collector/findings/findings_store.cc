@@ -18,15 +18,8 @@
 namespace fabricdiag::collector {
 namespace {
 
-uint64_t IdNumber(const v1::Finding& finding) {
-  absl::string_view id = finding.id();
-  uint64_t n = 0;
-  if (id.size() > 2) (void)absl::SimpleAtoi(id.substr(2), &n);
-  return n;
-}
-
 bool ByIdDescending(const v1::Finding& a, const v1::Finding& b) {
-  return IdNumber(a) > IdNumber(b);
+  return FindingIdNumber(a) > FindingIdNumber(b);
 }
 
 // Summaries carry numbers ("94% of the last 5 s") that move every pass; the
@@ -55,6 +48,13 @@ bool Matches(const v1::Finding& finding, absl::string_view job,
 }
 
 }  // namespace
+
+uint64_t FindingIdNumber(const v1::Finding& finding) {
+  absl::string_view id = finding.id();
+  uint64_t n = 0;
+  if (id.size() > 2) (void)absl::SimpleAtoi(id.substr(2), &n);
+  return n;
+}
 
 FindingsStore::FindingsStore(StateStore* store, FindingsStoreOptions options)
     : store_(store), options_(options) {}
@@ -91,7 +91,7 @@ absl::Status FindingsStore::Load() {
               if (a.resolved_unix_nanos() != b.resolved_unix_nanos()) {
                 return a.resolved_unix_nanos() < b.resolved_unix_nanos();
               }
-              return IdNumber(a) < IdNumber(b);
+              return FindingIdNumber(a) < FindingIdNumber(b);
             });
   resolved_.assign(std::make_move_iterator(resolved.begin()),
                    std::make_move_iterator(resolved.end()));
@@ -147,7 +147,7 @@ void FindingsStore::Open(const analysis::Finding& report, const Key& key,
                          UpdateBatch& batch) {
   Entry entry;
   entry.source = std::string(source);
-  entry.shared = replication_ != nullptr;
+  entry.shared = true;
   v1::Finding& f = entry.finding;
   f.set_id(absl::StrFormat("f-%06d", next_id_++));
   analysis::FillWireFinding(report, &f);
@@ -217,7 +217,7 @@ void FindingsStore::ResolveKeys(const std::vector<Key>& gone, int64_t now_nanos,
   }
   std::sort(resolved.begin(), resolved.end(),
             [](const v1::Finding& a, const v1::Finding& b) {
-              return IdNumber(a) < IdNumber(b);
+              return FindingIdNumber(a) < FindingIdNumber(b);
             });
   for (v1::Finding& f : resolved) {
     ++counters_.resolved_by_kind[f.kind()];
@@ -278,152 +278,11 @@ absl::Status FindingsStore::Commit(UpdateBatch& batch, absl::string_view what,
       counters_.watcher_overflows += watchers_.Broadcast(type, finding);
     }
   }
-  if (share && replication_ != nullptr) {
+  if (share) {
     absl::Status shared = replication_->Write(batch.to_log);
     if (status.ok()) status = std::move(shared);
   }
   return status;
-}
-
-absl::Status FindingsStore::ResolveUnshared(
-    const absl::flat_hash_set<std::string>& shared, absl::Time now) {
-  absl::MutexLock update_lock(&update_mu_);
-  UpdateBatch batch;
-  {
-    absl::MutexLock lock(&mu_);
-    watchers_.RemoveClosed();
-    std::vector<Key> gone;
-    for (const auto& [key, entry] : active_) {
-      if (!entry.shared || !shared.contains(entry.finding.id())) {
-        gone.push_back(key);
-      }
-    }
-    ResolveKeys(gone, absl::ToUnixNanos(now), batch);
-    TrimResolved();
-  }
-  return Commit(batch, "findings the cluster does not share", false);
-}
-
-absl::Status FindingsStore::Replicate(FindingsReplication* replication) {
-  absl::MutexLock update_lock(&update_mu_);
-  replication_ = replication;
-  if (replication == nullptr) return absl::OkStatus();
-  uint64_t next = 0;
-  {
-    absl::MutexLock lock(&mu_);
-    next = next_id_;
-  }
-  // No id this store handed out (before it joined a cluster) is handed out
-  // again by another collector: the shared next id moves past it.
-  return replication->ReserveIds(0, next).status();
-}
-
-absl::Status FindingsStore::ReserveIds(size_t count) {
-  if (replication_ == nullptr) return absl::OkStatus();
-  uint64_t next = 0;
-  {
-    absl::MutexLock lock(&mu_);
-    if (reserved_end_ >= next_id_ && reserved_end_ - next_id_ >= count) {
-      return absl::OkStatus();
-    }
-    next = next_id_;
-  }
-  // Blocks of 100: one round trip per 100 findings opened.
-  const uint64_t block = std::max<uint64_t>(count, 100);
-  absl::StatusOr<uint64_t> first = replication_->ReserveIds(block, next);
-  if (!first.ok()) return first.status();
-  absl::MutexLock lock(&mu_);
-  next_id_ = *first;
-  reserved_end_ = *first + block;
-  return absl::OkStatus();
-}
-
-void FindingsStore::ApplyResolved(const StoredFinding& version,
-                                  UpdateBatch& batch) {
-  const v1::Finding& f = version.finding;
-  for (const v1::Finding& r : resolved_) {
-    if (r.id() == f.id()) return;  // already held
-  }
-  ++counters_.resolved_by_kind[f.kind()];
-  batch.lifecycle_change = true;
-  batch.events.emplace_back(WatchEvent::Type::kResolved, f);
-  batch.to_log.push_back(version);
-  resolved_.push_back(f);
-}
-
-void FindingsStore::ApplyCurrent(const StoredFinding& version, const Key& key,
-                                 absl::flat_hash_map<Key, Entry>::iterator it,
-                                 UpdateBatch& batch) {
-  const v1::Finding& f = version.finding;
-  if (f.state() != v1::FINDING_STATE_ACTIVE) {
-    if (it != active_.end()) active_.erase(it);
-    ApplyResolved(version, batch);
-  } else if (it == active_.end()) {
-    ++counters_.opened_by_kind[f.kind()];
-    batch.lifecycle_change = true;
-    batch.events.emplace_back(WatchEvent::Type::kOpened, f);
-    batch.to_log.push_back(version);
-    active_.emplace(key,
-                    Entry{f, version.source, f.last_seen_unix_nanos(), true});
-  } else if (f.last_seen_unix_nanos() >=
-             it->second.finding.last_seen_unix_nanos()) {
-    Entry& entry = it->second;
-    // What a watcher would be told about: more than last_seen and the
-    // count of passes the condition held (as in Refresh).
-    v1::Finding before = entry.finding;
-    v1::Finding after = f;
-    for (v1::Finding* v : {&before, &after}) {
-      v->set_last_seen_unix_nanos(0);
-      v->mutable_evidence()->erase(analysis::kIntervalsHeldEvidence);
-    }
-    const bool changed =
-        !google::protobuf::util::MessageDifferencer::Equals(before, after);
-    entry.finding = f;
-    entry.source = version.source;
-    entry.shared = true;
-    entry.persisted_last_seen = f.last_seen_unix_nanos();
-    batch.to_log.push_back(version);
-    if (changed) {
-      ++counters_.updated;
-      batch.events.emplace_back(WatchEvent::Type::kUpdated, f);
-    }
-  } else {
-    // This store holds a newer version (its last write to the cluster
-    // failed): the cluster has the finding all the same.
-    it->second.shared = true;
-  }
-}
-
-absl::Status FindingsStore::ApplyReplicated(const StoredFinding& version) {
-  absl::MutexLock update_lock(&update_mu_);
-  UpdateBatch batch;
-  {
-    absl::MutexLock lock(&mu_);
-    watchers_.RemoveClosed();
-    const v1::Finding& f = version.finding;
-    next_id_ = std::max(next_id_, IdNumber(f) + 1);
-    const Key key{f.kind(), f.job(), f.node(), f.device(), f.group()};
-    auto it = active_.find(key);
-    if (it != active_.end() && it->second.finding.id() != f.id() &&
-        IdNumber(it->second.finding) > IdNumber(f)) {
-      // An older finding of a condition that reopened since: history.
-      if (f.state() != v1::FINDING_STATE_ACTIVE) ApplyResolved(version, batch);
-    } else {
-      if (it != active_.end() && it->second.finding.id() != f.id()) {
-        // Superseded here without its resolve (it was missed): resolve it.
-        v1::Finding old = std::move(it->second.finding);
-        old.set_state(v1::FINDING_STATE_RESOLVED);
-        old.set_resolved_unix_nanos(f.first_seen_unix_nanos());
-        const std::string source = std::move(it->second.source);
-        active_.erase(it);
-        ApplyResolved(StoredFinding{std::move(old), source}, batch);
-        it = active_.end();
-      }
-      ApplyCurrent(version, key, it, batch);
-    }
-    TrimResolved();
-  }
-  return Commit(batch, "replicated findings", false);
 }
 
 absl::Status FindingsStore::MaybeCompact() {
@@ -442,7 +301,7 @@ absl::Status FindingsStore::MaybeCompact() {
   }
   std::sort(all.begin(), all.end(),
             [](const StoredFinding& a, const StoredFinding& b) {
-              return IdNumber(a.finding) < IdNumber(b.finding);
+              return FindingIdNumber(a.finding) < FindingIdNumber(b.finding);
             });
   absl::Status status = store_->RewriteFindings(all, next_id);
   compacted_bytes_ = store_->findings_log_bytes();
@@ -490,7 +349,7 @@ std::vector<v1::Finding> FindingsStore::Active() const {
   }
   std::sort(out.begin(), out.end(),
             [](const v1::Finding& a, const v1::Finding& b) {
-              return IdNumber(a) < IdNumber(b);
+              return FindingIdNumber(a) < FindingIdNumber(b);
             });
   return out;
 }
@@ -506,7 +365,7 @@ std::unique_ptr<Watcher> FindingsStore::Watch(absl::string_view job) {
   }
   std::sort(snapshot.begin(), snapshot.end(),
             [](const v1::Finding* a, const v1::Finding* b) {
-              return IdNumber(*a) < IdNumber(*b);
+              return FindingIdNumber(*a) < FindingIdNumber(*b);
             });
   return watchers_.Add(job, snapshot, options_.watcher_queue);
 }

@@ -40,12 +40,14 @@
 // snapshot); when a watcher falls that far behind its queue is dropped, it
 // receives one kOverflow event and is closed. Update never waits for a watcher.
 //
-// Shared findings (a collector cluster,
-// collector/findings/findings_replication.h): with Replicate(), ids come from
-// blocks the replication reserves (unique across the cluster, whoever writes)
-// and every version the store makes is written through it after the log;
-// ApplyReplicated() applies a version another collector's store made, under its
-// id, with the same events, counters and log records as a local change.
+// Replication (collector/findings/findings_replication.h): ids come from
+// blocks the replication reserves (in a cluster: unique across the cluster,
+// whoever writes) and every version the store makes is written through it
+// after the log. A store starts with the embedded replication (this
+// collector's ids, nothing shared); Replicate() puts the cluster's in its
+// place. ApplyReplicated() applies a version another collector's store made,
+// under its id, with the same events, counters and log records as a local
+// change (collector/findings/findings_replicated.cc).
 //
 // Usage:
 //   FindingsStore findings(state_store, {});
@@ -113,11 +115,14 @@ struct FindingsCounters {
   size_t watchers = 0;  // currently open
 };
 
-class FindingsStore {
+// 42 for "f-000042"; 0 for an id not of that form.
+uint64_t FindingIdNumber(const v1::Finding& finding);
+
+class FindingsStore final : public FindingsSink {
  public:
   // `store` must outlive this object.
   FindingsStore(StateStore* store, FindingsStoreOptions options);
-  ~FindingsStore();
+  ~FindingsStore() override;
 
   // Reads the findings log. Call once before Update.
   absl::Status Load();
@@ -129,21 +134,23 @@ class FindingsStore {
                       absl::Time now, absl::string_view source);
 
   // Shares every later version through `replication` and takes ids from
-  // it (null: neither, the default); ids this store already handed out are
-  // never handed out by the replication. Call before the first Update; it
-  // must outlive the store.
-  absl::Status Replicate(FindingsReplication* replication);
+  // it instead of the embedded LocalFindingsReplication; ids this store
+  // already handed out are never handed out by the replication. Call after
+  // Load() and before the first Update; it must outlive the store. An error
+  // (the replication did not answer) leaves it in place all the same: ids
+  // are reserved again before the first finding opens.
+  absl::Status Replicate(FindingsReplication& replication);
 
   // Applies a version made by another collector's store (see the header
   // comment): opened, updated or resolved under its id. A version older
   // than what the store holds for its id, or one that changes nothing but
   // last_seen, makes no event.
-  absl::Status ApplyReplicated(const StoredFinding& version);
+  absl::Status ApplyReplicated(const StoredFinding& version) override;
   // Resolves, at `now`, every active finding the cluster does not have:
   // its id is not in `shared` (the whole shared set), or it was never
   // shared (kept from before this collector joined a cluster).
   absl::Status ResolveUnshared(const absl::flat_hash_set<std::string>& shared,
-                               absl::Time now);
+                               absl::Time now) override;
 
   // Newest first (descending id), at most filter.limit.
   std::vector<v1::Finding> List(const FindingsFilter& filter) const;
@@ -162,8 +169,8 @@ class FindingsStore {
     v1::Finding finding;
     std::string source;
     int64_t persisted_last_seen = 0;  // unix nanos
-    // Made or applied while the store had a replication: the cluster has
-    // it (ResolveUnshared leaves it).
+    // Made or applied since the store took its replication (Replicate):
+    // in a cluster, the cluster has it (ResolveUnshared leaves it).
     bool shared = false;
   };
 
@@ -189,7 +196,7 @@ class FindingsStore {
                    UpdateBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TrimResolved() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status MaybeCompact() ABSL_EXCLUSIVE_LOCKS_REQUIRED(update_mu_);
-  // With a replication: ids for `count` opens reserved ahead.
+  // Ids for `count` opens reserved ahead from the replication.
   absl::Status ReserveIds(size_t count)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(update_mu_);
   // Persists the batch, tells the watchers, then (`share`) the replication.
@@ -211,10 +218,12 @@ class FindingsStore {
   // event order and a new watcher sees each change exactly once.
   absl::Mutex update_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   uint64_t compacted_bytes_ ABSL_GUARDED_BY(update_mu_) = 0;
-  FindingsReplication* replication_ = nullptr;
+  LocalFindingsReplication local_replication_;
+  // local_replication_ until Replicate() (before the first Update).
+  FindingsReplication* replication_ = &local_replication_;
   mutable absl::Mutex mu_;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
-  // With a replication: ids below this are reserved for this store.
+  // Ids below this are reserved for this store.
   uint64_t reserved_end_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<Key, Entry> active_ ABSL_GUARDED_BY(mu_);
   // Ascending resolution order; oldest dropped beyond max_resolved.

@@ -1,8 +1,7 @@
 // Which agents a collector takes: the seam between ingest and the ways a
 // collector can be placed.
 //
-//   - Embedded (the default): one collector takes every agent (no placement
-//     object: the ingest service takes null as "take everyone").
+//   - Embedded: one collector takes every agent (KeepEveryAgent below).
 //   - Cluster (--nats): the analysis leader hands a share of its agents to
 //     the other collectors (cluster/leader_handoff.h), since the analysis
 //     it runs for the whole fabric costs what ingest of those agents would.
@@ -38,6 +37,16 @@ class IngestPlacement {
   // take it. A collector that handed a node off takes it when it comes
   // back soon after (no other collector took it).
   virtual std::optional<std::string> HandOff(absl::string_view node) = 0;
+};
+
+// The embedded placement: the only collector takes every agent. Its epoch
+// never moves, so a stream never asks HandOff.
+class KeepEveryAgent final : public IngestPlacement {
+ public:
+  uint64_t Epoch() override { return 0; }
+  std::optional<std::string> HandOff(absl::string_view /*node*/) override {
+    return std::nullopt;
+  }
 };
 
 }  // namespace fabricdiag::collector

@@ -18,7 +18,7 @@ class StreamCall {
  public:
   StreamCall(v1::Ingest::AsyncService* service, grpc::ServerCompletionQueue* cq,
              CqGate* gate, SeriesStore* store, IngestCounters* counters,
-             const IngestAuth* auth, IngestPlacement* placement)
+             const IngestAuth* auth, IngestPlacement& placement)
       : service_(service),
         cq_(cq),
         gate_(gate),
@@ -196,7 +196,7 @@ class StreamCall {
   SeriesStore* const store_;
   IngestCounters* const counters_;
   const IngestAuth* const auth_;
-  IngestPlacement* const placement_;
+  IngestPlacement& placement_;
 
   grpc::ServerContext context_;
   grpc::ServerAsyncReaderWriter<v1::CollectorMessage, v1::AgentMessage> stream_{

@@ -48,13 +48,19 @@ struct IngestAuth {
 
 class IngestService final : public v1::Ingest::AsyncService, public CqService {
  public:
-  // `placement` (null: take every agent) must outlive the service.
-  IngestService(SeriesStore* store, IngestCounters* counters,
-                IngestAuth auth = {}, IngestPlacement* placement = nullptr)
+  // `placement` decides which agents this collector takes (in a cluster,
+  // cluster/leader_handoff.h); it must outlive the service.
+  IngestService(SeriesStore* store, IngestCounters* counters, IngestAuth auth,
+                IngestPlacement& placement)
       : store_(store),
         counters_(counters),
         auth_(std::move(auth)),
         placement_(placement) {}
+  // One collector that takes every agent (KeepEveryAgent), as tests and
+  // simulations that run one collector want.
+  IngestService(SeriesStore* store, IngestCounters* counters,
+                IngestAuth auth = {})
+      : IngestService(store, counters, std::move(auth), keep_every_agent_) {}
 
   void Serve(grpc::ServerCompletionQueue* cq, CqGate* gate) override;
 
@@ -62,7 +68,8 @@ class IngestService final : public v1::Ingest::AsyncService, public CqService {
   SeriesStore* const store_;
   IngestCounters* const counters_;
   const IngestAuth auth_;
-  IngestPlacement* const placement_;
+  KeepEveryAgent keep_every_agent_;
+  IngestPlacement& placement_;
 };
 
 }  // namespace fabricdiag::collector

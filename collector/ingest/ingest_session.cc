@@ -170,7 +170,7 @@ void IngestCounters::Reject(RejectReason reason, absl::string_view peer,
 }
 
 IngestSession::IngestSession(SeriesStore* store, IngestCounters* counters,
-                             IngestPlacement* placement)
+                             IngestPlacement& placement)
     : store_(store),
       counters_(counters),
       placement_(placement),
@@ -191,12 +191,11 @@ IngestSession::Reply IngestSession::Reject(RejectReason reason,
 
 std::optional<IngestSession::Reply> IngestSession::MaybeHandOff(
     absl::string_view node, bool hello) {
-  if (placement_ == nullptr) return std::nullopt;
-  const uint64_t epoch = placement_->Epoch();
+  const uint64_t epoch = placement_.Epoch();
   if (!hello && epoch == placement_epoch_) return std::nullopt;
   placement_epoch_ = epoch;
   if (epoch == 0) return std::nullopt;
-  std::optional<std::string> why = placement_->HandOff(node);
+  std::optional<std::string> why = placement_.HandOff(node);
   if (!why.has_value()) return std::nullopt;
   handed_off_ = true;
   counters_->handoffs.fetch_add(1, std::memory_order_relaxed);

@@ -122,10 +122,10 @@ class IngestSession {
     std::optional<std::string> handoff;
   };
 
-  // `store`, `counters` and `placement` (null: take every agent) must
-  // outlive the session.
+  // `store`, `counters` and `placement` (KeepEveryAgent when one collector
+  // takes every agent) must outlive the session.
   IngestSession(SeriesStore* store, IngestCounters* counters,
-                IngestPlacement* placement = nullptr);
+                IngestPlacement& placement);
   // Tells the node's series that this stream ended.
   ~IngestSession();
   IngestSession(const IngestSession&) = delete;
@@ -161,7 +161,7 @@ class IngestSession {
 
   SeriesStore* const store_;
   IngestCounters* const counters_;
-  IngestPlacement* const placement_;
+  IngestPlacement& placement_;
   uint64_t placement_epoch_ = 0;      // of the last ask
   std::shared_ptr<NodeSeries> node_;  // set by the Hello
   std::string node_name_;

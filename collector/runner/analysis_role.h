@@ -1,8 +1,7 @@
 // Whether this collector analyzes: the seam between the analysis runner and
 // the ways a collector can be placed.
 //
-//   - Embedded (the default): one collector, always the analyst (no role
-//     object: the runner takes null as "always leading").
+//   - Embedded: one collector, always the analyst (AlwaysLeading below).
 //   - Cluster (--nats): one collector at a time holds the analysis lease
 //     (cluster/analysis_lease.h); the others mirror its findings.
 //
@@ -10,7 +9,7 @@
 // or took it back) means the findings were written by someone else
 // meanwhile, so the runner seeds its hysteresis from them again.
 //
-//   if (role == nullptr || role->Leading()) { ...analyze... }
+//   if (role.Leading()) { ...analyze... }
 //
 // Implementations are thread-safe.
 #pragma once
@@ -27,6 +26,14 @@ class AnalysisRole {
   // Identifies the current tenure while Leading() (increasing across the
   // cluster); 0 when not leading.
   virtual uint64_t Term() const = 0;
+};
+
+// The embedded role: the only collector leads, in one term that lasts as
+// long as the process (its hysteresis is seeded once, at the first pass).
+class AlwaysLeading final : public AnalysisRole {
+ public:
+  bool Leading() const override { return true; }
+  uint64_t Term() const override { return 1; }
 };
 
 }  // namespace fabricdiag::collector

@@ -44,21 +44,19 @@ constexpr double kPassWaitFraction = 0.5;
 AnalysisRunner::AnalysisRunner(const SeriesStore* series,
                                const LayoutRegistry* registry,
                                FindingsStore* findings, AnalysisStats* stats,
-                               const Clock& clock, Options options)
+                               const Clock& clock, Seams seams, Options options)
     : series_(series),
       registry_(registry),
       findings_(findings),
       stats_(stats),
       clock_(clock),
       options_(options),
-      features_(options.features != nullptr ? options.features
-                                            : &embedded_features_),
+      features_(seams.features),
+      role_(seams.role),
+      baselines_(seams.baselines),
       view_builder_(series),
       hysteresis_(std::in_place, options.analysis.hysteresis),
-      baselines_writer_(
-          options.baselines != nullptr
-              ? std::make_unique<BaselinesWriter>(options.baselines)
-              : nullptr) {}
+      baselines_writer_(&seams.baselines) {}
 
 AnalysisRunner::~AnalysisRunner() { Stop(); }
 
@@ -122,8 +120,7 @@ void AnalysisRunner::Stop() {
   // cluster only while this collector still analyses (a former leader's
   // baselines would replace the current one's).
   std::lock_guard<std::timed_mutex> lock(pass_mu_);
-  const bool analysing =
-      options_.role == nullptr || (term_ != 0 && options_.role->Leading());
+  const bool analysing = term_ != 0 && role_.Leading();
   if (hysteresis_seeded_ && analysing) SaveBaselines(clock_.Now());
   FlushBaselines();
 }
@@ -166,19 +163,19 @@ FeatureSlice AnalysisRunner::ExchangeFeatures(absl::Time now,
         LivenessOf(node->name(), state.last_report, state.interval_ms),
         std::move(state.boot_id), ""});
   }
-  const absl::Status published = features_->Publish(local, now);
+  const absl::Status published = features_.Publish(local, now);
   if (published.ok() == publish_failing_) {
     publish_failing_ = !published.ok();
     if (publish_failing_) {
       LogWarning(
           absl::StrCat("analysis: cannot publish this collector's "
                        "features (",
-                       features_->Describe(), "): ", published.message()));
+                       features_.Describe(), "): ", published.message()));
     } else {
       LogInfo("analysis: publishing this collector's features again");
     }
   }
-  return features_->Merged(std::move(local), now, scope);
+  return features_.Merged(std::move(local), now, scope);
 }
 
 bool AnalysisRunner::ViewWanted() const {
@@ -339,14 +336,13 @@ void AnalysisRunner::HoldUnheardNodes(absl::Time now,
 
 void AnalysisRunner::LoadBaselines(absl::Time now,
                                    const RegistrySnapshot& snapshot) {
-  if (options_.baselines == nullptr) return;
   std::vector<const analysis::LayoutModel*> layouts;
   for (const auto& [job, entry] : snapshot.layouts) {
     layouts.push_back(&entry->model);
   }
-  absl::StatusOr<LoadedBaselines> loaded = LoadStragglerBaselines(
-      options_.baselines, now, options_.baselines_max_age, layouts,
-      &straggler_baselines_);
+  absl::StatusOr<LoadedBaselines> loaded =
+      LoadStragglerBaselines(&baselines_, now, options_.baselines_max_age,
+                             layouts, &straggler_baselines_);
   if (!loaded.ok()) {
     LogWarning(absl::StrCat("analysis: straggler baselines not loaded, ",
                             "learning afresh: ", loaded.status().message()));
@@ -368,17 +364,14 @@ void AnalysisRunner::LoadBaselines(absl::Time now,
 }
 
 void AnalysisRunner::SaveBaselines(absl::Time now) {
-  if (baselines_writer_ == nullptr) return;
   // Not retried before baselines_every either way: a failing disk is
   // counted by the store (/healthz), a failing write logged by the writer.
   baselines_written_ = now;
   wrote_no_baselines_ = straggler_baselines_.size() == 0;
-  baselines_writer_->Write(straggler_baselines_.Serialize(), now);
+  baselines_writer_.Write(straggler_baselines_.Serialize(), now);
 }
 
-void AnalysisRunner::FlushBaselines() {
-  if (baselines_writer_ != nullptr) baselines_writer_->Flush();
-}
+void AnalysisRunner::FlushBaselines() { baselines_writer_.Flush(); }
 
 void AnalysisRunner::Publish(std::shared_ptr<const analysis::FabricView> view) {
   last_view_ = view;
@@ -393,9 +386,8 @@ void AnalysisRunner::Publish(std::shared_ptr<const analysis::FabricView> view) {
 }
 
 bool AnalysisRunner::Leading() {
-  if (options_.role == nullptr) return true;
-  const uint64_t term = options_.role->Term();
-  if (term == 0 || !options_.role->Leading()) {
+  const uint64_t term = role_.Term();
+  if (term == 0 || !role_.Leading()) {
     term_ = 0;
     return false;
   }
@@ -426,7 +418,7 @@ void AnalysisRunner::RunOnce() {
   const bool whole_fabric = leading || ViewWanted();
   FeatureSlice fabric = ExchangeFeatures(
       now, whole_fabric ? MergeScope::kFabric : MergeScope::kNodes);
-  if (options_.features != nullptr) {
+  {
     auto nodes = std::make_shared<const std::vector<NodeFacts>>(fabric.nodes);
     std::lock_guard<std::mutex> view_lock(view_mu_);
     published_nodes_ = std::move(nodes);

@@ -24,7 +24,8 @@
 //   findings still active in the store, so a condition that persists across
 //   the restart keeps its finding (and its id).
 //
-//   AnalysisRunner runner(&series, &registry, &findings, &stats, clock, {});
+//   AnalysisRunner runner(&series, &registry, &findings, &stats, clock,
+//                         {features, role, baselines}, {});
 //   runner.Start();          // background thread
 //   runner.RunLayoutPass(job, answer_by);  // at once, after ApplyLayout
 //   runner.Stop();
@@ -69,29 +70,32 @@ class AnalysisRunner {
     absl::Duration interval = absl::Seconds(1);
     // Every analyzer's thresholds (agent_down's too) and the hysteresis.
     analysis::AnalysisConfig analysis;
-    // Where the rest of the fabric comes from; null: embedded (this
-    // collector's nodes are the fabric). Must outlive the runner.
-    FeatureExchange* features = nullptr;
-    // Whether this collector analyses; null: always (embedded). While it
-    // does not, passes only publish features and the findings come from
-    // the collector that does (collector/findings/findings_replication.h). Must
-    // outlive the runner.
-    const AnalysisRole* role = nullptr;
-    // Where every NIC's straggler_nic baseline is kept for the next process
-    // to analyse (collector/state/baselines_store.h): loaded before the first
-    // rate pass (in a cluster: of each term this collector leads), written
-    // every `baselines_every` and at Stop() while this collector analyses.
-    // Null: in memory only (the baselines start over from the open
-    // findings). Must outlive the runner.
-    BaselinesStore* baselines = nullptr;
     absl::Duration baselines_every = kStragglerBaselinesEvery;
     absl::Duration baselines_max_age = kStragglerBaselinesMaxAge;
+  };
+
+  // What an embedded collector and one of a cluster do differently (the
+  // process picks one set, server/backends.h); each must outlive the
+  // runner.
+  struct Seams {
+    // Where the rest of the fabric comes from (EmbeddedFeatureExchange:
+    // this collector's nodes are the fabric).
+    FeatureExchange& features;
+    // Whether this collector analyses (AlwaysLeading: always). While it
+    // does not, passes only publish features and the findings come from
+    // the collector that does (collector/findings/findings_replication.h).
+    const AnalysisRole& role;
+    // Where every NIC's straggler_nic baseline is kept for the next process
+    // to analyse (collector/state/baselines_store.h): loaded before the
+    // first rate pass (of each term this collector leads), written every
+    // Options::baselines_every and at Stop() while this collector analyses.
+    BaselinesStore& baselines;
   };
 
   // Pointers must outlive the runner.
   AnalysisRunner(const SeriesStore* series, const LayoutRegistry* registry,
                  FindingsStore* findings, AnalysisStats* stats,
-                 const Clock& clock, Options options);
+                 const Clock& clock, Seams seams, Options options);
   ~AnalysisRunner();
 
   void Start();
@@ -130,8 +134,8 @@ class AnalysisRunner {
 
   // Every node of the fabric the latest pass merged, with the collector it
   // came from: in a cluster, the other collectors' nodes too (their
-  // liveness; `fabricdiag nodes`). Empty before the first pass and with
-  // one collector (its series store is the fabric). Any thread.
+  // liveness; `fabricdiag nodes`). Null before the first pass; with one
+  // collector, its own nodes (none names a collector). Any thread.
   std::shared_ptr<const std::vector<NodeFacts>> LatestNodes() const;
 
  private:
@@ -142,7 +146,7 @@ class AnalysisRunner {
   bool ViewWanted() const;
   void RunLiveness(absl::Time now, const std::vector<NodeFacts>& facts);
   void RunLayoutAnalyzers(absl::Time now);
-  // Options::baselines: the stored baselines into straggler_baselines_
+  // Seams::baselines: the stored baselines into straggler_baselines_
   // (before the first pass), and their writing.
   void LoadBaselines(absl::Time now, const RegistrySnapshot& snapshot);
   void SaveBaselines(absl::Time now);
@@ -165,8 +169,9 @@ class AnalysisRunner {
   AnalysisStats* const stats_;
   const Clock& clock_;
   const Options options_;
-  EmbeddedFeatureExchange embedded_features_;
-  FeatureExchange* const features_;
+  FeatureExchange& features_;
+  const AnalysisRole& role_;
+  BaselinesStore& baselines_;
 
   std::timed_mutex pass_mu_;  // one pass at a time
   // Rate analysis state, used under pass_mu_.
@@ -190,7 +195,7 @@ class AnalysisRunner {
   absl::Time seeded_at_ = absl::InfinitePast();
   // The last pass held findings of nodes not heard from (HoldUnheardNodes).
   bool holding_unheard_ = false;
-  // When the baselines were last written (Options::baselines).
+  // When the baselines were last written (Seams::baselines).
   absl::Time baselines_written_ = absl::InfinitePast();
   // The last write held no baseline.
   bool wrote_no_baselines_ = false;
@@ -207,9 +212,9 @@ class AnalysisRunner {
   std::condition_variable cv_;
   bool stopping_ = false;
   std::thread thread_;
-  // Null without Options::baselines. Declared last: destroyed first, once
-  // its last write finished.
-  std::unique_ptr<BaselinesWriter> baselines_writer_;
+  // Writes to Seams::baselines. Declared last: destroyed first, once its
+  // last write finished.
+  BaselinesWriter baselines_writer_;
 };
 
 }  // namespace fabricdiag::collector

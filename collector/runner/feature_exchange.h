@@ -1,7 +1,7 @@
 // Where the analyzers' input comes from: the seam between the analysis
 // runner and the two ways a collector sees the fabric.
 //
-//   - Embedded (the default): one collector, every agent streams to it;
+//   - Embedded: one collector, every agent streams to it;
 //     the whole fabric is what its own series store holds
 //     (EmbeddedFeatureExchange: the local slice, unchanged).
 //   - Cluster (--nats): agents are spread over the collectors; each one

@@ -4,8 +4,8 @@
 // process to analyse judges a NIC against the history learned before: the
 // seam between the analysis runner and its two backends.
 //
-//   - Embedded (the default): straggler_baselines.pb in --state_dir, read
-//     back by the same collector after a restart (FileBaselinesStore below).
+//   - Embedded: straggler_baselines.pb in --state_dir, read back by the
+//     same collector after a restart (FileBaselinesStore below).
 //   - Cluster (--nats): a replicated JetStream key-value bucket, read by the
 //     collector that takes the analysis over after a failover
 //     (cluster/jetstream_baselines.h).
@@ -70,6 +70,21 @@ class FileBaselinesStore final : public BaselinesStore {
 
  private:
   StateStore* const state_;
+};
+
+// Keeps nothing: every restart learns the baselines afresh from the open
+// findings. For analyses that have nowhere to keep them (tests, benchmarks).
+class NoBaselinesStore final : public BaselinesStore {
+ public:
+  absl::Status Write(absl::string_view /*payload*/,
+                     absl::Time /*written*/) override {
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::optional<ObjectFile>> Read() override {
+    return std::nullopt;
+  }
+  void Reject(absl::string_view /*why*/) override {}
+  std::string Describe() const override { return "nowhere (memory only)"; }
 };
 
 // Writes to a BaselinesStore on a thread of its own, so that the analysis

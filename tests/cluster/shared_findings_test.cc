@@ -103,7 +103,8 @@ class SharedFindingsTest : public ::testing::Test {
     EXPECT_TRUE(member.ok()) << member.status();
     if (!member.ok()) return nullptr;
     c->member = *std::move(member);
-    EXPECT_TRUE(c->findings->Replicate(c->member->findings_replication()).ok());
+    EXPECT_TRUE(
+        c->findings->Replicate(*c->member->findings_replication()).ok());
     c->watcher = c->findings->Watch("");
     c->member->MirrorFindings(c->findings.get());
     return c;
@@ -298,7 +299,7 @@ TEST_F(SharedFindingsTest, HealthNamesACollectorWhoseFeaturesDoNotArrive) {
       << health;
   std::string metrics;
   collector::LayoutRegistry registry(a->member->declared_state(), &clock_);
-  a->member->AppendMetrics(registry, &metrics);
+  a->member->AppendMetrics(registry.watch_stats(), &metrics);
   EXPECT_TRUE(std::regex_search(
       metrics, std::regex("\nfabricdiag_cluster_features_age_seconds\\{"
                           "collector_id=\"col-a\",from=\"col-b\"\\} 0[.]")))

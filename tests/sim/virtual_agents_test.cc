@@ -166,7 +166,7 @@ TEST(VirtualAgentsTest, FollowHandoffsAndLoseNothing) {
   collector::IngestCounters first_counters;
   collector::IngestCounters second_counters;
   HandOffOddNodes placement;
-  collector::IngestService first(&first_store, &first_counters, {}, &placement);
+  collector::IngestService first(&first_store, &first_counters, {}, placement);
   collector::IngestService second(&second_store, &second_counters);
   collector::CollectorServer::Options o;
   o.listen = "127.0.0.1:0";

@@ -476,7 +476,7 @@ class ReplicatedFindingsTest : public FindingsStoreTest {
     leader_ = std::make_unique<FindingsStore>(leader_state_.get(),
                                               FindingsStoreOptions{});
     ASSERT_TRUE(leader_->Load().ok());
-    ASSERT_TRUE(leader_->Replicate(&shared_).ok());
+    ASSERT_TRUE(leader_->Replicate(shared_).ok());
     watcher_ = findings_->Watch("");
   }
 
@@ -531,11 +531,13 @@ TEST_F(ReplicatedFindingsTest, AFollowerHoldsTheLeadersFindingsAndEvents) {
 
 TEST_F(ReplicatedFindingsTest, FindingsTheClusterDoesNotHoldAreResolved) {
   Report({Pfc("gpu-009", 0.9)});  // the follower's own, from before
+  ASSERT_TRUE(findings_->Replicate(shared_).ok());  // it joins the cluster
   LeaderReports({Pfc("gpu-003", 0.94)});
   ASSERT_THAT(findings_->Active(), SizeIs(2));
-  ASSERT_TRUE(findings_->ResolveUnshared({"f-000001"}, Tick()).ok());
-  // Its own f-000001 is not the cluster's f-000001: only the shared one
-  // stays.
+  const std::string leaders = shared_.versions.back().finding.id();
+  ASSERT_TRUE(findings_->ResolveUnshared({"f-000001", leaders}, Tick()).ok());
+  // Its own f-000001, made before it joined, is not the cluster's even
+  // when the shared set names that id: only the shared one stays.
   std::vector<v1::Finding> active = findings_->Active();
   ASSERT_THAT(active, SizeIs(1));
   EXPECT_EQ(active[0].node(), "gpu-003");

@@ -241,7 +241,7 @@ TEST(IngestHandoffTest, AHandedOffAgentStreamsToTheOtherCollector) {
   IngestCounters first_counters;
   IngestCounters second_counters;
   HandOffNodes placement({"gpu-001"});
-  IngestService first_service(&first_store, &first_counters, {}, &placement);
+  IngestService first_service(&first_store, &first_counters, {}, placement);
   IngestService second_service(&second_store, &second_counters);
   CollectorServer::Options o;
   o.listen = "127.0.0.1:0";

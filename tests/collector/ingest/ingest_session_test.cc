@@ -81,7 +81,7 @@ class IngestSessionTest : public ::testing::Test {
   // Expects `m` to reject an open session for `reason`, storing nothing.
   void ExpectRejected(const v1::AgentMessage& m, RejectReason reason,
                       bool open = true) {
-    IngestSession s(&store_, &counters_);
+    IngestSession s(&store_, &counters_, keep_every_agent_);
     if (open) Open(s);
     const uint64_t reports = counters_.reports.load();
     IngestSession::Reply r = s.Handle(m);
@@ -100,10 +100,11 @@ class IngestSessionTest : public ::testing::Test {
   FakeClock clock_;
   SeriesStore store_{SeriesStore::Options{}, clock_};
   IngestCounters counters_;
+  KeepEveryAgent keep_every_agent_;  // one collector
 };
 
 TEST_F(IngestSessionTest, StoresReportsAndAcksHighestSeq) {
-  IngestSession s(&store_, &counters_);
+  IngestSession s(&store_, &counters_, keep_every_agent_);
   EXPECT_THAT(s.Handle(Hello()).ack, Optional(0u));
   EXPECT_FALSE(s.Handle(Schema()).ack.has_value());
   EXPECT_THAT(s.Handle(Report(1)).ack, Optional(1u));
@@ -117,11 +118,11 @@ TEST_F(IngestSessionTest, StoresReportsAndAcksHighestSeq) {
 
 TEST_F(IngestSessionTest, ReplayAfterReconnectIsDeduplicated) {
   {
-    IngestSession s(&store_, &counters_);
+    IngestSession s(&store_, &counters_, keep_every_agent_);
     Open(s);
     for (uint64_t seq = 1; seq <= 3; ++seq) s.Handle(Report(seq));
   }
-  IngestSession again(&store_, &counters_);
+  IngestSession again(&store_, &counters_, keep_every_agent_);
   // The Hello ack tells the agent what is already held.
   EXPECT_THAT(again.Handle(Hello()).ack, Optional(3u));
   again.Handle(Schema());
@@ -136,7 +137,7 @@ TEST_F(IngestSessionTest, ReplayAfterReconnectIsDeduplicated) {
 }
 
 TEST_F(IngestSessionTest, SeqGapIsCountedAsDroppedReports) {
-  IngestSession s(&store_, &counters_);
+  IngestSession s(&store_, &counters_, keep_every_agent_);
   Open(s);
   s.Handle(Report(1));
   s.Handle(Report(5));
@@ -145,11 +146,11 @@ TEST_F(IngestSessionTest, SeqGapIsCountedAsDroppedReports) {
 
 TEST_F(IngestSessionTest, NewBootIdStartsFreshSeqSpace) {
   {
-    IngestSession s(&store_, &counters_);
+    IngestSession s(&store_, &counters_, keep_every_agent_);
     Open(s);
     for (uint64_t seq = 1; seq <= 5; ++seq) s.Handle(Report(seq));
   }
-  IngestSession restarted(&store_, &counters_);
+  IngestSession restarted(&store_, &counters_, keep_every_agent_);
   EXPECT_THAT(restarted.Handle(Hello("gpu-001", "boot-2")).ack, Optional(0u));
   restarted.Handle(Schema());
   EXPECT_THAT(restarted.Handle(Report(1)).ack, Optional(1u));
@@ -248,7 +249,7 @@ TEST_F(IngestSessionTest, OtherIndexListsOutOfRange) {
         r->GetDescriptor()->FindFieldByName(field);
     r->GetReflection()->AddUInt32(r, f, 1u << 31);
     IngestCounters counters;
-    IngestSession s(&store_, &counters);
+    IngestSession s(&store_, &counters, keep_every_agent_);
     s.Handle(Hello("gpu-x"));
     s.Handle(Schema());
     IngestSession::Reply reply = s.Handle(m);
@@ -271,7 +272,7 @@ TEST_F(IngestSessionTest, InfiniteRate) {
 }
 
 TEST_F(IngestSessionTest, RejectedReportStoresNothingEvenPartially) {
-  IngestSession s(&store_, &counters_);
+  IngestSession s(&store_, &counters_, keep_every_agent_);
   Open(s);
   v1::AgentMessage m = Report(1);
   m.mutable_report()->set_rate(2, std::nan(""));  // the last rate is bad
@@ -287,7 +288,7 @@ TEST_F(IngestSessionTest, BadNodeNames) {
   for (const std::string& name : cases) {
     SCOPED_TRACE(name);
     IngestCounters counters;
-    IngestSession s(&store_, &counters);
+    IngestSession s(&store_, &counters, keep_every_agent_);
     IngestSession::Reply r = s.Handle(Hello(name));
     ASSERT_TRUE(r.reject.has_value());
     EXPECT_EQ(counters.rejects(RejectReason::kBadNodeName), 1u);
@@ -319,7 +320,7 @@ TEST_F(IngestSessionTest, SchemaWithHugeName) {
 }
 
 TEST_F(IngestSessionTest, TooManySchemas) {
-  IngestSession s(&store_, &counters_);
+  IngestSession s(&store_, &counters_, keep_every_agent_);
   Open(s);
   for (uint64_t id = 2; id <= IngestSession::kMaxSchemasPerStream; ++id) {
     ASSERT_FALSE(s.Handle(Schema(id)).reject.has_value()) << id;
@@ -354,7 +355,7 @@ TEST_F(IngestSessionTest, AHelloThePlacementHandsOffOpensNothing) {
   FakePlacement placement;
   placement.epoch = 7;
   placement.hand_off = "gpu-001";
-  IngestSession s(&store_, &counters_, &placement);
+  IngestSession s(&store_, &counters_, placement);
   IngestSession::Reply r = s.Handle(Hello());
   EXPECT_THAT(r.handoff, Optional(std::string("go elsewhere")));
   EXPECT_FALSE(r.ack.has_value());
@@ -367,7 +368,7 @@ TEST_F(IngestSessionTest, AHelloThePlacementHandsOffOpensNothing) {
   EXPECT_FALSE(after.ack.has_value() || after.reject.has_value() ||
                after.handoff.has_value());
   // Another node is taken by the same collector.
-  IngestSession other(&store_, &counters_, &placement);
+  IngestSession other(&store_, &counters_, placement);
   EXPECT_THAT(other.Handle(Hello("gpu-002")).ack, Optional(0u));
 }
 
@@ -378,7 +379,7 @@ TEST_F(IngestSessionTest, AHelloThePlacementHandsOffOpensNothing) {
 TEST_F(IngestSessionTest, AStreamIsHandedOffAtItsNextReportWhenTheEpochMoves) {
   FakePlacement placement;
   placement.hand_off = "gpu-001";
-  IngestSession s(&store_, &counters_, &placement);
+  IngestSession s(&store_, &counters_, placement);
   Open(s);
   EXPECT_THAT(s.Handle(Report(1)).ack, Optional(1u));
   EXPECT_THAT(s.Handle(Report(2)).ack, Optional(2u));
@@ -396,13 +397,13 @@ TEST_F(IngestSessionTest, AStreamIsHandedOffAtItsNextReportWhenTheEpochMoves) {
   // The agent may come back here (taken back): its stream is not a
   // duplicate of the one that was handed off.
   placement.hand_off.clear();
-  IngestSession back(&store_, &counters_, &placement);
+  IngestSession back(&store_, &counters_, placement);
   EXPECT_THAT(back.Handle(Hello("gpu-001", "boot-1")).ack, Optional(2u));
 
   // A node the placement keeps is asked once per epoch, not per report.
   FakePlacement keep;
   keep.epoch = 5;
-  IngestSession kept(&store_, &counters_, &keep);
+  IngestSession kept(&store_, &counters_, keep);
   ASSERT_FALSE(kept.Handle(Hello("gpu-009")).handoff.has_value());
   kept.Handle(Schema());
   for (uint64_t seq = 1; seq <= 3; ++seq) {
@@ -418,11 +419,11 @@ TEST_F(IngestSessionTest, AStreamIsHandedOffAtItsNextReportWhenTheEpochMoves) {
 // with a reason that names the first, and the first keeps reporting (they
 // used to take turns, each rejecting the other as stale).
 TEST_F(IngestSessionTest, SecondLiveAgentWithSameNodeIsRefused) {
-  IngestSession first(&store_, &counters_);
+  IngestSession first(&store_, &counters_, keep_every_agent_);
   first.set_peer("ipv4:10.0.0.1:40000");
   Open(first);
   first.Handle(Report(1));
-  IngestSession second(&store_, &counters_);
+  IngestSession second(&store_, &counters_, keep_every_agent_);
   second.set_peer("ipv4:10.0.0.2:40000");
   IngestSession::Reply r = second.Handle(Hello("gpu-001", "boot-2"));
   ASSERT_TRUE(r.reject.has_value());
@@ -436,29 +437,30 @@ TEST_F(IngestSessionTest, SecondLiveAgentWithSameNodeIsRefused) {
 // An agent that restarted after its stream ended takes over; the old
 // process, should it still send (it was stopped, not dead), is stale.
 TEST_F(IngestSessionTest, RestartedAgentTakesOverAndOldReportsAreStale) {
-  auto first = std::make_unique<IngestSession>(&store_, &counters_);
+  auto first =
+      std::make_unique<IngestSession>(&store_, &counters_, keep_every_agent_);
   Open(*first);
   first->Handle(Report(1));
   store_.FindNode("gpu-001")->EndStream(0);  // not its stream: no effect
-  IngestSession second(&store_, &counters_);
+  IngestSession second(&store_, &counters_, keep_every_agent_);
   ASSERT_TRUE(second.Handle(Hello("gpu-001", "boot-2")).reject.has_value());
   first.reset();  // the first stream ends
-  IngestSession third(&store_, &counters_);
+  IngestSession third(&store_, &counters_, keep_every_agent_);
   EXPECT_FALSE(third.Handle(Hello("gpu-001", "boot-3")).reject.has_value());
 }
 
 // With mutual TLS, a node may only report as itself.
 TEST_F(IngestSessionTest, NodeMustBeNamedInTheClientCertificate) {
-  IngestSession s(&store_, &counters_);
+  IngestSession s(&store_, &counters_, keep_every_agent_);
   s.set_peer_identities({"gpu-001.example", "gpu-001"});
   EXPECT_FALSE(s.Handle(Hello("gpu-001", "b")).reject.has_value());
-  IngestSession impostor(&store_, &counters_);
+  IngestSession impostor(&store_, &counters_, keep_every_agent_);
   impostor.set_peer_identities({"gpu-002"});
   IngestSession::Reply r = impostor.Handle(Hello("gpu-003", "b"));
   ASSERT_TRUE(r.reject.has_value());
   EXPECT_THAT(*r.reject, HasSubstr("identity_mismatch"));
   EXPECT_THAT(*r.reject, HasSubstr("gpu-002"));
-  IngestSession nameless(&store_, &counters_);
+  IngestSession nameless(&store_, &counters_, keep_every_agent_);
   nameless.set_peer_identities({});
   EXPECT_TRUE(nameless.Handle(Hello("gpu-004", "b")).reject.has_value());
   EXPECT_EQ(counters_.rejects(RejectReason::kIdentityMismatch), 2u);
@@ -466,10 +468,10 @@ TEST_F(IngestSessionTest, NodeMustBeNamedInTheClientCertificate) {
 }
 
 TEST_F(IngestSessionTest, HostileStreamDoesNotDisturbAnother) {
-  IngestSession good(&store_, &counters_);
+  IngestSession good(&store_, &counters_, keep_every_agent_);
   Open(good);
   good.Handle(Report(1));
-  IngestSession bad(&store_, &counters_);
+  IngestSession bad(&store_, &counters_, keep_every_agent_);
   bad.Handle(Hello("gpu-002", "b"));
   bad.Handle(Schema());
   ASSERT_TRUE(bad.Handle(Report(1, 99)).reject.has_value());
@@ -478,7 +480,7 @@ TEST_F(IngestSessionTest, HostileStreamDoesNotDisturbAnother) {
 }
 
 TEST_F(IngestSessionTest, InventorySetsDevices) {
-  IngestSession s(&store_, &counters_);
+  IngestSession s(&store_, &counters_, keep_every_agent_);
   Open(s);
   v1::AgentMessage m;
   m.mutable_inventory()->add_rdma_devices()->set_name("mlx5_3");

@@ -28,6 +28,14 @@
 namespace fabricdiag::collector {
 namespace {
 
+// One embedded collector's seams, the baselines kept nowhere.
+struct OneCollector {
+  EmbeddedFeatureExchange features;
+  AlwaysLeading role;
+  NoBaselinesStore baselines;
+  AnalysisRunner::Seams seams() { return {features, role, baselines}; }
+};
+
 // What a runner on the real clock needs, in a temporary --state_dir.
 struct RealTimeRunner {
   explicit RealTimeRunner(absl::Duration interval) {
@@ -41,7 +49,7 @@ struct RealTimeRunner {
   }
   AnalysisRunner Make() {
     return AnalysisRunner(&series, &registry, &findings, &stats, clock,
-                          options);
+                          {features, role, *baselines}, options);
   }
 
   agent::ScopedTempDir tmp;
@@ -51,18 +59,22 @@ struct RealTimeRunner {
   FindingsStore findings{state.get(), FindingsStoreOptions{}};
   SeriesStore series{SeriesStore::Options{}, clock};
   AnalysisStats stats;
+  EmbeddedFeatureExchange features;
+  AlwaysLeading role;
+  NoBaselinesStore no_baselines;
+  BaselinesStore* baselines = &no_baselines;
   AnalysisRunner::Options options;
 };
 
 // A pass waits, past its settling time, for a report of the read still
 // awaited (an agent on the grid that reported just after the previous grid
 // point), and gives up on it half an interval after the grid point.
-// With Options::baselines the first pass loads the baselines file (a
+// With a baselines store the first pass loads the baselines file (a
 // damaged one: moved aside, a fresh start) and writes it anew.
 TEST(AnalysisRunnerTest, FirstPassLoadsAndWritesTheBaselines) {
   RealTimeRunner r(absl::Seconds(1));
   FileBaselinesStore store(r.state.get());
-  r.options.baselines = &store;
+  r.baselines = &store;
   const std::string path = r.state->baselines_path();
   {
     std::ofstream out(path, std::ios::binary);
@@ -198,8 +210,9 @@ TEST_F(AnalysisRunnerStateTest, AgentDownFollowsTheAnalysisConfig) {
   AnalysisStats stats;
   AnalysisRunner::Options options;
   options.analysis.agent_down.missed_intervals = 5;
+  OneCollector one;
   AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
-                        clock, options);
+                        clock, one.seams(), options);
   clock.Advance(absl::Seconds(4));
   runner.RunOnce();
   EXPECT_THAT(findings_->Active(), ::testing::IsEmpty())
@@ -249,8 +262,9 @@ TEST_F(AnalysisRunnerStateTest, FindingsOfNodesNotHeardSinceARestartHold) {
   AnalysisStats stats;
   AnalysisRunner::Options options;
   options.analysis.hysteresis.clear_after = 3;
+  OneCollector one;
   AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
-                        clock, options);
+                        clock, one.seams(), options);
   auto pass = [&] {
     ReportView report;
     report.seq = ++seq;
@@ -338,15 +352,14 @@ class AnalysisRunnerClusterTest : public AnalysisRunnerStateTest {
  protected:
   void SetUp() override {
     AnalysisRunnerStateTest::SetUp();
-    AnalysisRunner::Options options;
-    options.features = &exchange;
-    options.role = &role;
     runner_.emplace(&series, registry_.get(), findings_.get(), &stats, clock,
-                    options);
+                    AnalysisRunner::Seams{exchange, role, no_baselines},
+                    AnalysisRunner::Options{});
   }
 
   FakeExchange exchange{clock.Now() - absl::Seconds(10)};
   FakeRole role;
+  NoBaselinesStore no_baselines;
   AnalysisStats stats;
   std::optional<AnalysisRunner> runner_;
 };
@@ -445,12 +458,8 @@ class SwitchedRole final : public AnalysisRole {
 class AnalysisRunnerBaselinesTest : public AnalysisRunnerStateTest {
  protected:
   AnalysisRunner Make() {
-    AnalysisRunner::Options options;
-    options.features = &exchange;
-    options.role = &role;
-    options.baselines = &store;
     return AnalysisRunner(&series, registry_.get(), findings_.get(), &stats,
-                          clock, options);
+                          clock, {exchange, role, store}, {});
   }
   // A pass, and the baselines it handed over written.
   static void Pass(AnalysisRunner& runner) {
@@ -594,7 +603,9 @@ Opened WhenAStrongStormOpens(const analysis::HysteresisConfig& gate) {
   // A 5 s window: the comparison below is with its mean.
   options.analysis.window_seconds = 5;
   options.analysis.hysteresis = gate;
-  AnalysisRunner runner(&series, &registry, &findings, &stats, clock, options);
+  OneCollector one;
+  AnalysisRunner runner(&series, &registry, &findings, &stats, clock,
+                        one.seams(), options);
   uint64_t seq = 0;
   auto report = [&](double paused_fraction) {
     clock.Advance(absl::Seconds(1));
@@ -648,11 +659,9 @@ TEST_F(AnalysisRunnerStateTest,
   FakeRole role;
   role.term = 1;
   AnalysisStats stats;
-  AnalysisRunner::Options options;
-  options.features = &exchange;
-  options.role = &role;
+  NoBaselinesStore no_baselines;
   AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
-                        clock, options);
+                        clock, {exchange, role, no_baselines}, {});
   v1::Layout tp16;  // a TP group of 16 GPUs over two 8-GPU nodes
   tp16.set_job("dense-tp16");
   tp16.set_gpus_per_node(8);

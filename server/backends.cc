@@ -1,0 +1,120 @@
+#include "server/backends.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "collector/declared/file_declared_state.h"
+#include "common/log.h"
+
+namespace fabricdiag::collector {
+namespace {
+
+// Everything in --state_dir; the rest does nothing.
+class Embedded final : public Backends {
+ public:
+  explicit Embedded(StateStore* state) : declared_(state), baselines_(state) {}
+
+  DeclaredState& declared_state() override { return declared_; }
+  FindingsReplication& findings_replication() override { return findings_; }
+  FeatureExchange& features() override { return features_; }
+  const AnalysisRole& role() override { return role_; }
+  IngestPlacement& ingest_placement() override { return placement_; }
+  BaselinesStore& baselines() override { return baselines_; }
+
+  std::string collector_id() const override { return ""; }
+  std::string Describe() const override { return ""; }
+  bool AppendHealth(std::string* /*text*/) const override { return true; }
+  void AppendMetrics(const RegistryWatchStats& /*watch*/,
+                     std::string* /*out*/) const override {}
+  void MirrorFindings(FindingsSink& /*sink*/) override {}
+  void BeginStop(absl::Duration /*grace*/) override {}
+  void Leave() override {}
+
+ private:
+  FileDeclaredState declared_;
+  LocalFindingsReplication findings_;
+  EmbeddedFeatureExchange features_;
+  AlwaysLeading role_;
+  KeepEveryAgent placement_;
+  FileBaselinesStore baselines_;
+};
+
+// The cluster's JetStream buckets and streams, through a ClusterMember.
+class Cluster final : public Backends {
+ public:
+  Cluster(std::unique_ptr<cluster::ClusterMember> member, std::string nats)
+      : member_(std::move(member)), nats_(std::move(nats)) {}
+
+  DeclaredState& declared_state() override {
+    return *member_->declared_state();
+  }
+  FindingsReplication& findings_replication() override {
+    return *member_->findings_replication();
+  }
+  FeatureExchange& features() override { return *member_->features(); }
+  const AnalysisRole& role() override { return *member_->role(); }
+  IngestPlacement& ingest_placement() override {
+    return *member_->ingest_placement();
+  }
+  BaselinesStore& baselines() override { return *member_->baselines(); }
+
+  std::string collector_id() const override { return member_->collector_id(); }
+  std::string Describe() const override {
+    return absl::StrCat(", collector ", member_->collector_id(),
+                        " of the cluster at ", nats_);
+  }
+  bool AppendHealth(std::string* text) const override {
+    return member_->AppendHealth(text);
+  }
+  void AppendMetrics(const RegistryWatchStats& watch,
+                     std::string* out) const override {
+    member_->AppendMetrics(watch, out);
+  }
+  void MirrorFindings(FindingsSink& sink) override {
+    member_->MirrorFindings(&sink);
+  }
+  void BeginStop(absl::Duration grace) override { member_->BeginStop(grace); }
+  void Leave() override {
+    member_->StopMirroring();
+    member_->Leave();
+  }
+
+ private:
+  const std::unique_ptr<cluster::ClusterMember> member_;
+  const std::string nats_;  // --nats, for the log
+};
+
+// The first collector of a new cluster brings its layouts along; later ones
+// do not (the bucket is the cluster's truth).
+void SeedFromStateDir(cluster::ClusterMember& member, StateStore* state) {
+  FileDeclaredState files(state);
+  absl::StatusOr<int> seeded = member.SeedDeclaredState(files);
+  if (!seeded.ok()) {
+    LogWarning(absl::StrCat(
+        "cannot copy the declared state of --state_dir into the new "
+        "cluster: ",
+        seeded.status().message(),
+        " (apply the layouts and the topology again)"));
+  } else if (*seeded > 0) {
+    LogInfo(absl::StrCat("copied ", *seeded,
+                         " layouts and topology from --state_dir into the "
+                         "cluster's new bucket"));
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Backends> EmbeddedBackends(StateStore* state) {
+  return std::make_unique<Embedded>(state);
+}
+
+absl::StatusOr<std::unique_ptr<Backends>> ClusterBackends(
+    const cluster::ClusterOptions& options, StateStore* state) {
+  absl::StatusOr<std::unique_ptr<cluster::ClusterMember>> member =
+      cluster::ClusterMember::Join(options);
+  if (!member.ok()) return member.status();
+  SeedFromStateDir(**member, state);
+  return std::make_unique<Cluster>(*std::move(member), options.nats);
+}
+
+}  // namespace fabricdiag::collector

@@ -1,0 +1,279 @@
+// The collector's one seam (server/backends.h) against both of its
+// backends: the same expectations of every interface family for the
+// embedded bundle (files in --state_dir) and the cluster's (JetStream on a
+// real nats-server on loopback), for a collector alone and across its
+// restart. What differs between them (a lease to win, ids reserved from a
+// bucket) must not show through.
+#include "server/backends.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "analysis/finding.h"
+#include "collector/declared/layout_registry.h"
+#include "collector/findings/findings_store.h"
+#include "collector/runner/analysis_runner.h"
+#include "collector/state/state_store.h"
+#include "collector/store/series_store.h"
+#include "common/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/cluster/node_slice.h"
+#include "tests/testing/eventually.h"
+#include "tests/testing/nats_cluster.h"
+#include "tests/testing/temp_dir.h"
+
+namespace fabricdiag::collector {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::Field;
+using ::testing::SizeIs;
+
+enum class Mode { kEmbedded, kCluster };
+
+// 16 ranks on 2 hosts: tp=8 dp=2.
+v1::Layout DenseLayout(const std::string& job) {
+  v1::Layout layout;
+  layout.set_job(job);
+  layout.set_gpus_per_node(8);
+  v1::Parallelism* p = layout.mutable_parallelism();
+  p->set_tp(8);
+  p->set_pp(1);
+  p->set_dp(2);
+  for (int h = 0; h < 2; ++h) layout.add_hosts(absl::StrFormat("gpu-%03d", h));
+  return layout;
+}
+
+analysis::Finding Storm(const std::string& node) {
+  analysis::Finding r;
+  r.kind = "pfc_storm";
+  r.severity = analysis::Severity::kCritical;
+  r.job = "dense-16";
+  r.node = node;
+  r.device = "mlx5_0";
+  r.summary = absl::StrCat(node, " mlx5_0 transmits PFC pause");
+  r.evidence["tx_pause_fraction"] = 0.9;
+  return r;
+}
+
+class BackendsTest : public ::testing::TestWithParam<Mode> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == Mode::kCluster) {
+      nats_ = std::make_unique<testing::NatsCluster>(1);
+      const absl::Status started = nats_->Start();
+      ASSERT_TRUE(started.ok()) << started;
+    }
+    OpenState();
+  }
+
+  void OpenState() {
+    absl::StatusOr<std::unique_ptr<StateStore>> state =
+        StateStore::Open(dir_.path(), &clock_);
+    ASSERT_TRUE(state.ok()) << state.status();
+    state_ = *std::move(state);
+  }
+
+  // The bundle RunCollector would choose; null (and a failure) when the
+  // cluster's cannot be joined.
+  std::unique_ptr<Backends> Open() {
+    if (GetParam() == Mode::kEmbedded) return EmbeddedBackends(state_.get());
+    absl::StatusOr<std::unique_ptr<Backends>> joined = ClusterBackends(
+        {nats_->urls(), "collector-a", 1, absl::Seconds(1), absl::Seconds(30)},
+        state_.get());
+    EXPECT_TRUE(joined.ok()) << joined.status();
+    return joined.ok() ? *std::move(joined) : nullptr;
+  }
+
+  // The process stops (leaving the cluster) and starts again on the same
+  // --state_dir and cluster.
+  void Restart(std::unique_ptr<Backends>& backends) {
+    backends->BeginStop(absl::Seconds(2));
+    backends->Leave();
+    backends.reset();
+    state_.reset();
+    OpenState();
+    backends = Open();
+  }
+
+  // A collector alone leads: at once embedded, once it won the lease in a
+  // cluster.
+  static bool Leads(Backends& backends) {
+    return testing::Eventually(
+        [&backends] { return backends.role().Leading(); }, absl::Seconds(20));
+  }
+
+  testing::TempDir dir_;
+  SystemClock clock_;
+  std::unique_ptr<testing::NatsCluster> nats_;
+  std::unique_ptr<StateStore> state_;
+};
+
+TEST_P(BackendsTest, ALayoutAppliedIsServedAfterARestart) {
+  std::unique_ptr<Backends> backends = Open();
+  ASSERT_NE(backends, nullptr);
+  {
+    LayoutRegistry registry(&backends->declared_state(), &clock_);
+    ASSERT_TRUE(registry.Load().ok());
+    ASSERT_TRUE(registry.Apply(DenseLayout("dense-16")).ok());
+  }
+  Restart(backends);
+  ASSERT_NE(backends, nullptr);
+  LayoutRegistry registry(&backends->declared_state(), &clock_);
+  ASSERT_TRUE(registry.Load().ok());
+  absl::StatusOr<std::shared_ptr<const LayoutEntry>> served =
+      registry.Get("dense-16");
+  ASSERT_TRUE(served.ok()) << served.status();
+  EXPECT_THAT((*served)->applied_layout.hosts(),
+              ElementsAre("gpu-000", "gpu-001"));
+  EXPECT_FALSE(registry.Get("other").ok());
+}
+
+TEST_P(BackendsTest, FindingIdsAreNeverHandedOutAgainAfterARestart) {
+  std::unique_ptr<Backends> backends = Open();
+  ASSERT_NE(backends, nullptr);
+  uint64_t first = 0;
+  {
+    FindingsStore findings(state_.get(), FindingsStoreOptions{});
+    ASSERT_TRUE(findings.Load().ok());
+    ASSERT_TRUE(findings.Replicate(backends->findings_replication()).ok());
+    ASSERT_TRUE(findings.Update({Storm("gpu-000")}, clock_.Now(), "rate").ok());
+    ASSERT_THAT(findings.Active(), SizeIs(1));
+    first = FindingIdNumber(findings.Active()[0]);
+    EXPECT_GT(first, 0u);
+  }
+  Restart(backends);
+  ASSERT_NE(backends, nullptr);
+  FindingsStore findings(state_.get(), FindingsStoreOptions{});
+  ASSERT_TRUE(findings.Load().ok());
+  ASSERT_TRUE(findings.Replicate(backends->findings_replication()).ok());
+  ASSERT_TRUE(findings.Update({Storm("gpu-001")}, clock_.Now(), "rate").ok());
+  const std::vector<v1::Finding> active = findings.Active();
+  ASSERT_THAT(active, SizeIs(1));
+  EXPECT_EQ(active[0].node(), "gpu-001");
+  EXPECT_GT(FindingIdNumber(active[0]), first);
+}
+
+TEST_P(BackendsTest, AloneTheFabricIsThisCollectorsSlice) {
+  std::unique_ptr<Backends> backends = Open();
+  ASSERT_NE(backends, nullptr);
+  FeatureExchange& features = backends->features();
+  const absl::Time now = absl::Now();
+  EXPECT_TRUE(
+      features.Publish(cluster::testing::NodeSlice("gpu-000", now, 1e9), now)
+          .ok());
+  const FeatureSlice fabric =
+      features.Merged(cluster::testing::NodeSlice("gpu-000", now, 1e9), now,
+                      MergeScope::kFabric);
+  EXPECT_THAT(
+      fabric.nodes,
+      ElementsAre(Field(&NodeFacts::liveness,
+                        Field(&analysis::NodeLiveness::node, "gpu-000"))));
+  EXPECT_EQ(fabric.window.ports().size(), 1u);
+  EXPECT_FALSE(features.Describe().empty());
+}
+
+TEST_P(BackendsTest, AloneItLeadsAndKeepsEveryAgent) {
+  std::unique_ptr<Backends> backends = Open();
+  ASSERT_NE(backends, nullptr);
+  ASSERT_TRUE(Leads(*backends));
+  EXPECT_GT(backends->role().Term(), 0u);
+  IngestPlacement& placement = backends->ingest_placement();
+  placement.Epoch();
+  for (int n = 0; n < 32; ++n) {
+    const std::string node = absl::StrFormat("gpu-%03d", n);
+    EXPECT_EQ(placement.HandOff(node), std::nullopt) << node;
+  }
+}
+
+TEST_P(BackendsTest, BaselinesWrittenAreReadAfterARestart) {
+  std::unique_ptr<Backends> backends = Open();
+  ASSERT_NE(backends, nullptr);
+  absl::StatusOr<std::optional<ObjectFile>> before =
+      backends->baselines().Read();
+  ASSERT_TRUE(before.ok()) << before.status();
+  EXPECT_FALSE(before->has_value());
+  const absl::Time written = absl::FromUnixSeconds(1795000000);
+  ASSERT_TRUE(backends->baselines().Write("the baselines", written).ok());
+  Restart(backends);
+  ASSERT_NE(backends, nullptr);
+  absl::StatusOr<std::optional<ObjectFile>> after =
+      backends->baselines().Read();
+  ASSERT_TRUE(after.ok()) << after.status();
+  ASSERT_TRUE(after->has_value());
+  EXPECT_EQ((*after)->payload, "the baselines");
+  EXPECT_EQ((*after)->written, written);
+}
+
+// The runner over the bundle: a collector alone analyses its own nodes,
+// lists them, and keeps its baselines where the bundle says at its stop.
+TEST_P(BackendsTest, TheRunnerAnalysesThisCollectorsNodes) {
+  std::unique_ptr<Backends> backends = Open();
+  ASSERT_NE(backends, nullptr);
+  ASSERT_TRUE(Leads(*backends));
+  LayoutRegistry registry(&backends->declared_state(), &clock_);
+  ASSERT_TRUE(registry.Load().ok());
+  FindingsStore findings(state_.get(), FindingsStoreOptions{});
+  ASSERT_TRUE(findings.Load().ok());
+  ASSERT_TRUE(findings.Replicate(backends->findings_replication()).ok());
+  SeriesStore series(SeriesStore::Options{}, clock_);
+  std::shared_ptr<NodeSeries> node = series.OpenNode("gpu-000");
+  ASSERT_TRUE(
+      node->BeginStream("boot-a", 1000, 1, "ipv4:127.0.0.1:1", clock_.Now())
+          .ok());
+  AnalysisStats stats;
+  {
+    AnalysisRunner runner(
+        &series, &registry, &findings, &stats, clock_,
+        {backends->features(), backends->role(), backends->baselines()}, {});
+    runner.Start();
+    ASSERT_TRUE(testing::Eventually([&runner] {
+      return runner.LatestView() != nullptr;
+    })) << "no pass analysed";
+    std::shared_ptr<const std::vector<NodeFacts>> nodes = runner.LatestNodes();
+    ASSERT_NE(nodes, nullptr);
+    EXPECT_THAT(*nodes, ElementsAre(Field(
+                            &NodeFacts::liveness,
+                            Field(&analysis::NodeLiveness::node, "gpu-000"))));
+    runner.Stop();
+  }
+  absl::StatusOr<std::optional<ObjectFile>> kept = backends->baselines().Read();
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_TRUE(kept->has_value()) << "the stop wrote no baselines";
+}
+
+TEST_P(BackendsTest, StoppingTwiceIsHarmlessAndHealthStillAnswers) {
+  std::unique_ptr<Backends> backends = Open();
+  ASSERT_NE(backends, nullptr);
+  FindingsStore findings(state_.get(), FindingsStoreOptions{});
+  ASSERT_TRUE(findings.Load().ok());
+  backends->MirrorFindings(findings);
+  for (int i = 0; i < 2; ++i) {
+    backends->BeginStop(absl::Seconds(1));
+    backends->Leave();
+  }
+  // /healthz and /metrics still answer after the stop.
+  std::string text;
+  backends->AppendHealth(&text);
+  std::string metrics;
+  backends->AppendMetrics(RegistryWatchStats{}, &metrics);
+  // Only a cluster names its collectors.
+  const bool embedded = GetParam() == Mode::kEmbedded;
+  EXPECT_EQ(backends->collector_id(), embedded ? "" : "collector-a");
+  EXPECT_EQ(metrics.empty(), embedded);
+}
+
+INSTANTIATE_TEST_SUITE_P(Both, BackendsTest,
+                         ::testing::Values(Mode::kEmbedded, Mode::kCluster),
+                         [](const ::testing::TestParamInfo<Mode>& mode) {
+                           return mode.param == Mode::kEmbedded ? "Embedded"
+                                                                : "JetStream";
+                         });
+
+}  // namespace
+}  // namespace fabricdiag::collector

@@ -7,7 +7,7 @@
 
 #include "absl/container/btree_map.h"
 #include "absl/numeric/bits.h"
-#include "collector/runner/signal_map.h"
+#include "analysis/signal_slots.h"
 #include "counters/meanings.h"
 
 namespace fabricdiag::cluster {
@@ -63,7 +63,7 @@ constexpr OptionalField kOptionalFields[] = {
 #undef FABRICDIAG_FIELD
 
 // PortSignalsWire is read, no longer written: a signal added to PortSignals
-// travels in its PortBlock slot only (collector/runner/signal_map.cc checks
+// travels in its PortBlock slot only (analysis/signal_slots.cc checks
 // that every field has one), and this table stays as collectors of earlier
 // builds wrote it.
 static_assert(std::size(kOptionalFields) == 27,
@@ -97,7 +97,7 @@ constexpr PriorityField kPriorityFields[] = {
 //
 // A port's signals in a view are a mask and the values of the slots it sets
 // (proto/cluster.proto, PortBlock): the slots are counters::Signal's, read
-// and written through collector::SlotOf.
+// and written through analysis::SlotOf.
 constexpr int kRateSlot = static_cast<int>(counters::Signal::kLinkRate);
 static_assert(static_cast<int>(counters::Signal::kExpectedRate) ==
               kRateSlot + 1);
@@ -123,7 +123,7 @@ void PortToBlock(const analysis::PortView& p,
                  RepeatedDouble* values, RepeatedDouble* samples) {
   uint64_t mask = kInViewBit;
   for (int slot = 0; slot < kSlots; ++slot) {
-    const double v = collector::SlotOf(p.s, slot);
+    const double v = analysis::SlotOf(p.s, slot);
     if (!Reported(v, slot)) continue;
     mask |= uint64_t{1} << slot;
     values->Add(v);
@@ -156,7 +156,7 @@ bool PortFromBlock(uint64_t mask, const RepeatedDouble& values, int* next_value,
     if (*next_value >= values.size()) return false;
     const double v = values.Get((*next_value)++);
     const int slot = absl::countr_zero(bits);
-    if (slot < kSlots) collector::SlotOf(port->s, slot) = v;
+    if (slot < kSlots) analysis::SlotOf(port->s, slot) = v;
   }
   port->s.link_up = (mask & kLinkDownBit) == 0;
   analysis::SampleEvidence& e = port->samples;

@@ -48,12 +48,6 @@ struct SignalRef {
 // per-priority series without a valid priority).
 SignalRef ClassifySeries(const SeriesMeta& meta);
 
-// The value of signal slot `slot` (0 <= slot < counters::kSignalSlots, the
-// numbering of counters::Signal) in `s`: the cluster feature wire writes
-// and reads PortSignals by slot.
-double& SlotOf(analysis::PortSignals& s, int slot);
-double SlotOf(const analysis::PortSignals& s, int slot);
-
 // Folds the mean rates of one port's series into PortSignals.
 class PortAccumulator {
  public:

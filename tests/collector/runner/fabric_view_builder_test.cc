@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/signal_slots.h"
 #include "collector/runner/signal_map.h"
 #include "collector/store/series_store.h"
 #include "common/clock.h"
@@ -28,6 +29,7 @@ uint64_t Hello(NodeSeries& node, absl::string_view boot) {
 }
 
 using analysis::Has;
+using analysis::SlotOf;
 using counters::Signal;
 using counters::Source;
 

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "common/log.h"
 #include "common/names.h"
+#include "common/prom_text.h"
 #include "common/status_macros.h"
 
 namespace fabricdiag::cluster {
@@ -288,131 +289,98 @@ bool ClusterMember::AppendHealth(std::string* text) const {
 
 void ClusterMember::AppendMetrics(const collector::LayoutRegistry& registry,
                                   std::string* out) const {
-  // collector_id is a validated node name: no escaping needed.
-  const std::string id = absl::StrCat("collector_id=\"", id_, "\"");
+  const PromLabel id[] = {{"collector_id", id_}};
   const collector::RegistryWatchStats watch = registry.watch_stats();
-  absl::StrAppend(
-      out,
-      "# HELP fabricdiag_cluster_nats_connected 1 while this collector is "
-      "connected to a NATS server of its cluster.\n"
-      "# TYPE fabricdiag_cluster_nats_connected gauge\n"
-      "fabricdiag_cluster_nats_connected{",
-      id, "} ", nats_->connected() ? 1 : 0,
-      "\n"
-      "# HELP fabricdiag_cluster_members Collectors of the cluster whose "
-      "announcements this collector receives (itself included).\n"
-      "# TYPE fabricdiag_cluster_members gauge\n"
-      "fabricdiag_cluster_members{",
-      id, "} ", members_->Live().size(),
-      "\n"
-      "# HELP fabricdiag_cluster_nats_reconnects_total Connections to NATS "
-      "lost and re-established.\n"
-      "# TYPE fabricdiag_cluster_nats_reconnects_total counter\n"
-      "fabricdiag_cluster_nats_reconnects_total{",
-      id, "} ", nats_->reconnects(),
-      "\n"
-      "# HELP fabricdiag_cluster_declared_write_conflicts_total Layout or "
-      "topology writes refused because another collector changed the same "
-      "object first.\n"
-      "# TYPE fabricdiag_cluster_declared_write_conflicts_total counter\n"
-      "fabricdiag_cluster_declared_write_conflicts_total{",
-      id, "} ", declared_->write_conflicts(),
-      "\n"
-      "# HELP fabricdiag_cluster_declared_changes_total Changes of layouts and "
-      "topology received from the cluster, by outcome.\n"
-      "# TYPE fabricdiag_cluster_declared_changes_total counter\n"
-      "fabricdiag_cluster_declared_changes_total{",
-      id, ",outcome=\"applied\"} ", watch.applied,
-      "\nfabricdiag_cluster_declared_changes_total{", id,
-      ",outcome=\"rejected\"} ", watch.rejected,
-      "\n"
-      "# HELP fabricdiag_cluster_declared_watch_restarts_total Times the "
-      "watcher of the declared state was recreated (an error, or it fell "
-      "behind after a NATS server died).\n"
-      "# TYPE fabricdiag_cluster_declared_watch_restarts_total counter\n"
-      "fabricdiag_cluster_declared_watch_restarts_total{",
-      id, "} ", declared_->watcher_restarts(), "\n");
+  PromWriter w(out);
+  w.Family("fabricdiag_cluster_nats_connected",
+           "1 while this collector is connected to a NATS server of its "
+           "cluster.",
+           PromType::kGauge);
+  w.Sample(id, nats_->connected() ? 1 : 0);
+  w.Family("fabricdiag_cluster_members",
+           "Collectors of the cluster whose announcements this collector "
+           "receives (itself included).",
+           PromType::kGauge);
+  w.Sample(id, static_cast<double>(members_->Live().size()));
+  w.Family("fabricdiag_cluster_nats_reconnects_total",
+           "Connections to NATS lost and re-established.", PromType::kCounter);
+  w.Sample(id, static_cast<double>(nats_->reconnects()));
+  w.Family("fabricdiag_cluster_declared_write_conflicts_total",
+           "Layout or topology writes refused because another collector "
+           "changed the same object first.",
+           PromType::kCounter);
+  w.Sample(id, static_cast<double>(declared_->write_conflicts()));
+  w.Family("fabricdiag_cluster_declared_changes_total",
+           "Changes of layouts and topology received from the cluster, by "
+           "outcome.",
+           PromType::kCounter);
+  w.Sample({{"collector_id", id_}, {"outcome", "applied"}},
+           static_cast<double>(watch.applied));
+  w.Sample({{"collector_id", id_}, {"outcome", "rejected"}},
+           static_cast<double>(watch.rejected));
+  w.Family("fabricdiag_cluster_declared_watch_restarts_total",
+           "Times the watcher of the declared state was recreated (an error, "
+           "or it fell behind after a NATS server died).",
+           PromType::kCounter);
+  w.Sample(id, static_cast<double>(declared_->watcher_restarts()));
   const JetStreamFeatures::Stats features = features_->stats();
-  absl::StrAppend(
-      out,
-      "# HELP fabricdiag_cluster_analysis_leader 1 while this collector "
-      "holds the analysis lease.\n"
-      "# TYPE fabricdiag_cluster_analysis_leader gauge\n"
-      "fabricdiag_cluster_analysis_leader{",
-      id, "} ", lease_->Leading() ? 1 : 0,
-      "\n"
-      "# HELP fabricdiag_cluster_analysis_lease_acquisitions_total Times this "
-      "collector acquired the analysis lease.\n"
-      "# TYPE fabricdiag_cluster_analysis_lease_acquisitions_total counter\n"
-      "fabricdiag_cluster_analysis_lease_acquisitions_total{",
-      id, "} ", lease_->acquisitions(),
-      "\n"
-      "# HELP fabricdiag_cluster_findings_write_errors_total Findings this "
-      "collector, as the analysis leader, failed to share.\n"
-      "# TYPE fabricdiag_cluster_findings_write_errors_total counter\n"
-      "fabricdiag_cluster_findings_write_errors_total{",
-      id, "} ", findings_->write_errors(),
-      "\n"
-      "# HELP fabricdiag_cluster_findings_watch_restarts_total Times the "
-      "watcher of the shared findings was recreated.\n"
-      "# TYPE fabricdiag_cluster_findings_watch_restarts_total counter\n"
-      "fabricdiag_cluster_findings_watch_restarts_total{",
-      id, "} ", findings_->watcher_restarts(),
-      "\n"
-      "# HELP fabricdiag_cluster_findings_undecodable_total Values in the "
-      "shared findings bucket that were not a finding (skipped).\n"
-      "# TYPE fabricdiag_cluster_findings_undecodable_total counter\n"
-      "fabricdiag_cluster_findings_undecodable_total{",
-      id, "} ", findings_->undecodable(),
-      "\n"
-      "# HELP fabricdiag_cluster_baselines_write_errors_total Writes of the "
-      "straggler baselines to the shared bucket that failed.\n"
-      "# TYPE fabricdiag_cluster_baselines_write_errors_total counter\n"
-      "fabricdiag_cluster_baselines_write_errors_total{",
-      id, "} ", baselines_->write_errors(),
-      "\n"
-      "# HELP fabricdiag_cluster_features_published_bytes Size of this "
-      "collector's latest published features (every chunk).\n"
-      "# TYPE fabricdiag_cluster_features_published_bytes gauge\n"
-      "fabricdiag_cluster_features_published_bytes{",
-      id, "} ", features.last_published_bytes,
-      "\n"
-      "# HELP fabricdiag_cluster_features_publish_errors_total Analysis passes "
-      "whose features this collector failed to publish.\n"
-      "# TYPE fabricdiag_cluster_features_publish_errors_total counter\n"
-      "fabricdiag_cluster_features_publish_errors_total{",
-      id, "} ", features.publish_errors,
-      "\n"
-      "# HELP fabricdiag_cluster_features_merged_members Other collectors "
-      "whose features the latest analysis pass merged.\n"
-      "# TYPE fabricdiag_cluster_features_merged_members gauge\n"
-      "fabricdiag_cluster_features_merged_members{",
-      id, "} ", features.merged_members,
-      "\n"
-      "# HELP fabricdiag_cluster_features_merged_remote_ports Ports of other "
-      "collectors' nodes in the latest analysis pass.\n"
-      "# TYPE fabricdiag_cluster_features_merged_remote_ports gauge\n"
-      "fabricdiag_cluster_features_merged_remote_ports{",
-      id, "} ", features.merged_remote_ports,
-      "\n"
-      "# HELP fabricdiag_cluster_features_undecodable_total Feature messages "
-      "received that were not a feature chunk.\n"
-      "# TYPE fabricdiag_cluster_features_undecodable_total counter\n"
-      "fabricdiag_cluster_features_undecodable_total{",
-      id, "} ", features.undecodable_chunks,
-      "\n"
-      "# HELP fabricdiag_cluster_features_age_seconds How old the newest "
-      "features received from each other live collector are (its feature "
-      "lag; counted from when it became live while none arrived).\n"
-      "# TYPE fabricdiag_cluster_features_age_seconds gauge\n");
-  // Collector ids are validated node names: no escaping needed.
+  w.Family("fabricdiag_cluster_analysis_leader",
+           "1 while this collector holds the analysis lease.",
+           PromType::kGauge);
+  w.Sample(id, lease_->Leading() ? 1 : 0);
+  w.Family("fabricdiag_cluster_analysis_lease_acquisitions_total",
+           "Times this collector acquired the analysis lease.",
+           PromType::kCounter);
+  w.Sample(id, static_cast<double>(lease_->acquisitions()));
+  w.Family("fabricdiag_cluster_findings_write_errors_total",
+           "Findings this collector, as the analysis leader, failed to share.",
+           PromType::kCounter);
+  w.Sample(id, static_cast<double>(findings_->write_errors()));
+  w.Family("fabricdiag_cluster_findings_watch_restarts_total",
+           "Times the watcher of the shared findings was recreated.",
+           PromType::kCounter);
+  w.Sample(id, static_cast<double>(findings_->watcher_restarts()));
+  w.Family("fabricdiag_cluster_findings_undecodable_total",
+           "Values in the shared findings bucket that were not a finding "
+           "(skipped).",
+           PromType::kCounter);
+  w.Sample(id, static_cast<double>(findings_->undecodable()));
+  w.Family("fabricdiag_cluster_baselines_write_errors_total",
+           "Writes of the straggler baselines to the shared bucket that "
+           "failed.",
+           PromType::kCounter);
+  w.Sample(id, static_cast<double>(baselines_->write_errors()));
+  w.Family("fabricdiag_cluster_features_published_bytes",
+           "Size of this collector's latest published features (every "
+           "chunk).",
+           PromType::kGauge);
+  w.Sample(id, static_cast<double>(features.last_published_bytes));
+  w.Family("fabricdiag_cluster_features_publish_errors_total",
+           "Analysis passes whose features this collector failed to publish.",
+           PromType::kCounter);
+  w.Sample(id, static_cast<double>(features.publish_errors));
+  w.Family("fabricdiag_cluster_features_merged_members",
+           "Other collectors whose features the latest analysis pass merged.",
+           PromType::kGauge);
+  w.Sample(id, static_cast<double>(features.merged_members));
+  w.Family("fabricdiag_cluster_features_merged_remote_ports",
+           "Ports of other collectors' nodes in the latest analysis pass.",
+           PromType::kGauge);
+  w.Sample(id, static_cast<double>(features.merged_remote_ports));
+  w.Family("fabricdiag_cluster_features_undecodable_total",
+           "Feature messages received that were not a feature chunk.",
+           PromType::kCounter);
+  w.Sample(id, static_cast<double>(features.undecodable_chunks));
+  w.Family("fabricdiag_cluster_features_age_seconds",
+           "How old the newest features received from each other live "
+           "collector are (its feature lag; counted from when it became live "
+           "while none arrived).",
+           PromType::kGauge);
   const absl::Time now = absl::Now();
   for (const FeatureSource& s : FeatureSources()) {
-    absl::StrAppend(
-        out, "fabricdiag_cluster_features_age_seconds{", id, ",from=\"", s.id,
-        "\"} ",
-        absl::ToDoubleSeconds(std::max(absl::ZeroDuration(), now - s.heard)),
-        "\n");
+    w.Sample(
+        {{"collector_id", id_}, {"from", s.id}},
+        absl::ToDoubleSeconds(std::max(absl::ZeroDuration(), now - s.heard)));
   }
 }
 

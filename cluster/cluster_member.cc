@@ -1,6 +1,7 @@
 #include "cluster/cluster_member.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -289,27 +290,38 @@ bool ClusterMember::AppendHealth(std::string* text) const {
 
 void ClusterMember::AppendMetrics(const collector::LayoutRegistry& registry,
                                   std::string* out) const {
+  // The families of one series each, in exposition order.
+  struct One {
+    const char* name;
+    const char* help;
+    PromType type;
+    double value;
+  };
   const PromLabel id[] = {{"collector_id", id_}};
-  const collector::RegistryWatchStats watch = registry.watch_stats();
   PromWriter w(out);
-  w.Family("fabricdiag_cluster_nats_connected",
-           "1 while this collector is connected to a NATS server of its "
-           "cluster.",
-           PromType::kGauge);
-  w.Sample(id, nats_->connected() ? 1 : 0);
-  w.Family("fabricdiag_cluster_members",
-           "Collectors of the cluster whose announcements this collector "
-           "receives (itself included).",
-           PromType::kGauge);
-  w.Sample(id, static_cast<double>(members_->Live().size()));
-  w.Family("fabricdiag_cluster_nats_reconnects_total",
-           "Connections to NATS lost and re-established.", PromType::kCounter);
-  w.Sample(id, static_cast<double>(nats_->reconnects()));
-  w.Family("fabricdiag_cluster_declared_write_conflicts_total",
-           "Layout or topology writes refused because another collector "
-           "changed the same object first.",
-           PromType::kCounter);
-  w.Sample(id, static_cast<double>(declared_->write_conflicts()));
+  const auto write = [&w, &id](std::initializer_list<One> families) {
+    for (const One& f : families) {
+      w.Family(f.name, f.help, f.type);
+      w.Sample(id, f.value);
+    }
+  };
+  write({
+      {"fabricdiag_cluster_nats_connected",
+       "1 while this collector is connected to a NATS server of its cluster.",
+       PromType::kGauge, nats_->connected() ? 1.0 : 0.0},
+      {"fabricdiag_cluster_members",
+       "Collectors of the cluster whose announcements this collector "
+       "receives (itself included).",
+       PromType::kGauge, static_cast<double>(members_->Live().size())},
+      {"fabricdiag_cluster_nats_reconnects_total",
+       "Connections to NATS lost and re-established.", PromType::kCounter,
+       static_cast<double>(nats_->reconnects())},
+      {"fabricdiag_cluster_declared_write_conflicts_total",
+       "Layout or topology writes refused because another collector changed "
+       "the same object first.",
+       PromType::kCounter, static_cast<double>(declared_->write_conflicts())},
+  });
+  const collector::RegistryWatchStats watch = registry.watch_stats();
   w.Family("fabricdiag_cluster_declared_changes_total",
            "Changes of layouts and topology received from the cluster, by "
            "outcome.",
@@ -318,59 +330,47 @@ void ClusterMember::AppendMetrics(const collector::LayoutRegistry& registry,
            static_cast<double>(watch.applied));
   w.Sample({{"collector_id", id_}, {"outcome", "rejected"}},
            static_cast<double>(watch.rejected));
-  w.Family("fabricdiag_cluster_declared_watch_restarts_total",
-           "Times the watcher of the declared state was recreated (an error, "
-           "or it fell behind after a NATS server died).",
-           PromType::kCounter);
-  w.Sample(id, static_cast<double>(declared_->watcher_restarts()));
   const JetStreamFeatures::Stats features = features_->stats();
-  w.Family("fabricdiag_cluster_analysis_leader",
-           "1 while this collector holds the analysis lease.",
-           PromType::kGauge);
-  w.Sample(id, lease_->Leading() ? 1 : 0);
-  w.Family("fabricdiag_cluster_analysis_lease_acquisitions_total",
-           "Times this collector acquired the analysis lease.",
-           PromType::kCounter);
-  w.Sample(id, static_cast<double>(lease_->acquisitions()));
-  w.Family("fabricdiag_cluster_findings_write_errors_total",
-           "Findings this collector, as the analysis leader, failed to share.",
-           PromType::kCounter);
-  w.Sample(id, static_cast<double>(findings_->write_errors()));
-  w.Family("fabricdiag_cluster_findings_watch_restarts_total",
-           "Times the watcher of the shared findings was recreated.",
-           PromType::kCounter);
-  w.Sample(id, static_cast<double>(findings_->watcher_restarts()));
-  w.Family("fabricdiag_cluster_findings_undecodable_total",
-           "Values in the shared findings bucket that were not a finding "
-           "(skipped).",
-           PromType::kCounter);
-  w.Sample(id, static_cast<double>(findings_->undecodable()));
-  w.Family("fabricdiag_cluster_baselines_write_errors_total",
-           "Writes of the straggler baselines to the shared bucket that "
-           "failed.",
-           PromType::kCounter);
-  w.Sample(id, static_cast<double>(baselines_->write_errors()));
-  w.Family("fabricdiag_cluster_features_published_bytes",
-           "Size of this collector's latest published features (every "
-           "chunk).",
-           PromType::kGauge);
-  w.Sample(id, static_cast<double>(features.last_published_bytes));
-  w.Family("fabricdiag_cluster_features_publish_errors_total",
-           "Analysis passes whose features this collector failed to publish.",
-           PromType::kCounter);
-  w.Sample(id, static_cast<double>(features.publish_errors));
-  w.Family("fabricdiag_cluster_features_merged_members",
-           "Other collectors whose features the latest analysis pass merged.",
-           PromType::kGauge);
-  w.Sample(id, static_cast<double>(features.merged_members));
-  w.Family("fabricdiag_cluster_features_merged_remote_ports",
-           "Ports of other collectors' nodes in the latest analysis pass.",
-           PromType::kGauge);
-  w.Sample(id, static_cast<double>(features.merged_remote_ports));
-  w.Family("fabricdiag_cluster_features_undecodable_total",
-           "Feature messages received that were not a feature chunk.",
-           PromType::kCounter);
-  w.Sample(id, static_cast<double>(features.undecodable_chunks));
+  write({
+      {"fabricdiag_cluster_declared_watch_restarts_total",
+       "Times the watcher of the declared state was recreated (an error, or "
+       "it fell behind after a NATS server died).",
+       PromType::kCounter, static_cast<double>(declared_->watcher_restarts())},
+      {"fabricdiag_cluster_analysis_leader",
+       "1 while this collector holds the analysis lease.", PromType::kGauge,
+       lease_->Leading() ? 1.0 : 0.0},
+      {"fabricdiag_cluster_analysis_lease_acquisitions_total",
+       "Times this collector acquired the analysis lease.", PromType::kCounter,
+       static_cast<double>(lease_->acquisitions())},
+      {"fabricdiag_cluster_findings_write_errors_total",
+       "Findings this collector, as the analysis leader, failed to share.",
+       PromType::kCounter, static_cast<double>(findings_->write_errors())},
+      {"fabricdiag_cluster_findings_watch_restarts_total",
+       "Times the watcher of the shared findings was recreated.",
+       PromType::kCounter, static_cast<double>(findings_->watcher_restarts())},
+      {"fabricdiag_cluster_findings_undecodable_total",
+       "Values in the shared findings bucket that were not a finding "
+       "(skipped).",
+       PromType::kCounter, static_cast<double>(findings_->undecodable())},
+      {"fabricdiag_cluster_baselines_write_errors_total",
+       "Writes of the straggler baselines to the shared bucket that failed.",
+       PromType::kCounter, static_cast<double>(baselines_->write_errors())},
+      {"fabricdiag_cluster_features_published_bytes",
+       "Size of this collector's latest published features (every chunk).",
+       PromType::kGauge, static_cast<double>(features.last_published_bytes)},
+      {"fabricdiag_cluster_features_publish_errors_total",
+       "Analysis passes whose features this collector failed to publish.",
+       PromType::kCounter, static_cast<double>(features.publish_errors)},
+      {"fabricdiag_cluster_features_merged_members",
+       "Other collectors whose features the latest analysis pass merged.",
+       PromType::kGauge, static_cast<double>(features.merged_members)},
+      {"fabricdiag_cluster_features_merged_remote_ports",
+       "Ports of other collectors' nodes in the latest analysis pass.",
+       PromType::kGauge, static_cast<double>(features.merged_remote_ports)},
+      {"fabricdiag_cluster_features_undecodable_total",
+       "Feature messages received that were not a feature chunk.",
+       PromType::kCounter, static_cast<double>(features.undecodable_chunks)},
+  });
   w.Family("fabricdiag_cluster_features_age_seconds",
            "How old the newest features received from each other live "
            "collector are (its feature lag; counted from when it became live "

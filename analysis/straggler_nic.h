@@ -36,140 +36,16 @@
 // dp groups before ep groups by index, then member order.
 #pragma once
 
-#include <cstdint>
-#include <functional>
-#include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
 #include "analysis/analyzer.h"
 #include "analysis/finding.h"
 #include "analysis/layout_model.h"
+#include "analysis/straggler_baselines.h"
 
 namespace fabricdiag::analysis {
 
 inline constexpr char kStragglerNicKind[] = "straggler_nic";
-
-// Each NIC's own throughput (RX + TX) in past passes, per job: an
-// exponentially weighted mean over about straggler_nic.history_passes
-// passes of the windows in which the NIC was judged and found no
-// straggler, so a straggler's own slow windows never lower the bar it is
-// measured against. Forgotten for a NIC not judged for history_passes
-// passes (its job ended or stayed idle).
-//
-// Thread-compatible: one owner calls Update(); Find() and Of() may run
-// concurrently with other Find()s and Of()s, and with copying.
-class StragglerBaselines {
- private:
-  struct Job;  // below
-
- public:
-  struct Baseline {
-    double bytes_per_second = 0;
-    int passes = 0;  // windows folded in (saturates at history_passes)
-  };
-
-  // The baselines of one layout's NICs, addressed by the layout's own host
-  // and NIC indexes (NicRef): looked up by those two integers when Update()
-  // last saw this layout, by name otherwise (a layout applied since, or
-  // baselines only restored yet). Valid while the baselines and the layout
-  // it was made from are unchanged.
-  class OfLayout {
-   public:
-    // The baseline of NIC `nic` of host `host`; null when there is none.
-    const Baseline* Find(uint32_t host, uint32_t nic) const;
-
-   private:
-    friend class StragglerBaselines;
-    const Job* job_ = nullptr;  // null: the job has no baselines
-    const LayoutModel* model_ = nullptr;
-    bool aligned_ = false;  // the job's names start with model_'s
-  };
-
-  // Folds the window of `in` in: call once per pass, with the window view
-  // (never the newest-samples view, which is noisier and overlaps it), and
-  // the same baselines in `in.straggler_baselines` or none.
-  void Update(const AnalysisInput& in);
-
-  // After a restart: the baselines that the still-open straggler_nic
-  // findings among `open` were judged against (their evidence
-  // own_baseline_bytes_per_second and own_baseline_passes). Without them
-  // a straggler of an expert-parallel job would be unjudged until it had a
-  // baseline again, and that baseline would be its slow throughput.
-  // Other findings are ignored.
-  void Seed(const std::vector<Finding>& open);
-
-  // Every baseline as bytes, to survive a restart (the collector keeps them
-  // in its state directory, collector/runner/rate_pass.h):
-  //   u32le version (1) | u32le count | count x (u32le key length | key
-  //   (job NUL host NUL nic) | f64 bytes per second (IEEE, little-endian
-  //   bits) | u32le passes)
-  std::string Serialize() const;
-
-  // Adds the baselines of `data` (what Serialize() wrote) for which
-  // `keep(job, host, nic)` is true, as if judged this pass: one not judged
-  // again is forgotten after history_passes passes, like any other. Returns
-  // how many were added. DataLoss naming the damage, and nothing added, when
-  // `data` is not such bytes (truncated, a bad length, a baseline that is
-  // not a positive finite rate).
-  using KeepFn = std::function<bool(
-      absl::string_view job, absl::string_view host, absl::string_view nic)>;
-  absl::StatusOr<size_t> Restore(absl::string_view data, const KeepFn& keep);
-
-  // The baseline of `nic` of `host` in `job`; null when there is none.
-  const Baseline* Find(absl::string_view job, absl::string_view host,
-                       absl::string_view nic) const;
-
-  // The baselines of `model`'s NICs, for many lookups (the analyzer's).
-  OfLayout Of(const LayoutModel& model) const;
-
-  size_t size() const { return size_; }
-
- private:
-  struct Entry {
-    Baseline baseline;
-    uint64_t last_judged = 0;  // pass_ when last judged
-    // Of the pass that last judged it, in Update(): its window's
-    // throughput, and whether any of its groups found it straggling.
-    double window = 0;
-    bool straggling = false;
-  };
-  // One job's baselines, by (host, NIC) indexes into its own names. After
-  // Update() has seen the job's layout, the names start with the layout's
-  // Hosts() and Nics() in order, so its NicRefs are these indexes as they
-  // are; names only Seed(), Restore() or an earlier layout gave follow.
-  // Sparse: a layout may place each rank on a NIC of its own name.
-  struct Job {
-    std::vector<std::string> hosts;
-    std::vector<std::string> nics;
-    absl::flat_hash_map<std::string, uint32_t> host_index;
-    absl::flat_hash_map<std::string, uint32_t> nic_index;
-    absl::flat_hash_map<uint64_t, Entry> entries;  // by CellKey(host, nic)
-    uint64_t seen = 0;  // pass_ when Update() last had the job's layout
-
-    uint32_t AddHost(absl::string_view host);
-    uint32_t AddNic(absl::string_view nic);
-    const Entry* At(uint32_t host, uint32_t nic) const;
-    // Whether the names start with `model`'s.
-    bool AlignedWith(const LayoutModel& model) const;
-  };
-  static uint64_t CellKey(uint32_t host, uint32_t nic) {
-    return (uint64_t{host} << 32) | nic;
-  }
-
-  // The entry of (job, host, nic), made when there was none.
-  Entry& EntryOf(absl::string_view job, absl::string_view host,
-                 absl::string_view nic);
-  // The job of `model`, its names starting with the model's (moving the
-  // baselines it has when they did not).
-  Job& Align(const LayoutModel& model);
-
-  uint64_t pass_ = 0;
-  size_t size_ = 0;  // entries of every job
-  absl::flat_hash_map<std::string, Job> jobs_;
-};
 
 // One finding per (job, group, straggling NIC) over the dp and ep groups of
 // every job (degree > 1). A NIC straggling in both its dp and its ep group

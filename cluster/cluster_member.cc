@@ -1,6 +1,7 @@
 #include "cluster/cluster_member.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -10,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "common/log.h"
 #include "common/names.h"
+#include "common/prom_text.h"
 #include "common/status_macros.h"
 
 namespace fabricdiag::cluster {
@@ -288,130 +290,96 @@ bool ClusterMember::AppendHealth(std::string* text) const {
 
 void ClusterMember::AppendMetrics(const collector::RegistryWatchStats& watch,
                                   std::string* out) const {
-  // collector_id is a validated node name: no escaping needed.
-  const std::string id = absl::StrCat("collector_id=\"", id_, "\"");
-  absl::StrAppend(
-      out,
-      "# HELP fabricdiag_cluster_nats_connected 1 while this collector is "
-      "connected to a NATS server of its cluster.\n"
-      "# TYPE fabricdiag_cluster_nats_connected gauge\n"
-      "fabricdiag_cluster_nats_connected{",
-      id, "} ", nats_->connected() ? 1 : 0,
-      "\n"
-      "# HELP fabricdiag_cluster_members Collectors of the cluster whose "
-      "announcements this collector receives (itself included).\n"
-      "# TYPE fabricdiag_cluster_members gauge\n"
-      "fabricdiag_cluster_members{",
-      id, "} ", members_->Live().size(),
-      "\n"
-      "# HELP fabricdiag_cluster_nats_reconnects_total Connections to NATS "
-      "lost and re-established.\n"
-      "# TYPE fabricdiag_cluster_nats_reconnects_total counter\n"
-      "fabricdiag_cluster_nats_reconnects_total{",
-      id, "} ", nats_->reconnects(),
-      "\n"
-      "# HELP fabricdiag_cluster_declared_write_conflicts_total Layout or "
-      "topology writes refused because another collector changed the same "
-      "object first.\n"
-      "# TYPE fabricdiag_cluster_declared_write_conflicts_total counter\n"
-      "fabricdiag_cluster_declared_write_conflicts_total{",
-      id, "} ", declared_->write_conflicts(),
-      "\n"
-      "# HELP fabricdiag_cluster_declared_changes_total Changes of layouts and "
-      "topology received from the cluster, by outcome.\n"
-      "# TYPE fabricdiag_cluster_declared_changes_total counter\n"
-      "fabricdiag_cluster_declared_changes_total{",
-      id, ",outcome=\"applied\"} ", watch.applied,
-      "\nfabricdiag_cluster_declared_changes_total{", id,
-      ",outcome=\"rejected\"} ", watch.rejected,
-      "\n"
-      "# HELP fabricdiag_cluster_declared_watch_restarts_total Times the "
-      "watcher of the declared state was recreated (an error, or it fell "
-      "behind after a NATS server died).\n"
-      "# TYPE fabricdiag_cluster_declared_watch_restarts_total counter\n"
-      "fabricdiag_cluster_declared_watch_restarts_total{",
-      id, "} ", declared_->watcher_restarts(), "\n");
+  // The families of one series each, in exposition order.
+  struct One {
+    const char* name;
+    const char* help;
+    PromType type;
+    double value;
+  };
+  const PromLabel id[] = {{"collector_id", id_}};
+  PromWriter w(out);
+  const auto write = [&w, &id](std::initializer_list<One> families) {
+    for (const One& f : families) {
+      w.Family(f.name, f.help, f.type);
+      w.Sample(id, f.value);
+    }
+  };
+  write({
+      {"fabricdiag_cluster_nats_connected",
+       "1 while this collector is connected to a NATS server of its cluster.",
+       PromType::kGauge, nats_->connected() ? 1.0 : 0.0},
+      {"fabricdiag_cluster_members",
+       "Collectors of the cluster whose announcements this collector "
+       "receives (itself included).",
+       PromType::kGauge, static_cast<double>(members_->Live().size())},
+      {"fabricdiag_cluster_nats_reconnects_total",
+       "Connections to NATS lost and re-established.", PromType::kCounter,
+       static_cast<double>(nats_->reconnects())},
+      {"fabricdiag_cluster_declared_write_conflicts_total",
+       "Layout or topology writes refused because another collector changed "
+       "the same object first.",
+       PromType::kCounter, static_cast<double>(declared_->write_conflicts())},
+  });
+  w.Family("fabricdiag_cluster_declared_changes_total",
+           "Changes of layouts and topology received from the cluster, by "
+           "outcome.",
+           PromType::kCounter);
+  w.Sample({{"collector_id", id_}, {"outcome", "applied"}},
+           static_cast<double>(watch.applied));
+  w.Sample({{"collector_id", id_}, {"outcome", "rejected"}},
+           static_cast<double>(watch.rejected));
   const JetStreamFeatures::Stats features = features_->stats();
-  absl::StrAppend(
-      out,
-      "# HELP fabricdiag_cluster_analysis_leader 1 while this collector "
-      "holds the analysis lease.\n"
-      "# TYPE fabricdiag_cluster_analysis_leader gauge\n"
-      "fabricdiag_cluster_analysis_leader{",
-      id, "} ", lease_->Leading() ? 1 : 0,
-      "\n"
-      "# HELP fabricdiag_cluster_analysis_lease_acquisitions_total Times this "
-      "collector acquired the analysis lease.\n"
-      "# TYPE fabricdiag_cluster_analysis_lease_acquisitions_total counter\n"
-      "fabricdiag_cluster_analysis_lease_acquisitions_total{",
-      id, "} ", lease_->acquisitions(),
-      "\n"
-      "# HELP fabricdiag_cluster_findings_write_errors_total Findings this "
-      "collector, as the analysis leader, failed to share.\n"
-      "# TYPE fabricdiag_cluster_findings_write_errors_total counter\n"
-      "fabricdiag_cluster_findings_write_errors_total{",
-      id, "} ", findings_->write_errors(),
-      "\n"
-      "# HELP fabricdiag_cluster_findings_watch_restarts_total Times the "
-      "watcher of the shared findings was recreated.\n"
-      "# TYPE fabricdiag_cluster_findings_watch_restarts_total counter\n"
-      "fabricdiag_cluster_findings_watch_restarts_total{",
-      id, "} ", findings_->watcher_restarts(),
-      "\n"
-      "# HELP fabricdiag_cluster_findings_undecodable_total Values in the "
-      "shared findings bucket that were not a finding (skipped).\n"
-      "# TYPE fabricdiag_cluster_findings_undecodable_total counter\n"
-      "fabricdiag_cluster_findings_undecodable_total{",
-      id, "} ", findings_->undecodable(),
-      "\n"
-      "# HELP fabricdiag_cluster_baselines_write_errors_total Writes of the "
-      "straggler baselines to the shared bucket that failed.\n"
-      "# TYPE fabricdiag_cluster_baselines_write_errors_total counter\n"
-      "fabricdiag_cluster_baselines_write_errors_total{",
-      id, "} ", baselines_->write_errors(),
-      "\n"
-      "# HELP fabricdiag_cluster_features_published_bytes Size of this "
-      "collector's latest published features (every chunk).\n"
-      "# TYPE fabricdiag_cluster_features_published_bytes gauge\n"
-      "fabricdiag_cluster_features_published_bytes{",
-      id, "} ", features.last_published_bytes,
-      "\n"
-      "# HELP fabricdiag_cluster_features_publish_errors_total Analysis passes "
-      "whose features this collector failed to publish.\n"
-      "# TYPE fabricdiag_cluster_features_publish_errors_total counter\n"
-      "fabricdiag_cluster_features_publish_errors_total{",
-      id, "} ", features.publish_errors,
-      "\n"
-      "# HELP fabricdiag_cluster_features_merged_members Other collectors "
-      "whose features the latest analysis pass merged.\n"
-      "# TYPE fabricdiag_cluster_features_merged_members gauge\n"
-      "fabricdiag_cluster_features_merged_members{",
-      id, "} ", features.merged_members,
-      "\n"
-      "# HELP fabricdiag_cluster_features_merged_remote_ports Ports of other "
-      "collectors' nodes in the latest analysis pass.\n"
-      "# TYPE fabricdiag_cluster_features_merged_remote_ports gauge\n"
-      "fabricdiag_cluster_features_merged_remote_ports{",
-      id, "} ", features.merged_remote_ports,
-      "\n"
-      "# HELP fabricdiag_cluster_features_undecodable_total Feature messages "
-      "received that were not a feature chunk.\n"
-      "# TYPE fabricdiag_cluster_features_undecodable_total counter\n"
-      "fabricdiag_cluster_features_undecodable_total{",
-      id, "} ", features.undecodable_chunks,
-      "\n"
-      "# HELP fabricdiag_cluster_features_age_seconds How old the newest "
-      "features received from each other live collector are (its feature "
-      "lag; counted from when it became live while none arrived).\n"
-      "# TYPE fabricdiag_cluster_features_age_seconds gauge\n");
-  // Collector ids are validated node names: no escaping needed.
+  write({
+      {"fabricdiag_cluster_declared_watch_restarts_total",
+       "Times the watcher of the declared state was recreated (an error, or "
+       "it fell behind after a NATS server died).",
+       PromType::kCounter, static_cast<double>(declared_->watcher_restarts())},
+      {"fabricdiag_cluster_analysis_leader",
+       "1 while this collector holds the analysis lease.", PromType::kGauge,
+       lease_->Leading() ? 1.0 : 0.0},
+      {"fabricdiag_cluster_analysis_lease_acquisitions_total",
+       "Times this collector acquired the analysis lease.", PromType::kCounter,
+       static_cast<double>(lease_->acquisitions())},
+      {"fabricdiag_cluster_findings_write_errors_total",
+       "Findings this collector, as the analysis leader, failed to share.",
+       PromType::kCounter, static_cast<double>(findings_->write_errors())},
+      {"fabricdiag_cluster_findings_watch_restarts_total",
+       "Times the watcher of the shared findings was recreated.",
+       PromType::kCounter, static_cast<double>(findings_->watcher_restarts())},
+      {"fabricdiag_cluster_findings_undecodable_total",
+       "Values in the shared findings bucket that were not a finding "
+       "(skipped).",
+       PromType::kCounter, static_cast<double>(findings_->undecodable())},
+      {"fabricdiag_cluster_baselines_write_errors_total",
+       "Writes of the straggler baselines to the shared bucket that failed.",
+       PromType::kCounter, static_cast<double>(baselines_->write_errors())},
+      {"fabricdiag_cluster_features_published_bytes",
+       "Size of this collector's latest published features (every chunk).",
+       PromType::kGauge, static_cast<double>(features.last_published_bytes)},
+      {"fabricdiag_cluster_features_publish_errors_total",
+       "Analysis passes whose features this collector failed to publish.",
+       PromType::kCounter, static_cast<double>(features.publish_errors)},
+      {"fabricdiag_cluster_features_merged_members",
+       "Other collectors whose features the latest analysis pass merged.",
+       PromType::kGauge, static_cast<double>(features.merged_members)},
+      {"fabricdiag_cluster_features_merged_remote_ports",
+       "Ports of other collectors' nodes in the latest analysis pass.",
+       PromType::kGauge, static_cast<double>(features.merged_remote_ports)},
+      {"fabricdiag_cluster_features_undecodable_total",
+       "Feature messages received that were not a feature chunk.",
+       PromType::kCounter, static_cast<double>(features.undecodable_chunks)},
+  });
+  w.Family("fabricdiag_cluster_features_age_seconds",
+           "How old the newest features received from each other live "
+           "collector are (its feature lag; counted from when it became live "
+           "while none arrived).",
+           PromType::kGauge);
   const absl::Time now = absl::Now();
   for (const FeatureSource& s : FeatureSources()) {
-    absl::StrAppend(
-        out, "fabricdiag_cluster_features_age_seconds{", id, ",from=\"", s.id,
-        "\"} ",
-        absl::ToDoubleSeconds(std::max(absl::ZeroDuration(), now - s.heard)),
-        "\n");
+    w.Sample(
+        {{"collector_id", id_}, {"from", s.id}},
+        absl::ToDoubleSeconds(std::max(absl::ZeroDuration(), now - s.heard)));
   }
 }
 

@@ -68,6 +68,22 @@ size_t PutUnsigned(uint64_t v, char* out) {
   return n;
 }
 
+// AppendSeries for owned and borrowed labels.
+template <typename Labels>
+void AppendSeriesOf(absl::string_view name, const Labels& labels,
+                    std::string* out) {
+  out->append(name.data(), name.size());
+  if (labels.empty()) return;
+  out->push_back('{');
+  for (size_t i = 0; i < labels.size(); ++i) {
+    if (i > 0) out->push_back(',');
+    absl::StrAppend(out, labels[i].first, "=\"");
+    AppendEscaped(labels[i].second, /*quotes=*/true, out);
+    out->push_back('"');
+  }
+  out->push_back('}');
+}
+
 }  // namespace
 
 size_t FormatValueTo(double value, char* out) {
@@ -186,16 +202,12 @@ void AppendHelpText(absl::string_view help, std::string* out) {
 
 void AppendSeries(absl::string_view name, const PromLabels& labels,
                   std::string* out) {
-  out->append(name.data(), name.size());
-  if (labels.empty()) return;
-  out->push_back('{');
-  for (size_t i = 0; i < labels.size(); ++i) {
-    if (i > 0) out->push_back(',');
-    absl::StrAppend(out, labels[i].first, "=\"");
-    AppendLabelValue(labels[i].second, out);
-    out->push_back('"');
-  }
-  out->push_back('}');
+  AppendSeriesOf(name, labels, out);
+}
+
+void AppendSeries(absl::string_view name, absl::Span<const PromLabel> labels,
+                  std::string* out) {
+  AppendSeriesOf(name, labels, out);
 }
 
 void AppendFamilyHeader(absl::string_view name, absl::string_view help,
@@ -203,6 +215,24 @@ void AppendFamilyHeader(absl::string_view name, absl::string_view help,
   absl::StrAppend(out, "# HELP ", name, " ");
   AppendHelpText(help, out);
   absl::StrAppend(out, "\n# TYPE ", name, " ", PromTypeName(type), "\n");
+}
+
+void PromWriter::Family(absl::string_view name, absl::string_view help,
+                        PromType type) {
+  AppendFamilyHeader(name, help, type, out_);
+  name_.assign(name.data(), name.size());
+}
+
+void PromWriter::SamplesOf(absl::string_view name) {
+  name_.assign(name.data(), name.size());
+}
+
+void PromWriter::Sample(absl::Span<const PromLabel> labels, double value) {
+  AppendSeries(name_, labels, out_);
+  char text[kMaxValueTextBytes];
+  out_->push_back(' ');
+  out_->append(text, FormatValueTo(value, text));
+  out_->push_back('\n');
 }
 
 }  // namespace fabricdiag

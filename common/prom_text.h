@@ -1,17 +1,19 @@
-// The Prometheus text exposition format (version 0.0.4), its low-level
-// pieces: sample values, escaped label values and help texts, series names
-// and family headers. Every exposition fabricdiag writes by hand goes
-// through these, so that a value or a label reads the same everywhere.
+// The Prometheus text exposition format (version 0.0.4), written in one
+// place: sample values, escaped label values and help texts, series names
+// and family headers. Every exposition fabricdiag writes by hand (the
+// agent's renderer, the cluster's and the layouts' families) goes through
+// these, so that a value or a label reads the same everywhere.
 //
 //   std::string out;
-//   AppendFamilyHeader("fabricdiag_x_total", "What it counts.",
-//                      PromType::kCounter, &out);
-//   AppendSeries("fabricdiag_x_total", {{"node", "gpu-001"}}, &out);
-//   out.push_back(' ');
-//   char value[kMaxValueTextBytes];
-//   out.append(value, FormatValueTo(42, value));
+//   PromWriter w(&out);
+//   w.Family("fabricdiag_x_total", "What it counts.", PromType::kCounter);
+//   w.Sample({{"node", "gpu-001"}}, 42);   // fabricdiag_x_total{node=...} 42
 //
-// Pure functions; thread-safe.
+// The agent's renderer prepares series text once and formats only values
+// per scrape, with the same pieces (AppendSeries, AppendFamilyHeader,
+// FormatValueTo).
+//
+// Pure functions; PromWriter is not thread-safe.
 #pragma once
 
 #include <cstddef>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace fabricdiag {
 
@@ -52,6 +55,8 @@ const char* PromTypeName(PromType type);
 
 // Label name -> value, in the order they are printed.
 using PromLabels = std::vector<std::pair<std::string, std::string>>;
+// The same, borrowed: {{"node", node}, {"device", device}}.
+using PromLabel = std::pair<absl::string_view, absl::string_view>;
 
 // Appends `value` with backslash, double quote and newline escaped (a label
 // value).
@@ -63,9 +68,35 @@ void AppendHelpText(absl::string_view help, std::string* out);
 // Appends "name{k="v",...}" (no braces without labels), values escaped.
 void AppendSeries(absl::string_view name, const PromLabels& labels,
                   std::string* out);
+void AppendSeries(absl::string_view name, absl::Span<const PromLabel> labels,
+                  std::string* out);
 
 // Appends "# HELP name help\n# TYPE name type\n".
 void AppendFamilyHeader(absl::string_view name, absl::string_view help,
                         PromType type, std::string* out);
+
+// Appends families and their samples to a string: each family's HELP and
+// TYPE once, then "name{labels} value" lines, labels escaped and values
+// formatted by FormatValueTo. Label names are the caller's (constants).
+class PromWriter {
+ public:
+  explicit PromWriter(std::string* out) : out_(out) {}
+
+  // Starts family `name`: its HELP and TYPE lines. The samples that follow
+  // are its own.
+  void Family(absl::string_view name, absl::string_view help, PromType type);
+
+  // Continues family `name` without a header, for sample lines kept apart
+  // from their family's header (and joined under it later).
+  void SamplesOf(absl::string_view name);
+
+  // A sample of the current family.
+  void Sample(double value) { Sample({}, value); }
+  void Sample(absl::Span<const PromLabel> labels, double value);
+
+ private:
+  std::string* out_;
+  std::string name_;
+};
 
 }  // namespace fabricdiag

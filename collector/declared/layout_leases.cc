@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/names.h"
+#include "common/prom_text.h"
 #include "common/status_macros.h"
 
 namespace fabricdiag::collector {
@@ -161,18 +162,15 @@ void LayoutLeases::AppendMetrics(std::string* out) const {
   for (const auto& [job, entry] : registry_->Snapshot()->layouts) {
     if (LeaseExpiry(entry->applied_layout.declaration()).has_value()) ++leased;
   }
-  absl::StrAppend(
-      out,
-      "# HELP fabricdiag_layouts_expired_total Layouts this collector removed "
-      "because their lease ran out without a renewal.\n"
-      "# TYPE fabricdiag_layouts_expired_total counter\n"
-      "fabricdiag_layouts_expired_total ",
-      expired(),
-      "\n"
-      "# HELP fabricdiag_layouts_leased Layouts declared with a lease.\n"
-      "# TYPE fabricdiag_layouts_leased gauge\n"
-      "fabricdiag_layouts_leased ",
-      leased, "\n");
+  PromWriter w(out);
+  w.Family("fabricdiag_layouts_expired_total",
+           "Layouts this collector removed because their lease ran out "
+           "without a renewal.",
+           PromType::kCounter);
+  w.Sample(static_cast<double>(expired()));
+  w.Family("fabricdiag_layouts_leased", "Layouts declared with a lease.",
+           PromType::kGauge);
+  w.Sample(static_cast<double>(leased));
 }
 
 }  // namespace fabricdiag::collector

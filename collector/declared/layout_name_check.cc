@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/names.h"
+#include "common/prom_text.h"
 
 namespace fabricdiag::collector {
 
@@ -73,20 +74,17 @@ std::vector<std::string> LayoutNameCheck::Check(const v1::Layout& layout) {
 }
 
 void LayoutNameCheck::AppendMetrics(std::string* out) const {
-  absl::StrAppend(
-      out,
-      "# HELP fabricdiag_layout_name_warnings_total Warnings about host or "
-      "NIC names no agent reports, given with the layouts declared since "
-      "start.\n"
-      "# TYPE fabricdiag_layout_name_warnings_total counter\n"
-      "fabricdiag_layout_name_warnings_total ",
-      warnings_.load(),
-      "\n"
-      "# HELP fabricdiag_layouts_with_name_warnings_total Layouts declared "
-      "since start that name a host or NIC no agent reports.\n"
-      "# TYPE fabricdiag_layouts_with_name_warnings_total counter\n"
-      "fabricdiag_layouts_with_name_warnings_total ",
-      warned_layouts_.load(), "\n");
+  PromWriter w(out);
+  w.Family("fabricdiag_layout_name_warnings_total",
+           "Warnings about host or NIC names no agent reports, given with the "
+           "layouts declared since start.",
+           PromType::kCounter);
+  w.Sample(static_cast<double>(warnings_.load()));
+  w.Family("fabricdiag_layouts_with_name_warnings_total",
+           "Layouts declared since start that name a host or NIC no agent "
+           "reports.",
+           PromType::kCounter);
+  w.Sample(static_cast<double>(warned_layouts_.load()));
 }
 
 }  // namespace fabricdiag::collector

@@ -25,6 +25,7 @@
 #include "tests/agent/fake_ingest_server.h"
 #include "tests/testing/fake_sysfs.h"
 #include "tests/testing/http_get.h"
+#include "tests/testing/promtool.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
 
@@ -32,6 +33,8 @@ namespace fabricdiag::agent {
 namespace {
 
 using ::fabricdiag::testing::HttpGet;
+using ::fabricdiag::testing::PromtoolAccepts;
+using ::fabricdiag::testing::PromtoolInstalled;
 using ::fabricdiag::testing::RunCommand;
 using ::fabricdiag::testing::RunResult;
 using ::fabricdiag::testing::Subprocess;
@@ -120,15 +123,6 @@ std::string StableLines(const std::string& exposition) {
   return out;
 }
 
-bool PromtoolAccepts(const std::string& exposition, std::string* output) {
-  const std::string path = absl::StrCat(::testing::TempDir(), "/scrape.prom");
-  std::ofstream(path) << exposition;
-  RunResult r =
-      RunCommand({"/bin/sh", "-c", "promtool check metrics < " + path});
-  *output = r.out + r.err;
-  return r.exit_code == 0 && output->empty();
-}
-
 TEST(AgentBinaryTest, GoldenExpositionOfTheFixtureNode) {
   // LLDP from a real lldpcli capture: eth0's neighbor is kept, eth1 (not
   // in the fixture tree) is counted as unknown.
@@ -202,7 +196,7 @@ TEST(AgentBinaryTest, FixtureExpositionHasTheContractMetricsAndPassesPromtool) {
         1)
         << source;
   }
-  if (std::system("command -v promtool >/dev/null 2>&1") == 0) {
+  if (PromtoolInstalled()) {
     std::string lint;
     EXPECT_TRUE(PromtoolAccepts(body, &lint)) << lint;
   }
@@ -362,7 +356,7 @@ TEST(AgentBinaryTest, FollowsDevicesThatVanishAndReturn) {
                                 "device=\"mlx5_0\",port=\"1\"}")));
   EXPECT_EQ(
       Value(body, "fabricdiag_agent_source_success{source=\"rdma_sysfs\"}"), 0);
-  if (std::system("command -v promtool >/dev/null 2>&1") == 0) {
+  if (PromtoolInstalled()) {
     std::string lint;
     EXPECT_TRUE(PromtoolAccepts(body, &lint)) << lint;
   }

@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -13,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/agent/sample_testing.h"
+#include "tests/testing/promtool.h"
 
 namespace fabricdiag::agent {
 namespace {
@@ -221,27 +221,16 @@ TEST(ExpositionTest, LabelValuesAreEscaped) {
 // promtool is the reference for the exposition format; Debian ships it in
 // the `prometheus` package, which scripts/test.sh installs.
 TEST(ExpositionTest, PromtoolAcceptsTheExposition) {
-  if (std::system("command -v promtool >/dev/null 2>&1") != 0) {
+  if (!::fabricdiag::testing::PromtoolInstalled()) {
     GTEST_SKIP() << "promtool not installed (apt-get install prometheus)";
   }
   AgentHealth health;
   health.version = "test";
   health.stream = AgentHealth::Stream{};
-  const std::string path = absl::StrCat(testing::TempDir(), "/exposition.txt");
-  {
-    std::ofstream out(path);
-    out << Render(TestSnapshot(), health);
-  }
-  const std::string cmd =
-      absl::StrCat("promtool check metrics < ", path, " 2>&1");
-  FILE* pipe = popen(cmd.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string output;
-  char buf[512];
-  while (fgets(buf, sizeof(buf), pipe) != nullptr) output += buf;
-  const int status = pclose(pipe);
-  EXPECT_EQ(status, 0) << output;
-  EXPECT_EQ(output, "") << "promtool lint findings:\n" << output;
+  std::string lint;
+  EXPECT_TRUE(::fabricdiag::testing::PromtoolAccepts(
+      Render(TestSnapshot(), health), &lint))
+      << lint;
 }
 
 }  // namespace

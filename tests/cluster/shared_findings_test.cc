@@ -23,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/eventually.h"
 #include "tests/testing/nats_cluster.h"
+#include "tests/testing/promtool.h"
 #include "tests/testing/temp_dir.h"
 
 namespace fabricdiag::cluster {
@@ -304,6 +305,10 @@ TEST_F(SharedFindingsTest, HealthNamesACollectorWhoseFeaturesDoNotArrive) {
       metrics, std::regex("\nfabricdiag_cluster_features_age_seconds\\{"
                           "collector_id=\"col-a\",from=\"col-b\"\\} 0[.]")))
       << metrics;
+  if (testing::PromtoolInstalled()) {
+    std::string lint;
+    EXPECT_TRUE(testing::PromtoolAccepts(metrics, &lint)) << lint;
+  }
 
   // B dies: its announcements and features stop together. A stays healthy
   // while B drops out of the members (6 s).

@@ -8,7 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/exposition_text.h"
+#include "tests/testing/promtool.h"
 
 namespace fabricdiag {
 namespace {
@@ -117,6 +120,82 @@ TEST(FormatValueTest, IntoABufferAtTheEdges) {
   EXPECT_EQ(FormatValue(-1.2345678901234567e-308), "-1.2345678901234567e-308");
   EXPECT_EQ(FormatValue(-0.00012345678901234567), "-0.00012345678901234567");
   EXPECT_EQ(FormatValue(100000000), "100000000");
+}
+
+// Label values a layout or a misbehaving driver could bring: each one must
+// come back from a parser unchanged.
+const char* const kHostileValues[] = {
+    "back\\slash", "qu\"ote", "new\nline", "\\\"\n",     "} 1\nfake 2",
+    "a,b=\"c\"",   "ünïcødé", "",          "trailing\\",
+};
+
+std::string HostileExposition() {
+  std::string out;
+  PromWriter w(&out);
+  w.Family("fabricdiag_test_hostile", "Help with \\ and\nnewline \"kept\".",
+           PromType::kGauge);
+  double i = 0;
+  for (const char* v : kHostileValues) w.Sample({{"value", v}}, ++i);
+  w.Family("fabricdiag_test_events_total", "Events.", PromType::kCounter);
+  w.Sample(0.1 + 0.2);
+  return out;
+}
+
+TEST(PromWriterTest, WritesEachHeaderOnceThenItsSamples) {
+  std::string out;
+  PromWriter w(&out);
+  w.Family("fabricdiag_x_total", "What it counts.", PromType::kCounter);
+  w.Sample({{"node", "gpu-001"}, {"port", "1"}}, 42);
+  w.Sample({{"node", "gpu-002"}, {"port", "1"}}, 18446744073709551615.0);
+  w.Family("fabricdiag_y", "A gauge.", PromType::kGauge);
+  w.Sample(0.5);
+  w.Sample(std::nan(""));
+  EXPECT_EQ(out,
+            "# HELP fabricdiag_x_total What it counts.\n"
+            "# TYPE fabricdiag_x_total counter\n"
+            "fabricdiag_x_total{node=\"gpu-001\",port=\"1\"} 42\n"
+            "fabricdiag_x_total{node=\"gpu-002\",port=\"1\"} "
+            "1.8446744073709552e+19\n"
+            "# HELP fabricdiag_y A gauge.\n"
+            "# TYPE fabricdiag_y gauge\n"
+            "fabricdiag_y 0.5\n"
+            "fabricdiag_y NaN\n");
+}
+
+TEST(PromWriterTest, SamplesOfWritesNoHeader) {
+  std::string out;
+  PromWriter w(&out);
+  w.SamplesOf("fabricdiag_z");
+  w.Sample({{"job", "j"}}, 1);
+  EXPECT_EQ(out, "fabricdiag_z{job=\"j\"} 1\n");
+}
+
+TEST(PromWriterTest, EscapesLabelValuesAndHelp) {
+  const std::string out = HostileExposition();
+  EXPECT_THAT(
+      out, ::testing::HasSubstr("# HELP fabricdiag_test_hostile Help with \\\\ "
+                                "and\\nnewline \"kept\".\n"));
+  EXPECT_THAT(out, ::testing::HasSubstr(
+                       "fabricdiag_test_hostile{value=\"\\\\\\\"\\n\"} 4\n"));
+  EXPECT_THAT(out, ::testing::HasSubstr(
+                       "fabricdiag_test_hostile{value=\"} 1\\nfake 2\"} 5\n"));
+  absl::StatusOr<std::vector<testing::ExpositionSample>> samples =
+      testing::ParseExpositionText(out);
+  ASSERT_TRUE(samples.ok()) << samples.status();
+  ASSERT_EQ(samples->size(), std::size(kHostileValues) + 1);
+  for (size_t i = 0; i < std::size(kHostileValues); ++i) {
+    EXPECT_EQ((*samples)[i].labels.at("value"), kHostileValues[i]);
+    EXPECT_EQ((*samples)[i].value, static_cast<double>(i + 1));
+  }
+  EXPECT_EQ(samples->back().value, 0.1 + 0.2);
+}
+
+TEST(PromWriterTest, PromtoolAcceptsHostileLabelValues) {
+  if (!testing::PromtoolInstalled()) {
+    GTEST_SKIP() << "promtool not installed (apt-get install prometheus)";
+  }
+  std::string lint;
+  EXPECT_TRUE(testing::PromtoolAccepts(HostileExposition(), &lint)) << lint;
 }
 
 }  // namespace

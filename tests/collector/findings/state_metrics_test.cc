@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -16,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/text_serializer.h"
+#include "tests/testing/promtool.h"
 #include "tests/testing/temp_dir.h"
 
 namespace fabricdiag::collector {
@@ -187,24 +187,14 @@ TEST_F(StateMetricsTest, StoreHealthAndWatchers) {
 
 // promtool is the reference for the exposition format and naming lint.
 TEST_F(StateMetricsTest, PassesPromtoolCheckMetrics) {
-  if (std::system("command -v promtool >/dev/null 2>&1") != 0) {
+  if (!::fabricdiag::testing::PromtoolInstalled()) {
     GTEST_SKIP() << "promtool not installed (apt-get install prometheus)";
   }
   ASSERT_TRUE(
       findings_->Update({Pfc("gpu-003", "")}, clock_.Now(), "pfc").ok());
   std::unique_ptr<Watcher> watcher = findings_->Watch("");
-  std::string path = tmp_.path() + "/metrics.txt";
-  std::ofstream(path) << Text();
-  std::string command =
-      absl::StrCat("promtool check metrics < ", path, " 2>&1");
-  FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string output;
-  char buf[256];
-  while (size_t n = fread(buf, 1, sizeof(buf), pipe)) output.append(buf, n);
-  int status = pclose(pipe);
-  EXPECT_EQ(output, "") << "promtool lint findings:\n" << output;
-  EXPECT_EQ(status, 0);
+  std::string lint;
+  EXPECT_TRUE(::fabricdiag::testing::PromtoolAccepts(Text(), &lint)) << lint;
 }
 
 }  // namespace

@@ -41,6 +41,19 @@ int PrintDocument(const std::string& json, const CommandOptions& options,
   return kExitOk;
 }
 
+// The layout's JSON without the `"nic": ""` of ranks declared without a
+// NIC: the JSON printer prints every empty field (rank 0 and gpu 0 must
+// show), but a NIC that was never declared is not an empty name.
+std::string WithoutEmptyNics(const std::string& json) {
+  nlohmann::ordered_json doc =
+      nlohmann::ordered_json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.contains("ranks")) return json;
+  for (nlohmann::ordered_json& rank : doc["ranks"]) {
+    if (rank.is_object() && rank.value("nic", "x").empty()) rank.erase("nic");
+  }
+  return doc.dump();
+}
+
 absl::Status CheckJob(absl::string_view job) {
   if (!IsValidJobName(job)) {
     return absl::InvalidArgumentError(absl::StrCat("JOB: \"", Printable(job),
@@ -184,7 +197,8 @@ int LayoutShowCommand(CollectorClient& client, absl::string_view job,
   if (absl::Status s = CheckJob(job); !s.ok()) return ReportError(s, env);
   absl::StatusOr<v1::Layout> layout = client.GetLayout(std::string(job));
   if (!layout.ok()) return ReportError(layout.status(), env);
-  return PrintDocument(analysis::LayoutToJson(*layout), options, env);
+  return PrintDocument(WithoutEmptyNics(analysis::LayoutToJson(*layout)),
+                       options, env);
 }
 
 int LayoutCheckCommand(CollectorClient& client, absl::string_view job,

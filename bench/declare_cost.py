@@ -126,6 +126,10 @@ def main():
         time.sleep(span)
         idle_cpu = cpu_seconds(proc.pid) - cpu0
 
+        # A fresh connection: the idle wait may outlast the server's idle
+        # timeout for a kept connection.
+        conn.close()
+        conn = http.client.HTTPConnection("127.0.0.1", http_port, timeout=60)
         renew_latencies = []
         cpu0 = cpu_seconds(proc.pid)
         t0 = time.monotonic()
@@ -136,9 +140,18 @@ def main():
             if pause > 0:
                 time.sleep(pause)
             start = time.perf_counter()
-            conn.request("POST", f"/api/v1/jobs/{jobs[k % len(jobs)]}/renew")
-            r = conn.getresponse()
-            r.read()
+            try:
+                conn.request("POST",
+                             f"/api/v1/jobs/{jobs[k % len(jobs)]}/renew")
+                r = conn.getresponse()
+                r.read()
+            except (OSError, http.client.HTTPException) as e:
+                print(f"renewal {k}: {e!r}; collector exit status "
+                      f"{proc.poll()}; its log ends:", file=sys.stderr)
+                log.flush()
+                with open(os.path.join(tmp, "collector.log")) as f:
+                    print(f.read()[-1500:], file=sys.stderr)
+                return 2
             renew_latencies.append(time.perf_counter() - start)
             if r.status != 200:
                 print(f"renew: {r.status}", file=sys.stderr)

@@ -55,6 +55,17 @@ def layout(job, ranks):
         "lease_seconds": 3600, "source": "python", "owner": "bench"}
 
 
+def dropped(what, error, proc, log, tmp):
+    """Reports a connection the collector dropped, with its exit status
+    and the end of its log; returns the exit code 2."""
+    print(f"{what}: {error!r}; collector exit status {proc.poll()}; its "
+          "log ends:", file=sys.stderr)
+    log.flush()
+    with open(os.path.join(tmp, "collector.log")) as f:
+        print(f.read()[-1500:], file=sys.stderr)
+    return 2
+
+
 def percentile(values, p):
     values = sorted(values)
     return values[min(len(values) - 1, int(len(values) * p / 100))]
@@ -105,9 +116,12 @@ def main():
         for job in jobs:
             body = json.dumps(layout(job, args.ranks))
             start = time.perf_counter()
-            conn.request("PUT", f"/api/v1/jobs/{job}", body, headers)
-            r = conn.getresponse()
-            answer = r.read()
+            try:
+                conn.request("PUT", f"/api/v1/jobs/{job}", body, headers)
+                r = conn.getresponse()
+                answer = r.read()
+            except (OSError, http.client.HTTPException) as e:
+                return dropped(f"PUT {job}", e, proc, log, tmp)
             latencies.append(time.perf_counter() - start)
             if r.status != 201:
                 print(f"PUT {job}: {r.status} {answer[:200]}", file=sys.stderr)
@@ -146,12 +160,7 @@ def main():
                 r = conn.getresponse()
                 r.read()
             except (OSError, http.client.HTTPException) as e:
-                print(f"renewal {k}: {e!r}; collector exit status "
-                      f"{proc.poll()}; its log ends:", file=sys.stderr)
-                log.flush()
-                with open(os.path.join(tmp, "collector.log")) as f:
-                    print(f.read()[-1500:], file=sys.stderr)
-                return 2
+                return dropped(f"renewal {k}", e, proc, log, tmp)
             renew_latencies.append(time.perf_counter() - start)
             if r.status != 200:
                 print(f"renew: {r.status}", file=sys.stderr)

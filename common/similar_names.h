@@ -22,8 +22,8 @@ namespace fabricdiag {
 size_t NameEditDistance(absl::string_view a, absl::string_view b);
 
 // The names of `candidates` that look like `name`, most alike first (then
-// shorter first and alphabetical: "gpu-2" before "gpu-10"), at most `max`. A candidate
-// looks alike when, ignoring ASCII case, it
+// shorter first and alphabetical: "gpu-2" before "gpu-10"), at most `max`. A
+// candidate looks alike when, ignoring ASCII case, it
 //   1. equals `name`;
 //   2. is its short name or its FQDN (the first dot-separated labels are
 //      equal: "gpu-009" and "gpu-009.example.com");

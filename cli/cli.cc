@@ -48,6 +48,13 @@ const std::vector<CommandSpec>& Commands() {
        true,
        [](CollectorClient* c, Args a, const CommandOptions& o,
           const CommandEnv& e) { return LayoutShowCommand(*c, a[0], o, e); }},
+      {{"layout", "check"},
+       {"JOB"},
+       "the job's hosts and NICs no agent reports, and the reported names "
+       "that look alike; exit 3 when any [--json]",
+       true,
+       [](CollectorClient* c, Args a, const CommandOptions& o,
+          const CommandEnv& e) { return LayoutCheckCommand(*c, a[0], o, e); }},
       {{"layout", "delete"},
        {"JOB"},
        "forget a job's layout",

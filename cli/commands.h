@@ -34,6 +34,8 @@ using ::fabricdiag::client::CollectorClient;
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitCollector = 1;
 inline constexpr int kExitInvalid = 2;
+// layout check: the layout names a host or NIC no agent reports.
+inline constexpr int kExitUnmatched = 3;
 
 // Command flags (absl flags in main.cc; all global, as absl parses them
 // anywhere on the command line). A command ignores those it has no use for.
@@ -82,6 +84,11 @@ int LayoutListCommand(CollectorClient& client, const CommandOptions& options,
 // layout show JOB: YAML, or JSON with --json.
 int LayoutShowCommand(CollectorClient& client, absl::string_view job,
                       const CommandOptions& options, const CommandEnv& env);
+// layout check JOB: the hosts and NICs of the layout no agent reports, with
+// the reported names that look alike (cli/layout_check.h); a table, or a
+// JSON object with --json. kExitUnmatched when there is any.
+int LayoutCheckCommand(CollectorClient& client, absl::string_view job,
+                       const CommandOptions& options, const CommandEnv& env);
 // layout delete JOB: prints "layout JOB deleted".
 int LayoutDeleteCommand(CollectorClient& client, absl::string_view job,
                         const CommandOptions& options, const CommandEnv& env);

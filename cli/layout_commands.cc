@@ -1,15 +1,17 @@
-// layout apply/list/show/delete, topology apply/show.
+// layout apply/list/show/check/delete, topology apply/show.
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "analysis/layout_model.h"
 #include "analysis/layout_parse.h"
 #include "cli/command_util.h"
 #include "cli/commands.h"
 #include "cli/findings_table.h"
+#include "cli/layout_check.h"
 #include "cli/text_output.h"
 #include "collector/declared/layout_lease_limits.h"
 #include "collector/findings/finding_json.h"
@@ -37,6 +39,19 @@ int PrintDocument(const std::string& json, const CommandOptions& options,
     return ReportError(absl::InternalError(yaml.status().message()), env);
   *env.out << *yaml;
   return kExitOk;
+}
+
+// The layout's JSON without the `"nic": ""` of ranks declared without a
+// NIC: the JSON printer prints every empty field (rank 0 and gpu 0 must
+// show), but a NIC that was never declared is not an empty name.
+std::string WithoutEmptyNics(const std::string& json) {
+  nlohmann::ordered_json doc =
+      nlohmann::ordered_json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.contains("ranks")) return json;
+  for (nlohmann::ordered_json& rank : doc["ranks"]) {
+    if (rank.is_object() && rank.value("nic", "x").empty()) rank.erase("nic");
+  }
+  return doc.dump();
 }
 
 absl::Status CheckJob(absl::string_view job) {
@@ -182,7 +197,70 @@ int LayoutShowCommand(CollectorClient& client, absl::string_view job,
   if (absl::Status s = CheckJob(job); !s.ok()) return ReportError(s, env);
   absl::StatusOr<v1::Layout> layout = client.GetLayout(std::string(job));
   if (!layout.ok()) return ReportError(layout.status(), env);
-  return PrintDocument(analysis::LayoutToJson(*layout), options, env);
+  return PrintDocument(WithoutEmptyNics(analysis::LayoutToJson(*layout)),
+                       options, env);
+}
+
+int LayoutCheckCommand(CollectorClient& client, absl::string_view job,
+                       const CommandOptions& options, const CommandEnv& env) {
+  if (absl::Status s = CheckJob(job); !s.ok()) return ReportError(s, env);
+  absl::StatusOr<v1::Layout> layout = client.GetLayout(std::string(job));
+  if (!layout.ok()) return ReportError(layout.status(), env);
+  absl::StatusOr<v1::ListNodesResponse> nodes = client.ListNodes();
+  if (!nodes.ok()) return ReportError(nodes.status(), env);
+  const LayoutCheck check = CheckLayoutNames(*layout, ReportedNodes(*nodes));
+  const int status = check.unmatched.empty() ? kExitOk : kExitUnmatched;
+  if (options.json) {
+    nlohmann::ordered_json j;
+    j["job"] = std::string(job);
+    j["hosts"] = check.hosts;
+    j["nics"] = check.nics;
+    j["nics_unchecked"] = check.nics_unchecked;
+    j["reporting_nodes"] = nodes->nodes_size();
+    nlohmann::ordered_json unmatched = nlohmann::ordered_json::array();
+    for (const UnmatchedName& u : check.unmatched) {
+      nlohmann::ordered_json o;
+      o["kind"] = u.kind;
+      o["host"] = u.host;
+      o["nic"] = u.kind == "nic" ? nlohmann::ordered_json(u.nic)
+                                 : nlohmann::ordered_json(nullptr);
+      o["ranks"] = u.ranks;
+      o["looks_like"] = u.alike;
+      unmatched.push_back(std::move(o));
+    }
+    j["unmatched"] = std::move(unmatched);
+    *env.out << j.dump() << "\n";
+    return status;
+  }
+  size_t hosts = 0;
+  for (const UnmatchedName& u : check.unmatched) hosts += u.kind == "host";
+  const std::string unchecked =
+      check.nics_unchecked == 0
+          ? ""
+          : absl::StrCat(" (", check.nics_unchecked,
+                         " NICs of nodes streaming to other collectors not "
+                         "checked)");
+  if (check.unmatched.empty()) {
+    *env.out << "layout " << job << ": every host (" << check.hosts
+             << ") and NIC (" << check.nics << ") is reported by an agent"
+             << unchecked << "\n";
+    return status;
+  }
+  *env.out << "layout " << job << ": " << hosts << " of " << check.hosts
+           << " hosts and " << check.unmatched.size() - hosts << " of "
+           << check.nics << " NICs are reported by no agent" << unchecked
+           << "\n";
+  if (nodes->nodes_size() == 0) {
+    *env.out << "(no agent has reported to this collector since it started)\n";
+  }
+  Table table({"KIND", "NAME", "HOST", "RANKS", "LOOKS LIKE"});
+  for (const UnmatchedName& u : check.unmatched) {
+    table.AddRow({u.kind, u.kind == "nic" ? u.nic : u.host,
+                  u.kind == "nic" ? u.host : "-", absl::StrCat(u.ranks),
+                  u.alike.empty() ? "-" : absl::StrJoin(u.alike, ", ")});
+  }
+  table.Print(*env.out);
+  return status;
 }
 
 int LayoutDeleteCommand(CollectorClient& client, absl::string_view job,

@@ -3,11 +3,14 @@
 #include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <event2/thread.h>
 #include <event2/util.h>
 #include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -25,6 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/gzip.h"
+#include "common/http_tls.h"
 #include "common/log.h"
 
 namespace fabricdiag {
@@ -159,6 +163,16 @@ class HttpServer::Impl {
       return evthread_use_pthreads();
     }();
     if (kThreads != 0) return absl::InternalError("libevent has no threads");
+    if (options_.tls_cert_file.empty() != options_.tls_key_file.empty()) {
+      return absl::InvalidArgumentError(
+          "a TLS certificate needs its key, and a key its certificate");
+    }
+    if (!options_.tls_cert_file.empty()) {
+      absl::StatusOr<std::unique_ptr<HttpTlsContext>> tls =
+          HttpTlsContext::Load(options_.tls_cert_file, options_.tls_key_file);
+      if (!tls.ok()) return tls.status();
+      tls_ = *std::move(tls);
+    }
 
     sockaddr_storage addr{};
     int addr_len = sizeof(addr);
@@ -224,6 +238,7 @@ class HttpServer::Impl {
     event* timer = nullptr;
     std::string peer;
     State state = State::kHead;
+
     bool keep_alive = false;   // after the response being written
     bool close_after = false;  // the client closed its side
     // kBody: the request whose body is arriving, and its route.
@@ -267,7 +282,7 @@ class HttpServer::Impl {
     conn->id = ++next_id_;
     conn->peer = std::move(peer);
     evutil_make_socket_nonblocking(fd);
-    conn->bev = bufferevent_socket_new(base_, fd, BEV_OPT_CLOSE_ON_FREE);
+    conn->bev = NewBufferevent(fd);
     conn->timer = evtimer_new(base_, &Impl::OnTimer, conn.get());
     if (conn->bev == nullptr || conn->timer == nullptr) {
       if (conn->bev == nullptr) evutil_closesocket(fd);
@@ -281,6 +296,30 @@ class HttpServer::Impl {
     Arm(conn.get(), options_.header_timeout);
     open_.store(conns_.size() + 1);
     conns_.emplace(conn->id, std::move(conn));
+  }
+
+  // A plain socket's bufferevent, or, for HTTPS, one that runs the server
+  // side of the handshake first. nullptr (fd left open) on failure.
+  bufferevent* NewBufferevent(evutil_socket_t fd) {
+    if (tls_ == nullptr) {
+      return bufferevent_socket_new(base_, fd, BEV_OPT_CLOSE_ON_FREE);
+    }
+    SSL* ssl = SSL_new(tls_->get());
+    if (ssl == nullptr) {
+      ERR_clear_error();
+      return nullptr;
+    }
+    bufferevent* bev = bufferevent_openssl_socket_new(
+        base_, fd, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+    if (bev == nullptr) {
+      SSL_free(ssl);
+      return nullptr;
+    }
+    // Clients often close without TLS's close_notify once they have the
+    // whole response (its Content-Length says where it ends): that is an
+    // end of stream, as on a plain socket, not an error.
+    bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+    return bev;
   }
 
   // ---- reading and parsing -------------------------------------------------
@@ -576,6 +615,8 @@ class HttpServer::Impl {
   }
 
   void Event(Connection* c, short what) {
+    // HTTPS: the handshake is done; the request comes as data.
+    if ((what & BEV_EVENT_CONNECTED) != 0) return;
     if ((what & BEV_EVENT_TIMEOUT) != 0) {
       ++timeouts_;
       Close(c);
@@ -630,6 +671,7 @@ class HttpServer::Impl {
 
   const HttpServerOptions options_;
   const std::vector<HttpRoute> routes_;
+  std::unique_ptr<HttpTlsContext> tls_;  // nullptr: plain HTTP
   event_base* base_ = nullptr;
   evconnlistener* listener_ = nullptr;
   event* wake_ = nullptr;

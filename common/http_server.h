@@ -18,6 +18,10 @@
 //   /healthz;
 // - a response is gzip-compressed (on the worker) when the client accepts
 //   it and the route allows it.
+// With a certificate and key (`tls_cert_file`, `tls_key_file`) it speaks
+// HTTPS only: a plain-HTTP client's connection fails its handshake and is
+// closed; the head deadline and the limits above apply to the handshake
+// too.
 // Routes serve GET and HEAD unless they name other methods; a request with a
 // body is refused (413) unless its route takes one (`max_body_bytes`), and
 // then its Content-Length must be within that bound (413) and the body must
@@ -94,13 +98,17 @@ struct HttpServerOptions {
   int worker_threads = 2;
   size_t max_queued_requests = 64;
   int gzip_level = 1;
+  // PEM files; both set: HTTPS (common/http_tls.h), both empty: plain HTTP.
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 class HttpServer {
  public:
-  // Binds and starts serving. InvalidArgument for a malformed address,
-  // Unavailable when it cannot be bound (in use: another process already
-  // serves there; no port reuse).
+  // Binds and starts serving. InvalidArgument for a malformed address or
+  // TLS files that are unreadable, malformed or not a pair, Unavailable when it
+  // cannot be bound (in use: another process already serves there; no port
+  // reuse).
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(
       HttpServerOptions options, std::vector<HttpRoute> routes);
   ~HttpServer();

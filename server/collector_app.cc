@@ -91,10 +91,16 @@ absl::Status ValidateCollectorConfig(const CollectorConfig& config) {
   RETURN_IF_ERROR(CheckReadable("tls_cert", config.tls_cert));
   RETURN_IF_ERROR(CheckReadable("tls_key", config.tls_key));
   RETURN_IF_ERROR(CheckReadable("tls_client_ca", config.tls_client_ca));
+  RETURN_IF_ERROR(CheckReadable("http_tls_cert", config.http_tls_cert));
+  RETURN_IF_ERROR(CheckReadable("http_tls_key", config.http_tls_key));
   RETURN_IF_ERROR(CheckReadable("auth_token_file", config.auth_token_file));
   RETURN_IF_ERROR(CheckReadable("ingest_token_file", config.ingest_token_file));
   if (config.tls_cert.empty() != config.tls_key.empty()) {
     return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
+  }
+  if (config.http_tls_cert.empty() != config.http_tls_key.empty()) {
+    return absl::InvalidArgumentError(
+        "--http_tls_cert and --http_tls_key go together");
   }
   if (!config.tls_client_ca.empty() && config.tls_cert.empty()) {
     return absl::InvalidArgumentError(
@@ -253,16 +259,25 @@ absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(
       WebRoutes({in.findings, in.registry,
                  [runner] { return runner->LatestView(); }, in.clock});
   for (HttpRoute& r : JobWriteRoutes(in.writes)) routes.push_back(std::move(r));
+  HttpServerOptions options;
+  options.listen = config.http_listen;
+  options.tls_cert_file = config.http_tls_cert;
+  options.tls_key_file = config.http_tls_key;
   absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
-      config.http_listen, {collector_metrics, findings_metrics},
+      std::move(options), {collector_metrics, findings_metrics},
       [state, stats, backends] {
         return CollectorHealth(*state, *stats, *backends);
       },
       std::move(text_metrics), std::move(routes));
   if (!http.ok()) {
+    // Bind errors name the address; TLS file errors name the file already.
+    const std::string flag =
+        http.status().code() == absl::StatusCode::kInvalidArgument &&
+                !config.http_tls_cert.empty()
+            ? "--http_tls_cert/--http_tls_key"
+            : absl::StrCat("--http_listen=", config.http_listen);
     return absl::Status(http.status().code(),
-                        absl::StrCat("--http_listen=", config.http_listen, ": ",
-                                     http.status().message()));
+                        absl::StrCat(flag, ": ", http.status().message()));
   }
   return http;
 }
@@ -285,8 +300,9 @@ QueryService::Options MakeQueryOptions(std::string token,
 void LogServing(const CollectorConfig& config, const Backends& backends,
                 int grpc_port, int http_port, bool writes_need_token) {
   LogInfo(absl::StrCat("fabricdiag-collector ", kVersion, " gRPC on port ",
-                       grpc_port, ", HTTP on port ", http_port, ", state in ",
-                       config.state_dir, backends.Describe(),
+                       grpc_port, ", HTTP on port ", http_port,
+                       config.http_tls_cert.empty() ? "" : " (TLS)",
+                       ", state in ", config.state_dir, backends.Describe(),
                        writes_need_token
                            ? ", writes need the bearer token"
                            : ", writes open (no --auth_token_file)"));

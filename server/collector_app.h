@@ -19,6 +19,9 @@ namespace fabricdiag::collector {
 struct CollectorConfig {
   std::string listen = "0.0.0.0:9811";       // gRPC
   std::string http_listen = "0.0.0.0:9812";  // /metrics, /healthz
+  // HTTPS on http_listen with this PEM certificate and key (both or none).
+  std::string http_tls_cert;
+  std::string http_tls_key;
   std::string state_dir = "/var/lib/fabricdiag";
   std::string tls_cert;
   std::string tls_key;

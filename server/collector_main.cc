@@ -17,6 +17,10 @@ ABSL_FLAG(std::string, listen, "0.0.0.0:9811",
           "ADDR:PORT for gRPC: agent ingest, layouts, topology, queries");
 ABSL_FLAG(std::string, http_listen, "0.0.0.0:9812",
           "ADDR:PORT for HTTP: /metrics (findings as metrics), /healthz");
+ABSL_FLAG(std::string, http_tls_cert, "",
+          "Serve --http_listen over HTTPS with this PEM certificate (chain); "
+          "bearer tokens of the HTTP write API cross that port");
+ABSL_FLAG(std::string, http_tls_key, "", "Private key of --http_tls_cert");
 ABSL_FLAG(std::string, state_dir, "/var/lib/fabricdiag",
           "Layouts, topology and finding history survive restarts here");
 ABSL_FLAG(std::string, tls_cert, "", "Serve gRPC over TLS with this cert");
@@ -83,6 +87,8 @@ int main(int argc, char** argv) {
   fabricdiag::collector::CollectorConfig config;
   config.listen = absl::GetFlag(FLAGS_listen);
   config.http_listen = absl::GetFlag(FLAGS_http_listen);
+  config.http_tls_cert = absl::GetFlag(FLAGS_http_tls_cert);
+  config.http_tls_key = absl::GetFlag(FLAGS_http_tls_key);
   config.state_dir = absl::GetFlag(FLAGS_state_dir);
   config.tls_cert = absl::GetFlag(FLAGS_tls_cert);
   config.tls_key = absl::GetFlag(FLAGS_tls_key);

@@ -13,7 +13,7 @@
 namespace fabricdiag::collector {
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
-    const std::string& listen,
+    HttpServerOptions options,
     std::vector<std::shared_ptr<prometheus::Collectable>> collectables,
     std::function<HealthReport()> health, std::vector<TextSource> text,
     std::vector<HttpRoute> more_routes) {
@@ -68,8 +68,6 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
                     /*inline_handler=*/true});
   routes.insert(routes.end(), std::make_move_iterator(more_routes.begin()),
                 std::make_move_iterator(more_routes.end()));
-  HttpServerOptions options;
-  options.listen = listen;
   absl::StatusOr<std::unique_ptr<fabricdiag::HttpServer>> server =
       fabricdiag::HttpServer::Start(std::move(options), std::move(routes));
   if (!server.ok()) return server.status();

@@ -4,7 +4,9 @@
 // starve it; /healthz answers on the event loop even while /metrics is being
 // rendered).
 //
-//   ASSIGN_OR_RETURN(auto http, HttpServer::Start("0.0.0.0:9812",
+//   HttpServerOptions options;
+//   options.listen = "0.0.0.0:9812";
+//   ASSIGN_OR_RETURN(auto http, HttpServer::Start(options,
 //       {findings_metrics, collector_metrics}, [&] { return Health(); }));
 //   LogInfo(absl::StrCat("HTTP on port ", http->port()));
 //
@@ -30,15 +32,17 @@ struct HealthReport {
 
 class HttpServer {
  public:
-  // `listen` is ADDR:PORT (port 0 = any free port). Unavailable when the
-  // address cannot be bound (in use by another process, for instance).
+  // `options.listen` is ADDR:PORT (port 0 = any free port); with its TLS
+  // files set it serves HTTPS. Unavailable when the address cannot be bound
+  // (in use by another process, for instance), InvalidArgument for bad TLS
+  // files.
   // `text` sources append ready-made exposition text after the
   // collectables' families (series rendered once, not per scrape).
   // `more_routes` are further routes served beside them (the live page and its
   // JSON, collector/web/web_routes.h).
   using TextSource = std::function<void(std::string*)>;
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(
-      const std::string& listen,
+      HttpServerOptions options,
       std::vector<std::shared_ptr<prometheus::Collectable>> collectables,
       std::function<HealthReport()> health, std::vector<TextSource> text = {},
       std::vector<HttpRoute> more_routes = {});

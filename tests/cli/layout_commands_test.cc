@@ -18,6 +18,7 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using testing::kValidLayoutYaml;
+using ::testing::Not;
 using testing::TestEnv;
 using testing::WriteTempFile;
 
@@ -248,6 +249,24 @@ TEST_F(LayoutCommandsTest, ShowYamlAndJsonReadBack) {
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->SerializeAsString(), layout.SerializeAsString());
   EXPECT_EQ(nlohmann::json::parse(json_env.out.str())["job"], "moe-train-42");
+}
+
+TEST_F(LayoutCommandsTest, ShowLeavesOutTheNicOfRanksDeclaredWithout) {
+  const v1::Layout layout = *analysis::ParseLayout(
+      "job: ranked\ngpus_per_node: 2\nparallelism: {tp: 2, pp: 1, dp: 1}\n"
+      "ranks:\n- {rank: 0, host: gpu-000, gpu: 0, nic: mlx5_3}\n"
+      "- {rank: 1, host: gpu-000, gpu: 1}\n");
+  client.layouts[layout.job()] = layout;
+  EXPECT_EQ(LayoutShowCommand(client, "ranked", options, t.env), kExitOk);
+  EXPECT_THAT(t.out.str(), HasSubstr("nic: mlx5_3"));
+  EXPECT_THAT(t.out.str(), Not(HasSubstr("nic: \"\"")));
+  EXPECT_THAT(t.out.str(), Not(HasSubstr("nic: ''")));
+  absl::StatusOr<v1::Layout> back = analysis::ParseLayout(t.out.str());
+  ASSERT_TRUE(back.ok()) << back.status() << "\n" << t.out.str();
+  EXPECT_EQ(back->SerializeAsString(), layout.SerializeAsString());
+  ASSERT_EQ(back->ranks_size(), 2);
+  EXPECT_EQ(back->ranks(0).nic(), "mlx5_3");
+  EXPECT_EQ(back->ranks(1).nic(), "");
 }
 
 TEST_F(LayoutCommandsTest, ShowUnknownJobIsCollectorErrorAndBadNameIsInput) {

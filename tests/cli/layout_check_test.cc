@@ -1,0 +1,203 @@
+// `fabricdiag layout check`: which of a layout's hosts and NICs no agent
+// reports (through hosts and rails, or ranks), and the command's table,
+// JSON and exit status against the in-memory client.
+#include "cli/layout_check.h"
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/cli/test_env.h"
+#include "tests/client/fake_collector_client.h"
+
+namespace fabricdiag::cli {
+namespace {
+
+using client::testing::FakeCollectorClient;
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using testing::TestEnv;
+
+// Two 2-GPU hosts through hosts and rails.
+v1::Layout HostsLayout(std::vector<std::string> hosts,
+                       std::vector<std::string> rails) {
+  v1::Layout l;
+  l.set_job("moe-42");
+  l.set_gpus_per_node(2);
+  l.mutable_parallelism()->set_tp(2);
+  l.mutable_parallelism()->set_pp(1);
+  l.mutable_parallelism()->set_dp(static_cast<uint32_t>(hosts.size()));
+  for (const std::string& h : hosts) l.add_hosts(h);
+  for (const std::string& r : rails) l.add_rails(r);
+  return l;
+}
+
+std::vector<ReportedNode> TwoNodes() {
+  return {{"gpu-000", {"mlx5_0", "mlx5_1"}, true},
+          {"gpu-001", {"mlx5_0", "mlx5_1"}, true}};
+}
+
+TEST(CheckLayoutNamesTest, EverythingReported) {
+  const LayoutCheck c = CheckLayoutNames(
+      HostsLayout({"gpu-000", "gpu-001"}, {"mlx5_0", "mlx5_1"}), TwoNodes());
+  EXPECT_EQ(c.hosts, 2U);
+  EXPECT_EQ(c.nics, 4U);
+  EXPECT_THAT(c.unmatched, IsEmpty());
+}
+
+TEST(CheckLayoutNamesTest, AnFqdnHostAndAWrongRail) {
+  const LayoutCheck c = CheckLayoutNames(
+      HostsLayout({"gpu-000.example.com", "gpu-001"}, {"mlx5_0", "mlx5_7"}),
+      TwoNodes());
+  ASSERT_EQ(c.unmatched.size(), 2U);
+  EXPECT_EQ(c.unmatched[0].kind, "host");
+  EXPECT_EQ(c.unmatched[0].host, "gpu-000.example.com");
+  EXPECT_EQ(c.unmatched[0].ranks, 2U);
+  EXPECT_THAT(c.unmatched[0].alike, ElementsAre("gpu-000", "gpu-001"));
+  // The FQDN host's NICs are not checked again: its host is the problem.
+  EXPECT_EQ(c.unmatched[1].kind, "nic");
+  EXPECT_EQ(c.unmatched[1].host, "gpu-001");
+  EXPECT_EQ(c.unmatched[1].nic, "mlx5_7");
+  EXPECT_EQ(c.unmatched[1].ranks, 1U);
+  EXPECT_THAT(c.unmatched[1].alike, ElementsAre("mlx5_0", "mlx5_1"));
+}
+
+TEST(CheckLayoutNamesTest, RanksWithTheirOwnNicOrTheRailOfTheirGpu) {
+  v1::Layout l = HostsLayout({}, {"mlx5_0", "mlx5_1"});
+  l.mutable_parallelism()->set_dp(1);
+  auto add = [&](const char* host, uint32_t gpu, const char* nic) {
+    v1::RankPlacement* r = l.add_ranks();
+    r->set_host(host);
+    r->set_gpu(gpu);
+    r->set_nic(nic);
+  };
+  add("gpu-001", 0, "ib_x");  // its own NIC, unreported
+  add("gpu-001", 1, "");      // rails[1]: mlx5_1, reported
+  const LayoutCheck c = CheckLayoutNames(l, TwoNodes());
+  EXPECT_EQ(c.hosts, 1U);
+  EXPECT_EQ(c.nics, 2U);
+  ASSERT_EQ(c.unmatched.size(), 1U);
+  EXPECT_EQ(c.unmatched[0].nic, "ib_x");
+  EXPECT_THAT(c.unmatched[0].alike, IsEmpty());
+}
+
+TEST(CheckLayoutNamesTest, NoRailsChecksHostsOnly) {
+  const LayoutCheck c =
+      CheckLayoutNames(HostsLayout({"gpu-000", "gpu-002"}, {}), TwoNodes());
+  EXPECT_EQ(c.nics, 0U);
+  ASSERT_EQ(c.unmatched.size(), 1U);
+  EXPECT_EQ(c.unmatched[0].host, "gpu-002");
+  EXPECT_THAT(c.unmatched[0].alike, ElementsAre("gpu-000", "gpu-001"));
+}
+
+TEST(CheckLayoutNamesTest, NicsOfNodesOfOtherCollectorsAreNotChecked) {
+  std::vector<ReportedNode> nodes = TwoNodes();
+  nodes[1].nics.clear();
+  nodes[1].nics_known = false;
+  const LayoutCheck c = CheckLayoutNames(
+      HostsLayout({"gpu-000", "gpu-001"}, {"mlx5_0", "mlx5_1"}), nodes);
+  EXPECT_THAT(c.unmatched, IsEmpty());
+  EXPECT_EQ(c.nics_unchecked, 2U);
+}
+
+TEST(CheckLayoutNamesTest, NoAgentAtAllLeavesEveryHostUnmatched) {
+  const LayoutCheck c = CheckLayoutNames(
+      HostsLayout({"gpu-000", "gpu-001"}, {"mlx5_0", "mlx5_1"}), {});
+  ASSERT_EQ(c.unmatched.size(), 2U);
+  EXPECT_EQ(c.unmatched[1].host, "gpu-001");
+}
+
+TEST(ReportedNodesTest, RemoteNodesHaveUnknownNics) {
+  v1::ListNodesResponse r;
+  v1::NodeStatus* a = r.add_nodes();
+  a->set_node("gpu-000");
+  a->add_rdma_devices("mlx5_0");
+  v1::NodeStatus* b = r.add_nodes();
+  b->set_node("gpu-001");
+  b->set_remote(true);
+  const std::vector<ReportedNode> nodes = ReportedNodes(r);
+  ASSERT_EQ(nodes.size(), 2U);
+  EXPECT_THAT(nodes[0].nics, ElementsAre("mlx5_0"));
+  EXPECT_TRUE(nodes[0].nics_known);
+  EXPECT_FALSE(nodes[1].nics_known);
+}
+
+class LayoutCheckCommandTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* name : {"gpu-000", "gpu-001"}) {
+      v1::NodeStatus* n = client.nodes.add_nodes();
+      n->set_node(name);
+      n->add_rdma_devices("mlx5_0");
+      n->add_rdma_devices("mlx5_1");
+    }
+  }
+  FakeCollectorClient client;
+  TestEnv t;
+  CommandOptions options;
+};
+
+TEST_F(LayoutCheckCommandTest, AllReportedIsExitZero) {
+  client.layouts["moe-42"] =
+      HostsLayout({"gpu-000", "gpu-001"}, {"mlx5_0", "mlx5_1"});
+  EXPECT_EQ(LayoutCheckCommand(client, "moe-42", options, t.env), kExitOk);
+  EXPECT_EQ(t.out.str(),
+            "layout moe-42: every host (2) and NIC (4) is reported by an "
+            "agent\n");
+}
+
+TEST_F(LayoutCheckCommandTest, UnmatchedIsATableAndExitThree) {
+  client.layouts["moe-42"] =
+      HostsLayout({"gpu-000.example.com", "gpu-001"}, {"mlx5_0", "mlx5_7"});
+  EXPECT_EQ(LayoutCheckCommand(client, "moe-42", options, t.env),
+            kExitUnmatched);
+  EXPECT_THAT(
+      t.out.str(),
+      AllOf(HasSubstr("layout moe-42: 1 of 2 hosts and 1 of 4 NICs are "
+                      "reported by no agent\n"),
+            HasSubstr("KIND  NAME"), HasSubstr("LOOKS LIKE"),
+            HasSubstr("host  gpu-000.example.com  -"),
+            HasSubstr("gpu-000, gpu-001"),
+            HasSubstr("nic   mlx5_7               gpu-001  1      mlx5_0, "
+                      "mlx5_1")));
+}
+
+TEST_F(LayoutCheckCommandTest, Json) {
+  client.layouts["moe-42"] =
+      HostsLayout({"gpu-000.example.com", "gpu-001"}, {"mlx5_0", "mlx5_7"});
+  options.json = true;
+  EXPECT_EQ(LayoutCheckCommand(client, "moe-42", options, t.env),
+            kExitUnmatched);
+  const nlohmann::json j = nlohmann::json::parse(t.out.str());
+  EXPECT_EQ(j["job"], "moe-42");
+  EXPECT_EQ(j["hosts"], 2);
+  EXPECT_EQ(j["nics"], 4);
+  EXPECT_EQ(j["reporting_nodes"], 2);
+  ASSERT_EQ(j["unmatched"].size(), 2U);
+  EXPECT_EQ(j["unmatched"][0]["kind"], "host");
+  EXPECT_TRUE(j["unmatched"][0]["nic"].is_null());
+  EXPECT_EQ(j["unmatched"][0]["looks_like"][0], "gpu-000");
+  EXPECT_EQ(j["unmatched"][1]["nic"], "mlx5_7");
+  EXPECT_EQ(j["unmatched"][1]["ranks"], 1);
+}
+
+TEST_F(LayoutCheckCommandTest, UnknownJobIsCollectorErrorAndBadNameIsInput) {
+  EXPECT_EQ(LayoutCheckCommand(client, "nope", options, t.env), kExitCollector);
+  EXPECT_EQ(LayoutCheckCommand(client, "../x", options, t.env), kExitInvalid);
+}
+
+TEST_F(LayoutCheckCommandTest, NoAgentSaysSo) {
+  client.nodes.Clear();
+  client.layouts["moe-42"] = HostsLayout({"gpu-000"}, {});
+  EXPECT_EQ(LayoutCheckCommand(client, "moe-42", options, t.env),
+            kExitUnmatched);
+  EXPECT_THAT(t.out.str(), HasSubstr("no agent has reported"));
+}
+
+}  // namespace
+}  // namespace fabricdiag::cli

@@ -46,8 +46,10 @@ absl::StatusOr<std::unique_ptr<WebFabric>> WebFabric::Build(
   f->findings_ = std::make_unique<collector::FindingsStore>(
       f->state_.get(), collector::FindingsStoreOptions{});
   RETURN_IF_ERROR(f->findings_->Load());
-  f->registry_ =
-      std::make_unique<collector::LayoutRegistry>(f->state_.get(), &f->clock_);
+  f->declared_ =
+      std::make_unique<collector::FileDeclaredState>(f->state_.get());
+  f->registry_ = std::make_unique<collector::LayoutRegistry>(f->declared_.get(),
+                                                             &f->clock_);
   RETURN_IF_ERROR(f->registry_->Load());
   RETURN_IF_ERROR(f->registry_->ApplyTopology(c.topology()));
   for (const analysis::LayoutModel& job : c.jobs()) {

@@ -23,6 +23,7 @@
 
 #include "absl/status/statusor.h"
 #include "analysis/fabric_view.h"
+#include "collector/declared/file_declared_state.h"
 #include "collector/declared/layout_registry.h"
 #include "collector/findings/findings_store.h"
 #include "collector/state/state_store.h"
@@ -66,6 +67,7 @@ class WebFabric {
   std::shared_ptr<const analysis::FabricView> view_;  // guarded by mu_
   std::unique_ptr<collector::StateStore> state_;
   std::unique_ptr<collector::FindingsStore> findings_;
+  std::unique_ptr<collector::FileDeclaredState> declared_;
   std::unique_ptr<collector::LayoutRegistry> registry_;
   std::string hot_node_;
   std::string hot_device_;

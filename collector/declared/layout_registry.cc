@@ -33,12 +33,6 @@ LayoutRegistry::LayoutRegistry(DeclaredState* state, const Clock* clock)
       clock_(clock),
       current_(std::make_shared<const RegistrySnapshot>()) {}
 
-LayoutRegistry::LayoutRegistry(StateStore* store, const Clock* clock)
-    : owned_state_(std::make_unique<FileDeclaredState>(store)),
-      state_(owned_state_.get()),
-      clock_(clock),
-      current_(std::make_shared<const RegistrySnapshot>()) {}
-
 LayoutRegistry::~LayoutRegistry() { state_->StopWatching(); }
 
 namespace {

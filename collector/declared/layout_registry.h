@@ -56,9 +56,7 @@
 #include "absl/time/time.h"
 #include "analysis/layout_model.h"
 #include "collector/declared/declared_state.h"
-#include "collector/declared/file_declared_state.h"
 #include "collector/declared/layout_metrics.h"
-#include "collector/state/state_store.h"
 #include "common/clock.h"
 #include "proto/layout.pb.h"
 
@@ -108,16 +106,15 @@ class LayoutRegistry {
  public:
   // `state` and `clock` must outlive the registry.
   LayoutRegistry(DeclaredState* state, const Clock* clock);
-  // The embedded backend over `store` (files in its directory).
-  LayoutRegistry(StateStore* store, const Clock* clock);
   // Stops the watcher (StartWatching) before the registry goes away.
   ~LayoutRegistry();
   LayoutRegistry(const LayoutRegistry&) = delete;
   LayoutRegistry& operator=(const LayoutRegistry&) = delete;
 
-  // Reads every layout and the topology from the store. Files that no longer
-  // validate are moved aside (StateStore::problems() says which); the others
-  // load. Errors only when the state directory cannot be read at all.
+  // Reads every layout and the topology from the declared state. Ones that no
+  // longer validate are set aside (DeclaredState::Reject; its problems() says
+  // which); the others load. Errors only when the declared state cannot be
+  // read at all.
   absl::Status Load();
 
   // Declares or replaces a layout; returns once it is durable.
@@ -199,7 +196,6 @@ class LayoutRegistry {
     absl::Status status_;
   };
 
-  std::unique_ptr<FileDeclaredState> owned_state_;  // the StateStore form
   DeclaredState* const state_;
   const Clock* const clock_;
   absl::Mutex turn_mu_;

@@ -65,12 +65,14 @@ class LayoutRegistryTest : public ::testing::Test {
   // collector sees.
   void Restart() {
     registry_.reset();
+    declared_.reset();
     store_.reset();
     absl::StatusOr<std::unique_ptr<StateStore>> store =
         StateStore::Open(Dir(), &clock_);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
-    registry_ = std::make_unique<LayoutRegistry>(store_.get(), &clock_);
+    declared_ = std::make_unique<FileDeclaredState>(store_.get());
+    registry_ = std::make_unique<LayoutRegistry>(declared_.get(), &clock_);
     ASSERT_TRUE(registry_->Load().ok());
   }
   void SetUp() override { Restart(); }
@@ -79,6 +81,7 @@ class LayoutRegistryTest : public ::testing::Test {
   ScopedTempDir tmp_;
   FakeClock clock_;
   std::unique_ptr<StateStore> store_;
+  std::unique_ptr<FileDeclaredState> declared_;
   std::unique_ptr<LayoutRegistry> registry_;
 };
 

@@ -9,6 +9,7 @@
 #include "analysis/finding.h"
 #include "analysis/layout_model.h"
 #include "analysis/layout_parse.h"
+#include "collector/declared/file_declared_state.h"
 #include "collector/declared/layout_metrics.h"
 #include "collector/declared/layout_registry.h"
 #include "collector/findings/findings_metrics.h"
@@ -45,7 +46,8 @@ class StateMetricsTest : public ::testing::Test {
         StateStore::Open(tmp_.path(), &clock_);
     ASSERT_TRUE(state.ok()) << state.status();
     state_ = *std::move(state);
-    registry_ = std::make_unique<LayoutRegistry>(state_.get(), &clock_);
+    declared_ = std::make_unique<FileDeclaredState>(state_.get());
+    registry_ = std::make_unique<LayoutRegistry>(declared_.get(), &clock_);
     ASSERT_TRUE(registry_->Load().ok());
     findings_ =
         std::make_unique<FindingsStore>(state_.get(), FindingsStoreOptions{});
@@ -66,6 +68,7 @@ class StateMetricsTest : public ::testing::Test {
   ScopedTempDir tmp_;
   FakeClock clock_;
   std::unique_ptr<StateStore> state_;
+  std::unique_ptr<FileDeclaredState> declared_;
   std::unique_ptr<LayoutRegistry> registry_;
   std::unique_ptr<FindingsStore> findings_;
   std::unique_ptr<FindingsMetrics> metrics_;

@@ -19,6 +19,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "collector/declared/file_declared_state.h"
 #include "collector/state/baselines_store.h"
 #include "collector/state/state_store.h"
 #include "common/clock.h"
@@ -55,7 +56,8 @@ struct RealTimeRunner {
   agent::ScopedTempDir tmp;
   SystemClock clock;
   std::unique_ptr<StateStore> state = OpenState(tmp.path(), &clock);
-  LayoutRegistry registry{state.get(), &clock};
+  FileDeclaredState declared{state.get()};
+  LayoutRegistry registry{&declared, &clock};
   FindingsStore findings{state.get(), FindingsStoreOptions{}};
   SeriesStore series{SeriesStore::Options{}, clock};
   AnalysisStats stats;
@@ -175,7 +177,8 @@ class AnalysisRunnerStateTest : public ::testing::Test {
     auto state = StateStore::Open(tmp_.path(), &clock);
     ASSERT_TRUE(state.ok()) << state.status();
     state_ = *std::move(state);
-    registry_ = std::make_unique<LayoutRegistry>(state_.get(), &clock);
+    declared_ = std::make_unique<FileDeclaredState>(state_.get());
+    registry_ = std::make_unique<LayoutRegistry>(declared_.get(), &clock);
     findings_ =
         std::make_unique<FindingsStore>(state_.get(), FindingsStoreOptions{});
     ASSERT_TRUE(findings_->Load().ok());
@@ -184,6 +187,7 @@ class AnalysisRunnerStateTest : public ::testing::Test {
   agent::ScopedTempDir tmp_;
   FakeClock clock{absl::FromUnixSeconds(1795000000)};
   std::unique_ptr<StateStore> state_;
+  std::unique_ptr<FileDeclaredState> declared_;
   std::unique_ptr<LayoutRegistry> registry_;
   std::unique_ptr<FindingsStore> findings_;
   SeriesStore series{SeriesStore::Options{}, clock};
@@ -570,7 +574,8 @@ Opened WhenAStrongStormOpens(const analysis::HysteresisConfig& gate) {
   auto state = StateStore::Open(tmp.path(), &clock);
   EXPECT_TRUE(state.ok()) << state.status();
   if (!state.ok()) return {};
-  LayoutRegistry registry(state->get(), &clock);
+  FileDeclaredState declared(state->get());
+  LayoutRegistry registry(&declared, &clock);
   FindingsStore findings(state->get(), FindingsStoreOptions{});
   EXPECT_TRUE(findings.Load().ok());
   SeriesStore series(SeriesStore::Options{}, clock);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "collector/declared/file_declared_state.h"
 #include "collector/declared/layout_leases.h"
 #include "collector/declared/layout_registry.h"
 #include "collector/state/state_store.h"
@@ -43,12 +44,14 @@ class JobWriteRoutesTest : public ::testing::Test {
   void Start(const std::string& token) {
     leases_.reset();
     registry_.reset();
+    declared_.reset();
     store_.reset();
     absl::StatusOr<std::unique_ptr<StateStore>> store =
         StateStore::Open(tmp_.path() + "/state", &clock_);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
-    registry_ = std::make_unique<LayoutRegistry>(store_.get(), &clock_);
+    declared_ = std::make_unique<FileDeclaredState>(store_.get());
+    registry_ = std::make_unique<LayoutRegistry>(declared_.get(), &clock_);
     ASSERT_TRUE(registry_->Load().ok());
     leases_ = std::make_unique<LayoutLeases>(
         registry_.get(), &clock_,
@@ -88,6 +91,7 @@ class JobWriteRoutesTest : public ::testing::Test {
   ::fabricdiag::testing::TempDir tmp_;
   FakeClock clock_;
   std::unique_ptr<StateStore> store_;
+  std::unique_ptr<FileDeclaredState> declared_;
   std::unique_ptr<LayoutRegistry> registry_;
   std::unique_ptr<LayoutLeases> leases_;
   std::vector<HttpRoute> routes_;

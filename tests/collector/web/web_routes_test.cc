@@ -8,6 +8,7 @@
 
 #include "absl/time/time.h"
 #include "analysis/fabric_view.h"
+#include "collector/declared/file_declared_state.h"
 #include "collector/declared/layout_registry.h"
 #include "collector/findings/findings_store.h"
 #include "collector/state/state_store.h"
@@ -53,7 +54,8 @@ class WebRoutesTest : public ::testing::Test {
     findings_ =
         std::make_unique<FindingsStore>(state_.get(), FindingsStoreOptions{});
     ASSERT_TRUE(findings_->Load().ok());
-    registry_ = std::make_unique<LayoutRegistry>(state_.get(), &clock_);
+    declared_ = std::make_unique<FileDeclaredState>(state_.get());
+    registry_ = std::make_unique<LayoutRegistry>(declared_.get(), &clock_);
     ASSERT_TRUE(registry_->Load().ok());
     view_ = View(6e9);
     routes_ = WebRoutes(
@@ -91,6 +93,7 @@ class WebRoutesTest : public ::testing::Test {
   FakeClock clock_{absl::FromUnixSeconds(1'790'000'000)};
   std::unique_ptr<StateStore> state_;
   std::unique_ptr<FindingsStore> findings_;
+  std::unique_ptr<FileDeclaredState> declared_;
   std::unique_ptr<LayoutRegistry> registry_;
   std::shared_ptr<const analysis::FabricView> view_;
   std::vector<HttpRoute> routes_;

@@ -1,5 +1,6 @@
 #include "collector/declared/layout_leases.h"
 
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -109,7 +110,12 @@ absl::StatusOr<v1::LayoutDeclaration> LayoutLeases::Renew(
 int LayoutLeases::ExpireDue(absl::Time deadline) {
   const absl::Time now = clock_->Now();
   std::vector<std::string> due;
-  for (const auto& [job, entry] : registry_->Snapshot()->layouts) {
+  // Held for the walk: a range-for over Snapshot()->layouts would keep only
+  // the map, not the snapshot owning it, and a write publishing meanwhile
+  // frees it under the loop.
+  const std::shared_ptr<const RegistrySnapshot> snapshot =
+      registry_->Snapshot();
+  for (const auto& [job, entry] : snapshot->layouts) {
     const std::optional<absl::Time> expiry =
         LeaseExpiry(entry->applied_layout.declaration());
     if (expiry.has_value() && *expiry <= now) due.push_back(job);
@@ -159,7 +165,10 @@ void LayoutLeases::Stop() {
 
 void LayoutLeases::AppendMetrics(std::string* out) const {
   size_t leased = 0;
-  for (const auto& [job, entry] : registry_->Snapshot()->layouts) {
+  // Held for the walk (see ExpireDue).
+  const std::shared_ptr<const RegistrySnapshot> snapshot =
+      registry_->Snapshot();
+  for (const auto& [job, entry] : snapshot->layouts) {
     if (LeaseExpiry(entry->applied_layout.declaration()).has_value()) ++leased;
   }
   PromWriter w(out);

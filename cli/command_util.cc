@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "analysis/layout_parse.h"
@@ -69,6 +70,30 @@ absl::StatusOr<std::string> ReadInputFile(absl::string_view path,
         absl::StrCat("larger than ", limit, " bytes"));
   }
   return data;
+}
+
+std::optional<LayoutFile> ReadLayoutFile(absl::string_view file,
+                                         const CommandEnv& env,
+                                         int* exit_code) {
+  const std::string name = InputName(file);
+  absl::StatusOr<std::string> text =
+      ReadInputFile(file, analysis::kMaxDocumentBytes, env);
+  if (!text.ok()) {
+    *exit_code = ReportInputError(name, text.status(), env);
+    return std::nullopt;
+  }
+  absl::StatusOr<v1::Layout> layout = analysis::ParseLayout(*text);
+  if (!layout.ok()) {
+    *exit_code = ReportInputError(name, layout.status(), env);
+    return std::nullopt;
+  }
+  absl::StatusOr<analysis::LayoutModel> model =
+      analysis::LayoutModel::Build(*layout);
+  if (!model.ok()) {
+    *exit_code = ReportInputError(name, model.status(), env);
+    return std::nullopt;
+  }
+  return LayoutFile{*std::move(layout), *std::move(model)};
 }
 
 }  // namespace fabricdiag::cli

@@ -1,11 +1,14 @@
 // Helpers shared by the command implementations (not part of the CLI's API).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "analysis/layout_model.h"
 #include "cli/commands.h"
+#include "proto/layout.pb.h"
 
 namespace fabricdiag::cli {
 
@@ -21,5 +24,17 @@ int ReportInputError(absl::string_view input, const absl::Status& status,
 
 // The name used for FILE in messages ("<stdin>" for "-").
 std::string InputName(absl::string_view path);
+
+// A layout file as every command taking one starts: FILE ("-": standard
+// input) read, parsed and its model built, so that a typo is reported here,
+// against the file's name, and an invalid layout never leaves this host.
+struct LayoutFile {
+  v1::Layout layout;
+  analysis::LayoutModel model;
+};
+// The layout in `file`; nullopt after reporting the error on env.err, with
+// *exit_code set to the status to exit with.
+std::optional<LayoutFile> ReadLayoutFile(absl::string_view file,
+                                         const CommandEnv& env, int* exit_code);
 
 }  // namespace fabricdiag::cli

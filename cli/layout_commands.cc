@@ -1,6 +1,7 @@
 // layout apply/list/show/check/delete, topology apply/show.
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,17 +68,10 @@ absl::Status CheckJob(absl::string_view job) {
 
 int LayoutApplyCommand(CollectorClient& client, absl::string_view file,
                        const CommandOptions& options, const CommandEnv& env) {
-  const std::string name = InputName(file);
-  absl::StatusOr<std::string> text =
-      ReadInputFile(file, analysis::kMaxDocumentBytes, env);
-  if (!text.ok()) return ReportInputError(name, text.status(), env);
-  absl::StatusOr<v1::Layout> layout = analysis::ParseLayout(*text);
-  if (!layout.ok()) return ReportInputError(name, layout.status(), env);
-  // The collector validates again, but a user should learn about a typo
-  // without a round trip, and an invalid layout must never leave this host.
-  absl::StatusOr<analysis::LayoutModel> model =
-      analysis::LayoutModel::Build(*layout);
-  if (!model.ok()) return ReportInputError(name, model.status(), env);
+  int exit_code = kExitOk;
+  std::optional<LayoutFile> input = ReadLayoutFile(file, env, &exit_code);
+  if (!input.has_value()) return exit_code;
+  const v1::Layout& layout = input->layout;
 
   v1::ApplyLayoutRequest request;
   if (options.lease != absl::ZeroDuration()) {
@@ -101,7 +95,7 @@ int LayoutApplyCommand(CollectorClient& client, absl::string_view file,
                              [](char c) { return c < ' ' || c > '~'; }),
               owner.end());
   request.set_owner(owner);
-  *request.mutable_layout() = *layout;
+  *request.mutable_layout() = layout;
   absl::StatusOr<v1::ApplyLayoutResponse> response =
       client.ApplyLayout(request);
   if (!response.ok()) return ReportError(response.status(), env);
@@ -110,7 +104,7 @@ int LayoutApplyCommand(CollectorClient& client, absl::string_view file,
   }
   if (options.json) {
     nlohmann::ordered_json j;
-    j["job"] = layout->job();
+    j["job"] = layout.job();
     j["replaced"] = response->replaced();
     j["warnings"] = nlohmann::ordered_json::array();
     for (const std::string& w : response->warnings())
@@ -122,7 +116,7 @@ int LayoutApplyCommand(CollectorClient& client, absl::string_view file,
     *env.out << j.dump() << "\n";
     return kExitOk;
   }
-  *env.out << "layout " << layout->job() << " applied ("
+  *env.out << "layout " << layout.job() << " applied ("
            << (response->replaced() ? "replaced" : "new") << ")\n";
   if (response->findings_size() > 0) {
     *env.out << response->findings_size()

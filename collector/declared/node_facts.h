@@ -1,0 +1,54 @@
+// What the nodes reported about themselves that changes rarely: the LLDP
+// neighbors of their ports and the GPU-NIC pairs (v1::NodeFacts, derived
+// from each node's Inventory). The discovered topology is drawn from it and
+// a layout's missing NICs are filled from it.
+//
+// The seam between the ingest that learns the facts and their readers, with
+// two backends as for the declared state (declared_state.h):
+//   - Embedded: held in memory by the one collector (its agents resend their
+//     inventory on every new stream, so a restart relearns it in seconds).
+//   - Cluster (--nats): a JetStream key-value bucket, so that every collector
+//     holds the facts of every node, whichever collector its agent streams
+//     to, and draws the same topology.
+//
+//   store->Put(facts);                         // the ingest, on an Inventory
+//   std::shared_ptr<const NodeFactsMap> all = store->Snapshot();
+//   if (store->Generation() != seen) ...       // rebuild what depends on it
+//
+// Implementations are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "proto/ingest.pb.h"
+
+namespace fabricdiag::collector {
+
+// node name -> what it last reported.
+using NodeFactsMap = absl::flat_hash_map<std::string, v1::NodeFacts>;
+
+class NodeFactsStore {
+ public:
+  virtual ~NodeFactsStore() = default;
+
+  // Records what `facts.node` reported, replacing what was held for it.
+  // Facts equal to those held (reported_unix_nanos aside) change nothing:
+  // agents resend their inventory on every stream. In a cluster the write
+  // may fail (NATS away); the caller logs it and the next inventory of the
+  // node retries.
+  virtual absl::Status Put(const v1::NodeFacts& facts) = 0;
+
+  // Every node's facts at one moment (never null). A copy-on-write
+  // snapshot: holding it never blocks Put.
+  virtual std::shared_ptr<const NodeFactsMap> Snapshot() const = 0;
+
+  // Increases at every change of the snapshot, so that a reader rebuilds
+  // what it derives only when the facts moved.
+  virtual uint64_t Generation() const = 0;
+};
+
+}  // namespace fabricdiag::collector

@@ -3,6 +3,7 @@
 #include <google/protobuf/util/json_util.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <initializer_list>
@@ -13,6 +14,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -210,15 +212,17 @@ absl::Status ReadGnmi(const YAML::Node& node, const std::string& path,
 }
 
 absl::StatusOr<v1::Topology> TopologyFromNode(const YAML::Node& root) {
-  ASSIGN_OR_RETURN(yaml::Fields f, yaml::Fields::Read(root, "", "topology",
-                                                      {"switches", "links"}));
+  ASSIGN_OR_RETURN(yaml::Fields f,
+                   yaml::Fields::Read(root, "", "topology",
+                                      {"switches", "links", "switch_links"}));
   v1::Topology out;
   if (auto switches = f.Get("switches")) {
     RETURN_IF_ERROR(CheckList(*switches, "switches", kMaxTopologySwitches));
     size_t i = 0;
     for (const YAML::Node& item : *switches) {
-      ASSIGN_OR_RETURN(yaml::Fields s, ReadFields(item, Index("switches", i),
-                                                  {"name", "uplinks", "gnmi"}));
+      ASSIGN_OR_RETURN(yaml::Fields s,
+                       ReadFields(item, Index("switches", i),
+                                  {"name", "uplinks", "gnmi", "chassis_id"}));
       v1::Switch& sw = *out.add_switches();
       ASSIGN_OR_RETURN(YAML::Node name, s.Require("name"));
       ASSIGN_OR_RETURN(std::string name_value,
@@ -231,6 +235,11 @@ absl::StatusOr<v1::Topology> TopologyFromNode(const YAML::Node& root) {
       }
       if (auto gnmi = s.Get("gnmi")) {
         RETURN_IF_ERROR(ReadGnmi(*gnmi, s.Path("gnmi"), *sw.mutable_gnmi()));
+      }
+      if (auto chassis = s.Get("chassis_id")) {
+        ASSIGN_OR_RETURN(std::string value,
+                         ReadString(*chassis, s.Path("chassis_id")));
+        sw.set_chassis_id(std::move(value));
       }
       ++i;
     }
@@ -258,14 +267,40 @@ absl::StatusOr<v1::Topology> TopologyFromNode(const YAML::Node& root) {
       ++i;
     }
   }
+  if (auto links = f.Get("switch_links")) {
+    RETURN_IF_ERROR(CheckList(*links, "switch_links", kMaxTopologyLinks));
+    size_t i = 0;
+    for (const YAML::Node& item : *links) {
+      ASSIGN_OR_RETURN(
+          yaml::Fields l,
+          ReadFields(item, Index("switch_links", i),
+                     {"switch_a", "port_a", "switch_b", "port_b"}));
+      v1::SwitchLink& link = *out.add_switch_links();
+      using Setter = void (v1::SwitchLink::*)(const std::string&);
+      const std::pair<absl::string_view, Setter> strs[] = {
+          {"switch_a", &v1::SwitchLink::set_switch_a},
+          {"port_a", &v1::SwitchLink::set_port_a},
+          {"switch_b", &v1::SwitchLink::set_switch_b},
+          {"port_b", &v1::SwitchLink::set_port_b},
+      };
+      for (const auto& [key, setter] : strs) {
+        ASSIGN_OR_RETURN(YAML::Node v, l.Require(key));
+        ASSIGN_OR_RETURN(std::string value, ReadString(v, l.Path(key)));
+        (link.*setter)(value);
+      }
+      ++i;
+    }
+  }
   return out;
 }
 
-std::string ToJson(const google::protobuf::Message& message) {
+std::string ToJson(const google::protobuf::Message& message,
+                   bool print_empty = true) {
   google::protobuf::util::JsonPrintOptions options;
   options.preserve_proto_field_names = true;
-  // Zeros matter here (rank 0, gpu 0): print them, so the output reads back.
-  options.always_print_primitive_fields = true;
+  // Zeros matter in a layout (rank 0, gpu 0): print them, so the output
+  // reads back.
+  options.always_print_primitive_fields = print_empty;
   std::string out;
   // Cannot fail for a message without Any or maps.
   (void)google::protobuf::util::MessageToJsonString(message, &out, options);
@@ -306,10 +341,35 @@ using SwitchIndex = absl::flat_hash_map<std::string, int>;
 using PortUses =
     absl::flat_hash_map<std::pair<std::string, std::string>, std::string>;
 
+// An LLDP chassis id as a switch announces it (a MAC address, an IP address
+// or a locally assigned text, at most 255 bytes per the TLV): printable, and
+// unique across switches regardless of case, since it names one switch.
+// Empty: none. `seen` maps the lower-cased ids met so far to their field.
+absl::Status ValidateChassisId(
+    const std::string& id, const std::string& path,
+    absl::flat_hash_map<std::string, std::string>* seen) {
+  if (id.empty()) return absl::OkStatus();
+  const bool printable = std::all_of(
+      id.begin(), id.end(), [](char c) { return c >= 0x20 && c <= 0x7e; });
+  if (id.size() > 255 || !printable || id.front() == ' ' || id.back() == ' ') {
+    return FieldError(path, absl::StrCat(QuoteForMessage(id),
+                                         " is not a chassis id (1 to 255 "
+                                         "printable characters)"));
+  }
+  auto [it, fresh] = seen->emplace(absl::AsciiStrToLower(id), path);
+  if (!fresh) {
+    return FieldError(
+        path, absl::StrCat(QuoteForMessage(id),
+                           " is already the chassis id of ", it->second));
+  }
+  return absl::OkStatus();
+}
+
 // Names, gNMI targets and uplinks of the switches; fills `switch_index` and
 // the uplinks' entries of `ports`.
 absl::Status ValidateSwitches(const v1::Topology& topology,
                               SwitchIndex* switch_index, PortUses* ports) {
+  absl::flat_hash_map<std::string, std::string> chassis_ids;
   for (int i = 0; i < topology.switches_size(); ++i) {
     const v1::Switch& sw = topology.switches(i);
     const std::string path = Index("switches", static_cast<size_t>(i));
@@ -329,6 +389,8 @@ absl::Status ValidateSwitches(const v1::Topology& topology,
     if (sw.has_gnmi()) {
       RETURN_IF_ERROR(ValidateGnmiTarget(sw.gnmi(), path + ".gnmi"));
     }
+    RETURN_IF_ERROR(
+        ValidateChassisId(sw.chassis_id(), path + ".chassis_id", &chassis_ids));
     for (int u = 0; u < sw.uplinks_size(); ++u) {
       const std::string upath =
           Index(path + ".uplinks", static_cast<size_t>(u));
@@ -396,13 +458,58 @@ absl::Status ValidateLinks(const v1::Topology& topology,
   return absl::OkStatus();
 }
 
+// Each switch link joins two ports of listed switches; a port is used by one
+// switch link at most and by no host link (an uplink is a port towards
+// another switch: it may, and usually does, have a switch link).
+absl::Status ValidateSwitchLinks(const v1::Topology& topology,
+                                 const SwitchIndex& switch_index,
+                                 const PortUses& ports) {
+  PortUses used;
+  for (int i = 0; i < topology.switch_links_size(); ++i) {
+    const v1::SwitchLink& link = topology.switch_links(i);
+    const std::string path = Index("switch_links", static_cast<size_t>(i));
+    const std::pair<const char*, const std::string*> ends[2][2] = {
+        {{"switch_a", &link.switch_a()}, {"port_a", &link.port_a()}},
+        {{"switch_b", &link.switch_b()}, {"port_b", &link.port_b()}},
+    };
+    for (const auto& [sw, port] : ends) {
+      const std::string sw_path = absl::StrCat(path, ".", sw.first);
+      const std::string port_path = absl::StrCat(path, ".", port.first);
+      if (!switch_index.contains(*sw.second)) {
+        return FieldError(sw_path, absl::StrCat(QuoteForMessage(*sw.second),
+                                                " is not in switches"));
+      }
+      if (!IsValidDeviceName(*port.second)) {
+        return FieldError(port_path, absl::StrCat(QuoteForMessage(*port.second),
+                                                  " is not a valid port name (",
+                                                  kDeviceNamePattern, ")"));
+      }
+      const auto key = std::make_pair(*sw.second, *port.second);
+      auto host = ports.find(key);
+      if (host != ports.end() && absl::StartsWith(host->second, "links[")) {
+        return FieldError(
+            port_path, absl::StrCat(*sw.second, " ", *port.second,
+                                    " is cabled to a host by ", host->second));
+      }
+      auto [it, fresh] = used.emplace(key, port_path);
+      if (!fresh) {
+        return FieldError(port_path,
+                          absl::StrCat(*sw.second, " ", *port.second,
+                                       " is already used by ", it->second));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateTopology(const v1::Topology& topology) {
   SwitchIndex switch_index;
   PortUses ports;
   RETURN_IF_ERROR(ValidateSwitches(topology, &switch_index, &ports));
-  return ValidateLinks(topology, switch_index, &ports);
+  RETURN_IF_ERROR(ValidateLinks(topology, switch_index, &ports));
+  return ValidateSwitchLinks(topology, switch_index, ports);
 }
 
 absl::Status ValidateGnmiTarget(const v1::GnmiTarget& gnmi,
@@ -473,8 +580,21 @@ absl::Status ValidateGnmiTarget(const v1::GnmiTarget& gnmi,
 
 std::string LayoutToJson(const v1::Layout& layout) { return ToJson(layout); }
 
-std::string TopologyToJson(const v1::Topology& topology) {
-  return ToJson(topology);
+std::string TopologyToJson(const v1::Topology& topology, TopologyJson what) {
+  // A topology has no zero that matters (every number is derived), and an
+  // empty field is one that was not given: leaving them out keeps
+  // `chassis_id: ""` and `tier: 0` off every switch.
+  if (what == TopologyJson::kWithDerived) {
+    return ToJson(topology, /*print_empty=*/false);
+  }
+  // The file has no tier and no source: they are derived, never declared.
+  v1::Topology file = topology;
+  for (v1::Switch& sw : *file.mutable_switches()) sw.clear_tier();
+  for (v1::Link& link : *file.mutable_links()) link.clear_source();
+  for (v1::SwitchLink& link : *file.mutable_switch_links()) {
+    link.clear_source();
+  }
+  return ToJson(file, /*print_empty=*/false);
 }
 
 }  // namespace fabricdiag::analysis

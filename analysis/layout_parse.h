@@ -39,7 +39,9 @@ inline constexpr size_t kMaxDocumentBytes = 16 << 20;  // 16 MiB
 // uplinks 9, so the value bound holds that many links plus 65,536 such
 // switches. yaml-cpp's tree costs ~0.5 KB per value: the CLI applying a
 // 200,000-GPU topology peaks at ~1 GB, one at the bounds would need ~2 GB
-// (bench/topology_scale.py measures it).
+// (bench/topology_scale.py measures it). switch_links are bounded by
+// kMaxTopologyLinks on their own (a fabric has far fewer of them than host
+// links; ~7,000 for 1,500 switches in 3 tiers).
 inline constexpr uint32_t kMaxTopologyLinks = 400 * 1000;
 inline constexpr uint32_t kMaxTopologySwitches = 64 * 1024;
 inline constexpr uint64_t kMaxTopologyValues =
@@ -50,9 +52,11 @@ absl::StatusOr<v1::Layout> ParseLayout(absl::string_view text);
 absl::StatusOr<v1::Topology> ParseTopology(absl::string_view text);
 
 // Names are valid and unique (switch names, uplinks within a switch,
-// (host, nic) and (switch, port) across links), every link's switch is
-// declared in `switches`, no port is both an uplink and a host link, and a
-// switch's gnmi block is complete (see ValidateGnmiTarget).
+// (host, nic) and (switch, port) across links), every link's and switch
+// link's switch is declared in `switches`, no port is both an uplink and a
+// host link, no port has two switch links or a switch link and a host link,
+// chassis ids are printable and unique (ignoring case), and a switch's gnmi
+// block is complete (see ValidateGnmiTarget).
 absl::Status ValidateTopology(const v1::Topology& topology);
 
 // A gnmi block (docs/topology-format.md): address is HOST:PORT; dialect is
@@ -63,9 +67,17 @@ absl::Status ValidateTopology(const v1::Topology& topology);
 absl::Status ValidateGnmiTarget(const v1::GnmiTarget& gnmi,
                                 absl::string_view path);
 
+// What TopologyToJson prints: the file format, which ParseTopology reads
+// back, or that plus what is derived and never read from a file (each
+// switch's tier, each link's source in an effective topology), for display.
+enum class TopologyJson { kFile, kWithDerived };
+
 // One JSON object, field names as in the file format; ParseLayout and
-// ParseTopology read it back.
+// ParseTopology read it back (for a topology, when printed as kFile). A
+// topology's empty fields are left out (a switch without uplinks or
+// chassis id), a layout's are printed (rank 0).
 std::string LayoutToJson(const v1::Layout& layout);
-std::string TopologyToJson(const v1::Topology& topology);
+std::string TopologyToJson(const v1::Topology& topology,
+                           TopologyJson what = TopologyJson::kFile);
 
 }  // namespace fabricdiag::analysis

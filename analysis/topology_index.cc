@@ -17,6 +17,14 @@ TopologyIndex::TopologyIndex(const v1::Topology* topology) {
     switch_side_[link.switch_()].try_emplace(
         link.port(), LinkEnd{link.host(), link.nic(), /*is_switch=*/false});
   }
+  // A switch-to-switch cable answers from both of its ends; a port that is
+  // also in a host link (ValidateTopology refuses it) keeps the host.
+  for (const v1::SwitchLink& link : topology->switch_links()) {
+    switch_side_[link.switch_a()].try_emplace(
+        link.port_a(), LinkEnd{link.switch_b(), link.port_b(), true});
+    switch_side_[link.switch_b()].try_emplace(
+        link.port_b(), LinkEnd{link.switch_a(), link.port_a(), true});
+  }
 }
 
 const LinkEnd* TopologyIndex::Lookup(const Ends& ends, const PortView& port) {

@@ -40,8 +40,10 @@ class TopologyIndex {
   // An empty index when `topology` is null. Does not keep the pointer.
   explicit TopologyIndex(const v1::Topology* topology);
 
-  // The other end of `port`'s cable; nullopt when the topology does not list
-  // the port. A port answers to its RDMA device name and to its netdev name
+  // The other end of `port`'s cable: a switch port for a host NIC, a host
+  // NIC or (over switch_links, the far end of an uplink) another switch's
+  // port for a switch port; nullopt when the topology does not list the
+  // port. A port answers to its RDMA device name and to its netdev name
   // (switch ports are netdevs; a topology may name a host NIC either way).
   // The side the view says the port is on is tried first, then the other,
   // in case the view did not mark a switch port.
@@ -54,8 +56,9 @@ class TopologyIndex {
   // True when the topology lists `port` as an uplink of its switch.
   bool IsUplink(const PortView& port) const;
 
-  // True when the topology cables this switch port to a host or lists it as
-  // an uplink: a switch port the topology does not know is usually unused.
+  // True when the topology cables this switch port to a host or a switch or
+  // lists it as an uplink: a switch port the topology does not know is
+  // usually unused.
   bool KnowsSwitchPort(const PortView& port) const;
 
   bool IsSwitch(absl::string_view node) const {
@@ -70,7 +73,7 @@ class TopologyIndex {
   static const LinkEnd* Lookup(const Ends& ends, const PortView& port);
 
   Ends host_side_;    // (host, nic) -> switch port
-  Ends switch_side_;  // (switch, port) -> host NIC
+  Ends switch_side_;  // (switch, port) -> host NIC or switch port
   absl::flat_hash_map<std::string, absl::flat_hash_set<std::string>> uplinks_;
   absl::flat_hash_set<std::string> switches_;
 };

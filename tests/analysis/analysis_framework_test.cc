@@ -227,6 +227,33 @@ TEST(TopologyIndexTest, KnowsUplinksAndCabledSwitchPortsOnly) {
   EXPECT_FALSE(index.IsSwitch("gpu-0"));
 }
 
+TEST(TopologyIndexTest, SwitchLinksGiveTheFarEndOfAnUplink) {
+  absl::StatusOr<v1::Topology> topology = ParseTopology(
+      "switches:\n"
+      "  - {name: leaf-0, uplinks: [swp49]}\n"
+      "  - {name: spine-0}\n"
+      "links:\n"
+      "  - {host: gpu-0, nic: mlx5_0, switch: leaf-0, port: swp1}\n"
+      "switch_links:\n"
+      "  - {switch_a: leaf-0, port_a: swp49, switch_b: spine-0, port_b: swp7}\n"
+      "  - {switch_a: leaf-0, port_a: swp60, switch_b: spine-0, port_b: "
+      "swp8}\n");
+  ASSERT_TRUE(topology.ok()) << topology.status();
+  const TopologyIndex index(&*topology);
+  EXPECT_EQ(index.Partner(IndexPort("leaf-0", "swp49", "swp49", true)),
+            (LinkEnd{"spine-0", "swp7", true}));
+  EXPECT_EQ(index.Partner(IndexPort("spine-0", "swp7", "swp7", true)),
+            (LinkEnd{"leaf-0", "swp49", true}));
+  EXPECT_EQ(index.Partner(IndexPort("leaf-0", "swp1", "swp1", true)),
+            (LinkEnd{"gpu-0", "mlx5_0", false}));
+  // A cabled switch port is known even when it is no uplink.
+  EXPECT_TRUE(index.KnowsSwitchPort(IndexPort("leaf-0", "swp60", "", true)));
+  EXPECT_FALSE(index.IsUplink(IndexPort("leaf-0", "swp60", "", true)));
+  EXPECT_TRUE(index.KnowsSwitchPort(IndexPort("spine-0", "swp8", "", true)));
+  EXPECT_FALSE(index.KnowsSwitchPort(IndexPort("spine-0", "swp9", "", true)));
+  EXPECT_EQ(index.SwitchPortOf("leaf-0", "swp49"), nullptr);
+}
+
 TEST(TopologyIndexTest, NoTopologyKnowsNothing) {
   const TopologyIndex index(nullptr);
   EXPECT_FALSE(index.Partner(IndexPort("gpu-0", "mlx5_0", "eth0", false)));

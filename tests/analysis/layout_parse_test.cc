@@ -20,6 +20,7 @@ namespace {
 using ::google::protobuf::util::MessageDifferencer;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 // The example layout of docs/layout-format.md, with every optional field
@@ -535,6 +536,107 @@ TEST(TopologyLimitsTest, TooManyLinksOrSwitchesAreRefused) {
         absl::StrCat(key, ": ", max + 1, " entries exceed the limit of ", max));
   }
 }
+
+// Switch links and chassis ids (docs/topology-format.md, "Fields").
+constexpr char kSwitchLinksYaml[] = R"(switches:
+  - {name: leaf-0, uplinks: [swp49, swp50], chassis_id: "12:27:29:d0:18:68"}
+  - {name: spine-0, chassis_id: spine-0 chassis}
+  - {name: spine-1}
+links:
+  - {host: gpu-000, nic: mlx5_0, switch: leaf-0, port: swp1}
+switch_links:
+  - {switch_a: leaf-0, port_a: swp49, switch_b: spine-0, port_b: swp1}
+  - {switch_a: leaf-0, port_a: swp50, switch_b: spine-1, port_b: swp1}
+)";
+
+TEST(ParseTopologyTest, SwitchLinksAndChassisIds) {
+  auto topo = ParseTopology(kSwitchLinksYaml);
+  ASSERT_TRUE(topo.ok()) << topo.status();
+  EXPECT_EQ(topo->switches(0).chassis_id(), "12:27:29:d0:18:68");
+  EXPECT_EQ(topo->switches(1).chassis_id(), "spine-0 chassis");
+  ASSERT_EQ(topo->switch_links_size(), 2);
+  EXPECT_EQ(topo->switch_links(1).switch_a(), "leaf-0");
+  EXPECT_EQ(topo->switch_links(1).port_a(), "swp50");
+  EXPECT_EQ(topo->switch_links(1).switch_b(), "spine-1");
+  EXPECT_EQ(topo->switch_links(1).port_b(), "swp1");
+  auto back = ParseTopology(TopologyToJson(*topo));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(MessageDifferencer::Equals(*topo, *back));
+}
+
+TEST(ParseTopologyTest, DerivedFieldsArePrintedOnlyForDisplay) {
+  auto topo = ParseTopology(kSwitchLinksYaml);
+  ASSERT_TRUE(topo.ok()) << topo.status();
+  topo->mutable_switches(0)->set_tier(1);
+  topo->mutable_links(0)->set_source(v1::LINK_SOURCE_DISCOVERED);
+  // The file format leaves them out, so that what is printed reads back
+  // (the discovered topology adopted as the declared one).
+  const std::string file = TopologyToJson(*topo);
+  EXPECT_THAT(file, Not(HasSubstr("tier")));
+  EXPECT_THAT(file, Not(HasSubstr("source")));
+  EXPECT_TRUE(ParseTopology(file).ok());
+  EXPECT_THAT(file, Not(HasSubstr("\"uplinks\":[]")));  // spine-0: none
+  const std::string shown = TopologyToJson(*topo, TopologyJson::kWithDerived);
+  EXPECT_THAT(shown, HasSubstr("\"tier\":1"));
+  EXPECT_THAT(shown, HasSubstr("\"source\":\"LINK_SOURCE_DISCOVERED\""));
+  // A file that says them is refused: they are never declared.
+  auto refused = ParseTopology(shown);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("unknown key"));
+}
+
+std::string EditSwitchLinks(absl::string_view from, absl::string_view to) {
+  return absl::StrReplaceAll(kSwitchLinksYaml, {{from, to}});
+}
+
+const BadText kBadSwitchLinks[] = {
+    {"SwitchLinkUnknownKey", EditSwitchLinks("port_b: swp1}", "port_c: swp1}"),
+     "switch_links[0].port_c", "unknown key"},
+    {"SwitchLinkMissingPort",
+     EditSwitchLinks("switch_b: spine-1, port_b: swp1", "switch_b: spine-1"),
+     "switch_links[1].port_b", "required"},
+    {"SwitchLinkUndeclaredSwitch",
+     EditSwitchLinks("switch_b: spine-1", "switch_b: spine-9"),
+     "switch_links[1].switch_b", "\"spine-9\" is not in switches"},
+    {"SwitchLinkBadPort",
+     EditSwitchLinks("port_a: swp50", "port_a: \"swp 50\""),
+     "switch_links[1].port_a", "is not a valid port name"},
+    {"SwitchLinkOnHostPort", EditSwitchLinks("port_a: swp50", "port_a: swp1"),
+     "switch_links[1].port_a", "leaf-0 swp1 is cabled to a host by links[0]"},
+    {"SwitchPortTwice",
+     EditSwitchLinks("switch_b: spine-1, port_b: swp1",
+                     "switch_b: spine-0, port_b: swp1"),
+     "switch_links[1].port_b",
+     "spine-0 swp1 is already used by switch_links[0].port_b"},
+    {"SwitchLinksNotAList", "switch_links: {switch_a: a}\n", "switch_links",
+     "expected a list, got a mapping"},
+    {"ChassisIdTwice",
+     EditSwitchLinks("chassis_id: spine-0 chassis",
+                     "chassis_id: \"12:27:29:D0:18:68\""),
+     "switches[1].chassis_id",
+     "is already the chassis id of switches[0].chassis_id"},
+    {"ChassisIdNotPrintable",
+     EditSwitchLinks("chassis_id: spine-0 chassis",
+                     "chassis_id: \"spine\\x01\""),
+     "switches[1].chassis_id", "is not a chassis id"},
+    {"ChassisIdTooLong",
+     EditSwitchLinks("chassis_id: spine-0 chassis",
+                     "chassis_id: " + std::string(256, 'c')),
+     "switches[1].chassis_id", "is not a chassis id"},
+    {"ChassisIdNotAString",
+     EditSwitchLinks("chassis_id: spine-0 chassis", "chassis_id: [a]"),
+     "switches[1].chassis_id", "expected a string"},
+    {"TierIsNeverDeclared",
+     EditSwitchLinks("{name: spine-1}", "{name: spine-1, tier: 2}"),
+     "switches[2].tier", "unknown key"},
+};
+
+INSTANTIATE_TEST_SUITE_P(
+    SwitchLinks, BadTopologyTest, ::testing::ValuesIn(kBadSwitchLinks),
+    [](const ::testing::TestParamInfo<BadText>& param_info) {
+      return std::string(param_info.param.name);
+    });
 
 // The gnmi block of a switch that streams gNMI (docs/topology-format.md).
 constexpr char kGnmiTopologyYaml[] = R"(switches:

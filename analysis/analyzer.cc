@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "analysis/cabling_mismatch.h"
 #include "analysis/congestion.h"
 #include "analysis/ecmp_imbalance.h"
 #include "analysis/hot_expert_incast.h"
@@ -128,6 +129,7 @@ std::vector<Finding> RunRateAnalyzers(const AnalysisInput& given) {
   Append(&out, std::move(flap));
   Append(&out, std::move(degraded));
   Append(&out, RetransmissionsFindings(in));
+  Append(&out, CablingMismatchFindings(in));
   return out;
 }
 

@@ -32,11 +32,18 @@ struct AnalysisInput {
   const FabricView* view = nullptr;
   // Every declared job's validated layout.
   std::vector<const LayoutModel*> layouts;
-  // The fabric topology; empty (no switches, no links) when none declared.
+  // The effective fabric topology (analysis/lldp_topology.h): what is
+  // declared, and for what is not, what LLDP discovered; empty (no
+  // switches, no links) when there is neither.
   const v1::Topology* topology = nullptr;
-  // An index of `topology`, built once when the topology is applied; may be
+  // An index of `topology`, built once when the topology changes; may be
   // null (RunRateAnalyzers then builds one per pass).
   const TopologyIndex* topology_index = nullptr;
+  // The two topologies `topology` is made of, for the analyzers that
+  // compare them (cabling_mismatch); null when there is none (no topology
+  // file; no LLDP neighbor reported).
+  const v1::Topology* declared_topology = nullptr;
+  const v1::Topology* discovered_topology = nullptr;
   const AnalysisConfig* config = nullptr;
   // Every NIC's own throughput in past passes, for straggler_nic; may be
   // null (no NIC has a baseline then). The caller owns it across passes and

@@ -57,8 +57,9 @@ RULES = collector_layer_rules() + [
      "gnmi/ reaches the collector through client/, not the CLI"),
     (["analysis/"],
      ["grpcpp/", "grpc/", "agent/", "cli/", "client/", "cluster/",
-      "collector/", "gnmi/", "sim/"],
-     "analysis/ is pure: no gRPC, no processes around it"),
+      "collector/", "gnmi/", "sim/", "proto/ingest.grpc.pb.h"],
+     "analysis/ is pure: no gRPC, no processes around it (it reads the "
+     "ingest messages of fabricdiag_ingest_proto, not the service)"),
     (["common/"],
      ["agent/", "analysis/", "cli/", "client/", "cluster/", "collector/",
       "counters/", "gnmi/", "sim/"],

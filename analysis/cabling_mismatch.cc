@@ -1,0 +1,63 @@
+#include "analysis/cabling_mismatch.h"
+
+#include <algorithm>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "proto/layout.pb.h"
+
+namespace fabricdiag::analysis {
+
+std::vector<Finding> CablingMismatchFindings(const AnalysisInput& in) {
+  std::vector<Finding> out;
+  if (in.declared_topology == nullptr || in.discovered_topology == nullptr) {
+    return out;
+  }
+  // (host, NIC) -> the link LLDP reports; views into the discovered
+  // topology, which outlives this call.
+  absl::flat_hash_map<std::pair<absl::string_view, absl::string_view>,
+                      const v1::Link*>
+      observed;
+  observed.reserve(static_cast<size_t>(in.discovered_topology->links_size()));
+  for (const v1::Link& link : in.discovered_topology->links()) {
+    observed.try_emplace({link.host(), link.nic()}, &link);
+  }
+  for (const v1::Link& want : in.declared_topology->links()) {
+    auto it = observed.find({want.host(), want.nic()});
+    if (it == observed.end()) continue;  // not reported: not a mismatch
+    const v1::Link& seen = *it->second;
+    if (seen.switch_() == want.switch_() && seen.port() == want.port()) {
+      continue;
+    }
+    Finding f;
+    f.kind = kCablingMismatchKind;
+    f.severity = Severity::kWarning;
+    f.node = want.host();
+    f.device = want.nic();
+    f.nodes = {want.host(), want.switch_()};
+    if (seen.switch_() != want.switch_()) f.nodes.push_back(seen.switch_());
+    f.summary = absl::StrCat(
+        want.host(), " ", want.nic(), " is cabled to ", seen.switch_(), " ",
+        seen.port(), " (LLDP), but the topology declares ", want.switch_(), " ",
+        want.port(), ": move the cable back to ", want.switch_(), " ",
+        want.port(),
+        ", or adopt the discovered topology: fabricdiag topology adopt");
+    f.evidence_text["declared_switch"] = want.switch_();
+    f.evidence_text["declared_port"] = want.port();
+    f.evidence_text["observed_switch"] = seen.switch_();
+    f.evidence_text["observed_port"] = seen.port();
+    std::string job = JobOfNic(in, want.host(), want.nic(), "");
+    if (!job.empty()) f.evidence_text["job"] = std::move(job);
+    out.push_back(std::move(f));
+  }
+  std::sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
+    return std::tie(a.node, a.device) < std::tie(b.node, b.device);
+  });
+  return out;
+}
+
+}  // namespace fabricdiag::analysis

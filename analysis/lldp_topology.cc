@@ -13,10 +13,12 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "common/names.h"
 
 namespace fabricdiag::analysis {
@@ -87,13 +89,16 @@ class Names {
       }
       for (const v1::Link& link : declared->links()) {
         if (!switches_.contains(link.host())) hosts_.insert(link.host());
-        declared_nics_.emplace(link.host(), link.nic());
+        declared_nics_.emplace(link.host(), link.nic());  // views
       }
     }
     for (const NameSet* set : {&hosts_, &switches_}) {
       for (const std::string& name : *set) {
-        by_short_[std::string(ShortName(name))].insert(name);
+        by_short_[ShortName(name)].push_back(name);
       }
+    }
+    for (auto& [short_name, names] : by_short_) {
+      std::sort(names.begin(), names.end());
     }
   }
 
@@ -122,7 +127,7 @@ class Names {
     // round: the first label decides when one known node has it.
     auto it = by_short_.find(ShortName(name));
     if (it != by_short_.end()) {
-      if (it->second.size() == 1) return *it->second.begin();
+      if (it->second.size() == 1) return it->second.front();
       *why = absl::StrCat("system name ", name, " could be any of ",
                           absl::StrJoin(it->second, ", "));
       return std::nullopt;
@@ -134,7 +139,11 @@ class Names {
   // do, else by its RDMA device, else by the netdev.
   std::string NicName(const std::string& host, const std::string& netdev,
                       const v1::NodeFacts* host_facts) const {
-    if (declared_nics_.contains(PortKey(host, netdev))) return netdev;
+    if (!declared_nics_.empty() &&
+        declared_nics_.contains(std::make_pair(absl::string_view(host),
+                                               absl::string_view(netdev)))) {
+      return netdev;
+    }
     if (host_facts != nullptr) {
       auto it = host_facts->rdma_device_of_netdev().find(netdev);
       if (it != host_facts->rdma_device_of_netdev().end() &&
@@ -149,31 +158,40 @@ class Names {
   NameSet hosts_;
   NameSet switches_;
   absl::flat_hash_map<std::string, std::string> chassis_;  // lower-case id
-  std::map<std::string, std::set<std::string>, std::less<>> by_short_;
-  absl::flat_hash_set<PortKey> declared_nics_;
+  absl::flat_hash_map<std::string, std::vector<std::string>> by_short_;
+  // Views into the declared topology, which outlives the call.
+  absl::flat_hash_set<std::pair<absl::string_view, absl::string_view>>
+      declared_nics_;
 };
 
 // One cable as someone reported it. For a host link `a` is the host NIC and
-// `b` the switch port; for a switch link `a` < `b`.
+// `b` the switch port; for a switch link `a` < `b`. Points into the
+// CableReports that holds it.
 struct Cable {
-  PortKey a;
-  PortKey b;
+  const PortKey* a = nullptr;
+  const PortKey* b = nullptr;
   // Who reported it: the node at end a, at end b.
   bool by_a = false;
   bool by_b = false;
-
-  int Reports() const { return (by_a ? 1 : 0) + (by_b ? 1 : 0); }
 };
 
 std::string Reporters(const Cable& c) {
-  if (c.by_a && c.by_b) return absl::StrCat(c.a.first, " and ", c.b.first);
-  return c.by_a ? c.a.first : c.b.first;
+  if (c.by_a && c.by_b) return absl::StrCat(c.a->first, " and ", c.b->first);
+  return c.by_a ? c.a->first : c.b->first;
 }
 
 std::string CableText(const Cable& c) {
-  return absl::StrCat(c.a.first, " ", c.a.second, " - ", c.b.first, " ",
-                      c.b.second, " (reported by ", Reporters(c), ")");
+  return absl::StrCat(c.a->first, " ", c.a->second, " - ", c.b->first, " ",
+                      c.b->second, " (reported by ", Reporters(c), ")");
 }
+
+// Ports as views into the CableReports that hold their names.
+using PortRef = std::pair<absl::string_view, absl::string_view>;
+
+PortRef Ref(const PortKey& key) { return PortRef(key.first, key.second); }
+
+// Port -> the cable kept on it.
+using PortUsers = absl::flat_hash_map<PortRef, const Cable*>;
 
 // The cables reported, merged where both ends report the same one.
 class CableReports {
@@ -183,65 +201,76 @@ class CableReports {
       std::swap(a, b);
       by_a = !by_a;
     }
-    Cable& c = cables_[std::make_pair(a, b)];
-    c.a = std::move(a);
-    c.b = std::move(b);
+    Cable& c = cables_.try_emplace(std::make_pair(std::move(a), std::move(b)))
+                   .first->second;
     (by_a ? c.by_a : c.by_b) = true;
   }
 
   // Keeps the cables no better-supported cable contradicts (a cable both
   // ends report beats one only `a` reports, which beats one only `b`
   // reports; then name order), none using a port of `*used`; adds the ports
-  // kept to `*used` and a problem per cable dropped.
-  std::vector<Cable> Settle(std::set<PortKey>* used,
-                            std::vector<std::string>* problems) const {
-    std::vector<const Cable*> order;
-    order.reserve(cables_.size());
-    for (const auto& [key, c] : cables_) order.push_back(&c);
-    std::stable_sort(order.begin(), order.end(),
-                     [](const Cable* x, const Cable* y) {
-                       return std::make_tuple(-x->Reports(), !x->by_a) <
-                              std::make_tuple(-y->Reports(), !y->by_a);
-                     });
-    std::map<PortKey, const Cable*> kept_at;
-    std::vector<Cable> kept;
-    for (const Cable* c : order) {
-      const PortKey* taken = used->count(c->a) > 0   ? &c->a
-                             : used->count(c->b) > 0 ? &c->b
-                                                     : nullptr;
-      if (taken != nullptr) {
-        auto other = kept_at.find(*taken);
-        problems->push_back(
-            absl::StrCat(CableText(*c), " contradicts ",
-                         other != kept_at.end()
-                             ? absl::StrCat(CableText(*other->second), ", kept")
-                             : absl::StrCat("a host link of ", taken->first,
-                                            " ", taken->second)));
-        continue;
-      }
-      used->insert(c->a);
-      used->insert(c->b);
-      kept_at.emplace(c->a, c);
-      kept_at.emplace(c->b, c);
-      kept.push_back(*c);
+  // kept to `*used` and a problem per cable dropped. The result, sorted by
+  // (a, b), and `*used` point into this object.
+  std::vector<Cable> Settle(PortUsers* used,
+                            std::vector<std::string>* problems) {
+    std::vector<const Cable*> all;
+    all.reserve(cables_.size());
+    for (auto& [key, cable] : cables_) {
+      cable.a = &key.first;
+      cable.b = &key.second;
+      all.push_back(&cable);
     }
-    std::sort(kept.begin(), kept.end(), [](const Cable& x, const Cable& y) {
-      return std::tie(x.a, x.b) < std::tie(y.a, y.b);
+    std::sort(all.begin(), all.end(), [](const Cable* x, const Cable* y) {
+      return std::tie(*x->a, *x->b) < std::tie(*y->a, *y->b);
     });
-    return kept;
+    used->reserve(used->size() + 2 * all.size());
+    std::vector<bool> kept(all.size(), false);
+    // Three rounds, best supported first, each in name order.
+    for (const auto& [by_a, by_b] :
+         {std::pair<bool, bool>{true, true}, std::pair<bool, bool>{true, false},
+          std::pair<bool, bool>{false, true}}) {
+      for (size_t i = 0; i < all.size(); ++i) {
+        const Cable& c = *all[i];
+        if (c.by_a != by_a || c.by_b != by_b) continue;
+        const PortRef a = Ref(*c.a);
+        const PortRef b = Ref(*c.b);
+        auto taken = used->find(a);
+        if (taken == used->end()) taken = used->find(b);
+        if (taken != used->end()) {
+          problems->push_back(absl::StrCat(CableText(c), " contradicts ",
+                                           CableText(*taken->second),
+                                           ", kept"));
+          continue;
+        }
+        used->emplace(a, &c);
+        used->emplace(b, &c);
+        kept[i] = true;
+      }
+    }
+    std::vector<Cable> out;
+    out.reserve(all.size());
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (kept[i]) out.push_back(*all[i]);
+    }
+    return out;
   }
 
  private:
-  std::map<std::pair<PortKey, PortKey>, Cable> cables_;
+  // Node-based, so that a Cable can point at its key (and Settle's callers
+  // at the Cable): flat slots of four strings would also move on every
+  // rehash, which measured slower.
+  absl::node_hash_map<std::pair<PortKey, PortKey>, Cable> cables_;
 };
 
 // The one far end a port hears, or nullopt with a problem when it hears
 // several or none that resolves.
 std::optional<std::pair<std::string, std::string>> OnlyNeighbor(
     const Names& names, const std::string& node, const std::string& port,
-    const std::vector<const v1::LldpNeighbor*>& heard,
+    absl::Span<const v1::LldpNeighbor* const> heard,
     std::vector<std::string>* problems) {
   std::set<std::pair<std::string, std::string>> ends;
+  // The usual case, one neighbor: no set to build.
+  std::optional<std::pair<std::string, std::string>> only;
   for (const v1::LldpNeighbor* n : heard) {
     std::string why;
     std::optional<std::string> far = names.Resolve(*n, &why);
@@ -257,8 +286,15 @@ std::optional<std::pair<std::string, std::string>> OnlyNeighbor(
           QuoteForMessage(n->port_description()), ") names no interface"));
       continue;
     }
-    ends.emplace(*std::move(far), *std::move(far_port));
+    std::pair<std::string, std::string> end(*std::move(far),
+                                            *std::move(far_port));
+    if (heard.size() == 1) {
+      only = std::move(end);
+    } else {
+      ends.insert(std::move(end));
+    }
   }
+  if (heard.size() == 1) return only;
   if (ends.size() > 1) {
     problems->push_back(absl::StrCat(
         node, " ", port, " hears ", ends.size(), " neighbors (",
@@ -279,15 +315,15 @@ void InferTiers(const std::vector<Cable>& host_links,
   std::map<std::string, std::vector<std::pair<std::string, std::string>>>
       ports_to;  // switch -> (its port, far switch)
   for (const Cable& c : switch_links) {
-    ports_to[c.a.first].emplace_back(c.a.second, c.b.first);
-    ports_to[c.b.first].emplace_back(c.b.second, c.a.first);
+    ports_to[c.a->first].emplace_back(c.a->second, c.b->first);
+    ports_to[c.b->first].emplace_back(c.b->second, c.a->first);
   }
   std::deque<std::string> next;
   for (const Cable& c : host_links) {
-    v1::Switch& sw = (*switches)[c.b.first];
+    v1::Switch& sw = (*switches)[c.b->first];
     if (sw.tier() == 0) {
       sw.set_tier(1);
-      next.push_back(c.b.first);
+      next.push_back(c.b->first);
     }
   }
   while (!next.empty()) {
@@ -342,11 +378,26 @@ DiscoveredTopology DiscoverTopology(
   CableReports switch_links;
   std::map<std::string, std::set<std::string>> chassis_of;
   for (const auto& [node, f] : by_node) {
-    std::map<std::string, std::vector<const v1::LldpNeighbor*>> by_port;
+    // The neighbors grouped by local port, in port order.
+    std::vector<const v1::LldpNeighbor*> neighbors;
+    neighbors.reserve(static_cast<size_t>(f->lldp_neighbors_size()));
     for (const v1::LldpNeighbor& n : f->lldp_neighbors()) {
-      by_port[n.local_port()].push_back(&n);
+      neighbors.push_back(&n);
     }
-    for (const auto& [port, heard] : by_port) {
+    std::stable_sort(neighbors.begin(), neighbors.end(),
+                     [](const v1::LldpNeighbor* a, const v1::LldpNeighbor* b) {
+                       return a->local_port() < b->local_port();
+                     });
+    for (size_t first = 0; first < neighbors.size();) {
+      size_t end = first + 1;
+      while (end < neighbors.size() &&
+             neighbors[end]->local_port() == neighbors[first]->local_port()) {
+        ++end;
+      }
+      const absl::Span<const v1::LldpNeighbor* const> heard(
+          neighbors.data() + first, end - first);
+      const std::string& port = neighbors[first]->local_port();
+      first = end;
       if (!IsValidDeviceName(port)) {
         problems.push_back(absl::StrCat(node, ": local port ",
                                         QuoteForMessage(port),
@@ -355,13 +406,15 @@ DiscoveredTopology DiscoverTopology(
       }
       auto far = OnlyNeighbor(names, node, port, heard, &problems);
       if (!far.has_value() || far->first == node) continue;
+      const bool far_is_host = names.IsHost(far->first);
       for (const v1::LldpNeighbor* n : heard) {
-        if (!n->chassis_id().empty() && n->chassis_id().size() <= 255) {
+        if (!far_is_host && !n->chassis_id().empty() &&
+            n->chassis_id().size() <= 255) {
           chassis_of[far->first].insert(n->chassis_id());
         }
       }
       if (!f->is_switch()) {
-        if (names.IsHost(far->first)) {
+        if (far_is_host) {
           problems.push_back(absl::StrCat(node, " ", port, " hears host ",
                                           far->first, ", not a switch"));
           continue;
@@ -369,7 +422,7 @@ DiscoveredTopology DiscoverTopology(
         host_links.Add({node, names.NicName(node, port, f)},
                        {far->first, far->second}, /*by_a=*/true,
                        /*canonical_order=*/false);
-      } else if (names.IsHost(far->first)) {
+      } else if (far_is_host) {
         auto host = by_node.find(far->first);
         const v1::NodeFacts* host_facts =
             host == by_node.end() ? nullptr : host->second;
@@ -383,7 +436,7 @@ DiscoveredTopology DiscoverTopology(
     }
   }
 
-  std::set<PortKey> used;
+  PortUsers used;
   const std::vector<Cable> hosts = host_links.Settle(&used, &problems);
   const std::vector<Cable> inter = switch_links.Settle(&used, &problems);
 
@@ -391,10 +444,10 @@ DiscoveredTopology DiscoverTopology(
   for (const auto& [node, f] : by_node) {
     if (f->is_switch()) switches[node];
   }
-  for (const Cable& c : hosts) switches[c.b.first];
+  for (const Cable& c : hosts) switches[c.b->first];
   for (const Cable& c : inter) {
-    switches[c.a.first];
-    switches[c.b.first];
+    switches[c.a->first];
+    switches[c.b->first];
   }
   InferTiers(hosts, inter, &switches);
   for (auto& [name, sw] : switches) {
@@ -413,17 +466,17 @@ DiscoveredTopology DiscoverTopology(
 
   for (const Cable& c : hosts) {
     v1::Link* link = out.topology.add_links();
-    link->set_host(c.a.first);
-    link->set_nic(c.a.second);
-    link->set_switch_(c.b.first);
-    link->set_port(c.b.second);
+    link->set_host(c.a->first);
+    link->set_nic(c.a->second);
+    link->set_switch_(c.b->first);
+    link->set_port(c.b->second);
   }
   for (const Cable& c : inter) {
     v1::SwitchLink* link = out.topology.add_switch_links();
-    link->set_switch_a(c.a.first);
-    link->set_port_a(c.a.second);
-    link->set_switch_b(c.b.first);
-    link->set_port_b(c.b.second);
+    link->set_switch_a(c.a->first);
+    link->set_port_a(c.a->second);
+    link->set_switch_b(c.b->first);
+    link->set_port_b(c.b->second);
   }
   std::sort(problems.begin(), problems.end());
   problems.erase(std::unique(problems.begin(), problems.end()), problems.end());

@@ -81,6 +81,24 @@ std::vector<MetricFamily> BridgeMetricFamilies(
         return static_cast<double>(s.session.resets);
       }));
   out.push_back(PerSwitch(
+      switches, "fabricdiag_gnmi_lldp_up",
+      "1 while the switch's LLDP subscription has synced and streams (its "
+      "neighbor set is complete)",
+      kGauge,
+      [](const SwitchStatus& s) { return s.session.lldp_up ? 1.0 : 0.0; }));
+  out.push_back(
+      PerSwitch(switches, "fabricdiag_gnmi_lldp_neighbors",
+                "LLDP neighbors of the switch's ports sent to the collector",
+                kGauge, [](const SwitchStatus& s) {
+                  return static_cast<double>(s.session.lldp_neighbors);
+                }));
+  out.push_back(PerSwitch(
+      switches, "fabricdiag_gnmi_lldp_neighbors_incomplete",
+      "LLDP neighbors held but not sent: no chassis id or no port id yet",
+      kGauge, [](const SwitchStatus& s) {
+        return static_cast<double>(s.session.lldp_incomplete);
+      }));
+  out.push_back(PerSwitch(
       switches, "fabricdiag_gnmi_reloads_total",
       "Switch reloads seen (boot-time changed); each starts a new boot id",
       kCounter,

@@ -38,6 +38,14 @@ const std::vector<GroupSpec>& OpenConfigGroups() {
        false,
        {{"/qos/interfaces/interface/state/switch-priority", kSample}}},
       {"system", "", false, {{"/system/state/boot-time", kOnChange}}},
+      // openconfig-lldp.yang: each neighbor's state (system name, chassis
+      // and port ids and their types, port description, management
+      // address), keyed by the local interface.
+      {"lldp",
+       "",
+       false,
+       {{"/lldp/interfaces/interface/neighbors/neighbor/state", kOnChange}},
+       /*lldp=*/true},
   };
   return *kGroups;
 }
@@ -45,7 +53,8 @@ const std::vector<GroupSpec>& OpenConfigGroups() {
 // sonic-gnmi doc/grpc_telemetry.md: the COUNTERS_DB virtual paths
 // COUNTERS/Ethernet* (every port's SAI statistics) and
 // COUNTERS/Ethernet*/Queues (every queue's, PFC watchdog fields included);
-// APPL_DB PORT_TABLE for oper_status and speed.
+// APPL_DB PORT_TABLE for oper_status and speed, LLDP_ENTRY_TABLE for the
+// LLDP neighbors.
 const std::vector<GroupSpec>& SonicGroups() {
   static const auto* const kGroups = new std::vector<GroupSpec>{
       {"counters", "COUNTERS_DB", true, {{"/COUNTERS/Ethernet*", kSample}}},
@@ -58,6 +67,13 @@ const std::vector<GroupSpec>& SonicGroups() {
        false,
        {{"/COUNTERS_PORT_NAME_MAP", kOnChange}}},
       {"ports", "APPL_DB", false, {{"/PORT_TABLE/Ethernet*", kOnChange}}},
+      // APPL_DB LLDP_ENTRY_TABLE: one hash per local port, written by
+      // SONiC's lldp_syncd from lldpd.
+      {"lldp",
+       "APPL_DB",
+       false,
+       {{"/LLDP_ENTRY_TABLE/Ethernet*", kOnChange}},
+       /*lldp=*/true},
   };
   return *kGroups;
 }

@@ -42,6 +42,9 @@ struct GroupSpec {
   const char* target;  // the prefix target (a SONiC database); "" = none
   bool required;       // the switch is up only while this group streams
   std::vector<SubscriptionSpec> subscriptions;
+  // The group's leaves are the switch's LLDP neighbors: the set is
+  // complete once it synced, and starts empty when it starts again.
+  bool lldp = false;
 };
 
 // The groups of `dialect`, the required one first.

@@ -1,5 +1,7 @@
 #include "gnmi/path_map.h"
 
+#include <utility>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -61,7 +63,51 @@ LeafTarget MapInterface(const PathView& p, size_t from, absl::string_view dev,
   return t;
 }
 
+// The leaves of an OpenConfig neighbor's state container
+// (openconfig-lldp.yang, grouping lldp-neighbor-state) the bridge keeps.
+bool OpenConfigLldpField(absl::string_view leaf, LldpField* field) {
+  static constexpr std::pair<absl::string_view, LldpField> kFields[] = {
+      {"system-name", LldpField::kSystemName},
+      {"chassis-id", LldpField::kChassisId},
+      {"chassis-id-type", LldpField::kChassisIdType},
+      {"port-id", LldpField::kPortId},
+      {"port-id-type", LldpField::kPortIdType},
+      {"port-description", LldpField::kPortDescription},
+      {"management-address", LldpField::kManagementAddress},
+  };
+  for (const auto& [name, f] : kFields) {
+    if (leaf == name) {
+      *field = f;
+      return true;
+    }
+  }
+  return false;
+}
+
+// /lldp/interfaces/interface[name=P]/neighbors/neighbor[id=N]/state/F.
+LeafTarget MapOpenConfigLldp(const PathView& p) {
+  if (!NameIs(p, 1, "interfaces") || !NameIs(p, 2, "interface")) {
+    return Make(Kind::kIgnored);  // global config and state, counters
+  }
+  if (p.size() != 7 || !NameIs(p, 3, "neighbors") ||
+      !NameIs(p, 4, "neighbor") || !NameIs(p, 5, "state")) {
+    return Make(Kind::kIgnored);  // capabilities, TLVs, interface counters
+  }
+  LldpField field;
+  if (!OpenConfigLldpField(ElemName(p[6].name), &field)) {
+    return Make(Kind::kIgnored);  // age, ttl, system-description, ...
+  }
+  const absl::string_view port = p[2].Key("name");
+  const absl::string_view id = p[4].Key("id");
+  if (port.empty() || id.empty()) return Make(Kind::kBadPath);
+  LeafTarget t = Make(Kind::kLldp, port);
+  t.neighbor = id;
+  t.lldp_field = field;
+  return t;
+}
+
 LeafTarget MapOpenConfig(const PathView& p, std::string* name) {
+  if (NameIs(p, 0, "lldp")) return MapOpenConfigLldp(p);
   if (NameIs(p, 0, "interfaces") && NameIs(p, 1, "interface")) {
     const absl::string_view dev = p[1].Key("name");
     if (dev.empty()) return Make(Kind::kBadPath);
@@ -158,6 +204,27 @@ LeafTarget MapSonic(absl::string_view db, const PathView& p,
     if (p.size() == 2) return Make(Kind::kPortOid, p[1].name);
     return Make(Kind::kIgnored);
   }
+  if (db == "APPL_DB" && table == "LLDP_ENTRY_TABLE") {
+    // sonic-buildimage lldpmgrd / lldp_syncd: one hash per local port.
+    static constexpr std::pair<absl::string_view, LldpField> kFields[] = {
+        {"lldp_rem_sys_name", LldpField::kSystemName},
+        {"lldp_rem_chassis_id", LldpField::kChassisId},
+        {"lldp_rem_chassis_id_subtype", LldpField::kChassisIdType},
+        {"lldp_rem_port_id", LldpField::kPortId},
+        {"lldp_rem_port_id_subtype", LldpField::kPortIdType},
+        {"lldp_rem_port_desc", LldpField::kPortDescription},
+        {"lldp_rem_man_addr", LldpField::kManagementAddress},
+    };
+    const absl::string_view port = SonicPortAt(p, 1, &next);
+    if (port.empty() || p.size() - next != 1) return Make(Kind::kIgnored);
+    for (const auto& [field_name, field] : kFields) {
+      if (p[next].name != field_name) continue;
+      LeafTarget t = Make(Kind::kLldp, port);
+      t.lldp_field = field;
+      return t;
+    }
+    return Make(Kind::kIgnored);
+  }
   if ((db == "APPL_DB" || db == "STATE_DB") && table == "PORT_TABLE") {
     const absl::string_view port = SonicPortAt(p, 1, &next);
     if (port.empty() || p.size() - next != 1) return Make(Kind::kIgnored);
@@ -175,6 +242,35 @@ LeafTarget MapLeaf(Dialect dialect, absl::string_view db, const PathView& path,
   name->clear();
   return dialect == Dialect::kSonic ? MapSonic(db, path, oids, name)
                                     : MapOpenConfig(path, name);
+}
+
+std::string LldpIdType(absl::string_view type, bool chassis) {
+  const absl::string_view t = ElemName(type);
+  uint32_t n = 0;
+  if (absl::SimpleAtoi(t, &n)) {
+    // LLDP-MIB LldpChassisIdSubtype and LldpPortIdSubtype.
+    static constexpr const char* kChassis[] = {
+        "", "chassis", "ifalias", "port", "mac", "ip", "ifname", "local"};
+    static constexpr const char* kPort[] = {
+        "", "ifalias", "port", "mac", "ip", "ifname", "circuit", "local"};
+    if (n >= 1 && n <= 7) return chassis ? kChassis[n] : kPort[n];
+    return std::string(t);
+  }
+  // openconfig-lldp-types.yang, LLDP_SYSTEM_ID_TYPE and LLDP_PORT_ID_TYPE.
+  static constexpr std::pair<absl::string_view, const char*> kNames[] = {
+      {"MAC_ADDRESS", "mac"},
+      {"INTERFACE_NAME", "ifname"},
+      {"LOCAL", "local"},
+      {"INTERFACE_ALIAS", "ifalias"},
+      {"NETWORK_ADDRESS", "ip"},
+      {"PORT_COMPONENT", "port"},
+      {"CHASSIS_COMPONENT", "chassis"},
+      {"AGENT_CIRCUIT_ID", "circuit"},
+  };
+  for (const auto& [name, lldpd] : kNames) {
+    if (t == name) return lldpd;
+  }
+  return absl::AsciiStrToLower(t);
 }
 
 std::string OperState(absl::string_view status) {

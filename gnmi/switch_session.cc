@@ -358,6 +358,8 @@ void SwitchSession::StartGroup(size_t group) {
     streaming_[group] = false;
     last_rx_[group] = clock_.MonotonicNanos();
     ++live_calls_;
+    // The new stream replays every neighbor; one deleted meanwhile is not.
+    if (groups_[group].lldp) state_.StartLldp();
   }
   call->Begin();
 }
@@ -381,14 +383,16 @@ void SwitchSession::OnResponse(size_t group,
   if (response.has_update()) {
     state_.Apply(response.update(), groups_[group].target, rx);
   }
-  // sync_response: every value was sent once; nothing to do, the values
-  // are already applied.
+  // sync_response: every value was sent once. The values are already
+  // applied; the LLDP neighbor set is now complete.
+  if (response.sync_response() && groups_[group].lldp) state_.SyncLldp();
 }
 
 void SwitchSession::OnGroupDone(size_t group, const grpc::Status& status) {
   std::unique_lock<std::mutex> lock(mu_);
   calls_[group] = nullptr;
   streaming_[group] = false;
+  if (groups_[group].lldp) state_.EndLldp();
   // Stop() may destroy the session once live_calls_ is 0: that is the last
   // thing this call does.
   auto finish = [this](std::unique_lock<std::mutex>* held) {
@@ -458,6 +462,9 @@ SwitchSession::Stats SwitchSession::stats() const {
   s.last_update_nanos = state_.last_update_nanos();
   s.reconnects = reconnects_;
   s.resets = state_.resets();
+  s.lldp_up = state_.lldp_synced();
+  s.lldp_neighbors = state_.lldp_neighbors();
+  s.lldp_incomplete = state_.lldp_incomplete();
   s.errors = errors_;
   for (const auto& [reason, n] : state_.ErrorCounts()) s.errors[reason] += n;
   s.last_error = last_error_;

@@ -120,6 +120,9 @@ class SwitchSession : public std::enable_shared_from_this<SwitchSession> {
     int64_t last_update_nanos = 0;  // monotonic; 0 = never
     uint64_t reconnects = 0;        // groups started again after an end
     uint64_t resets = 0;
+    bool lldp_up = false;        // the LLDP group synced and streams
+    size_t lldp_neighbors = 0;   // sent in the last report
+    size_t lldp_incomplete = 0;  // held without a chassis or port id
     std::map<std::string, uint64_t> errors;  // by reason
     std::string last_error;                  // no secrets in it
   };

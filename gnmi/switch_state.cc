@@ -78,13 +78,13 @@ class DescCache {
 
 void SwitchState::Apply(const ::gnmi::Notification& notification,
                         absl::string_view db, int64_t rx_nanos) {
-  for (const ::gnmi::Path& path : notification.delete_()) {
-    ApplyDelete(notification.prefix(), path);
-  }
   const absl::string_view target =
       notification.prefix().target().empty()
           ? db
           : absl::string_view(notification.prefix().target());
+  for (const ::gnmi::Path& path : notification.delete_()) {
+    ApplyDelete(notification.prefix(), path, target);
+  }
   const Stamp stamp{rx_nanos, notification.timestamp()};
   for (const ::gnmi::Update& update : notification.update()) {
     ApplyUpdate(update, notification.prefix(), target, stamp);
@@ -118,6 +118,9 @@ void SwitchState::ApplyLeaf(absl::string_view db, const PathView& path,
       return;
     case Kind::kOperStatus:
       ports_[std::string(t.device)].operstate = OperState(value.text);
+      break;
+    case Kind::kLldp:
+      ApplyLldp(t, value);
       break;
     case Kind::kPortSpeed:
       if (value.type == Scalar::Type::kUnsigned) {
@@ -255,12 +258,75 @@ void SwitchState::ResetSeries(absl::string_view device, int64_t rx_nanos) {
   }
 }
 
+void SwitchState::ApplyLldp(const LeafTarget& t, const Scalar& value) {
+  // A SONiC hash holds strings; an OpenConfig target may send a numeric
+  // port id as a number.
+  const std::string number =
+      value.type == Scalar::Type::kUnsigned && value.text.empty()
+          ? std::to_string(value.number)
+          : std::string();
+  const LldpTable::SetResult r =
+      lldp_.Set(t.device, t.neighbor, t.lldp_field,
+                number.empty() ? value.text : absl::string_view(number));
+  if (r.truncated) CountError("lldp_truncated");
+  if (r.refused) CountError("lldp_too_many");
+}
+
+bool SwitchState::ApplyLldpDelete(absl::string_view db, const PathView& p) {
+  if (p.empty()) return false;
+  if (dialect_ == Dialect::kSonic) {
+    if (db != "APPL_DB" || p[0].name != "LLDP_ENTRY_TABLE") return false;
+    size_t i = 1;
+    if (i < p.size() && absl::StrContains(p[i].name, '*')) ++i;
+    if (i >= p.size()) {
+      lldp_.Remove("", "");  // the whole table
+    } else if (i + 1 == p.size()) {
+      lldp_.Remove(p[i].name, "");
+    } else {
+      const LeafTarget t = MapLeaf(dialect_, db, p, oids_, &name_);
+      if (t.kind == Kind::kLldp) lldp_.Set(t.device, "", t.lldp_field, "");
+    }
+    return true;
+  }
+  if (ElemName(p[0].name) != "lldp") return false;
+  const LeafTarget t = MapLeaf(dialect_, db, p, oids_, &name_);
+  if (t.kind == Kind::kLldp) {
+    lldp_.Set(t.device, t.neighbor, t.lldp_field, "");
+    return true;
+  }
+  // Only a deleted container or list entry removes neighbors: the whole
+  // of /lldp, an interface, its neighbors, one neighbor. Other deletes
+  // (global state, a neighbor's capabilities or TLVs) leave them.
+  const absl::string_view last = ElemName(p[p.size() - 1].name);
+  if (last != "lldp" && last != "interfaces" && last != "interface" &&
+      last != "neighbors" && last != "neighbor") {
+    return true;
+  }
+  absl::string_view port;
+  absl::string_view neighbor;
+  for (size_t i = 1; i < p.size(); ++i) {
+    const absl::string_view name = ElemName(p[i].name);
+    if (name == "interface") port = p[i].Key("name");
+    if (name == "neighbor") neighbor = p[i].Key("id");
+  }
+  // An interface or neighbor without its key is every one of them.
+  if (port.empty() && p.size() >= 3) {
+    lldp_.Remove("", "");
+    return true;
+  }
+  lldp_.Remove(port, neighbor);
+  return true;
+}
+
 void SwitchState::ApplyDelete(const ::gnmi::Path& prefix,
-                              const ::gnmi::Path& path) {
+                              const ::gnmi::Path& path, absl::string_view db) {
   PathView p;
   p.Append(prefix);
   p.Append(path);
-  const LeafTarget t = MapLeaf(dialect_, prefix.target(), p, oids_, &name_);
+  // Before the port deletes below: an LLDP interface names a port too, and
+  // its neighbor going away leaves the port's counters.
+  if (ApplyLldpDelete(db, p)) return;
+  const LeafTarget t = MapLeaf(dialect_, db, p, oids_, &name_);
   if (t.kind == Kind::kSeries) {
     series_.erase(Key(std::string(t.device), name_));
     return;
@@ -331,6 +397,33 @@ void SwitchState::Build(int64_t now_nanos, absl::Time wall,
   for (auto& [name, info] : netdevs) {
     snapshot->netdevs.push_back(std::move(info));
   }
+  snapshot->lldp = LldpSnapshot();
+}
+
+void SwitchState::StartLldp() {
+  lldp_.Clear();
+  lldp_synced_ = false;
+}
+
+std::shared_ptr<const agent::LldpState> SwitchState::LldpSnapshot() {
+  if (lldp_state_ != nullptr && lldp_state_->up == lldp_synced_ &&
+      lldp_built_generation_ == lldp_.generation()) {
+    return lldp_state_;
+  }
+  auto state = std::make_shared<agent::LldpState>();
+  state->source = "gnmi";
+  state->up = lldp_synced_;
+  state->set.neighbors = lldp_.Complete();
+  state->set.version = lldp_state_ == nullptr ? 1 : lldp_state_->set.version;
+  if (lldp_state_ != nullptr &&
+      state->set.neighbors != lldp_state_->set.neighbors) {
+    ++state->set.version;
+  }
+  state->issues.missing_field = lldp_.incomplete();
+  lldp_neighbor_count_ = state->set.neighbors.size();
+  lldp_built_generation_ = lldp_.generation();
+  lldp_state_ = std::move(state);
+  return lldp_state_;
 }
 
 bool SwitchState::TakeReload() {

@@ -20,6 +20,15 @@
 // switch (a reload: every series restarts, and TakeReload() returns true
 // once so that the bridge streams under a new boot id).
 //
+// LLDP (docs/gnmi-bridge.md, "LLDP neighbors"): the neighbor leaves of
+// either dialect go into an LldpTable; a deleted neighbor (or port, or
+// table) is removed. The neighbor set is complete once the LLDP group's
+// stream has synced (SyncLldp) and until it ends (EndLldp); a restarted
+// stream starts from an empty table (StartLldp), since what was deleted
+// while it was down is not replayed. Build() publishes it as the
+// snapshot's LldpState (source "gnmi"), whose version moves only when the
+// neighbors do, so that the stream sends a new Inventory only then.
+//
 // Values that cannot be read are counted by reason (ErrorCounts()):
 // DecodeStatusName() reasons for a whole update, "bad_path" (a port path
 // without its port), "out_of_range" (digits beyond 2^64-1), "negative",
@@ -44,9 +53,11 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "agent/lldp_neighbor.h"
 #include "agent/rate.h"
 #include "agent/sample.h"
 #include "gnmi/dialect.h"
+#include "gnmi/lldp_table.h"
 #include "gnmi/path_map.h"
 #include "gnmi/typed_value.h"
 #include "proto/gnmi.pb.h"
@@ -77,6 +88,16 @@ class SwitchState {
 
   // True once after the switch's boot-time changed (a reload).
   bool TakeReload();
+
+  // The LLDP group's stream started (the table empties), delivered its
+  // initial state, ended.
+  void StartLldp();
+  void SyncLldp() { lldp_synced_ = true; }
+  void EndLldp() { lldp_synced_ = false; }
+  // Neighbors sent (complete) and held without a chassis or port id.
+  size_t lldp_neighbors() const { return lldp_neighbor_count_; }
+  size_t lldp_incomplete() const { return lldp_.incomplete(); }
+  bool lldp_synced() const { return lldp_synced_; }
 
   // Leaves applied (values of series and attributes) over the lifetime.
   uint64_t updates() const { return updates_; }
@@ -131,7 +152,14 @@ class SwitchState {
                  const Scalar& value, Stamp stamp);
   void ApplySeries(absl::string_view device, bool last_clear,
                    const Scalar& value, Stamp stamp);
-  void ApplyDelete(const ::gnmi::Path& prefix, const ::gnmi::Path& path);
+  void ApplyDelete(const ::gnmi::Path& prefix, const ::gnmi::Path& path,
+                   absl::string_view db);
+  // A deleted LLDP path (neighbor, port, table or field); false when `p` is
+  // not an LLDP path.
+  bool ApplyLldpDelete(absl::string_view db, const PathView& p);
+  void ApplyLldp(const LeafTarget& t, const Scalar& value);
+  // The LldpState for the next snapshot, rebuilt when the table changed.
+  std::shared_ptr<const agent::LldpState> LldpSnapshot();
   // Every series of `device` (all series when empty) restarts.
   void ResetSeries(absl::string_view device, int64_t rx_nanos);
   // The description of a series, shared with every other switch of the
@@ -151,6 +179,11 @@ class SwitchState {
   int64_t last_update_nanos_ = 0;
   uint64_t resets_ = 0;
   std::map<std::string, uint64_t> errors_;
+  LldpTable lldp_;
+  bool lldp_synced_ = false;
+  std::shared_ptr<const agent::LldpState> lldp_state_;
+  uint64_t lldp_built_generation_ = 0;
+  size_t lldp_neighbor_count_ = 0;
   std::string name_;  // scratch for MapLeaf
   PathView path_;     // scratch for ApplyUpdate
 };

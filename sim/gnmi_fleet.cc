@@ -1,11 +1,14 @@
 #include "sim/gnmi_fleet.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <system_error>
 #include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "analysis/layout_parse.h"
@@ -59,7 +62,53 @@ absl::Status ParseCredentials(const std::string& path, const std::string& text,
   return absl::OkStatus();
 }
 
+// A locally administered unicast MAC (the 0x02 bit of the first octet):
+// `kind` 0 for hosts, 1 for switches, then the index.
+std::string MadeUpMac(int kind, size_t index) {
+  return absl::StrFormat("02:%02x:00:%02x:%02x:%02x", kind,
+                         (index >> 16) & 0xff, (index >> 8) & 0xff,
+                         index & 0xff);
+}
+
 }  // namespace
+
+std::vector<LldpPeer> LldpPeersOf(const Fabric& fabric, size_t switch_index) {
+  const SimNode& sw = fabric.switches()[switch_index];
+  std::vector<LldpPeer> out;
+  for (size_t p : sw.members) {
+    const SimPort& port = fabric.ports()[p];
+    if (!port.nic.has_value()) continue;
+    const SimNic& nic = fabric.nics()[*port.nic];
+    LldpPeer peer;
+    peer.local_port = port.port;
+    peer.system_name = nic.host;
+    peer.chassis_id = MadeUpMac(0, nic.host_index);
+    // lldpd on a host announces the netdev by name, and as its
+    // description too when it has no alias.
+    peer.port_id = nic.netdev;
+    peer.port_description = nic.netdev;
+    out.push_back(std::move(peer));
+  }
+  for (const v1::SwitchLink& link : fabric.topology().switch_links()) {
+    const bool a = link.switch_a() == sw.name;
+    const bool b = link.switch_b() == sw.name;
+    if (a == b) continue;  // not this switch's (or a loop onto itself)
+    const std::string& far = a ? link.switch_b() : link.switch_a();
+    const std::optional<size_t> far_index = fabric.FindSwitch(far);
+    if (!far_index.has_value()) continue;
+    LldpPeer peer;
+    peer.local_port = a ? link.port_a() : link.port_b();
+    peer.system_name = far;
+    peer.chassis_id = MadeUpMac(1, *far_index);
+    peer.port_id = a ? link.port_b() : link.port_a();
+    peer.port_description = peer.port_id;
+    out.push_back(std::move(peer));
+  }
+  std::sort(out.begin(), out.end(), [](const LldpPeer& x, const LldpPeer& y) {
+    return NaturalLess(x.local_port, y.local_port);
+  });
+  return out;
+}
 
 absl::Status ValidateGnmiFlags(const GnmiFlags& flags, bool have_topology) {
   if (!flags.enabled()) {
@@ -139,6 +188,7 @@ absl::StatusOr<std::unique_ptr<GnmiFleet>> GnmiFleet::Start(
     ASSIGN_OR_RETURN(std::unique_ptr<GnmiTarget> t,
                      GnmiTarget::Start(fabric->switches()[i].name, o));
     fleet->targets_.push_back(std::move(t));
+    fleet->lldp_.push_back(LldpPeersOf(*fabric, i));
   }
   return fleet;
 }
@@ -156,6 +206,7 @@ void GnmiFleet::Publish(const std::vector<PortCounters>& ports,
       state.ports.push_back(fabric_->ports()[p].port);
       state.counters.push_back(ports[p]);
     }
+    state.lldp = lldp_[s];
     targets_[s]->SetAvailable(available[s]);
     targets_[s]->Publish(state);
   }

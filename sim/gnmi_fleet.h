@@ -6,6 +6,11 @@
 // Switch i (topology order) listens on PORT + i of --gnmi_listen=HOST:PORT;
 // port 0 gives each an ephemeral port.
 //
+// Each switch also serves the LLDP neighbors its ports hear, from the
+// fabric's cabling (LldpPeersOf): a host-facing port hears the host (system
+// name) and its NIC's netdev (port id), a port of a switch-to-switch link
+// (the topology's switch_links) the switch at the other end and its port.
+//
 //   GnmiFlags flags;                       // from --gnmi_* flags
 //   RETURN_IF_ERROR(ValidateGnmiFlags(flags, /*have_topology=*/true));
 //   ASSIGN_OR_RETURN(std::unique_ptr<GnmiFleet> fleet,
@@ -27,6 +32,7 @@
 #include "gnmi/dialect.h"
 #include "proto/layout.pb.h"
 #include "sim/fabric.h"
+#include "sim/gnmi_leaves.h"
 #include "sim/gnmi_target.h"
 #include "sim/port_counters.h"
 
@@ -44,6 +50,12 @@ struct GnmiFlags {
 
   bool enabled() const { return !listen.empty(); }
 };
+
+// What the ports of switch `switch_index` (of fabric.switches()) hear over
+// LLDP, in natural port order. Chassis ids are made-up locally
+// administered MAC addresses, one per host ("02:00:...") or switch
+// ("02:01:..."), stable across runs.
+std::vector<LldpPeer> LldpPeersOf(const Fabric& fabric, size_t switch_index);
 
 // The flags alone (no file access); messages name the flag.
 absl::Status ValidateGnmiFlags(const GnmiFlags& flags, bool have_topology);
@@ -85,6 +97,7 @@ class GnmiFleet {
   GnmiFlags flags_;
   const Fabric* fabric_;
   std::vector<std::unique_ptr<GnmiTarget>> targets_;
+  std::vector<std::vector<LldpPeer>> lldp_;  // per target, from the cabling
 };
 
 }  // namespace fabricdiag::sim

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -157,6 +158,26 @@ void OpenConfigLeaves(const SwitchState& s, std::vector<Leaf>* out) {
   const ::gnmi::Path root;
   Add(root, PrefixText(root), "system/state/boot-time",
       Uint(static_cast<uint64_t>(s.boot_time_nanos)), out);
+  // One neighbor per port, as EOS numbers them from 1; an LLDP port id is
+  // an interface name and the chassis id a MAC address.
+  for (const LldpPeer& peer : s.lldp) {
+    const ::gnmi::Path prefix = MustParse(
+        absl::StrCat("/lldp/interfaces/interface[name=", peer.local_port,
+                     "]/neighbors/neighbor[id=1]"));
+    const std::string prefix_text = PrefixText(prefix);
+    const std::pair<const char*, std::string> fields[] = {
+        {"state/system-name", peer.system_name},
+        {"state/chassis-id", peer.chassis_id},
+        {"state/chassis-id-type", "MAC_ADDRESS"},
+        {"state/port-id", peer.port_id},
+        {"state/port-id-type", "INTERFACE_NAME"},
+        {"state/port-description", peer.port_description},
+        {"state/management-address", peer.management_address},
+    };
+    for (const auto& [leaf, value] : fields) {
+      Add(prefix, prefix_text, leaf, Text(value), out);
+    }
+  }
 }
 
 void SonicLeaves(const SwitchState& s, std::vector<Leaf>* out) {
@@ -188,6 +209,24 @@ void SonicLeaves(const SwitchState& s, std::vector<Leaf>* out) {
     };
     Add(appl_db, appl_text, absl::StrCat("PORT_TABLE/", s.ports[i]), Json(port),
         out);
+  }
+  // LLDP-MIB subtypes: chassis id 4 = MAC address, port id 5 = interface
+  // name.
+  for (const LldpPeer& peer : s.lldp) {
+    const nlohmann::json entry = {
+        {"lldp_rem_index", "1"},
+        {"lldp_rem_sys_name", peer.system_name},
+        {"lldp_rem_chassis_id", peer.chassis_id},
+        {"lldp_rem_chassis_id_subtype", "4"},
+        {"lldp_rem_port_id", peer.port_id},
+        {"lldp_rem_port_id_subtype", "5"},
+        // lldp_syncd stores an absent description as one space.
+        {"lldp_rem_port_desc",
+         peer.port_description.empty() ? " " : peer.port_description},
+        {"lldp_rem_man_addr", peer.management_address},
+    };
+    Add(appl_db, appl_text, absl::StrCat("LLDP_ENTRY_TABLE/", peer.local_port),
+        Json(entry), out);
   }
 }
 

@@ -13,7 +13,12 @@
 // `json_ietf_val` object of SAI statistic names with decimal string values,
 // "COUNTERS_PORT_NAME_MAP" (port -> "oid:0x..."), and under prefix target
 // "APPL_DB" one "PORT_TABLE/<port>" object per port (oper_status "up" /
-// "down", speed in Mb/s). The counter leaves are the counter table's gNMI
+// "down", speed in Mb/s). LLDP: OpenConfig serves each neighbor's state
+// leaves under "/lldp/interfaces/interface[name=P]/neighbors/neighbor[id=1]"
+// (text leaves, types as identities: "MAC_ADDRESS", "INTERFACE_NAME"), and
+// SONiC one "LLDP_ENTRY_TABLE/<port>" hash per port under APPL_DB, as
+// lldp_syncd writes it (LLDP-MIB subtype numbers, "lldp_rem_*" strings).
+// The counter leaves are the counter table's gNMI
 // rows of a port (counters/counter_table.h: every spelling a bridge knows),
 // each with the simulated counter its meaning has (CounterOf in
 // sim/port_counters.h). Queue statistics and gauges are not simulated: no
@@ -41,6 +46,16 @@
 
 namespace fabricdiag::sim {
 
+// The LLDP neighbor a switch port hears (the far end of its cable).
+struct LldpPeer {
+  std::string local_port;   // the switch's port, "swp1"
+  std::string system_name;  // "gpu-003", "spine-0"
+  std::string chassis_id;   // a MAC address, "02:00:00:00:00:03"
+  std::string port_id;      // the far end's port or netdev, "eth2"
+  std::string port_description;
+  std::string management_address;  // "" when none
+};
+
 // One switch at one instant.
 struct SwitchState {
   std::string name;
@@ -49,6 +64,11 @@ struct SwitchState {
   // Front-panel port names and their counters, in the same order.
   std::vector<std::string> ports;
   std::vector<PortCounters> counters;
+  // What the ports hear over LLDP, in port order. The leaves of a switch
+  // must be the same in every state (a subscription finds them once, by
+  // position), so the ports with a neighbor stay the same; what they hear
+  // may change.
+  std::vector<LldpPeer> lldp;
 };
 
 // One leaf (OpenConfig) or one table entry (SONiC) as a target sends it.

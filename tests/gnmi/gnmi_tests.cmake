@@ -13,8 +13,9 @@ if(TARGET fabricdiag_gnmi_session)
   fabricdiag_add_test(gnmi_switch_state_test
     SOURCES
       ${CMAKE_CURRENT_LIST_DIR}/switch_state_test.cc
+      ${CMAKE_CURRENT_LIST_DIR}/lldp_test.cc
       ${CMAKE_CURRENT_LIST_DIR}/fixtures.cc
-    LIBS fabricdiag_gnmi_session absl::strings)
+    LIBS fabricdiag_gnmi_session nlohmann_json::nlohmann_json absl::strings)
 endif()
 
 if(TARGET fabricdiag_gnmi_session)
@@ -55,4 +56,12 @@ if(TARGET fabricdiag_gnmi_bridge)
       ${CMAKE_CURRENT_LIST_DIR}/fixtures.cc
     LIBS fabricdiag_gnmi_bridge fabricdiag_gnmi_fake_target
          fabricdiag_test_util absl::strings)
+endif()
+
+# The bridge's LLDP against the simulator's gNMI targets.
+if(TARGET fabricdiag_gnmi_bridge AND TARGET fabricdiag_sim)
+  fabricdiag_add_test(gnmi_bridge_lldp_test
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/bridge_lldp_test.cc
+    LIBS fabricdiag_gnmi_bridge fabricdiag_sim fabricdiag_test_ingest_server
+         fabricdiag_test_util)
 endif()

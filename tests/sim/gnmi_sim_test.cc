@@ -116,6 +116,76 @@ TEST(GnmiSimTest, CountersGrowAsTheSimulationCounts) {
   EXPECT_GT(before, uint64_t{1} << 30);
 }
 
+// ---- LLDP from the cabling -------------------------------------------------
+
+TEST(GnmiSimLldpTest, HostPortsHearTheirNicAndSwitchLinksTheFarSwitch) {
+  const Fabric plain = sim::testing::BuildFabric("");
+  v1::Topology topology = plain.topology();
+  topology.add_switches()->set_name("spine-0");
+  for (const char* leaf : {"leaf-0", "leaf-1"}) {
+    v1::SwitchLink* l = topology.add_switch_links();
+    l->set_switch_a(leaf);
+    l->set_port_a("swp49");
+    l->set_switch_b("spine-0");
+    l->set_port_b(leaf == std::string("leaf-0") ? "swp1" : "swp2");
+  }
+  absl::StatusOr<Fabric> fabric = Fabric::Build({}, topology);
+  ASSERT_TRUE(fabric.ok()) << fabric.status();
+
+  const std::vector<LldpPeer> leaf1 =
+      LldpPeersOf(*fabric, *fabric->FindSwitch("leaf-1"));
+  // Four host ports and one uplink with a far end, in port order.
+  ASSERT_EQ(leaf1.size(), 5u);
+  EXPECT_EQ(leaf1[0].local_port, "swp1");
+  EXPECT_EQ(leaf1[0].system_name, "gpu-000");
+  EXPECT_EQ(leaf1[0].port_id, "eth1");  // gpu-000's mlx5_1
+  EXPECT_EQ(leaf1[3].local_port, "swp4");
+  EXPECT_EQ(leaf1[3].system_name, "gpu-003");
+  EXPECT_EQ(leaf1[4].local_port, "swp49");
+  EXPECT_EQ(leaf1[4].system_name, "spine-0");
+  EXPECT_EQ(leaf1[4].port_id, "swp2");
+  // One chassis id per host, another per switch.
+  EXPECT_NE(leaf1[0].chassis_id, leaf1[1].chassis_id);
+  EXPECT_EQ(leaf1[0].chassis_id,
+            LldpPeersOf(*fabric, *fabric->FindSwitch("leaf-0"))[0].chassis_id);
+
+  const std::vector<LldpPeer> spine =
+      LldpPeersOf(*fabric, *fabric->FindSwitch("spine-0"));
+  ASSERT_EQ(spine.size(), 2u);
+  EXPECT_EQ(spine[0].local_port, "swp1");
+  EXPECT_EQ(spine[0].system_name, "leaf-0");
+  EXPECT_EQ(spine[0].port_id, "swp49");
+  EXPECT_EQ(spine[1].system_name, "leaf-1");
+  EXPECT_NE(spine[0].chassis_id, spine[1].chassis_id);
+}
+
+class GnmiSimLldpDialectTest : public ::testing::TestWithParam<Dialect> {};
+
+TEST_P(GnmiSimLldpDialectTest, TargetsServeTheCabling) {
+  SimRun run(GetParam());
+  ASSERT_NE(run.sim, nullptr);
+  GnmiTestClient c(run.Target(1).address(), grpc::InsecureChannelCredentials(),
+                   GetParam());
+  ASSERT_TRUE(c.Subscribe(Group(GetParam(), "lldp")).ok());
+  ASSERT_TRUE(c.ReadUntilSync().ok());
+  // leaf-1's host ports; its uplinks have no far end in this topology.
+  ASSERT_EQ(c.lldp.size(), 4u);
+  EXPECT_EQ(c.lldp["swp2"][gnmi::LldpField::kSystemName], "gpu-001");
+  EXPECT_EQ(c.lldp["swp2"][gnmi::LldpField::kPortId], "eth1");
+  // "interfaces" is one more group a bridge opens: LLDP is no part of it.
+  GnmiTestClient counters(run.Target(1).address(),
+                          grpc::InsecureChannelCredentials(), GetParam());
+  ASSERT_TRUE(
+      counters.Subscribe(Group(GetParam(), GroupsFor(GetParam())[0].name))
+          .ok());
+  ASSERT_TRUE(counters.ReadUntilSync().ok());
+  EXPECT_TRUE(counters.lldp.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Dialects, GnmiSimLldpDialectTest,
+                         ::testing::Values(Dialect::kOpenConfig,
+                                           Dialect::kSonic));
+
 TEST(GnmiSimTest, NoSwitchTreeWithGnmi) {
   SimRun run(Dialect::kSonic);
   ASSERT_NE(run.sim, nullptr);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,6 +54,10 @@ SwitchState TwoPorts(int64_t t_seconds, uint64_t bytes, bool swp1_up = true) {
     c.value[kRxPauseFrames + 3] = bytes / 1000;
   }
   s.counters[0].link_up = swp1_up;
+  // swp1 hears a host's NIC, swp49 a spine.
+  s.lldp = {
+      {"swp1", "gpu-000", "02:00:00:00:00:00", "eth0", "eth0", ""},
+      {"swp49", "spine-0", "02:01:00:00:00:02", "swp3", "swp3", "10.0.0.2"}};
   return s;
 }
 
@@ -132,12 +137,49 @@ TEST_P(GroupsTest, EveryLeafMapsToAPortOrIsRefusedWholeAsUnimplemented) {
       EXPECT_EQ(c.oper_status["swp1"], "up");
       EXPECT_EQ(c.speed["swp1"], "400000");
     }
+    if (absl::string_view(g.name) == "lldp") {
+      // Both dialects read back as the same neighbor, types as lldpd
+      // spells them.
+      std::map<gnmi::LldpField, std::string>& host = c.lldp["swp1"];
+      EXPECT_EQ(host[gnmi::LldpField::kSystemName], "gpu-000");
+      EXPECT_EQ(host[gnmi::LldpField::kChassisId], "02:00:00:00:00:00");
+      EXPECT_EQ(host[gnmi::LldpField::kPortId], "eth0");
+      EXPECT_EQ(gnmi::LldpIdType(host[gnmi::LldpField::kPortIdType], false),
+                "ifname");
+      EXPECT_EQ(gnmi::LldpIdType(host[gnmi::LldpField::kChassisIdType], true),
+                "mac");
+      EXPECT_EQ(c.lldp["swp49"][gnmi::LldpField::kSystemName], "spine-0");
+      EXPECT_EQ(c.lldp["swp49"][gnmi::LldpField::kManagementAddress],
+                "10.0.0.2");
+      EXPECT_EQ(c.lldp.size(), 2u);
+    }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Dialects, GroupsTest,
                          ::testing::Values(Dialect::kOpenConfig,
                                            Dialect::kSonic));
+
+TEST_P(GroupsTest, AChangedLldpNeighborIsSentOnChangeAlone) {
+  const Dialect d = GetParam();
+  std::unique_ptr<GnmiTarget> target = StartTarget(d);
+  ASSERT_NE(target, nullptr);
+  target->Publish(TwoPorts(0, 100));
+  GnmiTestClient c(target->address(), grpc::InsecureChannelCredentials(), d);
+  ASSERT_TRUE(c.Subscribe(Group(d, "lldp")).ok());
+  ASSERT_TRUE(c.ReadUntilSync().ok());
+  ASSERT_EQ(c.lldp["swp1"][gnmi::LldpField::kPortId], "eth0");
+  // The cable of swp1 moved to another NIC of the host.
+  SwitchState moved = TwoPorts(1, 200);
+  moved.lldp[0].port_id = "eth1";
+  target->Publish(moved);
+  ASSERT_TRUE(c.ReadOne().ok());
+  EXPECT_EQ(c.lldp["swp1"][gnmi::LldpField::kPortId], "eth1");
+  // Only swp1's neighbor changed: nothing of swp49 was sent again.
+  EXPECT_THAT(c.last_updates, ::testing::Contains("swp1|lldp"));
+  EXPECT_THAT(c.last_updates,
+              ::testing::Not(::testing::Contains("swp49|lldp")));
+}
 
 TEST(GnmiTargetTest, SonicOidMapMatchesTheFixtureShape) {
   EXPECT_EQ(SonicPortOid(0), "oid:0x1000000000001");
@@ -223,12 +265,12 @@ TEST(GnmiTargetTest, UnknownPathIsUnimplementedForTheWholeRpc) {
   r.mutable_subscribe()->add_subscription()->mutable_path()->CopyFrom(
       *gnmi::ParsePath("/interfaces/interface/state/counters"));
   r.mutable_subscribe()->add_subscription()->mutable_path()->CopyFrom(
-      *gnmi::ParsePath("/lldp/interfaces"));
+      *gnmi::ParsePath("/network-instances/network-instance"));
   GnmiTestClient c(target->address(), grpc::InsecureChannelCredentials());
   ASSERT_TRUE(c.SubscribeRaw(r).ok());
   absl::Status st = c.ReadUntilSync();
   EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented) << st;
-  EXPECT_THAT(std::string(st.message()), HasSubstr("/lldp/interfaces"));
+  EXPECT_THAT(std::string(st.message()), HasSubstr("/network-instances"));
   EXPECT_EQ(c.notifications, 0);
 }
 

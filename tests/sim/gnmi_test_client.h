@@ -151,6 +151,9 @@ class GnmiTestClient {
   std::map<std::string, std::string> oper_status;  // port -> text
   std::map<std::string, std::string> speed;        // port -> text
   gnmi::OidNames oids;
+  // port -> LLDP field -> text, as sent (the neighbor key is not kept: the
+  // simulator's ports hear one neighbor each).
+  std::map<std::string, std::map<gnmi::LldpField, std::string>> lldp;
   uint64_t boot_time = 0;
   int64_t last_timestamp = 0;
   int notifications = 0;
@@ -212,6 +215,14 @@ class GnmiTestClient {
               case Kind::kPortOid:
                 oids[std::string(value.text)] = dev;
                 last_updates.push_back(absl::StrCat(dev, "|oid"));
+                break;
+              case Kind::kLldp:
+                lldp[dev][t.lldp_field] =
+                    value.type == gnmi::Scalar::Type::kUnsigned &&
+                            value.text.empty()
+                        ? absl::StrCat(value.number)
+                        : std::string(value.text);
+                last_updates.push_back(absl::StrCat(dev, "|lldp"));
                 break;
               case Kind::kIgnored:
                 // APPL_DB PORT_TABLE carries admin_status and mtu too.

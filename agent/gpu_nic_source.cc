@@ -17,6 +17,7 @@ SourceStatus GpuNicSource::Collect(Snapshot* snapshot) {
     ++scans_;
   }
   snapshot->gpu_nics = pairs_;
+  snapshot->gpus_read = errors_ == 0 || !pairs_.empty();
   SourceStatus status;
   status.source = std::string(name());
   status.ok = errors_ == 0;

@@ -1,10 +1,13 @@
 #include "agent/report_encoder.h"
 
 #include <cmath>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "agent/gpu_nic_pairing.h"
+#include "agent/lldp_neighbor.h"
 #include "common/status_macros.h"
 #include "counters/wire.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -50,6 +53,42 @@ bool SameSeries(const v1::Series& series, const SeriesDesc& d) {
 
 std::string Truncate(const std::string& s, size_t max) {
   return s.size() <= max ? s : s.substr(0, max);
+}
+
+// The neighbor set only when the last read succeeded: a failed read (or an
+// absent lldpd) says nothing about the cabling, and an empty lldp_source
+// tells the collector to keep what it knew. The set is already sorted and
+// capped by the monitor (kLldpMaxNeighbors), so an unchanged set encodes to
+// the same bytes and triggers no new inventory.
+void AddLldp(const Snapshot& snapshot, v1::Inventory* inv) {
+  if (snapshot.lldp == nullptr || !snapshot.lldp->up) return;
+  inv->set_lldp_source(snapshot.lldp->source);
+  for (const LldpNeighbor& n : snapshot.lldp->set.neighbors) {
+    v1::LldpNeighbor* p = inv->add_lldp_neighbors();
+    p->set_local_port(n.netdev);
+    p->set_system_name(n.system_name);
+    p->set_chassis_id(n.chassis_id);
+    p->set_chassis_id_type(n.chassis_id_type);
+    p->set_port_id(n.port_id);
+    p->set_port_id_type(n.port_id_type);
+    p->set_port_description(n.port_description);
+    p->set_management_address(n.management_address);
+  }
+}
+
+// The pairs only when the walk read the PCI tree: a failed walk leaves
+// gpus_read false and the collector keeps the pairs it knew.
+void AddGpuNics(const Snapshot& snapshot, v1::Inventory* inv) {
+  if (!snapshot.gpus_read) return;
+  inv->set_gpus_read(true);
+  for (const GpuNicPair& g : snapshot.gpu_nics) {
+    v1::GpuNic* p = inv->add_gpu_nics();
+    p->set_gpu(static_cast<uint32_t>(g.gpu));
+    p->set_gpu_pci(g.gpu_pci);
+    p->set_device(g.device);
+    p->set_netdev(g.netdev);
+    p->set_distance(std::string(PcieDistanceName(g.distance)));
+  }
 }
 
 v1::Inventory BuildInventory(const Snapshot& snapshot) {
@@ -101,6 +140,8 @@ v1::Inventory BuildInventory(const Snapshot& snapshot) {
             : 0);
     p->set_link_layer(v.link_layer);
   }
+  AddLldp(snapshot, &inv);
+  AddGpuNics(snapshot, &inv);
   return inv;
 }
 

@@ -188,6 +188,11 @@ struct Snapshot {
   // Each GPU and its nearest RDMA NIC (agent/gpu_nic_pairing.h), in GPU
   // index order; empty on a host without GPUs.
   std::vector<GpuNicPair> gpu_nics;
+  // True when the GPU walk ran and either read the PCI tree without an
+  // error or paired GPUs despite one, so that an empty gpu_nics means "no
+  // GPUs" rather than "could not tell" (the collector then keeps the pairs
+  // it knew).
+  bool gpus_read = false;
   std::vector<SourceStatus> sources;
   // The LLDP neighbors of the netdevs (agent/lldp_source.h); null when the
   // agent does not read LLDP (tests).

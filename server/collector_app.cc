@@ -22,6 +22,7 @@
 #include "collector/findings/findings_metrics.h"
 #include "collector/findings/findings_store.h"
 #include "collector/ingest/ingest_service.h"
+#include "collector/ingest/node_facts_intake.h"
 #include "collector/ingest/server.h"
 #include "collector/runner/agent_liveness.h"
 #include "collector/runner/analysis_runner.h"
@@ -346,8 +347,10 @@ int RunCollector(const CollectorConfig& config) {
   IngestCounters counters;
   absl::StatusOr<IngestAuth> ingest_auth = MakeIngestAuth(config);
   if (!ingest_auth.ok()) return StartupFailed(ingest_auth.status().message());
+  TopologySwitches switches(registry);
   IngestService ingest(&series, &counters, *std::move(ingest_auth),
-                       backends.ingest_placement());
+                       backends.ingest_placement(),
+                       {backends.node_facts(), switches});
   AnalysisStats stats;
   absl::StatusOr<AnalysisRunner::Options> runner_options =
       MakeRunnerOptions(config);

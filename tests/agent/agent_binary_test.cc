@@ -432,6 +432,85 @@ TEST(AgentBinaryTest, StreamsToCollectorAndReplaysAfterOutage) {
   EXPECT_EQ(agent.process().Wait(absl::Seconds(15)), std::optional<int>(0));
 }
 
+// Inventories `node` sent whose LLDP neighbors include `port_id` on eth0.
+int InventoriesWithNeighborPort(const testing::FakeIngestServer::Node& node,
+                                const std::string& port_id) {
+  int n = 0;
+  for (const v1::AgentMessage& m : node.messages) {
+    if (!m.has_inventory()) continue;
+    for (const v1::LldpNeighbor& nb : m.inventory().lldp_neighbors()) {
+      if (nb.local_port() == "eth0" && nb.port_id() == port_id) ++n;
+    }
+  }
+  return n;
+}
+
+// Replaces `path` by a copy of `fixture` with every `from` replaced by `to`,
+// through a rename so that the agent never reads a half-written file.
+void WriteLldpFile(const std::string& fixture, const std::string& path,
+                   const std::string& from, const std::string& to) {
+  std::ifstream in(fixture);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string json = text.str();
+  ASSERT_TRUE(absl::StrContains(json, from));
+  json = std::regex_replace(json, std::regex(from), to);
+  const std::string tmp = path + ".tmp";
+  std::ofstream(tmp) << json;
+  std::filesystem::rename(tmp, path);
+}
+
+TEST(AgentBinaryTest, SendsANewInventoryOnlyWhenItsLldpNeighborsChange) {
+  testing::FakeIngestServer server;
+  ASSERT_TRUE(server.Start().ok());
+  fabricdiag::testing::TempDir dir;
+  const std::string lldp = dir.path() + "/neighbors.json";
+  const std::string fixture = kFixtures + "/lldp/host-one-neighbor.json";
+  WriteLldpFile(fixture, lldp, "swp1", "swp1");
+  RunningAgent agent({"--sysfs_root=" + kFixtures + "/sysfs",
+                      "--ethtool_dir=" + kFixtures + "/ethtool/demo",
+                      "--lldp_file=" + lldp, "--node=lldp-node",
+                      "--interval=50ms", "--collector=" + server.target()});
+  ASSERT_TRUE(agent.Start());
+  ASSERT_TRUE(server.WaitFor("lldp-node", [](const auto& n) {
+    return InventoriesWithNeighborPort(n, "swp1") == 1;
+  }));
+  testing::FakeIngestServer::Node first = server.node("lldp-node");
+  const v1::Inventory* inventory = nullptr;
+  for (const v1::AgentMessage& m : first.messages) {
+    if (m.has_inventory()) inventory = &m.inventory();
+  }
+  ASSERT_NE(inventory, nullptr);
+  EXPECT_EQ(inventory->lldp_source(), "file");
+  ASSERT_EQ(inventory->lldp_neighbors_size(), 1);
+  EXPECT_EQ(inventory->lldp_neighbors(0).system_name(), "leaf01");
+  EXPECT_TRUE(inventory->gpus_read());  // the fixture tree has no GPUs
+
+  // Thirty reports (1.5 s) with the same neighbors (the file is re-checked
+  // every second): no new inventory.
+  const size_t reports = first.report_seqs.size();
+  ASSERT_TRUE(server.WaitFor("lldp-node", [&](const auto& n) {
+    return n.report_seqs.size() >= reports + 30;
+  }));
+  EXPECT_EQ(server.node("lldp-node").inventories, first.inventories);
+
+  // The cable moves to swp2: exactly one new inventory, with it.
+  WriteLldpFile(fixture, lldp, "swp1", "swp2");
+  ASSERT_TRUE(server.WaitFor("lldp-node", [](const auto& n) {
+    return InventoriesWithNeighborPort(n, "swp2") == 1;
+  }));
+  const size_t after_move = server.node("lldp-node").report_seqs.size();
+  ASSERT_TRUE(server.WaitFor("lldp-node", [&](const auto& n) {
+    return n.report_seqs.size() >= after_move + 30;
+  }));
+  testing::FakeIngestServer::Node last = server.node("lldp-node");
+  EXPECT_EQ(last.streams, 1);
+  EXPECT_EQ(last.inventories, first.inventories + 1);
+  EXPECT_EQ(InventoriesWithNeighborPort(last, "swp2"), 1);
+  agent.process().Signal(SIGTERM);
+  EXPECT_EQ(agent.process().Wait(absl::Seconds(15)), std::optional<int>(0));
+}
+
 TEST(AgentBinaryTest, DeadCollectorNeverStopsSampling) {
   // A port nobody listens on: bind-free loopback port 1 is refused at once.
   RunningAgent agent({"--sysfs_root=" + kFixtures + "/sysfs", "--interval=50ms",

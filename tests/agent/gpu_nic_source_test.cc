@@ -130,6 +130,7 @@ TEST(GpuNicSourceTest, DgxH100EachGpuGetsTheNicOnItsSwitch) {
   const SourceStatus status = source.Collect(&snap);
   EXPECT_TRUE(status.ok) << status.last_error;
   EXPECT_EQ(status.source, "gpu_nic");
+  EXPECT_TRUE(snap.gpus_read);
   EXPECT_EQ(snap.gpu_nics,
             Pairs({{"0000:1b:00.0", "mlx5_0", "ibp24s0", kSwitch},
                    {"0000:43:00.0", "mlx5_3", "ibp64s0", kSwitch},
@@ -190,6 +191,7 @@ TEST(GpuNicSourceTest, HostWithoutGpuHasNoPairsAndNoError) {
   const SourceStatus status = source.Collect(&snap);
   EXPECT_TRUE(status.ok) << status.last_error;
   EXPECT_EQ(status.errors, 0);
+  EXPECT_TRUE(snap.gpus_read);  // read: there are none
   EXPECT_THAT(snap.gpu_nics, IsEmpty());
 }
 
@@ -244,12 +246,29 @@ TEST(GpuNicSourceTest, GarbageIsCountedNeverFatal) {
   EXPECT_FALSE(status.ok);
   EXPECT_EQ(status.errors, 4);
   EXPECT_FALSE(status.last_error.empty());
+  EXPECT_TRUE(snap.gpus_read);  // errors, but GPUs were paired
   // numa_node -1 does not matter below a shared switch; the GPU with a junk
   // numa_node still meets mlx5_1 on its host bridge. The junk-class and
   // vendor-less functions are not GPUs.
   EXPECT_EQ(snap.gpu_nics,
             Pairs({{"0000:03:00.0", "mlx5_0", "ibp4s0", kSwitch},
                    {"0000:81:00.0", "mlx5_1", "", PcieDistance::kNuma}}));
+}
+
+TEST(GpuNicSourceTest, AFailedWalkWithoutPairsIsNotARead) {
+  ScopedTempDir dir;
+  FakeSysfs fs(dir.path());
+  ASSERT_TRUE(fs.Symlink("../../../devices/pci0000:ee/0000:ee:00.0",
+                         "bus/pci/devices/0000:ee:00.0")
+                  .ok());
+  SysfsReader reader(dir.path());
+  FakeClock clock;
+  GpuNicSource source(&reader, clock);
+  Snapshot snap;
+  EXPECT_FALSE(source.Collect(&snap).ok);
+  // "Could not tell", not "no GPUs": the collector keeps what it knew.
+  EXPECT_FALSE(snap.gpus_read);
+  EXPECT_THAT(snap.gpu_nics, IsEmpty());
 }
 
 TEST(GpuNicSourceTest, RescansOnlyAfterTheInterval) {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 
 #include "tests/agent/sample_testing.h"
 
@@ -348,6 +349,96 @@ TEST(ReportEncoderTest, InventoryIsSentFirstAndWhenItChanges) {
   EncodedReport changed = EncodeOk(encoder, snap, NoRates(snap));
   ASSERT_TRUE(changed.new_inventory.has_value());
   EXPECT_EQ(changed.new_inventory->rdma_ports(0).state(), "DOWN");
+}
+
+TEST(ReportEncoderTest, LldpNeighborsTravelOnlyWhenTheReadIsUpAndChanged) {
+  ReportEncoder encoder;
+  Snapshot snap = MakeSnapshot({MakeSample("mlx5_0", "a", 1)});
+  auto lldp = std::make_shared<LldpState>();
+  lldp->source = "file";
+  lldp->up = true;
+  LldpNeighbor n;
+  n.netdev = "eth0";
+  n.system_name = "leaf-0";
+  n.chassis_id = "12:27:29:d0:18:68";
+  n.chassis_id_type = "mac";
+  n.port_id = "swp1";
+  n.port_id_type = "ifname";
+  lldp->set.neighbors = {n};
+  lldp->set.version = 1;
+  snap.lldp = lldp;
+
+  EncodedReport first = EncodeOk(encoder, snap, NoRates(snap));
+  ASSERT_TRUE(first.new_inventory.has_value());
+  EXPECT_EQ(first.new_inventory->lldp_source(), "file");
+  ASSERT_EQ(first.new_inventory->lldp_neighbors_size(), 1);
+  const v1::LldpNeighbor& wire = first.new_inventory->lldp_neighbors(0);
+  EXPECT_EQ(wire.local_port(), "eth0");
+  EXPECT_EQ(wire.system_name(), "leaf-0");
+  EXPECT_EQ(wire.chassis_id(), "12:27:29:d0:18:68");
+  EXPECT_EQ(wire.port_id(), "swp1");
+  EXPECT_EQ(wire.port_id_type(), "ifname");
+
+  // The same set again (a new state object, as each tick publishes): none.
+  snap.lldp = std::make_shared<LldpState>(*lldp);
+  EXPECT_FALSE(EncodeOk(encoder, snap, NoRates(snap)).new_inventory);
+
+  auto moved = std::make_shared<LldpState>(*lldp);
+  moved->set.neighbors[0].port_id = "swp2";
+  moved->set.version = 2;
+  snap.lldp = moved;
+  EncodedReport changed = EncodeOk(encoder, snap, NoRates(snap));
+  ASSERT_TRUE(changed.new_inventory.has_value());
+  EXPECT_EQ(changed.new_inventory->lldp_neighbors(0).port_id(), "swp2");
+
+  // A failed read keeps the monitor's neighbors but is not up: the
+  // inventory says "not read" and carries none, so the collector keeps
+  // what it knew.
+  auto failed = std::make_shared<LldpState>(*moved);
+  failed->up = false;
+  snap.lldp = failed;
+  EncodedReport down = EncodeOk(encoder, snap, NoRates(snap));
+  ASSERT_TRUE(down.new_inventory.has_value());
+  EXPECT_EQ(down.new_inventory->lldp_source(), "");
+  EXPECT_EQ(down.new_inventory->lldp_neighbors_size(), 0);
+}
+
+TEST(ReportEncoderTest, GpuNicPairsTravelOnlyWhenTheWalkRead) {
+  ReportEncoder encoder;
+  Snapshot snap = MakeSnapshot({MakeSample("mlx5_0", "a", 1)});
+  GpuNicPair pair;
+  pair.gpu = 3;
+  pair.gpu_pci = "0000:1b:00.0";
+  pair.device = "mlx5_3";
+  pair.netdev = "ibp27s0";
+  pair.distance = PcieDistance::kPcieSwitch;
+  snap.gpu_nics = {pair};
+  snap.gpus_read = false;  // the walk failed
+
+  EncodedReport unread = EncodeOk(encoder, snap, NoRates(snap));
+  ASSERT_TRUE(unread.new_inventory.has_value());
+  EXPECT_FALSE(unread.new_inventory->gpus_read());
+  EXPECT_EQ(unread.new_inventory->gpu_nics_size(), 0);
+
+  snap.gpus_read = true;
+  EncodedReport read = EncodeOk(encoder, snap, NoRates(snap));
+  ASSERT_TRUE(read.new_inventory.has_value());
+  EXPECT_TRUE(read.new_inventory->gpus_read());
+  ASSERT_EQ(read.new_inventory->gpu_nics_size(), 1);
+  const v1::GpuNic& wire = read.new_inventory->gpu_nics(0);
+  EXPECT_EQ(wire.gpu(), 3u);
+  EXPECT_EQ(wire.gpu_pci(), "0000:1b:00.0");
+  EXPECT_EQ(wire.device(), "mlx5_3");
+  EXPECT_EQ(wire.netdev(), "ibp27s0");
+  EXPECT_EQ(wire.distance(), "pcie_switch");
+  EXPECT_FALSE(EncodeOk(encoder, snap, NoRates(snap)).new_inventory);
+
+  // A host without GPUs that read its tree says so: gpus_read, no pairs.
+  snap.gpu_nics.clear();
+  EncodedReport none = EncodeOk(encoder, snap, NoRates(snap));
+  ASSERT_TRUE(none.new_inventory.has_value());
+  EXPECT_TRUE(none.new_inventory->gpus_read());
+  EXPECT_EQ(none.new_inventory->gpu_nics_size(), 0);
 }
 
 TEST(ReportEncoderTest, SourceHealthTravelsWithEveryReport) {

@@ -1,8 +1,8 @@
 #include "collector/topology/topology_keeper.h"
 
 #include <atomic>
+#include <chrono>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -12,6 +12,7 @@
 #include "collector/state/state_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/fake_node_facts.h"
 #include "tests/testing/promtool.h"
 #include "tests/testing/temp_dir.h"
 
@@ -21,28 +22,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-// Facts held in memory; Put bumps the generation as the real stores do.
-class FakeFacts final : public NodeFactsStore {
- public:
-  absl::Status Put(const v1::NodeFacts& facts) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto next = std::make_shared<NodeFactsMap>(*map_);
-    (*next)[facts.node()] = facts;
-    map_ = std::move(next);
-    ++generation_;
-    return absl::OkStatus();
-  }
-  std::shared_ptr<const NodeFactsMap> Snapshot() const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return map_;
-  }
-  uint64_t Generation() const override { return generation_.load(); }
-
- private:
-  mutable std::mutex mu_;
-  std::shared_ptr<const NodeFactsMap> map_ = std::make_shared<NodeFactsMap>();
-  std::atomic<uint64_t> generation_{0};
-};
+using FakeFacts = ::fabricdiag::testing::FakeNodeFacts;
 
 // One host link per node (its name -> leaf-1 port "p-<node>"), the nodes in
 // the order given, the effective topology the declared one plus those; it

@@ -52,6 +52,7 @@ absl::StatusOr<std::unique_ptr<WebFabric>> WebFabric::Build(
                                                              &f->clock_);
   RETURN_IF_ERROR(f->registry_->Load());
   RETURN_IF_ERROR(f->registry_->ApplyTopology(c.topology()));
+  f->topology_ = std::make_unique<testing::FixedTopology>(c.topology());
   for (const analysis::LayoutModel& job : c.jobs()) {
     RETURN_IF_ERROR(f->registry_->Apply(job.layout()).status());
   }
@@ -81,7 +82,8 @@ std::shared_ptr<const analysis::FabricView> WebFabric::view() const {
 }
 
 collector::WebSources WebFabric::Sources() const {
-  return {findings_.get(), registry_.get(), [this] { return view(); }, &clock_};
+  return {findings_.get(), registry_.get(), [this] { return view(); }, &clock_,
+          topology_.get()};
 }
 
 }  // namespace fabricdiag::bench

@@ -29,6 +29,7 @@
 #include "collector/state/state_store.h"
 #include "collector/web/web_routes.h"
 #include "common/clock.h"
+#include "tests/testing/fixed_topology.h"
 #include "tests/testing/scenario_builder.h"
 
 namespace fabricdiag::bench {
@@ -69,6 +70,7 @@ class WebFabric {
   std::unique_ptr<collector::FindingsStore> findings_;
   std::unique_ptr<collector::FileDeclaredState> declared_;
   std::unique_ptr<collector::LayoutRegistry> registry_;
+  std::unique_ptr<testing::FixedTopology> topology_;
   std::string hot_node_;
   std::string hot_device_;
 };

@@ -71,10 +71,25 @@ const std::vector<CommandSpec>& Commands() {
        }},
       {{"topology", "show"},
        {},
-       "print the topology as YAML [--json]",
+       "print the declared topology as YAML [--discovered|--effective] "
+       "[--json]",
        true,
        [](CollectorClient* c, Args, const CommandOptions& o,
           const CommandEnv& e) { return TopologyShowCommand(*c, o, e); }},
+      {{"topology", "diff"},
+       {},
+       "declared vs discovered cabling: missing, extra, moved; exit 3 when "
+       "they differ [--json]",
+       true,
+       [](CollectorClient* c, Args, const CommandOptions& o,
+          const CommandEnv& e) { return TopologyDiffCommand(*c, o, e); }},
+      {{"topology", "adopt"},
+       {},
+       "declare the discovered topology (compare-and-set) and print it "
+       "[--json]",
+       true,
+       [](CollectorClient* c, Args, const CommandOptions& o,
+          const CommandEnv& e) { return TopologyAdoptCommand(*c, o, e); }},
       {{"findings"},
        {},
        "active findings [--job=JOB] [--kind=KIND] [--all] [--json]",
@@ -145,7 +160,8 @@ std::string Usage() {
       client::kDefaultCollector,
       " (with a list, each command uses the first that answers)"
       ".\nexit status: 0 success, 1 the collector cannot be reached or "
-      "failed, 2 invalid input.\n");
+      "failed, 2 invalid input, 3 layout check or topology diff found "
+      "something.\n");
   return s;
 }
 

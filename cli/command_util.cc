@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 
@@ -24,6 +25,25 @@ int ReportInputError(absl::string_view input, const absl::Status& status,
            << "\n";
   return status.code() == absl::StatusCode::kInvalidArgument ? kExitInvalid
                                                              : kExitCollector;
+}
+
+int PrintDocument(const std::string& json, const CommandOptions& options,
+                  const CommandEnv& env) {
+  if (options.json) {
+    nlohmann::ordered_json doc = nlohmann::ordered_json::parse(
+        json, nullptr, /*allow_exceptions=*/false);
+    if (doc.is_discarded()) {
+      return ReportError(absl::InternalError("cannot render the document"),
+                         env);
+    }
+    *env.out << doc.dump(2) << "\n";
+    return kExitOk;
+  }
+  absl::StatusOr<std::string> yaml = JsonToYaml(json);
+  if (!yaml.ok())
+    return ReportError(absl::InternalError(yaml.status().message()), env);
+  *env.out << *yaml;
+  return kExitOk;
 }
 
 std::string InputName(absl::string_view path) {

@@ -22,6 +22,11 @@ int ReportError(const absl::Status& status, const CommandEnv& env);
 int ReportInputError(absl::string_view input, const absl::Status& status,
                      const CommandEnv& env);
 
+// Prints a document that analysis/ rendered as one-line JSON: indented JSON
+// with --json, YAML otherwise.
+int PrintDocument(const std::string& json, const CommandOptions& options,
+                  const CommandEnv& env);
+
 // The name used for FILE in messages ("<stdin>" for "-").
 std::string InputName(absl::string_view path);
 

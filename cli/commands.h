@@ -36,6 +36,8 @@ inline constexpr int kExitCollector = 1;
 inline constexpr int kExitInvalid = 2;
 // layout check: the layout names a host or NIC no agent reports.
 inline constexpr int kExitUnmatched = 3;
+// topology diff: the discovered cabling differs from the declared topology.
+inline constexpr int kExitDiffers = 3;
 
 // Command flags (absl flags in main.cc; all global, as absl parses them
 // anywhere on the command line). A command ignores those it has no use for.
@@ -48,6 +50,10 @@ struct CommandOptions {
   absl::Duration lease = absl::ZeroDuration();
   // The owner recorded with an applied layout (the user running the CLI).
   std::string owner;
+  // --discovered, --effective: topology show prints that view instead of
+  // the declared topology.
+  bool discovered = false;
+  bool effective = false;
 };
 
 // Where a command reads and writes, and what it may wait on.
@@ -96,9 +102,24 @@ int LayoutDeleteCommand(CollectorClient& client, absl::string_view job,
 // topology apply FILE: validated locally first, like layouts.
 int TopologyApplyCommand(CollectorClient& client, absl::string_view file,
                          const CommandOptions& options, const CommandEnv& env);
-// topology show: YAML, or JSON with --json.
+// topology show: the declared topology (--discovered: the one LLDP draws,
+// --effective: what the analyzers use, each link with its source) as YAML,
+// or JSON with --json. Both flags: exit 2.
 int TopologyShowCommand(CollectorClient& client, const CommandOptions& options,
                         const CommandEnv& env);
+// topology diff: the declared topology against the discovered one, one line
+// per difference naming both ends ("moved: gpu-001 mlx5_0 is cabled to
+// leaf-2 swp7, declared leaf-1 swp3"), or a JSON array. kExitOk when they
+// agree, kExitDiffers when they differ, kExitCollector when the collector
+// cannot be reached.
+int TopologyDiffCommand(CollectorClient& client, const CommandOptions& options,
+                        const CommandEnv& env);
+// topology adopt: writes the discovered topology as the declared one, over
+// the declared version it read just before (Aborted, exit 1, when another
+// write came in between); prints what it wrote as YAML after a summary
+// comment, or as JSON with --json.
+int TopologyAdoptCommand(CollectorClient& client, const CommandOptions& options,
+                         const CommandEnv& env);
 
 // findings: active findings (with --all also resolved), filtered by --job
 // and --kind; a table (most severe first), or with --json a JSON array of

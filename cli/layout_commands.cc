@@ -1,4 +1,4 @@
-// layout apply/list/show/check/delete, topology apply/show.
+// layout apply/list/show/check/delete, topology apply.
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -20,27 +20,6 @@
 
 namespace fabricdiag::cli {
 namespace {
-
-// Prints a document that analysis/ rendered as one-line JSON: indented JSON
-// with --json, YAML otherwise.
-int PrintDocument(const std::string& json, const CommandOptions& options,
-                  const CommandEnv& env) {
-  if (options.json) {
-    nlohmann::ordered_json doc = nlohmann::ordered_json::parse(
-        json, nullptr, /*allow_exceptions=*/false);
-    if (doc.is_discarded()) {
-      return ReportError(absl::InternalError("cannot render the document"),
-                         env);
-    }
-    *env.out << doc.dump(2) << "\n";
-    return kExitOk;
-  }
-  absl::StatusOr<std::string> yaml = JsonToYaml(json);
-  if (!yaml.ok())
-    return ReportError(absl::InternalError(yaml.status().message()), env);
-  *env.out << *yaml;
-  return kExitOk;
-}
 
 // The layout's JSON without the `"nic": ""` of ranks declared without a
 // NIC: the JSON printer prints every empty field (rank 0 and gpu 0 must
@@ -284,13 +263,6 @@ int TopologyApplyCommand(CollectorClient& client, absl::string_view file,
            << topology->links_size()
            << (topology->links_size() == 1 ? " link)\n" : " links)\n");
   return kExitOk;
-}
-
-int TopologyShowCommand(CollectorClient& client, const CommandOptions& options,
-                        const CommandEnv& env) {
-  absl::StatusOr<v1::Topology> topology = client.GetTopology();
-  if (!topology.ok()) return ReportError(topology.status(), env);
-  return PrintDocument(analysis::TopologyToJson(*topology), options, env);
 }
 
 }  // namespace fabricdiag::cli

@@ -37,6 +37,11 @@ ABSL_FLAG(std::string, job, "", "findings, watch: only this job");
 ABSL_FLAG(std::string, kind, "", "findings: only this finding kind");
 ABSL_FLAG(bool, all, false, "findings: resolved ones too");
 ABSL_FLAG(bool, json, false, "machine-readable output");
+ABSL_FLAG(bool, discovered, false,
+          "topology show: the topology discovered over LLDP");
+ABSL_FLAG(bool, effective, false,
+          "topology show: the effective topology (declared, else "
+          "discovered), each link with its source");
 ABSL_FLAG(absl::Duration, lease, absl::ZeroDuration(),
           "layout apply: the collector removes the layout this long after "
           "the apply unless renewed (0: never)");
@@ -155,6 +160,8 @@ int main(int argc, char** argv) {
   options.command.all = absl::GetFlag(FLAGS_all);
   options.command.json = absl::GetFlag(FLAGS_json);
   options.command.lease = absl::GetFlag(FLAGS_lease);
+  options.command.discovered = absl::GetFlag(FLAGS_discovered);
+  options.command.effective = absl::GetFlag(FLAGS_effective);
   if (const char* user = std::getenv("USER"); user != nullptr) {
     options.command.owner = user;
   }

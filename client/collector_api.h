@@ -37,11 +37,19 @@ class CollectorClient {
       const v1::ApplyLayoutRequest& request) = 0;
   virtual absl::Status DeleteLayout(const std::string& job) = 0;
   virtual absl::Status ApplyTopology(const v1::Topology& topology) = 0;
+  // The discovered topology written as the declared one, compare-and-set on
+  // request.expected_declared_version (Aborted when it moved).
+  virtual absl::StatusOr<v1::AdoptTopologyResponse> AdoptTopology(
+      const v1::AdoptTopologyRequest& request) = 0;
 
   // Reads.
   virtual absl::StatusOr<v1::Layout> GetLayout(const std::string& job) = 0;
   virtual absl::StatusOr<v1::ListLayoutsResponse> ListLayouts() = 0;
+  // The declared topology (NotFound when none was applied).
   virtual absl::StatusOr<v1::Topology> GetTopology() = 0;
+  // The declared, discovered or effective topology.
+  virtual absl::StatusOr<v1::Topology> GetTopologyView(
+      v1::TopologyView view) = 0;
   virtual absl::StatusOr<v1::ListFindingsResponse> ListFindings(
       const v1::ListFindingsRequest& request) = 0;
   virtual absl::StatusOr<v1::ListNodesResponse> ListNodes() = 0;

@@ -219,11 +219,27 @@ absl::StatusOr<v1::ListLayoutsResponse> GrpcCollectorClient::ListLayouts() {
 }
 
 absl::StatusOr<v1::Topology> GrpcCollectorClient::GetTopology() {
+  return GetTopologyView(v1::TOPOLOGY_VIEW_DECLARED);
+}
+
+absl::StatusOr<v1::Topology> GrpcCollectorClient::GetTopologyView(
+    v1::TopologyView view) {
   grpc::ClientContext context;
   Prepare(&context, /*unary=*/true);
+  v1::GetTopologyRequest request;
+  request.set_view(view);
   v1::Topology response;
-  grpc::Status status =
-      stub_->GetTopology(&context, v1::GetTopologyRequest(), &response);
+  grpc::Status status = stub_->GetTopology(&context, request, &response);
+  if (!status.ok()) return Fail(status);
+  return response;
+}
+
+absl::StatusOr<v1::AdoptTopologyResponse> GrpcCollectorClient::AdoptTopology(
+    const v1::AdoptTopologyRequest& request) {
+  grpc::ClientContext context;
+  Prepare(&context, /*unary=*/true);
+  v1::AdoptTopologyResponse response;
+  grpc::Status status = stub_->AdoptTopology(&context, request, &response);
   if (!status.ok()) return Fail(status);
   return response;
 }

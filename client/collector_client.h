@@ -63,9 +63,12 @@ class GrpcCollectorClient final : public CollectorClient {
       const v1::ApplyLayoutRequest& request) override;
   absl::Status DeleteLayout(const std::string& job) override;
   absl::Status ApplyTopology(const v1::Topology& topology) override;
+  absl::StatusOr<v1::AdoptTopologyResponse> AdoptTopology(
+      const v1::AdoptTopologyRequest& request) override;
   absl::StatusOr<v1::Layout> GetLayout(const std::string& job) override;
   absl::StatusOr<v1::ListLayoutsResponse> ListLayouts() override;
   absl::StatusOr<v1::Topology> GetTopology() override;
+  absl::StatusOr<v1::Topology> GetTopologyView(v1::TopologyView view) override;
   absl::StatusOr<v1::ListFindingsResponse> ListFindings(
       const v1::ListFindingsRequest& request) override;
   absl::StatusOr<v1::ListNodesResponse> ListNodes() override;

@@ -98,6 +98,19 @@ absl::StatusOr<v1::Topology> FailoverCollectorClient::GetTopology() {
       [](CollectorClient& c) { return c.GetTopology(); });
 }
 
+absl::StatusOr<v1::Topology> FailoverCollectorClient::GetTopologyView(
+    v1::TopologyView view) {
+  return TryInOrder<v1::Topology>(
+      [view](CollectorClient& c) { return c.GetTopologyView(view); });
+}
+
+absl::StatusOr<v1::AdoptTopologyResponse>
+FailoverCollectorClient::AdoptTopology(
+    const v1::AdoptTopologyRequest& request) {
+  return TryInOrder<v1::AdoptTopologyResponse>(
+      [&](CollectorClient& c) { return c.AdoptTopology(request); });
+}
+
 absl::StatusOr<v1::ListFindingsResponse> FailoverCollectorClient::ListFindings(
     const v1::ListFindingsRequest& request) {
   return TryInOrder<v1::ListFindingsResponse>(

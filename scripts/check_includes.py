@@ -24,8 +24,8 @@ PRODUCT = ["agent/", "analysis/", "cli/", "client/", "collector/", "cluster/",
            "common/", "counters/", "gnmi/", "proto/", "server/"]
 # collector/'s folders from the bottom up: each includes only those before it
 # (collector/CMakeLists.txt says what each owns).
-COLLECTOR_LAYERS = ["store", "state", "declared", "findings", "ingest",
-                    "runner", "api", "web"]
+COLLECTOR_LAYERS = ["store", "state", "declared", "topology", "findings",
+                    "ingest", "runner", "api", "web"]
 
 
 def collector_layer_rules():

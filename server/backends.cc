@@ -4,10 +4,19 @@
 
 #include "absl/strings/str_cat.h"
 #include "collector/declared/file_declared_state.h"
+#include "collector/declared/node_facts_cache.h"
+#include "collector/declared/node_facts_memory.h"
 #include "common/log.h"
 
 namespace fabricdiag::collector {
 namespace {
+
+NodeFactsStats MemoryStats(const MemoryNodeFacts& facts) {
+  NodeFactsStats stats;
+  stats.nodes = facts.nodes();
+  stats.writes_failed = facts.rejected();
+  return stats;
+}
 
 // Everything in --state_dir; the rest does nothing.
 class Embedded final : public Backends {
@@ -20,12 +29,15 @@ class Embedded final : public Backends {
   const AnalysisRole& role() override { return role_; }
   IngestPlacement& ingest_placement() override { return placement_; }
   BaselinesStore& baselines() override { return baselines_; }
+  NodeFactsStore& node_facts() override { return facts_; }
 
   std::string collector_id() const override { return ""; }
   std::string Describe() const override { return ""; }
   bool AppendHealth(std::string* /*text*/) const override { return true; }
   void AppendMetrics(const RegistryWatchStats& /*watch*/,
-                     std::string* /*out*/) const override {}
+                     std::string* out) const override {
+    AppendNodeFactsMetrics(MemoryStats(facts_), out);
+  }
   void MirrorFindings(FindingsSink& /*sink*/) override {}
   void BeginStop(absl::Duration /*grace*/) override {}
   void Leave() override {}
@@ -37,6 +49,7 @@ class Embedded final : public Backends {
   AlwaysLeading role_;
   KeepEveryAgent placement_;
   FileBaselinesStore baselines_;
+  MemoryNodeFacts facts_;
 };
 
 // The cluster's JetStream buckets and streams, through a ClusterMember.
@@ -57,6 +70,7 @@ class Cluster final : public Backends {
     return *member_->ingest_placement();
   }
   BaselinesStore& baselines() override { return *member_->baselines(); }
+  NodeFactsStore& node_facts() override { return facts_; }
 
   std::string collector_id() const override { return member_->collector_id(); }
   std::string Describe() const override {
@@ -69,6 +83,7 @@ class Cluster final : public Backends {
   void AppendMetrics(const RegistryWatchStats& watch,
                      std::string* out) const override {
     member_->AppendMetrics(watch, out);
+    AppendNodeFactsMetrics(MemoryStats(facts_), out);
   }
   void MirrorFindings(FindingsSink& sink) override {
     member_->MirrorFindings(&sink);
@@ -82,6 +97,9 @@ class Cluster final : public Backends {
  private:
   const std::unique_ptr<cluster::ClusterMember> member_;
   const std::string nats_;  // --nats, for the log
+  // Each collector keeps the facts of its own agents until the facts get a
+  // bucket of their own.
+  MemoryNodeFacts facts_;
 };
 
 // The first collector of a new cluster brings its layouts along; later ones

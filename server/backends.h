@@ -10,6 +10,7 @@
 //   AnalysisRole                AlwaysLeading             AnalysisLease
 //   IngestPlacement             KeepEveryAgent            LeaderHandoff
 //   BaselinesStore              FileBaselinesStore        JetStreamBaselines
+//   NodeFactsStore              MemoryNodeFacts           (MemoryNodeFacts)
 //
 // and what the process does differently around them: /healthz lines and
 // /metrics families, the mirroring of the leader's findings, the stop.
@@ -35,6 +36,7 @@
 #include "absl/time/time.h"
 #include "cluster/cluster_member.h"
 #include "collector/declared/declared_state.h"
+#include "collector/declared/node_facts.h"
 #include "collector/findings/findings_replication.h"
 #include "collector/ingest/ingest_placement.h"
 #include "collector/runner/analysis_role.h"
@@ -54,6 +56,7 @@ class Backends {
   virtual const AnalysisRole& role() = 0;
   virtual IngestPlacement& ingest_placement() = 0;
   virtual BaselinesStore& baselines() = 0;
+  virtual NodeFactsStore& node_facts() = 0;
 
   // This collector's --collector_id, which `fabricdiag nodes` shows for its
   // nodes; empty when embedded (one collector needs no name).
@@ -66,8 +69,9 @@ class Backends {
   // unhealthy. Embedded: nothing to add (--state_dir's health is the
   // StateStore's).
   virtual bool AppendHealth(std::string* text) const = 0;
-  // Appends the backends' /metrics families; `watch` is what the
-  // LayoutRegistry did with the declared state's changes.
+  // Appends the backends' /metrics families (the node facts' in every
+  // mode); `watch` is what the LayoutRegistry did with the declared state's
+  // changes.
   virtual void AppendMetrics(const RegistryWatchStats& watch,
                              std::string* out) const = 0;
 

@@ -22,12 +22,15 @@
 #include "collector/findings/findings_metrics.h"
 #include "collector/findings/findings_store.h"
 #include "collector/ingest/ingest_service.h"
+#include "collector/ingest/node_facts_intake.h"
 #include "collector/ingest/server.h"
 #include "collector/runner/agent_liveness.h"
 #include "collector/runner/analysis_runner.h"
 #include "collector/runner/collector_metrics.h"
 #include "collector/state/state_store.h"
 #include "collector/store/series_store.h"
+#include "collector/topology/lldp_topology_builder.h"
+#include "collector/topology/topology_keeper.h"
 #include "collector/web/http_server.h"
 #include "collector/web/job_write_routes.h"
 #include "collector/web/web_routes.h"
@@ -123,6 +126,11 @@ absl::Status ValidateCollectorConfig(const CollectorConfig& config) {
 }
 
 namespace {
+
+// How often the topology keeper looks whether the nodes' LLDP facts or the
+// declared topology moved (two counter reads when nothing did): a new
+// cable shows within this, plus the drawing (~1 s at 25k hosts).
+constexpr absl::Duration kTopologyPoll = absl::Milliseconds(200);
 
 // Logs why the collector cannot start; returns its exit code.
 int StartupFailed(absl::string_view why) {
@@ -228,6 +236,7 @@ struct HttpSources {
   NodeUpRule node_up;
   const LayoutLeases* leases;
   const LayoutNameCheck* name_check;
+  const TopologyKeeper* topology;
   JobWriteSources writes;  // PUT/POST/DELETE /api/v1/jobs/{job}
 };
 
@@ -255,9 +264,12 @@ absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(
   text_metrics.push_back([backends, registry](std::string* out) {
     backends->AppendMetrics(registry->watch_stats(), out);
   });
-  std::vector<HttpRoute> routes =
-      WebRoutes({in.findings, in.registry,
-                 [runner] { return runner->LatestView(); }, in.clock});
+  const TopologyKeeper* topology = in.topology;
+  text_metrics.push_back(
+      [topology](std::string* out) { topology->AppendMetrics(out); });
+  std::vector<HttpRoute> routes = WebRoutes(
+      {in.findings, in.registry, [runner] { return runner->LatestView(); },
+       in.clock, in.topology});
   for (HttpRoute& r : JobWriteRoutes(in.writes)) routes.push_back(std::move(r));
   HttpServerOptions options;
   options.listen = config.http_listen;
@@ -346,8 +358,10 @@ int RunCollector(const CollectorConfig& config) {
   IngestCounters counters;
   absl::StatusOr<IngestAuth> ingest_auth = MakeIngestAuth(config);
   if (!ingest_auth.ok()) return StartupFailed(ingest_auth.status().message());
+  TopologySwitches switches(registry);
   IngestService ingest(&series, &counters, *std::move(ingest_auth),
-                       backends.ingest_placement());
+                       backends.ingest_placement(),
+                       {backends.node_facts(), switches});
   AnalysisStats stats;
   absl::StatusOr<AnalysisRunner::Options> runner_options =
       MakeRunnerOptions(config);
@@ -366,9 +380,15 @@ int RunCollector(const CollectorConfig& config) {
   }
   // The rest of the fabric, who analyses, and where every NIC's straggler
   // baseline survives a restart (and in a cluster a failover).
+  // The topology the analyzers read: declared, and discovered over LLDP
+  // from every node's facts (in a cluster every collector's agents') where
+  // nothing is declared; redrawn on its own thread when either moves.
+  LldpTopologyBuilder topology_builder;
+  TopologyKeeper topology(&backends.node_facts(), &registry, &topology_builder,
+                          &clock);
   AnalysisRunner runner(
       &series, &registry, &findings, &stats, clock,
-      {backends.features(), backends.role(), backends.baselines()},
+      {backends.features(), backends.role(), backends.baselines(), topology},
       *std::move(runner_options));
 
   QueryService::Options query_options =
@@ -383,8 +403,8 @@ int RunCollector(const CollectorConfig& config) {
   // its agent streams to (embedded: every node is this collector's).
   query_options.collector_id = backends.collector_id();
   query_options.fabric_nodes = [&runner] { return runner.LatestNodes(); };
-  QueryService query(&registry, &findings, &series, std::move(query_options),
-                     clock);
+  QueryService query(&registry, &topology, &findings, &series,
+                     std::move(query_options), clock);
   // Layouts whose lease ran out go, and their findings resolve.
   LayoutLeases leases(&registry, &clock, [&runner](const std::string& job) {
     runner.RunLayoutPass(job, absl::Now() + absl::Seconds(10));
@@ -405,7 +425,7 @@ int RunCollector(const CollectorConfig& config) {
   absl::StatusOr<std::unique_ptr<HttpServer>> http =
       StartHttp(config, {&series, &counters, &stats, &findings, &registry,
                          state->get(), &backends, &runner, &clock, node_up,
-                         &leases, &name_check, std::move(writes)});
+                         &leases, &name_check, &topology, std::move(writes)});
   if (!http.ok()) {
     const int code = StartupFailed(http.status().message());
     (*server)->Shutdown(absl::ZeroDuration());
@@ -413,6 +433,7 @@ int RunCollector(const CollectorConfig& config) {
   }
 
   backends.MirrorFindings(findings);
+  topology.Start(kTopologyPoll);
   runner.Start();
   leases.Start(absl::Seconds(1));
   LogServing(config, backends, (*server)->port(), (*http)->port(),
@@ -426,6 +447,7 @@ int RunCollector(const CollectorConfig& config) {
   backends.BeginStop(cluster::kStopGrace);
   leases.Stop();
   runner.Stop();
+  topology.Stop();
   backends.Leave();
   query.Shutdown();
   (*server)->Shutdown(absl::Seconds(2));

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "collector/declared/layout_leases.h"
 #include "collector/declared/write_deadline.h"
+#include "collector/topology/topology_adopt.h"
 #include "common/grpc_status.h"
 
 namespace fabricdiag::collector {
@@ -81,10 +82,12 @@ void AddOtherCollectorsNodes(const std::vector<NodeFacts>& fabric,
   }
 }
 
-QueryService::QueryService(LayoutRegistry* registry, FindingsStore* findings,
-                           SeriesStore* series, Options options,
-                           const Clock& clock)
+QueryService::QueryService(LayoutRegistry* registry,
+                           const TopologySource* topology,
+                           FindingsStore* findings, SeriesStore* series,
+                           Options options, const Clock& clock)
     : registry_(registry),
+      topology_(topology),
       findings_(findings),
       series_(series),
       options_(std::move(options)),
@@ -198,12 +201,46 @@ grpc::Status QueryService::ApplyTopology(
 }
 
 grpc::Status QueryService::GetTopology(grpc::ServerContext*,
-                                       const v1::GetTopologyRequest*,
+                                       const v1::GetTopologyRequest* request,
                                        v1::Topology* response) {
-  absl::StatusOr<std::shared_ptr<const v1::Topology>> topology =
-      registry_->GetTopology();
+  absl::StatusOr<std::shared_ptr<const v1::Topology>> topology;
+  switch (request->view()) {
+    case v1::TOPOLOGY_VIEW_DISCOVERED:
+      topology =
+          TopologyOfView(*topology_->Current(), TopologyKind::kDiscovered);
+      break;
+    case v1::TOPOLOGY_VIEW_EFFECTIVE:
+      topology =
+          TopologyOfView(*topology_->Current(), TopologyKind::kEffective);
+      break;
+    case v1::TOPOLOGY_VIEW_DECLARED:
+      // The registry's, not the keeper's: a topology just applied reads
+      // back at once.
+      topology = registry_->GetTopology();
+      break;
+    default:
+      return grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          absl::StrCat("view: unknown topology view ", request->view()));
+  }
   if (!topology.ok()) return ToGrpcStatus(topology.status());
   *response = **topology;
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::AdoptTopology(
+    grpc::ServerContext* context, const v1::AdoptTopologyRequest* request,
+    v1::AdoptTopologyResponse* response) {
+  if (!request->dry_run()) {
+    grpc::Status auth = CheckWriteAuth(*context);
+    if (!auth.ok()) return auth;
+  }
+  absl::StatusOr<AdoptResult> adopted = AdoptDiscovered(
+      *topology_, registry_, request->expected_declared_version(),
+      request->dry_run(), AnswerByOf(*context));
+  if (!adopted.ok()) return ToGrpcStatus(adopted.status());
+  *response->mutable_topology() = std::move(adopted->written);
+  response->set_declared_version(adopted->declared_version);
   return grpc::Status::OK;
 }
 

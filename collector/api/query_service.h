@@ -2,15 +2,17 @@
 // findings, nodes and series for the `fabricdiag` CLI and ops tooling.
 //
 // The service only converts between protos and the collector's domain
-// objects; the logic lives in LayoutRegistry, FindingsStore and SeriesStore.
+// objects; the logic lives in LayoutRegistry, the topology keeper
+// (collector/topology/), FindingsStore and SeriesStore.
 // It uses gRPC's synchronous API: every call is short except WatchFindings,
 // which holds one server thread per watcher for as long as it streams; ops
 // tooling opens a handful of watches, not thousands.
 //
-// Writes (ApplyLayout, DeleteLayout, ApplyTopology) require
+// Writes (ApplyLayout, DeleteLayout, ApplyTopology, AdoptTopology) require
 // `authorization: Bearer <token>` when a token is configured; reads never do.
 //
-//   QueryService service(&registry, &findings, &series, options, clock);
+//   QueryService service(&registry, &topology, &findings, &series, options,
+//                        clock);
 //   CollectorServer::Start(server_options, {&ingest, &service});
 //
 // Thread-safe.
@@ -27,6 +29,7 @@
 #include "collector/findings/findings_store.h"
 #include "collector/runner/feature_exchange.h"
 #include "collector/store/series_store.h"
+#include "collector/topology/topology_views.h"
 #include "common/bearer_token.h"
 #include "common/clock.h"
 #include "proto/collector.grpc.pb.h"
@@ -70,8 +73,9 @@ class QueryService final : public v1::Collector::Service {
   };
 
   // All pointers must outlive the service.
-  QueryService(LayoutRegistry* registry, FindingsStore* findings,
-               SeriesStore* series, Options options, const Clock& clock);
+  QueryService(LayoutRegistry* registry, const TopologySource* topology,
+               FindingsStore* findings, SeriesStore* series, Options options,
+               const Clock& clock);
 
   // Makes WatchFindings calls return promptly (server shutdown).
   void Shutdown() { shutting_down_ = true; }
@@ -94,6 +98,9 @@ class QueryService final : public v1::Collector::Service {
   grpc::Status GetTopology(grpc::ServerContext* context,
                            const v1::GetTopologyRequest* request,
                            v1::Topology* response) override;
+  grpc::Status AdoptTopology(grpc::ServerContext* context,
+                             const v1::AdoptTopologyRequest* request,
+                             v1::AdoptTopologyResponse* response) override;
   grpc::Status ListFindings(grpc::ServerContext* context,
                             const v1::ListFindingsRequest* request,
                             v1::ListFindingsResponse* response) override;
@@ -114,6 +121,7 @@ class QueryService final : public v1::Collector::Service {
   grpc::Status CheckWriteAuth(const grpc::ServerContext& context);
 
   LayoutRegistry* const registry_;
+  const TopologySource* const topology_;
   FindingsStore* const findings_;
   SeriesStore* const series_;
   const Options options_;

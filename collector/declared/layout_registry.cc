@@ -1,5 +1,6 @@
 #include "collector/declared/layout_registry.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -81,6 +82,8 @@ absl::Status LayoutRegistry::Load() {
           std::make_shared<const v1::Topology>(std::move(topology->topology));
       next->topology_applied = topology->applied;
       next->topology_revision = topology->revision;
+      next->topology_version =
+          TopologyVersionOf(topology->revision, topology->applied);
     }
   }
   LogInfo(absl::StrCat(state_->Describe(), ": loaded ", next->layouts.size(),
@@ -152,6 +155,8 @@ void LayoutRegistry::OnChange(const DeclaredChange& change) {
           std::make_shared<const v1::Topology>(change.topology.topology);
       next->topology_applied = change.topology.applied;
       next->topology_revision = change.revision;
+      next->topology_version =
+          TopologyVersionOf(change.revision, change.topology.applied);
       break;
     case Kind::kDamaged:
       return;
@@ -336,12 +341,46 @@ absl::StatusOr<bool> LayoutRegistry::DeleteIf(
 
 absl::Status LayoutRegistry::ApplyTopology(const v1::Topology& topology,
                                            absl::Time deadline) {
+  return WriteTopology(topology, std::nullopt, deadline).status();
+}
+
+absl::StatusOr<uint64_t> LayoutRegistry::ApplyTopologyIf(
+    const v1::Topology& topology, uint64_t expected_version,
+    absl::Time deadline) {
+  return WriteTopology(topology, expected_version, deadline);
+}
+
+uint64_t LayoutRegistry::TopologyVersionOf(uint64_t revision,
+                                           absl::Time applied) {
+  if (revision != 0) return revision;
+  // The apply time is stored with the topology, so that a version read
+  // before a restart still names the same topology after it; counted past
+  // the last one so that two applies within one clock tick differ.
+  topology_serial_ = std::max(
+      topology_serial_ + 1,
+      static_cast<uint64_t>(std::max<int64_t>(0, absl::ToUnixNanos(applied))));
+  return topology_serial_;
+}
+
+absl::StatusOr<uint64_t> LayoutRegistry::WriteTopology(
+    const v1::Topology& topology, std::optional<uint64_t> expected_version,
+    absl::Time deadline) {
   RETURN_IF_ERROR(analysis::ValidateTopology(topology));
   WriteTurn turn(this, deadline);
   RETURN_IF_ERROR(turn.status());
   absl::MutexLock write_lock(&write_mu_);
   absl::Time now = clock_->Now();
   auto next = std::make_shared<RegistrySnapshot>(*Snapshot());
+  // Compared under the write lock, so no write of this registry slips in
+  // between; one through another collector fails the backend's own
+  // compare-and-set on the revision below.
+  if (expected_version.has_value() &&
+      *expected_version != next->topology_version) {
+    return absl::AbortedError(absl::StrCat(
+        "the declared topology changed since it was read (version ",
+        *expected_version, " read, ", next->topology_version,
+        " now): read it again"));
+  }
   ASSIGN_OR_RETURN(uint64_t revision,
                    state_->WriteTopology(
                        topology, now,
@@ -349,8 +388,10 @@ absl::Status LayoutRegistry::ApplyTopology(const v1::Topology& topology,
   next->topology = std::make_shared<const v1::Topology>(topology);
   next->topology_applied = now;
   next->topology_revision = revision;
+  next->topology_version = TopologyVersionOf(revision, now);
+  const uint64_t version = next->topology_version;
   Publish(std::move(next));
-  return absl::OkStatus();
+  return version;
 }
 
 absl::StatusOr<std::shared_ptr<const v1::Topology>>

@@ -45,6 +45,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,12 @@ struct RegistrySnapshot {
   std::shared_ptr<const v1::Topology> topology;  // null when none applied
   absl::Time topology_applied;
   uint64_t topology_revision = 0;
+  // Identifies the topology served, for a write that must replace exactly
+  // the one its caller saw (ApplyTopologyIf): the declared state's revision
+  // where it has revisions (a cluster), else the apply time in Unix
+  // nanoseconds (made to increase at each topology served). 0 when none is
+  // served.
+  uint64_t topology_version = 0;
 };
 
 class LayoutRegistry {
@@ -153,6 +160,13 @@ class LayoutRegistry {
   // Validates (see the header comment), persists, then publishes.
   absl::Status ApplyTopology(const v1::Topology& topology,
                              absl::Time deadline = absl::InfiniteFuture());
+  // ApplyTopology when the topology served is still `expected_version`
+  // (RegistrySnapshot::topology_version; 0: none declared), and returns the
+  // version written; Aborted, nothing written, when another write came in
+  // between.
+  absl::StatusOr<uint64_t> ApplyTopologyIf(
+      const v1::Topology& topology, uint64_t expected_version,
+      absl::Time deadline = absl::InfiniteFuture());
   // NotFound when no topology was applied.
   absl::StatusOr<std::shared_ptr<const v1::Topology>> GetTopology() const;
 
@@ -171,6 +185,14 @@ class LayoutRegistry {
 
  private:
   void Publish(std::shared_ptr<const RegistrySnapshot> next)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // ApplyTopology, and ApplyTopologyIf when `expected_version` is set.
+  absl::StatusOr<uint64_t> WriteTopology(
+      const v1::Topology& topology, std::optional<uint64_t> expected_version,
+      absl::Time deadline);
+  // RegistrySnapshot::topology_version of a topology of `revision`
+  // applied at `applied`.
+  uint64_t TopologyVersionOf(uint64_t revision, absl::Time applied)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // The revision a write of `job` must replace: the one served, else one
   // seen and rejected (a layout that no longer validates), else 0.
@@ -205,6 +227,8 @@ class LayoutRegistry {
   absl::Mutex write_mu_;
   // Jobs whose stored layout was seen but not served (it did not validate).
   std::map<std::string, uint64_t> rejected_revision_ ABSL_GUARDED_BY(write_mu_);
+  // The last topology_version given here (a backend without revisions).
+  uint64_t topology_serial_ ABSL_GUARDED_BY(write_mu_) = 0;
   // Guards only the pointer swap.
   mutable absl::Mutex mu_;
   std::shared_ptr<const RegistrySnapshot> current_ ABSL_GUARDED_BY(mu_);

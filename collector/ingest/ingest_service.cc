@@ -18,7 +18,8 @@ class StreamCall {
  public:
   StreamCall(v1::Ingest::AsyncService* service, grpc::ServerCompletionQueue* cq,
              CqGate* gate, SeriesStore* store, IngestCounters* counters,
-             const IngestAuth* auth, IngestPlacement& placement)
+             const IngestAuth* auth, IngestPlacement& placement,
+             NodeFactsIntake facts)
       : service_(service),
         cq_(cq),
         gate_(gate),
@@ -26,7 +27,8 @@ class StreamCall {
         counters_(counters),
         auth_(auth),
         placement_(placement),
-        session_(store, counters, placement) {}
+        facts_(facts),
+        session_(store, counters, placement, facts) {}
 
   // Waits for the next agent on the queue; deletes itself if it cannot.
   void Request() {
@@ -65,7 +67,8 @@ class StreamCall {
   void OnAccepted(bool ok) {
     if (!ok) return;  // the server is shutting down
     // Keep one request pending on this queue for the next agent.
-    (new StreamCall(service_, cq_, gate_, store_, counters_, auth_, placement_))
+    (new StreamCall(service_, cq_, gate_, store_, counters_, auth_, placement_,
+                    facts_))
         ->Request();
     session_.set_peer(context_.peer());
     if (!auth_->token.empty() && !Authorized()) {
@@ -197,6 +200,7 @@ class StreamCall {
   IngestCounters* const counters_;
   const IngestAuth* const auth_;
   IngestPlacement& placement_;
+  NodeFactsIntake facts_;
 
   grpc::ServerContext context_;
   grpc::ServerAsyncReaderWriter<v1::CollectorMessage, v1::AgentMessage> stream_{
@@ -224,7 +228,8 @@ class StreamCall {
 }  // namespace
 
 void IngestService::Serve(grpc::ServerCompletionQueue* cq, CqGate* gate) {
-  (new StreamCall(this, cq, gate, store_, counters_, &auth_, placement_))
+  (new StreamCall(this, cq, gate, store_, counters_, &auth_, placement_,
+                  facts_))
       ->Request();
 }
 

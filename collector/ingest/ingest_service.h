@@ -33,9 +33,11 @@
 #include <string>
 #include <utility>
 
+#include "collector/declared/node_facts_memory.h"
 #include "collector/ingest/cq_service.h"
 #include "collector/ingest/ingest_placement.h"
 #include "collector/ingest/ingest_session.h"
+#include "collector/ingest/node_facts_intake.h"
 #include "collector/store/series_store.h"
 #include "proto/ingest.grpc.pb.h"
 
@@ -49,18 +51,22 @@ struct IngestAuth {
 class IngestService final : public v1::Ingest::AsyncService, public CqService {
  public:
   // `placement` decides which agents this collector takes (in a cluster,
-  // cluster/leader_handoff.h); it must outlive the service.
+  // cluster/leader_handoff.h); `facts` is where the inventories' node facts
+  // go. Both must outlive the service.
   IngestService(SeriesStore* store, IngestCounters* counters, IngestAuth auth,
-                IngestPlacement& placement)
+                IngestPlacement& placement, NodeFactsIntake facts)
       : store_(store),
         counters_(counters),
         auth_(std::move(auth)),
-        placement_(placement) {}
-  // One collector that takes every agent (KeepEveryAgent), as tests and
-  // simulations that run one collector want.
+        placement_(placement),
+        facts_(facts) {}
+  // One collector that takes every agent (KeepEveryAgent) and keeps the
+  // node facts to itself, with no switch declared, as tests and simulations
+  // that run one collector want.
   IngestService(SeriesStore* store, IngestCounters* counters,
                 IngestAuth auth = {})
-      : IngestService(store, counters, std::move(auth), keep_every_agent_) {}
+      : IngestService(store, counters, std::move(auth), keep_every_agent_,
+                      {own_facts_, no_switches_}) {}
 
   void Serve(grpc::ServerCompletionQueue* cq, CqGate* gate) override;
 
@@ -69,7 +75,10 @@ class IngestService final : public v1::Ingest::AsyncService, public CqService {
   IngestCounters* const counters_;
   const IngestAuth auth_;
   KeepEveryAgent keep_every_agent_;
+  MemoryNodeFacts own_facts_;
+  NoDeclaredSwitches no_switches_;
   IngestPlacement& placement_;
+  NodeFactsIntake facts_;
 };
 
 }  // namespace fabricdiag::collector

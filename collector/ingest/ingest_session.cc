@@ -7,6 +7,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/log.h"
@@ -170,10 +171,11 @@ void IngestCounters::Reject(RejectReason reason, absl::string_view peer,
 }
 
 IngestSession::IngestSession(SeriesStore* store, IngestCounters* counters,
-                             IngestPlacement& placement)
+                             IngestPlacement& placement, NodeFactsIntake facts)
     : store_(store),
       counters_(counters),
       placement_(placement),
+      facts_(facts),
       stream_id_(NextStreamId()) {}
 
 IngestSession::~IngestSession() {
@@ -271,6 +273,8 @@ IngestSession::Reply IngestSession::OnHello(const v1::Hello& hello) {
   }
   node_name_ = hello.node();
   boot_id_ = hello.boot_id();
+  from_bridge_ =
+      absl::StartsWith(hello.agent_version(), kBridgeAgentVersionPrefix);
   node_ = std::move(node);
   counters_->streams.fetch_add(1, std::memory_order_relaxed);
   Reply reply;
@@ -340,6 +344,14 @@ IngestSession::Reply IngestSession::OnInventory(
     const v1::Inventory& inventory) {
   node_->SetInventory(inventory);
   counters_->inventories.fetch_add(1, std::memory_order_relaxed);
+  // A refused Put (the store counts it) does not end the stream: the
+  // node's counters still matter, and the node name was checked at the
+  // Hello already.
+  const bool is_switch = from_bridge_ || facts_.switches.IsSwitch(node_name_);
+  facts_.store
+      .Put(FactsOfInventory(node_name_, is_switch, inventory,
+                            store_->clock().Now()))
+      .IgnoreError();
   return Reply{};
 }
 

@@ -7,6 +7,9 @@
 // schemas before reports, array sizes, indices, finite rates, node names,
 // size limits, dedup by (node, boot_id, seq) - is unit-tested here directly.
 //
+// Each Inventory also records the node's facts (node_facts_intake.h) in the
+// NodeFactsStore; the store's Put never blocks on the network.
+//
 // With an IngestPlacement, the session may answer the Hello, or a report
 // after the placement's epoch moved, with a Handoff instead: the agent
 // should stream to another collector; the caller closes the stream.
@@ -42,6 +45,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "collector/ingest/ingest_placement.h"
+#include "collector/ingest/node_facts_intake.h"
 #include "collector/store/series_store.h"
 #include "common/names.h"
 #include "proto/ingest.pb.h"
@@ -122,10 +126,10 @@ class IngestSession {
     std::optional<std::string> handoff;
   };
 
-  // `store`, `counters` and `placement` (KeepEveryAgent when one collector
-  // takes every agent) must outlive the session.
+  // `store`, `counters`, `placement` (KeepEveryAgent when one collector
+  // takes every agent) and `facts` must outlive the session.
   IngestSession(SeriesStore* store, IngestCounters* counters,
-                IngestPlacement& placement);
+                IngestPlacement& placement, NodeFactsIntake facts);
   // Tells the node's series that this stream ended.
   ~IngestSession();
   IngestSession(const IngestSession&) = delete;
@@ -162,11 +166,13 @@ class IngestSession {
   SeriesStore* const store_;
   IngestCounters* const counters_;
   IngestPlacement& placement_;
+  NodeFactsIntake facts_;
   uint64_t placement_epoch_ = 0;      // of the last ask
   std::shared_ptr<NodeSeries> node_;  // set by the Hello
   std::string node_name_;
   std::string boot_id_;
-  uint64_t stream_id_;  // unique per session, for the node's stream owner
+  bool from_bridge_ = false;  // the Hello came from the gNMI bridge
+  uint64_t stream_id_;        // unique per session, for the node's stream owner
   std::string peer_;
   std::vector<std::string> identities_;
   bool check_identity_ = false;

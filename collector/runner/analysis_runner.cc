@@ -54,6 +54,7 @@ AnalysisRunner::AnalysisRunner(const SeriesStore* series,
       features_(seams.features),
       role_(seams.role),
       baselines_(seams.baselines),
+      topology_(seams.topology),
       view_builder_(series),
       hysteresis_(std::in_place, options.analysis.hysteresis),
       baselines_writer_(&seams.baselines) {}
@@ -132,9 +133,8 @@ void AnalysisRunner::Persisted(const absl::Status& status) {
   }
 }
 
-FeatureSlice AnalysisRunner::ExchangeFeatures(absl::Time now,
-                                              MergeScope scope) {
-  std::shared_ptr<const RegistrySnapshot> snapshot = registry_->Snapshot();
+FeatureSlice AnalysisRunner::ExchangeFeatures(absl::Time now, MergeScope scope,
+                                              const TopologyViews& topology) {
   FeatureSlice local;
   // The window, and the same over the newest samples alone: a strong fault
   // opens without waiting for the window mean
@@ -145,7 +145,7 @@ FeatureSlice AnalysisRunner::ExchangeFeatures(absl::Time now,
     windows.push_back(recent_seconds);
   }
   std::vector<analysis::FabricView> views =
-      view_builder_.Build(snapshot->topology.get(), windows, now);
+      view_builder_.Build(topology.effective.get(), windows, now);
   local.window = std::move(views[0]);
   if (views.size() > 1) local.recent = std::move(views[1]);
   // Every node that ever reported here, for agent_down, by name (what
@@ -222,7 +222,8 @@ void AnalysisRunner::RunLayoutAnalyzers(absl::Time now) {
   Persisted(findings_->Update(reports, now, kLayoutSource));
 }
 
-void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric) {
+void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric,
+                                      const TopologyViews& topology) {
   std::shared_ptr<const RegistrySnapshot> snapshot = registry_->Snapshot();
   if (!hysteresis_seeded_) {
     // Every NIC's baseline as last written before a restart; then the
@@ -234,20 +235,15 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric) {
     seeded_at_ = now;
     holding_unheard_ = false;
   }
-  static const v1::Topology* const kNoTopology = new v1::Topology();
-  const v1::Topology* topology =
-      snapshot->topology != nullptr ? snapshot->topology.get() : kNoTopology;
   auto view =
       std::make_shared<const analysis::FabricView>(std::move(fabric.window));
   Publish(view);
-  if (!topology_index_.has_value() || indexed_topology_ != snapshot->topology) {
-    indexed_topology_ = snapshot->topology;
-    topology_index_.emplace(topology);
-  }
   analysis::AnalysisInput in;
   in.view = view.get();
-  in.topology = topology;
-  in.topology_index = &*topology_index_;
+  // Declared where declared, discovered over LLDP elsewhere: with no
+  // topology file at all, ECMP, PFC victims and far ends work from LLDP.
+  in.topology = topology.effective.get();
+  in.topology_index = topology.effective_index.get();
   in.config = &options_.analysis;
   // A job none of whose hosts report has nothing for the rate analyzers:
   // declared layouts cost nothing until their agents speak.
@@ -416,8 +412,11 @@ void AnalysisRunner::RunOnce() {
   // A collector that does not analyse merges the others' ports only for
   // its page, while someone looks at it.
   const bool whole_fabric = leading || ViewWanted();
+  // One set of topologies for the whole pass; the keeper swaps in new ones
+  // meanwhile without waiting for it.
+  std::shared_ptr<const TopologyViews> topology = topology_.Current();
   FeatureSlice fabric = ExchangeFeatures(
-      now, whole_fabric ? MergeScope::kFabric : MergeScope::kNodes);
+      now, whole_fabric ? MergeScope::kFabric : MergeScope::kNodes, *topology);
   {
     auto nodes = std::make_shared<const std::vector<NodeFacts>>(fabric.nodes);
     std::lock_guard<std::mutex> view_lock(view_mu_);
@@ -426,7 +425,7 @@ void AnalysisRunner::RunOnce() {
   if (leading) {
     RunLiveness(now, fabric.nodes);
     RunLayoutAnalyzers(now);
-    RunRateAnalyzers(now, std::move(fabric));
+    RunRateAnalyzers(now, std::move(fabric), *topology);
   } else if (whole_fabric) {
     // The page still shows the whole fabric.
     Publish(

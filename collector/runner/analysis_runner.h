@@ -25,7 +25,7 @@
 //   the restart keeps its finding (and its id).
 //
 //   AnalysisRunner runner(&series, &registry, &findings, &stats, clock,
-//                         {features, role, baselines}, {});
+//                         {features, role, baselines, topology}, {});
 //   runner.Start();          // background thread
 //   runner.RunLayoutPass(job, answer_by);  // at once, after ApplyLayout
 //   runner.Stop();
@@ -48,7 +48,6 @@
 #include "analysis/fabric_view.h"
 #include "analysis/hysteresis.h"
 #include "analysis/straggler_nic.h"
-#include "analysis/topology_index.h"
 #include "collector/declared/layout_registry.h"
 #include "collector/findings/findings_store.h"
 #include "collector/runner/agent_liveness.h"
@@ -60,6 +59,7 @@
 #include "collector/state/baselines_store.h"
 #include "collector/state/state_store.h"
 #include "collector/store/series_store.h"
+#include "collector/topology/topology_views.h"
 #include "common/clock.h"
 
 namespace fabricdiag::collector {
@@ -90,6 +90,11 @@ class AnalysisRunner {
     // first rate pass (of each term this collector leads), written every
     // Options::baselines_every and at Stop() while this collector analyses.
     BaselinesStore& baselines;
+    // The topologies each pass reads: the effective one (declared, and
+    // discovered over LLDP where nothing is declared) and its index for
+    // every analyzer, the declared and discovered ones for those that
+    // compare them (collector/topology/topology_keeper.h).
+    const TopologySource& topology;
   };
 
   // Pointers must outlive the runner.
@@ -141,7 +146,9 @@ class AnalysisRunner {
  private:
   // This collector's slice (series store) published, and the fabric's
   // (its nodes only with MergeScope::kNodes).
-  FeatureSlice ExchangeFeatures(absl::Time now, MergeScope scope);
+  // `topology` marks the switch nodes.
+  FeatureSlice ExchangeFeatures(absl::Time now, MergeScope scope,
+                                const TopologyViews& topology);
   // Whether LatestView() was called within kViewWantedFor.
   bool ViewWanted() const;
   void RunLiveness(absl::Time now, const std::vector<NodeFacts>& facts);
@@ -150,7 +157,8 @@ class AnalysisRunner {
   // (before the first pass), and their writing.
   void LoadBaselines(absl::Time now, const RegistrySnapshot& snapshot);
   void SaveBaselines(absl::Time now);
-  void RunRateAnalyzers(absl::Time now, FeatureSlice fabric);
+  void RunRateAnalyzers(absl::Time now, FeatureSlice fabric,
+                        const TopologyViews& topology);
   // Within kUnheardNodesGrace of the seeding, adds to `quiet` the nodes of
   // active findings that `facts` do not list, and logs when it starts and
   // stops holding them.
@@ -172,6 +180,7 @@ class AnalysisRunner {
   FeatureExchange& features_;
   const AnalysisRole& role_;
   BaselinesStore& baselines_;
+  const TopologySource& topology_;
 
   std::timed_mutex pass_mu_;  // one pass at a time
   // Rate analysis state, used under pass_mu_.
@@ -184,10 +193,6 @@ class AnalysisRunner {
   // are rebuilt (straggler_nic.min_history_passes), NICs of expert-parallel
   // jobs are not judged (docs/findings.md#straggler_nic).
   analysis::StragglerBaselines straggler_baselines_;
-  // The index of the topology last analyzed, rebuilt only when ApplyTopology
-  // swaps the registry's topology (kept alive so its address is not reused).
-  std::shared_ptr<const v1::Topology> indexed_topology_;
-  std::optional<analysis::TopologyIndex> topology_index_;
   // The last rate pass's view, for the layout analyzers' runtime evidence.
   std::shared_ptr<const analysis::FabricView> last_view_;
   bool hysteresis_seeded_ = false;

@@ -420,6 +420,41 @@ function drawUplinks(fabric) {
   $('no-uplinks').hidden = fabric.switches.length > 0;
 }
 
+// --- topology --------------------------------------------------------------
+
+// The effective topology's host links are listed up to this many (a
+// 25,000-host fabric has 200,000): the summary counts them all.
+const TOPOLOGY_ROWS = 500;
+// The topology moves when cables do: read every tenth poll.
+const TOPOLOGY_EVERY_POLLS = 10;
+
+function drawTopology(t) {
+  const bySource = { declared: 0, discovered: 0 };
+  for (const l of t.links) if (l.source in bySource) bySource[l.source]++;
+  const upDeclared = t.switch_links.filter((l) => l.source === 'declared').length;
+  $('topology-summary').textContent =
+    `${t.switches.length} switches; host links: ${bySource.declared} declared, ` +
+    `${bySource.discovered} discovered over LLDP; ${t.switch_links.length} switch links ` +
+    `(${upDeclared} declared)` +
+    (t.declared_version ? '' : '. No topology file: everything comes from LLDP.');
+  $('topology-problems').replaceChildren(
+    ...t.problems.map((p) => el('li', { class: 'finding', text: p })));
+  const rows = t.links.slice(0, TOPOLOGY_ROWS).map((l) =>
+    el('tr', { class: 'source-' + (l.source || 'unknown') },
+      el('td', { class: 'text', text: l.host }), el('td', { class: 'text', text: l.nic }),
+      el('td', { class: 'text', text: l.switch }), el('td', { class: 'text', text: l.port }),
+      el('td', { class: 'text', text: l.source || '-' })));
+  $('topology-links').replaceChildren(...rows);
+  const more = t.links.length - rows.length;
+  $('topology-more').hidden = more <= 0;
+  $('topology-more').textContent = `and ${more} more host links (fabricdiag topology show --effective)`;
+}
+
+async function refreshTopology() {
+  if (state.stats.polls % TOPOLOGY_EVERY_POLLS !== 0) return;
+  drawTopology(await getJson('/api/v1/topology?view=effective'));
+}
+
 // --- jobs ------------------------------------------------------------------
 
 function drawJobSelect(jobs) {
@@ -542,6 +577,7 @@ async function refresh() {
     }
     drawJobSelect(jobs.jobs);
     await refreshJob();
+    await refreshTopology();
     setStatus(true, 'live');
     $('updated').textContent = 'updated ' + new Date(findings.generated || Date.now()).toLocaleTimeString();
   } catch (e) {

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "analysis/traffic_model.h"
+#include "collector/web/topology_json.h"
 #include "collector/web/web_api.h"
 #include "collector/web/web_assets.h"
 #include "common/gzip.h"
@@ -106,14 +107,15 @@ class FabricCache {
  public:
   HttpResponse Respond(const WebSources& s, const HttpRequest& request) {
     std::shared_ptr<const analysis::FabricView> view = s.view();
-    std::shared_ptr<const RegistrySnapshot> snapshot = s.registry->Snapshot();
+    const std::shared_ptr<const v1::Topology> topology =
+        s.topology->Current()->effective;
     const std::vector<v1::Finding> active = s.findings->Active();
     const absl::Time now = s.clock->Now();
     const uint64_t findings = Fingerprint(active);
     std::lock_guard<std::mutex> lock(mu_);
-    if (!Holds(view, snapshot->topology, findings)) {
+    if (!Holds(view, topology, findings)) {
       std::string body =
-          FabricJsonText(view.get(), snapshot->topology.get(), active, now);
+          FabricJsonText(view.get(), topology.get(), active, now);
       // Everything after "generated" ({"api_version":1,"generated":...,
       // "window_seconds":...): the part that depends on the inputs alone.
       const size_t tail = body.find(",\"window_seconds\":");
@@ -124,8 +126,8 @@ class FabricCache {
       tail_gzip_.reset();
       view_ = view;
       view_ptr_ = view.get();
-      topology_ = snapshot->topology;
-      topology_ptr_ = snapshot->topology.get();
+      topology_ = topology;
+      topology_ptr_ = topology.get();
       findings_ = findings;
     }
     HttpResponse r;
@@ -193,6 +195,23 @@ class FabricCache {
   std::string etag_;
 };
 
+// /api/v1/topology?view=declared|discovered|effective.
+HttpResponse Topology(const WebSources& s, const HttpRequest& request) {
+  absl::StatusOr<std::vector<QueryParam>> params = ParseQuery(request.query);
+  if (!params.ok()) return Error(params.status());
+  std::string view;
+  for (const auto& [key, value] : *params) {
+    if (key != "view") {
+      return Error(absl::InvalidArgumentError(
+          absl::StrCat("unknown parameter '", key, "' (view)")));
+    }
+    view = value;
+  }
+  absl::StatusOr<Json> j = TopologyJson(*s.topology->Current(), view);
+  if (!j.ok()) return Error(j.status());
+  return JsonResponse(200, *j);
+}
+
 HttpResponse Fabric(const WebSources& s, FabricCache* cache,
                     const HttpRequest& request) {
   if (!request.query.empty()) {
@@ -257,6 +276,9 @@ std::vector<HttpRoute> WebRoutes(const WebSources& sources) {
   }
   routes.push_back({"/api/v1/findings", [sources](const HttpRequest& r) {
                       return Findings(sources, r);
+                    }});
+  routes.push_back({"/api/v1/topology", [sources](const HttpRequest& r) {
+                      return Topology(sources, r);
                     }});
   auto fabric = std::make_shared<FabricCache>();
   routes.push_back({"/api/v1/fabric", [sources, fabric](const HttpRequest& r) {

@@ -2,16 +2,19 @@
 // collector's --http_listen (next to /metrics and /healthz):
 //   /                 the page (collector/web/index.html, app.js, app.css,
 //                     compiled into the binary: no CDN, nothing fetched)
-//   /api/v1/...       the JSON of collector/web/web_api.h (docs/http-api.md)
+//   /api/v1/...       the JSON of collector/web/web_api.h and
+//                     collector/web/topology_json.h (docs/http-api.md)
 // Read-only; every response says `Cache-Control: no-store` and the page
 // runs under a Content-Security-Policy that allows only its own script.
-// /api/v1/fabric's body is built once per analysis pass (view, topology,
+// /api/v1/fabric's body (its switches from the effective topology: declared,
+// else discovered over LLDP) is built once per analysis pass (view, topology,
 // the findings it outlines), and so is its gzip but for the fresh
 // "generated"; it carries a weak ETag: If-None-Match with it gets 304 and
 // no body.
 //
 //   WebSources sources{&findings, &registry,
-//                      [&runner] { return runner.LatestView(); }, &clock};
+//                      [&runner] { return runner.LatestView(); }, &clock,
+//                      &topology_keeper};
 //   std::vector<HttpRoute> routes = WebRoutes(sources);
 //
 // The handlers are thread-safe (they read snapshots); they run on the HTTP
@@ -25,6 +28,7 @@
 #include "analysis/fabric_view.h"
 #include "collector/declared/layout_registry.h"
 #include "collector/findings/findings_store.h"
+#include "collector/topology/topology_views.h"
 #include "common/clock.h"
 #include "common/http_server.h"
 
@@ -36,6 +40,9 @@ struct WebSources {
   // The latest analysis pass's view; null before the first.
   std::function<std::shared_ptr<const analysis::FabricView>()> view;
   const Clock* clock = nullptr;
+  // The declared, discovered and effective topologies (/api/v1/topology;
+  // the effective one draws /api/v1/fabric's switches).
+  const TopologySource* topology = nullptr;
 };
 
 // The pointers must outlive the routes.

@@ -80,9 +80,45 @@ absl::StatusOr<v1::ListLayoutsResponse> FakeCollectorClient::ListLayouts() {
 }
 
 absl::StatusOr<v1::Topology> FakeCollectorClient::GetTopology() {
+  return GetTopologyView(v1::TOPOLOGY_VIEW_DECLARED);
+}
+
+absl::StatusOr<v1::Topology> FakeCollectorClient::GetTopologyView(
+    v1::TopologyView view) {
   ++calls;
   if (!fail.ok()) return fail;
-  return topology;
+  switch (view) {
+    case v1::TOPOLOGY_VIEW_DISCOVERED:
+      return discovered;
+    case v1::TOPOLOGY_VIEW_EFFECTIVE:
+      return effective;
+    default:
+      if (!has_topology) {
+        return absl::NotFoundError("no topology has been applied");
+      }
+      return topology;
+  }
+}
+
+absl::StatusOr<v1::AdoptTopologyResponse> FakeCollectorClient::AdoptTopology(
+    const v1::AdoptTopologyRequest& request) {
+  ++calls;
+  adopt_requests.push_back(request);
+  if (!fail.ok()) return fail;
+  v1::AdoptTopologyResponse response;
+  *response.mutable_topology() = discovered;
+  if (request.dry_run()) {
+    response.set_declared_version(declared_version);
+    if (adopt_race) ++declared_version;
+    return response;
+  }
+  if (request.expected_declared_version() != declared_version) {
+    return absl::AbortedError("the declared topology changed");
+  }
+  topology = discovered;
+  has_topology = true;
+  response.set_declared_version(++declared_version);
+  return response;
 }
 
 absl::StatusOr<v1::ListFindingsResponse> FakeCollectorClient::ListFindings(

@@ -42,9 +42,12 @@ class FakeCollectorClient final : public CollectorClient {
       const v1::ApplyLayoutRequest& request) override;
   absl::Status DeleteLayout(const std::string& job) override;
   absl::Status ApplyTopology(const v1::Topology& topology) override;
+  absl::StatusOr<v1::AdoptTopologyResponse> AdoptTopology(
+      const v1::AdoptTopologyRequest& request) override;
   absl::StatusOr<v1::Layout> GetLayout(const std::string& job) override;
   absl::StatusOr<v1::ListLayoutsResponse> ListLayouts() override;
   absl::StatusOr<v1::Topology> GetTopology() override;
+  absl::StatusOr<v1::Topology> GetTopologyView(v1::TopologyView view) override;
   absl::StatusOr<v1::ListFindingsResponse> ListFindings(
       const v1::ListFindingsRequest& request) override;
   absl::StatusOr<v1::ListNodesResponse> ListNodes() override;
@@ -61,7 +64,13 @@ class FakeCollectorClient final : public CollectorClient {
   std::map<std::string, v1::Layout> layouts;
   int64_t applied_unix_nanos = 0;
   std::vector<v1::Finding> apply_findings;  // returned by ApplyLayout
-  v1::Topology topology;
+  v1::Topology topology;  // the declared one, when has_topology
+  bool has_topology = true;
+  uint64_t declared_version = 0;  // AdoptTopology compares it
+  // Someone else declares a topology between a dry run and the write.
+  bool adopt_race = false;
+  v1::Topology discovered;
+  v1::Topology effective;
   std::vector<v1::Finding> findings;
   v1::ListNodesResponse nodes;
   std::vector<WatchSession> watch_sessions;
@@ -75,6 +84,7 @@ class FakeCollectorClient final : public CollectorClient {
   int watch_calls = 0;
   std::string last_watch_job;
   v1::ListFindingsRequest last_findings_request;
+  std::vector<v1::AdoptTopologyRequest> adopt_requests;
   std::atomic<bool> cancelled{false};
 
  private:

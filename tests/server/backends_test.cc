@@ -24,6 +24,7 @@
 #include "gtest/gtest.h"
 #include "tests/cluster/node_slice.h"
 #include "tests/testing/eventually.h"
+#include "tests/testing/fixed_topology.h"
 #include "tests/testing/nats_cluster.h"
 #include "tests/testing/temp_dir.h"
 
@@ -227,10 +228,12 @@ TEST_P(BackendsTest, TheRunnerAnalysesThisCollectorsNodes) {
       node->BeginStream("boot-a", 1000, 1, "ipv4:127.0.0.1:1", clock_.Now())
           .ok());
   AnalysisStats stats;
+  testing::FixedTopology no_topology;
   {
-    AnalysisRunner runner(
-        &series, &registry, &findings, &stats, clock_,
-        {backends->features(), backends->role(), backends->baselines()}, {});
+    AnalysisRunner runner(&series, &registry, &findings, &stats, clock_,
+                          {backends->features(), backends->role(),
+                           backends->baselines(), no_topology},
+                          {});
     runner.Start();
     ASSERT_TRUE(testing::Eventually([&runner] {
       return runner.LatestView() != nullptr;

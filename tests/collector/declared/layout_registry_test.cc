@@ -270,6 +270,43 @@ TEST_F(LayoutRegistryTest, TopologyIsValidatedBeforeItIsSaved) {
   EXPECT_TRUE(registry_->ApplyTopology(ok).ok());
 }
 
+// An adopt writes the topology only over the one its caller read: version 0
+// while none is declared, then one number per topology served, also after
+// a restart; a write in between makes it Aborted, nothing written.
+TEST_F(LayoutRegistryTest, ApplyTopologyIfReplacesOnlyTheVersionRead) {
+  EXPECT_EQ(registry_->Snapshot()->topology_version, 0u);
+  v1::Topology first = TwoLeafTopology();
+  absl::StatusOr<uint64_t> written = registry_->ApplyTopologyIf(first, 0);
+  ASSERT_TRUE(written.ok()) << written.status();
+  const uint64_t read = registry_->Snapshot()->topology_version;
+  EXPECT_EQ(*written, read);
+  EXPECT_NE(read, 0u);
+
+  v1::Topology other = TwoLeafTopology();
+  other.mutable_links(0)->set_port("swp2");
+  ASSERT_TRUE(registry_->ApplyTopology(other).ok());  // someone else
+  EXPECT_NE(registry_->Snapshot()->topology_version, read);
+
+  v1::Topology adopted = TwoLeafTopology();
+  adopted.mutable_links(0)->set_port("swp3");
+  absl::Status lost = registry_->ApplyTopologyIf(adopted, read).status();
+  EXPECT_EQ(lost.code(), absl::StatusCode::kAborted) << lost;
+  EXPECT_EQ((*registry_->GetTopology())->links(0).port(), "swp2");
+  EXPECT_EQ(registry_->ApplyTopologyIf(adopted, 0).status().code(),
+            absl::StatusCode::kAborted);
+
+  ASSERT_TRUE(
+      registry_
+          ->ApplyTopologyIf(adopted, registry_->Snapshot()->topology_version)
+          .ok());
+  EXPECT_EQ((*registry_->GetTopology())->links(0).port(), "swp3");
+
+  Restart();
+  const uint64_t loaded = registry_->Snapshot()->topology_version;
+  EXPECT_NE(loaded, 0u);
+  EXPECT_TRUE(registry_->ApplyTopologyIf(first, loaded).ok());
+}
+
 // The files' backend, but a layout write waits until `release` is
 // notified: a backend that does not answer (a cluster cut off).
 class StallingState final : public DeclaredState {

@@ -16,7 +16,9 @@
 #include "agent/rate.h"
 #include "agent/report_encoder.h"
 #include "agent/stream_client.h"
+#include "collector/declared/node_facts_memory.h"
 #include "collector/ingest/ingest_service.h"
+#include "collector/ingest/node_facts_intake.h"
 #include "collector/ingest/server.h"
 #include "collector/store/series_store.h"
 #include "common/clock.h"
@@ -241,7 +243,10 @@ TEST(IngestHandoffTest, AHandedOffAgentStreamsToTheOtherCollector) {
   IngestCounters first_counters;
   IngestCounters second_counters;
   HandOffNodes placement({"gpu-001"});
-  IngestService first_service(&first_store, &first_counters, {}, placement);
+  MemoryNodeFacts first_facts;
+  NoDeclaredSwitches no_switches;
+  IngestService first_service(&first_store, &first_counters, {}, placement,
+                              {first_facts, no_switches});
   IngestService second_service(&second_store, &second_counters);
   CollectorServer::Options o;
   o.listen = "127.0.0.1:0";

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "collector/declared/node_facts_memory.h"
 #include "common/clock.h"
 
 namespace fabricdiag::collector {
@@ -81,7 +82,7 @@ class IngestSessionTest : public ::testing::Test {
   // Expects `m` to reject an open session for `reason`, storing nothing.
   void ExpectRejected(const v1::AgentMessage& m, RejectReason reason,
                       bool open = true) {
-    IngestSession s(&store_, &counters_, keep_every_agent_);
+    IngestSession s(&store_, &counters_, keep_every_agent_, intake_);
     if (open) Open(s);
     const uint64_t reports = counters_.reports.load();
     IngestSession::Reply r = s.Handle(m);
@@ -101,10 +102,13 @@ class IngestSessionTest : public ::testing::Test {
   SeriesStore store_{SeriesStore::Options{}, clock_};
   IngestCounters counters_;
   KeepEveryAgent keep_every_agent_;  // one collector
+  MemoryNodeFacts facts_;
+  NoDeclaredSwitches no_switches_;
+  NodeFactsIntake intake_{facts_, no_switches_};
 };
 
 TEST_F(IngestSessionTest, StoresReportsAndAcksHighestSeq) {
-  IngestSession s(&store_, &counters_, keep_every_agent_);
+  IngestSession s(&store_, &counters_, keep_every_agent_, intake_);
   EXPECT_THAT(s.Handle(Hello()).ack, Optional(0u));
   EXPECT_FALSE(s.Handle(Schema()).ack.has_value());
   EXPECT_THAT(s.Handle(Report(1)).ack, Optional(1u));
@@ -118,11 +122,11 @@ TEST_F(IngestSessionTest, StoresReportsAndAcksHighestSeq) {
 
 TEST_F(IngestSessionTest, ReplayAfterReconnectIsDeduplicated) {
   {
-    IngestSession s(&store_, &counters_, keep_every_agent_);
+    IngestSession s(&store_, &counters_, keep_every_agent_, intake_);
     Open(s);
     for (uint64_t seq = 1; seq <= 3; ++seq) s.Handle(Report(seq));
   }
-  IngestSession again(&store_, &counters_, keep_every_agent_);
+  IngestSession again(&store_, &counters_, keep_every_agent_, intake_);
   // The Hello ack tells the agent what is already held.
   EXPECT_THAT(again.Handle(Hello()).ack, Optional(3u));
   again.Handle(Schema());
@@ -137,7 +141,7 @@ TEST_F(IngestSessionTest, ReplayAfterReconnectIsDeduplicated) {
 }
 
 TEST_F(IngestSessionTest, SeqGapIsCountedAsDroppedReports) {
-  IngestSession s(&store_, &counters_, keep_every_agent_);
+  IngestSession s(&store_, &counters_, keep_every_agent_, intake_);
   Open(s);
   s.Handle(Report(1));
   s.Handle(Report(5));
@@ -146,11 +150,11 @@ TEST_F(IngestSessionTest, SeqGapIsCountedAsDroppedReports) {
 
 TEST_F(IngestSessionTest, NewBootIdStartsFreshSeqSpace) {
   {
-    IngestSession s(&store_, &counters_, keep_every_agent_);
+    IngestSession s(&store_, &counters_, keep_every_agent_, intake_);
     Open(s);
     for (uint64_t seq = 1; seq <= 5; ++seq) s.Handle(Report(seq));
   }
-  IngestSession restarted(&store_, &counters_, keep_every_agent_);
+  IngestSession restarted(&store_, &counters_, keep_every_agent_, intake_);
   EXPECT_THAT(restarted.Handle(Hello("gpu-001", "boot-2")).ack, Optional(0u));
   restarted.Handle(Schema());
   EXPECT_THAT(restarted.Handle(Report(1)).ack, Optional(1u));
@@ -249,7 +253,7 @@ TEST_F(IngestSessionTest, OtherIndexListsOutOfRange) {
         r->GetDescriptor()->FindFieldByName(field);
     r->GetReflection()->AddUInt32(r, f, 1u << 31);
     IngestCounters counters;
-    IngestSession s(&store_, &counters, keep_every_agent_);
+    IngestSession s(&store_, &counters, keep_every_agent_, intake_);
     s.Handle(Hello("gpu-x"));
     s.Handle(Schema());
     IngestSession::Reply reply = s.Handle(m);
@@ -272,7 +276,7 @@ TEST_F(IngestSessionTest, InfiniteRate) {
 }
 
 TEST_F(IngestSessionTest, RejectedReportStoresNothingEvenPartially) {
-  IngestSession s(&store_, &counters_, keep_every_agent_);
+  IngestSession s(&store_, &counters_, keep_every_agent_, intake_);
   Open(s);
   v1::AgentMessage m = Report(1);
   m.mutable_report()->set_rate(2, std::nan(""));  // the last rate is bad
@@ -288,7 +292,7 @@ TEST_F(IngestSessionTest, BadNodeNames) {
   for (const std::string& name : cases) {
     SCOPED_TRACE(name);
     IngestCounters counters;
-    IngestSession s(&store_, &counters, keep_every_agent_);
+    IngestSession s(&store_, &counters, keep_every_agent_, intake_);
     IngestSession::Reply r = s.Handle(Hello(name));
     ASSERT_TRUE(r.reject.has_value());
     EXPECT_EQ(counters.rejects(RejectReason::kBadNodeName), 1u);
@@ -320,7 +324,7 @@ TEST_F(IngestSessionTest, SchemaWithHugeName) {
 }
 
 TEST_F(IngestSessionTest, TooManySchemas) {
-  IngestSession s(&store_, &counters_, keep_every_agent_);
+  IngestSession s(&store_, &counters_, keep_every_agent_, intake_);
   Open(s);
   for (uint64_t id = 2; id <= IngestSession::kMaxSchemasPerStream; ++id) {
     ASSERT_FALSE(s.Handle(Schema(id)).reject.has_value()) << id;
@@ -355,7 +359,7 @@ TEST_F(IngestSessionTest, AHelloThePlacementHandsOffOpensNothing) {
   FakePlacement placement;
   placement.epoch = 7;
   placement.hand_off = "gpu-001";
-  IngestSession s(&store_, &counters_, placement);
+  IngestSession s(&store_, &counters_, placement, intake_);
   IngestSession::Reply r = s.Handle(Hello());
   EXPECT_THAT(r.handoff, Optional(std::string("go elsewhere")));
   EXPECT_FALSE(r.ack.has_value());
@@ -368,7 +372,7 @@ TEST_F(IngestSessionTest, AHelloThePlacementHandsOffOpensNothing) {
   EXPECT_FALSE(after.ack.has_value() || after.reject.has_value() ||
                after.handoff.has_value());
   // Another node is taken by the same collector.
-  IngestSession other(&store_, &counters_, placement);
+  IngestSession other(&store_, &counters_, placement, intake_);
   EXPECT_THAT(other.Handle(Hello("gpu-002")).ack, Optional(0u));
 }
 
@@ -379,7 +383,7 @@ TEST_F(IngestSessionTest, AHelloThePlacementHandsOffOpensNothing) {
 TEST_F(IngestSessionTest, AStreamIsHandedOffAtItsNextReportWhenTheEpochMoves) {
   FakePlacement placement;
   placement.hand_off = "gpu-001";
-  IngestSession s(&store_, &counters_, placement);
+  IngestSession s(&store_, &counters_, placement, intake_);
   Open(s);
   EXPECT_THAT(s.Handle(Report(1)).ack, Optional(1u));
   EXPECT_THAT(s.Handle(Report(2)).ack, Optional(2u));
@@ -397,13 +401,13 @@ TEST_F(IngestSessionTest, AStreamIsHandedOffAtItsNextReportWhenTheEpochMoves) {
   // The agent may come back here (taken back): its stream is not a
   // duplicate of the one that was handed off.
   placement.hand_off.clear();
-  IngestSession back(&store_, &counters_, placement);
+  IngestSession back(&store_, &counters_, placement, intake_);
   EXPECT_THAT(back.Handle(Hello("gpu-001", "boot-1")).ack, Optional(2u));
 
   // A node the placement keeps is asked once per epoch, not per report.
   FakePlacement keep;
   keep.epoch = 5;
-  IngestSession kept(&store_, &counters_, keep);
+  IngestSession kept(&store_, &counters_, keep, intake_);
   ASSERT_FALSE(kept.Handle(Hello("gpu-009")).handoff.has_value());
   kept.Handle(Schema());
   for (uint64_t seq = 1; seq <= 3; ++seq) {
@@ -419,11 +423,11 @@ TEST_F(IngestSessionTest, AStreamIsHandedOffAtItsNextReportWhenTheEpochMoves) {
 // with a reason that names the first, and the first keeps reporting (they
 // used to take turns, each rejecting the other as stale).
 TEST_F(IngestSessionTest, SecondLiveAgentWithSameNodeIsRefused) {
-  IngestSession first(&store_, &counters_, keep_every_agent_);
+  IngestSession first(&store_, &counters_, keep_every_agent_, intake_);
   first.set_peer("ipv4:10.0.0.1:40000");
   Open(first);
   first.Handle(Report(1));
-  IngestSession second(&store_, &counters_, keep_every_agent_);
+  IngestSession second(&store_, &counters_, keep_every_agent_, intake_);
   second.set_peer("ipv4:10.0.0.2:40000");
   IngestSession::Reply r = second.Handle(Hello("gpu-001", "boot-2"));
   ASSERT_TRUE(r.reject.has_value());
@@ -437,30 +441,30 @@ TEST_F(IngestSessionTest, SecondLiveAgentWithSameNodeIsRefused) {
 // An agent that restarted after its stream ended takes over; the old
 // process, should it still send (it was stopped, not dead), is stale.
 TEST_F(IngestSessionTest, RestartedAgentTakesOverAndOldReportsAreStale) {
-  auto first =
-      std::make_unique<IngestSession>(&store_, &counters_, keep_every_agent_);
+  auto first = std::make_unique<IngestSession>(&store_, &counters_,
+                                               keep_every_agent_, intake_);
   Open(*first);
   first->Handle(Report(1));
   store_.FindNode("gpu-001")->EndStream(0);  // not its stream: no effect
-  IngestSession second(&store_, &counters_, keep_every_agent_);
+  IngestSession second(&store_, &counters_, keep_every_agent_, intake_);
   ASSERT_TRUE(second.Handle(Hello("gpu-001", "boot-2")).reject.has_value());
   first.reset();  // the first stream ends
-  IngestSession third(&store_, &counters_, keep_every_agent_);
+  IngestSession third(&store_, &counters_, keep_every_agent_, intake_);
   EXPECT_FALSE(third.Handle(Hello("gpu-001", "boot-3")).reject.has_value());
 }
 
 // With mutual TLS, a node may only report as itself.
 TEST_F(IngestSessionTest, NodeMustBeNamedInTheClientCertificate) {
-  IngestSession s(&store_, &counters_, keep_every_agent_);
+  IngestSession s(&store_, &counters_, keep_every_agent_, intake_);
   s.set_peer_identities({"gpu-001.example", "gpu-001"});
   EXPECT_FALSE(s.Handle(Hello("gpu-001", "b")).reject.has_value());
-  IngestSession impostor(&store_, &counters_, keep_every_agent_);
+  IngestSession impostor(&store_, &counters_, keep_every_agent_, intake_);
   impostor.set_peer_identities({"gpu-002"});
   IngestSession::Reply r = impostor.Handle(Hello("gpu-003", "b"));
   ASSERT_TRUE(r.reject.has_value());
   EXPECT_THAT(*r.reject, HasSubstr("identity_mismatch"));
   EXPECT_THAT(*r.reject, HasSubstr("gpu-002"));
-  IngestSession nameless(&store_, &counters_, keep_every_agent_);
+  IngestSession nameless(&store_, &counters_, keep_every_agent_, intake_);
   nameless.set_peer_identities({});
   EXPECT_TRUE(nameless.Handle(Hello("gpu-004", "b")).reject.has_value());
   EXPECT_EQ(counters_.rejects(RejectReason::kIdentityMismatch), 2u);
@@ -468,10 +472,10 @@ TEST_F(IngestSessionTest, NodeMustBeNamedInTheClientCertificate) {
 }
 
 TEST_F(IngestSessionTest, HostileStreamDoesNotDisturbAnother) {
-  IngestSession good(&store_, &counters_, keep_every_agent_);
+  IngestSession good(&store_, &counters_, keep_every_agent_, intake_);
   Open(good);
   good.Handle(Report(1));
-  IngestSession bad(&store_, &counters_, keep_every_agent_);
+  IngestSession bad(&store_, &counters_, keep_every_agent_, intake_);
   bad.Handle(Hello("gpu-002", "b"));
   bad.Handle(Schema());
   ASSERT_TRUE(bad.Handle(Report(1, 99)).reject.has_value());
@@ -480,13 +484,109 @@ TEST_F(IngestSessionTest, HostileStreamDoesNotDisturbAnother) {
 }
 
 TEST_F(IngestSessionTest, InventorySetsDevices) {
-  IngestSession s(&store_, &counters_, keep_every_agent_);
+  IngestSession s(&store_, &counters_, keep_every_agent_, intake_);
   Open(s);
   v1::AgentMessage m;
   m.mutable_inventory()->add_rdma_devices()->set_name("mlx5_3");
   EXPECT_FALSE(s.Handle(m).reject.has_value());
   EXPECT_THAT(store_.FindNode("gpu-001")->Info().devices,
               ::testing::ElementsAre("mlx5_3"));
+}
+
+v1::AgentMessage InventoryWithFacts(const std::string& leaf_port) {
+  v1::AgentMessage m;
+  v1::Inventory* inv = m.mutable_inventory();
+  v1::Netdev* nd = inv->add_netdevs();
+  nd->set_name("eth0");
+  nd->set_rdma_device("mlx5_0");
+  v1::RdmaPort* port = inv->add_rdma_ports();
+  port->set_device("mlx5_1");
+  port->add_netdevs("eth1");
+  inv->set_lldp_source("lldpd");
+  v1::LldpNeighbor* n = inv->add_lldp_neighbors();
+  n->set_local_port("eth0");
+  n->set_system_name("leaf-0");
+  n->set_chassis_id("12:27:29:d0:18:68");
+  n->set_port_id(leaf_port);
+  inv->set_gpus_read(true);
+  v1::GpuNic* g = inv->add_gpu_nics();
+  g->set_gpu(0);
+  g->set_device("mlx5_0");
+  g->set_netdev("eth0");
+  g->set_distance("pcie_switch");
+  return m;
+}
+
+TEST_F(IngestSessionTest, InventoryRecordsTheNodesFacts) {
+  IngestSession s(&store_, &counters_, keep_every_agent_, intake_);
+  Open(s);
+  EXPECT_FALSE(s.Handle(InventoryWithFacts("swp1")).reject.has_value());
+  std::shared_ptr<const NodeFactsMap> all = facts_.Snapshot();
+  ASSERT_EQ(all->count("gpu-001"), 1u);
+  const v1::NodeFacts& f = all->at("gpu-001");
+  EXPECT_EQ(f.node(), "gpu-001");
+  EXPECT_FALSE(f.is_switch());
+  EXPECT_EQ(f.reported_unix_nanos(), absl::ToUnixNanos(clock_.Now()));
+  EXPECT_EQ(f.lldp_source(), "lldpd");
+  ASSERT_EQ(f.lldp_neighbors_size(), 1);
+  EXPECT_EQ(f.lldp_neighbors(0).port_id(), "swp1");
+  EXPECT_TRUE(f.gpus_read());
+  ASSERT_EQ(f.gpu_nics_size(), 1);
+  EXPECT_EQ(f.gpu_nics(0).device(), "mlx5_0");
+  EXPECT_EQ(f.rdma_device_of_netdev().at("eth0"), "mlx5_0");
+  EXPECT_EQ(f.rdma_device_of_netdev().at("eth1"), "mlx5_1");
+
+  // The same inventory again (a new stream) changes nothing; a moved cable
+  // does.
+  const uint64_t generation = facts_.Generation();
+  EXPECT_FALSE(s.Handle(InventoryWithFacts("swp1")).reject.has_value());
+  EXPECT_EQ(facts_.Generation(), generation);
+  EXPECT_FALSE(s.Handle(InventoryWithFacts("swp7")).reject.has_value());
+  EXPECT_GT(facts_.Generation(), generation);
+  EXPECT_EQ(facts_.Snapshot()->at("gpu-001").lldp_neighbors(0).port_id(),
+            "swp7");
+}
+
+TEST_F(IngestSessionTest, AnInventoryWithoutLldpOrGpusKeepsWhatWasKnown) {
+  IngestSession s(&store_, &counters_, keep_every_agent_, intake_);
+  Open(s);
+  ASSERT_FALSE(s.Handle(InventoryWithFacts("swp1")).reject.has_value());
+  v1::AgentMessage unread = InventoryWithFacts("swp9");
+  unread.mutable_inventory()->clear_lldp_source();  // the read failed
+  unread.mutable_inventory()->set_gpus_read(false);
+  unread.mutable_inventory()->clear_gpu_nics();
+  EXPECT_FALSE(s.Handle(unread).reject.has_value());
+  const v1::NodeFacts& f = facts_.Snapshot()->at("gpu-001");
+  EXPECT_EQ(f.lldp_source(), "lldpd");
+  ASSERT_EQ(f.lldp_neighbors_size(), 1);
+  EXPECT_EQ(f.lldp_neighbors(0).port_id(), "swp1");
+  EXPECT_EQ(f.gpu_nics_size(), 1);
+}
+
+class SwitchNamed final : public DeclaredSwitches {
+ public:
+  bool IsSwitch(absl::string_view node) const override {
+    return node == "leaf-0";
+  }
+};
+
+TEST_F(IngestSessionTest, ASwitchIsOneTheTopologyListsOrTheBridgeSends) {
+  SwitchNamed topology;
+  NodeFactsIntake intake{facts_, topology};
+  for (const char* node : {"leaf-0", "gpu-001"}) {
+    IngestSession s(&store_, &counters_, keep_every_agent_, intake);
+    ASSERT_TRUE(s.Handle(Hello(node)).ack.has_value());
+    EXPECT_FALSE(s.Handle(InventoryWithFacts("swp1")).reject.has_value());
+  }
+  v1::AgentMessage bridge = Hello("spine-0");
+  bridge.mutable_hello()->set_agent_version("gnmi-bridge 0.2.0");
+  IngestSession b(&store_, &counters_, keep_every_agent_, intake);
+  ASSERT_TRUE(b.Handle(bridge).ack.has_value());
+  EXPECT_FALSE(b.Handle(InventoryWithFacts("Ethernet0")).reject.has_value());
+  std::shared_ptr<const NodeFactsMap> all = facts_.Snapshot();
+  EXPECT_TRUE(all->at("leaf-0").is_switch());
+  EXPECT_FALSE(all->at("gpu-001").is_switch());
+  EXPECT_TRUE(all->at("spine-0").is_switch());
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "common/clock.h"
 #include "tests/testing/eventually.h"
 #include "tests/testing/fake_sysfs.h"
+#include "tests/testing/fixed_topology.h"
 
 namespace fabricdiag::collector {
 namespace {
@@ -34,7 +35,10 @@ struct OneCollector {
   EmbeddedFeatureExchange features;
   AlwaysLeading role;
   NoBaselinesStore baselines;
-  AnalysisRunner::Seams seams() { return {features, role, baselines}; }
+  testing::FixedTopology topology;
+  AnalysisRunner::Seams seams() {
+    return {features, role, baselines, topology};
+  }
 };
 
 // What a runner on the real clock needs, in a temporary --state_dir.
@@ -50,7 +54,7 @@ struct RealTimeRunner {
   }
   AnalysisRunner Make() {
     return AnalysisRunner(&series, &registry, &findings, &stats, clock,
-                          {features, role, *baselines}, options);
+                          {features, role, *baselines, topology}, options);
   }
 
   agent::ScopedTempDir tmp;
@@ -65,6 +69,7 @@ struct RealTimeRunner {
   AlwaysLeading role;
   NoBaselinesStore no_baselines;
   BaselinesStore* baselines = &no_baselines;
+  testing::FixedTopology topology;
   AnalysisRunner::Options options;
 };
 
@@ -191,6 +196,7 @@ class AnalysisRunnerStateTest : public ::testing::Test {
   std::unique_ptr<LayoutRegistry> registry_;
   std::unique_ptr<FindingsStore> findings_;
   SeriesStore series{SeriesStore::Options{}, clock};
+  testing::FixedTopology no_topology_;
 };
 
 TEST_F(AnalysisRunnerStateTest, AgentDownFollowsTheAnalysisConfig) {
@@ -356,9 +362,10 @@ class AnalysisRunnerClusterTest : public AnalysisRunnerStateTest {
  protected:
   void SetUp() override {
     AnalysisRunnerStateTest::SetUp();
-    runner_.emplace(&series, registry_.get(), findings_.get(), &stats, clock,
-                    AnalysisRunner::Seams{exchange, role, no_baselines},
-                    AnalysisRunner::Options{});
+    runner_.emplace(
+        &series, registry_.get(), findings_.get(), &stats, clock,
+        AnalysisRunner::Seams{exchange, role, no_baselines, no_topology_},
+        AnalysisRunner::Options{});
   }
 
   FakeExchange exchange{clock.Now() - absl::Seconds(10)};
@@ -463,7 +470,7 @@ class AnalysisRunnerBaselinesTest : public AnalysisRunnerStateTest {
  protected:
   AnalysisRunner Make() {
     return AnalysisRunner(&series, registry_.get(), findings_.get(), &stats,
-                          clock, {exchange, role, store}, {});
+                          clock, {exchange, role, store, no_topology_}, {});
   }
   // A pass, and the baselines it handed over written.
   static void Pass(AnalysisRunner& runner) {
@@ -666,7 +673,8 @@ TEST_F(AnalysisRunnerStateTest,
   AnalysisStats stats;
   NoBaselinesStore no_baselines;
   AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
-                        clock, {exchange, role, no_baselines}, {});
+                        clock, {exchange, role, no_baselines, no_topology_},
+                        {});
   v1::Layout tp16;  // a TP group of 16 GPUs over two 8-GPU nodes
   tp16.set_job("dense-tp16");
   tp16.set_gpus_per_node(8);

@@ -12,9 +12,12 @@
 #include "collector/declared/layout_registry.h"
 #include "collector/findings/findings_store.h"
 #include "collector/state/state_store.h"
+#include "collector/web/topology_json.h"
 #include "common/clock.h"
 #include "common/gzip.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/fixed_topology.h"
 #include "tests/testing/temp_dir.h"
 
 namespace fabricdiag::collector {
@@ -58,8 +61,8 @@ class WebRoutesTest : public ::testing::Test {
     registry_ = std::make_unique<LayoutRegistry>(declared_.get(), &clock_);
     ASSERT_TRUE(registry_->Load().ok());
     view_ = View(6e9);
-    routes_ = WebRoutes(
-        {findings_.get(), registry_.get(), [this] { return view_; }, &clock_});
+    routes_ = WebRoutes({findings_.get(), registry_.get(),
+                         [this] { return view_; }, &clock_, &topology_});
   }
 
   HttpResponse Get(const std::string& path, const std::string& query = "",
@@ -97,7 +100,99 @@ class WebRoutesTest : public ::testing::Test {
   std::unique_ptr<LayoutRegistry> registry_;
   std::shared_ptr<const analysis::FabricView> view_;
   std::vector<HttpRoute> routes_;
+  testing::FixedTopology topology_{Views()};
+
+  // Declared: gpu-1 on leaf-1 swp1; discovered: gpu-2 on leaf-1 swp2 and
+  // leaf-1 swp49 to spine-1 swp1; effective: both host links, each with
+  // its source.
+  static std::shared_ptr<const TopologyViews> Views() {
+    v1::Topology declared;
+    declared.add_switches()->set_name("leaf-1");
+    v1::Link* d = declared.add_links();
+    d->set_host("gpu-1");
+    d->set_nic("mlx5_0");
+    d->set_switch_("leaf-1");
+    d->set_port("swp1");
+    v1::Topology discovered;
+    v1::Switch* leaf = discovered.add_switches();
+    leaf->set_name("leaf-1");
+    leaf->set_tier(1);
+    leaf->add_uplinks("swp49");
+    v1::Link* found = discovered.add_links();
+    found->set_host("gpu-2");
+    found->set_nic("mlx5_0");
+    found->set_switch_("leaf-1");
+    found->set_port("swp2");
+    v1::SwitchLink* up = discovered.add_switch_links();
+    up->set_switch_a("leaf-1");
+    up->set_port_a("swp49");
+    up->set_switch_b("spine-1");
+    up->set_port_b("swp1");
+    v1::Topology effective = declared;
+    effective.mutable_links(0)->set_source(v1::LINK_SOURCE_DECLARED);
+    *effective.add_links() = *found;
+    effective.mutable_links(1)->set_source(v1::LINK_SOURCE_DISCOVERED);
+    auto views = std::make_shared<TopologyViews>();
+    views->declared = std::make_shared<const v1::Topology>(declared);
+    views->declared_version = 7;
+    views->discovered = std::make_shared<const v1::Topology>(discovered);
+    auto shared = std::make_shared<const v1::Topology>(effective);
+    views->effective_index =
+        std::make_shared<const analysis::TopologyIndex>(shared.get());
+    views->effective = std::move(shared);
+    views->problems = {"leaf-1 swp3 hears two neighbors"};
+    return views;
+  }
 };
+
+// Each view of /api/v1/topology, the effective one naming each link's
+// source; a view that is not one, or another parameter, is a 400.
+TEST_F(WebRoutesTest, TopologyServesEachViewWithEachLinksSource) {
+  HttpResponse effective = Get("/api/v1/topology", "view=effective");
+  ASSERT_EQ(effective.status, 200) << effective.body;
+  nlohmann::ordered_json j = Body(effective);
+  EXPECT_EQ(j["view"], "effective");
+  EXPECT_EQ(j["declared_version"], 7);
+  ASSERT_EQ(j["links"].size(), 2u);
+  EXPECT_EQ(j["links"][0]["host"], "gpu-1");
+  EXPECT_EQ(j["links"][0]["source"], "declared");
+  EXPECT_EQ(j["links"][1]["host"], "gpu-2");
+  EXPECT_EQ(j["links"][1]["source"], "discovered");
+  EXPECT_EQ(j["problems"][0], "leaf-1 swp3 hears two neighbors");
+
+  j = Body(Get("/api/v1/topology", "view=discovered"));
+  EXPECT_EQ(j["switches"][0]["tier"], 1);
+  EXPECT_EQ(j["switches"][0]["uplinks"][0], "swp49");
+  ASSERT_EQ(j["switch_links"].size(), 1u);
+  EXPECT_EQ(j["switch_links"][0]["switch_b"], "spine-1");
+  EXPECT_TRUE(j["links"][0]["source"].is_null());
+
+  j = Body(Get("/api/v1/topology"));  // declared by default
+  EXPECT_EQ(j["view"], "declared");
+  ASSERT_EQ(j["links"].size(), 1u);
+  EXPECT_EQ(j["links"][0]["port"], "swp1");
+  EXPECT_TRUE(j["switches"][0]["tier"].is_null());
+
+  HttpResponse bad = Get("/api/v1/topology", "view=guessed");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_THAT(bad.body,
+              ::testing::HasSubstr("view: 'guessed' is not a topology view"));
+  EXPECT_EQ(Get("/api/v1/topology", "job=x").status, 400);
+}
+
+// Nothing declared: the declared view is a 404, the others answer.
+TEST(TopologyJsonTest, NoDeclaredTopologyIsNotFound) {
+  TopologyViews views;
+  views.discovered = std::make_shared<const v1::Topology>();
+  views.effective = views.discovered;
+  absl::StatusOr<nlohmann::ordered_json> declared =
+      TopologyJson(views, "declared");
+  EXPECT_EQ(declared.status().code(), absl::StatusCode::kNotFound);
+  absl::StatusOr<nlohmann::ordered_json> discovered =
+      TopologyJson(views, "discovered");
+  ASSERT_TRUE(discovered.ok()) << discovered.status();
+  EXPECT_TRUE((*discovered)["links"].empty());
+}
 
 TEST_F(WebRoutesTest, FabricEtagNamesTheContentAndGeneratedStaysFresh) {
   const HttpResponse first = Get("/api/v1/fabric");

@@ -1,0 +1,48 @@
+// The embedded node facts backend against the store contract.
+#include "collector/declared/node_facts_memory.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "collector/declared/node_facts_cache.h"
+#include "tests/collector/declared/node_facts_contract.h"
+
+namespace fabricdiag::collector {
+namespace {
+
+using testing::NodeFactsContractTest;
+
+std::unique_ptr<NodeFactsStore> NewMemoryStore() {
+  return std::make_unique<MemoryNodeFacts>();
+}
+
+INSTANTIATE_TEST_SUITE_P(Memory, NodeFactsContractTest,
+                         ::testing::Values(&NewMemoryStore),
+                         testing::StoreName);
+
+TEST(MemoryNodeFactsTest, CountsNodesAndRefusals) {
+  MemoryNodeFacts facts;
+  v1::NodeFacts f;
+  f.set_node("gpu-001");
+  ASSERT_TRUE(facts.Put(f).ok());
+  f.set_node("");
+  EXPECT_FALSE(facts.Put(f).ok());
+  EXPECT_EQ(facts.nodes(), 1u);
+  EXPECT_EQ(facts.rejected(), 1u);
+}
+
+TEST(NodeFactsMetricsTest, EveryFamilyWithItsValue) {
+  std::string out;
+  AppendNodeFactsMetrics({3, 2, 1}, &out);
+  EXPECT_NE(out.find("fabricdiag_node_facts_nodes 3\n"), std::string::npos);
+  EXPECT_NE(out.find("fabricdiag_node_facts_writes_failed_total 2\n"),
+            std::string::npos);
+  EXPECT_NE(out.find("fabricdiag_node_facts_queue_dropped_total 1\n"),
+            std::string::npos);
+  EXPECT_NE(out.find("# TYPE fabricdiag_node_facts_nodes gauge"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace fabricdiag::collector

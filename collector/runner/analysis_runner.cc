@@ -244,6 +244,9 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric,
   // topology file at all, ECMP, PFC victims and far ends work from LLDP.
   in.topology = topology.effective.get();
   in.topology_index = topology.effective_index.get();
+  // cabling_mismatch holds what is declared against what LLDP reports.
+  in.declared_topology = topology.declared.get();
+  in.discovered_topology = topology.discovered.get();
   in.config = &options_.analysis;
   // A job none of whose hosts report has nothing for the rate analyzers:
   // declared layouts cost nothing until their agents speak.

@@ -23,7 +23,9 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "collector/declared/node_facts_memory.h"
 #include "collector/ingest/ingest_session.h"
+#include "collector/ingest/node_facts_intake.h"
 #include "collector/runner/fabric_view_builder.h"
 #include "collector/store/series_store.h"
 #include "common/clock.h"
@@ -77,13 +79,15 @@ int main(int argc, char** argv) {
   SeriesStore store(SeriesStore::Options{}, clock);
   IngestCounters counters;
   KeepEveryAgent placement;  // one collector
+  MemoryNodeFacts facts;
+  NoDeclaredSwitches no_switches;
   std::vector<std::unique_ptr<IngestSession>> sessions;
 
   absl::BitGen gen;
   const absl::Time setup_start = absl::Now();
   for (int node = 0; node < nodes; ++node) {
-    sessions.push_back(
-        std::make_unique<IngestSession>(&store, &counters, placement));
+    sessions.push_back(std::make_unique<IngestSession>(
+        &store, &counters, placement, NodeFactsIntake{facts, no_switches}));
     v1::AgentMessage hello;
     hello.mutable_hello()->set_node(absl::StrFormat("node-%05d", node));
     hello.mutable_hello()->set_boot_id("b");

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "analysis/finding.h"
 #include "collector/declared/layout_registry.h"
 #include "collector/findings/findings_store.h"
@@ -268,7 +269,27 @@ TEST_P(BackendsTest, StoppingTwiceIsHarmlessAndHealthStillAnswers) {
   // Only a cluster names its collectors.
   const bool embedded = GetParam() == Mode::kEmbedded;
   EXPECT_EQ(backends->collector_id(), embedded ? "" : "collector-a");
-  EXPECT_EQ(metrics.empty(), embedded);
+  EXPECT_EQ(metrics.find("fabricdiag_cluster_") == std::string::npos, embedded);
+  // The node facts are counted in both modes.
+  EXPECT_NE(metrics.find("fabricdiag_node_facts_nodes 0\n"), std::string::npos);
+}
+
+// Both bundles hold what the ingest puts in their node facts.
+TEST_P(BackendsTest, ExposeTheNodeFacts) {
+  std::unique_ptr<Backends> backends = Open();
+  ASSERT_NE(backends, nullptr);
+  v1::NodeFacts facts;
+  facts.set_node("gpu-001");
+  facts.set_gpus_read(true);
+  ASSERT_TRUE(backends->node_facts().Put(facts).ok());
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (backends->node_facts().Snapshot()->count("gpu-001") == 0 &&
+         absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(backends->node_facts().Snapshot()->count("gpu-001"), 1u);
+  backends->BeginStop(absl::Seconds(1));
+  backends->Leave();
 }
 
 INSTANTIATE_TEST_SUITE_P(Both, BackendsTest,

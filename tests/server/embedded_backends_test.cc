@@ -25,6 +25,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::SizeIs;
 
 TEST(AlwaysLeadingTest, LeadsInOneTermForever) {
@@ -110,13 +111,14 @@ TEST_F(EmbeddedBackendsTest, FindingIdsAreConsecutiveAcrossReservedBlocks) {
   }
 }
 
-TEST_F(EmbeddedBackendsTest, AddsNothingToHealthOrMetrics) {
+TEST_F(EmbeddedBackendsTest, AddsNothingToHealthAndOnlyNodeFactsToMetrics) {
   std::string health;
   EXPECT_TRUE(backends_->AppendHealth(&health));
   EXPECT_THAT(health, IsEmpty());
   std::string metrics;
   backends_->AppendMetrics(RegistryWatchStats{3, 1}, &metrics);
-  EXPECT_THAT(metrics, IsEmpty());
+  EXPECT_THAT(metrics, Not(HasSubstr("fabricdiag_cluster_")));
+  EXPECT_THAT(metrics, HasSubstr("fabricdiag_node_facts_nodes 0\n"));
   EXPECT_THAT(backends_->collector_id(), IsEmpty());
   EXPECT_THAT(backends_->Describe(), IsEmpty());
 }
@@ -133,6 +135,23 @@ TEST_F(EmbeddedBackendsTest, KeepsItsStateInTheStateDir) {
   EXPECT_EQ((*read)->payload, "baselines");
   EXPECT_TRUE(again->role().Leading());
   EXPECT_EQ(again->ingest_placement().HandOff("gpu-000"), std::nullopt);
+}
+
+// The node facts live in memory: what the ingest puts, the readers see, and
+// /metrics counts.
+TEST_F(EmbeddedBackendsTest, HoldsTheNodeFacts) {
+  v1::NodeFacts facts;
+  facts.set_node("gpu-001");
+  facts.set_gpus_read(true);
+  ASSERT_TRUE(backends_->node_facts().Put(facts).ok());
+  facts.set_node("not a node");
+  EXPECT_FALSE(backends_->node_facts().Put(facts).ok());
+  EXPECT_EQ(backends_->node_facts().Snapshot()->count("gpu-001"), 1u);
+  std::string metrics;
+  backends_->AppendMetrics(RegistryWatchStats{}, &metrics);
+  EXPECT_THAT(metrics, HasSubstr("fabricdiag_node_facts_nodes 1\n"));
+  EXPECT_THAT(metrics,
+              HasSubstr("fabricdiag_node_facts_writes_failed_total 1\n"));
 }
 
 }  // namespace

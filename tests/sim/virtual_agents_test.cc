@@ -25,7 +25,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/collector_list.h"
+#include "collector/declared/node_facts_memory.h"
 #include "collector/ingest/ingest_service.h"
+#include "collector/ingest/node_facts_intake.h"
 #include "collector/ingest/server.h"
 #include "collector/runner/fabric_view_builder.h"
 #include "collector/runner/signal_map.h"
@@ -166,7 +168,10 @@ TEST(VirtualAgentsTest, FollowHandoffsAndLoseNothing) {
   collector::IngestCounters first_counters;
   collector::IngestCounters second_counters;
   HandOffOddNodes placement;
-  collector::IngestService first(&first_store, &first_counters, {}, placement);
+  collector::MemoryNodeFacts facts;
+  collector::NoDeclaredSwitches no_switches;
+  collector::IngestService first(&first_store, &first_counters, {}, placement,
+                                 {facts, no_switches});
   collector::IngestService second(&second_store, &second_counters);
   collector::CollectorServer::Options o;
   o.listen = "127.0.0.1:0";

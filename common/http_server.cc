@@ -218,6 +218,8 @@ class HttpServer::Impl {
     s.bad_requests = bad_requests_.load();
     s.timeouts = timeouts_.load();
     s.overloaded = overloaded_.load();
+    s.tls = tls_ != nullptr;
+    s.tls_handshake_failures = tls_handshake_failures_.load();
     s.open_connections = open_.load();
     return s;
   }
@@ -238,6 +240,7 @@ class HttpServer::Impl {
     event* timer = nullptr;
     std::string peer;
     State state = State::kHead;
+    bool handshake_done = false;  // HTTPS: BEV_EVENT_CONNECTED was seen
 
     bool keep_alive = false;   // after the response being written
     bool close_after = false;  // the client closed its side
@@ -614,9 +617,34 @@ class HttpServer::Impl {
     c->impl->Event(c, what);
   }
 
+  // Whether OpenSSL refused what the client sent during the handshake
+  // (drains the connection's OpenSSL errors): an error of an OpenSSL
+  // library ("http request", "wrong version number", an alert). A client
+  // that closed or reset before sending anything (a TCP health check) is
+  // not refused: libevent then queues only SSL_get_error()'s code (library
+  // 0), or OpenSSL 3's SSL_R_UNEXPECTED_EOF_WHILE_READING.
+  static bool HandshakeRefused(bufferevent* bev) {
+    bool refused = false;
+    while (const unsigned long e = bufferevent_get_openssl_error(bev)) {
+      if (ERR_GET_LIB(e) == 0) continue;
+#ifdef SSL_R_UNEXPECTED_EOF_WHILE_READING
+      if (ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING) continue;
+#endif
+      refused = true;
+    }
+    return refused;
+  }
+
   void Event(Connection* c, short what) {
     // HTTPS: the handshake is done; the request comes as data.
-    if ((what & BEV_EVENT_CONNECTED) != 0) return;
+    if ((what & BEV_EVENT_CONNECTED) != 0) {
+      c->handshake_done = true;
+      return;
+    }
+    if (tls_ != nullptr && !c->handshake_done &&
+        (what & BEV_EVENT_ERROR) != 0 && HandshakeRefused(c->bev)) {
+      ++tls_handshake_failures_;
+    }
     if ((what & BEV_EVENT_TIMEOUT) != 0) {
       ++timeouts_;
       Close(c);
@@ -692,7 +720,8 @@ class HttpServer::Impl {
   bool stopped_ = false;   // guarded by mu_
 
   std::atomic<uint64_t> connections_{0}, rejected_{0}, requests_{0},
-      bad_requests_{0}, timeouts_{0}, overloaded_{0};
+      bad_requests_{0}, timeouts_{0}, overloaded_{0},
+      tls_handshake_failures_{0};
   std::atomic<size_t> open_{0};
 };
 

@@ -20,8 +20,8 @@
 //   it and the route allows it.
 // With a certificate and key (`tls_cert_file`, `tls_key_file`) it speaks
 // HTTPS only: a plain-HTTP client's connection fails its handshake and is
-// closed; the head deadline and the limits above apply to the handshake
-// too.
+// closed (and counted: Stats::tls_handshake_failures); the head deadline and
+// the limits above apply to the handshake too.
 // Routes serve GET and HEAD unless they name other methods; a request with a
 // body is refused (413) unless its route takes one (`max_body_bytes`), and
 // then its Content-Length must be within that bound (413) and the body must
@@ -126,6 +126,12 @@ class HttpServer {
     uint64_t timeouts = 0;      // head too slow, idle or write timed out
     uint64_t overloaded = 0;    // 503: the worker queue was full
     size_t open_connections = 0;
+    // HTTPS only (`tls` true): connections whose TLS handshake failed (plain
+    // HTTP, a malformed client hello, no common version or cipher, a client
+    // that rejected the certificate). A client that closes before sending
+    // anything is not counted; one that stalls is a timeout.
+    bool tls = false;
+    uint64_t tls_handshake_failures = 0;
   };
   Stats stats() const;
 

@@ -4,7 +4,7 @@ namespace fabricdiag {
 
 std::vector<HttpServerMetric> HttpServerMetrics(const HttpServer::Stats& s) {
   auto d = [](uint64_t v) { return static_cast<double>(v); };
-  return {
+  std::vector<HttpServerMetric> metrics = {
       {"fabricdiag_http_connections_total",
        "HTTP connections accepted (and kept within the limits).", true,
        d(s.connections)},
@@ -28,6 +28,17 @@ std::vector<HttpServerMetric> HttpServerMetrics(const HttpServer::Stats& s) {
        "queue was full.",
        true, d(s.overloaded)},
   };
+  // Only where HTTPS is served: on a plain-HTTP port the family would be a
+  // constant 0 that says nothing.
+  if (s.tls) {
+    metrics.push_back(
+        {"fabricdiag_http_tls_handshake_failures_total",
+         "HTTPS connections closed because their TLS handshake failed: plain "
+         "HTTP, a malformed client hello, no common version or cipher, or a "
+         "client that rejected the certificate.",
+         true, d(s.tls_handshake_failures)});
+  }
+  return metrics;
 }
 
 }  // namespace fabricdiag

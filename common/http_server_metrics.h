@@ -6,7 +6,8 @@
 //   }
 //
 // They show what slow, idle or too many clients cost: refused connections,
-// timed-out requests, 503s for a full worker queue.
+// timed-out requests, 503s for a full worker queue, and on an HTTPS port
+// failed TLS handshakes.
 #pragma once
 
 #include <vector>

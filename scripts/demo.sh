@@ -8,14 +8,20 @@
 #   - one real fabricdiag-agent per node and switch reads its tree, serves
 #     /metrics and streams to
 #   - a real fabricdiag-collector, which runs the analyzers;
-#   - the fabricdiag CLI declares the job and the topology and prints every
-#     finding as it opens and resolves (`fabricdiag watch`).
+#   - a stand-in training job (python/examples/standin_job.py: Python, no
+#     torch) declares the MoE job the way rank 0 does, over the collector's
+#     HTTP API with explicit ranks and a 10 s lease that it renews;
+#   - the fabricdiag CLI declares the topology and prints every finding as
+#     it opens and resolves (`fabricdiag watch`). Agents read the LLDP
+#     neighbors the simulator writes (--lldp_file).
 # The timeline: healthy, a hot expert, a PFC storm, ECMP polarization, a TP
-# group declared across two nodes, recovery. About two minutes, then it
-# stops everything it started.
+# group declared across two nodes, then the training job killed with
+# SIGKILL during a hot expert: its layout expires with its lease and its
+# findings resolve. About two minutes, then it stops everything it started.
 #
-# Usage: scripts/demo.sh [--scenario=all|hot_expert|pfc_storm|ecmp|tp_cross]
-#                        [--nodes=N] [--keep] [--no_build]
+# Usage: scripts/demo.sh
+#          [--scenario=all|hot_expert|pfc_storm|ecmp|tp_cross|lease]
+#          [--nodes=N] [--keep] [--no_build]
 #   --nodes=N   GPU nodes (even, >= 4; default 8), half behind each leaf
 #   --keep      keep the cluster (and the collector's live page) running after
 #               the timeline (Ctrl-C stops)
@@ -33,7 +39,7 @@ for arg in "$@"; do
     --keep) keep=1 ;;
     --no_build) build=0 ;;
     -h | --help)
-      sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
@@ -43,9 +49,9 @@ for arg in "$@"; do
   esac
 done
 case "$scenario" in
-  all | hot_expert | pfc_storm | ecmp | tp_cross) ;;
+  all | hot_expert | pfc_storm | ecmp | tp_cross | lease) ;;
   *)
-    echo "demo.sh: --scenario must be all, hot_expert, pfc_storm, ecmp or tp_cross" >&2
+    echo "demo.sh: --scenario must be all, hot_expert, pfc_storm, ecmp, tp_cross or lease" >&2
     exit 2
     ;;
 esac
@@ -91,6 +97,12 @@ say() { printf '\033[36m-- %s\033[0m\n' "$*"; }
 hosts=()
 for ((i = 0; i < nodes; i++)); do hosts+=("$(printf 'gpu-%03d' "$i")"); done
 half=$((nodes / 2))
+rails=mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7
+model="{\"params\": 1.6e10, \"hidden\": 4096, \"layers\": 32, \"seq_len\": 4096,
+ \"micro_batch\": 1, \"micro_batches\": 8, \"dtype_bytes\": 2,
+ \"experts\": $((nodes * 8)), \"top_k\": 2}"
+# The job as the simulator's traffic model reads it; the collector gets the
+# same layout from the training job itself (below).
 {
   echo "job: moe-train-42"
   echo "gpus_per_node: 8"
@@ -126,6 +138,7 @@ EOF
 # --- the timeline (seconds from the simulator's start) ----------------------
 hot_node=${hosts[3]}
 storm_node=${hosts[$((half + 1))]}
+lease_node=${hosts[$((nodes - 1))]}
 phase() { [[ "$scenario" == all || "$scenario" == "$1" ]]; }
 t=12
 timeline=()  # "start end what"
@@ -135,17 +148,22 @@ timeline=()  # "start end what"
   if phase hot_expert; then
     echo "  - {kind: hot_expert, start: $t, end: $((t + 20)), node: $hot_node, nic: mlx5_2, factor: 6}"
     timeline+=("$t $((t + 20)) a hot expert: $hot_node mlx5_2 draws 6x its EP group's traffic")
-    t=$((t + 30))
+    t=$((t + 28))
   fi
   if phase pfc_storm; then
     echo "  - {kind: pfc_storm, start: $t, end: $((t + 20)), node: $storm_node, nic: mlx5_1, priority: 3}"
     timeline+=("$t $((t + 20)) a PFC storm: $storm_node mlx5_1 is a stuck receiver pausing priority 3")
-    t=$((t + 30))
+    t=$((t + 28))
   fi
   if phase ecmp; then
     echo "  - {kind: ecmp_polarization, start: $t, end: $((t + 20)), switch: leaf-1}"
     timeline+=("$t $((t + 20)) ECMP polarization: leaf-1 hashes most flows onto one uplink")
-    t=$((t + 30))
+    t=$((t + 28))
+  fi
+  if phase lease; then
+    # Lasts to the end: what resolves its finding is the job's layout
+    # expiring, not the fabric healing.
+    echo "  - {kind: hot_expert, start: $((t + 14)), node: $lease_node, nic: mlx5_6, factor: 6}"
   fi
 } >"$work/scenario.yaml"
 if ! grep -q 'kind:' "$work/scenario.yaml"; then
@@ -155,6 +173,11 @@ tp_at=-1
 if phase tp_cross; then
   tp_at=$t
   timeline+=("$t $((t + 12)) a TP group declared across two nodes (job dense-tp16)")
+  t=$((t + 14))
+fi
+lease_at=-1
+if phase lease; then
+  lease_at=$t
   t=$((t + 14))
 fi
 end_at=$((t + 12))  # time for the last findings to resolve
@@ -184,7 +207,8 @@ port=$((base_port + 20))
 agents=("${hosts[@]}" leaf-0 leaf-1)
 for node in "${agents[@]}"; do
   "$agent" --node="$node" --sysfs_root="$work/fabric/$node/sys" \
-    --ethtool_dir="$work/fabric/$node/ethtool" --collector="$grpc" \
+    --ethtool_dir="$work/fabric/$node/ethtool" \
+    --lldp_file="$work/fabric/$node/lldp.json" --collector="$grpc" \
     --listen="127.0.0.1:$port" --interval=1s >"$work/agent-$node.log" 2>&1 &
   pids+=($!)
   port=$((port + 1))
@@ -194,7 +218,26 @@ for _ in $(seq 1 100); do
   "$cli" --collector="$grpc" nodes >/dev/null 2>&1 && break
   sleep 0.1
 done
-"$cli" --collector="$grpc" layout apply "$work/moe-train-42.yaml"
+# The training job declares itself: rank 0's placement of every rank, over
+# HTTP, with a lease its daemon thread renews every third of it.
+say "a training job declares moe-train-42 over http://$http (explicit ranks, 10 s lease)"
+FABRICDIAG_COLLECTOR="http://$http" FABRICDIAG_LEASE=10 python3 \
+  python/examples/standin_job.py --job=moe-train-42 \
+  --hosts="$(IFS=,; echo "${hosts[*]}")" --tp=8 --ep="$nodes" --rails="$rails" \
+  --model="$model" >"$work/job.log" 2>&1 &
+job_pid=$!
+pids+=("$job_pid")
+for _ in $(seq 1 100); do
+  grep -q '^declared ' "$work/job.log" && break
+  kill -0 "$job_pid" 2>/dev/null || break
+  sleep 0.1
+done
+grep -q '^declared ' "$work/job.log" || {
+  echo "the training job did not declare its layout:" >&2
+  cat "$work/job.log" >&2
+  exit 1
+}
+"$cli" --collector="$grpc" layout list
 "$cli" --collector="$grpc" topology apply "$work/topology.yaml"
 
 say "collector gRPC  $grpc   (try: $cli --collector=$grpc findings)"
@@ -226,6 +269,41 @@ for entry in "${timeline[@]}"; do
     "$cli" --collector="$grpc" layout delete dense-tp16 >/dev/null
   fi
 done
+# Active findings of the job and whether its layout is still declared.
+job_findings() {
+  "$cli" --collector="$grpc" findings --json | python3 -c '
+import json, sys
+print(sum(1 for f in json.load(sys.stdin) if f.get("job") == "moe-train-42"))'
+}
+job_declared() { "$cli" --collector="$grpc" layout list | grep -q moe-train-42; }
+wait_for() {  # SECONDS COMMAND...: true once COMMAND succeeds
+  local deadline=$(($(date +%s) + $1))
+  shift
+  until "$@"; do
+    (($(date +%s) < deadline)) || return 1
+    sleep 0.5
+  done
+}
+if ((lease_at >= 0)); then
+  sleep_until "$lease_at"
+  say "t=$(elapsed)s FAULT: a hot expert on $lease_node mlx5_6, which the job's layout explains"
+  has_job_findings() { (($(job_findings) > 0)); }
+  wait_for 20 has_job_findings ||
+    say "(no finding of moe-train-42 yet; killing the job anyway)"
+  killed=$(date +%s)
+  kill -KILL "$job_pid" 2>/dev/null || true
+  wait "$job_pid" 2>/dev/null || true
+  say "t=$(elapsed)s the training job is killed with SIGKILL: nobody deletes its layout or renews its lease"
+  not_declared() { ! job_declared; }
+  if wait_for 20 not_declared; then
+    say "t=$(elapsed)s the layout of moe-train-42 expired $(($(date +%s) - killed)) s after the kill (lease 10 s)"
+  else
+    say "t=$(elapsed)s the layout of moe-train-42 is still declared 20 s after the kill"
+  fi
+  no_job_findings() { (($(job_findings) == 0)); }
+  wait_for 15 no_job_findings || true
+  say "t=$(elapsed)s active findings of moe-train-42: $(job_findings)"
+fi
 sleep_until "$end_at"
 
 banner "every finding of the run: $cli findings --all"

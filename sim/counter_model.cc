@@ -178,7 +178,8 @@ void CounterModel::ApplyNicFault(const Fault& f, size_t i, FabricRates* out) {
     case FaultKind::kNicGone:
     case FaultKind::kGnmiOutage:
     case FaultKind::kSwitchReload:
-      break;  // not per NIC
+    case FaultKind::kMiscabling:
+      break;  // not per NIC (a moved cable changes LLDP only)
   }
 }
 

@@ -13,6 +13,7 @@
 #include "common/status_macros.h"
 #include "common/yaml_reader.h"
 #include "sim/fabric.h"
+#include "sim/lldp.h"
 
 namespace fabricdiag::sim {
 namespace {
@@ -41,6 +42,7 @@ constexpr KindInfo kKinds[] = {
     {FaultKind::kNicGone, "nic_gone"},
     {FaultKind::kGnmiOutage, "gnmi_outage"},
     {FaultKind::kSwitchReload, "switch_reload"},
+    {FaultKind::kMiscabling, "miscabling"},
 };
 
 absl::StatusOr<std::string> ReadString(const YAML::Node& node,
@@ -65,6 +67,8 @@ std::set<std::string> FieldsOf(FaultKind kind) {
       return {"switch"};
     case FaultKind::kLinkFlap:
       return {"node", "nic", "switch", "port", "period"};
+    case FaultKind::kMiscabling:
+      return {"node", "nic", "switch", "port"};
     default:
       return {"node", "nic"};
   }
@@ -173,7 +177,9 @@ absl::Status CheckTarget(const Fault& fault, const std::set<std::string>& seen,
     return require("port");
   }
   RETURN_IF_ERROR(require("node"));
-  return require("nic");
+  RETURN_IF_ERROR(require("nic"));
+  if (fault.kind == FaultKind::kMiscabling) return require("port");
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Fault> ParseFault(const YAML::Node& node,
@@ -204,6 +210,42 @@ absl::StatusOr<Fault> ParseFault(const YAML::Node& node,
   }
   RETURN_IF_ERROR(CheckTarget(fault, seen, path));
   return fault;
+}
+
+// The NIC has a cable, and the target is another host-facing port (an
+// uplink's cable goes to a spine, not to a host).
+absl::Status ValidateMiscabling(const Fault& f, const Fabric& fabric,
+                                const std::string& path) {
+  const std::optional<size_t> nic = fabric.FindNic(f.node, f.nic);
+  if (!fabric.nics()[*nic].switch_port) {
+    return FieldError(
+        path + ".nic",
+        absl::StrCat(f.node, " ", f.nic, " is not cabled (no topology link)"));
+  }
+  if (!f.switch_name.empty() && !fabric.FindSwitch(f.switch_name)) {
+    return FieldError(
+        path + ".switch",
+        absl::StrCat("unknown switch ", QuoteForMessage(f.switch_name),
+                     " (not in the topology)"));
+  }
+  const std::optional<size_t> to = MiscablingTarget(fabric, f);
+  const size_t from = *fabric.nics()[*nic].switch_port;
+  const std::string& sw =
+      f.switch_name.empty() ? fabric.ports()[from].switch_name : f.switch_name;
+  if (!to) {
+    return FieldError(path + ".port", absl::StrCat(sw, " has no port ",
+                                                   QuoteForMessage(f.port)));
+  }
+  if (fabric.ports()[*to].uplink) {
+    return FieldError(path + ".port",
+                      absl::StrCat(sw, " ", f.port, " is an uplink"));
+  }
+  if (*to == from) {
+    return FieldError(path + ".port",
+                      absl::StrCat(f.node, " ", f.nic, " is already cabled to ",
+                                   sw, " ", f.port));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -291,6 +333,10 @@ absl::Status ValidateScenarioNames(const Scenario& scenario,
         return FieldError(path + ".nic", absl::StrCat(f.node, " has no NIC ",
                                                       QuoteForMessage(f.nic)));
       }
+    }
+    if (f.kind == FaultKind::kMiscabling) {
+      RETURN_IF_ERROR(ValidateMiscabling(f, fabric, path));
+      continue;
     }
     if (!f.switch_name.empty()) {
       if (!fabric.FindSwitch(f.switch_name)) {

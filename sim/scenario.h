@@ -20,6 +20,10 @@
 //   switch_reload     switch: at `start` its counters restart from 0 and
 //                     its boot time changes; its gNMI target is away until
 //                     `end`
+//   miscabling        node, nic, port, switch (default: the NIC's own):
+//                     the NIC's cable is in that port, and the cable that
+//                     was there in the NIC's port (they swap); only LLDP
+//                     changes (sim/lldp.h), counters do not
 // `start` is required, `end` is optional (default: never ends).
 //
 // ParseScenario checks structure and types (unknown keys, a field the kind
@@ -55,6 +59,7 @@ enum class FaultKind {
   kNicGone,
   kGnmiOutage,
   kSwitchReload,
+  kMiscabling,
 };
 
 // "hot_expert", "pfc_storm", ...

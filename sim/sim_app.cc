@@ -121,6 +121,10 @@ absl::StatusOr<std::unique_ptr<Simulation>> Simulation::Create(
   sim->nics_.resize(sim->fabric_->nics().size());
   sim->ports_.resize(sim->fabric_->ports().size());
   absl::Status st = sim->writer_->Write(sim->nics_, sim->ports_);
+  if (st.ok()) {
+    st = sim->writer_->WriteLldp(
+        CablingAt(*sim->fabric_, sim->model_->scenario().faults, 0));
+  }
   if (!st.ok()) return st;
   const absl::Time start = config.start_time == absl::InfinitePast()
                                ? absl::Now()
@@ -155,6 +159,8 @@ absl::Status Simulation::Tick(double dt, std::ostream* phases) {
     }
     fault_active_[i] = active;
   }
+  // The cables as the phase lines above say, before time moves on.
+  const Cabling cabling = CablingAt(*fabric_, faults, now_);
   FabricRates rates = model_->RatesAt(now_, dt);
   for (size_t i = 0; i < nics_.size(); ++i) {
     Accumulate(rates.nics[i], dt, &nics_[i]);
@@ -164,7 +170,9 @@ absl::Status Simulation::Tick(double dt, std::ostream* phases) {
   }
   now_ += dt;
   PublishGnmi();
-  return writer_->Write(nics_, ports_);
+  absl::Status st = writer_->Write(nics_, ports_);
+  if (!st.ok()) return st;
+  return writer_->WriteLldp(cabling);
 }
 
 void Simulation::Reload(const Fault& fault) {

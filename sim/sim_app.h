@@ -33,6 +33,7 @@
 #include "sim/counter_model.h"
 #include "sim/fabric.h"
 #include "sim/gnmi_fleet.h"
+#include "sim/lldp.h"
 #include "sim/port_counters.h"
 #include "sim/scenario.h"
 #include "sim/tree_writer.h"

@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/posix_file.h"
+#include "sim/lldp.h"
 
 namespace fabricdiag::sim {
 namespace {
@@ -200,6 +201,30 @@ absl::Status TreeWriter::Write(const std::vector<PortCounters>& nics,
     }
     if (!st.ok()) return st;
     port_exists_[p] = true;
+  }
+  return absl::OkStatus();
+}
+
+std::string TreeWriter::LldpFile(const std::string& node) const {
+  return absl::StrCat(out_, "/", node, "/lldp.json");
+}
+
+absl::Status TreeWriter::WriteLldp(const Cabling& cabling) {
+  auto write = [this](const std::string& node,
+                      const std::vector<v1::LldpNeighbor>& neighbors) {
+    absl::Status st = MakeDirs(absl::StrCat(out_, "/", node), kDirMode);
+    if (!st.ok()) return st;
+    return WriteAtomic(LldpFile(node), LldpcliJson(neighbors));
+  };
+  for (size_t h = 0; h < fabric_->hosts().size(); ++h) {
+    absl::Status st = write(fabric_->hosts()[h].name,
+                            HostLldpNeighbors(*fabric_, cabling, h));
+    if (!st.ok()) return st;
+  }
+  for (size_t s = 0; with_switches_ && s < fabric_->switches().size(); ++s) {
+    absl::Status st = write(fabric_->switches()[s].name,
+                            SwitchLldpNeighbors(*fabric_, cabling, s));
+    if (!st.ok()) return st;
   }
   return absl::OkStatus();
 }

@@ -6,6 +6,9 @@
 //   OUT/<host>/sys/class/net/<netdev>/...
 //   OUT/<host>/ethtool/<netdev>                 (`ethtool -S` text)
 //   OUT/<switch>/sys/class/net/<port>/...  and  OUT/<switch>/ethtool/<port>
+//   OUT/<node>/lldp.json                        (`lldpcli -f json show
+//                                                neighbors`, sim/lldp.h;
+//                                                the agent's --lldp_file)
 //
 // A reader never sees a torn or half-built state:
 //   - every file is written to OUT/.sim-tmp and rename(2)d into place
@@ -38,6 +41,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "sim/fabric.h"
+#include "sim/lldp.h"
 #include "sim/port_counters.h"
 #include "sim/sysfs_files.h"
 
@@ -54,9 +58,14 @@ class TreeWriter {
   absl::Status Write(const std::vector<PortCounters>& nics,
                      const std::vector<PortCounters>& ports);
 
-  // OUT/<node>/sys and OUT/<node>/ethtool.
+  // Writes every node's OUT/<node>/lldp.json for `cabling` (only the files
+  // whose neighbors changed).
+  absl::Status WriteLldp(const Cabling& cabling);
+
+  // OUT/<node>/sys and OUT/<node>/ethtool, and OUT/<node>/lldp.json.
   std::string SysfsRoot(const std::string& node) const;
   std::string EthtoolDir(const std::string& node) const;
+  std::string LldpFile(const std::string& node) const;
 
   // Files renamed into place so far (for tests and the run summary).
   uint64_t files_written() const { return files_written_; }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "client/collector_list.h"
@@ -116,6 +117,11 @@ class VirtualAgent {
     hello->set_node(
         absl::StrFormat("%s%05d", shared->options.node_prefix, index));
     hello->set_agent_version("virtual");
+    inventory_ = shared->node.inventory;
+    AddVirtualLldp(index, shared->options.nics,
+                   std::max(1, shared->options.hosts_per_leaf),
+                   absl::StrCat(shared->options.node_prefix, "leaf-"),
+                   inventory_.mutable_inventory());
     absl::BitGen gen;
     hello->set_boot_id(absl::StrFormat("%016x%016x",
                                        absl::Uniform<uint64_t>(gen),
@@ -178,7 +184,7 @@ class VirtualAgent {
     if (call->stage_ == AgentCall::Stage::kInventory) {
       call->stage_ = AgentCall::Stage::kSchema;
       call->writing_ = true;
-      call->StartWrite(&shared_->node.inventory);
+      call->StartWrite(&inventory_);
       return;
     }
     if (call->stage_ == AgentCall::Stage::kSchema) {
@@ -282,7 +288,8 @@ class VirtualAgent {
   Shared* const shared_;
   const std::vector<v1::Ingest::Stub*> stubs_;  // one per collector
   v1::AgentMessage hello_;
-  v1::AgentMessage report_;  // stable until its write completes
+  v1::AgentMessage inventory_;  // the shared one with this node's LLDP
+  v1::AgentMessage report_;     // stable until its write completes
   uint64_t rng_;
 
   std::mutex mu_;

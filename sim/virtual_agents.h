@@ -47,6 +47,9 @@ struct VirtualAgentsOptions {
   absl::Duration duration = absl::Seconds(30);
   int channels = 4;
   std::string node_prefix = "vnode-";
+  // LLDP in each agent's inventory (virtual_node.h AddVirtualLldp): this
+  // many agents behind each leaf, named node_prefix + "leaf-" + number.
+  int hosts_per_leaf = 4;
   // Latency is recorded only for reports sent after this, and after every
   // agent has caught up with its backlog (skips stream setup, the schema
   // burst and the catch-up it causes).

@@ -12,6 +12,7 @@
 #include "agent/report_encoder.h"
 #include "agent/sample.h"
 #include "counters/counter_table.h"
+#include "sim/lldp.h"
 
 namespace fabricdiag::sim {
 namespace {
@@ -202,6 +203,20 @@ absl::StatusOr<VirtualNode> BuildVirtualNode(int nics) {
     if (rate[i] > 0) node.moving.push_back(static_cast<uint32_t>(i));
   }
   return node;
+}
+
+void AddVirtualLldp(int index, int nics, int hosts_per_leaf,
+                    absl::string_view leaf_prefix, v1::Inventory* inventory) {
+  const int leaf = index / hosts_per_leaf;
+  const int slot = index % hosts_per_leaf;
+  const std::string leaf_name = absl::StrFormat("%s%05d", leaf_prefix, leaf);
+  inventory->set_lldp_source("file");
+  inventory->clear_lldp_neighbors();
+  for (int n = 0; n < nics; ++n) {
+    *inventory->add_lldp_neighbors() =
+        LeafPortNeighbor(absl::StrCat("eth", n), leaf_name,
+                         absl::StrCat("swp", slot * nics + n + 1));
+  }
 }
 
 }  // namespace fabricdiag::sim

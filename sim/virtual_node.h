@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "proto/ingest.pb.h"
 
 namespace fabricdiag::sim {
@@ -41,5 +42,13 @@ struct VirtualNode {
 
 // The node's messages; InvalidArgument unless 1 <= nics <= 64.
 absl::StatusOr<VirtualNode> BuildVirtualNode(int nics);
+
+// Virtual node number `index` as the fabric cables it: nodes
+// hosts_per_leaf * k .. hosts_per_leaf * (k + 1) - 1 behind leaf
+// `<leaf_prefix><k>` (5 digits), NIC n of the j-th of them on port
+// swp<j * nics + n + 1>. Sets the inventory's LLDP (source "file", the
+// neighbor of each netdev eth<n>, as sim/lldp.h describes them).
+void AddVirtualLldp(int index, int nics, int hosts_per_leaf,
+                    absl::string_view leaf_prefix, v1::Inventory* inventory);
 
 }  // namespace fabricdiag::sim

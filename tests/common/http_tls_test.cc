@@ -1,7 +1,8 @@
 // HTTPS on the HTTP server, with certificates made by the openssl command
 // at test time and a real OpenSSL client on loopback: the TLS files'
-// errors, requests over TLS (with keep-alive and a body), and a plain-HTTP
-// client on the HTTPS port refused without harm to later clients.
+// errors, requests over TLS (with keep-alive and a body), a plain-HTTP
+// client on the HTTPS port refused without harm to later clients, and the
+// failed handshakes counted.
 #include "common/http_tls.h"
 
 #include <arpa/inet.h>
@@ -22,7 +23,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/http_server.h"
+#include "common/http_server_metrics.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/temp_dir.h"
@@ -131,6 +135,27 @@ std::string PlainExchange(int port, const std::string& request) {
   return got;
 }
 
+// The server counts a failure on its loop thread when it reads what the
+// client sent, which may be after the client has given up: waits (at most
+// 5 s) for the count to reach `want`, and returns the last count seen.
+uint64_t AwaitHandshakeFailures(const HttpServer& server, uint64_t want) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  uint64_t got = server.stats().tls_handshake_failures;
+  while (got < want && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+    got = server.stats().tls_handshake_failures;
+  }
+  return got;
+}
+
+// The value of the metric `name` in HttpServerMetrics, or -1 when absent.
+double MetricValue(const HttpServer::Stats& stats, const std::string& name) {
+  for (const HttpServerMetric& m : HttpServerMetrics(stats)) {
+    if (name == m.name) return m.value;
+  }
+  return -1;
+}
+
 class HttpTlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -215,6 +240,67 @@ TEST_F(HttpTlsTest, AClientThatDoesNotTrustTheCertificateFails) {
   EXPECT_FALSE(c.connected());
   TlsClient trusted(server_->port(), pki_.ca_cert);
   EXPECT_TRUE(trusted.connected());
+}
+
+TEST_F(HttpTlsTest, FailedHandshakesAreCountedAndExported) {
+  StartServer();
+  EXPECT_TRUE(server_->stats().tls);
+  EXPECT_EQ(MetricValue(server_->stats(),
+                        "fabricdiag_http_tls_handshake_failures_total"),
+            0);
+  // Plain HTTP on the HTTPS port.
+  PlainExchange(server_->port(), "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(AwaitHandshakeFailures(*server_, 1), 1u);
+  // A TLS record header announcing a client hello, then garbage.
+  PlainExchange(server_->port(), std::string("\x16\x03\x01\x00\x10", 5) +
+                                     std::string(16, '\xff'));
+  EXPECT_EQ(AwaitHandshakeFailures(*server_, 2), 2u);
+  // A client that rejects the server's certificate.
+  absl::StatusOr<testing::TestPki> other = Pki("b");
+  ASSERT_TRUE(other.ok()) << other.status();
+  { TlsClient untrusting(server_->port(), other->ca_cert); }
+  EXPECT_EQ(AwaitHandshakeFailures(*server_, 3), 3u);
+  // Good clients are not failures.
+  TlsClient c(server_->port(), pki_.ca_cert);
+  ASSERT_TRUE(c.connected());
+  EXPECT_THAT(c.Exchange("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"),
+              StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_EQ(server_->stats().tls_handshake_failures, 3u);
+  EXPECT_EQ(MetricValue(server_->stats(),
+                        "fabricdiag_http_tls_handshake_failures_total"),
+            3);
+}
+
+TEST_F(HttpTlsTest, AClientThatConnectsAndLeavesIsNotAHandshakeFailure) {
+  StartServer();
+  // A TCP health check: connect, send nothing, close. Wait until the
+  // server has closed its side too.
+  close(Connect(server_->port()));
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while ((server_->stats().connections < 1 ||
+          server_->stats().open_connections > 0) &&
+         absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  ASSERT_EQ(server_->stats().connections, 1u);
+  ASSERT_EQ(server_->stats().open_connections, 0u);
+  EXPECT_EQ(server_->stats().tls_handshake_failures, 0u);
+  // The same server does count a client that tries and fails.
+  PlainExchange(server_->port(), "GET / HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(AwaitHandshakeFailures(*server_, 1), 1u);
+}
+
+TEST(HttpServerTlsMetricTest, APlainHttpServerHasNoHandshakeFamily) {
+  HttpServerOptions options;
+  options.listen = "127.0.0.1:0";
+  absl::StatusOr<std::unique_ptr<HttpServer>> s =
+      HttpServer::Start(options, {});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_FALSE((*s)->stats().tls);
+  EXPECT_EQ(MetricValue((*s)->stats(),
+                        "fabricdiag_http_tls_handshake_failures_total"),
+            -1);
+  EXPECT_EQ(MetricValue((*s)->stats(), "fabricdiag_http_requests_total"), 0);
 }
 
 TEST_F(HttpTlsTest, StartRefusesACertificateWithoutKeyAndTheOtherWayRound) {

@@ -30,6 +30,12 @@ v1::NodeFacts FactsOfInventory(absl::string_view node, bool is_switch,
       of_netdev[n.name()] = n.rdma_device();
     }
   }
+  // A Linux switch running the agent: its ports are netdevs (swp1...) and
+  // it has no RDMA device, where a GPU host's fabric NICs are RDMA devices.
+  if (inventory.netdevs_size() > 0 && inventory.rdma_devices_size() == 0 &&
+      of_netdev.empty()) {
+    facts.set_is_switch(true);
+  }
   return facts;
 }
 

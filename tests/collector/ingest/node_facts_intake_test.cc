@@ -32,6 +32,21 @@ TEST(FactsOfInventoryTest, NeighborsOnlyWithASourceAndPairsOnlyWhenRead) {
   EXPECT_EQ(f.gpu_nics_size(), 1);
 }
 
+TEST(FactsOfInventoryTest, AnAgentWithNetdevsAndNoRdmaDeviceIsASwitch) {
+  v1::Inventory inv;
+  inv.add_netdevs()->set_name("swp1");
+  inv.add_netdevs()->set_name("swp2");
+  EXPECT_TRUE(FactsOfInventory("leaf-0", false, inv, absl::Time()).is_switch());
+  // A host: its netdev names its RDMA device.
+  v1::Netdev* eth = inv.add_netdevs();
+  eth->set_name("eth0");
+  eth->set_rdma_device("mlx5_0");
+  EXPECT_FALSE(FactsOfInventory("gpu-1", false, inv, absl::Time()).is_switch());
+  // An inventory without netdevs says nothing of the node's kind.
+  EXPECT_FALSE(FactsOfInventory("gpu-1", false, v1::Inventory(), absl::Time())
+                   .is_switch());
+}
+
 TEST(FactsOfInventoryTest, NetdevsNameTheirRdmaDevice) {
   v1::Inventory inv;
   v1::RdmaPort* p = inv.add_rdma_ports();

@@ -11,16 +11,20 @@
 #   - a stand-in training job (python/examples/standin_job.py: Python, no
 #     torch) declares the MoE job the way rank 0 does, over the collector's
 #     HTTP API with explicit ranks and a 10 s lease that it renews;
-#   - the fabricdiag CLI declares the topology and prints every finding as
-#     it opens and resolves (`fabricdiag watch`). Agents read the LLDP
-#     neighbors the simulator writes (--lldp_file).
+#   - nobody writes a topology: the agents read the LLDP neighbors the
+#     simulator writes (--lldp_file), the collector draws the fabric from
+#     them, and the demo adopts what it drew as the declared topology
+#     (`fabricdiag topology adopt`);
+#   - the fabricdiag CLI prints every finding as it opens and resolves
+#     (`fabricdiag watch`).
 # The timeline: healthy, a hot expert, a PFC storm, ECMP polarization, a TP
-# group declared across two nodes, then the training job killed with
-# SIGKILL during a hot expert: its layout expires with its lease and its
-# findings resolve. About two minutes, then it stops everything it started.
+# group declared across two nodes, a host cable moved to another leaf port
+# (cabling_mismatch), then the training job killed with SIGKILL during a hot
+# expert: its layout expires with its lease and its findings resolve. About
+# two and a half minutes, then it stops everything it started.
 #
 # Usage: scripts/demo.sh
-#          [--scenario=all|hot_expert|pfc_storm|ecmp|tp_cross|lease]
+#          [--scenario=all|hot_expert|pfc_storm|ecmp|tp_cross|miscabling|lease]
 #          [--nodes=N] [--keep] [--no_build]
 #   --nodes=N   GPU nodes (even, >= 4; default 8), half behind each leaf
 #   --keep      keep the cluster (and the collector's live page) running after
@@ -39,7 +43,7 @@ for arg in "$@"; do
     --keep) keep=1 ;;
     --no_build) build=0 ;;
     -h | --help)
-      sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
@@ -49,9 +53,9 @@ for arg in "$@"; do
   esac
 done
 case "$scenario" in
-  all | hot_expert | pfc_storm | ecmp | tp_cross | lease) ;;
+  all | hot_expert | pfc_storm | ecmp | tp_cross | miscabling | lease) ;;
   *)
-    echo "demo.sh: --scenario must be all, hot_expert, pfc_storm, ecmp, tp_cross or lease" >&2
+    echo "demo.sh: --scenario must be all, hot_expert, pfc_storm, ecmp, tp_cross, miscabling or lease" >&2
     exit 2
     ;;
 esac
@@ -139,6 +143,8 @@ EOF
 hot_node=${hosts[3]}
 storm_node=${hosts[$((half + 1))]}
 lease_node=${hosts[$((nodes - 1))]}
+mis_node=${hosts[1]}
+mis_port=5  # the port of ${hosts[0]} mlx5_4 on leaf-0
 phase() { [[ "$scenario" == all || "$scenario" == "$1" ]]; }
 t=12
 timeline=()  # "start end what"
@@ -159,6 +165,13 @@ timeline=()  # "start end what"
     echo "  - {kind: ecmp_polarization, start: $t, end: $((t + 20)), switch: leaf-1}"
     timeline+=("$t $((t + 20)) ECMP polarization: leaf-1 hashes most flows onto one uplink")
     t=$((t + 28))
+  fi
+  if phase miscabling; then
+    # Two NICs trade leaf ports: each one's neighbor contradicts the
+    # topology adopted at the start.
+    echo "  - {kind: miscabling, start: $t, end: $((t + 16)), node: $mis_node, nic: mlx5_4, port: swp$mis_port}"
+    timeline+=("$t $((t + 16)) a host cable moved: $mis_node mlx5_4 now plugs into leaf-0 swp$mis_port, whose cable takes its port")
+    t=$((t + 26))
   fi
   if phase lease; then
     # Lasts to the end: what resolves its finding is the job's layout
@@ -238,7 +251,21 @@ grep -q '^declared ' "$work/job.log" || {
   exit 1
 }
 "$cli" --collector="$grpc" layout list
-"$cli" --collector="$grpc" topology apply "$work/topology.yaml"
+# Nobody declares the cabling: the collector draws it from the LLDP
+# neighbors every agent reports, and the demo adopts what it drew as the
+# declared topology, against which a moved cable shows.
+discovered_links() {
+  "$cli" --collector="$grpc" topology show --discovered --json 2>/dev/null |
+    python3 -c 'import json, sys; print(len(json.load(sys.stdin).get("links", [])))' 2>/dev/null ||
+    echo 0
+}
+all_discovered() { (($(discovered_links) >= nodes * 8)); }
+for _ in $(seq 1 100); do
+  all_discovered && break
+  sleep 0.2
+done
+say "the collector drew the fabric from LLDP: $(discovered_links) host links (the topology file is the simulator's alone)"
+"$cli" --collector="$grpc" topology adopt | sed -n 1p
 
 say "collector gRPC  $grpc   (try: $cli --collector=$grpc findings)"
 say "live page       http://$http/   (findings, node x rail heatmap, uplinks, job groups)"

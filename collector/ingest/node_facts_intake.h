@@ -71,9 +71,9 @@ inline constexpr char kBridgeAgentVersionPrefix[] = "gnmi-bridge";
 // The facts `inventory` states about `node`, as reported at `now`.
 // `is_switch`: the sender is the gNMI bridge or the topology lists the node
 // as a switch; an agent whose inventory has netdevs and no RDMA device (a
-// Linux switch) is one too. rdma_device_of_netdev comes from the inventory's netdevs and
-// RDMA ports (a netdev that names its RDMA device, or an RDMA port that
-// names its netdevs). The store sanitizes and merges (node_facts_cache.h).
+// Linux switch) is one too. rdma_device_of_netdev comes from the inventory's
+// netdevs and RDMA ports (a netdev that names its RDMA device, or an RDMA port
+// that names its netdevs). The store sanitizes and merges (node_facts_cache.h).
 v1::NodeFacts FactsOfInventory(absl::string_view node, bool is_switch,
                                const v1::Inventory& inventory, absl::Time now);
 

@@ -47,7 +47,14 @@ int TopologyShowCommand(CollectorClient& client, const CommandOptions& options,
                           : v1::TOPOLOGY_VIEW_DECLARED;
   absl::StatusOr<v1::Topology> topology = client.GetTopologyView(view);
   if (!topology.ok()) return ReportError(topology.status(), env);
-  return PrintDocument(analysis::TopologyToJson(*topology), options, env);
+  // The declared view prints as a file `topology apply` reads back; the
+  // others show what is derived too (tiers, each link's source).
+  return PrintDocument(
+      analysis::TopologyToJson(*topology,
+                               view == v1::TOPOLOGY_VIEW_DECLARED
+                                   ? analysis::TopologyJson::kFile
+                                   : analysis::TopologyJson::kWithDerived),
+      options, env);
 }
 
 int TopologyDiffCommand(CollectorClient& client, const CommandOptions& options,

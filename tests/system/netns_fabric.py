@@ -1,0 +1,202 @@
+"""Network namespaces cabled with veth pairs, one real lldpd each, for tests.
+
+The LLDP system tests build a small fabric of Linux network namespaces: each
+namespace is a node (a host or a switch), each veth pair a cable, and each
+node runs Debian's lldpd with its own control socket, so that the real
+fabricdiag-agent can ask it through --lldpd_socket. The fake sysfs trees the
+agents read name the veth ends as their netdevs.
+
+    fabric = Fabric(tag="fdl123", work=work)
+    fabric.add_node("leaf", hostname="leaf-0", ports="swp*")
+    fabric.add_node("host", hostname="host-0", ports="eth*")
+    fabric.cable("leaf", "swp1", "host", "eth0")
+    fabric.start_lldpd(deadline)
+    ...
+    fabric.stop()  # in a finally: ends every process, deletes every namespace
+
+Namespace names are the tag plus the node's key, so two runs (or two tests)
+with different tags never share one.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+
+def fail(msg):
+    print(f"FAIL: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def run(*args, check=True, timeout=20):
+    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    if check and p.returncode != 0:
+        raise RuntimeError(
+            f"{' '.join(args)}: exit {p.returncode}: {p.stderr.strip()}")
+    return p
+
+
+def in_ns(ns, *args, check=True, timeout=20):
+    return run("ip", "netns", "exec", ns, *args, check=check, timeout=timeout)
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def wait_for(what, fn, deadline, period=0.2):
+    """Polls fn() until it returns something true, which it returns; fails
+    the test at `deadline` (time.monotonic()) naming `what` and the last
+    value seen."""
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = fn()
+            if last:
+                return last
+        except (OSError, ValueError, RuntimeError) as e:
+            last = e
+        time.sleep(period)
+    fail(f"timed out waiting for {what}; last seen: {last!r}")
+
+
+def require_root_and_tools(usage_ok):
+    """Fails the test unless it runs as root with iproute2 and lldpd."""
+    if not usage_ok:
+        fail(f"usage: {os.path.basename(sys.argv[0])} (see its docstring)")
+    if os.geteuid() != 0:
+        fail("needs root (network namespaces)")
+    os.environ["PATH"] += ":/usr/sbin:/sbin"
+    for tool in ("ip", "lldpd", "lldpcli"):
+        if shutil.which(tool) is None:
+            fail(f"{tool} not found: apt-get install iproute2 lldpd "
+                 "(scripts/install-deps.sh)")
+
+
+def host_sysfs(root, netdevs):
+    """A GPU host's tree: one RDMA device mlx5_I per netdev, port 1 on it."""
+    for i, netdev in enumerate(netdevs):
+        dev = f"{root}/class/infiniband/mlx5_{i}"
+        write(f"{dev}/fw_ver", "28.39.1002\n")
+        write(f"{dev}/node_guid", f"b8ce:f603:00f4:{i:04x}\n")
+        write(f"{dev}/hca_type", "MT4129\n")
+        write(f"{dev}/board_id", "MT_0000000838\n")
+        port = f"{dev}/ports/1"
+        write(f"{port}/state", "4: ACTIVE\n")
+        write(f"{port}/phys_state", "5: LinkUp\n")
+        write(f"{port}/rate", "400 Gb/sec (4X NDR)\n")
+        write(f"{port}/link_layer", "Ethernet\n")
+        write(f"{port}/gid_attrs/ndevs/0", f"{netdev}\n")
+        write(f"{port}/counters/port_xmit_data", "0\n")
+        net = f"{root}/class/net/{netdev}"
+        write(f"{net}/operstate", "up\n")
+        write(f"{net}/speed", "400000\n")
+        write(f"{net}/statistics/rx_bytes", "0\n")
+
+
+def switch_sysfs(root, netdevs):
+    """A Linux switch's tree: front-panel netdevs, no RDMA device."""
+    for netdev in netdevs:
+        net = f"{root}/class/net/{netdev}"
+        write(f"{net}/operstate", "up\n")
+        write(f"{net}/statistics/rx_bytes", "0\n")
+
+
+class Fabric:
+    """Namespaces, their cables and lldpds; stop() undoes all of it."""
+
+    def __init__(self, tag, work):
+        self.tag = tag
+        self.work = work
+        self.nodes = {}  # key -> (namespace, hostname, lldpd port glob)
+        self.sockets = {}  # key -> lldpd control socket
+        self.procs = []
+
+    def ns(self, key):
+        return self.nodes[key][0]
+
+    def add_node(self, key, hostname, ports):
+        """A namespace for node `key`; its lldpd (see start_lldpd) calls
+        itself `hostname` and speaks on the interfaces matching `ports`."""
+        ns = f"{self.tag}{key}"
+        run("ip", "netns", "del", ns, check=False)  # a stale run's
+        run("ip", "netns", "add", ns)
+        self.nodes[key] = (ns, hostname, ports)
+        in_ns(ns, "ip", "link", "set", "lo", "up")
+        return ns
+
+    def cable(self, key_a, port_a, key_b, port_b):
+        """A veth pair from key_a's port_a to key_b's port_b, both up."""
+        run("ip", "link", "add", "name", port_a, "netns", self.ns(key_a),
+            "type", "veth", "peer", "name", port_b, "netns", self.ns(key_b))
+        in_ns(self.ns(key_a), "ip", "link", "set", port_a, "up")
+        in_ns(self.ns(key_b), "ip", "link", "set", port_b, "up")
+
+    def uncable(self, key, port):
+        """Deletes `port` of node `key`, and with it the other end."""
+        in_ns(self.ns(key), "ip", "link", "del", port)
+
+    def spawn(self, key, name, argv):
+        """Runs argv in node `key`'s namespace (or the root one when key is
+        None) in its own session, logging to work/NAME.log."""
+        log = open(os.path.join(self.work, f"{name}.log"), "w")
+        prefix = [] if key is None else ["ip", "netns", "exec", self.ns(key)]
+        p = subprocess.Popen(prefix + argv, stdout=log,
+                             stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs.append(p)
+        return p
+
+    def start_lldpd(self, deadline):
+        """One lldpd per node with its own control socket, sending every
+        second, port ids being interface names."""
+        for key, (ns, hostname, ports) in self.nodes.items():
+            sock = f"{self.work}/{ns}.socket"
+            self.sockets[key] = sock
+            # -O /dev/null: no system-wide lldpd.conf (the machine's own).
+            self.spawn(key, f"{ns}-lldpd",
+                       ["lldpd", "-d", "-u", sock, "-I", ports, "-O",
+                        "/dev/null"])
+        for key, (ns, hostname, _) in self.nodes.items():
+            sock = self.sockets[key]
+            wait_for(f"lldpd's socket in {ns}",
+                     lambda s=sock: os.path.exists(s) or None, deadline)
+            for cmd in (["configure", "system", "hostname", hostname],
+                        ["configure", "lldp", "tx-interval", "1"],
+                        ["configure", "lldp", "portidsubtype", "ifname"]):
+                wait_for(f"lldpcli {' '.join(cmd)} in {ns}",
+                         lambda c=cmd, s=sock, n=ns: in_ns(
+                             n, "lldpcli", "-u", s, *c,
+                             check=False).returncode == 0,
+                         deadline)
+            # Send now with the new settings rather than at the next tick.
+            in_ns(ns, "lldpcli", "-u", sock, "update", check=False)
+
+    def stop(self):
+        """Ends every process started here, then deletes every namespace;
+        safe to call after a failure at any step."""
+        for p in self.procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        for ns, _, _ in self.nodes.values():
+            run("ip", "netns", "del", ns, check=False)
+
+    def dump_logs(self, lines=30):
+        """The tail of every log, to standard error (after a failure)."""
+        for name in sorted(os.listdir(self.work)):
+            if name.endswith(".log"):
+                with open(os.path.join(self.work, name), "rb") as f:
+                    tail = f.read().splitlines()[-lines:]
+                print(f"--- {name}", file=sys.stderr)
+                print(b"\n".join(tail).decode(errors="replace"),
+                      file=sys.stderr)

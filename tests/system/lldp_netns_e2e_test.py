@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 
-from netns_fabric import (Fabric, fail, host_sysfs, in_ns,
+from netns_fabric import (Fabric, fail, host_sysfs, http_get, in_ns,
                           require_root_and_tools, switch_sysfs, wait_for)
 
 DEADLINE_S = 90  # the whole test
@@ -73,11 +73,7 @@ def main():
 
         # /metrics is served inside each namespace: scrape from there.
         def ns_scrape(ns=HOST):
-            p = in_ns(ns, sys.executable, "-c",
-                      "import urllib.request,sys;sys.stdout.write(urllib.request."
-                      f"urlopen('http://127.0.0.1:{AGENT_PORT}/metrics',timeout=2)"
-                      ".read().decode())", check=False)
-            return p.stdout if p.returncode == 0 else ""
+            return http_get(ns, f"http://127.0.0.1:{AGENT_PORT}/metrics")
 
         t0 = time.monotonic()
         want = {"eth0": ("leaf-0", "swp1", "ifname"),

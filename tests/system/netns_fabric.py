@@ -43,16 +43,25 @@ def in_ns(ns, *args, check=True, timeout=20):
     return run("ip", "netns", "exec", ns, *args, check=check, timeout=timeout)
 
 
+def http_get(ns, url):
+    """The body at `url` fetched from inside namespace `ns` (a listener
+    there is reachable only from there); "" when it cannot be fetched."""
+    p = in_ns(ns, sys.executable, "-c",
+              "import sys, urllib.request; sys.stdout.write(urllib.request."
+              f"urlopen({url!r}, timeout=2).read().decode())", check=False)
+    return p.stdout if p.returncode == 0 else ""
+
+
 def write(path, text):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
         f.write(text)
 
 
-def wait_for(what, fn, deadline, period=0.2):
+def wait_for(what, fn, deadline, period=0.2, seen=None):
     """Polls fn() until it returns something true, which it returns; fails
     the test at `deadline` (time.monotonic()) naming `what` and the last
-    value seen."""
+    value seen (seen(), when fn() returns only whether)."""
     last = None
     while time.monotonic() < deadline:
         try:
@@ -62,6 +71,8 @@ def wait_for(what, fn, deadline, period=0.2):
         except (OSError, ValueError, RuntimeError) as e:
             last = e
         time.sleep(period)
+    if seen is not None:
+        last = seen()
     fail(f"timed out waiting for {what}; last seen: {last!r}")
 
 
@@ -122,7 +133,8 @@ class Fabric:
 
     def add_node(self, key, hostname, ports):
         """A namespace for node `key`; its lldpd (see start_lldpd) calls
-        itself `hostname` and speaks on the interfaces matching `ports`."""
+        itself `hostname` and speaks on the interfaces matching `ports`
+        (None: no lldpd)."""
         ns = f"{self.tag}{key}"
         run("ip", "netns", "del", ns, check=False)  # a stale run's
         run("ip", "netns", "add", ns)
@@ -141,6 +153,26 @@ class Fabric:
         """Deletes `port` of node `key`, and with it the other end."""
         in_ns(self.ns(key), "ip", "link", "del", port)
 
+    def management_network(self, hub, net, keys):
+        """Joins the namespaces of `keys` to a bridge in `hub`'s namespace,
+        each through a veth `mgmt0`: `hub` is NET.1, the others NET.10 on
+        (NET is the first three octets of a /24). Returns the hub's
+        address."""
+        hub_ns = self.ns(hub)
+        in_ns(hub_ns, "ip", "link", "add", "br0", "type", "bridge")
+        in_ns(hub_ns, "ip", "addr", "add", f"{net}.1/24", "dev", "br0")
+        in_ns(hub_ns, "ip", "link", "set", "br0", "up")
+        for i, key in enumerate(keys):
+            run("ip", "link", "add", "name", "mgmt0", "netns", self.ns(key),
+                "type", "veth", "peer", "name", f"m{key}"[:15], "netns",
+                hub_ns)
+            in_ns(hub_ns, "ip", "link", "set", f"m{key}"[:15], "master", "br0",
+                  "up")
+            in_ns(self.ns(key), "ip", "addr", "add", f"{net}.{10 + i}/24",
+                  "dev", "mgmt0")
+            in_ns(self.ns(key), "ip", "link", "set", "mgmt0", "up")
+        return f"{net}.1"
+
     def spawn(self, key, name, argv):
         """Runs argv in node `key`'s namespace (or the root one when key is
         None) in its own session, logging to work/NAME.log."""
@@ -153,28 +185,32 @@ class Fabric:
 
     def start_lldpd(self, deadline):
         """One lldpd per node with its own control socket, sending every
-        second, port ids being interface names."""
-        for key, (ns, hostname, ports) in self.nodes.items():
+        second, port ids being interface names.
+
+        The settings go in lldpd's configuration file (-O), which lldpd
+        applies before it sends its first LLDPDU: set afterwards with
+        lldpcli, the first LLDPDUs would carry the machine's hostname and
+        MAC port ids, and a neighbor that misses the shutdown LLDPDU of
+        that identity keeps it for its TTL (120 s at the default interval),
+        a second neighbor on the port that the test did not cable."""
+        speakers = {k: v for k, v in self.nodes.items() if v[2] is not None}
+        for key, (ns, hostname, ports) in speakers.items():
             sock = f"{self.work}/{ns}.socket"
             self.sockets[key] = sock
-            # -O /dev/null: no system-wide lldpd.conf (the machine's own).
+            conf = f"{self.work}/{ns}-lldpd.conf"
+            write(conf, f"configure system hostname {hostname}\n"
+                        "configure lldp tx-interval 1\n"
+                        "configure lldp portidsubtype ifname\n")
             self.spawn(key, f"{ns}-lldpd",
-                       ["lldpd", "-d", "-u", sock, "-I", ports, "-O",
-                        "/dev/null"])
-        for key, (ns, hostname, _) in self.nodes.items():
+                       ["lldpd", "-d", "-u", sock, "-I", ports, "-O", conf])
+        for key, (ns, hostname, _) in speakers.items():
             sock = self.sockets[key]
-            wait_for(f"lldpd's socket in {ns}",
-                     lambda s=sock: os.path.exists(s) or None, deadline)
-            for cmd in (["configure", "system", "hostname", hostname],
-                        ["configure", "lldp", "tx-interval", "1"],
-                        ["configure", "lldp", "portidsubtype", "ifname"]):
-                wait_for(f"lldpcli {' '.join(cmd)} in {ns}",
-                         lambda c=cmd, s=sock, n=ns: in_ns(
-                             n, "lldpcli", "-u", s, *c,
-                             check=False).returncode == 0,
-                         deadline)
-            # Send now with the new settings rather than at the next tick.
-            in_ns(ns, "lldpcli", "-u", sock, "update", check=False)
+            wait_for(f"lldpd in {ns} to run as {hostname}",
+                     lambda s=sock, n=ns, h=hostname: os.path.exists(s) and
+                     f"chassis.name={h}\n" in in_ns(
+                         n, "lldpcli", "-u", s, "-f", "keyvalue", "show",
+                         "chassis", check=False).stdout,
+                     deadline)
 
     def stop(self):
         """Ends every process started here, then deletes every namespace;

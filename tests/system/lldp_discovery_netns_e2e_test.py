@@ -44,9 +44,7 @@ the test. KEEP_LLDP_E2E=1 keeps the work directory (logs).
 
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 
 from netns_fabric import (Fabric, fail, host_sysfs, http_get, in_ns,
@@ -154,9 +152,6 @@ class _Step:
 def main():
     require_root_and_tools(len(sys.argv) == 4)
     agent, collector, cli = sys.argv[1:]
-    work = tempfile.mkdtemp(prefix="lldp-discovery-e2e-")
-    os.chmod(work, 0o755)  # lldpd drops privileges to _lldpd
-    fabric = Fabric(TAG, work)
     timer = Timer()
     t_start = time.monotonic()
 
@@ -182,7 +177,8 @@ def main():
                     "--json")
         return [f for f in json.loads(p.stdout) if f["state"] == state]
 
-    try:
+    with Fabric(TAG, prefix="lldp-discovery-e2e-") as fabric:
+        work = fabric.work
         with timer.step("namespaces, lldpds, collector, agents",
                         BUDGET_SETUP_S) as step:
             fabric.add_node("mgmt", hostname=None, ports=None)
@@ -305,15 +301,6 @@ def main():
         print("steps:")
         timer.report()
         print(f"PASS after {time.monotonic() - t_start:.1f} s")
-    except BaseException:
-        fabric.dump_logs()
-        raise
-    finally:
-        fabric.stop()
-        if os.environ.get("KEEP_LLDP_E2E"):
-            print(f"kept {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

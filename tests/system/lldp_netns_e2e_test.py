@@ -18,9 +18,7 @@ Needs root, iproute2 and Debian's lldpd; a missing one fails the test.
 
 import os
 import re
-import shutil
 import sys
-import tempfile
 import time
 
 from netns_fabric import (Fabric, fail, host_sysfs, http_get, in_ns,
@@ -49,10 +47,8 @@ def main():
     require_root_and_tools(len(sys.argv) == 2)
     agent = sys.argv[1]
     deadline = time.monotonic() + DEADLINE_S
-    work = tempfile.mkdtemp(prefix="lldp-e2e-")
-    os.chmod(work, 0o755)  # lldpd drops privileges to _lldpd
-    fabric = Fabric(TAG, work)
-    try:
+    with Fabric(TAG, prefix="lldp-e2e-") as fabric:
+        work = fabric.work
         fabric.add_node("leaf", hostname="leaf-0", ports="swp*")
         fabric.add_node("host", hostname="host-0", ports="eth*")
         fabric.cable("leaf", "swp1", "host", "eth0")
@@ -124,15 +120,7 @@ def main():
                                f.read())
         print(f"lldpd reads (host agent, on each change): {costs}")
         print(f"PASS after {DEADLINE_S - (deadline - time.monotonic()):.1f} s")
-    except BaseException:
-        fabric.dump_logs()
-        raise
-    finally:
-        fabric.stop()
-        if os.environ.get("KEEP_LLDP_E2E"):
-            print(f"kept {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+
 
 if __name__ == "__main__":
     main()

@@ -6,13 +6,14 @@ node runs Debian's lldpd with its own control socket, so that the real
 fabricdiag-agent can ask it through --lldpd_socket. The fake sysfs trees the
 agents read name the veth ends as their netdevs.
 
-    fabric = Fabric(tag="fdl123", work=work)
-    fabric.add_node("leaf", hostname="leaf-0", ports="swp*")
-    fabric.add_node("host", hostname="host-0", ports="eth*")
-    fabric.cable("leaf", "swp1", "host", "eth0")
-    fabric.start_lldpd(deadline)
-    ...
-    fabric.stop()  # in a finally: ends every process, deletes every namespace
+    with Fabric(tag="fdl123", prefix="lldp-e2e-") as fabric:
+        fabric.add_node("leaf", hostname="leaf-0", ports="swp*")
+        fabric.add_node("host", hostname="host-0", ports="eth*")
+        fabric.cable("leaf", "swp1", "host", "eth0")
+        fabric.start_lldpd(deadline)
+        ...  # logs and trees in fabric.work
+    # Every process ended, every namespace and the work directory deleted
+    # (KEEP_LLDP_E2E=1 keeps the directory), the logs shown on a failure.
 
 Namespace names are the tag plus the node's key, so two runs (or two tests)
 with different tags never share one.
@@ -23,6 +24,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 
@@ -119,11 +121,13 @@ def switch_sysfs(root, netdevs):
 
 
 class Fabric:
-    """Namespaces, their cables and lldpds; stop() undoes all of it."""
+    """Namespaces, their cables and lldpds, and a work directory for their
+    logs; leaving the `with` block undoes all of it."""
 
-    def __init__(self, tag, work):
+    def __init__(self, tag, prefix):
         self.tag = tag
-        self.work = work
+        self.work = tempfile.mkdtemp(prefix=prefix)
+        os.chmod(self.work, 0o755)  # lldpd drops privileges to _lldpd
         self.nodes = {}  # key -> (namespace, hostname, lldpd port glob)
         self.sockets = {}  # key -> lldpd control socket
         self.procs = []
@@ -226,6 +230,19 @@ class Fabric:
                 p.wait()
         for ns, _, _ in self.nodes.values():
             run("ip", "netns", "del", ns, check=False)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            self.dump_logs()
+        self.stop()
+        if os.environ.get("KEEP_LLDP_E2E"):
+            print(f"kept {self.work}")
+        else:
+            shutil.rmtree(self.work, ignore_errors=True)
+        return False
 
     def dump_logs(self, lines=30):
         """The tail of every log, to standard error (after a failure)."""

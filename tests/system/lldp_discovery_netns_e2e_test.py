@@ -35,7 +35,8 @@ Checks, each within its budget (the timings are printed):
      deleted and recreated): `cabling_mismatch` opens for host-1 mlx5_1,
      naming leaf-0 swp4 (declared) and leaf-0 swp5 (observed), and
      `topology diff` says moved.
-  4. `fabricdiag topology adopt` again: the finding resolves.
+  4. `fabricdiag topology adopt` again: the finding resolves, and no other
+     finding was raised all along.
 
 Usage: lldp_discovery_netns_e2e_test.py AGENT COLLECTOR CLI
 Needs root, iproute2 (with bridges) and Debian's lldpd; a missing one fails
@@ -298,6 +299,14 @@ def main():
         if diff.returncode != 0:
             fail(f"topology diff after the second adopt: exit "
                  f"{diff.returncode}:\n{diff.stdout}")
+        # Nothing else was ever raised: the switches' agents, their free
+        # ports and the hosts' idle NICs are no fault.
+        others = [f"{f['kind']} {f['node']} {f['device']}"
+                  for f in json.loads(
+                      cli_run("findings", "--all", "--json").stdout)
+                  if f["kind"] != "cabling_mismatch"]
+        if others:
+            fail(f"findings other than cabling_mismatch: {others}")
         print("steps:")
         timer.report()
         print(f"PASS after {time.monotonic() - t_start:.1f} s")

@@ -125,6 +125,9 @@ class ClusterMember {
   // or cut off looks to the others (its lease expires, its features go
   // stale). For tests.
   void Disconnect() { nats_->Close(); }
+  // The connection to NATS, for a backend the process opens beside the
+  // member's (it must be stopped before Leave() closes the connection).
+  NatsConnection* nats() const { return nats_.get(); }
   const std::string& collector_id() const { return id_; }
 
   // /healthz lines; false when this collector cannot reach NATS, its last

@@ -3,13 +3,12 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
+#include "cluster/kv_payload.h"
 #include "collector/state/object_store.h"
-#include "common/gzip.h"
 #include "common/log.h"
 #include "common/names.h"
 #include "common/status_macros.h"
@@ -29,35 +28,10 @@ constexpr absl::Duration kRetryPause = absl::Milliseconds(250);
 // a layout recently (`nats kv history`), small enough to never matter.
 constexpr uint8_t kHistory = 8;
 
-// Values whose protobuf is larger than this are stored gzip-compressed
-// inside their envelope: the names of a 200,000-GPU topology repeat so
-// much that its 7.8 MB shrink to about a tenth, well under NATS' default
-// max_payload of 1 MiB. Smaller values stay plain, readable by any
-// version. A protobuf never starts with gzip's magic bytes (0x1f is field
-// 3 with wire type 7, which does not exist), so readers tell them apart.
-constexpr size_t kCompressAbove = 64 << 10;
-constexpr int kCompressLevel = 6;  // a rare write: the ratio matters more
-
-std::string Payload(const google::protobuf::MessageLite& message) {
-  std::string bytes = message.SerializeAsString();
-  if (bytes.size() <= kCompressAbove) return bytes;
-  absl::StatusOr<std::string> z = GzipCompress(bytes, kCompressLevel);
-  return z.ok() && z->size() < bytes.size() ? *std::move(z) : bytes;
-}
-
-// Parses `payload` (plain or gzip-compressed protobuf) into `message`.
+// Parses a value's payload (cluster/kv_payload.h) into `message`.
 bool ParsePayload(absl::string_view payload,
                   google::protobuf::MessageLite* message) {
-  std::string inflated;
-  if (absl::StartsWith(payload, "\x1f\x8b")) {
-    absl::StatusOr<std::string> plain =
-        GzipDecompress(payload, collector::kMaxStateObjectBytes);
-    if (!plain.ok()) return false;
-    inflated = *std::move(plain);
-    payload = inflated;
-  }
-  return message->ParseFromArray(payload.data(),
-                                 static_cast<int>(payload.size()));
+  return ParseKvPayload(payload, collector::kMaxStateObjectBytes, message);
 }
 
 // Sleeps `d` in short steps; false when `stopping` was set meanwhile.
@@ -484,7 +458,7 @@ absl::StatusOr<uint64_t> JetStreamDeclaredState::WriteLayout(
         "job: ", QuoteForMessage(layout.job()), " is not ", kJobNamePattern));
   }
   return Write(LayoutKey(layout.job()),
-               collector::EncodeObject(Payload(layout), applied),
+               collector::EncodeObject(KvPayload(layout), applied),
                expected_revision,
                absl::StrCat("the layout of job ", layout.job()), deadline);
 }
@@ -493,7 +467,7 @@ absl::StatusOr<uint64_t> JetStreamDeclaredState::WriteTopology(
     const v1::Topology& topology, absl::Time applied,
     uint64_t expected_revision, absl::Time deadline) {
   return Write(kTopologyKey,
-               collector::EncodeObject(Payload(topology), applied),
+               collector::EncodeObject(KvPayload(topology), applied),
                expected_revision, "the topology", deadline);
 }
 

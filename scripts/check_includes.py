@@ -76,6 +76,8 @@ RULES = collector_layer_rules() + [
 ONLY_RULES = [
     (["cluster/"], "collector/",
      ["collector/declared/declared_state.h",
+      "collector/declared/node_facts.h",
+      "collector/declared/node_facts_cache.h",
       "collector/declared/write_deadline.h",
       "collector/findings/findings_replication.h",
       "collector/ingest/ingest_placement.h",

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cluster/jetstream_node_facts.h"
 #include "collector/declared/file_declared_state.h"
 #include "collector/declared/node_facts_cache.h"
 #include "collector/declared/node_facts_memory.h"
@@ -55,8 +56,11 @@ class Embedded final : public Backends {
 // The cluster's JetStream buckets and streams, through a ClusterMember.
 class Cluster final : public Backends {
  public:
-  Cluster(std::unique_ptr<cluster::ClusterMember> member, std::string nats)
-      : member_(std::move(member)), nats_(std::move(nats)) {}
+  Cluster(std::unique_ptr<cluster::ClusterMember> member, std::string nats,
+          std::unique_ptr<cluster::JetStreamNodeFacts> facts)
+      : member_(std::move(member)),
+        nats_(std::move(nats)),
+        facts_(std::move(facts)) {}
 
   DeclaredState& declared_state() override {
     return *member_->declared_state();
@@ -70,7 +74,7 @@ class Cluster final : public Backends {
     return *member_->ingest_placement();
   }
   BaselinesStore& baselines() override { return *member_->baselines(); }
-  NodeFactsStore& node_facts() override { return facts_; }
+  NodeFactsStore& node_facts() override { return *facts_; }
 
   std::string collector_id() const override { return member_->collector_id(); }
   std::string Describe() const override {
@@ -83,7 +87,7 @@ class Cluster final : public Backends {
   void AppendMetrics(const RegistryWatchStats& watch,
                      std::string* out) const override {
     member_->AppendMetrics(watch, out);
-    AppendNodeFactsMetrics(MemoryStats(facts_), out);
+    facts_->AppendMetrics(out);
   }
   void MirrorFindings(FindingsSink& sink) override {
     member_->MirrorFindings(&sink);
@@ -91,15 +95,15 @@ class Cluster final : public Backends {
   void BeginStop(absl::Duration grace) override { member_->BeginStop(grace); }
   void Leave() override {
     member_->StopMirroring();
+    facts_->Stop();  // its threads use the connection Leave() closes
     member_->Leave();
   }
 
  private:
   const std::unique_ptr<cluster::ClusterMember> member_;
   const std::string nats_;  // --nats, for the log
-  // Each collector keeps the facts of its own agents until the facts get a
-  // bucket of their own.
-  MemoryNodeFacts facts_;
+  // Declared after member_, so destroyed (stopped) before its connection.
+  const std::unique_ptr<cluster::JetStreamNodeFacts> facts_;
 };
 
 // The first collector of a new cluster brings its layouts along; later ones
@@ -132,7 +136,13 @@ absl::StatusOr<std::unique_ptr<Backends>> ClusterBackends(
       cluster::ClusterMember::Join(options);
   if (!member.ok()) return member.status();
   SeedFromStateDir(**member, state);
-  return std::make_unique<Cluster>(*std::move(member), options.nats);
+  cluster::JetStreamNodeFacts::Options facts_options;
+  facts_options.replicas = options.replicas;
+  absl::StatusOr<std::unique_ptr<cluster::JetStreamNodeFacts>> facts =
+      cluster::JetStreamNodeFacts::Open((*member)->nats(), facts_options);
+  if (!facts.ok()) return facts.status();
+  return std::make_unique<Cluster>(*std::move(member), options.nats,
+                                   *std::move(facts));
 }
 
 }  // namespace fabricdiag::collector

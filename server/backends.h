@@ -10,7 +10,7 @@
 //   AnalysisRole                AlwaysLeading             AnalysisLease
 //   IngestPlacement             KeepEveryAgent            LeaderHandoff
 //   BaselinesStore              FileBaselinesStore        JetStreamBaselines
-//   NodeFactsStore              MemoryNodeFacts           (MemoryNodeFacts)
+//   NodeFactsStore              MemoryNodeFacts           JetStreamNodeFacts
 //
 // and what the process does differently around them: /healthz lines and
 // /metrics families, the mirroring of the leader's findings, the stop.

@@ -35,11 +35,16 @@ class NodeFactsStore {
  public:
   virtual ~NodeFactsStore() = default;
 
-  // Records what `facts.node` reported, replacing what was held for it.
-  // Facts equal to those held (reported_unix_nanos aside) change nothing:
-  // agents resend their inventory on every stream. In a cluster the write
-  // may fail (NATS away); the caller logs it and the next inventory of the
-  // node retries.
+  // Records what `facts.node` reported, merged with what was held for it
+  // (node_facts_cache.h, MergeNodeFacts): an empty lldp_source keeps the
+  // held source and neighbors, gpus_read false keeps the held GPU-NIC pairs,
+  // so a node that could not read its LLDP or PCI tree this time erases
+  // nothing; every other field is replaced. Facts that merge to those held
+  // (reported_unix_nanos aside) change nothing: agents resend their
+  // inventory on every stream. InvalidArgument for a bad node name. Never
+  // waits for the network: in a cluster the write is queued, Snapshot()
+  // shows it once it is in the bucket, and a write NATS refuses is counted
+  // (fabricdiag_node_facts_writes_failed_total).
   virtual absl::Status Put(const v1::NodeFacts& facts) = 0;
 
   // Every node's facts at one moment (never null). A copy-on-write

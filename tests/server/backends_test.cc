@@ -292,6 +292,48 @@ TEST_P(BackendsTest, ExposeTheNodeFacts) {
   backends->Leave();
 }
 
+// A cluster's collectors share the facts: what reaches one through its
+// agent is held by another, and by the first after its restart (its agents
+// need not reconnect first). Embedded, one collector has no one to share
+// with, and relearns from its agents after a restart.
+TEST_P(BackendsTest, NodeFactsReachEveryCollectorOfACluster) {
+  if (GetParam() == Mode::kEmbedded) GTEST_SKIP() << "one collector";
+  std::unique_ptr<Backends> a = Open();
+  ASSERT_NE(a, nullptr);
+  testing::TempDir b_dir;
+  absl::StatusOr<std::unique_ptr<StateStore>> b_state =
+      StateStore::Open(b_dir.path(), &clock_);
+  ASSERT_TRUE(b_state.ok()) << b_state.status();
+  absl::StatusOr<std::unique_ptr<Backends>> b = ClusterBackends(
+      {nats_->urls(), "collector-b", 1, absl::Seconds(1), absl::Seconds(30)},
+      b_state->get());
+  ASSERT_TRUE(b.ok()) << b.status();
+  v1::NodeFacts facts;
+  facts.set_node("gpu-001");
+  facts.set_lldp_source("lldpd");
+  v1::LldpNeighbor* n = facts.add_lldp_neighbors();
+  n->set_local_port("eth0");
+  n->set_system_name("leaf-1");
+  n->set_port_id("swp1");
+  ASSERT_TRUE(a->node_facts().Put(facts).ok());
+  EXPECT_TRUE(testing::Eventually(
+      [&] { return (*b)->node_facts().Snapshot()->count("gpu-001") == 1; }));
+  std::string metrics;
+  a->AppendMetrics(RegistryWatchStats{}, &metrics);
+  EXPECT_NE(metrics.find("fabricdiag_node_facts_writes_total 1\n"),
+            std::string::npos)
+      << metrics;
+
+  Restart(a);
+  ASSERT_NE(a, nullptr);
+  ASSERT_EQ(a->node_facts().Snapshot()->count("gpu-001"), 1u);
+  EXPECT_EQ(
+      a->node_facts().Snapshot()->at("gpu-001").lldp_neighbors(0).port_id(),
+      "swp1");
+  (*b)->BeginStop(absl::Seconds(1));
+  (*b)->Leave();
+}
+
 INSTANTIATE_TEST_SUITE_P(Both, BackendsTest,
                          ::testing::Values(Mode::kEmbedded, Mode::kCluster),
                          [](const ::testing::TestParamInfo<Mode>& mode) {

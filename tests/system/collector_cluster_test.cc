@@ -9,6 +9,7 @@
 #include <iostream>
 #include <memory>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,17 @@ class CollectorClusterTest : public ::testing::Test {
     c.grpc = PortFromLog(line, "gRPC");
     c.http = PortFromLog(line, "HTTP");
     return c;
+  }
+
+  // Collectors col-a, col-b and col-c joined to the three servers, and
+  // their gRPC addresses (an agent's --collector list).
+  void StartThree(std::vector<Collector>* c,
+                  std::vector<std::string>* targets) {
+    for (const char* name : {"col-a", "col-b", "col-c"}) {
+      c->push_back(Start(name, nats_.urls()));
+      ASSERT_GT(c->back().grpc, 0);
+      targets->push_back(absl::StrCat("127.0.0.1:", c->back().grpc));
+    }
   }
 
   RunResult Cli(const Collector& c, std::vector<std::string> args) {
@@ -342,11 +354,7 @@ double MetricOf(const Collector& c, const std::string& name) {
 TEST_F(CollectorClusterTest, TheLeaderHandsItsShareOfAgentsToTheOthers) {
   std::vector<Collector> c;
   std::vector<std::string> targets;
-  for (const char* name : {"col-a", "col-b", "col-c"}) {
-    c.push_back(Start(name, nats_.urls()));
-    ASSERT_GT(c.back().grpc, 0);
-    targets.push_back(absl::StrCat("127.0.0.1:", c.back().grpc));
-  }
+  ASSERT_NO_FATAL_FAILURE(StartThree(&c, &targets));
   // A leader that sees the two others (members announce every 2 s).
   size_t leader = c.size();
   ASSERT_TRUE(testing::Eventually(
@@ -391,6 +399,83 @@ TEST_F(CollectorClusterTest, TheLeaderHandsItsShareOfAgentsToTheOthers) {
     EXPECT_EQ(MetricOf(c[i], "fabricdiag_ingest_handed_off_streams_total"), 0)
         << c[i].name;
   }
+  for (Collector& each : c) each.process->Signal(SIGTERM);
+  for (Collector& each : c) {
+    EXPECT_TRUE(each.process->Wait(absl::Seconds(20)).has_value());
+  }
+}
+
+// The nodes' facts are the cluster's: a simulator's virtual agents, which
+// report LLDP neighbors (sim/virtual_node.h AddVirtualLldp: 4 hosts behind
+// each leaf, NIC n of host slot k on port swp<8k+n+1>), start at the
+// collector their node picks, so each collector hears only some of them;
+// every collector then draws the same discovered topology, and it is the
+// simulated cabling.
+TEST_F(CollectorClusterTest, EveryCollectorDiscoversTheWholeFabric) {
+  std::vector<Collector> c;
+  std::vector<std::string> targets;
+  ASSERT_NO_FATAL_FAILURE(StartThree(&c, &targets));
+  constexpr int kAgents = 12;
+  constexpr int kNics = 8;
+  constexpr int kHostsPerLeaf = 4;
+  RunResult sim = RunCommand({kSim, absl::StrCat("--virtual_agents=", kAgents),
+                              "--virtual_agent_prefix=tv-", "--duration=3s",
+                              "--collector=" + absl::StrJoin(targets, ",")});
+  ASSERT_EQ(sim.exit_code, 0) << sim.out << sim.err;
+  const absl::Time ended = absl::Now();
+
+  std::set<std::string> cabling;
+  for (int i = 0; i < kAgents; ++i) {
+    for (int n = 0; n < kNics; ++n) {
+      cabling.insert(absl::StrFormat("tv-%05d -> tv-leaf-%05d swp%d", i,
+                                     i / kHostsPerLeaf,
+                                     (i % kHostsPerLeaf) * kNics + n + 1));
+    }
+  }
+  auto discovered = [&](const Collector& each) -> std::set<std::string> {
+    RunResult r = Cli(each, {"topology", "show", "--discovered", "--json"});
+    std::set<std::string> links;
+    if (r.exit_code != 0) return links;
+    const nlohmann::json topology =
+        nlohmann::json::parse(r.out, nullptr,
+                              /*allow_exceptions=*/false);
+    if (!topology.is_object() || !topology.contains("links")) return links;
+    for (const nlohmann::json& l : topology["links"]) {
+      links.insert(absl::StrCat(l.value("host", ""), " -> ",
+                                l.value("switch", ""), " ",
+                                l.value("port", "")));
+    }
+    return links;
+  };
+  for (const Collector& each : c) {
+    EXPECT_TRUE(testing::Eventually([&] { return discovered(each) == cabling; },
+                                    absl::Seconds(30), absl::Milliseconds(200)))
+        << each.name;
+  }
+  std::cout << "every collector drew the whole fabric "
+            << absl::FormatDuration(
+                   absl::Trunc(absl::Now() - ended, absl::Milliseconds(10)))
+            << " after the agents stopped\n";
+  // The whole output, tiers included, is the same everywhere.
+  const RunResult first = Cli(c[0], {"topology", "show", "--discovered"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  for (size_t i = 1; i < c.size(); ++i) {
+    EXPECT_EQ(Cli(c[i], {"topology", "show", "--discovered"}).out, first.out)
+        << c[i].name;
+  }
+  // Each node's facts were written once, by whichever collector heard it,
+  // and no collector heard every agent.
+  double writes = 0;
+  for (const Collector& each : c) {
+    const double mine = MetricOf(each, "fabricdiag_node_facts_writes_total");
+    EXPECT_LT(mine, kAgents) << each.name;
+    writes += mine;
+    EXPECT_EQ(MetricOf(each, "fabricdiag_node_facts_nodes"), kAgents)
+        << each.name;
+    EXPECT_EQ(MetricOf(each, "fabricdiag_node_facts_bucket_skipped_total"), 0)
+        << each.name;
+  }
+  EXPECT_EQ(writes, kAgents);
   for (Collector& each : c) each.process->Signal(SIGTERM);
   for (Collector& each : c) {
     EXPECT_TRUE(each.process->Wait(absl::Seconds(20)).has_value());

@@ -1,0 +1,341 @@
+#include "cluster/jetstream_node_facts.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
+#include "cluster/kv_payload.h"
+#include "common/log.h"
+#include "common/names.h"
+#include "common/prom_text.h"
+#include "common/status_macros.h"
+
+namespace fabricdiag::cluster {
+namespace {
+
+constexpr char kNodePrefix[] = "node.";
+// How long the writer waits after a write that found no server, and between
+// looks at a link that is down.
+constexpr absl::Duration kRetryPause = absl::Milliseconds(500);
+constexpr absl::Duration kLinkPause = absl::Milliseconds(100);
+// How long a watcher waits for an entry before it asks whether it fell
+// behind the bucket.
+constexpr int64_t kWatchPollMillis = 500;
+// Skipped values logged one by one; after that every 1,000th (a hostile
+// writer must not fill the log).
+constexpr uint64_t kSkipsLogged = 10;
+// What a value may inflate to: the largest facts a node may hold
+// (node_facts_cache.h's caps) are about 8 MiB.
+constexpr uint64_t kMaxValueBytes = 16 << 20;
+
+}  // namespace
+
+std::string NodeFactsKey(absl::string_view node) {
+  return absl::StrCat(kNodePrefix, absl::StrReplaceAll(node, {{".", "=2E"}}));
+}
+
+std::optional<std::string> NodeOfFactsKey(absl::string_view key) {
+  if (!absl::ConsumePrefix(&key, kNodePrefix)) return std::nullopt;
+  std::string node = absl::StrReplaceAll(key, {{"=2E", "."}});
+  if (!IsValidNodeName(node)) return std::nullopt;
+  return node;
+}
+
+absl::StatusOr<std::unique_ptr<JetStreamNodeFacts>> JetStreamNodeFacts::Open(
+    NatsConnection* nats, const Options& options) {
+  if (options.queue_limit == 0) {
+    return absl::InvalidArgumentError("node facts: queue_limit must be > 0");
+  }
+  kvConfig config;
+  kvConfig_Init(&config);
+  config.Bucket = options.bucket.c_str();
+  config.Description =
+      "fabricdiag node facts: LLDP neighbors and GPU-NIC pairs per node";
+  // Only the latest facts of a node mean anything.
+  config.History = 1;
+  // A NATS restart must not forget the facts: agents resend them only when
+  // they open a new stream.
+  config.StorageType = js_FileStorage;
+  config.Replicas = options.replicas;
+  ASSIGN_OR_RETURN(kvStore * kv, BindOrCreateBucket(*nats, config));
+  std::unique_ptr<JetStreamNodeFacts> store(
+      new JetStreamNodeFacts(nats, options, kv));
+  store->watcher_ = std::thread(&JetStreamNodeFacts::WatchLoop, store.get());
+  store->writer_ = std::thread(&JetStreamNodeFacts::WriteLoop, store.get());
+  // At least a few seconds even when opening the other buckets used up
+  // most of the startup deadline.
+  const absl::Time deadline =
+      std::max(nats->startup_deadline(), absl::Now() + absl::Seconds(10));
+  if (!store->replayed_.WaitForNotificationWithDeadline(deadline)) {
+    return absl::UnavailableError(absl::StrCat(
+        "reading bucket ", options.bucket, " of ",
+        absl::StrJoin(nats->urls(), ","),
+        ": its watcher did not replay it in time (the NATS servers are "
+        "still recovering?)"));
+  }
+  return store;
+}
+
+JetStreamNodeFacts::JetStreamNodeFacts(NatsConnection* nats, Options options,
+                                       kvStore* kv)
+    : nats_(nats), options_(std::move(options)), kv_(kv) {}
+
+JetStreamNodeFacts::~JetStreamNodeFacts() {
+  Stop();
+  kvStore_Destroy(kv_);
+}
+
+void JetStreamNodeFacts::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (writer_.joinable()) writer_.join();
+  if (watcher_.joinable()) watcher_.join();
+}
+
+std::string JetStreamNodeFacts::Describe() const {
+  return absl::StrCat("NATS bucket ", options_.bucket, " (",
+                      absl::StrJoin(nats_->urls(), ","), ")");
+}
+
+absl::Status JetStreamNodeFacts::Put(const v1::NodeFacts& facts) {
+  absl::StatusOr<v1::NodeFacts> clean = collector::SanitizeNodeFacts(facts);
+  if (!clean.ok()) {
+    refused_.fetch_add(1);
+    return clean.status();
+  }
+  const std::string node = clean->node();
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return absl::OkStatus();
+  // Newer than the bucket as watched: what is queued, else what is being
+  // written.
+  const v1::NodeFacts* pending = nullptr;
+  auto queued = queued_.find(node);
+  if (queued != queued_.end()) {
+    pending = &queued->second;
+  } else if (in_flight_.has_value() && in_flight_->node() == node) {
+    pending = &*in_flight_;
+  }
+  if (pending != nullptr) {
+    v1::NodeFacts merged =
+        collector::MergeNodeFacts(pending, *std::move(clean));
+    if (collector::SameNodeFacts(*pending, merged)) return absl::OkStatus();
+    if (queued != queued_.end()) {
+      queued->second = std::move(merged);
+      dropped_.fetch_add(1);  // the queued write is replaced
+      return absl::OkStatus();
+    }
+    clean = std::move(merged);
+  } else {
+    absl::StatusOr<collector::NodeFactsCache::Merged> merged =
+        cache_.Merge(*clean);
+    if (!merged.ok()) return merged.status();  // checked above
+    if (!merged->changed) return absl::OkStatus();
+    clean = std::move(merged->facts);
+  }
+  if (queued_.size() >= options_.queue_limit) {
+    dropped_.fetch_add(1);
+    return absl::OkStatus();
+  }
+  queued_.emplace(node, *std::move(clean));
+  order_.push_back(node);
+  return absl::OkStatus();
+}
+
+void JetStreamNodeFacts::Requeue(v1::NodeFacts facts) {
+  absl::MutexLock lock(&mu_);
+  if (stopping_ || queued_.contains(facts.node())) return;
+  if (queued_.size() >= options_.queue_limit) {
+    dropped_.fetch_add(1);
+    return;
+  }
+  order_.push_back(facts.node());
+  queued_.emplace(facts.node(), std::move(facts));
+}
+
+bool JetStreamNodeFacts::Pause(absl::Duration d) {
+  absl::MutexLock lock(&mu_);
+  mu_.AwaitWithTimeout(absl::Condition(&stopping_), d);
+  return !stopping_;
+}
+
+absl::Status JetStreamNodeFacts::Write(const v1::NodeFacts& facts) {
+  const std::string value = KvPayload(facts);
+  const std::string subject =
+      absl::StrCat("$KV.", options_.bucket, ".", NodeFactsKey(facts.node()));
+  jsPubOptions publish;
+  jsPubOptions_Init(&publish);
+  publish.MaxWait = absl::ToInt64Milliseconds(nats_->request_timeout());
+  jsPubAck* ack = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  const natsStatus s =
+      js_Publish(&ack, nats_->js(), subject.c_str(), value.data(),
+                 static_cast<int>(value.size()), &publish, &code);
+  if (ack != nullptr) jsPubAck_Destroy(ack);
+  if (s == NATS_OK) return absl::OkStatus();
+  return NatsError(s, absl::StrCat("writing the facts of node ", facts.node(),
+                                   " to bucket ", options_.bucket));
+}
+
+void JetStreamNodeFacts::WriteLoop() {
+  bool failing = false;  // since the last write that went through
+  while (true) {
+    v1::NodeFacts facts;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(this, &JetStreamNodeFacts::WorkOrStop));
+      if (stopping_) return;
+      const std::string node = std::move(order_.front());
+      order_.pop_front();
+      auto it = queued_.find(node);
+      facts = std::move(it->second);
+      queued_.erase(it);
+      in_flight_ = facts;
+    }
+    // A request sent while the client reconnects would wait in its buffer:
+    // the write waits here instead, and newer Puts keep replacing nothing
+    // but what is queued.
+    while (!nats_->link_up() && !nats_->closed()) {
+      if (!Pause(kLinkPause)) return;
+    }
+    const absl::Status written = Write(facts);
+    {
+      absl::MutexLock lock(&mu_);
+      in_flight_.reset();
+    }
+    if (written.ok()) {
+      writes_.fetch_add(1);
+      failing = false;
+      continue;
+    }
+    write_errors_.fetch_add(1);
+    if (!failing) {
+      LogWarning(absl::StrCat("node facts: ", written.message(),
+                              absl::IsUnavailable(written)
+                                  ? " (queued again; retried while it fails)"
+                                  : " (dropped)"));
+    }
+    failing = true;
+    if (!absl::IsUnavailable(written) || nats_->closed()) continue;
+    Requeue(std::move(facts));
+    if (!Pause(kRetryPause)) return;
+  }
+}
+
+void JetStreamNodeFacts::ApplyEntry(kvEntry* entry) {
+  // A key deleted or purged by hand: the facts stay until the node reports
+  // again or the collector restarts.
+  if (kvEntry_Operation(entry) != kvOp_Put) return;
+  const absl::string_view key = kvEntry_Key(entry);
+  const std::optional<std::string> node = NodeOfFactsKey(key);
+  std::string why;
+  v1::NodeFacts facts;
+  if (!node.has_value()) {
+    why = "not a node's key";
+  } else if (!ParseKvPayload(absl::string_view(
+                                 static_cast<const char*>(kvEntry_Value(entry)),
+                                 static_cast<size_t>(kvEntry_ValueLen(entry))),
+                             kMaxValueBytes, &facts)) {
+    why = "not a node's facts (undecodable)";
+  } else if (facts.node() != *node) {
+    why = absl::StrCat("the facts of another node (",
+                       QuoteForMessage(facts.node()), ")");
+  } else if (absl::StatusOr<bool> applied = cache_.Apply(facts);
+             !applied.ok()) {
+    why = std::string(applied.status().message());
+  } else {
+    return;
+  }
+  const uint64_t skipped = skipped_.fetch_add(1) + 1;
+  if (skipped <= kSkipsLogged || skipped % 1000 == 0) {
+    LogWarning(absl::StrCat("node facts: bucket ", options_.bucket, " key ",
+                            QuoteForMessage(key), " revision ",
+                            kvEntry_Revision(entry), ": ", why, "; skipped (",
+                            skipped, " so far)"));
+  }
+}
+
+void JetStreamNodeFacts::WatchLoop() {
+  // The newest revision applied, across watchers, to tell a quiet watcher
+  // from one that fell behind.
+  uint64_t delivered = 0;
+  while (true) {
+    kvWatchOptions watch_options;
+    kvWatchOptions_Init(&watch_options);
+    kvWatcher* watcher = nullptr;
+    natsStatus s = kvStore_WatchAll(&watcher, kv_, &watch_options);
+    int behind = 0;  // consecutive quiet polls behind the bucket
+    while (s == NATS_OK) {
+      {
+        absl::MutexLock lock(&mu_);
+        if (stopping_) break;
+      }
+      kvEntry* entry = nullptr;
+      s = kvWatcher_Next(&entry, watcher, kWatchPollMillis);
+      if (s == NATS_TIMEOUT) {
+        // A watcher is a consumer on one server: when that server dies it
+        // can go quiet without an error. Recreated, it replays every key.
+        s = WatcherFellBehind(nats_->js(), options_.bucket, delivered, &behind)
+                    .has_value()
+                ? NATS_TIMEOUT
+                : NATS_OK;
+        continue;
+      }
+      if (s != NATS_OK) break;
+      if (entry == nullptr) {  // the end of the replay
+        if (!replayed_.HasBeenNotified()) replayed_.Notify();
+        continue;
+      }
+      delivered = std::max(delivered, kvEntry_Revision(entry));
+      ApplyEntry(entry);
+      kvEntry_Destroy(entry);
+    }
+    if (watcher != nullptr) kvWatcher_Destroy(watcher);
+    if (nats_->closed()) return;
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+    }
+    LogWarning(absl::StrCat(
+        "watching the node facts: ",
+        s == NATS_TIMEOUT ? std::string("the watcher fell behind the bucket")
+                          : NatsError(s, "the watcher failed").message(),
+        "; watching again"));
+    watcher_restarts_.fetch_add(1);
+    if (!Pause(absl::Milliseconds(200))) return;
+  }
+}
+
+collector::NodeFactsStats JetStreamNodeFacts::stats() const {
+  collector::NodeFactsStats stats;
+  stats.nodes = cache_.nodes();
+  stats.writes_failed = refused_.load() + write_errors_.load();
+  stats.queue_dropped = dropped_.load();
+  return stats;
+}
+
+void JetStreamNodeFacts::AppendMetrics(std::string* out) const {
+  collector::AppendNodeFactsMetrics(stats(), out);
+  PromWriter w(out);
+  w.Family("fabricdiag_node_facts_writes_total",
+           "Node facts this collector wrote to the cluster's bucket (facts "
+           "equal to those held are not written).",
+           PromType::kCounter);
+  w.Sample(static_cast<double>(writes_.load()));
+  w.Family("fabricdiag_node_facts_bucket_skipped_total",
+           "Values of the cluster's node facts bucket that were not a node's "
+           "facts (undecodable, another node's, an invalid name), skipped.",
+           PromType::kCounter);
+  w.Sample(static_cast<double>(skipped_.load()));
+  w.Family("fabricdiag_node_facts_watcher_restarts_total",
+           "Times the watcher of the node facts bucket failed or fell behind "
+           "and was recreated.",
+           PromType::kCounter);
+  w.Sample(static_cast<double>(watcher_restarts_.load()));
+}
+
+}  // namespace fabricdiag::cluster

@@ -11,6 +11,61 @@
 #include "proto/layout.pb.h"
 
 namespace fabricdiag::analysis {
+namespace {
+
+using PortRef = std::pair<absl::string_view, absl::string_view>;
+
+// The cable of `near` goes to `observed` (LLDP) instead of `declared`.
+Finding SwitchPortMismatch(PortRef near, PortRef declared, PortRef observed) {
+  Finding f;
+  f.kind = kCablingMismatchKind;
+  f.severity = Severity::kWarning;
+  f.node = std::string(near.first);
+  f.device = std::string(near.second);
+  f.nodes = {f.node};
+  if (declared.first != near.first) f.nodes.emplace_back(declared.first);
+  if (observed.first != near.first && observed.first != declared.first) {
+    f.nodes.emplace_back(observed.first);
+  }
+  f.summary = absl::StrCat(
+      near.first, " ", near.second, " is cabled to ", observed.first, " ",
+      observed.second, " (LLDP), but the topology declares ", declared.first,
+      " ", declared.second, ": move the cable back to ", declared.first, " ",
+      declared.second,
+      ", or adopt the discovered topology: fabricdiag topology adopt");
+  f.evidence_text["declared_switch"] = std::string(declared.first);
+  f.evidence_text["declared_port"] = std::string(declared.second);
+  f.evidence_text["observed_switch"] = std::string(observed.first);
+  f.evidence_text["observed_port"] = std::string(observed.second);
+  return f;
+}
+
+// Each end of each declared switch link whose port LLDP cables to another
+// far end. Views into both topologies, which outlive the call.
+void SwitchLinkMismatches(const v1::Topology& declared,
+                          const v1::Topology& discovered,
+                          std::vector<Finding>* out) {
+  absl::flat_hash_map<PortRef, PortRef> far_end;
+  far_end.reserve(2 * static_cast<size_t>(discovered.switch_links_size()));
+  for (const v1::SwitchLink& link : discovered.switch_links()) {
+    const PortRef a(link.switch_a(), link.port_a());
+    const PortRef b(link.switch_b(), link.port_b());
+    far_end.try_emplace(a, b);
+    far_end.try_emplace(b, a);
+  }
+  for (const v1::SwitchLink& want : declared.switch_links()) {
+    const PortRef a(want.switch_a(), want.port_a());
+    const PortRef b(want.switch_b(), want.port_b());
+    for (const auto& [near, far] : {std::pair(a, b), std::pair(b, a)}) {
+      auto it = far_end.find(near);
+      if (it == far_end.end()) continue;  // not reported: not a mismatch
+      if (it->second == far) continue;
+      out->push_back(SwitchPortMismatch(near, far, it->second));
+    }
+  }
+}
+
+}  // namespace
 
 std::vector<Finding> CablingMismatchFindings(const AnalysisInput& in) {
   std::vector<Finding> out;
@@ -54,6 +109,7 @@ std::vector<Finding> CablingMismatchFindings(const AnalysisInput& in) {
     if (!job.empty()) f.evidence_text["job"] = std::move(job);
     out.push_back(std::move(f));
   }
+  SwitchLinkMismatches(*in.declared_topology, *in.discovered_topology, &out);
   std::sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
     return std::tie(a.node, a.device) < std::tie(b.node, b.device);
   });

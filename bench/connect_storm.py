@@ -1,37 +1,44 @@
 #!/usr/bin/env python3
 """The connect storm: --agents virtual agents connect at once to one
-fabricdiag-collector that has --jobs layouts declared over their nodes.
+fabricdiag-collector that has --jobs layouts declared over their nodes,
+once with the agents' LLDP neighbors in their inventories and once without
+(--lldp=both, the default; on or off runs one side), so that the ingest
+cost of the discovery shows side by side.
 
-Starts the collector on loopback with a fresh --state_dir, pinned to CPU
---collector_cpu (taskset), applies --jobs layouts (tp 8, pp 1, the agents'
-nodes vnode-00000.. dealt to them in order), then starts
-`fabricdiag-sim --virtual_agents=--agents` pinned to CPU --sim_cpu for
---seconds. While it runs, polls the collector's /metrics every 0.2 s for
-fabricdiag_analysis_pass_duration_seconds (the last pass) and
-fabricdiag_analysis_passes_total every --poll_seconds (1 s: a scrape of
-8,500 nodes' series costs the collector ~30 ms, which a 5 Hz poll would
-take from the pass it measures; Prometheus scrapes every 15-60 s), and
-reads the fabricdiag_analysis_pass_seconds histogram at the end, which
-counts every pass. Prints:
-  - the passes over 1 s (from the histogram), the longest pass seen, and
-    every pass seen;
+Each run starts the collector on loopback with a fresh --state_dir, pinned
+to CPU --collector_cpu (taskset), applies --jobs layouts (tp 8, pp 1, the
+agents' nodes vnode-00000.. dealt to them in order), then starts
+`fabricdiag-sim --virtual_agents=--agents [--virtual_agent_lldp=false]`
+pinned to CPU --sim_cpu for --seconds. While it runs, polls the
+collector's /metrics: every 0.2 s until the discovered topology is
+complete (fabricdiag_node_facts_nodes and
+fabricdiag_topology_discovered_links{kind="host"} at agents x 8 NICs),
+then every --poll_seconds (1 s: a scrape of 8,500 nodes' series costs the
+collector ~30 ms, which a 5 Hz poll would take from the pass it measures;
+Prometheus scrapes every 15-60 s); reads the fabricdiag_analysis_pass_seconds
+histogram at the end, which counts every pass. Prints per run:
+  - the passes over 1 s (from the histogram), the longest pass seen;
   - the sim's summary: reports acknowledged of sent, dropped (lost at the
-    agents: their backlog was full), streams rejected/failed, and the
-    warm-up it needed until 99% of the agents had caught up with their
-    backlog (the backlog-clear time; at least min(5 s, --seconds/4));
-  - the collector's CPU seconds (utime + stime, /proc/PID/stat) and RSS.
+    agents: their backlog was full), and the warm-up it needed until 99% of
+    the agents had caught up with their backlog (the backlog-clear time; at
+    least min(5 s, --seconds/4));
+  - the collector's CPU seconds (utime + stime, /proc/PID/stat) and RSS;
+  - the node facts held and failed, the topology's rebuilds, when the last
+    node's facts were held and when the discovered topology was complete
+    (both from the start of the sim, to the poll), and the last rebuild's
+    duration (fabricdiag_topology_rebuild_seconds);
+  - the load average (1 min) before and after: the machine is shared.
 
   bench/connect_storm.py [--build_dir=build] [--agents=8500] [--jobs=100]
                          [--seconds=60] [--poll_seconds=1]
+                         [--lldp=both|on|off]
 
-Exit 0 when the targets are met (no pass over 1 s, backlog cleared within
-30 s, no report dropped), 1 when one is missed, 2 on errors.
+Exit 0 when the targets are met in every run (no pass over 1 s, backlog
+cleared within 30 s, no report dropped; with neighbors, the discovered
+topology complete), 1 when one is missed, 2 on errors.
 
-Measured on a 2-core machine shared with other builds (docs/cluster.md
-#measured): with the collector alone on one core, passes up to 28.6 s, the
-backlog not cleared in 60 s, 42,573 reports dropped; with both cores shared
-by collector and sim, the backlog cleared in 11-13 s, nothing dropped, but
-passes up to 3.4-6.5 s: missed.
+Measured on a 2-core machine shared with other builds: bench/RESULTS.md
+("The connect storm with LLDP neighbors") and docs/cluster.md#measured.
 """
 
 import argparse
@@ -79,26 +86,17 @@ def apply_layouts(cli, target, tmp, agents, jobs):
                        check=True, stdout=subprocess.DEVNULL)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--build_dir", default="build")
-    ap.add_argument("--agents", type=int, default=8500)
-    ap.add_argument("--jobs", type=int, default=100)
-    ap.add_argument("--seconds", type=float, default=60)
-    ap.add_argument("--collector_cpu", default="1",
-                    help="CPUs for taskset -c, e.g. 1 or 0,1")
-    ap.add_argument("--sim_cpu", default="0")
-    ap.add_argument("--poll_seconds", type=float, default=1.0)
-    args = ap.parse_args()
-    collector, cli = binaries(args.build_dir, "connect_storm.py")
-    if collector is None:
-        return 2
-    sim = os.path.join(args.build_dir, "sim/fabricdiag-sim")
-    if args.agents < args.jobs or args.jobs < 1:
-        print("connect_storm.py: need --agents >= --jobs >= 1",
-              file=sys.stderr)
-        return 2
+NICS = 8  # fabricdiag-sim's virtual agents: 8 NICs each
 
+
+def host_links(text):
+    m = re.search(r'^fabricdiag_topology_discovered_links\{kind="host"\} '
+                  r"(\S+)$", text, re.M)
+    return float(m.group(1)) if m else None
+
+
+def run_storm(args, collector, cli, sim, lldp):
+    """One storm; a dict of what it measured. Raises on errors."""
     tmp = tempfile.mkdtemp(prefix="fabricdiag_connect_storm.")
     grpc_port, http_port = free_port(), free_port()
     log = open(os.path.join(tmp, "collector.log"), "w")
@@ -110,7 +108,10 @@ def main():
     target = f"--collector=127.0.0.1:{grpc_port}"
     passes = {}  # passes_total -> the duration its scrape showed
     scrape_errors = []
+    want_links = args.agents * NICS
+    seen = {}  # "facts", "topology" -> seconds after the sim started
     done = threading.Event()
+    start = [0.0]
 
     def poll():
         url = f"http://127.0.0.1:{http_port}/metrics"
@@ -118,40 +119,51 @@ def main():
             try:
                 with urllib.request.urlopen(url, timeout=10) as r:
                     text = r.read().decode()
+                at = time.monotonic() - start[0]
                 n = metric(text, "fabricdiag_analysis_passes_total")
                 d = metric(text, "fabricdiag_analysis_pass_duration_seconds")
                 if n is not None and d is not None:
                     passes[int(n)] = d
+                nodes = metric(text, "fabricdiag_node_facts_nodes")
+                if lldp and "facts" not in seen and nodes == args.agents:
+                    seen["facts"] = at
+                if lldp and "topology" not in seen and \
+                        host_links(text) == want_links:
+                    seen["topology"] = at
+                    seen["rebuild_seconds"] = metric(
+                        text, "fabricdiag_topology_rebuild_seconds")
             except OSError as e:
                 scrape_errors.append(str(e))
-            done.wait(args.poll_seconds)
+            fast = lldp and "topology" not in seen
+            done.wait(0.2 if fast else args.poll_seconds)
 
     try:
         wait_http(f"http://127.0.0.1:{http_port}/healthz",
                   time.monotonic() + 20)
         apply_layouts(cli, target, tmp, args.agents, args.jobs)
+        load_before = os.getloadavg()[0]
         cpu0 = cpu_seconds(proc.pid)
         poller = threading.Thread(target=poll)
+        start[0] = time.monotonic()
         poller.start()
-        start = time.monotonic()
-        out = subprocess.run(
-            ["taskset", "-c", str(args.sim_cpu), sim,
-             f"--virtual_agents={args.agents}",
-             f"--collector=127.0.0.1:{grpc_port}",
-             f"--duration={args.seconds:g}s"],
-            capture_output=True, text=True, timeout=args.seconds + 120)
-        wall = time.monotonic() - start
-        done.set()
-        poller.join()
+        try:
+            out = subprocess.run(
+                ["taskset", "-c", str(args.sim_cpu), sim,
+                 f"--virtual_agents={args.agents}",
+                 f"--virtual_agent_lldp={'true' if lldp else 'false'}",
+                 f"--collector=127.0.0.1:{grpc_port}",
+                 f"--duration={args.seconds:g}s"],
+                capture_output=True, text=True, timeout=args.seconds + 120)
+        finally:
+            done.set()
+            poller.join()
+        wall = time.monotonic() - start[0]
         cpu = cpu_seconds(proc.pid) - cpu0
         with urllib.request.urlopen(
                 f"http://127.0.0.1:{http_port}/metrics", timeout=10) as r:
-            over = passes_over_one_second(r.read().decode())
+            final = r.read().decode()
         rss = rss_mib(proc.pid)
-    except (OSError, RuntimeError, subprocess.SubprocessError) as e:
-        done.set()
-        print(f"connect_storm.py: {e}", file=sys.stderr)
-        return 2
+        load_after = os.getloadavg()[0]
     finally:
         stop(proc)
         log.close()
@@ -160,35 +172,110 @@ def main():
     summary = [line for line in out.stdout.splitlines()
                if line.startswith("virtual agents:")]
     if out.returncode != 0 or not summary:
-        print(f"connect_storm.py: fabricdiag-sim exit {out.returncode}:\n"
-              f"{out.stdout[-2000:]}{out.stderr[-2000:]}", file=sys.stderr)
-        return 2
-    print(summary[0])
+        raise RuntimeError(f"fabricdiag-sim exit {out.returncode}:\n"
+                           f"{out.stdout[-2000:]}{out.stderr[-2000:]}")
     sim_result = re.search(r"reports acked (\d+) of (\d+) \(dropped (\d+)\)",
                            summary[0])
     warm = re.search(r"after (\d+) s of warm-up", summary[0])
     acked, sent, dropped = (int(g) for g in sim_result.groups())
-    seen = sorted(passes)
-    missed = (seen[-1] - seen[0] + 1 - len(seen)) if seen else 0
-    longest = max(passes.values()) if passes else float("nan")
+    return {
+        "summary": summary[0],
+        "over": passes_over_one_second(final),
+        "longest": max(passes.values()) if passes else float("nan"),
+        "passes_seen": len(passes),
+        "backlog": float(warm.group(1)) if warm else float("inf"),
+        "acked": acked, "sent": sent, "dropped": dropped,
+        "cpu": cpu, "wall": wall, "rss": rss,
+        "facts_nodes": metric(final, "fabricdiag_node_facts_nodes"),
+        "facts_failed": metric(final,
+                               "fabricdiag_node_facts_writes_failed_total"),
+        "host_links": host_links(final),
+        "rebuilds": metric(final, "fabricdiag_topology_rebuilds_total"),
+        "facts_at": seen.get("facts"),
+        "topology_at": seen.get("topology"),
+        "rebuild_seconds": seen.get("rebuild_seconds"),
+        "load": (load_before, load_after),
+        "scrape_errors": scrape_errors,
+    }
+
+
+def show(value, fmt):
+    return "-" if value is None else fmt.format(value)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build_dir", default="build")
+    ap.add_argument("--agents", type=int, default=8500)
+    ap.add_argument("--jobs", type=int, default=100)
+    ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument("--collector_cpu", default="1",
+                    help="CPUs for taskset -c, e.g. 1 or 0,1")
+    ap.add_argument("--sim_cpu", default="0")
+    ap.add_argument("--poll_seconds", type=float, default=1.0)
+    ap.add_argument("--lldp", choices=("both", "on", "off"), default="both")
+    args = ap.parse_args()
+    collector, cli = binaries(args.build_dir, "connect_storm.py")
+    if collector is None:
+        return 2
+    sim = os.path.join(args.build_dir, "sim/fabricdiag-sim")
+    if args.agents < args.jobs or args.jobs < 1:
+        print("connect_storm.py: need --agents >= --jobs >= 1",
+              file=sys.stderr)
+        return 2
+
+    sides = {"both": (False, True), "on": (True,), "off": (False,)}[args.lldp]
+    runs = []
+    for lldp in sides:
+        try:
+            r = run_storm(args, collector, cli, sim, lldp)
+        except (OSError, RuntimeError, subprocess.SubprocessError) as e:
+            print(f"connect_storm.py: {e}", file=sys.stderr)
+            return 2
+        print(("with" if lldp else "without") + " LLDP: " + r["summary"])
+        runs.append((lldp, r))
+
     print(f"\n=== connect storm: {args.agents} agents at once, {args.jobs} "
           f"jobs, {args.seconds:g} s; collector on CPU {args.collector_cpu},"
           f" sim on CPU {args.sim_cpu} ===")
-    print(f"analysis passes over 1 s: {over} (target 0); seen: {len(seen)} "
-          f"(not seen: {missed}), the longest seen {longest:.3f} s")
-    print("every pass seen (s): " +
-          " ".join(f"{passes[n]:.2f}" for n in seen))
-    backlog = float(warm.group(1)) if warm else float("inf")
-    print(f"backlog cleared (99% of agents caught up) after: {backlog:g} s "
-          f"(target <= 30 s)")
-    print(f"reports: {acked} acked of {sent} sent, {dropped} dropped at the "
-          f"agents (target 0)")
-    print(f"collector: {cpu:.1f} CPU seconds over {wall:.1f} s "
-          f"({cpu / wall * 100:.0f}% of a core), RSS {rss:.0f} MiB")
-    if scrape_errors:
-        print(f"/metrics scrapes failed: {len(scrape_errors)} "
-              f"({scrape_errors[0]})")
-    met = over == 0 and backlog <= 30 and dropped == 0
+    rows = [
+        ("load average (1 min) before / after",
+         lambda r: f"{r['load'][0]:.1f} / {r['load'][1]:.1f}"),
+        ("collector CPU seconds (% of a core)",
+         lambda r: f"{r['cpu']:.1f} ({r['cpu'] / r['wall'] * 100:.0f}%)"),
+        ("collector RSS at the end", lambda r: f"{r['rss']:.0f} MiB"),
+        ("analysis passes over 1 s (target 0)",
+         lambda r: f"{r['over']} (longest seen {r['longest']:.2f} s)"),
+        ("backlog cleared (target <= 30 s)",
+         lambda r: f"{r['backlog']:g} s"),
+        ("reports dropped at the agents (target 0)",
+         lambda r: f"{r['dropped']} of {r['sent']}"),
+        ("node facts held / failed",
+         lambda r: f"{show(r['facts_nodes'], '{:.0f}')} / "
+                   f"{show(r['facts_failed'], '{:.0f}')}"),
+        ("topology rebuilds", lambda r: show(r["rebuilds"], "{:.0f}")),
+        ("discovered host links", lambda r: show(r["host_links"], "{:.0f}")),
+        ("last node's facts held, after the sim started",
+         lambda r: show(r["facts_at"], "{:.1f} s")),
+        ("discovered topology complete, after the sim started",
+         lambda r: show(r["topology_at"], "{:.1f} s")),
+        ("the rebuild that completed it",
+         lambda r: show(r["rebuild_seconds"], "{:.2f} s")),
+    ]
+    width = max(len(name) for name, _ in rows)
+    print(f"{'':{width}}  " + "  ".join(
+        f"{'with LLDP' if lldp else 'without LLDP':>24}" for lldp, _ in runs))
+    for name, cell in rows:
+        print(f"{name:{width}}  " +
+              "  ".join(f"{cell(r):>24}" for _, r in runs))
+    for lldp, r in runs:
+        if r["scrape_errors"]:
+            print(f"/metrics scrapes failed ({'with' if lldp else 'without'}"
+                  f" LLDP): {len(r['scrape_errors'])} "
+                  f"({r['scrape_errors'][0]})")
+    met = all(r["over"] == 0 and r["backlog"] <= 30 and r["dropped"] == 0 and
+              (not lldp or r["topology_at"] is not None)
+              for lldp, r in runs)
     print("targets:", "met" if met else "MISSED")
     return 0 if met else 1
 

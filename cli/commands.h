@@ -109,9 +109,11 @@ int TopologyShowCommand(CollectorClient& client, const CommandOptions& options,
                         const CommandEnv& env);
 // topology diff: the declared topology against the discovered one, one line
 // per difference naming both ends ("moved: gpu-001 mlx5_0 is cabled to
-// leaf-2 swp7, declared leaf-1 swp3"), or a JSON array. kExitOk when they
-// agree, kExitDiffers when they differ, kExitCollector when the collector
-// cannot be reached.
+// leaf-2 swp7, declared leaf-1 swp3"), or a JSON array. Both sides come
+// from one drawing of the collector's views; a collector too old to answer
+// so is read twice, with a note on stderr. kExitOk when they agree,
+// kExitDiffers when they differ, kExitCollector when the collector cannot
+// be reached.
 int TopologyDiffCommand(CollectorClient& client, const CommandOptions& options,
                         const CommandEnv& env);
 // topology adopt: writes the discovered topology as the declared one, over

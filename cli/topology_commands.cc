@@ -1,6 +1,7 @@
 // topology show [--discovered|--effective], topology diff, topology adopt.
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -32,6 +33,44 @@ std::string Summary(const v1::Topology& t) {
       t.switch_links_size() == 1 ? " switch link" : " switch links");
 }
 
+// Declared (empty when none is) and discovered, of one drawing: a dry run
+// of adopt with `snapshot`. A collector older than `snapshot` answers
+// without it, or FAILED_PRECONDITION when nothing is discovered: then two
+// reads, which a redraw between them can make a diff of two moments.
+struct BothViews {
+  v1::Topology declared;
+  v1::Topology discovered;
+};
+absl::StatusOr<BothViews> ReadBothViews(CollectorClient& client,
+                                        const CommandEnv& env) {
+  v1::AdoptTopologyRequest request;
+  request.set_dry_run(true);
+  request.set_snapshot(true);
+  absl::StatusOr<v1::AdoptTopologyResponse> snapshot =
+      client.AdoptTopology(request);
+  if (snapshot.ok() && snapshot->is_snapshot()) {
+    return BothViews{std::move(*snapshot->mutable_declared()),
+                     std::move(*snapshot->mutable_topology())};
+  }
+  if (!snapshot.ok() && !absl::IsFailedPrecondition(snapshot.status())) {
+    return snapshot.status();
+  }
+  *env.err << "fabricdiag: note: collector " << client.address()
+           << " cannot answer both views at once (older version): read "
+              "them one after the other\n";
+  absl::StatusOr<v1::Topology> declared =
+      client.GetTopologyView(v1::TOPOLOGY_VIEW_DECLARED);
+  // No topology declared: everything discovered is extra.
+  if (!declared.ok() && !absl::IsNotFound(declared.status())) {
+    return declared.status();
+  }
+  absl::StatusOr<v1::Topology> discovered =
+      client.GetTopologyView(v1::TOPOLOGY_VIEW_DISCOVERED);
+  if (!discovered.ok()) return discovered.status();
+  return BothViews{declared.ok() ? *std::move(declared) : v1::Topology(),
+                   *std::move(discovered)};
+}
+
 }  // namespace
 
 int TopologyShowCommand(CollectorClient& client, const CommandOptions& options,
@@ -59,18 +98,10 @@ int TopologyShowCommand(CollectorClient& client, const CommandOptions& options,
 
 int TopologyDiffCommand(CollectorClient& client, const CommandOptions& options,
                         const CommandEnv& env) {
-  absl::StatusOr<v1::Topology> declared =
-      client.GetTopologyView(v1::TOPOLOGY_VIEW_DECLARED);
-  // No topology declared: everything discovered is extra.
-  if (!declared.ok() && !absl::IsNotFound(declared.status())) {
-    return ReportError(declared.status(), env);
-  }
-  absl::StatusOr<v1::Topology> discovered =
-      client.GetTopologyView(v1::TOPOLOGY_VIEW_DISCOVERED);
-  if (!discovered.ok()) return ReportError(discovered.status(), env);
+  absl::StatusOr<BothViews> views = ReadBothViews(client, env);
+  if (!views.ok()) return ReportError(views.status(), env);
   const std::vector<analysis::TopologyDifference> differences =
-      analysis::DiffTopology(declared.ok() ? *declared : v1::Topology(),
-                             *discovered);
+      analysis::DiffTopology(views->declared, views->discovered);
   if (options.json) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
     for (const analysis::TopologyDifference& d : differences) {

@@ -137,7 +137,11 @@ class TopologyPoller {
 
  private:
   void Run() {
-    std::string last;  // the serialized topology last applied
+    // What the last topology read gave: the effective view moves with every
+    // cable LLDP reports, the switches to subscribe to rarely.
+    std::vector<SwitchConfig> last;
+    std::vector<std::string> last_errors;
+    bool applied = false;
     std::string last_error;
     std::unique_lock<std::mutex> lock(mu_);
     while (!stopping_) {
@@ -149,13 +153,13 @@ class TopologyPoller {
         last_error = error;
       } else {
         last_error.clear();
-        std::string bytes;
-        topology->SerializeToString(&bytes);
-        if (bytes != last) {
-          std::vector<std::string> errors;
-          std::vector<SwitchConfig> switches = SwitchesOf(*topology, &errors);
+        std::vector<std::string> errors;
+        std::vector<SwitchConfig> switches = SwitchesOf(*topology, &errors);
+        if (!applied || switches != last || errors != last_errors) {
           for (const std::string& e : errors) LogWarning(e);
           const size_t all = switches.size();
+          last = switches;
+          last_errors = std::move(errors);
           switches.erase(std::remove_if(switches.begin(), switches.end(),
                                         [this](const SwitchConfig& s) {
                                           return !shard_.Contains(s.name);
@@ -168,7 +172,7 @@ class TopologyPoller {
                                  shard_.index, "/", shard_.count)
                   : ""));
           bridge_->SetSwitches(switches);
-          last = std::move(bytes);
+          applied = true;
         }
       }
       lock.lock();
@@ -233,6 +237,11 @@ absl::StatusOr<std::unique_ptr<HttpServer>> Serve(
 
 }  // namespace
 
+absl::StatusOr<v1::Topology> ReadCollectorTopology(
+    client::CollectorClient& collector) {
+  return collector.GetTopologyView(v1::TOPOLOGY_VIEW_EFFECTIVE);
+}
+
 absl::Status ValidateBridgeConfig(const BridgeConfig& config) {
   if (config.collector.empty()) {
     return absl::InvalidArgumentError(
@@ -288,7 +297,7 @@ int RunBridge(const BridgeConfig& config) {
   TopologySource source;
   if (config.topology_file.empty()) {
     source = [collector = client::MakeCollectorClient(*query)] {
-      return collector->GetTopology();
+      return ReadCollectorTopology(*collector);
     };
   } else {
     source = [path = config.topology_file] { return ReadTopologyFile(path); };

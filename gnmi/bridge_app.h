@@ -10,8 +10,11 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "client/collector_api.h"
 #include "client/tls.h"
+#include "proto/layout.pb.h"
 
 namespace fabricdiag::gnmi {
 
@@ -34,6 +37,15 @@ struct BridgeConfig {
   // "I/N": this bridge subscribes to its share of the switches only.
   std::string shard = "0/1";
 };
+
+// The topology the bridge reads from the collector: its effective view
+// (docs/topology-format.md), so the declared switches keep their gnmi
+// blocks and what is not declared (uplinks, switch links) comes from LLDP.
+// The view always answers once the collector draws one (empty before
+// anything is declared or discovered); a collector older than the views
+// answers with its declared topology.
+absl::StatusOr<v1::Topology> ReadCollectorTopology(
+    client::CollectorClient& collector);
 
 // Checks every field; the message names the flag at fault. Reads the TLS
 // files (client::LoadTls) and checks that the other named ones are readable.

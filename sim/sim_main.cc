@@ -59,6 +59,9 @@ ABSL_FLAG(std::string, virtual_agent_prefix, "vnode-",
           "Node names of the virtual agents: PREFIX00000, PREFIX00001, ... "
           "(several simulators feeding one collector cluster need different "
           "ones)");
+ABSL_FLAG(bool, virtual_agent_lldp, true,
+          "With --virtual_agents: each agent's inventory carries the LLDP "
+          "neighbors of its NICs (false: none, an ingest without discovery)");
 
 ABSL_FLAG(std::string, gnmi_listen, "",
           "Serve every switch as a gNMI target instead of writing its tree: "
@@ -98,6 +101,7 @@ int VirtualAgents(int agents) {
   o.targets = *std::move(targets);
   o.nodes = agents;
   o.node_prefix = absl::GetFlag(FLAGS_virtual_agent_prefix);
+  o.lldp = absl::GetFlag(FLAGS_virtual_agent_lldp);
   o.interval = absl::GetFlag(FLAGS_interval);
   o.duration = absl::GetFlag(FLAGS_duration);
   if (o.duration <= absl::ZeroDuration()) o.duration = absl::Seconds(60);

@@ -118,10 +118,12 @@ class VirtualAgent {
         absl::StrFormat("%s%05d", shared->options.node_prefix, index));
     hello->set_agent_version("virtual");
     inventory_ = shared->node.inventory;
-    AddVirtualLldp(index, shared->options.nics,
-                   std::max(1, shared->options.hosts_per_leaf),
-                   absl::StrCat(shared->options.node_prefix, "leaf-"),
-                   inventory_.mutable_inventory());
+    if (shared->options.lldp) {
+      AddVirtualLldp(index, shared->options.nics,
+                     std::max(1, shared->options.hosts_per_leaf),
+                     absl::StrCat(shared->options.node_prefix, "leaf-"),
+                     inventory_.mutable_inventory());
+    }
     absl::BitGen gen;
     hello->set_boot_id(absl::StrFormat("%016x%016x",
                                        absl::Uniform<uint64_t>(gen),

@@ -49,6 +49,9 @@ struct VirtualAgentsOptions {
   std::string node_prefix = "vnode-";
   // LLDP in each agent's inventory (virtual_node.h AddVirtualLldp): this
   // many agents behind each leaf, named node_prefix + "leaf-" + number.
+  // Without `lldp` the inventories carry no neighbors (an ingest without
+  // discovery, the baseline of bench/connect_storm.py).
+  bool lldp = true;
   int hosts_per_leaf = 4;
   // Latency is recorded only for reports sent after this, and after every
   // agent has caught up with its backlog (skips stream setup, the schema

@@ -231,6 +231,16 @@ grpc::Status QueryService::GetTopology(grpc::ServerContext*,
 grpc::Status QueryService::AdoptTopology(
     grpc::ServerContext* context, const v1::AdoptTopologyRequest* request,
     v1::AdoptTopologyResponse* response) {
+  if (request->dry_run() && request->snapshot()) {
+    AdoptResult preview = AdoptPreview(*topology_->Current());
+    *response->mutable_topology() = std::move(preview.written);
+    response->set_declared_version(preview.declared_version);
+    if (preview.declared != nullptr) {
+      *response->mutable_declared() = *preview.declared;
+    }
+    response->set_is_snapshot(true);
+    return grpc::Status::OK;
+  }
   if (!request->dry_run()) {
     grpc::Status auth = CheckWriteAuth(*context);
     if (!auth.ok()) return auth;

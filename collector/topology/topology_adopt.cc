@@ -35,6 +35,14 @@ v1::Topology AdoptableTopology(const v1::Topology& discovered) {
   return out;
 }
 
+AdoptResult AdoptPreview(const TopologyViews& views) {
+  AdoptResult result;
+  result.written = AdoptableTopology(*views.discovered);
+  result.declared_version = views.declared_version;
+  result.declared = views.declared;
+  return result;
+}
+
 absl::StatusOr<AdoptResult> AdoptDiscovered(const TopologySource& source,
                                             LayoutRegistry* registry,
                                             uint64_t expected_version,

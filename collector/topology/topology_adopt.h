@@ -6,6 +6,7 @@
 //       TopologyOfView(*source.Current(), TopologyKind::kDiscovered);
 //   absl::StatusOr<AdoptResult> adopted =
 //       AdoptDiscovered(source, &registry, version_read, deadline);
+//   AdoptResult diff_input = AdoptPreview(*source.Current());
 //
 // Thread-safe (the registry serializes the writes).
 #pragma once
@@ -34,9 +35,20 @@ v1::Topology AdoptableTopology(const v1::Topology& discovered);
 
 struct AdoptResult {
   v1::Topology written;  // or that would be, on a dry run
-  // RegistrySnapshot::topology_version after the write (now, dry run).
+  // RegistrySnapshot::topology_version after the write (now, dry run; of
+  // `declared`, from AdoptPreview).
   uint64_t declared_version = 0;
+  // From AdoptPreview only: the declared topology `written` was drawn
+  // against; null when none was declared.
+  std::shared_ptr<const v1::Topology> declared;
 };
+
+// What adopting would write, with the declared topology it would replace
+// and that one's version, all of the one drawing `views`: what `fabricdiag
+// topology diff` compares (two reads could straddle a redraw). Unlike a dry
+// run of AdoptDiscovered it answers when nothing is discovered yet (then
+// every declared link is missing).
+AdoptResult AdoptPreview(const TopologyViews& views);
 
 // Writes the discovered topology of `source` as the declared one when the
 // registry still serves `expected_version` (0: none declared); Aborted

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -139,6 +140,126 @@ TEST(CablingMismatchTest, ResolvesWhenTheCableOrTheDeclarationIsFixed) {
   EXPECT_THAT(Mismatches(fabric, &discovered), IsEmpty());
   // Or the discovered topology is adopted as the declared one.
   discovered = Discovered(moved);
+  fabric.topology() = discovered;
+  EXPECT_THAT(Mismatches(fabric, &discovered), IsEmpty());
+}
+
+// The test fabric's uplinks declared as switch links (as Lldp() cables
+// them: leaf-L Uplink(u) to spine-u swp<L+1>).
+void DeclareSwitchLinks(v1::Topology* topology) {
+  for (int leaf = 0; leaf < 2; ++leaf) {
+    for (int u = 0; u < 4; ++u) {
+      v1::SwitchLink* link = topology->add_switch_links();
+      link->set_switch_a(absl::StrCat("leaf-", leaf));
+      link->set_port_a(Uplink(u));
+      link->set_switch_b(absl::StrCat("spine-", u));
+      link->set_port_b(absl::StrCat("swp", leaf + 1));
+    }
+  }
+}
+
+// Where LLDP says uplink `u` of leaf `leaf` is cabled, when not where
+// Lldp() cables it.
+struct MovedUplink {
+  int leaf;
+  int u;
+  std::string spine;
+  std::string port;
+};
+
+// What LLDP reports with the `moved` uplinks.
+v1::Topology UplinksMoved(const std::vector<MovedUplink>& moved) {
+  LldpFabric lldp;
+  for (int h = 0; h < kHosts; ++h) {
+    for (int k = 0; k < kNicsPerHost; ++k) {
+      lldp.CableHost(Host(h), absl::StrCat("eth", k), Nic(k), Leaf(k),
+                     LeafPort(h, k));
+    }
+  }
+  for (int leaf = 0; leaf < 2; ++leaf) {
+    for (int u = 0; u < 4; ++u) {
+      std::pair<std::string, std::string> far(absl::StrCat("spine-", u),
+                                              absl::StrCat("swp", leaf + 1));
+      for (const MovedUplink& m : moved) {
+        if (m.leaf == leaf && m.u == u) far = {m.spine, m.port};
+      }
+      lldp.CableSwitches(absl::StrCat("leaf-", leaf), Uplink(u), far.first,
+                         far.second);
+    }
+  }
+  DiscoveredTopology found = DiscoverTopology(lldp.Facts(), nullptr);
+  EXPECT_THAT(found.problems, IsEmpty());
+  return found.topology;
+}
+
+// A declared switch link LLDP contradicts: the port whose cable moved names
+// the declared and the observed far end. Its declared far end, spine-0
+// swp1, now hears nothing: silence, no second finding.
+TEST(CablingMismatchTest, ASwitchLinkOnAnotherSpineNamesBothEnds) {
+  TestFabric fabric(1);
+  DeclareSwitchLinks(&fabric.topology());
+  const v1::Topology discovered = UplinksMoved({{0, 0, "spine-1", "swp9"}});
+  const std::vector<Finding> found = Mismatches(fabric, &discovered);
+  ASSERT_THAT(found, SizeIs(1));
+  const Finding& f = found[0];
+  EXPECT_EQ(f.kind, "cabling_mismatch");
+  EXPECT_EQ(f.severity, Severity::kWarning);
+  EXPECT_EQ(f.node, "leaf-0");
+  EXPECT_EQ(f.device, Uplink(0));
+  EXPECT_EQ(f.job, "");
+  EXPECT_THAT(f.nodes, ElementsAre("leaf-0", "spine-0", "spine-1"));
+  EXPECT_EQ(f.evidence_text.at("declared_switch"), "spine-0");
+  EXPECT_EQ(f.evidence_text.at("declared_port"), "swp1");
+  EXPECT_EQ(f.evidence_text.at("observed_switch"), "spine-1");
+  EXPECT_EQ(f.evidence_text.at("observed_port"), "swp9");
+  EXPECT_EQ(f.evidence_text.count("job"), 0u);
+  EXPECT_EQ(f.summary,
+            "leaf-0 swp49 is cabled to spine-1 swp9 (LLDP), but the topology "
+            "declares spine-0 swp1: move the cable back to spine-0 swp1, or "
+            "adopt the discovered topology: fabricdiag topology adopt");
+}
+
+// Both ends of a declared switch link hear someone else: one finding per
+// port, each its own identity. The declared link named the other way round
+// (spine first) finds the same.
+TEST(CablingMismatchTest, EachEndOfASwitchLinkIsItsOwnFinding) {
+  TestFabric fabric(1);
+  DeclareSwitchLinks(&fabric.topology());
+  // leaf-0 swp49 and leaf-1 swp49 swap spine-0's ports: spine-0 swp1
+  // hears leaf-1 swp49, spine-0 swp2 hears leaf-0 swp49.
+  const v1::Topology discovered =
+      UplinksMoved({{0, 0, "spine-0", "swp2"}, {1, 0, "spine-0", "swp1"}});
+  std::vector<Finding> found = Mismatches(fabric, &discovered);
+  ASSERT_THAT(found, SizeIs(4));
+  EXPECT_EQ(found[0].node, "leaf-0");
+  EXPECT_EQ(found[0].evidence_text.at("observed_port"), "swp2");
+  EXPECT_EQ(found[1].node, "leaf-1");
+  EXPECT_EQ(found[1].evidence_text.at("observed_port"), "swp1");
+  EXPECT_EQ(found[2].node, "spine-0");
+  EXPECT_EQ(found[2].device, "swp1");
+  EXPECT_EQ(found[2].evidence_text.at("observed_switch"), "leaf-1");
+  EXPECT_EQ(found[3].node, "spine-0");
+  EXPECT_EQ(found[3].device, "swp2");
+  EXPECT_EQ(found[3].evidence_text.at("observed_switch"), "leaf-0");
+
+  for (v1::SwitchLink& link : *fabric.topology().mutable_switch_links()) {
+    std::swap(*link.mutable_switch_a(), *link.mutable_switch_b());
+    std::swap(*link.mutable_port_a(), *link.mutable_port_b());
+  }
+  EXPECT_THAT(Mismatches(fabric, &discovered), SizeIs(4));
+}
+
+// Not reported is no mismatch; cabled as declared is none; adopting what
+// LLDP sees resolves it.
+TEST(CablingMismatchTest, SwitchLinksSilentOrAsDeclaredOrAdopted) {
+  TestFabric fabric(1);
+  DeclareSwitchLinks(&fabric.topology());
+  v1::Topology discovered = Discovered();
+  EXPECT_THAT(Mismatches(fabric, &discovered), IsEmpty());
+  discovered.clear_switch_links();
+  EXPECT_THAT(Mismatches(fabric, &discovered), IsEmpty());
+  discovered = UplinksMoved({{0, 0, "spine-1", "swp9"}});
+  ASSERT_THAT(Mismatches(fabric, &discovered), SizeIs(1));
   fabric.topology() = discovered;
   EXPECT_THAT(Mismatches(fabric, &discovered), IsEmpty());
 }

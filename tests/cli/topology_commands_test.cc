@@ -96,6 +96,40 @@ TEST_F(TopologyCommandsTest, DiffExitStatusSaysWhetherTheCablingMatches) {
   EXPECT_EQ(j[0]["observed"]["port"], "swp7");
 }
 
+// Both sides come from one answer of the collector (a dry run of adopt
+// with `snapshot`), never from two reads a redraw could fall between; a
+// diff writes nothing.
+TEST_F(TopologyCommandsTest, DiffReadsBothViewsInOneCall) {
+  client.topology = OneLink("gpu-000", "swp1");
+  client.discovered = OneLink("gpu-000", "swp7");
+  EXPECT_EQ(TopologyDiffCommand(client, options, t.env), kExitDiffers);
+  EXPECT_EQ(client.calls, 1);
+  ASSERT_EQ(client.adopt_requests.size(), 1u);
+  EXPECT_TRUE(client.adopt_requests[0].dry_run());
+  EXPECT_TRUE(client.adopt_requests[0].snapshot());
+  EXPECT_EQ(client.topology.links(0).port(), "swp1");
+  EXPECT_THAT(t.err.str(), IsEmpty());
+}
+
+// A collector older than `snapshot` ignores it: the diff reads the two
+// views one after the other, gives the same answer and says so on stderr.
+TEST_F(TopologyCommandsTest, DiffFallsBackToTwoReadsOnAnOlderCollector) {
+  client.snapshots = false;
+  client.topology = OneLink("gpu-000", "swp1");
+  client.discovered = OneLink("gpu-000", "swp7");
+  EXPECT_EQ(TopologyDiffCommand(client, options, t.env), kExitDiffers);
+  EXPECT_EQ(client.calls, 3);
+  EXPECT_THAT(t.out.str(), AllOf(HasSubstr("moved"), HasSubstr("leaf-0 swp7"),
+                                 HasSubstr("leaf-0 swp1")));
+  EXPECT_THAT(t.err.str(), AllOf(HasSubstr("note"), HasSubstr("fake:9811"),
+                                 HasSubstr("one after the other")));
+
+  TestEnv none;
+  client.has_topology = false;
+  EXPECT_EQ(TopologyDiffCommand(client, options, none.env), kExitDiffers);
+  EXPECT_THAT(none.out.str(), HasSubstr("extra"));
+}
+
 // Nothing declared: every discovered link is extra.
 TEST_F(TopologyCommandsTest, DiffWithoutADeclaredTopologyListsExtras) {
   client.has_topology = false;

@@ -107,6 +107,12 @@ absl::StatusOr<v1::AdoptTopologyResponse> FakeCollectorClient::AdoptTopology(
   if (!fail.ok()) return fail;
   v1::AdoptTopologyResponse response;
   *response.mutable_topology() = discovered;
+  if (request.dry_run() && request.snapshot() && snapshots) {
+    if (has_topology) *response.mutable_declared() = topology;
+    response.set_declared_version(declared_version);
+    response.set_is_snapshot(true);
+    return response;
+  }
   if (request.dry_run()) {
     response.set_declared_version(declared_version);
     if (adopt_race) ++declared_version;

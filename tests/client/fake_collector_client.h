@@ -69,6 +69,9 @@ class FakeCollectorClient final : public CollectorClient {
   uint64_t declared_version = 0;  // AdoptTopology compares it
   // Someone else declares a topology between a dry run and the write.
   bool adopt_race = false;
+  // AdoptTopology answers a dry run's `snapshot` (false: as a collector
+  // older than it, which ignores it).
+  bool snapshots = true;
   v1::Topology discovered;
   v1::Topology effective;
   std::vector<v1::Finding> findings;

@@ -52,7 +52,9 @@ endif()
 if(TARGET fabricdiag_gnmi_bridge)
   fabricdiag_add_test(gnmi_bridge_test
     SOURCES
+      ${CMAKE_CURRENT_LIST_DIR}/bridge_app_test.cc
       ${CMAKE_CURRENT_LIST_DIR}/bridge_test.cc
+      ${CMAKE_CURRENT_LIST_DIR}/../client/fake_collector_client.cc
       ${CMAKE_CURRENT_LIST_DIR}/fixtures.cc
     LIBS fabricdiag_gnmi_bridge fabricdiag_gnmi_fake_target
          fabricdiag_test_util absl::strings)

@@ -34,6 +34,7 @@
 #include "common/clock.h"
 #include "counters/meanings.h"
 #include "sim/virtual_node.h"
+#include "tests/testing/eventually.h"
 
 namespace fabricdiag::sim {
 namespace {
@@ -240,6 +241,60 @@ TEST(VirtualAgentsTest, FollowHandoffsAndLoseNothing) {
   EXPECT_EQ(first_counters.handoffs.load(), moved);
   (*first_server)->Shutdown(absl::ZeroDuration());
   (*second_server)->Shutdown(absl::ZeroDuration());
+}
+
+// Each agent's inventory carries its NICs' LLDP neighbors (the collector
+// records them as the node's facts), and none with `lldp` off: the two
+// sides of bench/connect_storm.py.
+TEST(VirtualAgentsTest, InventoriesCarryNeighborsUnlessLldpIsOff) {
+  SystemClock clock;
+  collector::SeriesStore store(collector::SeriesStore::Options{}, clock);
+  collector::IngestCounters counters;
+  collector::KeepEveryAgent keep;
+  collector::MemoryNodeFacts facts;
+  collector::NoDeclaredSwitches no_switches;
+  collector::IngestService service(&store, &counters, {}, keep,
+                                   {facts, no_switches});
+  collector::CollectorServer::Options o;
+  o.listen = "127.0.0.1:0";
+  auto server = collector::CollectorServer::Start(o, {&service});
+  ASSERT_TRUE(server.ok()) << server.status();
+
+  VirtualAgentsOptions opts;
+  opts.targets = {absl::StrCat("127.0.0.1:", (*server)->port())};
+  opts.nodes = 4;
+  opts.nics = 2;
+  opts.interval = absl::Milliseconds(100);
+  opts.duration = absl::Milliseconds(500);
+  opts.warmup = absl::Milliseconds(100);
+  opts.node_prefix = "quiet-";
+  opts.lldp = false;
+  absl::StatusOr<VirtualAgentsResult> quiet = RunVirtualAgents(opts, nullptr);
+  ASSERT_TRUE(quiet.ok()) << quiet.status();
+  EXPECT_GT(quiet->reports_acked, 0u);
+  opts.node_prefix = "lldp-";
+  opts.lldp = true;
+  absl::StatusOr<VirtualAgentsResult> lldp = RunVirtualAgents(opts, nullptr);
+  ASSERT_TRUE(lldp.ok()) << lldp.status();
+
+  auto neighbors = [&](const std::string& node) {
+    std::shared_ptr<const collector::NodeFactsMap> all = facts.Snapshot();
+    auto it = all->find(node);
+    return it == all->end() ? -1 : it->second.lldp_neighbors_size();
+  };
+  // The facts are recorded in the order the inventories came in: once the
+  // second run's are there, the first run's are too.
+  ASSERT_TRUE(::fabricdiag::testing::Eventually(
+      [&] { return neighbors("lldp-00003") == opts.nics; }));
+  const v1::NodeFacts& three = facts.Snapshot()->at("lldp-00003");
+  // Agent 3 is the last of leaf 0's four: ports swp25 and swp26.
+  EXPECT_EQ(three.lldp_neighbors(0).system_name(), "lldp-leaf-00000");
+  EXPECT_EQ(three.lldp_neighbors(1).port_id(), "swp26");
+  for (int i = 0; i < opts.nodes; ++i) {
+    EXPECT_EQ(neighbors(absl::StrFormat("lldp-%05d", i)), opts.nics) << i;
+    EXPECT_LE(neighbors(absl::StrFormat("quiet-%05d", i)), 0) << i;
+  }
+  (*server)->Shutdown(absl::ZeroDuration());
 }
 
 // Nobody listening: every stream fails, nothing is acknowledged, and no

@@ -99,6 +99,30 @@ TEST_F(TopologyAdoptTest, NothingDiscoveredIsRefused) {
   EXPECT_EQ(registry_->Snapshot()->topology, nullptr);
 }
 
+// The preview answers with the declared topology and version the views
+// were drawn with, not the registry's newer ones: one drawing, both sides.
+TEST(AdoptPreviewTest, BothSidesComeFromOneDrawing) {
+  auto views = std::make_shared<TopologyViews>(*ViewsOf(Discovered("swp7")));
+  views->declared = std::make_shared<const v1::Topology>(Discovered("swp1"));
+  views->declared_version = 4;
+  const AdoptResult preview = AdoptPreview(*views);
+  ASSERT_NE(preview.declared, nullptr);
+  EXPECT_EQ(preview.declared->links(0).port(), "swp1");
+  EXPECT_EQ(preview.declared_version, 4u);
+  EXPECT_EQ(preview.written.links(0).port(), "swp7");
+  EXPECT_EQ(preview.written.switches(0).tier(), 0u);
+}
+
+// Nothing discovered and nothing declared: an empty answer, not an error
+// (a diff then lists every declared link as missing).
+TEST(AdoptPreviewTest, AnswersWhenNothingIsDiscovered) {
+  auto views = std::make_shared<TopologyViews>(*ViewsOf(v1::Topology()));
+  const AdoptResult preview = AdoptPreview(*views);
+  EXPECT_EQ(preview.declared, nullptr);
+  EXPECT_EQ(preview.declared_version, 0u);
+  EXPECT_EQ(preview.written.links_size(), 0);
+}
+
 TEST(TopologyOfViewTest, DeclaredIsNotFoundWhenNoneWasApplied) {
   std::shared_ptr<const TopologyViews> views = ViewsOf(Discovered("swp7"));
   EXPECT_EQ(TopologyOfView(*views, TopologyKind::kDeclared).status().code(),

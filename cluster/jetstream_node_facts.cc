@@ -146,7 +146,7 @@ absl::Status JetStreamNodeFacts::Put(const v1::NodeFacts& facts) {
   return absl::OkStatus();
 }
 
-void JetStreamNodeFacts::Requeue(v1::NodeFacts facts) {
+void JetStreamNodeFacts::Requeue(const v1::NodeFacts& facts) {
   absl::MutexLock lock(&mu_);
   if (stopping_ || queued_.contains(facts.node())) return;
   if (queued_.size() >= options_.queue_limit) {
@@ -154,7 +154,7 @@ void JetStreamNodeFacts::Requeue(v1::NodeFacts facts) {
     return;
   }
   order_.push_back(facts.node());
-  queued_.emplace(facts.node(), std::move(facts));
+  queued_.emplace(facts.node(), facts);
 }
 
 bool JetStreamNodeFacts::Pause(absl::Duration d) {
@@ -221,7 +221,7 @@ void JetStreamNodeFacts::WriteLoop() {
     }
     failing = true;
     if (!absl::IsUnavailable(written) || nats_->closed()) continue;
-    Requeue(std::move(facts));
+    Requeue(facts);
     if (!Pause(kRetryPause)) return;
   }
 }

@@ -128,7 +128,7 @@ class JetStreamNodeFacts final : public collector::NodeFactsStore {
   absl::Status Write(const v1::NodeFacts& facts);
   // Queues `facts` again after a failed write, unless a newer Put of the
   // node is queued or the queue is full.
-  void Requeue(v1::NodeFacts facts);
+  void Requeue(const v1::NodeFacts& facts);
   void WatchLoop();
   // Applies one entry of the watcher to the cache (or skips it).
   void ApplyEntry(kvEntry* entry);

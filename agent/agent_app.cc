@@ -285,9 +285,8 @@ size_t StreamBufferReports(const AgentConfig& config) {
 absl::StatusOr<StreamClient::Options> StreamOptions(const AgentConfig& config) {
   StreamClient::Options options;
   // Validated by ValidateAgentConfig.
+  // Ranked per node by the stream client (rendezvous hashing).
   options.targets = *client::ParseCollectorList(config.collector);
-  options.first_target =
-      client::PreferredCollectorIndex(config.node, options.targets.size());
   options.node = config.node;
   options.agent_version = kVersion;
   options.interval = config.interval;

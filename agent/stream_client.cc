@@ -33,8 +33,8 @@ constexpr int kKeepaliveTimeoutMs = 10'000;
 constexpr size_t kMaxReasonBytes = 512;
 // A hand-off within this long of the previous one waits the growing
 // backoff instead of the shortest: collectors that kept handing the agent
-// between them (none of ours does: only the analysis leader hands off, and
-// it takes back an agent that returns) cannot make it reconnect every
+// between them (ours do not: a collector takes back an agent that returns
+// soon after it handed it off) cannot make it reconnect every
 // backoff_initial.
 constexpr absl::Duration kHandoffRepeatWindow = absl::Minutes(1);
 
@@ -88,12 +88,13 @@ absl::StatusOr<std::unique_ptr<StreamClient>> StreamClient::Create(
 StreamClient::StreamClient(Options options, const Clock& clock,
                            client::TlsConfig tls)
     : options_(std::move(options)),
+      ranking_(client::RankCollectors(options_.node, options_.targets)),
       clock_(clock),
       tls_(std::move(tls)),
       credentials_(client::ChannelCredentials(tls_)),
       boot_id_(options_.boot_id.empty() ? RandomBootId() : options_.boot_id),
       buffer_(options_.buffer) {
-  stats_.target = options_.targets[options_.first_target];
+  stats_.target = options_.targets[ranking_.front()];
 }
 
 StreamClient::~StreamClient() { Stop(); }
@@ -174,13 +175,14 @@ absl::Duration StreamClient::BackoffDelay(int attempt) {
 
 void StreamClient::Run() {
   int attempt = 0;
-  size_t current = options_.first_target;
+  size_t rank = 0;  // index into ranking_
   // Per target, so that collectors failing in turn (each error names its
   // target) log once each rather than on every attempt.
   std::vector<std::string> last_errors(options_.targets.size());
   // Monotonic nanos of the last hand-off; nullopt before the first.
   std::optional<int64_t> last_handoff;
   while (true) {
+    const size_t current = ranking_[rank];
     bool got_response = false;
     absl::Status status = RunStream(options_.targets[current], &got_response);
     std::unique_lock<std::mutex> lock(mu_);
@@ -200,12 +202,18 @@ void StreamClient::Run() {
     if (attempt < 64) ++attempt;
     if (handed_off) {
       last_handoff = now;
-      // Asked to go: the collector works, so this is no error, and the
-      // pick spreads the agents it hands off over all the others.
+      // Asked to go: the collector works, so this is no error. Its target
+      // when it named an entry of our list (the collector ranked the list
+      // as we do), else the next of our ranking.
       const std::string& from = options_.targets[current];
-      current = client::HandoffCollectorIndex(options_.node, current,
-                                              options_.targets.size());
-      stats_.target = options_.targets[current];
+      rank = (rank + 1) % ranking_.size();
+      for (size_t r = 0; r < ranking_.size(); ++r) {
+        if (ranking_[r] != current &&
+            options_.targets[ranking_[r]] == handoff_target_) {
+          rank = r;
+        }
+      }
+      stats_.target = options_.targets[ranking_[rank]];
       ++stats_.handoffs;
       LogInfo(absl::StrCat("collector ", from, " handed this agent to ",
                            stats_.target, " (", handoff_reason_,
@@ -215,14 +223,15 @@ void StreamClient::Run() {
       if (stopping_) return;
       continue;
     }
-    // Any end of a stream moves on: a collector that just failed is the
-    // least likely to answer next, and one that is merely restarting is
-    // tried again after the others. The backoff still grows per failed
-    // attempt, so a cluster whose collectors are all down is not hammered.
+    // Any end of a stream moves down the ranking: a collector that just
+    // failed is the least likely to answer next, and one that is merely
+    // restarting is tried again after the others. The backoff still grows
+    // per failed attempt, so a cluster whose collectors are all down is not
+    // hammered.
     std::string next_note;
     if (options_.targets.size() > 1) {
-      current = (current + 1) % options_.targets.size();
-      stats_.target = options_.targets[current];
+      rank = (rank + 1) % ranking_.size();
+      stats_.target = options_.targets[ranking_[rank]];
       ++stats_.failovers;
       next_note = absl::StrCat(" on ", stats_.target);
     }
@@ -257,6 +266,7 @@ void StreamClient::ReadLoop(IngestStream* stream, uint64_t stream_id) {
       // The collector ends the stream next; the reader sees that end.
       handoff_reason_ = msg.handoff().reason().substr(0, kMaxReasonBytes);
       if (handoff_reason_.empty()) handoff_reason_ = "(no reason given)";
+      handoff_target_ = msg.handoff().target().substr(0, kMaxReasonBytes);
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -301,6 +311,7 @@ absl::StatusOr<uint64_t> StreamClient::BeginStream(
   stream_ended_ = false;
   reject_reason_.clear();
   handoff_reason_.clear();
+  handoff_target_.clear();
   stats_.connected = false;
   return ++stream_id_;
 }
@@ -315,6 +326,13 @@ void StreamClient::WriteUntilEnd(IngestStream* stream) {
   hello->set_boot_id(boot_id_);
   hello->set_interval_ms(static_cast<uint32_t>(std::clamp<int64_t>(
       absl::ToInt64Milliseconds(options_.interval), 0, UINT32_MAX)));
+  // The list lets a cluster's collectors rank it as we do and hand us back
+  // to our first choice; with one collector there is nowhere to go.
+  if (options_.targets.size() > 1) {
+    for (const std::string& target : options_.targets) {
+      hello->add_collectors(target);
+    }
+  }
   if (!stream->Write(msg)) return;
   StreamCursor cursor;
   PendingWrites pending;

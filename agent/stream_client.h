@@ -15,24 +15,27 @@
 // and jitter. Stop() cancels the RPC in flight, so it returns promptly even
 // when the collector hangs or is unreachable.
 //
-// Failover: with several collectors (`targets`), the client starts at
-// `first_target` and, whenever a stream ends (failed connect, stream error,
-// keepalive timeout, reject), tries the next one, wrapping around, after
-// the same backoff. The new collector gets Hello and then the whole
-// unacknowledged buffer, as after any reconnect, so a failover loses
+// Failover: with several collectors (`targets`), the client ranks them for
+// its node by rendezvous hashing (client/collector_list.h), starts at the
+// first of its ranking and, whenever a stream ends (failed connect, stream
+// error, keepalive timeout, reject), tries the next of its ranking, wrapping
+// around, after the same backoff. So the agents of a dead collector spread
+// evenly over all the others. The new collector gets Hello and then the
+// whole unacknowledged buffer, as after any reconnect, so a failover loses
 // nothing the buffer holds. The client stays on the collector that works:
-// it does not go back to `first_target` when that one returns (moving
-// again would only split the node's recent history once more).
+// it does not go back on its own when its first choice returns; a cluster's
+// collectors know when that one is live again and hand the agent back.
 //
 // Handoff: a collector may ask the agent to stream elsewhere (a Handoff
-// message; in a cluster the analysis leader hands off a share of its
-// agents). The client then moves to HandoffCollectorIndex's pick among the
-// other collectors after the shortest backoff, so handed-off agents spread
-// evenly, and replays its buffer there as after any failover.
+// message): to give it back to the live collector it prefers (the Hello
+// carries the agent's list, so the collector ranks it as the agent does),
+// or, from an analysis leader, to lighten its share. The client moves to
+// the Handoff's target when that is an entry of its list, else to the next
+// of its ranking, after the shortest backoff, and replays its buffer there
+// as after any failover.
 //
 //   StreamClient::Options opts;
 //   opts.targets = {"collector-0:9811", "collector-1:9811"};
-//   opts.first_target = client::PreferredCollectorIndex("gpu-003", 2);
 //   opts.node = "gpu-003";
 //   opts.tls.ca = "/etc/fabricdiag/ca.pem";
 //   ASSIGN_OR_RETURN(std::unique_ptr<StreamClient> client,
@@ -68,10 +71,13 @@ namespace fabricdiag::agent {
 class StreamClient {
  public:
   struct Options {
-    // "host:port" of each collector, tried in order from `first_target`,
-    // wrapping around (see the overview).
+    // "host:port" of each collector, as written in --collector: ranked for
+    // `node` (see the overview) and sent in the Hello when there are two or
+    // more.
     std::vector<std::string> targets;
-    size_t first_target = 0;                     // index into targets
+    // Not read: the client ranks `targets` itself. Still checked to be in
+    // range for callers that fill it.
+    size_t first_target = 0;
     std::string node;                            // --node
     std::string agent_version;                   // reported in Hello
     absl::Duration interval = absl::Seconds(1);  // reported in Hello
@@ -189,6 +195,8 @@ class StreamClient {
   absl::Duration BackoffDelay(int attempt);
 
   const Options options_;
+  // Indices of options_.targets in the order this node tries them.
+  const std::vector<size_t> ranking_;
   const Clock& clock_;
   const client::TlsConfig tls_;
   const std::shared_ptr<grpc::ChannelCredentials> credentials_;
@@ -205,6 +213,7 @@ class StreamClient {
   std::string reject_reason_;  // set by a Reject on the current stream
   // Set by a Handoff on the current stream ("(no reason given)" if empty).
   std::string handoff_reason_;
+  std::string handoff_target_;  // the Handoff's target ("" = none given)
   uint64_t next_seq_ = 1;
   uint64_t latest_schema_id_ = 0;
   std::map<uint64_t, std::shared_ptr<const v1::Schema>> schemas_;

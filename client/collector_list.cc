@@ -1,5 +1,9 @@
 #include "client/collector_list.h"
 
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
 #include "common/address_list.h"
 #include "common/status_macros.h"
 
@@ -15,19 +19,44 @@ absl::StatusOr<std::vector<std::string>> ParseCollectorList(
   return list;
 }
 
+uint64_t RendezvousHash(absl::string_view node, absl::string_view entry) {
+  std::string bytes;
+  bytes.reserve(node.size() + 1 + entry.size());
+  bytes.append(node.data(), node.size());
+  bytes.push_back('\0');
+  bytes.append(entry.data(), entry.size());
+  return Fmix64(Fnv1a64(bytes));
+}
+
+double RendezvousScore(absl::string_view node, absl::string_view entry,
+                       double weight) {
+  // 53 bits: exactly representable, and +0.5 keeps u off 0 and 1, where
+  // ln(u) would be -inf or 0.
+  const double u =
+      (static_cast<double>(RendezvousHash(node, entry) >> 11) + 0.5) /
+      9007199254740992.0;  // 2^53
+  return -weight / std::log(u);
+}
+
+std::vector<size_t> RankCollectors(absl::string_view node,
+                                   const std::vector<std::string>& collectors) {
+  std::vector<std::pair<double, size_t>> scored;
+  scored.reserve(collectors.size());
+  for (size_t i = 0; i < collectors.size(); ++i) {
+    scored.emplace_back(RendezvousScore(node, collectors[i], 1.0), i);
+  }
+  std::stable_sort(
+      scored.begin(), scored.end(),
+      [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<size_t> order;
+  order.reserve(scored.size());
+  for (const auto& [score, index] : scored) order.push_back(index);
+  return order;
+}
+
 size_t PreferredCollectorIndex(absl::string_view node, size_t count) {
   if (count == 0) return 0;
   return static_cast<size_t>(Fnv1a64(node) % count);
-}
-
-size_t HandoffCollectorIndex(absl::string_view node, size_t current,
-                             size_t count) {
-  if (count <= 1) return 0;
-  // Mixed: FNV-1a's bits alone follow those that placed the node (with 3
-  // collectors, every agent one of them hands off went to the same other).
-  const size_t step =
-      1 + static_cast<size_t>(Fmix64(Fnv1a64(node)) % (count - 1));
-  return (current % count + step) % count;
 }
 
 }  // namespace fabricdiag::client

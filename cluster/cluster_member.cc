@@ -73,10 +73,23 @@ absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Join(
                    AnalysisLease::Start(member->nats_.get(),
                                         options.collector_id, lease_options));
   const AnalysisLease* lease = member->lease_.get();
-  const ClusterMembers* members = member->members_.get();
+  ClusterMembers* members = member->members_.get();
+  const std::string self = options.collector_id;
   member->handoff_ = std::make_unique<LeaderHandoff>(
-      [lease] { return lease->Term(); },
-      [members] { return members->Live().size(); }, member->clock_);
+      [lease, members, self] {
+        LeaderHandoff::View view;
+        view.self = self;
+        view.term = lease->Term();
+        view.leader = view.term != 0 ? self : lease->leader();
+        const absl::Time now = absl::Now();
+        for (const ClusterMembers::Member& m : members->Live()) {
+          view.live.push_back(
+              {m.id, m.address, now - m.live_since, now - m.last_seen});
+        }
+        return view;
+      },
+      [members](const std::string& address) { members->Advertise(address); },
+      member->clock_);
   JetStreamFindings::Options findings_options;
   findings_options.replicas = options.replicas;
   ASSIGN_OR_RETURN(

@@ -84,8 +84,9 @@ class ClusterMember {
   // Who analyses (cluster/analysis_lease.h).
   const AnalysisLease* lease() const { return lease_.get(); }
   const collector::AnalysisRole* role() const { return lease_.get(); }
-  // Which agents this collector takes: while it leads, it hands a share to
-  // the others (cluster/leader_handoff.h).
+  // Which agents this collector takes: it hands back those that prefer
+  // another live collector, and the leader takes a lighter share
+  // (cluster/leader_handoff.h).
   collector::IngestPlacement* ingest_placement() { return handoff_.get(); }
   // The cluster's one set of findings (cluster/jetstream_findings.h).
   collector::FindingsReplication* findings_replication() {

@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "common/version.h"
@@ -74,8 +75,20 @@ void ClusterMembers::Stop() {
   }
 }
 
+void ClusterMembers::Advertise(const std::string& address) {
+  {
+    absl::MutexLock lock(&mu_);
+    address_ = address;
+  }
+  Announce();
+}
+
 void ClusterMembers::Announce() {
-  const std::string value = absl::StrCat(instance_, " ", kVersion);
+  std::string value = absl::StrCat(instance_, " ", kVersion);
+  {
+    absl::MutexLock lock(&mu_);
+    if (!address_.empty()) absl::StrAppend(&value, " ", address_);
+  }
   uint64_t revision = 0;
   // A failure is what /healthz reports through the connection state; the
   // next period tries again.
@@ -91,8 +104,13 @@ void ClusterMembers::Seen(kvEntry* entry, bool replayed) {
   if (op == kvOp_Delete || op == kvOp_Purge) {
     last_seen_.erase(key);
     live_since_.erase(key);
+    addresses_.erase(key);
     return;
   }
+  // "instance version [address]": older collectors announce no address.
+  const std::vector<absl::string_view> fields =
+      absl::StrSplit(value, ' ', absl::SkipEmpty());
+  addresses_[key] = fields.size() >= 3 ? std::string(fields[2]) : "";
   // A replayed entry is the key's last announcement, possibly old: it
   // counts from when it was written (the servers' clock), and says nothing
   // about who runs now (a predecessor with this id that stopped).
@@ -162,8 +180,10 @@ std::vector<ClusterMembers::Member> ClusterMembers::Live() const {
   for (const auto& [id, seen] : last_seen_) {
     if (seen < cutoff) continue;
     auto since = live_since_.find(id);
+    auto address = addresses_.find(id);
     live.push_back(Member{id, seen, id == id_,
-                          since == live_since_.end() ? seen : since->second});
+                          since == live_since_.end() ? seen : since->second,
+                          address == addresses_.end() ? "" : address->second});
   }
   return live;
 }

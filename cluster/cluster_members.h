@@ -1,6 +1,7 @@
 // Who is in the collector cluster. Every collector announces itself in the
 // bucket "fabricdiag_members" every 2 s (key: its --collector_id; value: a
-// random instance id and its version) and watches the bucket; a member is
+// random instance id, its version and, once it serves agents, the HOST:PORT
+// agents reach it at, separated by spaces) and watches the bucket; a member is
 // live while its announcements keep arriving (within 3 periods, by this
 // collector's clock, so clocks need not agree). A collector that stops
 // cleanly deletes its key, so the others see it leave at once.
@@ -14,6 +15,7 @@
 // (its NATS server died) and is recreated.
 //
 //   ASSIGN_OR_RETURN(auto members, ClusterMembers::Start(nats, "col-a", 3));
+//   members->Advertise("10.0.0.7:9811");  // once the gRPC port listens
 //   for (const ClusterMembers::Member& m : members->Live()) ...
 //
 // Thread-safe.
@@ -50,6 +52,9 @@ class ClusterMembers {
     bool self = false;
     // Since when it is live without a break (this collector's clock).
     absl::Time live_since;
+    // Where agents reach it ("" until it announced one; collectors of
+    // older versions never do).
+    std::string address;
   };
 
   // Binds (or creates) the bucket and starts announcing. `nats` must
@@ -65,6 +70,9 @@ class ClusterMembers {
   // connected (the others drop it at once; one that cannot reach NATS
   // ages out). Idempotent; Live() still answers.
   void Stop();
+
+  // Announces `address` (HOST:PORT, no spaces) from now on, at once.
+  void Advertise(const std::string& address);
 
   // Members whose announcement arrived within 3 periods, ascending id.
   std::vector<Member> Live() const;
@@ -93,6 +101,8 @@ class ClusterMembers {
   mutable absl::Mutex mu_;
   std::map<std::string, absl::Time> last_seen_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, absl::Time> live_since_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string> addresses_ ABSL_GUARDED_BY(mu_);
+  std::string address_ ABSL_GUARDED_BY(mu_);  // this collector's
   std::optional<absl::Time> conflict_seen_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -1,28 +1,38 @@
-// The analysis leader hands a share of its agents to the other collectors.
+// Which agents a collector of a cluster keeps and which it hands to another
+// collector: rendezvous placement over the live members.
 //
-// Ingest is spread evenly (each agent starts at the collector its node name
-// hashes to), but the leader also analyses the whole fabric: merging every
-// collector's features and running the analyzers over every port costs it
-// about what ingest of a quarter of its agents costs (docs/cluster.md, "The
-// leader hands off a share of its agents"). So while it leads and another
-// collector is live, it asks the agents of one node in four (`InShare`:
-// Fmix64 of FNV-1a of "handoff:" + the node name, modulo 4; independent of
-// the hash that placed them, and of the one that picks where they go,
-// common/fnv1a.h) to stream to another collector. Agents do so at once and
-// replay their unacknowledged reports there (agent/stream_client.h),
-// picking among the others by their node name, so the share spreads
-// evenly; with every collector at about the same CPU, none is the first to
-// run out.
+// Each agent ranks the collectors of its list by rendezvous hashing
+// (client/collector_list.h) and streams to the first of its ranking that
+// works; its Hello carries the list. Each collector announces the address
+// agents reach it at (cluster/cluster_members.h), so a collector can rank
+// an agent's list as the agent does, over the members that are live and
+// serving, and find the collector the agent prefers. When that is another
+// one (the agent failed over here, and its first choice is back), the agent
+// is handed back there with a Handoff naming that entry. Hand-backs are
+// paced: at most 1% of this collector's streams per second, rounded up (so
+// at least one), so a collector that returns is refilled over tens of
+// seconds, never by a reconnect storm.
 //
-// An agent sent away that comes back within kTakeBackWithin found no other
-// collector that would take it (its list names only this one, or the
-// others are down for it): it is taken, so no agent is ever left without a
-// collector. A collector that stops leading takes every agent again; the
-// agents it handed off stay where they went (moving them back would cost a
-// reconnect for nothing).
+// The analysis leader's lighter share is a weight in the same ranking: it
+// scores -kLeaderWeight / ln(u) where the others score -1 / ln(u), so it is
+// the first choice of kLeaderWeight / (kLeaderWeight + n - 1) of the agents
+// (with 3 collectors, 25%: three quarters of an even third, the quarter
+// being what merging every collector's features and running the analyzers
+// costs it, docs/cluster.md). Every collector applies the weight to the
+// leader it sees, so they agree on each agent's preferred collector.
 //
-//   LeaderHandoff handoff([&] { return lease.Term(); },
-//                         [&] { return members.Live().size(); }, clock);
+// Agents whose Hello carries no list (older agents, or a list of one) are
+// placed as before: while this collector leads and another is live, it
+// hands one node in four (`InShare`) away without a target.
+//
+// An agent handed off that comes back soon (kTakeBackWithin without a
+// list, kHandBackPause with one) found no other collector that would take
+// it: it is taken and not handed off again within that time, so no agent
+// is ever left without a collector and none bounces.
+//
+//   LeaderHandoff handoff([&] { return ViewOfTheCluster(); },
+//                         [&](const std::string& a) { members.Advertise(a); },
+//                         clock);
 //   IngestService ingest(&store, &counters, auth, &handoff);
 //
 // Thread-safe.
@@ -32,8 +42,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -47,47 +59,93 @@ namespace fabricdiag::cluster {
 
 class LeaderHandoff final : public collector::IngestPlacement {
  public:
-  // One node in kShare is handed off.
+  // What the placement needs to know of the cluster, looked at once per
+  // kRound.
+  struct View {
+    std::string self;    // this collector's --collector_id
+    std::string leader;  // the analysis leader's id ("" when unknown)
+    uint64_t term = 0;   // the lease's term while this one leads, else 0
+    struct Member {
+      std::string id;
+      std::string address;      // announced; "" = not serving agents yet
+      absl::Duration live_for;  // live without a break for this long
+      // Since its last announcement (every 2 s while it runs).
+      absl::Duration silent_for;
+    };
+    std::vector<Member> live;  // live members, this one included
+  };
+
+  // Agents without a list: one node in kShare is handed off by the leader.
   static constexpr uint64_t kShare = 4;
+  // The leader's weight in the ranking (see the overview).
+  static constexpr double kLeaderWeight = 2.0 / 3.0;
+  // Hand-backs per kRound: this fraction of the streams held, rounded up.
+  static constexpr double kHandBackRate = 0.01;
+  static constexpr absl::Duration kRound = absl::Seconds(1);
+  // A member is a target once it announced its address and has been live
+  // this long (a restarted collector serves before it is sent agents).
+  static constexpr absl::Duration kTargetAfter = absl::Seconds(2);
+  // ... and is no target once silent this long: a member counts as live for
+  // 3 announcement periods (6 s), but one that missed an announcement and a
+  // half has most likely died, and agents sent there would fail over again.
+  static constexpr absl::Duration kTargetSilentAtMost = absl::Seconds(3);
   static constexpr absl::Duration kTakeBackWithin = absl::Minutes(10);
+  static constexpr absl::Duration kHandBackPause = absl::Seconds(30);
   // Nodes remembered at most. A 200k-GPU cluster hands off a few thousand
   // in 10 minutes; a flood of Hellos under made-up names (ingest without a
   // token or mutual TLS) must not grow memory without bound: when full,
-  // the leader takes every agent rather than forget one it sent away.
+  // the collector takes every agent rather than forget one it sent away.
   static constexpr size_t kMaxRemembered = 65536;
   // While full, forgotten nodes are looked for at most this often.
   static constexpr absl::Duration kRefullPrune = absl::Minutes(1);
-  // How long Epoch() reuses its look at the lease and the members.
-  static constexpr absl::Duration kRefreshEvery = absl::Milliseconds(250);
 
-  // `term`: the lease's term while this collector leads, 0 otherwise.
-  // `live_members`: how many collectors (this one included) are live.
-  // Both are called at most once per kRefreshEvery; `clock` must outlive
-  // the object.
-  LeaderHandoff(std::function<uint64_t()> term,
-                std::function<size_t()> live_members, const Clock& clock);
+  // `view` is called at most once per kRound; `advertise` announces this
+  // collector's address to the others. `clock` must outlive the object.
+  LeaderHandoff(std::function<View()> view,
+                std::function<void(const std::string&)> advertise,
+                const Clock& clock);
 
-  // Whether the leader hands `node` off (pure; the same on every
-  // collector).
+  // Whether the leader hands `node` off when its agent sends no list
+  // (pure; the same on every collector).
   static bool InShare(absl::string_view node);
 
-  // The lease's term while this collector leads and another is live, else
-  // 0.
+  // The live collector `node` prefers among `collectors` (its list), as
+  // the entry of the list: each entry that is this collector (`view.self`)
+  // or a live member announcing it as its address (live for kTargetAfter),
+  // scored with the leader's weight; nullopt when this collector is not in
+  // the list. Pure.
+  static std::optional<std::string> Preferred(
+      absl::string_view node, const std::vector<std::string>& collectors,
+      const View& view);
+
+  // A round number that moves every kRound while another collector is
+  // live, else 0.
   uint64_t Epoch() override;
-  std::optional<std::string> HandOff(absl::string_view node) override;
+  std::optional<collector::HandoffOrder> HandOff(
+      absl::string_view node, const std::vector<std::string>& collectors,
+      uint64_t streams) override;
+  void Advertise(const std::string& address) override;
 
   // Nodes remembered as handed off (older ones are forgotten as new ones
   // come: memory stays bounded by what kTakeBackWithin can hold).
   size_t remembered();
 
  private:
-  const std::function<uint64_t()> term_;
-  const std::function<size_t()> live_members_;
+  // Remembers `node` until `until` unless remembered already; false when
+  // it is (it came back soon) or the memory is full.
+  bool RememberLocked(absl::string_view node, int64_t now, int64_t until)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::function<View()> view_;
+  const std::function<void(const std::string&)> advertise_;
   const Clock& clock_;
   std::atomic<uint64_t> epoch_{0};
   std::atomic<int64_t> refresh_at_nanos_{0};  // MonotonicNanos
   absl::Mutex mu_;
-  // Nodes handed off, and when (MonotonicNanos).
+  std::shared_ptr<const View> current_ ABSL_GUARDED_BY(mu_);
+  uint64_t round_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t handed_this_round_ ABSL_GUARDED_BY(mu_) = 0;
+  // Nodes handed off, and until when (MonotonicNanos) a return is taken.
   absl::flat_hash_map<std::string, int64_t> handed_off_ ABSL_GUARDED_BY(mu_);
   size_t prune_at_ ABSL_GUARDED_BY(mu_) = 1024;
   int64_t next_full_prune_nanos_ ABSL_GUARDED_BY(mu_) = 0;

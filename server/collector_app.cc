@@ -34,6 +34,7 @@
 #include "collector/web/http_server.h"
 #include "collector/web/job_write_routes.h"
 #include "collector/web/web_routes.h"
+#include "common/address_list.h"
 #include "common/clock.h"
 #include "common/files.h"
 #include "common/log.h"
@@ -68,6 +69,18 @@ absl::Status CheckReadable(absl::string_view flag, const std::string& path) {
 
 }  // namespace
 
+std::string AdvertisedAddress(const std::string& advertise,
+                              const std::string& listen, int bound_port) {
+  if (!advertise.empty()) return advertise;
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) return "";
+  const std::string host = listen.substr(0, colon);
+  if (host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]") {
+    return "";
+  }
+  return absl::StrCat(host, ":", bound_port);
+}
+
 absl::StatusOr<analysis::AnalysisConfig> LoadAnalysisConfig(
     const std::string& path) {
   if (path.empty()) return analysis::AnalysisConfig();
@@ -88,6 +101,15 @@ absl::StatusOr<analysis::AnalysisConfig> LoadAnalysisConfig(
 absl::Status ValidateCollectorConfig(const CollectorConfig& config) {
   RETURN_IF_ERROR(ValidateHostPort("listen", config.listen));
   RETURN_IF_ERROR(ValidateHostPort("http_listen", config.http_listen));
+  if (!config.advertise_address.empty()) {
+    RETURN_IF_ERROR(
+        CheckHostPort("advertise_address", config.advertise_address, false));
+    if (AdvertisedAddress("", config.advertise_address, 1).empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--advertise_address=", config.advertise_address,
+                       ": a wildcard host is no address agents can reach"));
+    }
+  }
   if (config.state_dir.empty()) {
     return absl::InvalidArgumentError("--state_dir: required");
   }
@@ -432,6 +454,18 @@ int RunCollector(const CollectorConfig& config) {
     return code;
   }
 
+  // Announced only now that the port serves: no collector hands an agent
+  // here before it can stream.
+  const std::string advertised = AdvertisedAddress(
+      config.advertise_address, config.listen, (*server)->port());
+  if (!advertised.empty()) {
+    backends.ingest_placement().Advertise(advertised);
+  } else if (!config.nats.empty()) {
+    LogWarning(absl::StrCat(
+        "--listen=", config.listen,
+        " has a wildcard host and no --advertise_address is set: agents are "
+        "neither handed to this collector nor back from it"));
+  }
   backends.MirrorFindings(findings);
   topology.Start(kTopologyPoll);
   runner.Start();

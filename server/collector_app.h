@@ -41,7 +41,18 @@ struct CollectorConfig {
   int nats_replicas = 3;     // replicas of the cluster's buckets
   // How long startup waits for the NATS servers and JetStream to be ready.
   absl::Duration nats_startup_timeout = cluster::kDefaultStartupTimeout;
+  // HOST:PORT agents reach this collector at, as written in their
+  // --collector lists; empty = --listen with its bound port when its host
+  // is not a wildcard (AdvertisedAddress).
+  std::string advertise_address;
 };
+
+// The address a cluster member announces for its agents: `advertise` when
+// set; else `listen`'s host with `bound_port` when that host is not a
+// wildcard (0.0.0.0, ::, [::] or empty); else "" (none: no agent is handed
+// to or back from this collector).
+std::string AdvertisedAddress(const std::string& advertise,
+                              const std::string& listen, int bound_port);
 
 // The message names the flag at fault. Does not touch the network.
 absl::Status ValidateCollectorConfig(const CollectorConfig& config);

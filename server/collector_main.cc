@@ -52,6 +52,11 @@ ABSL_FLAG(std::string, collector_id, "",
           "(default: the host name)");
 ABSL_FLAG(int, nats_replicas, 3,
           "Replicas of the cluster's buckets (1 for a single NATS server)");
+ABSL_FLAG(std::string, advertise_address, "",
+          "With --nats: HOST:PORT agents reach this collector at, spelled "
+          "as in their --collector lists; announced to the other collectors "
+          "so they can hand agents back here (default: --listen when its "
+          "host is not a wildcard)");
 ABSL_FLAG(absl::Duration, nats_startup_timeout,
           fabricdiag::cluster::kDefaultStartupTimeout,
           "How long startup waits for the NATS servers to answer and "
@@ -104,6 +109,7 @@ int main(int argc, char** argv) {
   if (config.collector_id.empty()) config.collector_id = HostName();
   config.nats_replicas = absl::GetFlag(FLAGS_nats_replicas);
   config.nats_startup_timeout = absl::GetFlag(FLAGS_nats_startup_timeout);
+  config.advertise_address = absl::GetFlag(FLAGS_advertise_address);
   absl::Status status = fabricdiag::collector::ValidateCollectorConfig(config);
   if (!status.ok()) {
     std::cerr << "fabricdiag-collector: " << status.message() << "\n";

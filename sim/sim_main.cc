@@ -53,8 +53,9 @@ ABSL_FLAG(int, virtual_agents, 0,
 ABSL_FLAG(
     std::string, collector, "127.0.0.1:9811",
     "HOST:PORT of the collector, with --virtual_agents; a comma-separated "
-    "list for a collector cluster (each agent starts at the one its node "
-    "name picks and follows hand-offs, as fabricdiag-agent does)");
+    "list for a collector cluster (each agent ranks the list as "
+    "fabricdiag-agent does, starts at its first choice, follows hand-offs "
+    "and fails over down its ranking)");
 ABSL_FLAG(std::string, virtual_agent_prefix, "vnode-",
           "Node names of the virtual agents: PREFIX00000, PREFIX00001, ... "
           "(several simulators feeding one collector cluster need different "
@@ -114,11 +115,12 @@ int VirtualAgents(int agents) {
   }
   std::cout << absl::StrFormat(
       "virtual agents: %d for %.1fs; values/s acked %.3gM; reports acked "
-      "%d of %d (dropped %d); streams rejected %d failed %d handed off %d; "
-      "%s\n",
+      "%d of %d (dropped %d); streams rejected %d failed %d handed off %d "
+      "failed over %d; %s\n",
       agents, r->seconds, r->values_acked / r->seconds / 1e6, r->reports_acked,
       r->reports_sent, r->reports_dropped, r->streams_rejected,
-      r->streams_failed, r->handoffs, fabricdiag::sim::LatencySummary(*r));
+      r->streams_failed, r->handoffs, r->failovers,
+      fabricdiag::sim::LatencySummary(*r));
   if (r->reports_acked == 0) {
     std::cerr << "fabricdiag-sim: the collector at "
               << absl::GetFlag(FLAGS_collector) << " acknowledged no report\n";

@@ -70,7 +70,7 @@ struct Shared {
   // Latency of reports sent before is not kept: the end of the warm-up.
   std::atomic<int64_t> record_after_nanos{INT64_MAX};
   std::atomic<uint64_t> sent{0}, acked{0}, dropped{0}, rejected{0}, failed{0},
-      handoffs{0};
+      handoffs{0}, failovers{0};
   std::mutex done_mu;
   std::condition_variable done_cv;
   int live = 0;
@@ -130,7 +130,15 @@ class VirtualAgent {
                                        absl::Uniform<uint64_t>(gen)));
     hello->set_interval_ms(static_cast<uint32_t>(
         absl::ToInt64Milliseconds(shared->options.interval)));
-    target_ = client::PreferredCollectorIndex(hello->node(), stubs_.size());
+    // As the real agent: its ranking of the list, which the Hello carries
+    // so that a cluster's collectors can hand it back to its first choice.
+    ranking_ = client::RankCollectors(hello->node(), shared->options.targets);
+    target_ = ranking_.front();
+    if (shared->options.targets.size() > 1) {
+      for (const std::string& t : shared->options.targets) {
+        hello->add_collectors(t);
+      }
+    }
     std::lock_guard<std::mutex> lock(mu_);
     StartCallLocked();
   }
@@ -139,6 +147,12 @@ class VirtualAgent {
   void Tick() {
     std::lock_guard<std::mutex> lock(mu_);
     if (done_) return;
+    // A failed-over agent reconnects at its next tick: at most one
+    // attempt per interval, as a backoff would.
+    if (reconnect_) {
+      reconnect_ = false;
+      StartCallLocked();
+    }
     if (due_ >= shared_->options.max_backlog) {
       shared_->dropped.fetch_add(1, std::memory_order_relaxed);
       return;
@@ -152,10 +166,23 @@ class VirtualAgent {
 
   void Cancel() {
     AgentCall* call = nullptr;
+    bool ended = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       cancelled_ = true;  // no call starts after this
-      if (!done_) call = call_.get();
+      if (reconnect_) {
+        // Between calls: nothing to cancel, and no OnDone will come.
+        reconnect_ = false;
+        done_ = ended = true;
+      } else if (!done_) {
+        call = call_.get();
+      }
+    }
+    if (ended) {
+      std::lock_guard<std::mutex> lock(shared_->done_mu);
+      --shared_->live;
+      shared_->done_cv.notify_all();
+      return;
     }
     // Outside the lock, which the call's reactions take. Calls are kept
     // until the agent goes, so `call` is still there.
@@ -204,6 +231,7 @@ class VirtualAgent {
     } else if (in.has_handoff()) {
       std::lock_guard<std::mutex> lock(mu_);
       call->handed_off_ = true;
+      handoff_target_ = in.handoff().target();
     } else if (in.has_ack()) {
       const absl::Time now = absl::Now();
       std::lock_guard<std::mutex> lock(mu_);
@@ -222,20 +250,42 @@ class VirtualAgent {
 
   // The call ended. After a Handoff (and unless the run is ending) the
   // agent moves where the real agent would and replays what was not
-  // acknowledged; any other end is the end of this agent.
+  // acknowledged; after a connection failure (the collector died) with
+  // other collectors in its list, it moves down its ranking at its next
+  // tick; any other end is the end of this agent.
   void OnDone(AgentCall* call, const grpc::Status& status) {
+    const bool lost =
+        status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+        status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (call->handed_off_ && !cancelled_ && stubs_.size() > 1) {
-        shared_->handoffs.fetch_add(1, std::memory_order_relaxed);
-        target_ = client::HandoffCollectorIndex(hello_.hello().node(), target_,
-                                                stubs_.size());
+      const bool moving =
+          !cancelled_ && stubs_.size() > 1 && (call->handed_off_ || lost);
+      if (moving) {
+        const size_t from = target_;
+        size_t rank = 0;
+        while (ranking_[rank] != from) ++rank;
+        target_ = ranking_[(rank + 1) % ranking_.size()];
+        if (call->handed_off_) {
+          shared_->handoffs.fetch_add(1, std::memory_order_relaxed);
+          for (size_t i = 0; i < ranking_.size(); ++i) {
+            if (i != from && shared_->options.targets[i] == handoff_target_) {
+              target_ = i;
+            }
+          }
+        } else {
+          shared_->failovers.fetch_add(1, std::memory_order_relaxed);
+        }
         // Unacknowledged reports go again, in order, before new ones.
         for (auto it = in_flight_.rbegin(); it != in_flight_.rend(); ++it) {
           replay_.push_front(it->first);
         }
         in_flight_.clear();
-        StartCallLocked();
+        if (call->handed_off_) {
+          StartCallLocked();
+        } else {
+          reconnect_ = true;
+        }
         return;
       }
       done_ = true;
@@ -294,8 +344,11 @@ class VirtualAgent {
   v1::AgentMessage report_;     // stable until its write completes
   uint64_t rng_;
 
+  std::vector<size_t> ranking_;  // indices into stubs_, first choice first
   std::mutex mu_;
-  size_t target_ = 0;  // index into stubs_
+  size_t target_ = 0;           // index into stubs_
+  std::string handoff_target_;  // of the last Handoff
+  bool reconnect_ = false;      // failed over: start the call at the tick
   std::unique_ptr<AgentCall> call_;
   std::vector<std::unique_ptr<AgentCall>> retired_;
   bool done_ = false;       // the last call ended
@@ -489,6 +542,7 @@ VirtualAgentsResult Summarize(const LoadRun& run, absl::Time sending_done) {
   r.streams_rejected = shared.rejected.load();
   r.streams_failed = shared.failed.load();
   r.handoffs = shared.handoffs.load();
+  r.failovers = shared.failovers.load();
   r.latency_samples = shared.latency.Count();
   r.latency_p50_ms = shared.latency.QuantileMs(0.5);
   r.latency_p99_ms = shared.latency.QuantileMs(0.99);

@@ -37,9 +37,11 @@
 namespace fabricdiag::sim {
 
 struct VirtualAgentsOptions {
-  // The collectors (HOST:PORT). Each agent starts at the one its node name
-  // picks and follows Handoffs as the real agent does
-  // (client/collector_list.h); any other end of its stream ends the agent.
+  // The collectors (HOST:PORT). Each agent ranks them as the real agent
+  // does (client/collector_list.h), sends the list in its Hello, starts at
+  // its first choice, follows Handoffs, and after a connection failure
+  // moves down its ranking at its next tick, replaying what was not
+  // acknowledged; any other end of its stream ends the agent.
   std::vector<std::string> targets;
   int nodes = 100;
   int nics = 8;
@@ -71,7 +73,8 @@ struct VirtualAgentsResult {
   uint64_t reports_dropped = 0;  // the agent's backlog was full
   uint64_t streams_rejected = 0;
   uint64_t streams_failed = 0;
-  uint64_t handoffs = 0;  // streams a collector handed to another
+  uint64_t handoffs = 0;   // streams a collector handed to another
+  uint64_t failovers = 0;  // streams lost (a collector died) and moved
   // Seconds until latency was recorded (warm-up and catch-up); infinite
   // when the agents never caught up.
   double warmup_seconds = 0;

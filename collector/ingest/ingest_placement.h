@@ -2,17 +2,22 @@
 // collector can be placed.
 //
 //   - Embedded: one collector takes every agent (KeepEveryAgent below).
-//   - Cluster (--nats): the analysis leader hands a share of its agents to
-//     the other collectors (cluster/leader_handoff.h), since the analysis
-//     it runs for the whole fabric costs what ingest of those agents would.
+//   - Cluster (--nats): each agent should stream to the live collector its
+//     node ranks first among those of its list (rendezvous hashing,
+//     client/collector_list.h); a collector hands back, a few per second,
+//     the agents that prefer another live collector, and the analysis
+//     leader's lighter share is a weight in that ranking
+//     (cluster/leader_handoff.h).
 //
 // An ingest stream asks at its Hello, and again at its next report whenever
-// Epoch() changed (a new term of the lease), so that streams opened before
-// this collector began to lead move too:
+// Epoch() changed, so that streams opened before a collector came back (or
+// before this one began to lead) move too:
 //
 //   if (placement->Epoch() != seen) {
 //     seen = placement->Epoch();
-//     if (auto why = placement->HandOff(node)) { ...Handoff(*why), end... }
+//     if (auto go = placement->HandOff(node, hello_collectors, streams)) {
+//       ...Handoff(go->reason, go->target), end...
+//     }
 //   }
 //
 // Implementations are thread-safe; Epoch() is called for every report and
@@ -22,10 +27,18 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 
 namespace fabricdiag::collector {
+
+// Where an agent should go, and why (both sent in the Handoff).
+struct HandoffOrder {
+  std::string reason;
+  // An entry of the agent's Hello.collectors; "" lets the agent pick.
+  std::string target;
+};
 
 class IngestPlacement {
  public:
@@ -33,10 +46,19 @@ class IngestPlacement {
   // 0 while this collector takes every agent; otherwise a value that
   // changes whenever the agents it hands off may have changed.
   virtual uint64_t Epoch() = 0;
-  // Why `node`'s agent should stream to another collector, or nullopt to
-  // take it. A collector that handed a node off takes it when it comes
-  // back soon after (no other collector took it).
-  virtual std::optional<std::string> HandOff(absl::string_view node) = 0;
+  // Whether `node`'s agent should stream to another collector, or nullopt
+  // to keep it. `collectors` is the agent's list from its Hello (empty from
+  // older agents and single-collector ones); `streams` how many agent
+  // streams this collector holds now (hand-offs are paced by it). A
+  // collector that handed a node off takes it when it comes back soon
+  // after (no other collector took it).
+  virtual std::optional<HandoffOrder> HandOff(
+      absl::string_view node, const std::vector<std::string>& collectors,
+      uint64_t streams) = 0;
+  // The HOST:PORT agents reach this collector at, once it serves them
+  // (--advertise_address, or the bound --listen address): the collectors of
+  // a cluster announce it so that each can hand agents to another.
+  virtual void Advertise(const std::string& address) = 0;
 };
 
 // The embedded placement: the only collector takes every agent. Its epoch
@@ -44,9 +66,12 @@ class IngestPlacement {
 class KeepEveryAgent final : public IngestPlacement {
  public:
   uint64_t Epoch() override { return 0; }
-  std::optional<std::string> HandOff(absl::string_view /*node*/) override {
+  std::optional<HandoffOrder> HandOff(absl::string_view /*node*/,
+                                      const std::vector<std::string>& /*list*/,
+                                      uint64_t /*streams*/) override {
     return std::nullopt;
   }
+  void Advertise(const std::string& /*address*/) override {}
 };
 
 }  // namespace fabricdiag::collector

@@ -133,6 +133,7 @@ class StreamCall {
                                      absl::StrCat("rejected: ", *reply.reject));
       } else {
         final_.mutable_handoff()->set_reason(*reply.handoff);
+        final_.mutable_handoff()->set_target(reply.handoff_target);
         final_status_ =
             grpc::Status(grpc::StatusCode::UNAVAILABLE,
                          absl::StrCat("handed off: ", *reply.handoff));

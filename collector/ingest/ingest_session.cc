@@ -180,6 +180,13 @@ IngestSession::IngestSession(SeriesStore* store, IngestCounters* counters,
 
 IngestSession::~IngestSession() {
   if (node_ != nullptr) node_->EndStream(stream_id_);
+  Close();
+}
+
+void IngestSession::Close() {
+  if (!open_) return;
+  open_ = false;
+  counters_->open_streams.fetch_sub(1, std::memory_order_relaxed);
 }
 
 IngestSession::Reply IngestSession::Reject(RejectReason reason,
@@ -197,16 +204,23 @@ std::optional<IngestSession::Reply> IngestSession::MaybeHandOff(
   if (!hello && epoch == placement_epoch_) return std::nullopt;
   placement_epoch_ = epoch;
   if (epoch == 0) return std::nullopt;
-  std::optional<std::string> why = placement_.HandOff(node);
-  if (!why.has_value()) return std::nullopt;
+  const int64_t open = counters_->open_streams.load(std::memory_order_relaxed);
+  std::optional<HandoffOrder> go = placement_.HandOff(
+      node, collectors_, static_cast<uint64_t>(std::max<int64_t>(open, 0)));
+  if (!go.has_value()) return std::nullopt;
   handed_off_ = true;
   counters_->handoffs.fetch_add(1, std::memory_order_relaxed);
+  if (!go->target.empty()) {
+    counters_->handbacks.fetch_add(1, std::memory_order_relaxed);
+  }
   // The agent streams elsewhere from now on: the node's stream here ends
   // now, not when the call is torn down.
   if (node_ != nullptr) node_->EndStream(stream_id_);
   node_ = nullptr;
+  Close();
   Reply reply;
-  reply.handoff = *std::move(why);
+  reply.handoff = std::move(go->reason);
+  reply.handoff_target = std::move(go->target);
   return reply;
 }
 
@@ -261,6 +275,17 @@ IngestSession::Reply IngestSession::OnHello(const v1::Hello& hello) {
                                          : absl::StrJoin(identities_, ", "),
                      "); an agent may only report as itself"));
   }
+  if (static_cast<size_t>(hello.collectors_size()) > kMaxCollectors ||
+      std::any_of(hello.collectors().begin(), hello.collectors().end(),
+                  [](const std::string& c) {
+                    return c.empty() || c.size() > kMaxCollectorBytes;
+                  })) {
+    return Reject(
+        RejectReason::kBadHello,
+        absl::StrCat("collectors must be at most ", kMaxCollectors,
+                     " entries of 1..", kMaxCollectorBytes, " bytes"));
+  }
+  collectors_.assign(hello.collectors().begin(), hello.collectors().end());
   if (std::optional<Reply> go = MaybeHandOff(hello.node(), true)) return *go;
   std::shared_ptr<NodeSeries> node = store_->OpenNode(hello.node());
   absl::StatusOr<uint64_t> held =
@@ -277,6 +302,8 @@ IngestSession::Reply IngestSession::OnHello(const v1::Hello& hello) {
       absl::StartsWith(hello.agent_version(), kBridgeAgentVersionPrefix);
   node_ = std::move(node);
   counters_->streams.fetch_add(1, std::memory_order_relaxed);
+  open_ = true;
+  counters_->open_streams.fetch_add(1, std::memory_order_relaxed);
   Reply reply;
   reply.ack = *held;
   return reply;

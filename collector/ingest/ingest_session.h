@@ -57,7 +57,7 @@ enum class RejectReason {
   kBeforeHello = 0,   // a Schema, Report or Inventory before the Hello
   kSecondHello,       // a Hello on a stream that already had one
   kBadNodeName,       // not [A-Za-z0-9][A-Za-z0-9._-]{0,252}
-  kBadHello,          // missing or over-long boot_id
+  kBadHello,          // missing or over-long boot_id, or collector list
   kUnknownSchema,     // a Report whose schema_id this stream never sent
   kBadSchema,         // duplicate series keys, over-long strings
   kSizeMismatch,      // raw or rate array sizes do not match the schema
@@ -97,8 +97,12 @@ class IngestCounters {
   std::atomic<uint64_t> duplicates{0};   // replayed reports already held
   std::atomic<uint64_t> schemas{0};      // schemas accepted
   std::atomic<uint64_t> inventories{0};  // inventories accepted
-  // Streams handed to another collector (IngestPlacement).
+  // Streams handed to another collector (IngestPlacement)...
   std::atomic<uint64_t> handoffs{0};
+  // ... of which to a named collector: back to the one the agent prefers.
+  std::atomic<uint64_t> handbacks{0};
+  // Agent streams open now (past their Hello, not ended nor handed off).
+  std::atomic<int64_t> open_streams{0};
 
  private:
   std::array<std::atomic<uint64_t>, kRejectReasonCount> rejects_{};
@@ -116,14 +120,19 @@ class IngestSession {
   static constexpr size_t kMaxSchemasPerStream = 64;
   static constexpr size_t kMaxStringBytes = 256;
   static constexpr size_t kMaxBootIdBytes = 128;
+  // Hello.collectors: entries, and bytes per entry.
+  static constexpr size_t kMaxCollectors = 64;
+  static constexpr size_t kMaxCollectorBytes = 255;
 
   // What to send back for one message.
   struct Reply {
     std::optional<uint64_t> ack;        // send Ack(seq)
     std::optional<std::string> reject;  // send Reject(reason), then close
-    // Send Handoff(reason), then close: the agent should stream to another
-    // collector. Nothing of the message answered so was stored.
+    // Send Handoff(reason, handoff_target), then close: the agent should
+    // stream to another collector. Nothing of the message answered so was
+    // stored.
     std::optional<std::string> handoff;
+    std::string handoff_target;  // "" = the agent picks
   };
 
   // `store`, `counters`, `placement` (KeepEveryAgent when one collector
@@ -162,6 +171,8 @@ class IngestSession {
   // Asks placement_ about `node` when its epoch moved since the last ask
   // (always at the Hello); the Handoff reply when the node should go.
   std::optional<Reply> MaybeHandOff(absl::string_view node, bool hello);
+  // Counts this stream out of IngestCounters::open_streams once.
+  void Close();
 
   SeriesStore* const store_;
   IngestCounters* const counters_;
@@ -171,8 +182,10 @@ class IngestSession {
   std::shared_ptr<NodeSeries> node_;  // set by the Hello
   std::string node_name_;
   std::string boot_id_;
-  bool from_bridge_ = false;  // the Hello came from the gNMI bridge
-  uint64_t stream_id_;        // unique per session, for the node's stream owner
+  std::vector<std::string> collectors_;  // the Hello's list
+  bool open_ = false;                    // counted in open_streams
+  bool from_bridge_ = false;             // the Hello came from the gNMI bridge
+  uint64_t stream_id_;  // unique per session, for the node's stream owner
   std::string peer_;
   std::vector<std::string> identities_;
   bool check_identity_ = false;

@@ -73,15 +73,25 @@ void AppendIngestFamilies(const IngestCounters& counters,
       {"fabricdiag_ingest_schemas_total", "Schemas accepted.",
        &counters.schemas},
       {"fabricdiag_ingest_handed_off_streams_total",
-       "Agent streams handed to another collector (a cluster's analysis "
-       "leader hands off a share of its agents).",
+       "Agent streams handed to another collector (in a cluster: back to "
+       "the live collector the agent prefers, or the analysis leader's "
+       "share of agents without a collector list).",
        &counters.handoffs},
+      {"fabricdiag_ingest_handed_back_streams_total",
+       "Agent streams handed back to the live collector the agent ranks "
+       "first (a cluster's placement).",
+       &counters.handbacks},
   };
   for (const Named& n : named) {
     MetricFamily f = Family(n.name, n.help, MetricType::Counter);
     AddValue(&f, {}, static_cast<double>(n.value->load()));
     out->push_back(std::move(f));
   }
+  MetricFamily open = Family("fabricdiag_ingest_connected_streams",
+                             "Agent streams connected to this collector now.",
+                             MetricType::Gauge);
+  AddValue(&open, {}, static_cast<double>(counters.open_streams.load()));
+  out->push_back(std::move(open));
   MetricFamily rejects =
       Family("fabricdiag_ingest_rejected_streams_total",
              "Agent streams refused, by reason (hostile or broken input).",

@@ -48,6 +48,7 @@ class FakeIngestServer::Service final : public v1::Ingest::Service {
           if (msg.has_report()) n.report_seqs.push_back(msg.report().seq());
           o.cv_.notify_all();
           reply.mutable_handoff()->set_reason("test hand-off");
+          reply.mutable_handoff()->set_target(o.hand_off_target_);
           hand_off = true;
         }
         uint64_t& highest = o.highest_[{node, boot_id}];
@@ -150,6 +151,11 @@ std::string FakeIngestServer::target() const {
 void FakeIngestServer::set_hand_off(bool hand_off) {
   std::lock_guard<std::mutex> lock(mu_);
   hand_off_ = hand_off;
+}
+
+void FakeIngestServer::set_hand_off_target(std::string target) {
+  std::lock_guard<std::mutex> lock(mu_);
+  hand_off_target_ = std::move(target);
 }
 
 void FakeIngestServer::set_withhold_acks(bool withhold) {

@@ -75,6 +75,8 @@ class FakeIngestServer {
   // Handoff and the stream ends (UNAVAILABLE), as a cluster's analysis
   // leader does; that message is recorded first.
   void set_hand_off(bool hand_off);
+  // The Handoff's target while handing off ("" = none, the default).
+  void set_hand_off_target(std::string target);
 
   // Copy of what `node` sent so far (empty Node if nothing).
   Node node(const std::string& name) const;
@@ -93,6 +95,7 @@ class FakeIngestServer {
   bool withhold_acks_ = false;
   bool stall_ = false;
   bool hand_off_ = false;
+  std::string hand_off_target_;
   bool stopping_ = false;
 
   std::unique_ptr<Service> service_;

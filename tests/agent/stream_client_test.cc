@@ -43,6 +43,18 @@ bool ReturnsWithin(std::function<void()> fn, absl::Duration timeout) {
          std::future_status::ready;
 }
 
+// A node name that ranks `targets` in `order` (client/collector_list.h).
+// The fake servers' ports are random, so the name is searched for.
+std::string NodeRanking(const std::vector<std::string>& targets,
+                        const std::vector<size_t>& order) {
+  for (int i = 0; i < 100000; ++i) {
+    std::string name = absl::StrCat("gpu-", i);
+    if (client::RankCollectors(name, targets) == order) return name;
+  }
+  ADD_FAILURE() << "no node ranks the targets so";
+  return kNode;
+}
+
 std::vector<uint64_t> Range(uint64_t first, uint64_t last) {
   std::vector<uint64_t> v;
   for (uint64_t s = first; s <= last; ++s) v.push_back(s);
@@ -186,6 +198,8 @@ TEST_F(StreamClientTest, ReportsArriveInOrderAfterHelloAndSchema) {
   EXPECT_EQ(n.hellos[0].boot_id().size(), 32u);
   EXPECT_EQ(n.hellos[0].interval_ms(), 500u);
   EXPECT_EQ(n.hellos[0].agent_version(), "test");
+  // One collector: nothing for a collector to rank.
+  EXPECT_TRUE(n.hellos[0].collectors().empty());
   ASSERT_EQ(n.schemas.count(1), 1u);
   EXPECT_EQ(n.schemas[1].series_size(), 16);
   EXPECT_TRUE(n.messages[0].has_hello());
@@ -234,16 +248,18 @@ TEST_F(StreamClientTest, OutageLosesNothingAndReplaysEachReportOnce) {
   client->Stop();
 }
 
-// Two collectors: the first goes away with reports it has received but not
-// acknowledged; the agent moves to the second and replays them there, so
-// the two together hold every seq.
+// Two collectors: the agent's first choice goes away with reports it has
+// received but not acknowledged; the agent moves to its second and replays
+// them there, so the two together hold every seq. Both get the agent's list
+// in the Hello.
 TEST_F(StreamClientTest, FailsOverToTheNextCollectorAndReplaysTheUnacked) {
   FakeIngestServer second;
   ASSERT_TRUE(server_.Start().ok());
   ASSERT_TRUE(second.Start().ok());
   StreamClient::Options o = BaseOptions();
   o.targets = {server_.target(), second.target()};
-  o.first_target = 0;
+  const std::string node = NodeRanking(o.targets, {0, 1});
+  o.node = node;
   auto client = MakeClient(o);
   ASSERT_NE(client, nullptr);
   EXPECT_EQ(client->stats().target, server_.target());
@@ -255,21 +271,25 @@ TEST_F(StreamClientTest, FailsOverToTheNextCollectorAndReplaysTheUnacked) {
   // Received by the first collector, never acknowledged: still buffered.
   server_.set_withhold_acks(true);
   for (int i = 0; i < 2; ++i) client->Enqueue(maker.Next());
-  ASSERT_TRUE(WaitForSeqs(Range(1, 5)));
+  ASSERT_TRUE(server_.WaitFor(node, [](const FakeIngestServer::Node& n) {
+    return n.report_seqs.size() >= 5;
+  }));
   server_.Stop();
   for (int i = 0; i < 5; ++i) client->Enqueue(maker.Next());
 
-  ASSERT_TRUE(second.WaitFor(kNode, [](const FakeIngestServer::Node& n) {
+  ASSERT_TRUE(second.WaitFor(node, [](const FakeIngestServer::Node& n) {
     return n.report_seqs.size() >= 7;
   }));
   ASSERT_TRUE(Eventually([&] { return client->stats().buffered == 0; }));
-  const FakeIngestServer::Node b = second.node(kNode);
+  const FakeIngestServer::Node b = second.node(node);
   // Everything the first did not acknowledge, in order, each once.
   EXPECT_EQ(b.report_seqs, Range(4, 10));
   EXPECT_EQ(b.reports_without_schema, 0);
   ASSERT_FALSE(b.hellos.empty());
   EXPECT_EQ(b.hellos[0].boot_id(), client->boot_id());
-  EXPECT_EQ(server_.node(kNode).report_seqs, Range(1, 5));
+  EXPECT_THAT(b.hellos[0].collectors(),
+              ElementsAre(server_.target(), second.target()));
+  EXPECT_EQ(server_.node(node).report_seqs, Range(1, 5));
   const StreamClient::Stats st = client->stats();
   EXPECT_EQ(st.target, second.target());
   EXPECT_EQ(st.failovers, 1u);
@@ -278,11 +298,11 @@ TEST_F(StreamClientTest, FailsOverToTheNextCollectorAndReplaysTheUnacked) {
   client->Stop();
 }
 
-// A Handoff moves the agent at once to HandoffCollectorIndex's pick (not
-// the next collector), replaying what the first did not acknowledge; it is
-// counted as a handoff, not a failover, and the third collector gets
-// nothing.
-TEST_F(StreamClientTest, AHandoffMovesToThePickAmongTheOthersAndReplays) {
+// A Handoff naming a target moves the agent at once to that collector (not
+// the next of its ranking), replaying what the first did not acknowledge;
+// it is counted as a handoff, not a failover, and the collector between
+// them gets nothing.
+TEST_F(StreamClientTest, AHandoffMovesToItsTargetAndReplays) {
   FakeIngestServer second;
   FakeIngestServer third;
   ASSERT_TRUE(server_.Start().ok());
@@ -290,15 +310,7 @@ TEST_F(StreamClientTest, AHandoffMovesToThePickAmongTheOthersAndReplays) {
   ASSERT_TRUE(third.Start().ok());
   StreamClient::Options o = BaseOptions();
   o.targets = {server_.target(), second.target(), third.target()};
-  o.first_target = 0;
-  // A node that the pick sends past the next collector: moving to the next
-  // one, as after a failure, would fail this test.
-  std::string node;
-  for (int i = 0; i < 1000 && node.empty(); ++i) {
-    const std::string name = absl::StrCat("gpu-", i);
-    if (client::HandoffCollectorIndex(name, 0, 3) == 2) node = name;
-  }
-  ASSERT_FALSE(node.empty()) << "no node is handed past the next collector";
+  const std::string node = NodeRanking(o.targets, {0, 1, 2});
   o.node = node;
   auto client = MakeClient(o);
   ASSERT_NE(client, nullptr);
@@ -311,6 +323,7 @@ TEST_F(StreamClientTest, AHandoffMovesToThePickAmongTheOthersAndReplays) {
   ASSERT_TRUE(server_.WaitFor(node, [](const FakeIngestServer::Node& n) {
     return n.report_seqs.size() >= 5;
   }));
+  server_.set_hand_off_target(third.target());
   server_.set_hand_off(true);
   client->Enqueue(maker.Next());
 
@@ -327,6 +340,37 @@ TEST_F(StreamClientTest, AHandoffMovesToThePickAmongTheOthersAndReplays) {
   EXPECT_EQ(st.failovers, 0u);
   EXPECT_EQ(st.dropped, 0u);
   client->Stop();
+}
+
+// A Handoff without a target, or naming a collector the agent does not
+// list (or the one handing off), moves it to the next of its ranking.
+TEST_F(StreamClientTest, AHandoffWithoutAUsableTargetMovesDownTheRanking) {
+  for (const std::string& target :
+       {std::string(""), std::string("elsewhere:9811"), std::string("self")}) {
+    FakeIngestServer first;
+    FakeIngestServer second;
+    FakeIngestServer third;
+    ASSERT_TRUE(first.Start().ok());
+    ASSERT_TRUE(second.Start().ok());
+    ASSERT_TRUE(third.Start().ok());
+    StreamClient::Options o = BaseOptions();
+    o.targets = {first.target(), second.target(), third.target()};
+    // Ranked third, first, second: the next after the first is the second.
+    o.node = NodeRanking(o.targets, {2, 0, 1});
+    third.set_hand_off_target(target == "self" ? third.target() : target);
+    third.set_hand_off(true);
+    auto client = MakeClient(o);
+    ASSERT_NE(client, nullptr);
+    client->Start();
+    // Connected counts the Handoff itself as an answer: wait for the first.
+    EXPECT_TRUE(Eventually([&] {
+      const StreamClient::Stats st = client->stats();
+      return st.connected && st.target == first.target();
+    })) << target;
+    EXPECT_EQ(client->stats().handoffs, 1u) << target;
+    EXPECT_EQ(second.node(o.node).streams, 0) << target;
+    client->Stop();
+  }
 }
 
 // Two collectors that hand the agent to each other at every Hello (ours
@@ -370,34 +414,39 @@ TEST_F(StreamClientTest, StaysOnTheNewCollectorWhenTheFirstReturns) {
   ASSERT_TRUE(second.Start().ok());
   StreamClient::Options o = BaseOptions();
   o.targets = {server_.target(), second.target()};
+  const std::string node = NodeRanking(o.targets, {0, 1});
+  o.node = node;
   auto client = MakeClient(o);
   ASSERT_NE(client, nullptr);
   client->Start();
   ReportMaker maker(8);
   client->Enqueue(maker.Next());
-  ASSERT_TRUE(WaitForSeqs(Range(1, 1)));
+  ASSERT_TRUE(server_.WaitFor(node, [](const FakeIngestServer::Node& n) {
+    return !n.report_seqs.empty();
+  }));
   server_.Stop();
   client->Enqueue(maker.Next());
-  ASSERT_TRUE(second.WaitFor(kNode, [](const FakeIngestServer::Node& n) {
+  ASSERT_TRUE(second.WaitFor(node, [](const FakeIngestServer::Node& n) {
     return !n.report_seqs.empty();
   }));
   ASSERT_TRUE(server_.Restart().ok());
   for (int i = 0; i < 5; ++i) client->Enqueue(maker.Next());
-  ASSERT_TRUE(second.WaitFor(kNode, [](const FakeIngestServer::Node& n) {
+  ASSERT_TRUE(second.WaitFor(node, [](const FakeIngestServer::Node& n) {
     return n.report_seqs.size() >= 6;
   }));
   // The client only moves when a stream ends: the second's stream never
   // did, and the first got nothing after seq 1.
-  EXPECT_EQ(server_.node(kNode).report_seqs, Range(1, 1));
-  EXPECT_EQ(second.node(kNode).streams, 1);
+  EXPECT_EQ(server_.node(node).report_seqs, Range(1, 1));
+  EXPECT_EQ(second.node(node).streams, 1);
   EXPECT_EQ(client->stats().failovers, 1u);
   EXPECT_EQ(client->stats().target, second.target());
   client->Stop();
 }
 
-// Targets are tried in list order from first_target, wrapping around: the
-// number of moves before the live one is reached shows the order.
-TEST_F(StreamClientTest, TriesTheTargetsInOrderFromTheFirstAndWraps) {
+// Targets are tried in the node's ranking, wrapping around, whatever their
+// order in the list: the number of moves before the live one is reached
+// shows the order.
+TEST_F(StreamClientTest, TriesTheTargetsDownItsRankingAndWraps) {
   FakeIngestServer dead0;
   FakeIngestServer dead1;
   ASSERT_TRUE(dead0.Start().ok());
@@ -407,26 +456,27 @@ TEST_F(StreamClientTest, TriesTheTargetsInOrderFromTheFirstAndWraps) {
   ASSERT_TRUE(server_.Start().ok());
   struct Case {
     std::vector<std::string> targets;
-    size_t first;
+    std::vector<size_t> ranking;
     uint64_t failovers;
   };
   const std::vector<Case> cases = {
-      {{dead0.target(), dead1.target(), server_.target()}, 0, 2},
-      {{dead0.target(), dead1.target(), server_.target()}, 1, 1},
-      {{dead0.target(), dead1.target(), server_.target()}, 2, 0},
-      {{server_.target(), dead0.target(), dead1.target()}, 1, 2},  // wraps
+      {{dead0.target(), dead1.target(), server_.target()}, {0, 1, 2}, 2},
+      {{dead0.target(), dead1.target(), server_.target()}, {1, 2, 0}, 1},
+      {{dead0.target(), dead1.target(), server_.target()}, {2, 0, 1}, 0},
+      {{dead0.target(), dead1.target(), server_.target()}, {1, 0, 2}, 2},
+      {{server_.target(), dead0.target(), dead1.target()}, {1, 2, 0}, 2},
   };
   for (const Case& c : cases) {
     StreamClient::Options o = BaseOptions();
     o.targets = c.targets;
-    o.first_target = c.first;
+    o.node = NodeRanking(c.targets, c.ranking);
     auto client = MakeClient(o);
     ASSERT_NE(client, nullptr);
     client->Start();
     ASSERT_TRUE(Eventually([&] { return client->stats().connected; }))
-        << "first=" << c.first;
+        << o.node;
     EXPECT_EQ(client->stats().target, server_.target());
-    EXPECT_EQ(client->stats().failovers, c.failovers) << "first=" << c.first;
+    EXPECT_EQ(client->stats().failovers, c.failovers) << o.node;
     client->Stop();
   }
 }

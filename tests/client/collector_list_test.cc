@@ -3,6 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
 namespace fabricdiag::client {
 namespace {
 
@@ -64,53 +70,118 @@ TEST(PreferredCollectorIndexTest, SpreadsNodesOverTheCollectors) {
   }
 }
 
-// A collector's handed-off agents never stay on it and spread evenly over
-// the others; a list of one keeps the agent where it is.
-TEST(HandoffCollectorIndexTest, SpreadsHandedOffNodesOverTheOthers) {
-  for (size_t count : {2u, 3u, 5u}) {
-    for (size_t current = 0; current < count; ++current) {
-      std::vector<int> per_collector(count);
-      for (int i = 0; i < 600; ++i) {
-        char node[16];
-        snprintf(node, sizeof(node), "gpu-%03d", i);
-        const size_t next = HandoffCollectorIndex(node, current, count);
-        ASSERT_LT(next, count);
-        ++per_collector[next];
-      }
-      EXPECT_EQ(per_collector[current], 0) << count << " " << current;
-      const int even = 600 / static_cast<int>(count - 1);
-      for (size_t k = 0; k < count; ++k) {
-        if (k == current) continue;
-        EXPECT_GT(per_collector[k], even * 7 / 10) << count << " " << k;
-        EXPECT_LT(per_collector[k], even * 13 / 10) << count << " " << k;
-      }
-    }
-  }
-  EXPECT_EQ(HandoffCollectorIndex("gpu-001", 0, 1), 0u);
-  // Pinned: every agent picks the same, whatever its version.
-  EXPECT_EQ(Fmix64(0), 0u);
-  EXPECT_EQ(Fmix64(1), 0xb456bcfc34c2cb2cu);
-  EXPECT_EQ(HandoffCollectorIndex("gpu-001", 2, 3),
-            (2 + 1 + Fmix64(Fnv1a64("gpu-001")) % 2) % 3);
+std::string NodeName(int i) {
+  char node[16];
+  snprintf(node, sizeof(node), "gpu-%05d", i);
+  return node;
 }
 
-// Nodes that one collector of three took (their placement hash agrees
-// modulo 3) still spread over both others: the low bits of FNV-1a, which
-// follow the placement, once sent all of them to the same one.
-TEST(HandoffCollectorIndexTest, TheAgentsOfOneCollectorSpreadOverBothOthers) {
-  for (size_t current = 0; current < 3; ++current) {
-    std::vector<int> per_collector(3);
-    for (int i = 0; i < 3000; ++i) {
-      char node[16];
-      snprintf(node, sizeof(node), "vnode-%05d", i);
-      if (PreferredCollectorIndex(node, 3) != current) continue;
-      ++per_collector[HandoffCollectorIndex(node, current, 3)];
+const std::vector<std::string> kThree = {"10.0.0.1:9811", "10.0.0.2:9811",
+                                         "10.0.0.3:9811"};
+
+// The bytes hashed are part of the deployment (which collector holds which
+// node's history, and what a collector computes for an agent of another
+// version): pinned.
+TEST(RendezvousTest, HashesTheNodeAZeroByteAndTheEntry) {
+  EXPECT_EQ(RendezvousHash("gpu-001", "c0:9811"),
+            Fmix64(Fnv1a64(std::string("gpu-001\0c0:9811", 15))));
+  EXPECT_NE(RendezvousHash("gpu-001", "c0:9811"),
+            RendezvousHash("gpu-001c", "0:9811"));
+  // Computed independently (Python, the published FNV-1a and fmix64).
+  EXPECT_EQ(RendezvousHash("gpu-001", "c0:9811"), 0x104980c84d205d41u);
+  EXPECT_THAT(RankCollectors("gpu-001", kThree), ElementsAre(2, 0, 1));
+  EXPECT_THAT(RankCollectors("gpu-002", kThree), ElementsAre(0, 2, 1));
+}
+
+TEST(RendezvousTest, ListsOfOneOrNone) {
+  EXPECT_THAT(RankCollectors("gpu-001", {"c0:9811"}), ElementsAre(0));
+  EXPECT_TRUE(RankCollectors("gpu-001", {}).empty());
+}
+
+// The ranking is the order of the weighted score, whatever the list order.
+TEST(RendezvousTest, RankingFollowsTheScoreNotTheListOrder) {
+  for (int i = 0; i < 200; ++i) {
+    const std::string node = NodeName(i);
+    const std::vector<size_t> order = RankCollectors(node, kThree);
+    ASSERT_EQ(order.size(), 3u);
+    for (size_t k = 1; k < order.size(); ++k) {
+      EXPECT_GT(RendezvousScore(node, kThree[order[k - 1]], 1.0),
+                RendezvousScore(node, kThree[order[k]], 1.0));
     }
-    for (size_t k = 0; k < 3; ++k) {
-      if (k == current) continue;
-      EXPECT_GT(per_collector[k], 350) << current << " " << k;
+    const std::vector<std::string> reversed(kThree.rbegin(), kThree.rend());
+    EXPECT_EQ(kThree[order[0]], reversed[RankCollectors(node, reversed)[0]]);
+  }
+}
+
+// 10,000 nodes: each collector's first choices within 5% of an even share.
+TEST(RendezvousTest, FirstChoicesSpreadEvenly) {
+  for (size_t count : {2u, 3u, 5u}) {
+    std::vector<std::string> list;
+    for (size_t k = 0; k < count; ++k)
+      list.push_back(absl::StrCat("c", k, ":9811"));
+    std::vector<int> first(count);
+    for (int i = 0; i < 10000; ++i)
+      ++first[RankCollectors(NodeName(i), list)[0]];
+    const double even = 10000.0 / static_cast<double>(count);
+    for (size_t k = 0; k < count; ++k) {
+      EXPECT_NEAR(first[k], even, even * 0.05) << count << " " << k;
     }
   }
+}
+
+// A collector dies: only its nodes move (every other node's first live
+// choice is unchanged), and they spread over every survivor evenly: within
+// 4 standard deviations of a fair draw, 4.5% of an even share with 3
+// collectors (failing over to the next in the list, as before, put them
+// all on one).
+TEST(RendezvousTest, ADeadCollectorsNodesSpreadOverAllSurvivors) {
+  for (size_t count : {3u, 5u}) {
+    std::vector<std::string> list;
+    for (size_t k = 0; k < count; ++k)
+      list.push_back(absl::StrCat("col-", k, ":9811"));
+    for (size_t dead = 0; dead < count; ++dead) {
+      std::vector<int> moved_to(count);
+      int moved = 0;
+      for (int i = 0; i < 10000; ++i) {
+        const std::vector<size_t> order = RankCollectors(NodeName(i), list);
+        const size_t live_first = order[0] == dead ? order[1] : order[0];
+        if (order[0] != dead) continue;  // stays: no other node moves
+        ++moved;
+        ++moved_to[live_first];
+      }
+      EXPECT_EQ(moved_to[dead], 0);
+      const double p = 1.0 / static_cast<double>(count - 1);
+      const double even = moved * p;
+      const double tolerance = 4 * std::sqrt(moved * p * (1 - p));
+      for (size_t k = 0; k < count; ++k) {
+        if (k == dead) continue;
+        EXPECT_NEAR(moved_to[k], even, tolerance)
+            << count << " dead " << dead << " to " << k;
+      }
+    }
+  }
+}
+
+// A collector of weight w gets w / (sum of weights) of the first choices:
+// the analysis leader's lighter share.
+TEST(RendezvousTest, AWeightScalesTheShare) {
+  int light = 0;
+  for (int i = 0; i < 10000; ++i) {
+    const std::string node = NodeName(i);
+    double best = 0;
+    size_t pick = 0;
+    for (size_t k = 0; k < kThree.size(); ++k) {
+      const double score =
+          RendezvousScore(node, kThree[k], k == 0 ? 2.0 / 3.0 : 1.0);
+      if (score > best) {
+        best = score;
+        pick = k;
+      }
+    }
+    if (pick == 0) ++light;
+  }
+  // (2/3) / (2/3 + 2) = 25%.
+  EXPECT_NEAR(light, 2500, 125);
 }
 
 }  // namespace

@@ -55,6 +55,27 @@ TEST_F(ClusterMembersTest, MembersSeeEachOtherAndALeaver) {
   EXPECT_FALSE(a->id_conflict());
 }
 
+// A member's address is "" until it advertises one, then every member
+// sees it; a second id on the same key is still a conflict (the address
+// comes after the instance in the announcement).
+TEST_F(ClusterMembersTest, AnAdvertisedAddressReachesTheOthers) {
+  auto conn_a = Connect();
+  auto conn_b = Connect();
+  ASSERT_NE(conn_b, nullptr);
+  auto a = Join(conn_a.get(), "col-a");
+  auto b = Join(conn_b.get(), "col-b");
+  ASSERT_TRUE(testing::Eventually([&] { return Ids(*a).size() == 2; }));
+  EXPECT_EQ(a->Live()[1].address, "");
+  b->Advertise("10.0.0.2:9811");
+  EXPECT_TRUE(testing::Eventually([&] {
+    const std::vector<ClusterMembers::Member> live = a->Live();
+    return live.size() == 2 && live[1].address == "10.0.0.2:9811";
+  }));
+  EXPECT_EQ(a->Live()[0].address, "");
+  EXPECT_FALSE(a->id_conflict());
+  EXPECT_FALSE(b->id_conflict());
+}
+
 TEST_F(ClusterMembersTest, ASilentMemberAgesOut) {
   auto conn_a = Connect();
   auto conn_b = Connect();

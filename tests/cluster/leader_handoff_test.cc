@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "client/collector_list.h"
@@ -16,17 +17,38 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// The lease and the members as the test sets them, counting the looks.
+const std::vector<std::string> kList = {"10.0.0.1:9811", "10.0.0.2:9811",
+                                        "10.0.0.3:9811"};
+const std::vector<std::string> kNoList;
+
+// Three collectors, live for long, announcing the addresses of kList; this
+// one is col-a.
+LeaderHandoff::View ThreeLive() {
+  LeaderHandoff::View view;
+  view.self = "col-a";
+  view.live = {{"col-a", kList[0], absl::Hours(1), absl::Seconds(1)},
+               {"col-b", kList[1], absl::Hours(1), absl::Seconds(1)},
+               {"col-c", kList[2], absl::Hours(1), absl::Seconds(1)}};
+  return view;
+}
+
+// The cluster as the test sets it, counting the looks.
 struct World {
-  uint64_t term = 0;
-  size_t live = 1;
+  LeaderHandoff::View view = ThreeLive();
   int looks = 0;
+  std::vector<std::string> advertised;
   FakeClock clock;
-  LeaderHandoff handoff{[this] {
-                          ++looks;
-                          return term;
-                        },
-                        [this] { return live; }, clock};
+  LeaderHandoff handoff{
+      [this] {
+        ++looks;
+        return view;
+      },
+      [this](const std::string& a) { advertised.push_back(a); }, clock};
+  // Starts the next round.
+  void NextRound() {
+    clock.Advance(LeaderHandoff::kRound);
+    handoff.Epoch();
+  }
 };
 
 // The first node in the share, and the first out of it, among gpu-NNNNN.
@@ -37,22 +59,167 @@ std::string NodeInShare(bool in) {
   }
 }
 
+// The first node whose first choice of kList is `index`.
+std::string NodePreferring(size_t index) {
+  for (int i = 0;; ++i) {
+    std::string node = absl::StrCat("gpu-", i);
+    if (client::RankCollectors(node, kList)[0] == index) return node;
+  }
+}
+
+// With every collector live and no leader, the collector preferred is the
+// agent's own first choice; with col-a leading, col-a is the first choice
+// of a quarter of the nodes (weight 2/3 against 1 and 1), and only nodes
+// that preferred col-a move, spread over both others.
+TEST(LeaderHandoffTest, PreferredIsTheAgentsRankingWeightedForTheLeader) {
+  LeaderHandoff::View view = ThreeLive();
+  int firsts[3] = {0, 0, 0};
+  int moved_to[3] = {0, 0, 0};
+  for (int i = 0; i < 10000; ++i) {
+    const std::string node = absl::StrCat("node-", i);
+    const size_t own = client::RankCollectors(node, kList)[0];
+    view.leader = "";
+    ASSERT_EQ(LeaderHandoff::Preferred(node, kList, view), kList[own]);
+    view.leader = "col-a";
+    const std::optional<std::string> weighted =
+        LeaderHandoff::Preferred(node, kList, view);
+    ASSERT_TRUE(weighted.has_value());
+    const size_t k = static_cast<size_t>(
+        std::find(kList.begin(), kList.end(), *weighted) - kList.begin());
+    ++firsts[k];
+    if (k != own) {
+      EXPECT_EQ(own, 0u) << node;
+      ++moved_to[k];
+    }
+  }
+  EXPECT_NEAR(firsts[0], 2500, 125);
+  EXPECT_NEAR(firsts[1], 3750, 190);
+  EXPECT_NEAR(firsts[2], 3750, 190);
+  EXPECT_NEAR(moved_to[1], moved_to[2], (moved_to[1] + moved_to[2]) * 0.1);
+}
+
+// Entries that are no live, serving member are skipped: a dead one, one
+// that announced no address yet, one live for less than kTargetAfter, one
+// silent for longer than kTargetSilentAtMost; and without this collector in
+// the list there is no answer.
+TEST(LeaderHandoffTest, PreferredSkipsCollectorsThatCannotTakeTheAgent) {
+  const std::string node = NodePreferring(1);
+  const size_t second = client::RankCollectors(node, kList)[1];
+  LeaderHandoff::View dead = ThreeLive();
+  dead.live.erase(dead.live.begin() + 1);
+  LeaderHandoff::View silent = ThreeLive();
+  silent.live[1].address = "";
+  LeaderHandoff::View young = ThreeLive();
+  young.live[1].live_for = LeaderHandoff::kTargetAfter - absl::Seconds(1);
+  LeaderHandoff::View quiet = ThreeLive();
+  quiet.live[1].silent_for =
+      LeaderHandoff::kTargetSilentAtMost + absl::Milliseconds(1);
+  for (const LeaderHandoff::View& v : {dead, silent, young, quiet}) {
+    EXPECT_EQ(LeaderHandoff::Preferred(node, kList, v), kList[second]);
+  }
+  // This collector is a target however young (it serves).
+  LeaderHandoff::View self_young = ThreeLive();
+  self_young.live[0].live_for = absl::ZeroDuration();
+  EXPECT_EQ(LeaderHandoff::Preferred(NodePreferring(0), kList, self_young),
+            kList[0]);
+  EXPECT_EQ(LeaderHandoff::Preferred(node, {kList[1], kList[2]}, ThreeLive()),
+            std::nullopt);
+  LeaderHandoff::View unadvertised = ThreeLive();
+  unadvertised.live[0].address = "";
+  EXPECT_EQ(LeaderHandoff::Preferred(node, kList, unadvertised), std::nullopt);
+}
+
+// An agent that prefers another live collector is handed back there, with
+// that entry as the target; one that prefers this one is kept.
+TEST(LeaderHandoffTest, HandsBackAnAgentThatPrefersAnotherLiveCollector) {
+  World w;
+  ASSERT_NE(w.handoff.Epoch(), 0u);
+  std::optional<collector::HandoffOrder> go =
+      w.handoff.HandOff(NodePreferring(2), kList, 100);
+  ASSERT_TRUE(go.has_value());
+  EXPECT_EQ(go->target, kList[2]);
+  EXPECT_THAT(go->reason, HasSubstr(kList[2]));
+  EXPECT_EQ(w.handoff.HandOff(NodePreferring(0), kList, 100), std::nullopt);
+}
+
+// At most 1% of the streams held per round, rounded up: 300 streams, 3
+// per round, whatever is waiting; the next round 3 more.
+TEST(LeaderHandoffTest, HandBacksArePacedPerRound) {
+  for (const auto& [streams, per_round] : std::vector<std::pair<uint64_t, int>>{
+           {300, 3}, {150, 2}, {20, 1}, {0, 1}}) {
+    World w;
+    w.handoff.Epoch();
+    std::vector<std::string> waiting;
+    for (int i = 0; waiting.size() < 50; ++i) {
+      const std::string node = absl::StrCat("n", i);
+      if (client::RankCollectors(node, kList)[0] != 0) waiting.push_back(node);
+    }
+    for (int round = 0; round < 3; ++round) {
+      int handed = 0;
+      for (const std::string& node : waiting) {
+        if (w.handoff.HandOff(node, kList, streams).has_value()) ++handed;
+      }
+      EXPECT_EQ(handed, per_round) << streams << " round " << round;
+      w.NextRound();
+    }
+  }
+}
+
+// Alone in the cluster (or before anyone else is seen) nothing is asked:
+// the epoch is 0. With others live it moves every round, and the view is
+// looked at once per round, not per report.
+TEST(LeaderHandoffTest, EpochMovesPerRoundWhileOthersAreLive) {
+  World w;
+  w.view.live.resize(1);
+  EXPECT_EQ(w.handoff.Epoch(), 0u);
+  EXPECT_EQ(w.handoff.HandOff(NodeInShare(true), kNoList, 10), std::nullopt);
+  w.view = ThreeLive();
+  w.clock.Advance(LeaderHandoff::kRound);
+  const uint64_t first = w.handoff.Epoch();
+  EXPECT_NE(first, 0u);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(w.handoff.Epoch(), first);
+  EXPECT_EQ(w.looks, 2);
+  w.clock.Advance(LeaderHandoff::kRound / 2);
+  EXPECT_EQ(w.handoff.Epoch(), first);
+  w.clock.Advance(LeaderHandoff::kRound / 2);
+  EXPECT_NE(w.handoff.Epoch(), first);
+  EXPECT_EQ(w.looks, 3);
+}
+
+// An agent handed back that comes back within kHandBackPause found its
+// collector unwilling or unreachable: it is kept, and handed back again
+// only after the pause.
+TEST(LeaderHandoffTest, AnAgentHandedBackThatReturnsSoonIsKept) {
+  World w;
+  w.handoff.Epoch();
+  const std::string node = NodePreferring(1);
+  ASSERT_TRUE(w.handoff.HandOff(node, kList, 1000).has_value());
+  w.clock.Advance(absl::Seconds(5));
+  EXPECT_EQ(w.handoff.HandOff(node, kList, 1000), std::nullopt);
+  w.clock.Advance(LeaderHandoff::kHandBackPause);
+  EXPECT_TRUE(w.handoff.HandOff(node, kList, 1000).has_value());
+}
+
+// The address is announced through the members.
+TEST(LeaderHandoffTest, AdvertisePassesTheAddressOn) {
+  World w;
+  w.handoff.Advertise("10.0.0.1:9811");
+  EXPECT_EQ(w.advertised, std::vector<std::string>{"10.0.0.1:9811"});
+}
+
 TEST(LeaderHandoffTest, TheShareIsOneNodeInKShareWhateverItsCollector) {
   int in = 0;
   // Independent of the hash that placed the node: about 1 / kShare of the
-  // nodes of each of three collectors, and those of each spread over both
-  // others.
+  // nodes of each of three collectors.
   int in_by_collector[3] = {0, 0, 0};
-  int moved_to[3][3] = {};
   int by_collector[3] = {0, 0, 0};
   for (int i = 0; i < 60000; ++i) {
     const std::string node = absl::StrCat("node-", i);
-    const auto collector = static_cast<size_t>(Fnv1a64(node) % 3);
+    const size_t collector = client::RankCollectors(node, kList)[0];
     ++by_collector[collector];
     if (LeaderHandoff::InShare(node)) {
       ++in;
       ++in_by_collector[collector];
-      ++moved_to[collector][client::HandoffCollectorIndex(node, collector, 3)];
     }
   }
   const double share = 1.0 / LeaderHandoff::kShare;
@@ -61,91 +228,58 @@ TEST(LeaderHandoffTest, TheShareIsOneNodeInKShareWhateverItsCollector) {
     EXPECT_NEAR(static_cast<double>(in_by_collector[k]) / by_collector[k],
                 share, 0.015)
         << k;
-    for (size_t to = 0; to < 3; ++to) {
-      if (to == k) {
-        EXPECT_EQ(moved_to[k][to], 0);
-      } else {
-        EXPECT_NEAR(moved_to[k][to], in_by_collector[k] / 2.0,
-                    in_by_collector[k] * 0.05)
-            << k << " -> " << to;
-      }
-    }
   }
 }
 
-// Nothing is handed off by a collector that does not lead, nor by a
-// leader alone in its cluster (nobody would take the agents).
-TEST(LeaderHandoffTest, OnlyALeaderWithAnotherLiveCollectorHandsOff) {
+// Agents without a list: nothing is handed off by a collector that does
+// not lead; the leader hands off its share without a target, and never an
+// agent with a list that prefers it.
+TEST(LeaderHandoffTest, WithoutAListOnlyTheLeaderHandsOffItsShare) {
   World w;
   const std::string node = NodeInShare(true);
-  EXPECT_EQ(w.handoff.Epoch(), 0u);
-  EXPECT_EQ(w.handoff.HandOff(node), std::nullopt);
-  w.live = 3;
-  w.clock.Advance(LeaderHandoff::kRefreshEvery);
-  EXPECT_EQ(w.handoff.Epoch(), 0u);
-  w.term = 4;
-  w.live = 1;
-  w.clock.Advance(LeaderHandoff::kRefreshEvery);
-  EXPECT_EQ(w.handoff.Epoch(), 0u);
-  EXPECT_EQ(w.handoff.HandOff(node), std::nullopt);
-  w.live = 2;
-  w.clock.Advance(LeaderHandoff::kRefreshEvery);
-  EXPECT_EQ(w.handoff.Epoch(), 4u);
-  std::optional<std::string> why = w.handoff.HandOff(node);
-  ASSERT_TRUE(why.has_value());
-  EXPECT_THAT(*why, HasSubstr("leads the cluster's analysis"));
-  EXPECT_EQ(w.handoff.HandOff(NodeInShare(false)), std::nullopt);
-  // Losing the lease stops it (after at most one refresh period).
-  w.term = 0;
-  w.clock.Advance(LeaderHandoff::kRefreshEvery);
-  EXPECT_EQ(w.handoff.Epoch(), 0u);
-  EXPECT_EQ(w.handoff.HandOff(NodeInShare(true)), std::nullopt);
+  w.handoff.Epoch();
+  EXPECT_EQ(w.handoff.HandOff(node, kNoList, 10), std::nullopt);
+  w.view.term = 4;
+  w.view.leader = "col-a";
+  w.NextRound();
+  std::optional<collector::HandoffOrder> go =
+      w.handoff.HandOff(node, kNoList, 10);
+  ASSERT_TRUE(go.has_value());
+  EXPECT_THAT(go->reason, HasSubstr("leads the cluster's analysis"));
+  EXPECT_EQ(go->target, "");
+  EXPECT_EQ(w.handoff.HandOff(NodeInShare(false), kNoList, 10), std::nullopt);
+  // Losing the lease stops it (after at most one round).
+  w.view.term = 0;
+  w.NextRound();
+  EXPECT_EQ(w.handoff.HandOff(NodeInShare(true), kNoList, 10), std::nullopt);
 }
 
-// The lease and the members are looked at once per refresh period, not
-// per report.
-TEST(LeaderHandoffTest, EpochLooksAtTheLeaseOncePerRefreshPeriod) {
-  World w;
-  w.term = 2;
-  w.live = 3;
-  for (int i = 0; i < 100; ++i) EXPECT_EQ(w.handoff.Epoch(), 2u);
-  EXPECT_EQ(w.looks, 1);
-  w.term = 3;
-  w.clock.Advance(LeaderHandoff::kRefreshEvery / 2);
-  EXPECT_EQ(w.handoff.Epoch(), 2u);
-  w.clock.Advance(LeaderHandoff::kRefreshEvery / 2);
-  EXPECT_EQ(w.handoff.Epoch(), 3u);
-  EXPECT_EQ(w.looks, 2);
-}
-
-// An agent handed off that comes back within kTakeBackWithin found no
-// other collector: it is taken, also in a later term; later than that it
-// is handed off again.
+// An agent without a list handed off that comes back within
+// kTakeBackWithin found no other collector: it is taken, also in a later
+// term; later than that it is handed off again.
 TEST(LeaderHandoffTest, AnAgentThatComesBackSoonIsTaken) {
   World w;
-  w.term = 1;
-  w.live = 3;
+  w.view.term = 1;
+  w.handoff.Epoch();
   const std::string node = NodeInShare(true);
-  ASSERT_TRUE(w.handoff.HandOff(node).has_value());
+  ASSERT_TRUE(w.handoff.HandOff(node, kNoList, 10).has_value());
   w.clock.Advance(absl::Seconds(5));
-  EXPECT_EQ(w.handoff.HandOff(node), std::nullopt);
-  w.term = 2;
+  EXPECT_EQ(w.handoff.HandOff(node, kNoList, 10), std::nullopt);
+  w.view.term = 2;
   w.clock.Advance(LeaderHandoff::kTakeBackWithin - absl::Seconds(10));
-  EXPECT_EQ(w.handoff.Epoch(), 2u);
-  EXPECT_EQ(w.handoff.HandOff(node), std::nullopt);
+  EXPECT_EQ(w.handoff.HandOff(node, kNoList, 10), std::nullopt);
   w.clock.Advance(absl::Seconds(10));
-  EXPECT_TRUE(w.handoff.HandOff(node).has_value());
+  EXPECT_TRUE(w.handoff.HandOff(node, kNoList, 10).has_value());
 }
 
 // Many nodes handed off long ago are forgotten, not kept for good.
 TEST(LeaderHandoffTest, ForgetsNodesHandedOffLongAgo) {
   World w;
-  w.term = 1;
-  w.live = 2;
+  w.view.term = 1;
   int handed = 0;
   for (int i = 0; i < 30000; ++i) {
     const std::string node = absl::StrCat("n", i);
-    if (w.handoff.HandOff(node).has_value()) ++handed;
+    if (w.handoff.HandOff(node, kNoList, 10).has_value()) ++handed;
     if (i % 1000 == 999) w.clock.Advance(absl::Minutes(1));
   }
   EXPECT_GT(handed, 30000 / LeaderHandoff::kShare * 9 / 10);
@@ -155,7 +289,8 @@ TEST(LeaderHandoffTest, ForgetsNodesHandedOffLongAgo) {
   // The first nodes were handed off 29 minutes ago: handed off again.
   int again = 0;
   for (int i = 0; i < 1000; ++i) {
-    if (w.handoff.HandOff(absl::StrCat("n", i)).has_value()) ++again;
+    if (w.handoff.HandOff(absl::StrCat("n", i), kNoList, 10).has_value())
+      ++again;
   }
   EXPECT_GT(again, 100);
 }
@@ -164,14 +299,13 @@ TEST(LeaderHandoffTest, ForgetsNodesHandedOffLongAgo) {
 // no further: beyond it the leader takes the agents instead.
 TEST(LeaderHandoffTest, AFloodOfNamesIsBoundedAndThenTaken) {
   World w;
-  w.term = 1;
-  w.live = 3;
+  w.view.term = 1;
   size_t handed = 0;
   size_t taken = 0;
   for (size_t i = 0; handed + taken < 2 * LeaderHandoff::kMaxRemembered; ++i) {
     const std::string node = absl::StrCat("flood-", i);
     if (!LeaderHandoff::InShare(node)) continue;
-    if (w.handoff.HandOff(node).has_value()) {
+    if (w.handoff.HandOff(node, kNoList, 10).has_value()) {
       ++handed;
     } else {
       ++taken;
@@ -182,7 +316,7 @@ TEST(LeaderHandoffTest, AFloodOfNamesIsBoundedAndThenTaken) {
   EXPECT_EQ(w.handoff.remembered(), LeaderHandoff::kMaxRemembered);
   // Once they age out, they are forgotten and hand-offs resume.
   w.clock.Advance(LeaderHandoff::kTakeBackWithin);
-  EXPECT_TRUE(w.handoff.HandOff(NodeInShare(true)).has_value());
+  EXPECT_TRUE(w.handoff.HandOff(NodeInShare(true), kNoList, 10).has_value());
   EXPECT_EQ(w.handoff.remembered(), 1u);
 }
 

@@ -189,7 +189,7 @@ TEST_P(BackendsTest, AloneItLeadsAndKeepsEveryAgent) {
   placement.Epoch();
   for (int n = 0; n < 32; ++n) {
     const std::string node = absl::StrFormat("gpu-%03d", n);
-    EXPECT_EQ(placement.HandOff(node), std::nullopt) << node;
+    EXPECT_EQ(placement.HandOff(node, {}, 32), std::nullopt) << node;
   }
 }
 

@@ -42,7 +42,9 @@ TEST(KeepEveryAgentTest, NeverHandsOff) {
   // Epoch 0: a stream never even asks.
   EXPECT_EQ(placement.Epoch(), 0u);
   for (int n = 0; n < 64; ++n) {
-    EXPECT_EQ(placement.HandOff(absl::StrFormat("gpu-%03d", n)), std::nullopt);
+    EXPECT_EQ(placement.HandOff(absl::StrFormat("gpu-%03d", n),
+                                {"c0:9811", "c1:9811"}, 64),
+              std::nullopt);
   }
 }
 
@@ -134,7 +136,7 @@ TEST_F(EmbeddedBackendsTest, KeepsItsStateInTheStateDir) {
   ASSERT_TRUE(read->has_value());
   EXPECT_EQ((*read)->payload, "baselines");
   EXPECT_TRUE(again->role().Leading());
-  EXPECT_EQ(again->ingest_placement().HandOff("gpu-000"), std::nullopt);
+  EXPECT_EQ(again->ingest_placement().HandOff("gpu-000", {}, 1), std::nullopt);
 }
 
 // The node facts live in memory: what the ingest puts, the readers see, and

@@ -151,10 +151,13 @@ TEST(VirtualAgentsTest, StoredAcknowledgedAndAnalysed) {
 class HandOffOddNodes final : public collector::IngestPlacement {
  public:
   uint64_t Epoch() override { return epoch.load(); }
-  std::optional<std::string> HandOff(absl::string_view node) override {
+  std::optional<collector::HandoffOrder> HandOff(
+      absl::string_view node, const std::vector<std::string>& /*list*/,
+      uint64_t /*streams*/) override {
     if ((node.back() - '0') % 2 == 0) return std::nullopt;
-    return std::string("test placement");
+    return collector::HandoffOrder{"test placement", ""};
   }
+  void Advertise(const std::string& /*address*/) override {}
   std::atomic<uint64_t> epoch{0};
 };
 
@@ -227,7 +230,8 @@ TEST(VirtualAgentsTest, FollowHandoffsAndLoseNothing) {
     // counted by both: a set).
     EXPECT_EQ(*all.begin(), 1u) << node;
     EXPECT_EQ(*all.rbegin(), all.size()) << node;
-    const bool started_first = client::PreferredCollectorIndex(node, 2) == 0;
+    const bool started_first =
+        client::RankCollectors(node, opts.targets)[0] == 0;
     if (i % 2 == 1 && started_first) {
       ++moved;
       EXPECT_FALSE(a.empty()) << node;  // before the flip
@@ -295,6 +299,55 @@ TEST(VirtualAgentsTest, InventoriesCarryNeighborsUnlessLldpIsOff) {
     EXPECT_LE(neighbors(absl::StrFormat("quiet-%05d", i)), 0) << i;
   }
   (*server)->Shutdown(absl::ZeroDuration());
+}
+
+// A collector dies mid-run: its virtual agents move down their ranking to
+// the other at their next tick and replay what it did not acknowledge, so
+// every report of every node is held by one of the two and acknowledged;
+// the agents that started on the other never move.
+TEST(VirtualAgentsTest, FailOverDownTheirRankingWhenACollectorDies) {
+  SystemClock clock;
+  collector::SeriesStore first_store(collector::SeriesStore::Options{}, clock);
+  collector::SeriesStore second_store(collector::SeriesStore::Options{}, clock);
+  collector::IngestCounters first_counters;
+  collector::IngestCounters second_counters;
+  collector::IngestService first(&first_store, &first_counters);
+  collector::IngestService second(&second_store, &second_counters);
+  collector::CollectorServer::Options o;
+  o.listen = "127.0.0.1:0";
+  auto first_server = collector::CollectorServer::Start(o, {&first});
+  ASSERT_TRUE(first_server.ok()) << first_server.status();
+  auto second_server = collector::CollectorServer::Start(o, {&second});
+  ASSERT_TRUE(second_server.ok()) << second_server.status();
+
+  VirtualAgentsOptions opts;
+  opts.targets = {absl::StrCat("127.0.0.1:", (*first_server)->port()),
+                  absl::StrCat("127.0.0.1:", (*second_server)->port())};
+  opts.nodes = 20;
+  opts.nics = 1;
+  opts.interval = absl::Milliseconds(100);
+  opts.duration = absl::Seconds(2);
+  opts.warmup = absl::Milliseconds(300);
+  std::thread kill([&] {
+    absl::SleepFor(absl::Milliseconds(800));
+    (*first_server)->Shutdown(absl::ZeroDuration());
+  });
+  absl::StatusOr<VirtualAgentsResult> r = RunVirtualAgents(opts, nullptr);
+  kill.join();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->reports_acked, r->reports_sent);
+  EXPECT_EQ(r->reports_dropped, 0u);
+  EXPECT_EQ(r->streams_failed, 0u);
+  uint64_t started_first = 0;
+  for (int i = 0; i < opts.nodes; ++i) {
+    const std::string node = absl::StrFormat("vnode-%05d", i);
+    if (client::RankCollectors(node, opts.targets)[0] == 0) ++started_first;
+  }
+  EXPECT_GT(started_first, 0u);
+  EXPECT_EQ(r->failovers, started_first);
+  EXPECT_EQ(second_counters.open_streams.load(), 0);  // all ended
+  EXPECT_EQ(second_counters.streams.load(), static_cast<uint64_t>(opts.nodes));
+  (*second_server)->Shutdown(absl::ZeroDuration());
 }
 
 // Nobody listening: every stream fails, nothing is acknowledged, and no

@@ -344,13 +344,13 @@ double MetricOf(const Collector& c, const std::string& name) {
   return value;
 }
 
-// The analysis leader hands the agents of its share to the others, through
-// real collector processes: a simulator's agents, each given the three
-// collectors as real agents are, start at the collector their node picks;
-// exactly the leader's agents in the share (LeaderHandoff::InShare) are
-// handed off, once each, they go on streaming elsewhere, and no report is
-// lost. Real time (the simulator's agents report every second): not in the
-// sanitized build, as ClusterStoryTest.
+// The analysis leader's lighter weight in the placement, through real
+// collector processes: a simulator's agents, each given the three
+// collectors as real agents are, start at their first choice; exactly the
+// leader's agents whose weighted first choice is another collector
+// (LeaderHandoff::Preferred) are handed there, once each, paced, they go on
+// streaming there, and no report is lost. Real time (the simulator's agents
+// report every second): not in the sanitized build, as ClusterStoryTest.
 TEST_F(CollectorClusterTest, TheLeaderHandsItsShareOfAgentsToTheOthers) {
   std::vector<Collector> c;
   std::vector<std::string> targets;
@@ -370,18 +370,30 @@ TEST_F(CollectorClusterTest, TheLeaderHandsItsShareOfAgentsToTheOthers) {
       },
       absl::Seconds(30), absl::Milliseconds(200)));
   constexpr int kAgents = 120;
+  cluster::LeaderHandoff::View view;
+  view.self = c[leader].name;
+  view.leader = c[leader].name;
+  for (size_t i = 0; i < c.size(); ++i) {
+    view.live.push_back(
+        {c[i].name, targets[i], absl::Hours(1), absl::ZeroDuration()});
+  }
   int expected = 0;
   for (int i = 0; i < kAgents; ++i) {
     const std::string node = absl::StrFormat("hv-%05d", i);
-    if (client::PreferredCollectorIndex(node, c.size()) == leader &&
-        cluster::LeaderHandoff::InShare(node)) {
+    if (client::RankCollectors(node, targets)[0] == leader &&
+        cluster::LeaderHandoff::Preferred(node, targets, view) !=
+            targets[leader]) {
       ++expected;
     }
   }
   ASSERT_GT(expected, 0);
+  // One hand-back per second at this size (1% of ~40 streams, at least
+  // one): the run lasts long enough for all of them.
   RunResult sim = RunCommand({kSim, absl::StrCat("--virtual_agents=", kAgents),
-                              "--virtual_agent_prefix=hv-", "--duration=6s",
-                              "--collector=" + absl::StrJoin(targets, ",")});
+                              "--virtual_agent_prefix=hv-",
+                              absl::StrCat("--duration=", expected + 8, "s"),
+                              "--collector=" + absl::StrJoin(targets, ",")},
+                             absl::Seconds(expected + 60));
   ASSERT_EQ(sim.exit_code, 0) << sim.out << sim.err;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(
@@ -393,6 +405,8 @@ TEST_F(CollectorClusterTest, TheLeaderHandsItsShareOfAgentsToTheOthers) {
   EXPECT_EQ(m[3].str(), "0") << sim.out;
   EXPECT_EQ(m[4].str(), std::to_string(expected)) << sim.out;
   EXPECT_EQ(MetricOf(c[leader], "fabricdiag_ingest_handed_off_streams_total"),
+            expected);
+  EXPECT_EQ(MetricOf(c[leader], "fabricdiag_ingest_handed_back_streams_total"),
             expected);
   for (size_t i = 0; i < c.size(); ++i) {
     if (i == leader) continue;

@@ -16,6 +16,7 @@
 #include "agent/rate.h"
 #include "agent/report_encoder.h"
 #include "agent/stream_client.h"
+#include "client/collector_list.h"
 #include "collector/declared/node_facts_memory.h"
 #include "collector/ingest/ingest_service.h"
 #include "collector/ingest/node_facts_intake.h"
@@ -215,21 +216,23 @@ TEST_F(IngestE2eTest, HostileStreamIsRejectedAndOthersUnaffected) {
   EXPECT_FALSE(store_.Latest("gpu-evil", Key(0)).ok());
 }
 
-// Hands off every node named in `nodes`.
+// Hands off every node named in `nodes` (set before any stream starts).
 class HandOffNodes final : public IngestPlacement {
  public:
-  explicit HandOffNodes(std::vector<std::string> nodes)
-      : nodes_(std::move(nodes)) {}
+  void set_nodes(std::vector<std::string> nodes) { nodes_ = std::move(nodes); }
   uint64_t Epoch() override { return 1; }
-  std::optional<std::string> HandOff(absl::string_view node) override {
+  std::optional<HandoffOrder> HandOff(absl::string_view node,
+                                      const std::vector<std::string>& /*list*/,
+                                      uint64_t /*streams*/) override {
     for (const std::string& n : nodes_) {
-      if (n == node) return std::string("test placement");
+      if (n == node) return HandoffOrder{"test placement", ""};
     }
     return std::nullopt;
   }
+  void Advertise(const std::string& /*address*/) override {}
 
  private:
-  const std::vector<std::string> nodes_;
+  std::vector<std::string> nodes_;
 };
 
 // Through real gRPC: a collector whose placement hands a node off ends its
@@ -242,7 +245,7 @@ TEST(IngestHandoffTest, AHandedOffAgentStreamsToTheOtherCollector) {
   SeriesStore second_store(SeriesStore::Options{}, clock);
   IngestCounters first_counters;
   IngestCounters second_counters;
-  HandOffNodes placement({"gpu-001"});
+  HandOffNodes placement;
   MemoryNodeFacts first_facts;
   NoDeclaredSwitches no_switches;
   IngestService first_service(&first_store, &first_counters, {}, placement,
@@ -258,8 +261,18 @@ TEST(IngestHandoffTest, AHandedOffAgentStreamsToTheOtherCollector) {
   const std::string second_target =
       absl::StrCat("127.0.0.1:", (*second)->port());
 
-  Agent moved("gpu-001", {first_target, second_target});
-  Agent kept("gpu-002", {first_target, second_target});
+  // Two nodes that rank the first collector first (the ports, and so the
+  // ranking, differ per run).
+  std::vector<std::string> names;
+  for (int i = 0; names.size() < 2; ++i) {
+    std::string name = absl::StrCat("gpu-", i);
+    if (client::RankCollectors(name, {first_target, second_target})[0] == 0) {
+      names.push_back(name);
+    }
+  }
+  placement.set_nodes({names[0]});
+  Agent moved(names[0], {first_target, second_target});
+  Agent kept(names[1], {first_target, second_target});
   for (int i = 0; i < 3; ++i) {
     moved.Sample();
     kept.Sample();
@@ -273,12 +286,12 @@ TEST(IngestHandoffTest, AHandedOffAgentStreamsToTheOtherCollector) {
     return out;
   };
   ASSERT_TRUE(Eventually([&] {
-    return seqs(second_store, "gpu-001").size() == 3 &&
-           seqs(first_store, "gpu-002").size() == 3;
+    return seqs(second_store, names[0]).size() == 3 &&
+           seqs(first_store, names[1]).size() == 3;
   }));
-  EXPECT_THAT(seqs(second_store, "gpu-001"), ::testing::ElementsAre(1, 2, 3));
-  EXPECT_TRUE(seqs(first_store, "gpu-001").empty());
-  EXPECT_TRUE(seqs(second_store, "gpu-002").empty());
+  EXPECT_THAT(seqs(second_store, names[0]), ::testing::ElementsAre(1, 2, 3));
+  EXPECT_TRUE(seqs(first_store, names[0]).empty());
+  EXPECT_TRUE(seqs(second_store, names[1]).empty());
   EXPECT_EQ(first_counters.handoffs.load(), 1u);
   EXPECT_EQ(moved.client().stats().handoffs, 1u);
   EXPECT_EQ(moved.client().stats().target, second_target);

@@ -342,15 +342,23 @@ TEST_F(IngestSessionTest, SeqZero) {
 class FakePlacement final : public IngestPlacement {
  public:
   uint64_t Epoch() override { return epoch; }
-  std::optional<std::string> HandOff(absl::string_view node) override {
+  std::optional<HandoffOrder> HandOff(absl::string_view node,
+                                      const std::vector<std::string>& list,
+                                      uint64_t streams) override {
     ++asks;
+    lists.push_back(list);
+    last_streams = streams;
     if (node != hand_off) return std::nullopt;
-    return std::string("go elsewhere");
+    return HandoffOrder{"go elsewhere", target};
   }
+  void Advertise(const std::string& /*address*/) override {}
 
   uint64_t epoch = 0;
   std::string hand_off;  // the node handed off
+  std::string target;    // its target
   int asks = 0;
+  std::vector<std::vector<std::string>> lists;  // asked with
+  uint64_t last_streams = 0;
 };
 
 // A Hello the placement hands off is answered with the Handoff alone: no
@@ -417,6 +425,63 @@ TEST_F(IngestSessionTest, AStreamIsHandedOffAtItsNextReportWhenTheEpochMoves) {
   keep.epoch = 6;
   EXPECT_THAT(kept.Handle(Report(4)).ack, Optional(4u));
   EXPECT_EQ(keep.asks, 2);
+}
+
+// The Hello's collector list reaches the placement, as does the number of
+// streams open here; a Handoff with a target counts as a hand-back and
+// leaves the open streams.
+TEST_F(IngestSessionTest, ThePlacementGetsTheListAndTheOpenStreams) {
+  FakePlacement placement;
+  placement.epoch = 2;
+  v1::AgentMessage hello = Hello("gpu-002");
+  hello.mutable_hello()->add_collectors("c0:9811");
+  hello.mutable_hello()->add_collectors("c1:9811");
+  IngestSession kept(&store_, &counters_, placement, intake_);
+  ASSERT_TRUE(kept.Handle(hello).ack.has_value());
+  EXPECT_EQ(counters_.open_streams.load(), 1);
+  placement.hand_off = "gpu-001";
+  placement.target = "c1:9811";
+  hello.mutable_hello()->set_node("gpu-001");
+  {
+    IngestSession moved(&store_, &counters_, placement, intake_);
+    IngestSession::Reply r = moved.Handle(hello);
+    EXPECT_EQ(r.handoff_target, "c1:9811");
+    EXPECT_EQ(counters_.open_streams.load(), 1);
+  }
+  ASSERT_EQ(placement.lists.size(), 2u);
+  EXPECT_EQ(placement.lists[1],
+            (std::vector<std::string>{"c0:9811", "c1:9811"}));
+  EXPECT_EQ(placement.last_streams, 1u);
+  EXPECT_EQ(counters_.handoffs.load(), 1u);
+  EXPECT_EQ(counters_.handbacks.load(), 1u);
+  {
+    IngestSession other(&store_, &counters_, placement, intake_);
+    ASSERT_TRUE(other.Handle(Hello("gpu-003")).ack.has_value());
+    EXPECT_EQ(counters_.open_streams.load(), 2);
+    EXPECT_TRUE(placement.lists.back().empty());  // no list: an older agent
+  }
+  EXPECT_EQ(counters_.open_streams.load(), 1);  // ended
+}
+
+// A list too long, or with an empty or over-long entry, is a bad Hello.
+TEST_F(IngestSessionTest, ABadCollectorListIsABadHello) {
+  v1::AgentMessage too_many = Hello();
+  for (size_t i = 0; i <= IngestSession::kMaxCollectors; ++i) {
+    too_many.mutable_hello()->add_collectors(absl::StrCat("c", i, ":9811"));
+  }
+  v1::AgentMessage empty_entry = Hello();
+  empty_entry.mutable_hello()->add_collectors("");
+  v1::AgentMessage long_entry = Hello();
+  long_entry.mutable_hello()->add_collectors(
+      std::string(IngestSession::kMaxCollectorBytes + 1, 'c'));
+  for (const v1::AgentMessage& m : {too_many, empty_entry, long_entry}) {
+    IngestSession s(&store_, &counters_, keep_every_agent_, intake_);
+    IngestSession::Reply r = s.Handle(m);
+    ASSERT_TRUE(r.reject.has_value());
+    EXPECT_THAT(*r.reject, HasSubstr("collectors"));
+  }
+  EXPECT_EQ(counters_.rejects(RejectReason::kBadHello), 3u);
+  EXPECT_EQ(counters_.open_streams.load(), 0);
 }
 
 // Two agent processes started with the same --node: the second is refused

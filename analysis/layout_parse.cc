@@ -7,6 +7,7 @@
 #include <cmath>
 #include <exception>
 #include <initializer_list>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <utility>
@@ -578,7 +579,20 @@ absl::Status ValidateGnmiTarget(const v1::GnmiTarget& gnmi,
   return absl::OkStatus();
 }
 
-std::string LayoutToJson(const v1::Layout& layout) { return ToJson(layout); }
+std::string LayoutToJson(const v1::Layout& layout) {
+  const std::string json = ToJson(layout);
+  // Where the collector says a rank's NIC came from is no field of the
+  // file: left out when not set (every layout but a resolved one).
+  nlohmann::ordered_json doc =
+      nlohmann::ordered_json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.contains("ranks")) return json;
+  for (nlohmann::ordered_json& rank : doc["ranks"]) {
+    for (const char* key : {"nic_source", "nic_distance"}) {
+      if (rank.is_object() && rank.value(key, "x").empty()) rank.erase(key);
+    }
+  }
+  return doc.dump();
+}
 
 std::string TopologyToJson(const v1::Topology& topology, TopologyJson what) {
   // A topology has no zero that matters (every number is derived), and an

@@ -1,5 +1,6 @@
 #include "cli/layout_check.h"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -84,6 +85,33 @@ LayoutCheck CheckLayoutNames(const v1::Layout& layout,
         {"nic", host, nic, ranks[{host, nic}], LookAlikeNames(nic, node.nics)});
   }
   return check;
+}
+
+NicSources CountNicSources(const v1::Layout& resolved) {
+  NicSources out;
+  std::vector<const v1::RankPlacement*> unknown;
+  for (const v1::RankPlacement& r : resolved.ranks()) {
+    const std::string& source = r.nic_source();
+    if (source.empty()) continue;  // an older collector
+    out.known = true;
+    if (source == "rank") {
+      ++out.rank;
+    } else if (source == "rails") {
+      ++out.rails;
+    } else if (source == "agent") {
+      ++out.agent;
+    } else {
+      ++out.unknown;
+      unknown.push_back(&r);
+    }
+  }
+  const size_t named = std::min(unknown.size(), kNamedUnknownRanks);
+  std::partial_sort(unknown.begin(), unknown.begin() + named, unknown.end(),
+                    [](const v1::RankPlacement* a, const v1::RankPlacement* b) {
+                      return a->rank() < b->rank();
+                    });
+  for (size_t i = 0; i < named; ++i) out.unknown_ranks.push_back(*unknown[i]);
+  return out;
 }
 
 }  // namespace fabricdiag::cli

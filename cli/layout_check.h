@@ -2,10 +2,14 @@
 // NICs a job's layout names that no agent reports, each with the reported
 // names that look alike (common/similar_names.h). The collector warns of
 // the same names when the layout is declared; this says what was meant.
+// And where the ranks' NICs come from (declared, rails, paired by the
+// host's agent), which ranks have none known: what `layout show` and
+// `layout check` print of the collector's resolved layout.
 //
 //   std::vector<ReportedNode> nodes = ReportedNodes(list_nodes_response);
 //   LayoutCheck check = CheckLayoutNames(layout, nodes);
 //   if (!check.unmatched.empty()) ...
+//   NicSources sources = CountNicSources(resolved_layout);
 //
 // Pure functions; thread-safe.
 #pragma once
@@ -53,5 +57,22 @@ struct LayoutCheck {
 // rails) against `reported`.
 LayoutCheck CheckLayoutNames(const v1::Layout& layout,
                              const std::vector<ReportedNode>& reported);
+
+// How many ranks of a resolved layout (CollectorClient::GetResolvedLayout)
+// have each RankPlacement.nic_source.
+struct NicSources {
+  // False when the collector did not say (an older one answers the layout
+  // as applied): nothing else is set.
+  bool known = false;
+  size_t rank = 0;
+  size_t rails = 0;
+  size_t agent = 0;
+  size_t unknown = 0;
+  // The first kNamedUnknownRanks ranks without a NIC, by rank.
+  std::vector<v1::RankPlacement> unknown_ranks;
+};
+inline constexpr size_t kNamedUnknownRanks = 5;
+
+NicSources CountNicSources(const v1::Layout& resolved);
 
 }  // namespace fabricdiag::cli

@@ -34,6 +34,36 @@ std::string WithoutEmptyNics(const std::string& json) {
   return doc.dump();
 }
 
+// The document `layout show` prints: the layout as declared, and when the
+// collector resolved it (an older one does not), where each rank's NIC
+// comes from, one line per rank in YAML.
+std::string ShowDocument(const v1::Layout& declared,
+                         const v1::Layout& resolved) {
+  const std::string json = WithoutEmptyNics(analysis::LayoutToJson(declared));
+  const NicSources sources = CountNicSources(resolved);
+  if (!sources.known) return json;
+  nlohmann::ordered_json doc =
+      nlohmann::ordered_json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return json;
+  doc["nic_sources"] = {{"rank", sources.rank},
+                        {"rails", sources.rails},
+                        {"agent", sources.agent},
+                        {"unknown", sources.unknown}};
+  nlohmann::ordered_json nics = nlohmann::ordered_json::array();
+  for (const v1::RankPlacement& r : resolved.ranks()) {
+    nlohmann::ordered_json o;
+    o["rank"] = r.rank();
+    o["host"] = r.host();
+    o["gpu"] = r.gpu();
+    if (!r.nic().empty()) o["nic"] = r.nic();
+    o["source"] = r.nic_source();
+    if (!r.nic_distance().empty()) o["distance"] = r.nic_distance();
+    nics.push_back(std::move(o));
+  }
+  doc["nics"] = std::move(nics);
+  return doc.dump();
+}
+
 absl::Status CheckJob(absl::string_view job) {
   if (!IsValidJobName(job)) {
     return absl::InvalidArgumentError(absl::StrCat("JOB: \"", Printable(job),
@@ -41,6 +71,65 @@ absl::Status CheckJob(absl::string_view job) {
                                                    kJobNamePattern, ")"));
   }
   return absl::OkStatus();
+}
+
+// `layout check`'s text for the names no agent reports.
+void PrintNameCheck(absl::string_view job, const LayoutCheck& check,
+                    int reporting_nodes, const CommandEnv& env) {
+  size_t hosts = 0;
+  for (const UnmatchedName& u : check.unmatched) hosts += u.kind == "host";
+  const std::string unchecked =
+      check.nics_unchecked == 0
+          ? ""
+          : absl::StrCat(" (", check.nics_unchecked,
+                         " NICs of nodes streaming to other collectors not "
+                         "checked)");
+  if (check.unmatched.empty()) {
+    *env.out << "layout " << job << ": every host (" << check.hosts
+             << ") and NIC (" << check.nics << ") is reported by an agent"
+             << unchecked << "\n";
+    return;
+  }
+  *env.out << "layout " << job << ": " << hosts << " of " << check.hosts
+           << " hosts and " << check.unmatched.size() - hosts << " of "
+           << check.nics << " NICs are reported by no agent" << unchecked
+           << "\n";
+  if (reporting_nodes == 0) {
+    *env.out << "(no agent has reported to this collector since it started)\n";
+  }
+  Table table({"KIND", "NAME", "HOST", "RANKS", "LOOKS LIKE"});
+  for (const UnmatchedName& u : check.unmatched) {
+    table.AddRow({u.kind, u.kind == "nic" ? u.nic : u.host,
+                  u.kind == "nic" ? u.host : "-", absl::StrCat(u.ranks),
+                  u.alike.empty() ? "-" : absl::StrJoin(u.alike, ", ")});
+  }
+  table.Print(*env.out);
+}
+
+// `layout check`'s text for where the ranks' NICs come from; nothing when
+// the collector does not say (an older one).
+void PrintNicSources(absl::string_view job, const NicSources& sources,
+                     const CommandEnv& env) {
+  if (!sources.known) return;
+  const size_t ranks =
+      sources.rank + sources.rails + sources.agent + sources.unknown;
+  *env.out << "layout " << job << ": " << ranks - sources.unknown << " of "
+           << ranks << " ranks have a known NIC (" << sources.rank
+           << " declared in ranks, " << sources.rails << " from rails, "
+           << sources.agent << " paired by the agent)\n";
+  if (sources.unknown == 0) return;
+  std::vector<std::string> named;
+  for (const v1::RankPlacement& r : sources.unknown_ranks) {
+    named.push_back(absl::StrCat(r.rank(), " (", Printable(r.host()), " GPU ",
+                                 r.gpu(), ")"));
+  }
+  *env.out << sources.unknown
+           << (sources.unknown == 1 ? " rank has" : " ranks have")
+           << " no known NIC (no nic, no rails, no pairing from the host's "
+              "agent): "
+           << (named.size() == 1 ? "rank " : "ranks ")
+           << absl::StrJoin(named, ", ")
+           << (sources.unknown > named.size() ? ", ..." : "") << "\n";
 }
 
 }  // namespace
@@ -170,8 +259,10 @@ int LayoutShowCommand(CollectorClient& client, absl::string_view job,
   if (absl::Status s = CheckJob(job); !s.ok()) return ReportError(s, env);
   absl::StatusOr<v1::Layout> layout = client.GetLayout(std::string(job));
   if (!layout.ok()) return ReportError(layout.status(), env);
-  return PrintDocument(WithoutEmptyNics(analysis::LayoutToJson(*layout)),
-                       options, env);
+  absl::StatusOr<v1::Layout> resolved =
+      client.GetResolvedLayout(std::string(job));
+  if (!resolved.ok()) return ReportError(resolved.status(), env);
+  return PrintDocument(ShowDocument(*layout, *resolved), options, env);
 }
 
 int LayoutCheckCommand(CollectorClient& client, absl::string_view job,
@@ -179,10 +270,16 @@ int LayoutCheckCommand(CollectorClient& client, absl::string_view job,
   if (absl::Status s = CheckJob(job); !s.ok()) return ReportError(s, env);
   absl::StatusOr<v1::Layout> layout = client.GetLayout(std::string(job));
   if (!layout.ok()) return ReportError(layout.status(), env);
+  absl::StatusOr<v1::Layout> resolved =
+      client.GetResolvedLayout(std::string(job));
+  if (!resolved.ok()) return ReportError(resolved.status(), env);
   absl::StatusOr<v1::ListNodesResponse> nodes = client.ListNodes();
   if (!nodes.ok()) return ReportError(nodes.status(), env);
   const LayoutCheck check = CheckLayoutNames(*layout, ReportedNodes(*nodes));
-  const int status = check.unmatched.empty() ? kExitOk : kExitUnmatched;
+  const NicSources sources = CountNicSources(*resolved);
+  const int status = check.unmatched.empty() && sources.unknown == 0
+                         ? kExitOk
+                         : kExitUnmatched;
   if (options.json) {
     nlohmann::ordered_json j;
     j["job"] = std::string(job);
@@ -202,37 +299,24 @@ int LayoutCheckCommand(CollectorClient& client, absl::string_view job,
       unmatched.push_back(std::move(o));
     }
     j["unmatched"] = std::move(unmatched);
+    j["nic_sources"] = nullptr;
+    nlohmann::ordered_json unknown = nlohmann::ordered_json::array();
+    if (sources.known) {
+      j["nic_sources"] = {{"rank", sources.rank},
+                          {"rails", sources.rails},
+                          {"agent", sources.agent},
+                          {"unknown", sources.unknown}};
+      for (const v1::RankPlacement& r : sources.unknown_ranks) {
+        unknown.push_back(
+            {{"rank", r.rank()}, {"host", r.host()}, {"gpu", r.gpu()}});
+      }
+    }
+    j["unknown_nic_ranks"] = std::move(unknown);
     *env.out << j.dump() << "\n";
     return status;
   }
-  size_t hosts = 0;
-  for (const UnmatchedName& u : check.unmatched) hosts += u.kind == "host";
-  const std::string unchecked =
-      check.nics_unchecked == 0
-          ? ""
-          : absl::StrCat(" (", check.nics_unchecked,
-                         " NICs of nodes streaming to other collectors not "
-                         "checked)");
-  if (check.unmatched.empty()) {
-    *env.out << "layout " << job << ": every host (" << check.hosts
-             << ") and NIC (" << check.nics << ") is reported by an agent"
-             << unchecked << "\n";
-    return status;
-  }
-  *env.out << "layout " << job << ": " << hosts << " of " << check.hosts
-           << " hosts and " << check.unmatched.size() - hosts << " of "
-           << check.nics << " NICs are reported by no agent" << unchecked
-           << "\n";
-  if (nodes->nodes_size() == 0) {
-    *env.out << "(no agent has reported to this collector since it started)\n";
-  }
-  Table table({"KIND", "NAME", "HOST", "RANKS", "LOOKS LIKE"});
-  for (const UnmatchedName& u : check.unmatched) {
-    table.AddRow({u.kind, u.kind == "nic" ? u.nic : u.host,
-                  u.kind == "nic" ? u.host : "-", absl::StrCat(u.ranks),
-                  u.alike.empty() ? "-" : absl::StrJoin(u.alike, ", ")});
-  }
-  table.Print(*env.out);
+  PrintNameCheck(job, check, nodes->nodes_size(), env);
+  PrintNicSources(job, sources, env);
   return status;
 }
 

@@ -44,6 +44,11 @@ class CollectorClient {
 
   // Reads.
   virtual absl::StatusOr<v1::Layout> GetLayout(const std::string& job) = 0;
+  // The same with every rank listed, its NIC as the collector's analysis
+  // uses it and where that came from (GetLayoutRequest.resolved). An older
+  // collector answers the layout as applied (no RankPlacement.nic_source).
+  virtual absl::StatusOr<v1::Layout> GetResolvedLayout(
+      const std::string& job) = 0;
   virtual absl::StatusOr<v1::ListLayoutsResponse> ListLayouts() = 0;
   // The declared topology (NotFound when none was applied).
   virtual absl::StatusOr<v1::Topology> GetTopology() = 0;

@@ -198,10 +198,21 @@ absl::Status GrpcCollectorClient::ApplyTopology(const v1::Topology& topology) {
 
 absl::StatusOr<v1::Layout> GrpcCollectorClient::GetLayout(
     const std::string& job) {
+  return GetLayout(job, /*resolved=*/false);
+}
+
+absl::StatusOr<v1::Layout> GrpcCollectorClient::GetResolvedLayout(
+    const std::string& job) {
+  return GetLayout(job, /*resolved=*/true);
+}
+
+absl::StatusOr<v1::Layout> GrpcCollectorClient::GetLayout(
+    const std::string& job, bool resolved) {
   grpc::ClientContext context;
   Prepare(&context, /*unary=*/true);
   v1::GetLayoutRequest request;
   request.set_job(job);
+  request.set_resolved(resolved);
   v1::Layout response;
   grpc::Status status = stub_->GetLayout(&context, request, &response);
   if (!status.ok()) return Fail(status);

@@ -66,6 +66,7 @@ class GrpcCollectorClient final : public CollectorClient {
   absl::StatusOr<v1::AdoptTopologyResponse> AdoptTopology(
       const v1::AdoptTopologyRequest& request) override;
   absl::StatusOr<v1::Layout> GetLayout(const std::string& job) override;
+  absl::StatusOr<v1::Layout> GetResolvedLayout(const std::string& job) override;
   absl::StatusOr<v1::ListLayoutsResponse> ListLayouts() override;
   absl::StatusOr<v1::Topology> GetTopology() override;
   absl::StatusOr<v1::Topology> GetTopologyView(v1::TopologyView view) override;
@@ -80,6 +81,7 @@ class GrpcCollectorClient final : public CollectorClient {
   // Metadata and, when `unary`, the deadline.
   void Prepare(grpc::ClientContext* context, bool unary) const;
   absl::Status Fail(const grpc::Status& status) const;
+  absl::StatusOr<v1::Layout> GetLayout(const std::string& job, bool resolved);
 
   const ClientConfig config_;
   std::shared_ptr<grpc::Channel> channel_;

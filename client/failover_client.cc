@@ -88,6 +88,12 @@ absl::StatusOr<v1::Layout> FailoverCollectorClient::GetLayout(
       [&](CollectorClient& c) { return c.GetLayout(job); });
 }
 
+absl::StatusOr<v1::Layout> FailoverCollectorClient::GetResolvedLayout(
+    const std::string& job) {
+  return TryInOrder<v1::Layout>(
+      [&](CollectorClient& c) { return c.GetResolvedLayout(job); });
+}
+
 absl::StatusOr<v1::ListLayoutsResponse> FailoverCollectorClient::ListLayouts() {
   return TryInOrder<v1::ListLayoutsResponse>(
       [](CollectorClient& c) { return c.ListLayouts(); });

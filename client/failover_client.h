@@ -60,6 +60,7 @@ class FailoverCollectorClient final : public CollectorClient {
   absl::StatusOr<v1::AdoptTopologyResponse> AdoptTopology(
       const v1::AdoptTopologyRequest& request) override;
   absl::StatusOr<v1::Layout> GetLayout(const std::string& job) override;
+  absl::StatusOr<v1::Layout> GetResolvedLayout(const std::string& job) override;
   absl::StatusOr<v1::ListLayoutsResponse> ListLayouts() override;
   absl::StatusOr<v1::Topology> GetTopology() override;
   absl::StatusOr<v1::Topology> GetTopologyView(v1::TopologyView view) override;

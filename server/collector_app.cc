@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "cluster/cluster_member.h"
 #include "collector/api/query_service.h"
+#include "collector/declared/filled_layouts.h"
 #include "collector/declared/layout_leases.h"
 #include "collector/declared/layout_metrics.h"
 #include "collector/declared/layout_name_check.h"
@@ -251,6 +252,8 @@ struct HttpSources {
   const AnalysisStats* stats;
   const FindingsStore* findings;
   const LayoutRegistry* registry;
+  // The layouts as analysed (their NICs filled), for the metrics and pages.
+  const LayoutSnapshots* layouts;
   const StateStore* state;
   const Backends* backends;
   AnalysisRunner* runner;
@@ -271,11 +274,12 @@ absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(
   const StateStore* state = in.state;
   const AnalysisStats* stats = in.stats;
   const LayoutRegistry* registry = in.registry;
+  const LayoutSnapshots* layouts = in.layouts;
   const Backends* backends = in.backends;
   AnalysisRunner* runner = in.runner;
   std::vector<std::function<void(std::string*)>> text_metrics = {
-      [registry](std::string* out) {
-        AppendLayoutMetrics(*registry->Snapshot(), out);
+      [layouts](std::string* out) {
+        AppendLayoutMetrics(*layouts->Snapshot(), out);
       }};
   const LayoutLeases* leases = in.leases;
   const LayoutNameCheck* name_check = in.name_check;
@@ -290,7 +294,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(
   text_metrics.push_back(
       [topology](std::string* out) { topology->AppendMetrics(out); });
   std::vector<HttpRoute> routes = WebRoutes(
-      {in.findings, in.registry, [runner] { return runner->LatestView(); },
+      {in.findings, in.layouts, [runner] { return runner->LatestView(); },
        in.clock, in.topology});
   for (HttpRoute& r : JobWriteRoutes(in.writes)) routes.push_back(std::move(r));
   HttpServerOptions options;
@@ -408,8 +412,11 @@ int RunCollector(const CollectorConfig& config) {
   LldpTopologyBuilder topology_builder;
   TopologyKeeper topology(&backends.node_facts(), &registry, &topology_builder,
                           &clock);
+  // The layouts as analysed: a rank without a declared NIC gets the one its
+  // agent pairs with its GPU, as soon as the agent reports it.
+  FilledLayouts filled_layouts(&registry, &backends.node_facts());
   AnalysisRunner runner(
-      &series, &registry, &findings, &stats, clock,
+      &series, &filled_layouts, &findings, &stats, clock,
       {backends.features(), backends.role(), backends.baselines(), topology},
       *std::move(runner_options));
 
@@ -425,6 +432,8 @@ int RunCollector(const CollectorConfig& config) {
   // its agent streams to (embedded: every node is this collector's).
   query_options.collector_id = backends.collector_id();
   query_options.fabric_nodes = [&runner] { return runner.LatestNodes(); };
+  const NodeFactsStore* node_facts = &backends.node_facts();
+  query_options.node_facts = [node_facts] { return node_facts->Snapshot(); };
   QueryService query(&registry, &topology, &findings, &series,
                      std::move(query_options), clock);
   // Layouts whose lease ran out go, and their findings resolve.
@@ -444,10 +453,10 @@ int RunCollector(const CollectorConfig& config) {
   absl::StatusOr<std::unique_ptr<CollectorServer>> server =
       StartGrpc(config, &ingest, &query);
   if (!server.ok()) return StartupFailed(server.status().message());
-  absl::StatusOr<std::unique_ptr<HttpServer>> http =
-      StartHttp(config, {&series, &counters, &stats, &findings, &registry,
-                         state->get(), &backends, &runner, &clock, node_up,
-                         &leases, &name_check, &topology, std::move(writes)});
+  absl::StatusOr<std::unique_ptr<HttpServer>> http = StartHttp(
+      config, {&series, &counters, &stats, &findings, &registry,
+               &filled_layouts, state->get(), &backends, &runner, &clock,
+               node_up, &leases, &name_check, &topology, std::move(writes)});
   if (!http.ok()) {
     const int code = StartupFailed(http.status().message());
     (*server)->Shutdown(absl::ZeroDuration());

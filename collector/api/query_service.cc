@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "collector/declared/layout_leases.h"
+#include "collector/declared/layout_nics.h"
 #include "collector/declared/write_deadline.h"
 #include "collector/topology/topology_adopt.h"
 #include "common/grpc_status.h"
@@ -154,7 +155,15 @@ grpc::Status QueryService::GetLayout(grpc::ServerContext*,
   absl::StatusOr<std::shared_ptr<const LayoutEntry>> entry =
       registry_->Get(request->job());
   if (!entry.ok()) return ToGrpcStatus(entry.status());
-  *response = (*entry)->applied_layout;
+  if (!request->resolved()) {
+    *response = (*entry)->applied_layout;
+    return grpc::Status::OK;
+  }
+  const std::shared_ptr<const NodeFactsMap> facts =
+      options_.node_facts ? options_.node_facts()
+                          : std::make_shared<const NodeFactsMap>();
+  const std::vector<RankNic> nics = ResolveRankNics((*entry)->model, *facts);
+  *response = ResolvedLayout((*entry)->applied_layout, (*entry)->model, nics);
   return grpc::Status::OK;
 }
 

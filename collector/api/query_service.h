@@ -26,6 +26,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "collector/declared/layout_registry.h"
+#include "collector/declared/node_facts.h"
 #include "collector/findings/findings_store.h"
 #include "collector/runner/feature_exchange.h"
 #include "collector/store/series_store.h"
@@ -70,6 +71,10 @@ class QueryService final : public v1::Collector::Service {
     // What looks wrong in an applied layout (names no agent reports),
     // returned with the answer; may be empty.
     std::function<std::vector<std::string>(const v1::Layout&)> layout_warnings;
+    // Every node's facts now (NodeFactsStore::Snapshot), for GetLayout's
+    // resolved answer (the NICs the agents pair); null: no node's facts are
+    // known, and a rank the layout names no NIC for answers "unknown".
+    std::function<std::shared_ptr<const NodeFactsMap>()> node_facts;
   };
 
   // All pointers must outlive the service.

@@ -59,7 +59,8 @@ void AppendLayoutMetrics(const RegistrySnapshot& snapshot, std::string* out) {
   PromWriter w(out);
   w.Family("fabricdiag_layout_group_member",
            "1 for each NIC a parallel group of a declared job uses (job and "
-           "group as in findings; node and device as the layout names them).",
+           "group as in findings; node and device as the layout names them, "
+           "or as the node's agent pairs the GPU).",
            PromType::kGauge);
   for (const auto& [job, entry] : snapshot.layouts) {
     out->append(entry->series.group_member_lines);

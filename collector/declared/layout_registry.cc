@@ -242,16 +242,20 @@ uint64_t LayoutRegistry::ExpectedRevision(const RegistrySnapshot& snap,
   return rejected == rejected_revision_.end() ? 0 : rejected->second;
 }
 
-absl::StatusOr<std::shared_ptr<const LayoutEntry>> LayoutRegistry::Get(
-    absl::string_view job) const {
-  std::shared_ptr<const RegistrySnapshot> snap = Snapshot();
-  auto it = snap->layouts.find(std::string(job));
-  if (it == snap->layouts.end()) {
+absl::StatusOr<std::shared_ptr<const LayoutEntry>> FindLayout(
+    const RegistrySnapshot& snapshot, absl::string_view job) {
+  auto it = snapshot.layouts.find(std::string(job));
+  if (it == snapshot.layouts.end()) {
     return absl::NotFoundError(
         absl::StrCat("no layout for job ", QuoteForMessage(job),
                      " (fabricdiag layout list shows the known jobs)"));
   }
   return it->second;
+}
+
+absl::StatusOr<std::shared_ptr<const LayoutEntry>> LayoutRegistry::Get(
+    absl::string_view job) const {
+  return FindLayout(*Snapshot(), job);
 }
 
 std::vector<LayoutSummary> LayoutRegistry::List() const {

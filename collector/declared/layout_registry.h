@@ -109,12 +109,27 @@ struct RegistrySnapshot {
   uint64_t topology_version = 0;
 };
 
-class LayoutRegistry {
+// The entry of `job` in `snapshot`; NotFound naming the job (and how to
+// list the known ones).
+absl::StatusOr<std::shared_ptr<const LayoutEntry>> FindLayout(
+    const RegistrySnapshot& snapshot, absl::string_view job);
+
+// Where an analysis pass takes the layouts and the topology from: the
+// registry itself (as declared), or FilledLayouts (filled_layouts.h), the
+// same with the NICs the agents pair filled in.
+class LayoutSnapshots {
+ public:
+  virtual ~LayoutSnapshots() = default;
+  // The current state; cheap.
+  virtual std::shared_ptr<const RegistrySnapshot> Snapshot() const = 0;
+};
+
+class LayoutRegistry final : public LayoutSnapshots {
  public:
   // `state` and `clock` must outlive the registry.
   LayoutRegistry(DeclaredState* state, const Clock* clock);
   // Stops the watcher (StartWatching) before the registry goes away.
-  ~LayoutRegistry();
+  ~LayoutRegistry() override;
   LayoutRegistry(const LayoutRegistry&) = delete;
   LayoutRegistry& operator=(const LayoutRegistry&) = delete;
 
@@ -180,7 +195,7 @@ class LayoutRegistry {
   RegistryWatchStats watch_stats() const;
 
   // The current state; cheap (one shared_ptr copy under a lock).
-  std::shared_ptr<const RegistrySnapshot> Snapshot() const;
+  std::shared_ptr<const RegistrySnapshot> Snapshot() const override;
   size_t NumLayouts() const;
 
  private:

@@ -42,11 +42,11 @@ constexpr double kPassWaitFraction = 0.5;
 }  // namespace
 
 AnalysisRunner::AnalysisRunner(const SeriesStore* series,
-                               const LayoutRegistry* registry,
+                               const LayoutSnapshots* layouts,
                                FindingsStore* findings, AnalysisStats* stats,
                                const Clock& clock, Seams seams, Options options)
     : series_(series),
-      registry_(registry),
+      layouts_(layouts),
       findings_(findings),
       stats_(stats),
       clock_(clock),
@@ -210,7 +210,7 @@ void AnalysisRunner::RunLiveness(absl::Time now,
 
 void AnalysisRunner::RunLayoutAnalyzers(absl::Time now) {
   std::vector<analysis::Finding> reports;
-  std::shared_ptr<const RegistrySnapshot> snapshot = registry_->Snapshot();
+  std::shared_ptr<const RegistrySnapshot> snapshot = layouts_->Snapshot();
   for (const auto& [job, entry] : snapshot->layouts) {
     // With the last rate pass's view, TP crossings are confirmed (or not)
     // by what the group's NICs carry.
@@ -224,7 +224,7 @@ void AnalysisRunner::RunLayoutAnalyzers(absl::Time now) {
 
 void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric,
                                       const TopologyViews& topology) {
-  std::shared_ptr<const RegistrySnapshot> snapshot = registry_->Snapshot();
+  std::shared_ptr<const RegistrySnapshot> snapshot = layouts_->Snapshot();
   if (!hysteresis_seeded_) {
     // Every NIC's baseline as last written before a restart; then the
     // findings the rate analyzers opened before it, and the baselines

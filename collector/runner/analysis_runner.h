@@ -97,8 +97,11 @@ class AnalysisRunner {
     const TopologySource& topology;
   };
 
-  // Pointers must outlive the runner.
-  AnalysisRunner(const SeriesStore* series, const LayoutRegistry* registry,
+  // Pointers must outlive the runner. `layouts` is what the passes analyse:
+  // the registry, or in the collector FilledLayouts
+  // (collector/declared/filled_layouts.h), whose ranks without a declared
+  // NIC have the one their agent pairs with their GPU.
+  AnalysisRunner(const SeriesStore* series, const LayoutSnapshots* layouts,
                  FindingsStore* findings, AnalysisStats* stats,
                  const Clock& clock, Seams seams, Options options);
   ~AnalysisRunner();
@@ -172,7 +175,7 @@ class AnalysisRunner {
   void Publish(std::shared_ptr<const analysis::FabricView> view);
 
   const SeriesStore* const series_;
-  const LayoutRegistry* const registry_;
+  const LayoutSnapshots* const layouts_;
   FindingsStore* const findings_;
   AnalysisStats* const stats_;
   const Clock& clock_;

@@ -255,7 +255,7 @@ HttpResponse Job(const WebSources& s, TrafficCache* cache,
   absl::StatusOr<JobQuery> query = ParseJobQuery(request.query);
   if (!query.ok()) return Error(query.status());
   absl::StatusOr<std::shared_ptr<const LayoutEntry>> entry =
-      s.registry->Get(job);
+      FindLayout(*s.layouts->Snapshot(), job);
   if (!entry.ok()) return Error(entry.status());
   std::shared_ptr<const analysis::TrafficModel> traffic = cache->For(*entry);
   std::shared_ptr<const analysis::FabricView> view = s.view();
@@ -290,7 +290,7 @@ std::vector<HttpRoute> WebRoutes(const WebSources& sources) {
            return Error(
                absl::InvalidArgumentError("/api/v1/jobs takes no query"));
          }
-         return JsonResponse(200, JobsJson(*sources.registry->Snapshot()));
+         return JsonResponse(200, JobsJson(*sources.layouts->Snapshot()));
        }});
   auto cache = std::make_shared<TrafficCache>();
   routes.push_back({"/api/v1/jobs/", [sources, cache](const HttpRequest& r) {

@@ -36,7 +36,9 @@ namespace fabricdiag::collector {
 
 struct WebSources {
   const FindingsStore* findings = nullptr;
-  const LayoutRegistry* registry = nullptr;
+  // The layouts as analysed (in the collector, with the NICs the agents
+  // pair filled in: collector/declared/filled_layouts.h).
+  const LayoutSnapshots* layouts = nullptr;
   // The latest analysis pass's view; null before the first.
   std::function<std::shared_ptr<const analysis::FabricView>()> view;
   const Clock* clock = nullptr;

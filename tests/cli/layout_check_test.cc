@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "cli/commands.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -35,6 +36,29 @@ v1::Layout HostsLayout(std::vector<std::string> hosts,
   for (const std::string& h : hosts) l.add_hosts(h);
   for (const std::string& r : rails) l.add_rails(r);
   return l;
+}
+
+// `layout` resolved as the collector answers GetLayoutRequest.resolved:
+// every rank listed, rank r's NIC source sources[r] ("agent": mlx5_<gpu> at
+// pcie_switch distance; "rails": its rail; "unknown": none).
+v1::Layout Resolved(const v1::Layout& layout,
+                    const std::vector<std::string>& sources) {
+  v1::Layout out = layout;
+  const uint32_t gpn = layout.gpus_per_node();
+  for (uint32_t r = 0; r < sources.size(); ++r) {
+    v1::RankPlacement* p = out.add_ranks();
+    p->set_rank(r);
+    p->set_host(layout.hosts(static_cast<int>(r / gpn)));
+    p->set_gpu(r % gpn);
+    p->set_nic_source(sources[r]);
+    if (sources[r] == "agent") {
+      p->set_nic(absl::StrCat("mlx5_", r % gpn));
+      p->set_nic_distance("pcie_switch");
+    } else if (sources[r] == "rails") {
+      p->set_nic(layout.rails(static_cast<int>(r % gpn)));
+    }
+  }
+  return out;
 }
 
 std::vector<ReportedNode> TwoNodes() {
@@ -127,6 +151,32 @@ TEST(ReportedNodesTest, RemoteNodesHaveUnknownNics) {
   EXPECT_FALSE(nodes[1].nics_known);
 }
 
+TEST(CountNicSourcesTest, CountsEachSourceAndNamesTheFirstUnknownRanks) {
+  std::vector<std::string> sources(16, "agent");
+  for (uint32_t r : {15u, 3u, 9u, 4u, 12u, 7u}) sources[r] = "unknown";
+  v1::Layout resolved = Resolved(
+      HostsLayout({"a", "b", "c", "d", "e", "f", "g", "h"}, {}), sources);
+  // Out of rank order: the ones named are still the lowest.
+  std::swap(*resolved.mutable_ranks(3), *resolved.mutable_ranks(15));
+  resolved.mutable_ranks(0)->set_nic_source("rank");
+  resolved.mutable_ranks(1)->set_nic_source("rails");
+  const NicSources n = CountNicSources(resolved);
+  EXPECT_TRUE(n.known);
+  EXPECT_EQ(n.rank, 1u);
+  EXPECT_EQ(n.rails, 1u);
+  EXPECT_EQ(n.agent, 8u);
+  EXPECT_EQ(n.unknown, 6u);
+  ASSERT_EQ(n.unknown_ranks.size(), kNamedUnknownRanks);
+  EXPECT_EQ(n.unknown_ranks[0].rank(), 3u);
+  EXPECT_EQ(n.unknown_ranks[4].rank(), 12u);
+}
+
+TEST(CountNicSourcesTest, AnOlderCollectorSaysNothing) {
+  const NicSources n = CountNicSources(HostsLayout({"gpu-000"}, {}));
+  EXPECT_FALSE(n.known);
+  EXPECT_EQ(n.unknown, 0u);
+}
+
 class LayoutCheckCommandTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -184,6 +234,55 @@ TEST_F(LayoutCheckCommandTest, Json) {
   EXPECT_EQ(j["unmatched"][0]["looks_like"][0], "gpu-000");
   EXPECT_EQ(j["unmatched"][1]["nic"], "mlx5_7");
   EXPECT_EQ(j["unmatched"][1]["ranks"], 1);
+}
+
+TEST_F(LayoutCheckCommandTest, NicsPairedByTheAgentsAreKnown) {
+  const v1::Layout layout = HostsLayout({"gpu-000", "gpu-001"}, {});
+  client.layouts["moe-42"] = layout;
+  client.resolved_layouts["moe-42"] =
+      Resolved(layout, {"agent", "agent", "agent", "agent"});
+  EXPECT_EQ(LayoutCheckCommand(client, "moe-42", options, t.env), kExitOk);
+  EXPECT_EQ(t.out.str(),
+            "layout moe-42: every host (2) and NIC (0) is reported by an "
+            "agent\n"
+            "layout moe-42: 4 of 4 ranks have a known NIC (0 declared in "
+            "ranks, 0 from rails, 4 paired by the agent)\n");
+}
+
+TEST_F(LayoutCheckCommandTest, UnknownNicsAreNamedAndExitThree) {
+  const v1::Layout layout = HostsLayout({"gpu-000", "gpu-001"}, {});
+  client.layouts["moe-42"] = layout;
+  client.resolved_layouts["moe-42"] =
+      Resolved(layout, {"agent", "agent", "unknown", "unknown"});
+  EXPECT_EQ(LayoutCheckCommand(client, "moe-42", options, t.env),
+            kExitUnmatched);
+  EXPECT_THAT(t.out.str(),
+              AllOf(HasSubstr("2 of 4 ranks have a known NIC (0 declared in "
+                              "ranks, 0 from rails, 2 paired by the agent)\n"),
+                    HasSubstr("2 ranks have no known NIC (no nic, no rails, "
+                              "no pairing from the host's agent): ranks 2 "
+                              "(gpu-001 GPU 0), 3 (gpu-001 GPU 1)\n")));
+
+  TestEnv json;
+  options.json = true;
+  EXPECT_EQ(LayoutCheckCommand(client, "moe-42", options, json.env),
+            kExitUnmatched);
+  const nlohmann::json j = nlohmann::json::parse(json.out.str());
+  EXPECT_EQ(j["nic_sources"]["agent"], 2);
+  EXPECT_EQ(j["nic_sources"]["unknown"], 2);
+  ASSERT_EQ(j["unknown_nic_ranks"].size(), 2U);
+  EXPECT_EQ(j["unknown_nic_ranks"][1]["rank"], 3);
+  EXPECT_EQ(j["unknown_nic_ranks"][1]["host"], "gpu-001");
+  EXPECT_EQ(j["unknown_nic_ranks"][1]["gpu"], 1);
+}
+
+TEST_F(LayoutCheckCommandTest, AnOlderCollectorChecksNamesOnly) {
+  client.layouts["moe-42"] = HostsLayout({"gpu-000", "gpu-001"}, {});
+  options.json = true;
+  EXPECT_EQ(LayoutCheckCommand(client, "moe-42", options, t.env), kExitOk);
+  const nlohmann::json j = nlohmann::json::parse(t.out.str());
+  EXPECT_TRUE(j["nic_sources"].is_null());
+  EXPECT_THAT(j["unknown_nic_ranks"], IsEmpty());
 }
 
 TEST_F(LayoutCheckCommandTest, UnknownJobIsCollectorErrorAndBadNameIsInput) {

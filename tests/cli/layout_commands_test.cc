@@ -269,6 +269,51 @@ TEST_F(LayoutCommandsTest, ShowLeavesOutTheNicOfRanksDeclaredWithout) {
   EXPECT_EQ(back->ranks(1).nic(), "");
 }
 
+TEST_F(LayoutCommandsTest, ShowSaysWhereEachRanksNicComesFrom) {
+  const v1::Layout layout = *analysis::ParseLayout(
+      "job: paired\ngpus_per_node: 2\nparallelism: {tp: 2, pp: 1, dp: 1}\n"
+      "hosts: [gpu-000]\n");
+  client.layouts[layout.job()] = layout;
+  v1::Layout resolved = layout;
+  v1::RankPlacement* r0 = resolved.add_ranks();
+  r0->set_rank(0);
+  r0->set_host("gpu-000");
+  r0->set_nic("mlx5_0");
+  r0->set_nic_source("agent");
+  r0->set_nic_distance("root_port");
+  v1::RankPlacement* r1 = resolved.add_ranks();
+  r1->set_rank(1);
+  r1->set_host("gpu-000");
+  r1->set_gpu(1);
+  r1->set_nic_source("unknown");
+  client.resolved_layouts[layout.job()] = resolved;
+
+  EXPECT_EQ(LayoutShowCommand(client, "paired", options, t.env), kExitOk);
+  EXPECT_THAT(
+      t.out.str(),
+      AllOf(HasSubstr("hosts: [gpu-000]\n"),
+            HasSubstr("nic_sources:\n  rank: 0\n  rails: 0\n  agent: 1\n  "
+                      "unknown: 1\n"),
+            HasSubstr("nics:\n  - {rank: 0, host: gpu-000, gpu: 0, nic: "
+                      "mlx5_0, source: agent, distance: root_port}\n"
+                      "  - {rank: 1, host: gpu-000, gpu: 1, source: "
+                      "unknown}\n")));
+  // The declared layout is printed as declared: no ranks.
+  EXPECT_THAT(t.out.str(), HasSubstr("ranks: []\n"));
+
+  TestEnv json_env;
+  options.json = true;
+  EXPECT_EQ(LayoutShowCommand(client, "paired", options, json_env.env),
+            kExitOk);
+  const nlohmann::json j = nlohmann::json::parse(json_env.out.str());
+  EXPECT_TRUE(j["ranks"].empty());
+  EXPECT_EQ(j["nic_sources"]["agent"], 1);
+  EXPECT_EQ(j["nics"][0]["nic"], "mlx5_0");
+  EXPECT_EQ(j["nics"][0]["distance"], "root_port");
+  EXPECT_FALSE(j["nics"][1].contains("nic"));
+  EXPECT_EQ(j["nics"][1]["source"], "unknown");
+}
+
 TEST_F(LayoutCommandsTest, ShowUnknownJobIsCollectorErrorAndBadNameIsInput) {
   EXPECT_EQ(LayoutShowCommand(client, "nope", options, t.env), kExitCollector);
   EXPECT_THAT(t.err.str(), HasSubstr("not found"));

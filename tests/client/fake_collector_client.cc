@@ -58,6 +58,15 @@ absl::StatusOr<v1::Layout> FakeCollectorClient::GetLayout(
   return it->second;
 }
 
+absl::StatusOr<v1::Layout> FakeCollectorClient::GetResolvedLayout(
+    const std::string& job) {
+  auto it = resolved_layouts.find(job);
+  if (it == resolved_layouts.end()) return GetLayout(job);
+  ++calls;
+  if (!fail.ok()) return fail;
+  return it->second;
+}
+
 absl::StatusOr<v1::ListLayoutsResponse> FakeCollectorClient::ListLayouts() {
   ++calls;
   if (!fail.ok()) return fail;

@@ -45,6 +45,7 @@ class FakeCollectorClient final : public CollectorClient {
   absl::StatusOr<v1::AdoptTopologyResponse> AdoptTopology(
       const v1::AdoptTopologyRequest& request) override;
   absl::StatusOr<v1::Layout> GetLayout(const std::string& job) override;
+  absl::StatusOr<v1::Layout> GetResolvedLayout(const std::string& job) override;
   absl::StatusOr<v1::ListLayoutsResponse> ListLayouts() override;
   absl::StatusOr<v1::Topology> GetTopology() override;
   absl::StatusOr<v1::Topology> GetTopologyView(v1::TopologyView view) override;
@@ -62,6 +63,9 @@ class FakeCollectorClient final : public CollectorClient {
   absl::Status fail = absl::OkStatus();
 
   std::map<std::string, v1::Layout> layouts;
+  // What GetResolvedLayout answers; a job not here answers its entry of
+  // `layouts`, as a collector that does not resolve NICs would.
+  std::map<std::string, v1::Layout> resolved_layouts;
   int64_t applied_unix_nanos = 0;
   std::vector<v1::Finding> apply_findings;  // returned by ApplyLayout
   v1::Topology topology;  // the declared one, when has_topology

@@ -291,9 +291,9 @@ TEST(VirtualAgentsTest, InventoriesCarryNeighborsUnlessLldpIsOff) {
   ASSERT_TRUE(::fabricdiag::testing::Eventually(
       [&] { return neighbors("lldp-00003") == opts.nics; }));
   const v1::NodeFacts& three = facts.Snapshot()->at("lldp-00003");
-  // Agent 3 is the last of leaf 0's four: ports swp25 and swp26.
+  // Agent 3 is the last of leaf 0's four, with 2 NICs: swp7 and swp8.
   EXPECT_EQ(three.lldp_neighbors(0).system_name(), "lldp-leaf-00000");
-  EXPECT_EQ(three.lldp_neighbors(1).port_id(), "swp26");
+  EXPECT_EQ(three.lldp_neighbors(1).port_id(), "swp8");
   for (int i = 0; i < opts.nodes; ++i) {
     EXPECT_EQ(neighbors(absl::StrFormat("lldp-%05d", i)), opts.nics) << i;
     EXPECT_LE(neighbors(absl::StrFormat("quiet-%05d", i)), 0) << i;

@@ -27,4 +27,12 @@ absl::Status BuildPciTree(const std::string& root,
 absl::Status BuildPciTreeFromFixture(const std::string& root,
                                      const std::string& name);
 
+// The RDMA device the agent pairs with each GPU of the tree of
+// tests/fixtures/pci/dgx-h100.txt, by GPU index: each GPU's ConnectX-7 sits
+// below its PCIe switch (tests/agent/gpu_nic_agent_test.cc reads the same
+// from --once). The end-to-end tests that fill layouts compare against it.
+inline constexpr const char* kDgxH100PairedNic[8] = {
+    "mlx5_0", "mlx5_3", "mlx5_4",  "mlx5_5",
+    "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"};
+
 }  // namespace fabricdiag::agent

@@ -27,6 +27,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/agent/pci_fake_tree.h"
 #include "tests/testing/eventually.h"
 #include "tests/testing/http_get.h"
 #include "tests/testing/nats_cluster.h"
@@ -490,6 +491,123 @@ TEST_F(CollectorClusterTest, EveryCollectorDiscoversTheWholeFabric) {
         << each.name;
   }
   EXPECT_EQ(writes, kAgents);
+  for (Collector& each : c) each.process->Signal(SIGTERM);
+  for (Collector& each : c) {
+    EXPECT_TRUE(each.process->Wait(absl::Seconds(20)).has_value());
+  }
+}
+
+// The agents' GPU-NIC pairs are the cluster's: a layout naming no NIC (no
+// rails, no ranks), applied through B, is filled on B and C from the pairs
+// of a real agent on a DGX H100-like fake PCI tree that streams to A alone.
+// B and C hear the agent only through the node facts bucket
+// (cluster/jetstream_node_facts.h), which their fill reads
+// (collector/declared/filled_layouts.h). Not in the sanitized build, as the
+// other tests of real agents above: its bound is a real-time figure, and
+// gpu_nic_fill_e2e_test runs the fill itself there.
+TEST_F(CollectorClusterTest, AnAgentOnOneCollectorFillsALayoutOfAnother) {
+  std::vector<Collector> c;
+  std::vector<std::string> targets;
+  ASSERT_NO_FATAL_FAILURE(StartThree(&c, &targets));
+  const Collector& a = c[0];
+  const Collector& b = c[1];
+  const Collector& other = c[2];
+
+  // 8 ranks on gpu-000 (tp=8), applied before the agent reports.
+  RunResult applied = Cli(b, {"layout", "apply", LayoutFile("fill", 1)});
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  ASSERT_TRUE(testing::Eventually([&] { return Lists(other, "fill"); },
+                                  absl::Seconds(5), absl::Milliseconds(100)));
+  RunResult early = Cli(other, {"layout", "check", "fill"});
+  EXPECT_EQ(early.exit_code, 3) << early.out << early.err;
+  EXPECT_THAT(early.out, HasSubstr("8 ranks have no known NIC"));
+
+  const std::string tree = dir_.path() + "/gpu-000";
+  const std::string no_ethtool = dir_.path() + "/no-ethtool";
+  ASSERT_TRUE(std::filesystem::create_directories(tree));
+  // No ethtool statistics: no ioctl on this host.
+  ASSERT_TRUE(std::filesystem::create_directories(no_ethtool));
+  ASSERT_TRUE(agent::BuildPciTreeFromFixture(tree, "dgx-h100.txt").ok());
+  Subprocess agent_process({kAgent, "--node=gpu-000", "--sysfs_root=" + tree,
+                            "--ethtool_dir=" + no_ethtool,
+                            "--listen=127.0.0.1:0", "--interval=200ms",
+                            "--collector=" + targets[0]});
+  ASSERT_TRUE(agent_process.Start().ok());
+  ASSERT_TRUE(agent_process.WaitForStderr("serving /metrics", nullptr))
+      << agent_process.Stderr();
+  const absl::Time started = absl::Now();
+
+  // `layout show` on B and on C: every rank's NIC, paired by the agent.
+  // Within 10 s of the agent's start: its first report, one write to the
+  // bucket and its watch by B and C took 90-120 ms until B showed them and
+  // 270-350 ms until C did (after B's checks) in six runs on a loaded
+  // 2-core machine; the rest is room for one slowed further by builds.
+  auto show_json = [&](const Collector& each) -> nlohmann::json {
+    RunResult r = Cli(each, {"layout", "show", "fill", "--json"});
+    if (r.exit_code != 0) return nullptr;
+    return nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  };
+  for (const Collector* each : {&b, &other}) {
+    nlohmann::json shown;
+    ASSERT_TRUE(testing::Eventually(
+        [&] {
+          shown = show_json(*each);
+          return shown.is_object() && shown.contains("nic_sources") &&
+                 shown["nic_sources"]["agent"] == 8;
+        },
+        absl::Seconds(10) - (absl::Now() - started), absl::Milliseconds(100)))
+        << each->name << ": " << shown.dump() << "\n"
+        << each->process->Stderr();
+    std::cout << each->name << " shows the agent's NICs "
+              << absl::FormatDuration(
+                     absl::Trunc(absl::Now() - started, absl::Milliseconds(10)))
+              << " after the agent started\n";
+    EXPECT_EQ(shown["nic_sources"]["unknown"], 0) << each->name;
+    EXPECT_TRUE(shown["ranks"].empty()) << shown.dump();
+    EXPECT_TRUE(shown["rails"].empty()) << shown.dump();
+    ASSERT_EQ(shown["nics"].size(), 8U) << shown.dump();
+    for (int r = 0; r < 8; ++r) {
+      const nlohmann::json& n = shown["nics"][r];
+      EXPECT_EQ(n["host"], "gpu-000") << n.dump();
+      EXPECT_EQ(n["gpu"], r) << n.dump();
+      EXPECT_EQ(n["nic"], agent::kDgxH100PairedNic[r]) << n.dump();
+      EXPECT_EQ(n["source"], "agent") << n.dump();
+    }
+    RunResult yaml = Cli(*each, {"layout", "show", "fill"});
+    EXPECT_EQ(yaml.exit_code, 0) << yaml.err;
+    EXPECT_THAT(yaml.out, HasSubstr("  - {rank: 5, host: gpu-000, gpu: 5, "
+                                    "nic: mlx5_9, source: agent, distance: "
+                                    "pcie_switch}\n"))
+        << each->name;
+  }
+
+  // `layout check` on C: none unknown, and the host and NICs reported (by
+  // A's agent, which C lists as a remote node).
+  RunResult check;
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        check = Cli(other, {"layout", "check", "fill"});
+        return check.exit_code == 0;
+      },
+      absl::Seconds(10), absl::Milliseconds(200)))
+      << check.out << check.err;
+  EXPECT_THAT(check.out, HasSubstr("layout fill: 8 of 8 ranks have a known NIC "
+                                   "(0 declared in ranks, 0 from rails, 8 "
+                                   "paired by the agent)\n"));
+
+  // The agent streamed to A alone, and only A wrote its facts: B and C
+  // filled the layout from the bucket.
+  EXPECT_EQ(MetricOf(a, "fabricdiag_node_facts_writes_total"), 1);
+  for (const Collector* each : {&b, &other}) {
+    EXPECT_EQ(MetricOf(*each, "fabricdiag_node_facts_writes_total"), 0)
+        << each->name;
+    EXPECT_EQ(MetricOf(*each, "fabricdiag_node_facts_nodes"), 1) << each->name;
+    EXPECT_EQ(MetricOf(*each, "fabricdiag_agent_up"), -1) << each->name;
+  }
+  EXPECT_EQ(MetricOf(a, "fabricdiag_agent_up"), 1);
+
+  agent_process.Signal(SIGTERM);
+  EXPECT_EQ(agent_process.Wait(absl::Seconds(10)), 0);
   for (Collector& each : c) each.process->Signal(SIGTERM);
   for (Collector& each : c) {
     EXPECT_TRUE(each.process->Wait(absl::Seconds(20)).has_value());

@@ -28,6 +28,7 @@ namespace fabricdiag {
 namespace {
 
 using ::fabricdiag::agent::BuildPciTreeFromFixture;
+using ::fabricdiag::agent::kDgxH100PairedNic;
 using ::fabricdiag::agent::ScopedTempDir;
 using ::fabricdiag::testing::HttpGet;
 using ::fabricdiag::testing::PortFromLog;
@@ -39,11 +40,6 @@ using ::testing::HasSubstr;
 const std::string kAgent = FABRICDIAG_AGENT_BINARY;
 const std::string kCollector = FABRICDIAG_COLLECTOR_BINARY;
 const std::string kCli = FABRICDIAG_CLI_BINARY;
-
-// The NIC the agent pairs with each GPU of the DGX H100 tree, by GPU index
-// (tests/agent/gpu_nic_agent_test.cc reads the same from --once).
-const char* const kPairedNic[8] = {"mlx5_0", "mlx5_3", "mlx5_4",  "mlx5_5",
-                                   "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"};
 
 class GpuNicFillTest : public ::testing::Test {
  protected:
@@ -137,7 +133,7 @@ TEST_F(GpuNicFillTest, LayoutWithoutNicsGetsThoseTheAgentsPair) {
     EXPECT_EQ(n["rank"], r);
     EXPECT_EQ(n["host"], r < 8 ? "gpu-000" : "gpu-001");
     EXPECT_EQ(n["gpu"], r % 8);
-    EXPECT_EQ(n["nic"], kPairedNic[r % 8]) << n.dump();
+    EXPECT_EQ(n["nic"], kDgxH100PairedNic[r % 8]) << n.dump();
     EXPECT_EQ(n["source"], "agent");
     EXPECT_EQ(n["distance"], "pcie_switch");
   }

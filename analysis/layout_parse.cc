@@ -580,7 +580,7 @@ absl::Status ValidateGnmiTarget(const v1::GnmiTarget& gnmi,
 }
 
 std::string LayoutToJson(const v1::Layout& layout) {
-  const std::string json = ToJson(layout);
+  std::string json = ToJson(layout);
   // Where the collector says a rank's NIC came from is no field of the
   // file: left out when not set (every layout but a resolved one).
   nlohmann::ordered_json doc =

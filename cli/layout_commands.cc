@@ -39,7 +39,7 @@ std::string WithoutEmptyNics(const std::string& json) {
 // comes from, one line per rank in YAML.
 std::string ShowDocument(const v1::Layout& declared,
                          const v1::Layout& resolved) {
-  const std::string json = WithoutEmptyNics(analysis::LayoutToJson(declared));
+  std::string json = WithoutEmptyNics(analysis::LayoutToJson(declared));
   const NicSources sources = CountNicSources(resolved);
   if (!sources.known) return json;
   nlohmann::ordered_json doc =

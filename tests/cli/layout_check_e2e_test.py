@@ -132,7 +132,10 @@ class LayoutCheckE2E(unittest.TestCase):
         r = self.cli_run("layout", "check", "fixed")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertEqual(r.stdout, "layout fixed: every host (2) and NIC (4) "
-                                   "is reported by an agent\n")
+                                   "is reported by an agent\n"
+                                   "layout fixed: 4 of 4 ranks have a known "
+                                   "NIC (0 declared in ranks, 4 from rails, "
+                                   "0 paired by the agent)\n")
 
     def test_unknown_job(self):
         r = self.cli_run("layout", "check", "nope")

@@ -1,10 +1,13 @@
 #include "collector/api/query_service.h"
 
 #include <algorithm>
+#include <memory>
 #include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "collector/declared/layout_leases.h"
 #include "collector/declared/layout_nics.h"
 #include "collector/declared/write_deadline.h"
@@ -13,6 +16,11 @@
 
 namespace fabricdiag::collector {
 namespace {
+
+// How long a snapshot of the topology views waits for the keeper to take
+// the declared topology in effect: a poll (200 ms) and one drawing (up to
+// ~1 s at 25k hosts), with room for a loaded machine.
+constexpr absl::Duration kDeclaredCatchUp = absl::Seconds(5);
 
 int64_t UnixNanos(absl::Time t) {
   return t == absl::InfinitePast() ? 0 : absl::ToUnixNanos(t);
@@ -241,7 +249,18 @@ grpc::Status QueryService::AdoptTopology(
     grpc::ServerContext* context, const v1::AdoptTopologyRequest* request,
     v1::AdoptTopologyResponse* response) {
   if (request->dry_run() && request->snapshot()) {
-    AdoptResult preview = AdoptPreview(*topology_->Current());
+    // The keeper takes a topology just applied or adopted at its next poll
+    // and drawing: wait for it (bounded), so that `topology diff` right
+    // after `topology adopt` compares against what was written.
+    std::shared_ptr<const TopologyViews> views = topology_->Current();
+    const uint64_t declared_now = registry_->Snapshot()->topology_version;
+    const absl::Time give_up = absl::Now() + kDeclaredCatchUp;
+    while (views->declared_version != declared_now && absl::Now() < give_up &&
+           !context->IsCancelled()) {
+      absl::SleepFor(absl::Milliseconds(20));
+      views = topology_->Current();
+    }
+    AdoptResult preview = AdoptPreview(*views);
     *response->mutable_topology() = std::move(preview.written);
     response->set_declared_version(preview.declared_version);
     if (preview.declared != nullptr) {

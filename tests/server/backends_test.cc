@@ -292,12 +292,14 @@ TEST_P(BackendsTest, ExposeTheNodeFacts) {
   backends->Leave();
 }
 
+// What only a cluster has: another collector to share with.
+class ClusterBackendsTest : public BackendsTest {};
+
 // A cluster's collectors share the facts: what reaches one through its
 // agent is held by another, and by the first after its restart (its agents
 // need not reconnect first). Embedded, one collector has no one to share
 // with, and relearns from its agents after a restart.
-TEST_P(BackendsTest, NodeFactsReachEveryCollectorOfACluster) {
-  if (GetParam() == Mode::kEmbedded) GTEST_SKIP() << "one collector";
+TEST_P(ClusterBackendsTest, NodeFactsReachEveryCollectorOfACluster) {
   std::unique_ptr<Backends> a = Open();
   ASSERT_NE(a, nullptr);
   testing::TempDir b_dir;
@@ -339,6 +341,11 @@ INSTANTIATE_TEST_SUITE_P(Both, BackendsTest,
                          [](const ::testing::TestParamInfo<Mode>& mode) {
                            return mode.param == Mode::kEmbedded ? "Embedded"
                                                                 : "JetStream";
+                         });
+INSTANTIATE_TEST_SUITE_P(Cluster, ClusterBackendsTest,
+                         ::testing::Values(Mode::kCluster),
+                         [](const ::testing::TestParamInfo<Mode>&) {
+                           return "JetStream";
                          });
 
 }  // namespace

@@ -11,7 +11,8 @@ usage: placement_e2e_test.py SOURCE_DIR COLLECTOR SIM
    it (this file computes it independently: FNV-1a 64 and fmix64 over
    node + 0x00 + entry, the analysis leader weighted 2/3).
 2. A collector that does not lead is killed (SIGKILL): its agents move to
-   both survivors, neither taking more than 60% of them.
+   both survivors, each taking 25-75% of them (about 40% the leader, which
+   is weighted 2/3, and 60% the other).
 3. 30 s later it is restarted on the same port: within 60 s every collector
    holds a third of the agents (+-10% of all agents) and exactly what the
    placement gives it (+-3), the survivors handing agents back at 1% of
@@ -222,10 +223,16 @@ def main():
         moved = {c: after[c] - before[c] for c in survivors}
         print(f"{time.monotonic() - killed_at:.1f}s after killing {victim} "
               f"({before[victim]:.0f} agents): {after}, moved {moved}")
+        # Both survivors take a share. Not an even one: the leader, weighted
+        # 2/3, is the first choice of 40% of the victim's agents against
+        # 60% for the other survivor (w / (w + 1)), and the agents the
+        # leader had handed to the victim fail over to their third choice,
+        # the other survivor. The issue's "neither above 60%" holds only
+        # when the leader is the one that dies.
         for c in survivors:
-            assert moved[c] <= 0.6 * before[victim], (
+            assert 0.25 * before[victim] <= moved[c] <= 0.75 * before[victim], (
                 f"{c} took {moved[c]:.0f} of {victim}'s "
-                f"{before[victim]:.0f} agents: more than 60%")
+                f"{before[victim]:.0f} agents: outside 25-75%")
 
         want_two = expected_counts(entries, survivors, leader)
         counts = wait("the survivors hold their placement",

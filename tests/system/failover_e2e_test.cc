@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "client/collector_list.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/eventually.h"
@@ -39,10 +40,7 @@ const std::string kAgent = FABRICDIAG_AGENT_BINARY;
 const std::string kCollector = FABRICDIAG_COLLECTOR_BINARY;
 const std::string kCli = FABRICDIAG_CLI_BINARY;
 
-// FNV-1a 64 of "gpu-001" is 0x239bd03c05afd9fb, odd: with two collectors
-// the agent starts at entry 1 (pinned in collector_list_test.cc too).
 constexpr char kNode[] = "gpu-001";
-constexpr int kPreferred = 1;
 // Every wait is bounded by this; failover itself takes one backoff step
 // (250 ms +-20%) plus a connect on loopback.
 constexpr absl::Duration kBound = absl::Seconds(10);
@@ -113,6 +111,13 @@ class FailoverTest : public ::testing::Test {
     ASSERT_GT(agent_port_, 0);
   }
 
+  // The entry the agent ranks first (rendezvous hashing over the entries as
+  // written, which hold this run's ports).
+  size_t Preferred() const {
+    return client::RankCollectors(
+        kNode, {collectors_[0].address, collectors_[1].address})[0];
+  }
+
   std::string AgentMetrics() {
     absl::StatusOr<std::string> body = HttpGet(agent_port_, "/metrics");
     return body.ok() ? *body : "";
@@ -146,8 +151,8 @@ class FailoverTest : public ::testing::Test {
 
 TEST_F(FailoverTest, AgentMovesToTheOtherCollectorWithoutAGap) {
   StartAgent();
-  Collector& first = collectors_[kPreferred];
-  Collector& second = collectors_[1 - kPreferred];
+  Collector& first = collectors_[Preferred()];
+  Collector& second = collectors_[1 - Preferred()];
   const std::string info =
       "fabricdiag_agent_stream_collector_info{collector=\"";
 
@@ -228,8 +233,8 @@ TEST_F(FailoverTest, AgentMovesToTheOtherCollectorWithoutAGap) {
 
 TEST_F(FailoverTest, CliUsesTheFirstCollectorThatAnswers) {
   StartAgent();
-  Collector& live = collectors_[kPreferred];
-  Collector& dead = collectors_[1 - kPreferred];
+  Collector& live = collectors_[Preferred()];
+  Collector& dead = collectors_[1 - Preferred()];
   ASSERT_TRUE(Eventually([&] { return NodeAt(live.address).is_object(); }));
   dead.process->Signal(SIGKILL);
   ASSERT_TRUE(dead.process->Wait(kBound).has_value());

@@ -115,19 +115,30 @@ std::string StragglerBaselines::Serialize() const {
     return std::pair<absl::string_view, absl::string_view>(
         job.hosts[key >> 32], job.nics[key & 0xffffffffu]);
   };
+  // Only what Restore() takes back: an entry judged but never folded in (a
+  // NIC that straggled from its first pass) has no baseline yet, and one
+  // such entry would make the whole record unreadable.
+  auto kept = [](const Entry& e) {
+    return e.baseline.passes >= 1 && e.baseline.bytes_per_second > 0 &&
+           std::isfinite(e.baseline.bytes_per_second);
+  };
   size_t bytes = 8;
+  uint32_t count = 0;
   for (const auto& [name, job] : jobs_) {
     for (const auto& [key, e] : job.entries) {
+      if (!kept(e)) continue;
       const auto [host, nic] = names(job, key);
       bytes += kBaselineFixedBytes + name.size() + host.size() + nic.size() + 2;
+      ++count;
     }
   }
   std::string out;
   out.reserve(bytes);
   PutU32(&out, kBaselinesVersion);
-  PutU32(&out, static_cast<uint32_t>(size_));
+  PutU32(&out, count);
   for (const auto& [name, job] : jobs_) {
     for (const auto& [key, e] : job.entries) {
+      if (!kept(e)) continue;
       const auto [host, nic] = names(job, key);
       PutU32(&out,
              static_cast<uint32_t>(name.size() + host.size() + nic.size() + 2));

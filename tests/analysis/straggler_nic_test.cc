@@ -809,6 +809,32 @@ TEST(StragglerNicHistoryTest, DenseStragglerWithoutHistoryStillFires) {
               Not(testing::Contains(Key("ratio_to_own_baseline"))));
 }
 
+TEST(StragglerNicHistoryTest,
+     ANicStragglingFromItsFirstPassLeavesReadableBytes) {
+  // A NIC slow from the start is judged every pass but never folded in: it
+  // has an entry and no baseline. What is written must still restore (one
+  // such entry once made the whole record unreadable after a restart).
+  LayoutModel dense =
+      Build(LayoutYaml("dense", 8, "{tp: 8, pp: 1, dp: 8}", kEightRails));
+  const AnalysisConfig config;
+  StragglerBaselines baselines;
+  Ports ports = HealthyPorts(dense, 3);
+  SetThroughput(ports, {"gpu-005", "mlx5_6"}, 3e9);
+  for (int pass = 0; pass < 3; ++pass) {
+    ASSERT_THAT(Where(Pass(ports, dense, config, &baselines)),
+                ElementsAre("dense gpu-005 mlx5_6 dp:6"));
+  }
+  ASSERT_EQ(baselines.size(), 64u);
+  ASSERT_EQ(baselines.Find("dense", "gpu-005", "mlx5_6"), nullptr);
+  StragglerBaselines restored;
+  absl::StatusOr<size_t> added =
+      restored.Restore(baselines.Serialize(), nullptr);
+  ASSERT_TRUE(added.ok()) << added.status();
+  EXPECT_EQ(*added, 63u);
+  EXPECT_EQ(restored.Find("dense", "gpu-005", "mlx5_6"), nullptr);
+  EXPECT_NE(restored.Find("dense", "gpu-005", "mlx5_5"), nullptr);
+}
+
 TEST(StragglerNicHistoryTest, BelowOwnHistoryFractionIsConfigurable) {
   LayoutModel model = MoeJob();
   AnalysisConfig config;

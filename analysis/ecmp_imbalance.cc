@@ -61,29 +61,53 @@ std::optional<Finding> SwitchFinding(const EcmpImbalanceConfig& config,
 
   const PortView& hottest = *uplinks[hot].port;
   const PortView& coldest = *uplinks[cold].port;
+  // The hot uplinks: every one at or above the threshold, not only the
+  // hottest. When polarization piles flows onto two or more uplinks, the
+  // hottest of them changes from pass to pass; the fault does not.
+  std::vector<std::string> hot_names;
+  double hot_tx = 0;
+  std::vector<std::string> each;
+  each.reserve(uplinks.size());
+  for (const Uplink& u : uplinks) {
+    each.push_back(absl::StrCat(u.port->device, " ", FormatBytesRate(u.tx),
+                                " (", FormatFraction(u.tx / sum), ")"));
+    if (u.tx >= config.max_over_mean * mean) {
+      hot_names.push_back(u.port->device);
+      hot_tx += u.tx;
+    }
+  }
+  const double hot_share = hot_tx / sum;
   Finding f;
   f.kind = kEcmpImbalanceKind;
   f.severity = Severity::kWarning;
   f.node = sw.name();
   f.nodes = {sw.name()};
-  f.device = hottest.device;
+  // One finding per switch ECMP group, whichever of its uplinks is hottest
+  // now: its identity must not move while the fault lasts.
+  f.device = kEcmpUplinkGroup;
   f.evidence["max_over_mean"] = ratio;
   SetOverThreshold(ratio, config.max_over_mean, &f);
   f.evidence["mean_tx_bytes_per_second"] = mean;
   f.evidence["max_tx_bytes_per_second"] = uplinks[hot].tx;
   f.evidence["min_tx_bytes_per_second"] = uplinks[cold].tx;
   f.evidence["uplinks"] = static_cast<double>(uplinks.size());
+  f.evidence["hot_uplink_count"] = static_cast<double>(hot_names.size());
+  f.evidence["hot_uplinks_share"] = hot_share;
   if (Has(rate)) f.evidence["link_rate_bytes_per_second"] = rate;
-  std::vector<std::string> each;
-  each.reserve(uplinks.size());
-  for (const Uplink& u : uplinks) {
-    each.push_back(absl::StrCat(u.port->device, " ", FormatBytesRate(u.tx)));
-  }
   f.evidence_text["uplinks"] = absl::StrJoin(each, ", ");
+  f.evidence_text["hot_uplinks"] = absl::StrJoin(hot_names, ", ");
   f.evidence_text["coldest_uplink"] = coldest.device;
+  const std::string which =
+      hot_names.size() == 1
+          ? absl::StrCat(hottest.device, " sends ",
+                         FormatBytesRate(uplinks[hot].tx), ", ")
+          : absl::StrCat(hot_names.size(), " of them (",
+                         absl::StrJoin(hot_names, ", "), ") carry ",
+                         FormatFraction(hot_share),
+                         " of the traffic; the hottest, ", hottest.device,
+                         ", sends ", FormatBytesRate(uplinks[hot].tx), ", ");
   f.summary = absl::StrCat(
-      sw.name(), "'s ECMP uplinks are unbalanced: ", hottest.device, " sends ",
-      FormatBytesRate(uplinks[hot].tx), ", ", FormatRatio(ratio),
+      sw.name(), "'s ECMP uplinks are unbalanced: ", which, FormatRatio(ratio),
       " the mean of ", uplinks.size(), " uplinks (", FormatBytesRate(mean),
       "), while ", coldest.device, " sends only ",
       FormatBytesRate(uplinks[cold].tx),

@@ -11,7 +11,10 @@
 // reporting uplinks; max/mean >= EcmpImbalanceConfig::max_over_mean while
 // the mean is busy (>= min_mean_utilization x the uplinks' link rate, or
 // min_mean_bytes_per_second when the rate is unknown). One warning per
-// switch, device = the hottest uplink.
+// switch ECMP group, device = kEcmpUplinkGroup whichever uplinks are hot:
+// when polarization piles flows onto two uplinks the hottest of them
+// alternates from pass to pass, and one fault must keep one finding. The hot
+// uplinks (each >= max_over_mean x the mean) are its evidence.
 //
 // Host-side (no switch telemetry: the NIC's switch, per the topology links,
 // reports fewer than 2 uplinks, or the NIC has no link in the topology): the
@@ -45,6 +48,9 @@
 namespace fabricdiag::analysis {
 
 inline constexpr char kEcmpImbalanceKind[] = "ecmp_imbalance";
+// The device of a switch-side finding: the switch's ECMP group towards the
+// next tier (its topology `uplinks`), not one port of it.
+inline constexpr char kEcmpUplinkGroup[] = "uplinks";
 
 // Fewest reporting NICs on a rail whose median means anything.
 inline constexpr size_t kMinEcmpRailNics = 3;

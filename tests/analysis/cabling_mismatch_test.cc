@@ -313,7 +313,7 @@ TEST_F(DiscoveredOnlyTopologyTest, EcmpImbalance) {
   });
   ASSERT_THAT(discovered, SizeIs(1));
   EXPECT_EQ(discovered[0].node, "leaf-0");
-  EXPECT_EQ(discovered[0].device, "swp49");
+  EXPECT_EQ(discovered[0].evidence_text.at("hot_uplinks"), "swp49");
   EXPECT_EQ(discovered[0].summary, declared.at(0).summary);
   EXPECT_EQ(discovered[0].evidence_text, declared.at(0).evidence_text);
 }

@@ -53,7 +53,7 @@ TEST(EcmpImbalanceTest, PolarizedUplinksAreFound) {
   EXPECT_EQ(f.kind, "ecmp_imbalance");
   EXPECT_EQ(f.severity, Severity::kWarning);
   EXPECT_EQ(f.node, "leaf-0");
-  EXPECT_EQ(f.device, "swp49");
+  EXPECT_EQ(f.device, "uplinks");
   EXPECT_EQ(f.job, "");
   EXPECT_EQ(f.group, "");
   EXPECT_THAT(f.nodes, ElementsAre("leaf-0"));
@@ -62,7 +62,12 @@ TEST(EcmpImbalanceTest, PolarizedUplinksAreFound) {
   EXPECT_THAT(f.evidence.at("mean_tx_bytes_per_second"), DoubleNear(mean, 1));
   EXPECT_EQ(f.evidence.at("uplinks"), 4);
   EXPECT_EQ(f.evidence_text.at("uplinks"),
-            "swp49 38.2 GB/s, swp50 4.1 GB/s, swp51 8 GB/s, swp52 10 GB/s");
+            "swp49 38.2 GB/s (63%), swp50 4.1 GB/s (6.8%), swp51 8 GB/s (13%), "
+            "swp52 10 GB/s (17%)");
+  EXPECT_EQ(f.evidence_text.at("hot_uplinks"), "swp49");
+  EXPECT_EQ(f.evidence.at("hot_uplink_count"), 1);
+  EXPECT_THAT(f.evidence.at("hot_uplinks_share"),
+              DoubleNear(38.2e9 / (4 * mean), 1e-9));
   EXPECT_EQ(f.evidence_text.at("coldest_uplink"), "swp50");
   EXPECT_THAT(f.summary,
               HasSubstr("leaf-0's ECMP uplinks are unbalanced: swp49 sends "
@@ -124,7 +129,7 @@ TEST(EcmpImbalanceTest, OnlyReportingUplinksCount) {
   ASSERT_THAT(found, SizeIs(1));
   EXPECT_EQ(found[0].evidence.at("uplinks"), 2);
   EXPECT_EQ(found[0].evidence_text.at("uplinks"),
-            "swp49 30 GB/s, swp50 6 GB/s");
+            "swp49 30 GB/s (83%), swp50 6 GB/s (17%)");
 
   TestFabric one(5);
   for (int u = 1; u < 4; ++u) one.Remove("leaf-0", Uplink(u));
@@ -139,9 +144,45 @@ TEST(EcmpImbalanceTest, BothSwitchesAtOnceAreSorted) {
   const std::vector<Finding> found = Analyze(fabric);
   ASSERT_THAT(found, SizeIs(2));
   EXPECT_EQ(found[0].node, "leaf-0");
-  EXPECT_EQ(found[0].device, "swp50");
+  EXPECT_EQ(found[0].evidence_text.at("hot_uplinks"), "swp50");
   EXPECT_EQ(found[1].node, "leaf-1");
-  EXPECT_EQ(found[1].device, "swp52");
+  EXPECT_EQ(found[1].evidence_text.at("hot_uplinks"), "swp52");
+}
+
+// Polarization onto two uplinks: the hottest of the two alternates from pass
+// to pass while the fault lasts. One fault, one finding: the identity is the
+// switch's ECMP group, the hot pair its evidence.
+TEST(EcmpImbalanceTest, TwoHotUplinksWhoseHottestAlternatesAreOneFinding) {
+  std::vector<Finding> passes;
+  for (int pass = 0; pass < 6; ++pass) {
+    TestFabric fabric(8);
+    const double a = pass % 2 == 0 ? 40e9 : 34e9;
+    const double b = pass % 2 == 0 ? 34e9 : 40e9;
+    SetUplinks(fabric, "leaf-0", {a, 3e9, b, 3e9});
+    const std::vector<Finding> found = Analyze(fabric);
+    ASSERT_THAT(found, SizeIs(1)) << "pass " << pass;
+    passes.push_back(found[0]);
+  }
+  for (const Finding& f : passes) {
+    EXPECT_EQ(f.node, "leaf-0");
+    EXPECT_EQ(f.device, "uplinks");
+    EXPECT_EQ(f.group, "");
+    EXPECT_EQ(f.evidence_text.at("hot_uplinks"), "swp49, swp51");
+    EXPECT_EQ(f.evidence.at("hot_uplink_count"), 2);
+    EXPECT_THAT(f.evidence.at("hot_uplinks_share"),
+                DoubleNear(74e9 / 80e9, 1e-9));
+    EXPECT_THAT(f.summary, HasSubstr("2 of them (swp49, swp51) carry 92%"));
+  }
+  EXPECT_THAT(passes[0].summary, HasSubstr("the hottest, swp49,"));
+  EXPECT_THAT(passes[1].summary, HasSubstr("the hottest, swp51,"));
+  // When one of the pair cools down, the hot set changes: the evidence
+  // says so, the identity stays.
+  TestFabric one(8);
+  SetUplinks(one, "leaf-0", {40e9, 3e9, 8e9, 3e9});
+  const std::vector<Finding> found = Analyze(one);
+  ASSERT_THAT(found, SizeIs(1));
+  EXPECT_EQ(found[0].device, "uplinks");
+  EXPECT_EQ(found[0].evidence_text.at("hot_uplinks"), "swp49");
 }
 
 // The rail mlx5_3 (on leaf-0) of job moe-train-42: gpu-005's NIC slows down

@@ -128,7 +128,8 @@ TEST_F(LldpTopologyRunnerTest, EcmpImbalanceFromLldpAloneWithoutATopologyFile) {
   ASSERT_THAT(active, SizeIs(1));
   EXPECT_EQ(active[0].kind(), "ecmp_imbalance");
   EXPECT_EQ(active[0].node(), "leaf-0");
-  EXPECT_EQ(active[0].device(), "swp33");
+  EXPECT_EQ(active[0].device(), "uplinks");
+  EXPECT_EQ(active[0].evidence_text().at("hot_uplinks"), "swp33");
 }
 
 // The same reports without the discovered topology: no switch has uplinks,

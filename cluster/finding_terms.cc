@@ -14,6 +14,10 @@ bool FindingTerms::Admit(absl::string_view id, uint64_t term,
   return !stale;
 }
 
+void FindingTerms::NewTerm(uint64_t term) {
+  newest_term_ = std::max(newest_term_, term);
+}
+
 void FindingTerms::Saw(absl::string_view id, uint64_t term, uint64_t revision) {
   Seen& seen = by_id_[id];
   seen.revision = std::max(seen.revision, revision);

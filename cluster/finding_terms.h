@@ -5,8 +5,9 @@
 //     finding is dropped: a newer leader wrote the finding since;
 //   - so is one whose term is lower than a term already delivered earlier
 //     in the bucket's order in this watch: it landed after a newer leader
-//     had written, so its writer's lease had run out (this catches a late
-//     first version of a finding the newer leader never wrote);
+//     had written (a version, or the mark of its term: NewTerm), so its
+//     writer's lease had run out (this catches a late first version of a
+//     finding the newer leader never wrote);
 //   - equal terms are taken (one leader's successive versions), and so is
 //     term 0: a version written before versions carried terms.
 //
@@ -38,6 +39,10 @@ class FindingTerms {
   // A new watch delivers the bucket again from its oldest version: the
   // order rule starts over (the per-finding terms stay).
   void StartReplay() { newest_term_ = 0; }
+
+  // A leader of `term` wrote here: what comes after it in the bucket's
+  // order with a lower term is late.
+  void NewTerm(uint64_t term);
 
   // A version of finding `id` written under `term`, at `revision` of the
   // bucket, delivered in the bucket's order: whether to apply it (false: a

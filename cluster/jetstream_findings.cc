@@ -17,6 +17,7 @@ namespace fabricdiag::cluster {
 namespace {
 
 constexpr char kNextIdKey[] = "next_id";
+constexpr char kTermKey[] = "term";
 constexpr absl::Duration kRetryPause = absl::Milliseconds(100);
 
 // The version a value holds; nullopt when it is not one intact finding.
@@ -220,9 +221,26 @@ absl::Status JetStreamFindings::WriteOne(
   }
 }
 
+void JetStreamFindings::MarkTerm() {
+  const uint64_t term = role_->Term();
+  if (term == 0 || term == marked_term_.load()) return;
+  // Unconditional: a late mark of an older term raises nothing.
+  uint64_t revision = 0;
+  const natsStatus s =
+      kvStore_PutString(&revision, kv_, kTermKey, absl::StrCat(term).c_str());
+  if (s == NATS_OK) {
+    marked_term_.store(term);
+  } else {
+    LogWarning(NatsError(s, absl::StrCat("marking term ", term,
+                                         " in the shared findings"))
+                   .message());
+  }
+}
+
 absl::Status JetStreamFindings::Write(
     absl::Span<const collector::StoredFinding> versions) {
   const absl::Time deadline = absl::Now() + options_.deadline;
+  MarkTerm();
   for (const collector::StoredFinding& v : versions) {
     // Stops at the first failure: the versions after it are newer than
     // what the bucket holds, and a fenced writer writes nothing more.
@@ -305,8 +323,19 @@ void JetStreamFindings::WatchLoop(
         kvEntry_Destroy(entry);
         continue;
       }
+      const absl::string_view key = kvEntry_Key(entry);
+      if (key == kTermKey) {
+        uint64_t term = 0;
+        const char* value = kvEntry_ValueString(entry);
+        if (value != nullptr && absl::SimpleAtoi(value, &term)) {
+          absl::MutexLock lock(&mu_);
+          terms_.NewTerm(term);
+        }
+        kvEntry_Destroy(entry);
+        continue;
+      }
       std::optional<collector::StoredFinding> version;
-      if (absl::string_view(kvEntry_Key(entry)) != kNextIdKey) {
+      if (key != kNextIdKey) {
         version = Decode(
             absl::string_view(static_cast<const char*>(kvEntry_Value(entry)),
                               static_cast<size_t>(kvEntry_ValueLen(entry))));

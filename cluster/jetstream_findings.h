@@ -9,6 +9,9 @@
 //             record holding the analyzer that owns it and the
 //             v1::Finding), so damage is caught
 //   next_id   the smallest id number nobody was given yet (decimal)
+//   term      the latest term that wrote here (decimal), put by a leader
+//             before its first write: its place in the bucket's order
+//             tells a deposed leader's later first version of a finding
 // Only the collector that holds the analysis lease writes findings; an
 // active finding is written at least every minute (last_seen), so `ttl`
 // (7 days) drops only findings resolved that long ago.
@@ -126,6 +129,8 @@ class JetStreamFindings final : public collector::FindingsReplication {
   // Writes one version with compare-and-set (see the header comment).
   absl::Status WriteOne(const collector::StoredFinding& version,
                         absl::Time deadline);
+  // Puts the term key once per term held (see the header comment).
+  void MarkTerm();
   // Counts and returns a refused write.
   absl::Status Fenced(const collector::StoredFinding& version,
                       const std::string& why);
@@ -141,6 +146,7 @@ class JetStreamFindings final : public collector::FindingsReplication {
   kvStore* const kv_;
   mutable absl::Mutex mu_;
   FindingTerms terms_ ABSL_GUARDED_BY(mu_);
+  std::atomic<uint64_t> marked_term_{0};
   std::atomic<uint64_t> fenced_writes_{0};
   std::atomic<uint64_t> stale_versions_dropped_{0};
   std::atomic<bool> stopping_{false};

@@ -32,6 +32,16 @@ TEST(FindingTermsTest, AFirstVersionLandingAfterANewerTermIsDropped) {
   EXPECT_EQ(terms.Get("f-000002").term, 7u);
 }
 
+TEST(FindingTermsTest, TheMarkOfANewTermMakesLaterLowerTermsLate) {
+  FindingTerms terms;
+  EXPECT_TRUE(terms.Admit("f-000001", 7, 10));
+  terms.NewTerm(9);  // the new leader wrote nothing else yet
+  EXPECT_FALSE(terms.Admit("f-000002", 7, 12));
+  terms.NewTerm(8);  // an older mark landing late lowers nothing
+  EXPECT_FALSE(terms.Admit("f-000003", 8, 13));
+  EXPECT_TRUE(terms.Admit("f-000004", 9, 14));
+}
+
 TEST(FindingTermsTest, AReplayStartsTheOrderOverButKeepsEachFindingsTerm) {
   FindingTerms terms;
   EXPECT_TRUE(terms.Admit("f-000002", 9, 20));

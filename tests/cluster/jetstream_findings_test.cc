@@ -238,5 +238,37 @@ TEST_F(JetStreamFindingsTest, TheWatcherDropsALateVersionOfALowerTerm) {
   EXPECT_EQ(follower.findings->stale_versions_dropped(), 2u);
 }
 
+// A new leader marks its term before its first write, even with nothing
+// to write: a deposed leader's open of a finding the new leader never
+// wrote, landing after that mark, is dropped too.
+TEST_F(JetStreamFindingsTest, ALateFirstVersionAfterANewTermsMarkIsDropped) {
+  Writer leader = Open(9);
+  ASSERT_NE(leader.findings, nullptr);
+  ASSERT_TRUE(leader.findings->Write({}).ok());  // took over: nothing active
+  Writer follower = Open(0);
+  ASSERT_NE(follower.findings, nullptr);
+  absl::Mutex mu;
+  std::vector<std::string> seen;
+  follower.findings->Watch(
+      [&](const StoredFinding& v) {
+        absl::MutexLock lock(&mu);
+        seen.push_back(v.finding.id());
+      },
+      [](const absl::flat_hash_set<std::string>&) {});
+  StoredFinding late = Version("f-000001", v1::FINDING_STATE_ACTIVE, 150);
+  late.term = 5;
+  PutRaw(late);
+  ASSERT_TRUE(leader.findings
+                  ->Write({Version("f-000002", v1::FINDING_STATE_ACTIVE, 400)})
+                  .ok());
+  EXPECT_TRUE(testing::Eventually([&] {
+    absl::MutexLock lock(&mu);
+    return seen == std::vector<std::string>{"f-000002"};
+  }));
+  follower.findings->StopWatching();
+  EXPECT_EQ(follower.findings->stale_versions_dropped(), 1u);
+  EXPECT_EQ(follower.findings->undecodable(), 0u) << "the term key";
+}
+
 }  // namespace
 }  // namespace fabricdiag::cluster

@@ -13,6 +13,11 @@ namespace {
 
 constexpr char kKey[] = "analysis";
 
+std::chrono::steady_clock::duration ToSteady(absl::Duration d) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      absl::ToChronoNanoseconds(d));
+}
+
 // The key's holder and revision; NotFound when nobody holds it.
 struct Holder {
   natsStatus status = NATS_OK;
@@ -42,7 +47,9 @@ absl::StatusOr<std::unique_ptr<AnalysisLease>> AnalysisLease::Start(
   config.Bucket = options.bucket.c_str();
   config.Description = "fabricdiag analysis lease";
   config.History = 1;
-  config.StorageType = js_MemoryStorage;  // a lease, not state
+  // On disk: the revisions, which are the terms, must keep growing when
+  // every server restarts (see the header comment).
+  config.StorageType = js_FileStorage;
   config.Replicas = options.replicas;
   config.TTL = absl::ToInt64Nanoseconds(options.ttl);
   ASSIGN_OR_RETURN(kvStore * kv, BindOrCreateBucket(*nats, config));
@@ -79,14 +86,18 @@ void AnalysisLease::Stop() {
   }
 }
 
+bool AnalysisLease::HeldLocked() const {
+  return held_revision_ != 0 && Clock::now() < lease_until_;
+}
+
 bool AnalysisLease::Leading() const {
   absl::MutexLock lock(&mu_);
-  return held_revision_ != 0 && absl::Now() < lease_until_;
+  return HeldLocked();
 }
 
 uint64_t AnalysisLease::Term() const {
   absl::MutexLock lock(&mu_);
-  return held_revision_ != 0 && absl::Now() < lease_until_ ? term_ : 0;
+  return HeldLocked() ? term_ : 0;
 }
 
 std::string AnalysisLease::leader() const {
@@ -96,10 +107,9 @@ std::string AnalysisLease::leader() const {
 
 absl::Duration AnalysisLease::WithoutLeaderFor() const {
   absl::MutexLock lock(&mu_);
-  if (held_revision_ != 0 && absl::Now() < lease_until_) {
-    return absl::ZeroDuration();
-  }
-  return std::max(absl::ZeroDuration(), absl::Now() - leader_seen_);
+  if (HeldLocked()) return absl::ZeroDuration();
+  return std::max(absl::ZeroDuration(),
+                  absl::FromChrono(Clock::now() - leader_seen_));
 }
 
 void AnalysisLease::StepDown() {
@@ -109,21 +119,21 @@ void AnalysisLease::StepDown() {
   }
   held_revision_ = 0;
   term_ = 0;
-  lease_until_ = absl::InfinitePast();
+  lease_until_ = Clock::time_point::min();
   if (leader_ == id_) leader_.clear();
 }
 
 void AnalysisLease::TryAcquire() {
-  const absl::Time start = absl::Now();
+  const Clock::time_point start = Clock::now();
   uint64_t revision = 0;
   const natsStatus s = kvStore_CreateString(&revision, kv_, kKey, id_.c_str());
   if (s == NATS_OK) {
     absl::MutexLock lock(&mu_);
     held_revision_ = revision;
     term_ = revision;
-    lease_until_ = start + options_.ttl - options_.margin;
+    lease_until_ = start + ToSteady(options_.ttl - options_.margin);
     leader_ = id_;
-    leader_seen_ = absl::Now();
+    leader_seen_ = Clock::now();
     acquisitions_.fetch_add(1);
     LogInfo(absl::StrCat("analysis lease: ", id_, " leads the analysis (term ",
                          term_, ")"));
@@ -134,7 +144,7 @@ void AnalysisLease::TryAcquire() {
   absl::MutexLock lock(&mu_);
   if (holder.status == NATS_OK) {
     leader_ = holder.id;
-    if (!holder.id.empty()) leader_seen_ = absl::Now();
+    if (!holder.id.empty()) leader_seen_ = Clock::now();
   } else if (holder.status == NATS_NOT_FOUND) {
     leader_.clear();
   }
@@ -146,15 +156,15 @@ void AnalysisLease::Renew() {
     absl::MutexLock lock(&mu_);
     held = held_revision_;
   }
-  const absl::Time start = absl::Now();
+  const Clock::time_point start = Clock::now();
   uint64_t revision = 0;
   const natsStatus s =
       kvStore_UpdateString(&revision, kv_, kKey, id_.c_str(), held);
   if (s == NATS_OK) {
     absl::MutexLock lock(&mu_);
     held_revision_ = revision;
-    lease_until_ = start + options_.ttl - options_.margin;
-    leader_seen_ = absl::Now();
+    lease_until_ = start + ToSteady(options_.ttl - options_.margin);
+    leader_seen_ = Clock::now();
     return;
   }
   // A conflict (someone else's revision, or the key expired) ends the
@@ -162,7 +172,7 @@ void AnalysisLease::Renew() {
   const Holder holder = ReadHolder(kv_);
   absl::MutexLock lock(&mu_);
   if (holder.status == NATS_OK && !holder.id.empty()) {
-    leader_seen_ = absl::Now();
+    leader_seen_ = Clock::now();
   }
   if (held_revision_ != held) return;  // stepped down meanwhile
   if (holder.status == NATS_OK && holder.id == id_ && holder.revision != held) {
@@ -174,7 +184,7 @@ void AnalysisLease::Renew() {
   const bool lost = holder.status == NATS_NOT_FOUND ||
                     (holder.status == NATS_OK && holder.revision != held);
   if (lost) leader_ = holder.id;
-  if (lost || absl::Now() >= lease_until_) {
+  if (lost || Clock::now() >= lease_until_) {
     LogWarning(absl::StrCat(
         "analysis lease: ",
         lost ? "another collector holds the lease, or it expired"
@@ -188,7 +198,7 @@ void AnalysisLease::Run() {
     bool held = false;
     {
       absl::MutexLock lock(&mu_);
-      if (held_revision_ != 0 && absl::Now() >= lease_until_) StepDown();
+      if (held_revision_ != 0 && Clock::now() >= lease_until_) StepDown();
       held = held_revision_ != 0;
     }
     if (held) {
@@ -196,9 +206,10 @@ void AnalysisLease::Run() {
     } else {
       TryAcquire();
     }
-    const absl::Time next =
-        absl::Now() + (held ? options_.renew_period : options_.acquire_period);
-    while (!stopping_.load() && absl::Now() < next) {
+    const Clock::time_point next =
+        Clock::now() +
+        ToSteady(held ? options_.renew_period : options_.acquire_period);
+    while (!stopping_.load() && Clock::now() < next) {
       absl::SleepFor(absl::Milliseconds(20));
     }
   }

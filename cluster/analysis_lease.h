@@ -1,7 +1,7 @@
 // The analysis lease of a collector cluster: at most one collector analyzes
 // the merged fabric and writes findings; the others follow.
 //
-// Bucket "fabricdiag_leader" (memory storage, --nats_replicas replicas, one
+// Bucket "fabricdiag_leader" (file storage, --nats_replicas replicas, one
 // version per key, every value expires `ttl` after it was written), key
 // "analysis", value the holder's --collector_id:
 //   - a collector without the lease tries kvStore_Create every
@@ -12,16 +12,24 @@
 //     the revision it holds, so a renewal after someone else took the key
 //     fails;
 //   - it stops leading at once when a renewal finds another revision (or no
-//     key), and on its own when no renewal succeeded for `ttl` minus a
-//     margin counted from before the last successful request: the key
+//     key), and on its own when no renewal succeeded for `ttl` minus
+//     `margin` counted from before the last successful request: the key
 //     cannot have expired on the servers before that, so two collectors
-//     never lead at once while their clocks run at the same rate. A holder
-//     whose process was stopped (SIGSTOP) and resumes finds its lease run
-//     out by the same clock;
+//     never lead at once while their clocks run at the same rate. That
+//     time is kept on the monotonic clock (std::chrono::steady_clock): a
+//     step of the wall clock (NTP, an operator) neither stretches nor cuts
+//     a lease. A holder whose process was stopped (SIGSTOP) and resumes
+//     finds its lease run out by the same clock;
 //   - a clean stop deletes the key (when it still holds it): a successor
 //     takes over within `acquire_period` instead of `ttl`.
-// Term() is the revision of the acquiring write: unique and increasing
-// across the cluster.
+// Term() is the revision of the acquiring write: unique across the cluster
+// and larger for every later tenure, since a bucket's revisions only grow.
+// The bucket is on disk so that this holds even when every NATS server
+// restarts at once (a bucket in memory would start its revisions over; one
+// created in memory by an older release stays so until it is deleted).
+// Findings carry the term of the leader that wrote them, and a version with
+// a lower term than one already seen is a deposed leader's late write
+// (cluster/jetstream_findings.h).
 //
 //   ASSIGN_OR_RETURN(auto lease, AnalysisLease::Start(nats, "col-a", {}));
 //   if (lease->Leading()) ...
@@ -30,6 +38,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -72,6 +81,8 @@ class AnalysisLease final : public collector::AnalysisRole {
   AnalysisLease& operator=(const AnalysisLease&) = delete;
 
   bool Leading() const override;
+  // The revision of the write that acquired the lease while Leading(), 0
+  // otherwise (see the header comment).
   uint64_t Term() const override;
   // The holder as this collector last saw it ("" when unknown or none).
   std::string leader() const;
@@ -91,6 +102,9 @@ class AnalysisLease final : public collector::AnalysisRole {
   void TryAcquire();
   void Renew();
   void StepDown() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool HeldLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  using Clock = std::chrono::steady_clock;
 
   const std::string id_;
   const Options options_;
@@ -103,11 +117,12 @@ class AnalysisLease final : public collector::AnalysisRole {
   mutable absl::Mutex mu_;
   uint64_t held_revision_ ABSL_GUARDED_BY(mu_) = 0;  // 0: not held
   uint64_t term_ ABSL_GUARDED_BY(mu_) = 0;
-  // Leading until then (absl::Now() clock), when held.
-  absl::Time lease_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  // Leading until then, when held.
+  Clock::time_point lease_until_ ABSL_GUARDED_BY(mu_) =
+      Clock::time_point::min();
   std::string leader_ ABSL_GUARDED_BY(mu_);
   // The last sign of a leader (WithoutLeaderFor).
-  absl::Time leader_seen_ ABSL_GUARDED_BY(mu_) = absl::Now();
+  Clock::time_point leader_seen_ ABSL_GUARDED_BY(mu_) = Clock::now();
 };
 
 }  // namespace fabricdiag::cluster

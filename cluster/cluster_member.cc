@@ -92,9 +92,11 @@ absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Join(
       member->clock_);
   JetStreamFindings::Options findings_options;
   findings_options.replicas = options.replicas;
+  findings_options.test_write_delay =
+      JetStreamFindings::TestWriteDelayFromEnv();
   ASSIGN_OR_RETURN(
       member->findings_,
-      JetStreamFindings::Open(member->nats_.get(), findings_options));
+      JetStreamFindings::Open(member->nats_.get(), lease, findings_options));
   JetStreamBaselines::Options baselines_options;
   baselines_options.replicas = options.replicas;
   ASSIGN_OR_RETURN(
@@ -364,6 +366,15 @@ void ClusterMember::AppendMetrics(const collector::RegistryWatchStats& watch,
        "Values in the shared findings bucket that were not a finding "
        "(skipped).",
        PromType::kCounter, static_cast<double>(findings_->undecodable())},
+      {"fabricdiag_cluster_findings_fenced_writes_total",
+       "Findings writes this collector did not make because it no longer "
+       "led: its lease had run out, or a newer term had written the finding.",
+       PromType::kCounter, static_cast<double>(findings_->fenced_writes())},
+      {"fabricdiag_cluster_findings_stale_versions_dropped_total",
+       "Versions of shared findings dropped because a newer analysis "
+       "leader's term had written before they landed.",
+       PromType::kCounter,
+       static_cast<double>(findings_->stale_versions_dropped())},
       {"fabricdiag_cluster_baselines_write_errors_total",
        "Writes of the straggler baselines to the shared bucket that failed.",
        PromType::kCounter, static_cast<double>(baselines_->write_errors())},

@@ -1,5 +1,7 @@
 #include "cluster/jetstream_findings.h"
 
+#include <stdlib.h>
+
 #include <algorithm>
 #include <optional>
 #include <utility>
@@ -15,6 +17,7 @@ namespace fabricdiag::cluster {
 namespace {
 
 constexpr char kNextIdKey[] = "next_id";
+constexpr char kTermKey[] = "term";
 constexpr absl::Duration kRetryPause = absl::Milliseconds(100);
 
 // The version a value holds; nullopt when it is not one intact finding.
@@ -29,8 +32,19 @@ std::optional<collector::StoredFinding> Decode(absl::string_view value) {
 
 }  // namespace
 
+absl::Duration JetStreamFindings::TestWriteDelayFromEnv() {
+  const char* value = getenv("FABRICDIAG_TEST_FINDINGS_WRITE_DELAY");
+  absl::Duration delay;
+  if (value == nullptr || !absl::ParseDuration(value, &delay) ||
+      delay < absl::ZeroDuration()) {
+    return absl::ZeroDuration();
+  }
+  return delay;
+}
+
 absl::StatusOr<std::unique_ptr<JetStreamFindings>> JetStreamFindings::Open(
-    NatsConnection* nats, const Options& options) {
+    NatsConnection* nats, const collector::AnalysisRole* role,
+    const Options& options) {
   kvConfig config;
   kvConfig_Init(&config);
   config.Bucket = options.bucket.c_str();
@@ -40,13 +54,19 @@ absl::StatusOr<std::unique_ptr<JetStreamFindings>> JetStreamFindings::Open(
   config.Replicas = options.replicas;
   config.TTL = absl::ToInt64Nanoseconds(options.ttl);
   ASSIGN_OR_RETURN(kvStore * kv, BindOrCreateBucket(*nats, config));
+  if (options.test_write_delay > absl::ZeroDuration()) {
+    LogWarning(absl::StrCat("test hook: every findings write waits ",
+                            absl::FormatDuration(options.test_write_delay),
+                            " after its lease check"));
+  }
   return std::unique_ptr<JetStreamFindings>(
-      new JetStreamFindings(nats, options, kv));
+      new JetStreamFindings(nats, role, options, kv));
 }
 
-JetStreamFindings::JetStreamFindings(NatsConnection* nats, Options options,
-                                     kvStore* kv)
-    : nats_(nats), options_(std::move(options)), kv_(kv) {}
+JetStreamFindings::JetStreamFindings(NatsConnection* nats,
+                                     const collector::AnalysisRole* role,
+                                     Options options, kvStore* kv)
+    : nats_(nats), role_(role), options_(std::move(options)), kv_(kv) {}
 
 JetStreamFindings::~JetStreamFindings() {
   StopWatching();
@@ -105,24 +125,126 @@ absl::StatusOr<uint64_t> JetStreamFindings::ReserveIds(uint64_t count,
   }
 }
 
+absl::Status JetStreamFindings::Fenced(const collector::StoredFinding& version,
+                                       const std::string& why) {
+  fenced_writes_.fetch_add(1);
+  const std::string message =
+      absl::StrCat("shared findings: not writing ", version.finding.id(), " (",
+                   v1::FindingState_Name(version.finding.state()), "): ", why,
+                   "; this collector no longer leads the analysis");
+  LogWarning(message);
+  return absl::FailedPreconditionError(message);
+}
+
+absl::Status JetStreamFindings::WriteOne(
+    const collector::StoredFinding& version, absl::Time deadline) {
+  const std::string& id = version.finding.id();
+  collector::StoredFinding stamped = version;
+  natsStatus s = NATS_OK;
+  for (int attempt = 0;; ++attempt) {
+    if (attempt > 0 && (nats_->closed() || absl::Now() > deadline)) {
+      write_errors_.fetch_add(1);
+      return NatsError(s, absl::StrCat("sharing finding ", id));
+    }
+    // Held with its margin by the monotonic clock, now (Term() is 0
+    // otherwise).
+    const uint64_t term = role_->Term();
+    if (term == 0) return Fenced(version, "the analysis lease ran out");
+    FindingTerms::Seen seen;
+    {
+      absl::MutexLock lock(&mu_);
+      seen = terms_.Get(id);
+    }
+    if (seen.term > term) {
+      return Fenced(version, absl::StrCat("term ", seen.term,
+                                          " wrote it after this collector's "
+                                          "term ",
+                                          term));
+    }
+    stamped.term = term;
+    const std::string value = collector::EncodeFindingsLog(
+        absl::MakeConstSpan(&stamped, 1), /*next_id=*/0);
+    if (options_.test_write_delay > absl::ZeroDuration()) {
+      LogWarning(absl::StrCat("test hook: holding the write of ", id, " (",
+                              v1::FindingState_Name(version.finding.state()),
+                              ", term ", term, ") for ",
+                              absl::FormatDuration(options_.test_write_delay)));
+      absl::SleepFor(options_.test_write_delay);
+    }
+    uint64_t revision = 0;
+    s = seen.revision == 0
+            ? kvStore_Create(&revision, kv_, id.c_str(), value.data(),
+                             static_cast<int>(value.size()))
+            : kvStore_Update(&revision, kv_, id.c_str(), value.data(),
+                             static_cast<int>(value.size()), seen.revision);
+    if (s == NATS_OK) {
+      absl::MutexLock lock(&mu_);
+      terms_.Saw(id, term, revision);
+      return absl::OkStatus();
+    }
+    // Someone wrote the key since this collector last saw it, or the
+    // request failed: what does the bucket hold now?
+    kvEntry* entry = nullptr;
+    const natsStatus read = kvStore_Get(&entry, kv_, id.c_str());
+    if (read == NATS_OK) {
+      revision = kvEntry_Revision(entry);
+      const std::optional<collector::StoredFinding> stored = Decode(
+          absl::string_view(static_cast<const char*>(kvEntry_Value(entry)),
+                            static_cast<size_t>(kvEntry_ValueLen(entry))));
+      kvEntry_Destroy(entry);
+      const uint64_t stored_term = stored.has_value() ? stored->term : 0;
+      {
+        absl::MutexLock lock(&mu_);
+        terms_.Saw(id, stored_term, revision);
+      }
+      if (stored_term > term) {
+        return Fenced(version, absl::StrCat("term ", stored_term,
+                                            " wrote it after this "
+                                            "collector's term ",
+                                            term));
+      }
+      // This collector's own earlier write landed after all, or an older
+      // term's: written again over it at once.
+      if (revision != seen.revision) continue;
+    } else if (read == NATS_NOT_FOUND) {
+      {
+        absl::MutexLock lock(&mu_);
+        terms_.Gone(id);
+      }
+      if (seen.revision != 0) continue;  // expired or deleted: created anew
+    }
+    if (nats_->closed() || absl::Now() + kRetryPause > deadline) {
+      write_errors_.fetch_add(1);
+      return NatsError(s, absl::StrCat("sharing finding ", id));
+    }
+    absl::SleepFor(kRetryPause);
+  }
+}
+
+void JetStreamFindings::MarkTerm() {
+  const uint64_t term = role_->Term();
+  if (term == 0 || term == marked_term_.load()) return;
+  // Unconditional: a late mark of an older term raises nothing.
+  uint64_t revision = 0;
+  const natsStatus s =
+      kvStore_PutString(&revision, kv_, kTermKey, absl::StrCat(term).c_str());
+  if (s == NATS_OK) {
+    marked_term_.store(term);
+  } else {
+    LogWarning(NatsError(s, absl::StrCat("marking term ", term,
+                                         " in the shared findings"))
+                   .message());
+  }
+}
+
 absl::Status JetStreamFindings::Write(
     absl::Span<const collector::StoredFinding> versions) {
   const absl::Time deadline = absl::Now() + options_.deadline;
+  MarkTerm();
   for (const collector::StoredFinding& v : versions) {
-    const std::string value =
-        collector::EncodeFindingsLog(absl::MakeConstSpan(&v, 1), /*next_id=*/0);
-    while (true) {
-      uint64_t revision = 0;
-      const natsStatus s =
-          kvStore_Put(&revision, kv_, v.finding.id().c_str(), value.data(),
-                      static_cast<int>(value.size()));
-      if (s == NATS_OK) break;
-      if (nats_->closed() || absl::Now() + kRetryPause > deadline) {
-        write_errors_.fetch_add(1);
-        return NatsError(s, absl::StrCat("sharing finding ", v.finding.id()));
-      }
-      absl::SleepFor(kRetryPause);
-    }
+    // Stops at the first failure: the versions after it are newer than
+    // what the bucket holds, and a fenced writer writes nothing more.
+    RETURN_IF_ERROR(WriteOne(v, deadline));
   }
   return absl::OkStatus();
 }
@@ -156,6 +278,10 @@ void JetStreamFindings::WatchLoop(
         BucketLastRevision(nats_->js(), options_.bucket);
     kvWatcher* watcher = nullptr;
     natsStatus s = kvStore_WatchAll(&watcher, kv_, &watch_options);
+    {
+      absl::MutexLock lock(&mu_);
+      terms_.StartReplay();
+    }
     int behind = 0;  // consecutive quiet half-seconds behind the bucket
     // Ids of the findings the replay brought, until its end marker.
     std::optional<absl::flat_hash_set<std::string>> replayed(std::in_place);
@@ -189,15 +315,27 @@ void JetStreamFindings::WatchLoop(
         replayed.reset();
         continue;
       }
-      delivered = std::max(delivered, kvEntry_Revision(entry));
-      replay_newest = std::max(replay_newest, kvEntry_Revision(entry));
+      const uint64_t revision = kvEntry_Revision(entry);
+      delivered = std::max(delivered, revision);
+      replay_newest = std::max(replay_newest, revision);
       const kvOperation op = kvEntry_Operation(entry);
       if (op == kvOp_Delete || op == kvOp_Purge) {
         kvEntry_Destroy(entry);
         continue;
       }
+      const absl::string_view key = kvEntry_Key(entry);
+      if (key == kTermKey) {
+        uint64_t term = 0;
+        const char* value = kvEntry_ValueString(entry);
+        if (value != nullptr && absl::SimpleAtoi(value, &term)) {
+          absl::MutexLock lock(&mu_);
+          terms_.NewTerm(term);
+        }
+        kvEntry_Destroy(entry);
+        continue;
+      }
       std::optional<collector::StoredFinding> version;
-      if (absl::string_view(kvEntry_Key(entry)) != kNextIdKey) {
+      if (key != kNextIdKey) {
         version = Decode(
             absl::string_view(static_cast<const char*>(kvEntry_Value(entry)),
                               static_cast<size_t>(kvEntry_ValueLen(entry))));
@@ -211,6 +349,21 @@ void JetStreamFindings::WatchLoop(
       kvEntry_Destroy(entry);
       if (!version.has_value()) continue;
       if (replayed.has_value()) replayed->insert(version->finding.id());
+      bool admitted = false;
+      {
+        absl::MutexLock lock(&mu_);
+        admitted = terms_.Admit(version->finding.id(), version->term, revision);
+      }
+      if (!admitted) {
+        stale_versions_dropped_.fetch_add(1);
+        LogWarning(
+            absl::StrCat("shared findings: dropped a late version of ",
+                         version->finding.id(), " (",
+                         v1::FindingState_Name(version->finding.state()),
+                         ") written under term ", version->term,
+                         ": a newer analysis leader wrote before it landed"));
+        continue;
+      }
       on_version(*version);
     }
     if (watcher != nullptr) kvWatcher_Destroy(watcher);

@@ -9,9 +9,29 @@
 //             record holding the analyzer that owns it and the
 //             v1::Finding), so damage is caught
 //   next_id   the smallest id number nobody was given yet (decimal)
+//   term      the latest term that wrote here (decimal), put by a leader
+//             before its first write: its place in the bucket's order
+//             tells a deposed leader's later first version of a finding
 // Only the collector that holds the analysis lease writes findings; an
 // active finding is written at least every minute (last_seen), so `ttl`
 // (7 days) drops only findings resolved that long ago.
+//
+// Fencing: every version written carries the writer's lease term
+// (StoredFinding::term, cluster/analysis_lease.h), and a write
+//   - is attempted only while the lease is held with its margin by the
+//     monotonic clock (AnalysisRole::Term() is not 0), checked again before
+//     every attempt, all attempts within `deadline`;
+//   - is refused when this collector has seen a higher term write that
+//     finding;
+//   - is a compare-and-set against the revision this collector last saw
+//     for the key (kvStore_Update; kvStore_Create for a key it never saw).
+//     When it fails the key is read back: a higher term there means a newer
+//     leader wrote it, and the write stops (fenced_writes()); otherwise
+//     (this collector's own earlier write landed late, or the key expired)
+//     it is tried again against what is there now.
+// The watcher drops the versions a deposed leader wrote late
+// (cluster/finding_terms.h: a term lower than one already seen), so they
+// never reach a store, `watch` or /metrics (stale_versions_dropped()).
 //
 // Ids: ReserveIds() moves next_id up by a block with compare-and-set, so two
 // collectors that both believe they lead (one about to learn it lost the
@@ -24,7 +44,11 @@
 // recreated; its replay re-delivers the latest versions, which the store takes
 // without events when it already holds them.
 //
-//   ASSIGN_OR_RETURN(auto shared, JetStreamFindings::Open(nats, {}));
+// Test-only: FABRICDIAG_TEST_FINDINGS_WRITE_DELAY=<duration> in the
+// environment holds every finding write that long after its lease check
+// (logged), so that a test can stop a leader with a write in flight.
+//
+//   ASSIGN_OR_RETURN(auto shared, JetStreamFindings::Open(nats, lease, {}));
 //   findings_store.Replicate(shared.get());
 //
 // Thread-safe.
@@ -39,10 +63,14 @@
 #include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "cluster/finding_terms.h"
 #include "cluster/nats_connection.h"
 #include "collector/findings/findings_replication.h"
+#include "collector/runner/analysis_role.h"
 
 namespace fabricdiag::cluster {
 
@@ -57,11 +85,19 @@ class JetStreamFindings final : public collector::FindingsReplication {
     // answer (short: the analysis pass waits for it).
     absl::Duration deadline = absl::Seconds(3);
     std::string bucket = kFindingsBucket;
+    // Each write waits this long after its lease check (tests only; see
+    // the header comment).
+    absl::Duration test_write_delay = absl::ZeroDuration();
   };
 
-  // Binds (or creates) the bucket. `nats` must outlive the result.
+  // Binds (or creates) the bucket. Writes carry `role`'s term and are made
+  // only while it leads. `nats` and `role` must outlive the result.
   static absl::StatusOr<std::unique_ptr<JetStreamFindings>> Open(
-      NatsConnection* nats, const Options& options);
+      NatsConnection* nats, const collector::AnalysisRole* role,
+      const Options& options);
+  // The test hook's delay from the environment (zero when unset or not a
+  // duration).
+  static absl::Duration TestWriteDelayFromEnv();
   ~JetStreamFindings() override;
   JetStreamFindings(const JetStreamFindings&) = delete;
   JetStreamFindings& operator=(const JetStreamFindings&) = delete;
@@ -79,9 +115,25 @@ class JetStreamFindings final : public collector::FindingsReplication {
   uint64_t write_errors() const { return write_errors_.load(); }
   uint64_t undecodable() const { return undecodable_.load(); }
   uint64_t watcher_restarts() const { return watcher_restarts_.load(); }
+  // Writes not made because this collector no longer led: its lease had
+  // run out, or a leader with a higher term had written the finding.
+  uint64_t fenced_writes() const { return fenced_writes_.load(); }
+  // Versions the watcher dropped because a higher term wrote before them.
+  uint64_t stale_versions_dropped() const {
+    return stale_versions_dropped_.load();
+  }
 
  private:
-  JetStreamFindings(NatsConnection* nats, Options options, kvStore* kv);
+  JetStreamFindings(NatsConnection* nats, const collector::AnalysisRole* role,
+                    Options options, kvStore* kv);
+  // Writes one version with compare-and-set (see the header comment).
+  absl::Status WriteOne(const collector::StoredFinding& version,
+                        absl::Time deadline);
+  // Puts the term key once per term held (see the header comment).
+  void MarkTerm();
+  // Counts and returns a refused write.
+  absl::Status Fenced(const collector::StoredFinding& version,
+                      const std::string& why);
   absl::StatusOr<uint64_t> ReserveOnce(uint64_t count, uint64_t at_least);
   void WatchLoop(
       const std::function<void(const collector::StoredFinding&)>& on_version,
@@ -89,8 +141,14 @@ class JetStreamFindings final : public collector::FindingsReplication {
           on_replayed);
 
   NatsConnection* const nats_;
+  const collector::AnalysisRole* const role_;
   const Options options_;
   kvStore* const kv_;
+  mutable absl::Mutex mu_;
+  FindingTerms terms_ ABSL_GUARDED_BY(mu_);
+  std::atomic<uint64_t> marked_term_{0};
+  std::atomic<uint64_t> fenced_writes_{0};
+  std::atomic<uint64_t> stale_versions_dropped_{0};
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> write_errors_{0};
   std::atomic<uint64_t> undecodable_{0};

@@ -32,6 +32,26 @@ absl::Status FindingsStore::ResolveUnshared(
   return Commit(batch, "findings the cluster does not share", false);
 }
 
+absl::StatusOr<size_t> FindingsStore::ShareActive() {
+  absl::MutexLock update_lock(&update_mu_);
+  if (replication_ == &local_replication_) return 0;  // shared nowhere
+  std::vector<StoredFinding> active;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [key, entry] : active_) {
+      active.push_back(StoredFinding{entry.finding, entry.source});
+    }
+  }
+  std::sort(active.begin(), active.end(),
+            [](const StoredFinding& a, const StoredFinding& b) {
+              return FindingIdNumber(a.finding) < FindingIdNumber(b.finding);
+            });
+  if (absl::Status written = replication_->Write(active); !written.ok()) {
+    return written;
+  }
+  return active.size();
+}
+
 absl::Status FindingsStore::Replicate(FindingsReplication& replication) {
   absl::MutexLock update_lock(&update_mu_);
   replication_ = &replication;

@@ -146,6 +146,13 @@ class FindingsStore final : public FindingsSink {
   // than what the store holds for its id, or one that changes nothing but
   // last_seen, makes no event.
   absl::Status ApplyReplicated(const StoredFinding& version) override;
+  // Writes every active finding through the replication again, for a
+  // collector that just took over the analysis: in a cluster each then
+  // carries the new leader's term, so that a deposed leader's write still
+  // in flight is refused or dropped (cluster/jetstream_findings.h). No
+  // event, no log record. Returns how many were written (0 without a
+  // Replicate()).
+  absl::StatusOr<size_t> ShareActive();
   // Resolves, at `now`, every active finding the cluster does not have:
   // its id is not in `shared` (the whole shared set), or it was never
   // shared (kept from before this collector joined a cluster).

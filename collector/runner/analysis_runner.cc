@@ -397,6 +397,17 @@ bool AnalysisRunner::Leading() {
     hysteresis_.emplace(options_.analysis.hysteresis);
     straggler_baselines_ = analysis::StragglerBaselines();
     hysteresis_seeded_ = false;
+    // The findings taken over now carry this term: a deposed leader's
+    // write still in flight for any of them is refused or dropped.
+    absl::StatusOr<size_t> rewritten = findings_->ShareActive();
+    if (!rewritten.ok()) {
+      LogWarning(absl::StrCat("analysis term ", term,
+                              ": active findings not rewritten under it: ",
+                              rewritten.status().message()));
+    } else if (*rewritten > 0) {
+      LogInfo(absl::StrCat("analysis term ", term, ": rewrote ", *rewritten,
+                           " active findings under it"));
+    }
   }
   return true;
 }

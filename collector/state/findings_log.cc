@@ -27,6 +27,7 @@ namespace {
 constexpr char kLogMagic[4] = {'F', 'D', 'L', '1'};
 constexpr size_t kRecordHeaderBytes = 8;  // length, crc
 constexpr char kRecordFinding = 'F';
+constexpr char kRecordTermFinding = 'T';
 constexpr char kRecordNextId = 'N';
 // Analyzer names ("pfc_storm"; empty for resolved findings) are short and
 // printable; anything else marks garbage.
@@ -44,13 +45,22 @@ std::string EncodeRecord(char type, absl::string_view payload) {
 
 std::string EncodeFinding(const StoredFinding& stored) {
   std::string payload;
+  if (stored.term != 0) PutU64(&payload, stored.term);
   PutU32(&payload, static_cast<uint32_t>(stored.source.size()));
   payload += stored.source;
   payload += stored.finding.SerializeAsString();
-  return EncodeRecord(kRecordFinding, payload);
+  return EncodeRecord(stored.term != 0 ? kRecordTermFinding : kRecordFinding,
+                      payload);
 }
 
-bool DecodeFinding(absl::string_view payload, StoredFinding* out) {
+// The payload of an 'F' record, or of a 'T' record when `with_term`.
+bool DecodeFinding(absl::string_view payload, bool with_term,
+                   StoredFinding* out) {
+  if (with_term) {
+    if (payload.size() < 8) return false;
+    out->term = GetU64(payload.data());
+    payload.remove_prefix(8);
+  }
   if (payload.size() < 4) return false;
   uint32_t source_len = GetU32(payload.data());
   payload.remove_prefix(4);
@@ -86,13 +96,15 @@ size_t IntactRecordAt(absl::string_view data, size_t pos) {
   absl::string_view body = data.substr(pos + kRecordHeaderBytes, length);
   if (body[0] == kRecordNextId) {
     if (length != 9) return 0;
-  } else if (body[0] == kRecordFinding) {
-    if (length < 5) return 0;
-    const uint32_t source_len = GetU32(body.data() + 1);
-    if (source_len > kMaxSourceNameBytes || source_len > length - 5) {
+  } else if (body[0] == kRecordFinding || body[0] == kRecordTermFinding) {
+    // The source name's length follows the type (and the term).
+    const size_t at = body[0] == kRecordFinding ? 1 : 9;
+    if (length < at + 4) return 0;
+    const uint32_t source_len = GetU32(body.data() + at);
+    if (source_len > kMaxSourceNameBytes || source_len > length - at - 4) {
       return 0;
     }
-    for (char c : body.substr(5, source_len)) {
+    for (char c : body.substr(at + 4, source_len)) {
       if (!absl::ascii_isgraph(c)) return 0;
     }
   } else {
@@ -137,10 +149,11 @@ FindingsReplay ReplayFindingsLog(absl::string_view log) {
     absl::string_view body =
         log.substr(pos + kRecordHeaderBytes, size - kRecordHeaderBytes);
     absl::string_view payload = body.substr(1);
-    if (body[0] == kRecordFinding) {
+    if (body[0] != kRecordNextId) {
       StoredFinding finding;
       std::optional<uint64_t> n;
-      if (DecodeFinding(payload, &finding)) n = IdNumber(finding.finding.id());
+      if (DecodeFinding(payload, body[0] == kRecordTermFinding, &finding))
+        n = IdNumber(finding.finding.id());
       if (!n.has_value()) {
         // Intact but unreadable: written by something else. Skip it too.
         if (skipped_ranges++ == 0) first_skipped = pos;

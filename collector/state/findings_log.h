@@ -5,8 +5,11 @@
 // where body is a one-byte type and a payload: 'F' a finding version
 // (u32le length of the source name | the analyzer (source) that owns it |
 // the serialized v1::Finding, complete: the last record of an id wins on
-// replay) or 'N' the next finding id as u64le (written first by a
-// compaction, so that ids stay unique after old findings are dropped).
+// replay), 'T' a finding version with the term of the analysis leader that
+// wrote it (u64le term, then what 'F' holds; written only for a term other
+// than 0, so a log without terms keeps its bytes and reads as term 0) or 'N'
+// the next finding id as u64le (written first by a compaction, so that ids
+// stay unique after old findings are dropped).
 //
 // Replay never fails on bad bytes. A record cut short by a crash (a torn
 // last record) is reported so the caller can cut the file back to the last
@@ -42,6 +45,10 @@ namespace fabricdiag::collector {
 struct StoredFinding {
   v1::Finding finding;
   std::string source;
+  // The analysis lease's term of the collector that wrote this version to
+  // a cluster's shared findings (cluster/jetstream_findings.h); 0 when none
+  // did (embedded, or written before versions carried a term).
+  uint64_t term = 0;
 };
 
 struct LoadedFindings {

@@ -529,6 +529,36 @@ TEST_F(ReplicatedFindingsTest, AFollowerHoldsTheLeadersFindingsAndEvents) {
   EXPECT_THAT(Ids(findings_->Active()), ElementsAre("f-000002"));
 }
 
+// A new analysis leader writes every active finding again (under its term,
+// which the replication stamps): in ascending id, without an event.
+TEST_F(ReplicatedFindingsTest, ANewLeaderSharesTheActiveFindingsAgain) {
+  LeaderReports({Pfc("gpu-003", 0.94), Pfc("gpu-001", 0.9)});
+  LeaderReports({Pfc("gpu-001", 0.9)});  // gpu-003 resolved
+  LeaderReports({Pfc("gpu-001", 0.9), Pfc("gpu-002", 0.9)});
+  (void)Drain(*watcher_);
+  // The follower takes over: it shares what it mirrored.
+  ASSERT_TRUE(findings_->Replicate(shared_).ok());
+  const size_t before = shared_.versions.size();
+  absl::StatusOr<size_t> shared = findings_->ShareActive();
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  EXPECT_EQ(*shared, 2u);
+  std::vector<std::string> written;
+  for (size_t i = before; i < shared_.versions.size(); ++i) {
+    written.push_back(shared_.versions[i].finding.id());
+    EXPECT_EQ(shared_.versions[i].finding.state(), v1::FINDING_STATE_ACTIVE);
+    EXPECT_EQ(shared_.versions[i].source, "pfc");
+  }
+  EXPECT_THAT(written, ElementsAre("f-000002", "f-000003"));
+  EXPECT_THAT(Drain(*watcher_), IsEmpty());
+}
+
+TEST_F(ReplicatedFindingsTest, AStoreThatSharesNothingRewritesNothing) {
+  Report({Pfc("gpu-009", 0.9)});
+  absl::StatusOr<size_t> shared = findings_->ShareActive();
+  ASSERT_TRUE(shared.ok());
+  EXPECT_EQ(*shared, 0u);
+}
+
 TEST_F(ReplicatedFindingsTest, FindingsTheClusterDoesNotHoldAreResolved) {
   Report({Pfc("gpu-009", 0.9)});  // the follower's own, from before
   ASSERT_TRUE(findings_->Replicate(shared_).ok());  // it joins the cluster

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "common/crc32c.h"
+#include "common/little_endian.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -85,6 +87,65 @@ TEST(ReplayFindingsLogTest, ABadHeaderIsDamage) {
   EXPECT_THAT(replay.damage, HasSubstr("bad header"));
   // The records after it are still read.
   EXPECT_THAT(Ids(replay.loaded), ::testing::ElementsAre("f-000001"));
+}
+
+// A finding record as releases before terms wrote it: type 'F', the source
+// name and the finding.
+std::string OldFindingRecord(const StoredFinding& stored) {
+  std::string body = "F";
+  PutU32(&body, static_cast<uint32_t>(stored.source.size()));
+  body += stored.source;
+  body += stored.finding.SerializeAsString();
+  std::string record;
+  PutU32(&record, static_cast<uint32_t>(body.size()));
+  PutU32(&record, Crc32c(body));
+  return record + body;
+}
+
+TEST(ReplayFindingsLogTest, AVersionWithoutATermIsTheOldRecordAndReadsAsZero) {
+  const StoredFinding old = Finding("f-000001", "pfc_storm");
+  EXPECT_EQ(EncodeFindingRecords({old}), OldFindingRecord(old));
+  const FindingsReplay replay =
+      ReplayFindingsLog(EncodeFindingsLog({}, 1) + OldFindingRecord(old));
+  EXPECT_TRUE(replay.damage.empty());
+  ASSERT_THAT(Ids(replay.loaded), ::testing::ElementsAre("f-000001"));
+  EXPECT_EQ(replay.loaded.findings[0].term, 0u);
+  EXPECT_EQ(replay.loaded.findings[0].source, "pfc_storm");
+}
+
+TEST(ReplayFindingsLogTest, TheWritersTermSurvivesBesideOldRecords) {
+  StoredFinding termed = Finding("f-000002", "pfc_storm");
+  termed.term = 1ull << 40;
+  const std::string log =
+      EncodeFindingsLog({Finding("f-000001", "pfc_storm"), termed}, 3);
+  const FindingsReplay replay = ReplayFindingsLog(log);
+  EXPECT_TRUE(replay.damage.empty());
+  ASSERT_THAT(Ids(replay.loaded),
+              ::testing::ElementsAre("f-000001", "f-000002"));
+  EXPECT_EQ(replay.loaded.findings[0].term, 0u);
+  EXPECT_EQ(replay.loaded.findings[1].term, 1ull << 40);
+  EXPECT_EQ(replay.loaded.findings[1].source, "pfc_storm");
+  EXPECT_EQ(replay.loaded.findings[1].finding.kind(), "pfc_storm");
+}
+
+TEST(ReplayFindingsLogTest, ATermRecordTooShortForItsSourceIsDamage) {
+  StoredFinding termed = Finding("f-000002", "pfc_storm");
+  termed.term = 7;
+  std::string bad = EncodeFindingRecords({termed});
+  // The record is type 'T' at byte 8; its source length (after the term)
+  // now claims more than the record holds, with a checksum to match.
+  std::string body = bad.substr(8);
+  ASSERT_EQ(body[0], 'T');
+  body.replace(9, 4, std::string("\x3f\0\0\0", 4));
+  std::string record;
+  PutU32(&record, static_cast<uint32_t>(body.size()));
+  PutU32(&record, Crc32c(body));
+  const FindingsReplay replay = ReplayFindingsLog(
+      EncodeFindingsLog({Finding("f-000001", "pfc_storm")}, 2) + record +
+      EncodeFindingRecords({Finding("f-000003", "pfc_storm")}));
+  EXPECT_THAT(Ids(replay.loaded),
+              ::testing::ElementsAre("f-000001", "f-000003"));
+  EXPECT_THAT(replay.damage, HasSubstr("damaged bytes"));
 }
 
 }  // namespace

@@ -1,0 +1,37 @@
+#include "cluster/finding_terms.h"
+
+#include <algorithm>
+
+namespace fabricdiag::cluster {
+
+bool FindingTerms::Admit(absl::string_view id, uint64_t term,
+                         uint64_t revision) {
+  Seen& seen = by_id_[id];
+  const bool stale = term != 0 && (term < seen.term || term < newest_term_);
+  seen.revision = std::max(seen.revision, revision);
+  seen.term = std::max(seen.term, term);
+  newest_term_ = std::max(newest_term_, term);
+  return !stale;
+}
+
+void FindingTerms::NewTerm(uint64_t term) {
+  newest_term_ = std::max(newest_term_, term);
+}
+
+void FindingTerms::Saw(absl::string_view id, uint64_t term, uint64_t revision) {
+  Seen& seen = by_id_[id];
+  seen.revision = std::max(seen.revision, revision);
+  seen.term = std::max(seen.term, term);
+}
+
+void FindingTerms::Gone(absl::string_view id) {
+  auto it = by_id_.find(id);
+  if (it != by_id_.end()) it->second.revision = 0;
+}
+
+FindingTerms::Seen FindingTerms::Get(absl::string_view id) const {
+  auto it = by_id_.find(id);
+  return it == by_id_.end() ? Seen{} : it->second;
+}
+
+}  // namespace fabricdiag::cluster

@@ -1,0 +1,68 @@
+// Which versions of the cluster's shared findings a deposed analysis leader
+// wrote late, by the lease terms they carry (cluster/analysis_lease.h):
+//
+//   - a version whose term is lower than the highest term seen for that
+//     finding is dropped: a newer leader wrote the finding since;
+//   - so is one whose term is lower than a term already delivered earlier
+//     in the bucket's order in this watch: it landed after a newer leader
+//     had written (a version, or the mark of its term: NewTerm), so its
+//     writer's lease had run out (this catches a late first version of a
+//     finding the newer leader never wrote);
+//   - equal terms are taken (one leader's successive versions), and so is
+//     term 0: a version written before versions carried terms.
+//
+// It also remembers, per finding, the revision and the highest term seen,
+// which the writer compares and sets against.
+//
+//   FindingTerms terms;
+//   terms.StartReplay();                       // a new watcher
+//   if (!terms.Admit("f-000042", 7, 1234)) ... // dropped: stale
+//
+// Thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
+
+namespace fabricdiag::cluster {
+
+class FindingTerms {
+ public:
+  struct Seen {
+    uint64_t revision = 0;  // 0: never seen
+    uint64_t term = 0;      // the highest seen
+  };
+
+  // A new watch delivers the bucket again from its oldest version: the
+  // order rule starts over (the per-finding terms stay).
+  void StartReplay() { newest_term_ = 0; }
+
+  // A leader of `term` wrote here: what comes after it in the bucket's
+  // order with a lower term is late.
+  void NewTerm(uint64_t term);
+
+  // A version of finding `id` written under `term`, at `revision` of the
+  // bucket, delivered in the bucket's order: whether to apply it (false: a
+  // deposed leader's late write). Either way its revision is remembered.
+  bool Admit(absl::string_view id, uint64_t term, uint64_t revision);
+
+  // What the bucket is known to hold for `id`: after a write of this
+  // collector, or after reading it back.
+  void Saw(absl::string_view id, uint64_t term, uint64_t revision);
+
+  // Forgets `id`'s revision (the key is gone from the bucket); its highest
+  // term stays.
+  void Gone(absl::string_view id);
+
+  Seen Get(absl::string_view id) const;
+
+ private:
+  absl::flat_hash_map<std::string, Seen> by_id_;
+  // The highest term delivered in this watch, in the bucket's order.
+  uint64_t newest_term_ = 0;
+};
+
+}  // namespace fabricdiag::cluster

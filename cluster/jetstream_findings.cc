@@ -119,12 +119,25 @@ absl::Status JetStreamFindings::Write(
       if (s == NATS_OK) break;
       if (nats_->closed() || absl::Now() + kRetryPause > deadline) {
         write_errors_.fetch_add(1);
+        int64_t none = 0;
+        writes_failing_since_.compare_exchange_strong(
+            none, absl::ToUnixNanos(absl::Now()));
         return NatsError(s, absl::StrCat("sharing finding ", v.finding.id()));
       }
       absl::SleepFor(kRetryPause);
     }
   }
+  writes_failing_since_.store(0);
   return absl::OkStatus();
+}
+
+absl::Duration JetStreamFindings::UnconfirmedFor() const {
+  int64_t since = caught_up_at_.load();
+  if (const int64_t failing = writes_failing_since_.load(); failing != 0) {
+    since = std::min(since, failing);
+  }
+  return std::max(absl::ZeroDuration(),
+                  absl::Now() - absl::FromUnixNanos(since));
 }
 
 void JetStreamFindings::Watch(
@@ -164,9 +177,14 @@ void JetStreamFindings::WatchLoop(
       kvEntry* entry = nullptr;
       s = kvWatcher_Next(&entry, watcher, 500);
       if (s == NATS_TIMEOUT) {
+        const absl::StatusOr<uint64_t> last =
+            BucketLastRevision(nats_->js(), options_.bucket);
+        // Quiet and nothing newer in the bucket: still current.
+        if (!replayed.has_value() && last.ok() && *last <= delivered) {
+          caught_up_at_.store(absl::ToUnixNanos(absl::Now()));
+        }
         // Recreated when it fell behind: its replay brings what it missed.
-        s = WatcherFellBehind(nats_->js(), options_.bucket, delivered, &behind)
-                    .has_value()
+        s = WatcherFellBehind(last, delivered, &behind).has_value()
                 ? NATS_TIMEOUT
                 : NATS_OK;
         continue;
@@ -185,6 +203,7 @@ void JetStreamFindings::WatchLoop(
             break;
           }
           on_replayed(*replayed);
+          caught_up_at_.store(absl::ToUnixNanos(absl::Now()));
         }
         replayed.reset();
         continue;
@@ -212,6 +231,9 @@ void JetStreamFindings::WatchLoop(
       if (!version.has_value()) continue;
       if (replayed.has_value()) replayed->insert(version->finding.id());
       on_version(*version);
+      if (!replayed.has_value()) {
+        caught_up_at_.store(absl::ToUnixNanos(absl::Now()));
+      }
     }
     if (watcher != nullptr) kvWatcher_Destroy(watcher);
     if (stopping_.load() || nats_->closed()) return;

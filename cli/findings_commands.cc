@@ -46,6 +46,28 @@ int64_t EventTime(const v1::FindingEvent& event, const CommandEnv& env) {
 
 std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
 
+// What the CLI says when the collector's findings are stale (a cluster's
+// collector that cannot see the shared findings: docs/cluster.md).
+std::string StaleLine(const v1::FindingsStaleness& staleness) {
+  return absl::StrCat(
+      "findings stale: this collector has not seen the cluster's findings "
+      "for ",
+      static_cast<int64_t>(staleness.age_seconds()),
+      " s; what it shows may be out of date (its /healthz says why)");
+}
+
+// "2026-11-22T03:00:05Z STALE findings stale: ..." or "... CURRENT
+// findings current again".
+std::string StalenessEventLine(const v1::FindingEvent& event,
+                               const CommandEnv& env) {
+  return absl::StrCat(
+      collector::FormatRfc3339(absl::ToUnixNanos(env.clock->Now())), " ",
+      event.staleness().stale()
+          ? absl::StrCat("STALE ", StaleLine(event.staleness()))
+          : std::string("CURRENT findings current again: this collector "
+                        "sees the cluster's findings"));
+}
+
 // "2026-11-22T03:00:05Z OPENED critical pfc_storm node=gpu-003
 //  device=mlx5_2 job=moe-train-42 group=- f-000123: <summary>"
 std::string EventLine(const v1::FindingEvent& event, const CommandEnv& env) {
@@ -211,13 +233,22 @@ int FindingsCommand(CollectorClient& client, const CommandOptions& options,
   std::vector<v1::Finding> findings(response->findings().begin(),
                                     response->findings().end());
   SortFindings(&findings);
+  const v1::FindingsStaleness& staleness = response->staleness();
   if (options.json) {
+    // The array stays an array: each finding says it may be out of date.
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
-    for (const v1::Finding& f : findings)
+    for (const v1::Finding& f : findings) {
       j.push_back(collector::FindingToJson(f));
+      if (staleness.stale()) {
+        j.back()["stale_seconds"] =
+            static_cast<int64_t>(staleness.age_seconds());
+      }
+    }
+    if (staleness.stale()) *env.err << StaleLine(staleness) << "\n";
     *env.out << j.dump() << "\n";
     return kExitOk;
   }
+  if (staleness.stale()) *env.out << StaleLine(staleness) << "\n";
   if (findings.empty()) {
     *env.out << (options.all ? "no findings\n" : "no active findings\n");
     return kExitOk;
@@ -247,7 +278,17 @@ int WatchCommand(CollectorClient& client, const CommandOptions& options,
     backoff = env.reconnect_backoff;
   };
   callbacks.on_event = [&](const v1::FindingEvent& event) {
-    if (options.json) {
+    if (event.kind() == v1::FindingEvent::STALENESS) {
+      if (options.json) {
+        nlohmann::ordered_json j;
+        j["event"] = std::string(collector::EventKindName(event.kind()));
+        j["stale"] = event.staleness().stale();
+        j["age_seconds"] = event.staleness().age_seconds();
+        *env.out << j.dump() << "\n";
+      } else {
+        *env.out << StalenessEventLine(event, env) << "\n";
+      }
+    } else if (options.json) {
       nlohmann::ordered_json j;
       j["event"] = std::string(collector::EventKindName(event.kind()));
       const nlohmann::ordered_json finding =

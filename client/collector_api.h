@@ -63,7 +63,9 @@ class CollectorClient {
     // Called once the collector has accepted the stream (before or with the
     // first event). May be empty.
     std::function<void()> on_connected;
-    // Called for every event, in order, on the calling thread.
+    // Called for every event, in order, on the calling thread, STALENESS
+    // events included (the collector sends them when its findings turn
+    // stale or current again).
     std::function<void(const v1::FindingEvent&)> on_event;
   };
   // Streams WatchFindings until it ends. Returns OK when the collector ended

@@ -286,6 +286,8 @@ absl::Status GrpcCollectorClient::WatchFindings(
   }
   v1::WatchFindingsRequest request;
   request.set_job(job);
+  // Callers are told when the findings turn stale (the CLI prints it).
+  request.set_staleness_events(true);
   std::unique_ptr<grpc::ClientReader<v1::FindingEvent>> reader =
       stub_->WatchFindings(&context, request);
   // Initial metadata arrives when the collector has accepted the call (a

@@ -239,6 +239,16 @@ std::vector<std::string> ClusterMember::Unheard() const {
   return unheard;
 }
 
+collector::FindingsStaleness ClusterMember::FindingsStaleness() const {
+  const absl::Duration unconfirmed = findings_->UnconfirmedFor();
+  const absl::Duration without_leader = lease_->WithoutLeaderFor();
+  collector::FindingsStaleness staleness;
+  staleness.stale = unconfirmed > kFindingsUnconfirmedLimit ||
+                    without_leader > kWithoutLeaderLimit;
+  staleness.age = std::max(unconfirmed, without_leader);
+  return staleness;
+}
+
 bool ClusterMember::AppendHealth(std::string* text) const {
   bool ok = true;
   absl::StrAppend(text, "cluster: collector_id ", id_, "\n");
@@ -270,6 +280,16 @@ bool ClusterMember::AppendHealth(std::string* text) const {
         " (the lease in NATS bucket ", kLeaderBucket,
         " does not answer): nobody analyses the fabric, findings are not "
         "updated\n");
+  }
+  // Said, not judged: its causes above already turn /healthz 503, and a
+  // watcher catching up after one NATS server died is no outage.
+  if (const collector::FindingsStaleness staleness = FindingsStaleness();
+      staleness.stale) {
+    absl::StrAppend(
+        text, "cluster: findings stale: not seen the cluster's findings for ",
+        absl::FormatDuration(absl::Trunc(staleness.age, absl::Seconds(1))),
+        " (bucket ", kFindingsBucket,
+        "); the API, watch, page and /metrics say so\n");
   }
   if (members_->id_conflict()) {
     ok = false;

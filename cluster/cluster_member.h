@@ -35,6 +35,7 @@
 #include "cluster/nats_connection.h"
 #include "collector/declared/declared_state.h"
 #include "collector/findings/findings_replication.h"
+#include "collector/findings/findings_staleness.h"
 #include "common/clock.h"
 
 namespace fabricdiag::cluster {
@@ -49,6 +50,12 @@ inline constexpr absl::Duration kStopGrace = absl::Seconds(2);
 // period; the NATS servers electing their leaders after a restart take up
 // to about 10 s on a loaded machine.
 inline constexpr absl::Duration kWithoutLeaderLimit = absl::Seconds(15);
+
+// A collector's findings count as stale when its findings watcher did not
+// catch up with the bucket for longer than this: it looks twice a second
+// while the bucket is quiet, so this is several missed looks, yet shorter
+// than the 15 s before /healthz gives up on a leader.
+inline constexpr absl::Duration kFindingsUnconfirmedLimit = absl::Seconds(5);
 
 struct ClusterOptions {
   std::string nats;          // --nats: comma-separated nats:// URLs
@@ -130,6 +137,14 @@ class ClusterMember {
   // member's (it must be stopped before Leave() closes the connection).
   NatsConnection* nats() const { return nats_.get(); }
   const std::string& collector_id() const { return id_; }
+
+  // Whether the findings this collector serves are stale: its findings
+  // watcher has not caught up with the bucket for longer than
+  // kFindingsUnconfirmedLimit (NATS away, the watcher dead, or, leading,
+  // its writes fail), or no collector was seen leading the analysis for
+  // longer than kWithoutLeaderLimit (nobody updates them). The age is the
+  // longer of the two.
+  collector::FindingsStaleness FindingsStaleness() const;
 
   // /healthz lines; false when this collector cannot reach NATS, its last
   // write of declared state failed, it cannot publish its features or

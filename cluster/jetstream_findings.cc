@@ -244,9 +244,29 @@ absl::Status JetStreamFindings::Write(
   for (const collector::StoredFinding& v : versions) {
     // Stops at the first failure: the versions after it are newer than
     // what the bucket holds, and a fenced writer writes nothing more.
-    RETURN_IF_ERROR(WriteOne(v, deadline));
+    absl::Status written = WriteOne(v, deadline);
+    if (!written.ok()) {
+      // A fenced write is not a failure to share: this collector no longer
+      // leads, and its watcher tells whether it sees the findings.
+      if (!absl::IsFailedPrecondition(written)) {
+        int64_t none = 0;
+        writes_failing_since_.compare_exchange_strong(
+            none, absl::ToUnixNanos(absl::Now()));
+      }
+      return written;
+    }
   }
+  writes_failing_since_.store(0);
   return absl::OkStatus();
+}
+
+absl::Duration JetStreamFindings::UnconfirmedFor() const {
+  int64_t since = caught_up_at_.load();
+  if (const int64_t failing = writes_failing_since_.load(); failing != 0) {
+    since = std::min(since, failing);
+  }
+  return std::max(absl::ZeroDuration(),
+                  absl::Now() - absl::FromUnixNanos(since));
 }
 
 void JetStreamFindings::Watch(
@@ -290,9 +310,14 @@ void JetStreamFindings::WatchLoop(
       kvEntry* entry = nullptr;
       s = kvWatcher_Next(&entry, watcher, 500);
       if (s == NATS_TIMEOUT) {
+        const absl::StatusOr<uint64_t> last =
+            BucketLastRevision(nats_->js(), options_.bucket);
+        // Quiet and nothing newer in the bucket: still current.
+        if (!replayed.has_value() && last.ok() && *last <= delivered) {
+          caught_up_at_.store(absl::ToUnixNanos(absl::Now()));
+        }
         // Recreated when it fell behind: its replay brings what it missed.
-        s = WatcherFellBehind(nats_->js(), options_.bucket, delivered, &behind)
-                    .has_value()
+        s = WatcherFellBehind(last, delivered, &behind).has_value()
                 ? NATS_TIMEOUT
                 : NATS_OK;
         continue;
@@ -311,6 +336,7 @@ void JetStreamFindings::WatchLoop(
             break;
           }
           on_replayed(*replayed);
+          caught_up_at_.store(absl::ToUnixNanos(absl::Now()));
         }
         replayed.reset();
         continue;
@@ -365,6 +391,9 @@ void JetStreamFindings::WatchLoop(
         continue;
       }
       on_version(*version);
+      if (!replayed.has_value()) {
+        caught_up_at_.store(absl::ToUnixNanos(absl::Now()));
+      }
     }
     if (watcher != nullptr) kvWatcher_Destroy(watcher);
     if (stopping_.load() || nats_->closed()) return;

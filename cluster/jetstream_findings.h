@@ -122,6 +122,12 @@ class JetStreamFindings final : public collector::FindingsReplication {
   uint64_t stale_versions_dropped() const {
     return stale_versions_dropped_.load();
   }
+  // How long ago this collector last knew it held the bucket's latest
+  // findings: its watcher's replay reached the bucket's newest revision, a
+  // version arrived after it, or a quiet look found nothing newer; and no
+  // Write() failed since (a leader that cannot share). Counted from Open()
+  // before the first. Grows while NATS or the watcher is away.
+  absl::Duration UnconfirmedFor() const;
 
  private:
   JetStreamFindings(NatsConnection* nats, const collector::AnalysisRole* role,
@@ -153,6 +159,10 @@ class JetStreamFindings final : public collector::FindingsReplication {
   std::atomic<uint64_t> write_errors_{0};
   std::atomic<uint64_t> undecodable_{0};
   std::atomic<uint64_t> watcher_restarts_{0};
+  // UnconfirmedFor(): when the watcher last caught up, and since when
+  // writes fail (0: the last one succeeded), in Unix nanoseconds.
+  std::atomic<int64_t> caught_up_at_{absl::ToUnixNanos(absl::Now())};
+  std::atomic<int64_t> writes_failing_since_{0};
   std::thread watcher_;
 };
 

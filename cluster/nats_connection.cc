@@ -191,7 +191,11 @@ absl::StatusOr<uint64_t> BucketLastRevision(jsCtx* js,
 
 std::optional<uint64_t> WatcherFellBehind(jsCtx* js, const std::string& bucket,
                                           uint64_t delivered, int* behind) {
-  absl::StatusOr<uint64_t> last = BucketLastRevision(js, bucket);
+  return WatcherFellBehind(BucketLastRevision(js, bucket), delivered, behind);
+}
+
+std::optional<uint64_t> WatcherFellBehind(const absl::StatusOr<uint64_t>& last,
+                                          uint64_t delivered, int* behind) {
   *behind = last.ok() && *last > delivered ? *behind + 1 : 0;
   if (*behind < 2) return std::nullopt;
   return *last;

@@ -115,6 +115,10 @@ absl::StatusOr<uint64_t> BucketLastRevision(jsCtx* js,
 // the caller stops waiting for the watcher and recreates it.
 std::optional<uint64_t> WatcherFellBehind(jsCtx* js, const std::string& bucket,
                                           uint64_t delivered, int* behind);
+// The same, given the bucket's last revision the caller read
+// (BucketLastRevision), for a caller that wants it too.
+std::optional<uint64_t> WatcherFellBehind(const absl::StatusOr<uint64_t>& last,
+                                          uint64_t delivered, int* behind);
 
 class NatsConnection {
  public:

@@ -80,6 +80,7 @@ ONLY_RULES = [
       "collector/declared/node_facts_cache.h",
       "collector/declared/write_deadline.h",
       "collector/findings/findings_replication.h",
+      "collector/findings/findings_staleness.h",
       "collector/ingest/ingest_placement.h",
       "collector/runner/analysis_role.h",
       "collector/runner/feature_exchange.h",

@@ -7,6 +7,7 @@
 #include "collector/declared/file_declared_state.h"
 #include "collector/declared/node_facts_cache.h"
 #include "collector/declared/node_facts_memory.h"
+#include "collector/findings/findings_metrics.h"
 #include "common/log.h"
 
 namespace fabricdiag::collector {
@@ -34,6 +35,7 @@ class Embedded final : public Backends {
 
   std::string collector_id() const override { return ""; }
   std::string Describe() const override { return ""; }
+  FindingsStaleness findings_staleness() const override { return {}; }
   bool AppendHealth(std::string* /*text*/) const override { return true; }
   void AppendMetrics(const RegistryWatchStats& /*watch*/,
                      std::string* out) const override {
@@ -81,6 +83,9 @@ class Cluster final : public Backends {
     return absl::StrCat(", collector ", member_->collector_id(),
                         " of the cluster at ", nats_);
   }
+  FindingsStaleness findings_staleness() const override {
+    return member_->FindingsStaleness();
+  }
   bool AppendHealth(std::string* text) const override {
     return member_->AppendHealth(text);
   }
@@ -88,6 +93,8 @@ class Cluster final : public Backends {
                      std::string* out) const override {
     member_->AppendMetrics(watch, out);
     facts_->AppendMetrics(out);
+    AppendFindingsStalenessMetrics(member_->FindingsStaleness(),
+                                   member_->collector_id(), out);
   }
   void MirrorFindings(FindingsSink& sink) override {
     member_->MirrorFindings(&sink);

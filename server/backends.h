@@ -38,6 +38,7 @@
 #include "collector/declared/declared_state.h"
 #include "collector/declared/node_facts.h"
 #include "collector/findings/findings_replication.h"
+#include "collector/findings/findings_staleness.h"
 #include "collector/ingest/ingest_placement.h"
 #include "collector/runner/analysis_role.h"
 #include "collector/runner/feature_exchange.h"
@@ -64,6 +65,10 @@ class Backends {
   // What the startup log line adds: ", collector a of the cluster at
   // nats://..."; empty when embedded.
   virtual std::string Describe() const = 0;
+
+  // Whether the findings this collector serves may be out of date
+  // (collector/findings/findings_staleness.h). Embedded: never.
+  virtual FindingsStaleness findings_staleness() const = 0;
 
   // Appends /healthz lines; false when the backends make the collector
   // unhealthy. Embedded: nothing to add (--state_dir's health is the

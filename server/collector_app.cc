@@ -295,7 +295,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(
       [topology](std::string* out) { topology->AppendMetrics(out); });
   std::vector<HttpRoute> routes = WebRoutes(
       {in.findings, in.layouts, [runner] { return runner->LatestView(); },
-       in.clock, in.topology});
+       in.clock, in.topology,
+       [backends] { return backends->findings_staleness(); }});
   for (HttpRoute& r : JobWriteRoutes(in.writes)) routes.push_back(std::move(r));
   HttpServerOptions options;
   options.listen = config.http_listen;
@@ -434,6 +435,9 @@ int RunCollector(const CollectorConfig& config) {
   query_options.fabric_nodes = [&runner] { return runner.LatestNodes(); };
   const NodeFactsStore* node_facts = &backends.node_facts();
   query_options.node_facts = [node_facts] { return node_facts->Snapshot(); };
+  query_options.staleness = [&backends] {
+    return backends.findings_staleness();
+  };
   QueryService query(&registry, &topology, &findings, &series,
                      std::move(query_options), clock);
   // Layouts whose lease ran out go, and their findings resolve.

@@ -44,6 +44,13 @@ absl::Time AnswerByOf(const grpc::ServerContext& context) {
 constexpr size_t kMaxSeriesPerCall = 5000;
 constexpr uint32_t kMaxSeriesSeconds = 3600;
 
+v1::FindingsStaleness StalenessProto(const FindingsStaleness& staleness) {
+  v1::FindingsStaleness out;
+  out.set_stale(staleness.stale);
+  out.set_age_seconds(absl::ToDoubleSeconds(staleness.age));
+  return out;
+}
+
 }  // namespace
 
 void AddOtherCollectorsNodes(const std::vector<NodeFacts>& fabric,
@@ -294,6 +301,7 @@ grpc::Status QueryService::ListFindings(grpc::ServerContext*,
   for (v1::Finding& f : findings_->List(filter)) {
     *response->add_findings() = std::move(f);
   }
+  *response->mutable_staleness() = StalenessProto(options_.staleness());
   return grpc::Status::OK;
 }
 
@@ -304,10 +312,22 @@ grpc::Status QueryService::WatchFindings(
   // Tell the client at once that the watch is live, even when no finding is
   // active (the CLI uses it to say "reconnected" after a collector restart).
   writer->SendInitialMetadata();
+  // What the client was last told: a STALENESS event when it changes.
+  bool told_stale = false;
   while (!context->IsCancelled() && !shutting_down_.load()) {
+    const v1::FindingsStaleness staleness =
+        StalenessProto(options_.staleness());
+    if (request->staleness_events() && staleness.stale() != told_stale) {
+      v1::FindingEvent told;
+      told.set_kind(v1::FindingEvent::STALENESS);
+      *told.mutable_staleness() = staleness;
+      if (!writer->Write(told)) break;
+      told_stale = staleness.stale();
+    }
     std::optional<WatchEvent> event = watcher->Next(absl::Milliseconds(250));
     if (!event.has_value()) continue;
     v1::FindingEvent out;
+    *out.mutable_staleness() = staleness;
     switch (event->type) {
       case WatchEvent::Type::kSnapshot:
         out.set_kind(v1::FindingEvent::SNAPSHOT);

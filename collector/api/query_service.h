@@ -27,6 +27,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "collector/declared/layout_registry.h"
 #include "collector/declared/node_facts.h"
+#include "collector/findings/findings_staleness.h"
 #include "collector/findings/findings_store.h"
 #include "collector/runner/feature_exchange.h"
 #include "collector/store/series_store.h"
@@ -75,6 +76,9 @@ class QueryService final : public v1::Collector::Service {
     // resolved answer (the NICs the agents pair); null: no node's facts are
     // known, and a rank the layout names no NIC for answers "unknown".
     std::function<std::shared_ptr<const NodeFactsMap>()> node_facts;
+    // Whether the findings are stale (a cluster's collector that cannot
+    // see the shared findings): told by ListFindings and WatchFindings.
+    FindingsStalenessSource staleness = NeverStale();
   };
 
   // All pointers must outlive the service.

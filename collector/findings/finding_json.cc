@@ -56,6 +56,8 @@ absl::string_view EventKindName(v1::FindingEvent::Kind kind) {
       return "UPDATED";
     case v1::FindingEvent::RESOLVED:
       return "RESOLVED";
+    case v1::FindingEvent::STALENESS:
+      return "STALENESS";
     default:
       return "UNKNOWN";
   }

@@ -8,6 +8,7 @@
 
 #include "analysis/finding.h"
 #include "analysis/finding_wire.h"
+#include "common/prom_text.h"
 #include "prometheus/client_metric.h"
 #include "prometheus/metric_type.h"
 
@@ -158,6 +159,25 @@ std::vector<MetricFamily> FindingsMetrics::Collect() const {
                          static_cast<double>(state_->problems().size())));
   }
   return out;
+}
+
+void AppendFindingsStalenessMetrics(const FindingsStaleness& staleness,
+                                    absl::string_view collector_id,
+                                    std::string* out) {
+  const PromLabel id[] = {{"collector_id", collector_id}};
+  PromWriter w(out);
+  w.Family("fabricdiag_cluster_findings_stale",
+           "1 while the findings this collector serves may be out of date: "
+           "it has not seen the cluster's findings bucket catch up, or no "
+           "collector led the analysis, for too long (docs/cluster.md).",
+           PromType::kGauge);
+  w.Sample(id, staleness.stale ? 1.0 : 0.0);
+  w.Family("fabricdiag_cluster_findings_age_seconds",
+           "How long ago this collector last knew its findings were the "
+           "cluster's current ones (below a second while NATS answers and a "
+           "collector leads).",
+           PromType::kGauge);
+  w.Sample(id, absl::ToDoubleSeconds(staleness.age));
 }
 
 }  // namespace fabricdiag::collector

@@ -13,6 +13,10 @@
 //   fabricdiag_layouts                    layouts currently applied
 //   fabricdiag_state_write_errors_total   failed writes to --state_dir
 //   fabricdiag_state_damaged_files        files moved aside at load
+// and, in a collector cluster only (AppendFindingsStalenessMetrics, with the
+// other fabricdiag_cluster_* families):
+//   fabricdiag_cluster_findings_stale{collector_id}        0 or 1
+//   fabricdiag_cluster_findings_age_seconds{collector_id}
 //
 // Usage:
 //   auto metrics = std::make_shared<FindingsMetrics>(&findings, &registry,
@@ -22,9 +26,12 @@
 // Thread-safe: Collect() only reads through the stores' thread-safe APIs.
 #pragma once
 
+#include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "collector/declared/layout_registry.h"
+#include "collector/findings/findings_staleness.h"
 #include "collector/findings/findings_store.h"
 #include "collector/state/state_store.h"
 #include "prometheus/collectable.h"
@@ -46,5 +53,12 @@ class FindingsMetrics final : public prometheus::Collectable {
   const LayoutRegistry* const registry_;
   const StateStore* const state_;
 };
+
+// Appends, in the text exposition format, whether the findings collector
+// `collector_id` of a cluster serves are stale and how long ago it last
+// knew them current (docs/cluster.md, "When the cluster is away").
+void AppendFindingsStalenessMetrics(const FindingsStaleness& staleness,
+                                    absl::string_view collector_id,
+                                    std::string* out);
 
 }  // namespace fabricdiag::collector

@@ -125,7 +125,19 @@ function findingRow(f) {
       el('div', { class: 'evidence', text: f.id + ': ' + evidenceText(f) })));
 }
 
+// A cluster's collector that cannot see the shared findings says so: what
+// the page lists may be out of date (docs/cluster.md).
+function drawStaleness(staleness) {
+  const banner = $('stale-banner');
+  banner.hidden = !(staleness && staleness.stale);
+  if (!banner.hidden) {
+    banner.textContent = 'Findings stale: this collector has not seen the cluster\'s findings for ' +
+      Math.floor(staleness.age_seconds) + ' s. What this page lists may be out of date (see /healthz).';
+  }
+}
+
 function drawFindings(data) {
+  drawStaleness(data.staleness);
   $('findings-active').replaceChildren(...data.active.map(findingRow));
   $('findings-resolved').replaceChildren(...data.resolved.map(findingRow));
   $('active-count').textContent = '(' + data.active.length + ' open)';

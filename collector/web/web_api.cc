@@ -367,7 +367,8 @@ Json TimeJson(absl::Time t) {
 }
 
 Json FindingsJson(absl::Span<const v1::Finding> active,
-                  absl::Span<const v1::Finding> resolved, absl::Time now) {
+                  absl::Span<const v1::Finding> resolved,
+                  const FindingsStaleness& staleness, absl::Time now) {
   std::vector<const v1::Finding*> open;
   open.reserve(active.size());
   for (const v1::Finding& f : active) open.push_back(&f);
@@ -381,6 +382,9 @@ Json FindingsJson(absl::Span<const v1::Finding> active,
   Json j;
   j["api_version"] = kWebApiVersion;
   j["generated"] = Time(now);
+  j["staleness"] = {
+      {"stale", staleness.stale},
+      {"age_seconds", Number(absl::ToDoubleSeconds(staleness.age))}};
   j["active"] = Json::array();
   for (const v1::Finding* f : open) {
     Json o = FindingToJson(*f);

@@ -31,6 +31,7 @@
 #include "analysis/layout_model.h"
 #include "analysis/traffic_model.h"
 #include "collector/declared/layout_registry.h"
+#include "collector/findings/findings_staleness.h"
 #include "proto/collector.pb.h"
 #include "proto/layout.pb.h"
 
@@ -45,9 +46,11 @@ inline constexpr uint32_t kMaxGroupsPerPage = 256;
 // /api/v1/findings. `active` in any order (listed most severe first, then
 // oldest first); `resolved` newest first as the store returns them. Each
 // finding is the object of docs/findings.md plus "duration_seconds" (open
-// for so long, or how long it was open).
+// for so long, or how long it was open). "staleness" says whether they may
+// be out of date ({"stale": false, "age_seconds": 0} for a lone collector).
 nlohmann::ordered_json FindingsJson(absl::Span<const v1::Finding> active,
                                     absl::Span<const v1::Finding> resolved,
+                                    const FindingsStaleness& staleness,
                                     absl::Time now);
 
 // /api/v1/fabric. `view` null (no analysis pass yet) gives empty nodes;

@@ -94,7 +94,8 @@ HttpResponse Findings(const WebSources& s, const HttpRequest& request) {
     filter.limit = resolved_limit;
     resolved = s.findings->List(filter);
   }
-  return JsonResponse(200, FindingsJson(active, resolved, s.clock->Now()));
+  return JsonResponse(
+      200, FindingsJson(active, resolved, s.staleness(), s.clock->Now()));
 }
 
 // /api/v1/fabric's body per input: the JSON of a fabric of 68,000 cells

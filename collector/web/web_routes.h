@@ -27,6 +27,7 @@
 
 #include "analysis/fabric_view.h"
 #include "collector/declared/layout_registry.h"
+#include "collector/findings/findings_staleness.h"
 #include "collector/findings/findings_store.h"
 #include "collector/topology/topology_views.h"
 #include "common/clock.h"
@@ -45,6 +46,9 @@ struct WebSources {
   // The declared, discovered and effective topologies (/api/v1/topology;
   // the effective one draws /api/v1/fabric's switches).
   const TopologySource* topology = nullptr;
+  // Whether the findings may be out of date (/api/v1/findings says it, the
+  // page shows a banner).
+  FindingsStalenessSource staleness = NeverStale();
 };
 
 // The pointers must outlive the routes.

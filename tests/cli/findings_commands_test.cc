@@ -127,6 +127,44 @@ TEST_F(FindingsCommandsTest, EmptyJsonIsEmptyArrayAndTableSaysSo) {
   EXPECT_EQ(json_env.out.str(), "[]\n");
 }
 
+// A collector that cannot see the cluster's findings: a line first, the
+// table still; --json stays an array whose findings say it, the line on
+// stderr.
+TEST_F(FindingsCommandsTest, StaleFindingsAreSaidToBeStale) {
+  client.staleness.set_stale(true);
+  client.staleness.set_age_seconds(42.7);
+  EXPECT_EQ(FindingsCommand(client, options, t.env), kExitOk);
+  const std::vector<std::string> lines = Lines(t.out.str());
+  ASSERT_EQ(lines.size(), 4u) << t.out.str();
+  EXPECT_EQ(lines[0],
+            "findings stale: this collector has not seen the cluster's "
+            "findings for 42 s; what it shows may be out of date (its "
+            "/healthz says why)");
+  EXPECT_THAT(lines[1], HasSubstr("SEVERITY"));
+
+  TestEnv json_env;
+  options.json = true;
+  EXPECT_EQ(FindingsCommand(client, options, json_env.env), kExitOk);
+  const nlohmann::json j = nlohmann::json::parse(json_env.out.str());
+  ASSERT_TRUE(j.is_array());
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0]["stale_seconds"], 42);
+  EXPECT_EQ(j[1]["stale_seconds"], 42);
+  EXPECT_THAT(json_env.err.str(), HasSubstr("findings stale: "));
+}
+
+TEST_F(FindingsCommandsTest, CurrentFindingsSayNothingOfStaleness) {
+  client.staleness.set_age_seconds(0.4);
+  EXPECT_EQ(FindingsCommand(client, options, t.env), kExitOk);
+  EXPECT_THAT(t.out.str(), Not(HasSubstr("stale")));
+  options.json = true;
+  TestEnv json_env;
+  EXPECT_EQ(FindingsCommand(client, options, json_env.env), kExitOk);
+  EXPECT_FALSE(
+      nlohmann::json::parse(json_env.out.str())[0].contains("stale_seconds"));
+  EXPECT_THAT(json_env.err.str(), IsEmpty());
+}
+
 TEST_F(FindingsCommandsTest, HostileSummaryCannotDrawOnTheTerminal) {
   client.findings[0].set_summary("evil\x1b[2J\nFAKE LINE");
   EXPECT_EQ(FindingsCommand(client, options, t.env), kExitOk);
@@ -246,6 +284,54 @@ TEST_F(FindingsCommandsTest, WatchPrintsUpdatesOnSeverityChangeOrEvery30s) {
   client.watch_sessions = {session};
   ASSERT_EQ(WatchCommand(client, options, t.env), kExitOk);
   EXPECT_EQ(Lines(t.out.str()).size(), 7u);
+}
+
+v1::FindingEvent StalenessEvent(bool stale, double age_seconds) {
+  v1::FindingEvent e;
+  e.set_kind(v1::FindingEvent::STALENESS);
+  e.mutable_staleness()->set_stale(stale);
+  e.mutable_staleness()->set_age_seconds(age_seconds);
+  return e;
+}
+
+// The findings turn stale and current again while watched: a line each,
+// not mistaken for a finding.
+TEST_F(FindingsCommandsTest, WatchSaysWhenTheFindingsTurnStaleAndBack) {
+  absl::Notification interrupted;
+  t.env.interrupted = &interrupted;
+  client.after_last_session = &interrupted;
+  FakeCollectorClient::WatchSession session;
+  session.events = {Event(v1::FindingEvent::SNAPSHOT, client.findings[1]),
+                    StalenessEvent(true, 5.6), StalenessEvent(false, 0.2),
+                    Event(v1::FindingEvent::RESOLVED, client.findings[1])};
+  client.watch_sessions.push_back(session);
+  ASSERT_EQ(WatchCommand(client, options, t.env), kExitOk);
+  const std::vector<std::string> lines = Lines(t.out.str());
+  ASSERT_EQ(lines.size(), 4u) << t.out.str();
+  EXPECT_EQ(lines[1],
+            "2026-11-22T03:01:05Z STALE findings stale: this collector has "
+            "not seen the cluster's findings for 5 s; what it shows may be "
+            "out of date (its /healthz says why)");
+  EXPECT_EQ(lines[2],
+            "2026-11-22T03:01:05Z CURRENT findings current again: this "
+            "collector sees the cluster's findings");
+  EXPECT_THAT(lines[3], HasSubstr("RESOLVED critical pfc_storm"));
+
+  options.json = true;
+  t.out.str("");
+  absl::Notification interrupted_again;
+  t.env.interrupted = &interrupted_again;
+  client.after_last_session = &interrupted_again;
+  client.watch_calls = 0;
+  client.watch_sessions = {session};
+  ASSERT_EQ(WatchCommand(client, options, t.env), kExitOk);
+  const std::vector<std::string> json = Lines(t.out.str());
+  ASSERT_EQ(json.size(), 4u);
+  EXPECT_EQ(
+      nlohmann::json::parse(json[1]),
+      nlohmann::json::parse(
+          R"({"event": "STALENESS", "stale": true, "age_seconds": 5.6})"));
+  EXPECT_EQ(nlohmann::json::parse(json[2])["stale"], false);
 }
 
 TEST_F(FindingsCommandsTest, WatchInterruptedBeforeStartReturnsAtOnce) {

@@ -148,6 +148,7 @@ absl::StatusOr<v1::ListFindingsResponse> FakeCollectorClient::ListFindings(
     if (!request.all() && f.state() != v1::FINDING_STATE_ACTIVE) continue;
     *response.add_findings() = f;
   }
+  *response.mutable_staleness() = staleness;
   return response;
 }
 

@@ -79,6 +79,7 @@ class FakeCollectorClient final : public CollectorClient {
   v1::Topology discovered;
   v1::Topology effective;
   std::vector<v1::Finding> findings;
+  v1::FindingsStaleness staleness;  // ListFindings' answer carries it
   v1::ListNodesResponse nodes;
   std::vector<WatchSession> watch_sessions;
   absl::Notification* after_last_session = nullptr;

@@ -13,6 +13,9 @@
    in the live /metrics of a real agent (reading a simulated tree and
    streaming to a collector) or of a real collector (with a layout, a
    topology and a finding applied), or it is one of our recording rules.
+   The fabricdiag_cluster_* families come from a second collector that
+   joins a one-server NATS cluster (checked only when nats-server is
+   installed).
 
   grafana_dashboards_test.py SOURCE_DIR SIM AGENT COLLECTOR CLI
 Exits 77 (skipped) when promtool or python3-yaml is not installed.
@@ -68,9 +71,14 @@ def get(url, timeout=20):
 
 
 def metric_names(text):
+    """The series names of an exposition, and the families it declares
+    (`# TYPE`) though they hold no series yet: a lone collector of a
+    cluster has no other collector's feature lag to export."""
     names = set()
     for line in text.splitlines():
-        if line and not line.startswith("#"):
+        if line.startswith("# TYPE "):
+            names.add(line.split()[2])
+        elif line and not line.startswith("#"):
             names.add(re.split(r"[{ ]", line, 1)[0])
     return names
 
@@ -114,13 +122,39 @@ def live_metrics(sim, agent, collector, cli, work):
         names = set()
         for port in (a1, a2):
             get(f"http://127.0.0.1:{port}/metrics")
+        ports = [a1, a2, http]
+        cluster_http = start_cluster_collector(collector, work, procs)
+        if cluster_http is not None:
+            ports.append(cluster_http)
         # Two reads, so that rates and stream state are there.
         time.sleep(2.5)
-        for port in (a1, a2, http):
+        for port in ports:
             names |= metric_names(get(f"http://127.0.0.1:{port}/metrics"))
-        return names
+        return names, cluster_http is not None
     finally:
         stop(procs)
+
+
+def start_cluster_collector(collector, work, procs):
+    """A collector of a one-server NATS cluster, for the fabricdiag_cluster_*
+    families; its HTTP port, or None without nats-server."""
+    nats = shutil.which("nats-server") or (
+        "/usr/sbin/nats-server" if os.access("/usr/sbin/nats-server", os.X_OK)
+        else None)
+    if nats is None:
+        return None
+    nats_port, grpc, http = free_port(), free_port(), free_port()
+    procs.append(subprocess.Popen(
+        [nats, "-js", "-a", "127.0.0.1", "-p", str(nats_port),
+         "-sd", f"{work}/nats"], stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL))
+    procs.append(subprocess.Popen(
+        [collector, f"--listen=127.0.0.1:{grpc}",
+         f"--http_listen=127.0.0.1:{http}", f"--state_dir={work}/state-c",
+         f"--nats=nats://127.0.0.1:{nats_port}", "--collector_id=c",
+         "--nats_replicas=1"], stderr=subprocess.DEVNULL))
+    get(f"http://127.0.0.1:{http}/metrics", timeout=40)
+    return http
 
 
 def substitute(expr):
@@ -262,7 +296,7 @@ def main():
                  r.stderr)
 
         # 3. Every metric named is exported (or recorded).
-        live = live_metrics(sim, agent, collector, cli, work)
+        live, with_cluster = live_metrics(sim, agent, collector, cli, work)
         if "fabricdiag_rdma_port_received_bytes_total" not in live or \
                 "fabricdiag_finding_active" not in live:
             fail(f"the live metrics look wrong ({len(live)} names)")
@@ -271,6 +305,9 @@ def main():
                 if ":" in n:
                     if n not in recorded:
                         fail(f"{where}: {n} is not a recording rule")
+                elif n.startswith("fabricdiag_cluster_") and \
+                        not with_cluster:
+                    print(f"not checked (no nats-server): {where}: {n}")
                 elif n != "up" and n not in live:
                     fail(f"{where}: {n} is not exported by the agent or the "
                          f"collector")

@@ -48,7 +48,9 @@ endif()
 # - prometheus_cluster_e2e: 3 NATS servers from deploy/nats/, 3 collectors,
 #   agents spread over them; a PFC storm is one alert, not one per
 #   collector, and stays the same alert through kill -9 of the analysis
-#   leader (~80 s).
+#   leader; then every NATS server killed: each collector says its findings
+#   are stale on every surface and the stale alert fires, and all clear once
+#   NATS is back (~105 s).
 if(NOT FABRICDIAG_SANITIZE AND TARGET fabricdiag-sim AND TARGET fabricdiag
    AND TARGET fabricdiag-collector AND Python3_Interpreter_FOUND)
   foreach(e2e prometheus_e2e prometheus_cluster_e2e)

@@ -18,6 +18,14 @@ FAULT_START to FAULT_END. Through Prometheus's HTTP API, once a second:
     that fired then keeps firing at every poll (same labels, same activeAt:
     no new alert), its series now from two collectors, and its
     collector_url moves to a live collector's page;
+  - every NATS server killed (kill -9) a few seconds after that, while the
+    storm is open: each surviving collector says its findings are stale
+    within STALE_BY seconds on gRPC (`fabricdiag findings`), its `watch`
+    (a STALENESS event), /metrics (fabricdiag_cluster_findings_stale 1)
+    and /api/v1/findings (the page's data), and Prometheus fires the
+    shipped FabricdiagClusterFindingsStale for each; the NATS servers
+    started again, all of these say current again within CURRENT_BY
+    seconds (and the storm's alert stays the one alert throughout);
   - the alert resolves within RESOLVE seconds of the storm's end.
 Prints the timeline.
 
@@ -25,11 +33,13 @@ Prints the timeline.
 Exits 77 (skipped) when prometheus or nats-server is not installed.
 """
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -39,8 +49,14 @@ import nats_config_test as nats_cluster  # noqa: E402
 from prometheus_e2e_test import (  # noqa: E402
     NODES, STORM, Rig, firing_alerts, free_port, get_json, wait_http)
 
-FAULT_START, FAULT_END, END = 12.0, 55.0, 80.0
+FAULT_START, FAULT_END, END = 12.0, 80.0, 105.0
 DETECT, RESOLVE = 25.0, 25.0
+# NATS away: every surface stale within STALE_BY s of the kill (the 5 s
+# limit, a scrape, the alert's `for: 10s` and an evaluation, on a loaded
+# machine), current within CURRENT_BY s of the restart (JetStream elects
+# its leaders again, a collector takes the lease).
+STALE_BY, CURRENT_BY = 30.0, 40.0
+STALE_ALERT = "FabricdiagClusterFindingsStale"
 TRANSIENT = 3
 IDS = ("col-a", "col-b", "col-c")
 ALERT = "FabricdiagPfcStorm"
@@ -70,6 +86,145 @@ def analysis_leader(http_ports):
                      re.M):
             return cid
     return None
+
+
+class Watch:
+    """`fabricdiag watch --json` on one collector: its STALENESS events, as
+    (seconds since `t0`, stale), read on a thread."""
+
+    def __init__(self, cli, grpc_port, t0):
+        self.t0 = t0
+        self.events = []
+        self.proc = subprocess.Popen(
+            [cli, f"--collector=127.0.0.1:{grpc_port}", "watch", "--json"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if event.get("event") == "STALENESS":
+                self.events.append((time.time() - self.t0, event["stale"]))
+
+    def last(self):
+        """The latest staleness the watch was told, None before any."""
+        return self.events[-1][1] if self.events else None
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def staleness_now(cli, grpc_port, http_port):
+    """Whether the collector says its findings are stale, per surface:
+    gRPC (the CLI's line), /metrics, /api/v1/findings; None where it did
+    not answer."""
+    out = {}
+    try:
+        r = subprocess.run([cli, f"--collector=127.0.0.1:{grpc_port}",
+                            "findings"], capture_output=True, text=True,
+                           timeout=15)
+        out["grpc"] = r.stdout.startswith("findings stale: ") \
+            if r.returncode == 0 else None
+    except subprocess.TimeoutExpired:
+        out["grpc"] = None
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics",
+                                    timeout=5) as r:
+            m = re.search(r"^fabricdiag_cluster_findings_stale\{[^}]*\} (\S+)$",
+                          r.read().decode(), re.M)
+        out["metrics"] = float(m.group(1)) == 1 if m else None
+    except OSError:
+        out["metrics"] = None
+    try:
+        j = get_json(f"http://127.0.0.1:{http_port}/api/v1/findings",
+                     timeout=5)
+        out["json"] = j["staleness"]["stale"] if j["active"] else None
+    except (OSError, ValueError, KeyError):
+        out["json"] = None
+    return out
+
+
+def nats_away(rig, nats, http, grpc, alive, cli, api, t0, failures):
+    """Kills every NATS server, checks that the collectors `alive` say their
+    findings are stale everywhere and that Prometheus fires STALE_ALERT for
+    each, starts the servers again and checks that all say current again.
+    Prints when each surface changed."""
+    watches = {cid: Watch(cli, grpc[cid], t0) for cid in alive}
+    try:
+        # The watches start current: no STALENESS event before the kill.
+        time.sleep(1)
+        for name in nats_cluster.NAMES:
+            rig.procs[name].kill()
+            rig.procs[name].wait()
+        killed = time.time() - t0
+        print(f"killed every NATS server at {killed - FAULT_START:+.1f}s")
+        seen = {}  # (collector, surface) -> seconds after the kill
+        want = {(c, s) for c in alive
+                for s in ("grpc", "metrics", "json", "watch", "alert")}
+        while set(seen) != want and time.time() - t0 < killed + STALE_BY:
+            t = time.time() - t0
+            firing = {a["labels"].get("collector_id")
+                      for a in firing_alerts(api)
+                      if a["labels"].get("alertname") == STALE_ALERT}
+            for cid in alive:
+                now = staleness_now(cli, grpc[cid], http[cid])
+                now["watch"] = watches[cid].last()
+                now["alert"] = cid in firing
+                for surface, stale in now.items():
+                    if stale and (cid, surface) not in seen:
+                        seen[(cid, surface)] = t - killed
+            time.sleep(0.5)
+        for cid, surface in sorted(want - set(seen)):
+            failures.append(f"{cid} did not say its findings were stale on "
+                            f"{surface} within {STALE_BY:.0f}s of the kill")
+        print("stale after the kill: " + ", ".join(
+            f"{c} {s} {v:.1f}s" for (c, s), v in sorted(seen.items())))
+
+        # NATS back, on the same ports and stores.
+        for name in nats_cluster.NAMES:
+            log = open(f"{rig.work}/{name}.log", "a", encoding="utf-8")
+            rig.procs[name] = subprocess.Popen(
+                [nats, "-c", f"{rig.work}/{name}.conf"],
+                env=dict(os.environ, NATS_SERVER_NAME=name), stdout=log,
+                stderr=log)
+        restarted = time.time() - t0
+        print(f"started the NATS servers again {restarted - killed:.1f}s "
+              f"after the kill")
+        current = {}
+        want = {(c, s) for c in alive
+                for s in ("grpc", "metrics", "json", "watch")}
+        while set(current) != want and \
+                time.time() - t0 < restarted + CURRENT_BY:
+            t = time.time() - t0
+            for cid in alive:
+                now = staleness_now(cli, grpc[cid], http[cid])
+                now["watch"] = watches[cid].last()
+                for surface, stale in now.items():
+                    if stale is False and (cid, surface) not in current:
+                        current[(cid, surface)] = t - restarted
+            time.sleep(0.5)
+        for cid, surface in sorted(want - set(current)):
+            failures.append(f"{cid} still said its findings were stale on "
+                            f"{surface} {CURRENT_BY:.0f}s after NATS was back")
+        print("current after the restart: " + ", ".join(
+            f"{c} {s} {v:.1f}s" for (c, s), v in sorted(current.items())))
+        for cid in alive:
+            flips = [stale for _, stale in watches[cid].events]
+            if flips[:2] != [True, False]:
+                failures.append(f"{cid}'s watch was told {flips}, not stale "
+                                f"then current")
+    finally:
+        for w in watches.values():
+            w.stop()
 
 
 def main():
@@ -126,6 +281,7 @@ def main():
         most_series = 0     # the most storm series before the kill
         killed = None       # (t, collector id)
         after_kill = []     # (t, alerts, series, collector_url) after it
+        nats_phase = None   # (start, end) of NATS away and back
         resolved = None
         while time.time() - t0 < END:
             t = time.time() - t0
@@ -152,6 +308,11 @@ def main():
                         p.wait()
                         killed = (t, leader)
                         at_kill = (storm[0]["labels"], storm[0].get("activeAt"))
+            elif nats_phase is None and t > killed[0] + 8:
+                alive = [c for c in IDS if c != killed[1]]
+                nats_away(rig, nats, http, grpc, alive, cli, api, t0,
+                          failures)
+                nats_phase = (t, time.time() - t0)
             elif t < FAULT_END:
                 same = [a for a in storm if a["labels"] == at_kill[0]]
                 after_kill.append((t, same, series, same[0].get(
@@ -215,6 +376,11 @@ def main():
                                     f"series, not the survivors' 2")
             if not after_kill:
                 failures.append("no poll between the kill and the storm's end")
+            if nats_phase is None:
+                failures.append("the NATS servers were never killed")
+            elif nats_phase[1] > FAULT_END:
+                failures.append(f"NATS away and back took until "
+                                f"{nats_phase[1]:.0f}s, after the storm's end")
         if resolved is None or resolved > FAULT_END + RESOLVE:
             failures.append(f"{ALERT} did not resolve within {RESOLVE:.0f}s of "
                             f"the storm's end ({resolved})")

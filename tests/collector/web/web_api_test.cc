@@ -46,7 +46,7 @@ TEST(FindingsJsonTest, OpenMostSevereFirstThenResolvedWithDurations) {
   done.set_state(v1::FINDING_STATE_RESOLVED);
   done.set_resolved_unix_nanos(absl::ToUnixNanos(kNow - absl::Seconds(58)));
 
-  const Json j = FindingsJson(active, {done}, kNow);
+  const Json j = FindingsJson(active, {done}, {}, kNow);
   EXPECT_EQ(j["api_version"], 1);
   EXPECT_EQ(j["generated"], "2026-09-21T14:13:20Z");
   ASSERT_EQ(j["active"].size(), 3u);

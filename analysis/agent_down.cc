@@ -1,5 +1,6 @@
 #include "analysis/agent_down.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -46,7 +47,7 @@ bool IsAgentUp(const NodeLiveness& node, absl::Time now,
   if (!node.ever_reported) return false;
   absl::Duration limit = IntervalOf(node, config) * config.missed_intervals;
   // A report stamped in the future (clock skew) counts as fresh.
-  return now - node.last_report < limit;
+  return std::min(now, node.observed_until) - node.last_report < limit;
 }
 
 bool IsAgentQuiet(const NodeLiveness& node, absl::Time now,

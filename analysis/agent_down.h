@@ -1,11 +1,16 @@
 // The `agent_down` analyzer: which agents stopped reporting.
 //
 // A node whose agent has reported at least once and then stays silent for
-// `AgentDownConfig::missed_intervals` (3) of its own sampling intervals is
+// `AgentDownConfig::missed_intervals` (10) of its own sampling intervals is
 // down; it is up again as soon as it reports. Nodes never heard from are
 // not down: the collector cannot tell an agent that is not deployed yet
 // from one that died (a layout naming hosts without agents is a different
 // finding). No hysteresis: the missed intervals already are the debounce.
+//
+// In a collector cluster a node is judged as of when the collector its
+// agent streams to last vouched for it (NodeLiveness::observed_until):
+// while that collector's features do not arrive the node is unobserved,
+// not silent, and keeps the state it had (docs/cluster.md).
 //
 // Severity is warning, not critical: a silent agent means the collector is
 // blind on that node (its NICs are not watched), not that training is hurt;
@@ -42,10 +47,18 @@ struct NodeLiveness {
   // default_interval_seconds).
   absl::Duration interval = absl::ZeroDuration();
   bool ever_reported = false;
+  // Until when the collector that holds the node's stream vouches for
+  // `last_report` (in a cluster, another collector's node: when that
+  // collector published it, its clock); InfiniteFuture for a node of this
+  // collector, current by definition. The node is judged as of then, not
+  // later: features that stop arriving (NATS failing, the collector cut
+  // off) are not its agent's silence, so its state holds.
+  absl::Time observed_until = absl::InfiniteFuture();
 };
 
-// Whether the node's agent counts as up at `now` (a node never heard from
-// is not up).
+// Whether the node's agent counts as up at `now`, or at its
+// `observed_until` when that is earlier (a node never heard from is not
+// up).
 bool IsAgentUp(const NodeLiveness& node, absl::Time now,
                const AgentDownConfig& config = {});
 

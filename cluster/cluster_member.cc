@@ -1,6 +1,7 @@
 #include "cluster/cluster_member.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <initializer_list>
 #include <map>
 #include <optional>
@@ -63,6 +64,13 @@ absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Join(
       std::max(absl::Seconds(3), 3 * options.analysis_interval);
   features_options.max_age = 10 * features_options.freshness;
   member->feature_freshness_ = features_options.freshness;
+  features_options.live_members = [members = member->members_.get()] {
+    std::vector<std::string> live;
+    for (const ClusterMembers::Member& m : members->Live()) {
+      live.push_back(m.id);
+    }
+    return live;
+  };
   ASSIGN_OR_RETURN(
       member->features_,
       JetStreamFeatures::Open(member->nats_.get(), options.collector_id,
@@ -305,13 +313,32 @@ bool ClusterMember::AppendHealth(std::string* text) const {
                     published.message(),
                     " (the analysis misses this collector's nodes)\n");
   }
-  if (const std::vector<std::string> unheard = Unheard(); !unheard.empty()) {
+  const std::map<std::string, uint64_t> unobserved =
+      features_->stats().unobserved_nodes;
+  const auto unobserved_of = [&unobserved](const std::string& id) {
+    auto it = unobserved.find(id);
+    return it == unobserved.end() ? uint64_t{0} : it->second;
+  };
+  const std::vector<std::string> unheard = Unheard();
+  for (const std::string& id : unheard) {
     ok = false;
-    absl::StrAppend(text, "cluster: no features from ",
-                    absl::StrJoin(unheard, ", "), " for more than ",
+    absl::StrAppend(text, "cluster: no features from ", id, " for more than ",
                     absl::FormatDuration(feature_freshness_),
-                    " although it runs: their nodes are missing from the "
-                    "analysis\n");
+                    " although it runs: its ", unobserved_of(id),
+                    " nodes are unobserved (missing from the analysis; their "
+                    "findings hold, agent_down does not open for them)\n");
+  }
+  // A collector that left: its agents reconnect elsewhere, which is no
+  // fault of this collector's.
+  for (const auto& [id, count] : unobserved) {
+    if (count == 0 ||
+        std::find(unheard.begin(), unheard.end(), id) != unheard.end())
+      continue;
+    absl::StrAppend(text, "cluster: ", count, " nodes of ", id,
+                    " unobserved: it left the cluster and their agents have "
+                    "not reported elsewhere yet (agent_down judges them ",
+                    absl::FormatDuration(collector::kAgentReconnectGrace),
+                    " after it left)\n");
   }
   const absl::Status last_write = declared_->last_write_status();
   if (!last_write.ok()) {
@@ -424,6 +451,16 @@ void ClusterMember::AppendMetrics(const collector::RegistryWatchStats& watch,
     w.Sample(
         {{"collector_id", id_}, {"from", s.id}},
         absl::ToDoubleSeconds(std::max(absl::ZeroDuration(), now - s.heard)));
+  }
+  w.Family("fabricdiag_cluster_unobserved_nodes",
+           "Nodes of each other collector that the latest analysis pass did "
+           "not observe: that collector's features stopped arriving while it "
+           "runs, or it left and their agents have not reported elsewhere "
+           "yet. Their findings hold and agent_down does not open for them.",
+           PromType::kGauge);
+  for (const auto& [from, count] : features.unobserved_nodes) {
+    w.Sample({{"collector_id", id_}, {"from", from}},
+             static_cast<double>(count));
   }
 }
 

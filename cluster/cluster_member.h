@@ -95,6 +95,11 @@ class ClusterMember {
   // another live collector, and the leader takes a lighter share
   // (cluster/leader_handoff.h).
   collector::IngestPlacement* ingest_placement() { return handoff_.get(); }
+  // How long this collector may be cut off from NATS before it hands its
+  // agents to connected collectors (collector/ingest/cut_off_placement.h):
+  // as long as its features count for the others (3 analysis intervals, at
+  // least 3 s), after which its nodes are unobserved there.
+  absl::Duration cut_off_limit() const { return feature_freshness_; }
   // The cluster's one set of findings (cluster/jetstream_findings.h).
   collector::FindingsReplication* findings_replication() {
     return findings_.get();

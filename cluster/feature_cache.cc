@@ -22,6 +22,14 @@ struct ChunkHeader {
   uint32_t chunks = 0;
 };
 
+// Another collector's nodes are as current as the slice it published.
+void ObservedUntil(int64_t published_unix_nanos,
+                   std::vector<collector::NodeFacts>* nodes) {
+  for (collector::NodeFacts& n : *nodes) {
+    n.liveness.observed_until = absl::FromUnixNanos(published_unix_nanos);
+  }
+}
+
 }  // namespace
 
 FeatureCache::FeatureCache(std::string collector_id)
@@ -73,6 +81,10 @@ void FeatureCache::Received(absl::string_view data, absl::Time received) {
     if (valid && header.collector_id != id_) nodes = NodesOfChunk(facts);
   }
   valid = valid && header.chunks != 0 && header.chunk < header.chunks;
+  ObservedUntil(header.published_unix_nanos, &nodes);
+  if (decoded != nullptr) {
+    ObservedUntil(header.published_unix_nanos, &decoded->slice.nodes);
+  }
   if (valid && !damaged && header.collector_id != id_) {
     kept = std::make_shared<const std::string>(data);
   }
@@ -108,6 +120,13 @@ void FeatureCache::DecodeOnReceipt(bool decode) {
 collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
                                              absl::Time cutoff,
                                              collector::MergeScope scope) {
+  return Merged(std::move(local), cutoff, scope, Presence{});
+}
+
+collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
+                                             absl::Time cutoff,
+                                             collector::MergeScope scope,
+                                             const Presence& presence) {
   const bool ports = scope == collector::MergeScope::kFabric;
   // Per other collector, its chunks in index order: decoded when received,
   // or (taken by an earlier merge, or not decoded on receipt) the message
@@ -180,6 +199,9 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
         auto* chunk =
             google::protobuf::Arena::CreateMessage<v1::FeatureChunk>(&arena);
         if (chunk->ParseFromString(*part.data)) part.decoded = Decode(*chunk);
+        if (part.decoded != nullptr) {
+          ObservedUntil(part.published_unix_nanos, &part.decoded->slice.nodes);
+        }
         if (part.decoded == nullptr) {
           // Its header and facts parsed on receipt, its ports do not: the
           // nodes' facts count, their ports are lost.
@@ -236,6 +258,12 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
   for (const collector::NodeFacts& n : merged.nodes) {
     remembered_[n.liveness.node] = n;
   }
+  stats_.unobserved_nodes.clear();
+  for (const std::string& id : presence.live) {
+    if (id == id_) continue;
+    last_live_[id] = presence.now;
+    stats_.unobserved_nodes[id] = 0;
+  }
   if (remembered_.size() > merged.nodes.size()) {
     absl::flat_hash_set<absl::string_view> listed;
     for (const collector::NodeFacts& n : merged.nodes) {
@@ -248,7 +276,20 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
     std::sort(gone.begin(), gone.end(), [](const auto& a, const auto& b) {
       return a.liveness.node < b.liveness.node;
     });
-    for (collector::NodeFacts& f : gone) merged.nodes.push_back(std::move(f));
+    for (collector::NodeFacts& f : gone) {
+      // Its collector's features stopped arriving: while that collector
+      // runs or its agents may still be reconnecting elsewhere, the node
+      // keeps the state it had; then agent_down judges it as of now.
+      auto live = last_live_.find(f.collector);
+      if (f.collector != id_ && live != last_live_.end() &&
+          presence.now - live->second <= presence.left_grace) {
+        f.unobserved = true;
+        ++stats_.unobserved_nodes[f.collector];
+      } else {
+        f.liveness.observed_until = absl::InfiniteFuture();
+      }
+      merged.nodes.push_back(std::move(f));
+    }
   }
   return merged;
 }

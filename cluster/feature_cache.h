@@ -59,6 +59,20 @@ class FeatureCache {
     // newer copy replaced the one it took at its previous merge, or not
     // decoded on receipt).
     uint64_t merge_decoded_chunks = 0;
+    // The latest Merged(): per other collector its Presence lists live, or
+    // that has unobserved nodes, how many of its nodes are unobserved
+    // (collector::NodeFacts::unobserved).
+    std::map<std::string, uint64_t> unobserved_nodes;
+  };
+
+  // Who is in the cluster, for the nodes of a collector whose features
+  // stopped arriving.
+  struct Presence {
+    absl::Time now;
+    // The other collectors that are live members now (ClusterMembers).
+    std::vector<std::string> live;
+    // How long after a collector was last live its nodes stay unobserved.
+    absl::Duration left_grace = collector::kAgentReconnectGrace;
   };
 
   explicit FeatureCache(std::string collector_id);
@@ -77,12 +91,21 @@ class FeatureCache {
   // `local` (this collector's slice, its nodes' collector set to this
   // collector's id) merged with every other collector's chunks received at
   // or after `cutoff` (collector::MergeFeatureSlices), and the liveness of
-  // nodes seen in earlier merges whose collector left (sorted by name,
-  // after the merged nodes). With MergeScope::kNodes, the other chunks'
-  // nodes only: their ports stay in the cache for a later merge.
+  // nodes seen in earlier merges whose collector left the merge (sorted by
+  // name, after the merged nodes). Another collector's node is judged as
+  // of its chunk's publication (liveness.observed_until). A node whose
+  // collector left the merge is unobserved, its liveness kept as last
+  // merged, while `presence` lists that collector or listed it within
+  // `left_grace`; otherwise it is judged now (observed_until is
+  // InfiniteFuture), as without `presence`. With MergeScope::kNodes, the
+  // other chunks' nodes only: their ports stay in the cache for a later
+  // merge.
   collector::FeatureSlice Merged(collector::FeatureSlice local,
                                  absl::Time cutoff,
                                  collector::MergeScope scope);
+  collector::FeatureSlice Merged(collector::FeatureSlice local,
+                                 absl::Time cutoff, collector::MergeScope scope,
+                                 const Presence& presence);
 
   // When this collector last received a chunk from each other collector.
   std::map<std::string, absl::Time> LastReceived() const;
@@ -122,6 +145,8 @@ class FeatureCache {
   // leaves the merge.
   absl::flat_hash_map<std::string, collector::NodeFacts> remembered_
       ABSL_GUARDED_BY(mu_);
+  // When each other collector was last listed live (Presence::now).
+  std::map<std::string, absl::Time> last_live_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace fabricdiag::cluster

@@ -192,8 +192,12 @@ collector::FeatureSlice JetStreamFeatures::Merged(collector::FeatureSlice local,
   // chunks that arrive until then only if it merges ports.
   cache_.DecodeOnReceipt(scope == collector::MergeScope::kFabric);
   // Freshness is judged by this collector's clock, as receipt was.
-  return cache_.Merged(std::move(local), absl::Now() - options_.freshness,
-                       scope);
+  const absl::Time now = absl::Now();
+  FeatureCache::Presence presence;
+  presence.now = now;
+  if (options_.live_members) presence.live = options_.live_members();
+  return cache_.Merged(std::move(local), now - options_.freshness, scope,
+                       presence);
 }
 
 std::map<std::string, absl::Time> JetStreamFeatures::LastReceived() const {
@@ -216,6 +220,7 @@ JetStreamFeatures::Stats JetStreamFeatures::stats() const {
   s.merged_members = cache.merged_members;
   s.merged_remote_ports = cache.merged_remote_ports;
   s.merge_decoded_chunks = cache.merge_decoded_chunks;
+  s.unobserved_nodes = cache.unobserved_nodes;
   return s;
 }
 

@@ -20,8 +20,10 @@
 // starts (or becomes the analysis leader) sees the fabric at once. A chunk
 // counts while it was received within `freshness` (this collector's clock:
 // clocks need not agree), so a collector that stops publishing leaves the merge
-// within `freshness`; its nodes' liveness is kept (agent_down then raises them
-// when they do not report elsewhere).
+// within `freshness`; its nodes' liveness is kept, and they are unobserved
+// (their findings hold, agent_down does not open) while that collector is a
+// live member and for collector::kAgentReconnectGrace after it left; then
+// agent_down raises those that did not report elsewhere.
 //
 //   ASSIGN_OR_RETURN(auto features,
 //                    JetStreamFeatures::Open(nats, "col-a", {.replicas = 3}));
@@ -36,10 +38,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -68,6 +72,12 @@ class JetStreamFeatures final : public collector::FeatureExchange {
     size_t max_chunk_bytes = kDefaultChunkBytes;
     std::string stream = kFeaturesStream;
     std::string subject = kFeaturesSubject;
+    // The ids of the collectors that are live members now
+    // (ClusterMembers::Live()): the nodes of one whose features stop
+    // arriving are unobserved, not silent, while it is live and for
+    // collector::kAgentReconnectGrace after (FeatureCache::Merged). Unset:
+    // none is.
+    std::function<std::vector<std::string>()> live_members;
   };
 
   // What the exchange did, for /metrics.
@@ -84,6 +94,9 @@ class JetStreamFeatures final : public collector::FeatureExchange {
     // newer copy arrived, or received while this collector merged nodes
     // only (the others were decoded as they were received).
     uint64_t merge_decoded_chunks = 0;
+    // The latest Merged(): per other live collector (and per one that left
+    // with nodes still unobserved), how many of its nodes are unobserved.
+    std::map<std::string, uint64_t> unobserved_nodes;
   };
 
   // Creates the stream when missing and subscribes. `nats` must outlive

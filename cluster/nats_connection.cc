@@ -1,6 +1,8 @@
 #include "cluster/nats_connection.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -244,7 +246,7 @@ absl::StatusOr<std::unique_ptr<NatsConnection>> NatsConnection::Connect(
     if (s == NATS_OK) {
       // The connection's closed callback deletes it from now on.
       conn->callback_link_ = nullptr;
-      conn->link_->up.store(true);
+      conn->link_->Up();
       break;
     }
     const absl::Status error = NatsError(s, "connecting: no server answered");
@@ -281,17 +283,34 @@ absl::StatusOr<std::unique_ptr<NatsConnection>> NatsConnection::Connect(
   }
 }
 
+int64_t NatsConnection::MonotonicNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void NatsConnection::Link::Down() {
+  up.store(false);
+  int64_t none = 0;
+  down_since.compare_exchange_strong(none, MonotonicNanos());
+}
+
+void NatsConnection::Link::Up() {
+  up.store(true);
+  down_since.store(0);
+}
+
 void NatsConnection::OnDisconnected(natsConnection* /*nc*/, void* closure) {
-  (*static_cast<std::shared_ptr<Link>*>(closure))->up.store(false);
+  (*static_cast<std::shared_ptr<Link>*>(closure))->Down();
 }
 
 void NatsConnection::OnReconnected(natsConnection* /*nc*/, void* closure) {
-  (*static_cast<std::shared_ptr<Link>*>(closure))->up.store(true);
+  (*static_cast<std::shared_ptr<Link>*>(closure))->Up();
 }
 
 void NatsConnection::OnClosed(natsConnection* /*nc*/, void* closure) {
   auto* link = static_cast<std::shared_ptr<Link>*>(closure);
-  (*link)->up.store(false);
+  (*link)->Down();
   (*link)->closed.store(true);
   delete link;
 }
@@ -308,7 +327,7 @@ NatsConnection::~NatsConnection() {
 }
 
 void NatsConnection::Close() {
-  link_->up.store(false);
+  link_->Down();
   link_->closed.store(true);
   if (nc_ != nullptr) natsConnection_Close(nc_);
 }
@@ -319,6 +338,13 @@ bool NatsConnection::closed() const {
 
 bool NatsConnection::link_up() const {
   return nc_ != nullptr && link_->up.load();
+}
+
+absl::Duration NatsConnection::link_down_for() const {
+  if (nc_ == nullptr) return absl::ZeroDuration();
+  const int64_t since = link_->down_since.load();
+  if (since == 0) return absl::ZeroDuration();
+  return absl::Nanoseconds(MonotonicNanos() - since);
 }
 
 bool NatsConnection::connected() const {

@@ -173,6 +173,11 @@ class NatsConnection {
   // sent meanwhile would wait for the lock, then sit in the client's
   // reconnect buffer).
   bool link_up() const;
+  // How long link_up() has been false without a break (the monotonic
+  // clock); zero while it is true. A server that stops answering is found
+  // by the client's pings (3 missed, 1 s apart), so a stopped or cut-off
+  // server counts from some 3 s after it stopped.
+  absl::Duration link_down_for() const;
   // The server now used ("nats://127.0.0.1:4222"), empty when disconnected.
   std::string connected_url() const;
   // Times the connection was lost and re-established since Connect.
@@ -187,7 +192,12 @@ class NatsConnection {
   struct Link {
     std::atomic<bool> up{false};
     std::atomic<bool> closed{false};
+    // MonotonicNanos() when up last turned false; 0 while up.
+    std::atomic<int64_t> down_since{0};
+    void Down();
+    void Up();
   };
+  static int64_t MonotonicNanos();
   static void OnDisconnected(natsConnection* nc, void* closure);
   static void OnReconnected(natsConnection* nc, void* closure);
   static void OnClosed(natsConnection* nc, void* closure);

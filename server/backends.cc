@@ -8,6 +8,7 @@
 #include "collector/declared/node_facts_cache.h"
 #include "collector/declared/node_facts_memory.h"
 #include "collector/findings/findings_metrics.h"
+#include "collector/ingest/cut_off_placement.h"
 #include "common/log.h"
 
 namespace fabricdiag::collector {
@@ -62,7 +63,11 @@ class Cluster final : public Backends {
           std::unique_ptr<cluster::JetStreamNodeFacts> facts)
       : member_(std::move(member)),
         nats_(std::move(nats)),
-        facts_(std::move(facts)) {}
+        facts_(std::move(facts)),
+        placement_(
+            *member_->ingest_placement(),
+            [link = member_->nats()] { return link->link_down_for(); },
+            member_->cut_off_limit()) {}
 
   DeclaredState& declared_state() override {
     return *member_->declared_state();
@@ -72,9 +77,7 @@ class Cluster final : public Backends {
   }
   FeatureExchange& features() override { return *member_->features(); }
   const AnalysisRole& role() override { return *member_->role(); }
-  IngestPlacement& ingest_placement() override {
-    return *member_->ingest_placement();
-  }
+  IngestPlacement& ingest_placement() override { return placement_; }
   BaselinesStore& baselines() override { return *member_->baselines(); }
   NodeFactsStore& node_facts() override { return *facts_; }
 
@@ -111,6 +114,8 @@ class Cluster final : public Backends {
   const std::string nats_;  // --nats, for the log
   // Declared after member_, so destroyed (stopped) before its connection.
   const std::unique_ptr<cluster::JetStreamNodeFacts> facts_;
+  // The member's placement, but no agent while cut off from NATS.
+  HandOffWhileCutOff placement_;
 };
 
 // The first collector of a new cluster brings its layouts along; later ones

@@ -8,7 +8,9 @@
 //   FindingsReplication         LocalFindingsReplication  JetStreamFindings
 //   FeatureExchange             EmbeddedFeatureExchange   JetStreamFeatures
 //   AnalysisRole                AlwaysLeading             AnalysisLease
-//   IngestPlacement             KeepEveryAgent            LeaderHandoff
+//   IngestPlacement             KeepEveryAgent            LeaderHandoff, none
+//                                                         while cut off
+//                                                         (HandOffWhileCutOff)
 //   BaselinesStore              FileBaselinesStore        JetStreamBaselines
 //   NodeFactsStore              MemoryNodeFacts           JetStreamNodeFacts
 //

@@ -33,11 +33,19 @@
 
 namespace fabricdiag::collector {
 
+// Why a collector takes no agent at all for now (HandoffOrder::refusal),
+// counted in fabricdiag_ingest_refused_streams_total{reason}.
+enum class Refusal {
+  kNone = 0,          // an ordinary hand-off: another collector fits better
+  kNatsDisconnected,  // cut off from its cluster (cut_off_placement.h)
+};
+
 // Where an agent should go, and why (both sent in the Handoff).
 struct HandoffOrder {
   std::string reason;
   // An entry of the agent's Hello.collectors; "" lets the agent pick.
   std::string target;
+  Refusal refusal = Refusal::kNone;
 };
 
 class IngestPlacement {

@@ -213,6 +213,10 @@ std::optional<IngestSession::Reply> IngestSession::MaybeHandOff(
   if (!go->target.empty()) {
     counters_->handbacks.fetch_add(1, std::memory_order_relaxed);
   }
+  if (go->refusal == Refusal::kNatsDisconnected) {
+    counters_->refused_nats_disconnected.fetch_add(1,
+                                                   std::memory_order_relaxed);
+  }
   // The agent streams elsewhere from now on: the node's stream here ends
   // now, not when the call is torn down.
   if (node_ != nullptr) node_->EndStream(stream_id_);

@@ -101,6 +101,9 @@ class IngestCounters {
   std::atomic<uint64_t> handoffs{0};
   // ... of which to a named collector: back to the one the agent prefers.
   std::atomic<uint64_t> handbacks{0};
+  // ... of which refused because this collector is cut off from NATS
+  // (Refusal::kNatsDisconnected).
+  std::atomic<uint64_t> refused_nats_disconnected{0};
   // Agent streams open now (past their Hello, not ended nor handed off).
   std::atomic<int64_t> open_streams{0};
 

@@ -134,11 +134,8 @@ class AnalysisRunner {
 
   // After a restart, or in a new term, how long the findings taken over
   // hold for nodes that no collector has heard from since: their agents are
-  // still reconnecting. An agent retries a broken stream with a backoff
-  // that doubles up to 30 s (agent::StreamClient::Options::backoff_max), so
-  // after a restart that kept it away for a while its first try can come
-  // 30 s after the collector is back, plus a few intervals for its reports.
-  static constexpr absl::Duration kUnheardNodesGrace = absl::Seconds(40);
+  // still reconnecting (collector/runner/feature_exchange.h).
+  static constexpr absl::Duration kUnheardNodesGrace = kAgentReconnectGrace;
 
   // Every node of the fabric the latest pass merged, with the collector it
   // came from: in a cluster, the other collectors' nodes too (their

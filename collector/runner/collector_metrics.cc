@@ -102,6 +102,15 @@ void AppendIngestFamilies(const IngestCounters& counters,
              static_cast<double>(counters.rejects(reason)));
   }
   out->push_back(std::move(rejects));
+  MetricFamily refused =
+      Family("fabricdiag_ingest_refused_streams_total",
+             "Agent streams this collector handed off because it takes no "
+             "agent now, by reason (nats_disconnected: cut off from its "
+             "cluster's NATS servers; the agent moves to another collector).",
+             MetricType::Counter);
+  AddValue(&refused, {{"reason", "nats_disconnected"}},
+           static_cast<double>(counters.refused_nats_disconnected.load()));
+  out->push_back(std::move(refused));
 }
 
 void AppendAnalysisFamilies(const AnalysisStats& stats,

@@ -42,7 +42,22 @@ struct NodeFacts {
   // came from (the one the node's agent streams to). Set by Merged(); empty
   // with one collector.
   std::string collector;
+  // In a cluster: the node's collector is live (or left less than
+  // kAgentReconnectGrace ago) but its features stopped arriving. What the
+  // node does now is unknown, not silence: its liveness is that of the
+  // collector's last slice (liveness.observed_until), so its findings hold
+  // and agent_down does not open for it. Set by Merged().
+  bool unobserved = false;
 };
+
+// How long the nodes of a collector that left the cluster stay unobserved
+// (NodeFacts::unobserved) when their agents did not report elsewhere yet,
+// and how long a collector holds the findings of nodes nobody heard from
+// after a restart or a new term: an agent retries a broken stream with a
+// backoff that doubles up to 30 s (agent::StreamClient::Options::
+// backoff_max), so after a failure that kept it away for a while its first
+// try can come 30 s later, plus a few intervals for its reports.
+inline constexpr absl::Duration kAgentReconnectGrace = absl::Seconds(40);
 
 // One collector's view of its nodes, or (merged) of the whole fabric.
 struct FeatureSlice {
@@ -79,7 +94,10 @@ class FeatureExchange {
   // The whole fabric: `local` plus the latest slice of every other
   // collector that published within the backend's freshness limit. A node
   // in several slices (its agent moved to another collector) is taken,
-  // liveness and ports, from the slice where it reported last. With
+  // liveness and ports, from the slice where it reported last. A node of
+  // another collector is judged as of that collector's publication
+  // (liveness.observed_until); one whose collector stopped publishing is
+  // listed unobserved while that collector is live or left recently. With
   // MergeScope::kNodes the other slices' ports are left out.
   virtual FeatureSlice Merged(FeatureSlice local, absl::Time now,
                               MergeScope scope) = 0;

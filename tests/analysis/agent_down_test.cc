@@ -75,6 +75,32 @@ TEST(AgentDownTest, QuietBetweenOneMissedReportAndDown) {
       Node("a", absl::Seconds(3), s, /*ever_reported=*/false), kNow));
 }
 
+// A node another collector vouched for until a while ago (its features
+// stopped arriving) is judged as of then: silent for ten intervals by now,
+// but up when last observed, it is not down, and it counts as quiet (its
+// findings hold); one already down then stays down.
+TEST(AgentDownTest, JudgedAsOfWhenItWasLastObserved) {
+  const absl::Duration s = absl::Seconds(1);
+  NodeLiveness unobserved = Node("a", absl::Seconds(30), s);
+  unobserved.observed_until = kNow - absl::Seconds(28);
+  EXPECT_TRUE(IsAgentUp(unobserved, kNow));
+  EXPECT_TRUE(IsAgentQuiet(unobserved, kNow));
+  EXPECT_THAT(AgentDownFindings({unobserved}, kNow), SizeIs(0));
+
+  NodeLiveness was_down = Node("a", absl::Seconds(30), s);
+  was_down.observed_until = kNow - absl::Seconds(15);
+  EXPECT_FALSE(IsAgentUp(was_down, kNow));
+  std::vector<Finding> down = AgentDownFindings({was_down}, kNow);
+  ASSERT_THAT(down, SizeIs(1));
+  // Its silence is told up to now.
+  EXPECT_EQ(down[0].evidence.at("silence_seconds"), 30);
+
+  // Observed until later than now (another collector's clock ahead): now.
+  NodeLiveness ahead = Node("a", absl::Seconds(10), s);
+  ahead.observed_until = kNow + absl::Minutes(1);
+  EXPECT_FALSE(IsAgentUp(ahead, kNow));
+}
+
 TEST(AgentDownTest, ThresholdsComeFromTheConfig) {
   AgentDownConfig patient;
   patient.missed_intervals = 10;

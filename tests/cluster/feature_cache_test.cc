@@ -8,10 +8,12 @@
 #include <map>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "analysis/agent_down.h"
 #include "cluster/feature_wire.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -379,6 +381,81 @@ TEST(FeatureCacheTest, ALeftCollectorsNodesKeepTheirLiveness) {
   EXPECT_THAT(Nodes(later), ElementsAre("c-1", "b-1"));
   EXPECT_EQ(later.nodes[1].collector, "col-b");
   EXPECT_EQ(later.window.ports().size(), 1u);
+}
+
+// Another collector's node is judged as of that collector's publication.
+// When its features stop arriving, its nodes are unobserved while it is
+// live and for the grace after it was last live (their liveness as last
+// merged, so agent_down does not open); later, or for a collector never
+// seen live, they are judged now, as before.
+TEST(FeatureCacheTest, AStaleCollectorsNodesAreUnobservedWhileItIsLive) {
+  FeatureCache cache("col-0");
+  const absl::Time published = kT0 + absl::Milliseconds(300);
+  for (const char* id : {"col-b", "col-c"}) {
+    for (const v1::FeatureChunk& c :
+         SliceToChunks(OneNode(absl::StrCat(id, "-1"), kT0), id, published)) {
+      cache.Received(c.SerializeAsString(), kT0 + absl::Milliseconds(400));
+    }
+  }
+  FeatureCache::Presence presence;
+  presence.now = kT0 + absl::Seconds(1);
+  presence.live = {"col-0", "col-b", "col-c"};
+  presence.left_grace = absl::Seconds(40);
+  FeatureSlice fresh =
+      cache.Merged(OneNode("a-1", kT0), kT0, kFabric, presence);
+  ASSERT_THAT(Nodes(fresh), ElementsAre("a-1", "col-b-1", "col-c-1"));
+  EXPECT_EQ(fresh.nodes[0].liveness.observed_until, absl::InfiniteFuture());
+  EXPECT_EQ(fresh.nodes[1].liveness.observed_until, published);
+  EXPECT_FALSE(fresh.nodes[1].unobserved);
+  EXPECT_THAT(cache.stats().unobserved_nodes,
+              ElementsAre(std::pair<const std::string, uint64_t>("col-b", 0),
+                          std::pair<const std::string, uint64_t>("col-c", 0)));
+
+  // 10 s later nothing arrived: col-b is live, col-c left 9 s ago.
+  presence.now = kT0 + absl::Seconds(10);
+  presence.live = {"col-0", "col-b"};
+  FeatureSlice stale =
+      cache.Merged(OneNode("a-1", presence.now),
+                   presence.now - absl::Seconds(3), kFabric, presence);
+  ASSERT_THAT(Nodes(stale), ElementsAre("a-1", "col-b-1", "col-c-1"));
+  for (size_t i : {1, 2}) {
+    EXPECT_TRUE(stale.nodes[i].unobserved) << i;
+    EXPECT_EQ(stale.nodes[i].liveness.observed_until, published) << i;
+    EXPECT_TRUE(analysis::IsAgentUp(stale.nodes[i].liveness, presence.now));
+  }
+  EXPECT_THAT(cache.stats().unobserved_nodes,
+              ElementsAre(std::pair<const std::string, uint64_t>("col-b", 1),
+                          std::pair<const std::string, uint64_t>("col-c", 1)));
+
+  // col-c was last live 41 s ago: its node is judged now (down).
+  presence.now = kT0 + absl::Seconds(42);
+  stale = cache.Merged(OneNode("a-1", presence.now),
+                       presence.now - absl::Seconds(3), kFabric, presence);
+  ASSERT_THAT(Nodes(stale), ElementsAre("a-1", "col-b-1", "col-c-1"));
+  EXPECT_TRUE(stale.nodes[1].unobserved);
+  EXPECT_FALSE(stale.nodes[2].unobserved);
+  EXPECT_EQ(stale.nodes[2].liveness.observed_until, absl::InfiniteFuture());
+  EXPECT_FALSE(analysis::IsAgentUp(stale.nodes[2].liveness, presence.now));
+  EXPECT_THAT(cache.stats().unobserved_nodes,
+              ElementsAre(std::pair<const std::string, uint64_t>("col-b", 1)));
+}
+
+// Without membership (a cache never told who is live), a stale collector's
+// nodes are judged now, as they always were.
+TEST(FeatureCacheTest, WithoutMembersAStaleCollectorsNodesAreJudgedNow) {
+  FeatureCache cache("col-0");
+  for (const v1::FeatureChunk& c :
+       SliceToChunks(OneNode("b-1", kT0), "col-b", kT0)) {
+    cache.Received(c.SerializeAsString(), kT0);
+  }
+  cache.Merged(OneNode("a-1", kT0), kT0, kFabric);
+  const FeatureSlice later =
+      cache.Merged(OneNode("a-1", kT0), kT0 + absl::Seconds(1),
+                   collector::MergeScope::kNodes);
+  ASSERT_THAT(Nodes(later), ElementsAre("a-1", "b-1"));
+  EXPECT_FALSE(later.nodes[1].unobserved);
+  EXPECT_EQ(later.nodes[1].liveness.observed_until, absl::InfiniteFuture());
+  EXPECT_TRUE(cache.stats().unobserved_nodes.empty());
 }
 
 }  // namespace

@@ -3,14 +3,20 @@
 // leaves the merge, a collector that starts reads what the stream holds.
 #include "cluster/jetstream_features.h"
 
+#include <atomic>
+#include <cstdint>
+#include <functional>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "analysis/agent_down.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/cluster/single_nats_test.h"
@@ -105,8 +111,9 @@ class JetStreamFeaturesTest : public SingleNatsServerTest {
   };
 
   // A collector on its own connection; the test's own stream and subjects.
-  static Collector Join(const std::string& id,
-                        absl::Duration freshness = absl::Seconds(5)) {
+  static Collector Join(
+      const std::string& id, absl::Duration freshness = absl::Seconds(5),
+      std::function<std::vector<std::string>()> live_members = nullptr) {
     Collector c;
     c.nats = Connect();
     if (c.nats == nullptr) return c;
@@ -115,6 +122,7 @@ class JetStreamFeaturesTest : public SingleNatsServerTest {
     options.freshness = freshness;
     options.stream = TestName();
     options.subject = absl::StrCat("features.", TestName());
+    options.live_members = std::move(live_members);
     auto features = JetStreamFeatures::Open(c.nats.get(), id, options);
     EXPECT_TRUE(features.ok()) << features.status();
     if (features.ok()) c.features = *std::move(features);
@@ -195,6 +203,56 @@ TEST_F(JetStreamFeaturesTest, ACollectorThatStopsPublishingLeavesTheMerge) {
             (std::vector<std::string>{"gpu-a-000", "gpu-b-000"}));
   EXPECT_LE(merged.nodes[1].liveness.last_report, stopped);
   EXPECT_EQ(a->stats().merged_members, 0u);
+}
+
+// A collector that stops publishing while it is a live member: its node is
+// unobserved, judged as of its last slice (agent_down does not open), and
+// counted per collector; it stays so once the collector left the members,
+// for the reconnect grace.
+TEST_F(JetStreamFeaturesTest, ALiveCollectorThatStopsPublishingIsUnobserved) {
+  std::atomic<bool> b_live{true};
+  Collector col_a =
+      Join("col-a", absl::Seconds(1), [&b_live]() -> std::vector<std::string> {
+        if (b_live.load()) return {"col-a", "col-b"};
+        return {"col-a"};
+      });
+  Collector col_b = Join("col-b", absl::Seconds(1));
+  ASSERT_TRUE(col_a.features != nullptr && col_b.features != nullptr);
+  JetStreamFeatures* a = col_a.features.get();
+  JetStreamFeatures* b = col_b.features.get();
+  auto merge = [&] {
+    return a->Merged(Slice("gpu-a", 1, absl::Now()), absl::Now(),
+                     collector::MergeScope::kNodes);
+  };
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        EXPECT_TRUE(
+            b->Publish(Slice("gpu-b", 1, absl::Now()), absl::Now()).ok());
+        return merge().nodes.size() == 2;
+      },
+      absl::Seconds(20), absl::Milliseconds(100)));
+  EXPECT_EQ(a->stats().unobserved_nodes,
+            (std::map<std::string, uint64_t>{{"col-b", 0}}));
+  const absl::Time stopped = absl::Now();
+  FeatureSlice merged;
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        merged = merge();
+        return merged.nodes.size() == 2 && merged.nodes[1].unobserved;
+      },
+      absl::Seconds(10), absl::Milliseconds(50)));
+  EXPECT_EQ(merged.nodes[1].liveness.node, "gpu-b-000");
+  EXPECT_LE(merged.nodes[1].liveness.observed_until, stopped);
+  EXPECT_TRUE(analysis::IsAgentUp(merged.nodes[1].liveness,
+                                  absl::Now() + absl::Hours(1)));
+  EXPECT_EQ(a->stats().unobserved_nodes,
+            (std::map<std::string, uint64_t>{{"col-b", 1}}));
+  b_live.store(false);
+  merged = merge();
+  EXPECT_TRUE(merged.nodes[1].unobserved);
+  EXPECT_FALSE(merged.nodes[0].unobserved);
+  EXPECT_EQ(a->stats().unobserved_nodes,
+            (std::map<std::string, uint64_t>{{"col-b", 1}}));
 }
 
 TEST_F(JetStreamFeaturesTest, ACollectorThatStartsReadsTheStream) {

@@ -4,6 +4,7 @@
 // their HTTP endpoints. Every process is stopped when the test ends.
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -22,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "client/collector_list.h"
 #include "cluster/jetstream_declared_state.h"
+#include "cluster/jetstream_features.h"
 #include "cluster/leader_handoff.h"
 #include "cluster/nats_connection.h"
 #include "gmock/gmock.h"
@@ -1192,6 +1194,204 @@ TEST_F(ClusterStoryTest, FindingsSurviveTheBusiestCollectorAndARestart) {
   for (auto& agent : agents) {
     agent->Signal(SIGTERM);
     EXPECT_EQ(agent->Wait(absl::Seconds(10)), 0);
+  }
+}
+// What the unobserved-nodes tests share: real agents (the fixture sysfs,
+// reporting every 500 ms, so agent_down would open after 5 s of silence),
+// and whether any collector lists an agent_down.
+class UnobservedNodesTest : public CollectorClusterTest {
+ protected:
+  // A collector given one NATS URL knows that server alone.
+  void SetUp() override {
+    nats_.StopAdvertising();
+    CollectorClusterTest::SetUp();
+  }
+
+  // An agent as `node` streaming to the collectors `targets`, in order.
+  std::unique_ptr<Subprocess> StartAgent(
+      const std::string& node, const std::vector<std::string>& targets) {
+    auto agent = std::make_unique<Subprocess>(std::vector<std::string>{
+        kAgent, "--node=" + node, "--sysfs_root=" + kFixtures + "/sysfs",
+        "--listen=127.0.0.1:0", "--interval=500ms",
+        "--collector=" + absl::StrJoin(targets, ",")});
+    EXPECT_TRUE(agent->Start().ok());
+    return agent;
+  }
+
+  // The nodes of the agent_down findings collector `c` lists ("" when it
+  // does not answer).
+  std::string DownNodes(const Collector& c) {
+    RunResult r = Cli(c, {"--timeout=3s", "findings", "--json"});
+    if (r.exit_code != 0) return "";
+    const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+    std::string down;
+    if (!j.is_array()) return down;
+    for (const nlohmann::json& f : j) {
+      if (f.value("kind", "") == "agent_down") {
+        absl::StrAppend(&down, f.value("node", ""), " ");
+      }
+    }
+    return down;
+  }
+
+  // Agent streams connected to `c` now.
+  static int Streams(const Collector& c) {
+    return static_cast<int>(MetricOf(c, "fabricdiag_ingest_connected_streams"));
+  }
+
+  // The index of the NATS server that leads stream `stream` (its
+  // server_name is n<i>), or -1.
+  int StreamLeader(const std::string& stream) {
+    cluster::NatsConnection::Options options;
+    options.urls = absl::StrSplit(nats_.urls(), ',');
+    options.startup_timeout = absl::Seconds(5);
+    absl::StatusOr<std::unique_ptr<cluster::NatsConnection>> nats =
+        cluster::NatsConnection::Connect(options);
+    if (!nats.ok()) return -1;
+    jsStreamInfo* info = nullptr;
+    jsErrCode code = static_cast<jsErrCode>(0);
+    int leader = -1;
+    if (js_GetStreamInfo(&info, (*nats)->js(), stream.c_str(), nullptr,
+                         &code) == NATS_OK) {
+      if (info->Cluster != nullptr && info->Cluster->Leader != nullptr &&
+          info->Cluster->Leader[0] == 'n') {
+        leader = info->Cluster->Leader[1] - '0';
+      }
+      jsStreamInfo_Destroy(info);
+    }
+    return leader;
+  }
+};
+
+// The NATS server that leads the features stream is killed (-9) while six
+// agents stream to three collectors: the stream elects another leader and
+// the features flow again, and meanwhile no collector opens agent_down for
+// any node (what their collectors cannot publish is unobserved, not
+// silence). About 30 s.
+TEST_F(UnobservedNodesTest, KillingTheFeatureStreamsLeaderOpensNoAgentDown) {
+  std::vector<Collector> c;
+  std::vector<std::string> targets;
+  ASSERT_NO_FATAL_FAILURE(StartThree(&c, &targets));
+  std::vector<std::unique_ptr<Subprocess>> agents;
+  for (int i = 0; i < 6; ++i) {
+    agents.push_back(StartAgent(absl::StrCat("gpu-u", i), targets));
+  }
+  // Every agent streams to some collector, and the leader merged them all.
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        int streams = 0;
+        for (const Collector& each : c) streams += std::max(0, Streams(each));
+        RunResult r = Cli(c[0], {"--timeout=3s", "nodes", "--json"});
+        const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+        int up = 0;
+        if (j.is_array()) {
+          for (const nlohmann::json& n : j) up += n.value("up", false);
+        }
+        return streams == 6 && up == 6;
+      },
+      absl::Seconds(30), absl::Milliseconds(300)));
+  const int leader = StreamLeader(cluster::kFeaturesStream);
+  ASSERT_GE(leader, 0);
+  ASSERT_LT(leader, nats_.size());
+  nats_.Kill(leader);
+  const absl::Time killed = absl::Now();
+  // Three times agent_down's 5 s; every collector asked about once a
+  // second.
+  while (absl::Now() - killed < absl::Seconds(15)) {
+    for (const Collector& each : c) {
+      EXPECT_EQ(DownNodes(each), "")
+          << each.name << " after " << absl::Now() - killed;
+    }
+    absl::SleepFor(absl::Milliseconds(500));
+  }
+  for (auto& agent : agents) agent->Signal(SIGTERM);
+  for (Collector& each : c) each.process->Signal(SIGTERM);
+  for (Collector& each : c) {
+    EXPECT_TRUE(each.process->Wait(absl::Seconds(20)).has_value());
+  }
+}
+
+// A collector cut off from NATS (its only server paused with SIGSTOP; the
+// other two keep the quorum and serve the other collectors) hands its
+// agents to the connected collectors: within 15 s they all stream there,
+// no collector opens agent_down meanwhile, and once the server resumes the
+// collector takes agents again (the others hand back those that prefer
+// it). About 40 s.
+TEST_F(UnobservedNodesTest, ACollectorCutOffFromNatsHandsItsAgentsOver) {
+  // B and C on servers 1 and 2; one of them leads before A, on server 0
+  // alone, joins.
+  std::vector<Collector> c;
+  const std::string others = nats_.url(1) + "," + nats_.url(2);
+  c.push_back(Start("col-b", others));
+  c.push_back(Start("col-c", others));
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        return MetricOf(c[0], "fabricdiag_cluster_analysis_leader") +
+                   MetricOf(c[1], "fabricdiag_cluster_analysis_leader") ==
+               1;
+      },
+      absl::Seconds(30), absl::Milliseconds(200)));
+  c.push_back(Start("col-a", nats_.url(0)));
+  const Collector& a = c[2];
+  std::vector<std::string> targets;
+  for (const Collector& each : c) {
+    ASSERT_GT(each.grpc, 0);
+    targets.push_back(absl::StrCat("127.0.0.1:", each.grpc));
+  }
+  // Three nodes whose agents rank col-a first.
+  std::vector<std::unique_ptr<Subprocess>> agents;
+  for (int i = 0; agents.size() < 3 && i < 100; ++i) {
+    const std::string node = absl::StrCat("gpu-a", i);
+    if (client::RankCollectors(node, targets)[0] == 2) {
+      agents.push_back(StartAgent(node, targets));
+    }
+  }
+  ASSERT_EQ(agents.size(), 3u);
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        return Streams(a) == 3 &&
+               MetricOf(c[0], "fabricdiag_cluster_members") == 3;
+      },
+      absl::Seconds(30), absl::Milliseconds(200)));
+  // A few analysis passes with every agent observed.
+  absl::SleepFor(absl::Seconds(2));
+
+  nats_.Pause(0);
+  const absl::Time paused = absl::Now();
+  absl::Duration moved = absl::InfiniteDuration();
+  // Until agent_down would have opened for a moved agent (5 s), at most
+  // 20 s.
+  while (absl::Now() - paused <
+         std::min(moved + absl::Seconds(6), absl::Seconds(20))) {
+    if (moved == absl::InfiniteDuration() &&
+        Streams(c[0]) + Streams(c[1]) == 3) {
+      moved = absl::Now() - paused;
+      std::cerr << "the agents moved " << moved << " after the pause\n";
+    }
+    for (size_t i : {0, 1}) {
+      EXPECT_EQ(DownNodes(c[i]), "")
+          << c[i].name << " after " << absl::Now() - paused;
+    }
+    absl::SleepFor(absl::Milliseconds(500));
+  }
+  EXPECT_LE(moved, absl::Seconds(15));
+  EXPECT_EQ(Streams(a), 0);
+  EXPECT_GE(MetricOf(a, "fabricdiag_ingest_refused_streams_total"), 3);
+
+  nats_.Resume(0);
+  const absl::Time resumed = absl::Now();
+  EXPECT_TRUE(testing::Eventually([&] { return Streams(a) == 3; },
+                                  absl::Seconds(40), absl::Milliseconds(300)))
+      << Streams(a) << " agents back on col-a";
+  std::cerr << "the agents were back " << absl::Now() - resumed
+            << " after the resume\n";
+  for (const Collector& each : c) {
+    EXPECT_EQ(DownNodes(each), "") << each.name;
+  }
+  for (auto& agent : agents) agent->Signal(SIGTERM);
+  for (Collector& each : c) each.process->Signal(SIGTERM);
+  for (Collector& each : c) {
+    EXPECT_TRUE(each.process->Wait(absl::Seconds(20)).has_value());
   }
 }
 #endif  // FABRICDIAG_SANITIZED

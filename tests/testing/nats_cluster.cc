@@ -90,12 +90,18 @@ void NatsCluster::Configure() {
     if (servers > 1) {
       conf << "cluster {\n  name: fabricdiag-test\n  listen: 127.0.0.1:"
            << s.cluster_port << "\n  routes: [" << absl::StrJoin(routes, ", ")
-           << "]\n}\n";
+           << "]\n"
+           << (advertise_ ? "" : "  no_advertise: true\n") << "}\n";
     }
   }
 }
 
 NatsCluster::~NatsCluster() = default;
+
+void NatsCluster::StopAdvertising() {
+  advertise_ = false;
+  Configure();
+}
 
 std::string NatsCluster::url(int i) const {
   return absl::StrCat("nats://127.0.0.1:", servers_[i].client_port);

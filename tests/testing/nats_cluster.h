@@ -48,6 +48,12 @@ class NatsCluster {
   // `timeout` in all) when a server dies or misses the election.
   absl::Status Start(absl::Duration timeout = absl::Seconds(60));
 
+  // Before Start(): the servers do not tell clients the other servers'
+  // URLs (`no_advertise`), so a client given one URL knows that server
+  // alone, as one cut off from the others would (NATS clients otherwise
+  // reconnect to the servers they learned of).
+  void StopAdvertising();
+
   // Comma-separated client URLs of every server, for --nats.
   std::string urls() const;
   std::string url(int i) const;
@@ -79,6 +85,7 @@ class NatsCluster {
   TempDir dir_;
   std::vector<Server> servers_;
   int attempt_ = 0;
+  bool advertise_ = true;
 };
 
 }  // namespace fabricdiag::testing

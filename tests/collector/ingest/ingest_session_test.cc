@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "collector/declared/node_facts_memory.h"
+#include "collector/ingest/cut_off_placement.h"
 #include "common/clock.h"
 
 namespace fabricdiag::collector {
@@ -425,6 +426,76 @@ TEST_F(IngestSessionTest, AStreamIsHandedOffAtItsNextReportWhenTheEpochMoves) {
   keep.epoch = 6;
   EXPECT_THAT(kept.Handle(Report(4)).ack, Optional(4u));
   EXPECT_EQ(keep.asks, 2);
+}
+
+// A collector cut off from NATS for longer than its limit ends its open
+// streams at their next report and refuses new ones, with a Handoff that
+// names no target (the agent picks another collector), counted as
+// refusals; connected again, it takes agents as before.
+TEST_F(IngestSessionTest, ACutOffCollectorHandsItsAgentsToNoOneInParticular) {
+  KeepEveryAgent inner;
+  absl::Duration cut_off = absl::ZeroDuration();
+  HandOffWhileCutOff placement(
+      inner, [&cut_off] { return cut_off; }, absl::Seconds(3));
+  IngestSession s(&store_, &counters_, placement, intake_);
+  Open(s);
+  EXPECT_THAT(s.Handle(Report(1)).ack, Optional(1u));
+  cut_off = absl::Seconds(3);  // not longer than the limit yet
+  EXPECT_THAT(s.Handle(Report(2)).ack, Optional(2u));
+
+  cut_off = absl::Seconds(4);
+  IngestSession::Reply r = s.Handle(Report(3));
+  ASSERT_TRUE(r.handoff.has_value());
+  EXPECT_THAT(*r.handoff, HasSubstr("cut off from NATS for 4s"));
+  EXPECT_EQ(r.handoff_target, "");
+  EXPECT_FALSE(r.ack.has_value());
+  EXPECT_EQ(counters_.refused_nats_disconnected.load(), 1u);
+  EXPECT_EQ(counters_.handbacks.load(), 0u);
+  EXPECT_EQ(counters_.reports.load(), 2u);
+  IngestSession refused(&store_, &counters_, placement, intake_);
+  EXPECT_TRUE(refused.Handle(Hello("gpu-002")).handoff.has_value());
+  EXPECT_EQ(counters_.refused_nats_disconnected.load(), 2u);
+  EXPECT_EQ(store_.FindNode("gpu-002"), nullptr);
+
+  cut_off = absl::ZeroDuration();
+  IngestSession back(&store_, &counters_, placement, intake_);
+  EXPECT_THAT(back.Handle(Hello("gpu-002")).ack, Optional(0u));
+  EXPECT_EQ(counters_.refused_nats_disconnected.load(), 2u);
+}
+
+// Over a cluster's placement: connected, its answers and epochs pass
+// through; cut off, the epoch moves (open streams ask again) and every
+// node is refused; connected again, the epoch moves back and the inner
+// placement answers again.
+TEST(HandOffWhileCutOffTest, PassesTheInnerPlacementThroughWhileConnected) {
+  FakePlacement inner;
+  inner.epoch = 5;
+  inner.hand_off = "gpu-001";
+  inner.target = "10.0.0.2:9811";
+  absl::Duration cut_off = absl::ZeroDuration();
+  HandOffWhileCutOff placement(
+      inner, [&cut_off] { return cut_off; }, absl::Seconds(3));
+  const uint64_t connected = placement.Epoch();
+  EXPECT_NE(connected, 0u);
+  EXPECT_EQ(placement.HandOff("gpu-002", {}, 1), std::nullopt);
+  std::optional<HandoffOrder> go = placement.HandOff("gpu-001", {}, 1);
+  ASSERT_TRUE(go.has_value());
+  EXPECT_EQ(go->target, "10.0.0.2:9811");
+  EXPECT_EQ(go->refusal, Refusal::kNone);
+  EXPECT_EQ(inner.asks, 2);
+
+  cut_off = absl::Seconds(10);
+  EXPECT_NE(placement.Epoch(), connected);
+  go = placement.HandOff("gpu-002", {}, 1);
+  ASSERT_TRUE(go.has_value());
+  EXPECT_EQ(go->target, "");
+  EXPECT_EQ(go->refusal, Refusal::kNatsDisconnected);
+  EXPECT_EQ(inner.asks, 2);
+
+  cut_off = absl::ZeroDuration();
+  EXPECT_EQ(placement.Epoch(), connected);
+  inner.epoch = 6;
+  EXPECT_NE(placement.Epoch(), connected);
 }
 
 // The Hello's collector list reaches the placement, as does the number of

@@ -339,11 +339,17 @@ class FakeExchange final : public FeatureExchange {
     remote.liveness.last_report = remote_;
     remote.liveness.interval = absl::Seconds(1);
     remote.liveness.ever_reported = true;
+    remote.liveness.observed_until = observed_until;
+    remote.unobserved = unobserved;
     local.nodes.push_back(remote);
     return local;
   }
   int published = 0;
   std::vector<MergeScope> scopes;
+  // What the exchange says of the remote node: until when its collector
+  // vouched for it, and whether its collector's features stopped.
+  absl::Time observed_until = absl::InfiniteFuture();
+  bool unobserved = false;
 
  private:
   const absl::Time remote_;
@@ -389,6 +395,32 @@ TEST_F(AnalysisRunnerClusterTest, OnlyTheLeaderAnalysesTheMergedFabric) {
   EXPECT_EQ(active[0].kind(), "agent_down");
   EXPECT_EQ(active[0].node(), "gpu-remote");
   EXPECT_EQ(exchange.published, 2);
+}
+
+// A node whose collector's features stopped arriving a second after its
+// last report is unobserved, not silent: the leader opens no agent_down for
+// it. Once its collector's slice says it has been silent, it is down, and
+// unobserved again (that collector's features stop) it stays down.
+TEST_F(AnalysisRunnerClusterTest, AnUnobservedNodeIsNotFoundDown) {
+  role.term = 7;
+  exchange.observed_until = clock.Now() - absl::Seconds(9);
+  exchange.unobserved = true;
+  runner_->RunOnce();
+  EXPECT_THAT(findings_->Active(), ::testing::IsEmpty());
+  clock.Advance(absl::Seconds(30));
+  runner_->RunOnce();
+  EXPECT_THAT(findings_->Active(), ::testing::IsEmpty());
+
+  exchange.observed_until = clock.Now();
+  exchange.unobserved = false;
+  runner_->RunOnce();
+  ASSERT_THAT(findings_->Active(), ::testing::SizeIs(1));
+  const std::string id = findings_->Active()[0].id();
+  exchange.unobserved = true;
+  clock.Advance(absl::Seconds(30));
+  runner_->RunOnce();
+  ASSERT_THAT(findings_->Active(), ::testing::SizeIs(1));
+  EXPECT_EQ(findings_->Active()[0].id(), id);
 }
 
 TEST_F(AnalysisRunnerClusterTest, AFollowerMergesPortsOnlyForItsPage) {

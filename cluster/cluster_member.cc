@@ -18,7 +18,19 @@
 namespace fabricdiag::cluster {
 
 absl::Status ValidateClusterOptions(const ClusterOptions& options) {
-  if (options.nats.empty()) return absl::OkStatus();
+  if (options.nats.empty()) {
+    const NatsSecurity& security = options.security;
+    for (const std::string* value :
+         {&security.creds_file, &security.user, &security.password_file,
+          &security.tls_ca, &security.tls_cert, &security.tls_key}) {
+      if (!value->empty()) {
+        return absl::InvalidArgumentError(
+            "--nats_creds, --nats_user, --nats_password_file and "
+            "--nats_tls_* are for the connection to NATS: they need --nats");
+      }
+    }
+    return absl::OkStatus();
+  }
   RETURN_IF_ERROR(ParseNatsUrls(options.nats).status());
   if (!IsValidNodeName(options.collector_id)) {
     return absl::InvalidArgumentError(
@@ -34,7 +46,7 @@ absl::Status ValidateClusterOptions(const ClusterOptions& options) {
     return absl::InvalidArgumentError(
         "--nats_startup_timeout: must be between 1s and 1h");
   }
-  return absl::OkStatus();
+  return ValidateNatsSecurity(options.security);
 }
 
 absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Join(
@@ -47,6 +59,7 @@ absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Join(
   nats_options.name =
       absl::StrCat("fabricdiag-collector ", options.collector_id);
   nats_options.startup_timeout = options.startup_timeout;
+  nats_options.security = options.security;
   ASSIGN_OR_RETURN(member->nats_, NatsConnection::Connect(nats_options));
   JetStreamDeclaredState::Options declared_options;
   declared_options.replicas = options.replicas;

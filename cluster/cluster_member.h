@@ -67,9 +67,12 @@ struct ClusterOptions {
   // --nats_startup_timeout: how long Join waits for the servers to answer
   // and JetStream to serve every bucket and the stream, in all.
   absl::Duration startup_timeout = kDefaultStartupTimeout;
+  // --nats_user, --nats_password_file, --nats_creds, --nats_tls_*.
+  NatsSecurity security{};
 };
 
-// InvalidArgument naming the flag at fault. Does not touch the network.
+// InvalidArgument naming the flag at fault. Reads the security flags'
+// files; does not touch the network.
 absl::Status ValidateClusterOptions(const ClusterOptions& options);
 
 class ClusterMember {

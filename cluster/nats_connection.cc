@@ -14,8 +14,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/files.h"
 #include "common/log.h"
 #include "common/names.h"
+#include "common/status_macros.h"
 
 namespace fabricdiag::cluster {
 
@@ -25,9 +27,15 @@ absl::StatusOr<std::vector<std::string>> ParseNatsUrls(absl::string_view flag) {
   for (absl::string_view raw : absl::StrSplit(flag, ',')) {
     absl::string_view url = absl::StripAsciiWhitespace(raw);
     absl::string_view host_port = url;
-    if (!absl::ConsumePrefix(&host_port, "nats://")) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--nats: ", QuoteForMessage(url), " is not nats://HOST:PORT"));
+    if (!absl::ConsumePrefix(&host_port, "nats://") &&
+        !absl::ConsumePrefix(&host_port, "tls://")) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--nats: ", QuoteForMessage(RedactNatsUrl(url)),
+                       " is not nats://HOST:PORT (or tls://HOST:PORT)"));
+    }
+    // USER:PASSWORD@ or TOKEN@ before the host, as libnats reads it.
+    if (const size_t at = host_port.rfind('@'); at != absl::string_view::npos) {
+      host_port.remove_prefix(at + 1);
     }
     const size_t colon = host_port.rfind(':');
     uint32_t port = 0;
@@ -35,16 +43,199 @@ absl::StatusOr<std::vector<std::string>> ParseNatsUrls(absl::string_view flag) {
         !absl::SimpleAtoi(host_port.substr(colon + 1), &port) || port == 0 ||
         port > 65535) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--nats: ", QuoteForMessage(url),
+          absl::StrCat("--nats: ", QuoteForMessage(RedactNatsUrl(url)),
                        " is not nats://HOST:PORT with a port in 1..65535"));
     }
     if (!seen.insert(std::string(url)).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--nats: ", QuoteForMessage(url), " is listed twice"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--nats: ", QuoteForMessage(RedactNatsUrl(url)), " is listed twice"));
     }
     urls.emplace_back(url);
   }
   return urls;
+}
+
+std::string RedactNatsUrl(absl::string_view url) {
+  const size_t scheme = url.find("://");
+  const size_t at = url.rfind('@');
+  if (scheme == absl::string_view::npos || at == absl::string_view::npos ||
+      at < scheme) {
+    return std::string(url);
+  }
+  const absl::string_view userinfo = url.substr(scheme + 3, at - scheme - 3);
+  const size_t colon = userinfo.find(':');
+  // USER:PASSWORD keeps the user (which the servers' logs show anyway); a
+  // lone TOKEN is all secret.
+  return absl::StrCat(
+      url.substr(0, scheme + 3),
+      colon == absl::string_view::npos ? "" : userinfo.substr(0, colon + 1),
+      "***", url.substr(at));
+}
+
+namespace {
+
+// NatsSecurity's files, read and checked.
+struct LoadedSecurity {
+  std::string password;
+  std::string ca_pem;
+  std::string cert_pem;
+  std::string key_pem;
+};
+
+absl::StatusOr<LoadedSecurity> LoadSecurity(const NatsSecurity& security) {
+  LoadedSecurity loaded;
+  if (security.user.empty() != security.password_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--nats_user and --nats_password_file go together");
+  }
+  if (!security.user.empty() && !security.creds_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--nats_creds and --nats_user are two ways to authenticate: pass "
+        "one");
+  }
+  if (security.tls_cert.empty() != security.tls_key.empty()) {
+    return absl::InvalidArgumentError(
+        "--nats_tls_cert and --nats_tls_key go together");
+  }
+  if (!security.password_file.empty()) {
+    ASSIGN_OR_RETURN(loaded.password, ReadTokenFile("--nats_password_file",
+                                                    security.password_file, 1));
+  }
+  if (!security.creds_file.empty()) {
+    // libnats reads the file itself at every connect; read here first so
+    // that a readable-by-all seed or a wrong file stops the start.
+    absl::StatusOr<std::string> creds =
+        ReadSecretFile("--nats_creds", security.creds_file, 64 << 10);
+    if (!creds.ok()) {
+      return absl::InvalidArgumentError(creds.status().message());
+    }
+    if (!absl::StrContains(*creds, "NATS USER JWT") ||
+        !absl::StrContains(*creds, "NKEY SEED")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--nats_creds=", security.creds_file,
+          ": not a NATS .creds file (a user JWT and an NKey seed, as `nsc "
+          "generate creds` writes them)"));
+    }
+  }
+  if (!security.tls_ca.empty()) {
+    ASSIGN_OR_RETURN(loaded.ca_pem,
+                     ReadPemFile("--nats_tls_ca", security.tls_ca, false));
+  }
+  if (!security.tls_cert.empty()) {
+    ASSIGN_OR_RETURN(loaded.cert_pem,
+                     ReadPemFile("--nats_tls_cert", security.tls_cert, false));
+    ASSIGN_OR_RETURN(loaded.key_pem,
+                     ReadPemFile("--nats_tls_key", security.tls_key, true));
+  }
+  return loaded;
+}
+
+// Hands `security` (read into `loaded`) to the client's options; `tls`:
+// a tls:// URL was listed. libnats 3.4 reads no TLS wish from the scheme
+// and would connect in the clear to a server that offers no TLS.
+absl::Status ApplySecurity(natsOptions* o, const NatsSecurity& security,
+                           const LoadedSecurity& loaded, bool tls) {
+  natsStatus s = NATS_OK;
+  if (!security.user.empty()) {
+    s = natsOptions_SetUserInfo(o, security.user.c_str(),
+                                loaded.password.c_str());
+    if (s != NATS_OK) return NatsError(s, "--nats_user");
+  }
+  if (!security.creds_file.empty()) {
+    s = natsOptions_SetUserCredentialsFromFiles(o, security.creds_file.c_str(),
+                                                nullptr);
+    if (s != NATS_OK) {
+      return absl::InvalidArgumentError(
+          NatsError(s, absl::StrCat("--nats_creds=", security.creds_file))
+              .message());
+    }
+  }
+  if (tls || !loaded.ca_pem.empty() || !loaded.cert_pem.empty()) {
+    s = natsOptions_SetSecure(o, true);
+    if (s != NATS_OK) return NatsError(s, "asking for TLS");
+  }
+  if (!loaded.ca_pem.empty()) {
+    s = natsOptions_SetCATrustedCertificates(o, loaded.ca_pem.c_str());
+    if (s != NATS_OK) {
+      return absl::InvalidArgumentError(
+          NatsError(s, absl::StrCat("--nats_tls_ca=", security.tls_ca,
+                                    ": no CA certificate in it"))
+              .message());
+    }
+  }
+  if (!loaded.cert_pem.empty()) {
+    s = natsOptions_SetCertificatesChain(o, loaded.cert_pem.c_str(),
+                                         loaded.key_pem.c_str());
+    if (s != NATS_OK) {
+      return absl::InvalidArgumentError(
+          NatsError(s, absl::StrCat("--nats_tls_cert=", security.tls_cert,
+                                    " with --nats_tls_key=", security.tls_key))
+              .message());
+    }
+  }
+  return absl::OkStatus();
+}
+
+// libnats' detail of the last failed call without the source location it
+// starts with ("(conn.c:733): SSL handshake error: ..." -> "SSL handshake
+// error: ...").
+std::string LastErrorDetail() {
+  natsStatus last = NATS_OK;
+  const char* text = nats_GetLastError(&last);
+  absl::string_view detail = text == nullptr ? "" : text;
+  if (absl::StartsWith(detail, "(")) {
+    const size_t end = detail.find("): ");
+    if (end != absl::string_view::npos) detail.remove_prefix(end + 3);
+  }
+  return std::string(detail);
+}
+
+// What a failed connect says that waiting cannot mend: the error to end the
+// start with, naming the servers and the fix; OkStatus for the rest (no
+// server answered yet: retried).
+absl::Status ConnectRefused(natsStatus status, const NatsSecurity& security,
+                            const std::string& servers) {
+  const std::string what = absl::StrCat("connecting to NATS (", servers, ")");
+  const bool credentials =
+      !security.user.empty() || !security.creds_file.empty();
+  switch (status) {
+    case NATS_CONNECTION_AUTH_FAILED:
+      return absl::PermissionDeniedError(absl::StrCat(
+          what, ": authorization violation: ",
+          credentials
+              ? "the servers refused this collector's user and password "
+                "(--nats_user, --nats_password_file) or .creds file "
+                "(--nats_creds): check them against the servers' "
+                "authorization block"
+              : "the servers require credentials: pass --nats_user with "
+                "--nats_password_file, or --nats_creds",
+          " (see docs/cluster.md#securing-nats)"));
+    case NATS_SSL_ERROR:
+      return absl::FailedPreconditionError(absl::StrCat(
+          what, ": the TLS handshake failed (", LastErrorDetail(), "): ",
+          security.tls_ca.empty()
+              ? "pass the CA that signed the servers' certificates with "
+                "--nats_tls_ca"
+              : absl::StrCat("the server's certificate must be signed by "
+                             "--nats_tls_ca=",
+                             security.tls_ca, " and name the host of its URL"),
+          "; a server that verifies its clients also needs --nats_tls_cert "
+          "and --nats_tls_key"));
+    case NATS_SECURE_CONNECTION_WANTED:
+      return absl::FailedPreconditionError(absl::StrCat(
+          what,
+          ": TLS was asked for (--nats_tls_ca, --nats_tls_cert or a tls:// "
+          "URL) but the server offers none (no tls block in its "
+          "configuration)"));
+    default:
+      return absl::OkStatus();
+  }
+}
+
+}  // namespace
+
+absl::Status ValidateNatsSecurity(const NatsSecurity& security) {
+  return LoadSecurity(security).status();
 }
 
 absl::Status NatsError(natsStatus status, absl::string_view what) {
@@ -205,8 +396,13 @@ std::optional<uint64_t> WatcherFellBehind(const absl::StatusOr<uint64_t>& last,
 
 absl::StatusOr<std::unique_ptr<NatsConnection>> NatsConnection::Connect(
     const Options& options) {
+  ASSIGN_OR_RETURN(const LoadedSecurity loaded, LoadSecurity(options.security));
   std::unique_ptr<NatsConnection> conn(new NatsConnection());
-  conn->urls_ = options.urls;
+  bool tls = false;
+  for (const std::string& url : options.urls) {
+    conn->urls_.push_back(RedactNatsUrl(url));
+    tls = tls || absl::StartsWith(url, "tls://");
+  }
   conn->request_timeout_ = options.request_timeout;
   conn->startup_deadline_ = absl::Now() + options.startup_timeout;
   natsStatus s = natsOptions_Create(&conn->options_);
@@ -238,7 +434,11 @@ absl::StatusOr<std::unique_ptr<NatsConnection>> NatsConnection::Connect(
   if (s == NATS_OK) {
     s = natsOptions_SetClosedCB(o, &OnClosed, conn->callback_link_);
   }
+  if (s == NATS_OK) {
+    s = natsOptions_SetErrorHandler(o, &OnError, conn->callback_link_);
+  }
   if (s != NATS_OK) return NatsError(s, "setting up the NATS client");
+  RETURN_IF_ERROR(ApplySecurity(o, options.security, loaded, tls));
 
   StartupRetry retry(*conn);
   while (true) {
@@ -249,6 +449,10 @@ absl::StatusOr<std::unique_ptr<NatsConnection>> NatsConnection::Connect(
       conn->link_->Up();
       break;
     }
+    // Wrong credentials or certificates stay wrong: end the start now
+    // (systemd restarts the unit) rather than retry for a minute.
+    RETURN_IF_ERROR(
+        ConnectRefused(s, options.security, absl::StrJoin(conn->urls_, ",")));
     const absl::Status error = NatsError(s, "connecting: no server answered");
     if (!retry.Pause(error)) return retry.GiveUp(error);
   }
@@ -308,6 +512,28 @@ void NatsConnection::OnReconnected(natsConnection* /*nc*/, void* closure) {
   (*static_cast<std::shared_ptr<Link>*>(closure))->Up();
 }
 
+void NatsConnection::OnError(natsConnection* nc, natsSubscription* /*sub*/,
+                             natsStatus status, void* closure) {
+  Link& link = **static_cast<std::shared_ptr<Link>*>(closure);
+  // A publish the user may not make fails once per message: one line a
+  // second says it.
+  const int64_t now = absl::ToUnixNanos(absl::Now());
+  int64_t last = link.last_error_log_ns.load();
+  if (now - last < absl::ToInt64Nanoseconds(absl::Seconds(1)) ||
+      !link.last_error_log_ns.compare_exchange_strong(last, now)) {
+    return;
+  }
+  const char* text = nullptr;
+  natsConnection_GetLastError(nc, &text);
+  LogWarning(absl::StrCat(
+      "NATS: ", natsStatus_GetText(status),
+      text != nullptr && *text != '\0' ? absl::StrCat(": ", text) : "",
+      status == NATS_NOT_PERMITTED
+          ? " (the servers' permissions for this user lack a subject the "
+            "collector uses: see docs/cluster.md#securing-nats)"
+          : ""));
+}
+
 void NatsConnection::OnClosed(natsConnection* /*nc*/, void* closure) {
   auto* link = static_cast<std::shared_ptr<Link>*>(closure);
   (*link)->Down();
@@ -358,7 +584,7 @@ std::string NatsConnection::connected_url() const {
   if (natsConnection_GetConnectedUrl(nc_, buffer, sizeof(buffer)) != NATS_OK) {
     return "";
   }
-  return buffer;
+  return RedactNatsUrl(buffer);
 }
 
 uint64_t NatsConnection::reconnects() const {

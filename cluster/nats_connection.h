@@ -1,6 +1,9 @@
 // A collector's connection to the NATS JetStream servers of its cluster
 // (--nats=URL[,URL...]), over the C client (libnats): connect, reconnect
-// forever, and say whether the cluster is reachable now.
+// forever, and say whether the cluster is reachable now. It proves who it is
+// (a user and password, or a .creds file) and checks who the servers are
+// (TLS with a CA of the operator's) as NatsSecurity says
+// (docs/cluster.md#securing-nats).
 //
 // The client's defaults suit a chat application, not a monitoring cluster:
 // a server that stops answering (SIGSTOP, a hung machine) is noticed only
@@ -34,8 +37,43 @@
 namespace fabricdiag::cluster {
 
 // "nats://h1:4222,nats://h2:4222" -> each URL; InvalidArgument naming the bad
-// entry (empty, not nats://HOST:PORT, a duplicate).
+// entry (empty, not nats://HOST:PORT or tls://HOST:PORT, a duplicate). A URL
+// may carry USER:PASSWORD@ (libnats' form); --nats_password_file keeps the
+// password off the command line.
 absl::StatusOr<std::vector<std::string>> ParseNatsUrls(absl::string_view flag);
+
+// `url` as it may be logged: a password in it replaced by "***"
+// ("nats://u:***@h:4222"), a token alone ("nats://t@h:4222") likewise.
+std::string RedactNatsUrl(absl::string_view url);
+
+// How a collector proves who it is to the NATS servers and checks who they
+// are: the --nats_* security flags, each a file (a secret never travels on
+// the command line, where `ps` shows it).
+struct NatsSecurity {
+  // A NATS .creds file (user JWT and NKey seed, as `nsc` writes it), for
+  // servers that use decentralized JWT authentication (--nats_creds).
+  std::string creds_file;
+  // A user of the servers' `authorization { users = [...] }` (--nats_user)
+  // and the file holding its password (--nats_password_file).
+  std::string user;
+  std::string password_file;
+  // A PEM bundle of the CAs the servers' certificates must chain to
+  // (--nats_tls_ca); when set, every connection is TLS and a server
+  // without TLS is refused.
+  std::string tls_ca;
+  // A client certificate and its key, for servers that verify their
+  // clients' certificates (--nats_tls_cert, --nats_tls_key).
+  std::string tls_cert;
+  std::string tls_key;
+};
+
+// InvalidArgument naming the flag at fault: a flag without its partner
+// (--nats_user and --nats_password_file, --nats_tls_cert and
+// --nats_tls_key), both a user and a .creds file, a file that is missing
+// or not what it should be, a secret (password, key, .creds) that its
+// group or others may read (common/files.h). Reads the files, never the
+// network.
+absl::Status ValidateNatsSecurity(const NatsSecurity& security);
 
 // The absl::Status for a failed libnats call: `what` failed, with the
 // client's text and its last error detail. Timeouts and lost connections
@@ -132,13 +170,19 @@ class NatsConnection {
     // answer. Callers retry within their own deadline: right after a server
     // dies, the first request can time out while the stream elects a leader.
     absl::Duration request_timeout = absl::Seconds(3);
+    NatsSecurity security{};
   };
 
   // Connects, then waits until JetStream answers (its account info).
   // Unavailable naming the URLs when no server answered in time;
   // FailedPrecondition at once when the only server listed runs without
   // JetStream (JetStreamProblem); with several servers listed, that hint
-  // is logged while retrying and ends the final error.
+  // is logged while retrying and ends the final error. What retrying cannot
+  // mend ends it at once: PermissionDenied when a server refuses the
+  // credentials ("authorization violation"), FailedPrecondition when the
+  // TLS handshake fails (a server certificate the CA did not sign) or TLS
+  // is wanted and the server has none; InvalidArgument for a bad
+  // NatsSecurity (ValidateNatsSecurity).
   static absl::StatusOr<std::unique_ptr<NatsConnection>> Connect(
       const Options& options);
 
@@ -149,6 +193,7 @@ class NatsConnection {
   jsCtx* js() const { return js_; }
   // For plain (non-JetStream) subscriptions.
   natsConnection* nc() const { return nc_; }
+  // The servers listed, as they may be logged (RedactNatsUrl).
   const std::vector<std::string>& urls() const { return urls_; }
   absl::Duration request_timeout() const { return request_timeout_; }
   // When the startup steps stop retrying: Connect's start plus
@@ -178,7 +223,8 @@ class NatsConnection {
   // by the client's pings (3 missed, 1 s apart), so a stopped or cut-off
   // server counts from some 3 s after it stopped.
   absl::Duration link_down_for() const;
-  // The server now used ("nats://127.0.0.1:4222"), empty when disconnected.
+  // The server now used ("nats://127.0.0.1:4222", RedactNatsUrl), empty
+  // when disconnected.
   std::string connected_url() const;
   // Times the connection was lost and re-established since Connect.
   uint64_t reconnects() const;
@@ -194,6 +240,8 @@ class NatsConnection {
     std::atomic<bool> closed{false};
     // MonotonicNanos() when up last turned false; 0 while up.
     std::atomic<int64_t> down_since{0};
+    // When OnError last logged (Unix ns): at most one line a second.
+    std::atomic<int64_t> last_error_log_ns{0};
     void Down();
     void Up();
   };
@@ -201,6 +249,11 @@ class NatsConnection {
   static void OnDisconnected(natsConnection* nc, void* closure);
   static void OnReconnected(natsConnection* nc, void* closure);
   static void OnClosed(natsConnection* nc, void* closure);
+  // Logs what the servers report outside any call: a refused publish or
+  // subscription (the user's permissions lack a subject), credentials
+  // refused on a reconnect.
+  static void OnError(natsConnection* nc, natsSubscription* sub,
+                      natsStatus status, void* closure);
 
   std::vector<std::string> urls_;
   absl::Duration request_timeout_;

@@ -99,6 +99,20 @@ absl::StatusOr<analysis::AnalysisConfig> LoadAnalysisConfig(
   return config;
 }
 
+namespace {
+
+// The cluster part of `config` (--nats and the --nats_* flags).
+cluster::ClusterOptions ClusterOptionsOf(const CollectorConfig& config) {
+  return {config.nats,
+          config.collector_id,
+          config.nats_replicas,
+          config.analysis_interval,
+          config.nats_startup_timeout,
+          config.nats_security};
+}
+
+}  // namespace
+
 absl::Status ValidateCollectorConfig(const CollectorConfig& config) {
   RETURN_IF_ERROR(ValidateHostPort("listen", config.listen));
   RETURN_IF_ERROR(ValidateHostPort("http_listen", config.http_listen));
@@ -142,9 +156,7 @@ absl::Status ValidateCollectorConfig(const CollectorConfig& config) {
         "--window_samples: must be between 60 and 86400");
   }
   RETURN_IF_ERROR(LoadAnalysisConfig(config.analysis_config).status());
-  RETURN_IF_ERROR(cluster::ValidateClusterOptions(
-      {config.nats, config.collector_id, config.nats_replicas,
-       config.analysis_interval, config.nats_startup_timeout}));
+  RETURN_IF_ERROR(cluster::ValidateClusterOptions(ClusterOptionsOf(config)));
   return absl::OkStatus();
 }
 
@@ -365,10 +377,7 @@ int RunCollector(const CollectorConfig& config) {
   absl::StatusOr<std::unique_ptr<Backends>> chosen =
       config.nats.empty()
           ? EmbeddedBackends(state->get())
-          : ClusterBackends(
-                {config.nats, config.collector_id, config.nats_replicas,
-                 config.analysis_interval, config.nats_startup_timeout},
-                state->get());
+          : ClusterBackends(ClusterOptionsOf(config), state->get());
   if (!chosen.ok()) return StartupFailed(chosen.status().message());
   Backends& backends = **chosen;
   LayoutRegistry registry(&backends.declared_state(), &clock);

@@ -41,6 +41,9 @@ struct CollectorConfig {
   int nats_replicas = 3;     // replicas of the cluster's buckets
   // How long startup waits for the NATS servers and JetStream to be ready.
   absl::Duration nats_startup_timeout = cluster::kDefaultStartupTimeout;
+  // How it authenticates to NATS and checks the servers (--nats_user,
+  // --nats_password_file, --nats_creds, --nats_tls_*).
+  cluster::NatsSecurity nats_security;
   // HOST:PORT agents reach this collector at, as written in their
   // --collector lists; empty = --listen with its bound port when its host
   // is not a wildcard (AdvertisedAddress).

@@ -62,6 +62,22 @@ ABSL_FLAG(absl::Duration, nats_startup_timeout,
           "How long startup waits for the NATS servers to answer and "
           "JetStream to serve the cluster's buckets (a cluster that just "
           "restarted elects its leaders first); then exit 1 naming them");
+ABSL_FLAG(std::string, nats_user, "",
+          "With --nats: the user to connect to NATS as (the servers' "
+          "authorization users); its password in --nats_password_file");
+ABSL_FLAG(std::string, nats_password_file, "",
+          "File holding --nats_user's password (mode 0600 or 0640 "
+          "root-owned; never on the command line)");
+ABSL_FLAG(std::string, nats_creds, "",
+          "With --nats: a NATS .creds file (user JWT and NKey seed) for "
+          "servers with JWT authentication; instead of --nats_user");
+ABSL_FLAG(std::string, nats_tls_ca, "",
+          "With --nats: connect to NATS over TLS, the servers' certificates "
+          "signed by this PEM CA bundle");
+ABSL_FLAG(std::string, nats_tls_cert, "",
+          "With --nats: client certificate (PEM) for NATS servers that "
+          "verify their clients");
+ABSL_FLAG(std::string, nats_tls_key, "", "Private key of --nats_tls_cert");
 
 namespace {
 
@@ -110,6 +126,12 @@ int main(int argc, char** argv) {
   config.nats_replicas = absl::GetFlag(FLAGS_nats_replicas);
   config.nats_startup_timeout = absl::GetFlag(FLAGS_nats_startup_timeout);
   config.advertise_address = absl::GetFlag(FLAGS_advertise_address);
+  config.nats_security.user = absl::GetFlag(FLAGS_nats_user);
+  config.nats_security.password_file = absl::GetFlag(FLAGS_nats_password_file);
+  config.nats_security.creds_file = absl::GetFlag(FLAGS_nats_creds);
+  config.nats_security.tls_ca = absl::GetFlag(FLAGS_nats_tls_ca);
+  config.nats_security.tls_cert = absl::GetFlag(FLAGS_nats_tls_cert);
+  config.nats_security.tls_key = absl::GetFlag(FLAGS_nats_tls_key);
   absl::Status status = fabricdiag::collector::ValidateCollectorConfig(config);
   if (!status.ok()) {
     std::cerr << "fabricdiag-collector: " << status.message() << "\n";

@@ -62,6 +62,10 @@ struct Collector {
 
 class CollectorClusterTest : public ::testing::Test {
  protected:
+  explicit CollectorClusterTest(
+      testing::NatsCluster::Security security = testing::NatsCluster::kOpen)
+      : nats_(3, security) {}
+
   void SetUp() override {
     absl::Status started = nats_.Start();
     ASSERT_TRUE(started.ok()) << started;
@@ -89,6 +93,8 @@ class CollectorClusterTest : public ::testing::Test {
          absl::StrCat("--http_listen=127.0.0.1:", http),
          absl::StrCat("--state_dir=", dir_.path(), "/", name), "--nats=" + urls,
          "--collector_id=" + name, "--analysis_interval=200ms"});
+    const std::vector<std::string> security = nats_.ClientFlags();
+    argv.insert(argv.end(), security.begin(), security.end());
     argv.insert(argv.end(), extra.begin(), extra.end());
     c.process = std::make_unique<Subprocess>(std::move(argv));
     EXPECT_TRUE(c.process->Start().ok());
@@ -159,7 +165,7 @@ class CollectorClusterTest : public ::testing::Test {
   }
 
   testing::TempDir dir_;
-  testing::NatsCluster nats_{3};
+  testing::NatsCluster nats_;
 };
 
 TEST_F(CollectorClusterTest, LayoutsAndTopologyAreSharedAndSurviveFailures) {
@@ -811,9 +817,13 @@ TEST_F(CollectorClusterTest, AFindingOfOneCollectorsAgentHasOneIdEverywhere) {
 // The whole story on a simulated MoE cluster: six nodes whose real
 // agents are each given all three collectors, a hot expert found once, the
 // collector most agents stream to killed (-9), a second fault after the
-// kill, one NATS server killed, then everything restarted.
+// kill, one NATS server killed, then everything restarted. Its NATS servers
+// are secured as deployed (a user with a password, TLS), so that the whole
+// story runs over authenticated TLS connections, reconnects included.
 class ClusterStoryTest : public CollectorClusterTest {
  protected:
+  ClusterStoryTest() : CollectorClusterTest(testing::NatsCluster::kSecured) {}
+
   static constexpr int kNodes = 6;
 
   static std::string NodeName(int i) { return absl::StrCat("gpu-00", i); }

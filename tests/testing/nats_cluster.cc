@@ -4,14 +4,17 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "tests/testing/loopback.h"
+#include "tests/testing/test_pki.h"
 
 namespace fabricdiag::testing {
 namespace {
@@ -62,7 +65,39 @@ absl::StatusOr<std::unique_ptr<Subprocess>> StartServerWithoutJetStream(
   return server;
 }
 
-NatsCluster::NatsCluster(int servers) : servers_(servers) { Configure(); }
+NatsCluster::NatsCluster(int servers, Security security)
+    : security_(security), servers_(servers) {
+  Configure();
+}
+
+absl::Status NatsCluster::MakeSecrets() {
+  if (security_ == kOpen || !password_file_.empty()) return absl::OkStatus();
+  for (const char* sub : {"/pki", "/other"}) {
+    ::mkdir((dir_.path() + sub).c_str(), 0700);
+  }
+  absl::StatusOr<TestPki> pki = MakeTestPki(dir_.path() + "/pki", {});
+  if (!pki.ok()) return pki.status();
+  absl::StatusOr<TestPki> other = MakeTestPki(dir_.path() + "/other", {});
+  if (!other.ok()) return other.status();
+  ca_cert_ = pki->ca_cert;
+  server_cert_ = pki->server.cert;
+  server_key_ = pki->server.key;
+  other_ca_cert_ = other->ca_cert;
+  std::random_device random;
+  password_ = absl::StrCat("pw-", random(), "-", random());
+  password_file_ = dir_.path() + "/nats-password";
+  std::ofstream(password_file_) << password_ << "\n";
+  ::chmod(password_file_.c_str(), 0600);
+  Configure();
+  return absl::OkStatus();
+}
+
+std::vector<std::string> NatsCluster::ClientFlags() const {
+  if (security_ == kOpen) return {};
+  return {absl::StrCat("--nats_user=", kUser),
+          "--nats_password_file=" + password_file_,
+          "--nats_tls_ca=" + ca_cert_};
+}
 
 void NatsCluster::Configure() {
   const int servers = size();
@@ -87,6 +122,12 @@ void NatsCluster::Configure() {
          << "listen: 127.0.0.1:" << s.client_port << "\n"
          << "jetstream { store_dir: \"" << dir_.path() << "/store" << i << "-"
          << attempt_ << "\" }\n";
+    if (security_ == kSecured && !password_.empty()) {
+      conf << "authorization { users = [ {user: " << kUser << ", password: \""
+           << password_ << "\"} ] }\n"
+           << "tls {\n  cert_file: \"" << server_cert_ << "\"\n  key_file: \""
+           << server_key_ << "\"\n  timeout: 2\n}\n";
+    }
     if (servers > 1) {
       conf << "cluster {\n  name: fabricdiag-test\n  listen: 127.0.0.1:"
            << s.cluster_port << "\n  routes: [" << absl::StrJoin(routes, ", ")
@@ -126,6 +167,7 @@ absl::Status NatsCluster::Start(absl::Duration timeout) {
     return absl::FailedPreconditionError(
         absl::StrCat(kNatsServer, " is missing: run scripts/install-deps.sh"));
   }
+  if (absl::Status s = MakeSecrets(); !s.ok()) return s;
   // A port found free can be taken by another test before the server binds
   // it (then that server exits at once), and on a loaded machine a server
   // of a cluster that forms its routes all at once can miss the election of

@@ -1,13 +1,19 @@
 // Real NATS JetStream servers on loopback for tests and benchmarks of the
 // collector cluster: N `nats-server` processes (Debian's package) routed
 // into one cluster, each with its own free client and cluster ports and its
-// own store directory, stopped (SIGKILL) when the object goes away.
+// own store directory, stopped (SIGKILL) when the object goes away. Secured,
+// the servers accept only a user with a password and only over TLS, with
+// certificates of a throwaway CA (test_pki.h) made at Start.
 //
 //   testing::NatsCluster nats(3);
 //   ASSERT_TRUE(nats.Start().ok());        // JetStream ready on all three
 //   flag = "--nats=" + nats.urls();         // "nats://127.0.0.1:P1,..."
 //   nats.Kill(0);                           // kill -9 of the first server
 //   nats.Restart(0);                        // same ports, same store
+//
+//   testing::NatsCluster secured(3, testing::NatsCluster::kSecured);
+//   ASSERT_TRUE(secured.Start().ok());
+//   argv += secured.ClientFlags();          // --nats_user=..., --nats_tls_ca=
 //
 // Not thread-safe.
 #pragma once
@@ -38,7 +44,14 @@ absl::StatusOr<std::unique_ptr<Subprocess>> StartServerWithoutJetStream(
 
 class NatsCluster {
  public:
-  explicit NatsCluster(int servers);
+  enum Security {
+    kOpen,     // anyone connects, in the clear
+    kSecured,  // user and password, TLS only (clients; routes in the clear)
+  };
+  // The user kSecured servers accept.
+  static constexpr char kUser[] = "fabricdiag";
+
+  explicit NatsCluster(int servers, Security security = kOpen);
   ~NatsCluster();
   NatsCluster(const NatsCluster&) = delete;
   NatsCluster& operator=(const NatsCluster&) = delete;
@@ -57,6 +70,15 @@ class NatsCluster {
   // Comma-separated client URLs of every server, for --nats.
   std::string urls() const;
   std::string url(int i) const;
+  // kSecured: the files a client needs (after Start): the CA of the
+  // servers' certificates, a file holding kUser's password (mode 0600),
+  // and another CA's certificate, which signed none of the servers'.
+  std::string ca_cert() const { return ca_cert_; }
+  std::string password_file() const { return password_file_; }
+  std::string other_ca_cert() const { return other_ca_cert_; }
+  // The collector's flags to connect (--nats_user, --nats_password_file,
+  // --nats_tls_ca); none for kOpen.
+  std::vector<std::string> ClientFlags() const;
   // Server i's client port on 127.0.0.1.
   int port(int i) const { return servers_[i].client_port; }
   int size() const { return static_cast<int>(servers_.size()); }
@@ -76,6 +98,8 @@ class NatsCluster {
     std::string config;
     std::unique_ptr<Subprocess> process;
   };
+  // kSecured: the PKI and the password file, once.
+  absl::Status MakeSecrets();
   // Picks free ports and writes every server's configuration.
   void Configure();
   // Aborted when a server exited while starting (its port was taken).
@@ -83,6 +107,13 @@ class NatsCluster {
   absl::Status StartServer(int i);
 
   TempDir dir_;
+  Security security_;
+  std::string ca_cert_;
+  std::string other_ca_cert_;
+  std::string server_cert_;
+  std::string server_key_;
+  std::string password_;
+  std::string password_file_;
   std::vector<Server> servers_;
   int attempt_ = 0;
   bool advertise_ = true;

@@ -1,0 +1,215 @@
+// A collector against a NATS server secured as deployed (a user with a
+// password, TLS only; tests/testing/nats_cluster.h): it joins with the right
+// user, password and CA, and every wrong one ends its start at once with a
+// message that says what to fix, long before --nats_startup_timeout. One
+// real nats-server; the collectors are real processes.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "cluster/nats_connection.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/nats_cluster.h"
+#include "tests/testing/subprocess.h"
+#include "tests/testing/temp_dir.h"
+
+namespace fabricdiag {
+namespace {
+
+using ::fabricdiag::testing::NatsCluster;
+using ::fabricdiag::testing::RunCommand;
+using ::fabricdiag::testing::RunResult;
+using ::fabricdiag::testing::Subprocess;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const std::string kCollector = FABRICDIAG_COLLECTOR_BINARY;
+
+// Far more than a refusal takes: a collector still retrying when it ends
+// would show as a timeout, not as the refusal.
+constexpr absl::Duration kStartupTimeout = absl::Seconds(20);
+constexpr absl::Duration kRefusedWithin = absl::Seconds(8);
+
+class NatsSecurityTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    nats_ = new NatsCluster(1, NatsCluster::kSecured);
+    const absl::Status started = nats_->Start();
+    ASSERT_TRUE(started.ok()) << started;
+  }
+  static void TearDownTestSuite() {
+    delete nats_;
+    nats_ = nullptr;
+  }
+
+  // The collector's command line against the server; `security` replaces
+  // the right flags (NatsCluster::ClientFlags).
+  std::vector<std::string> Argv(const std::vector<std::string>& security) {
+    std::vector<std::string> argv = {
+        kCollector,
+        "--listen=127.0.0.1:0",
+        "--http_listen=127.0.0.1:0",
+        absl::StrCat("--state_dir=", dir_.path(), "/state", ++runs_),
+        "--nats=" + nats_->urls(),
+        "--nats_replicas=1",
+        "--collector_id=col-a",
+        absl::StrCat("--nats_startup_timeout=",
+                     absl::FormatDuration(kStartupTimeout))};
+    argv.insert(argv.end(), security.begin(), security.end());
+    return argv;
+  }
+
+  // Runs a collector that must be refused: its exit code and stderr, and
+  // that it ended within kRefusedWithin.
+  RunResult Refused(const std::vector<std::string>& security) {
+    const absl::Time start = absl::Now();
+    RunResult r = RunCommand(Argv(security), absl::Seconds(60));
+    const absl::Duration took = absl::Now() - start;
+    EXPECT_LT(took, kRefusedWithin) << r.err;
+    std::cout << "refused in " << took << ": " << r.err;
+    return r;
+  }
+
+  std::string WriteFile(const std::string& name, const std::string& text,
+                        mode_t mode) {
+    const std::string path = dir_.path() + "/" + name;
+    std::ofstream(path) << text;
+    ::chmod(path.c_str(), mode);
+    return path;
+  }
+
+  static inline NatsCluster* nats_ = nullptr;
+  testing::TempDir dir_;
+  int runs_ = 0;
+};
+
+TEST_F(NatsSecurityTest, TheRightUserPasswordAndCaJoin) {
+  Subprocess collector(Argv(nats_->ClientFlags()));
+  ASSERT_TRUE(collector.Start().ok());
+  EXPECT_TRUE(
+      collector.WaitForStderr("gRPC on port", nullptr, absl::Seconds(30)))
+      << collector.Stderr();
+  collector.Signal(SIGTERM);
+  EXPECT_EQ(collector.Wait(absl::Seconds(20)), 0) << collector.Stderr();
+}
+
+TEST_F(NatsSecurityTest, AWrongPasswordIsAnAuthorizationViolation) {
+  const std::string wrong = WriteFile("wrong", "not-the-password\n", 0600);
+  RunResult r =
+      Refused({"--nats_user=fabricdiag", "--nats_password_file=" + wrong,
+               "--nats_tls_ca=" + nats_->ca_cert()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("authorization violation"));
+  EXPECT_THAT(r.err, HasSubstr("--nats_password_file"));
+  EXPECT_THAT(r.err, Not(HasSubstr("not-the-password")));
+}
+
+TEST_F(NatsSecurityTest, NoCredentialsAreRefused) {
+  RunResult r = Refused({"--nats_tls_ca=" + nats_->ca_cert()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("authorization violation"));
+  EXPECT_THAT(r.err, HasSubstr("the servers require credentials"));
+}
+
+TEST_F(NatsSecurityTest, AServerCertificateOfAnotherCaIsRefused) {
+  std::vector<std::string> flags = nats_->ClientFlags();
+  flags.back() = "--nats_tls_ca=" + nats_->other_ca_cert();
+  RunResult r = Refused(flags);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("TLS handshake failed"));
+  EXPECT_THAT(r.err, HasSubstr("--nats_tls_ca=" + nats_->other_ca_cert()));
+
+  // Without a CA the server's certificate is checked against the system's
+  // CAs, which did not sign it either: the message names the flag.
+  flags.pop_back();
+  r = Refused(flags);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("TLS handshake failed"));
+  EXPECT_THAT(r.err, HasSubstr("pass the CA"));
+}
+
+TEST_F(NatsSecurityTest, APasswordOthersCanReadIsRefusedBeforeConnecting) {
+  std::string password;
+  {
+    std::ifstream in(nats_->password_file());
+    std::getline(in, password);
+  }
+  const std::string open = WriteFile("open", password + "\n", 0644);
+  RunResult r =
+      RunCommand(Argv({"--nats_user=fabricdiag", "--nats_password_file=" + open,
+                       "--nats_tls_ca=" + nats_->ca_cert()}),
+                 absl::Seconds(30));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("chmod 600"));
+}
+
+// The URL form libnats reads (nats://USER:PASSWORD@HOST:PORT) still works,
+// and the password stays out of what the connection reports.
+TEST_F(NatsSecurityTest, APasswordInTheUrlWorksAndIsNotShown) {
+  std::string password;
+  {
+    std::ifstream in(nats_->password_file());
+    std::getline(in, password);
+  }
+  const std::vector<std::string> host_port =
+      absl::StrSplit(nats_->url(0), "nats://");
+  cluster::NatsConnection::Options options;
+  options.urls = {absl::StrCat("nats://", NatsCluster::kUser, ":", password,
+                               "@", host_port.back())};
+  options.startup_timeout = absl::Seconds(10);
+  options.security.tls_ca = nats_->ca_cert();
+  absl::StatusOr<std::unique_ptr<cluster::NatsConnection>> nats =
+      cluster::NatsConnection::Connect(options);
+  ASSERT_TRUE(nats.ok()) << nats.status();
+  EXPECT_THAT((*nats)->connected_url(), HasSubstr("fabricdiag:***@"));
+  EXPECT_THAT((*nats)->connected_url(), Not(HasSubstr(password)));
+  EXPECT_THAT((*nats)->urls().front(), Not(HasSubstr(password)));
+
+  // The same URL with a wrong password: refused at once, the password
+  // not in the message.
+  options.urls = {absl::StrCat("nats://", NatsCluster::kUser, ":wrong-pw@",
+                               host_port.back())};
+  const absl::Time start = absl::Now();
+  nats = cluster::NatsConnection::Connect(options);
+  EXPECT_TRUE(absl::IsPermissionDenied(nats.status())) << nats.status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_THAT(nats.status().message(), Not(HasSubstr("wrong-pw")));
+}
+
+// A collector that asks for TLS never speaks in the clear to a server that
+// offers none.
+TEST_F(NatsSecurityTest, TlsAskedOfAServerWithoutItIsRefused) {
+  const int port = testing::FreeLoopbackPort();
+  absl::StatusOr<std::unique_ptr<Subprocess>> plain =
+      testing::StartServerWithoutJetStream(port);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  cluster::NatsConnection::Options options;
+  options.urls = {absl::StrCat("nats://127.0.0.1:", port)};
+  options.startup_timeout = absl::Seconds(10);
+  options.security.tls_ca = nats_->ca_cert();
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::unique_ptr<cluster::NatsConnection>> nats =
+      cluster::NatsConnection::Connect(options);
+  EXPECT_TRUE(absl::IsFailedPrecondition(nats.status())) << nats.status();
+  EXPECT_THAT(nats.status().message(), HasSubstr("the server offers none"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+
+  // A tls:// URL asks for TLS without a CA of its own.
+  options.urls = {absl::StrCat("tls://127.0.0.1:", port)};
+  options.security.tls_ca.clear();
+  nats = cluster::NatsConnection::Connect(options);
+  EXPECT_TRUE(absl::IsFailedPrecondition(nats.status())) << nats.status();
+  EXPECT_THAT(nats.status().message(), HasSubstr("the server offers none"));
+}
+
+}  // namespace
+}  // namespace fabricdiag

@@ -88,13 +88,13 @@ absl::StatusOr<std::unique_ptr<StreamClient>> StreamClient::Create(
 StreamClient::StreamClient(Options options, const Clock& clock,
                            client::TlsConfig tls)
     : options_(std::move(options)),
-      ranking_(client::RankCollectors(options_.node, options_.targets)),
       clock_(clock),
       tls_(std::move(tls)),
       credentials_(client::ChannelCredentials(tls_)),
       boot_id_(options_.boot_id.empty() ? RandomBootId() : options_.boot_id),
-      buffer_(options_.buffer) {
-  stats_.target = options_.targets[ranking_.front()];
+      buffer_(options_.buffer),
+      choice_(options_.node, options_.targets) {
+  stats_.target = choice_.current_entry();
 }
 
 StreamClient::~StreamClient() { Stop(); }
@@ -175,14 +175,17 @@ absl::Duration StreamClient::BackoffDelay(int attempt) {
 
 void StreamClient::Run() {
   int attempt = 0;
-  size_t rank = 0;  // index into ranking_
   // Per target, so that collectors failing in turn (each error names its
   // target) log once each rather than on every attempt.
   std::vector<std::string> last_errors(options_.targets.size());
   // Monotonic nanos of the last hand-off; nullopt before the first.
   std::optional<int64_t> last_handoff;
   while (true) {
-    const size_t current = ranking_[rank];
+    size_t current;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      current = choice_.current();
+    }
     bool got_response = false;
     absl::Status status = RunStream(options_.targets[current], &got_response);
     std::unique_lock<std::mutex> lock(mu_);
@@ -206,14 +209,8 @@ void StreamClient::Run() {
       // when it named an entry of our list (the collector ranked the list
       // as we do), else the next of our ranking.
       const std::string& from = options_.targets[current];
-      rank = (rank + 1) % ranking_.size();
-      for (size_t r = 0; r < ranking_.size(); ++r) {
-        if (ranking_[r] != current &&
-            options_.targets[ranking_[r]] == handoff_target_) {
-          rank = r;
-        }
-      }
-      stats_.target = options_.targets[ranking_[rank]];
+      choice_.HandedOff(handoff_target_);
+      stats_.target = choice_.current_entry();
       ++stats_.handoffs;
       LogInfo(absl::StrCat("collector ", from, " handed this agent to ",
                            stats_.target, " (", handoff_reason_,
@@ -223,15 +220,16 @@ void StreamClient::Run() {
       if (stopping_) return;
       continue;
     }
-    // Any end of a stream moves down the ranking: a collector that just
-    // failed is the least likely to answer next, and one that is merely
-    // restarting is tried again after the others. The backoff still grows
-    // per failed attempt, so a cluster whose collectors are all down is not
-    // hammered.
+    // Any end of a stream moves on from the top of the (weighted) ranking,
+    // skipping what failed since a stream last worked
+    // (client::CollectorChoice): a collector that just failed is the least
+    // likely to answer next, and one that is merely restarting is tried
+    // again after the others. The backoff still grows per failed attempt,
+    // so a cluster whose collectors are all down is not hammered.
     std::string next_note;
     if (options_.targets.size() > 1) {
-      rank = (rank + 1) % ranking_.size();
-      stats_.target = options_.targets[ranking_[rank]];
+      choice_.Failed(got_response);
+      stats_.target = choice_.current_entry();
       ++stats_.failovers;
       next_note = absl::StrCat(" on ", stats_.target);
     }
@@ -252,6 +250,17 @@ void StreamClient::ReadLoop(IngestStream* stream, uint64_t stream_id) {
     std::lock_guard<std::mutex> lock(mu_);
     stats_.connected = true;
     if (msg.has_ack()) {
+      if (msg.ack().has_weights()) {
+        std::vector<std::pair<std::string, double>> weights;
+        for (const v1::CollectorWeight& w : msg.ack().weights().entries()) {
+          weights.emplace_back(w.entry(), w.weight());
+        }
+        // A bad weight is the collector's bug: the others still apply.
+        if (absl::Status s = choice_.SetWeights(weights); !s.ok()) {
+          LogWarning(
+              absl::StrCat("collector placement weights: ", s.message()));
+        }
+      }
       const uint64_t seq = msg.ack().seq();
       const size_t n = buffer_.Ack(seq);
       stats_.acked += n;

@@ -16,11 +16,13 @@
 // when the collector hangs or is unreachable.
 //
 // Failover: with several collectors (`targets`), the client ranks them for
-// its node by rendezvous hashing (client/collector_list.h), starts at the
-// first of its ranking and, whenever a stream ends (failed connect, stream
-// error, keepalive timeout, reject), tries the next of its ranking, wrapping
-// around, after the same backoff. So the agents of a dead collector spread
-// evenly over all the others. The new collector gets Hello and then the
+// its node by rendezvous hashing (client/collector_list.h), weighted as the
+// collectors say (Ack.weights), starts at the first of its ranking and,
+// whenever a stream ends (failed connect, stream error, keepalive timeout,
+// reject), tries the first of its ranking that has not failed since a
+// stream last worked (client::CollectorChoice), after the same backoff. So
+// the agents of a dead collector spread over all the others in proportion
+// to their weights. The new collector gets Hello and then the
 // whole unacknowledged buffer, as after any reconnect, so a failover loses
 // nothing the buffer holds. The client stays on the collector that works:
 // it does not go back on its own when its first choice returns; a cluster's
@@ -30,9 +32,9 @@
 // message): to give it back to the live collector it prefers (the Hello
 // carries the agent's list, so the collector ranks it as the agent does),
 // or, from an analysis leader, to lighten its share. The client moves to
-// the Handoff's target when that is an entry of its list, else to the next
-// of its ranking, after the shortest backoff, and replays its buffer there
-// as after any failover.
+// the Handoff's target when that is an entry of its list, else to the first
+// other one of its ranking, after the shortest backoff, and replays its buffer
+// there as after any failover.
 //
 //   StreamClient::Options opts;
 //   opts.targets = {"collector-0:9811", "collector-1:9811"};
@@ -62,6 +64,7 @@
 #include "absl/time/time.h"
 #include "agent/report_buffer.h"
 #include "agent/report_encoder.h"
+#include "client/collector_list.h"
 #include "client/tls.h"
 #include "common/clock.h"
 #include "proto/ingest.grpc.pb.h"
@@ -195,8 +198,6 @@ class StreamClient {
   absl::Duration BackoffDelay(int attempt);
 
   const Options options_;
-  // Indices of options_.targets in the order this node tries them.
-  const std::vector<size_t> ranking_;
   const Clock& clock_;
   const client::TlsConfig tls_;
   const std::shared_ptr<grpc::ChannelCredentials> credentials_;
@@ -214,6 +215,9 @@ class StreamClient {
   // Set by a Handoff on the current stream ("(no reason given)" if empty).
   std::string handoff_reason_;
   std::string handoff_target_;  // the Handoff's target ("" = none given)
+  // Which of options_.targets this node streams to, in its ranking
+  // weighted as the collectors say (Ack.weights).
+  client::CollectorChoice choice_;
   uint64_t next_seq_ = 1;
   uint64_t latest_schema_id_ = 0;
   std::map<uint64_t, std::shared_ptr<const v1::Schema>> schemas_;

@@ -32,7 +32,7 @@ const std::vector<CommandSpec>& Commands() {
       {{"layout", "apply"},
        {"FILE"},
        "declare or replace a job's layout (YAML or JSON; - = stdin) "
-       "[--lease=10m]",
+       "[--lease=10m] [--if_revision=N]",
        true,
        [](CollectorClient* c, Args a, const CommandOptions& o,
           const CommandEnv& e) { return LayoutApplyCommand(*c, a[0], o, e); }},

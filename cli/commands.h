@@ -38,6 +38,9 @@ inline constexpr int kExitInvalid = 2;
 inline constexpr int kExitUnmatched = 3;
 // topology diff: the discovered cabling differs from the declared topology.
 inline constexpr int kExitDiffers = 3;
+// layout apply --if_revision: the job's layout is not at that revision
+// (another writer came first); nothing was written.
+inline constexpr int kExitStale = 4;
 
 // Command flags (absl flags in main.cc; all global, as absl parses them
 // anywhere on the command line). A command ignores those it has no use for.
@@ -50,6 +53,9 @@ struct CommandOptions {
   absl::Duration lease = absl::ZeroDuration();
   // The owner recorded with an applied layout (the user running the CLI).
   std::string owner;
+  // --if_revision as given ("" when not): layout apply writes only when
+  // the job's layout is at this revision (0: only when it has none).
+  std::string if_revision;
   // --discovered, --effective: topology show prints that view instead of
   // the declared topology.
   bool discovered = false;

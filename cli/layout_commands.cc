@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "analysis/layout_model.h"
@@ -41,10 +42,14 @@ std::string ShowDocument(const v1::Layout& declared,
                          const v1::Layout& resolved) {
   std::string json = WithoutEmptyNics(analysis::LayoutToJson(declared));
   const NicSources sources = CountNicSources(resolved);
-  if (!sources.known) return json;
+  const uint64_t revision = declared.declaration().revision();
+  if (!sources.known && revision == 0) return json;
   nlohmann::ordered_json doc =
       nlohmann::ordered_json::parse(json, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return json;
+  // What --if_revision compares; 0 (not printed) from older collectors.
+  if (revision != 0) doc["revision"] = revision;
+  if (!sources.known) return doc.dump();
   doc["nic_sources"] = {{"rank", sources.rank},
                         {"rails", sources.rails},
                         {"agent", sources.agent},
@@ -156,6 +161,18 @@ int LayoutApplyCommand(CollectorClient& client, absl::string_view file,
     }
     request.set_lease_seconds(static_cast<uint32_t>(seconds));
   }
+  if (!options.if_revision.empty()) {
+    uint64_t revision = 0;
+    if (!absl::SimpleAtoi(options.if_revision, &revision)) {
+      return ReportError(
+          absl::InvalidArgumentError(absl::StrCat(
+              "--if_revision: \"", Printable(options.if_revision),
+              "\" is not a revision (a number that layout show prints; 0: "
+              "only a new job)")),
+          env);
+    }
+    request.set_if_revision(revision);
+  }
   request.set_source("cli");
   // Only what the collector accepts as an owner.
   std::string owner = options.owner.substr(0, 128);
@@ -166,7 +183,16 @@ int LayoutApplyCommand(CollectorClient& client, absl::string_view file,
   *request.mutable_layout() = layout;
   absl::StatusOr<v1::ApplyLayoutResponse> response =
       client.ApplyLayout(request);
-  if (!response.ok()) return ReportError(response.status(), env);
+  if (!response.ok()) {
+    const int code = ReportError(response.status(), env);
+    // Not at that revision here (FAILED_PRECONDITION), or changed through
+    // another collector meanwhile (ABORTED): the caller's copy is stale.
+    const bool stale =
+        request.has_if_revision() &&
+        (response.status().code() == absl::StatusCode::kFailedPrecondition ||
+         response.status().code() == absl::StatusCode::kAborted);
+    return stale ? kExitStale : code;
+  }
   for (const std::string& w : response->warnings()) {
     *env.err << "warning: " << w << "\n";
   }
@@ -174,6 +200,7 @@ int LayoutApplyCommand(CollectorClient& client, absl::string_view file,
     nlohmann::ordered_json j;
     j["job"] = layout.job();
     j["replaced"] = response->replaced();
+    j["revision"] = response->revision();
     j["warnings"] = nlohmann::ordered_json::array();
     for (const std::string& w : response->warnings())
       j["warnings"].push_back(w);
@@ -185,7 +212,11 @@ int LayoutApplyCommand(CollectorClient& client, absl::string_view file,
     return kExitOk;
   }
   *env.out << "layout " << layout.job() << " applied ("
-           << (response->replaced() ? "replaced" : "new") << ")\n";
+           << (response->replaced() ? "replaced" : "new");
+  if (response->revision() != 0) {
+    *env.out << ", revision " << response->revision();
+  }
+  *env.out << ")\n";
   if (response->findings_size() > 0) {
     *env.out << response->findings_size()
              << (response->findings_size() == 1 ? " finding" : " findings")

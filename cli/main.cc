@@ -45,6 +45,10 @@ ABSL_FLAG(bool, effective, false,
 ABSL_FLAG(absl::Duration, lease, absl::ZeroDuration(),
           "layout apply: the collector removes the layout this long after "
           "the apply unless renewed (0: never)");
+ABSL_FLAG(std::string, if_revision, "",
+          "layout apply: only when the job's layout is at this revision "
+          "(layout show prints it; 0: only when the job has no layout), "
+          "else exit 4 and nothing is written");
 
 namespace {
 
@@ -160,6 +164,7 @@ int main(int argc, char** argv) {
   options.command.all = absl::GetFlag(FLAGS_all);
   options.command.json = absl::GetFlag(FLAGS_json);
   options.command.lease = absl::GetFlag(FLAGS_lease);
+  options.command.if_revision = absl::GetFlag(FLAGS_if_revision);
   options.command.discovered = absl::GetFlag(FLAGS_discovered);
   options.command.effective = absl::GetFlag(FLAGS_effective);
   if (const char* user = std::getenv("USER"); user != nullptr) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "common/address_list.h"
 #include "common/status_macros.h"
 
@@ -40,10 +41,18 @@ double RendezvousScore(absl::string_view node, absl::string_view entry,
 
 std::vector<size_t> RankCollectors(absl::string_view node,
                                    const std::vector<std::string>& collectors) {
+  return RankCollectors(node, collectors, {});
+}
+
+std::vector<size_t> RankCollectors(absl::string_view node,
+                                   const std::vector<std::string>& collectors,
+                                   const std::vector<double>& weights) {
   std::vector<std::pair<double, size_t>> scored;
   scored.reserve(collectors.size());
   for (size_t i = 0; i < collectors.size(); ++i) {
-    scored.emplace_back(RendezvousScore(node, collectors[i], 1.0), i);
+    scored.emplace_back(RendezvousScore(node, collectors[i],
+                                        i < weights.size() ? weights[i] : 1.0),
+                        i);
   }
   std::stable_sort(
       scored.begin(), scored.end(),
@@ -52,6 +61,73 @@ std::vector<size_t> RankCollectors(absl::string_view node,
   order.reserve(scored.size());
   for (const auto& [score, index] : scored) order.push_back(index);
   return order;
+}
+
+CollectorChoice::CollectorChoice(std::string node,
+                                 std::vector<std::string> collectors)
+    : node_(std::move(node)),
+      collectors_(std::move(collectors)),
+      weights_(collectors_.size(), 1.0),
+      ranking_(RankCollectors(node_, collectors_)),
+      failed_(collectors_.size(), false),
+      current_(ranking_.empty() ? 0 : ranking_.front()) {}
+
+absl::Status CollectorChoice::SetWeights(
+    const std::vector<std::pair<std::string, double>>& weights) {
+  absl::Status status;
+  std::vector<double> next(collectors_.size(), 1.0);
+  for (const auto& [entry, weight] : weights) {
+    auto it = std::find(collectors_.begin(), collectors_.end(), entry);
+    if (it == collectors_.end() || !std::isfinite(weight) || weight <= 0) {
+      status.Update(absl::InvalidArgumentError(absl::StrCat(
+          "collector weight ", weight, " for '", entry.substr(0, 64),
+          "': not an entry of the list with a weight above 0")));
+      continue;
+    }
+    next[static_cast<size_t>(it - collectors_.begin())] = weight;
+  }
+  if (next != weights_) {
+    weights_ = std::move(next);
+    ranking_ = RankCollectors(node_, collectors_, weights_);
+  }
+  return status;
+}
+
+size_t CollectorChoice::Failed(bool worked) {
+  if (collectors_.size() < 2) return current_;
+  if (worked) std::fill(failed_.begin(), failed_.end(), false);
+  failed_[current_] = true;
+  if (std::all_of(failed_.begin(), failed_.end(), [](bool f) { return f; })) {
+    // Every one failed: start over, this one last.
+    std::fill(failed_.begin(), failed_.end(), false);
+    failed_[current_] = true;
+  }
+  for (size_t index : ranking_) {
+    if (!failed_[index]) {
+      current_ = index;
+      break;
+    }
+  }
+  return current_;
+}
+
+size_t CollectorChoice::HandedOff(absl::string_view target) {
+  if (collectors_.size() < 2) return current_;
+  // The collector works: nothing has failed.
+  std::fill(failed_.begin(), failed_.end(), false);
+  for (size_t i = 0; i < collectors_.size(); ++i) {
+    if (i != current_ && collectors_[i] == target) {
+      current_ = i;
+      return current_;
+    }
+  }
+  for (size_t index : ranking_) {
+    if (index != current_) {
+      current_ = index;
+      break;
+    }
+  }
+  return current_;
 }
 
 size_t PreferredCollectorIndex(absl::string_view node, size_t count) {

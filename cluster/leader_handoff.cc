@@ -148,6 +148,28 @@ bool LeaderHandoff::RememberLocked(absl::string_view node, int64_t now,
   return true;
 }
 
+collector::CollectorWeights LeaderHandoff::WeightsIn(
+    const std::vector<std::string>& collectors, const View& view) {
+  const View::Member* leader = FindMember(view, view.leader);
+  if (leader == nullptr || leader->address.empty() ||
+      std::find(collectors.begin(), collectors.end(), leader->address) ==
+          collectors.end()) {
+    return {};
+  }
+  return {{leader->address, kLeaderWeight}};
+}
+
+collector::CollectorWeights LeaderHandoff::Weights(
+    const std::vector<std::string>& collectors) {
+  std::shared_ptr<const View> view;
+  {
+    absl::MutexLock lock(&mu_);
+    view = current_;
+  }
+  if (view == nullptr) return {};
+  return WeightsIn(collectors, *view);
+}
+
 void LeaderHandoff::Advertise(const std::string& address) {
   advertise_(address);
 }

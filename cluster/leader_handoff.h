@@ -19,7 +19,12 @@
 // (with 3 collectors, 25%: three quarters of an even third, the quarter
 // being what merging every collector's features and running the analyzers
 // costs it, docs/cluster.md). Every collector applies the weight to the
-// leader it sees, so they agree on each agent's preferred collector.
+// leader it sees, so they agree on each agent's preferred collector, and
+// sends it to its agents (Weights, Ack.weights): they rank with it too, so
+// when a collector dies each of its agents fails over to its weighted
+// second choice, where the collectors would place it, and a dead
+// collector's agents split over the survivors in proportion to their
+// weights.
 //
 // Agents whose Hello carries no list (older agents, or a list of one) are
 // placed as before: while this collector leads and another is live, it
@@ -124,6 +129,13 @@ class LeaderHandoff final : public collector::IngestPlacement {
   std::optional<collector::HandoffOrder> HandOff(
       absl::string_view node, const std::vector<std::string>& collectors,
       uint64_t streams) override;
+  // The leader's entry in `collectors` at kLeaderWeight when the leader is
+  // known and announces an entry of the list; nothing else (all weigh 1).
+  collector::CollectorWeights Weights(
+      const std::vector<std::string>& collectors) override;
+  // The same over `view` (pure).
+  static collector::CollectorWeights WeightsIn(
+      const std::vector<std::string>& collectors, const View& view);
   void Advertise(const std::string& address) override;
 
   // Nodes remembered as handed off (older ones are forgotten as new ones

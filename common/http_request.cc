@@ -153,6 +153,9 @@ absl::StatusOr<HttpRequest> ParseRequestHead(absl::string_view head) {
     } else if (absl::EqualsIgnoreCase(name, "If-None-Match")) {
       if (!r.if_none_match.empty()) r.if_none_match += ", ";
       r.if_none_match += std::string(value);
+    } else if (absl::EqualsIgnoreCase(name, "If-Match")) {
+      if (!r.if_match.empty()) r.if_match += ", ";
+      r.if_match += std::string(value);
     } else if (absl::EqualsIgnoreCase(name, "Content-Length")) {
       uint64_t length = 0;
       if (!absl::SimpleAtoi(value, &length)) {

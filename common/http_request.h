@@ -33,6 +33,9 @@ struct HttpRequest {
   // The If-None-Match header as sent ("" when none): the entity tags of
   // the representations the client holds (see EtagMatches).
   std::string if_none_match;
+  // The If-Match header as sent ("" when none): a write's condition on the
+  // entity tag of what it replaces.
+  std::string if_match;
   // A request body was announced (Content-Length > 0 or Transfer-Encoding):
   // only routes that take one (HttpRoute::max_body_bytes) accept it.
   bool has_body = false;

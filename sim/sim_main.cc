@@ -48,7 +48,8 @@ ABSL_FLAG(int64_t, ticks, 0,
 ABSL_FLAG(int, virtual_agents, 0,
           "Write no trees: stream to --collector as this many virtual agents "
           "(each what an agent on an 8-NIC mlx5 node sends: ~1,270 series) "
-          "for --duration (default 60s), then print throughput and "
+          "for --duration (default 60s; SIGINT/SIGTERM ends it early), then "
+          "print throughput and "
           "send->ack latency");
 ABSL_FLAG(
     std::string, collector, "127.0.0.1:9811",
@@ -107,6 +108,14 @@ int VirtualAgents(int agents) {
   o.duration = absl::GetFlag(FLAGS_duration);
   if (o.duration <= absl::ZeroDuration()) o.duration = absl::Seconds(60);
   o.warmup = std::min(o.warmup, o.duration / 4);
+  // main() blocked SIGINT and SIGTERM: one pending ends the run early,
+  // summarized as at its end.
+  o.stop_requested = [] {
+    sigset_t pending;
+    sigemptyset(&pending);
+    return sigpending(&pending) == 0 && (sigismember(&pending, SIGINT) == 1 ||
+                                         sigismember(&pending, SIGTERM) == 1);
+  };
   absl::StatusOr<fabricdiag::sim::VirtualAgentsResult> r =
       fabricdiag::sim::RunVirtualAgents(o, &std::cout);
   if (!r.ok()) {

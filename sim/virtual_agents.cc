@@ -8,6 +8,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -105,6 +106,7 @@ class AgentCall final
   Stage stage_ = Stage::kInventory;
   bool writing_ = true;  // the Hello
   bool handed_off_ = false;
+  bool answered_ = false;  // an Ack came: the collector was live
 };
 
 class VirtualAgent {
@@ -132,8 +134,8 @@ class VirtualAgent {
         absl::ToInt64Milliseconds(shared->options.interval)));
     // As the real agent: its ranking of the list, which the Hello carries
     // so that a cluster's collectors can hand it back to its first choice.
-    ranking_ = client::RankCollectors(hello->node(), shared->options.targets);
-    target_ = ranking_.front();
+    choice_.emplace(hello->node(), shared->options.targets);
+    target_ = choice_->current();
     if (shared->options.targets.size() > 1) {
       for (const std::string& t : shared->options.targets) {
         hello->add_collectors(t);
@@ -235,6 +237,15 @@ class VirtualAgent {
     } else if (in.has_ack()) {
       const absl::Time now = absl::Now();
       std::lock_guard<std::mutex> lock(mu_);
+      call->answered_ = true;
+      if (in.ack().has_weights()) {
+        std::vector<std::pair<std::string, double>> weights;
+        for (const v1::CollectorWeight& w : in.ack().weights().entries()) {
+          weights.emplace_back(w.entry(), w.weight());
+        }
+        // As the real agent: a bad weight is ignored, the others apply.
+        choice_->SetWeights(weights).IgnoreError();
+      }
       while (!in_flight_.empty() &&
              in_flight_.front().first <= in.ack().seq()) {
         if (absl::ToUnixNanos(in_flight_.front().second) >=
@@ -251,8 +262,9 @@ class VirtualAgent {
   // The call ended. After a Handoff (and unless the run is ending) the
   // agent moves where the real agent would and replays what was not
   // acknowledged; after a connection failure (the collector died) with
-  // other collectors in its list, it moves down its ranking at its next
-  // tick; any other end is the end of this agent.
+  // other collectors in its list, it moves on in its weighted ranking
+  // (client::CollectorChoice) at its next tick; any other end is the end of
+  // this agent.
   void OnDone(AgentCall* call, const grpc::Status& status) {
     const bool lost =
         status.error_code() == grpc::StatusCode::UNAVAILABLE ||
@@ -262,18 +274,11 @@ class VirtualAgent {
       const bool moving =
           !cancelled_ && stubs_.size() > 1 && (call->handed_off_ || lost);
       if (moving) {
-        const size_t from = target_;
-        size_t rank = 0;
-        while (ranking_[rank] != from) ++rank;
-        target_ = ranking_[(rank + 1) % ranking_.size()];
         if (call->handed_off_) {
+          target_ = choice_->HandedOff(handoff_target_);
           shared_->handoffs.fetch_add(1, std::memory_order_relaxed);
-          for (size_t i = 0; i < ranking_.size(); ++i) {
-            if (i != from && shared_->options.targets[i] == handoff_target_) {
-              target_ = i;
-            }
-          }
         } else {
+          target_ = choice_->Failed(call->answered_);
           shared_->failovers.fetch_add(1, std::memory_order_relaxed);
         }
         // Unacknowledged reports go again, in order, before new ones.
@@ -344,9 +349,11 @@ class VirtualAgent {
   v1::AgentMessage report_;     // stable until its write completes
   uint64_t rng_;
 
-  std::vector<size_t> ranking_;  // indices into stubs_, first choice first
   std::mutex mu_;
-  size_t target_ = 0;           // index into stubs_
+  // As the real agent's (agent/stream_client.h): where it streams, in its
+  // weighted ranking.
+  std::optional<client::CollectorChoice> choice_;
+  size_t target_ = 0;           // index into stubs_: choice_->current()
   std::string handoff_target_;  // of the last Handoff
   bool reconnect_ = false;      // failed over: start the call at the tick
   std::unique_ptr<AgentCall> call_;
@@ -498,6 +505,7 @@ absl::Time PaceTicks(LoadRun& run, const Agents& agents) {
   uint64_t ticks = 0;
   absl::Time next_print = run.start + absl::Seconds(1);
   while (ticks < total_ticks) {
+    if (options.stop_requested && options.stop_requested()) break;
     const absl::Time now = absl::Now();
     const uint64_t target = std::min<uint64_t>(
         total_ticks, static_cast<uint64_t>(

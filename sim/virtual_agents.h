@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -39,14 +40,19 @@ namespace fabricdiag::sim {
 struct VirtualAgentsOptions {
   // The collectors (HOST:PORT). Each agent ranks them as the real agent
   // does (client/collector_list.h), sends the list in its Hello, starts at
-  // its first choice, follows Handoffs, and after a connection failure
-  // moves down its ranking at its next tick, replaying what was not
+  // its first choice, ranks with the weights the collectors send, follows
+  // Handoffs, and after a connection failure moves on in its ranking
+  // (client::CollectorChoice) at its next tick, replaying what was not
   // acknowledged; any other end of its stream ends the agent.
   std::vector<std::string> targets;
   int nodes = 100;
   int nics = 8;
   absl::Duration interval = absl::Seconds(1);
   absl::Duration duration = absl::Seconds(30);
+  // Asked every millisecond or so while sending: true ends the sending
+  // early (a SIGINT), then the run drains and summarizes as at the end of
+  // `duration`. Unset: only `duration` ends it.
+  std::function<bool()> stop_requested;
   int channels = 4;
   std::string node_prefix = "vnode-";
   // LLDP in each agent's inventory (virtual_node.h AddVirtualLldp): this

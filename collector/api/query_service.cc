@@ -145,9 +145,13 @@ grpc::Status QueryService::ApplyLayout(grpc::ServerContext* context,
   *layout.mutable_declaration() =
       NewDeclaration(source, request->owner(), lease, clock_.Now());
   const absl::Time answer_by = AnswerByOf(*context);
-  absl::StatusOr<ApplyResult> applied = registry_->Apply(layout, answer_by);
+  absl::StatusOr<ApplyResult> applied =
+      request->has_if_revision()
+          ? registry_->ApplyIf(layout, request->if_revision(), answer_by)
+          : registry_->Apply(layout, answer_by);
   if (!applied.ok()) return ToGrpcStatus(applied.status());
   response->set_replaced(applied->replaced);
+  response->set_revision(LayoutRevision(*applied->entry));
   if (options_.layout_warnings) {
     for (std::string& w : options_.layout_warnings(layout)) {
       response->add_warnings(std::move(w));
@@ -172,13 +176,14 @@ grpc::Status QueryService::GetLayout(grpc::ServerContext*,
   if (!entry.ok()) return ToGrpcStatus(entry.status());
   if (!request->resolved()) {
     *response = (*entry)->applied_layout;
-    return grpc::Status::OK;
+  } else {
+    const std::shared_ptr<const NodeFactsMap> facts =
+        options_.node_facts ? options_.node_facts()
+                            : std::make_shared<const NodeFactsMap>();
+    const std::vector<RankNic> nics = ResolveRankNics((*entry)->model, *facts);
+    *response = ResolvedLayout((*entry)->applied_layout, (*entry)->model, nics);
   }
-  const std::shared_ptr<const NodeFactsMap> facts =
-      options_.node_facts ? options_.node_facts()
-                          : std::make_shared<const NodeFactsMap>();
-  const std::vector<RankNic> nics = ResolveRankNics((*entry)->model, *facts);
-  *response = ResolvedLayout((*entry)->applied_layout, (*entry)->model, nics);
+  response->mutable_declaration()->set_revision(LayoutRevision(**entry));
   return grpc::Status::OK;
 }
 

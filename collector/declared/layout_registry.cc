@@ -207,8 +207,26 @@ LayoutRegistry::WriteTurn::~WriteTurn() {
   registry_->turn_free_ = true;
 }
 
+uint64_t LayoutRevision(const LayoutEntry& entry) {
+  if (entry.revision != 0) return entry.revision;
+  return static_cast<uint64_t>(
+      std::max<int64_t>(1, absl::ToUnixNanos(entry.applied)));
+}
+
 absl::StatusOr<ApplyResult> LayoutRegistry::Apply(const v1::Layout& layout,
                                                   absl::Time deadline) {
+  return WriteLayout(layout, std::nullopt, deadline);
+}
+
+absl::StatusOr<ApplyResult> LayoutRegistry::ApplyIf(const v1::Layout& layout,
+                                                    uint64_t if_revision,
+                                                    absl::Time deadline) {
+  return WriteLayout(layout, if_revision, deadline);
+}
+
+absl::StatusOr<ApplyResult> LayoutRegistry::WriteLayout(
+    const v1::Layout& layout, std::optional<uint64_t> if_revision,
+    absl::Time deadline) {
   // Build outside every lock: it is pure and can take a while for a large
   // job.
   // Its series are rendered here too, once, not per scrape.
@@ -219,8 +237,28 @@ absl::StatusOr<ApplyResult> LayoutRegistry::Apply(const v1::Layout& layout,
   absl::MutexLock write_lock(&write_mu_);
   absl::Time now = clock_->Now();
   auto next = std::make_shared<RegistrySnapshot>(*Snapshot());
+  auto served = next->layouts.find(layout.job());
+  const uint64_t served_revision =
+      served == next->layouts.end() ? 0 : LayoutRevision(*served->second);
+  if (if_revision.has_value() && *if_revision != served_revision) {
+    const std::string job = QuoteForMessage(layout.job());
+    return absl::FailedPreconditionError(
+        served_revision == 0
+            ? absl::StrCat("job ", job, " has no layout, not revision ",
+                           *if_revision)
+            : absl::StrCat("the layout of job ", job, " is at revision ",
+                           served_revision, ", not ", *if_revision,
+                           *if_revision == 0 ? " (0: only a new job)" : "",
+                           "; nothing written"));
+  }
+  // Without revisions the apply time is the revision: it grows per job
+  // even when the clock does not (or steps back).
+  if (served != next->layouts.end() && served->second->revision == 0 &&
+      now <= served->second->applied) {
+    now = served->second->applied + absl::Nanoseconds(1);
+  }
   ApplyResult result;
-  result.replaced = next->layouts.count(layout.job()) > 0;
+  result.replaced = served != next->layouts.end();
   ASSIGN_OR_RETURN(
       uint64_t revision,
       state_->WriteLayout(layout, now, ExpectedRevision(*next, layout.job()),

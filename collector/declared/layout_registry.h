@@ -76,6 +76,13 @@ struct LayoutEntry {
   uint64_t revision = 0;
 };
 
+// The revision users see (`layout show`, `--if-revision`, If-Match): the
+// declared state's revision where it has revisions (a cluster; any write of
+// the job's layout, a lease renewal included, moves it), else the apply time
+// in Unix nanoseconds (Apply makes it grow per job; a renewal keeps it).
+// Never 0 for a served layout, so 0 can mean "none".
+uint64_t LayoutRevision(const LayoutEntry& entry);
+
 struct ApplyResult {
   bool replaced = false;  // a layout of the same job existed before
   std::shared_ptr<const LayoutEntry> entry;
@@ -146,6 +153,14 @@ class LayoutRegistry final : public LayoutSnapshots {
   // caller's (DeclaredState: a write stops retrying at it).
   absl::StatusOr<ApplyResult> Apply(
       const v1::Layout& layout, absl::Time deadline = absl::InfiniteFuture());
+  // Apply when the layout served for the job is at `if_revision`
+  // (LayoutRevision; 0: only when the job has none); FailedPrecondition
+  // naming the revision served, nothing written, when it is not. In a
+  // cluster a write made through another collector and not served here yet
+  // fails the write's compare-and-set instead (Aborted).
+  absl::StatusOr<ApplyResult> ApplyIf(
+      const v1::Layout& layout, uint64_t if_revision,
+      absl::Time deadline = absl::InfiniteFuture());
   // NotFound naming the job.
   absl::StatusOr<std::shared_ptr<const LayoutEntry>> Get(
       absl::string_view job) const;
@@ -201,6 +216,10 @@ class LayoutRegistry final : public LayoutSnapshots {
  private:
   void Publish(std::shared_ptr<const RegistrySnapshot> next)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // Apply, and ApplyIf when `if_revision` is set.
+  absl::StatusOr<ApplyResult> WriteLayout(const v1::Layout& layout,
+                                          std::optional<uint64_t> if_revision,
+                                          absl::Time deadline);
   // ApplyTopology, and ApplyTopologyIf when `expected_version` is set.
   absl::StatusOr<uint64_t> WriteTopology(
       const v1::Topology& topology, std::optional<uint64_t> expected_version,

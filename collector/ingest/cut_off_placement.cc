@@ -38,6 +38,11 @@ std::optional<HandoffOrder> HandOffWhileCutOff::HandOff(
   return order;
 }
 
+CollectorWeights HandOffWhileCutOff::Weights(
+    const std::vector<std::string>& collectors) {
+  return inner_.Weights(collectors);
+}
+
 void HandOffWhileCutOff::Advertise(const std::string& address) {
   inner_.Advertise(address);
 }

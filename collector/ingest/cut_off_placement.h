@@ -46,6 +46,9 @@ class HandOffWhileCutOff final : public IngestPlacement {
   std::optional<HandoffOrder> HandOff(
       absl::string_view node, const std::vector<std::string>& collectors,
       uint64_t streams) override;
+  // The inner placement's: a cut-off collector's agents rank as the
+  // cluster does, and fail over where it would place them.
+  CollectorWeights Weights(const std::vector<std::string>& collectors) override;
   void Advertise(const std::string& address) override;
 
  private:

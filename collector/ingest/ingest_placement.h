@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/string_view.h"
@@ -39,6 +40,10 @@ enum class Refusal {
   kNone = 0,          // an ordinary hand-off: another collector fits better
   kNatsDisconnected,  // cut off from its cluster (cut_off_placement.h)
 };
+
+// (entry, weight) pairs: the entries of an agent's list whose weight in the
+// placement's ranking is not 1 (Ack.weights).
+using CollectorWeights = std::vector<std::pair<std::string, double>>;
 
 // Where an agent should go, and why (both sent in the Handoff).
 struct HandoffOrder {
@@ -63,6 +68,12 @@ class IngestPlacement {
   virtual std::optional<HandoffOrder> HandOff(
       absl::string_view node, const std::vector<std::string>& collectors,
       uint64_t streams) = 0;
+  // The weights of the entries of `collectors` (an agent's list) in the
+  // ranking HandOff places by, sent to the agent (Ack.weights) so that it
+  // ranks as the collectors do and fails over where they would place it.
+  // Asked only while Epoch() is not 0, after it.
+  virtual CollectorWeights Weights(
+      const std::vector<std::string>& collectors) = 0;
   // The HOST:PORT agents reach this collector at, once it serves them
   // (--advertise_address, or the bound --listen address): the collectors of
   // a cluster announce it so that each can hand agents to another.
@@ -78,6 +89,10 @@ class KeepEveryAgent final : public IngestPlacement {
                                       const std::vector<std::string>& /*list*/,
                                       uint64_t /*streams*/) override {
     return std::nullopt;
+  }
+  CollectorWeights Weights(
+      const std::vector<std::string>& /*collectors*/) override {
+    return {};
   }
   void Advertise(const std::string& /*address*/) override {}
 };

@@ -1,6 +1,7 @@
 #include "collector/ingest/ingest_service.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -147,6 +148,8 @@ class StreamCall {
       pending_ack_ =
           has_pending_ack_ ? std::max(pending_ack_, *reply.ack) : *reply.ack;
       has_pending_ack_ = true;
+      if (reply.weights.has_value())
+        pending_weights_ = std::move(reply.weights);
       if (!writing_) WriteAck();
     }
     StartRead();
@@ -173,6 +176,16 @@ class StreamCall {
 
   void WriteAck() {
     out_.mutable_ack()->set_seq(pending_ack_);
+    out_.mutable_ack()->clear_weights();
+    if (pending_weights_.has_value()) {
+      v1::CollectorWeights* weights = out_.mutable_ack()->mutable_weights();
+      for (const auto& [entry, weight] : *pending_weights_) {
+        v1::CollectorWeight* w = weights->add_entries();
+        w->set_entry(entry);
+        w->set_weight(weight);
+      }
+      pending_weights_.reset();
+    }
     has_pending_ack_ = false;
     writing_ = true;
     Start([&] { stream_.Write(out_, &written_); });
@@ -220,6 +233,8 @@ class StreamCall {
   bool finished_ = false;
   bool has_pending_ack_ = false;
   uint64_t pending_ack_ = 0;
+  // Sent with the next Ack (IngestSession::Reply::weights).
+  std::optional<CollectorWeights> pending_weights_;
   // The stream's last message (a Reject or a Handoff) and status, once due.
   bool has_final_ = false;
   v1::CollectorMessage final_;

@@ -207,7 +207,15 @@ std::optional<IngestSession::Reply> IngestSession::MaybeHandOff(
   const int64_t open = counters_->open_streams.load(std::memory_order_relaxed);
   std::optional<HandoffOrder> go = placement_.HandOff(
       node, collectors_, static_cast<uint64_t>(std::max<int64_t>(open, 0)));
-  if (!go.has_value()) return std::nullopt;
+  if (!go.has_value()) {
+    if (collectors_.empty()) return std::nullopt;
+    CollectorWeights weights = placement_.Weights(collectors_);
+    if (hello || weights != sent_weights_) {
+      sent_weights_ = weights;
+      pending_weights_ = std::move(weights);
+    }
+    return std::nullopt;
+  }
   handed_off_ = true;
   counters_->handoffs.fetch_add(1, std::memory_order_relaxed);
   if (!go->target.empty()) {
@@ -228,6 +236,14 @@ std::optional<IngestSession::Reply> IngestSession::MaybeHandOff(
   return reply;
 }
 
+IngestSession::Reply IngestSession::WithWeights(Reply reply) {
+  if (reply.ack.has_value() && pending_weights_.has_value()) {
+    reply.weights = std::move(pending_weights_);
+    pending_weights_.reset();
+  }
+  return reply;
+}
+
 IngestSession::Reply IngestSession::Handle(const v1::AgentMessage& message) {
   if (rejected_ || handed_off_) return Reply{};
   const bool other = message.msg_case() != v1::AgentMessage::MSG_NOT_SET;
@@ -238,7 +254,7 @@ IngestSession::Reply IngestSession::Handle(const v1::AgentMessage& message) {
   if (!message.has_report() && !other) {
     return Reject(RejectReason::kEmptyMessage, "message has no content");
   }
-  if (message.has_hello()) return OnHello(message.hello());
+  if (message.has_hello()) return WithWeights(OnHello(message.hello()));
   if (node_ == nullptr) {
     return Reject(RejectReason::kBeforeHello,
                   "the first message of a stream must be a Hello");
@@ -246,7 +262,7 @@ IngestSession::Reply IngestSession::Handle(const v1::AgentMessage& message) {
   if (message.has_report()) {
     // Not stored: unacknowledged, the agent replays it where it goes.
     if (std::optional<Reply> go = MaybeHandOff(node_name_, false)) return *go;
-    return OnReport(message.report());
+    return WithWeights(OnReport(message.report()));
   }
   if (message.has_schema()) return OnSchema(message.schema());
   return OnInventory(message.inventory());

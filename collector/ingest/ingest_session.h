@@ -136,6 +136,9 @@ class IngestSession {
     // stored.
     std::optional<std::string> handoff;
     std::string handoff_target;  // "" = the agent picks
+    // Send with the Ack (Ack.weights): the placement's weights of the
+    // agent's list, at the Hello and whenever they changed.
+    std::optional<CollectorWeights> weights;
   };
 
   // `store`, `counters`, `placement` (KeepEveryAgent when one collector
@@ -174,6 +177,8 @@ class IngestSession {
   // Asks placement_ about `node` when its epoch moved since the last ask
   // (always at the Hello); the Handoff reply when the node should go.
   std::optional<Reply> MaybeHandOff(absl::string_view node, bool hello);
+  // `reply` with the weights MaybeHandOff found changed, when it acks.
+  Reply WithWeights(Reply reply);
   // Counts this stream out of IngestCounters::open_streams once.
   void Close();
 
@@ -186,9 +191,11 @@ class IngestSession {
   std::string node_name_;
   std::string boot_id_;
   std::vector<std::string> collectors_;  // the Hello's list
-  bool open_ = false;                    // counted in open_streams
-  bool from_bridge_ = false;             // the Hello came from the gNMI bridge
-  uint64_t stream_id_;  // unique per session, for the node's stream owner
+  CollectorWeights sent_weights_;        // the last sent to the agent
+  std::optional<CollectorWeights> pending_weights_;  // to send next
+  bool open_ = false;                                // counted in open_streams
+  bool from_bridge_ = false;  // the Hello came from the gNMI bridge
+  uint64_t stream_id_;        // unique per session, for the node's stream owner
   std::string peer_;
   std::vector<std::string> identities_;
   bool check_identity_ = false;

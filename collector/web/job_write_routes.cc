@@ -1,13 +1,17 @@
 #include "collector/web/job_write_routes.h"
 
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "analysis/layout_parse.h"
@@ -168,6 +172,40 @@ absl::Status CheckToken(const JobWriteSources& s, const HttpRequest& r) {
   return absl::OkStatus();
 }
 
+// The condition of a PUT: `If-Match: "N"` (only when the layout is at
+// revision N; "0": only when the job has none) or `If-None-Match: *` (only
+// when it has none); nullopt without either. One strong entity tag of
+// digits, as the PUT's ETag gives it: a weak tag, a list or `*` in If-Match
+// is a 400 (this resource offers no other condition).
+absl::StatusOr<std::optional<uint64_t>> IfRevision(const HttpRequest& r) {
+  const absl::string_view match = absl::StripAsciiWhitespace(r.if_match);
+  const absl::string_view none = absl::StripAsciiWhitespace(r.if_none_match);
+  if (!match.empty() && !none.empty()) {
+    return absl::InvalidArgumentError(
+        "If-Match and If-None-Match: send one (If-Match: \"REVISION\", or "
+        "If-None-Match: * for a new job)");
+  }
+  if (!none.empty()) {
+    if (none != "*") {
+      return absl::InvalidArgumentError(
+          "If-None-Match: a PUT takes only * (write only a new job)");
+    }
+    return std::optional<uint64_t>(0);
+  }
+  if (match.empty()) return std::optional<uint64_t>();
+  uint64_t revision = 0;
+  if (match.size() < 3 || match.front() != '"' || match.back() != '"' ||
+      !absl::SimpleAtoi(match.substr(1, match.size() - 2), &revision) ||
+      !absl::ascii_isdigit(static_cast<unsigned char>(match[1]))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("If-Match: expected one revision as an entity tag, "
+                     "\"123\" (the ETag of the PUT, the revision of the "
+                     "job), got ",
+                     QuoteForMessage(match.substr(0, 64))));
+  }
+  return std::optional<uint64_t>(revision);
+}
+
 Json DeclarationJson(const v1::LayoutDeclaration& d) {
   Json j;
   j["source"] = d.source();
@@ -180,6 +218,8 @@ Json DeclarationJson(const v1::LayoutDeclaration& d) {
 
 HttpResponse Put(const JobWriteSources& s, const HttpRequest& r,
                  absl::string_view job) {
+  absl::StatusOr<std::optional<uint64_t>> if_revision = IfRevision(r);
+  if (!if_revision.ok()) return Error(if_revision.status());
   absl::StatusOr<JobDeclaration> declared = ParseJobDeclaration(job, r.body);
   if (!declared.ok()) return Error(declared.status());
   *declared->layout.mutable_declaration() =
@@ -187,12 +227,25 @@ HttpResponse Put(const JobWriteSources& s, const HttpRequest& r,
                      s.clock->Now());
   const absl::Time answer_by = absl::Now() + kWriteTimeout;
   absl::StatusOr<ApplyResult> applied =
-      s.registry->Apply(declared->layout, answer_by);
-  if (!applied.ok()) return Error(applied.status());
+      if_revision->has_value()
+          ? s.registry->ApplyIf(declared->layout, **if_revision, answer_by)
+          : s.registry->Apply(declared->layout, answer_by);
+  if (!applied.ok()) {
+    HttpResponse error = Error(applied.status());
+    // Not at that revision here, or changed through another collector
+    // meanwhile (the write's compare-and-set): the condition failed.
+    if (if_revision->has_value() &&
+        (absl::IsFailedPrecondition(applied.status()) ||
+         absl::IsAborted(applied.status()))) {
+      error.status = 412;
+    }
+    return error;
+  }
   if (s.on_layouts_changed) s.on_layouts_changed(std::string(job), answer_by);
+  const uint64_t revision = LayoutRevision(*applied->entry);
   Json body;
   body["job"] = std::string(job);
-  body["revision"] = applied->entry->revision;
+  body["revision"] = revision;
   Json warnings = Json::array();
   if (s.warnings) {
     for (std::string& w : s.warnings(applied->entry->applied_layout)) {
@@ -202,7 +255,9 @@ HttpResponse Put(const JobWriteSources& s, const HttpRequest& r,
   body["warnings"] = std::move(warnings);
   body["declaration"] =
       DeclarationJson(applied->entry->applied_layout.declaration());
-  return JsonResponse(applied->replaced ? 200 : 201, body);
+  HttpResponse ok = JsonResponse(applied->replaced ? 200 : 201, body);
+  ok.headers.push_back({"ETag", absl::StrCat("\"", revision, "\"")});
+  return ok;
 }
 
 HttpResponse Renew(const JobWriteSources& s, const HttpRequest& r,

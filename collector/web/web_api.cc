@@ -685,6 +685,7 @@ absl::StatusOr<Json> JobJson(const LayoutEntry& entry,
   j["ranks"] = model.WorldSize();
   j["hosts"] = model.Hosts().size();
   j["applied"] = Time(entry.applied);
+  j["revision"] = LayoutRevision(entry);
   j["dims"] = DimsJson(model, dim);
   j["dim"] = std::string(analysis::DimName(dim));
   j["groups_total"] = model.NumGroups(dim);

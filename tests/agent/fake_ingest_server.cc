@@ -58,6 +58,9 @@ class FakeIngestServer::Service final : public v1::Ingest::Service {
           ++n.streams;
           n.hellos.push_back(msg.hello());
           reply.mutable_ack()->set_seq(o.withhold_acks_ ? 0 : highest);
+          if (o.hello_weights_.has_value()) {
+            *reply.mutable_ack()->mutable_weights() = *o.hello_weights_;
+          }
           send = true;
         } else if (msg.has_schema()) {
           n.schemas[msg.schema().schema_id()] = msg.schema();
@@ -151,6 +154,11 @@ std::string FakeIngestServer::target() const {
 void FakeIngestServer::set_hand_off(bool hand_off) {
   std::lock_guard<std::mutex> lock(mu_);
   hand_off_ = hand_off;
+}
+
+void FakeIngestServer::set_hello_weights(v1::CollectorWeights weights) {
+  std::lock_guard<std::mutex> lock(mu_);
+  hello_weights_ = std::move(weights);
 }
 
 void FakeIngestServer::set_hand_off_target(std::string target) {

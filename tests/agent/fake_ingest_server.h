@@ -77,6 +77,9 @@ class FakeIngestServer {
   void set_hand_off(bool hand_off);
   // The Handoff's target while handing off ("" = none, the default).
   void set_hand_off_target(std::string target);
+  // Sent with the Ack that answers each Hello (Ack.weights), as a
+  // cluster's collectors do.
+  void set_hello_weights(v1::CollectorWeights weights);
 
   // Copy of what `node` sent so far (empty Node if nothing).
   Node node(const std::string& name) const;
@@ -96,6 +99,7 @@ class FakeIngestServer {
   bool stall_ = false;
   bool hand_off_ = false;
   std::string hand_off_target_;
+  std::optional<v1::CollectorWeights> hello_weights_;
   bool stopping_ = false;
 
   std::unique_ptr<Service> service_;

@@ -408,6 +408,50 @@ TEST_F(StreamClientTest, CollectorsBouncingTheAgentMeetTheGrowingBackoff) {
 
 // The preferred collector returning does not pull the agent back: it stays
 // where it streams until that stream ends.
+// The weights a collector sends with the Hello's Ack re-rank the list:
+// when that collector dies the agent goes to its weighted second choice,
+// not its unweighted one (which the collectors would not place it on).
+TEST_F(StreamClientTest, FailsOverToItsWeightedSecondChoice) {
+  FakeIngestServer second;
+  FakeIngestServer third;
+  ASSERT_TRUE(server_.Start().ok());
+  ASSERT_TRUE(second.Start().ok());
+  ASSERT_TRUE(third.Start().ok());
+  StreamClient::Options o = BaseOptions();
+  o.targets = {server_.target(), second.target(), third.target()};
+  // Ranked 0, 1, 2; with entry 1 weighing 1/1000, 0, 2, 1.
+  std::string node;
+  for (int i = 0; node.empty() && i < 100000; ++i) {
+    const std::string name = absl::StrCat("gpu-", i);
+    if (client::RankCollectors(name, o.targets) ==
+            std::vector<size_t>{0, 1, 2} &&
+        client::RankCollectors(name, o.targets, {1, 0.001, 1}) ==
+            std::vector<size_t>{0, 2, 1}) {
+      node = name;
+    }
+  }
+  ASSERT_FALSE(node.empty());
+  o.node = node;
+  v1::CollectorWeights weights;
+  v1::CollectorWeight* light = weights.add_entries();
+  light->set_entry(second.target());
+  light->set_weight(0.001);
+  server_.set_hello_weights(weights);
+  auto client = MakeClient(o);
+  ASSERT_NE(client, nullptr);
+  client->Start();
+  ASSERT_TRUE(Eventually([&] { return client->stats().connected; }));
+  ASSERT_EQ(client->stats().target, server_.target());
+  server_.Stop();
+  EXPECT_TRUE(Eventually([&] {
+    const StreamClient::Stats st = client->stats();
+    return st.connected && st.target == third.target();
+  }));
+  EXPECT_EQ(second.node(o.node).streams, 0);
+  EXPECT_EQ(client->stats().failovers, 1u);
+  client->Stop();
+}
+
 TEST_F(StreamClientTest, StaysOnTheNewCollectorWhenTheFirstReturns) {
   FakeIngestServer second;
   ASSERT_TRUE(server_.Start().ok());

@@ -153,6 +153,54 @@ TEST_F(LayoutCommandsTest, CollectorRejectingInputIsExitTwo) {
   EXPECT_THAT(t.err.str(), HasSubstr("hosts[1]"));
 }
 
+// --if_revision=N goes with the request; the collector's refusal
+// (FAILED_PRECONDITION: not at N; ABORTED: changed through another
+// collector meanwhile) is exit 4 with its message, and only then.
+TEST_F(LayoutCommandsTest, ApplyIfRevisionRefusedIsExitFour) {
+  const std::string file = WriteTempFile("l.yaml", kValidLayoutYaml);
+  options.if_revision = "17";
+  client.apply_revision = 18;
+  EXPECT_EQ(LayoutApplyCommand(client, file, options, t.env), kExitOk);
+  ASSERT_TRUE(client.last_apply.has_if_revision());
+  EXPECT_EQ(client.last_apply.if_revision(), 17u);
+  EXPECT_EQ(t.out.str(), "layout moe-train-42 applied (new, revision 18)\n");
+
+  for (absl::Status refusal :
+       {absl::FailedPreconditionError(
+            "collector fake:9811: failed precondition: the layout of job "
+            "\"moe-train-42\" is at revision 18, not 17; nothing written"),
+        absl::AbortedError("collector fake:9811: aborted: changed")}) {
+    TestEnv env;
+    client.fail = refusal;
+    EXPECT_EQ(LayoutApplyCommand(client, file, options, env.env), kExitStale)
+        << refusal;
+    EXPECT_THAT(env.err.str(), HasSubstr(std::string(refusal.message())));
+  }
+  // Without the flag the same codes are collector errors, as before.
+  options.if_revision.clear();
+  TestEnv env;
+  EXPECT_EQ(LayoutApplyCommand(client, file, options, env.env), kExitCollector);
+  EXPECT_FALSE(client.last_apply.has_if_revision());
+
+  options.if_revision = "0";
+  client.fail = absl::OkStatus();
+  EXPECT_EQ(LayoutApplyCommand(client, file, options, env.env), kExitOk);
+  EXPECT_TRUE(client.last_apply.has_if_revision());
+  EXPECT_EQ(client.last_apply.if_revision(), 0u);
+}
+
+TEST_F(LayoutCommandsTest, BadIfRevisionIsInvalidInputAndSendsNothing) {
+  const std::string file = WriteTempFile("l.yaml", kValidLayoutYaml);
+  for (const char* bad : {"x", "-1", "1.5", "18446744073709551616", " "}) {
+    TestEnv env;
+    options.if_revision = bad;
+    EXPECT_EQ(LayoutApplyCommand(client, file, options, env.env), kExitInvalid)
+        << bad;
+    EXPECT_THAT(env.err.str(), HasSubstr("--if_revision")) << bad;
+  }
+  EXPECT_EQ(client.apply_calls, 0);
+}
+
 TEST_F(LayoutCommandsTest, ListTableSortedAndJson) {
   v1::Layout a = *analysis::ParseLayout(kValidLayoutYaml);
   v1::Layout b = a;
@@ -249,6 +297,21 @@ TEST_F(LayoutCommandsTest, ShowYamlAndJsonReadBack) {
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->SerializeAsString(), layout.SerializeAsString());
   EXPECT_EQ(nlohmann::json::parse(json_env.out.str())["job"], "moe-train-42");
+}
+
+// The revision the collector answers with is printed (what --if_revision
+// compares); an older collector's 0 is not.
+TEST_F(LayoutCommandsTest, ShowPrintsTheRevision) {
+  v1::Layout layout = *analysis::ParseLayout(kValidLayoutYaml);
+  layout.mutable_declaration()->set_revision(42);
+  client.layouts[layout.job()] = layout;
+  EXPECT_EQ(LayoutShowCommand(client, "moe-train-42", options, t.env), kExitOk);
+  EXPECT_THAT(t.out.str(), HasSubstr("\nrevision: 42\n"));
+  TestEnv json_env;
+  options.json = true;
+  EXPECT_EQ(LayoutShowCommand(client, "moe-train-42", options, json_env.env),
+            kExitOk);
+  EXPECT_EQ(nlohmann::json::parse(json_env.out.str())["revision"], 42);
 }
 
 TEST_F(LayoutCommandsTest, ShowLeavesOutTheNicOfRanksDeclaredWithout) {

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -182,6 +183,138 @@ TEST(RendezvousTest, AWeightScalesTheShare) {
   }
   // (2/3) / (2/3 + 2) = 25%.
   EXPECT_NEAR(light, 2500, 125);
+}
+
+// The placement a cluster uses: one collector (the analysis leader)
+// weighted 2/3, the others 1, the agents ranking with the weights the
+// collectors send. Removing any one of three moves only that collector's
+// nodes (every other node's collector stays), and they split over the two
+// survivors in proportion to the weights the agents hold: 50/50 (each
+// within 45-55%) when the leader dies, (2/3 : 1) = 40/60 (each within 5
+// points) when another one does.
+TEST(CollectorChoiceTest, ADeadCollectorsNodesSplitByTheWeights) {
+  constexpr double kLeader = 2.0 / 3.0;
+  for (size_t dead = 0; dead < 3; ++dead) {
+    std::vector<int> moved_to(3);
+    int moved = 0;
+    for (int i = 0; i < 10000; ++i) {
+      CollectorChoice choice(NodeName(i), kThree);
+      ASSERT_TRUE(choice.SetWeights({{kThree[0], kLeader}}).ok());
+      // Where the collectors place it: its weighted first choice.
+      if (choice.current() != choice.ranking()[0]) {
+        choice.HandedOff(kThree[choice.ranking()[0]]);
+      }
+      const size_t first = choice.current();
+      ASSERT_EQ(first, choice.ranking()[0]);
+      if (first != dead) {
+        // Not this collector's: its agent never moves.
+        continue;
+      }
+      ++moved;
+      const size_t next = choice.Failed(/*worked=*/true);
+      ASSERT_NE(next, dead);
+      ++moved_to[next];
+    }
+    ASSERT_GT(moved, 2000) << dead;
+    const double leader_share = dead == 0 ? 0.0 : kLeader / (kLeader + 1.0);
+    for (size_t k = 0; k < 3; ++k) {
+      if (k == dead) continue;
+      const double want =
+          dead == 0 ? 0.5 : (k == 0 ? leader_share : 1.0 - leader_share);
+      EXPECT_NEAR(static_cast<double>(moved_to[k]) / moved, want, 0.05)
+          << "dead " << dead << " to " << k;
+    }
+  }
+}
+
+// Every node's first choice with weights is its highest weighted score,
+// and the weights change the first choice of only some nodes: the leader's
+// share of 10,000 is (2/3) / (2/3 + 2) = 25%.
+TEST(CollectorChoiceTest, WeightsRankAsTheCollectorsScore) {
+  int on_leader = 0;
+  for (int i = 0; i < 10000; ++i) {
+    const std::string node = NodeName(i);
+    CollectorChoice choice(node, kThree);
+    EXPECT_EQ(choice.current(), RankCollectors(node, kThree)[0]);
+    ASSERT_TRUE(choice.SetWeights({{kThree[0], 2.0 / 3.0}}).ok());
+    const std::vector<size_t> ranked =
+        RankCollectors(node, kThree, {2.0 / 3.0, 1.0, 1.0});
+    EXPECT_EQ(choice.ranking(), ranked);
+    // The current collector stays until a collector hands the agent over.
+    EXPECT_EQ(choice.current(), RankCollectors(node, kThree)[0]);
+    if (ranked[0] == 0) ++on_leader;
+  }
+  EXPECT_NEAR(on_leader, 2500, 125);
+}
+
+// The defect this replaces: an agent the leader's weight sent elsewhere
+// moved, when that collector died, to the entry after it in its unweighted
+// ranking, its third choice. With the weights it goes to its weighted
+// second choice, which for a good part of them is another collector.
+TEST(CollectorChoiceTest, AnAgentPlacedByTheWeightFailsOverToItsWeightedSecond) {
+  int placed_by_weight = 0;
+  int not_the_old_rule = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const std::string node = NodeName(i);
+    const std::vector<size_t> unweighted = RankCollectors(node, kThree);
+    if (unweighted[0] != 0) continue;
+    CollectorChoice choice(node, kThree);
+    ASSERT_TRUE(choice.SetWeights({{kThree[0], 2.0 / 3.0}}).ok());
+    const std::vector<size_t> weighted = choice.ranking();
+    if (weighted[0] == 0) continue;
+    ++placed_by_weight;
+    // The leader hands it to its weighted first choice ...
+    ASSERT_EQ(choice.HandedOff(kThree[weighted[0]]), weighted[0]);
+    // ... which dies: its weighted second choice.
+    const size_t next = choice.Failed(/*worked=*/true);
+    EXPECT_EQ(next, weighted[1]) << node;
+    const size_t at = static_cast<size_t>(
+        std::find(unweighted.begin(), unweighted.end(), weighted[0]) -
+        unweighted.begin());
+    if (next != unweighted[(at + 1) % 3]) ++not_the_old_rule;
+  }
+  EXPECT_GT(placed_by_weight, 50);
+  EXPECT_GT(not_the_old_rule, placed_by_weight / 4);
+}
+
+TEST(CollectorChoiceTest, FailsOverFromTheTopAndTriesTheFailedOnesLast) {
+  // gpu-001 ranks kThree as 2, 0, 1.
+  CollectorChoice choice("gpu-001", kThree);
+  ASSERT_EQ(choice.current(), 2u);
+  EXPECT_EQ(choice.HandedOff(kThree[1]), 1u);  // handed to its third
+  EXPECT_EQ(choice.Failed(true), 2u);          // dies: the top again
+  EXPECT_EQ(choice.Failed(false), 0u);         // not reachable: next
+  // All three failed since the last that worked: over again from the top,
+  // the one that just failed last.
+  EXPECT_EQ(choice.Failed(false), 2u);
+  EXPECT_EQ(choice.Failed(false), 1u);
+  // A hand-off to an entry not in the list: the first other one.
+  EXPECT_EQ(choice.HandedOff("10.9.9.9:1"), 2u);
+  EXPECT_EQ(choice.HandedOff(""), 0u);
+}
+
+TEST(CollectorChoiceTest, ListsOfOneStay) {
+  CollectorChoice one("gpu-001", {"c0:9811"});
+  EXPECT_EQ(one.Failed(true), 0u);
+  EXPECT_EQ(one.HandedOff("c1:9811"), 0u);
+  EXPECT_EQ(one.current_entry(), "c0:9811");
+}
+
+// Weights come from the network: a bad one is refused, named, and leaves
+// the rest applied.
+TEST(CollectorChoiceTest, RefusesBadWeights) {
+  CollectorChoice choice("gpu-001", kThree);
+  const std::vector<size_t> before = choice.ranking();
+  for (double bad : {0.0, -1.0, std::nan(""), HUGE_VAL}) {
+    absl::Status status = choice.SetWeights({{kThree[2], bad}});
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(choice.ranking(), before) << bad;
+  }
+  absl::Status status =
+      choice.SetWeights({{"10.9.9.9:1", 0.5}, {kThree[2], 1e-9}});
+  EXPECT_THAT(status.message(), HasSubstr("10.9.9.9:1"));
+  // gpu-001's first choice (entry 2) weighed down to nothing is last.
+  EXPECT_EQ(choice.ranking().back(), 2u);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@ absl::StatusOr<v1::ApplyLayoutResponse> FakeCollectorClient::ApplyLayout(
   response.set_replaced(layouts.count(layout.job()) > 0);
   for (const v1::Finding& f : apply_findings) *response.add_findings() = f;
   for (const std::string& w : apply_warnings) response.add_warnings(w);
+  response.set_revision(apply_revision);
   v1::Layout stored = layout;
   v1::LayoutDeclaration* d = stored.mutable_declaration();
   d->set_source(request.source());

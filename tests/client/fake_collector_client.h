@@ -89,6 +89,7 @@ class FakeCollectorClient final : public CollectorClient {
   int apply_calls = 0;
   v1::ApplyLayoutRequest last_apply;        // the latest ApplyLayout request
   std::vector<std::string> apply_warnings;  // returned by ApplyLayout
+  uint64_t apply_revision = 0;              // returned by ApplyLayout
   int watch_calls = 0;
   std::string last_watch_job;
   v1::ListFindingsRequest last_findings_request;

@@ -201,6 +201,40 @@ TEST(LeaderHandoffTest, AnAgentHandedBackThatReturnsSoonIsKept) {
 }
 
 // The address is announced through the members.
+// Agents learn the leader's weight: its entry at kLeaderWeight, nothing
+// when no leader is known or the leader is not in the agent's list. An
+// agent ranking with these weights prefers what Preferred() says, so no
+// collector hands it anywhere.
+TEST(LeaderHandoffTest, WeightsNameTheLeadersEntry) {
+  LeaderHandoff::View view = ThreeLive();
+  EXPECT_TRUE(LeaderHandoff::WeightsIn(kList, view).empty());
+  view.leader = "col-b";
+  EXPECT_EQ(
+      LeaderHandoff::WeightsIn(kList, view),
+      (collector::CollectorWeights{{kList[1], LeaderHandoff::kLeaderWeight}}));
+  EXPECT_TRUE(LeaderHandoff::WeightsIn({kList[0], kList[2]}, view).empty());
+  view.leader = "col-gone";
+  EXPECT_TRUE(LeaderHandoff::WeightsIn(kList, view).empty());
+
+  view.leader = "col-b";
+  for (int i = 0; i < 1000; ++i) {
+    const std::string node = absl::StrCat("gpu-", i);
+    client::CollectorChoice choice(node, kList);
+    ASSERT_TRUE(choice.SetWeights(LeaderHandoff::WeightsIn(kList, view)).ok());
+    EXPECT_EQ(kList[choice.ranking()[0]],
+              LeaderHandoff::Preferred(node, kList, view))
+        << node;
+  }
+
+  World world;
+  world.view.leader = "col-c";
+  EXPECT_TRUE(world.handoff.Weights(kList).empty());  // no view looked at
+  world.handoff.Epoch();
+  EXPECT_EQ(
+      world.handoff.Weights(kList),
+      (collector::CollectorWeights{{kList[2], LeaderHandoff::kLeaderWeight}}));
+}
+
 TEST(LeaderHandoffTest, AdvertisePassesTheAddressOn) {
   World w;
   w.handoff.Advertise("10.0.0.1:9811");

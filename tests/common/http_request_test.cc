@@ -64,6 +64,20 @@ TEST(ParseRequestHeadTest, IfNoneMatchListsJoin) {
   EXPECT_EQ(r->if_none_match, "W/\"a\", \"b\"");
 }
 
+// A write's condition, kept apart from If-None-Match; repeated headers
+// join into one list (which the job write route refuses).
+TEST(ParseRequestHeadTest, IfMatchIsKeptAndListsJoin) {
+  absl::StatusOr<HttpRequest> r =
+      ParseRequestHead("PUT /api/v1/jobs/x HTTP/1.1\r\nIf-Match: \"17\"\r\n");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->if_match, "\"17\"");
+  EXPECT_EQ(r->if_none_match, "");
+  r = ParseRequestHead(
+      "PUT / HTTP/1.1\r\nif-match: \"1\"\r\nIF-MATCH: \"2\"\r\n");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->if_match, "\"1\", \"2\"");
+}
+
 TEST(EtagMatchesTest, WeakComparisonOverTheList) {
   EXPECT_TRUE(EtagMatches("W/\"f1\"", "W/\"f1\""));
   EXPECT_TRUE(EtagMatches("\"f1\"", "W/\"f1\""));

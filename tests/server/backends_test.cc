@@ -34,6 +34,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::Field;
+using ::testing::HasSubstr;
 using ::testing::SizeIs;
 
 enum class Mode { kEmbedded, kCluster };
@@ -134,6 +135,54 @@ TEST_P(BackendsTest, ALayoutAppliedIsServedAfterARestart) {
   EXPECT_THAT((*served)->applied_layout.hosts(),
               ElementsAre("gpu-000", "gpu-001"));
   EXPECT_FALSE(registry.Get("other").ok());
+}
+
+// `layout apply --if_revision`: a write names the revision it replaces (0:
+// none), a stale one is refused and writes nothing, the revision served
+// survives a restart; in a cluster a collector that has not yet seen a
+// write made through another one is refused by the bucket's
+// compare-and-set.
+TEST_P(BackendsTest, AConditionalApplyRefusesAStaleRevision) {
+  std::unique_ptr<Backends> backends = Open();
+  ASSERT_NE(backends, nullptr);
+  uint64_t second = 0;
+  {
+    LayoutRegistry registry(&backends->declared_state(), &clock_);
+    ASSERT_TRUE(registry.Load().ok());
+    absl::StatusOr<ApplyResult> created =
+        registry.ApplyIf(DenseLayout("dense-16"), 0);
+    ASSERT_TRUE(created.ok()) << created.status();
+    const uint64_t first = LayoutRevision(*created->entry);
+    EXPECT_NE(first, 0u);
+    absl::StatusOr<ApplyResult> again =
+        registry.ApplyIf(DenseLayout("dense-16"), 0);
+    EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(again.status().message(),
+                HasSubstr(absl::StrCat("at revision ", first)));
+    absl::StatusOr<ApplyResult> replaced =
+        registry.ApplyIf(DenseLayout("dense-16"), first);
+    ASSERT_TRUE(replaced.ok()) << replaced.status();
+    second = LayoutRevision(*replaced->entry);
+    EXPECT_GT(second, first);
+    EXPECT_EQ(registry.ApplyIf(DenseLayout("dense-16"), first).status().code(),
+              absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(registry.ApplyIf(DenseLayout("absent"), 5).status().code(),
+              absl::StatusCode::kFailedPrecondition);
+    EXPECT_FALSE(registry.Get("absent").ok());
+  }
+  Restart(backends);
+  ASSERT_NE(backends, nullptr);
+  LayoutRegistry registry(&backends->declared_state(), &clock_);
+  ASSERT_TRUE(registry.Load().ok());
+  ASSERT_EQ(LayoutRevision(**registry.Get("dense-16")), second);
+  if (GetParam() != Mode::kCluster) return;
+  // Another collector (another registry on the bucket) writes; this one,
+  // not watching, still serves `second`: the bucket refuses.
+  LayoutRegistry other(&backends->declared_state(), &clock_);
+  ASSERT_TRUE(other.Load().ok());
+  ASSERT_TRUE(other.ApplyIf(DenseLayout("dense-16"), second).ok());
+  EXPECT_EQ(registry.ApplyIf(DenseLayout("dense-16"), second).status().code(),
+            absl::StatusCode::kAborted);
 }
 
 TEST_P(BackendsTest, FindingIdsAreNeverHandedOutAgainAfterARestart) {

@@ -157,6 +157,10 @@ class HandOffOddNodes final : public collector::IngestPlacement {
     if ((node.back() - '0') % 2 == 0) return std::nullopt;
     return collector::HandoffOrder{"test placement", ""};
   }
+  collector::CollectorWeights Weights(
+      const std::vector<std::string>& /*collectors*/) override {
+    return {};
+  }
   void Advertise(const std::string& /*address*/) override {}
   std::atomic<uint64_t> epoch{0};
 };

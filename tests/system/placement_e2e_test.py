@@ -3,27 +3,37 @@
 three nats-servers from deploy/nats/nats-server.conf
 (tests/deploy/nats_config_test.py starts them), three real
 fabricdiag-collectors joined through them, and one fabricdiag-sim running
-300 virtual agents that rank the three collectors as fabricdiag-agent does.
+300 virtual agents that rank the three collectors as fabricdiag-agent does,
+with the weights the collectors send.
 
 usage: placement_e2e_test.py SOURCE_DIR COLLECTOR SIM
 
 1. Before any fault, every collector holds the agents the placement gives
    it (this file computes it independently: FNV-1a 64 and fmix64 over
-   node + 0x00 + entry, the analysis leader weighted 2/3).
-2. A collector that does not lead is killed (SIGKILL): its agents move to
-   both survivors, each taking 25-75% of them (about 40% the leader, which
-   is weighted 2/3, and 60% the other).
-3. 30 s later it is restarted on the same port: within 120 s (the target is
-   60 s; the time is printed) every collector
-   holds a third of the agents (+-10% of all agents) and exactly what the
-   placement gives it (+-3), the survivors handing agents back at 1% of
-   their streams per second.
-4. No report is lost: the simulator's agents replay what a dead collector
-   did not acknowledge, and at the end every report sent was acknowledged.
+   node + 0x00 + entry, weighted rendezvous with the analysis leader
+   weighted 2/3).
+2. A rolling restart: each collector in turn (one that does not lead, then
+   the leader, then the last) is killed (SIGKILL) and restarted on the same
+   port 10 s later; the restarts are 30 s apart. 10 s, not the 30 s the
+   issue's operator waited: long enough for the members to see the
+   collector gone (3 announcement periods, 6 s), and what happens after a
+   restart does not depend on how long the collector was away.
+3. The first kill (a collector that does not lead, the cluster settled):
+   its agents move at once to their weighted second choices, split over
+   both survivors exactly as this file computes (+-4 agents): about 40%
+   the leader (weight 2/3) and 60% the other (w / (w + 1)); not one agent
+   of the survivors moves.
+4. Within 60 s after the last restart each collector holds a third of the
+   agents (+-10% of all agents), and within 120 s exactly what the
+   placement gives it (+-3) under the leader of the moment, the survivors
+   handing agents back at 1% of their streams per second.
+5. No report is lost: the simulator's agents replay what a dead collector
+   did not acknowledge, and at the end (the simulator stopped with SIGINT)
+   every report sent was acknowledged.
 
-The numbers measured are printed (agents per collector after the kill and
-after the restart, time to spread back). Exits 77 (skipped) without
-nats-server. Bounded: every wait has a deadline.
+The numbers measured are printed (agents per collector after each kill and
+before the next, after the rolling restart, times to spread back). Exits 77
+(skipped) without nats-server. Bounded: every wait has a deadline.
 """
 import math
 import os
@@ -44,11 +54,16 @@ IDS = ["col-a", "col-b", "col-c"]
 AGENTS = 300
 PREFIX = "pl-"
 LEADER_WEIGHT = 2.0 / 3.0  # cluster/leader_handoff.h kLeaderWeight
-SIM_SECONDS = 210
-# The issue's target is 60 s; measured 43-57 s on a quiet machine and over
-# 60 s while a build ran, since hand-backs go at 1% of a collector's streams
-# per second: the bound is twice the target, the time taken is printed.
-SPREAD_BACK_S = 120
+# An upper bound: the test stops the simulator with SIGINT once it is done.
+SIM_SECONDS = 420
+KILL_TO_RESTART_S = 10
+RESTARTS_APART_S = 30
+# The issue's bound for a third each (+-10%) after the last restart.
+THIRDS_WITHIN_S = 60
+# Exactly the placement (+-3): hand-backs go at 1% of a collector's streams
+# per second, measured 43-57 s on a quiet machine and over 60 s while a
+# build ran: twice the target, the time taken is printed.
+PLACEMENT_WITHIN_S = 120
 MASK = (1 << 64) - 1
 
 
@@ -75,16 +90,31 @@ def score(node, entry, weight):
     return -weight / math.log(u)
 
 
+def first_choice(node, entries, live, leader):
+    """The id of `node`'s weighted first choice among the `live` ids."""
+    return max(live, key=lambda cid: score(
+        node, entries[cid], LEADER_WEIGHT if cid == leader else 1.0))
+
+
 def expected_counts(entries, live, leader):
     """Agents per collector id when each node streams to its weighted first
     choice among the `live` ids."""
     counts = {cid: 0 for cid in IDS}
     for i in range(AGENTS):
-        node = f"{PREFIX}{i:05d}"
-        best = max(live, key=lambda cid: score(
-            node, entries[cid], LEADER_WEIGHT if cid == leader else 1.0))
-        counts[best] += 1
+        counts[first_choice(f"{PREFIX}{i:05d}", entries, live, leader)] += 1
     return counts
+
+
+def expected_moves(entries, victim, leader):
+    """Where the victim's agents go when it dies: each to its weighted
+    second choice (the agents rank with the leader's weight)."""
+    moved = {cid: 0 for cid in IDS if cid != victim}
+    for i in range(AGENTS):
+        node = f"{PREFIX}{i:05d}"
+        if first_choice(node, entries, IDS, leader) != victim:
+            continue
+        moved[first_choice(node, entries, moved.keys(), leader)] += 1
+    return moved
 
 
 def metrics(port):
@@ -212,55 +242,81 @@ def main():
         print(f"leader {leader}; placement of {AGENTS} agents: {want}")
         counts = wait("every collector holds its placement",
                       lambda: settled(collectors, IDS, want, 3), 60)
-        print(f"t={time.monotonic() - start:.0f}s before the kill: {counts}")
+        print(f"t={time.monotonic() - start:.0f}s before the kills: {counts}")
 
-        victim = next(c for c in IDS if c != leader)
-        survivors = [c for c in IDS if c != victim]
-        before = collectors.counts(IDS)
-        collectors.kill(victim)
-        killed_at = time.monotonic()
-        # The failover share: the survivors' first count that holds them
-        # all (each moved agent reconnects at its next tick).
-        after = wait("the survivors hold every agent", lambda: (
-            lambda c: c if None not in c.values()
-            and sum(c.values()) >= AGENTS - 2 else None)(
-                collectors.counts(survivors)), 30)
-        moved = {c: after[c] - before[c] for c in survivors}
-        print(f"{time.monotonic() - killed_at:.1f}s after killing {victim} "
-              f"({before[victim]:.0f} agents): {after}, moved {moved}")
-        # Both survivors take a share. Not an even one: the leader, weighted
-        # 2/3, is the first choice of 40% of the victim's agents against
-        # 60% for the other survivor (w / (w + 1)), and the agents the
-        # leader had handed to the victim fail over to their third choice,
-        # the other survivor. The issue's "neither above 60%" holds only
-        # when the leader is the one that dies.
-        for c in survivors:
-            assert 0.25 * before[victim] <= moved[c] <= 0.75 * before[victim], (
-                f"{c} took {moved[c]:.0f} of {victim}'s "
-                f"{before[victim]:.0f} agents: outside 25-75%")
+        order = [c for c in IDS if c != leader][:1] + [leader] + [
+            c for c in IDS if c != leader][1:]
+        held = 0  # agents the victims held when killed
+        for i, victim in enumerate(order):
+            survivors = [c for c in IDS if c != victim]
+            before = collectors.counts(IDS)
+            held += before[victim]
+            collectors.kill(victim)
+            killed_at = time.monotonic()
+            # The survivors' first count that holds every agent (each moved
+            # agent reconnects at its next tick).
+            after = wait(f"the survivors of {victim} hold every agent",
+                         lambda: (lambda c: c if None not in c.values()
+                                  and sum(c.values()) >= AGENTS - 2
+                                  else None)(collectors.counts(survivors)),
+                         30)
+            moved = {c: after[c] - before[c] for c in survivors}
+            share = {c: f"{100 * moved[c] / max(before[victim], 1):.0f}%"
+                     for c in survivors}
+            print(f"{time.monotonic() - killed_at:.1f}s after killing "
+                  f"{victim}{' (the leader)' if victim == leader else ''} "
+                  f"({before[victim]:.0f} agents): {after}, moved {moved} "
+                  f"= {share}")
+            if i == 0:
+                # The agents rank with the leader's weight: each goes to its
+                # weighted second choice, as computed here (the defect this
+                # replaces sent those the leader's weight had placed to
+                # their third choice: 40/60 became 30/70).
+                want_moves = expected_moves(entries, victim, leader)
+                print(f"  computed: {want_moves}")
+                for c in survivors:
+                    assert abs(moved[c] - want_moves[c]) <= 4, (
+                        f"{c} took {moved[c]:.0f} of {victim}'s agents, "
+                        f"computed {want_moves[c]}")
+            time.sleep(max(0.0, killed_at + KILL_TO_RESTART_S
+                           - time.monotonic()))
+            collectors.start(victim)
+            restarted_at = time.monotonic()
+            if i + 1 < len(order):
+                time.sleep(max(0.0, killed_at + RESTARTS_APART_S
+                               - time.monotonic()))
+                print(f"{time.monotonic() - restarted_at:.0f}s after "
+                      f"restarting {victim}: {collectors.counts(IDS)}")
 
-        want_two = expected_counts(entries, survivors, leader)
-        counts = wait("the survivors hold their placement",
-                      lambda: settled(collectors, survivors, want_two, 3), 60)
-        print(f"settled on the survivors: {counts} (placement {want_two})")
+        counts = wait("a third of the agents on each collector (+-10%)",
+                      lambda: (lambda c: c if all(
+                          c[x] is not None and abs(c[x] / AGENTS - 1 / 3)
+                          <= 0.10 for x in IDS) else None)(
+                              collectors.counts(IDS)), THIRDS_WITHIN_S)
+        thirds = time.monotonic() - restarted_at
+        print(f"{thirds:.0f}s after the last restart ({victim}): a third "
+              f"each: {counts}")
 
-        time.sleep(max(0.0, killed_at + 30 - time.monotonic()))
-        collectors.start(victim)
-        restarted_at = time.monotonic()
-        counts = wait("every collector holds its placement again",
-                      lambda: settled(collectors, IDS, want, 3),
-                      SPREAD_BACK_S)
+        def placed():
+            now_leader = collectors.leader()
+            if now_leader is None:
+                return None
+            return settled(collectors, IDS,
+                           expected_counts(entries, IDS, now_leader), 3)
+        counts = wait("every collector holds its placement again", placed,
+                      PLACEMENT_WITHIN_S)
         spread_back = time.monotonic() - restarted_at
-        print(f"{spread_back:.0f}s after restarting {victim}: {counts} "
-              f"(placement {want})")
-        for c in IDS:
-            assert abs(counts[c] / AGENTS - 1 / 3) <= 0.10, (
-                f"{c} holds {counts[c]:.0f} of {AGENTS}")
+        final_leader = collectors.leader()
+        print(f"{spread_back:.0f}s after the last restart: {counts} "
+              f"(leader {final_leader}, placement "
+              f"{expected_counts(entries, IDS, final_leader)})")
         handed_back = sum(metrics(collectors.http[c]).get(
             "fabricdiag_ingest_handed_back_streams_total", 0) for c in IDS)
-        print(f"handed back in all: {handed_back:.0f}")
+        print(f"handed back since the last restarts: {handed_back:.0f}; "
+              f"test {time.monotonic() - start:.0f}s")
 
-        rc = sim.wait(timeout=SIM_SECONDS + 60)
+        sim.send_signal(signal.SIGINT)
+        rc = sim.wait(timeout=60)
         sim_log.close()
         with open(os.path.join(work, "sim.log"), errors="replace") as f:
             out = f.read()
@@ -273,8 +329,8 @@ def main():
         print(f"simulator: {m.group(0)}")
         assert acked == sent and dropped == 0, "reports were lost"
         assert rejected == 0 and failed == 0, m.group(0)
-        assert int(m.group(7)) >= before[victim] - 2, (
-            "fewer agents failed over than the dead collector held")
+        assert int(m.group(7)) >= held - 6, (
+            f"fewer agents failed over than the dead collectors held ({held})")
         return 0
     except AssertionError as e:
         print(f"FAIL: {e}")

@@ -229,6 +229,10 @@ class HandOffNodes final : public IngestPlacement {
     }
     return std::nullopt;
   }
+  CollectorWeights Weights(
+      const std::vector<std::string>& /*collectors*/) override {
+    return {};
+  }
   void Advertise(const std::string& /*address*/) override {}
 
  private:

@@ -352,9 +352,15 @@ class FakePlacement final : public IngestPlacement {
     if (node != hand_off) return std::nullopt;
     return HandoffOrder{"go elsewhere", target};
   }
+  CollectorWeights Weights(const std::vector<std::string>& /*list*/) override {
+    ++weight_asks;
+    return weights;
+  }
   void Advertise(const std::string& /*address*/) override {}
 
   uint64_t epoch = 0;
+  CollectorWeights weights;
+  int weight_asks = 0;
   std::string hand_off;  // the node handed off
   std::string target;    // its target
   int asks = 0;
@@ -532,6 +538,43 @@ TEST_F(IngestSessionTest, ThePlacementGetsTheListAndTheOpenStreams) {
     EXPECT_TRUE(placement.lists.back().empty());  // no list: an older agent
   }
   EXPECT_EQ(counters_.open_streams.load(), 1);  // ended
+}
+
+// The weights of the agent's list go with the Hello's Ack (all 1: an
+// empty list, still sent, so the agent drops weights an earlier collector
+// gave), then with the first Ack after they changed, once; never to an
+// agent without a list, nor while the epoch is 0.
+TEST_F(IngestSessionTest, TheWeightsGoWithTheHelloAckAndWhenTheyChange) {
+  FakePlacement placement;
+  placement.epoch = 2;
+  v1::AgentMessage hello = Hello("gpu-002");
+  hello.mutable_hello()->add_collectors("c0:9811");
+  hello.mutable_hello()->add_collectors("c1:9811");
+  IngestSession s(&store_, &counters_, placement, intake_);
+  IngestSession::Reply r = s.Handle(hello);
+  ASSERT_TRUE(r.ack.has_value());
+  EXPECT_THAT(r.weights, Optional(CollectorWeights{}));
+  s.Handle(Schema());
+  placement.epoch = 3;  // the same weights: nothing sent
+  r = s.Handle(Report(1));
+  EXPECT_THAT(r.ack, Optional(1u));
+  EXPECT_FALSE(r.weights.has_value());
+  placement.weights = {{"c1:9811", 2.0 / 3.0}};
+  EXPECT_FALSE(s.Handle(Report(2)).weights.has_value());  // epoch unchanged
+  placement.epoch = 4;
+  r = s.Handle(Report(3));
+  EXPECT_THAT(r.ack, Optional(3u));
+  EXPECT_THAT(r.weights, Optional(placement.weights));
+  placement.epoch = 5;
+  EXPECT_FALSE(s.Handle(Report(4)).weights.has_value());
+
+  IngestSession no_list(&store_, &counters_, placement, intake_);
+  EXPECT_FALSE(no_list.Handle(Hello("gpu-003")).weights.has_value());
+  FakePlacement embedded;
+  IngestSession alone(&store_, &counters_, embedded, intake_);
+  hello.mutable_hello()->set_node("gpu-004");
+  EXPECT_FALSE(alone.Handle(hello).weights.has_value());
+  EXPECT_EQ(embedded.weight_asks, 0);
 }
 
 // A list too long, or with an empty or over-long entry, is a bad Hello.

@@ -6,7 +6,8 @@ token, driven over HTTP.
 
 usage: http_write_cluster_e2e_test.py SOURCE_DIR COLLECTOR
 
-A PUT on one collector is served by all three (GET on each), a DELETE on
+A PUT on one collector is served by all three (GET on each), one
+collector's If-Match write refuses another's stale revision (412), a DELETE on
 another is gone from all three, and a 2 s lease declared on the third
 expires everywhere and is removed once in all
 (fabricdiag_layouts_expired_total summed over the three is 1). Exits 77
@@ -33,11 +34,13 @@ DENSE = {"gpus_per_node": 8, "parallelism": {"tp": 8, "pp": 1, "dp": 2},
          "hosts": ["gpu-000", "gpu-001"]}
 
 
-def request(port, method, path, body=None, token=TOKEN):
+def request(port, method, path, body=None, token=TOKEN, headers=None):
     """(status, parsed JSON or text) of one request to 127.0.0.1:port."""
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data,
                                  method=method)
+    for name, value in (headers or {}).items():
+        req.add_header(name, value)
     if token:
         req.add_header("Authorization", f"Bearer {token}")
     if data is not None:
@@ -126,6 +129,30 @@ def main():
                                    token=None)
             assert status == 200 and body["job"] == "shared", (status, body)
         print("PUT on col-a served by all three")
+
+        # Revision-aware writes across collectors: B replaces A's version
+        # by its revision; C's write naming A's revision is refused (412:
+        # C already serves B's, or the bucket's compare-and-set refuses),
+        # and C's naming B's is taken.
+        first = body["revision"]
+        status, body = request(b, "PUT", "/api/v1/jobs/shared",
+                               dict(DENSE, lease_seconds=600),
+                               headers={"If-Match": f'"{first}"'})
+        assert status == 200, (status, body)
+        second = body["revision"]
+        status, body = request(c, "PUT", "/api/v1/jobs/shared",
+                               dict(DENSE, lease_seconds=600),
+                               headers={"If-Match": f'"{first}"'})
+        assert status == 412, (status, body)
+        wait("col-c serves the second revision", lambda: request(
+            c, "GET", "/api/v1/jobs/shared", token=None)[1].get(
+                "revision") == second)
+        status, body = request(c, "PUT", "/api/v1/jobs/shared",
+                               dict(DENSE, lease_seconds=600),
+                               headers={"If-Match": f'"{second}"'})
+        assert status == 200 and body["revision"] > second, (status, body)
+        print(f"If-Match across collectors: {first} -> {second} on col-b, "
+              f"412 for {first} on col-c, then {body['revision']}")
 
         status, body = request(b, "DELETE", "/api/v1/jobs/shared")
         assert status == 200 and body["deleted"] is True, (status, body)

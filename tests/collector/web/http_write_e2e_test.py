@@ -8,8 +8,10 @@ Covers the token (required when configured: none, a wrong one, the right
 one), every error through curl (bad JSON, a wrong field, a path/body job
 mismatch, bad leases, a body over the bound, renewing a job that is gone),
 delete twice, `fabricdiag layout list` showing source, owner and expiry,
-and a short lease running out: the layout goes and its tp_cross_node
-finding resolves. Bounded: every wait has a deadline.
+a short lease running out: the layout goes and its tp_cross_node finding
+resolves; and revision-aware writes, HTTP and CLI on one layout (If-Match
+and If-None-Match: *, 412; `layout apply --if_revision`, exit 4; `layout
+show` printing the revision). Bounded: every wait has a deadline.
 """
 import json
 import os
@@ -83,12 +85,15 @@ class HttpWriteE2E(unittest.TestCase):
             return b"\n".join(f.read().splitlines()[-20:]).decode(
                 errors="replace")
 
-    def curl(self, method, path, body=None, token=TOKEN, data_file=None):
+    def curl(self, method, path, body=None, token=TOKEN, data_file=None,
+             extra=()):
         """Returns (status, parsed JSON body, headers text)."""
         headers = os.path.join(self.work, "headers")
         argv = ["curl", "-sS", "--max-time", "20", "-X", method,
                 "-D", headers, "-o", "-",
                 f"http://127.0.0.1:{self.http}{path}"]
+        for header in extra:
+            argv += ["-H", header]
         if token is not None:
             argv += ["-H", f"Authorization: Bearer {token}"]
         if body is not None:
@@ -115,6 +120,61 @@ class HttpWriteE2E(unittest.TestCase):
                            capture_output=True, text=True, timeout=30)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         return r.stdout
+
+    def cli_rc(self, *args):
+        """Returns (exit status, stdout, stderr)."""
+        r = subprocess.run([CLI, f"--collector=127.0.0.1:{self.grpc}",
+                            "--token_file=" + os.path.join(self.work, "token"),
+                            *args], capture_output=True, text=True, timeout=30)
+        return r.returncode, r.stdout, r.stderr
+
+    def test_revision_aware_writes_over_http_and_the_cli(self):
+        status, body, head = self.curl("PUT", "/api/v1/jobs/rev", DENSE,
+                                       extra=["If-None-Match: *"])
+        self.assertEqual(status, 201, body)
+        first = body["revision"]
+        self.assertGreater(first, 0)
+        self.assertIn(f'ETag: "{first}"', head)
+        status, body, _ = self.curl("PUT", "/api/v1/jobs/rev", DENSE,
+                                    extra=["If-None-Match: *"])
+        self.assertEqual(status, 412, body)
+        self.assertIn(f"at revision {first}", body["error"])
+
+        shown = json.loads(self.cli("layout", "show", "rev", "--json"))
+        self.assertEqual(shown["revision"], first)
+        self.assertIn(f"revision: {first}", self.cli("layout", "show", "rev"))
+
+        layout = os.path.join(self.work, "rev.json")
+        with open(layout, "w") as f:
+            json.dump(dict(DENSE, job="rev"), f)
+        rc, out, err = self.cli_rc("layout", "apply", layout,
+                                   f"--if_revision={first}")
+        self.assertEqual(rc, 0, out + err)
+        second = json.loads(self.cli("layout", "show", "rev",
+                                     "--json"))["revision"]
+        self.assertGreater(second, first)
+        self.assertIn(f"revision {second}", out)
+        # The CLI's stale copy: exit 4, nothing written.
+        for stale in (first, 0):
+            rc, out, err = self.cli_rc("layout", "apply", layout,
+                                       f"--if_revision={stale}")
+            self.assertEqual(rc, 4, out + err)
+            self.assertIn(f"at revision {second}", err)
+        rc, out, err = self.cli_rc("layout", "apply", layout,
+                                   "--if_revision=soon")
+        self.assertEqual(rc, 2, out + err)
+        # HTTP's stale copy: 412; the current one writes.
+        status, body, _ = self.curl("PUT", "/api/v1/jobs/rev", DENSE,
+                                    extra=[f'If-Match: "{first}"'])
+        self.assertEqual(status, 412, body)
+        status, body, _ = self.curl("PUT", "/api/v1/jobs/rev", DENSE,
+                                    extra=[f'If-Match: "{second}"'])
+        self.assertEqual(status, 200, body)
+        self.assertGreater(body["revision"], second)
+        status, body, _ = self.curl("PUT", "/api/v1/jobs/rev", DENSE,
+                                    extra=['If-Match: W/"1"'])
+        self.assertEqual(status, 400, body)
+        self.curl("DELETE", "/api/v1/jobs/rev")
 
     def listed(self):
         return {l["job"]: l for l in json.loads(self.cli("layout", "list",

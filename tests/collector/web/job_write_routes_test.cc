@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -83,6 +84,26 @@ class JobWriteRoutesTest : public ::testing::Test {
     return routes_[0].handler(r);
   }
 
+  // A PUT of LayoutBody(`extra`) with these condition headers.
+  HttpResponse PutIf(const std::string& job, const std::string& if_match,
+                     const std::string& if_none_match = "",
+                     const std::string& extra = "") {
+    HttpRequest r;
+    r.method = "PUT";
+    r.path = "/api/v1/jobs/" + job;
+    r.body = LayoutBody(extra);
+    r.if_match = if_match;
+    r.if_none_match = if_none_match;
+    return routes_[0].handler(r);
+  }
+
+  static std::string EtagOf(const HttpResponse& r) {
+    for (const auto& [name, value] : r.headers) {
+      if (name == "ETag") return value;
+    }
+    return "";
+  }
+
   static Json Body(const HttpResponse& r) { return Json::parse(r.body); }
   static std::string ErrorOf(const HttpResponse& r) {
     return Body(r).value("error", "");
@@ -111,7 +132,10 @@ TEST_F(JobWriteRoutesTest, PutCreatesThenReplaces) {
   EXPECT_EQ(r.content_type, "application/json");
   Json j = Body(r);
   EXPECT_EQ(j["job"], "moe");
-  EXPECT_EQ(j["revision"], 0);
+  // Embedded: the apply time, the layout's revision (LayoutRevision).
+  EXPECT_EQ(j["revision"], absl::ToUnixNanos(clock_.Now()));
+  EXPECT_EQ(EtagOf(r),
+            absl::StrCat("\"", absl::ToUnixNanos(clock_.Now()), "\""));
   EXPECT_EQ(j["warnings"], Json::array({"hosts: 2 checked"}));
   EXPECT_EQ(j["declaration"]["source"], "http");
   EXPECT_TRUE(j["declaration"]["expires"].is_null());
@@ -129,6 +153,56 @@ TEST_F(JobWriteRoutesTest, PutCreatesThenReplaces) {
   EXPECT_EQ(d.owner(), "alice");
   EXPECT_EQ(d.declared_unix_nanos(), absl::ToUnixNanos(clock_.Now()));
   EXPECT_EQ(d.lease_seconds(), 0u);
+}
+
+// If-None-Match: * writes only a new job; If-Match: "N" only over revision
+// N (the ETag of the PUT that wrote it). A stale condition is 412 naming
+// the revision served, and writes nothing.
+TEST_F(JobWriteRoutesTest, AConditionalPutIs412WhenTheRevisionMoved) {
+  HttpResponse created = PutIf("moe", "", "*");
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::string first = EtagOf(created);
+  ASSERT_FALSE(first.empty());
+  EXPECT_EQ(first, absl::StrCat("\"", Body(created)["revision"].get<uint64_t>(),
+                                "\""));
+
+  HttpResponse again = PutIf("moe", "", "*");
+  EXPECT_EQ(again.status, 412) << again.body;
+  EXPECT_THAT(ErrorOf(again), HasSubstr("is at revision"));
+  EXPECT_EQ(PutIf("moe", "\"0\"").status, 412);
+
+  // The same instant: the revision still grows.
+  HttpResponse replaced = PutIf("moe", first, "", R"(, "owner": "bob")");
+  ASSERT_EQ(replaced.status, 200) << replaced.body;
+  const std::string second = EtagOf(replaced);
+  EXPECT_NE(second, first);
+
+  HttpResponse stale = PutIf("moe", first, "", R"(, "owner": "carol")");
+  EXPECT_EQ(stale.status, 412) << stale.body;
+  EXPECT_THAT(ErrorOf(stale), HasSubstr(second.substr(1, second.size() - 2)));
+  EXPECT_EQ((*registry_->Get("moe"))->applied_layout.declaration().owner(),
+            "bob");
+  EXPECT_EQ(PutIf("absent", first).status, 412);
+  EXPECT_FALSE(registry_->Get("absent").ok());
+  EXPECT_EQ(PutIf("moe", second).status, 200);
+}
+
+TEST_F(JobWriteRoutesTest, BadConditionsAre400) {
+  ASSERT_EQ(PutIf("moe", "").status, 201);
+  for (const auto& [match, none] :
+       std::vector<std::pair<std::string, std::string>>{{"W/\"1\"", ""},
+                                                        {"1", ""},
+                                                        {"\"abc\"", ""},
+                                                        {"\"\"", ""},
+                                                        {"*", ""},
+                                                        {"\"1\", \"2\"", ""},
+                                                        {"\"+1\"", ""},
+                                                        {"\"1\"", "*"},
+                                                        {"", "\"1\""}}) {
+    HttpResponse r = PutIf("moe", match, none);
+    EXPECT_EQ(r.status, 400) << match << " | " << none << ": " << r.body;
+    EXPECT_THAT(ErrorOf(r), HasSubstr("If-")) << match;
+  }
 }
 
 // Every bad body is a 400 naming the field, as `fabricdiag layout apply`

@@ -16,9 +16,11 @@
 // The analysis leader's lighter share is a weight in the same ranking: it
 // scores -kLeaderWeight / ln(u) where the others score -1 / ln(u), so it is
 // the first choice of kLeaderWeight / (kLeaderWeight + n - 1) of the agents
-// (with 3 collectors, 25%: three quarters of an even third, the quarter
-// being what merging every collector's features and running the analyzers
-// costs it, docs/cluster.md). Every collector applies the weight to the
+// (with 3 collectors, 29%: less than an even third by about what merging
+// every collector's features and running the analyzers costs it,
+// docs/cluster.md; not lighter, so that a dead non-leader's agents, which
+// split over the leader and the other survivor as 0.8 : 1, put no more than
+// 60% of them on one collector). Every collector applies the weight to the
 // leader it sees, so they agree on each agent's preferred collector, and
 // sends it to its agents (Weights, Ack.weights): they rank with it too, so
 // when a collector dies each of its agents fails over to its weighted
@@ -83,7 +85,7 @@ class LeaderHandoff final : public collector::IngestPlacement {
   // Agents without a list: one node in kShare is handed off by the leader.
   static constexpr uint64_t kShare = 4;
   // The leader's weight in the ranking (see the overview).
-  static constexpr double kLeaderWeight = 2.0 / 3.0;
+  static constexpr double kLeaderWeight = 0.8;
   // Hand-backs per kRound: this fraction of the streams held, rounded up.
   static constexpr double kHandBackRate = 0.01;
   static constexpr absl::Duration kRound = absl::Seconds(1);

@@ -251,7 +251,8 @@ TEST(CollectorChoiceTest, WeightsRankAsTheCollectorsScore) {
 // moved, when that collector died, to the entry after it in its unweighted
 // ranking, its third choice. With the weights it goes to its weighted
 // second choice, which for a good part of them is another collector.
-TEST(CollectorChoiceTest, AnAgentPlacedByTheWeightFailsOverToItsWeightedSecond) {
+TEST(CollectorChoiceTest,
+     AnAgentPlacedByTheWeightFailsOverToItsWeightedSecond) {
   int placed_by_weight = 0;
   int not_the_old_rule = 0;
   for (int i = 0; i < 2000; ++i) {

@@ -69,7 +69,7 @@ std::string NodePreferring(size_t index) {
 
 // With every collector live and no leader, the collector preferred is the
 // agent's own first choice; with col-a leading, col-a is the first choice
-// of a quarter of the nodes (weight 2/3 against 1 and 1), and only nodes
+// of 0.8 / 2.8 of the nodes (weight 0.8 against 1 and 1), and only nodes
 // that preferred col-a move, spread over both others.
 TEST(LeaderHandoffTest, PreferredIsTheAgentsRankingWeightedForTheLeader) {
   LeaderHandoff::View view = ThreeLive();
@@ -92,9 +92,10 @@ TEST(LeaderHandoffTest, PreferredIsTheAgentsRankingWeightedForTheLeader) {
       ++moved_to[k];
     }
   }
-  EXPECT_NEAR(firsts[0], 2500, 125);
-  EXPECT_NEAR(firsts[1], 3750, 190);
-  EXPECT_NEAR(firsts[2], 3750, 190);
+  static_assert(LeaderHandoff::kLeaderWeight == 0.8, "the shares below");
+  EXPECT_NEAR(firsts[0], 2857, 143);  // 10,000 x 0.8 / 2.8
+  EXPECT_NEAR(firsts[1], 3571, 180);  // 10,000 x 1 / 2.8
+  EXPECT_NEAR(firsts[2], 3571, 180);
   EXPECT_NEAR(moved_to[1], moved_to[2], (moved_to[1] + moved_to[2]) * 0.1);
 }
 

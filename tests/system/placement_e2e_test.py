@@ -11,7 +11,7 @@ usage: placement_e2e_test.py SOURCE_DIR COLLECTOR SIM
 1. Before any fault, every collector holds the agents the placement gives
    it (this file computes it independently: FNV-1a 64 and fmix64 over
    node + 0x00 + entry, weighted rendezvous with the analysis leader
-   weighted 2/3).
+   weighted 0.8).
 2. A rolling restart: each collector in turn (one that does not lead, then
    the leader, then the last) is killed (SIGKILL) and restarted on the same
    port 10 s later; the restarts are 30 s apart. 10 s, not the 30 s the
@@ -20,9 +20,9 @@ usage: placement_e2e_test.py SOURCE_DIR COLLECTOR SIM
    restart does not depend on how long the collector was away.
 3. The first kill (a collector that does not lead, the cluster settled):
    its agents move at once to their weighted second choices, split over
-   both survivors exactly as this file computes (+-4 agents): about 40%
-   the leader (weight 2/3) and 60% the other (w / (w + 1)); not one agent
-   of the survivors moves.
+   both survivors exactly as this file computes (+-4 agents): about 44%
+   the leader (weight 0.8) and 56% the other (1 / (w + 1)), neither above
+   60%; not one agent of the survivors moves.
 4. Within 60 s after the last restart each collector holds a third of the
    agents (+-10% of all agents), and within 120 s exactly what the
    placement gives it (+-3) under the leader of the moment, the survivors
@@ -53,7 +53,7 @@ import nats_config_test as nats_cluster  # noqa: E402
 IDS = ["col-a", "col-b", "col-c"]
 AGENTS = 300
 PREFIX = "pl-"
-LEADER_WEIGHT = 2.0 / 3.0  # cluster/leader_handoff.h kLeaderWeight
+LEADER_WEIGHT = 0.8  # cluster/leader_handoff.h kLeaderWeight
 # An upper bound: the test stops the simulator with SIGINT once it is done.
 SIM_SECONDS = 420
 KILL_TO_RESTART_S = 10

@@ -250,6 +250,24 @@ def start_servers(nats, conf_text, work, procs, attempts=5):
     raise AssertionError("unreachable")
 
 
+def collector_flags(work):
+    """The flags a collector joins the servers of start_secured_servers
+    with: the shipped user, its password file and the test CA."""
+    etc = f"{work}/nats"
+    return ["--nats_user=fabricdiag",
+            f"--nats_password_file={etc}/collector-password",
+            f"--nats_tls_ca={etc}/ca.pem"]
+
+
+def start_secured_servers(nats, conf_text, work, procs):
+    """start_servers for the shipped file as deployed: its certificates
+    and password file made under work/nats/ first. Returns the ports and
+    the flags a collector joins with (collector_flags)."""
+    make_secrets(f"{work}/nats")
+    ports = start_servers(nats, local_copy(conf_text, work), work, procs)
+    return ports, collector_flags(work)
+
+
 def lost_a_port(work, started, deadline_s=10):
     """Whether a server of `started` exited because one of its ports was
     taken, before all of them listened for routes (their last bind)."""

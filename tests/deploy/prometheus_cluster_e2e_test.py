@@ -245,8 +245,8 @@ def main():
         with open(f"{src}/deploy/nats/nats-server.conf", encoding="utf-8") as f:
             conf_text = f.read()
         servers = []
-        nats_ports = nats_cluster.start_servers(nats, conf_text, rig.work,
-                                                servers)
+        nats_ports, nats_flags = nats_cluster.start_secured_servers(
+            nats, conf_text, rig.work, servers)
         for name, p in zip(nats_cluster.NAMES, servers):
             rig.procs[name] = p
         if nats_cluster.wait_meta_leader(rig.work, nats_ports, servers) is None:
@@ -260,7 +260,7 @@ def main():
                 collector, f"--listen=127.0.0.1:{grpc[cid]}",
                 f"--http_listen=127.0.0.1:{http[cid]}",
                 f"--state_dir={rig.work}/state-{cid}", f"--nats={urls}",
-                f"--collector_id={cid}", "--nats_replicas=3"])
+                f"--collector_id={cid}", "--nats_replicas=3", *nats_flags])
         for cid in IDS:
             wait_http(f"http://127.0.0.1:{http[cid]}/healthz", cid)
         rig.write_inputs(FAULT_START, FAULT_END, hot=False)

@@ -144,8 +144,8 @@ def wait(what, predicate, deadline_s):
 
 
 class Collectors:
-    def __init__(self, work, urls):
-        self.work, self.urls = work, urls
+    def __init__(self, work, urls, nats_flags):
+        self.work, self.urls, self.nats_flags = work, urls, nats_flags
         self.grpc = {cid: nats_cluster.free_port() for cid in IDS}
         self.http = {cid: nats_cluster.free_port() for cid in IDS}
         self.procs = {}
@@ -159,7 +159,7 @@ class Collectors:
             [COLLECTOR, f"--listen=127.0.0.1:{self.grpc[cid]}",
              f"--http_listen=127.0.0.1:{self.http[cid]}",
              f"--state_dir={self.work}/state-{cid}", f"--nats={self.urls}",
-             f"--collector_id={cid}", "--nats_replicas=3"],
+             f"--collector_id={cid}", "--nats_replicas=3", *self.nats_flags],
             stdout=log, stderr=subprocess.STDOUT)
 
     def kill(self, cid):
@@ -217,11 +217,12 @@ def main():
         with open(f"{SOURCE_DIR}/deploy/nats/nats-server.conf",
                   encoding="utf-8") as f:
             conf_text = f.read()
-        nats_ports = nats_cluster.start_servers(nats, conf_text, work, procs)
+        nats_ports, nats_flags = nats_cluster.start_secured_servers(
+            nats, conf_text, work, procs)
         if nats_cluster.wait_meta_leader(work, nats_ports, procs) is None:
             raise AssertionError("; ".join(nats_cluster.FAILURES))
         urls = ",".join(f"nats://127.0.0.1:{c}" for c, _, _ in nats_ports)
-        collectors = Collectors(work, urls)
+        collectors = Collectors(work, urls, nats_flags)
         for cid in IDS:
             collectors.start(cid)
         wait("three members everywhere, one leader", lambda: all(

@@ -91,7 +91,8 @@ def main():
         with open(f"{SOURCE_DIR}/deploy/nats/nats-server.conf",
                   encoding="utf-8") as f:
             conf_text = f.read()
-        nats_ports = nats_cluster.start_servers(nats, conf_text, work, procs)
+        nats_ports, nats_flags = nats_cluster.start_secured_servers(
+            nats, conf_text, work, procs)
         if nats_cluster.wait_meta_leader(work, nats_ports, procs) is None:
             raise AssertionError("; ".join(nats_cluster.FAILURES))
         urls = ",".join(f"nats://127.0.0.1:{c}" for c, _, _ in nats_ports)
@@ -108,7 +109,7 @@ def main():
                  f"--state_dir={work}/state-{cid}", f"--nats={urls}",
                  f"--collector_id={cid}", "--nats_replicas=3",
                  f"--auth_token_file={token_file}",
-                 "--analysis_interval=500ms"],
+                 "--analysis_interval=500ms", *nats_flags],
                 stdout=log, stderr=subprocess.STDOUT))
 
         def healthy(cid):

@@ -19,6 +19,7 @@ struct AgentHealth {
   absl::Duration snapshot_duration;  // wall time of the last snapshot
   uint64_t counter_resets = 0;       // counters that went backwards (not wraps)
   uint64_t counter_wraps = 0;
+  uint64_t rates_above_line_rate = 0;  // byte rates the port cannot carry
   struct Stream {
     bool connected = false;
     uint64_t buffered = 0;        // reports waiting for the collector's ack

@@ -29,6 +29,7 @@ std::shared_ptr<const Snapshot> AgentRunner::Tick() {
         absl::Nanoseconds(clock_.MonotonicNanos() - start);
     health.counter_resets = rates_.resets();
     health.counter_wraps = rates_.wraps();
+    health.rates_above_line_rate = rates_.above_line_rate();
     if (sink_ != nullptr) health.stream = sink_->Health();
     if (http_stats_) health.http = http_stats_();
     page_->Publish(snapshot, std::move(health));

@@ -208,6 +208,16 @@ void AddHealth(const Snapshot& snap, const AgentHealth& h, Families* f) {
                 "Fixed-width counters seen wrapping around.",
                 PromType::kCounter, NoLabels,
                 static_cast<double>(h.counter_wraps));
+  f->AddDynamic(
+      "fabricdiag_agent_rates_refused_total",
+      "Rates not reported because they cannot be true, by reason: "
+      "above_line_rate, a byte rate above the fastest speed its port "
+      "reported.",
+      PromType::kCounter,
+      [] {
+        return Labels{{"reason", "above_line_rate"}};
+      },
+      static_cast<double>(h.rates_above_line_rate));
   for (const auto& [kind, count] : {std::pair("rdma", snap.rdma_devices.size()),
                                     std::pair("netdev", snap.netdevs.size())}) {
     f->AddDynamic(

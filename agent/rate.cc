@@ -1,5 +1,6 @@
 #include "agent/rate.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace fabricdiag::agent {
@@ -66,11 +67,34 @@ const RateCalculator::Previous* RateCalculator::FindPrevious(size_t position,
   return it == index_.end() ? nullptr : &previous_[it->second];
 }
 
+void RateCalculator::NoteSpeeds(const Snapshot& snapshot) {
+  auto note = [this](const std::string& device, uint32_t port, double speed) {
+    if (!(speed > 0)) return;  // unknown (0) or not a number
+    double& fastest = fastest_[{device, port}];
+    fastest = std::max(fastest, speed);
+  };
+  for (const NetdevInfo& n : snapshot.netdevs) {
+    note(n.name, 0, n.speed_bytes_per_second);
+  }
+  for (const RdmaPortInfo& p : snapshot.rdma_ports) {
+    note(p.device, p.port, p.rate_bytes_per_second.value_or(0));
+  }
+}
+
+bool RateCalculator::Possible(const SeriesDesc& d, double per_second) const {
+  if (d.unit != "bytes") return true;
+  auto it =
+      fastest_.find(std::pair<absl::string_view, uint32_t>(d.device, d.port));
+  // A port whose speed was never read has no limit we know of.
+  return it == fastest_.end() || per_second <= it->second * kLineRateSlack;
+}
+
 std::vector<SampleRate> RateCalculator::Update(const Snapshot& snapshot) {
   std::vector<SampleRate> out(snapshot.samples.size());
   next_.clear();
   next_.reserve(snapshot.samples.size());
   index_built_ = false;
+  NoteSpeeds(snapshot);
   const int64_t dt_nanos = snapshot.monotonic_nanos - previous_monotonic_nanos_;
   for (size_t i = 0; i < snapshot.samples.size(); ++i) {
     const Sample& s = snapshot.samples[i];
@@ -103,6 +127,11 @@ std::vector<SampleRate> RateCalculator::Update(const Snapshot& snapshot) {
           if (dt_nanos > 0) {
             r.per_second = static_cast<double>(*delta) * d.scale /
                            (static_cast<double>(dt_nanos) * 1e-9);
+          }
+          if (r.per_second.has_value() && !Possible(d, *r.per_second)) {
+            r.per_second.reset();
+            r.delta.reset();
+            ++above_line_rate_;
           }
         }
       }

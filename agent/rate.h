@@ -8,6 +8,11 @@
 // reset, which is reported and yields no rate for that interval (never a
 // huge one). A saturated PMA counter yields no rate either.
 //
+// A byte rate above what its port can carry (the fastest speed the
+// snapshots ever gave for it: a netdev's `speed`, an RDMA port's `rate`,
+// with kLineRateSlack) is never true either: it yields no rate for that
+// interval and is counted (above_line_rate()).
+//
 //   RateCalculator rates;
 //   std::vector<SampleRate> r = rates.Update(snapshot);
 //   // r[i] belongs to snapshot.samples[i].
@@ -16,9 +21,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -52,6 +60,13 @@ class RateCalculator {
   // Resets seen over the calculator's lifetime.
   uint64_t resets() const { return resets_; }
   uint64_t wraps() const { return wraps_; }
+  // Byte rates refused for being above the port's line rate.
+  uint64_t above_line_rate() const { return above_line_rate_; }
+
+  // How far above the port's speed a byte rate may be: octet counters of a
+  // saturated link sit just below it, and a read delayed by the scheduler
+  // makes one interval look a little shorter than the counters' own.
+  static constexpr double kLineRateSlack = 1.1;
 
  private:
   // The previous snapshot's counters, in its order. Sources emit series in
@@ -66,6 +81,11 @@ class RateCalculator {
   using KeyView =
       std::tuple<Subsystem, absl::string_view, uint32_t, absl::string_view>;
   const Previous* FindPrevious(size_t position, const Sample& s);
+  // Remembers the speeds `snapshot` gives for its netdevs and RDMA ports.
+  void NoteSpeeds(const Snapshot& snapshot);
+  // False when `per_second` of a byte series is more than its port can
+  // carry.
+  bool Possible(const SeriesDesc& d, double per_second) const;
 
   std::vector<Previous> previous_;
   int64_t previous_monotonic_nanos_ = 0;
@@ -73,8 +93,20 @@ class RateCalculator {
   std::vector<Previous> next_;                  // scratch, reused
   absl::flat_hash_map<KeyView, size_t> index_;  // views into previous_ descs
   bool index_built_ = false;
+  // Per (device, RDMA port; 0 for a netdev): the fastest speed seen, in
+  // bytes/s. Ordered by views too, so that a lookup allocates nothing.
+  struct PortLess {
+    using is_transparent = void;
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return std::pair<absl::string_view, uint32_t>(a.first, a.second) <
+             std::pair<absl::string_view, uint32_t>(b.first, b.second);
+    }
+  };
+  std::map<std::pair<std::string, uint32_t>, double, PortLess> fastest_;
   uint64_t resets_ = 0;
   uint64_t wraps_ = 0;
+  uint64_t above_line_rate_ = 0;
 };
 
 }  // namespace fabricdiag::agent

@@ -42,6 +42,14 @@ inline constexpr char kOverThresholdEvidence[] = "over_threshold";
 // How many analysis passes (one per interval) the condition has held since
 // it was first seen. Set by the Hysteresis.
 inline constexpr char kIntervalsHeldEvidence[] = "intervals_held";
+// The evidence_text naming the fault in words that stay the same while it
+// lasts, set where the port an analyzer names can move during one fault (a
+// PFC storm without a visible source is named by its most-paused victim,
+// which changes from pass to pass). Findings of one kind and group naming
+// the same fault are one finding: the Hysteresis keeps the job, node and
+// device of the first one it tracked for as long as it tracks the fault. In
+// evidence_text so that it crosses the wire and a restart (Hysteresis::Seed).
+inline constexpr char kFaultEvidence[] = "fault";
 
 struct Finding {
   std::string kind;  // one of kKnownFindingKinds
@@ -54,6 +62,10 @@ struct Finding {
   std::string summary;
   std::map<std::string, double> evidence;
   std::map<std::string, std::string> evidence_text;
+  // The labels of the job's layout (team, project: docs/layout-format.md),
+  // set by the collector as it takes the pass's findings, not by the
+  // analyzers; empty for a finding of no job.
+  std::map<std::string, std::string> labels;
   // Opens at once instead of after HysteresisConfig::open_after passes: the
   // evidence is an event, not a level (a pause-storm event, a link that
   // went down). Read by the Hysteresis only; not part of the wire finding.

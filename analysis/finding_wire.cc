@@ -69,6 +69,10 @@ void FillWireFinding(const Finding& finding, v1::Finding* wire) {
   for (const auto& [name, text] : finding.evidence_text) {
     (*wire->mutable_evidence_text())[name] = text;
   }
+  wire->clear_labels();
+  for (const auto& [key, value] : finding.labels) {
+    (*wire->mutable_labels())[key] = value;
+  }
 }
 
 Finding FindingFromWire(const v1::Finding& wire) {
@@ -84,6 +88,7 @@ Finding FindingFromWire(const v1::Finding& wire) {
   out.evidence.insert(wire.evidence().begin(), wire.evidence().end());
   out.evidence_text.insert(wire.evidence_text().begin(),
                            wire.evidence_text().end());
+  out.labels.insert(wire.labels().begin(), wire.labels().end());
   return out;
 }
 

@@ -36,9 +36,9 @@ absl::string_view SeverityName(v1::Severity severity,
                                absl::string_view otherwise);
 
 // Copies what `finding` says into `wire`: kind, severity, job, node, nodes
-// ([node] when empty and node is set), device, group, summary, evidence
-// and evidence_text. Non-finite evidence is dropped: JSON (findings --json)
-// has no NaN. Leaves id, state and times alone.
+// ([node] when empty and node is set), device, group, summary, evidence,
+// evidence_text and labels. Non-finite evidence is dropped: JSON (findings
+// --json) has no NaN. Leaves id, state and times alone.
 void FillWireFinding(const Finding& finding, v1::Finding* wire);
 // The nodes FillWireFinding writes: `nodes`, or [node] when that is empty.
 std::vector<std::string> WireNodes(const Finding& finding);

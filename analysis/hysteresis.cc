@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string>
+#include <tuple>
 #include <utility>
 
 namespace fabricdiag::analysis {
@@ -11,6 +13,37 @@ Hysteresis::Hysteresis(HysteresisConfig config) : config_(config) {}
 
 Hysteresis::Key Hysteresis::KeyOf(const Finding& f) {
   return {f.kind, f.job, f.node, f.device, f.group};
+}
+
+void Hysteresis::KeepFaultKeys(std::vector<Finding>* candidates) const {
+  // (kind, group, fault) -> the key tracking it; an open finding first.
+  std::map<std::tuple<std::string, std::string, std::string>, const Key*>
+      tracking;
+  for (const bool open : {true, false}) {
+    for (const auto& [key, s] : states_) {
+      auto fault = s.last.evidence_text.find(kFaultEvidence);
+      if (s.open != open || fault == s.last.evidence_text.end()) continue;
+      tracking.try_emplace({std::get<0>(key), std::get<4>(key), fault->second},
+                           &key);
+    }
+  }
+  if (tracking.empty()) return;
+  for (Finding& f : *candidates) {
+    auto fault = f.evidence_text.find(kFaultEvidence);
+    if (fault == f.evidence_text.end() || states_.count(KeyOf(f)) > 0) {
+      continue;
+    }
+    auto it = tracking.find({f.kind, f.group, fault->second});
+    if (it == tracking.end()) continue;
+    const Key& key = *it->second;
+    f.job = std::get<1>(key);
+    f.node = std::get<2>(key);
+    f.device = std::get<3>(key);
+    // The node to look at first leads the list, as an analyzer puts it.
+    auto node = std::find(f.nodes.begin(), f.nodes.end(), f.node);
+    if (node != f.nodes.end()) f.nodes.erase(node);
+    f.nodes.insert(f.nodes.begin(), f.node);
+  }
 }
 
 // By value: the findings are moved into the map.
@@ -72,6 +105,8 @@ uint32_t Hysteresis::RecentMask() const {
 std::vector<Finding> Hysteresis::Step(
     std::vector<Finding> candidates, std::vector<Finding> recent,
     const absl::flat_hash_set<std::string>& quiet) {
+  KeepFaultKeys(&candidates);
+  KeepFaultKeys(&recent);
   std::map<Key, Finding> now = ByKey(std::move(candidates));
   // Every condition in the newest samples, and which of them are strong.
   std::map<Key, Finding> fresh = ByKey(std::move(recent));

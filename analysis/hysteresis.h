@@ -11,7 +11,10 @@
 //
 // Findings are identified by (kind, job, node, device, group), the same key
 // the collector's FindingsStore uses. While a finding counts down to
-// resolution it stays open with its last evidence.
+// resolution it stays open with its last evidence. A candidate naming a
+// fault (kFaultEvidence) that a tracked finding of its kind and group names
+// takes that finding's job, node and device: one fault keeps one key even
+// where the port an analyzer names for it moves.
 //
 // Step() may also take what the analyzers see in the newest samples alone
 // (HysteresisConfig::recent_seconds), and then:
@@ -82,6 +85,9 @@ class Hysteresis {
     Finding last;
   };
   static Key KeyOf(const Finding& f);
+  // Gives each candidate naming a tracked fault (kFaultEvidence) the key of
+  // the finding that tracks it.
+  void KeepFaultKeys(std::vector<Finding>* candidates) const;
   // One finding per key; the more severe where an analyzer repeats a key.
   static std::map<Key, Finding> ByKey(std::vector<Finding> findings);
   bool Strong(const Finding& f) const;

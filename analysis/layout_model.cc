@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "analysis/layout_labels.h"
 #include "common/names.h"
 #include "common/status_macros.h"
 
@@ -46,6 +47,7 @@ absl::Status NormalizeScalars(v1::Layout& layout) {
     return FieldError("job", absl::StrCat(QuoteForMessage(layout.job()),
                                           " must match ", kJobNamePattern));
   }
+  RETURN_IF_ERROR(ValidateLayoutLabels(layout.labels()));
   if (layout.gpus_per_node() < 1 || layout.gpus_per_node() > kMaxGpusPerNode) {
     return FieldError("gpus_per_node", absl::StrCat(layout.gpus_per_node(),
                                                     " is out of range [1, ",

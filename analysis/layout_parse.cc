@@ -20,6 +20,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "analysis/layout_labels.h"
 #include "analysis/layout_model.h"
 #include "common/names.h"
 #include "common/status_macros.h"
@@ -149,12 +150,37 @@ absl::Status ReadModel(const YAML::Node& node, v1::ModelSpec& out) {
   return absl::OkStatus();
 }
 
+// A mapping of strings; what the keys and values may be is
+// LayoutModel::Build's (analysis/layout_labels.h).
+absl::Status ReadLabels(const YAML::Node& node, v1::Layout& out) {
+  if (!node.IsMap()) {
+    return FieldError("labels", absl::StrCat("expected a mapping, got ",
+                                             yaml::Describe(node)));
+  }
+  // Bounded before copying: the limit is checked again, with the others,
+  // once parsed.
+  if (node.size() > kMaxLayoutLabels) {
+    return FieldError("labels",
+                      absl::StrCat(node.size(), " labels exceed the limit of ",
+                                   kMaxLayoutLabels));
+  }
+  auto& labels = *out.mutable_labels();
+  for (const auto& entry : node) {
+    ASSIGN_OR_RETURN(std::string key, ReadString(entry.first, "labels"));
+    const std::string path = yaml::Join("labels", key);
+    ASSIGN_OR_RETURN(std::string value, ReadString(entry.second, path));
+    if (labels.count(key) != 0) return FieldError(path, "given twice");
+    labels[key] = std::move(value);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::Layout> LayoutFromNode(const YAML::Node& root) {
   ASSIGN_OR_RETURN(
       yaml::Fields f,
       ReadFields(root, "",
                  {"job", "gpus_per_node", "nvlink_domain", "parallelism",
-                  "hosts", "rails", "ranks", "model"}));
+                  "hosts", "rails", "ranks", "model", "labels"}));
   v1::Layout out;
   ASSIGN_OR_RETURN(YAML::Node job, f.Require("job"));
   ASSIGN_OR_RETURN(std::string job_value, ReadString(job, "job"));
@@ -182,6 +208,7 @@ absl::StatusOr<v1::Layout> LayoutFromNode(const YAML::Node& root) {
   if (auto model = f.Get("model")) {
     RETURN_IF_ERROR(ReadModel(*model, *out.mutable_model()));
   }
+  if (auto labels = f.Get("labels")) RETURN_IF_ERROR(ReadLabels(*labels, out));
   return out;
 }
 
@@ -303,7 +330,7 @@ std::string ToJson(const google::protobuf::Message& message,
   // reads back.
   options.always_print_primitive_fields = print_empty;
   std::string out;
-  // Cannot fail for a message without Any or maps.
+  // Cannot fail for a message without Any (its maps have string keys).
   (void)google::protobuf::util::MessageToJsonString(message, &out, options);
   return out;
 }
@@ -583,12 +610,17 @@ std::string LayoutToJson(const v1::Layout& layout) {
   std::string json = ToJson(layout);
   // Where the collector says a rank's NIC came from is no field of the
   // file: left out when not set (every layout but a resolved one).
+  // Nor are labels when there are none: the layouts of before labels
+  // print as they did.
   nlohmann::ordered_json doc =
       nlohmann::ordered_json::parse(json, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.contains("ranks")) return json;
-  for (nlohmann::ordered_json& rank : doc["ranks"]) {
-    for (const char* key : {"nic_source", "nic_distance"}) {
-      if (rank.is_object() && rank.value(key, "x").empty()) rank.erase(key);
+  if (doc.is_discarded()) return json;
+  if (layout.labels().empty()) doc.erase("labels");
+  if (doc.contains("ranks")) {
+    for (nlohmann::ordered_json& rank : doc["ranks"]) {
+      for (const char* key : {"nic_source", "nic_distance"}) {
+        if (rank.is_object() && rank.value(key, "x").empty()) rank.erase(key);
+      }
     }
   }
   return doc.dump();

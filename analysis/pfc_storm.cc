@@ -447,6 +447,10 @@ std::optional<Finding> SourcelessFinding(const Fabric& fabric, int p,
   f.evidence["victims"] = static_cast<double>(victims.size());
   f.evidence_text["victim_ports"] =
       ListPorts(fabric, victims, kMaxListedVictims);
+  // The most-paused victim changes from pass to pass while one storm lasts;
+  // the priority does not, so the finding keeps the port it named first.
+  f.evidence_text[kFaultEvidence] =
+      absl::StrCat("PFC pause on priority ", p, " without a visible source");
 
   std::string from;
   if (std::optional<PortKey> partner = fabric.PartnerName(w)) {

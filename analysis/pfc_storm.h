@@ -36,7 +36,9 @@
 // - a priority with victims paused >= warning_pause_fraction but no source
 //   in the view gets one warning naming the most-paused port ("a victim
 //   without a visible source": the source is outside telemetry or does not
-//   count pause).
+//   count pause). Which victim is paused most changes from pass to pass, so
+//   the warning names its fault (kFaultEvidence: the priority) and keeps the
+//   port it named first for as long as the storm lasts (Hysteresis).
 //
 //   AnalysisInput in{&view, layouts, &topology, &config};
 //   for (const Finding& f : PfcStormFindings(in)) { ... }

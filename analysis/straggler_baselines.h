@@ -29,10 +29,11 @@ namespace fabricdiag::analysis {
 
 // Each NIC's own throughput (RX + TX) in past passes, per job: an
 // exponentially weighted mean over about straggler_nic.history_passes
-// passes of the windows in which the NIC was judged and found no
+// passes of the windows in which the NIC was judged and found usual: no
 // straggler, so a straggler's own slow windows never lower the bar it is
-// measured against. Forgotten for a NIC not judged for history_passes
-// passes (its job ended or stayed idle).
+// measured against, and not far above its own usual (a hot expert's
+// incast), so a burst of another fault never raises it. Forgotten for a NIC
+// not judged for history_passes passes (its job ended or stayed idle).
 //
 // Thread-compatible: one owner calls Update(); Find() and Of() may run
 // concurrently with other Find()s and Of()s, and with copying.
@@ -107,9 +108,11 @@ class StragglerBaselines {
     Baseline baseline;
     uint64_t last_judged = 0;  // pass_ when last judged
     // Of the pass that last judged it, in Update(): its window's
-    // throughput, and whether any of its groups found it straggling.
+    // throughput, and whether any of its groups found it unusual (a
+    // straggler, or far above its group and its own baseline: a hot
+    // expert), which keeps the window out of the baseline.
     double window = 0;
-    bool straggling = false;
+    bool unusual = false;
   };
   // One job's baselines, by (host, NIC) indexes into its own names. After
   // Update() has seen the job's layout, the names start with the layout's

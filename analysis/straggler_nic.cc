@@ -143,19 +143,57 @@ const StragglerBaselines::Baseline* BaselineOf(
   return b;
 }
 
+// How the group moves now against its usual: its median over the median of
+// its members' baselines, when enough members have one (else 1). A whole
+// group slows down or speeds up together (a data-loader stall, an
+// evaluation, the quiet between gradient bursts, the end of a warm-up): that
+// is the job's pace, so each member's own bar follows it.
+double GroupLevel(const GroupWindow& g,
+                  const StragglerBaselines::OfLayout* baselines,
+                  const StragglerNicConfig& cfg) {
+  std::vector<double> usual;
+  for (const Member& m : g.members) {
+    if (const StragglerBaselines::Baseline* b = BaselineOf(baselines, cfg, m)) {
+      usual.push_back(b->bytes_per_second);
+    }
+  }
+  if (usual.size() < static_cast<size_t>(std::max(cfg.min_group_size, 1))) {
+    return 1;
+  }
+  const double median = Median(std::move(usual));
+  return median > 0 ? g.median / median : 1;
+}
+
 // Whether `m` straggles in `g`; `*threshold` gets the throughput it had to
-// stay above (the stricter of the group's and its own bar).
+// stay above (the stricter of the group's and its own bar, the latter at
+// the group's `level` when the group is slower than usual: a group busier
+// than usual does not raise the bar of a member that kept its own pace).
 bool Straggles(const Member& m, const GroupWindow& g,
-               const StragglerBaselines::Baseline* baseline,
+               const StragglerBaselines::Baseline* baseline, double level,
                bool expert_parallel, const StragglerNicConfig& cfg,
                double* threshold) {
   *threshold = cfg.below_median_fraction * g.median;
   if (!(m.throughput < *threshold)) return false;
   if (baseline == nullptr) return !expert_parallel;
-  const double own =
-      cfg.below_own_history_fraction * baseline->bytes_per_second;
+  const double own = cfg.below_own_history_fraction *
+                     baseline->bytes_per_second * std::min(level, 1.0);
   *threshold = std::min(*threshold, own);
   return m.throughput < own;
+}
+
+// Whether `m` rose against its own baseline, at the group's `level`, as
+// far as a straggler falls (a hot expert drawing incast moves 2.5x what it
+// did and more), or without a baseline as far above its group's median:
+// a window the baseline must not learn, or once the burst ends the NIC
+// would straggle against it.
+bool Surges(const Member& m, const GroupWindow& g,
+            const StragglerBaselines::Baseline* baseline, double level,
+            const StragglerNicConfig& cfg) {
+  if (baseline == nullptr) {
+    return m.throughput * cfg.below_median_fraction > g.median;
+  }
+  return m.throughput * cfg.below_own_history_fraction >
+         baseline->bytes_per_second * level;
 }
 
 Finding MakeFinding(const LayoutModel& model, GroupId id, const Member& m,
@@ -243,12 +281,17 @@ void AnalyzeGroup(const AnalysisInput& in, const LayoutModel& model,
   const GroupWindow g = CompareGroup(*in.view, cfg, ports, nics);
   if (!g.busy) return;
   const bool ep = ExpertParallel(model);
+  const double level = GroupLevel(g, baselines, cfg);
   for (const Member& m : g.members) {
     const StragglerBaselines::Baseline* baseline =
         BaselineOf(baselines, cfg, m);
     double threshold = 0;
-    if (!Straggles(m, g, baseline, ep, cfg, &threshold)) continue;
+    if (!Straggles(m, g, baseline, level, ep, cfg, &threshold)) continue;
     Finding f = MakeFinding(model, id, m, g, baseline, *in.config);
+    if (baseline != nullptr && level < 1) {
+      // Its own bar was lowered by this much (GroupLevel).
+      f.evidence["group_level_to_usual"] = level;
+    }
     SetUnderThreshold(m.throughput, threshold, &f);
     out->push_back(std::move(f));
   }
@@ -333,16 +376,20 @@ void StragglerBaselines::Update(const AnalysisInput& in) {
     judged.aligned_ = true;
     const bool ep = ExpertParallel(*model);
     // A NIC is in a dp and an ep group: it is folded in once, and not at
-    // all when any of its groups finds it straggling. Its entry holds what
+    // all when any of its groups finds it unusual. Its entry holds what
     // this pass judged until every group was judged (below); a new entry
     // has no baseline (passes 0) until then.
     ForEachGroup(*model, [&](GroupId, absl::Span<const NicRef> refs) {
       const GroupWindow g = CompareGroup(*in.view, cfg, model_ports, refs);
       if (!g.busy) return;  // an idle group says nothing of its NICs
+      const double level = GroupLevel(g, &judged, cfg);
       for (const Member& m : g.members) {
+        const StragglerBaselines::Baseline* baseline =
+            BaselineOf(&judged, cfg, m);
         double threshold = 0;
-        const bool straggles =
-            Straggles(m, g, BaselineOf(&judged, cfg, m), ep, cfg, &threshold);
+        const bool unusual =
+            Straggles(m, g, baseline, level, ep, cfg, &threshold) ||
+            Surges(m, g, baseline, level, cfg);
         auto [it, fresh] =
             job.entries.try_emplace(CellKey(m.ref.host, m.ref.nic));
         if (fresh) ++size_;
@@ -350,9 +397,9 @@ void StragglerBaselines::Update(const AnalysisInput& in) {
         if (e.last_judged != pass_) {
           e.last_judged = pass_;
           e.window = m.throughput;
-          e.straggling = false;
+          e.unusual = false;
         }
-        e.straggling = e.straggling || straggles;
+        e.unusual = e.unusual || unusual;
       }
     });
   }
@@ -360,7 +407,7 @@ void StragglerBaselines::Update(const AnalysisInput& in) {
     Job& job = it->second;
     for (auto e = job.entries.begin(); e != job.entries.end();) {
       Entry& entry = e->second;
-      if (entry.last_judged == pass_ && !entry.straggling) {
+      if (entry.last_judged == pass_ && !entry.unusual) {
         Baseline& b = entry.baseline;
         // A plain mean until the baseline holds `history` windows, then an
         // exponentially weighted one: early windows count fully, old ones

@@ -92,7 +92,8 @@ const std::vector<CommandSpec>& Commands() {
           const CommandEnv& e) { return TopologyAdoptCommand(*c, o, e); }},
       {{"findings"},
        {},
-       "active findings [--job=JOB] [--kind=KIND] [--all] [--json]",
+       "active findings [--job=JOB] [--kind=KIND] [--node=N] [--device=D] "
+       "[--severity=S] [--since=2h|TIME] [--until=TIME] [--all] [--json]",
        true,
        [](CollectorClient* c, Args, const CommandOptions& o,
           const CommandEnv& e) { return FindingsCommand(*c, o, e); }},
@@ -102,12 +103,59 @@ const std::vector<CommandSpec>& Commands() {
        true,
        [](CollectorClient* c, Args, const CommandOptions& o,
           const CommandEnv& e) { return WatchCommand(*c, o, e); }},
+      {{"nodes", "forget"},
+       {"NODE"},
+       "end a node's agent_down and forget it until it reports again",
+       true,
+       [](CollectorClient* c, Args a, const CommandOptions& o,
+          const CommandEnv& e) { return NodesForgetCommand(*c, a[0], o, e); }},
       {{"nodes"},
        {},
        "every agent seen: up/down, last report [--json]",
        true,
        [](CollectorClient* c, Args, const CommandOptions& o,
           const CommandEnv& e) { return NodesCommand(*c, o, e); }},
+      {{"ack"},
+       {"ID"},
+       "acknowledge an active finding until it resolves [--comment=TEXT]",
+       true,
+       [](CollectorClient* c, Args a, const CommandOptions& o,
+          const CommandEnv& e) { return AckCommand(*c, a[0], o, e); }},
+      {{"silence", "expire"},
+       {"ID"},
+       "end a silence now",
+       true,
+       [](CollectorClient* c, Args a, const CommandOptions& o,
+          const CommandEnv& e) {
+         return SilenceExpireCommand(*c, a[0], o, e);
+       }},
+      {{"silence"},
+       {},
+       "mark matching findings silenced --matcher=KEY=VALUE[,KEY=VALUE] "
+       "--for=4h --comment=TEXT (keys: kind job node device group severity)",
+       true,
+       [](CollectorClient* c, Args, const CommandOptions& o,
+          const CommandEnv& e) { return SilenceCommand(*c, o, e); }},
+      {{"maintenance"},
+       {},
+       "silence one node --node=NODE --for=2h [--comment=TEXT]",
+       true,
+       [](CollectorClient* c, Args, const CommandOptions& o,
+          const CommandEnv& e) { return MaintenanceCommand(*c, o, e); }},
+      {{"silences"},
+       {},
+       "every silence, active and expired [--json]",
+       true,
+       [](CollectorClient* c, Args, const CommandOptions& o,
+          const CommandEnv& e) { return SilencesCommand(*c, o, e); }},
+      {{"report"},
+       {},
+       "a job's incident report: layout, findings with timelines, marks, "
+       "what to do --job=JOB [--since=2h|TIME] [--until=TIME] "
+       "[--format=md|html|json] [--output=FILE]",
+       true,
+       [](CollectorClient* c, Args, const CommandOptions& o,
+          const CommandEnv& e) { return ReportCommand(*c, o, e); }},
       {{"plan"},
        {"FILE"},
        "offline: groups, NVLink crossings, traffic per step [--json]",
@@ -160,8 +208,9 @@ std::string Usage() {
       client::kDefaultCollector,
       " (with a list, each command uses the first that answers)"
       ".\nexit status: 0 success, 1 the collector cannot be reached or "
-      "failed, 2 invalid input, 3 layout check or topology diff found "
-      "something.\n");
+      "failed, 2 invalid input, 3 not found (no such layout, topology, "
+      "finding, silence, node or reported job; or what layout check and "
+      "topology diff found).\n");
   return s;
 }
 

@@ -13,18 +13,27 @@
 
 namespace fabricdiag::cli {
 
+int ExitStatusOf(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+      return kExitInvalid;
+    case absl::StatusCode::kNotFound:
+      return kExitNotFound;
+    default:
+      return kExitCollector;
+  }
+}
+
 int ReportError(const absl::Status& status, const CommandEnv& env) {
   *env.err << "fabricdiag: " << Printable(status.message()) << "\n";
-  return status.code() == absl::StatusCode::kInvalidArgument ? kExitInvalid
-                                                             : kExitCollector;
+  return ExitStatusOf(status);
 }
 
 int ReportInputError(absl::string_view input, const absl::Status& status,
                      const CommandEnv& env) {
   *env.err << "fabricdiag: " << input << ": " << Printable(status.message())
            << "\n";
-  return status.code() == absl::StatusCode::kInvalidArgument ? kExitInvalid
-                                                             : kExitCollector;
+  return ExitStatusOf(status);
 }
 
 int PrintDocument(const std::string& json, const CommandOptions& options,

@@ -12,10 +12,14 @@
 
 namespace fabricdiag::cli {
 
-// Prints "fabricdiag: <message>" on env.err and returns the exit status for
-// `status`: kExitInvalid for InvalidArgument (the input named in the message
-// is at fault, locally or as judged by the collector), kExitCollector for
-// everything else. `status` must not be OK.
+// The exit status for a failed `status`: kExitInvalid for InvalidArgument
+// (the input named in the message is at fault, locally or as judged by the
+// collector), kExitNotFound for NotFound (what the command names does not
+// exist), kExitCollector for everything else.
+int ExitStatusOf(const absl::Status& status);
+
+// Prints "fabricdiag: <message>" on env.err and returns
+// ExitStatusOf(status). `status` must not be OK.
 int ReportError(const absl::Status& status, const CommandEnv& env);
 
 // Same with a prefix naming the input: "fabricdiag: FILE: <message>".

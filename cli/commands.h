@@ -11,7 +11,9 @@
 //
 // Exit status (kExit*): 0 success, 1 the collector cannot be reached or
 // failed (the message names the address and why), 2 invalid input (the
-// message names the field or flag). Messages go to `err` as one line each,
+// message names the field or flag), 3 not found (what the command names
+// does not exist; layout check and topology diff use 3 for what they
+// find). Messages go to `err` as one line each,
 // "fabricdiag: ...". Commands are thread-compatible.
 #pragma once
 
@@ -34,6 +36,10 @@ using ::fabricdiag::client::CollectorClient;
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitCollector = 1;
 inline constexpr int kExitInvalid = 2;
+// What the command names does not exist: `layout show` of a job without a
+// layout, `topology show` before any topology was applied; `ack`, `silence
+// expire`, `nodes forget` of no such finding, silence or node.
+inline constexpr int kExitNotFound = 3;
 // layout check: the layout names a host or NIC no agent reports.
 inline constexpr int kExitUnmatched = 3;
 // topology diff: the discovered cabling differs from the declared topology.
@@ -60,6 +66,23 @@ struct CommandOptions {
   // the declared topology.
   bool discovered = false;
   bool effective = false;
+  // findings: a window (a duration ago, "2h", or an RFC 3339 time) and
+  // narrower filters, as given ("" when not); checked by the command.
+  std::string since;
+  std::string until;
+  std::string node;  // findings: a filter; maintenance: the node
+  std::string device;
+  std::string severity;  // at least this severe
+  // --comment: ack, silence, maintenance.
+  std::string comment;
+  // --matcher (silence), --for (silence, maintenance; "4h", "7d"); the
+  // node of maintenance is `node` above.
+  std::string matcher;
+  std::string for_duration;
+  // report: --format (md, html, json; "" = md) and --output (a file; ""
+  // or "-" = standard output).
+  std::string format;
+  std::string output;
 };
 
 // Where a command reads and writes, and what it may wait on.
@@ -101,7 +124,8 @@ int LayoutShowCommand(CollectorClient& client, absl::string_view job,
 // JSON object with --json. kExitUnmatched when there is any.
 int LayoutCheckCommand(CollectorClient& client, absl::string_view job,
                        const CommandOptions& options, const CommandEnv& env);
-// layout delete JOB: prints "layout JOB deleted".
+// layout delete JOB: prints "layout JOB deleted"; a job without a layout
+// is success too (the layout is gone), with a note on `err`.
 int LayoutDeleteCommand(CollectorClient& client, absl::string_view job,
                         const CommandOptions& options, const CommandEnv& env);
 
@@ -129,9 +153,12 @@ int TopologyDiffCommand(CollectorClient& client, const CommandOptions& options,
 int TopologyAdoptCommand(CollectorClient& client, const CommandOptions& options,
                          const CommandEnv& env);
 
-// findings: active findings (with --all also resolved), filtered by --job
-// and --kind; a table (most severe first), or with --json a JSON array of
-// docs/findings.md finding objects.
+// findings: active findings (with --all also resolved), filtered by --job,
+// --kind, --node, --device and --severity; --since/--until list the findings
+// active in that window, resolved ones too. Every page the collector has
+// (it answers 1,000 at a time). A table (most severe first), or with --json
+// a JSON array of docs/findings.md finding objects. An unknown kind, job
+// or severity, a malformed time or --until before --since: exit 2.
 int FindingsCommand(CollectorClient& client, const CommandOptions& options,
                     const CommandEnv& env);
 
@@ -148,6 +175,40 @@ int WatchCommand(CollectorClient& client, const CommandOptions& options,
 // JSON array.
 int NodesCommand(CollectorClient& client, const CommandOptions& options,
                  const CommandEnv& env);
+
+// Operator marks (docs/cli.md, "Acknowledge, silence, maintenance"); each
+// writes with the user name in CommandOptions::owner as its "who" (the
+// collector prefers the client certificate's name). kExitNotFound for an
+// unknown finding, silence or node; kExitInvalid naming the flag for bad
+// input (checked before anything is sent).
+// ack ID: acknowledges an active finding until it resolves.
+int AckCommand(CollectorClient& client, absl::string_view id,
+               const CommandOptions& options, const CommandEnv& env);
+// silence --matcher=K=V[,K=V] --for=D --comment=T: prints the new id.
+int SilenceCommand(CollectorClient& client, const CommandOptions& options,
+                   const CommandEnv& env);
+// maintenance --node=N --for=D [--comment=T]: a silence on node=N.
+int MaintenanceCommand(CollectorClient& client, const CommandOptions& options,
+                       const CommandEnv& env);
+// silences: table ID STATE MATCHERS WHO UNTIL COMMENT, or a JSON array.
+int SilencesCommand(CollectorClient& client, const CommandOptions& options,
+                    const CommandEnv& env);
+// silence expire ID: ends the silence now.
+int SilenceExpireCommand(CollectorClient& client, absl::string_view id,
+                         const CommandOptions& options, const CommandEnv& env);
+// nodes forget NODE: ends its agent_down and drops it until it reports
+// again.
+int NodesForgetCommand(CollectorClient& client, absl::string_view node,
+                       const CommandOptions& options, const CommandEnv& env);
+
+// report --job=JOB [--since] [--until] [--format] [--output]: the job's
+// incident hand-over report (cli/report.h): its layout, every finding that
+// touched it in the range with its timeline, evidence and marks, and what
+// to do. kExitNotFound for a job the collector knows nothing of (the
+// message lists the known jobs); kExitInvalid for a missing --job, an
+// unknown format, a malformed time or an --output that cannot be written.
+int ReportCommand(CollectorClient& client, const CommandOptions& options,
+                  const CommandEnv& env);
 
 // plan FILE: offline. Validates the layout and prints its groups per
 // dimension, the TP groups that leave their NVLink domain and, when the

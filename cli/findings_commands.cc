@@ -1,5 +1,6 @@
 // findings, watch, nodes.
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
@@ -11,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "cli/command_util.h"
 #include "cli/commands.h"
+#include "cli/findings_list.h"
 #include "cli/findings_table.h"
 #include "cli/text_output.h"
 #include "collector/findings/finding_json.h"
@@ -78,7 +80,7 @@ std::string EventLine(const v1::FindingEvent& event, const CommandEnv& env) {
                    collector::SeverityName(f.severity()), " ", OrDash(f.kind()),
                    " node=", OrDash(f.node()), " device=", OrDash(f.device()),
                    " job=", OrDash(f.job()), " group=", OrDash(f.group()), " ",
-                   OrDash(f.id()), ": ", f.summary()));
+                   OrDash(f.id()), ": ", MarkPrefix(f), f.summary()));
 }
 
 // Human watch output for people reading a terminal: a finding's evidence
@@ -143,6 +145,12 @@ nlohmann::ordered_json NodeJson(const v1::NodeStatus& n, absl::Time now) {
                        ? nlohmann::ordered_json(nullptr)
                        : nlohmann::ordered_json(n.collector());
   o["remote"] = n.remote();
+  // Its collector's features stopped arriving: `up` is as of then.
+  o["unobserved"] = n.unobserved();
+  o["unobserved_since"] = n.unobserved_since_unix_nanos() == 0
+                              ? nlohmann::ordered_json(nullptr)
+                              : nlohmann::ordered_json(collector::FormatRfc3339(
+                                    n.unobserved_since_unix_nanos()));
   if (n.remote()) {
     for (const char* unknown :
          {"series", "reports", "gaps", "peer", "duplicate_streams",
@@ -187,7 +195,7 @@ void PrintNodesTable(const std::vector<v1::NodeStatus>& nodes, absl::Time now,
     };
     std::vector<std::string> row = {
         n.node(),
-        n.up() ? "up" : "down",
+        n.unobserved() ? "unobserved" : (n.up() ? "up" : "down"),
         seen ? collector::FormatRfc3339(n.last_report_unix_nanos()) : "",
         seen ? collector::FormatAge(
                    now - absl::FromUnixNanos(n.last_report_unix_nanos()))
@@ -200,6 +208,41 @@ void PrintNodesTable(const std::vector<v1::NodeStatus>& nodes, absl::Time now,
     table.AddRow(row);
   }
   table.Print(out);
+}
+
+// Nodes whose collector's features stopped arriving: one line per such
+// collector after the table, saying since when, so that nobody takes
+// them for dead agents.
+void NoteUnobservedNodes(const std::vector<v1::NodeStatus>& nodes,
+                         absl::Time now, std::ostream& out) {
+  struct Lost {
+    int nodes = 0;
+    int64_t since_unix_nanos = 0;  // the earliest; 0 = unknown
+  };
+  std::map<std::string, Lost> by_collector;
+  for (const v1::NodeStatus& n : nodes) {
+    if (!n.unobserved()) continue;
+    Lost& lost = by_collector[n.collector()];
+    ++lost.nodes;
+    const int64_t since = n.unobserved_since_unix_nanos();
+    if (since != 0 &&
+        (lost.since_unix_nanos == 0 || since < lost.since_unix_nanos)) {
+      lost.since_unix_nanos = since;
+    }
+  }
+  for (const auto& [collector_id, lost] : by_collector) {
+    out << "unobserved: " << lost.nodes << " node(s) of collector "
+        << OrDash(collector_id);
+    if (lost.since_unix_nanos != 0) {
+      out << " since " << collector::FormatRfc3339(lost.since_unix_nanos)
+          << " ("
+          << collector::FormatAge(now -
+                                  absl::FromUnixNanos(lost.since_unix_nanos))
+          << " ago)";
+    }
+    out << ": its features stopped reaching this collector, so their "
+           "state is as of then, not down (its /healthz says why)\n";
+  }
 }
 
 // Two agents with the same --node: the collector keeps the first and
@@ -222,18 +265,17 @@ void WarnDuplicateNodes(const std::vector<v1::NodeStatus>& nodes,
 
 int FindingsCommand(CollectorClient& client, const CommandOptions& options,
                     const CommandEnv& env) {
-  v1::ListFindingsRequest request;
-  request.set_job(options.job);
-  request.set_kind(options.kind);
-  request.set_all(options.all);
-  request.set_state(v1::FINDING_STATE_ACTIVE);
-  absl::StatusOr<v1::ListFindingsResponse> response =
-      client.ListFindings(request);
-  if (!response.ok()) return ReportError(response.status(), env);
-  std::vector<v1::Finding> findings(response->findings().begin(),
-                                    response->findings().end());
+  absl::StatusOr<v1::ListFindingsRequest> request =
+      FindingsRequestOf(options, env.clock->Now());
+  if (!request.ok()) return ReportError(request.status(), env);
+  // A window lists resolved findings too (the collector does the same).
+  const bool history = options.all || request->since_unix_nanos() != 0 ||
+                       request->until_unix_nanos() != 0;
+  absl::StatusOr<FindingsList> list = ListAllFindings(client, *request);
+  if (!list.ok()) return ReportError(list.status(), env);
+  std::vector<v1::Finding>& findings = list->findings;
+  const v1::FindingsStaleness& staleness = list->staleness;
   SortFindings(&findings);
-  const v1::FindingsStaleness& staleness = response->staleness();
   if (options.json) {
     // The array stays an array: each finding says it may be out of date.
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
@@ -250,10 +292,10 @@ int FindingsCommand(CollectorClient& client, const CommandOptions& options,
   }
   if (staleness.stale()) *env.out << StaleLine(staleness) << "\n";
   if (findings.empty()) {
-    *env.out << (options.all ? "no findings\n" : "no active findings\n");
+    *env.out << (history ? "no findings\n" : "no active findings\n");
     return kExitOk;
   }
-  PrintFindingsTable(findings, /*with_state=*/options.all, env);
+  PrintFindingsTable(findings, /*with_state=*/history, env);
   return kExitOk;
 }
 
@@ -359,6 +401,7 @@ int NodesCommand(CollectorClient& client, const CommandOptions& options,
     return kExitOk;
   }
   PrintNodesTable(nodes, now, *env.out);
+  NoteUnobservedNodes(nodes, now, *env.out);
   WarnDuplicateNodes(nodes, *env.out);
   return kExitOk;
 }

@@ -4,6 +4,8 @@
 #include <string>
 #include <tuple>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "cli/text_output.h"
 #include "collector/findings/finding_json.h"
 
@@ -17,6 +19,26 @@ void SortFindings(std::vector<v1::Finding>* findings) {
                             std::make_tuple(-static_cast<int>(b.severity()),
                                             b.first_seen_unix_nanos(), b.id());
                    });
+}
+
+std::string MarkPrefix(const v1::Finding& finding) {
+  std::string prefix;
+  if (finding.has_acked()) {
+    absl::StrAppend(&prefix, "[acked by ", finding.acked().who(), "] ");
+  }
+  if (!finding.silenced_by().empty()) {
+    absl::StrAppend(&prefix, "[silenced ",
+                    absl::StrJoin(finding.silenced_by(), ","), "] ");
+  }
+  return prefix;
+}
+
+std::string SilenceMatchersText(const v1::Silence& silence) {
+  std::vector<std::string> parts;
+  for (const v1::SilenceMatcher& m : silence.matchers()) {
+    parts.push_back(absl::StrCat(m.key(), "=", m.value()));
+  }
+  return absl::StrJoin(parts, ",");
 }
 
 void PrintFindingsTable(const std::vector<v1::Finding>& findings,
@@ -43,7 +65,7 @@ void PrintFindingsTable(const std::vector<v1::Finding>& findings,
             ? std::string()
             : collector::FormatAge(
                   now - absl::FromUnixNanos(f.first_seen_unix_nanos())));
-    row.push_back(f.summary());
+    row.push_back(absl::StrCat(MarkPrefix(f), f.summary()));
     table.AddRow(std::move(row));
   }
   table.Print(*env.out);

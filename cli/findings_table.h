@@ -7,12 +7,22 @@
 //   ...
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "cli/commands.h"
 #include "proto/collector.pb.h"
 
 namespace fabricdiag::cli {
+
+// "[acked by alice] ", "[silenced s-5f3a…] ", both, or "" for an unmarked
+// finding: what the table and the watch lines put before the summary, so
+// that a marked finding reads as marked without a new column.
+std::string MarkPrefix(const v1::Finding& finding);
+
+// "kind=pfc_storm,node=leaf-3": a silence's matchers as `silence
+// --matcher` takes them.
+std::string SilenceMatchersText(const v1::Silence& silence);
 
 // Most severe first, then oldest first, then by id: what needs attention
 // first is on top and the order is stable between runs.

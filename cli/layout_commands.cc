@@ -1,5 +1,6 @@
 // layout apply/list/show/check/delete, topology apply.
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -67,6 +68,12 @@ std::string ShowDocument(const v1::Layout& declared,
   }
   doc["nics"] = std::move(nics);
   return doc.dump();
+}
+
+// A layout's labels in key order (a proto map has none).
+std::map<std::string, std::string> SortedLabels(const v1::LayoutSummary& l) {
+  return std::map<std::string, std::string>(l.labels().begin(),
+                                            l.labels().end());
 }
 
 absl::Status CheckJob(absl::string_view job) {
@@ -255,6 +262,8 @@ int LayoutListCommand(CollectorClient& client, const CommandOptions& options,
       if (l.expires_unix_nanos() != 0) {
         o["expires"] = collector::FormatRfc3339(l.expires_unix_nanos());
       }
+      o["labels"] = nlohmann::ordered_json::object();
+      for (const auto& [key, value] : SortedLabels(l)) o["labels"][key] = value;
       j.push_back(std::move(o));
     }
     *env.out << j.dump() << "\n";
@@ -264,22 +273,40 @@ int LayoutListCommand(CollectorClient& client, const CommandOptions& options,
     *env.out << "no layouts\n";
     return kExitOk;
   }
-  Table table({"JOB", "RANKS", "HOSTS", "PARALLELISM", "SOURCE", "OWNER",
-               "APPLIED", "AGE", "EXPIRES"});
+  // A LABELS column only when some layout has labels: the table of
+  // layouts without reads as before.
+  const bool with_labels = std::any_of(
+      layouts.begin(), layouts.end(),
+      [](const v1::LayoutSummary& l) { return l.labels_size() > 0; });
+  std::vector<std::string> header = {"JOB",         "RANKS",  "HOSTS",
+                                     "PARALLELISM", "SOURCE", "OWNER",
+                                     "APPLIED",     "AGE",    "EXPIRES"};
+  if (with_labels) header.push_back("LABELS");
+  Table table(header);
   const absl::Time now = env.clock->Now();
   for (const v1::LayoutSummary& l : layouts) {
     const bool has_time = l.applied_unix_nanos() != 0;
-    table.AddRow(
-        {l.job(), absl::StrCat(l.ranks()), absl::StrCat(l.hosts()),
-         l.parallelism(), l.source().empty() ? "-" : l.source(),
-         l.owner().empty() ? "-" : l.owner(),
-         has_time ? collector::FormatRfc3339(l.applied_unix_nanos()) : "",
-         has_time ? collector::FormatAge(
-                        now - absl::FromUnixNanos(l.applied_unix_nanos()))
-                  : "",
-         l.expires_unix_nanos() == 0
-             ? "never"
-             : collector::FormatRfc3339(l.expires_unix_nanos())});
+    std::vector<std::string> row = {
+        l.job(),
+        absl::StrCat(l.ranks()),
+        absl::StrCat(l.hosts()),
+        l.parallelism(),
+        l.source().empty() ? "-" : l.source(),
+        l.owner().empty() ? "-" : l.owner(),
+        has_time ? collector::FormatRfc3339(l.applied_unix_nanos()) : "",
+        has_time ? collector::FormatAge(
+                       now - absl::FromUnixNanos(l.applied_unix_nanos()))
+                 : "",
+        l.expires_unix_nanos() == 0
+            ? "never"
+            : collector::FormatRfc3339(l.expires_unix_nanos())};
+    if (with_labels) {
+      const std::map<std::string, std::string> labels = SortedLabels(l);
+      row.push_back(labels.empty()
+                        ? "-"
+                        : absl::StrJoin(labels, ",", absl::PairFormatter("=")));
+    }
+    table.AddRow(row);
   }
   table.Print(*env.out);
   return kExitOk;
@@ -356,6 +383,13 @@ int LayoutDeleteCommand(CollectorClient& client, absl::string_view job,
                         const CommandEnv& env) {
   if (absl::Status s = CheckJob(job); !s.ok()) return ReportError(s, env);
   absl::Status status = client.DeleteLayout(std::string(job));
+  if (absl::IsNotFound(status)) {
+    // What the user asked for holds: a retried delete, or a lease that
+    // expired first, is not a failure for a script.
+    *env.err << "fabricdiag: layout " << job
+             << " was not declared; nothing to delete\n";
+    return kExitOk;
+  }
   if (!status.ok()) return ReportError(status, env);
   *env.out << "layout " << job << " deleted\n";
   return kExitOk;

@@ -49,6 +49,28 @@ ABSL_FLAG(std::string, if_revision, "",
           "layout apply: only when the job's layout is at this revision "
           "(layout show prints it; 0: only when the job has no layout), "
           "else exit 4 and nothing is written");
+ABSL_FLAG(std::string, since, "",
+          "findings: those active since this time (a duration ago: 2h, 30m, "
+          "7d; or RFC 3339), resolved ones too");
+ABSL_FLAG(std::string, until, "",
+          "findings: those active until this time (as --since)");
+ABSL_FLAG(std::string, node, "",
+          "findings: only those involving this node; maintenance: the node "
+          "under work");
+ABSL_FLAG(std::string, device, "",
+          "findings: only this device (RDMA device, netdev or switch port)");
+ABSL_FLAG(std::string, severity, "",
+          "findings: at least this severe (info, warning, critical)");
+ABSL_FLAG(std::string, comment, "",
+          "ack, silence, maintenance: why (required for silence)");
+ABSL_FLAG(std::string, matcher, "",
+          "silence: the findings it marks, KEY=VALUE[,KEY=VALUE] (keys: "
+          "kind, job, node, device, group, severity)");
+ABSL_FLAG(std::string, for, "",
+          "silence, maintenance: how long (30m, 4h, 7d; at most 30d)");
+ABSL_FLAG(std::string, format, "md", "report: md, html or json");
+ABSL_FLAG(std::string, output, "",
+          "report: write to this file instead of standard output");
 
 namespace {
 
@@ -167,6 +189,16 @@ int main(int argc, char** argv) {
   options.command.if_revision = absl::GetFlag(FLAGS_if_revision);
   options.command.discovered = absl::GetFlag(FLAGS_discovered);
   options.command.effective = absl::GetFlag(FLAGS_effective);
+  options.command.since = absl::GetFlag(FLAGS_since);
+  options.command.until = absl::GetFlag(FLAGS_until);
+  options.command.node = absl::GetFlag(FLAGS_node);
+  options.command.device = absl::GetFlag(FLAGS_device);
+  options.command.severity = absl::GetFlag(FLAGS_severity);
+  options.command.comment = absl::GetFlag(FLAGS_comment);
+  options.command.matcher = absl::GetFlag(FLAGS_matcher);
+  options.command.for_duration = absl::GetFlag(FLAGS_for);
+  options.command.format = absl::GetFlag(FLAGS_format);
+  options.command.output = absl::GetFlag(FLAGS_output);
   if (const char* user = std::getenv("USER"); user != nullptr) {
     options.command.owner = user;
   }

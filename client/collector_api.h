@@ -73,6 +73,22 @@ class CollectorClient {
   // error otherwise (Unavailable when the collector went away).
   virtual absl::Status WatchFindings(const std::string& job,
                                      const WatchCallbacks& callbacks) = 0;
+  // Operator marks (writes, with the bearer token). Not pure: a client
+  // that does not implement them (a test fake) answers Unimplemented.
+  virtual absl::StatusOr<v1::AckFindingResponse> AckFinding(
+      const v1::AckFindingRequest& request);
+  virtual absl::StatusOr<v1::Silence> CreateSilence(
+      const v1::CreateSilenceRequest& request);
+  virtual absl::StatusOr<v1::ListSilencesResponse> ListSilences();
+  virtual absl::StatusOr<v1::Silence> ExpireSilence(
+      const v1::ExpireSilenceRequest& request);
+  virtual absl::StatusOr<v1::ForgetNodeResponse> ForgetNode(
+      const v1::ForgetNodeRequest& request);
+  // The recent rates of one node's series (read); Unimplemented by default,
+  // as the marks.
+  virtual absl::StatusOr<v1::GetSeriesResponse> GetSeries(
+      const v1::GetSeriesRequest& request);
+
   // Ends the running WatchFindings (and makes every later one return
   // CancelledError at once). Thread-safe: meant to be called from a signal
   // handling thread while WatchFindings blocks another.

@@ -275,6 +275,66 @@ absl::StatusOr<v1::ListNodesResponse> GrpcCollectorClient::ListNodes() {
   return response;
 }
 
+absl::StatusOr<v1::AckFindingResponse> GrpcCollectorClient::AckFinding(
+    const v1::AckFindingRequest& request) {
+  grpc::ClientContext context;
+  Prepare(&context, /*unary=*/true);
+  v1::AckFindingResponse response;
+  grpc::Status status = stub_->AckFinding(&context, request, &response);
+  if (!status.ok()) return Fail(status);
+  return response;
+}
+
+absl::StatusOr<v1::Silence> GrpcCollectorClient::CreateSilence(
+    const v1::CreateSilenceRequest& request) {
+  grpc::ClientContext context;
+  Prepare(&context, /*unary=*/true);
+  v1::Silence response;
+  grpc::Status status = stub_->CreateSilence(&context, request, &response);
+  if (!status.ok()) return Fail(status);
+  return response;
+}
+
+absl::StatusOr<v1::ListSilencesResponse> GrpcCollectorClient::ListSilences() {
+  grpc::ClientContext context;
+  Prepare(&context, /*unary=*/true);
+  v1::ListSilencesResponse response;
+  grpc::Status status =
+      stub_->ListSilences(&context, v1::ListSilencesRequest(), &response);
+  if (!status.ok()) return Fail(status);
+  return response;
+}
+
+absl::StatusOr<v1::Silence> GrpcCollectorClient::ExpireSilence(
+    const v1::ExpireSilenceRequest& request) {
+  grpc::ClientContext context;
+  Prepare(&context, /*unary=*/true);
+  v1::Silence response;
+  grpc::Status status = stub_->ExpireSilence(&context, request, &response);
+  if (!status.ok()) return Fail(status);
+  return response;
+}
+
+absl::StatusOr<v1::ForgetNodeResponse> GrpcCollectorClient::ForgetNode(
+    const v1::ForgetNodeRequest& request) {
+  grpc::ClientContext context;
+  Prepare(&context, /*unary=*/true);
+  v1::ForgetNodeResponse response;
+  grpc::Status status = stub_->ForgetNode(&context, request, &response);
+  if (!status.ok()) return Fail(status);
+  return response;
+}
+
+absl::StatusOr<v1::GetSeriesResponse> GrpcCollectorClient::GetSeries(
+    const v1::GetSeriesRequest& request) {
+  grpc::ClientContext context;
+  Prepare(&context, /*unary=*/true);
+  v1::GetSeriesResponse response;
+  grpc::Status status = stub_->GetSeries(&context, request, &response);
+  if (!status.ok()) return Fail(status);
+  return response;
+}
+
 absl::Status GrpcCollectorClient::WatchFindings(
     const std::string& job, const WatchCallbacks& callbacks) {
   grpc::ClientContext context;

@@ -73,6 +73,17 @@ class GrpcCollectorClient final : public CollectorClient {
   absl::StatusOr<v1::ListFindingsResponse> ListFindings(
       const v1::ListFindingsRequest& request) override;
   absl::StatusOr<v1::ListNodesResponse> ListNodes() override;
+  absl::StatusOr<v1::AckFindingResponse> AckFinding(
+      const v1::AckFindingRequest& request) override;
+  absl::StatusOr<v1::Silence> CreateSilence(
+      const v1::CreateSilenceRequest& request) override;
+  absl::StatusOr<v1::ListSilencesResponse> ListSilences() override;
+  absl::StatusOr<v1::Silence> ExpireSilence(
+      const v1::ExpireSilenceRequest& request) override;
+  absl::StatusOr<v1::ForgetNodeResponse> ForgetNode(
+      const v1::ForgetNodeRequest& request) override;
+  absl::StatusOr<v1::GetSeriesResponse> GetSeries(
+      const v1::GetSeriesRequest& request) override;
   absl::Status WatchFindings(const std::string& job,
                              const WatchCallbacks& callbacks) override;
   void CancelWatch() override;

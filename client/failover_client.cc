@@ -128,6 +128,42 @@ absl::StatusOr<v1::ListNodesResponse> FailoverCollectorClient::ListNodes() {
       [](CollectorClient& c) { return c.ListNodes(); });
 }
 
+absl::StatusOr<v1::AckFindingResponse> FailoverCollectorClient::AckFinding(
+    const v1::AckFindingRequest& request) {
+  return TryInOrder<v1::AckFindingResponse>(
+      [&](CollectorClient& c) { return c.AckFinding(request); });
+}
+
+absl::StatusOr<v1::Silence> FailoverCollectorClient::CreateSilence(
+    const v1::CreateSilenceRequest& request) {
+  return TryInOrder<v1::Silence>(
+      [&](CollectorClient& c) { return c.CreateSilence(request); });
+}
+
+absl::StatusOr<v1::ListSilencesResponse>
+FailoverCollectorClient::ListSilences() {
+  return TryInOrder<v1::ListSilencesResponse>(
+      [](CollectorClient& c) { return c.ListSilences(); });
+}
+
+absl::StatusOr<v1::Silence> FailoverCollectorClient::ExpireSilence(
+    const v1::ExpireSilenceRequest& request) {
+  return TryInOrder<v1::Silence>(
+      [&](CollectorClient& c) { return c.ExpireSilence(request); });
+}
+
+absl::StatusOr<v1::ForgetNodeResponse> FailoverCollectorClient::ForgetNode(
+    const v1::ForgetNodeRequest& request) {
+  return TryInOrder<v1::ForgetNodeResponse>(
+      [&](CollectorClient& c) { return c.ForgetNode(request); });
+}
+
+absl::StatusOr<v1::GetSeriesResponse> FailoverCollectorClient::GetSeries(
+    const v1::GetSeriesRequest& request) {
+  return TryInOrder<v1::GetSeriesResponse>(
+      [&](CollectorClient& c) { return c.GetSeries(request); });
+}
+
 absl::Status FailoverCollectorClient::WatchFindings(
     const std::string& job, const WatchCallbacks& callbacks) {
   std::vector<absl::Status> failures;

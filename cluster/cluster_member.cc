@@ -163,8 +163,11 @@ void ClusterMember::MirrorFindings(collector::FindingsSink* store) {
   findings_->Watch(
       [store, lease](const collector::StoredFinding& version) {
         // The leader's store made the version itself (and may have moved
-        // on).
-        if (lease->Leading()) return;
+        // on). One of a lower term reaches a leader only when it landed
+        // before the leader's term mark (later ones are dropped): a
+        // previous leader's, which this store takes over
+        // (JetStreamFindings::MarkTerm).
+        if (lease->Leading() && version.term >= lease->Term()) return;
         const absl::Status applied = store->ApplyReplicated(version);
         if (!applied.ok()) {
           LogWarning(absl::StrCat("shared findings: ", version.finding.id(),

@@ -83,12 +83,8 @@ std::string JetStreamBaselines::Describe() const {
 
 bool JetStreamBaselines::PauseToRetry(const absl::Status& error,
                                       absl::Time deadline) const {
-  if (!absl::IsUnavailable(error) || nats_->closed() ||
-      absl::Now() + kRetryPause > deadline) {
-    return false;
-  }
-  absl::SleepFor(kRetryPause);
-  return true;
+  return absl::IsUnavailable(error) &&
+         PauseBeforeRetry(*nats_, kRetryPause, deadline);
 }
 
 absl::Status JetStreamBaselines::Put(const std::string& key,

@@ -442,10 +442,7 @@ absl::StatusOr<uint64_t> JetStreamDeclaredState::Write(
       return revision;
     }
     last = revision.status();
-    if (nats_->closed() || absl::Now() + kRetryPause > attempts.deadline.at) {
-      break;
-    }
-    absl::SleepFor(kRetryPause);
+    if (!PauseBeforeRetry(*nats_, kRetryPause, attempts.deadline.at)) break;
   }
   return Record(GaveUp(attempts, last));
 }
@@ -547,10 +544,7 @@ absl::Status JetStreamDeclaredState::RemoveLayout(absl::string_view job,
     if (absl::IsNotFound(removed)) return removed;
     if (!absl::IsUnavailable(removed)) return Record(removed);
     last = removed;
-    if (nats_->closed() || absl::Now() + kRetryPause > attempts.deadline.at) {
-      break;
-    }
-    absl::SleepFor(kRetryPause);
+    if (!PauseBeforeRetry(*nats_, kRetryPause, attempts.deadline.at)) break;
   }
   return Record(GaveUp(attempts, last));
 }
@@ -599,8 +593,7 @@ absl::StatusOr<std::vector<DeclaredChange>> JetStreamDeclaredState::ReadAll(
     } else {
       error = NatsError(s, absl::StrCat("reading bucket ", options_.bucket));
     }
-    if (nats_->closed() || absl::Now() + kRetryPause > deadline) return error;
-    absl::SleepFor(kRetryPause);
+    if (!PauseBeforeRetry(*nats_, kRetryPause, deadline)) return error;
   }
 }
 

@@ -117,11 +117,10 @@ absl::StatusOr<uint64_t> JetStreamFindings::ReserveIds(uint64_t count,
   const absl::Time deadline = absl::Now() + options_.deadline;
   while (true) {
     absl::StatusOr<uint64_t> first = ReserveOnce(count, at_least);
-    if (first.ok() || absl::IsDataLoss(first.status()) || nats_->closed() ||
-        absl::Now() + kRetryPause > deadline) {
+    if (first.ok() || absl::IsDataLoss(first.status()) ||
+        !PauseBeforeRetry(*nats_, kRetryPause, deadline)) {
       return first;
     }
-    absl::SleepFor(kRetryPause);
   }
 }
 
@@ -213,34 +212,59 @@ absl::Status JetStreamFindings::WriteOne(
       }
       if (seen.revision != 0) continue;  // expired or deleted: created anew
     }
-    if (nats_->closed() || absl::Now() + kRetryPause > deadline) {
+    if (!PauseBeforeRetry(*nats_, kRetryPause, deadline)) {
       write_errors_.fetch_add(1);
       return NatsError(s, absl::StrCat("sharing finding ", id));
     }
-    absl::SleepFor(kRetryPause);
   }
 }
 
-void JetStreamFindings::MarkTerm() {
+uint64_t JetStreamFindings::PutTermMark() {
   const uint64_t term = role_->Term();
-  if (term == 0 || term == marked_term_.load()) return;
+  if (term == 0 || term == marked_term_.load()) return 0;
   // Unconditional: a late mark of an older term raises nothing.
   uint64_t revision = 0;
   const natsStatus s =
       kvStore_PutString(&revision, kv_, kTermKey, absl::StrCat(term).c_str());
   if (s == NATS_OK) {
     marked_term_.store(term);
-  } else {
-    LogWarning(NatsError(s, absl::StrCat("marking term ", term,
-                                         " in the shared findings"))
-                   .message());
+    return revision;
   }
+  LogWarning(NatsError(s, absl::StrCat("marking term ", term,
+                                       " in the shared findings"))
+                 .message());
+  return 0;
+}
+
+void JetStreamFindings::MarkTerm() {
+  const uint64_t mark = PutTermMark();
+  if (mark == 0 || !watching_.load()) return;
+  absl::MutexLock lock(&delivered_mu_);
+  const auto reached = [this, mark]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+                           delivered_mu_) { return delivered_ >= mark; };
+  if (!delivered_mu_.AwaitWithTimeout(absl::Condition(&reached),
+                                      options_.mark_wait)) {
+    LogWarning(absl::StrCat(
+        "shared findings: analysis term ", marked_term_.load(),
+        ": the watcher did not deliver the term's mark (revision ", mark,
+        ") within ", absl::FormatDuration(options_.mark_wait),
+        "; going on: a previous leader's version that landed before the "
+        "mark is taken over when the watcher delivers it, and judged by the "
+        "next analysis pass"));
+  }
+}
+
+void JetStreamFindings::Delivered(uint64_t revision) {
+  absl::MutexLock lock(&delivered_mu_);
+  delivered_ = std::max(delivered_, revision);
 }
 
 absl::Status JetStreamFindings::Write(
     absl::Span<const collector::StoredFinding> versions) {
   const absl::Time deadline = absl::Now() + options_.deadline;
-  MarkTerm();
+  // Without waiting for the watcher: the caller may hold what applying a
+  // delivered version needs (MarkTerm() waited before, at a new term).
+  PutTermMark();
   for (const collector::StoredFinding& v : versions) {
     // Stops at the first failure: the versions after it are newer than
     // what the bucket holds, and a fenced writer writes nothing more.
@@ -272,12 +296,14 @@ absl::Duration JetStreamFindings::UnconfirmedFor() const {
 void JetStreamFindings::Watch(
     std::function<void(const collector::StoredFinding&)> on_version,
     std::function<void(const absl::flat_hash_set<std::string>&)> on_replayed) {
+  watching_.store(true);
   watcher_ = std::thread(&JetStreamFindings::WatchLoop, this,
                          std::move(on_version), std::move(on_replayed));
 }
 
 void JetStreamFindings::StopWatching() {
   stopping_.store(true);
+  watching_.store(false);
   if (watcher_.joinable()) watcher_.join();
 }
 
@@ -286,6 +312,12 @@ void JetStreamFindings::WatchLoop(
     const std::function<void(const absl::flat_hash_set<std::string>&)>&
         on_replayed) {
   uint64_t delivered = 0;  // the newest revision handed over
+  // Whatever is ahead in the loop, everything up to `delivered` was handed
+  // over (or dropped) by the time the next entry is asked for.
+  const auto next = [this, &delivered](kvEntry** entry, kvWatcher* watcher) {
+    Delivered(delivered);
+    return kvWatcher_Next(entry, watcher, 500);
+  };
   while (!stopping_.load()) {
     kvWatchOptions watch_options;
     kvWatchOptions_Init(&watch_options);
@@ -308,7 +340,7 @@ void JetStreamFindings::WatchLoop(
     uint64_t replay_newest = 0;  // the newest revision this replay brought
     while (s == NATS_OK && !stopping_.load()) {
       kvEntry* entry = nullptr;
-      s = kvWatcher_Next(&entry, watcher, 500);
+      s = next(&entry, watcher);
       if (s == NATS_TIMEOUT) {
         const absl::StatusOr<uint64_t> last =
             BucketLastRevision(nats_->js(), options_.bucket);

@@ -32,6 +32,10 @@
 // The watcher drops the versions a deposed leader wrote late
 // (cluster/finding_terms.h: a term lower than one already seen), so they
 // never reach a store, `watch` or /metrics (stale_versions_dropped()).
+// A new leader's MarkTerm() waits, at most `mark_wait`, until its watcher
+// has delivered the mark: a deposed leader's version that landed before it
+// (a finding the new leader never saw) is then in its store, and its
+// rewrite of the active findings takes it over under the new term.
 //
 // Ids: ReserveIds() moves next_id up by a block with compare-and-set, so two
 // collectors that both believe they lead (one about to learn it lost the
@@ -88,6 +92,8 @@ class JetStreamFindings final : public collector::FindingsReplication {
     // Each write waits this long after its lease check (tests only; see
     // the header comment).
     absl::Duration test_write_delay = absl::ZeroDuration();
+    // How long MarkTerm() waits for the watcher to deliver the mark.
+    absl::Duration mark_wait = absl::Seconds(2);
   };
 
   // Binds (or creates) the bucket. Writes carry `role`'s term and are made
@@ -111,6 +117,11 @@ class JetStreamFindings final : public collector::FindingsReplication {
              std::function<void(const absl::flat_hash_set<std::string>&)>
                  on_replayed) override;
   void StopWatching() override;
+  // Puts the term key once per term held and waits (at most
+  // Options::mark_wait) until the watcher delivered it; logs when it did
+  // not in time (a version that landed before the mark may then be missed
+  // until the watcher catches up).
+  void MarkTerm() override;
 
   uint64_t write_errors() const { return write_errors_.load(); }
   uint64_t undecodable() const { return undecodable_.load(); }
@@ -135,8 +146,11 @@ class JetStreamFindings final : public collector::FindingsReplication {
   // Writes one version with compare-and-set (see the header comment).
   absl::Status WriteOne(const collector::StoredFinding& version,
                         absl::Time deadline);
-  // Puts the term key once per term held (see the header comment).
-  void MarkTerm();
+  // Puts the term key once per term held (see the header comment); the
+  // revision of the mark when it put one now, else 0.
+  uint64_t PutTermMark();
+  // Records that the watcher handed over everything up to `revision`.
+  void Delivered(uint64_t revision);
   // Counts and returns a refused write.
   absl::Status Fenced(const collector::StoredFinding& version,
                       const std::string& why);
@@ -159,6 +173,11 @@ class JetStreamFindings final : public collector::FindingsReplication {
   std::atomic<uint64_t> write_errors_{0};
   std::atomic<uint64_t> undecodable_{0};
   std::atomic<uint64_t> watcher_restarts_{0};
+  std::atomic<bool> watching_{false};
+  // The newest revision the watcher handed over (or dropped), for
+  // MarkTerm().
+  absl::Mutex delivered_mu_;
+  uint64_t delivered_ ABSL_GUARDED_BY(delivered_mu_) = 0;
   // UnconfirmedFor(): when the watcher last caught up, and since when
   // writes fail (0: the last one succeeded), in Unix nanoseconds.
   std::atomic<int64_t> caught_up_at_{absl::ToUnixNanos(absl::Now())};

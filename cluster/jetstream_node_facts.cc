@@ -8,6 +8,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "cluster/kv_payload.h"
+#include "cluster/kv_watch.h"
 #include "common/log.h"
 #include "common/names.h"
 #include "common/prom_text.h"
@@ -21,9 +22,6 @@ constexpr char kNodePrefix[] = "node.";
 // looks at a link that is down.
 constexpr absl::Duration kRetryPause = absl::Milliseconds(500);
 constexpr absl::Duration kLinkPause = absl::Milliseconds(100);
-// How long a watcher waits for an entry before it asks whether it fell
-// behind the bucket.
-constexpr int64_t kWatchPollMillis = 500;
 // Skipped values logged one by one; after that every 1,000th (a hostile
 // writer must not fill the log).
 constexpr uint64_t kSkipsLogged = 10;
@@ -65,17 +63,7 @@ absl::StatusOr<std::unique_ptr<JetStreamNodeFacts>> JetStreamNodeFacts::Open(
       new JetStreamNodeFacts(nats, options, kv));
   store->watcher_ = std::thread(&JetStreamNodeFacts::WatchLoop, store.get());
   store->writer_ = std::thread(&JetStreamNodeFacts::WriteLoop, store.get());
-  // At least a few seconds even when opening the other buckets used up
-  // most of the startup deadline.
-  const absl::Time deadline =
-      std::max(nats->startup_deadline(), absl::Now() + absl::Seconds(10));
-  if (!store->replayed_.WaitForNotificationWithDeadline(deadline)) {
-    return absl::UnavailableError(absl::StrCat(
-        "reading bucket ", options.bucket, " of ",
-        absl::StrJoin(nats->urls(), ","),
-        ": its watcher did not replay it in time (the NATS servers are "
-        "still recovering?)"));
-  }
+  RETURN_IF_ERROR(WaitForReplay(store->replayed_, *nats, options.bucket));
   return store;
 }
 
@@ -113,19 +101,24 @@ absl::Status JetStreamNodeFacts::Put(const v1::NodeFacts& facts) {
   if (stopping_) return absl::OkStatus();
   // Newer than the bucket as watched: what is queued, else what is being
   // written.
-  const v1::NodeFacts* pending = nullptr;
+  const Pending* pending = nullptr;
   auto queued = queued_.find(node);
   if (queued != queued_.end()) {
     pending = &queued->second;
-  } else if (in_flight_.has_value() && in_flight_->node() == node) {
+  } else if (in_flight_.has_value() && in_flight_->facts.node() == node) {
     pending = &*in_flight_;
   }
   if (pending != nullptr) {
-    v1::NodeFacts merged =
-        collector::MergeNodeFacts(pending, *std::move(clean));
-    if (collector::SameNodeFacts(*pending, merged)) return absl::OkStatus();
+    // After a delete the facts start from nothing.
+    const v1::NodeFacts* held = pending->put ? &pending->facts : nullptr;
+    v1::NodeFacts merged = collector::MergeNodeFacts(held, *std::move(clean));
+    if (held != nullptr && collector::SameNodeFacts(*held, merged)) {
+      return absl::OkStatus();
+    }
     if (queued != queued_.end()) {
-      queued->second = std::move(merged);
+      // A queued delete stays first.
+      queued->second.facts = std::move(merged);
+      queued->second.put = true;
       dropped_.fetch_add(1);  // the queued write is replaced
       return absl::OkStatus();
     }
@@ -137,24 +130,47 @@ absl::Status JetStreamNodeFacts::Put(const v1::NodeFacts& facts) {
     if (!merged->changed) return absl::OkStatus();
     clean = std::move(merged->facts);
   }
-  if (queued_.size() >= options_.queue_limit) {
-    dropped_.fetch_add(1);
-    return absl::OkStatus();
-  }
-  queued_.emplace(node, *std::move(clean));
-  order_.push_back(node);
+  Enqueue(Pending{*std::move(clean), false, true});
   return absl::OkStatus();
 }
 
-void JetStreamNodeFacts::Requeue(const v1::NodeFacts& facts) {
+absl::Status JetStreamNodeFacts::Delete(absl::string_view node) {
+  if (absl::Status s = collector::CheckFactsNode(node); !s.ok()) {
+    refused_.fetch_add(1);
+    return s;
+  }
   absl::MutexLock lock(&mu_);
-  if (stopping_ || queued_.contains(facts.node())) return;
+  if (stopping_) return absl::OkStatus();
+  // At once, so that a Put of the node from now on is compared with
+  // nothing (and written) even before the watcher brings the delete back.
+  cache_.Remove(node);
+  Pending remove;
+  remove.facts.set_node(std::string(node));
+  remove.remove = true;
+  remove.put = false;
+  if (auto queued = queued_.find(node); queued != queued_.end()) {
+    queued->second = std::move(remove);
+    dropped_.fetch_add(1);  // the queued write is replaced
+    return absl::OkStatus();
+  }
+  Enqueue(std::move(remove));
+  return absl::OkStatus();
+}
+
+void JetStreamNodeFacts::Enqueue(Pending pending) {
   if (queued_.size() >= options_.queue_limit) {
     dropped_.fetch_add(1);
     return;
   }
-  order_.push_back(facts.node());
-  queued_.emplace(facts.node(), facts);
+  std::string node = pending.facts.node();
+  queued_.insert_or_assign(node, std::move(pending));
+  order_.push_back(std::move(node));
+}
+
+void JetStreamNodeFacts::Requeue(const Pending& pending) {
+  absl::MutexLock lock(&mu_);
+  if (stopping_ || queued_.contains(pending.facts.node())) return;
+  Enqueue(pending);
 }
 
 bool JetStreamNodeFacts::Pause(absl::Duration d) {
@@ -163,28 +179,48 @@ bool JetStreamNodeFacts::Pause(absl::Duration d) {
   return !stopping_;
 }
 
-absl::Status JetStreamNodeFacts::Write(const v1::NodeFacts& facts) {
-  const std::string value = KvPayload(facts);
+absl::Status JetStreamNodeFacts::Publish(const std::string& node,
+                                         const std::string* value) {
   const std::string subject =
-      absl::StrCat("$KV.", options_.bucket, ".", NodeFactsKey(facts.node()));
-  jsPubOptions publish;
-  jsPubOptions_Init(&publish);
-  publish.MaxWait = absl::ToInt64Milliseconds(nats_->request_timeout());
-  jsPubAck* ack = nullptr;
-  jsErrCode code = static_cast<jsErrCode>(0);
-  const natsStatus s =
-      js_Publish(&ack, nats_->js(), subject.c_str(), value.data(),
-                 static_cast<int>(value.size()), &publish, &code);
-  if (ack != nullptr) jsPubAck_Destroy(ack);
+      absl::StrCat("$KV.", options_.bucket, ".", NodeFactsKey(node));
+  natsMsg* msg = nullptr;
+  natsStatus s =
+      natsMsg_Create(&msg, subject.c_str(), nullptr,
+                     value == nullptr ? nullptr : value->data(),
+                     value == nullptr ? 0 : static_cast<int>(value->size()));
+  // No value: the delete marker kvStore_Delete writes, with the same
+  // bounded wait as a value.
+  if (s == NATS_OK && value == nullptr) {
+    s = natsMsgHeader_Set(msg, "KV-Operation", "DEL");
+  }
+  if (s == NATS_OK) {
+    jsPubOptions publish;
+    jsPubOptions_Init(&publish);
+    publish.MaxWait = absl::ToInt64Milliseconds(nats_->request_timeout());
+    jsErrCode code = static_cast<jsErrCode>(0);
+    s = js_PublishMsg(nullptr, nats_->js(), msg, &publish, &code);
+  }
+  natsMsg_Destroy(msg);
   if (s == NATS_OK) return absl::OkStatus();
-  return NatsError(s, absl::StrCat("writing the facts of node ", facts.node(),
-                                   " to bucket ", options_.bucket));
+  return NatsError(s, absl::StrCat(value == nullptr ? "deleting" : "writing",
+                                   " the facts of node ", node, " in bucket ",
+                                   options_.bucket));
+}
+
+absl::Status JetStreamNodeFacts::Write(const Pending& pending) {
+  const std::string& node = pending.facts.node();
+  if (pending.remove) {
+    if (absl::Status s = Publish(node, nullptr); !s.ok()) return s;
+  }
+  if (!pending.put) return absl::OkStatus();
+  const std::string value = KvPayload(pending.facts);
+  return Publish(node, &value);
 }
 
 void JetStreamNodeFacts::WriteLoop() {
   bool failing = false;  // since the last write that went through
   while (true) {
-    v1::NodeFacts facts;
+    Pending pending;
     {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(this, &JetStreamNodeFacts::WorkOrStop));
@@ -192,9 +228,9 @@ void JetStreamNodeFacts::WriteLoop() {
       const std::string node = std::move(order_.front());
       order_.pop_front();
       auto it = queued_.find(node);
-      facts = std::move(it->second);
+      pending = std::move(it->second);
       queued_.erase(it);
-      in_flight_ = facts;
+      in_flight_ = pending;
     }
     // A request sent while the client reconnects would wait in its buffer:
     // the write waits here instead, and newer Puts keep replacing nothing
@@ -202,7 +238,7 @@ void JetStreamNodeFacts::WriteLoop() {
     while (!nats_->link_up() && !nats_->closed()) {
       if (!Pause(kLinkPause)) return;
     }
-    const absl::Status written = Write(facts);
+    const absl::Status written = Write(pending);
     {
       absl::MutexLock lock(&mu_);
       in_flight_.reset();
@@ -221,17 +257,21 @@ void JetStreamNodeFacts::WriteLoop() {
     }
     failing = true;
     if (!absl::IsUnavailable(written) || nats_->closed()) continue;
-    Requeue(facts);
+    Requeue(pending);
     if (!Pause(kRetryPause)) return;
   }
 }
 
 void JetStreamNodeFacts::ApplyEntry(kvEntry* entry) {
-  // A key deleted or purged by hand: the facts stay until the node reports
-  // again or the collector restarts.
-  if (kvEntry_Operation(entry) != kvOp_Put) return;
   const absl::string_view key = kvEntry_Key(entry);
   const std::optional<std::string> node = NodeOfFactsKey(key);
+  if (kvEntry_Operation(entry) != kvOp_Put) {
+    // Deleted by `nodes forget` on any collector, or deleted or purged by
+    // hand: the node's facts go until its agent reports them again. A
+    // delete of a key that names no node holds nothing to drop.
+    if (node.has_value()) cache_.Remove(*node);
+    return;
+  }
   std::string why;
   v1::NodeFacts facts;
   if (!node.has_value()) {
@@ -260,54 +300,19 @@ void JetStreamNodeFacts::ApplyEntry(kvEntry* entry) {
 }
 
 void JetStreamNodeFacts::WatchLoop() {
-  // The newest revision applied, across watchers, to tell a quiet watcher
-  // from one that fell behind.
-  uint64_t delivered = 0;
-  while (true) {
-    kvWatchOptions watch_options;
-    kvWatchOptions_Init(&watch_options);
-    kvWatcher* watcher = nullptr;
-    natsStatus s = kvStore_WatchAll(&watcher, kv_, &watch_options);
-    int behind = 0;  // consecutive quiet polls behind the bucket
-    while (s == NATS_OK) {
-      {
-        absl::MutexLock lock(&mu_);
-        if (stopping_) break;
-      }
-      kvEntry* entry = nullptr;
-      s = kvWatcher_Next(&entry, watcher, kWatchPollMillis);
-      if (s == NATS_TIMEOUT) {
-        // A watcher is a consumer on one server: when that server dies it
-        // can go quiet without an error. Recreated, it replays every key.
-        s = WatcherFellBehind(nats_->js(), options_.bucket, delivered, &behind)
-                    .has_value()
-                ? NATS_TIMEOUT
-                : NATS_OK;
-        continue;
-      }
-      if (s != NATS_OK) break;
-      if (entry == nullptr) {  // the end of the replay
-        if (!replayed_.HasBeenNotified()) replayed_.Notify();
-        continue;
-      }
-      delivered = std::max(delivered, kvEntry_Revision(entry));
-      ApplyEntry(entry);
-      kvEntry_Destroy(entry);
-    }
-    if (watcher != nullptr) kvWatcher_Destroy(watcher);
-    if (nats_->closed()) return;
-    {
-      absl::MutexLock lock(&mu_);
-      if (stopping_) return;
-    }
-    LogWarning(absl::StrCat(
-        "watching the node facts: ",
-        s == NATS_TIMEOUT ? std::string("the watcher fell behind the bucket")
-                          : NatsError(s, "the watcher failed").message(),
-        "; watching again"));
-    watcher_restarts_.fetch_add(1);
-    if (!Pause(absl::Milliseconds(200))) return;
-  }
+  BucketWatch watch;
+  watch.what = "the node facts";
+  watch.stopping = [this] {
+    absl::MutexLock lock(&mu_);
+    return stopping_;
+  };
+  watch.pause = [this](absl::Duration d) { return Pause(d); };
+  watch.apply = [this](kvEntry* entry) { ApplyEntry(entry); };
+  watch.replayed = [this] {
+    if (!replayed_.HasBeenNotified()) replayed_.Notify();
+  };
+  watch.restarts = &watcher_restarts_;
+  RunBucketWatch(*nats_, kv_, options_.bucket, watch);
 }
 
 collector::NodeFactsStats JetStreamNodeFacts::stats() const {

@@ -34,6 +34,14 @@
 // value that is not a node's facts (undecodable, another node's, an invalid
 // name) is skipped and counted, never applied.
 //
+// Delete (`fabricdiag nodes forget`) drops the node from the local copy at
+// once and queues a delete of its key like a Put (a Put of the node after
+// it is queued behind the delete and starts from nothing). Every watcher
+// applies a deleted or purged key by dropping the node's facts, so a key
+// deleted by hand (`nats kv del`) forgets the node's facts on every
+// collector just as `nodes forget` does; its agent writes them again at its
+// next stream.
+//
 //   ASSIGN_OR_RETURN(auto facts, JetStreamNodeFacts::Open(nats, {}));
 //   IngestService ingest(..., {*facts, switches});
 //   std::shared_ptr<const NodeFactsMap> all = facts->Snapshot();
@@ -99,6 +107,9 @@ class JetStreamNodeFacts final : public collector::NodeFactsStore {
   // InvalidArgument for a bad node name (counted in writes_failed);
   // otherwise OK, queued or not (it never waits for NATS).
   absl::Status Put(const v1::NodeFacts& facts) override;
+  // InvalidArgument for a bad node name (counted in writes_failed);
+  // otherwise OK, queued or not.
+  absl::Status Delete(absl::string_view node) override;
   std::shared_ptr<const collector::NodeFactsMap> Snapshot() const override {
     return cache_.Snapshot();
   }
@@ -123,12 +134,28 @@ class JetStreamNodeFacts final : public collector::NodeFactsStore {
  private:
   JetStreamNodeFacts(NatsConnection* nats, Options options, kvStore* kv);
 
+  // A write waiting for the writer: the delete of the node's key (remove),
+  // then its facts (put). A Put after a queued delete keeps the delete
+  // first, so that every watcher drops what it held before it applies the
+  // new facts, which then merge with nothing.
+  struct Pending {
+    v1::NodeFacts facts;  // facts.node() is always set
+    bool remove = false;
+    bool put = true;
+  };
+
   void WriteLoop();
-  // One value to the bucket, waiting at most the request timeout.
-  absl::Status Write(const v1::NodeFacts& facts);
-  // Queues `facts` again after a failed write, unless a newer Put of the
-  // node is queued or the queue is full.
-  void Requeue(const v1::NodeFacts& facts);
+  // The delete marker, then the value, as `pending` says.
+  absl::Status Write(const Pending& pending);
+  // One value (null: a delete marker) to the node's key, waiting at most
+  // the request timeout.
+  absl::Status Publish(const std::string& node, const std::string* value);
+  // Queues `pending` again after a failed write, unless a newer write of
+  // the node is queued or the queue is full.
+  void Requeue(const Pending& pending);
+  // Queues `pending` behind the others, unless the queue is full (then
+  // dropped and counted).
+  void Enqueue(Pending pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WatchLoop();
   // Applies one entry of the watcher to the cache (or skips it).
   void ApplyEntry(kvEntry* entry);
@@ -144,11 +171,12 @@ class JetStreamNodeFacts final : public collector::NodeFactsStore {
   collector::NodeFactsCache cache_;
 
   mutable absl::Mutex mu_;
-  // Queued writes: node -> merged facts, and the order they came in.
-  absl::flat_hash_map<std::string, v1::NodeFacts> queued_ ABSL_GUARDED_BY(mu_);
+  // Queued writes: node -> merged facts (or its delete), and the order they
+  // came in.
+  absl::flat_hash_map<std::string, Pending> queued_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> order_ ABSL_GUARDED_BY(mu_);
   // What the writer is writing now (taken off the queue).
-  std::optional<v1::NodeFacts> in_flight_ ABSL_GUARDED_BY(mu_);
+  std::optional<Pending> in_flight_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 
   // Set once the first watcher replayed the bucket.

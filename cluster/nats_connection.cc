@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
 #include "common/files.h"
 #include "common/log.h"
 #include "common/names.h"
@@ -196,20 +197,33 @@ std::string LastErrorDetail() {
 absl::Status ConnectRefused(natsStatus status, const NatsSecurity& security,
                             const std::string& servers) {
   const std::string what = absl::StrCat("connecting to NATS (", servers, ")");
-  const bool credentials =
-      !security.user.empty() || !security.creds_file.empty();
+  std::string refused;
+  if (!security.creds_file.empty()) {
+    refused = absl::StrCat(
+        "the servers refused this collector's .creds file (--nats_creds=",
+        security.creds_file,
+        "): check that they trust the operator that signed its account "
+        "(the `operator` and resolver of their configuration) and that the "
+        "user is not revoked or expired");
+  } else if (!security.user.empty()) {
+    refused =
+        "the servers refused this collector's user and password "
+        "(--nats_user, --nats_password_file): check them against the "
+        "servers' authorization block";
+  } else if (absl::StrContains(servers, "@")) {
+    refused =
+        "the servers refused the user and password of the NATS URL: check "
+        "them against the servers' authorization block";
+  } else {
+    refused =
+        "the servers require credentials: pass --nats_user with "
+        "--nats_password_file, or --nats_creds";
+  }
   switch (status) {
     case NATS_CONNECTION_AUTH_FAILED:
-      return absl::PermissionDeniedError(absl::StrCat(
-          what, ": authorization violation: ",
-          credentials
-              ? "the servers refused this collector's user and password "
-                "(--nats_user, --nats_password_file) or .creds file "
-                "(--nats_creds): check them against the servers' "
-                "authorization block"
-              : "the servers require credentials: pass --nats_user with "
-                "--nats_password_file, or --nats_creds",
-          " (see docs/cluster.md#securing-nats)"));
+      return absl::PermissionDeniedError(
+          absl::StrCat(what, ": authorization violation: ", refused,
+                       " (see docs/cluster.md#securing-nats)"));
     case NATS_SSL_ERROR:
       return absl::FailedPreconditionError(absl::StrCat(
           what, ": the TLS handshake failed (", LastErrorDetail(), "): ",
@@ -236,6 +250,13 @@ absl::Status ConnectRefused(natsStatus status, const NatsSecurity& security,
 
 absl::Status ValidateNatsSecurity(const NatsSecurity& security) {
   return LoadSecurity(security).status();
+}
+
+bool PauseBeforeRetry(const NatsConnection& nats, absl::Duration pause,
+                      absl::Time deadline) {
+  if (nats.closed() || absl::Now() + pause > deadline) return false;
+  absl::SleepFor(pause);
+  return true;
 }
 
 absl::Status NatsError(natsStatus status, absl::string_view what) {

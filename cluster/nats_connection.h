@@ -266,4 +266,11 @@ class NatsConnection {
   std::shared_ptr<Link>* callback_link_ = nullptr;
 };
 
+// Between the attempts of a write or read retried while the cluster elects
+// a leader: sleeps `pause` and returns true, or returns false at once when
+// the connection is closed for good or the pause would end past `deadline`
+// (the caller then returns its last error).
+bool PauseBeforeRetry(const NatsConnection& nats, absl::Duration pause,
+                      absl::Time deadline);
+
 }  // namespace fabricdiag::cluster

@@ -259,6 +259,7 @@ absl::Status ValidateBridgeConfig(const BridgeConfig& config) {
   RETURN_IF_ERROR(CheckHostPort("http_listen", config.http_listen, true));
   RETURN_IF_ERROR(client::LoadTls(config.tls).status());
   RETURN_IF_ERROR(CheckReadable("ingest_token_file", config.ingest_token_file));
+  RETURN_IF_ERROR(CheckReadable("token_file", config.token_file));
   RETURN_IF_ERROR(CheckReadable("topology", config.topology_file));
   RETURN_IF_ERROR(CheckSize("stream_buffer_size", config.stream_buffer_size,
                             kMinStreamBuffer, kMaxStreamBuffer));
@@ -280,6 +281,7 @@ int RunBridge(const BridgeConfig& config) {
   client::ClientFlags flags;
   flags.address = config.collector;
   flags.tls = config.tls;
+  flags.token_file = config.token_file;
   absl::StatusOr<client::ClientConfig> query = client::LoadClientConfig(flags);
   if (!query.ok()) {
     LogError(
@@ -310,14 +312,15 @@ int RunBridge(const BridgeConfig& config) {
   {
     TopologyPoller poller(std::move(source), config.topology_refresh,
                           *ParseShard(config.shard), &bridge);
-    const int64_t interval = absl::ToInt64Nanoseconds(config.interval);
-    int64_t next = clock.MonotonicNanos() + interval;
-    while (!WaitOrSignal(signals, clock, next)) {
+    // Reports on the wall clock's grid, where agents read (NextGridTick):
+    // the collector's pass waits for the reports of its grid point, so a
+    // switch's report counts in the pass just after it. At an arbitrary
+    // phase it was not waited for and counted up to an interval later.
+    // NextGridTick skips missed ticks instead of bursting to catch up.
+    while (!WaitOrSignal(signals, clock,
+                         NextGridTick(clock.MonotonicNanos(), clock.Now(),
+                                      config.interval, absl::ZeroDuration()))) {
       bridge.Tick();
-      next += interval;
-      const int64_t now = clock.MonotonicNanos();
-      // Skip missed ticks instead of bursting to catch up.
-      if (next <= now) next += ((now - next) / interval + 1) * interval;
     }
     LogInfo("fabricdiag-gnmi-bridge: stopping");
   }

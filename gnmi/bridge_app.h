@@ -29,6 +29,9 @@ struct BridgeConfig {
   // To the collector, under the rules every client keeps (client/tls.h).
   client::TlsFlags tls;
   std::string ingest_token_file;
+  // A token with the read scope of the collector's --auth_token_file, sent
+  // when reading the topology from it; empty: none.
+  std::string token_file;
   // Per switch stream: reports the collector has not acknowledged.
   std::string stream_buffer_size = "16MiB";
   // To the switches.

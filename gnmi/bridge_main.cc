@@ -33,6 +33,9 @@ ABSL_FLAG(std::string, shard, "0/1",
           "I/N: subscribe only to the switches whose name hashes to I of N, "
           "so that N bridges with the same topology split its switches "
           "(each switch to exactly one bridge)");
+ABSL_FLAG(std::string, token_file, "",
+          "A token with the read scope of the collector's --auth_token_file, "
+          "for reading the topology from it (mode 0600)");
 ABSL_FLAG(std::string, gnmi_max_message_size, "64MiB",
           "Largest gNMI response accepted from a switch (a SONiC COUNTERS "
           "table of 128 ports is ~5.6 MB)");
@@ -59,6 +62,7 @@ int main(int argc, char** argv) {
   config.interval = absl::GetFlag(FLAGS_interval);
   config.topology_refresh = absl::GetFlag(FLAGS_topology_refresh);
   config.topology_file = absl::GetFlag(FLAGS_topology);
+  config.token_file = absl::GetFlag(FLAGS_token_file);
   config.http_listen = absl::GetFlag(FLAGS_http_listen);
   config.stream_buffer_size = absl::GetFlag(FLAGS_stream_buffer_size);
   config.gnmi_backoff_max = absl::GetFlag(FLAGS_gnmi_backoff_max);

@@ -286,7 +286,10 @@ SwitchSession::SwitchSession(
       streaming_(groups_.size(), false),
       last_rx_(groups_.size(), 0),
       idle_(groups_.size(), false),
-      state_(config_.dialect) {
+      // A series moves to another group when its own has been silent as
+      // long as the bridge waits before it reports the series absent.
+      state_(config_.dialect,
+             std::max(3 * options_.sample_interval, absl::Seconds(3))) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(options_.max_receive_bytes);
   if (!config_.tls_server_name.empty()) {
@@ -381,7 +384,7 @@ void SwitchSession::OnResponse(size_t group,
   attempts_[group] = 0;
   last_rx_[group] = rx;
   if (response.has_update()) {
-    state_.Apply(response.update(), groups_[group].target, rx);
+    state_.Apply(response.update(), groups_[group].target, rx, group);
   }
   // sync_response: every value was sent once. The values are already
   // applied; the LLDP neighbor set is now complete.

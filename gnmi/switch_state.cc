@@ -77,7 +77,7 @@ class DescCache {
 }  // namespace
 
 void SwitchState::Apply(const ::gnmi::Notification& notification,
-                        absl::string_view db, int64_t rx_nanos) {
+                        absl::string_view db, int64_t rx_nanos, size_t group) {
   const absl::string_view target =
       notification.prefix().target().empty()
           ? db
@@ -85,7 +85,7 @@ void SwitchState::Apply(const ::gnmi::Notification& notification,
   for (const ::gnmi::Path& path : notification.delete_()) {
     ApplyDelete(notification.prefix(), path, target);
   }
-  const Stamp stamp{rx_nanos, notification.timestamp()};
+  const Stamp stamp{rx_nanos, notification.timestamp(), group};
   for (const ::gnmi::Update& update : notification.update()) {
     ApplyUpdate(update, notification.prefix(), target, stamp);
   }
@@ -123,17 +123,14 @@ void SwitchState::ApplyLeaf(absl::string_view db, const PathView& path,
       ApplyLldp(t, value);
       break;
     case Kind::kPortSpeed:
-      if (value.type == Scalar::Type::kUnsigned) {
-        ports_[std::string(t.device)].speed =
-            static_cast<double>(value.number) * kBytesPerSecondPerMbps;
-      } else {
-        ports_[std::string(t.device)].speed =
-            SpeedIdentityBytesPerSecond(value.text);
-      }
+      SetSpeed(t.device,
+               value.type == Scalar::Type::kUnsigned
+                   ? static_cast<double>(value.number) * kBytesPerSecondPerMbps
+                   : SpeedIdentityBytesPerSecond(value.text),
+               false);
       break;
     case Kind::kNegotiatedSpeed:
-      ports_[std::string(t.device)].negotiated_speed =
-          SpeedIdentityBytesPerSecond(value.text);
+      SetSpeed(t.device, SpeedIdentityBytesPerSecond(value.text), true);
       break;
     case Kind::kBootTime: {
       const std::string boot = value.type == Scalar::Type::kUnsigned
@@ -197,15 +194,26 @@ void SwitchState::ApplySeries(absl::string_view device, bool last_clear,
     s.desc = Describe(device, name_);
     s.raw = value.number;
     s.rx_nanos = rx_nanos;
-    s.timestamp_nanos = stamp.timestamp_nanos;
+    s.Rebase(stamp);
+    s.group = stamp.group;
     return;
   }
   Series& s = it->second;
+  if (stamp.group != s.group) {
+    // Another group's copy of the leaf, sampled at its own moment: no
+    // baseline for a rate while the series' own group still delivers it.
+    if (rx_nanos - s.rx_nanos <= handover_nanos_) return;
+    s.group = stamp.group;
+    s.stale_baseline = true;
+    s.per_second.reset();
+    s.delta.reset();
+  }
   if (s.stale_baseline) {
     s.stale_baseline = false;
+    s.base_is_change = false;
     s.raw = value.number;
     s.rx_nanos = rx_nanos;
-    s.timestamp_nanos = stamp.timestamp_nanos;
+    s.Rebase(stamp);
     return;
   }
   if (rx_nanos <= s.rx_nanos) {
@@ -214,35 +222,102 @@ void SwitchState::ApplySeries(absl::string_view device, bool last_clear,
     s.raw = value.number;
     return;
   }
-  if (s.desc->kind == agent::Kind::kCounter) {
-    bool wrapped = false;
-    std::optional<uint64_t> delta =
-        agent::CounterDelta(s.raw, value.number, s.desc->width_bits, &wrapped);
-    if (!delta.has_value()) {
-      ++resets_;
-      s.reset_pending = true;
-      s.per_second.reset();
-      s.delta.reset();
-    } else {
-      const int64_t received = rx_nanos - s.rx_nanos;
-      // Both timestamps positive: their difference cannot overflow.
-      const bool stamped_both =
-          s.timestamp_nanos > 0 && stamp.timestamp_nanos > 0;
-      const int64_t stamped =
-          stamped_both ? stamp.timestamp_nanos - s.timestamp_nanos : 0;
-      const bool stamps_count =
-          stamped > received &&
-          stamped - received <= absl::ToInt64Nanoseconds(kMaxTimestampLead);
-      const double seconds =
-          static_cast<double>(stamps_count ? stamped : received) / 1e9;
-      s.delta = *delta;
-      s.per_second = s.desc->BaseValue(*delta) / seconds;
-      s.wrapped = s.wrapped || wrapped;
-    }
+  if (s.desc->kind != agent::Kind::kCounter) {
+    s.raw = value.number;
+    s.rx_nanos = rx_nanos;
+    s.Rebase(stamp);
+    return;
   }
-  s.raw = value.number;
+  const int64_t since_sample = rx_nanos - s.rx_nanos;
+  const int64_t since_change = rx_nanos - s.base_rx_nanos;
+  const bool moving = s.per_second.value_or(0) > 0;
   s.rx_nanos = rx_nanos;
-  s.timestamp_nanos = stamp.timestamp_nanos;
+  if (value.number == s.raw) {
+    // A moving counter that did not move: the switch has not polled it
+    // since (SONiC polls port statistics every second, queues and PFC
+    // every ten). The rate holds; the baseline stays at the last change.
+    if (moving && s.cadence_nanos > 0 &&
+        2 * since_change < 3 * s.cadence_nanos) {
+      return;
+    }
+    s.delta = 0;
+    s.per_second = 0;
+    return;
+  }
+  bool wrapped = false;
+  std::optional<uint64_t> delta =
+      agent::CounterDelta(s.raw, value.number, s.desc->width_bits, &wrapped);
+  s.raw = value.number;
+  if (!delta.has_value()) {
+    ++resets_;
+    s.reset_pending = true;
+    s.per_second.reset();
+    s.delta.reset();
+    s.base_is_change = false;
+    s.Rebase(stamp);
+    return;
+  }
+  // The time the increase accrued over (the class comment, "Refresh
+  // cadence").
+  const int64_t max_refresh = absl::ToInt64Nanoseconds(kMaxRefresh);
+  int64_t received = since_sample;
+  if (moving || (s.cadence_nanos == 0 && s.base_is_change &&
+                 since_change <= max_refresh)) {
+    received = since_change;
+  } else if (s.cadence_nanos > 0) {
+    received = std::min(since_change, std::max(since_sample, s.cadence_nanos));
+  }
+  if (s.base_is_change && (moving || s.cadence_nanos == 0) &&
+      since_change <= max_refresh) {
+    s.cadence_nanos = since_change;
+  }
+  // Both timestamps positive: their difference cannot overflow. They span
+  // the time since the last change, so they count only for a rate over it.
+  const bool stamped_both = received == since_change &&
+                            s.base_timestamp_nanos > 0 &&
+                            stamp.timestamp_nanos > 0;
+  const int64_t stamped =
+      stamped_both ? stamp.timestamp_nanos - s.base_timestamp_nanos : 0;
+  const bool stamps_count =
+      stamped > received &&
+      stamped - received <= absl::ToInt64Nanoseconds(kMaxTimestampLead);
+  const double seconds =
+      static_cast<double>(stamps_count ? stamped : received) / 1e9;
+  const double per_second = s.desc->BaseValue(*delta) / seconds;
+  if (Possible(s, device, per_second)) {
+    s.delta = *delta;
+    s.per_second = per_second;
+    s.wrapped = s.wrapped || wrapped;
+  } else {
+    s.delta.reset();
+    s.per_second.reset();
+  }
+  s.base_is_change = true;
+  s.Rebase(stamp);
+}
+
+void SwitchState::Series::Rebase(const Stamp& stamp) {
+  base_rx_nanos = stamp.rx_nanos;
+  base_timestamp_nanos = stamp.timestamp_nanos;
+}
+
+void SwitchState::SetSpeed(absl::string_view device, double bytes_per_second,
+                           bool negotiated) {
+  Port& port = ports_[std::string(device)];
+  (negotiated ? port.negotiated_speed : port.speed) = bytes_per_second;
+  port.fastest = std::max(port.fastest, bytes_per_second);
+}
+
+bool SwitchState::Possible(const Series& s, absl::string_view device,
+                           double per_second) {
+  if (s.desc->unit != "bytes") return true;
+  auto it = ports_.find(device);
+  // A port that never said its speed (or said SPEED_UNKNOWN) has no limit
+  // we know of.
+  if (it == ports_.end() || it->second.fastest <= 0) return true;
+  if (per_second <= it->second.fastest * kLineRateSlack) return true;
+  CountError("above_line_rate");
+  return false;
 }
 
 void SwitchState::ResetSeries(absl::string_view device, int64_t rx_nanos) {

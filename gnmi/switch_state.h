@@ -15,6 +15,19 @@
 // from long ago, and a target's clock may step. Taking the longer interval,
 // a rate is never above the receive clock's.
 //
+// Refresh cadence: a switch may refresh a counter less often than it is
+// sampled (SONiC polls port statistics every second, queues and PFC every
+// ten), so a sample between two polls repeats the last value. A counter's
+// baseline is therefore its last change, not its last sample, and its
+// cadence is the receive time between its last two changes while it moves.
+// A counter that was moving and repeats its value keeps its rate for up to
+// 1.5 cadences, and its next change is rated over the time since the
+// previous one: steady rates, not 0 and 10x. A counter that stood still
+// (rate 0) and moves again is rated over one cadence (the increase is the
+// last poll's), at least the last sample interval; one whose cadence is
+// not known yet, over the time since its previous change when that was at
+// most kMaxRefresh ago, else over the last sample interval.
+//
 // Resets (never a negative or huge rate): a counter that goes down, a
 // changed OpenConfig last-clear of the port, and a changed boot-time of the
 // switch (a reload: every series restarts, and TakeReload() returns true
@@ -33,6 +46,21 @@
 // DecodeStatusName() reasons for a whole update, "bad_path" (a port path
 // without its port), "out_of_range" (digits beyond 2^64-1), "negative",
 // "not_a_number" (text or a fraction where a counter belongs).
+//
+// Impossible rates: a byte rate above what the port can carry (the
+// fastest speed it has reported, oper or negotiated, with kLineRateSlack
+// for the receive clock's jitter) is never true, so it is refused (no rate
+// that interval, counted as "above_line_rate") and the value becomes the
+// next baseline.
+//
+// One source per series: a leaf that two subscription groups both deliver
+// (a target answering overlapping paths, each sampled at its own moment) is
+// taken from the group that delivered it first, and the other group's
+// copies are ignored: a rate between two groups' samples would be taken
+// over the milliseconds between them (4x line rate seen on a 400G port).
+// The other group takes the series over only once the first has been
+// silent for the handover time (its stream ended), starting a new
+// baseline.
 //
 //   SwitchState state(Dialect::kOpenConfig);
 //   state.Apply(notification, "", clock.MonotonicNanos());
@@ -71,14 +99,31 @@ class SwitchState {
   // much later than its successor. Beyond it the timestamps are a clock step
   // or a last-change time, and the receive interval counts.
   static constexpr absl::Duration kMaxTimestampLead = absl::Seconds(2);
+  // How far above the port's speed a byte rate may be and still be
+  // believed: a sample received late and the next on time shorten the
+  // receive interval by the delay (50 ms of a 1 s interval is 5%), and
+  // octet counters of a saturated port sit just below the speed (they
+  // leave out the 20 bytes of preamble and gap per frame).
+  static constexpr double kLineRateSlack = 1.1;
+  // The longest time between two polls of a counter that a switch is
+  // believed to have (SONiC's slowest default flex counter poll is 10 s):
+  // two changes further apart are a counter that stood still in between.
+  static constexpr absl::Duration kMaxRefresh = absl::Seconds(30);
 
-  explicit SwitchState(Dialect dialect) : dialect_(dialect) {}
+  // `handover`: the silence of the group a series comes from after which
+  // another group that delivers the same leaf takes it over (the bridge
+  // uses its staleness, three intervals and at least 3 s).
+  explicit SwitchState(Dialect dialect,
+                       absl::Duration handover = absl::Seconds(3))
+      : dialect_(dialect),
+        handover_nanos_(absl::ToInt64Nanoseconds(handover)) {}
 
-  // Applies `notification`, received at `rx_nanos` (monotonic). `db` is the
-  // database the group subscribed to (SONiC), used when the notification's
-  // prefix has no target.
+  // Applies `notification`, received at `rx_nanos` (monotonic) on the
+  // subscription group `group` (an index the caller keeps stable). `db` is
+  // the database the group subscribed to (SONiC), used when the
+  // notification's prefix has no target.
   void Apply(const ::gnmi::Notification& notification, absl::string_view db,
-             int64_t rx_nanos);
+             int64_t rx_nanos, size_t group = 0);
 
   // The latest values as a snapshot taken at `now_nanos` / `wall`, and one
   // rate per sample. Series not updated within `stale_after` are left out
@@ -108,11 +153,23 @@ class SwitchState {
   void CountError(const std::string& reason) { ++errors_[reason]; }
 
  private:
+  struct Stamp;
   struct Series {
     std::shared_ptr<const agent::SeriesDesc> desc;
     uint64_t raw = 0;
-    int64_t rx_nanos = 0;
-    int64_t timestamp_nanos = 0;  // the notification's; 0 when it had none
+    int64_t rx_nanos = 0;  // the last update
+    // The baseline of the next rate: when `raw` was first received (the
+    // update where the counter last moved) and its timestamp (0 when the
+    // notification had none).
+    int64_t base_rx_nanos = 0;
+    int64_t base_timestamp_nanos = 0;
+    // The baseline is a change of the counter, not its first value or a
+    // value after a reset: the time since it is a cadence.
+    bool base_is_change = false;
+    // The counter's cadence: receive time between its last two changes
+    // while it moved (0: not known yet).
+    int64_t cadence_nanos = 0;
+    size_t group = 0;  // the subscription group it comes from
     std::optional<double> per_second;
     std::optional<uint64_t> delta;
     // The value is no baseline for the next rate (the port was cleared or
@@ -120,11 +177,14 @@ class SwitchState {
     bool stale_baseline = false;
     bool reset_pending = false;  // reported with the next snapshot
     bool wrapped = false;
+
+    void Rebase(const Stamp& stamp);
   };
   struct Port {
     std::string operstate;
     double speed = 0;             // bytes/s from port-speed / speed
     double negotiated_speed = 0;  // bytes/s, wins when known
+    double fastest = 0;           // bytes/s, the most either ever said
     std::string last_clear;       // raw value, "" before the first
   };
   using Key = std::pair<std::string, std::string>;  // device, series name
@@ -145,6 +205,7 @@ class SwitchState {
   struct Stamp {
     int64_t rx_nanos = 0;         // monotonic
     int64_t timestamp_nanos = 0;  // the target's clock; 0 when none
+    size_t group = 0;
   };
   void ApplyUpdate(const ::gnmi::Update& update, const ::gnmi::Path& prefix,
                    absl::string_view db, Stamp stamp);
@@ -152,6 +213,12 @@ class SwitchState {
                  const Scalar& value, Stamp stamp);
   void ApplySeries(absl::string_view device, bool last_clear,
                    const Scalar& value, Stamp stamp);
+  // Records a speed (bytes/s) `device` reported.
+  void SetSpeed(absl::string_view device, double bytes_per_second,
+                bool negotiated);
+  // False (counted) when `per_second` of `s` is more than `device` can
+  // carry.
+  bool Possible(const Series& s, absl::string_view device, double per_second);
   void ApplyDelete(const ::gnmi::Path& prefix, const ::gnmi::Path& path,
                    absl::string_view db);
   // A deleted LLDP path (neighbor, port, table or field); false when `p` is
@@ -170,6 +237,7 @@ class SwitchState {
       Dialect dialect, absl::string_view device, const std::string& name);
 
   const Dialect dialect_;
+  const int64_t handover_nanos_;
   std::map<Key, Series, KeyLess> series_;
   std::map<std::string, Port, std::less<>> ports_;
   OidNames oids_;

@@ -24,8 +24,8 @@ PRODUCT = ["agent/", "analysis/", "cli/", "client/", "collector/", "cluster/",
            "common/", "counters/", "gnmi/", "proto/", "server/"]
 # collector/'s folders from the bottom up: each includes only those before it
 # (collector/CMakeLists.txt says what each owns).
-COLLECTOR_LAYERS = ["store", "state", "declared", "topology", "findings",
-                    "ingest", "runner", "api", "web"]
+COLLECTOR_LAYERS = ["access", "store", "state", "declared", "topology",
+                    "findings", "ingest", "runner", "api", "web"]
 
 
 def collector_layer_rules():
@@ -81,6 +81,7 @@ ONLY_RULES = [
       "collector/declared/write_deadline.h",
       "collector/findings/findings_replication.h",
       "collector/findings/findings_staleness.h",
+      "collector/findings/mark_state.h",
       "collector/ingest/ingest_placement.h",
       "collector/runner/analysis_role.h",
       "collector/runner/feature_exchange.h",

@@ -35,6 +35,9 @@ packages=(
   # The Slurm scripts (deploy/slurm/): shellcheck for them, and a real
   # slurmctld, slurmd and munged for their end-to-end test.
   shellcheck slurm-wlm munge
+  # amtool, which checks the Alertmanager routing example
+  # (deploy/prometheus/alertmanager.yml); its service is not wanted here.
+  prometheus-alertmanager
 )
 
 missing=()
@@ -57,3 +60,9 @@ $sudo apt-get update -q
 # container without systemd that is a no-op, and nothing of ours depends on
 # those system instances.
 $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+# Only its amtool is used: the Alertmanager the package enables (and starts
+# where systemd runs) would hold port 9093 on a build machine.
+if [[ " ${missing[*]} " == *" prometheus-alertmanager "* ]] &&
+  command -v systemctl >/dev/null 2>&1; then
+  $sudo systemctl disable --now prometheus-alertmanager >/dev/null 2>&1 || true
+fi

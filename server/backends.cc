@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cluster/jetstream_node_facts.h"
+#include "cluster/jetstream_silences.h"
 #include "collector/declared/file_declared_state.h"
 #include "collector/declared/node_facts_cache.h"
 #include "collector/declared/node_facts_memory.h"
@@ -24,7 +25,8 @@ NodeFactsStats MemoryStats(const MemoryNodeFacts& facts) {
 // Everything in --state_dir; the rest does nothing.
 class Embedded final : public Backends {
  public:
-  explicit Embedded(StateStore* state) : declared_(state), baselines_(state) {}
+  explicit Embedded(StateStore* state)
+      : declared_(state), baselines_(state), marks_(state) {}
 
   DeclaredState& declared_state() override { return declared_; }
   FindingsReplication& findings_replication() override { return findings_; }
@@ -33,6 +35,7 @@ class Embedded final : public Backends {
   IngestPlacement& ingest_placement() override { return placement_; }
   BaselinesStore& baselines() override { return baselines_; }
   NodeFactsStore& node_facts() override { return facts_; }
+  MarkState& marks() override { return marks_; }
 
   std::string collector_id() const override { return ""; }
   std::string Describe() const override { return ""; }
@@ -54,16 +57,19 @@ class Embedded final : public Backends {
   KeepEveryAgent placement_;
   FileBaselinesStore baselines_;
   MemoryNodeFacts facts_;
+  FileMarkState marks_;
 };
 
 // The cluster's JetStream buckets and streams, through a ClusterMember.
 class Cluster final : public Backends {
  public:
   Cluster(std::unique_ptr<cluster::ClusterMember> member, std::string nats,
-          std::unique_ptr<cluster::JetStreamNodeFacts> facts)
+          std::unique_ptr<cluster::JetStreamNodeFacts> facts,
+          std::unique_ptr<cluster::JetStreamMarks> marks)
       : member_(std::move(member)),
         nats_(std::move(nats)),
         facts_(std::move(facts)),
+        marks_(std::move(marks)),
         placement_(
             *member_->ingest_placement(),
             [link = member_->nats()] { return link->link_down_for(); },
@@ -80,6 +86,7 @@ class Cluster final : public Backends {
   IngestPlacement& ingest_placement() override { return placement_; }
   BaselinesStore& baselines() override { return *member_->baselines(); }
   NodeFactsStore& node_facts() override { return *facts_; }
+  MarkState& marks() override { return *marks_; }
 
   std::string collector_id() const override { return member_->collector_id(); }
   std::string Describe() const override {
@@ -106,6 +113,7 @@ class Cluster final : public Backends {
   void Leave() override {
     member_->StopMirroring();
     facts_->Stop();  // its threads use the connection Leave() closes
+    marks_->StopWatching();
     member_->Leave();
   }
 
@@ -114,6 +122,7 @@ class Cluster final : public Backends {
   const std::string nats_;  // --nats, for the log
   // Declared after member_, so destroyed (stopped) before its connection.
   const std::unique_ptr<cluster::JetStreamNodeFacts> facts_;
+  const std::unique_ptr<cluster::JetStreamMarks> marks_;
   // The member's placement, but no agent while cut off from NATS.
   HandOffWhileCutOff placement_;
 };
@@ -153,8 +162,13 @@ absl::StatusOr<std::unique_ptr<Backends>> ClusterBackends(
   absl::StatusOr<std::unique_ptr<cluster::JetStreamNodeFacts>> facts =
       cluster::JetStreamNodeFacts::Open((*member)->nats(), facts_options);
   if (!facts.ok()) return facts.status();
+  cluster::JetStreamMarks::Options marks_options;
+  marks_options.replicas = options.replicas;
+  absl::StatusOr<std::unique_ptr<cluster::JetStreamMarks>> marks =
+      cluster::JetStreamMarks::Open((*member)->nats(), marks_options);
+  if (!marks.ok()) return marks.status();
   return std::make_unique<Cluster>(*std::move(member), options.nats,
-                                   *std::move(facts));
+                                   *std::move(facts), *std::move(marks));
 }
 
 }  // namespace fabricdiag::collector

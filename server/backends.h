@@ -13,6 +13,7 @@
 //                                                         (HandOffWhileCutOff)
 //   BaselinesStore              FileBaselinesStore        JetStreamBaselines
 //   NodeFactsStore              MemoryNodeFacts           JetStreamNodeFacts
+//   MarkState                   FileMarkState             JetStreamMarks
 //
 // and what the process does differently around them: /healthz lines and
 // /metrics families, the mirroring of the leader's findings, the stop.
@@ -41,6 +42,7 @@
 #include "collector/declared/node_facts.h"
 #include "collector/findings/findings_replication.h"
 #include "collector/findings/findings_staleness.h"
+#include "collector/findings/silences.h"
 #include "collector/ingest/ingest_placement.h"
 #include "collector/runner/analysis_role.h"
 #include "collector/runner/feature_exchange.h"
@@ -60,6 +62,8 @@ class Backends {
   virtual IngestPlacement& ingest_placement() = 0;
   virtual BaselinesStore& baselines() = 0;
   virtual NodeFactsStore& node_facts() = 0;
+  // Acks, silences and forgotten nodes (collector/findings/silences.h).
+  virtual MarkState& marks() = 0;
 
   // This collector's --collector_id, which `fabricdiag nodes` shows for its
   // nodes; empty when embedded (one collector needs no name).

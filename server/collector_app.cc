@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cluster/cluster_member.h"
+#include "collector/access/access_control.h"
 #include "collector/api/query_service.h"
 #include "collector/declared/filled_layouts.h"
 #include "collector/declared/layout_leases.h"
@@ -22,6 +23,7 @@
 #include "collector/declared/layout_registry.h"
 #include "collector/findings/findings_metrics.h"
 #include "collector/findings/findings_store.h"
+#include "collector/findings/silences.h"
 #include "collector/ingest/ingest_service.h"
 #include "collector/ingest/node_facts_intake.h"
 #include "collector/ingest/server.h"
@@ -34,6 +36,7 @@
 #include "collector/topology/topology_keeper.h"
 #include "collector/web/http_server.h"
 #include "collector/web/job_write_routes.h"
+#include "collector/web/route_access.h"
 #include "collector/web/web_routes.h"
 #include "common/address_list.h"
 #include "common/clock.h"
@@ -275,6 +278,8 @@ struct HttpSources {
   const LayoutNameCheck* name_check;
   const TopologyKeeper* topology;
   JobWriteSources writes;  // PUT/POST/DELETE /api/v1/jobs/{job}
+  // Who may use which /api/ route (--auth_token_file).
+  std::shared_ptr<AccessControl> access;
 };
 
 absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(
@@ -305,11 +310,14 @@ absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(
   const TopologyKeeper* topology = in.topology;
   text_metrics.push_back(
       [topology](std::string* out) { topology->AppendMetrics(out); });
+  text_metrics.push_back(
+      [access = in.access](std::string* out) { access->AppendMetrics(out); });
   std::vector<HttpRoute> routes = WebRoutes(
       {in.findings, in.layouts, [runner] { return runner->LatestView(); },
        in.clock, in.topology,
        [backends] { return backends->findings_staleness(); }});
   for (HttpRoute& r : JobWriteRoutes(in.writes)) routes.push_back(std::move(r));
+  routes = GuardRoutes(std::move(routes), in.access);
   HttpServerOptions options;
   options.listen = config.http_listen;
   options.tls_cert_file = config.http_tls_cert;
@@ -333,13 +341,13 @@ absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(
   return http;
 }
 
-// Writes to the query service need `token` when it is not empty; a layout
-// change runs an analysis pass at once.
-QueryService::Options MakeQueryOptions(std::string token,
+// Calls to the query service need a token of `access` (when it has a
+// file); a layout change runs an analysis pass at once.
+QueryService::Options MakeQueryOptions(std::shared_ptr<AccessControl> access,
                                        AnalysisRunner* runner,
                                        NodeUpRule node_up) {
   QueryService::Options options;
-  options.auth_token = std::move(token);
+  options.access = std::move(access);
   options.node_up = std::move(node_up);
   options.on_layouts_changed = [runner](const std::string& job,
                                         absl::Time answer_by) {
@@ -349,14 +357,13 @@ QueryService::Options MakeQueryOptions(std::string token,
 }
 
 void LogServing(const CollectorConfig& config, const Backends& backends,
-                int grpc_port, int http_port, bool writes_need_token) {
+                int grpc_port, int http_port, bool open) {
   LogInfo(absl::StrCat("fabricdiag-collector ", kVersion, " gRPC on port ",
                        grpc_port, ", HTTP on port ", http_port,
                        config.http_tls_cert.empty() ? "" : " (TLS)",
                        ", state in ", config.state_dir, backends.Describe(),
-                       writes_need_token
-                           ? ", writes need the bearer token"
-                           : ", writes open (no --auth_token_file)"));
+                       open ? ", API open (no --auth_token_file)"
+                            : ", API calls need a token of --auth_token_file"));
 }
 
 }  // namespace
@@ -364,9 +371,12 @@ void LogServing(const CollectorConfig& config, const Backends& backends,
 int RunCollector(const CollectorConfig& config) {
   const sigset_t signals = BlockStopSignals();
   SystemClock clock;
-  absl::StatusOr<std::string> token =
-      ReadOptionalToken("--auth_token_file", config.auth_token_file);
-  if (!token.ok()) return StartupFailed(token.status().message());
+  absl::StatusOr<std::shared_ptr<AccessControl>> access =
+      config.auth_token_file.empty()
+          ? std::make_shared<AccessControl>()
+          : AccessControl::FromFile("--auth_token_file", config.auth_token_file,
+                                    &clock);
+  if (!access.ok()) return StartupFailed(access.status().message());
   absl::StatusOr<std::unique_ptr<StateStore>> state =
       StateStore::Open(config.state_dir, &clock);
   if (!state.ok()) {
@@ -381,16 +391,34 @@ int RunCollector(const CollectorConfig& config) {
   if (!chosen.ok()) return StartupFailed(chosen.status().message());
   Backends& backends = **chosen;
   LayoutRegistry registry(&backends.declared_state(), &clock);
-  FindingsStore findings(state->get(), FindingsStoreOptions{});
+  FindingsStoreOptions findings_options;
+  findings_options.resolved_retention = config.findings_retention;
+  findings_options.max_resolved_bytes = config.findings_retention_bytes;
+  FindingsStore findings(state->get(), findings_options);
   if (absl::Status s = LoadState(config, **state, registry, findings);
       !s.ok()) {
     return StartupFailed(s.message());
   }
   registry.StartWatching();
-
   SeriesStore::Options series_options;
   series_options.window_samples = config.window_samples;
   SeriesStore series(series_options, clock);
+  // Acks, silences and forgotten nodes, on every surface of the findings.
+  Marks marks(&backends.marks(), clock);
+  if (absl::Status s = marks.Load(); !s.ok()) {
+    return StartupFailed(absl::StrCat(
+        "operator marks (", backends.marks().Describe(), "): ", s.message()));
+  }
+  findings.SetMarks(&marks);
+  // A node forgotten through another collector of a cluster: its series
+  // here go too, unless it reported since (its agent moved here).
+  marks.OnWatchedForget([&series](const v1::NodeForget& forget) {
+    std::shared_ptr<NodeSeries> node = series.FindNode(forget.node());
+    if (node != nullptr && node->LastArrival().last_report <=
+                               absl::FromUnixNanos(forget.at_unix_nanos())) {
+      series.DropNode(forget.node());
+    }
+  });
   IngestCounters counters;
   absl::StatusOr<IngestAuth> ingest_auth = MakeIngestAuth(config);
   if (!ingest_auth.ok()) return StartupFailed(ingest_auth.status().message());
@@ -404,6 +432,9 @@ int RunCollector(const CollectorConfig& config) {
   if (!runner_options.ok()) {
     return StartupFailed(runner_options.status().message());
   }
+  runner_options->forgotten_at = [&marks](absl::string_view node) {
+    return marks.ForgottenAt(node);
+  };
   // Who counts as up everywhere (metrics, `fabricdiag nodes`): agent_down's
   // rule.
   const NodeUpRule node_up = AgentUpRule(runner_options->analysis.agent_down);
@@ -431,7 +462,7 @@ int RunCollector(const CollectorConfig& config) {
       *std::move(runner_options));
 
   QueryService::Options query_options =
-      MakeQueryOptions(*token, &runner, node_up);
+      MakeQueryOptions(*access, &runner, node_up);
   // Names a layout uses that no agent reports: accepted, with warnings.
   LayoutNameCheck name_check([&runner] { return runner.LatestView(); });
   auto warnings = [&name_check](const v1::Layout& layout) {
@@ -444,9 +475,11 @@ int RunCollector(const CollectorConfig& config) {
   query_options.fabric_nodes = [&runner] { return runner.LatestNodes(); };
   const NodeFactsStore* node_facts = &backends.node_facts();
   query_options.node_facts = [node_facts] { return node_facts->Snapshot(); };
+  query_options.facts_store = &backends.node_facts();
   query_options.staleness = [&backends] {
     return backends.findings_staleness();
   };
+  query_options.marks = &marks;
   QueryService query(&registry, &topology, &findings, &series,
                      std::move(query_options), clock);
   // Layouts whose lease ran out go, and their findings resolve.
@@ -457,7 +490,6 @@ int RunCollector(const CollectorConfig& config) {
   writes.registry = &registry;
   writes.leases = &leases;
   writes.clock = &clock;
-  writes.auth_token = *token;
   writes.on_layouts_changed = [&runner](const std::string& job,
                                         absl::Time answer_by) {
     runner.RunLayoutPass(job, answer_by);
@@ -466,10 +498,11 @@ int RunCollector(const CollectorConfig& config) {
   absl::StatusOr<std::unique_ptr<CollectorServer>> server =
       StartGrpc(config, &ingest, &query);
   if (!server.ok()) return StartupFailed(server.status().message());
-  absl::StatusOr<std::unique_ptr<HttpServer>> http = StartHttp(
-      config, {&series, &counters, &stats, &findings, &registry,
-               &filled_layouts, state->get(), &backends, &runner, &clock,
-               node_up, &leases, &name_check, &topology, std::move(writes)});
+  absl::StatusOr<std::unique_ptr<HttpServer>> http =
+      StartHttp(config, {&series, &counters, &stats, &findings, &registry,
+                         &filled_layouts, state->get(), &backends, &runner,
+                         &clock, node_up, &leases, &name_check, &topology,
+                         std::move(writes), *access});
   if (!http.ok()) {
     const int code = StartupFailed(http.status().message());
     (*server)->Shutdown(absl::ZeroDuration());
@@ -493,7 +526,7 @@ int RunCollector(const CollectorConfig& config) {
   runner.Start();
   leases.Start(absl::Seconds(1));
   LogServing(config, backends, (*server)->port(), (*http)->port(),
-             !token->empty());
+             (*access)->open());
 
   int signo = 0;
   sigwait(&signals, &signo);

@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "analysis/analysis_config.h"
 #include "cluster/nats_connection.h"
+#include "collector/findings/findings_store.h"
 
 namespace fabricdiag::collector {
 
@@ -48,6 +49,10 @@ struct CollectorConfig {
   // --collector lists; empty = --listen with its bound port when its host
   // is not a wildcard (AdvertisedAddress).
   std::string advertise_address;
+  // Resolved findings are kept this long after they resolved, within this
+  // many bytes (--findings_retention, --findings_retention_bytes).
+  absl::Duration findings_retention = FindingsStoreOptions{}.resolved_retention;
+  uint64_t findings_retention_bytes = FindingsStoreOptions{}.max_resolved_bytes;
 };
 
 // The address a cluster member announces for its agents: `advertise` when

@@ -10,6 +10,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cluster/nats_connection.h"
+#include "collector/findings/findings_query.h"
 #include "common/program.h"
 #include "server/collector_app.h"
 
@@ -78,6 +79,11 @@ ABSL_FLAG(std::string, nats_tls_cert, "",
           "With --nats: client certificate (PEM) for NATS servers that "
           "verify their clients");
 ABSL_FLAG(std::string, nats_tls_key, "", "Private key of --nats_tls_cert");
+ABSL_FLAG(std::string, findings_retention, "30d",
+          "Keep resolved findings this long after they resolved (30d, 12h)");
+ABSL_FLAG(uint64_t, findings_retention_bytes, 64ull << 20,
+          "Keep at most this many bytes of resolved findings (the oldest go "
+          "first)");
 
 namespace {
 
@@ -132,6 +138,17 @@ int main(int argc, char** argv) {
   config.nats_security.tls_ca = absl::GetFlag(FLAGS_nats_tls_ca);
   config.nats_security.tls_cert = absl::GetFlag(FLAGS_nats_tls_cert);
   config.nats_security.tls_key = absl::GetFlag(FLAGS_nats_tls_key);
+  absl::StatusOr<absl::Duration> retention =
+      fabricdiag::collector::ParseQueryDuration(
+          "--findings_retention", absl::GetFlag(FLAGS_findings_retention));
+  if (!retention.ok()) {
+    std::cerr << "fabricdiag-collector: " << retention.status().message()
+              << "\n";
+    return 2;
+  }
+  config.findings_retention = *retention;
+  config.findings_retention_bytes =
+      absl::GetFlag(FLAGS_findings_retention_bytes);
   absl::Status status = fabricdiag::collector::ValidateCollectorConfig(config);
   if (!status.ok()) {
     std::cerr << "fabricdiag-collector: " << status.message() << "\n";

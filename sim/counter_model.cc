@@ -21,8 +21,15 @@ constexpr double kBadLinkBer = 1e-4;
 constexpr double kStormRxShare = 0.02;
 // straggler: throughput relative to its peers.
 constexpr double kStragglerShare = 0.3;
-// ecmp_polarization: share of the uplink TX on the hottest uplink.
+// ecmp_polarization: share of the uplink TX on the hot uplink when one is
+// polarized; with more, each carries as much against a cold one as that one
+// does.
 constexpr double kPolarizedShare = 0.7;
+// ... and with several, the hottest of them carries this much more than
+// their even share and changes every kHottestSeconds: flows come and go and
+// the hash moves them between the polarized uplinks.
+constexpr double kHottestSwing = 0.25;
+constexpr double kHottestSeconds = 1.0;
 
 double LineBytesPerSecond(int gbps) { return gbps * 1e9 / 8; }
 
@@ -247,7 +254,8 @@ void CounterModel::DerivePorts(FabricRates* out) {
   }
 }
 
-void CounterModel::ApplyPolarization(const Fault& f, FabricRates* out) {
+void CounterModel::ApplyPolarization(const Fault& f, double t,
+                                     FabricRates* out) {
   std::optional<size_t> s = fabric_->FindSwitch(f.switch_name);
   if (!s) return;
   std::vector<size_t> up;
@@ -259,13 +267,28 @@ void CounterModel::ApplyPolarization(const Fault& f, FabricRates* out) {
     }
   }
   if (up.size() < 2) return;
-  // Flows hash onto one next hop (poor entropy in the 5-tuple: few QPs,
-  // one UDP source port): one uplink carries most, the total is unchanged.
-  for (size_t k = 0; k < up.size(); ++k) {
-    out->ports[up[k]].per_second[kTxBytes] =
-        k == 0 ? kPolarizedShare * total
-               : (1 - kPolarizedShare) * total /
-                     static_cast<double>(up.size() - 1);
+  // Flows hash onto a few next hops (poor entropy in the 5-tuple: few QPs,
+  // one UDP source port): the first `uplinks` up uplinks carry most, the
+  // total is unchanged. Weights: a cold uplink 1, a hot one what makes a
+  // single hot uplink kPolarizedShare of the total.
+  const size_t m = up.size();
+  const size_t hot = std::min(static_cast<size_t>(std::max(f.uplinks, 1)),
+                              m - 1);  // uplinks went down since
+  const double weight =
+      kPolarizedShare * static_cast<double>(m - 1) / (1 - kPolarizedShare);
+  const size_t hottest =
+      static_cast<size_t>(std::max(0.0, (t - f.start) / kHottestSeconds)) % hot;
+  std::vector<double> w(m, 1.0);
+  for (size_t k = 0; k < hot; ++k) {
+    w[k] = hot == 1 ? weight
+           : k == hottest
+               ? weight * (1 + kHottestSwing)
+               : weight * (1 - kHottestSwing / static_cast<double>(hot - 1));
+  }
+  double sum = 0;
+  for (double x : w) sum += x;
+  for (size_t k = 0; k < m; ++k) {
+    out->ports[up[k]].per_second[kTxBytes] = w[k] / sum * total;
   }
 }
 
@@ -318,7 +341,7 @@ FabricRates CounterModel::RatesAt(double t, double dt) {
   DerivePorts(&out);
   for (const Fault& f : scenario_.faults) {
     if (f.ActiveAt(t) && f.kind == FaultKind::kEcmpPolarization) {
-      ApplyPolarization(f, &out);
+      ApplyPolarization(f, t, &out);
     }
   }
   for (PortRates& r : out.ports) Finish(&r);

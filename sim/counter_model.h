@@ -17,9 +17,12 @@
 //                     storm warning/error events; the switch port facing it
 //                     receives that pause; the switch's other host ports
 //                     pause their hosts 30-60% of the time (victims).
-//   ecmp_polarization the switch's first up uplink carries 70% of its uplink
-//                     TX, the others share the rest; hosts behind it handle
-//                     5-20k CNP/s.
+//   ecmp_polarization the switch's first `uplinks` up uplinks carry most of
+//                     its uplink TX: one carries 70%, the others share the
+//                     rest; with N, each carries as much against a cold one
+//                     as that one does, and the hottest of them (25% over
+//                     their even share) changes every second. Hosts behind
+//                     it handle 5-20k CNP/s.
 //   link_flap         link down during the first half of each period: no
 //                     traffic, carrier/link_downed events (port_counters.h).
 //   link_errors       symbol errors ~50/s, CRC ~20/s, pre-FEC BER ~1e-4.
@@ -86,7 +89,7 @@ class CounterModel {
   void ApplyNicFault(const Fault& f, size_t nic, FabricRates* out);
   void ApplyStormVictims(const Fault& f, size_t nic, FabricRates* out);
   void DerivePorts(FabricRates* out);
-  void ApplyPolarization(const Fault& f, FabricRates* out);
+  void ApplyPolarization(const Fault& f, double t, FabricRates* out);
 
   const Fabric* fabric_;
   Scenario scenario_;

@@ -110,6 +110,12 @@ std::vector<LldpPeer> LldpPeersOf(const Fabric& fabric, size_t switch_index) {
   return out;
 }
 
+bool GnmiFlags::Serves(const std::string& name) const {
+  return enabled() &&
+         (switches.empty() ||
+          std::find(switches.begin(), switches.end(), name) != switches.end());
+}
+
 absl::Status ValidateGnmiFlags(const GnmiFlags& flags, bool have_topology) {
   if (!flags.enabled()) {
     const std::pair<const char*, const std::string*> others[] = {
@@ -125,7 +131,31 @@ absl::Status ValidateGnmiFlags(const GnmiFlags& flags, bool have_topology) {
             absl::StrCat(flag, ": needs --gnmi_listen"));
       }
     }
+    if (flags.refresh != absl::ZeroDuration()) {
+      return absl::InvalidArgumentError("--gnmi_refresh: needs --gnmi_listen");
+    }
+    if (flags.pfc_refresh != absl::ZeroDuration()) {
+      return absl::InvalidArgumentError(
+          "--gnmi_pfc_refresh: needs --gnmi_listen");
+    }
+    if (flags.overlap) {
+      return absl::InvalidArgumentError("--gnmi_overlap: needs --gnmi_listen");
+    }
+    if (!flags.switches.empty()) {
+      return absl::InvalidArgumentError("--gnmi_switches: needs --gnmi_listen");
+    }
     return absl::OkStatus();
+  }
+  const std::pair<const char*, absl::Duration> refreshes[] = {
+      {"--gnmi_refresh", flags.refresh},
+      {"--gnmi_pfc_refresh", flags.pfc_refresh},
+  };
+  for (const auto& [flag, refresh] : refreshes) {
+    if (refresh < absl::ZeroDuration() || refresh > absl::Hours(1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, "=", absl::FormatDuration(refresh),
+                       ": must be 0 (counters change every tick) up to 1h"));
+    }
   }
   RETURN_IF_ERROR(CheckHostPort("gnmi_listen", flags.listen,
                                 /*allow_port_zero=*/true));
@@ -159,6 +189,9 @@ absl::StatusOr<std::unique_ptr<GnmiFleet>> GnmiFleet::Start(
     const GnmiFlags& flags, const Fabric* fabric) {
   GnmiTargetOptions o;
   ASSIGN_OR_RETURN(o.dialect, gnmi::ParseDialect(flags.dialect));
+  o.refresh = flags.refresh;
+  o.pfc_refresh = flags.pfc_refresh;
+  o.overlap = flags.overlap;
   if (!flags.tls_cert.empty()) {
     ASSIGN_OR_RETURN(o.tls_cert_pem,
                      ReadPemFile("--gnmi_tls_cert", flags.tls_cert, false));
@@ -181,13 +214,21 @@ absl::StatusOr<std::unique_ptr<GnmiFleet>> GnmiFleet::Start(
         "--gnmi_listen: ", n, " switches need ports ", first_port, "..",
         static_cast<size_t>(first_port) + n - 1, ", beyond 65535"));
   }
+  for (const std::string& name : flags.switches) {
+    if (!fabric->FindSwitch(name).has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--gnmi_switches: \"", name, "\" is not a simulated switch"));
+    }
+  }
   std::unique_ptr<GnmiFleet> fleet(new GnmiFleet(flags, fabric));
   for (size_t i = 0; i < n; ++i) {
+    if (!flags.Serves(fabric->switches()[i].name)) continue;
     o.listen = absl::StrCat(
         host, ":", first_port == 0 ? 0 : first_port + static_cast<int>(i));
     ASSIGN_OR_RETURN(std::unique_ptr<GnmiTarget> t,
                      GnmiTarget::Start(fabric->switches()[i].name, o));
     fleet->targets_.push_back(std::move(t));
+    fleet->switch_of_.push_back(i);
     fleet->lldp_.push_back(LldpPeersOf(*fabric, i));
   }
   return fleet;
@@ -197,7 +238,8 @@ void GnmiFleet::Publish(const std::vector<PortCounters>& ports,
                         int64_t timestamp_nanos,
                         const std::vector<int64_t>& boot_nanos,
                         const std::vector<bool>& available) {
-  for (size_t s = 0; s < targets_.size(); ++s) {
+  for (size_t t = 0; t < targets_.size(); ++t) {
+    const size_t s = switch_of_[t];
     SwitchState state;
     state.name = fabric_->switches()[s].name;
     state.timestamp_nanos = timestamp_nanos;
@@ -206,9 +248,9 @@ void GnmiFleet::Publish(const std::vector<PortCounters>& ports,
       state.ports.push_back(fabric_->ports()[p].port);
       state.counters.push_back(ports[p]);
     }
-    state.lldp = lldp_[s];
-    targets_[s]->SetAvailable(available[s]);
-    targets_[s]->Publish(state);
+    state.lldp = lldp_[t];
+    targets_[t]->SetAvailable(available[s]);
+    targets_[t]->Publish(state);
   }
 }
 

@@ -4,7 +4,9 @@
 // tells a gNMI client where each one listens.
 //
 // Switch i (topology order) listens on PORT + i of --gnmi_listen=HOST:PORT;
-// port 0 gives each an ephemeral port.
+// port 0 gives each an ephemeral port. With --gnmi_switches only the named
+// switches are targets; the others keep their trees (TreeWriter), as a
+// fabric whose leaves are partly Linux switches running the agent.
 //
 // Each switch also serves the LLDP neighbors its ports hear, from the
 // fabric's cabling (LldpPeersOf): a host-facing port hears the host (system
@@ -29,6 +31,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "gnmi/dialect.h"
 #include "proto/layout.pb.h"
 #include "sim/fabric.h"
@@ -47,8 +50,14 @@ struct GnmiFlags {
   std::string tls_ca;                  // --gnmi_tls_ca (topology only)
   std::string credentials_file;        // --gnmi_credentials_file
   std::string topology_out;            // --gnmi_topology_out
+  absl::Duration refresh;              // --gnmi_refresh (GnmiTargetOptions)
+  absl::Duration pfc_refresh;          // --gnmi_pfc_refresh
+  bool overlap = false;                // --gnmi_overlap
+  std::vector<std::string> switches;   // --gnmi_switches; empty: all
 
   bool enabled() const { return !listen.empty(); }
+  // Whether switch `name` is a gNMI target (and gets no tree).
+  bool Serves(const std::string& name) const;
 };
 
 // What the ports of switch `switch_index` (of fabric.switches()) hear over
@@ -63,7 +72,8 @@ absl::Status ValidateGnmiFlags(const GnmiFlags& flags, bool have_topology);
 class GnmiFleet {
  public:
   // Reads the TLS and credentials files (errors name the flag) and starts
-  // one target per switch of `fabric` (not owned, must outlive the fleet).
+  // one target per switch of `fabric` that `flags` serves (not owned, must
+  // outlive the fleet); a --gnmi_switches name `fabric` lacks is an error.
   static absl::StatusOr<std::unique_ptr<GnmiFleet>> Start(
       const GnmiFlags& flags, const Fabric* fabric);
 
@@ -74,7 +84,7 @@ class GnmiFleet {
                const std::vector<int64_t>& boot_nanos,
                const std::vector<bool>& available);
 
-  // In the order of fabric.switches().
+  // In the order of fabric.switches(), the switches served.
   const std::vector<std::unique_ptr<GnmiTarget>>& targets() const {
     return targets_;
   }
@@ -97,6 +107,7 @@ class GnmiFleet {
   GnmiFlags flags_;
   const Fabric* fabric_;
   std::vector<std::unique_ptr<GnmiTarget>> targets_;
+  std::vector<size_t> switch_of_;            // per target, into switches()
   std::vector<std::vector<LldpPeer>> lldp_;  // per target, from the cabling
 };
 

@@ -109,8 +109,9 @@ std::string PrefixText(const ::gnmi::Path& prefix) {
 
 void Add(const ::gnmi::Path& prefix, const std::string& prefix_text,
          absl::string_view relative, ::gnmi::TypedValue value,
-         std::vector<Leaf>* out) {
+         std::vector<Leaf>* out, bool counter = false) {
   Leaf leaf;
+  leaf.counter = counter;
   leaf.prefix = prefix;
   leaf.path = MustParse(absl::StrCat("/", relative));
   leaf.value = std::move(value);
@@ -146,7 +147,7 @@ void OpenConfigLeaves(const SwitchState& s, std::vector<Leaf>* out) {
     const std::string prefix_text = PrefixText(prefix);
     for (const CounterLeaf& l : OpenConfigCounters()) {
       Add(prefix, prefix_text, l.name, Uint(ValueOf(c, l.counter, l.priority)),
-          out);
+          out, /*counter=*/true);
     }
     const char* status = !c.present ? "NOT_PRESENT" : c.link_up ? "UP" : "DOWN";
     Add(prefix, prefix_text, "state/oper-status", Text(status), out);
@@ -195,7 +196,7 @@ void SonicLeaves(const SwitchState& s, std::vector<Leaf>* out) {
       stats[l.name] = absl::StrCat(ValueOf(c, l.counter, l.priority));
     }
     Add(counters_db, counters_text, absl::StrCat("COUNTERS/", s.ports[i]),
-        Json(stats), out);
+        Json(stats), out, /*counter=*/true);
     names[s.ports[i]] = SonicPortOid(i);
   }
   Add(counters_db, counters_text, "COUNTERS_PORT_NAME_MAP", Json(names), out);
@@ -277,6 +278,21 @@ absl::StatusOr<Selector> Selector::Create(Dialect dialect,
                      "\" is not a database this switch serves (COUNTERS_DB, "
                      "APPL_DB)"));
   }
+  return s;
+}
+
+std::optional<Selector> Selector::PortSubtree() const {
+  if (path_.elem_size() <= 2) return std::nullopt;
+  const bool port =
+      dialect_ == Dialect::kSonic
+          ? path_.elem(0).name() == "COUNTERS"
+          : gnmi::ElemName(path_.elem(0).name()) == "interfaces" &&
+                gnmi::ElemName(path_.elem(1).name()) == "interface";
+  if (!port) return std::nullopt;
+  Selector s = *this;
+  s.path_.mutable_elem()->DeleteSubrange(2, path_.elem_size() - 2);
+  s.text_ = gnmi::PathToString(s.path_);
+  if (!s.target_.empty()) s.text_ = absl::StrCat(s.target_, ":", s.text_);
   return s;
 }
 

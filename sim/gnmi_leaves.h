@@ -36,6 +36,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,7 @@ struct Leaf {
   // ticks (ON_CHANGE compares values under it) and groups notifications.
   std::string key;
   std::string prefix_text;  // the prefix's text form, target included
+  bool counter = false;     // a port's counter (SONiC: its COUNTERS hash)
 };
 
 // Every leaf of `state` in `dialect`, ports in the order of `state.ports`.
@@ -108,6 +110,11 @@ class Selector {
   bool Matches(const Leaf& leaf) const;
   // The path as given, for messages.
   const std::string& text() const { return text_; }
+
+  // For a path below a port ("/interfaces/interface/ethernet/state/
+  // counters", SONiC's "COUNTERS/Ethernet*/Queues"), the port itself
+  // ("/interfaces/interface", "COUNTERS/Ethernet*"); nullopt for others.
+  std::optional<Selector> PortSubtree() const;
 
  private:
   Selector() = default;

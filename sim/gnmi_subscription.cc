@@ -1,5 +1,6 @@
 #include "sim/gnmi_subscription.h"
 
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -29,7 +30,7 @@ std::vector<::gnmi::SubscribeResponse> Notifications(
 }  // namespace
 
 absl::StatusOr<SubscriptionSet> SubscriptionSet::Create(
-    gnmi::Dialect dialect, const ::gnmi::SubscriptionList& list) {
+    gnmi::Dialect dialect, const ::gnmi::SubscriptionList& list, bool overlap) {
   if (list.mode() == ::gnmi::SubscriptionList::POLL) {
     return absl::UnimplementedError("POLL subscriptions are not implemented");
   }
@@ -40,6 +41,7 @@ absl::StatusOr<SubscriptionSet> SubscriptionSet::Create(
   SubscriptionSet set;
   set.once_ = list.mode() == ::gnmi::SubscriptionList::ONCE;
   set.updates_only_ = list.updates_only();
+  set.overlap_ = overlap;
   for (const ::gnmi::Subscription& s : list.subscription()) {
     absl::StatusOr<Selector> sel =
         Selector::Create(dialect, list.prefix(), s.path());
@@ -56,10 +58,20 @@ absl::StatusOr<SubscriptionSet> SubscriptionSet::Create(
 absl::Status SubscriptionSet::Bind(const std::vector<Leaf>& leaves) {
   for (Sub& sub : subs_) {
     sub.leaves.clear();
+    sub.overlapping.clear();
     for (size_t i = 0; i < leaves.size(); ++i) {
       if (sub.selector.Matches(leaves[i])) sub.leaves.push_back(i);
     }
-    if (sub.leaves.empty()) {
+    const std::optional<Selector> port = sub.mode != ::gnmi::ON_CHANGE
+                                             ? sub.selector.PortSubtree()
+                                             : std::nullopt;
+    for (size_t i = 0; overlap_ && port.has_value() && i < leaves.size(); ++i) {
+      if (leaves[i].counter && !sub.selector.Matches(leaves[i]) &&
+          port->Matches(leaves[i])) {
+        sub.overlapping.push_back(i);
+      }
+    }
+    if (sub.leaves.empty() && sub.overlapping.empty()) {
       return absl::UnimplementedError(absl::StrCat(
           "path ", sub.selector.text(), " is not implemented by this target"));
     }
@@ -68,7 +80,8 @@ absl::Status SubscriptionSet::Bind(const std::vector<Leaf>& leaves) {
 }
 
 void SubscriptionSet::Due(const Snapshot& snap, bool all, Sub* sub,
-                          std::vector<const Leaf*>* out) {
+                          std::vector<const Leaf*>* out,
+                          std::vector<const Leaf*>* late) {
   const bool sample = sub->mode != ::gnmi::ON_CHANGE;
   if (!all && sample && sub->interval_nanos > 0 &&
       (snap.timestamp_nanos - sub->last_sample_nanos) * 10 <
@@ -77,23 +90,44 @@ void SubscriptionSet::Due(const Snapshot& snap, bool all, Sub* sub,
   }
   if (sample) sub->last_sample_nanos = snap.timestamp_nanos;
   const bool only_changed = !all && (!sample || sub->suppress_redundant);
-  for (size_t i : sub->leaves) {
-    const Leaf& leaf = snap.leaves[i];
+  auto send = [&](const Leaf& leaf, std::vector<const Leaf*>* to) {
     std::string value = leaf.value.SerializeAsString();
     std::string& last = sub->sent[leaf.key];
-    if (only_changed && last == value) continue;
+    if (only_changed && last == value) return;
     last = std::move(value);
-    out->push_back(&leaf);
+    to->push_back(&leaf);
+  };
+  for (size_t i : sub->leaves) send(snap.leaves[i], out);
+  const std::vector<Leaf>& earlier =
+      snap.earlier.size() == snap.leaves.size() ? snap.earlier : snap.leaves;
+  for (size_t i : sub->overlapping) send(earlier[i], late);
+}
+
+std::vector<::gnmi::SubscribeResponse> SubscriptionSet::Respond(
+    const Snapshot& snapshot, const std::vector<const Leaf*>& due,
+    const std::vector<const Leaf*>& late) {
+  std::vector<::gnmi::SubscribeResponse> out =
+      Notifications(snapshot.timestamp_nanos, due);
+  const bool earlier = snapshot.earlier.size() == snapshot.leaves.size();
+  for (::gnmi::SubscribeResponse& r :
+       Notifications(earlier ? snapshot.earlier_timestamp_nanos
+                             : snapshot.timestamp_nanos,
+                     late)) {
+    out.push_back(std::move(r));
   }
+  return out;
 }
 
 std::vector<::gnmi::SubscribeResponse> SubscriptionSet::Initial(
     const Snapshot& snapshot) {
   std::vector<const Leaf*> due;
-  for (Sub& sub : subs_) Due(snapshot, /*all=*/true, &sub, &due);
-  if (updates_only_) due.clear();
-  std::vector<::gnmi::SubscribeResponse> out =
-      Notifications(snapshot.timestamp_nanos, due);
+  std::vector<const Leaf*> late;
+  for (Sub& sub : subs_) Due(snapshot, /*all=*/true, &sub, &due, &late);
+  if (updates_only_) {
+    due.clear();
+    late.clear();
+  }
+  std::vector<::gnmi::SubscribeResponse> out = Respond(snapshot, due, late);
   out.emplace_back().set_sync_response(true);
   return out;
 }
@@ -101,8 +135,9 @@ std::vector<::gnmi::SubscribeResponse> SubscriptionSet::Initial(
 std::vector<::gnmi::SubscribeResponse> SubscriptionSet::Next(
     const Snapshot& snapshot) {
   std::vector<const Leaf*> due;
-  for (Sub& sub : subs_) Due(snapshot, /*all=*/false, &sub, &due);
-  return Notifications(snapshot.timestamp_nanos, due);
+  std::vector<const Leaf*> late;
+  for (Sub& sub : subs_) Due(snapshot, /*all=*/false, &sub, &due, &late);
+  return Respond(snapshot, due, late);
 }
 
 }  // namespace fabricdiag::sim

@@ -16,6 +16,13 @@
 // ON_CHANGE subscriptions send the leaves whose value changed.
 // heartbeat_interval is ignored.
 //
+// With `overlap` (a target answering overlapping subscriptions), a SAMPLE
+// subscription below a port (Selector::PortSubtree) also sends every
+// counter of the port that its path does not select, as sampled one state
+// earlier (Snapshot::earlier) and stamped with that state's timestamp: the
+// same counter then arrives through several subscriptions, each sampled at
+// its own moment.
+//
 // Pure; thread-compatible (one per stream).
 #pragma once
 
@@ -37,6 +44,9 @@ namespace fabricdiag::sim {
 struct Snapshot {
   int64_t timestamp_nanos = 0;
   std::vector<Leaf> leaves;
+  // The state before, for overlapping subscriptions; empty: `leaves`.
+  int64_t earlier_timestamp_nanos = 0;
+  std::vector<Leaf> earlier{};
 };
 
 class SubscriptionSet {
@@ -44,7 +54,8 @@ class SubscriptionSet {
   // InvalidArgument for a list without subscriptions; Unimplemented for
   // POLL and for a SONiC target the switch does not serve.
   static absl::StatusOr<SubscriptionSet> Create(
-      gnmi::Dialect dialect, const ::gnmi::SubscriptionList& list);
+      gnmi::Dialect dialect, const ::gnmi::SubscriptionList& list,
+      bool overlap = false);
 
   // Finds each subscription's leaves in `leaves` (those of every later
   // snapshot, by position). Unimplemented when one selects no leaf.
@@ -68,18 +79,26 @@ class SubscriptionSet {
     bool suppress_redundant = false;
     int64_t last_sample_nanos = 0;
     std::vector<size_t> leaves;               // indices into the snapshots
+    std::vector<size_t> overlapping;          // counters sent one state late
     std::map<std::string, std::string> sent;  // leaf key -> serialized value
   };
 
   SubscriptionSet() = default;
 
-  // Appends the leaves of `sub` due in `snap` (all of them with `all`).
+  // Appends the leaves of `sub` due in `snap` (all of them with `all`) to
+  // `out`, and its overlapping ones to `late`.
   static void Due(const Snapshot& snap, bool all, Sub* sub,
-                  std::vector<const Leaf*>* out);
+                  std::vector<const Leaf*>* out,
+                  std::vector<const Leaf*>* late);
+  // The notifications of `due` and `late` leaves of `snapshot`.
+  static std::vector<::gnmi::SubscribeResponse> Respond(
+      const Snapshot& snapshot, const std::vector<const Leaf*>& due,
+      const std::vector<const Leaf*>& late);
 
   std::vector<Sub> subs_;
   bool once_ = false;
   bool updates_only_ = false;
+  bool overlap_ = false;
 };
 
 }  // namespace fabricdiag::sim

@@ -31,6 +31,32 @@ constexpr absl::Duration kCancelPoll = absl::Milliseconds(100);
   return m;
 }
 
+// The counters of a switch as of its last poll, every `period` of the
+// states' timestamps (on its multiples since the Unix epoch).
+struct Poll {
+  int64_t slot = -1;  // timestamp / period of the last poll
+  std::vector<PortCounters> values;
+
+  // Polls `state` when it is in a new slot; 0: every state.
+  const std::vector<PortCounters>& At(const SwitchState& state,
+                                      absl::Duration period) {
+    const int64_t nanos = absl::ToInt64Nanoseconds(period);
+    const int64_t at = nanos > 0 ? state.timestamp_nanos / nanos : slot + 1;
+    if (at != slot || values.size() != state.counters.size()) {
+      slot = at;
+      values = state.counters;
+    }
+    return values;
+  }
+};
+
+// The counters a PFC poll refreshes: the per-priority slots, from pause
+// frames to the PFC watchdog's storm events.
+bool IsPfcCounter(size_t c) {
+  return c >= static_cast<size_t>(kRxPauseFrames) &&
+         c <= static_cast<size_t>(kPauseStormError);
+}
+
 // Metadata value of `key`, empty when absent.
 std::string Metadata(const grpc::ServerContext& ctx, const char* key) {
   auto it = ctx.client_metadata().find(key);
@@ -46,6 +72,14 @@ struct GnmiTarget::Impl final : public ::gnmi::gNMI::Service {
   std::string address;
   int port = 0;
   std::unique_ptr<grpc::Server> server;
+
+  // The counters as of the last poll of options.refresh (port) and
+  // options.pfc_refresh (pfc), and the leaves published last (for
+  // overlapping subscriptions).
+  absl::Mutex publish_mu;
+  Poll port_poll ABSL_GUARDED_BY(publish_mu);
+  Poll pfc_poll ABSL_GUARDED_BY(publish_mu);
+  std::shared_ptr<const Snapshot> published ABSL_GUARDED_BY(publish_mu);
 
   mutable absl::Mutex mu;
   absl::CondVar changed;
@@ -159,8 +193,8 @@ struct GnmiTarget::Impl final : public ::gnmi::gNMI::Service {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           "the first request must be a SubscriptionList");
     }
-    absl::StatusOr<SubscriptionSet> subs =
-        SubscriptionSet::Create(options.dialect, request.subscribe());
+    absl::StatusOr<SubscriptionSet> subs = SubscriptionSet::Create(
+        options.dialect, request.subscribe(), options.overlap);
     if (!subs.ok()) return ToGrpcStatus(subs.status());
     std::shared_ptr<const Snapshot> snap;
     uint64_t seen = 0;
@@ -261,7 +295,27 @@ const std::string& GnmiTarget::address() const { return impl_->address; }
 void GnmiTarget::Publish(const SwitchState& state) {
   auto snap = std::make_shared<Snapshot>();
   snap->timestamp_nanos = state.timestamp_nanos;
-  snap->leaves = SwitchLeaves(impl_->options.dialect, state);
+  const GnmiTargetOptions& o = impl_->options;
+  {
+    absl::MutexLock publishing(&impl_->publish_mu);
+    const std::vector<PortCounters>& port =
+        impl_->port_poll.At(state, o.refresh);
+    const std::vector<PortCounters>& pfc = impl_->pfc_poll.At(
+        state,
+        o.pfc_refresh > absl::ZeroDuration() ? o.pfc_refresh : o.refresh);
+    SwitchState held = state;
+    for (size_t p = 0; p < held.counters.size(); ++p) {
+      for (size_t c = 0; c < kNumCounters; ++c) {
+        held.counters[p].value[c] = (IsPfcCounter(c) ? pfc : port)[p].value[c];
+      }
+    }
+    snap->leaves = SwitchLeaves(o.dialect, held);
+    if (o.overlap && impl_->published != nullptr) {
+      snap->earlier_timestamp_nanos = impl_->published->timestamp_nanos;
+      snap->earlier = impl_->published->leaves;
+    }
+    impl_->published = snap;
+  }
   absl::MutexLock lock(&impl_->mu);
   impl_->snapshot = std::move(snap);
   ++impl_->version;

@@ -9,6 +9,7 @@
 //   ASSIGN_OR_RETURN(std::unique_ptr<GnmiTarget> t,
 //                    GnmiTarget::Start("leaf-0", o));
 //   t->Publish(state);          // every tick: the switch's counters now
+//                               // (as of the last refresh, with one)
 //   t->SetAvailable(false);     // a simulated outage: streams end UNAVAILABLE
 //
 // What it answers:
@@ -16,7 +17,8 @@
 // - Subscribe, mode STREAM: every subscription's leaves once (unless
 //   updates_only), then sync_response, then per published state the leaves
 //   due (SAMPLE every sample_interval of the states' timestamps, ON_CHANGE
-//   when changed: sim/gnmi_subscription.h). Mode ONCE: the leaves,
+//   when changed: sim/gnmi_subscription.h; with options.overlap, the
+//   counters of other subscriptions too). Mode ONCE: the leaves,
 //   sync_response, end of stream (OK). Mode POLL: UNIMPLEMENTED.
 // - A subscription whose path selects no leaf (queues, an augment this
 //   target does not have, a SONiC table it does not serve) or a SONiC target
@@ -39,6 +41,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "gnmi/dialect.h"
 #include "sim/gnmi_leaves.h"
 
@@ -53,6 +56,22 @@ struct GnmiTargetOptions {
   // Empty username: no credentials required.
   std::string username;
   std::string password;
+  // The counters change only every `refresh` of the states' timestamps
+  // (0: at every Publish): a SONiC switch's flex counters poll the port
+  // statistics every second and write them to COUNTERS_DB, which gNMI
+  // serves, so a sample between two polls repeats the last poll's values.
+  // The poll falls at the first Publish of each multiple of `refresh`
+  // since the Unix epoch. Oper status, speed and LLDP are not held.
+  absl::Duration refresh;
+  // The PFC counters (per-priority pause frames, durations, transitions,
+  // discards and storm events) change only every `pfc_refresh` instead (0:
+  // as the others), in the same way: SONiC polls queue and PFC watchdog
+  // counters in their own flex counter groups, every 10 s by default.
+  absl::Duration pfc_refresh;
+  // Answers overlapping subscriptions (sim/gnmi_subscription.h): a SAMPLE
+  // subscription below a port also sends the port's other counters, as
+  // sampled one Publish earlier.
+  bool overlap = false;
 };
 
 class GnmiTarget {

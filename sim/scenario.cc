@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <set>
@@ -25,6 +26,8 @@ using yaml::ReadNumber;
 // A scenario holds a handful of faults; anything this large is a mistake.
 constexpr size_t kMaxScenarioBytes = 1 << 20;
 constexpr size_t kMaxFaults = 10000;
+// More uplinks than any switch has (a 64-port switch's half).
+constexpr int kMaxPolarizedUplinks = 64;
 
 struct KindInfo {
   FaultKind kind;
@@ -62,6 +65,7 @@ std::set<std::string> FieldsOf(FaultKind kind) {
     case FaultKind::kPfcStorm:
       return {"node", "nic", "priority"};
     case FaultKind::kEcmpPolarization:
+      return {"switch", "uplinks"};
     case FaultKind::kGnmiOutage:
     case FaultKind::kSwitchReload:
       return {"switch"};
@@ -104,6 +108,15 @@ absl::Status ParseTargetField(const std::string& key, const YAML::Node& value,
           field, absl::StrCat("must be an integer 0..7, got ", value.Scalar()));
     }
     fault->priority = static_cast<int>(*p);
+  } else if (key == "uplinks") {
+    absl::StatusOr<double> n = ReadNumber(value, field);
+    if (!n.ok()) return n.status();
+    if (*n != std::floor(*n) || *n < 1 || *n > kMaxPolarizedUplinks) {
+      return FieldError(
+          field, absl::StrCat("must be an integer 1..", kMaxPolarizedUplinks,
+                              ", got ", value.Scalar()));
+    }
+    fault->uplinks = static_cast<int>(*n);
   } else if (key == "factor" || key == "period") {
     absl::StatusOr<double> v = ReadNumber(value, field);
     if (!v.ok()) return v.status();
@@ -139,8 +152,9 @@ absl::Status ParseFaultField(const std::string& key, const YAML::Node& value,
     return absl::OkStatus();
   }
   if (fields.count(key) == 0) {
-    static const std::set<std::string> kAll = {
-        "node", "nic", "switch", "port", "priority", "factor", "period"};
+    static const std::set<std::string> kAll = {"node",   "nic",      "switch",
+                                               "port",   "priority", "factor",
+                                               "period", "uplinks"};
     return FieldError(
         field, kAll.count(key)
                    ? absl::StrCat("not used by ", FaultKindName(fault->kind))
@@ -248,6 +262,26 @@ absl::Status ValidateMiscabling(const Fault& f, const Fabric& fabric,
   return absl::OkStatus();
 }
 
+// The flows pile onto fewer uplinks than the switch has: with all of them
+// hot, its ECMP group would be balanced.
+absl::Status ValidatePolarization(const Fault& f, const Fabric& fabric,
+                                  const std::string& path) {
+  const std::optional<size_t> s = fabric.FindSwitch(f.switch_name);
+  if (!s) return absl::OkStatus();  // reported by the caller
+  int uplinks = 0;
+  for (size_t p : fabric.switches()[*s].members) {
+    if (fabric.ports()[p].uplink) ++uplinks;
+  }
+  if (f.uplinks >= uplinks) {
+    return FieldError(
+        path + ".uplinks",
+        absl::StrCat(f.switch_name, " has ", uplinks, " uplinks: at most ",
+                     std::max(uplinks - 1, 0), " can be polarized, got ",
+                     f.uplinks));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::string_view FaultKindName(FaultKind kind) {
@@ -350,6 +384,9 @@ absl::Status ValidateScenarioNames(const Scenario& scenario,
                           absl::StrCat(f.switch_name, " has no port ",
                                        QuoteForMessage(f.port)));
       }
+    }
+    if (f.kind == FaultKind::kEcmpPolarization) {
+      RETURN_IF_ERROR(ValidatePolarization(f, fabric, path));
     }
   }
   return absl::OkStatus();

@@ -12,7 +12,8 @@
 // Kinds and their fields (docs/counters.md lists the counters each one moves):
 //   hot_expert        node, nic, factor (default 6)
 //   pfc_storm         node, nic, priority (default 3)
-//   ecmp_polarization switch
+//   ecmp_polarization switch, uplinks (default 1: how many of its uplinks
+//                     the flows pile onto; fewer than it has)
 //   link_flap         node + nic, or switch + port; period (default 4 s)
 //   link_errors, half_speed, retransmissions, straggler, nic_gone: node, nic
 //   gnmi_outage       switch: its gNMI target refuses RPCs and ends its
@@ -76,6 +77,7 @@ struct Fault {
   int priority = 3;         // pfc_storm: 802.1p priority 0..7
   double factor = 6.0;      // hot_expert: RX as a multiple of the group mean
   double period = 4.0;      // link_flap: seconds per down/up cycle
+  int uplinks = 1;          // ecmp_polarization: uplinks the flows pile onto
 
   bool ActiveAt(double t) const { return t >= start && t < end; }
   // "hot_expert gpu-003 mlx5_2", "ecmp_polarization leaf-0", ...
@@ -90,7 +92,8 @@ struct Scenario {
 
 absl::StatusOr<Scenario> ParseScenario(absl::string_view text);
 
-// Every node, NIC, switch and port a fault names exists in `fabric`.
+// Every node, NIC, switch and port a fault names exists in `fabric`, and an
+// ecmp_polarization leaves at least one of its switch's uplinks cold.
 absl::Status ValidateScenarioNames(const Scenario& scenario,
                                    const Fabric& fabric);
 

@@ -114,8 +114,12 @@ absl::StatusOr<std::unique_ptr<Simulation>> Simulation::Create(
       sim->fabric_.get(), std::move(scenario), config.seed);
   if (!model.ok()) return model.status();
   sim->model_ = std::make_unique<CounterModel>(*std::move(model));
+  std::vector<bool> switch_trees;
+  for (const SimNode& sw : sim->fabric_->switches()) {
+    switch_trees.push_back(!config.gnmi.Serves(sw.name));
+  }
   absl::StatusOr<std::unique_ptr<TreeWriter>> writer = TreeWriter::Create(
-      config.out_dir, sim->fabric_.get(), !config.gnmi.enabled());
+      config.out_dir, sim->fabric_.get(), std::move(switch_trees));
   if (!writer.ok()) return writer.status();
   sim->writer_ = *std::move(writer);
   sim->nics_.resize(sim->fabric_->nics().size());

@@ -66,7 +66,8 @@ ABSL_FLAG(bool, virtual_agent_lldp, true,
           "neighbors of its NICs (false: none, an ingest without discovery)");
 
 ABSL_FLAG(std::string, gnmi_listen, "",
-          "Serve every switch as a gNMI target instead of writing its tree: "
+          "Serve every switch (or those of --gnmi_switches) as a gNMI target "
+          "instead of writing its tree: "
           "switch i (topology order) listens on HOST:PORT+i; port 0 gives "
           "each an ephemeral port. One line per switch on stderr: "
           "\"gnmi target <switch> (<dialect>) listening on HOST:PORT\"");
@@ -85,6 +86,22 @@ ABSL_FLAG(std::string, gnmi_credentials_file, "",
           "File with a user name (line 1) and password (line 2), mode 0600: "
           "every gNMI RPC must carry them as username/password metadata; "
           "needs TLS");
+ABSL_FLAG(absl::Duration, gnmi_refresh, absl::ZeroDuration(),
+          "The gNMI targets' counters change only every this long (0: every "
+          "tick), as a SONiC switch's flex counters poll port statistics "
+          "every 1s: samples in between repeat the last poll's values");
+ABSL_FLAG(absl::Duration, gnmi_pfc_refresh, absl::ZeroDuration(),
+          "The gNMI targets' PFC counters change only every this long (0: as "
+          "--gnmi_refresh), as a switch that polls them in a counter group "
+          "of their own (SONiC polls its queue counters every 10s)");
+ABSL_FLAG(bool, gnmi_overlap, false,
+          "The gNMI targets answer overlapping subscriptions: a subscription "
+          "below a port also sends the port's other counters, as sampled one "
+          "tick earlier");
+ABSL_FLAG(std::vector<std::string>, gnmi_switches, {},
+          "With --gnmi_listen: only these switches (comma-separated "
+          "topology names) are gNMI targets; the others get a tree for an "
+          "agent, as without --gnmi_listen. Empty: every switch");
 ABSL_FLAG(std::string, gnmi_topology_out, "",
           "Write the --topology with each switch's gnmi block filled in "
           "(address, dialect, insecure or tls_ca and credentials_file) to "
@@ -196,6 +213,12 @@ int main(int argc, char** argv) {
   config.gnmi.tls_ca = absl::GetFlag(FLAGS_gnmi_tls_ca);
   config.gnmi.credentials_file = absl::GetFlag(FLAGS_gnmi_credentials_file);
   config.gnmi.topology_out = absl::GetFlag(FLAGS_gnmi_topology_out);
+  config.gnmi.refresh = absl::GetFlag(FLAGS_gnmi_refresh);
+  config.gnmi.pfc_refresh = absl::GetFlag(FLAGS_gnmi_pfc_refresh);
+  config.gnmi.overlap = absl::GetFlag(FLAGS_gnmi_overlap);
+  for (const std::string& name : absl::GetFlag(FLAGS_gnmi_switches)) {
+    if (!name.empty()) config.gnmi.switches.push_back(name);
+  }
   fabricdiag::SystemClock clock;
   fabricdiag::sim::SignalWaiter waiter(&clock);
   return fabricdiag::sim::RunSim(config, clock, &waiter, std::cout, std::cerr);

@@ -24,10 +24,16 @@ constexpr mode_t kFileMode = 0644;
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<TreeWriter>> TreeWriter::Create(
-    std::string out_dir, const Fabric* fabric, bool with_switches) {
+    std::string out_dir, const Fabric* fabric, std::vector<bool> switch_trees) {
   if (out_dir.empty()) return absl::InvalidArgumentError("--out: empty");
+  if (switch_trees.empty()) {
+    switch_trees.assign(fabric->switches().size(), true);
+  }
+  if (switch_trees.size() != fabric->switches().size()) {
+    return absl::InternalError("TreeWriter: switch_trees is not per switch");
+  }
   std::unique_ptr<TreeWriter> w(
-      new TreeWriter(std::move(out_dir), fabric, with_switches));
+      new TreeWriter(std::move(out_dir), fabric, std::move(switch_trees)));
   absl::Status st = MakeDirs(w->out_, kDirMode);
   if (!st.ok()) return st;
   st = w->RemoveTree(w->tmp_);
@@ -41,7 +47,10 @@ absl::StatusOr<std::unique_ptr<TreeWriter>> TreeWriter::Create(
     const std::string& node = nodes[i];
     st = w->RemoveTree(absl::StrCat(w->out_, "/", node));
     if (!st.ok()) return st;
-    if (i >= fabric->hosts().size() && !with_switches) continue;
+    if (i >= fabric->hosts().size() &&
+        !w->switch_trees_[i - fabric->hosts().size()]) {
+      continue;
+    }
     st = MakeDirs(absl::StrCat(w->SysfsRoot(node), "/class/net"), kDirMode);
     if (st.ok()) st = MakeDirs(w->EthtoolDir(node), kDirMode);
     if (!st.ok()) return st;
@@ -55,11 +64,11 @@ absl::StatusOr<std::unique_ptr<TreeWriter>> TreeWriter::Create(
 }
 
 TreeWriter::TreeWriter(std::string out_dir, const Fabric* fabric,
-                       bool with_switches)
+                       std::vector<bool> switch_trees)
     : out_(std::move(out_dir)),
       tmp_(out_ + "/.sim-tmp"),
       fabric_(fabric),
-      with_switches_(with_switches),
+      switch_trees_(std::move(switch_trees)),
       nic_exists_(fabric->nics().size(), false),
       port_exists_(fabric->ports().size(), false) {}
 
@@ -187,8 +196,9 @@ absl::Status TreeWriter::Write(const std::vector<PortCounters>& nics,
     if (!st.ok()) return st;
     nic_exists_[i] = true;
   }
-  for (size_t p = 0; with_switches_ && p < ports.size(); ++p) {
+  for (size_t p = 0; p < ports.size(); ++p) {
     const SimPort& port = fabric_->ports()[p];
+    if (!switch_trees_[port.switch_index]) continue;
     const std::string net_dir =
         absl::StrCat(SysfsRoot(port.switch_name), "/class/net/", port.port);
     const bool exists = port_exists_[p];
@@ -221,7 +231,8 @@ absl::Status TreeWriter::WriteLldp(const Cabling& cabling) {
                             HostLldpNeighbors(*fabric_, cabling, h));
     if (!st.ok()) return st;
   }
-  for (size_t s = 0; with_switches_ && s < fabric_->switches().size(); ++s) {
+  for (size_t s = 0; s < fabric_->switches().size(); ++s) {
+    if (!switch_trees_[s]) continue;
     absl::Status st = write(fabric_->switches()[s].name,
                             SwitchLldpNeighbors(*fabric_, cabling, s));
     if (!st.ok()) return st;

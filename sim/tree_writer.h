@@ -21,8 +21,9 @@
 // Files whose content did not change are not rewritten.
 //
 // Create() deletes OUT/<node> for every simulated node (a previous run's
-// tree) and nothing else under OUT. Without `with_switches` (the switches
-// stream gNMI instead, sim/gnmi_fleet.h) only hosts get a tree.
+// tree) and nothing else under OUT. A switch whose `switch_trees` entry is
+// false (it streams gNMI instead, sim/gnmi_fleet.h) gets no tree; an empty
+// `switch_trees` gives every switch one.
 //
 //   ASSIGN_OR_RETURN(std::unique_ptr<TreeWriter> w,
 //                    TreeWriter::Create("/tmp/fabric", &fabric));
@@ -51,7 +52,8 @@ class TreeWriter {
  public:
   // `fabric` is not owned and must outlive the writer.
   static absl::StatusOr<std::unique_ptr<TreeWriter>> Create(
-      std::string out_dir, const Fabric* fabric, bool with_switches = true);
+      std::string out_dir, const Fabric* fabric,
+      std::vector<bool> switch_trees = {});
 
   // Brings the tree to `nics` / `ports` (indexed like the fabric's):
   // creates missing devices, removes absent ones, rewrites changed files.
@@ -71,7 +73,8 @@ class TreeWriter {
   uint64_t files_written() const { return files_written_; }
 
  private:
-  TreeWriter(std::string out_dir, const Fabric* fabric, bool with_switches);
+  TreeWriter(std::string out_dir, const Fabric* fabric,
+             std::vector<bool> switch_trees);
 
   absl::Status WriteAtomic(const std::string& path, const std::string& content);
   // Writes `files` under `dir`: the whole directory via staging when it
@@ -84,7 +87,7 @@ class TreeWriter {
   const std::string out_;
   const std::string tmp_;
   const Fabric* fabric_;
-  const bool with_switches_;
+  const std::vector<bool> switch_trees_;  // per switch, never empty
   uint64_t temp_counter_ = 0;
   uint64_t files_written_ = 0;
   std::vector<bool> nic_exists_;

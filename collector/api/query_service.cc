@@ -2,15 +2,18 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "collector/api/rpc_scopes.h"
 #include "collector/declared/layout_leases.h"
 #include "collector/declared/layout_nics.h"
 #include "collector/declared/write_deadline.h"
+#include "collector/findings/findings_request.h"
 #include "collector/topology/topology_adopt.h"
 #include "common/grpc_status.h"
 
@@ -78,10 +81,21 @@ void AddOtherCollectorsNodes(const std::vector<NodeFacts>& fabric,
     info.last_report = l.last_report;
     info.interval_ms = static_cast<uint32_t>(
         std::max<int64_t>(0, l.interval / absl::Milliseconds(1)));
+    // An unobserved node (its collector's features stopped arriving) is
+    // told as of when that collector last vouched for it, as agent_down
+    // judges it: its silence since is the cluster's, not the agent's.
+    const absl::Time as_of =
+        facts.unobserved ? std::min(now, l.observed_until) : now;
     out->set_node(l.node);
-    out->set_up(node_up ? node_up(info, now)
+    out->set_up(node_up ? node_up(info, as_of)
                         : l.ever_reported &&
-                              now - l.last_report < absl::Seconds(3));
+                              as_of - l.last_report < absl::Seconds(3));
+    if (facts.unobserved) {
+      out->set_unobserved(true);
+      if (l.observed_until != absl::InfiniteFuture()) {
+        out->set_unobserved_since_unix_nanos(UnixNanos(l.observed_until));
+      }
+    }
     if (l.ever_reported) {
       out->set_last_report_unix_nanos(UnixNanos(l.last_report));
     }
@@ -109,30 +123,45 @@ QueryService::QueryService(LayoutRegistry* registry,
       options_(std::move(options)),
       clock_(clock) {}
 
-grpc::Status QueryService::CheckWriteAuth(const grpc::ServerContext& context) {
-  if (options_.auth_token.empty()) return grpc::Status::OK;
+grpc::Status QueryService::Authorize(const grpc::ServerContext& context,
+                                     absl::string_view method,
+                                     std::string* who) {
+  const std::optional<Scope> scope = RpcScope(method);
+  if (!scope.has_value()) {
+    // Fails closed: an RPC added without a row in the table.
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        absl::StrCat(method,
+                                     " has no scope on this collector "
+                                     "(collector/api/rpc_scopes.cc)"));
+  }
+  return AuthorizeScope(context, *scope, who);
+}
+
+grpc::Status QueryService::AuthorizeScope(const grpc::ServerContext& context,
+                                          Scope scope, std::string* who) {
+  absl::string_view header;
   const auto& metadata = context.client_metadata();
-  auto it = metadata.find("authorization");
-  if (it == metadata.end()) {
-    ++unauthenticated_;
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        "this collector requires a bearer token for writes "
-                        "(fabricdiag --token_file=F)");
+  if (auto it = metadata.find("authorization"); it != metadata.end()) {
+    header = absl::string_view(it->second.data(), it->second.size());
   }
-  absl::string_view header(it->second.data(), it->second.size());
-  if (!BearerTokenMatches(header, options_.auth_token)) {
-    ++unauthenticated_;
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        "the bearer token is not valid for this collector");
+  absl::StatusOr<std::string> name = options_.access->Authorize(header, scope);
+  if (!name.ok()) {
+    if (absl::IsUnauthenticated(name.status())) {
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                          absl::StrCat(name.status().message(),
+                                       "; this needs a token with the ",
+                                       ScopeName(scope), " scope"));
+    }
+    return ToGrpcStatus(name.status());
   }
+  if (who != nullptr) *who = *std::move(name);
   return grpc::Status::OK;
 }
 
 grpc::Status QueryService::ApplyLayout(grpc::ServerContext* context,
                                        const v1::ApplyLayoutRequest* request,
                                        v1::ApplyLayoutResponse* response) {
-  grpc::Status auth = CheckWriteAuth(*context);
-  if (!auth.ok()) return auth;
+  if (grpc::Status s = Authorize(*context, "ApplyLayout"); !s.ok()) return s;
   const std::string source =
       request->source().empty() ? "cli" : request->source();
   std::optional<int64_t> lease;
@@ -168,9 +197,10 @@ grpc::Status QueryService::ApplyLayout(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::GetLayout(grpc::ServerContext*,
+grpc::Status QueryService::GetLayout(grpc::ServerContext* context,
                                      const v1::GetLayoutRequest* request,
                                      v1::Layout* response) {
+  if (grpc::Status s = Authorize(*context, "GetLayout"); !s.ok()) return s;
   absl::StatusOr<std::shared_ptr<const LayoutEntry>> entry =
       registry_->Get(request->job());
   if (!entry.ok()) return ToGrpcStatus(entry.status());
@@ -187,9 +217,10 @@ grpc::Status QueryService::GetLayout(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::ListLayouts(grpc::ServerContext*,
+grpc::Status QueryService::ListLayouts(grpc::ServerContext* context,
                                        const v1::ListLayoutsRequest*,
                                        v1::ListLayoutsResponse* response) {
+  if (grpc::Status s = Authorize(*context, "ListLayouts"); !s.ok()) return s;
   for (const LayoutSummary& s : registry_->List()) {
     v1::LayoutSummary* out = response->add_layouts();
     out->set_job(s.job);
@@ -199,6 +230,7 @@ grpc::Status QueryService::ListLayouts(grpc::ServerContext*,
     out->set_applied_unix_nanos(UnixNanos(s.applied));
     out->set_source(s.declaration.source());
     out->set_owner(s.declaration.owner());
+    out->mutable_labels()->insert(s.labels.begin(), s.labels.end());
     if (LeaseExpiry(s.declaration).has_value()) {
       out->set_expires_unix_nanos(s.declaration.expires_unix_nanos());
     }
@@ -209,8 +241,7 @@ grpc::Status QueryService::ListLayouts(grpc::ServerContext*,
 grpc::Status QueryService::DeleteLayout(grpc::ServerContext* context,
                                         const v1::DeleteLayoutRequest* request,
                                         v1::DeleteLayoutResponse*) {
-  grpc::Status auth = CheckWriteAuth(*context);
-  if (!auth.ok()) return auth;
+  if (grpc::Status s = Authorize(*context, "DeleteLayout"); !s.ok()) return s;
   const absl::Time answer_by = AnswerByOf(*context);
   absl::Status deleted = registry_->Delete(request->job(), answer_by);
   if (!deleted.ok()) return ToGrpcStatus(deleted);
@@ -223,15 +254,15 @@ grpc::Status QueryService::DeleteLayout(grpc::ServerContext* context,
 grpc::Status QueryService::ApplyTopology(
     grpc::ServerContext* context, const v1::ApplyTopologyRequest* request,
     v1::ApplyTopologyResponse*) {
-  grpc::Status auth = CheckWriteAuth(*context);
-  if (!auth.ok()) return auth;
+  if (grpc::Status s = Authorize(*context, "ApplyTopology"); !s.ok()) return s;
   return ToGrpcStatus(
       registry_->ApplyTopology(request->topology(), AnswerByOf(*context)));
 }
 
-grpc::Status QueryService::GetTopology(grpc::ServerContext*,
+grpc::Status QueryService::GetTopology(grpc::ServerContext* context,
                                        const v1::GetTopologyRequest* request,
                                        v1::Topology* response) {
+  if (grpc::Status s = Authorize(*context, "GetTopology"); !s.ok()) return s;
   absl::StatusOr<std::shared_ptr<const v1::Topology>> topology;
   switch (request->view()) {
     case v1::TOPOLOGY_VIEW_DISCOVERED:
@@ -260,6 +291,11 @@ grpc::Status QueryService::GetTopology(grpc::ServerContext*,
 grpc::Status QueryService::AdoptTopology(
     grpc::ServerContext* context, const v1::AdoptTopologyRequest* request,
     v1::AdoptTopologyResponse* response) {
+  // A dry run only shows what adopting would write: a read.
+  grpc::Status auth = request->dry_run()
+                          ? AuthorizeScope(*context, Scope::kRead)
+                          : Authorize(*context, "AdoptTopology");
+  if (!auth.ok()) return auth;
   if (request->dry_run() && request->snapshot()) {
     // The keeper takes a topology just applied or adopted at its next poll
     // and drawing: wait for it (bounded), so that `topology diff` right
@@ -281,10 +317,6 @@ grpc::Status QueryService::AdoptTopology(
     response->set_is_snapshot(true);
     return grpc::Status::OK;
   }
-  if (!request->dry_run()) {
-    grpc::Status auth = CheckWriteAuth(*context);
-    if (!auth.ok()) return auth;
-  }
   absl::StatusOr<AdoptResult> adopted = AdoptDiscovered(
       *topology_, registry_, request->expected_declared_version(),
       request->dry_run(), AnswerByOf(*context));
@@ -294,18 +326,14 @@ grpc::Status QueryService::AdoptTopology(
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::ListFindings(grpc::ServerContext*,
+grpc::Status QueryService::ListFindings(grpc::ServerContext* context,
                                         const v1::ListFindingsRequest* request,
                                         v1::ListFindingsResponse* response) {
-  FindingsFilter filter;
-  filter.job = request->job();
-  filter.kind = request->kind();
-  filter.state = request->state();
-  filter.all = request->all();
-  filter.limit = request->limit();
-  for (v1::Finding& f : findings_->List(filter)) {
-    *response->add_findings() = std::move(f);
-  }
+  if (grpc::Status s = Authorize(*context, "ListFindings"); !s.ok()) return s;
+  absl::StatusOr<v1::ListFindingsResponse> page =
+      AnswerListFindings(*request, *findings_, *registry_->Snapshot());
+  if (!page.ok()) return ToGrpcStatus(page.status());
+  *response = std::move(*page);
   *response->mutable_staleness() = StalenessProto(options_.staleness());
   return grpc::Status::OK;
 }
@@ -313,6 +341,9 @@ grpc::Status QueryService::ListFindings(grpc::ServerContext*,
 grpc::Status QueryService::WatchFindings(
     grpc::ServerContext* context, const v1::WatchFindingsRequest* request,
     grpc::ServerWriter<v1::FindingEvent>* writer) {
+  if (grpc::Status s = Authorize(*context, "WatchFindings"); !s.ok()) {
+    return s;
+  }
   std::unique_ptr<Watcher> watcher = findings_->Watch(request->job());
   // Tell the client at once that the watch is live, even when no finding is
   // active (the CLI uses it to say "reconnected" after a collector restart).
@@ -355,6 +386,7 @@ grpc::Status QueryService::WatchFindings(
                             "the collector closed the watch");
     }
     *out.mutable_finding() = std::move(event->finding);
+    if (options_.marks != nullptr) options_.marks->Mark(out.mutable_finding());
     if (!writer->Write(out)) break;  // the client went away
   }
   watcher->Close();
@@ -365,9 +397,10 @@ grpc::Status QueryService::WatchFindings(
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::ListNodes(grpc::ServerContext*,
+grpc::Status QueryService::ListNodes(grpc::ServerContext* context,
                                      const v1::ListNodesRequest*,
                                      v1::ListNodesResponse* response) {
+  if (grpc::Status s = Authorize(*context, "ListNodes"); !s.ok()) return s;
   const std::vector<NodeStatus> nodes =
       options_.node_up ? series_->ListNodes(options_.node_up)
                        : series_->ListNodes(absl::Seconds(3));
@@ -375,6 +408,13 @@ grpc::Status QueryService::ListNodes(grpc::ServerContext*,
   // from it.
   LocalNodes local;
   for (const NodeStatus& n : nodes) {
+    // Forgotten by an operator and silent since: not listed until it
+    // reports again.
+    if (options_.marks != nullptr) {
+      std::optional<absl::Time> forgotten =
+          options_.marks->ForgottenAt(n.info.node);
+      if (forgotten.has_value() && n.info.last_report <= *forgotten) continue;
+    }
     local[n.info.node] = {response->nodes_size(), n.info.last_report};
     v1::NodeStatus* out = response->add_nodes();
     out->set_node(n.info.node);
@@ -420,9 +460,10 @@ grpc::Status QueryService::ListNodes(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::GetSeries(grpc::ServerContext*,
+grpc::Status QueryService::GetSeries(grpc::ServerContext* context,
                                      const v1::GetSeriesRequest* request,
                                      v1::GetSeriesResponse* response) {
+  if (grpc::Status s = Authorize(*context, "GetSeries"); !s.ok()) return s;
   if (request->node().empty()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "node: required");
   }

@@ -8,8 +8,10 @@
 // which holds one server thread per watcher for as long as it streams; ops
 // tooling opens a handful of watches, not thousands.
 //
-// Writes (ApplyLayout, DeleteLayout, ApplyTopology, AdoptTopology) require
-// `authorization: Bearer <token>` when a token is configured; reads never do.
+// With a token file (Options::access) every RPC needs `authorization:
+// Bearer <token>` of a token with the RPC's scope (collector/api/
+// rpc_scopes.h): UNAUTHENTICATED without a valid token, PERMISSION_DENIED
+// naming the scope when it lacks it. Without one every RPC is open.
 //
 //   QueryService service(&registry, &topology, &findings, &series, options,
 //                        clock);
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "collector/access/access_control.h"
 #include "collector/declared/layout_registry.h"
 #include "collector/declared/node_facts.h"
 #include "collector/findings/findings_staleness.h"
@@ -32,7 +35,6 @@
 #include "collector/runner/feature_exchange.h"
 #include "collector/store/series_store.h"
 #include "collector/topology/topology_views.h"
-#include "common/bearer_token.h"
 #include "common/clock.h"
 #include "proto/collector.grpc.pb.h"
 
@@ -43,7 +45,10 @@ namespace fabricdiag::collector {
 // another collector than `self`, as remote entries with their liveness. A
 // node this collector listed too (`local`: node -> its index in
 // `response`, last report here) is replaced when the other collector heard
-// from it later (its agent moved away). Sorted by node when any is added.
+// from it later (its agent moved away). A node whose collector's features
+// stopped arriving (NodeFacts::unobserved) is listed unobserved, its up
+// state as of when that collector last vouched for it. Sorted by node when
+// any is added.
 using LocalNodes = absl::flat_hash_map<std::string, std::pair<int, absl::Time>>;
 void AddOtherCollectorsNodes(const std::vector<NodeFacts>& fabric,
                              absl::string_view self, const NodeUpRule& node_up,
@@ -53,8 +58,9 @@ void AddOtherCollectorsNodes(const std::vector<NodeFacts>& fabric,
 class QueryService final : public v1::Collector::Service {
  public:
   struct Options {
-    // Required bearer token for writes; empty = writes are open.
-    std::string auth_token;
+    // Who may call what (--auth_token_file); the default lets every call
+    // in.
+    std::shared_ptr<AccessControl> access = std::make_shared<AccessControl>();
     // Whether a node counts as up (ListNodes); null: reported within 3 s.
     NodeUpRule node_up;
     // Called after a layout was applied or deleted, with the job and the
@@ -76,9 +82,16 @@ class QueryService final : public v1::Collector::Service {
     // resolved answer (the NICs the agents pair); null: no node's facts are
     // known, and a rank the layout names no NIC for answers "unknown".
     std::function<std::shared_ptr<const NodeFactsMap>()> node_facts;
+    // The store behind node_facts, whose entry of a node ForgetNode drops;
+    // null: ForgetNode drops no facts.
+    NodeFactsStore* facts_store = nullptr;
     // Whether the findings are stale (a cluster's collector that cannot
     // see the shared findings): told by ListFindings and WatchFindings.
     FindingsStalenessSource staleness = NeverStale();
+    // The operator marks (acks, silences, forgotten nodes) the mark RPCs
+    // write and WatchFindings sets on its events; null: those RPCs answer
+    // UNIMPLEMENTED (a service built for tests that need none).
+    Marks* marks = nullptr;
   };
 
   // All pointers must outlive the service.
@@ -123,11 +136,34 @@ class QueryService final : public v1::Collector::Service {
                          const v1::GetSeriesRequest* request,
                          v1::GetSeriesResponse* response) override;
 
-  // Write RPCs refused for a missing or wrong token.
-  uint64_t unauthenticated() const { return unauthenticated_.load(); }
+  // Operator marks (collector/api/mark_rpcs.cc).
+  grpc::Status AckFinding(grpc::ServerContext* context,
+                          const v1::AckFindingRequest* request,
+                          v1::AckFindingResponse* response) override;
+  grpc::Status CreateSilence(grpc::ServerContext* context,
+                             const v1::CreateSilenceRequest* request,
+                             v1::Silence* response) override;
+  grpc::Status ListSilences(grpc::ServerContext* context,
+                            const v1::ListSilencesRequest* request,
+                            v1::ListSilencesResponse* response) override;
+  grpc::Status ExpireSilence(grpc::ServerContext* context,
+                             const v1::ExpireSilenceRequest* request,
+                             v1::Silence* response) override;
+  grpc::Status ForgetNode(grpc::ServerContext* context,
+                          const v1::ForgetNodeRequest* request,
+                          v1::ForgetNodeResponse* response) override;
 
  private:
-  grpc::Status CheckWriteAuth(const grpc::ServerContext& context);
+  // Whether the caller's token has `method`'s scope (RpcScope), or
+  // `scope` itself; on success `who` (when not null) is the token's name,
+  // "" on an open collector. A method the table lacks is refused.
+  grpc::Status Authorize(const grpc::ServerContext& context,
+                         absl::string_view method, std::string* who = nullptr);
+  grpc::Status AuthorizeScope(const grpc::ServerContext& context, Scope scope,
+                              std::string* who = nullptr);
+
+  // Whether this collector keeps marks at all.
+  grpc::Status CheckMarks() const;
 
   LayoutRegistry* const registry_;
   const TopologySource* const topology_;
@@ -136,7 +172,6 @@ class QueryService final : public v1::Collector::Service {
   const Options options_;
   const Clock& clock_;
   std::atomic<bool> shutting_down_{false};
-  std::atomic<uint64_t> unauthenticated_{0};
 };
 
 }  // namespace fabricdiag::collector

@@ -308,6 +308,8 @@ std::vector<LayoutSummary> LayoutRegistry::List() const {
     s.parallelism = ParallelismSummary(entry->model);
     s.applied = entry->applied;
     s.declaration = entry->applied_layout.declaration();
+    s.labels.insert(entry->applied_layout.labels().begin(),
+                    entry->applied_layout.labels().end());
     out.push_back(std::move(s));
   }
   return out;

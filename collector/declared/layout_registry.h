@@ -94,7 +94,8 @@ struct LayoutSummary {
   uint32_t hosts = 0;
   std::string parallelism;  // "tp=8 pp=2 dp=4 ep=4" (cp, ep only when > 1)
   absl::Time applied;
-  v1::LayoutDeclaration declaration;  // source, owner, lease
+  v1::LayoutDeclaration declaration;          // source, owner, lease
+  std::map<std::string, std::string> labels;  // v1::Layout.labels
 };
 
 // "tp=8 pp=2 dp=4 ep=4": the degrees of a built model, cp and ep only when

@@ -12,6 +12,7 @@
 //     to, and draws the same topology.
 //
 //   store->Put(facts);                         // the ingest, on an Inventory
+//   store->Delete("gpu-007");                  // `fabricdiag nodes forget`
 //   std::shared_ptr<const NodeFactsMap> all = store->Snapshot();
 //   if (store->Generation() != seen) ...       // rebuild what depends on it
 //
@@ -24,6 +25,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "proto/ingest.pb.h"
 
 namespace fabricdiag::collector {
@@ -46,6 +48,18 @@ class NodeFactsStore {
   // shows it once it is in the bucket, and a write NATS refuses is counted
   // (fabricdiag_node_facts_writes_failed_total).
   virtual absl::Status Put(const v1::NodeFacts& facts) = 0;
+
+  // Drops what is held for `node` (`fabricdiag nodes forget`): its LLDP
+  // neighbors leave the discovered topology and its GPU-NIC pairs the
+  // filled layouts until its agent reports an inventory again (it does on
+  // every new stream); a Put after the Delete starts from nothing, not
+  // merged with what was dropped. This store's Snapshot() drops the node at
+  // once; in a cluster every other collector drops it once the delete is in
+  // the bucket (queued as Put is: never waits for the network, a delete
+  // NATS refuses is counted in fabricdiag_node_facts_writes_failed_total).
+  // Dropping a node held nowhere changes nothing. InvalidArgument for a bad
+  // node name.
+  virtual absl::Status Delete(absl::string_view node) = 0;
 
   // Every node's facts at one moment (never null). A copy-on-write
   // snapshot: holding it never blocks Put.

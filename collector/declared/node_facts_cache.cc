@@ -40,12 +40,15 @@ void KeepValid(Field* field, size_t max, Keep keep) {
 
 }  // namespace
 
+absl::Status CheckFactsNode(absl::string_view node) {
+  if (IsValidNodeName(node)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("node facts: node ",
+                                                 QuoteForMessage(node),
+                                                 " is not ", kNodeNamePattern));
+}
+
 absl::StatusOr<v1::NodeFacts> SanitizeNodeFacts(v1::NodeFacts facts) {
-  if (!IsValidNodeName(facts.node())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("node facts: node ", QuoteForMessage(facts.node()),
-                     " is not ", kNodeNamePattern));
-  }
+  if (absl::Status s = CheckFactsNode(facts.node()); !s.ok()) return s;
   Cut(facts.mutable_lldp_source());
   KeepValid(facts.mutable_lldp_neighbors(), kMaxFactsNeighbors,
             [](const v1::LldpNeighbor& n) {
@@ -137,6 +140,13 @@ absl::StatusOr<bool> NodeFactsCache::Apply(const v1::NodeFacts& facts) {
       MergeNodeFacts(fresh ? nullptr : &held, *std::move(clean));
   if (!fresh && SameNodeFacts(held, merged)) return false;
   held = std::move(merged);
+  ++generation_;
+  return true;
+}
+
+bool NodeFactsCache::Remove(absl::string_view node) {
+  absl::MutexLock lock(&mu_);
+  if (held_.erase(node) == 0) return false;
   ++generation_;
   return true;
 }

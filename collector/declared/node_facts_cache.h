@@ -21,6 +21,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "collector/declared/node_facts.h"
 #include "proto/ingest.pb.h"
@@ -36,6 +37,9 @@ inline constexpr size_t kMaxFactsNeighbors = 4096;
 inline constexpr size_t kMaxFactsGpus = 256;
 inline constexpr size_t kMaxFactsNetdevs = 4096;
 inline constexpr size_t kMaxFactsTextBytes = 255;
+
+// InvalidArgument when `node` is not a node name (common/names.h).
+absl::Status CheckFactsNode(absl::string_view node);
 
 // `facts` made safe to hold: InvalidArgument when facts.node is not a node
 // name (common/names.h); otherwise texts cut to kMaxFactsTextBytes, entries
@@ -79,6 +83,10 @@ class NodeFactsCache {
     bool changed = false;
   };
   absl::StatusOr<Merged> Merge(const v1::NodeFacts& facts) const;
+
+  // Drops what is held for `node`; true when something was (the generation
+  // moved).
+  bool Remove(absl::string_view node);
 
   // The map at one moment (never null). Rebuilt at the first call after a
   // change, so a burst of Apply calls (every agent reconnecting) costs one

@@ -11,4 +11,13 @@ absl::Status MemoryNodeFacts::Put(const v1::NodeFacts& facts) {
   return absl::OkStatus();
 }
 
+absl::Status MemoryNodeFacts::Delete(absl::string_view node) {
+  if (absl::Status s = CheckFactsNode(node); !s.ok()) {
+    rejected_.fetch_add(1);
+    return s;
+  }
+  cache_.Remove(node);
+  return absl::OkStatus();
+}
+
 }  // namespace fabricdiag::collector

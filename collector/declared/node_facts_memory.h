@@ -26,6 +26,8 @@ class MemoryNodeFacts final : public NodeFactsStore {
  public:
   // InvalidArgument for a bad node name (counted in rejected()).
   absl::Status Put(const v1::NodeFacts& facts) override;
+  // InvalidArgument for a bad node name (counted in rejected()).
+  absl::Status Delete(absl::string_view node) override;
   std::shared_ptr<const NodeFactsMap> Snapshot() const override {
     return cache_.Snapshot();
   }

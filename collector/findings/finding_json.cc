@@ -91,6 +91,14 @@ nlohmann::ordered_json FindingToJson(const v1::Finding& finding) {
   j["device"] = finding.device();
   j["group"] = finding.group();
   j["summary"] = finding.summary();
+  // The job's labels (its owners), only when it has some, so that a
+  // finding without reads exactly as before; keys sorted.
+  if (!finding.labels().empty()) {
+    const std::map<std::string, std::string> labels(finding.labels().begin(),
+                                                    finding.labels().end());
+    j["labels"] = nlohmann::ordered_json::object();
+    for (const auto& [key, value] : labels) j["labels"][key] = value;
+  }
 
   // std::map sorts the keys; numbers are inserted first so they win clashes.
   std::map<std::string, nlohmann::ordered_json> evidence;
@@ -108,6 +116,37 @@ nlohmann::ordered_json FindingToJson(const v1::Finding& finding) {
   if (finding.state() == v1::FINDING_STATE_RESOLVED) {
     j["resolved_at"] = TimeJson(finding.resolved_unix_nanos());
   }
+  // Operator marks, only when they apply, so that an unmarked finding reads
+  // exactly as before.
+  if (finding.has_acked()) {
+    nlohmann::ordered_json acked;
+    acked["who"] = finding.acked().who();
+    acked["at"] = TimeJson(finding.acked().at_unix_nanos());
+    acked["comment"] = finding.acked().comment();
+    j["acked"] = std::move(acked);
+  }
+  if (!finding.silenced_by().empty()) {
+    j["silenced_by"] = nlohmann::ordered_json::array();
+    for (const std::string& id : finding.silenced_by()) {
+      j["silenced_by"].push_back(id);
+    }
+  }
+  return j;
+}
+
+nlohmann::ordered_json SilenceToJson(const v1::Silence& silence) {
+  nlohmann::ordered_json j;
+  j["id"] = silence.id();
+  j["matchers"] = nlohmann::ordered_json::object();
+  for (const v1::SilenceMatcher& m : silence.matchers()) {
+    j["matchers"][m.key()] = m.value();
+  }
+  j["who"] = silence.who();
+  j["created"] = TimeJson(silence.created_unix_nanos());
+  j["until"] = TimeJson(silence.ends_unix_nanos());
+  j["comment"] = silence.comment();
+  j["expired"] = silence.expired();
+  if (!silence.expired_by().empty()) j["expired_by"] = silence.expired_by();
   return j;
 }
 

@@ -47,7 +47,13 @@ std::string FormatAge(absl::Duration age);
 // evidence (integral values print as integers, NaN/inf as null) with
 // evidence_text; on a key clash the number wins. Keys are sorted so that the
 // output is deterministic (proto maps are unordered). A time of 0 (unset)
-// prints as null.
+// prints as null. A marked finding also has "acked" ({who, at, comment})
+// and "silenced_by" (silence ids), each only when it applies.
 nlohmann::ordered_json FindingToJson(const v1::Finding& finding);
+
+// A silence as `fabricdiag silences --json` prints it: id, matchers (an
+// object KEY: VALUE), who, created, until, comment, expired, and expired_by
+// when it was expired early.
+nlohmann::ordered_json SilenceToJson(const v1::Silence& silence);
 
 }  // namespace fabricdiag::collector

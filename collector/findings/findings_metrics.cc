@@ -3,9 +3,9 @@
 #include <map>
 #include <set>
 #include <string>
-#include <tuple>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "analysis/finding.h"
 #include "analysis/finding_wire.h"
 #include "common/prom_text.h"
@@ -90,28 +90,45 @@ std::vector<MetricFamily> FindingsMetrics::Collect() const {
 
   MetricFamily active =
       Family("fabricdiag_finding_active",
-             "1 while a finding is active (kind, severity, job, node, device "
-             "as in fabricdiag findings).",
+             "1 while a finding is active (kind, severity, job, node, device, "
+             "id as in fabricdiag findings; silenced, acked \"true\" while "
+             "an operator's silence or acknowledgement applies; label_<key> "
+             "for each label of the finding's job).",
              MetricType::Gauge);
-  // Two findings differing only in group (or nodes) would be the same
-  // series; a scrape must not hold duplicates.
-  std::set<std::tuple<std::string, std::string, std::string, std::string,
-                      std::string>>
-      seen;
+  MetricFamily info =
+      Family("fabricdiag_finding_info",
+             "1 per active finding, with its summary in words (id as on "
+             "fabricdiag_finding_active); the alert rules read the summary "
+             "from here by id.",
+             MetricType::Gauge);
+  // One series per finding: its id exists only while it is active, so the
+  // series count is the active findings'. The summary, whose numbers move
+  // as the evidence does, is kept off the alerting series: a changed label
+  // would start a new series, and a new alert.
   for (const v1::Finding& f : findings_->Active()) {
-    std::string severity(analysis::SeverityName(f.severity(), "unspecified"));
-    if (!seen.emplace(f.kind(), severity, f.job(), f.node(), f.device())
-             .second) {
-      continue;
+    std::vector<ClientMetric::Label> labels = {
+        {"kind", f.kind()},
+        {"severity",
+         std::string(analysis::SeverityName(f.severity(), "unspecified"))},
+        {"job", f.job()},
+        {"node", f.node()},
+        {"device", f.device()},
+        {"silenced", f.silenced_by().empty() ? "false" : "true"},
+        {"acked", f.has_acked() ? "true" : "false"},
+        {"id", f.id()}};
+    // Prefixed, as kube-state-metrics does, so that a job's label never
+    // clashes with the ones above; sorted for a stable exposition.
+    const std::map<std::string, std::string> job_labels(f.labels().begin(),
+                                                        f.labels().end());
+    for (const auto& [key, value] : job_labels) {
+      labels.push_back({absl::StrCat(kJobLabelPrefix, key), value});
     }
-    active.metric.push_back(Value(MetricType::Gauge, 1,
-                                  {{"kind", f.kind()},
-                                   {"severity", severity},
-                                   {"job", f.job()},
-                                   {"node", f.node()},
-                                   {"device", f.device()}}));
+    active.metric.push_back(Value(MetricType::Gauge, 1, std::move(labels)));
+    info.metric.push_back(Value(MetricType::Gauge, 1,
+                                {{"id", f.id()}, {"summary", f.summary()}}));
   }
   out.push_back(std::move(active));
+  out.push_back(std::move(info));
 
   FindingsCounters counters = findings_->Counters();
   out.push_back(PerKind("fabricdiag_findings_opened_total",
@@ -149,7 +166,7 @@ std::vector<MetricFamily> FindingsMetrics::Collect() const {
   if (state_ != nullptr) {
     out.push_back(Single("fabricdiag_state_write_errors_total",
                          "Failed writes to the state directory (layouts, "
-                         "topology, findings log).",
+                         "topology, findings log, operator marks).",
                          MetricType::Counter,
                          static_cast<double>(state_->write_errors())));
     out.push_back(Single("fabricdiag_state_damaged_files",

@@ -1,9 +1,11 @@
 // Findings, layouts and state-directory health as Prometheus metrics.
 //
 // Exported on every scrape (values are read at Collect time):
-//   fabricdiag_finding_active{kind,severity,job,node,device}  1 per active
-//       finding (docs/findings.md); findings that differ only in group share
-//       one series
+//   fabricdiag_finding_active{kind,severity,job,node,device,silenced,acked,
+//                             id,label_<key>...}
+//       1 per active finding (docs/findings.md), with the labels of its
+//       job's layout prefixed by kJobLabelPrefix (docs/metrics.md)
+//   fabricdiag_finding_info{id,summary}   1 per active finding
 //   fabricdiag_findings_opened_total{kind},
 //   fabricdiag_findings_resolved_total{kind}
 //       (every kind of docs/findings.md present from the start, at 0)
@@ -38,6 +40,10 @@
 #include "prometheus/metric_family.h"
 
 namespace fabricdiag::collector {
+
+// What a layout label's key is exported behind on fabricdiag_finding_active
+// (`team` as `label_team`), as kube-state-metrics exports Kubernetes labels.
+inline constexpr char kJobLabelPrefix[] = "label_";
 
 class FindingsMetrics final : public prometheus::Collectable {
  public:

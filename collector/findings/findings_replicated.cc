@@ -27,14 +27,21 @@ absl::Status FindingsStore::ResolveUnshared(
       }
     }
     ResolveKeys(gone, absl::ToUnixNanos(now), batch);
-    TrimResolved();
+    TrimResolved(now);
   }
   return Commit(batch, "findings the cluster does not share", false);
 }
 
 absl::StatusOr<size_t> FindingsStore::ShareActive() {
+  FindingsReplication* replication = nullptr;
+  {
+    absl::MutexLock update_lock(&update_mu_);
+    replication = replication_;
+  }
+  if (replication == &local_replication_) return 0;  // shared nowhere
+  // Outside the lock: the versions it waits for are applied under it.
+  replication->MarkTerm();
   absl::MutexLock update_lock(&update_mu_);
-  if (replication_ == &local_replication_) return 0;  // shared nowhere
   std::vector<StoredFinding> active;
   {
     absl::MutexLock lock(&mu_);
@@ -90,14 +97,12 @@ absl::Status FindingsStore::ReserveIds(size_t count) {
 void FindingsStore::ApplyResolved(const StoredFinding& version,
                                   UpdateBatch& batch) {
   const v1::Finding& f = version.finding;
-  for (const v1::Finding& r : resolved_) {
-    if (r.id() == f.id()) return;  // already held
-  }
+  if (resolved_ids_.contains(f.id())) return;  // already held
   ++counters_.resolved_by_kind[f.kind()];
   batch.lifecycle_change = true;
   batch.events.emplace_back(WatchEvent::Type::kResolved, f);
   batch.to_log.push_back(version);
-  resolved_.push_back(f);
+  KeepResolved(f);
 }
 
 void FindingsStore::ApplyCurrent(const StoredFinding& version, const Key& key,
@@ -170,7 +175,10 @@ absl::Status FindingsStore::ApplyReplicated(const StoredFinding& version) {
       }
       ApplyCurrent(version, key, it, batch);
     }
-    TrimResolved();
+    // A follower runs no pass of its own: the leader's latest version says
+    // what time it is.
+    TrimResolved(absl::FromUnixNanos(
+        std::max(f.last_seen_unix_nanos(), f.resolved_unix_nanos())));
   }
   return Commit(batch, "replicated findings", false);
 }

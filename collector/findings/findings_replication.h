@@ -57,6 +57,14 @@ class FindingsReplication {
   // seen again), in order.
   virtual absl::Status Write(absl::Span<const StoredFinding> versions) = 0;
 
+  // For a collector that just took over the analysis, before it takes its
+  // active findings over: marks its term where every collector sees it,
+  // and waits (bounded) until on_version was called for everything shared
+  // before that mark, so that a previous leader's version that landed
+  // before it is in the store. Versions landing after the mark are
+  // dropped. Nothing to do where nothing is shared.
+  virtual void MarkTerm() {}
+
   // Calls `on_version` for the latest version of every shared finding, then
   // `on_replayed` with the ids of all of them (the shared set as it is
   // now; again after the backend had to start over), then `on_version` for

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
 #include <cmath>
+#include <cstdint>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,10 +44,33 @@ std::string SummaryWords(absl::string_view summary) {
   return out;
 }
 
-bool Matches(const v1::Finding& finding, absl::string_view job,
-             absl::string_view kind) {
-  return (job.empty() || finding.job() == job) &&
-         (kind.empty() || finding.kind() == kind);
+bool Involves(const v1::Finding& finding, absl::string_view node) {
+  return finding.node() == node ||
+         std::find(finding.nodes().begin(), finding.nodes().end(), node) !=
+             finding.nodes().end();
+}
+
+// Whether the finding's life (first seen to resolved, or on while active)
+// overlaps the filter's window.
+bool InWindow(const v1::Finding& finding, const FindingsFilter& filter) {
+  if (filter.until_unix_nanos != 0 &&
+      finding.first_seen_unix_nanos() > filter.until_unix_nanos) {
+    return false;
+  }
+  return filter.since_unix_nanos == 0 ||
+         finding.state() == v1::FINDING_STATE_ACTIVE ||
+         finding.resolved_unix_nanos() >= filter.since_unix_nanos;
+}
+
+bool Matches(const v1::Finding& finding, const FindingsFilter& filter) {
+  return (filter.job.empty() || finding.job() == filter.job) &&
+         (filter.kind.empty() || finding.kind() == filter.kind) &&
+         (filter.device.empty() || finding.device() == filter.device) &&
+         (filter.node.empty() || Involves(finding, filter.node)) &&
+         (filter.min_severity == v1::SEVERITY_UNSPECIFIED ||
+          finding.severity() >= filter.min_severity) &&
+         (filter.below_id == 0 || FindingIdNumber(finding) < filter.below_id) &&
+         InWindow(finding, filter);
 }
 
 }  // namespace
@@ -93,9 +119,13 @@ absl::Status FindingsStore::Load() {
               }
               return FindingIdNumber(a) < FindingIdNumber(b);
             });
-  resolved_.assign(std::make_move_iterator(resolved.begin()),
-                   std::make_move_iterator(resolved.end()));
-  TrimResolved();
+  resolved_.clear();
+  resolved_ids_.clear();
+  resolved_bytes_ = 0;
+  for (v1::Finding& f : resolved) KeepResolved(std::move(f));
+  // The retention by time applies from the first pass (the store reads no
+  // clock).
+  TrimResolved(absl::InfinitePast());
   compacted_bytes_ = store_->findings_log_bytes();
   return absl::OkStatus();
 }
@@ -116,6 +146,15 @@ bool FindingsStore::Material(const v1::Finding& before,
   for (const auto& [name, text] : now.evidence_text) {
     auto it = before.evidence_text().find(name);
     if (it == before.evidence_text().end() || it->second != text) return true;
+  }
+  // The job's owners changed (its layout applied again with other labels):
+  // alerts route by them.
+  if (static_cast<size_t>(before.labels_size()) != now.labels.size()) {
+    return true;
+  }
+  for (const auto& [key, value] : now.labels) {
+    auto it = before.labels().find(key);
+    if (it == before.labels().end() || it->second != value) return true;
   }
   // The count of passes a condition held grows every pass: it is kept
   // current in memory (Update) but is not a change to log or
@@ -138,8 +177,25 @@ bool FindingsStore::Material(const v1::Finding& before,
   return finite != before_counted;
 }
 
-void FindingsStore::TrimResolved() {
-  while (resolved_.size() > options_.max_resolved) resolved_.pop_front();
+void FindingsStore::KeepResolved(v1::Finding finding) {
+  resolved_bytes_ += finding.ByteSizeLong();
+  resolved_ids_.insert(finding.id());
+  resolved_.push_back(std::move(finding));
+}
+
+void FindingsStore::TrimResolved(absl::Time now) {
+  const int64_t oldest_kept =
+      now == absl::InfinitePast()
+          ? INT64_MIN
+          : absl::ToUnixNanos(now - options_.resolved_retention);
+  while (!resolved_.empty() &&
+         (resolved_.size() > options_.max_resolved ||
+          resolved_bytes_ > options_.max_resolved_bytes ||
+          resolved_.front().resolved_unix_nanos() < oldest_kept)) {
+    resolved_bytes_ -= resolved_.front().ByteSizeLong();
+    resolved_ids_.erase(resolved_.front().id());
+    resolved_.pop_front();
+  }
 }
 
 void FindingsStore::Open(const analysis::Finding& report, const Key& key,
@@ -223,7 +279,7 @@ void FindingsStore::ResolveKeys(const std::vector<Key>& gone, int64_t now_nanos,
     ++counters_.resolved_by_kind[f.kind()];
     batch.lifecycle_change = true;
     batch.events.emplace_back(WatchEvent::Type::kResolved, f);
-    resolved_.push_back(std::move(f));
+    KeepResolved(std::move(f));
   }
 }
 
@@ -255,7 +311,7 @@ absl::Status FindingsStore::Update(
       }
     }
     ResolveUnreported(seen, now_nanos, source, batch);
-    TrimResolved();
+    TrimResolved(now);
   }
   return Commit(batch, absl::StrCat("findings of ", source), true);
 }
@@ -310,6 +366,10 @@ absl::Status FindingsStore::MaybeCompact() {
 
 std::vector<v1::Finding> FindingsStore::List(
     const FindingsFilter& filter) const {
+  return ListPage(filter).findings;
+}
+
+FindingsPage FindingsStore::ListPage(const FindingsFilter& filter) const {
   bool want_active = filter.all || filter.state == v1::FINDING_STATE_ACTIVE ||
                      filter.state == v1::FINDING_STATE_UNSPECIFIED;
   bool want_resolved = filter.all || filter.state == v1::FINDING_STATE_RESOLVED;
@@ -319,25 +379,43 @@ std::vector<v1::Finding> FindingsStore::List(
     absl::MutexLock lock(&mu_);
     if (want_active) {
       for (const auto& [key, entry] : active_) {
-        if (Matches(entry.finding, filter.job, filter.kind)) {
-          out.push_back(entry.finding);
-        }
+        if (Matches(entry.finding, filter)) out.push_back(entry.finding);
       }
     }
     if (want_resolved) {
       for (const v1::Finding& f : resolved_) {
-        if (Matches(f, filter.job, filter.kind)) out.push_back(f);
+        if (Matches(f, filter)) out.push_back(f);
       }
     }
   }
+  FindingsPage page;
   if (out.size() > limit) {
     std::partial_sort(out.begin(), out.begin() + static_cast<long>(limit),
                       out.end(), ByIdDescending);
     out.resize(limit);
+    page.more = true;
   } else {
     std::sort(out.begin(), out.end(), ByIdDescending);
   }
-  return out;
+  if (marks_ != nullptr) {
+    for (v1::Finding& f : out) marks_->Mark(&f);
+  }
+  page.findings = std::move(out);
+  return page;
+}
+
+std::vector<std::string> FindingsStore::Jobs() const {
+  std::set<std::string> jobs;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [key, entry] : active_) {
+      if (!entry.finding.job().empty()) jobs.insert(entry.finding.job());
+    }
+    for (const v1::Finding& f : resolved_) {
+      if (!f.job().empty()) jobs.insert(f.job());
+    }
+  }
+  return std::vector<std::string>(jobs.begin(), jobs.end());
 }
 
 std::vector<v1::Finding> FindingsStore::Active() const {
@@ -351,6 +429,9 @@ std::vector<v1::Finding> FindingsStore::Active() const {
             [](const v1::Finding& a, const v1::Finding& b) {
               return FindingIdNumber(a) < FindingIdNumber(b);
             });
+  if (marks_ != nullptr) {
+    for (v1::Finding& f : out) marks_->Mark(&f);
+  }
   return out;
 }
 

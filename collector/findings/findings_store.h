@@ -11,8 +11,9 @@
 //   event, a log record) only when it changed materially: severity, nodes,
 //   evidence_text or the set of evidence keys changed, a numeric evidence
 //   value moved by more than `evidence_change` (10%) relative to the last
-//   published value, or the summary changed in more than its numbers
-//   (numbers in a summary mirror evidence, which has its own threshold).
+//   published value, the labels changed, or the summary changed in more
+//   than its numbers (numbers in a summary mirror evidence, which has its
+//   own threshold).
 //   This keeps a steady condition at zero events per pass;
 // - an active key of that source not reported any more is RESOLVED.
 // A key belongs to the source that reported it last; only that source's
@@ -31,8 +32,9 @@
 // `last_seen_persist_interval`. Watchers are told after the write, so no
 // watcher ever sees an id that a crash could make the store hand out again. The
 // log is compacted when it exceeds the larger of `compact_log_bytes` and twice
-// its size after the last compaction. The most recent `max_resolved` resolved
-// findings are kept (memory and disk).
+// its size after the last compaction. Resolved findings are kept (memory and
+// disk) for `resolved_retention` after they resolved, within
+// `max_resolved_bytes` (docs/cli.md, "History").
 //
 // Watchers (collector/findings/findings_watch.h): Watch() first queues a
 // SNAPSHOT event per active finding (of the job filter), then every change.
@@ -80,6 +82,7 @@
 #include "analysis/finding.h"
 #include "collector/findings/findings_replication.h"
 #include "collector/findings/findings_watch.h"
+#include "collector/findings/silences.h"
 #include "collector/state/state_store.h"
 #include "proto/collector.pb.h"
 
@@ -92,11 +95,35 @@ struct FindingsFilter {
   v1::FindingState state = v1::FINDING_STATE_ACTIVE;
   bool all = false;    // active and resolved (overrides state)
   uint32_t limit = 0;  // 0 = kDefaultListLimit
+  // A window [since, until] (unix nanos; 0: unbounded) the finding's life
+  // must overlap: first seen at or before `until`, and still active or
+  // resolved at or after `since`. It does not select the state: set `all`
+  // for resolved findings too.
+  int64_t since_unix_nanos = 0;
+  int64_t until_unix_nanos = 0;
+  std::string node;    // "" = all; the node or one of `nodes`
+  std::string device;  // "" = all
+  v1::Severity min_severity = v1::SEVERITY_UNSPECIFIED;  // at least this
+  // Only ids below this number (a page after one that ended with it);
+  // 0 = no bound.
+  uint64_t below_id = 0;
 };
 inline constexpr uint32_t kDefaultListLimit = 1000;
 
+// One page of List: `more` when findings beyond `findings` match.
+struct FindingsPage {
+  std::vector<v1::Finding> findings;
+  bool more = false;
+};
+
 struct FindingsStoreOptions {
-  size_t max_resolved = 10000;
+  // The resolved findings kept (memory and the findings log): those
+  // resolved within `resolved_retention`, at most `max_resolved_bytes` of
+  // them (their serialized size; the oldest go first) and at most
+  // `max_resolved` of them.
+  absl::Duration resolved_retention = absl::Hours(24 * 30);
+  uint64_t max_resolved_bytes = 64ull << 20;
+  size_t max_resolved = SIZE_MAX;
   size_t watcher_queue = 1024;
   double evidence_change = 0.10;
   uint64_t compact_log_bytes = 16ull << 20;
@@ -149,9 +176,11 @@ class FindingsStore final : public FindingsSink {
   // Writes every active finding through the replication again, for a
   // collector that just took over the analysis: in a cluster each then
   // carries the new leader's term, so that a deposed leader's write still
-  // in flight is refused or dropped (cluster/jetstream_findings.h). No
-  // event, no log record. Returns how many were written (0 without a
-  // Replicate()).
+  // in flight is refused or dropped (cluster/jetstream_findings.h). It
+  // marks the term first (FindingsReplication::MarkTerm), so the active
+  // findings include a previous leader's versions that landed before the
+  // mark. No event, no log record. Returns how many were written (0
+  // without a Replicate()).
   absl::StatusOr<size_t> ShareActive();
   // Resolves, at `now`, every active finding the cluster does not have:
   // its id is not in `shared` (the whole shared set), or it was never
@@ -159,8 +188,18 @@ class FindingsStore final : public FindingsSink {
   absl::Status ResolveUnshared(const absl::flat_hash_set<std::string>& shared,
                                absl::Time now) override;
 
+  // Sets the operator marks (acked, silenced_by) on every finding List and
+  // Active return; the log, the replication and the watchers' events hold
+  // findings unmarked (a mark is not a change of the finding). Call before
+  // serving; `marks` must outlive the store.
+  void SetMarks(const Marks* marks) { marks_ = marks; }
+
   // Newest first (descending id), at most filter.limit.
   std::vector<v1::Finding> List(const FindingsFilter& filter) const;
+  // The same, saying whether more match beyond the page.
+  FindingsPage ListPage(const FindingsFilter& filter) const;
+  // Every job a finding kept here names (active or resolved), sorted.
+  std::vector<std::string> Jobs() const;
   // Active findings, ascending id (for /metrics).
   std::vector<v1::Finding> Active() const;
 
@@ -201,7 +240,10 @@ class FindingsStore final : public FindingsSink {
                          UpdateBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ResolveKeys(const std::vector<Key>& gone, int64_t now_nanos,
                    UpdateBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void TrimResolved() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops the resolved findings beyond the retention (by time relative to
+  // `now`: none when it is InfinitePast), bytes and count.
+  void TrimResolved(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void KeepResolved(v1::Finding finding) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status MaybeCompact() ABSL_EXCLUSIVE_LOCKS_REQUIRED(update_mu_);
   // Ids for `count` opens reserved ahead from the replication.
   absl::Status ReserveIds(size_t count)
@@ -233,10 +275,15 @@ class FindingsStore final : public FindingsSink {
   // Ids below this are reserved for this store.
   uint64_t reserved_end_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<Key, Entry> active_ ABSL_GUARDED_BY(mu_);
-  // Ascending resolution order; oldest dropped beyond max_resolved.
+  // Ascending resolution order; oldest dropped beyond the retention.
   std::deque<v1::Finding> resolved_ ABSL_GUARDED_BY(mu_);
+  uint64_t resolved_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // their ByteSizeLong
+  // Their ids: a replicated resolve looks itself up here, not through a
+  // month of history.
+  absl::flat_hash_set<std::string> resolved_ids_ ABSL_GUARDED_BY(mu_);
   WatcherSet watchers_ ABSL_GUARDED_BY(mu_);
   FindingsCounters counters_ ABSL_GUARDED_BY(mu_);
+  const Marks* marks_ = nullptr;
 };
 
 }  // namespace fabricdiag::collector

@@ -1,5 +1,7 @@
 #include "collector/ingest/cut_off_placement.h"
 
+#include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -17,18 +19,30 @@ bool HandOffWhileCutOff::CutOff(absl::Duration* for_how_long) const {
   return cut > limit_;
 }
 
-uint64_t HandOffWhileCutOff::Epoch() {
-  // The inner epoch with the cut-off state in its low bit: a stream asks
-  // again when either moves, and never 0 while cut off (0 means "takes
-  // every agent", which a stream does not ask about).
-  return (inner_.Epoch() << 1) | (CutOff() ? 1 : 0);
+int64_t HandOffWhileCutOff::Round(absl::Duration cut) const {
+  return absl::ToInt64Seconds(cut - limit_);
 }
 
-std::optional<HandoffOrder> HandOffWhileCutOff::HandOff(
-    absl::string_view node, const std::vector<std::string>& collectors,
-    uint64_t streams) {
+uint64_t HandOffWhileCutOff::Epoch() {
   absl::Duration cut;
-  if (!CutOff(&cut)) return inner_.HandOff(node, collectors, streams);
+  if (!CutOff(&cut)) {
+    if (handing_over_.load(std::memory_order_acquire)) {
+      absl::MutexLock lock(&mu_);
+      handing_over_.store(false, std::memory_order_release);
+      most_streams_ = 0;
+      round_ = -1;
+      handed_this_round_ = 0;
+    }
+    // The inner epoch with the cut-off state in its low bit.
+    return inner_.Epoch() << 1;
+  }
+  // Odd while cut off (never 0: 0 means "takes every agent", which a stream
+  // does not ask about), and moving every second, so that the open streams
+  // the last second's budget left ask again.
+  return (static_cast<uint64_t>(Round(cut)) << 1) | 1;
+}
+
+HandoffOrder HandOffWhileCutOff::RefusalOrder(absl::Duration cut) const {
   HandoffOrder order;
   order.reason =
       absl::StrCat("this collector has been cut off from NATS for ",
@@ -36,6 +50,37 @@ std::optional<HandoffOrder> HandOffWhileCutOff::HandOff(
                    ": its agents' data does not reach the analysis");
   order.refusal = Refusal::kNatsDisconnected;
   return order;
+}
+
+std::optional<HandoffOrder> HandOffWhileCutOff::HandOff(
+    absl::string_view node, const std::vector<std::string>& collectors,
+    uint64_t streams) {
+  absl::Duration cut;
+  if (!CutOff(&cut)) return inner_.HandOff(node, collectors, streams);
+  const int64_t round = Round(cut);
+  {
+    absl::MutexLock lock(&mu_);
+    handing_over_.store(true, std::memory_order_release);
+    most_streams_ = std::max(most_streams_, streams);
+    if (round != round_) {
+      round_ = round;
+      handed_this_round_ = 0;
+    }
+    const uint64_t budget = std::max<uint64_t>(
+        1, static_cast<uint64_t>(std::ceil(static_cast<double>(most_streams_) *
+                                           kCutOffHandOffRate)));
+    if (handed_this_round_ >= budget) return std::nullopt;  // next second
+    ++handed_this_round_;
+  }
+  return RefusalOrder(cut);
+}
+
+std::optional<HandoffOrder> HandOffWhileCutOff::HandOffNew(
+    absl::string_view node, const std::vector<std::string>& collectors,
+    uint64_t streams) {
+  absl::Duration cut;
+  if (!CutOff(&cut)) return inner_.HandOffNew(node, collectors, streams);
+  return RefusalOrder(cut);
 }
 
 CollectorWeights HandOffWhileCutOff::Weights(

@@ -6,12 +6,16 @@
 //
 // A decorator over the cluster's placement (cluster/leader_handoff.h):
 // while connected it answers as that one; once cut off for longer than
-// `limit` it hands every agent off with no target (the agent picks the
-// next collector of its own ranking), at its Hello and, for the streams
-// already open, at their next report (the epoch moves); once connected
-// again it takes agents as before, and the other collectors hand back
-// those that prefer it. An embedded collector has no NATS and never wraps
-// its placement in this.
+// `limit` it hands its agents off with no target (the agent picks the
+// next collector of its own ranking): every new stream at its Hello, and
+// the streams already open at their next report, paced so that the
+// connected collectors get no reconnect storm: in each second of the
+// outage at most kCutOffHandOffRate of the streams it held when the
+// hand-over began (rounded up, so at least one); the others ask again the
+// next second (the epoch moves every second). Once connected again it
+// takes agents as before, and the other collectors hand back those that
+// prefer it. An embedded collector has no NATS and never wraps its
+// placement in this.
 //
 //   HandOffWhileCutOff placement(
 //       *member->ingest_placement(),
@@ -21,29 +25,43 @@
 // Thread-safe when `inner` and `cut_off_for` are.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "collector/ingest/ingest_placement.h"
 
 namespace fabricdiag::collector {
 
+// The share of its streams a cut-off collector hands off per second: all of
+// them within about ten seconds, a tenth at a time.
+inline constexpr double kCutOffHandOffRate = 0.1;
+
 class HandOffWhileCutOff final : public IngestPlacement {
  public:
   // `cut_off_for`: how long this collector has been unable to reach NATS
-  // without a break (zero while it can); called for every report, so it
-  // must be cheap. `inner` must outlive this.
+  // without a break (zero while it can), on a monotonic clock: it also
+  // times the paced hand-over. Called for every report, so it must be
+  // cheap. `inner` must outlive this.
   HandOffWhileCutOff(IngestPlacement& inner,
                      std::function<absl::Duration()> cut_off_for,
                      absl::Duration limit);
 
   uint64_t Epoch() override;
+  // An open stream: handed off while cut off, within the second's budget.
   std::optional<HandoffOrder> HandOff(
+      absl::string_view node, const std::vector<std::string>& collectors,
+      uint64_t streams) override;
+  // A new stream: refused while cut off, whatever the budget (it was not
+  // taken, so refusing it moves nothing).
+  std::optional<HandoffOrder> HandOffNew(
       absl::string_view node, const std::vector<std::string>& collectors,
       uint64_t streams) override;
   // The inner placement's: a cut-off collector's agents rank as the
@@ -55,10 +73,22 @@ class HandOffWhileCutOff final : public IngestPlacement {
   // Whether this collector hands every agent off now, and for how long it
   // has been cut off.
   bool CutOff(absl::Duration* for_how_long = nullptr) const;
+  // Which second of the hand-over `cut` falls in (0 the first).
+  int64_t Round(absl::Duration cut) const;
+  HandoffOrder RefusalOrder(absl::Duration cut) const;
 
   IngestPlacement& inner_;
   const std::function<absl::Duration()> cut_off_for_;
   const absl::Duration limit_;
+
+  // The hand-over in progress; reset by Epoch() once connected again.
+  std::atomic<bool> handing_over_{false};
+  absl::Mutex mu_;
+  // The most streams seen open during the hand-over: its budget's base, so
+  // that the pace does not slow as the streams leave.
+  uint64_t most_streams_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t round_ ABSL_GUARDED_BY(mu_) = -1;
+  uint64_t handed_this_round_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace fabricdiag::collector

@@ -68,6 +68,14 @@ class IngestPlacement {
   virtual std::optional<HandoffOrder> HandOff(
       absl::string_view node, const std::vector<std::string>& collectors,
       uint64_t streams) = 0;
+  // The same for a new stream, at its Hello. As HandOff by default; a
+  // placement that paces the hand-off of its open streams can refuse new
+  // ones without counting them (cut_off_placement.h).
+  virtual std::optional<HandoffOrder> HandOffNew(
+      absl::string_view node, const std::vector<std::string>& collectors,
+      uint64_t streams) {
+    return HandOff(node, collectors, streams);
+  }
   // The weights of the entries of `collectors` (an agent's list) in the
   // ranking HandOff places by, sent to the agent (Ack.weights) so that it
   // ranks as the collectors do and fails over where they would place it.

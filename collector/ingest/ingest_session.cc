@@ -205,8 +205,10 @@ std::optional<IngestSession::Reply> IngestSession::MaybeHandOff(
   placement_epoch_ = epoch;
   if (epoch == 0) return std::nullopt;
   const int64_t open = counters_->open_streams.load(std::memory_order_relaxed);
-  std::optional<HandoffOrder> go = placement_.HandOff(
-      node, collectors_, static_cast<uint64_t>(std::max<int64_t>(open, 0)));
+  const uint64_t streams = static_cast<uint64_t>(std::max<int64_t>(open, 0));
+  std::optional<HandoffOrder> go =
+      hello ? placement_.HandOffNew(node, collectors_, streams)
+            : placement_.HandOff(node, collectors_, streams);
   if (!go.has_value()) {
     if (collectors_.empty()) return std::nullopt;
     CollectorWeights weights = placement_.Weights(collectors_);

@@ -18,6 +18,7 @@
 #include "analysis/finding.h"
 #include "analysis/nic_ports.h"
 #include "analysis/tp_cross_node.h"
+#include "collector/runner/job_labels.h"
 #include "collector/runner/rate_pass.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -203,9 +204,17 @@ void AnalysisRunner::RunLiveness(absl::Time now,
     std::optional<analysis::NodeLiveness> l = LivenessFromFinding(f);
     if (l.has_value()) nodes.push_back(*std::move(l));
   }
-  Persisted(findings_->Update(
-      analysis::AgentDownFindings(nodes, now, options_.analysis.agent_down),
-      now, kAgentLivenessSource));
+  if (options_.forgotten_at) {
+    nodes.erase(std::remove_if(nodes.begin(), nodes.end(),
+                               [this](const analysis::NodeLiveness& n) {
+                                 const std::optional<absl::Time> at =
+                                     options_.forgotten_at(n.node);
+                                 return at.has_value() && n.last_report <= *at;
+                               }),
+                nodes.end());
+  }
+  Report(analysis::AgentDownFindings(nodes, now, options_.analysis.agent_down),
+         *layouts_->Snapshot(), now, kAgentLivenessSource);
 }
 
 void AnalysisRunner::RunLayoutAnalyzers(absl::Time now) {
@@ -219,7 +228,7 @@ void AnalysisRunner::RunLayoutAnalyzers(absl::Time now) {
       reports.push_back(std::move(f));
     }
   }
-  Persisted(findings_->Update(reports, now, kLayoutSource));
+  Report(std::move(reports), *snapshot, now, kLayoutSource);
 }
 
 void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric,
@@ -276,9 +285,9 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric,
   // So is a node of a finding taken over at a restart or a new term that no
   // collector has heard from since: its agent is still reconnecting.
   HoldUnheardNodes(now, fabric.nodes, &quiet);
-  Persisted(findings_->Update(hysteresis_->Step(std::move(found.window),
-                                                std::move(found.recent), quiet),
-                              now, kRateSource));
+  Report(hysteresis_->Step(std::move(found.window), std::move(found.recent),
+                           quiet),
+         *snapshot, now, kRateSource);
   // Every baselines_every; and at once when the last write held none (a
   // leader's first pass, before its NICs had traffic), so that a failover
   // in the first period does not lose what was learned since.
@@ -286,6 +295,13 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric,
       (wrote_no_baselines_ && straggler_baselines_.size() > 0)) {
     SaveBaselines(now);
   }
+}
+
+void AnalysisRunner::Report(std::vector<analysis::Finding> reports,
+                            const RegistrySnapshot& layouts, absl::Time now,
+                            absl::string_view source) {
+  AddJobLabels(layouts, &reports);
+  Persisted(findings_->Update(reports, now, source));
 }
 
 void AnalysisRunner::HoldUnheardNodes(absl::Time now,

@@ -35,6 +35,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -72,6 +73,12 @@ class AnalysisRunner {
     analysis::AnalysisConfig analysis;
     absl::Duration baselines_every = kStragglerBaselinesEvery;
     absl::Duration baselines_max_age = kStragglerBaselinesMaxAge;
+    // When an operator last forgot a node (`fabricdiag nodes forget`;
+    // nullopt: never). Its liveness from before then is dropped, so its
+    // agent_down resolves, and it comes back when it reports again. Null:
+    // no node is ever forgotten.
+    std::function<std::optional<absl::Time>(absl::string_view node)>
+        forgotten_at;
   };
 
   // What an embedded collector and one of a cluster do differently (the
@@ -164,6 +171,11 @@ class AnalysisRunner {
   // stops holding them.
   void HoldUnheardNodes(absl::Time now, const std::vector<NodeFacts>& facts,
                         absl::flat_hash_set<std::string>* quiet);
+  // One pass of `source` into the store, each finding with its job's
+  // labels (collector/runner/job_labels.h).
+  void Report(std::vector<analysis::Finding> reports,
+              const RegistrySnapshot& layouts, absl::Time now,
+              absl::string_view source);
   void Persisted(const absl::Status& status);
   // True when this pass analyses; a new term starts from the findings the
   // previous leader left (the hysteresis is seeded again, as after a

@@ -23,6 +23,7 @@ namespace {
 constexpr char kLayoutsDir[] = "layouts";
 constexpr char kTopologyFile[] = "topology.pb";
 constexpr char kBaselinesFile[] = "straggler_baselines.pb";
+constexpr char kMarksFile[] = "marks.pb";
 constexpr char kFindingsLog[] = "findings.log";
 constexpr char kLayoutSuffix[] = ".pb";
 // Where WriteFileAtomically stages a file (common/posix_file.h): what a
@@ -214,6 +215,16 @@ absl::Status StateStore::WriteBaselines(absl::string_view payload,
                                         absl::Time written) {
   absl::MutexLock lock(&mu_);
   return CountError(WriteObjectFile(baselines_path(), payload, written));
+}
+
+std::string StateStore::marks_path() const {
+  return absl::StrCat(dir_, "/", kMarksFile);
+}
+
+absl::Status StateStore::WriteMarks(absl::string_view payload,
+                                    absl::Time written) {
+  absl::MutexLock lock(&mu_);
+  return CountError(WriteObjectFile(marks_path(), payload, written));
 }
 
 absl::StatusOr<std::optional<ObjectFile>> StateStore::ReadBaselines() {

@@ -11,6 +11,8 @@
 //                      baseline (StragglerBaselines::Serialize), rewritten
 //                      now and then by the analysis
 //                      (collector/runner/rate_pass.h)
+//   marks.pb           the envelope + the operators' acks, silences and
+//                      forgotten nodes (collector/findings/silences.h)
 //   *.corrupt-<unix seconds>[.<n>]  files found damaged at load, moved aside
 //
 // Why plain files and not an embedded database: there is none in the stack
@@ -115,6 +117,11 @@ class StateStore {
   // payload it rejects goes to QuarantineFile(baselines_path())).
   absl::StatusOr<std::optional<ObjectFile>> ReadBaselines();
   std::string baselines_path() const;
+
+  // Durably and atomically replaces marks.pb with `payload`; on failure
+  // (a full disk) the file stays as it was. Read with ReadObjectFile.
+  absl::Status WriteMarks(absl::string_view payload, absl::Time written);
+  std::string marks_path() const;
 
   // Moves a damaged file aside to "<path>.corrupt-<unix seconds>" and records
   // `why` in problems(). Used by callers whose own validation rejects a file

@@ -53,9 +53,7 @@ absl::StatusOr<uint64_t> NodeSeries::BeginStream(absl::string_view boot_id,
                                                  absl::string_view peer,
                                                  absl::Time now) {
   absl::MutexLock lock(&mu_);
-  const absl::Duration live =
-      std::max(kMinLive, kLiveIntervals * absl::Milliseconds(interval_ms_));
-  if (stream_ != 0 && boot_id != boot_id_ && now - stream_heard_ < live) {
+  if (boot_id != boot_id_ && StreamLive(now)) {
     ++duplicate_streams_;
     last_duplicate_peer_ = std::string(peer);
     last_duplicate_ = now;
@@ -374,6 +372,17 @@ NodeSeries::ViewState NodeSeries::StateForView() const {
 NodeSeries::Arrival NodeSeries::LastArrival() const {
   absl::MutexLock lock(&mu_);
   return Arrival{last_report_, interval_ms_};
+}
+
+bool NodeSeries::StreamLive(absl::Time now) const {
+  const absl::Duration live =
+      std::max(kMinLive, kLiveIntervals * absl::Milliseconds(interval_ms_));
+  return stream_ != 0 && now - stream_heard_ < live;
+}
+
+bool NodeSeries::Streaming(absl::Time now) const {
+  absl::MutexLock lock(&mu_);
+  return StreamLive(now);
 }
 
 NodeInfo NodeSeries::Info() const {

@@ -110,6 +110,9 @@ class NodeSeries {
                                        absl::string_view peer, absl::Time now);
   // The stream ended (closed, broken or rejected).
   void EndStream(uint64_t stream);
+  // Whether the node's agent streams here at `now`: a stream is open and
+  // live as BeginStream judges it.
+  bool Streaming(absl::Time now) const;
 
   // The slot of every series of `schema`, in schema order, creating slots
   // for new keys (and updating the metadata of known ones). InvalidArgument
@@ -212,6 +215,7 @@ class NodeSeries {
  private:
   // The slot of `key`, or -1.
   int64_t Find(const SeriesKey& key) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool StreamLive(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RecentMeansLocked(size_t samples, absl::Span<const uint32_t> slots,
                          std::vector<double>* out,
                          std::vector<uint64_t>* counts) const

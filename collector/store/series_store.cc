@@ -35,6 +35,17 @@ std::shared_ptr<NodeSeries> SeriesStore::FindNode(
   return it == shard.nodes.end() ? nullptr : it->second;
 }
 
+bool SeriesStore::DropNode(absl::string_view node) {
+  Shard& shard = ShardOf(node);
+  absl::MutexLock lock(&shard.mu);
+  auto it = shard.nodes.find(node);
+  if (it == shard.nodes.end() || it->second->Streaming(clock_.Now())) {
+    return false;
+  }
+  shard.nodes.erase(it);
+  return true;
+}
+
 absl::StatusOr<std::shared_ptr<NodeSeries>> SeriesStore::NodeOrError(
     absl::string_view node) const {
   std::shared_ptr<NodeSeries> n = FindNode(node);

@@ -76,6 +76,11 @@ class SeriesStore {
 
   // The node, or null when it never reported.
   std::shared_ptr<NodeSeries> FindNode(absl::string_view node) const;
+  // Drops the node and its series (`fabricdiag nodes forget`), unless its
+  // agent streams here now (NodeSeries::Streaming): then it is back as
+  // soon as it was forgotten and keeps what it reported. True when dropped.
+  // The node is new when it reports again.
+  bool DropNode(absl::string_view node);
   // Every node seen, in no order; one lock per shard, nothing copied.
   std::vector<std::shared_ptr<NodeSeries>> AllNodes() const;
 

@@ -75,8 +75,79 @@ function duration(seconds) {
   return Math.round(s / 86400) + 'd';
 }
 
+// A collector with --auth_token_file wants a token with the read scope on
+// every /api/ read (docs/http-api.md#access): the page asks for it once,
+// keeps it in this browser's local storage and sends it as a bearer token.
+const TOKEN_KEY = 'fabricdiag.token';
+
+function storedToken() {
+  try {
+    return localStorage.getItem(TOKEN_KEY) || '';
+  } catch (e) {
+    return '';  // storage disabled: every load asks again
+  }
+}
+
+// Thrown when the collector refused the page's token (or its lack of one):
+// the login form is shown, the poll goes on and succeeds once signed in.
+class LoginNeeded extends Error {}
+
+function showLogin(why) {
+  const form = $('login');
+  $('login-why').textContent = why;
+  if (form.hidden) {
+    form.hidden = false;
+    $('login-token').focus();
+  }
+}
+
+// fetch() with the stored token; a 401 or 403 shows the login form.
+async function apiFetch(url, headers) {
+  const token = storedToken();
+  const all = Object.assign({}, headers || {});
+  if (token) all.Authorization = 'Bearer ' + token;
+  const r = await fetch(url, { cache: 'no-store', headers: all });
+  $('logout').hidden = !token;
+  if (r.status === 401 || r.status === 403) {
+    const body = await r.json().catch(() => ({}));
+    const why = r.status === 401 && !token
+      ? 'This collector needs a token with the read scope (see docs/http-api.md, "Access").'
+      : 'The token was refused: ' + (body.error || r.status);
+    showLogin(why);
+    throw new LoginNeeded('sign in with a token');
+  }
+  return r;
+}
+
+$('login').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const token = $('login-token').value.trim();
+  if (!token) return;
+  try {
+    localStorage.setItem(TOKEN_KEY, token);
+  } catch (err) {
+    showLogin('This browser keeps no local storage: the token cannot be kept.');
+    return;
+  }
+  $('login-token').value = '';
+  $('login').hidden = true;
+  state.cache.clear();
+  refresh();
+});
+$('logout').addEventListener('click', (e) => {
+  e.preventDefault();
+  try {
+    localStorage.removeItem(TOKEN_KEY);
+  } catch (err) {
+    // nothing kept
+  }
+  $('logout').hidden = true;
+  state.cache.clear();
+  refresh();
+});
+
 async function getJson(url) {
-  const r = await fetch(url, { cache: 'no-store' });
+  const r = await apiFetch(url);
   const body = await r.json().catch(() => ({}));
   if (!r.ok) throw new Error(url + ': ' + (body.error || r.status));
   return body;
@@ -87,7 +158,7 @@ async function getJson(url) {
 async function getJsonCached(url) {
   const held = state.cache.get(url);
   const headers = held ? { 'If-None-Match': held.etag } : {};
-  const r = await fetch(url, { cache: 'no-store', headers });
+  const r = await apiFetch(url, headers);
   if (r.status === 304 && held) {
     state.stats.notModified++;
     return { body: held.body, changed: false };
@@ -110,8 +181,18 @@ function evidenceText(f) {
   return parts.join(', ');
 }
 
+// An operator's marks (docs/cli.md, "Acknowledge, silence, maintenance"):
+// shown, never hidden.
+function markText(f) {
+  const parts = [];
+  if (f.acked) parts.push('[acked by ' + f.acked.who + ']');
+  if (f.silenced_by && f.silenced_by.length) parts.push('[silenced ' + f.silenced_by.join(',') + ']');
+  return parts.join(' ');
+}
+
 function findingRow(f) {
   const where = f.device || '';
+  const marks = markText(f);
   return el('tr', { class: 'finding-row ' + f.state, 'data-id': f.id, 'data-kind': f.kind },
     el('td', { class: 'sev ' + f.severity, text: f.severity }),
     el('td', { class: 'kind', text: f.kind }),
@@ -121,7 +202,7 @@ function findingRow(f) {
     el('td', { class: 'device', text: where || '–' }),
     el('td', { text: duration(f.duration_seconds) }),
     el('td', { class: 'summary' },
-      el('div', { text: f.summary }),
+      el('div', { text: (marks ? marks + ' ' : '') + f.summary }),
       el('div', { class: 'evidence', text: f.id + ': ' + evidenceText(f) })));
 }
 
@@ -134,6 +215,47 @@ function drawStaleness(staleness) {
     banner.textContent = 'Findings stale: this collector has not seen the cluster\'s findings for ' +
       Math.floor(staleness.age_seconds) + ' s. What this page lists may be out of date (see /healthz).';
   }
+}
+
+// The filter box: words "key=value", the query parameters of
+// /api/v1/findings (docs/http-api.md), so that the collector checks them
+// as it checks the CLI's; kept in the page's #fragment for a link to share.
+// A mistake is shown beside the box and the list stays unfiltered.
+function findingsUrl() {
+  const params = new URLSearchParams();
+  for (const word of $('findings-filter').value.trim().split(/\s+/)) {
+    if (!word) continue;
+    const eq = word.indexOf('=');
+    if (eq <= 0) throw new Error(`"${word}" is not key=value (node, device, job, kind, severity, since, until)`);
+    params.append(word.slice(0, eq), word.slice(eq + 1));
+  }
+  const query = params.toString();
+  return '/api/v1/findings' + (query ? '?' + query : '');
+}
+
+function showFilterError(message) {
+  const e = $('filter-error');
+  e.textContent = message ? 'filter: ' + message : '';
+  e.hidden = !message;
+}
+
+async function getFindings() {
+  let url;
+  try {
+    url = findingsUrl();
+  } catch (e) {
+    showFilterError(e.message);
+    return getJson('/api/v1/findings');
+  }
+  const r = await apiFetch(url);
+  const body = await r.json().catch(() => ({}));
+  if (r.status === 400) {
+    showFilterError(body.error || 'refused');
+    return getJson('/api/v1/findings');
+  }
+  if (!r.ok) throw new Error(url + ': ' + (body.error || r.status));
+  showFilterError('');
+  return body;
 }
 
 function drawFindings(data) {
@@ -579,7 +701,7 @@ async function refresh() {
   const start = performance.now();
   try {
     const [findings, fabric, jobs] = await Promise.all([
-      getJson('/api/v1/findings'), getJsonCached('/api/v1/fabric'), getJson('/api/v1/jobs')]);
+      getFindings(), getJsonCached('/api/v1/fabric'), getJson('/api/v1/jobs')]);
     drawFindings(findings);
     if (fabric.changed || state.fabric === null) {
       state.fabric = fabric.body;
@@ -593,7 +715,7 @@ async function refresh() {
     setStatus(true, 'live');
     $('updated').textContent = 'updated ' + new Date(findings.generated || Date.now()).toLocaleTimeString();
   } catch (e) {
-    setStatus(false, 'collector unreachable: ' + e.message);
+    setStatus(false, e instanceof LoginNeeded ? e.message : 'collector unreachable: ' + e.message);
   }
   state.stats.polls++;
   state.stats.lastPollMs = performance.now() - start;
@@ -612,6 +734,15 @@ $('job').addEventListener('change', (e) => {
 $('dim').addEventListener('change', (e) => {
   state.dim = e.target.value;
   refreshJob().catch((err) => setStatus(false, err.message));
+});
+try {
+  $('findings-filter').value = decodeURIComponent(location.hash.slice(1));
+} catch (e) {
+  showFilterError('the link\'s #fragment is not a filter');
+}
+$('findings-filter').addEventListener('change', (e) => {
+  history.replaceState(null, '', e.target.value ? '#' + encodeURIComponent(e.target.value) : location.pathname);
+  getFindings().then(drawFindings).catch((err) => setStatus(false, err.message));
 });
 $('heatmap-canvas').addEventListener('mousemove', showCellAt);
 $('heatmap-canvas').addEventListener('click', showCellAt);

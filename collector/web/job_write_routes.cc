@@ -16,7 +16,6 @@
 #include "absl/strings/strip.h"
 #include "analysis/layout_parse.h"
 #include "collector/web/web_api.h"
-#include "common/bearer_token.h"
 #include "common/names.h"
 #include "common/status_macros.h"
 
@@ -47,8 +46,6 @@ int HttpStatusOf(const absl::Status& status) {
   switch (status.code()) {
     case absl::StatusCode::kInvalidArgument:
       return 400;
-    case absl::StatusCode::kUnauthenticated:
-      return 401;
     case absl::StatusCode::kNotFound:
       return 404;
     case absl::StatusCode::kFailedPrecondition:
@@ -66,12 +63,8 @@ int HttpStatusOf(const absl::Status& status) {
 }
 
 HttpResponse Error(const absl::Status& status) {
-  HttpResponse r = JsonResponse(HttpStatusOf(status),
-                                {{"error", std::string(status.message())}});
-  if (absl::IsUnauthenticated(status)) {
-    r.headers.push_back({"WWW-Authenticate", "Bearer"});
-  }
-  return r;
+  return JsonResponse(HttpStatusOf(status),
+                      {{"error", std::string(status.message())}});
 }
 
 absl::Status Invalid(absl::string_view field, absl::string_view why) {
@@ -156,20 +149,6 @@ absl::StatusOr<std::string> PathJob(absl::string_view path, bool renew) {
         absl::StrCat(QuoteForMessage(job), " is not a job name"));
   }
   return std::string(job);
-}
-
-absl::Status CheckToken(const JobWriteSources& s, const HttpRequest& r) {
-  if (s.auth_token.empty()) return absl::OkStatus();
-  if (r.authorization.empty()) {
-    return absl::UnauthenticatedError(
-        "this collector requires a bearer token for writes "
-        "(Authorization: Bearer TOKEN)");
-  }
-  if (!BearerTokenMatches(r.authorization, s.auth_token)) {
-    return absl::UnauthenticatedError(
-        "the bearer token is not valid for this collector");
-  }
-  return absl::OkStatus();
 }
 
 // The condition of a PUT: `If-Match: "N"` (only when the layout is at
@@ -308,7 +287,6 @@ HttpResponse Handle(const JobWriteSources& s, const HttpRequest& r) {
   }
   absl::StatusOr<std::string> job = PathJob(r.path, renew);
   if (!job.ok()) return Error(job.status());
-  if (absl::Status auth = CheckToken(s, r); !auth.ok()) return Error(auth);
   if (renew) return Renew(s, r, *job);
   if (r.method == "PUT") return Put(s, r, *job);
   return Delete(s, *job);

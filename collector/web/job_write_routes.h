@@ -17,7 +17,7 @@
 // {"error": "..."}; a body over kMaxJobBodyBytes is refused (413) by the
 // HTTP server before it is read.
 //
-//   JobWriteSources sources{&registry, &leases, token, on_layouts_changed};
+//   JobWriteSources sources{&registry, &leases, &clock, on_layouts_changed};
 //   for (HttpRoute& r : JobWriteRoutes(sources)) routes.push_back(r);
 //
 // The handlers are thread-safe; they run on the HTTP server's workers.
@@ -48,8 +48,6 @@ struct JobWriteSources {
   LayoutRegistry* registry = nullptr;
   LayoutLeases* leases = nullptr;
   const Clock* clock = nullptr;
-  // The bearer token writes need; empty: writes are open.
-  std::string auth_token;
   // After a layout was declared or deleted (the layout pass: findings
   // raised or resolved at once); may be empty.
   std::function<void(const std::string& job, absl::Time answer_by)>

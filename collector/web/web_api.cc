@@ -443,6 +443,12 @@ Json JobsJson(const RegistrySnapshot& snapshot) {
     o["expires"] = d.lease_seconds() == 0
                        ? Json(nullptr)
                        : Time(absl::FromUnixNanos(d.expires_unix_nanos()));
+    // The layout's labels (docs/layout-format.md#labels), keys sorted.
+    o["labels"] = Json::object();
+    const std::map<std::string, std::string> labels(
+        entry->applied_layout.labels().begin(),
+        entry->applied_layout.labels().end());
+    for (const auto& [key, value] : labels) o["labels"][key] = value;
     j["jobs"].push_back(std::move(o));
   }
   return j;

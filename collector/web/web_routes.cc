@@ -1,5 +1,7 @@
 #include "collector/web/web_routes.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -14,6 +16,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "analysis/traffic_model.h"
+#include "collector/findings/findings_query.h"
+#include "collector/findings/findings_request.h"
 #include "collector/web/topology_json.h"
 #include "collector/web/web_api.h"
 #include "collector/web/web_assets.h"
@@ -64,38 +68,85 @@ HttpResponse AssetResponse(const WebAsset& asset) {
   return r;
 }
 
-HttpResponse Findings(const WebSources& s, const HttpRequest& request) {
-  FindingsFilter filter;
-  uint32_t resolved_limit = kDefaultResolved;
-  absl::StatusOr<std::vector<QueryParam>> params = ParseQuery(request.query);
-  if (!params.ok()) return Error(params.status());
+// The query parameters of /api/v1/findings as the ListFindingsRequest the
+// gRPC API answers, so that both check and filter alike.
+absl::StatusOr<v1::ListFindingsRequest> FindingsRequestOf(
+    absl::string_view query, absl::Time now, uint32_t* resolved_limit) {
+  absl::StatusOr<std::vector<QueryParam>> params = ParseQuery(query);
+  if (!params.ok()) return params.status();
+  v1::ListFindingsRequest request;
   for (const auto& [key, value] : *params) {
     if (key == "job") {
-      filter.job = value;
+      request.set_job(value);
     } else if (key == "kind") {
-      filter.kind = value;
+      request.set_kind(value);
+    } else if (key == "node") {
+      request.set_node(value);
+    } else if (key == "device") {
+      request.set_device(value);
+    } else if (key == "severity") {
+      absl::StatusOr<v1::Severity> severity = ParseSeverity(key, value);
+      if (!severity.ok()) return severity.status();
+      request.set_min_severity(*severity);
+    } else if (key == "since" || key == "until") {
+      absl::StatusOr<absl::Time> t = ParseQueryTime(key, value, now);
+      if (!t.ok()) return t.status();
+      const int64_t nanos = std::max<int64_t>(1, absl::ToUnixNanos(*t));
+      if (key == "since") {
+        request.set_since_unix_nanos(nanos);
+      } else {
+        request.set_until_unix_nanos(nanos);
+      }
+    } else if (key == "page_token") {
+      request.set_page_token(value);
     } else if (key == "resolved") {
-      if (!absl::SimpleAtoi(value, &resolved_limit) ||
-          resolved_limit > kMaxResolved) {
-        return Error(absl::InvalidArgumentError(absl::StrCat(
-            "resolved: '", value, "' is not between 0 and ", kMaxResolved)));
+      if (!absl::SimpleAtoi(value, resolved_limit) ||
+          *resolved_limit > kMaxResolved) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "resolved: '", value, "' is not between 0 and ", kMaxResolved));
       }
     } else {
-      return Error(absl::InvalidArgumentError(
-          absl::StrCat("unknown parameter '", key, "' (job, kind, resolved)")));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown parameter '", key,
+                       "' (job, kind, node, device, severity, since, until, "
+                       "resolved, page_token)"));
     }
   }
-  filter.state = v1::FINDING_STATE_ACTIVE;
-  filter.limit = UINT32_MAX;
-  const std::vector<v1::Finding> active = s.findings->List(filter);
-  std::vector<v1::Finding> resolved;
+  return request;
+}
+
+HttpResponse Findings(const WebSources& s, const HttpRequest& request) {
+  const absl::Time now = s.clock->Now();
+  uint32_t resolved_limit = kDefaultResolved;
+  absl::StatusOr<v1::ListFindingsRequest> query =
+      FindingsRequestOf(request.query, now, &resolved_limit);
+  if (!query.ok()) return Error(query.status());
+  const std::shared_ptr<const RegistrySnapshot> layouts =
+      s.layouts != nullptr ? s.layouts->Snapshot()
+                           : std::make_shared<const RegistrySnapshot>();
+  absl::StatusOr<FindingsFilter> filter =
+      FindingsFilterOf(*query, *s.findings, *layouts);
+  if (!filter.ok()) return Error(filter.status());
+  // A page token pages the resolved list; the active one is always whole.
+  const uint64_t below_id = filter->below_id;
+  filter->below_id = 0;
+  filter->all = false;
+  filter->state = v1::FINDING_STATE_ACTIVE;
+  filter->limit = UINT32_MAX;
+  const std::vector<v1::Finding> active = s.findings->List(*filter);
+  FindingsPage resolved;
   if (resolved_limit > 0) {
-    filter.state = v1::FINDING_STATE_RESOLVED;
-    filter.limit = resolved_limit;
-    resolved = s.findings->List(filter);
+    filter->below_id = below_id;
+    filter->state = v1::FINDING_STATE_RESOLVED;
+    filter->limit = resolved_limit;
+    resolved = s.findings->ListPage(*filter);
   }
-  return JsonResponse(
-      200, FindingsJson(active, resolved, s.staleness(), s.clock->Now()));
+  Json body = FindingsJson(active, resolved.findings, s.staleness(), now);
+  body["next_page_token"] =
+      resolved.more
+          ? Json(FindingsPageToken(FindingIdNumber(resolved.findings.back())))
+          : Json(nullptr);
+  return JsonResponse(200, body);
 }
 
 // /api/v1/fabric's body per input: the JSON of a fabric of 68,000 cells

@@ -13,7 +13,7 @@ the caller is a training job that must never stop for its monitoring.
     lease.stop()                               # DELETE
 
 The API (docs/http-api.md): PUT /api/v1/jobs/JOB with the layout (plus
-lease_seconds, source, owner), POST /api/v1/jobs/JOB/renew, DELETE
+lease_seconds, source, owner; FABRICDIAG_LABELS as its labels), POST /api/v1/jobs/JOB/renew, DELETE
 /api/v1/jobs/JOB.
 """
 
@@ -21,6 +21,7 @@ import getpass
 import json
 import logging
 import os
+import re
 import socket
 import ssl
 import threading
@@ -40,19 +41,20 @@ class Config:
     """Where and how to reach the collector; see Config.from_env."""
 
     def __init__(self, collector=None, token_file=None, ca_file=None,
-                 lease=DEFAULT_LEASE, timeout=DEFAULT_TIMEOUT):
+                 lease=DEFAULT_LEASE, timeout=DEFAULT_TIMEOUT, labels=None):
         self.collector = collector
         self.token_file = token_file
         self.ca_file = ca_file
         self.lease = lease
         self.timeout = timeout
+        self.labels = labels or {}  # the layout's `labels` (its owners)
 
     @classmethod
     def from_env(cls, env=None):
         """Reads FABRICDIAG_COLLECTOR, FABRICDIAG_TOKEN_FILE, FABRICDIAG_CA_FILE,
-        FABRICDIAG_LEASE and FABRICDIAG_TIMEOUT. A bad value is logged and
-        replaced by its default; a bad collector URL leaves `collector` None
-        (nothing will be declared).
+        FABRICDIAG_LEASE, FABRICDIAG_TIMEOUT and FABRICDIAG_LABELS. A bad value
+        is logged and replaced by its default; a bad collector URL leaves
+        `collector` None (nothing will be declared).
         """
         env = os.environ if env is None else env
         cfg = cls(token_file=env.get("FABRICDIAG_TOKEN_FILE") or None,
@@ -62,7 +64,49 @@ class Config:
             cfg.collector = normalize_url(url)
         cfg.lease = _env_number(env, "FABRICDIAG_LEASE", DEFAULT_LEASE, int, MIN_LEASE, 86400 * 7)
         cfg.timeout = _env_number(env, "FABRICDIAG_TIMEOUT", DEFAULT_TIMEOUT, float, 0.1, 60)
+        cfg.labels = _env_labels(env)
         return cfg
+
+
+LABEL_KEY = re.compile(r"[a-z_][a-z0-9_]{0,62}\Z")
+MAX_LABELS = 16
+MAX_LABEL_VALUE_BYTES = 128
+
+
+def parse_labels(text):
+    """"team=ml-infra,project=llama" -> {"team": "ml-infra", ...}, checked
+    as the collector checks a layout's labels (docs/layout-format.md#labels);
+    ValueError naming the label at fault."""
+    labels = {}
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        key, eq, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not eq or not LABEL_KEY.match(key):
+            raise ValueError("%r is not KEY=VALUE with KEY [a-z_][a-z0-9_]{0,62}" % (item,))
+        if key in labels:
+            raise ValueError("%s given twice" % key)
+        size = len(value.encode("utf-8"))
+        if not value or size > MAX_LABEL_VALUE_BYTES or \
+                any(ord(c) < 0x20 or ord(c) == 0x7f for c in value):
+            raise ValueError("%s: the value must be 1 to %d printable bytes"
+                             % (key, MAX_LABEL_VALUE_BYTES))
+        labels[key] = value
+    if len(labels) > MAX_LABELS:
+        raise ValueError("%d labels exceed the limit of %d" % (len(labels), MAX_LABELS))
+    return labels
+
+
+def _env_labels(env):
+    # Bad labels are logged and left out: the job is still declared (the
+    # collector would refuse the whole layout for them).
+    try:
+        return parse_labels(env.get("FABRICDIAG_LABELS", ""))
+    except ValueError as e:
+        log.error("fabricdiag: FABRICDIAG_LABELS: %s; declaring the job without labels", e)
+        return {}
 
 
 def _env_number(env, name, default, kind, low, high):
@@ -229,6 +273,8 @@ class Lease:
         self.lease_seconds = lease_seconds
         self.period = max(1.0, lease_seconds / 3.0)
         self.body = dict(doc, lease_seconds=lease_seconds, source=source, owner=owner())
+        if client.config.labels and "labels" not in doc:
+            self.body["labels"] = dict(client.config.labels)
         self.state = "pending"  # pending, declared, refused, stopped
         self.revision = None
         self.warnings = []

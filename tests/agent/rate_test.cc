@@ -2,6 +2,9 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -208,6 +211,95 @@ TEST(RateCalculatorTest, AnotherSeriesInTheSamePositionIsNotMatched) {
   b.raw = 700;
   r = rates.Update(At(3, {b}));
   EXPECT_THAT(r[0].per_second, Optional(200.0));
+}
+
+// A byte counter of `device` port `port` (0: a netdev) at `raw`.
+Sample Bytes(Subsystem subsystem, const std::string& device, uint32_t port,
+             const std::string& name, uint64_t raw, double scale = 1) {
+  SeriesDesc d;
+  d.subsystem = subsystem;
+  d.device = device;
+  d.port = port;
+  d.name = name;
+  d.scale = scale;
+  d.unit = "bytes";
+  return Sample::Of(std::move(d), raw);
+}
+
+// A snapshot at `seconds` whose RDMA port mlx5_0/1 and netdev eth0 run at
+// `gbps` (0: speed unknown).
+Snapshot AtSpeed(int64_t seconds, double gbps, std::vector<Sample> samples) {
+  Snapshot snap = At(seconds, std::move(samples));
+  RdmaPortInfo port;
+  port.device = "mlx5_0";
+  port.port = 1;
+  if (gbps > 0) port.rate_bytes_per_second = gbps * 1e9 / 8;
+  snap.rdma_ports.push_back(port);
+  NetdevInfo netdev;
+  netdev.name = "eth0";
+  netdev.speed_bytes_per_second = gbps * 1e9 / 8;
+  snap.netdevs.push_back(netdev);
+  return snap;
+}
+
+TEST(RateCalculatorTest, ByteRateAboveThePortsLineRateIsRefusedAndCounted) {
+  RateCalculator rates;
+  // port_xmit_data counts 4-octet words; a 400G port carries 50 GB/s.
+  auto xmit = [](uint64_t bytes) {
+    return Bytes(Subsystem::kRdmaPortCounters, "mlx5_0", 1, "port_xmit_data",
+                 bytes / 4, 4);
+  };
+  auto phy = [](uint64_t bytes) {
+    return Bytes(Subsystem::kEthtool, "eth0", 0, "tx_bytes_phy", bytes);
+  };
+  uint64_t a = 0;
+  uint64_t b = 0;
+  rates.Update(AtSpeed(1, 400, {xmit(a), phy(b)}));
+  auto r = rates.Update(
+      AtSpeed(2, 400, {xmit(a += 45'000'000'000), phy(b += 48'000'000'000)}));
+  EXPECT_THAT(r[0].per_second, Optional(45e9));
+  EXPECT_THAT(r[1].per_second, Optional(48e9));
+  // 210 and 215 GB/s: more than the port can carry. No rate, no delta.
+  r = rates.Update(
+      AtSpeed(3, 400, {xmit(a += 210'000'000'000), phy(b += 215'000'000'000)}));
+  EXPECT_EQ(r[0].per_second, std::nullopt);
+  EXPECT_EQ(r[0].delta, std::nullopt);
+  EXPECT_EQ(r[1].per_second, std::nullopt);
+  EXPECT_FALSE(r[0].reset);
+  EXPECT_EQ(rates.above_line_rate(), 2u);
+  EXPECT_EQ(rates.resets(), 0u);
+  // The values are the next interval's baseline; 53 GB/s (a read 60 ms
+  // late) is within the slack, 56 GB/s is not.
+  r = rates.Update(
+      AtSpeed(4, 400, {xmit(a += 53'000'000'000), phy(b += 56'000'000'000)}));
+  EXPECT_THAT(r[0].per_second, Optional(53e9));
+  EXPECT_EQ(r[1].per_second, std::nullopt);
+  EXPECT_EQ(rates.above_line_rate(), 3u);
+}
+
+TEST(RateCalculatorTest, LineRateIsTheFastestSpeedSeenAndUnknownIsNoLimit) {
+  RateCalculator rates;
+  auto phy = [](uint64_t bytes) {
+    return Bytes(Subsystem::kEthtool, "eth0", 0, "rx_bytes_phy", bytes);
+  };
+  auto other = [](uint64_t bytes) {
+    return Bytes(Subsystem::kNetdevStatistics, "eth9", 0, "rx_bytes", bytes);
+  };
+  rates.Update(AtSpeed(1, 0, {phy(0), other(0)}));
+  // No speed known yet: nothing to compare with.
+  auto r = rates.Update(
+      AtSpeed(2, 0, {phy(210'000'000'000), other(210'000'000'000)}));
+  EXPECT_THAT(r[0].per_second, Optional(210e9));
+  rates.Update(AtSpeed(3, 400, {phy(250'000'000'000), other(210'000'000'000)}));
+  // Renegotiated down to 100G: the interval may still have run at 400G.
+  r = rates.Update(
+      AtSpeed(4, 100, {phy(295'000'000'000), other(210'000'000'000)}));
+  EXPECT_THAT(r[0].per_second, Optional(45e9));
+  // A netdev the snapshots never gave a speed for has no limit.
+  r = rates.Update(
+      AtSpeed(5, 100, {phy(295'000'000'000), other(420'000'000'000)}));
+  EXPECT_THAT(r[1].per_second, Optional(210e9));
+  EXPECT_EQ(rates.above_line_rate(), 0u);
 }
 
 }  // namespace

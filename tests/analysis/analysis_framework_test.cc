@@ -3,11 +3,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "analysis/analysis_config.h"
@@ -27,6 +29,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
+using ::testing::UnorderedElementsAre;
 
 TEST(FabricViewTest, FindsPortsByDeviceAndNetdevAfterFinish) {
   FabricView view;
@@ -592,6 +595,83 @@ TEST(HysteresisTest, SeededFindingsGoOnCountingWhereTheyWere) {
   std::vector<Finding> open = gate.Step({Candidate("gpu-1")});
   ASSERT_EQ(open.size(), 1u);
   EXPECT_EQ(EvidenceOf(open[0], kIntervalsHeldEvidence), 41);
+}
+
+// A candidate of fault "storm" named by the port `node` mlx5_2 in `job`.
+Finding OfFault(const std::string& node, const std::string& job = "") {
+  Finding f = Candidate(node);
+  f.job = job;
+  f.nodes = {node, "leaf-0"};
+  f.evidence_text[kFaultEvidence] = "storm";
+  return f;
+}
+
+// The port an analyzer names for one fault moves from pass to pass: the
+// fault keeps the key it was first tracked under, and opens and stays open
+// under it.
+TEST(HysteresisTest, OneFaultKeepsTheKeyItWasFirstTrackedUnder) {
+  Hysteresis gate({/*open_after=*/3, /*clear_after=*/2});
+  EXPECT_THAT(gate.Step({OfFault("gpu-1", "a")}), IsEmpty());
+  EXPECT_THAT(gate.Step({OfFault("gpu-2", "b")}), IsEmpty());
+  for (const char* node : {"gpu-3", "gpu-1", "gpu-2", "leaf-0"}) {
+    std::vector<Finding> open = gate.Step({OfFault(node, "b")});
+    ASSERT_EQ(open.size(), 1u) << node;
+    EXPECT_EQ(open[0].node, "gpu-1");
+    EXPECT_EQ(open[0].device, "mlx5_2");
+    EXPECT_EQ(open[0].job, "a");
+    // The node it keeps leads `nodes`, once.
+    EXPECT_EQ(open[0].nodes.front(), "gpu-1");
+    EXPECT_EQ(std::count(open[0].nodes.begin(), open[0].nodes.end(), "gpu-1"),
+              1);
+  }
+  EXPECT_EQ(gate.tracked(), 1u);
+  // Gone: it resolves once; then a new storm starts a new key.
+  EXPECT_EQ(gate.Step({}).size(), 1u);
+  EXPECT_THAT(gate.Step({}), IsEmpty());
+  gate.Step({OfFault("gpu-4")});
+  gate.Step({OfFault("gpu-5")});
+  std::vector<Finding> open = gate.Step({OfFault("gpu-6")});
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].node, "gpu-4");
+}
+
+// The same in the newest samples, and across a restart: the seeded finding
+// carries its fault in evidence_text.
+TEST(HysteresisTest, FaultKeysHoldInTheNewestSamplesAndAfterASeed) {
+  Hysteresis gate(kFastPath);
+  Finding seeded = OfFault("gpu-1");
+  gate.Seed({seeded});
+  Finding strong = OfFault("gpu-2");
+  strong.evidence[kOverThresholdEvidence] = 3;
+  std::vector<Finding> open = gate.Step({}, {strong});
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].node, "gpu-1");
+  open = gate.Step({OfFault("gpu-3")}, {strong});
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].node, "gpu-1");
+  EXPECT_EQ(gate.tracked(), 1u);
+}
+
+// Only the same fault of the same kind and group is merged; a finding
+// without a fault never is, and a candidate that is itself tracked keeps
+// its own key.
+TEST(HysteresisTest, OtherFaultsKindsAndGroupsKeepTheirKeys) {
+  Hysteresis gate({1, 1});
+  Finding other_fault = OfFault("gpu-2");
+  other_fault.evidence_text[kFaultEvidence] = "another storm";
+  Finding other_kind = OfFault("gpu-3");
+  other_kind.kind = "congestion";
+  Finding other_group = OfFault("gpu-4");
+  other_group.group = "ep:1";
+  Finding plain = Candidate("gpu-5");
+  std::vector<Finding> open = gate.Step({OfFault("gpu-1")});
+  ASSERT_EQ(open.size(), 1u);
+  open = gate.Step({OfFault("gpu-1"), other_fault, other_kind, other_group,
+                    plain, OfFault("gpu-6")});
+  std::vector<std::string> nodes;
+  for (const Finding& f : open) nodes.push_back(f.node);
+  EXPECT_THAT(
+      nodes, UnorderedElementsAre("gpu-1", "gpu-2", "gpu-3", "gpu-4", "gpu-5"));
 }
 
 TEST(AnalyzerUtilTest, OverThresholdSaysHowFarPast) {

@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "analysis/hysteresis.h"
 #include "tests/analysis/pfc_fabric_testing.h"
 
 namespace fabricdiag::analysis {
@@ -274,6 +277,41 @@ TEST(PfcStormTest, VictimWithoutVisibleSource) {
   EXPECT_THAT(f.summary, HasSubstr("gpu-005 mlx5_1 (which reports no "
                                    "telemetry)"));
   EXPECT_THAT(f.summary, HasSubstr("victim without a visible source"));
+}
+
+// One storm whose source is out of sight, its most-paused victim
+// alternating from pass to pass (the switch buffer pauses whichever ingress
+// is busiest): one finding under the port it named first, for as long as
+// the storm lasts, the victims of the moment in its evidence.
+TEST(PfcStormTest, VictimWithoutVisibleSourceKeepsOneIdentity) {
+  const AnalysisConfig config;
+  Hysteresis gate(config.hysteresis);
+  std::set<std::string> keys;  // node device job of every open finding
+  std::vector<Finding> open;
+  for (int pass = 0; pass < 12; ++pass) {
+    TestFabric fabric(9);
+    fabric.Remove("gpu-005", "mlx5_1");
+    const bool odd = pass % 2 == 1;
+    fabric.Port("leaf-0", "swp22").s.rx_pause_fraction[kP] = odd ? 0.5 : 0.9;
+    fabric.Port("leaf-0", "swp1").s.tx_pause_fraction[kP] = 0.45;
+    fabric.Port("gpu-000", "mlx5_0").s.rx_pause_fraction[kP] = odd ? 0.95 : 0.4;
+    const FabricView view = fabric.View();
+    std::vector<Finding> found = PfcStormFindings(fabric.Input(view));
+    ASSERT_THAT(found, SizeIs(1));
+    // What the analyzer names moves ...
+    EXPECT_EQ(found[0].node, odd ? "gpu-000" : "leaf-0") << "pass " << pass;
+    EXPECT_EQ(found[0].evidence_text.at(kFaultEvidence),
+              "PFC pause on priority 3 without a visible source");
+    open = gate.Step(std::move(found));
+    for (const Finding& f : open) {
+      keys.insert(absl::StrCat(f.node, " ", f.device, " ", f.job));
+    }
+  }
+  // ... the finding does not.
+  EXPECT_THAT(keys, ElementsAre("leaf-0 swp22 "));
+  ASSERT_THAT(open, SizeIs(1));
+  EXPECT_EQ(open[0].nodes.front(), "leaf-0");
+  EXPECT_THAT(open[0].summary, StartsWith("gpu-000 mlx5_0 has received"));
 }
 
 TEST(PfcStormTest, MildVictimsAloneAreOrdinaryBackPressure) {

@@ -4,9 +4,10 @@
 // runs them: the window and the newest samples (the fast path for strong
 // faults) through collector::RunRatePass, the hysteresis, and a findings
 // store in a state directory of its own. Every fault must be found
-// (recall 1), healthy clusters raise nothing (precision 1), and a fault's
-// finding, once open, stays open with one id while the fault holds: the
-// suite prints a table and asserts all three over all scenarios, with per
+// (recall 1), healthy clusters raise nothing (precision 1), a fault's
+// finding, once open, stays open with one id while the fault holds, and no
+// finding of any kind opens twice while the faults hold: the suite prints a
+// table and asserts all four over all scenarios, with per
 // kind the passes to open under each timing fault. Timing faults: sample
 // jitter and stale reads (TrafficOptions), reports arriving late and in
 // bursts (LateReports), and a collector restart (CollectorRestart). A
@@ -818,6 +819,18 @@ TEST(ScenarioSuiteTest, EveryFaultFoundAndHealthyClustersRaiseNothing) {
       if (!steady) {
         ++reopened;
         ++std::get<3>(by_kind[e.primary.kind]);
+      }
+    }
+    // Every finding, of any kind, secondary effects (a storm's victims)
+    // included, opens once while the faults hold: a key that resolved and
+    // opened again under a new id is one fault paged twice.
+    if (sc.timeline.faults_until < 0) {
+      for (const auto& [key, track] : run->tracks) {
+        if (track.ids.size() > 1) {
+          ADD_FAILURE() << sc.name << ": " << Describe(track.finding)
+                        << " opened again under ids {"
+                        << absl::StrJoin(track.ids, ", ") << "}";
+        }
       }
     }
     expected += s.expected;

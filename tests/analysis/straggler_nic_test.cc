@@ -539,6 +539,110 @@ TEST(StragglerNicHistoryTest, NicThatDropsAgainstItsOwnHistoryIsAStraggler) {
   EXPECT_THAT(f.evidence_text, Not(testing::Contains(Key("own_baseline"))));
 }
 
+// The NIC of `job` with the least routing skew: a healthy NIC below half
+// its group's median, which only its own history tells from a straggler.
+Port LeastSkewed(const LayoutModel& model, const SkewedMoe& job) {
+  Port least;
+  for (const auto& [key, s] : FlatPorts(model)) {
+    if (least.first.empty() || job.skew(key) < job.skew(least)) least = key;
+  }
+  return least;
+}
+
+// The first seed from `seed` on whose skew puts a NIC below 0.45: below
+// half its group's median.
+uint32_t SeedWithASkewedNic(const LayoutModel& model, uint32_t seed) {
+  for (;; ++seed) {
+    SkewedMoe job(model, 0.3, seed);
+    if (job.skew(LeastSkewed(model, job)) < 0.45) return seed;
+  }
+}
+
+// Every NIC at `factor` of what it carries: the whole job's pace.
+Ports Scaled(Ports ports, double factor) {
+  for (auto& [key, s] : ports) {
+    s.rx_bytes *= factor;
+    s.tx_bytes *= factor;
+  }
+  return ports;
+}
+
+// A healthy skewed MoE job slows down as a whole (a data-loader stall, an
+// evaluation, the quiet between bursts): every NIC falls against its own
+// history, and the least skewed ones sit below half their group's median
+// as always. Nobody straggles: the group moves at its pace.
+TEST(StragglerNicHistoryTest, AWholeSkewedGroupSlowingDownHasNoStraggler) {
+  LayoutModel model = MoeJob();
+  const AnalysisConfig config;
+  SkewedMoe job(model, /*sigma=*/0.3, SeedWithASkewedNic(model, 42));
+  StragglerBaselines baselines;
+  for (int pass = 0; pass < 60; ++pass) {
+    ASSERT_THAT(Pass(job.Window(), model, config, &baselines), IsEmpty());
+  }
+  for (int pass = 0; pass < 10; ++pass) {
+    const Ports slow = Scaled(job.Window(), 0.6);
+    std::vector<Finding> found = Pass(slow, model, config, &baselines);
+    EXPECT_THAT(Where(found), IsEmpty()) << "pass " << pass;
+  }
+  // A straggler in the slow group is still one: its own bar fell with the
+  // group's pace, not to nothing.
+  Ports slow = Scaled(job.Window(), 0.6);
+  Port nic;  // the NIC of the most ordinary skew
+  for (const auto& [key, s] : slow) {
+    if (nic.first.empty() ||
+        std::abs(job.skew(key) - 1) < std::abs(job.skew(nic) - 1)) {
+      nic = key;
+    }
+  }
+  SetThroughput(slow, nic, 0.3 * 0.6 * 2 * kAllToAll * job.skew(nic));
+  std::vector<Finding> found = Pass(slow, model, config, &baselines);
+  ASSERT_THAT(Where(found),
+              ElementsAre(absl::StrCat(
+                  "moe-train-42 ", nic.first, " ", nic.second,
+                  " dp:", nic.second.substr(nic.second.size() - 1))));
+  EXPECT_NEAR(found[0].evidence.at("group_level_to_usual"), 0.6, 0.06);
+}
+
+// A hot expert, then a PFC storm, on one NIC of a skewed MoE job: while the
+// storm starves it, it straggles (the storm is the cause, RunRateAnalyzers
+// says so); once both end it moves what it always did, and is no straggler:
+// the incast's windows never entered its baseline.
+TEST(StragglerNicHistoryTest, NoStragglerOnceAHotExpertAndAStormHaveEnded) {
+  LayoutModel model = MoeJob();
+  const AnalysisConfig config;
+  SkewedMoe job(model, 0.3, SeedWithASkewedNic(model, 42));
+  StragglerBaselines baselines;
+  for (int pass = 0; pass < 60; ++pass) {
+    ASSERT_THAT(Pass(job.Window(), model, config, &baselines), IsEmpty());
+  }
+  const Port nic = LeastSkewed(model, job);
+  const std::string where =
+      absl::StrCat("moe-train-42 ", nic.first, " ", nic.second,
+                   " dp:", nic.second.substr(nic.second.size() - 1));
+  for (int pass = 0; pass < 60; ++pass) {
+    Ports hot = job.Window();
+    hot[nic].rx_bytes *= 6;  // the incast: 6x what it received
+    ASSERT_THAT(Pass(hot, model, config, &baselines), IsEmpty());
+  }
+  for (int pass = 0; pass < 10; ++pass) {
+    Ports storm = job.Window();
+    storm[nic].rx_bytes *= 0.02;  // it stopped draining
+    storm[nic].tx_bytes *= 0.5;
+    EXPECT_THAT(Where(Pass(storm, model, config, &baselines)),
+                ElementsAre(where))
+        << "pass " << pass;
+  }
+  for (int pass = 0; pass < 20; ++pass) {
+    EXPECT_THAT(Where(Pass(job.Window(), model, config, &baselines)), IsEmpty())
+        << "pass " << pass << " after the faults ended";
+  }
+  const StragglerBaselines::Baseline* b =
+      baselines.Find("moe-train-42", nic.first, nic.second);
+  ASSERT_NE(b, nullptr);
+  EXPECT_NEAR(b->bytes_per_second, 2 * kAllToAll * job.skew(nic),
+              0.1 * 2 * kAllToAll * job.skew(nic));
+}
+
 TEST(StragglerNicHistoryTest, RestartSeedsTheBaselinesOfOpenStragglers) {
   LayoutModel model = MoeJob();
   const AnalysisConfig config;

@@ -137,8 +137,9 @@ TEST_F(CliE2eTest, LayoutRoundTrip) {
   EXPECT_EQ(r.out, "layout moe-train-42 deleted\n");
   EXPECT_FALSE(collector.HasLayout("moe-train-42"));
 
+  // Gone: not found (3), not a collector failure (1).
   r = Cli({"layout", "show", "moe-train-42"});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 3);
   EXPECT_THAT(r.err, AllOf(HasSubstr(collector.address()),
                            HasSubstr("not found"), HasSubstr("moe-train-42")));
 }
@@ -377,7 +378,7 @@ TEST_F(CliE2eTest, ListSkipsACollectorThatRefuses) {
       {kCli, absl::StrCat("--collector=", collector.address(), ",", dead),
        "layout", "show", "no-such-job"},
       absl::Seconds(30));
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 3);  // not found
   EXPECT_THAT(r.err, HasSubstr(collector.address()));
   EXPECT_THAT(r.err, Not(HasSubstr(dead)));
 }

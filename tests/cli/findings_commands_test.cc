@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/cli/finding_fixtures.h"
 #include "tests/cli/test_env.h"
 #include "tests/client/fake_collector_client.h"
 
@@ -17,34 +18,14 @@ namespace {
 
 using client::testing::FakeCollectorClient;
 using ::testing::AllOf;
+using testing::At;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using testing::kExampleUnixSeconds;
+using testing::MakeFinding;
 using ::testing::Not;
 using testing::TestEnv;
-
-int64_t At(int seconds) {
-  return absl::ToUnixNanos(absl::FromUnixSeconds(kExampleUnixSeconds) +
-                           absl::Seconds(seconds));
-}
-
-v1::Finding MakeFinding(const std::string& id, const std::string& kind,
-                        v1::Severity severity, int first_seen) {
-  v1::Finding f;
-  f.set_id(id);
-  f.set_kind(kind);
-  f.set_severity(severity);
-  f.set_state(v1::FINDING_STATE_ACTIVE);
-  f.set_job("moe-train-42");
-  f.set_node("gpu-003");
-  f.add_nodes("gpu-003");
-  f.set_device("mlx5_2");
-  f.set_summary(kind + " on gpu-003 mlx5_2");
-  f.set_first_seen_unix_nanos(At(first_seen));
-  f.set_last_seen_unix_nanos(At(first_seen + 5));
-  return f;
-}
 
 std::vector<std::string> Lines(const std::string& text) {
   return absl::StrSplit(text, '\n', absl::SkipEmpty());
@@ -100,6 +81,90 @@ TEST_F(FindingsCommandsTest, FiltersGoToTheCollector) {
   EXPECT_EQ(client.last_findings_request.job(), "moe-train-42");
   EXPECT_EQ(client.last_findings_request.kind(), "pfc_storm");
   EXPECT_EQ(Lines(t.out.str()).size(), 2u);
+}
+
+// The collector answers 1,000 findings a page: the CLI follows every page.
+TEST_F(FindingsCommandsTest, FollowsEveryPage) {
+  client.findings_page_size = 1;
+  options.all = true;
+  options.json = true;
+  EXPECT_EQ(FindingsCommand(client, options, t.env), kExitOk);
+  EXPECT_EQ(client.findings_calls, 3);
+  EXPECT_EQ(nlohmann::json::parse(t.out.str()).size(), 3u);
+}
+
+TEST_F(FindingsCommandsTest, WindowAndFiltersGoToTheCollector) {
+  options.since = "2h";
+  options.until = "2026-11-22T03:30:00Z";
+  options.node = "gpu-003";
+  options.device = "mlx5_2";
+  options.severity = "warning";
+  EXPECT_EQ(FindingsCommand(client, options, t.env), kExitOk) << t.err.str();
+  const v1::ListFindingsRequest& r = client.last_findings_request;
+  EXPECT_EQ(r.since_unix_nanos(),
+            absl::ToUnixNanos(t.clock.Now() - absl::Hours(2)));
+  EXPECT_EQ(r.until_unix_nanos(),
+            absl::ToUnixNanos(absl::FromUnixSeconds(kExampleUnixSeconds) +
+                              absl::Minutes(30)));
+  EXPECT_EQ(r.node(), "gpu-003");
+  EXPECT_EQ(r.device(), "mlx5_2");
+  EXPECT_EQ(r.min_severity(), v1::SEVERITY_WARNING);
+  // A window lists resolved findings: the table says each one's state.
+  EXPECT_THAT(t.out.str(), HasSubstr("STATE"));
+}
+
+// Each bad flag: exit 2 naming it, and nothing asked of the collector.
+TEST_F(FindingsCommandsTest, BadFlagsAreExitTwoNamingTheFlag) {
+  struct Case {
+    CommandOptions options;
+    std::string error;
+  };
+  std::vector<Case> cases(6);
+  cases[0].options.kind = "pfc_strom";
+  cases[0].error =
+      "fabricdiag: --kind: unknown finding kind \"pfc_strom\"; known kinds: "
+      "agent_down, cabling_mismatch, congestion, ecmp_imbalance, "
+      "hot_expert_incast, link_degraded, link_errors, link_flap, pfc_storm, "
+      "retransmissions, straggler_nic, tp_cross_node\n";
+  cases[1].options.severity = "loud";
+  cases[1].error =
+      "fabricdiag: --severity: unknown severity \"loud\" (one of info, "
+      "warning, critical)\n";
+  cases[2].options.since = "yesterday";
+  cases[2].error =
+      "fabricdiag: --since: \"yesterday\" is neither a duration ago (2h, "
+      "30m, 7d) nor an RFC 3339 time (2026-11-29T10:00:00Z)\n";
+  cases[3].options.until = "2026-11-22 03:00";
+  cases[3].error = "fabricdiag: --until: \"2026-11-22 03:00\" is neither";
+  cases[4].options.since = "1h";
+  cases[4].options.until = "2h";
+  cases[4].error =
+      "fabricdiag: --until: 2h (2026-11-22T01:01:05Z) is before --since 1h "
+      "(2026-11-22T02:01:05Z)\n";
+  cases[5].options.since = "-1h";
+  cases[5].error = "fabricdiag: --since: \"-1h\" is neither";
+  for (const Case& c : cases) {
+    TestEnv env;
+    EXPECT_EQ(FindingsCommand(client, c.options, env.env), kExitInvalid)
+        << c.error;
+    EXPECT_THAT(env.err.str(), ::testing::StartsWith(c.error));
+    EXPECT_EQ(env.out.str(), "");
+  }
+  EXPECT_EQ(client.calls, 0);
+}
+
+// The collector judges the job (only it knows the jobs): its
+// InvalidArgument is exit 2; NotFound is 3; the rest 1.
+TEST_F(FindingsCommandsTest, CollectorErrorsMapToExitStatuses) {
+  client.fail = absl::InvalidArgumentError(
+      "collector fake:9811: invalid argument: job: unknown job \"typo\" (no "
+      "layout and no finding names it); known jobs: moe-train-42");
+  options.job = "typo";
+  EXPECT_EQ(FindingsCommand(client, options, t.env), kExitInvalid);
+  EXPECT_THAT(t.err.str(), HasSubstr("known jobs: moe-train-42"));
+  TestEnv missing;
+  client.fail = absl::NotFoundError("collector fake:9811: not found");
+  EXPECT_EQ(FindingsCommand(client, options, missing.env), kExitNotFound);
 }
 
 TEST_F(FindingsCommandsTest, JsonIsAnArrayOfInterfaceObjects) {
@@ -451,6 +516,53 @@ TEST_F(FindingsCommandsTest, NodesTableAndJson) {
   EXPECT_EQ(j[1]["last_report_age_seconds"], 1);
   EXPECT_THAT(j[1]["rdma_devices"].get<std::vector<std::string>>(),
               ElementsAre("mlx5_0", "mlx5_1"));
+}
+
+TEST_F(FindingsCommandsTest, NodesOfAQuietCollectorAreUnobservedNotDown) {
+  v1::NodeStatus* own = client.nodes.add_nodes();
+  own->set_node("gpu-001");
+  own->set_up(true);
+  own->set_last_report_unix_nanos(At(64));
+  own->set_collector("col-a");
+  // col-b's features stopped arriving at 0:30; gpu-002 was up then.
+  for (const char* name : {"gpu-002", "gpu-003"}) {
+    v1::NodeStatus* lost = client.nodes.add_nodes();
+    lost->set_node(name);
+    lost->set_up(true);
+    lost->set_last_report_unix_nanos(At(29));
+    lost->set_collector("col-b");
+    lost->set_remote(true);
+    lost->set_unobserved(true);
+    lost->set_unobserved_since_unix_nanos(At(30));
+  }
+  client.nodes.mutable_nodes(2)->set_unobserved_since_unix_nanos(At(35));
+  EXPECT_EQ(NodesCommand(client, options, t.env), kExitOk);
+  EXPECT_EQ(t.out.str(),
+            "NODE     STATUS      LAST_REPORT           AGE  SERIES  GAPS  "
+            "NETDEVS  DEVICES  COLLECTOR\n"
+            "gpu-001  up          2026-11-22T03:01:04Z  1s   0       0     "
+            "0        -        col-a\n"
+            "gpu-002  unobserved  2026-11-22T03:00:29Z  36s  -       -     "
+            "-        -        col-b\n"
+            "gpu-003  unobserved  2026-11-22T03:00:29Z  36s  -       -     "
+            "-        -        col-b\n"
+            "unobserved: 2 node(s) of collector col-b since "
+            "2026-11-22T03:00:30Z (35s ago): its features stopped reaching "
+            "this collector, so their state is as of then, not down (its "
+            "/healthz says why)\n");
+
+  TestEnv json_env;
+  options.json = true;
+  EXPECT_EQ(NodesCommand(client, options, json_env.env), kExitOk);
+  const nlohmann::json j = nlohmann::json::parse(json_env.out.str());
+  ASSERT_EQ(j.size(), 3u);
+  EXPECT_EQ(j[0]["unobserved"], false);
+  EXPECT_TRUE(j[0]["unobserved_since"].is_null());
+  EXPECT_EQ(j[1]["unobserved"], true);
+  EXPECT_EQ(j[1]["up"], true);
+  EXPECT_EQ(j[1]["collector"], "col-b");
+  EXPECT_EQ(j[1]["unobserved_since"], "2026-11-22T03:00:30Z");
+  EXPECT_EQ(j[2]["unobserved_since"], "2026-11-22T03:00:35Z");
 }
 
 TEST_F(FindingsCommandsTest, NoNodesSaysSo) {

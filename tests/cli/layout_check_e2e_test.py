@@ -8,7 +8,11 @@ usage: layout_check_e2e_test.py COLLECTOR AGENT CLI SOURCE_DIR
 
 A layout with an FQDN host and a NIC no agent has: exit 3, both named with
 the reported names that look alike (table and --json); the corrected
-layout: exit 0; an unknown job: exit 1. Bounded: every wait has a deadline.
+layout: exit 0; an unknown job: exit 3 (not found). `findings` with its
+filters and history against the same collector: a layout's tp_cross_node
+finding listed by job, node and window, still listed resolved after the
+layout is deleted; every bad input exit 2 naming the field, over the CLI
+and /api/v1/findings (400); a bad --findings_retention is exit 2. Bounded: every wait has a deadline.
 """
 import json
 import os
@@ -19,6 +23,9 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.error
+import urllib.parse
+import urllib.request
 
 COLLECTOR = AGENT = CLI = SOURCE_DIR = None
 NODES = ["gpu-000", "gpu-001"]
@@ -29,7 +36,7 @@ class LayoutCheckE2E(unittest.TestCase):
     def setUpClass(cls):
         cls.work = tempfile.mkdtemp(prefix="layout-check-e2e-")
         cls.procs = []
-        cls.grpc = None
+        cls.grpc = cls.http = None
         log_path = os.path.join(cls.work, "collector.log")
         cls.spawn("collector", [
             COLLECTOR, "--listen=127.0.0.1:0", "--http_listen=127.0.0.1:0",
@@ -40,6 +47,8 @@ class LayoutCheckE2E(unittest.TestCase):
                 for line in f.read().decode(errors="replace").splitlines():
                     if "gRPC on port" in line:
                         cls.grpc = int(line.split("gRPC on port")[1].split()[0]
+                                       .rstrip(",;."))
+                        cls.http = int(line.split("HTTP on port")[1].split()[0]
                                        .rstrip(",;."))
             time.sleep(0.05)
         if not cls.grpc:
@@ -138,9 +147,93 @@ class LayoutCheckE2E(unittest.TestCase):
                                    "0 paired by the agent)\n")
 
     def test_unknown_job(self):
-        r = self.cli_run("layout", "check", "nope")
-        self.assertEqual(r.returncode, 1)
-        self.assertIn("not found", r.stderr)
+        for command in ("check", "show"):
+            r = self.cli_run("layout", command, "nope")
+            self.assertEqual(r.returncode, 3, command)
+            self.assertIn("not found", r.stderr)
+        # Deleting what is not there: what was asked for holds.
+        r = self.cli_run("layout", "delete", "nope")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, "fabricdiag: layout nope was not declared; "
+                                   "nothing to delete\n")
+
+    def test_collector_refuses_a_bad_retention(self):
+        for value in ("abc", "0d", "-1h"):
+            r = subprocess.run(
+                [COLLECTOR, f"--findings_retention={value}",
+                 f"--state_dir={self.work}/unused", "--listen=127.0.0.1:0",
+                 "--http_listen=127.0.0.1:0"],
+                capture_output=True, text=True, timeout=30)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("--findings_retention: ", r.stderr)
+
+    def findings(self, *args):
+        r = self.cli_run("findings", "--json", *args)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return [(f["kind"], f["state"]) for f in json.loads(r.stdout)]
+
+    def api(self, query):
+        url = f"http://127.0.0.1:{self.http}/api/v1/findings?{query}"
+        try:
+            with urllib.request.urlopen(url, timeout=10) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    def test_findings_filters_and_history(self):
+        # One GPU per node and tp=2: each TP group crosses nodes.
+        path = os.path.join(self.work, "crossing.json")
+        with open(path, "w") as f:
+            json.dump({"job": "crossing", "gpus_per_node": 1,
+                       "parallelism": {"tp": 2, "pp": 1, "dp": 1},
+                       "hosts": NODES, "rails": ["mlx5_0"]}, f)
+        r = self.cli_run("layout", "apply", path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        crossing = [("tp_cross_node", "active")]
+        self.assertEqual(self.findings("--job=crossing"), crossing)
+        self.assertEqual(self.findings("--job=crossing", "--node=gpu-001",
+                                       "--severity=info", "--since=1h"),
+                         crossing)
+        self.assertEqual(self.findings("--job=crossing", "--node=gpu-009"), [])
+        self.assertEqual(self.findings("--job=crossing", "--until=1h"), [])
+
+        bad = {("--kind=pfc_strom",): "--kind: unknown finding kind "
+                                      "\"pfc_strom\"; known kinds: agent_down",
+               ("--job=typo",): "known jobs: crossing",
+               ("--since=yesterday",): "--since: \"yesterday\" is neither",
+               ("--since=1h", "--until=2h"): "--until: 2h (",
+               ("--severity=loud",): "--severity: unknown severity"}
+        for args, message in bad.items():
+            r = self.cli_run("findings", *args)
+            self.assertEqual(r.returncode, 2, (args, r.stderr))
+            self.assertIn(message, r.stderr)
+            self.assertEqual(r.stdout, "")
+
+        status, body = self.api("job=crossing&node=gpu-000&since=2h")
+        self.assertEqual(status, 200, body)
+        self.assertEqual([f["kind"] for f in body["active"]],
+                         ["tp_cross_node"])
+        for query, field in (("kind=pfc_strom", "kind: "),
+                             ("job=typo", "job: "), ("since=2x", "since: "),
+                             ("page_token=garbage", "page_token: "),
+                             ("severity=loud", "severity: ")):
+            status, body = self.api(query)
+            self.assertEqual(status, 400, query)
+            self.assertTrue(body["error"].startswith(field), body)
+
+        # Deleted: the finding resolves, and the window still lists it (the
+        # job stays known through it).
+        r = self.cli_run("layout", "delete", "crossing")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        deadline = time.time() + 10
+        while self.findings("--job=crossing") and time.time() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(self.findings("--job=crossing"), [])
+        self.assertEqual(self.findings("--job=crossing", "--since=10m"),
+                         [("tp_cross_node", "resolved")])
+        r = self.cli_run("findings", "--job=crossing", "--since=10m")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("resolved  tp_cross_node", r.stdout)
 
 
 if __name__ == "__main__":

@@ -285,8 +285,8 @@ TEST_F(LayoutCheckCommandTest, AnOlderCollectorChecksNamesOnly) {
   EXPECT_THAT(j["unknown_nic_ranks"], IsEmpty());
 }
 
-TEST_F(LayoutCheckCommandTest, UnknownJobIsCollectorErrorAndBadNameIsInput) {
-  EXPECT_EQ(LayoutCheckCommand(client, "nope", options, t.env), kExitCollector);
+TEST_F(LayoutCheckCommandTest, UnknownJobIsNotFoundAndBadNameIsInput) {
+  EXPECT_EQ(LayoutCheckCommand(client, "nope", options, t.env), kExitNotFound);
   EXPECT_EQ(LayoutCheckCommand(client, "../x", options, t.env), kExitInvalid);
 }
 

@@ -228,6 +228,36 @@ TEST_F(LayoutCommandsTest, ListTableSortedAndJson) {
   EXPECT_EQ(j[1]["applied"], "2026-11-22T03:00:00Z");
 }
 
+TEST_F(LayoutCommandsTest, ListShowsLabelsOnlyWhenALayoutHasThem) {
+  v1::Layout a = *analysis::ParseLayout(kValidLayoutYaml);
+  v1::Layout b = a;
+  b.set_job("dense-7b");
+  (*a.mutable_labels())["team"] = "ml-infra";
+  (*a.mutable_labels())["project"] = "llama";
+  client.layouts[a.job()] = a;
+  client.layouts[b.job()] = b;
+  client.applied_unix_nanos =
+      absl::ToUnixNanos(absl::FromUnixSeconds(testing::kExampleUnixSeconds));
+  EXPECT_EQ(LayoutListCommand(client, options, t.env), kExitOk);
+  EXPECT_EQ(
+      t.out.str(),
+      "JOB           RANKS  HOSTS  PARALLELISM     SOURCE  OWNER  "
+      "APPLIED               AGE  EXPIRES  LABELS\n"
+      "dense-7b      16     2      tp=2 pp=1 dp=8  -       -      "
+      "2026-11-22T03:00:00Z  65s  never    -\n"
+      "moe-train-42  16     2      tp=2 pp=1 dp=8  -       -      "
+      "2026-11-22T03:00:00Z  65s  never    project=llama,team=ml-infra\n");
+
+  TestEnv json_env;
+  options.json = true;
+  EXPECT_EQ(LayoutListCommand(client, options, json_env.env), kExitOk);
+  const nlohmann::json j = nlohmann::json::parse(json_env.out.str());
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0]["labels"], nlohmann::json::object());
+  EXPECT_EQ(j[1]["labels"],
+            nlohmann::json({{"project", "llama"}, {"team", "ml-infra"}}));
+}
+
 TEST_F(LayoutCommandsTest, ApplyWithLeaseSourceOwnerAndWarnings) {
   client.applied_unix_nanos =
       absl::ToUnixNanos(absl::FromUnixSeconds(testing::kExampleUnixSeconds));
@@ -377,8 +407,8 @@ TEST_F(LayoutCommandsTest, ShowSaysWhereEachRanksNicComesFrom) {
   EXPECT_EQ(j["nics"][1]["source"], "unknown");
 }
 
-TEST_F(LayoutCommandsTest, ShowUnknownJobIsCollectorErrorAndBadNameIsInput) {
-  EXPECT_EQ(LayoutShowCommand(client, "nope", options, t.env), kExitCollector);
+TEST_F(LayoutCommandsTest, ShowUnknownJobIsNotFoundAndBadNameIsInput) {
+  EXPECT_EQ(LayoutShowCommand(client, "nope", options, t.env), kExitNotFound);
   EXPECT_THAT(t.err.str(), HasSubstr("not found"));
   TestEnv bad;
   EXPECT_EQ(LayoutShowCommand(client, "../etc", options, bad.env),
@@ -393,8 +423,18 @@ TEST_F(LayoutCommandsTest, Delete) {
             kExitOk);
   EXPECT_EQ(t.out.str(), "layout moe-train-42 deleted\n");
   EXPECT_TRUE(client.layouts.empty());
+  // Deleting it again: what was asked for holds, so success, with a note.
   TestEnv again;
   EXPECT_EQ(LayoutDeleteCommand(client, "moe-train-42", options, again.env),
+            kExitOk);
+  EXPECT_EQ(again.out.str(), "");
+  EXPECT_EQ(again.err.str(),
+            "fabricdiag: layout moe-train-42 was not declared; nothing to "
+            "delete\n");
+  // Any other failure is still one.
+  TestEnv down;
+  client.fail = absl::UnavailableError("cannot reach collector fake:9811");
+  EXPECT_EQ(LayoutDeleteCommand(client, "moe-train-42", options, down.env),
             kExitCollector);
 }
 

@@ -1,6 +1,13 @@
 #include "tests/client/fake_collector_client.h"
 
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 
 namespace fabricdiag::client::testing {
@@ -85,6 +92,7 @@ absl::StatusOr<v1::ListLayoutsResponse> FakeCollectorClient::ListLayouts() {
     s->set_source(layout.declaration().source());
     s->set_owner(layout.declaration().owner());
     s->set_expires_unix_nanos(layout.declaration().expires_unix_nanos());
+    s->mutable_labels()->insert(layout.labels().begin(), layout.labels().end());
   }
   return response;
 }
@@ -140,13 +148,48 @@ absl::StatusOr<v1::AdoptTopologyResponse> FakeCollectorClient::AdoptTopology(
 absl::StatusOr<v1::ListFindingsResponse> FakeCollectorClient::ListFindings(
     const v1::ListFindingsRequest& request) {
   ++calls;
+  ++findings_calls;
   last_findings_request = request;
   if (!fail.ok()) return fail;
+  if (check_jobs && !request.job().empty() &&
+      layouts.count(request.job()) == 0 &&
+      std::none_of(findings.begin(), findings.end(), [&](const v1::Finding& f) {
+        return f.job() == request.job();
+      })) {
+    std::set<std::string> known;
+    for (const auto& [job, layout] : layouts) known.insert(job);
+    for (const v1::Finding& f : findings) {
+      if (!f.job().empty()) known.insert(f.job());
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "collector fake:9811: invalid argument: job: unknown job \"",
+        request.job(), "\" (no layout and no finding names it); known jobs: ",
+        known.empty() ? "none" : absl::StrJoin(known, ", ")));
+  }
   v1::ListFindingsResponse response;
+  // The fake's token is the index of the page's first finding.
+  size_t skip = 0;
+  if (!request.page_token().empty() &&
+      !absl::SimpleAtoi(request.page_token(), &skip)) {
+    return absl::InvalidArgumentError("page_token: garbage");
+  }
   for (const v1::Finding& f : findings) {
     if (!request.job().empty() && f.job() != request.job()) continue;
     if (!request.kind().empty() && f.kind() != request.kind()) continue;
     if (!request.all() && f.state() != v1::FINDING_STATE_ACTIVE) continue;
+    if (skip > 0) {
+      --skip;
+      continue;
+    }
+    if (findings_page_size != 0 &&
+        static_cast<size_t>(response.findings_size()) == findings_page_size) {
+      size_t next = 0;
+      if (!request.page_token().empty()) {
+        (void)absl::SimpleAtoi(request.page_token(), &next);
+      }
+      response.set_next_page_token(absl::StrCat(next + findings_page_size));
+      break;
+    }
     *response.add_findings() = f;
   }
   *response.mutable_staleness() = staleness;
@@ -174,6 +217,67 @@ absl::Status FakeCollectorClient::WatchFindings(
   for (const v1::FindingEvent& e : session.events) callbacks.on_event(e);
   if (session.interrupt != nullptr) session.interrupt->Notify();
   return session.end;
+}
+
+absl::StatusOr<v1::AckFindingResponse> FakeCollectorClient::AckFinding(
+    const v1::AckFindingRequest& request) {
+  ++calls;
+  mark_requests.push_back(request.ShortDebugString());
+  if (!fail.ok()) return fail;
+  v1::AckFindingResponse response;
+  response.mutable_finding()->set_id(request.id());
+  response.mutable_finding()->mutable_acked()->set_who(request.who());
+  return response;
+}
+
+absl::StatusOr<v1::Silence> FakeCollectorClient::CreateSilence(
+    const v1::CreateSilenceRequest& request) {
+  ++calls;
+  mark_requests.push_back(request.ShortDebugString());
+  if (!fail.ok()) return fail;
+  return silence_answer;
+}
+
+absl::StatusOr<v1::ListSilencesResponse> FakeCollectorClient::ListSilences() {
+  ++calls;
+  if (!fail.ok()) return fail;
+  return silences;
+}
+
+absl::StatusOr<v1::Silence> FakeCollectorClient::ExpireSilence(
+    const v1::ExpireSilenceRequest& request) {
+  ++calls;
+  mark_requests.push_back(request.ShortDebugString());
+  if (!fail.ok()) return fail;
+  return silence_answer;
+}
+
+absl::StatusOr<v1::ForgetNodeResponse> FakeCollectorClient::ForgetNode(
+    const v1::ForgetNodeRequest& request) {
+  ++calls;
+  mark_requests.push_back(request.ShortDebugString());
+  if (!fail.ok()) return fail;
+  return forget_answer;
+}
+
+absl::StatusOr<v1::GetSeriesResponse> FakeCollectorClient::GetSeries(
+    const v1::GetSeriesRequest& request) {
+  ++calls;
+  series_requests.push_back(request);
+  if (!fail.ok()) return fail;
+  if (!series_fail.ok()) return series_fail;
+  auto node = series.find(request.node());
+  if (node == series.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("node ", request.node(), ": no such node"));
+  }
+  v1::GetSeriesResponse response;
+  for (const v1::SeriesRates& s : node->second) {
+    if (!request.device().empty() && s.device() != request.device()) continue;
+    if (!request.name().empty() && s.name() != request.name()) continue;
+    *response.add_series() = s;
+  }
+  return response;
 }
 
 }  // namespace fabricdiag::client::testing

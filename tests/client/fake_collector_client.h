@@ -58,6 +58,21 @@ class FakeCollectorClient final : public CollectorClient {
   absl::Status WatchFindings(const std::string& job,
                              const WatchCallbacks& callbacks) override;
   void CancelWatch() override { cancelled = true; }
+  // Operator marks: record the request, answer `mark_answer` (or `fail`).
+  absl::StatusOr<v1::AckFindingResponse> AckFinding(
+      const v1::AckFindingRequest& request) override;
+  absl::StatusOr<v1::Silence> CreateSilence(
+      const v1::CreateSilenceRequest& request) override;
+  absl::StatusOr<v1::ListSilencesResponse> ListSilences() override;
+  absl::StatusOr<v1::Silence> ExpireSilence(
+      const v1::ExpireSilenceRequest& request) override;
+  absl::StatusOr<v1::ForgetNodeResponse> ForgetNode(
+      const v1::ForgetNodeRequest& request) override;
+  // Answers the entries of `series` of the node whose device and name match
+  // (an empty filter matches all); NotFound for a node not in it, as the
+  // collector does. `series_fail` fails this call alone.
+  absl::StatusOr<v1::GetSeriesResponse> GetSeries(
+      const v1::GetSeriesRequest& request) override;
 
   // Every call fails with this when not OK.
   absl::Status fail = absl::OkStatus();
@@ -80,6 +95,12 @@ class FakeCollectorClient final : public CollectorClient {
   v1::Topology effective;
   std::vector<v1::Finding> findings;
   v1::FindingsStaleness staleness;  // ListFindings' answer carries it
+  // ListFindings of a job no layout and no finding names answers
+  // InvalidArgument listing the known jobs, as the collector does.
+  bool check_jobs = false;
+  // ListFindings answers this many findings a page, with a token for the
+  // next (0: every finding in one page, no token).
+  size_t findings_page_size = 0;
   v1::ListNodesResponse nodes;
   std::vector<WatchSession> watch_sessions;
   absl::Notification* after_last_session = nullptr;
@@ -93,8 +114,18 @@ class FakeCollectorClient final : public CollectorClient {
   int watch_calls = 0;
   std::string last_watch_job;
   v1::ListFindingsRequest last_findings_request;
+  int findings_calls = 0;
   std::vector<v1::AdoptTopologyRequest> adopt_requests;
   std::atomic<bool> cancelled{false};
+  // The mark RPCs' requests, as text protos, in order; what they answer.
+  std::vector<std::string> mark_requests;
+  v1::ListSilencesResponse silences;
+  v1::Silence silence_answer;
+  v1::ForgetNodeResponse forget_answer;
+  // GetSeries: node -> its series; the requests it received.
+  std::map<std::string, std::vector<v1::SeriesRates>> series;
+  absl::Status series_fail = absl::OkStatus();
+  std::vector<v1::GetSeriesRequest> series_requests;
 
  private:
   std::string address_ = "fake:9811";

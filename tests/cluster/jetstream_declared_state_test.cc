@@ -517,7 +517,9 @@ TEST_F(JetStreamDeclaredStateTest, ARestartedCollectorLoadsWhatWasDeclared) {
     Member a = Join("a", &clock_);
     ASSERT_NE(a.registry, nullptr);
     ASSERT_TRUE(a.registry->Apply(DenseLayout("one", 1)).ok());
-    ASSERT_TRUE(a.registry->Apply(DenseLayout("two", 2)).ok());
+    v1::Layout two = DenseLayout("two", 2);
+    (*two.mutable_labels())["team"] = "ml-infra";
+    ASSERT_TRUE(a.registry->Apply(two).ok());
     ASSERT_TRUE(a.registry->Delete("one").ok());
     ASSERT_TRUE(a.registry->ApplyTopology(OneLeaf("leaf-9")).ok());
   }
@@ -525,7 +527,10 @@ TEST_F(JetStreamDeclaredStateTest, ARestartedCollectorLoadsWhatWasDeclared) {
   ASSERT_NE(again.registry, nullptr);
   auto snap = again.registry->Snapshot();
   EXPECT_THAT(snap->layouts, SizeIs(1));
-  EXPECT_EQ(snap->layouts.count("two"), 1u);
+  ASSERT_EQ(snap->layouts.count("two"), 1u);
+  // The layout's labels are stored with it in the bucket.
+  EXPECT_EQ(snap->layouts.at("two")->applied_layout.labels().at("team"),
+            "ml-infra");
   ASSERT_NE(snap->topology, nullptr);
   EXPECT_EQ(snap->topology->switches(0).name(), "leaf-9");
   EXPECT_GT(snap->topology_revision, 0u);

@@ -9,6 +9,16 @@ set_tests_properties(prometheus_rules PROPERTIES
   TIMEOUT 120
   LABELS deploy)
 
+# The Alertmanager routing example: amtool check-config and a route test
+# per owner. Under a second; exit 77 (skipped) without amtool.
+add_test(NAME alertmanager_config
+  COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/alertmanager_config_test.sh
+          ${PROJECT_SOURCE_DIR})
+set_tests_properties(alertmanager_config PROPERTIES
+  SKIP_RETURN_CODE 77
+  TIMEOUT 60
+  LABELS deploy)
+
 # Grafana dashboards: JSON and datasource uids, every PromQL expression
 # parses, and every metric named by a dashboard or a rule is exported by a
 # live agent or collector (or recorded). Starts real processes for ~5 s.
@@ -44,7 +54,8 @@ endif()
 # collectors, not under the sanitizers, not alongside the other loopback
 # clusters; exit 77 without prometheus (or nats-server):
 # - prometheus_e2e: one collector; a PFC storm and a hot expert fire their
-#   alerts and resolve (~60 s);
+#   alerts and resolve; the storm, silenced once its alert fired, stops
+#   firing within seconds while the hot expert's alert goes on (~60 s);
 # - prometheus_cluster_e2e: 3 NATS servers from deploy/nats/, 3 collectors,
 #   agents spread over them; a PFC storm is one alert, not one per
 #   collector, and stays the same alert through kill -9 of the analysis

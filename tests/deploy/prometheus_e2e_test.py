@@ -14,7 +14,11 @@ expert from FAULT_START to FAULT_END. Through Prometheus's HTTP API:
   - the finding alerts carry no `instance` (aggregated away, so that a
     cluster of collectors gives one alert) and their collector_url, which
     Prometheus fills by querying for the collectors serving the finding,
-    is the collector's page.
+    is the collector's page;
+  - once FabricdiagPfcStorm fired, the storm is silenced
+    (`fabricdiag silence --matcher=kind=pfc_storm,node=...`): its alert
+    stops firing within SILENCED seconds while the finding stays open,
+    marked silenced, and the hot expert's alert fires on.
 Prints when each alert fired and resolved.
 
   prometheus_e2e_test.py SOURCE_DIR SIM AGENT COLLECTOR CLI
@@ -33,7 +37,7 @@ import urllib.parse
 import urllib.request
 
 FAULT_START, FAULT_END, END = 12.0, 40.0, 58.0
-DETECT, RESOLVE = 15.0, 18.0
+DETECT, RESOLVE, SILENCED = 15.0, 18.0, 6.0
 NODES = [f"gpu-{i:03d}" for i in range(4)]
 NICS = [f"mlx5_{n}" for n in range(4)]
 HOT = ("gpu-001", "mlx5_2")
@@ -216,6 +220,9 @@ def main():
         fired, resolved, annotations = {}, {}, {}
         early = []
         want = {"FabricdiagPfcStorm": STORM, "FabricdiagHotExpertIncast": HOT}
+        # The storm's silence: when it was made, when its alert stopped.
+        silenced_at = silence_ended = None
+        hot_while_silenced = False
         while time.time() - t0 < END:
             t = time.time() - t0
             firing = {}
@@ -227,6 +234,32 @@ def main():
                 if name not in fired:
                     fired[name] = (t, a["labels"])
                     annotations[name] = a.get("annotations", {})
+            if silenced_at is None and "FabricdiagPfcStorm" in firing:
+                r = subprocess.run(
+                    [cli, f"--collector=127.0.0.1:{grpc}", "silence",
+                     f"--matcher=kind=pfc_storm,node={STORM[0]}",
+                     "--for=10m", "--comment=prometheus e2e"],
+                    capture_output=True, text=True, timeout=20)
+                if r.returncode != 0:
+                    failures.append(f"silence: exit {r.returncode}: "
+                                    f"{r.stderr.strip()}")
+                silenced_at = time.time() - t0
+            elif silenced_at is not None and silence_ended is None and \
+                    "FabricdiagPfcStorm" not in firing:
+                silence_ended = t
+                hot_while_silenced = "FabricdiagHotExpertIncast" in firing
+                r = subprocess.run(
+                    [cli, f"--collector=127.0.0.1:{grpc}", "findings",
+                     "--json", "--kind=pfc_storm"],
+                    capture_output=True, text=True, timeout=20)
+                try:
+                    storms = json.loads(r.stdout)
+                except ValueError:
+                    storms = []
+                if not any(f.get("node") == STORM[0] and f.get("silenced_by")
+                           for f in storms):
+                    failures.append("the silenced storm is not listed open "
+                                    f"and silenced: {r.stdout.strip()}")
             for name in list(fired):
                 if name not in firing and name not in resolved and \
                         t > FAULT_END:
@@ -258,9 +291,24 @@ def main():
                 failures.append(f"{name}: collector_url {url!r} is not the "
                                 f"collector's page http://127.0.0.1:{http}/")
             r = resolved.get(name)
+            if name == "FabricdiagPfcStorm":
+                continue  # silenced: judged below
             if r is None or r > FAULT_END + RESOLVE:
                 failures.append(f"{name} did not resolve within {RESOLVE:.0f}s "
                                 f"of the fault's end ({r})")
+        if silenced_at is None:
+            failures.append("the storm was never silenced (its alert never "
+                            "fired)")
+        elif silence_ended is None or \
+                silence_ended > silenced_at + SILENCED:
+            failures.append(f"FabricdiagPfcStorm still fired {SILENCED:.0f}s "
+                            f"after its silence ({silence_ended})")
+        elif silence_ended > FAULT_END:
+            failures.append("the storm's alert ended with the fault, not "
+                            "with its silence")
+        elif not hot_while_silenced:
+            failures.append("the hot expert's alert, not silenced, stopped "
+                            "with the storm's")
         if "FabricdiagPauseStormEvent" not in fired:
             failures.append("FabricdiagPauseStormEvent (raw counters) never "
                             "fired")
@@ -268,6 +316,10 @@ def main():
             failures.append("FabricdiagPauseStormEvent names "
                             f"{fired['FabricdiagPauseStormEvent'][1]}")
         print(f"faults {FAULT_START:.0f}s..{FAULT_END:.0f}s")
+        if silenced_at is not None:
+            ended = "-" if silence_ended is None else f"{silence_ended:.1f}s"
+            print(f"  the storm silenced at {silenced_at:.1f}s: its alert "
+                  f"stopped at {ended}")
         for name in sorted(fired):
             t, labels = fired[name]
             r = resolved.get(name)

@@ -70,5 +70,19 @@ TEST(ReadCollectorTopologyTest, AnUnreachableCollectorIsAnError) {
             absl::StatusCode::kUnavailable);
 }
 
+// The collector's read token (--token_file) is checked at start, as the
+// ingest token is.
+TEST(ValidateBridgeConfigTest, AnUnreadableTokenFileIsNamed) {
+  BridgeConfig config;
+  config.collector = "127.0.0.1:9811";
+  EXPECT_TRUE(ValidateBridgeConfig(config).ok());
+  config.token_file = "/nonexistent/read-token";
+  absl::Status s = ValidateBridgeConfig(config);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("--token_file=/nonexistent/read-token"),
+            absl::string_view::npos)
+      << s;
+}
+
 }  // namespace
 }  // namespace fabricdiag::gnmi

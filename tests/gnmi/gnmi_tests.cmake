@@ -67,3 +67,12 @@ if(TARGET fabricdiag_gnmi_bridge AND TARGET fabricdiag_sim)
     LIBS fabricdiag_gnmi_bridge fabricdiag_sim fabricdiag_test_ingest_server
          fabricdiag_test_util)
 endif()
+
+# The bridge's rates against the simulator's gNMI targets: overlapping
+# subscriptions, PFC counters polled every 10 s.
+if(TARGET fabricdiag_gnmi_session AND TARGET fabricdiag_sim)
+  fabricdiag_add_test(gnmi_bridge_sim_test
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/bridge_sim_test.cc
+    LIBS fabricdiag_gnmi_session fabricdiag_sim fabricdiag_grpc_status
+         absl::strings)
+endif()

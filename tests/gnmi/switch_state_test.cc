@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/gnmi/fixtures.h"
 
@@ -301,6 +302,288 @@ TEST(SwitchStateTest, OperStatusAndSpeedGoToTheInventory) {
   ASSERT_EQ(b.snap.netdevs.size(), 1u);
   EXPECT_EQ(b.snap.netdevs[0].operstate, "down");
   EXPECT_DOUBLE_EQ(b.snap.netdevs[0].speed_bytes_per_second, 400e9 / 8);
+}
+
+// ---- Rates a port cannot carry, leaves from two groups -------------------
+
+constexpr double kGB = 1e9;
+constexpr char kPortSpeed[] =
+    "/interfaces/interface[name=Ethernet1]/ethernet/state/port-speed";
+
+void SetSpeed(SwitchState* state, const char* identity, int64_t rx) {
+  ::gnmi::TypedValue speed;
+  speed.set_string_val(identity);
+  state->Apply(testing::ValueNotification(kPortSpeed, speed), "", rx);
+}
+
+// The in-octets rate of Ethernet1 now, -1 when there is none.
+double InOctetsRate(SwitchState* state, int64_t now) {
+  return Build(state, now)
+      .Rate("Ethernet1", kInOctetsName)
+      .per_second.value_or(-1);
+}
+
+uint64_t Errors(const SwitchState& state, const std::string& reason) {
+  auto it = state.ErrorCounts().find(reason);
+  return it == state.ErrorCounts().end() ? 0 : it->second;
+}
+
+TEST(SwitchStateTest, RateAboveThePortsSpeedIsRefusedAndCounted) {
+  SwitchState state(Dialect::kOpenConfig);
+  SetSpeed(&state, "openconfig-if-ethernet:SPEED_400GB", kSecond);
+  uint64_t v = 1'000'000'000'000;
+  state.Apply(UintNotification(kInOctets, v), "", 1 * kSecond);
+  // 45 GB/s on a 400G port (50 GB/s): believed.
+  state.Apply(UintNotification(kInOctets, v += 45'000'000'000), "",
+              2 * kSecond);
+  EXPECT_DOUBLE_EQ(InOctetsRate(&state, 2 * kSecond), 45 * kGB);
+  // 210 GB/s, as a target answering overlapping subscriptions made the
+  // bridge compute: refused, counted, no rate reported.
+  state.Apply(UintNotification(kInOctets, v += 210'000'000'000), "",
+              3 * kSecond);
+  Built b = Build(&state, 3 * kSecond);
+  const agent::SampleRate r = b.Rate("Ethernet1", kInOctetsName);
+  EXPECT_FALSE(r.per_second.has_value());
+  EXPECT_FALSE(r.delta.has_value());
+  EXPECT_FALSE(r.reset);
+  EXPECT_EQ(Errors(state, "above_line_rate"), 1u);
+  // The value is a baseline again: the next interval's rate is believed.
+  state.Apply(UintNotification(kInOctets, v += 40'000'000'000), "",
+              4 * kSecond);
+  EXPECT_DOUBLE_EQ(InOctetsRate(&state, 4 * kSecond), 40 * kGB);
+  // Just above the speed (53 GB/s: a sample received 60 ms late) is within
+  // the slack; 56 GB/s is not.
+  state.Apply(UintNotification(kInOctets, v += 53'000'000'000), "",
+              5 * kSecond);
+  EXPECT_DOUBLE_EQ(InOctetsRate(&state, 5 * kSecond), 53 * kGB);
+  state.Apply(UintNotification(kInOctets, v += 56'000'000'000), "",
+              6 * kSecond);
+  EXPECT_EQ(InOctetsRate(&state, 6 * kSecond), -1);
+  EXPECT_EQ(Errors(state, "above_line_rate"), 2u);
+  // Packets are not bytes: no limit from the speed.
+  const char kInPkts[] =
+      "/interfaces/interface[name=Ethernet1]/state/counters/in-pkts";
+  state.Apply(UintNotification(kInPkts, 0), "", 6 * kSecond);
+  state.Apply(UintNotification(kInPkts, 400'000'000'000), "", 7 * kSecond);
+  EXPECT_TRUE(
+      Build(&state, 7 * kSecond)
+          .Rate("Ethernet1", "/interfaces/interface/state/counters/in-pkts")
+          .per_second.has_value());
+}
+
+TEST(SwitchStateTest, LineRateIsTheFastestSpeedThePortReported) {
+  SwitchState state(Dialect::kOpenConfig);
+  SetSpeed(&state, "SPEED_400GB", kSecond);
+  // Renegotiated down to 100G (12.5 GB/s): traffic of the interval before
+  // may still be counted at the old speed.
+  SetSpeed(&state, "SPEED_100GB", kSecond);
+  state.Apply(UintNotification(kInOctets, 0), "", 1 * kSecond);
+  state.Apply(UintNotification(kInOctets, 45'000'000'000), "", 2 * kSecond);
+  EXPECT_DOUBLE_EQ(InOctetsRate(&state, 2 * kSecond), 45 * kGB);
+  // SPEED_UNKNOWN lowers nothing; a port that never said its speed has no
+  // limit.
+  SwitchState unknown(Dialect::kOpenConfig);
+  SetSpeed(&unknown, "SPEED_UNKNOWN", kSecond);
+  unknown.Apply(UintNotification(kInOctets, 0), "", 1 * kSecond);
+  unknown.Apply(UintNotification(kInOctets, 210'000'000'000), "", 2 * kSecond);
+  EXPECT_DOUBLE_EQ(InOctetsRate(&unknown, 2 * kSecond), 210 * kGB);
+  EXPECT_EQ(Errors(unknown, "above_line_rate"), 0u);
+}
+
+TEST(SwitchStateTest, SonicSpeedInMbpsLimitsTheOctetRate) {
+  SwitchState state(Dialect::kSonic);
+  state.Apply(JsonNotification("APPL_DB", "/PORT_TABLE/Ethernet9",
+                               R"({"oper_status": "up", "speed": "400000"})"),
+              "APPL_DB", kSecond);
+  auto octets = [&](uint64_t v, int64_t rx) {
+    state.Apply(
+        JsonNotification(
+            "COUNTERS_DB", "/COUNTERS/Ethernet9",
+            absl::StrCat(R"({"SAI_PORT_STAT_IF_IN_OCTETS": ")", v, R"("})")),
+        "COUNTERS_DB", rx);
+  };
+  octets(0, 1 * kSecond);
+  octets(215'000'000'000, 2 * kSecond);
+  Built b = Build(&state, 2 * kSecond);
+  EXPECT_FALSE(
+      b.Rate("Ethernet9", "SAI_PORT_STAT_IF_IN_OCTETS").per_second.has_value());
+  EXPECT_EQ(Errors(state, "above_line_rate"), 1u);
+  octets(260'000'000'000, 3 * kSecond);
+  b = Build(&state, 3 * kSecond);
+  EXPECT_EQ(
+      b.Rate("Ethernet9", "SAI_PORT_STAT_IF_IN_OCTETS").per_second.value_or(-1),
+      45 * kGB);
+}
+
+TEST(SwitchStateTest, ALeafFromTwoGroupsIsRatedFromOneOfThem) {
+  // 45 GB/s. Group 0 samples at whole seconds; a target answering group
+  // 1's overlapping path samples the same counter 20 ms later and its copy
+  // arrives 4 ms after group 0's: 900 MB more over 4 ms of receive clock
+  // would read 225 GB/s, and back again a negative step, a reset.
+  const int64_t ms = kSecond / 1000;
+  const uint64_t per_ms = 45'000'000;
+  SwitchState state(Dialect::kOpenConfig);
+  for (int64_t t = 10; t <= 14; ++t) {
+    const uint64_t at = static_cast<uint64_t>(t) * 1000 * per_ms;
+    state.Apply(UintNotification(kInOctets, at), "", t * kSecond, 0);
+    state.Apply(UintNotification(kInOctets, at + 20 * per_ms), "",
+                t * kSecond + 4 * ms, 1);
+    if (t > 10) {
+      EXPECT_DOUBLE_EQ(InOctetsRate(&state, t * kSecond + 5 * ms), 45 * kGB)
+          << "at " << t << " s";
+    }
+  }
+  EXPECT_EQ(state.resets(), 0u);
+  // Group 0's stream ended: group 1 takes the series over once group 0 has
+  // been silent for the handover time (3 s), from a new baseline.
+  state.Apply(UintNotification(kInOctets, 16'000 * per_ms), "", 16 * kSecond,
+              1);
+  EXPECT_DOUBLE_EQ(InOctetsRate(&state, 16 * kSecond), 45 * kGB)
+      << "group 0's last rate, until the series is handed over";
+  state.Apply(UintNotification(kInOctets, 17'020 * per_ms), "",
+              17 * kSecond + 4 * ms, 1);
+  EXPECT_EQ(InOctetsRate(&state, 17 * kSecond + 5 * ms), -1)
+      << "a new baseline: no rate across the two groups' samples";
+  state.Apply(UintNotification(kInOctets, 18'020 * per_ms), "",
+              18 * kSecond + 4 * ms, 1);
+  EXPECT_DOUBLE_EQ(InOctetsRate(&state, 18 * kSecond + 5 * ms), 45 * kGB);
+  // Group 0 back: group 1 keeps the series.
+  state.Apply(UintNotification(kInOctets, 19'000 * per_ms), "", 19 * kSecond,
+              0);
+  state.Apply(UintNotification(kInOctets, 19'020 * per_ms), "",
+              19 * kSecond + 4 * ms, 1);
+  EXPECT_DOUBLE_EQ(InOctetsRate(&state, 19 * kSecond + 5 * ms), 45 * kGB);
+  EXPECT_EQ(state.resets(), 0u);
+  EXPECT_EQ(Errors(state, "above_line_rate"), 0u);
+}
+
+TEST(SwitchStateTest, CountersRefreshedOnceASecondGiveSteadyRates) {
+  // 45 GB/s on a switch that refreshes its counters every second (SONiC's
+  // port statistics), sampled every 0.5 s: every other sample repeats the
+  // last value. On the samples alone the rate would swing 0, 90, 0, 90 GB/s.
+  const int64_t half = kSecond / 2;
+  SwitchState state(Dialect::kOpenConfig);
+  uint64_t polled = 0;
+  for (int64_t i = 20; i <= 40; ++i) {
+    if (i % 2 == 0) polled = static_cast<uint64_t>(i / 2) * 45'000'000'000;
+    state.Apply(UintNotification(kInOctets, polled), "", i * half);
+    // From the second change on (the first is rated over the half second
+    // since the previous sample: the cadence is not known yet).
+    if (i >= 24) {
+      EXPECT_DOUBLE_EQ(InOctetsRate(&state, i * half), 45 * kGB)
+          << "at " << i * 0.5 << " s";
+    }
+  }
+  // The traffic stops: the rate holds for one and a half refresh periods,
+  // then is zero.
+  EXPECT_DOUBLE_EQ(InOctetsRate(&state, 40 * half), 45 * kGB);
+  for (int64_t i = 41; i <= 42; ++i) {
+    state.Apply(UintNotification(kInOctets, polled), "", i * half);
+    EXPECT_DOUBLE_EQ(InOctetsRate(&state, i * half), 45 * kGB);
+  }
+  state.Apply(UintNotification(kInOctets, polled), "", 43 * half);
+  EXPECT_DOUBLE_EQ(InOctetsRate(&state, 43 * half), 0);
+  state.Apply(UintNotification(kInOctets, polled), "", 44 * half);
+  EXPECT_DOUBLE_EQ(InOctetsRate(&state, 44 * half), 0);
+  // And starts again: the increase is one poll's, rated over one refresh
+  // period (not over the half second since the last sample: 2x).
+  state.Apply(UintNotification(kInOctets, polled + 10'000'000'000), "",
+              45 * half);
+  EXPECT_DOUBLE_EQ(InOctetsRate(&state, 45 * half), 10 * kGB);
+}
+
+// SONiC's COUNTERS/<port> hash as flex counters fill it: port statistics
+// polled every second, PFC every ten seconds (the PFC watchdog and queue
+// groups' default), sampled every second.
+class TenSecondPfcPoll : public ::testing::Test {
+ protected:
+  static constexpr char kPause[] = "SAI_PORT_STAT_PFC_3_RX_PAUSE_DURATION_US";
+  static constexpr char kOctets[] = "SAI_PORT_STAT_IF_IN_OCTETS";
+
+  // The sample of second `t`: octets at 20 GB/s, and the pause duration
+  // (`pause_us_per_s_` over every second before `t`) as of its last poll,
+  // at a multiple of 10 s.
+  void Sample(int64_t t) {
+    const uint64_t octets = static_cast<uint64_t>(t) * 20'000'000'000;
+    for (; counted_until_ < t; ++counted_until_) {
+      pause_us_ += pause_us_per_s_;
+      if ((counted_until_ + 1) % 10 == 0) polled_us_ = pause_us_;
+    }
+    state_.Apply(JsonNotification("COUNTERS_DB", "/COUNTERS/Ethernet9",
+                                  absl::StrCat(R"({")", kOctets, R"(": ")",
+                                               octets, R"(", ")", kPause,
+                                               R"(": ")", polled_us_, R"("})")),
+                 "COUNTERS_DB", t * kSecond);
+  }
+  // Seconds paused per second (-1: no rate) and bytes per second.
+  double Pause(int64_t t) {
+    return Build(&state_, t * kSecond)
+        .Rate("Ethernet9", kPause)
+        .per_second.value_or(-1);
+  }
+  double Octets(int64_t t) {
+    return Build(&state_, t * kSecond)
+        .Rate("Ethernet9", kOctets)
+        .per_second.value_or(-1);
+  }
+
+  SwitchState state_{Dialect::kSonic};
+  int64_t counted_until_ = 0;  // seconds
+  uint64_t pause_us_ = 0;      // the switch's counter
+  uint64_t polled_us_ = 0;     // as of its last poll
+  uint64_t pause_us_per_s_ = 0;
+};
+
+TEST_F(TenSecondPfcPoll, PfcRatesAreSteadyFromTheSecondPollOn) {
+  // Paused half of every second since 0 s; sampled from 5 s. The first
+  // poll's increase is rated over the last second (the cadence is not known
+  // yet: 10x) and the samples up to the second poll read 0; from the second
+  // poll on every sample reads 0.5, never 0 or a spike.
+  pause_us_per_s_ = 500'000;
+  for (int64_t t = 5; t <= 60; ++t) {
+    Sample(t);
+    if (t > 5) {
+      EXPECT_DOUBLE_EQ(Octets(t), 20 * kGB) << "at " << t << " s";
+    }
+    const double want = t == 5 ? -1 : t == 10 ? 5.0 : t < 20 ? 0.0 : 0.5;
+    EXPECT_DOUBLE_EQ(Pause(t), want) << "at " << t << " s";
+  }
+  // The storm ends at 60 s: the poll of 60 s is the last that moves; its
+  // rate holds until 1.5 cadences after it, then reads zero.
+  pause_us_per_s_ = 0;
+  for (int64_t t = 61; t <= 90; ++t) {
+    Sample(t);
+    const double want = t < 75 ? 0.5 : 0.0;
+    EXPECT_DOUBLE_EQ(Pause(t), want) << "at " << t << " s";
+  }
+  // A new storm (0.8 s/s) from 95 s, on the counter whose cadence is
+  // known: the first poll that sees it is rated over one cadence, the mean
+  // of the ten seconds it covers (0.8 for the last 5 of them), then steady.
+  for (int64_t t = 91; t <= 120; ++t) {
+    Sample(t);
+    if (t == 95) pause_us_per_s_ = 800'000;
+    const double want = t < 100 ? 0.0 : t < 110 ? 0.4 : 0.8;
+    EXPECT_DOUBLE_EQ(Pause(t), want) << "at " << t << " s";
+  }
+  EXPECT_EQ(state_.resets(), 0u);
+}
+
+TEST(SwitchStateTest, CountersThatMoveEverySampleHoldOnlyOneRepeat) {
+  // A target that refreshes at every sample: a repeated value is held
+  // once (it might be a sample taken before a refresh), the next is zero.
+  SwitchState state(Dialect::kOpenConfig);
+  uint64_t v = 0;
+  for (int64_t t = 1; t <= 4; ++t) {
+    state.Apply(UintNotification(kInOctets, v += 1000), "", t * kSecond);
+  }
+  EXPECT_DOUBLE_EQ(InOctetsRate(&state, 4 * kSecond), 1000);
+  state.Apply(UintNotification(kInOctets, v), "", 5 * kSecond);
+  EXPECT_DOUBLE_EQ(InOctetsRate(&state, 5 * kSecond), 1000);
+  state.Apply(UintNotification(kInOctets, v), "", 6 * kSecond);
+  EXPECT_DOUBLE_EQ(InOctetsRate(&state, 6 * kSecond), 0);
+  // An idle counter is zero at every sample, never held.
+  state.Apply(UintNotification(kInOctets, v), "", 7 * kSecond);
+  EXPECT_DOUBLE_EQ(InOctetsRate(&state, 7 * kSecond), 0);
 }
 
 TEST(SwitchStateTest, DeleteForgetsThePortAndStaleSeriesAreLeftOut) {

@@ -341,6 +341,30 @@ class LeaseTest(unittest.TestCase):
         self.assertEqual(cfg.collector, "http://collector-1:9812")
         self.assertEqual(cfg.lease, 60)
 
+    def test_labels_from_the_environment_travel_with_the_layout(self):
+        cfg = client.Config.from_env({"FABRICDIAG_LABELS": "team=ml-infra, project=llama"})
+        self.assertEqual(cfg.labels, {"team": "ml-infra", "project": "llama"})
+        with FakeCollector() as fc:
+            cfg.collector, cfg.lease, cfg.timeout = fc.url, 3, 0.5
+            lz = client.Lease(client.Client(cfg), self.doc, 3)
+            self.addCleanup(lz.stop, False)
+            lz.start()
+            self.assertTrue(lz.wait_declared(2))
+            self.assertEqual(fc.requests("PUT")[0].body["labels"],
+                             {"team": "ml-infra", "project": "llama"})
+        for bad, says in (("Team=x", "'Team=x' is not KEY=VALUE"), ("team", "is not KEY=VALUE"),
+                          ("team=", "team: the value"), ("team=a,team=b", "team given twice"),
+                          ("team=" + "v" * 129, "team: the value"),
+                          (",".join("k%d=v" % i for i in range(17)), "17 labels exceed")):
+            with self.assertRaises(ValueError) as e:
+                client.parse_labels(bad)
+            self.assertIn(says, str(e.exception))
+        # Bad labels are logged and left out: the job is declared without.
+        with CaptureLog() as cap:
+            cfg = client.Config.from_env({"FABRICDIAG_LABELS": "Team=x"})
+        self.assertEqual(cfg.labels, {})
+        self.assertTrue(any("FABRICDIAG_LABELS" in m for m in cap.messages()), cap.messages())
+
     def test_https_with_ca_file(self):
         d = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, d)

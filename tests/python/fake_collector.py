@@ -31,7 +31,7 @@ _JOB = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 _NODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}\Z")
 _NIC = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}\Z")
 _TOP = {"job", "gpus_per_node", "nvlink_domain", "parallelism", "hosts", "rails", "ranks",
-        "model", "lease_seconds", "source", "owner"}
+        "model", "labels", "lease_seconds", "source", "owner"}
 _PAR = {"tp", "pp", "dp", "cp", "ep", "order"}
 _MODEL = {"params", "hidden", "layers", "seq_len", "micro_batch", "micro_batches",
           "dtype_bytes", "experts", "top_k"}
@@ -145,6 +145,10 @@ def validate(job, body):
         for k in model:
             if k not in _MODEL:
                 raise Invalid("model.%s: unknown key" % k)
+    labels = body.get("labels")
+    if labels is not None and (not isinstance(labels, dict) or
+                               not all(isinstance(v, str) for v in labels.values())):
+        raise Invalid("labels: expected a mapping of strings")
     if "lease_seconds" in body:
         _int("lease_seconds", body["lease_seconds"], 1, 10 ** 7)
     for k in ("source", "owner"):

@@ -77,9 +77,11 @@ class RealCollector:
             return b"\n".join(f.read().splitlines()[-20:]).decode(errors="replace")
 
     def get(self, path):
-        """(status, JSON) of a GET (reads need no token)."""
+        """(status, JSON) of a GET (reads need the token too)."""
+        req = urllib.request.Request(self.url + path,
+                                     headers={"Authorization": "Bearer " + TOKEN})
         try:
-            with urllib.request.urlopen(self.url + path, timeout=10) as r:
+            with urllib.request.urlopen(req, timeout=10) as r:
                 return r.status, json.load(r)
         except urllib.error.HTTPError as e:
             body = e.read()
@@ -91,7 +93,8 @@ class RealCollector:
         return {j["job"]: j for j in body["jobs"]}
 
     def cli(self, *args):
-        r = subprocess.run([CLI, "--collector=127.0.0.1:%d" % self.grpc] + list(args),
+        r = subprocess.run([CLI, "--collector=127.0.0.1:%d" % self.grpc,
+                            "--token_file=" + self.token_file] + list(args),
                            capture_output=True, text=True, timeout=30)
         assert r.returncode == 0, r.stdout + r.stderr
         return r.stdout

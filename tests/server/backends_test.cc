@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
@@ -369,11 +370,13 @@ TEST_P(ClusterBackendsTest, NodeFactsReachEveryCollectorOfACluster) {
   ASSERT_TRUE(a->node_facts().Put(facts).ok());
   EXPECT_TRUE(testing::Eventually(
       [&] { return (*b)->node_facts().Snapshot()->count("gpu-001") == 1; }));
+  // Counted once the write is acknowledged, which may be after B saw it.
   std::string metrics;
-  a->AppendMetrics(RegistryWatchStats{}, &metrics);
-  EXPECT_NE(metrics.find("fabricdiag_node_facts_writes_total 1\n"),
-            std::string::npos)
-      << metrics;
+  EXPECT_TRUE(testing::Eventually([&] {
+    metrics.clear();
+    a->AppendMetrics(RegistryWatchStats{}, &metrics);
+    return absl::StrContains(metrics, "fabricdiag_node_facts_writes_total 1\n");
+  })) << metrics;
 
   Restart(a);
   ASSERT_NE(a, nullptr);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <set>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -199,6 +200,44 @@ TEST_F(CounterModelTest, EcmpPolarization) {
       EXPECT_LT(top / total, 0.35);
       EXPECT_LT(cnp, 1000);
     }
+  }
+}
+
+// Flows piled onto 2 or 3 of the 4 uplinks: those carry most of the
+// traffic, each far above the mean, the total unchanged, and which of them
+// is hottest changes from second to second.
+TEST_F(CounterModelTest, EcmpPolarizationOfSeveralUplinksAlternatesTheHottest) {
+  const std::vector<size_t> uplinks = {
+      Port("leaf-0", "swp49"), Port("leaf-0", "swp50"), Port("leaf-0", "swp51"),
+      Port("leaf-0", "swp52")};
+  for (int polarized : {2, 3}) {
+    SCOPED_TRACE(polarized);
+    CounterModel m = Model(absl::StrCat(
+        "faults: [{kind: ecmp_polarization, switch: leaf-0, start: 10, end: "
+        "20, uplinks: ",
+        polarized, "}]"));
+    std::set<size_t> hottest;
+    for (double t = 10; t < 20; t += 0.5) {
+      FabricRates r = m.RatesAt(t, 0.5);
+      std::vector<double> tx;
+      double total = 0;
+      for (size_t p : uplinks) {
+        tx.push_back(r.ports[p].per_second[kTxBytes]);
+        total += tx.back();
+      }
+      const double mean = total / 4;
+      const size_t top = static_cast<size_t>(
+          std::max_element(tx.begin(), tx.end()) - tx.begin());
+      hottest.insert(top);
+      EXPECT_LT(top, static_cast<size_t>(polarized)) << "t=" << t;
+      // The hottest is past the analyzer's 1.5x the mean (2.2x of 2, 1.6x
+      // of 3), every hot one carries far more than any cold one.
+      EXPECT_GE(tx[top] / mean, 1.55) << "t=" << t;
+      for (int k = 0; k < polarized; ++k) {
+        EXPECT_GT(tx[static_cast<size_t>(k)], 3 * tx[3]) << "t=" << t;
+      }
+    }
+    EXPECT_EQ(hottest.size(), static_cast<size_t>(polarized));
   }
 }
 

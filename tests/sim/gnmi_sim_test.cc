@@ -17,6 +17,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "analysis/layout_parse.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -193,6 +194,51 @@ TEST(GnmiSimTest, NoSwitchTreeWithGnmi) {
   EXPECT_TRUE(std::filesystem::exists(run.dir.path() + "/out/gpu-000/sys"));
   EXPECT_FALSE(std::filesystem::exists(run.dir.path() + "/out/leaf-0"));
   EXPECT_FALSE(std::filesystem::exists(run.dir.path() + "/out/leaf-1"));
+}
+
+// --gnmi_switches: a fabric of gNMI switches and agent-read ones at once.
+TEST(GnmiSimTest, GnmiSwitchesAreTargetsAndTheOthersKeepTheirTrees) {
+  sim::testing::TempDir keys;
+  GnmiFlags flags;
+  flags.switches = {"leaf-1"};
+  flags.topology_out = keys.path() + "/topology-gnmi.json";
+  SimRun run(Dialect::kOpenConfig, "", flags);
+  ASSERT_NE(run.sim, nullptr);
+  run.Ticks(1);
+  ASSERT_EQ(run.sim->gnmi()->targets().size(), 1u);
+  EXPECT_EQ(run.Target(0).switch_name(), "leaf-1");
+  const std::string out = run.dir.path() + "/out";
+  EXPECT_TRUE(std::filesystem::exists(out + "/leaf-0/sys/class/net/swp1"));
+  EXPECT_TRUE(std::filesystem::exists(out + "/leaf-0/ethtool/swp49"));
+  EXPECT_TRUE(std::filesystem::exists(out + "/leaf-0/lldp.json"));
+  EXPECT_FALSE(std::filesystem::exists(out + "/leaf-1"));
+  EXPECT_TRUE(std::filesystem::exists(out + "/gpu-003/sys"));
+  absl::StatusOr<v1::Topology> t =
+      analysis::ParseTopology(sim::testing::ReadText(flags.topology_out));
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->switches_size(), 2);
+  EXPECT_FALSE(t->switches(0).has_gnmi());
+  EXPECT_EQ(t->switches(1).gnmi().address(), run.Target(0).address());
+
+  // The target serves leaf-1's counters, not leaf-0's (same port names).
+  GnmiTestClient c(run.Target(0).address(), grpc::InsecureChannelCredentials());
+  ASSERT_TRUE(c.Subscribe(Group(Dialect::kOpenConfig, "interfaces")).ok());
+  ASSERT_TRUE(c.ReadUntilSync().ok());
+  EXPECT_EQ(c.series.size(), 8u);
+  EXPECT_EQ(c.series["swp1"][kInOctets], run.Port("leaf-1", "swp1", kRxBytes));
+  EXPECT_NE(c.series["swp1"][kInOctets], run.Port("leaf-0", "swp1", kRxBytes));
+}
+
+TEST(GnmiSimTest, AnUnknownGnmiSwitchIsAnError) {
+  sim::testing::TempDir dir;
+  SimConfig c;
+  c.topology_file = dir.Write("topology.yaml", sim::testing::kTwoLeaves);
+  c.out_dir = dir.path() + "/out";
+  c.gnmi.listen = "127.0.0.1:0";
+  c.gnmi.switches = {"leaf-1", "leaf-9"};
+  ASSERT_TRUE(ValidateSimConfig(c).ok());
+  EXPECT_EQ(Simulation::Create(c).status().message(),
+            "--gnmi_switches: \"leaf-9\" is not a simulated switch");
 }
 
 class GnmiFaultsTest : public ::testing::TestWithParam<Dialect> {};
@@ -441,6 +487,41 @@ TEST(GnmiSimTest, FlagErrorsNameTheFlag) {
               c->gnmi.tls_key = "/k.pem";
             }),
             "--gnmi_tls_key: needs --gnmi_listen");
+  EXPECT_EQ(error([](SimConfig* c) { c->gnmi.refresh = absl::Seconds(1); }),
+            "");
+  EXPECT_EQ(error([](SimConfig* c) { c->gnmi.refresh = absl::Seconds(-1); }),
+            "--gnmi_refresh=-1s: must be 0 (counters change every tick) up "
+            "to 1h");
+  EXPECT_EQ(error([](SimConfig* c) {
+              c->gnmi.listen.clear();
+              c->gnmi.refresh = absl::Seconds(1);
+            }),
+            "--gnmi_refresh: needs --gnmi_listen");
+  EXPECT_EQ(error([](SimConfig* c) {
+              c->gnmi.pfc_refresh = absl::Seconds(10);
+              c->gnmi.overlap = true;
+            }),
+            "");
+  EXPECT_EQ(
+      error([](SimConfig* c) { c->gnmi.pfc_refresh = absl::Hours(2); }),
+      "--gnmi_pfc_refresh=2h: must be 0 (counters change every tick) up to "
+      "1h");
+  EXPECT_EQ(error([](SimConfig* c) {
+              c->gnmi.listen.clear();
+              c->gnmi.pfc_refresh = absl::Seconds(10);
+            }),
+            "--gnmi_pfc_refresh: needs --gnmi_listen");
+  EXPECT_EQ(error([](SimConfig* c) {
+              c->gnmi.listen.clear();
+              c->gnmi.overlap = true;
+            }),
+            "--gnmi_overlap: needs --gnmi_listen");
+  EXPECT_EQ(error([](SimConfig* c) { c->gnmi.switches = {"leaf-1"}; }), "");
+  EXPECT_EQ(error([](SimConfig* c) {
+              c->gnmi.listen.clear();
+              c->gnmi.switches = {"leaf-1"};
+            }),
+            "--gnmi_switches: needs --gnmi_listen");
 }
 
 TEST(GnmiSimTest, UnreadableOrMalformedCredentialsFileIsAnError) {

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -153,6 +154,134 @@ TEST_P(GroupsTest, EveryLeafMapsToAPortOrIsRefusedWholeAsUnimplemented) {
                 "10.0.0.2");
       EXPECT_EQ(c.lldp.size(), 2u);
     }
+  }
+}
+
+// Counters that change only every 1 s (SONiC's port statistics poll),
+// sampled every 0.5 s: the samples between two polls repeat the last poll's
+// values; oper status still changes at once.
+TEST_P(GroupsTest, RefreshHoldsTheCountersBetweenPolls) {
+  const Dialect d = GetParam();
+  const bool sonic = d == Dialect::kSonic;
+  GnmiTargetOptions o;
+  o.refresh = absl::Seconds(1);
+  std::unique_ptr<GnmiTarget> target = StartTarget(d, o);
+  ASSERT_NE(target, nullptr);
+  // TwoPorts(t) is at t seconds past a whole second; half seconds between.
+  auto at = [](int64_t half_seconds, uint64_t bytes, bool up = true) {
+    SwitchState s = TwoPorts(0, bytes, up);
+    s.timestamp_nanos += half_seconds * 500'000'000;
+    return s;
+  };
+  target->Publish(at(0, 100));
+  GnmiTestClient c(target->address(), grpc::InsecureChannelCredentials(), d);
+  ASSERT_TRUE(c.Subscribe(Group(d, sonic ? "counters" : "interfaces")).ok());
+  ASSERT_TRUE(c.ReadUntilSync().ok());
+  const std::string in = sonic ? "SAI_PORT_STAT_IF_IN_OCTETS" : kInOctets;
+  EXPECT_EQ(c.series["swp1"][in], 100u);
+  // Every Publish is a sample (interval 0); the values move once a second.
+  const std::vector<std::pair<uint64_t, uint64_t>> published_seen = {
+      {150, 100}, {200, 200}, {250, 200}, {300, 300}, {350, 300}};
+  for (size_t i = 0; i < published_seen.size(); ++i) {
+    target->Publish(at(static_cast<int64_t>(i) + 1, published_seen[i].first));
+    // OpenConfig: one notification per interface; SONiC: one for COUNTERS.
+    for (int n = 0; n < (sonic ? 1 : 2); ++n) ASSERT_TRUE(c.ReadOne().ok());
+    EXPECT_EQ(c.series["swp1"][in], published_seen[i].second)
+        << "publish " << i + 1 << " of " << published_seen[i].first;
+  }
+  if (!sonic) {
+    // Oper status is no polled counter: it changes at once, between polls.
+    GnmiTestClient s(target->address(), grpc::InsecureChannelCredentials(), d);
+    ASSERT_TRUE(s.Subscribe(Group(d, "interfaces"), 0).ok());
+    ASSERT_TRUE(s.ReadUntilSync().ok());
+    // 2.75 s: still the poll of 2 s.
+    SwitchState down = at(5, 400, /*up=*/false);
+    down.timestamp_nanos += 250'000'000;
+    target->Publish(down);
+    ASSERT_TRUE(s.ReadOne().ok());
+    EXPECT_EQ(s.oper_status["swp1"], "DOWN");
+    EXPECT_EQ(s.series["swp1"][in], 300u);
+  }
+}
+
+// PFC counters polled every 10 s, the others at every Publish: samples
+// between two PFC polls repeat the PFC values of the last one while the
+// octets move.
+TEST_P(GroupsTest, PfcRefreshHoldsOnlyThePfcCounters) {
+  const Dialect d = GetParam();
+  const bool sonic = d == Dialect::kSonic;
+  GnmiTargetOptions o;
+  o.pfc_refresh = absl::Seconds(10);
+  std::unique_ptr<GnmiTarget> target = StartTarget(d, o);
+  ASSERT_NE(target, nullptr);
+  target->Publish(TwoPorts(8, 100'000));
+  GnmiTestClient c(target->address(), grpc::InsecureChannelCredentials(), d);
+  ASSERT_TRUE(c.Subscribe(Group(d, sonic ? "counters" : "arista_pfc")).ok());
+  ASSERT_TRUE(c.ReadUntilSync().ok());
+  GnmiTestClient octets(target->address(), grpc::InsecureChannelCredentials(),
+                        d);
+  ASSERT_TRUE(
+      octets.Subscribe(Group(d, sonic ? "counters" : "interfaces")).ok());
+  ASSERT_TRUE(octets.ReadUntilSync().ok());
+  const std::string in = sonic ? "SAI_PORT_STAT_IF_IN_OCTETS" : kInOctets;
+  const std::string pfc = sonic ? "SAI_PORT_STAT_PFC_3_RX_PKTS" : kPfc3In;
+  EXPECT_EQ(c.series["swp1"][pfc], 100u);
+  // 9 s: the same PFC poll (of 0 s); 10 s: a new one.
+  const std::vector<std::pair<int64_t, uint64_t>> at_seen = {{9, 100},
+                                                             {10, 300}};
+  for (const auto& [t, seen] : at_seen) {
+    target->Publish(TwoPorts(t, static_cast<uint64_t>(t) * 30'000));
+    // OpenConfig: one notification per interface; SONiC: one for COUNTERS.
+    for (int n = 0; n < (sonic ? 1 : 2); ++n) {
+      ASSERT_TRUE(c.ReadOne().ok());
+      ASSERT_TRUE(octets.ReadOne().ok());
+    }
+    EXPECT_EQ(c.series["swp1"][pfc], seen) << "at " << t << " s";
+    EXPECT_EQ(octets.series["swp1"][in], static_cast<uint64_t>(t) * 30'000)
+        << "at " << t << " s";
+  }
+}
+
+// A target answering overlapping subscriptions: a subscription below a
+// port sends the port's other counters too, as published one state
+// earlier and stamped so; SONiC's queue path, which selects nothing here,
+// gets the ports' COUNTERS hashes. Without the option neither.
+TEST_P(GroupsTest, OverlapSendsOtherCountersOneStateLate) {
+  const Dialect d = GetParam();
+  const bool sonic = d == Dialect::kSonic;
+  const GroupSpec& group = Group(d, sonic ? "queues" : "ethernet");
+  const std::string in = sonic ? "SAI_PORT_STAT_IF_IN_OCTETS" : kInOctets;
+  for (const bool overlap : {false, true}) {
+    SCOPED_TRACE(overlap ? "overlap" : "no overlap");
+    GnmiTargetOptions o;
+    o.overlap = overlap;
+    std::unique_ptr<GnmiTarget> target = StartTarget(d, o);
+    ASSERT_NE(target, nullptr);
+    target->Publish(TwoPorts(0, 100));
+    target->Publish(TwoPorts(1, 200));
+    GnmiTestClient c(target->address(), grpc::InsecureChannelCredentials(), d);
+    ASSERT_TRUE(c.Subscribe(group).ok());
+    absl::Status st = c.ReadUntilSync();
+    if (!overlap) {
+      if (sonic) {
+        EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented) << st;
+      } else {
+        ASSERT_TRUE(st.ok()) << st;
+        EXPECT_EQ(c.series["swp1"].count(in), 0u);
+      }
+      continue;
+    }
+    ASSERT_TRUE(st.ok()) << st;
+    EXPECT_EQ(c.series["swp1"][in], 100u);  // as of the state before
+    target->Publish(TwoPorts(2, 300));
+    std::map<int64_t, int> stamps;
+    while (c.series["swp1"][in] != 200u) {
+      ASSERT_TRUE(c.ReadOne().ok());
+      ++stamps[c.last_timestamp];
+    }
+    EXPECT_EQ(stamps.count(1700000001'000000000), 1u);
+    EXPECT_EQ(stamps.count(1700000002'000000000), sonic ? 0u : 1u)
+        << "OpenConfig: the group's own leaves are sampled now";
   }
 }
 

@@ -55,12 +55,12 @@ inline const gnmi::GroupSpec& Group(gnmi::Dialect dialect,
 class GnmiTestClient {
  public:
   GnmiTestClient(const std::string& address,
-                 std::shared_ptr<grpc::ChannelCredentials> creds,
+                 const std::shared_ptr<grpc::ChannelCredentials>& creds,
                  gnmi::Dialect dialect = gnmi::Dialect::kOpenConfig,
                  const grpc::ChannelArguments& args = {})
       : dialect_(dialect),
         stub_(::gnmi::gNMI::NewStub(
-            grpc::CreateCustomChannel(address, std::move(creds), args))) {}
+            grpc::CreateCustomChannel(address, creds, args))) {}
 
   // Metadata sent with every RPC.
   void SetCredentials(std::string username, std::string password) {
@@ -82,12 +82,21 @@ class GnmiTestClient {
   // group's modes, `sample_interval` nanoseconds for SAMPLE).
   absl::Status Subscribe(const gnmi::GroupSpec& group,
                          uint64_t sample_interval = 0) {
+    absl::StatusOr<::gnmi::SubscribeRequest> request =
+        Request(group, sample_interval);
+    if (!request.ok()) return request.status();
+    db_ = group.target;
+    return SubscribeRaw(*request);
+  }
+
+  // The STREAM request for `group`, as the bridge builds it.
+  static absl::StatusOr<::gnmi::SubscribeRequest> Request(
+      const gnmi::GroupSpec& group, uint64_t sample_interval) {
     ::gnmi::SubscribeRequest request;
     ::gnmi::SubscriptionList* list = request.mutable_subscribe();
     list->set_mode(::gnmi::SubscriptionList::STREAM);
     if (group.target[0] != '\0')
       list->mutable_prefix()->set_target(group.target);
-    db_ = group.target;
     for (const gnmi::SubscriptionSpec& spec : group.subscriptions) {
       ::gnmi::Subscription* s = list->add_subscription();
       absl::StatusOr<::gnmi::Path> path = gnmi::ParsePath(spec.path);
@@ -96,7 +105,7 @@ class GnmiTestClient {
       s->set_mode(spec.mode);
       if (spec.mode == ::gnmi::SAMPLE) s->set_sample_interval(sample_interval);
     }
-    return SubscribeRaw(request);
+    return request;
   }
 
   absl::Status SubscribeRaw(const ::gnmi::SubscribeRequest& request) {
@@ -125,6 +134,7 @@ class GnmiTestClient {
     }
     ++notifications;
     last_updates.clear();
+    last_notification = r.update();
     return Absorb(r.update());
   }
 
@@ -160,6 +170,7 @@ class GnmiTestClient {
   int syncs = 0;
   // "<port>|<series or attribute>" of the leaves of the last notification.
   std::vector<std::string> last_updates;
+  ::gnmi::Notification last_notification;
 
  private:
   void Prepare(grpc::ClientContext* ctx) const {

@@ -32,11 +32,21 @@ faults:
   EXPECT_EQ(s->faults[1].priority, 4);
   EXPECT_TRUE(std::isinf(s->faults[1].end));
   EXPECT_EQ(s->faults[2].switch_name, "leaf-0");
+  EXPECT_EQ(s->faults[2].uplinks, 1);
   EXPECT_EQ(s->faults[3].Describe(), "link_flap leaf-1 swp3");
   EXPECT_DOUBLE_EQ(s->faults[3].period, 2.0);
   EXPECT_TRUE(s->faults[4].ActiveAt(0));
   EXPECT_TRUE(s->faults[4].ActiveAt(1.49));
   EXPECT_FALSE(s->faults[4].ActiveAt(1.5));
+}
+
+TEST(ScenarioTest, PolarizationNamesItsUplinks) {
+  auto s = ParseScenario(
+      "faults: [{kind: ecmp_polarization, switch: leaf-0, start: 1, "
+      "uplinks: 2}]");
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->faults.size(), 1u);
+  EXPECT_EQ(s->faults[0].uplinks, 2);
 }
 
 TEST(ScenarioTest, ParsesJson) {
@@ -114,6 +124,18 @@ INSTANTIATE_TEST_SUITE_P(
                 "faults[1].nic", "missing (hot_expert needs it)"},
         BadCase{"faults: [{kind: ecmp_polarization, start: 1}]",
                 "faults[0].switch", "missing"},
+        BadCase{"faults: [{kind: ecmp_polarization, switch: s, start: 1, "
+                "uplinks: 0}]",
+                "faults[0].uplinks", "must be an integer 1..64, got 0"},
+        BadCase{"faults: [{kind: ecmp_polarization, switch: s, start: 1, "
+                "uplinks: 1.5}]",
+                "faults[0].uplinks", "must be an integer"},
+        BadCase{"faults: [{kind: ecmp_polarization, switch: s, start: 1, "
+                "uplinks: two}]",
+                "faults[0].uplinks", "expected a number"},
+        BadCase{"faults: [{kind: straggler, node: a, nic: b, start: 1, "
+                "uplinks: 2}]",
+                "faults[0].uplinks", "not used by straggler"},
         BadCase{"faults: [{kind: link_flap, switch: s, start: 1}]",
                 "faults[0].port", "missing"},
         BadCase{"faults: [{kind: link_flap, node: a, nic: b, switch: s, "
@@ -158,10 +180,17 @@ TEST(ScenarioNamesTest, UnknownNamesAreNamed) {
         "faults[0].switch", "unknown switch \"spine-0\"");
   check("faults: [{kind: link_flap, switch: leaf-0, port: swp7, start: 1}]",
         "faults[0].port", "leaf-0 has no port \"swp7\"");
+  // All 4 uplinks hot is a balanced group.
+  check(
+      "faults: [{kind: ecmp_polarization, switch: leaf-0, start: 1, "
+      "uplinks: 4}]",
+      "faults[0].uplinks",
+      "leaf-0 has 4 uplinks: at most 3 can be polarized, got 4");
 
   auto ok = ParseScenario(
       "faults: [{kind: link_flap, switch: leaf-0, port: swp49, start: 1}, "
-      "{kind: hot_expert, node: gpu-003, nic: mlx5_2, start: 1}]");
+      "{kind: hot_expert, node: gpu-003, nic: mlx5_2, start: 1}, "
+      "{kind: ecmp_polarization, switch: leaf-1, start: 1, uplinks: 3}]");
   ASSERT_TRUE(ok.ok());
   EXPECT_TRUE(ValidateScenarioNames(*ok, fabric).ok());
 }

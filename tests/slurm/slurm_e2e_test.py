@@ -152,7 +152,8 @@ class Cluster:
         self.collector.wait(timeout=15)
 
     def cli(self, *args):
-        return self.run(CLI, f"--collector=127.0.0.1:{self.grpc_port}", *args,
+        return self.run(CLI, f"--collector=127.0.0.1:{self.grpc_port}",
+                        f"--token_file={self.tmp}/collector.token", *args,
                         timeout=30)
 
     def listed(self):
@@ -168,10 +169,11 @@ class Cluster:
                 if f" job {job_id}: " in line]
 
     def http(self, path):
-        """(status, JSON) of a GET on the collector."""
+        """(status, JSON) of a GET on the collector (reads need the token)."""
+        req = urllib.request.Request(self.collector_url + path,
+                                     headers={"Authorization": "Bearer " + TOKEN})
         try:
-            with urllib.request.urlopen(self.collector_url + path,
-                                        timeout=5) as r:
+            with urllib.request.urlopen(req, timeout=5) as r:
                 return r.status, json.load(r)
         except urllib.error.HTTPError as e:
             return e.code, json.loads(e.read() or b"null")

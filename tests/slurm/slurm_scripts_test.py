@@ -189,6 +189,55 @@ class DryRunTest(unittest.TestCase):
         self.assertTrue(out.startswith("PUT "))
         self.assertIn("token file /nonexistent/token is missing", err)
 
+    def test_labels_name_the_owners(self):
+        body, err = self.declared(
+            "fabricdiag: tp=8 labels=team:ml,project:llm-7b,cost_center:x/1")
+        self.assertEqual(err, "")
+        self.assertEqual(body["labels"], {"team": "ml", "project": "llm-7b",
+                                          "cost_center": "x/1"})
+        # A value may hold ':'; the most labels a layout takes.
+        body, _ = self.declared("fabricdiag: labels=url:http://wiki/ml")
+        self.assertEqual(body["labels"], {"url": "http://wiki/ml"})
+        many = ",".join(f"k{i}:v" for i in range(16))
+        body, _ = self.declared(f"fabricdiag: labels={many}")
+        self.assertEqual(len(body["labels"]), 16)
+        body, _ = self.declared("fabricdiag: tp=8")
+        self.assertNotIn("labels", body)
+
+    def test_hostile_labels_are_refused(self):
+        cases = [
+            ("fabricdiag: labels=", "expected key:value pairs"),
+            ("fabricdiag: labels=team", "expected key:value pairs"),
+            ("fabricdiag: labels=team:ml,", "expected key:value pairs"),
+            ("fabricdiag: labels=Team:ml", 'key "Team"'),
+            ("fabricdiag: labels=9team:ml", 'key "9team"'),
+            ("fabricdiag: labels=:ml", 'key ""'),
+            ("fabricdiag: labels=" + "k" * 64 + ":v", "[a-z_][a-z0-9_]{0,62}"),
+            ("fabricdiag: labels=team:", "labels.team= in the job comment"),
+            ("fabricdiag: labels=team:" + "v" * 129, "1 to 128 printable"),
+            ('fabricdiag: labels=team:a"},"hosts":["x', "labels.team="),
+            ("fabricdiag: labels=team:a\\b", "labels.team="),
+            ("fabricdiag: labels=team:\x01", "labels.team="),
+            ("fabricdiag: labels=team:a,team:b", "labels.team is given twice"),
+            ("fabricdiag: labels=a:1 labels=b:2", '"labels" is given twice'),
+            ("fabricdiag: labels=" + ",".join(f"k{i}:v" for i in range(17)),
+             "more than 16 labels"),
+            (f"fabricdiag: labels=team:$(touch${{IFS}}{self.pwned})", None),
+            (f"fabricdiag: labels=team:`touch${{IFS}}{self.pwned}`", None),
+        ]
+        for comment, message in cases:
+            with self.subTest(comment=comment[:60]):
+                out, err = self.run_script(comment)
+                if message is None:
+                    # Harmless text: sent as it is, never run (run_script
+                    # checks that the file was not created).
+                    body = json.loads(out.split("\n", 1)[1])
+                    self.assertEqual(body["labels"]["team"], comment[24:])
+                    continue
+                self.assertEqual(out, "", f"a request for {comment!r}")
+                self.assertIn(message, err)
+                self.assertEqual(err.count("\n"), 1, err)
+
     def test_epilog_deletes(self):
         out, err = self.run_script("fabricdiag: tp=8", action="epilog")
         self.assertEqual(out, "DELETE http://127.0.0.1:9/api/v1/jobs/slurm-42\n")

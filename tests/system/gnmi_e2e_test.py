@@ -3,7 +3,9 @@
 
 Real processes on loopback: fabricdiag-sim (4 GPU nodes x 4 mlx5 NICs, two
 leaves with four uplinks each) writes the hosts' sysfs trees and serves the
-two leaves as gNMI targets of one dialect (`--gnmi_listen`), one
+two leaves as gNMI targets of one dialect (`--gnmi_listen`) whose counters
+change once a second (`--gnmi_refresh=1s`, as SONiC's flex counters poll port
+statistics) while they are sampled every interval, one
 fabricdiag-agent per host, fabricdiag-gnmi-bridge subscribed to both leaves
 (the only way their counters reach the collector), a fabricdiag-collector
 and the fabricdiag CLI. Timeline, 0.5 s intervals:
@@ -15,8 +17,12 @@ and the fabricdiag CLI. Timeline, 0.5 s intervals:
 
 Asserts: ecmp_imbalance on leaf-1 (a switch whose only telemetry is gNMI),
 pfc_storm on gpu-000 mlx5_1 naming leaf-0's ports among its victims, and
-link_flap on leaf-1's end of the flapping link open during the wave and
-resolve after it; nothing opens in a healthy phase
+link_flap on leaf-1's end of the flapping link open within the detection
+budget of sim_faults_e2e (3 intervals for a strong fault, 5 for any; plus,
+as there, 2 for a fault seen only in a switch's counters: its 1 s poll), stay
+one finding while the wave lasts and resolve after it; leaf-1's uplink rates
+stay steady while the polarization does (no zero and no spike from the
+1 s refresh sampled every 0.5 s); nothing opens in a healthy phase
 or while leaf-0 is away (no false rate when it returns, no agent_down for a
 3 s gap); leaf-1's reports keep coming while leaf-0 is away (one switch
 never stalls another); the bridge's metrics show both subscriptions up at
@@ -24,12 +30,17 @@ the end and leaf-0's reconnect.
 
 With DIALECT+tls (e.g. sonic+tls) the targets serve TLS with a certificate
 made for the run and require a user name and password, which the bridge
-reads from the credentials file the topology names.
+reads from the credentials file the topology names. With DIALECT+overlap the
+targets answer overlapping subscriptions (`--gnmi_overlap`: every counter
+arrives through several of the bridge's subscriptions, each copy sampled at
+its own moment), and the same assertions hold: no false finding, steady
+rates, the budget.
 
-  gnmi_e2e_test.py SIM AGENT COLLECTOR CLI BRIDGE DIALECT[+tls]
+  gnmi_e2e_test.py SIM AGENT COLLECTOR CLI BRIDGE DIALECT[+overlap][+tls]
 """
 
 import json
+import math
 import os
 import re
 import shutil
@@ -43,6 +54,10 @@ import urllib.request
 from loopback_cluster import System
 
 INTERVAL = 0.5
+# The simulator advances its counters every 0.1 s, as in sim_faults_e2e (a
+# host's fault shows in the agent's next read); the targets sample every
+# interval and poll their counters every second.
+SIM_TICK = 0.1
 NODES = [f"gpu-{i:03d}" for i in range(4)]
 NICS = [f"mlx5_{n}" for n in range(4)]
 LEAF_OF = {h: f"leaf-{i // 2}" for i, h in enumerate(NODES)}
@@ -51,11 +66,24 @@ UPLINKS = ["Ethernet48", "Ethernet49", "Ethernet50", "Ethernet51"]
 WAVE = (8.0, 18.0)
 OUTAGE = (30.0, 33.0)
 END = 44.0
-# A finding of the wave may open this long after its start and must be
-# gone this long after its end (the sim_faults_e2e bounds of these faults,
-# in seconds, with a margin for the bridge's extra hop).
-OPEN_WITHIN = 5.0
+# The detection budget of sim_faults_e2e, in intervals: a strong fault (an
+# event, or at least twice past its threshold) opens within 3, every fault
+# within 5. A finding of the wave must be gone this long after its end.
+STRONG_OPEN = 3
+OPEN = 5
+# The switches poll their counters every second, on whole seconds since the
+# Unix epoch (--gnmi_refresh): a counter's fault shows only at the next poll,
+# up to 2 intervals later than a host's. An event (a port going down) is no
+# polled counter.
+REFRESH = 1.0
+REFRESH_INTERVALS = 2
 RESOLVE_WITHIN = 7.0
+# While the polarization is steady (from this long after the wave's start
+# to its end), each of leaf-1's uplinks' window rates stays within this
+# factor of its median: the rate of a counter refreshed once a second and
+# sampled twice a second would swing between 0 and 2x.
+STEADY_FROM = 4.0
+STEADY_FACTOR = 1.3
 
 
 def write_inputs(work):
@@ -91,8 +119,10 @@ def write_inputs(work):
     with open(f"{work}/scenario.json", "w") as f:
         json.dump({"step_seconds": 1.0, "faults": faults}, f)
     with open(f"{work}/analysis.yaml", "w") as f:
+        # As sim_faults_e2e's, whose budget this test holds.
         f.write("window_seconds: 1.5\n"
-                "hysteresis: {open_after: 3, clear_after: 4}\n"
+                "hysteresis: {open_after: 3, open_within: 4, clear_after: 4, "
+                "recent_seconds: 0.5}\n"
                 # A switch silent for 3 s is not down yet (12 intervals).
                 "agent_down: {missed_intervals: 12}\n")
 
@@ -129,6 +159,17 @@ def scrape(port):
         return r.read().decode()
 
 
+def uplink_rates(http):
+    """leaf-1's uplinks' window TX rates from the collector's page."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{http}/api/v1/fabric",
+                                timeout=5) as r:
+        fabric = json.load(r)
+    for sw in fabric.get("switches", []):
+        if sw.get("switch") == "leaf-1":
+            return {u["port"]: u.get("tx_bytes") for u in sw["uplinks"]}
+    return {}
+
+
 def metric(text, name, switch):
     m = re.search(rf'^{name}{{[^}}]*switch="{switch}"[^}}]*}} (\S+)$', text,
                   re.M)
@@ -142,10 +183,12 @@ def main():
     sim, agent, collector, cli, bridge, dialect = sys.argv[1:7]
     tls = dialect.endswith("+tls")
     dialect = dialect.removesuffix("+tls")
+    overlap = dialect.endswith("+overlap")
+    dialect = dialect.removesuffix("+overlap")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
     work = tempfile.mkdtemp(prefix=f"fabricdiag-gnmi-{dialect}.", dir=base)
-    sysm = System((sim, agent, collector, cli), work, INTERVAL)
+    sysm = System((sim, agent, collector, cli), work, INTERVAL, bridge=bridge)
     failures = []
     try:
         write_inputs(work)
@@ -157,13 +200,28 @@ def main():
             sim, f"--layout={work}/layout.yaml",
             f"--topology={work}/topology.yaml",
             f"--scenario={work}/scenario.json", f"--out={work}/fabric",
-            f"--interval={int(INTERVAL * 1000)}ms",
+            f"--interval={int(SIM_TICK * 1000)}ms",
             "--gnmi_listen=127.0.0.1:0", f"--gnmi_dialect={dialect}",
+            f"--gnmi_refresh={int(REFRESH * 1000)}ms",
+            *(["--gnmi_overlap"] if overlap else []),
             f"--gnmi_topology_out={work}/topology-gnmi.yaml", *tls_flags])
         wait_for(f"{work}/topology-gnmi.yaml", "sim wrote no gNMI topology",
                  20, sysm, "sim")
         wait_for(f"{work}/fabric/{NODES[-1]}/sys/class/net",
                  "sim wrote no tree", 20, sysm, "sim")
+        # Times count from the simulator's t=0, where its faults are
+        # timed, not from its launch (the line may follow the first tree).
+        deadline = time.time() + 20
+        m = None
+        while m is None:
+            with open(f"{work}/sim.log", "rb") as f:
+                m = re.search(rb"t=0 at \S+ \(unix ([0-9.]+)\)", f.read())
+            if m is None and time.time() > deadline:
+                raise AssertionError("sim printed no t=0:\n" +
+                                     sysm.log_tail("sim"))
+            if m is None:
+                time.sleep(0.05)
+        sysm.t0 = float(m.group(1))
         if os.path.exists(f"{work}/fabric/leaf-0"):
             failures.append("the sim wrote a tree for leaf-0: the leaves "
                             "must be reached only over gNMI")
@@ -179,23 +237,28 @@ def main():
         sysm.cli_run("topology", "apply", f"{work}/topology-gnmi.yaml")
         for node in NODES:
             sysm.start_agent(node)
-        sysm.spawn("bridge", [
-            bridge, f"--collector=127.0.0.1:{sysm.grpc}",
-            "--http_listen=127.0.0.1:0",
-            f"--interval={int(INTERVAL * 1000)}ms",
-            "--topology_refresh=1s"])
-        bridge_http = None
-        deadline = time.time() + 20
-        while bridge_http is None and time.time() < deadline:
-            with open(f"{work}/bridge.log", "rb") as f:
-                m = re.search(rb"serving /metrics on port (\d+)", f.read())
-            if m:
-                bridge_http = int(m.group(1))
-            time.sleep(0.05)
-        if bridge_http is None:
-            raise AssertionError("bridge did not start:\n" +
-                                 sysm.log_tail("bridge"))
+        bridge_http = sysm.start_bridge()
         sysm.start_watch()
+
+        # Steady polarization: steady window rates on leaf-1's uplinks.
+        steady = {}
+        t = WAVE[0] + STEADY_FROM
+        while t < WAVE[1]:
+            sysm.sleep_until(t)
+            for port, rate in uplink_rates(sysm.http).items():
+                steady.setdefault(port, []).append(rate)
+            t += INTERVAL
+        for port, rates in sorted(steady.items()):
+            known = sorted(r for r in rates if r is not None)
+            median = known[len(known) // 2] if known else 0
+            print(f"{dialect}: leaf-1 {port} TX while polarized: " +
+                  " ".join("-" if r is None else f"{r / 1e9:.2f}"
+                           for r in rates) + " GB/s")
+            if (len(known) < len(rates) or median <= 0 or
+                    any(r > median * STEADY_FACTOR or
+                        r < median / STEADY_FACTOR for r in known)):
+                failures.append(f"leaf-1 {port}: TX not steady while "
+                                f"polarized (median {median:.3g}): {rates}")
 
         # While leaf-0 is away, leaf-1's reports keep coming.
         sysm.sleep_until(OUTAGE[0] + 1.5)
@@ -234,25 +297,54 @@ def main():
                     return t, e
             return None, None
 
-        expected = [("ecmp_imbalance", "leaf-1", None),
-                    ("pfc_storm", "gpu-000", "mlx5_1"),
-                    ("link_flap", "leaf-1", "Ethernet3")]
-        for kind, node, device in expected:
+        # The switches' first poll after the wave began, on the
+        # simulator's clock: printed, to tell the switch's share of a
+        # latency from the rest.
+        polled = (math.ceil((sysm.t0 + WAVE[0]) / REFRESH) * REFRESH -
+                  sysm.t0)
+        # (kind, node, device, budget in intervals): strength as in
+        # sim_faults_e2e (the polarization is weak, a storm and a flap
+        # strong); the polarization is seen only in the leaf's counters.
+        expected = [("ecmp_imbalance", "leaf-1", None,
+                     OPEN + REFRESH_INTERVALS),
+                    ("pfc_storm", "gpu-000", "mlx5_1", STRONG_OPEN),
+                    ("link_flap", "leaf-1", "Ethernet3", STRONG_OPEN)]
+        for kind, node, device, budget in expected:
             t, e = first(kind, node, ("OPENED",), WAVE[0] - 1, device)
-            if t is None or t > WAVE[0] + OPEN_WITHIN:
+            if t is None or t > WAVE[0] + budget * INTERVAL:
                 failures.append(f"{kind} on {node}: opened at {t} s, wave "
-                                f"at {WAVE[0]} s (within {OPEN_WITHIN} s)")
+                                f"at {WAVE[0]} s (within {budget} "
+                                "intervals)")
                 continue
             print(f"{dialect}: {kind} on {node} opened "
-                  f"{t - WAVE[0]:.1f} s after the fault began: "
-                  f"{e.get('summary', '')}")
+                  f"{(t - WAVE[0]) / INTERVAL:.1f} intervals after the fault "
+                  f"began, {(t - polled) / INTERVAL:.1f} after the switches' "
+                  f"next poll (budget {budget}): {e.get('summary', '')}")
+            ids = {ev.get("id") for u, ev in events
+                   if t <= u < WAVE[1] and ev.get("kind") == kind and
+                   ev.get("node") == node and
+                   (device is None or ev.get("device") == device)}
+            flaps = [u for u, ev in events
+                     if t <= u < WAVE[1] and ev.get("event") == "RESOLVED"
+                     and ev.get("kind") == kind and ev.get("node") == node
+                     and (device is None or ev.get("device") == device)]
+            if len(ids) > 1 or flaps:
+                failures.append(f"{kind} on {node}: not one finding while "
+                                f"the wave lasted: ids {sorted(ids)}, "
+                                f"resolved at {flaps}")
             if kind == "pfc_storm":
-                victims = e.get("evidence", {}).get("victim_ports", "")
-                nodes = e.get("nodes", [])
-                if "leaf-0" not in nodes or "leaf-0" not in str(victims):
-                    failures.append("pfc_storm names no leaf-0 port among "
-                                    f"its victims: nodes {nodes}, "
-                                    f"victim_ports {victims!r}")
+                # The host's pause opens it; the leaf's ports join its
+                # victims with the leaf's next counter poll (an UPDATED).
+                seen = [(ev.get("nodes", []),
+                         ev.get("evidence", {}).get("victim_ports", ""))
+                        for u, ev in events
+                        if t <= u < WAVE[1] and ev.get("kind") == kind and
+                        ev.get("node") == node and
+                        ev.get("device") == device]
+                if not any("leaf-0" in nodes and "leaf-0" in str(victims)
+                           for nodes, victims in seen):
+                    failures.append("pfc_storm named no leaf-0 port among "
+                                    f"its victims during the wave: {seen}")
             r, _ = first(kind, node, ("RESOLVED",), t, device)
             if r is None or r > WAVE[1] + RESOLVE_WITHIN:
                 failures.append(f"{kind} on {node}: resolved at {r} s, wave "

@@ -19,6 +19,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/nats_cluster.h"
+#include "tests/testing/nats_jwt.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
 
@@ -183,6 +184,7 @@ TEST_F(NatsSecurityTest, APasswordInTheUrlWorksAndIsNotShown) {
   EXPECT_TRUE(absl::IsPermissionDenied(nats.status())) << nats.status();
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
   EXPECT_THAT(nats.status().message(), Not(HasSubstr("wrong-pw")));
+  EXPECT_THAT(nats.status().message(), HasSubstr("password of the NATS URL"));
 }
 
 // A collector that asks for TLS never speaks in the clear to a server that
@@ -209,6 +211,55 @@ TEST_F(NatsSecurityTest, TlsAskedOfAServerWithoutItIsRefused) {
   nats = cluster::NatsConnection::Connect(options);
   EXPECT_TRUE(absl::IsFailedPrecondition(nats.status())) << nats.status();
   EXPECT_THAT(nats.status().message(), HasSubstr("the server offers none"));
+}
+
+// Decentralized JWT authentication, as `nsc` sets it up: the server trusts
+// an operator, the collector connects with a user's .creds file
+// (--nats_creds) and uses JetStream; a user of an operator the server does
+// not trust is refused at once, naming the flag.
+TEST(NatsJwtTest, ACredsFileJoinsAndAnUntrustedOneIsRefused) {
+  NatsCluster nats(1, NatsCluster::kJwt);
+  const absl::Status started = nats.Start();
+  ASSERT_TRUE(started.ok()) << started << "\n" << nats.Log(0);
+  testing::TempDir dir;
+  auto argv = [&](const std::vector<std::string>& security) {
+    std::vector<std::string> a = {kCollector,
+                                  "--listen=127.0.0.1:0",
+                                  "--http_listen=127.0.0.1:0",
+                                  "--state_dir=" + dir.path() + "/state",
+                                  "--nats=" + nats.urls(),
+                                  "--nats_replicas=1",
+                                  "--collector_id=col-a",
+                                  "--nats_startup_timeout=20s"};
+    a.insert(a.end(), security.begin(), security.end());
+    return a;
+  };
+
+  Subprocess collector(argv(nats.ClientFlags()));
+  ASSERT_TRUE(collector.Start().ok());
+  // Serving means its buckets were bound or created: JetStream answered.
+  EXPECT_TRUE(
+      collector.WaitForStderr("gRPC on port", nullptr, absl::Seconds(30)))
+      << collector.Stderr() << "\n"
+      << nats.Log(0);
+  collector.Signal(SIGTERM);
+  EXPECT_EQ(collector.Wait(absl::Seconds(20)), 0) << collector.Stderr();
+
+  absl::StatusOr<testing::NatsJwtAuth> stranger =
+      testing::MakeNatsJwtAuth("fabricdiag");
+  ASSERT_TRUE(stranger.ok()) << stranger.status();
+  const std::string creds = dir.path() + "/stranger.creds";
+  std::ofstream(creds) << stranger->user_creds;
+  ::chmod(creds.c_str(), 0600);
+  const absl::Time start = absl::Now();
+  RunResult r = RunCommand(
+      argv({"--nats_creds=" + creds, "--nats_tls_ca=" + nats.ca_cert()}),
+      absl::Seconds(60));
+  EXPECT_LT(absl::Now() - start, kRefusedWithin) << r.err;
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("authorization violation"));
+  EXPECT_THAT(r.err, HasSubstr("--nats_creds=" + creds));
+  EXPECT_THAT(r.err, Not(HasSubstr(stranger->user_public_key)));
 }
 
 }  // namespace

@@ -3,25 +3,35 @@
 
 Real processes on loopback (tests/system/loopback_cluster.py): fabricdiag-sim
 (4 GPU nodes x 4 mlx5 NICs, two leaves) with a hot expert on gpu-001 mlx5_2,
-one agent per node and leaf, the collector, and the CLI declaring the job
-and the topology. Once the collector has opened the hot_expert_incast
+one agent per node and leaf, the collector with a token file (an admin
+token for the CLI, a read token for the page), and the CLI declaring the
+job and the topology. Once the collector has opened the hot_expert_incast
 finding, the test:
-  - reads the JSON API (/api/v1/findings, /fabric, /jobs, /jobs/JOB) and
-    checks that it names the finding, outlines the hot cell and shows its
-    ratio to the rail's median, and answers bad requests with JSON errors;
-  - loads the page in Debian's headless Chromium (--dump-dom after the
-    page's script ran) and checks the DOM text: the finding's row, the hot
-    cell of gpu-001 x mlx5_2 marked as named in a finding and hot, every
-    node x rail cell present, the uplinks of both leaves, the job's groups;
+  - reads the JSON API (/api/v1/findings, /fabric, /jobs, /jobs/JOB) with
+    the read token and checks that it names the finding (also through the
+    findings filters), outlines the hot cell and shows its ratio to the
+    rail's median, and answers bad requests (and no token) with JSON errors;
+  - drives the page in Debian's headless Chromium over the DevTools
+    protocol (--remote-debugging-pipe: no extra package): with no token
+    stored it shows its login form; a wrong token is refused with the
+    collector's reason; the read token loads the findings, and still does
+    after a reload (the token is kept); then it checks the DOM: the
+    finding's row, the hot cell of gpu-001 x mlx5_2 marked as named in a
+    finding and hot, every node x rail cell present, the uplinks of both
+    leaves, the job's groups; and, opened with the filter "node=gpu-002" in
+    its #fragment, no row of the hot expert; "log out" forgets the token and
+    brings the form back;
   - saves screenshots of the page next to the test's log
     (page_browser_test-*.png in the working directory).
 
   page_browser_test.py SIM AGENT COLLECTOR CLI
 """
 
+import base64
 import json
 import os
 import re
+import select
 import shutil
 import subprocess
 import sys
@@ -39,6 +49,8 @@ NICS = [f"mlx5_{n}" for n in range(4)]
 LEAF_OF = {h: f"leaf-{i // 2}" for i, h in enumerate(NODES)}
 HOT = ("gpu-001", "mlx5_2")
 JOB = "moe-page"
+ADMIN_TOKEN = "page-admin-0123456789abcdef"  # the CLI's: declares, reads
+READ_TOKEN = "page-read-0123456789abcdef"  # the page's and the API reads'
 
 
 def write_inputs(work):
@@ -68,11 +80,24 @@ def write_inputs(work):
                 "hysteresis: {open_after: 3, clear_after: 4}\n")
 
 
-def http_get(port, path):
+def write_tokens(work):
+    """The collector's token file and the CLI's (one token each line)."""
+    for name, text in (("tokens", f"cli admin {ADMIN_TOKEN}\n"
+                                  f"page read {READ_TOKEN}\n"),
+                       ("cli-token", ADMIN_TOKEN + "\n")):
+        path = os.path.join(work, name)
+        with open(path, "w") as f:
+            f.write(text)
+        os.chmod(path, 0o600)
+
+
+def http_get(port, path, token=READ_TOKEN):
     """(status, parsed JSON or text) of GET path."""
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}")
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}",
-                                    timeout=10) as r:
+        with urllib.request.urlopen(request, timeout=10) as r:
             body, status, ctype = r.read(), r.status, r.headers["Content-Type"]
     except urllib.error.HTTPError as e:
         body, status, ctype = e.read(), e.code, e.headers["Content-Type"]
@@ -118,6 +143,7 @@ class Dom(HTMLParser):
 
 
 def chromium(args, work, budget_ms=10000):
+    """One headless Chromium run (--dump-dom, --screenshot); its stdout."""
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if exe is None:
         raise AssertionError("chromium is not installed "
@@ -133,13 +159,128 @@ def chromium(args, work, budget_ms=10000):
     return r.stdout.decode(errors="replace")
 
 
+class Browser:
+    """Headless Chromium driven over the DevTools protocol on a pipe
+    (--remote-debugging-pipe: commands on its fd 3, answers on its fd 4,
+    each message a JSON object ended by a NUL byte)."""
+
+    def __init__(self, work):
+        exe = shutil.which("chromium") or shutil.which("chromium-browser")
+        if exe is None:
+            raise AssertionError("chromium is not installed "
+                                 "(scripts/install-deps.sh installs it)")
+        profile = tempfile.mkdtemp(prefix="chromium.", dir=work)
+        to_browser, self.commands = os.pipe()
+        self.answers, from_browser = os.pipe()
+
+        def pipes():
+            # Through fresh numbers: either end may be 3 or 4 already, and
+            # dup2 onto itself would keep it close-on-exec.
+            ends = os.dup(to_browser), os.dup(from_browser)
+            os.dup2(ends[0], 3)
+            os.dup2(ends[1], 4)
+
+        log = open(os.path.join(work, "chromium.log"), "ab")
+        self.proc = subprocess.Popen(
+            [exe, "--headless", "--no-sandbox", "--disable-gpu",
+             "--no-first-run", f"--user-data-dir={profile}",
+             "--remote-debugging-pipe"],
+            stdout=log, stderr=log, preexec_fn=pipes, close_fds=False)
+        os.close(to_browser)
+        os.close(from_browser)
+        self.next_id = 0
+        self.buffer = b""
+
+    def call(self, method, session=None, timeout=30, **params):
+        self.next_id += 1
+        message = {"id": self.next_id, "method": method, "params": params}
+        if session:
+            message["sessionId"] = session
+        os.write(self.commands, json.dumps(message).encode() + b"\0")
+        deadline = time.time() + timeout
+        while True:
+            while b"\0" in self.buffer:
+                raw, self.buffer = self.buffer.split(b"\0", 1)
+                answer = json.loads(raw)
+                if answer.get("id") != self.next_id:
+                    continue  # an event
+                if "error" in answer:
+                    raise AssertionError(f"{method}: {answer['error']}")
+                return answer.get("result", {})
+            left = deadline - time.time()
+            if left <= 0 or not select.select([self.answers], [], [], left)[0]:
+                raise AssertionError(f"chromium did not answer {method}")
+            chunk = os.read(self.answers, 1 << 20)
+            if not chunk:
+                raise AssertionError(f"chromium exited during {method}")
+            self.buffer += chunk
+
+    def open(self, url):
+        """A new tab on `url`; its session."""
+        target = self.call("Target.createTarget", url=url)["targetId"]
+        return self.call("Target.attachToTarget", targetId=target,
+                         flatten=True)["sessionId"]
+
+    def js(self, session, expression):
+        result = self.call("Runtime.evaluate", session,
+                           expression=expression, returnByValue=True)
+        return result.get("result", {}).get("value")
+
+    def wait(self, session, expression, what, timeout=20):
+        """Waits until `expression` is truthy in the page; its value."""
+        deadline = time.time() + timeout
+        while True:
+            value = self.js(session, expression)
+            if value:
+                return value
+            if time.time() > deadline:
+                raise AssertionError(f"page: {what} (after {timeout} s)")
+            time.sleep(0.1)
+
+    def screenshot(self, session, path, width, height):
+        self.call("Emulation.setDeviceMetricsOverride", session, width=width,
+                  height=height, deviceScaleFactor=1, mobile=False)
+        data = self.call("Page.captureScreenshot", session)["data"]
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(data))
+
+    def close(self):
+        try:
+            self.call("Browser.close", timeout=5)
+        except AssertionError:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self.commands)
+        os.close(self.answers)
+
+
+# Page conditions, as JavaScript expressions.
+def _shown(id_):
+    return f"!document.getElementById('{id_}').hidden"
+
+
+def _text(id_):
+    return f"document.getElementById('{id_}').textContent"
+
+
+HOT_ROW_SHOWN = (
+    "document.querySelectorAll('tr.active[data-kind=\"hot_expert_incast\"]')"
+    ".length == 1 && " + _text("status") + " == 'live'")
+
+
 def check_api(port, failures):
     def expect(cond, what):
         if not cond:
             failures.append(what)
 
     status, findings = http_get(port, "/api/v1/findings")
-    expect(status == 200, f"/api/v1/findings: {status}")
+    expect(status == 200, f"/api/v1/findings: {status} {findings}")
+    if status != 200:
+        return
     hot = [f for f in findings["active"]
            if f["kind"] == "hot_expert_incast" and
            (f["node"], f["device"]) == HOT]
@@ -148,6 +289,14 @@ def check_api(port, failures):
     if hot:
         expect(hot[0]["duration_seconds"] >= 0 and hot[0]["job"] == JOB,
                f"hot expert finding: {hot[0]}")
+
+    # The filters of `fabricdiag findings` as query parameters.
+    for query, listed in ((f"node={HOT[0]}&severity=critical&since=1h", True),
+                          ("node=gpu-002&kind=hot_expert_incast", False)):
+        status, body = http_get(port, "/api/v1/findings?" + query)
+        expect(status == 200 and listed == any(
+            f["kind"] == "hot_expert_incast" for f in body["active"]),
+            f"/api/v1/findings?{query}: {status} {body}")
 
     status, fabric = http_get(port, "/api/v1/fabric")
     expect(status == 200, f"/api/v1/fabric: {status}")
@@ -184,12 +333,61 @@ def check_api(port, failures):
                        (f"/api/v1/jobs/{JOB}?dim=ep&group=ep:99", 404),
                        ("/api/v1/jobs/no-such-job", 404),
                        ("/api/v1/findings?color=red", 400),
+                       ("/api/v1/findings?kind=pfc_strom", 400),
                        ("/api/v1/nothing", 404)]:
         status, body = http_get(port, path)
         expect(status == want and isinstance(body, dict) and body.get("error"),
                f"{path}: want {want} with a JSON error, got {status} {body}")
     status, body = http_get(port, "/no-such-page")
     expect(status == 404, f"/no-such-page: {status}")
+    for token in (None, "wrong-token-0123456789"):
+        status, body = http_get(port, "/api/v1/findings", token=token)
+        expect(status == 401 and isinstance(body, dict) and body.get("error"),
+               f"/api/v1/findings with token {token}: {status} {body}")
+
+
+def sign_in(browser, url, failures):
+    """The login round trip; the signed-in tab's session."""
+    def expect(cond, what):
+        if not cond:
+            failures.append("page: " + what)
+
+    tab = browser.open(url)
+    # No token stored: the API answers 401 and the page asks for one.
+    browser.wait(tab, _shown("login"), "no login form without a token")
+    expect(browser.js(tab, _text("status")) == "sign in with a token",
+           f"status {browser.js(tab, _text('status'))!r}")
+    expect("needs a token with the read scope" in
+           browser.js(tab, _text("login-why")),
+           f"login says {browser.js(tab, _text('login-why'))!r}")
+    expect(browser.js(tab, "document.querySelectorAll('tr.active').length")
+           == 0, "findings shown without a token")
+
+    def submit(token):
+        browser.js(tab, "document.getElementById('login-token').value = "
+                        f"{json.dumps(token)}; "
+                        "document.getElementById('login').requestSubmit()")
+
+    # A wrong token: refused, with the collector's reason, form kept.
+    submit("wrong-token-0123456789")
+    why = browser.wait(
+        tab, _shown("login") + " && " + _text("login-why") +
+        ".startsWith('The token was refused') && " + _text("login-why"),
+        "a wrong token is not refused")
+    expect(len(why) > len("The token was refused: "), f"refusal {why!r}")
+
+    # The read token: the findings load, the form goes, "log out" shows.
+    submit(READ_TOKEN)
+    browser.wait(tab, HOT_ROW_SHOWN + " && document.getElementById('login')"
+                 ".hidden", "the read token loads no findings")
+    expect(browser.js(tab, _shown("logout")), "no log out link signed in")
+
+    # A reload keeps the token: the findings load without the form.
+    browser.call("Page.reload", tab)
+    browser.wait(tab, "document.readyState == 'complete' && " + HOT_ROW_SHOWN,
+                 "no findings after a reload")
+    expect(not browser.js(tab, _shown("login")), "login form after a reload")
+    return tab
 
 
 def check_page(port, work, failures):
@@ -198,8 +396,51 @@ def check_page(port, work, failures):
             failures.append("page: " + what)
 
     url = f"http://127.0.0.1:{port}/"
-    dom = Dom()
-    dom.feed(chromium(["--dump-dom", url], work))
+    browser = Browser(work)
+    try:
+        tab = sign_in(browser, url, failures)
+        dom = Dom()
+        dom.feed(browser.js(tab, "document.documentElement.outerHTML"))
+        check_dom(dom, failures)
+
+        # The filter box, from the link's #fragment: another node's
+        # findings (a new tab, the same stored token).
+        other = browser.open(url + "#node%3Dgpu-002")
+        browser.wait(other, _text("status") + " == 'live'",
+                     "the filtered page does not load")
+        filtered = Dom()
+        filtered.feed(browser.js(other, "document.documentElement.outerHTML"))
+        rows = [r for r in filtered.find("tr", data_kind="hot_expert_incast")
+                if "active" in r[1].get("class", "")]
+        expect(not rows and
+               filtered.by_id("filter-error")[1].get("hidden") is not None,
+               f"filtered page: rows {[r[2] for r in rows]}, error "
+               f"{filtered.by_id('filter-error')}")
+
+        for name, (width, height) in (("page_browser_test-page.png",
+                                       (1400, 1600)),
+                                      ("page_browser_test-narrow.png",
+                                       (700, 1200))):
+            browser.screenshot(tab, os.path.abspath(name), width, height)
+            expect(os.path.getsize(name) > 10000, f"{name} is nearly empty")
+            print(f"screenshot: {os.path.abspath(name)}")
+
+        # Log out: the token is forgotten and the form is back.
+        browser.js(tab, "document.getElementById('logout').click()")
+        browser.wait(tab, _shown("login") + " && " + _text("login-why") +
+                     ".includes('needs a token')",
+                     "no login form after log out")
+        expect(browser.js(tab, "localStorage.getItem('fabricdiag.token')")
+               is None, "the token is still stored after log out")
+    finally:
+        browser.close()
+
+
+def check_dom(dom, failures):
+    def expect(cond, what):
+        if not cond:
+            failures.append("page: " + what)
+
     expect(dom.by_id("status")[2].strip() == "live",
            f"status {dom.by_id('status')[2]!r}")
 
@@ -240,13 +481,6 @@ def check_page(port, work, failures):
            f"job summary {dom.by_id('job-summary')[2]!r}")
     expect(len(dom.find("tr", data_group="tp:0")) == 1, "no tp:0 group row")
 
-    for name, size in (("page_browser_test-page.png", "1400,1600"),
-                       ("page_browser_test-narrow.png", "700,1200")):
-        chromium([f"--window-size={size}", f"--screenshot={os.path.abspath(name)}",
-                  url], work)
-        expect(os.path.getsize(name) > 10000, f"{name} is nearly empty")
-        print(f"screenshot: {os.path.abspath(name)}")
-
 
 def main():
     binaries = sys.argv[1:5]
@@ -259,6 +493,9 @@ def main():
     failures = []
     try:
         write_inputs(work)
+        write_tokens(work)
+        cluster.collector_args = [f"--auth_token_file={work}/tokens"]
+        cluster.cli_args = [f"--token_file={work}/cli-token"]
         cluster.start_collector()
         cluster.cli_run("layout", "apply", f"{work}/layout.yaml")
         cluster.cli_run("topology", "apply", f"{work}/topology.yaml")

@@ -2,34 +2,46 @@
 """Every fault the simulator injects, found by the running system.
 
 Real processes on loopback: fabricdiag-sim (6 GPU nodes x 4 mlx5 NICs, two
-leaves), one fabricdiag-agent per node and leaf, a fabricdiag-collector, and
-the fabricdiag CLI (layout and topology apply, `watch --json` recording every
-finding event). Timeline, 0.5 s intervals everywhere:
+leaves), one fabricdiag-agent per node and for leaf-0, leaf-1 served by the
+simulator as a SONiC gNMI target (its counters refreshed once a second) and
+read by fabricdiag-gnmi-bridge, a fabricdiag-collector with scoped tokens
+(the CLI's admin, the bridge's read), and the fabricdiag CLI (layout and
+topology apply, `watch --json` recording every finding event). Timeline,
+0.5 s intervals everywhere:
 
   healthy, then wave A (hot_expert, link_errors, half_speed,
-  retransmissions), healthy, wave B (pfc_storm, ecmp_polarization,
-  link_flap, straggler), healthy, wave C (nic_gone; link_errors on a node
-  whose agent is killed -9 and started again at once; a TP group declared
-  across nodes; another agent killed -9 for 4 s; the collector killed -9
-  and restarted while wave C's faults are on), healthy, busy (no fault, one
-  CPU spinner per CPU), healthy.
+  retransmissions), healthy, wave B (pfc_storm behind leaf-1,
+  ecmp_polarization of 2 of leaf-1's 4 uplinks, link_flap of a link to
+  leaf-1, straggler), healthy, wave C (nic_gone;
+  link_errors on a node whose agent is killed -9 and started again at once;
+  ecmp_polarization of 4 of leaf-0's 8 uplinks; a TP group declared across
+  nodes; another agent killed -9 for 4 s; the collector killed -9 and
+  restarted while wave C's faults are on), healthy, busy (no fault, one CPU
+  spinner per CPU), healthy.
 
 Asserts, per injected fault: a finding of the right kind on the right node
-and device (or group, or switch) opens within 3 intervals of the fault's
+and device (or group, or switch; for wave B also what only the gNMI-fed leaf
+sees: the flapping link's switch end, the storm's victims among leaf-1's
+ports; what only the switch's counters show has 2 intervals more, the
+switch's 1 s poll) opens within 3 intervals of the fault's
 start if the fault is strong (at least twice past its threshold, or an
 event), within 5 if it is weak, stays one finding (one id, never resolved)
 while the fault is on, and resolves within 10 intervals of its end; no
 finding opens in a healthy phase, nor while the machine is busy or in the
 10 intervals after, and during a wave only findings the wave explains (the
-fault's own, plus the listed secondary effects, e.g. a PFC storm's victims).
+fault's own, plus the listed secondary effects, e.g. a PFC storm's victims);
+and every finding a wave opens, of any kind, secondary effects included,
+opens once: its key (kind, job, node, device, group) never opens under a
+second id until the wave's findings have resolved.
 Prints detection and resolution latency per kind, in seconds and intervals,
 counted from the fault's start and end on the simulator's clock.
 
-  sim_faults_e2e_test.py SIM AGENT COLLECTOR CLI
+  sim_faults_e2e_test.py SIM AGENT COLLECTOR CLI BRIDGE
 """
 
 import datetime
 import json
+import math
 import os
 import random
 import shutil
@@ -54,6 +66,32 @@ RESOLVE = 10
 NODES = [f"gpu-{i:03d}" for i in range(6)]
 NICS = [f"mlx5_{n}" for n in range(4)]
 LEAF_OF = {h: f"leaf-{i // 3}" for i, h in enumerate(NODES)}
+# leaf-0 has 8 uplinks so that 4 of them can be polarized.
+UPLINKS = {"leaf-0": [f"swp{p}" for p in range(49, 57)],
+           "leaf-1": [f"swp{p}" for p in range(49, 53)]}
+# leaf-1 streams gNMI as SONiC does: flex counters poll the port statistics,
+# PFC frame counters included, every 1 s (orchagent's PORT_STAT group; only
+# queue counters wait 10 s), and gNMI serves the last poll.
+GNMI_LEAF = "leaf-1"
+GNMI_REFRESH = 1.0
+# What a fault seen only in the gNMI-fed leaf's counters (the polarization of
+# its uplinks, a storm's victims among its ports) is allowed beyond the
+# budget, in intervals: the switch's poll
+# shows it up to GNMI_REFRESH later than a NIC's next tick would, and the
+# bridge's rate spans the whole poll. Measured from the fault's start:
+# 4.0-5.7 intervals, against 2.6-3.9 for leaf-0's (agent-fed) polarization;
+# from the switch's next poll 3.1-5.2, so the poll alone does not explain
+# the gap (the target's sample phase against the reports' grid does part).
+GNMI_POLL_ALLOWANCE = 2
+GNMI_FLAGS = ["--gnmi_listen=127.0.0.1:0", "--gnmi_dialect=sonic",
+              f"--gnmi_switches={GNMI_LEAF}",
+              f"--gnmi_refresh={int(GNMI_REFRESH * 1000)}ms"]
+
+
+def port_of(node, nic):
+    """The leaf port a NIC is cabled to (write_inputs' topology)."""
+    return f"swp{(NODES.index(node) % 3) * 4 + NICS.index(nic) + 1}"
+
 
 # (start, end) of the waves, seconds from the simulator's start.
 WAVE_A = (8.0, 16.0)
@@ -89,20 +127,27 @@ FAULTS = [
     dict(sim={"kind": "retransmissions", "node": "gpu-005", "nic": "mlx5_1"},
          wave=WAVE_A, expect=("retransmissions", "gpu-005", "mlx5_1"),
          strong=True, why="200-2,000 events/s each against 10/s: 20x+"),
-    # wave B: a storm behind leaf-0, polarization on leaf-1
-    dict(sim={"kind": "pfc_storm", "node": "gpu-000", "nic": "mlx5_1",
+    # wave B: on the gNMI-fed leaf-1, a storm behind it, polarization of
+    # its uplinks, a flapping link to it; a straggler behind leaf-0.
+    dict(sim={"kind": "pfc_storm", "node": "gpu-003", "nic": "mlx5_1",
               "priority": 3}, wave=WAVE_B,
-         expect=("pfc_storm", "gpu-000", "mlx5_1"), strong=True,
+         expect=("pfc_storm", "gpu-003", "mlx5_1"), strong=True,
          why="pause 94-97% of the time against 0.2: 4.7x, and watchdog "
-             "events (immediate)"),
-    dict(sim={"kind": "ecmp_polarization", "switch": "leaf-1"}, wave=WAVE_B,
-         expect=("ecmp_imbalance", "leaf-1", None), strong=False,
-         why="one of 4 uplinks carries 70%: 2.8x the mean against 1.5: "
-             "1.9x"),
-    dict(sim={"kind": "link_flap", "node": "gpu-002", "nic": "mlx5_3",
+             "events (immediate); its victims among leaf-1's ports (gNMI) "
+             "too: the port facing it receives that pause all the time"),
+    # The hottest of the polarized uplinks changes every second: one
+    # finding for the switch's uplink group all the same.
+    dict(sim={"kind": "ecmp_polarization", "switch": "leaf-1",
+              "uplinks": 2}, wave=WAVE_B,
+         expect=("ecmp_imbalance", "leaf-1", "uplinks"), strong=False,
+         why="2 of 4 uplinks carry 88%, the hottest 2.2x the mean and the "
+             "other 1.3x, alternating every second, against 1.5: 1.5x"),
+    dict(sim={"kind": "link_flap", "node": "gpu-005", "nic": "mlx5_3",
               "period": 2}, wave=WAVE_B,
-         expect=("link_flap", "gpu-002", "mlx5_3"), strong=True,
-         why="an event (the link goes down): opens on the first pass"),
+         expect=("link_flap", "gpu-005", "mlx5_3"), strong=True,
+         also=[("link_flap", GNMI_LEAF, port_of("gpu-005", "mlx5_3"))],
+         why="an event (the link goes down): opens on the first pass, at "
+             "both ends (leaf-1's over gNMI, its oper status on change)"),
     # wave C: a fault whose node's agent restarts (a package upgrade) and
     # then the collector restarts, while it is on: one finding, one id.
     dict(sim={"kind": "link_errors", "node": "gpu-003", "nic": "mlx5_1"},
@@ -110,8 +155,14 @@ FAULTS = [
          strong=True, why="as in wave A; through an agent restart at "
                           f"{WAVE_C[0] + AGENT_RESTART:.1f}s and a collector "
                           f"restart at {WAVE_C[0] + 5:.1f}s"),
-    dict(sim={"kind": "straggler", "node": "gpu-004", "nic": "mlx5_2"},
-         wave=WAVE_B, expect=("straggler_nic", "gpu-004", "mlx5_2"),
+    dict(sim={"kind": "ecmp_polarization", "switch": "leaf-0",
+              "uplinks": 4}, wave=WAVE_C,
+         expect=("ecmp_imbalance", "leaf-0", "uplinks"), strong=False,
+         why="4 of 8 uplinks carry 94%, the hottest 2.4x the mean and the "
+             "others 1.7x, alternating every second, against 1.5: 1.6x; "
+             "through the collector restart"),
+    dict(sim={"kind": "straggler", "node": "gpu-001", "nic": "mlx5_2"},
+         wave=WAVE_B, expect=("straggler_nic", "gpu-001", "mlx5_2"),
          strong=False, why="30% of its peers' mean against a 0.5 floor: "
                            "1.7x"),
 ]
@@ -129,11 +180,11 @@ SECONDARY = {
         ("retransmissions", "gpu-004"),
     ],
     WAVE_B: [
-        # A storm's victims behind leaf-0 see pause, slow down and mark.
+        # A storm's victims behind leaf-1 see pause, slow down and mark.
         ("congestion", None), ("straggler_nic", None), ("pfc_storm", None),
-        # A flapping link flaps at both ends, is slow, and retransmits.
-        ("link_flap", "leaf-0"), ("link_degraded", "gpu-002"),
-        ("retransmissions", "gpu-002"), ("straggler_nic", "gpu-002"),
+        # A flapping link is slow, and retransmits.
+        ("link_degraded", "gpu-005"), ("retransmissions", "gpu-005"),
+        ("straggler_nic", "gpu-005"),
     ],
     # The NIC that disappears: its switch port goes down. Errors make the
     # link retransmit.
@@ -162,9 +213,8 @@ def write_inputs(work):
                 "dtype_bytes: 2, experts: 24, top_k: 2}\n")
     with open(f"{work}/topology.yaml", "w") as f:
         f.write("switches:\n")
-        for leaf in ("leaf-0", "leaf-1"):
-            f.write(f"  - {{name: {leaf}, uplinks: [swp49, swp50, swp51, "
-                    "swp52]}\n")
+        for leaf, uplinks in UPLINKS.items():
+            f.write(f"  - {{name: {leaf}, uplinks: [{', '.join(uplinks)}]}}\n")
         f.write("links:\n")
         for i, h in enumerate(NODES):
             for n, nic in enumerate(NICS):
@@ -197,7 +247,7 @@ def write_inputs(work):
 
 def main():
     binaries = sys.argv[1:5]
-    if len(binaries) != 4:
+    if len(sys.argv) != 6:
         print(__doc__)
         return 2
     # A SIGTERM (ctest's timeout, a CI cancel) unwinds through the finally
@@ -205,14 +255,14 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
     work = tempfile.mkdtemp(prefix="fabricdiag-e2e.", dir=base)
-    sysm = System(binaries, work, INTERVAL)
+    sysm = System(binaries, work, INTERVAL, bridge=sys.argv[5])
     failures = []
     events = []
     try:
         write_inputs(work)
+        sysm.use_tokens()
         sysm.start_collector()
         sysm.cli_run("layout", "apply", f"{work}/layout.yaml")
-        sysm.cli_run("topology", "apply", f"{work}/topology.yaml")
         # Agents read and the collector's passes run on the wall clock's
         # grid of the interval; where the simulator ticks against that grid
         # (as where a fault begins against the reads on a real machine)
@@ -222,11 +272,15 @@ def main():
         # Latencies count from the simulator's clock (its phase lines and
         # the faults' start and end are on it), placed on the wall clock by
         # the simulator itself.
-        sysm.t0 = sysm.start_sim("leaf-1", tick=SIM_TICK)
+        sysm.t0 = sysm.start_sim("leaf-0", tick=SIM_TICK, extra=[
+            *GNMI_FLAGS, f"--gnmi_topology_out={work}/topology-gnmi.json"])
         sim_ready = sysm.now()
+        # The topology with leaf-1's gnmi block, written before t=0.
+        sysm.cli_run("topology", "apply", f"{work}/topology-gnmi.json")
+        sysm.start_bridge()
         agents_phase = random.uniform(0, INTERVAL)
         time.sleep(agents_phase)
-        for node in NODES + ["leaf-0", "leaf-1"]:
+        for node in NODES + ["leaf-0"]:
             sysm.start_agent(node)
         sysm.start_watch()
 
@@ -282,11 +336,22 @@ def main():
                     return t, e
             return None, None
 
-        rows = []  # (name, finding, strength, budget, opened, resolved, e)
+        # (name, finding, strength, budget, opened, resolved, e, the wait
+        # for the gNMI-fed switch's poll)
+        rows = []
 
-        def judge(name, kind, node, device, strong, budget, began, ended):
+        def polled(t):
+            """When the gNMI-fed switch's counters first show what began at
+            `t`: its next poll, on whole multiples of the refresh since the
+            Unix epoch (as the simulator's targets poll)."""
+            wall = sysm.t0 + t
+            return math.ceil(wall / GNMI_REFRESH) * GNMI_REFRESH - sysm.t0
+
+        def judge(name, kind, node, device, strong, budget, began, ended,
+                  poll=0):
             """Checks one fault that began and ended at those times (None:
-            not ended by the test) against its budget."""
+            not ended by the test) against its budget; `poll`: the wait for
+            the gNMI-fed switch's poll, printed."""
             opened, e = first(kind, node, device, ("OPENED",), began - 1)
             det = None if opened is None else (opened - began) / INTERVAL
             if det is None or det > budget:
@@ -325,12 +390,39 @@ def main():
                         f"{RESOLVE} intervals of {ended:.1f}s (at "
                         f"{'-' if res is None else f'{resolved:.1f}s'})")
             rows.append((name, kind, "strong" if strong else "weak", budget,
-                         det, res, e))
+                         det, res, e, poll))
 
         for fl in FAULTS:
             budget = STRONG_OPEN if fl["strong"] else OPEN
-            judge(fl["sim"]["kind"], *fl["expect"], fl["strong"], budget,
-                  *fl["wave"])
+            gnmi = fl["expect"][1] == GNMI_LEAF
+            judge(fl["sim"]["kind"] + (" (gNMI)" if gnmi else ""),
+                  *fl["expect"], fl["strong"],
+                  budget + (GNMI_POLL_ALLOWANCE if gnmi else 0), *fl["wave"],
+                  poll=polled(fl["wave"][0]) - fl["wave"][0] if gnmi else 0)
+            for kind, node, device in fl.get("also", []):
+                judge(f"  at {node} (gNMI)", kind, node, device,
+                      fl["strong"], budget, *fl["wave"])
+        # The storm's victims among the gNMI-fed leaf's ports: named by its
+        # finding (an UPDATED once the leaf's counters show the pause)
+        # within the storm's budget and the switch's poll (seen only in its
+        # counters: 2.0-3.0 intervals measured), under the finding's one id.
+        storm = next(fl for fl in FAULTS if fl["sim"]["kind"] == "pfc_storm")
+        began = storm["wave"][0]
+        named = next((t for t, e in events
+                      if t >= began - 1 and matches(e, *storm["expect"]) and
+                      e.get("event") in ("OPENED", "UPDATED", "SNAPSHOT") and
+                      GNMI_LEAF in e.get("nodes", []) and
+                      GNMI_LEAF in str(e.get("evidence", {}).get(
+                          "victim_ports", ""))), None)
+        det = None if named is None else (named - began) / INTERVAL
+        budget = STRONG_OPEN + GNMI_POLL_ALLOWANCE
+        if det is None or det > budget:
+            failures.append(
+                f"pfc_storm: no {GNMI_LEAF} port among its victims within "
+                f"{budget} intervals of {began:.1f}s (named at "
+                f"{'-' if named is None else f'{named:.2f}s'})")
+        rows.append((f"  {GNMI_LEAF} victims (gNMI)", "pfc_storm", "strong",
+                     budget, det, None, None, polled(began) - began))
         # A declared fact, judged in the next pass: strong.
         judge("tp layout", "tp_cross_node", "gpu-000", None, True,
               STRONG_OPEN, tp_applied, tp_deleted)
@@ -363,11 +455,29 @@ def main():
                             f"(restarted at {agent_back:.1f}s); budget "
                             f"{OPEN} and {RESOLVE} intervals")
         rows.append(("agent kill -9", "agent_down", "-", OPEN, det, res,
-                     down_e))
+                     down_e, 0))
+
+        # One fault, one finding, for every kind a wave raises (secondary
+        # effects too): a key opens once per wave, never again under a new
+        # id while the wave's faults are on or its findings resolve.
+        waves = [WAVE_A, WAVE_B, WAVE_C]
+        for wave in waves:
+            opened_ids = {}
+            for t, e in events:
+                if (e.get("event") != "OPENED" or
+                        not wave[0] <= t <= wave[1] + RESOLVE * INTERVAL):
+                    continue
+                key = tuple(e.get(k) for k in
+                            ("kind", "job", "node", "device", "group"))
+                opened_ids.setdefault(key, []).append((t, e.get("id")))
+            for key, opens in opened_ids.items():
+                if len(opens) > 1:
+                    failures.append(
+                        f"wave {wave[0]:.0f}s: {' '.join(map(str, key))} "
+                        "opened more than once: " + ", ".join(
+                            f"{i} at {t:.1f}s" for t, i in opens))
 
         # Every OPENED must be explained by a fault active around it.
-        waves = [WAVE_A, WAVE_B, WAVE_C]
-        expected = {(fl["expect"][0], fl["expect"][1]) for fl in FAULTS}
         for t, e in events:
             if e.get("event") != "OPENED":
                 continue
@@ -381,8 +491,9 @@ def main():
                          if w[0] <= t <= w[1] + RESOLVE * INTERVAL), None)
             ok = False
             if wave is not None:
-                ok = any((kind, node) == (fl["expect"][0], fl["expect"][1])
-                         for fl in FAULTS if fl["wave"] == wave)
+                ok = any((kind, node) == (k, n)
+                         for fl in FAULTS if fl["wave"] == wave
+                         for k, n, _ in [fl["expect"], *fl.get("also", [])])
                 for k, n in SECONDARY[wave]:
                     ok = ok or (k == kind and (n is None or n == node))
                 if wave == WAVE_C:
@@ -430,14 +541,19 @@ def main():
             v = (e or {}).get("evidence", {}).get("over_threshold")
             return "-" if v is None else f"{v:.1f}x"
 
-        print(f"{'fault':<18}{'finding':<19}{'strength':<9}{'over':>6}"
-              f"{'budget':>7}{'opened after':>14}{'resolved after':>16}")
-        for name, kind, strength, budget, det, res, e in rows:
-            print(f"{name:<18}{kind:<19}{strength:<9}{over(e):>6}"
-                  f"{budget:>6}i{fmt(det):>14}{fmt(res):>16}")
+        print(f"{'fault':<25}{'finding':<19}{'strength':<9}{'over':>6}"
+              f"{'budget':>7}{'opened after':>14}{'resolved after':>16}"
+              f"{'poll':>7}")
+        for name, kind, strength, budget, det, res, e, poll in rows:
+            print(f"{name:<25}{kind:<19}{strength:<9}{over(e):>6}"
+                  f"{budget:>6}i{fmt(det):>14}{fmt(res):>16}"
+                  f"{f'{poll:.2f}s' if poll else '':>7}")
         print(f"(interval {INTERVAL}s; opened within {STRONG_OPEN} intervals "
               f"if strong, {OPEN} if weak, resolved within {RESOLVE}; 'over':"
-              " the finding's over_threshold when it opened)")
+              " the finding's over_threshold when it opened; 'poll': for a "
+              f"counter fault on the gNMI-fed {GNMI_LEAF}, the wait from the "
+              "fault's start to the switch's next counter poll; what only "
+              f"its counters show has {GNMI_POLL_ALLOWANCE} intervals more)")
         for fl in FAULTS:
             print(f"  {fl['sim']['kind']}: "
                   f"{'strong' if fl['strong'] else 'weak'}: {fl['why']}")

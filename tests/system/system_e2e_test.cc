@@ -359,8 +359,9 @@ TEST_F(SystemTest, SecondCollectorOnTheSameStateDirRefusesUntilTheFirstDies) {
 // A full disk: a write that does not fit is refused (never a false
 // acknowledgement), /healthz says so while it lasts and is healthy again
 // after the next write that succeeds, and every acknowledged layout
-// survives kill -9. The state directory is a 1 MiB tmpfs in a private mount
-// namespace that a holder process keeps alive; collectors join it.
+// survives kill -9. So does an operator mark (marks.pb). The state directory is
+// a 1 MiB tmpfs in a private mount namespace that a holder process keeps alive;
+// collectors join it.
 TEST_F(SystemTest, FullDiskRefusesWritesAndHealthzRecovers) {
   const std::string mnt = state_.path() + "/small";
   ASSERT_EQ(mkdir(mnt.c_str(), 0700), 0);
@@ -375,6 +376,9 @@ TEST_F(SystemTest, FullDiskRefusesWritesAndHealthzRecovers) {
               "--mount", "--"};
   state_dir_ = mnt + "/state";
   StartCollector();
+  const RunResult kept = Cli(
+      {"silence", "--matcher=kind=pfc_storm", "--for=1h", "--comment=kept"});
+  ASSERT_EQ(kept.exit_code, 0) << kept.err;
 
   // Layouts of ~200 KB each until the 1 MiB file system is full.
   std::string hosts;
@@ -411,9 +415,27 @@ TEST_F(SystemTest, FullDiskRefusesWritesAndHealthzRecovers) {
     EXPECT_THAT(list.out, HasSubstr(job));
   }
 
+  // An operator mark on the disk filled to the last page (a layout left
+  // some): refused, marks.pb and the marks served as they were.
+  const std::string filler = mnt + "/filler";
+  RunCommand({"/usr/bin/nsenter", absl::StrCat("--target=", holder.pid()),
+              "--mount", "--", "/bin/sh", "-c",
+              "dd if=/dev/zero of=\"$0\" bs=4096 2>/dev/null; true", filler});
+  RunResult mark = Cli(
+      {"silence", "--matcher=node=leaf-3", "--for=1h", "--comment=refused"});
+  EXPECT_EQ(mark.exit_code, 1) << mark.out;
+  EXPECT_THAT(mark.err, HasSubstr("No space left on device"));
+  EXPECT_THAT(Cli({"silences"}).out,
+              AllOf(HasSubstr("kept"), ::testing::Not(HasSubstr("refused"))));
+  RunCommand({"/usr/bin/nsenter", absl::StrCat("--target=", holder.pid()),
+              "--mount", "--", "/bin/rm", "-f", filler});
+
   // Room again: the next write that succeeds makes /healthz healthy.
   ASSERT_EQ(Cli({"layout", "delete", acknowledged.back()}).exit_code, 0);
   acknowledged.pop_back();
+  mark =
+      Cli({"silence", "--matcher=node=leaf-4", "--for=1h", "--comment=after"});
+  EXPECT_EQ(mark.exit_code, 0) << mark.err;
   health = HttpGet(http_port_, "/healthz");
   EXPECT_TRUE(health.ok()) << health.status();
 
@@ -429,6 +451,10 @@ TEST_F(SystemTest, FullDiskRefusesWritesAndHealthzRecovers) {
   EXPECT_THAT(
       list.out,
       ::testing::Not(HasSubstr(absl::StrCat("big-", acknowledged.size() + 1))));
+  // So does every mark written before and after the full disk.
+  EXPECT_THAT(Cli({"silences"}).out,
+              AllOf(HasSubstr("kept"), HasSubstr("after"),
+                    ::testing::Not(HasSubstr("refused"))));
   collector_->Signal(SIGTERM);
   EXPECT_EQ(collector_->Wait(absl::Seconds(15)), std::optional<int>(0));
   holder.Signal(SIGKILL);
@@ -603,6 +629,56 @@ TEST_F(SystemTest, MutualTlsAgentsReportOnlyAsThemselves) {
   // Without a client certificate there is no connection at all.
   cli_flags_ = {"--tls_ca=" + pki->ca_cert};
   EXPECT_EQ(Cli({"nodes"}).exit_code, 1);
+}
+
+// Scoped tokens through the real CLI and HTTP: a read token reads but
+// cannot silence (the message names the scope), no token cannot even read,
+// an admin token silences as its token's name; /metrics stays open.
+TEST_F(SystemTest, ScopedTokensReadCannotSilenceAdminCan) {
+  auto write = [this](const std::string& name, const std::string& text) {
+    const std::string path = state_.path() + "/" + name;
+    std::ofstream(path) << text;
+    chmod(path.c_str(), 0600);
+    return path;
+  };
+  token_file_ = write("tokens",
+                      "ops admin admin-0123456789abcdef\n"
+                      "grafana read read-0123456789abcdef\n");
+  const std::string read = write("read", "read-0123456789abcdef\n");
+  const std::string admin = write("admin", "admin-0123456789abcdef\n");
+  StartCollector();
+  const std::vector<std::string> silence = {"silence", "--matcher=node=gpu-000",
+                                            "--for=1h", "--comment=RMA-7"};
+
+  cli_flags_ = {"--token_file=" + read};
+  RunResult r = Cli({"findings", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = Cli(silence);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err,
+              AllOf(HasSubstr("permission denied"), HasSubstr("\"grafana\""),
+                    HasSubstr("needs the admin scope")));
+
+  cli_flags_ = {"--token_file="};
+  r = Cli({"findings"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("unauthenticated"));
+
+  cli_flags_ = {"--token_file=" + admin};
+  r = Cli(silence);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = Cli({"silences", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"who\":\"ops\""));
+
+  absl::StatusOr<std::string> api = HttpGet(http_port_, "/api/v1/findings");
+  ASSERT_FALSE(api.ok());
+  EXPECT_THAT(api.status().message(), HasSubstr("401"));
+  // /metrics is open, and counts the refusals above.
+  EXPECT_GE(MetricValue("fabricdiag_api_refused_total{reason=\"scope\"}"), 1);
+  EXPECT_GE(
+      MetricValue("fabricdiag_api_refused_total{reason=\"unauthenticated\"}"),
+      2);
 }
 
 TEST_F(SystemTest, CollectorRefusesBadConfigurationClearly) {

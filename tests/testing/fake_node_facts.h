@@ -26,6 +26,14 @@ class FakeNodeFacts final : public collector::NodeFactsStore {
     ++generation_;
     return absl::OkStatus();
   }
+  absl::Status Delete(absl::string_view node) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto next = std::make_shared<collector::NodeFactsMap>(*map_);
+    if (next->erase(node) == 0) return absl::OkStatus();
+    map_ = std::move(next);
+    ++generation_;
+    return absl::OkStatus();
+  }
   std::shared_ptr<const collector::NodeFactsMap> Snapshot() const override {
     std::lock_guard<std::mutex> lock(mu_);
     return map_;

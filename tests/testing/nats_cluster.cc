@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "tests/testing/loopback.h"
+#include "tests/testing/nats_jwt.h"
 #include "tests/testing/test_pki.h"
 
 namespace fabricdiag::testing {
@@ -88,12 +89,23 @@ absl::Status NatsCluster::MakeSecrets() {
   password_file_ = dir_.path() + "/nats-password";
   std::ofstream(password_file_) << password_ << "\n";
   ::chmod(password_file_.c_str(), 0600);
+  if (security_ == kJwt) {
+    absl::StatusOr<NatsJwtAuth> auth = MakeNatsJwtAuth("fabricdiag");
+    if (!auth.ok()) return auth.status();
+    jwt_config_ = NatsJwtServerConfig(*auth);
+    creds_file_ = dir_.path() + "/collector.creds";
+    std::ofstream(creds_file_) << auth->user_creds;
+    ::chmod(creds_file_.c_str(), 0600);
+  }
   Configure();
   return absl::OkStatus();
 }
 
 std::vector<std::string> NatsCluster::ClientFlags() const {
   if (security_ == kOpen) return {};
+  if (security_ == kJwt) {
+    return {"--nats_creds=" + creds_file_, "--nats_tls_ca=" + ca_cert_};
+  }
   return {absl::StrCat("--nats_user=", kUser),
           "--nats_password_file=" + password_file_,
           "--nats_tls_ca=" + ca_cert_};
@@ -122,10 +134,14 @@ void NatsCluster::Configure() {
          << "listen: 127.0.0.1:" << s.client_port << "\n"
          << "jetstream { store_dir: \"" << dir_.path() << "/store" << i << "-"
          << attempt_ << "\" }\n";
-    if (security_ == kSecured && !password_.empty()) {
-      conf << "authorization { users = [ {user: " << kUser << ", password: \""
-           << password_ << "\"} ] }\n"
-           << "tls {\n  cert_file: \"" << server_cert_ << "\"\n  key_file: \""
+    if (security_ != kOpen && !password_.empty()) {
+      if (security_ == kJwt) {
+        conf << jwt_config_;
+      } else {
+        conf << "authorization { users = [ {user: " << kUser << ", password: \""
+             << password_ << "\"} ] }\n";
+      }
+      conf << "tls {\n  cert_file: \"" << server_cert_ << "\"\n  key_file: \""
            << server_key_ << "\"\n  timeout: 2\n}\n";
     }
     if (servers > 1) {

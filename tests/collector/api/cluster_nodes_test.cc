@@ -92,6 +92,37 @@ TEST(ClusterNodesTest, AnAgentThatMovedIsListedWhereItReportedLast) {
   EXPECT_FALSE(response.nodes(1).remote());
 }
 
+TEST(ClusterNodesTest, ANodeWhoseCollectorWentQuietIsUnobservedNotDown) {
+  v1::ListNodesResponse response;
+  LocalNodes local;
+  // col-b's last slice came 30 s ago, when gpu-1 had reported a second
+  // before; gpu-2's agent was already silent then (for 20 intervals).
+  const absl::Time last_slice = kNow - absl::Seconds(30);
+  NodeFacts quiet = Facts("gpu-1", absl::Seconds(31), "col-b");
+  quiet.unobserved = true;
+  quiet.liveness.observed_until = last_slice;
+  NodeFacts dead = Facts("gpu-2", absl::Seconds(50), "col-b");
+  dead.unobserved = true;
+  dead.liveness.observed_until = last_slice;
+  // gpu-3's collector left long ago: judged now (observed_until infinite).
+  NodeFacts gone = Facts("gpu-3", absl::Seconds(31), "col-c");
+  AddOtherCollectorsNodes({quiet, dead, gone}, "col-a",
+                          AgentUpRule(analysis::AgentDownConfig{}), kNow, local,
+                          &response);
+  ASSERT_EQ(response.nodes_size(), 3);
+  const v1::NodeStatus& one = response.nodes(0);
+  EXPECT_EQ(one.node(), "gpu-1");
+  EXPECT_TRUE(one.unobserved());
+  EXPECT_TRUE(one.up());  // as of col-b's last word, not down
+  EXPECT_EQ(one.unobserved_since_unix_nanos(), absl::ToUnixNanos(last_slice));
+  EXPECT_EQ(one.collector(), "col-b");
+  EXPECT_TRUE(response.nodes(1).unobserved());
+  EXPECT_FALSE(response.nodes(1).up());  // down before col-b went quiet
+  EXPECT_FALSE(response.nodes(2).unobserved());
+  EXPECT_FALSE(response.nodes(2).up());
+  EXPECT_EQ(response.nodes(2).unobserved_since_unix_nanos(), 0);
+}
+
 TEST(ClusterNodesTest, OneCollectorAddsNothing) {
   v1::ListNodesResponse response;
   LocalNodes local;

@@ -10,22 +10,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "collector/api/query_service.h"
-#include "collector/declared/file_declared_state.h"
-#include "collector/declared/layout_registry.h"
 #include "collector/findings/findings_metrics.h"
 #include "collector/findings/findings_store.h"
-#include "collector/ingest/server.h"
-#include "collector/state/state_store.h"
-#include "collector/store/series_store.h"
 #include "collector/web/web_routes.h"
-#include "common/clock.h"
 #include "gmock/gmock.h"
-#include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "proto/collector.grpc.pb.h"
-#include "tests/testing/fixed_topology.h"
+#include "tests/collector/api/served_query_service.h"
 #include "tests/testing/promtool.h"
-#include "tests/testing/temp_dir.h"
 
 namespace fabricdiag::collector {
 namespace {
@@ -61,64 +53,23 @@ class Staleness {
   FindingsStaleness now_;
 };
 
-class FindingsStalenessTest : public ::testing::Test {
+class FindingsStalenessTest : public ServedQueryServiceTest {
  protected:
   void SetUp() override {
-    auto state = StateStore::Open(tmp_.path() + "/state", &clock_);
-    ASSERT_TRUE(state.ok()) << state.status();
-    state_ = *std::move(state);
-    findings_ =
-        std::make_unique<FindingsStore>(state_.get(), FindingsStoreOptions{});
-    ASSERT_TRUE(findings_->Load().ok());
-    declared_ = std::make_unique<FileDeclaredState>(state_.get());
-    registry_ = std::make_unique<LayoutRegistry>(declared_.get(), &clock_);
-    ASSERT_TRUE(registry_->Load().ok());
+    ServedQueryServiceTest::SetUp();
+    if (HasFatalFailure()) return;
     ASSERT_TRUE(findings_->Update({Storm()}, clock_.Now(), "rate").ok());
-  }
-
-  void TearDown() override {
-    if (query_ != nullptr) query_->Shutdown();
-    if (server_ != nullptr) {
-      server_->Shutdown(absl::ZeroDuration());
-      server_->Wait();
-    }
   }
 
   // The query service on loopback, told staleness by `staleness_`.
   std::unique_ptr<v1::Collector::Stub> Serve() {
     QueryService::Options options;
     options.staleness = staleness_.Source();
-    query_ = std::make_unique<QueryService>(registry_.get(), &topology_,
-                                            findings_.get(), &series_,
-                                            std::move(options), clock_);
-    CollectorServer::Options o;
-    o.listen = "127.0.0.1:0";
-    auto server = CollectorServer::Start(o, {query_.get()});
-    EXPECT_TRUE(server.ok()) << server.status();
-    server_ = *std::move(server);
     return v1::Collector::NewStub(
-        grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->port()),
-                            grpc::InsecureChannelCredentials()));
+        ServedQueryServiceTest::Serve(std::move(options)));
   }
 
-  static std::unique_ptr<grpc::ClientContext> Context() {
-    auto context = std::make_unique<grpc::ClientContext>();
-    context->set_deadline(std::chrono::system_clock::now() +
-                          std::chrono::seconds(10));
-    return context;
-  }
-
-  testing::TempDir tmp_;
-  FakeClock clock_{absl::FromUnixSeconds(1'790'000'000)};
-  std::unique_ptr<StateStore> state_;
-  std::unique_ptr<FindingsStore> findings_;
-  std::unique_ptr<FileDeclaredState> declared_;
-  std::unique_ptr<LayoutRegistry> registry_;
-  SeriesStore series_{SeriesStore::Options{}, clock_};
-  testing::FixedTopology topology_;
   Staleness staleness_;
-  std::unique_ptr<QueryService> query_;
-  std::unique_ptr<CollectorServer> server_;
 };
 
 TEST_F(FindingsStalenessTest, ListFindingsSaysWhetherTheyAreStale) {

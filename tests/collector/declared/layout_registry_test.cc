@@ -153,6 +153,36 @@ TEST_F(LayoutRegistryTest, AcknowledgedLayoutsSurviveARestart) {
             TwoLeafTopology().SerializeAsString());
 }
 
+TEST_F(LayoutRegistryTest, LabelsAreStoredListedAndValidated) {
+  v1::Layout owned = MoeLayout("moe-42");
+  (*owned.mutable_labels())["team"] = "ml-infra";
+  (*owned.mutable_labels())["project"] = "llama";
+  ASSERT_TRUE(registry_->Apply(owned).ok());
+  Restart();
+  absl::StatusOr<std::shared_ptr<const LayoutEntry>> got =
+      registry_->Get("moe-42");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_THAT(
+      (*got)->applied_layout.labels(),
+      ::testing::UnorderedElementsAre(::testing::Pair("team", "ml-infra"),
+                                      ::testing::Pair("project", "llama")));
+  std::vector<LayoutSummary> list = registry_->List();
+  ASSERT_THAT(list, SizeIs(1));
+  EXPECT_THAT(list[0].labels,
+              ::testing::ElementsAre(::testing::Pair("project", "llama"),
+                                     ::testing::Pair("team", "ml-infra")));
+
+  // A bad label refuses the whole layout, naming the label; the stored one
+  // stays.
+  (*owned.mutable_labels())["Team"] = "x";
+  absl::StatusOr<ApplyResult> bad = registry_->Apply(owned);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()),
+              StartsWith("labels.\"Team\""));
+  EXPECT_EQ(registry_->List()[0].labels.size(), 2u);
+}
+
 TEST_F(LayoutRegistryTest, GetAndDeleteOfAnUnknownJobNameTheJob) {
   absl::StatusOr<std::shared_ptr<const LayoutEntry>> got =
       registry_->Get("nope");

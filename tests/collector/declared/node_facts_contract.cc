@@ -152,6 +152,60 @@ TEST_P(NodeFactsContractTest, BadNodeNamesAreRefused) {
   EXPECT_EQ(snap->size(), 1u);
 }
 
+TEST_P(NodeFactsContractTest, DeleteDropsTheNodeAndAPutAfterStartsAfresh) {
+  ASSERT_TRUE(store_->Put(Facts("gpu-001", "swp1")).ok());
+  ASSERT_TRUE(store_->Put(Facts("gpu-002", "swp3")).ok());
+  WaitFor(*store_, "gpu-002",
+          [](const v1::NodeFacts& f) { return Port(f, "swp3"); });
+  ASSERT_EQ(PortOf(*store_->Snapshot(), "gpu-001"), "swp1");
+  const uint64_t before = store_->Generation();
+
+  ASSERT_TRUE(store_->Delete("gpu-001").ok());
+  // Gone from this store's snapshot at once; the other node stays.
+  std::shared_ptr<const NodeFactsMap> snap = store_->Snapshot();
+  EXPECT_FALSE(snap->contains("gpu-001"));
+  EXPECT_EQ(PortOf(*snap, "gpu-002"), "swp3");
+  EXPECT_GT(store_->Generation(), before);
+  // Deleting what is not held is no error.
+  EXPECT_TRUE(store_->Delete("gpu-001").ok());
+  EXPECT_TRUE(store_->Delete("gpu-404").ok());
+
+  // The node reports again without reading its LLDP or PCI tree: nothing
+  // of what was dropped comes back with it.
+  v1::NodeFacts unread = Facts("gpu-001", "swp9");
+  unread.clear_lldp_source();
+  unread.clear_lldp_neighbors();
+  unread.set_gpus_read(false);
+  unread.clear_gpu_nics();
+  ASSERT_TRUE(store_->Put(unread).ok());
+  snap = WaitFor(*store_, "gpu-001", [](const v1::NodeFacts&) { return true; });
+  ASSERT_TRUE(snap->contains("gpu-001"));
+  EXPECT_EQ(snap->at("gpu-001").lldp_neighbors_size(), 0);
+  EXPECT_EQ(snap->at("gpu-001").gpu_nics_size(), 0);
+  EXPECT_EQ(snap->at("gpu-001").rdma_device_of_netdev().at("eth0"), "mlx5_0");
+  // Held so from then on, not only until the delete is applied (in a
+  // cluster the watcher brings it back later): a last write shows when
+  // the earlier ones did.
+  ASSERT_TRUE(store_->Put(Facts("gpu-003", "swp5")).ok());
+  snap = WaitFor(*store_, "gpu-003",
+                 [](const v1::NodeFacts& f) { return Port(f, "swp5"); });
+  ASSERT_TRUE(snap->contains("gpu-001"));
+  EXPECT_EQ(snap->at("gpu-001").lldp_neighbors_size(), 0);
+  EXPECT_EQ(snap->size(), 3u);
+}
+
+TEST_P(NodeFactsContractTest, DeleteOfABadNodeNameIsRefused) {
+  ASSERT_TRUE(store_->Put(Facts("gpu-001", "swp1")).ok());
+  WaitFor(*store_, "gpu-001",
+          [](const v1::NodeFacts& f) { return Port(f, "swp1"); });
+  for (const std::string& bad :
+       {std::string(""), std::string("-x"), std::string("a/b")}) {
+    EXPECT_EQ(store_->Delete(bad).code(), absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
+  EXPECT_EQ(PortOf(*store_->Snapshot(), "gpu-001"), "swp1");
+}
+
 TEST_P(NodeFactsContractTest, HugeNeighborListsAreCappedAndTextsCut) {
   v1::NodeFacts f = Facts("leaf-9", "swp1");
   f.clear_lldp_neighbors();

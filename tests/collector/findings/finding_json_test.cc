@@ -55,6 +55,16 @@ TEST(FindingJsonTest, MatchesInterfacesExampleExactly) {
   EXPECT_FALSE(got.contains("resolved_at"));
 }
 
+TEST(FindingJsonTest, JobLabelsFollowTheSummarySorted) {
+  v1::Finding f = InterfacesExample();
+  (*f.mutable_labels())["team"] = "ml-infra";
+  (*f.mutable_labels())["project"] = "llama";
+  const nlohmann::ordered_json j = FindingToJson(f);
+  EXPECT_EQ(j["labels"].dump(), R"({"project":"llama","team":"ml-infra"})");
+  auto summary = j.find("summary");
+  EXPECT_EQ((++summary).key(), "labels");
+}
+
 TEST(FindingJsonTest, ResolvedFindingHasResolvedAt) {
   v1::Finding f = InterfacesExample();
   f.set_state(v1::FINDING_STATE_RESOLVED);

@@ -171,6 +171,34 @@ TEST_F(FindingsStoreTest, SmallChangesDoNotProduceUpdates) {
   EXPECT_EQ(findings_->Counters().updated, 4u);
 }
 
+TEST_F(FindingsStoreTest, LabelsAreCarriedAndTheirChangeIsAnUpdate) {
+  analysis::Finding owned = Pfc("gpu-003", 0.5);
+  owned.labels = {{"team", "ml-infra"}, {"project", "llama"}};
+  Report({owned});
+  std::unique_ptr<Watcher> watcher = findings_->Watch("");
+  ASSERT_EQ(watcher->Next(absl::ZeroDuration())->type, Type::kSnapshot);
+  Report({owned});
+  EXPECT_EQ(watcher->Next(absl::ZeroDuration()), std::nullopt);
+
+  // The job's layout applied again with another team: alerts must route
+  // to the new owner.
+  owned.labels["team"] = "research";
+  Report({owned});
+  std::optional<WatchEvent> ev = watcher->Next(absl::ZeroDuration());
+  ASSERT_TRUE(ev.has_value());
+  EXPECT_EQ(ev->type, Type::kUpdated);
+  EXPECT_EQ(ev->finding.labels().at("team"), "research");
+  owned.labels.erase("project");
+  Report({owned});
+  ASSERT_EQ(watcher->Next(absl::ZeroDuration())->type, Type::kUpdated);
+
+  Restart();
+  std::vector<v1::Finding> active = findings_->Active();
+  ASSERT_THAT(active, SizeIs(1));
+  EXPECT_EQ(active[0].labels_size(), 1);
+  EXPECT_EQ(active[0].labels().at("team"), "research");
+}
+
 TEST_F(FindingsStoreTest, OnlyTheOwningSourceResolves) {
   Report({Pfc("gpu-003", 0.9)}, "pfc");
   analysis::Finding down;
@@ -318,6 +346,124 @@ TEST_F(FindingsStoreTest, ListFiltersAndOrdersNewestFirst) {
   limited.limit = 2;
   EXPECT_THAT(Ids(findings_->List(limited)),
               ElementsAre("f-000003", "f-000002"));
+}
+
+// The filters of `findings --since/--until/--node/--device/--severity`.
+TEST_F(FindingsStoreTest, ListFiltersByWindowNodeDeviceAndSeverity) {
+  Report({Pfc("gpu-001", 0.9)});  // f-000001, opened at 1 s
+  const int64_t first_opened = absl::ToUnixNanos(clock_.Now());
+  Report({});  // resolved at 2 s
+  const int64_t first_resolved = absl::ToUnixNanos(clock_.Now());
+  clock_.Advance(absl::Seconds(100));
+  analysis::Finding links = Pfc("gpu-003", 0.9);
+  links.kind = "link_errors";
+  links.severity = analysis::Severity::kWarning;
+  links.device = "mlx5_0";
+  links.nodes = {"gpu-003", "gpu-004"};
+  Report({Pfc("gpu-002", 0.9), links});  // f-000002, f-000003 at 103 s
+  const int64_t later = absl::ToUnixNanos(clock_.Now());
+
+  FindingsFilter filter;
+  filter.all = true;
+  // A window after the first resolved: only the active ones.
+  filter.since_unix_nanos = first_resolved + 1;
+  EXPECT_THAT(Ids(findings_->List(filter)),
+              ElementsAre("f-000003", "f-000002"));
+  // Its resolve time itself is still in the window.
+  filter.since_unix_nanos = first_resolved;
+  EXPECT_THAT(Ids(findings_->List(filter)),
+              ElementsAre("f-000003", "f-000002", "f-000001"));
+  // A window that ends before the later ones opened.
+  filter.since_unix_nanos = 0;
+  filter.until_unix_nanos = later - 1;
+  EXPECT_THAT(Ids(findings_->List(filter)), ElementsAre("f-000001"));
+  filter.until_unix_nanos = first_opened - 1;
+  EXPECT_THAT(findings_->List(filter), IsEmpty());
+  filter.until_unix_nanos = 0;
+
+  // --node matches one of the nodes involved, not only the first.
+  filter.node = "gpu-004";
+  EXPECT_THAT(Ids(findings_->List(filter)), ElementsAre("f-000003"));
+  filter.node = "gpu-009";
+  EXPECT_THAT(findings_->List(filter), IsEmpty());
+  filter.node.clear();
+  filter.device = "mlx5_2";
+  EXPECT_THAT(Ids(findings_->List(filter)),
+              ElementsAre("f-000002", "f-000001"));
+  filter.device.clear();
+  // --severity is a floor.
+  filter.min_severity = v1::SEVERITY_CRITICAL;
+  EXPECT_THAT(Ids(findings_->List(filter)),
+              ElementsAre("f-000002", "f-000001"));
+  filter.min_severity = v1::SEVERITY_WARNING;
+  EXPECT_THAT(findings_->List(filter), SizeIs(3));
+}
+
+TEST_F(FindingsStoreTest, PagesFollowEachOtherWithoutGapsOrRepeats) {
+  for (int i = 0; i < 5; ++i) {
+    Report({Pfc(absl::StrCat("gpu-", i), 0.9)});
+    Report({});
+  }
+  FindingsFilter filter;
+  filter.all = true;
+  filter.limit = 2;
+  FindingsPage page = findings_->ListPage(filter);
+  EXPECT_THAT(Ids(page.findings), ElementsAre("f-000005", "f-000004"));
+  EXPECT_TRUE(page.more);
+  filter.below_id = 4;
+  page = findings_->ListPage(filter);
+  EXPECT_THAT(Ids(page.findings), ElementsAre("f-000003", "f-000002"));
+  EXPECT_TRUE(page.more);
+  filter.below_id = 2;
+  page = findings_->ListPage(filter);
+  EXPECT_THAT(Ids(page.findings), ElementsAre("f-000001"));
+  EXPECT_FALSE(page.more);
+  // Exactly a page's worth left: no empty page after it.
+  filter.below_id = 3;
+  page = findings_->ListPage(filter);
+  EXPECT_THAT(Ids(page.findings), ElementsAre("f-000002", "f-000001"));
+  EXPECT_FALSE(page.more);
+}
+
+TEST_F(FindingsStoreTest, ResolvedHistoryIsKeptForTheRetention) {
+  FindingsStoreOptions options;
+  options.resolved_retention = absl::Hours(1);
+  Restart(options);
+  Report({Pfc("gpu-001", 0.9)});
+  Report({});  // f-000001 resolved
+  clock_.Advance(absl::Minutes(30));
+  Report({Pfc("gpu-002", 0.9)});
+  Report({});  // f-000002 resolved 30 min later
+  clock_.Advance(absl::Minutes(29));
+  Report({});
+  EXPECT_THAT(Ids(ListAll()), ElementsAre("f-000002", "f-000001"));
+  clock_.Advance(absl::Minutes(2));  // f-000001 resolved over an hour ago
+  Report({});
+  EXPECT_THAT(Ids(ListAll()), ElementsAre("f-000002"));
+  Restart(options);
+  Report({});
+  EXPECT_THAT(Ids(ListAll()), ElementsAre("f-000002"));
+}
+
+TEST_F(FindingsStoreTest, ResolvedHistoryIsBoundedInBytes) {
+  Report({Pfc("gpu-001", 0.9)});
+  Report({});
+  const uint64_t one = ListAll()[0].ByteSizeLong();
+  FindingsStoreOptions options;
+  // Room for two findings of the same size (gpu-N names are as long).
+  options.max_resolved_bytes = 2 * one + one / 2;
+  Restart(options);
+  for (int i = 2; i <= 5; ++i) {
+    Report({Pfc(absl::StrCat("gpu-00", i), 0.9)});
+    Report({});
+  }
+  EXPECT_THAT(Ids(ListAll()), ElementsAre("f-000005", "f-000004"));
+}
+
+TEST_F(FindingsStoreTest, JobsAreThoseOfActiveAndResolvedFindings) {
+  Report({Pfc("gpu-001", 0.9, "job-b")});
+  Report({Pfc("gpu-001", 0.9, "job-a"), Pfc("gpu-002", 0.9, "")});
+  EXPECT_THAT(findings_->Jobs(), ElementsAre("job-a", "job-b"));
 }
 
 TEST_F(FindingsStoreTest, WatcherGetsSnapshotThenEveryChange) {

@@ -85,10 +85,17 @@ TEST_F(StateMetricsTest, ActiveFindingsAreOneSeriesEachUntilResolved) {
   std::string text = Text();
   EXPECT_THAT(text, HasSubstr("fabricdiag_finding_active{kind=\"pfc_storm\","
                               "severity=\"critical\",job=\"moe-42\","
-                              "node=\"gpu-003\",device=\"mlx5_2\"} 1\n"));
+                              "node=\"gpu-003\",device=\"mlx5_2\","
+                              "silenced=\"false\",acked=\"false\","
+                              "id=\"f-000001\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("fabricdiag_finding_active{kind=\"agent_down\","
                               "severity=\"warning\",job=\"\","
-                              "node=\"gpu-007\",device=\"\"} 1\n"));
+                              "node=\"gpu-007\",device=\"\","
+                              "silenced=\"false\",acked=\"false\","
+                              "id=\"f-000002\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("fabricdiag_finding_info{id=\"f-000001\","
+                              "summary=\"" +
+                              findings_->Active()[0].summary() + "\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("fabricdiag_findings_opened_total{kind="
                               "\"pfc_storm\"} 1\n"));
 
@@ -166,17 +173,33 @@ TEST_F(StateMetricsTest, HugeLayoutsExportNoGroupSeriesAndSaySo) {
   EXPECT_THAT(text, Not(HasSubstr("job=\"huger\",group=")));
 }
 
-TEST_F(StateMetricsTest, FindingsDifferingOnlyInGroupShareOneSeries) {
+// Two findings differing only in group are two series (their ids differ),
+// never one series twice in a scrape.
+TEST_F(StateMetricsTest, FindingsDifferingOnlyInGroupAreSeriesOfTheirOwn) {
   ASSERT_TRUE(findings_
                   ->Update({Pfc("gpu-003", "tp:1"), Pfc("gpu-003", "tp:2")},
                            clock_.Now(), "pfc")
                   .ok());
   ASSERT_EQ(findings_->Active().size(), 2u);
-  std::string text = Text();
-  std::string series = "fabricdiag_finding_active{kind=\"pfc_storm\"";
-  size_t first = text.find(series);
-  ASSERT_NE(first, std::string::npos);
-  EXPECT_EQ(text.find(series, first + 1), std::string::npos) << text;
+  const std::string text = Text();
+  EXPECT_THAT(text, HasSubstr("acked=\"false\",id=\"f-000001\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("acked=\"false\",id=\"f-000002\"} 1\n"));
+}
+
+// A job's layout labels are exported behind label_, after the finding's
+// own labels, so that a layout label named `kind` or `job` clashes with
+// nothing.
+TEST_F(StateMetricsTest, JobLabelsArePrefixedLabelsOfTheSeries) {
+  analysis::Finding owned = Pfc("gpu-003", "");
+  owned.labels = {{"team", "ml-infra"}, {"job", "x"}, {"kind", "y"}};
+  ASSERT_TRUE(findings_->Update({owned}, clock_.Now(), "pfc").ok());
+  EXPECT_THAT(Text(),
+              HasSubstr("fabricdiag_finding_active{kind=\"pfc_storm\","
+                        "severity=\"critical\",job=\"moe-42\","
+                        "node=\"gpu-003\",device=\"mlx5_2\","
+                        "silenced=\"false\",acked=\"false\","
+                        "id=\"f-000001\",label_job=\"x\",label_kind=\"y\","
+                        "label_team=\"ml-infra\"} 1\n"));
 }
 
 TEST_F(StateMetricsTest, StoreHealthAndWatchers) {
@@ -193,8 +216,9 @@ TEST_F(StateMetricsTest, PassesPromtoolCheckMetrics) {
   if (!::fabricdiag::testing::PromtoolInstalled()) {
     GTEST_SKIP() << "promtool not installed (apt-get install prometheus)";
   }
-  ASSERT_TRUE(
-      findings_->Update({Pfc("gpu-003", "")}, clock_.Now(), "pfc").ok());
+  analysis::Finding owned = Pfc("gpu-003", "");
+  owned.labels = {{"team", "ml-infra"}};
+  ASSERT_TRUE(findings_->Update({owned}, clock_.Now(), "pfc").ok());
   std::unique_ptr<Watcher> watcher = findings_->Watch("");
   std::string lint;
   EXPECT_TRUE(::fabricdiag::testing::PromtoolAccepts(Text(), &lint)) << lint;

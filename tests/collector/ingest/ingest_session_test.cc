@@ -469,6 +469,68 @@ TEST_F(IngestSessionTest, ACutOffCollectorHandsItsAgentsToNoOneInParticular) {
   EXPECT_EQ(counters_.refused_nats_disconnected.load(), 2u);
 }
 
+// A cut-off collector's open streams leave a few at a time: with two
+// streams the budget is one a second, so the second stream stays (and is
+// acknowledged) until the next second of the outage, when the epoch moves
+// and it asks again.
+TEST_F(IngestSessionTest, ACutOffCollectorsStreamsLeaveOneSecondAfterAnother) {
+  KeepEveryAgent inner;
+  absl::Duration cut_off = absl::ZeroDuration();
+  HandOffWhileCutOff placement(
+      inner, [&cut_off] { return cut_off; }, absl::Seconds(3));
+  IngestSession first(&store_, &counters_, placement, intake_);
+  IngestSession second(&store_, &counters_, placement, intake_);
+  for (auto [s, node] :
+       {std::pair{&first, "gpu-001"}, std::pair{&second, "gpu-002"}}) {
+    ASSERT_TRUE(s->Handle(Hello(node)).ack.has_value());
+    ASSERT_FALSE(s->Handle(Schema()).reject.has_value());
+  }
+  cut_off = absl::Seconds(4);
+  EXPECT_TRUE(first.Handle(Report(1)).handoff.has_value());
+  EXPECT_THAT(second.Handle(Report(1)).ack, Optional(1u));
+  EXPECT_THAT(second.Handle(Report(2)).ack, Optional(2u));  // same second
+  // A new stream is refused although this second's budget is spent.
+  IngestSession late(&store_, &counters_, placement, intake_);
+  EXPECT_TRUE(late.Handle(Hello("gpu-003")).handoff.has_value());
+  cut_off = absl::Seconds(5);
+  EXPECT_TRUE(second.Handle(Report(3)).handoff.has_value());
+  EXPECT_EQ(counters_.refused_nats_disconnected.load(), 3u);
+}
+
+// The budget: a tenth of the most streams open during the hand-over,
+// rounded up, per second of it; new streams are refused outside it; a
+// later outage starts from its own count.
+TEST(HandOffWhileCutOffTest, PacesTheHandOverToATenthOfItsStreamsPerSecond) {
+  KeepEveryAgent inner;
+  absl::Duration cut_off = absl::Seconds(3) + absl::Milliseconds(500);
+  HandOffWhileCutOff placement(
+      inner, [&cut_off] { return cut_off; }, absl::Seconds(3));
+  auto handed = [&placement](int asks, uint64_t streams) {
+    int n = 0;
+    for (int i = 0; i < asks; ++i) {
+      n += placement.HandOff(absl::StrCat("gpu-", i), {}, streams).has_value();
+    }
+    return n;
+  };
+  const uint64_t first_second = placement.Epoch();
+  EXPECT_EQ(first_second & 1, 1u);
+  EXPECT_EQ(handed(10, 25), 3);  // ceil(2.5)
+  EXPECT_TRUE(placement.HandOffNew("gpu-new", {}, 25).has_value());
+  cut_off += absl::Milliseconds(400);  // the same second
+  EXPECT_EQ(placement.Epoch(), first_second);
+  EXPECT_EQ(handed(10, 22), 0);
+  cut_off += absl::Milliseconds(600);
+  EXPECT_NE(placement.Epoch(), first_second);
+  // 22 streams left, still 3 a second: the pace does not slow down.
+  EXPECT_EQ(handed(10, 22), 3);
+
+  cut_off = absl::ZeroDuration();  // connected again
+  EXPECT_EQ(placement.Epoch(), 0u);
+  EXPECT_FALSE(placement.HandOffNew("gpu-new", {}, 19).has_value());
+  cut_off = absl::Seconds(4);
+  EXPECT_EQ(handed(10, 5), 1);  // at least one a second
+}
+
 // Over a cluster's placement: connected, its answers and epochs pass
 // through; cut off, the epoch moves (open streams ask again) and every
 // node is refused; connected again, the epoch moves back and the inner

@@ -174,6 +174,19 @@ TEST(AnalysisRunnerTest, APassWaitsForTheReportsOfTheRead) {
   runner.Stop();
 }
 
+// A TP group of 16 GPUs over two 8-GPU nodes: a tp_cross_node finding.
+v1::Layout TpAcrossTwoNodes() {
+  v1::Layout tp16;
+  tp16.set_job("dense-tp16");
+  tp16.set_gpus_per_node(8);
+  tp16.mutable_parallelism()->set_tp(16);
+  tp16.mutable_parallelism()->set_pp(1);
+  tp16.mutable_parallelism()->set_dp(1);
+  tp16.add_hosts("gpu-000");
+  tp16.add_hosts("gpu-001");
+  return tp16;
+}
+
 // What a runner reads and writes, in a temporary --state_dir, on a fake
 // clock.
 class AnalysisRunnerStateTest : public ::testing::Test {
@@ -234,6 +247,31 @@ TEST_F(AnalysisRunnerStateTest, AgentDownFollowsTheAnalysisConfig) {
   EXPECT_EQ(active[0].kind(), "agent_down");
   EXPECT_EQ(active[0].node(), "gpu-1");
   EXPECT_EQ(active[0].evidence().at("missed_intervals"), 5);
+}
+
+// A job's findings carry its layout's labels, whichever analyzer raised
+// them, and follow the layout when it is applied again with others.
+TEST_F(AnalysisRunnerStateTest, FindingsCarryTheirJobsLabels) {
+  AnalysisStats stats;
+  OneCollector one;
+  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
+                        clock, one.seams(), {});
+  v1::Layout tp16 = TpAcrossTwoNodes();
+  (*tp16.mutable_labels())["team"] = "ml-infra";
+  ASSERT_TRUE(registry_->Apply(tp16).ok());
+  std::vector<v1::Finding> found = runner.RunLayoutPass("dense-tp16");
+  ASSERT_THAT(found, ::testing::SizeIs(1));
+  EXPECT_EQ(found[0].kind(), "tp_cross_node");
+  EXPECT_THAT(found[0].labels(), ::testing::UnorderedElementsAre(
+                                     ::testing::Pair("team", "ml-infra")));
+
+  (*tp16.mutable_labels())["team"] = "research";
+  ASSERT_TRUE(registry_->Apply(tp16).ok());
+  clock.Advance(absl::Seconds(1));
+  runner.RunOnce();
+  found = findings_->Active();
+  ASSERT_THAT(found, ::testing::SizeIs(1));
+  EXPECT_EQ(found[0].labels().at("team"), "research");
 }
 
 // After a restart, a finding of a node whose agent has not reconnected yet
@@ -707,14 +745,7 @@ TEST_F(AnalysisRunnerStateTest,
   AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
                         clock, {exchange, role, no_baselines, no_topology_},
                         {});
-  v1::Layout tp16;  // a TP group of 16 GPUs over two 8-GPU nodes
-  tp16.set_job("dense-tp16");
-  tp16.set_gpus_per_node(8);
-  tp16.mutable_parallelism()->set_tp(16);
-  tp16.mutable_parallelism()->set_pp(1);
-  tp16.mutable_parallelism()->set_dp(1);
-  tp16.add_hosts("gpu-000");
-  tp16.add_hosts("gpu-001");
+  v1::Layout tp16 = TpAcrossTwoNodes();
 
   std::thread pass([&] { runner.RunOnce(); });
   exchange.entered.WaitForNotification();

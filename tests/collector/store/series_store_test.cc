@@ -348,6 +348,36 @@ TEST_F(SeriesStoreTest, OneLiveAgentProcessPerNode) {
   EXPECT_EQ(node->Info().duplicate_streams, 3u);
 }
 
+// `nodes forget`: a node whose agent is gone is dropped with its series; one
+// whose agent streams here now is not.
+TEST_F(SeriesStoreTest, DropNodeDropsANodeNoAgentStreamsFor) {
+  std::shared_ptr<NodeSeries> node = store_.OpenNode("gpu-001");
+  ASSERT_TRUE(
+      node->BeginStream("boot-a", 1000, 1, "ipv4:10.0.0.1:1", clock_.Now())
+          .ok());
+  ASSERT_TRUE(node->MapSchema(MakeSchema(1, 5)).ok());
+  store_.OpenNode("gpu-002");
+  EXPECT_TRUE(node->Streaming(clock_.Now()));
+  EXPECT_FALSE(store_.DropNode("gpu-001"));
+  EXPECT_EQ(store_.FindNode("gpu-001"), node);
+  // Open but silent for 3 intervals (at least 3 s): its agent is gone.
+  clock_.Advance(absl::Seconds(3));
+  EXPECT_FALSE(node->Streaming(clock_.Now()));
+  EXPECT_TRUE(store_.DropNode("gpu-001"));
+  EXPECT_EQ(store_.FindNode("gpu-001"), nullptr);
+  EXPECT_FALSE(store_.ListSeries("gpu-001").ok());
+  EXPECT_FALSE(store_.DropNode("gpu-001"));
+  EXPECT_FALSE(store_.DropNode("gpu-404"));
+  // Never streamed: dropped; the other nodes stay.
+  store_.OpenNode("gpu-003");
+  EXPECT_TRUE(store_.DropNode("gpu-003"));
+  ASSERT_EQ(store_.ListNodes(absl::Seconds(3)).size(), 1u);
+  EXPECT_EQ(store_.ListNodes(absl::Seconds(3))[0].info.node, "gpu-002");
+  // Reporting again, it is a new node.
+  EXPECT_NE(store_.OpenNode("gpu-001"), node);
+  EXPECT_EQ(store_.FindNode("gpu-001")->Info().series, 0u);
+}
+
 TEST_F(SeriesStoreTest, IdenticalNodesShareOneLayoutCopiedOnWrite) {
   std::vector<std::shared_ptr<NodeSeries>> nodes;
   for (int i = 0; i < 3; ++i) {

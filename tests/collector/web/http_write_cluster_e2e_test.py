@@ -57,7 +57,7 @@ def request(port, method, path, body=None, token=TOKEN, headers=None):
 
 
 def jobs(port):
-    status, body = request(port, "GET", "/api/v1/jobs", token=None)
+    status, body = request(port, "GET", "/api/v1/jobs")
     assert status == 200, (status, body)
     return {j["job"] for j in body["jobs"]}
 
@@ -126,8 +126,7 @@ def main():
         assert status == 201, (status, body)
         for port in (a, b, c):
             wait(f"shared served on {port}", lambda p=port: "shared" in jobs(p))
-            status, body = request(port, "GET", "/api/v1/jobs/shared",
-                                   token=None)
+            status, body = request(port, "GET", "/api/v1/jobs/shared")
             assert status == 200 and body["job"] == "shared", (status, body)
         print("PUT on col-a served by all three")
 
@@ -146,7 +145,7 @@ def main():
                                headers={"If-Match": f'"{first}"'})
         assert status == 412, (status, body)
         wait("col-c serves the second revision", lambda: request(
-            c, "GET", "/api/v1/jobs/shared", token=None)[1].get(
+            c, "GET", "/api/v1/jobs/shared")[1].get(
                 "revision") == second)
         status, body = request(c, "PUT", "/api/v1/jobs/shared",
                                dict(DENSE, lease_seconds=600),

@@ -4,8 +4,8 @@ with the real curl, read back with the real fabricdiag CLI.
 
 usage: http_write_e2e_test.py COLLECTOR CLI
 
-Covers the token (required when configured: none, a wrong one, the right
-one), every error through curl (bad JSON, a wrong field, a path/body job
+Covers the scoped tokens (a file of named tokens: none, a wrong one, one
+without the scope the route needs, 401 and 403; the right one), every error through curl (bad JSON, a wrong field, a path/body job
 mismatch, bad leases, a body over the bound, renewing a job that is gone),
 delete twice, `fabricdiag layout list` showing source, owner and expiry,
 a short lease running out: the layout goes and its tp_cross_node finding
@@ -15,6 +15,7 @@ show` printing the revision). Bounded: every wait has a deadline.
 """
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -24,7 +25,9 @@ import time
 import unittest
 
 COLLECTOR = CLI = None
-TOKEN = "e2e-token-0123456789"
+TOKEN = "e2e-token-0123456789"  # admin: everything
+READ_TOKEN = "e2e-read-0123456789"
+DECLARE_TOKEN = "e2e-declare-0123456789"
 
 # 16 ranks, TP groups of 16 over two 8-GPU hosts: tp_cross_node at apply.
 CROSS = {"gpus_per_node": 8, "parallelism": {"tp": 16, "pp": 1, "dp": 1},
@@ -38,10 +41,16 @@ class HttpWriteE2E(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.work = tempfile.mkdtemp(prefix="http-write-e2e-")
-        token_file = os.path.join(cls.work, "token")
+        token_file = os.path.join(cls.work, "tokens")
         with open(token_file, "w") as f:
-            f.write(TOKEN + "\n")
+            f.write(f"# name scopes token\ne2e admin {TOKEN}\n"
+                    f"reader read {READ_TOKEN}\n"
+                    f"prolog declare {DECLARE_TOKEN}\n")
         os.chmod(token_file, 0o600)
+        # The CLI's --token_file holds one token.
+        with open(os.path.join(cls.work, "token"), "w") as f:
+            f.write(TOKEN + "\n")
+        os.chmod(os.path.join(cls.work, "token"), 0o600)
         cls.log_path = os.path.join(cls.work, "collector.log")
         cls.log = open(cls.log_path, "wb")
         cls.proc = subprocess.Popen(
@@ -116,7 +125,9 @@ class HttpWriteE2E(unittest.TestCase):
         return status, body, head
 
     def cli(self, *args):
-        r = subprocess.run([CLI, f"--collector=127.0.0.1:{self.grpc}", *args],
+        r = subprocess.run([CLI, f"--collector=127.0.0.1:{self.grpc}",
+                            "--token_file=" + os.path.join(self.work, "token"),
+                            *args],
                            capture_output=True, text=True, timeout=30)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         return r.stdout
@@ -192,9 +203,52 @@ class HttpWriteE2E(unittest.TestCase):
         status, _, _ = self.curl("POST", "/api/v1/jobs/tok/renew", token=None)
         self.assertEqual(status, 401)
         self.assertNotIn("tok", self.listed())
-        # Reads need none.
-        status, body, _ = self.curl("GET", "/api/v1/jobs", token=None)
-        self.assertEqual(status, 200)
+        # Reads need a token too, with the read scope.
+        status, body, head = self.curl("GET", "/api/v1/jobs", token=None)
+        self.assertEqual(status, 401)
+        self.assertIn("WWW-Authenticate: Bearer", head)
+        status, body, _ = self.curl("GET", "/api/v1/jobs", token=READ_TOKEN)
+        self.assertEqual(status, 200, body)
+        # A token without the scope: 403 naming it.
+        status, body, _ = self.curl("PUT", "/api/v1/jobs/tok", DENSE,
+                                    token=READ_TOKEN)
+        self.assertEqual(status, 403)
+        self.assertEqual(body["scope"], "declare")
+        self.assertIn('"reader"', body["error"])
+        status, body, _ = self.curl("GET", "/api/v1/findings",
+                                    token=DECLARE_TOKEN)
+        self.assertEqual(status, 403)
+        self.assertEqual(body["scope"], "read")
+        # A scheduler's declare token declares and deletes.
+        status, body, _ = self.curl("PUT", "/api/v1/jobs/tok", DENSE,
+                                    token=DECLARE_TOKEN)
+        self.assertEqual(status, 201, body)
+        status, body, _ = self.curl("DELETE", "/api/v1/jobs/tok",
+                                    token=DECLARE_TOKEN)
+        self.assertEqual((status, body["deleted"]), (200, True))
+        # The page's files, /metrics and /healthz stay public.
+        for path in ("/", "/app.js", "/metrics", "/healthz"):
+            status, _, _ = self.curl("GET", path, token=None)
+            self.assertEqual(status, 200, path)
+
+    @unittest.skipUnless(shutil.which("chromium"), "chromium is not installed")
+    def test_page_asks_for_a_token(self):
+        """The page, in headless Chromium with no token stored: its API
+        reads answer 401, so it shows the login form instead of data."""
+        profile = tempfile.mkdtemp(prefix="chromium.", dir=self.work)
+        r = subprocess.run(
+            ["chromium", "--headless", "--no-sandbox", "--disable-gpu",
+             "--no-first-run", f"--user-data-dir={profile}",
+             "--virtual-time-budget=3000", "--dump-dom",
+             f"http://127.0.0.1:{self.http}/"],
+            capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        form = re.search(r'<form id="login"[^>]*>', r.stdout)
+        self.assertIsNotNone(form, r.stdout[:2000])
+        self.assertNotIn("hidden", form.group(0))
+        self.assertIn("needs a token with the read scope", r.stdout)
+        self.assertRegex(r.stdout, r'id="status"[^>]*>sign in with a token<')
+        self.assertRegex(r.stdout, r'<a id="logout"[^>]*hidden')
 
     def test_errors_through_curl(self):
         cases = [
@@ -232,7 +286,7 @@ class HttpWriteE2E(unittest.TestCase):
         self.assertIn("error", answer)
         self.assertNotIn("bad", self.listed())
         # The collector is still there.
-        status, _, _ = self.curl("GET", "/api/v1/jobs", token=None)
+        status, _, _ = self.curl("GET", "/api/v1/jobs")
         self.assertEqual(status, 200)
 
     def test_declare_list_renew_delete(self):
@@ -283,7 +337,7 @@ class HttpWriteE2E(unittest.TestCase):
                                     dict(CROSS, lease_seconds=2))
         self.assertEqual(status, 201, body)
         _, findings, _ = self.curl("GET", "/api/v1/findings?job=short",
-                                   token=None)
+                                   token=READ_TOKEN)
         self.assertTrue(any(f["kind"] == "tp_cross_node"
                             for f in findings["active"]), findings)
         deadline = time.time() + 15
@@ -292,7 +346,7 @@ class HttpWriteE2E(unittest.TestCase):
                             "the lease did not expire:\n" + self.tail())
             time.sleep(0.2)
         _, findings, _ = self.curl("GET", "/api/v1/findings?job=short",
-                                   token=None)
+                                   token=READ_TOKEN)
         self.assertEqual(findings["active"], [], findings)
         status, _, _ = self.curl("POST", "/api/v1/jobs/short/renew")
         self.assertEqual(status, 404)

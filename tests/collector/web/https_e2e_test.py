@@ -126,7 +126,7 @@ class HttpsE2E(unittest.TestCase):
         return r.returncode, int(code or 0), text
 
     def jobs(self):
-        rc, status, text = self.curl("GET", "/api/v1/jobs", token=None)
+        rc, status, text = self.curl("GET", "/api/v1/jobs")
         self.assertEqual((rc, status), (0, 200), text)
         return {j["job"]: j for j in json.loads(text)["jobs"]}
 

@@ -4,21 +4,19 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
 #include "analysis/fabric_view.h"
-#include "collector/declared/file_declared_state.h"
-#include "collector/declared/layout_registry.h"
 #include "collector/findings/findings_store.h"
-#include "collector/state/state_store.h"
 #include "collector/web/topology_json.h"
 #include "common/clock.h"
 #include "common/gzip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/collector/stores_fixture.h"
 #include "tests/testing/fixed_topology.h"
-#include "tests/testing/temp_dir.h"
 
 namespace fabricdiag::collector {
 namespace {
@@ -48,18 +46,11 @@ analysis::Finding Hot(const std::string& node) {
   return f;
 }
 
-class WebRoutesTest : public ::testing::Test {
+class WebRoutesTest : public CollectorStoresTest {
  protected:
   void SetUp() override {
-    auto state = StateStore::Open(tmp_.path() + "/state", &clock_);
-    ASSERT_TRUE(state.ok()) << state.status();
-    state_ = *std::move(state);
-    findings_ =
-        std::make_unique<FindingsStore>(state_.get(), FindingsStoreOptions{});
-    ASSERT_TRUE(findings_->Load().ok());
-    declared_ = std::make_unique<FileDeclaredState>(state_.get());
-    registry_ = std::make_unique<LayoutRegistry>(declared_.get(), &clock_);
-    ASSERT_TRUE(registry_->Load().ok());
+    CollectorStoresTest::SetUp();
+    if (HasFatalFailure()) return;
     view_ = View(6e9);
     routes_ = WebRoutes({findings_.get(), registry_.get(),
                          [this] { return view_; }, &clock_, &topology_});
@@ -92,12 +83,6 @@ class WebRoutesTest : public ::testing::Test {
     return nlohmann::ordered_json::parse(r.body);
   }
 
-  testing::TempDir tmp_;
-  FakeClock clock_{absl::FromUnixSeconds(1'790'000'000)};
-  std::unique_ptr<StateStore> state_;
-  std::unique_ptr<FindingsStore> findings_;
-  std::unique_ptr<FileDeclaredState> declared_;
-  std::unique_ptr<LayoutRegistry> registry_;
   std::shared_ptr<const analysis::FabricView> view_;
   std::vector<HttpRoute> routes_;
   testing::FixedTopology topology_{Views()};
@@ -292,6 +277,68 @@ TEST_F(WebRoutesTest, FabricRefusesAQueryEvenWithAnEtag) {
   const HttpResponse r = Get("/api/v1/fabric", "since=1", etag);
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(Body(r)["error"], "/api/v1/fabric takes no query");
+}
+
+// /api/v1/findings takes the filters of `fabricdiag findings` as query
+// parameters, checked by the same code: 400 naming the parameter.
+TEST_F(WebRoutesTest, FindingsFilterByQueryAndRefuseBadInput) {
+  clock_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(findings_->Update({Hot("gpu-1")}, clock_.Now(), "hot").ok());
+  clock_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(findings_->Update({}, clock_.Now(), "hot").ok());  // resolved
+  clock_.Advance(absl::Hours(3));
+  analysis::Finding warm = Hot("gpu-2");
+  warm.severity = analysis::Severity::kWarning;
+  ASSERT_TRUE(findings_->Update({warm}, clock_.Now(), "hot").ok());
+
+  auto ids = [](const nlohmann::ordered_json& list) {
+    std::vector<std::string> out;
+    for (const auto& f : list) out.push_back(f["id"]);
+    return out;
+  };
+  nlohmann::ordered_json all = Body(Get("/api/v1/findings"));
+  EXPECT_EQ(ids(all["active"]), std::vector<std::string>{"f-000002"});
+  EXPECT_EQ(ids(all["resolved"]), std::vector<std::string>{"f-000001"});
+  EXPECT_TRUE(all["next_page_token"].is_null());
+  // Resolved over two hours ago: outside the window.
+  nlohmann::ordered_json recent = Body(Get("/api/v1/findings", "since=2h"));
+  EXPECT_EQ(ids(recent["active"]), std::vector<std::string>{"f-000002"});
+  EXPECT_TRUE(recent["resolved"].empty());
+  nlohmann::ordered_json node = Body(Get("/api/v1/findings", "node=gpu-1"));
+  EXPECT_TRUE(node["active"].empty());
+  EXPECT_EQ(ids(node["resolved"]), std::vector<std::string>{"f-000001"});
+  nlohmann::ordered_json critical =
+      Body(Get("/api/v1/findings", "severity=critical&kind=hot_expert_incast"));
+  EXPECT_TRUE(critical["active"].empty());
+  EXPECT_EQ(ids(critical["resolved"]), std::vector<std::string>{"f-000001"});
+  // Paging the resolved list.
+  clock_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(findings_->Update({}, clock_.Now(), "hot").ok());
+  nlohmann::ordered_json first = Body(Get("/api/v1/findings", "resolved=1"));
+  EXPECT_EQ(ids(first["resolved"]), std::vector<std::string>{"f-000002"});
+  ASSERT_TRUE(first["next_page_token"].is_string());
+  nlohmann::ordered_json second = Body(Get(
+      "/api/v1/findings",
+      "resolved=1&page_token=" + first["next_page_token"].get<std::string>()));
+  EXPECT_EQ(ids(second["resolved"]), std::vector<std::string>{"f-000001"});
+  EXPECT_TRUE(second["next_page_token"].is_null());
+
+  for (const auto& [query, error] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"kind=pfc_strom", "kind: unknown finding kind \"pfc_strom\""},
+           {"job=typo", "job: unknown job \"typo\""},
+           {"severity=loud", "severity: unknown severity \"loud\""},
+           {"since=yesterday", "since: \"yesterday\" is neither"},
+           {"until=2026-13-01T00:00:00Z", "until: "},
+           {"since=1h&until=2h", "until: "},
+           {"page_token=garbage", "page_token: "},
+           {"colour=red", "unknown parameter 'colour'"}}) {
+    const HttpResponse r = Get("/api/v1/findings", query);
+    EXPECT_EQ(r.status, 400) << query;
+    EXPECT_THAT(Body(r)["error"].get<std::string>(),
+                ::testing::StartsWith(error))
+        << query;
+  }
 }
 
 }  // namespace

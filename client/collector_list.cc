@@ -113,21 +113,19 @@ size_t CollectorChoice::Failed(bool worked) {
 
 size_t CollectorChoice::HandedOff(absl::string_view target) {
   if (collectors_.size() < 2) return current_;
-  // The collector works: nothing has failed.
-  std::fill(failed_.begin(), failed_.end(), false);
   for (size_t i = 0; i < collectors_.size(); ++i) {
     if (i != current_ && collectors_[i] == target) {
+      // The collectors work and know where the agent belongs.
+      std::fill(failed_.begin(), failed_.end(), false);
       current_ = i;
       return current_;
     }
   }
-  for (size_t index : ranking_) {
-    if (index != current_) {
-      current_ = index;
-      break;
-    }
-  }
-  return current_;
+  // No target: this collector takes no agent now (it is cut off from its
+  // cluster). Each of the others in turn, as after a failure, so that an
+  // agent refused by one cut-off collector after another tries its whole
+  // list before the first again.
+  return Failed(/*worked=*/false);
 }
 
 size_t PreferredCollectorIndex(absl::string_view node, size_t count) {

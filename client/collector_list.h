@@ -121,8 +121,9 @@ class CollectorChoice {
   size_t Failed(bool worked);
 
   // The current collector handed the agent to `target`: that entry when it
-  // is another one of the list, else the first of the ranking other than
-  // the current. Returns current().
+  // is another one of the list; else (no target: that collector takes no
+  // agent now) as Failed(false), so that refusals in a row go through the
+  // whole list. Returns current().
   size_t HandedOff(absl::string_view target);
 
  private:

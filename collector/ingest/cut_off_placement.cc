@@ -13,10 +13,19 @@ HandOffWhileCutOff::HandOffWhileCutOff(
     absl::Duration limit)
     : inner_(inner), cut_off_for_(std::move(cut_off_for)), limit_(limit) {}
 
-bool HandOffWhileCutOff::CutOff(absl::Duration* for_how_long) const {
+bool HandOffWhileCutOff::CutOff(absl::Duration* for_how_long) {
   const absl::Duration cut = cut_off_for_();
   if (for_how_long != nullptr) *for_how_long = cut;
-  return cut > limit_;
+  if (cut > limit_) return true;
+  if (handing_over_.load(std::memory_order_acquire)) {
+    absl::MutexLock lock(&mu_);
+    handing_over_.store(false, std::memory_order_release);
+    most_streams_ = 0;
+    round_ = -1;
+    handed_this_round_ = 0;
+    sent_away_.clear();
+  }
+  return false;
 }
 
 int64_t HandOffWhileCutOff::Round(absl::Duration cut) const {
@@ -25,17 +34,8 @@ int64_t HandOffWhileCutOff::Round(absl::Duration cut) const {
 
 uint64_t HandOffWhileCutOff::Epoch() {
   absl::Duration cut;
-  if (!CutOff(&cut)) {
-    if (handing_over_.load(std::memory_order_acquire)) {
-      absl::MutexLock lock(&mu_);
-      handing_over_.store(false, std::memory_order_release);
-      most_streams_ = 0;
-      round_ = -1;
-      handed_this_round_ = 0;
-    }
-    // The inner epoch with the cut-off state in its low bit.
-    return inner_.Epoch() << 1;
-  }
+  // The inner epoch with the cut-off state in its low bit.
+  if (!CutOff(&cut)) return inner_.Epoch() << 1;
   // Odd while cut off (never 0: 0 means "takes every agent", which a stream
   // does not ask about), and moving every second, so that the open streams
   // the last second's budget left ask again.
@@ -61,6 +61,8 @@ std::optional<HandoffOrder> HandOffWhileCutOff::HandOff(
   {
     absl::MutexLock lock(&mu_);
     handing_over_.store(true, std::memory_order_release);
+    auto it = sent_away_.find(node);
+    if (it != sent_away_.end() && it->second) return std::nullopt;  // back
     most_streams_ = std::max(most_streams_, streams);
     if (round != round_) {
       round_ = round;
@@ -70,7 +72,12 @@ std::optional<HandoffOrder> HandOffWhileCutOff::HandOff(
         1, static_cast<uint64_t>(std::ceil(static_cast<double>(most_streams_) *
                                            kCutOffHandOffRate)));
     if (handed_this_round_ >= budget) return std::nullopt;  // next second
+    // Full: the agent is kept rather than sent away unremembered.
+    if (it == sent_away_.end() && sent_away_.size() >= kMaxRemembered) {
+      return std::nullopt;
+    }
     ++handed_this_round_;
+    sent_away_.try_emplace(node, false);
   }
   return RefusalOrder(cut);
 }
@@ -80,6 +87,18 @@ std::optional<HandoffOrder> HandOffWhileCutOff::HandOffNew(
     uint64_t streams) {
   absl::Duration cut;
   if (!CutOff(&cut)) return inner_.HandOffNew(node, collectors, streams);
+  {
+    absl::MutexLock lock(&mu_);
+    handing_over_.store(true, std::memory_order_release);
+    auto it = sent_away_.find(node);
+    if (it != sent_away_.end()) {
+      // Sent away this outage and back: no other collector took it.
+      it->second = true;
+      return std::nullopt;
+    }
+    if (sent_away_.size() >= kMaxRemembered) return std::nullopt;
+    sent_away_.emplace(node, false);
+  }
   return RefusalOrder(cut);
 }
 

@@ -17,6 +17,14 @@
 // prefer it. An embedded collector has no NATS and never wraps its
 // placement in this.
 //
+// An agent it sent away during this outage that comes back found no other
+// collector that would take it (every collector is cut off: all NATS
+// servers are away, or its other collectors are down): it is taken, and
+// kept until the outage ends, so that agents do not bounce from one
+// cut-off collector to the next with a growing backoff and come back late
+// once NATS does. At most kMaxRemembered nodes are remembered per outage;
+// past that every agent is taken rather than one forgotten.
+//
 //   HandOffWhileCutOff placement(
 //       *member->ingest_placement(),
 //       [nats] { return nats->link_down_for(); }, absl::Seconds(3));
@@ -33,6 +41,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -55,12 +64,14 @@ class HandOffWhileCutOff final : public IngestPlacement {
                      absl::Duration limit);
 
   uint64_t Epoch() override;
-  // An open stream: handed off while cut off, within the second's budget.
+  // An open stream: handed off while cut off, within the second's budget,
+  // unless it came back this outage.
   std::optional<HandoffOrder> HandOff(
       absl::string_view node, const std::vector<std::string>& collectors,
       uint64_t streams) override;
   // A new stream: refused while cut off, whatever the budget (it was not
-  // taken, so refusing it moves nothing).
+  // taken, so refusing it moves nothing), unless this collector sent it
+  // away this outage: then it came back and is taken.
   std::optional<HandoffOrder> HandOffNew(
       absl::string_view node, const std::vector<std::string>& collectors,
       uint64_t streams) override;
@@ -69,10 +80,15 @@ class HandOffWhileCutOff final : public IngestPlacement {
   CollectorWeights Weights(const std::vector<std::string>& collectors) override;
   void Advertise(const std::string& address) override;
 
+  // Nodes remembered as sent away during one outage, at most (see the
+  // overview).
+  static constexpr size_t kMaxRemembered = 65536;
+
  private:
   // Whether this collector hands every agent off now, and for how long it
-  // has been cut off.
-  bool CutOff(absl::Duration* for_how_long = nullptr) const;
+  // has been cut off. Once connected again, ends the hand-over in progress
+  // (its budget and the nodes it sent away).
+  bool CutOff(absl::Duration* for_how_long = nullptr);
   // Which second of the hand-over `cut` falls in (0 the first).
   int64_t Round(absl::Duration cut) const;
   HandoffOrder RefusalOrder(absl::Duration cut) const;
@@ -81,7 +97,7 @@ class HandOffWhileCutOff final : public IngestPlacement {
   const std::function<absl::Duration()> cut_off_for_;
   const absl::Duration limit_;
 
-  // The hand-over in progress; reset by Epoch() once connected again.
+  // The hand-over in progress; reset by CutOff() once connected again.
   std::atomic<bool> handing_over_{false};
   absl::Mutex mu_;
   // The most streams seen open during the hand-over: its budget's base, so
@@ -89,6 +105,9 @@ class HandOffWhileCutOff final : public IngestPlacement {
   uint64_t most_streams_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t round_ ABSL_GUARDED_BY(mu_) = -1;
   uint64_t handed_this_round_ ABSL_GUARDED_BY(mu_) = 0;
+  // The nodes sent away during this outage, and whether each came back
+  // (and is kept until the outage ends).
+  absl::flat_hash_map<std::string, bool> sent_away_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace fabricdiag::collector

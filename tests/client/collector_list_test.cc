@@ -294,6 +294,23 @@ TEST(CollectorChoiceTest, FailsOverFromTheTopAndTriesTheFailedOnesLast) {
   EXPECT_EQ(choice.HandedOff(""), 0u);
 }
 
+// Cut-off collectors refuse without a target: the agent goes through its
+// whole list, never back and forth between its first two, and starts over
+// (the first refusal's collector first) once every one refused.
+TEST(CollectorChoiceTest, RefusalsInARowGoThroughTheWholeList) {
+  // gpu-001 ranks kThree as 2, 0, 1.
+  CollectorChoice choice("gpu-001", kThree);
+  ASSERT_EQ(choice.current(), 2u);
+  EXPECT_EQ(choice.HandedOff(""), 0u);
+  EXPECT_EQ(choice.HandedOff(""), 1u);
+  EXPECT_EQ(choice.HandedOff(""), 2u);
+  EXPECT_EQ(choice.HandedOff(""), 0u);
+  // A collector that names a target: every collector is worth a try again.
+  EXPECT_EQ(choice.HandedOff(kThree[2]), 2u);
+  EXPECT_EQ(choice.HandedOff(""), 0u);
+  EXPECT_EQ(choice.HandedOff(""), 1u);
+}
+
 TEST(CollectorChoiceTest, ListsOfOneStay) {
   CollectorChoice one("gpu-001", {"c0:9811"});
   EXPECT_EQ(one.Failed(true), 0u);

@@ -531,6 +531,32 @@ TEST(HandOffWhileCutOffTest, PacesTheHandOverToATenthOfItsStreamsPerSecond) {
   EXPECT_EQ(handed(10, 5), 1);  // at least one a second
 }
 
+// An agent it sent away that comes back found every other collector cut
+// off too (or down): taken, and kept until the outage ends; the next
+// outage starts with no one remembered.
+TEST(HandOffWhileCutOffTest, TakesBackAnAgentNoOtherCollectorTook) {
+  KeepEveryAgent inner;
+  absl::Duration cut_off = absl::Seconds(4);
+  HandOffWhileCutOff placement(
+      inner, [&cut_off] { return cut_off; }, absl::Seconds(3));
+  // An open stream sent away, back on a new stream.
+  ASSERT_TRUE(placement.HandOff("gpu-001", {}, 1).has_value());
+  EXPECT_EQ(placement.HandOffNew("gpu-001", {}, 0), std::nullopt);
+  cut_off += absl::Seconds(1);  // the next second's budget
+  EXPECT_EQ(placement.HandOff("gpu-001", {}, 1), std::nullopt);
+  // A new stream refused at its Hello, back.
+  ASSERT_TRUE(placement.HandOffNew("gpu-002", {}, 1).has_value());
+  EXPECT_EQ(placement.HandOffNew("gpu-002", {}, 1), std::nullopt);
+  // Another node is still refused.
+  EXPECT_TRUE(placement.HandOffNew("gpu-003", {}, 2).has_value());
+
+  cut_off = absl::ZeroDuration();  // connected: the outage is over
+  EXPECT_EQ(placement.Epoch() & 1, 0u);
+  cut_off = absl::Seconds(4);
+  EXPECT_TRUE(placement.HandOffNew("gpu-002", {}, 1).has_value());
+  EXPECT_TRUE(placement.HandOff("gpu-001", {}, 1).has_value());
+}
+
 // Over a cluster's placement: connected, its answers and epochs pass
 // through; cut off, the epoch moves (open streams ask again) and every
 // node is refused; connected again, the epoch moves back and the inner

@@ -1468,9 +1468,35 @@ TEST_F(UnobservedNodesTest, ACollectorCutOffFromNatsHandsItsAgentsOver) {
 
   nats_.Resume(0);
   const absl::Time resumed = absl::Now();
-  EXPECT_TRUE(testing::Eventually([&] { return Streams(a) == 3; },
-                                  absl::Seconds(40), absl::Milliseconds(300)))
-      << Streams(a) << " agents back on col-a";
+  // Every collector's streams and view while they come back, printed as
+  // they change: where the time went when this fails. Within 50 s: about
+  // 4-13 s here (the returning server's JetStream elections take a few
+  // seconds, during which leases and views lapse, then one hand-back per
+  // collector per second), but an agent handed back while those elections
+  // last can bounce to a collector that handed it off moments before,
+  // which then keeps it LeaderHandoff::kHandBackPause (30 s) before handing
+  // it back again: no ping-pong, at the price of a late return.
+  std::string timeline;
+  std::string last;
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        const std::string now = absl::StrCat(
+            "col-a ", Streams(a), ", col-b ", Streams(c[0]), ", col-c ",
+            Streams(c[1]), " streams; members seen by col-a ",
+            MetricOf(a, "fabricdiag_cluster_members"), ", by col-b ",
+            MetricOf(c[0], "fabricdiag_cluster_members"));
+        if (now != last) {
+          absl::StrAppend(&timeline, "  +",
+                          absl::FormatDuration(absl::Trunc(
+                              absl::Now() - resumed, absl::Milliseconds(100))),
+                          ": ", now, "\n");
+          last = now;
+        }
+        return Streams(a) == 3;
+      },
+      absl::Seconds(50), absl::Milliseconds(300)))
+      << Streams(a) << " agents back on col-a; after the resume:\n"
+      << timeline;
   std::cerr << "the agents were back " << absl::Now() - resumed
             << " after the resume\n";
   for (const Collector& each : c) {

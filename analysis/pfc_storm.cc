@@ -555,4 +555,22 @@ std::vector<Finding> PfcStormFindings(const AnalysisInput& in) {
   return out;
 }
 
+bool IsSourceless(const Finding& f) {
+  return f.kind == kPfcStormKind && f.evidence_text.count(kFaultEvidence) > 0;
+}
+
+void DropSourcelessOnPriorities(const std::set<int>& held_priorities,
+                                std::vector<Finding>* found) {
+  if (held_priorities.empty()) return;
+  found->erase(std::remove_if(found->begin(), found->end(),
+                              [&held_priorities](const Finding& f) {
+                                if (!IsSourceless(f)) return false;
+                                auto p = f.evidence.find("priority");
+                                return p != f.evidence.end() &&
+                                       held_priorities.count(
+                                           static_cast<int>(p->second)) > 0;
+                              }),
+               found->end());
+}
+
 }  // namespace fabricdiag::analysis

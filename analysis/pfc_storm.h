@@ -46,6 +46,7 @@
 // Pure: same input, same findings, sorted by (node, device).
 #pragma once
 
+#include <set>
 #include <vector>
 
 #include "analysis/analyzer.h"
@@ -60,5 +61,17 @@ inline constexpr char kPfcStormKind[] = "pfc_storm";
 // "victim without a visible source" warning per priority. Empty when
 // in.view or in.config is null.
 std::vector<Finding> PfcStormFindings(const AnalysisInput& in);
+
+// Whether `f` is a "victim without a visible source" warning.
+bool IsSourceless(const Finding& f);
+
+// Drops from `found` the source-less warnings of the priorities in
+// `held_priorities`: those on which an open storm's source sits on a node
+// whose findings are held (its agent away, or its collector's features
+// not arriving: what it does now is unknown). While it is out of view its
+// victims are seen without it, and a warning that the source is outside
+// telemetry would be a second finding for the one storm.
+void DropSourcelessOnPriorities(const std::set<int>& held_priorities,
+                                std::vector<Finding>* found);
 
 }  // namespace fabricdiag::analysis

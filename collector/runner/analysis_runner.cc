@@ -17,6 +17,7 @@
 #include "analysis/fabric_view.h"
 #include "analysis/finding.h"
 #include "analysis/nic_ports.h"
+#include "analysis/pfc_storm.h"
 #include "analysis/tp_cross_node.h"
 #include "collector/runner/job_labels.h"
 #include "collector/runner/rate_pass.h"
@@ -25,6 +26,24 @@
 
 namespace fabricdiag::collector {
 namespace {
+
+// The priorities of the open pfc_storm sources on `quiet` nodes (source-less
+// warnings name their fault instead: not sources).
+std::set<int> HeldStormPriorities(
+    const std::vector<v1::Finding>& open,
+    const absl::flat_hash_set<std::string>& quiet) {
+  std::set<int> held;
+  if (quiet.empty()) return held;
+  for (const v1::Finding& f : open) {
+    if (f.kind() != analysis::kPfcStormKind || !quiet.contains(f.node()) ||
+        f.evidence_text().contains(analysis::kFaultEvidence)) {
+      continue;
+    }
+    auto p = f.evidence().find("priority");
+    if (p != f.evidence().end()) held.insert(static_cast<int>(p->second));
+  }
+  return held;
+}
 
 constexpr char kLayoutSource[] = "layout_analyzers";
 constexpr char kRateSource[] = "rate_analyzers";
@@ -285,6 +304,10 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric,
   // So is a node of a finding taken over at a restart or a new term that no
   // collector has heard from since: its agent is still reconnecting.
   HoldUnheardNodes(now, fabric.nodes, &quiet);
+  // A held storm source's victims are still seen: not a second storm.
+  const std::set<int> held = HeldStormPriorities(findings_->Active(), quiet);
+  analysis::DropSourcelessOnPriorities(held, &found.window);
+  analysis::DropSourcelessOnPriorities(held, &found.recent);
   Report(hysteresis_->Step(std::move(found.window), std::move(found.recent),
                            quiet),
          *snapshot, now, kRateSource);

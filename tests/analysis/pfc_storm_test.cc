@@ -279,6 +279,33 @@ TEST(PfcStormTest, VictimWithoutVisibleSource) {
   EXPECT_THAT(f.summary, HasSubstr("victim without a visible source"));
 }
 
+// A storm whose source's node is held (its agent away, its finding kept):
+// the victims, still in view, make a source-less warning, which the runner
+// drops for that priority (DropSourcelessOnPriorities); the held source
+// keeps the one finding. A source finding and other priorities stay.
+TEST(PfcStormTest, ASourcelessWarningOfAHeldSourcesPriorityIsDropped) {
+  TestFabric fabric(1);
+  StuckReceiver(fabric);
+  std::vector<Finding> with_source = Analyze(fabric);
+  ASSERT_THAT(with_source, SizeIs(1));
+  EXPECT_FALSE(IsSourceless(with_source[0]));
+  fabric.Remove("gpu-003", "mlx5_2");  // the source's agent is away
+  std::vector<Finding> found = Analyze(fabric);
+  ASSERT_THAT(found, SizeIs(1));
+  EXPECT_TRUE(IsSourceless(found[0]));
+
+  std::vector<Finding> other_priority = found;
+  DropSourcelessOnPriorities({kP + 1}, &other_priority);
+  EXPECT_THAT(other_priority, SizeIs(1));
+  std::vector<Finding> none_held = found;
+  DropSourcelessOnPriorities({}, &none_held);
+  EXPECT_THAT(none_held, SizeIs(1));
+  DropSourcelessOnPriorities({kP}, &found);
+  EXPECT_THAT(found, IsEmpty());
+  DropSourcelessOnPriorities({kP}, &with_source);
+  EXPECT_THAT(with_source, SizeIs(1));
+}
+
 // One storm whose source is out of sight, its most-paused victim
 // alternating from pass to pass (the switch buffer pauses whichever ingress
 // is busiest): one finding under the port it named first, for as long as

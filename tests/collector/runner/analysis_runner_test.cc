@@ -380,6 +380,13 @@ class FakeExchange final : public FeatureExchange {
     remote.liveness.observed_until = observed_until;
     remote.unobserved = unobserved;
     local.nodes.push_back(remote);
+    if (paused_victim) {
+      // A switch port receiving PFC pause on priority 3 most of the time.
+      analysis::PortView& port = local.window.AddPort("leaf-0", "swp1");
+      port.is_switch_port = true;
+      port.s.rx_pause_fraction[3] = 0.9;
+      local.window.Finish();
+    }
     return local;
   }
   int published = 0;
@@ -388,6 +395,8 @@ class FakeExchange final : public FeatureExchange {
   // vouched for it, and whether its collector's features stopped.
   absl::Time observed_until = absl::InfiniteFuture();
   bool unobserved = false;
+  // Whether the merged view holds a PFC victim.
+  bool paused_victim = false;
 
  private:
   const absl::Time remote_;
@@ -459,6 +468,36 @@ TEST_F(AnalysisRunnerClusterTest, AnUnobservedNodeIsNotFoundDown) {
   runner_->RunOnce();
   ASSERT_THAT(findings_->Active(), ::testing::SizeIs(1));
   EXPECT_EQ(findings_->Active()[0].id(), id);
+}
+
+// A storm opened before a new term, its source's node not heard from
+// since (held while agents reconnect): its victim, still in view, makes no
+// second pfc_storm ("without a visible source") beside it.
+TEST_F(AnalysisRunnerClusterTest, AHeldStormSourcesVictimsOpenNoSecondStorm) {
+  analysis::Finding storm;
+  storm.kind = "pfc_storm";
+  storm.severity = analysis::Severity::kCritical;
+  storm.node = "gpu-away";
+  storm.nodes = {"gpu-away", "leaf-0"};
+  storm.device = "mlx5_0";
+  storm.evidence["priority"] = 3;
+  storm.summary = "gpu-away mlx5_0 has transmitted PFC pause on priority 3";
+  storm.immediate = true;
+  ASSERT_TRUE(findings_->Update({storm}, clock.Now(), "rate_analyzers").ok());
+  role.term = 7;
+  exchange.paused_victim = true;
+  for (int pass = 0; pass < 10; ++pass) {
+    runner_->RunOnce();
+    clock.Advance(absl::Seconds(1));
+    std::vector<std::string> storms;
+    for (const v1::Finding& f : findings_->Active()) {
+      if (f.kind() == "pfc_storm") {
+        storms.push_back(absl::StrCat(f.node(), " ", f.device()));
+      }
+    }
+    EXPECT_THAT(storms, ::testing::ElementsAre("gpu-away mlx5_0"))
+        << "pass " << pass;
+  }
 }
 
 TEST_F(AnalysisRunnerClusterTest, AFollowerMergesPortsOnlyForItsPage) {

@@ -332,8 +332,15 @@ void AnalysisRunner::HoldUnheardNodes(absl::Time now,
                                       absl::flat_hash_set<std::string>* quiet) {
   const bool in_grace = now - seeded_at_ < kUnheardNodesGrace;
   if (!in_grace && !holding_unheard_) return;
+  // Heard from and up: a node heard once since and silent again is still
+  // reconnecting (its agent handed to its preferred collector, or in a
+  // backoff that grows to 30 s).
   absl::flat_hash_set<absl::string_view> heard;
-  for (const NodeFacts& n : facts) heard.insert(n.liveness.node);
+  for (const NodeFacts& n : facts) {
+    if (analysis::IsAgentUp(n.liveness, now, options_.analysis.agent_down)) {
+      heard.insert(n.liveness.node);
+    }
+  }
   std::set<std::string> unheard;
   for (const v1::Finding& f : findings_->Active()) {
     if (!f.node().empty() && !heard.contains(f.node())) {

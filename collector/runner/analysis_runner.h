@@ -140,8 +140,9 @@ class AnalysisRunner {
   static constexpr absl::Duration kViewWantedFor = absl::Minutes(1);
 
   // After a restart, or in a new term, how long the findings taken over
-  // hold for nodes that no collector has heard from since: their agents are
-  // still reconnecting (collector/runner/feature_exchange.h).
+  // hold for nodes that no collector has heard from since, or that are down
+  // again after a first report: their agents are still reconnecting
+  // (collector/runner/feature_exchange.h).
   static constexpr absl::Duration kUnheardNodesGrace = kAgentReconnectGrace;
 
   // Every node of the fabric the latest pass merged, with the collector it
@@ -167,8 +168,9 @@ class AnalysisRunner {
   void RunRateAnalyzers(absl::Time now, FeatureSlice fabric,
                         const TopologyViews& topology);
   // Within kUnheardNodesGrace of the seeding, adds to `quiet` the nodes of
-  // active findings that `facts` do not list, and logs when it starts and
-  // stops holding them.
+  // active findings that `facts` do not list as up (never heard from since,
+  // or heard and silent again: still reconnecting), and logs when it starts
+  // and stops holding them.
   void HoldUnheardNodes(absl::Time now, const std::vector<NodeFacts>& facts,
                         absl::flat_hash_set<std::string>* quiet);
   // One pass of `source` into the store, each finding with its job's

@@ -358,6 +358,61 @@ TEST_F(AnalysisRunnerStateTest, FindingsOfNodesNotHeardSinceARestartHold) {
   EXPECT_EQ(log.find("holding"), log.rfind("holding")) << log;
 }
 
+// After a restart a node's agent reports once, then goes silent past
+// agent_down's limit while it moves on (handed to its preferred collector,
+// or retrying with a growing backoff): within the grace its finding still
+// holds.
+TEST_F(AnalysisRunnerStateTest, AFindingOfANodeHeardOnceThenSilentHolds) {
+  analysis::Finding storm;
+  storm.kind = "pfc_storm";
+  storm.node = "gpu-blip";
+  storm.nodes = {"gpu-blip"};
+  storm.device = "eth0";
+  storm.summary = "gpu-blip eth0 transmits PFC pause 60% of the time";
+  storm.immediate = true;
+  ASSERT_TRUE(findings_->Update({storm}, clock.Now(), "rate_analyzers").ok());
+  ASSERT_EQ(findings_->Active().size(), 1u);
+  const std::string id = findings_->Active()[0].id();
+
+  std::shared_ptr<NodeSeries> blip = series.OpenNode("gpu-blip");
+  ASSERT_TRUE(
+      blip->BeginStream("boot-a", 1000, 1, "ipv4:127.0.0.1:1", clock.Now())
+          .ok());
+  v1::Schema schema;
+  schema.set_schema_id(1);
+  absl::StatusOr<std::vector<uint32_t>> slots = blip->MapSchema(schema);
+  ASSERT_TRUE(slots.ok()) << slots.status();
+  uint64_t seq = 0;
+  auto report = [&] {
+    ReportView r;
+    r.seq = ++seq;
+    r.wall_time_unix_nanos = absl::ToUnixNanos(clock.Now());
+    uint64_t held = 0;
+    EXPECT_EQ(blip->Ingest("boot-a", r, *slots, clock.Now(), &held),
+              NodeSeries::Outcome::kStored);
+  };
+  AnalysisStats stats;
+  AnalysisRunner::Options options;
+  options.analysis.hysteresis.clear_after = 3;
+  OneCollector one;
+  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
+                        clock, one.seams(), options);
+  auto active_id = [&]() -> std::string {
+    for (const v1::Finding& f : findings_->Active()) {
+      if (f.kind() == "pfc_storm") return f.id();
+    }
+    return "";
+  };
+  report();
+  runner.RunOnce();
+  // Silent for 25 s: down after 10 of its 1 s intervals, within the grace.
+  for (int pass = 1; pass <= 25; ++pass) {
+    clock.Advance(absl::Seconds(1));
+    runner.RunOnce();
+    ASSERT_EQ(active_id(), id) << "pass " << pass;
+  }
+}
+
 // A cluster seen from the runner: another collector's silent node merged
 // in, and a lease this collector may or may not hold.
 class FakeExchange final : public FeatureExchange {

@@ -559,16 +559,25 @@ bool IsSourceless(const Finding& f) {
   return f.kind == kPfcStormKind && f.evidence_text.count(kFaultEvidence) > 0;
 }
 
+std::optional<int> StormPriority(
+    const std::map<std::string, double>& evidence) {
+  auto p = evidence.find("priority");
+  if (p == evidence.end() || !(p->second >= 0) || p->second >= kPriorities ||
+      p->second != std::floor(p->second)) {
+    return std::nullopt;
+  }
+  return static_cast<int>(p->second);
+}
+
 void DropSourcelessOnPriorities(const std::set<int>& held_priorities,
                                 std::vector<Finding>* found) {
   if (held_priorities.empty()) return;
   found->erase(std::remove_if(found->begin(), found->end(),
                               [&held_priorities](const Finding& f) {
                                 if (!IsSourceless(f)) return false;
-                                auto p = f.evidence.find("priority");
-                                return p != f.evidence.end() &&
-                                       held_priorities.count(
-                                           static_cast<int>(p->second)) > 0;
+                                const std::optional<int> p =
+                                    StormPriority(f.evidence);
+                                return p && held_priorities.count(*p) > 0;
                               }),
                found->end());
 }

@@ -46,7 +46,10 @@
 // Pure: same input, same findings, sorted by (node, device).
 #pragma once
 
+#include <map>
+#include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "analysis/analyzer.h"
@@ -64,6 +67,11 @@ std::vector<Finding> PfcStormFindings(const AnalysisInput& in);
 
 // Whether `f` is a "victim without a visible source" warning.
 bool IsSourceless(const Finding& f);
+
+// The PFC priority a pfc_storm finding's "priority" evidence names: 0..7,
+// or nullopt for anything else (absent, NaN, out of range, fractional: a
+// finding read back from a store is not trusted to hold a sane number).
+std::optional<int> StormPriority(const std::map<std::string, double>& evidence);
 
 // Drops from `found` the source-less warnings of the priorities in
 // `held_priorities`: those on which an open storm's source sits on a node

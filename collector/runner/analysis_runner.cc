@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -39,8 +40,11 @@ std::set<int> HeldStormPriorities(
         f.evidence_text().contains(analysis::kFaultEvidence)) {
       continue;
     }
-    auto p = f.evidence().find("priority");
-    if (p != f.evidence().end()) held.insert(static_cast<int>(p->second));
+    const std::map<std::string, double> evidence(f.evidence().begin(),
+                                                 f.evidence().end());
+    if (std::optional<int> p = analysis::StormPriority(evidence)) {
+      held.insert(*p);
+    }
   }
   return held;
 }

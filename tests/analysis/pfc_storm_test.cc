@@ -306,6 +306,26 @@ TEST(PfcStormTest, ASourcelessWarningOfAHeldSourcesPriorityIsDropped) {
   EXPECT_THAT(with_source, SizeIs(1));
 }
 
+// Priorities read back from a store are not trusted: only 0..7 count.
+TEST(PfcStormTest, OnlyASanePriorityIsAStormPriority) {
+  EXPECT_EQ(StormPriority({{"priority", 3}}), 3);
+  EXPECT_EQ(StormPriority({{"priority", 0}}), 0);
+  for (double bad : {-1.0, 8.0, 2.5, 1e300, -kInf, kInf,
+                     std::numeric_limits<double>::quiet_NaN()}) {
+    EXPECT_EQ(StormPriority({{"priority", bad}}), std::nullopt) << bad;
+  }
+  EXPECT_EQ(StormPriority({}), std::nullopt);
+  // A source-less warning whose priority is garbage is never dropped.
+  TestFabric fabric(1);
+  StuckReceiver(fabric);
+  fabric.Remove("gpu-003", "mlx5_2");
+  std::vector<Finding> found = Analyze(fabric);
+  ASSERT_THAT(found, SizeIs(1));
+  found[0].evidence["priority"] = std::numeric_limits<double>::quiet_NaN();
+  DropSourcelessOnPriorities({0, 1, 2, 3, 4, 5, 6, 7}, &found);
+  EXPECT_THAT(found, SizeIs(1));
+}
+
 // One storm whose source is out of sight, its most-paused victim
 // alternating from pass to pass (the switch buffer pauses whichever ingress
 // is busiest): one finding under the port it named first, for as long as

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -202,6 +203,31 @@ class AnalysisRunnerStateTest : public ::testing::Test {
     ASSERT_TRUE(findings_->Load().ok());
   }
 
+  // An agent of `node` streaming to this collector's series store: each
+  // call of the returned function stores one report (no counters) at the
+  // clock's time.
+  std::function<void()> StartEmptyAgent(const std::string& node) {
+    std::shared_ptr<NodeSeries> series_of = series.OpenNode(node);
+    EXPECT_TRUE(
+        series_of
+            ->BeginStream("boot-a", 1000, 1, "ipv4:127.0.0.1:1", clock.Now())
+            .ok());
+    v1::Schema schema;
+    schema.set_schema_id(1);
+    absl::StatusOr<std::vector<uint32_t>> slots = series_of->MapSchema(schema);
+    EXPECT_TRUE(slots.ok()) << slots.status();
+    auto seq = std::make_shared<uint64_t>(0);
+    return [this, series_of, seq,
+            mapped = slots.value_or(std::vector<uint32_t>{})] {
+      ReportView report;
+      report.seq = ++*seq;
+      report.wall_time_unix_nanos = absl::ToUnixNanos(clock.Now());
+      uint64_t held = 0;
+      EXPECT_EQ(series_of->Ingest("boot-a", report, mapped, clock.Now(), &held),
+                NodeSeries::Outcome::kStored);
+    };
+  }
+
   agent::ScopedTempDir tmp_;
   FakeClock clock{absl::FromUnixSeconds(1795000000)};
   std::unique_ptr<StateStore> state_;
@@ -298,15 +324,7 @@ TEST_F(AnalysisRunnerStateTest, FindingsOfNodesNotHeardSinceARestartHold) {
   ASSERT_EQ(ids.size(), 2u);
 
   // gpu-back's agent reconnects at once and reports every second, healthy.
-  std::shared_ptr<NodeSeries> back = series.OpenNode("gpu-back");
-  ASSERT_TRUE(
-      back->BeginStream("boot-a", 1000, 1, "ipv4:127.0.0.1:1", clock.Now())
-          .ok());
-  v1::Schema schema;
-  schema.set_schema_id(1);
-  absl::StatusOr<std::vector<uint32_t>> slots = back->MapSchema(schema);
-  ASSERT_TRUE(slots.ok()) << slots.status();
-  uint64_t seq = 0;
+  std::function<void()> back = StartEmptyAgent("gpu-back");
   AnalysisStats stats;
   AnalysisRunner::Options options;
   options.analysis.hysteresis.clear_after = 3;
@@ -314,12 +332,7 @@ TEST_F(AnalysisRunnerStateTest, FindingsOfNodesNotHeardSinceARestartHold) {
   AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
                         clock, one.seams(), options);
   auto pass = [&] {
-    ReportView report;
-    report.seq = ++seq;
-    report.wall_time_unix_nanos = absl::ToUnixNanos(clock.Now());
-    uint64_t held = 0;
-    EXPECT_EQ(back->Ingest("boot-a", report, *slots, clock.Now(), &held),
-              NodeSeries::Outcome::kStored);
+    back();
     runner.RunOnce();
     clock.Advance(absl::Seconds(1));
     std::map<std::string, std::string> active;
@@ -374,23 +387,7 @@ TEST_F(AnalysisRunnerStateTest, AFindingOfANodeHeardOnceThenSilentHolds) {
   ASSERT_EQ(findings_->Active().size(), 1u);
   const std::string id = findings_->Active()[0].id();
 
-  std::shared_ptr<NodeSeries> blip = series.OpenNode("gpu-blip");
-  ASSERT_TRUE(
-      blip->BeginStream("boot-a", 1000, 1, "ipv4:127.0.0.1:1", clock.Now())
-          .ok());
-  v1::Schema schema;
-  schema.set_schema_id(1);
-  absl::StatusOr<std::vector<uint32_t>> slots = blip->MapSchema(schema);
-  ASSERT_TRUE(slots.ok()) << slots.status();
-  uint64_t seq = 0;
-  auto report = [&] {
-    ReportView r;
-    r.seq = ++seq;
-    r.wall_time_unix_nanos = absl::ToUnixNanos(clock.Now());
-    uint64_t held = 0;
-    EXPECT_EQ(blip->Ingest("boot-a", r, *slots, clock.Now(), &held),
-              NodeSeries::Outcome::kStored);
-  };
+  std::function<void()> report = StartEmptyAgent("gpu-blip");
   AnalysisStats stats;
   AnalysisRunner::Options options;
   options.analysis.hysteresis.clear_after = 3;

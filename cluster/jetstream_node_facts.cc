@@ -144,6 +144,7 @@ absl::Status JetStreamNodeFacts::Delete(absl::string_view node) {
   // At once, so that a Put of the node from now on is compared with
   // nothing (and written) even before the watcher brings the delete back.
   cache_.Remove(node);
+  awaiting_delete_.insert(std::string(node));
   Pending remove;
   remove.facts.set_node(std::string(node));
   remove.remove = true;
@@ -256,7 +257,14 @@ void JetStreamNodeFacts::WriteLoop() {
                                   : " (dropped)"));
     }
     failing = true;
-    if (!absl::IsUnavailable(written) || nats_->closed()) continue;
+    if (!absl::IsUnavailable(written) || nats_->closed()) {
+      if (pending.remove) {
+        // Dropped: no delete will come back to end the wait.
+        absl::MutexLock lock(&mu_);
+        awaiting_delete_.erase(pending.facts.node());
+      }
+      continue;
+    }
     Requeue(pending);
     if (!Pause(kRetryPause)) return;
   }
@@ -269,9 +277,17 @@ void JetStreamNodeFacts::ApplyEntry(kvEntry* entry) {
     // Deleted by `nodes forget` on any collector, or deleted or purged by
     // hand: the node's facts go until its agent reports them again. A
     // delete of a key that names no node holds nothing to drop.
-    if (node.has_value()) cache_.Remove(*node);
+    if (node.has_value()) {
+      absl::MutexLock lock(&mu_);
+      awaiting_delete_.erase(*node);
+      cache_.Remove(*node);
+    }
     return;
   }
+  // Held while the entry is applied, so that a Delete cannot come between
+  // the check and the cache.
+  absl::ReleasableMutexLock lock(&mu_);
+  if (node.has_value() && awaiting_delete_.contains(*node)) return;
   std::string why;
   v1::NodeFacts facts;
   if (!node.has_value()) {
@@ -290,6 +306,7 @@ void JetStreamNodeFacts::ApplyEntry(kvEntry* entry) {
   } else {
     return;
   }
+  lock.Release();
   const uint64_t skipped = skipped_.fetch_add(1) + 1;
   if (skipped <= kSkipsLogged || skipped % 1000 == 0) {
     LogWarning(absl::StrCat("node facts: bucket ", options_.bucket, " key ",

@@ -62,6 +62,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -177,6 +178,10 @@ class JetStreamNodeFacts final : public collector::NodeFactsStore {
   std::deque<std::string> order_ ABSL_GUARDED_BY(mu_);
   // What the writer is writing now (taken off the queue).
   std::optional<Pending> in_flight_ ABSL_GUARDED_BY(mu_);
+  // Nodes deleted here whose delete the watcher has not brought back yet:
+  // a value of theirs it brings meanwhile was written before the delete
+  // (the bucket keeps the order), so it must not fill the cache again.
+  absl::flat_hash_set<std::string> awaiting_delete_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 
   // Set once the first watcher replayed the bucket.

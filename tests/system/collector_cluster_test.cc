@@ -1267,6 +1267,12 @@ TEST_F(ClusterStoryTest, FindingsSurviveTheBusiestCollectorAndARestart) {
     EXPECT_EQ(ActiveId(each, "hot_expert_incast", "gpu-001", "mlx5_2"), hot)
         << each.name << ": " << Cli(each, {"findings", "--all"}).out;
   }
+  if (HasFailure()) {
+    for (const Collector& each : c) {
+      std::cout << "--- " << each.name << "'s log since the restart:\n"
+                << each.process->Stderr();
+    }
+  }
   for (auto& agent : agents) {
     agent->Signal(SIGTERM);
     EXPECT_EQ(agent->Wait(absl::Seconds(10)), 0);
@@ -1433,13 +1439,24 @@ TEST_F(UnobservedNodesTest, ACollectorCutOffFromNatsHandsItsAgentsOver) {
     ASSERT_GT(each.grpc, 0);
     targets.push_back(absl::StrCat("127.0.0.1:", each.grpc));
   }
-  // Three nodes whose agents rank col-a first.
-  std::vector<std::unique_ptr<Subprocess>> agents;
-  for (int i = 0; agents.size() < 3 && i < 100; ++i) {
-    const std::string node = absl::StrCat("gpu-a", i);
-    if (client::RankCollectors(node, targets)[0] == 2) {
-      agents.push_back(StartAgent(node, targets));
+  // Three nodes whose agents rank col-a first whichever collector leads
+  // (the leader weighs LeaderHandoff::kLeaderWeight in the ranking, and
+  // the lease may move to col-a while the returning server's JetStream
+  // elections run).
+  const auto prefers_a = [&](const std::string& node) {
+    const double w = cluster::LeaderHandoff::kLeaderWeight;
+    for (const std::vector<double>& weights : std::vector<std::vector<double>>{
+             {1, 1, 1}, {w, 1, 1}, {1, w, 1}, {1, 1, w}}) {
+      if (client::RankCollectors(node, targets, weights)[0] != 2) {
+        return false;
+      }
     }
+    return true;
+  };
+  std::vector<std::unique_ptr<Subprocess>> agents;
+  for (int i = 0; agents.size() < 3 && i < 200; ++i) {
+    const std::string node = absl::StrCat("gpu-a", i);
+    if (prefers_a(node)) agents.push_back(StartAgent(node, targets));
   }
   ASSERT_EQ(agents.size(), 3u);
   ASSERT_TRUE(testing::Eventually(
@@ -1499,7 +1516,13 @@ TEST_F(UnobservedNodesTest, ACollectorCutOffFromNatsHandsItsAgentsOver) {
             "col-a ", Streams(a), ", col-b ", Streams(c[0]), ", col-c ",
             Streams(c[1]), " streams; members seen by col-a ",
             MetricOf(a, "fabricdiag_cluster_members"), ", by col-b ",
-            MetricOf(c[0], "fabricdiag_cluster_members"));
+            MetricOf(c[0], "fabricdiag_cluster_members"), "; leading:",
+            MetricOf(a, "fabricdiag_cluster_analysis_leader") == 1 ? " col-a"
+                                                                   : "",
+            MetricOf(c[0], "fabricdiag_cluster_analysis_leader") == 1 ? " col-b"
+                                                                      : "",
+            MetricOf(c[1], "fabricdiag_cluster_analysis_leader") == 1 ? " col-c"
+                                                                      : "");
         if (now != last) {
           absl::StrAppend(&timeline, "  +",
                           absl::FormatDuration(absl::Trunc(
@@ -1513,7 +1536,8 @@ TEST_F(UnobservedNodesTest, ACollectorCutOffFromNatsHandsItsAgentsOver) {
       << Streams(a) << " agents back on col-a; after the resume:\n"
       << timeline;
   std::cerr << "the agents were back " << absl::Now() - resumed
-            << " after the resume\n";
+            << " after the resume:\n"
+            << timeline;
   for (const Collector& each : c) {
     EXPECT_EQ(DownNodes(each), "") << each.name;
   }

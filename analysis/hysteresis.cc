@@ -104,7 +104,9 @@ uint32_t Hysteresis::RecentMask() const {
 // NOLINTNEXTLINE(performance-unnecessary-value-param)
 std::vector<Finding> Hysteresis::Step(
     std::vector<Finding> candidates, std::vector<Finding> recent,
-    const absl::flat_hash_set<std::string>& quiet) {
+    const absl::flat_hash_set<std::string>& quiet,
+    const absl::flat_hash_set<std::pair<std::string, std::string>>&
+        quiet_groups) {
   KeepFaultKeys(&candidates);
   KeepFaultKeys(&recent);
   std::map<Key, Finding> now = ByKey(std::move(candidates));
@@ -123,8 +125,12 @@ std::vector<Finding> Hysteresis::Step(
     State& s = it->second;
     const bool absent =
         now.count(it->first) == 0 && fresh.count(it->first) == 0;
-    if (absent && quiet.contains(std::get<2>(it->first))) {
-      // Nothing known of the node this pass: the state holds.
+    if (absent && (quiet.contains(std::get<2>(it->first)) ||
+                   (!std::get<4>(it->first).empty() &&
+                    quiet_groups.contains(std::make_pair(
+                        std::get<1>(it->first), std::get<4>(it->first)))))) {
+      // Nothing known of the node this pass, or of a member of its group:
+      // the state holds.
       ++it;
       continue;
     }

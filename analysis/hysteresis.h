@@ -37,6 +37,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -61,11 +62,16 @@ class Hysteresis {
   // (the finding's `node`) absent from this pass neither counts down nor
   // up, so an agent restart mid-fault neither resolves its finding nor
   // reopens it under a new id; it counts again once the node reports, or
-  // once agent_down finds it down. Returns every finding open after this
-  // pass, sorted by key.
-  std::vector<Finding> Step(std::vector<Finding> candidates,
-                            std::vector<Finding> recent = {},
-                            const absl::flat_hash_set<std::string>& quiet = {});
+  // once agent_down finds it down. `quiet_groups`: (job, group) pairs of
+  // which a member is quiet in that sense (or not heard from yet): a
+  // condition of that group, judged against its members (a hot expert
+  // against the group's median), is held the same way. Returns every
+  // finding open after this pass, sorted by key.
+  std::vector<Finding> Step(
+      std::vector<Finding> candidates, std::vector<Finding> recent = {},
+      const absl::flat_hash_set<std::string>& quiet = {},
+      const absl::flat_hash_set<std::pair<std::string, std::string>>&
+          quiet_groups = {});
 
   // Conditions being tracked (open or counting up).
   size_t tracked() const { return states_.size(); }

@@ -308,12 +308,17 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric,
   // So is a node of a finding taken over at a restart or a new term that no
   // collector has heard from since: its agent is still reconnecting.
   HoldUnheardNodes(now, fabric.nodes, &quiet);
+  // And one whose agent connected a moment ago: its rates are not there
+  // yet.
+  HoldRatelessNodes(now, fabric.nodes, *view, &quiet);
+  const absl::flat_hash_set<std::pair<std::string, std::string>> quiet_groups =
+      QuietGroups(now, *snapshot, fabric.nodes, quiet);
   // A held storm source's victims are still seen: not a second storm.
   const std::set<int> held = HeldStormPriorities(findings_->Active(), quiet);
   analysis::DropSourcelessOnPriorities(held, &found.window);
   analysis::DropSourcelessOnPriorities(held, &found.recent);
   Report(hysteresis_->Step(std::move(found.window), std::move(found.recent),
-                           quiet),
+                           quiet, quiet_groups),
          *snapshot, now, kRateSource);
   // Every baselines_every; and at once when the last write held none (a
   // leader's first pass, before its NICs had traffic), so that a failover
@@ -381,6 +386,72 @@ void AnalysisRunner::HoldUnheardNodes(absl::Time now,
   }
   holding_unheard_ = !unheard.empty();
   for (const std::string& node : unheard) quiet->insert(node);
+}
+
+void AnalysisRunner::HoldRatelessNodes(
+    absl::Time now, const std::vector<NodeFacts>& facts,
+    const analysis::FabricView& view, absl::flat_hash_set<std::string>* quiet) {
+  absl::flat_hash_map<std::string, absl::Time> rateless;
+  for (const NodeFacts& n : facts) {
+    const std::string& node = n.liveness.node;
+    if (quiet->contains(node) ||
+        !analysis::IsAgentUp(n.liveness, now, options_.analysis.agent_down)) {
+      continue;
+    }
+    // Traffic ports (those whose samples the view counts), none with a
+    // report in the window.
+    bool counted = false;
+    bool rated = false;
+    const analysis::FabricView::NodePorts ports = view.PortsOfNode(node);
+    for (uint32_t i = ports.begin; i < ports.end && !rated; ++i) {
+      const analysis::SampleEvidence& e = view.ports()[i].samples;
+      counted = counted || e.expected_reports > 0;
+      rated = e.reports > 0;
+    }
+    if (!counted || rated) continue;
+    auto before = rateless_since_.find(node);
+    const absl::Time since =
+        before == rateless_since_.end() ? now : before->second;
+    rateless.emplace(node, since);
+    if (now - since < kRatelessHold) quiet->insert(node);
+  }
+  rateless_since_ = std::move(rateless);
+}
+
+absl::flat_hash_set<std::pair<std::string, std::string>>
+AnalysisRunner::QuietGroups(absl::Time now, const RegistrySnapshot& layouts,
+                            const std::vector<NodeFacts>& facts,
+                            const absl::flat_hash_set<std::string>& quiet) {
+  absl::flat_hash_set<std::pair<std::string, std::string>> held;
+  absl::flat_hash_set<std::pair<std::string, std::string>> judged;
+  const bool in_grace = now - seeded_at_ < kUnheardNodesGrace;
+  absl::flat_hash_set<absl::string_view> up;
+  if (in_grace) {
+    for (const NodeFacts& n : facts) {
+      if (analysis::IsAgentUp(n.liveness, now, options_.analysis.agent_down)) {
+        up.insert(n.liveness.node);
+      }
+    }
+  }
+  for (const v1::Finding& f : findings_->Active()) {
+    if (f.job().empty() || f.group().empty()) continue;
+    std::pair<std::string, std::string> key(f.job(), f.group());
+    if (!judged.insert(key).second) continue;
+    auto layout = layouts.layouts.find(f.job());
+    if (layout == layouts.layouts.end()) continue;
+    const analysis::LayoutModel& model = layout->second->model;
+    absl::StatusOr<analysis::GroupId> group =
+        analysis::ParseGroupName(f.group());
+    if (!group.ok() || group->index >= model.NumGroups(group->dim)) continue;
+    for (uint32_t rank : model.Group(group->dim, group->index)) {
+      const std::string& host = model.Hosts()[model.Rank(rank).host];
+      if (quiet.contains(host) || (in_grace && !up.contains(host))) {
+        held.insert(std::move(key));
+        break;
+      }
+    }
+  }
+  return held;
 }
 
 void AnalysisRunner::LoadBaselines(absl::Time now,

@@ -41,8 +41,10 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/time/time.h"
 #include "analysis/analysis_config.h"
@@ -144,6 +146,11 @@ class AnalysisRunner {
   // again after a first report: their agents are still reconnecting
   // (collector/runner/feature_exchange.h).
   static constexpr absl::Duration kUnheardNodesGrace = kAgentReconnectGrace;
+  // How long the findings of a node heard from but without a rate yet hold
+  // (HoldRatelessNodes): its second report comes an interval after the
+  // first; a node that stays without rates longer (its counters never
+  // read) is judged on what is seen.
+  static constexpr absl::Duration kRatelessHold = absl::Seconds(30);
 
   // Every node of the fabric the latest pass merged, with the collector it
   // came from: in a cluster, the other collectors' nodes too (their
@@ -173,6 +180,23 @@ class AnalysisRunner {
   // and stops holding them.
   void HoldUnheardNodes(absl::Time now, const std::vector<NodeFacts>& facts,
                         absl::flat_hash_set<std::string>* quiet);
+  // Adds to `quiet` the nodes up in `facts` that `view` holds traffic
+  // ports of but no rate yet (no report in the window moved past the first:
+  // a rate takes two reports): their agents just connected, here or, in a
+  // cluster, to another collector after a failover or a hand-back. Each
+  // node for at most kRatelessHold; the rest are forgotten.
+  void HoldRatelessNodes(absl::Time now, const std::vector<NodeFacts>& facts,
+                         const analysis::FabricView& view,
+                         absl::flat_hash_set<std::string>* quiet);
+  // The (job, group) of each active finding that names a group of a
+  // declared layout with a member host in `quiet` or, within
+  // kUnheardNodesGrace of the seeding, not up in `facts`: such a finding
+  // compares a NIC with its group (a hot expert with the group's median),
+  // which cannot be judged while a member is not seen.
+  absl::flat_hash_set<std::pair<std::string, std::string>> QuietGroups(
+      absl::Time now, const RegistrySnapshot& layouts,
+      const std::vector<NodeFacts>& facts,
+      const absl::flat_hash_set<std::string>& quiet);
   // One pass of `source` into the store, each finding with its job's
   // labels (collector/runner/job_labels.h).
   void Report(std::vector<analysis::Finding> reports,
@@ -214,6 +238,8 @@ class AnalysisRunner {
   absl::Time seeded_at_ = absl::InfinitePast();
   // The last pass held findings of nodes not heard from (HoldUnheardNodes).
   bool holding_unheard_ = false;
+  // Nodes up without a rate at the last pass, since when (HoldRatelessNodes).
+  absl::flat_hash_map<std::string, absl::Time> rateless_since_;
   // When the baselines were last written (Seams::baselines).
   absl::Time baselines_written_ = absl::InfinitePast();
   // The last write held no baseline.

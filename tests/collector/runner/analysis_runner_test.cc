@@ -410,11 +410,93 @@ TEST_F(AnalysisRunnerStateTest, AFindingOfANodeHeardOnceThenSilentHolds) {
   }
 }
 
+// A hot expert open before a restart, on gpu-000 of an expert-parallel
+// group whose other member, gpu-001, has not reported since: gpu-000's
+// agent is back, but the group's median cannot be taken without gpu-001,
+// so the finding holds (same id) while gpu-001 is not heard from, within
+// kUnheardNodesGrace. Once gpu-001 reports and the condition is gone, it
+// resolves after clear_after passes; a member that never comes back
+// holds it only for the grace.
+TEST_F(AnalysisRunnerStateTest, AGroupFindingHoldsWhileAMemberIsNotHeard) {
+  v1::Layout moe;
+  moe.set_job("moe");
+  moe.set_gpus_per_node(1);
+  moe.mutable_parallelism()->set_tp(1);
+  moe.mutable_parallelism()->set_pp(1);
+  moe.mutable_parallelism()->set_dp(2);
+  moe.mutable_parallelism()->set_ep(2);
+  moe.add_hosts("gpu-000");
+  moe.add_hosts("gpu-001");
+  ASSERT_TRUE(registry_->Apply(moe).ok());
+  analysis::Finding hot;
+  hot.kind = "hot_expert_incast";
+  hot.job = "moe";
+  hot.group = "ep:0";
+  hot.node = "gpu-000";
+  hot.nodes = {"gpu-000"};
+  hot.device = "mlx5_0";
+  hot.summary = "gpu-000 mlx5_0 receives 4.8x the median of ep:0";
+  hot.immediate = true;
+  auto active_id = [&]() -> std::string {
+    for (const v1::Finding& f : findings_->Active()) {
+      if (f.kind() == "hot_expert_incast") return f.id();
+    }
+    return "";
+  };
+  auto open = [&] {
+    EXPECT_TRUE(findings_->Update({hot}, clock.Now(), "rate_analyzers").ok());
+    return active_id();
+  };
+  AnalysisStats stats;
+  AnalysisRunner::Options options;
+  options.analysis.hysteresis.clear_after = 3;
+  std::function<void()> first = StartEmptyAgent("gpu-000");
+  std::function<void()> second;
+  {
+    const std::string id = open();
+    OneCollector one;
+    AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
+                          clock, one.seams(), options);
+    auto pass = [&] {
+      first();
+      if (second) second();
+      runner.RunOnce();
+      clock.Advance(absl::Seconds(1));
+      return active_id();
+    };
+    for (int i = 1; i <= 10; ++i) {
+      ASSERT_EQ(pass(), id) << "pass " << i << ": gpu-001 not heard yet";
+    }
+    second = StartEmptyAgent("gpu-001");
+    int passes = 1;
+    while (!pass().empty() && passes <= 10) ++passes;
+    EXPECT_EQ(passes, options.analysis.hysteresis.clear_after)
+        << "judged once every member reports";
+  }
+  // A restart; gpu-001 gone for good.
+  second = nullptr;
+  clock.Advance(absl::Minutes(5));
+  const std::string id = open();
+  OneCollector one;
+  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
+                        clock, one.seams(), options);
+  const absl::Time start = clock.Now();
+  while (!active_id().empty() && clock.Now() - start < absl::Seconds(120)) {
+    EXPECT_EQ(active_id(), id);
+    first();
+    runner.RunOnce();
+    clock.Advance(absl::Seconds(1));
+  }
+  EXPECT_GE(clock.Now() - start, AnalysisRunner::kUnheardNodesGrace);
+  EXPECT_LE(clock.Now() - start,
+            AnalysisRunner::kUnheardNodesGrace + absl::Seconds(5));
+}
+
 // A cluster seen from the runner: another collector's silent node merged
 // in, and a lease this collector may or may not hold.
 class FakeExchange final : public FeatureExchange {
  public:
-  explicit FakeExchange(absl::Time remote_report) : remote_(remote_report) {}
+  explicit FakeExchange(absl::Time last_report) : remote_report(last_report) {}
   std::string Describe() const override { return "fake"; }
   absl::Status Publish(const FeatureSlice& /*local*/,
                        absl::Time /*now*/) override {
@@ -426,12 +508,17 @@ class FakeExchange final : public FeatureExchange {
     scopes.push_back(scope);
     NodeFacts remote;
     remote.liveness.node = "gpu-remote";
-    remote.liveness.last_report = remote_;
+    remote.liveness.last_report = remote_report;
     remote.liveness.interval = absl::Seconds(1);
     remote.liveness.ever_reported = true;
     remote.liveness.observed_until = observed_until;
     remote.unobserved = unobserved;
     local.nodes.push_back(remote);
+    if (remote_samples.has_value()) {
+      analysis::PortView& port = local.window.AddPort("gpu-remote", "mlx5_0");
+      port.samples = *remote_samples;
+      local.window.Finish();
+    }
     if (paused_victim) {
       // A switch port receiving PFC pause on priority 3 most of the time.
       analysis::PortView& port = local.window.AddPort("leaf-0", "swp1");
@@ -449,9 +536,10 @@ class FakeExchange final : public FeatureExchange {
   bool unobserved = false;
   // Whether the merged view holds a PFC victim.
   bool paused_victim = false;
-
- private:
-  const absl::Time remote_;
+  // The remote node's last report, and how its traffic samples lie in the
+  // window (its port mlx5_0 is in the view when set).
+  absl::Time remote_report;
+  std::optional<analysis::SampleEvidence> remote_samples;
 };
 
 class FakeRole final : public AnalysisRole {
@@ -550,6 +638,59 @@ TEST_F(AnalysisRunnerClusterTest, AHeldStormSourcesVictimsOpenNoSecondStorm) {
     EXPECT_THAT(storms, ::testing::ElementsAre("gpu-away mlx5_0"))
         << "pass " << pass;
   }
+}
+
+// A storm source's agent moved to another collector (a failover, a
+// hand-back): heard there, but its first report makes no rate yet. Its
+// finding holds (same id) while it has none, for at most kRatelessHold;
+// once its rates are in the view and the storm is gone, it resolves after
+// clear_after passes.
+TEST_F(AnalysisRunnerClusterTest, ANodeWithoutRatesYetHoldsItsFindings) {
+  analysis::Finding storm;
+  storm.kind = "pfc_storm";
+  storm.severity = analysis::Severity::kCritical;
+  storm.node = "gpu-remote";
+  storm.nodes = {"gpu-remote"};
+  storm.device = "mlx5_0";
+  storm.evidence["priority"] = 3;
+  storm.summary = "gpu-remote mlx5_0 has transmitted PFC pause on priority 3";
+  storm.immediate = true;
+  ASSERT_TRUE(findings_->Update({storm}, clock.Now(), "rate_analyzers").ok());
+  const std::string id = findings_->Active()[0].id();
+  role.term = 7;
+  analysis::SampleEvidence no_rate_yet;
+  no_rate_yet.expected_reports = 5;
+  exchange.remote_samples = no_rate_yet;
+  auto pass = [&] {
+    exchange.remote_report = clock.Now();
+    runner_->RunOnce();
+    clock.Advance(absl::Seconds(1));
+    std::vector<std::string> ids;
+    for (const v1::Finding& f : findings_->Active()) ids.push_back(f.id());
+    return ids;
+  };
+  for (int i = 1; i <= 10; ++i) {
+    ASSERT_THAT(pass(), ::testing::ElementsAre(id)) << "pass " << i;
+  }
+  analysis::SampleEvidence rated = no_rate_yet;
+  rated.reports = 4;
+  exchange.remote_samples = rated;
+  int passes = 0;
+  while (!pass().empty() && passes < 10) ++passes;
+  EXPECT_EQ(passes, analysis::HysteresisConfig{}.clear_after - 1)
+      << "resolved as any finding whose condition is gone";
+
+  // Without a rate past kRatelessHold: judged on what is seen.
+  ASSERT_TRUE(findings_->Update({storm}, clock.Now(), "rate_analyzers").ok());
+  exchange.remote_samples = no_rate_yet;
+  role.term = 8;  // a new term takes the open finding over
+  const absl::Time start = clock.Now();
+  passes = 0;
+  while (!pass().empty() && passes < 100) ++passes;
+  EXPECT_GE(clock.Now() - start, AnalysisRunner::kRatelessHold);
+  EXPECT_LE(clock.Now() - start,
+            AnalysisRunner::kRatelessHold +
+                absl::Seconds(analysis::HysteresisConfig{}.clear_after + 1));
 }
 
 TEST_F(AnalysisRunnerClusterTest, AFollowerMergesPortsOnlyForItsPage) {

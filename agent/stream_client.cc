@@ -342,6 +342,11 @@ void StreamClient::WriteUntilEnd(IngestStream* stream) {
       hello->add_collectors(target);
     }
   }
+  {
+    // What another collector acknowledged is not resent, and not lost.
+    std::lock_guard<std::mutex> lock(mu_);
+    hello->set_acked_seq(stats_.last_acked_seq);
+  }
   if (!stream->Write(msg)) return;
   StreamCursor cursor;
   PendingWrites pending;

@@ -318,6 +318,9 @@ IngestSession::Reply IngestSession::OnHello(const v1::Hello& hello) {
         RejectReason::kDuplicateNode,
         absl::StrCat("node ", hello.node(), ": ", held.status().message()));
   }
+  if (hello.acked_seq() > 0) {
+    node->AckedElsewhere(hello.boot_id(), hello.acked_seq());
+  }
   node_name_ = hello.node();
   boot_id_ = hello.boot_id();
   from_bridge_ =

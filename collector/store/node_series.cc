@@ -72,8 +72,14 @@ absl::StatusOr<uint64_t> NodeSeries::BeginStream(absl::string_view boot_id,
     // their history; the sample clock k simply continues.
     boot_id_ = std::string(boot_id);
     held_seq_ = 0;
+    acked_elsewhere_ = 0;
   }
   return held_seq_;
+}
+
+void NodeSeries::AckedElsewhere(absl::string_view boot_id, uint64_t seq) {
+  absl::MutexLock lock(&mu_);
+  if (boot_id == boot_id_) acked_elsewhere_ = std::max(acked_elsewhere_, seq);
 }
 
 absl::StatusOr<std::vector<uint32_t>> NodeSeries::MapSchema(
@@ -172,10 +178,14 @@ NodeSeries::Outcome NodeSeries::Ingest(absl::string_view boot_id,
   }
   // The first report held of a boot may start anywhere (reports before it
   // were acknowledged to a previous collector process); later gaps are
-  // reports the agent dropped from its full buffer.
+  // reports the agent dropped from its full buffer, but for those another
+  // collector acknowledged.
   if (held_seq_ != 0 && report.seq > held_seq_ + 1) {
     const uint64_t skipped = report.seq - held_seq_ - 1;
-    missing_reports_ += skipped;
+    const uint64_t stored_up_to = std::max(held_seq_, acked_elsewhere_);
+    if (report.seq > stored_up_to + 1) {
+      missing_reports_ += report.seq - stored_up_to - 1;
+    }
     // Dropped reports leave a hole in the time axis (at most one window).
     const uint64_t holes = std::min<uint64_t>(skipped, time_capacity_);
     for (uint64_t h = 0; h < holes; ++h) {

@@ -108,6 +108,12 @@ class NodeSeries {
   absl::StatusOr<uint64_t> BeginStream(absl::string_view boot_id,
                                        uint32_t interval_ms, uint64_t stream,
                                        absl::string_view peer, absl::Time now);
+  // The agent's Hello says a collector acknowledged the reports of
+  // `boot_id` up to `seq` (another collector of a cluster, before a
+  // failover or a hand-back): a skip in seq up to it is reports stored
+  // there, not reports the agent dropped. Ignored for a boot that is not
+  // the current one.
+  void AckedElsewhere(absl::string_view boot_id, uint64_t seq);
   // The stream ended (closed, broken or rejected).
   void EndStream(uint64_t stream);
   // Whether the node's agent streams here at `now`: a stream is open and
@@ -243,7 +249,10 @@ class NodeSeries {
   absl::Time last_duplicate_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   uint32_t interval_ms_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t held_seq_ ABSL_GUARDED_BY(mu_) = 0;  // highest seq of boot_id_
-  uint64_t next_k_ ABSL_GUARDED_BY(mu_) = 0;    // next sample number
+  // The highest seq of boot_id_ acknowledged by any collector, as the
+  // agent said (AckedElsewhere).
+  uint64_t acked_elsewhere_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t next_k_ ABSL_GUARDED_BY(mu_) = 0;  // next sample number
   // Per k % time_capacity_: wall time and seq; 0 = no report.
   std::vector<int64_t> times_ ABSL_GUARDED_BY(mu_);
   std::vector<uint64_t> seqs_ ABSL_GUARDED_BY(mu_);

@@ -198,6 +198,7 @@ TEST_F(StreamClientTest, ReportsArriveInOrderAfterHelloAndSchema) {
   EXPECT_EQ(n.hellos[0].boot_id().size(), 32u);
   EXPECT_EQ(n.hellos[0].interval_ms(), 500u);
   EXPECT_EQ(n.hellos[0].agent_version(), "test");
+  EXPECT_EQ(n.hellos[0].acked_seq(), 0u) << "nothing acknowledged yet";
   // One collector: nothing for a collector to rank.
   EXPECT_TRUE(n.hellos[0].collectors().empty());
   ASSERT_EQ(n.schemas.count(1), 1u);
@@ -289,6 +290,9 @@ TEST_F(StreamClientTest, FailsOverToTheNextCollectorAndReplaysTheUnacked) {
   EXPECT_EQ(b.hellos[0].boot_id(), client->boot_id());
   EXPECT_THAT(b.hellos[0].collectors(),
               ElementsAre(server_.target(), second.target()));
+  // What the first acknowledged: the second holds none of it, and need not
+  // count 1 to 3 as lost.
+  EXPECT_EQ(b.hellos[0].acked_seq(), 3u);
   EXPECT_EQ(server_.node(node).report_seqs, Range(1, 5));
   const StreamClient::Stats st = client->stats();
   EXPECT_EQ(st.target, second.target());

@@ -149,6 +149,25 @@ TEST_F(IngestSessionTest, SeqGapIsCountedAsDroppedReports) {
   EXPECT_EQ(store_.FindNode("gpu-001")->Info().missing_reports, 3u);
 }
 
+// Back from another collector of a cluster, which acknowledged 3 to 6:
+// the agent's Hello says so, and those are no gap here.
+TEST_F(IngestSessionTest, ReportsAnotherCollectorAcknowledgedAreNoGap) {
+  {
+    IngestSession s(&store_, &counters_, keep_every_agent_, intake_);
+    Open(s);
+    for (uint64_t seq = 1; seq <= 2; ++seq) s.Handle(Report(seq));
+  }
+  IngestSession again(&store_, &counters_, keep_every_agent_, intake_);
+  v1::AgentMessage hello = Hello();
+  hello.mutable_hello()->set_acked_seq(6);
+  EXPECT_THAT(again.Handle(hello).ack, Optional(2u));
+  again.Handle(Schema());
+  EXPECT_THAT(again.Handle(Report(7)).ack, Optional(7u));
+  EXPECT_EQ(store_.FindNode("gpu-001")->Info().missing_reports, 0u);
+  again.Handle(Report(9));
+  EXPECT_EQ(store_.FindNode("gpu-001")->Info().missing_reports, 1u);
+}
+
 TEST_F(IngestSessionTest, NewBootIdStartsFreshSeqSpace) {
   {
     IngestSession s(&store_, &counters_, keep_every_agent_, intake_);

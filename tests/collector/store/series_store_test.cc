@@ -207,6 +207,34 @@ TEST_F(SeriesStoreTest, RecentActivitySaysWhenReportsCameAndWhatMoved) {
   EXPECT_TRUE(moved.empty());
 }
 
+// An agent back from another collector of a cluster resends only what no
+// collector acknowledged; what the other one did is no gap here. Its
+// Hello's acknowledged seq counts for its own boot only.
+TEST_F(SeriesStoreTest, ReportsAcknowledgedElsewhereAreNoGap) {
+  auto node = store_.OpenNode("gpu-1");
+  Hello(*node, "boot-a");
+  auto slots = *node->MapSchema(MakeSchema(1, 1));
+  EXPECT_EQ(Put(*node, "boot-a", slots, 1, {1}), NodeSeries::Outcome::kStored);
+  EXPECT_EQ(Put(*node, "boot-a", slots, 2, {2}), NodeSeries::Outcome::kStored);
+  // Away at another collector, which acknowledged 3 to 10.
+  EXPECT_EQ(Hello(*node, "boot-a"), 2u);
+  node->AckedElsewhere("boot-a", 10);
+  node->AckedElsewhere("boot-old", 100);
+  EXPECT_EQ(Put(*node, "boot-a", slots, 11, {11}),
+            NodeSeries::Outcome::kStored);
+  EXPECT_EQ(node->Info().missing_reports, 0u);
+  // Dropped by the agent after that: counted.
+  EXPECT_EQ(Put(*node, "boot-a", slots, 14, {14}),
+            NodeSeries::Outcome::kStored);
+  EXPECT_EQ(node->Info().missing_reports, 2u);  // 12, 13
+  // A new boot starts without the old one's acknowledgements.
+  EXPECT_EQ(Hello(*node, "boot-b"), 0u);
+  EXPECT_EQ(Put(*node, "boot-b", slots, 1, {1}), NodeSeries::Outcome::kStored);
+  EXPECT_EQ(Put(*node, "boot-b", slots, 12, {12}),
+            NodeSeries::Outcome::kStored);
+  EXPECT_EQ(node->Info().missing_reports, 12u);  // 2 + 2..11
+}
+
 TEST_F(SeriesStoreTest, NewBootStartsAFreshSeqSpaceAndKeepsHistory) {
   auto node = store_.OpenNode("gpu-1");
   Hello(*node, "boot-a");

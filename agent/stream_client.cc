@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "agent/reconnect_pacing.h"
 #include "client/collector_list.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
@@ -31,12 +32,6 @@ constexpr size_t kWriteBatch = 64;
 constexpr int kKeepaliveTimeMs = 30'000;
 constexpr int kKeepaliveTimeoutMs = 10'000;
 constexpr size_t kMaxReasonBytes = 512;
-// A hand-off within this long of the previous one waits the growing
-// backoff instead of the shortest: collectors that kept handing the agent
-// between them (ours do not: a collector takes back an agent that returns
-// soon after it handed it off) cannot make it reconnect every
-// backoff_initial.
-constexpr absl::Duration kHandoffRepeatWindow = absl::Minutes(1);
 
 absl::Status CheckFields(const StreamClient::Options& o) {
   if (o.targets.empty()) {
@@ -174,12 +169,10 @@ absl::Duration StreamClient::BackoffDelay(int attempt) {
 }
 
 void StreamClient::Run() {
-  int attempt = 0;
   // Per target, so that collectors failing in turn (each error names its
   // target) log once each rather than on every attempt.
   std::vector<std::string> last_errors(options_.targets.size());
-  // Monotonic nanos of the last hand-off; nullopt before the first.
-  std::optional<int64_t> last_handoff;
+  ReconnectPacing pacing;
   while (true) {
     size_t current;
     {
@@ -196,15 +189,9 @@ void StreamClient::Run() {
     ++stats_.reconnects;
     const bool handed_off =
         !handoff_reason_.empty() && options_.targets.size() > 1;
-    const int64_t now = clock_.MonotonicNanos();
-    const bool handed_off_again =
-        handed_off && last_handoff.has_value() &&
-        now - *last_handoff < absl::ToInt64Nanoseconds(kHandoffRepeatWindow);
-    if (got_response && !handed_off_again) attempt = 0;
-    const absl::Duration delay = BackoffDelay(attempt);
-    if (attempt < 64) ++attempt;
+    const absl::Duration delay = BackoffDelay(
+        pacing.Next(got_response, handed_off, clock_.MonotonicNanos()));
     if (handed_off) {
-      last_handoff = now;
       // Asked to go: the collector works, so this is no error. Its target
       // when it named an entry of our list (the collector ranked the list
       // as we do), else the next of our ranking.

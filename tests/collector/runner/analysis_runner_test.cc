@@ -188,6 +188,22 @@ v1::Layout TpAcrossTwoNodes() {
   return tp16;
 }
 
+// A critical pfc_storm the rate analyzers opened on `node`'s `device`
+// (priority 3), as written to the findings store.
+analysis::Finding StormOn(const std::string& node,
+                          const std::string& device = "mlx5_0") {
+  analysis::Finding f;
+  f.kind = "pfc_storm";
+  f.severity = analysis::Severity::kCritical;
+  f.node = node;
+  f.nodes = {node};
+  f.device = device;
+  f.evidence["priority"] = 3;
+  f.summary = node + " " + device + " has transmitted PFC pause on priority 3";
+  f.immediate = true;
+  return f;
+}
+
 // What a runner reads and writes, in a temporary --state_dir, on a fake
 // clock.
 class AnalysisRunnerStateTest : public ::testing::Test {
@@ -226,6 +242,14 @@ class AnalysisRunnerStateTest : public ::testing::Test {
       EXPECT_EQ(series_of->Ingest("boot-a", report, mapped, clock.Now(), &held),
                 NodeSeries::Outcome::kStored);
     };
+  }
+
+  // The id of the active finding of `kind`; "" when none.
+  std::string ActiveId(const std::string& kind) const {
+    for (const v1::Finding& f : findings_->Active()) {
+      if (f.kind() == kind) return f.id();
+    }
+    return "";
   }
 
   agent::ScopedTempDir tmp_;
@@ -304,16 +328,7 @@ TEST_F(AnalysisRunnerStateTest, FindingsCarryTheirJobsLabels) {
 // holds (same id) for kUnheardNodesGrace; one of a node that reports again
 // and no longer has the condition resolves after clear_after passes.
 TEST_F(AnalysisRunnerStateTest, FindingsOfNodesNotHeardSinceARestartHold) {
-  auto storm_on = [](const std::string& node) {
-    analysis::Finding f;
-    f.kind = "pfc_storm";
-    f.node = node;
-    f.nodes = {node};
-    f.device = "eth0";
-    f.summary = node + " eth0 transmits PFC pause 60% of the time";
-    f.immediate = true;
-    return f;
-  };
+  auto storm_on = [](const std::string& node) { return StormOn(node, "eth0"); };
   // What the process before the restart left open.
   ASSERT_TRUE(findings_
                   ->Update({storm_on("gpu-away"), storm_on("gpu-back")},
@@ -376,14 +391,10 @@ TEST_F(AnalysisRunnerStateTest, FindingsOfNodesNotHeardSinceARestartHold) {
 // or retrying with a growing backoff): within the grace its finding still
 // holds.
 TEST_F(AnalysisRunnerStateTest, AFindingOfANodeHeardOnceThenSilentHolds) {
-  analysis::Finding storm;
-  storm.kind = "pfc_storm";
-  storm.node = "gpu-blip";
-  storm.nodes = {"gpu-blip"};
-  storm.device = "eth0";
-  storm.summary = "gpu-blip eth0 transmits PFC pause 60% of the time";
-  storm.immediate = true;
-  ASSERT_TRUE(findings_->Update({storm}, clock.Now(), "rate_analyzers").ok());
+  ASSERT_TRUE(
+      findings_
+          ->Update({StormOn("gpu-blip", "eth0")}, clock.Now(), "rate_analyzers")
+          .ok());
   ASSERT_EQ(findings_->Active().size(), 1u);
   const std::string id = findings_->Active()[0].id();
 
@@ -394,12 +405,7 @@ TEST_F(AnalysisRunnerStateTest, AFindingOfANodeHeardOnceThenSilentHolds) {
   OneCollector one;
   AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
                         clock, one.seams(), options);
-  auto active_id = [&]() -> std::string {
-    for (const v1::Finding& f : findings_->Active()) {
-      if (f.kind() == "pfc_storm") return f.id();
-    }
-    return "";
-  };
+  auto active_id = [&] { return ActiveId("pfc_storm"); };
   report();
   runner.RunOnce();
   // Silent for 25 s: down after 10 of its 1 s intervals, within the grace.
@@ -437,12 +443,7 @@ TEST_F(AnalysisRunnerStateTest, AGroupFindingHoldsWhileAMemberIsNotHeard) {
   hot.device = "mlx5_0";
   hot.summary = "gpu-000 mlx5_0 receives 4.8x the median of ep:0";
   hot.immediate = true;
-  auto active_id = [&]() -> std::string {
-    for (const v1::Finding& f : findings_->Active()) {
-      if (f.kind() == "hot_expert_incast") return f.id();
-    }
-    return "";
-  };
+  auto active_id = [&] { return ActiveId("hot_expert_incast"); };
   auto open = [&] {
     EXPECT_TRUE(findings_->Update({hot}, clock.Now(), "rate_analyzers").ok());
     return active_id();
@@ -614,15 +615,8 @@ TEST_F(AnalysisRunnerClusterTest, AnUnobservedNodeIsNotFoundDown) {
 // since (held while agents reconnect): its victim, still in view, makes no
 // second pfc_storm ("without a visible source") beside it.
 TEST_F(AnalysisRunnerClusterTest, AHeldStormSourcesVictimsOpenNoSecondStorm) {
-  analysis::Finding storm;
-  storm.kind = "pfc_storm";
-  storm.severity = analysis::Severity::kCritical;
-  storm.node = "gpu-away";
+  analysis::Finding storm = StormOn("gpu-away");
   storm.nodes = {"gpu-away", "leaf-0"};
-  storm.device = "mlx5_0";
-  storm.evidence["priority"] = 3;
-  storm.summary = "gpu-away mlx5_0 has transmitted PFC pause on priority 3";
-  storm.immediate = true;
   ASSERT_TRUE(findings_->Update({storm}, clock.Now(), "rate_analyzers").ok());
   role.term = 7;
   exchange.paused_victim = true;
@@ -646,15 +640,7 @@ TEST_F(AnalysisRunnerClusterTest, AHeldStormSourcesVictimsOpenNoSecondStorm) {
 // once its rates are in the view and the storm is gone, it resolves after
 // clear_after passes.
 TEST_F(AnalysisRunnerClusterTest, ANodeWithoutRatesYetHoldsItsFindings) {
-  analysis::Finding storm;
-  storm.kind = "pfc_storm";
-  storm.severity = analysis::Severity::kCritical;
-  storm.node = "gpu-remote";
-  storm.nodes = {"gpu-remote"};
-  storm.device = "mlx5_0";
-  storm.evidence["priority"] = 3;
-  storm.summary = "gpu-remote mlx5_0 has transmitted PFC pause on priority 3";
-  storm.immediate = true;
+  const analysis::Finding storm = StormOn("gpu-remote");
   ASSERT_TRUE(findings_->Update({storm}, clock.Now(), "rate_analyzers").ok());
   const std::string id = findings_->Active()[0].id();
   role.term = 7;

@@ -255,14 +255,46 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
       it->second.data = nullptr;
     }
   }
-  for (const collector::NodeFacts& n : merged.nodes) {
-    remembered_[n.liveness.node] = n;
-  }
   stats_.unobserved_nodes.clear();
   for (const std::string& id : presence.live) {
     if (id == id_) continue;
     last_live_[id] = presence.now;
     stats_.unobserved_nodes[id] = 0;
+  }
+  // Facts of a node that its collector's slice in this merge does not
+  // give. When that collector's features stopped arriving, while it runs
+  // or its agents may still be reconnecting elsewhere, the node keeps the
+  // state it had; then agent_down judges it as of now. So it does at once
+  // when that collector's features arrive without the node (it restarted
+  // and has not heard from the agent since).
+  const auto left_merge =
+      [&](collector::NodeFacts& f) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        auto live = last_live_.find(f.collector);
+        if (f.collector != id_ && remote.count(f.collector) == 0 &&
+            live != last_live_.end() &&
+            presence.now - live->second <= presence.left_grace) {
+          f.unobserved = true;
+          ++stats_.unobserved_nodes[f.collector];
+        } else {
+          f.liveness.observed_until = absl::InfiniteFuture();
+        }
+      };
+  for (collector::NodeFacts& n : merged.nodes) {
+    auto [it, inserted] = remembered_.try_emplace(n.liveness.node, n);
+    if (inserted) continue;
+    if (it->second.collector != n.collector &&
+        it->second.liveness.last_report > n.liveness.last_report) {
+      // Another collector heard the node after the one the merge took it
+      // from: its agent moved there (a failover, a hand-back), and that
+      // collector's features did not arrive this time. What the earlier
+      // collector still says of the node is older news, not the agent's
+      // silence: the node is judged as the collector that holds it would
+      // have it, as if that one had left the merge.
+      n = it->second;
+      left_merge(n);
+      continue;
+    }
+    it->second = n;
   }
   if (remembered_.size() > merged.nodes.size()) {
     absl::flat_hash_set<absl::string_view> listed;
@@ -277,17 +309,7 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
       return a.liveness.node < b.liveness.node;
     });
     for (collector::NodeFacts& f : gone) {
-      // Its collector's features stopped arriving: while that collector
-      // runs or its agents may still be reconnecting elsewhere, the node
-      // keeps the state it had; then agent_down judges it as of now.
-      auto live = last_live_.find(f.collector);
-      if (f.collector != id_ && live != last_live_.end() &&
-          presence.now - live->second <= presence.left_grace) {
-        f.unobserved = true;
-        ++stats_.unobserved_nodes[f.collector];
-      } else {
-        f.liveness.observed_until = absl::InfiniteFuture();
-      }
+      left_merge(f);
       merged.nodes.push_back(std::move(f));
     }
   }

@@ -97,7 +97,11 @@ class FeatureCache {
   // collector left the merge is unobserved, its liveness kept as last
   // merged, while `presence` lists that collector or listed it within
   // `left_grace`; otherwise it is judged now (observed_until is
-  // InfiniteFuture), as without `presence`. With MergeScope::kNodes, the
+  // InfiniteFuture), as without `presence`. So is a node that another
+  // collector lists with an older last report than the one it was last
+  // merged from: that is news the move outdated (an agent handed back or
+  // failed over, whose new collector's features did not arrive this
+  // time), not the agent's silence. With MergeScope::kNodes, the
   // other chunks' nodes only: their ports stay in the cache for a later
   // merge.
   collector::FeatureSlice Merged(collector::FeatureSlice local,

@@ -440,6 +440,137 @@ TEST(FeatureCacheTest, AStaleCollectorsNodesAreUnobservedWhileItIsLive) {
               ElementsAre(std::pair<const std::string, uint64_t>("col-b", 1)));
 }
 
+// An agent moves from col-b to col-c (a hand-back, a failover), then col-c's
+// features stop arriving for a while (JetStream elections): col-b still
+// lists the node with its last report from before the move. That is older
+// news than col-c's, not the agent's silence: the node is unobserved as
+// col-c had it, never down, and col-c's news counts again when it arrives.
+TEST(FeatureCacheTest, AMovedNodeIsNotJudgedByTheCollectorItLeft) {
+  FeatureCache cache("col-0");
+  const auto send = [&](const std::string& id, absl::Time last_report,
+                        absl::Time published) {
+    FeatureSlice s = OneNode("n-1", last_report);
+    s.nodes[0].liveness.interval = absl::Milliseconds(500);
+    for (const v1::FeatureChunk& c : SliceToChunks(s, id, published)) {
+      cache.Received(c.SerializeAsString(), published);
+    }
+  };
+  FeatureCache::Presence presence;
+  presence.live = {"col-0", "col-b", "col-c"};
+  presence.left_grace = absl::Seconds(40);
+  const auto merge = [&](absl::Time now) {
+    presence.now = now;
+    return cache.Merged(OneNode("a-1", now), now - absl::Seconds(2), kFabric,
+                        presence);
+  };
+  send("col-b", kT0, kT0);
+  ASSERT_THAT(Nodes(merge(kT0)), ElementsAre("a-1", "n-1"));
+  // The move, at kT0 + 1 s: col-c has it.
+  send("col-c", kT0 + absl::Seconds(2), kT0 + absl::Seconds(2));
+  send("col-b", kT0 + absl::Seconds(1), kT0 + absl::Seconds(2));
+  FeatureSlice moved = merge(kT0 + absl::Seconds(2));
+  ASSERT_THAT(Nodes(moved), ElementsAre("a-1", "n-1"));
+  EXPECT_EQ(moved.nodes[1].collector, "col-c");
+
+  // col-c's features stop (its last chunk counts for 2 s); col-b keeps
+  // publishing its old news.
+  for (int s = 5; s <= 10; ++s) {
+    const absl::Time now = kT0 + absl::Seconds(s);
+    send("col-b", kT0 + absl::Seconds(1), now);
+    FeatureSlice stale = merge(now);
+    ASSERT_THAT(Nodes(stale), ElementsAre("a-1", "n-1")) << s;
+    EXPECT_EQ(stale.nodes[1].collector, "col-c") << s;
+    EXPECT_TRUE(stale.nodes[1].unobserved) << s;
+    EXPECT_EQ(stale.nodes[1].liveness.last_report, kT0 + absl::Seconds(2));
+    EXPECT_TRUE(analysis::IsAgentUp(stale.nodes[1].liveness, now)) << s;
+  }
+  EXPECT_EQ(cache.stats().unobserved_nodes.at("col-c"), 1u);
+
+  // col-c's features again: its news counts.
+  send("col-c", kT0 + absl::Seconds(11), kT0 + absl::Seconds(11));
+  FeatureSlice back = merge(kT0 + absl::Seconds(11));
+  EXPECT_EQ(back.nodes[1].collector, "col-c");
+  EXPECT_FALSE(back.nodes[1].unobserved);
+  EXPECT_EQ(back.nodes[1].liveness.last_report, kT0 + absl::Seconds(11));
+
+  // col-c is gone for good (not live for longer than the grace) and only
+  // col-b's old news arrives: the node is judged now, from the newest
+  // report anyone had of it.
+  presence.live = {"col-0", "col-b"};
+  merge(kT0 + absl::Seconds(12));
+  const absl::Time late = kT0 + absl::Seconds(60);
+  send("col-b", kT0 + absl::Seconds(1), late);
+  FeatureSlice gone = merge(late);
+  EXPECT_FALSE(gone.nodes[1].unobserved);
+  EXPECT_EQ(gone.nodes[1].liveness.last_report, kT0 + absl::Seconds(11));
+  EXPECT_FALSE(analysis::IsAgentUp(gone.nodes[1].liveness, late));
+}
+
+// A collector whose features arrive but no longer list a node it gave
+// before (it restarted, and the agent did not report since) does not hold
+// the node: the node is judged now, by the newest report anyone had of it,
+// not held unobserved as long as that collector runs.
+TEST(FeatureCacheTest, ANodeItsCollectorNoLongerListsIsJudgedNow) {
+  FeatureCache cache("col-0");
+  const auto send = [&](const std::string& id, FeatureSlice s,
+                        absl::Time published) {
+    for (const v1::FeatureChunk& c : SliceToChunks(s, id, published)) {
+      cache.Received(c.SerializeAsString(), published);
+    }
+  };
+  FeatureCache::Presence presence;
+  presence.live = {"col-0", "col-b", "col-c"};
+  const auto merge = [&](absl::Time now) {
+    presence.now = now;
+    return cache.Merged(OneNode("a-1", now), now - absl::Seconds(2), kFabric,
+                        presence);
+  };
+  FeatureSlice held = OneNode("n-1", kT0 + absl::Seconds(1));
+  held.nodes[0].liveness.interval = absl::Milliseconds(500);
+  send("col-c", held, kT0 + absl::Seconds(1));
+  EXPECT_EQ(merge(kT0 + absl::Seconds(1)).nodes[1].collector, "col-c");
+  // col-c restarted: its slice has another node only.
+  const absl::Time now = kT0 + absl::Seconds(8);
+  send("col-c", OneNode("c-1", now), now);
+  const FeatureSlice after = merge(now);
+  ASSERT_THAT(Nodes(after), ElementsAre("a-1", "c-1", "n-1"));
+  EXPECT_FALSE(after.nodes[2].unobserved);
+  EXPECT_EQ(after.nodes[2].liveness.last_report, kT0 + absl::Seconds(1));
+  EXPECT_FALSE(analysis::IsAgentUp(after.nodes[2].liveness, now));
+}
+
+// The same when the collector the agent left is the one merging: its own
+// series' last report of the node is older than the other collector's.
+TEST(FeatureCacheTest, AMovedNodeIsNotJudgedByThisCollectorsOwnOldNews) {
+  FeatureCache cache("col-0");
+  FeatureCache::Presence presence;
+  presence.live = {"col-0", "col-c"};
+  const auto local = [](absl::Time last_report) {
+    FeatureSlice s = OneNode("n-1", last_report);
+    s.nodes[0].liveness.interval = absl::Milliseconds(500);
+    return s;
+  };
+  presence.now = kT0;
+  cache.Merged(local(kT0), kT0, kFabric, presence);
+  for (const v1::FeatureChunk& c : SliceToChunks(
+           local(kT0 + absl::Seconds(2)), "col-c", kT0 + absl::Seconds(2))) {
+    cache.Received(c.SerializeAsString(), kT0 + absl::Seconds(2));
+  }
+  presence.now = kT0 + absl::Seconds(2);
+  EXPECT_EQ(cache.Merged(local(kT0 + absl::Seconds(1)), kT0, kFabric, presence)
+                .nodes[0]
+                .collector,
+            "col-c");
+  presence.now = kT0 + absl::Seconds(9);
+  const FeatureSlice stale =
+      cache.Merged(local(kT0 + absl::Seconds(1)),
+                   presence.now - absl::Seconds(2), kFabric, presence);
+  ASSERT_THAT(Nodes(stale), ElementsAre("n-1"));
+  EXPECT_EQ(stale.nodes[0].collector, "col-c");
+  EXPECT_TRUE(stale.nodes[0].unobserved);
+  EXPECT_TRUE(analysis::IsAgentUp(stale.nodes[0].liveness, presence.now));
+}
+
 // Without membership (a cache never told who is live), a stale collector's
 // nodes are judged now, as they always were.
 TEST(FeatureCacheTest, WithoutMembersAStaleCollectorsNodesAreJudgedNow) {

@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/types/span.h"
 #include "analysis/agent_down.h"
 #include "analysis/analyzer.h"
 #include "analysis/fabric_view.h"
@@ -31,7 +32,7 @@ namespace {
 // The priorities of the open pfc_storm sources on `quiet` nodes (source-less
 // warnings name their fault instead: not sources).
 std::set<int> HeldStormPriorities(
-    const std::vector<v1::Finding>& open,
+    absl::Span<const v1::Finding> open,
     const absl::flat_hash_set<std::string>& quiet) {
   std::set<int> held;
   if (quiet.empty()) return held;
@@ -297,6 +298,9 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric,
   RateFindings found =
       RunRatePass(in, fabric.recent.has_value() ? &*fabric.recent : nullptr,
                   &straggler_baselines_);
+  // The findings open before this pass, copied once (the holds below read
+  // them).
+  const std::vector<v1::Finding> active = findings_->Active();
   // What is not seen of a node whose agent is restarting is unknown, not
   // healthy: its findings hold until it reports again.
   absl::flat_hash_set<std::string> quiet;
@@ -307,14 +311,14 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric,
   }
   // So is a node of a finding taken over at a restart or a new term that no
   // collector has heard from since: its agent is still reconnecting.
-  HoldUnheardNodes(now, fabric.nodes, &quiet);
+  HoldUnheardNodes(now, fabric.nodes, active, &quiet);
   // And one whose agent connected a moment ago: its rates are not there
   // yet.
   HoldRatelessNodes(now, fabric.nodes, *view, &quiet);
   const absl::flat_hash_set<std::pair<std::string, std::string>> quiet_groups =
-      QuietGroups(now, *snapshot, fabric.nodes, quiet);
+      QuietGroups(now, *snapshot, fabric.nodes, active, quiet);
   // A held storm source's victims are still seen: not a second storm.
-  const std::set<int> held = HeldStormPriorities(findings_->Active(), quiet);
+  const std::set<int> held = HeldStormPriorities(active, quiet);
   analysis::DropSourcelessOnPriorities(held, &found.window);
   analysis::DropSourcelessOnPriorities(held, &found.recent);
   Report(hysteresis_->Step(std::move(found.window), std::move(found.recent),
@@ -338,6 +342,7 @@ void AnalysisRunner::Report(std::vector<analysis::Finding> reports,
 
 void AnalysisRunner::HoldUnheardNodes(absl::Time now,
                                       const std::vector<NodeFacts>& facts,
+                                      absl::Span<const v1::Finding> active,
                                       absl::flat_hash_set<std::string>* quiet) {
   const bool in_grace = now - seeded_at_ < kUnheardNodesGrace;
   if (!in_grace && !holding_unheard_) return;
@@ -351,7 +356,7 @@ void AnalysisRunner::HoldUnheardNodes(absl::Time now,
     }
   }
   std::set<std::string> unheard;
-  for (const v1::Finding& f : findings_->Active()) {
+  for (const v1::Finding& f : active) {
     if (!f.node().empty() && !heard.contains(f.node())) {
       unheard.insert(f.node());
     }
@@ -421,6 +426,7 @@ void AnalysisRunner::HoldRatelessNodes(
 absl::flat_hash_set<std::pair<std::string, std::string>>
 AnalysisRunner::QuietGroups(absl::Time now, const RegistrySnapshot& layouts,
                             const std::vector<NodeFacts>& facts,
+                            absl::Span<const v1::Finding> active,
                             const absl::flat_hash_set<std::string>& quiet) {
   absl::flat_hash_set<std::pair<std::string, std::string>> held;
   absl::flat_hash_set<std::pair<std::string, std::string>> judged;
@@ -433,7 +439,7 @@ AnalysisRunner::QuietGroups(absl::Time now, const RegistrySnapshot& layouts,
       }
     }
   }
-  for (const v1::Finding& f : findings_->Active()) {
+  for (const v1::Finding& f : active) {
     if (f.job().empty() || f.group().empty()) continue;
     std::pair<std::string, std::string> key(f.job(), f.group());
     if (!judged.insert(key).second) continue;

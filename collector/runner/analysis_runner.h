@@ -47,6 +47,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "analysis/analysis_config.h"
 #include "analysis/fabric_view.h"
 #include "analysis/hysteresis.h"
@@ -175,10 +176,11 @@ class AnalysisRunner {
   void RunRateAnalyzers(absl::Time now, FeatureSlice fabric,
                         const TopologyViews& topology);
   // Within kUnheardNodesGrace of the seeding, adds to `quiet` the nodes of
-  // active findings that `facts` do not list as up (never heard from since,
-  // or heard and silent again: still reconnecting), and logs when it starts
-  // and stops holding them.
+  // the `active` findings that `facts` do not list as up (never heard from
+  // since, or heard and silent again: still reconnecting), and logs when it
+  // starts and stops holding them.
   void HoldUnheardNodes(absl::Time now, const std::vector<NodeFacts>& facts,
+                        absl::Span<const v1::Finding> active,
                         absl::flat_hash_set<std::string>* quiet);
   // Adds to `quiet` the nodes up in `facts` that `view` holds traffic
   // ports of but no rate yet (no report in the window moved past the first:
@@ -188,14 +190,14 @@ class AnalysisRunner {
   void HoldRatelessNodes(absl::Time now, const std::vector<NodeFacts>& facts,
                          const analysis::FabricView& view,
                          absl::flat_hash_set<std::string>* quiet);
-  // The (job, group) of each active finding that names a group of a
+  // The (job, group) of each `active` finding that names a group of a
   // declared layout with a member host in `quiet` or, within
   // kUnheardNodesGrace of the seeding, not up in `facts`: such a finding
   // compares a NIC with its group (a hot expert with the group's median),
   // which cannot be judged while a member is not seen.
   absl::flat_hash_set<std::pair<std::string, std::string>> QuietGroups(
       absl::Time now, const RegistrySnapshot& layouts,
-      const std::vector<NodeFacts>& facts,
+      const std::vector<NodeFacts>& facts, absl::Span<const v1::Finding> active,
       const absl::flat_hash_set<std::string>& quiet);
   // One pass of `source` into the store, each finding with its job's
   // labels (collector/runner/job_labels.h).

@@ -254,7 +254,16 @@ int RunCli(const std::vector<std::string>& args, const CliOptions& options,
       client::LoadClientConfig(options.client);
   if (!config.ok()) return ReportError(config.status(), env);
   std::shared_ptr<CollectorClient> client = make_client(*config);
-  return spec->run(client.get(), rest, options.command, env);
+  CommandEnv with_collectors = env;
+  with_collectors.collectors = config->addresses;
+  with_collectors.connect = [&make_client,
+                             &config](const std::string& address) {
+    ClientConfig one = *config;
+    one.address = address;
+    one.addresses = {address};
+    return make_client(one);
+  };
+  return spec->run(client.get(), rest, options.command, with_collectors);
 }
 
 }  // namespace fabricdiag::cli

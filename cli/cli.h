@@ -31,8 +31,10 @@ struct CliOptions {
   CommandOptions command;
 };
 
-// Makes the client for commands that talk to the collector; called at most
-// once, after the configuration is loaded and checked.
+// Makes the client for commands that talk to the collector, after the
+// configuration is loaded and checked: once for the command's client (every
+// address of the list), and for `report` in a cluster once per other
+// collector it reads rates from (a configuration of that address alone).
 using ClientFactory =
     std::function<std::shared_ptr<CollectorClient>(const ClientConfig&)>;
 

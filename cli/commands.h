@@ -18,9 +18,12 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <istream>
+#include <memory>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/notification.h"
@@ -98,6 +101,13 @@ struct CommandEnv {
   // first and doubling up to the maximum.
   absl::Duration reconnect_backoff = absl::Milliseconds(500);
   absl::Duration max_reconnect_backoff = absl::Seconds(8);
+  // Every address of --collector, in order, and a client of one of them
+  // alone (same token, TLS and timeout): `report` reads the rates of each
+  // node from the collector of the cluster that holds its series. Empty
+  // and null: the command's client alone.
+  std::vector<std::string> collectors;
+  std::function<std::shared_ptr<CollectorClient>(const std::string& address)>
+      connect;
 };
 
 // Reads FILE ("-" = env.in), at most `max_bytes` (analysis::kMaxDocumentBytes

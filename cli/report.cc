@@ -181,6 +181,10 @@ JobReport BuildReport(const ReportInput& input) {
         report.since_unix_nanos, report.until_unix_nanos);
     report.group_rates = std::move(rates.rates);
     report.rates_note = std::move(rates.note);
+    if (!input.rates_elsewhere.empty()) {
+      absl::StrAppend(&report.rates_note, report.rates_note.empty() ? "" : " ",
+                      input.rates_elsewhere);
+    }
   }
   return report;
 }

@@ -57,6 +57,9 @@ struct ReportInput {
   // Why the rates were not read (the range is older than the collector
   // serves, or it failed); "" when they were.
   std::string rates_unavailable;
+  // In a cluster, what of the rates of nodes that stream to other
+  // collectors could not be read, and why; "" when nothing.
+  std::string rates_elsewhere;
 };
 
 // One parallelism dimension of the layout: its groups and their size.

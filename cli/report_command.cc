@@ -1,14 +1,22 @@
 // report --job=JOB: gathers the job's layout, findings and silences over
 // the collector's RPCs and writes the report (cli/report.h) in one format.
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "analysis/layout_model.h"
 #include "cli/command_util.h"
 #include "cli/commands.h"
@@ -69,11 +77,117 @@ absl::StatusOr<std::vector<v1::SeriesPoint>> ReadRates(
   return std::vector<v1::SeriesPoint>{};
 }
 
+// The rates of `nic` that `client` holds, RX and TX: NotFound when it knows
+// no such node.
+absl::Status ReadNicRates(CollectorClient& client, NicRates* nic) {
+  absl::StatusOr<std::vector<v1::SeriesPoint>> rx =
+      ReadRates(client, *nic, RdmaDataNames(counters::Direction::kRx));
+  if (!rx.ok()) return rx.status();
+  absl::StatusOr<std::vector<v1::SeriesPoint>> tx =
+      ReadRates(client, *nic, RdmaDataNames(counters::Direction::kTx));
+  if (!tx.ok()) return tx.status();
+  nic->rx = *std::move(rx);
+  nic->tx = *std::move(tx);
+  return absl::OkStatus();
+}
+
+// `more` added to `points`, in time order, a point of one time once: an
+// agent's report that one collector received but did not acknowledge
+// before the agent moved is replayed to the next one.
+void MergePoints(std::vector<v1::SeriesPoint> more,
+                 std::vector<v1::SeriesPoint>* points) {
+  if (more.empty()) return;
+  points->insert(points->end(), std::make_move_iterator(more.begin()),
+                 std::make_move_iterator(more.end()));
+  const auto earlier = [](const v1::SeriesPoint& a, const v1::SeriesPoint& b) {
+    return a.unix_nanos() < b.unix_nanos();
+  };
+  std::stable_sort(points->begin(), points->end(), earlier);
+  points->erase(
+      std::unique(points->begin(), points->end(),
+                  [](const v1::SeriesPoint& a, const v1::SeriesPoint& b) {
+                    return a.unix_nanos() == b.unix_nanos();
+                  }),
+      points->end());
+}
+
+// The other collectors of --collector, and which nodes' series each holds
+// (ListNodes: the nodes whose agents stream to it, not those it lists as
+// another collector's).
+struct OtherCollectors {
+  std::vector<std::string> addresses;
+  std::vector<std::shared_ptr<CollectorClient>> clients;
+  absl::flat_hash_map<std::string, std::vector<size_t>> holders;
+  // "ADDR: why", per collector that could not be read.
+  std::vector<std::string> failures;
+};
+
+OtherCollectors AskOtherCollectors(const std::string& answered,
+                                   const CommandEnv& env) {
+  OtherCollectors others;
+  if (!env.connect) return others;
+  for (const std::string& address : env.collectors) {
+    if (address == answered) continue;
+    std::shared_ptr<CollectorClient> client = env.connect(address);
+    absl::StatusOr<v1::ListNodesResponse> nodes = client->ListNodes();
+    if (!nodes.ok()) {
+      others.failures.push_back(
+          absl::StrCat(address, ": ", nodes.status().message()));
+      continue;
+    }
+    const size_t index = others.clients.size();
+    others.addresses.push_back(address);
+    others.clients.push_back(std::move(client));
+    for (const v1::NodeStatus& n : nodes->nodes()) {
+      if (!n.remote()) others.holders[n.node()].push_back(index);
+    }
+  }
+  return others;
+}
+
+// What the report could not read of the nodes that stream to other
+// collectors of a cluster: "" when nothing.
+std::string RatesElsewhereNote(
+    const std::map<std::string, std::set<std::string>>& unread,
+    const std::set<std::string>& failures) {
+  std::string note;
+  if (!unread.empty()) {
+    std::set<std::string> hosts;
+    std::vector<std::string> collectors;
+    for (const auto& [collector, of] : unread) {
+      collectors.push_back(collector);
+      hosts.insert(of.begin(), of.end());
+    }
+    std::vector<std::string> first;
+    for (const std::string& host : hosts) {
+      if (first.size() == 5) break;
+      first.push_back(host);
+    }
+    absl::StrAppend(
+        &note, "The rates of ", hosts.size(),
+        hosts.size() == 1 ? " host (" : " hosts (", absl::StrJoin(first, ", "),
+        hosts.size() > first.size() ? ", ..." : "",
+        ") are not in this report: their agents stream to collector",
+        collectors.size() == 1 ? " " : "s ", absl::StrJoin(collectors, ", "),
+        ", which no address of --collector answered for (list every "
+        "collector of the cluster in --collector to read them).");
+  }
+  for (const std::string& failure : failures) {
+    absl::StrAppend(&note, note.empty() ? "" : " ",
+                    "Reading rates from collector ", failure, " failed.");
+  }
+  return note;
+}
+
 // Fills input->nic_rates with the rates of the layout's NICs, all the
-// collector still holds (the oldest tells how far back it keeps them), or
-// says in input->rates_unavailable why not.
+// collectors still hold (the oldest tells how far back they keep them), or
+// says in input->rates_unavailable why not. In a cluster each collector
+// holds the series of the agents that stream to it: a node the collector
+// that answers lists as another's is read from the other collectors of
+// --collector that hold it (input->rates_elsewhere says what could not be).
 void GatherRates(CollectorClient& client, const v1::Layout& layout,
-                 int64_t now_unix_nanos, ReportInput* input) {
+                 int64_t now_unix_nanos, const CommandEnv& env,
+                 ReportInput* input) {
   // A layout the CLI cannot model gets no groups: BuildReport says so.
   const absl::StatusOr<analysis::LayoutModel> model =
       analysis::LayoutModel::Build(layout);
@@ -84,27 +198,52 @@ void GatherRates(CollectorClient& client, const v1::Layout& layout,
     input->rates_unavailable = RatesNotServedNote(until, now_unix_nanos);
     return;
   }
-  const std::vector<std::string> rx_names =
-      RdmaDataNames(counters::Direction::kRx);
-  const std::vector<std::string> tx_names =
-      RdmaDataNames(counters::Direction::kTx);
   std::vector<NicRates> nics = LayoutNics(*model);
+  // host -> the --collector_id of the collector its agent streams to, for
+  // the nodes this collector lists as another's. A collector that cannot
+  // list its nodes is asked for every NIC, as one that is alone.
+  absl::flat_hash_map<std::string, std::string> remote;
+  if (absl::StatusOr<v1::ListNodesResponse> listed = client.ListNodes();
+      listed.ok()) {
+    for (const v1::NodeStatus& n : listed->nodes()) {
+      if (n.remote()) remote[n.node()] = n.collector();
+    }
+  }
+  std::optional<OtherCollectors> others;
+  std::map<std::string, std::set<std::string>> unread;
+  std::set<std::string> failures;
   std::string unknown_host;
   for (NicRates& nic : nics) {
     // A node the collector never heard of has none of its NICs.
     if (nic.host == unknown_host) continue;
-    absl::StatusOr<std::vector<v1::SeriesPoint>> rx =
-        ReadRates(client, nic, rx_names);
-    absl::Status status = rx.status();
-    if (rx.ok()) {
-      absl::StatusOr<std::vector<v1::SeriesPoint>> tx =
-          ReadRates(client, nic, tx_names);
-      status = tx.status();
-      if (tx.ok()) {
-        nic.rx = *std::move(rx);
-        nic.tx = *std::move(tx);
+    if (auto r = remote.find(nic.host); r != remote.end()) {
+      if (!others.has_value()) {
+        others = AskOtherCollectors(client.address(), env);
+        failures.insert(others->failures.begin(), others->failures.end());
       }
+      auto held = others->holders.find(nic.host);
+      if (held == others->holders.end()) {
+        unread[r->second].insert(nic.host);
+        continue;
+      }
+      // Every collector that holds some of the node's series: the agent
+      // may have moved within the range.
+      for (size_t i : held->second) {
+        NicRates part{nic.host, nic.nic, {}, {}};
+        const absl::Status status = ReadNicRates(*others->clients[i], &part);
+        if (!status.ok()) {
+          if (!absl::IsNotFound(status)) {
+            failures.insert(
+                absl::StrCat(others->addresses[i], ": ", status.message()));
+          }
+          continue;
+        }
+        MergePoints(std::move(part.rx), &nic.rx);
+        MergePoints(std::move(part.tx), &nic.tx);
+      }
+      continue;
     }
+    const absl::Status status = ReadNicRates(client, &nic);
     if (absl::IsNotFound(status)) {
       unknown_host = nic.host;
       continue;
@@ -118,6 +257,7 @@ void GatherRates(CollectorClient& client, const v1::Layout& layout,
     }
   }
   input->nic_rates = std::move(nics);
+  input->rates_elsewhere = RatesElsewhereNote(unread, failures);
 }
 
 }  // namespace
@@ -162,7 +302,7 @@ int ReportCommand(CollectorClient& client, const CommandOptions& options,
     return ReportError(layout.status(), env);
   }
   if (input.layout.has_value()) {
-    GatherRates(client, *input.layout, input.generated_unix_nanos, &input);
+    GatherRates(client, *input.layout, input.generated_unix_nanos, env, &input);
   }
   // Without a layout the job is known only if findings name it: the
   // collector says which jobs it knows otherwise.

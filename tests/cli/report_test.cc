@@ -28,6 +28,7 @@ namespace {
 
 using client::testing::FakeCollectorClient;
 using testing::At;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using testing::MakeFinding;
@@ -744,14 +745,15 @@ TEST_F(ReportCommandTest, SilencesAreAskedForOnlyWhenAFindingIsSilenced) {
   client.findings[0].clear_silenced_by();
   client.fail = absl::OkStatus();
   ASSERT_EQ(ReportCommand(client, options, t.env), kExitOk);
-  // GetLayout, ListLayouts, ListFindings, the rates: no ListSilences.
-  EXPECT_EQ(client.calls - client.series_requests.size(), 3u);
+  // GetLayout, ListLayouts, ListNodes, ListFindings, the rates: no
+  // ListSilences.
+  EXPECT_EQ(client.calls - client.series_requests.size(), 4u);
   EXPECT_THAT(t.out.str(), Not(HasSubstr("## Silences")));
 }
 
-// gpu-000 reports every NIC's RDMA data counters; gpu-001 is unknown to
-// the collector.
-void AddSeries(FakeCollectorClient& client) {
+// `node` reports every NIC's RDMA data counters, `points` each.
+void AddSeries(FakeCollectorClient& client, const std::string& node,
+               const std::vector<v1::SeriesPoint>& points) {
   for (int i = 0; i < 8; ++i) {
     for (const char* name : {"port_rcv_data", "port_xmit_data"}) {
       v1::SeriesRates s;
@@ -760,12 +762,27 @@ void AddSeries(FakeCollectorClient& client) {
       s.set_port(1);
       s.set_name(name);
       s.set_unit("bytes");
-      for (const v1::SeriesPoint& p : Points({{540, 5e9}, {590, 5e9}})) {
-        *s.add_points() = p;
-      }
-      client.series["gpu-000"].push_back(s);
+      for (const v1::SeriesPoint& p : points) *s.add_points() = p;
+      client.series[node].push_back(s);
     }
   }
+}
+
+// gpu-000 reports every NIC's RDMA data counters; gpu-001 is unknown to
+// the collector.
+void AddSeries(FakeCollectorClient& client) {
+  AddSeries(client, "gpu-000", Points({{540, 5e9}, {590, 5e9}}));
+}
+
+// The node as ListNodes lists it: its agent streams to `collector`, this
+// one when `remote` is false.
+void ListNode(FakeCollectorClient& client, const std::string& node,
+              const std::string& collector, bool remote) {
+  v1::NodeStatus* n = client.nodes.add_nodes();
+  n->set_node(node);
+  n->set_up(true);
+  n->set_collector(collector);
+  n->set_remote(remote);
 }
 
 TEST_F(ReportCommandTest, RatesOfTheLayoutsNicsFromGetSeries) {
@@ -810,6 +827,74 @@ TEST_F(ReportCommandTest, RatesTheCollectorRefusesAreANoteNotAFailure) {
               HasSubstr("No per-group rates: reading them from the collector "
                         "failed: token \"ci\" lacks scope read"));
   EXPECT_THAT(t.out.str(), HasSubstr("| f-000002 | pfc\\_storm |"));
+}
+
+// A cluster: gpu-001 streams to col-b (col-a lists it as remote), and
+// streamed to col-c before, which still holds its older points. The report
+// asked of col-a reads gpu-001's rates from both, each point once, and asks
+// col-a for gpu-000's alone.
+TEST_F(ReportCommandTest, RatesOfNodesOnOtherCollectorsAreReadThere) {
+  AddSeries(client);
+  ListNode(client, "gpu-000", "col-a", false);
+  ListNode(client, "gpu-001", "col-b", true);
+  FakeCollectorClient b("b:9811");
+  ListNode(b, "gpu-000", "col-a", true);
+  ListNode(b, "gpu-001", "col-b", false);
+  AddSeries(b, "gpu-001", Points({{560, 2e9}, {590, 2e9}}));
+  FakeCollectorClient c("c:9811");
+  ListNode(c, "gpu-001", "col-c", false);
+  AddSeries(c, "gpu-001", Points({{530, 2e9}, {560, 2e9}}));
+  t.env.collectors = {"fake:9811", "b:9811", "c:9811"};
+  std::vector<std::string> connected;
+  t.env.connect = [&](const std::string& address) {
+    connected.push_back(address);
+    FakeCollectorClient* which = address == "b:9811" ? &b : &c;
+    // Not owned: the test's clients outlive the command.
+    return std::shared_ptr<CollectorClient>(which, [](CollectorClient*) {});
+  };
+  options.format = "json";
+  ASSERT_EQ(ReportCommand(client, options, t.env), kExitOk) << t.err.str();
+  EXPECT_THAT(connected, ElementsAre("b:9811", "c:9811"));
+  for (const v1::GetSeriesRequest& r : client.series_requests) {
+    EXPECT_EQ(r.node(), "gpu-000");
+  }
+  EXPECT_EQ(client.series_requests.size(), 16u);
+  EXPECT_EQ(b.series_requests.size(), 16u);
+  EXPECT_EQ(c.series_requests.size(), 16u);
+  const nlohmann::json j = nlohmann::json::parse(t.out.str());
+  EXPECT_EQ(j["group_rates"]["nics"], 16);
+  EXPECT_EQ(j["group_rates"]["nics_reporting"], 16);
+  // From col-c's oldest point: its points count too.
+  EXPECT_EQ(j["group_rates"]["from"],
+            absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixNanos(At(530)),
+                             absl::UTCTimeZone()));
+  EXPECT_THAT(j["group_rates_note"].get<std::string>(),
+              Not(HasSubstr("not in this report")));
+}
+
+// A node whose collector --collector does not list, and a listed collector
+// that cannot be reached: the report says whose rates are missing and why,
+// and shows the rest.
+TEST_F(ReportCommandTest, RatesOnCollectorsNotAskedAreNamedNotGuessed) {
+  AddSeries(client);
+  ListNode(client, "gpu-000", "col-a", false);
+  ListNode(client, "gpu-001", "col-b", true);
+  FakeCollectorClient down("c:9811");
+  down.fail = absl::UnavailableError("cannot reach collector c:9811");
+  t.env.collectors = {"fake:9811", "c:9811"};
+  t.env.connect = [&](const std::string&) {
+    return std::shared_ptr<CollectorClient>(&down, [](CollectorClient*) {});
+  };
+  ASSERT_EQ(ReportCommand(client, options, t.env), kExitOk) << t.err.str();
+  EXPECT_THAT(
+      t.out.str(),
+      HasSubstr("The rates of 1 host (gpu-001) are not in this report: their "
+                "agents stream to collector col-b, which no address of "
+                "--collector answered for"));
+  EXPECT_THAT(t.out.str(),
+              HasSubstr("Reading rates from collector c:9811: cannot reach "
+                        "collector c:9811 failed."));
+  EXPECT_THAT(t.out.str(), HasSubstr("8 of the 16 NICs"));
 }
 
 }  // namespace

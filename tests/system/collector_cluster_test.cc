@@ -667,6 +667,58 @@ TEST_F(CollectorClusterTest, AnAgentOnOneCollectorFillsALayoutOfAnother) {
     EXPECT_TRUE(each.process->Wait(absl::Seconds(20)).has_value());
   }
 }
+
+// `report` of a job whose two hosts stream to A and B, asked of C (which
+// holds no series): with every collector in --collector it reads each
+// host's rates from the collector that holds them; with C alone it names
+// the hosts whose rates it cannot read and where they are. About 10 s.
+TEST_F(CollectorClusterTest, AReportReadsEachNodesRatesWhereTheyAre) {
+  std::vector<Collector> c;
+  std::vector<std::string> targets;
+  ASSERT_NO_FATAL_FAILURE(StartThree(&c, &targets));
+  const std::string layout = dir_.path() + "/rails.yaml";
+  {
+    std::ofstream out(layout);
+    out << "job: rails\ngpus_per_node: 1\nparallelism: {tp: 1, pp: 1, dp: 2}\n"
+           "hosts: [gpu-r0, gpu-r1]\nrails: [mlx5_0]\n";
+  }
+  RunResult applied = Cli(c[2], {"layout", "apply", layout});
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  std::vector<std::unique_ptr<Subprocess>> agents;
+  for (int i : {0, 1}) {
+    agents.push_back(std::make_unique<Subprocess>(std::vector<std::string>{
+        kAgent, absl::StrCat("--node=gpu-r", i),
+        "--sysfs_root=" + kFixtures + "/sysfs", "--listen=127.0.0.1:0",
+        "--interval=200ms", "--collector=" + targets[i]}));
+    ASSERT_TRUE(agents.back()->Start().ok());
+  }
+  const std::string every =
+      "--collector=" + targets[2] + "," + targets[0] + "," + targets[1];
+  nlohmann::json report;
+  std::string err;
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        RunResult r =
+            RunCommand({kCli, every, "report", "--job=rails", "--format=json"});
+        err = r.err;
+        report = nlohmann::json::parse(r.out, nullptr, false);
+        return r.exit_code == 0 && report.is_object() &&
+               report["group_rates"].is_object() &&
+               report["group_rates"]["nics_reporting"] == 2;
+      },
+      absl::Seconds(15), absl::Milliseconds(300)))
+      << report.dump() << err;
+  EXPECT_EQ(report["collector"], targets[2]) << report.dump();
+  RunResult alone = Cli(c[2], {"report", "--job=rails", "--format=json"});
+  EXPECT_EQ(alone.exit_code, 0) << alone.err;
+  EXPECT_THAT(alone.out, HasSubstr("The rates of 2 hosts (gpu-r0, gpu-r1) are "
+                                   "not in this report"));
+  for (auto& agent : agents) agent->Signal(SIGTERM);
+  for (Collector& each : c) each.process->Signal(SIGTERM);
+  for (Collector& each : c) {
+    EXPECT_TRUE(each.process->Wait(absl::Seconds(20)).has_value());
+  }
+}
 #endif  // FABRICDIAG_SANITIZED
 
 TEST_F(CollectorClusterTest, BadClusterFlagsAreClearErrors) {

@@ -77,14 +77,21 @@ absl::StatusOr<std::vector<v1::SeriesPoint>> ReadRates(
   return std::vector<v1::SeriesPoint>{};
 }
 
+// The names of the RDMA data counters, per direction.
+struct RdmaNames {
+  std::vector<std::string> rx = RdmaDataNames(counters::Direction::kRx);
+  std::vector<std::string> tx = RdmaDataNames(counters::Direction::kTx);
+};
+
 // The rates of `nic` that `client` holds, RX and TX: NotFound when it knows
 // no such node.
-absl::Status ReadNicRates(CollectorClient& client, NicRates* nic) {
+absl::Status ReadNicRates(CollectorClient& client, const RdmaNames& names,
+                          NicRates* nic) {
   absl::StatusOr<std::vector<v1::SeriesPoint>> rx =
-      ReadRates(client, *nic, RdmaDataNames(counters::Direction::kRx));
+      ReadRates(client, *nic, names.rx);
   if (!rx.ok()) return rx.status();
   absl::StatusOr<std::vector<v1::SeriesPoint>> tx =
-      ReadRates(client, *nic, RdmaDataNames(counters::Direction::kTx));
+      ReadRates(client, *nic, names.tx);
   if (!tx.ok()) return tx.status();
   nic->rx = *std::move(rx);
   nic->tx = *std::move(tx);
@@ -116,9 +123,11 @@ void MergePoints(std::vector<v1::SeriesPoint> more,
 // another collector's).
 struct OtherCollectors {
   std::vector<std::string> addresses;
+  // Null once a read from it failed: a collector that stopped answering is
+  // not asked again for every NIC (each a --timeout).
   std::vector<std::shared_ptr<CollectorClient>> clients;
   absl::flat_hash_map<std::string, std::vector<size_t>> holders;
-  // "ADDR: why", per collector that could not be read.
+  // "ADDR (why)", per collector that could not be read.
   std::vector<std::string> failures;
 };
 
@@ -132,7 +141,7 @@ OtherCollectors AskOtherCollectors(const std::string& answered,
     absl::StatusOr<v1::ListNodesResponse> nodes = client->ListNodes();
     if (!nodes.ok()) {
       others.failures.push_back(
-          absl::StrCat(address, ": ", nodes.status().message()));
+          absl::StrCat(address, " (", nodes.status().message(), ")"));
       continue;
     }
     const size_t index = others.clients.size();
@@ -174,7 +183,7 @@ std::string RatesElsewhereNote(
   }
   for (const std::string& failure : failures) {
     absl::StrAppend(&note, note.empty() ? "" : " ",
-                    "Reading rates from collector ", failure, " failed.");
+                    "No rates could be read from collector ", failure, ".");
   }
   return note;
 }
@@ -198,6 +207,7 @@ void GatherRates(CollectorClient& client, const v1::Layout& layout,
     input->rates_unavailable = RatesNotServedNote(until, now_unix_nanos);
     return;
   }
+  const RdmaNames names;
   std::vector<NicRates> nics = LayoutNics(*model);
   // host -> the --collector_id of the collector its agent streams to, for
   // the nodes this collector lists as another's. A collector that cannot
@@ -229,12 +239,16 @@ void GatherRates(CollectorClient& client, const v1::Layout& layout,
       // Every collector that holds some of the node's series: the agent
       // may have moved within the range.
       for (size_t i : held->second) {
+        if (others->clients[i] == nullptr) continue;
         NicRates part{nic.host, nic.nic, {}, {}};
-        const absl::Status status = ReadNicRates(*others->clients[i], &part);
+        const absl::Status status =
+            ReadNicRates(*others->clients[i], names, &part);
         if (!status.ok()) {
           if (!absl::IsNotFound(status)) {
             failures.insert(
-                absl::StrCat(others->addresses[i], ": ", status.message()));
+                absl::StrCat(others->addresses[i], " (", status.message(),
+                             "); the hosts it holds have no rates here"));
+            others->clients[i] = nullptr;
           }
           continue;
         }
@@ -243,7 +257,7 @@ void GatherRates(CollectorClient& client, const v1::Layout& layout,
       }
       continue;
     }
-    const absl::Status status = ReadNicRates(client, &nic);
+    const absl::Status status = ReadNicRates(client, names, &nic);
     if (absl::IsNotFound(status)) {
       unknown_host = nic.host;
       continue;

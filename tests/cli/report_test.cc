@@ -892,8 +892,32 @@ TEST_F(ReportCommandTest, RatesOnCollectorsNotAskedAreNamedNotGuessed) {
                 "agents stream to collector col-b, which no address of "
                 "--collector answered for"));
   EXPECT_THAT(t.out.str(),
-              HasSubstr("Reading rates from collector c:9811: cannot reach "
-                        "collector c:9811 failed."));
+              HasSubstr("No rates could be read from collector c:9811 "
+                        "(cannot reach collector c:9811)."));
+  EXPECT_THAT(t.out.str(), HasSubstr("8 of the 16 NICs"));
+}
+
+// A collector that listed its nodes and then stopped answering is asked
+// once, not once per NIC (each a --timeout): its hosts have no rates, the
+// note says why, the rest of the report stands.
+TEST_F(ReportCommandTest, ACollectorThatStopsAnsweringIsAskedOnce) {
+  AddSeries(client);
+  ListNode(client, "gpu-000", "col-a", false);
+  ListNode(client, "gpu-001", "col-b", true);
+  FakeCollectorClient b("b:9811");
+  ListNode(b, "gpu-001", "col-b", false);
+  AddSeries(b, "gpu-001", Points({{560, 2e9}, {590, 2e9}}));
+  b.series_fail = absl::DeadlineExceededError("no answer within 10s");
+  t.env.collectors = {"fake:9811", "b:9811"};
+  t.env.connect = [&](const std::string&) {
+    return std::shared_ptr<CollectorClient>(&b, [](CollectorClient*) {});
+  };
+  ASSERT_EQ(ReportCommand(client, options, t.env), kExitOk) << t.err.str();
+  EXPECT_EQ(b.series_requests.size(), 1u);
+  EXPECT_THAT(t.out.str(),
+              HasSubstr("No rates could be read from collector b:9811 (no "
+                        "answer within 10s); the hosts it holds have no "
+                        "rates here."));
   EXPECT_THAT(t.out.str(), HasSubstr("8 of the 16 NICs"));
 }
 

@@ -1269,7 +1269,10 @@ TEST_F(ClusterStoryTest, FindingsSurviveTheBusiestCollectorAndARestart) {
   }
   // Whoever leads now judges the NICs against the straggler baselines the
   // leader before the restart wrote (bucket fabricdiag_baselines), not
-  // afresh: it says how many it restored.
+  // afresh: it says how many it restored. Within 30 s of the restart: a
+  // collector leads once the restarted JetStream cluster serves the lease
+  // bucket, which took more than 10 s in one clean-clone run here (no
+  // collector had led by then).
   std::string restored;
   EXPECT_TRUE(testing::Eventually(
       [&] {
@@ -1284,11 +1287,12 @@ TEST_F(ClusterStoryTest, FindingsSurviveTheBusiestCollectorAndARestart) {
         }
         return false;
       },
-      absl::Seconds(10), absl::Milliseconds(200)))
+      absl::Seconds(30) - (absl::Now() - restarted), absl::Milliseconds(200)))
       << "no collector restored the straggler baselines; their logs:\n"
       << c[0].process->Stderr() << c[1].process->Stderr()
       << c[2].process->Stderr();
-  std::cout << restored << "\n";
+  std::cout << restored << " (seen " << absl::Now() - restarted
+            << " after the restart)\n";
   // Every agent is back (each retried with its own backoff, up to 30 s),
   // and the hot expert never resolved in between: still open under its id.
   int back = 0;

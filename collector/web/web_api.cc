@@ -36,6 +36,16 @@ Json Number(double v) {
 
 Json Time(absl::Time t) { return TimeJson(t); }
 
+// A layout's labels (docs/layout-format.md#labels), keys sorted (a proto map
+// has no order); `{}` for none.
+Json LabelsJson(const v1::Layout& layout) {
+  Json o = Json::object();
+  const std::map<std::string, std::string> sorted(layout.labels().begin(),
+                                                  layout.labels().end());
+  for (const auto& [key, value] : sorted) o[key] = value;
+  return o;
+}
+
 int SeverityRank(v1::Severity s) {
   switch (s) {
     case v1::SEVERITY_CRITICAL:
@@ -443,12 +453,7 @@ Json JobsJson(const RegistrySnapshot& snapshot) {
     o["expires"] = d.lease_seconds() == 0
                        ? Json(nullptr)
                        : Time(absl::FromUnixNanos(d.expires_unix_nanos()));
-    // The layout's labels (docs/layout-format.md#labels), keys sorted.
-    o["labels"] = Json::object();
-    const std::map<std::string, std::string> labels(
-        entry->applied_layout.labels().begin(),
-        entry->applied_layout.labels().end());
-    for (const auto& [key, value] : labels) o["labels"][key] = value;
+    o["labels"] = LabelsJson(entry->applied_layout);
     j["jobs"].push_back(std::move(o));
   }
   return j;
@@ -692,6 +697,7 @@ absl::StatusOr<Json> JobJson(const LayoutEntry& entry,
   j["hosts"] = model.Hosts().size();
   j["applied"] = Time(entry.applied);
   j["revision"] = LayoutRevision(entry);
+  j["labels"] = LabelsJson(entry.applied_layout);
   j["dims"] = DimsJson(model, dim);
   j["dim"] = std::string(analysis::DimName(dim));
   j["groups_total"] = model.NumGroups(dim);

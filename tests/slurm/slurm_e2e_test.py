@@ -18,7 +18,7 @@ slurm_scripts_test.py; here the script's own log says what it sent.
 
 Cases: a 4-node job with the comment is declared while it runs (hosts in
 scontrol's order, which is srun's node rank order, parallelism, lease,
-source, owner; the token accepted) and deleted after; a job without the
+source, owner, the comment's labels=; the token accepted) and deleted after; a job without the
 comment and one with a malformed comment declare nothing and end
 COMPLETED; with the collector stopped a job still runs and ends COMPLETED.
 Every wait polls with a deadline; everything started is stopped at the end,
@@ -358,7 +358,8 @@ def test_declared_while_running(c):
     ranks = os.path.join(c.tmp, "ranks")
     # Nodes chosen out of order; srun -l prints each node rank's node name.
     job = c.sbatch("-N4", "-w", "gpu-[006,001,003,004]", "-t", "10",
-                   "--comment", "fabricdiag: tp=8 pp=2 ep=2",
+                   "--comment",
+                   "fabricdiag: tp=8 pp=2 ep=2 labels=team:ml,project:llm-7b",
                    "-o", os.path.join(c.tmp, "job-%j.out"),
                    "--wrap",
                    f"srun -N4 -n4 sh -c 'echo $SLURM_NODEID $SLURMD_NODENAME'"
@@ -377,6 +378,11 @@ def test_declared_while_running(c):
     entry = c.listed()[name]
     check(entry["source"] == "slurm" and entry["owner"] == "root",
           f"source/owner {entry.get('source')}/{entry.get('owner')}")
+    # The comment's labels= names the owners: on the layout, the job list
+    # and the layout's view (what the job's findings and alerts carry).
+    owners = {"team": "ml", "project": "llm-7b"}
+    check(entry.get("labels") == owners, f"listed labels {entry}")
+    check(view.get("labels") == owners, f"declared labels {view}")
     rfc = "%Y-%m-%dT%H:%M:%SZ"
     check(entry["expires"] is not None, f"no expiry: {entry}")
     lease = (datetime.strptime(entry["expires"], rfc) -
@@ -390,6 +396,7 @@ def test_declared_while_running(c):
     check(body["parallelism"] == {"tp": 8, "pp": 2, "dp": 2, "cp": 1, "ep": 2},
           f"parallelism {body['parallelism']}")
     check(body["gpus_per_node"] == 8, f"gpus_per_node {body['gpus_per_node']}")
+    check(body.get("labels") == owners, f"layout labels {body.get('labels')}")
     # No rank list: the collector places rank r on hosts[r // 8], GPU r % 8.
     check("ranks" not in body or body["ranks"] == [], f"ranks {body}")
     # srun's block distribution: node rank i runs on the i-th host.

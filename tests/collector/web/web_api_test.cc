@@ -193,6 +193,7 @@ LayoutEntry MoeEntry() {
       "job: moe\ngpus_per_node: 2\n"
       "parallelism: {tp: 2, pp: 1, dp: 2, ep: 2}\n"
       "hosts: [h0, h1]\nrails: [mlx5_0, mlx5_1]\n"
+      "labels: {team: ml-infra, project: moe}\n"
       "model: {params: 1.6e10, hidden: 4096, layers: 32, seq_len: 4096, "
       "micro_batch: 1, micro_batches: 4, dtype_bytes: 2, experts: 8, "
       "top_k: 2}\n");
@@ -258,6 +259,8 @@ TEST(JobJsonTest, OneGroupByNameAndPages) {
   query.group = "dp:1";
   absl::StatusOr<Json> j = JobJson(entry, nullptr, query, nullptr, {}, kNow);
   ASSERT_TRUE(j.ok()) << j.status();
+  // The owners travel with the job's view, keys sorted.
+  EXPECT_EQ((*j)["labels"].dump(), R"({"project":"moe","team":"ml-infra"})");
   ASSERT_EQ((*j)["groups"].size(), 1u);
   EXPECT_EQ((*j)["groups"][0]["name"], "dp:1");
   EXPECT_TRUE((*j)["prediction"].is_null());

@@ -104,6 +104,8 @@ std::vector<Section> Sections(AnalysisConfig* c) {
        {{"missed_intervals", nullptr, &c->agent_down.missed_intervals, 1, 1000},
         {"default_interval_seconds", &c->agent_down.default_interval_seconds,
          nullptr, 0.01, 3600}}},
+      {"agent_missing",
+       {{"after_seconds", &c->agent_missing.after_seconds, nullptr, 0, 86400}}},
   };
 }
 

@@ -200,6 +200,14 @@ struct AgentDownConfig {
   double default_interval_seconds = 1;
 };
 
+struct AgentMissingConfig {
+  // A host the topology lists whose agent has not reported for this long
+  // while the collector watched is missing (analysis/agent_missing.h); 0
+  // turns the check off. Agents reconnecting after a collector restart
+  // (backoff up to 30 s) and a fleet's connect storm fit well within 120 s.
+  double after_seconds = 120;
+};
+
 struct AnalysisConfig {
   // Rates are averaged over this window before each pass: 3 samples at the
   // agent's 1 s, short enough that a weak fault's mean crosses within the
@@ -216,6 +224,7 @@ struct AnalysisConfig {
   CongestionConfig congestion;
   StragglerNicConfig straggler_nic;
   AgentDownConfig agent_down;
+  AgentMissingConfig agent_missing;
 };
 
 // Parses a YAML (or JSON) config; InvalidArgument naming the key on an

@@ -29,7 +29,8 @@ enum class Severity { kInfo, kWarning, kCritical };
 inline constexpr const char* kKnownFindingKinds[] = {
     "hot_expert_incast", "pfc_storm",     "ecmp_imbalance", "tp_cross_node",
     "link_errors",       "link_flap",     "link_degraded",  "retransmissions",
-    "congestion",        "straggler_nic", "agent_down",     "cabling_mismatch"};
+    "congestion",        "straggler_nic", "agent_down",     "cabling_mismatch",
+    "agent_missing"};
 
 // Evidence every threshold finding carries, so an operator sees how sure
 // the finding is (docs/findings.md, "How sure a finding is"):

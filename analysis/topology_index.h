@@ -64,6 +64,10 @@ class TopologyIndex {
   bool IsSwitch(absl::string_view node) const {
     return switches_.contains(node);
   }
+  // True when a link of the topology names `node` as its host.
+  bool IsHost(absl::string_view node) const {
+    return host_side_.contains(node);
+  }
 
  private:
   // node -> port name -> far end.

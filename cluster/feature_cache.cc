@@ -260,6 +260,7 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
     if (id == id_) continue;
     last_live_[id] = presence.now;
     stats_.unobserved_nodes[id] = 0;
+    if (remote.count(id) == 0) merged.complete = false;
   }
   // Facts of a node that its collector's slice in this merge does not
   // give. When that collector's features stopped arriving, while it runs

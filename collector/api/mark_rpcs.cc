@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "analysis/agent_down.h"
+#include "analysis/agent_missing.h"
 #include "collector/api/query_service.h"
 #include "collector/store/node_series.h"
 #include "common/grpc_status.h"
@@ -146,7 +147,8 @@ grpc::Status QueryService::ForgetNode(grpc::ServerContext* context,
         absl::StrCat("node: not a node name: ", QuoteForMessage(node)));
   }
   // Seen: it reported here, another collector of the cluster knows it, or
-  // an active finding still remembers it (agent_down after a restart).
+  // an active finding still remembers it (agent_down after a restart, or
+  // agent_missing: a host of the topology that never reported).
   bool seen = series_->FindNode(node) != nullptr;
   // Its agent streams to another collector of the cluster now.
   bool streams_elsewhere = false;
@@ -168,7 +170,10 @@ grpc::Status QueryService::ForgetNode(grpc::ServerContext* context,
   for (const v1::Finding& f : findings_->Active()) {
     if (f.node() != node) continue;
     seen = true;
-    if (f.kind() == analysis::kAgentDownKind) down.push_back(f.id());
+    if (f.kind() == analysis::kAgentDownKind ||
+        f.kind() == analysis::kAgentMissingKind) {
+      down.push_back(f.id());
+    }
   }
   if (!seen) {
     return grpc::Status(grpc::StatusCode::NOT_FOUND,

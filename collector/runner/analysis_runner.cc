@@ -10,11 +10,13 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
 #include "analysis/agent_down.h"
+#include "analysis/agent_missing.h"
 #include "analysis/analyzer.h"
 #include "analysis/fabric_view.h"
 #include "analysis/finding.h"
@@ -209,13 +211,13 @@ bool AnalysisRunner::ViewWanted() const {
                         absl::ToInt64Nanoseconds(kViewWantedFor);
 }
 
-void AnalysisRunner::RunLiveness(absl::Time now,
-                                 const std::vector<NodeFacts>& facts) {
+void AnalysisRunner::RunLiveness(absl::Time now, const FeatureSlice& fabric,
+                                 const TopologyViews& topology) {
   // What the fabric knows about every node that ever reported; who counts
   // as down is the analyzer's (analysis/agent_down.h).
   std::vector<analysis::NodeLiveness> nodes;
-  nodes.reserve(facts.size());
-  for (const NodeFacts& n : facts) nodes.push_back(n.liveness);
+  nodes.reserve(fabric.nodes.size());
+  for (const NodeFacts& n : fabric.nodes) nodes.push_back(n.liveness);
   // After a restart the collector knows only the nodes that reported since;
   // a node it had found down keeps its finding until it reports again,
   // with the last report and interval the finding recorded.
@@ -237,8 +239,84 @@ void AnalysisRunner::RunLiveness(absl::Time now,
                                }),
                 nodes.end());
   }
-  Report(analysis::AgentDownFindings(nodes, now, options_.analysis.agent_down),
-         *layouts_->Snapshot(), now, kAgentLivenessSource);
+  std::vector<analysis::Finding> found =
+      analysis::AgentDownFindings(nodes, now, options_.analysis.agent_down);
+  const std::vector<analysis::ExpectedHost> unheard =
+      UnheardHosts(now, nodes, fabric.complete, topology);
+  if (!unheard.empty()) {
+    // Nodes that report under a name the topology does not have: one may
+    // be a missing host's agent under another spelling.
+    std::vector<std::string> unlisted;
+    for (const analysis::NodeLiveness& n : nodes) {
+      if (!topology.effective_index->IsHost(n.node) &&
+          !topology.effective_index->IsSwitch(n.node)) {
+        unlisted.push_back(n.node);
+      }
+    }
+    for (analysis::Finding& f : analysis::AgentMissingFindings(
+             unheard, unlisted, now, options_.analysis.agent_missing)) {
+      found.push_back(std::move(f));
+    }
+  }
+  Report(std::move(found), *layouts_->Snapshot(), now, kAgentLivenessSource);
+}
+
+std::vector<analysis::ExpectedHost> AnalysisRunner::UnheardHosts(
+    absl::Time now, const std::vector<analysis::NodeLiveness>& heard,
+    bool whole_fabric, const TopologyViews& topology) {
+  std::vector<analysis::ExpectedHost> out;
+  if (topology.declared == nullptr ||
+      options_.analysis.agent_missing.after_seconds <= 0) {
+    unheard_since_.clear();
+    return out;
+  }
+  if (topology.declared != inventory_of_) {
+    // Per host of the declared links: how many, to which switches.
+    std::map<std::string, analysis::ExpectedHost> hosts;
+    for (const v1::Link& link : topology.declared->links()) {
+      analysis::ExpectedHost& h = hosts[link.host()];
+      h.node = link.host();
+      ++h.links;
+      h.switches.push_back(link.switch_());
+    }
+    inventory_.clear();
+    for (auto& [name, h] : hosts) {
+      std::sort(h.switches.begin(), h.switches.end());
+      h.switches.erase(std::unique(h.switches.begin(), h.switches.end()),
+                       h.switches.end());
+      inventory_.push_back(std::move(h));
+    }
+    inventory_of_ = topology.declared;
+  }
+  absl::flat_hash_set<absl::string_view> reported;
+  reported.reserve(heard.size());
+  for (const analysis::NodeLiveness& n : heard) reported.insert(n.node);
+  // Held while `open` views its nodes' names.
+  const std::vector<v1::Finding> active = findings_->Active();
+  absl::flat_hash_set<absl::string_view> open;
+  for (const v1::Finding& f : active) {
+    if (f.kind() == analysis::kAgentMissingKind) open.insert(f.node());
+  }
+  absl::flat_hash_map<std::string, absl::Time> since;
+  for (const analysis::ExpectedHost& host : inventory_) {
+    // A forgotten host is decommissioned: expected again once it reports.
+    if (reported.contains(host.node) ||
+        (options_.forgotten_at && options_.forgotten_at(host.node))) {
+      continue;
+    }
+    // Without the whole fabric in view (a collector's features missing) a
+    // host's agent may be streaming there: the wait starts again.
+    auto it = unheard_since_.find(host.node);
+    const absl::Time from =
+        whole_fabric && it != unheard_since_.end() ? it->second : now;
+    if (whole_fabric) since.emplace(host.node, from);
+    analysis::ExpectedHost h = host;
+    h.unheard_since = from;
+    h.open = open.contains(host.node);
+    out.push_back(std::move(h));
+  }
+  unheard_since_ = std::move(since);
+  return out;
 }
 
 void AnalysisRunner::RunLayoutAnalyzers(absl::Time now) {
@@ -357,7 +435,9 @@ void AnalysisRunner::HoldUnheardNodes(absl::Time now,
   }
   std::set<std::string> unheard;
   for (const v1::Finding& f : active) {
-    if (!f.node().empty() && !heard.contains(f.node())) {
+    // A host whose agent never reported has no other finding to hold.
+    if (!f.node().empty() && !heard.contains(f.node()) &&
+        f.kind() != analysis::kAgentMissingKind) {
       unheard.insert(f.node());
     }
   }
@@ -524,6 +604,8 @@ bool AnalysisRunner::Leading() {
     hysteresis_.emplace(options_.analysis.hysteresis);
     straggler_baselines_ = analysis::StragglerBaselines();
     hysteresis_seeded_ = false;
+    // Who was unheard before is not known to have been unheard since.
+    unheard_since_.clear();
     // The findings taken over now carry this term: a deposed leader's
     // write still in flight for any of them is refused or dropped.
     absl::StatusOr<size_t> rewritten = findings_->ShareActive();
@@ -564,7 +646,7 @@ void AnalysisRunner::RunOnce() {
     published_nodes_ = std::move(nodes);
   }
   if (leading) {
-    RunLiveness(now, fabric.nodes);
+    RunLiveness(now, fabric, *topology);
     RunLayoutAnalyzers(now);
     RunRateAnalyzers(now, std::move(fabric), *topology);
   } else if (whole_fabric) {

@@ -48,6 +48,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "analysis/agent_missing.h"
 #include "analysis/analysis_config.h"
 #include "analysis/fabric_view.h"
 #include "analysis/hysteresis.h"
@@ -167,7 +168,16 @@ class AnalysisRunner {
                                 const TopologyViews& topology);
   // Whether LatestView() was called within kViewWantedFor.
   bool ViewWanted() const;
-  void RunLiveness(absl::Time now, const std::vector<NodeFacts>& facts);
+  // agent_down of every node in `fabric`, and agent_missing of the
+  // declared topology's hosts no node of `fabric` is.
+  void RunLiveness(absl::Time now, const FeatureSlice& fabric,
+                   const TopologyViews& topology);
+  // The declared topology's hosts that `heard` (sorted by name) does not
+  // list, for agent_missing: each with since when this collector has
+  // watched the whole fabric without hearing from it (unheard_since_).
+  std::vector<analysis::ExpectedHost> UnheardHosts(
+      absl::Time now, const std::vector<analysis::NodeLiveness>& heard,
+      bool whole_fabric, const TopologyViews& topology);
   void RunLayoutAnalyzers(absl::Time now);
   // Seams::baselines: the stored baselines into straggler_baselines_
   // (before the first pass), and their writing.
@@ -242,6 +252,13 @@ class AnalysisRunner {
   bool holding_unheard_ = false;
   // Nodes up without a rate at the last pass, since when (HoldRatelessNodes).
   absl::flat_hash_map<std::string, absl::Time> rateless_since_;
+  // agent_missing: the declared topology's hosts (links and switches per
+  // host, by name), built again when the declared topology changes.
+  std::shared_ptr<const v1::Topology> inventory_of_;
+  std::vector<analysis::ExpectedHost> inventory_;
+  // Since when each host of inventory_ no node reported from has been
+  // watched for in this term, with the whole fabric in view.
+  absl::flat_hash_map<std::string, absl::Time> unheard_since_;
   // When the baselines were last written (Seams::baselines).
   absl::Time baselines_written_ = absl::InfinitePast();
   // The last write held no baseline.

@@ -67,6 +67,11 @@ struct FeatureSlice {
   // recent_seconds); nullopt when the runner builds none.
   std::optional<analysis::FabricView> recent;
   std::vector<NodeFacts> nodes;
+  // In a cluster: false when the features of a collector that runs did not
+  // arrive for this merge, so nodes streaming to it may be missing from
+  // `nodes` altogether (not even unobserved: this collector never heard of
+  // them). Set by Merged(); one collector's slice is the whole fabric.
+  bool complete = true;
 };
 
 // What a merge must hold.

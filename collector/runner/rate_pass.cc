@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/agent_down.h"
+#include "analysis/agent_missing.h"
 #include "analysis/finding_wire.h"
 #include "analysis/tp_cross_node.h"
 
@@ -20,6 +21,7 @@ void SeedRateState(const std::vector<v1::Finding>& active,
   std::vector<analysis::Finding> rate;
   for (const v1::Finding& f : active) {
     if (f.kind() == analysis::kAgentDownKind ||
+        f.kind() == analysis::kAgentMissingKind ||
         f.kind() == analysis::kTpCrossNodeKind) {
       continue;
     }

@@ -53,9 +53,9 @@ RateFindings RunRatePass(analysis::AnalysisInput in,
 // Where a collector that starts (or takes the analysis over from another)
 // picks the rate analyzers up: from the findings store's `active` findings.
 // `hysteresis` (fresh) is seeded with every one that neither liveness
-// (agent_down) nor the layout analyzers (tp_cross_node) own, so they stay
-// open while the windows refill; `baselines` (fresh) with the baselines
-// their stragglers were judged against (StragglerBaselines::Seed).
+// (agent_down, agent_missing) nor the layout analyzers (tp_cross_node) own,
+// so they stay open while the windows refill; `baselines` (fresh) with the
+// baselines their stragglers were judged against (StragglerBaselines::Seed).
 void SeedRateState(const std::vector<v1::Finding>& active,
                    analysis::Hysteresis* hysteresis,
                    analysis::StragglerBaselines* baselines);

@@ -123,7 +123,8 @@ TEST_F(FindingsCommandsTest, BadFlagsAreExitTwoNamingTheFlag) {
   cases[0].options.kind = "pfc_strom";
   cases[0].error =
       "fabricdiag: --kind: unknown finding kind \"pfc_strom\"; known kinds: "
-      "agent_down, cabling_mismatch, congestion, ecmp_imbalance, "
+      "agent_down, agent_missing, cabling_mismatch, congestion, "
+      "ecmp_imbalance, "
       "hot_expert_incast, link_degraded, link_errors, link_flap, pfc_storm, "
       "retransmissions, straggler_nic, tp_cross_node\n";
   cases[1].options.severity = "loud";

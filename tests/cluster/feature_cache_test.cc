@@ -404,6 +404,7 @@ TEST(FeatureCacheTest, AStaleCollectorsNodesAreUnobservedWhileItIsLive) {
   FeatureSlice fresh =
       cache.Merged(OneNode("a-1", kT0), kT0, kFabric, presence);
   ASSERT_THAT(Nodes(fresh), ElementsAre("a-1", "col-b-1", "col-c-1"));
+  EXPECT_TRUE(fresh.complete) << "every live collector's features are in";
   EXPECT_EQ(fresh.nodes[0].liveness.observed_until, absl::InfiniteFuture());
   EXPECT_EQ(fresh.nodes[1].liveness.observed_until, published);
   EXPECT_FALSE(fresh.nodes[1].unobserved);
@@ -418,6 +419,7 @@ TEST(FeatureCacheTest, AStaleCollectorsNodesAreUnobservedWhileItIsLive) {
       cache.Merged(OneNode("a-1", presence.now),
                    presence.now - absl::Seconds(3), kFabric, presence);
   ASSERT_THAT(Nodes(stale), ElementsAre("a-1", "col-b-1", "col-c-1"));
+  EXPECT_FALSE(stale.complete) << "col-b runs and its features are missing";
   for (size_t i : {1, 2}) {
     EXPECT_TRUE(stale.nodes[i].unobserved) << i;
     EXPECT_EQ(stale.nodes[i].liveness.observed_until, published) << i;

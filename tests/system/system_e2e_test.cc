@@ -295,6 +295,65 @@ TEST_F(SystemTest, LayoutsFindingsRestartAndAgentDown) {
   EXPECT_EQ(collector_->Wait(absl::Seconds(15)), std::optional<int>(0));
 }
 
+// The topology's hosts are the inventory: a host no agent reports from is
+// agent_missing (after agent_missing.after_seconds, 2 s here), naming an
+// agent that reports under a near name; `nodes forget` ends a
+// decommissioned host's finding, and an agent renamed to the host's name
+// ends the other.
+TEST_F(SystemTest, TopologyHostsWithoutAnAgentAreAgentMissing) {
+  const std::string config = state_.path() + "/analysis.yaml";
+  std::ofstream(config) << "agent_missing: {after_seconds: 2}\n";
+  const std::string topology = state_.path() + "/topology.yaml";
+  std::ofstream(topology) << "switches:\n  - {name: leaf-0}\nlinks:\n"
+                             "  - {host: gpu-000, nic: mlx5_0, switch: "
+                             "leaf-0, port: swp1}\n"
+                             "  - {host: gpu-001, nic: mlx5_0, switch: "
+                             "leaf-0, port: swp2}\n"
+                             "  - {host: gpu-002, nic: mlx5_0, switch: "
+                             "leaf-0, port: swp3}\n";
+  StartCollector(0, {"--analysis_config=" + config});
+  RunResult applied = Cli({"topology", "apply", topology});
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  std::unique_ptr<Subprocess> a0 = StartAgent(0);
+  std::unique_ptr<Subprocess> a1 =
+      StartAgent(1, {"--node=GPU-001.dc1.example"});
+  auto missing = [&](const std::string& node) -> nlohmann::json {
+    for (const auto& f : Findings({"--kind=agent_missing"})) {
+      if (f["node"] == node) return f;
+    }
+    return nullptr;
+  };
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return !missing("gpu-001").is_null() && !missing("gpu-002").is_null();
+      },
+      absl::Seconds(15)))
+      << Findings().dump() << collector_->Stderr();
+  EXPECT_TRUE(missing("gpu-000").is_null()) << "its agent reports";
+  const nlohmann::json renamed = missing("gpu-001");
+  EXPECT_EQ(renamed["evidence"]["reporting_as"], "GPU-001.dc1.example")
+      << renamed.dump();
+  EXPECT_THAT(renamed["summary"].get<std::string>(),
+              HasSubstr("give that agent --node=gpu-001"));
+  EXPECT_THAT(missing("gpu-002")["summary"].get<std::string>(),
+              HasSubstr("Start fabricdiag-agent on gpu-002"));
+  EXPECT_THAT(Metrics(),
+              HasSubstr("fabricdiag_finding_active{kind=\"agent_missing\""));
+
+  // gpu-002 was decommissioned: forgotten, its finding resolves.
+  RunResult forgot = Cli({"nodes", "forget", "gpu-002"});
+  EXPECT_EQ(forgot.exit_code, 0) << forgot.err;
+  EXPECT_TRUE(Eventually([&] { return missing("gpu-002").is_null(); }))
+      << Findings().dump();
+  // gpu-001's agent gets the topology's name: its finding resolves too.
+  a1->Signal(SIGTERM);
+  a1->Wait(absl::Seconds(10));
+  a1 = StartAgent(1);
+  EXPECT_TRUE(Eventually([&] { return missing("gpu-001").is_null(); }))
+      << Findings().dump();
+  EXPECT_TRUE(Findings({"--kind=agent_missing"}).empty());
+}
+
 TEST_F(SystemTest, HealthzAndPromtoolAcceptTheCollectorMetrics) {
   StartCollector();
   absl::StatusOr<std::string> health = HttpGet(http_port_, "/healthz");

@@ -4,6 +4,7 @@
 //   FixedTopology topology;                   // nothing declared or heard
 //   FixedTopology topology(declared_proto);   // effective = declared
 //   FixedTopology topology(views);            // all three chosen
+//   auto declared = FixedTopology::Declared(proto);  // declared = effective
 #pragma once
 
 #include <memory>
@@ -29,6 +30,20 @@ class FixedTopology final : public collector::TopologySource {
 
   explicit FixedTopology(std::shared_ptr<const collector::TopologyViews> views)
       : views_(std::move(views)) {}
+
+  // `declared` as a topology file gives it: declared and effective, nothing
+  // discovered.
+  static FixedTopology Declared(v1::Topology declared) {
+    auto views = std::make_shared<collector::TopologyViews>();
+    views->discovered = std::make_shared<const v1::Topology>();
+    auto shared = std::make_shared<const v1::Topology>(std::move(declared));
+    views->effective_index =
+        std::make_shared<const analysis::TopologyIndex>(shared.get());
+    views->declared = shared;
+    views->declared_version = 1;
+    views->effective = std::move(shared);
+    return FixedTopology(std::move(views));
+  }
 
   std::shared_ptr<const collector::TopologyViews> Current() const override {
     return views_;

@@ -61,9 +61,10 @@ TEST(CheckFindingKindTest, ATypoListsTheKnownKinds) {
   EXPECT_TRUE(CheckFindingKind("--kind", "pfc_storm").ok());
   absl::Status typo = CheckFindingKind("--kind", "pfc_strom");
   EXPECT_EQ(typo.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(typo.message()),
-              StartsWith("--kind: unknown finding kind \"pfc_strom\"; known "
-                         "kinds: agent_down, cabling_mismatch, congestion, "));
+  EXPECT_THAT(
+      std::string(typo.message()),
+      StartsWith("--kind: unknown finding kind \"pfc_strom\"; known "
+                 "kinds: agent_down, agent_missing, cabling_mismatch, "));
   EXPECT_THAT(std::string(typo.message()), HasSubstr(", pfc_storm, "));
 }
 

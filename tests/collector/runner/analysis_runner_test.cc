@@ -515,6 +515,7 @@ class FakeExchange final : public FeatureExchange {
     remote.liveness.observed_until = observed_until;
     remote.unobserved = unobserved;
     local.nodes.push_back(remote);
+    local.complete = complete;
     if (remote_samples.has_value()) {
       analysis::PortView& port = local.window.AddPort("gpu-remote", "mlx5_0");
       port.samples = *remote_samples;
@@ -535,6 +536,8 @@ class FakeExchange final : public FeatureExchange {
   // vouched for it, and whether its collector's features stopped.
   absl::Time observed_until = absl::InfiniteFuture();
   bool unobserved = false;
+  // Whether every live collector's features are in the merge.
+  bool complete = true;
   // Whether the merged view holds a PFC victim.
   bool paused_victim = false;
   // The remote node's last report, and how its traffic samples lie in the
@@ -607,6 +610,164 @@ TEST_F(AnalysisRunnerClusterTest, AnUnobservedNodeIsNotFoundDown) {
   exchange.unobserved = true;
   clock.Advance(absl::Seconds(30));
   runner_->RunOnce();
+  ASSERT_THAT(findings_->Active(), ::testing::SizeIs(1));
+  EXPECT_EQ(findings_->Active()[0].id(), id);
+}
+
+// The declared topology of AgentMissing* tests: gpu-1 on leaf-0, gpu-2 on
+// leaf-0 and leaf-1.
+v1::Topology TwoHostsDeclared() {
+  v1::Topology t;
+  auto link = [&t](const char* host, const char* nic, const char* sw,
+                   const char* port) {
+    v1::Link* l = t.add_links();
+    l->set_host(host);
+    l->set_nic(nic);
+    l->set_switch_(sw);
+    l->set_port(port);
+  };
+  link("gpu-1", "mlx5_0", "leaf-0", "swp1");
+  link("gpu-2", "mlx5_0", "leaf-0", "swp2");
+  link("gpu-2", "mlx5_1", "leaf-1", "swp2");
+  return t;
+}
+
+// The agent_missing findings, as "node: summary".
+std::vector<std::string> Missing(const FindingsStore& findings) {
+  std::vector<std::string> out;
+  for (const v1::Finding& f : findings.Active()) {
+    if (f.kind() == "agent_missing") {
+      out.push_back(absl::StrCat(f.node(), ": ", f.summary()));
+    }
+  }
+  return out;
+}
+
+// A host of the topology whose agent never reports is agent_missing once
+// the collector has watched for agent_missing.after_seconds, naming its
+// links; it resolves when the agent reports.
+TEST_F(AnalysisRunnerStateTest, AgentMissingOpensForAHostThatNeverReports) {
+  testing::FixedTopology topology =
+      testing::FixedTopology::Declared(TwoHostsDeclared());
+  EmbeddedFeatureExchange features;
+  AlwaysLeading role;
+  NoBaselinesStore no_baselines;
+  AnalysisStats stats;
+  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
+                        clock, {features, role, no_baselines, topology}, {});
+  std::function<void()> gpu1 = StartEmptyAgent("gpu-1");
+  const absl::Time start = clock.Now();
+  while (clock.Now() - start < absl::Seconds(119)) {
+    gpu1();
+    runner.RunOnce();
+    ASSERT_THAT(Missing(*findings_), ::testing::IsEmpty())
+        << "after " << clock.Now() - start;
+    clock.Advance(absl::Seconds(1));
+  }
+  clock.Advance(absl::Seconds(1));
+  gpu1();
+  runner.RunOnce();
+  ASSERT_THAT(
+      Missing(*findings_),
+      ::testing::ElementsAre(::testing::StartsWith(
+          "gpu-2: gpu-2 is in the topology (2 links, cabled to leaf-0, "
+          "leaf-1) but no fabricdiag agent has reported from it for 2 min")));
+  const v1::Finding missing = findings_->Active()[0];
+  EXPECT_EQ(missing.severity(), v1::SEVERITY_WARNING);
+  EXPECT_EQ(missing.evidence().at("links"), 2);
+  EXPECT_EQ(missing.evidence().at("unheard_seconds"), 120);
+
+  // gpu-2's agent starts: the finding resolves at the next pass.
+  std::function<void()> gpu2 = StartEmptyAgent("gpu-2");
+  gpu2();
+  clock.Advance(absl::Seconds(1));
+  runner.RunOnce();
+  EXPECT_THAT(Missing(*findings_), ::testing::IsEmpty());
+}
+
+// An agent reporting as gpu-2's name with a domain and in other case is
+// named in the finding: the usual reason a deployed agent is missing. A
+// forgotten host (decommissioned) is not expected: its finding resolves.
+TEST_F(AnalysisRunnerStateTest, AgentMissingNamesANearNameAndForgetEndsIt) {
+  testing::FixedTopology topology =
+      testing::FixedTopology::Declared(TwoHostsDeclared());
+  EmbeddedFeatureExchange features;
+  AlwaysLeading role;
+  NoBaselinesStore no_baselines;
+  AnalysisStats stats;
+  std::optional<absl::Time> forgotten;
+  AnalysisRunner::Options options;
+  options.analysis.agent_missing.after_seconds = 10;
+  options.forgotten_at = [&](absl::string_view node) {
+    return node == "gpu-2" ? forgotten : std::nullopt;
+  };
+  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
+                        clock, {features, role, no_baselines, topology},
+                        options);
+  std::function<void()> gpu1 = StartEmptyAgent("gpu-1");
+  std::function<void()> misnamed = StartEmptyAgent("GPU-2.example.com");
+  for (int pass = 0; pass <= 10; ++pass) {
+    gpu1();
+    misnamed();
+    runner.RunOnce();
+    clock.Advance(absl::Seconds(1));
+  }
+  std::vector<std::string> missing = Missing(*findings_);
+  ASSERT_THAT(missing, ::testing::SizeIs(1));
+  EXPECT_THAT(missing[0],
+              ::testing::HasSubstr(
+                  "An agent reports as GPU-2.example.com, which the topology "
+                  "does not list: give that agent --node=gpu-2"));
+  EXPECT_EQ(findings_->Active()[0].evidence_text().at("reporting_as"),
+            "GPU-2.example.com");
+
+  forgotten = clock.Now();
+  runner.RunOnce();
+  EXPECT_THAT(Missing(*findings_), ::testing::IsEmpty());
+}
+
+// In a cluster, while a live collector's features do not arrive, the
+// host's agent may stream there: the wait starts again, and only once the
+// whole fabric has been in view for after_seconds does the finding open.
+// An open one holds across a new term without waiting again.
+TEST_F(AnalysisRunnerStateTest, AgentMissingWaitsForTheWholeFabric) {
+  testing::FixedTopology topology =
+      testing::FixedTopology::Declared(TwoHostsDeclared());
+  FakeExchange exchange(clock.Now());
+  FakeRole role;
+  role.term = 3;
+  NoBaselinesStore no_baselines;
+  AnalysisStats stats;
+  AnalysisRunner::Options options;
+  options.analysis.agent_missing.after_seconds = 10;
+  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
+                        clock, {exchange, role, no_baselines, topology},
+                        options);
+  std::function<void()> gpu1 = StartEmptyAgent("gpu-1");
+  auto passes = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      gpu1();
+      exchange.remote_report = clock.Now();
+      runner.RunOnce();
+      clock.Advance(absl::Seconds(1));
+    }
+  };
+  exchange.complete = false;
+  passes(30);
+  EXPECT_THAT(Missing(*findings_), ::testing::IsEmpty())
+      << "judged without the whole fabric in view";
+  exchange.complete = true;
+  passes(10);
+  EXPECT_THAT(Missing(*findings_), ::testing::IsEmpty());
+  passes(1);
+  ASSERT_THAT(Missing(*findings_), ::testing::SizeIs(1));
+  const std::string id = findings_->Active()[0].id();
+
+  // A new term (another collector led meanwhile), features missing again:
+  // the open finding holds, same id.
+  role.term = 4;
+  exchange.complete = false;
+  passes(3);
   ASSERT_THAT(findings_->Active(), ::testing::SizeIs(1));
   EXPECT_EQ(findings_->Active()[0].id(), id);
 }

@@ -5,7 +5,6 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <stdexcept>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -15,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "analysis/layout_parse.h"
+#include "collector/web/json_answers.h"
 #include "collector/web/web_api.h"
 #include "common/names.h"
 #include "common/status_macros.h"
@@ -26,85 +26,18 @@ using Json = nlohmann::ordered_json;
 
 constexpr char kPrefix[] = "/api/v1/jobs/";
 constexpr char kRenew[] = "/renew";
-// As deep as a layout file may nest (analysis/layout_parse.h).
-constexpr int kMaxDepth = 32;
 // How long a write may wait for the declared state (a cluster that does
 // not answer) before it answers 504.
 constexpr absl::Duration kWriteTimeout = absl::Seconds(10);
 
-HttpResponse JsonResponse(int status, const Json& body) {
-  HttpResponse r;
-  r.status = status;
-  r.content_type = "application/json";
-  r.body = body.dump(-1, ' ', false, Json::error_handler_t::replace);
-  r.body.push_back('\n');
-  r.headers.push_back({"Cache-Control", "no-store"});
-  return r;
-}
-
-int HttpStatusOf(const absl::Status& status) {
-  switch (status.code()) {
-    case absl::StatusCode::kInvalidArgument:
-      return 400;
-    case absl::StatusCode::kNotFound:
-      return 404;
-    case absl::StatusCode::kFailedPrecondition:
-    case absl::StatusCode::kAborted:
-      return 409;
-    case absl::StatusCode::kResourceExhausted:
-      return 413;
-    case absl::StatusCode::kUnavailable:
-      return 503;
-    case absl::StatusCode::kDeadlineExceeded:
-      return 504;
-    default:
-      return 500;
-  }
-}
-
-HttpResponse Error(const absl::Status& status) {
-  return JsonResponse(HttpStatusOf(status),
-                      {{"error", std::string(status.message())}});
-}
+HttpResponse Error(const absl::Status& status) { return JsonError(status); }
 
 absl::Status Invalid(absl::string_view field, absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", why));
 }
 
-// Thrown by the parse callback to stop at a nesting too deep; caught below.
-struct TooDeep : std::runtime_error {
-  TooDeep() : std::runtime_error("too deep") {}
-};
-
-// The body as one JSON object; "body: ..." naming where it is malformed.
 absl::StatusOr<Json> ParseBody(absl::string_view body, bool empty_is_object) {
-  if (empty_is_object && absl::StripAsciiWhitespace(body).empty()) {
-    return Json::object();
-  }
-  Json j;
-  try {
-    j = Json::parse(
-        body.begin(), body.end(),
-        [](int depth, Json::parse_event_t, Json&) {
-          if (depth > kMaxDepth) throw TooDeep();
-          return true;
-        },
-        /*allow_exceptions=*/true);
-  } catch (const TooDeep&) {
-    return Invalid("body",
-                   absl::StrCat("nested deeper than ", kMaxDepth, " levels"));
-  } catch (const Json::exception& e) {
-    // "[json.exception.parse_error.101] parse error at line 1, column 3:
-    // ...": the part after the bracket says where and what.
-    absl::string_view what = e.what();
-    const size_t bracket = what.find("] ");
-    if (bracket != absl::string_view::npos) what.remove_prefix(bracket + 2);
-    return Invalid("body", absl::StrCat("not valid JSON: ", what));
-  }
-  if (!j.is_object()) {
-    return Invalid("body", "expected a JSON object");
-  }
-  return j;
+  return ParseJsonBody(body, empty_is_object);
 }
 
 // An optional "lease_seconds": nullopt when absent; a whole number of

@@ -18,6 +18,7 @@
 #include "analysis/traffic_model.h"
 #include "collector/findings/findings_query.h"
 #include "collector/findings/findings_request.h"
+#include "collector/web/json_answers.h"
 #include "collector/web/topology_json.h"
 #include "collector/web/web_api.h"
 #include "collector/web/web_assets.h"
@@ -35,24 +36,7 @@ constexpr char kJsonType[] = "application/json";
 constexpr uint32_t kMaxResolved = 1000;
 constexpr uint32_t kDefaultResolved = 100;
 
-HttpResponse JsonResponse(int status, const Json& body) {
-  HttpResponse r;
-  r.status = status;
-  r.content_type = kJsonType;
-  // Names come from agents and layouts: never let a broken UTF-8 sequence
-  // turn into an exception on a worker thread.
-  r.body = body.dump(-1, ' ', false, Json::error_handler_t::replace);
-  r.body.push_back('\n');
-  r.headers.push_back({"Cache-Control", "no-store"});
-  return r;
-}
-
-HttpResponse Error(const absl::Status& status) {
-  int code = 500;
-  if (absl::IsInvalidArgument(status)) code = 400;
-  if (absl::IsNotFound(status)) code = 404;
-  return JsonResponse(code, {{"error", std::string(status.message())}});
-}
+HttpResponse Error(const absl::Status& status) { return JsonError(status); }
 
 HttpResponse AssetResponse(const WebAsset& asset) {
   HttpResponse r;

@@ -22,9 +22,6 @@
 namespace fabricdiag::cli {
 namespace {
 
-// The longest silence the collector accepts (collector/findings/silences.h).
-constexpr absl::Duration kMaxFor = absl::Hours(24 * 30);
-
 // NotFound (an unknown finding, silence or node) is exit 3; the rest as
 // every command reports it.
 int ReportMarkError(const absl::Status& status, const CommandEnv& env) {
@@ -35,35 +32,11 @@ int ReportMarkError(const absl::Status& status, const CommandEnv& env) {
   return ReportError(status, env);
 }
 
-// "4h", "90m", "2h30m" (Go-style, absl::ParseDuration) or whole days
-// "7d"; positive and at most 30 days. InvalidArgument naming --for.
-absl::StatusOr<absl::Duration> ParseFor(absl::string_view text) {
-  text = absl::StripAsciiWhitespace(text);
-  if (text.empty()) {
-    return absl::InvalidArgumentError("--for: missing (e.g. --for=4h)");
-  }
-  absl::Duration d;
-  int64_t days = 0;
-  absl::string_view number = text;
-  if (absl::ConsumeSuffix(&number, "d") && absl::SimpleAtoi(number, &days)) {
-    d = absl::Hours(24) * days;
-  } else if (!absl::ParseDuration(text, &d)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--for: not a duration: ", Printable(text), " (e.g. 30m, 4h, 7d)"));
-  }
-  if (d <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("--for: must be positive");
-  }
-  if (d > kMaxFor) {
-    return absl::InvalidArgumentError("--for: at most 30 days (30d)");
-  }
-  return d;
-}
-
 int Silence(CollectorClient& client, std::vector<v1::SilenceMatcher> matchers,
             absl::string_view duration, const std::string& comment,
             const CommandOptions& options, const CommandEnv& env) {
-  absl::StatusOr<absl::Duration> d = ParseFor(duration);
+  absl::StatusOr<absl::Duration> d =
+      collector::ParseSilenceDuration(duration, "--for");
   if (!d.ok()) return ReportError(d.status(), env);
   if (absl::StripAsciiWhitespace(comment).empty()) {
     return ReportError(absl::InvalidArgumentError(

@@ -36,6 +36,7 @@
 #include "collector/topology/topology_keeper.h"
 #include "collector/web/http_server.h"
 #include "collector/web/job_write_routes.h"
+#include "collector/web/mark_routes.h"
 #include "collector/web/route_access.h"
 #include "collector/web/web_routes.h"
 #include "common/address_list.h"
@@ -280,6 +281,8 @@ struct HttpSources {
   JobWriteSources writes;  // PUT/POST/DELETE /api/v1/jobs/{job}
   // Who may use which /api/ route (--auth_token_file).
   std::shared_ptr<AccessControl> access;
+  // Acks and silences over /api/v1/silences and /api/v1/findings/{id}/ack.
+  Marks* marks;
 };
 
 absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(
@@ -317,6 +320,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(
        in.clock, in.topology,
        [backends] { return backends->findings_staleness(); }});
   for (HttpRoute& r : JobWriteRoutes(in.writes)) routes.push_back(std::move(r));
+  for (HttpRoute& r : MarkRoutes({in.marks, in.findings, in.access})) {
+    routes.push_back(std::move(r));
+  }
   routes = GuardRoutes(std::move(routes), in.access);
   HttpServerOptions options;
   options.listen = config.http_listen;
@@ -502,7 +508,7 @@ int RunCollector(const CollectorConfig& config) {
       StartHttp(config, {&series, &counters, &stats, &findings, &registry,
                          &filled_layouts, state->get(), &backends, &runner,
                          &clock, node_up, &leases, &name_check, &topology,
-                         std::move(writes), *access});
+                         std::move(writes), *access, &marks});
   if (!http.ok()) {
     const int code = StartupFailed(http.status().message());
     (*server)->Shutdown(absl::ZeroDuration());

@@ -6,9 +6,12 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "collector/findings/silences.h"
 #include "common/names.h"
 
 namespace fabricdiag::collector {
@@ -113,6 +116,34 @@ absl::Status CheckMatchers(
     if (absl::Status s = CheckMatcher(m, seen); !s.ok()) return s;
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<absl::Duration> ParseSilenceDuration(absl::string_view text,
+                                                    absl::string_view field) {
+  text = absl::StripAsciiWhitespace(text);
+  if (text.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": missing (e.g. 4h)"));
+  }
+  absl::Duration d;
+  int64_t days = 0;
+  absl::string_view number = text;
+  if (absl::ConsumeSuffix(&number, "d") && absl::SimpleAtoi(number, &days)) {
+    d = absl::Hours(24) * days;
+  } else if (!absl::ParseDuration(text, &d)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": not a duration: ", QuoteForMessage(text),
+                     " (e.g. 30m, 4h, 7d)"));
+  }
+  if (d <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": must be positive"));
+  }
+  if (d > kMaxSilence) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": at most 30 days (30d)"));
+  }
+  return d;
 }
 
 bool SilenceMatches(const v1::Silence& silence, const v1::Finding& finding) {

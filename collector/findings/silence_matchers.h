@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "proto/collector.pb.h"
 
 namespace fabricdiag::collector {
@@ -32,6 +33,12 @@ absl::StatusOr<std::vector<v1::SilenceMatcher>> ParseMatchers(
 // The same checks on matchers that arrived over the wire.
 absl::Status CheckMatchers(
     const google::protobuf::RepeatedPtrField<v1::SilenceMatcher>& matchers);
+
+// How long a silence lasts: "4h", "90m", "2h30m" (Go-style,
+// absl::ParseDuration) or whole days "7d"; positive and at most 30 days.
+// InvalidArgument naming `field` ("--for" for the CLI, "for" over HTTP).
+absl::StatusOr<absl::Duration> ParseSilenceDuration(absl::string_view text,
+                                                    absl::string_view field);
 
 // Whether every matcher of `silence` matches `finding` (no time check).
 bool SilenceMatches(const v1::Silence& silence, const v1::Finding& finding);

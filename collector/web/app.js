@@ -23,6 +23,8 @@ const CANVAS_GAP = 2;
 
 const state = {
   metric: 'rx_bytes', job: '', dim: '', fabric: null, jobs: [],
+  // The active findings drawn last, by id: what an ack or silence names.
+  findings: new Map(),
   // Per URL: the ETag and body of the last 200, for If-None-Match.
   cache: new Map(),
   // Layout of the canvas heatmap: which node x rail a pixel shows.
@@ -190,6 +192,18 @@ function markText(f) {
   return parts.join(' ');
 }
 
+// The ack and silence buttons of an active finding (the collector's
+// POST /api/v1/findings/ID/ack and /api/v1/silences, docs/http-api.md):
+// they need a token with the admin scope.
+function markButtons(f) {
+  if (f.state !== 'active') return null;
+  return el('span', { class: 'mark-buttons' },
+    el('button', { type: 'button', class: 'mark', 'data-action': 'ack', 'data-id': f.id,
+      title: 'acknowledge: someone is on it', text: 'ack' }),
+    el('button', { type: 'button', class: 'mark', 'data-action': 'silence', 'data-id': f.id,
+      title: 'silence findings of this kind on this node and port', text: 'silence' }));
+}
+
 function findingRow(f) {
   const where = f.device || '';
   const marks = markText(f);
@@ -202,7 +216,7 @@ function findingRow(f) {
     el('td', { class: 'device', text: where || '–' }),
     el('td', { text: duration(f.duration_seconds) }),
     el('td', { class: 'summary' },
-      el('div', { text: (marks ? marks + ' ' : '') + f.summary }),
+      el('div', { text: (marks ? marks + ' ' : '') + f.summary }, markButtons(f)),
       el('div', { class: 'evidence', text: f.id + ': ' + evidenceText(f) })));
 }
 
@@ -258,8 +272,56 @@ async function getFindings() {
   return body;
 }
 
+// POSTs a mark with the stored token; the collector's answer as an object,
+// or an Error saying why it was refused.
+async function postMark(url, body) {
+  const token = storedToken();
+  const headers = { 'Content-Type': 'application/json' };
+  if (token) headers.Authorization = 'Bearer ' + token;
+  const r = await fetch(url, { method: 'POST', cache: 'no-store', headers, body: JSON.stringify(body) });
+  const answer = await r.json().catch(() => ({}));
+  if (r.status === 401 || r.status === 403) {
+    throw new Error('refused: ' + (answer.error || r.status) +
+      ' (acks and silences need a token with the admin scope: log out and sign in with one)');
+  }
+  if (!r.ok) throw new Error(answer.error || String(r.status));
+  return answer;
+}
+
+function showMarkResult(text, error) {
+  const e = $('mark-result');
+  e.textContent = text;
+  e.className = error ? 'error' : '';
+}
+
+async function markFinding(action, id) {
+  const f = state.findings.get(id);
+  if (!f) return;
+  const comment = $('mark-comment').value.trim();
+  if (action === 'ack') {
+    await postMark(`/api/v1/findings/${encodeURIComponent(id)}/ack`, { comment });
+    showMarkResult(`acknowledged ${id}`, false);
+  } else {
+    const matchers = { kind: f.kind };
+    for (const key of ['job', 'node', 'device']) if (f[key]) matchers[key] = f[key];
+    const s = await postMark('/api/v1/silences', { matchers, for: $('mark-for').value, comment });
+    showMarkResult(`silenced as ${s.id} until ${new Date(s.until).toLocaleString()}: ` +
+      Object.entries(s.matchers).map(([k, v]) => k + '=' + v).join(' '), false);
+  }
+  const findings = await getFindings();
+  drawFindings(findings);
+}
+
+$('findings-active').addEventListener('click', (e) => {
+  const button = e.target.closest('button[data-action]');
+  if (!button) return;
+  markFinding(button.dataset.action, button.dataset.id)
+    .catch((err) => showMarkResult(err.message, true));
+});
+
 function drawFindings(data) {
   drawStaleness(data.staleness);
+  state.findings = new Map(data.active.map((f) => [f.id, f]));
   $('findings-active').replaceChildren(...data.active.map(findingRow));
   $('findings-resolved').replaceChildren(...data.resolved.map(findingRow));
   $('active-count').textContent = '(' + data.active.length + ' open)';

@@ -14,7 +14,9 @@ HTML renders in headless Chromium with no network; an unknown job is exit
 of the collector on its --state_dir. The agent killed, its agent_down opens;
 `nodes forget` resolves it, `nodes` no longer lists the node and /metrics
 holds neither its agent series nor its facts; restarted, the agent brings
-it back whole. Bounded: every wait has a deadline.
+it back whole. The HTTP API writes and ends the same marks
+(/api/v1/silences, /api/v1/findings/ID/ack). Bounded: every wait has a
+deadline.
 """
 import json
 import os
@@ -26,6 +28,7 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.error
 import urllib.request
 
 COLLECTOR = AGENT = CLI = SOURCE_DIR = None
@@ -112,6 +115,45 @@ class MarksE2E(unittest.TestCase):
         with urllib.request.urlopen(
                 f"http://127.0.0.1:{self.http}/metrics", timeout=10) as r:
             return r.read().decode()
+
+    def http_call(self, method, path, body=None):
+        """(status, parsed JSON) of an HTTP request to the collector."""
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(f"http://127.0.0.1:{self.http}{path}",
+                                     data=data, method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    def check_marks_over_http(self, finding_id):
+        """The HTTP API writes the CLI's marks: a silence listed by
+        `silences`, ended by DELETE; bad input a 400 naming the field."""
+        status, body = self.http_call(
+            "POST", "/api/v1/silences",
+            {"matchers": {"node": "gpu-001"}, "for": "2h",
+             "comment": "maintenance", "who": "bob"})
+        self.assertEqual(status, 201, body)
+        sid = body["id"]
+        listed = [s for s in self.cli_json("silences") if s["id"] == sid]
+        self.assertEqual([(s["who"], s["comment"]) for s in listed],
+                         [("bob", "maintenance")])
+        status, body = self.http_call(
+            "POST", "/api/v1/silences",
+            {"matchers": {"rack": "r1"}, "for": "2h", "comment": "x"})
+        self.assertEqual(status, 400, body)
+        self.assertTrue(body["error"].startswith("matchers: unknown key"),
+                        body)
+        status, body = self.http_call("DELETE", f"/api/v1/silences/{sid}")
+        self.assertEqual((status, body["expired"]), (200, True), body)
+        status, body = self.http_call(
+            "POST", f"/api/v1/findings/{finding_id}/ack",
+            {"comment": "over http", "who": "bob"})
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body["acked"]["comment"], "over http")
+        status, body = self.http_call("POST", "/api/v1/findings/f-999999/ack")
+        self.assertEqual(status, 404, body)
 
     def check_report(self, finding_id, silence_id):
         r = self.cli("report", "--job=cross")
@@ -243,6 +285,7 @@ class MarksE2E(unittest.TestCase):
         [cross] = self.findings("tp_cross_node")
         self.assertNotIn("silenced_by", cross)
         self.assertIn("acked", cross)
+        self.check_marks_over_http(cross["id"])
 
         # Forget a node: its agent_down resolves, it is gone from `nodes`
         # until it reports again.

@@ -19,7 +19,9 @@ finding, the test:
     finding's row, the hot cell of gpu-001 x mlx5_2 marked as named in a
     finding and hot, every node x rail cell present, the uplinks of both
     leaves, the job's groups; and, opened with the filter "node=gpu-002" in
-    its #fragment, no row of the hot expert; "log out" forgets the token and
+    its #fragment, no row of the hot expert; the hot expert's "ack" button
+    is refused with the read token, and with the admin token (signed in
+    again) "ack" and "silence" mark its row; "log out" forgets the token and
     brings the form back;
   - saves screenshots of the page next to the test's log
     (page_browser_test-*.png in the working directory).
@@ -425,6 +427,8 @@ def check_page(port, work, failures):
             expect(os.path.getsize(name) > 10000, f"{name} is nearly empty")
             print(f"screenshot: {os.path.abspath(name)}")
 
+        check_marks(browser, tab, failures)
+
         # Log out: the token is forgotten and the form is back.
         browser.js(tab, "document.getElementById('logout').click()")
         browser.wait(tab, _shown("login") + " && " + _text("login-why") +
@@ -434,6 +438,46 @@ def check_page(port, work, failures):
                is None, "the token is still stored after log out")
     finally:
         browser.close()
+
+
+HOT_ROW = "document.querySelector('tr.active[data-kind=\"hot_expert_incast\"]')"
+
+
+def check_marks(browser, tab, failures):
+    """Ack and silence from the page: refused with the read token, done with
+    the admin token (signed in again), and the row shows both marks."""
+    def expect(cond, what):
+        if not cond:
+            failures.append("page marks: " + what)
+
+    def click(action):
+        browser.js(tab, HOT_ROW + f".querySelector('button[data-action=\"{action}\"]').click()")
+
+    click("ack")
+    refused = browser.wait(
+        tab, _text("mark-result") + ".startsWith('refused') && " +
+        _text("mark-result"), "an ack with the read token is not refused")
+    expect("admin scope" in refused, f"refusal {refused!r}")
+
+    browser.js(tab, "document.getElementById('logout').click()")
+    browser.wait(tab, _shown("login"), "no login form after log out")
+    browser.js(tab, "document.getElementById('login-token').value = "
+                    f"{json.dumps(ADMIN_TOKEN)}; "
+                    "document.getElementById('login').requestSubmit()")
+    browser.wait(tab, HOT_ROW_SHOWN, "the admin token loads no findings")
+    browser.js(tab, "document.getElementById('mark-comment').value = 'on it'")
+    click("ack")
+    browser.wait(tab, HOT_ROW + " && " + HOT_ROW +
+                 ".textContent.includes('[acked by cli]')",
+                 "the acked row does not say so")
+    click("silence")
+    said = browser.wait(
+        tab, HOT_ROW + " && " + HOT_ROW +
+        ".textContent.includes('[silenced s-') && " + _text("mark-result"),
+        "the silenced row does not say so")
+    expect(said.startswith("silenced as s-") and
+           "kind=hot_expert_incast" in said and "node=gpu-001" in said,
+           f"silence result {said!r}")
 
 
 def check_dom(dom, failures):

@@ -38,6 +38,16 @@
 // within the 1 s analysis interval. pass_decoded counts the chunks the
 // pass had to decode itself (0: all were ready).
 //
+// BM_CollectorInterval/<nodes>/<collectors>:
+// one collector's CPU per interval in an N-collector cluster with today's
+// single analysis leader, as a follower and as the leader (publishing its
+// slice, receiving and merging the others', the leader's pass on one
+// thread), and the bytes it publishes and receives per interval: the
+// baseline for sharding the analysis (docs/cluster.md#measured). Measured
+// at 25,000 nodes, one pinned core (2026-11-30), N = 1 / 3 / 10: leader
+// 733 / 997 / 1,106 ms, follower 118 / 124 / 100 ms, publish 616 / 193 /
+// 57 ms; each collector receives 0 / 145 / 196 MB per interval.
+//
 // BM_ParseTopology: ParseTopology (analysis/layout_parse.h) of the 25,000
 // node fabric's topology YAML (200,000 links, 1,563 switches); its memory
 // is measured on the CLI process by bench/topology_scale.py.
@@ -75,6 +85,8 @@
 //       --benchmark_filter='AtScale|ParseTopology'   (one line)
 //   build/bench/fabricdiag_analysis_bench --benchmark_filter=LeaderPass
 //       (both cores: the wall time of the threaded pass)
+//   taskset -c 1 build/bench/fabricdiag_analysis_bench
+//       --benchmark_filter=CollectorInterval
 #include <benchmark/benchmark.h>
 #include <time.h>
 
@@ -352,6 +364,128 @@ BENCHMARK(BM_LeaderPassAtScale)
     ->MeasureProcessCPUTime()
     ->UseRealTime()
     ->Iterations(5);
+
+// What one collector of an N-collector cluster does each interval today,
+// with one analysis leader for the whole fabric (the baseline the sharded
+// analysis of docs/cluster.md is measured against): the fabric's nodes are
+// dealt to N collectors, and collector 0 is timed in both roles.
+struct IntervalFixture {
+  int nodes = 0;
+  int collectors = 0;
+  collector::FeatureSlice local;    // collector 0's slice
+  std::vector<std::string> remote;  // the others' chunks, serialized
+  size_t remote_bytes = 0;
+  FabricView recent;
+  StragglerBaselines baselines;
+};
+
+const IntervalFixture& IntervalFixtureFor(const Fixture& fx, int collectors) {
+  static IntervalFixture* f = new IntervalFixture;
+  if (f->nodes == fx.nodes && f->collectors == collectors) return *f;
+  *f = IntervalFixture();
+  f->nodes = fx.nodes;
+  f->collectors = collectors;
+  const Cluster& c = *fx.cluster;
+  f->recent = c.View(fx.faults, TrafficOptions{}, 2);
+  f->recent.window_seconds = fx.config.hysteresis.recent_seconds;
+  f->baselines = c.Watched(TrafficOptions{}, 3, fx.config);
+  const absl::Time now = absl::Now();
+  std::vector<collector::FeatureSlice> slices =
+      bench::DealSlices(fx.view, f->recent, collectors, now);
+  f->local = std::move(slices[0]);
+  for (int k = 1; k < collectors; ++k) {
+    for (const v1::FeatureChunk& chunk :
+         cluster::SliceToChunks(slices[k], "col-" + std::to_string(k), now)) {
+      f->remote.push_back(chunk.SerializeAsString());
+      f->remote_bytes += f->remote.back().size();
+    }
+  }
+  return *f;
+}
+
+// BM_CollectorInterval/<nodes>/<collectors>: collector 0's CPU per
+// interval on one thread (the machine is shared: CPU time, not wall), as
+//   publish_ms:  its slice to chunks and serialized (what JetStreamFeatures
+//                publishes; the NATS round trips are not included);
+//   follower_ms: a collector that does not analyse: every other
+//                collector's chunks received (node facts only, not
+//                decoded) and merged for the nodes (MergeScope::kNodes);
+//   leader_ms:   the analysis leader: every other collector's chunks
+//                received and decoded, merged with its own slice, the rate
+//                analyzers (one thread) and the hysteresis;
+// and the bytes each collector publishes and receives per interval
+// (publish_MB, receive_MB; the stream stores each published byte on 3
+// servers). Not included: building the slice from the series store,
+// agent_down, the layout analyzers, the findings writes.
+void BM_CollectorInterval(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0));
+  const int collectors = static_cast<int>(state.range(1));
+  const Fixture& fx = FixtureFor(nodes, kJobsAtScale);
+  const IntervalFixture& f = IntervalFixtureFor(fx, collectors);
+  const TopologyIndex topology(&fx.cluster->topology());
+  StragglerBaselines baselines = f.baselines;
+  Hysteresis gate(fx.config.hysteresis);
+  double publish_ms = 0, follower_ms = 0, leader_ms = 0;
+  size_t publish_bytes = 0;
+  int passes = 0;
+  for (auto _ : state) {
+    const absl::Time now = absl::Now();
+    double start = ThreadCpuMs();
+    publish_bytes = 0;
+    for (const v1::FeatureChunk& chunk :
+         cluster::SliceToChunks(f.local, "col-0", now)) {
+      publish_bytes += chunk.SerializeAsString().size();
+    }
+    publish_ms += ThreadCpuMs() - start;
+
+    {
+      cluster::FeatureCache follower("col-0");
+      follower.DecodeOnReceipt(false);
+      collector::FeatureSlice local = f.local;
+      start = ThreadCpuMs();
+      for (const std::string& data : f.remote) follower.Received(data, now);
+      collector::FeatureSlice nodes_only =
+          follower.Merged(std::move(local), now - absl::Seconds(5),
+                          collector::MergeScope::kNodes);
+      benchmark::DoNotOptimize(nodes_only.nodes.data());
+      follower_ms += ThreadCpuMs() - start;
+    }
+
+    cluster::FeatureCache leader("col-0");
+    collector::FeatureSlice local = f.local;
+    start = ThreadCpuMs();
+    for (const std::string& data : f.remote) leader.Received(data, now);
+    collector::FeatureSlice fabric =
+        leader.Merged(std::move(local), now - absl::Seconds(5),
+                      collector::MergeScope::kFabric);
+    AnalysisInput in = fx.cluster->Input(&fabric.window, &fx.config);
+    in.topology_index = &topology;
+    in.layouts = LayoutsReportingIn(fabric.window, in.layouts);
+    const FabricView* recent =
+        fabric.recent.has_value() ? &*fabric.recent : nullptr;
+    collector::RateFindings found =
+        collector::RunRatePass(in, recent, &baselines, /*threads=*/1);
+    std::vector<Finding> open =
+        gate.Step(std::move(found.window), std::move(found.recent));
+    benchmark::DoNotOptimize(open.data());
+    leader_ms += ThreadCpuMs() - start;
+    ++passes;
+  }
+  state.counters["collectors"] = collectors;
+  state.counters["gpus"] = 8.0 * nodes;
+  state.counters["publish_ms"] = publish_ms / passes;
+  state.counters["follower_ms"] = follower_ms / passes;
+  state.counters["leader_ms"] = leader_ms / passes;
+  state.counters["publish_MB"] = static_cast<double>(publish_bytes) / 1e6;
+  state.counters["receive_MB"] = static_cast<double>(f.remote_bytes) / 1e6;
+}
+// 200k GPUs with 1, 3 and 10 collectors.
+BENCHMARK(BM_CollectorInterval)
+    ->Args({kNodesAtScale, 1})
+    ->Args({kNodesAtScale, 3})
+    ->Args({kNodesAtScale, 10})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
 
 void BM_ParseTopology(benchmark::State& state) {
   const Fixture& fx = FixtureFor(kNodesAtScale, kJobsAtScale);

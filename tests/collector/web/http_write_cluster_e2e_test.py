@@ -151,9 +151,14 @@ def main():
                                dict(DENSE, lease_seconds=600),
                                headers={"If-Match": f'"{second}"'})
         assert status == 200 and body["revision"] > second, (status, body)
+        third = body["revision"]
         print(f"If-Match across collectors: {first} -> {second} on col-b, "
-              f"412 for {first} on col-c, then {body['revision']}")
+              f"412 for {first} on col-c, then {third}")
 
+        # A DELETE removes the revision its collector serves (409 when the
+        # bucket holds a newer one): col-b first catches up with col-c's.
+        wait("col-b serves the third revision", lambda: request(
+            b, "GET", "/api/v1/jobs/shared")[1].get("revision") == third)
         status, body = request(b, "DELETE", "/api/v1/jobs/shared")
         assert status == 200 and body["deleted"] is True, (status, body)
         for port in (a, b, c):

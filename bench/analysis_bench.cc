@@ -253,42 +253,47 @@ struct Phases {
   }
 };
 
-// The leader's pass (see the top of the file): one local slice, the others
-// as the messages the feature stream delivers.
-struct LeaderFixture {
-  collector::FeatureSlice local;
-  std::vector<std::string> remote;  // every remote chunk, serialized
+// The fabric's nodes dealt to N collectors, as collector 0 sees them: its
+// own slice, and the others' as the messages the feature stream delivers
+// (BM_LeaderPassAtScale with N = 3; BM_CollectorInterval).
+struct IntervalFixture {
+  int nodes = 0;
+  int collectors = 0;
+  collector::FeatureSlice local;    // collector 0's slice
+  std::vector<std::string> remote;  // the others' chunks, serialized
+  size_t remote_bytes = 0;
   FabricView recent;
   StragglerBaselines baselines;
-  size_t chunk_bytes = 0;
 };
 
-const LeaderFixture& LeaderFixtureFor(const Fixture& fx) {
-  static LeaderFixture* leader = nullptr;
-  if (leader != nullptr) return *leader;
-  leader = new LeaderFixture;
+const IntervalFixture& IntervalFixtureFor(const Fixture& fx, int collectors) {
+  static IntervalFixture* f = new IntervalFixture;
+  if (f->nodes == fx.nodes && f->collectors == collectors) return *f;
+  *f = IntervalFixture();
+  f->nodes = fx.nodes;
+  f->collectors = collectors;
   const Cluster& c = *fx.cluster;
-  leader->recent = c.View(fx.faults, TrafficOptions{}, 2);
-  leader->recent.window_seconds = fx.config.hysteresis.recent_seconds;
-  leader->baselines = c.Watched(TrafficOptions{}, 3, fx.config);
+  f->recent = c.View(fx.faults, TrafficOptions{}, 2);
+  f->recent.window_seconds = fx.config.hysteresis.recent_seconds;
+  f->baselines = c.Watched(TrafficOptions{}, 3, fx.config);
   const absl::Time now = absl::Now();
   std::vector<collector::FeatureSlice> slices =
-      bench::DealSlices(fx.view, leader->recent, kCollectors, now);
-  leader->local = std::move(slices[0]);
-  for (int k = 1; k < kCollectors; ++k) {
+      bench::DealSlices(fx.view, f->recent, collectors, now);
+  f->local = std::move(slices[0]);
+  for (int k = 1; k < collectors; ++k) {
     for (const v1::FeatureChunk& chunk :
          cluster::SliceToChunks(slices[k], "col-" + std::to_string(k), now)) {
-      leader->remote.push_back(chunk.SerializeAsString());
-      leader->chunk_bytes += leader->remote.back().size();
+      f->remote.push_back(chunk.SerializeAsString());
+      f->remote_bytes += f->remote.back().size();
     }
   }
-  return *leader;
+  return *f;
 }
 
 void BM_LeaderPassAtScale(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   const Fixture& fx = FixtureFor(kNodesAtScale, kJobsAtScale);
-  const LeaderFixture& leader = LeaderFixtureFor(fx);
+  const IntervalFixture& leader = IntervalFixtureFor(fx, kCollectors);
   const TopologyIndex topology(&fx.cluster->topology());
   StragglerBaselines baselines = leader.baselines;
   Hysteresis gate(fx.config.hysteresis);
@@ -342,7 +347,7 @@ void BM_LeaderPassAtScale(benchmark::State& state) {
     slowest_ms = std::max(slowest_ms, pass_ms);
   }
   state.counters["ports"] = static_cast<double>(ports);
-  state.counters["chunk_MB"] = static_cast<double>(leader.chunk_bytes) / 1e6;
+  state.counters["chunk_MB"] = static_cast<double>(leader.remote_bytes) / 1e6;
   state.counters["receive_ms"] = receive_ms / passes;
   // Chunks the pass had to decode (0: every one decoded on receipt).
   state.counters["pass_decoded"] =
@@ -364,44 +369,6 @@ BENCHMARK(BM_LeaderPassAtScale)
     ->MeasureProcessCPUTime()
     ->UseRealTime()
     ->Iterations(5);
-
-// What one collector of an N-collector cluster does each interval today,
-// with one analysis leader for the whole fabric (the baseline the sharded
-// analysis of docs/cluster.md is measured against): the fabric's nodes are
-// dealt to N collectors, and collector 0 is timed in both roles.
-struct IntervalFixture {
-  int nodes = 0;
-  int collectors = 0;
-  collector::FeatureSlice local;    // collector 0's slice
-  std::vector<std::string> remote;  // the others' chunks, serialized
-  size_t remote_bytes = 0;
-  FabricView recent;
-  StragglerBaselines baselines;
-};
-
-const IntervalFixture& IntervalFixtureFor(const Fixture& fx, int collectors) {
-  static IntervalFixture* f = new IntervalFixture;
-  if (f->nodes == fx.nodes && f->collectors == collectors) return *f;
-  *f = IntervalFixture();
-  f->nodes = fx.nodes;
-  f->collectors = collectors;
-  const Cluster& c = *fx.cluster;
-  f->recent = c.View(fx.faults, TrafficOptions{}, 2);
-  f->recent.window_seconds = fx.config.hysteresis.recent_seconds;
-  f->baselines = c.Watched(TrafficOptions{}, 3, fx.config);
-  const absl::Time now = absl::Now();
-  std::vector<collector::FeatureSlice> slices =
-      bench::DealSlices(fx.view, f->recent, collectors, now);
-  f->local = std::move(slices[0]);
-  for (int k = 1; k < collectors; ++k) {
-    for (const v1::FeatureChunk& chunk :
-         cluster::SliceToChunks(slices[k], "col-" + std::to_string(k), now)) {
-      f->remote.push_back(chunk.SerializeAsString());
-      f->remote_bytes += f->remote.back().size();
-    }
-  }
-  return *f;
-}
 
 // BM_CollectorInterval/<nodes>/<collectors>: collector 0's CPU per
 // interval on one thread (the machine is shared: CPU time, not wall), as

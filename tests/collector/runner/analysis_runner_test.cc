@@ -643,18 +643,26 @@ std::vector<std::string> Missing(const FindingsStore& findings) {
   return out;
 }
 
-// A host of the topology whose agent never reports is agent_missing once
-// the collector has watched for agent_missing.after_seconds, naming its
-// links; it resolves when the agent reports.
-TEST_F(AnalysisRunnerStateTest, AgentMissingOpensForAHostThatNeverReports) {
+// One embedded collector's seams over TwoHostsDeclared().
+struct DeclaredCollector {
   testing::FixedTopology topology =
       testing::FixedTopology::Declared(TwoHostsDeclared());
   EmbeddedFeatureExchange features;
   AlwaysLeading role;
-  NoBaselinesStore no_baselines;
+  NoBaselinesStore baselines;
   AnalysisStats stats;
-  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
-                        clock, {features, role, no_baselines, topology}, {});
+  AnalysisRunner::Seams seams() {
+    return {features, role, baselines, topology};
+  }
+};
+
+// A host of the topology whose agent never reports is agent_missing once
+// the collector has watched for agent_missing.after_seconds, naming its
+// links; it resolves when the agent reports.
+TEST_F(AnalysisRunnerStateTest, AgentMissingOpensForAHostThatNeverReports) {
+  DeclaredCollector one;
+  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &one.stats,
+                        clock, one.seams(), {});
   std::function<void()> gpu1 = StartEmptyAgent("gpu-1");
   const absl::Time start = clock.Now();
   while (clock.Now() - start < absl::Seconds(119)) {
@@ -689,21 +697,15 @@ TEST_F(AnalysisRunnerStateTest, AgentMissingOpensForAHostThatNeverReports) {
 // named in the finding: the usual reason a deployed agent is missing. A
 // forgotten host (decommissioned) is not expected: its finding resolves.
 TEST_F(AnalysisRunnerStateTest, AgentMissingNamesANearNameAndForgetEndsIt) {
-  testing::FixedTopology topology =
-      testing::FixedTopology::Declared(TwoHostsDeclared());
-  EmbeddedFeatureExchange features;
-  AlwaysLeading role;
-  NoBaselinesStore no_baselines;
-  AnalysisStats stats;
+  DeclaredCollector one;
   std::optional<absl::Time> forgotten;
   AnalysisRunner::Options options;
   options.analysis.agent_missing.after_seconds = 10;
   options.forgotten_at = [&](absl::string_view node) {
     return node == "gpu-2" ? forgotten : std::nullopt;
   };
-  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
-                        clock, {features, role, no_baselines, topology},
-                        options);
+  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &one.stats,
+                        clock, one.seams(), options);
   std::function<void()> gpu1 = StartEmptyAgent("gpu-1");
   std::function<void()> misnamed = StartEmptyAgent("GPU-2.example.com");
   for (int pass = 0; pass <= 10; ++pass) {

@@ -59,10 +59,29 @@ std::vector<MetricFamily> BridgeMetricFamilies(
   out.push_back(std::move(age));
   out.push_back(PerSwitch(
       switches, "fabricdiag_gnmi_reconnects_total",
-      "Subscribe RPCs started again after they ended (errors_total says why)",
+      "Subscribe RPCs started again after they ended (errors_total says why, "
+      "sample_realigns_total counts the others)",
       kCounter, [](const SwitchStatus& s) {
         return static_cast<double>(s.session.reconnects);
       }));
+  out.push_back(PerSwitch(
+      switches, "fabricdiag_gnmi_sample_realigns_total",
+      "Subscription groups started again so that their samples arrive just "
+      "before the report grid's points instead of just after",
+      kCounter, [](const SwitchStatus& s) {
+        return static_cast<double>(s.session.realigns);
+      }));
+  MetricFamily wait = MakeFamily(
+      "fabricdiag_gnmi_sample_wait_seconds",
+      "Median time a sample waits from its arrival to the switch's next "
+      "report, for its slowest subscription group (absent until known)",
+      kGauge);
+  for (const SwitchStatus& s : switches) {
+    if (s.session.sample_wait <= absl::ZeroDuration()) continue;
+    AddValue(&wait, {{"switch", s.name}},
+             absl::ToDoubleSeconds(s.session.sample_wait));
+  }
+  out.push_back(std::move(wait));
   MetricFamily errors = MakeFamily(
       "fabricdiag_gnmi_errors_total",
       "Ended subscriptions and unreadable values, by reason", kCounter);

@@ -286,6 +286,10 @@ SwitchSession::SwitchSession(
       streaming_(groups_.size(), false),
       last_rx_(groups_.size(), 0),
       idle_(groups_.size(), false),
+      sampled_(groups_.size(), false),
+      synced_(groups_.size(), false),
+      realign_(groups_.size(), false),
+      phases_(groups_.size(), SamplePhase(options_.sample_interval)),
       // A series moves to another group when its own has been silent as
       // long as the bridge waits before it reports the series absent.
       state_(config_.dialect,
@@ -306,6 +310,11 @@ SwitchSession::SwitchSession(
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, max_ms);
   channel_ =
       grpc::CreateCustomChannel(config_.address, channel_credentials, args);
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    for (const SubscriptionSpec& s : groups_[g].subscriptions) {
+      if (s.mode == ::gnmi::SAMPLE) sampled_[g] = true;
+    }
+  }
   stub_ = ::gnmi::gNMI::NewStub(channel_);
 }
 
@@ -336,12 +345,8 @@ void SwitchSession::CheckIdle() {
                            absl::ToInt64Nanoseconds(options_.idle_timeout);
     for (size_t g = 0; g < groups_.size(); ++g) {
       if (calls_[g] == nullptr || idle_[g] || last_rx_[g] >= oldest) continue;
-      bool sampled = false;
-      for (const SubscriptionSpec& s : groups_[g].subscriptions) {
-        sampled = sampled || s.mode == ::gnmi::SAMPLE;
-      }
       // ON_CHANGE-only groups are silent by design.
-      if (!sampled) continue;
+      if (!sampled_[g]) continue;
       idle_[g] = true;
       calls_[g]->Cancel();
     }
@@ -359,6 +364,7 @@ void SwitchSession::StartGroup(size_t group) {
     }
     calls_[group] = call;
     streaming_[group] = false;
+    synced_[group] = false;
     last_rx_[group] = clock_.MonotonicNanos();
     ++live_calls_;
     // The new stream replays every neighbor; one deleted meanwhile is not.
@@ -385,10 +391,23 @@ void SwitchSession::OnResponse(size_t group,
   last_rx_[group] = rx;
   if (response.has_update()) {
     state_.Apply(response.update(), groups_[group].target, rx, group);
+    // The initial values come when the stream starts; the samples after
+    // them keep the phase the target chose.
+    if (sampled_[group] && synced_[group] && !realign_[group]) {
+      SamplePhase& phase = phases_[group];
+      phase.Arrived(clock_.Now());
+      if (phase.ShouldRealign() && calls_[group] != nullptr) {
+        realign_[group] = true;
+        calls_[group]->Cancel();
+      }
+    }
   }
   // sync_response: every value was sent once. The values are already
   // applied; the LLDP neighbor set is now complete.
-  if (response.sync_response() && groups_[group].lldp) state_.SyncLldp();
+  if (response.sync_response()) {
+    synced_[group] = true;
+    if (groups_[group].lldp) state_.SyncLldp();
+  }
 }
 
 void SwitchSession::OnGroupDone(size_t group, const grpc::Status& status) {
@@ -409,17 +428,32 @@ void SwitchSession::OnGroupDone(size_t group, const grpc::Status& status) {
   }
   const bool idle = idle_[group];
   idle_[group] = false;
-  const std::string reason = idle ? "idle" : EndReason(status.error_code());
-  ++errors_[reason];
-  // The status comes from the target; the credentials only travel out.
-  last_error_ = absl::StrCat("group ", groups_[group].name, ": ", reason, ": ",
-                             status.error_message());
+  const bool realign = realign_[group];
+  realign_[group] = false;
   absl::Duration delay;
-  if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED &&
-      !groups_[group].required) {
-    delay = options_.unimplemented_retry;
+  if (realign) {
+    // Ended by us, not a fault: no error, no backoff.
+    delay = phases_[group].Realign(clock_.Now());
+    ++realigns_;
+    LogInfo(absl::StrCat(
+        "switch ", config_.name, ": group ", groups_[group].name,
+        ": samples arrived just after the report grid's points; subscribing "
+        "again in ",
+        absl::FormatDuration(delay), " to have them before (try ",
+        phases_[group].realigns(), " of ", SamplePhase::kMaxRealigns, ")"));
   } else {
-    delay = Backoff(attempts_[group]++);
+    phases_[group].Restarted();
+    const std::string reason = idle ? "idle" : EndReason(status.error_code());
+    ++errors_[reason];
+    // The status comes from the target; the credentials only travel out.
+    last_error_ = absl::StrCat("group ", groups_[group].name, ": ", reason,
+                               ": ", status.error_message());
+    if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED &&
+        !groups_[group].required) {
+      delay = options_.unimplemented_retry;
+    } else {
+      delay = Backoff(attempts_[group]++);
+    }
   }
   ++reconnects_;
   lock.unlock();
@@ -464,6 +498,10 @@ SwitchSession::Stats SwitchSession::stats() const {
   s.updates = state_.updates();
   s.last_update_nanos = state_.last_update_nanos();
   s.reconnects = reconnects_;
+  s.realigns = realigns_;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    s.sample_wait = std::max(s.sample_wait, phases_[g].MedianWait());
+  }
   s.resets = state_.resets();
   s.lldp_up = state_.lldp_synced();
   s.lldp_neighbors = state_.lldp_neighbors();

@@ -12,8 +12,11 @@
 //   `unimplemented_retry`, while the others stream. A group with SAMPLE
 //   subscriptions that sends nothing for `idle_timeout` (a hung switch that
 //   keeps its connection) is cancelled and started again. The switch is up
-//   while
-//   its required group streams.
+//   while its required group streams.
+// - Sample phase (gnmi/sample_phase.h): a SAMPLE group whose samples arrive
+//   just after the report grid's points, and so wait most of an interval
+//   for the next report, is started again at the moment that puts them
+//   before the grid points (a few tries at most).
 // - Credentials: `username` and `password` metadata on every RPC, read once
 //   from credentials_file (refused when its group or others may read it)
 //   and never logged. Without tls_ca a session is refused unless
@@ -48,6 +51,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "gnmi/dialect.h"
+#include "gnmi/sample_phase.h"
 #include "gnmi/switch_state.h"
 #include "proto/gnmi.grpc.pb.h"
 
@@ -92,6 +96,7 @@ struct SwitchConfig {
 };
 
 struct SessionOptions {
+  // The SAMPLE subscriptions' interval, which is also the report grid's.
   absl::Duration sample_interval = absl::Seconds(1);
   absl::Duration backoff_initial = absl::Milliseconds(250);
   absl::Duration backoff_max = absl::Seconds(30);
@@ -119,6 +124,11 @@ class SwitchSession : public std::enable_shared_from_this<SwitchSession> {
     uint64_t updates = 0;
     int64_t last_update_nanos = 0;  // monotonic; 0 = never
     uint64_t reconnects = 0;        // groups started again after an end
+    // Groups started again to move their samples before the grid points.
+    uint64_t realigns = 0;
+    // The longest of the sampled groups' median wait from a sample's
+    // arrival to its report (SamplePhase::MedianWait); zero while unknown.
+    absl::Duration sample_wait;
     uint64_t resets = 0;
     bool lldp_up = false;        // the LLDP group synced and streams
     size_t lldp_neighbors = 0;   // sent in the last report
@@ -179,14 +189,19 @@ class SwitchSession : public std::enable_shared_from_this<SwitchSession> {
   std::condition_variable cv_;
   bool started_ = false;
   bool stopping_ = false;
-  std::vector<GroupCall*> calls_;  // per group; null when not running
-  std::vector<int> attempts_;      // per group: failures since data
-  std::vector<bool> streaming_;    // per group: data since start
-  std::vector<int64_t> last_rx_;   // per group: start or last response
-  std::vector<bool> idle_;         // per group: cancelled for silence
+  std::vector<GroupCall*> calls_;    // per group; null when not running
+  std::vector<int> attempts_;        // per group: failures since data
+  std::vector<bool> streaming_;      // per group: data since start
+  std::vector<int64_t> last_rx_;     // per group: start or last response
+  std::vector<bool> idle_;           // per group: cancelled for silence
+  std::vector<bool> sampled_;        // per group: has SAMPLE subscriptions
+  std::vector<bool> synced_;         // per group: sync_response since start
+  std::vector<bool> realign_;        // per group: cancelled to move its phase
+  std::vector<SamplePhase> phases_;  // per group
   int live_calls_ = 0;
   SwitchState state_;
   uint64_t reconnects_ = 0;
+  uint64_t realigns_ = 0;
   std::map<std::string, uint64_t> errors_;
   std::string last_error_;
 };

@@ -13,6 +13,7 @@ if(TARGET fabricdiag_gnmi_session)
   fabricdiag_add_test(gnmi_switch_state_test
     SOURCES
       ${CMAKE_CURRENT_LIST_DIR}/switch_state_test.cc
+      ${CMAKE_CURRENT_LIST_DIR}/sample_phase_test.cc
       ${CMAKE_CURRENT_LIST_DIR}/lldp_test.cc
       ${CMAKE_CURRENT_LIST_DIR}/fixtures.cc
     LIBS fabricdiag_gnmi_session nlohmann_json::nlohmann_json absl::strings)

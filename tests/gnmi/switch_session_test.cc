@@ -290,6 +290,57 @@ TEST_F(SwitchSessionTest, SilentSampleGroupIsRestarted) {
   EXPECT_EQ(target.subscribes("/system/state/boot-time"), 1);
 }
 
+// Sleeps until `offset` past the next point of the grid of `interval` (whole
+// multiples since the Unix epoch): the phase a target's sample arrives at.
+void SleepUntilPhase(absl::Duration interval, absl::Duration offset) {
+  absl::Duration since;
+  absl::IDivDuration(absl::Now() - absl::UnixEpoch(), interval, &since);
+  absl::Duration wait = offset - since;
+  if (wait <= absl::ZeroDuration()) wait += interval;
+  absl::SleepFor(wait);
+}
+
+TEST_F(SwitchSessionTest, SamplesJustAfterTheGridAreSubscribedAgainBeforeIt) {
+  const absl::Duration interval = absl::Milliseconds(200);
+  FakeGnmiTarget target;
+  target.Script(kCounters, {InOctets("Ethernet1", 0)});
+  ASSERT_TRUE(target.Start().ok());
+  SessionOptions options = FastOptions();
+  options.sample_interval = interval;
+  auto session = Open(Config(target), options);
+  ASSERT_TRUE(target.WaitForStreams(kCounters, 1, absl::Seconds(10)));
+  ASSERT_TRUE(Eventually([&] { return SampleCount(*session, clock_) > 0; }));
+
+  // Samples 10 ms after each grid point wait 190 ms of 200 to be reported.
+  uint64_t octets = 0;
+  for (size_t i = 0; i < SamplePhase::kWindow; ++i) {
+    SleepUntilPhase(interval, absl::Milliseconds(10));
+    target.Push(kCounters, InOctets("Ethernet1", octets += 1000));
+  }
+  ASSERT_TRUE(Eventually([&] { return target.subscribes(kCounters) == 2; }))
+      << "subscribed again";
+  ASSERT_TRUE(target.WaitForStreams(kCounters, 1, absl::Seconds(10)));
+  SwitchSession::Stats stats = session->stats();
+  EXPECT_EQ(stats.realigns, 1u);
+  EXPECT_TRUE(stats.errors.empty()) << "not an error";
+  EXPECT_EQ(stats.sample_wait, absl::ZeroDuration())
+      << "the old phase is forgotten";
+
+  // Samples 160 ms after (40 ms before the next point) stay where they are.
+  for (size_t i = 0; i < 2 * SamplePhase::kWindow; ++i) {
+    SleepUntilPhase(interval, absl::Milliseconds(160));
+    target.Push(kCounters, InOctets("Ethernet1", octets += 1000));
+  }
+  ASSERT_TRUE(Eventually(
+      [&] { return session->stats().sample_wait > absl::ZeroDuration(); }));
+  stats = session->stats();
+  EXPECT_EQ(stats.realigns, 1u);
+  EXPECT_EQ(target.subscribes(kCounters), 2);
+  EXPECT_LT(stats.sample_wait, interval / 2);
+  // ON_CHANGE-only groups have no phase to move.
+  EXPECT_EQ(target.subscribes("/system/state/boot-time"), 1);
+}
+
 TEST_F(SwitchSessionTest, SixMegabyteResponseIsAccepted) {
   // A SONiC COUNTERS table of 128 ports in one response, larger than a real
   // one (~5.6 MB): 128 ports x 700 statistics.

@@ -19,7 +19,8 @@ Asserts: ecmp_imbalance on leaf-1 (a switch whose only telemetry is gNMI),
 pfc_storm on gpu-000 mlx5_1 naming leaf-0's ports among its victims, and
 link_flap on leaf-1's end of the flapping link open within the detection
 budget of sim_faults_e2e (3 intervals for a strong fault, 5 for any; plus,
-as there, 2 for a fault seen only in a switch's counters: its 1 s poll), stay
+for a fault seen only in a switch's counters, what its 1 s poll costs
+beyond an agent's read: 2 intervals), stay
 one finding while the wave lasts and resolve after it; leaf-1's uplink rates
 stay steady while the polarization does (no zero and no spike from the
 1 s refresh sampled every 0.5 s); nothing opens in a healthy phase
@@ -72,11 +73,12 @@ END = 44.0
 STRONG_OPEN = 3
 OPEN = 5
 # The switches poll their counters every second, on whole seconds since the
-# Unix epoch (--gnmi_refresh): a counter's fault shows only at the next poll,
-# up to 2 intervals later than a host's. An event (a port going down) is no
-# polled counter.
+# Unix epoch (--gnmi_refresh): a counter's fault shows at the next poll, up
+# to REFRESH - INTERVAL later than at an agent's next read, and the poll's
+# rate spans REFRESH instead of INTERVAL: 2 (REFRESH - INTERVAL) more, in
+# intervals. An event (a port going down) is no polled counter.
 REFRESH = 1.0
-REFRESH_INTERVALS = 2
+REFRESH_INTERVALS = round(2 * (REFRESH - INTERVAL) / INTERVAL)
 RESOLVE_WITHIN = 7.0
 # While the polarization is steady (from this long after the wave's start
 # to its end), each of leaf-1's uplinks' window rates stays within this
@@ -237,6 +239,10 @@ def main():
         sysm.cli_run("topology", "apply", f"{work}/topology-gnmi.yaml")
         for node in NODES:
             sysm.start_agent(node)
+        # Started just before a grid point, the bridge subscribes just
+        # after one: its samples would wait most of an interval for the
+        # report if it did not move them (checked at the end).
+        time.sleep(INTERVAL - (time.time() + 0.05) % INTERVAL)
         bridge_http = sysm.start_bridge()
         sysm.start_watch()
 
@@ -282,6 +288,18 @@ def main():
         if not reconnects:
             failures.append(f"leaf-0: reconnects_total {reconnects} after "
                             "its server came back")
+        # The bridge moves each group's samples before the report grid's
+        # points (the simulator's targets time samples from the Subscribe):
+        # a sample waits less than half an interval to be reported.
+        wait1 = metric(after, "fabricdiag_gnmi_sample_wait_seconds", "leaf-1")
+        realigns1 = metric(after, "fabricdiag_gnmi_sample_realigns_total",
+                           "leaf-1")
+        print(f"{dialect}: leaf-1's samples wait {wait1} s for the report "
+              f"(interval {INTERVAL} s), {realigns1} groups subscribed again "
+              "to get there")
+        if wait1 is None or wait1 > INTERVAL / 2:
+            failures.append(f"leaf-1: samples wait {wait1} s for the report, "
+                            f"over half the interval ({realigns1} realigns)")
         with sysm.events_lock:
             events = list(sysm.events)
         if tls:

@@ -22,8 +22,9 @@ topology apply, `watch --json` recording every finding event). Timeline,
 Asserts, per injected fault: a finding of the right kind on the right node
 and device (or group, or switch; for wave B also what only the gNMI-fed leaf
 sees: the flapping link's switch end, the storm's victims among leaf-1's
-ports; what only the switch's counters show has 2 intervals more, the
-switch's 1 s poll) opens within 3 intervals of the fault's
+ports, with what the switch's counter refresh costs beyond an agent's read:
+none when it refreshes once per interval, as here) opens within 3 intervals
+of the fault's
 start if the fault is strong (at least twice past its threshold, or an
 event), within 5 if it is weak, stays one finding (one id, never resolved)
 while the fault is on, and resolves within 10 intervals of its end; no
@@ -70,19 +71,18 @@ LEAF_OF = {h: f"leaf-{i // 3}" for i, h in enumerate(NODES)}
 UPLINKS = {"leaf-0": [f"swp{p}" for p in range(49, 57)],
            "leaf-1": [f"swp{p}" for p in range(49, 53)]}
 # leaf-1 streams gNMI as SONiC does: flex counters poll the port statistics,
-# PFC frame counters included, every 1 s (orchagent's PORT_STAT group; only
-# queue counters wait 10 s), and gNMI serves the last poll.
+# PFC frame counters included, every second (orchagent's PORT_STAT group;
+# only queue counters wait 10 s), and gNMI serves the last poll. Here the
+# poll comes once per interval, as SONiC's 1 s poll does at the collector's
+# default 1 s interval (gnmi_e2e runs a poll of two intervals).
 GNMI_LEAF = "leaf-1"
-GNMI_REFRESH = 1.0
-# What a fault seen only in the gNMI-fed leaf's counters (the polarization of
-# its uplinks, a storm's victims among its ports) is allowed beyond the
-# budget, in intervals: the switch's poll
-# shows it up to GNMI_REFRESH later than a NIC's next tick would, and the
-# bridge's rate spans the whole poll. Measured from the fault's start:
-# 4.0-5.7 intervals, against 2.6-3.9 for leaf-0's (agent-fed) polarization;
-# from the switch's next poll 3.1-5.2, so the poll alone does not explain
-# the gap (the target's sample phase against the reports' grid does part).
-GNMI_POLL_ALLOWANCE = 2
+GNMI_REFRESH = INTERVAL
+# What a fault seen only in the gNMI-fed leaf's counters (the polarization
+# of its uplinks, a storm's victims among its ports) is allowed beyond an
+# agent-fed fault's budget, in intervals: a switch that refreshes every R
+# shows a fault up to R - INTERVAL later than an agent's read would, and its
+# rate spans R instead of INTERVAL, so 2 (R - INTERVAL): none here.
+GNMI_ALLOWANCE = round(2 * (GNMI_REFRESH - INTERVAL) / INTERVAL)
 GNMI_FLAGS = ["--gnmi_listen=127.0.0.1:0", "--gnmi_dialect=sonic",
               f"--gnmi_switches={GNMI_LEAF}",
               f"--gnmi_refresh={int(GNMI_REFRESH * 1000)}ms"]
@@ -397,15 +397,15 @@ def main():
             gnmi = fl["expect"][1] == GNMI_LEAF
             judge(fl["sim"]["kind"] + (" (gNMI)" if gnmi else ""),
                   *fl["expect"], fl["strong"],
-                  budget + (GNMI_POLL_ALLOWANCE if gnmi else 0), *fl["wave"],
+                  budget + (GNMI_ALLOWANCE if gnmi else 0), *fl["wave"],
                   poll=polled(fl["wave"][0]) - fl["wave"][0] if gnmi else 0)
             for kind, node, device in fl.get("also", []):
                 judge(f"  at {node} (gNMI)", kind, node, device,
                       fl["strong"], budget, *fl["wave"])
         # The storm's victims among the gNMI-fed leaf's ports: named by its
         # finding (an UPDATED once the leaf's counters show the pause)
-        # within the storm's budget and the switch's poll (seen only in its
-        # counters: 2.0-3.0 intervals measured), under the finding's one id.
+        # within the storm's budget (and GNMI_ALLOWANCE: seen only in its
+        # counters), under the finding's one id.
         storm = next(fl for fl in FAULTS if fl["sim"]["kind"] == "pfc_storm")
         began = storm["wave"][0]
         named = next((t for t, e in events
@@ -415,7 +415,7 @@ def main():
                       GNMI_LEAF in str(e.get("evidence", {}).get(
                           "victim_ports", ""))), None)
         det = None if named is None else (named - began) / INTERVAL
-        budget = STRONG_OPEN + GNMI_POLL_ALLOWANCE
+        budget = STRONG_OPEN + GNMI_ALLOWANCE
         if det is None or det > budget:
             failures.append(
                 f"pfc_storm: no {GNMI_LEAF} port among its victims within "
@@ -553,7 +553,7 @@ def main():
               " the finding's over_threshold when it opened; 'poll': for a "
               f"counter fault on the gNMI-fed {GNMI_LEAF}, the wait from the "
               "fault's start to the switch's next counter poll; what only "
-              f"its counters show has {GNMI_POLL_ALLOWANCE} intervals more)")
+              f"its counters show has {GNMI_ALLOWANCE} intervals more)")
         for fl in FAULTS:
             print(f"  {fl['sim']['kind']}: "
                   f"{'strong' if fl['strong'] else 'weak'}: {fl['why']}")

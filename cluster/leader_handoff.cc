@@ -91,8 +91,7 @@ std::optional<collector::HandoffOrder> LeaderHandoff::HandOff(
   if (collectors.empty()) {
     if (view->term == 0 || !InShare(node)) return std::nullopt;
     absl::MutexLock lock(&mu_);
-    if (!RememberLocked(node, now,
-                        now + absl::ToInt64Nanoseconds(kTakeBackWithin))) {
+    if (!RememberLocked(node, now, kTakeBackWithin, kTakeBackWithin)) {
       return std::nullopt;
     }
     return collector::HandoffOrder{
@@ -113,8 +112,7 @@ std::optional<collector::HandoffOrder> LeaderHandoff::HandOff(
       1, static_cast<uint64_t>(
              std::ceil(static_cast<double>(streams) * kHandBackRate)));
   if (handed_this_round_ >= budget) return std::nullopt;  // next round
-  if (!RememberLocked(node, now,
-                      now + absl::ToInt64Nanoseconds(kHandBackPause))) {
+  if (!RememberLocked(node, now, kHandBackPauseFirst, kHandBackPauseMax)) {
     return std::nullopt;
   }
   ++handed_this_round_;
@@ -125,12 +123,27 @@ std::optional<collector::HandoffOrder> LeaderHandoff::HandOff(
 }
 
 bool LeaderHandoff::RememberLocked(absl::string_view node, int64_t now,
-                                   int64_t until) {
+                                   absl::Duration pause,
+                                   absl::Duration max_pause) {
   auto it = handed_off_.find(node);
   if (it != handed_off_.end()) {
-    // Back before its time: no other collector took it.
-    if (now < it->second) return false;
-    it->second = until;
+    HandedOff& h = it->second;
+    if (now < h.until) {
+      // Back before its time: no other collector took it. Counted once
+      // per return (the return's first look), not per look while here.
+      if (!h.returned) {
+        h.returned = true;
+        ++h.bounces;
+      }
+      return false;
+    }
+    // Handed off again: the longer pause if it came back last time, the
+    // first one if it had stayed away.
+    if (!h.returned) h.bounces = 0;
+    h.returned = false;
+    h.until =
+        now + absl::ToInt64Nanoseconds(std::min(
+                  pause * (int64_t{1} << std::min(h.bounces, 16)), max_pause));
     return true;
   }
   // Pruning walks every entry: when the memory is full of young ones, not
@@ -138,13 +151,15 @@ bool LeaderHandoff::RememberLocked(absl::string_view node, int64_t now,
   const bool full = handed_off_.size() >= kMaxRemembered;
   if ((!full && handed_off_.size() >= prune_at_) ||
       (full && now >= next_full_prune_nanos_)) {
-    absl::erase_if(handed_off_,
-                   [&](const auto& entry) { return now >= entry.second; });
+    absl::erase_if(handed_off_, [&](const auto& entry) {
+      return now >= entry.second.until;
+    });
     prune_at_ = std::max<size_t>(1024, 2 * handed_off_.size());
     next_full_prune_nanos_ = now + absl::ToInt64Nanoseconds(kRefullPrune);
   }
   if (handed_off_.size() >= kMaxRemembered) return false;
-  handed_off_.emplace(node, until);
+  handed_off_.emplace(
+      node, HandedOff{now + absl::ToInt64Nanoseconds(pause), 0, false});
   return true;
 }
 

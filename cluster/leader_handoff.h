@@ -33,9 +33,14 @@
 // hands one node in four (`InShare`) away without a target.
 //
 // An agent handed off that comes back soon (kTakeBackWithin without a
-// list, kHandBackPause with one) found no other collector that would take
-// it: it is taken and not handed off again within that time, so no agent
-// is ever left without a collector and none bounces.
+// list, the hand-back pause with one) found no other collector that would
+// take it: it is taken and not handed off again within that time, so no
+// agent is ever left without a collector and none bounces. The hand-back
+// pause starts at kHandBackPauseFirst and doubles each time the agent came
+// back before it was over, up to kHandBackPauseMax: a bounce while the
+// cluster's views disagree for a few seconds (a NATS server's JetStream
+// elections) costs seconds, an agent that cannot reach its first choice
+// reconnects every 30 s at most.
 //
 //   LeaderHandoff handoff([&] { return ViewOfTheCluster(); },
 //                         [&](const std::string& a) { members.Advertise(a); },
@@ -97,7 +102,8 @@ class LeaderHandoff final : public collector::IngestPlacement {
   // half has most likely died, and agents sent there would fail over again.
   static constexpr absl::Duration kTargetSilentAtMost = absl::Seconds(3);
   static constexpr absl::Duration kTakeBackWithin = absl::Minutes(10);
-  static constexpr absl::Duration kHandBackPause = absl::Seconds(30);
+  static constexpr absl::Duration kHandBackPauseFirst = absl::Seconds(5);
+  static constexpr absl::Duration kHandBackPauseMax = absl::Seconds(30);
   // Nodes remembered at most. A 200k-GPU cluster hands off a few thousand
   // in 10 minutes; a flood of Hellos under made-up names (ingest without a
   // token or mutual TLS) must not grow memory without bound: when full,
@@ -145,9 +151,19 @@ class LeaderHandoff final : public collector::IngestPlacement {
   size_t remembered();
 
  private:
-  // Remembers `node` until `until` unless remembered already; false when
-  // it is (it came back soon) or the memory is full.
-  bool RememberLocked(absl::string_view node, int64_t now, int64_t until)
+  // A node handed off: until when (MonotonicNanos) a return is taken, and
+  // how many times running it came back before then.
+  struct HandedOff {
+    int64_t until = 0;
+    int bounces = 0;
+    bool returned = false;  // came back since it was last handed off
+  };
+
+  // Remembers `node` for `pause` (doubled per bounce, up to `max_pause`)
+  // unless remembered already; false when it is (it came back soon: a
+  // bounce) or the memory is full.
+  bool RememberLocked(absl::string_view node, int64_t now, absl::Duration pause,
+                      absl::Duration max_pause)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::function<View()> view_;
@@ -159,8 +175,7 @@ class LeaderHandoff final : public collector::IngestPlacement {
   std::shared_ptr<const View> current_ ABSL_GUARDED_BY(mu_);
   uint64_t round_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t handed_this_round_ ABSL_GUARDED_BY(mu_) = 0;
-  // Nodes handed off, and until when (MonotonicNanos) a return is taken.
-  absl::flat_hash_map<std::string, int64_t> handed_off_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, HandedOff> handed_off_ ABSL_GUARDED_BY(mu_);
   size_t prune_at_ ABSL_GUARDED_BY(mu_) = 1024;
   int64_t next_full_prune_nanos_ ABSL_GUARDED_BY(mu_) = 0;
 };

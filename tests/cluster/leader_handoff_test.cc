@@ -187,17 +187,49 @@ TEST(LeaderHandoffTest, EpochMovesPerRoundWhileOthersAreLive) {
   EXPECT_EQ(w.looks, 3);
 }
 
-// An agent handed back that comes back within kHandBackPause found its
+// An agent handed back that comes back within the hand-back pause found its
 // collector unwilling or unreachable: it is kept, and handed back again
-// only after the pause.
+// only after the pause, which doubles with every such return up to
+// kHandBackPauseMax and starts over once the agent stayed away.
 TEST(LeaderHandoffTest, AnAgentHandedBackThatReturnsSoonIsKept) {
   World w;
   w.handoff.Epoch();
   const std::string node = NodePreferring(1);
+  const absl::Duration first = LeaderHandoff::kHandBackPauseFirst;
+  ASSERT_EQ(first, absl::Seconds(5));
+  ASSERT_EQ(LeaderHandoff::kHandBackPauseMax, absl::Seconds(30));
   ASSERT_TRUE(w.handoff.HandOff(node, kList, 1000).has_value());
-  w.clock.Advance(absl::Seconds(5));
+
+  // Back after 1 s, and looked at again while it streams here: kept for
+  // the rest of the first pause, one bounce.
+  w.clock.Advance(absl::Seconds(1));
   EXPECT_EQ(w.handoff.HandOff(node, kList, 1000), std::nullopt);
-  w.clock.Advance(LeaderHandoff::kHandBackPause);
+  w.clock.Advance(absl::Seconds(3));
+  EXPECT_EQ(w.handoff.HandOff(node, kList, 1000), std::nullopt);
+  w.clock.Advance(absl::Seconds(1));  // 5 s after the hand-back
+  ASSERT_TRUE(w.handoff.HandOff(node, kList, 1000).has_value());
+
+  // Each time it comes back at once, the next pause is twice as long:
+  // 10 s, 20 s, then 30 s at most.
+  for (absl::Duration pause : {absl::Seconds(10), absl::Seconds(20),
+                               absl::Seconds(30), absl::Seconds(30)}) {
+    w.clock.Advance(absl::Milliseconds(500));
+    EXPECT_EQ(w.handoff.HandOff(node, kList, 1000), std::nullopt);
+    w.clock.Advance(pause - absl::Milliseconds(501));
+    EXPECT_EQ(w.handoff.HandOff(node, kList, 1000), std::nullopt)
+        << "still within " << pause;
+    w.clock.Advance(absl::Milliseconds(1));
+    ASSERT_TRUE(w.handoff.HandOff(node, kList, 1000).has_value())
+        << "after " << pause;
+  }
+
+  // It stayed away this time; back a minute later (its collector died),
+  // it is handed back with the first pause again.
+  w.clock.Advance(absl::Minutes(1));
+  ASSERT_TRUE(w.handoff.HandOff(node, kList, 1000).has_value());
+  w.clock.Advance(absl::Seconds(1));
+  EXPECT_EQ(w.handoff.HandOff(node, kList, 1000), std::nullopt);
+  w.clock.Advance(first - absl::Seconds(1));
   EXPECT_TRUE(w.handoff.HandOff(node, kList, 1000).has_value());
 }
 

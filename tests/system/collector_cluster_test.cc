@@ -1581,8 +1581,9 @@ TEST_F(UnobservedNodesTest, ACollectorCutOffFromNatsHandsItsAgentsOver) {
   // seconds, during which leases and views lapse, then one hand-back per
   // collector per second), but an agent handed back while those elections
   // last can bounce to a collector that handed it off moments before,
-  // which then keeps it LeaderHandoff::kHandBackPause (30 s) before handing
-  // it back again: no ping-pong, at the price of a late return.
+  // which then keeps it for the hand-back pause (5 s, doubling with each
+  // such return up to 30 s) before handing it back again: no ping-pong, at
+  // the price of a later return.
   std::string timeline;
   std::string last;
   EXPECT_TRUE(testing::Eventually(

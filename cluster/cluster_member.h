@@ -103,6 +103,12 @@ class ClusterMember {
   // as long as its features count for the others (3 analysis intervals, at
   // least 3 s), after which its nodes are unobserved there.
   absl::Duration cut_off_limit() const { return feature_freshness_; }
+  // How long this collector's feature publishes have all failed (zero while
+  // they succeed): with the NATS link up, a server in the minority of a
+  // partition (collector::CutOffFromCluster).
+  absl::Duration publishes_failing_for() const {
+    return features_->publish_failing_for();
+  }
   // The cluster's one set of findings (cluster/jetstream_findings.h).
   collector::FindingsReplication* findings_replication() {
     return findings_.get();

@@ -1,6 +1,7 @@
 #include "cluster/jetstream_features.h"
 
 #include <algorithm>
+#include <chrono>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -10,6 +11,12 @@
 
 namespace fabricdiag::cluster {
 namespace {
+
+int64_t MonotonicNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 // Creates the stream unless it exists, retrying until the connection's
 // startup deadline (another collector may be creating it, the cluster may
@@ -180,9 +187,21 @@ absl::Status JetStreamFeatures::Publish(const collector::FeatureSlice& local,
     published_chunks_.fetch_add(1);
   }
   last_published_bytes_.store(bytes);
+  if (status.ok()) {
+    failing_since_nanos_.store(0);
+  } else {
+    int64_t none = 0;
+    failing_since_nanos_.compare_exchange_strong(none, MonotonicNanos());
+  }
   absl::MutexLock lock(&mu_);
   last_publish_status_ = status;
   return status;
+}
+
+absl::Duration JetStreamFeatures::publish_failing_for() const {
+  const int64_t since = failing_since_nanos_.load();
+  if (since == 0) return absl::ZeroDuration();
+  return absl::Nanoseconds(MonotonicNanos() - since);
 }
 
 collector::FeatureSlice JetStreamFeatures::Merged(collector::FeatureSlice local,

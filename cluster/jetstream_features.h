@@ -120,6 +120,9 @@ class JetStreamFeatures final : public collector::FeatureExchange {
   std::map<std::string, absl::Time> LastReceived() const;
   // The error of the latest Publish(); OK when it succeeded (or none ran).
   absl::Status last_publish_status() const;
+  // How long every Publish() has failed, since the first failure after a
+  // success (the monotonic clock); zero while the latest succeeded.
+  absl::Duration publish_failing_for() const;
 
  private:
   JetStreamFeatures(NatsConnection* nats, std::string collector_id,
@@ -139,6 +142,9 @@ class JetStreamFeatures final : public collector::FeatureExchange {
   std::atomic<uint64_t> publish_errors_{0};
   std::atomic<uint64_t> published_chunks_{0};
   std::atomic<uint64_t> last_published_bytes_{0};
+  // MonotonicNanos of the first failed Publish() since the last success;
+  // 0 while the latest succeeded.
+  std::atomic<int64_t> failing_since_nanos_{0};
   mutable absl::Mutex mu_;
   absl::Status last_publish_status_ ABSL_GUARDED_BY(mu_);
   // What the other collectors published, decoded as it is received (on

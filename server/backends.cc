@@ -72,7 +72,10 @@ class Cluster final : public Backends {
         marks_(std::move(marks)),
         placement_(
             *member_->ingest_placement(),
-            [link = member_->nats()] { return link->link_down_for(); },
+            [member = member_.get()] {
+              return CutOffFromCluster(member->nats()->link_down_for(),
+                                       member->publishes_failing_for());
+            },
             member_->cut_off_limit()) {}
 
   DeclaredState& declared_state() override {

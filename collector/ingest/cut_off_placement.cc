@@ -8,6 +8,14 @@
 
 namespace fabricdiag::collector {
 
+absl::Duration CutOffFromCluster(absl::Duration link_down_for,
+                                 absl::Duration publishes_failing_for) {
+  if (publishes_failing_for < kPublishFailureGrace) {
+    publishes_failing_for = absl::ZeroDuration();
+  }
+  return std::max(link_down_for, publishes_failing_for);
+}
+
 HandOffWhileCutOff::HandOffWhileCutOff(
     IngestPlacement& inner, std::function<absl::Duration()> cut_off_for,
     absl::Duration limit)

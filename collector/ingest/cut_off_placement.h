@@ -1,5 +1,6 @@
 // The placement of a collector cut off from its cluster: while it cannot
-// reach NATS for longer than `limit`, it takes no agent. Its agents' data
+// reach NATS (or its cluster through NATS: CutOffFromCluster) for longer
+// than `limit`, it takes no agent. Its agents' data
 // would reach neither the analysis (its features are not published) nor
 // the other collectors, while the agents, acknowledged, would see nothing
 // wrong; handed to a connected collector, their data counts again.
@@ -27,7 +28,11 @@
 //
 //   HandOffWhileCutOff placement(
 //       *member->ingest_placement(),
-//       [nats] { return nats->link_down_for(); }, absl::Seconds(3));
+//       [member] {
+//         return CutOffFromCluster(member->nats()->link_down_for(),
+//                                  member->publishes_failing_for());
+//       },
+//       absl::Seconds(3));
 //   IngestService ingest(&store, &counters, auth, placement, facts);
 //
 // Thread-safe when `inner` and `cut_off_for` are.
@@ -53,10 +58,25 @@ namespace fabricdiag::collector {
 // them within about ten seconds, a tenth at a time.
 inline constexpr double kCutOffHandOffRate = 0.1;
 
+// How long publishes into the cluster may fail, while the NATS link is up,
+// before the collector counts as cut off: a NATS server in the minority of
+// a network partition keeps its clients connected while its JetStream
+// answers nothing, but a JetStream election (a server that returns) also
+// fails publishes for a few seconds, up to 10 s seen on a loaded machine,
+// and must not move every collector's agents.
+inline constexpr absl::Duration kPublishFailureGrace = absl::Seconds(15);
+
+// How long a collector has been cut off from its cluster: its NATS link
+// down (`link_down_for`), or every publish failing for at least
+// kPublishFailureGrace (`publishes_failing_for`, zero while they succeed),
+// whichever is longer; zero while neither. Pure.
+absl::Duration CutOffFromCluster(absl::Duration link_down_for,
+                                 absl::Duration publishes_failing_for);
+
 class HandOffWhileCutOff final : public IngestPlacement {
  public:
-  // `cut_off_for`: how long this collector has been unable to reach NATS
-  // without a break (zero while it can), on a monotonic clock: it also
+  // `cut_off_for`: how long this collector has been unable to reach its
+  // cluster without a break (zero while it can), on a monotonic clock: it also
   // times the paced hand-over. Called for every report, so it must be
   // cheap. `inner` must outlive this.
   HandOffWhileCutOff(IngestPlacement& inner,

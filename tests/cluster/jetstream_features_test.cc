@@ -205,6 +205,38 @@ TEST_F(JetStreamFeaturesTest, ACollectorThatStopsPublishingLeavesTheMerge) {
   EXPECT_EQ(a->stats().merged_members, 0u);
 }
 
+// Publishes that fail while the connection stays up (here the stream is
+// gone; in a partition's minority the server has no JetStream quorum) are
+// timed from the first failure, and the time ends at the next success: a
+// collector connected to NATS may still be cut off from its cluster.
+TEST_F(JetStreamFeaturesTest, PublishesFailingWhileConnectedAreTimed) {
+  Collector col_a = Join("col-a");
+  ASSERT_TRUE(col_a.features != nullptr);
+  JetStreamFeatures* a = col_a.features.get();
+  ASSERT_TRUE(a->Publish(Slice("gpu-a", 1, absl::Now()), absl::Now()).ok());
+  EXPECT_EQ(a->publish_failing_for(), absl::ZeroDuration());
+
+  jsErrCode code = static_cast<jsErrCode>(0);
+  ASSERT_EQ(
+      js_DeleteStream(col_a.nats->js(), TestName().c_str(), nullptr, &code),
+      NATS_OK)
+      << code;
+  EXPECT_FALSE(a->Publish(Slice("gpu-a", 1, absl::Now()), absl::Now()).ok());
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_FALSE(a->Publish(Slice("gpu-a", 1, absl::Now()), absl::Now()).ok());
+  EXPECT_TRUE(col_a.nats->link_up());
+  EXPECT_EQ(col_a.nats->link_down_for(), absl::ZeroDuration());
+  EXPECT_GE(a->publish_failing_for(), absl::Milliseconds(300))
+      << "timed from the first failure, not the latest";
+
+  // The stream is back (another collector opens it): the next publish
+  // succeeds and the failures are over.
+  Collector col_b = Join("col-b");
+  ASSERT_TRUE(col_b.features != nullptr);
+  ASSERT_TRUE(a->Publish(Slice("gpu-a", 1, absl::Now()), absl::Now()).ok());
+  EXPECT_EQ(a->publish_failing_for(), absl::ZeroDuration());
+}
+
 // A collector that stops publishing while it is a live member: its node is
 // unobserved, judged as of its last slice (agent_down does not open), and
 // counted per collector; it stays so once the collector left the members,

@@ -576,6 +576,37 @@ TEST(HandOffWhileCutOffTest, TakesBackAnAgentNoOtherCollectorTook) {
   EXPECT_TRUE(placement.HandOff("gpu-001", {}, 1).has_value());
 }
 
+// Cut off: the NATS link down for any time, or publishes failing, with the
+// link up, for kPublishFailureGrace at least (a JetStream election fails
+// them for a few seconds and must not count).
+TEST(HandOffWhileCutOffTest, PublishesFailingLongerThanAnElectionAreCutOff) {
+  const absl::Duration zero = absl::ZeroDuration();
+  ASSERT_EQ(kPublishFailureGrace, absl::Seconds(15));
+  EXPECT_EQ(CutOffFromCluster(zero, zero), zero);
+  EXPECT_EQ(CutOffFromCluster(absl::Seconds(4), zero), absl::Seconds(4));
+  EXPECT_EQ(CutOffFromCluster(zero, absl::Seconds(10)), zero) << "an election";
+  EXPECT_EQ(CutOffFromCluster(zero, absl::Seconds(15)), absl::Seconds(15));
+  EXPECT_EQ(CutOffFromCluster(zero, absl::Seconds(40)), absl::Seconds(40));
+  EXPECT_EQ(CutOffFromCluster(absl::Seconds(20), absl::Seconds(5)),
+            absl::Seconds(20))
+      << "the link's time";
+
+  // Through the placement, with the cluster's 3 s limit: refused once the
+  // publishes have failed 15 s, not before.
+  FakePlacement inner;
+  absl::Duration failing = absl::Seconds(14);
+  HandOffWhileCutOff placement(
+      inner,
+      [&failing] { return CutOffFromCluster(absl::ZeroDuration(), failing); },
+      absl::Seconds(3));
+  EXPECT_EQ(placement.HandOffNew("gpu-001", {}, 1), std::nullopt);
+  failing = absl::Seconds(16);
+  std::optional<HandoffOrder> refused = placement.HandOffNew("gpu-001", {}, 1);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->refusal, Refusal::kNatsDisconnected);
+  EXPECT_THAT(refused->reason, HasSubstr("cut off from NATS for 16s"));
+}
+
 // Over a cluster's placement: connected, its answers and epochs pass
 // through; cut off, the epoch moves (open streams ask again) and every
 // node is refused; connected again, the epoch moves back and the inner

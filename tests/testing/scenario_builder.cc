@@ -430,7 +430,31 @@ absl::Status Cluster::BuildTopology() {
                       ", port: ", SwitchPortOf(n, k), "}\n");
     }
   }
-  ASSIGN_OR_RETURN(topology_, ParseTopology(yaml));
+  if (yaml.size() <= kMaxTopologyBytes &&
+      static_cast<uint64_t>(spec_.nodes) * kNicsPerNode <= kMaxTopologyLinks) {
+    ASSIGN_OR_RETURN(topology_, ParseTopology(yaml));
+    topology_yaml_ = std::move(yaml);
+    return absl::OkStatus();
+  }
+  // Past what a declared topology may hold (1M GPUs: 1M links, 68 MB of
+  // YAML): the same topology built as the proto, for benchmarks of
+  // fabrics that would be discovered rather than declared. Its YAML is
+  // kept, though no parser would take it.
+  for (int l = 0; l < num_leaves_; ++l) {
+    v1::Switch* sw = topology_.add_switches();
+    sw->set_name(LeafName(l));
+    for (const std::string& u : uplinks) sw->add_uplinks(u);
+  }
+  topology_.mutable_links()->Reserve(spec_.nodes * kNicsPerNode);
+  for (int n = 0; n < spec_.nodes; ++n) {
+    for (int k = 0; k < kNicsPerNode; ++k) {
+      v1::Link* link = topology_.add_links();
+      link->set_host(hosts_[n]);
+      link->set_nic(NicName(k));
+      link->set_switch_(LeafName(LeafOf(n)));
+      link->set_port(SwitchPortOf(n, k));
+    }
+  }
   topology_yaml_ = std::move(yaml);
   return absl::OkStatus();
 }

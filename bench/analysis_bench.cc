@@ -117,6 +117,7 @@
 #include "collector/runner/feature_exchange.h"
 #include "collector/runner/rate_pass.h"
 #include "proto/cluster.pb.h"
+#include "proto/cluster_facts.pb.h"
 #include "tests/testing/scenario_builder.h"
 
 namespace fabricdiag::analysis::scenario {
@@ -265,6 +266,9 @@ struct IntervalFixture {
   collector::FeatureSlice local;    // collector 0's slice
   std::vector<std::string> remote;  // the others' chunks, serialized
   size_t remote_bytes = 0;
+  // The others' liveness chunks, serialized (what a follower receives).
+  std::vector<std::string> remote_liveness;
+  size_t remote_liveness_bytes = 0;
   FabricView recent;
   StragglerBaselines baselines;
 };
@@ -288,6 +292,11 @@ const IntervalFixture& IntervalFixtureFor(const Fixture& fx, int collectors) {
          cluster::SliceToChunks(slices[k], "col-" + std::to_string(k), now)) {
       f->remote.push_back(chunk.SerializeAsString());
       f->remote_bytes += f->remote.back().size();
+    }
+    for (const v1::FeatureChunkFacts& chunk : cluster::SliceToLivenessChunks(
+             slices[k], "col-" + std::to_string(k), now)) {
+      f->remote_liveness.push_back(chunk.SerializeAsString());
+      f->remote_liveness_bytes += f->remote_liveness.back().size();
     }
   }
   return *f;
@@ -375,18 +384,25 @@ BENCHMARK(BM_LeaderPassAtScale)
 
 // BM_CollectorInterval/<nodes>/<collectors>: collector 0's CPU per
 // interval on one thread (the machine is shared: CPU time, not wall), as
-//   publish_ms:  its slice to chunks and serialized (what JetStreamFeatures
-//                publishes; the NATS round trips are not included);
+//   publish_ms:  its slice to chunks and its liveness chunks, serialized
+//                (what JetStreamFeatures publishes; the NATS round trips
+//                are not included);
 //   follower_ms: a collector that does not analyse: every other
-//                collector's chunks received (node facts only, not
-//                decoded) and merged for the nodes (MergeScope::kNodes);
+//                collector's liveness chunks received and merged for the
+//                nodes (MergeScope::kNodes);
+//   follower_chunks_ms: the same as a follower that receives the feature
+//                chunks instead (before liveness had its own subject, and
+//                still for a collector whose liveness does not arrive):
+//                every chunk received (node facts only, not decoded);
 //   leader_ms:   the analysis leader: every other collector's chunks
 //                received and decoded, merged with its own slice, the rate
 //                analyzers (one thread) and the hysteresis;
 // and the bytes each collector publishes and receives per interval
-// (publish_MB, receive_MB; the stream stores each published byte on 3
-// servers). Not included: building the slice from the series store,
-// agent_down, the layout analyzers, the findings writes.
+// (publish_MB: features, the stream stores each byte on 3 servers, and
+// liveness; receive_MB: the leader's, the others' feature chunks;
+// follower_receive_MB: the others' liveness). Not included: building the
+// slice from the series store, agent_down, the layout analyzers, the
+// findings writes.
 void BM_CollectorInterval(benchmark::State& state) {
   const int nodes = static_cast<int>(state.range(0));
   const int collectors = static_cast<int>(state.range(1));
@@ -397,7 +413,7 @@ void BM_CollectorInterval(benchmark::State& state) {
   const TopologyIndex topology(&fx.cluster->topology());
   StragglerBaselines baselines = f.baselines;
   Hysteresis gate(fx.config.hysteresis);
-  double publish_ms = 0, follower_ms = 0, leader_ms = 0;
+  double publish_ms = 0, follower_ms = 0, follower_chunks_ms = 0, leader_ms = 0;
   size_t publish_bytes = 0;
   int passes = 0;
   for (auto _ : state) {
@@ -408,8 +424,26 @@ void BM_CollectorInterval(benchmark::State& state) {
          cluster::SliceToChunks(f.local, "col-0", now)) {
       publish_bytes += chunk.SerializeAsString().size();
     }
+    for (const v1::FeatureChunkFacts& chunk :
+         cluster::SliceToLivenessChunks(f.local, "col-0", now)) {
+      publish_bytes += chunk.SerializeAsString().size();
+    }
     publish_ms += ThreadCpuMs() - start;
 
+    {
+      cluster::FeatureCache follower("col-0");
+      follower.DecodeOnReceipt(false);
+      collector::FeatureSlice local = f.local;
+      start = ThreadCpuMs();
+      for (const std::string& data : f.remote_liveness) {
+        follower.ReceivedLiveness(data, now);
+      }
+      collector::FeatureSlice nodes_only =
+          follower.Merged(std::move(local), now - absl::Seconds(5),
+                          collector::MergeScope::kNodes);
+      benchmark::DoNotOptimize(nodes_only.nodes.data());
+      follower_ms += ThreadCpuMs() - start;
+    }
     {
       cluster::FeatureCache follower("col-0");
       follower.DecodeOnReceipt(false);
@@ -420,7 +454,7 @@ void BM_CollectorInterval(benchmark::State& state) {
           follower.Merged(std::move(local), now - absl::Seconds(5),
                           collector::MergeScope::kNodes);
       benchmark::DoNotOptimize(nodes_only.nodes.data());
-      follower_ms += ThreadCpuMs() - start;
+      follower_chunks_ms += ThreadCpuMs() - start;
     }
 
     cluster::FeatureCache leader("col-0");
@@ -447,9 +481,12 @@ void BM_CollectorInterval(benchmark::State& state) {
   state.counters["gpus"] = 8.0 * nodes;
   state.counters["publish_ms"] = publish_ms / passes;
   state.counters["follower_ms"] = follower_ms / passes;
+  state.counters["follower_chunks_ms"] = follower_chunks_ms / passes;
   state.counters["leader_ms"] = leader_ms / passes;
   state.counters["publish_MB"] = static_cast<double>(publish_bytes) / 1e6;
   state.counters["receive_MB"] = static_cast<double>(f.remote_bytes) / 1e6;
+  state.counters["follower_receive_MB"] =
+      static_cast<double>(f.remote_liveness_bytes) / 1e6;
 }
 // 200k GPUs with 1, 3 and 10 collectors.
 BENCHMARK(BM_CollectorInterval)

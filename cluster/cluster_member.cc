@@ -453,10 +453,31 @@ void ClusterMember::AppendMetrics(const collector::RegistryWatchStats& watch,
       {"fabricdiag_cluster_features_merged_remote_ports",
        "Ports of other collectors' nodes in the latest analysis pass.",
        PromType::kGauge, static_cast<double>(features.merged_remote_ports)},
+      {"fabricdiag_cluster_features_receiving",
+       "1 while this collector receives the other collectors' feature "
+       "chunks (it merges the fabric: the analysis leader, or its page is "
+       "looked at); 0 while it receives their liveness alone.",
+       PromType::kGauge, features.receiving_features ? 1.0 : 0.0},
+      {"fabricdiag_cluster_liveness_published_bytes",
+       "Size of this collector's latest published liveness (every chunk).",
+       PromType::kGauge,
+       static_cast<double>(features.last_published_liveness_bytes)},
+      {"fabricdiag_cluster_liveness_publish_errors_total",
+       "Analysis passes whose liveness this collector failed to publish.",
+       PromType::kCounter,
+       static_cast<double>(features.liveness_publish_errors)},
       {"fabricdiag_cluster_features_undecodable_total",
        "Feature messages received that were not a feature chunk.",
        PromType::kCounter, static_cast<double>(features.undecodable_chunks)},
   });
+  w.Family("fabricdiag_cluster_features_received_bytes_total",
+           "Bytes of other collectors' features this collector received, by "
+           "feed: their feature chunks, or their liveness.",
+           PromType::kCounter);
+  w.Sample({{"collector_id", id_}, {"feed", "features"}},
+           static_cast<double>(features.received_bytes));
+  w.Sample({{"collector_id", id_}, {"feed", "liveness"}},
+           static_cast<double>(features.received_liveness_bytes));
   w.Family("fabricdiag_cluster_features_age_seconds",
            "How old the newest features received from each other live "
            "collector are (its feature lag; counted from when it became live "

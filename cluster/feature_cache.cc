@@ -14,14 +14,6 @@
 namespace fabricdiag::cluster {
 namespace {
 
-// What every chunk says of itself, read before it is kept.
-struct ChunkHeader {
-  std::string collector_id;
-  int64_t published_unix_nanos = 0;
-  uint32_t chunk = 0;
-  uint32_t chunks = 0;
-};
-
 // Another collector's nodes are as current as the slice it published.
 void ObservedUntil(int64_t published_unix_nanos,
                    std::vector<collector::NodeFacts>* nodes) {
@@ -58,7 +50,7 @@ void FeatureCache::Received(absl::string_view data, absl::Time received) {
   std::unique_ptr<Decoded> decoded;
   std::shared_ptr<const std::string> kept;
   std::vector<collector::NodeFacts> nodes;
-  ChunkHeader header;
+  Header header;
   bool valid = false;
   bool damaged = false;  // parsed, but its ports do not decode
   if (decode_on_receipt_.load(std::memory_order_relaxed)) {
@@ -91,6 +83,7 @@ void FeatureCache::Received(absl::string_view data, absl::Time received) {
   Chunk replaced;  // freed after the lock
   absl::MutexLock lock(&mu_);
   ++stats_.received_chunks;
+  stats_.received_bytes += data.size();
   if (!valid) {
     ++stats_.undecodable_chunks;
     return;
@@ -98,19 +91,99 @@ void FeatureCache::Received(absl::string_view data, absl::Time received) {
   // Its nodes' facts are kept; its ports are lost.
   if (damaged) ++stats_.undecodable_chunks;
   if (header.collector_id == id_) return;  // our own: merged locally
+  const int64_t published = header.published_unix_nanos;
+  const uint32_t chunks = header.chunks;
+  replaced = Keep(std::move(header),
+                  Chunk{std::move(kept), published, chunks, received,
+                        std::move(decoded), std::move(nodes)},
+                  &chunks_);
+}
+
+void FeatureCache::ReceivedLiveness(absl::string_view data,
+                                    absl::Time received) {
+  v1::FeatureChunkFacts facts;
+  bool valid = facts.ParseFromArray(data.data(), static_cast<int>(data.size()));
+  Header header{facts.collector_id(), facts.published_unix_nanos(),
+                facts.chunk(), facts.chunks()};
+  valid = valid && header.chunks != 0 && header.chunk < header.chunks;
+  std::vector<collector::NodeFacts> nodes;
+  if (valid && header.collector_id != id_) {
+    nodes = NodesOfChunk(facts);
+    ObservedUntil(header.published_unix_nanos, &nodes);
+  }
+  Chunk replaced;  // freed after the lock
+  absl::MutexLock lock(&mu_);
+  ++stats_.received_liveness_chunks;
+  stats_.received_liveness_bytes += data.size();
+  if (!valid) {
+    ++stats_.undecodable_chunks;
+    return;
+  }
+  if (header.collector_id == id_) return;
+  const int64_t published = header.published_unix_nanos;
+  const uint32_t chunks = header.chunks;
+  replaced = Keep(
+      std::move(header),
+      Chunk{nullptr, published, chunks, received, nullptr, std::move(nodes)},
+      &liveness_);
+}
+
+FeatureCache::Chunk FeatureCache::Keep(Header header, Chunk c, ChunkMap* into) {
   auto key = std::make_pair(std::move(header.collector_id), header.chunk);
-  auto it = chunks_.find(key);
-  if (it != chunks_.end() &&
-      it->second.published_unix_nanos > header.published_unix_nanos) {
-    return;  // a late copy (catch-up racing the subscription)
+  auto it = into->find(key);
+  if (it == into->end()) {
+    into->emplace(std::move(key), std::move(c));
+    return Chunk();
   }
-  Chunk c{std::move(kept), header.published_unix_nanos, header.chunks,
-          received,        std::move(decoded),          std::move(nodes)};
-  if (it == chunks_.end()) {
-    chunks_.emplace(std::move(key), std::move(c));
-  } else {
-    replaced = std::exchange(it->second, std::move(c));
+  if (it->second.published_unix_nanos > header.published_unix_nanos) {
+    return c;  // a late copy (catch-up racing the subscription)
   }
+  return std::exchange(it->second, std::move(c));
+}
+
+std::map<std::string, std::vector<std::pair<uint32_t, FeatureCache::Chunk*>>>
+FeatureCache::Fresh(ChunkMap& from, absl::Time cutoff) {
+  // Per collector: its newest fresh chunk, which names the count.
+  std::map<std::string, const Chunk*> newest;
+  for (const auto& [key, c] : from) {
+    if (c.received < cutoff) continue;
+    const Chunk*& n = newest[key.first];
+    if (n == nullptr || c.published_unix_nanos > n->published_unix_nanos) {
+      n = &c;
+    }
+  }
+  std::map<std::string, std::vector<std::pair<uint32_t, Chunk*>>> fresh;
+  for (auto& [key, c] : from) {
+    auto n = newest.find(key.first);
+    // A chunk index beyond what the collector now publishes is left over
+    // from a larger slice.
+    if (c.received < cutoff || n == newest.end() ||
+        key.second >= n->second->chunks) {
+      continue;
+    }
+    fresh[key.first].emplace_back(key.second, &c);
+  }
+  return fresh;
+}
+
+void FeatureCache::DropFeatures() {
+  ChunkMap dropped;  // freed after the lock
+  absl::MutexLock lock(&mu_);
+  dropped.swap(chunks_);
+}
+
+std::vector<std::string> FeatureCache::WithoutLiveness(
+    absl::Time cutoff, const std::vector<std::string>& live) const {
+  absl::flat_hash_set<absl::string_view> heard;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [key, c] : liveness_) {
+    if (c.received >= cutoff) heard.insert(key.first);
+  }
+  std::vector<std::string> without;
+  for (const std::string& id : live) {
+    if (id != id_ && !heard.contains(id)) without.push_back(id);
+  }
+  return without;
 }
 
 void FeatureCache::DecodeOnReceipt(bool decode) {
@@ -141,34 +214,30 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
   std::map<std::string, std::vector<Part>> parts;
   {
     absl::MutexLock lock(&mu_);
-    // Per other collector: its fresh chunks, the count its newest one names.
-    std::map<std::string, const Chunk*> newest;
-    for (const auto& [key, c] : chunks_) {
-      if (c.received < cutoff) continue;
-      const Chunk*& n = newest[key.first];
-      if (n == nullptr || c.published_unix_nanos > n->published_unix_nanos) {
-        n = &c;
+    if (ports) {
+      for (auto& [id, chunks] : Fresh(chunks_, cutoff)) {
+        for (auto& [index, c] : chunks) {
+          // The facts serve only when the ports fail to decode at merge.
+          Part part{c->data,
+                    std::move(c->decoded),
+                    {},
+                    index,
+                    c->published_unix_nanos};
+          if (part.decoded == nullptr) part.nodes = c->nodes;
+          parts[id].push_back(std::move(part));
+        }
       }
-    }
-    for (auto& [key, c] : chunks_) {
-      auto n = newest.find(key.first);
-      // A chunk index beyond what the collector now publishes is left over
-      // from a larger slice.
-      if (c.received < cutoff || n == newest.end() ||
-          key.second >= n->second->chunks) {
-        continue;
-      }
-      if (ports) {
-        // The facts serve only when the ports fail to decode at merge.
-        Part part{c.data,
-                  std::move(c.decoded),
-                  {},
-                  key.second,
-                  c.published_unix_nanos};
-        if (part.decoded == nullptr) part.nodes = c.nodes;
-        parts[key.first].push_back(std::move(part));
-      } else {
-        parts[key.first].push_back(Part{nullptr, nullptr, c.nodes});
+    } else {
+      // A collector's liveness chunks where fresh ones arrived, its
+      // feature chunks' facts otherwise.
+      for (ChunkMap* from : {&liveness_, &chunks_}) {
+        for (auto& [id, chunks] : Fresh(*from, cutoff)) {
+          auto [it, inserted] = parts.try_emplace(id);
+          if (!inserted) continue;
+          for (auto& [index, c] : chunks) {
+            it->second.push_back(Part{nullptr, nullptr, c->nodes});
+          }
+        }
       }
     }
   }
@@ -235,6 +304,14 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
     // at once.
   }
   parts.clear();
+  if (!ports) {
+    // This collector's own ports are left out too (freed here rather than
+    // merged into a view no one reads).
+    collector::FeatureSlice nodes_only;
+    nodes_only.window.window_seconds = local.window.window_seconds;
+    nodes_only.nodes = std::move(local.nodes);
+    local = std::move(nodes_only);
+  }
   for (collector::NodeFacts& n : local.nodes) n.collector = id_;
   std::vector<collector::FeatureSlice*> slices = {&local};
   for (auto& [id, slice] : remote) {
@@ -317,10 +394,10 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
   return merged;
 }
 
-std::map<std::string, absl::Time> FeatureCache::LastReceived() const {
+std::map<std::string, absl::Time> FeatureCache::LastReceived(Feed feed) const {
   std::map<std::string, absl::Time> last;
   absl::MutexLock lock(&mu_);
-  for (const auto& [key, c] : chunks_) {
+  for (const auto& [key, c] : feed == Feed::kFeatures ? chunks_ : liveness_) {
     auto [it, inserted] = last.try_emplace(key.first, c.received);
     if (!inserted) it->second = std::max(it->second, c.received);
   }

@@ -11,7 +11,13 @@
 // only (MergeScope::kNodes: it does not analyse) turns decoding on receipt
 // off (DecodeOnReceipt): then only the chunk's node facts are kept beside
 // the message, and a later merge of the fabric decodes what it takes.
-// Which chunks count is the same either way:
+// A collector's liveness chunks (v1::FeatureChunkFacts: its nodes' facts
+// alone, ReceivedLiveness) are kept apart from its feature chunks: a merge
+// of nodes only takes a collector's nodes from its liveness chunks when
+// fresh ones arrived (from its feature chunks otherwise: a collector of an
+// earlier build publishes none), a merge of the fabric from its feature
+// chunks alone (a node whose ports are missing is not observed, however
+// fresh its liveness). Which chunks count is the same for both kinds:
 //   - a chunk counts while it was received at or after the merge's
 //     `cutoff` (the receiver's clock);
 //   - per collector, the chunk count its newest fresh chunk names: an index
@@ -50,7 +56,10 @@ namespace fabricdiag::cluster {
 class FeatureCache {
  public:
   struct Stats {
-    uint64_t received_chunks = 0;
+    uint64_t received_chunks = 0;  // feature chunks
+    uint64_t received_bytes = 0;
+    uint64_t received_liveness_chunks = 0;
+    uint64_t received_liveness_bytes = 0;
     uint64_t undecodable_chunks = 0;
     // The latest Merged(): other collectors in it, and their ports.
     uint64_t merged_members = 0;
@@ -84,6 +93,20 @@ class FeatureCache {
   // this collector's own, or older than the one kept.
   void Received(absl::string_view data, absl::Time received);
 
+  // A serialized v1::FeatureChunkFacts (a liveness chunk) received at
+  // `received`: kept as the latest of its collector and index, as
+  // Received() keeps a feature chunk.
+  void ReceivedLiveness(absl::string_view data, absl::Time received);
+
+  // Forgets every feature chunk (their ports): a collector that stopped
+  // receiving them frees what a merge of nodes would no longer read.
+  void DropFeatures();
+
+  // The other collectors of `live` with no liveness chunk received at or
+  // after `cutoff`.
+  std::vector<std::string> WithoutLiveness(
+      absl::Time cutoff, const std::vector<std::string>& live) const;
+
   // Whether chunks received from now on are decoded as they arrive (the
   // default) or only when a merge of the fabric takes them.
   void DecodeOnReceipt(bool decode);
@@ -101,9 +124,9 @@ class FeatureCache {
   // collector lists with an older last report than the one it was last
   // merged from: that is news the move outdated (an agent handed back or
   // failed over, whose new collector's features did not arrive this
-  // time), not the agent's silence. With MergeScope::kNodes, the
-  // other chunks' nodes only: their ports stay in the cache for a later
-  // merge.
+  // time), not the agent's silence. With MergeScope::kNodes, nodes only
+  // (no port, not even `local`'s): the other chunks' ports stay in the
+  // cache for a later merge.
   collector::FeatureSlice Merged(collector::FeatureSlice local,
                                  absl::Time cutoff,
                                  collector::MergeScope scope);
@@ -111,8 +134,10 @@ class FeatureCache {
                                  absl::Time cutoff, collector::MergeScope scope,
                                  const Presence& presence);
 
-  // When this collector last received a chunk from each other collector.
-  std::map<std::string, absl::Time> LastReceived() const;
+  enum class Feed { kFeatures, kLiveness };
+  // When this collector last received a chunk of `feed` from each other
+  // collector.
+  std::map<std::string, absl::Time> LastReceived(Feed feed) const;
 
   Stats stats() const;
 
@@ -135,15 +160,32 @@ class FeatureCache {
     std::vector<collector::NodeFacts> nodes;
   };
 
+  // What every chunk says of itself, read before it is kept.
+  struct Header {
+    std::string collector_id;
+    int64_t published_unix_nanos = 0;
+    uint32_t chunk = 0;
+    uint32_t chunks = 0;
+  };
+  using ChunkMap = std::map<std::pair<std::string, uint32_t>, Chunk>;
+
   // Null when the chunk's ports are damaged (AddChunkToSlice).
   static std::unique_ptr<Decoded> Decode(const v1::FeatureChunk& chunk);
+  // Keeps `c` in `into` unless a copy published later is there; the copy
+  // it replaces, to be freed after the lock.
+  static Chunk Keep(Header header, Chunk c, ChunkMap* into);
+  // Per other collector, its chunks of `from` that count at `cutoff`:
+  // received at or after it, and within the count its newest one names.
+  static std::map<std::string, std::vector<std::pair<uint32_t, Chunk*>>> Fresh(
+      ChunkMap& from, absl::Time cutoff);
 
   const std::string id_;
   std::atomic<bool> decode_on_receipt_{true};
   mutable absl::Mutex mu_;
   // (collector id, chunk index) -> its latest chunk.
-  std::map<std::pair<std::string, uint32_t>, Chunk> chunks_
-      ABSL_GUARDED_BY(mu_);
+  ChunkMap chunks_ ABSL_GUARDED_BY(mu_);
+  // The same of the liveness chunks (no data, no ports).
+  ChunkMap liveness_ ABSL_GUARDED_BY(mu_);
   Stats stats_ ABSL_GUARDED_BY(mu_);
   // Liveness of nodes seen in earlier merges, kept when their collector
   // leaves the merge.

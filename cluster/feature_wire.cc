@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <iterator>
 #include <string>
+#include <utility>
 
 #include "absl/container/btree_map.h"
 #include "absl/numeric/bits.h"
@@ -207,18 +208,63 @@ struct NodeParts {
   absl::Span<const analysis::PortView> recent;
 };
 
+// A node's liveness facts into `w`: v1::NodeFeatures or
+// v1::NodeFeaturesFacts (the same field numbers).
+template <typename NodeMessage>
+void FactsToWire(const collector::NodeFacts& facts, NodeMessage* w) {
+  const analysis::NodeLiveness& l = facts.liveness;
+  w->set_has_liveness(true);
+  if (l.ever_reported && l.last_report != absl::InfinitePast()) {
+    w->set_last_report_unix_nanos(absl::ToUnixNanos(l.last_report));
+  }
+  w->set_interval_nanos(absl::ToInt64Nanoseconds(l.interval));
+  w->set_boot_id(facts.boot_id);
+}
+
+// Nodes' messages, in order, into chunks of whole nodes of at most
+// `max_chunk_bytes` each (but for a single node larger than that).
+// `ChunkMessage`: v1::FeatureChunk or v1::FeatureChunkFacts.
+template <typename ChunkMessage>
+class ChunkCutter {
+ public:
+  explicit ChunkCutter(size_t max_chunk_bytes)
+      : chunks_(1), max_bytes_(max_chunk_bytes) {}
+
+  template <typename NodeMessage>
+  void Add(NodeMessage&& wire) {
+    // The node's bytes, its tag and length prefix.
+    const size_t size = wire.ByteSizeLong() + 6;
+    if (bytes_ > 0 && bytes_ + size > max_bytes_) {
+      chunks_.emplace_back();
+      bytes_ = 0;
+    }
+    *chunks_.back().add_nodes() = std::forward<NodeMessage>(wire);
+    bytes_ += size;
+  }
+
+  // At least one chunk, each with its header.
+  std::vector<ChunkMessage> Finish(absl::string_view collector_id,
+                                   absl::Time published) && {
+    for (size_t i = 0; i < chunks_.size(); ++i) {
+      ChunkMessage& c = chunks_[i];
+      c.set_collector_id(std::string(collector_id));
+      c.set_published_unix_nanos(absl::ToUnixNanos(published));
+      c.set_chunk(static_cast<uint32_t>(i));
+      c.set_chunks(static_cast<uint32_t>(chunks_.size()));
+    }
+    return std::move(chunks_);
+  }
+
+ private:
+  std::vector<ChunkMessage> chunks_;
+  const size_t max_bytes_;
+  size_t bytes_ = 0;  // of chunks_.back()'s nodes
+};
+
 void NodeToWire(absl::string_view node, const NodeParts& parts,
                 v1::NodeFeatures* w) {
   w->set_node(std::string(node));
-  if (parts.facts != nullptr) {
-    const analysis::NodeLiveness& l = parts.facts->liveness;
-    w->set_has_liveness(true);
-    if (l.ever_reported && l.last_report != absl::InfinitePast()) {
-      w->set_last_report_unix_nanos(absl::ToUnixNanos(l.last_report));
-    }
-    w->set_interval_nanos(absl::ToInt64Nanoseconds(l.interval));
-    w->set_boot_id(parts.facts->boot_id);
-  }
+  if (parts.facts != nullptr) FactsToWire(*parts.facts, w);
   if (parts.window.empty()) return;
   v1::PortBlock* block = w->mutable_port_block();
   const int n = static_cast<int>(parts.window.size());
@@ -268,32 +314,40 @@ std::vector<v1::FeatureChunk> SliceToChunks(
       nodes[p.node].recent = slice.recent->PortsOf(p.node);
     }
   }
-  std::vector<v1::FeatureChunk> chunks(1);
-  size_t bytes = 0;  // of chunks.back()'s nodes
+  ChunkCutter<v1::FeatureChunk> cutter(max_chunk_bytes);
   for (const auto& [node, parts] : nodes) {
     v1::NodeFeatures wire;
     NodeToWire(node, parts, &wire);
-    // The node's bytes, its tag and length prefix.
-    const size_t size = wire.ByteSizeLong() + 6;
-    if (bytes > 0 && bytes + size > max_chunk_bytes) {
-      chunks.emplace_back();
-      bytes = 0;
-    }
-    *chunks.back().add_nodes() = std::move(wire);
-    bytes += size;
+    cutter.Add(std::move(wire));
   }
-  for (size_t i = 0; i < chunks.size(); ++i) {
-    v1::FeatureChunk& c = chunks[i];
-    c.set_collector_id(std::string(collector_id));
-    c.set_published_unix_nanos(absl::ToUnixNanos(published));
-    c.set_chunk(static_cast<uint32_t>(i));
-    c.set_chunks(static_cast<uint32_t>(chunks.size()));
+  std::vector<v1::FeatureChunk> chunks =
+      std::move(cutter).Finish(collector_id, published);
+  for (v1::FeatureChunk& c : chunks) {
     c.set_window_seconds(slice.window.window_seconds);
     if (slice.recent.has_value()) {
       c.set_recent_seconds(slice.recent->window_seconds);
     }
   }
   return chunks;
+}
+
+std::vector<v1::FeatureChunkFacts> SliceToLivenessChunks(
+    const collector::FeatureSlice& slice, absl::string_view collector_id,
+    absl::Time published, size_t max_chunk_bytes) {
+  std::vector<const collector::NodeFacts*> facts;
+  facts.reserve(slice.nodes.size());
+  for (const collector::NodeFacts& n : slice.nodes) facts.push_back(&n);
+  std::sort(facts.begin(), facts.end(), [](const auto* a, const auto* b) {
+    return a->liveness.node < b->liveness.node;
+  });
+  ChunkCutter<v1::FeatureChunkFacts> cutter(max_chunk_bytes);
+  for (const collector::NodeFacts* n : facts) {
+    v1::NodeFeaturesFacts wire;
+    wire.set_node(n->liveness.node);
+    FactsToWire(*n, &wire);
+    cutter.Add(std::move(wire));
+  }
+  return std::move(cutter).Finish(collector_id, published);
 }
 
 namespace {

@@ -50,6 +50,15 @@ std::vector<v1::FeatureChunk> SliceToChunks(
 [[nodiscard]] bool AddChunkToSlice(const v1::FeatureChunk& chunk,
                                    collector::FeatureSlice* slice);
 
+// The liveness facts alone of `slice`'s nodes (those with facts, ascending
+// name), as the messages a collector publishes on its liveness subject
+// (cluster/jetstream_features.h): cut as SliceToChunks cuts, at least one
+// (empty when the slice has no nodes). A node is ~80 bytes here against
+// ~4-10 KB with its ports.
+std::vector<v1::FeatureChunkFacts> SliceToLivenessChunks(
+    const collector::FeatureSlice& slice, absl::string_view collector_id,
+    absl::Time published, size_t max_chunk_bytes = kDefaultChunkBytes);
+
 // The liveness facts of `chunk`'s nodes (what AddChunkToSlice appends to
 // a slice's nodes), without its ports.
 std::vector<collector::NodeFacts> NodesOfChunk(const v1::FeatureChunk& chunk);

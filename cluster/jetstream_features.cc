@@ -62,23 +62,19 @@ absl::Status EnsureStream(const NatsConnection& nats,
 
 absl::StatusOr<std::unique_ptr<JetStreamFeatures>> JetStreamFeatures::Open(
     NatsConnection* nats, std::string collector_id, const Options& options) {
-  const std::string subjects = absl::StrCat(options.subject, ".>");
-  absl::Status stream = EnsureStream(*nats, options, subjects);
+  absl::Status stream =
+      EnsureStream(*nats, options, absl::StrCat(options.subject, ".>"));
   if (!stream.ok()) return stream;
   std::unique_ptr<JetStreamFeatures> features(
       new JetStreamFeatures(nats, std::move(collector_id), options));
-  const natsStatus s =
-      natsConnection_Subscribe(&features->sub_, nats->nc(), subjects.c_str(),
-                               &JetStreamFeatures::OnMessage, features.get());
-  if (s != NATS_OK) {
-    return NatsError(s, absl::StrCat("subscribing to ", subjects));
+  const std::string liveness = absl::StrCat(options.liveness_subject, ".>");
+  absl::MutexLock lock(&features->subs_mu_);
+  features->liveness_sub_ =
+      features->Subscribe(liveness, &JetStreamFeatures::OnLiveness);
+  if (features->liveness_sub_ == nullptr) {
+    return absl::UnavailableError(absl::StrCat("subscribing to ", liveness));
   }
-  natsSubscription_SetOnCompleteCB(
-      features->sub_, &JetStreamFeatures::OnComplete, features.get());
-  // A large fabric's slices arrive in bursts of chunks: let them queue
-  // rather than be dropped as a slow consumer.
-  natsSubscription_SetPendingLimits(features->sub_, 65536, 512 << 20);
-  features->CatchUp();
+  features->liveness_since_nanos_ = MonotonicNanos();
   return features;
 }
 
@@ -90,22 +86,44 @@ JetStreamFeatures::JetStreamFeatures(NatsConnection* nats,
       cache_(std::move(collector_id)) {}
 
 JetStreamFeatures::~JetStreamFeatures() {
-  if (sub_ == nullptr) return;
-  // Without a server a drain cannot complete (it would wait its whole
-  // timeout): the subscription is closed here at once. Either way the
-  // handler may still run one last time, so this waits for OnComplete.
-  if (!nats_->connected() || natsSubscription_Drain(sub_) != NATS_OK) {
-    natsSubscription_Unsubscribe(sub_);
+  absl::MutexLock lock(&subs_mu_);
+  Unsubscribe(std::move(features_sub_));
+  Unsubscribe(std::move(liveness_sub_));
+}
+
+std::unique_ptr<JetStreamFeatures::Subscription> JetStreamFeatures::Subscribe(
+    const std::string& subject, natsMsgHandler handler) {
+  auto s = std::make_unique<Subscription>();
+  const natsStatus status = natsConnection_Subscribe(
+      &s->sub, nats_->nc(), subject.c_str(), handler, this);
+  if (status != NATS_OK) {
+    LogWarning(
+        NatsError(status, absl::StrCat("subscribing to ", subject)).message());
+    return nullptr;
   }
-  if (!sub_done_.WaitForNotificationWithTimeout(absl::Seconds(5))) {
+  natsSubscription_SetOnCompleteCB(s->sub, &JetStreamFeatures::OnComplete,
+                                   s.get());
+  // A large fabric's slices arrive in bursts of chunks: let them queue
+  // rather than be dropped as a slow consumer.
+  natsSubscription_SetPendingLimits(s->sub, 65536, 512 << 20);
+  return s;
+}
+
+void JetStreamFeatures::Unsubscribe(std::unique_ptr<Subscription> s) {
+  if (s == nullptr) return;
+  // Not drained: what is still pending would only be dropped (a collector
+  // that stops receiving feature chunks frees those it has). The handler
+  // may still run one last time, so this waits for OnComplete.
+  natsSubscription_Unsubscribe(s->sub);
+  if (!s->done.WaitForNotificationWithTimeout(absl::Seconds(5))) {
     // Never seen; the handler could still run.
     LogWarning("features subscription: its handler did not finish in 5s");
   }
-  natsSubscription_Destroy(sub_);
+  natsSubscription_Destroy(s->sub);
 }
 
 void JetStreamFeatures::OnComplete(void* closure) {
-  static_cast<JetStreamFeatures*>(closure)->sub_done_.Notify();
+  static_cast<Subscription*>(closure)->done.Notify();
 }
 
 std::string JetStreamFeatures::Describe() const {
@@ -113,15 +131,36 @@ std::string JetStreamFeatures::Describe() const {
                       absl::StrJoin(nats_->urls(), ","), ")");
 }
 
-void JetStreamFeatures::OnMessage(natsConnection* /*nc*/,
-                                  natsSubscription* /*sub*/, natsMsg* msg,
-                                  void* closure) {
+void JetStreamFeatures::OnFeatures(natsConnection* /*nc*/,
+                                   natsSubscription* /*sub*/, natsMsg* msg,
+                                   void* closure) {
   auto* self = static_cast<JetStreamFeatures*>(closure);
   self->cache_.Received(
       absl::string_view(natsMsg_GetData(msg),
                         static_cast<size_t>(natsMsg_GetDataLength(msg))),
       absl::Now());
   natsMsg_Destroy(msg);
+}
+
+void JetStreamFeatures::OnLiveness(natsConnection* /*nc*/,
+                                   natsSubscription* /*sub*/, natsMsg* msg,
+                                   void* closure) {
+  auto* self = static_cast<JetStreamFeatures*>(closure);
+  self->cache_.ReceivedLiveness(
+      absl::string_view(natsMsg_GetData(msg),
+                        static_cast<size_t>(natsMsg_GetDataLength(msg))),
+      absl::Now());
+  natsMsg_Destroy(msg);
+}
+
+void JetStreamFeatures::ReceiveFeatures() {
+  features_needed_nanos_ = MonotonicNanos();
+  if (features_sub_ != nullptr) return;
+  features_sub_ = Subscribe(absl::StrCat(options_.subject, ".>"),
+                            &JetStreamFeatures::OnFeatures);
+  if (features_sub_ == nullptr) return;  // tried again next merge
+  receiving_features_.store(true);
+  CatchUp();
 }
 
 void JetStreamFeatures::CatchUp() {
@@ -163,8 +202,51 @@ void JetStreamFeatures::CatchUp() {
   }
 }
 
+absl::Status JetStreamFeatures::PublishLiveness(
+    const collector::FeatureSlice& local, absl::Time now) {
+  // While disconnected, libnats would buffer what no one should read
+  // late, and fill its reconnect buffer with it. (link_up(): connected()
+  // would wait for the client's lock, held by its reconnect attempts.)
+  if (!nats_->link_up()) {
+    liveness_publish_errors_.fetch_add(1);
+    return absl::UnavailableError("publishing liveness: NATS not connected");
+  }
+  uint64_t bytes = 0;
+  absl::Status status;
+  for (const v1::FeatureChunkFacts& chunk :
+       SliceToLivenessChunks(local, id_, now, options_.max_chunk_bytes)) {
+    const std::string data = chunk.SerializeAsString();
+    bytes += data.size();
+    const std::string subject =
+        absl::StrCat(options_.liveness_subject, ".", id_, ".", chunk.chunk());
+    // Core NATS: buffered by libnats and sent by its flusher, no round
+    // trip; lost only with the connection (sent again next pass).
+    const natsStatus s =
+        natsConnection_Publish(nats_->nc(), subject.c_str(), data.data(),
+                               static_cast<int>(data.size()));
+    if (s != NATS_OK) {
+      liveness_publish_errors_.fetch_add(1);
+      status = NatsError(s, absl::StrCat("publishing liveness to ", subject));
+      break;
+    }
+  }
+  last_published_liveness_bytes_.store(bytes);
+  return status;
+}
+
 absl::Status JetStreamFeatures::Publish(const collector::FeatureSlice& local,
                                         absl::Time now) {
+  // First, and whatever becomes of the stream's publishes: the other
+  // collectors' node lists depend on it alone.
+  const absl::Status liveness = PublishLiveness(local, now);
+  if (liveness.ok() == liveness_failing_.load()) {
+    liveness_failing_.store(!liveness.ok());
+    if (!liveness.ok()) {
+      LogWarning(absl::StrCat(liveness.message(), " (tried again each pass)"));
+    } else {
+      LogInfo("publishing this collector's liveness again");
+    }
+  }
   uint64_t bytes = 0;
   absl::Status status;  // the first failure
   for (const v1::FeatureChunk& chunk :
@@ -207,20 +289,43 @@ absl::Duration JetStreamFeatures::publish_failing_for() const {
 collector::FeatureSlice JetStreamFeatures::Merged(collector::FeatureSlice local,
                                                   absl::Time /*now*/,
                                                   collector::MergeScope scope) {
-  // The next pass most likely merges what this one does: decode the
-  // chunks that arrive until then only if it merges ports.
-  cache_.DecodeOnReceipt(scope == collector::MergeScope::kFabric);
   // Freshness is judged by this collector's clock, as receipt was.
   const absl::Time now = absl::Now();
   FeatureCache::Presence presence;
   presence.now = now;
   if (options_.live_members) presence.live = options_.live_members();
+  // The next pass most likely merges what this one does: decode the
+  // chunks that arrive until then (and those read now) only if it merges
+  // ports.
+  cache_.DecodeOnReceipt(scope == collector::MergeScope::kFabric);
+  {
+    absl::MutexLock lock(&subs_mu_);
+    const int64_t mono = MonotonicNanos();
+    // A live collector whose liveness does not arrive: its nodes are read
+    // from its feature chunks.
+    const bool liveness_missing =
+        mono - liveness_since_nanos_ >=
+            absl::ToInt64Nanoseconds(options_.freshness) &&
+        !cache_.WithoutLiveness(now - options_.freshness, presence.live)
+             .empty();
+    if (scope == collector::MergeScope::kFabric || liveness_missing) {
+      ReceiveFeatures();
+    } else if (features_sub_ != nullptr &&
+               mono - features_needed_nanos_ >=
+                   absl::ToInt64Nanoseconds(options_.features_linger)) {
+      receiving_features_.store(false);
+      Unsubscribe(std::move(features_sub_));
+      cache_.DropFeatures();
+    }
+  }
   return cache_.Merged(std::move(local), now - options_.freshness, scope,
                        presence);
 }
 
 std::map<std::string, absl::Time> JetStreamFeatures::LastReceived() const {
-  return cache_.LastReceived();
+  return cache_.LastReceived(receiving_features_.load()
+                                 ? FeatureCache::Feed::kFeatures
+                                 : FeatureCache::Feed::kLiveness);
 }
 
 absl::Status JetStreamFeatures::last_publish_status() const {
@@ -235,6 +340,11 @@ JetStreamFeatures::Stats JetStreamFeatures::stats() const {
   s.last_published_bytes = last_published_bytes_.load();
   const FeatureCache::Stats cache = cache_.stats();
   s.received_chunks = cache.received_chunks;
+  s.received_bytes = cache.received_bytes;
+  s.received_liveness_bytes = cache.received_liveness_bytes;
+  s.last_published_liveness_bytes = last_published_liveness_bytes_.load();
+  s.liveness_publish_errors = liveness_publish_errors_.load();
+  s.receiving_features = receiving_features_.load();
   s.undecodable_chunks = cache.undecodable_chunks;
   s.merged_members = cache.merged_members;
   s.merged_remote_ports = cache.merged_remote_ports;

@@ -10,20 +10,36 @@
 // Nothing in it is state: a collector that restarts publishes again within a
 // pass, and a lost message costs one pass of that collector's nodes.
 //
-// Reading: a plain subscription on fabricdiag.features.> hands every new
+// Liveness: each pass a collector also publishes its nodes' liveness facts
+// alone (cluster/feature_wire.h SliceToLivenessChunks: ~80 bytes a node
+// against 4-10 KB with its ports) as core NATS messages on
+// fabricdiag.liveness.<collector_id>.<n>, outside the stream: they are
+// news of one pass, sent again the next, so neither stored nor replicated.
+//
+// Reading: every collector subscribes to fabricdiag.liveness.>, which is
+// all that a collector that does not analyse reads (its node list, for
+// ListNodes). Other collectors' feature chunks are read only while they
+// are merged into the fabric (MergeScope::kFabric: the analysis leader, or
+// a follower whose page is being looked at) and for `features_linger`
+// after: then a plain subscription on fabricdiag.features.> hands every new
 // chunk to this collector as it is published (libnats renews it after a
 // reconnect), and the subscription's thread decodes it there and then
-// (cluster/feature_cache.h), so Merged() takes ready slices (while this
-// collector merges the fabric: one that merges nodes only, a collector
-// that does not analyse, keeps the chunks undecoded); at Open, the
-// stream's last message of every subject seeds the cache, so a collector that
-// starts (or becomes the analysis leader) sees the fabric at once. A chunk
-// counts while it was received within `freshness` (this collector's clock:
-// clocks need not agree), so a collector that stops publishing leaves the merge
-// within `freshness`; its nodes' liveness is kept, and they are unobserved
-// (their findings hold, agent_down does not open) while that collector is a
-// live member and for collector::kAgentReconnectGrace after it left; then
-// agent_down raises those that did not report elsewhere.
+// (cluster/feature_cache.h), so Merged() takes ready slices. When that
+// subscription starts (the first merge of the fabric: a collector that
+// starts leading, or becomes the leader), the stream's last message of
+// every subject seeds the cache, so it sees the fabric at once; when it
+// ends, the chunks kept are freed. A live collector whose liveness does not
+// arrive (a build before liveness, or a NATS user not allowed
+// fabricdiag.liveness.>) is read from its feature chunks instead: a merge
+// of nodes that misses one for `freshness` subscribes to the feature
+// chunks as a merge of the fabric does.
+// A chunk counts while it was received within `freshness` (this
+// collector's clock: clocks need not agree), so a collector that stops
+// publishing leaves the merge within `freshness`; its nodes' liveness is
+// kept, and they are unobserved (their findings hold, agent_down does not
+// open) while that collector is a live member and for
+// collector::kAgentReconnectGrace after it left; then agent_down raises
+// those that did not report elsewhere.
 //
 //   ASSIGN_OR_RETURN(auto features,
 //                    JetStreamFeatures::Open(nats, "col-a", {.replicas = 3}));
@@ -59,6 +75,7 @@ namespace fabricdiag::cluster {
 
 inline constexpr char kFeaturesStream[] = "fabricdiag_features";
 inline constexpr char kFeaturesSubject[] = "fabricdiag.features";
+inline constexpr char kLivenessSubject[] = "fabricdiag.liveness";
 
 class JetStreamFeatures final : public collector::FeatureExchange {
  public:
@@ -72,6 +89,11 @@ class JetStreamFeatures final : public collector::FeatureExchange {
     size_t max_chunk_bytes = kDefaultChunkBytes;
     std::string stream = kFeaturesStream;
     std::string subject = kFeaturesSubject;
+    std::string liveness_subject = kLivenessSubject;
+    // How long after its last merge of the fabric this collector keeps
+    // receiving the others' feature chunks (a lease that moves back, a
+    // page looked at again).
+    absl::Duration features_linger = absl::Seconds(30);
     // The ids of the collectors that are live members now
     // (ClusterMembers::Live()): the nodes of one whose features stop
     // arriving are unobserved, not silent, while it is live and for
@@ -86,6 +108,13 @@ class JetStreamFeatures final : public collector::FeatureExchange {
     uint64_t publish_errors = 0;        // failed passes (the rest is not tried)
     uint64_t last_published_bytes = 0;  // the latest slice, every chunk
     uint64_t received_chunks = 0;
+    uint64_t received_bytes = 0;  // feature chunks
+    uint64_t received_liveness_bytes = 0;
+    uint64_t last_published_liveness_bytes = 0;
+    uint64_t liveness_publish_errors = 0;
+    // Whether this collector receives the other collectors' feature chunks
+    // now (or their liveness alone).
+    bool receiving_features = false;
     uint64_t undecodable_chunks = 0;
     // The latest Merged(): other collectors in it, and their ports.
     uint64_t merged_members = 0;
@@ -116,7 +145,8 @@ class JetStreamFeatures final : public collector::FeatureExchange {
   Stats stats() const;
 
   // When this collector last received features from each other collector
-  // (its clock; kept until the chunks expire from the stream's cache).
+  // (its clock): their feature chunks while it receives them, their
+  // liveness otherwise.
   std::map<std::string, absl::Time> LastReceived() const;
   // The error of the latest Publish(); OK when it succeeded (or none ran).
   absl::Status last_publish_status() const;
@@ -125,20 +155,48 @@ class JetStreamFeatures final : public collector::FeatureExchange {
   absl::Duration publish_failing_for() const;
 
  private:
+  // One subscription and the notice that its handler finished for good.
+  struct Subscription {
+    natsSubscription* sub = nullptr;
+    absl::Notification done;  // OnComplete ran
+  };
+
   JetStreamFeatures(NatsConnection* nats, std::string collector_id,
                     Options options);
-  static void OnMessage(natsConnection* nc, natsSubscription* sub, natsMsg* msg,
-                        void* closure);
+  // Subscribes `subject` with `handler`; null on error (logged).
+  std::unique_ptr<Subscription> Subscribe(const std::string& subject,
+                                          natsMsgHandler handler);
+  // Ends `s` and waits (bounded) until its handler returned for good.
+  void Unsubscribe(std::unique_ptr<Subscription> s);
+  static void OnFeatures(natsConnection* nc, natsSubscription* sub,
+                         natsMsg* msg, void* closure);
+  static void OnLiveness(natsConnection* nc, natsSubscription* sub,
+                         natsMsg* msg, void* closure);
   // The subscription is closed and its handler returned for good.
   static void OnComplete(void* closure);
-  // The stream's last message of every subject (at Open).
+  // Receives the other collectors' feature chunks from now on, seeded with
+  // the stream's latest of each (if not already).
+  void ReceiveFeatures() ABSL_EXCLUSIVE_LOCKS_REQUIRED(subs_mu_);
+  // The stream's last message of every subject.
   void CatchUp();
+  absl::Status PublishLiveness(const collector::FeatureSlice& local,
+                               absl::Time now);
 
   NatsConnection* const nats_;
   const std::string id_;
   const Options options_;
-  natsSubscription* sub_ = nullptr;
-  absl::Notification sub_done_;  // OnComplete ran
+  // Merged() and the destructor change the subscriptions.
+  absl::Mutex subs_mu_;
+  std::unique_ptr<Subscription> liveness_sub_ ABSL_GUARDED_BY(subs_mu_);
+  std::unique_ptr<Subscription> features_sub_ ABSL_GUARDED_BY(subs_mu_);
+  std::atomic<bool> receiving_features_{false};
+  // MonotonicNanos of the liveness subscription's start, and of the
+  // latest merge that needed the feature chunks.
+  int64_t liveness_since_nanos_ ABSL_GUARDED_BY(subs_mu_) = 0;
+  int64_t features_needed_nanos_ ABSL_GUARDED_BY(subs_mu_) = 0;
+  std::atomic<uint64_t> last_published_liveness_bytes_{0};
+  std::atomic<uint64_t> liveness_publish_errors_{0};
+  std::atomic<bool> liveness_failing_{false};  // logged on each change
   std::atomic<uint64_t> publish_errors_{0};
   std::atomic<uint64_t> published_chunks_{0};
   std::atomic<uint64_t> last_published_bytes_{0};

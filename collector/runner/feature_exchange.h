@@ -79,9 +79,9 @@ enum class MergeScope {
   // Every collector's ports and nodes: what an analysis pass reads, and
   // what the collector's page shows.
   kFabric,
-  // Every collector's nodes (`fabricdiag nodes` lists the cluster's), but
-  // the ports of `local` alone: a collector that does not analyse and
-  // whose page nobody looks at need not decode and merge the others'.
+  // Every collector's nodes (`fabricdiag nodes` lists the cluster's) and
+  // no port, not even `local`'s: a collector that does not analyse and
+  // whose page nobody looks at has no use for a view.
   kNodes,
 };
 
@@ -103,7 +103,7 @@ class FeatureExchange {
   // another collector is judged as of that collector's publication
   // (liveness.observed_until); one whose collector stopped publishing is
   // listed unobserved while that collector is live or left recently. With
-  // MergeScope::kNodes the other slices' ports are left out.
+  // MergeScope::kNodes every port is left out.
   virtual FeatureSlice Merged(FeatureSlice local, absl::Time now,
                               MergeScope scope) = 0;
 };

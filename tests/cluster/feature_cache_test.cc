@@ -191,12 +191,10 @@ TEST(FeatureCacheTest, ANodesOnlyMergeLeavesThePortsForALaterOne) {
         EXPECT_EQ(nodes.nodes[i].liveness.last_report,
                   expected.nodes[i].liveness.last_report);
       }
-      // No other collector's port.
-      ASSERT_FALSE(nodes.window.ports().empty());
-      for (const analysis::PortView& p : nodes.window.ports()) {
-        EXPECT_NE(local.window.Find(p.node, p.device), nullptr) << p.node;
-      }
-      EXPECT_LT(nodes.window.ports().size(), expected.window.ports().size());
+      // No port at all, not even its own.
+      ASSERT_FALSE(local.window.ports().empty());
+      EXPECT_TRUE(nodes.window.ports().empty());
+      EXPECT_FALSE(nodes.recent.has_value());
       EXPECT_EQ(cache.stats().merged_members, 3u);
       EXPECT_EQ(cache.stats().merged_remote_ports, 0u);
       EXPECT_EQ(cache.stats().merge_decoded_chunks, 0u);
@@ -265,7 +263,8 @@ TEST(FeatureCacheTest, StaleLateOwnAndBrokenChunksAreLeftOut) {
   EXPECT_EQ(cache.stats().undecodable_chunks, 2u);
   EXPECT_EQ(cache.stats().merged_members, 1u);
   EXPECT_EQ(cache.stats().merged_remote_ports, 1u);
-  EXPECT_EQ(cache.LastReceived().size(), 2u);  // col-b, col-c
+  EXPECT_EQ(cache.LastReceived(FeatureCache::Feed::kFeatures).size(),
+            2u);  // col-b, col-c
 }
 
 // A collector that does not analyse reads a chunk's header and its nodes'
@@ -589,6 +588,108 @@ TEST(FeatureCacheTest, WithoutMembersAStaleCollectorsNodesAreJudgedNow) {
   EXPECT_FALSE(later.nodes[1].unobserved);
   EXPECT_EQ(later.nodes[1].liveness.observed_until, absl::InfiniteFuture());
   EXPECT_TRUE(cache.stats().unobserved_nodes.empty());
+}
+
+void SendLiveness(FeatureCache& cache, const FeatureSlice& slice,
+                  const std::string& id, absl::Time published,
+                  absl::Time received) {
+  for (const v1::FeatureChunkFacts& c :
+       SliceToLivenessChunks(slice, id, published)) {
+    cache.ReceivedLiveness(c.SerializeAsString(), received);
+  }
+}
+
+void SendFeatures(FeatureCache& cache, const FeatureSlice& slice,
+                  const std::string& id, absl::Time published,
+                  absl::Time received) {
+  for (const v1::FeatureChunk& c : SliceToChunks(slice, id, published)) {
+    cache.Received(c.SerializeAsString(), received);
+  }
+}
+
+// A merge of nodes takes a collector's nodes from its liveness where it
+// arrived (newer than its feature chunks here), from its feature chunks
+// where it did not (a collector of an earlier build); a merge of the
+// fabric from the feature chunks alone.
+TEST(FeatureCacheTest, ANodesMergeTakesLivenessWhereItArrived) {
+  FeatureCache cache("col-0");
+  const absl::Time later = kT0 + absl::Seconds(2);
+  SendFeatures(cache, OneNode("b-1", kT0), "col-b", kT0, kT0);
+  SendLiveness(cache, OneNode("b-1", later), "col-b", later, later);
+  // The same chunk index again, its node moved on: replaces it.
+  SendLiveness(cache, OneNode("b-2", later), "col-b", later, later);
+  SendFeatures(cache, OneNode("c-1", kT0), "col-c", kT0, kT0);
+  const FeatureSlice nodes =
+      cache.Merged(OneNode("a-1", kT0), kT0, collector::MergeScope::kNodes);
+  EXPECT_THAT(Nodes(nodes), ElementsAre("a-1", "b-2", "c-1"));
+  EXPECT_EQ(nodes.nodes[1].collector, "col-b");
+  EXPECT_EQ(nodes.nodes[1].liveness.last_report, later);
+  EXPECT_EQ(nodes.nodes[1].liveness.observed_until, later);
+  EXPECT_EQ(nodes.nodes[2].collector, "col-c");
+  EXPECT_EQ(cache.stats().merged_members, 2u);
+  // The fabric: col-b's feature chunk (b-1 and its port), not its
+  // liveness; b-2 is remembered from the merge of nodes.
+  const FeatureSlice fabric = cache.Merged(OneNode("a-1", kT0), kT0, kFabric);
+  EXPECT_THAT(Nodes(fabric), ElementsAre("a-1", "b-1", "c-1", "b-2"));
+  EXPECT_EQ(fabric.window.ports().size(), 3u);
+  EXPECT_EQ(cache.stats().merged_remote_ports, 2u);
+  EXPECT_EQ(cache.stats().received_chunks, 2u);
+  EXPECT_EQ(cache.stats().received_liveness_chunks, 2u);
+  EXPECT_GT(cache.stats().received_liveness_bytes, 0u);
+  EXPECT_GT(cache.stats().received_bytes,
+            cache.stats().received_liveness_bytes);
+}
+
+// Stale liveness does not count; a collector's own is not kept; one that
+// is not a liveness chunk is counted undecodable.
+TEST(FeatureCacheTest, StaleOwnAndBrokenLivenessIsLeftOut) {
+  FeatureCache cache("col-0");
+  SendLiveness(cache, OneNode("b-1", kT0), "col-b", kT0, kT0);
+  SendLiveness(cache, OneNode("a-9", kT0), "col-0", kT0, kT0);
+  cache.ReceivedLiveness("\xff\xff not a chunk", kT0);
+  v1::FeatureChunkFacts no_count;
+  no_count.set_collector_id("col-c");
+  cache.ReceivedLiveness(no_count.SerializeAsString(), kT0);
+  EXPECT_EQ(cache.stats().undecodable_chunks, 2u);
+  EXPECT_THAT(Nodes(cache.Merged(OneNode("a-1", kT0), kT0,
+                                 collector::MergeScope::kNodes)),
+              ElementsAre("a-1", "b-1"));
+  // Past the cutoff: gone from the merge (kept as a left collector's).
+  const FeatureSlice later =
+      cache.Merged(OneNode("a-1", kT0), kT0 + absl::Seconds(1),
+                   collector::MergeScope::kNodes);
+  EXPECT_EQ(cache.stats().merged_members, 0u);
+  EXPECT_THAT(Nodes(later), ElementsAre("a-1", "b-1"));
+  EXPECT_EQ(later.nodes[1].liveness.observed_until, absl::InfiniteFuture());
+}
+
+// Which live collectors' liveness is missing, when each feed was last
+// heard of, and that dropping the feature chunks leaves the liveness.
+TEST(FeatureCacheTest, LivenessIsTrackedApartFromTheFeatures) {
+  FeatureCache cache("col-0");
+  const absl::Time later = kT0 + absl::Seconds(3);
+  SendFeatures(cache, OneNode("b-1", kT0), "col-b", kT0, kT0);
+  SendFeatures(cache, OneNode("c-1", kT0), "col-c", kT0, kT0);
+  SendLiveness(cache, OneNode("b-1", later), "col-b", later, later);
+  EXPECT_THAT(cache.WithoutLiveness(kT0, {"col-0", "col-b", "col-c", "col-d"}),
+              ElementsAre("col-c", "col-d"));
+  EXPECT_THAT(cache.WithoutLiveness(later + absl::Seconds(1), {"col-b"}),
+              ElementsAre("col-b"));
+  EXPECT_EQ(
+      cache.LastReceived(FeatureCache::Feed::kFeatures),
+      (std::map<std::string, absl::Time>{{"col-b", kT0}, {"col-c", kT0}}));
+  EXPECT_EQ(cache.LastReceived(FeatureCache::Feed::kLiveness),
+            (std::map<std::string, absl::Time>{{"col-b", later}}));
+  cache.DropFeatures();
+  EXPECT_TRUE(cache.LastReceived(FeatureCache::Feed::kFeatures).empty());
+  const FeatureSlice fabric = cache.Merged(OneNode("a-1", kT0), kT0, kFabric);
+  EXPECT_EQ(fabric.window.ports().size(), 1u);
+  EXPECT_EQ(cache.stats().merged_members, 0u);
+  // col-c's node came from its feature chunks alone, now dropped.
+  EXPECT_THAT(Nodes(cache.Merged(OneNode("a-1", kT0), kT0,
+                                 collector::MergeScope::kNodes)),
+              ElementsAre("a-1", "b-1"));
+  EXPECT_EQ(cache.stats().merged_members, 1u);
 }
 
 }  // namespace

@@ -441,6 +441,77 @@ TEST(FeatureWireTest, AnEmptySliceIsOneEmptyChunk) {
   EXPECT_TRUE(out.nodes.empty());
 }
 
+// A slice's liveness alone: every node with facts, none of its ports, in
+// chunks of whole nodes that read back as the full chunks' facts do.
+TEST(FeatureWireTest, LivenessChunksCarryTheNodesFactsAlone) {
+  FeatureSlice in;
+  in.window.window_seconds = 5;
+  const absl::Time t = absl::FromUnixSeconds(1700000000);
+  for (int n = 9; n >= 0; --n) {  // listed out of order
+    const std::string node = "node-" + std::to_string(n);
+    in.window.AddPort(node, "mlx5_0").s.rx_bytes = n;
+    if (n == 4) continue;  // ports without facts
+    NodeFacts f;
+    f.liveness.node = node;
+    f.liveness.ever_reported = n != 7;
+    if (f.liveness.ever_reported) {
+      f.liveness.last_report = t + absl::Milliseconds(n);
+    }
+    f.liveness.interval = absl::Seconds(1);
+    f.boot_id = "boot-" + std::to_string(n);
+    in.nodes.push_back(f);
+  }
+  in.window.Finish();
+  const std::vector<v1::FeatureChunkFacts> whole =
+      SliceToLivenessChunks(in, "col-a", t);
+  ASSERT_EQ(whole.size(), 1u);
+  EXPECT_EQ(whole[0].collector_id(), "col-a");
+  EXPECT_EQ(whole[0].published_unix_nanos(), absl::ToUnixNanos(t));
+  EXPECT_EQ(whole[0].chunks(), 1u);
+  // What a full chunk of the same slice says of its nodes.
+  std::vector<NodeFacts> expected;
+  for (const v1::FeatureChunk& c : SliceToChunks(in, "col-a", t)) {
+    for (NodeFacts& f : NodesOfChunk(c)) expected.push_back(std::move(f));
+  }
+  ASSERT_EQ(expected.size(), 9u);
+  const size_t budget = whole[0].nodes(0).ByteSizeLong() * 4 + 24;
+  const std::vector<v1::FeatureChunkFacts> chunks =
+      SliceToLivenessChunks(in, "col-a", t, budget);
+  ASSERT_EQ(chunks.size(), 3u);
+  std::vector<NodeFacts> out;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    EXPECT_EQ(chunks[i].chunk(), i);
+    EXPECT_EQ(chunks[i].chunks(), 3u);
+    // Parsed as the full message, a liveness chunk has no port.
+    v1::FeatureChunk full;
+    ASSERT_TRUE(full.ParseFromString(chunks[i].SerializeAsString()));
+    for (const v1::NodeFeatures& n : full.nodes()) {
+      EXPECT_FALSE(n.has_port_block());
+      EXPECT_EQ(n.ports_size(), 0);
+    }
+    for (NodeFacts& f : NodesOfChunk(chunks[i])) out.push_back(std::move(f));
+  }
+  ASSERT_EQ(out.size(), expected.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    SCOPED_TRACE(expected[i].liveness.node);
+    EXPECT_EQ(out[i].liveness.node, expected[i].liveness.node);
+    EXPECT_EQ(out[i].liveness.ever_reported,
+              expected[i].liveness.ever_reported);
+    EXPECT_EQ(out[i].liveness.last_report, expected[i].liveness.last_report);
+    EXPECT_EQ(out[i].liveness.interval, expected[i].liveness.interval);
+    EXPECT_EQ(out[i].boot_id, expected[i].boot_id);
+  }
+  // A node is a few tens of bytes here.
+  EXPECT_LT(whole[0].ByteSizeLong(), 9u * 48);
+  FeatureSlice empty;
+  empty.window.Finish();
+  const std::vector<v1::FeatureChunkFacts> none =
+      SliceToLivenessChunks(empty, "col-a", t);
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_EQ(none[0].nodes_size(), 0);
+  EXPECT_EQ(none[0].chunks(), 1u);
+}
+
 using testing::NodeSlice;
 
 std::vector<std::string> Nodes(const FeatureSlice& s) {

@@ -113,7 +113,9 @@ class JetStreamFeaturesTest : public SingleNatsServerTest {
   // A collector on its own connection; the test's own stream and subjects.
   static Collector Join(
       const std::string& id, absl::Duration freshness = absl::Seconds(5),
-      std::function<std::vector<std::string>()> live_members = nullptr) {
+      std::function<std::vector<std::string>()> live_members = nullptr,
+      absl::Duration features_linger = absl::Seconds(30),
+      const std::string& liveness_subject = "") {
     Collector c;
     c.nats = Connect();
     if (c.nats == nullptr) return c;
@@ -122,6 +124,10 @@ class JetStreamFeaturesTest : public SingleNatsServerTest {
     options.freshness = freshness;
     options.stream = TestName();
     options.subject = absl::StrCat("features.", TestName());
+    options.liveness_subject = liveness_subject.empty()
+                                   ? absl::StrCat("liveness.", TestName())
+                                   : liveness_subject;
+    options.features_linger = features_linger;
     options.live_members = std::move(live_members);
     auto features = JetStreamFeatures::Open(c.nats.get(), id, options);
     EXPECT_TRUE(features.ok()) << features.status();
@@ -211,7 +217,8 @@ TEST_F(JetStreamFeaturesTest, ACollectorThatStopsPublishingLeavesTheMerge) {
 // collector connected to NATS may still be cut off from its cluster.
 TEST_F(JetStreamFeaturesTest, PublishesFailingWhileConnectedAreTimed) {
   Collector col_a = Join("col-a");
-  ASSERT_TRUE(col_a.features != nullptr);
+  Collector col_c = Join("col-c");
+  ASSERT_TRUE(col_a.features != nullptr && col_c.features != nullptr);
   JetStreamFeatures* a = col_a.features.get();
   ASSERT_TRUE(a->Publish(Slice("gpu-a", 1, absl::Now()), absl::Now()).ok());
   EXPECT_EQ(a->publish_failing_for(), absl::ZeroDuration());
@@ -228,6 +235,18 @@ TEST_F(JetStreamFeaturesTest, PublishesFailingWhileConnectedAreTimed) {
   EXPECT_EQ(col_a.nats->link_down_for(), absl::ZeroDuration());
   EXPECT_GE(a->publish_failing_for(), absl::Milliseconds(300))
       << "timed from the first failure, not the latest";
+  // Its liveness still reaches the others.
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        EXPECT_FALSE(
+            a->Publish(Slice("gpu-a", 2, absl::Now()), absl::Now()).ok());
+        return col_c.features
+                   ->Merged(Slice("gpu-c", 1, absl::Now()), absl::Now(),
+                            collector::MergeScope::kNodes)
+                   .nodes.size() == 3;
+      },
+      absl::Seconds(10), absl::Milliseconds(50)));
+  EXPECT_EQ(a->stats().liveness_publish_errors, 0u);
 
   // The stream is back (another collector opens it): the next publish
   // succeeds and the failures are over.
@@ -300,6 +319,94 @@ TEST_F(JetStreamFeaturesTest, ACollectorThatStartsReadsTheStream) {
       Slice("gpu-c", 1, absl::Now()), absl::Now(), kFabric);
   EXPECT_EQ(merged.window.ports().size(), 32u);
   EXPECT_EQ(merged.nodes.size(), 4u);
+}
+
+// A collector that does not analyse receives the others' liveness alone:
+// their nodes, none of their feature chunks. Once it merges the fabric it
+// reads the stream's latest chunks at once and receives them from then
+// on; a while after its last merge of the fabric it stops, freeing them.
+TEST_F(JetStreamFeaturesTest, AFollowerReceivesTheOthersLivenessAlone) {
+  Collector col_a = Join("col-a", absl::Seconds(5), nullptr,
+                         /*features_linger=*/absl::Milliseconds(500));
+  Collector col_b = Join("col-b");
+  ASSERT_TRUE(col_a.features != nullptr && col_b.features != nullptr);
+  JetStreamFeatures* a = col_a.features.get();
+  JetStreamFeatures* b = col_b.features.get();
+  auto merge = [&](collector::MergeScope scope) {
+    return a->Merged(Slice("gpu-a", 1, absl::Now()), absl::Now(), scope);
+  };
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        EXPECT_TRUE(
+            b->Publish(Slice("gpu-b", 100, absl::Now()), absl::Now()).ok());
+        return merge(collector::MergeScope::kNodes).nodes.size() == 101;
+      },
+      absl::Seconds(20), absl::Milliseconds(100)));
+  JetStreamFeatures::Stats stats = a->stats();
+  EXPECT_FALSE(stats.receiving_features);
+  EXPECT_EQ(stats.received_bytes, 0u);
+  EXPECT_GT(stats.received_liveness_bytes, 0u);
+  // ~80 bytes a node against the 800 ports' ~10 KB a node.
+  const uint64_t liveness = b->stats().last_published_liveness_bytes;
+  const uint64_t features = b->stats().last_published_bytes;
+  EXPECT_LT(liveness * 50, features) << liveness << " vs " << features;
+  EXPECT_EQ(a->LastReceived().count("col-b"), 1u);
+
+  // The first merge of the fabric has every port at once (the stream's
+  // last chunk of each subject), and chunks arrive from then on.
+  FeatureSlice fabric = merge(kFabric);
+  EXPECT_EQ(fabric.window.ports().size(), 808u);
+  EXPECT_EQ(fabric.nodes.size(), 101u);
+  EXPECT_TRUE(a->stats().receiving_features);
+  const uint64_t caught_up = a->stats().received_bytes;
+  EXPECT_GT(caught_up, 0u);
+  ASSERT_TRUE(b->Publish(Slice("gpu-b", 100, absl::Now()), absl::Now()).ok());
+  ASSERT_TRUE(
+      testing::Eventually([&] { return a->stats().received_bytes > caught_up; },
+                          absl::Seconds(10), absl::Milliseconds(20)));
+
+  // Past the linger after the last merge of the fabric: liveness alone.
+  absl::SleepFor(absl::Milliseconds(600));
+  EXPECT_EQ(merge(collector::MergeScope::kNodes).nodes.size(), 101u);
+  EXPECT_FALSE(a->stats().receiving_features);
+  const uint64_t stopped = a->stats().received_bytes;
+  const uint64_t heard = a->stats().received_liveness_bytes;
+  ASSERT_TRUE(b->Publish(Slice("gpu-b", 100, absl::Now()), absl::Now()).ok());
+  ASSERT_TRUE(testing::Eventually(
+      [&] { return a->stats().received_liveness_bytes > heard; },
+      absl::Seconds(10), absl::Milliseconds(20)));
+  EXPECT_EQ(a->stats().received_bytes, stopped);
+  fabric = merge(collector::MergeScope::kNodes);
+  EXPECT_TRUE(fabric.window.ports().empty());  // not even its own
+  EXPECT_EQ(fabric.nodes.size(), 101u);
+}
+
+// A live collector whose liveness does not reach this one (a build before
+// liveness, a NATS user not allowed its subject): its nodes are read from
+// its feature chunks.
+TEST_F(JetStreamFeaturesTest, ALiveCollectorWithoutLivenessIsReadFromChunks) {
+  Collector col_a =
+      Join("col-a", absl::Seconds(1), []() -> std::vector<std::string> {
+        return {"col-a", "col-b"};
+      });
+  Collector col_b = Join("col-b", absl::Seconds(1), nullptr, absl::Seconds(30),
+                         absl::StrCat("elsewhere.", TestName()));
+  ASSERT_TRUE(col_a.features != nullptr && col_b.features != nullptr);
+  JetStreamFeatures* a = col_a.features.get();
+  JetStreamFeatures* b = col_b.features.get();
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        EXPECT_TRUE(
+            b->Publish(Slice("gpu-b", 3, absl::Now()), absl::Now()).ok());
+        return a->Merged(Slice("gpu-a", 1, absl::Now()), absl::Now(),
+                         collector::MergeScope::kNodes)
+                   .nodes.size() == 4;
+      },
+      absl::Seconds(20), absl::Milliseconds(100)));
+  EXPECT_TRUE(a->stats().receiving_features);
+  EXPECT_EQ(a->stats().received_liveness_bytes, 0u);
+  EXPECT_EQ(a->stats().unobserved_nodes,
+            (std::map<std::string, uint64_t>{{"col-b", 0}}));
 }
 
 // 1,000 nodes x 8 ports (every signal present): published in chunks under

@@ -164,6 +164,14 @@ int FeatureStream(const testing::NatsCluster& nats) {
     features.push_back(*std::move(f));
   }
 
+  // col-a leads: it receives the others' feature chunks from its first
+  // merge of the fabric on; col-b and col-c, followers, their liveness.
+  features[0]->Merged(collector::FeatureSlice(), absl::Now(),
+                      collector::MergeScope::kFabric);
+  for (int k = 1; k < kCollectors; ++k) {
+    features[k]->Merged(collector::FeatureSlice(), absl::Now(),
+                        collector::MergeScope::kNodes);
+  }
   // Each collector publishes once per interval, a third of an interval
   // after the previous one, as independent collectors' passes fall.
   std::vector<std::vector<double>> latency_ms(kCollectors);
@@ -248,6 +256,13 @@ int FeatureStream(const testing::NatsCluster& nats) {
       static_cast<unsigned long long>(sent),
       static_cast<unsigned long long>(a.undecodable_chunks));
   PrintDistribution("merge of the 2 other slices on col-a", merge_ms);
+  const cluster::JetStreamFeatures::Stats b = features[1]->stats();
+  std::printf(
+      "per interval: col-a (leading) received %.2f MB of features; col-b "
+      "(following) %.2f MB of liveness, %.2f MB of features\n",
+      static_cast<double>(a.received_bytes) / 1e6 / passes,
+      static_cast<double>(b.received_liveness_bytes) / 1e6 / passes,
+      static_cast<double>(b.received_bytes) / 1e6 / passes);
   std::printf("merged ports: %zu of %zu%s, %.2f s after the last publish\n",
               merged_ports, window.ports().size(),
               merged_ports == window.ports().size() ? "" : " (MISSING PORTS)",

@@ -67,6 +67,18 @@ absl::StatusOr<std::unique_ptr<JetStreamFeatures>> JetStreamFeatures::Open(
   if (!stream.ok()) return stream;
   std::unique_ptr<JetStreamFeatures> features(
       new JetStreamFeatures(nats, std::move(collector_id), options));
+  jsOptions js_options;
+  jsOptions_Init(&js_options);
+  js_options.Wait = absl::ToInt64Milliseconds(nats->request_timeout());
+  js_options.PublishAsync.MaxPending = kPublishesInFlight;
+  js_options.PublishAsync.StallWait = js_options.Wait;
+  js_options.PublishAsync.ErrHandler = &JetStreamFeatures::OnPublishError;
+  js_options.PublishAsync.ErrHandlerClosure = features.get();
+  const natsStatus js =
+      natsConnection_JetStream(&features->publish_js_, nats->nc(), &js_options);
+  if (js != NATS_OK) {
+    return NatsError(js, "creating the features' JetStream context");
+  }
   const std::string liveness = absl::StrCat(options.liveness_subject, ".>");
   absl::MutexLock lock(&features->subs_mu_);
   features->liveness_sub_ =
@@ -86,9 +98,26 @@ JetStreamFeatures::JetStreamFeatures(NatsConnection* nats,
       cache_(std::move(collector_id)) {}
 
 JetStreamFeatures::~JetStreamFeatures() {
-  absl::MutexLock lock(&subs_mu_);
-  Unsubscribe(std::move(features_sub_));
-  Unsubscribe(std::move(liveness_sub_));
+  {
+    absl::MutexLock lock(&subs_mu_);
+    Unsubscribe(std::move(features_sub_));
+    Unsubscribe(std::move(liveness_sub_));
+  }
+  // Publish() leaves nothing in flight: a reply that still arrives finds
+  // no message and calls no handler.
+  if (publish_js_ != nullptr) jsCtx_Destroy(publish_js_);
+}
+
+void JetStreamFeatures::OnPublishError(jsCtx* /*js*/, jsPubAckErr* pae,
+                                       void* closure) {
+  auto* self = static_cast<JetStreamFeatures*>(closure);
+  if (self->refused_chunks_.fetch_add(1) != 0) return;
+  absl::MutexLock lock(&self->refused_mu_);
+  self->first_refusal_ = absl::StrCat(
+      natsMsg_GetSubject(pae->Msg), ": ",
+      pae->ErrText != nullptr ? pae->ErrText : natsStatus_GetText(pae->Err),
+      pae->ErrCode != 0 ? absl::StrCat(" (error code ", pae->ErrCode, ")")
+                        : "");
 }
 
 std::unique_ptr<JetStreamFeatures::Subscription> JetStreamFeatures::Subscribe(
@@ -249,25 +278,70 @@ absl::Status JetStreamFeatures::Publish(const collector::FeatureSlice& local,
   }
   uint64_t bytes = 0;
   absl::Status status;  // the first failure
-  for (const v1::FeatureChunk& chunk :
-       SliceToChunks(local, id_, now, options_.max_chunk_bytes)) {
+  // Not connected: handed to libnats, the chunks would wait in its
+  // reconnect buffer and the pass for their acknowledgements.
+  if (!nats_->link_up()) {
+    status = absl::UnavailableError(absl::StrCat("publishing features to ",
+                                                 options_.subject, ".", id_,
+                                                 ": NATS not connected"));
+  }
+  std::vector<v1::FeatureChunk> chunks;
+  if (status.ok()) {
+    chunks = SliceToChunks(local, id_, now, options_.max_chunk_bytes);
+  }
+  refused_chunks_.store(0);
+  uint64_t sent = 0;
+  for (const v1::FeatureChunk& chunk : chunks) {
     const std::string data = chunk.SerializeAsString();
     bytes += data.size();
     const std::string subject =
         absl::StrCat(options_.subject, ".", id_, ".", chunk.chunk());
-    jsErrCode code = static_cast<jsErrCode>(0);
+    // Acknowledged asynchronously: many chunks in flight, not one round
+    // trip after the other. Waits (up to the request timeout) only while
+    // kPublishesInFlight are unacknowledged.
     const natsStatus s =
-        js_Publish(nullptr, nats_->js(), subject.c_str(), data.data(),
-                   static_cast<int>(data.size()), nullptr, &code);
+        js_PublishAsync(publish_js_, subject.c_str(), data.data(),
+                        static_cast<int>(data.size()), nullptr);
     if (s != NATS_OK) {
       // The rest of the slice is not tried: each attempt could wait the
       // whole request timeout, and the analysis pass waits for this one.
-      publish_errors_.fetch_add(1);
       status = NatsError(s, absl::StrCat("publishing features to ", subject));
       break;
     }
-    published_chunks_.fetch_add(1);
+    ++sent;
   }
+  if (sent > 0) {
+    jsPubOptions wait;
+    jsPubOptions_Init(&wait);
+    wait.MaxWait = absl::ToInt64Milliseconds(nats_->request_timeout());
+    if (js_PublishAsyncComplete(publish_js_, &wait) != NATS_OK) {
+      // Unacknowledged: dropped from the pending list (a late reply is
+      // ignored), so that the next pass starts afresh. (Only after a
+      // publish: libnats 3.4 has no list before the first.)
+      natsMsgList pending;
+      int unacknowledged = 0;
+      if (js_PublishAsyncGetPendingList(&pending, publish_js_) == NATS_OK) {
+        unacknowledged = pending.Count;
+        natsMsgList_Destroy(&pending);
+      }
+      if (status.ok()) {
+        status = absl::DeadlineExceededError(absl::StrCat(
+            "publishing features to ", options_.subject, ".", id_, ": ",
+            unacknowledged, " of ", sent, " chunks not acknowledged within ",
+            absl::FormatDuration(nats_->request_timeout())));
+      }
+      sent -= std::min<uint64_t>(sent, unacknowledged);
+    }
+  }
+  const uint64_t refused = refused_chunks_.load();
+  if (refused > 0 && status.ok()) {
+    absl::MutexLock lock(&refused_mu_);
+    status = absl::UnavailableError(
+        absl::StrCat("publishing features: ", refused, " of ", sent,
+                     " chunks refused, the first ", first_refusal_));
+  }
+  published_chunks_.fetch_add(sent - std::min(sent, refused));
+  if (!status.ok()) publish_errors_.fetch_add(1);
   last_published_bytes_.store(bytes);
   if (status.ok()) {
     failing_since_nanos_.store(0);

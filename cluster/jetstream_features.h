@@ -76,6 +76,9 @@ namespace fabricdiag::cluster {
 inline constexpr char kFeaturesStream[] = "fabricdiag_features";
 inline constexpr char kFeaturesSubject[] = "fabricdiag.features";
 inline constexpr char kLivenessSubject[] = "fabricdiag.liveness";
+// Feature chunks published and not yet acknowledged, at most: 32 MiB of
+// 512 KiB chunks.
+inline constexpr int kPublishesInFlight = 64;
 
 class JetStreamFeatures final : public collector::FeatureExchange {
  public:
@@ -174,6 +177,9 @@ class JetStreamFeatures final : public collector::FeatureExchange {
                          natsMsg* msg, void* closure);
   // The subscription is closed and its handler returned for good.
   static void OnComplete(void* closure);
+  // A feature chunk the stream refused (or whose acknowledgement was an
+  // error), on libnats' thread.
+  static void OnPublishError(jsCtx* js, jsPubAckErr* pae, void* closure);
   // Receives the other collectors' feature chunks from now on, seeded with
   // the stream's latest of each (if not already).
   void ReceiveFeatures() ABSL_EXCLUSIVE_LOCKS_REQUIRED(subs_mu_);
@@ -185,6 +191,14 @@ class JetStreamFeatures final : public collector::FeatureExchange {
   NatsConnection* const nats_;
   const std::string id_;
   const Options options_;
+  // The feature chunks' own JetStream context: they are published
+  // asynchronously (up to kPublishesInFlight at a time), and a pass waits
+  // for all their acknowledgements at once.
+  jsCtx* publish_js_ = nullptr;
+  // The current Publish(): chunks the stream refused, and the first error.
+  std::atomic<uint64_t> refused_chunks_{0};
+  absl::Mutex refused_mu_;
+  std::string first_refusal_ ABSL_GUARDED_BY(refused_mu_);
   // Merged() and the destructor change the subscriptions.
   absl::Mutex subs_mu_;
   std::unique_ptr<Subscription> liveness_sub_ ABSL_GUARDED_BY(subs_mu_);

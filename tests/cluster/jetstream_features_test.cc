@@ -321,6 +321,40 @@ TEST_F(JetStreamFeaturesTest, ACollectorThatStartsReadsTheStream) {
   EXPECT_EQ(merged.nodes.size(), 4u);
 }
 
+// A slice whose acknowledgements do not come (the server paused while the
+// connection still looks up) fails after the request timeout, naming how
+// many chunks were left; once the server answers again the next publish
+// succeeds, and the late acknowledgements of the failed one disturb
+// nothing.
+TEST_F(JetStreamFeaturesTest, UnacknowledgedChunksFailWithinTheTimeout) {
+  Collector col_a = Join("col-a");
+  ASSERT_NE(col_a.features, nullptr);
+  JetStreamFeatures* a = col_a.features.get();
+  const FeatureSlice slice = Slice("gpu", 300, absl::Now());  // 6 chunks
+  ASSERT_TRUE(a->Publish(slice, absl::Now()).ok());
+  const uint64_t chunks = a->stats().published_chunks;
+  ASSERT_GE(chunks, 3u);
+  nats_->Pause(0);
+  const absl::Time start = absl::Now();
+  const absl::Status paused = a->Publish(slice, absl::Now());
+  const absl::Duration took = absl::Now() - start;
+  nats_->Resume(0);
+  EXPECT_EQ(paused.code(), absl::StatusCode::kDeadlineExceeded) << paused;
+  EXPECT_THAT(std::string(paused.message()),
+              ::testing::HasSubstr(
+                  absl::StrCat(" of ", chunks, " chunks not acknowledged")));
+  EXPECT_GE(took, col_a.nats->request_timeout());
+  EXPECT_LT(took, col_a.nats->request_timeout() + absl::Seconds(2));
+  EXPECT_EQ(a->stats().publish_errors, 1u);
+  EXPECT_GT(a->publish_failing_for(), absl::ZeroDuration());
+  ASSERT_TRUE(
+      testing::Eventually([&] { return a->Publish(slice, absl::Now()).ok(); },
+                          absl::Seconds(15), absl::Milliseconds(200)));
+  EXPECT_EQ(a->publish_failing_for(), absl::ZeroDuration());
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_TRUE(a->Publish(slice, absl::Now()).ok());
+}
+
 // A collector that does not analyse receives the others' liveness alone:
 // their nodes, none of their feature chunks. Once it merges the fabric it
 // reads the stream's latest chunks at once and receives them from then

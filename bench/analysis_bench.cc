@@ -49,7 +49,15 @@
 // 57 ms; each collector receives 0 / 145 / 196 MB per interval. At
 // 125,000 nodes (1M GPUs, 1,000 jobs), N = 3 / 10: leader 6,290 / 7,660
 // ms, follower 715 / 833 ms, publish 1,353 / 380 ms; receives 727 / 982
-// MB, publishes 364 / 109 MB per interval.
+// MB, publishes 364 / 109 MB per interval. Since liveness has its own
+// subject (same run, the earlier follower beside it): a follower receives
+// 1.2 / 1.6 MB at 200k (146 / 197 before) and 6.2 / 8.4 MB at 1M (730 /
+// 986), and spends 72 / 75 ms (121 / 126) and 383 / 310 ms (692 / 510).
+//
+// BM_FollowerInterval/<nodes>/<collectors>: the follower's liveness work
+// alone (received and merged; its own ports not counted), to profile:
+// 41 ms at 25,000 nodes and 10 collectors, 32-38 ms once the merge
+// reserved its tables.
 //
 // BM_ParseTopology: ParseTopology (analysis/layout_parse.h) of the 25,000
 // node fabric's topology YAML (200,000 links, 1,563 switches); its memory
@@ -97,6 +105,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -381,6 +390,42 @@ BENCHMARK(BM_LeaderPassAtScale)
     ->MeasureProcessCPUTime()
     ->UseRealTime()
     ->Iterations(5);
+
+// BM_FollowerInterval/<nodes>/<collectors>: what a collector that does not
+// analyse does each interval with the others' liveness (received and
+// merged for the nodes), alone: to profile (perf record) what
+// BM_CollectorInterval's follower_ms holds.
+void BM_FollowerInterval(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0));
+  const Fixture& fx =
+      FixtureFor(nodes, std::max(1, nodes / kNodesAtScale) * kJobsAtScale);
+  const IntervalFixture& f =
+      IntervalFixtureFor(fx, static_cast<int>(state.range(1)));
+  std::optional<cluster::FeatureCache> follower;
+  collector::FeatureSlice nodes_only;
+  for (auto _ : state) {
+    state.PauseTiming();
+    follower.reset();
+    nodes_only = collector::FeatureSlice();
+    follower.emplace("col-0");
+    // Its own ports are dropped unmerged (BM_CollectorInterval counts
+    // their freeing): its nodes alone.
+    collector::FeatureSlice local;
+    local.nodes = f.local.nodes;
+    state.ResumeTiming();
+    const absl::Time now = absl::Now();
+    for (const std::string& data : f.remote_liveness) {
+      follower->ReceivedLiveness(data, now);
+    }
+    nodes_only = follower->Merged(std::move(local), now - absl::Seconds(5),
+                                  collector::MergeScope::kNodes);
+    benchmark::DoNotOptimize(nodes_only.nodes.data());
+  }
+}
+BENCHMARK(BM_FollowerInterval)
+    ->Args({kNodesAtScale, 10})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(10);
 
 // BM_CollectorInterval/<nodes>/<collectors>: collector 0's CPU per
 // interval on one thread (the machine is shared: CPU time, not wall), as

@@ -81,6 +81,10 @@ FeatureSlice MergeFeatureSlices(absl::Span<FeatureSlice* const> slices) {
   // with ports of it, per view: MoveOwnedPorts.)
   absl::flat_hash_map<std::string, size_t> owner;
   absl::flat_hash_map<std::string, absl::Time> newest;
+  size_t facts = 0;
+  for (const FeatureSlice* s : slices) facts += s->nodes.size();
+  owner.reserve(facts);
+  newest.reserve(facts);
   for (size_t i = 0; i < slices.size(); ++i) {
     for (const NodeFacts& n : slices[i]->nodes) {
       auto [it, inserted] =
@@ -107,6 +111,7 @@ FeatureSlice MergeFeatureSlices(absl::Span<FeatureSlice* const> slices) {
   }
   MergeView(window, owner, &merged.window);
   if (!recent_handled) MergeView(recent, owner, &*merged.recent);
+  merged.nodes.reserve(owner.size());
   for (size_t i = 0; i < slices.size(); ++i) {
     FeatureSlice& s = *slices[i];
     for (NodeFacts& n : s.nodes) {

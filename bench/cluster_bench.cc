@@ -257,6 +257,24 @@ int FeatureStream(const testing::NatsCluster& nats) {
       static_cast<unsigned long long>(a.undecodable_chunks));
   PrintDistribution("merge of the 2 other slices on col-a", merge_ms);
   const cluster::JetStreamFeatures::Stats b = features[1]->stats();
+  {
+    // col-b takes over the analysis: its first merge of the fabric reads
+    // the stream's last chunk of every subject before it merges.
+    collector::FeatureSlice local = slices[1];
+    const absl::Time t0 = absl::Now();
+    const size_t taken_over = features[1]
+                                  ->Merged(std::move(local), absl::Now(),
+                                           collector::MergeScope::kFabric)
+                                  .window.ports()
+                                  .size();
+    std::printf(
+        "col-b's first merge of the fabric (taking over: the stream's last "
+        "chunk of each of %llu subjects read first): %.1f ms, %zu of %zu "
+        "ports\n",
+        static_cast<unsigned long long>(sent / passes),
+        absl::ToDoubleMilliseconds(absl::Now() - t0), taken_over,
+        window.ports().size());
+  }
   std::printf(
       "per interval: col-a (leading) received %.2f MB of features; col-b "
       "(following) %.2f MB of liveness, %.2f MB of features\n",

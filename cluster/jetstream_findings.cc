@@ -19,6 +19,8 @@ namespace {
 constexpr char kNextIdKey[] = "next_id";
 constexpr char kTermKey[] = "term";
 constexpr absl::Duration kRetryPause = absl::Milliseconds(100);
+// Half-seconds a replay may bring nothing before it is read again.
+constexpr int kQuietReplayLimit = 20;
 
 // The version a value holds; nullopt when it is not one intact finding.
 std::optional<collector::StoredFinding> Decode(absl::string_view value) {
@@ -272,10 +274,13 @@ absl::Status JetStreamFindings::Write(
     if (!written.ok()) {
       // A fenced write is not a failure to share: this collector no longer
       // leads, and its watcher tells whether it sees the findings.
-      if (!absl::IsFailedPrecondition(written)) {
-        int64_t none = 0;
-        writes_failing_since_.compare_exchange_strong(
-            none, absl::ToUnixNanos(absl::Now()));
+      // Write() has one caller at a time (the analysis pass).
+      const uint64_t term = role_->Term();
+      if (!absl::IsFailedPrecondition(written) && term != 0 &&
+          (writes_failing_since_.load() == 0 ||
+           writes_failing_term_.load() != term)) {
+        writes_failing_term_.store(term);
+        writes_failing_since_.store(absl::ToUnixNanos(absl::Now()));
       }
       return written;
     }
@@ -286,7 +291,11 @@ absl::Status JetStreamFindings::Write(
 
 absl::Duration JetStreamFindings::UnconfirmedFor() const {
   int64_t since = caught_up_at_.load();
-  if (const int64_t failing = writes_failing_since_.load(); failing != 0) {
+  // A leader that cannot share its findings; once it no longer leads
+  // that term, its watcher alone tells whether it sees the cluster's.
+  if (const int64_t failing = writes_failing_since_.load();
+      failing != 0 && role_->Term() != 0 &&
+      writes_failing_term_.load() == role_->Term()) {
     since = std::min(since, failing);
   }
   return std::max(absl::ZeroDuration(),
@@ -335,17 +344,60 @@ void JetStreamFindings::WatchLoop(
       terms_.StartReplay();
     }
     int behind = 0;  // consecutive quiet half-seconds behind the bucket
-    // Ids of the findings the replay brought, until its end marker.
+    // Ids of the findings the replay brought, until its end.
     std::optional<absl::flat_hash_set<std::string>> replayed(std::in_place);
     uint64_t replay_newest = 0;  // the newest revision this replay brought
+    int quiet_in_replay = 0;     // consecutive quiet half-seconds in it
+    bool explained = false;      // why the watcher ends was logged
+    // The replay ended (libnats' marker, or it went quiet having brought
+    // the bucket's newest revision): false when it must be read again.
+    const auto end_replay = [&] {
+      if (!newest_before.ok() || *newest_before > replay_newest) {
+        LogWarning(absl::StrCat(
+            "shared findings: the replay of bucket ", options_.bucket,
+            " ended at revision ", replay_newest, " of ",
+            newest_before.ok() ? absl::StrCat(*newest_before)
+                               : newest_before.status().ToString(),
+            " (the NATS servers are still recovering); reading again"));
+        explained = true;
+        return false;
+      }
+      on_replayed(*replayed);
+      caught_up_at_.store(absl::ToUnixNanos(absl::Now()));
+      replayed.reset();
+      return true;
+    };
     while (s == NATS_OK && !stopping_.load()) {
       kvEntry* entry = nullptr;
       s = next(&entry, watcher);
       if (s == NATS_TIMEOUT) {
         const absl::StatusOr<uint64_t> last =
             BucketLastRevision(nats_->js(), options_.bucket);
-        // Quiet and nothing newer in the bucket: still current.
-        if (!replayed.has_value() && last.ok() && *last <= delivered) {
+        if (replayed.has_value()) {
+          // libnats ends a replay after the message it counted as the
+          // last one pending; an ordered consumer recreated under it (the
+          // servers restarted) can leave that count unmet for good. A
+          // replay that went quiet having brought the bucket's newest
+          // revision is complete (it delivers in revision order); one that
+          // stays quiet short of it is read again.
+          ++quiet_in_replay;
+          if (last.ok() && *last <= replay_newest && quiet_in_replay >= 2) {
+            if (!end_replay()) s = NATS_TIMEOUT;
+            continue;
+          }
+          if (quiet_in_replay >= kQuietReplayLimit) {
+            LogWarning(absl::StrCat(
+                "shared findings: the replay of bucket ", options_.bucket,
+                " brought nothing for ", kQuietReplayLimit / 2,
+                " s short of its end (revision ", replay_newest, " of ",
+                last.ok() ? absl::StrCat(*last) : last.status().ToString(),
+                "); reading again"));
+            explained = true;
+            s = NATS_TIMEOUT;
+            continue;
+          }
+        } else if (last.ok() && *last <= delivered) {
+          // Quiet and nothing newer in the bucket: still current.
           caught_up_at_.store(absl::ToUnixNanos(absl::Now()));
         }
         // Recreated when it fell behind: its replay brings what it missed.
@@ -355,22 +407,12 @@ void JetStreamFindings::WatchLoop(
         continue;
       }
       if (s != NATS_OK) continue;
-      if (entry == nullptr) {  // the end of the replay
-        if (replayed.has_value()) {
-          if (!newest_before.ok() || *newest_before > replay_newest) {
-            LogWarning(absl::StrCat(
-                "shared findings: the replay of bucket ", options_.bucket,
-                " ended at revision ", replay_newest, " of ",
-                newest_before.ok() ? absl::StrCat(*newest_before)
-                                   : newest_before.status().ToString(),
-                " (the NATS servers are still recovering); reading again"));
-            s = NATS_TIMEOUT;
-            break;
-          }
-          on_replayed(*replayed);
-          caught_up_at_.store(absl::ToUnixNanos(absl::Now()));
+      quiet_in_replay = 0;
+      if (entry == nullptr) {  // libnats' end of the replay
+        if (replayed.has_value() && !end_replay()) {
+          s = NATS_TIMEOUT;
+          break;
         }
-        replayed.reset();
         continue;
       }
       const uint64_t revision = kvEntry_Revision(entry);
@@ -429,6 +471,13 @@ void JetStreamFindings::WatchLoop(
     }
     if (watcher != nullptr) kvWatcher_Destroy(watcher);
     if (stopping_.load() || nats_->closed()) return;
+    if (!explained) {
+      LogWarning(absl::StrCat(
+          "shared findings: ",
+          s == NATS_TIMEOUT ? std::string("the watcher fell behind the bucket")
+                            : NatsError(s, "the watcher failed").message(),
+          "; watching again"));
+    }
     watcher_restarts_.fetch_add(1);
     absl::SleepFor(absl::Milliseconds(200));
   }

@@ -135,9 +135,10 @@ class JetStreamFindings final : public collector::FindingsReplication {
   }
   // How long ago this collector last knew it held the bucket's latest
   // findings: its watcher's replay reached the bucket's newest revision, a
-  // version arrived after it, or a quiet look found nothing newer; and no
-  // Write() failed since (a leader that cannot share). Counted from Open()
-  // before the first. Grows while NATS or the watcher is away.
+  // version arrived after it, or a quiet look found nothing newer; and,
+  // while this collector leads, no Write() of its term failed since (a
+  // leader that cannot share). Counted from Open() before the first. Grows
+  // while NATS or the watcher is away.
   absl::Duration UnconfirmedFor() const;
 
  private:
@@ -179,9 +180,11 @@ class JetStreamFindings final : public collector::FindingsReplication {
   absl::Mutex delivered_mu_;
   uint64_t delivered_ ABSL_GUARDED_BY(delivered_mu_) = 0;
   // UnconfirmedFor(): when the watcher last caught up, and since when
-  // writes fail (0: the last one succeeded), in Unix nanoseconds.
+  // writes fail (0: the last one succeeded), in Unix nanoseconds, under
+  // which term.
   std::atomic<int64_t> caught_up_at_{absl::ToUnixNanos(absl::Now())};
   std::atomic<int64_t> writes_failing_since_{0};
+  std::atomic<uint64_t> writes_failing_term_{0};
   std::thread watcher_;
 };
 

@@ -59,9 +59,10 @@ class JetStreamFindingsTest : public SingleNatsServerTest {
     std::unique_ptr<JetStreamFindings> findings;
   };
 
-  Writer Open(uint64_t term) {
+  Writer Open(uint64_t term,
+              absl::Duration request_timeout = absl::Seconds(3)) {
     Writer w;
-    w.nats = Connect();
+    w.nats = Connect(request_timeout);
     w.role = std::make_unique<FakeRole>(term);
     JetStreamFindings::Options options;
     options.replicas = 1;
@@ -268,6 +269,50 @@ TEST_F(JetStreamFindingsTest, ALateFirstVersionAfterANewTermsMarkIsDropped) {
   follower.findings->StopWatching();
   EXPECT_EQ(follower.findings->stale_versions_dropped(), 1u);
   EXPECT_EQ(follower.findings->undecodable(), 0u) << "the term key";
+}
+
+// A leader whose writes fail says its findings are unconfirmed, however
+// current its watcher is; once it no longer holds that term (a follower
+// now, or leading again in a new one), its watcher alone tells.
+TEST_F(JetStreamFindingsTest, AFailedWriteCountsOnlyWhileItsTermLeads) {
+  // Requests to the paused server fail fast.
+  Writer a = Open(5, absl::Milliseconds(300));
+  ASSERT_NE(a.findings, nullptr);
+  a.findings->Watch([](const StoredFinding&) {},
+                    [](const absl::flat_hash_set<std::string>&) {});
+  const auto confirmed = [&] {
+    return a.findings->UnconfirmedFor() < absl::Seconds(1);
+  };
+  ASSERT_TRUE(testing::Eventually(confirmed));
+
+  nats_->Pause(0);
+  const absl::Status written =
+      a.findings->Write({Version("f-000001", v1::FINDING_STATE_ACTIVE, 1)});
+  nats_->Resume(0);
+  ASSERT_FALSE(written.ok());
+  const absl::Time failed = absl::Now();
+  // The watcher catches up again, but the leader's findings are not shared.
+  absl::SleepFor(absl::Seconds(2));
+  EXPECT_GE(a.findings->UnconfirmedFor(), absl::Now() - failed);
+
+  a.role->set_term(0);  // the lease went to another collector
+  EXPECT_TRUE(testing::Eventually(confirmed));
+  a.role->set_term(8);  // and came back, in a new term
+  EXPECT_TRUE(confirmed());
+  // A failure of the new term counts again.
+  nats_->Pause(0);
+  EXPECT_FALSE(
+      a.findings->Write({Version("f-000001", v1::FINDING_STATE_ACTIVE, 2)})
+          .ok());
+  nats_->Resume(0);
+  absl::SleepFor(absl::Seconds(1));
+  EXPECT_GE(a.findings->UnconfirmedFor(), absl::Seconds(1));
+  // Until a write succeeds.
+  EXPECT_TRUE(testing::Eventually([&] {
+    return a.findings->Write({Version("f-000001", v1::FINDING_STATE_ACTIVE, 3)})
+        .ok();
+  }));
+  EXPECT_TRUE(testing::Eventually(confirmed));
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/time/time.h"
 #include "cluster/nats_connection.h"
 #include "gtest/gtest.h"
 #include "tests/testing/nats_cluster.h"
@@ -30,9 +31,11 @@ class SingleNatsServerTest : public ::testing::Test {
   }
 
   // A new connection to the server; null (and a test failure) when none.
-  static std::unique_ptr<NatsConnection> Connect() {
+  static std::unique_ptr<NatsConnection> Connect(
+      absl::Duration request_timeout = absl::Seconds(3)) {
     NatsConnection::Options options;
     options.urls = {nats_->url(0)};
+    options.request_timeout = request_timeout;
     auto nats = NatsConnection::Connect(options);
     EXPECT_TRUE(nats.ok()) << nats.status();
     return nats.ok() ? *std::move(nats) : nullptr;

@@ -41,6 +41,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -153,6 +154,18 @@ def staleness_now(cli, grpc_port, http_port):
     return out
 
 
+def healthz(http_port):
+    """The collector's /healthz text, or why it could not be read."""
+    try:
+        with urllib.request.urlopen(
+                f"http://127.0.0.1:{http_port}/healthz", timeout=5) as r:
+            return r.read().decode(errors="replace")
+    except urllib.error.HTTPError as e:  # 503 while unhealthy, with a body
+        return e.read().decode(errors="replace")
+    except OSError as e:
+        return f"(not read: {e})"
+
+
 def nats_away(rig, nats, http, grpc, alive, cli, api, t0, failures):
     """Kills every NATS server, checks that the collectors `alive` say their
     findings are stale everywhere and that Prometheus fires STALE_ALERT for
@@ -215,6 +228,8 @@ def nats_away(rig, nats, http, grpc, alive, cli, api, t0, failures):
         for cid, surface in sorted(want - set(current)):
             failures.append(f"{cid} still said its findings were stale on "
                             f"{surface} {CURRENT_BY:.0f}s after NATS was back")
+        for cid in sorted({c for c, _ in want - set(current)}):
+            failures.append(f"{cid}'s /healthz then:\n" + healthz(http[cid]))
         print("current after the restart: " + ", ".join(
             f"{c} {s} {v:.1f}s" for (c, s), v in sorted(current.items())))
         for cid in alive:
@@ -394,7 +409,8 @@ def main():
         if failures:
             for name in ("prometheus", "sim", "nats-1") + tuple(
                     f"collector-{c}" for c in IDS):
-                print(f"--- {name} ---\n{rig.tail(name)}", file=sys.stderr)
+                print(f"--- {name} ---\n{rig.tail(name, 40)}",
+                      file=sys.stderr)
         shutil.rmtree(rig.work, ignore_errors=True)
     for f in failures:
         print("FAIL:", f, file=sys.stderr)

@@ -53,6 +53,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -250,30 +251,70 @@ int FeatureStream(const testing::NatsCluster& nats) {
   uint64_t sent = 0;
   for (const auto& f : features) sent += f->stats().published_chunks;
   std::printf(
-      "col-a received %llu of the %llu chunks published, its own "
-      "included (%llu undecodable)\n",
+      "col-a received %llu of the %llu chunks published, and %llu of its "
+      "own, dropped unread (%llu undecodable)\n",
       static_cast<unsigned long long>(a.received_chunks),
       static_cast<unsigned long long>(sent),
+      static_cast<unsigned long long>(a.own_chunks_skipped),
       static_cast<unsigned long long>(a.undecodable_chunks));
   PrintDistribution("merge of the 2 other slices on col-a", merge_ms);
   const cluster::JetStreamFeatures::Stats b = features[1]->stats();
   {
-    // col-b takes over the analysis: its first merge of the fabric reads
-    // the stream's last chunk of every subject before it merges.
+    // col-b takes over the analysis while col-a and col-c go on publishing
+    // every interval: its first merge of the fabric starts reading the
+    // stream's last chunk of every subject, on a thread of its own, and the
+    // subscription brings the next publishes; the merges after it have the
+    // whole fabric once either did.
+    std::atomic<bool> taken_over{false};
+    std::thread others([&] {
+      while (!taken_over.load()) {
+        const absl::Time at = absl::Now();
+        for (int k : {0, 2}) {
+          features[k]->Publish(slices[k], absl::Now()).IgnoreError();
+        }
+        absl::SleepFor(interval - (absl::Now() - at));
+      }
+    });
     collector::FeatureSlice local = slices[1];
     const absl::Time t0 = absl::Now();
-    const size_t taken_over = features[1]
-                                  ->Merged(std::move(local), absl::Now(),
-                                           collector::MergeScope::kFabric)
-                                  .window.ports()
-                                  .size();
+    const size_t first_ports = features[1]
+                                   ->Merged(std::move(local), absl::Now(),
+                                            collector::MergeScope::kFabric)
+                                   .window.ports()
+                                   .size();
+    const absl::Duration first = absl::Now() - t0;
+    size_t now_ports = first_ports;
+    while (now_ports < window.ports().size() &&
+           absl::Now() - t0 < absl::Seconds(60)) {
+      absl::SleepFor(absl::Milliseconds(50));
+      local = slices[1];
+      now_ports = features[1]
+                      ->Merged(std::move(local), absl::Now(),
+                               collector::MergeScope::kFabric)
+                      .window.ports()
+                      .size();
+    }
+    const absl::Duration whole = absl::Now() - t0;
+    taken_over.store(true);
+    others.join();
+    // The catch-up may still run: its figures once it ended.
+    cluster::JetStreamFeatures::Stats taken = features[1]->stats();
+    while (taken.catch_up_took == absl::ZeroDuration() &&
+           absl::Now() - t0 < absl::Seconds(120)) {
+      absl::SleepFor(absl::Milliseconds(50));
+      taken = features[1]->stats();
+    }
     std::printf(
-        "col-b's first merge of the fabric (taking over: the stream's last "
-        "chunk of each of %llu subjects read first): %.1f ms, %zu of %zu "
-        "ports\n",
-        static_cast<unsigned long long>(sent / passes),
-        absl::ToDoubleMilliseconds(absl::Now() - t0), taken_over,
-        window.ports().size());
+        "col-b taking over (col-a, col-c publishing every interval): first "
+        "merge of the fabric %.1f ms (%zu of %zu ports); whole fabric "
+        "merged %.1f ms after it began%s; the catch-up read %llu subjects "
+        "in %.1f ms, %llu arrived first by the subscription\n",
+        absl::ToDoubleMilliseconds(first), first_ports, window.ports().size(),
+        absl::ToDoubleMilliseconds(whole),
+        now_ports == window.ports().size() ? "" : " (NEVER WHOLE)",
+        static_cast<unsigned long long>(taken.catch_up_subjects),
+        absl::ToDoubleMilliseconds(taken.catch_up_took),
+        static_cast<unsigned long long>(taken.catch_up_skipped));
   }
   std::printf(
       "per interval: col-a (leading) received %.2f MB of features; col-b "

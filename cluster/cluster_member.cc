@@ -458,6 +458,12 @@ void ClusterMember::AppendMetrics(const collector::RegistryWatchStats& watch,
        "chunks (it merges the fabric: the analysis leader, or its page is "
        "looked at); 0 while it receives their liveness alone.",
        PromType::kGauge, features.receiving_features ? 1.0 : 0.0},
+      {"fabricdiag_cluster_features_catch_up_seconds",
+       "How long the latest catch-up with the features stream took (its "
+       "last chunk of every subject, read when this collector starts "
+       "receiving the feature chunks, beside the analysis passes); 0 while "
+       "it runs or before the first.",
+       PromType::kGauge, absl::ToDoubleSeconds(features.catch_up_took)},
       {"fabricdiag_cluster_liveness_published_bytes",
        "Size of this collector's latest published liveness (every chunk).",
        PromType::kGauge,

@@ -166,6 +166,13 @@ FeatureCache::Fresh(ChunkMap& from, absl::Time cutoff) {
   return fresh;
 }
 
+bool FeatureCache::HasFeatureChunk(const std::string& collector_id,
+                                   uint32_t index, absl::Time since) const {
+  absl::MutexLock lock(&mu_);
+  const auto it = chunks_.find(std::make_pair(collector_id, index));
+  return it != chunks_.end() && it->second.received >= since;
+}
+
 void FeatureCache::DropFeatures() {
   ChunkMap dropped;  // freed after the lock
   absl::MutexLock lock(&mu_);

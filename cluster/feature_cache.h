@@ -98,6 +98,11 @@ class FeatureCache {
   // Received() keeps a feature chunk.
   void ReceivedLiveness(absl::string_view data, absl::Time received);
 
+  // Whether a feature chunk of `collector_id` numbered `index` that was
+  // received at or after `since` is kept.
+  bool HasFeatureChunk(const std::string& collector_id, uint32_t index,
+                       absl::Time since) const;
+
   // Forgets every feature chunk (their ports): a collector that stopped
   // receiving them frees what a merge of nodes would no longer read.
   void DropFeatures();

@@ -2,15 +2,33 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "common/log.h"
 
 namespace fabricdiag::cluster {
 namespace {
+
+// The collector and chunk number of `subject` ("<prefix><id>.<n>").
+std::optional<std::pair<std::string, uint32_t>> ChunkOfSubject(
+    absl::string_view subject, absl::string_view prefix) {
+  if (!absl::ConsumePrefix(&subject, prefix)) return std::nullopt;
+  const size_t dot = subject.rfind('.');
+  uint32_t index = 0;
+  if (dot == absl::string_view::npos || dot == 0 ||
+      !absl::SimpleAtoi(subject.substr(dot + 1), &index)) {
+    return std::nullopt;
+  }
+  return std::make_pair(std::string(subject.substr(0, dot)), index);
+}
 
 int64_t MonotonicNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -95,11 +113,13 @@ JetStreamFeatures::JetStreamFeatures(NatsConnection* nats,
     : nats_(nats),
       id_(collector_id),
       options_(std::move(options)),
+      own_prefix_(absl::StrCat(options_.subject, ".", id_, ".")),
       cache_(std::move(collector_id)) {}
 
 JetStreamFeatures::~JetStreamFeatures() {
   {
     absl::MutexLock lock(&subs_mu_);
+    StopCatchUp();
     Unsubscribe(std::move(features_sub_));
     Unsubscribe(std::move(liveness_sub_));
   }
@@ -164,10 +184,16 @@ void JetStreamFeatures::OnFeatures(natsConnection* /*nc*/,
                                    natsSubscription* /*sub*/, natsMsg* msg,
                                    void* closure) {
   auto* self = static_cast<JetStreamFeatures*>(closure);
-  self->cache_.Received(
-      absl::string_view(natsMsg_GetData(msg),
-                        static_cast<size_t>(natsMsg_GetDataLength(msg))),
-      absl::Now());
+  // fabricdiag.features.> brings this collector's own chunks back too:
+  // known by their subject, dropped unread.
+  if (absl::StartsWith(natsMsg_GetSubject(msg), self->own_prefix_)) {
+    self->own_chunks_skipped_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    self->cache_.Received(
+        absl::string_view(natsMsg_GetData(msg),
+                          static_cast<size_t>(natsMsg_GetDataLength(msg))),
+        absl::Now());
+  }
   natsMsg_Destroy(msg);
 }
 
@@ -189,10 +215,29 @@ void JetStreamFeatures::ReceiveFeatures() {
                             &JetStreamFeatures::OnFeatures);
   if (features_sub_ == nullptr) return;  // tried again next merge
   receiving_features_.store(true);
-  CatchUp();
+  StopCatchUp();  // one that ended, reaped
+  catch_up_stop_.store(false);
+  catch_up_ = std::thread(&JetStreamFeatures::CatchUp, this);
+}
+
+void JetStreamFeatures::StopCatchUp() {
+  catch_up_stop_.store(true);
+  if (catch_up_.joinable()) catch_up_.join();
+}
+
+void JetStreamFeatures::StopReceivingFeatures() {
+  receiving_features_.store(false);
+  // Before the chunks are freed: it would keep some again.
+  StopCatchUp();
+  Unsubscribe(std::move(features_sub_));
+  cache_.DropFeatures();
 }
 
 void JetStreamFeatures::CatchUp() {
+  const int64_t start = MonotonicNanos();
+  catch_up_nanos_.store(0);
+  catch_up_subjects_.store(0);
+  catch_up_skipped_.store(0);
   jsOptions o;
   jsOptions_Init(&o);
   const std::string filter = absl::StrCat(options_.subject, ".>");
@@ -205,21 +250,41 @@ void JetStreamFeatures::CatchUp() {
     // The subscription fills the cache within a pass anyway.
     LogWarning(
         NatsError(s, "reading the features stream's subjects").message());
+    catch_up_nanos_.store(std::max<int64_t>(1, MonotonicNanos() - start));
     return;
   }
   std::vector<std::string> subjects;
   if (info->State.Subjects != nullptr) {
     for (int i = 0; i < info->State.Subjects->Count; ++i) {
-      subjects.emplace_back(info->State.Subjects->List[i].Subject);
+      const char* subject = info->State.Subjects->List[i].Subject;
+      if (!absl::StartsWith(subject, own_prefix_)) {
+        subjects.emplace_back(subject);
+      }
     }
   }
   jsStreamInfo_Destroy(info);
   const absl::Time now = absl::Now();
+  const std::string prefix = absl::StrCat(options_.subject, ".");
+  uint64_t read = 0;
+  uint64_t skipped = 0;
   for (const std::string& subject : subjects) {
+    if (catch_up_stop_.load() || nats_->closed()) break;
+    // The others publish every pass: once the subscription brought a
+    // subject's next chunk, the stream's older one is not asked for. So a
+    // catch-up costs about one interval's requests, however large the
+    // fabric.
+    if (const std::optional<std::pair<std::string, uint32_t>> chunk =
+            ChunkOfSubject(subject, prefix);
+        chunk.has_value() &&
+        cache_.HasFeatureChunk(chunk->first, chunk->second, now)) {
+      ++skipped;
+      continue;
+    }
     natsMsg* msg = nullptr;
     s = js_GetLastMsg(&msg, nats_->js(), options_.stream.c_str(),
                       subject.c_str(), nullptr, &code);
     if (s != NATS_OK) continue;
+    ++read;
     // Counted from when the server stored it, not from now.
     const absl::Time stored =
         std::min(now, absl::FromUnixNanos(natsMsg_GetTime(msg)));
@@ -229,6 +294,16 @@ void JetStreamFeatures::CatchUp() {
         stored);
     natsMsg_Destroy(msg);
   }
+  catch_up_subjects_.store(read);
+  catch_up_skipped_.store(skipped);
+  const int64_t took = std::max<int64_t>(1, MonotonicNanos() - start);
+  catch_up_nanos_.store(took);
+  LogInfo(absl::StrCat("features: read the stream's latest chunk of ", read,
+                       " of ", subjects.size(), " subjects in ",
+                       absl::FormatDuration(absl::Trunc(absl::Nanoseconds(took),
+                                                        absl::Milliseconds(1))),
+                       " (", skipped, " arrived first)",
+                       catch_up_stop_.load() ? " (stopped)" : ""));
 }
 
 absl::Status JetStreamFeatures::PublishLiveness(
@@ -387,9 +462,7 @@ collector::FeatureSlice JetStreamFeatures::Merged(collector::FeatureSlice local,
     } else if (features_sub_ != nullptr &&
                mono - features_needed_nanos_ >=
                    absl::ToInt64Nanoseconds(options_.features_linger)) {
-      receiving_features_.store(false);
-      Unsubscribe(std::move(features_sub_));
-      cache_.DropFeatures();
+      StopReceivingFeatures();
     }
   }
   return cache_.Merged(std::move(local), now - options_.freshness, scope,
@@ -424,6 +497,10 @@ JetStreamFeatures::Stats JetStreamFeatures::stats() const {
   s.merged_remote_ports = cache.merged_remote_ports;
   s.merge_decoded_chunks = cache.merge_decoded_chunks;
   s.unobserved_nodes = cache.unobserved_nodes;
+  s.own_chunks_skipped = own_chunks_skipped_.load();
+  s.catch_up_subjects = catch_up_subjects_.load();
+  s.catch_up_skipped = catch_up_skipped_.load();
+  s.catch_up_took = absl::Nanoseconds(catch_up_nanos_.load());
   return s;
 }
 

@@ -27,9 +27,11 @@
 // (cluster/feature_cache.h), so Merged() takes ready slices. When that
 // subscription starts (the first merge of the fabric: a collector that
 // starts leading, or becomes the leader), the stream's last message of
-// every subject seeds the cache, so it sees the fabric at once; when it
-// ends, the chunks kept are freed. A live collector whose liveness does not
-// arrive (a build before liveness, or a NATS user not allowed
+// every subject seeds the cache on a thread of its own, so it sees the
+// fabric within a pass or two without holding up the pass (the nodes of a
+// collector not seen yet are unobserved meanwhile: their findings hold);
+// when it ends, the chunks kept are freed. A live collector whose liveness does
+// not arrive (a build before liveness, or a NATS user not allowed
 // fabricdiag.liveness.>) is read from its feature chunks instead: a merge
 // of nodes that misses one for `freshness` subscribes to the feature
 // chunks as a merge of the fabric does.
@@ -58,6 +60,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -110,8 +113,11 @@ class JetStreamFeatures final : public collector::FeatureExchange {
     uint64_t published_chunks = 0;
     uint64_t publish_errors = 0;        // failed passes (the rest is not tried)
     uint64_t last_published_bytes = 0;  // the latest slice, every chunk
-    uint64_t received_chunks = 0;
-    uint64_t received_bytes = 0;  // feature chunks
+    uint64_t received_chunks = 0;       // other collectors' feature chunks
+    uint64_t received_bytes = 0;
+    // This collector's own feature chunks, received back and dropped
+    // unread.
+    uint64_t own_chunks_skipped = 0;
     uint64_t received_liveness_bytes = 0;
     uint64_t last_published_liveness_bytes = 0;
     uint64_t liveness_publish_errors = 0;
@@ -129,6 +135,14 @@ class JetStreamFeatures final : public collector::FeatureExchange {
     // The latest Merged(): per other live collector (and per one that left
     // with nodes still unobserved), how many of its nodes are unobserved.
     std::map<std::string, uint64_t> unobserved_nodes;
+    // The latest catch-up with the stream (when this collector started
+    // receiving the feature chunks): subjects read, and how long it took
+    // (zero while it runs).
+    uint64_t catch_up_subjects = 0;
+    // Subjects not read because the subscription had brought a newer
+    // chunk first.
+    uint64_t catch_up_skipped = 0;
+    absl::Duration catch_up_took;
   };
 
   // Creates the stream when missing and subscribes. `nats` must outlive
@@ -181,9 +195,14 @@ class JetStreamFeatures final : public collector::FeatureExchange {
   // error), on libnats' thread.
   static void OnPublishError(jsCtx* js, jsPubAckErr* pae, void* closure);
   // Receives the other collectors' feature chunks from now on, seeded with
-  // the stream's latest of each (if not already).
+  // the stream's latest of each (if not already) on a thread of its own.
   void ReceiveFeatures() ABSL_EXCLUSIVE_LOCKS_REQUIRED(subs_mu_);
-  // The stream's last message of every subject.
+  // Stops receiving the feature chunks and frees those kept.
+  void StopReceivingFeatures() ABSL_EXCLUSIVE_LOCKS_REQUIRED(subs_mu_);
+  // Ends the catch-up (if any) and waits for its thread.
+  void StopCatchUp() ABSL_EXCLUSIVE_LOCKS_REQUIRED(subs_mu_);
+  // The stream's last message of every subject, into the cache, until
+  // catch_up_stop_.
   void CatchUp();
   absl::Status PublishLiveness(const collector::FeatureSlice& local,
                                absl::Time now);
@@ -204,6 +223,21 @@ class JetStreamFeatures final : public collector::FeatureExchange {
   std::unique_ptr<Subscription> liveness_sub_ ABSL_GUARDED_BY(subs_mu_);
   std::unique_ptr<Subscription> features_sub_ ABSL_GUARDED_BY(subs_mu_);
   std::atomic<bool> receiving_features_{false};
+  // Seeds the cache with the stream's last chunks when the feature chunks
+  // start to be received: at 1M GPUs some 1,750 subjects, each a request,
+  // which the analysis pass does not wait for. Meanwhile the merge has
+  // what arrived; the nodes of the collectors not in it yet are
+  // unobserved (their findings hold).
+  std::thread catch_up_ ABSL_GUARDED_BY(subs_mu_);
+  std::atomic<bool> catch_up_stop_{false};
+  // "<subject>.<id>.": this collector's own feature chunks.
+  const std::string own_prefix_;
+  std::atomic<uint64_t> own_chunks_skipped_{0};
+  // The latest catch-up: subjects read, and how long it took (0 while it
+  // runs).
+  std::atomic<uint64_t> catch_up_subjects_{0};
+  std::atomic<uint64_t> catch_up_skipped_{0};
+  std::atomic<int64_t> catch_up_nanos_{0};
   // MonotonicNanos of the liveness subscription's start, and of the
   // latest merge that needed the feature chunks.
   int64_t liveness_since_nanos_ ABSL_GUARDED_BY(subs_mu_) = 0;

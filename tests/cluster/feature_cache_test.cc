@@ -692,5 +692,22 @@ TEST(FeatureCacheTest, LivenessIsTrackedApartFromTheFeatures) {
   EXPECT_EQ(cache.stats().merged_members, 1u);
 }
 
+// What a catch-up with the stream asks before it reads a subject: whether
+// the subscription brought that chunk since the catch-up began.
+TEST(FeatureCacheTest, KnowsWhichFeatureChunksArrivedSince) {
+  FeatureCache cache("col-0");
+  const absl::Time later = kT0 + absl::Seconds(3);
+  SendFeatures(cache, OneNode("b-1", kT0), "col-b", kT0, kT0);
+  SendLiveness(cache, OneNode("c-1", later), "col-c", later, later);
+  EXPECT_TRUE(cache.HasFeatureChunk("col-b", 0, kT0));
+  EXPECT_FALSE(cache.HasFeatureChunk("col-b", 0, later));  // older
+  EXPECT_FALSE(cache.HasFeatureChunk("col-b", 1, kT0));    // no such chunk
+  EXPECT_FALSE(cache.HasFeatureChunk("col-c", 0, kT0));    // liveness alone
+  SendFeatures(cache, OneNode("b-1", later), "col-b", later, later);
+  EXPECT_TRUE(cache.HasFeatureChunk("col-b", 0, later));
+  cache.DropFeatures();
+  EXPECT_FALSE(cache.HasFeatureChunk("col-b", 0, kT0));
+}
+
 }  // namespace
 }  // namespace fabricdiag::cluster

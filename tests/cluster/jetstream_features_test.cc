@@ -134,6 +134,36 @@ class JetStreamFeaturesTest : public SingleNatsServerTest {
     if (features.ok()) c.features = *std::move(features);
     return c;
   }
+
+  // `a`'s merge in `scope`, with one node of its own (gpu-a-000).
+  static FeatureSlice MergeOnA(JetStreamFeatures* a,
+                               collector::MergeScope scope) {
+    return a->Merged(Slice("gpu-a", 1, absl::Now()), absl::Now(), scope);
+  }
+
+  // Publishes b's 100 nodes (gpu-b-*) until `a`, merging nodes only,
+  // lists them beside its own; false when it never did.
+  static bool ALists100NodesOfB(JetStreamFeatures* a, JetStreamFeatures* b) {
+    return testing::Eventually(
+        [&] {
+          EXPECT_TRUE(
+              b->Publish(Slice("gpu-b", 100, absl::Now()), absl::Now()).ok());
+          return MergeOnA(a, collector::MergeScope::kNodes).nodes.size() == 101;
+        },
+        absl::Seconds(20), absl::Milliseconds(100));
+  }
+
+  // Merges the fabric on `a` until it holds `ports` ports (*fabric: the
+  // last merge); false when it never did within `timeout`.
+  static bool AMergesPorts(JetStreamFeatures* a, size_t ports,
+                           FeatureSlice* fabric, absl::Duration timeout) {
+    return testing::Eventually(
+        [&] {
+          *fabric = MergeOnA(a, kFabric);
+          return fabric->window.ports().size() == ports;
+        },
+        timeout, absl::Milliseconds(20));
+  }
 };
 
 TEST_F(JetStreamFeaturesTest, EachCollectorMergesTheOthersNodes) {
@@ -159,6 +189,15 @@ TEST_F(JetStreamFeaturesTest, EachCollectorMergesTheOthersNodes) {
                                         "gpu-b-001", "gpu-b-002"};
   EXPECT_EQ(Nodes(merged_a), all);
   EXPECT_EQ(Nodes(merged_b), all);
+  // Each received its own chunks back, and dropped them unread: what it
+  // received and kept is the other's alone.
+  ASSERT_TRUE(testing::Eventually([&] {
+    return a->stats().own_chunks_skipped > 0 &&
+           b->stats().own_chunks_skipped > 0;
+  }));
+  EXPECT_EQ(a->stats().undecodable_chunks, 0u);
+  EXPECT_LE(a->stats().received_chunks,
+            b->stats().published_chunks + a->stats().catch_up_subjects);
   // Each node names the collector its agent streams to.
   for (const FeatureSlice* merged : {&merged_a, &merged_b}) {
     for (const collector::NodeFacts& n : merged->nodes) {
@@ -311,14 +350,20 @@ TEST_F(JetStreamFeaturesTest, ACollectorThatStartsReadsTheStream) {
   ASSERT_NE(col_a.features, nullptr);
   JetStreamFeatures* a = col_a.features.get();
   ASSERT_TRUE(a->Publish(Slice("gpu-a", 3, absl::Now()), absl::Now()).ok());
-  // C starts after A's only publish: what it merges at once comes from the
-  // stream's last message per subject.
+  // C starts after A's only publish: what it merges comes from the
+  // stream's last message per subject, read beside its first merge.
   Collector col_c = Join("col-c");
   ASSERT_NE(col_c.features, nullptr);
-  const FeatureSlice merged = col_c.features->Merged(
-      Slice("gpu-c", 1, absl::Now()), absl::Now(), kFabric);
-  EXPECT_EQ(merged.window.ports().size(), 32u);
+  FeatureSlice merged;
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        merged = col_c.features->Merged(Slice("gpu-c", 1, absl::Now()),
+                                        absl::Now(), kFabric);
+        return merged.window.ports().size() == 32u;
+      },
+      absl::Seconds(10), absl::Milliseconds(20)));
   EXPECT_EQ(merged.nodes.size(), 4u);
+  EXPECT_EQ(col_c.features->stats().catch_up_subjects, 1u);
 }
 
 // A slice whose acknowledgements do not come (the server paused while the
@@ -366,16 +411,8 @@ TEST_F(JetStreamFeaturesTest, AFollowerReceivesTheOthersLivenessAlone) {
   ASSERT_TRUE(col_a.features != nullptr && col_b.features != nullptr);
   JetStreamFeatures* a = col_a.features.get();
   JetStreamFeatures* b = col_b.features.get();
-  auto merge = [&](collector::MergeScope scope) {
-    return a->Merged(Slice("gpu-a", 1, absl::Now()), absl::Now(), scope);
-  };
-  ASSERT_TRUE(testing::Eventually(
-      [&] {
-        EXPECT_TRUE(
-            b->Publish(Slice("gpu-b", 100, absl::Now()), absl::Now()).ok());
-        return merge(collector::MergeScope::kNodes).nodes.size() == 101;
-      },
-      absl::Seconds(20), absl::Milliseconds(100)));
+  auto merge = [a](collector::MergeScope scope) { return MergeOnA(a, scope); };
+  ASSERT_TRUE(ALists100NodesOfB(a, b));
   JetStreamFeatures::Stats stats = a->stats();
   EXPECT_FALSE(stats.receiving_features);
   EXPECT_EQ(stats.received_bytes, 0u);
@@ -386,12 +423,17 @@ TEST_F(JetStreamFeaturesTest, AFollowerReceivesTheOthersLivenessAlone) {
   EXPECT_LT(liveness * 50, features) << liveness << " vs " << features;
   EXPECT_EQ(a->LastReceived().count("col-b"), 1u);
 
-  // The first merge of the fabric has every port at once (the stream's
-  // last chunk of each subject), and chunks arrive from then on.
+  // The first merge of the fabric starts reading the stream's last chunk
+  // of each subject, without waiting for it: col-b's nodes are there
+  // (from its liveness), its ports within a moment, and chunks arrive from
+  // then on.
   FeatureSlice fabric = merge(kFabric);
-  EXPECT_EQ(fabric.window.ports().size(), 808u);
   EXPECT_EQ(fabric.nodes.size(), 101u);
   EXPECT_TRUE(a->stats().receiving_features);
+  ASSERT_TRUE(AMergesPorts(a, 808, &fabric, absl::Seconds(10)));
+  EXPECT_EQ(fabric.nodes.size(), 101u);
+  EXPECT_GT(a->stats().catch_up_subjects, 0u);
+  EXPECT_GT(a->stats().catch_up_took, absl::ZeroDuration());
   const uint64_t caught_up = a->stats().received_bytes;
   EXPECT_GT(caught_up, 0u);
   ASSERT_TRUE(b->Publish(Slice("gpu-b", 100, absl::Now()), absl::Now()).ok());
@@ -413,6 +455,33 @@ TEST_F(JetStreamFeaturesTest, AFollowerReceivesTheOthersLivenessAlone) {
   fabric = merge(collector::MergeScope::kNodes);
   EXPECT_TRUE(fabric.window.ports().empty());  // not even its own
   EXPECT_EQ(fabric.nodes.size(), 101u);
+}
+
+// Taking over the analysis does not wait for the stream: the first merge
+// of the fabric returns at once even with the server stopped, and the
+// catch-up brings the other collector's ports once it answers.
+TEST_F(JetStreamFeaturesTest, AMergeOfTheFabricDoesNotWaitForTheCatchUp) {
+  Collector col_a = Join("col-a");
+  Collector col_b = Join("col-b");
+  ASSERT_TRUE(col_a.features != nullptr && col_b.features != nullptr);
+  JetStreamFeatures* a = col_a.features.get();
+  JetStreamFeatures* b = col_b.features.get();
+  auto merge = [a](collector::MergeScope scope) { return MergeOnA(a, scope); };
+  ASSERT_TRUE(ALists100NodesOfB(a, b));
+
+  nats_->Pause(0);
+  const absl::Time start = absl::Now();
+  FeatureSlice fabric = merge(kFabric);
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_LT(took, absl::Milliseconds(500));
+  EXPECT_EQ(fabric.window.ports().size(), 8u);  // its own
+  EXPECT_EQ(fabric.nodes.size(), 101u);
+  EXPECT_EQ(a->stats().catch_up_took, absl::ZeroDuration());  // running
+  absl::SleepFor(absl::Milliseconds(500));
+  nats_->Resume(0);
+  ASSERT_TRUE(AMergesPorts(a, 808, &fabric, absl::Seconds(15)));
+  EXPECT_GT(a->stats().catch_up_subjects, 0u);
+  EXPECT_GE(a->stats().catch_up_took, absl::Milliseconds(500));
 }
 
 // A live collector whose liveness does not reach this one (a build before

@@ -166,6 +166,17 @@ def healthz(http_port):
         return f"(not read: {e})"
 
 
+def cli_output(cli, grpc_port, command):
+    """`fabricdiag COMMAND` against the collector: its output, or why not."""
+    try:
+        r = subprocess.run([cli, f"--collector=127.0.0.1:{grpc_port}",
+                            command], capture_output=True, text=True,
+                           timeout=15)
+        return f"$ fabricdiag {command}\n{r.stdout}{r.stderr}"
+    except subprocess.TimeoutExpired:
+        return f"$ fabricdiag {command}: no answer in 15s\n"
+
+
 def nats_away(rig, nats, http, grpc, alive, cli, api, t0, failures):
     """Kills every NATS server, checks that the collectors `alive` say their
     findings are stale everywhere and that Prometheus fires STALE_ALERT for
@@ -335,6 +346,13 @@ def main():
             if first and not storm and t > FAULT_END and resolved is None:
                 resolved = t
             time.sleep(1)
+        if resolved is None:
+            for cid in IDS:
+                if killed is None or cid != killed[1]:
+                    failures.append(f"{cid} at the end:\n" +
+                                    healthz(http[cid]) +
+                                    cli_output(cli, grpc[cid], "findings") +
+                                    cli_output(cli, grpc[cid], "nodes"))
 
         # --- judgement ---------------------------------------------------
         if first is None:

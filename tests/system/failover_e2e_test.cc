@@ -100,7 +100,10 @@ class FailoverTest : public ::testing::Test {
     agent_ = std::make_unique<Subprocess>(std::vector<std::string>{
         kAgent, absl::StrCat("--node=", kNode), "--sysfs_root=" + tree_.path(),
         "--ethtool_dir=" + tree_.path(), "--listen=127.0.0.1:0",
-        "--interval=100ms",
+        // Slower than a poll (a CLI run and a scrape, 100 ms or more on a
+        // busy machine): the no-gap check needs a poll that no snapshot
+        // straddles.
+        "--interval=400ms",
         absl::StrCat("--collector=", collectors_[0].address, ",",
                      collectors_[1].address)});
     ASSERT_TRUE(agent_->Start().ok());

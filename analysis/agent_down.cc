@@ -53,7 +53,8 @@ bool IsAgentUp(const NodeLiveness& node, absl::Time now,
 bool IsAgentQuiet(const NodeLiveness& node, absl::Time now,
                   const AgentDownConfig& config) {
   return IsAgentUp(node, now, config) &&
-         now - node.last_report > IntervalOf(node, config);
+         std::min(now, node.observed_until) - node.last_report >
+             IntervalOf(node, config);
 }
 
 std::vector<Finding> AgentDownFindings(absl::Span<const NodeLiveness> nodes,

@@ -62,11 +62,16 @@ struct NodeLiveness {
 bool IsAgentUp(const NodeLiveness& node, absl::Time now,
                const AgentDownConfig& config = {});
 
-// Whether the node's agent is quiet at `now`: it missed its latest report
-// (silent for more than one of its intervals) but is not down yet. An
-// agent restarting (a package upgrade) or reports late in a burst: what
+// Whether the node's agent is quiet at `now`, or at its `observed_until`
+// when that is earlier (as IsAgentUp judges it): it missed its latest
+// report (silent for more than one of its intervals) but is not down yet.
+// An agent restarting (a package upgrade) or reports late in a burst: what
 // the analyzers do not see of such a node is unknown, not healthy
-// (Hysteresis::Step holds its findings).
+// (Hysteresis::Step holds its findings). Another collector's node is
+// judged as of that collector's slice: its age on the way (up to the
+// merge's freshness limit) is not the agent's silence. A node whose
+// collector's features stopped arriving is flagged apart
+// (collector::NodeFacts::unobserved).
 bool IsAgentQuiet(const NodeLiveness& node, absl::Time now,
                   const AgentDownConfig& config = {});
 

@@ -380,10 +380,12 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric,
   // them).
   const std::vector<v1::Finding> active = findings_->Active();
   // What is not seen of a node whose agent is restarting is unknown, not
-  // healthy: its findings hold until it reports again.
+  // healthy: its findings hold until it reports again. So is a node whose
+  // collector's features stopped arriving (unobserved).
   absl::flat_hash_set<std::string> quiet;
   for (const NodeFacts& n : fabric.nodes) {
-    if (analysis::IsAgentQuiet(n.liveness, now, options_.analysis.agent_down)) {
+    if (n.unobserved ||
+        analysis::IsAgentQuiet(n.liveness, now, options_.analysis.agent_down)) {
       quiet.insert(n.liveness.node);
     }
   }

@@ -87,6 +87,15 @@ TEST(AgentDownTest, JudgedAsOfWhenItWasLastObserved) {
   EXPECT_TRUE(IsAgentQuiet(unobserved, kNow));
   EXPECT_THAT(AgentDownFindings({unobserved}, kNow), SizeIs(0));
 
+  // Another collector's node in a slice an interval old: it reported just
+  // before that slice, so it is not quiet, however old the slice is by now.
+  NodeLiveness remote = Node("a", absl::Milliseconds(1700), s);
+  remote.observed_until = kNow - absl::Milliseconds(1500);
+  EXPECT_TRUE(IsAgentUp(remote, kNow));
+  EXPECT_FALSE(IsAgentQuiet(remote, kNow));
+  remote.last_report = kNow - absl::Milliseconds(2600);  // missed one then
+  EXPECT_TRUE(IsAgentQuiet(remote, kNow));
+
   NodeLiveness was_down = Node("a", absl::Seconds(30), s);
   was_down.observed_until = kNow - absl::Seconds(15);
   EXPECT_FALSE(IsAgentUp(was_down, kNow));

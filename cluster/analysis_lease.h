@@ -3,25 +3,11 @@
 //
 // Bucket "fabricdiag_leader" (file storage, --nats_replicas replicas, one
 // version per key, every value expires `ttl` after it was written), key
-// "analysis", value the holder's --collector_id:
-//   - a collector without the lease tries kvStore_Create every
-//     `acquire_period`: it succeeds only when the key is absent (never
-//     written, deleted by a holder that stepped down, or expired because
-//     its holder stopped renewing);
-//   - the holder renews every `renew_period` with kvStore_Update against
-//     the revision it holds, so a renewal after someone else took the key
-//     fails;
-//   - it stops leading at once when a renewal finds another revision (or no
-//     key), and on its own when no renewal succeeded for `ttl` minus
-//     `margin` counted from before the last successful request: the key
-//     cannot have expired on the servers before that, so two collectors
-//     never lead at once while their clocks run at the same rate. That
-//     time is kept on the monotonic clock (std::chrono::steady_clock): a
-//     step of the wall clock (NTP, an operator) neither stretches nor cuts
-//     a lease. A holder whose process was stopped (SIGSTOP) and resumes
-//     finds its lease run out by the same clock;
-//   - a clean stop deletes the key (when it still holds it): a successor
-//     takes over within `acquire_period` instead of `ttl`.
+// "analysis", value the holder's --collector_id: a KeyLease
+// (cluster/key_lease.h) that a collector without it tries to take every
+// `acquire_period` and its holder renews every `renew_period`; a clean stop
+// deletes the key (when it still holds it), so a successor takes over
+// within `acquire_period` instead of `ttl`.
 // Term() is the revision of the acquiring write: unique across the cluster
 // and larger for every later tenure, since a bucket's revisions only grow.
 // The bucket is on disk so that this holds even when every NATS server
@@ -38,16 +24,14 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <thread>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "cluster/key_lease.h"
 #include "cluster/nats_connection.h"
 #include "collector/runner/analysis_role.h"
 
@@ -99,30 +83,15 @@ class AnalysisLease final : public collector::AnalysisRole {
   AnalysisLease(NatsConnection* nats, std::string id, Options options,
                 kvStore* kv);
   void Run();
-  void TryAcquire();
-  void Renew();
-  void StepDown() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool HeldLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  using Clock = std::chrono::steady_clock;
-
-  const std::string id_;
   const Options options_;
   kvStore* const kv_;
   NatsConnection* const nats_;
+  KeyLease lease_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> stopped_{false};  // Stop() ran
   std::atomic<uint64_t> acquisitions_{0};
   std::thread thread_;
-  mutable absl::Mutex mu_;
-  uint64_t held_revision_ ABSL_GUARDED_BY(mu_) = 0;  // 0: not held
-  uint64_t term_ ABSL_GUARDED_BY(mu_) = 0;
-  // Leading until then, when held.
-  Clock::time_point lease_until_ ABSL_GUARDED_BY(mu_) =
-      Clock::time_point::min();
-  std::string leader_ ABSL_GUARDED_BY(mu_);
-  // The last sign of a leader (WithoutLeaderFor).
-  Clock::time_point leader_seen_ ABSL_GUARDED_BY(mu_) = Clock::now();
 };
 
 }  // namespace fabricdiag::cluster

@@ -1,0 +1,192 @@
+#include "cluster/shard_leases.h"
+
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "client/collector_list.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+
+namespace fabricdiag::cluster {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+constexpr char kKeyPrefix[] = "shard.";
+
+SteadyClock::duration ToSteady(absl::Duration d) {
+  return std::chrono::duration_cast<SteadyClock::duration>(
+      absl::ToChronoNanoseconds(d));
+}
+
+// A NATS KV key's rules: tokens of [-_=A-Za-z0-9] between dots, none empty.
+bool ValidShardName(absl::string_view name) {
+  if (name.empty() || name.front() == '.' || name.back() == '.') return false;
+  char previous = '\0';
+  for (char c : name) {
+    if (c == '.' && previous == '.') return false;
+    if (c != '.' && c != '-' && c != '_' && c != '=' &&
+        !absl::ascii_isalnum(static_cast<unsigned char>(c))) {
+      return false;
+    }
+    previous = c;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string ShardLeases::FirstChoice(absl::string_view shard,
+                                     const std::vector<Candidate>& candidates) {
+  const Candidate* best = nullptr;
+  uint64_t best_hash = 0;
+  for (const Candidate& c : candidates) {
+    const uint64_t hash = client::RendezvousHash(shard, c.id);
+    // Equal hashes (never seen in practice) go to the lower id, so every
+    // collector picks the same one.
+    if (best == nullptr || hash > best_hash ||
+        (hash == best_hash && c.id < best->id)) {
+      best = &c;
+      best_hash = hash;
+    }
+  }
+  return best == nullptr ? "" : best->id;
+}
+
+absl::StatusOr<std::unique_ptr<ShardLeases>> ShardLeases::Start(
+    NatsConnection* nats, std::string id,
+    const std::vector<std::string>& shards, Members members,
+    const Options& options) {
+  absl::flat_hash_set<absl::string_view> seen;
+  for (const std::string& shard : shards) {
+    if (!ValidShardName(shard)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "analysis shard \"", shard,
+          "\": a shard's name is tokens of letters, digits, '-', '_' and '=' "
+          "joined by '.'"));
+    }
+    if (!seen.insert(shard).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("analysis shard \"", shard, "\" is named twice"));
+    }
+  }
+  ASSIGN_OR_RETURN(
+      kvStore * kv,
+      BindLeaseBucket(*nats, options.bucket, options.replicas, options.ttl));
+  std::unique_ptr<ShardLeases> leases(new ShardLeases(
+      nats, std::move(id), shards, std::move(members), options, kv));
+  leases->thread_ = std::thread(&ShardLeases::Run, leases.get());
+  return leases;
+}
+
+ShardLeases::ShardLeases(NatsConnection* nats, std::string id,
+                         const std::vector<std::string>& shards,
+                         Members members, Options options, kvStore* kv)
+    : id_(std::move(id)),
+      options_(std::move(options)),
+      kv_(kv),
+      nats_(nats),
+      members_(std::move(members)) {
+  leases_.reserve(shards.size());
+  for (const std::string& shard : shards) {
+    leases_.push_back(std::make_unique<KeyLease>(
+        kv_, absl::StrCat(kKeyPrefix, shard), id_,
+        KeyLease::Naming{"analysis shards", absl::StrCat("owns shard ", shard)},
+        KeyLease::Timing{options_.ttl, options_.margin}));
+  }
+}
+
+ShardLeases::~ShardLeases() {
+  Stop();
+  leases_.clear();
+  kvStore_Destroy(kv_);
+}
+
+void ShardLeases::Stop() {
+  stopping_.store(true);
+  if (stopped_.exchange(true)) return;
+  if (thread_.joinable()) thread_.join();
+  const bool connected = nats_->connected();
+  for (const std::unique_ptr<KeyLease>& lease : leases_) {
+    lease->Release(connected);
+  }
+}
+
+std::vector<ShardLeases::Owned> ShardLeases::OwnedShards() const {
+  std::vector<Owned> out;
+  for (const std::unique_ptr<KeyLease>& lease : leases_) {
+    const uint64_t term = lease->Term();
+    if (term != 0) {
+      out.push_back({lease->key().substr(sizeof(kKeyPrefix) - 1), term});
+    }
+  }
+  return out;
+}
+
+uint64_t ShardLeases::Term(absl::string_view shard) const {
+  const std::string key = absl::StrCat(kKeyPrefix, shard);
+  for (const std::unique_ptr<KeyLease>& lease : leases_) {
+    if (lease->key() == key) return lease->Term();
+  }
+  return 0;
+}
+
+std::string ShardLeases::Owner(absl::string_view shard) const {
+  const std::string key = absl::StrCat(kKeyPrefix, shard);
+  for (const std::unique_ptr<KeyLease>& lease : leases_) {
+    if (lease->key() == key) return lease->holder();
+  }
+  return "";
+}
+
+void ShardLeases::Tick(std::vector<SteadyClock::time_point>* next_renewal) {
+  std::vector<Candidate> candidates = members_();
+  // This collector is a candidate even when its own announcement has not
+  // come back yet (a new watcher): it knows it is live.
+  bool self_listed = false;
+  for (const Candidate& c : candidates) self_listed |= c.id == id_;
+  if (!self_listed) candidates.push_back({id_, absl::InfiniteDuration()});
+  const bool connected = nats_->connected();
+  for (size_t i = 0; i < leases_.size() && !stopping_.load(); ++i) {
+    KeyLease& lease = *leases_[i];
+    const absl::string_view shard =
+        absl::string_view(lease.key()).substr(sizeof(kKeyPrefix) - 1);
+    const std::string first = FirstChoice(shard, candidates);
+    if (lease.CheckHeld()) {
+      bool hand_over = false;
+      if (first != id_) {
+        for (const Candidate& c : candidates) {
+          if (c.id == first) hand_over = c.live_for >= options_.settle;
+        }
+      }
+      if (hand_over) {
+        LogInfo(absl::StrCat("analysis shards: ", id_, " hands shard ", shard,
+                             " over to ", first));
+        lease.Release(connected);
+        handovers_.fetch_add(1);
+      } else if (SteadyClock::now() >= (*next_renewal)[i]) {
+        (*next_renewal)[i] =
+            SteadyClock::now() + ToSteady(options_.renew_period);
+        lease.Renew();
+      }
+    } else if (first == id_ && lease.TryAcquire()) {
+      (*next_renewal)[i] = SteadyClock::now() + ToSteady(options_.renew_period);
+    }
+  }
+}
+
+void ShardLeases::Run() {
+  std::vector<SteadyClock::time_point> next_renewal(leases_.size());
+  while (!stopping_.load()) {
+    const SteadyClock::time_point next =
+        SteadyClock::now() + ToSteady(options_.acquire_period);
+    Tick(&next_renewal);
+    while (!stopping_.load() && SteadyClock::now() < next) {
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+  }
+}
+
+}  // namespace fabricdiag::cluster

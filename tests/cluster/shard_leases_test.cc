@@ -1,0 +1,358 @@
+// The analysis shards' leases against a real nats-server: every shard owned
+// by its rendezvous first choice and by no one else at the same moment, a
+// dead owner's shards taken by the survivors (and only those), a new member
+// handed its shards once it settled, a clean stop handing over at once.
+#include "cluster/shard_leases.h"
+
+#include <atomic>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/cluster/single_nats_test.h"
+#include "tests/testing/eventually.h"
+
+namespace fabricdiag::cluster {
+namespace {
+
+using Candidate = ShardLeases::Candidate;
+// shard -> (owner, term)
+using Ownership = std::map<std::string, std::pair<std::string, uint64_t>>;
+
+std::vector<std::string> Shards(int n) {
+  std::vector<std::string> out;
+  for (int i = 0; i < n; ++i) out.push_back(absl::StrCat("jobs.", i));
+  return out;
+}
+
+std::vector<Candidate> Named(const std::vector<std::string>& ids) {
+  std::vector<Candidate> out;
+  for (const std::string& id : ids) out.push_back({id, absl::Hours(1)});
+  return out;
+}
+
+TEST(ShardFirstChoiceTest, SpreadsShardsAndMovesOnlyAGoneMembersShards) {
+  const std::vector<std::string> shards = Shards(300);
+  const std::vector<Candidate> three = Named({"col-a", "col-b", "col-c"});
+  std::map<std::string, int> owned;
+  for (const std::string& s : shards) {
+    const std::string first = ShardLeases::FirstChoice(s, three);
+    ++owned[first];
+    // The order the candidates come in does not matter.
+    EXPECT_EQ(first,
+              ShardLeases::FirstChoice(s, Named({"col-c", "col-a", "col-b"})));
+    // Without col-b, only col-b's shards move.
+    const std::string without_b =
+        ShardLeases::FirstChoice(s, Named({"col-a", "col-c"}));
+    if (first != "col-b") {
+      EXPECT_EQ(without_b, first) << s;
+    }
+  }
+  ASSERT_EQ(owned.size(), 3u);
+  for (const auto& [id, n] : owned) {
+    EXPECT_GT(n, 70) << id;  // 100 expected
+    EXPECT_LT(n, 130) << id;
+  }
+  EXPECT_EQ(ShardLeases::FirstChoice("jobs.0", {}), "");
+}
+
+// The members' view the test controls: who is live, since when.
+class View {
+ public:
+  View() = default;
+  explicit View(const std::vector<std::string>& ids) {
+    for (const std::string& id : ids) Add(id);
+  }
+  void Add(const std::string& id, absl::Time since = absl::InfinitePast()) {
+    absl::MutexLock lock(&mu_);
+    since_[id] = since;
+  }
+  void Remove(const std::string& id) {
+    absl::MutexLock lock(&mu_);
+    since_.erase(id);
+  }
+  ShardLeases::Members Function() {
+    return [this] {
+      absl::MutexLock lock(&mu_);
+      std::vector<Candidate> out;
+      for (const auto& [id, since] : since_) {
+        out.push_back({id, absl::Now() - since});
+      }
+      return out;
+    };
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::map<std::string, absl::Time> since_ ABSL_GUARDED_BY(mu_);
+};
+
+struct Collector {
+  std::string id;
+  std::unique_ptr<NatsConnection> nats;
+  std::unique_ptr<ShardLeases> shards;
+};
+
+ShardLeases::Options Fast(const std::string& bucket) {
+  ShardLeases::Options options;
+  options.replicas = 1;
+  options.bucket = bucket;
+  options.ttl = absl::Seconds(1);
+  options.margin = absl::Milliseconds(200);
+  options.renew_period = absl::Milliseconds(300);
+  options.acquire_period = absl::Milliseconds(100);
+  options.settle = absl::Seconds(1);
+  return options;
+}
+
+// Watches every collector's shards from a thread of its own and records the
+// most owners any shard had at one moment.
+class OverlapWatch {
+ public:
+  OverlapWatch(const std::vector<Collector>* collectors,
+               std::vector<std::string> shards)
+      : collectors_(collectors),
+        shards_(std::move(shards)),
+        thread_([this] { Run(); }) {}
+  ~OverlapWatch() {
+    stop_.store(true);
+    thread_.join();
+  }
+  int most() const { return most_.load(); }
+
+ private:
+  void Run() {
+    while (!stop_.load()) {
+      for (const std::string& shard : shards_) {
+        int owners = 0;
+        for (const Collector& c : *collectors_) {
+          if (c.shards != nullptr && c.shards->Term(shard) != 0) ++owners;
+        }
+        if (owners > most_.load()) most_.store(owners);
+      }
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+  }
+  const std::vector<Collector>* collectors_;
+  const std::vector<std::string> shards_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> most_{0};
+  std::thread thread_;
+};
+
+class ShardLeasesTest : public SingleNatsServerTest {
+ protected:
+  // Starts `ids` as collectors over `shards`, each seeing `view`.
+  std::vector<Collector> StartAll(const std::vector<std::string>& ids,
+                                  const std::vector<std::string>& shards,
+                                  View* view) {
+    std::vector<Collector> out;
+    out.reserve(ids.size() + 1);  // room for one added later
+    for (const std::string& id : ids) {
+      out.push_back(StartOne(id, shards, view));
+    }
+    return out;
+  }
+  Collector StartOne(const std::string& id,
+                     const std::vector<std::string>& shards, View* view) {
+    Collector c;
+    c.id = id;
+    c.nats = Connect();
+    if (c.nats == nullptr) return c;
+    auto started = ShardLeases::Start(c.nats.get(), id, shards,
+                                      view->Function(), Fast(TestName()));
+    EXPECT_TRUE(started.ok()) << started.status();
+    if (started.ok()) c.shards = *std::move(started);
+    return c;
+  }
+
+  // shard -> (owner, term), when every shard has exactly one owner and it
+  // is its first choice among `live`; empty otherwise.
+  static Ownership Settled(const std::vector<Collector>& collectors,
+                           const std::vector<std::string>& shards,
+                           const std::vector<std::string>& live) {
+    Ownership out;
+    for (const std::string& shard : shards) {
+      std::vector<std::pair<std::string, uint64_t>> owners;
+      for (const Collector& c : collectors) {
+        if (c.shards == nullptr) continue;
+        const uint64_t term = c.shards->Term(shard);
+        if (term != 0) owners.emplace_back(c.id, term);
+      }
+      if (owners.size() != 1 ||
+          owners[0].first != ShardLeases::FirstChoice(shard, Named(live))) {
+        return {};
+      }
+      out[shard] = owners[0];
+    }
+    return out;
+  }
+  // Settled() once it is not empty; empty (and a test failure) when it
+  // stays so for 10 s.
+  static Ownership WaitSettled(const std::vector<Collector>& collectors,
+                               const std::vector<std::string>& shards,
+                               const std::vector<std::string>& live) {
+    Ownership out;
+    EXPECT_TRUE(testing::Eventually(
+        [&] {
+          out = Settled(collectors, shards, live);
+          return !out.empty();
+        },
+        absl::Seconds(10), absl::Milliseconds(20)));
+    return out;
+  }
+};
+
+TEST_F(ShardLeasesTest, EveryShardIsOwnedByItsFirstChoiceAlone) {
+  const std::vector<std::string> shards = Shards(24);
+  const std::vector<std::string> ids = {"col-a", "col-b", "col-c"};
+  View view(ids);
+  std::vector<Collector> c = StartAll(ids, shards, &view);
+  OverlapWatch watch(&c, shards);
+  Ownership settled = WaitSettled(c, shards, ids);
+  ASSERT_FALSE(settled.empty());
+  // Renewed over several TTLs, nothing moves; everyone sees the owners.
+  absl::SleepFor(absl::Seconds(3));
+  EXPECT_EQ(Settled(c, shards, ids), settled);
+  for (const Collector& each : c) {
+    EXPECT_EQ(each.shards->handovers(), 0u);
+    for (const std::string& shard : shards) {
+      const std::string& owner = settled[shard].first;
+      if (each.id == owner) {
+        EXPECT_EQ(each.shards->Owner(shard), owner);
+      } else {
+        // Another's shard is read only while this one would take it; an
+        // owner it never looked at is unknown.
+        EXPECT_THAT(each.shards->Owner(shard),
+                    ::testing::AnyOf(owner, ::testing::IsEmpty()));
+      }
+    }
+  }
+  EXPECT_EQ(watch.most(), 1);
+}
+
+TEST_F(ShardLeasesTest, ADeadOwnersShardsAloneMoveWithHigherTerms) {
+  const std::vector<std::string> shards = Shards(24);
+  const std::vector<std::string> ids = {"col-a", "col-b", "col-c"};
+  View view(ids);
+  std::vector<Collector> c = StartAll(ids, shards, &view);
+  OverlapWatch watch(&c, shards);
+  const Ownership before = WaitSettled(c, shards, ids);
+  ASSERT_FALSE(before.empty());
+  // col-b's connection dies without a word (kill -9): its keys expire; the
+  // members' view drops it 2 s later, as announcements age out.
+  const absl::Time died = absl::Now();
+  c[1].nats->Close();
+  std::thread view_ages([&view] {
+    absl::SleepFor(absl::Seconds(2));
+    view.Remove("col-b");
+  });
+  const std::vector<std::string> survivors = {"col-a", "col-c"};
+  Ownership after;
+  const bool moved = testing::Eventually(
+      [&] {
+        after = Settled(c, shards, survivors);
+        return !after.empty();
+      },
+      absl::Seconds(10), absl::Milliseconds(20));
+  view_ages.join();
+  ASSERT_TRUE(moved);
+  std::cout << "a dead owner's shards taken over "
+            << absl::FormatDuration(absl::Now() - died)
+            << " after its connection died (view aged out after 2 s)\n";
+  int moved_shards = 0;
+  for (const std::string& shard : shards) {
+    if (before.at(shard).first == "col-b") {
+      ++moved_shards;
+      EXPECT_GT(after[shard].second, before.at(shard).second) << shard;
+    } else {
+      // Not a flap: the survivors' own shards kept their owner and term.
+      EXPECT_EQ(after[shard], before.at(shard)) << shard;
+    }
+  }
+  EXPECT_GT(moved_shards, 0);
+  EXPECT_EQ(watch.most(), 1);
+}
+
+TEST_F(ShardLeasesTest, ANewMemberIsHandedItsShardsOnceSettled) {
+  const std::vector<std::string> shards = Shards(24);
+  View view;
+  view.Add("col-a");
+  view.Add("col-b");
+  std::vector<Collector> c = StartAll({"col-a", "col-b"}, shards, &view);
+  OverlapWatch watch(&c, shards);
+  const Ownership before = WaitSettled(c, shards, {"col-a", "col-b"});
+  ASSERT_FALSE(before.empty());
+  // col-c joins: everyone sees it live from now on, but it is not settled
+  // for a second, and meanwhile it is handed nothing.
+  view.Add("col-c", absl::Now());
+  c.push_back(StartOne("col-c", shards, &view));
+  absl::SleepFor(absl::Milliseconds(500));
+  EXPECT_TRUE(c[2].shards->OwnedShards().empty());
+  EXPECT_EQ(Settled(c, shards, {"col-a", "col-b"}), before);
+  const std::vector<std::string> three = {"col-a", "col-b", "col-c"};
+  Ownership after = WaitSettled(c, shards, three);
+  ASSERT_FALSE(after.empty());
+  size_t handed = 0;
+  for (const std::string& shard : shards) {
+    if (after[shard].first == "col-c") {
+      ++handed;
+      EXPECT_GT(after[shard].second, before.at(shard).second) << shard;
+    } else {
+      EXPECT_EQ(after[shard], before.at(shard)) << shard;
+    }
+  }
+  EXPECT_GT(handed, 0u);
+  EXPECT_EQ(c[0].shards->handovers() + c[1].shards->handovers(), handed);
+  EXPECT_EQ(c[2].shards->OwnedShards().size(), handed);
+  EXPECT_EQ(watch.most(), 1);
+}
+
+TEST_F(ShardLeasesTest, ACleanStopHandsOverAtOnce) {
+  const std::vector<std::string> shards = Shards(12);
+  const std::vector<std::string> ids = {"col-a", "col-b"};
+  View view(ids);
+  std::vector<Collector> c = StartAll(ids, shards, &view);
+  ASSERT_TRUE(
+      testing::Eventually([&] { return !Settled(c, shards, ids).empty(); }));
+  // A clean stop deletes its keys and its member key (the view drops it at
+  // once): the other takes every shard well within the 1 s TTL.
+  const absl::Time stopped = absl::Now();
+  c[0].shards->Stop();
+  view.Remove("col-a");
+  ASSERT_TRUE(testing::Eventually(
+      [&] { return c[1].shards->OwnedShards().size() == shards.size(); },
+      absl::Seconds(5), absl::Milliseconds(10)));
+  const absl::Duration took = absl::Now() - stopped;
+  std::cout << "every shard taken " << absl::FormatDuration(took)
+            << " after a clean stop\n";
+  EXPECT_LT(took, absl::Milliseconds(800)) << took;
+}
+
+TEST_F(ShardLeasesTest, RefusesShardNamesThatCannotBeKeys) {
+  auto nats = Connect();
+  ASSERT_NE(nats, nullptr);
+  View view;
+  for (const std::vector<std::string>& bad :
+       std::vector<std::vector<std::string>>{{"jobs 1"},
+                                             {""},
+                                             {".jobs"},
+                                             {"jobs..1"},
+                                             {"jobs.*"},
+                                             {"jobs.1", "jobs.1"}}) {
+    auto started = ShardLeases::Start(nats.get(), "col-a", bad, view.Function(),
+                                      Fast(TestName()));
+    EXPECT_EQ(started.status().code(), absl::StatusCode::kInvalidArgument)
+        << bad[0];
+  }
+}
+
+}  // namespace
+}  // namespace fabricdiag::cluster

@@ -4,18 +4,20 @@
 
 namespace fabricdiag::cluster {
 
-bool FindingTerms::Admit(absl::string_view id, uint64_t term,
-                         uint64_t revision) {
+bool FindingTerms::Admit(absl::string_view id, uint64_t term, uint64_t revision,
+                         absl::string_view shard) {
   Seen& seen = by_id_[id];
-  const bool stale = term != 0 && (term < seen.term || term < newest_term_);
+  uint64_t& newest = newest_term_[shard];
+  const bool stale = term != 0 && (term < seen.term || term < newest);
   seen.revision = std::max(seen.revision, revision);
   seen.term = std::max(seen.term, term);
-  newest_term_ = std::max(newest_term_, term);
+  newest = std::max(newest, term);
   return !stale;
 }
 
-void FindingTerms::NewTerm(uint64_t term) {
-  newest_term_ = std::max(newest_term_, term);
+void FindingTerms::NewTerm(uint64_t term, absl::string_view shard) {
+  uint64_t& newest = newest_term_[shard];
+  newest = std::max(newest, term);
 }
 
 void FindingTerms::Saw(absl::string_view id, uint64_t term, uint64_t revision) {

@@ -38,16 +38,19 @@ class FindingTerms {
 
   // A new watch delivers the bucket again from its oldest version: the
   // order rule starts over (the per-finding terms stay).
-  void StartReplay() { newest_term_ = 0; }
+  void StartReplay() { newest_term_.clear(); }
 
-  // A leader of `term` wrote here: what comes after it in the bucket's
-  // order with a lower term is late.
-  void NewTerm(uint64_t term);
+  // A writer of `shard` ("": the analysis leader) under `term` wrote here:
+  // what of that shard comes after it in the bucket's order with a lower
+  // term is late.
+  void NewTerm(uint64_t term, absl::string_view shard = "");
 
-  // A version of finding `id` written under `term`, at `revision` of the
-  // bucket, delivered in the bucket's order: whether to apply it (false: a
-  // deposed leader's late write). Either way its revision is remembered.
-  bool Admit(absl::string_view id, uint64_t term, uint64_t revision);
+  // A version of finding `id` of `shard`, written under `term`, at
+  // `revision` of the bucket, delivered in the bucket's order: whether to
+  // apply it (false: a deposed writer's late write). Either way its revision
+  // is remembered.
+  bool Admit(absl::string_view id, uint64_t term, uint64_t revision,
+             absl::string_view shard = "");
 
   // What the bucket is known to hold for `id`: after a write of this
   // collector, or after reading it back.
@@ -61,8 +64,9 @@ class FindingTerms {
 
  private:
   absl::flat_hash_map<std::string, Seen> by_id_;
-  // The highest term delivered in this watch, in the bucket's order.
-  uint64_t newest_term_ = 0;
+  // Per shard, the highest term delivered in this watch, in the bucket's
+  // order.
+  absl::flat_hash_map<std::string, uint64_t> newest_term_;
 };
 
 }  // namespace fabricdiag::cluster

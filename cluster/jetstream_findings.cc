@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -18,6 +19,8 @@ namespace {
 
 constexpr char kNextIdKey[] = "next_id";
 constexpr char kTermKey[] = "term";
+// "term.<shard>": the term mark of a shard's owner.
+constexpr char kShardTermKeyPrefix[] = "term.";
 constexpr absl::Duration kRetryPause = absl::Milliseconds(100);
 // Half-seconds a replay may bring nothing before it is read again.
 constexpr int kQuietReplayLimit = 20;
@@ -126,13 +129,20 @@ absl::StatusOr<uint64_t> JetStreamFindings::ReserveIds(uint64_t count,
   }
 }
 
+uint64_t JetStreamFindings::TermOf(absl::string_view shard) const {
+  return shard.empty() ? role_->Term() : role_->ShardTerm(shard);
+}
+
 absl::Status JetStreamFindings::Fenced(const collector::StoredFinding& version,
                                        const std::string& why) {
   fenced_writes_.fetch_add(1);
-  const std::string message =
-      absl::StrCat("shared findings: not writing ", version.finding.id(), " (",
-                   v1::FindingState_Name(version.finding.state()), "): ", why,
-                   "; this collector no longer leads the analysis");
+  const absl::string_view shard = collector::ShardOfSource(version.source);
+  const std::string message = absl::StrCat(
+      "shared findings: not writing ", version.finding.id(), " (",
+      v1::FindingState_Name(version.finding.state()), "): ", why,
+      shard.empty()
+          ? "; this collector no longer leads the analysis"
+          : absl::StrCat("; this collector no longer owns shard ", shard));
   LogWarning(message);
   return absl::FailedPreconditionError(message);
 }
@@ -140,6 +150,7 @@ absl::Status JetStreamFindings::Fenced(const collector::StoredFinding& version,
 absl::Status JetStreamFindings::WriteOne(
     const collector::StoredFinding& version, absl::Time deadline) {
   const std::string& id = version.finding.id();
+  const absl::string_view shard = collector::ShardOfSource(version.source);
   collector::StoredFinding stamped = version;
   natsStatus s = NATS_OK;
   for (int attempt = 0;; ++attempt) {
@@ -147,10 +158,15 @@ absl::Status JetStreamFindings::WriteOne(
       write_errors_.fetch_add(1);
       return NatsError(s, absl::StrCat("sharing finding ", id));
     }
-    // Held with its margin by the monotonic clock, now (Term() is 0
+    // Held with its margin by the monotonic clock, now (the term is 0
     // otherwise).
-    const uint64_t term = role_->Term();
-    if (term == 0) return Fenced(version, "the analysis lease ran out");
+    const uint64_t term = TermOf(shard);
+    if (term == 0) {
+      return Fenced(version, shard.empty()
+                                 ? std::string("the analysis lease ran out")
+                                 : absl::StrCat("the lease of shard ", shard,
+                                                " ran out"));
+    }
     FindingTerms::Seen seen;
     {
       absl::MutexLock lock(&mu_);
@@ -221,25 +237,42 @@ absl::Status JetStreamFindings::WriteOne(
   }
 }
 
-uint64_t JetStreamFindings::PutTermMark() {
-  const uint64_t term = role_->Term();
-  if (term == 0 || term == marked_term_.load()) return 0;
+uint64_t JetStreamFindings::PutTermMark(absl::string_view shard) {
+  const uint64_t term = TermOf(shard);
+  if (term == 0) return 0;
+  {
+    absl::MutexLock lock(&marked_mu_);
+    auto it = marked_.find(shard);
+    if (it != marked_.end() && it->second == term) return 0;
+  }
   // Unconditional: a late mark of an older term raises nothing.
   uint64_t revision = 0;
-  const natsStatus s =
-      kvStore_PutString(&revision, kv_, kTermKey, absl::StrCat(term).c_str());
+  const std::string key = shard.empty() ? std::string(kTermKey)
+                                        : absl::StrCat(kTermKey, ".", shard);
+  const natsStatus s = kvStore_PutString(&revision, kv_, key.c_str(),
+                                         absl::StrCat(term).c_str());
   if (s == NATS_OK) {
-    marked_term_.store(term);
+    absl::MutexLock lock(&marked_mu_);
+    marked_[shard] = term;
     return revision;
   }
-  LogWarning(NatsError(s, absl::StrCat("marking term ", term,
-                                       " in the shared findings"))
-                 .message());
+  LogWarning(
+      NatsError(s, absl::StrCat("marking term ", term, " of ",
+                                shard.empty() ? "the analysis"
+                                              : absl::StrCat("shard ", shard),
+                                " in the shared findings"))
+          .message());
   return 0;
 }
 
-void JetStreamFindings::MarkTerm() {
-  const uint64_t mark = PutTermMark();
+void JetStreamFindings::MarkTerm() { MarkAndWait(""); }
+
+void JetStreamFindings::MarkShardTerm(absl::string_view shard) {
+  MarkAndWait(shard);
+}
+
+void JetStreamFindings::MarkAndWait(absl::string_view shard) {
+  const uint64_t mark = PutTermMark(shard);
   if (mark == 0 || !watching_.load()) return;
   absl::MutexLock lock(&delivered_mu_);
   const auto reached = [this, mark]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(
@@ -247,7 +280,9 @@ void JetStreamFindings::MarkTerm() {
   if (!delivered_mu_.AwaitWithTimeout(absl::Condition(&reached),
                                       options_.mark_wait)) {
     LogWarning(absl::StrCat(
-        "shared findings: analysis term ", marked_term_.load(),
+        "shared findings: ",
+        shard.empty() ? std::string("analysis") : absl::StrCat("shard ", shard),
+        " term ", TermOf(shard),
         ": the watcher did not deliver the term's mark (revision ", mark,
         ") within ", absl::FormatDuration(options_.mark_wait),
         "; going on: a previous leader's version that landed before the "
@@ -264,42 +299,54 @@ void JetStreamFindings::Delivered(uint64_t revision) {
 absl::Status JetStreamFindings::Write(
     absl::Span<const collector::StoredFinding> versions) {
   const absl::Time deadline = absl::Now() + options_.deadline;
-  // Without waiting for the watcher: the caller may hold what applying a
-  // delivered version needs (MarkTerm() waited before, at a new term).
-  PutTermMark();
+  // Each writer's term marked before its first version, without waiting for
+  // the watcher: the caller may hold what applying a delivered version
+  // needs (MarkTerm() waited before, at a new term).
+  absl::flat_hash_set<absl::string_view> marked;
+  for (const collector::StoredFinding& v : versions) {
+    const absl::string_view shard = collector::ShardOfSource(v.source);
+    if (marked.insert(shard).second) PutTermMark(shard);
+  }
+  if (versions.empty()) PutTermMark("");
   for (const collector::StoredFinding& v : versions) {
     // Stops at the first failure: the versions after it are newer than
     // what the bucket holds, and a fenced writer writes nothing more.
     absl::Status written = WriteOne(v, deadline);
     if (!written.ok()) {
       // A fenced write is not a failure to share: this collector no longer
-      // leads, and its watcher tells whether it sees the findings.
+      // writes there, and its watcher tells whether it sees the findings.
       // Write() has one caller at a time (the analysis pass).
-      const uint64_t term = role_->Term();
+      const absl::string_view shard = collector::ShardOfSource(v.source);
+      const uint64_t term = TermOf(shard);
+      absl::MutexLock lock(&failing_mu_);
       if (!absl::IsFailedPrecondition(written) && term != 0 &&
-          (writes_failing_since_.load() == 0 ||
-           writes_failing_term_.load() != term)) {
-        writes_failing_term_.store(term);
-        writes_failing_since_.store(absl::ToUnixNanos(absl::Now()));
+          (failing_.since == absl::InfiniteFuture() || failing_.term != term ||
+           failing_.shard != shard)) {
+        failing_ = {absl::Now(), term, std::string(shard)};
       }
       return written;
     }
   }
-  writes_failing_since_.store(0);
+  absl::MutexLock lock(&failing_mu_);
+  failing_ = Failing();
   return absl::OkStatus();
 }
 
 absl::Duration JetStreamFindings::UnconfirmedFor() const {
-  int64_t since = caught_up_at_.load();
-  // A leader that cannot share its findings; once it no longer leads
-  // that term, its watcher alone tells whether it sees the cluster's.
-  if (const int64_t failing = writes_failing_since_.load();
-      failing != 0 && role_->Term() != 0 &&
-      writes_failing_term_.load() == role_->Term()) {
-    since = std::min(since, failing);
+  absl::Time since = absl::FromUnixNanos(caught_up_at_.load());
+  // A writer that cannot share its findings; once it no longer leads (or
+  // owns the shard) under that term, its watcher alone tells whether it
+  // sees the cluster's.
+  Failing failing;
+  {
+    absl::MutexLock lock(&failing_mu_);
+    failing = failing_;
   }
-  return std::max(absl::ZeroDuration(),
-                  absl::Now() - absl::FromUnixNanos(since));
+  if (failing.since != absl::InfiniteFuture() &&
+      failing.term == TermOf(failing.shard)) {
+    since = std::min(since, failing.since);
+  }
+  return std::max(absl::ZeroDuration(), absl::Now() - since);
 }
 
 void JetStreamFindings::Watch(
@@ -424,12 +471,15 @@ void JetStreamFindings::WatchLoop(
         continue;
       }
       const absl::string_view key = kvEntry_Key(entry);
-      if (key == kTermKey) {
+      if (key == kTermKey || absl::StartsWith(key, kShardTermKeyPrefix)) {
         uint64_t term = 0;
         const char* value = kvEntry_ValueString(entry);
         if (value != nullptr && absl::SimpleAtoi(value, &term)) {
           absl::MutexLock lock(&mu_);
-          terms_.NewTerm(term);
+          terms_.NewTerm(term,
+                         key == kTermKey
+                             ? absl::string_view()
+                             : key.substr(sizeof(kShardTermKeyPrefix) - 1));
         }
         kvEntry_Destroy(entry);
         continue;
@@ -452,7 +502,8 @@ void JetStreamFindings::WatchLoop(
       bool admitted = false;
       {
         absl::MutexLock lock(&mu_);
-        admitted = terms_.Admit(version->finding.id(), version->term, revision);
+        admitted = terms_.Admit(version->finding.id(), version->term, revision,
+                                collector::ShardOfSource(version->source));
       }
       if (!admitted) {
         stale_versions_dropped_.fetch_add(1);
@@ -461,7 +512,8 @@ void JetStreamFindings::WatchLoop(
                          version->finding.id(), " (",
                          v1::FindingState_Name(version->finding.state()),
                          ") written under term ", version->term,
-                         ": a newer analysis leader wrote before it landed"));
+                         ": a newer writer (analysis leader or shard owner) "
+                         "wrote before it landed"));
         continue;
       }
       on_version(*version);

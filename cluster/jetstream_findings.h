@@ -122,6 +122,8 @@ class JetStreamFindings final : public collector::FindingsReplication {
   // not in time (a version that landed before the mark may then be missed
   // until the watcher catches up).
   void MarkTerm() override;
+  // The same for analysis shard `shard`: its term key, "term.<shard>".
+  void MarkShardTerm(absl::string_view shard) override;
 
   uint64_t write_errors() const { return write_errors_.load(); }
   uint64_t undecodable() const { return undecodable_.load(); }
@@ -147,9 +149,14 @@ class JetStreamFindings final : public collector::FindingsReplication {
   // Writes one version with compare-and-set (see the header comment).
   absl::Status WriteOne(const collector::StoredFinding& version,
                         absl::Time deadline);
-  // Puts the term key once per term held (see the header comment); the
-  // revision of the mark when it put one now, else 0.
-  uint64_t PutTermMark();
+  // The term this collector writes `shard`'s findings under now ("": the
+  // analysis lease's); 0 when it does not lead or own it.
+  uint64_t TermOf(absl::string_view shard) const;
+  // Puts `shard`'s term key once per term held (see the header comment);
+  // the revision of the mark when it put one now, else 0.
+  uint64_t PutTermMark(absl::string_view shard);
+  // MarkTerm() and MarkShardTerm(): puts the mark and waits for it.
+  void MarkAndWait(absl::string_view shard);
   // Records that the watcher handed over everything up to `revision`.
   void Delivered(uint64_t revision);
   // Counts and returns a refused write.
@@ -167,7 +174,10 @@ class JetStreamFindings final : public collector::FindingsReplication {
   kvStore* const kv_;
   mutable absl::Mutex mu_;
   FindingTerms terms_ ABSL_GUARDED_BY(mu_);
-  std::atomic<uint64_t> marked_term_{0};
+  // Per shard ("": the analysis lease), the term last marked.
+  absl::Mutex marked_mu_;
+  absl::flat_hash_map<std::string, uint64_t> marked_
+      ABSL_GUARDED_BY(marked_mu_);
   std::atomic<uint64_t> fenced_writes_{0};
   std::atomic<uint64_t> stale_versions_dropped_{0};
   std::atomic<bool> stopping_{false};
@@ -179,12 +189,17 @@ class JetStreamFindings final : public collector::FindingsReplication {
   // MarkTerm().
   absl::Mutex delivered_mu_;
   uint64_t delivered_ ABSL_GUARDED_BY(delivered_mu_) = 0;
-  // UnconfirmedFor(): when the watcher last caught up, and since when
-  // writes fail (0: the last one succeeded), in Unix nanoseconds, under
-  // which term.
+  // UnconfirmedFor(): when the watcher last caught up (Unix nanoseconds),
+  // and since when writes fail (InfiniteFuture: the last one succeeded),
+  // of which shard under which term.
   std::atomic<int64_t> caught_up_at_{absl::ToUnixNanos(absl::Now())};
-  std::atomic<int64_t> writes_failing_since_{0};
-  std::atomic<uint64_t> writes_failing_term_{0};
+  struct Failing {
+    absl::Time since = absl::InfiniteFuture();
+    uint64_t term = 0;
+    std::string shard;
+  };
+  mutable absl::Mutex failing_mu_;
+  Failing failing_ ABSL_GUARDED_BY(failing_mu_);
   std::thread watcher_;
 };
 

@@ -34,6 +34,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "collector/state/findings_log.h"
@@ -64,6 +65,10 @@ class FindingsReplication {
   // before it is in the store. Versions landing after the mark are
   // dropped. Nothing to do where nothing is shared.
   virtual void MarkTerm() {}
+  // The same for a collector that just took analysis shard `shard` over
+  // (collector/runner/analysis_role.h): its shard's term, before it takes
+  // that shard's findings over.
+  virtual void MarkShardTerm(absl::string_view /*shard*/) {}
 
   // Calls `on_version` for the latest version of every shared finding, then
   // `on_replayed` with the ids of all of them (the shared set as it is

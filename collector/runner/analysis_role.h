@@ -9,12 +9,19 @@
 // or took it back) means the findings were written by someone else
 // meanwhile, so the runner seeds its hysteresis from them again.
 //
+// The analysis can also be cut into shards (cluster/shard_leases.h), each
+// owned by one collector at a time under a term of its own: the findings of
+// a shard's analyzers are written by its owner, fenced by ShardTerm(). A
+// findings source of a shard is named "<family>@<shard>" (ShardOfSource).
+//
 //   if (role.Leading()) { ...analyze... }
 //
 // Implementations are thread-safe.
 #pragma once
 
 #include <cstdint>
+
+#include "absl/strings/string_view.h"
 
 namespace fabricdiag::collector {
 
@@ -26,14 +33,28 @@ class AnalysisRole {
   // Identifies the current tenure while Leading() (increasing across the
   // cluster); 0 when not leading.
   virtual uint64_t Term() const = 0;
+  // The term under which this collector owns analysis shard `shard` (from
+  // the same sequence as Term(): a shard's next owner has a higher one); 0
+  // when it does not own it. A role without shards owns none.
+  virtual uint64_t ShardTerm(absl::string_view /*shard*/) const { return 0; }
 };
 
-// The embedded role: the only collector leads, in one term that lasts as
-// long as the process (its hysteresis is seeded once, at the first pass).
+// The shard a findings source belongs to: what follows the last '@' of
+// "<family>@<shard>"; "" for a source of the unsharded analysis.
+inline absl::string_view ShardOfSource(absl::string_view source) {
+  const size_t at = source.rfind('@');
+  return at == absl::string_view::npos ? absl::string_view()
+                                       : source.substr(at + 1);
+}
+
+// The embedded role: the only collector leads, and owns every shard, in one
+// term that lasts as long as the process (its hysteresis is seeded once, at
+// the first pass): a cluster of one.
 class AlwaysLeading final : public AnalysisRole {
  public:
   bool Leading() const override { return true; }
   uint64_t Term() const override { return 1; }
+  uint64_t ShardTerm(absl::string_view /*shard*/) const override { return 1; }
 };
 
 }  // namespace fabricdiag::collector

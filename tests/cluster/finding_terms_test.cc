@@ -75,5 +75,36 @@ TEST(FindingTermsTest, WhatTheWriterSawAndAKeyThatWentAway) {
   EXPECT_EQ(terms.Get("f-000001").term, 9u);
 }
 
+TEST(FindingTermsTest, OwnersOfDifferentShardsWriteSideBySide) {
+  FindingTerms terms;
+  // The owner of jobs.1 took it at term 20, the owner of jobs.2 at 30; both
+  // write, interleaved in the bucket's order.
+  terms.NewTerm(20, "jobs.1");
+  terms.NewTerm(30, "jobs.2");
+  EXPECT_TRUE(terms.Admit("f-000001", 30, 10, "jobs.2"));
+  EXPECT_TRUE(terms.Admit("f-000002", 20, 11, "jobs.1"));
+  EXPECT_TRUE(terms.Admit("f-000002", 20, 12, "jobs.1"));
+  // The analysis leader's term (lower than both) is not late either.
+  EXPECT_TRUE(terms.Admit("f-000003", 15, 13));
+}
+
+TEST(FindingTermsTest, AShardsDeposedOwnerIsLateInItsShardAlone) {
+  FindingTerms terms;
+  EXPECT_TRUE(terms.Admit("f-000001", 20, 10, "jobs.1"));
+  // jobs.1 moved: its new owner marked term 40 before writing anything.
+  terms.NewTerm(40, "jobs.1");
+  // The former owner's first version of a finding, landing after the mark.
+  EXPECT_FALSE(terms.Admit("f-000002", 20, 12, "jobs.1"));
+  // Another shard's writer with a term between the two is not late.
+  EXPECT_TRUE(terms.Admit("f-000003", 30, 13, "jobs.2"));
+  // The new owner's versions are taken, and a finding it wrote refuses the
+  // former owner's version (the per-finding rule, whatever the shard).
+  EXPECT_TRUE(terms.Admit("f-000001", 40, 14, "jobs.1"));
+  EXPECT_FALSE(terms.Admit("f-000001", 20, 15, "jobs.1"));
+  // A replay starts each shard's order over.
+  terms.StartReplay();
+  EXPECT_TRUE(terms.Admit("f-000004", 20, 3, "jobs.1"));
+}
+
 }  // namespace
 }  // namespace fabricdiag::cluster

@@ -5,6 +5,7 @@
 #include "cluster/jetstream_findings.h"
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,27 +27,40 @@ namespace {
 
 using collector::StoredFinding;
 
-// A lease whose term the test sets (0: not leading).
+// A lease whose term the test sets (0: not leading), and the terms of the
+// shards it owns.
 class FakeRole final : public collector::AnalysisRole {
  public:
   explicit FakeRole(uint64_t term) : term_(term) {}
   bool Leading() const override { return term_.load() != 0; }
   uint64_t Term() const override { return term_.load(); }
+  uint64_t ShardTerm(absl::string_view shard) const override {
+    absl::MutexLock lock(&mu_);
+    auto it = shards_.find(shard);
+    return it == shards_.end() ? 0 : it->second;
+  }
   void set_term(uint64_t term) { term_.store(term); }
+  void set_shard_term(const std::string& shard, uint64_t term) {
+    absl::MutexLock lock(&mu_);
+    shards_[shard] = term;
+  }
 
  private:
   std::atomic<uint64_t> term_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, uint64_t, std::less<>> shards_ ABSL_GUARDED_BY(mu_);
 };
 
 StoredFinding Version(const std::string& id, v1::FindingState state,
-                      int64_t last_seen) {
+                      int64_t last_seen,
+                      const std::string& source = "rate_analyzers") {
   StoredFinding v;
   v.finding.set_id(id);
   v.finding.set_kind("pfc_storm");
   v.finding.set_node("gpu-007");
   v.finding.set_state(state);
   v.finding.set_last_seen_unix_nanos(last_seen);
-  v.source = "rate_analyzers";
+  v.source = source;
   return v;
 }
 
@@ -313,6 +327,119 @@ TEST_F(JetStreamFindingsTest, AFailedWriteCountsOnlyWhileItsTermLeads) {
         .ok();
   }));
   EXPECT_TRUE(testing::Eventually(confirmed));
+}
+
+// The (id, term) of every version a collector's watcher delivered.
+class SeenVersions {
+ public:
+  template <typename W>
+  void Watch(W& watcher) {
+    watcher.findings->Watch(
+        [this](const StoredFinding& v) {
+          absl::MutexLock lock(&mu_);
+          seen_.emplace_back(v.finding.id(), v.term);
+        },
+        [](const absl::flat_hash_set<std::string>&) {});
+  }
+  std::vector<std::pair<std::string, uint64_t>> Get() const {
+    absl::MutexLock lock(&mu_);
+    return seen_;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  std::vector<std::pair<std::string, uint64_t>> seen_ ABSL_GUARDED_BY(mu_);
+};
+
+// Owners of different analysis shards write side by side, each under its
+// shard's term: a third collector takes every version, and neither can
+// write the other's shard.
+TEST_F(JetStreamFindingsTest, OwnersOfTwoShardsWriteSideBySide) {
+  Writer a = Open(0);
+  Writer b = Open(0);
+  Writer follower = Open(0);
+  ASSERT_TRUE(a.findings && b.findings && follower.findings);
+  a.role->set_shard_term("jobs.1", 20);
+  b.role->set_shard_term("jobs.2", 30);
+  SeenVersions seen;
+  seen.Watch(follower);
+  const auto write = [](Writer& w, const std::string& id,
+                        const std::string& source) {
+    return w.findings->Write(
+        {Version(id, v1::FINDING_STATE_ACTIVE, 100, source)});
+  };
+  ASSERT_TRUE(write(a, "f-000001", "layout@jobs.1").ok());
+  ASSERT_TRUE(write(b, "f-000002", "layout@jobs.2").ok());
+  // After the higher term of jobs.2: not late, another shard's.
+  ASSERT_TRUE(write(a, "f-000003", "layout@jobs.1").ok());
+  ASSERT_TRUE(testing::Eventually([&] { return seen.Get().size() == 3; }));
+  EXPECT_THAT(seen.Get(),
+              ::testing::ElementsAre(std::make_pair("f-000001", 20u),
+                                     std::make_pair("f-000002", 30u),
+                                     std::make_pair("f-000003", 20u)));
+  EXPECT_EQ(follower.findings->stale_versions_dropped(), 0u);
+  // Neither writes a shard it does not own, nor the unsharded analysis.
+  EXPECT_TRUE(
+      absl::IsFailedPrecondition(write(a, "f-000004", "layout@jobs.2")));
+  EXPECT_TRUE(
+      absl::IsFailedPrecondition(write(b, "f-000005", "rate_analyzers")));
+  EXPECT_EQ(a.findings->fenced_writes() + b.findings->fenced_writes(), 2u);
+  EXPECT_FALSE(Stored("f-000004").has_value());
+  follower.findings->StopWatching();
+}
+
+// A shard moves: its new owner marks its (higher) term; the former owner's
+// write is refused, and one of its versions that lands late is dropped by
+// every watcher, while another shard's writer of a lower term is not.
+TEST_F(JetStreamFindingsTest, AShardsFormerOwnerIsFencedInThatShardAlone) {
+  Writer a = Open(0);
+  Writer b = Open(0);
+  Writer follower = Open(0);
+  ASSERT_TRUE(a.findings && b.findings && follower.findings);
+  a.role->set_shard_term("jobs.1", 20);
+  ASSERT_TRUE(a.findings
+                  ->Write({Version("f-000001", v1::FINDING_STATE_ACTIVE, 100,
+                                   "layout@jobs.1")})
+                  .ok());
+  SeenVersions seen;
+  seen.Watch(follower);
+  // jobs.1 moves to b at term 40 (a lost its lease).
+  a.role->set_shard_term("jobs.1", 0);
+  b.role->set_shard_term("jobs.1", 40);
+  b.findings->MarkShardTerm("jobs.1");
+  // a's open of a finding b never wrote, landing after b's mark.
+  StoredFinding late =
+      Version("f-000002", v1::FINDING_STATE_ACTIVE, 150, "layout@jobs.1");
+  late.term = 20;
+  PutRaw(late);
+  // Another shard's version of a lower term is that shard's business.
+  StoredFinding other =
+      Version("f-000003", v1::FINDING_STATE_ACTIVE, 150, "layout@jobs.2");
+  other.term = 25;
+  PutRaw(other);
+  ASSERT_TRUE(b.findings
+                  ->Write({Version("f-000001", v1::FINDING_STATE_ACTIVE, 200,
+                                   "layout@jobs.1")})
+                  .ok());
+  // b's write comes after everything else in the bucket's order.
+  ASSERT_TRUE(testing::Eventually([&] {
+    const auto now = seen.Get();
+    return !now.empty() && now.back().second == 40u;
+  }));
+  EXPECT_THAT(seen.Get(),
+              ::testing::ElementsAre(std::make_pair("f-000001", 20u),
+                                     std::make_pair("f-000003", 25u),
+                                     std::make_pair("f-000001", 40u)));
+  EXPECT_EQ(follower.findings->stale_versions_dropped(), 1u);
+  EXPECT_EQ(follower.findings->undecodable(), 0u) << "the shard's term key";
+  // a is refused before it writes, and would be by the key's higher term.
+  const absl::Status refused = a.findings->Write(
+      {Version("f-000001", v1::FINDING_STATE_RESOLVED, 300, "layout@jobs.1")});
+  EXPECT_TRUE(absl::IsFailedPrecondition(refused)) << refused;
+  EXPECT_THAT(std::string(refused.message()),
+              ::testing::HasSubstr("no longer owns shard jobs.1"));
+  EXPECT_EQ(Stored("f-000001")->term, 40u);
+  follower.findings->StopWatching();
 }
 
 }  // namespace

@@ -123,8 +123,16 @@ JetStreamFeatures::~JetStreamFeatures() {
     Unsubscribe(std::move(features_sub_));
     Unsubscribe(std::move(liveness_sub_));
   }
-  // Publish() leaves nothing in flight: a reply that still arrives finds
-  // no message and calls no handler.
+  // Nothing left in flight: a reply that still arrives finds no message
+  // and calls no handler. (The list exists only after a publish.)
+  {
+    absl::MutexLock publishing(&publish_mu_);
+    natsMsgList pending;
+    if (in_flight_.sent > 0 &&
+        js_PublishAsyncGetPendingList(&pending, publish_js_) == NATS_OK) {
+      natsMsgList_Destroy(&pending);
+    }
+  }
   if (publish_js_ != nullptr) jsCtx_Destroy(publish_js_);
 }
 
@@ -351,6 +359,9 @@ absl::Status JetStreamFeatures::Publish(const collector::FeatureSlice& local,
       LogInfo("publishing this collector's liveness again");
     }
   }
+  absl::MutexLock publishing(&publish_mu_);
+  // The previous pass's chunks, acknowledged meanwhile (or not).
+  const absl::Status previous = Settle();
   uint64_t bytes = 0;
   absl::Status status;  // the first failure
   // Not connected: handed to libnats, the chunks would wait in its
@@ -385,10 +396,34 @@ absl::Status JetStreamFeatures::Publish(const collector::FeatureSlice& local,
     }
     ++sent;
   }
+  last_published_bytes_.store(bytes);
+  // Acknowledged while the pass goes on: the next Publish() (or
+  // WaitForAcknowledgements()) collects them. Sending nothing is known now.
+  in_flight_ = InFlight{
+      true, sent,
+      MonotonicNanos() + absl::ToInt64Nanoseconds(nats_->request_timeout()),
+      status};
+  if (sent == 0) Settle().IgnoreError();  // returned below
+  return status.ok() ? previous : status;
+}
+
+absl::Status JetStreamFeatures::WaitForAcknowledgements() {
+  absl::MutexLock publishing(&publish_mu_);
+  return Settle();
+}
+
+absl::Status JetStreamFeatures::Settle() {
+  InFlight f = std::exchange(in_flight_, InFlight{});
+  if (!f.pending) return absl::OkStatus();
+  absl::Status status = std::move(f.status);
+  uint64_t sent = f.sent;
   if (sent > 0) {
     jsPubOptions wait;
     jsPubOptions_Init(&wait);
-    wait.MaxWait = absl::ToInt64Milliseconds(nats_->request_timeout());
+    // The rest of the request timeout since the last chunk was sent (at
+    // least a millisecond: 0 would be libnats' default).
+    wait.MaxWait =
+        std::max<int64_t>(1, (f.deadline_nanos - MonotonicNanos()) / 1000000);
     if (js_PublishAsyncComplete(publish_js_, &wait) != NATS_OK) {
       // Unacknowledged: dropped from the pending list (a late reply is
       // ignored), so that the next pass starts afresh. (Only after a
@@ -417,7 +452,6 @@ absl::Status JetStreamFeatures::Publish(const collector::FeatureSlice& local,
   }
   published_chunks_.fetch_add(sent - std::min(sent, refused));
   if (!status.ok()) publish_errors_.fetch_add(1);
-  last_published_bytes_.store(bytes);
   if (status.ok()) {
     failing_since_nanos_.store(0);
   } else {

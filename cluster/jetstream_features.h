@@ -154,6 +154,11 @@ class JetStreamFeatures final : public collector::FeatureExchange {
   JetStreamFeatures& operator=(const JetStreamFeatures&) = delete;
 
   std::string Describe() const override;
+  // Publishes `local`'s liveness, collects the previous publish's
+  // acknowledgements (WaitForAcknowledgements()), and sends `local`'s
+  // feature chunks without waiting for theirs: they arrive while the
+  // analysis pass goes on, and the next Publish() collects them. Returns
+  // the error of sending, or else how the previous publish went.
   absl::Status Publish(const collector::FeatureSlice& local,
                        absl::Time now) override;
   collector::FeatureSlice Merged(collector::FeatureSlice local, absl::Time now,
@@ -165,7 +170,13 @@ class JetStreamFeatures final : public collector::FeatureExchange {
   // (its clock): their feature chunks while it receives them, their
   // liveness otherwise.
   std::map<std::string, absl::Time> LastReceived() const;
-  // The error of the latest Publish(); OK when it succeeded (or none ran).
+  // Waits for the acknowledgements of the latest Publish() (at most the
+  // request timeout after its last chunk was sent) and records how it
+  // went: OK when they all came, or nothing was in flight. Publish() does
+  // so first for the previous one.
+  absl::Status WaitForAcknowledgements();
+  // How the latest publish whose acknowledgements were collected went;
+  // OK when it succeeded (or none was).
   absl::Status last_publish_status() const;
   // How long every Publish() has failed, since the first failure after a
   // success (the monotonic clock); zero while the latest succeeded.
@@ -206,15 +217,29 @@ class JetStreamFeatures final : public collector::FeatureExchange {
   void CatchUp();
   absl::Status PublishLiveness(const collector::FeatureSlice& local,
                                absl::Time now);
+  // Collects the acknowledgements of in_flight_ (see
+  // WaitForAcknowledgements()).
+  absl::Status Settle() ABSL_EXCLUSIVE_LOCKS_REQUIRED(publish_mu_);
+
+  // A publish whose acknowledgements were not collected yet.
+  struct InFlight {
+    bool pending = false;
+    uint64_t sent = 0;           // chunks handed to libnats
+    int64_t deadline_nanos = 0;  // MonotonicNanos: the last one's timeout
+    absl::Status status;         // of sending them
+  };
 
   NatsConnection* const nats_;
   const std::string id_;
   const Options options_;
   // The feature chunks' own JetStream context: they are published
-  // asynchronously (up to kPublishesInFlight at a time), and a pass waits
-  // for all their acknowledgements at once.
+  // asynchronously (up to kPublishesInFlight at a time), and the next pass
+  // collects all their acknowledgements at once.
   jsCtx* publish_js_ = nullptr;
-  // The current Publish(): chunks the stream refused, and the first error.
+  // Publish() and WaitForAcknowledgements(), one at a time.
+  absl::Mutex publish_mu_;
+  InFlight in_flight_ ABSL_GUARDED_BY(publish_mu_);
+  // The publish in flight: chunks the stream refused, and the first error.
   std::atomic<uint64_t> refused_chunks_{0};
   absl::Mutex refused_mu_;
   std::string first_refusal_ ABSL_GUARDED_BY(refused_mu_);

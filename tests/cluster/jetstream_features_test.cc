@@ -153,14 +153,19 @@ class JetStreamFeaturesTest : public SingleNatsServerTest {
 
   // Publishes b's 100 nodes (gpu-b-*) until `a`, merging nodes only,
   // lists them beside its own; false when it never did.
+  // (B's feature chunks are then in the stream: a publish does not wait for
+  // its acknowledgements, and A lists B's nodes from the liveness.)
   static bool ALists100NodesOfB(JetStreamFeatures* a, JetStreamFeatures* b) {
-    return testing::Eventually(
+    const bool listed = testing::Eventually(
         [&] {
           EXPECT_TRUE(
               b->Publish(Slice("gpu-b", 100, absl::Now()), absl::Now()).ok());
           return MergeOnA(a, collector::MergeScope::kNodes).nodes.size() == 101;
         },
         absl::Seconds(20), absl::Milliseconds(100));
+    const absl::Status stored = b->WaitForAcknowledgements();
+    EXPECT_TRUE(stored.ok()) << stored;
+    return listed && stored.ok();
   }
 
   // Merges the fabric on `a` until it holds `ports` ports (*fabric: the

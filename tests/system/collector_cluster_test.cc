@@ -1741,8 +1741,9 @@ TEST_F(UnobservedNodesTest, ALeaderCutOffFromNatsHandsOverWithoutFlaps) {
     absl::SleepFor(absl::Milliseconds(300));
   }
   // The lease's 3 s after its last renewal, and the lease bucket electing
-  // another stream leader when the paused server led it (6.7 s measured).
-  EXPECT_LE(led, absl::Seconds(10));
+  // another stream leader when the paused server led it (4.5-6.7 s
+  // measured alone; 10.1 s once beside the other cluster tests on 2 cores).
+  EXPECT_LE(led, absl::Seconds(12));
   EXPECT_LE(moved, absl::Seconds(15));
   const size_t next =
       MetricOf(c[1], "fabricdiag_cluster_analysis_leader") == 1 ? 1 : 2;

@@ -162,12 +162,12 @@ void ClusterMember::MirrorFindings(collector::FindingsSink* store) {
   const AnalysisLease* lease = lease_.get();
   findings_->Watch(
       [store, lease](const collector::StoredFinding& version) {
-        // The leader's store made the version itself (and may have moved
-        // on). One of a lower term reaches a leader only when it landed
-        // before the leader's term mark (later ones are dropped): a
-        // previous leader's, which this store takes over
-        // (JetStreamFindings::MarkTerm).
-        if (lease->Leading() && version.term >= lease->Term()) return;
+        // The writer's store made the version itself (and may have moved
+        // on). One of a lower term reaches a writer only when it landed
+        // before its term's mark (later ones are dropped): a previous
+        // writer's, which this store takes over (JetStreamFindings::
+        // MarkTerm).
+        if (WrittenHere(*lease, version)) return;
         const absl::Status applied = store->ApplyReplicated(version);
         if (!applied.ok()) {
           LogWarning(absl::StrCat("shared findings: ", version.finding.id(),

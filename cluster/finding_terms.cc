@@ -36,4 +36,11 @@ FindingTerms::Seen FindingTerms::Get(absl::string_view id) const {
   return it == by_id_.end() ? Seen{} : it->second;
 }
 
+bool WrittenHere(const collector::AnalysisRole& role,
+                 const collector::StoredFinding& version) {
+  const absl::string_view shard = collector::ShardOfSource(version.source);
+  const uint64_t term = shard.empty() ? role.Term() : role.ShardTerm(shard);
+  return term != 0 && version.term >= term;
+}
+
 }  // namespace fabricdiag::cluster

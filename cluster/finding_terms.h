@@ -26,6 +26,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
+#include "collector/runner/analysis_role.h"
+#include "collector/state/findings_log.h"
 
 namespace fabricdiag::cluster {
 
@@ -68,5 +70,15 @@ class FindingTerms {
   // order.
   absl::flat_hash_map<std::string, uint64_t> newest_term_;
 };
+
+// Whether `version`, delivered by the shared findings' watcher, is one this
+// collector's own store made: it writes the version's shard (the analysis,
+// for a source without one: collector/runner/analysis_role.h) now, under a
+// term not above the version's. Such a version is not applied again (the
+// store may have moved on); any other is, including a previous writer's
+// version of a finding this collector now writes, which landed before its
+// term's mark and which its store takes over.
+bool WrittenHere(const collector::AnalysisRole& role,
+                 const collector::StoredFinding& version);
 
 }  // namespace fabricdiag::cluster

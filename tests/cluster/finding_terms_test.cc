@@ -106,5 +106,37 @@ TEST(FindingTermsTest, AShardsDeposedOwnerIsLateInItsShardAlone) {
   EXPECT_TRUE(terms.Admit("f-000004", 20, 3, "jobs.1"));
 }
 
+// The analysis leader at term 30 that owns shard jobs.1 at term 40.
+class RoleForTest final : public collector::AnalysisRole {
+ public:
+  bool Leading() const override { return true; }
+  uint64_t Term() const override { return 30; }
+  uint64_t ShardTerm(absl::string_view shard) const override {
+    return shard == "jobs.1" ? 40 : 0;
+  }
+};
+
+collector::StoredFinding Written(const std::string& source, uint64_t term) {
+  collector::StoredFinding v;
+  v.finding.set_id("f-000001");
+  v.source = source;
+  v.term = term;
+  return v;
+}
+
+TEST(WrittenHereTest, TheWritersOwnVersionsOfWhatItWritesNow) {
+  const RoleForTest role;
+  EXPECT_TRUE(WrittenHere(role, Written("rate_analyzers", 30)));
+  EXPECT_TRUE(WrittenHere(role, Written("layout@jobs.1", 40)));
+  // A previous writer's, landed before this term's mark: taken over.
+  EXPECT_FALSE(WrittenHere(role, Written("rate_analyzers", 20)));
+  EXPECT_FALSE(WrittenHere(role, Written("layout@jobs.1", 35)));
+  // Another shard's owner wrote it, whatever its term.
+  EXPECT_FALSE(WrittenHere(role, Written("layout@jobs.2", 50)));
+  EXPECT_FALSE(WrittenHere(role, Written("layout@jobs.2", 10)));
+  const collector::AlwaysLeading alone;
+  EXPECT_TRUE(WrittenHere(alone, Written("layout@jobs.2", 1)));
+}
+
 }  // namespace
 }  // namespace fabricdiag::cluster

@@ -26,8 +26,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
+#include "collector/findings/findings_replication.h"
 #include "collector/runner/analysis_role.h"
-#include "collector/state/findings_log.h"
 
 namespace fabricdiag::cluster {
 

@@ -247,8 +247,9 @@ uint64_t JetStreamFindings::PutTermMark(absl::string_view shard) {
   }
   // Unconditional: a late mark of an older term raises nothing.
   uint64_t revision = 0;
-  const std::string key = shard.empty() ? std::string(kTermKey)
-                                        : absl::StrCat(kTermKey, ".", shard);
+  const std::string key = shard.empty()
+                              ? std::string(kTermKey)
+                              : absl::StrCat(kShardTermKeyPrefix, shard);
   const natsStatus s = kvStore_PutString(&revision, kv_, key.c_str(),
                                          absl::StrCat(term).c_str());
   if (s == NATS_OK) {

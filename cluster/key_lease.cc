@@ -1,6 +1,7 @@
 #include "cluster/key_lease.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -70,11 +71,6 @@ std::string KeyLease::holder() const {
   return holder_;
 }
 
-bool KeyLease::seen_absent() const {
-  absl::MutexLock lock(&mu_);
-  return seen_absent_;
-}
-
 absl::Duration KeyLease::WithoutHolderFor() const {
   absl::MutexLock lock(&mu_);
   if (HeldLocked()) return absl::ZeroDuration();
@@ -84,9 +80,15 @@ absl::Duration KeyLease::WithoutHolderFor() const {
 
 void KeyLease::EndLocked(absl::string_view why) {
   if (held_revision_ != 0) {
-    LogInfo(absl::StrCat(naming_.prefix, ": ", id_, " no longer ",
-                         naming_.holding, " (term ", term_, ")",
-                         why.empty() ? "" : ": ", why));
+    const std::string line =
+        absl::StrCat(naming_.prefix, ": ", id_, " no longer ", naming_.holding,
+                     " (term ", term_, ")", why.empty() ? "" : ": ", why);
+    // Let go on purpose (a stop, a hand-over) is news; lost is a warning.
+    if (why.empty()) {
+      LogInfo(line);
+    } else {
+      LogWarning(line);
+    }
   }
   held_revision_ = 0;
   term_ = 0;
@@ -113,7 +115,6 @@ bool KeyLease::TryAcquire() {
     term_ = revision;
     until_ = start + ToSteady(timing_.ttl - timing_.margin);
     holder_ = id_;
-    seen_absent_ = false;
     holder_seen_ = Clock::now();
     LogInfo(absl::StrCat(naming_.prefix, ": ", id_, " ", naming_.holding,
                          " (term ", term_, ")"));
@@ -124,11 +125,9 @@ bool KeyLease::TryAcquire() {
   absl::MutexLock lock(&mu_);
   if (read.status == NATS_OK) {
     holder_ = read.id;
-    seen_absent_ = read.id.empty();
     if (!read.id.empty()) holder_seen_ = Clock::now();
   } else if (read.status == NATS_NOT_FOUND) {
     holder_.clear();
-    seen_absent_ = true;
   }
   return false;
 }
@@ -166,10 +165,7 @@ void KeyLease::Renew() {
   }
   const bool lost = read.status == NATS_NOT_FOUND ||
                     (read.status == NATS_OK && read.revision != held);
-  if (lost) {
-    holder_ = read.id;
-    seen_absent_ = read.status == NATS_NOT_FOUND;
-  }
+  if (lost) holder_ = read.id;
   if (lost) {
     EndLocked("another collector holds it, or it expired");
   } else if (Clock::now() >= until_) {

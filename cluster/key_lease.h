@@ -94,8 +94,6 @@ class KeyLease {
   // look found the key held; otherwise the time since the last such sign
   // (or since construction).
   absl::Duration WithoutHolderFor() const;
-  // Whether the latest look found the key absent (nobody holds it).
-  bool seen_absent() const;
   const std::string& key() const { return key_; }
 
  private:
@@ -107,6 +105,7 @@ class KeyLease {
     uint64_t revision = 0;
   };
   Read ReadKey() const;
+  // Ends the tenure; `why` ("": let go on purpose) is logged.
   void EndLocked(absl::string_view why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool HeldLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -121,7 +120,6 @@ class KeyLease {
   // Held until then, when held.
   Clock::time_point until_ ABSL_GUARDED_BY(mu_) = Clock::time_point::min();
   std::string holder_ ABSL_GUARDED_BY(mu_);
-  bool seen_absent_ ABSL_GUARDED_BY(mu_) = false;
   // The last sign of a holder (WithoutHolderFor).
   Clock::time_point holder_seen_ ABSL_GUARDED_BY(mu_) = Clock::now();
 };

@@ -3,11 +3,9 @@
 // never two leaders while a NATS server is stopped.
 #include "cluster/analysis_lease.h"
 
-#include <atomic>
 #include <iostream>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "tests/cluster/single_nats_test.h"
 #include "tests/testing/eventually.h"
+#include "tests/testing/most_at_once.h"
 #include "tests/testing/nats_cluster.h"
 
 namespace fabricdiag::cluster {
@@ -23,35 +22,6 @@ namespace {
 struct Collector {
   std::unique_ptr<NatsConnection> nats;
   std::unique_ptr<AnalysisLease> lease;
-};
-
-// Watches a set of leases from a thread of its own and records the most
-// that ever led at the same moment.
-class OverlapWatch {
- public:
-  explicit OverlapWatch(const std::vector<Collector>* collectors)
-      : collectors_(collectors), thread_([this] { Run(); }) {}
-  ~OverlapWatch() {
-    stop_.store(true);
-    thread_.join();
-  }
-  int most() const { return most_.load(); }
-
- private:
-  void Run() {
-    while (!stop_.load()) {
-      int leading = 0;
-      for (const Collector& c : *collectors_) {
-        if (c.lease != nullptr && c.lease->Leading()) ++leading;
-      }
-      if (leading > most_.load()) most_.store(leading);
-      absl::SleepFor(absl::Milliseconds(5));
-    }
-  }
-  const std::vector<Collector>* collectors_;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> most_{0};
-  std::thread thread_;
 };
 
 std::vector<int> Leaders(const std::vector<Collector>& collectors) {
@@ -96,7 +66,8 @@ class AnalysisLeaseTest : public SingleNatsServerTest {};
 TEST_F(AnalysisLeaseTest, OneLeaderAmongThree) {
   std::vector<Collector> c = StartCollectors(*nats_, 1, TestName());
   ASSERT_EQ(c.size(), 3u);
-  OverlapWatch watch(&c);
+  testing::MostAtOnce watch(
+      [&c] { return static_cast<int>(Leaders(c).size()); });
   ASSERT_TRUE(testing::Eventually([&] { return Leaders(c).size() == 1; }));
   const int leader = Leaders(c)[0];
   // It keeps the lease over several TTLs by renewing it; everyone knows it.
@@ -113,7 +84,8 @@ TEST_F(AnalysisLeaseTest, OneLeaderAmongThree) {
 TEST_F(AnalysisLeaseTest, ADeadLeaderIsReplacedWithinTheTtl) {
   std::vector<Collector> c = StartCollectors(*nats_, 1, TestName());
   ASSERT_EQ(c.size(), 3u);
-  OverlapWatch watch(&c);
+  testing::MostAtOnce watch(
+      [&c] { return static_cast<int>(Leaders(c).size()); });
   ASSERT_TRUE(testing::Eventually([&] { return Leaders(c).size() == 1; }));
   const size_t old = static_cast<size_t>(Leaders(c)[0]);
   const uint64_t old_term = c[old].lease->Term();
@@ -221,7 +193,8 @@ TEST(AnalysisLeaseClusterTest, AStoppedServerDoesNotMakeTwoLeaders) {
   ASSERT_TRUE(started.ok()) << started;
   std::vector<Collector> c = StartCollectors(nats, 3, "lease_pause");
   ASSERT_EQ(c.size(), 3u);
-  OverlapWatch watch(&c);
+  testing::MostAtOnce watch(
+      [&c] { return static_cast<int>(Leaders(c).size()); });
   ASSERT_TRUE(testing::Eventually([&] { return Leaders(c).size() == 1; },
                                   absl::Seconds(30)));
   const int old = Leaders(c)[0];

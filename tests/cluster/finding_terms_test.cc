@@ -124,6 +124,14 @@ collector::StoredFinding Written(const std::string& source, uint64_t term) {
   return v;
 }
 
+TEST(ShardOfSourceTest, WhatFollowsTheLastAt) {
+  EXPECT_EQ(collector::ShardOfSource("layout_analyzers@jobs.1"), "jobs.1");
+  EXPECT_EQ(collector::ShardOfSource("a@b@jobs.2"), "jobs.2");
+  EXPECT_EQ(collector::ShardOfSource("rate_analyzers"), "");
+  EXPECT_EQ(collector::ShardOfSource("rate_analyzers@"), "");
+  EXPECT_EQ(collector::ShardOfSource(""), "");
+}
+
 TEST(WrittenHereTest, TheWritersOwnVersionsOfWhatItWritesNow) {
   const RoleForTest role;
   EXPECT_TRUE(WrittenHere(role, Written("rate_analyzers", 30)));

@@ -4,12 +4,14 @@
 // handed its shards once it settled, a clean stop handing over at once.
 #include "cluster/shard_leases.h"
 
-#include <atomic>
+#include <algorithm>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "tests/cluster/single_nats_test.h"
 #include "tests/testing/eventually.h"
+#include "tests/testing/most_at_once.h"
 
 namespace fabricdiag::cluster {
 namespace {
@@ -112,40 +115,23 @@ ShardLeases::Options Fast(const std::string& bucket) {
   return options;
 }
 
-// Watches every collector's shards from a thread of its own and records the
-// most owners any shard had at one moment.
-class OverlapWatch {
- public:
-  OverlapWatch(const std::vector<Collector>* collectors,
-               std::vector<std::string> shards)
-      : collectors_(collectors),
-        shards_(std::move(shards)),
-        thread_([this] { Run(); }) {}
-  ~OverlapWatch() {
-    stop_.store(true);
-    thread_.join();
-  }
-  int most() const { return most_.load(); }
-
- private:
-  void Run() {
-    while (!stop_.load()) {
-      for (const std::string& shard : shards_) {
-        int owners = 0;
-        for (const Collector& c : *collectors_) {
-          if (c.shards != nullptr && c.shards->Term(shard) != 0) ++owners;
-        }
-        if (owners > most_.load()) most_.store(owners);
+// The most owners any of `shards` has now among `collectors` (for
+// testing::MostAtOnce: never two at once). `collectors` must outlive it and
+// not change while it is sampled.
+std::function<int()> MostOwners(const std::vector<Collector>& collectors,
+                                std::vector<std::string> shards) {
+  return [&collectors, shards = std::move(shards)] {
+    int most = 0;
+    for (const std::string& shard : shards) {
+      int owners = 0;
+      for (const Collector& c : collectors) {
+        if (c.shards != nullptr && c.shards->Term(shard) != 0) ++owners;
       }
-      absl::SleepFor(absl::Milliseconds(5));
+      most = std::max(most, owners);
     }
-  }
-  const std::vector<Collector>* collectors_;
-  const std::vector<std::string> shards_;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> most_{0};
-  std::thread thread_;
-};
+    return most;
+  };
+}
 
 class ShardLeasesTest : public SingleNatsServerTest {
  protected:
@@ -215,7 +201,7 @@ TEST_F(ShardLeasesTest, EveryShardIsOwnedByItsFirstChoiceAlone) {
   const std::vector<std::string> ids = {"col-a", "col-b", "col-c"};
   View view(ids);
   std::vector<Collector> c = StartAll(ids, shards, &view);
-  OverlapWatch watch(&c, shards);
+  testing::MostAtOnce watch(MostOwners(c, shards));
   Ownership settled = WaitSettled(c, shards, ids);
   ASSERT_FALSE(settled.empty());
   // Renewed over several TTLs, nothing moves; everyone sees the owners.
@@ -243,7 +229,7 @@ TEST_F(ShardLeasesTest, ADeadOwnersShardsAloneMoveWithHigherTerms) {
   const std::vector<std::string> ids = {"col-a", "col-b", "col-c"};
   View view(ids);
   std::vector<Collector> c = StartAll(ids, shards, &view);
-  OverlapWatch watch(&c, shards);
+  testing::MostAtOnce watch(MostOwners(c, shards));
   const Ownership before = WaitSettled(c, shards, ids);
   ASSERT_FALSE(before.empty());
   // col-b's connection dies without a word (kill -9): its keys expire; the
@@ -287,13 +273,14 @@ TEST_F(ShardLeasesTest, ANewMemberIsHandedItsShardsOnceSettled) {
   view.Add("col-a");
   view.Add("col-b");
   std::vector<Collector> c = StartAll({"col-a", "col-b"}, shards, &view);
-  OverlapWatch watch(&c, shards);
   const Ownership before = WaitSettled(c, shards, {"col-a", "col-b"});
   ASSERT_FALSE(before.empty());
   // col-c joins: everyone sees it live from now on, but it is not settled
   // for a second, and meanwhile it is handed nothing.
   view.Add("col-c", absl::Now());
   c.push_back(StartOne("col-c", shards, &view));
+  // From here `c` does not change: watched through the hand-over.
+  testing::MostAtOnce watch(MostOwners(c, shards));
   absl::SleepFor(absl::Milliseconds(500));
   EXPECT_TRUE(c[2].shards->OwnedShards().empty());
   EXPECT_EQ(Settled(c, shards, {"col-a", "col-b"}), before);

@@ -101,14 +101,19 @@ void FeatureCache::Received(absl::string_view data, absl::Time received) {
 
 void FeatureCache::ReceivedLiveness(absl::string_view data,
                                     absl::Time received) {
-  v1::FeatureChunkFacts facts;
-  bool valid = facts.ParseFromArray(data.data(), static_cast<int>(data.size()));
-  Header header{facts.collector_id(), facts.published_unix_nanos(),
-                facts.chunk(), facts.chunks()};
+  // Parsed on an arena: a chunk's thousands of node messages are freed at
+  // once.
+  google::protobuf::Arena arena;
+  auto* facts =
+      google::protobuf::Arena::CreateMessage<v1::FeatureChunkFacts>(&arena);
+  bool valid =
+      facts->ParseFromArray(data.data(), static_cast<int>(data.size()));
+  Header header{facts->collector_id(), facts->published_unix_nanos(),
+                facts->chunk(), facts->chunks()};
   valid = valid && header.chunks != 0 && header.chunk < header.chunks;
   std::vector<collector::NodeFacts> nodes;
   if (valid && header.collector_id != id_) {
-    nodes = NodesOfChunk(facts);
+    nodes = NodesOfChunk(*facts);
     ObservedUntil(header.published_unix_nanos, &nodes);
   }
   Chunk replaced;  // freed after the lock
@@ -219,6 +224,8 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
     int64_t published_unix_nanos = 0;
   };
   std::map<std::string, std::vector<Part>> parts;
+  // For a merge of nodes only: per other collector, its nodes' facts.
+  std::map<std::string, std::vector<collector::NodeFacts>> nodes_only_parts;
   {
     absl::MutexLock lock(&mu_);
     if (ports) {
@@ -236,13 +243,18 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
       }
     } else {
       // A collector's liveness chunks where fresh ones arrived, its
-      // feature chunks' facts otherwise.
+      // feature chunks' facts otherwise: copied once, straight into its
+      // slice (a chunk not replaced by the next merge is merged again).
       for (ChunkMap* from : {&liveness_, &chunks_}) {
         for (auto& [id, chunks] : Fresh(*from, cutoff)) {
-          auto [it, inserted] = parts.try_emplace(id);
+          auto [it, inserted] = nodes_only_parts.try_emplace(id);
           if (!inserted) continue;
+          size_t count = 0;
+          for (auto& [index, c] : chunks) count += c->nodes.size();
+          it->second.reserve(count);
           for (auto& [index, c] : chunks) {
-            it->second.push_back(Part{nullptr, nullptr, c->nodes});
+            it->second.insert(it->second.end(), c->nodes.begin(),
+                              c->nodes.end());
           }
         }
       }
@@ -254,15 +266,13 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
   std::vector<std::tuple<std::string, uint32_t, int64_t>> damaged;
   uint64_t remote_ports = 0;
   std::map<std::string, collector::FeatureSlice> remote;
+  for (auto& [id, nodes] : nodes_only_parts) {
+    remote[id].nodes = std::move(nodes);
+  }
+  nodes_only_parts.clear();
   for (auto& [id, member] : parts) {
     collector::FeatureSlice& slice = remote[id];
     for (Part& part : member) {
-      if (!ports) {
-        for (collector::NodeFacts& n : part.nodes) {
-          slice.nodes.push_back(std::move(n));
-        }
-        continue;
-      }
       if (part.decoded == nullptr && part.data == nullptr) {
         // Found damaged on receipt (and counted then): its nodes' facts.
         for (collector::NodeFacts& n : part.nodes) {
@@ -379,7 +389,12 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
       left_merge(n);
       continue;
     }
-    it->second = n;
+    // Assigned field by field: the strings keep their buffers.
+    collector::NodeFacts& kept = it->second;
+    kept.liveness = n.liveness;
+    if (kept.boot_id != n.boot_id) kept.boot_id = n.boot_id;
+    if (kept.collector != n.collector) kept.collector = n.collector;
+    kept.unobserved = n.unobserved;
   }
   if (remembered_.size() > merged.nodes.size()) {
     absl::flat_hash_set<absl::string_view> listed;

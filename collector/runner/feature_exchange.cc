@@ -2,12 +2,17 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <queue>
 #include <string>
 #include <system_error>
 #include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 
 namespace fabricdiag::collector {
 namespace {
@@ -54,6 +59,10 @@ void MergeView(std::vector<std::vector<std::vector<analysis::PortView>>>& runs,
   out->Finish();
 }
 
+bool ByNode(const NodeFacts& a, const NodeFacts& b) {
+  return a.liveness.node < b.liveness.node;
+}
+
 }  // namespace
 
 FeatureSlice MergeFeatureSlices(absl::Span<FeatureSlice* const> slices) {
@@ -76,24 +85,44 @@ FeatureSlice MergeFeatureSlices(absl::Span<FeatureSlice* const> slices) {
       recent[i] = slices[i]->recent->TakeRuns();
     }
   }
-  // node -> the slice it is taken from, and that slice's last report of it.
-  // (Ports of a node no slice has facts of are taken from the first slice
-  // with ports of it, per view: MoveOwnedPorts.)
-  absl::flat_hash_map<std::string, size_t> owner;
-  absl::flat_hash_map<std::string, absl::Time> newest;
+  // node -> the slice it is taken from: the one whose last report of it is
+  // newest (the first of a tie). The names are those of the slices' facts,
+  // not copied: which facts each slice gives is settled (`taken`) before
+  // any is moved out. (Ports of a node no slice has facts of are taken
+  // from the first slice with ports of it, per view: MoveOwnedPorts.)
+  struct Newest {
+    size_t slice;
+    absl::Time last_report;
+  };
+  absl::flat_hash_map<absl::string_view, Newest> newest;
   size_t facts = 0;
   for (const FeatureSlice* s : slices) facts += s->nodes.size();
-  owner.reserve(facts);
+  // Reserved for every fact: no rehash, so the entries stay where
+  // `entries` points (each slice's facts' entry, by position).
   newest.reserve(facts);
+  std::vector<std::vector<const Newest*>> entries(slices.size());
   for (size_t i = 0; i < slices.size(); ++i) {
+    entries[i].reserve(slices[i]->nodes.size());
     for (const NodeFacts& n : slices[i]->nodes) {
-      auto [it, inserted] =
-          newest.try_emplace(n.liveness.node, n.liveness.last_report);
-      if (inserted || n.liveness.last_report > it->second) {
-        it->second = n.liveness.last_report;
-        owner[n.liveness.node] = i;
+      auto [it, inserted] = newest.try_emplace(
+          n.liveness.node, Newest{i, n.liveness.last_report});
+      if (!inserted && n.liveness.last_report > it->second.last_report) {
+        it->second = Newest{i, n.liveness.last_report};
       }
+      entries[i].push_back(&it->second);
     }
+  }
+  // Only the views' merge reads it: a merge of nodes alone has no port.
+  absl::flat_hash_map<std::string, size_t> owner;
+  bool any_ports = false;
+  for (const auto* runs : {&window, &recent}) {
+    for (const auto& slice_runs : *runs) {
+      for (const auto& run : slice_runs) any_ports = any_ports || !run.empty();
+    }
+  }
+  if (any_ports) {
+    owner.reserve(newest.size());
+    for (const auto& [node, n] : newest) owner.emplace(node, n.slice);
   }
   // The two views on two threads: each moves and merges its own ports and
   // only reads `owner`. Without a second thread (the process is out of
@@ -111,19 +140,62 @@ FeatureSlice MergeFeatureSlices(absl::Span<FeatureSlice* const> slices) {
   }
   MergeView(window, owner, &merged.window);
   if (!recent_handled) MergeView(recent, owner, &*merged.recent);
-  merged.nodes.reserve(owner.size());
+  // The facts each slice gives, by position, in the merged order (by
+  // name): settled before any is moved out, since `newest` holds their
+  // names. A slice's facts are sorted as a rule (its chunks hold ascending
+  // nodes), so the slices' runs are merged; any that is not is sorted
+  // first.
+  std::vector<std::vector<NodeFacts*>> runs(slices.size());
   for (size_t i = 0; i < slices.size(); ++i) {
-    FeatureSlice& s = *slices[i];
-    for (NodeFacts& n : s.nodes) {
-      if (owner.at(n.liveness.node) == i) merged.nodes.push_back(std::move(n));
+    std::vector<NodeFacts>& nodes = slices[i]->nodes;
+    std::vector<NodeFacts*>& run = runs[i];
+    run.reserve(nodes.size());
+    bool sorted = true;
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      NodeFacts& n = nodes[k];
+      if (entries[i][k]->slice != i) continue;
+      sorted = sorted && (run.empty() || !ByNode(n, *run.back()));
+      run.push_back(&n);
     }
-    s.nodes.clear();
+    if (!sorted) {
+      std::stable_sort(run.begin(), run.end(),
+                       [](const NodeFacts* a, const NodeFacts* b) {
+                         return ByNode(*a, *b);
+                       });
+    }
   }
-  // The same order whichever collector merges.
-  std::sort(merged.nodes.begin(), merged.nodes.end(),
-            [](const NodeFacts& a, const NodeFacts& b) {
-              return a.liveness.node < b.liveness.node;
-            });
+  entries.clear();
+  newest.clear();
+  // The heads of the runs, smallest name on top; of equal names (one
+  // node twice in a slice) the earlier slice first.
+  struct Head {
+    absl::string_view node;
+    size_t slice;
+    size_t at;  // in its run
+  };
+  auto after = [](const Head& a, const Head& b) {
+    const int c = a.node.compare(b.node);
+    return c > 0 ||
+           (c == 0 && std::tie(a.slice, a.at) > std::tie(b.slice, b.at));
+  };
+  std::priority_queue<Head, std::vector<Head>, decltype(after)> heads(after);
+  size_t taken = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    taken += runs[i].size();
+    if (!runs[i].empty()) heads.push(Head{runs[i][0]->liveness.node, i, 0});
+  }
+  merged.nodes.reserve(taken);
+  while (!heads.empty()) {
+    const Head head = heads.top();
+    heads.pop();
+    const std::vector<NodeFacts*>& run = runs[head.slice];
+    merged.nodes.push_back(std::move(*run[head.at]));
+    if (head.at + 1 < run.size()) {
+      heads.push(
+          Head{run[head.at + 1]->liveness.node, head.slice, head.at + 1});
+    }
+  }
+  for (FeatureSlice* s : slices) s->nodes.clear();
   if (recent_merge.joinable()) recent_merge.join();
   return merged;
 }

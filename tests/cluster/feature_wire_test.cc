@@ -23,6 +23,7 @@ using analysis::PortView;
 using collector::FeatureSlice;
 using collector::NodeFacts;
 using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
 
 // Every scalar double of PortSignals, listed here independently of the
 // code under test.
@@ -626,6 +627,50 @@ TEST(MergeFeatureSlicesTest, InterleavedSlicesMergeInOrder) {
   EXPECT_EQ(merged.nodes.size(), 30u);
   // The slices gave their ports away.
   for (const FeatureSlice& s : slices) EXPECT_TRUE(s.window.ports().empty());
+}
+
+// A merge of nodes alone (no port, as a follower merges): the facts come
+// out sorted by name whatever order each slice holds them in, each node's
+// from the slice with its newest report, whole (the boot id with it).
+TEST(MergeFeatureSlicesTest, NodesAloneMergeSortedFromTheirNewestReport) {
+  const absl::Time t = absl::FromUnixSeconds(1700000000);
+  auto facts = [&](int n, int seconds) {
+    NodeFacts f;
+    f.liveness.node = absl::StrFormat("gpu-%03d", n);
+    f.liveness.last_report = t + absl::Seconds(seconds);
+    f.liveness.ever_reported = true;
+    f.boot_id =
+        absl::StrFormat("boot-of-gpu-%03d-at-%d-seconds-past", n, seconds);
+    return f;
+  };
+  std::vector<FeatureSlice> slices(3);
+  // Slices 0 and 1 sorted and interleaved; slice 2 in reverse order.
+  for (int n = 0; n < 40; ++n) slices[n % 2].nodes.push_back(facts(n, 1));
+  for (int n = 39; n >= 30; --n) slices[2].nodes.push_back(facts(n, 5));
+  // gpu-003 moved from slice 1 to slice 0 (newer there); gpu-030 to
+  // gpu-039 are in slice 0 or 1 at 1 s too.
+  slices[1].nodes[1].liveness.last_report = t;
+  slices[0].nodes.insert(slices[0].nodes.begin() + 2, facts(3, 2));
+  for (const std::vector<int>& order :
+       std::vector<std::vector<int>>{{0, 1, 2}, {2, 1, 0}}) {
+    std::vector<FeatureSlice> copy = slices;
+    std::vector<FeatureSlice*> in;
+    for (int i : order) in.push_back(&copy[i]);
+    const FeatureSlice merged = collector::MergeFeatureSlices(in);
+    std::vector<std::string> expected;
+    for (int n = 0; n < 40; ++n) {
+      expected.push_back(absl::StrFormat("gpu-%03d", n));
+    }
+    EXPECT_THAT(Nodes(merged), ElementsAreArray(expected));
+    for (const NodeFacts& n : merged.nodes) {
+      SCOPED_TRACE(n.liveness.node);
+      const int number = std::stoi(n.liveness.node.substr(4));
+      const int seconds = number >= 30 ? 5 : number == 3 ? 2 : 1;
+      EXPECT_EQ(n.liveness.last_report, t + absl::Seconds(seconds));
+      EXPECT_EQ(n.boot_id, facts(number, seconds).boot_id);
+    }
+    for (const FeatureSlice& s : copy) EXPECT_TRUE(s.nodes.empty());
+  }
 }
 
 }  // namespace

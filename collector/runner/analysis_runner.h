@@ -168,10 +168,11 @@ class AnalysisRunner {
                                 const TopologyViews& topology);
   // Whether LatestView() was called within kViewWantedFor.
   bool ViewWanted() const;
-  // agent_down of every node in `fabric`, and agent_missing of the
-  // declared topology's hosts no node of `fabric` is.
-  void RunLiveness(absl::Time now, const FeatureSlice& fabric,
-                   const TopologyViews& topology);
+  // agent_down of every node of the fabric (`facts`), and agent_missing of
+  // the declared topology's hosts none of them is. `whole_fabric`: every
+  // collector's nodes are in `facts` (FeatureSlice::complete).
+  void RunLiveness(absl::Time now, const std::vector<NodeFacts>& facts,
+                   bool whole_fabric, const TopologyViews& topology);
   // The declared topology's hosts that `heard` (sorted by name) does not
   // list, for agent_missing: each with since when this collector has
   // watched the whole fabric without hearing from it (unheard_since_).
@@ -183,7 +184,9 @@ class AnalysisRunner {
   // (before the first pass), and their writing.
   void LoadBaselines(absl::Time now, const RegistrySnapshot& snapshot);
   void SaveBaselines(absl::Time now);
+  // Over `fabric`'s views; `facts` are its nodes (moved out of it).
   void RunRateAnalyzers(absl::Time now, FeatureSlice fabric,
+                        const std::vector<NodeFacts>& facts,
                         const TopologyViews& topology);
   // Within kUnheardNodesGrace of the seeding, adds to `quiet` the nodes of
   // the `active` findings that `facts` do not list as up (never heard from

@@ -427,6 +427,44 @@ BENCHMARK(BM_FollowerInterval)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(10);
 
+// BM_FollowerSteadyInterval/<nodes>/<collectors>: the same for a follower
+// that merged before (every interval but its first): the nodes it
+// remembers from its last merge are updated, not added.
+void BM_FollowerSteadyInterval(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0));
+  const Fixture& fx =
+      FixtureFor(nodes, std::max(1, nodes / kNodesAtScale) * kJobsAtScale);
+  const IntervalFixture& f =
+      IntervalFixtureFor(fx, static_cast<int>(state.range(1)));
+  cluster::FeatureCache follower("col-0");
+  absl::Time now = absl::Now();
+  auto interval = [&] {
+    collector::FeatureSlice local;
+    local.nodes = f.local.nodes;
+    for (const std::string& data : f.remote_liveness) {
+      follower.ReceivedLiveness(data, now);
+    }
+    return follower.Merged(std::move(local), now - absl::Seconds(5),
+                           collector::MergeScope::kNodes);
+  };
+  collector::FeatureSlice nodes_only = interval();
+  for (auto _ : state) {
+    state.PauseTiming();
+    nodes_only = collector::FeatureSlice();
+    now += absl::Seconds(1);
+    state.ResumeTiming();
+    nodes_only = interval();
+    benchmark::DoNotOptimize(nodes_only.nodes.data());
+  }
+}
+// At 200k and 1M GPUs; the 1M fixture takes minutes and GBs to build (see
+// BM_CollectorInterval/125000).
+BENCHMARK(BM_FollowerSteadyInterval)
+    ->Args({kNodesAtScale, 10})
+    ->Args({5 * kNodesAtScale, 10})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(20);
+
 // BM_CollectorInterval/<nodes>/<collectors>: collector 0's CPU per
 // interval on one thread (the machine is shared: CPU time, not wall), as
 //   publish_ms:  its slice to chunks and its liveness chunks, serialized
@@ -434,11 +472,13 @@ BENCHMARK(BM_FollowerInterval)
 //                are not included);
 //   follower_ms: a collector that does not analyse: every other
 //                collector's liveness chunks received and merged for the
-//                nodes (MergeScope::kNodes);
+//                nodes (MergeScope::kNodes), by a follower that merged
+//                before;
 //   follower_chunks_ms: the same as a follower that receives the feature
 //                chunks instead (before liveness had its own subject, and
 //                still for a collector whose liveness does not arrive):
-//                every chunk received (node facts only, not decoded);
+//                every chunk received (node facts only, not decoded), at
+//                its first merge;
 //   leader_ms:   the analysis leader: every other collector's chunks
 //                received and decoded, merged with its own slice, the rate
 //                analyzers (one thread) and the hysteresis;
@@ -461,6 +501,18 @@ void BM_CollectorInterval(benchmark::State& state) {
   double publish_ms = 0, follower_ms = 0, follower_chunks_ms = 0, leader_ms = 0;
   size_t publish_bytes = 0;
   int passes = 0;
+  // A follower that merged before, as every interval but its first finds
+  // it (its first merge also adds every node to what it remembers).
+  cluster::FeatureCache follower("col-0");
+  follower.DecodeOnReceipt(false);
+  {
+    collector::FeatureSlice local = f.local;
+    for (const std::string& data : f.remote_liveness) {
+      follower.ReceivedLiveness(data, absl::Now());
+    }
+    follower.Merged(std::move(local), absl::Now() - absl::Seconds(5),
+                    collector::MergeScope::kNodes);
+  }
   for (auto _ : state) {
     const absl::Time now = absl::Now();
     double start = ThreadCpuMs();
@@ -476,8 +528,6 @@ void BM_CollectorInterval(benchmark::State& state) {
     publish_ms += ThreadCpuMs() - start;
 
     {
-      cluster::FeatureCache follower("col-0");
-      follower.DecodeOnReceipt(false);
       collector::FeatureSlice local = f.local;
       start = ThreadCpuMs();
       for (const std::string& data : f.remote_liveness) {
@@ -490,14 +540,14 @@ void BM_CollectorInterval(benchmark::State& state) {
       follower_ms += ThreadCpuMs() - start;
     }
     {
-      cluster::FeatureCache follower("col-0");
-      follower.DecodeOnReceipt(false);
+      cluster::FeatureCache first_merge("col-0");
+      first_merge.DecodeOnReceipt(false);
       collector::FeatureSlice local = f.local;
       start = ThreadCpuMs();
-      for (const std::string& data : f.remote) follower.Received(data, now);
+      for (const std::string& data : f.remote) first_merge.Received(data, now);
       collector::FeatureSlice nodes_only =
-          follower.Merged(std::move(local), now - absl::Seconds(5),
-                          collector::MergeScope::kNodes);
+          first_merge.Merged(std::move(local), now - absl::Seconds(5),
+                             collector::MergeScope::kNodes);
       benchmark::DoNotOptimize(nodes_only.nodes.data());
       follower_chunks_ms += ThreadCpuMs() - start;
     }

@@ -306,14 +306,20 @@ std::vector<v1::FeatureChunk> SliceToChunks(
   for (const collector::NodeFacts& n : slice.nodes) {
     nodes[n.liveness.node].facts = &n;
   }
-  for (const analysis::PortView& p : slice.window.ports()) {
-    nodes[p.node].window = slice.window.PortsOf(p.node);
-  }
-  if (slice.recent.has_value()) {
-    for (const analysis::PortView& p : slice.recent->ports()) {
-      nodes[p.node].recent = slice.recent->PortsOf(p.node);
-    }
-  }
+  // Each node's ports, looked up once per node: a view's ports are sorted
+  // by node.
+  const auto ports_of =
+      [&nodes](const analysis::FabricView& view,
+               absl::Span<const analysis::PortView> NodeParts::*part) {
+        const std::string* last = nullptr;
+        for (const analysis::PortView& p : view.ports()) {
+          if (last != nullptr && p.node == *last) continue;
+          last = &p.node;
+          nodes[p.node].*part = view.PortsOf(p.node);
+        }
+      };
+  ports_of(slice.window, &NodeParts::window);
+  if (slice.recent.has_value()) ports_of(*slice.recent, &NodeParts::recent);
   ChunkCutter<v1::FeatureChunk> cutter(max_chunk_bytes);
   for (const auto& [node, parts] : nodes) {
     v1::NodeFeatures wire;

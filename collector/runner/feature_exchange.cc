@@ -87,9 +87,9 @@ FeatureSlice MergeFeatureSlices(absl::Span<FeatureSlice* const> slices) {
   }
   // node -> the slice it is taken from: the one whose last report of it is
   // newest (the first of a tie). The names are those of the slices' facts,
-  // not copied: which facts each slice gives is settled (`taken`) before
-  // any is moved out. (Ports of a node no slice has facts of are taken
-  // from the first slice with ports of it, per view: MoveOwnedPorts.)
+  // not copied: which facts each slice gives is settled (`entries`, then
+  // `runs`) before any is moved out. (Ports of a node no slice has facts of are
+  // taken from the first slice with ports of it, per view: MoveOwnedPorts.)
   struct Newest {
     size_t slice;
     absl::Time last_report;

@@ -176,10 +176,15 @@ NodeSeries::Outcome NodeSeries::Ingest(absl::string_view boot_id,
     *held = held_seq_;
     return Outcome::kDuplicate;
   }
-  // The first report held of a boot may start anywhere (reports before it
-  // were acknowledged to a previous collector process); later gaps are
-  // reports the agent dropped from its full buffer, but for those another
-  // collector acknowledged.
+  // Reports skipped are reports the agent dropped from its full buffer, but
+  // for those another collector acknowledged. The first report held of a
+  // boot may start anywhere the agent's Hello does not account for (it
+  // predates the acknowledged seq, or the agent names none): those reports
+  // went to a previous collector process.
+  if (held_seq_ == 0 && acked_elsewhere_ != 0 &&
+      report.seq > acked_elsewhere_ + 1) {
+    missing_reports_ += report.seq - acked_elsewhere_ - 1;
+  }
   if (held_seq_ != 0 && report.seq > held_seq_ + 1) {
     const uint64_t skipped = report.seq - held_seq_ - 1;
     const uint64_t stored_up_to = std::max(held_seq_, acked_elsewhere_);

@@ -100,10 +100,7 @@ class FailoverTest : public ::testing::Test {
     agent_ = std::make_unique<Subprocess>(std::vector<std::string>{
         kAgent, absl::StrCat("--node=", kNode), "--sysfs_root=" + tree_.path(),
         "--ethtool_dir=" + tree_.path(), "--listen=127.0.0.1:0",
-        // Slower than a poll (a CLI run and a scrape, 100 ms or more on a
-        // busy machine): the no-gap check needs a poll that no snapshot
-        // straddles.
-        "--interval=400ms",
+        "--interval=100ms",
         absl::StrCat("--collector=", collectors_[0].address, ",",
                      collectors_[1].address)});
     ASSERT_TRUE(agent_->Start().ok());
@@ -209,22 +206,16 @@ TEST_F(FailoverTest, AgentMovesToTheOtherCollectorWithoutAGap) {
       << agent_->Stderr();
   EXPECT_EQ(Sample(metrics, "fabricdiag_agent_stream_failovers_total"), 1);
 
-  // No seq lost: the second holds a contiguous run [s, e] (gaps 0) and the
-  // run starts right after, or before, the first's last: s <= a + 1. With
-  // N reports held, s = e - N + 1, and e <= the agent's snapshot count read
-  // afterwards (each snapshot is queued before /metrics counts it), so
-  // T <= N + a proves it. Polled until the second has caught up.
+  // No seq lost: the agent's Hello tells the second how far the first
+  // acknowledged, and the second counts as gaps every report between that
+  // and the first one it holds, and every hole after it. Timing cannot make
+  // this pass or fail: the reports the first never stored are all held.
   nlohmann::json at_second;
-  uint64_t snapshots = 0;
   ASSERT_TRUE(Eventually([&] {
     at_second = NodeAt(second.address);
-    const uint64_t n = Reports(at_second);
-    const double t = Sample(AgentMetrics(), "fabricdiag_agent_snapshots_total");
-    snapshots = t < 0 ? 0 : static_cast<uint64_t>(t);
-    return n > 0 && snapshots <= n + a;
+    return Reports(at_second) >= 5;
   })) << "first held "
-      << a << ", second " << at_second.dump() << ", agent snapshots "
-      << snapshots;
+      << a << ", second " << at_second.dump();
   EXPECT_EQ(at_second["gaps"], 0) << at_second.dump();
   metrics = AgentMetrics();
   EXPECT_EQ(Sample(metrics, "fabricdiag_agent_stream_reports_dropped_total"),

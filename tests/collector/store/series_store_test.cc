@@ -235,6 +235,33 @@ TEST_F(SeriesStoreTest, ReportsAcknowledgedElsewhereAreNoGap) {
   EXPECT_EQ(node->Info().missing_reports, 12u);  // 2 + 2..11
 }
 
+// A collector that first hears of a node from an agent that failed over
+// to it knows from the Hello how far the other collector acknowledged: a
+// first report past that is a loss, counted like any other gap.
+TEST_F(SeriesStoreTest, AFirstReportPastTheAcknowledgedSeqIsAGap) {
+  auto fresh = store_.OpenNode("gpu-1");
+  EXPECT_EQ(Hello(*fresh, "boot-a"), 0u);
+  fresh->AckedElsewhere("boot-a", 5);
+  auto slots = *fresh->MapSchema(MakeSchema(1, 1));
+  EXPECT_EQ(Put(*fresh, "boot-a", slots, 6, {6}), NodeSeries::Outcome::kStored);
+  EXPECT_EQ(fresh->Info().missing_reports, 0u);
+
+  auto lost = store_.OpenNode("gpu-2");
+  EXPECT_EQ(Hello(*lost, "boot-a"), 0u);
+  lost->AckedElsewhere("boot-a", 5);
+  slots = *lost->MapSchema(MakeSchema(1, 1));
+  EXPECT_EQ(Put(*lost, "boot-a", slots, 9, {9}), NodeSeries::Outcome::kStored);
+  EXPECT_EQ(lost->Info().missing_reports, 3u);  // 6, 7, 8
+
+  // No acknowledged seq named: where the first report starts says nothing.
+  auto unnamed = store_.OpenNode("gpu-3");
+  EXPECT_EQ(Hello(*unnamed, "boot-a"), 0u);
+  slots = *unnamed->MapSchema(MakeSchema(1, 1));
+  EXPECT_EQ(Put(*unnamed, "boot-a", slots, 40, {40}),
+            NodeSeries::Outcome::kStored);
+  EXPECT_EQ(unnamed->Info().missing_reports, 0u);
+}
+
 TEST_F(SeriesStoreTest, NewBootStartsAFreshSeqSpaceAndKeepsHistory) {
   auto node = store_.OpenNode("gpu-1");
   Hello(*node, "boot-a");

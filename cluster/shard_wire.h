@@ -1,0 +1,73 @@
+// One analysis shard's ports of a collector's FeatureSlice as the
+// v1::ShardChunk messages it sends the shard's owner (proto/cluster.proto),
+// and back.
+//
+// Where a FeatureChunk carries every signal of every port as doubles (~540
+// bytes for a healthy RoCE NIC, 1,126 with every signal), a shard's owner
+// needs only what its analyzers read (analysis/shard_signals.h: 23 slots
+// for a shard of jobs, 38 for one of switches, most of them absent on a
+// given port), and no analyzer's threshold is finer than a float's 7
+// digits (the link rates, shown to operators as they are, travel as
+// integers): a NIC of a job shard is about 100 bytes here, both views. The
+// reader knows which slots a block carries from the block, not from its
+// own build, so a writer that sends more or fewer slots is still read.
+//
+//   std::vector<v1::ShardChunk> chunks = ShardToChunks(
+//       slice, ports_of_jobs_17, analysis::ShardKind::kJobs,
+//       {"jobs.17", "col-a", now});
+//   analysis::FabricView window, recent;
+//   for (const v1::ShardChunk& c : chunks) {
+//     if (!AddShardChunk(c, &window, &recent)) return Damaged();
+//   }
+//   window.Finish();
+//   recent.Finish();
+//
+// Pure functions; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "analysis/fabric_view.h"
+#include "analysis/shard_signals.h"
+#include "cluster/feature_wire.h"
+#include "collector/runner/feature_exchange.h"
+#include "proto/cluster.pb.h"
+
+namespace fabricdiag::cluster {
+
+// Who sends which shard, and when.
+struct ShardChunkHeader {
+  absl::string_view shard;  // "jobs.17"
+  absl::string_view collector_id;
+  absl::Time published;
+  size_t max_chunk_bytes = kDefaultChunkBytes;
+};
+
+// The ports of `slice.window` at the indexes `ports` (ascending), with the
+// same ports of `slice.recent`, cut down to what `kind`'s analyzers read.
+// `slice`'s views must be Finish()ed. At least one chunk (empty when
+// `ports` is) of whole nodes: a chunk ends with the node that takes it to
+// `max_chunk_bytes` (kDefaultChunkBytes is half the NATS servers' default
+// max_payload, and a node's ports are a few KB). Indexes past the view are
+// ignored.
+std::vector<v1::ShardChunk> ShardToChunks(const collector::FeatureSlice& slice,
+                                          absl::Span<const uint32_t> ports,
+                                          analysis::ShardKind kind,
+                                          const ShardChunkHeader& header);
+
+// Appends `chunk`'s ports to `window` and, those it has in its recent view,
+// to `recent` (both unfinished: AddPort), every slot the chunk does not
+// carry absent, and takes the chunk's window lengths. False when the
+// block is damaged (columns that do not fit together, a slot out of range,
+// a count that is not one): the views then hold part of the chunk and are
+// to be dropped.
+[[nodiscard]] bool AddShardChunk(const v1::ShardChunk& chunk,
+                                 analysis::FabricView* window,
+                                 analysis::FabricView* recent);
+
+}  // namespace fabricdiag::cluster

@@ -1,0 +1,432 @@
+#include "cluster/shard_wire.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <random>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "analysis/analysis_config.h"
+#include "analysis/ecmp_imbalance.h"
+#include "analysis/hot_expert_incast.h"
+#include "analysis/pfc_storm.h"
+#include "analysis/signal_slots.h"
+#include "analysis/straggler_nic.h"
+#include "counters/meanings.h"
+#include "google/protobuf/stubs/common.h"
+#include "tests/testing/scenario_builder.h"
+
+namespace fabricdiag::cluster {
+namespace {
+
+using analysis::FabricView;
+using analysis::Finding;
+using analysis::PortView;
+using analysis::ShardKind;
+using analysis::scenario::Cluster;
+using analysis::scenario::Fault;
+using analysis::scenario::FaultKind;
+using analysis::scenario::TrafficOptions;
+using ::testing::SizeIs;
+
+const absl::Time kNow = absl::FromUnixSeconds(1'800'000'000);
+
+Cluster MustBuild(int nodes) {
+  absl::StatusOr<Cluster> c =
+      Cluster::Build(analysis::scenario::TwoJobCluster(nodes));
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *std::move(c);
+}
+
+// A collector's slice of `cluster` with `faults`: the window view, and the
+// newest samples as the recent view, both with sample evidence (two nodes'
+// counters read stale now and then).
+collector::FeatureSlice SliceOf(const Cluster& cluster,
+                                const std::vector<Fault>& faults) {
+  TrafficOptions traffic;
+  traffic.stale_nodes = {"gpu-003", "gpu-010"};
+  collector::FeatureSlice slice;
+  slice.window = cluster.View(faults, traffic, 1);
+  TrafficOptions newest = traffic;
+  newest.newest_only = true;
+  slice.recent = cluster.View(faults, newest, 1);
+  slice.recent->window_seconds = 1;
+  return slice;
+}
+
+// The indexes of `view`'s ports that a shard of `kind` holds: a job
+// shard's host NICs, a switch shard's every port.
+std::vector<uint32_t> PortsFor(const FabricView& view, ShardKind kind) {
+  std::vector<uint32_t> out;
+  for (uint32_t i = 0; i < view.ports().size(); ++i) {
+    if (kind == ShardKind::kSwitches || !view.ports()[i].is_switch_port) {
+      out.push_back(i);
+    }
+  }
+  return out;
+}
+
+struct Decoded {
+  FabricView window;
+  FabricView recent;
+};
+
+Decoded Decode(const std::vector<v1::ShardChunk>& chunks) {
+  Decoded d;
+  for (const v1::ShardChunk& c : chunks) {
+    EXPECT_TRUE(AddShardChunk(c, &d.window, &d.recent)) << c.chunk();
+  }
+  d.window.Finish();
+  d.recent.Finish();
+  return d;
+}
+
+std::vector<v1::ShardChunk> Encode(const collector::FeatureSlice& slice,
+                                   const std::vector<uint32_t>& ports,
+                                   ShardKind kind,
+                                   size_t max_bytes = kDefaultChunkBytes) {
+  return ShardToChunks(slice, ports, kind,
+                       {"jobs.7", "col-a", kNow, max_bytes});
+}
+
+bool Kept(ShardKind kind, int slot) {
+  const absl::Span<const int> slots = analysis::ShardSlots(kind);
+  return std::find(slots.begin(), slots.end(), slot) != slots.end();
+}
+
+bool IsRate(int slot) {
+  return slot == static_cast<int>(counters::Signal::kLinkRate) ||
+         slot == static_cast<int>(counters::Signal::kExpectedRate);
+}
+
+// `got` is `want` as the wire carries it for `kind`.
+void ExpectCarried(const PortView& want, const PortView& got, ShardKind kind) {
+  SCOPED_TRACE(want.node + " " + want.device);
+  EXPECT_EQ(got.netdev, want.netdev);
+  EXPECT_EQ(got.is_switch_port, want.is_switch_port);
+  EXPECT_EQ(got.s.link_up, want.s.link_up);
+  for (int slot = 0; slot < counters::kSignalSlots; ++slot) {
+    SCOPED_TRACE(slot);
+    const double w = analysis::SlotOf(want.s, slot);
+    const double g = analysis::SlotOf(got.s, slot);
+    if (!Kept(kind, slot) || (IsRate(slot) && w == 0)) {
+      EXPECT_TRUE(IsRate(slot) ? g == 0 : std::isnan(g)) << g;
+    } else if (std::isnan(w)) {
+      EXPECT_TRUE(std::isnan(g)) << g;
+    } else if (IsRate(slot)) {
+      EXPECT_EQ(g, std::round(w));
+    } else {
+      EXPECT_EQ(g, static_cast<double>(static_cast<float>(w)));
+    }
+  }
+  EXPECT_EQ(got.samples.reports, want.samples.reports);
+  EXPECT_EQ(got.samples.intervals, want.samples.intervals);
+  EXPECT_EQ(got.samples.expected_reports, want.samples.expected_reports);
+  EXPECT_FLOAT_EQ(got.samples.span_seconds, want.samples.span_seconds);
+  EXPECT_FLOAT_EQ(got.samples.report_span_seconds,
+                  want.samples.report_span_seconds);
+  EXPECT_FLOAT_EQ(got.samples.median_interval_seconds,
+                  want.samples.median_interval_seconds);
+  EXPECT_FLOAT_EQ(got.samples.max_interval_seconds,
+                  want.samples.max_interval_seconds);
+}
+
+TEST(ShardWireTest, EveryPortComesBackWithWhatItsShardReads) {
+  const Cluster cluster = MustBuild(16);
+  const collector::FeatureSlice slice =
+      SliceOf(cluster, {{FaultKind::kLinkFlap, "gpu-012", "mlx5_1"},
+                        {FaultKind::kPfcStorm, "gpu-009", "mlx5_5"}});
+  for (ShardKind kind : {ShardKind::kJobs, ShardKind::kSwitches}) {
+    const std::vector<uint32_t> ports = PortsFor(slice.window, kind);
+    const std::vector<v1::ShardChunk> chunks = Encode(slice, ports, kind);
+    ASSERT_THAT(chunks, SizeIs(1));
+    EXPECT_EQ(chunks[0].shard(), "jobs.7");
+    EXPECT_EQ(chunks[0].collector_id(), "col-a");
+    EXPECT_EQ(chunks[0].published_unix_nanos(), absl::ToUnixNanos(kNow));
+    const Decoded d = Decode(chunks);
+    ASSERT_THAT(d.window.ports(), SizeIs(ports.size()));
+    EXPECT_EQ(d.window.window_seconds, slice.window.window_seconds);
+    EXPECT_EQ(d.recent.window_seconds, 1);
+    size_t recent = 0;
+    for (uint32_t i : ports) {
+      const PortView& want = slice.window.ports()[i];
+      const PortView* got = d.window.Find(want.node, want.device);
+      ASSERT_NE(got, nullptr) << want.node << " " << want.device;
+      ExpectCarried(want, *got, kind);
+      const PortView* want_recent = slice.recent->Find(want.node, want.device);
+      const PortView* got_recent = d.recent.Find(want.node, want.device);
+      ASSERT_EQ(got_recent != nullptr, want_recent != nullptr);
+      if (want_recent != nullptr) {
+        ExpectCarried(*want_recent, *got_recent, kind);
+        ++recent;
+      }
+    }
+    EXPECT_EQ(d.recent.ports().size(), recent);
+    EXPECT_GT(recent, 0u);
+  }
+}
+
+// What the analyzers of each kind make of the decoded views: the same
+// findings as of the whole ports (a float's 7 digits move the evidence in
+// the 7th digit at most).
+void ExpectSameFindings(const std::vector<Finding>& got,
+                        const std::vector<Finding>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    const Finding& g = got[i];
+    const Finding& w = want[i];
+    SCOPED_TRACE(w.kind + " " + w.node + " " + w.device);
+    EXPECT_EQ(
+        std::tie(g.kind, g.severity, g.job, g.node, g.device, g.group, g.nodes),
+        std::tie(w.kind, w.severity, w.job, w.node, w.device, w.group,
+                 w.nodes));
+    ASSERT_EQ(g.evidence.size(), w.evidence.size());
+    for (const auto& [key, value] : w.evidence) {
+      ASSERT_EQ(g.evidence.count(key), 1u) << key;
+      EXPECT_NEAR(g.evidence.at(key), value, 1e-5 * std::abs(value)) << key;
+    }
+  }
+}
+
+TEST(ShardWireTest, TheAnalyzersFindOnTheWireWhatTheyFindOnTheWholeView) {
+  const Cluster cluster = MustBuild(16);
+  const analysis::AnalysisConfig config;
+  const analysis::StragglerBaselines baselines = cluster.Watched({}, 7, config);
+  const std::vector<Fault> faults = {
+      {FaultKind::kHotExpert, "gpu-001", "mlx5_2"},
+      {FaultKind::kPfcStorm, "gpu-009", "mlx5_5"},
+      {FaultKind::kEcmpImbalance, "leaf-1", ""},
+      {FaultKind::kStragglerNic, "gpu-006", "mlx5_0"}};
+  collector::FeatureSlice slice;
+  slice.window = cluster.View(faults, {}, 2);
+  const auto jobs = [&](const FabricView& v) {
+    const analysis::AnalysisInput in = cluster.Input(&v, &config, &baselines);
+    std::vector<Finding> out = analysis::HotExpertIncastFindings(in);
+    for (Finding& f : analysis::StragglerNicFindings(in)) {
+      out.push_back(std::move(f));
+    }
+    return out;
+  };
+  const auto switches = [&](const FabricView& v) {
+    const analysis::AnalysisInput in = cluster.Input(&v, &config, &baselines);
+    std::vector<Finding> out = analysis::EcmpImbalanceFindings(in);
+    for (Finding& f : analysis::PfcStormFindings(in)) {
+      out.push_back(std::move(f));
+    }
+    return out;
+  };
+  const Decoded job_wire = Decode(Encode(
+      slice, PortsFor(slice.window, ShardKind::kJobs), ShardKind::kJobs));
+  const std::vector<Finding> want_jobs = jobs(slice.window);
+  EXPECT_THAT(want_jobs, SizeIs(2));
+  ExpectSameFindings(jobs(job_wire.window), want_jobs);
+  const Decoded switch_wire =
+      Decode(Encode(slice, PortsFor(slice.window, ShardKind::kSwitches),
+                    ShardKind::kSwitches));
+  const std::vector<Finding> want_switches = switches(slice.window);
+  EXPECT_GE(want_switches.size(), 2u);
+  ExpectSameFindings(switches(switch_wire.window), want_switches);
+}
+
+TEST(ShardWireTest, AJobShardsNicIsAbout100BytesWithBothViews) {
+  const Cluster cluster = MustBuild(64);
+  const collector::FeatureSlice slice = SliceOf(cluster, {});
+  const std::vector<uint32_t> ports = PortsFor(slice.window, ShardKind::kJobs);
+  ASSERT_THAT(ports, SizeIs(64 * 8));
+  const std::vector<v1::ShardChunk> chunks =
+      Encode(slice, ports, ShardKind::kJobs);
+  ASSERT_THAT(chunks, SizeIs(1));
+  const double per_nic =
+      static_cast<double>(chunks[0].ByteSizeLong()) / ports.size();
+  std::cout << "job shard: " << per_nic << " bytes per NIC, both views\n";
+  EXPECT_LT(per_nic, 120);
+  EXPECT_GT(per_nic, 60);  // every kept signal is there
+}
+
+TEST(ShardWireTest, ChunksHoldWholeNodesAndReassemble) {
+  const Cluster cluster = MustBuild(64);
+  const collector::FeatureSlice slice = SliceOf(cluster, {});
+  const std::vector<uint32_t> ports =
+      PortsFor(slice.window, ShardKind::kSwitches);
+  const std::vector<v1::ShardChunk> one =
+      Encode(slice, ports, ShardKind::kSwitches);
+  ASSERT_THAT(one, SizeIs(1));
+  constexpr size_t kBudget = 8 << 10;
+  const std::vector<v1::ShardChunk> cut =
+      Encode(slice, ports, ShardKind::kSwitches, kBudget);
+  ASSERT_GT(cut.size(), 4u);
+  std::vector<std::string> nodes;
+  for (size_t i = 0; i < cut.size(); ++i) {
+    EXPECT_EQ(cut[i].chunk(), i);
+    EXPECT_EQ(cut[i].chunks(), cut.size());
+    // The node that reached the budget ends the chunk: a leaf of 36 ports
+    // is the largest here, ~6 KB.
+    EXPECT_LT(cut[i].ByteSizeLong(), kBudget + (6 << 10)) << i;
+    for (const std::string& n : cut[i].ports().node()) nodes.push_back(n);
+  }
+  // No node in two chunks.
+  EXPECT_TRUE(std::is_sorted(nodes.begin(), nodes.end()));
+  EXPECT_EQ(std::adjacent_find(nodes.begin(), nodes.end()), nodes.end());
+
+  const Decoded whole = Decode(one);
+  const Decoded parts = Decode(cut);
+  ASSERT_EQ(parts.window.ports().size(), whole.window.ports().size());
+  ASSERT_EQ(parts.recent.ports().size(), whole.recent.ports().size());
+  for (size_t i = 0; i < whole.window.ports().size(); ++i) {
+    const PortView& w = whole.window.ports()[i];
+    const PortView& p = parts.window.ports()[i];
+    EXPECT_EQ(std::tie(p.node, p.device, p.netdev),
+              std::tie(w.node, w.device, w.netdev));
+    EXPECT_EQ(p.s.tx_bytes, w.s.tx_bytes);
+  }
+}
+
+TEST(ShardWireTest, OddPortsAndValuesComeBackAsTheyWere) {
+  collector::FeatureSlice slice;
+  slice.window.window_seconds = 3;
+  PortView& down = slice.window.AddPort("gpu-1", "mlx5_0");
+  down.netdev = "ens1f0np0";
+  down.s.link_up = false;
+  down.s.rx_bytes = 1e300;    // past a float: infinite
+  down.s.tx_bytes = -5;       // a counter reset's mean: kept as it is
+  down.s.link_rate = 50e9;    // not a float: sent as an integer
+  down.s.expected_rate = -1;  // no link's: unknown
+  PortView& plain = slice.window.AddPort("gpu-1", "eth0");
+  plain.netdev = "eth0";
+  plain.s.cnp_sent = std::numeric_limits<double>::infinity();
+  PortView& unknown = slice.window.AddPort("gpu-2", "mlx5_1");  // netdev ""
+  unknown.s.tx_pause_fraction[3] = 0.25;
+  unknown.s.rx_pause_fraction[3] = 0.5;  // not a job shard's
+  slice.window.Finish();
+  // No recent view at all.
+  std::vector<v1::ShardChunk> chunks =
+      Encode(slice, {0, 1, 2, 7, 99}, ShardKind::kJobs);
+  ASSERT_THAT(chunks, SizeIs(1));
+  EXPECT_EQ(chunks[0].ports().recent_present_size(), 0);
+  const Decoded d = Decode(chunks);
+  ASSERT_THAT(d.window.ports(), SizeIs(3));
+  EXPECT_TRUE(d.recent.ports().empty());
+  const PortView* a = d.window.Find("gpu-1", "mlx5_0");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->netdev, "ens1f0np0");
+  EXPECT_FALSE(a->s.link_up);
+  EXPECT_EQ(a->s.rx_bytes, std::numeric_limits<double>::infinity());
+  EXPECT_EQ(a->s.tx_bytes, -5);
+  EXPECT_EQ(a->s.link_rate, 50e9);
+  EXPECT_EQ(a->s.expected_rate, 0);
+  EXPECT_EQ(a->samples.reports, 0);
+  const PortView* b = d.window.Find("gpu-1", "eth0");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->netdev, "eth0");
+  EXPECT_TRUE(b->s.link_up);
+  EXPECT_EQ(b->s.cnp_sent, std::numeric_limits<double>::infinity());
+  const PortView* c = d.window.Find("gpu-2", "mlx5_1");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->netdev, "");
+  EXPECT_EQ(c->s.tx_pause_fraction[3], 0.25);
+  EXPECT_TRUE(std::isnan(c->s.rx_pause_fraction[3]));
+
+  // Nothing to send: one empty chunk, read as nothing.
+  chunks = Encode(slice, {}, ShardKind::kJobs);
+  ASSERT_THAT(chunks, SizeIs(1));
+  EXPECT_EQ(chunks[0].chunks(), 1u);
+  EXPECT_TRUE(Decode(chunks).window.ports().empty());
+}
+
+TEST(ShardWireTest, DamagedBlocksAreRefused) {
+  const Cluster cluster = MustBuild(8);
+  const collector::FeatureSlice slice = SliceOf(cluster, {});
+  const std::vector<v1::ShardChunk> chunks =
+      Encode(slice, PortsFor(slice.window, ShardKind::kJobs), ShardKind::kJobs);
+  ASSERT_THAT(chunks, SizeIs(1));
+  const v1::ShardChunk& good = chunks[0];
+  {
+    FabricView w, r;
+    ASSERT_TRUE(AddShardChunk(good, &w, &r));
+  }
+  using Damage = std::function<void(v1::ShardPortBlock*)>;
+  const std::vector<std::pair<std::string, Damage>> damages = {
+      {"slots out of order",
+       [](v1::ShardPortBlock* b) { b->mutable_slots()->SwapElements(0, 1); }},
+      {"a slot past the signals",
+       [](v1::ShardPortBlock* b) { b->set_slots(b->slots_size() - 1, 61); }},
+      {"more slots than a word holds",
+       [](v1::ShardPortBlock* b) {
+         b->clear_slots();
+         for (uint32_t s = 0; s < 61; ++s) b->add_slots(s);
+       }},
+      {"fewer slots than the values name",
+       [](v1::ShardPortBlock* b) { b->mutable_slots()->Truncate(4); }},
+      {"a rate short",
+       [](v1::ShardPortBlock* b) { b->mutable_window_rates()->RemoveLast(); }},
+      {"a node without its count",
+       [](v1::ShardPortBlock* b) { b->mutable_node_ports()->RemoveLast(); }},
+      {"counts that miss a port",
+       [](v1::ShardPortBlock* b) {
+         b->set_node_ports(0, b->node_ports(0) - 1);
+       }},
+      {"a count of 2^32 - 1",
+       [](v1::ShardPortBlock* b) { b->set_node_ports(0, UINT32_MAX); }},
+      {"a device short",
+       [](v1::ShardPortBlock* b) { b->mutable_device()->RemoveLast(); }},
+      {"a value short",
+       [](v1::ShardPortBlock* b) { b->mutable_window_values()->RemoveLast(); }},
+      {"a value too many",
+       [](v1::ShardPortBlock* b) { b->add_window_values(1); }},
+      {"a recent value short",
+       [](v1::ShardPortBlock* b) { b->mutable_recent_values()->RemoveLast(); }},
+      {"sample counts short",
+       [](v1::ShardPortBlock* b) {
+         b->mutable_window_sample_counts()->RemoveLast();
+       }},
+      {"a count past an int",
+       [](v1::ShardPortBlock* b) {
+         b->set_window_sample_counts(0, UINT32_MAX);
+       }},
+      {"a port not in the window",
+       [](v1::ShardPortBlock* b) { b->set_window_present(0, 0); }},
+      {"a recent column short",
+       [](v1::ShardPortBlock* b) {
+         b->mutable_recent_present()->RemoveLast();
+       }},
+  };
+  for (const auto& [name, damage] : damages) {
+    v1::ShardChunk bad = good;
+    damage(bad.mutable_ports());
+    FabricView w, r;
+    EXPECT_FALSE(AddShardChunk(bad, &w, &r)) << name;
+  }
+
+  // Bytes flipped at random: refused or read, never a crash.
+  const google::protobuf::LogSilencer quiet;  // names broken UTF-8
+  const std::string bytes = good.SerializeAsString();
+  std::mt19937 rng(5);
+  int parsed = 0;
+  for (int i = 0; i < 2000; ++i) {
+    std::string b = bytes;
+    for (int k = 0; k < 3; ++k) {
+      b[rng() % b.size()] = static_cast<char>(rng());
+    }
+    v1::ShardChunk c;
+    if (!c.ParseFromString(b)) continue;
+    ++parsed;
+    FabricView w, r;
+    (void)AddShardChunk(c, &w, &r);
+    w.Finish();
+    r.Finish();
+  }
+  EXPECT_GT(parsed, 100);
+}
+
+}  // namespace
+}  // namespace fabricdiag::cluster

@@ -1,0 +1,65 @@
+// Which analysis shard each port of a view belongs to.
+//
+// The cross-node analyzers run per shard (analysis/shard_signals.h): a
+// shard of jobs holds the NICs of every job that hashes to it (a job's
+// groups compare its NICs with each other, never with another job's), a
+// shard of switches the ports of every switch that hashes to it and the
+// host NICs cabled to them (a leaf's uplinks, the pause its host ports
+// exchange). Names are "jobs.<k>" and "switches.<k>", k from a hash of the
+// job's or the switch's name (FNV-1a: the same in every process and
+// version), so every collector puts its ports in the same shards and each
+// shard's owner (cluster/shard_leases.h) receives every port of its jobs
+// and switches from whichever collector holds them.
+//
+//   std::vector<ShardPorts> shards =
+//       AssignShards(view, layouts, topology, ShardCounts{});
+//   for (const ShardPorts& s : shards) Send(s.shard, s.kind, s.ports);
+//
+// Pure; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "analysis/fabric_view.h"
+#include "analysis/layout_model.h"
+#include "analysis/shard_signals.h"
+#include "analysis/topology_index.h"
+
+namespace fabricdiag::analysis {
+
+// How many shards of each kind the fabric is cut into: many more than
+// collectors, so that rendezvous hashing spreads them evenly, few enough
+// that a shard of a 1M-GPU fabric is still thousands of NICs.
+struct ShardCounts {
+  static constexpr int kDefaultJobShards = 64;
+  static constexpr int kDefaultSwitchShards = 64;
+  int jobs = kDefaultJobShards;         // at least 1
+  int switches = kDefaultSwitchShards;  // at least 1
+};
+
+// "jobs.<k>" for `job`, k in [0, counts.jobs).
+std::string JobShardOf(absl::string_view job, const ShardCounts& counts);
+// "switches.<k>" for switch `node`, k in [0, counts.switches).
+std::string SwitchShardOf(absl::string_view node, const ShardCounts& counts);
+
+struct ShardPorts {
+  std::string shard;
+  ShardKind kind = ShardKind::kJobs;
+  // Indexes into the view's ports(), ascending, each once.
+  std::vector<uint32_t> ports;
+};
+
+// Every shard that holds a port of `view` (Finish()ed), sorted by name:
+// the NICs `layouts` place ranks on go to their jobs' shards (a NIC two
+// jobs use, to both), switch ports to their switch's shard, and host NICs
+// `topology` cables to a switch to that switch's shard. A port of neither
+// (a NIC of no job on a switch the topology does not know) is in none.
+std::vector<ShardPorts> AssignShards(
+    const FabricView& view, absl::Span<const LayoutModel* const> layouts,
+    const TopologyIndex& topology, const ShardCounts& counts);
+
+}  // namespace fabricdiag::analysis

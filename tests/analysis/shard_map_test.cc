@@ -1,0 +1,213 @@
+// The shards of a fabric hold what their analyzers need: each kind's
+// analyzers, run shard by shard over the shard's ports alone, find what
+// they find over the whole fabric.
+#include "analysis/shard_map.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <iterator>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "analysis/analysis_config.h"
+#include "analysis/ecmp_imbalance.h"
+#include "analysis/hot_expert_incast.h"
+#include "analysis/pfc_storm.h"
+#include "analysis/straggler_nic.h"
+#include "tests/testing/scenario_builder.h"
+
+namespace fabricdiag::analysis::scenario {
+namespace {
+
+using ::testing::IsEmpty;
+using ::testing::Not;
+
+// A finding's identity and evidence, as a collector would store it; of a
+// PFC storm all but how far its pause spread (Victims()).
+std::set<std::string> Keys(const std::vector<Finding>& found) {
+  std::set<std::string> out;
+  for (const Finding& f : found) {
+    const bool storm = f.kind == "pfc_storm";
+    std::string s = absl::StrCat(f.kind, " ", f.job, " ", f.node, " ", f.device,
+                                 " ", f.group, " ", storm ? "" : f.summary);
+    for (const auto& [k, v] : f.evidence) {
+      if (!storm || k != "victims") absl::StrAppend(&s, " ", k, "=", v);
+    }
+    out.insert(std::move(s));
+  }
+  return out;
+}
+
+// Each PFC storm's victims: how many, and the nodes they are on.
+using StormVictims =
+    std::map<std::string, std::pair<double, std::set<std::string>>>;
+StormVictims Victims(const std::vector<Finding>& found) {
+  StormVictims out;
+  for (const Finding& f : found) {
+    if (f.kind != "pfc_storm") continue;
+    out[f.node + " " + f.device] = {
+        f.evidence.at("victims"),
+        std::set<std::string>(f.nodes.begin(), f.nodes.end())};
+  }
+  return out;
+}
+
+FabricView PortsOf(const FabricView& view, const std::vector<uint32_t>& ports) {
+  FabricView out;
+  out.window_seconds = view.window_seconds;
+  for (uint32_t i : ports) {
+    const PortView& p = view.ports()[i];
+    out.AddPort(p.node, p.device) = p;
+  }
+  out.Finish();
+  return out;
+}
+
+TEST(ShardMapTest, ShardNamesAreFixedByTheName) {
+  const ShardCounts counts;
+  // Pinned: a change moves every job and switch to another shard, and
+  // collectors of two builds would then disagree.
+  EXPECT_EQ(JobShardOf("moe-train", counts), "jobs.18");
+  EXPECT_EQ(SwitchShardOf("leaf-1", counts), "switches.58");
+  EXPECT_EQ(JobShardOf("moe-train", {1, 1}), "jobs.0");
+  EXPECT_EQ(JobShardOf("moe-train", {0, 0}), "jobs.0");  // at least one
+  std::set<std::string> names;
+  for (int j = 0; j < 1000; ++j) {
+    names.insert(JobShardOf(absl::StrCat("job-", j), counts));
+  }
+  EXPECT_EQ(names.size(), 64u);  // 1,000 jobs reach every shard
+}
+
+TEST(ShardMapTest, JobsNicsGoToTheirJobsShardAndEveryPortToItsSwitchs) {
+  absl::StatusOr<Cluster> c = Cluster::Build(TwoJobCluster(16));
+  ASSERT_TRUE(c.ok()) << c.status();
+  const FabricView view = c->View({}, {}, 1);
+  const TopologyIndex topology(&c->topology());
+  std::vector<const LayoutModel*> layouts;
+  for (const LayoutModel& m : c->jobs()) layouts.push_back(&m);
+  const ShardCounts counts;
+  const std::vector<ShardPorts> shards =
+      AssignShards(view, layouts, topology, counts);
+  std::vector<int> job_shards_of(view.ports().size(), 0);
+  std::vector<int> switch_shards_of(view.ports().size(), 0);
+  for (const ShardPorts& s : shards) {
+    ASSERT_THAT(s.ports, Not(IsEmpty())) << s.shard;
+    EXPECT_TRUE(std::is_sorted(s.ports.begin(), s.ports.end()));
+    for (uint32_t i : s.ports) {
+      const PortView& p = view.ports()[i];
+      if (s.kind == ShardKind::kJobs) {
+        ++job_shards_of[i];
+        EXPECT_FALSE(p.is_switch_port);
+        std::string job;
+        for (const LayoutModel& m : c->jobs()) {
+          if (!m.RanksOnNic(p.node, p.device).empty()) job = m.job();
+        }
+        ASSERT_FALSE(job.empty()) << p.node << " " << p.device;
+        EXPECT_EQ(s.shard, JobShardOf(job, counts)) << p.node;
+      } else {
+        ++switch_shards_of[i];
+        const std::string sw =
+            p.is_switch_port ? p.node
+                             : topology.SwitchPortOf(p.node, p.device)->node;
+        EXPECT_EQ(s.shard, SwitchShardOf(sw, counts)) << p.node;
+      }
+    }
+  }
+  // Every host NIC runs a job here, and every port is cabled to a leaf.
+  for (size_t i = 0; i < view.ports().size(); ++i) {
+    EXPECT_EQ(job_shards_of[i], view.ports()[i].is_switch_port ? 0 : 1) << i;
+    EXPECT_EQ(switch_shards_of[i], 1) << i;
+  }
+}
+
+TEST(ShardMapTest, ShardByShardTheAnalyzersFindWhatTheyFindOnTheFabric) {
+  // Small shard counts put several jobs and leaves in one shard, large
+  // ones give each its own.
+  for (const ShardCounts counts :
+       {ShardCounts{1, 1}, ShardCounts{2, 3}, ShardCounts{}}) {
+    SCOPED_TRACE(absl::StrCat(counts.jobs, " job shards, ", counts.switches,
+                              " switch shards"));
+    absl::StatusOr<Cluster> c = Cluster::Build(TwoJobCluster(64));
+    ASSERT_TRUE(c.ok()) << c.status();
+    const AnalysisConfig config;
+    const StragglerBaselines baselines = c->Watched({}, 7, config);
+    const TopologyIndex topology(&c->topology());
+    std::vector<const LayoutModel*> layouts;
+    for (const LayoutModel& m : c->jobs()) layouts.push_back(&m);
+    const FabricView view =
+        c->View({{FaultKind::kHotExpert, "gpu-001", "mlx5_2"},
+                 {FaultKind::kPfcStorm, "gpu-041", "mlx5_5"},
+                 {FaultKind::kEcmpImbalance, "leaf-1", ""},
+                 {FaultKind::kStragglerNic, "gpu-050", "mlx5_0"},
+                 {FaultKind::kStragglerNic, "gpu-006", "mlx5_3"}},
+                {}, 4);
+    auto jobs = [&](const FabricView& v) {
+      AnalysisInput in = c->Input(&v, &config, &baselines);
+      in.topology_index = &topology;
+      std::vector<Finding> out = HotExpertIncastFindings(in);
+      for (Finding& f : StragglerNicFindings(in)) out.push_back(std::move(f));
+      return out;
+    };
+    auto switches = [&](const FabricView& v) {
+      AnalysisInput in = c->Input(&v, &config, &baselines);
+      in.topology_index = &topology;
+      std::vector<Finding> out = EcmpImbalanceFindings(in);
+      for (Finding& f : PfcStormFindings(in)) out.push_back(std::move(f));
+      return out;
+    };
+    std::set<std::string> by_job;
+    std::set<std::string> by_switch;
+    StormVictims victims;
+    for (const ShardPorts& s : AssignShards(view, layouts, topology, counts)) {
+      const FabricView part = PortsOf(view, s.ports);
+      const std::vector<Finding> found =
+          s.kind == ShardKind::kJobs ? jobs(part) : switches(part);
+      victims.merge(Victims(found));
+      for (const std::string& k : Keys(found)) {
+        EXPECT_TRUE(
+            (s.kind == ShardKind::kJobs ? by_job : by_switch).insert(k).second)
+            << "found by two shards: " << k;
+      }
+    }
+    const std::set<std::string> want_jobs = Keys(jobs(view));
+    const std::set<std::string> want_switches = Keys(switches(view));
+    EXPECT_EQ(want_jobs.size(), 3u) << absl::StrJoin(want_jobs, "\n");
+    EXPECT_GE(want_switches.size(), 2u);
+    EXPECT_EQ(by_job, want_jobs);
+    EXPECT_EQ(by_switch, want_switches);
+    // A storm's victims are those its shard holds: the source's leaf. On
+    // the whole fabric a paused port that no source's pause reaches through
+    // the topology is every source's victim too (it may sit behind spines
+    // the topology does not describe): here one on leaf-0, which the shard
+    // of leaf-10 does not hold.
+    const StormVictims want_victims = Victims(switches(view));
+    ASSERT_EQ(victims.size(), want_victims.size());
+    for (const auto& [source, want] : want_victims) {
+      SCOPED_TRACE(source);
+      ASSERT_EQ(victims.count(source), 1u);
+      const auto& [count, nodes] = victims.at(source);
+      const bool together =
+          SwitchShardOf("leaf-0", counts) == SwitchShardOf("leaf-10", counts);
+      // leaf-10's paused ports but the source's own, and leaf-0's port
+      // when one shard holds both leaves.
+      EXPECT_EQ(count, together ? 33 : 32);
+      EXPECT_EQ(want.first, 33);
+      std::set<std::string> missing;
+      std::set_difference(want.second.begin(), want.second.end(), nodes.begin(),
+                          nodes.end(), std::inserter(missing, missing.end()));
+      EXPECT_EQ(missing, together ? std::set<std::string>{}
+                                  : std::set<std::string>{"leaf-0"});
+      EXPECT_TRUE(std::includes(want.second.begin(), want.second.end(),
+                                nodes.begin(), nodes.end()));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fabricdiag::analysis::scenario

@@ -110,19 +110,35 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "analysis/analysis_config.h"
 #include "analysis/analyzer.h"
+#include "analysis/congestion.h"
+#include "analysis/ecmp_imbalance.h"
 #include "analysis/fabric_view.h"
+#include "analysis/hot_expert_incast.h"
 #include "analysis/hysteresis.h"
 #include "analysis/layout_parse.h"
+#include "analysis/link_degraded.h"
+#include "analysis/link_errors.h"
+#include "analysis/link_flap.h"
 #include "analysis/nic_ports.h"
+#include "analysis/pfc_storm.h"
+#include "analysis/retransmissions.h"
+#include "analysis/shard_map.h"
+#include "analysis/shard_signals.h"
 #include "analysis/straggler_nic.h"
 #include "bench/feature_slices.h"
 #include "cluster/feature_cache.h"
 #include "cluster/feature_wire.h"
+#include "cluster/shard_leases.h"
+#include "cluster/shard_wire.h"
 #include "collector/runner/feature_exchange.h"
 #include "collector/runner/rate_pass.h"
 #include "proto/cluster.pb.h"
@@ -596,6 +612,208 @@ BENCHMARK(BM_CollectorInterval)
 // (--benchmark_filter=BM_CollectorInterval/125000).
 BENCHMARK(BM_CollectorInterval)
     ->Args({5 * kNodesAtScale, 3})
+    ->Args({5 * kNodesAtScale, 10})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(2);
+
+// BM_ShardedInterval/<nodes>/<collectors>: collector 0's CPU per interval
+// with the cross-node analysis cut into shards (analysis/shard_map.h: 64
+// of jobs, 64 of switches), each owned by one collector (rendezvous
+// hashing, as cluster/shard_leases.h picks), on one thread:
+//   publish_ms: its slice's ports assigned to shards, and the ports of the
+//               shards it does not own encoded for their owners
+//               (cluster/shard_wire.h) and serialized;
+//   receive_ms: the chunks of the shards it owns from every other
+//               collector parsed and decoded, with its own ports of them,
+//               into a window and a recent view per shard;
+//   shards_ms:  the passes of the shards it owns: their kind's analyzers
+//               (jobs: hot_expert_incast, straggler_nic; switches:
+//               ecmp_imbalance, pfc_storm) over both views;
+//   local_ms:   the per-port analyzers (link_errors, link_flap,
+//               link_degraded, retransmissions, congestion) over its own
+//               slice, both views;
+// and the bytes of shard features it publishes and receives per interval.
+// Not included: building the slice from the series store, liveness
+// (BM_FollowerSteadyInterval), tp_cross_node, the hysteresis and the
+// findings writes.
+struct ShardViews {
+  ShardKind kind = ShardKind::kJobs;
+  FabricView window;
+  FabricView recent;
+};
+
+struct ShardedFixture {
+  int nodes = 0;
+  int collectors = 0;
+  collector::FeatureSlice local;
+  absl::flat_hash_set<std::string> owned;  // by collector 0
+  // The chunks of collector 0's shards from the others, serialized.
+  std::vector<std::string> remote;
+  size_t remote_bytes = 0;
+  // Each job shard's layouts.
+  absl::flat_hash_map<std::string, std::vector<const LayoutModel*>> layouts;
+  StragglerBaselines baselines;
+};
+
+const ShardedFixture& ShardedFixtureFor(const Fixture& fx, int collectors) {
+  static ShardedFixture* f = new ShardedFixture;
+  if (f->nodes == fx.nodes && f->collectors == collectors) return *f;
+  *f = ShardedFixture();
+  f->nodes = fx.nodes;
+  f->collectors = collectors;
+  const Cluster& c = *fx.cluster;
+  FabricView recent = c.View(fx.faults, TrafficOptions{}, 2);
+  recent.window_seconds = fx.config.hysteresis.recent_seconds;
+  f->baselines = c.Watched(TrafficOptions{}, 3, fx.config);
+  const absl::Time now = absl::Now();
+  std::vector<collector::FeatureSlice> slices =
+      bench::DealSlices(fx.view, recent, collectors, now);
+  std::vector<cluster::ShardLeases::Candidate> members;
+  members.reserve(static_cast<size_t>(collectors));
+  for (int k = 0; k < collectors; ++k) {
+    members.push_back({absl::StrCat("col-", k), absl::Minutes(1)});
+  }
+  const TopologyIndex topology(&c.topology());
+  std::vector<const LayoutModel*> layouts;
+  for (const LayoutModel& m : c.jobs()) {
+    layouts.push_back(&m);
+    f->layouts[JobShardOf(m.job(), ShardCounts{})].push_back(&m);
+  }
+  for (int k = 0; k < collectors; ++k) {
+    for (const ShardPorts& s :
+         AssignShards(slices[k].window, layouts, topology, ShardCounts{})) {
+      if (cluster::ShardLeases::FirstChoice(s.shard, members) != "col-0") {
+        continue;
+      }
+      f->owned.insert(s.shard);
+      if (k == 0) continue;
+      for (const v1::ShardChunk& chunk : cluster::ShardToChunks(
+               slices[k], s.ports, s.kind, {s.shard, members[k].id, now})) {
+        f->remote.push_back(chunk.SerializeAsString());
+        f->remote_bytes += f->remote.back().size();
+      }
+    }
+  }
+  f->local = std::move(slices[0]);
+  return *f;
+}
+
+void BM_ShardedInterval(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0));
+  const int collectors = static_cast<int>(state.range(1));
+  const Fixture& fx =
+      FixtureFor(nodes, std::max(1, nodes / kNodesAtScale) * kJobsAtScale);
+  const ShardedFixture& f = ShardedFixtureFor(fx, collectors);
+  const TopologyIndex topology(&fx.cluster->topology());
+  std::vector<const LayoutModel*> all_layouts;
+  for (const LayoutModel& m : fx.cluster->jobs()) all_layouts.push_back(&m);
+  double publish_ms = 0, receive_ms = 0, shards_ms = 0, local_ms = 0;
+  size_t publish_bytes = 0, findings = 0;
+  int passes = 0;
+  for (auto _ : state) {
+    const absl::Time now = absl::Now();
+    double start = ThreadCpuMs();
+    const std::vector<ShardPorts> mine =
+        AssignShards(f.local.window, all_layouts, topology, ShardCounts{});
+    publish_bytes = 0;
+    for (const ShardPorts& s : mine) {
+      if (f.owned.contains(s.shard)) continue;
+      for (const v1::ShardChunk& chunk : cluster::ShardToChunks(
+               f.local, s.ports, s.kind, {s.shard, "col-0", now})) {
+        publish_bytes += chunk.SerializeAsString().size();
+      }
+    }
+    publish_ms += ThreadCpuMs() - start;
+
+    start = ThreadCpuMs();
+    absl::flat_hash_map<std::string, ShardViews> views;
+    v1::ShardChunk chunk;
+    for (const std::string& data : f.remote) {
+      if (!chunk.ParseFromString(data)) std::abort();
+      ShardViews& v = views[chunk.shard()];
+      if (!cluster::AddShardChunk(chunk, &v.window, &v.recent)) std::abort();
+    }
+    for (const ShardPorts& s : mine) {
+      if (!f.owned.contains(s.shard)) continue;
+      ShardViews& v = views[s.shard];
+      std::vector<PortView> window_run;
+      std::vector<PortView> recent_run;
+      window_run.reserve(s.ports.size());
+      recent_run.reserve(s.ports.size());
+      for (uint32_t i : s.ports) {
+        const PortView& p = f.local.window.ports()[i];
+        window_run.push_back(p);
+        if (const PortView* r = f.local.recent->Find(p.node, p.device)) {
+          recent_run.push_back(*r);
+        }
+      }
+      v.window.AppendSorted(std::move(window_run));
+      v.recent.AppendSorted(std::move(recent_run));
+    }
+    for (auto& [name, v] : views) {
+      v.kind = absl::StartsWith(name, "jobs.") ? ShardKind::kJobs
+                                               : ShardKind::kSwitches;
+      v.window.Finish();
+      v.recent.Finish();
+    }
+    receive_ms += ThreadCpuMs() - start;
+
+    start = ThreadCpuMs();
+    findings = 0;
+    for (const auto& [name, v] : views) {
+      for (const FabricView* view : {&v.window, &v.recent}) {
+        AnalysisInput in = fx.cluster->Input(view, &fx.config, &f.baselines);
+        in.topology_index = &topology;
+        if (v.kind == ShardKind::kJobs) {
+          auto it = f.layouts.find(name);
+          in.layouts = it == f.layouts.end() ? std::vector<const LayoutModel*>()
+                                             : it->second;
+          findings += HotExpertIncastFindings(in).size();
+          findings += StragglerNicFindings(in).size();
+        } else {
+          in.layouts = LayoutsReportingIn(*view, all_layouts);
+          findings += EcmpImbalanceFindings(in).size();
+          findings += PfcStormFindings(in).size();
+        }
+      }
+    }
+    shards_ms += ThreadCpuMs() - start;
+
+    start = ThreadCpuMs();
+    for (const FabricView* view : {&f.local.window, &*f.local.recent}) {
+      AnalysisInput in = fx.cluster->Input(view, &fx.config, &f.baselines);
+      in.topology_index = &topology;
+      in.layouts = LayoutsReportingIn(*view, all_layouts);
+      findings += LinkErrorsFindings(in).size();
+      findings += LinkFlapFindings(in).size();
+      findings += LinkDegradedFindings(in).size();
+      findings += RetransmissionsFindings(in).size();
+      findings += CongestionFindings(in).size();
+    }
+    local_ms += ThreadCpuMs() - start;
+    ++passes;
+  }
+  state.counters["collectors"] = collectors;
+  state.counters["gpus"] = 8.0 * nodes;
+  state.counters["owned_shards"] = static_cast<double>(f.owned.size());
+  state.counters["publish_ms"] = publish_ms / passes;
+  state.counters["receive_ms"] = receive_ms / passes;
+  state.counters["shards_ms"] = shards_ms / passes;
+  state.counters["local_ms"] = local_ms / passes;
+  state.counters["total_ms"] =
+      (publish_ms + receive_ms + shards_ms + local_ms) / passes;
+  state.counters["publish_MB"] = static_cast<double>(publish_bytes) / 1e6;
+  state.counters["receive_MB"] = static_cast<double>(f.remote_bytes) / 1e6;
+  state.counters["findings"] = static_cast<double>(findings);
+}
+BENCHMARK(BM_ShardedInterval)
+    ->Args({kNodesAtScale, 3})
+    ->Args({kNodesAtScale, 10})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+// 1M GPUs: minutes and GBs to build the fixture; run it on its own
+// (--benchmark_filter=BM_ShardedInterval/125000).
+BENCHMARK(BM_ShardedInterval)
     ->Args({5 * kNodesAtScale, 10})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(2);

@@ -283,9 +283,12 @@ bool AddShardChunk(const v1::ShardChunk& chunk, analysis::FabricView* window,
   for (uint32_t count : b.node_ports()) total += count;
   if (total != static_cast<uint64_t>(n)) return false;
 
-  window->window_seconds = chunk.window_seconds();
   const bool read_recent = recent != nullptr && b.recent_present_size() != 0;
-  if (read_recent) recent->window_seconds = chunk.recent_seconds();
+  // Each view's ports as one sorted run (the writer's order): the views
+  // merge the runs of every chunk without sorting, each port moved once.
+  std::vector<PortView> window_run(static_cast<size_t>(n));
+  std::vector<PortView> recent_run;
+  if (read_recent) recent_run.reserve(static_cast<size_t>(n));
   ViewCursor window_at;
   ViewCursor recent_at;
   int port = 0;
@@ -297,21 +300,34 @@ bool AddShardChunk(const v1::ShardChunk& chunk, analysis::FabricView* window,
       const std::string& device = b.device(port);
       const std::string& netdev =
           (mask & kNetdevIsDevice) != 0 ? device : b.netdev(port);
-      PortView& p = window->AddPort(node, device);
+      PortView& p = window_run[static_cast<size_t>(port)];
+      p.node = node;
+      p.device = device;
       p.netdev = netdev;
       p.is_switch_port = b.switch_node(k);
       if (!GetView(mask, b, false, slots, &window_at, &p)) return false;
       if (!read_recent) continue;
       const uint64_t recent_mask = b.recent_present(port);
       if ((recent_mask & kInView) == 0) continue;
-      PortView& r = recent->AddPort(node, device);
+      PortView& r = recent_run.emplace_back();
+      r.node = node;
+      r.device = device;
       r.netdev = netdev;
       r.is_switch_port = b.switch_node(k);
       if (!GetView(recent_mask, b, true, slots, &recent_at, &r)) return false;
     }
   }
-  return CursorAtEnd(window_at, b, false) &&
-         (!read_recent || CursorAtEnd(recent_at, b, true));
+  if (!CursorAtEnd(window_at, b, false) ||
+      (read_recent && !CursorAtEnd(recent_at, b, true))) {
+    return false;
+  }
+  window->window_seconds = chunk.window_seconds();
+  if (!window_run.empty()) window->AppendSorted(std::move(window_run));
+  if (read_recent) {
+    recent->window_seconds = chunk.recent_seconds();
+    if (!recent_run.empty()) recent->AppendSorted(std::move(recent_run));
+  }
+  return true;
 }
 
 }  // namespace fabricdiag::cluster

@@ -17,7 +17,7 @@
 //       {"jobs.17", "col-a", now});
 //   analysis::FabricView window, recent;
 //   for (const v1::ShardChunk& c : chunks) {
-//     if (!AddShardChunk(c, &window, &recent)) return Damaged();
+//     if (!AddShardChunk(c, &window, &recent)) Drop(c);
 //   }
 //   window.Finish();
 //   recent.Finish();
@@ -61,11 +61,11 @@ std::vector<v1::ShardChunk> ShardToChunks(const collector::FeatureSlice& slice,
                                           const ShardChunkHeader& header);
 
 // Appends `chunk`'s ports to `window` and, those it has in its recent view,
-// to `recent` (both unfinished: AddPort), every slot the chunk does not
-// carry absent, and takes the chunk's window lengths. False when the
-// block is damaged (columns that do not fit together, a slot out of range,
-// a count that is not one): the views then hold part of the chunk and are
-// to be dropped.
+// to `recent` (may be null), each view's as one run (FabricView::
+// AppendSorted: Finish() merges the chunks' runs), every slot the chunk
+// does not carry absent, and takes the chunk's window lengths. False, and
+// nothing added, when the block is damaged (columns that do not fit
+// together, a slot out of range, a count that is not one).
 [[nodiscard]] bool AddShardChunk(const v1::ShardChunk& chunk,
                                  analysis::FabricView* window,
                                  analysis::FabricView* recent);

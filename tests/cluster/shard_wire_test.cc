@@ -405,6 +405,9 @@ TEST(ShardWireTest, DamagedBlocksAreRefused) {
     damage(bad.mutable_ports());
     FabricView w, r;
     EXPECT_FALSE(AddShardChunk(bad, &w, &r)) << name;
+    w.Finish();
+    r.Finish();
+    EXPECT_TRUE(w.ports().empty() && r.ports().empty()) << name;
   }
 
   // Bytes flipped at random: refused or read, never a crash.

@@ -1,0 +1,267 @@
+#include "cluster/shard_exchange.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "cluster/shard_wire.h"
+#include "common/log.h"
+
+namespace fabricdiag::cluster {
+namespace {
+
+// More chunks than a shard of any fabric needs (a 1M-GPU fabric's largest
+// shard is a few MB): a publication claiming more is refused.
+constexpr uint32_t kMaxChunks = 4096;
+// More collectors than a cluster has: chunks naming further ones are
+// refused, so that made-up names cannot grow what a shard holds.
+constexpr size_t kMaxCollectorsPerShard = 1024;
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ShardExchange>> ShardExchange::Open(
+    NatsConnection* nats, std::string collector_id, Options options) {
+  if (nats == nullptr || collector_id.empty()) {
+    return absl::InvalidArgumentError(
+        "shard exchange: a NATS connection and a collector id are needed");
+  }
+  return std::unique_ptr<ShardExchange>(
+      new ShardExchange(nats, std::move(collector_id), std::move(options)));
+}
+
+ShardExchange::ShardExchange(NatsConnection* nats, std::string collector_id,
+                             Options options)
+    : nats_(nats), id_(std::move(collector_id)), options_(std::move(options)) {}
+
+ShardExchange::~ShardExchange() {
+  absl::MutexLock own(&own_mu_);
+  std::vector<std::unique_ptr<Subscription>> subs;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [name, shard] : shards_) {
+      subs.push_back(std::move(shard.subscription));
+    }
+    shards_.clear();
+  }
+  for (auto& s : subs) Unsubscribe(std::move(s));
+}
+
+std::unique_ptr<ShardExchange::Subscription> ShardExchange::Subscribe(
+    const std::string& shard) {
+  auto s = std::make_unique<Subscription>();
+  const std::string subject = absl::StrCat(options_.subject, ".", shard, ".>");
+  const natsStatus status = natsConnection_Subscribe(
+      &s->sub, nats_->nc(), subject.c_str(), &ShardExchange::OnChunk, this);
+  if (status != NATS_OK) {
+    LogWarning(
+        NatsError(status, absl::StrCat("subscribing to ", subject)).message());
+    return nullptr;
+  }
+  natsSubscription_SetOnCompleteCB(s->sub, &ShardExchange::OnComplete, s.get());
+  // A shard's chunks arrive in a burst from every collector at once: let
+  // them queue rather than be dropped as a slow consumer.
+  natsSubscription_SetPendingLimits(s->sub, 65536, 256 << 20);
+  return s;
+}
+
+void ShardExchange::Unsubscribe(std::unique_ptr<Subscription> s) {
+  if (s == nullptr) return;
+  // The handler may run one last time: wait for it before the
+  // subscription goes.
+  natsSubscription_Unsubscribe(s->sub);
+  if (!s->done.WaitForNotificationWithTimeout(absl::Seconds(5))) {
+    LogWarning("shard subscription: its handler did not finish in 5s");
+  }
+  natsSubscription_Destroy(s->sub);
+}
+
+void ShardExchange::OnComplete(void* closure) {
+  static_cast<Subscription*>(closure)->done.Notify();
+}
+
+absl::Status ShardExchange::Own(const std::vector<std::string>& owned) {
+  absl::MutexLock own(&own_mu_);
+  const absl::flat_hash_set<std::string> wanted(owned.begin(), owned.end());
+  std::vector<std::unique_ptr<Subscription>> gone;
+  std::vector<std::string> added;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = shards_.begin(); it != shards_.end();) {
+      if (wanted.contains(it->first)) {
+        ++it;
+        continue;
+      }
+      gone.push_back(std::move(it->second.subscription));
+      it = shards_.erase(it);
+    }
+    for (const std::string& s : wanted) {
+      if (shards_.find(s) == shards_.end()) added.push_back(s);
+    }
+  }
+  // Without the lock: the handler takes it.
+  for (auto& s : gone) Unsubscribe(std::move(s));
+  std::sort(added.begin(), added.end());
+  std::vector<std::string> failed;
+  for (const std::string& shard : added) {
+    std::unique_ptr<Subscription> sub = Subscribe(shard);
+    if (sub == nullptr) {
+      failed.push_back(shard);
+      continue;
+    }
+    absl::MutexLock lock(&mu_);
+    shards_[shard].subscription = std::move(sub);
+  }
+  if (failed.empty()) return absl::OkStatus();
+  return absl::UnavailableError(absl::StrCat(
+      "shard exchange: not receiving ", failed.size(), " shard(s) (",
+      failed.front(), failed.size() > 1 ? ", ..." : "",
+      "): subscribing failed; tried again at the next change"));
+}
+
+void ShardExchange::OnChunk(natsConnection* /*nc*/, natsSubscription* /*sub*/,
+                            natsMsg* msg, void* closure) {
+  auto* self = static_cast<ShardExchange*>(closure);
+  self->Take(absl::string_view(natsMsg_GetData(msg),
+                               static_cast<size_t>(natsMsg_GetDataLength(msg))),
+             absl::Now());
+  natsMsg_Destroy(msg);
+}
+
+void ShardExchange::Take(absl::string_view data, absl::Time now) {
+  auto chunk = std::make_shared<v1::ShardChunk>();
+  if (!chunk->ParseFromArray(data.data(), static_cast<int>(data.size())) ||
+      chunk->collector_id().empty() || chunk->collector_id() == id_ ||
+      chunk->chunks() == 0 || chunk->chunks() > kMaxChunks ||
+      chunk->chunk() >= chunk->chunks()) {
+    refused_chunks_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  absl::MutexLock lock(&mu_);
+  auto shard = shards_.find(chunk->shard());
+  if (shard == shards_.end()) {
+    refused_chunks_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  std::map<std::string, FromCollector>& senders = shard->second.from;
+  if (senders.size() >= kMaxCollectorsPerShard &&
+      senders.find(chunk->collector_id()) == senders.end()) {
+    refused_chunks_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  FromCollector& from = senders[chunk->collector_id()];
+  const int64_t published = chunk->published_unix_nanos();
+  Publication& p = from.pending;
+  // Older than what is held: a late message. (What is held no longer
+  // counts once stale: a collector whose clock went back is heard again.)
+  if ((published <= from.complete.published_nanos &&
+       now - from.complete.received <= options_.freshness) ||
+      (published < p.published_nanos &&
+       now - p.received <= options_.freshness)) {
+    return;
+  }
+  if (published != p.published_nanos || p.chunks.size() != chunk->chunks()) {
+    p = Publication();
+    p.published_nanos = published;
+    p.chunks.resize(chunk->chunks());
+  }
+  received_chunks_.fetch_add(1, std::memory_order_relaxed);
+  std::shared_ptr<const v1::ShardChunk>& slot = p.chunks[chunk->chunk()];
+  if (slot == nullptr) ++p.have;
+  slot = std::move(chunk);
+  p.received = now;
+  if (p.have == p.chunks.size()) {
+    from.complete = std::move(p);
+    p = Publication();
+  }
+}
+
+absl::Status ShardExchange::Publish(
+    const collector::FeatureSlice& local,
+    absl::Span<const analysis::ShardPorts> shards, absl::Time now) {
+  // While disconnected libnats would buffer what no one should read late
+  // (as JetStreamFeatures' liveness).
+  if (!nats_->link_up()) {
+    publish_errors_.fetch_add(1, std::memory_order_relaxed);
+    return absl::UnavailableError(
+        "publishing shard features: NATS not connected");
+  }
+  absl::flat_hash_set<std::string> owned;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [name, shard] : shards_) owned.insert(name);
+  }
+  uint64_t bytes = 0;
+  absl::Status status;
+  std::string data;
+  for (const analysis::ShardPorts& s : shards) {
+    if (owned.contains(s.shard)) continue;
+    for (const v1::ShardChunk& chunk :
+         ShardToChunks(local, s.ports, s.kind,
+                       {s.shard, id_, now, options_.max_chunk_bytes})) {
+      chunk.SerializeToString(&data);
+      const std::string subject = absl::StrCat(options_.subject, ".", s.shard,
+                                               ".", id_, ".", chunk.chunk());
+      const natsStatus st =
+          natsConnection_Publish(nats_->nc(), subject.c_str(), data.data(),
+                                 static_cast<int>(data.size()));
+      if (st != NATS_OK) {
+        publish_errors_.fetch_add(1, std::memory_order_relaxed);
+        status = NatsError(st, absl::StrCat("publishing to ", subject));
+        break;
+      }
+      bytes += data.size();
+      published_chunks_.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (!status.ok()) break;
+  }
+  last_published_bytes_.store(bytes, std::memory_order_relaxed);
+  return status;
+}
+
+ShardExchange::ShardInput ShardExchange::Received(absl::string_view shard,
+                                                  absl::Time now) const {
+  ShardInput in;
+  // The chunks are immutable and shared: decoded without the lock.
+  std::vector<std::pair<std::string,
+                        std::vector<std::shared_ptr<const v1::ShardChunk>>>>
+      fresh;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = shards_.find(shard);
+    if (it == shards_.end()) return in;
+    for (const auto& [collector, from] : it->second.from) {
+      if (from.complete.chunks.empty() ||
+          now - from.complete.received > options_.freshness) {
+        continue;
+      }
+      fresh.emplace_back(collector, from.complete.chunks);
+    }
+  }
+  for (const auto& [collector, chunks] : fresh) {
+    bool any = false;
+    for (const auto& chunk : chunks) {
+      if (AddShardChunk(*chunk, &in.window, &in.recent)) {
+        any = true;
+      } else {
+        refused_chunks_.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    if (any) in.collectors.push_back(collector);
+  }
+  in.window.Finish();
+  in.recent.Finish();
+  return in;
+}
+
+ShardExchange::Stats ShardExchange::stats() const {
+  Stats s;
+  s.published_chunks = published_chunks_.load(std::memory_order_relaxed);
+  s.last_published_bytes =
+      last_published_bytes_.load(std::memory_order_relaxed);
+  s.publish_errors = publish_errors_.load(std::memory_order_relaxed);
+  s.received_chunks = received_chunks_.load(std::memory_order_relaxed);
+  s.refused_chunks = refused_chunks_.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace fabricdiag::cluster

@@ -120,8 +120,8 @@ JetStreamFeatures::~JetStreamFeatures() {
   {
     absl::MutexLock lock(&subs_mu_);
     StopCatchUp();
-    Unsubscribe(std::move(features_sub_));
-    Unsubscribe(std::move(liveness_sub_));
+    features_sub_.reset();
+    liveness_sub_.reset();
   }
   // Nothing left in flight: a reply that still arrives finds no message
   // and calls no handler. (The list exists only after a publish.)
@@ -148,39 +148,14 @@ void JetStreamFeatures::OnPublishError(jsCtx* /*js*/, jsPubAckErr* pae,
                         : "");
 }
 
-std::unique_ptr<JetStreamFeatures::Subscription> JetStreamFeatures::Subscribe(
+std::unique_ptr<NatsSubscription> JetStreamFeatures::Subscribe(
     const std::string& subject, natsMsgHandler handler) {
-  auto s = std::make_unique<Subscription>();
-  const natsStatus status = natsConnection_Subscribe(
-      &s->sub, nats_->nc(), subject.c_str(), handler, this);
-  if (status != NATS_OK) {
-    LogWarning(
-        NatsError(status, absl::StrCat("subscribing to ", subject)).message());
-    return nullptr;
-  }
-  natsSubscription_SetOnCompleteCB(s->sub, &JetStreamFeatures::OnComplete,
-                                   s.get());
   // A large fabric's slices arrive in bursts of chunks: let them queue
-  // rather than be dropped as a slow consumer.
-  natsSubscription_SetPendingLimits(s->sub, 65536, 512 << 20);
-  return s;
-}
-
-void JetStreamFeatures::Unsubscribe(std::unique_ptr<Subscription> s) {
-  if (s == nullptr) return;
-  // Not drained: what is still pending would only be dropped (a collector
-  // that stops receiving feature chunks frees those it has). The handler
-  // may still run one last time, so this waits for OnComplete.
-  natsSubscription_Unsubscribe(s->sub);
-  if (!s->done.WaitForNotificationWithTimeout(absl::Seconds(5))) {
-    // Never seen; the handler could still run.
-    LogWarning("features subscription: its handler did not finish in 5s");
-  }
-  natsSubscription_Destroy(s->sub);
-}
-
-void JetStreamFeatures::OnComplete(void* closure) {
-  static_cast<Subscription*>(closure)->done.Notify();
+  // rather than be dropped as a slow consumer. Not drained when it ends:
+  // what is still pending would only be dropped (a collector that stops
+  // receiving feature chunks frees those it has).
+  return NatsSubscription::Open(nats_->nc(), subject, handler, this,
+                                {65536, 512 << 20});
 }
 
 std::string JetStreamFeatures::Describe() const {
@@ -237,7 +212,7 @@ void JetStreamFeatures::StopReceivingFeatures() {
   receiving_features_.store(false);
   // Before the chunks are freed: it would keep some again.
   StopCatchUp();
-  Unsubscribe(std::move(features_sub_));
+  features_sub_.reset();
   cache_.DropFeatures();
 }
 

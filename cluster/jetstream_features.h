@@ -67,11 +67,11 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "cluster/feature_cache.h"
 #include "cluster/feature_wire.h"
 #include "cluster/nats_connection.h"
+#include "cluster/nats_subscription.h"
 #include "collector/runner/feature_exchange.h"
 
 namespace fabricdiag::cluster {
@@ -183,25 +183,15 @@ class JetStreamFeatures final : public collector::FeatureExchange {
   absl::Duration publish_failing_for() const;
 
  private:
-  // One subscription and the notice that its handler finished for good.
-  struct Subscription {
-    natsSubscription* sub = nullptr;
-    absl::Notification done;  // OnComplete ran
-  };
-
   JetStreamFeatures(NatsConnection* nats, std::string collector_id,
                     Options options);
   // Subscribes `subject` with `handler`; null on error (logged).
-  std::unique_ptr<Subscription> Subscribe(const std::string& subject,
-                                          natsMsgHandler handler);
-  // Ends `s` and waits (bounded) until its handler returned for good.
-  void Unsubscribe(std::unique_ptr<Subscription> s);
+  std::unique_ptr<NatsSubscription> Subscribe(const std::string& subject,
+                                              natsMsgHandler handler);
   static void OnFeatures(natsConnection* nc, natsSubscription* sub,
                          natsMsg* msg, void* closure);
   static void OnLiveness(natsConnection* nc, natsSubscription* sub,
                          natsMsg* msg, void* closure);
-  // The subscription is closed and its handler returned for good.
-  static void OnComplete(void* closure);
   // A feature chunk the stream refused (or whose acknowledgement was an
   // error), on libnats' thread.
   static void OnPublishError(jsCtx* js, jsPubAckErr* pae, void* closure);
@@ -245,8 +235,8 @@ class JetStreamFeatures final : public collector::FeatureExchange {
   std::string first_refusal_ ABSL_GUARDED_BY(refused_mu_);
   // Merged() and the destructor change the subscriptions.
   absl::Mutex subs_mu_;
-  std::unique_ptr<Subscription> liveness_sub_ ABSL_GUARDED_BY(subs_mu_);
-  std::unique_ptr<Subscription> features_sub_ ABSL_GUARDED_BY(subs_mu_);
+  std::unique_ptr<NatsSubscription> liveness_sub_ ABSL_GUARDED_BY(subs_mu_);
+  std::unique_ptr<NatsSubscription> features_sub_ ABSL_GUARDED_BY(subs_mu_);
   std::atomic<bool> receiving_features_{false};
   // Seeds the cache with the stream's last chunks when the feature chunks
   // start to be received: at 1M GPUs some 1,750 subjects, each a request,

@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "cluster/shard_wire.h"
-#include "common/log.h"
 
 namespace fabricdiag::cluster {
 namespace {
@@ -35,7 +34,7 @@ ShardExchange::ShardExchange(NatsConnection* nats, std::string collector_id,
 
 ShardExchange::~ShardExchange() {
   absl::MutexLock own(&own_mu_);
-  std::vector<std::unique_ptr<Subscription>> subs;
+  std::vector<std::unique_ptr<NatsSubscription>> subs;
   {
     absl::MutexLock lock(&mu_);
     for (auto& [name, shard] : shards_) {
@@ -43,46 +42,14 @@ ShardExchange::~ShardExchange() {
     }
     shards_.clear();
   }
-  for (auto& s : subs) Unsubscribe(std::move(s));
-}
-
-std::unique_ptr<ShardExchange::Subscription> ShardExchange::Subscribe(
-    const std::string& shard) {
-  auto s = std::make_unique<Subscription>();
-  const std::string subject = absl::StrCat(options_.subject, ".", shard, ".>");
-  const natsStatus status = natsConnection_Subscribe(
-      &s->sub, nats_->nc(), subject.c_str(), &ShardExchange::OnChunk, this);
-  if (status != NATS_OK) {
-    LogWarning(
-        NatsError(status, absl::StrCat("subscribing to ", subject)).message());
-    return nullptr;
-  }
-  natsSubscription_SetOnCompleteCB(s->sub, &ShardExchange::OnComplete, s.get());
-  // A shard's chunks arrive in a burst from every collector at once: let
-  // them queue rather than be dropped as a slow consumer.
-  natsSubscription_SetPendingLimits(s->sub, 65536, 256 << 20);
-  return s;
-}
-
-void ShardExchange::Unsubscribe(std::unique_ptr<Subscription> s) {
-  if (s == nullptr) return;
-  // The handler may run one last time: wait for it before the
-  // subscription goes.
-  natsSubscription_Unsubscribe(s->sub);
-  if (!s->done.WaitForNotificationWithTimeout(absl::Seconds(5))) {
-    LogWarning("shard subscription: its handler did not finish in 5s");
-  }
-  natsSubscription_Destroy(s->sub);
-}
-
-void ShardExchange::OnComplete(void* closure) {
-  static_cast<Subscription*>(closure)->done.Notify();
+  // Without the lock: the handler takes it.
+  subs.clear();
 }
 
 absl::Status ShardExchange::Own(const std::vector<std::string>& owned) {
   absl::MutexLock own(&own_mu_);
   const absl::flat_hash_set<std::string> wanted(owned.begin(), owned.end());
-  std::vector<std::unique_ptr<Subscription>> gone;
+  std::vector<std::unique_ptr<NatsSubscription>> gone;
   std::vector<std::string> added;
   {
     absl::MutexLock lock(&mu_);
@@ -99,11 +66,15 @@ absl::Status ShardExchange::Own(const std::vector<std::string>& owned) {
     }
   }
   // Without the lock: the handler takes it.
-  for (auto& s : gone) Unsubscribe(std::move(s));
+  gone.clear();
   std::sort(added.begin(), added.end());
   std::vector<std::string> failed;
   for (const std::string& shard : added) {
-    std::unique_ptr<Subscription> sub = Subscribe(shard);
+    // A shard's chunks arrive in a burst from every collector at once: let
+    // them queue rather than be dropped as a slow consumer.
+    std::unique_ptr<NatsSubscription> sub = NatsSubscription::Open(
+        nats_->nc(), absl::StrCat(options_.subject, ".", shard, ".>"),
+        &ShardExchange::OnChunk, this, {65536, 256 << 20});
     if (sub == nullptr) {
       failed.push_back(shard);
       continue;

@@ -43,13 +43,13 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "analysis/fabric_view.h"
 #include "analysis/shard_map.h"
 #include "cluster/feature_wire.h"
 #include "cluster/nats_connection.h"
+#include "cluster/nats_subscription.h"
 #include "collector/runner/feature_exchange.h"
 #include "proto/cluster.pb.h"
 
@@ -123,12 +123,8 @@ class ShardExchange {
     Publication complete;  // chunks all there (none yet: published 0)
     Publication pending;
   };
-  struct Subscription {
-    natsSubscription* sub = nullptr;
-    absl::Notification done;
-  };
   struct Shard {
-    std::unique_ptr<Subscription> subscription;
+    std::unique_ptr<NatsSubscription> subscription;
     std::map<std::string, FromCollector> from;  // by collector id
   };
 
@@ -136,10 +132,7 @@ class ShardExchange {
                 Options options);
   static void OnChunk(natsConnection* nc, natsSubscription* sub, natsMsg* msg,
                       void* closure);
-  static void OnComplete(void* closure);
   void Take(absl::string_view data, absl::Time now);
-  std::unique_ptr<Subscription> Subscribe(const std::string& shard);
-  static void Unsubscribe(std::unique_ptr<Subscription> s);
 
   NatsConnection* const nats_;
   const std::string id_;

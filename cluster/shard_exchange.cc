@@ -14,7 +14,7 @@ namespace {
 constexpr uint32_t kMaxChunks = 4096;
 // More collectors than a cluster has: chunks naming further ones are
 // refused, so that made-up names cannot grow what a shard holds.
-constexpr size_t kMaxCollectorsPerShard = 1024;
+constexpr size_t kMaxCollectorsPerShard = 256;
 
 }  // namespace
 

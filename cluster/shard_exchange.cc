@@ -12,8 +12,8 @@ namespace {
 // More chunks than a shard of any fabric needs (a 1M-GPU fabric's largest
 // shard is a few MB): a publication claiming more is refused.
 constexpr uint32_t kMaxChunks = 4096;
-// More collectors than a cluster has: chunks naming further ones are
-// refused, so that made-up names cannot grow what a shard holds.
+// More collectors than a cluster has: made-up names cannot grow what a
+// shard holds past this (16 MB of chunk pointers at most).
 constexpr size_t kMaxCollectorsPerShard = 256;
 
 }  // namespace
@@ -116,8 +116,17 @@ void ShardExchange::Take(absl::string_view data, absl::Time now) {
   std::map<std::string, FromCollector>& senders = shard->second.from;
   if (senders.size() >= kMaxCollectorsPerShard &&
       senders.find(chunk->collector_id()) == senders.end()) {
-    refused_chunks_.fetch_add(1, std::memory_order_relaxed);
-    return;
+    // Full: the sender heard from longest ago makes room, so that a
+    // collector that publishes every pass always gets in.
+    auto oldest = senders.begin();
+    for (auto it = senders.begin(); it != senders.end(); ++it) {
+      if (std::max(it->second.complete.received, it->second.pending.received) <
+          std::max(oldest->second.complete.received,
+                   oldest->second.pending.received)) {
+        oldest = it;
+      }
+    }
+    senders.erase(oldest);
   }
   FromCollector& from = senders[chunk->collector_id()];
   const int64_t published = chunk->published_unix_nanos();

@@ -211,7 +211,20 @@ TEST_F(ShardExchangeTest, WhatIsNotAChunkOfAnOwnedShardIsRefused) {
   ASSERT_TRUE(owner.shards->Own({"jobs.1"}).ok());
   const std::string subject = absl::StrCat("shard.", TestName(), ".jobs.1.x.0");
   const collector::FeatureSlice slice = Slice("a", 2, 10e9);
-  std::vector<std::string> hostile = {"not a protobuf \xff\xff\xff", ""};
+  std::vector<std::string> hostile;
+  // More made-up collectors than the 256 a shard keeps: the ones heard
+  // from longest ago make room, and the real one still gets in.
+  for (int k = 0; k < 300; ++k) {
+    v1::ShardChunk c;
+    c.set_collector_id(absl::StrCat("fake-", k));
+    c.set_shard("jobs.1");
+    c.set_chunk(0);
+    c.set_chunks(2);  // never complete
+    c.set_published_unix_nanos(1);
+    hostile.push_back(c.SerializeAsString());
+  }
+  hostile.push_back("not a protobuf \xff\xff\xff");
+  hostile.push_back("");
   for (const v1::ShardChunk& good :
        ShardToChunks(slice, {0, 1, 2}, ShardKind::kJobs,
                      {"jobs.1", "col-x", absl::Now()})) {

@@ -115,7 +115,8 @@ class GnmiBridgeE2eTest : public ::testing::Test {
     return PortFromLog(line, "/metrics");
   }
 
-  // Waits until the collector lists leaf-01 with both ports.
+  // Waits until the collector lists leaf-01 with both ports, reporting:
+  // the inventory naming the ports can arrive before the first report.
   bool WaitForNode(v1::NodeStatus* node) {
     return Eventually([&] {
       grpc::ClientContext context;
@@ -124,7 +125,8 @@ class GnmiBridgeE2eTest : public ::testing::Test {
         return false;
       }
       for (const v1::NodeStatus& n : nodes.nodes()) {
-        if (n.node() == "leaf-01" && n.netdevs_size() == 2) {
+        if (n.node() == "leaf-01" && n.netdevs_size() == 2 && n.up() &&
+            n.series() > 0) {
           *node = n;
           return true;
         }

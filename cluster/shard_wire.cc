@@ -77,22 +77,22 @@ size_t PutView(const PortView& p, absl::Span<const int> slots, uint64_t flags,
                const ViewColumns& to) {
   uint64_t mask = kInView | flags;
   if (!p.s.link_up) mask |= kLinkDown;
-  size_t values = 0;
+  size_t bytes = 10;  // the presence word, a varint
   for (size_t i = 0; i < slots.size(); ++i) {
     const double v = analysis::SlotOf(p.s, slots[i]);
     if (IsRate(slots[i])) {
       // A speed no link has (negative, infinite, past 2^63) is unknown.
       if (!(v >= 0.5 && v < kMaxRate)) continue;
       to.rates->Add(static_cast<uint64_t>(std::llround(v)));
+      bytes += 10;
     } else {
       if (!analysis::Has(v)) continue;
       to.values->Add(ToFloat(v));
+      bytes += 4;
     }
     mask |= uint64_t{1} << (kFirstSlotBit + i);
-    ++values;
   }
   const analysis::SampleEvidence& e = p.samples;
-  size_t bytes = 10 + 4 * values;
   if (HasEvidence(e)) {
     mask |= kSamplesFollow;
     for (int c : {e.reports, e.intervals, e.expected_reports}) {

@@ -186,8 +186,9 @@ TEST(ShardSignalsTest, EachKindsAnalyzersFindTheSameOnItsSignalsAlone) {
   }
   // Switches without telemetry: ecmp_imbalance compares the CNPs each
   // NIC of a rail handles instead (gpu-003's mlx5_5, 50k/s).
+  const FabricView with_switches = cluster->View({}, TrafficOptions{}, 3);
   FabricView hosts_only;
-  for (const PortView& p : cluster->View({}, TrafficOptions{}, 3).ports()) {
+  for (const PortView& p : with_switches.ports()) {
     if (p.is_switch_port) continue;
     PortView& q = hosts_only.AddPort(p.node, p.device);
     q = p;

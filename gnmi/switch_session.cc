@@ -289,6 +289,7 @@ SwitchSession::SwitchSession(
       sampled_(groups_.size(), false),
       synced_(groups_.size(), false),
       realign_(groups_.size(), false),
+      resubscribing_(groups_.size(), false),
       phases_(groups_.size(), SamplePhase(options_.sample_interval)),
       // A series moves to another group when its own has been silent as
       // long as the bridge waits before it reports the series absent.
@@ -387,6 +388,7 @@ void SwitchSession::OnResponse(size_t group,
   const int64_t rx = clock_.MonotonicNanos();
   std::lock_guard<std::mutex> lock(mu_);
   streaming_[group] = true;
+  resubscribing_[group] = false;
   attempts_[group] = 0;
   last_rx_[group] = rx;
   if (response.has_update()) {
@@ -430,6 +432,9 @@ void SwitchSession::OnGroupDone(size_t group, const grpc::Status& status) {
   idle_[group] = false;
   const bool realign = realign_[group];
   realign_[group] = false;
+  // A group the bridge ended to move its phase is not down: it is
+  // subscribed again after the delay, and only a fault ends that.
+  resubscribing_[group] = realign;
   absl::Duration delay;
   if (realign) {
     // Ended by us, not a fault: no error, no backoff.
@@ -493,7 +498,9 @@ SwitchSession::Stats SwitchSession::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   Stats s;
   for (size_t g = 0; g < groups_.size(); ++g) {
-    if (groups_[g].required && streaming_[g]) s.up = true;
+    if (groups_[g].required && (streaming_[g] || resubscribing_[g])) {
+      s.up = true;
+    }
   }
   s.updates = state_.updates();
   s.last_update_nanos = state_.last_update_nanos();

@@ -197,6 +197,8 @@ class SwitchSession : public std::enable_shared_from_this<SwitchSession> {
   std::vector<bool> sampled_;        // per group: has SAMPLE subscriptions
   std::vector<bool> synced_;         // per group: sync_response since start
   std::vector<bool> realign_;        // per group: cancelled to move its phase
+  std::vector<bool> resubscribing_;  // per group: ended by a realign, not yet
+                                     // streaming again (still counted up)
   std::vector<SamplePhase> phases_;  // per group
   int live_calls_ = 0;
   SwitchState state_;

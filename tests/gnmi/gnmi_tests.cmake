@@ -30,7 +30,7 @@ if(TARGET fabricdiag_gnmi_session)
       ${CMAKE_CURRENT_LIST_DIR}/switch_session_test.cc
       ${CMAKE_CURRENT_LIST_DIR}/fixtures.cc
     LIBS fabricdiag_gnmi_session fabricdiag_gnmi_fake_target
-         fabricdiag_test_util absl::strings)
+         fabricdiag_test_util absl::cleanup absl::strings)
 endif()
 
 # The bridge process against a real collector process and a fake target.

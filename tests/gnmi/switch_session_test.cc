@@ -2,10 +2,13 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -311,6 +314,22 @@ TEST_F(SwitchSessionTest, SamplesJustAfterTheGridAreSubscribedAgainBeforeIt) {
   ASSERT_TRUE(target.WaitForStreams(kCounters, 1, absl::Seconds(10)));
   ASSERT_TRUE(Eventually([&] { return SampleCount(*session, clock_) > 0; }));
 
+  ASSERT_TRUE(Eventually([&] { return session->stats().up; }));
+  // A realign is the bridge's own doing, not an outage: the subscription
+  // stays up from the cancel until the new stream's first response.
+  std::atomic<bool> watching{true};
+  std::atomic<int> down_polls{0};
+  std::thread watcher([&] {
+    while (watching.load()) {
+      if (!session->stats().up) down_polls.fetch_add(1);
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+  });
+  absl::Cleanup stop_watching = [&] {
+    watching.store(false);
+    if (watcher.joinable()) watcher.join();
+  };
+
   // Samples 10 ms after each grid point wait 190 ms of 200 to be reported.
   uint64_t octets = 0;
   for (size_t i = 0; i < SamplePhase::kWindow; ++i) {
@@ -320,6 +339,9 @@ TEST_F(SwitchSessionTest, SamplesJustAfterTheGridAreSubscribedAgainBeforeIt) {
   ASSERT_TRUE(Eventually([&] { return target.subscribes(kCounters) == 2; }))
       << "subscribed again";
   ASSERT_TRUE(target.WaitForStreams(kCounters, 1, absl::Seconds(10)));
+  ASSERT_TRUE(Eventually([&] { return session->stats().up; }));
+  std::move(stop_watching).Invoke();
+  EXPECT_EQ(down_polls.load(), 0) << "a realign reads as an outage";
   SwitchSession::Stats stats = session->stats();
   EXPECT_EQ(stats.realigns, 1u);
   EXPECT_TRUE(stats.errors.empty()) << "not an error";

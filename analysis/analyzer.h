@@ -25,8 +25,9 @@
 
 namespace fabricdiag::analysis {
 
-class NicPorts;            // analysis/nic_ports.h
-class StragglerBaselines;  // analysis/straggler_nic.h
+struct CongestionBaselines;  // analysis/congestion.h
+class NicPorts;              // analysis/nic_ports.h
+class StragglerBaselines;    // analysis/straggler_nic.h
 
 struct AnalysisInput {
   const FabricView* view = nullptr;
@@ -53,6 +54,9 @@ struct AnalysisInput {
   // analyzer of a pass; may be null, or built for another view (an
   // analyzer then resolves them itself). RunRateAnalyzers builds it.
   const NicPorts* nic_ports = nullptr;
+  // What congestion compares each port with; null: the medians over `view`.
+  // A part of the fabric (analysis/rate_parts.h) is given the whole's.
+  const CongestionBaselines* congestion_baselines = nullptr;
 };
 
 // in.topology_index, or an index of in.topology built into *local when the

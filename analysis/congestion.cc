@@ -40,12 +40,22 @@ std::string JobOf(const AnalysisInput& in, const PortView& port) {
   return JobOfNic(in, port.node, port.device, port.netdev);
 }
 
-// The ports of one kind (host or switch) that report the signal, and its
-// median over them.
-struct Baseline {
-  double median = 0;
-  size_t ports = 0;
-};
+using Baseline = CongestionBaselines::Of;
+
+// The median of the signal over the ports of one kind (host NICs or switch
+// ports) of `view` that report it.
+Baseline BaselineOf(const FabricView& view, bool switch_ports) {
+  std::vector<double> values;
+  for (const PortView& p : view.ports()) {
+    if (p.is_switch_port != switch_ports) continue;
+    const double v = (switch_ports ? SwitchSignal(p.s) : HostSignal(p.s)).value;
+    if (Has(v)) values.push_back(v);
+  }
+  Baseline baseline;
+  baseline.ports = values.size();
+  if (!values.empty()) baseline.median = Median(std::move(values));
+  return baseline;
+}
 
 // How the value compares with the median; a zero median has no ratio.
 std::string MedianWords(const Baseline& baseline, double value,
@@ -119,16 +129,12 @@ void FindHotspots(const AnalysisInput& in, const TopologyIndex& topology,
   auto signal = [switch_ports](const PortView& p) {
     return switch_ports ? SwitchSignal(p.s) : HostSignal(p.s);
   };
-  std::vector<double> values;
-  for (const PortView& p : in.view->ports()) {
-    if (p.is_switch_port != switch_ports) continue;
-    const double v = signal(p).value;
-    if (Has(v)) values.push_back(v);
-  }
-  if (values.size() < kMinCongestionBaseline) return;
-  Baseline baseline;
-  baseline.ports = values.size();
-  baseline.median = Median(std::move(values));
+  const Baseline baseline =
+      in.congestion_baselines == nullptr
+          ? BaselineOf(*in.view, switch_ports)
+          : (switch_ports ? in.congestion_baselines->switches
+                          : in.congestion_baselines->hosts);
+  if (baseline.ports < kMinCongestionBaseline) return;
 
   for (const PortView& p : in.view->ports()) {
     if (p.is_switch_port != switch_ports) continue;
@@ -142,6 +148,13 @@ void FindHotspots(const AnalysisInput& in, const TopologyIndex& topology,
 }
 
 }  // namespace
+
+CongestionBaselines CongestionBaselinesOf(const FabricView& view) {
+  CongestionBaselines out;
+  out.hosts = BaselineOf(view, /*switch_ports=*/false);
+  out.switches = BaselineOf(view, /*switch_ports=*/true);
+  return out;
+}
 
 std::vector<Finding> CongestionFindings(const AnalysisInput& in) {
   std::vector<Finding> out;

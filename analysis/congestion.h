@@ -10,7 +10,8 @@
 //
 // Host NIC ports: the signal is cnp_sent, or ecn_marked when the NIC does
 // not report CNPs; the baseline is the median of that signal over every host
-// NIC port that reports one (at least kMinCongestionBaseline ports). A port
+// NIC port that reports one (at least kMinCongestionBaseline ports), or
+// in.congestion_baselines when given. A port
 // is a hotspot when it is >= CongestionConfig::cnp_per_second and >=
 // over_median x that median. Switch ports reporting ecn_marked are compared
 // the same way with the median of the switch ports.
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "analysis/analyzer.h"
+#include "analysis/fabric_view.h"
 #include "analysis/finding.h"
 
 namespace fabricdiag::analysis {
@@ -39,6 +41,22 @@ inline constexpr char kCongestionKind[] = "congestion";
 // Fewest reporting ports whose median is a baseline: with two, the median is
 // half the suspect itself.
 inline constexpr size_t kMinCongestionBaseline = 3;
+
+// What each kind of port is compared with: the median of its signal over
+// the ports of that kind that report it. Over a whole fabric cut into parts
+// (analysis/rate_parts.h) each part is given the fabric's.
+struct CongestionBaselines {
+  struct Of {
+    double median = 0;
+    size_t ports = 0;  // below kMinCongestionBaseline: no baseline
+  };
+  Of hosts;
+  Of switches;
+};
+
+// The baselines over `view`'s ports (what CongestionFindings uses when
+// in.congestion_baselines is null).
+CongestionBaselines CongestionBaselinesOf(const FabricView& view);
 
 // Warning findings, one per hotspot port; job = the one job whose layout
 // places ranks on that NIC ("" otherwise, and for switch ports), group "".

@@ -20,6 +20,7 @@
 #include "analysis/hot_expert_incast.h"
 #include "analysis/pfc_storm.h"
 #include "analysis/straggler_nic.h"
+#include "tests/analysis/shard_findings.h"
 #include "tests/testing/scenario_builder.h"
 
 namespace fabricdiag::analysis::scenario {
@@ -28,46 +29,10 @@ namespace {
 using ::testing::IsEmpty;
 using ::testing::Not;
 
-// A finding's identity and evidence, as a collector would store it; of a
-// PFC storm all but how far its pause spread (Victims()).
-std::set<std::string> Keys(const std::vector<Finding>& found) {
-  std::set<std::string> out;
-  for (const Finding& f : found) {
-    const bool storm = f.kind == "pfc_storm";
-    std::string s = absl::StrCat(f.kind, " ", f.job, " ", f.node, " ", f.device,
-                                 " ", f.group, " ", storm ? "" : f.summary);
-    for (const auto& [k, v] : f.evidence) {
-      if (!storm || k != "victims") absl::StrAppend(&s, " ", k, "=", v);
-    }
-    out.insert(std::move(s));
-  }
-  return out;
-}
-
-// Each PFC storm's victims: how many, and the nodes they are on.
-using StormVictims =
-    std::map<std::string, std::pair<double, std::set<std::string>>>;
-StormVictims Victims(const std::vector<Finding>& found) {
-  StormVictims out;
-  for (const Finding& f : found) {
-    if (f.kind != "pfc_storm") continue;
-    out[f.node + " " + f.device] = {
-        f.evidence.at("victims"),
-        std::set<std::string>(f.nodes.begin(), f.nodes.end())};
-  }
-  return out;
-}
-
-FabricView PortsOf(const FabricView& view, const std::vector<uint32_t>& ports) {
-  FabricView out;
-  out.window_seconds = view.window_seconds;
-  for (uint32_t i : ports) {
-    const PortView& p = view.ports()[i];
-    out.AddPort(p.node, p.device) = p;
-  }
-  out.Finish();
-  return out;
-}
+using testing::FindingKeys;
+using testing::PortsOf;
+using testing::StormVictims;
+using testing::StormVictimsBySource;
 
 TEST(ShardMapTest, ShardNamesAreFixedByTheName) {
   const ShardCounts counts;
@@ -163,20 +128,20 @@ TEST(ShardMapTest, ShardByShardTheAnalyzersFindWhatTheyFindOnTheFabric) {
     };
     std::set<std::string> by_job;
     std::set<std::string> by_switch;
-    StormVictims victims;
+    StormVictimsBySource victims;
     for (const ShardPorts& s : AssignShards(view, layouts, topology, counts)) {
       const FabricView part = PortsOf(view, s.ports);
       const std::vector<Finding> found =
           s.kind == ShardKind::kJobs ? jobs(part) : switches(part);
-      victims.merge(Victims(found));
-      for (const std::string& k : Keys(found)) {
+      victims.merge(StormVictims(found));
+      for (const std::string& k : FindingKeys(found)) {
         EXPECT_TRUE(
             (s.kind == ShardKind::kJobs ? by_job : by_switch).insert(k).second)
             << "found by two shards: " << k;
       }
     }
-    const std::set<std::string> want_jobs = Keys(jobs(view));
-    const std::set<std::string> want_switches = Keys(switches(view));
+    const std::set<std::string> want_jobs = FindingKeys(jobs(view));
+    const std::set<std::string> want_switches = FindingKeys(switches(view));
     EXPECT_EQ(want_jobs.size(), 3u) << absl::StrJoin(want_jobs, "\n");
     EXPECT_GE(want_switches.size(), 2u);
     EXPECT_EQ(by_job, want_jobs);
@@ -186,7 +151,7 @@ TEST(ShardMapTest, ShardByShardTheAnalyzersFindWhatTheyFindOnTheFabric) {
     // the topology is every source's victim too (it may sit behind spines
     // the topology does not describe): here one on leaf-0, which the shard
     // of leaf-10 does not hold.
-    const StormVictims want_victims = Victims(switches(view));
+    const StormVictimsBySource want_victims = StormVictims(switches(view));
     ASSERT_EQ(victims.size(), want_victims.size());
     for (const auto& [source, want] : want_victims) {
       SCOPED_TRACE(source);

@@ -1,0 +1,82 @@
+// The rate analyzers cut where their data is, and what one part's findings
+// excuse in another's.
+//
+// RunRateAnalyzers (analysis/analyzer.h) runs every rate analyzer over the
+// whole fabric. Cut into shards (analysis/shard_map.h), each analyzer runs
+// over the ports it compares, and three parts cover them all:
+//   - the port part, over any set of whole nodes (a collector's own
+//     agents): congestion, link_errors, link_flap, link_degraded,
+//     retransmissions, cabling_mismatch judge one port at a time
+//     (congestion against the fabric's medians, given as
+//     in.congestion_baselines: analysis/congestion.h);
+//   - a job shard: hot_expert_incast and straggler_nic compare a job's NICs
+//     with their groups;
+//   - a switch shard: ecmp_imbalance compares a leaf's uplinks, pfc_storm
+//     follows pause from a source to its victims across its switch.
+// Some findings explain others, which then say less than their cause: an
+// incast explains its hot NICs' congestion and its switch's uplink skew; a
+// PFC storm, a flapping link or a slow-trained one explains a straggler.
+// Those cross parts, so each part says what its findings excuse
+// (RatePart::excuses), and the excuses of every part, merged, drop the
+// findings they explain (Excuse). Over the whole fabric as one part of each
+// kind that is RunRateAnalyzers, which is written so.
+//
+//   RateExcuses all;
+//   for (const RatePart& p : parts) all.Merge(p.excuses);
+//   for (RatePart& p : parts) Excuse(all, &p.findings);
+//
+// Pure; thread-compatible: the input is read-only.
+#pragma once
+
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analysis/analyzer.h"
+#include "analysis/finding.h"
+
+namespace fabricdiag::analysis {
+
+// What findings explain, by the port or node they would be reported on.
+struct RateExcuses {
+  using Port = std::pair<std::string, std::string>;  // (node, device)
+  // Ports whose congestion an incast explains: its hot NICs, and those
+  // halfway into one (half the incast ratio, which already sends the
+  // incast's CNPs: congestion does not flicker open around it).
+  std::set<Port> congestion;
+  // Nodes and switches whose ECMP skew an incast explains: the hot NICs'
+  // nodes and the switches they hang off.
+  std::set<std::string> ecmp;
+  // NICs slow for a reason: a PFC storm's ports, a flapping link, a link
+  // trained slow.
+  std::set<Port> straggler;
+
+  void Merge(const RateExcuses& other);
+  bool empty() const {
+    return congestion.empty() && ecmp.empty() && straggler.empty();
+  }
+};
+
+struct RatePart {
+  // Candidate findings, the excusable ones among them until Excuse().
+  std::vector<Finding> findings;
+  // What `findings` explain elsewhere.
+  RateExcuses excuses;
+};
+
+// The per-port analyzers over in.view (any set of whole nodes).
+RatePart RunPortPart(const AnalysisInput& in);
+// The job analyzers over in.view, which holds whole jobs' NICs (a job
+// shard).
+RatePart RunJobPart(const AnalysisInput& in);
+// The switch analyzers over in.view, which holds whole switches' ports and
+// the host NICs cabled to them (a switch shard).
+RatePart RunSwitchPart(const AnalysisInput& in);
+
+// Drops the findings `excuses` explain: congestion on a port of
+// `congestion`, ecmp_imbalance on a node of `ecmp`, straggler_nic on a NIC
+// of `straggler`.
+void Excuse(const RateExcuses& excuses, std::vector<Finding>* findings);
+
+}  // namespace fabricdiag::analysis

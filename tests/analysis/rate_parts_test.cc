@@ -1,0 +1,169 @@
+// The rate analyzers cut where their data is (the port part on each
+// collector's own nodes, job and switch parts shard by shard, each shard
+// given only the signals it reads) find what they find over the whole
+// fabric, once the parts' excuses are merged.
+#include "analysis/rate_parts.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "analysis/analysis_config.h"
+#include "analysis/analyzer.h"
+#include "analysis/congestion.h"
+#include "analysis/shard_map.h"
+#include "analysis/shard_signals.h"
+#include "tests/analysis/shard_findings.h"
+#include "tests/testing/scenario_builder.h"
+
+namespace fabricdiag::analysis::scenario {
+namespace {
+
+using testing::FindingKeys;
+
+// The ports of `view` at `ports`, each cut down to what a shard of `kind`
+// is sent.
+FabricView ShardView(const FabricView& view, const std::vector<uint32_t>& ports,
+                     ShardKind kind) {
+  FabricView out;
+  out.window_seconds = view.window_seconds;
+  for (uint32_t i : ports) {
+    PortView& p = out.AddPort(view.ports()[i].node, view.ports()[i].device);
+    p = view.ports()[i];
+    KeepOnly(ShardSlots(kind), &p.s);
+  }
+  out.Finish();
+  return out;
+}
+
+// The whole nodes of `view` whose collector (one of `collectors`, by the
+// node's position in the sorted view) is `collector`.
+FabricView CollectorView(const FabricView& view, int collectors,
+                         int collector) {
+  absl::flat_hash_map<std::string, int> of;
+  std::vector<uint32_t> ports;
+  for (uint32_t i = 0; i < view.ports().size(); ++i) {
+    const std::string& node = view.ports()[i].node;
+    auto [it, added] = of.try_emplace(node, static_cast<int>(of.size()));
+    if (it->second % collectors == collector) ports.push_back(i);
+  }
+  return testing::PortsOf(view, ports);
+}
+
+class RatePartsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<Cluster> c = Cluster::Build(TwoJobCluster(64));
+    ASSERT_TRUE(c.ok()) << c.status();
+    cluster_.emplace(*std::move(c));
+    baselines_ = cluster_->Watched({}, 7, config_);
+    topology_.emplace(&cluster_->topology());
+    for (const LayoutModel& m : cluster_->jobs()) layouts_.push_back(&m);
+  }
+
+  AnalysisInput Input(const FabricView& view,
+                      const CongestionBaselines* congestion = nullptr) const {
+    AnalysisInput in = cluster_->Input(&view, &config_, &baselines_);
+    in.topology_index = &*topology_;
+    in.congestion_baselines = congestion;
+    return in;
+  }
+
+  const AnalysisConfig config_;
+  std::optional<Cluster> cluster_;
+  StragglerBaselines baselines_;
+  std::optional<TopologyIndex> topology_;
+  std::vector<const LayoutModel*> layouts_;
+};
+
+TEST_F(RatePartsTest, ShardByShardThePartsFindWhatTheWholeFabricFinds) {
+  // Every kind of fault, some explaining others: the hot expert's CNPs
+  // (congestion) and its leaf's uplinks, the storm's victims and the
+  // flapping and slow links (stragglers).
+  const FabricView view =
+      cluster_->View({{FaultKind::kHotExpert, "gpu-001", "mlx5_2"},
+                      {FaultKind::kPfcStorm, "gpu-041", "mlx5_5"},
+                      {FaultKind::kEcmpImbalance, "leaf-1", ""},
+                      {FaultKind::kStragglerNic, "gpu-050", "mlx5_0"},
+                      {FaultKind::kStragglerNic, "gpu-006", "mlx5_3"},
+                      {FaultKind::kLinkFlap, "gpu-020", "mlx5_1"},
+                      {FaultKind::kLinkDegraded, "gpu-060", "mlx5_4"},
+                      // A straggler whose link trained slow: the link is the
+                      // cause, found on another part than the straggler.
+                      {FaultKind::kLinkDegraded, "gpu-006", "mlx5_3"},
+                      {FaultKind::kLinkErrors, "gpu-030", "mlx5_6"},
+                      {FaultKind::kRetransmissions, "gpu-010", "mlx5_7"},
+                      {FaultKind::kCongestion, "gpu-045", "mlx5_3"}},
+                     {}, 4);
+  const std::vector<Finding> whole = RunRateAnalyzers(Input(view));
+  const std::set<std::string> want = FindingKeys(whole);
+  std::set<std::string> kinds;
+  for (const Finding& f : whole) kinds.insert(f.kind);
+  EXPECT_THAT(kinds, ::testing::IsSupersetOf(
+                         {"hot_expert_incast", "pfc_storm", "ecmp_imbalance",
+                          "straggler_nic", "link_flap", "link_degraded",
+                          "link_errors", "retransmissions", "congestion"}))
+      << absl::StrJoin(want, "\n");
+
+  for (const ShardCounts counts :
+       {ShardCounts{1, 1}, ShardCounts{2, 3}, ShardCounts{}}) {
+    for (const int collectors : {1, 3}) {
+      SCOPED_TRACE(absl::StrCat(counts.jobs, " job shards, ", counts.switches,
+                                " switch shards, ", collectors, " collectors"));
+      // Each collector's port part compares congestion with the fabric's
+      // medians, not its own ports'.
+      const CongestionBaselines congestion = CongestionBaselinesOf(view);
+      std::vector<RatePart> parts;
+      for (int c = 0; c < collectors; ++c) {
+        const FabricView own = CollectorView(view, collectors, c);
+        parts.push_back(RunPortPart(Input(own, &congestion)));
+      }
+      for (const ShardPorts& s :
+           AssignShards(view, layouts_, *topology_, counts)) {
+        const FabricView shard = ShardView(view, s.ports, s.kind);
+        parts.push_back(s.kind == ShardKind::kJobs
+                            ? RunJobPart(Input(shard))
+                            : RunSwitchPart(Input(shard)));
+      }
+      RateExcuses excuses;
+      for (const RatePart& p : parts) excuses.Merge(p.excuses);
+      std::set<std::string> found;
+      std::set<std::string> excused;
+      for (RatePart& p : parts) {
+        const std::set<std::string> before = FindingKeys(p.findings);
+        Excuse(excuses, &p.findings);
+        const std::set<std::string> after = FindingKeys(p.findings);
+        for (const std::string& k : after) {
+          EXPECT_TRUE(found.insert(k).second) << "found by two parts: " << k;
+        }
+        for (const std::string& k : before) {
+          if (after.count(k) == 0) excused.insert(k);
+        }
+      }
+      EXPECT_EQ(found, want);
+      // What the excuses dropped is what the whole fabric drops: the hot
+      // NIC's congestion, the stragglers a storm, a flap and a slow link
+      // explain; none is dropped for nothing.
+      std::set<std::string> excused_kinds;
+      for (const std::string& k : excused) {
+        excused_kinds.insert(k.substr(0, k.find(' ')));
+      }
+      EXPECT_THAT(excused_kinds,
+                  ::testing::IsSupersetOf({"congestion", "straggler_nic"}))
+          << absl::StrJoin(excused, "\n");
+      for (const std::string& k : excused) {
+        EXPECT_EQ(want.count(k), 0u) << k;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fabricdiag::analysis::scenario

@@ -42,15 +42,22 @@ std::string JobOf(const AnalysisInput& in, const PortView& port) {
 
 using Baseline = CongestionBaselines::Of;
 
-// The median of the signal over the ports of one kind (host NICs or switch
-// ports) of `view` that report it.
-Baseline BaselineOf(const FabricView& view, bool switch_ports) {
+// The signal of every port of one kind (host NICs or switch ports) of
+// `view` that reports it.
+std::vector<double> ValuesOf(const FabricView& view, bool switch_ports) {
   std::vector<double> values;
   for (const PortView& p : view.ports()) {
     if (p.is_switch_port != switch_ports) continue;
     const double v = (switch_ports ? SwitchSignal(p.s) : HostSignal(p.s)).value;
     if (Has(v)) values.push_back(v);
   }
+  return values;
+}
+
+// The median of the signal over the ports of one kind of `view` that
+// report it.
+Baseline BaselineOf(const FabricView& view, bool switch_ports) {
+  std::vector<double> values = ValuesOf(view, switch_ports);
   Baseline baseline;
   baseline.ports = values.size();
   if (!values.empty()) baseline.median = Median(std::move(values));
@@ -148,6 +155,55 @@ void FindHotspots(const AnalysisInput& in, const TopologyIndex& topology,
 }
 
 }  // namespace
+
+void CongestionHistogram::Add(double value) {
+  if (!std::isfinite(value) || value < 0) return;
+  if (value == 0) {
+    ++zeros_;
+    return;
+  }
+  // Subnormals and the largest doubles stay within int32's range.
+  const double index = std::floor(std::log(value) / std::log(kBucketRatio));
+  AddToBucket(static_cast<int32_t>(index), 1);
+}
+
+void CongestionHistogram::AddToBucket(int32_t bucket, uint64_t count) {
+  if (count == 0) return;
+  buckets_[bucket] += count;
+  count_ += count;
+}
+
+void CongestionHistogram::Merge(const CongestionHistogram& other) {
+  zeros_ += other.zeros_;
+  for (const auto& [bucket, n] : other.buckets_) AddToBucket(bucket, n);
+}
+
+double CongestionHistogram::ValueAt(uint64_t rank) const {
+  if (rank < zeros_) return 0;
+  rank -= zeros_;
+  for (const auto& [bucket, n] : buckets_) {
+    if (rank < n) return std::pow(kBucketRatio, bucket + 0.5);
+    rank -= n;
+  }
+  return kAbsent;  // rank past count(): not reached
+}
+
+CongestionBaselines::Of CongestionHistogram::Baseline() const {
+  CongestionBaselines::Of out;
+  out.ports = count();
+  if (out.ports == 0) return out;
+  const uint64_t mid = out.ports / 2;
+  out.median =
+      out.ports % 2 == 1 ? ValueAt(mid) : (ValueAt(mid - 1) + ValueAt(mid)) / 2;
+  return out;
+}
+
+CongestionHistograms CongestionHistogramsOf(const FabricView& view) {
+  CongestionHistograms out;
+  for (double v : ValuesOf(view, /*switch_ports=*/false)) out.hosts.Add(v);
+  for (double v : ValuesOf(view, /*switch_ports=*/true)) out.switches.Add(v);
+  return out;
+}
 
 CongestionBaselines CongestionBaselinesOf(const FabricView& view) {
   CongestionBaselines out;

@@ -165,5 +165,49 @@ TEST_F(RatePartsTest, ShardByShardThePartsFindWhatTheWholeFabricFinds) {
   }
 }
 
+TEST_F(RatePartsTest, CollectorsHistogramsMergedGiveTheFabricsMedians) {
+  const FabricView view =
+      cluster_->View({{FaultKind::kCongestion, "gpu-045", "mlx5_3"},
+                      {FaultKind::kCongestion, "gpu-012", "mlx5_6"},
+                      {FaultKind::kHotExpert, "gpu-001", "mlx5_2"}},
+                     {}, 9);
+  const CongestionBaselines exact = CongestionBaselinesOf(view);
+  constexpr int kCollectors = 3;
+  CongestionHistograms merged;
+  for (int c = 0; c < kCollectors; ++c) {
+    merged.Merge(CongestionHistogramsOf(CollectorView(view, kCollectors, c)));
+  }
+  const CongestionBaselines approx = merged.Baselines();
+  EXPECT_EQ(approx.hosts.ports, exact.hosts.ports);
+  EXPECT_EQ(approx.switches.ports, exact.switches.ports);
+  EXPECT_GT(exact.hosts.median, 0);
+  EXPECT_NEAR(approx.hosts.median, exact.hosts.median,
+              exact.hosts.median * 0.005);
+  EXPECT_NEAR(approx.switches.median, exact.switches.median,
+              exact.switches.median * 0.005);
+
+  // Each collector's port part against the merged medians finds the
+  // whole fabric's congestion findings, and no other.
+  auto identities = [](const std::vector<Finding>& found) {
+    std::set<std::string> out;
+    for (const Finding& f : found) {
+      if (f.kind == "congestion") out.insert(f.node + " " + f.device);
+    }
+    return out;
+  };
+  std::set<std::string> found;
+  for (int c = 0; c < kCollectors; ++c) {
+    const FabricView own = CollectorView(view, kCollectors, c);
+    for (const std::string& k :
+         identities(RunPortPart(Input(own, &approx)).findings)) {
+      found.insert(k);
+    }
+  }
+  const std::set<std::string> want =
+      identities(RunPortPart(Input(view)).findings);
+  EXPECT_EQ(found, want);
+  EXPECT_EQ(want.size(), 3u) << absl::StrJoin(want, "\n");
+}
+
 }  // namespace
 }  // namespace fabricdiag::analysis::scenario

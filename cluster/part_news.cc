@@ -1,0 +1,165 @@
+#include "cluster/part_news.h"
+
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace fabricdiag::cluster {
+namespace {
+
+// Past this many values in all, a histogram is not a fabric's ports.
+constexpr uint64_t kMaxHistogramCount = uint64_t{1} << 48;
+
+void PortsToProto(const std::set<analysis::RateExcuses::Port>& ports,
+                  google::protobuf::RepeatedPtrField<std::string>* nodes,
+                  google::protobuf::RepeatedPtrField<std::string>* devices) {
+  nodes->Reserve(static_cast<int>(ports.size()));
+  devices->Reserve(static_cast<int>(ports.size()));
+  for (const auto& [node, device] : ports) {
+    *nodes->Add() = node;
+    *devices->Add() = device;
+  }
+}
+
+void HistogramToProto(const analysis::CongestionHistogram& h,
+                      v1::CongestionHistogramProto* out) {
+  out->set_zeros(h.zeros());
+  for (const auto& [bucket, count] : h.buckets()) {
+    out->add_bucket(bucket);
+    out->add_count(count);
+  }
+}
+
+absl::Status CheckName(const std::string& name, absl::string_view what) {
+  if (name.empty() || name.size() > kMaxNewsNameBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": a name of ", name.size(), " bytes (1 to ",
+                     kMaxNewsNameBytes, " allowed)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PortsFromProto(
+    const google::protobuf::RepeatedPtrField<std::string>& nodes,
+    const google::protobuf::RepeatedPtrField<std::string>& devices,
+    absl::string_view what, std::set<analysis::RateExcuses::Port>* out) {
+  if (nodes.size() != devices.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": ", nodes.size(), " nodes but ", devices.size(), " devices"));
+  }
+  if (static_cast<size_t>(nodes.size()) > kMaxNewsEntries) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": ", nodes.size(), " ports (at most ", kMaxNewsEntries, ")"));
+  }
+  for (int i = 0; i < nodes.size(); ++i) {
+    if (absl::Status s = CheckName(nodes[i], what); !s.ok()) return s;
+    if (absl::Status s = CheckName(devices[i], what); !s.ok()) return s;
+    out->emplace(nodes[i], devices[i]);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status HistogramFromProto(const v1::CongestionHistogramProto& wire,
+                                absl::string_view what,
+                                analysis::CongestionHistogram* out) {
+  if (wire.bucket_size() != wire.count_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", wire.bucket_size(), " buckets but ",
+                     wire.count_size(), " counts"));
+  }
+  if (static_cast<size_t>(wire.bucket_size()) > kMaxNewsEntries) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", wire.bucket_size(), " buckets (at most ",
+                     kMaxNewsEntries, ")"));
+  }
+  uint64_t total = wire.zeros();
+  if (total > kMaxHistogramCount) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", total, " zeros"));
+  }
+  for (int i = 0; i < wire.bucket_size(); ++i) {
+    if (i > 0 && wire.bucket(i) <= wire.bucket(i - 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": bucket ", wire.bucket(i), " after ",
+                       wire.bucket(i - 1), " (buckets ascend, each once)"));
+    }
+    const uint64_t n = wire.count(i);
+    if (n == 0 || n > kMaxHistogramCount - total) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": a count of ", n, " in bucket ", wire.bucket(i),
+                       n == 0 ? "" : " (too many values in all)"));
+    }
+    total += n;
+  }
+  out->AddZeros(wire.zeros());
+  for (int i = 0; i < wire.bucket_size(); ++i) {
+    out->AddToBucket(wire.bucket(i), wire.count(i));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+v1::PartNews ToProto(const PartNews& news) {
+  v1::PartNews out;
+  out.set_collector_id(news.collector_id);
+  out.set_published_unix_nanos(absl::ToUnixNanos(news.published));
+  PortsToProto(news.excuses.congestion, out.mutable_congestion_excused_node(),
+               out.mutable_congestion_excused_device());
+  for (const std::string& node : news.excuses.ecmp) {
+    out.add_ecmp_excused(node);
+  }
+  PortsToProto(news.excuses.straggler, out.mutable_straggler_excused_node(),
+               out.mutable_straggler_excused_device());
+  HistogramToProto(news.congestion.hosts, out.mutable_host_congestion());
+  HistogramToProto(news.congestion.switches, out.mutable_switch_congestion());
+  return out;
+}
+
+absl::StatusOr<PartNews> FromProto(const v1::PartNews& wire) {
+  PartNews news;
+  if (absl::Status s = CheckName(wire.collector_id(), "collector_id");
+      !s.ok()) {
+    return s;
+  }
+  news.collector_id = wire.collector_id();
+  news.published = absl::FromUnixNanos(wire.published_unix_nanos());
+  if (absl::Status s = PortsFromProto(
+          wire.congestion_excused_node(), wire.congestion_excused_device(),
+          "congestion_excused", &news.excuses.congestion);
+      !s.ok()) {
+    return s;
+  }
+  if (static_cast<size_t>(wire.ecmp_excused_size()) > kMaxNewsEntries) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ecmp_excused: ", wire.ecmp_excused_size(),
+                     " nodes (at most ", kMaxNewsEntries, ")"));
+  }
+  for (const std::string& node : wire.ecmp_excused()) {
+    if (absl::Status s = CheckName(node, "ecmp_excused"); !s.ok()) return s;
+    news.excuses.ecmp.insert(node);
+  }
+  if (absl::Status s = PortsFromProto(
+          wire.straggler_excused_node(), wire.straggler_excused_device(),
+          "straggler_excused", &news.excuses.straggler);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = HistogramFromProto(
+          wire.host_congestion(), "host_congestion", &news.congestion.hosts);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          HistogramFromProto(wire.switch_congestion(), "switch_congestion",
+                             &news.congestion.switches);
+      !s.ok()) {
+    return s;
+  }
+  return news;
+}
+
+}  // namespace fabricdiag::cluster

@@ -101,21 +101,61 @@ absl::Status HistogramFromProto(const v1::CongestionHistogramProto& wire,
   return absl::OkStatus();
 }
 
+void ViewToProto(const ViewNews& view, v1::PartViewNews* out) {
+  PortsToProto(view.excuses.congestion, out->mutable_congestion_excused_node(),
+               out->mutable_congestion_excused_device());
+  for (const std::string& node : view.excuses.ecmp) {
+    out->add_ecmp_excused(node);
+  }
+  PortsToProto(view.excuses.straggler, out->mutable_straggler_excused_node(),
+               out->mutable_straggler_excused_device());
+  HistogramToProto(view.congestion.hosts, out->mutable_host_congestion());
+  HistogramToProto(view.congestion.switches, out->mutable_switch_congestion());
+}
+
+absl::Status ViewFromProto(const v1::PartViewNews& wire, absl::string_view view,
+                           ViewNews* out) {
+  if (absl::Status s = PortsFromProto(
+          wire.congestion_excused_node(), wire.congestion_excused_device(),
+          absl::StrCat(view, ".congestion_excused"), &out->excuses.congestion);
+      !s.ok()) {
+    return s;
+  }
+  const std::string ecmp = absl::StrCat(view, ".ecmp_excused");
+  if (static_cast<size_t>(wire.ecmp_excused_size()) > kMaxNewsEntries) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ecmp, ": ", wire.ecmp_excused_size(), " nodes (at most ",
+                     kMaxNewsEntries, ")"));
+  }
+  for (const std::string& node : wire.ecmp_excused()) {
+    if (absl::Status s = CheckName(node, ecmp); !s.ok()) return s;
+    out->excuses.ecmp.insert(node);
+  }
+  if (absl::Status s = PortsFromProto(
+          wire.straggler_excused_node(), wire.straggler_excused_device(),
+          absl::StrCat(view, ".straggler_excused"), &out->excuses.straggler);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = HistogramFromProto(
+          wire.host_congestion(), absl::StrCat(view, ".host_congestion"),
+          &out->congestion.hosts);
+      !s.ok()) {
+    return s;
+  }
+  return HistogramFromProto(wire.switch_congestion(),
+                            absl::StrCat(view, ".switch_congestion"),
+                            &out->congestion.switches);
+}
+
 }  // namespace
 
 v1::PartNews ToProto(const PartNews& news) {
   v1::PartNews out;
   out.set_collector_id(news.collector_id);
   out.set_published_unix_nanos(absl::ToUnixNanos(news.published));
-  PortsToProto(news.excuses.congestion, out.mutable_congestion_excused_node(),
-               out.mutable_congestion_excused_device());
-  for (const std::string& node : news.excuses.ecmp) {
-    out.add_ecmp_excused(node);
-  }
-  PortsToProto(news.excuses.straggler, out.mutable_straggler_excused_node(),
-               out.mutable_straggler_excused_device());
-  HistogramToProto(news.congestion.hosts, out.mutable_host_congestion());
-  HistogramToProto(news.congestion.switches, out.mutable_switch_congestion());
+  ViewToProto(news.window, out.mutable_window());
+  if (news.recent.has_value()) ViewToProto(*news.recent, out.mutable_recent());
   return out;
 }
 
@@ -127,37 +167,16 @@ absl::StatusOr<PartNews> FromProto(const v1::PartNews& wire) {
   }
   news.collector_id = wire.collector_id();
   news.published = absl::FromUnixNanos(wire.published_unix_nanos());
-  if (absl::Status s = PortsFromProto(
-          wire.congestion_excused_node(), wire.congestion_excused_device(),
-          "congestion_excused", &news.excuses.congestion);
+  if (absl::Status s = ViewFromProto(wire.window(), "window", &news.window);
       !s.ok()) {
     return s;
   }
-  if (static_cast<size_t>(wire.ecmp_excused_size()) > kMaxNewsEntries) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ecmp_excused: ", wire.ecmp_excused_size(),
-                     " nodes (at most ", kMaxNewsEntries, ")"));
-  }
-  for (const std::string& node : wire.ecmp_excused()) {
-    if (absl::Status s = CheckName(node, "ecmp_excused"); !s.ok()) return s;
-    news.excuses.ecmp.insert(node);
-  }
-  if (absl::Status s = PortsFromProto(
-          wire.straggler_excused_node(), wire.straggler_excused_device(),
-          "straggler_excused", &news.excuses.straggler);
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = HistogramFromProto(
-          wire.host_congestion(), "host_congestion", &news.congestion.hosts);
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s =
-          HistogramFromProto(wire.switch_congestion(), "switch_congestion",
-                             &news.congestion.switches);
-      !s.ok()) {
-    return s;
+  if (wire.has_recent()) {
+    news.recent.emplace();
+    if (absl::Status s = ViewFromProto(wire.recent(), "recent", &*news.recent);
+        !s.ok()) {
+      return s;
+    }
   }
   return news;
 }

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -27,11 +28,17 @@
 
 namespace fabricdiag::cluster {
 
+// What the parts found over one view of a pass.
+struct ViewNews {
+  analysis::RateExcuses excuses;
+  analysis::CongestionHistograms congestion;
+};
+
 struct PartNews {
   std::string collector_id;
   absl::Time published = absl::UnixEpoch();
-  analysis::RateExcuses excuses;
-  analysis::CongestionHistograms congestion;
+  ViewNews window;
+  std::optional<ViewNews> recent;  // a pass without a recent view: none
 };
 
 // Most entries of each excuse list, and most buckets of a histogram, a
@@ -43,10 +50,10 @@ inline constexpr size_t kMaxNewsNameBytes = 255;
 
 v1::PartNews ToProto(const PartNews& news);
 
-// InvalidArgument naming what is wrong: no collector id, columns of
-// different lengths, an empty or overlong name, more than kMaxNewsEntries,
-// histogram buckets not strictly ascending, a zero count, or counts past
-// 2^48 in all. Nothing of a refused message is used.
+// InvalidArgument naming what is wrong (and in which view): no collector
+// id, columns of different lengths, an empty or overlong name, more than
+// kMaxNewsEntries, histogram buckets not strictly ascending, a zero count,
+// or counts past 2^48 in all. Nothing of a refused message is used.
 absl::StatusOr<PartNews> FromProto(const v1::PartNews& wire);
 
 }  // namespace fabricdiag::cluster

@@ -30,8 +30,8 @@ constexpr absl::Duration kBound = absl::Seconds(10);
 PartNews News(const std::string& node, int ports, double cnp) {
   PartNews news;
   news.published = absl::Now();
-  news.excuses.straggler = {{node, "mlx5_0"}};
-  for (int i = 0; i < ports; ++i) news.congestion.hosts.Add(cnp);
+  news.window.excuses.straggler = {{node, "mlx5_0"}};
+  for (int i = 0; i < ports; ++i) news.window.congestion.hosts.Add(cnp);
   return news;
 }
 
@@ -83,10 +83,10 @@ TEST_F(PartNewsExchangeTest, EveryCollectorReadsEveryOthersNews) {
       kBound, absl::Milliseconds(100)));
   const std::vector<PartNews> heard = cs[0].news->Fresh(absl::Now());
   EXPECT_THAT(Senders(heard), ElementsAre("col-b", "col-c"));
-  EXPECT_EQ(heard[0].excuses.straggler,
+  EXPECT_EQ(heard[0].window.excuses.straggler,
             (std::set<analysis::RateExcuses::Port>{{"gpu-1", "mlx5_0"}}));
-  EXPECT_EQ(heard[1].congestion.hosts.count(), 102u);
-  EXPECT_NEAR(heard[1].congestion.hosts.Baseline().median, 300, 1.5);
+  EXPECT_EQ(heard[1].window.congestion.hosts.count(), 102u);
+  EXPECT_NEAR(heard[1].window.congestion.hosts.Baseline().median, 300, 1.5);
   EXPECT_THAT(Senders(cs[2].news->Fresh(absl::Now())),
               ElementsAre("col-a", "col-b"));
   const PartNewsExchange::Stats s = cs[0].news->stats();
@@ -117,7 +117,7 @@ TEST_F(PartNewsExchangeTest, TheNewestNewsWinsAndASilentCollectorLeaves) {
   absl::SleepFor(absl::Milliseconds(200));
   std::vector<PartNews> heard = reader.news->Fresh(absl::Now());
   ASSERT_EQ(heard.size(), 1u);
-  EXPECT_EQ(heard[0].excuses.straggler.begin()->first, "gpu-new");
+  EXPECT_EQ(heard[0].window.excuses.straggler.begin()->first, "gpu-new");
   // Silent for longer than the freshness: gone.
   absl::SleepFor(freshness + absl::Milliseconds(300));
   EXPECT_THAT(reader.news->Fresh(absl::Now()), IsEmpty());
@@ -145,7 +145,7 @@ TEST_F(PartNewsExchangeTest, WhatIsNotNewsIsRefusedAndTheRealOnesGetIn) {
     n.set_collector_id("");  // no one's
     hostile.push_back(n.SerializeAsString());
     n.set_collector_id("col-z");
-    n.add_straggler_excused_node("gpu-2");  // a node without a device
+    n.mutable_window()->add_straggler_excused_node("gpu-2");  // no device
     hostile.push_back(n.SerializeAsString());
   }
   for (const std::string& data : hostile) {
@@ -175,7 +175,7 @@ TEST_F(PartNewsExchangeTest, NewsPastTheServersMaxPayloadIsAClearError) {
   ASSERT_NE(a.news, nullptr);
   PartNews huge;
   for (int i = 0; i < 60000; ++i) {
-    huge.excuses.congestion.emplace(absl::StrCat("node-", i), "mlx5_0");
+    huge.window.excuses.congestion.emplace(absl::StrCat("node-", i), "mlx5_0");
   }
   const absl::Status s = a.news->Publish(huge);
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;

@@ -28,15 +28,20 @@ PartNews Sample() {
   PartNews news;
   news.collector_id = "col-b";
   news.published = absl::FromUnixSeconds(1764547200) + absl::Milliseconds(250);
-  news.excuses.congestion = {{"gpu-001", "mlx5_2"}, {"gpu-002", "mlx5_0"}};
-  news.excuses.ecmp = {"gpu-001", "leaf-0"};
-  news.excuses.straggler = {{"gpu-041", "mlx5_5"}};
-  for (int i = 0; i < 500; ++i) news.congestion.hosts.Add(300 + i % 37);
-  for (int i = 0; i < 20; ++i) news.congestion.hosts.Add(0);
-  news.congestion.hosts.Add(101389);
-  news.congestion.switches.Add(12.5);
-  news.congestion.switches.Add(1e-300);  // a subnormal-range bucket
-  news.congestion.switches.Add(1.7e308);
+  ViewNews& w = news.window;
+  w.excuses.congestion = {{"gpu-001", "mlx5_2"}, {"gpu-002", "mlx5_0"}};
+  w.excuses.ecmp = {"gpu-001", "leaf-0"};
+  w.excuses.straggler = {{"gpu-041", "mlx5_5"}};
+  for (int i = 0; i < 500; ++i) w.congestion.hosts.Add(300 + i % 37);
+  for (int i = 0; i < 20; ++i) w.congestion.hosts.Add(0);
+  w.congestion.hosts.Add(101389);
+  w.congestion.switches.Add(12.5);
+  w.congestion.switches.Add(1e-300);  // a subnormal-range bucket
+  w.congestion.switches.Add(1.7e308);
+  // The newest samples: the hot NIC alone.
+  ViewNews& r = news.recent.emplace();
+  r.excuses.congestion = {{"gpu-001", "mlx5_2"}};
+  r.congestion.hosts.Add(98000);
   return news;
 }
 
@@ -49,16 +54,28 @@ TEST(PartNewsTest, WhatIsSentIsWhatIsRead) {
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_EQ(read->collector_id, "col-b");
   EXPECT_EQ(read->published, sent.published);
-  EXPECT_EQ(read->excuses.congestion, sent.excuses.congestion);
-  EXPECT_EQ(read->excuses.ecmp, sent.excuses.ecmp);
-  EXPECT_EQ(read->excuses.straggler, sent.excuses.straggler);
-  EXPECT_EQ(read->congestion.hosts.zeros(), 20u);
-  EXPECT_EQ(read->congestion.hosts.buckets(), sent.congestion.hosts.buckets());
-  EXPECT_EQ(read->congestion.switches.buckets(),
-            sent.congestion.switches.buckets());
-  EXPECT_EQ(read->congestion.hosts.Baseline().ports, 521u);
-  EXPECT_EQ(read->congestion.hosts.Baseline().median,
-            sent.congestion.hosts.Baseline().median);
+  const ViewNews& w = read->window;
+  EXPECT_EQ(w.excuses.congestion, sent.window.excuses.congestion);
+  EXPECT_EQ(w.excuses.ecmp, sent.window.excuses.ecmp);
+  EXPECT_EQ(w.excuses.straggler, sent.window.excuses.straggler);
+  EXPECT_EQ(w.congestion.hosts.zeros(), 20u);
+  EXPECT_EQ(w.congestion.hosts.buckets(),
+            sent.window.congestion.hosts.buckets());
+  EXPECT_EQ(w.congestion.switches.buckets(),
+            sent.window.congestion.switches.buckets());
+  EXPECT_EQ(w.congestion.hosts.Baseline().ports, 521u);
+  EXPECT_EQ(w.congestion.hosts.Baseline().median,
+            sent.window.congestion.hosts.Baseline().median);
+  ASSERT_TRUE(read->recent.has_value());
+  EXPECT_EQ(read->recent->excuses.congestion, sent.recent->excuses.congestion);
+  EXPECT_EQ(read->recent->congestion.hosts.count(), 1u);
+  EXPECT_TRUE(read->recent->excuses.straggler.empty());
+  // A pass without a recent view sends none.
+  PartNews window_only = sent;
+  window_only.recent.reset();
+  absl::StatusOr<PartNews> no_recent = FromProto(ToProto(window_only));
+  ASSERT_TRUE(no_recent.ok()) << no_recent.status();
+  EXPECT_FALSE(no_recent->recent.has_value());
   // Small: 521 host values fall in a few dozen buckets.
   EXPECT_LT(wire.ByteSizeLong(), 400u) << wire.ByteSizeLong();
 }
@@ -78,10 +95,10 @@ TEST(PartNewsTest, TheHistogramsMedianIsWithinHalfAPercent) {
     // Through the wire, as the others' arrive.
     PartNews news;
     news.collector_id = absl::StrCat("col-", collector);
-    news.congestion.hosts = own;
+    news.window.congestion.hosts = own;
     absl::StatusOr<PartNews> read = FromProto(ToProto(news));
     ASSERT_TRUE(read.ok()) << read.status();
-    merged.Merge(read->congestion.hosts);
+    merged.Merge(read->window.congestion.hosts);
   }
   std::sort(all.begin(), all.end());
   const size_t mid = all.size() / 2;
@@ -105,47 +122,55 @@ TEST(PartNewsTest, DamagedNewsIsRefusedWhole) {
           {"no collector", [](v1::PartNews* n) { n->clear_collector_id(); },
            "collector_id"},
           {"a node without a device",
-           [](v1::PartNews* n) { n->add_congestion_excused_node("gpu-9"); },
-           "congestion_excused: 3 nodes but 2 devices"},
+           [](v1::PartNews* n) {
+             n->mutable_window()->add_congestion_excused_node("gpu-9");
+           },
+           "window.congestion_excused: 3 nodes but 2 devices"},
           {"an empty device",
-           [](v1::PartNews* n) { n->set_straggler_excused_device(0, ""); },
-           "straggler_excused"},
+           [](v1::PartNews* n) {
+             n->mutable_window()->set_straggler_excused_device(0, "");
+           },
+           "window.straggler_excused"},
           {"an overlong switch name",
-           [](v1::PartNews* n) { n->add_ecmp_excused(std::string(300, 'x')); },
-           "ecmp_excused: a name of 300 bytes"},
+           [](v1::PartNews* n) {
+             n->mutable_window()->add_ecmp_excused(std::string(300, 'x'));
+           },
+           "window.ecmp_excused: a name of 300 bytes"},
           {"buckets out of order",
            [](v1::PartNews* n) {
-             auto* h = n->mutable_host_congestion();
+             auto* h = n->mutable_window()->mutable_host_congestion();
              std::swap(*h->mutable_bucket()->Mutable(0),
                        *h->mutable_bucket()->Mutable(1));
            },
-           "host_congestion: bucket"},
+           "window.host_congestion: bucket"},
           {"a bucket twice",
            [](v1::PartNews* n) {
-             auto* h = n->mutable_switch_congestion();
+             auto* h = n->mutable_window()->mutable_switch_congestion();
              h->set_bucket(1, h->bucket(0));
            },
            "buckets ascend, each once"},
           {"a bucket without a count",
            [](v1::PartNews* n) {
-             n->mutable_host_congestion()->add_bucket(9999);
+             n->mutable_recent()->mutable_host_congestion()->add_bucket(9999);
            },
-           "buckets but"},
+           "recent.host_congestion: 2 buckets but 1 counts"},
           {"an empty bucket",
            [](v1::PartNews* n) {
-             n->mutable_host_congestion()->set_count(0, 0);
+             n->mutable_window()->mutable_host_congestion()->set_count(0, 0);
            },
            "a count of 0"},
           {"counts past any fabric",
            [](v1::PartNews* n) {
-             n->mutable_host_congestion()->set_count(0, uint64_t{1} << 62);
+             n->mutable_window()->mutable_host_congestion()->set_count(
+                 0, uint64_t{1} << 62);
            },
            "too many values in all"},
           {"zeros past any fabric",
            [](v1::PartNews* n) {
-             n->mutable_switch_congestion()->set_zeros(~uint64_t{0});
+             n->mutable_window()->mutable_switch_congestion()->set_zeros(
+                 ~uint64_t{0});
            },
-           "switch_congestion"},
+           "window.switch_congestion"},
       };
   for (const auto& [name, damage, says] : damages) {
     v1::PartNews bad = good;
@@ -168,7 +193,7 @@ TEST(PartNewsTest, DamagedNewsIsRefusedWhole) {
     if (!n.ParseFromString(b)) continue;
     ++parsed;
     absl::StatusOr<PartNews> read = FromProto(n);
-    if (read.ok()) (void)read->congestion.hosts.Baseline();
+    if (read.ok()) (void)read->window.congestion.hosts.Baseline();
   }
   EXPECT_GT(parsed, 100);
 }

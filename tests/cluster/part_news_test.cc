@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "google/protobuf/stubs/common.h"
+#include "tests/testing/corrupted_bytes.h"
 
 namespace fabricdiag::cluster {
 namespace {
@@ -182,19 +182,11 @@ TEST(PartNewsTest, DamagedNewsIsRefusedWhole) {
   }
 
   // Bytes flipped at random: refused or read, never a crash.
-  const google::protobuf::LogSilencer quiet;  // names broken UTF-8
-  const std::string bytes = good.SerializeAsString();
-  std::mt19937 rng(5);
-  int parsed = 0;
-  for (int i = 0; i < 2000; ++i) {
-    std::string b = bytes;
-    for (int k = 0; k < 3; ++k) b[rng() % b.size()] = static_cast<char>(rng());
-    v1::PartNews n;
-    if (!n.ParseFromString(b)) continue;
-    ++parsed;
-    absl::StatusOr<PartNews> read = FromProto(n);
-    if (read.ok()) (void)read->window.congestion.hosts.Baseline();
-  }
+  const int parsed = testing::ForEachCorruptedParse<v1::PartNews>(
+      good.SerializeAsString(), 2000, [](const v1::PartNews& n) {
+        absl::StatusOr<PartNews> read = FromProto(n);
+        if (read.ok()) (void)read->window.congestion.hosts.Baseline();
+      });
   EXPECT_GT(parsed, 100);
 }
 

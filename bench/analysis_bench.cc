@@ -120,23 +120,18 @@
 #include "analysis/analysis_config.h"
 #include "analysis/analyzer.h"
 #include "analysis/congestion.h"
-#include "analysis/ecmp_imbalance.h"
 #include "analysis/fabric_view.h"
-#include "analysis/hot_expert_incast.h"
 #include "analysis/hysteresis.h"
 #include "analysis/layout_parse.h"
-#include "analysis/link_degraded.h"
-#include "analysis/link_errors.h"
-#include "analysis/link_flap.h"
 #include "analysis/nic_ports.h"
-#include "analysis/pfc_storm.h"
-#include "analysis/retransmissions.h"
+#include "analysis/rate_parts.h"
 #include "analysis/shard_map.h"
 #include "analysis/shard_signals.h"
 #include "analysis/straggler_nic.h"
 #include "bench/feature_slices.h"
 #include "cluster/feature_cache.h"
 #include "cluster/feature_wire.h"
+#include "cluster/part_news.h"
 #include "cluster/shard_leases.h"
 #include "cluster/shard_wire.h"
 #include "collector/runner/feature_exchange.h"
@@ -626,13 +621,20 @@ BENCHMARK(BM_CollectorInterval)
 //   receive_ms: the chunks of the shards it owns from every other
 //               collector parsed and decoded, with its own ports of them,
 //               into a window and a recent view per shard;
-//   shards_ms:  the passes of the shards it owns: their kind's analyzers
-//               (jobs: hot_expert_incast, straggler_nic; switches:
-//               ecmp_imbalance, pfc_storm) over both views;
-//   local_ms:   the per-port analyzers (link_errors, link_flap,
-//               link_degraded, retransmissions, congestion) over its own
-//               slice, both views;
-// and the bytes of shard features it publishes and receives per interval.
+//   shards_ms:  the passes of the shards it owns: their kind's part
+//               (analysis/rate_parts.h; jobs: hot_expert_incast,
+//               straggler_nic; switches: ecmp_imbalance, pfc_storm) over
+//               both views;
+//   news_ms:    its news (cluster/part_news.h: its parts' excuses, its
+//               ports' congestion histograms) built and serialized, and
+//               every other collector's parsed and merged;
+//   local_ms:   the port part (link_errors, link_flap, link_degraded,
+//               retransmissions, congestion against the merged medians,
+//               cabling_mismatch) over its own slice, both views, and
+//               every part's findings excused;
+// and the bytes of shard features it publishes and receives per interval,
+// and of the news it sends (news_kB; it receives as much from each other
+// collector).
 // Not included: building the slice from the series store, liveness
 // (BM_FollowerSteadyInterval), tp_cross_node, the hysteresis and the
 // findings writes.
@@ -707,8 +709,9 @@ void BM_ShardedInterval(benchmark::State& state) {
   const TopologyIndex topology(&fx.cluster->topology());
   std::vector<const LayoutModel*> all_layouts;
   for (const LayoutModel& m : fx.cluster->jobs()) all_layouts.push_back(&m);
-  double publish_ms = 0, receive_ms = 0, shards_ms = 0, local_ms = 0;
-  size_t publish_bytes = 0, findings = 0;
+  double publish_ms = 0, receive_ms = 0, shards_ms = 0, news_ms = 0,
+         local_ms = 0;
+  size_t publish_bytes = 0, news_out_bytes = 0, findings = 0;
   int passes = 0;
   for (auto _ : state) {
     const absl::Time now = absl::Now();
@@ -758,9 +761,12 @@ void BM_ShardedInterval(benchmark::State& state) {
     }
     receive_ms += ThreadCpuMs() - start;
 
+    // The parts of each view (analysis/rate_parts.h): index 0 the window,
+    // 1 the newest samples.
+    std::vector<RatePart> parts[2];
     start = ThreadCpuMs();
-    findings = 0;
     for (const auto& [name, v] : views) {
+      int k = 0;
       for (const FabricView* view : {&v.window, &v.recent}) {
         AnalysisInput in = fx.cluster->Input(view, &fx.config, &f.baselines);
         in.topology_index = &topology;
@@ -768,27 +774,64 @@ void BM_ShardedInterval(benchmark::State& state) {
           auto it = f.layouts.find(name);
           in.layouts = it == f.layouts.end() ? std::vector<const LayoutModel*>()
                                              : it->second;
-          findings += HotExpertIncastFindings(in).size();
-          findings += StragglerNicFindings(in).size();
+          parts[k++].push_back(RunJobPart(in));
         } else {
           in.layouts = LayoutsReportingIn(*view, all_layouts);
-          findings += EcmpImbalanceFindings(in).size();
-          findings += PfcStormFindings(in).size();
+          parts[k++].push_back(RunSwitchPart(in));
         }
       }
     }
     shards_ms += ThreadCpuMs() - start;
 
+    // Its news: what its shards' parts excuse, and its own ports'
+    // congestion histograms; the others' news parsed and merged (stand-ins
+    // of the same size: its own).
     start = ThreadCpuMs();
-    for (const FabricView* view : {&f.local.window, &*f.local.recent}) {
-      AnalysisInput in = fx.cluster->Input(view, &fx.config, &f.baselines);
+    const FabricView* local_views[] = {&f.local.window, &*f.local.recent};
+    cluster::PartNews mine_news;
+    mine_news.collector_id = "col-0";
+    mine_news.published = now;
+    mine_news.recent.emplace();
+    cluster::ViewNews* news_of[] = {&mine_news.window, &*mine_news.recent};
+    for (int k = 0; k < 2; ++k) {
+      for (const RatePart& p : parts[k]) {
+        news_of[k]->excuses.Merge(p.excuses);
+      }
+      news_of[k]->congestion = CongestionHistogramsOf(*local_views[k]);
+    }
+    const std::string news_bytes =
+        cluster::ToProto(mine_news).SerializeAsString();
+    news_out_bytes = news_bytes.size();
+    cluster::ViewNews merged[2] = {mine_news.window, *mine_news.recent};
+    for (int other = 1; other < collectors; ++other) {
+      v1::PartNews wire;
+      if (!wire.ParseFromString(news_bytes)) std::abort();
+      absl::StatusOr<cluster::PartNews> read = cluster::FromProto(wire);
+      if (!read.ok() || !read->recent.has_value()) std::abort();
+      for (int k = 0; k < 2; ++k) {
+        const cluster::ViewNews& n = k == 0 ? read->window : *read->recent;
+        merged[k].excuses.Merge(n.excuses);
+        merged[k].congestion.Merge(n.congestion);
+      }
+    }
+    news_ms += ThreadCpuMs() - start;
+
+    // The port part over its own slice, against the fabric's congestion
+    // medians; then every part's findings excused.
+    start = ThreadCpuMs();
+    findings = 0;
+    for (int k = 0; k < 2; ++k) {
+      const CongestionBaselines medians = merged[k].congestion.Baselines();
+      AnalysisInput in =
+          fx.cluster->Input(local_views[k], &fx.config, &f.baselines);
       in.topology_index = &topology;
-      in.layouts = LayoutsReportingIn(*view, all_layouts);
-      findings += LinkErrorsFindings(in).size();
-      findings += LinkFlapFindings(in).size();
-      findings += LinkDegradedFindings(in).size();
-      findings += RetransmissionsFindings(in).size();
-      findings += CongestionFindings(in).size();
+      in.layouts = LayoutsReportingIn(*local_views[k], all_layouts);
+      in.congestion_baselines = &medians;
+      parts[k].push_back(RunPortPart(in));
+      for (RatePart& p : parts[k]) {
+        Excuse(merged[k].excuses, &p.findings);
+        findings += p.findings.size();
+      }
     }
     local_ms += ThreadCpuMs() - start;
     ++passes;
@@ -799,9 +842,11 @@ void BM_ShardedInterval(benchmark::State& state) {
   state.counters["publish_ms"] = publish_ms / passes;
   state.counters["receive_ms"] = receive_ms / passes;
   state.counters["shards_ms"] = shards_ms / passes;
+  state.counters["news_ms"] = news_ms / passes;
   state.counters["local_ms"] = local_ms / passes;
   state.counters["total_ms"] =
-      (publish_ms + receive_ms + shards_ms + local_ms) / passes;
+      (publish_ms + receive_ms + shards_ms + news_ms + local_ms) / passes;
+  state.counters["news_kB"] = static_cast<double>(news_out_bytes) / 1e3;
   state.counters["publish_MB"] = static_cast<double>(publish_bytes) / 1e6;
   state.counters["receive_MB"] = static_cast<double>(f.remote_bytes) / 1e6;
   state.counters["findings"] = static_cast<double>(findings);

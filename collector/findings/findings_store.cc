@@ -247,13 +247,16 @@ void FindingsStore::Refresh(const analysis::Finding& report, int64_t now_nanos,
 
 // Resolves the active findings of `source` it did not report this pass; the
 // events go out in id order so watchers see them in the order they opened.
-void FindingsStore::ResolveUnreported(const absl::flat_hash_set<Key>& seen,
-                                      int64_t now_nanos,
-                                      absl::string_view source,
-                                      UpdateBatch& batch) {
+void FindingsStore::ResolveUnreported(
+    const absl::flat_hash_set<Key>& seen, int64_t now_nanos,
+    absl::string_view source, const absl::flat_hash_set<std::string>* within,
+    UpdateBatch& batch) {
   std::vector<Key> gone;
   for (const auto& [key, entry] : active_) {
-    if (entry.source == source && !seen.contains(key)) gone.push_back(key);
+    if (entry.source == source && !seen.contains(key) &&
+        (within == nullptr || within->contains(std::get<2>(key)))) {
+      gone.push_back(key);
+    }
   }
   ResolveKeys(gone, now_nanos, batch);
 }
@@ -286,6 +289,18 @@ void FindingsStore::ResolveKeys(const std::vector<Key>& gone, int64_t now_nanos,
 absl::Status FindingsStore::Update(
     const std::vector<analysis::Finding>& reports, absl::Time now,
     absl::string_view source) {
+  return UpdateIn(reports, now, source, nullptr);
+}
+
+absl::Status FindingsStore::UpdateWithin(
+    const std::vector<analysis::Finding>& reports, absl::Time now,
+    absl::string_view source, const absl::flat_hash_set<std::string>& within) {
+  return UpdateIn(reports, now, source, &within);
+}
+
+absl::Status FindingsStore::UpdateIn(
+    const std::vector<analysis::Finding>& reports, absl::Time now,
+    absl::string_view source, const absl::flat_hash_set<std::string>* within) {
   absl::MutexLock update_lock(&update_mu_);
   // Every report could open a finding: ids for all of them first.
   if (absl::Status reserved = ReserveIds(reports.size()); !reserved.ok()) {
@@ -310,7 +325,7 @@ absl::Status FindingsStore::Update(
         Refresh(report, now_nanos, source, it->second, batch);
       }
     }
-    ResolveUnreported(seen, now_nanos, source, batch);
+    ResolveUnreported(seen, now_nanos, source, within, batch);
     TrimResolved(now);
   }
   return Commit(batch, absl::StrCat("findings of ", source), true);
@@ -419,11 +434,23 @@ std::vector<std::string> FindingsStore::Jobs() const {
 }
 
 std::vector<v1::Finding> FindingsStore::Active() const {
+  return ActiveIf([](const Entry&) { return true; });
+}
+
+std::vector<v1::Finding> FindingsStore::ActiveOf(
+    absl::string_view source) const {
+  return ActiveIf([source](const Entry& e) { return e.source == source; });
+}
+
+std::vector<v1::Finding> FindingsStore::ActiveIf(
+    absl::FunctionRef<bool(const Entry&)> which) const {
   std::vector<v1::Finding> out;
   {
     absl::MutexLock lock(&mu_);
     out.reserve(active_.size());
-    for (const auto& [key, entry] : active_) out.push_back(entry.finding);
+    for (const auto& [key, entry] : active_) {
+      if (which(entry)) out.push_back(entry.finding);
+    }
   }
   std::sort(out.begin(), out.end(),
             [](const v1::Finding& a, const v1::Finding& b) {

@@ -75,6 +75,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
@@ -159,6 +160,15 @@ class FindingsStore final : public FindingsSink {
   // says whether it was persisted.
   absl::Status Update(const std::vector<analysis::Finding>& reports,
                       absl::Time now, absl::string_view source);
+  // The same for a source whose findings are each of one node and that
+  // sees only some nodes (a collector's own agents, which move between
+  // collectors): it resolves only the unreported findings of `source`
+  // whose node is in `within`. A finding of a node handed to another
+  // collector stays for that collector to report (taking it over under its
+  // own source, same id) or resolve.
+  absl::Status UpdateWithin(const std::vector<analysis::Finding>& reports,
+                            absl::Time now, absl::string_view source,
+                            const absl::flat_hash_set<std::string>& within);
 
   // Shares every later version through `replication` and takes ids from
   // it instead of the embedded LocalFindingsReplication; ids this store
@@ -202,6 +212,9 @@ class FindingsStore final : public FindingsSink {
   std::vector<std::string> Jobs() const;
   // Active findings, ascending id (for /metrics).
   std::vector<v1::Finding> Active() const;
+  // The active findings `source` reported last, ascending id: what a
+  // collector that takes a source over (an analysis shard) picks up.
+  std::vector<v1::Finding> ActiveOf(absl::string_view source) const;
 
   // `job` "" = every job.
   std::unique_ptr<Watcher> Watch(absl::string_view job);
@@ -229,15 +242,23 @@ class FindingsStore final : public FindingsSink {
   };
 
   bool Material(const v1::Finding& before, const analysis::Finding& now) const;
+  // The active findings `which` selects, ascending id, marked.
+  std::vector<v1::Finding> ActiveIf(
+      absl::FunctionRef<bool(const Entry&)> which) const;
   void Open(const analysis::Finding& report, const Key& key, int64_t now_nanos,
             absl::string_view source, UpdateBatch& batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Refresh(const analysis::Finding& report, int64_t now_nanos,
                absl::string_view source, Entry& entry, UpdateBatch& batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `within`: only findings of these nodes (null: every finding).
   void ResolveUnreported(const absl::flat_hash_set<Key>& seen,
                          int64_t now_nanos, absl::string_view source,
+                         const absl::flat_hash_set<std::string>* within,
                          UpdateBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status UpdateIn(const std::vector<analysis::Finding>& reports,
+                        absl::Time now, absl::string_view source,
+                        const absl::flat_hash_set<std::string>* within);
   void ResolveKeys(const std::vector<Key>& gone, int64_t now_nanos,
                    UpdateBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops the resolved findings beyond the retention (by time relative to

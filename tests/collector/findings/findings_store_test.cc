@@ -213,6 +213,33 @@ TEST_F(FindingsStoreTest, OnlyTheOwningSourceResolves) {
   EXPECT_EQ(active[0].kind(), "agent_down");
 }
 
+TEST_F(FindingsStoreTest, ASourceOfSomeNodesResolvesOnlyWithinThem) {
+  // Two collectors' port parts: a node moves from col-a to col-b.
+  Report({Pfc("gpu-001", 0.9), Pfc("gpu-002", 0.9)}, "ports@col-a");
+  const std::vector<v1::Finding> opened = findings_->Active();
+  ASSERT_THAT(opened, SizeIs(2));
+  // col-a holds only gpu-001 now, and reports nothing: gpu-002's finding
+  // is not col-a's to resolve.
+  ASSERT_TRUE(
+      findings_->UpdateWithin({}, Tick(), "ports@col-a", {"gpu-001"}).ok());
+  std::vector<v1::Finding> active = findings_->Active();
+  ASSERT_THAT(active, SizeIs(1));
+  EXPECT_EQ(active[0].node(), "gpu-002");
+  EXPECT_THAT(Ids(findings_->ActiveOf("ports@col-a")),
+              ElementsAre(opened[1].id()));
+  // col-b takes it over: same id, now col-b's, which resolves it.
+  ASSERT_TRUE(findings_
+                  ->UpdateWithin({Pfc("gpu-002", 0.9)}, Tick(), "ports@col-b",
+                                 {"gpu-002"})
+                  .ok());
+  EXPECT_THAT(findings_->ActiveOf("ports@col-a"), IsEmpty());
+  EXPECT_THAT(Ids(findings_->ActiveOf("ports@col-b")),
+              ElementsAre(opened[1].id()));
+  ASSERT_TRUE(
+      findings_->UpdateWithin({}, Tick(), "ports@col-b", {"gpu-002"}).ok());
+  EXPECT_THAT(findings_->Active(), IsEmpty());
+}
+
 TEST_F(FindingsStoreTest, DuplicateKeysInOnePassOpenOneFinding) {
   Report({Pfc("gpu-003", 0.9), Pfc("gpu-003", 0.2)});
   std::vector<v1::Finding> active = findings_->Active();

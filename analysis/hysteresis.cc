@@ -83,6 +83,20 @@ void Hysteresis::Seed(const std::vector<Finding>& open) {
   }
 }
 
+size_t Hysteresis::KeepNodes(
+    absl::FunctionRef<bool(absl::string_view node)> keep) {
+  size_t dropped = 0;
+  for (auto it = states_.begin(); it != states_.end();) {
+    if (keep(std::get<2>(it->first))) {
+      ++it;
+    } else {
+      it = states_.erase(it);
+      ++dropped;
+    }
+  }
+  return dropped;
+}
+
 namespace {
 
 int Ones(uint32_t bits) {

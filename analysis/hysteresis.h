@@ -41,6 +41,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
+#include "absl/strings/string_view.h"
 #include "analysis/analysis_config.h"
 #include "analysis/finding.h"
 
@@ -72,6 +74,11 @@ class Hysteresis {
       const absl::flat_hash_set<std::string>& quiet = {},
       const absl::flat_hash_set<std::pair<std::string, std::string>>&
           quiet_groups = {});
+
+  // Stops tracking every condition of a node `keep` refuses (the finding's
+  // `node`): one no longer seen here, whose conditions another owner now
+  // tracks. Returns how many were dropped.
+  size_t KeepNodes(absl::FunctionRef<bool(absl::string_view node)> keep);
 
   // Conditions being tracked (open or counting up).
   size_t tracked() const { return states_.size(); }

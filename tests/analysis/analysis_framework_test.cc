@@ -380,6 +380,21 @@ TEST(HysteresisTest, OpensAfterOpenAfterPassesAndResolvesAfterClearAfter) {
   EXPECT_EQ(gate.tracked(), 0u);
 }
 
+TEST(HysteresisTest, NodesNotKeptAreForgottenNotResolved) {
+  Hysteresis gate({/*open_after=*/2, /*clear_after=*/3});
+  gate.Step({Candidate("gpu-1"), Candidate("gpu-2")});
+  ASSERT_EQ(gate.Step({Candidate("gpu-1"), Candidate("gpu-2")}).size(), 2u);
+  // gpu-2 is another's now: dropped at once, not counted down.
+  EXPECT_EQ(gate.KeepNodes([](absl::string_view n) { return n == "gpu-1"; }),
+            1u);
+  EXPECT_EQ(gate.tracked(), 1u);
+  const std::vector<Finding> open = gate.Step({Candidate("gpu-1")});
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].node, "gpu-1");
+  // Back here later: counts up from nothing.
+  EXPECT_EQ(gate.Step({Candidate("gpu-1"), Candidate("gpu-2")}).size(), 1u);
+}
+
 TEST(HysteresisTest, ANoisySampleNeverOpensAndAFlickerDoesNotResolve) {
   Hysteresis gate({3, 3});
   for (int i = 0; i < 10; ++i) {

@@ -51,6 +51,12 @@ void RateExcuses::Merge(const RateExcuses& other) {
   straggler.insert(other.straggler.begin(), other.straggler.end());
 }
 
+bool IsPortPartKind(absl::string_view kind) {
+  return kind == kCongestionKind || kind == kLinkErrorsKind ||
+         kind == kLinkFlapKind || kind == kLinkDegradedKind ||
+         kind == kRetransmissionsKind || kind == kCablingMismatchKind;
+}
+
 RatePart RunPortPart(const AnalysisInput& given) {
   RatePart part;
   if (given.view == nullptr || given.config == nullptr) return part;

@@ -28,12 +28,16 @@
 // Pure; thread-compatible: the input is read-only.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "analysis/analyzer.h"
+#include "analysis/congestion.h"
 #include "analysis/finding.h"
 
 namespace fabricdiag::analysis {
@@ -64,6 +68,28 @@ struct RatePart {
   // What `findings` explain elsewhere.
   RateExcuses excuses;
 };
+
+// What one collector's parts found over one view of a pass, for the
+// others (cluster/part_news.h carries it): what their findings excuse, and
+// the histograms of its own ports' congestion signals, which merged give
+// every collector the fabric's medians.
+struct ViewNews {
+  RateExcuses excuses;
+  CongestionHistograms congestion;
+};
+
+// A collector's news of one pass: its window view's, and its newest
+// samples' when the pass had them.
+struct PartNews {
+  std::string collector_id;
+  absl::Time published = absl::UnixEpoch();
+  ViewNews window;
+  std::optional<ViewNews> recent;
+};
+
+// Whether `kind` is reported by the port part (one port at a time): a
+// finding of it belongs to whoever holds its node.
+bool IsPortPartKind(absl::string_view kind);
 
 // The per-port analyzers over in.view (any set of whole nodes).
 RatePart RunPortPart(const AnalysisInput& in);

@@ -28,18 +28,10 @@
 
 namespace fabricdiag::cluster {
 
-// What the parts found over one view of a pass.
-struct ViewNews {
-  analysis::RateExcuses excuses;
-  analysis::CongestionHistograms congestion;
-};
-
-struct PartNews {
-  std::string collector_id;
-  absl::Time published = absl::UnixEpoch();
-  ViewNews window;
-  std::optional<ViewNews> recent;  // a pass without a recent view: none
-};
+// The news itself is analysis::PartNews (analysis/rate_parts.h): what a
+// collector's parts found, apart from how it travels.
+using analysis::PartNews;
+using analysis::ViewNews;
 
 // Most entries of each excuse list, and most buckets of a histogram, a
 // message may hold: far more than a pass finds (a finding per port of a

@@ -19,7 +19,6 @@
 #include "analysis/analyzer.h"
 #include "analysis/congestion.h"
 #include "analysis/shard_map.h"
-#include "analysis/shard_signals.h"
 #include "tests/analysis/shard_findings.h"
 #include "tests/testing/scenario_builder.h"
 
@@ -27,21 +26,7 @@ namespace fabricdiag::analysis::scenario {
 namespace {
 
 using testing::FindingKeys;
-
-// The ports of `view` at `ports`, each cut down to what a shard of `kind`
-// is sent.
-FabricView ShardView(const FabricView& view, const std::vector<uint32_t>& ports,
-                     ShardKind kind) {
-  FabricView out;
-  out.window_seconds = view.window_seconds;
-  for (uint32_t i : ports) {
-    PortView& p = out.AddPort(view.ports()[i].node, view.ports()[i].device);
-    p = view.ports()[i];
-    KeepOnly(ShardSlots(kind), &p.s);
-  }
-  out.Finish();
-  return out;
-}
+using testing::ShardView;
 
 // The whole nodes of `view` whose collector (one of `collectors`, by the
 // node's position in the sorted view) is `collector`.
@@ -84,24 +69,7 @@ class RatePartsTest : public ::testing::Test {
 };
 
 TEST_F(RatePartsTest, ShardByShardThePartsFindWhatTheWholeFabricFinds) {
-  // Every kind of fault, some explaining others: the hot expert's CNPs
-  // (congestion) and its leaf's uplinks, the storm's victims and the
-  // flapping and slow links (stragglers).
-  const FabricView view =
-      cluster_->View({{FaultKind::kHotExpert, "gpu-001", "mlx5_2"},
-                      {FaultKind::kPfcStorm, "gpu-041", "mlx5_5"},
-                      {FaultKind::kEcmpImbalance, "leaf-1", ""},
-                      {FaultKind::kStragglerNic, "gpu-050", "mlx5_0"},
-                      {FaultKind::kStragglerNic, "gpu-006", "mlx5_3"},
-                      {FaultKind::kLinkFlap, "gpu-020", "mlx5_1"},
-                      {FaultKind::kLinkDegraded, "gpu-060", "mlx5_4"},
-                      // A straggler whose link trained slow: the link is the
-                      // cause, found on another part than the straggler.
-                      {FaultKind::kLinkDegraded, "gpu-006", "mlx5_3"},
-                      {FaultKind::kLinkErrors, "gpu-030", "mlx5_6"},
-                      {FaultKind::kRetransmissions, "gpu-010", "mlx5_7"},
-                      {FaultKind::kCongestion, "gpu-045", "mlx5_3"}},
-                     {}, 4);
+  const FabricView view = cluster_->View(testing::EveryRateFault(), {}, 4);
   const std::vector<Finding> whole = RunRateAnalyzers(Input(view));
   const std::set<std::string> want = FindingKeys(whole);
   std::set<std::string> kinds;

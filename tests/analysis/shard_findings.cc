@@ -42,4 +42,34 @@ FabricView PortsOf(const FabricView& view, const std::vector<uint32_t>& ports) {
   return out;
 }
 
+FabricView ShardView(const FabricView& view, const std::vector<uint32_t>& ports,
+                     ShardKind kind) {
+  FabricView out;
+  out.window_seconds = view.window_seconds;
+  for (uint32_t i : ports) {
+    PortView& p = out.AddPort(view.ports()[i].node, view.ports()[i].device);
+    p = view.ports()[i];
+    KeepOnly(ShardSlots(kind), &p.s);
+  }
+  out.Finish();
+  return out;
+}
+
+const std::vector<scenario::Fault>& EveryRateFault() {
+  using scenario::FaultKind;
+  static const auto* faults = new std::vector<scenario::Fault>{
+      {FaultKind::kHotExpert, "gpu-001", "mlx5_2"},
+      {FaultKind::kPfcStorm, "gpu-041", "mlx5_5"},
+      {FaultKind::kEcmpImbalance, "leaf-1", ""},
+      {FaultKind::kStragglerNic, "gpu-050", "mlx5_0"},
+      {FaultKind::kStragglerNic, "gpu-006", "mlx5_3"},
+      {FaultKind::kLinkFlap, "gpu-020", "mlx5_1"},
+      {FaultKind::kLinkDegraded, "gpu-060", "mlx5_4"},
+      {FaultKind::kLinkDegraded, "gpu-006", "mlx5_3"},
+      {FaultKind::kLinkErrors, "gpu-030", "mlx5_6"},
+      {FaultKind::kRetransmissions, "gpu-010", "mlx5_7"},
+      {FaultKind::kCongestion, "gpu-045", "mlx5_3"}};
+  return *faults;
+}
+
 }  // namespace fabricdiag::analysis::testing

@@ -1,0 +1,219 @@
+#include "collector/runner/sharded_rate_pass.h"
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "analysis/congestion.h"
+#include "analysis/finding_wire.h"
+#include "analysis/nic_ports.h"
+
+namespace fabricdiag::collector {
+namespace {
+
+// The parts of one view of the pass (0: the window, 1: the newest
+// samples): one per owned shard, in order, then the port part.
+using ViewParts = std::vector<analysis::RatePart>;
+
+void Merge(const analysis::ViewNews& from, analysis::ViewNews* into) {
+  into->excuses.Merge(from.excuses);
+  into->congestion.Merge(from.congestion);
+}
+
+std::vector<analysis::Finding> FromWire(const std::vector<v1::Finding>& wire) {
+  std::vector<analysis::Finding> out;
+  out.reserve(wire.size());
+  for (const v1::Finding& f : wire) out.push_back(analysis::FindingFromWire(f));
+  return out;
+}
+
+}  // namespace
+
+std::string ShardSource(absl::string_view shard) {
+  return absl::StrCat("rate@", shard);
+}
+
+std::string PortsSource(absl::string_view collector_id) {
+  return absl::StrCat("ports@", collector_id);
+}
+
+ShardedRatePass::ShardedRatePass(Options options)
+    : options_(std::move(options)), ports_(options_.analysis.hysteresis) {}
+
+ShardedRatePass::Shard& ShardedRatePass::Take(const OwnedShard& owned,
+                                              const FindingsStore& findings) {
+  auto it = shards_.find(owned.name);
+  if (it != shards_.end() && it->second.term == owned.term) return it->second;
+  // New here, or owned again under a newer term: another collector may
+  // have written the shard's findings meanwhile.
+  if (it != shards_.end()) shards_.erase(it);
+  Shard& shard =
+      shards_
+          .emplace(owned.name,
+                   Shard{owned.term,
+                         analysis::Hysteresis(options_.analysis.hysteresis)})
+          .first->second;
+  const std::vector<analysis::Finding> open =
+      FromWire(findings.ActiveOf(ShardSource(owned.name)));
+  shard.hysteresis.Seed(open);
+  // The baselines its stragglers were judged against.
+  baselines_.Seed(open);
+  return shard;
+}
+
+void ShardedRatePass::Hold(const absl::flat_hash_set<std::string>& held,
+                           const FindingsStore& findings) {
+  ports_.KeepNodes(
+      [&held](absl::string_view node) { return held.contains(node); });
+  absl::flat_hash_set<absl::string_view> arrived;
+  for (const std::string& node : held) {
+    if (!held_.contains(node)) arrived.insert(node);
+  }
+  if (!arrived.empty()) {
+    std::vector<analysis::Finding> open;
+    for (const v1::Finding& f : findings.Active()) {
+      if (analysis::IsPortPartKind(f.kind()) && arrived.contains(f.node())) {
+        open.push_back(analysis::FindingFromWire(f));
+      }
+    }
+    ports_.Seed(open);
+  }
+  held_ = held;
+}
+
+ShardedRatePass::Output ShardedRatePass::Run(const Input& in,
+                                             const FindingsStore& findings) {
+  Output out;
+  // Shards handed over since the last pass are forgotten; their new owners
+  // pick their findings up.
+  absl::flat_hash_set<absl::string_view> owned;
+  for (const OwnedShard& s : in.shards) owned.insert(s.name);
+  for (auto it = shards_.begin(); it != shards_.end();) {
+    it = owned.contains(it->first) ? std::next(it) : shards_.erase(it);
+  }
+  std::vector<Shard*> taken;
+  taken.reserve(in.shards.size());
+  for (const OwnedShard& s : in.shards) taken.push_back(&Take(s, findings));
+
+  analysis::AnalysisInput base = in.base;
+  base.config = &options_.analysis;
+  base.straggler_baselines = &baselines_;
+  base.congestion_baselines = nullptr;
+  const std::vector<const analysis::LayoutModel*> layouts = base.layouts;
+  const bool with_recent = in.recent != nullptr;
+  ViewParts parts[2];
+
+  for (const OwnedShard& s : in.shards) {
+    const bool jobs = absl::StartsWith(s.name, "jobs.");
+    std::vector<const analysis::LayoutModel*> mine;
+    for (const analysis::LayoutModel* m : layouts) {
+      if (!jobs || analysis::JobShardOf(m->job(), options_.counts) == s.name) {
+        mine.push_back(m);
+      }
+    }
+    analysis::AnalysisInput part = base;
+    const analysis::FabricView* views[2] = {s.window,
+                                            with_recent ? s.recent : nullptr};
+    for (int k = 0; k < 2; ++k) {
+      if (views[k] == nullptr) {
+        parts[k].emplace_back();
+        continue;
+      }
+      part.view = views[k];
+      part.layouts = analysis::LayoutsReportingIn(*views[k], mine);
+      parts[k].push_back(jobs ? analysis::RunJobPart(part)
+                              : analysis::RunSwitchPart(part));
+      // A NIC is judged against its past, then its past takes the window
+      // (collector/runner/rate_pass.h).
+      if (jobs && k == 0) baselines_.Update(part);
+    }
+  }
+
+  // This collector's news: its ports' congestion histograms (the window's,
+  // and the newest samples'), then its parts' excuses.
+  analysis::PartNews& news = out.news;
+  news.collector_id = options_.collector_id;
+  news.published = in.now;
+  if (with_recent) news.recent.emplace();
+  analysis::ViewNews* mine[2] = {&news.window,
+                                 with_recent ? &*news.recent : nullptr};
+  const analysis::FabricView* local[2] = {in.window, in.recent};
+  // Everything the fabric knows this pass: this collector's news merged
+  // with the others' latest.
+  analysis::ViewNews fabric[2];
+  for (int k = 0; k < 2; ++k) {
+    if (mine[k] == nullptr || local[k] == nullptr) continue;
+    mine[k]->congestion = analysis::CongestionHistogramsOf(*local[k]);
+    fabric[k].congestion = mine[k]->congestion;
+    for (const analysis::PartNews& other : in.news) {
+      if (other.collector_id == options_.collector_id) continue;
+      const analysis::ViewNews* theirs =
+          k == 0 ? &other.window
+                 : (other.recent.has_value() ? &*other.recent : nullptr);
+      if (theirs != nullptr) Merge(*theirs, &fabric[k]);
+    }
+    const analysis::CongestionBaselines medians =
+        fabric[k].congestion.Baselines();
+    analysis::AnalysisInput part = base;
+    part.view = local[k];
+    part.layouts = analysis::LayoutsReportingIn(*local[k], layouts);
+    part.congestion_baselines = &medians;
+    parts[k].push_back(analysis::RunPortPart(part));
+    for (const analysis::RatePart& p : parts[k]) {
+      mine[k]->excuses.Merge(p.excuses);
+    }
+    fabric[k].excuses.Merge(mine[k]->excuses);
+  }
+  if (in.window == nullptr) parts[0].emplace_back();
+  if (parts[1].size() < parts[0].size()) parts[1].resize(parts[0].size());
+  for (int k = 0; k < 2; ++k) {
+    for (analysis::RatePart& p : parts[k]) {
+      analysis::Excuse(fabric[k].excuses, &p.findings);
+    }
+  }
+
+  static const absl::flat_hash_set<std::string> kNone;
+  static const absl::flat_hash_set<std::pair<std::string, std::string>>
+      kNoGroups;
+  const absl::flat_hash_set<std::string>& quiet =
+      in.quiet != nullptr ? *in.quiet : kNone;
+  const auto& quiet_groups =
+      in.quiet_groups != nullptr ? *in.quiet_groups : kNoGroups;
+  for (size_t i = 0; i < in.shards.size(); ++i) {
+    out.reports.push_back(
+        SourceReport{ShardSource(in.shards[i].name),
+                     taken[i]->hysteresis.Step(std::move(parts[0][i].findings),
+                                               std::move(parts[1][i].findings),
+                                               quiet, quiet_groups),
+                     false});
+  }
+
+  // The port part: the nodes held, picked up where another collector left
+  // them; conditions of nodes not held are not this collector's.
+  if (in.held != nullptr) {
+    out.held = *in.held;
+  } else if (in.window != nullptr) {
+    for (const analysis::PortView& p : in.window->ports())
+      out.held.insert(p.node);
+  }
+  Hold(out.held, findings);
+  const size_t port = in.shards.size();
+  for (int k = 0; k < 2; ++k) {
+    std::vector<analysis::Finding>& found = parts[k][port].findings;
+    found.erase(std::remove_if(found.begin(), found.end(),
+                               [&out](const analysis::Finding& f) {
+                                 return !out.held.contains(f.node);
+                               }),
+                found.end());
+  }
+  out.reports.push_back(SourceReport{
+      PortsSource(options_.collector_id),
+      ports_.Step(std::move(parts[0][port].findings),
+                  std::move(parts[1][port].findings), quiet, quiet_groups),
+      true});
+  return out;
+}
+
+}  // namespace fabricdiag::collector

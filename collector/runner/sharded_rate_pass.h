@@ -1,0 +1,158 @@
+// One collector's share of the rate analysis cut into shards: the parts it
+// runs each pass, what it tells the other collectors, and the hysteresis
+// of each findings source it writes.
+//
+// The rate analyzers run as parts (analysis/rate_parts.h): a port part
+// over the nodes whose agents stream to this collector, and a job or a
+// switch part per analysis shard (analysis/shard_map.h) this collector
+// owns (cluster/shard_leases.h), over every collector's ports of it
+// (cluster/shard_exchange.h). Each pass:
+//   1. the parts of each owned shard, over its window and newest samples
+//      (a job shard's straggler_nic judged against the baselines before
+//      this pass, then the baselines updated with the window);
+//   2. the port part over this collector's own ports, comparing congestion
+//      with the fabric's medians: its own ports' histograms merged with
+//      those of the other collectors' news;
+//   3. its news (analysis::PartNews): what its parts' findings excuse and
+//      its ports' histograms, for the others (cluster/part_news_exchange.h);
+//   4. every part's findings excused by all parts' excuses: its own of this
+//      pass, the others' of their last (one pass late);
+//   5. each findings source through a hysteresis of its own:
+//      "rate@<shard>" for each owned shard (its owner writes it, fenced by
+//      the shard's term) and "ports@<collector id>" for the port part,
+//      which reports the nodes this collector holds and resolves within
+//      them only (FindingsStore::UpdateWithin).
+// A finding that stays true keeps its id when its shard or its node
+// changes hands: a shard taken (owned anew, or under a new term) starts its
+// hysteresis from the active findings of its source, whoever wrote them;
+// a node newly held starts from its active port findings, whichever
+// collector held it before. A shard or node no longer held is forgotten
+// here, not resolved: its new holder reports it.
+//
+//   ShardedRatePass pass({"col-a", config});
+//   ShardedRatePass::Output out = pass.Run(input, findings);
+//   for (const auto& r : out.reports) ...Update / UpdateWithin...
+//   news_exchange.Publish(out.news);
+//
+// Thread-compatible: one caller at a time (the analysis runner's pass).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "analysis/analysis_config.h"
+#include "analysis/analyzer.h"
+#include "analysis/fabric_view.h"
+#include "analysis/finding.h"
+#include "analysis/hysteresis.h"
+#include "analysis/rate_parts.h"
+#include "analysis/shard_map.h"
+#include "analysis/straggler_baselines.h"
+#include "collector/findings/findings_store.h"
+
+namespace fabricdiag::collector {
+
+// The findings source of analysis shard `shard`: "rate@<shard>".
+std::string ShardSource(absl::string_view shard);
+// The findings source of the port part of collector `collector_id`:
+// "ports@<collector_id>".
+std::string PortsSource(absl::string_view collector_id);
+
+class ShardedRatePass {
+ public:
+  struct Options {
+    std::string collector_id;
+    // The analyzers' thresholds and the hysteresis.
+    analysis::AnalysisConfig analysis;
+    analysis::ShardCounts counts;
+  };
+
+  // A shard this collector owns, as this pass sees it.
+  struct OwnedShard {
+    std::string name;  // "jobs.3", "switches.12"
+    uint64_t term = 0;
+    // Every collector's ports of the shard, this one's included,
+    // Finish()ed; `recent` null when the pass has no newest-samples view.
+    const analysis::FabricView* window = nullptr;
+    const analysis::FabricView* recent = nullptr;
+  };
+
+  struct Input {
+    absl::Time now;
+    // This collector's own ports (its agents' nodes), Finish()ed; `recent`
+    // may be null.
+    const analysis::FabricView* window = nullptr;
+    const analysis::FabricView* recent = nullptr;
+    // The nodes this collector holds: their port findings are its to report
+    // and resolve. Null: every node of `window`.
+    const absl::flat_hash_set<std::string>* held = nullptr;
+    std::vector<OwnedShard> shards;
+    // The other collectors' latest news (this collector's own is ignored).
+    absl::Span<const analysis::PartNews> news;
+    // What every part reads besides its view: the topologies and the
+    // layouts (every declared one; each part keeps those it analyses).
+    // `view`, `straggler_baselines` and `congestion_baselines` are set
+    // here; `config` is Options::analysis.
+    analysis::AnalysisInput base;
+    // Nodes and (job, group) pairs whose conditions neither count down nor
+    // up this pass (Hysteresis::Step); null: none.
+    const absl::flat_hash_set<std::string>* quiet = nullptr;
+    const absl::flat_hash_set<std::pair<std::string, std::string>>*
+        quiet_groups = nullptr;
+  };
+
+  // What one source has open after the pass: to write with
+  // FindingsStore::Update, or UpdateWithin(`held`) when `within_held`.
+  struct SourceReport {
+    std::string source;
+    std::vector<analysis::Finding> open;
+    bool within_held = false;
+  };
+
+  struct Output {
+    // One per owned shard (in the order given), then the port part's.
+    std::vector<SourceReport> reports;
+    // The nodes the port source is written for (UpdateWithin).
+    absl::flat_hash_set<std::string> held;
+    analysis::PartNews news;
+  };
+
+  explicit ShardedRatePass(Options options);
+
+  // One pass. `findings` is read to pick a shard or a node up.
+  Output Run(const Input& in, const FindingsStore& findings);
+
+  // Shards whose hysteresis this collector keeps (owned at the last pass).
+  size_t shards() const { return shards_.size(); }
+
+ private:
+  struct Shard {
+    uint64_t term = 0;
+    analysis::Hysteresis hysteresis;
+  };
+
+  // The shard's hysteresis, started from its source's active findings when
+  // it is new here or `term` is newer than the one it was taken under.
+  Shard& Take(const OwnedShard& owned, const FindingsStore& findings);
+  // The port hysteresis forgets the nodes no longer held, and starts the
+  // nodes newly held from their active port findings.
+  void Hold(const absl::flat_hash_set<std::string>& held,
+            const FindingsStore& findings);
+
+  const Options options_;
+  std::map<std::string, Shard, std::less<>> shards_;
+  analysis::Hysteresis ports_;
+  absl::flat_hash_set<std::string> held_;  // at the last pass
+  // Every NIC's own usual throughput, of the job shards owned here.
+  analysis::StragglerBaselines baselines_;
+};
+
+}  // namespace fabricdiag::collector

@@ -1,0 +1,321 @@
+// Three collectors, each running its share of the sharded rate analysis
+// (its own nodes' port part, the job and switch shards it owns, the others'
+// news one pass late) into one findings store, find what one collector
+// running every analyzer over the whole fabric finds, pass after pass; and
+// when one of them dies and its shards and nodes move to the others, every
+// finding that stays true keeps its id, and every one that clears
+// resolves.
+#include "collector/runner/sharded_rate_pass.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "analysis/analysis_config.h"
+#include "analysis/finding.h"
+#include "analysis/hysteresis.h"
+#include "analysis/shard_map.h"
+#include "analysis/straggler_baselines.h"
+#include "analysis/topology_index.h"
+#include "collector/findings/findings_store.h"
+#include "collector/runner/rate_pass.h"
+#include "collector/state/state_store.h"
+#include "common/clock.h"
+#include "tests/analysis/shard_findings.h"
+#include "tests/testing/scenario_builder.h"
+#include "tests/testing/temp_dir.h"
+
+namespace fabricdiag::collector {
+namespace {
+
+using analysis::FabricView;
+using analysis::scenario::Cluster;
+
+// The ports of `view` whose node `keep` keeps, as a view of their own.
+template <typename Keep>
+FabricView NodesOf(const FabricView& view, Keep keep) {
+  FabricView out;
+  out.window_seconds = view.window_seconds;
+  for (const analysis::PortView& p : view.ports()) {
+    if (keep(p.node)) out.AddPort(p.node, p.device) = p;
+  }
+  out.Finish();
+  return out;
+}
+
+// "kind job node device group" of every active finding, with its id.
+std::map<std::string, std::string> IdsByKey(const FindingsStore& store) {
+  std::map<std::string, std::string> out;
+  for (const v1::Finding& f : store.Active()) {
+    out.emplace(absl::StrJoin(
+                    {f.kind(), f.job(), f.node(), f.device(), f.group()}, " "),
+                f.id());
+  }
+  return out;
+}
+
+std::set<std::string> Keys(const std::map<std::string, std::string>& ids) {
+  std::set<std::string> out;
+  for (const auto& [key, id] : ids) out.insert(key);
+  return out;
+}
+
+uint64_t Sum(const std::map<std::string, uint64_t>& by_kind) {
+  uint64_t n = 0;
+  for (const auto& [kind, count] : by_kind) n += count;
+  return n;
+}
+
+class ShardedRatePassTest : public ::testing::Test {
+ protected:
+  static constexpr int kCollectors = 3;
+
+  void SetUp() override {
+    absl::StatusOr<Cluster> built =
+        Cluster::Build(analysis::scenario::TwoJobCluster(64));
+    ASSERT_TRUE(built.ok()) << built.status();
+    cluster_.emplace(*std::move(built));
+    // Baselines learned in a few healthy passes, the same on both sides.
+    config_.straggler_nic.min_history_passes = 4;
+    topology_.emplace(&cluster_->topology());
+    for (const analysis::LayoutModel& m : cluster_->jobs()) {
+      layouts_.push_back(&m);
+    }
+    for (const char* side : {"single", "sharded"}) {
+      absl::StatusOr<std::unique_ptr<StateStore>> opened =
+          StateStore::Open(absl::StrCat(dir_.path(), "/", side), &clock_);
+      ASSERT_TRUE(opened.ok()) << opened.status();
+      states_.push_back(*std::move(opened));
+      stores_.push_back(std::make_unique<FindingsStore>(
+          states_.back().get(), FindingsStoreOptions{}));
+      ASSERT_TRUE(stores_.back()->Load().ok());
+    }
+    single_hysteresis_.emplace(config_.hysteresis);
+    for (int c = 0; c < kCollectors; ++c) {
+      const std::string id = absl::StrCat("col-", c);
+      passes_.push_back(std::make_unique<ShardedRatePass>(
+          ShardedRatePass::Options{id, config_, counts_}));
+      live_.push_back(c);
+    }
+    Assign();
+  }
+
+  FindingsStore& single() { return *stores_[0]; }
+  FindingsStore& sharded() { return *stores_[1]; }
+
+  analysis::AnalysisInput Input(const FabricView* view) const {
+    analysis::AnalysisInput in = cluster_->Input(view, &config_);
+    in.topology_index = &*topology_;
+    return in;
+  }
+
+  // Every shard to one of the live collectors (by its position), a new
+  // term for each that changes hands; every node to one of them too.
+  void Assign() {
+    for (int k = 0; k < counts_.jobs + counts_.switches; ++k) {
+      const std::string shard =
+          k < counts_.jobs ? absl::StrCat("jobs.", k)
+                           : absl::StrCat("switches.", k - counts_.jobs);
+      const int owner = live_[k % live_.size()];
+      auto [it, added] = owners_.try_emplace(shard, owner, 0);
+      if (added || it->second.first != owner) {
+        it->second = {owner, next_term_++};
+      }
+    }
+  }
+  int CollectorOfNode(absl::string_view node) const {
+    const int n = std::stoi(std::string(node.substr(node.rfind('-') + 1)));
+    return live_[n % live_.size()];
+  }
+
+  // One pass over `view`: the single collector, then each live collector's
+  // share into the shared store.
+  void Pass(const FabricView& view) {
+    clock_.Advance(absl::Seconds(1));
+    const absl::Time now = clock_.Now();
+    analysis::AnalysisInput in = Input(&view);
+    RateFindings found = RunRatePass(in, nullptr, &single_baselines_, 1);
+    ASSERT_TRUE(single()
+                    .Update(single_hysteresis_->Step(std::move(found.window)),
+                            now, "rate_analyzers")
+                    .ok());
+
+    const std::vector<analysis::ShardPorts> shards =
+        analysis::AssignShards(view, layouts_, *topology_, counts_);
+    std::vector<analysis::PartNews> news;
+    for (int c : live_) {
+      const FabricView local = NodesOf(view, [&](absl::string_view node) {
+        return CollectorOfNode(node) == c;
+      });
+      std::vector<FabricView> views;
+      views.reserve(shards.size());
+      ShardedRatePass::Input input;
+      input.now = now;
+      input.window = &local;
+      for (const analysis::ShardPorts& s : shards) {
+        const auto& [owner, term] = owners_.at(s.shard);
+        if (owner != c) continue;
+        views.push_back(analysis::testing::ShardView(view, s.ports, s.kind));
+        input.shards.push_back({s.shard, term, &views.back(), nullptr});
+      }
+      input.news = news_;
+      input.base = Input(nullptr);
+      ShardedRatePass::Output out = passes_[c]->Run(input, sharded());
+      for (const ShardedRatePass::SourceReport& r : out.reports) {
+        const absl::Status written =
+            r.within_held
+                ? sharded().UpdateWithin(r.open, now, r.source, out.held)
+                : sharded().Update(r.open, now, r.source);
+        ASSERT_TRUE(written.ok()) << written;
+      }
+      EXPECT_EQ(out.news.collector_id, absl::StrCat("col-", c));
+      news.push_back(std::move(out.news));
+    }
+    // Heard by the others at their next pass.
+    news_ = std::move(news);
+  }
+
+  // `healthy` passes of healthy traffic, then `faulty` with every rate
+  // fault (tests/analysis/shard_findings.h).
+  void Run(int healthy, int faulty) {
+    for (int p = 0; p < healthy; ++p) {
+      Pass(cluster_->View({}, {}, seed_++));
+    }
+    for (int p = 0; p < faulty; ++p) {
+      Pass(cluster_->View(analysis::testing::EveryRateFault(), {}, seed_++));
+    }
+  }
+
+  analysis::AnalysisConfig config_;
+  const analysis::ShardCounts counts_{8, 8};
+  fabricdiag::testing::TempDir dir_;
+  FakeClock clock_;
+  std::optional<Cluster> cluster_;
+  std::optional<analysis::TopologyIndex> topology_;
+  std::vector<const analysis::LayoutModel*> layouts_;
+  std::vector<std::unique_ptr<StateStore>> states_;
+  std::vector<std::unique_ptr<FindingsStore>> stores_;
+  std::optional<analysis::Hysteresis> single_hysteresis_;
+  analysis::StragglerBaselines single_baselines_;
+  std::vector<std::unique_ptr<ShardedRatePass>> passes_;
+  std::vector<int> live_;
+  std::map<std::string, std::pair<int, uint64_t>> owners_;
+  uint64_t next_term_ = 1;
+  std::vector<analysis::PartNews> news_;
+  uint32_t seed_ = 1;
+};
+
+TEST_F(ShardedRatePassTest, ThreeCollectorsFindWhatOneFinds) {
+  Run(6, 6);
+  const std::map<std::string, std::string> want = IdsByKey(single());
+  std::set<std::string> kinds;
+  for (const v1::Finding& f : single().Active()) kinds.insert(f.kind());
+  ASSERT_THAT(kinds, ::testing::IsSupersetOf(
+                         {"hot_expert_incast", "pfc_storm", "ecmp_imbalance",
+                          "straggler_nic", "link_flap", "link_degraded",
+                          "link_errors", "retransmissions", "congestion"}))
+      << absl::StrJoin(Keys(want), "\n");
+  EXPECT_EQ(Keys(IdsByKey(sharded())), Keys(want));
+  // Each finding under the source of the part that found it: a port's
+  // under its node's collector, a job's or a switch's under its shard.
+  for (const v1::Finding& f : sharded().Active()) {
+    std::string source;
+    if (analysis::IsPortPartKind(f.kind())) {
+      source = PortsSource(absl::StrCat("col-", CollectorOfNode(f.node())));
+    } else if (f.kind() == "hot_expert_incast" || f.kind() == "straggler_nic") {
+      source = ShardSource(analysis::JobShardOf(f.job(), counts_));
+    } else {
+      continue;  // a switch shard's (which one: the shard map's business)
+    }
+    EXPECT_THAT(
+        sharded().ActiveOf(source),
+        ::testing::Contains(::testing::Property(&v1::Finding::id, f.id())))
+        << f.kind() << " " << f.node() << " " << source;
+  }
+  // A steady fabric: nothing opens, resolves or flickers pass after pass.
+  const FindingsCounters before = sharded().Counters();
+  Run(0, 4);
+  EXPECT_EQ(Sum(sharded().Counters().opened_by_kind),
+            Sum(before.opened_by_kind));
+  EXPECT_EQ(Sum(sharded().Counters().resolved_by_kind), 0u);
+}
+
+TEST_F(ShardedRatePassTest, ACollectorAloneFindsWhatOneFinds) {
+  // A cluster of one: every part on one collector, whose own parts excuse
+  // each other within the pass.
+  live_ = {0};
+  Assign();
+  Run(6, 6);
+  const std::set<std::string> want = Keys(IdsByKey(single()));
+  ASSERT_GE(want.size(), 9u);
+  EXPECT_EQ(Keys(IdsByKey(sharded())), want);
+}
+
+TEST_F(ShardedRatePassTest, ACollectorsDeathMovesNoFindingThatStaysTrue) {
+  Run(6, 6);
+  const std::map<std::string, std::string> before = IdsByKey(sharded());
+  ASSERT_EQ(Keys(before), Keys(IdsByKey(single())));
+  const FindingsCounters counted = sharded().Counters();
+
+  // col-2 dies: its shards go to col-0 and col-1 under new terms, and its
+  // agents reconnect to them; nodes move between those two as well.
+  live_ = {0, 1};
+  Assign();
+  Run(0, 6);
+  EXPECT_EQ(IdsByKey(sharded()), before);
+  EXPECT_EQ(Keys(IdsByKey(sharded())), Keys(IdsByKey(single())));
+  EXPECT_EQ(Sum(sharded().Counters().opened_by_kind),
+            Sum(counted.opened_by_kind));
+  EXPECT_EQ(Sum(sharded().Counters().resolved_by_kind), 0u);
+  // Nothing is left under the dead collector's sources.
+  EXPECT_THAT(sharded().ActiveOf(PortsSource("col-2")), ::testing::IsEmpty());
+}
+
+TEST_F(ShardedRatePassTest, FindingsHandedOverAsTheyClearResolve) {
+  Run(6, 6);
+  ASSERT_FALSE(sharded().Active().empty());
+  // col-2 dies just as every fault clears: its successors take its shards
+  // and nodes over with their findings, and resolve them.
+  live_ = {0, 1};
+  Assign();
+  Run(config_.hysteresis.clear_after + 2, 0);
+  EXPECT_THAT(single().Active(), ::testing::IsEmpty());
+  std::vector<std::string> left;
+  for (const v1::Finding& f : sharded().Active()) {
+    left.push_back(absl::StrCat(f.id(), " ", f.kind(), " ", f.node()));
+  }
+  EXPECT_THAT(left, ::testing::IsEmpty());
+}
+
+TEST_F(ShardedRatePassTest, AShardTakenBackUnderANewTermStartsFromItsFindings) {
+  Run(6, 6);
+  const std::map<std::string, std::string> before = IdsByKey(sharded());
+  // Every shard changes hands twice (to the next collector, and back), the
+  // way a member that restarts takes its shards back: each time its owner
+  // starts from the findings the other wrote.
+  std::map<std::string, std::pair<int, uint64_t>> first = owners_;
+  for (auto& [shard, owner] : owners_) {
+    owner = {(owner.first + 1) % kCollectors, next_term_++};
+  }
+  Run(0, 2);
+  for (auto& [shard, owner] : owners_) {
+    owner = {first.at(shard).first, next_term_++};
+  }
+  Run(0, 2);
+  EXPECT_EQ(IdsByKey(sharded()), before);
+  EXPECT_EQ(Sum(sharded().Counters().resolved_by_kind), 0u);
+}
+
+}  // namespace
+}  // namespace fabricdiag::collector

@@ -66,8 +66,11 @@ std::vector<ShardPorts> AssignShards(
       if (end == nullptr && !p.netdev.empty()) {
         end = topology.SwitchPortOf(p.node, p.netdev);
       }
-      if (end == nullptr) continue;
-      sw = &end->node;
+      // A NIC the topology does not cable (none declared, LLDP not yet
+      // heard) is still a possible PFC storm source, judged on its own
+      // pause: it goes to the shard its node's name hashes to, as a switch
+      // of one port would.
+      if (end != nullptr) sw = &end->node;
     }
     if (*sw != last_switch || last_shard.empty()) {
       last_switch = *sw;

@@ -56,8 +56,10 @@ struct ShardPorts {
 // Every shard that holds a port of `view` (Finish()ed), sorted by name:
 // the NICs `layouts` place ranks on go to their jobs' shards (a NIC two
 // jobs use, to both), switch ports to their switch's shard, and host NICs
-// `topology` cables to a switch to that switch's shard. A port of neither
-// (a NIC of no job on a switch the topology does not know) is in none.
+// `topology` cables to a switch to that switch's shard. A host NIC the
+// topology does not cable goes to the switch shard its node's name hashes
+// to (SwitchShardOf(node)): pfc_storm judges a source on its own pause,
+// with or without a topology. Every port is in a switch shard.
 std::vector<ShardPorts> AssignShards(
     const FabricView& view, absl::Span<const LayoutModel* const> layouts,
     const TopologyIndex& topology, const ShardCounts& counts);

@@ -26,6 +26,7 @@
 namespace fabricdiag::analysis::scenario {
 namespace {
 
+using ::testing::Each;
 using ::testing::IsEmpty;
 using ::testing::Not;
 
@@ -89,6 +90,24 @@ TEST(ShardMapTest, JobsNicsGoToTheirJobsShardAndEveryPortToItsSwitchs) {
     EXPECT_EQ(job_shards_of[i], view.ports()[i].is_switch_port ? 0 : 1) << i;
     EXPECT_EQ(switch_shards_of[i], 1) << i;
   }
+}
+
+TEST(ShardMapTest, AHostNicNoTopologyCablesGoesToItsNodesSwitchShard) {
+  absl::StatusOr<Cluster> c = Cluster::Build(TwoJobCluster(16));
+  ASSERT_TRUE(c.ok()) << c.status();
+  const FabricView view = c->View({}, {}, 1);
+  const v1::Topology none;
+  const TopologyIndex topology(&none);
+  const ShardCounts counts;
+  std::vector<int> shards_of(view.ports().size(), 0);
+  for (const ShardPorts& s : AssignShards(view, {}, topology, counts)) {
+    ASSERT_EQ(s.kind, ShardKind::kSwitches);
+    for (uint32_t i : s.ports) {
+      ++shards_of[i];
+      EXPECT_EQ(s.shard, SwitchShardOf(view.ports()[i].node, counts));
+    }
+  }
+  EXPECT_THAT(shards_of, Each(1));
 }
 
 TEST(ShardMapTest, ShardByShardTheAnalyzersFindWhatTheyFindOnTheFabric) {

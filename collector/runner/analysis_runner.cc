@@ -53,6 +53,11 @@ std::set<int> HeldStormPriorities(
 }
 
 constexpr char kLayoutSource[] = "layout_analyzers";
+// The view of a shard none of whose ports is seen anywhere.
+const analysis::FabricView& NoPorts() {
+  static const auto* const none = new analysis::FabricView();
+  return *none;
+}
 constexpr char kRateSource[] = "rate_analyzers";
 // How long after the agents' grid point a pass runs, as a fraction of the
 // interval: 100 ms at 1 s. An agent's read (a few milliseconds), its
@@ -82,9 +87,15 @@ AnalysisRunner::AnalysisRunner(const SeriesStore* series,
       role_(seams.role),
       baselines_(seams.baselines),
       topology_(seams.topology),
+      shards_(seams.shards),
       view_builder_(series),
       hysteresis_(std::in_place, options.analysis.hysteresis),
-      baselines_writer_(&seams.baselines) {}
+      baselines_writer_(&seams.baselines) {
+  if (shards_ != nullptr) {
+    sharded_.emplace(ShardedRatePass::Options{shards_->Id(), options_.analysis,
+                                              shards_->Counts()});
+  }
+}
 
 AnalysisRunner::~AnalysisRunner() { Stop(); }
 
@@ -161,7 +172,8 @@ void AnalysisRunner::Persisted(const absl::Status& status) {
 }
 
 FeatureSlice AnalysisRunner::ExchangeFeatures(absl::Time now, MergeScope scope,
-                                              const TopologyViews& topology) {
+                                              const TopologyViews& topology,
+                                              FeatureSlice* keep_local) {
   FeatureSlice local;
   // The window, and the same over the newest samples alone: a strong fault
   // opens without waiting for the window mean
@@ -200,6 +212,18 @@ FeatureSlice AnalysisRunner::ExchangeFeatures(absl::Time now, MergeScope scope,
                        features_.Describe(), "): ", published.message()));
     } else {
       LogInfo("analysis: publishing this collector's features again");
+    }
+  }
+  if (keep_local != nullptr) {
+    if (scope == MergeScope::kFabric) {
+      *keep_local = local;
+    } else {
+      // A merge of nodes only reads no port: the views are kept, not copied.
+      keep_local->window = std::move(local.window);
+      keep_local->recent = std::move(local.recent);
+      local.window = analysis::FabricView();
+      local.recent.reset();
+      keep_local->nodes = local.nodes;
     }
   }
   return features_.Merged(std::move(local), now, scope);
@@ -418,9 +442,12 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric,
 
 void AnalysisRunner::Report(std::vector<analysis::Finding> reports,
                             const RegistrySnapshot& layouts, absl::Time now,
-                            absl::string_view source) {
+                            absl::string_view source,
+                            const absl::flat_hash_set<std::string>* within) {
   AddJobLabels(layouts, &reports);
-  Persisted(findings_->Update(reports, now, source));
+  Persisted(within == nullptr
+                ? findings_->Update(reports, now, source)
+                : findings_->UpdateWithin(reports, now, source, *within));
 }
 
 void AnalysisRunner::HoldUnheardNodes(absl::Time now,
@@ -637,6 +664,11 @@ void AnalysisRunner::RunOnce() {
   const int64_t start = clock_.MonotonicNanos();
   const absl::Time now = clock_.Now();
   const bool leading = Leading();
+  if (shards_ != nullptr) {
+    RunSharded(now, leading, *topology_.Current());
+    stats_->RecordPass(clock_.MonotonicNanos() - start);
+    return;
+  }
   // A collector that does not analyse merges the others' ports only for
   // its page, while someone looks at it.
   const bool whole_fabric = leading || ViewWanted();
@@ -668,6 +700,176 @@ void AnalysisRunner::RunOnce() {
     Publish(nullptr);
   }
   stats_->RecordPass(clock_.MonotonicNanos() - start);
+}
+
+void AnalysisRunner::RunSharded(absl::Time now, bool leading,
+                                const TopologyViews& topology) {
+  // Every collector analyses its own ports and its shards; the page shows
+  // the whole fabric only while someone looks at it.
+  const bool wanted = ViewWanted();
+  FeatureSlice local;
+  FeatureSlice fabric = ExchangeFeatures(
+      now, wanted ? MergeScope::kFabric : MergeScope::kNodes, topology, &local);
+  auto nodes =
+      std::make_shared<const std::vector<NodeFacts>>(std::move(fabric.nodes));
+  fabric.nodes.clear();
+  {
+    std::lock_guard<std::mutex> view_lock(view_mu_);
+    published_nodes_ = nodes;
+  }
+  Publish(wanted ? std::make_shared<const analysis::FabricView>(
+                       std::move(fabric.window))
+                 : nullptr);
+  if (leading) {
+    RunLiveness(now, *nodes, fabric.complete, topology);
+    RunLayoutAnalyzers(now);
+  }
+  RunShardedRate(now, local, *nodes, topology);
+}
+
+namespace {
+
+// `theirs` (the other collectors' ports of a shard) with this collector's
+// own: the ports at `ports` of `own_window` (ascending), each as `own`
+// has it (the window itself, or the newest samples).
+analysis::FabricView WithOwnPorts(analysis::FabricView theirs,
+                                  const analysis::FabricView& own_window,
+                                  const analysis::FabricView& own,
+                                  absl::Span<const uint32_t> ports) {
+  std::vector<analysis::PortView> mine;
+  mine.reserve(ports.size());
+  for (uint32_t i : ports) {
+    const analysis::PortView& p = own_window.ports()[i];
+    if (&own == &own_window) {
+      mine.push_back(p);
+    } else if (const analysis::PortView* r = own.Find(p.node, p.device)) {
+      mine.push_back(*r);
+    }
+  }
+  analysis::FabricView out;
+  out.window_seconds = own.window_seconds;
+  if (!theirs.ports().empty()) out.AppendSorted(theirs.TakePorts());
+  out.AppendSorted(std::move(mine));
+  out.Finish();
+  return out;
+}
+
+}  // namespace
+
+void AnalysisRunner::RunShardedRate(absl::Time now, const FeatureSlice& local,
+                                    const std::vector<NodeFacts>& facts,
+                                    const TopologyViews& topology) {
+  std::shared_ptr<const RegistrySnapshot> snapshot = layouts_->Snapshot();
+  if (!hysteresis_seeded_) {
+    // The shards' and the nodes' findings are picked up by the share
+    // itself as it takes them; what is seeded here is the grace of the
+    // holds below.
+    hysteresis_seeded_ = true;
+    seeded_at_ = now;
+    holding_unheard_ = false;
+  }
+  std::vector<const analysis::LayoutModel*> declared;
+  declared.reserve(snapshot->layouts.size());
+  for (const auto& [job, entry] : snapshot->layouts) {
+    declared.push_back(&entry->model);
+  }
+  const std::vector<analysis::ShardPorts> assigned = analysis::AssignShards(
+      local.window, declared, *topology.effective_index, shards_->Counts());
+  const std::vector<AnalysisShards::Owned> owned = shards_->OwnedShards();
+  const absl::Status sent = shards_->Exchange(local, assigned, owned, now);
+  if (sent.ok() == exchange_failing_) {
+    exchange_failing_ = !sent.ok();
+    if (exchange_failing_) {
+      LogWarning(absl::StrCat(
+          "analysis: cannot send this collector's ports of the analysis "
+          "shards to their owners: ",
+          sent.message()));
+    } else {
+      LogInfo("analysis: sending the analysis shards' ports again");
+    }
+  }
+  // Each owned shard: the ports the others sent, and this collector's own.
+  std::vector<analysis::FabricView> views;
+  views.reserve(2 * owned.size());
+  ShardedRatePass::Input in;
+  in.shards.reserve(owned.size());
+  for (const AnalysisShards::Owned& o : owned) {
+    AnalysisShards::Received theirs = shards_->Receive(o.shard, now);
+    auto mine = std::lower_bound(
+        assigned.begin(), assigned.end(), o.shard,
+        [](const analysis::ShardPorts& s, const std::string& name) {
+          return s.shard < name;
+        });
+    const absl::Span<const uint32_t> ports =
+        mine != assigned.end() && mine->shard == o.shard
+            ? absl::MakeConstSpan(mine->ports)
+            : absl::Span<const uint32_t>();
+    if (ports.empty() && theirs.window.ports().empty()) {
+      // No port of the shard anywhere: its findings count down all the
+      // same (an empty view finds nothing).
+      in.shards.push_back({o.shard, o.term, &NoPorts(), nullptr});
+      continue;
+    }
+    views.push_back(WithOwnPorts(std::move(theirs.window), local.window,
+                                 local.window, ports));
+    const analysis::FabricView* window = &views.back();
+    const analysis::FabricView* recent = nullptr;
+    if (local.recent.has_value()) {
+      views.push_back(WithOwnPorts(std::move(theirs.recent), local.window,
+                                   *local.recent, ports));
+      recent = &views.back();
+    }
+    in.shards.push_back({o.shard, o.term, window, recent});
+  }
+  // The nodes this collector holds: those whose freshest facts came from it.
+  const std::string id = shards_->Id();
+  absl::flat_hash_set<std::string> held;
+  for (const NodeFacts& n : facts) {
+    if (n.collector.empty() || n.collector == id) held.insert(n.liveness.node);
+  }
+  const std::vector<analysis::PartNews> news = shards_->News(now);
+  in.now = now;
+  in.window = &local.window;
+  in.recent = local.recent.has_value() ? &*local.recent : nullptr;
+  in.held = &held;
+  in.news = news;
+  in.base.topology = topology.effective.get();
+  in.base.topology_index = topology.effective_index.get();
+  in.base.declared_topology = topology.declared.get();
+  in.base.discovered_topology = topology.discovered.get();
+  in.base.layouts = declared;
+  // What is not seen of a node is unknown, not healthy (RunRateAnalyzers).
+  const std::vector<v1::Finding> active = findings_->Active();
+  absl::flat_hash_set<std::string> quiet;
+  for (const NodeFacts& n : facts) {
+    if (n.unobserved ||
+        analysis::IsAgentQuiet(n.liveness, now, options_.analysis.agent_down)) {
+      quiet.insert(n.liveness.node);
+    }
+  }
+  HoldUnheardNodes(now, facts, active, &quiet);
+  HoldRatelessNodes(now, facts, local.window, &quiet);
+  const absl::flat_hash_set<std::pair<std::string, std::string>> quiet_groups =
+      QuietGroups(now, *snapshot, facts, active, quiet);
+  in.quiet = &quiet;
+  in.quiet_groups = &quiet_groups;
+  ShardedRatePass::Output out = sharded_->Run(in, *findings_);
+  const absl::Status told = shards_->PublishNews(out.news);
+  if (told.ok() == news_failing_) {
+    news_failing_ = !told.ok();
+    if (news_failing_) {
+      LogWarning(
+          absl::StrCat("analysis: cannot tell the other collectors "
+                       "what this collector's analysis found: ",
+                       told.message()));
+    } else {
+      LogInfo("analysis: telling the other collectors the analysis news again");
+    }
+  }
+  for (ShardedRatePass::SourceReport& r : out.reports) {
+    Report(std::move(r.open), *snapshot, now, r.source,
+           r.within_held ? &out.held : nullptr);
+  }
 }
 
 std::shared_ptr<const std::vector<NodeFacts>> AnalysisRunner::LatestNodes()

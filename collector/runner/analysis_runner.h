@@ -57,10 +57,12 @@
 #include "collector/findings/findings_store.h"
 #include "collector/runner/agent_liveness.h"
 #include "collector/runner/analysis_role.h"
+#include "collector/runner/analysis_shards.h"
 #include "collector/runner/collector_metrics.h"
 #include "collector/runner/fabric_view_builder.h"
 #include "collector/runner/feature_exchange.h"
 #include "collector/runner/rate_pass.h"
+#include "collector/runner/sharded_rate_pass.h"
 #include "collector/state/baselines_store.h"
 #include "collector/state/state_store.h"
 #include "collector/store/series_store.h"
@@ -106,6 +108,13 @@ class AnalysisRunner {
     // every analyzer, the declared and discovered ones for those that
     // compare them (collector/topology/topology_keeper.h).
     const TopologySource& topology;
+    // Null: the rate analyzers run over the whole fabric, on the collector
+    // that leads the analysis. Otherwise every collector runs its share of
+    // them (collector/runner/sharded_rate_pass.h): the port analyzers over
+    // its own nodes and the job and switch analyzers of the shards it owns
+    // (OneCollectorShards: every shard); the analysis lease still runs
+    // agent_down, agent_missing and the layout analyzers.
+    AnalysisShards* shards = nullptr;
   };
 
   // Pointers must outlive the runner. `layouts` is what the passes analyse:
@@ -164,8 +173,17 @@ class AnalysisRunner {
   // This collector's slice (series store) published, and the fabric's
   // (its nodes only with MergeScope::kNodes).
   // `topology` marks the switch nodes.
+  // With `keep_local`, this collector's own slice is kept there too.
   FeatureSlice ExchangeFeatures(absl::Time now, MergeScope scope,
-                                const TopologyViews& topology);
+                                const TopologyViews& topology,
+                                FeatureSlice* keep_local = nullptr);
+  // A pass with the rate analysis sharded (Seams::shards).
+  void RunSharded(absl::Time now, bool leading, const TopologyViews& topology);
+  // This collector's share of the rate analysis over its own slice `local`
+  // and the shards it owns; `facts` are the fabric's nodes.
+  void RunShardedRate(absl::Time now, const FeatureSlice& local,
+                      const std::vector<NodeFacts>& facts,
+                      const TopologyViews& topology);
   // Whether LatestView() was called within kViewWantedFor.
   bool ViewWanted() const;
   // agent_down of every node of the fabric (`facts`), and agent_missing of
@@ -214,9 +232,12 @@ class AnalysisRunner {
       const absl::flat_hash_set<std::string>& quiet);
   // One pass of `source` into the store, each finding with its job's
   // labels (collector/runner/job_labels.h).
+  // `within`: the nodes the source resolves in (FindingsStore::
+  // UpdateWithin); null: all.
   void Report(std::vector<analysis::Finding> reports,
               const RegistrySnapshot& layouts, absl::Time now,
-              absl::string_view source);
+              absl::string_view source,
+              const absl::flat_hash_set<std::string>* within = nullptr);
   void Persisted(const absl::Status& status);
   // True when this pass analyses; a new term starts from the findings the
   // previous leader left (the hysteresis is seeded again, as after a
@@ -234,12 +255,19 @@ class AnalysisRunner {
   const AnalysisRole& role_;
   BaselinesStore& baselines_;
   const TopologySource& topology_;
+  AnalysisShards* const shards_;
 
   std::timed_mutex pass_mu_;  // one pass at a time
   // Rate analysis state, used under pass_mu_.
   FabricViewBuilder view_builder_;
   // Re-created when a new term starts (Leading()).
   std::optional<analysis::Hysteresis> hysteresis_;
+  // With Seams::shards: this collector's share of the rate analysis.
+  std::optional<ShardedRatePass> sharded_;
+  // The last shard exchange, and the last news, failed (logged once per
+  // outage).
+  bool exchange_failing_ = false;
+  bool news_failing_ = false;
   // Every NIC's own usual throughput, for straggler_nic; updated once per
   // pass from the window view. Lost on restart but for the NICs of open
   // straggler_nic findings (seeded with the hysteresis): until the others

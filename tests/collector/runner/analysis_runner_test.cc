@@ -20,7 +20,10 @@
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "analysis/shard_map.h"
 #include "collector/declared/file_declared_state.h"
+#include "collector/runner/analysis_shards.h"
+#include "collector/runner/sharded_rate_pass.h"
 #include "collector/state/baselines_store.h"
 #include "collector/state/state_store.h"
 #include "common/clock.h"
@@ -1026,7 +1029,9 @@ struct Opened {
 // The pass, counted from the start of a PFC storm 3x past its threshold
 // (60% of the time paused against 20%), in which pfc_storm opens on gpu-1,
 // one report and one pass per second, and its intervals_held then.
-Opened WhenAStrongStormOpens(const analysis::HysteresisConfig& gate) {
+Opened WhenAStrongStormOpens(const analysis::HysteresisConfig& gate,
+                             bool sharded = false,
+                             std::string* source = nullptr) {
   agent::ScopedTempDir tmp;
   FakeClock clock(absl::FromUnixSeconds(1795000000));
   auto state = StateStore::Open(tmp.path(), &clock);
@@ -1067,8 +1072,11 @@ Opened WhenAStrongStormOpens(const analysis::HysteresisConfig& gate) {
   options.analysis.window_seconds = 5;
   options.analysis.hysteresis = gate;
   OneCollector one;
-  AnalysisRunner runner(&series, &registry, &findings, &stats, clock,
-                        one.seams(), options);
+  OneCollectorShards shards;
+  AnalysisRunner::Seams seams = one.seams();
+  if (sharded) seams.shards = &shards;
+  AnalysisRunner runner(&series, &registry, &findings, &stats, clock, seams,
+                        options);
   uint64_t seq = 0;
   auto report = [&](double paused_fraction) {
     clock.Advance(absl::Seconds(1));
@@ -1088,6 +1096,15 @@ Opened WhenAStrongStormOpens(const analysis::HysteresisConfig& gate) {
     report(0.6);
     for (const v1::Finding& f : findings.Active()) {
       if (f.kind() != "pfc_storm") continue;
+      // The source that wrote it.
+      for (const std::string& name :
+           {std::string("rate_analyzers"),
+            ShardSource(analysis::SwitchShardOf("gpu-1", {})),
+            PortsSource("")}) {
+        for (const v1::Finding& of : findings.ActiveOf(name)) {
+          if (source != nullptr && of.id() == f.id()) *source = name;
+        }
+      }
       return {pass, f.evidence().at(analysis::kIntervalsHeldEvidence)};
     }
   }
@@ -1146,6 +1163,26 @@ TEST_F(AnalysisRunnerStateTest,
       runner.RunLayoutPass("dense-tp16", absl::Now() + absl::Seconds(10));
   ASSERT_THAT(found, ::testing::SizeIs(1));
   EXPECT_EQ(found[0].kind(), "tp_cross_node");
+}
+
+// The rate analysis cut into shards, on a collector that is a cluster of
+// one: the storm opens in the same pass, through its switch shard (gpu-1
+// is cabled to no switch: the shard its own name hashes to).
+TEST(AnalysisRunnerTest, ShardedTheStormOpensAsOnTheWholeFabric) {
+  for (const double recent : {1.0, 0.0}) {
+    analysis::HysteresisConfig gate;
+    gate.recent_seconds = recent;
+    std::string whole_source;
+    std::string sharded_source;
+    const Opened whole = WhenAStrongStormOpens(gate, false, &whole_source);
+    const Opened sharded = WhenAStrongStormOpens(gate, true, &sharded_source);
+    EXPECT_GT(whole.pass, 0);
+    EXPECT_EQ(sharded.pass, whole.pass) << "recent " << recent;
+    EXPECT_EQ(sharded.intervals_held, whole.intervals_held);
+    EXPECT_EQ(whole_source, "rate_analyzers");
+    EXPECT_EQ(sharded_source,
+              ShardSource(analysis::SwitchShardOf("gpu-1", {})));
+  }
 }
 
 TEST(AnalysisRunnerTest, AStrongFaultOpensOnTheNewestSamples) {

@@ -48,8 +48,8 @@ class AnalysisShards {
   virtual ~AnalysisShards() = default;
 
   // This collector's --collector_id ("" embedded): its port findings'
-  // source is "ports@<id>", and the nodes it holds are those whose facts
-  // name it.
+  // source is PortsSource(id) (collector/runner/sharded_rate_pass.h), and
+  // the nodes it holds are those whose facts name it.
   virtual std::string Id() const = 0;
   // How the fabric is cut (the same on every collector).
   virtual analysis::ShardCounts Counts() const = 0;

@@ -35,8 +35,13 @@ std::string ShardSource(absl::string_view shard) {
   return absl::StrCat("rate@", shard);
 }
 
+std::string PortsShard(absl::string_view collector_id) {
+  return collector_id.empty() ? std::string("ports")
+                              : absl::StrCat("ports.", collector_id);
+}
+
 std::string PortsSource(absl::string_view collector_id) {
-  return absl::StrCat("ports@", collector_id);
+  return ShardSource(PortsShard(collector_id));
 }
 
 ShardedRatePass::ShardedRatePass(Options options)

@@ -19,9 +19,11 @@
 //      pass, the others' of their last (one pass late);
 //   5. each findings source through a hysteresis of its own:
 //      "rate@<shard>" for each owned shard (its owner writes it, fenced by
-//      the shard's term) and "ports@<collector id>" for the port part,
-//      which reports the nodes this collector holds and resolves within
-//      them only (FindingsStore::UpdateWithin).
+//      the shard's term) and "rate@ports.<collector id>" for the port
+//      part, which reports the nodes this collector holds and resolves
+//      within them only (FindingsStore::UpdateWithin): a collector's own
+//      nodes are a shard only it owns (PortsShard), fenced like the
+//      others.
 // A finding that stays true keeps its id when its shard or its node
 // changes hands: a shard taken (owned anew, or under a new term) starts its
 // hysteresis from the active findings of its source, whoever wrote them;
@@ -62,8 +64,10 @@ namespace fabricdiag::collector {
 
 // The findings source of analysis shard `shard`: "rate@<shard>".
 std::string ShardSource(absl::string_view shard);
-// The findings source of the port part of collector `collector_id`:
-// "ports@<collector_id>".
+// The shard of collector `collector_id`'s own nodes: "ports.<id>"
+// ("ports" for the embedded collector, whose id is empty).
+std::string PortsShard(absl::string_view collector_id);
+// The findings source of its port part: ShardSource(PortsShard(id)).
 std::string PortsSource(absl::string_view collector_id);
 
 class ShardedRatePass {

@@ -8,11 +8,19 @@ bool FindingTerms::Admit(absl::string_view id, uint64_t term, uint64_t revision,
                          absl::string_view shard) {
   Seen& seen = by_id_[id];
   uint64_t& newest = newest_term_[shard];
-  const bool stale = term != 0 && (term < seen.term || term < newest);
-  seen.revision = std::max(seen.revision, revision);
-  seen.term = std::max(seen.term, term);
+  const bool same_shard = seen.term == 0 || seen.shard == shard;
+  const bool stale =
+      term != 0 && ((same_shard && term < seen.term) || term < newest);
   newest = std::max(newest, term);
-  return !stale;
+  if (stale) {
+    // Its revision and (in its own shard) its term are still what the
+    // bucket was seen to hold.
+    if (same_shard) Saw(id, term, revision, shard);
+    seen.revision = std::max(seen.revision, revision);
+    return false;
+  }
+  Saw(id, term, revision, shard);
+  return true;
 }
 
 void FindingTerms::NewTerm(uint64_t term, absl::string_view shard) {
@@ -20,10 +28,17 @@ void FindingTerms::NewTerm(uint64_t term, absl::string_view shard) {
   newest = std::max(newest, term);
 }
 
-void FindingTerms::Saw(absl::string_view id, uint64_t term, uint64_t revision) {
+void FindingTerms::Saw(absl::string_view id, uint64_t term, uint64_t revision,
+                       absl::string_view shard) {
   Seen& seen = by_id_[id];
   seen.revision = std::max(seen.revision, revision);
-  seen.term = std::max(seen.term, term);
+  if (seen.term == 0 || seen.shard == shard) {
+    seen.term = std::max(seen.term, term);
+  } else if (term != 0) {
+    // Moved to another shard: its terms are the ones that count now.
+    seen.term = term;
+  }
+  if (term != 0) seen.shard = std::string(shard);
 }
 
 void FindingTerms::Gone(absl::string_view id) {

@@ -2,7 +2,13 @@
 // wrote late, by the lease terms they carry (cluster/analysis_lease.h):
 //
 //   - a version whose term is lower than the highest term seen for that
-//     finding is dropped: a newer leader wrote the finding since;
+//     finding in the same shard is dropped: a newer leader (or owner of
+//     the shard) wrote the finding since. Terms of different shards do not
+//     compare: a finding that moves to another shard (a port's finding
+//     when its node's agent moves to another collector, whose own nodes
+//     are a shard of their own) is written by that shard's owner from then
+//     on, under its own term, whatever the term it was written under
+//     before;
 //   - so is one whose term is lower than a term already delivered earlier
 //     in the bucket's order in this watch: it landed after a newer leader
 //     had written (a version, or the mark of its term: NewTerm), so its
@@ -35,7 +41,8 @@ class FindingTerms {
  public:
   struct Seen {
     uint64_t revision = 0;  // 0: never seen
-    uint64_t term = 0;      // the highest seen
+    uint64_t term = 0;      // the highest seen in `shard`
+    std::string shard;      // of the latest version taken
   };
 
   // A new watch delivers the bucket again from its oldest version: the
@@ -55,8 +62,9 @@ class FindingTerms {
              absl::string_view shard = "");
 
   // What the bucket is known to hold for `id`: after a write of this
-  // collector, or after reading it back.
-  void Saw(absl::string_view id, uint64_t term, uint64_t revision);
+  // collector, or after reading it back (a version of `shard`).
+  void Saw(absl::string_view id, uint64_t term, uint64_t revision,
+           absl::string_view shard = "");
 
   // Forgets `id`'s revision (the key is gone from the bucket); its highest
   // term stays.

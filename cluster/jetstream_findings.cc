@@ -172,7 +172,7 @@ absl::Status JetStreamFindings::WriteOne(
       absl::MutexLock lock(&mu_);
       seen = terms_.Get(id);
     }
-    if (seen.term > term) {
+    if (seen.term > term && seen.shard == shard) {
       return Fenced(version, absl::StrCat("term ", seen.term,
                                           " wrote it after this collector's "
                                           "term ",
@@ -196,7 +196,7 @@ absl::Status JetStreamFindings::WriteOne(
                              static_cast<int>(value.size()), seen.revision);
     if (s == NATS_OK) {
       absl::MutexLock lock(&mu_);
-      terms_.Saw(id, term, revision);
+      terms_.Saw(id, term, revision, shard);
       return absl::OkStatus();
     }
     // Someone wrote the key since this collector last saw it, or the
@@ -210,11 +210,14 @@ absl::Status JetStreamFindings::WriteOne(
                             static_cast<size_t>(kvEntry_ValueLen(entry))));
       kvEntry_Destroy(entry);
       const uint64_t stored_term = stored.has_value() ? stored->term : 0;
+      const absl::string_view stored_shard =
+          stored.has_value() ? collector::ShardOfSource(stored->source)
+                             : absl::string_view();
       {
         absl::MutexLock lock(&mu_);
-        terms_.Saw(id, stored_term, revision);
+        terms_.Saw(id, stored_term, revision, stored_shard);
       }
-      if (stored_term > term) {
+      if (stored_term > term && stored_shard == shard) {
         return Fenced(version, absl::StrCat("term ", stored_term,
                                             " wrote it after this "
                                             "collector's term ",

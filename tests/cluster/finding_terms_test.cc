@@ -106,6 +106,24 @@ TEST(FindingTermsTest, AShardsDeposedOwnerIsLateInItsShardAlone) {
   EXPECT_TRUE(terms.Admit("f-000004", 20, 3, "jobs.1"));
 }
 
+TEST(FindingTermsTest, AFindingThatMovesToAnotherShardTakesItsTerms) {
+  FindingTerms terms;
+  // A port finding written by col-c, whose own nodes' shard it took at 393;
+  // its node's agent moves to col-a, which took its own at term 3.
+  EXPECT_TRUE(terms.Admit("f-000001", 393, 10, "ports.col-c"));
+  EXPECT_TRUE(terms.Admit("f-000001", 3, 11, "ports.col-a"));
+  EXPECT_EQ(terms.Get("f-000001").term, 3u);
+  EXPECT_EQ(terms.Get("f-000001").shard, "ports.col-a");
+  // Within ports.col-a the per-finding rule holds again: a deposed
+  // col-a (term 2) is late.
+  EXPECT_FALSE(terms.Admit("f-000001", 2, 12, "ports.col-a"));
+  // What a writer reads back moves it the same way.
+  terms.Saw("f-000001", 400, 13, "ports.col-b");
+  EXPECT_EQ(terms.Get("f-000001").term, 400u);
+  EXPECT_EQ(terms.Get("f-000001").shard, "ports.col-b");
+  EXPECT_EQ(terms.Get("f-000001").revision, 13u);
+}
+
 // The analysis leader at term 30 that owns shard jobs.1 at term 40.
 class RoleForTest final : public collector::AnalysisRole {
  public:

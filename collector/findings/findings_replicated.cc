@@ -32,7 +32,7 @@ absl::Status FindingsStore::ResolveUnshared(
   return Commit(batch, "findings the cluster does not share", false);
 }
 
-absl::StatusOr<size_t> FindingsStore::ShareActive() {
+absl::StatusOr<size_t> FindingsStore::ShareActiveOf(absl::string_view shard) {
   FindingsReplication* replication = nullptr;
   {
     absl::MutexLock update_lock(&update_mu_);
@@ -40,13 +40,19 @@ absl::StatusOr<size_t> FindingsStore::ShareActive() {
   }
   if (replication == &local_replication_) return 0;  // shared nowhere
   // Outside the lock: the versions it waits for are applied under it.
-  replication->MarkTerm();
+  if (shard.empty()) {
+    replication->MarkTerm();
+  } else {
+    replication->MarkShardTerm(shard);
+  }
   absl::MutexLock update_lock(&update_mu_);
   std::vector<StoredFinding> active;
   {
     absl::MutexLock lock(&mu_);
     for (const auto& [key, entry] : active_) {
-      active.push_back(StoredFinding{entry.finding, entry.source});
+      if (ShardOfSource(entry.source) == shard) {
+        active.push_back(StoredFinding{entry.finding, entry.source});
+      }
     }
   }
   std::sort(active.begin(), active.end(),

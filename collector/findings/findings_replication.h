@@ -41,6 +41,16 @@
 
 namespace fabricdiag::collector {
 
+// The analysis shard a findings source belongs to: what follows the last
+// '@' of "<family>@<shard>"; "" for a source of the unsharded analysis
+// (collector/runner/analysis_role.h). Its findings are written under that
+// shard's term.
+inline absl::string_view ShardOfSource(absl::string_view source) {
+  const size_t at = source.rfind('@');
+  return at == absl::string_view::npos ? absl::string_view()
+                                       : source.substr(at + 1);
+}
+
 class FindingsReplication {
  public:
   virtual ~FindingsReplication() = default;

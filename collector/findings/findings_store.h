@@ -191,7 +191,13 @@ class FindingsStore final : public FindingsSink {
   // findings include a previous leader's versions that landed before the
   // mark. No event, no log record. Returns how many were written (0
   // without a Replicate()).
-  absl::StatusOr<size_t> ShareActive();
+  // Only the findings of the unsharded analysis's sources (ShardOfSource
+  // ""): each shard's are its owner's (ShareActiveOf).
+  absl::StatusOr<size_t> ShareActive() { return ShareActiveOf(""); }
+  // The same for a collector that just took analysis shard `shard` over
+  // (FindingsReplication::MarkShardTerm): the active findings of the
+  // shard's sources.
+  absl::StatusOr<size_t> ShareActiveOf(absl::string_view shard);
   // Resolves, at `now`, every active finding the cluster does not have:
   // its id is not in `shared` (the whole shared set), or it was never
   // shared (kept from before this collector joined a cluster).

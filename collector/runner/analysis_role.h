@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "absl/strings/string_view.h"
+#include "collector/findings/findings_replication.h"  // ShardOfSource
 
 namespace fabricdiag::collector {
 
@@ -38,14 +39,6 @@ class AnalysisRole {
   // when it does not own it. A role without shards owns none.
   virtual uint64_t ShardTerm(absl::string_view /*shard*/) const { return 0; }
 };
-
-// The shard a findings source belongs to: what follows the last '@' of
-// "<family>@<shard>"; "" for a source of the unsharded analysis.
-inline absl::string_view ShardOfSource(absl::string_view source) {
-  const size_t at = source.rfind('@');
-  return at == absl::string_view::npos ? absl::string_view()
-                                       : source.substr(at + 1);
-}
 
 // The embedded role: the only collector leads, and owns every shard, in one
 // term that lasts as long as the process (its hysteresis is seeded once, at

@@ -624,9 +624,14 @@ class FakeReplication final : public FindingsReplication {
              std::function<void(const absl::flat_hash_set<std::string>&)>
              /*on_replayed*/) override {}
   void StopWatching() override {}
+  void MarkTerm() override { marks.emplace_back(); }
+  void MarkShardTerm(absl::string_view shard) override {
+    marks.emplace_back(shard);
+  }
 
   uint64_t next = 1;
   std::vector<StoredFinding> versions;
+  std::vector<std::string> marks;  // "" for the analysis lease's term
 };
 
 std::vector<std::pair<WatchEvent::Type, std::string>> Drain(Watcher& w) {
@@ -723,6 +728,34 @@ TEST_F(ReplicatedFindingsTest, ANewLeaderSharesTheActiveFindingsAgain) {
   }
   EXPECT_THAT(written, ElementsAre("f-000002", "f-000003"));
   EXPECT_THAT(Drain(*watcher_), IsEmpty());
+}
+
+// A shard's new owner rewrites that shard's findings under its term, and
+// a new leader those of the unsharded analysis alone.
+TEST_F(ReplicatedFindingsTest, EachTermRewritesItsOwnSourcesFindings) {
+  ASSERT_TRUE(
+      leader_->Update({Pfc("gpu-001", 0.9)}, Tick(), "rate@jobs.3").ok());
+  ASSERT_TRUE(
+      leader_->Update({Pfc("gpu-002", 0.9)}, Tick(), "rate@switches.1").ok());
+  ASSERT_TRUE(leader_->Update({Pfc("gpu-003", 0.9)}, Tick(), "pfc").ok());
+  auto written_since = [this](size_t before) {
+    std::vector<std::string> out;
+    for (size_t i = before; i < shared_.versions.size(); ++i) {
+      out.push_back(shared_.versions[i].finding.node() + " " +
+                    shared_.versions[i].source);
+    }
+    return out;
+  };
+  size_t before = shared_.versions.size();
+  absl::StatusOr<size_t> shared = leader_->ShareActiveOf("jobs.3");
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  EXPECT_EQ(*shared, 1u);
+  EXPECT_THAT(written_since(before), ElementsAre("gpu-001 rate@jobs.3"));
+  before = shared_.versions.size();
+  shared = leader_->ShareActive();
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  EXPECT_THAT(written_since(before), ElementsAre("gpu-003 pfc"));
+  EXPECT_THAT(shared_.marks, ElementsAre("jobs.3", ""));
 }
 
 TEST_F(ReplicatedFindingsTest, AStoreThatSharesNothingRewritesNothing) {

@@ -5,6 +5,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "analysis/ecmp_imbalance.h"
+#include "analysis/hot_expert_incast.h"
+#include "analysis/pfc_storm.h"
+#include "analysis/straggler_nic.h"
 #include "common/fnv1a.h"
 
 namespace fabricdiag::analysis {
@@ -25,6 +29,27 @@ std::string JobShardOf(absl::string_view job, const ShardCounts& counts) {
 
 std::string SwitchShardOf(absl::string_view node, const ShardCounts& counts) {
   return ShardName("switches", node, counts.switches);
+}
+
+std::string ShardOfFinding(const Finding& finding,
+                           const TopologyIndex& topology,
+                           const ShardCounts& counts) {
+  if (finding.kind == kHotExpertIncastKind ||
+      finding.kind == kStragglerNicKind) {
+    return finding.job.empty() ? std::string()
+                               : JobShardOf(finding.job, counts);
+  }
+  if (finding.kind != kEcmpImbalanceKind && finding.kind != kPfcStormKind) {
+    return "";
+  }
+  if (finding.node.empty()) return "";
+  if (!topology.IsSwitch(finding.node)) {
+    if (const LinkEnd* end =
+            topology.SwitchPortOf(finding.node, finding.device)) {
+      return SwitchShardOf(end->node, counts);
+    }
+  }
+  return SwitchShardOf(finding.node, counts);
 }
 
 std::vector<ShardPorts> AssignShards(

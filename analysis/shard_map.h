@@ -25,6 +25,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "analysis/fabric_view.h"
+#include "analysis/finding.h"
 #include "analysis/layout_model.h"
 #include "analysis/shard_signals.h"
 #include "analysis/topology_index.h"
@@ -60,6 +61,15 @@ struct ShardPorts {
 // topology does not cable goes to the switch shard its node's name hashes
 // to (SwitchShardOf(node)): pfc_storm judges a source on its own pause,
 // with or without a topology. Every port is in a switch shard.
+// The shard whose part reports `finding` (analysis/rate_parts.h): a job
+// analyzer's its job's shard, a switch analyzer's the shard of the switch
+// it names or, for a host NIC, of the switch `topology` cables it to (as
+// AssignShards puts it); "" for a port analyzer's (its node's collector
+// reports it) or any other.
+std::string ShardOfFinding(const Finding& finding,
+                           const TopologyIndex& topology,
+                           const ShardCounts& counts);
+
 std::vector<ShardPorts> AssignShards(
     const FabricView& view, absl::Span<const LayoutModel* const> layouts,
     const TopologyIndex& topology, const ShardCounts& counts);

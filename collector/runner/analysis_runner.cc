@@ -58,7 +58,7 @@ const analysis::FabricView& NoPorts() {
   static const auto* const none = new analysis::FabricView();
   return *none;
 }
-constexpr char kRateSource[] = "rate_analyzers";
+constexpr const char* kRateSource = kUnshardedRateSource;
 // How long after the agents' grid point a pass runs, as a fraction of the
 // interval: 100 ms at 1 s. An agent's read (a few milliseconds), its
 // report's way into the series store and NTP's disagreement between
@@ -725,6 +725,13 @@ void AnalysisRunner::RunSharded(absl::Time now, bool leading,
     RunLayoutAnalyzers(now);
   }
   RunShardedRate(now, local, *nodes, topology);
+  // Findings the unsharded analysis left (a cluster that turned sharding
+  // on) are taken over by the shards and the nodes' collectors they belong
+  // to; what no one took once agents had time to reconnect is resolved.
+  if (leading && now - seeded_at_ >= kUnheardNodesGrace &&
+      !findings_->ActiveOf(kRateSource).empty()) {
+    Report({}, *layouts_->Snapshot(), now, kRateSource);
+  }
 }
 
 namespace {
@@ -776,6 +783,7 @@ void AnalysisRunner::RunShardedRate(absl::Time now, const FeatureSlice& local,
   const std::vector<analysis::ShardPorts> assigned = analysis::AssignShards(
       local.window, declared, *topology.effective_index, shards_->Counts());
   const std::vector<AnalysisShards::Owned> owned = shards_->OwnedShards();
+  TakeShards(owned);
   const absl::Status sent = shards_->Exchange(local, assigned, owned, now);
   if (sent.ok() == exchange_failing_) {
     exchange_failing_ = !sent.ok();
@@ -870,6 +878,38 @@ void AnalysisRunner::RunShardedRate(absl::Time now, const FeatureSlice& local,
     Report(std::move(r.open), *snapshot, now, r.source,
            r.within_held ? &out.held : nullptr);
   }
+}
+
+void AnalysisRunner::TakeShards(
+    const std::vector<AnalysisShards::Owned>& owned) {
+  // This collector's own nodes' shard, and the job and switch shards.
+  std::vector<AnalysisShards::Owned> all = owned;
+  const std::string own = PortsShard(shards_->Id());
+  all.push_back({own, role_.ShardTerm(own)});
+  absl::flat_hash_map<std::string, uint64_t> taken;
+  size_t rewritten = 0;
+  for (const AnalysisShards::Owned& s : all) {
+    if (s.term == 0) continue;
+    taken.emplace(s.shard, s.term);
+    auto before = shard_terms_.find(s.shard);
+    if (before != shard_terms_.end() && before->second == s.term) continue;
+    // A shard taken, or taken back: its findings now carry this term, so
+    // that a previous owner's write still in flight is refused or dropped.
+    absl::StatusOr<size_t> shared = findings_->ShareActiveOf(s.shard);
+    if (!shared.ok()) {
+      LogWarning(absl::StrCat("analysis shard ", s.shard, " term ", s.term,
+                              ": active findings not rewritten under it: ",
+                              shared.status().message()));
+    } else {
+      rewritten += *shared;
+    }
+  }
+  if (rewritten > 0) {
+    LogInfo(absl::StrCat("analysis shards: rewrote ", rewritten,
+                         " active findings under the terms of the shards "
+                         "taken"));
+  }
+  shard_terms_ = std::move(taken);
 }
 
 std::shared_ptr<const std::vector<NodeFacts>> AnalysisRunner::LatestNodes()

@@ -184,6 +184,10 @@ class AnalysisRunner {
   void RunShardedRate(absl::Time now, const FeatureSlice& local,
                       const std::vector<NodeFacts>& facts,
                       const TopologyViews& topology);
+  // Rewrites the active findings of each shard `owned` (and of this
+  // collector's own nodes' shard) that is new here, or owned under a new
+  // term, under that term (FindingsStore::ShareActiveOf).
+  void TakeShards(const std::vector<AnalysisShards::Owned>& owned);
   // Whether LatestView() was called within kViewWantedFor.
   bool ViewWanted() const;
   // agent_down of every node of the fabric (`facts`), and agent_missing of
@@ -267,6 +271,8 @@ class AnalysisRunner {
   // The last shard exchange, and the last news, failed (logged once per
   // outage).
   bool exchange_failing_ = false;
+  // The shards owned at the last pass, with their terms (TakeShards).
+  absl::flat_hash_map<std::string, uint64_t> shard_terms_;
   bool news_failing_ = false;
   // Every NIC's own usual throughput, for straggler_nic; updated once per
   // pass from the window view. Lost on restart but for the NICs of open

@@ -32,6 +32,25 @@
 
 namespace fabricdiag::collector {
 
+// The findings source of the rate analyzers run over the whole fabric (by
+// the collector that leads the analysis, without --analysis_shards).
+inline constexpr char kUnshardedRateSource[] = "rate_analyzers";
+
+// The findings source of analysis shard `shard`: "rate@<shard>".
+inline std::string ShardSource(absl::string_view shard) {
+  return absl::StrCat("rate@", shard);
+}
+// The shard of collector `collector_id`'s own nodes, which only it owns:
+// "ports.<id>" ("ports" for the embedded collector, whose id is empty).
+inline std::string PortsShard(absl::string_view collector_id) {
+  return collector_id.empty() ? std::string("ports")
+                              : absl::StrCat("ports.", collector_id);
+}
+// The findings source of its port analyzers: ShardSource(PortsShard(id)).
+inline std::string PortsSource(absl::string_view collector_id) {
+  return ShardSource(PortsShard(collector_id));
+}
+
 class AnalysisShards {
  public:
   struct Owned {

@@ -5,10 +5,11 @@
 #include <utility>
 
 #include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
 #include "analysis/congestion.h"
 #include "analysis/finding_wire.h"
 #include "analysis/nic_ports.h"
+#include "analysis/topology_index.h"
+#include "proto/collector.pb.h"
 
 namespace fabricdiag::collector {
 namespace {
@@ -31,24 +32,12 @@ std::vector<analysis::Finding> FromWire(const std::vector<v1::Finding>& wire) {
 
 }  // namespace
 
-std::string ShardSource(absl::string_view shard) {
-  return absl::StrCat("rate@", shard);
-}
-
-std::string PortsShard(absl::string_view collector_id) {
-  return collector_id.empty() ? std::string("ports")
-                              : absl::StrCat("ports.", collector_id);
-}
-
-std::string PortsSource(absl::string_view collector_id) {
-  return ShardSource(PortsShard(collector_id));
-}
-
 ShardedRatePass::ShardedRatePass(Options options)
     : options_(std::move(options)), ports_(options_.analysis.hysteresis) {}
 
-ShardedRatePass::Shard& ShardedRatePass::Take(const OwnedShard& owned,
-                                              const FindingsStore& findings) {
+ShardedRatePass::Shard& ShardedRatePass::Take(
+    const OwnedShard& owned, const FindingsStore& findings,
+    const std::vector<analysis::Finding>& unsharded) {
   auto it = shards_.find(owned.name);
   if (it != shards_.end() && it->second.term == owned.term) return it->second;
   // New here, or owned again under a newer term: another collector may
@@ -60,8 +49,9 @@ ShardedRatePass::Shard& ShardedRatePass::Take(const OwnedShard& owned,
                    Shard{owned.term,
                          analysis::Hysteresis(options_.analysis.hysteresis)})
           .first->second;
-  const std::vector<analysis::Finding> open =
+  std::vector<analysis::Finding> open =
       FromWire(findings.ActiveOf(ShardSource(owned.name)));
+  open.insert(open.end(), unsharded.begin(), unsharded.end());
   shard.hysteresis.Seed(open);
   // The baselines its stragglers were judged against.
   baselines_.Seed(open);
@@ -98,9 +88,33 @@ ShardedRatePass::Output ShardedRatePass::Run(const Input& in,
   for (auto it = shards_.begin(); it != shards_.end();) {
     it = owned.contains(it->first) ? std::next(it) : shards_.erase(it);
   }
+  // The findings of the unsharded analysis (a cluster that just turned
+  // sharding on), by the shard each belongs to: read only when a shard is
+  // taken.
+  std::map<std::string, std::vector<analysis::Finding>, std::less<>> unsharded;
+  for (const OwnedShard& s : in.shards) {
+    auto it = shards_.find(s.name);
+    if (it != shards_.end() && it->second.term == s.term) continue;
+    static const v1::Topology kNoTopology;
+    const analysis::TopologyIndex none(&kNoTopology);
+    const analysis::TopologyIndex& topology =
+        in.base.topology_index != nullptr ? *in.base.topology_index : none;
+    for (const v1::Finding& f : findings.ActiveOf(kUnshardedRateSource)) {
+      analysis::Finding found = analysis::FindingFromWire(f);
+      std::string shard =
+          analysis::ShardOfFinding(found, topology, options_.counts);
+      if (!shard.empty()) unsharded[shard].push_back(std::move(found));
+    }
+    break;
+  }
+  static const std::vector<analysis::Finding> kNoFindings;
   std::vector<Shard*> taken;
   taken.reserve(in.shards.size());
-  for (const OwnedShard& s : in.shards) taken.push_back(&Take(s, findings));
+  for (const OwnedShard& s : in.shards) {
+    auto theirs = unsharded.find(s.name);
+    taken.push_back(&Take(
+        s, findings, theirs != unsharded.end() ? theirs->second : kNoFindings));
+  }
 
   analysis::AnalysisInput base = in.base;
   base.config = &options_.analysis;

@@ -26,7 +26,9 @@
 //      others.
 // A finding that stays true keeps its id when its shard or its node
 // changes hands: a shard taken (owned anew, or under a new term) starts its
-// hysteresis from the active findings of its source, whoever wrote them;
+// hysteresis from the active findings of its source, whoever wrote them
+// (and from those of the unsharded analysis that belong to it, when a
+// cluster turns sharding on);
 // a node newly held starts from its active port findings, whichever
 // collector held it before. A shard or node no longer held is forgotten
 // here, not resolved: its new holder reports it.
@@ -59,16 +61,9 @@
 #include "analysis/shard_map.h"
 #include "analysis/straggler_baselines.h"
 #include "collector/findings/findings_store.h"
+#include "collector/runner/analysis_shards.h"
 
 namespace fabricdiag::collector {
-
-// The findings source of analysis shard `shard`: "rate@<shard>".
-std::string ShardSource(absl::string_view shard);
-// The shard of collector `collector_id`'s own nodes: "ports.<id>"
-// ("ports" for the embedded collector, whose id is empty).
-std::string PortsShard(absl::string_view collector_id);
-// The findings source of its port part: ShardSource(PortsShard(id)).
-std::string PortsSource(absl::string_view collector_id);
 
 class ShardedRatePass {
  public:
@@ -143,9 +138,11 @@ class ShardedRatePass {
     analysis::Hysteresis hysteresis;
   };
 
-  // The shard's hysteresis, started from its source's active findings when
-  // it is new here or `term` is newer than the one it was taken under.
-  Shard& Take(const OwnedShard& owned, const FindingsStore& findings);
+  // The shard's hysteresis, started from its source's active findings (and
+  // `unsharded`: those of kUnshardedRateSource that belong to it) when it is
+  // new here or `term` is newer than the one it was taken under.
+  Shard& Take(const OwnedShard& owned, const FindingsStore& findings,
+              const std::vector<analysis::Finding>& unsharded);
   // The port hysteresis forgets the nodes no longer held, and starts the
   // nodes newly held from their active port findings.
   void Hold(const absl::flat_hash_set<std::string>& held,

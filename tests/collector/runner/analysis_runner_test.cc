@@ -247,6 +247,10 @@ class AnalysisRunnerStateTest : public ::testing::Test {
     };
   }
 
+  // After a restart: findings of nodes not heard from hold for the grace
+  // (FindingsOfNodesNotHeardSinceARestartHold).
+  void ExpectFindingsOfNodesNotHeardHold(bool sharded);
+
   // The id of the active finding of `kind`; "" when none.
   std::string ActiveId(const std::string& kind) const {
     for (const v1::Finding& f : findings_->Active()) {
@@ -330,16 +334,31 @@ TEST_F(AnalysisRunnerStateTest, FindingsCarryTheirJobsLabels) {
 // After a restart, a finding of a node whose agent has not reconnected yet
 // holds (same id) for kUnheardNodesGrace; one of a node that reports again
 // and no longer has the condition resolves after clear_after passes.
-TEST_F(AnalysisRunnerStateTest, FindingsOfNodesNotHeardSinceARestartHold) {
+// See FindingsOfNodesNotHeardSinceARestartHold below.
+void AnalysisRunnerStateTest::ExpectFindingsOfNodesNotHeardHold(bool sharded) {
   auto storm_on = [](const std::string& node) { return StormOn(node, "eth0"); };
   // What the process before the restart left open.
   ASSERT_TRUE(findings_
                   ->Update({storm_on("gpu-away"), storm_on("gpu-back")},
                            clock.Now(), "rate_analyzers")
                   .ok());
+  // And one of a node that never reports again, of a port analyzer: no
+  // shard takes it; with the analysis sharded it is resolved once the
+  // agents had the grace to reconnect.
+  analysis::Finding errors;
+  errors.kind = "link_errors";
+  errors.node = "gpu-gone";
+  errors.device = "eth0";
+  if (sharded) {
+    ASSERT_TRUE(
+        findings_
+            ->Update({storm_on("gpu-away"), storm_on("gpu-back"), errors},
+                     clock.Now(), "rate_analyzers")
+            .ok());
+  }
   std::map<std::string, std::string> ids;
   for (const v1::Finding& f : findings_->Active()) ids[f.node()] = f.id();
-  ASSERT_EQ(ids.size(), 2u);
+  ASSERT_EQ(ids.size(), sharded ? 3u : 2u);
 
   // gpu-back's agent reconnects at once and reports every second, healthy.
   std::function<void()> back = StartEmptyAgent("gpu-back");
@@ -347,8 +366,11 @@ TEST_F(AnalysisRunnerStateTest, FindingsOfNodesNotHeardSinceARestartHold) {
   AnalysisRunner::Options options;
   options.analysis.hysteresis.clear_after = 3;
   OneCollector one;
+  OneCollectorShards shards;
+  AnalysisRunner::Seams seams = one.seams();
+  if (sharded) seams.shards = &shards;
   AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
-                        clock, one.seams(), options);
+                        clock, seams, options);
   auto pass = [&] {
     back();
     runner.RunOnce();
@@ -375,18 +397,32 @@ TEST_F(AnalysisRunnerStateTest, FindingsOfNodesNotHeardSinceARestartHold) {
     ASSERT_EQ(pass()["gpu-away"], ids["gpu-away"]) << "pass " << passes + 1;
     ++passes;
   }
-  for (int i = 1; i <= 2; ++i) EXPECT_EQ(pass().count("gpu-away"), 1u);
+  EXPECT_EQ(pass().count("gpu-gone"), 0u);
+  EXPECT_EQ(pass().count("gpu-away"), 1u);
   EXPECT_EQ(pass().count("gpu-away"), 0u);
   // The log says whose findings are held, once, and when they count down.
   const std::string log = ::testing::internal::GetCapturedStderr();
-  EXPECT_THAT(log, ::testing::HasSubstr(
-                       "analysis: holding the open findings of 1 node "
-                       "(gpu-away) not heard from yet, for up to 40s while "
-                       "agents reconnect\n"));
-  EXPECT_THAT(log, ::testing::HasSubstr(
-                       "analysis: the open findings of 1 node (gpu-away) not "
-                       "heard from within 40s count down from now on\n"));
+  const std::string held =
+      sharded ? "2 nodes (gpu-away, gpu-gone)" : "1 node (gpu-away)";
+  EXPECT_THAT(log, ::testing::HasSubstr(absl::StrCat(
+                       "analysis: holding the open findings of ", held,
+                       " not heard from yet, for up to 40s while agents "
+                       "reconnect\n")));
+  EXPECT_THAT(log, ::testing::HasSubstr(absl::StrCat(
+                       "analysis: the open findings of ", held,
+                       " not heard from within 40s count down from now "
+                       "on\n")));
   EXPECT_EQ(log.find("holding"), log.rfind("holding")) << log;
+}
+
+TEST_F(AnalysisRunnerStateTest, FindingsOfNodesNotHeardSinceARestartHold) {
+  ExpectFindingsOfNodesNotHeardHold(false);
+}
+
+// The same with the rate analysis sharded (a cluster of one), restarted
+// from what the unsharded analysis left: its shards take the findings over.
+TEST_F(AnalysisRunnerStateTest, ShardedFindingsOfNodesNotHeardHoldToo) {
+  ExpectFindingsOfNodesNotHeardHold(true);
 }
 
 // After a restart a node's agent reports once, then goes silent past

@@ -146,10 +146,11 @@ class ShardedRatePassTest : public ::testing::Test {
     const absl::Time now = clock_.Now();
     analysis::AnalysisInput in = Input(&view);
     RateFindings found = RunRatePass(in, nullptr, &single_baselines_, 1);
-    ASSERT_TRUE(single()
+    ASSERT_TRUE((unsharded_ ? sharded() : single())
                     .Update(single_hysteresis_->Step(std::move(found.window)),
-                            now, "rate_analyzers")
+                            now, kUnshardedRateSource)
                     .ok());
+    if (unsharded_) return;
 
     const std::vector<analysis::ShardPorts> shards =
         analysis::AssignShards(view, layouts_, *topology_, counts_);
@@ -214,6 +215,9 @@ class ShardedRatePassTest : public ::testing::Test {
   uint64_t next_term_ = 1;
   std::vector<analysis::PartNews> news_;
   uint32_t seed_ = 1;
+  // The shared store is written by one collector running every analyzer
+  // (no sharding yet).
+  bool unsharded_ = false;
 };
 
 TEST_F(ShardedRatePassTest, ThreeCollectorsFindWhatOneFinds) {
@@ -280,6 +284,38 @@ TEST_F(ShardedRatePassTest, ACollectorsDeathMovesNoFindingThatStaysTrue) {
   EXPECT_EQ(Sum(sharded().Counters().resolved_by_kind), 0u);
   // Nothing is left under the dead collector's sources.
   EXPECT_THAT(sharded().ActiveOf(PortsSource("col-2")), ::testing::IsEmpty());
+}
+
+TEST_F(ShardedRatePassTest, TurningShardingOnKeepsEveryFindingAndItsId) {
+  // The cluster ran without shards: its leader wrote every finding.
+  unsharded_ = true;
+  Run(6, 6);
+  const std::map<std::string, std::string> before = IdsByKey(sharded());
+  ASSERT_GE(before.size(), 9u);
+  // Restarted with --analysis_shards: the shards' owners and the nodes'
+  // collectors take the findings over, under the same ids.
+  unsharded_ = false;
+  Run(0, 6);
+  EXPECT_EQ(IdsByKey(sharded()), before);
+  EXPECT_EQ(Sum(sharded().Counters().resolved_by_kind), 0u);
+  std::vector<std::string> left;
+  for (const v1::Finding& f : sharded().ActiveOf(kUnshardedRateSource)) {
+    left.push_back(absl::StrCat(f.kind(), " ", f.node()));
+  }
+  EXPECT_THAT(left, ::testing::IsEmpty());
+}
+
+TEST_F(ShardedRatePassTest, TurningShardingOnAsTheFaultsClearResolvesThem) {
+  unsharded_ = true;
+  Run(6, 6);
+  ASSERT_GE(sharded().Active().size(), 9u);
+  unsharded_ = false;
+  Run(config_.hysteresis.clear_after + 2, 0);
+  std::vector<std::string> left;
+  for (const v1::Finding& f : sharded().Active()) {
+    left.push_back(absl::StrCat(f.id(), " ", f.kind(), " ", f.node()));
+  }
+  EXPECT_THAT(left, ::testing::IsEmpty());
 }
 
 TEST_F(ShardedRatePassTest, FindingsHandedOverAsTheyClearResolve) {

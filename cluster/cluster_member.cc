@@ -95,6 +95,25 @@ absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Join(
                                         options.collector_id, lease_options));
   const AnalysisLease* lease = member->lease_.get();
   ClusterMembers* members = member->members_.get();
+  if (options.analysis_shards) {
+    NatsAnalysisShards::Options shards_options;
+    shards_options.leases.replicas = options.replicas;
+    ASSIGN_OR_RETURN(
+        member->shards_,
+        NatsAnalysisShards::Start(
+            member->nats_.get(), options.collector_id,
+            [members] {
+              std::vector<ShardLeases::Candidate> live;
+              const absl::Time now = absl::Now();
+              for (const ClusterMembers::Member& m : members->Live()) {
+                live.push_back({m.id, now - m.live_since});
+              }
+              return live;
+            },
+            shards_options));
+    member->sharded_role_ =
+        std::make_unique<ShardedAnalysisRole>(lease, member->shards_.get());
+  }
   const std::string self = options.collector_id;
   member->handoff_ = std::make_unique<LeaderHandoff>(
       [lease, members, self] {
@@ -115,9 +134,9 @@ absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Join(
   findings_options.replicas = options.replicas;
   findings_options.test_write_delay =
       JetStreamFindings::TestWriteDelayFromEnv();
-  ASSIGN_OR_RETURN(
-      member->findings_,
-      JetStreamFindings::Open(member->nats_.get(), lease, findings_options));
+  ASSIGN_OR_RETURN(member->findings_,
+                   JetStreamFindings::Open(member->nats_.get(), member->role(),
+                                           findings_options));
   JetStreamBaselines::Options baselines_options;
   baselines_options.replicas = options.replicas;
   ASSIGN_OR_RETURN(
@@ -224,6 +243,7 @@ void ClusterMember::Leave() {
   // Each is idempotent, and quick once the connection is closed.
   if (findings_ != nullptr) findings_->StopWatching();
   if (declared_ != nullptr) declared_->StopWatching();
+  if (shards_ != nullptr) shards_->Stop();
   if (lease_ != nullptr) lease_->Stop();
   if (members_ != nullptr) members_->Stop();
   nats_->Close();
@@ -505,6 +525,47 @@ void ClusterMember::AppendMetrics(const collector::RegistryWatchStats& watch,
     w.Sample({{"collector_id", id_}, {"from", from}},
              static_cast<double>(count));
   }
+  if (shards_ == nullptr) return;
+  // --analysis_shards (docs/cluster.md#sharded-analysis).
+  const ShardExchange::Stats exchange = shards_->exchange_stats();
+  const PartNewsExchange::Stats news = shards_->news_stats();
+  write({
+      {"fabricdiag_cluster_analysis_shards_owned",
+       "Analysis shards (of jobs and of switches) this collector owns.",
+       PromType::kGauge, static_cast<double>(shards_->OwnedShards().size())},
+      {"fabricdiag_cluster_analysis_shard_handovers_total",
+       "Analysis shards this collector handed over to another collector, "
+       "their first choice.",
+       PromType::kCounter, static_cast<double>(shards_->handovers())},
+      {"fabricdiag_cluster_shard_chunks_published_total",
+       "Chunks of this collector's ports sent to the owners of their "
+       "analysis shards.",
+       PromType::kCounter, static_cast<double>(exchange.published_chunks)},
+      {"fabricdiag_cluster_shard_publish_errors_total",
+       "Analysis passes whose shard chunks this collector failed to send.",
+       PromType::kCounter, static_cast<double>(exchange.publish_errors)},
+      {"fabricdiag_cluster_shard_chunks_received_total",
+       "Chunks of other collectors' ports of the shards this collector owns "
+       "that it received.",
+       PromType::kCounter, static_cast<double>(exchange.received_chunks)},
+      {"fabricdiag_cluster_shard_chunks_refused_total",
+       "Messages on the shard subjects this collector dropped: not a chunk "
+       "of a shard it owns, or damaged.",
+       PromType::kCounter, static_cast<double>(exchange.refused_chunks)},
+      {"fabricdiag_cluster_analysis_news_published_total",
+       "Analysis news (what this collector's analysis parts excuse, its "
+       "ports' congestion histograms) sent to the other collectors.",
+       PromType::kCounter, static_cast<double>(news.published)},
+      {"fabricdiag_cluster_analysis_news_publish_errors_total",
+       "Analysis news this collector failed to send.", PromType::kCounter,
+       static_cast<double>(news.publish_errors)},
+      {"fabricdiag_cluster_analysis_news_received_total",
+       "Other collectors' analysis news received.", PromType::kCounter,
+       static_cast<double>(news.received)},
+      {"fabricdiag_cluster_analysis_news_refused_total",
+       "Analysis news received and dropped: damaged or refused.",
+       PromType::kCounter, static_cast<double>(news.refused)},
+  });
 }
 
 }  // namespace fabricdiag::cluster

@@ -32,6 +32,7 @@
 #include "cluster/jetstream_features.h"
 #include "cluster/jetstream_findings.h"
 #include "cluster/leader_handoff.h"
+#include "cluster/nats_analysis_shards.h"
 #include "cluster/nats_connection.h"
 #include "collector/declared/declared_state.h"
 #include "collector/findings/findings_replication.h"
@@ -69,6 +70,10 @@ struct ClusterOptions {
   absl::Duration startup_timeout = kDefaultStartupTimeout;
   // --nats_user, --nats_password_file, --nats_creds, --nats_tls_*.
   NatsSecurity security{};
+  // --analysis_shards: every collector runs its share of the rate analysis
+  // (cluster/nats_analysis_shards.h) instead of the analysis leader
+  // running all of it.
+  bool analysis_shards = false;
 };
 
 // InvalidArgument naming the flag at fault. Reads the security flags'
@@ -93,7 +98,14 @@ class ClusterMember {
   collector::FeatureExchange* features() { return features_.get(); }
   // Who analyses (cluster/analysis_lease.h).
   const AnalysisLease* lease() const { return lease_.get(); }
-  const collector::AnalysisRole* role() const { return lease_.get(); }
+  const collector::AnalysisRole* role() const {
+    return sharded_role_ != nullptr
+               ? static_cast<const collector::AnalysisRole*>(
+                     sharded_role_.get())
+               : lease_.get();
+  }
+  // The analysis shards with --analysis_shards; null otherwise.
+  NatsAnalysisShards* analysis_shards() { return shards_.get(); }
   // Which agents this collector takes: it hands back those that prefer
   // another live collector, and the leader takes a lighter share
   // (cluster/leader_handoff.h).
@@ -195,6 +207,8 @@ class ClusterMember {
   std::unique_ptr<ClusterMembers> members_;
   std::unique_ptr<JetStreamFeatures> features_;
   std::unique_ptr<AnalysisLease> lease_;
+  std::unique_ptr<NatsAnalysisShards> shards_;
+  std::unique_ptr<ShardedAnalysisRole> sharded_role_;
   SystemClock clock_;
   std::unique_ptr<LeaderHandoff> handoff_;
   std::unique_ptr<JetStreamFindings> findings_;

@@ -84,6 +84,7 @@ ONLY_RULES = [
       "collector/findings/mark_state.h",
       "collector/ingest/ingest_placement.h",
       "collector/runner/analysis_role.h",
+      "collector/runner/analysis_shards.h",
       "collector/runner/feature_exchange.h",
       "collector/state/baselines_store.h",
       "collector/state/object_store.h"],

@@ -1,5 +1,6 @@
 #include "server/backends.h"
 
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -25,8 +26,10 @@ NodeFactsStats MemoryStats(const MemoryNodeFacts& facts) {
 // Everything in --state_dir; the rest does nothing.
 class Embedded final : public Backends {
  public:
-  explicit Embedded(StateStore* state)
-      : declared_(state), baselines_(state), marks_(state) {}
+  Embedded(StateStore* state, bool analysis_shards)
+      : declared_(state), baselines_(state), marks_(state) {
+    if (analysis_shards) shards_.emplace();
+  }
 
   DeclaredState& declared_state() override { return declared_; }
   FindingsReplication& findings_replication() override { return findings_; }
@@ -36,6 +39,9 @@ class Embedded final : public Backends {
   BaselinesStore& baselines() override { return baselines_; }
   NodeFactsStore& node_facts() override { return facts_; }
   MarkState& marks() override { return marks_; }
+  AnalysisShards* analysis_shards() override {
+    return shards_.has_value() ? &*shards_ : nullptr;
+  }
 
   std::string collector_id() const override { return ""; }
   std::string Describe() const override { return ""; }
@@ -58,6 +64,7 @@ class Embedded final : public Backends {
   FileBaselinesStore baselines_;
   MemoryNodeFacts facts_;
   FileMarkState marks_;
+  std::optional<OneCollectorShards> shards_;
 };
 
 // The cluster's JetStream buckets and streams, through a ClusterMember.
@@ -90,6 +97,9 @@ class Cluster final : public Backends {
   BaselinesStore& baselines() override { return *member_->baselines(); }
   NodeFactsStore& node_facts() override { return *facts_; }
   MarkState& marks() override { return *marks_; }
+  AnalysisShards* analysis_shards() override {
+    return member_->analysis_shards();
+  }
 
   std::string collector_id() const override { return member_->collector_id(); }
   std::string Describe() const override {
@@ -150,8 +160,9 @@ void SeedFromStateDir(cluster::ClusterMember& member, StateStore* state) {
 
 }  // namespace
 
-std::unique_ptr<Backends> EmbeddedBackends(StateStore* state) {
-  return std::make_unique<Embedded>(state);
+std::unique_ptr<Backends> EmbeddedBackends(StateStore* state,
+                                           bool analysis_shards) {
+  return std::make_unique<Embedded>(state, analysis_shards);
 }
 
 absl::StatusOr<std::unique_ptr<Backends>> ClusterBackends(

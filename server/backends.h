@@ -45,6 +45,7 @@
 #include "collector/findings/silences.h"
 #include "collector/ingest/ingest_placement.h"
 #include "collector/runner/analysis_role.h"
+#include "collector/runner/analysis_shards.h"
 #include "collector/runner/feature_exchange.h"
 #include "collector/state/baselines_store.h"
 #include "collector/state/state_store.h"
@@ -64,6 +65,10 @@ class Backends {
   virtual NodeFactsStore& node_facts() = 0;
   // Acks, silences and forgotten nodes (collector/findings/silences.h).
   virtual MarkState& marks() = 0;
+  // With --analysis_shards, the shards of the rate analysis this collector
+  // owns (collector/runner/analysis_shards.h); null: the collector that
+  // leads the analysis runs all of it.
+  virtual AnalysisShards* analysis_shards() = 0;
 
   // This collector's --collector_id, which `fabricdiag nodes` shows for its
   // nodes; empty when embedded (one collector needs no name).
@@ -97,7 +102,10 @@ class Backends {
 
 // One collector, its state in --state_dir (`state`, which must outlive the
 // bundle).
-std::unique_ptr<Backends> EmbeddedBackends(StateStore* state);
+// `analysis_shards`: the rate analysis runs as the share of a cluster of
+// one (OneCollectorShards).
+std::unique_ptr<Backends> EmbeddedBackends(StateStore* state,
+                                           bool analysis_shards = false);
 
 // A collector of the cluster `options` names (ClusterMember::Join). The
 // first collector of a new cluster copies the declared state of `state`

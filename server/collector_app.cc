@@ -112,7 +112,8 @@ cluster::ClusterOptions ClusterOptionsOf(const CollectorConfig& config) {
           config.nats_replicas,
           config.analysis_interval,
           config.nats_startup_timeout,
-          config.nats_security};
+          config.nats_security,
+          config.analysis_shards};
 }
 
 }  // namespace
@@ -392,7 +393,7 @@ int RunCollector(const CollectorConfig& config) {
   // The one choice of the mode: everything below runs on the bundle.
   absl::StatusOr<std::unique_ptr<Backends>> chosen =
       config.nats.empty()
-          ? EmbeddedBackends(state->get())
+          ? EmbeddedBackends(state->get(), config.analysis_shards)
           : ClusterBackends(ClusterOptionsOf(config), state->get());
   if (!chosen.ok()) return StartupFailed(chosen.status().message());
   Backends& backends = **chosen;
@@ -464,7 +465,8 @@ int RunCollector(const CollectorConfig& config) {
   FilledLayouts filled_layouts(&registry, &backends.node_facts());
   AnalysisRunner runner(
       &series, &filled_layouts, &findings, &stats, clock,
-      {backends.features(), backends.role(), backends.baselines(), topology},
+      {backends.features(), backends.role(), backends.baselines(), topology,
+       backends.analysis_shards()},
       *std::move(runner_options));
 
   QueryService::Options query_options =

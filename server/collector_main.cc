@@ -38,6 +38,12 @@ ABSL_FLAG(std::string, ingest_token_file, "",
 ABSL_FLAG(absl::Duration, analysis_interval, absl::Seconds(1),
           "How often the analyzers run: a tenth of it after each whole "
           "multiple of it on the wall clock, where agents read");
+ABSL_FLAG(bool, analysis_shards, false,
+          "Cut the rate analysis into shards: every collector of a cluster "
+          "runs the per-port analyzers over its own agents and the job and "
+          "switch analyzers of the shards it owns (all of them alone); the "
+          "analysis leader keeps liveness and the layout analyzers. Every "
+          "collector of a cluster must set it alike");
 ABSL_FLAG(int, window_samples, 600,
           "Rates kept per series (600 = 10 minutes at 1 s)");
 ABSL_FLAG(std::string, analysis_config, "",
@@ -123,6 +129,7 @@ int main(int argc, char** argv) {
   config.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
   config.ingest_token_file = absl::GetFlag(FLAGS_ingest_token_file);
   config.analysis_interval = absl::GetFlag(FLAGS_analysis_interval);
+  config.analysis_shards = absl::GetFlag(FLAGS_analysis_shards);
   const int window = absl::GetFlag(FLAGS_window_samples);
   config.window_samples = window < 0 ? 0 : static_cast<size_t>(window);
   config.analysis_config = absl::GetFlag(FLAGS_analysis_config);

@@ -945,7 +945,8 @@ class ClusterStoryTest : public CollectorClusterTest {
 
   static std::string NodeName(int i) { return absl::StrCat("gpu-00", i); }
 
-  void WriteInputs() {
+  // The flapping link starts `flap_start` into the simulator's clock.
+  void WriteInputs(absl::Duration flap_start = kSecondFault) {
     const std::string w = dir_.path();
     std::string hosts;
     for (int i = 0; i < kNodes; ++i) {
@@ -970,14 +971,14 @@ class ClusterStoryTest : public CollectorClusterTest {
       }
     }
     // The hot expert from 4 s to the end of the test; the flapping link
-    // from kSecondFault s of the simulator's clock, after the kill.
+    // from `flap_start` (by default kSecondFault, after the kill).
     std::ofstream(w + "/scenario.json")
         << "{\"step_seconds\": 1.0, \"faults\": ["
            "{\"kind\": \"hot_expert\", \"node\": \"gpu-001\", \"nic\": "
            "\"mlx5_2\", \"factor\": 6, \"start\": 4},"
            "{\"kind\": \"link_flap\", \"node\": \"gpu-004\", \"nic\": "
            "\"mlx5_0\", \"period\": 2, \"start\": "
-        << absl::ToInt64Seconds(kSecondFault) << "}]}";
+        << absl::ToInt64Seconds(flap_start) << "}]}";
     // As sim_faults_e2e at 0.5 s: a fault is seen after the window fills
     // and 3 passes. This test is about failover, not about the margin of
     // the hot expert's condition: on a loaded machine its NIC measured
@@ -1341,6 +1342,191 @@ TEST_F(ClusterStoryTest, FindingsSurviveTheBusiestCollectorAndARestart) {
     EXPECT_EQ(agent->Wait(absl::Seconds(10)), 0);
   }
 }
+// The rate analysis cut into shards (--analysis_shards) on three
+// collectors: the hot expert (a job shard's finding) and the flapping link
+// (the port part of the node's collector) open with one id on every
+// collector, and keep it when the collector most agents stream to is
+// killed: its shards go to the survivors, its agents too, and nothing
+// resolves or opens again.
+TEST_F(ClusterStoryTest, ShardedCollectorsKeepTheirFindingsThroughAKill) {
+  const std::string w = dir_.path();
+  WriteInputs(absl::Seconds(4));
+  std::vector<std::string> flags = CollectorFlags();
+  flags.push_back("--analysis_shards");
+  std::vector<Collector> c;
+  for (const char* name : {"col-a", "col-b", "col-c"}) {
+    c.push_back(Start(name, nats_.urls(), 0, 0, flags));
+    ASSERT_GT(c.back().grpc, 0);
+  }
+  ASSERT_EQ(Cli(c[0], {"layout", "apply", w + "/layout.yaml"}).exit_code, 0);
+  ASSERT_EQ(Cli(c[1], {"topology", "apply", w + "/topology.yaml"}).exit_code,
+            0);
+  Subprocess sim({kSim, "--layout=" + w + "/layout.yaml",
+                  "--topology=" + w + "/topology.yaml",
+                  "--scenario=" + w + "/scenario.json",
+                  "--out=" + w + "/fabric", "--interval=500ms"});
+  ASSERT_TRUE(sim.Start().ok());
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        return std::filesystem::is_directory(
+            w + "/fabric/" + NodeName(kNodes - 1) + "/sys/class/net");
+      },
+      absl::Seconds(20), absl::Milliseconds(50)))
+      << sim.Stderr();
+  std::string all_collectors;
+  for (const Collector& each : c) {
+    absl::StrAppend(&all_collectors, all_collectors.empty() ? "" : ",",
+                    "127.0.0.1:", each.grpc);
+  }
+  std::vector<std::unique_ptr<Subprocess>> agents;
+  for (int i = 0; i < kNodes; ++i) {
+    const std::string tree = w + "/fabric/" + NodeName(i);
+    agents.push_back(std::make_unique<Subprocess>(std::vector<std::string>{
+        kAgent, "--node=" + NodeName(i), "--sysfs_root=" + tree + "/sys",
+        "--ethtool_dir=" + tree + "/ethtool", "--listen=127.0.0.1:0",
+        "--interval=500ms", "--collector=" + all_collectors}));
+    ASSERT_TRUE(agents.back()->Start().ok());
+  }
+  std::vector<std::unique_ptr<Subprocess>> watches;
+  for (const Collector& each : c) {
+    watches.push_back(std::make_unique<Subprocess>(std::vector<std::string>{
+        kCli, absl::StrCat("--collector=127.0.0.1:", each.grpc), "watch",
+        "--json"}));
+    ASSERT_TRUE(watches.back()->Start().ok());
+  }
+
+  struct Fault {
+    const char* kind;
+    const char* node;
+    const char* device;
+    std::string id;
+  };
+  std::vector<Fault> faults = {{"hot_expert_incast", "gpu-001", "mlx5_2", ""},
+                               {"link_flap", "gpu-004", "mlx5_0", ""}};
+  for (Fault& f : faults) {
+    ASSERT_TRUE(testing::Eventually(
+        [&] {
+          f.id = ActiveId(c[0], f.kind, f.node, f.device);
+          return !f.id.empty();
+        },
+        absl::Seconds(40), absl::Milliseconds(250)))
+        << f.kind << "\n"
+        << c[0].process->Stderr() << c[1].process->Stderr()
+        << c[2].process->Stderr();
+    for (int i : {1, 2}) {
+      EXPECT_TRUE(testing::Eventually(
+          [&] { return ActiveId(c[i], f.kind, f.node, f.device) == f.id; },
+          absl::Seconds(10), absl::Milliseconds(250)))
+          << c[i].name << " does not list " << f.kind << " " << f.id;
+    }
+  }
+
+  // The analysis is cut: each collector owns some of the 128 shards, every
+  // shard one, and the collectors send each other ports and news.
+  auto metric = [](const Collector& each, const std::string& name) {
+    absl::StatusOr<std::string> m = HttpGet(each.http, "/metrics");
+    std::smatch found;
+    return m.ok() && std::regex_search(
+                         *m, found,
+                         std::regex("\n" + name + "\\{[^}]*\\} ([0-9.e+]+)"))
+               ? std::stod(found[1])
+               : -1.0;
+  };
+  auto owned_by = [&](const std::vector<size_t>& which) {
+    std::vector<double> owned;
+    owned.reserve(which.size());
+    for (size_t i : which) {
+      owned.push_back(metric(c[i], "fabricdiag_cluster_analysis_shards_owned"));
+    }
+    return owned;
+  };
+  auto spread_over = [](const std::vector<double>& owned) {
+    double sum = 0;
+    for (double n : owned) {
+      if (n <= 0) return false;
+      sum += n;
+    }
+    return sum == 128;
+  };
+  std::vector<double> owned;
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        return spread_over(owned = owned_by({0, 1, 2}));
+      },
+      absl::Seconds(10), absl::Milliseconds(250)))
+      << absl::StrJoin(owned, " ");
+  for (const Collector& each : c) {
+    EXPECT_GT(metric(each, "fabricdiag_cluster_analysis_news_received_total"),
+              0)
+        << each.name;
+  }
+  double chunks = 0;
+  for (const Collector& each : c) {
+    chunks += metric(each, "fabricdiag_cluster_shard_chunks_received_total");
+  }
+  EXPECT_GT(chunks, 0);
+  std::cout << "shards owned: " << absl::StrJoin(owned, " ")
+            << "; shard chunks received: " << chunks << "\n";
+
+  size_t busiest = 0;
+  std::vector<int> spread;
+  for (size_t i = 0; i < c.size(); ++i) {
+    spread.push_back(AgentsOf(c[i]));
+    if (spread[i] > spread[busiest]) busiest = i;
+  }
+  std::cout << "agents per collector:";
+  for (int n : spread) std::cout << " " << n;
+  std::cout << "; killing " << c[busiest].name << "\n";
+  c[busiest].process->Signal(SIGKILL);
+  ASSERT_TRUE(c[busiest].process->Wait(absl::Seconds(10)).has_value());
+  std::vector<size_t> survivors;
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (i != busiest) survivors.push_back(i);
+  }
+  // Its agents and shards move (an owner's shards once its lease expired
+  // and the members' view dropped it: about 6 s), and the analysis goes on
+  // for some passes on the survivors alone.
+  absl::SleepFor(absl::Seconds(15));
+  EXPECT_TRUE(spread_over(owned = owned_by(survivors)))
+      << absl::StrJoin(owned, " ");
+  std::cout << "shards owned by the survivors: " << absl::StrJoin(owned, " ")
+            << "\n";
+  for (size_t i : survivors) {
+    for (const Fault& f : faults) {
+      EXPECT_EQ(ActiveId(c[i], f.kind, f.node, f.device), f.id)
+          << c[i].name << ": " << Cli(c[i], {"findings", "--all"}).out;
+    }
+  }
+  // Neither resolved nor opened twice on any survivor.
+  for (size_t i : survivors) {
+    for (const Fault& f : faults) {
+      int opened = 0;
+      for (absl::string_view line :
+           absl::StrSplit(watches[i]->Stdout(), '\n')) {
+        const nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
+        if (!e.is_object() || e.value("kind", "") != f.kind ||
+            e.value("node", "") != f.node) {
+          continue;
+        }
+        const std::string event = absl::AsciiStrToLower(e.value("event", ""));
+        EXPECT_NE(event, "resolved") << c[i].name << ": " << line;
+        opened += event == "opened" || event == "snapshot";
+      }
+      EXPECT_EQ(opened, 1) << c[i].name << " " << f.kind;
+    }
+  }
+  if (HasFailure()) {
+    for (const Collector& each : c) {
+      std::cout << "--- " << each.name << ":\n" << each.process->Stderr();
+    }
+  }
+  for (auto& agent : agents) agent->Signal(SIGTERM);
+  for (size_t i : survivors) c[i].process->Signal(SIGTERM);
+  for (size_t i : survivors) {
+    EXPECT_TRUE(c[i].process->Wait(absl::Seconds(20)).has_value());
+  }
+}
+
 // What the unobserved-nodes tests share: real agents (the fixture sysfs,
 // reporting every 500 ms, so agent_down would open after 5 s of silence),
 // and whether any collector lists an agent_down.
@@ -1462,6 +1648,7 @@ TEST_F(UnobservedNodesTest, KillingTheFeatureStreamsLeaderOpensNoAgentDown) {
   std::vector<std::string> targets;
   ASSERT_NO_FATAL_FAILURE(StartThree(&c, &targets));
   std::vector<std::unique_ptr<Subprocess>> agents;
+  agents.reserve(6);
   for (int i = 0; i < 6; ++i) {
     agents.push_back(StartAgent(absl::StrCat("gpu-u", i), targets));
   }

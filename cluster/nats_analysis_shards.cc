@@ -1,0 +1,88 @@
+#include "cluster/nats_analysis_shards.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace fabricdiag::cluster {
+
+absl::StatusOr<std::unique_ptr<NatsAnalysisShards>> NatsAnalysisShards::Start(
+    NatsConnection* nats, std::string id, ShardLeases::Members members,
+    const Options& options) {
+  std::unique_ptr<NatsAnalysisShards> out(
+      new NatsAnalysisShards(id, options.counts));
+  std::vector<std::string> names;
+  names.reserve(options.counts.jobs + options.counts.switches);
+  for (int k = 0; k < options.counts.jobs; ++k) {
+    names.push_back(absl::StrCat("jobs.", k));
+  }
+  for (int k = 0; k < options.counts.switches; ++k) {
+    names.push_back(absl::StrCat("switches.", k));
+  }
+  // Receiving first: a shard taken is read from its first pass.
+  ASSIGN_OR_RETURN(out->exchange_,
+                   ShardExchange::Open(nats, id, options.exchange));
+  ASSIGN_OR_RETURN(out->news_, PartNewsExchange::Open(nats, id, options.news));
+  ASSIGN_OR_RETURN(
+      out->shards_,
+      ShardLeases::Start(nats, id, names, std::move(members), options.leases));
+  // Its own nodes' shard has one candidate: this collector, always.
+  ASSIGN_OR_RETURN(out->own_, ShardLeases::Start(
+                                  nats, id, {collector::PortsShard(id)},
+                                  [id] {
+                                    return std::vector<ShardLeases::Candidate>{
+                                        {id, absl::InfiniteDuration()}};
+                                  },
+                                  options.leases));
+  return out;
+}
+
+NatsAnalysisShards::~NatsAnalysisShards() { Stop(); }
+
+void NatsAnalysisShards::Stop() {
+  if (shards_ != nullptr) shards_->Stop();
+  if (own_ != nullptr) own_->Stop();
+}
+
+uint64_t NatsAnalysisShards::Term(absl::string_view shard) const {
+  return shard == collector::PortsShard(id_) ? own_->Term(shard)
+                                             : shards_->Term(shard);
+}
+
+std::vector<collector::AnalysisShards::Owned> NatsAnalysisShards::OwnedShards()
+    const {
+  std::vector<Owned> out;
+  for (ShardLeases::Owned& s : shards_->OwnedShards()) {
+    out.push_back({std::move(s.shard), s.term});
+  }
+  return out;
+}
+
+absl::Status NatsAnalysisShards::Exchange(
+    const collector::FeatureSlice& local,
+    absl::Span<const analysis::ShardPorts> shards,
+    absl::Span<const Owned> owned, absl::Time now) {
+  std::vector<std::string> names;
+  names.reserve(owned.size());
+  for (const Owned& o : owned) names.push_back(o.shard);
+  const absl::Status own = exchange_->Own(names);
+  const absl::Status sent = exchange_->Publish(local, shards, now);
+  return own.ok() ? sent : own;
+}
+
+collector::AnalysisShards::Received NatsAnalysisShards::Receive(
+    absl::string_view shard, absl::Time now) {
+  ShardExchange::ShardInput in = exchange_->Received(shard, now);
+  return Received{std::move(in.window), std::move(in.recent)};
+}
+
+absl::Status NatsAnalysisShards::PublishNews(const analysis::PartNews& news) {
+  return news_->Publish(news);
+}
+
+std::vector<analysis::PartNews> NatsAnalysisShards::News(absl::Time now) {
+  return news_->Fresh(now);
+}
+
+}  // namespace fabricdiag::cluster

@@ -1,0 +1,118 @@
+// A collector cluster's analysis shards (collector/runner/analysis_shards.h):
+// which shards this collector owns and under which terms (cluster/
+// shard_leases.h), the other collectors' ports of them (cluster/
+// shard_exchange.h) and the parts' news (cluster/part_news_exchange.h), all
+// on the collectors' NATS connection.
+//
+// Two kinds of shards are leased: the job and switch shards
+// (analysis/shard_map.h), each owned by one live member chosen by
+// rendezvous hashing, and this collector's own nodes' shard
+// (collector::PortsShard: "ports.<collector_id>"), which only it ever
+// takes: the term under which it writes its port findings, so that a
+// restarted process with the same --collector_id fences the writes of the
+// one before it. ShardedAnalysisRole gives the findings those terms.
+//
+//   ASSIGN_OR_RETURN(auto shards, NatsAnalysisShards::Start(
+//       nats, "col-a", live_members, {}));
+//   ShardedAnalysisRole role(lease, shards.get());
+//
+// Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "analysis/rate_parts.h"
+#include "analysis/shard_map.h"
+#include "cluster/analysis_lease.h"
+#include "cluster/nats_connection.h"
+#include "cluster/part_news_exchange.h"
+#include "cluster/shard_exchange.h"
+#include "cluster/shard_leases.h"
+#include "collector/runner/analysis_role.h"
+#include "collector/runner/analysis_shards.h"
+#include "collector/runner/feature_exchange.h"
+
+namespace fabricdiag::cluster {
+
+class NatsAnalysisShards final : public collector::AnalysisShards {
+ public:
+  struct Options {
+    analysis::ShardCounts counts;
+    ShardLeases::Options leases;
+    ShardExchange::Options exchange;
+    PartNewsExchange::Options news;
+  };
+
+  // Starts taking this collector's shards (`members`: the live members,
+  // called from the leases' thread) and receiving the news. `nats` must
+  // outlive the result.
+  static absl::StatusOr<std::unique_ptr<NatsAnalysisShards>> Start(
+      NatsConnection* nats, std::string id, ShardLeases::Members members,
+      const Options& options);
+  // Stop().
+  ~NatsAnalysisShards() override;
+  // Lets go of every shard (their next owners take them at once) and stops
+  // exchanging. Idempotent.
+  void Stop();
+  NatsAnalysisShards(const NatsAnalysisShards&) = delete;
+  NatsAnalysisShards& operator=(const NatsAnalysisShards&) = delete;
+
+  // The term under which this collector owns `shard` (a job or switch
+  // shard, or its own nodes' shard); 0 when it does not.
+  uint64_t Term(absl::string_view shard) const;
+  // Shards handed over to their first choice.
+  uint64_t handovers() const { return shards_->handovers(); }
+  ShardExchange::Stats exchange_stats() const { return exchange_->stats(); }
+  PartNewsExchange::Stats news_stats() const { return news_->stats(); }
+
+  std::string Id() const override { return id_; }
+  analysis::ShardCounts Counts() const override { return counts_; }
+  // The job and switch shards owned now (not the own nodes' shard).
+  std::vector<Owned> OwnedShards() const override;
+  absl::Status Exchange(const collector::FeatureSlice& local,
+                        absl::Span<const analysis::ShardPorts> shards,
+                        absl::Span<const Owned> owned, absl::Time now) override;
+  Received Receive(absl::string_view shard, absl::Time now) override;
+  absl::Status PublishNews(const analysis::PartNews& news) override;
+  std::vector<analysis::PartNews> News(absl::Time now) override;
+
+ private:
+  NatsAnalysisShards(std::string id, analysis::ShardCounts counts)
+      : id_(std::move(id)), counts_(counts) {}
+
+  const std::string id_;
+  const analysis::ShardCounts counts_;
+  std::unique_ptr<ShardLeases> shards_;  // jobs.* and switches.*
+  std::unique_ptr<ShardLeases> own_;     // ports.<id>
+  std::unique_ptr<ShardExchange> exchange_;
+  std::unique_ptr<PartNewsExchange> news_;
+};
+
+// The analysis lease's role (who runs liveness and the layout analyzers),
+// with the shards' terms (who writes each shard's findings).
+class ShardedAnalysisRole final : public collector::AnalysisRole {
+ public:
+  // Both must outlive the role.
+  ShardedAnalysisRole(const AnalysisLease* lease,
+                      const NatsAnalysisShards* shards)
+      : lease_(lease), shards_(shards) {}
+  bool Leading() const override { return lease_->Leading(); }
+  uint64_t Term() const override { return lease_->Term(); }
+  uint64_t ShardTerm(absl::string_view shard) const override {
+    return shards_->Term(shard);
+  }
+
+ private:
+  const AnalysisLease* const lease_;
+  const NatsAnalysisShards* const shards_;
+};
+
+}  // namespace fabricdiag::cluster

@@ -159,7 +159,9 @@ void AnalysisRunner::Stop() {
   // cluster only while this collector still analyses (a former leader's
   // baselines would replace the current one's).
   std::lock_guard<std::timed_mutex> lock(pass_mu_);
-  const bool analysing = term_ != 0 && role_.Leading();
+  // Sharded, the leader keeps no baselines (each shard's owner does): the
+  // stored ones are left as they are.
+  const bool analysing = term_ != 0 && role_.Leading() && shards_ == nullptr;
   if (hysteresis_seeded_ && analysing) SaveBaselines(clock_.Now());
   FlushBaselines();
 }

@@ -1005,6 +1005,26 @@ TEST_F(AnalysisRunnerBaselinesTest, TheBaselinesFollowTheAnalysisLease) {
       << "a former leader's baselines would replace the leader's";
 }
 
+// Sharded, each shard's owner keeps its NICs' baselines: the leader
+// neither reads the stored ones nor replaces them, not even when it stops.
+TEST_F(AnalysisRunnerBaselinesTest, ShardedTheLeaderLeavesTheBaselinesAlone) {
+  OneCollectorShards shards;
+  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
+                        clock, {exchange, role, store, no_topology_, &shards},
+                        {});
+  role.term = 7;
+  Pass(runner);
+  clock.Advance(kStragglerBaselinesEvery);
+  Pass(runner);
+  const uint64_t passes = stats.passes.load();
+  runner.Start();
+  ASSERT_TRUE(fabricdiag::testing::Eventually(
+      [&] { return stats.passes.load() > passes; }, absl::Seconds(20)));
+  runner.Stop();
+  EXPECT_EQ(store.reads(), 0);
+  EXPECT_EQ(store.writes(), 0);
+}
+
 // A write that held no baseline (a leader's first pass, before traffic) is
 // followed by one as soon as there are some, not a period later.
 TEST_F(AnalysisRunnerBaselinesTest, AWriteOfNoneIsFollowedAtOnce) {

@@ -289,7 +289,7 @@ void JetStreamFeatures::CatchUp() {
                        catch_up_stop_.load() ? " (stopped)" : ""));
 }
 
-absl::Status JetStreamFeatures::PublishLiveness(
+absl::Status JetStreamFeatures::PublishLivenessChunks(
     const collector::FeatureSlice& local, absl::Time now) {
   // While disconnected, libnats would buffer what no one should read
   // late, and fill its reconnect buffer with it. (link_up(): connected()
@@ -321,11 +321,9 @@ absl::Status JetStreamFeatures::PublishLiveness(
   return status;
 }
 
-absl::Status JetStreamFeatures::Publish(const collector::FeatureSlice& local,
-                                        absl::Time now) {
-  // First, and whatever becomes of the stream's publishes: the other
-  // collectors' node lists depend on it alone.
-  const absl::Status liveness = PublishLiveness(local, now);
+absl::Status JetStreamFeatures::PublishLiveness(
+    const collector::FeatureSlice& local, absl::Time now) {
+  absl::Status liveness = PublishLivenessChunks(local, now);
   if (liveness.ok() == liveness_failing_.load()) {
     liveness_failing_.store(!liveness.ok());
     if (!liveness.ok()) {
@@ -334,6 +332,14 @@ absl::Status JetStreamFeatures::Publish(const collector::FeatureSlice& local,
       LogInfo("publishing this collector's liveness again");
     }
   }
+  return liveness;
+}
+
+absl::Status JetStreamFeatures::Publish(const collector::FeatureSlice& local,
+                                        absl::Time now) {
+  // First, and whatever becomes of the stream's publishes: the other
+  // collectors' node lists depend on it alone.
+  PublishLiveness(local, now).IgnoreError();  // counted and logged
   absl::MutexLock publishing(&publish_mu_);
   // The previous pass's chunks, acknowledged meanwhile (or not).
   const absl::Status previous = Settle();

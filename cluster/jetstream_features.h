@@ -161,6 +161,10 @@ class JetStreamFeatures final : public collector::FeatureExchange {
   // the error of sending, or else how the previous publish went.
   absl::Status Publish(const collector::FeatureSlice& local,
                        absl::Time now) override;
+  // `local`'s liveness alone, on the liveness subject (core NATS); the
+  // stream gets nothing.
+  absl::Status PublishLiveness(const collector::FeatureSlice& local,
+                               absl::Time now) override;
   collector::FeatureSlice Merged(collector::FeatureSlice local, absl::Time now,
                                  collector::MergeScope scope) override;
 
@@ -205,8 +209,8 @@ class JetStreamFeatures final : public collector::FeatureExchange {
   // The stream's last message of every subject, into the cache, until
   // catch_up_stop_.
   void CatchUp();
-  absl::Status PublishLiveness(const collector::FeatureSlice& local,
-                               absl::Time now);
+  absl::Status PublishLivenessChunks(const collector::FeatureSlice& local,
+                                     absl::Time now);
   // Collects the acknowledgements of in_flight_ (see
   // WaitForAcknowledgements()).
   absl::Status Settle() ABSL_EXCLUSIVE_LOCKS_REQUIRED(publish_mu_);

@@ -204,7 +204,11 @@ FeatureSlice AnalysisRunner::ExchangeFeatures(absl::Time now, MergeScope scope,
         LivenessOf(node->name(), state.last_report, state.interval_ms),
         std::move(state.boot_id), ""});
   }
-  const absl::Status published = features_.Publish(local, now);
+  // Sharded, each shard's ports travel to its owner: the others need this
+  // collector's liveness alone.
+  const absl::Status published = shards_ != nullptr
+                                     ? features_.PublishLiveness(local, now)
+                                     : features_.Publish(local, now);
   if (published.ok() == publish_failing_) {
     publish_failing_ = !published.ok();
     if (publish_failing_) {
@@ -706,12 +710,15 @@ void AnalysisRunner::RunOnce() {
 
 void AnalysisRunner::RunSharded(absl::Time now, bool leading,
                                 const TopologyViews& topology) {
-  // Every collector analyses its own ports and its shards; the page shows
-  // the whole fabric only while someone looks at it.
-  const bool wanted = ViewWanted();
+  // Every collector analyses its own ports and its shards, and merges the
+  // others' nodes alone (their ports are not published: each shard's go to
+  // its owner). Alone (embedded) its ports are the fabric, which its page
+  // shows while someone looks at it; in a cluster they are only part of
+  // it, which the page and the layout name check would take for the
+  // fabric: no view.
   FeatureSlice local;
-  FeatureSlice fabric = ExchangeFeatures(
-      now, wanted ? MergeScope::kFabric : MergeScope::kNodes, topology, &local);
+  FeatureSlice fabric =
+      ExchangeFeatures(now, MergeScope::kNodes, topology, &local);
   auto nodes =
       std::make_shared<const std::vector<NodeFacts>>(std::move(fabric.nodes));
   fabric.nodes.clear();
@@ -719,9 +726,10 @@ void AnalysisRunner::RunSharded(absl::Time now, bool leading,
     std::lock_guard<std::mutex> view_lock(view_mu_);
     published_nodes_ = nodes;
   }
-  Publish(wanted ? std::make_shared<const analysis::FabricView>(
-                       std::move(fabric.window))
-                 : nullptr);
+  const bool alone = shards_->Id().empty();
+  Publish(alone && ViewWanted()
+              ? std::make_shared<const analysis::FabricView>(local.window)
+              : nullptr);
   if (leading) {
     RunLiveness(now, *nodes, fabric.complete, topology);
     RunLayoutAnalyzers(now);

@@ -148,7 +148,9 @@ class AnalysisRunner {
   // collectors' ports only while its view is wanted: for
   // kViewWantedFor after the latest call. The first call after that
   // returns null or the view of the pass it triggered, the next pass the
-  // whole fabric.
+  // whole fabric. With the analysis sharded (Seams::shards) no collector
+  // of a cluster holds the fabric's ports: null (a lone collector's is its
+  // fabric, as above).
   std::shared_ptr<const analysis::FabricView> LatestView() const;
   static constexpr absl::Duration kViewWantedFor = absl::Minutes(1);
 

@@ -95,6 +95,13 @@ class FeatureExchange {
   // Makes `local` (this collector's nodes) available to the other
   // collectors. The backend counts failures; the next pass tries again.
   virtual absl::Status Publish(const FeatureSlice& local, absl::Time now) = 0;
+  // The same, of `local`'s nodes alone (their liveness), not its ports:
+  // with the rate analysis sharded, each shard's ports travel to its owner
+  // instead (collector/runner/analysis_shards.h). By default all of it.
+  virtual absl::Status PublishLiveness(const FeatureSlice& local,
+                                       absl::Time now) {
+    return Publish(local, now);
+  }
 
   // The whole fabric: `local` plus the latest slice of every other
   // collector that published within the backend's freshness limit. A node

@@ -1460,6 +1460,14 @@ TEST_F(ClusterStoryTest, ShardedCollectorsKeepTheirFindingsThroughAKill) {
               0)
         << each.name;
   }
+  // Only each node's liveness travels besides: no port on the features
+  // stream.
+  for (const Collector& each : c) {
+    EXPECT_EQ(metric(each, "fabricdiag_cluster_features_published_bytes"), 0)
+        << each.name;
+    EXPECT_GT(metric(each, "fabricdiag_cluster_liveness_published_bytes"), 0)
+        << each.name;
+  }
   double chunks = 0;
   for (const Collector& each : c) {
     chunks += metric(each, "fabricdiag_cluster_shard_chunks_received_total");

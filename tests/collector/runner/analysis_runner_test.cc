@@ -543,6 +543,11 @@ class FakeExchange final : public FeatureExchange {
     ++published;
     return absl::OkStatus();
   }
+  absl::Status PublishLiveness(const FeatureSlice& /*local*/,
+                               absl::Time /*now*/) override {
+    ++published_liveness;
+    return absl::OkStatus();
+  }
   FeatureSlice Merged(FeatureSlice local, absl::Time /*now*/,
                       MergeScope scope) override {
     scopes.push_back(scope);
@@ -570,6 +575,7 @@ class FakeExchange final : public FeatureExchange {
     return local;
   }
   int published = 0;
+  int published_liveness = 0;  // without the ports
   std::vector<MergeScope> scopes;
   // What the exchange says of the remote node: until when its collector
   // vouched for it, and whether its collector's features stopped.
@@ -879,6 +885,58 @@ TEST_F(AnalysisRunnerClusterTest, ANodeWithoutRatesYetHoldsItsFindings) {
   EXPECT_LE(clock.Now() - start,
             AnalysisRunner::kRatelessHold +
                 absl::Seconds(analysis::HysteresisConfig{}.clear_after + 1));
+}
+
+// A collector of a cluster that owns no analysis shard (yet).
+class NoShardsOwned final : public AnalysisShards {
+ public:
+  std::string Id() const override { return "col-a"; }
+  analysis::ShardCounts Counts() const override { return {}; }
+  std::vector<Owned> OwnedShards() const override { return {}; }
+  absl::Status Exchange(const FeatureSlice& /*local*/,
+                        absl::Span<const analysis::ShardPorts> /*shards*/,
+                        absl::Span<const Owned> /*owned*/,
+                        absl::Time /*now*/) override {
+    ++exchanges;
+    return absl::OkStatus();
+  }
+  Received Receive(absl::string_view /*shard*/, absl::Time /*now*/) override {
+    return {};
+  }
+  absl::Status PublishNews(const analysis::PartNews& /*news*/) override {
+    ++news;
+    return absl::OkStatus();
+  }
+  std::vector<analysis::PartNews> News(absl::Time /*now*/) override {
+    return {};
+  }
+  int exchanges = 0;
+  int news = 0;
+};
+
+// Sharded, a collector of a cluster publishes its nodes' liveness alone
+// (each shard's ports go to its owner), merges the others' nodes alone
+// even while its page is looked at (their ports are not published), and
+// shows no view of its own part, which would pass for the fabric.
+TEST_F(AnalysisRunnerClusterTest, ShardedACollectorPublishesItsLivenessAlone) {
+  NoShardsOwned shards;
+  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
+                        clock,
+                        AnalysisRunner::Seams{exchange, role, no_baselines,
+                                              no_topology_, &shards},
+                        AnalysisRunner::Options{});
+  role.term = 3;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(runner.LatestView(), nullptr);
+    runner.RunOnce();
+    clock.Advance(absl::Seconds(1));
+  }
+  EXPECT_EQ(exchange.published, 0);
+  EXPECT_EQ(exchange.published_liveness, 3);
+  EXPECT_THAT(exchange.scopes, ::testing::Each(MergeScope::kNodes));
+  EXPECT_EQ(shards.exchanges, 3);
+  EXPECT_EQ(shards.news, 3);
+  EXPECT_THAT(*runner.LatestNodes(), ::testing::SizeIs(1)) << "gpu-remote";
 }
 
 TEST_F(AnalysisRunnerClusterTest, AFollowerMergesPortsOnlyForItsPage) {

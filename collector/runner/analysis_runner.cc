@@ -412,22 +412,8 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric,
   // The findings open before this pass, copied once (the holds below read
   // them).
   const std::vector<v1::Finding> active = findings_->Active();
-  // What is not seen of a node whose agent is restarting is unknown, not
-  // healthy: its findings hold until it reports again. So is a node whose
-  // collector's features stopped arriving (unobserved).
-  absl::flat_hash_set<std::string> quiet;
-  for (const NodeFacts& n : facts) {
-    if (n.unobserved ||
-        analysis::IsAgentQuiet(n.liveness, now, options_.analysis.agent_down)) {
-      quiet.insert(n.liveness.node);
-    }
-  }
-  // So is a node of a finding taken over at a restart or a new term that no
-  // collector has heard from since: its agent is still reconnecting.
-  HoldUnheardNodes(now, facts, active, &quiet);
-  // And one whose agent connected a moment ago: its rates are not there
-  // yet.
-  HoldRatelessNodes(now, facts, *view, &quiet);
+  const absl::flat_hash_set<std::string> quiet =
+      QuietNodes(now, facts, *view, active);
   const absl::flat_hash_set<std::pair<std::string, std::string>> quiet_groups =
       QuietGroups(now, *snapshot, facts, active, quiet);
   // A held storm source's victims are still seen: not a second storm.
@@ -454,6 +440,28 @@ void AnalysisRunner::Report(std::vector<analysis::Finding> reports,
   Persisted(within == nullptr
                 ? findings_->Update(reports, now, source)
                 : findings_->UpdateWithin(reports, now, source, *within));
+}
+
+absl::flat_hash_set<std::string> AnalysisRunner::QuietNodes(
+    absl::Time now, const std::vector<NodeFacts>& facts,
+    const analysis::FabricView& view, absl::Span<const v1::Finding> active) {
+  // What is not seen of a node whose agent is restarting is unknown, not
+  // healthy: its findings hold until it reports again. So is a node whose
+  // collector's features stopped arriving (unobserved).
+  absl::flat_hash_set<std::string> quiet;
+  for (const NodeFacts& n : facts) {
+    if (n.unobserved ||
+        analysis::IsAgentQuiet(n.liveness, now, options_.analysis.agent_down)) {
+      quiet.insert(n.liveness.node);
+    }
+  }
+  // So is a node of a finding taken over at a restart or a new term that no
+  // collector has heard from since: its agent is still reconnecting.
+  HoldUnheardNodes(now, facts, active, &quiet);
+  // And one whose agent connected a moment ago: its rates are not there
+  // yet.
+  HoldRatelessNodes(now, facts, view, &quiet);
+  return quiet;
 }
 
 void AnalysisRunner::HoldUnheardNodes(absl::Time now,
@@ -856,17 +864,9 @@ void AnalysisRunner::RunShardedRate(absl::Time now, const FeatureSlice& local,
   in.base.declared_topology = topology.declared.get();
   in.base.discovered_topology = topology.discovered.get();
   in.base.layouts = declared;
-  // What is not seen of a node is unknown, not healthy (RunRateAnalyzers).
   const std::vector<v1::Finding> active = findings_->Active();
-  absl::flat_hash_set<std::string> quiet;
-  for (const NodeFacts& n : facts) {
-    if (n.unobserved ||
-        analysis::IsAgentQuiet(n.liveness, now, options_.analysis.agent_down)) {
-      quiet.insert(n.liveness.node);
-    }
-  }
-  HoldUnheardNodes(now, facts, active, &quiet);
-  HoldRatelessNodes(now, facts, local.window, &quiet);
+  const absl::flat_hash_set<std::string> quiet =
+      QuietNodes(now, facts, local.window, active);
   const absl::flat_hash_set<std::pair<std::string, std::string>> quiet_groups =
       QuietGroups(now, *snapshot, facts, active, quiet);
   in.quiet = &quiet;

@@ -212,6 +212,13 @@ class AnalysisRunner {
   void RunRateAnalyzers(absl::Time now, FeatureSlice fabric,
                         const std::vector<NodeFacts>& facts,
                         const TopologyViews& topology);
+  // The nodes whose conditions neither count down nor up this pass
+  // (Hysteresis::Step): agents quiet or unobserved, and the holds below;
+  // `view` holds this pass's ports of `facts`' nodes, `active` the findings
+  // open before it.
+  absl::flat_hash_set<std::string> QuietNodes(
+      absl::Time now, const std::vector<NodeFacts>& facts,
+      const analysis::FabricView& view, absl::Span<const v1::Finding> active);
   // Within kUnheardNodesGrace of the seeding, adds to `quiet` the nodes of
   // the `active` findings that `facts` do not list as up (never heard from
   // since, or heard and silent again: still reconnecting), and logs when it

@@ -991,6 +991,60 @@ class ClusterStoryTest : public CollectorClusterTest {
            "hot_expert_incast: {rx_over_median: 3}\n";
   }
 
+  // The simulator writing the fabric's sysfs and ethtool trees
+  // (WriteInputs()), started; false (logged) when it did not write them
+  // within 20 s.
+  bool StartSim(std::unique_ptr<Subprocess>* sim) const {
+    const std::string w = dir_.path();
+    *sim = std::make_unique<Subprocess>(
+        std::vector<std::string>{kSim, "--layout=" + w + "/layout.yaml",
+                                 "--topology=" + w + "/topology.yaml",
+                                 "--scenario=" + w + "/scenario.json",
+                                 "--out=" + w + "/fabric", "--interval=500ms"});
+    if (!(*sim)->Start().ok()) return false;
+    const bool written = testing::Eventually(
+        [&] {
+          return std::filesystem::is_directory(
+              w + "/fabric/" + NodeName(kNodes - 1) + "/sys/class/net");
+        },
+        absl::Seconds(20), absl::Milliseconds(50));
+    if (!written) std::cout << (*sim)->Stderr();
+    return written;
+  }
+
+  // "127.0.0.1:P1,127.0.0.1:P2,...": every collector, for an agent.
+  static std::string AllCollectors(const std::vector<Collector>& c) {
+    std::string all;
+    for (const Collector& each : c) {
+      absl::StrAppend(&all, all.empty() ? "" : ",", "127.0.0.1:", each.grpc);
+    }
+    return all;
+  }
+
+  // The agent of simulated node `i`, streaming to `collectors`.
+  std::unique_ptr<Subprocess> SimAgent(int i,
+                                       const std::string& collectors) const {
+    const std::string tree = dir_.path() + "/fabric/" + NodeName(i);
+    return std::make_unique<Subprocess>(std::vector<std::string>{
+        kAgent, "--node=" + NodeName(i), "--sysfs_root=" + tree + "/sys",
+        "--ethtool_dir=" + tree + "/ethtool", "--listen=127.0.0.1:0",
+        "--interval=500ms", "--collector=" + collectors});
+  }
+
+  // `fabricdiag watch --json` on each collector, started.
+  static std::vector<std::unique_ptr<Subprocess>> StartWatches(
+      const std::vector<Collector>& c) {
+    std::vector<std::unique_ptr<Subprocess>> watches;
+    watches.reserve(c.size());
+    for (const Collector& each : c) {
+      watches.push_back(std::make_unique<Subprocess>(std::vector<std::string>{
+          kCli, absl::StrCat("--collector=127.0.0.1:", each.grpc), "watch",
+          "--json"}));
+      EXPECT_TRUE(watches.back()->Start().ok());
+    }
+    return watches;
+  }
+
   std::vector<std::string> CollectorFlags() const {
     return {"--analysis_interval=500ms",
             "--analysis_config=" + dir_.path() + "/analysis.yaml"};
@@ -1042,33 +1096,15 @@ TEST_F(ClusterStoryTest, FindingsSurviveTheBusiestCollectorAndARestart) {
   ASSERT_EQ(Cli(c[1], {"topology", "apply", w + "/topology.yaml"}).exit_code,
             0);
 
-  Subprocess sim({kSim, "--layout=" + w + "/layout.yaml",
-                  "--topology=" + w + "/topology.yaml",
-                  "--scenario=" + w + "/scenario.json",
-                  "--out=" + w + "/fabric", "--interval=500ms"});
-  ASSERT_TRUE(sim.Start().ok());
+  std::unique_ptr<Subprocess> sim;
+  ASSERT_TRUE(StartSim(&sim));
   const absl::Time sim_start = absl::Now();
-  ASSERT_TRUE(testing::Eventually(
-      [&] {
-        return std::filesystem::is_directory(
-            w + "/fabric/" + NodeName(kNodes - 1) + "/sys/class/net");
-      },
-      absl::Seconds(20), absl::Milliseconds(50)))
-      << sim.Stderr();
 
-  std::string all_collectors;
-  for (const Collector& each : c) {
-    absl::StrAppend(&all_collectors, all_collectors.empty() ? "" : ",",
-                    "127.0.0.1:", each.grpc);
-  }
+  const std::string all_collectors = AllCollectors(c);
   std::vector<std::unique_ptr<Subprocess>> agents;
   std::vector<int> agent_http;
   for (int i = 0; i < kNodes; ++i) {
-    const std::string tree = w + "/fabric/" + NodeName(i);
-    agents.push_back(std::make_unique<Subprocess>(std::vector<std::string>{
-        kAgent, "--node=" + NodeName(i), "--sysfs_root=" + tree + "/sys",
-        "--ethtool_dir=" + tree + "/ethtool", "--listen=127.0.0.1:0",
-        "--interval=500ms", "--collector=" + all_collectors}));
+    agents.push_back(SimAgent(i, all_collectors));
     ASSERT_TRUE(agents.back()->Start().ok());
     std::string line;
     ASSERT_TRUE(agents.back()->WaitForStderr("serving /metrics", &line))
@@ -1076,13 +1112,7 @@ TEST_F(ClusterStoryTest, FindingsSurviveTheBusiestCollectorAndARestart) {
     agent_http.push_back(PortFromLog(line, "serving /metrics"));
   }
   // Every collector's events, from before the fault to the end.
-  std::vector<std::unique_ptr<Subprocess>> watches;
-  for (const Collector& each : c) {
-    watches.push_back(std::make_unique<Subprocess>(std::vector<std::string>{
-        kCli, absl::StrCat("--collector=127.0.0.1:", each.grpc), "watch",
-        "--json"}));
-    ASSERT_TRUE(watches.back()->Start().ok());
-  }
+  std::vector<std::unique_ptr<Subprocess>> watches = StartWatches(c);
 
   // 2. The hot expert opens one finding, with one id on A, B and C.
   std::string hot;
@@ -1361,39 +1391,15 @@ TEST_F(ClusterStoryTest, ShardedCollectorsKeepTheirFindingsThroughAKill) {
   ASSERT_EQ(Cli(c[0], {"layout", "apply", w + "/layout.yaml"}).exit_code, 0);
   ASSERT_EQ(Cli(c[1], {"topology", "apply", w + "/topology.yaml"}).exit_code,
             0);
-  Subprocess sim({kSim, "--layout=" + w + "/layout.yaml",
-                  "--topology=" + w + "/topology.yaml",
-                  "--scenario=" + w + "/scenario.json",
-                  "--out=" + w + "/fabric", "--interval=500ms"});
-  ASSERT_TRUE(sim.Start().ok());
-  ASSERT_TRUE(testing::Eventually(
-      [&] {
-        return std::filesystem::is_directory(
-            w + "/fabric/" + NodeName(kNodes - 1) + "/sys/class/net");
-      },
-      absl::Seconds(20), absl::Milliseconds(50)))
-      << sim.Stderr();
-  std::string all_collectors;
-  for (const Collector& each : c) {
-    absl::StrAppend(&all_collectors, all_collectors.empty() ? "" : ",",
-                    "127.0.0.1:", each.grpc);
-  }
+  std::unique_ptr<Subprocess> sim;
+  ASSERT_TRUE(StartSim(&sim));
   std::vector<std::unique_ptr<Subprocess>> agents;
+  agents.reserve(kNodes);
   for (int i = 0; i < kNodes; ++i) {
-    const std::string tree = w + "/fabric/" + NodeName(i);
-    agents.push_back(std::make_unique<Subprocess>(std::vector<std::string>{
-        kAgent, "--node=" + NodeName(i), "--sysfs_root=" + tree + "/sys",
-        "--ethtool_dir=" + tree + "/ethtool", "--listen=127.0.0.1:0",
-        "--interval=500ms", "--collector=" + all_collectors}));
+    agents.push_back(SimAgent(i, AllCollectors(c)));
     ASSERT_TRUE(agents.back()->Start().ok());
   }
-  std::vector<std::unique_ptr<Subprocess>> watches;
-  for (const Collector& each : c) {
-    watches.push_back(std::make_unique<Subprocess>(std::vector<std::string>{
-        kCli, absl::StrCat("--collector=127.0.0.1:", each.grpc), "watch",
-        "--json"}));
-    ASSERT_TRUE(watches.back()->Start().ok());
-  }
+  std::vector<std::unique_ptr<Subprocess>> watches = StartWatches(c);
 
   struct Fault {
     const char* kind;

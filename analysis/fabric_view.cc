@@ -204,6 +204,17 @@ void FabricView::ReservePorts(size_t ports) {
   }
 }
 
+void FabricView::Clear() {
+  for (std::vector<PortView>& run : runs_) {
+    SparePorts::Get().Give(std::move(run));
+  }
+  runs_.clear();
+  ports_.clear();
+  unsorted_ = false;
+  nodes_.clear();
+  prefixes_.clear();
+}
+
 PortView& FabricView::AddPort(std::string node, std::string device) {
   unsorted_ = true;
   PortView& p = ports_.emplace_back();

@@ -227,6 +227,10 @@ class FabricView {
   // Room for `ports` ports before AddPort() has to grow the view (kept
   // storage when there is some).
   void ReservePorts(size_t ports);
+  // Empties the view but keeps its storage for the ports added next: a
+  // view built again each pass (an analysis shard's) writes over memory it
+  // already has, rather than faulting fresh pages in.
+  void Clear();
 
   // Sorts ports by (node, device) and builds the indexes. Where the ports
   // came only from AppendSorted(), the sorted runs are merged instead, each

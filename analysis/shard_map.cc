@@ -1,9 +1,10 @@
 #include "analysis/shard_map.h"
 
 #include <algorithm>
-#include <map>
+#include <string>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/ecmp_imbalance.h"
 #include "analysis/hot_expert_incast.h"
@@ -55,34 +56,35 @@ std::string ShardOfFinding(const Finding& finding,
 std::vector<ShardPorts> AssignShards(
     const FabricView& view, absl::Span<const LayoutModel* const> layouts,
     const TopologyIndex& topology, const ShardCounts& counts) {
-  std::map<std::string, ShardPorts> shards;
-  const absl::Span<const PortView> ports = view.ports();
-  auto add = [&](std::string shard, ShardKind kind, uint32_t port) {
-    ShardPorts& s = shards[shard];
-    if (s.shard.empty()) {
-      s.shard = std::move(shard);
-      s.kind = kind;
-    }
-    s.ports.push_back(port);
+  // The shards in the order first met, by name: a name is hashed and
+  // looked up once per job and per switch, not per port.
+  std::vector<ShardPorts> shards;
+  absl::flat_hash_map<std::string, size_t> by_name;
+  const auto shard_of = [&](std::string name, ShardKind kind) {
+    auto [it, added] = by_name.try_emplace(name, shards.size());
+    if (added) shards.push_back({std::move(name), kind, {}});
+    return it->second;
   };
+  const absl::Span<const PortView> ports = view.ports();
   for (const LayoutModel* model : layouts) {
     if (model == nullptr) continue;
-    const std::string shard = JobShardOf(model->job(), counts);
+    size_t shard = shards.size();  // none yet: the job may have no port here
     for (uint32_t host = 0; host < model->Hosts().size(); ++host) {
       const FabricView::NodePorts node = view.PortsOfNode(model->Hosts()[host]);
       if (node.begin == node.end) continue;
       for (uint32_t nic = 0; nic < model->Nics().size(); ++nic) {
         if (model->RanksOnNic(host, nic).empty()) continue;
         const PortView* p = view.FindIn(node, model->Nics()[nic]);
-        if (p != nullptr) {
-          add(shard, ShardKind::kJobs, static_cast<uint32_t>(p - ports.data()));
+        if (p == nullptr) continue;
+        if (shard == shards.size()) {
+          shard = shard_of(JobShardOf(model->job(), counts), ShardKind::kJobs);
         }
+        shards[shard].ports.push_back(static_cast<uint32_t>(p - ports.data()));
       }
     }
   }
-  // One hash per switch, not per port.
-  std::string last_switch;
-  std::string last_shard;
+  const std::string* last_switch = nullptr;
+  size_t last_shard = 0;
   for (uint32_t i = 0; i < ports.size(); ++i) {
     const PortView& p = ports[i];
     const std::string* sw = &p.node;
@@ -97,20 +99,23 @@ std::vector<ShardPorts> AssignShards(
       // of one port would.
       if (end != nullptr) sw = &end->node;
     }
-    if (*sw != last_switch || last_shard.empty()) {
-      last_switch = *sw;
-      last_shard = SwitchShardOf(*sw, counts);
+    if (last_switch == nullptr || *sw != *last_switch) {
+      last_switch = sw;
+      last_shard = shard_of(SwitchShardOf(*sw, counts), ShardKind::kSwitches);
     }
-    add(last_shard, ShardKind::kSwitches, i);
+    shards[last_shard].ports.push_back(i);
   }
-  std::vector<ShardPorts> out;
-  out.reserve(shards.size());
-  for (auto& [name, s] : shards) {
-    std::sort(s.ports.begin(), s.ports.end());
+  for (ShardPorts& s : shards) {
+    if (!std::is_sorted(s.ports.begin(), s.ports.end())) {
+      std::sort(s.ports.begin(), s.ports.end());
+    }
     s.ports.erase(std::unique(s.ports.begin(), s.ports.end()), s.ports.end());
-    out.push_back(std::move(s));
   }
-  return out;
+  std::sort(shards.begin(), shards.end(),
+            [](const ShardPorts& a, const ShardPorts& b) {
+              return a.shard < b.shard;
+            });
+  return shards;
 }
 
 }  // namespace fabricdiag::analysis

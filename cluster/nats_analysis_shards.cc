@@ -71,10 +71,12 @@ absl::Status NatsAnalysisShards::Exchange(
   return own.ok() ? sent : own;
 }
 
-collector::AnalysisShards::Received NatsAnalysisShards::Receive(
-    absl::string_view shard, absl::Time now) {
-  ShardExchange::ShardInput in = exchange_->Received(shard, now);
-  return Received{std::move(in.window), std::move(in.recent)};
+void NatsAnalysisShards::Receive(absl::string_view shard, absl::Time now,
+                                 const collector::FeatureSlice& local,
+                                 absl::Span<const uint32_t> own_ports,
+                                 Received* views) {
+  exchange_->Assemble(shard, now, &local, own_ports, &views->window,
+                      &views->recent);
 }
 
 absl::Status NatsAnalysisShards::PublishNews(const analysis::PartNews& news) {

@@ -80,7 +80,9 @@ class NatsAnalysisShards final : public collector::AnalysisShards {
   absl::Status Exchange(const collector::FeatureSlice& local,
                         absl::Span<const analysis::ShardPorts> shards,
                         absl::Span<const Owned> owned, absl::Time now) override;
-  Received Receive(absl::string_view shard, absl::Time now) override;
+  void Receive(absl::string_view shard, absl::Time now,
+               const collector::FeatureSlice& local,
+               absl::Span<const uint32_t> own_ports, Received* views) override;
   absl::Status PublishNews(const analysis::PartNews& news) override;
   std::vector<analysis::PartNews> News(absl::Time now) override;
 

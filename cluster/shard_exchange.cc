@@ -170,13 +170,14 @@ absl::Status ShardExchange::Publish(
     absl::MutexLock lock(&mu_);
     for (const auto& [name, shard] : shards_) owned.insert(name);
   }
+  absl::MutexLock lock(&publish_mu_);
   uint64_t bytes = 0;
   absl::Status status;
-  std::string data;
+  std::string& data = publish_buffer_;
   for (const analysis::ShardPorts& s : shards) {
     if (owned.contains(s.shard)) continue;
     for (const v1::ShardChunk& chunk :
-         ShardToChunks(local, s.ports, s.kind,
+         writer_.Write(local, s.ports, s.kind,
                        {s.shard, id_, now, options_.max_chunk_bytes})) {
       chunk.SerializeToString(&data);
       const std::string subject = absl::StrCat(options_.subject, ".", s.shard,
@@ -201,36 +202,54 @@ absl::Status ShardExchange::Publish(
 ShardExchange::ShardInput ShardExchange::Received(absl::string_view shard,
                                                   absl::Time now) const {
   ShardInput in;
+  Assemble(shard, now, nullptr, {}, &in.window, &in.recent, &in.collectors);
+  return in;
+}
+
+void ShardExchange::Assemble(absl::string_view shard, absl::Time now,
+                             const collector::FeatureSlice* local,
+                             absl::Span<const uint32_t> own_ports,
+                             analysis::FabricView* window,
+                             analysis::FabricView* recent,
+                             std::vector<std::string>* collectors) const {
   // The chunks are immutable and shared: decoded without the lock.
-  std::vector<std::pair<std::string,
-                        std::vector<std::shared_ptr<const v1::ShardChunk>>>>
-      fresh;
+  std::vector<std::shared_ptr<const v1::ShardChunk>> held;
+  // Per chunk of `held`, the collector it came from (by position in
+  // `fresh`).
+  std::vector<size_t> sender;
+  std::vector<std::string> fresh;
   {
     absl::MutexLock lock(&mu_);
     auto it = shards_.find(shard);
-    if (it == shards_.end()) return in;
-    for (const auto& [collector, from] : it->second.from) {
-      if (from.complete.chunks.empty() ||
-          now - from.complete.received > options_.freshness) {
-        continue;
-      }
-      fresh.emplace_back(collector, from.complete.chunks);
-    }
-  }
-  for (const auto& [collector, chunks] : fresh) {
-    bool any = false;
-    for (const auto& chunk : chunks) {
-      if (AddShardChunk(*chunk, &in.window, &in.recent)) {
-        any = true;
-      } else {
-        refused_chunks_.fetch_add(1, std::memory_order_relaxed);
+    if (it != shards_.end()) {
+      for (const auto& [collector, from] : it->second.from) {
+        if (from.complete.chunks.empty() ||
+            now - from.complete.received > options_.freshness) {
+          continue;
+        }
+        for (const auto& chunk : from.complete.chunks) {
+          held.push_back(chunk);
+          sender.push_back(fresh.size());
+        }
+        fresh.push_back(collector);
       }
     }
-    if (any) in.collectors.push_back(collector);
   }
-  in.window.Finish();
-  in.recent.Finish();
-  return in;
+  std::vector<const v1::ShardChunk*> chunks;
+  chunks.reserve(held.size());
+  for (const auto& chunk : held) chunks.push_back(chunk.get());
+  std::vector<size_t> damaged;
+  AssembleShardViews(chunks, local, own_ports, window, recent, &damaged);
+  refused_chunks_.fetch_add(damaged.size(), std::memory_order_relaxed);
+  if (collectors == nullptr) return;
+  // A collector is heard when one of its chunks was read.
+  std::vector<size_t> read(fresh.size(), 0);
+  for (size_t s : sender) ++read[s];
+  for (size_t c : damaged) --read[sender[c]];
+  collectors->clear();
+  for (size_t k = 0; k < fresh.size(); ++k) {
+    if (read[k] > 0) collectors->push_back(fresh[k]);
+  }
 }
 
 ShardExchange::Stats ShardExchange::stats() const {

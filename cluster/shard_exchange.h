@@ -50,6 +50,7 @@
 #include "cluster/feature_wire.h"
 #include "cluster/nats_connection.h"
 #include "cluster/nats_subscription.h"
+#include "cluster/shard_wire.h"
 #include "collector/runner/feature_exchange.h"
 #include "proto/cluster.pb.h"
 
@@ -109,6 +110,18 @@ class ShardExchange {
   };
   ShardInput Received(absl::string_view shard, absl::Time now) const;
 
+  // The views of `shard` (owned here) for a pass: what the other
+  // collectors sent of it that is fresh, with `local`'s ports at
+  // `own_ports` (cluster/shard_wire.h's AssembleShardViews: `window` and
+  // `recent`, kept by the caller from pass to pass, are rebuilt over
+  // their storage). The collectors heard go to *collectors (may be null),
+  // sorted; a damaged chunk is counted as refused.
+  void Assemble(absl::string_view shard, absl::Time now,
+                const collector::FeatureSlice* local,
+                absl::Span<const uint32_t> own_ports,
+                analysis::FabricView* window, analysis::FabricView* recent,
+                std::vector<std::string>* collectors = nullptr) const;
+
   Stats stats() const;
 
  private:
@@ -138,6 +151,10 @@ class ShardExchange {
   const std::string id_;
   const Options options_;
 
+  // Publish() at a time, with the messages and the buffer it reuses.
+  absl::Mutex publish_mu_;
+  ShardChunkWriter writer_ ABSL_GUARDED_BY(publish_mu_);
+  std::string publish_buffer_ ABSL_GUARDED_BY(publish_mu_);
   // Own() at a time.
   absl::Mutex own_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   mutable absl::Mutex mu_;

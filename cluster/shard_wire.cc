@@ -108,8 +108,36 @@ size_t PutView(const PortView& p, absl::Span<const int> slots, uint64_t flags,
   return bytes;
 }
 
-// Reads one port's view at the columns' cursors; false when they do not
-// fit the mask.
+// A block's layout, found sound by CheckBlock(): each port can then be
+// read without a check.
+struct BlockLayout {
+  std::vector<int> slots;
+  // Bit i: slots[i] is a link rate (its values are in `*_rates`).
+  uint64_t rate_bits = 0;
+  bool has_recent = false;
+};
+
+// The columns of one view of a block, for reading.
+struct ReadColumns {
+  const uint64_t* present;
+  const float* values;
+  const uint64_t* rates;
+  const uint32_t* counts;
+  const float* seconds;
+};
+
+ReadColumns ReadWindow(const v1::ShardPortBlock& b) {
+  return {b.window_present().data(), b.window_values().data(),
+          b.window_rates().data(), b.window_sample_counts().data(),
+          b.window_sample_seconds().data()};
+}
+ReadColumns ReadRecent(const v1::ShardPortBlock& b) {
+  return {b.recent_present().data(), b.recent_values().data(),
+          b.recent_rates().data(), b.recent_sample_counts().data(),
+          b.recent_sample_seconds().data()};
+}
+
+// Where the next port's values of a view are in its columns.
 struct ViewCursor {
   int values = 0;
   int rates = 0;
@@ -117,69 +145,210 @@ struct ViewCursor {
   int seconds = 0;
 };
 
-bool ReadCount(uint32_t v, int* out) {
-  if (v > static_cast<uint32_t>(std::numeric_limits<int>::max())) return false;
-  *out = static_cast<int>(v);
+// Adds what `mask` says one port has to `at`; false when a value of a slot
+// the block does not name is said to follow.
+bool CountView(uint64_t mask, const BlockLayout& l, ViewCursor* at) {
+  const uint64_t slot_bits = mask >> kFirstSlotBit;
+  if (l.slots.size() < static_cast<size_t>(kMaxSlots) &&
+      (slot_bits >> l.slots.size()) != 0) {
+    return false;
+  }
+  at->rates += absl::popcount(slot_bits & l.rate_bits);
+  at->values += absl::popcount(slot_bits & ~l.rate_bits);
+  if ((mask & kSamplesFollow) != 0) {
+    at->counts += kSampleCounts;
+    at->seconds += kSampleSeconds;
+  }
   return true;
 }
 
-bool GetView(uint64_t mask, const v1::ShardPortBlock& b, bool recent,
-             absl::Span<const int> slots, ViewCursor* at, PortView* p) {
-  const RepeatedField<float>& values =
-      recent ? b.recent_values() : b.window_values();
-  const RepeatedField<uint64_t>& rates =
-      recent ? b.recent_rates() : b.window_rates();
-  const uint64_t slot_bits = mask >> kFirstSlotBit;
-  if (slots.size() < static_cast<size_t>(kMaxSlots) &&
-      (slot_bits >> slots.size()) != 0) {
-    return false;  // a value of a slot the block does not name
+bool CountsFit(const RepeatedField<uint32_t>& counts) {
+  return std::all_of(counts.begin(), counts.end(), [](uint32_t c) {
+    return c <= static_cast<uint32_t>(std::numeric_limits<int>::max());
+  });
+}
+
+// Whether `b`'s columns fit together (the node and port columns, each
+// presence word with the values that follow it, every count an int), so
+// that ReadView() never reads past a column; its layout in *out.
+bool CheckBlock(const v1::ShardPortBlock& b, BlockLayout* out) {
+  if (b.slots_size() > kMaxSlots) return false;
+  out->slots.clear();
+  out->slots.reserve(static_cast<size_t>(b.slots_size()));
+  out->rate_bits = 0;
+  for (uint32_t slot : b.slots()) {
+    if (slot >= static_cast<uint32_t>(counters::kSignalSlots) ||
+        (!out->slots.empty() && static_cast<int>(slot) <= out->slots.back())) {
+      return false;
+    }
+    if (IsRate(static_cast<int>(slot))) {
+      out->rate_bits |= uint64_t{1} << out->slots.size();
+    }
+    out->slots.push_back(static_cast<int>(slot));
   }
-  for (uint64_t bits = slot_bits; bits != 0; bits &= bits - 1) {
-    const int slot = slots[absl::countr_zero(bits)];
-    if (IsRate(slot)) {
-      if (at->rates >= rates.size()) return false;
-      analysis::SlotOf(p->s, slot) =
-          static_cast<double>(rates.Get(at->rates++));
+  const int n = b.device_size();
+  if (b.node_ports_size() != b.node_size() ||
+      b.switch_node_size() != b.node_size() || b.netdev_size() != n ||
+      b.window_present_size() != n ||
+      (b.recent_present_size() != 0 && b.recent_present_size() != n)) {
+    return false;
+  }
+  uint64_t total = 0;
+  for (uint32_t count : b.node_ports()) total += count;
+  if (total != static_cast<uint64_t>(n)) return false;
+  out->has_recent = b.recent_present_size() != 0;
+  ViewCursor window;
+  for (uint64_t mask : b.window_present()) {
+    if ((mask & kInView) == 0 || !CountView(mask, *out, &window)) return false;
+  }
+  ViewCursor recent;
+  for (uint64_t mask : b.recent_present()) {
+    if ((mask & kInView) != 0 && !CountView(mask, *out, &recent)) return false;
+  }
+  return window.values == b.window_values_size() &&
+         window.rates == b.window_rates_size() &&
+         window.counts == b.window_sample_counts_size() &&
+         window.seconds == b.window_sample_seconds_size() &&
+         recent.values == b.recent_values_size() &&
+         recent.rates == b.recent_rates_size() &&
+         recent.counts == b.recent_sample_counts_size() &&
+         recent.seconds == b.recent_sample_seconds_size() &&
+         CountsFit(b.window_sample_counts()) &&
+         CountsFit(b.recent_sample_counts());
+}
+
+// Reads one port's view (presence word `mask`) at the cursor of columns
+// CheckBlock() found sound.
+void ReadView(uint64_t mask, const ReadColumns& c, const BlockLayout& l,
+              ViewCursor* at, PortView* p) {
+  for (uint64_t bits = mask >> kFirstSlotBit; bits != 0; bits &= bits - 1) {
+    const int i = absl::countr_zero(bits);
+    if ((l.rate_bits >> i) & 1) {
+      analysis::SlotOf(p->s, l.slots[i]) =
+          static_cast<double>(c.rates[at->rates++]);
     } else {
-      if (at->values >= values.size()) return false;
-      analysis::SlotOf(p->s, slot) = values.Get(at->values++);
+      analysis::SlotOf(p->s, l.slots[i]) = c.values[at->values++];
     }
   }
   p->s.link_up = (mask & kLinkDown) == 0;
-  if ((mask & kSamplesFollow) == 0) return true;
-  const RepeatedField<uint32_t>& counts =
-      recent ? b.recent_sample_counts() : b.window_sample_counts();
-  const RepeatedField<float>& seconds =
-      recent ? b.recent_sample_seconds() : b.window_sample_seconds();
-  if (at->counts + kSampleCounts > counts.size() ||
-      at->seconds + kSampleSeconds > seconds.size()) {
-    return false;
-  }
+  if ((mask & kSamplesFollow) == 0) return;
   analysis::SampleEvidence& e = p->samples;
-  const uint32_t* c = counts.data() + at->counts;
-  const float* s = seconds.data() + at->seconds;
+  const uint32_t* n = c.counts + at->counts;
+  const float* s = c.seconds + at->seconds;
   at->counts += kSampleCounts;
   at->seconds += kSampleSeconds;
+  e.reports = static_cast<int>(n[0]);
+  e.intervals = static_cast<int>(n[1]);
+  e.expected_reports = static_cast<int>(n[2]);
   e.report_span_seconds = s[0];
   e.span_seconds = s[1];
   e.median_interval_seconds = s[2];
   e.max_interval_seconds = s[3];
-  return ReadCount(c[0], &e.reports) && ReadCount(c[1], &e.intervals) &&
-         ReadCount(c[2], &e.expected_reports);
 }
 
-bool CursorAtEnd(const ViewCursor& at, const v1::ShardPortBlock& b,
-                 bool recent) {
-  if (recent) {
-    return at.values == b.recent_values_size() &&
-           at.rates == b.recent_rates_size() &&
-           at.counts == b.recent_sample_counts_size() &&
-           at.seconds == b.recent_sample_seconds_size();
+// One sorted source of a shard's ports, read a node at a time: a chunk
+// (CheckBlock()ed), or this collector's own ports of the shard.
+struct Source {
+  // A chunk's block.
+  const v1::ShardPortBlock* block = nullptr;
+  const BlockLayout* layout = nullptr;
+  ReadColumns window_columns{};
+  ReadColumns recent_columns{};
+  ViewCursor window_at;
+  ViewCursor recent_at;
+  int node = 0;  // the node read next
+  int port = 0;  // its first port
+  // Own ports: indexes into local->window.ports() of [own, own_end) are
+  // the node read next.
+  const collector::FeatureSlice* local = nullptr;
+  absl::Span<const uint32_t> own;
+  size_t own_begin = 0;
+  size_t own_end = 0;
+
+  bool done() const {
+    return block != nullptr ? node >= block->node_size()
+                            : own_begin >= own.size();
   }
-  return at.values == b.window_values_size() &&
-         at.rates == b.window_rates_size() &&
-         at.counts == b.window_sample_counts_size() &&
-         at.seconds == b.window_sample_seconds_size();
+  absl::string_view current() const {
+    return block != nullptr
+               ? absl::string_view(block->node(node))
+               : absl::string_view(local->window.ports()[own[own_begin]].node);
+  }
+  // Own ports: finds where the current node's end.
+  void FindOwnEnd() {
+    own_end = own_begin;
+    const absl::Span<const PortView> all = local->window.ports();
+    while (own_end < own.size() &&
+           all[own[own_end]].node == all[own[own_begin]].node) {
+      ++own_end;
+    }
+  }
+  // Adds the current node's ports to the views and moves to the next.
+  void ReadNode(analysis::FabricView* window, analysis::FabricView* recent);
+};
+
+void Source::ReadNode(analysis::FabricView* window,
+                      analysis::FabricView* recent) {
+  if (block == nullptr) {
+    const absl::Span<const PortView> all = local->window.ports();
+    const analysis::FabricView* own_recent =
+        local->recent.has_value() ? &*local->recent : nullptr;
+    for (size_t k = own_begin; k < own_end; ++k) {
+      const PortView& p = all[own[k]];
+      window->AddPort(std::string(), std::string()) = p;
+      const PortView* r =
+          own_recent != nullptr ? own_recent->Find(p.node, p.device) : nullptr;
+      if (recent != nullptr && r != nullptr && r->device == p.device) {
+        recent->AddPort(std::string(), std::string()) = *r;
+      }
+    }
+    own_begin = own_end;
+    FindOwnEnd();
+    return;
+  }
+  const v1::ShardPortBlock& b = *block;
+  const std::string& name = b.node(node);
+  const bool switch_node = b.switch_node(node);
+  const int end = port + static_cast<int>(b.node_ports(node));
+  for (; port < end; ++port) {
+    const uint64_t mask = window_columns.present[port];
+    const std::string& device = b.device(port);
+    const std::string& netdev =
+        (mask & kNetdevIsDevice) != 0 ? device : b.netdev(port);
+    PortView& p = window->AddPort(name, device);
+    p.netdev = netdev;
+    p.is_switch_port = switch_node;
+    ReadView(mask, window_columns, *layout, &window_at, &p);
+    if (!layout->has_recent) continue;
+    const uint64_t recent_mask = recent_columns.present[port];
+    if ((recent_mask & kInView) == 0) continue;
+    if (recent == nullptr) {
+      // Not read, but past: the cursor keeps to the columns.
+      PortView skipped;
+      ReadView(recent_mask, recent_columns, *layout, &recent_at, &skipped);
+      continue;
+    }
+    PortView& r = recent->AddPort(name, device);
+    r.netdev = netdev;
+    r.is_switch_port = switch_node;
+    ReadView(recent_mask, recent_columns, *layout, &recent_at, &r);
+  }
+  ++node;
+}
+
+// Appends `from`'s ports, sorted by device (stable), to `to`.
+void AppendByDevice(const analysis::FabricView& from,
+                    analysis::FabricView* to) {
+  std::vector<const PortView*> ports;
+  ports.reserve(from.ports().size());
+  for (const PortView& p : from.ports()) ports.push_back(&p);
+  std::stable_sort(ports.begin(), ports.end(),
+                   [](const PortView* a, const PortView* b) {
+                     return a->device < b->device;
+                   });
+  for (const PortView* p : ports) {
+    to->AddPort(std::string(), std::string()) = *p;
+  }
 }
 
 }  // namespace
@@ -188,22 +357,41 @@ std::vector<v1::ShardChunk> ShardToChunks(const collector::FeatureSlice& slice,
                                           absl::Span<const uint32_t> ports,
                                           analysis::ShardKind kind,
                                           const ShardChunkHeader& header) {
+  ShardChunkWriter writer;
+  const size_t n = writer.Write(slice, ports, kind, header).size();
+  std::vector<v1::ShardChunk> chunks = std::move(writer.chunks_);
+  chunks.resize(n);
+  return chunks;
+}
+
+absl::Span<const v1::ShardChunk> ShardChunkWriter::Write(
+    const collector::FeatureSlice& slice, absl::Span<const uint32_t> ports,
+    analysis::ShardKind kind, const ShardChunkHeader& header) {
   const absl::Span<const int> slots = analysis::ShardSlots(kind);
   const absl::Span<const PortView> all = slice.window.ports();
   const analysis::FabricView* recent =
       slice.recent.has_value() ? &*slice.recent : nullptr;
-  std::vector<v1::ShardChunk> chunks(1);
-  size_t bytes = 0;  // of chunks.back()'s ports, at most
+  // The messages of the last Write(), cleared: their repeated fields keep
+  // their storage and their cleared strings for this one.
+  size_t used = 0;
+  const auto next = [this, &used]() -> v1::ShardChunk& {
+    if (used == chunks_.size()) chunks_.emplace_back();
+    v1::ShardChunk& chunk = chunks_[used++];
+    chunk.Clear();
+    return chunk;
+  };
+  v1::ShardChunk* current = &next();
+  size_t bytes = 0;  // of *current's ports, at most
   bool any_recent = false;
   size_t i = 0;
   while (i < ports.size() && ports[i] >= all.size()) ++i;
   while (i < ports.size()) {
     const std::string& node = all[ports[i]].node;
     if (bytes >= header.max_chunk_bytes) {
-      chunks.emplace_back();
+      current = &next();
       bytes = 0;
     }
-    v1::ShardPortBlock* b = chunks.back().mutable_ports();
+    v1::ShardPortBlock* b = current->mutable_ports();
     const ViewColumns window_to = WindowColumns(b);
     const ViewColumns recent_to = RecentColumns(b);
     const analysis::FabricView::NodePorts recent_ports =
@@ -242,13 +430,13 @@ std::vector<v1::ShardChunk> ShardToChunks(const collector::FeatureSlice& slice,
     // Skip indexes past the view.
     while (i < ports.size() && ports[i] >= all.size()) ++i;
   }
-  for (size_t c = 0; c < chunks.size(); ++c) {
-    v1::ShardChunk& chunk = chunks[c];
+  for (size_t c = 0; c < used; ++c) {
+    v1::ShardChunk& chunk = chunks_[c];
     chunk.set_collector_id(std::string(header.collector_id));
     chunk.set_published_unix_nanos(absl::ToUnixNanos(header.published));
     chunk.set_shard(std::string(header.shard));
     chunk.set_chunk(static_cast<uint32_t>(c));
-    chunk.set_chunks(static_cast<uint32_t>(chunks.size()));
+    chunk.set_chunks(static_cast<uint32_t>(used));
     chunk.set_window_seconds(slice.window.window_seconds);
     if (recent != nullptr) chunk.set_recent_seconds(recent->window_seconds);
     v1::ShardPortBlock* b = chunk.mutable_ports();
@@ -256,78 +444,133 @@ std::vector<v1::ShardChunk> ShardToChunks(const collector::FeatureSlice& slice,
     // No port in the recent view: no column for it.
     if (!any_recent) b->clear_recent_present();
   }
-  return chunks;
+  return absl::MakeConstSpan(chunks_.data(), used);
 }
 
 bool AddShardChunk(const v1::ShardChunk& chunk, analysis::FabricView* window,
                    analysis::FabricView* recent) {
-  const v1::ShardPortBlock& b = chunk.ports();
-  if (b.slots_size() > kMaxSlots) return false;
-  std::vector<int> slots;
-  slots.reserve(static_cast<size_t>(b.slots_size()));
-  for (uint32_t slot : b.slots()) {
-    if (slot >= static_cast<uint32_t>(counters::kSignalSlots) ||
-        (!slots.empty() && static_cast<int>(slot) <= slots.back())) {
-      return false;
-    }
-    slots.push_back(static_cast<int>(slot));
-  }
-  const int n = b.device_size();
-  if (b.node_ports_size() != b.node_size() ||
-      b.switch_node_size() != b.node_size() || b.netdev_size() != n ||
-      b.window_present_size() != n ||
-      (b.recent_present_size() != 0 && b.recent_present_size() != n)) {
-    return false;
-  }
-  uint64_t total = 0;
-  for (uint32_t count : b.node_ports()) total += count;
-  if (total != static_cast<uint64_t>(n)) return false;
-
-  const bool read_recent = recent != nullptr && b.recent_present_size() != 0;
+  BlockLayout layout;
+  if (!CheckBlock(chunk.ports(), &layout)) return false;
   // Each view's ports as one sorted run (the writer's order): the views
   // merge the runs of every chunk without sorting, each port moved once.
-  std::vector<PortView> window_run(static_cast<size_t>(n));
-  std::vector<PortView> recent_run;
-  if (read_recent) recent_run.reserve(static_cast<size_t>(n));
-  ViewCursor window_at;
-  ViewCursor recent_at;
-  int port = 0;
-  for (int k = 0; k < b.node_size(); ++k) {
-    const std::string& node = b.node(k);
-    for (uint32_t j = 0; j < b.node_ports(k); ++j, ++port) {
-      const uint64_t mask = b.window_present(port);
-      if ((mask & kInView) == 0) return false;
-      const std::string& device = b.device(port);
-      const std::string& netdev =
-          (mask & kNetdevIsDevice) != 0 ? device : b.netdev(port);
-      PortView& p = window_run[static_cast<size_t>(port)];
-      p.node = node;
-      p.device = device;
-      p.netdev = netdev;
-      p.is_switch_port = b.switch_node(k);
-      if (!GetView(mask, b, false, slots, &window_at, &p)) return false;
-      if (!read_recent) continue;
-      const uint64_t recent_mask = b.recent_present(port);
-      if ((recent_mask & kInView) == 0) continue;
-      PortView& r = recent_run.emplace_back();
-      r.node = node;
-      r.device = device;
-      r.netdev = netdev;
-      r.is_switch_port = b.switch_node(k);
-      if (!GetView(recent_mask, b, true, slots, &recent_at, &r)) return false;
-    }
-  }
-  if (!CursorAtEnd(window_at, b, false) ||
-      (read_recent && !CursorAtEnd(recent_at, b, true))) {
-    return false;
+  analysis::FabricView window_run;
+  analysis::FabricView recent_run;
+  Source source;
+  source.block = &chunk.ports();
+  source.layout = &layout;
+  source.window_columns = ReadWindow(chunk.ports());
+  source.recent_columns = ReadRecent(chunk.ports());
+  window_run.ReservePorts(static_cast<size_t>(chunk.ports().device_size()));
+  while (!source.done()) {
+    source.ReadNode(&window_run, recent != nullptr ? &recent_run : nullptr);
   }
   window->window_seconds = chunk.window_seconds();
-  if (!window_run.empty()) window->AppendSorted(std::move(window_run));
-  if (read_recent) {
+  if (!window_run.ports().empty()) window->AppendSorted(window_run.TakePorts());
+  if (recent != nullptr && layout.has_recent) {
     recent->window_seconds = chunk.recent_seconds();
-    if (!recent_run.empty()) recent->AppendSorted(std::move(recent_run));
+    if (!recent_run.ports().empty()) {
+      recent->AppendSorted(recent_run.TakePorts());
+    }
   }
   return true;
+}
+
+void AssembleShardViews(absl::Span<const v1::ShardChunk* const> chunks,
+                        const collector::FeatureSlice* local,
+                        absl::Span<const uint32_t> own_ports,
+                        analysis::FabricView* window,
+                        analysis::FabricView* recent,
+                        std::vector<size_t>* damaged) {
+  window->Clear();
+  recent->Clear();
+  std::vector<BlockLayout> layouts(chunks.size());
+  std::vector<Source> sources;
+  sources.reserve(chunks.size() + 1);
+  size_t ports = 0;
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const v1::ShardPortBlock& b = chunks[c]->ports();
+    if (!CheckBlock(b, &layouts[c])) {
+      if (damaged != nullptr) damaged->push_back(c);
+      continue;
+    }
+    window->window_seconds = chunks[c]->window_seconds();
+    if (layouts[c].has_recent) {
+      recent->window_seconds = chunks[c]->recent_seconds();
+    }
+    ports += static_cast<size_t>(b.device_size());
+    Source& s = sources.emplace_back();
+    s.block = &b;
+    s.layout = &layouts[c];
+    s.window_columns = ReadWindow(b);
+    s.recent_columns = ReadRecent(b);
+  }
+  if (local != nullptr) {
+    const size_t size = local->window.ports().size();
+    // Indexes past the view are left out.
+    while (!own_ports.empty() && own_ports.back() >= size) {
+      own_ports.remove_suffix(1);
+    }
+    window->window_seconds = local->window.window_seconds;
+    if (local->recent.has_value()) {
+      recent->window_seconds = local->recent->window_seconds;
+    }
+    ports += own_ports.size();
+    Source& s = sources.emplace_back();
+    s.local = local;
+    s.own = own_ports;
+    s.FindOwnEnd();
+  }
+  window->ReservePorts(ports);
+  recent->ReservePorts(ports);
+  // The sources' nodes merged through a min-heap of their current nodes
+  // (then by source: the chunks' order); a node that several sources have
+  // (a node changing collectors) gets each one's ports, by device.
+  std::vector<size_t> heap;
+  heap.reserve(sources.size());
+  for (size_t k = 0; k < sources.size(); ++k) {
+    if (!sources[k].done()) heap.push_back(k);
+  }
+  const auto after = [&sources](size_t a, size_t b) {
+    const int order = sources[a].current().compare(sources[b].current());
+    return order > 0 || (order == 0 && a > b);
+  };
+  std::make_heap(heap.begin(), heap.end(), after);
+  analysis::FabricView shared_window;
+  analysis::FabricView shared_recent;
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), after);
+    const size_t first = heap.back();
+    heap.pop_back();
+    if (heap.empty() ||
+        sources[heap.front()].current() != sources[first].current()) {
+      sources[first].ReadNode(window, recent);
+      if (!sources[first].done()) {
+        heap.push_back(first);
+        std::push_heap(heap.begin(), heap.end(), after);
+      }
+      continue;
+    }
+    // Several sources have the node.
+    std::vector<size_t> having = {first};
+    while (!heap.empty() &&
+           sources[heap.front()].current() == sources[first].current()) {
+      std::pop_heap(heap.begin(), heap.end(), after);
+      having.push_back(heap.back());
+      heap.pop_back();
+    }
+    shared_window.Clear();
+    shared_recent.Clear();
+    for (size_t k : having) sources[k].ReadNode(&shared_window, &shared_recent);
+    AppendByDevice(shared_window, window);
+    AppendByDevice(shared_recent, recent);
+    for (size_t k : having) {
+      if (sources[k].done()) continue;
+      heap.push_back(k);
+      std::push_heap(heap.begin(), heap.end(), after);
+    }
+  }
+  window->Finish();
+  recent->Finish();
 }
 
 }  // namespace fabricdiag::cluster

@@ -15,12 +15,9 @@
 //   std::vector<v1::ShardChunk> chunks = ShardToChunks(
 //       slice, ports_of_jobs_17, analysis::ShardKind::kJobs,
 //       {"jobs.17", "col-a", now});
-//   analysis::FabricView window, recent;
-//   for (const v1::ShardChunk& c : chunks) {
-//     if (!AddShardChunk(c, &window, &recent)) Drop(c);
-//   }
-//   window.Finish();
-//   recent.Finish();
+//   analysis::FabricView window, recent;  // kept from pass to pass
+//   AssembleShardViews(received_chunks, &local, own_ports_of_jobs_17,
+//                      &window, &recent, &damaged);
 //
 // Pure functions; thread-safe.
 #pragma once
@@ -60,6 +57,24 @@ std::vector<v1::ShardChunk> ShardToChunks(const collector::FeatureSlice& slice,
                                           analysis::ShardKind kind,
                                           const ShardChunkHeader& header);
 
+// ShardToChunks() over messages kept from one Write() to the next: their
+// columns and strings keep their storage, so a collector writing its
+// shards' chunks each pass allocates nearly nothing.
+class ShardChunkWriter {
+ public:
+  // The chunks ShardToChunks() would return, valid until the next Write().
+  absl::Span<const v1::ShardChunk> Write(const collector::FeatureSlice& slice,
+                                         absl::Span<const uint32_t> ports,
+                                         analysis::ShardKind kind,
+                                         const ShardChunkHeader& header);
+
+ private:
+  friend std::vector<v1::ShardChunk> ShardToChunks(
+      const collector::FeatureSlice& slice, absl::Span<const uint32_t> ports,
+      analysis::ShardKind kind, const ShardChunkHeader& header);
+  std::vector<v1::ShardChunk> chunks_;
+};
+
 // Appends `chunk`'s ports to `window` and, those it has in its recent view,
 // to `recent` (may be null), each view's as one run (FabricView::
 // AppendSorted: Finish() merges the chunks' runs), every slot the chunk
@@ -69,5 +84,23 @@ std::vector<v1::ShardChunk> ShardToChunks(const collector::FeatureSlice& slice,
 [[nodiscard]] bool AddShardChunk(const v1::ShardChunk& chunk,
                                  analysis::FabricView* window,
                                  analysis::FabricView* recent);
+
+// A shard's views assembled from every collector's chunks and this
+// collector's own ports of it: `window` and `recent` are emptied
+// (FabricView::Clear(): their storage is kept, so a shard's views built
+// again each pass write over memory they already have) and get every port
+// of `chunks` and `local`'s ports at `own_ports` (ascending indexes into
+// local->window; local may be null), each port written once, in (node,
+// device) order, then Finish()ed. A node that several sources hold (one
+// changing collectors) has every source's ports. A damaged chunk
+// (AddShardChunk() would refuse it) is left out whole, its index in
+// `chunks` appended to *damaged (may be null). The views' window lengths
+// are `local`'s, else the chunks'.
+void AssembleShardViews(absl::Span<const v1::ShardChunk* const> chunks,
+                        const collector::FeatureSlice* local,
+                        absl::Span<const uint32_t> own_ports,
+                        analysis::FabricView* window,
+                        analysis::FabricView* recent,
+                        std::vector<size_t>* damaged = nullptr);
 
 }  // namespace fabricdiag::cluster

@@ -752,35 +752,6 @@ void AnalysisRunner::RunSharded(absl::Time now, bool leading,
   }
 }
 
-namespace {
-
-// `theirs` (the other collectors' ports of a shard) with this collector's
-// own: the ports at `ports` of `own_window` (ascending), each as `own`
-// has it (the window itself, or the newest samples).
-analysis::FabricView WithOwnPorts(analysis::FabricView theirs,
-                                  const analysis::FabricView& own_window,
-                                  const analysis::FabricView& own,
-                                  absl::Span<const uint32_t> ports) {
-  std::vector<analysis::PortView> mine;
-  mine.reserve(ports.size());
-  for (uint32_t i : ports) {
-    const analysis::PortView& p = own_window.ports()[i];
-    if (&own == &own_window) {
-      mine.push_back(p);
-    } else if (const analysis::PortView* r = own.Find(p.node, p.device)) {
-      mine.push_back(*r);
-    }
-  }
-  analysis::FabricView out;
-  out.window_seconds = own.window_seconds;
-  if (!theirs.ports().empty()) out.AppendSorted(theirs.TakePorts());
-  out.AppendSorted(std::move(mine));
-  out.Finish();
-  return out;
-}
-
-}  // namespace
-
 void AnalysisRunner::RunShardedRate(absl::Time now, const FeatureSlice& local,
                                     const std::vector<NodeFacts>& facts,
                                     const TopologyViews& topology) {
@@ -814,13 +785,18 @@ void AnalysisRunner::RunShardedRate(absl::Time now, const FeatureSlice& local,
       LogInfo("analysis: sending the analysis shards' ports again");
     }
   }
-  // Each owned shard: the ports the others sent, and this collector's own.
-  std::vector<analysis::FabricView> views;
-  views.reserve(2 * owned.size());
+  // Each owned shard: the ports the others sent, and this collector's own,
+  // in the views kept from the last pass (those of shards no longer owned
+  // go).
+  for (auto it = shard_views_.begin(); it != shard_views_.end();) {
+    const bool still = std::any_of(
+        owned.begin(), owned.end(),
+        [&](const AnalysisShards::Owned& o) { return o.shard == it->first; });
+    it = still ? std::next(it) : shard_views_.erase(it);
+  }
   ShardedRatePass::Input in;
   in.shards.reserve(owned.size());
   for (const AnalysisShards::Owned& o : owned) {
-    AnalysisShards::Received theirs = shards_->Receive(o.shard, now);
     auto mine = std::lower_bound(
         assigned.begin(), assigned.end(), o.shard,
         [](const analysis::ShardPorts& s, const std::string& name) {
@@ -830,22 +806,16 @@ void AnalysisRunner::RunShardedRate(absl::Time now, const FeatureSlice& local,
         mine != assigned.end() && mine->shard == o.shard
             ? absl::MakeConstSpan(mine->ports)
             : absl::Span<const uint32_t>();
-    if (ports.empty() && theirs.window.ports().empty()) {
+    AnalysisShards::Received& views = shard_views_[o.shard];
+    shards_->Receive(o.shard, now, local, ports, &views);
+    if (views.window.ports().empty()) {
       // No port of the shard anywhere: its findings count down all the
       // same (an empty view finds nothing).
       in.shards.push_back({o.shard, o.term, &NoPorts(), nullptr});
       continue;
     }
-    views.push_back(WithOwnPorts(std::move(theirs.window), local.window,
-                                 local.window, ports));
-    const analysis::FabricView* window = &views.back();
-    const analysis::FabricView* recent = nullptr;
-    if (local.recent.has_value()) {
-      views.push_back(WithOwnPorts(std::move(theirs.recent), local.window,
-                                   *local.recent, ports));
-      recent = &views.back();
-    }
-    in.shards.push_back({o.shard, o.term, window, recent});
+    in.shards.push_back({o.shard, o.term, &views.window,
+                         local.recent.has_value() ? &views.recent : nullptr});
   }
   // The nodes this collector holds: those whose freshest facts came from it.
   const std::string id = shards_->Id();

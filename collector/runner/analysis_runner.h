@@ -36,6 +36,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -277,6 +278,9 @@ class AnalysisRunner {
   std::optional<analysis::Hysteresis> hysteresis_;
   // With Seams::shards: this collector's share of the rate analysis.
   std::optional<ShardedRatePass> sharded_;
+  // The views of the shards owned at the last pass, rebuilt over their
+  // storage each pass (AnalysisShards::Receive).
+  std::map<std::string, AnalysisShards::Received, std::less<>> shard_views_;
   // The last shard exchange, and the last news, failed (logged once per
   // outage).
   bool exchange_failing_ = false;

@@ -11,7 +11,7 @@
 //
 //   for (const AnalysisShards::Owned& s : shards.OwnedShards()) ...
 //   shards.Exchange(local, AssignShards(local.window, ...), owned, now);
-//   AnalysisShards::Received theirs = shards.Receive("jobs.3", now);
+//   shards.Receive("jobs.3", now, local, own_ports_of_jobs_3, &views);
 //
 // Implementations are thread-safe.
 #pragma once
@@ -57,8 +57,9 @@ class AnalysisShards {
     std::string shard;
     uint64_t term = 0;
   };
-  // The other collectors' ports of a shard, Finish()ed (empty when none
-  // arrived).
+  // A shard's views for a pass: every collector's ports of it, Finish()ed.
+  // Kept by the caller from pass to pass: each Receive() rebuilds them
+  // over their storage.
   struct Received {
     analysis::FabricView window;
     analysis::FabricView recent;
@@ -82,8 +83,14 @@ class AnalysisShards {
                                 absl::Span<const analysis::ShardPorts> shards,
                                 absl::Span<const Owned> owned,
                                 absl::Time now) = 0;
-  // What the other collectors sent of owned `shard`.
-  virtual Received Receive(absl::string_view shard, absl::Time now) = 0;
+  // Owned `shard`'s views for this pass, into `views`: what the other
+  // collectors sent of it, with `local`'s own ports at `own_ports`
+  // (ascending indexes into local.window; each with its newest samples
+  // from local.recent when it has them).
+  virtual void Receive(absl::string_view shard, absl::Time now,
+                       const FeatureSlice& local,
+                       absl::Span<const uint32_t> own_ports,
+                       Received* views) = 0;
   // Tells the others what this pass's parts found; Unavailable when it
   // could not.
   virtual absl::Status PublishNews(const analysis::PartNews& news) = 0;
@@ -113,9 +120,10 @@ class OneCollectorShards final : public AnalysisShards {
                         absl::Time /*now*/) override {
     return absl::OkStatus();
   }
-  Received Receive(absl::string_view /*shard*/, absl::Time /*now*/) override {
-    return {};
-  }
+  // Its own ports alone.
+  void Receive(absl::string_view shard, absl::Time now,
+               const FeatureSlice& local, absl::Span<const uint32_t> own_ports,
+               Received* views) override;
   absl::Status PublishNews(const analysis::PartNews& /*news*/) override {
     return absl::OkStatus();
   }

@@ -342,6 +342,120 @@ TEST(ShardWireTest, OddPortsAndValuesComeBackAsTheyWere) {
   EXPECT_TRUE(Decode(chunks).window.ports().empty());
 }
 
+// `got` is `want` whole: a collector's own port, not cut down.
+void ExpectWhole(const PortView& want, const PortView& got) {
+  SCOPED_TRACE(want.node + " " + want.device);
+  EXPECT_EQ(std::tie(got.node, got.device, got.netdev, got.is_switch_port),
+            std::tie(want.node, want.device, want.netdev, want.is_switch_port));
+  for (int slot = 0; slot < counters::kSignalSlots; ++slot) {
+    const double w = analysis::SlotOf(want.s, slot);
+    const double g = analysis::SlotOf(got.s, slot);
+    EXPECT_TRUE(std::isnan(w) ? std::isnan(g) : g == w) << slot;
+  }
+  EXPECT_EQ(got.samples.reports, want.samples.reports);
+}
+
+int NodeNumber(const std::string& node) {
+  return std::stoi(node.substr(node.rfind('-') + 1));
+}
+
+// Three collectors' ports of a switch shard (nodes dealt by number), the
+// first's own: the assembled views hold every port once, the others' as
+// the wire carries them, the own ones whole, in (node, device) order.
+TEST(ShardWireTest, AssembledViewsHoldEveryCollectorsPortsOnce) {
+  const Cluster cluster = MustBuild(64);
+  const collector::FeatureSlice slice =
+      SliceOf(cluster, {{FaultKind::kPfcStorm, "gpu-009", "mlx5_5"}});
+  const std::vector<uint32_t> ports =
+      PortsFor(slice.window, ShardKind::kSwitches);
+  std::vector<uint32_t> of[3];
+  for (uint32_t i : ports) {
+    of[NodeNumber(slice.window.ports()[i].node) % 3].push_back(i);
+  }
+  std::vector<v1::ShardChunk> sent;
+  for (int k : {1, 2}) {
+    for (v1::ShardChunk& c : Encode(slice, of[k], ShardKind::kSwitches,
+                                    /*max_bytes=*/8 << 10)) {
+      sent.push_back(std::move(c));
+    }
+  }
+  ASSERT_GT(sent.size(), 4u);
+  std::vector<const v1::ShardChunk*> chunks;
+  for (const v1::ShardChunk& c : sent) chunks.push_back(&c);
+  // Arrival order is not the nodes' order.
+  std::reverse(chunks.begin(), chunks.end());
+
+  const auto expect_all = [&](const FabricView& window,
+                              const FabricView& recent) {
+    ASSERT_THAT(window.ports(), SizeIs(ports.size()));
+    EXPECT_TRUE(std::is_sorted(window.ports().begin(), window.ports().end(),
+                               [](const PortView& a, const PortView& b) {
+                                 return std::tie(a.node, a.device) <
+                                        std::tie(b.node, b.device);
+                               }));
+    size_t in_recent = 0;
+    for (uint32_t i : ports) {
+      const PortView& want = slice.window.ports()[i];
+      const bool own = NodeNumber(want.node) % 3 == 0;
+      const PortView* got = window.Find(want.node, want.device);
+      ASSERT_NE(got, nullptr) << want.node << " " << want.device;
+      const PortView* want_recent = slice.recent->Find(want.node, want.device);
+      const PortView* got_recent = recent.Find(want.node, want.device);
+      ASSERT_EQ(got_recent != nullptr, want_recent != nullptr);
+      if (own) {
+        ExpectWhole(want, *got);
+        if (want_recent != nullptr) ExpectWhole(*want_recent, *got_recent);
+      } else {
+        ExpectCarried(want, *got, ShardKind::kSwitches);
+        if (want_recent != nullptr) {
+          ExpectCarried(*want_recent, *got_recent, ShardKind::kSwitches);
+        }
+      }
+      if (want_recent != nullptr) ++in_recent;
+    }
+    EXPECT_THAT(recent.ports(), SizeIs(in_recent));
+    EXPECT_EQ(window.window_seconds, slice.window.window_seconds);
+    EXPECT_EQ(recent.window_seconds, 1);
+  };
+  FabricView window, recent;
+  std::vector<size_t> damaged;
+  AssembleShardViews(chunks, &slice, of[0], &window, &recent, &damaged);
+  EXPECT_TRUE(damaged.empty());
+  expect_all(window, recent);
+
+  // The views again (the next pass), over their storage: its own ports
+  // alone, then everyone's; a damaged chunk is left out whole.
+  AssembleShardViews({}, &slice, of[0], &window, &recent, &damaged);
+  EXPECT_THAT(window.ports(), SizeIs(of[0].size()));
+  EXPECT_EQ(window.Find(slice.window.ports()[of[1][0]].node,
+                        slice.window.ports()[of[1][0]].device),
+            nullptr);
+  v1::ShardChunk bad = *chunks[0];
+  bad.mutable_ports()->mutable_window_values()->RemoveLast();
+  chunks.push_back(&bad);
+  AssembleShardViews(chunks, &slice, of[0], &window, &recent, &damaged);
+  EXPECT_THAT(damaged, ::testing::ElementsAre(chunks.size() - 1));
+  expect_all(window, recent);
+
+  // A node two sources hold (one changing collectors): both's ports, by
+  // device.
+  const std::string& moved = slice.window.ports()[of[1][0]].node;
+  std::vector<uint32_t> own_and_moved = of[0];
+  for (uint32_t i : of[1]) {
+    if (slice.window.ports()[i].node == moved) own_and_moved.push_back(i);
+  }
+  std::sort(own_and_moved.begin(), own_and_moved.end());
+  chunks.pop_back();
+  damaged.clear();
+  AssembleShardViews(chunks, &slice, own_and_moved, &window, &recent, &damaged);
+  const absl::Span<const PortView> twice = window.PortsOf(moved);
+  ASSERT_THAT(twice, SizeIs(2 * slice.window.PortsOf(moved).size()));
+  for (size_t i = 0; i + 1 < twice.size(); i += 2) {
+    EXPECT_EQ(twice[i].device, twice[i + 1].device);
+  }
+  EXPECT_THAT(window.ports(), SizeIs(ports.size() + twice.size() / 2));
+}
+
 TEST(ShardWireTest, DamagedBlocksAreRefused) {
   const Cluster cluster = MustBuild(8);
   const collector::FeatureSlice slice = SliceOf(cluster, {});
@@ -407,6 +521,12 @@ TEST(ShardWireTest, DamagedBlocksAreRefused) {
     w.Finish();
     r.Finish();
     EXPECT_TRUE(w.ports().empty() && r.ports().empty()) << name;
+    // Assembled with a good chunk: left out whole, the good one read.
+    const v1::ShardChunk* both[] = {&good, &bad};
+    std::vector<size_t> damaged;
+    AssembleShardViews(both, nullptr, {}, &w, &r, &damaged);
+    EXPECT_THAT(damaged, ::testing::ElementsAre(1)) << name;
+    EXPECT_THAT(w.ports(), SizeIs(good.ports().device_size())) << name;
   }
 
   // Bytes flipped at random: refused or read, never a crash.
@@ -416,6 +536,8 @@ TEST(ShardWireTest, DamagedBlocksAreRefused) {
         (void)AddShardChunk(c, &w, &r);
         w.Finish();
         r.Finish();
+        const v1::ShardChunk* one[] = {&c};
+        AssembleShardViews(one, nullptr, {}, &w, &r);
       });
   EXPECT_GT(parsed, 100);
 }

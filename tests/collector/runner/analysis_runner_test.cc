@@ -900,8 +900,12 @@ class NoShardsOwned final : public AnalysisShards {
     ++exchanges;
     return absl::OkStatus();
   }
-  Received Receive(absl::string_view /*shard*/, absl::Time /*now*/) override {
-    return {};
+  void Receive(absl::string_view /*shard*/, absl::Time /*now*/,
+               const FeatureSlice& /*local*/,
+               absl::Span<const uint32_t> /*own_ports*/,
+               Received* views) override {
+    views->window.Clear();
+    views->recent.Clear();
   }
   absl::Status PublishNews(const analysis::PartNews& /*news*/) override {
     ++news;

@@ -79,7 +79,7 @@ absl::Duration KeyLease::WithoutHolderFor() const {
 }
 
 void KeyLease::EndLocked(absl::string_view why) {
-  if (held_revision_ != 0) {
+  if (held_revision_ != 0 && naming_.logged) {
     const std::string line =
         absl::StrCat(naming_.prefix, ": ", id_, " no longer ", naming_.holding,
                      " (term ", term_, ")", why.empty() ? "" : ": ", why);
@@ -116,8 +116,10 @@ bool KeyLease::TryAcquire() {
     until_ = start + ToSteady(timing_.ttl - timing_.margin);
     holder_ = id_;
     holder_seen_ = Clock::now();
-    LogInfo(absl::StrCat(naming_.prefix, ": ", id_, " ", naming_.holding,
-                         " (term ", term_, ")"));
+    if (naming_.logged) {
+      LogInfo(absl::StrCat(naming_.prefix, ": ", id_, " ", naming_.holding,
+                           " (term ", term_, ")"));
+    }
     return true;
   }
   // Held by someone: who (for /healthz, and for whoever weighs taking it).

@@ -63,6 +63,9 @@ class KeyLease {
   struct Naming {
     std::string prefix;   // "analysis lease"
     std::string holding;  // "leads the analysis"
+    // Whether the lease logs its tenures' starts and ends; a set of leases
+    // (cluster/shard_leases.h) logs them together instead.
+    bool logged = true;
   };
   // `kv` must outlive the lease.
   KeyLease(kvStore* kv, std::string key, std::string holder_id, Naming naming,

@@ -1,10 +1,14 @@
 #include "cluster/shard_leases.h"
 
+#include <set>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "client/collector_list.h"
 #include "common/log.h"
 #include "common/status_macros.h"
@@ -90,10 +94,12 @@ ShardLeases::ShardLeases(NatsConnection* nats, std::string id,
       nats_(nats),
       members_(std::move(members)) {
   leases_.reserve(shards.size());
+  terms_.assign(shards.size(), 0);
   for (const std::string& shard : shards) {
     leases_.push_back(std::make_unique<KeyLease>(
         kv_, absl::StrCat(kKeyPrefix, shard), id_,
-        KeyLease::Naming{"analysis shards", absl::StrCat("owns shard ", shard)},
+        KeyLease::Naming{"analysis shards", absl::StrCat("owns shard ", shard),
+                         /*logged=*/false},
         KeyLease::Timing{options_.ttl, options_.margin}));
   }
 }
@@ -109,10 +115,33 @@ void ShardLeases::Stop() {
   if (stopped_.exchange(true)) return;
   if (thread_.joinable()) thread_.join();
   const bool connected = nats_->connected();
+  size_t released = 0;
   for (const std::unique_ptr<KeyLease>& lease : leases_) {
+    released += lease->Term() != 0 ? 1 : 0;
     lease->Release(connected);
   }
+  if (released > 0) {
+    LogInfo(absl::StrCat("analysis shards: ", id_, " lets go of the ", released,
+                         " shards it owned"));
+  }
 }
+
+namespace {
+
+// "jobs.1, jobs.7 and 3 more": a few of many shards' names.
+std::string FewOf(const std::vector<absl::string_view>& shards) {
+  constexpr size_t kNamed = 8;
+  std::string out;
+  for (size_t i = 0; i < shards.size() && i < kNamed; ++i) {
+    absl::StrAppend(&out, i == 0 ? "" : ", ", shards[i]);
+  }
+  if (shards.size() > kNamed) {
+    absl::StrAppend(&out, " and ", shards.size() - kNamed, " more");
+  }
+  return out;
+}
+
+}  // namespace
 
 std::vector<ShardLeases::Owned> ShardLeases::OwnedShards() const {
   std::vector<Owned> out;
@@ -149,6 +178,10 @@ void ShardLeases::Tick(std::vector<SteadyClock::time_point>* next_renewal) {
   for (const Candidate& c : candidates) self_listed |= c.id == id_;
   if (!self_listed) candidates.push_back({id_, absl::InfiniteDuration()});
   const bool connected = nats_->connected();
+  std::vector<absl::string_view> taken;
+  std::vector<absl::string_view> handed;
+  std::vector<absl::string_view> lost;
+  std::set<std::string> to;  // who the shards handed over went to
   for (size_t i = 0; i < leases_.size() && !stopping_.load(); ++i) {
     KeyLease& lease = *leases_[i];
     const absl::string_view shard =
@@ -162,10 +195,10 @@ void ShardLeases::Tick(std::vector<SteadyClock::time_point>* next_renewal) {
         }
       }
       if (hand_over) {
-        LogInfo(absl::StrCat("analysis shards: ", id_, " hands shard ", shard,
-                             " over to ", first));
         lease.Release(connected);
         handovers_.fetch_add(1);
+        handed.push_back(shard);
+        to.insert(first);
       } else if (SteadyClock::now() >= (*next_renewal)[i]) {
         (*next_renewal)[i] =
             SteadyClock::now() + ToSteady(options_.renew_period);
@@ -174,6 +207,33 @@ void ShardLeases::Tick(std::vector<SteadyClock::time_point>* next_renewal) {
     } else if (first == id_ && lease.TryAcquire()) {
       (*next_renewal)[i] = SteadyClock::now() + ToSteady(options_.renew_period);
     }
+    const uint64_t term = lease.Term();
+    if (term != terms_[i]) {
+      if (term != 0) {
+        taken.push_back(shard);
+      } else if (handed.empty() || handed.back() != shard) {
+        lost.push_back(shard);
+      }
+      terms_[i] = term;
+    }
+  }
+  // One line each, not one per shard: a collector that starts takes a
+  // hundred shards at once.
+  if (!taken.empty()) {
+    LogInfo(absl::StrCat("analysis shards: ", id_, " takes ", taken.size(),
+                         " shard", taken.size() == 1 ? "" : "s", " (",
+                         FewOf(taken), ")"));
+  }
+  if (!handed.empty()) {
+    LogInfo(absl::StrCat("analysis shards: ", id_, " hands ", handed.size(),
+                         " shard", handed.size() == 1 ? "" : "s", " over to ",
+                         absl::StrJoin(to, ", "), " (", FewOf(handed), ")"));
+  }
+  if (!lost.empty()) {
+    LogWarning(
+        absl::StrCat("analysis shards: ", id_, " no longer owns ", lost.size(),
+                     " shard", lost.size() == 1 ? "" : "s", " (", FewOf(lost),
+                     "): not renewed in time, or taken by another collector"));
   }
 }
 

@@ -114,7 +114,8 @@ class ShardLeases {
               const std::vector<std::string>& shards, Members members,
               Options options, kvStore* kv);
   void Run();
-  // One look at every shard: take, renew or hand over.
+  // One look at every shard: take, renew or hand over; one log line for
+  // the shards taken, one for those handed over and one for those lost.
   void Tick(std::vector<std::chrono::steady_clock::time_point>* next_renewal);
 
   const std::string id_;
@@ -123,6 +124,8 @@ class ShardLeases {
   NatsConnection* const nats_;
   const Members members_;
   std::vector<std::unique_ptr<KeyLease>> leases_;  // one per shard
+  // Per lease, its term after the last Tick() (0: not held); Run()'s.
+  std::vector<uint64_t> terms_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> stopped_{false};
   std::atomic<uint64_t> handovers_{0};

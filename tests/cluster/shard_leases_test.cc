@@ -14,7 +14,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -31,12 +35,14 @@ using Ownership = std::map<std::string, std::pair<std::string, uint64_t>>;
 
 std::vector<std::string> Shards(int n) {
   std::vector<std::string> out;
+  out.reserve(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) out.push_back(absl::StrCat("jobs.", i));
   return out;
 }
 
 std::vector<Candidate> Named(const std::vector<std::string>& ids) {
   std::vector<Candidate> out;
+  out.reserve(ids.size());
   for (const std::string& id : ids) out.push_back({id, absl::Hours(1)});
   return out;
 }
@@ -321,6 +327,39 @@ TEST_F(ShardLeasesTest, ACleanStopHandsOverAtOnce) {
   std::cout << "every shard taken " << absl::FormatDuration(took)
             << " after a clean stop\n";
   EXPECT_LT(took, absl::Milliseconds(800)) << took;
+}
+
+// A collector takes its shards a hundred at a time: it says so in a line
+// per look at them, not a line per shard.
+TEST_F(ShardLeasesTest, ShardsTakenAndLetGoAreLoggedTogether) {
+  const std::vector<std::string> shards = Shards(128);
+  View view({"col-a"});
+  ::testing::internal::CaptureStderr();
+  std::vector<Collector> c = StartAll({"col-a"}, shards, &view);
+  const bool all = testing::Eventually(
+      [&] { return c[0].shards->OwnedShards().size() == shards.size(); },
+      absl::Seconds(10), absl::Milliseconds(10));
+  c[0].shards->Stop();
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(all);
+  int lines = 0;
+  int taken = 0;
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    if (!absl::StrContains(line, "analysis shards: col-a")) continue;
+    ++lines;
+    int n = 0;
+    const size_t at = line.find(" takes ");
+    if (at != absl::string_view::npos &&
+        absl::SimpleAtoi(line.substr(at + 7, line.find(' ', at + 7) - at - 7),
+                         &n)) {
+      taken += n;
+    }
+  }
+  EXPECT_EQ(taken, 128) << log;
+  EXPECT_THAT(log, ::testing::HasSubstr(
+                       "analysis shards: col-a lets go of the 128 shards"));
+  EXPECT_LE(lines, 4) << log;
+  EXPECT_THAT(log, ::testing::Not(::testing::HasSubstr("owns shard")));
 }
 
 TEST_F(ShardLeasesTest, RefusesShardNamesThatCannotBeKeys) {

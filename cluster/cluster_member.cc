@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/log.h"
@@ -36,6 +37,16 @@ absl::Status ValidateClusterOptions(const ClusterOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("--collector_id=", QuoteForMessage(options.collector_id),
                      ": expected ", kNodeNamePattern));
+  }
+  // Sharded, the id names a shard of its own ("ports.<id>"), a key of the
+  // lease bucket: tokens between dots, none empty.
+  if (options.analysis_shards &&
+      (absl::StrContains(options.collector_id, "..") ||
+       absl::EndsWith(options.collector_id, "."))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--collector_id=", QuoteForMessage(options.collector_id),
+        ": with --analysis_shards an id cannot hold two dots in a row or end "
+        "with a dot (it names the NATS key of its own nodes' shard)"));
   }
   if (options.replicas < 1 || options.replicas > 5) {
     return absl::InvalidArgumentError(

@@ -132,5 +132,26 @@ TEST_F(NatsSecurityFlagsTest, SecurityFlagsNeedNats) {
   EXPECT_THAT(s.message(), HasSubstr("need --nats"));
 }
 
+// With --analysis_shards the id names a key of its own: a name a node may
+// have but a key may not is refused, naming the flag.
+TEST_F(NatsSecurityFlagsTest, AShardedCollectorsIdMustBeAKeyToken) {
+  ClusterOptions options;
+  options.nats = "nats://127.0.0.1:4222";
+  options.analysis_shards = true;
+  for (const char* id : {"col..a", "col-a."}) {
+    options.collector_id = id;
+    const absl::Status s = ValidateClusterOptions(options);
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << id << ": " << s;
+    EXPECT_THAT(s.message(), HasSubstr("--collector_id=")) << id;
+    EXPECT_THAT(s.message(), HasSubstr("--analysis_shards")) << id;
+    // Unsharded, the same id is a node name like any other.
+    options.analysis_shards = false;
+    EXPECT_TRUE(ValidateClusterOptions(options).ok()) << id;
+    options.analysis_shards = true;
+  }
+  options.collector_id = "col-a.rack2";
+  EXPECT_TRUE(ValidateClusterOptions(options).ok());
+}
+
 }  // namespace
 }  // namespace fabricdiag::cluster

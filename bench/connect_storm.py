@@ -32,6 +32,7 @@ histogram at the end, which counts every pass. Prints per run:
   bench/connect_storm.py [--build_dir=build] [--agents=8500] [--jobs=100]
                          [--seconds=60] [--poll_seconds=1]
                          [--lldp=both|on|off]
+                         [--collector_flag=--analysis_shards ...]
 
 Exit 0 when the targets are met in every run (no pass over 1 s, backlog
 cleared within 30 s, no report dropped; with neighbors, the discovered
@@ -103,7 +104,8 @@ def run_storm(args, collector, cli, sim, lldp):
     proc = subprocess.Popen(
         ["taskset", "-c", str(args.collector_cpu), collector,
          f"--listen=127.0.0.1:{grpc_port}",
-         f"--http_listen=127.0.0.1:{http_port}", f"--state_dir={tmp}/state"],
+         f"--http_listen=127.0.0.1:{http_port}", f"--state_dir={tmp}/state"]
+        + args.collector_flag,
         stdout=log, stderr=subprocess.STDOUT)
     target = f"--collector=127.0.0.1:{grpc_port}"
     passes = {}  # passes_total -> the duration its scrape showed
@@ -214,6 +216,9 @@ def main():
     ap.add_argument("--sim_cpu", default="0")
     ap.add_argument("--poll_seconds", type=float, default=1.0)
     ap.add_argument("--lldp", choices=("both", "on", "off"), default="both")
+    ap.add_argument("--collector_flag", action="append", default=[],
+                    help="a flag for the collector, e.g. "
+                         "--collector_flag=--analysis_shards (repeatable)")
     args = ap.parse_args()
     collector, cli = binaries(args.build_dir, "connect_storm.py")
     if collector is None:
@@ -237,7 +242,9 @@ def main():
 
     print(f"\n=== connect storm: {args.agents} agents at once, {args.jobs} "
           f"jobs, {args.seconds:g} s; collector on CPU {args.collector_cpu},"
-          f" sim on CPU {args.sim_cpu} ===")
+          f" sim on CPU {args.sim_cpu}"
+          + (f"; collector flags {' '.join(args.collector_flag)}"
+             if args.collector_flag else "") + " ===")
     rows = [
         ("load average (1 min) before / after",
          lambda r: f"{r['load'][0]:.1f} / {r['load'][1]:.1f}"),

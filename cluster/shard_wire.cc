@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -72,15 +73,47 @@ ViewColumns RecentColumns(v1::ShardPortBlock* b) {
           b->mutable_recent_sample_seconds()};
 }
 
+// Where each slot a shard of one kind reads lies in a PortSignals, and
+// which of them are link rates: a port's values are read at their offsets,
+// without a call per slot.
+struct SlotPlan {
+  std::vector<size_t> offsets;
+  uint64_t rate_bits = 0;  // bit i: slot i is a link rate
+};
+
+SlotPlan PlanFor(absl::Span<const int> slots) {
+  SlotPlan plan;
+  analysis::PortSignals probe;
+  const char* base = reinterpret_cast<const char*>(&probe);
+  plan.offsets.reserve(slots.size());
+  for (size_t i = 0; i < slots.size(); ++i) {
+    plan.offsets.push_back(static_cast<size_t>(
+        reinterpret_cast<const char*>(&analysis::SlotOf(probe, slots[i])) -
+        base));
+    if (IsRate(slots[i])) plan.rate_bits |= uint64_t{1} << i;
+  }
+  return plan;
+}
+
+const SlotPlan& PlanOf(analysis::ShardKind kind) {
+  static const SlotPlan* const jobs =
+      new SlotPlan(PlanFor(analysis::ShardSlots(analysis::ShardKind::kJobs)));
+  static const SlotPlan* const switches = new SlotPlan(
+      PlanFor(analysis::ShardSlots(analysis::ShardKind::kSwitches)));
+  return kind == analysis::ShardKind::kJobs ? *jobs : *switches;
+}
+
 // Appends one port's view; returns an upper bound of the bytes it added.
-size_t PutView(const PortView& p, absl::Span<const int> slots, uint64_t flags,
+size_t PutView(const PortView& p, const SlotPlan& plan, uint64_t flags,
                const ViewColumns& to) {
   uint64_t mask = kInView | flags;
   if (!p.s.link_up) mask |= kLinkDown;
   size_t bytes = 10;  // the presence word, a varint
-  for (size_t i = 0; i < slots.size(); ++i) {
-    const double v = analysis::SlotOf(p.s, slots[i]);
-    if (IsRate(slots[i])) {
+  const char* base = reinterpret_cast<const char*>(&p.s);
+  for (size_t i = 0; i < plan.offsets.size(); ++i) {
+    double v;
+    std::memcpy(&v, base + plan.offsets[i], sizeof(v));
+    if ((plan.rate_bits >> i) & 1) {
       // A speed no link has (negative, infinite, past 2^63) is unknown.
       if (!(v >= 0.5 && v < kMaxRate)) continue;
       to.rates->Add(static_cast<uint64_t>(std::llround(v)));
@@ -368,6 +401,7 @@ absl::Span<const v1::ShardChunk> ShardChunkWriter::Write(
     const collector::FeatureSlice& slice, absl::Span<const uint32_t> ports,
     analysis::ShardKind kind, const ShardChunkHeader& header) {
   const absl::Span<const int> slots = analysis::ShardSlots(kind);
+  const SlotPlan& plan = PlanOf(kind);
   const absl::Span<const PortView> all = slice.window.ports();
   const analysis::FabricView* recent =
       slice.recent.has_value() ? &*slice.recent : nullptr;
@@ -415,11 +449,11 @@ absl::Span<const v1::ShardChunk> ShardChunkWriter::Write(
         b->add_netdev(p.netdev);
       }
       bytes += p.device.size() + b->netdev(b->netdev_size() - 1).size() + 4;
-      bytes += PutView(p, slots, flags, window_to);
+      bytes += PutView(p, plan, flags, window_to);
       const PortView* r =
           recent != nullptr ? recent->FindIn(recent_ports, p.device) : nullptr;
       if (r != nullptr && r->device == p.device) {
-        bytes += PutView(*r, slots, 0, recent_to);
+        bytes += PutView(*r, plan, 0, recent_to);
         any_recent = true;
       } else {
         recent_to.present->Add(0);  // not in the recent view

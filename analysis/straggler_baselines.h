@@ -21,6 +21,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "analysis/analyzer.h"
 #include "analysis/finding.h"
 #include "analysis/layout_model.h"
@@ -68,6 +69,12 @@ class StragglerBaselines {
   // (never the newest-samples view, which is noisier and overlaps it), and
   // the same baselines in `in.straggler_baselines` or none.
   void Update(const AnalysisInput& in);
+  // The same for one pass whose NICs are judged over several views, each
+  // with the layouts it holds (the job shards a collector owns,
+  // collector/runner/sharded_rate_pass.h): the pass counts once, so that a
+  // NIC is forgotten after history_passes passes however many views there
+  // are. Views without a view or a config are skipped; none left: no pass.
+  void Update(absl::Span<const AnalysisInput> views);
 
   // After a restart: the baselines that the still-open straggler_nic
   // findings among `open` were judged against (their evidence
@@ -137,6 +144,11 @@ class StragglerBaselines {
     return (uint64_t{host} << 32) | nic;
   }
 
+  // Update()'s halves: each NIC of `in`'s layouts judged this pass, then
+  // the windows of those found usual folded in and the NICs not judged for
+  // `history` passes forgotten.
+  void Judge(const AnalysisInput& in);
+  void Fold(int history);
   // The entry of (job, host, nic), made when there was none.
   Entry& EntryOf(absl::string_view job, absl::string_view host,
                  absl::string_view nic);

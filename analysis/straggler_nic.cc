@@ -359,10 +359,25 @@ std::vector<Finding> StragglerNicFindings(const AnalysisInput& in) {
 }
 
 void StragglerBaselines::Update(const AnalysisInput& in) {
-  if (in.view == nullptr || in.config == nullptr) return;
-  const StragglerNicConfig& cfg = in.config->straggler_nic;
-  const int history = std::max(cfg.history_passes, 1);
+  Update(absl::MakeConstSpan(&in, 1));
+}
+
+void StragglerBaselines::Update(absl::Span<const AnalysisInput> views) {
+  auto judged_over = [](const AnalysisInput& in) {
+    return in.view != nullptr && in.config != nullptr;
+  };
+  auto first = std::find_if(views.begin(), views.end(), judged_over);
+  if (first == views.end()) return;
+  const int history = std::max(first->config->straggler_nic.history_passes, 1);
   ++pass_;
+  for (const AnalysisInput& in : views) {
+    if (judged_over(in)) Judge(in);
+  }
+  Fold(history);
+}
+
+void StragglerBaselines::Judge(const AnalysisInput& in) {
+  const StragglerNicConfig& cfg = in.config->straggler_nic;
   std::optional<NicPorts> local;
   const NicPorts& ports = NicPortsOf(in, &local);
   for (const LayoutModel* model : in.layouts) {
@@ -403,6 +418,9 @@ void StragglerBaselines::Update(const AnalysisInput& in) {
       }
     });
   }
+}
+
+void StragglerBaselines::Fold(int history) {
   for (auto it = jobs_.begin(); it != jobs_.end();) {
     Job& job = it->second;
     for (auto e = job.entries.begin(); e != job.entries.end();) {

@@ -756,6 +756,16 @@ void AnalysisRunner::RunShardedRate(absl::Time now, const FeatureSlice& local,
                                     const std::vector<NodeFacts>& facts,
                                     const TopologyViews& topology) {
   std::shared_ptr<const RegistrySnapshot> snapshot = layouts_->Snapshot();
+  if (!sharded_baselines_loaded_) {
+    // Once per process: every NIC's baseline as last stored (by the
+    // unsharded analysis of a cluster that turned sharding on, within
+    // kStragglerBaselinesMaxAge), for each job shard's straggler judgement
+    // to start from its NICs' history. Not again when this collector
+    // starts leading: its shards' baselines are its own by then.
+    sharded_baselines_loaded_ = true;
+    LoadBaselines(now, *snapshot);
+    sharded_->LoadBaselines(std::exchange(straggler_baselines_, {}));
+  }
   if (!hysteresis_seeded_) {
     // The shards' and the nodes' findings are picked up by the share
     // itself as it takes them; what is seeded here is the grace of the

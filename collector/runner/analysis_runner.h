@@ -276,8 +276,10 @@ class AnalysisRunner {
   FabricViewBuilder view_builder_;
   // Re-created when a new term starts (Leading()).
   std::optional<analysis::Hysteresis> hysteresis_;
-  // With Seams::shards: this collector's share of the rate analysis.
+  // With Seams::shards: this collector's share of the rate analysis, and
+  // whether it was given the stored straggler baselines (its first pass).
   std::optional<ShardedRatePass> sharded_;
+  bool sharded_baselines_loaded_ = false;
   // The views of the shards owned at the last pass, rebuilt over their
   // storage each pass (AnalysisShards::Receive).
   std::map<std::string, AnalysisShards::Received, std::less<>> shard_views_;

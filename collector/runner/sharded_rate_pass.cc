@@ -124,30 +124,42 @@ ShardedRatePass::Output ShardedRatePass::Run(const Input& in,
   const bool with_recent = in.recent != nullptr;
   ViewParts parts[2];
 
+  // Each shard's layouts: a job shard's jobs, every one for a switch shard.
+  std::vector<std::vector<const analysis::LayoutModel*>> shard_layouts;
+  shard_layouts.reserve(in.shards.size());
   for (const OwnedShard& s : in.shards) {
     const bool jobs = absl::StartsWith(s.name, "jobs.");
-    std::vector<const analysis::LayoutModel*> mine;
+    std::vector<const analysis::LayoutModel*>& mine =
+        shard_layouts.emplace_back();
     for (const analysis::LayoutModel* m : layouts) {
       if (!jobs || analysis::JobShardOf(m->job(), options_.counts) == s.name) {
         mine.push_back(m);
       }
     }
-    analysis::AnalysisInput part = base;
-    const analysis::FabricView* views[2] = {s.window,
-                                            with_recent ? s.recent : nullptr};
-    for (int k = 0; k < 2; ++k) {
-      if (views[k] == nullptr) {
+  }
+  // A NIC is judged against its past, then its past takes the window
+  // (collector/runner/rate_pass.h): every shard's window, then the
+  // baselines updated with the job shards' windows as one pass (a job is in
+  // one shard only), then every shard's newest samples.
+  std::vector<analysis::AnalysisInput> judged;
+  for (int k = 0; k < 2; ++k) {
+    for (size_t i = 0; i < in.shards.size(); ++i) {
+      const OwnedShard& s = in.shards[i];
+      const bool jobs = absl::StartsWith(s.name, "jobs.");
+      const analysis::FabricView* view =
+          k == 0 ? s.window : (with_recent ? s.recent : nullptr);
+      if (view == nullptr) {
         parts[k].emplace_back();
         continue;
       }
-      part.view = views[k];
-      part.layouts = analysis::LayoutsReportingIn(*views[k], mine);
+      analysis::AnalysisInput part = base;
+      part.view = view;
+      part.layouts = analysis::LayoutsReportingIn(*view, shard_layouts[i]);
       parts[k].push_back(jobs ? analysis::RunJobPart(part)
                               : analysis::RunSwitchPart(part));
-      // A NIC is judged against its past, then its past takes the window
-      // (collector/runner/rate_pass.h).
-      if (jobs && k == 0) baselines_.Update(part);
+      if (jobs && k == 0) judged.push_back(std::move(part));
     }
+    if (k == 0) baselines_.Update(judged);
   }
 
   // This collector's news: its ports' congestion histograms (the window's,

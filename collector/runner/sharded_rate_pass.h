@@ -34,6 +34,7 @@
 // here, not resolved: its new holder reports it.
 //
 //   ShardedRatePass pass({"col-a", config});
+//   pass.LoadBaselines(stored);  // before the first pass
 //   ShardedRatePass::Output out = pass.Run(input, findings);
 //   for (const auto& r : out.reports) ...Update / UpdateWithin...
 //   news_exchange.Publish(out.news);
@@ -128,6 +129,18 @@ class ShardedRatePass {
 
   // One pass. `findings` is read to pick a shard or a node up.
   Output Run(const Input& in, const FindingsStore& findings);
+
+  // Starts the straggler judgement of the job shards from `loaded`: the
+  // baselines stored before this collector started
+  // (collector::LoadStragglerBaselines), so that a NIC of an
+  // expert-parallel job that was already slow then is judged against its
+  // history, not learned as normal. Call before the first Run(): each shard
+  // taken there seeds the baselines its open stragglers were judged against
+  // over these (StragglerBaselines::Seed), as SeedRateState does after the
+  // load in the unsharded analysis, and a load after it would replace them.
+  void LoadBaselines(analysis::StragglerBaselines loaded) {
+    baselines_ = std::move(loaded);
+  }
 
   // Shards whose hysteresis this collector keeps (owned at the last pass).
   size_t shards() const { return shards_.size(); }

@@ -10,6 +10,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -164,11 +165,23 @@ class ShardedRatePassTest : public ::testing::Test {
       ShardedRatePass::Input input;
       input.now = now;
       input.window = &local;
-      for (const analysis::ShardPorts& s : shards) {
-        const auto& [owner, term] = owners_.at(s.shard);
+      // Every shard it owns, as the analysis runner gives them: one that
+      // holds no port with an empty view.
+      for (const auto& [name, owner_term] : owners_) {
+        const auto& [owner, term] = owner_term;
         if (owner != c) continue;
-        views.push_back(analysis::testing::ShardView(view, s.ports, s.kind));
-        input.shards.push_back({s.shard, term, &views.back(), nullptr});
+        // (A structured binding is not captured before C++20.)
+        const std::string& shard = name;
+        auto s = std::find_if(
+            shards.begin(), shards.end(),
+            [&](const analysis::ShardPorts& p) { return p.shard == shard; });
+        if (s == shards.end()) {
+          static const FabricView kNoPorts;
+          input.shards.push_back({shard, term, &kNoPorts, nullptr});
+          continue;
+        }
+        views.push_back(analysis::testing::ShardView(view, s->ports, s->kind));
+        input.shards.push_back({shard, term, &views.back(), nullptr});
       }
       input.news = news_;
       input.base = Input(nullptr);
@@ -332,6 +345,60 @@ TEST_F(ShardedRatePassTest, FindingsHandedOverAsTheyClearResolve) {
     left.push_back(absl::StrCat(f.id(), " ", f.kind(), " ", f.node()));
   }
   EXPECT_THAT(left, ::testing::IsEmpty());
+}
+
+// A collector that starts from the stored baselines judges a NIC of the
+// expert-parallel job that was slow since before it started against its
+// history, as one collector running every analyzer does; without them it
+// would learn the slow throughput as the NIC's usual and never report it.
+TEST_F(ShardedRatePassTest, LoadedBaselinesFindANicSlowSinceBeforeTheStart) {
+  const std::vector<analysis::scenario::Fault> slow = {
+      {analysis::scenario::FaultKind::kStragglerNic, "gpu-013", "mlx5_2"}};
+  const analysis::StragglerBaselines stored = cluster_->Watched({}, 7, config_);
+  ASSERT_GT(stored.size(), 0u);
+  single_baselines_ = stored;
+  for (auto& pass : passes_) pass->LoadBaselines(stored);
+  for (int p = 0; p < 6; ++p) Pass(cluster_->View(slow, {}, seed_++));
+  std::vector<std::string> stragglers;
+  for (const v1::Finding& f : single().Active()) {
+    if (f.kind() == "straggler_nic") {
+      stragglers.push_back(absl::StrCat(f.node(), " ", f.device()));
+    }
+  }
+  ASSERT_THAT(stragglers, ::testing::Contains("gpu-013 mlx5_2"));
+  EXPECT_EQ(Keys(IdsByKey(sharded())), Keys(IdsByKey(single())));
+}
+
+// A collector that owns many job shards counts each pass once in its
+// straggler baselines: the NICs of a job that pauses for a checkpoint keep
+// theirs for straggler_nic.history_passes passes, as they do with one
+// collector running every analyzer, and a NIC that is slow after the pause
+// is judged against them.
+TEST_F(ShardedRatePassTest, APausedJobKeepsItsBaselinesOnEveryJobShardsOwner) {
+  live_ = {0};
+  Assign();
+  config_.straggler_nic.history_passes = 10;
+  passes_[0] = std::make_unique<ShardedRatePass>(
+      ShardedRatePass::Options{"col-0", config_, counts_});
+  const analysis::StragglerBaselines stored = cluster_->Watched({}, 7, config_);
+  single_baselines_ = stored;
+  passes_[0]->LoadBaselines(stored);
+  // Fewer passes than history_passes, more than history_passes / the job
+  // shards col-0 owns.
+  analysis::scenario::TrafficOptions checkpoint;
+  checkpoint.checkpointing_job = "moe-train";
+  for (int p = 0; p < 6; ++p) Pass(cluster_->View({}, checkpoint, seed_++));
+  const std::vector<analysis::scenario::Fault> slow = {
+      {analysis::scenario::FaultKind::kStragglerNic, "gpu-013", "mlx5_2"}};
+  for (int p = 0; p < 6; ++p) Pass(cluster_->View(slow, {}, seed_++));
+  std::vector<std::string> stragglers;
+  for (const v1::Finding& f : single().Active()) {
+    if (f.kind() == "straggler_nic") {
+      stragglers.push_back(absl::StrCat(f.node(), " ", f.device()));
+    }
+  }
+  ASSERT_THAT(stragglers, ::testing::Contains("gpu-013 mlx5_2"));
+  EXPECT_EQ(Keys(IdsByKey(sharded())), Keys(IdsByKey(single())));
 }
 
 TEST_F(ShardedRatePassTest, AShardTakenBackUnderANewTermStartsFromItsFindings) {

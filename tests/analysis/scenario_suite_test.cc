@@ -8,9 +8,12 @@
 // finding, once open, stays open with one id while the fault holds, and no
 // finding of any kind opens twice while the faults hold: the suite prints a
 // table and asserts all four over all scenarios, with per
-// kind the passes to open under each timing fault. Timing faults: sample
-// jitter and stale reads (TrafficOptions), reports arriving late and in
-// bursts (LateReports), and a collector restart (CollectorRestart). A
+// kind the passes to open under each timing fault. The table runs three
+// times with the same expectations: through RunRatePass, and through the
+// sharded analysis (collector::ShardedRatePass) on a cluster of one
+// collector and on one of three. Timing faults: sample jitter and stale
+// reads (TrafficOptions), reports arriving late and in bursts
+// (LateReports), and a collector restart (CollectorRestart). A
 // second table gives, per kind, the passes to open (with and without the
 // newest samples) and to resolve. The agent_down analyzer gets its own
 // timelines of agents going silent and coming back.
@@ -21,6 +24,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <iomanip>
 #include <iostream>
 #include <limits>
@@ -34,11 +38,14 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "analysis/agent_down.h"
 #include "analysis/analyzer.h"
@@ -49,13 +56,19 @@
 #include "analysis/hysteresis.h"
 #include "analysis/link_degraded.h"
 #include "analysis/pfc_storm.h"
+#include "analysis/rate_parts.h"
+#include "analysis/shard_map.h"
 #include "analysis/straggler_nic.h"
+#include "analysis/topology_index.h"
 #include "collector/findings/findings_store.h"
 #include "collector/runner/agent_liveness.h"
+#include "collector/runner/analysis_shards.h"
 #include "collector/runner/rate_pass.h"
+#include "collector/runner/sharded_rate_pass.h"
 #include "collector/state/state_store.h"
 #include "common/clock.h"
 #include "proto/collector.pb.h"
+#include "tests/analysis/shard_findings.h"
 #include "tests/testing/scenario_builder.h"
 #include "tests/testing/scenario_score.h"
 #include "tests/testing/temp_dir.h"
@@ -492,6 +505,58 @@ constexpr int kStaleIntervals = 3;
 using StoreKey =
     std::tuple<std::string, std::string, std::string, std::string, std::string>;
 
+// How the collectors run the rate analyzers: one over the whole fabric
+// (collector::RunRatePass, the unsharded analysis), or each its share of
+// the analysis shards (collector::ShardedRatePass) in a cluster of one
+// collector or of three. Every scenario is held to the same expectations
+// in each.
+enum class Sharding { kNone, kOneCollector, kThreeCollectors };
+
+std::string ShardingName(Sharding sharding) {
+  switch (sharding) {
+    case Sharding::kNone:
+      return "Unsharded";
+    case Sharding::kOneCollector:
+      return "OneCollector";
+    case Sharding::kThreeCollectors:
+      return "ThreeCollectors";
+  }
+  return "";
+}
+
+// For gtest's messages.
+void PrintTo(Sharding sharding, std::ostream* os) {
+  *os << ShardingName(sharding);
+}
+
+int CollectorsOf(Sharding sharding) {
+  switch (sharding) {
+    case Sharding::kNone:
+      return 0;
+    case Sharding::kOneCollector:
+      return 1;
+    case Sharding::kThreeCollectors:
+      return 3;
+  }
+  return 0;
+}
+
+// Few enough shards that the clusters' two jobs and their leaves spread
+// over several, and most hold no port (as in a large fabric, whose owners
+// still run them).
+constexpr analysis::ShardCounts kShardCounts{8, 8};
+
+// The collector of a cluster of `collectors` that holds `node` ("gpu-013",
+// "leaf-1"): its number modulo `collectors`, as agents spread over the
+// collectors' addresses.
+int CollectorOfNode(absl::string_view node, int collectors) {
+  int number = 0;
+  if (!absl::SimpleAtoi(node.substr(node.rfind('-') + 1), &number)) {
+    number = 0;
+  }
+  return number % collectors;
+}
+
 // One run of a scenario through the collector's pass.
 struct RunResult {
   // Every finding open after any pass, one per key (its last version).
@@ -511,7 +576,11 @@ struct RunResult {
 
 // What a collector process holds for the rate analyzers: its state
 // directory with the findings store, and in memory the hysteresis and the
-// straggler baselines.
+// straggler baselines. Sharded, it stands for every collector of the
+// cluster, which share the findings store: in memory each one's share of
+// the analysis, and the news each told at its last pass (which the others
+// hear at their next: cluster/part_news_exchange.h keeps none, so a
+// restart loses them).
 struct CollectorProcess {
   std::unique_ptr<collector::StateStore> state;
   std::unique_ptr<collector::FileBaselinesStore> baselines_store;
@@ -519,11 +588,15 @@ struct CollectorProcess {
   std::optional<Hysteresis> gate;
   StragglerBaselines baselines;
   bool seeded = false;
+  // By collector: its id is col-<index>, or "" alone (the embedded
+  // collector's, OneCollectorShards).
+  std::vector<std::unique_ptr<collector::ShardedRatePass>> shares;
+  std::vector<PartNews> news;
 
   // Starts (again) on `dir`: what the process had in memory is gone.
   absl::Status Start(const std::string& dir, const Clock* clock,
                      const AnalysisConfig& config,
-                     const std::vector<LayoutModel>& jobs) {
+                     const std::vector<LayoutModel>& jobs, Sharding sharding) {
     Stop();
     absl::StatusOr<std::unique_ptr<collector::StateStore>> opened =
         collector::StateStore::Open(dir, clock);
@@ -536,6 +609,15 @@ struct CollectorProcess {
     gate.emplace(config.hysteresis);
     baselines = StragglerBaselines();
     seeded = false;
+    shares.clear();
+    news.clear();
+    const int collectors = CollectorsOf(sharding);
+    for (int c = 0; c < collectors; ++c) {
+      shares.push_back(std::make_unique<collector::ShardedRatePass>(
+          collector::ShardedRatePass::Options{
+              collectors == 1 ? "" : absl::StrCat("col-", c), config,
+              kShardCounts}));
+    }
     if (absl::Status st = findings->Load(); !st.ok()) return st;
     // Every NIC's baseline as the previous process last wrote it, before
     // SeedRateState (AnalysisRunner::LoadBaselines).
@@ -583,6 +665,109 @@ FabricView WithOlderPorts(
   return out;
 }
 
+// The ports of `view` whose node is in `nodes`, as a view of their own.
+FabricView NodesOf(const FabricView& view,
+                   const absl::flat_hash_set<std::string>& nodes) {
+  FabricView out;
+  out.window_seconds = view.window_seconds;
+  out.ReservePorts(view.ports().size());
+  for (const PortView& p : view.ports()) {
+    if (nodes.contains(p.node)) out.AddPort(p.node, p.device) = p;
+  }
+  out.Finish();
+  return out;
+}
+
+// One pass of the sharded rate analysis, the way each collector's analysis
+// runner does it: every collector of `process` runs its share over its own
+// nodes' ports (of `window` and `newest`) and the shards it owns (every
+// collector's ports of each, as cut for the shard), hearing the others'
+// news of the pass before, and writes each findings source it reports into
+// the shared findings store. Shard k (the job shards first) is owned by
+// collector k modulo their number, all along: a shard changing hands is
+// sharded_rate_pass_test's business. `nodes`: every node of the pass,
+// those whose reports are late included (their collector still holds
+// them). Returns every finding reported open.
+absl::StatusOr<std::vector<Finding>> ShardedPass(
+    const Cluster& cluster, const AnalysisConfig& config,
+    const TopologyIndex& topology, const FabricView& window,
+    const FabricView& newest, const absl::flat_hash_set<std::string>& nodes,
+    const absl::flat_hash_set<std::string>& quiet, absl::Time now,
+    CollectorProcess* process) {
+  std::vector<const LayoutModel*> layouts;
+  for (const LayoutModel& m : cluster.jobs()) layouts.push_back(&m);
+  // Each shard's ports of either view: every collector's, as AssignShards
+  // of its own view sends them to the shard's owner.
+  std::map<std::string, ShardPorts> window_shards, newest_shards;
+  for (ShardPorts& s : AssignShards(window, layouts, topology, kShardCounts)) {
+    window_shards.emplace(s.shard, std::move(s));
+  }
+  for (ShardPorts& s : AssignShards(newest, layouts, topology, kShardCounts)) {
+    newest_shards.emplace(s.shard, std::move(s));
+  }
+  static const FabricView kNoPorts;
+  const int collectors = static_cast<int>(process->shares.size());
+  std::vector<Finding> open;
+  std::vector<PartNews> told;
+  for (int c = 0; c < collectors; ++c) {
+    absl::flat_hash_set<std::string> held;
+    for (const std::string& node : nodes) {
+      if (CollectorOfNode(node, collectors) == c) held.insert(node);
+    }
+    const FabricView local_window = NodesOf(window, held);
+    const FabricView local_newest = NodesOf(newest, held);
+    collector::ShardedRatePass::Input in;
+    in.now = now;
+    in.window = &local_window;
+    in.recent = &local_newest;
+    in.held = &held;
+    std::deque<FabricView> views;  // the owned shards' (stable addresses)
+    for (int k = 0; k < kShardCounts.jobs + kShardCounts.switches; ++k) {
+      if (k % collectors != c) continue;
+      const std::string shard =
+          k < kShardCounts.jobs
+              ? absl::StrCat("jobs.", k)
+              : absl::StrCat("switches.", k - kShardCounts.jobs);
+      const uint64_t term = static_cast<uint64_t>(k) + 1;
+      auto w = window_shards.find(shard);
+      if (w == window_shards.end()) {
+        // No port of the shard anywhere: its findings count down all the
+        // same (the runner gives it an empty view).
+        in.shards.push_back({shard, term, &kNoPorts, nullptr});
+        continue;
+      }
+      views.push_back(analysis::testing::ShardView(window, w->second.ports,
+                                                   w->second.kind));
+      const FabricView* shard_window = &views.back();
+      const FabricView* shard_newest = &kNoPorts;
+      if (auto r = newest_shards.find(shard); r != newest_shards.end()) {
+        views.push_back(analysis::testing::ShardView(newest, r->second.ports,
+                                                     r->second.kind));
+        shard_newest = &views.back();
+      }
+      in.shards.push_back({shard, term, shard_window, shard_newest});
+    }
+    in.news = process->news;
+    in.base = cluster.Input(nullptr, &config);
+    in.base.topology_index = &topology;
+    in.quiet = &quiet;
+    collector::ShardedRatePass::Output out =
+        process->shares[c]->Run(in, *process->findings);
+    for (collector::ShardedRatePass::SourceReport& r : out.reports) {
+      const absl::Status written =
+          r.within_held
+              ? process->findings->UpdateWithin(r.open, now, r.source, out.held)
+              : process->findings->Update(r.open, now, r.source);
+      if (!written.ok()) return written;
+      for (Finding& f : r.open) open.push_back(std::move(f));
+    }
+    told.push_back(std::move(out.news));
+  }
+  // Heard by the others at their next pass.
+  process->news = std::move(told);
+  return open;
+}
+
 // Runs `passes` passes (timeline.passes when set) with `faults` held, the
 // way the collector's analysis runner does: per pass the window and the
 // newest samples through collector::RunRatePass, the hysteresis, the
@@ -590,20 +775,24 @@ FabricView WithOlderPorts(
 // the collector knows of each agent. The faults start on a cluster the
 // collector has watched for a while (Cluster::Watched), as they do in
 // production: a straggler in an expert-parallel job is judged against its
-// own history.
+// own history. Sharded (`sharding`), the rate analyzers run as each
+// collector's share instead (ShardedPass), every collector of the cluster
+// starting from the same stored baselines; a restart restarts them all.
 absl::StatusOr<RunResult> RunPasses(const Cluster& cluster,
                                     const AnalysisConfig& config,
                                     const std::vector<Fault>& faults,
                                     const TrafficOptions& traffic,
                                     uint32_t seed, int passes,
-                                    const Timeline& timeline) {
+                                    const Timeline& timeline,
+                                    Sharding sharding = Sharding::kNone) {
   if (timeline.passes > 0) passes = timeline.passes;
   const CollectorRestart& restart = timeline.restart;
+  const TopologyIndex topology(&cluster.topology());
   fabricdiag::testing::TempDir dir;
   FakeClock clock(PassTime(0, kInterval));
   CollectorProcess collector;
   if (absl::Status s =
-          collector.Start(dir.path(), &clock, config, cluster.jobs());
+          collector.Start(dir.path(), &clock, config, cluster.jobs(), sharding);
       !s.ok()) {
     return s;
   }
@@ -660,15 +849,22 @@ absl::StatusOr<RunResult> RunPasses(const Cluster& cluster,
       continue;  // down: no pass
     }
     if (restart.at_pass >= 0 && pass == restart.at_pass + restart.down) {
-      if (absl::Status s =
-              collector.Start(dir.path(), &clock, config, cluster.jobs());
+      if (absl::Status s = collector.Start(dir.path(), &clock, config,
+                                           cluster.jobs(), sharding);
           !s.ok()) {
         return s;
       }
     }
     if (!collector.seeded) {
-      collector::SeedRateState(collector.findings->Active(), &*collector.gate,
-                               &collector.baselines);
+      if (collector.shares.empty()) {
+        collector::SeedRateState(collector.findings->Active(), &*collector.gate,
+                                 &collector.baselines);
+      }
+      // Sharded, each share starts from the stored baselines, and seeds its
+      // shards' and nodes' state from the findings as it takes them.
+      for (auto& share : collector.shares) {
+        share->LoadBaselines(collector.baselines);
+      }
       collector.seeded = true;
     }
     // Late nodes hold the window of the last pass whose report came, or
@@ -696,9 +892,6 @@ absl::StatusOr<RunResult> RunPasses(const Cluster& cluster,
     }
     const FabricView& window = late_window ? *late_window : fresh_window;
     const FabricView& newest = late_newest ? *late_newest : fresh_newest;
-    collector::RateFindings found = collector::RunRatePass(
-        cluster.Input(&window, &config), &newest, &collector.baselines,
-        /*threads=*/1);
     // As the runner: a node that missed its latest report but is not down
     // holds its findings.
     const std::vector<NodeLiveness> liveness =
@@ -707,14 +900,28 @@ absl::StatusOr<RunResult> RunPasses(const Cluster& cluster,
     for (const NodeLiveness& l : liveness) {
       if (IsAgentQuiet(l, now, config.agent_down)) quiet.insert(l.node);
     }
-    std::vector<Finding> open = collector.gate->Step(
-        std::move(found.window), std::move(found.recent), quiet);
+    std::vector<Finding> open;
+    if (collector.shares.empty()) {
+      collector::RateFindings found = collector::RunRatePass(
+          cluster.Input(&window, &config), &newest, &collector.baselines,
+          /*threads=*/1);
+      open = collector.gate->Step(std::move(found.window),
+                                  std::move(found.recent), quiet);
+      if (absl::Status s = collector.findings->Update(open, now, kRateSource);
+          !s.ok()) {
+        return s;
+      }
+    } else {
+      absl::flat_hash_set<std::string> nodes;
+      for (const PortView& p : fresh_window.ports()) nodes.insert(p.node);
+      absl::StatusOr<std::vector<Finding>> reported =
+          ShardedPass(cluster, config, topology, window, newest, nodes, quiet,
+                      now, &collector);
+      if (!reported.ok()) return reported.status();
+      open = *std::move(reported);
+    }
     std::vector<Finding> down =
         AgentDownFindings(liveness, now, config.agent_down);
-    if (absl::Status s = collector.findings->Update(open, now, kRateSource);
-        !s.ok()) {
-      return s;
-    }
     if (absl::Status s = collector.findings->Update(
             down, now, collector::kAgentLivenessSource);
         !s.ok()) {
@@ -725,7 +932,9 @@ absl::StatusOr<RunResult> RunPasses(const Cluster& cluster,
         seen[{f.kind, f.job, f.node, f.device, f.group}] = std::move(f);
       }
     }
-    if ((pass + 1) % kBaselinesEveryPasses == 0) {
+    // Sharded, the runner leaves the stored baselines alone (each shard's
+    // owner keeps its own in memory): a restart loads those written before.
+    if ((pass + 1) % kBaselinesEveryPasses == 0 && collector.shares.empty()) {
       if (absl::Status s = collector.SaveBaselines(now); !s.ok()) return s;
     }
     for (auto& [key, track] : result.tracks) track.open_at_end = false;
@@ -752,7 +961,12 @@ std::string Cell(const std::vector<std::string>& items) {
   return items.empty() ? "-" : absl::StrJoin(items, "; ");
 }
 
-TEST(ScenarioSuiteTest, EveryFaultFoundAndHealthyClustersRaiseNothing) {
+// Each scenario through the unsharded analysis and through the sharded one
+// on one collector and on three, held to the same expectations: sharding
+// changes where the analyzers run, not what they find.
+class ScenarioSuiteTest : public ::testing::TestWithParam<Sharding> {};
+
+TEST_P(ScenarioSuiteTest, EveryFaultFoundAndHealthyClustersRaiseNothing) {
   const AnalysisConfig config;
   // Enough passes for a finding to open (open_after) and a flicker to show.
   const int passes = config.hysteresis.open_after + 2;
@@ -781,8 +995,9 @@ TEST(ScenarioSuiteTest, EveryFaultFoundAndHealthyClustersRaiseNothing) {
     const Cluster& cluster = it->second;
     std::vector<FaultExpectation> want;
     for (const Fault& f : sc.faults) want.push_back(cluster.Expect(f));
-    absl::StatusOr<RunResult> run = RunPasses(
-        cluster, config, sc.faults, sc.traffic, sc.seed, passes, sc.timeline);
+    absl::StatusOr<RunResult> run =
+        RunPasses(cluster, config, sc.faults, sc.traffic, sc.seed, passes,
+                  sc.timeline, GetParam());
     ASSERT_TRUE(run.ok()) << sc.name << ": " << run.status();
     const std::vector<Finding>& open = run->open;
     const ScenarioScore s = ScoreFindings(want, open);
@@ -915,6 +1130,14 @@ TEST(ScenarioSuiteTest, EveryFaultFoundAndHealthyClustersRaiseNothing) {
   EXPECT_EQ(precision, 1.0) << "findings no fault explains (table above)";
   EXPECT_EQ(reopened, 0) << "findings that did not stay open with one id";
 }
+
+INSTANTIATE_TEST_SUITE_P(Sharding, ScenarioSuiteTest,
+                         ::testing::Values(Sharding::kNone,
+                                           Sharding::kOneCollector,
+                                           Sharding::kThreeCollectors),
+                         [](const ::testing::TestParamInfo<Sharding>& param) {
+                           return ShardingName(param.param);
+                         });
 
 // A fault that ends resolves once it has been clear for clear_after passes,
 // and not before (the hysteresis keeps it open while it may come back).

@@ -46,6 +46,7 @@ FabricView ShardView(const FabricView& view, const std::vector<uint32_t>& ports,
                      ShardKind kind) {
   FabricView out;
   out.window_seconds = view.window_seconds;
+  out.ReservePorts(ports.size());
   for (uint32_t i : ports) {
     PortView& p = out.AddPort(view.ports()[i].node, view.ports()[i].device);
     p = view.ports()[i];

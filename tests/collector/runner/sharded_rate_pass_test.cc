@@ -72,6 +72,17 @@ std::set<std::string> Keys(const std::map<std::string, std::string>& ids) {
   return out;
 }
 
+// "node device" of every active straggler_nic finding.
+std::vector<std::string> Stragglers(const FindingsStore& store) {
+  std::vector<std::string> out;
+  for (const v1::Finding& f : store.Active()) {
+    if (f.kind() == "straggler_nic") {
+      out.push_back(absl::StrCat(f.node(), " ", f.device()));
+    }
+  }
+  return out;
+}
+
 uint64_t Sum(const std::map<std::string, uint64_t>& by_kind) {
   uint64_t n = 0;
   for (const auto& [kind, count] : by_kind) n += count;
@@ -359,13 +370,7 @@ TEST_F(ShardedRatePassTest, LoadedBaselinesFindANicSlowSinceBeforeTheStart) {
   single_baselines_ = stored;
   for (auto& pass : passes_) pass->LoadBaselines(stored);
   for (int p = 0; p < 6; ++p) Pass(cluster_->View(slow, {}, seed_++));
-  std::vector<std::string> stragglers;
-  for (const v1::Finding& f : single().Active()) {
-    if (f.kind() == "straggler_nic") {
-      stragglers.push_back(absl::StrCat(f.node(), " ", f.device()));
-    }
-  }
-  ASSERT_THAT(stragglers, ::testing::Contains("gpu-013 mlx5_2"));
+  ASSERT_THAT(Stragglers(single()), ::testing::Contains("gpu-013 mlx5_2"));
   EXPECT_EQ(Keys(IdsByKey(sharded())), Keys(IdsByKey(single())));
 }
 
@@ -391,13 +396,7 @@ TEST_F(ShardedRatePassTest, APausedJobKeepsItsBaselinesOnEveryJobShardsOwner) {
   const std::vector<analysis::scenario::Fault> slow = {
       {analysis::scenario::FaultKind::kStragglerNic, "gpu-013", "mlx5_2"}};
   for (int p = 0; p < 6; ++p) Pass(cluster_->View(slow, {}, seed_++));
-  std::vector<std::string> stragglers;
-  for (const v1::Finding& f : single().Active()) {
-    if (f.kind() == "straggler_nic") {
-      stragglers.push_back(absl::StrCat(f.node(), " ", f.device()));
-    }
-  }
-  ASSERT_THAT(stragglers, ::testing::Contains("gpu-013 mlx5_2"));
+  ASSERT_THAT(Stragglers(single()), ::testing::Contains("gpu-013 mlx5_2"));
   EXPECT_EQ(Keys(IdsByKey(sharded())), Keys(IdsByKey(single())));
 }
 

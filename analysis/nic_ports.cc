@@ -75,6 +75,44 @@ std::vector<const LayoutModel*> LayoutsReportingIn(
   return out;
 }
 
+LayoutsByHost::LayoutsByHost(absl::Span<const LayoutModel* const> layouts) {
+  for (const LayoutModel* model : layouts) {
+    if (model == nullptr) continue;
+    const uint32_t index = static_cast<uint32_t>(layouts_.size());
+    layouts_.push_back(model);
+    for (const std::string& host : model->Hosts()) {
+      std::vector<uint32_t>& of = by_host_[host];
+      // A host listed twice in one layout counts once.
+      if (of.empty() || of.back() != index) of.push_back(index);
+    }
+  }
+}
+
+std::vector<const LayoutModel*> LayoutsByHost::ReportingIn(
+    const FabricView& view) const {
+  std::vector<bool> reporting(layouts_.size(), false);
+  size_t count = 0;
+  const absl::Span<const PortView> ports = view.ports();
+  for (size_t i = 0; i < ports.size(); ++i) {
+    // A node's ports are together: each node is asked about once.
+    if (i > 0 && ports[i].node == ports[i - 1].node) continue;
+    auto it = by_host_.find(ports[i].node);
+    if (it == by_host_.end()) continue;
+    for (uint32_t k : it->second) {
+      if (!reporting[k]) {
+        reporting[k] = true;
+        ++count;
+      }
+    }
+  }
+  std::vector<const LayoutModel*> out;
+  out.reserve(count);
+  for (size_t k = 0; k < layouts_.size(); ++k) {
+    if (reporting[k]) out.push_back(layouts_[k]);
+  }
+  return out;
+}
+
 const NicPorts& NicPortsOf(const AnalysisInput& in,
                            std::optional<NicPorts>* local) {
   if (in.nic_ports != nullptr && &in.nic_ports->view() == in.view) {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "analysis/fabric_view.h"
 #include "analysis/layout_model.h"
@@ -84,6 +85,25 @@ class NicPorts {
 // reports.
 std::vector<const LayoutModel*> LayoutsReportingIn(
     const FabricView& view, absl::Span<const LayoutModel* const> layouts);
+
+// LayoutsReportingIn() over many views of one pass, each at the cost of
+// its own ports rather than of every layout's hosts: a switch shard's view
+// holds a few thousand of a 1M-GPU fabric's nodes, and its layouts are
+// every job's (125,000 hosts to ask about, per view).
+class LayoutsByHost {
+ public:
+  // `layouts` (nulls skipped) must outlive this.
+  explicit LayoutsByHost(absl::Span<const LayoutModel* const> layouts);
+
+  // LayoutsReportingIn(view, layouts), in the same order. `view` must be
+  // Finish()ed.
+  std::vector<const LayoutModel*> ReportingIn(const FabricView& view) const;
+
+ private:
+  std::vector<const LayoutModel*> layouts_;
+  // Each host's layouts, by index into layouts_, ascending.
+  absl::flat_hash_map<absl::string_view, std::vector<uint32_t>> by_host_;
+};
 
 // in.nic_ports when it was built for in.view, else one built into *local
 // (tests and one-off callers, and a view the caller did not resolve).

@@ -638,7 +638,8 @@ BENCHMARK(BM_CollectorInterval)
 //               every part's findings excused;
 // and the bytes of shard features it publishes and receives per interval,
 // and of the news it sends (news_kB; it receives as much from each other
-// collector).
+// collector). With one collector, it owns every shard: nothing is
+// published or received, and its own ports fill every shard's views.
 // Not included: building the slice from the series store, liveness
 // (BM_FollowerSteadyInterval), tp_cross_node, the hysteresis and the
 // findings writes.
@@ -773,6 +774,7 @@ void BM_ShardedInterval(benchmark::State& state) {
     // 1 the newest samples.
     std::vector<RatePart> parts[2];
     start = ThreadCpuMs();
+    const LayoutsByHost by_host(all_layouts);
     for (const auto& [name, v] : views) {
       int k = 0;
       for (const FabricView* view : {&v.window, &v.recent}) {
@@ -784,7 +786,7 @@ void BM_ShardedInterval(benchmark::State& state) {
                                              : it->second;
           parts[k++].push_back(RunJobPart(in));
         } else {
-          in.layouts = LayoutsReportingIn(*view, all_layouts);
+          in.layouts = by_host.ReportingIn(*view);
           parts[k++].push_back(RunSwitchPart(in));
         }
       }
@@ -833,7 +835,7 @@ void BM_ShardedInterval(benchmark::State& state) {
       AnalysisInput in =
           fx.cluster->Input(local_views[k], &fx.config, &f.baselines);
       in.topology_index = &topology;
-      in.layouts = LayoutsReportingIn(*local_views[k], all_layouts);
+      in.layouts = by_host.ReportingIn(*local_views[k]);
       in.congestion_baselines = &medians;
       parts[k].push_back(RunPortPart(in));
       for (RatePart& p : parts[k]) {
@@ -871,6 +873,7 @@ void BM_ShardedInterval(benchmark::State& state) {
   state.counters["findings"] = static_cast<double>(findings);
 }
 BENCHMARK(BM_ShardedInterval)
+    ->Args({kNodesAtScale, 1})
     ->Args({kNodesAtScale, 3})
     ->Args({kNodesAtScale, 10})
     ->Unit(benchmark::kMillisecond)

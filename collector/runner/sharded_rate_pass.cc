@@ -4,7 +4,9 @@
 #include <iterator>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
+#include "absl/strings/string_view.h"
 #include "analysis/congestion.h"
 #include "analysis/finding_wire.h"
 #include "analysis/nic_ports.h"
@@ -124,17 +126,22 @@ ShardedRatePass::Output ShardedRatePass::Run(const Input& in,
   const bool with_recent = in.recent != nullptr;
   ViewParts parts[2];
 
-  // Each shard's layouts: a job shard's jobs, every one for a switch shard.
-  std::vector<std::vector<const analysis::LayoutModel*>> shard_layouts;
-  shard_layouts.reserve(in.shards.size());
-  for (const OwnedShard& s : in.shards) {
-    const bool jobs = absl::StartsWith(s.name, "jobs.");
-    std::vector<const analysis::LayoutModel*>& mine =
-        shard_layouts.emplace_back();
-    for (const analysis::LayoutModel* m : layouts) {
-      if (!jobs || analysis::JobShardOf(m->job(), options_.counts) == s.name) {
-        mine.push_back(m);
+  // Each job shard's layouts; a switch shard's are every one reporting in
+  // its view, as this collector's ports' (asked of each view's nodes).
+  const analysis::LayoutsByHost by_host(layouts);
+  std::vector<std::vector<const analysis::LayoutModel*>> shard_layouts(
+      in.shards.size());
+  {
+    absl::flat_hash_map<absl::string_view, size_t> job_shards;
+    for (size_t i = 0; i < in.shards.size(); ++i) {
+      if (absl::StartsWith(in.shards[i].name, "jobs.")) {
+        job_shards.emplace(in.shards[i].name, i);
       }
+    }
+    for (const analysis::LayoutModel* m : layouts) {
+      auto it =
+          job_shards.find(analysis::JobShardOf(m->job(), options_.counts));
+      if (it != job_shards.end()) shard_layouts[it->second].push_back(m);
     }
   }
   // A NIC is judged against its past, then its past takes the window
@@ -154,7 +161,9 @@ ShardedRatePass::Output ShardedRatePass::Run(const Input& in,
       }
       analysis::AnalysisInput part = base;
       part.view = view;
-      part.layouts = analysis::LayoutsReportingIn(*view, shard_layouts[i]);
+      part.layouts = jobs
+                         ? analysis::LayoutsReportingIn(*view, shard_layouts[i])
+                         : by_host.ReportingIn(*view);
       parts[k].push_back(jobs ? analysis::RunJobPart(part)
                               : analysis::RunSwitchPart(part));
       if (jobs && k == 0) judged.push_back(std::move(part));
@@ -189,7 +198,7 @@ ShardedRatePass::Output ShardedRatePass::Run(const Input& in,
         fabric[k].congestion.Baselines();
     analysis::AnalysisInput part = base;
     part.view = local[k];
-    part.layouts = analysis::LayoutsReportingIn(*local[k], layouts);
+    part.layouts = by_host.ReportingIn(*local[k]);
     part.congestion_baselines = &medians;
     parts[k].push_back(analysis::RunPortPart(part));
     for (const analysis::RatePart& p : parts[k]) {

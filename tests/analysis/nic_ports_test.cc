@@ -125,5 +125,34 @@ TEST(NicPortsTest, OnlyLayoutsWithAReportingHostAreAnalysed) {
             (std::vector<const LayoutModel*>{&a}));
 }
 
+// The index answers as LayoutsReportingIn() for every view, asking each
+// view's nodes rather than each layout's hosts.
+TEST(NicPortsTest, LayoutsByHostAnswersAsEachLayoutAsked) {
+  const LayoutModel a = FourHosts("job-a", 0);      // gpu-000..003
+  const LayoutModel b = FourHosts("job-b", 5);      // gpu-005..008
+  const LayoutModel quiet = FourHosts("job-c", 6);  // gpu-006..009
+  const std::vector<const LayoutModel*> layouts = {&quiet, &a,     nullptr,
+                                                   &b,     &quiet, &a};
+  const LayoutsByHost index(layouts);
+  FabricView one;
+  one.AddPort("gpu-003", "mlx5_0");
+  one.AddPort("gpu-003", "mlx5_1");
+  one.Finish();
+  FabricView far;
+  far.AddPort("gpu-009", "mlx5_0");  // quiet's last host, not b's
+  far.AddPort("leaf-1", "Ethernet0");
+  far.Finish();
+  const FabricView six = SixHosts(1e9);
+  for (const FabricView* view :
+       std::vector<const FabricView*>{&six, &one, &far}) {
+    EXPECT_EQ(index.ReportingIn(*view), LayoutsReportingIn(*view, layouts));
+  }
+  EXPECT_EQ(index.ReportingIn(one), (std::vector<const LayoutModel*>{&a, &a}));
+  EXPECT_EQ(index.ReportingIn(far),
+            (std::vector<const LayoutModel*>{&quiet, &quiet}));
+  EXPECT_TRUE(index.ReportingIn(FabricView()).empty());
+  EXPECT_TRUE(LayoutsByHost({}).ReportingIn(one).empty());
+}
+
 }  // namespace
 }  // namespace fabricdiag::analysis

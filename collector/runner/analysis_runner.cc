@@ -851,6 +851,8 @@ void AnalysisRunner::RunShardedRate(absl::Time now, const FeatureSlice& local,
       QuietGroups(now, *snapshot, facts, active, quiet);
   in.quiet = &quiet;
   in.quiet_groups = &quiet_groups;
+  const std::set<int> held_storms = HeldStormPriorities(active, quiet);
+  in.held_storm_priorities = &held_storms;
   ShardedRatePass::Output out = sharded_->Run(in, *findings_);
   const absl::Status told = shards_->PublishNews(out.news);
   if (told.ok() == news_failing_) {

@@ -10,6 +10,7 @@
 #include "analysis/congestion.h"
 #include "analysis/finding_wire.h"
 #include "analysis/nic_ports.h"
+#include "analysis/pfc_storm.h"
 #include "analysis/topology_index.h"
 #include "proto/collector.pb.h"
 
@@ -211,6 +212,11 @@ ShardedRatePass::Output ShardedRatePass::Run(const Input& in,
   for (int k = 0; k < 2; ++k) {
     for (analysis::RatePart& p : parts[k]) {
       analysis::Excuse(fabric[k].excuses, &p.findings);
+      // A held storm source's victims are still seen: not a second storm.
+      if (in.held_storm_priorities != nullptr) {
+        analysis::DropSourcelessOnPriorities(*in.held_storm_priorities,
+                                             &p.findings);
+      }
     }
   }
 

@@ -45,6 +45,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -107,6 +108,10 @@ class ShardedRatePass {
     const absl::flat_hash_set<std::string>* quiet = nullptr;
     const absl::flat_hash_set<std::pair<std::string, std::string>>*
         quiet_groups = nullptr;
+    // The PFC priorities of open storms whose source's node is quiet: its
+    // victims, still in view, make no source-less second storm on them
+    // (analysis::DropSourcelessOnPriorities); null: none.
+    const std::set<int>* held_storm_priorities = nullptr;
   };
 
   // What one source has open after the pass: to write with

@@ -26,6 +26,7 @@
 #include "analysis/analysis_config.h"
 #include "analysis/finding.h"
 #include "analysis/hysteresis.h"
+#include "analysis/pfc_storm.h"
 #include "analysis/shard_map.h"
 #include "analysis/straggler_baselines.h"
 #include "analysis/topology_index.h"
@@ -196,6 +197,7 @@ class ShardedRatePassTest : public ::testing::Test {
       }
       input.news = news_;
       input.base = Input(nullptr);
+      input.held_storm_priorities = &held_storms_;
       ShardedRatePass::Output out = passes_[c]->Run(input, sharded());
       for (const ShardedRatePass::SourceReport& r : out.reports) {
         const absl::Status written =
@@ -238,6 +240,8 @@ class ShardedRatePassTest : public ::testing::Test {
   std::map<std::string, std::pair<int, uint64_t>> owners_;
   uint64_t next_term_ = 1;
   std::vector<analysis::PartNews> news_;
+  // The priorities of held storm sources the runner gives each pass.
+  std::set<int> held_storms_;
   uint32_t seed_ = 1;
   // The shared store is written by one collector running every analyzer
   // (no sharding yet).
@@ -417,6 +421,44 @@ TEST_F(ShardedRatePassTest, AShardTakenBackUnderANewTermStartsFromItsFindings) {
   Run(0, 2);
   EXPECT_EQ(IdsByKey(sharded()), before);
   EXPECT_EQ(Sum(sharded().Counters().resolved_by_kind), 0u);
+}
+
+// The PFC priorities of the open pfc_storm findings of `store`.
+std::set<int> StormPriorities(const FindingsStore& store) {
+  std::set<int> out;
+  for (const v1::Finding& f : store.Active()) {
+    if (f.kind() != "pfc_storm") continue;
+    const std::map<std::string, double> evidence(f.evidence().begin(),
+                                                 f.evidence().end());
+    if (std::optional<int> p = analysis::StormPriority(evidence)) {
+      out.insert(*p);
+    }
+  }
+  return out;
+}
+
+// A storm whose source's node is held (its agent away, its finding kept by
+// the runner): its victims, still in view, make no source-less second
+// storm on that priority in the switch shard that sees them, as the
+// unsharded runner drops it (the unsharded side here is given no holds).
+TEST_F(ShardedRatePassTest, AHeldStormSourcesVictimsOpenNoSecondStorm) {
+  const auto source_away = [&] {
+    return NodesOf(cluster_->View({{analysis::scenario::FaultKind::kPfcStorm,
+                                    "gpu-009", "mlx5_5"}},
+                                  {}, seed_++),
+                   [](absl::string_view node) { return node != "gpu-009"; });
+  };
+  for (int p = 0; p < 6; ++p) Pass(source_away());
+  const std::set<int> warned = StormPriorities(sharded());
+  ASSERT_FALSE(warned.empty()) << "the victims warn of a source out of view";
+  ASSERT_EQ(StormPriorities(single()), warned);
+
+  held_storms_ = warned;
+  for (int p = 0; p < config_.hysteresis.clear_after + 1; ++p) {
+    Pass(source_away());
+  }
+  EXPECT_THAT(StormPriorities(sharded()), ::testing::IsEmpty());
+  EXPECT_EQ(StormPriorities(single()), warned);
 }
 
 }  // namespace

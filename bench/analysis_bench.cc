@@ -618,8 +618,9 @@ BENCHMARK(BM_CollectorInterval)
 // hashing, as cluster/shard_leases.h picks), on one thread:
 //   publish_ms: its slice's ports assigned to shards, and the ports of the
 //               shards it does not own encoded for their owners
-//               (cluster/shard_wire.h's ShardChunkWriter, as the exchange
-//               publishes) and serialized;
+//               (cluster/shard_wire.h's ShardChunkWriter, in one sweep
+//               over the slice, as the exchange publishes) and
+//               serialized;
 //   receive_ms: the chunks of the shards it owns from every other
 //               collector parsed (receive_parse_ms: done as they arrive)
 //               and assembled, with its own ports of them, into a window
@@ -730,10 +731,13 @@ void BM_ShardedInterval(benchmark::State& state) {
     const std::vector<ShardPorts> mine =
         AssignShards(f.local.window, all_layouts, topology, ShardCounts{});
     publish_bytes = 0;
+    std::vector<const ShardPorts*> others;
     for (const ShardPorts& s : mine) {
-      if (f.owned.contains(s.shard)) continue;
-      for (const v1::ShardChunk& chunk :
-           writer.Write(f.local, s.ports, s.kind, {s.shard, "col-0", now})) {
+      if (!f.owned.contains(s.shard)) others.push_back(&s);
+    }
+    for (absl::Span<const v1::ShardChunk> chunks :
+         writer.WriteShards(f.local, others, {"col-0", now})) {
+      for (const v1::ShardChunk& chunk : chunks) {
         chunk.SerializeToString(&serialized);
         publish_bytes += serialized.size();
       }

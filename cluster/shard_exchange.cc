@@ -170,18 +170,23 @@ absl::Status ShardExchange::Publish(
     absl::MutexLock lock(&mu_);
     for (const auto& [name, shard] : shards_) owned.insert(name);
   }
+  std::vector<const analysis::ShardPorts*> others;
+  others.reserve(shards.size());
+  for (const analysis::ShardPorts& s : shards) {
+    if (!owned.contains(s.shard)) others.push_back(&s);
+  }
   absl::MutexLock lock(&publish_mu_);
   uint64_t bytes = 0;
   absl::Status status;
   std::string& data = publish_buffer_;
-  for (const analysis::ShardPorts& s : shards) {
-    if (owned.contains(s.shard)) continue;
-    for (const v1::ShardChunk& chunk :
-         writer_.Write(local, s.ports, s.kind,
-                       {s.shard, id_, now, options_.max_chunk_bytes})) {
+  const std::vector<absl::Span<const v1::ShardChunk>> written =
+      writer_.WriteShards(local, others, {id_, now, options_.max_chunk_bytes});
+  for (size_t k = 0; k < others.size() && status.ok(); ++k) {
+    for (const v1::ShardChunk& chunk : written[k]) {
       chunk.SerializeToString(&data);
-      const std::string subject = absl::StrCat(options_.subject, ".", s.shard,
-                                               ".", id_, ".", chunk.chunk());
+      const std::string subject =
+          absl::StrCat(options_.subject, ".", others[k]->shard, ".", id_, ".",
+                       chunk.chunk());
       const natsStatus st =
           natsConnection_Publish(nats_->nc(), subject.c_str(), data.data(),
                                  static_cast<int>(data.size()));
@@ -193,7 +198,6 @@ absl::Status ShardExchange::Publish(
       bytes += data.size();
       published_chunks_.fetch_add(1, std::memory_order_relaxed);
     }
-    if (!status.ok()) break;
   }
   last_published_bytes_.store(bytes, std::memory_order_relaxed);
   return status;

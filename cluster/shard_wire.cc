@@ -392,7 +392,7 @@ std::vector<v1::ShardChunk> ShardToChunks(const collector::FeatureSlice& slice,
                                           const ShardChunkHeader& header) {
   ShardChunkWriter writer;
   const size_t n = writer.Write(slice, ports, kind, header).size();
-  std::vector<v1::ShardChunk> chunks = std::move(writer.chunks_);
+  std::vector<v1::ShardChunk> chunks = std::move(writer.chunks_.front());
   chunks.resize(n);
   return chunks;
 }
@@ -400,85 +400,153 @@ std::vector<v1::ShardChunk> ShardToChunks(const collector::FeatureSlice& slice,
 absl::Span<const v1::ShardChunk> ShardChunkWriter::Write(
     const collector::FeatureSlice& slice, absl::Span<const uint32_t> ports,
     analysis::ShardKind kind, const ShardChunkHeader& header) {
-  const absl::Span<const int> slots = analysis::ShardSlots(kind);
-  const SlotPlan& plan = PlanOf(kind);
+  const Target target{header.shard, kind, ports};
+  return WriteTargets(
+             slice, absl::MakeConstSpan(&target, 1),
+             {header.collector_id, header.published, header.max_chunk_bytes})
+      .front();
+}
+
+std::vector<absl::Span<const v1::ShardChunk>> ShardChunkWriter::WriteShards(
+    const collector::FeatureSlice& slice,
+    absl::Span<const analysis::ShardPorts* const> shards,
+    const Sender& sender) {
+  std::vector<Target> targets;
+  targets.reserve(shards.size());
+  for (const analysis::ShardPorts* s : shards) {
+    targets.push_back({s->shard, s->kind, s->ports});
+  }
+  return WriteTargets(slice, targets, sender);
+}
+
+std::vector<absl::Span<const v1::ShardChunk>> ShardChunkWriter::WriteTargets(
+    const collector::FeatureSlice& slice, absl::Span<const Target> targets,
+    const Sender& sender) {
   const absl::Span<const PortView> all = slice.window.ports();
   const analysis::FabricView* recent =
       slice.recent.has_value() ? &*slice.recent : nullptr;
-  // The messages of the last Write(), cleared: their repeated fields keep
-  // their storage and their cleared strings for this one.
-  size_t used = 0;
-  const auto next = [this, &used]() -> v1::ShardChunk& {
-    if (used == chunks_.size()) chunks_.emplace_back();
-    v1::ShardChunk& chunk = chunks_[used++];
-    chunk.Clear();
-    return chunk;
-  };
-  v1::ShardChunk* current = &next();
-  size_t bytes = 0;  // of *current's ports, at most
-  bool any_recent = false;
-  size_t i = 0;
-  while (i < ports.size() && ports[i] >= all.size()) ++i;
-  while (i < ports.size()) {
-    const std::string& node = all[ports[i]].node;
-    if (bytes >= header.max_chunk_bytes) {
-      current = &next();
-      bytes = 0;
+  if (chunks_.size() < targets.size()) chunks_.resize(targets.size());
+
+  // Each port's targets, in their order (CSR). An index past the view is
+  // left out.
+  first_.assign(all.size() + 1, 0);
+  for (const Target& t : targets) {
+    for (uint32_t i : t.ports) {
+      if (i < all.size()) ++first_[i + 1];
     }
-    v1::ShardPortBlock* b = current->mutable_ports();
-    const ViewColumns window_to = WindowColumns(b);
-    const ViewColumns recent_to = RecentColumns(b);
-    const analysis::FabricView::NodePorts recent_ports =
-        recent != nullptr ? recent->PortsOfNode(node)
-                          : analysis::FabricView::NodePorts{};
-    b->add_node(node);
-    b->add_switch_node(all[ports[i]].is_switch_port);
-    uint32_t count = 0;
-    bytes += node.size() + 8;
-    for (; i < ports.size() && ports[i] < all.size() &&
-           all[ports[i]].node == node;
-         ++i) {
-      const PortView& p = all[ports[i]];
-      ++count;
+  }
+  for (size_t i = 0; i < all.size(); ++i) first_[i + 1] += first_[i];
+  of_port_.resize(first_[all.size()]);
+  {
+    std::vector<uint32_t> at(first_.begin(), first_.end() - 1);
+    for (uint32_t t = 0; t < targets.size(); ++t) {
+      for (uint32_t i : targets[t].ports) {
+        if (i < all.size()) of_port_[at[i]++] = t;
+      }
+    }
+  }
+
+  // Where each target's writing is: the messages of the last write,
+  // cleared, keep their repeated fields' storage and cleared strings.
+  struct Writing {
+    std::vector<v1::ShardChunk>* pool;
+    const SlotPlan* plan;
+    size_t used = 0;
+    v1::ShardChunk* current = nullptr;
+    size_t bytes = 0;  // of *current's ports, at most
+    ViewColumns window_to{};
+    ViewColumns recent_to{};
+    int64_t node = -1;  // the node (by ordinal) of the block's last port
+    bool any_recent = false;
+
+    v1::ShardChunk& Next() {
+      if (used == pool->size()) pool->emplace_back();
+      current = &(*pool)[used++];
+      current->Clear();
+      bytes = 0;
+      return *current;
+    }
+  };
+  std::vector<Writing> writing(targets.size());
+  for (size_t t = 0; t < targets.size(); ++t) {
+    writing[t].pool = &chunks_[t];
+    writing[t].plan = &PlanOf(targets[t].kind);
+    writing[t].Next();
+  }
+
+  // The slice's ports in order: a shard's ports (ascending) come to it in
+  // its own order, each node's together.
+  int64_t node = -1;
+  analysis::FabricView::NodePorts recent_ports{};
+  for (size_t i = 0; i < all.size(); ++i) {
+    const PortView& p = all[i];
+    if (i == 0 || p.node != all[i - 1].node) {
+      ++node;
+      recent_ports = recent != nullptr ? recent->PortsOfNode(p.node)
+                                       : analysis::FabricView::NodePorts{};
+    }
+    if (first_[i] == first_[i + 1]) continue;
+    const PortView* r =
+        recent != nullptr ? recent->FindIn(recent_ports, p.device) : nullptr;
+    if (r != nullptr && r->device != p.device) r = nullptr;
+    const bool netdev_is_device = p.netdev == p.device;
+    for (uint32_t k = first_[i]; k < first_[i + 1]; ++k) {
+      Writing& w = writing[of_port_[k]];
+      if (w.node != node) {
+        if (w.bytes >= sender.max_chunk_bytes) w.Next();
+        v1::ShardPortBlock* b = w.current->mutable_ports();
+        w.window_to = WindowColumns(b);
+        w.recent_to = RecentColumns(b);
+        b->add_node(p.node);
+        b->add_switch_node(p.is_switch_port);
+        b->add_node_ports(0);
+        w.bytes += p.node.size() + 8;
+        w.node = node;
+      }
+      v1::ShardPortBlock* b = w.current->mutable_ports();
+      ++*b->mutable_node_ports()->Mutable(b->node_ports_size() - 1);
       b->add_device(p.device);
       uint64_t flags = 0;
-      if (p.netdev == p.device) {
+      if (netdev_is_device) {
         flags = kNetdevIsDevice;
         b->add_netdev();
       } else {
         b->add_netdev(p.netdev);
       }
-      bytes += p.device.size() + b->netdev(b->netdev_size() - 1).size() + 4;
-      bytes += PutView(p, plan, flags, window_to);
-      const PortView* r =
-          recent != nullptr ? recent->FindIn(recent_ports, p.device) : nullptr;
-      if (r != nullptr && r->device == p.device) {
-        bytes += PutView(*r, plan, 0, recent_to);
-        any_recent = true;
+      w.bytes += p.device.size() + (netdev_is_device ? 0 : p.netdev.size()) + 4;
+      w.bytes += PutView(p, *w.plan, flags, w.window_to);
+      if (r != nullptr) {
+        w.bytes += PutView(*r, *w.plan, 0, w.recent_to);
+        w.any_recent = true;
       } else {
-        recent_to.present->Add(0);  // not in the recent view
-        bytes += 1;
+        w.recent_to.present->Add(0);  // not in the recent view
+        w.bytes += 1;
       }
     }
-    b->add_node_ports(count);
-    // Skip indexes past the view.
-    while (i < ports.size() && ports[i] >= all.size()) ++i;
   }
-  for (size_t c = 0; c < used; ++c) {
-    v1::ShardChunk& chunk = chunks_[c];
-    chunk.set_collector_id(std::string(header.collector_id));
-    chunk.set_published_unix_nanos(absl::ToUnixNanos(header.published));
-    chunk.set_shard(std::string(header.shard));
-    chunk.set_chunk(static_cast<uint32_t>(c));
-    chunk.set_chunks(static_cast<uint32_t>(used));
-    chunk.set_window_seconds(slice.window.window_seconds);
-    if (recent != nullptr) chunk.set_recent_seconds(recent->window_seconds);
-    v1::ShardPortBlock* b = chunk.mutable_ports();
-    b->mutable_slots()->Add(slots.begin(), slots.end());
-    // No port in the recent view: no column for it.
-    if (!any_recent) b->clear_recent_present();
+
+  std::vector<absl::Span<const v1::ShardChunk>> written;
+  written.reserve(targets.size());
+  for (size_t t = 0; t < targets.size(); ++t) {
+    const Writing& w = writing[t];
+    const absl::Span<const int> slots = analysis::ShardSlots(targets[t].kind);
+    for (size_t c = 0; c < w.used; ++c) {
+      v1::ShardChunk& chunk = (*w.pool)[c];
+      chunk.set_collector_id(std::string(sender.collector_id));
+      chunk.set_published_unix_nanos(absl::ToUnixNanos(sender.published));
+      chunk.set_shard(std::string(targets[t].shard));
+      chunk.set_chunk(static_cast<uint32_t>(c));
+      chunk.set_chunks(static_cast<uint32_t>(w.used));
+      chunk.set_window_seconds(slice.window.window_seconds);
+      if (recent != nullptr) chunk.set_recent_seconds(recent->window_seconds);
+      v1::ShardPortBlock* b = chunk.mutable_ports();
+      b->mutable_slots()->Add(slots.begin(), slots.end());
+      // No port in the recent view: no column for it.
+      if (!w.any_recent) b->clear_recent_present();
+    }
+    written.push_back(absl::MakeConstSpan(w.pool->data(), w.used));
   }
-  return absl::MakeConstSpan(chunks_.data(), used);
+  return written;
 }
 
 bool AddShardChunk(const v1::ShardChunk& chunk, analysis::FabricView* window,

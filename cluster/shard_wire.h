@@ -30,6 +30,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "analysis/fabric_view.h"
+#include "analysis/shard_map.h"
 #include "analysis/shard_signals.h"
 #include "cluster/feature_wire.h"
 #include "collector/runner/feature_exchange.h"
@@ -57,22 +58,56 @@ std::vector<v1::ShardChunk> ShardToChunks(const collector::FeatureSlice& slice,
                                           analysis::ShardKind kind,
                                           const ShardChunkHeader& header);
 
-// ShardToChunks() over messages kept from one Write() to the next: their
+// ShardToChunks() over messages kept from one write to the next: their
 // columns and strings keep their storage, so a collector writing its
 // shards' chunks each pass allocates nearly nothing.
 class ShardChunkWriter {
  public:
-  // The chunks ShardToChunks() would return, valid until the next Write().
+  // The chunks ShardToChunks() would return, valid until the next write.
   absl::Span<const v1::ShardChunk> Write(const collector::FeatureSlice& slice,
                                          absl::Span<const uint32_t> ports,
                                          analysis::ShardKind kind,
                                          const ShardChunkHeader& header);
 
+  // Who sends a pass's shards, and when.
+  struct Sender {
+    absl::string_view collector_id;
+    absl::Time published;
+    size_t max_chunk_bytes = kDefaultChunkBytes;
+  };
+
+  // Write() for each of `shards`, in their order (chunks valid until the
+  // next write), in one sweep over the slice: a port that several shards
+  // hold (a job's NIC is also its switch's) is read once, and found once
+  // in the recent view, not once per shard. At a million GPUs a slice's
+  // ports are ~100 MB read from memory: reading them once per kind of
+  // shard was most of what publishing cost.
+  std::vector<absl::Span<const v1::ShardChunk>> WriteShards(
+      const collector::FeatureSlice& slice,
+      absl::Span<const analysis::ShardPorts* const> shards,
+      const Sender& sender);
+
  private:
   friend std::vector<v1::ShardChunk> ShardToChunks(
       const collector::FeatureSlice& slice, absl::Span<const uint32_t> ports,
       analysis::ShardKind kind, const ShardChunkHeader& header);
-  std::vector<v1::ShardChunk> chunks_;
+
+  // One shard to write.
+  struct Target {
+    absl::string_view shard;
+    analysis::ShardKind kind;
+    absl::Span<const uint32_t> ports;
+  };
+  std::vector<absl::Span<const v1::ShardChunk>> WriteTargets(
+      const collector::FeatureSlice& slice, absl::Span<const Target> targets,
+      const Sender& sender);
+
+  // Each target's messages, by its position in the last write.
+  std::vector<std::vector<v1::ShardChunk>> chunks_;
+  // The shards of each port (CSR: port i's are at [first_[i],
+  // first_[i + 1]) of of_port_), kept for their storage.
+  std::vector<uint32_t> first_;
+  std::vector<uint32_t> of_port_;
 };
 
 // Appends `chunk`'s ports to `window` and, those it has in its recent view,

@@ -19,6 +19,7 @@
 #include "analysis/ecmp_imbalance.h"
 #include "analysis/hot_expert_incast.h"
 #include "analysis/pfc_storm.h"
+#include "analysis/shard_map.h"
 #include "analysis/signal_slots.h"
 #include "analysis/straggler_nic.h"
 #include "counters/meanings.h"
@@ -288,6 +289,60 @@ TEST(ShardWireTest, ChunksHoldWholeNodesAndReassemble) {
               std::tie(w.node, w.device, w.netdev));
     EXPECT_EQ(p.s.tx_bytes, w.s.tx_bytes);
   }
+}
+
+// Every chunk of each shard written in one sweep is, byte for byte, the
+// chunk of that shard written alone: however the sweep interleaves the
+// shards (a job's NIC is also in its switch's shard), cuts chunks and
+// reuses the last sweep's messages.
+TEST(ShardWireTest, OneSweepWritesEachShardAsAlone) {
+  const Cluster cluster = MustBuild(32);
+  const analysis::TopologyIndex topology(&cluster.topology());
+  std::vector<const analysis::LayoutModel*> layouts;
+  for (const analysis::LayoutModel& m : cluster.jobs()) layouts.push_back(&m);
+  ShardChunkWriter writer;
+  const auto expect_alone = [&](const collector::FeatureSlice& slice,
+                                std::vector<analysis::ShardPorts> shards,
+                                size_t max_bytes, size_t* cut) {
+    // Ports past the view are left out, as alone.
+    shards.push_back(
+        {"switches.past",
+         ShardKind::kSwitches,
+         {0, 1, static_cast<uint32_t>(slice.window.ports().size()), 1u << 30}});
+    std::vector<const analysis::ShardPorts*> of;
+    of.reserve(shards.size());
+    for (const analysis::ShardPorts& s : shards) of.push_back(&s);
+    const std::vector<absl::Span<const v1::ShardChunk>> swept =
+        writer.WriteShards(slice, of, {"col-a", kNow, max_bytes});
+    ASSERT_THAT(swept, SizeIs(shards.size()));
+    for (size_t k = 0; k < shards.size(); ++k) {
+      SCOPED_TRACE(shards[k].shard);
+      const std::vector<v1::ShardChunk> alone =
+          ShardToChunks(slice, shards[k].ports, shards[k].kind,
+                        {shards[k].shard, "col-a", kNow, max_bytes});
+      ASSERT_EQ(swept[k].size(), alone.size());
+      if (alone.size() > 1) ++*cut;
+      for (size_t c = 0; c < alone.size(); ++c) {
+        EXPECT_EQ(swept[k][c].SerializeAsString(), alone[c].SerializeAsString())
+            << c;
+      }
+    }
+  };
+  const collector::FeatureSlice busy =
+      SliceOf(cluster, {{FaultKind::kHotExpert, "gpu-004", "mlx5_2"}});
+  const std::vector<analysis::ShardPorts> shards =
+      analysis::AssignShards(busy.window, layouts, topology, {4, 4});
+  ASSERT_GT(shards.size(), 4u);
+  size_t cut = 0;
+  expect_alone(busy, shards, 4 << 10, &cut);
+  EXPECT_GT(cut, 2u);  // shards cut into chunks mid-sweep
+  // Fewer shards, whole chunks, a slice without its recent view: the
+  // messages of the sweep before are written over.
+  collector::FeatureSlice quiet = SliceOf(cluster, {});
+  quiet.recent.reset();
+  expect_alone(quiet, {shards.begin() + 1, shards.begin() + 3},
+               kDefaultChunkBytes, &cut);
+  expect_alone(busy, shards, 2 << 10, &cut);
 }
 
 TEST(ShardWireTest, OddPortsAndValuesComeBackAsTheyWere) {

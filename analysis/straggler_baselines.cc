@@ -108,7 +108,9 @@ constexpr uint32_t kBaselinesVersion = 1;
 constexpr size_t kBaselineFixedBytes = 4 + 8 + 4;
 }  // namespace
 
-std::string StragglerBaselines::Serialize() const {
+std::string StragglerBaselines::Serialize() const { return Serialize(nullptr); }
+
+std::string StragglerBaselines::Serialize(const JobFn& jobs) const {
   // The key is job NUL host NUL nic: NUL never occurs in those names.
   const absl::string_view nul("\0", 1);
   auto names = [](const Job& job, uint64_t key) {
@@ -125,6 +127,7 @@ std::string StragglerBaselines::Serialize() const {
   size_t bytes = 8;
   uint32_t count = 0;
   for (const auto& [name, job] : jobs_) {
+    if (jobs && !jobs(name)) continue;
     for (const auto& [key, e] : job.entries) {
       if (!kept(e)) continue;
       const auto [host, nic] = names(job, key);
@@ -137,6 +140,7 @@ std::string StragglerBaselines::Serialize() const {
   PutU32(&out, kBaselinesVersion);
   PutU32(&out, count);
   for (const auto& [name, job] : jobs_) {
+    if (jobs && !jobs(name)) continue;
     for (const auto& [key, e] : job.entries) {
       if (!kept(e)) continue;
       const auto [host, nic] = names(job, key);
@@ -217,6 +221,29 @@ absl::StatusOr<size_t> StragglerBaselines::Restore(absl::string_view data,
     ++added;
   }
   return added;
+}
+
+size_t StragglerBaselines::Adopt(const JobFn& jobs, StragglerBaselines&& from) {
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    if (!jobs(it->first)) {
+      ++it;
+      continue;
+    }
+    size_ -= it->second.entries.size();
+    jobs_.erase(it++);
+  }
+  size_t adopted = 0;
+  for (auto& [name, job] : from.jobs_) {
+    if (!jobs(name)) continue;
+    // Judged this pass of these baselines, not of `from`'s; the layout
+    // seen anew by the next Update().
+    for (auto& [key, e] : job.entries) e.last_judged = pass_;
+    job.seen = 0;
+    adopted += job.entries.size();
+    jobs_.insert_or_assign(name, std::move(job));
+  }
+  size_ += adopted;
+  return adopted;
 }
 
 const StragglerBaselines::Baseline* StragglerBaselines::Find(

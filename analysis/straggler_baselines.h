@@ -90,6 +90,17 @@ class StragglerBaselines {
   //   (job NUL host NUL nic) | f64 bytes per second (IEEE, little-endian
   //   bits) | u32le passes)
   std::string Serialize() const;
+  // The same, of the jobs for which `jobs(job)` is true only: one analysis
+  // shard's (collector/runner/analysis_runner.h keeps each job shard's
+  // baselines apart, for whoever owns the shard next).
+  using JobFn = std::function<bool(absl::string_view job)>;
+  std::string Serialize(const JobFn& jobs) const;
+
+  // Replaces the baselines of the jobs for which `jobs(job)` is true with
+  // those of the same jobs in `from` (what the shard's previous owner
+  // stored, Restore()d there), as if judged this pass. Returns how many
+  // were taken in.
+  size_t Adopt(const JobFn& jobs, StragglerBaselines&& from);
 
   // Adds the baselines of `data` (what Serialize() wrote) for which
   // `keep(job, host, nic)` is true, as if judged this pass: one not judged

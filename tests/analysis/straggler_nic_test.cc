@@ -794,6 +794,44 @@ TEST(StragglerNicHistoryTest, BaselinesOfNicsNoLongerJudgedAreForgotten) {
   ExpectBaselinesByIndexMatchNames(restored, a, ports);
 }
 
+// One analysis shard's jobs apart from the others': the bytes of some
+// jobs only, and a shard's stored baselines taken in over what was known
+// of its jobs, leaving every other job's as it was.
+TEST(StragglerNicHistoryTest, AShardsJobsAreSerializedAndAdoptedApart) {
+  auto slow = [](const std::string& job, const std::string& nic, double rate) {
+    Finding f;
+    f.kind = "straggler_nic";
+    f.job = job;
+    f.node = "gpu-001";
+    f.device = nic;
+    f.evidence = {{"own_baseline_bytes_per_second", rate},
+                  {"own_baseline_passes", 300}};
+    return f;
+  };
+  auto is_a = [](absl::string_view job) { return job == "job-a"; };
+  StragglerBaselines known;
+  known.Seed({slow("job-a", "mlx5_0", 1e10), slow("job-a", "mlx5_1", 1e10),
+              slow("job-b", "mlx5_0", 5e10)});
+  StragglerBaselines only_a;
+  ASSERT_EQ(only_a.Restore(known.Serialize(is_a), nullptr).value(), 2u);
+  EXPECT_EQ(only_a.Find("job-b", "gpu-001", "mlx5_0"), nullptr);
+  EXPECT_EQ(known.Serialize(nullptr), known.Serialize());
+
+  StragglerBaselines stored;
+  stored.Seed({slow("job-a", "mlx5_2", 2e10), slow("job-b", "mlx5_0", 9e10)});
+  EXPECT_EQ(known.Adopt(is_a, std::move(stored)), 1u);
+  EXPECT_EQ(known.size(), 2u);
+  EXPECT_EQ(known.Find("job-a", "gpu-001", "mlx5_0"), nullptr)
+      << "what was known of the shard's jobs is replaced";
+  ASSERT_NE(known.Find("job-a", "gpu-001", "mlx5_2"), nullptr);
+  EXPECT_EQ(known.Find("job-a", "gpu-001", "mlx5_2")->bytes_per_second, 2e10);
+  ASSERT_NE(known.Find("job-b", "gpu-001", "mlx5_0"), nullptr);
+  EXPECT_EQ(known.Find("job-b", "gpu-001", "mlx5_0")->bytes_per_second, 5e10)
+      << "another shard's job is left alone";
+  StragglerBaselines back;
+  EXPECT_EQ(back.Restore(known.Serialize(), nullptr).value(), 2u);
+}
+
 TEST(StragglerNicHistoryTest, ANicNamePerRankOnEveryHostStaysSmall) {
   // The largest layout the bounds allow where hosts x NIC names is huge:
   // 32,768 hosts of one GPU, each rank placed on a NIC of its own name

@@ -24,16 +24,13 @@ struct Manifest {
   uint64_t bytes = 0;
 };
 
-std::string ChunkKey(absl::string_view slot, uint64_t i) {
-  return absl::StrCat(slot, ".", i);
-}
-
 // DataLoss naming what is wrong unless `value` is a manifest this build
 // writes: slot a or b, at least one chunk, no more chunks than bytes, at
 // most kMaxStateObjectBytes in all. Chunk sizes are not part of it: a
 // reader joins whatever chunks the manifest names.
 absl::StatusOr<Manifest> ParseManifest(absl::string_view value,
-                                       absl::string_view bucket) {
+                                       absl::string_view bucket,
+                                       absl::string_view key) {
   const std::vector<absl::string_view> f = absl::StrSplit(value, ' ');
   Manifest m;
   int version = 0;
@@ -43,8 +40,8 @@ absl::StatusOr<Manifest> ParseManifest(absl::string_view value,
       !absl::SimpleAtoi(f[4], &m.bytes) || m.chunks == 0 ||
       m.bytes > collector::kMaxStateObjectBytes || m.chunks > m.bytes) {
     return absl::DataLossError(absl::StrCat(
-        "bucket ", bucket, " key ", kManifestKey, " is not a ", kManifestMagic,
-        " ", kManifestVersion, " manifest: \"", value.substr(0, 80), "\""));
+        "bucket ", bucket, " key ", key, " is not a ", kManifestMagic, " ",
+        kManifestVersion, " manifest: \"", value.substr(0, 80), "\""));
   }
   m.slot = std::string(f[2]);
   return m;
@@ -67,18 +64,42 @@ absl::StatusOr<std::unique_ptr<JetStreamBaselines>> JetStreamBaselines::Open(
   config.Replicas = options.replicas;
   ASSIGN_OR_RETURN(kvStore * kv, BindOrCreateBucket(*nats, config));
   return std::unique_ptr<JetStreamBaselines>(
-      new JetStreamBaselines(nats, options, kv));
+      new JetStreamBaselines(nats, options, kv, "", /*owns_kv=*/true));
 }
 
 JetStreamBaselines::JetStreamBaselines(NatsConnection* nats, Options options,
-                                       kvStore* kv)
-    : nats_(nats), options_(std::move(options)), kv_(kv) {}
+                                       kvStore* kv, std::string prefix,
+                                       bool owns_kv)
+    : nats_(nats),
+      options_(std::move(options)),
+      kv_(kv),
+      prefix_(std::move(prefix)),
+      owns_kv_(owns_kv) {}
 
-JetStreamBaselines::~JetStreamBaselines() { kvStore_Destroy(kv_); }
+JetStreamBaselines::~JetStreamBaselines() {
+  if (owns_kv_) kvStore_Destroy(kv_);
+}
+
+std::unique_ptr<collector::BaselinesStore> JetStreamBaselines::ForShard(
+    absl::string_view shard) {
+  return std::unique_ptr<JetStreamBaselines>(
+      new JetStreamBaselines(nats_, options_, kv_, absl::StrCat(shard, "."),
+                             /*owns_kv=*/false));
+}
+
+std::string JetStreamBaselines::ManifestKey() const {
+  return absl::StrCat(prefix_, kManifestKey);
+}
+
+std::string JetStreamBaselines::ChunkKey(absl::string_view slot,
+                                         uint64_t i) const {
+  return absl::StrCat(prefix_, slot, ".", i);
+}
 
 std::string JetStreamBaselines::Describe() const {
-  return absl::StrCat("NATS bucket ", options_.bucket, " (",
-                      absl::StrJoin(nats_->urls(), ","), ")");
+  return absl::StrCat(
+      "NATS bucket ", options_.bucket, prefix_.empty() ? "" : " keys ", prefix_,
+      prefix_.empty() ? "" : "*", " (", absl::StrJoin(nats_->urls(), ","), ")");
 }
 
 bool JetStreamBaselines::PauseToRetry(const absl::Status& error,
@@ -125,9 +146,10 @@ absl::Status JetStreamBaselines::Write(absl::string_view payload,
   const std::string envelope = collector::EncodeObject(payload, written);
   // The slot the manifest does not name; a damaged manifest names none.
   std::string slot = "a";
-  absl::StatusOr<std::string> current = Get(kManifestKey, deadline);
+  absl::StatusOr<std::string> current = Get(ManifestKey(), deadline);
   if (current.ok()) {
-    absl::StatusOr<Manifest> m = ParseManifest(*current, options_.bucket);
+    absl::StatusOr<Manifest> m =
+        ParseManifest(*current, options_.bucket, ManifestKey());
     if (m.ok() && m->slot == "a") slot = "b";
   } else if (!absl::IsNotFound(current.status())) {
     write_errors_.fetch_add(1);
@@ -148,7 +170,7 @@ absl::Status JetStreamBaselines::Write(absl::string_view payload,
   const std::string manifest =
       absl::StrCat(kManifestMagic, " ", kManifestVersion, " ", slot, " ",
                    chunks, " ", envelope.size());
-  if (absl::Status s = Put(kManifestKey, manifest, deadline); !s.ok()) {
+  if (absl::Status s = Put(ManifestKey(), manifest, deadline); !s.ok()) {
     write_errors_.fetch_add(1);
     return s;
   }
@@ -173,10 +195,11 @@ void JetStreamBaselines::RemoveLeftovers(absl::string_view slot,
 absl::StatusOr<std::optional<collector::ObjectFile>>
 JetStreamBaselines::Read() {
   const absl::Time deadline = absl::Now() + options_.read_deadline;
-  absl::StatusOr<std::string> value = Get(kManifestKey, deadline);
+  absl::StatusOr<std::string> value = Get(ManifestKey(), deadline);
   if (absl::IsNotFound(value.status())) return std::nullopt;
   if (!value.ok()) return value.status();
-  ASSIGN_OR_RETURN(const Manifest m, ParseManifest(*value, options_.bucket));
+  ASSIGN_OR_RETURN(const Manifest m,
+                   ParseManifest(*value, options_.bucket, ManifestKey()));
   std::string envelope;
   envelope.reserve(m.bytes);
   for (uint64_t i = 0; i < m.chunks; ++i) {

@@ -14,6 +14,10 @@
 //                    at most Options::chunk_bytes
 //   manifest         "fabricdiag-baselines 1 <slot> <chunks> <bytes>": the
 //                    slot that holds the last complete write
+// When the analysis is sharded (--analysis_shards), each job shard's owner
+// writes its shard's baselines under keys of their own, the same three
+// kinds prefixed with the shard's name ("jobs.17.manifest", "jobs.17.a.0",
+// ...: ForShard), and whoever takes the shard next reads them there.
 // A write fills the slot the manifest does not name, then points the
 // manifest at it, so a reader never sees a half-written set. Two writers at
 // once (a leader about to learn it lost the lease) can mix their chunks in
@@ -79,6 +83,9 @@ class JetStreamBaselines final : public collector::BaselinesStore {
   // Nothing to move aside: the next write replaces it.
   void Reject(absl::string_view why) override;
   std::string Describe() const override;
+  // The keys of `shard` in the same bucket; must not outlive this.
+  std::unique_ptr<collector::BaselinesStore> ForShard(
+      absl::string_view shard) override;
 
   // Chunks written, leftover chunks purged, and writes that failed, since
   // Open.
@@ -87,7 +94,13 @@ class JetStreamBaselines final : public collector::BaselinesStore {
   uint64_t write_errors() const { return write_errors_.load(); }
 
  private:
-  JetStreamBaselines(NatsConnection* nats, Options options, kvStore* kv);
+  // `prefix` goes before every key ("jobs.17." or empty); the bucket is
+  // destroyed with this only when `owns_kv`.
+  JetStreamBaselines(NatsConnection* nats, Options options, kvStore* kv,
+                     std::string prefix, bool owns_kv);
+
+  std::string ManifestKey() const;
+  std::string ChunkKey(absl::string_view slot, uint64_t i) const;
 
   // kvStore_Put / kvStore_Get retried while they fail for want of an
   // answer and `deadline` allows.
@@ -105,6 +118,8 @@ class JetStreamBaselines final : public collector::BaselinesStore {
   NatsConnection* const nats_;
   const Options options_;
   kvStore* const kv_;
+  const std::string prefix_;
+  const bool owns_kv_;
   std::atomic<uint64_t> chunks_written_{0};
   std::atomic<uint64_t> chunks_removed_{0};
   std::atomic<uint64_t> write_errors_{0};

@@ -94,6 +94,10 @@ AnalysisRunner::AnalysisRunner(const SeriesStore* series,
   if (shards_ != nullptr) {
     sharded_.emplace(ShardedRatePass::Options{shards_->Id(), options_.analysis,
                                               shards_->Counts()});
+    shard_baselines_.emplace(
+        &baselines_, &baselines_writer_,
+        ShardBaselines::Options{options_.baselines_every,
+                                options_.baselines_max_age, shards_->Counts()});
   }
 }
 
@@ -159,10 +163,13 @@ void AnalysisRunner::Stop() {
   // cluster only while this collector still analyses (a former leader's
   // baselines would replace the current one's).
   std::lock_guard<std::timed_mutex> lock(pass_mu_);
-  // Sharded, the leader keeps no baselines (each shard's owner does): the
-  // stored ones are left as they are.
+  // Sharded, each job shard's owner writes the shard's (those it owned at
+  // its last pass), and the leader none of the unsharded analysis's.
   const bool analysing = term_ != 0 && role_.Leading() && shards_ == nullptr;
   if (hysteresis_seeded_ && analysing) SaveBaselines(clock_.Now());
+  if (hysteresis_seeded_ && shards_ != nullptr) {
+    SaveShardBaselines(clock_.Now(), /*all=*/true);
+  }
   FlushBaselines();
 }
 
@@ -623,6 +630,13 @@ void AnalysisRunner::SaveBaselines(absl::Time now) {
   baselines_writer_.Write(straggler_baselines_.Serialize(), now);
 }
 
+void AnalysisRunner::SaveShardBaselines(absl::Time now, bool all) {
+  std::vector<std::string> owned;
+  owned.reserve(shard_terms_.size());
+  for (const auto& [shard, term] : shard_terms_) owned.push_back(shard);
+  shard_baselines_->Save(now, owned, sharded_->baselines(), all);
+}
+
 void AnalysisRunner::FlushBaselines() { baselines_writer_.Flush(); }
 
 void AnalysisRunner::Publish(std::shared_ptr<const analysis::FabricView> view) {
@@ -756,15 +770,32 @@ void AnalysisRunner::RunShardedRate(absl::Time now, const FeatureSlice& local,
                                     const std::vector<NodeFacts>& facts,
                                     const TopologyViews& topology) {
   std::shared_ptr<const RegistrySnapshot> snapshot = layouts_->Snapshot();
+  std::vector<const analysis::LayoutModel*> declared;
+  declared.reserve(snapshot->layouts.size());
+  for (const auto& [job, entry] : snapshot->layouts) {
+    declared.push_back(&entry->model);
+  }
   if (!sharded_baselines_loaded_) {
-    // Once per process: every NIC's baseline as last stored (by the
-    // unsharded analysis of a cluster that turned sharding on, within
-    // kStragglerBaselinesMaxAge), for each job shard's straggler judgement
-    // to start from its NICs' history. Not again when this collector
-    // starts leading: its shards' baselines are its own by then.
+    // Once per process: every NIC's baseline as the unsharded analysis
+    // last stored it (a cluster that just turned sharding on), within
+    // kStragglerBaselinesMaxAge. Each job shard taken below replaces its
+    // jobs' with what the shard's last owner stored, where it did.
     sharded_baselines_loaded_ = true;
-    LoadBaselines(now, *snapshot);
-    sharded_->LoadBaselines(std::exchange(straggler_baselines_, {}));
+    analysis::StragglerBaselines unsharded;
+    absl::StatusOr<LoadedBaselines> loaded = LoadStragglerBaselines(
+        &baselines_, now, options_.baselines_max_age, declared, &unsharded);
+    if (!loaded.ok() || loaded->damaged) {
+      LogWarning(absl::StrCat(
+          "analysis: the unsharded analysis's straggler baselines not "
+          "loaded: ",
+          loaded.ok() ? loaded->problem : loaded.status().message()));
+    } else if (loaded->restored > 0) {
+      LogInfo(absl::StrCat("analysis: ", loaded->restored,
+                           " straggler baselines of the unsharded analysis "
+                           "restored, for the shards to start from"));
+    }
+    // Too old is usual once sharded for an hour: not worth a warning.
+    sharded_->LoadBaselines(std::move(unsharded));
   }
   if (!hysteresis_seeded_) {
     // The shards' and the nodes' findings are picked up by the share
@@ -774,15 +805,10 @@ void AnalysisRunner::RunShardedRate(absl::Time now, const FeatureSlice& local,
     seeded_at_ = now;
     holding_unheard_ = false;
   }
-  std::vector<const analysis::LayoutModel*> declared;
-  declared.reserve(snapshot->layouts.size());
-  for (const auto& [job, entry] : snapshot->layouts) {
-    declared.push_back(&entry->model);
-  }
   const std::vector<analysis::ShardPorts> assigned = analysis::AssignShards(
       local.window, declared, *topology.effective_index, shards_->Counts());
   const std::vector<AnalysisShards::Owned> owned = shards_->OwnedShards();
-  TakeShards(owned);
+  TakeShards(now, owned, declared);
   const absl::Status sent = shards_->Exchange(local, assigned, owned, now);
   if (sent.ok() == exchange_failing_) {
     exchange_failing_ = !sent.ok();
@@ -870,21 +896,43 @@ void AnalysisRunner::RunShardedRate(absl::Time now, const FeatureSlice& local,
     Report(std::move(r.open), *snapshot, now, r.source,
            r.within_held ? &out.held : nullptr);
   }
+  SaveShardBaselines(now, /*all=*/false);
 }
 
 void AnalysisRunner::TakeShards(
-    const std::vector<AnalysisShards::Owned>& owned) {
+    absl::Time now, const std::vector<AnalysisShards::Owned>& owned,
+    absl::Span<const analysis::LayoutModel* const> layouts) {
   // This collector's own nodes' shard, and the job and switch shards.
   std::vector<AnalysisShards::Owned> all = owned;
   const std::string own = PortsShard(shards_->Id());
   all.push_back({own, role_.ShardTerm(own)});
   absl::flat_hash_map<std::string, uint64_t> taken;
   size_t rewritten = 0;
+  ShardBaselines::Taken baselines;
+  size_t baselines_of = 0;
+  size_t baselines_unread = 0;  // after the store did not answer
   for (const AnalysisShards::Owned& s : all) {
     if (s.term == 0) continue;
     taken.emplace(s.shard, s.term);
     auto before = shard_terms_.find(s.shard);
     if (before != shard_terms_.end() && before->second == s.term) continue;
+    if (ShardBaselines::Keeps(s.shard)) {
+      // Before the pass seeds the open stragglers' own baselines over them.
+      const bool read = !baselines.unanswered;
+      ShardBaselines::Taken t = shard_baselines_->Take(
+          s.shard, now, layouts, &sharded_->baselines(), read);
+      if (!read) ++baselines_unread;
+      baselines.unanswered |= t.unanswered;
+      if (!t.problem.empty()) {
+        LogWarning(absl::StrCat("analysis shard ", s.shard,
+                                ": straggler baselines not taken in, keeping "
+                                "what this collector has: ",
+                                t.problem));
+      }
+      baselines.restored += t.restored;
+      baselines.dropped += t.dropped;
+      if (t.restored > 0) ++baselines_of;
+    }
     // A shard taken, or taken back: its findings now carry this term, so
     // that a previous owner's write still in flight is refused or dropped.
     absl::StatusOr<size_t> shared = findings_->ShareActiveOf(s.shard);
@@ -900,6 +948,18 @@ void AnalysisRunner::TakeShards(
     LogInfo(absl::StrCat("analysis shards: rewrote ", rewritten,
                          " active findings under the terms of the shards "
                          "taken"));
+  }
+  if (baselines_unread > 0) {
+    LogWarning(absl::StrCat("analysis shards: the straggler baselines of ",
+                            baselines_unread,
+                            " more job shards taken not read (the store did "
+                            "not answer), keeping what this collector has"));
+  }
+  if (baselines.restored + baselines.dropped > 0) {
+    LogInfo(absl::StrCat("analysis shards: ", baselines.restored,
+                         " straggler baselines taken in from the stores of ",
+                         baselines_of, " job shards taken, ", baselines.dropped,
+                         " of NICs no longer in a layout dropped"));
   }
   shard_terms_ = std::move(taken);
 }

@@ -63,6 +63,7 @@
 #include "collector/runner/fabric_view_builder.h"
 #include "collector/runner/feature_exchange.h"
 #include "collector/runner/rate_pass.h"
+#include "collector/runner/shard_baselines.h"
 #include "collector/runner/sharded_rate_pass.h"
 #include "collector/state/baselines_store.h"
 #include "collector/state/state_store.h"
@@ -189,8 +190,12 @@ class AnalysisRunner {
                       const TopologyViews& topology);
   // Rewrites the active findings of each shard `owned` (and of this
   // collector's own nodes' shard) that is new here, or owned under a new
-  // term, under that term (FindingsStore::ShareActiveOf).
-  void TakeShards(const std::vector<AnalysisShards::Owned>& owned);
+  // term, under that term (FindingsStore::ShareActiveOf), and takes each
+  // such job shard's stored straggler baselines in (ShardBaselines::Take;
+  // `layouts`: every declared one).
+  void TakeShards(absl::Time now,
+                  const std::vector<AnalysisShards::Owned>& owned,
+                  absl::Span<const analysis::LayoutModel* const> layouts);
   // Whether LatestView() was called within kViewWantedFor.
   bool ViewWanted() const;
   // agent_down of every node of the fabric (`facts`), and agent_missing of
@@ -209,6 +214,9 @@ class AnalysisRunner {
   // (before the first pass), and their writing.
   void LoadBaselines(absl::Time now, const RegistrySnapshot& snapshot);
   void SaveBaselines(absl::Time now);
+  // Sharded, the job shards owned at the last pass: their baselines handed
+  // to the writer, those due (ShardBaselines::Save), every one when `all`.
+  void SaveShardBaselines(absl::Time now, bool all);
   // Over `fabric`'s views; `facts` are its nodes (moved out of it).
   void RunRateAnalyzers(absl::Time now, FeatureSlice fabric,
                         const std::vector<NodeFacts>& facts,
@@ -280,6 +288,10 @@ class AnalysisRunner {
   // whether it was given the stored straggler baselines (its first pass).
   std::optional<ShardedRatePass> sharded_;
   bool sharded_baselines_loaded_ = false;
+  // With Seams::shards: each job shard's straggler baselines, stored with
+  // the shard while this collector owns it and taken in when it takes it.
+  // Before baselines_writer_: outlives the writes handed to it.
+  std::optional<ShardBaselines> shard_baselines_;
   // The views of the shards owned at the last pass, rebuilt over their
   // storage each pass (AnalysisShards::Receive).
   std::map<std::string, AnalysisShards::Received, std::less<>> shard_views_;

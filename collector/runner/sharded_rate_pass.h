@@ -147,6 +147,12 @@ class ShardedRatePass {
     baselines_ = std::move(loaded);
   }
 
+  // Every NIC's own usual throughput of the job shards owned here (and of
+  // those owned before, until forgotten), for each job shard's baselines
+  // to be stored with it and taken in when it is taken
+  // (collector/runner/shard_baselines.h).
+  analysis::StragglerBaselines& baselines() { return baselines_; }
+
   // Shards whose hysteresis this collector keeps (owned at the last pass).
   size_t shards() const { return shards_.size(); }
 

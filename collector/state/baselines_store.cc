@@ -1,5 +1,6 @@
 #include "collector/state/baselines_store.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -9,12 +10,13 @@ namespace fabricdiag::collector {
 
 absl::Status FileBaselinesStore::Write(absl::string_view payload,
                                        absl::Time written) {
-  return state_->WriteBaselines(payload, written);
+  return state_->WriteBaselines(payload, written, shard_);
 }
 
 absl::StatusOr<std::optional<ObjectFile>> FileBaselinesStore::Read() {
   const size_t problems_before = state_->problems().size();
-  absl::StatusOr<std::optional<ObjectFile>> file = state_->ReadBaselines();
+  absl::StatusOr<std::optional<ObjectFile>> file =
+      state_->ReadBaselines(shard_);
   if (!file.ok() || file->has_value()) return file;
   // Absent, or damaged and moved aside by the store (a new problem).
   const std::vector<std::string> problems = state_->problems();
@@ -26,11 +28,16 @@ absl::StatusOr<std::optional<ObjectFile>> FileBaselinesStore::Read() {
 
 void FileBaselinesStore::Reject(absl::string_view why) {
   // Reported in the store's problems(); the next Write replaces it anyway.
-  state_->QuarantineFile(state_->baselines_path(), why).IgnoreError();
+  state_->QuarantineFile(state_->baselines_path(shard_), why).IgnoreError();
 }
 
 std::string FileBaselinesStore::Describe() const {
-  return state_->baselines_path();
+  return state_->baselines_path(shard_);
+}
+
+std::unique_ptr<BaselinesStore> FileBaselinesStore::ForShard(
+    absl::string_view shard) {
+  return std::make_unique<FileBaselinesStore>(state_, std::string(shard));
 }
 
 BaselinesWriter::~BaselinesWriter() {
@@ -42,10 +49,19 @@ BaselinesWriter::~BaselinesWriter() {
   if (thread_.joinable()) thread_.join();
 }
 
-void BaselinesWriter::Write(std::string payload, absl::Time written) {
+void BaselinesWriter::Write(BaselinesStore* store, std::string payload,
+                            absl::Time written) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    pending_ = Pending{std::move(payload), written};
+    auto same =
+        std::find_if(pending_.begin(), pending_.end(),
+                     [store](const Pending& p) { return p.store == store; });
+    if (same != pending_.end()) {
+      same->payload = std::move(payload);
+      same->written = written;
+    } else {
+      pending_.push_back(Pending{store, std::move(payload), written});
+    }
     if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
   }
   cv_.notify_all();
@@ -53,25 +69,34 @@ void BaselinesWriter::Write(std::string payload, absl::Time written) {
 
 void BaselinesWriter::Flush() {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] { return !pending_.has_value() && !writing_; });
+  cv_.wait(lock, [this] { return pending_.empty() && !writing_; });
 }
 
 void BaselinesWriter::Run() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    cv_.wait(lock, [this] { return stopping_ || pending_.has_value(); });
+    cv_.wait(lock, [this] { return stopping_ || !pending_.empty(); });
     // Stopping drains what is pending first.
-    if (!pending_.has_value()) return;
-    Pending p = *std::move(pending_);
-    pending_.reset();
+    if (pending_.empty()) return;
+    Pending p = std::move(pending_.front());
+    pending_.erase(pending_.begin());
     writing_ = true;
     lock.unlock();
-    const absl::Status s = store_->Write(p.payload, p.written);
+    const absl::Status s = p.store->Write(p.payload, p.written);
     if (!s.ok()) {
       LogWarning(absl::StrCat("analysis: cannot write straggler baselines to ",
-                              store_->Describe(), ": ", s.message()));
+                              p.store->Describe(), ": ", s.message()));
     }
     lock.lock();
+    if (absl::IsUnavailable(s) && !pending_.empty()) {
+      // The stores share one server (a cluster's bucket): the sets
+      // waiting would each wait out its deadline too, and a stop behind
+      // them. Each is written again at its next period.
+      LogWarning(absl::StrCat("analysis: ", pending_.size(),
+                              " more straggler baselines writes dropped "
+                              "while the store does not answer"));
+      pending_.clear();
+    }
     writing_ = false;
     cv_.notify_all();
   }

@@ -20,10 +20,13 @@
 #pragma once
 
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -54,22 +57,34 @@ class BaselinesStore {
 
   // Where the baselines live, for messages: a file path, a bucket.
   virtual std::string Describe() const = 0;
+
+  // The store of one analysis shard's baselines ("jobs.17": those of the
+  // jobs that hash to it, analysis/shard_map.h), beside this one and apart
+  // from every other shard's: written by the shard's owner, read by its
+  // next owner. `shard` must be a valid job name (common/names.h); the
+  // result must not outlive this.
+  virtual std::unique_ptr<BaselinesStore> ForShard(absl::string_view shard) = 0;
 };
 
 // The embedded backend: StateStore's straggler_baselines.pb. A damaged file
 // is moved aside and reported in StateStore::problems().
 class FileBaselinesStore final : public BaselinesStore {
  public:
-  // `state` must outlive this.
-  explicit FileBaselinesStore(StateStore* state) : state_(state) {}
+  // `state` must outlive this. `shard` names the shard whose baselines
+  // these are (straggler_baselines.<shard>.pb); empty: the unsharded
+  // analysis's (straggler_baselines.pb).
+  explicit FileBaselinesStore(StateStore* state, std::string shard = {})
+      : state_(state), shard_(std::move(shard)) {}
 
   absl::Status Write(absl::string_view payload, absl::Time written) override;
   absl::StatusOr<std::optional<ObjectFile>> Read() override;
   void Reject(absl::string_view why) override;
   std::string Describe() const override;
+  std::unique_ptr<BaselinesStore> ForShard(absl::string_view shard) override;
 
  private:
   StateStore* const state_;
+  const std::string shard_;
 };
 
 // Keeps nothing: every restart learns the baselines afresh from the open
@@ -85,34 +100,48 @@ class NoBaselinesStore final : public BaselinesStore {
   }
   void Reject(absl::string_view /*why*/) override {}
   std::string Describe() const override { return "nowhere (memory only)"; }
+  std::unique_ptr<BaselinesStore> ForShard(
+      absl::string_view /*shard*/) override {
+    return std::make_unique<NoBaselinesStore>();
+  }
 };
 
 // Writes to a BaselinesStore on a thread of its own, so that the analysis
 // pass does not wait for it: a write of 200k GPUs' baselines (9 MB) to a
 // cluster's bucket took 0.19 s, a fifth of such a pass. Each write is the
-// whole set, so one handed over while another waits replaces it. A failed
-// write is logged; the next one is the retry.
+// whole set of its store, so one handed over while another of the same
+// store waits replaces it; writes of different stores (the shards' of
+// BaselinesStore::ForShard) wait in turn. A failed write is logged; the
+// next one is the retry. A write that fails Unavailable (the store does
+// not answer) drops the writes waiting behind it, so that a stop does not
+// wait out each one's deadline.
 //
 //   BaselinesWriter writer(store);
 //   writer.Write(baselines.Serialize(), now);  // returns at once
+//   writer.Write(shard_store, shard_bytes, now);
 //   writer.Flush();  // before the process stops (the destructor does too)
 //
 // Thread-safe.
 class BaselinesWriter {
  public:
-  // `store` must outlive this.
+  // `store` (the one Write(payload, written) writes to) must outlive this.
   explicit BaselinesWriter(BaselinesStore* store) : store_(store) {}
   // Writes what is pending, then stops.
   ~BaselinesWriter();
   BaselinesWriter(const BaselinesWriter&) = delete;
   BaselinesWriter& operator=(const BaselinesWriter&) = delete;
 
-  void Write(std::string payload, absl::Time written);
+  void Write(std::string payload, absl::Time written) {
+    Write(store_, std::move(payload), written);
+  }
+  // The same to `store`, which must outlive this writer's Flush().
+  void Write(BaselinesStore* store, std::string payload, absl::Time written);
   // Waits until every write handed over has finished (or failed).
   void Flush();
 
  private:
   struct Pending {
+    BaselinesStore* store = nullptr;
     std::string payload;
     absl::Time written;
   };
@@ -121,10 +150,10 @@ class BaselinesWriter {
   BaselinesStore* const store_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::optional<Pending> pending_;  // guarded by mu_
-  bool writing_ = false;            // guarded by mu_
-  bool stopping_ = false;           // guarded by mu_
-  std::thread thread_;              // started by the first Write
+  std::vector<Pending> pending_;  // guarded by mu_; one per store, in order
+  bool writing_ = false;          // guarded by mu_
+  bool stopping_ = false;         // guarded by mu_
+  std::thread thread_;            // started by the first Write
 };
 
 }  // namespace fabricdiag::collector

@@ -23,6 +23,8 @@ namespace {
 constexpr char kLayoutsDir[] = "layouts";
 constexpr char kTopologyFile[] = "topology.pb";
 constexpr char kBaselinesFile[] = "straggler_baselines.pb";
+// Followed by the shard's name and ".pb".
+constexpr char kShardBaselinesPrefix[] = "straggler_baselines.";
 constexpr char kMarksFile[] = "marks.pb";
 constexpr char kFindingsLog[] = "findings.log";
 constexpr char kLayoutSuffix[] = ".pb";
@@ -36,6 +38,15 @@ absl::Status StateDirError(const absl::Status& status) {
   if (status.ok()) return status;
   return absl::Status(status.code(),
                       absl::StrCat("state_dir: ", status.message()));
+}
+
+// A shard's name goes into a file name: empty (the unsharded file) or the
+// alphabet of a job's name.
+absl::Status CheckShardName(absl::string_view shard) {
+  if (shard.empty() || IsValidJobName(shard)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("baselines: analysis shard name ", QuoteForMessage(shard),
+                   " does not match ", kJobNamePattern));
 }
 
 }  // namespace
@@ -207,14 +218,17 @@ absl::StatusOr<std::optional<StoredTopology>> StateStore::ReadTopology() {
   return stored;
 }
 
-std::string StateStore::baselines_path() const {
-  return absl::StrCat(dir_, "/", kBaselinesFile);
+std::string StateStore::baselines_path(absl::string_view shard) const {
+  if (shard.empty()) return absl::StrCat(dir_, "/", kBaselinesFile);
+  return absl::StrCat(dir_, "/", kShardBaselinesPrefix, shard, ".pb");
 }
 
 absl::Status StateStore::WriteBaselines(absl::string_view payload,
-                                        absl::Time written) {
+                                        absl::Time written,
+                                        absl::string_view shard) {
+  RETURN_IF_ERROR(CheckShardName(shard));
   absl::MutexLock lock(&mu_);
-  return CountError(WriteObjectFile(baselines_path(), payload, written));
+  return CountError(WriteObjectFile(baselines_path(shard), payload, written));
 }
 
 std::string StateStore::marks_path() const {
@@ -227,9 +241,11 @@ absl::Status StateStore::WriteMarks(absl::string_view payload,
   return CountError(WriteObjectFile(marks_path(), payload, written));
 }
 
-absl::StatusOr<std::optional<ObjectFile>> StateStore::ReadBaselines() {
+absl::StatusOr<std::optional<ObjectFile>> StateStore::ReadBaselines(
+    absl::string_view shard) {
+  RETURN_IF_ERROR(CheckShardName(shard));
   absl::MutexLock lock(&mu_);
-  const std::string path = baselines_path();
+  const std::string path = baselines_path(shard);
   unlink(absl::StrCat(path, kTmpSuffix).c_str());
   absl::StatusOr<ObjectFile> file = ReadObjectFile(path);
   if (absl::IsNotFound(file.status())) return std::nullopt;

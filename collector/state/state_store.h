@@ -11,6 +11,9 @@
 //                      baseline (StragglerBaselines::Serialize), rewritten
 //                      now and then by the analysis
 //                      (collector/runner/rate_pass.h)
+//   straggler_baselines.<shard>.pb  the same, of one analysis shard's jobs
+//                      ("jobs.17"), when the analysis is sharded
+//                      (--analysis_shards)
 //   marks.pb           the envelope + the operators' acks, silences and
 //                      forgotten nodes (collector/findings/silences.h)
 //   *.corrupt-<unix seconds>[.<n>]  files found damaged at load, moved aside
@@ -110,13 +113,18 @@ class StateStore {
   // aside and reported).
   absl::StatusOr<std::optional<StoredTopology>> ReadTopology();
 
-  // Durably and atomically replaces straggler_baselines.pb with `payload`.
-  absl::Status WriteBaselines(absl::string_view payload, absl::Time written);
-  // The baselines file; nullopt when there is none (or it was damaged:
-  // moved aside and reported). Its payload is the caller's to check (a
-  // payload it rejects goes to QuarantineFile(baselines_path())).
-  absl::StatusOr<std::optional<ObjectFile>> ReadBaselines();
-  std::string baselines_path() const;
+  // Durably and atomically replaces the baselines file of `shard` with
+  // `payload`: straggler_baselines.pb when `shard` is empty, else
+  // straggler_baselines.<shard>.pb. InvalidArgument for a shard name that
+  // is not a valid job name (common/names.h: the same safe alphabet).
+  absl::Status WriteBaselines(absl::string_view payload, absl::Time written,
+                              absl::string_view shard = {});
+  // The baselines file of `shard`; nullopt when there is none (or it was
+  // damaged: moved aside and reported). Its payload is the caller's to
+  // check (a payload it rejects goes to QuarantineFile(baselines_path())).
+  absl::StatusOr<std::optional<ObjectFile>> ReadBaselines(
+      absl::string_view shard = {});
+  std::string baselines_path(absl::string_view shard = {}) const;
 
   // Durably and atomically replaces marks.pb with `payload`; on failure
   // (a full disk) the file stays as it was. Read with ReadObjectFile.

@@ -124,6 +124,38 @@ TEST_F(JetStreamBaselinesTest, WhatOneCollectorWritesAnotherReads) {
   EXPECT_EQ(writer_->chunks_removed(), 1u);
 }
 
+// Each job shard's baselines live under keys of their own in the same
+// bucket: written by one collector, read by another, apart from the
+// unsharded analysis's and from every other shard's.
+TEST_F(JetStreamBaselinesTest, EachShardWritesKeysOfItsOwn) {
+  std::unique_ptr<collector::BaselinesStore> jobs17 =
+      writer_->ForShard("jobs.17");
+  const std::string payload = Payload(1500, 's');  // 2 chunks
+  ASSERT_TRUE(jobs17->Write(payload, written_).ok());
+  EXPECT_EQ(Value("jobs.17.manifest"),
+            absl::StrCat("fabricdiag-baselines 1 a 2 ", payload.size() + 20));
+  EXPECT_NE(Value("jobs.17.a.1"), "");
+  EXPECT_EQ(Value("manifest"), "");
+  EXPECT_THAT(jobs17->Describe(), ::testing::HasSubstr("keys jobs.17.*"));
+
+  absl::StatusOr<std::optional<collector::ObjectFile>> read =
+      reader_->ForShard("jobs.17")->Read();
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_TRUE(read->has_value());
+  EXPECT_EQ((*read)->payload, payload);
+  read = reader_->ForShard("jobs.1")->Read();
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_FALSE(read->has_value());
+  read = reader_->Read();
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_FALSE(read->has_value());
+  // The unsharded store's writes leave the shard's keys alone.
+  ASSERT_TRUE(writer_->Write(Payload(100, 'u'), written_).ok());
+  read = reader_->ForShard("jobs.17")->Read();
+  ASSERT_TRUE(read.ok() && read->has_value()) << read.status();
+  EXPECT_EQ((*read)->payload, payload);
+}
+
 // A leader that dies between its chunks and the manifest leaves the last
 // complete write readable.
 TEST_F(JetStreamBaselinesTest, AHalfDoneWriteLeavesTheLastOne) {

@@ -191,6 +191,20 @@ v1::Layout TpAcrossTwoNodes() {
   return tp16;
 }
 
+// An expert-parallel job "moe" of one GPU on each of gpu-000 and gpu-001.
+v1::Layout MoeOnTwoNodes() {
+  v1::Layout moe;
+  moe.set_job("moe");
+  moe.set_gpus_per_node(1);
+  moe.mutable_parallelism()->set_tp(1);
+  moe.mutable_parallelism()->set_pp(1);
+  moe.mutable_parallelism()->set_dp(2);
+  moe.mutable_parallelism()->set_ep(2);
+  moe.add_hosts("gpu-000");
+  moe.add_hosts("gpu-001");
+  return moe;
+}
+
 // A critical pfc_storm the rate analyzers opened on `node`'s `device`
 // (priority 3), as written to the findings store.
 analysis::Finding StormOn(const std::string& node,
@@ -463,16 +477,7 @@ TEST_F(AnalysisRunnerStateTest, AFindingOfANodeHeardOnceThenSilentHolds) {
 // resolves after clear_after passes; a member that never comes back
 // holds it only for the grace.
 TEST_F(AnalysisRunnerStateTest, AGroupFindingHoldsWhileAMemberIsNotHeard) {
-  v1::Layout moe;
-  moe.set_job("moe");
-  moe.set_gpus_per_node(1);
-  moe.mutable_parallelism()->set_tp(1);
-  moe.mutable_parallelism()->set_pp(1);
-  moe.mutable_parallelism()->set_dp(2);
-  moe.mutable_parallelism()->set_ep(2);
-  moe.add_hosts("gpu-000");
-  moe.add_hosts("gpu-001");
-  ASSERT_TRUE(registry_->Apply(moe).ok());
+  ASSERT_TRUE(registry_->Apply(MoeOnTwoNodes()).ok());
   analysis::Finding hot;
   hot.kind = "hot_expert_incast";
   hot.job = "moe";
@@ -984,6 +989,38 @@ class FakeBaselines final : public BaselinesStore {
   }
   void Reject(absl::string_view /*why*/) override {}
   std::string Describe() const override { return "fake baselines"; }
+  // Each shard's a FakeBaselines of its own (shard()).
+  std::unique_ptr<BaselinesStore> ForShard(absl::string_view shard) override;
+
+  // The store of `shard`, made when there was none.
+  std::shared_ptr<FakeBaselines> shard(absl::string_view name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::shared_ptr<FakeBaselines>& store = shards_[std::string(name)];
+    if (store == nullptr) store = std::make_shared<FakeBaselines>();
+    return store;
+  }
+  // Writes to every shard's store.
+  int shard_writes() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    int writes = 0;
+    for (const auto& [name, store] : shards_) writes += store->writes();
+    return writes;
+  }
+  // What `shard`'s store last had written, as baselines.
+  analysis::StragglerBaselines StoredOf(absl::string_view name) {
+    analysis::StragglerBaselines back;
+    const std::optional<ObjectFile> stored = shard(name)->stored();
+    EXPECT_TRUE(stored.has_value()) << name;
+    if (stored.has_value()) {
+      EXPECT_TRUE(back.Restore(stored->payload, nullptr).ok());
+    }
+    return back;
+  }
+  // What was last written, without counting a read.
+  std::optional<ObjectFile> stored() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stored_;
+  }
 
   void FailReads(absl::Status error) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -1004,7 +1041,34 @@ class FakeBaselines final : public BaselinesStore {
   int writes_ = 0;
   absl::Status read_error_;
   std::optional<ObjectFile> stored_;
+  std::map<std::string, std::shared_ptr<FakeBaselines>> shards_;
 };
+
+// A shard's store as the runner holds it: the test's FakeBaselines of it.
+class ShardOfFake final : public BaselinesStore {
+ public:
+  explicit ShardOfFake(std::shared_ptr<FakeBaselines> store)
+      : store_(std::move(store)) {}
+  absl::Status Write(absl::string_view payload, absl::Time written) override {
+    return store_->Write(payload, written);
+  }
+  absl::StatusOr<std::optional<ObjectFile>> Read() override {
+    return store_->Read();
+  }
+  void Reject(absl::string_view why) override { store_->Reject(why); }
+  std::string Describe() const override { return store_->Describe(); }
+  std::unique_ptr<BaselinesStore> ForShard(absl::string_view shard) override {
+    return store_->ForShard(shard);
+  }
+
+ private:
+  const std::shared_ptr<FakeBaselines> store_;
+};
+
+std::unique_ptr<BaselinesStore> FakeBaselines::ForShard(
+    absl::string_view name) {
+  return std::make_unique<ShardOfFake>(shard(name));
+}
 
 // A lease the test hands over from another thread than the runner's.
 class SwitchedRole final : public AnalysisRole {
@@ -1089,6 +1153,154 @@ TEST_F(AnalysisRunnerBaselinesTest, ShardedTheLeaderLeavesTheBaselinesAlone) {
   runner.Stop();
   EXPECT_EQ(store.reads(), 1);
   EXPECT_EQ(store.writes(), 0);
+}
+
+// The shards a test hands this collector: every one of `counts` at
+// first, in term 1; Own() changes them between passes.
+class SwitchedShards final : public AnalysisShards {
+ public:
+  explicit SwitchedShards(analysis::ShardCounts counts)
+      : all_(counts), owned_(all_.OwnedShards()) {}
+  void Own(std::vector<Owned> owned) {
+    std::lock_guard<std::mutex> lock(mu_);
+    owned_ = std::move(owned);
+  }
+  std::string Id() const override { return ""; }
+  analysis::ShardCounts Counts() const override { return all_.Counts(); }
+  std::vector<Owned> OwnedShards() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return owned_;
+  }
+  absl::Status Exchange(const FeatureSlice& local,
+                        absl::Span<const analysis::ShardPorts> shards,
+                        absl::Span<const Owned> owned,
+                        absl::Time now) override {
+    return all_.Exchange(local, shards, owned, now);
+  }
+  void Receive(absl::string_view shard, absl::Time now,
+               const FeatureSlice& local, absl::Span<const uint32_t> own_ports,
+               Received* views) override {
+    all_.Receive(shard, now, local, own_ports, views);
+  }
+  absl::Status PublishNews(const analysis::PartNews& news) override {
+    return all_.PublishNews(news);
+  }
+  std::vector<analysis::PartNews> News(absl::Time now) override {
+    return all_.News(now);
+  }
+
+ private:
+  OneCollectorShards all_;
+  mutable std::mutex mu_;
+  std::vector<Owned> owned_;
+};
+
+// Sharded, each job shard's straggler baselines go with the shard: its
+// owner writes them under the shard's name every kStragglerBaselinesEvery
+// (the first a period after taking it) and at its stop, and a collector
+// that takes a shard takes in what the shard's last owner wrote, over
+// what it knew of the shard's jobs; a shard it keeps is not read again.
+TEST_F(AnalysisRunnerBaselinesTest, ShardedEachJobShardsBaselinesGoWithIt) {
+  v1::Layout moe = MoeOnTwoNodes();
+  moe.add_rails("mlx5_0");
+  ASSERT_TRUE(registry_->Apply(moe).ok());
+  const std::shared_ptr<const RegistrySnapshot> layouts = registry_->Snapshot();
+  const analysis::LayoutModel& model = layouts->layouts.at("moe")->model;
+  ASSERT_FALSE(model.Hosts().empty());
+  ASSERT_FALSE(model.Nics().empty());
+  const std::string host = model.Hosts()[0];
+  const std::string nic = model.Nics()[0];
+  const analysis::ShardCounts counts{2, 1};
+  const std::string mine = analysis::JobShardOf("moe", counts);
+  const std::string other = mine == "jobs.0" ? "jobs.1" : "jobs.0";
+  // Baselines of the moe NIC at `rate`, as a shard's owner writes them.
+  auto written_at = [&](double rate) {
+    analysis::Finding slow;
+    slow.kind = "straggler_nic";
+    slow.job = "moe";
+    slow.node = host;
+    slow.device = nic;
+    slow.evidence = {{"own_baseline_bytes_per_second", rate},
+                     {"own_baseline_passes", 300}};
+    analysis::StragglerBaselines b;
+    b.Seed({slow});
+    return b.Serialize();
+  };
+  auto rate_in = [&](const std::string& shard) {
+    const analysis::StragglerBaselines b = store.StoredOf(shard);
+    const analysis::StragglerBaselines::Baseline* found =
+        b.Find("moe", host, nic);
+    return found == nullptr ? 0.0 : found->bytes_per_second;
+  };
+  ASSERT_TRUE(store.shard(mine)->Write(written_at(2e10), clock.Now()).ok());
+
+  SwitchedShards shards(counts);
+  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
+                        clock, {exchange, role, store, no_topology_, &shards},
+                        {});
+  Pass(runner);
+  EXPECT_EQ(store.shard(mine)->reads(), 1);
+  EXPECT_EQ(store.shard(other)->reads(), 1);
+  EXPECT_EQ(store.shard("switches.0")->reads(), 0) << "a job shard's only";
+  EXPECT_EQ(store.shard_writes(), 1) << "the test's own; a period first";
+  clock.Advance(kStragglerBaselinesEvery);
+  Pass(runner);
+  EXPECT_EQ(store.shard(mine)->reads(), 1) << "a shard kept is its owner's";
+  EXPECT_EQ(store.shard(mine)->writes(), 2);
+  EXPECT_EQ(rate_in(mine), 2e10) << "taken in, then written again";
+  EXPECT_EQ(store.shard(other)->writes(), 1);
+  EXPECT_EQ(store.StoredOf(other).size(), 0u);
+
+  // Handed over: another collector owns the shard and writes its own.
+  shards.Own({{other, 1}, {"switches.0", 1}});
+  Pass(runner);
+  ASSERT_TRUE(store.shard(mine)->Write(written_at(3e10), clock.Now()).ok());
+  clock.Advance(kStragglerBaselinesEvery);
+  Pass(runner);
+  EXPECT_EQ(store.shard(mine)->writes(), 3) << "not written by a former owner";
+  EXPECT_EQ(store.shard(other)->writes(), 2);
+
+  // Taken back under a newer term: what the other owner wrote replaces
+  // what this collector knew.
+  shards.Own({{mine, 2}, {other, 1}, {"switches.0", 1}});
+  Pass(runner);
+  EXPECT_EQ(store.shard(mine)->reads(), 2);
+  clock.Advance(kStragglerBaselinesEvery);
+  Pass(runner);
+  EXPECT_EQ(store.shard(mine)->writes(), 4);
+  EXPECT_EQ(rate_in(mine), 3e10);
+
+  // At its stop, every job shard it owns, due or not.
+  const uint64_t passes = stats.passes.load();
+  const int mine_before = store.shard(mine)->writes();
+  const int other_before = store.shard(other)->writes();
+  runner.Start();
+  ASSERT_TRUE(fabricdiag::testing::Eventually(
+      [&] { return stats.passes.load() > passes; }, absl::Seconds(20)));
+  runner.Stop();
+  EXPECT_EQ(store.shard(mine)->writes(), mine_before + 1);
+  EXPECT_EQ(store.shard(other)->writes(), other_before + 1);
+  EXPECT_EQ(store.writes(), 0) << "the unsharded analysis's stay as they are";
+}
+
+// Sharded, a store that does not answer is asked once per pass: the job
+// shards taken after it are not read (each read would wait out its
+// deadline), and none is written before a period has passed.
+TEST_F(AnalysisRunnerBaselinesTest, ShardedAStoreThatDoesNotAnswerIsAskedOnce) {
+  const analysis::ShardCounts counts{2, 1};
+  store.shard("jobs.0")->FailReads(absl::UnavailableError("no answer"));
+  SwitchedShards shards(counts);
+  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
+                        clock, {exchange, role, store, no_topology_, &shards},
+                        {});
+  Pass(runner);
+  EXPECT_EQ(store.shard("jobs.0")->reads(), 1);
+  EXPECT_EQ(store.shard("jobs.1")->reads(), 0);
+  EXPECT_EQ(store.shard_writes(), 0);
+  clock.Advance(kStragglerBaselinesEvery);
+  Pass(runner);
+  EXPECT_EQ(store.shard("jobs.0")->writes(), 1);
+  EXPECT_EQ(store.shard("jobs.1")->writes(), 1);
 }
 
 // A write that held no baseline (a leader's first pass, before traffic) is

@@ -196,6 +196,36 @@ TEST_F(BaselineFileTest, RestartKeepsEveryBaseline) {
   ExpectAllOf(loaded);
 }
 
+// Sharded, each job shard's baselines have a file of their own beside
+// the unsharded analysis's; a shard name that is not a safe file name is
+// refused, never written outside the state directory.
+TEST_F(BaselineFileTest, EachShardHasAFileOfItsOwn) {
+  std::unique_ptr<BaselinesStore> jobs3 = store_->ForShard("jobs.3");
+  std::unique_ptr<BaselinesStore> jobs4 = store_->ForShard("jobs.4");
+  ASSERT_TRUE(jobs3->Write("of jobs.3", clock_.Now()).ok());
+  EXPECT_EQ(jobs3->Describe(), dir_.path() + "/straggler_baselines.jobs.3.pb");
+  EXPECT_TRUE(std::filesystem::exists(jobs3->Describe()));
+  EXPECT_FALSE(std::filesystem::exists(state_->baselines_path()));
+  absl::StatusOr<std::optional<ObjectFile>> read = jobs3->Read();
+  ASSERT_TRUE(read.ok() && read->has_value()) << read.status();
+  EXPECT_EQ((*read)->payload, "of jobs.3");
+  read = jobs4->Read();
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_FALSE(read->has_value());
+  read = store_->Read();
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_FALSE(read->has_value());
+
+  for (const char* bad : {"../jobs.3", "jobs/3", ".hidden", "-x"}) {
+    SCOPED_TRACE(bad);
+    std::unique_ptr<BaselinesStore> hostile = store_->ForShard(bad);
+    const absl::Status written = hostile->Write("x", clock_.Now());
+    EXPECT_TRUE(absl::IsInvalidArgument(written)) << written;
+    EXPECT_TRUE(absl::IsInvalidArgument(hostile->Read().status()));
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/../jobs.3.pb"));
+}
+
 TEST_F(BaselineFileTest, NoFileIsAFreshStart) {
   ExpectFreshStart(/*problem=*/false, /*damaged=*/false);
 }
@@ -333,15 +363,24 @@ class GatedBaselines final : public BaselinesStore {
     open_.WaitForNotification();
     absl::MutexLock lock(&mu_);
     written_.emplace_back(payload);
-    return absl::OkStatus();
+    return result_;
   }
   absl::StatusOr<std::optional<ObjectFile>> Read() override {
     return std::nullopt;
   }
   void Reject(absl::string_view /*why*/) override {}
   std::string Describe() const override { return "gated"; }
+  std::unique_ptr<BaselinesStore> ForShard(
+      absl::string_view /*shard*/) override {
+    return std::make_unique<NoBaselinesStore>();
+  }
 
   void WaitUntilWriting() { entered_.WaitForNotification(); }
+  // What each write returns (after recording its payload).
+  void ReturnFromWrites(absl::Status result) {
+    absl::MutexLock lock(&mu_);
+    result_ = std::move(result);
+  }
   void Open() { open_.Notify(); }
   std::vector<std::string> written() {
     absl::MutexLock lock(&mu_);
@@ -353,6 +392,7 @@ class GatedBaselines final : public BaselinesStore {
   absl::Notification open_;
   absl::Mutex mu_;
   std::vector<std::string> written_ ABSL_GUARDED_BY(mu_);
+  absl::Status result_ ABSL_GUARDED_BY(mu_);
 };
 
 // The analysis pass hands its baselines over and goes on; what waits
@@ -374,6 +414,55 @@ TEST(BaselinesWriterTest, APassDoesNotWaitAndOnlyTheNewestWaitingSetIsWritten) {
   EXPECT_EQ(store.written(),
             (std::vector<std::string>{"first", "third", "at stop"}))
       << "the destructor writes what is pending";
+}
+
+// Hands `writer` "a1" for its store `a` and, while `a` holds it, "b1" for
+// `b`, then "a2", "b2" and "a3"; lets `a` go and waits for the writes.
+void WriteWhileHeld(BaselinesWriter& writer, GatedBaselines& a,
+                    GatedBaselines& b) {
+  writer.Write("a1", absl::UnixEpoch());
+  a.WaitUntilWriting();
+  writer.Write(&b, "b1", absl::UnixEpoch());
+  writer.Write("a2", absl::UnixEpoch());
+  writer.Write(&b, "b2", absl::UnixEpoch());
+  writer.Write(&a, "a3", absl::UnixEpoch());
+  a.Open();
+  writer.Flush();
+}
+
+// Each store's newest waiting set is written, one store after another:
+// the shards' sets do not replace each other.
+TEST(BaselinesWriterTest, EachStoreKeepsItsNewestWaitingSet) {
+  GatedBaselines a;
+  GatedBaselines b;
+  b.Open();
+  BaselinesWriter writer(&a);
+  WriteWhileHeld(writer, a, b);
+  EXPECT_EQ(a.written(), (std::vector<std::string>{"a1", "a3"}));
+  EXPECT_EQ(b.written(), (std::vector<std::string>{"b2"}));
+}
+
+// A store that does not answer drops the writes waiting behind its own:
+// each would wait out its deadline too, and a stop behind them. What is
+// handed over after is written.
+TEST(BaselinesWriterTest, AStoreThatDoesNotAnswerDropsTheWritesWaiting) {
+  GatedBaselines a;
+  GatedBaselines b;
+  a.ReturnFromWrites(absl::UnavailableError("no answer"));
+  b.Open();
+  BaselinesWriter writer(&a);
+  WriteWhileHeld(writer, a, b);
+  EXPECT_EQ(a.written(), (std::vector<std::string>{"a1"}));
+  EXPECT_TRUE(b.written().empty());
+  writer.Write(&b, "b2", absl::UnixEpoch());
+  writer.Flush();
+  EXPECT_EQ(b.written(), (std::vector<std::string>{"b2"}));
+  // A write refused for another reason (a full disk) drops nothing.
+  a.ReturnFromWrites(absl::ResourceExhaustedError("disk full"));
+  writer.Write("a3", absl::UnixEpoch());
+  writer.Write(&b, "b3", absl::UnixEpoch());
+  writer.Flush();
+  EXPECT_EQ(b.written(), (std::vector<std::string>{"b2", "b3"}));
 }
 
 }  // namespace

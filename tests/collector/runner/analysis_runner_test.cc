@@ -537,6 +537,33 @@ TEST_F(AnalysisRunnerStateTest, AGroupFindingHoldsWhileAMemberIsNotHeard) {
             AnalysisRunner::kUnheardNodesGrace + absl::Seconds(5));
 }
 
+// Adds to `view` a PFC victim: switch port leaf-0/swp1 receiving pause on
+// priority 3 most of the time.
+void AddPausedVictim(analysis::FabricView* view) {
+  analysis::PortView& port = view->AddPort("leaf-0", "swp1");
+  port.is_switch_port = true;
+  port.s.rx_pause_fraction[3] = 0.9;
+  view->Finish();
+}
+
+// What `show` says of each active finding of `kind`.
+std::vector<std::string> ActiveOf(
+    const FindingsStore& findings, absl::string_view kind,
+    const std::function<std::string(const v1::Finding&)>& show) {
+  std::vector<std::string> out;
+  for (const v1::Finding& f : findings.Active()) {
+    if (f.kind() == kind) out.push_back(show(f));
+  }
+  return out;
+}
+
+// The active pfc_storm findings, as "node device".
+std::vector<std::string> Storms(const FindingsStore& findings) {
+  return ActiveOf(findings, "pfc_storm", [](const v1::Finding& f) {
+    return absl::StrCat(f.node(), " ", f.device());
+  });
+}
+
 // A cluster seen from the runner: another collector's silent node merged
 // in, and a lease this collector may or may not hold.
 class FakeExchange final : public FeatureExchange {
@@ -570,13 +597,7 @@ class FakeExchange final : public FeatureExchange {
       port.samples = *remote_samples;
       local.window.Finish();
     }
-    if (paused_victim) {
-      // A switch port receiving PFC pause on priority 3 most of the time.
-      analysis::PortView& port = local.window.AddPort("leaf-0", "swp1");
-      port.is_switch_port = true;
-      port.s.rx_pause_fraction[3] = 0.9;
-      local.window.Finish();
-    }
+    if (paused_victim) AddPausedVictim(&local.window);
     return local;
   }
   int published = 0;
@@ -613,6 +634,16 @@ class AnalysisRunnerClusterTest : public AnalysisRunnerStateTest {
         &series, registry_.get(), findings_.get(), &stats, clock,
         AnalysisRunner::Seams{exchange, role, no_baselines, no_topology_},
         AnalysisRunner::Options{});
+  }
+
+  // Another runner of this collector, its rate analysis sharded by
+  // `shards`.
+  AnalysisRunner ShardedRunner(AnalysisShards* shards) {
+    return AnalysisRunner(&series, registry_.get(), findings_.get(), &stats,
+                          clock,
+                          AnalysisRunner::Seams{exchange, role, no_baselines,
+                                                no_topology_, shards},
+                          AnalysisRunner::Options{});
   }
 
   FakeExchange exchange{clock.Now() - absl::Seconds(10)};
@@ -684,13 +715,9 @@ v1::Topology TwoHostsDeclared() {
 
 // The agent_missing findings, as "node: summary".
 std::vector<std::string> Missing(const FindingsStore& findings) {
-  std::vector<std::string> out;
-  for (const v1::Finding& f : findings.Active()) {
-    if (f.kind() == "agent_missing") {
-      out.push_back(absl::StrCat(f.node(), ": ", f.summary()));
-    }
-  }
-  return out;
+  return ActiveOf(findings, "agent_missing", [](const v1::Finding& f) {
+    return absl::StrCat(f.node(), ": ", f.summary());
+  });
 }
 
 // One embedded collector's seams over TwoHostsDeclared().
@@ -836,13 +863,7 @@ TEST_F(AnalysisRunnerClusterTest, AHeldStormSourcesVictimsOpenNoSecondStorm) {
   for (int pass = 0; pass < 10; ++pass) {
     runner_->RunOnce();
     clock.Advance(absl::Seconds(1));
-    std::vector<std::string> storms;
-    for (const v1::Finding& f : findings_->Active()) {
-      if (f.kind() == "pfc_storm") {
-        storms.push_back(absl::StrCat(f.node(), " ", f.device()));
-      }
-    }
-    EXPECT_THAT(storms, ::testing::ElementsAre("gpu-away mlx5_0"))
+    EXPECT_THAT(Storms(*findings_), ::testing::ElementsAre("gpu-away mlx5_0"))
         << "pass " << pass;
   }
 }
@@ -923,17 +944,84 @@ class NoShardsOwned final : public AnalysisShards {
   int news = 0;
 };
 
+// The shards a test hands this collector: every one of `counts` at
+// first, in term 1; Own() changes them between passes. Each owned shard's
+// views hold this collector's own ports and what `received` adds.
+class SwitchedShards final : public AnalysisShards {
+ public:
+  explicit SwitchedShards(analysis::ShardCounts counts)
+      : all_(counts), owned_(all_.OwnedShards()) {}
+  void Own(std::vector<Owned> owned) {
+    std::lock_guard<std::mutex> lock(mu_);
+    owned_ = std::move(owned);
+  }
+  std::string Id() const override { return ""; }
+  analysis::ShardCounts Counts() const override { return all_.Counts(); }
+  std::vector<Owned> OwnedShards() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return owned_;
+  }
+  absl::Status Exchange(const FeatureSlice& local,
+                        absl::Span<const analysis::ShardPorts> shards,
+                        absl::Span<const Owned> owned,
+                        absl::Time now) override {
+    return all_.Exchange(local, shards, owned, now);
+  }
+  void Receive(absl::string_view shard, absl::Time now,
+               const FeatureSlice& local, absl::Span<const uint32_t> own_ports,
+               Received* views) override {
+    all_.Receive(shard, now, local, own_ports, views);
+    if (received) received(shard, views);
+  }
+  absl::Status PublishNews(const analysis::PartNews& news) override {
+    return all_.PublishNews(news);
+  }
+  std::vector<analysis::PartNews> News(absl::Time now) override {
+    return all_.News(now);
+  }
+  std::function<void(absl::string_view shard, Received* views)> received;
+
+ private:
+  OneCollectorShards all_;
+  mutable std::mutex mu_;
+  std::vector<Owned> owned_;
+};
+
+// Sharded, the same: a storm opened before, its source's node not heard
+// from since, and its victim in the view of its switch's shard: no second,
+// source-less pfc_storm from that shard's part.
+TEST_F(AnalysisRunnerClusterTest, ShardedAHeldStormSourcesVictimsOpenNoSecond) {
+  analysis::Finding storm = StormOn("gpu-away");
+  storm.nodes = {"gpu-away", "leaf-0"};
+  ASSERT_TRUE(findings_->Update({storm}, clock.Now(), "rate_analyzers").ok());
+  const analysis::ShardCounts counts{2, 2};
+  SwitchedShards shards(counts);
+  const std::string leaf_shard = analysis::SwitchShardOf("leaf-0", counts);
+  int victims = 0;
+  shards.received = [&](absl::string_view shard,
+                        AnalysisShards::Received* views) {
+    if (shard != leaf_shard) return;
+    ++victims;
+    AddPausedVictim(&views->window);
+  };
+  AnalysisRunner runner = ShardedRunner(&shards);
+  role.term = 7;
+  for (int pass = 0; pass < 10; ++pass) {
+    runner.RunOnce();
+    clock.Advance(absl::Seconds(1));
+    EXPECT_THAT(Storms(*findings_), ::testing::ElementsAre("gpu-away mlx5_0"))
+        << "pass " << pass;
+  }
+  EXPECT_EQ(victims, 10);
+}
+
 // Sharded, a collector of a cluster publishes its nodes' liveness alone
 // (each shard's ports go to its owner), merges the others' nodes alone
 // even while its page is looked at (their ports are not published), and
 // shows no view of its own part, which would pass for the fabric.
 TEST_F(AnalysisRunnerClusterTest, ShardedACollectorPublishesItsLivenessAlone) {
   NoShardsOwned shards;
-  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
-                        clock,
-                        AnalysisRunner::Seams{exchange, role, no_baselines,
-                                              no_topology_, &shards},
-                        AnalysisRunner::Options{});
+  AnalysisRunner runner = ShardedRunner(&shards);
   role.term = 3;
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(runner.LatestView(), nullptr);
@@ -1154,46 +1242,6 @@ TEST_F(AnalysisRunnerBaselinesTest, ShardedTheLeaderLeavesTheBaselinesAlone) {
   EXPECT_EQ(store.reads(), 1);
   EXPECT_EQ(store.writes(), 0);
 }
-
-// The shards a test hands this collector: every one of `counts` at
-// first, in term 1; Own() changes them between passes.
-class SwitchedShards final : public AnalysisShards {
- public:
-  explicit SwitchedShards(analysis::ShardCounts counts)
-      : all_(counts), owned_(all_.OwnedShards()) {}
-  void Own(std::vector<Owned> owned) {
-    std::lock_guard<std::mutex> lock(mu_);
-    owned_ = std::move(owned);
-  }
-  std::string Id() const override { return ""; }
-  analysis::ShardCounts Counts() const override { return all_.Counts(); }
-  std::vector<Owned> OwnedShards() const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return owned_;
-  }
-  absl::Status Exchange(const FeatureSlice& local,
-                        absl::Span<const analysis::ShardPorts> shards,
-                        absl::Span<const Owned> owned,
-                        absl::Time now) override {
-    return all_.Exchange(local, shards, owned, now);
-  }
-  void Receive(absl::string_view shard, absl::Time now,
-               const FeatureSlice& local, absl::Span<const uint32_t> own_ports,
-               Received* views) override {
-    all_.Receive(shard, now, local, own_ports, views);
-  }
-  absl::Status PublishNews(const analysis::PartNews& news) override {
-    return all_.PublishNews(news);
-  }
-  std::vector<analysis::PartNews> News(absl::Time now) override {
-    return all_.News(now);
-  }
-
- private:
-  OneCollectorShards all_;
-  mutable std::mutex mu_;
-  std::vector<Owned> owned_;
-};
 
 // Sharded, each job shard's straggler baselines go with the shard: its
 // owner writes them under the shard's name every kStragglerBaselinesEvery

@@ -2048,12 +2048,17 @@ TEST_F(CollectorClusterTest, ADeposedLeadersDelayedWriteNeverLands) {
     c.push_back(Start(name, nats_.urls()));
     ASSERT_GT(c.back().grpc, 0);
   }
+  // At 100 ms the agent is down after 1 s of silence (10 intervals). The
+  // next leader takes the lease 2 to 3 s after col-a stops (its TTL): by
+  // its first pass the agent, killed then, is down whatever the lag of the
+  // facts it judges from. At 200 ms (2 s) its first pass sometimes found
+  // the agent still up, and rightly resolved the finding.
   const std::vector<std::string> agent_argv = {
       kAgent,
       "--node=gpu-b1",
       "--sysfs_root=" + kFixtures + "/sysfs",
       "--listen=127.0.0.1:0",
-      "--interval=200ms",
+      "--interval=100ms",
       absl::StrCat("--collector=127.0.0.1:", c[1].grpc)};
   auto agent = std::make_unique<Subprocess>(agent_argv);
   ASSERT_TRUE(agent->Start().ok());

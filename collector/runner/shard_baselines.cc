@@ -2,7 +2,6 @@
 
 #include <utility>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "collector/runner/rate_pass.h"

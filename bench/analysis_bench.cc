@@ -113,11 +113,14 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/random/random.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "analysis/analysis_config.h"
 #include "analysis/analyzer.h"
 #include "analysis/congestion.h"
@@ -135,11 +138,29 @@
 #include "cluster/part_news.h"
 #include "cluster/shard_leases.h"
 #include "cluster/shard_wire.h"
+#include "collector/declared/layout_registry.h"
+#include "collector/declared/node_facts_memory.h"
+#include "collector/findings/findings_store.h"
+#include "collector/ingest/ingest_placement.h"
+#include "collector/ingest/ingest_session.h"
+#include "collector/ingest/node_facts_intake.h"
+#include "collector/runner/analysis_role.h"
+#include "collector/runner/analysis_runner.h"
+#include "collector/runner/analysis_shards.h"
+#include "collector/runner/collector_metrics.h"
 #include "collector/runner/feature_exchange.h"
 #include "collector/runner/rate_pass.h"
+#include "collector/state/baselines_store.h"
+#include "collector/state/state_store.h"
+#include "collector/store/series_store.h"
+#include "common/clock.h"
 #include "proto/cluster.pb.h"
 #include "proto/cluster_facts.pb.h"
+#include "proto/ingest.pb.h"
+#include "sim/virtual_node.h"
+#include "tests/testing/fixed_topology.h"
 #include "tests/testing/scenario_builder.h"
+#include "tests/testing/temp_dir.h"
 
 namespace fabricdiag::analysis::scenario {
 namespace {
@@ -658,6 +679,9 @@ struct ShardedFixture {
   // The chunks of collector 0's shards from the others, serialized.
   std::vector<std::string> remote;
   size_t remote_bytes = 0;
+  // The other collectors' nodes, and the bytes of their liveness chunks.
+  std::vector<std::vector<collector::NodeFacts>> remote_nodes;
+  size_t remote_liveness_bytes = 0;
   // Each job shard's layouts.
   absl::flat_hash_map<std::string, std::vector<const LayoutModel*>> layouts;
   StragglerBaselines baselines;
@@ -686,6 +710,13 @@ const ShardedFixture& ShardedFixtureFor(const Fixture& fx, int collectors) {
   for (const LayoutModel& m : c.jobs()) {
     layouts.push_back(&m);
     f->layouts[JobShardOf(m.job(), ShardCounts{})].push_back(&m);
+  }
+  for (int k = 1; k < collectors; ++k) {
+    f->remote_nodes.push_back(slices[k].nodes);
+    for (const v1::FeatureChunkFacts& chunk :
+         cluster::SliceToLivenessChunks(slices[k], members[k].id, now)) {
+      f->remote_liveness_bytes += chunk.ByteSizeLong();
+    }
   }
   for (int k = 0; k < collectors; ++k) {
     for (const ShardPorts& s :
@@ -888,6 +919,341 @@ BENCHMARK(BM_ShardedInterval)
     ->Args({5 * kNodesAtScale, 10})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(2);
+
+// BM_RunnerInterval/<nodes>/<collectors>: everything collector 0 spends on
+// an interval of the sharded analysis, measured around the real
+// collector::AnalysisRunner::RunOnce() with --analysis_shards, in CPU time
+// of every thread of the process:
+//   ingest_ms:  its agents' reports of the interval, parsed and stored
+//               (IngestSession into the SeriesStore, one per node);
+//   receive_ms: what its NATS thread does as the others' messages arrive:
+//               their chunks of the shards it owns and their news parsed,
+//               their liveness kept (FeatureCache::ReceivedLiveness);
+//   pass_ms:    RunOnce(): its window and recent views built from the
+//               series store, its liveness published (serialized) and
+//               merged with the others', agent_down and tp_cross_node (it
+//               holds the analysis lease: the worst case), its shards'
+//               ports sent (encoded and serialized, as cluster::
+//               ShardExchange::Publish) and its owned shards' views
+//               assembled, the shard and port parts, its news, the
+//               hysteresis and the findings store's writes (a FindingsStore
+//               on a state directory, as embedded: a cluster writes the
+//               same changes to NATS);
+//   interval_ms = ingest_ms + receive_ms + pass_ms, with first_pass_ms
+//   the first pass apart (every view built anew) and slowest_pass_ms.
+// The bench stands in for NATS only: the chunks the others send are those
+// of BM_ShardedInterval (the scenario fabric's traffic, with its faults),
+// their liveness is made again each interval (not timed), and what collector
+// 0 publishes is serialized but sent nowhere (the socket writes are not
+// counted). Its own nodes report as sim/virtual_node.h's mlx5 nodes of 8
+// NICs (1,272 series each, steady traffic) under the scenario's host names;
+// the switches dealt to it report nothing here (their ports are missing
+// from its slice, a few percent of its nodes but half of its ports).
+class BenchFeatures final : public collector::FeatureExchange {
+ public:
+  std::string Describe() const override { return "bench"; }
+  absl::Status Publish(const collector::FeatureSlice& /*local*/,
+                       absl::Time /*now*/) override {
+    // Sharded, a collector publishes its liveness alone.
+    std::abort();
+  }
+  absl::Status PublishLiveness(const collector::FeatureSlice& local,
+                               absl::Time now) override {
+    published_bytes = 0;
+    for (const v1::FeatureChunkFacts& chunk :
+         cluster::SliceToLivenessChunks(local, "col-0", now)) {
+      chunk.SerializeToString(&buffer_);
+      published_bytes += buffer_.size();
+    }
+    return absl::OkStatus();
+  }
+  // As the NATS thread does on receipt.
+  void Received(absl::Span<const std::string> liveness, absl::Time now) {
+    for (const std::string& data : liveness) {
+      cache_.ReceivedLiveness(data, now);
+    }
+  }
+  collector::FeatureSlice Merged(collector::FeatureSlice local, absl::Time now,
+                                 collector::MergeScope scope) override {
+    // JetStreamFeatures' freshness.
+    return cache_.Merged(std::move(local), now - absl::Seconds(5), scope);
+  }
+
+  size_t published_bytes = 0;
+
+ private:
+  cluster::FeatureCache cache_{"col-0"};
+  std::string buffer_;
+};
+
+class BenchShards final : public collector::AnalysisShards {
+ public:
+  explicit BenchShards(const absl::flat_hash_set<std::string>& owned) {
+    for (const std::string& shard : owned) owned_.push_back({shard, 1});
+    std::sort(owned_.begin(), owned_.end(),
+              [](const Owned& a, const Owned& b) { return a.shard < b.shard; });
+  }
+  std::string Id() const override { return "col-0"; }
+  ShardCounts Counts() const override { return ShardCounts{}; }
+  std::vector<Owned> OwnedShards() const override { return owned_; }
+  absl::Status Exchange(const collector::FeatureSlice& local,
+                        absl::Span<const ShardPorts> shards,
+                        absl::Span<const Owned> owned,
+                        absl::Time now) override {
+    std::vector<const ShardPorts*> others;
+    for (const ShardPorts& s : shards) {
+      if (std::none_of(owned.begin(), owned.end(),
+                       [&](const Owned& o) { return o.shard == s.shard; })) {
+        others.push_back(&s);
+      }
+    }
+    published_bytes = 0;
+    for (absl::Span<const v1::ShardChunk> chunks :
+         writer_.WriteShards(local, others, {"col-0", now})) {
+      for (const v1::ShardChunk& chunk : chunks) {
+        chunk.SerializeToString(&buffer_);
+        published_bytes += buffer_.size();
+      }
+    }
+    return absl::OkStatus();
+  }
+  void Receive(absl::string_view shard, absl::Time /*now*/,
+               const collector::FeatureSlice& local,
+               absl::Span<const uint32_t> own_ports, Received* views) override {
+    std::vector<const v1::ShardChunk*> of;
+    auto it = chunks_.find(shard);
+    if (it != chunks_.end()) {
+      for (const v1::ShardChunk& c : it->second) of.push_back(&c);
+    }
+    std::vector<size_t> damaged;
+    cluster::AssembleShardViews(of, &local, own_ports, &views->window,
+                                &views->recent, &damaged);
+    if (!damaged.empty()) std::abort();
+  }
+  absl::Status PublishNews(const analysis::PartNews& news) override {
+    analysis::PartNews mine = news;
+    mine.collector_id = "col-0";
+    news_ = cluster::ToProto(mine).SerializeAsString();
+    return absl::OkStatus();
+  }
+  std::vector<analysis::PartNews> News(absl::Time /*now*/) override {
+    return heard_;
+  }
+  // As the NATS thread does on receipt: the others' chunks of the owned
+  // shards, and their news (stand-ins: this collector's own of the last
+  // pass, once per other collector).
+  void Received(absl::Span<const std::string> chunks, int collectors) {
+    for (auto& [shard, held] : chunks_) held.clear();
+    for (const std::string& data : chunks) {
+      v1::ShardChunk chunk;
+      if (!chunk.ParseFromString(data)) std::abort();
+      std::string shard = chunk.shard();
+      chunks_[std::move(shard)].push_back(std::move(chunk));
+    }
+    heard_.clear();
+    if (news_.empty()) return;
+    for (int other = 1; other < collectors; ++other) {
+      v1::PartNews wire;
+      if (!wire.ParseFromString(news_)) std::abort();
+      absl::StatusOr<analysis::PartNews> read = cluster::FromProto(wire);
+      if (!read.ok()) std::abort();
+      read->collector_id = absl::StrCat("col-", other);
+      heard_.push_back(*std::move(read));
+    }
+  }
+
+  size_t published_bytes = 0;
+
+ private:
+  std::vector<Owned> owned_;
+  cluster::ShardChunkWriter writer_;
+  std::string buffer_;
+  std::map<std::string, std::vector<v1::ShardChunk>, std::less<>> chunks_;
+  std::string news_;
+  std::vector<analysis::PartNews> heard_;
+};
+
+// The layouts of the scenario's jobs, as the registry serves them.
+class BenchLayouts final : public collector::LayoutSnapshots {
+ public:
+  BenchLayouts(const std::vector<LayoutModel>& jobs, absl::Time applied) {
+    auto snapshot = std::make_shared<collector::RegistrySnapshot>();
+    for (const LayoutModel& m : jobs) {
+      snapshot->layouts.emplace(
+          m.job(), std::make_shared<collector::LayoutEntry>(
+                       collector::LayoutEntry{m.layout(), m, applied, {}, 0}));
+    }
+    snapshot_ = std::move(snapshot);
+  }
+  std::shared_ptr<const collector::RegistrySnapshot> Snapshot() const override {
+    return snapshot_;
+  }
+
+ private:
+  std::shared_ptr<const collector::RegistrySnapshot> snapshot_;
+};
+
+void BM_RunnerInterval(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0));
+  const int collectors = static_cast<int>(state.range(1));
+  const Fixture& fx =
+      FixtureFor(nodes, std::max(1, nodes / kNodesAtScale) * kJobsAtScale);
+  const ShardedFixture& f = ShardedFixtureFor(fx, collectors);
+  const Cluster& c = *fx.cluster;
+
+  FakeClock clock(absl::Now());
+  collector::SeriesStore series(collector::SeriesStore::Options{}, clock);
+  collector::IngestCounters counters;
+  collector::KeepEveryAgent placement;
+  collector::MemoryNodeFacts facts;
+  collector::NoDeclaredSwitches no_switches;
+  absl::StatusOr<sim::VirtualNode> agent = sim::BuildVirtualNode(8);
+  if (!agent.ok()) std::abort();
+  absl::flat_hash_set<std::string> hosts;
+  for (int n = 0; n < nodes; ++n) hosts.insert(c.HostName(n));
+  std::vector<std::unique_ptr<collector::IngestSession>> sessions;
+  for (const collector::NodeFacts& node : f.local.nodes) {
+    if (!hosts.contains(node.liveness.node)) continue;
+    sessions.push_back(std::make_unique<collector::IngestSession>(
+        &series, &counters, placement,
+        collector::NodeFactsIntake{facts, no_switches}));
+    v1::AgentMessage hello;
+    hello.mutable_hello()->set_node(node.liveness.node);
+    hello.mutable_hello()->set_boot_id(node.boot_id);
+    hello.mutable_hello()->set_interval_ms(1000);
+    sessions.back()->Handle(hello);
+    sessions.back()->Handle(agent->inventory);
+    sessions.back()->Handle(agent->schema);
+  }
+  // A few reports' worth of variants, serialized afresh each interval (its
+  // sequence number), parsed by each session as gRPC hands them over.
+  constexpr int kVariants = 16;
+  std::vector<v1::AgentMessage> variants;
+  absl::BitGen gen;
+  for (int v = 0; v < kVariants; ++v) {
+    v1::AgentMessage m = agent->report;
+    for (uint32_t i : agent->moving) {
+      const int k = static_cast<int>(i);
+      m.mutable_report()->set_rate(
+          k, m.report().rate(k) * (1 + absl::Uniform<double>(gen, 0, 0.06)));
+    }
+    variants.push_back(std::move(m));
+  }
+  uint64_t seq = 0;
+  std::vector<std::string> wire(kVariants);
+  v1::AgentMessage msg;
+  const auto ingest = [&] {
+    ++seq;
+    for (int v = 0; v < kVariants; ++v) {
+      v1::Report* r = variants[v].mutable_report();
+      r->set_seq(seq);
+      for (int i = 0; i < r->raw_size(); ++i) {
+        r->set_raw(i, seq * static_cast<uint64_t>(i));
+      }
+      variants[v].SerializeToString(&wire[v]);
+    }
+    for (size_t s = 0; s < sessions.size(); ++s) {
+      msg.ParseFromString(wire[s % kVariants]);
+      if (sessions[s]->Handle(msg).reject.has_value()) std::abort();
+    }
+  };
+
+  testing::TempDir dir;
+  absl::StatusOr<std::unique_ptr<collector::StateStore>> state_store =
+      collector::StateStore::Open(dir.path(), &clock);
+  if (!state_store.ok()) std::abort();
+  collector::FindingsStore findings(state_store->get(),
+                                    collector::FindingsStoreOptions{});
+  if (!findings.Load().ok()) std::abort();
+  BenchLayouts layouts(c.jobs(), clock.Now());
+  const testing::FixedTopology topology =
+      testing::FixedTopology::Declared(c.topology());
+  BenchFeatures features;
+  BenchShards shards(f.owned);
+  collector::AlwaysLeading role;
+  collector::NoBaselinesStore no_baselines;
+  collector::AnalysisStats stats;
+  collector::AnalysisRunner runner(
+      &series, &layouts, &findings, &stats, clock,
+      collector::AnalysisRunner::Seams{features, role, no_baselines, topology,
+                                       &shards},
+      collector::AnalysisRunner::Options{});
+
+  // The others' liveness of this interval (their work: not timed).
+  std::vector<std::vector<collector::NodeFacts>> others = f.remote_nodes;
+  std::vector<std::string> liveness;
+  double ingest_ms = 0, receive_ms = 0, pass_ms = 0, slowest_ms = 0;
+  int passes = 0;
+  const auto interval = [&](bool timed) {
+    clock.Advance(absl::Seconds(1));
+    const absl::Time now = clock.Now();
+    liveness.clear();
+    for (size_t k = 0; k < others.size(); ++k) {
+      collector::FeatureSlice slice;
+      for (collector::NodeFacts& n : others[k]) n.liveness.last_report = now;
+      slice.nodes = others[k];
+      for (const v1::FeatureChunkFacts& chunk : cluster::SliceToLivenessChunks(
+               slice, absl::StrCat("col-", k + 1), now)) {
+        liveness.push_back(chunk.SerializeAsString());
+      }
+    }
+    double start = ProcessCpuMs();
+    ingest();
+    const double ingested = ProcessCpuMs() - start;
+    start = ProcessCpuMs();
+    features.Received(liveness, now);
+    shards.Received(f.remote, collectors);
+    const double received = ProcessCpuMs() - start;
+    start = ProcessCpuMs();
+    runner.RunOnce();
+    const double pass = ProcessCpuMs() - start;
+    if (!timed) return pass;
+    ingest_ms += ingested;
+    receive_ms += received;
+    pass_ms += pass;
+    slowest_ms = std::max(slowest_ms, pass);
+    ++passes;
+    return pass;
+  };
+  // The window fills (reports before the first pass), then the first pass
+  // builds every view anew; a few passes open the faults' findings.
+  for (int i = 0; i < 6; ++i) {
+    clock.Advance(absl::Seconds(1));
+    ingest();
+  }
+  const double first_pass_ms = interval(false);
+  for (int i = 0; i < fx.config.hysteresis.open_after + 2; ++i) {
+    interval(false);
+  }
+  for (auto _ : state) interval(true);
+  state.counters["collectors"] = collectors;
+  state.counters["gpus"] = 8.0 * nodes;
+  state.counters["own_nodes"] = static_cast<double>(sessions.size());
+  state.counters["owned_shards"] = static_cast<double>(f.owned.size());
+  state.counters["first_pass_ms"] = first_pass_ms;
+  state.counters["ingest_ms"] = ingest_ms / passes;
+  state.counters["receive_ms"] = receive_ms / passes;
+  state.counters["pass_ms"] = pass_ms / passes;
+  state.counters["slowest_pass_ms"] = slowest_ms;
+  state.counters["interval_ms"] = (ingest_ms + receive_ms + pass_ms) / passes;
+  state.counters["publish_MB"] =
+      static_cast<double>(shards.published_bytes + features.published_bytes) /
+      1e6;
+  state.counters["receive_MB"] =
+      static_cast<double>(f.remote_bytes + f.remote_liveness_bytes) / 1e6;
+  state.counters["findings"] = static_cast<double>(findings.Active().size());
+}
+BENCHMARK(BM_RunnerInterval)
+    ->Args({kNodesAtScale, 1})
+    ->Args({kNodesAtScale, 3})
+    ->Args({kNodesAtScale, 10})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5);
+// 1M GPUs: run it on its own (--benchmark_filter=BM_RunnerInterval/125000).
+BENCHMARK(BM_RunnerInterval)
+    ->Args({5 * kNodesAtScale, 10})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
 
 void BM_ParseTopology(benchmark::State& state) {
   const Fixture& fx = FixtureFor(kNodesAtScale, kJobsAtScale);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <utility>
 
@@ -15,6 +16,10 @@ namespace {
 // IB PortInfo PortState ACTIVE (sysfs `state` "4: ACTIVE").
 constexpr int kPortActive = 4;
 
+// Ports a node not mapped yet is counted for when nothing else is known: a
+// GPU node's RDMA NICs and its management netdevs.
+constexpr size_t kPortsPerNodeGuess = 10;
+
 // Nodes whose last report is older than this many intervals are left out.
 constexpr int kStaleIntervals = 3;
 
@@ -22,6 +27,41 @@ constexpr int kStaleIntervals = 3;
 // NIC and almost every HCA has one port per device), "mlx5_0:2" otherwise.
 std::string PortName(const std::string& device, uint32_t port) {
   return port <= 1 ? device : absl::StrCat(device, ":", port);
+}
+
+// What Refresh() reads of a node: its series layout (by address: the
+// builder keeps every layout it maps from alive) and the fields of its
+// inventory that make its ports. Nodes with equal keys map alike.
+std::string MappingKey(const SeriesLayout* layout, const v1::Inventory& inv) {
+  std::string key;
+  const auto add = [&key](absl::string_view field) {
+    // Length-prefixed: no two field lists make the same key.
+    const uint32_t size = static_cast<uint32_t>(field.size());
+    key.append(reinterpret_cast<const char*>(&size), sizeof(size));
+    key.append(field.data(), field.size());
+  };
+  const auto add_number = [&key](auto number) {
+    key.append(reinterpret_cast<const char*>(&number), sizeof(number));
+  };
+  add_number(reinterpret_cast<uintptr_t>(layout));
+  add_number(inv.rdma_ports_size());
+  for (const v1::RdmaPort& p : inv.rdma_ports()) {
+    add(p.device());
+    add_number(p.port());
+    add_number(p.state_id());
+    add_number(p.rate_bytes_per_second());
+    add_number(p.netdevs_size());
+    for (const std::string& n : p.netdevs()) add(n);
+  }
+  add_number(inv.netdevs_size());
+  for (const v1::Netdev& n : inv.netdevs()) {
+    add(n.name());
+    add_number(n.operstate() == "down");
+    add(n.rdma_device());
+    add_number(n.rdma_port());
+    add_number(n.speed_bytes_per_second());
+  }
+  return key;
 }
 
 }  // namespace
@@ -51,11 +91,17 @@ FabricViewBuilder::SignalsOf(std::shared_ptr<const SeriesLayout> layout) {
 
 void FabricViewBuilder::Refresh(const NodeSeries& node, NodeCache* cache) {
   const v1::Inventory inv = node.inventory();
-  cache->ports.clear();
-  cache->targets.clear();
-  cache->slots.clear();
-  cache->traffic_slots.clear();
+  std::shared_ptr<const SeriesLayout> layout = node.layout();
+  std::shared_ptr<const Mapping>& shared =
+      mappings_[MappingKey(layout.get(), inv)];
+  if (shared == nullptr) shared = MapNode(std::move(layout), inv);
+  cache->mapping = shared;
+}
 
+std::shared_ptr<const FabricViewBuilder::Mapping> FabricViewBuilder::MapNode(
+    std::shared_ptr<const SeriesLayout> layout, const v1::Inventory& inv) {
+  auto mapping = std::make_shared<Mapping>();
+  Mapping& m = *mapping;
   // Ports: RDMA ports first, then netdevs without an RDMA device.
   absl::flat_hash_map<std::string, uint32_t> by_name;  // device or netdev
   absl::flat_hash_map<std::string, const v1::Netdev*> netdevs;
@@ -70,11 +116,11 @@ void FabricViewBuilder::Refresh(const NodeSeries& node, NodeCache* cache) {
       // A RoCE port is only usable while its netdev is up, too.
       if (it->second->operstate() == "down") info.link_up = false;
     }
-    const uint32_t index = static_cast<uint32_t>(cache->ports.size());
+    const uint32_t index = static_cast<uint32_t>(m.ports.size());
     by_name.emplace(info.device, index);
     if (p.port() <= 1) by_name.emplace(p.device(), index);
     for (const std::string& n : p.netdevs()) by_name.emplace(n, index);
-    cache->ports.push_back(std::move(info));
+    m.ports.push_back(std::move(info));
   }
   for (const v1::Netdev& n : inv.netdevs()) {
     if (by_name.contains(n.name())) continue;
@@ -91,28 +137,31 @@ void FabricViewBuilder::Refresh(const NodeSeries& node, NodeCache* cache) {
     info.netdev = n.name();
     info.link_rate = n.speed_bytes_per_second();
     info.link_up = n.operstate() != "down";
-    by_name.emplace(n.name(), static_cast<uint32_t>(cache->ports.size()));
-    cache->ports.push_back(std::move(info));
+    by_name.emplace(n.name(), static_cast<uint32_t>(m.ports.size()));
+    m.ports.push_back(std::move(info));
   }
 
-  if (std::shared_ptr<const SeriesLayout> layout = node.layout()) {
-    for (const LayoutSignal& s : SignalsOf(std::move(layout))) {
+  if (layout != nullptr) {
+    const std::vector<LayoutSignal>& signals = SignalsOf(layout);
+    m.targets.reserve(signals.size());
+    m.slots.reserve(signals.size());
+    for (const LayoutSignal& s : signals) {
       auto it = by_name.find(s.port);
       if (it == by_name.end()) continue;  // no inventory for it yet
-      cache->targets.push_back({s.slot, it->second, s.signal});
-      cache->slots.push_back(s.slot);
+      m.targets.push_back({s.slot, it->second, s.signal});
+      m.slots.push_back(s.slot);
     }
   }
 
   // Per port, the byte counters of the source each direction's traffic is
   // read from (PortAccumulator's preference: RDMA, else physical port, else
   // netdev).
-  cache->traffic_slots.assign(cache->ports.size(), {});
+  m.traffic_slots.assign(m.ports.size(), {});
   // Per port and direction (rx 0, tx 1): the rank of the source chosen so
   // far (3 RDMA, 2 physical port, 1 netdev) and its slots.
-  std::vector<std::array<int, 2>> rank(cache->ports.size(), {0, 0});
-  std::vector<std::array<std::vector<uint32_t>, 2>> chosen(cache->ports.size());
-  for (const SlotTarget& t : cache->targets) {
+  std::vector<std::array<int, 2>> rank(m.ports.size(), {0, 0});
+  std::vector<std::array<std::vector<uint32_t>, 2>> chosen(m.ports.size());
+  for (const SlotTarget& t : m.targets) {
     if (t.signal.source == counters::Source::kNone) continue;
     const int r = static_cast<int>(t.signal.source);
     const size_t dir = t.signal.signal == counters::Signal::kTxBytes ? 1 : 0;
@@ -125,10 +174,12 @@ void FabricViewBuilder::Refresh(const NodeSeries& node, NodeCache* cache) {
   }
   for (size_t p = 0; p < chosen.size(); ++p) {
     for (const std::vector<uint32_t>& slots : chosen[p]) {
-      cache->traffic_slots[p].insert(cache->traffic_slots[p].end(),
-                                     slots.begin(), slots.end());
+      m.traffic_slots[p].insert(m.traffic_slots[p].end(), slots.begin(),
+                                slots.end());
     }
   }
+  m.layout = std::move(layout);
+  return mapping;
 }
 
 analysis::FabricView FabricViewBuilder::Build(const v1::Topology* topology,
@@ -146,12 +197,6 @@ std::vector<analysis::FabricView> FabricViewBuilder::Build(
   if (topology != nullptr) {
     for (const v1::Switch& s : topology->switches()) switches.insert(s.name());
   }
-  std::vector<analysis::FabricView> views(windows_seconds.size());
-  for (size_t w = 0; w < views.size(); ++w) {
-    views[w].window_seconds = windows_seconds[w];
-    views[w].ReservePorts(last_ports_);
-  }
-  reads_.resize(views.size());
   ++pass_;
   // By name, as the view keeps its ports: each view is built in order.
   std::vector<std::shared_ptr<NodeSeries>> nodes = series_->AllNodes();
@@ -160,6 +205,26 @@ std::vector<analysis::FabricView> FabricViewBuilder::Build(
                const std::shared_ptr<NodeSeries>& b) {
               return a->name() < b->name();
             });
+  // Room for every port at once: grown port by port, the views would move
+  // every port each time they doubled (at a connect storm or a first pass,
+  // a hundred thousand ports of 656 bytes). Nodes not mapped yet are
+  // counted as the mapped ones' average.
+  size_t ports = 0;
+  size_t mapped = 0;
+  for (const std::shared_ptr<NodeSeries>& node : nodes) {
+    auto it = cache_.find(node->name());
+    if (it == cache_.end() || it->second.mapping == nullptr) continue;
+    ports += it->second.mapping->ports.size();
+    ++mapped;
+  }
+  const size_t per_node = mapped > 0 ? ports / mapped : kPortsPerNodeGuess;
+  ports += (nodes.size() - mapped) * per_node;
+  std::vector<analysis::FabricView> views(windows_seconds.size());
+  for (size_t w = 0; w < views.size(); ++w) {
+    views[w].window_seconds = windows_seconds[w];
+    views[w].ReservePorts(ports);
+  }
+  reads_.resize(views.size());
   for (const std::shared_ptr<NodeSeries>& node : nodes) {
     const NodeSeries::ViewState state = node->StateForView();
     const absl::Duration interval =
@@ -175,29 +240,30 @@ std::vector<analysis::FabricView> FabricViewBuilder::Build(
       cache.version = state.version;
       cache.boot_id = state.boot_id;
     }
+    const Mapping& m = *cache.mapping;
     for (size_t w = 0; w < views.size(); ++w) {
       reads_[w].samples = static_cast<size_t>(std::max(
           1.0,
           std::round(windows_seconds[w] / absl::ToDoubleSeconds(interval))));
     }
-    node->ReadWindows(cache.slots, cache.traffic_slots, absl::MakeSpan(reads_));
+    node->ReadWindows(m.slots, m.traffic_slots, absl::MakeSpan(reads_));
     const bool is_switch = switches.contains(node->name());
     for (size_t w = 0; w < views.size(); ++w) {
       const NodeSeries::WindowRead& read = reads_[w];
-      acc_.assign(cache.ports.size(), PortAccumulator());
-      for (size_t i = 0; i < cache.targets.size(); ++i) {
-        const SlotTarget& t = cache.targets[i];
+      acc_.assign(m.ports.size(), PortAccumulator());
+      for (size_t i = 0; i < m.targets.size(); ++i) {
+        const SlotTarget& t = m.targets[i];
         acc_[t.port].Add(t.signal, read.means[i]);
       }
-      for (size_t i = 0; i < cache.ports.size(); ++i) {
-        const PortInfo& p = cache.ports[i];
+      for (size_t i = 0; i < m.ports.size(); ++i) {
+        const PortInfo& p = m.ports[i];
         analysis::PortView& v = views[w].AddPort(node->name(), p.device);
         v.netdev = p.netdev;
         v.is_switch_port = is_switch;
         v.s = acc_[i].Finish();
         v.s.link_rate = p.link_rate;
         v.s.link_up = p.link_up;
-        if (!cache.traffic_slots[i].empty()) {
+        if (!m.traffic_slots[i].empty()) {
           v.samples = analysis::SummarizeSamples(read.times[i], read.moved[i]);
           v.samples.expected_reports = static_cast<int>(read.samples);
         }
@@ -213,8 +279,13 @@ std::vector<analysis::FabricView> FabricViewBuilder::Build(
   absl::erase_if(layouts_, [this](const auto& entry) {
     return entry.second.pass != pass_;
   });
+  // And mappings no node holds any more. A mapping keeps the layout whose
+  // address its key holds alive: no other layout can take that address
+  // while it is here.
+  absl::erase_if(mappings_, [](const auto& entry) {
+    return entry.second.use_count() == 1;
+  });
   for (analysis::FabricView& view : views) view.Finish();
-  if (!views.empty()) last_ports_ = views.front().ports().size();
   return views;
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/signal_slots.h"
@@ -119,10 +120,21 @@ class FabricViewBuilderTest : public ::testing::Test {
   template <typename RateFn>
   void Feed(const std::string& node, const v1::Inventory& inv,
             const std::vector<SeriesSpec>& specs, int reports, RateFn rate) {
-    std::shared_ptr<NodeSeries> n = store_.OpenNode(node);
-    Hello(*n, "boot-1");
-    n->SetInventory(inv);
-    std::vector<uint32_t> slots = *n->MapSchema(MakeSchema(specs));
+    FeedAll({{node, inv}}, specs, reports, rate);
+  }
+  // The same of several nodes at once: each report of every node at the
+  // same instant.
+  template <typename RateFn>
+  void FeedAll(const std::vector<std::pair<std::string, v1::Inventory>>& nodes,
+               const std::vector<SeriesSpec>& specs, int reports, RateFn rate) {
+    std::vector<std::shared_ptr<NodeSeries>> opened;
+    std::vector<uint32_t> slots;
+    for (const auto& [name, inv] : nodes) {
+      opened.push_back(store_.OpenNode(name));
+      Hello(*opened.back(), "boot-1");
+      opened.back()->SetInventory(inv);
+      slots = *opened.back()->MapSchema(MakeSchema(specs));
+    }
     for (int seq = 1; seq <= reports; ++seq) {
       clock_.Advance(absl::Seconds(1));
       std::vector<double> rates;
@@ -131,8 +143,10 @@ class FabricViewBuilderTest : public ::testing::Test {
       view.seq = static_cast<uint64_t>(seq);
       view.wall_time_unix_nanos = absl::ToUnixNanos(clock_.Now());
       view.rates = rates;
-      uint64_t held;
-      n->Ingest("boot-1", view, slots, clock_.Now(), &held);
+      for (const std::shared_ptr<NodeSeries>& n : opened) {
+        uint64_t held;
+        n->Ingest("boot-1", view, slots, clock_.Now(), &held);
+      }
     }
   }
 
@@ -238,6 +252,43 @@ TEST_F(FabricViewBuilderTest, DownPortsAndStaleNodes) {
   // stale and left out.
   view = builder.Build(nullptr, 5, clock_.Now() + absl::Seconds(10));
   EXPECT_TRUE(view.ports().empty());
+}
+
+// Nodes that report the same series share how their series map to ports,
+// but only while their ports are the same: a port down, another rate or
+// other names are a node's own, and a node whose inventory changes leaves
+// the others as they were.
+TEST_F(FabricViewBuilderTest, NodesOfTheSameSeriesKeepTheirOwnPorts) {
+  const auto one = [](size_t, int) { return 1.0; };
+  v1::Inventory slower = GpuInventory();
+  slower.mutable_rdma_ports(0)->set_rate_bytes_per_second(25e9);
+  v1::Inventory renamed = GpuInventory();
+  renamed.mutable_netdevs(1)->set_name("eno2");
+  FeedAll({{"gpu-0", GpuInventory()},
+           {"gpu-1", GpuInventory(4, "down")},
+           {"gpu-2", GpuInventory(/*state_id=*/1)},
+           {"gpu-3", slower},
+           {"gpu-4", renamed},
+           {"gpu-5", GpuInventory()}},
+          GpuSeries(), 3, one);
+  FabricViewBuilder builder(&store_);
+  analysis::FabricView view = builder.Build(nullptr, 5, clock_.Now());
+  ASSERT_EQ(view.ports().size(), 12u);
+  EXPECT_TRUE(view.Find("gpu-0", "mlx5_0")->s.link_up);
+  EXPECT_FALSE(view.Find("gpu-1", "mlx5_0")->s.link_up);
+  EXPECT_FALSE(view.Find("gpu-2", "mlx5_0")->s.link_up);
+  EXPECT_EQ(view.Find("gpu-3", "mlx5_0")->s.link_rate, 25e9);
+  EXPECT_EQ(view.Find("gpu-0", "mlx5_0")->s.link_rate, 50e9);
+  EXPECT_NE(view.Find("gpu-4", "eno2"), nullptr);
+  EXPECT_EQ(view.Find("gpu-4", "eno1"), nullptr);
+  EXPECT_TRUE(view.Find("gpu-5", "mlx5_0")->s.link_up);
+
+  // gpu-0's port goes down; gpu-5, mapped alike before, stays up.
+  store_.FindNode("gpu-0")->SetInventory(GpuInventory(4, "down"));
+  view = builder.Build(nullptr, 5, clock_.Now());
+  EXPECT_FALSE(view.Find("gpu-0", "mlx5_0")->s.link_up);
+  EXPECT_TRUE(view.Find("gpu-5", "mlx5_0")->s.link_up);
+  EXPECT_FALSE(view.Find("gpu-1", "mlx5_0")->s.link_up);
 }
 
 // Reports that arrive late and then at once (the scenario suite's

@@ -830,7 +830,12 @@ void AnalysisRunner::RunShardedRate(absl::Time now, const FeatureSlice& local,
         [&](const AnalysisShards::Owned& o) { return o.shard == it->first; });
     it = still ? std::next(it) : shard_views_.erase(it);
   }
+  if (snapshot != by_host_of_) {
+    by_host_.emplace(declared);
+    by_host_of_ = snapshot;
+  }
   ShardedRatePass::Input in;
+  in.layouts_by_host = &*by_host_;
   in.shards.reserve(owned.size());
   for (const AnalysisShards::Owned& o : owned) {
     auto mine = std::lower_bound(

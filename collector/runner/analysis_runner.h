@@ -53,6 +53,7 @@
 #include "analysis/analysis_config.h"
 #include "analysis/fabric_view.h"
 #include "analysis/hysteresis.h"
+#include "analysis/nic_ports.h"
 #include "analysis/straggler_nic.h"
 #include "collector/declared/layout_registry.h"
 #include "collector/findings/findings_store.h"
@@ -295,6 +296,11 @@ class AnalysisRunner {
   // The views of the shards owned at the last pass, rebuilt over their
   // storage each pass (AnalysisShards::Receive).
   std::map<std::string, AnalysisShards::Received, std::less<>> shard_views_;
+  // The declared layouts by host, and the snapshot they index (kept: its
+  // models are what by_host_ points into); built again when the layouts
+  // change.
+  std::shared_ptr<const RegistrySnapshot> by_host_of_;
+  std::optional<analysis::LayoutsByHost> by_host_;
   // The last shard exchange, and the last news, failed (logged once per
   // outage).
   bool exchange_failing_ = false;

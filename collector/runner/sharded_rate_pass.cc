@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -129,7 +130,10 @@ ShardedRatePass::Output ShardedRatePass::Run(const Input& in,
 
   // Each job shard's layouts; a switch shard's are every one reporting in
   // its view, as this collector's ports' (asked of each view's nodes).
-  const analysis::LayoutsByHost by_host(layouts);
+  std::optional<analysis::LayoutsByHost> built;
+  const analysis::LayoutsByHost& by_host = in.layouts_by_host != nullptr
+                                               ? *in.layouts_by_host
+                                               : built.emplace(layouts);
   std::vector<std::vector<const analysis::LayoutModel*>> shard_layouts(
       in.shards.size());
   {

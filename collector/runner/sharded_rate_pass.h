@@ -59,6 +59,7 @@
 #include "analysis/fabric_view.h"
 #include "analysis/finding.h"
 #include "analysis/hysteresis.h"
+#include "analysis/nic_ports.h"
 #include "analysis/rate_parts.h"
 #include "analysis/shard_map.h"
 #include "analysis/straggler_baselines.h"
@@ -112,6 +113,10 @@ class ShardedRatePass {
     // victims, still in view, make no source-less second storm on them
     // (analysis::DropSourcelessOnPriorities); null: none.
     const std::set<int>* held_storm_priorities = nullptr;
+    // base.layouts by host, when the caller keeps it from pass to pass
+    // while the layouts do not change (at 1M GPUs, 125,000 hosts to index);
+    // null: built for the pass.
+    const analysis::LayoutsByHost* layouts_by_host = nullptr;
   };
 
   // What one source has open after the pass: to write with

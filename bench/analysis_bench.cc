@@ -98,6 +98,10 @@
 //       (both cores: the wall time of the threaded pass)
 //   taskset -c 1 build/bench/fabricdiag_analysis_bench
 //       --benchmark_filter=CollectorInterval
+//
+// BM_ShardedInterval and BM_RunnerInterval: the analysis sharded
+// (--analysis_shards); see their comments, and bench/RESULTS.md for the
+// figures.
 #include <benchmark/benchmark.h>
 #include <time.h>
 
@@ -664,7 +668,7 @@ BENCHMARK(BM_CollectorInterval)
 // published or received, and its own ports fill every shard's views.
 // Not included: building the slice from the series store, liveness
 // (BM_FollowerSteadyInterval), tp_cross_node, the hysteresis and the
-// findings writes.
+// findings writes; BM_RunnerInterval counts them.
 struct ShardViews {
   ShardKind kind = ShardKind::kJobs;
   FabricView window;

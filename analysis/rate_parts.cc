@@ -60,9 +60,11 @@ bool IsPortPartKind(absl::string_view kind) {
 RatePart RunPortPart(const AnalysisInput& given) {
   RatePart part;
   if (given.view == nullptr || given.config == nullptr) return part;
+  // Its analyzers judge one port at a time and never ask for a layout's
+  // NICs by index: resolving them (NicPorts) was a third of this part.
   std::optional<TopologyIndex> index;
-  std::optional<NicPorts> ports;
-  const AnalysisInput in = Resolved(given, &index, &ports);
+  AnalysisInput in = given;
+  in.topology_index = &IndexOf(given, &index);
   std::vector<Finding> flap = LinkFlapFindings(in);
   std::vector<Finding> degraded = LinkDegradedFindings(in);
   // A NIC whose link flaps or trained slow moves less than its group: the

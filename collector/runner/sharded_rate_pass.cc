@@ -1,6 +1,7 @@
 #include "collector/runner/sharded_rate_pass.h"
 
 #include <algorithm>
+#include <deque>
 #include <iterator>
 #include <optional>
 #include <utility>
@@ -154,6 +155,9 @@ ShardedRatePass::Output ShardedRatePass::Run(const Input& in,
   // baselines updated with the job shards' windows as one pass (a job is in
   // one shard only), then every shard's newest samples.
   std::vector<analysis::AnalysisInput> judged;
+  // The job shards' windows' NICs, resolved once for their part and for
+  // the baselines' update (each would resolve them again).
+  std::deque<analysis::NicPorts> window_nics;
   for (int k = 0; k < 2; ++k) {
     for (size_t i = 0; i < in.shards.size(); ++i) {
       const OwnedShard& s = in.shards[i];
@@ -169,6 +173,9 @@ ShardedRatePass::Output ShardedRatePass::Run(const Input& in,
       part.layouts = jobs
                          ? analysis::LayoutsReportingIn(*view, shard_layouts[i])
                          : by_host.ReportingIn(*view);
+      if (jobs && k == 0) {
+        part.nic_ports = &window_nics.emplace_back(*view, part.layouts);
+      }
       parts[k].push_back(jobs ? analysis::RunJobPart(part)
                               : analysis::RunSwitchPart(part));
       if (jobs && k == 0) judged.push_back(std::move(part));

@@ -25,6 +25,7 @@
 
 namespace fabricdiag::analysis {
 
+struct CablingMismatches;    // analysis/cabling_mismatch.h
 struct CongestionBaselines;  // analysis/congestion.h
 class NicPorts;              // analysis/nic_ports.h
 class StragglerBaselines;    // analysis/straggler_nic.h
@@ -45,6 +46,10 @@ struct AnalysisInput {
   // file; no LLDP neighbor reported).
   const v1::Topology* declared_topology = nullptr;
   const v1::Topology* discovered_topology = nullptr;
+  // What those two topologies say of each other (CablingMismatchesOf),
+  // computed once when they changed; null: cabling_mismatch compares them
+  // each pass.
+  const CablingMismatches* cabling_mismatches = nullptr;
   const AnalysisConfig* config = nullptr;
   // Every NIC's own throughput in past passes, for straggler_nic; may be
   // null (no NIC has a baseline then). The caller owns it across passes and

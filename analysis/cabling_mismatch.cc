@@ -1,6 +1,7 @@
 #include "analysis/cabling_mismatch.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -67,49 +68,68 @@ void SwitchLinkMismatches(const v1::Topology& declared,
 
 }  // namespace
 
-std::vector<Finding> CablingMismatchFindings(const AnalysisInput& in) {
-  std::vector<Finding> out;
-  if (in.declared_topology == nullptr || in.discovered_topology == nullptr) {
-    return out;
-  }
+CablingMismatches CablingMismatchesOf(const v1::Topology& declared,
+                                      const v1::Topology& discovered) {
+  CablingMismatches out;
   // (host, NIC) -> the link LLDP reports; views into the discovered
   // topology, which outlives this call.
   absl::flat_hash_map<std::pair<absl::string_view, absl::string_view>,
                       const v1::Link*>
       observed;
-  observed.reserve(static_cast<size_t>(in.discovered_topology->links_size()));
-  for (const v1::Link& link : in.discovered_topology->links()) {
+  observed.reserve(static_cast<size_t>(discovered.links_size()));
+  for (const v1::Link& link : discovered.links()) {
     observed.try_emplace({link.host(), link.nic()}, &link);
   }
-  for (const v1::Link& want : in.declared_topology->links()) {
-    auto it = observed.find({want.host(), want.nic()});
-    if (it == observed.end()) continue;  // not reported: not a mismatch
-    const v1::Link& seen = *it->second;
-    if (seen.switch_() == want.switch_() && seen.port() == want.port()) {
-      continue;
+  if (!observed.empty()) {
+    for (const v1::Link& want : declared.links()) {
+      auto it = observed.find({want.host(), want.nic()});
+      if (it == observed.end()) continue;  // not reported: not a mismatch
+      const v1::Link& seen = *it->second;
+      if (seen.switch_() == want.switch_() && seen.port() == want.port()) {
+        continue;
+      }
+      Finding f;
+      f.kind = kCablingMismatchKind;
+      f.severity = Severity::kWarning;
+      f.node = want.host();
+      f.device = want.nic();
+      f.nodes = {want.host(), want.switch_()};
+      if (seen.switch_() != want.switch_()) f.nodes.push_back(seen.switch_());
+      f.summary = absl::StrCat(
+          want.host(), " ", want.nic(), " is cabled to ", seen.switch_(), " ",
+          seen.port(), " (LLDP), but the topology declares ", want.switch_(),
+          " ", want.port(), ": move the cable back to ", want.switch_(), " ",
+          want.port(),
+          ", or adopt the discovered topology: fabricdiag topology adopt");
+      f.evidence_text["declared_switch"] = want.switch_();
+      f.evidence_text["declared_port"] = want.port();
+      f.evidence_text["observed_switch"] = seen.switch_();
+      f.evidence_text["observed_port"] = seen.port();
+      out.host_links.push_back(std::move(f));
     }
-    Finding f;
-    f.kind = kCablingMismatchKind;
-    f.severity = Severity::kWarning;
-    f.node = want.host();
-    f.device = want.nic();
-    f.nodes = {want.host(), want.switch_()};
-    if (seen.switch_() != want.switch_()) f.nodes.push_back(seen.switch_());
-    f.summary = absl::StrCat(
-        want.host(), " ", want.nic(), " is cabled to ", seen.switch_(), " ",
-        seen.port(), " (LLDP), but the topology declares ", want.switch_(), " ",
-        want.port(), ": move the cable back to ", want.switch_(), " ",
-        want.port(),
-        ", or adopt the discovered topology: fabricdiag topology adopt");
-    f.evidence_text["declared_switch"] = want.switch_();
-    f.evidence_text["declared_port"] = want.port();
-    f.evidence_text["observed_switch"] = seen.switch_();
-    f.evidence_text["observed_port"] = seen.port();
-    std::string job = JobOfNic(in, want.host(), want.nic(), "");
-    if (!job.empty()) f.evidence_text["job"] = std::move(job);
-    out.push_back(std::move(f));
   }
-  SwitchLinkMismatches(*in.declared_topology, *in.discovered_topology, &out);
+  SwitchLinkMismatches(declared, discovered, &out.switch_links);
+  return out;
+}
+
+std::vector<Finding> CablingMismatchFindings(const AnalysisInput& in) {
+  std::vector<Finding> out;
+  if (in.declared_topology == nullptr || in.discovered_topology == nullptr) {
+    return out;
+  }
+  std::optional<CablingMismatches> local;
+  const CablingMismatches& found =
+      in.cabling_mismatches != nullptr
+          ? *in.cabling_mismatches
+          : local.emplace(CablingMismatchesOf(*in.declared_topology,
+                                              *in.discovered_topology));
+  out.reserve(found.host_links.size() + found.switch_links.size());
+  for (const Finding& host_link : found.host_links) {
+    Finding& f = out.emplace_back(host_link);
+    std::string job = JobOfNic(in, f.node, f.device, "");
+    if (!job.empty()) f.evidence_text["job"] = std::move(job);
+  }
+  out.insert(out.end(), found.switch_links.begin(), found.switch_links.end());
   std::sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
     return std::tie(a.node, a.device) < std::tie(b.node, b.device);
   });

@@ -25,17 +25,33 @@
 
 #include "analysis/analyzer.h"
 #include "analysis/finding.h"
+#include "proto/layout.pb.h"
 
 namespace fabricdiag::analysis {
 
 inline constexpr char kCablingMismatchKind[] = "cabling_mismatch";
+
+// What two topologies alone say: the findings CablingMismatchFindings()
+// gives, but for the job evidence, which depends on the layouts. The
+// topologies change far less often than a pass runs, and comparing them
+// reads every declared link (a million at 1M GPUs), so whoever keeps them
+// computes this once per pair (AnalysisInput::cabling_mismatches).
+struct CablingMismatches {
+  // One per declared host link whose NIC LLDP cables elsewhere.
+  std::vector<Finding> host_links;
+  // One per end of a declared switch link cabled to another far end.
+  std::vector<Finding> switch_links;
+};
+CablingMismatches CablingMismatchesOf(const v1::Topology& declared,
+                                      const v1::Topology& discovered);
 
 // One finding per declared link of in.declared_topology whose NIC
 // in.discovered_topology cables elsewhere, and one per end of a declared
 // switch link whose port it cables to another far end; none when either
 // topology is null. Evidence text: declared_switch, declared_port (the
 // declared far end), observed_switch, observed_port, and for a host link
-// job when one job's layout uses the NIC.
+// job when one job's layout uses the NIC. From in.cabling_mismatches when
+// given (which must be of these two topologies), else compared here.
 std::vector<Finding> CablingMismatchFindings(const AnalysisInput& in);
 
 }  // namespace fabricdiag::analysis

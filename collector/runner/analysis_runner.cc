@@ -397,6 +397,7 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric,
   in.topology_index = topology.effective_index.get();
   // cabling_mismatch holds what is declared against what LLDP reports.
   in.declared_topology = topology.declared.get();
+  in.cabling_mismatches = topology.cabling.get();
   in.discovered_topology = topology.discovered.get();
   in.config = &options_.analysis;
   // A job none of whose hosts report has nothing for the rate analyzers:
@@ -873,6 +874,7 @@ void AnalysisRunner::RunShardedRate(absl::Time now, const FeatureSlice& local,
   in.base.topology = topology.effective.get();
   in.base.topology_index = topology.effective_index.get();
   in.base.declared_topology = topology.declared.get();
+  in.base.cabling_mismatches = topology.cabling.get();
   in.base.discovered_topology = topology.discovered.get();
   in.base.layouts = declared;
   const std::vector<v1::Finding> active = findings_->Active();

@@ -44,6 +44,10 @@ std::shared_ptr<const TopologyViews> TopologyKeeper::Build(
   views->effective_index =
       std::make_shared<const analysis::TopologyIndex>(effective.get());
   views->effective = std::move(effective);
+  if (views->declared != nullptr) {
+    views->cabling = std::make_shared<const analysis::CablingMismatches>(
+        analysis::CablingMismatchesOf(*views->declared, *views->discovered));
+  }
   views->problems = std::move(built.problems);
   views->facts_generation = generation;
   return views;

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/cabling_mismatch.h"
 #include "analysis/topology_index.h"
 #include "proto/layout.pb.h"
 
@@ -36,6 +37,11 @@ struct TopologyViews {
   std::shared_ptr<const v1::Topology> effective;
   // Of `effective`; never null.
   std::shared_ptr<const analysis::TopologyIndex> effective_index;
+  // What `declared` and `discovered` say of each other, for
+  // cabling_mismatch (AnalysisInput::cabling_mismatches); null when nothing
+  // is declared, or when the source does not compare them (the analyzer
+  // then does, each pass).
+  std::shared_ptr<const analysis::CablingMismatches> cabling;
   // What the discovery could not place (a neighbor naming two switches, a
   // port claimed twice), one sentence each.
   std::vector<std::string> problems;

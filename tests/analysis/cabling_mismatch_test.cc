@@ -192,6 +192,54 @@ v1::Topology UplinksMoved(const std::vector<MovedUplink>& moved) {
   return found.topology;
 }
 
+// The comparison of the two topologies, made once when they change
+// (CablingMismatchesOf), gives each pass the same findings as comparing
+// them in the pass: a host link's job is still read from the pass's
+// layouts. A pass given the comparison reads it, not the topologies.
+TEST(CablingMismatchTest, ComparedOnceAsInEachPass) {
+  TestFabric fabric(1);
+  DeclareSwitchLinks(&fabric.topology());
+  // gpu-003 mlx5_2 heard on leaf-1 swp40, leaf-0's first uplink on
+  // spine-1 swp9.
+  v1::Topology discovered = UplinksMoved({{0, 0, "spine-1", "swp9"}});
+  for (v1::Link& link : *discovered.mutable_links()) {
+    if (link.host() == "gpu-003" && link.nic() == "mlx5_2") {
+      link.set_switch_("leaf-1");
+      link.set_port("swp40");
+    }
+  }
+
+  const CablingMismatches once =
+      CablingMismatchesOf(fabric.topology(), discovered);
+  ASSERT_THAT(once.host_links, SizeIs(1));
+  EXPECT_EQ(once.host_links[0].evidence_text.count("job"), 0u);
+  ASSERT_THAT(once.switch_links, SizeIs(1));
+
+  const FabricView view = fabric.View();
+  AnalysisInput in = fabric.Input(view);
+  in.declared_topology = &fabric.topology();
+  in.discovered_topology = &discovered;
+  const std::vector<Finding> each_pass = CablingMismatchFindings(in);
+  in.cabling_mismatches = &once;
+  const std::vector<Finding> given = CablingMismatchFindings(in);
+  ASSERT_THAT(given, SizeIs(2));
+  ASSERT_THAT(each_pass, SizeIs(2));
+  for (size_t i = 0; i < given.size(); ++i) {
+    EXPECT_EQ(given[i].node, each_pass[i].node);
+    EXPECT_EQ(given[i].device, each_pass[i].device);
+    EXPECT_EQ(given[i].summary, each_pass[i].summary);
+    EXPECT_EQ(given[i].nodes, each_pass[i].nodes);
+    EXPECT_EQ(given[i].evidence_text, each_pass[i].evidence_text);
+  }
+  EXPECT_EQ(given[0].node, "gpu-003");
+  EXPECT_EQ(given[0].evidence_text.at("job"), "moe-train-42");
+  EXPECT_EQ(given[1].node, "leaf-0");
+
+  const CablingMismatches none;
+  in.cabling_mismatches = &none;
+  EXPECT_THAT(CablingMismatchFindings(in), IsEmpty());
+}
+
 // A declared switch link LLDP contradicts: the port whose cable moved names
 // the declared and the observed far end. Its declared far end, spine-0
 // swp1, now hears nothing: silence, no second finding.

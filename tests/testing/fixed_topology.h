@@ -10,6 +10,7 @@
 #include <memory>
 #include <utility>
 
+#include "analysis/cabling_mismatch.h"
 #include "analysis/topology_index.h"
 #include "collector/topology/topology_views.h"
 #include "proto/layout.pb.h"
@@ -41,6 +42,8 @@ class FixedTopology final : public collector::TopologySource {
         std::make_shared<const analysis::TopologyIndex>(shared.get());
     views->declared = shared;
     views->declared_version = 1;
+    views->cabling = std::make_shared<const analysis::CablingMismatches>(
+        analysis::CablingMismatchesOf(*views->declared, *views->discovered));
     views->effective = std::move(shared);
     return FixedTopology(std::move(views));
   }

@@ -134,6 +134,30 @@ TEST_F(TopologyKeeperTest, RedrawsOnlyWhenFactsOrTheDeclarationMove) {
               ElementsAre("gpu-1", "gpu-2", "gpu-3"));
 }
 
+// What the declared and the discovered cabling say of each other is
+// compared once per drawing, for every pass to read (cabling_mismatch);
+// nothing to compare while nothing is declared.
+TEST_F(TopologyKeeperTest, ComparesTheCablingOncePerDrawing) {
+  TopologyKeeper keeper(&facts_, registry_.get(), &builder_, &clock_);
+  ASSERT_TRUE(facts_.Put(Facts("gpu-9")).ok());
+  EXPECT_TRUE(keeper.Refresh());
+  EXPECT_EQ(keeper.Current()->cabling, nullptr);
+
+  // Declared on leaf-9 swp1; LLDP hears leaf-1 p-gpu-9.
+  ASSERT_TRUE(registry_->ApplyTopology(Declared("swp1")).ok());
+  EXPECT_TRUE(keeper.Refresh());
+  std::shared_ptr<const TopologyViews> views = keeper.Current();
+  ASSERT_NE(views->cabling, nullptr);
+  ASSERT_EQ(views->cabling->host_links.size(), 1u);
+  const analysis::Finding& f = views->cabling->host_links[0];
+  EXPECT_EQ(f.node, "gpu-9");
+  EXPECT_EQ(f.device, "mlx5_0");
+  EXPECT_EQ(f.evidence_text.at("declared_switch"), "leaf-9");
+  EXPECT_EQ(f.evidence_text.at("observed_switch"), "leaf-1");
+  EXPECT_EQ(f.evidence_text.at("observed_port"), "p-gpu-9");
+  EXPECT_TRUE(views->cabling->switch_links.empty());
+}
+
 // A drawing in progress (a large fabric takes a second) never holds a
 // reader up: it gets the previous views until the new ones are swapped in.
 TEST_F(TopologyKeeperTest, ReadersGetThePreviousViewsWhileADrawingRuns) {

@@ -65,7 +65,16 @@ std::vector<Finding> LinkDegradedFindings(const AnalysisInput& in) {
   for (const PortView& port : ports) kinds.push_back(KindOf(topology, port));
   auto kind_of = [&](const PortView& p) { return kinds[&p - ports.data()]; };
 
+  // The ports of the node being walked: ports() keeps a node's together,
+  // so its peers are found without asking the view per port.
+  absl::Span<const PortView> node_ports;
   for (const PortView& port : ports) {
+    if (node_ports.empty() || node_ports.front().node != port.node) {
+      const size_t begin = static_cast<size_t>(&port - ports.data());
+      size_t end = begin + 1;
+      while (end < ports.size() && ports[end].node == port.node) ++end;
+      node_ports = ports.subspan(begin, end - begin);
+    }
     const PortSignals& s = port.s;
     if (!s.link_up || !RateUsable(s.link_rate)) continue;
 
@@ -77,7 +86,8 @@ std::vector<Finding> LinkDegradedFindings(const AnalysisInput& in) {
     } else {
       const PortKind kind = kind_of(port);
       std::vector<double> rates;
-      for (const PortView& peer : in.view->PortsOf(port.node)) {
+      rates.reserve(node_ports.size());
+      for (const PortView& peer : node_ports) {
         if (&peer == &port || !peer.s.link_up ||
             !RateUsable(peer.s.link_rate) || kind_of(peer) != kind) {
           continue;

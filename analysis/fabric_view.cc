@@ -22,7 +22,8 @@ SampleEvidence SummarizeSamples(absl::Span<const double> times,
   if (times.size() < 2 || moved.size() + 1 != times.size()) return e;
   e.reports = static_cast<int>(moved.size());
   e.report_span_seconds = times.back() - times.front();
-  std::vector<double> intervals;
+  // A window is a few reports: no allocation per port and pass.
+  absl::InlinedVector<double, 16> intervals;
   double since = times[0];  // the last report whose traffic moved
   for (size_t i = 0; i < moved.size(); ++i) {
     if (!moved[i]) continue;  // stale: the next sample that moves covers it

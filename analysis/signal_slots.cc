@@ -109,4 +109,10 @@ auto& Slot(Signals& s, int slot) {
 double& SlotOf(PortSignals& s, int slot) { return Slot(s, slot); }
 double SlotOf(const PortSignals& s, int slot) { return Slot(s, slot); }
 
+size_t SlotOffset(int slot) {
+  const PortSignals probe;
+  return static_cast<size_t>(reinterpret_cast<const char*>(&Slot(probe, slot)) -
+                             reinterpret_cast<const char*>(&probe));
+}
+
 }  // namespace fabricdiag::analysis

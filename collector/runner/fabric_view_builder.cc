@@ -144,13 +144,28 @@ std::shared_ptr<const FabricViewBuilder::Mapping> FabricViewBuilder::MapNode(
   if (layout != nullptr) {
     const std::vector<LayoutSignal>& signals = SignalsOf(layout);
     m.targets.reserve(signals.size());
-    m.slots.reserve(signals.size());
     for (const LayoutSignal& s : signals) {
       auto it = by_name.find(s.port);
       if (it == by_name.end()) continue;  // no inventory for it yet
       m.targets.push_back({s.slot, it->second, s.signal});
-      m.slots.push_back(s.slot);
     }
+  }
+  // Grouped by port, so that each port's series fold into it as it is
+  // added to a view; within a port in the layout's order (the order in
+  // which they are summed).
+  std::stable_sort(
+      m.targets.begin(), m.targets.end(),
+      [](const SlotTarget& a, const SlotTarget& b) { return a.port < b.port; });
+  m.ports_end.assign(m.ports.size(), 0);
+  for (const SlotTarget& t : m.targets) ++m.ports_end[t.port];
+  for (size_t p = 1; p < m.ports_end.size(); ++p) {
+    m.ports_end[p] += m.ports_end[p - 1];
+  }
+  m.slots.reserve(m.targets.size());
+  m.folds.reserve(m.targets.size());
+  for (const SlotTarget& t : m.targets) {
+    m.slots.push_back(t.slot);
+    m.folds.push_back(PortAccumulator::FoldOf(t.signal));
   }
 
   // Per port, the byte counters of the source each direction's traffic is
@@ -205,34 +220,50 @@ std::vector<analysis::FabricView> FabricViewBuilder::Build(
                const std::shared_ptr<NodeSeries>& b) {
               return a->name() < b->name();
             });
-  // Room for every port at once: grown port by port, the views would move
-  // every port each time they doubled (at a connect storm or a first pass,
-  // a hundred thousand ports of 656 bytes). Nodes not mapped yet are
-  // counted as the mapped ones' average.
-  size_t ports = 0;
-  size_t mapped = 0;
+  // The nodes reporting, with what the view needs to know of each; those
+  // silent for kStaleIntervals are left out (agent_down covers them; their
+  // stale rates must not raise findings).
+  struct Reporting {
+    NodeSeries* node;
+    NodeSeries::ViewState state;
+  };
+  std::vector<Reporting> reporting;
+  reporting.reserve(nodes.size());
   for (const std::shared_ptr<NodeSeries>& node : nodes) {
-    auto it = cache_.find(node->name());
-    if (it == cache_.end() || it->second.mapping == nullptr) continue;
-    ports += it->second.mapping->ports.size();
-    ++mapped;
-  }
-  const size_t per_node = mapped > 0 ? ports / mapped : kPortsPerNodeGuess;
-  ports += (nodes.size() - mapped) * per_node;
-  std::vector<analysis::FabricView> views(windows_seconds.size());
-  for (size_t w = 0; w < views.size(); ++w) {
-    views[w].window_seconds = windows_seconds[w];
-    views[w].ReservePorts(ports);
-  }
-  reads_.resize(views.size());
-  for (const std::shared_ptr<NodeSeries>& node : nodes) {
-    const NodeSeries::ViewState state = node->StateForView();
+    NodeSeries::ViewState state = node->StateForView();
     const absl::Duration interval =
         absl::Milliseconds(std::max<uint32_t>(state.interval_ms, 1));
     if (state.last_report == absl::InfinitePast() ||
         now - state.last_report > kStaleIntervals * interval) {
       continue;
     }
+    reporting.push_back({node.get(), std::move(state)});
+  }
+  // Room for every port at once: grown port by port, the views would move
+  // every port each time they doubled (at a connect storm or a first pass,
+  // a hundred thousand ports of 656 bytes). Nodes not mapped yet are
+  // counted as the mapped ones' average.
+  size_t ports = 0;
+  size_t mapped = 0;
+  for (const Reporting& r : reporting) {
+    auto it = cache_.find(r.node->name());
+    if (it == cache_.end() || it->second.mapping == nullptr) continue;
+    ports += it->second.mapping->ports.size();
+    ++mapped;
+  }
+  const size_t per_node = mapped > 0 ? ports / mapped : kPortsPerNodeGuess;
+  ports += (reporting.size() - mapped) * per_node;
+  std::vector<analysis::FabricView> views(windows_seconds.size());
+  for (size_t w = 0; w < views.size(); ++w) {
+    views[w].window_seconds = windows_seconds[w];
+    views[w].ReservePorts(ports);
+  }
+  reads_.resize(views.size());
+  for (const Reporting& r : reporting) {
+    NodeSeries* const node = r.node;
+    const NodeSeries::ViewState& state = r.state;
+    const absl::Duration interval =
+        absl::Milliseconds(std::max<uint32_t>(state.interval_ms, 1));
     NodeCache& cache = cache_[node->name()];
     cache.pass = pass_;
     if (cache.version != state.version || cache.boot_id != state.boot_id) {
@@ -250,17 +281,18 @@ std::vector<analysis::FabricView> FabricViewBuilder::Build(
     const bool is_switch = switches.contains(node->name());
     for (size_t w = 0; w < views.size(); ++w) {
       const NodeSeries::WindowRead& read = reads_[w];
-      acc_.assign(m.ports.size(), PortAccumulator());
-      for (size_t i = 0; i < m.targets.size(); ++i) {
-        const SlotTarget& t = m.targets[i];
-        acc_[t.port].Add(t.signal, read.means[i]);
-      }
+      size_t t = 0;
       for (size_t i = 0; i < m.ports.size(); ++i) {
         const PortInfo& p = m.ports[i];
         analysis::PortView& v = views[w].AddPort(node->name(), p.device);
         v.netdev = p.netdev;
         v.is_switch_port = is_switch;
-        v.s = acc_[i].Finish();
+        // Its series' means fold straight into the view's port.
+        acc_.Reset();
+        for (; t < m.ports_end[i]; ++t) {
+          acc_.Add(m.folds[t], read.means[t], &v.s);
+        }
+        acc_.FinishInto(&v.s);
         v.s.link_rate = p.link_rate;
         v.s.link_up = p.link_up;
         if (!m.traffic_slots[i].empty()) {

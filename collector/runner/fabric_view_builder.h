@@ -78,8 +78,12 @@ class FabricViewBuilder {
   struct Mapping {
     std::shared_ptr<const SeriesLayout> layout;  // keeps the key alive
     std::vector<PortInfo> ports;
+    // By port, in the layout's order within one: port i's are
+    // [ports_end[i - 1], ports_end[i]).
     std::vector<SlotTarget> targets;
-    std::vector<uint32_t> slots;  // targets[i].slot, for RecentMeans
+    std::vector<uint32_t> ports_end;
+    std::vector<uint32_t> slots;  // targets[i].slot, for ReadWindows
+    std::vector<PortAccumulator::Fold> folds;  // of targets[i].signal
     // Per port: the byte-counter slots its traffic is read from (RDMA, else
     // physical port, else netdev: the ones PortAccumulator prefers), whose
     // samples say when it moved (PortView::samples).
@@ -124,7 +128,7 @@ class FabricViewBuilder {
   uint64_t pass_ = 0;
   // Scratch, reused across nodes.
   std::vector<NodeSeries::WindowRead> reads_;
-  std::vector<PortAccumulator> acc_;
+  PortAccumulator acc_;
 };
 
 }  // namespace fabricdiag::collector

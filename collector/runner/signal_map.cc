@@ -35,18 +35,6 @@ SignalRef FromMeaning(Meaning meaning, Direction direction, int priority) {
   return {signal, prio, spec.source};
 }
 
-// Larger of two signals, either of which may be absent.
-double Max(double a, double b) {
-  if (!Has(a)) return b;
-  if (!Has(b)) return a;
-  return std::max(a, b);
-}
-double Sum(double a, double b) {
-  if (!Has(a)) return b;
-  if (!Has(b)) return a;
-  return a + b;
-}
-
 }  // namespace
 
 SignalRef ClassifySeries(const SeriesMeta& m) {
@@ -76,44 +64,55 @@ PortAccumulator::ScalarSlots PortAccumulator::AbsentSlots() {
   return slots;
 }
 
-void PortAccumulator::Add(SignalRef ref, double v) {
-  if (std::isnan(v) || ref.signal == Signal::kNone) return;
+PortAccumulator::Fold PortAccumulator::FoldOf(SignalRef ref) {
+  if (ref.signal == Signal::kNone) return {};
   const int slot = static_cast<int>(ref.signal);
-  double* into;
   if (ref.source != Source::kNone) {
-    into = &traffic_[ref.signal == Signal::kTxBytes ? 1 : 0]
-                    [static_cast<size_t>(ref.source) - 1];
-  } else if (counters::IsPerPriority(ref.signal)) {
-    into = &analysis::SlotOf(s_, slot + ref.priority);
-  } else if (ref.priority >= 0) {
-    // The RDMA ECN counter is one total; ethtool reports it per priority.
-    double& sum = per_priority_sum_[static_cast<size_t>(slot)];
-    sum = Sum(sum, v);
-    return;
-  } else {
-    into = &analysis::SlotOf(s_, slot);
+    const int direction = ref.signal == Signal::kTxBytes ? 1 : 0;
+    return {Fold::Op::kTraffic,
+            static_cast<uint16_t>(direction * 3 + static_cast<int>(ref.source) -
+                                  1)};
   }
-  *into = Max(*into, v);
+  if (counters::IsPerPriority(ref.signal)) {
+    return {Fold::Op::kMax,
+            static_cast<uint16_t>(analysis::SlotOffset(slot + ref.priority))};
+  }
+  if (ref.priority >= 0) {
+    return {Fold::Op::kPrioritySum, static_cast<uint16_t>(slot)};
+  }
+  return {Fold::Op::kMax, static_cast<uint16_t>(analysis::SlotOffset(slot))};
 }
 
 analysis::PortSignals PortAccumulator::Finish() const {
   analysis::PortSignals s = s_;
+  FinishInto(&s);
+  return s;
+}
+
+void PortAccumulator::Reset() {
+  traffic_.fill(analysis::kAbsent);
+  if (summed_) per_priority_sum_.fill(analysis::kAbsent);
+  summed_ = false;
+}
+
+void PortAccumulator::FinishInto(analysis::PortSignals* into) const {
   // The best source present: RDMA, else the physical port, else netdev.
   for (size_t dir = 0; dir < 2; ++dir) {
-    double& traffic = dir == 0 ? s.rx_bytes : s.tx_bytes;
-    for (auto it = traffic_[dir].rbegin(); it != traffic_[dir].rend(); ++it) {
-      if (Has(*it)) {
-        traffic = *it;
+    double& traffic = dir == 0 ? into->rx_bytes : into->tx_bytes;
+    for (size_t source = 3; source-- > 0;) {
+      if (Has(traffic_[dir * 3 + source])) {
+        traffic = traffic_[dir * 3 + source];
         break;
       }
     }
   }
+  if (!summed_) return;
   for (int slot = 0; slot < counters::kScalarSignalSlots; ++slot) {
     const double sum = per_priority_sum_[static_cast<size_t>(slot)];
-    if (Has(sum))
-      analysis::SlotOf(s, slot) = Max(analysis::SlotOf(s, slot), sum);
+    if (!Has(sum)) continue;
+    double& total = analysis::SlotOf(*into, slot);
+    total = Max(total, sum);
   }
-  return s;
 }
 
 }  // namespace fabricdiag::collector

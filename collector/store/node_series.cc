@@ -6,6 +6,7 @@
 #include <limits>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 
@@ -305,7 +306,7 @@ void NodeSeries::ReadWindows(absl::Span<const uint32_t> slots,
   if (windows.empty()) return;
   // Every window's sums and counts, from one read of each slot's values,
   // in the first window's scratch ([w * slots.size() + i]).
-  std::vector<uint64_t> froms(windows.size());
+  absl::InlinedVector<uint64_t, 4> froms(windows.size());
   absl::MutexLock lock(&mu_);
   const uint64_t end = next_k_;
   for (size_t w = 0; w < windows.size(); ++w) {

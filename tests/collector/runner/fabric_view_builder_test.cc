@@ -555,6 +555,60 @@ TEST(SignalMapTest, TrafficTakesTheBestSourceNotTheLargest) {
   EXPECT_EQ(s.ecn_marked, 15);
 }
 
+// The view builder folds each node's ports in place with one accumulator
+// and the folds taken ahead: each port as a fresh accumulator's Finish()
+// gives it, nothing carried from the port before.
+TEST(SignalMapTest, FoldsInPlaceAsAFreshAccumulatorFinishes) {
+  const std::vector<std::vector<std::pair<SignalRef, double>>> ports = {
+      {{{Signal::kTxBytes, -1, Source::kPhy}, 900},
+       {{Signal::kTxBytes, -1, Source::kRdma}, 800},
+       {{Signal::kRxBytes, -1, Source::kNetdev}, 5},
+       {{Signal::kEcnMarked, 1}, 7},
+       {{Signal::kEcnMarked, 2}, 8},
+       {{Signal::kRxPauseFraction, 3}, 0.25},
+       {{Signal::kSymbolErrors}, 3},
+       {{Signal::kSymbolErrors}, 9},
+       {{Signal::kCnpSent}, std::nan("")},
+       {{}, 11}},
+      // No traffic and no per-priority sum: none of the port before's.
+      {{{Signal::kRxDiscards}, 4}, {{Signal::kTxPauseFrames, 7}, 2}},
+      {{{Signal::kRxDiscards, 0}, 1},
+       {{Signal::kRxDiscards}, 0.5},
+       {{Signal::kRxBytes, -1, Source::kRdma}, 70}},
+  };
+  PortAccumulator in_place;
+  for (size_t p = 0; p < ports.size(); ++p) {
+    SCOPED_TRACE(p);
+    PortAccumulator fresh;
+    analysis::PortSignals folded;
+    in_place.Reset();
+    for (const auto& [ref, value] : ports[p]) {
+      fresh.Add(ref, value);
+      in_place.Add(PortAccumulator::FoldOf(ref), value, &folded);
+    }
+    in_place.FinishInto(&folded);
+    const analysis::PortSignals want = fresh.Finish();
+    for (int slot = 0; slot < counters::kSignalSlots; ++slot) {
+      const double got = SlotOf(folded, slot);
+      if (std::isnan(SlotOf(want, slot))) {
+        EXPECT_TRUE(std::isnan(got)) << "slot " << slot;
+      } else {
+        EXPECT_EQ(got, SlotOf(want, slot)) << "slot " << slot;
+      }
+    }
+  }
+}
+
+TEST(SignalMapTest, SlotOffsetsAreTheSlots) {
+  analysis::PortSignals s;
+  for (int slot = 0; slot < counters::kSignalSlots; ++slot) {
+    analysis::AtSlotOffset(s, analysis::SlotOffset(slot)) = slot + 1000;
+  }
+  for (int slot = 0; slot < counters::kSignalSlots; ++slot) {
+    EXPECT_EQ(SlotOf(s, slot), slot + 1000) << "slot " << slot;
+  }
+}
+
 // Every meaning the table gives a signal reaches it through
 // ClassifySeries, with the direction and priority it needs.
 TEST(SignalMapTest, EveryMeaningWithASignalFeedsIt) {

@@ -34,6 +34,9 @@
 ABSL_FLAG(int, nodes, 2000, "nodes");
 ABSL_FLAG(int, nics, 8, "NICs per node");
 ABSL_FLAG(int, rounds, 30, "reports per node");
+ABSL_FLAG(bool, management_netdev, false,
+          "give each node a management netdev without RDMA (eno1), as most "
+          "GPU nodes have: a port the view sorts before the NICs");
 ABSL_FLAG(int, view_builds, 10,
           "analysis passes' view builds to time after ingest (0: none)");
 
@@ -71,6 +74,12 @@ int main(int argc, char** argv) {
   if (!agent.ok()) {
     std::fprintf(stderr, "--nics: %s\n", agent.status().ToString().c_str());
     return 2;
+  }
+  if (absl::GetFlag(FLAGS_management_netdev)) {
+    v1::Netdev* eno1 = agent->inventory.mutable_inventory()->add_netdevs();
+    eno1->set_name("eno1");
+    eno1->set_operstate("up");
+    eno1->set_speed_bytes_per_second(3.125e9);
   }
   const int n = static_cast<int>(agent->series);
   const int rounds = absl::GetFlag(FLAGS_rounds);

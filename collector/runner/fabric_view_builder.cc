@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <numeric>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -140,6 +141,26 @@ std::shared_ptr<const FabricViewBuilder::Mapping> FabricViewBuilder::MapNode(
     by_name.emplace(n.name(), static_cast<uint32_t>(m.ports.size()));
     m.ports.push_back(std::move(info));
   }
+  // In the view's order, by device (each is one port's: a netdev named as
+  // an RDMA device was taken as its netdev above): a view built node by
+  // node in name order is then sorted as built, and Finish() only checks
+  // it. Left in the inventory's order, mlx5_10 came before mlx5_2 and a
+  // management eno1 after the RDMA ports, and every pass sorted the views'
+  // hundreds of thousands of 656-byte ports again.
+  std::vector<uint32_t> order(m.ports.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&m](uint32_t a, uint32_t b) {
+    return m.ports[a].device < m.ports[b].device;
+  });
+  std::vector<uint32_t> position(order.size());
+  std::vector<PortInfo> sorted;
+  sorted.reserve(order.size());
+  for (uint32_t k = 0; k < order.size(); ++k) {
+    position[order[k]] = k;
+    sorted.push_back(std::move(m.ports[order[k]]));
+  }
+  m.ports = std::move(sorted);
+  for (auto& [name, index] : by_name) index = position[index];
 
   if (layout != nullptr) {
     const std::vector<LayoutSignal>& signals = SignalsOf(layout);

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <random>
+#include <string>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "cluster/kv_watch.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "common/version.h"
@@ -136,13 +138,15 @@ void ClusterMembers::Seen(kvEntry* entry, bool replayed) {
 void ClusterMembers::Run() {
   absl::Time next_announce = absl::Now() + options_.period;
   while (!stopping_.load()) {
+    RevisionGaps gaps(BucketLastSequence(nats_->js(), options_.bucket));
     kvWatchOptions watch_options;
     kvWatchOptions_Init(&watch_options);
     kvWatcher* watcher = nullptr;
     natsStatus s = kvStore_WatchAll(&watcher, kv_, &watch_options);
     absl::Time heard = absl::Now();  // the last entry this watcher gave
     bool replaying = true;           // until the watcher's end-of-replay marker
-    while (s == NATS_OK && !stopping_.load()) {
+    std::string missed;  // why the watcher is recreated, when it missed one
+    while (s == NATS_OK && !stopping_.load() && missed.empty()) {
       if (absl::Now() >= next_announce) {
         Announce();
         next_announce = absl::Now() + options_.period;
@@ -161,13 +165,22 @@ void ClusterMembers::Run() {
       heard = absl::Now();
       if (entry == nullptr) {
         replaying = false;
+        gaps.Replayed();
         continue;
       }
+      const RevisionGaps::Range passed = gaps.Before(kvEntry_Revision(entry));
       Seen(entry, replaying);
       kvEntry_Destroy(entry);
+      // An announcement missed for good (cluster/kv_watch.h) would make its
+      // member look older than it is: read the bucket again.
+      missed = MissedRevision(*nats_, options_.bucket, passed);
     }
     if (watcher != nullptr) kvWatcher_Destroy(watcher);
     if (stopping_.load()) return;
+    if (!missed.empty()) {
+      LogWarning(absl::StrCat("watching the cluster's members: ", missed,
+                              "; watching again"));
+    }
     watcher_restarts_.fetch_add(1);
     absl::SleepFor(absl::Milliseconds(200));
   }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "cluster/kv_payload.h"
+#include "cluster/kv_watch.h"
 #include "collector/state/object_store.h"
 #include "common/log.h"
 #include "common/names.h"
@@ -684,6 +685,7 @@ void JetStreamDeclaredState::WatchLoop(
   // watcher replays up to it is skipped.
   uint64_t delivered = 0;
   while (!stopping_.load()) {
+    RevisionGaps gaps(BucketLastSequence(nats_->js(), options_.bucket));
     kvWatchOptions watch_options;
     kvWatchOptions_Init(&watch_options);
     kvWatcher* watcher = nullptr;
@@ -705,8 +707,27 @@ void JetStreamDeclaredState::WatchLoop(
         s = NATS_TIMEOUT;
         break;
       }
-      if (s != NATS_OK || entry == nullptr) continue;
+      if (s != NATS_OK) continue;
+      if (entry == nullptr) {
+        gaps.Replayed();
+        continue;
+      }
       const StoredValue value = FromEntry(entry);
+      // Revisions the watcher passed over may have been missed, not
+      // superseded (cluster/kv_watch.h): what the stream still holds of
+      // them is handed over first, in order, fetched by sequence.
+      if (const RevisionGaps::Range passed = gaps.Before(value.revision);
+          !passed.empty() && passed.end > delivered + 1) {
+        delivered = std::max(delivered, passed.first - 1);
+        const absl::Status caught_up =
+            CatchUp(passed.end - 1, &delivered, on_change);
+        if (!caught_up.ok()) {
+          kvEntry_Destroy(entry);
+          LogWarning(std::string(caught_up.message()));
+          s = NATS_TIMEOUT;
+          break;
+        }
+      }
       std::optional<DeclaredChange> change;
       if (value.revision > delivered) {
         delivered = value.revision;

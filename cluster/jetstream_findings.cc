@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cluster/kv_watch.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 
@@ -388,6 +390,7 @@ void JetStreamFindings::WatchLoop(
     // are skipped below but counted).
     const absl::StatusOr<uint64_t> newest_before =
         BucketLastRevision(nats_->js(), options_.bucket);
+    RevisionGaps gaps(BucketLastSequence(nats_->js(), options_.bucket));
     kvWatcher* watcher = nullptr;
     natsStatus s = kvStore_WatchAll(&watcher, kv_, &watch_options);
     {
@@ -460,6 +463,7 @@ void JetStreamFindings::WatchLoop(
       if (s != NATS_OK) continue;
       quiet_in_replay = 0;
       if (entry == nullptr) {  // libnats' end of the replay
+        gaps.Replayed();
         if (replayed.has_value() && !end_replay()) {
           s = NATS_TIMEOUT;
           break;
@@ -467,6 +471,18 @@ void JetStreamFindings::WatchLoop(
         continue;
       }
       const uint64_t revision = kvEntry_Revision(entry);
+      // A revision the watcher passed over but the bucket holds was missed
+      // (cluster/kv_watch.h): read again, before this entry is handed over.
+      if (const std::string missed =
+              MissedRevision(*nats_, options_.bucket, gaps.Before(revision));
+          !missed.empty()) {
+        kvEntry_Destroy(entry);
+        LogWarning(
+            absl::StrCat("shared findings: ", missed, "; watching again"));
+        explained = true;
+        s = NATS_TIMEOUT;
+        break;
+      }
       delivered = std::max(delivered, revision);
       replay_newest = std::max(replay_newest, revision);
       const kvOperation op = kvEntry_Operation(entry);

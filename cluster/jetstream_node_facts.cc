@@ -354,8 +354,8 @@ void JetStreamNodeFacts::AppendMetrics(std::string* out) const {
            PromType::kCounter);
   w.Sample(static_cast<double>(skipped_.load()));
   w.Family("fabricdiag_node_facts_watcher_restarts_total",
-           "Times the watcher of the node facts bucket failed or fell behind "
-           "and was recreated.",
+           "Times the watcher of the node facts bucket failed, fell behind or "
+           "missed a revision, and was recreated.",
            PromType::kCounter);
   w.Sample(static_cast<double>(watcher_restarts_.load()));
 }

@@ -1,9 +1,9 @@
 // The watcher loop every watched key-value bucket of the cluster runs on a
 // thread of its own (node facts, operator marks): a kvStore watcher of the
 // whole bucket that first replays every key's latest value, then delivers
-// each change; recreated when it fails or falls quietly behind the bucket
-// (a watcher is a consumer on one server, which may die), its replay then
-// carrying whatever changed meanwhile.
+// each change; recreated when it fails, falls quietly behind the bucket (a
+// watcher is a consumer on one server, which may die) or missed a revision
+// (RevisionGaps below), its replay then carrying whatever changed meanwhile.
 //
 //   BucketWatch watch;
 //   watch.what = "the node facts";
@@ -21,9 +21,12 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "cluster/nats_connection.h"
@@ -43,6 +46,73 @@ struct BucketWatch {
   // Counts the recreations; may be null.
   std::atomic<uint64_t>* restarts = nullptr;
 };
+
+// A watcher of a whole bucket must deliver, once its replay reached the
+// revision the bucket had when it began, every revision the bucket still
+// holds: a later value of the same key removes an older one (history 1), so
+// a revision it passes over is either gone or missed. nats-server 2.9 can
+// miss one for good: a message stored while the consumer reads, the one that
+// removes its key's older value, is passed over (a hand delete, one run in
+// some hundreds on a loaded machine). A missed delete would keep a forgotten
+// node for good, so each watcher checks the revisions it passed over
+// (FirstHeldRevision) and reads the bucket again when one is still held.
+//
+//   RevisionGaps gaps(BucketLastSequence(js, bucket));  // before watching
+//   ... for each entry, in order:
+//   const std::string missed =
+//       MissedRevision(nats, bucket, gaps.Before(kvEntry_Revision(entry)));
+//   if (!missed.empty()) { ... log it, recreate the watcher ... }
+//
+// Not thread-safe: one per watcher, on its thread.
+class RevisionGaps {
+ public:
+  // The revisions [first, end).
+  struct Range {
+    uint64_t first = 0;
+    uint64_t end = 0;
+    bool empty() const { return first >= end; }
+  };
+
+  // `floor`: the bucket's last revision read before the watcher was created;
+  // up to it, the replay brings each key's newest value and passes over
+  // older ones by design. Unknown (the read failed): the checks start after
+  // the replay's end.
+  explicit RevisionGaps(const absl::StatusOr<uint64_t>& floor);
+
+  // At the end of the replay (libnats' marker).
+  void Replayed();
+
+  // Before an entry of `revision` is applied, in the watcher's order: the
+  // revisions passed over since the entry before (after the floor).
+  Range Before(uint64_t revision);
+
+ private:
+  bool anchored_ = false;  // last_ is known: the floor, or the replay's end
+  uint64_t last_ = 0;      // the newest revision checked up to
+  uint64_t newest_ = 0;    // the newest revision delivered
+};
+
+// The first revision of `range` that the bucket's stream still holds, asked
+// of its leader in one request however wide the range; nullopt when it holds
+// none of them.
+absl::StatusOr<std::optional<uint64_t>> FirstHeldRevision(
+    const NatsConnection& nats, const std::string& bucket,
+    RevisionGaps::Range range);
+
+// FirstHeldRevision's reading of the answer of JetStream's message API: the
+// message's sequence when it lies in `range`, nullopt when it lies after it
+// or the stream holds no message from range.first on; Unavailable for
+// JetStream's other errors, Internal for anything that is not its answer.
+absl::StatusOr<std::optional<uint64_t>> ReadFirstHeldRevision(
+    absl::string_view answer, RevisionGaps::Range range);
+
+// Why a watcher must read its bucket again, having passed over `range`: a
+// revision the bucket still holds, or a check that failed (asked again after
+// a new replay rather than trusted). Empty when there is nothing to check or
+// every revision passed over is gone: superseded, deleted or expired.
+std::string MissedRevision(const NatsConnection& nats,
+                           const std::string& bucket,
+                           RevisionGaps::Range range);
 
 // Runs until watch.stopping() or the connection is closed for good.
 void RunBucketWatch(const NatsConnection& nats, kvStore* kv,

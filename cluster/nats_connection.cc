@@ -389,18 +389,39 @@ absl::StatusOr<kvStore*> BindOrCreateBucket(const NatsConnection& nats,
   }
 }
 
-absl::StatusOr<uint64_t> BucketLastRevision(jsCtx* js,
-                                            const std::string& bucket) {
+namespace {
+
+struct StreamCounts {
+  uint64_t messages = 0;
+  uint64_t last_sequence = 0;
+};
+
+absl::StatusOr<StreamCounts> ReadBucketCounts(jsCtx* js,
+                                              const std::string& bucket) {
   jsStreamInfo* info = nullptr;
   jsErrCode code = static_cast<jsErrCode>(0);
   const natsStatus s = js_GetStreamInfo(
       &info, js, absl::StrCat("KV_", bucket).c_str(), nullptr, &code);
   if (s != NATS_OK) return NatsError(s, "reading the bucket's state");
+  const StreamCounts counts{info->State.Msgs, info->State.LastSeq};
+  jsStreamInfo_Destroy(info);
+  return counts;
+}
+
+}  // namespace
+
+absl::StatusOr<uint64_t> BucketLastRevision(jsCtx* js,
+                                            const std::string& bucket) {
+  ASSIGN_OR_RETURN(const StreamCounts counts, ReadBucketCounts(js, bucket));
   // A stream whose messages all expired (a findings bucket written to by
   // nobody for its TTL) keeps its last sequence but has nothing to replay.
-  const uint64_t last = info->State.Msgs == 0 ? 0 : info->State.LastSeq;
-  jsStreamInfo_Destroy(info);
-  return last;
+  return counts.messages == 0 ? 0 : counts.last_sequence;
+}
+
+absl::StatusOr<uint64_t> BucketLastSequence(jsCtx* js,
+                                            const std::string& bucket) {
+  ASSIGN_OR_RETURN(const StreamCounts counts, ReadBucketCounts(js, bucket));
+  return counts.last_sequence;
 }
 
 std::optional<uint64_t> WatcherFellBehind(jsCtx* js, const std::string& bucket,

@@ -143,6 +143,10 @@ absl::StatusOr<kvStore*> BindOrCreateBucket(const NatsConnection& nats,
 // any of its keys; 0 when the stream holds no message (all expired).
 absl::StatusOr<uint64_t> BucketLastRevision(jsCtx* js,
                                             const std::string& bucket);
+// The same, but the stream's last sequence even when it holds no message:
+// the newest revision the bucket ever had.
+absl::StatusOr<uint64_t> BucketLastSequence(jsCtx* js,
+                                            const std::string& bucket);
 
 // For the thread of a key-value watcher that gave nothing for a while
 // (kvWatcher_Next timed out): a watcher is a consumer on one NATS server,

@@ -100,13 +100,16 @@ TEST_F(KvWatchTest, AWatcherPassingOverAMessageOutsideItsKeysGoesOn) {
   const std::string keys = absl::StrCat("$KV.", bucket, ".>");
   const std::string aside = absl::StrCat("aside.", bucket);
   const char* subjects[] = {keys.c_str(), aside.c_str()};
+  const char** own_subjects = info->Config->Subjects;  // the library's
+  const int own_count = info->Config->SubjectsLen;
   info->Config->Subjects = subjects;
   info->Config->SubjectsLen = 2;
   jsStreamInfo* updated = nullptr;
   const natsStatus s = js_UpdateStream(&updated, nats_conn_->js(), info->Config,
                                        nullptr, nullptr);
-  info->Config->Subjects = nullptr;  // not the library's to free
-  info->Config->SubjectsLen = 0;
+  // Given back, for jsStreamInfo_Destroy to free.
+  info->Config->Subjects = own_subjects;
+  info->Config->SubjectsLen = own_count;
   jsStreamInfo_Destroy(info);
   jsStreamInfo_Destroy(updated);
   ASSERT_EQ(s, NATS_OK);

@@ -71,6 +71,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "analysis/fabric_view.h"
@@ -615,6 +616,8 @@ int Main() {
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  // As fabricdiag-collector runs (server/collector_main.cc).
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   absl::SetProgramUsageMessage(
       "The collector cluster on 3 loopback nats-servers: feature-stream "
       "publish latency and bytes per interval, and the time from `fabricdiag "

@@ -22,6 +22,7 @@
 #include "absl/flags/parse.h"
 #include "absl/random/random.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "collector/declared/node_facts_memory.h"
 #include "collector/ingest/ingest_session.h"
@@ -67,6 +68,8 @@ double ThreadCpuSeconds() {
 int main(int argc, char** argv) {
   using namespace fabricdiag;             // NOLINT
   using namespace fabricdiag::collector;  // NOLINT
+  // As fabricdiag-collector runs (server/collector_main.cc).
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   absl::ParseCommandLine(argc, argv);
   const int nodes = absl::GetFlag(FLAGS_nodes);
   absl::StatusOr<sim::VirtualNode> agent =

@@ -462,7 +462,14 @@ std::vector<absl::Span<const v1::ShardChunk>> ShardChunkWriter::WriteTargets(
     v1::ShardChunk& Next() {
       if (used == pool->size()) pool->emplace_back();
       current = &(*pool)[used++];
+      // The generated Clear() deletes the block: taken out first and
+      // cleared on its own, its columns and strings keep their storage.
+      v1::ShardPortBlock* block = current->release_ports();
       current->Clear();
+      if (block != nullptr) {
+        block->Clear();
+        current->set_allocated_ports(block);
+      }
       bytes = 0;
       return *current;
     }

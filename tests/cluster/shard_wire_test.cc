@@ -345,6 +345,30 @@ TEST(ShardWireTest, OneSweepWritesEachShardAsAlone) {
   expect_alone(busy, shards, 2 << 10, &cut);
 }
 
+// A write over the last one's messages keeps their blocks and the blocks'
+// strings (a collector writes its shards' chunks every pass).
+TEST(ShardWireTest, AWriteOverTheLastKeepsItsBlocks) {
+  const Cluster cluster = MustBuild(8);
+  const collector::FeatureSlice slice = SliceOf(cluster, {});
+  std::vector<uint32_t> all(slice.window.ports().size());
+  for (uint32_t i = 0; i < all.size(); ++i) all[i] = i;
+  ShardChunkWriter writer;
+  const ShardChunkHeader header{"switches.1", "col-a", kNow,
+                                kDefaultChunkBytes};
+  const absl::Span<const v1::ShardChunk> first =
+      writer.Write(slice, all, ShardKind::kSwitches, header);
+  ASSERT_THAT(first, SizeIs(1));
+  const v1::ShardPortBlock* block = &first[0].ports();
+  const std::string* device = &first[0].ports().device(0);
+  const std::string bytes = first[0].SerializeAsString();
+  const absl::Span<const v1::ShardChunk> again =
+      writer.Write(slice, all, ShardKind::kSwitches, header);
+  ASSERT_THAT(again, SizeIs(1));
+  EXPECT_EQ(&again[0].ports(), block);
+  EXPECT_EQ(&again[0].ports().device(0), device);
+  EXPECT_EQ(again[0].SerializeAsString(), bytes);
+}
+
 TEST(ShardWireTest, OddPortsAndValuesComeBackAsTheyWere) {
   collector::FeatureSlice slice;
   slice.window.window_seconds = 3;
@@ -436,6 +460,7 @@ TEST(ShardWireTest, AssembledViewsHoldEveryCollectorsPortsOnce) {
   }
   ASSERT_GT(sent.size(), 4u);
   std::vector<const v1::ShardChunk*> chunks;
+  chunks.reserve(sent.size());
   for (const v1::ShardChunk& c : sent) chunks.push_back(&c);
   // Arrival order is not the nodes' order.
   std::reverse(chunks.begin(), chunks.end());

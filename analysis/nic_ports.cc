@@ -80,12 +80,20 @@ LayoutsByHost::LayoutsByHost(absl::Span<const LayoutModel* const> layouts) {
     if (model == nullptr) continue;
     const uint32_t index = static_cast<uint32_t>(layouts_.size());
     layouts_.push_back(model);
-    for (const std::string& host : model->Hosts()) {
-      std::vector<uint32_t>& of = by_host_[host];
+    const absl::Span<const std::string> hosts = model->Hosts();
+    for (uint32_t host = 0; host < hosts.size(); ++host) {
+      std::vector<HostIn>& of = by_host_[hosts[host]];
       // A host listed twice in one layout counts once.
-      if (of.empty() || of.back() != index) of.push_back(index);
+      if (of.empty() || of.back().layout != index) of.push_back({index, host});
     }
   }
+}
+
+absl::Span<const LayoutsByHost::HostIn> LayoutsByHost::LayoutsOf(
+    absl::string_view host) const {
+  auto it = by_host_.find(host);
+  if (it == by_host_.end()) return {};
+  return it->second;
 }
 
 std::vector<const LayoutModel*> LayoutsByHost::ReportingIn(
@@ -98,9 +106,9 @@ std::vector<const LayoutModel*> LayoutsByHost::ReportingIn(
     if (i > 0 && ports[i].node == ports[i - 1].node) continue;
     auto it = by_host_.find(ports[i].node);
     if (it == by_host_.end()) continue;
-    for (uint32_t k : it->second) {
-      if (!reporting[k]) {
-        reporting[k] = true;
+    for (const HostIn& in : it->second) {
+      if (!reporting[in.layout]) {
+        reporting[in.layout] = true;
         ++count;
       }
     }

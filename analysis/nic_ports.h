@@ -99,10 +99,20 @@ class LayoutsByHost {
   // Finish()ed.
   std::vector<const LayoutModel*> ReportingIn(const FabricView& view) const;
 
+  // A layout that lists a host, and the host's index in it.
+  struct HostIn {
+    uint32_t layout;  // index into layouts()
+    uint32_t host;    // LayoutModel::Hosts() index
+  };
+  // The layouts listing `host`, ascending; empty when none does.
+  absl::Span<const HostIn> LayoutsOf(absl::string_view host) const;
+  // The layouts given, nulls left out.
+  absl::Span<const LayoutModel* const> layouts() const { return layouts_; }
+
  private:
   std::vector<const LayoutModel*> layouts_;
-  // Each host's layouts, by index into layouts_, ascending.
-  absl::flat_hash_map<absl::string_view, std::vector<uint32_t>> by_host_;
+  // Each host's layouts, ascending.
+  absl::flat_hash_map<absl::string_view, std::vector<HostIn>> by_host_;
 };
 
 // in.nic_ports when it was built for in.view, else one built into *local

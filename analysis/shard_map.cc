@@ -1,6 +1,7 @@
 #include "analysis/shard_map.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -56,6 +57,13 @@ std::string ShardOfFinding(const Finding& finding,
 std::vector<ShardPorts> AssignShards(
     const FabricView& view, absl::Span<const LayoutModel* const> layouts,
     const TopologyIndex& topology, const ShardCounts& counts) {
+  return AssignShards(view, LayoutsByHost(layouts), topology, counts);
+}
+
+std::vector<ShardPorts> AssignShards(const FabricView& view,
+                                     const LayoutsByHost& layouts,
+                                     const TopologyIndex& topology,
+                                     const ShardCounts& counts) {
   // The shards in the order first met, by name: a name is hashed and
   // looked up once per job and per switch, not per port.
   std::vector<ShardPorts> shards;
@@ -66,22 +74,30 @@ std::vector<ShardPorts> AssignShards(
     return it->second;
   };
   const absl::Span<const PortView> ports = view.ports();
-  for (const LayoutModel* model : layouts) {
-    if (model == nullptr) continue;
-    size_t shard = shards.size();  // none yet: the job may have no port here
-    for (uint32_t host = 0; host < model->Hosts().size(); ++host) {
-      const FabricView::NodePorts node = view.PortsOfNode(model->Hosts()[host]);
-      if (node.begin == node.end) continue;
-      for (uint32_t nic = 0; nic < model->Nics().size(); ++nic) {
-        if (model->RanksOnNic(host, nic).empty()) continue;
-        const PortView* p = view.FindIn(node, model->Nics()[nic]);
+  // The view's nodes, each asked once for the layouts listing it (the
+  // layouts' hosts are the whole fabric's: 125,000 at 1M GPUs, against a
+  // collector's few thousand nodes).
+  constexpr size_t kNone = std::numeric_limits<size_t>::max();
+  std::vector<size_t> job_shard(layouts.layouts().size(), kNone);
+  for (uint32_t begin = 0; begin < ports.size();) {
+    uint32_t end = begin + 1;
+    while (end < ports.size() && ports[end].node == ports[begin].node) ++end;
+    const FabricView::NodePorts node{begin, end};
+    for (const LayoutsByHost::HostIn& in :
+         layouts.LayoutsOf(ports[begin].node)) {
+      const LayoutModel& model = *layouts.layouts()[in.layout];
+      for (uint32_t nic = 0; nic < model.Nics().size(); ++nic) {
+        if (model.RanksOnNic(in.host, nic).empty()) continue;
+        const PortView* p = view.FindIn(node, model.Nics()[nic]);
         if (p == nullptr) continue;
-        if (shard == shards.size()) {
-          shard = shard_of(JobShardOf(model->job(), counts), ShardKind::kJobs);
+        size_t& shard = job_shard[in.layout];
+        if (shard == kNone) {
+          shard = shard_of(JobShardOf(model.job(), counts), ShardKind::kJobs);
         }
         shards[shard].ports.push_back(static_cast<uint32_t>(p - ports.data()));
       }
     }
+    begin = end;
   }
   const std::string* last_switch = nullptr;
   size_t last_shard = 0;

@@ -27,6 +27,7 @@
 #include "analysis/fabric_view.h"
 #include "analysis/finding.h"
 #include "analysis/layout_model.h"
+#include "analysis/nic_ports.h"
 #include "analysis/shard_signals.h"
 #include "analysis/topology_index.h"
 
@@ -73,5 +74,12 @@ std::string ShardOfFinding(const Finding& finding,
 std::vector<ShardPorts> AssignShards(
     const FabricView& view, absl::Span<const LayoutModel* const> layouts,
     const TopologyIndex& topology, const ShardCounts& counts);
+// The same, with the layouts indexed by host: a view's nodes are each
+// looked up once, not every layout's hosts (`layouts` as the runner keeps
+// it from pass to pass while they do not change).
+std::vector<ShardPorts> AssignShards(const FabricView& view,
+                                     const LayoutsByHost& layouts,
+                                     const TopologyIndex& topology,
+                                     const ShardCounts& counts);
 
 }  // namespace fabricdiag::analysis

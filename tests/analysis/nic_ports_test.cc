@@ -152,6 +152,22 @@ TEST(NicPortsTest, LayoutsByHostAnswersAsEachLayoutAsked) {
             (std::vector<const LayoutModel*>{&quiet, &quiet}));
   EXPECT_TRUE(index.ReportingIn(FabricView()).empty());
   EXPECT_TRUE(LayoutsByHost({}).ReportingIn(one).empty());
+
+  // Each host's layouts, in order, with the host's index in each; the
+  // nulls left out.
+  ASSERT_EQ(index.layouts().size(), 5u);
+  EXPECT_EQ(index.layouts()[1], &a);
+  const absl::Span<const LayoutsByHost::HostIn> of = index.LayoutsOf("gpu-006");
+  ASSERT_EQ(of.size(), 3u);
+  for (const LayoutsByHost::HostIn& in : of) {
+    const LayoutModel& m = *index.layouts()[in.layout];
+    EXPECT_EQ(m.Hosts()[in.host], "gpu-006") << m.job();
+  }
+  EXPECT_EQ(index.layouts()[of[0].layout], &quiet);
+  EXPECT_EQ(index.layouts()[of[1].layout], &b);
+  EXPECT_EQ(of[1].host, 1u);
+  EXPECT_EQ(index.layouts()[of[2].layout], &quiet);
+  EXPECT_TRUE(index.LayoutsOf("gpu-004").empty());
 }
 
 }  // namespace

@@ -20,8 +20,10 @@
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "analysis/agent_down.h"
 #include "analysis/shard_map.h"
 #include "collector/declared/file_declared_state.h"
+#include "collector/runner/agent_liveness.h"
 #include "collector/runner/analysis_shards.h"
 #include "collector/runner/sharded_rate_pass.h"
 #include "collector/state/baselines_store.h"
@@ -318,6 +320,47 @@ TEST_F(AnalysisRunnerStateTest, AgentDownFollowsTheAnalysisConfig) {
   EXPECT_EQ(active[0].kind(), "agent_down");
   EXPECT_EQ(active[0].node(), "gpu-1");
   EXPECT_EQ(active[0].evidence().at("missed_intervals"), 5);
+}
+
+// After a restart the collector has heard only from the agents that
+// reported since: an agent_down finding of a node not heard from stays
+// open, with its id, from what the finding recorded; one whose agent
+// reports again resolves.
+TEST_F(AnalysisRunnerStateTest, AgentDownOfANodeNotHeardSinceARestartStays) {
+  std::vector<analysis::NodeLiveness> before;
+  for (const char* node : {"gpu-gone", "gpu-back"}) {
+    before.push_back({node, clock.Now() - absl::Seconds(30), absl::Seconds(1),
+                      /*ever_reported=*/true});
+  }
+  ASSERT_TRUE(findings_
+                  ->Update(analysis::AgentDownFindings(before, clock.Now()),
+                           clock.Now(), kAgentLivenessSource)
+                  .ok());
+  std::map<std::string, std::string> ids;
+  for (const v1::Finding& f : findings_->Active()) ids[f.node()] = f.id();
+  ASSERT_EQ(ids.size(), 2u);
+
+  std::function<void()> back = StartEmptyAgent("gpu-back");
+  AnalysisStats stats;
+  AnalysisRunner::Options options;
+  options.analysis.hysteresis.clear_after = 1;
+  OneCollector one;
+  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
+                        clock, one.seams(), options);
+  for (int pass = 1; pass <= 3; ++pass) {
+    back();
+    runner.RunOnce();
+    clock.Advance(absl::Seconds(1));
+    std::map<std::string, std::string> active;
+    for (const v1::Finding& f : findings_->Active()) {
+      EXPECT_EQ(f.kind(), analysis::kAgentDownKind);
+      active[f.node()] = f.id();
+    }
+    EXPECT_EQ(
+        active,
+        (std::map<std::string, std::string>{{"gpu-gone", ids["gpu-gone"]}}))
+        << "pass " << pass;
+  }
 }
 
 // A job's findings carry its layout's labels, whichever analyzer raised

@@ -37,13 +37,16 @@ namespace fabricdiag::collector {
 namespace {
 
 // One embedded collector's seams, the baselines kept nowhere.
+// With `shards` set, its rate analysis is sharded.
 struct OneCollector {
   EmbeddedFeatureExchange features;
   AlwaysLeading role;
   NoBaselinesStore baselines;
   testing::FixedTopology topology;
+  AnalysisShards* shards = nullptr;
+  AnalysisStats stats;
   AnalysisRunner::Seams seams() {
-    return {features, role, baselines, topology};
+    return {features, role, baselines, topology, shards};
   }
 };
 
@@ -275,6 +278,15 @@ class AnalysisRunnerStateTest : public ::testing::Test {
     return "";
   }
 
+  // A runner of `one` (a OneCollector or a DeclaredCollector) over this
+  // fixture's stores and clock.
+  template <typename Collector>
+  AnalysisRunner RunnerOf(Collector& one,
+                          AnalysisRunner::Options options = {}) {
+    return AnalysisRunner(&series, registry_.get(), findings_.get(), &one.stats,
+                          clock, one.seams(), std::move(options));
+  }
+
   agent::ScopedTempDir tmp_;
   FakeClock clock{absl::FromUnixSeconds(1795000000)};
   std::unique_ptr<StateStore> state_;
@@ -303,12 +315,10 @@ TEST_F(AnalysisRunnerStateTest, AgentDownFollowsTheAnalysisConfig) {
             NodeSeries::Outcome::kStored);
   node->EndStream(1);
 
-  AnalysisStats stats;
   AnalysisRunner::Options options;
   options.analysis.agent_down.missed_intervals = 5;
   OneCollector one;
-  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
-                        clock, one.seams(), options);
+  AnalysisRunner runner = RunnerOf(one, options);
   clock.Advance(absl::Seconds(4));
   runner.RunOnce();
   EXPECT_THAT(findings_->Active(), ::testing::IsEmpty())
@@ -341,12 +351,10 @@ TEST_F(AnalysisRunnerStateTest, AgentDownOfANodeNotHeardSinceARestartStays) {
   ASSERT_EQ(ids.size(), 2u);
 
   std::function<void()> back = StartEmptyAgent("gpu-back");
-  AnalysisStats stats;
   AnalysisRunner::Options options;
   options.analysis.hysteresis.clear_after = 1;
   OneCollector one;
-  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
-                        clock, one.seams(), options);
+  AnalysisRunner runner = RunnerOf(one, options);
   for (int pass = 1; pass <= 3; ++pass) {
     back();
     runner.RunOnce();
@@ -366,10 +374,8 @@ TEST_F(AnalysisRunnerStateTest, AgentDownOfANodeNotHeardSinceARestartStays) {
 // A job's findings carry its layout's labels, whichever analyzer raised
 // them, and follow the layout when it is applied again with others.
 TEST_F(AnalysisRunnerStateTest, FindingsCarryTheirJobsLabels) {
-  AnalysisStats stats;
   OneCollector one;
-  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
-                        clock, one.seams(), {});
+  AnalysisRunner runner = RunnerOf(one);
   v1::Layout tp16 = TpAcrossTwoNodes();
   (*tp16.mutable_labels())["team"] = "ml-infra";
   ASSERT_TRUE(registry_->Apply(tp16).ok());
@@ -419,15 +425,12 @@ void AnalysisRunnerStateTest::ExpectFindingsOfNodesNotHeardHold(bool sharded) {
 
   // gpu-back's agent reconnects at once and reports every second, healthy.
   std::function<void()> back = StartEmptyAgent("gpu-back");
-  AnalysisStats stats;
   AnalysisRunner::Options options;
   options.analysis.hysteresis.clear_after = 3;
-  OneCollector one;
   OneCollectorShards shards;
-  AnalysisRunner::Seams seams = one.seams();
-  if (sharded) seams.shards = &shards;
-  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
-                        clock, seams, options);
+  OneCollector one;
+  if (sharded) one.shards = &shards;
+  AnalysisRunner runner = RunnerOf(one, options);
   auto pass = [&] {
     back();
     runner.RunOnce();
@@ -495,12 +498,10 @@ TEST_F(AnalysisRunnerStateTest, AFindingOfANodeHeardOnceThenSilentHolds) {
   const std::string id = findings_->Active()[0].id();
 
   std::function<void()> report = StartEmptyAgent("gpu-blip");
-  AnalysisStats stats;
   AnalysisRunner::Options options;
   options.analysis.hysteresis.clear_after = 3;
   OneCollector one;
-  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
-                        clock, one.seams(), options);
+  AnalysisRunner runner = RunnerOf(one, options);
   auto active_id = [&] { return ActiveId("pfc_storm"); };
   report();
   runner.RunOnce();
@@ -535,7 +536,6 @@ TEST_F(AnalysisRunnerStateTest, AGroupFindingHoldsWhileAMemberIsNotHeard) {
     EXPECT_TRUE(findings_->Update({hot}, clock.Now(), "rate_analyzers").ok());
     return active_id();
   };
-  AnalysisStats stats;
   AnalysisRunner::Options options;
   options.analysis.hysteresis.clear_after = 3;
   std::function<void()> first = StartEmptyAgent("gpu-000");
@@ -543,8 +543,7 @@ TEST_F(AnalysisRunnerStateTest, AGroupFindingHoldsWhileAMemberIsNotHeard) {
   {
     const std::string id = open();
     OneCollector one;
-    AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
-                          clock, one.seams(), options);
+    AnalysisRunner runner = RunnerOf(one, options);
     auto pass = [&] {
       first();
       if (second) second();
@@ -566,8 +565,7 @@ TEST_F(AnalysisRunnerStateTest, AGroupFindingHoldsWhileAMemberIsNotHeard) {
   clock.Advance(absl::Minutes(5));
   const std::string id = open();
   OneCollector one;
-  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
-                        clock, one.seams(), options);
+  AnalysisRunner runner = RunnerOf(one, options);
   const absl::Time start = clock.Now();
   while (!active_id().empty() && clock.Now() - start < absl::Seconds(120)) {
     EXPECT_EQ(active_id(), id);
@@ -781,8 +779,7 @@ struct DeclaredCollector {
 // links; it resolves when the agent reports.
 TEST_F(AnalysisRunnerStateTest, AgentMissingOpensForAHostThatNeverReports) {
   DeclaredCollector one;
-  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &one.stats,
-                        clock, one.seams(), {});
+  AnalysisRunner runner = RunnerOf(one);
   std::function<void()> gpu1 = StartEmptyAgent("gpu-1");
   const absl::Time start = clock.Now();
   while (clock.Now() - start < absl::Seconds(119)) {
@@ -824,8 +821,7 @@ TEST_F(AnalysisRunnerStateTest, AgentMissingNamesANearNameAndForgetEndsIt) {
   options.forgotten_at = [&](absl::string_view node) {
     return node == "gpu-2" ? forgotten : std::nullopt;
   };
-  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &one.stats,
-                        clock, one.seams(), options);
+  AnalysisRunner runner = RunnerOf(one, options);
   std::function<void()> gpu1 = StartEmptyAgent("gpu-1");
   std::function<void()> misnamed = StartEmptyAgent("GPU-2.example.com");
   for (int pass = 0; pass <= 10; ++pass) {
@@ -1491,17 +1487,15 @@ Opened WhenAStrongStormOpens(const analysis::HysteresisConfig& gate,
   EXPECT_TRUE(slots.ok()) << slots.status();
   if (!slots.ok()) return {};
 
-  AnalysisStats stats;
   AnalysisRunner::Options options;
   // A 5 s window: the comparison below is with its mean.
   options.analysis.window_seconds = 5;
   options.analysis.hysteresis = gate;
-  OneCollector one;
   OneCollectorShards shards;
-  AnalysisRunner::Seams seams = one.seams();
-  if (sharded) seams.shards = &shards;
-  AnalysisRunner runner(&series, &registry, &findings, &stats, clock, seams,
-                        options);
+  OneCollector one;
+  if (sharded) one.shards = &shards;
+  AnalysisRunner runner(&series, &registry, &findings, &one.stats, clock,
+                        one.seams(), options);
   uint64_t seq = 0;
   auto report = [&](double paused_fraction) {
     clock.Advance(absl::Seconds(1));

@@ -498,12 +498,19 @@ void LayoutModel::ComputeIndexes() {
   std::stable_sort(
       nic_ranks_.begin(), nic_ranks_.end(),
       [&](uint32_t a, uint32_t b) { return key_of(a) < key_of(b); });
+  nic_ranges_.clear();
+  nic_range_offsets_.assign(num_hosts + 1, 0);
   for (uint32_t i = 0; i < nic_ranks_.size();) {
     uint32_t j = i;
     const uint64_t key = key_of(nic_ranks_[i]);
     while (j < nic_ranks_.size() && key_of(nic_ranks_[j]) == key) ++j;
-    nic_range_.emplace(key, std::make_pair(i, j));
+    const RankInfo& info = ranks_[nic_ranks_[i]];
+    nic_ranges_.push_back({info.nic, i, j});
+    ++nic_range_offsets_[info.host + 1];
     i = j;
+  }
+  for (uint32_t h = 0; h < num_hosts; ++h) {
+    nic_range_offsets_[h + 1] += nic_range_offsets_[h];
   }
 
   const uint32_t num_tp = NumGroups(Dim::kTp);
@@ -559,10 +566,14 @@ absl::Span<const uint32_t> LayoutModel::RanksOnHost(uint32_t host) const {
 
 absl::Span<const uint32_t> LayoutModel::RanksOnNic(uint32_t host,
                                                    uint32_t nic) const {
-  auto it = nic_range_.find((static_cast<uint64_t>(host) << 32) | nic);
-  if (it == nic_range_.end()) return {};
+  if (host >= hosts_.size()) return {};
+  const NicRange* const begin = nic_ranges_.data() + nic_range_offsets_[host];
+  const NicRange* const end = nic_ranges_.data() + nic_range_offsets_[host + 1];
+  const NicRange* it = std::lower_bound(
+      begin, end, nic, [](const NicRange& r, uint32_t n) { return r.nic < n; });
+  if (it == end || it->nic != nic) return {};
   return absl::MakeConstSpan(nic_ranks_)
-      .subspan(it->second.first, it->second.second - it->second.first);
+      .subspan(it->begin, it->end - it->begin);
 }
 
 absl::Span<const uint32_t> LayoutModel::RanksOnNic(

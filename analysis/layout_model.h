@@ -225,9 +225,20 @@ class LayoutModel {
   // CSR: ranks of host h are host_ranks_[host_offsets_[h], [h + 1]).
   std::vector<uint32_t> host_offsets_;
   std::vector<uint32_t> host_ranks_;
-  // (host << 32 | nic) -> [begin, end) in nic_ranks_.
-  absl::flat_hash_map<uint64_t, std::pair<uint32_t, uint32_t>> nic_range_;
+  // Ranks with a NIC, by (host, nic).
   std::vector<uint32_t> nic_ranks_;
+  // A host's NIC that ranks run on: its ranks are nic_ranks_[begin, end).
+  struct NicRange {
+    uint32_t nic;
+    uint32_t begin;
+    uint32_t end;
+  };
+  // CSR: host h's NICs, ascending, are
+  // nic_ranges_[nic_range_offsets_[h], [h + 1]). An analyzer asks about
+  // every port of a view: a host's few NICs sit in one cache line, where a
+  // hash of every (host, nic) cost a miss or two each.
+  std::vector<uint32_t> nic_range_offsets_;
+  std::vector<NicRange> nic_ranges_;
   RankGroups groups_[kNumDims];
   std::vector<uint32_t> group_of_[kNumDims];
   std::vector<uint32_t> rank_in_[kNumDims];

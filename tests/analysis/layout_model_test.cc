@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@ namespace fabricdiag::analysis {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::StartsWith;
@@ -258,6 +260,49 @@ TEST(LayoutModelTest, RailsMapLocalGpusToNics) {
   EXPECT_EQ(m->Nics()[nics[1].nic], "mlx5_2");
 }
 
+// Every (host, NIC) answers with exactly the ranks placed there, whatever
+// the order the rails name the NICs in and where a host lacks one; indexes
+// out of range answer empty.
+TEST(LayoutModelTest, RanksOnNicAnswersForEveryHostAndNic) {
+  v1::Layout in = MakeLayout(8, 0, 2, 1, 12);
+  for (const char* nic : {"mlx5_3", "mlx5_3", "mlx5_0", "mlx5_1", "mlx5_0",
+                          "mlx5_2", "mlx5_2", "mlx5_1"}) {
+    in.add_rails(nic);
+  }
+  // gpu-002's ranks of rail mlx5_0 use mlx5_9: it has no mlx5_0.
+  for (uint32_t r = 0; r < 24; ++r) {
+    v1::RankPlacement* p = in.add_ranks();
+    p->set_rank(r);
+    p->set_host(absl::StrCat("gpu-00", r / 8));
+    p->set_gpu(r % 8);
+    if (r / 8 == 2 && (r % 8 == 2 || r % 8 == 4)) p->set_nic("mlx5_9");
+  }
+  auto m = LayoutModel::Build(in);
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->Hosts().size(), 3u);
+  ASSERT_EQ(m->Nics().size(), 5u);
+  EXPECT_THAT(m->RanksOnNic("gpu-002", "mlx5_0"), IsEmpty());
+  EXPECT_THAT(m->RanksOnNic("gpu-002", "mlx5_9"), ElementsAre(18, 20));
+  size_t found = 0;
+  for (uint32_t h = 0; h <= m->Hosts().size(); ++h) {
+    for (uint32_t n = 0; n <= m->Nics().size(); ++n) {
+      std::vector<uint32_t> expected;
+      for (uint32_t r = 0; r < m->WorldSize(); ++r) {
+        if (m->Rank(r).host == h && m->Rank(r).nic == n) expected.push_back(r);
+      }
+      EXPECT_THAT(m->RanksOnNic(h, n), ElementsAreArray(expected))
+          << "host " << h << " nic " << n;
+      found += expected.size();
+    }
+  }
+  EXPECT_EQ(found, m->WorldSize());
+  EXPECT_THAT(m->RanksOnNic(std::numeric_limits<uint32_t>::max(), 0),
+              IsEmpty());
+  EXPECT_THAT(m->RanksOnNic(0, std::numeric_limits<uint32_t>::max()),
+              IsEmpty());
+  EXPECT_THAT(m->RanksOnNic("gpu-002", "mlx5_2"), ElementsAre(21, 22));
+}
+
 TEST(LayoutModelTest, SharedRailsGroupRanksPerNic) {
   // Two GPUs per NIC.
   v1::Layout in = MakeLayout(4, 2, 2, 1, 4);
@@ -369,7 +414,7 @@ TEST_P(InvalidLayoutTest, IsRejectedNamingTheField) {
 // Gives `layout` an explicit placement equal to hosts/rails, then lets
 // `edit` break it.
 std::function<void(v1::Layout&)> WithRanks(
-    std::function<void(v1::Layout&)> edit) {
+    const std::function<void(v1::Layout&)>& edit) {
   return [edit](v1::Layout& layout) {
     for (uint32_t r = 0; r < 16; ++r) {
       v1::RankPlacement* p = layout.add_ranks();

@@ -423,9 +423,26 @@ void FabricView::Finish() {
     runs_.clear();
   }
   // Views built in order (a decoded chunk, the series store's) are not
-  // sorted again.
-  if (unsorted_ && !std::is_sorted(ports_.begin(), ports_.end(), PortOrder)) {
-    std::sort(ports_.begin(), ports_.end(), PortOrder);
+  // sorted again. One sweep checks the order and indexes the nodes, each
+  // port's node compared once with the one before it (as a tuple's order
+  // it was compared twice, and again to find where nodes start: at 1M GPUs
+  // those compares were 3% of a sharded collector's interval).
+  if (unsorted_) {
+    node_starts.clear();
+    prefixes_.clear();
+    prefixes_.reserve(ports_.size());
+    indexed = true;
+    for (uint32_t i = 0; i < ports_.size(); ++i) {
+      const PortView& p = ports_[i];
+      const int order = i == 0 ? 1 : p.node.compare(ports_[i - 1].node);
+      if (order < 0 || (order == 0 && p.device < ports_[i - 1].device)) {
+        indexed = false;
+        break;
+      }
+      if (order > 0) node_starts.push_back(i);
+      prefixes_.push_back(PrefixesOf(p));
+    }
+    if (!indexed) std::sort(ports_.begin(), ports_.end(), PortOrder);
   }
   unsorted_ = false;
   if (!indexed) {

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/types/span.h"
 #include "analysis/fabric_view.h"
 #include "gtest/gtest.h"
@@ -157,6 +158,50 @@ TEST(FabricViewRunsTest, AddedPortsAndUnsortedRunsAreSorted) {
   EXPECT_EQ(v.Find("n-004", "mlx5_0")->s.rx_bytes, 4);
 }
 
+// Ports added one by one: in order they are indexed as they stand (equal
+// ports keep the order they were added in); out of order anywhere (a node
+// before the one it follows, a device before the one it follows on its
+// node, at the first or at the last port) they are sorted first.
+TEST(FabricViewRunsTest, AddedPortsAreIndexedAsTheyStandOrSorted) {
+  const std::vector<std::pair<int, int>> ports = {{0, 0}, {0, 1}, {0, 1},
+                                                  {1, 0}, {2, 0}, {2, 3}};
+  std::vector<std::string> want;
+  want.reserve(ports.size());
+  for (const auto& [node, device] : ports) {
+    want.push_back(absl::StrFormat("n-%03d/mlx5_%d", node, device));
+  }
+  const std::vector<std::vector<int>> orders = {
+      {0, 1, 2, 3, 4, 5}, {1, 0, 2, 3, 4, 5}, {0, 1, 2, 4, 3, 5},
+      {0, 1, 2, 3, 5, 4}, {5, 4, 3, 2, 1, 0}, {0, 3, 1, 2, 4, 5}};
+  for (const std::vector<int>& order : orders) {
+    SCOPED_TRACE(absl::StrCat("order ", absl::StrJoin(order, ",")));
+    FabricView v;
+    for (int k : order) {
+      const auto& [node, device] = ports[k];
+      PortView& p = v.AddPort(absl::StrFormat("n-%03d", node),
+                              absl::StrCat("mlx5_", device));
+      p.netdev = absl::StrCat("eth", device);
+      p.s.rx_bytes = k;
+    }
+    v.Finish();
+    std::vector<std::string> got;
+    for (const PortView& p : v.ports()) {
+      got.push_back(absl::StrCat(p.node, "/", p.device));
+    }
+    EXPECT_EQ(got, want);
+    ExpectIndexed(v);
+  }
+  FabricView in_order;
+  for (int k = 0; k < 6; ++k) {
+    in_order
+        .AddPort(absl::StrFormat("n-%03d", ports[k].first),
+                 absl::StrCat("mlx5_", ports[k].second))
+        .s.rx_bytes = k;
+  }
+  in_order.Finish();
+  for (int k = 0; k < 6; ++k) EXPECT_EQ(in_order.ports()[k].s.rx_bytes, k);
+}
+
 // Runs alone (no AddPort()), one of them out of order: the merge finds it
 // out as it moves the ports and sorts the view, whether the runs are
 // merged (they interleave) or concatenated (they follow each other), and
@@ -273,7 +318,8 @@ TEST_F(FabricViewSpareTest, AssigningOverALargeViewKeepsItsStorage) {
   EXPECT_EQ(Keys(replaced), (std::vector<std::string>{"n-2/mlx5_1=7"}));
   EXPECT_EQ(replaced.Find("n-1", "mlx5_0"), nullptr);
   ASSERT_NE(replaced.Find("n-2", "mlx5_1"), nullptr);
-  EXPECT_TRUE(next.ports().empty());
+  // The moved-from view is what is checked here.
+  EXPECT_TRUE(next.ports().empty());  // NOLINT(bugprone-use-after-move)
   EXPECT_EQ(next.Find("n-2", "mlx5_1"), nullptr);
 
   // Copy-assigned over: kept too, and the copy stands alone.

@@ -134,4 +134,46 @@ std::vector<ShardPorts> AssignShards(const FabricView& view,
   return shards;
 }
 
+const std::vector<ShardPorts>& ShardAssignmentCache::Assign(
+    const FabricView& view, std::shared_ptr<const void> layouts_of,
+    const LayoutsByHost& layouts, std::shared_ptr<const TopologyIndex> topology,
+    const ShardCounts& counts) {
+  const absl::Span<const PortView> ports = view.ports();
+  if (assigned_ > 0 && layouts_of == layouts_of_ && topology == topology_ &&
+      counts.jobs == counts_.jobs && counts.switches == counts_.switches &&
+      SamePorts(ports)) {
+    return shards_;
+  }
+  const TopologyIndex none(nullptr);
+  shards_ = AssignShards(view, layouts, topology != nullptr ? *topology : none,
+                         counts);
+  ++assigned_;
+  layouts_of_ = std::move(layouts_of);
+  topology_ = std::move(topology);
+  counts_ = counts;
+  ports_.resize(ports.size());
+  for (size_t i = 0; i < ports.size(); ++i) {
+    // Assigned field by field: the strings keep their buffers.
+    PortKey& k = ports_[i];
+    k.node = ports[i].node;
+    k.device = ports[i].device;
+    k.netdev = ports[i].netdev;
+    k.is_switch_port = ports[i].is_switch_port;
+  }
+  return shards_;
+}
+
+bool ShardAssignmentCache::SamePorts(absl::Span<const PortView> ports) const {
+  if (ports.size() != ports_.size()) return false;
+  for (size_t i = 0; i < ports.size(); ++i) {
+    const PortView& p = ports[i];
+    const PortKey& k = ports_[i];
+    if (p.is_switch_port != k.is_switch_port || p.device != k.device ||
+        p.node != k.node || p.netdev != k.netdev) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace fabricdiag::analysis

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -81,5 +82,50 @@ std::vector<ShardPorts> AssignShards(const FabricView& view,
                                      const LayoutsByHost& layouts,
                                      const TopologyIndex& topology,
                                      const ShardCounts& counts);
+
+// AssignShards() of a collector's own view, kept from pass to pass: worked
+// out again only when the view's ports (node, device, netdev and switch
+// mark, in order), the layouts, the topology or the counts changed. At 1M
+// GPUs a collector's 100,000 ports each cost a lookup in the topology and
+// in their layouts, for an answer that changes only with the fabric; the
+// check is one walk over the ports, comparing names.
+//
+// The layouts are known by the object `layouts_of` owns (what `layouts`
+// was built from), the topology by `topology`: both are held until they
+// change, so that no other object takes their address meanwhile.
+//
+//   ShardAssignmentCache cache;  // kept by the runner
+//   const std::vector<ShardPorts>& shards =
+//       cache.Assign(view, snapshot, by_host, topology_index, counts);
+//
+// Thread-compatible.
+class ShardAssignmentCache {
+ public:
+  // AssignShards(view, layouts, *topology, counts); valid until the next
+  // call. A null `topology` is an empty one.
+  const std::vector<ShardPorts>& Assign(
+      const FabricView& view, std::shared_ptr<const void> layouts_of,
+      const LayoutsByHost& layouts,
+      std::shared_ptr<const TopologyIndex> topology, const ShardCounts& counts);
+
+  // How often the shards were worked out rather than kept.
+  uint64_t assigned() const { return assigned_; }
+
+ private:
+  struct PortKey {
+    std::string node;
+    std::string device;
+    std::string netdev;
+    bool is_switch_port = false;
+  };
+  bool SamePorts(absl::Span<const PortView> ports) const;
+
+  std::shared_ptr<const void> layouts_of_;
+  std::shared_ptr<const TopologyIndex> topology_;
+  ShardCounts counts_;
+  std::vector<PortKey> ports_;
+  std::vector<ShardPorts> shards_;
+  uint64_t assigned_ = 0;
+};
 
 }  // namespace fabricdiag::analysis

@@ -847,8 +847,9 @@ void AnalysisRunner::RunShardedRate(absl::Time now, const FeatureSlice& local,
     by_host_.emplace(declared);
     by_host_of_ = snapshot;
   }
-  const std::vector<analysis::ShardPorts> assigned = analysis::AssignShards(
-      local.window, *by_host_, *topology.effective_index, shards_->Counts());
+  const std::vector<analysis::ShardPorts>& assigned =
+      assignment_.Assign(local.window, by_host_of_, *by_host_,
+                         topology.effective_index, shards_->Counts());
   const std::vector<AnalysisShards::Owned> owned = shards_->OwnedShards();
   TakeShards(now, owned, declared);
   const absl::Status sent = shards_->Exchange(local, assigned, owned, now);

@@ -54,6 +54,7 @@
 #include "analysis/fabric_view.h"
 #include "analysis/hysteresis.h"
 #include "analysis/nic_ports.h"
+#include "analysis/shard_map.h"
 #include "analysis/straggler_nic.h"
 #include "collector/declared/layout_registry.h"
 #include "collector/findings/findings_store.h"
@@ -301,6 +302,9 @@ class AnalysisRunner {
   // change.
   std::shared_ptr<const RegistrySnapshot> by_host_of_;
   std::optional<analysis::LayoutsByHost> by_host_;
+  // Which shards this collector's ports go to, worked out again only when
+  // its ports, the layouts or the topology change.
+  analysis::ShardAssignmentCache assignment_;
   // The last shard exchange, and the last news, failed (logged once per
   // outage).
   bool exchange_failing_ = false;

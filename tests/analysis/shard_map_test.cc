@@ -7,10 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -108,6 +111,121 @@ TEST(ShardMapTest, AHostNicNoTopologyCablesGoesToItsNodesSwitchShard) {
     }
   }
   EXPECT_THAT(shards_of, Each(1));
+}
+
+// The shards as comparable values: (shard, kind, ports).
+std::vector<std::tuple<std::string, ShardKind, std::vector<uint32_t>>> Values(
+    const std::vector<ShardPorts>& shards) {
+  std::vector<std::tuple<std::string, ShardKind, std::vector<uint32_t>>> out;
+  out.reserve(shards.size());
+  for (const ShardPorts& s : shards) out.emplace_back(s.shard, s.kind, s.ports);
+  return out;
+}
+
+// `view`'s ports in a new view, each first passed to `edit`.
+FabricView Edited(const FabricView& view,
+                  const std::function<void(PortView&)>& edit) {
+  FabricView out;
+  for (const PortView& p : view.ports()) {
+    PortView& copy = out.AddPort(p.node, p.device);
+    copy = p;
+    edit(copy);
+  }
+  out.Finish();
+  return out;
+}
+
+// The cache answers as AssignShards does, and works the shards out again
+// exactly when the ports, the layouts, the topology or the counts change.
+TEST(ShardMapTest, TheCacheWorksTheShardsOutAgainOnlyOnAChange) {
+  absl::StatusOr<Cluster> c = Cluster::Build(TwoJobCluster(16));
+  ASSERT_TRUE(c.ok()) << c.status();
+  const FabricView view = c->View({}, {}, 1);
+  auto topology = std::make_shared<const TopologyIndex>(&c->topology());
+  std::vector<const LayoutModel*> models;
+  for (const LayoutModel& m : c->jobs()) models.push_back(&m);
+  const LayoutsByHost layouts(models);
+  auto layouts_of = std::make_shared<int>(1);
+  const ShardCounts counts;
+  const auto expected = [&](const FabricView& v, const ShardCounts& n,
+                            const TopologyIndex* index = nullptr) {
+    const TopologyIndex none(nullptr);
+    return Values(
+        AssignShards(v, layouts, index != nullptr ? *index : none, n));
+  };
+
+  ShardAssignmentCache cache;
+  EXPECT_EQ(Values(cache.Assign(view, layouts_of, layouts, topology, counts)),
+            expected(view, counts, topology.get()));
+  EXPECT_EQ(cache.assigned(), 1u);
+  // The same ports in another view of the next pass: kept.
+  const FabricView again = Edited(view, [](PortView&) {});
+  EXPECT_EQ(Values(cache.Assign(again, layouts_of, layouts, topology, counts)),
+            expected(view, counts, topology.get()));
+  EXPECT_EQ(cache.assigned(), 1u);
+
+  // Each change of what the shards depend on is seen.
+  uint64_t assigned = cache.assigned();
+  const auto changed = [&](const FabricView& v, const ShardCounts& n,
+                           const std::shared_ptr<const void>& key,
+                           const std::shared_ptr<const TopologyIndex>& index,
+                           const std::string& what) {
+    EXPECT_EQ(Values(cache.Assign(v, key, layouts, index, n)),
+              expected(v, n, index.get()))
+        << what;
+    EXPECT_EQ(cache.assigned(), ++assigned) << what;
+  };
+  const std::string node = view.ports().front().node;
+  const std::string device = view.ports().front().device;
+  const auto first = [&](const PortView& p) {
+    return p.node == node && p.device == device;
+  };
+  const FabricView renamed = Edited(view, [&](PortView& p) {
+    if (first(p)) p.device = "mlx5_9";
+  });
+  changed(renamed, counts, layouts_of, topology, "a device renamed");
+  changed(view, counts, layouts_of, topology, "and back");
+  changed(Edited(view,
+                 [&](PortView& p) {
+                   if (first(p)) p.netdev = "eth9";
+                 }),
+          counts, layouts_of, topology, "a netdev renamed");
+  changed(Edited(view,
+                 [&](PortView& p) {
+                   if (first(p)) p.is_switch_port = !p.is_switch_port;
+                 }),
+          counts, layouts_of, topology, "a port's side");
+  changed(Edited(view,
+                 [&](PortView& p) {
+                   if (p.node == node) p.node = "gpu-new";
+                 }),
+          counts, layouts_of, topology, "a node renamed");
+  FabricView fewer;
+  for (const PortView& p : view.ports()) {
+    if (!first(p)) fewer.AddPort(p.node, p.device) = p;
+  }
+  fewer.Finish();
+  changed(fewer, counts, layouts_of, topology, "a port gone");
+  changed(view, counts, layouts_of, topology, "and back");
+  changed(view, counts, std::make_shared<int>(2), topology, "new layouts");
+  const auto new_layouts = std::make_shared<int>(3);
+  changed(view, counts, new_layouts,
+          std::make_shared<const TopologyIndex>(&c->topology()),
+          "a new topology");
+  changed(view, {counts.jobs, 7}, new_layouts, topology, "switch shards");
+  changed(view, {5, 7}, new_layouts, topology, "job shards");
+  EXPECT_EQ(Values(cache.Assign(view, new_layouts, layouts, topology, {5, 7})),
+            expected(view, {5, 7}, topology.get()));
+  EXPECT_EQ(cache.assigned(), assigned) << "nothing changed";
+  // No topology: every host NIC goes to its node's shard.
+  changed(view, {5, 7}, new_layouts, nullptr, "no topology");
+  for (const ShardPorts& s :
+       cache.Assign(view, new_layouts, layouts, nullptr, {5, 7})) {
+    if (s.kind != ShardKind::kSwitches) continue;
+    for (uint32_t i : s.ports) {
+      EXPECT_EQ(s.shard, SwitchShardOf(view.ports()[i].node, {5, 7}));
+    }
+  }
 }
 
 TEST(ShardMapTest, ShardByShardTheAnalyzersFindWhatTheyFindOnTheFabric) {

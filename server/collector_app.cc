@@ -472,7 +472,7 @@ int RunCollector(const CollectorConfig& config) {
   QueryService::Options query_options =
       MakeQueryOptions(*access, &runner, node_up);
   // Names a layout uses that no agent reports: accepted, with warnings.
-  LayoutNameCheck name_check([&runner] { return runner.LatestView(); });
+  LayoutNameCheck name_check([&runner] { return runner.LatestNames(); });
   auto warnings = [&name_check](const v1::Layout& layout) {
     return name_check.Check(layout);
   };

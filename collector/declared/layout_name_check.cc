@@ -9,10 +9,11 @@
 
 namespace fabricdiag::collector {
 
-std::vector<std::string> UnreportedNames(const v1::Layout& layout,
-                                         const analysis::FabricView& view) {
+std::vector<std::string> UnreportedNames(
+    const v1::Layout& layout, const analysis::FabricView& view,
+    const absl::flat_hash_set<std::string>& hosts_elsewhere) {
   std::vector<std::string> out;
-  if (view.ports().empty()) return out;
+  if (view.ports().empty() && hosts_elsewhere.empty()) return out;
   size_t more = 0;
   auto warn = [&](std::string w) {
     if (out.size() < kMaxNameWarnings - 1) {
@@ -28,6 +29,7 @@ std::vector<std::string> UnreportedNames(const v1::Layout& layout,
     if (hosts_warned.count(host) > 0) return;
     const analysis::FabricView::NodePorts ports = view.PortsOfNode(host);
     if (ports.begin == ports.end) {
+      if (hosts_elsewhere.contains(host)) return;
       hosts_warned.insert(host);
       warn(absl::StrCat(field, ": host ", QuoteForMessage(host),
                         " is reported by no agent"));
@@ -63,9 +65,11 @@ std::vector<std::string> UnreportedNames(const v1::Layout& layout,
 }
 
 std::vector<std::string> LayoutNameCheck::Check(const v1::Layout& layout) {
-  std::shared_ptr<const analysis::FabricView> view = view_ ? view_() : nullptr;
-  if (view == nullptr) return {};
-  std::vector<std::string> warnings = UnreportedNames(layout, *view);
+  ReportedNames names = names_ ? names_() : ReportedNames{};
+  analysis::FabricView no_ports;
+  if (names.ports == nullptr) no_ports.Finish();
+  std::vector<std::string> warnings = UnreportedNames(
+      layout, names.ports ? *names.ports : no_ports, names.hosts_elsewhere);
   if (!warnings.empty()) {
     ++warned_layouts_;
     warnings_ += warnings.size();

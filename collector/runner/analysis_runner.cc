@@ -774,8 +774,8 @@ void AnalysisRunner::RunSharded(absl::Time now, bool leading,
   // others' nodes alone (their ports are not published: each shard's go to
   // its owner). Alone (embedded) its ports are the fabric, which its page
   // shows while someone looks at it; in a cluster they are only part of
-  // it, which the page and the layout name check would take for the
-  // fabric: no view.
+  // it, which the page would take for the fabric: no view (the layout
+  // name check is given it as what it is, LatestNames()).
   FeatureSlice local;
   FeatureSlice fabric =
       ExchangeFeatures(now, MergeScope::kNodes, topology, &local);
@@ -801,6 +801,14 @@ void AnalysisRunner::RunSharded(absl::Time now, bool leading,
   if (leading && now - seeded_at_ >= kUnheardNodesGrace &&
       !findings_->ActiveOf(kRateSource).empty()) {
     Report({}, *layouts_->Snapshot(), now, kRateSource);
+  }
+  // Kept for the layout name check; the ports kept before are freed here,
+  // outside the lock its readers take.
+  auto own =
+      std::make_shared<const analysis::FabricView>(std::move(local.window));
+  {
+    std::lock_guard<std::mutex> view_lock(view_mu_);
+    published_own_ports_.swap(own);
   }
 }
 
@@ -1013,6 +1021,24 @@ std::shared_ptr<const std::vector<NodeFacts>> AnalysisRunner::LatestNodes()
     const {
   std::lock_guard<std::mutex> lock(view_mu_);
   return published_nodes_;
+}
+
+ReportedNames AnalysisRunner::LatestNames() const {
+  if (shards_ == nullptr) return {LatestView(), {}};
+  ReportedNames names;
+  std::shared_ptr<const std::vector<NodeFacts>> nodes;
+  {
+    std::lock_guard<std::mutex> lock(view_mu_);
+    names.ports = published_own_ports_;
+    nodes = published_nodes_;
+  }
+  if (nodes == nullptr) return names;
+  const std::string id = shards_->Id();
+  for (const NodeFacts& n : *nodes) {
+    // Alone (no id) every node is this collector's: none is elsewhere.
+    if (n.collector != id) names.hosts_elsewhere.insert(n.liveness.node);
+  }
+  return names;
 }
 
 std::vector<v1::Finding> AnalysisRunner::RunLayoutPass(const std::string& job,

@@ -56,6 +56,7 @@
 #include "analysis/nic_ports.h"
 #include "analysis/shard_map.h"
 #include "analysis/straggler_nic.h"
+#include "collector/declared/layout_name_check.h"
 #include "collector/declared/layout_registry.h"
 #include "collector/findings/findings_store.h"
 #include "collector/runner/agent_liveness.h"
@@ -174,6 +175,13 @@ class AnalysisRunner {
   // liveness; `fabricdiag nodes`). Null before the first pass; with one
   // collector, its own nodes (none names a collector). Any thread.
   std::shared_ptr<const std::vector<NodeFacts>> LatestNodes() const;
+
+  // What the layout name check compares a layout's names with: the
+  // LatestView() (hence wanted); with the analysis sharded, this
+  // collector's own agents' ports at the latest pass and, in a cluster,
+  // the names of the nodes the latest pass merged from the other
+  // collectors. Any thread.
+  ReportedNames LatestNames() const;
 
  private:
   // This collector's slice (series store) published, and the fabric's
@@ -344,6 +352,9 @@ class AnalysisRunner {
   mutable std::mutex view_mu_;
   std::shared_ptr<const analysis::FabricView> published_view_;
   std::shared_ptr<const std::vector<NodeFacts>> published_nodes_;
+  // With the analysis sharded: this collector's own ports at the latest
+  // pass (LatestNames()).
+  std::shared_ptr<const analysis::FabricView> published_own_ports_;
   // clock_.MonotonicNanos() of the latest LatestView(); 0: never.
   mutable std::atomic<int64_t> view_wanted_at_{0};
   std::mutex mu_;

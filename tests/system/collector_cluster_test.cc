@@ -45,6 +45,7 @@ using ::fabricdiag::testing::RunCommand;
 using ::fabricdiag::testing::RunResult;
 using ::fabricdiag::testing::Subprocess;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const std::string kCollector = FABRICDIAG_COLLECTOR_BINARY;
 const std::string kAgent = FABRICDIAG_AGENT_BINARY;
@@ -1426,6 +1427,31 @@ TEST_F(ClusterStoryTest, ShardedCollectorsKeepTheirFindingsThroughAKill) {
           << c[i].name << " does not list " << f.kind << " " << f.id;
     }
   }
+
+  // No collector holds the fabric's ports, yet `layout apply` on each warns
+  // of the names no agent reports: a host no collector heard from, and a
+  // NIC the collector its host streams to does not know (the others know
+  // the host alone).
+  const std::string probe = w + "/probe.yaml";
+  std::ofstream(probe) << "job: probe\ngpus_per_node: 2\n"
+                          "parallelism: {tp: 2, pp: 1, dp: 2}\n"
+                          "hosts: [gpu-000, gpu-0O1]\n"
+                          "rails: [mlx5_0, mlx5_9]\n";
+  int nic_warned = 0;
+  for (const Collector& each : c) {
+    const RunResult r = Cli(each, {"layout", "apply", probe});
+    EXPECT_EQ(r.exit_code, 0) << each.name << ": " << r.err;
+    EXPECT_THAT(r.err,
+                HasSubstr("warning: hosts: host \"gpu-0O1\" is reported by "
+                          "no agent\n"))
+        << each.name;
+    EXPECT_THAT(r.err, Not(HasSubstr("host \"gpu-000\""))) << each.name;
+    EXPECT_THAT(r.err, Not(HasSubstr("\"mlx5_0\""))) << each.name;
+    nic_warned += absl::StrContains(
+        r.err, "NIC \"mlx5_9\" is reported by no agent on \"gpu-000\"");
+  }
+  EXPECT_GE(nic_warned, 1);
+  ASSERT_EQ(Cli(c[0], {"layout", "delete", "probe"}).exit_code, 0);
 
   // The analysis is cut: each collector owns some of the 128 shards, every
   // shard one, and the collectors send each other ports and news.

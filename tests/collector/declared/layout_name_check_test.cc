@@ -26,8 +26,8 @@ analysis::FabricView TwoHosts() {
   return view;
 }
 
-v1::Layout Layout(std::vector<std::string> hosts,
-                  std::vector<std::string> rails) {
+v1::Layout Layout(const std::vector<std::string>& hosts,
+                  const std::vector<std::string>& rails) {
   v1::Layout l;
   l.set_job("j");
   l.set_gpus_per_node(2);
@@ -81,15 +81,39 @@ TEST(UnreportedNamesTest, NothingIsCheckedBeforeAnyAgentReports) {
   analysis::FabricView empty;
   empty.Finish();
   EXPECT_THAT(UnreportedNames(Layout({"x"}, {"y"}), empty), IsEmpty());
-  LayoutNameCheck no_view([] { return nullptr; });
+  LayoutNameCheck no_view([] { return ReportedNames{}; });
   EXPECT_THAT(no_view.Check(Layout({"x"}, {})), IsEmpty());
+}
+
+// A collector of a sharded cluster: its own agents' ports, and the hosts
+// the other collectors heard from, whose NICs it does not know.
+TEST(UnreportedNamesTest, HostsElsewhereAreKnownTheirNicsUnchecked) {
+  const absl::flat_hash_set<std::string> elsewhere = {"gpu-100", "gpu-101"};
+  EXPECT_THAT(UnreportedNames(Layout({"gpu-000", "gpu-100", "gpu-101"},
+                                     {"mlx5_0", "mlx5_7"}),
+                              TwoHosts(), elsewhere),
+              ElementsAre("hosts: NIC \"mlx5_7\" is reported by no agent "
+                          "on \"gpu-000\""));
+  EXPECT_THAT(UnreportedNames(Layout({"gpu-100", "gpu-1O2"}, {}), TwoHosts(),
+                              elsewhere),
+              ElementsAre("hosts: host \"gpu-1O2\" is reported by no agent"));
+  // No port here (every agent streams to the others): still checked.
+  analysis::FabricView none;
+  none.Finish();
+  EXPECT_THAT(UnreportedNames(Layout({"gpu-100", "gpu-000"}, {"mlx5_0"}), none,
+                              elsewhere),
+              ElementsAre("hosts: host \"gpu-000\" is reported by no agent"));
+  LayoutNameCheck check([&elsewhere] { return ReportedNames{{}, elsewhere}; });
+  EXPECT_THAT(check.Check(Layout({"gpu-101", "gpu-9"}, {"mlx5_0"})),
+              ElementsAre("hosts: host \"gpu-9\" is reported by no agent"));
 }
 
 TEST(UnreportedNamesTest, WarningsAreBoundedAndCounted) {
   std::vector<std::string> hosts;
+  hosts.reserve(100);
   for (int i = 0; i < 100; ++i) hosts.push_back(absl::StrFormat("n%03d", i));
   auto view = std::make_shared<const analysis::FabricView>(TwoHosts());
-  LayoutNameCheck check([view] { return view; });
+  LayoutNameCheck check([view] { return ReportedNames{view, {}}; });
   std::vector<std::string> w = check.Check(Layout(hosts, {}));
   ASSERT_THAT(w, SizeIs(kMaxNameWarnings));
   EXPECT_EQ(w.back(), "... and 81 more names no agent reports");

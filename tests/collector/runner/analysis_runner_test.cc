@@ -607,6 +607,33 @@ std::vector<std::string> Storms(const FindingsStore& findings) {
 
 // A cluster seen from the runner: another collector's silent node merged
 // in, and a lease this collector may or may not hold.
+// `node` streaming to `series` one port, eth0, whose one series is its PFC
+// pause duration (the fraction of the time paused); the schema's slots, to
+// Ingest reports of that rate with.
+absl::StatusOr<std::vector<uint32_t>> StartPauseAgent(NodeSeries& node,
+                                                      absl::Time now) {
+  const absl::StatusOr<uint64_t> begun =
+      node.BeginStream("boot-a", 1000, 1, "ipv4:127.0.0.1:1", now);
+  if (!begun.ok()) return begun.status();
+  v1::Inventory inventory;
+  v1::Netdev* eth0 = inventory.add_netdevs();
+  eth0->set_name("eth0");
+  eth0->set_operstate("up");
+  eth0->set_speed_bytes_per_second(50e9);
+  node.SetInventory(inventory);
+  v1::Schema schema;
+  schema.set_schema_id(1);
+  v1::Series* pause = schema.add_series();
+  pause->set_subsystem(v1::SUBSYSTEM_ETHTOOL);
+  pause->set_device("eth0");
+  pause->set_name("tx_prio3_pause_duration");
+  pause->set_kind(v1::KIND_COUNTER);
+  pause->set_meaning(v1::MEANING_PFC_PAUSE_DURATION);
+  pause->set_direction(v1::DIRECTION_TX);
+  pause->set_priority(3);
+  return node.MapSchema(schema);
+}
+
 class FakeExchange final : public FeatureExchange {
  public:
   explicit FakeExchange(absl::Time last_report) : remote_report(last_report) {}
@@ -624,6 +651,7 @@ class FakeExchange final : public FeatureExchange {
   FeatureSlice Merged(FeatureSlice local, absl::Time /*now*/,
                       MergeScope scope) override {
     scopes.push_back(scope);
+    for (NodeFacts& n : local.nodes) n.collector = local_collector;
     NodeFacts remote;
     remote.liveness.node = "gpu-remote";
     remote.liveness.last_report = remote_report;
@@ -631,6 +659,7 @@ class FakeExchange final : public FeatureExchange {
     remote.liveness.ever_reported = true;
     remote.liveness.observed_until = observed_until;
     remote.unobserved = unobserved;
+    remote.collector = remote_collector;
     local.nodes.push_back(remote);
     local.complete = complete;
     if (remote_samples.has_value()) {
@@ -650,6 +679,9 @@ class FakeExchange final : public FeatureExchange {
   bool unobserved = false;
   // Whether every live collector's features are in the merge.
   bool complete = true;
+  // The collectors this one's nodes and the remote node stream to.
+  std::string local_collector;
+  std::string remote_collector;
   // Whether the merged view holds a PFC victim.
   bool paused_victim = false;
   // The remote node's last report, and how its traffic samples lie in the
@@ -1075,6 +1107,52 @@ TEST_F(AnalysisRunnerClusterTest, ShardedACollectorPublishesItsLivenessAlone) {
   EXPECT_THAT(*runner.LatestNodes(), ::testing::SizeIs(1)) << "gpu-remote";
 }
 
+// Sharded, a layout's names are checked against this collector's own
+// ports and the names of the nodes the others heard from, whose NICs it
+// does not know.
+TEST_F(AnalysisRunnerClusterTest, ShardedNamesAreTheOwnPortsAndTheOthersNodes) {
+  std::shared_ptr<NodeSeries> node = series.OpenNode("gpu-own");
+  absl::StatusOr<std::vector<uint32_t>> slots =
+      StartPauseAgent(*node, clock.Now());
+  ASSERT_TRUE(slots.ok()) << slots.status();
+  exchange.local_collector = "col-a";
+  exchange.remote_collector = "col-b";
+  NoShardsOwned shards;  // col-a
+  AnalysisRunner runner = ShardedRunner(&shards);
+  EXPECT_EQ(runner.LatestNames().ports, nullptr) << "before the first pass";
+  for (uint64_t seq = 1; seq <= 3; ++seq) {
+    const double rate = 0.001;
+    ReportView view;
+    view.seq = seq;
+    view.wall_time_unix_nanos = absl::ToUnixNanos(clock.Now());
+    view.rates = absl::MakeConstSpan(&rate, 1);
+    uint64_t held = 0;
+    ASSERT_EQ(node->Ingest("boot-a", view, *slots, clock.Now(), &held),
+              NodeSeries::Outcome::kStored);
+    runner.RunOnce();
+    clock.Advance(absl::Seconds(1));
+  }
+  ReportedNames names = runner.LatestNames();
+  ASSERT_NE(names.ports, nullptr);
+  EXPECT_THAT(names.ports->PortsOf("gpu-own"), ::testing::SizeIs(1));
+  EXPECT_THAT(names.hosts_elsewhere, ::testing::ElementsAre("gpu-remote"));
+  v1::Layout layout;
+  layout.set_job("j");
+  layout.set_gpus_per_node(1);
+  for (const char* host : {"gpu-own", "gpu-remote", "gpu-0wn"}) {
+    layout.add_hosts(host);
+  }
+  layout.add_rails(names.ports->PortsOf("gpu-own")[0].device);
+  layout.add_rails("mlx5_9");
+  EXPECT_THAT(
+      UnreportedNames(layout, *names.ports, names.hosts_elsewhere),
+      ::testing::ElementsAre(
+          "hosts: NIC \"mlx5_9\" is reported by no agent on \"gpu-own\"",
+          "hosts: host \"gpu-0wn\" is reported by no agent"));
+  // The page still shows no view of this collector's part alone.
+  EXPECT_EQ(runner.LatestView(), nullptr);
+}
+
 TEST_F(AnalysisRunnerClusterTest, AFollowerMergesPortsOnlyForItsPage) {
   // Nobody looked: nodes only, and no view of this collector's part alone.
   runner_->RunOnce();
@@ -1464,26 +1542,8 @@ Opened WhenAStrongStormOpens(const analysis::HysteresisConfig& gate,
   EXPECT_TRUE(findings.Load().ok());
   SeriesStore series(SeriesStore::Options{}, clock);
   std::shared_ptr<NodeSeries> node = series.OpenNode("gpu-1");
-  EXPECT_TRUE(
-      node->BeginStream("boot-a", 1000, 1, "ipv4:127.0.0.1:1", clock.Now())
-          .ok());
-  v1::Inventory inventory;
-  v1::Netdev* eth0 = inventory.add_netdevs();
-  eth0->set_name("eth0");
-  eth0->set_operstate("up");
-  eth0->set_speed_bytes_per_second(50e9);
-  node->SetInventory(inventory);
-  v1::Schema schema;
-  schema.set_schema_id(1);
-  v1::Series* pause = schema.add_series();
-  pause->set_subsystem(v1::SUBSYSTEM_ETHTOOL);
-  pause->set_device("eth0");
-  pause->set_name("tx_prio3_pause_duration");
-  pause->set_kind(v1::KIND_COUNTER);
-  pause->set_meaning(v1::MEANING_PFC_PAUSE_DURATION);
-  pause->set_direction(v1::DIRECTION_TX);
-  pause->set_priority(3);
-  absl::StatusOr<std::vector<uint32_t>> slots = node->MapSchema(schema);
+  absl::StatusOr<std::vector<uint32_t>> slots =
+      StartPauseAgent(*node, clock.Now());
   EXPECT_TRUE(slots.ok()) << slots.status();
   if (!slots.ok()) return {};
 

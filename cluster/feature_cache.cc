@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -374,44 +375,66 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
           f.liveness.observed_until = absl::InfiniteFuture();
         }
       };
+  // What the merge gives of each node, against what is remembered of it:
+  // both sorted by name (the merge's nodes as MergeFeatureSlices leaves
+  // them), walked together.
+  const auto by_node = [](const collector::NodeFacts& a,
+                          const collector::NodeFacts& b) {
+    return a.liveness.node < b.liveness.node;
+  };
+  if (!std::is_sorted(merged.nodes.begin(), merged.nodes.end(), by_node)) {
+    std::stable_sort(merged.nodes.begin(), merged.nodes.end(), by_node);
+  }
+  std::vector<collector::NodeFacts> first_heard;  // not remembered before
+  std::vector<collector::NodeFacts> gone;  // remembered, not in this merge
+  size_t r = 0;
   for (collector::NodeFacts& n : merged.nodes) {
-    auto [it, inserted] = remembered_.try_emplace(n.liveness.node, n);
-    if (inserted) continue;
-    if (it->second.collector != n.collector &&
-        it->second.liveness.last_report > n.liveness.last_report) {
+    const std::string& node = n.liveness.node;
+    while (r < remembered_.size() && remembered_[r].liveness.node < node) {
+      gone.push_back(remembered_[r++]);
+    }
+    collector::NodeFacts* kept = nullptr;
+    if (r < remembered_.size() && remembered_[r].liveness.node == node) {
+      kept = &remembered_[r++];
+    } else if (r > 0 && remembered_[r - 1].liveness.node == node) {
+      kept = &remembered_[r - 1];  // a node twice in the merge
+    } else if (!first_heard.empty() &&
+               first_heard.back().liveness.node == node) {
+      kept = &first_heard.back();
+    } else {
+      first_heard.push_back(n);
+      continue;
+    }
+    if (kept->collector != n.collector &&
+        kept->liveness.last_report > n.liveness.last_report) {
       // Another collector heard the node after the one the merge took it
       // from: its agent moved there (a failover, a hand-back), and that
       // collector's features did not arrive this time. What the earlier
       // collector still says of the node is older news, not the agent's
       // silence: the node is judged as the collector that holds it would
       // have it, as if that one had left the merge.
-      n = it->second;
+      n = *kept;
       left_merge(n);
       continue;
     }
     // Assigned field by field: the strings keep their buffers.
-    collector::NodeFacts& kept = it->second;
-    kept.liveness = n.liveness;
-    if (kept.boot_id != n.boot_id) kept.boot_id = n.boot_id;
-    if (kept.collector != n.collector) kept.collector = n.collector;
-    kept.unobserved = n.unobserved;
+    kept->liveness = n.liveness;
+    if (kept->boot_id != n.boot_id) kept->boot_id = n.boot_id;
+    if (kept->collector != n.collector) kept->collector = n.collector;
+    kept->unobserved = n.unobserved;
   }
-  if (remembered_.size() > merged.nodes.size()) {
-    absl::flat_hash_set<absl::string_view> listed;
-    for (const collector::NodeFacts& n : merged.nodes) {
-      listed.insert(n.liveness.node);
-    }
-    std::vector<collector::NodeFacts> gone;
-    for (const auto& [node, facts] : remembered_) {
-      if (!listed.contains(node)) gone.push_back(facts);
-    }
-    std::sort(gone.begin(), gone.end(), [](const auto& a, const auto& b) {
-      return a.liveness.node < b.liveness.node;
-    });
-    for (collector::NodeFacts& f : gone) {
-      left_merge(f);
-      merged.nodes.push_back(std::move(f));
-    }
+  while (r < remembered_.size()) gone.push_back(remembered_[r++]);
+  if (!first_heard.empty()) {
+    const size_t before = remembered_.size();
+    remembered_.insert(remembered_.end(),
+                       std::make_move_iterator(first_heard.begin()),
+                       std::make_move_iterator(first_heard.end()));
+    std::inplace_merge(remembered_.begin(), remembered_.begin() + before,
+                       remembered_.end(), by_node);
+  }
+  for (collector::NodeFacts& f : gone) {
+    left_merge(f);
+    merged.nodes.push_back(std::move(f));
   }
   return merged;
 }

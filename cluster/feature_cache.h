@@ -44,7 +44,6 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -193,9 +192,8 @@ class FeatureCache {
   ChunkMap liveness_ ABSL_GUARDED_BY(mu_);
   Stats stats_ ABSL_GUARDED_BY(mu_);
   // Liveness of nodes seen in earlier merges, kept when their collector
-  // leaves the merge.
-  absl::flat_hash_map<std::string, collector::NodeFacts> remembered_
-      ABSL_GUARDED_BY(mu_);
+  // leaves the merge; sorted by node, one entry each.
+  std::vector<collector::NodeFacts> remembered_ ABSL_GUARDED_BY(mu_);
   // When each other collector was last listed live (Presence::now).
   std::map<std::string, absl::Time> last_live_ ABSL_GUARDED_BY(mu_);
 };

@@ -513,7 +513,7 @@ TEST(FeatureCacheTest, AMovedNodeIsNotJudgedByTheCollectorItLeft) {
 // not held unobserved as long as that collector runs.
 TEST(FeatureCacheTest, ANodeItsCollectorNoLongerListsIsJudgedNow) {
   FeatureCache cache("col-0");
-  const auto send = [&](const std::string& id, FeatureSlice s,
+  const auto send = [&](const std::string& id, const FeatureSlice& s,
                         absl::Time published) {
     for (const v1::FeatureChunk& c : SliceToChunks(s, id, published)) {
       cache.Received(c.SerializeAsString(), published);
@@ -690,6 +690,58 @@ TEST(FeatureCacheTest, LivenessIsTrackedApartFromTheFeatures) {
                                  collector::MergeScope::kNodes)),
               ElementsAre("a-1", "b-1"));
   EXPECT_EQ(cache.stats().merged_members, 1u);
+}
+
+// Nodes come and go in every merge, each collector's a random subset of
+// its own: a merge lists the nodes it was given, by name, then every node
+// an earlier merge gave and this one did not, by name, with its liveness
+// as last merged; each node once.
+TEST(FeatureCacheTest, EveryNodeEverMergedIsListedOnceInOrder) {
+  FeatureCache cache("col-0");
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> coin(0, 2);
+  std::map<std::string, absl::Time> last_merged;
+  for (int round = 0; round < 40; ++round) {
+    const absl::Time now = kT0 + absl::Seconds(round);
+    std::map<std::string, absl::Time> given;
+    FeatureSlice local;
+    std::map<std::string, FeatureSlice> remote;
+    for (const char* id : {"col-0", "col-b", "col-c"}) {
+      FeatureSlice& slice = id == std::string("col-0") ? local : remote[id];
+      slice.window.window_seconds = 5;
+      for (int n = 0; n < 30; ++n) {
+        if (coin(rng) == 0) continue;
+        NodeFacts f;
+        f.liveness.node = absl::StrFormat("%s-n%02d", id, n);
+        f.liveness.ever_reported = true;
+        f.liveness.last_report = now - absl::Milliseconds(coin(rng) * 100);
+        given[f.liveness.node] = f.liveness.last_report;
+        slice.nodes.push_back(f);
+      }
+      slice.window.Finish();
+    }
+    for (const auto& [id, slice] : remote) {
+      SendLiveness(cache, slice, id, now, now);
+    }
+    const FeatureSlice merged =
+        cache.Merged(std::move(local), now - absl::Milliseconds(500),
+                     collector::MergeScope::kNodes);
+    std::vector<std::string> expected;
+    expected.reserve(given.size() + last_merged.size());
+    for (const auto& [node, at] : given) expected.push_back(node);
+    for (const auto& [node, at] : last_merged) {
+      if (given.count(node) == 0) expected.push_back(node);
+    }
+    ASSERT_EQ(Nodes(merged), expected) << "round " << round;
+    for (const NodeFacts& n : merged.nodes) {
+      auto it = given.find(n.liveness.node);
+      const absl::Time want =
+          it != given.end() ? it->second : last_merged.at(n.liveness.node);
+      EXPECT_EQ(n.liveness.last_report, want)
+          << n.liveness.node << " in round " << round;
+    }
+    for (const auto& [node, at] : given) last_merged[node] = at;
+  }
 }
 
 // What a catch-up with the stream asks before it reads a subject: whether

@@ -8,6 +8,8 @@ packages=(
   # scripts/test.sh compiles through ccache when present: a second run, or
   # a fresh clone on the same machine, rebuilds only what changed.
   ccache
+  # lld links the test binaries in less than half the GNU linker's time.
+  lld
   libibverbs-dev prometheus-cpp-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev

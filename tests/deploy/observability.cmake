@@ -70,8 +70,13 @@ if(NOT FABRICDIAG_SANITIZE AND TARGET fabricdiag-sim AND TARGET fabricdiag
               ${PROJECT_SOURCE_DIR} $<TARGET_FILE:fabricdiag-sim>
               $<TARGET_FILE:fabricdiag-agent>
               $<TARGET_FILE:fabricdiag-collector> $<TARGET_FILE:fabricdiag>)
+    if(e2e STREQUAL "prometheus_e2e")
+      set(cost 60)
+    else()
+      set(cost 110)
+    endif()
     set_tests_properties(${e2e} PROPERTIES
-      SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "deploy;e2e"
+      SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "deploy;e2e" COST ${cost}
       RESOURCE_LOCK loopback_cluster)
   endforeach()
 endif()

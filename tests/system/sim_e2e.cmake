@@ -20,10 +20,12 @@ if(NOT FABRICDIAG_SANITIZE AND TARGET fabricdiag-sim AND TARGET fabricdiag
       if(test_name STREQUAL "sim_faults_e2e")
         set(script sim_faults_e2e_test.py)
         set(timeout 300)
+        set(cost 90)
         set(more $<TARGET_FILE:fabricdiag-gnmi-bridge>)
       else()
         set(script page_browser_test.py)
         set(timeout 240)
+        set(cost 15)
         set(more)
       endif()
       add_test(NAME ${test_name}
@@ -32,7 +34,8 @@ if(NOT FABRICDIAG_SANITIZE AND TARGET fabricdiag-sim AND TARGET fabricdiag
                 $<TARGET_FILE:fabricdiag-collector> $<TARGET_FILE:fabricdiag>
                 ${more})
       set_tests_properties(${test_name} PROPERTIES
-        TIMEOUT ${timeout} LABELS e2e RESOURCE_LOCK loopback_cluster)
+        TIMEOUT ${timeout} LABELS e2e COST ${cost}
+        RESOURCE_LOCK loopback_cluster)
     endforeach()
   endif()
 endif()
@@ -55,7 +58,7 @@ if(NOT FABRICDIAG_SANITIZE AND TARGET fabricdiag-sim AND TARGET fabricdiag
                 $<TARGET_FILE:fabricdiag-collector> $<TARGET_FILE:fabricdiag>
                 $<TARGET_FILE:fabricdiag-gnmi-bridge> ${dialect})
       set_tests_properties(${name} PROPERTIES
-        TIMEOUT 120 LABELS e2e RESOURCE_LOCK loopback_cluster)
+        TIMEOUT 120 LABELS e2e COST 50 RESOURCE_LOCK loopback_cluster)
     endforeach()
   endif()
 endif()

@@ -82,7 +82,11 @@ std::shared_ptr<const analysis::FabricView> WebFabric::view() const {
 }
 
 collector::WebSources WebFabric::Sources() const {
-  return {findings_.get(), registry_.get(), [this] { return view(); }, &clock_,
+  return {findings_.get(),
+          registry_.get(),
+          [this] { return view(); },
+          collector::FabricScope::kFabric,
+          &clock_,
           topology_.get()};
 }
 

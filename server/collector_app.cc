@@ -318,6 +318,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(
       [access = in.access](std::string* out) { access->AppendMetrics(out); });
   std::vector<HttpRoute> routes = WebRoutes(
       {in.findings, in.layouts, [runner] { return runner->LatestView(); },
+       runner->ViewIsWholeFabric() ? FabricScope::kFabric
+                                   : FabricScope::kCollector,
        in.clock, in.topology,
        [backends] { return backends->findings_staleness(); }});
   for (HttpRoute& r : JobWriteRoutes(in.writes)) routes.push_back(std::move(r));

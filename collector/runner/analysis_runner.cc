@@ -719,6 +719,10 @@ bool AnalysisRunner::Leading() {
   return true;
 }
 
+bool AnalysisRunner::ViewIsWholeFabric() const {
+  return shards_ == nullptr || shards_->Id().empty();
+}
+
 std::shared_ptr<const analysis::FabricView> AnalysisRunner::LatestView() const {
   view_wanted_at_.store(clock_.MonotonicNanos(), std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(view_mu_);
@@ -772,10 +776,9 @@ void AnalysisRunner::RunSharded(absl::Time now, bool leading,
                                 const TopologyViews& topology) {
   // Every collector analyses its own ports and its shards, and merges the
   // others' nodes alone (their ports are not published: each shard's go to
-  // its owner). Alone (embedded) its ports are the fabric, which its page
-  // shows while someone looks at it; in a cluster they are only part of
-  // it, which the page would take for the fabric: no view (the layout
-  // name check is given it as what it is, LatestNames()).
+  // its owner). Alone (embedded) its ports are the fabric; in a cluster
+  // only its agents' part of it, which its page shows as such
+  // (ViewIsWholeFabric()).
   FeatureSlice local;
   FeatureSlice fabric =
       ExchangeFeatures(now, MergeScope::kNodes, topology, &local);
@@ -786,10 +789,6 @@ void AnalysisRunner::RunSharded(absl::Time now, bool leading,
     std::lock_guard<std::mutex> view_lock(view_mu_);
     published_nodes_ = nodes;
   }
-  const bool alone = shards_->Id().empty();
-  Publish(alone && ViewWanted()
-              ? std::make_shared<const analysis::FabricView>(local.window)
-              : nullptr);
   if (leading) {
     RunLiveness(now, *nodes, fabric.complete, topology);
     RunLayoutAnalyzers(now);
@@ -802,14 +801,21 @@ void AnalysisRunner::RunSharded(absl::Time now, bool leading,
       !findings_->ActiveOf(kRateSource).empty()) {
     Report({}, *layouts_->Snapshot(), now, kRateSource);
   }
-  // Kept for the layout name check; the ports kept before are freed here,
-  // outside the lock its readers take.
+  // Kept for the layout name check, and for the page while someone looks
+  // at it: moved, not copied, once the pass is done with it.
   auto own =
       std::make_shared<const analysis::FabricView>(std::move(local.window));
+  std::shared_ptr<const analysis::FabricView> previous;
   {
     std::lock_guard<std::mutex> view_lock(view_mu_);
-    published_own_ports_.swap(own);
+    previous = std::exchange(published_own_ports_, own);
   }
+  // Freed here, outside the lock the readers take.
+  previous.reset();
+  Publish(ViewWanted() ? own : nullptr);
+  // The next pass's tp_cross_node confirms crossings by the group's NICs'
+  // rates, over the whole fabric, which only a lone collector holds.
+  last_view_ = ViewIsWholeFabric() ? std::move(own) : nullptr;
 }
 
 void AnalysisRunner::RunShardedRate(absl::Time now, const FeatureSlice& local,

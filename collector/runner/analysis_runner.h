@@ -154,9 +154,14 @@ class AnalysisRunner {
   // kViewWantedFor after the latest call. The first call after that
   // returns null or the view of the pass it triggered, the next pass the
   // whole fabric. With the analysis sharded (Seams::shards) no collector
-  // of a cluster holds the fabric's ports: null (a lone collector's is its
-  // fabric, as above).
+  // of a cluster holds the fabric's ports: while wanted, the view is its own
+  // agents' ports (ViewIsWholeFabric() false); a lone collector's are its
+  // fabric.
   std::shared_ptr<const analysis::FabricView> LatestView() const;
+  // Whether LatestView() is the whole fabric's, rather than this
+  // collector's agents' alone (a cluster that shards its analysis). The
+  // same for the runner's life. Any thread.
+  bool ViewIsWholeFabric() const;
   static constexpr absl::Duration kViewWantedFor = absl::Minutes(1);
 
   // After a restart, or in a new term, how long the findings taken over

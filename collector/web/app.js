@@ -418,6 +418,7 @@ function drawHeatmap(fabric) {
     drawHeatmapCanvas(fabric, ix);
   }
   drawHotCells(fabric, ix);
+  $('fabric-scope').hidden = fabric.scope !== 'collector';
   $('no-fabric').hidden = fabric.nodes.length > 0;
   const ms = performance.now() - start;
   state.stats.fabricDraws++;

@@ -311,7 +311,7 @@ std::string ValuesText(const Cells& cells) {
 
 // FabricJson, with the grid left to the caller when `cells` is not null
 // ("values" holds the placeholder then).
-Json FabricJsonImpl(const analysis::FabricView* view,
+Json FabricJsonImpl(const analysis::FabricView* view, FabricScope scope,
                     const v1::Topology* topology,
                     absl::Span<const v1::Finding> active, absl::Time now,
                     Cells* grid) {
@@ -320,6 +320,7 @@ Json FabricJsonImpl(const analysis::FabricView* view,
   j["generated"] = Time(now);
   j["window_seconds"] =
       view != nullptr ? Number(view->window_seconds) : nullptr;
+  j["scope"] = scope == FabricScope::kFabric ? "fabric" : "collector";
   j["metrics"] = Json::array();
   for (const FabricMetric& m : kFabricMetrics) {
     j["metrics"].push_back(
@@ -414,17 +415,18 @@ Json FindingsJson(absl::Span<const v1::Finding> active,
   return j;
 }
 
-Json FabricJson(const analysis::FabricView* view, const v1::Topology* topology,
+Json FabricJson(const analysis::FabricView* view, FabricScope scope,
+                const v1::Topology* topology,
                 absl::Span<const v1::Finding> active, absl::Time now) {
-  return FabricJsonImpl(view, topology, active, now, nullptr);
+  return FabricJsonImpl(view, scope, topology, active, now, nullptr);
 }
 
-std::string FabricJsonText(const analysis::FabricView* view,
+std::string FabricJsonText(const analysis::FabricView* view, FabricScope scope,
                            const v1::Topology* topology,
                            absl::Span<const v1::Finding> active,
                            absl::Time now) {
   Cells cells;
-  std::string text = FabricJsonImpl(view, topology, active, now, &cells)
+  std::string text = FabricJsonImpl(view, scope, topology, active, now, &cells)
                          .dump(-1, ' ', false, Json::error_handler_t::replace);
   // The first occurrence is the "values" key's: the keys before it hold
   // numbers, metric descriptions and validated names only.

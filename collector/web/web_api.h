@@ -53,10 +53,17 @@ nlohmann::ordered_json FindingsJson(absl::Span<const v1::Finding> active,
                                     const FindingsStaleness& staleness,
                                     absl::Time now);
 
+// Whose ports a view holds: the whole fabric's, or only those of the agents
+// that stream to this collector (a collector of a cluster that shards its
+// analysis: no collector holds the others' ports). /api/v1/fabric's
+// "scope": "fabric" or "collector".
+enum class FabricScope { kFabric, kCollector };
+
 // /api/v1/fabric. `view` null (no analysis pass yet) gives empty nodes;
 // `topology` null gives no switches. `active` outlines the ports its
 // findings name.
 nlohmann::ordered_json FabricJson(const analysis::FabricView* view,
+                                  FabricScope scope,
                                   const v1::Topology* topology,
                                   absl::Span<const v1::Finding> active,
                                   absl::Time now);
@@ -69,7 +76,7 @@ nlohmann::ordered_json TimeJson(absl::Time t);
 // 4 numbers per cell: 272,000 at 8,500 nodes x 8 rails) is printed
 // straight to text instead of as a JSON value per cell. The same JSON
 // (numbers may be spelt differently: 9.1e+09 for 9100000000.0).
-std::string FabricJsonText(const analysis::FabricView* view,
+std::string FabricJsonText(const analysis::FabricView* view, FabricScope scope,
                            const v1::Topology* topology,
                            absl::Span<const v1::Finding> active,
                            absl::Time now);

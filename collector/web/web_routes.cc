@@ -151,7 +151,7 @@ class FabricCache {
     std::lock_guard<std::mutex> lock(mu_);
     if (!Holds(view, topology, findings)) {
       std::string body =
-          FabricJsonText(view.get(), topology.get(), active, now);
+          FabricJsonText(view.get(), s.scope, topology.get(), active, now);
       // Everything after "generated" ({"api_version":1,"generated":...,
       // "window_seconds":...): the part that depends on the inputs alone.
       const size_t tail = body.find(",\"window_seconds\":");

@@ -30,6 +30,7 @@
 #include "collector/findings/findings_staleness.h"
 #include "collector/findings/findings_store.h"
 #include "collector/topology/topology_views.h"
+#include "collector/web/web_api.h"
 #include "common/clock.h"
 #include "common/http_server.h"
 
@@ -42,6 +43,8 @@ struct WebSources {
   const LayoutSnapshots* layouts = nullptr;
   // The latest analysis pass's view; null before the first.
   std::function<std::shared_ptr<const analysis::FabricView>()> view;
+  // Whose ports `view` holds (the same for the routes' life).
+  FabricScope scope = FabricScope::kFabric;
   const Clock* clock = nullptr;
   // The declared, discovered and effective topologies (/api/v1/topology;
   // the effective one draws /api/v1/fabric's switches).

@@ -1453,6 +1453,32 @@ TEST_F(ClusterStoryTest, ShardedCollectorsKeepTheirFindingsThroughAKill) {
   EXPECT_GE(nic_warned, 1);
   ASSERT_EQ(Cli(c[0], {"layout", "delete", "probe"}).exit_code, 0);
 
+  // Each collector's page shows its own agents' ports and says so; together
+  // the pages show every node. (The first request of each makes its view
+  // wanted; the passes after it publish one.)
+  std::set<std::string> on_pages;
+  std::set<std::string> scopes;
+  const bool every_node_shown = testing::Eventually(
+      [&] {
+        on_pages.clear();
+        for (const Collector& each : c) {
+          absl::StatusOr<std::string> body =
+              HttpGet(each.http, "/api/v1/fabric");
+          if (!body.ok()) continue;
+          const nlohmann::json fabric =
+              nlohmann::json::parse(*body, nullptr, /*allow_exceptions=*/false);
+          if (fabric.is_discarded()) continue;
+          scopes.insert(fabric.value("scope", "(none)"));
+          for (const nlohmann::json& n : fabric["nodes"]) {
+            on_pages.insert(n.get<std::string>());
+          }
+        }
+        return on_pages.size() == static_cast<size_t>(kNodes);
+      },
+      absl::Seconds(15), absl::Milliseconds(500));
+  EXPECT_TRUE(every_node_shown) << absl::StrJoin(on_pages, ", ");
+  EXPECT_THAT(scopes, ::testing::ElementsAre("collector"));
+
   // The analysis is cut: each collector owns some of the 128 shards, every
   // shard one, and the collectors send each other ports and news.
   auto metric = [](const Collector& each, const std::string& name) {

@@ -496,6 +496,8 @@ def check_dom(dom, failures):
     expect("No open findings" not in dom.by_id("findings-section")[2] or
            dom.by_id("no-findings")[1].get("hidden") is not None,
            "says there are no open findings")
+    expect(dom.by_id("fabric-scope")[1].get("hidden") is not None,
+           "a lone collector's fabric said to be its agents' only")
 
     cells = dom.find("td", data_node=HOT[0], data_rail=HOT[1])
     expect(len(cells) == 1, f"{len(cells)} cells for {HOT}")

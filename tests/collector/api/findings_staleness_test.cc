@@ -145,9 +145,9 @@ TEST_F(FindingsStalenessTest, WatchSendsNoStalenessEventUnlessAsked) {
 }
 
 TEST_F(FindingsStalenessTest, FindingsJsonCarriesTheStaleness) {
-  std::vector<HttpRoute> routes =
-      WebRoutes({findings_.get(), registry_.get(), [] { return nullptr; },
-                 &clock_, &topology_, staleness_.Source()});
+  std::vector<HttpRoute> routes = WebRoutes(
+      {findings_.get(), registry_.get(), [] { return nullptr; },
+       FabricScope::kFabric, &clock_, &topology_, staleness_.Source()});
   auto get = [&routes] {
     HttpRequest request;
     request.method = "GET";
@@ -173,8 +173,9 @@ TEST_F(FindingsStalenessTest, FindingsJsonCarriesTheStaleness) {
 
 // A lone collector's routes are built without a source: never stale.
 TEST_F(FindingsStalenessTest, ALoneCollectorIsNeverStale) {
-  WebSources sources{findings_.get(), registry_.get(), [] { return nullptr; },
-                     &clock_, &topology_};
+  WebSources sources{
+      findings_.get(),      registry_.get(), [] { return nullptr; },
+      FabricScope::kFabric, &clock_,         &topology_};
   EXPECT_FALSE(sources.staleness().stale);
   EXPECT_EQ(sources.staleness().age, absl::ZeroDuration());
   EXPECT_FALSE(QueryService::Options().staleness().stale);

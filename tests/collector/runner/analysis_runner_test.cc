@@ -269,6 +269,9 @@ class AnalysisRunnerStateTest : public ::testing::Test {
   // After a restart: findings of nodes not heard from hold for the grace
   // (FindingsOfNodesNotHeardSinceARestartHold).
   void ExpectFindingsOfNodesNotHeardHold(bool sharded);
+  // A lone collector's tp_cross_node is confirmed by its NICs' rates
+  // (ALoneCollectorConfirmsTpCrossingsAtRuntime).
+  void ExpectTpCrossingConfirmed(bool sharded);
 
   // The id of the active finding of `kind`; "" when none.
   std::string ActiveId(const std::string& kind) const {
@@ -392,6 +395,89 @@ TEST_F(AnalysisRunnerStateTest, FindingsCarryTheirJobsLabels) {
   found = findings_->Active();
   ASSERT_THAT(found, ::testing::SizeIs(1));
   EXPECT_EQ(found[0].labels().at("team"), "research");
+}
+
+// A lone collector confirms a TP crossing by what the group's NICs send,
+// sharded or not, whether or not anyone looks at its page: its ports are
+// the whole fabric.
+void AnalysisRunnerStateTest::ExpectTpCrossingConfirmed(bool sharded) {
+  // gpu-000 and gpu-001 each send 10 GB/s on eth0 (a 50 GB/s link): 20% of
+  // the link, past kConfirmLinkFraction.
+  std::vector<std::function<void()>> agents;
+  for (const char* host : {"gpu-000", "gpu-001"}) {
+    std::shared_ptr<NodeSeries> node = series.OpenNode(host);
+    ASSERT_TRUE(
+        node->BeginStream("boot-a", 1000, 1, "ipv4:127.0.0.1:1", clock.Now())
+            .ok());
+    v1::Inventory inventory;
+    v1::Netdev* eth0 = inventory.add_netdevs();
+    eth0->set_name("eth0");
+    eth0->set_operstate("up");
+    eth0->set_speed_bytes_per_second(50e9);
+    node->SetInventory(inventory);
+    v1::Schema schema;
+    schema.set_schema_id(1);
+    v1::Series* tx = schema.add_series();
+    tx->set_subsystem(v1::SUBSYSTEM_NETDEV_STATISTICS);
+    tx->set_device("eth0");
+    tx->set_name("tx_bytes");
+    tx->set_kind(v1::KIND_COUNTER);
+    tx->set_meaning(v1::MEANING_NETDEV_BYTES);
+    tx->set_direction(v1::DIRECTION_TX);
+    absl::StatusOr<std::vector<uint32_t>> slots = node->MapSchema(schema);
+    ASSERT_TRUE(slots.ok()) << slots.status();
+    auto seq = std::make_shared<uint64_t>(0);
+    agents.push_back([this, node, seq, mapped = *slots] {
+      const double rate = 10e9;
+      ReportView report;
+      report.seq = ++*seq;
+      report.wall_time_unix_nanos = absl::ToUnixNanos(clock.Now());
+      report.rates = absl::MakeConstSpan(&rate, 1);
+      uint64_t held = 0;
+      EXPECT_EQ(node->Ingest("boot-a", report, mapped, clock.Now(), &held),
+                NodeSeries::Outcome::kStored);
+    });
+  }
+  v1::Layout tp2;
+  tp2.set_job("tp2");
+  tp2.set_gpus_per_node(1);
+  tp2.mutable_parallelism()->set_tp(2);
+  tp2.mutable_parallelism()->set_pp(1);
+  tp2.mutable_parallelism()->set_dp(1);
+  tp2.add_hosts("gpu-000");
+  tp2.add_hosts("gpu-001");
+  tp2.add_rails("eth0");
+  ASSERT_TRUE(registry_->Apply(tp2).ok());
+  OneCollectorShards shards;
+  OneCollector one;
+  if (sharded) one.shards = &shards;
+  AnalysisRunner runner = RunnerOf(one);
+  EXPECT_TRUE(runner.ViewIsWholeFabric());
+  for (int pass = 0; pass < 4; ++pass) {
+    for (const std::function<void()>& report : agents) report();
+    runner.RunOnce();
+    clock.Advance(absl::Seconds(1));
+  }
+  std::vector<v1::Finding> tp;
+  for (const v1::Finding& f : findings_->Active()) {
+    if (f.kind() == "tp_cross_node") tp.push_back(f);
+  }
+  ASSERT_THAT(tp, ::testing::SizeIs(1));
+  EXPECT_EQ(tp[0].evidence().at("confirmed_at_runtime"), 1);
+  EXPECT_THAT(tp[0].summary(),
+              ::testing::HasSubstr("Confirmed at runtime: its 2 NICs send"));
+  if (sharded) {
+    EXPECT_EQ(runner.LatestView(), nullptr) << "nobody looked at the page";
+  }
+}
+
+TEST_F(AnalysisRunnerStateTest, ALoneCollectorConfirmsTpCrossingsAtRuntime) {
+  ExpectTpCrossingConfirmed(false);
+}
+
+TEST_F(AnalysisRunnerStateTest,
+       ALoneShardedCollectorConfirmsTpCrossingsAtRuntime) {
+  ExpectTpCrossingConfirmed(true);
 }
 
 // After a restart, a finding of a node whose agent has not reconnected yet
@@ -1087,15 +1173,21 @@ TEST_F(AnalysisRunnerClusterTest, ShardedAHeldStormSourcesVictimsOpenNoSecond) {
 }
 
 // Sharded, a collector of a cluster publishes its nodes' liveness alone
-// (each shard's ports go to its owner), merges the others' nodes alone
-// even while its page is looked at (their ports are not published), and
-// shows no view of its own part, which would pass for the fabric.
+// (each shard's ports go to its owner), and merges the others' nodes alone
+// even while its page is looked at (their ports are not published): the
+// page shows its own part, as such.
 TEST_F(AnalysisRunnerClusterTest, ShardedACollectorPublishesItsLivenessAlone) {
   NoShardsOwned shards;
   AnalysisRunner runner = ShardedRunner(&shards);
   role.term = 3;
+  EXPECT_FALSE(runner.ViewIsWholeFabric());
   for (int i = 0; i < 3; ++i) {
-    EXPECT_EQ(runner.LatestView(), nullptr);
+    // Looked at before every pass: a view from the first pass on.
+    std::shared_ptr<const analysis::FabricView> view = runner.LatestView();
+    EXPECT_EQ(view == nullptr, i == 0) << "pass " << i;
+    if (view != nullptr) {
+      EXPECT_THAT(view->PortsOf("gpu-remote"), ::testing::IsEmpty());
+    }
     runner.RunOnce();
     clock.Advance(absl::Seconds(1));
   }
@@ -1149,8 +1241,16 @@ TEST_F(AnalysisRunnerClusterTest, ShardedNamesAreTheOwnPortsAndTheOthersNodes) {
       ::testing::ElementsAre(
           "hosts: NIC \"mlx5_9\" is reported by no agent on \"gpu-own\"",
           "hosts: host \"gpu-0wn\" is reported by no agent"));
-  // The page still shows no view of this collector's part alone.
-  EXPECT_EQ(runner.LatestView(), nullptr);
+  // Looked at, the page shows this collector's agents' ports alone: the
+  // ports the name check reads, not a copy of them.
+  EXPECT_EQ(runner.LatestView(), nullptr) << "not looked at before";
+  runner.RunOnce();
+  const std::shared_ptr<const analysis::FabricView> view = runner.LatestView();
+  ASSERT_NE(view, nullptr);
+  EXPECT_EQ(view, runner.LatestNames().ports);
+  EXPECT_THAT(view->PortsOf("gpu-own"), ::testing::SizeIs(1));
+  EXPECT_THAT(view->PortsOf("gpu-remote"), ::testing::IsEmpty());
+  EXPECT_FALSE(runner.ViewIsWholeFabric());
 }
 
 TEST_F(AnalysisRunnerClusterTest, AFollowerMergesPortsOnlyForItsPage) {

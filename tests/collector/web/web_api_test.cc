@@ -110,8 +110,10 @@ TEST(FabricJsonTest, NodesByRailWithRailMediansOutlinesAndUplinks) {
   active.push_back(MakeFinding("f-000008", v1::SEVERITY_WARNING, "leaf-0",
                                "swp1", absl::Seconds(5)));
 
-  const Json j = FabricJson(&view, &topology, active, kNow);
+  const Json j =
+      FabricJson(&view, FabricScope::kFabric, &topology, active, kNow);
   EXPECT_EQ(j["window_seconds"], 5);
+  EXPECT_EQ(j["scope"], "fabric");
   EXPECT_THAT(j["rails"].get<std::vector<std::string>>(),
               ElementsAre("mlx5_2", "mlx5_10"));
   EXPECT_THAT(j["nodes"].get<std::vector<std::string>>(),
@@ -141,13 +143,31 @@ TEST(FabricJsonTest, NodesByRailWithRailMediansOutlinesAndUplinks) {
 }
 
 TEST(FabricJsonTest, BeforeTheFirstPassAndWithoutTopology) {
-  const Json j = FabricJson(nullptr, nullptr, {}, kNow);
+  const Json j = FabricJson(nullptr, FabricScope::kFabric, nullptr, {}, kNow);
   EXPECT_TRUE(j["window_seconds"].is_null());
   EXPECT_TRUE(j["nodes"].empty());
   EXPECT_TRUE(j["switches"].empty());
   EXPECT_EQ(j["metrics"].size(), 4u);
   const analysis::FabricView view = TwoNodes();
-  EXPECT_TRUE(FabricJson(&view, nullptr, {}, kNow)["switches"].empty());
+  EXPECT_TRUE(
+      FabricJson(&view, FabricScope::kFabric, nullptr, {}, kNow)["switches"]
+          .empty());
+}
+
+// A collector of a cluster that shards its analysis holds its own agents'
+// ports alone, and says so; the grid is built the same.
+TEST(FabricJsonTest, ACollectorsOwnAgentsSaySo) {
+  const analysis::FabricView view = TwoNodes();
+  const Json mine =
+      FabricJson(&view, FabricScope::kCollector, nullptr, {}, kNow);
+  EXPECT_EQ(mine["scope"], "collector");
+  Json whole = FabricJson(&view, FabricScope::kFabric, nullptr, {}, kNow);
+  EXPECT_EQ(whole["scope"], "fabric");
+  whole["scope"] = "collector";
+  EXPECT_EQ(mine, whole);
+  EXPECT_EQ(Json::parse(FabricJsonText(&view, FabricScope::kCollector, nullptr,
+                                       {}, kNow)),
+            mine);
 }
 
 TEST(FabricJsonTextTest, TheSameJsonAsFabricJson) {
@@ -173,8 +193,10 @@ TEST(FabricJsonTextTest, TheSameJsonAsFabricJson) {
   const std::vector<v1::Finding> active = {MakeFinding(
       "f-000007", v1::SEVERITY_CRITICAL, "gpu-c", "mlx5_1", absl::Seconds(5))};
 
-  const Json j = FabricJson(&view, &topology, active, kNow);
-  const std::string text = FabricJsonText(&view, &topology, active, kNow);
+  const Json j =
+      FabricJson(&view, FabricScope::kFabric, &topology, active, kNow);
+  const std::string text =
+      FabricJsonText(&view, FabricScope::kFabric, &topology, active, kNow);
   EXPECT_EQ(Json::parse(text), j);
   EXPECT_EQ(text.find("\\u0001"), std::string::npos) << text;
   EXPECT_EQ(j["values"]["rx_bytes"][0][0], 12350);
@@ -184,8 +206,9 @@ TEST(FabricJsonTextTest, TheSameJsonAsFabricJson) {
   EXPECT_TRUE(j["values"]["rx_bytes"][4][0].is_null());
   EXPECT_TRUE(j["values"]["rx_bytes"][4][1].is_null());
 
-  EXPECT_EQ(Json::parse(FabricJsonText(nullptr, nullptr, {}, kNow)),
-            FabricJson(nullptr, nullptr, {}, kNow));
+  EXPECT_EQ(Json::parse(FabricJsonText(nullptr, FabricScope::kFabric, nullptr,
+                                       {}, kNow)),
+            FabricJson(nullptr, FabricScope::kFabric, nullptr, {}, kNow));
 }
 
 LayoutEntry MoeEntry() {

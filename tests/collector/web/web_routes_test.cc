@@ -52,8 +52,9 @@ class WebRoutesTest : public CollectorStoresTest {
     CollectorStoresTest::SetUp();
     if (HasFatalFailure()) return;
     view_ = View(6e9);
-    routes_ = WebRoutes({findings_.get(), registry_.get(),
-                         [this] { return view_; }, &clock_, &topology_});
+    routes_ =
+        WebRoutes({findings_.get(), registry_.get(), [this] { return view_; },
+                   FabricScope::kFabric, &clock_, &topology_});
   }
 
   HttpResponse Get(const std::string& path, const std::string& query = "",
@@ -201,7 +202,7 @@ TEST_F(WebRoutesTest, FabricEtagNamesTheContentAndGeneratedStaysFresh) {
   EXPECT_EQ(b, a);
   EXPECT_EQ(
       std::vector<std::string>(
-          {"api_version", "generated", "window_seconds", "metrics"}),
+          {"api_version", "generated", "window_seconds", "scope"}),
       std::vector<std::string>({b.begin().key(), std::next(b.begin()).key(),
                                 std::next(b.begin(), 2).key(),
                                 std::next(b.begin(), 3).key()}));

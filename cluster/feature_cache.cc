@@ -397,7 +397,9 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
     if (r < remembered_.size() && remembered_[r].liveness.node == node) {
       kept = &remembered_[r++];
     } else if (r > 0 && remembered_[r - 1].liveness.node == node) {
-      kept = &remembered_[r - 1];  // a node twice in the merge
+      // A node twice in the merge: MergeFeatureSlices lists each once, but
+      // the walk does not count on it.
+      kept = &remembered_[r - 1];
     } else if (!first_heard.empty() &&
                first_heard.back().liveness.node == node) {
       kept = &first_heard.back();

@@ -129,9 +129,10 @@ class EmbeddedFeatureExchange final : public FeatureExchange {
   }
 };
 
-// Merges slices: every node from the slice whose liveness of it is newest
-// (a node without liveness facts: in each view, from the first slice that
-// has its ports in that view).
+// Merges slices: every node once, with the facts whose liveness of it is
+// newest, of whichever slice (the first of a tie; a slice may give a node
+// twice); its ports from that slice (a node without liveness facts: in
+// each view, from the first slice that has its ports in that view).
 // Views take window_seconds from slices[0]; the merged recent view exists
 // when slices[0] has one; nodes are sorted by name. The ports and nodes are
 // moved out of `slices`, which are left empty; their views are Finish()ed

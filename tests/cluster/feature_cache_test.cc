@@ -744,6 +744,28 @@ TEST(FeatureCacheTest, EveryNodeEverMergedIsListedOnceInOrder) {
   }
 }
 
+// A node given twice, by two collectors (its agent moved) or twice by one
+// (a broken or hostile peer), is listed once, as its newest report has it,
+// in this merge and the next.
+TEST(FeatureCacheTest, ANodeGivenTwiceIsListedOnce) {
+  FeatureCache cache("col-0");
+  const absl::Time t1 = kT0 + absl::Seconds(1);
+  for (int round = 0; round < 2; ++round) {
+    const absl::Time now = kT0 + absl::Seconds(2 + round);
+    FeatureSlice twice = OneNode("n-1", kT0);
+    twice.nodes.push_back(twice.nodes.front());
+    twice.nodes.back().liveness.last_report = t1;
+    SendLiveness(cache, twice, "col-b", now, now);
+    SendLiveness(cache, OneNode("n-1", kT0), "col-c", now, now);
+    const FeatureSlice merged =
+        cache.Merged(OneNode("n-0", now), now, collector::MergeScope::kNodes);
+    EXPECT_THAT(Nodes(merged), ElementsAre("n-0", "n-1")) << "round " << round;
+    ASSERT_EQ(merged.nodes.size(), 2u);
+    EXPECT_EQ(merged.nodes[1].liveness.last_report, t1) << "round " << round;
+    EXPECT_EQ(merged.nodes[1].collector, "col-b") << "round " << round;
+  }
+}
+
 // What a catch-up with the stream asks before it reads a subject: whether
 // the subscription brought that chunk since the catch-up began.
 TEST(FeatureCacheTest, KnowsWhichFeatureChunksArrivedSince) {

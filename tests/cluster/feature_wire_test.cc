@@ -655,9 +655,11 @@ TEST(MergeFeatureSlicesTest, NodesAloneMergeSortedFromTheirNewestReport) {
        std::vector<std::vector<int>>{{0, 1, 2}, {2, 1, 0}}) {
     std::vector<FeatureSlice> copy = slices;
     std::vector<FeatureSlice*> in;
+    in.reserve(order.size());
     for (int i : order) in.push_back(&copy[i]);
     const FeatureSlice merged = collector::MergeFeatureSlices(in);
     std::vector<std::string> expected;
+    expected.reserve(40);
     for (int n = 0; n < 40; ++n) {
       expected.push_back(absl::StrFormat("gpu-%03d", n));
     }
@@ -670,6 +672,41 @@ TEST(MergeFeatureSlicesTest, NodesAloneMergeSortedFromTheirNewestReport) {
       EXPECT_EQ(n.boot_id, facts(number, seconds).boot_id);
     }
     for (const FeatureSlice& s : copy) EXPECT_TRUE(s.nodes.empty());
+  }
+}
+
+// A slice that gives a node twice (a broken or hostile peer): the node is
+// listed once, with its newest facts, whichever slice and place they are
+// in.
+TEST(MergeFeatureSlicesTest, ANodeTwiceInOneSliceIsListedOnce) {
+  const absl::Time t = absl::FromUnixSeconds(1700000000);
+  auto facts = [&](const std::string& node, int seconds) {
+    NodeFacts f;
+    f.liveness.node = node;
+    f.liveness.last_report = t + absl::Seconds(seconds);
+    f.liveness.ever_reported = true;
+    f.boot_id = absl::StrCat(node, "-at-", seconds);
+    return f;
+  };
+  // gpu-1 twice in slice 0, its second facts the newest; gpu-2 twice in
+  // slice 1, its first the newest; gpu-3 twice in slice 1 and once,
+  // newest, in slice 0.
+  std::vector<FeatureSlice> slices(2);
+  slices[0].nodes = {facts("gpu-1", 1), facts("gpu-1", 4), facts("gpu-3", 9)};
+  slices[1].nodes = {facts("gpu-2", 6), facts("gpu-2", 2), facts("gpu-3", 3),
+                     facts("gpu-3", 5)};
+  for (const std::vector<int>& order :
+       std::vector<std::vector<int>>{{0, 1}, {1, 0}}) {
+    std::vector<FeatureSlice> copy = slices;
+    std::vector<FeatureSlice*> in;
+    in.reserve(order.size());
+    for (int i : order) in.push_back(&copy[i]);
+    const FeatureSlice merged = collector::MergeFeatureSlices(in);
+    EXPECT_THAT(Nodes(merged), ElementsAre("gpu-1", "gpu-2", "gpu-3"));
+    std::vector<std::string> boots;
+    boots.reserve(merged.nodes.size());
+    for (const NodeFacts& n : merged.nodes) boots.push_back(n.boot_id);
+    EXPECT_THAT(boots, ElementsAre("gpu-1-at-4", "gpu-2-at-6", "gpu-3-at-9"));
   }
 }
 

@@ -349,8 +349,14 @@ TEST(VirtualAgentsTest, FailOverDownTheirRankingWhenACollectorDies) {
   }
   EXPECT_GT(started_first, 0u);
   EXPECT_EQ(r->failovers, started_first);
-  EXPECT_EQ(second_counters.open_streams.load(), 0);  // all ended
   EXPECT_EQ(second_counters.streams.load(), static_cast<uint64_t>(opts.nodes));
+  // All ended: the agents cancel their streams as the run stops, and the
+  // collector learns of each cancel a moment after the agent has (CI once
+  // saw 15 of 20 still open when the run returned).
+  EXPECT_TRUE(::fabricdiag::testing::Eventually([&] {
+    return second_counters.open_streams.load() == 0;
+  })) << second_counters.open_streams.load()
+      << " streams still open";
   (*second_server)->Shutdown(absl::ZeroDuration());
 }
 

@@ -684,6 +684,7 @@ function drawJob(job) {
   dims.value = job.dim;
   state.dim = job.dim;
 
+  $('job-scope').hidden = job.scope !== 'collector';
   const p = job.prediction;
   $('job-summary').replaceChildren(
     el('p', { text: `${job.job}: ${job.parallelism}, ${job.ranks} ranks on ${job.hosts} hosts; ` +
@@ -734,6 +735,7 @@ function setStatus(ok, text) {
 
 async function refreshJob() {
   if (!state.job) {
+    $('job-scope').hidden = true;
     $('job-summary').replaceChildren();
     $('groups').replaceChildren();
     return;

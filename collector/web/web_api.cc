@@ -672,12 +672,10 @@ Json DimsJson(const analysis::LayoutModel& model, analysis::Dim shown) {
 
 }  // namespace
 
-absl::StatusOr<Json> JobJson(const LayoutEntry& entry,
-                             const analysis::TrafficModel* traffic,
-                             const JobQuery& query,
-                             const analysis::FabricView* view,
-                             absl::Span<const v1::Finding> active,
-                             absl::Time now) {
+absl::StatusOr<Json> JobJson(
+    const LayoutEntry& entry, const analysis::TrafficModel* traffic,
+    const JobQuery& query, const analysis::FabricView* view, FabricScope scope,
+    absl::Span<const v1::Finding> active, absl::Time now) {
   const analysis::LayoutModel& model = entry.model;
   const analysis::Dim dim = query.dim;
   ASSIGN_OR_RETURN(const auto range, GroupRange(model, query));
@@ -707,6 +705,7 @@ absl::StatusOr<Json> JobJson(const LayoutEntry& entry,
   j["prediction"] = std::move(prediction);
   j["window_seconds"] =
       view != nullptr ? Number(view->window_seconds) : nullptr;
+  j["scope"] = scope == FabricScope::kFabric ? "fabric" : "collector";
   j["groups"] = std::move(groups);
   return j;
 }

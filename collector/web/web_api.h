@@ -98,10 +98,13 @@ struct JobQuery {
 absl::StatusOr<JobQuery> ParseJobQuery(absl::string_view query);
 
 // /api/v1/jobs/JOB. `traffic` is the plan's prediction for the job (null:
-// none). NotFound for a group the job does not have.
+// none); `scope` says whose ports `view` holds ("scope": "fabric" or
+// "collector", as /api/v1/fabric): on a collector of a cluster that shards
+// its analysis the members of other collectors' agents have no rates. NotFound
+// for a group the job does not have.
 absl::StatusOr<nlohmann::ordered_json> JobJson(
     const LayoutEntry& entry, const analysis::TrafficModel* traffic,
-    const JobQuery& query, const analysis::FabricView* view,
+    const JobQuery& query, const analysis::FabricView* view, FabricScope scope,
     absl::Span<const v1::Finding> active, absl::Time now);
 
 }  // namespace fabricdiag::collector

@@ -295,8 +295,9 @@ HttpResponse Job(const WebSources& s, TrafficCache* cache,
   if (!entry.ok()) return Error(entry.status());
   std::shared_ptr<const analysis::TrafficModel> traffic = cache->For(*entry);
   std::shared_ptr<const analysis::FabricView> view = s.view();
-  absl::StatusOr<Json> j = JobJson(**entry, traffic.get(), *query, view.get(),
-                                   s.findings->Active(), s.clock->Now());
+  absl::StatusOr<Json> j =
+      JobJson(**entry, traffic.get(), *query, view.get(), s.scope,
+              s.findings->Active(), s.clock->Now());
   if (!j.ok()) return Error(j.status());
   return JsonResponse(200, *j);
 }

@@ -1478,6 +1478,14 @@ TEST_F(ClusterStoryTest, ShardedCollectorsKeepTheirFindingsThroughAKill) {
       absl::Seconds(15), absl::Milliseconds(500));
   EXPECT_TRUE(every_node_shown) << absl::StrJoin(on_pages, ", ");
   EXPECT_THAT(scopes, ::testing::ElementsAre("collector"));
+  // So does a job's: its rates are of the collector's own agents.
+  for (const Collector& each : c) {
+    absl::StatusOr<std::string> body = HttpGet(each.http, "/api/v1/jobs/moe");
+    ASSERT_TRUE(body.ok()) << each.name << ": " << body.status();
+    const nlohmann::json job =
+        nlohmann::json::parse(*body, nullptr, /*allow_exceptions=*/false);
+    EXPECT_EQ(job.value("scope", "(none)"), "collector") << each.name;
+  }
 
   // The analysis is cut: each collector owns some of the 128 shards, every
   // shard one, and the collectors send each other ports and news.

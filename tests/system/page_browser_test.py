@@ -525,6 +525,8 @@ def check_dom(dom, failures):
     expect(switches == {"leaf-0", "leaf-1"}, f"uplink blocks {switches}")
     expect(JOB in dom.by_id("job-summary")[2],
            f"job summary {dom.by_id('job-summary')[2]!r}")
+    expect(dom.by_id("job-scope")[1].get("hidden") is not None,
+           "a lone collector's job rates said to be its agents' only")
     expect(len(dom.find("tr", data_group="tp:0")) == 1, "no tp:0 group row")
 
 

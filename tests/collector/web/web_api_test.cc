@@ -242,10 +242,11 @@ TEST(JobJsonTest, GroupsWithRatesRatiosPredictionsAndFindings) {
 
   JobQuery query;
   query.dim = analysis::Dim::kEp;
-  absl::StatusOr<Json> j =
-      JobJson(entry, &*traffic, query, &view, active, kNow);
+  absl::StatusOr<Json> j = JobJson(entry, &*traffic, query, &view,
+                                   FabricScope::kFabric, active, kNow);
   ASSERT_TRUE(j.ok()) << j.status();
   EXPECT_EQ((*j)["job"], "moe");
+  EXPECT_EQ((*j)["scope"], "fabric");
   EXPECT_EQ((*j)["dim"], "ep");
   EXPECT_EQ((*j)["groups_total"], 2);
   EXPECT_EQ((*j)["prediction"]["collective"], "all-to-all");
@@ -269,10 +270,35 @@ TEST(JobJsonTest, GroupsWithRatesRatiosPredictionsAndFindings) {
 
   // tp groups stay inside a host: no NVLink crossing.
   query.dim = analysis::Dim::kTp;
-  j = JobJson(entry, &*traffic, query, &view, active, kNow);
+  j = JobJson(entry, &*traffic, query, &view, FabricScope::kFabric, active,
+              kNow);
   ASSERT_TRUE(j.ok());
   EXPECT_EQ((*j)["groups"][0]["crosses_nvlink"], false);
   EXPECT_EQ((*j)["groups"][0]["members"].size(), 2u);
+}
+
+// On a collector of a cluster that shards its analysis the view holds its
+// own agents' ports alone: the members elsewhere have no rates, and the
+// answer says whose ports it read.
+TEST(JobJsonTest, ACollectorsOwnAgentsSaySo) {
+  const LayoutEntry entry = MoeEntry();
+  analysis::FabricView view;
+  view.AddPort("h0", "mlx5_0").s.rx_bytes = 1e9;
+  view.Finish();
+  JobQuery query;
+  query.dim = analysis::Dim::kEp;
+  absl::StatusOr<Json> mine =
+      JobJson(entry, nullptr, query, &view, FabricScope::kCollector, {}, kNow);
+  ASSERT_TRUE(mine.ok()) << mine.status();
+  EXPECT_EQ((*mine)["scope"], "collector");
+  absl::StatusOr<Json> whole =
+      JobJson(entry, nullptr, query, &view, FabricScope::kFabric, {}, kNow);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_EQ((*whole)["scope"], "fabric");
+  (*whole)["scope"] = "collector";
+  EXPECT_EQ(*mine, *whole);
+  // h1's NIC is another collector's: no rate here.
+  EXPECT_TRUE((*mine)["groups"][0]["members"][1]["rx_bytes"].is_null());
 }
 
 TEST(JobJsonTest, OneGroupByNameAndPages) {
@@ -280,7 +306,8 @@ TEST(JobJsonTest, OneGroupByNameAndPages) {
   JobQuery query;
   query.dim = analysis::Dim::kDp;
   query.group = "dp:1";
-  absl::StatusOr<Json> j = JobJson(entry, nullptr, query, nullptr, {}, kNow);
+  absl::StatusOr<Json> j =
+      JobJson(entry, nullptr, query, nullptr, FabricScope::kFabric, {}, kNow);
   ASSERT_TRUE(j.ok()) << j.status();
   // The owners travel with the job's view, keys sorted.
   EXPECT_EQ((*j)["labels"].dump(), R"({"project":"moe","team":"ml-infra"})");
@@ -290,19 +317,22 @@ TEST(JobJsonTest, OneGroupByNameAndPages) {
 
   for (const char* bad : {"dp:2", "tp:0", "dp", "nonsense"}) {
     query.group = bad;
-    EXPECT_EQ(JobJson(entry, nullptr, query, nullptr, {}, kNow).status().code(),
-              absl::StatusCode::kNotFound)
+    EXPECT_EQ(
+        JobJson(entry, nullptr, query, nullptr, FabricScope::kFabric, {}, kNow)
+            .status()
+            .code(),
+        absl::StatusCode::kNotFound)
         << bad;
   }
   query.group.clear();
   query.offset = 1;
   query.limit = 5;
-  j = JobJson(entry, nullptr, query, nullptr, {}, kNow);
+  j = JobJson(entry, nullptr, query, nullptr, FabricScope::kFabric, {}, kNow);
   ASSERT_TRUE(j.ok());
   EXPECT_EQ((*j)["offset"], 1);
   ASSERT_EQ((*j)["groups"].size(), 1u);
   query.offset = 100;
-  j = JobJson(entry, nullptr, query, nullptr, {}, kNow);
+  j = JobJson(entry, nullptr, query, nullptr, FabricScope::kFabric, {}, kNow);
   ASSERT_TRUE(j.ok());
   EXPECT_TRUE((*j)["groups"].empty());
 }

@@ -170,11 +170,17 @@ class Outlines {
   absl::flat_hash_set<std::string> nodes_;
 };
 
-Json FabricSwitches(const analysis::FabricView& view,
+// A collector of a sharded cluster (FabricScope::kCollector) lists the
+// switches whose agents stream to it: another's uplinks are on its page, not
+// unreported here.
+Json FabricSwitches(const analysis::FabricView& view, FabricScope scope,
                     const v1::Topology& topology, const Outlines& outlines) {
   Json switches = Json::array();
   for (const v1::Switch& sw : topology.switches()) {
     if (sw.uplinks().empty()) continue;
+    if (scope == FabricScope::kCollector && view.PortsOf(sw.name()).empty()) {
+      continue;
+    }
     Json uplinks = Json::array();
     double tx_max = 0;
     double tx_sum = 0;
@@ -364,7 +370,7 @@ Json FabricJsonImpl(const analysis::FabricView* view, FabricScope scope,
   j["outlined"] = std::move(outlined);
   j["links_down"] = std::move(down);
   j["switches"] = view != nullptr && topology != nullptr
-                      ? FabricSwitches(*view, *topology, outlines)
+                      ? FabricSwitches(*view, scope, *topology, outlines)
                       : Json::array();
   if (grid != nullptr) *grid = std::move(cells);
   return j;

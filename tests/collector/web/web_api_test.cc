@@ -170,6 +170,30 @@ TEST(FabricJsonTest, ACollectorsOwnAgentsSaySo) {
             mine);
 }
 
+// A leaf whose agent streams to another collector of a sharded cluster is
+// on that collector's page: not listed here as unreported. The whole
+// fabric's view lists it so.
+TEST(FabricJsonTest, ACollectorListsTheSwitchesOfItsOwnAgents) {
+  const analysis::FabricView view = TwoNodes();
+  v1::Topology topology = OneLeaf();
+  v1::Switch* elsewhere = topology.add_switches();
+  elsewhere->set_name("leaf-1");
+  elsewhere->add_uplinks("swp1");
+  const Json mine =
+      FabricJson(&view, FabricScope::kCollector, &topology, {}, kNow);
+  ASSERT_EQ(mine["switches"].size(), 1u);
+  EXPECT_EQ(mine["switches"][0]["switch"], "leaf-0");
+  EXPECT_EQ(mine["switches"][0]["uplinks"].size(), 3u);
+  const Json whole =
+      FabricJson(&view, FabricScope::kFabric, &topology, {}, kNow);
+  ASSERT_EQ(whole["switches"].size(), 2u);
+  EXPECT_EQ(whole["switches"][1]["switch"], "leaf-1");
+  EXPECT_EQ(whole["switches"][1]["uplinks"][0]["reported"], false);
+  EXPECT_EQ(Json::parse(FabricJsonText(&view, FabricScope::kCollector,
+                                       &topology, {}, kNow)),
+            mine);
+}
+
 TEST(FabricJsonTextTest, TheSameJsonAsFabricJson) {
   analysis::FabricView view;
   view.window_seconds = 5;

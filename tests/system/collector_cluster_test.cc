@@ -2002,9 +2002,11 @@ TEST_F(UnobservedNodesTest, ALeaderCutOffFromNatsHandsOverWithoutFlaps) {
     absl::SleepFor(absl::Milliseconds(300));
   }
   // The lease's 3 s after its last renewal, and the lease bucket electing
-  // another stream leader when the paused server led it (4.5-6.7 s
-  // measured alone; 10.1 s once beside the other cluster tests on 2 cores).
-  EXPECT_LE(led, absl::Seconds(12));
+  // another stream leader when the paused server led it: a NATS Raft
+  // follower waits 4-9 s for a lost leader before it campaigns (up to
+  // 0.8 s more), then the 250 ms acquire tries. 4.5-6.7 s measured alone;
+  // 10.1 and 12.9 s beside the other cluster tests on 2 cores.
+  EXPECT_LE(led, absl::Seconds(15));
   EXPECT_LE(moved, absl::Seconds(15));
   const size_t next =
       MetricOf(c[1], "fabricdiag_cluster_analysis_leader") == 1 ? 1 : 2;

@@ -710,5 +710,43 @@ TEST(MergeFeatureSlicesTest, ANodeTwiceInOneSliceIsListedOnce) {
   }
 }
 
+// Facts of a node equally new in several places: the first slice's, and
+// within a slice the first given, as the slices are passed (a merge of
+// nodes alone finds them by merging sorted runs, not through a map: the
+// same choice).
+TEST(MergeFeatureSlicesTest, AnEquallyNewNodeComesFromTheFirstSliceGivingIt) {
+  const absl::Time t = absl::FromUnixSeconds(1700000000);
+  auto facts = [&](const std::string& node, const std::string& boot) {
+    NodeFacts f;
+    f.liveness.node = node;
+    f.liveness.last_report = t;
+    f.liveness.ever_reported = true;
+    f.boot_id = boot;
+    return f;
+  };
+  // Slice 1 out of order (sorted before the merge): its two gpu-2 facts
+  // keep their order.
+  std::vector<FeatureSlice> slices(2);
+  slices[0].nodes = {facts("gpu-1", "a1"), facts("gpu-3", "a3")};
+  slices[1].nodes = {facts("gpu-3", "b3"), facts("gpu-2", "b2-first"),
+                     facts("gpu-1", "b1"), facts("gpu-2", "b2-second")};
+  {
+    std::vector<FeatureSlice> copy = slices;
+    const FeatureSlice merged = collector::MergeFeatureSlices(
+        std::vector<FeatureSlice*>{&copy[0], &copy[1]});
+    std::vector<std::string> boots;
+    for (const NodeFacts& n : merged.nodes) boots.push_back(n.boot_id);
+    EXPECT_THAT(boots, ElementsAre("a1", "b2-first", "a3"));
+  }
+  {
+    std::vector<FeatureSlice> copy = slices;
+    const FeatureSlice merged = collector::MergeFeatureSlices(
+        std::vector<FeatureSlice*>{&copy[1], &copy[0]});
+    std::vector<std::string> boots;
+    for (const NodeFacts& n : merged.nodes) boots.push_back(n.boot_id);
+    EXPECT_THAT(boots, ElementsAre("b1", "b2-first", "b3"));
+  }
+}
+
 }  // namespace
 }  // namespace fabricdiag::cluster

@@ -12,6 +12,30 @@
 #include "common/little_endian.h"
 
 namespace fabricdiag::analysis {
+namespace {
+
+// StragglerBaselines::IndexCells() of a job's entries, const or not.
+template <typename Entries, typename Entry>
+void IndexCellsOf(Entries& entries, const LayoutModel& model,
+                  std::vector<Entry*>* cells) {
+  cells->clear();
+  const size_t hosts = model.Hosts().size();
+  const size_t nics = model.Nics().size();
+  constexpr size_t kMaxCellsPerEntry = 4;
+  if (hosts == 0 || nics == 0 || entries.empty() ||
+      hosts > (kMaxCellsPerEntry * entries.size() + 64) / nics) {
+    return;
+  }
+  cells->assign(hosts * nics, nullptr);
+  for (auto& [key, e] : entries) {
+    const uint64_t host = key >> 32;
+    const uint64_t nic = key & 0xffffffffu;
+    // Names Seed() or Restore() added past the layout's are not its NICs.
+    if (host < hosts && nic < nics) (*cells)[host * nics + nic] = &e;
+  }
+}
+
+}  // namespace
 
 uint32_t StragglerBaselines::Job::AddHost(absl::string_view host) {
   auto [it, fresh] =
@@ -45,7 +69,11 @@ const StragglerBaselines::Baseline* StragglerBaselines::OfLayout::Find(
     uint32_t host, uint32_t nic) const {
   if (job_ == nullptr) return nullptr;
   const Entry* e = nullptr;
-  if (aligned_) {
+  if (!dense_.empty()) {
+    const size_t nics = model_->Nics().size();
+    if (host >= model_->Hosts().size() || nic >= nics) return nullptr;
+    e = dense_[size_t{host} * nics + nic];
+  } else if (aligned_) {
     e = job_->At(host, nic);
   } else {
     if (host >= model_->Hosts().size() || nic >= model_->Nics().size()) {
@@ -70,7 +98,18 @@ StragglerBaselines::OfLayout StragglerBaselines::Of(
   of.job_ = &it->second;
   of.model_ = &model;
   of.aligned_ = it->second.AlignedWith(model);
+  if (of.aligned_) IndexCells(it->second, model, &of.dense_);
   return of;
+}
+
+void StragglerBaselines::IndexCells(const Job& job, const LayoutModel& model,
+                                    std::vector<const Entry*>* cells) {
+  IndexCellsOf(job.entries, model, cells);
+}
+
+void StragglerBaselines::IndexCells(Job& job, const LayoutModel& model,
+                                    std::vector<Entry*>* cells) {
+  IndexCellsOf(job.entries, model, cells);
 }
 
 StragglerBaselines::Entry& StragglerBaselines::EntryOf(absl::string_view job,

@@ -385,15 +385,32 @@ void StragglerBaselines::Judge(const AnalysisInput& in) {
     const LayoutPorts model_ports = ports.Of(*model);
     Job& job = Align(*model);
     job.seen = pass_;
+    // The entries as they are before this pass, by index (when not too
+    // sparse): what the groups are judged against, and where the NICs that
+    // have one record what this pass judged.
+    std::vector<Entry*> cells;
+    IndexCells(job, *model, &cells);
     OfLayout judged;
     judged.job_ = &job;
     judged.model_ = model;
     judged.aligned_ = true;
+    judged.dense_.assign(cells.begin(), cells.end());
     const bool ep = ExpertParallel(*model);
     // A NIC is in a dp and an ep group: it is folded in once, and not at
     // all when any of its groups finds it unusual. Its entry holds what
     // this pass judged until every group was judged (below); a new entry
     // has no baseline (passes 0) until then.
+    const auto record = [this](Entry& e, const Member& m, bool unusual) {
+      if (e.last_judged != pass_) {
+        e.last_judged = pass_;
+        e.window = m.throughput;
+        e.unusual = false;
+      }
+      e.unusual = e.unusual || unusual;
+    };
+    // NICs without an entry yet, made once every group is judged: adding
+    // one may move the others (`cells` and `judged` point at them).
+    std::vector<std::pair<Member, bool>> fresh;
     ForEachGroup(*model, [&](GroupId, absl::Span<const NicRef> refs) {
       const GroupWindow g = CompareGroup(*in.view, cfg, model_ports, refs);
       if (!g.busy) return;  // an idle group says nothing of its NICs
@@ -405,18 +422,27 @@ void StragglerBaselines::Judge(const AnalysisInput& in) {
         const bool unusual =
             Straggles(m, g, baseline, level, ep, cfg, &threshold) ||
             Surges(m, g, baseline, level, cfg);
-        auto [it, fresh] =
-            job.entries.try_emplace(CellKey(m.ref.host, m.ref.nic));
-        if (fresh) ++size_;
-        Entry& e = it->second;
-        if (e.last_judged != pass_) {
-          e.last_judged = pass_;
-          e.window = m.throughput;
-          e.unusual = false;
+        Entry* e = nullptr;
+        const size_t nics = model->Nics().size();
+        if (!cells.empty() && m.ref.host < model->Hosts().size() &&
+            m.ref.nic < nics) {
+          e = cells[size_t{m.ref.host} * nics + m.ref.nic];
+        } else if (auto it = job.entries.find(CellKey(m.ref.host, m.ref.nic));
+                   it != job.entries.end()) {
+          e = &it->second;
         }
-        e.unusual = e.unusual || unusual;
+        if (e != nullptr) {
+          record(*e, m, unusual);
+        } else {
+          fresh.emplace_back(m, unusual);
+        }
       }
     });
+    for (const auto& [m, unusual] : fresh) {
+      auto [it, made] = job.entries.try_emplace(CellKey(m.ref.host, m.ref.nic));
+      if (made) ++size_;
+      record(it->second, m, unusual);
+    }
   }
 }
 

@@ -326,11 +326,17 @@ void Source::ReadNode(analysis::FabricView* window,
     const absl::Span<const PortView> all = local->window.ports();
     const analysis::FabricView* own_recent =
         local->recent.has_value() ? &*local->recent : nullptr;
+    // The node's ports of the recent view, looked up once for all of them.
+    const analysis::FabricView::NodePorts recent_ports =
+        own_recent != nullptr && own_begin < own_end
+            ? own_recent->PortsOfNode(all[own[own_begin]].node)
+            : analysis::FabricView::NodePorts{};
     for (size_t k = own_begin; k < own_end; ++k) {
       const PortView& p = all[own[k]];
       window->AddPort(std::string(), std::string()) = p;
-      const PortView* r =
-          own_recent != nullptr ? own_recent->Find(p.node, p.device) : nullptr;
+      const PortView* r = own_recent != nullptr
+                              ? own_recent->FindIn(recent_ports, p.device)
+                              : nullptr;
       if (recent != nullptr && r != nullptr && r->device == p.device) {
         recent->AddPort(std::string(), std::string()) = *r;
       }

@@ -180,6 +180,10 @@ FabricView& FabricView::operator=(FabricView&& other) noexcept {
   unsorted_ = other.unsorted_;
   nodes_ = std::move(other.nodes_);
   prefixes_ = std::move(other.prefixes_);
+  rewriting_ = other.rewriting_;
+  rewritten_ = other.rewritten_;
+  other.rewriting_ = false;
+  other.rewritten_ = 0;
   other.ports_.clear();
   other.runs_.clear();
   other.unsorted_ = false;
@@ -214,9 +218,52 @@ void FabricView::Clear() {
   unsorted_ = false;
   nodes_.clear();
   prefixes_.clear();
+  rewriting_ = false;
+  rewritten_ = 0;
+}
+
+void FabricView::BeginRewrite() {
+  // Only a Finish()ed view's ports are where its index says.
+  if (!runs_.empty() || unsorted_ || rewriting_ ||
+      prefixes_.size() != ports_.size()) {
+    Clear();
+  }
+  rewriting_ = true;
+  rewritten_ = 0;
+}
+
+PortView& FabricView::RewritePort(absl::string_view node,
+                                  absl::string_view device,
+                                  absl::string_view netdev) {
+  if (rewriting_ && rewritten_ < ports_.size()) {
+    PortView& p = ports_[rewritten_];
+    if (p.node == node && p.device == device) {
+      if (p.netdev != netdev) {
+        p.netdev.assign(netdev.data(), netdev.size());
+        prefixes_[rewritten_] = PrefixesOf(p);
+      }
+      p.is_switch_port = false;
+      p.s = PortSignals();
+      p.samples = SampleEvidence();
+      ++rewritten_;
+      return p;
+    }
+  }
+  PortView& p = AddPort(std::string(node), std::string(device));
+  p.netdev.assign(netdev.data(), netdev.size());
+  return p;
+}
+
+void FabricView::EndRewrite() {
+  if (!rewriting_) return;
+  // The ports not rewritten go; the view is indexed again at Finish().
+  ports_.erase(ports_.begin() + rewritten_, ports_.end());
+  rewriting_ = false;
+  unsorted_ = true;
 }
 
 PortView& FabricView::AddPort(std::string node, std::string device) {
+  EndRewrite();
   unsorted_ = true;
   PortView& p = ports_.emplace_back();
   p.node = std::move(node);
@@ -349,6 +396,7 @@ std::vector<PortView> MergeRuns(std::vector<std::vector<PortView>>& runs,
 }  // namespace
 
 std::vector<PortView> FabricView::TakePorts() {
+  EndRewrite();
   std::vector<PortView> ports;
   if (runs_.empty()) {
     ports = std::move(ports_);
@@ -368,7 +416,7 @@ std::vector<PortView> FabricView::TakePorts() {
 }
 
 std::vector<std::vector<PortView>> FabricView::TakeRuns() {
-  if (unsorted_) Finish();
+  if (unsorted_ || rewriting_) Finish();
   std::vector<std::vector<PortView>> runs = std::move(runs_);
   if (!ports_.empty()) runs.push_back(std::move(ports_));
   ports_.clear();
@@ -379,6 +427,7 @@ std::vector<std::vector<PortView>> FabricView::TakeRuns() {
 }
 
 void FabricView::AppendSorted(std::vector<PortView>&& ports) {
+  EndRewrite();
   // Not checked here: Finish()'s merge compares every port it moves anyway.
   // Ports already here (sorted by Finish(), or unsorted_) are a run too.
   if (!ports_.empty()) runs_.push_back(std::move(ports_));
@@ -387,6 +436,12 @@ void FabricView::AppendSorted(std::vector<PortView>&& ports) {
 }
 
 void FabricView::Finish() {
+  if (rewriting_ && rewritten_ == ports_.size()) {
+    // Every port came back where it was: the index holds as it is.
+    rewriting_ = false;
+    return;
+  }
+  EndRewrite();
   // Where each node's ports start, and prefixes_: taken as a merge moves
   // the ports (each in cache then), else in a sweep of ports_ below.
   std::vector<uint32_t> node_starts;

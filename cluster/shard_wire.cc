@@ -279,6 +279,15 @@ void ReadView(uint64_t mask, const ReadColumns& c, const BlockLayout& l,
   e.max_interval_seconds = s[3];
 }
 
+// Appends a copy of `p` to `to` (RewritePort(): in place when `to` held
+// that port there).
+void CopyPort(const PortView& p, analysis::FabricView* to) {
+  PortView& q = to->RewritePort(p.node, p.device, p.netdev);
+  q.is_switch_port = p.is_switch_port;
+  q.s = p.s;
+  q.samples = p.samples;
+}
+
 // One sorted source of a shard's ports, read a node at a time: a chunk
 // (CheckBlock()ed), or this collector's own ports of the shard.
 struct Source {
@@ -333,12 +342,12 @@ void Source::ReadNode(analysis::FabricView* window,
             : analysis::FabricView::NodePorts{};
     for (size_t k = own_begin; k < own_end; ++k) {
       const PortView& p = all[own[k]];
-      window->AddPort(std::string(), std::string()) = p;
+      CopyPort(p, window);
       const PortView* r = own_recent != nullptr
                               ? own_recent->FindIn(recent_ports, p.device)
                               : nullptr;
       if (recent != nullptr && r != nullptr && r->device == p.device) {
-        recent->AddPort(std::string(), std::string()) = *r;
+        CopyPort(*r, recent);
       }
     }
     own_begin = own_end;
@@ -354,8 +363,7 @@ void Source::ReadNode(analysis::FabricView* window,
     const std::string& device = b.device(port);
     const std::string& netdev =
         (mask & kNetdevIsDevice) != 0 ? device : b.netdev(port);
-    PortView& p = window->AddPort(name, device);
-    p.netdev = netdev;
+    PortView& p = window->RewritePort(name, device, netdev);
     p.is_switch_port = switch_node;
     ReadView(mask, window_columns, *layout, &window_at, &p);
     if (!layout->has_recent) continue;
@@ -367,8 +375,7 @@ void Source::ReadNode(analysis::FabricView* window,
       ReadView(recent_mask, recent_columns, *layout, &recent_at, &skipped);
       continue;
     }
-    PortView& r = recent->AddPort(name, device);
-    r.netdev = netdev;
+    PortView& r = recent->RewritePort(name, device, netdev);
     r.is_switch_port = switch_node;
     ReadView(recent_mask, recent_columns, *layout, &recent_at, &r);
   }
@@ -385,9 +392,7 @@ void AppendByDevice(const analysis::FabricView& from,
                    [](const PortView* a, const PortView* b) {
                      return a->device < b->device;
                    });
-  for (const PortView* p : ports) {
-    to->AddPort(std::string(), std::string()) = *p;
-  }
+  for (const PortView* p : ports) CopyPort(*p, to);
 }
 
 }  // namespace
@@ -596,8 +601,9 @@ void AssembleShardViews(absl::Span<const v1::ShardChunk* const> chunks,
                         analysis::FabricView* window,
                         analysis::FabricView* recent,
                         std::vector<size_t>* damaged) {
-  window->Clear();
-  recent->Clear();
+  // Built again over the last pass's ports, in place where they come back.
+  window->BeginRewrite();
+  recent->BeginRewrite();
   std::vector<BlockLayout> layouts(chunks.size());
   std::vector<Source> sources;
   sources.reserve(chunks.size() + 1);

@@ -121,9 +121,9 @@ class ShardChunkWriter {
                                  analysis::FabricView* recent);
 
 // A shard's views assembled from every collector's chunks and this
-// collector's own ports of it: `window` and `recent` are emptied
-// (FabricView::Clear(): their storage is kept, so a shard's views built
-// again each pass write over memory they already have) and get every port
+// collector's own ports of it: `window` and `recent` are built again
+// (FabricView::BeginRewrite(): the ports that come back where they were
+// last pass are rewritten in place, the view's index kept) with every port
 // of `chunks` and `local`'s ports at `own_ports` (ascending indexes into
 // local->window; local may be null), each port written once, in (node,
 // device) order, then Finish()ed. A node that several sources hold (one

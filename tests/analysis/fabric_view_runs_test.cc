@@ -1,6 +1,8 @@
 // FabricView's merge of sorted runs (AppendSorted, then Finish): the order
-// one sort of every port gives, each port moved once. And the port storage
-// large views leave for the next ones.
+// one sort of every port gives, each port moved once; a view rewritten in
+// place (BeginRewrite, RewritePort); and the port storage large views leave
+// for the next ones.
+#include <cmath>
 #include <random>
 #include <string>
 #include <tuple>
@@ -254,6 +256,114 @@ TEST(FabricViewRunsTest, TakePortsOfAFinishedViewGivesItsPorts) {
   EXPECT_EQ(v.PortsOf("n-001").size(), 0u);
   EXPECT_EQ(Keys(w),
             (std::vector<std::string>{"n-001/mlx5_0=nan", "n-002/mlx5_0=nan"}));
+}
+
+// Rewrites `v` with `ports` (node, device, netdev, rx_bytes) in order.
+void Rewrite(
+    FabricView* v,
+    const std::vector<std::tuple<int, int, std::string, double>>& ports) {
+  v->BeginRewrite();
+  for (const auto& [node, device, netdev, rx] : ports) {
+    PortView& p = v->RewritePort(absl::StrFormat("n-%03d", node),
+                                 absl::StrCat("mlx5_", device), netdev);
+    p.s.rx_bytes = rx;
+  }
+  v->Finish();
+}
+
+// A view built again in place: the ports that come back where they were
+// keep their memory, the others are added, and each time the view reads as
+// if built anew (its fields reset, its indexes right).
+TEST(FabricViewRewriteTest, PortsThatComeBackAreRewrittenInPlace) {
+  FabricView v;
+  Rewrite(&v, {{1, 0, "eth0", 1}, {1, 1, "eth1", 2}, {2, 0, "eth0", 3}});
+  ExpectIndexed(v);
+  const PortView* first = &v.ports()[0];
+  v.BeginRewrite();
+  PortView& p = v.RewritePort("n-001", "mlx5_0", "eth0");
+  EXPECT_EQ(&p, first);
+  EXPECT_TRUE(std::isnan(p.s.rx_bytes));  // reset, as a new port's
+  p.s.rx_bytes = 10;
+  p.is_switch_port = true;
+  v.RewritePort("n-001", "mlx5_1", "eth9").s.rx_bytes = 20;  // new netdev
+  v.RewritePort("n-002", "mlx5_0", "eth0").s.rx_bytes = 30;
+  v.Finish();
+  EXPECT_EQ(&v.ports()[0], first);
+  EXPECT_EQ(Keys(v),
+            (std::vector<std::string>{"n-001/mlx5_0=10", "n-001/mlx5_1=20",
+                                      "n-002/mlx5_0=30"}));
+  ExpectIndexed(v);
+  EXPECT_EQ(v.Find("n-001", "eth9"), &v.ports()[1]);
+  EXPECT_EQ(v.Find("n-001", "eth1"), nullptr);
+  Rewrite(&v, {{1, 0, "eth0", 1}, {1, 1, "eth9", 2}, {2, 0, "eth0", 3}});
+  EXPECT_FALSE(v.ports()[0].is_switch_port);
+}
+
+TEST(FabricViewRewriteTest, AViewThatChangedIsIndexedAgain) {
+  FabricView v;
+  Rewrite(&v, {{1, 0, "eth0", 1}, {2, 0, "eth0", 2}, {3, 0, "eth0", 3}});
+  // A port gone from the middle, one new at the end.
+  Rewrite(&v, {{1, 0, "eth0", 1}, {3, 0, "eth0", 3}, {4, 1, "eth1", 4}});
+  EXPECT_EQ(Keys(v),
+            (std::vector<std::string>{"n-001/mlx5_0=1", "n-003/mlx5_0=3",
+                                      "n-004/mlx5_1=4"}));
+  EXPECT_EQ(v.Find("n-002", "mlx5_0"), nullptr);
+  ExpectIndexed(v);
+  // Fewer ports: the rest go.
+  Rewrite(&v, {{1, 0, "eth0", 5}});
+  EXPECT_EQ(Keys(v), (std::vector<std::string>{"n-001/mlx5_0=5"}));
+  EXPECT_EQ(v.Find("n-003", "mlx5_0"), nullptr);
+  ExpectIndexed(v);
+  // More ports: added after those that came back.
+  Rewrite(&v, {{1, 0, "eth0", 6}, {1, 1, "eth1", 7}});
+  EXPECT_EQ(Keys(v),
+            (std::vector<std::string>{"n-001/mlx5_0=6", "n-001/mlx5_1=7"}));
+  ExpectIndexed(v);
+  // Out of order: sorted by Finish(), as added ports are.
+  Rewrite(&v, {{2, 0, "eth0", 8}, {1, 0, "eth0", 9}});
+  EXPECT_EQ(Keys(v),
+            (std::vector<std::string>{"n-001/mlx5_0=9", "n-002/mlx5_0=8"}));
+  ExpectIndexed(v);
+  // Nothing.
+  Rewrite(&v, {});
+  EXPECT_TRUE(v.ports().empty());
+  EXPECT_EQ(v.Find("n-001", "mlx5_0"), nullptr);
+}
+
+TEST(FabricViewRewriteTest, AViewNotFinishedOrWithRunsStartsEmpty) {
+  FabricView v;
+  v.AddPort("n-001", "mlx5_0");  // not Finish()ed
+  Rewrite(&v, {{2, 0, "eth0", 1}});
+  EXPECT_EQ(Keys(v), (std::vector<std::string>{"n-002/mlx5_0=1"}));
+  ExpectIndexed(v);
+  v.AppendSorted(SortedRun({{3, 0}}, 2));  // runs not merged yet
+  Rewrite(&v, {{4, 0, "eth0", 3}});
+  EXPECT_EQ(Keys(v), (std::vector<std::string>{"n-004/mlx5_0=3"}));
+  ExpectIndexed(v);
+  // AddPort() in a rewrite ends it where it is.
+  v.BeginRewrite();
+  v.RewritePort("n-004", "mlx5_0", "eth0").s.rx_bytes = 4;
+  PortView& added = v.AddPort("n-000", "mlx5_0");
+  added.netdev = "eth0";
+  added.s.rx_bytes = 5;
+  v.Finish();
+  EXPECT_EQ(Keys(v),
+            (std::vector<std::string>{"n-000/mlx5_0=5", "n-004/mlx5_0=4"}));
+  ExpectIndexed(v);
+  // So do TakePorts() and TakeRuns(): what was rewritten, not the rest.
+  Rewrite(&v, {{0, 0, "eth0", 1}, {4, 0, "eth0", 2}});
+  v.BeginRewrite();
+  v.RewritePort("n-000", "mlx5_0", "eth0").s.rx_bytes = 6;
+  std::vector<PortView> taken = v.TakePorts();
+  ASSERT_EQ(taken.size(), 1u);
+  EXPECT_EQ(taken[0].s.rx_bytes, 6);
+  Rewrite(&v, {{0, 0, "eth0", 1}, {4, 0, "eth0", 2}});
+  v.BeginRewrite();
+  v.RewritePort("n-000", "mlx5_0", "eth0").s.rx_bytes = 7;
+  std::vector<std::vector<PortView>> runs = v.TakeRuns();
+  ASSERT_EQ(runs.size(), 1u);
+  ASSERT_EQ(runs[0].size(), 1u);
+  EXPECT_EQ(runs[0][0].s.rx_bytes, 7);
 }
 
 // A view as large as the ones a pass builds: `ports` ports over nodes

@@ -63,6 +63,46 @@ bool ByNode(const NodeFacts& a, const NodeFacts& b) {
   return a.liveness.node < b.liveness.node;
 }
 
+// Sorts a run of one slice's facts by name, stably, unless it is sorted
+// already (as a rule: a slice's chunks hold ascending nodes).
+void SortByNode(std::vector<NodeFacts*>* run) {
+  const auto by_node = [](const NodeFacts* a, const NodeFacts* b) {
+    return ByNode(*a, *b);
+  };
+  if (!std::is_sorted(run->begin(), run->end(), by_node)) {
+    std::stable_sort(run->begin(), run->end(), by_node);
+  }
+}
+
+// Calls `fn` with every fact of `runs` (each sorted by name) in (name, run,
+// position) order: the runs merged through a heap of their heads, smallest
+// name on top.
+template <typename Fn>
+void ForEachByNode(const std::vector<std::vector<NodeFacts*>>& runs, Fn fn) {
+  struct Head {
+    absl::string_view node;
+    size_t run;
+    size_t at;  // in its run
+  };
+  auto after = [](const Head& a, const Head& b) {
+    const int c = a.node.compare(b.node);
+    return c > 0 || (c == 0 && std::tie(a.run, a.at) > std::tie(b.run, b.at));
+  };
+  std::priority_queue<Head, std::vector<Head>, decltype(after)> heads(after);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (!runs[i].empty()) heads.push(Head{runs[i][0]->liveness.node, i, 0});
+  }
+  while (!heads.empty()) {
+    const Head head = heads.top();
+    heads.pop();
+    const std::vector<NodeFacts*>& run = runs[head.run];
+    fn(run[head.at]);
+    if (head.at + 1 < run.size()) {
+      heads.push(Head{run[head.at + 1]->liveness.node, head.run, head.at + 1});
+    }
+  }
+}
+
 // MergeFeatureSlices() of slices without a port (a sharded cluster's
 // liveness, each pass): what it keeps of each node, found by merging the
 // slices' facts as sorted runs, without a map of every node's name (125,000
@@ -70,64 +110,26 @@ bool ByNode(const NodeFacts& a, const NodeFacts& b) {
 // the newest is kept, the first of a tie.
 void MergeFactsOnly(absl::Span<FeatureSlice* const> slices,
                     std::vector<NodeFacts>* out) {
-  // Each slice's facts by name: as they are, as a rule (its chunks hold
-  // ascending nodes), else stably sorted.
   std::vector<std::vector<NodeFacts*>> runs(slices.size());
   size_t total = 0;
   for (size_t i = 0; i < slices.size(); ++i) {
     std::vector<NodeFacts>& nodes = slices[i]->nodes;
-    std::vector<NodeFacts*>& run = runs[i];
-    run.reserve(nodes.size());
-    bool sorted = true;
-    for (NodeFacts& n : nodes) {
-      sorted = sorted && (run.empty() || !ByNode(n, *run.back()));
-      run.push_back(&n);
-    }
-    if (!sorted) {
-      std::stable_sort(run.begin(), run.end(),
-                       [](const NodeFacts* a, const NodeFacts* b) {
-                         return ByNode(*a, *b);
-                       });
-    }
-    total += run.size();
-  }
-  struct Head {
-    absl::string_view node;
-    size_t slice;
-    size_t at;  // in its run
-  };
-  auto after = [](const Head& a, const Head& b) {
-    const int c = a.node.compare(b.node);
-    return c > 0 ||
-           (c == 0 && std::tie(a.slice, a.at) > std::tie(b.slice, b.at));
-  };
-  std::priority_queue<Head, std::vector<Head>, decltype(after)> heads(after);
-  for (size_t i = 0; i < runs.size(); ++i) {
-    if (!runs[i].empty()) heads.push(Head{runs[i][0]->liveness.node, i, 0});
+    runs[i].reserve(nodes.size());
+    for (NodeFacts& n : nodes) runs[i].push_back(&n);
+    SortByNode(&runs[i]);
+    total += nodes.size();
   }
   out->reserve(total);
   NodeFacts* kept = nullptr;  // the newest so far of the current node
-  auto flush = [&] {
-    if (kept != nullptr) out->push_back(std::move(*kept));
-    kept = nullptr;
-  };
-  while (!heads.empty()) {
-    const Head head = heads.top();
-    heads.pop();
-    const std::vector<NodeFacts*>& run = runs[head.slice];
-    NodeFacts* n = run[head.at];
+  ForEachByNode(runs, [&](NodeFacts* n) {
     if (kept == nullptr || n->liveness.node != kept->liveness.node) {
-      flush();
+      if (kept != nullptr) out->push_back(std::move(*kept));
       kept = n;
     } else if (n->liveness.last_report > kept->liveness.last_report) {
       kept = n;
     }
-    if (head.at + 1 < run.size()) {
-      heads.push(
-          Head{run[head.at + 1]->liveness.node, head.slice, head.at + 1});
-    }
-  }
-  flush();
+  });
+  if (kept != nullptr) out->push_back(std::move(*kept));
 }
 
 }  // namespace
@@ -224,55 +226,25 @@ FeatureSlice MergeFeatureSlices(absl::Span<FeatureSlice* const> slices) {
   // nodes), so the slices' runs are merged; any that is not is sorted
   // first.
   std::vector<std::vector<NodeFacts*>> runs(slices.size());
+  size_t taken = 0;
   for (size_t i = 0; i < slices.size(); ++i) {
     std::vector<NodeFacts>& nodes = slices[i]->nodes;
     std::vector<NodeFacts*>& run = runs[i];
     run.reserve(nodes.size());
-    bool sorted = true;
     for (size_t k = 0; k < nodes.size(); ++k) {
-      NodeFacts& n = nodes[k];
       if (entries[i][k]->slice != i || entries[i][k]->at != k) continue;
-      sorted = sorted && (run.empty() || !ByNode(n, *run.back()));
-      run.push_back(&n);
+      run.push_back(&nodes[k]);
     }
-    if (!sorted) {
-      std::stable_sort(run.begin(), run.end(),
-                       [](const NodeFacts* a, const NodeFacts* b) {
-                         return ByNode(*a, *b);
-                       });
-    }
+    SortByNode(&run);
+    taken += run.size();
   }
   entries.clear();
   newest.clear();
-  // The heads of the runs, smallest name on top (each name is in one run
-  // once; the tie-break only keeps the order defined).
-  struct Head {
-    absl::string_view node;
-    size_t slice;
-    size_t at;  // in its run
-  };
-  auto after = [](const Head& a, const Head& b) {
-    const int c = a.node.compare(b.node);
-    return c > 0 ||
-           (c == 0 && std::tie(a.slice, a.at) > std::tie(b.slice, b.at));
-  };
-  std::priority_queue<Head, std::vector<Head>, decltype(after)> heads(after);
-  size_t taken = 0;
-  for (size_t i = 0; i < runs.size(); ++i) {
-    taken += runs[i].size();
-    if (!runs[i].empty()) heads.push(Head{runs[i][0]->liveness.node, i, 0});
-  }
+  // Each name is in one run once here; the merge's tie-break only keeps
+  // the order defined.
   merged.nodes.reserve(taken);
-  while (!heads.empty()) {
-    const Head head = heads.top();
-    heads.pop();
-    const std::vector<NodeFacts*>& run = runs[head.slice];
-    merged.nodes.push_back(std::move(*run[head.at]));
-    if (head.at + 1 < run.size()) {
-      heads.push(
-          Head{run[head.at + 1]->liveness.node, head.slice, head.at + 1});
-    }
-  }
+  ForEachByNode(runs,
+                [&](NodeFacts* n) { merged.nodes.push_back(std::move(*n)); });
   for (FeatureSlice* s : slices) s->nodes.clear();
   if (recent_merge.joinable()) recent_merge.join();
   return merged;

@@ -730,22 +730,22 @@ TEST(MergeFeatureSlicesTest, AnEquallyNewNodeComesFromTheFirstSliceGivingIt) {
   slices[0].nodes = {facts("gpu-1", "a1"), facts("gpu-3", "a3")};
   slices[1].nodes = {facts("gpu-3", "b3"), facts("gpu-2", "b2-first"),
                      facts("gpu-1", "b1"), facts("gpu-2", "b2-second")};
-  {
+  // The boot ids the merge keeps, the slices passed in `order`.
+  auto boots = [&slices](const std::vector<int>& order) {
     std::vector<FeatureSlice> copy = slices;
-    const FeatureSlice merged = collector::MergeFeatureSlices(
-        std::vector<FeatureSlice*>{&copy[0], &copy[1]});
-    std::vector<std::string> boots;
-    for (const NodeFacts& n : merged.nodes) boots.push_back(n.boot_id);
-    EXPECT_THAT(boots, ElementsAre("a1", "b2-first", "a3"));
-  }
-  {
-    std::vector<FeatureSlice> copy = slices;
-    const FeatureSlice merged = collector::MergeFeatureSlices(
-        std::vector<FeatureSlice*>{&copy[1], &copy[0]});
-    std::vector<std::string> boots;
-    for (const NodeFacts& n : merged.nodes) boots.push_back(n.boot_id);
-    EXPECT_THAT(boots, ElementsAre("b1", "b2-first", "b3"));
-  }
+    std::vector<FeatureSlice*> in;
+    in.reserve(order.size());
+    for (int i : order) in.push_back(&copy[i]);
+    const FeatureSlice merged = collector::MergeFeatureSlices(in);
+    std::vector<std::string> out;
+    out.reserve(merged.nodes.size());
+    for (const NodeFacts& n : merged.nodes) {
+      out.push_back(n.boot_id);
+    }
+    return out;
+  };
+  EXPECT_THAT(boots({0, 1}), ElementsAre("a1", "b2-first", "a3"));
+  EXPECT_THAT(boots({1, 0}), ElementsAre("b1", "b2-first", "b3"));
 }
 
 }  // namespace

@@ -351,11 +351,20 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
     }
   }
   stats_.unobserved_nodes.clear();
+  // The live collectors whose features are missing from this merge, with
+  // their last news (their clocks), by id.
+  std::vector<std::pair<std::string, absl::Time>> missing;
   for (const std::string& id : presence.live) {
     if (id == id_) continue;
     last_live_[id] = presence.now;
     stats_.unobserved_nodes[id] = 0;
-    if (remote.count(id) == 0) merged.complete = false;
+    if (remote.count(id) == 0) {
+      merged.complete = false;
+      // One never heard from (it started moments ago) has no agent yet
+      // whose news would be late.
+      const absl::Time news = NewestNews(id);
+      if (news != absl::InfinitePast()) missing.emplace_back(id, news);
+    }
   }
   // Facts of a node that its collector's slice in this merge does not
   // give. When that collector's features stopped arriving, while it runs
@@ -438,7 +447,53 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
     left_merge(f);
     merged.nodes.push_back(std::move(f));
   }
+  if (!missing.empty()) {
+    // An agent that went silent where it streamed after the last news of
+    // a live collector whose features are missing may be streaming there
+    // now (handed back to it, or failed over to it, while its features
+    // stall): what it does is unknown, not silence, for as long as a
+    // reconnecting agent is waited for. It is judged as of its last
+    // report, as a node of that collector (the first by id of several).
+    // Silent means two of its reports missed: a node that merely reports
+    // between two passes stays observed.
+    std::sort(missing.begin(), missing.end());
+    for (collector::NodeFacts& f : merged.nodes) {
+      const analysis::NodeLiveness& l = f.liveness;
+      if (f.unobserved || !l.ever_reported ||
+          presence.now - l.last_report > presence.left_grace) {
+        continue;
+      }
+      const absl::Duration interval =
+          l.interval > absl::ZeroDuration()
+              ? l.interval
+              : absl::Seconds(1);  // the agent's default --interval
+      if (std::min(presence.now, l.observed_until) - l.last_report <=
+          2 * interval) {
+        continue;
+      }
+      for (const auto& [id, news] : missing) {
+        if (news >= l.last_report) continue;
+        f.unobserved = true;
+        f.liveness.observed_until = l.last_report;
+        f.collector = id;
+        ++stats_.unobserved_nodes[id];
+        break;
+      }
+    }
+  }
   return merged;
+}
+
+absl::Time FeatureCache::NewestNews(const std::string& collector_id) const {
+  absl::Time newest = absl::InfinitePast();
+  for (const ChunkMap* from : {&chunks_, &liveness_}) {
+    for (auto it = from->lower_bound(std::make_pair(collector_id, 0u));
+         it != from->end() && it->first.first == collector_id; ++it) {
+      newest = std::max(newest,
+                        absl::FromUnixNanos(it->second.published_unix_nanos));
+    }
+  }
+  return newest;
 }
 
 std::map<std::string, absl::Time> FeatureCache::LastReceived(Feed feed) const {

@@ -128,8 +128,12 @@ class FeatureCache {
   // collector lists with an older last report than the one it was last
   // merged from: that is news the move outdated (an agent handed back or
   // failed over, whose new collector's features did not arrive this
-  // time), not the agent's silence. With MergeScope::kNodes, nodes only
-  // (no port, not even `local`'s): the other chunks' ports stay in the
+  // time), not the agent's silence. While a collector `presence` lists
+  // live is missing from the merge, a node silent (two of its intervals)
+  // since after that collector's last news, for at most `left_grace`, is
+  // unobserved too, as of its last report, and listed as that
+  // collector's: its agent may stream there now. With MergeScope::kNodes, nodes
+  // only (no port, not even `local`'s): the other chunks' ports stay in the
   // cache for a later merge.
   collector::FeatureSlice Merged(collector::FeatureSlice local,
                                  absl::Time cutoff,
@@ -182,6 +186,10 @@ class FeatureCache {
   // received at or after it, and within the count its newest one names.
   static std::map<std::string, std::vector<std::pair<uint32_t, Chunk*>>> Fresh(
       ChunkMap& from, absl::Time cutoff);
+  // The publication of the newest chunk of either kind kept from
+  // `collector_id`, fresh or not; InfinitePast when none is.
+  absl::Time NewestNews(const std::string& collector_id) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string id_;
   std::atomic<bool> decode_on_receipt_{true};

@@ -607,6 +607,102 @@ void SendFeatures(FeatureCache& cache, const FeatureSlice& slice,
   }
 }
 
+// An agent that went silent where it streamed after the last news of a
+// live collector whose features are missing may be streaming there now (a
+// hand-back to a collector whose features stall while the returning NATS
+// server's elections run): it is unobserved, as of its last report, never
+// down, while that collector's features are missing and for at most the
+// grace; one that fell silent before that news is judged now, and so is
+// every node once that collector's features arrive.
+TEST(FeatureCacheTest, ANodeSilentSinceAMissingCollectorsLastNewsIsUnobserved) {
+  FeatureCache cache("col-0");
+  FeatureCache::Presence presence;
+  presence.live = {"col-0", "col-c"};
+  presence.left_grace = absl::Seconds(40);
+  // This collector's nodes: m-1 last reported at kT0, g-1 at kT0 + 5 s,
+  // n-1 at `n1`.
+  const auto local = [](absl::Time n1) {
+    FeatureSlice s;
+    for (const auto& [node, at] :
+         std::vector<std::pair<std::string, absl::Time>>{
+             {"g-1", kT0 + absl::Seconds(5)}, {"m-1", kT0}, {"n-1", n1}}) {
+      NodeFacts f = OneNode(node, at).nodes[0];
+      f.liveness.interval = absl::Milliseconds(500);
+      s.nodes.push_back(f);
+    }
+    return s;
+  };
+  const auto merge = [&](absl::Time now, absl::Time n1) {
+    presence.now = now;
+    return cache.Merged(local(n1), now - absl::Seconds(2), kFabric, presence);
+  };
+  const auto of = [](const FeatureSlice& s, const std::string& node) {
+    for (const NodeFacts& f : s.nodes) {
+      if (f.liveness.node == node) return f;
+    }
+    ADD_FAILURE() << node << " is not in the merge";
+    return NodeFacts{};
+  };
+  // col-c's last news, at kT0 + 1 s, before it took n-1 back.
+  SendFeatures(cache, OneNode("c-1", kT0 + absl::Seconds(1)), "col-c",
+               kT0 + absl::Seconds(1), kT0 + absl::Seconds(1));
+  ASSERT_TRUE(merge(kT0 + absl::Seconds(1), kT0 + absl::Seconds(1)).complete);
+
+  // n-1 reports here until kT0 + 10 s, then goes back to col-c, whose
+  // features stay missing.
+  const absl::Time left = kT0 + absl::Seconds(10);
+  FeatureSlice reporting = merge(left, left);
+  ASSERT_THAT(Nodes(reporting), ElementsAre("g-1", "m-1", "n-1", "c-1"))
+      << "c-1 kept as last merged, after the merge's own";
+  EXPECT_FALSE(reporting.complete);
+  EXPECT_FALSE(of(reporting, "n-1").unobserved) << "it reports here";
+  EXPECT_FALSE(
+      of(merge(left + absl::Milliseconds(800), left), "n-1").unobserved)
+      << "not silent for two of its intervals yet";
+  for (int s : {2, 6, 20, 34}) {
+    const absl::Time now = left + absl::Seconds(s);
+    const FeatureSlice stale = merge(now, left);
+    for (const char* node : {"n-1", "g-1"}) {
+      const NodeFacts f = of(stale, node);
+      EXPECT_TRUE(f.unobserved) << node << " " << s;
+      EXPECT_EQ(f.collector, "col-c") << node << " " << s;
+      EXPECT_EQ(f.liveness.observed_until, f.liveness.last_report) << node;
+      EXPECT_TRUE(analysis::IsAgentUp(f.liveness, now)) << node << " " << s;
+    }
+    // Silent since before col-c's last news: not there, judged now.
+    EXPECT_FALSE(of(stale, "m-1").unobserved) << s;
+    EXPECT_EQ(of(stale, "m-1").collector, "col-0") << s;
+    EXPECT_FALSE(analysis::IsAgentUp(of(stale, "m-1").liveness, now)) << s;
+    // c-1 (col-c's own), n-1 and g-1.
+    EXPECT_EQ(cache.stats().unobserved_nodes.at("col-c"), 3u) << s;
+  }
+  // g-1, silent for more than the grace (41 s), is judged now.
+  const absl::Time late = left + absl::Seconds(36);
+  const FeatureSlice past = merge(late, left);
+  EXPECT_FALSE(of(past, "g-1").unobserved);
+  EXPECT_FALSE(analysis::IsAgentUp(of(past, "g-1").liveness, late));
+  EXPECT_TRUE(of(past, "n-1").unobserved);
+
+  // col-c's features arrive again, without n-1 (the agent did not reach
+  // it): n-1 is judged now.
+  const absl::Time back = left + absl::Seconds(37);
+  SendFeatures(cache, OneNode("c-1", back), "col-c", back, back);
+  const FeatureSlice without = merge(back, left);
+  EXPECT_TRUE(without.complete);
+  EXPECT_FALSE(of(without, "n-1").unobserved);
+  EXPECT_FALSE(analysis::IsAgentUp(of(without, "n-1").liveness, back));
+  // ...or with it: col-c's news of it counts.
+  FeatureSlice with = OneNode("c-1", back + absl::Seconds(1));
+  with.nodes.push_back(OneNode("n-1", back + absl::Seconds(1)).nodes[0]);
+  SendFeatures(cache, with, "col-c", back + absl::Seconds(1),
+               back + absl::Seconds(1));
+  const FeatureSlice taken = merge(back + absl::Seconds(1), left);
+  EXPECT_EQ(of(taken, "n-1").collector, "col-c");
+  EXPECT_FALSE(of(taken, "n-1").unobserved);
+  EXPECT_TRUE(
+      analysis::IsAgentUp(of(taken, "n-1").liveness, back + absl::Seconds(1)));
+}
+
 // A merge of nodes takes a collector's nodes from its liveness where it
 // arrived (newer than its feature chunks here), from its feature chunks
 // where it did not (a collector of an earlier build); a merge of the

@@ -39,6 +39,7 @@
 #include "analysis/analyzer.h"
 #include "analysis/congestion.h"
 #include "analysis/finding.h"
+#include "analysis/tp_cross_node.h"
 
 namespace fabricdiag::analysis {
 
@@ -78,13 +79,22 @@ struct ViewNews {
   CongestionHistograms congestion;
 };
 
+// What a job shard's owner measured of a job's TP groups that leave their
+// NVLink domain (analysis/tp_cross_node.h), for whoever raises tp_cross_node.
+struct JobTpLoads {
+  std::string job;
+  std::vector<TpGroupLoad> groups;  // ascending groups
+};
+
 // A collector's news of one pass: its window view's, and its newest
-// samples' when the pass had them.
+// samples' when the pass had them; and its job shards' TP crossings, as of
+// their windows.
 struct PartNews {
   std::string collector_id;
   absl::Time published = absl::UnixEpoch();
   ViewNews window;
   std::optional<ViewNews> recent;
+  std::vector<JobTpLoads> tp_loads;
 };
 
 // Whether `kind` is reported by the port part (one port at a time): a

@@ -29,16 +29,9 @@ std::optional<DimTraffic> PredictTp(const LayoutModel& model) {
   return *tp;
 }
 
-// The group's NICs as the view reports them: mean TX and mean link rate
-// (NaN when no NIC reports it).
-struct GroupLoad {
-  double tx = kAbsent;
-  double link_rate = kAbsent;
-  int nics = 0;
-};
-
-GroupLoad MeasureGroup(const LayoutModel& model, uint32_t group,
-                       const FabricView& view) {
+// The group's NICs as the view reports them.
+TpGroupLoad MeasureGroup(const LayoutModel& model, uint32_t group,
+                         const FabricView& view) {
   double tx = 0, rate = 0;
   int with_tx = 0, with_rate = 0;
   for (const NicRef& ref : model.GroupNics(Dim::kTp, group)) {
@@ -55,7 +48,8 @@ GroupLoad MeasureGroup(const LayoutModel& model, uint32_t group,
       ++with_rate;
     }
   }
-  GroupLoad load;
+  TpGroupLoad load;
+  load.group = group;
   load.nics = with_tx;
   if (with_tx > 0) load.tx = tx / with_tx;
   if (with_rate > 0) load.link_rate = rate / with_rate;
@@ -81,12 +75,10 @@ std::string CostWords(const std::optional<DimTraffic>& tp, Finding* f) {
 
 // What the group's NICs send now, and whether that confirms the crossing
 // carries TP traffic; "" when it does not.
-std::string RuntimeWords(const LayoutModel& model, uint32_t g,
-                         const FabricView& view,
+std::string RuntimeWords(const TpGroupLoad& load,
                          const std::optional<DimTraffic>& tp, Finding* f) {
   std::string runtime;
-  const GroupLoad load = MeasureGroup(model, g, view);
-  if (load.nics > 0) {
+  if (load.nics > 0 && std::isfinite(load.tx)) {
     const double floor = Has(load.link_rate)
                              ? kConfirmLinkFraction * load.link_rate
                              : kConfirmBytesPerSecond;
@@ -114,8 +106,29 @@ std::string RuntimeWords(const LayoutModel& model, uint32_t g,
 
 }  // namespace
 
+std::vector<TpGroupLoad> MeasureTpCrossings(const LayoutModel& model,
+                                            const FabricView& view) {
+  std::vector<TpGroupLoad> out;
+  for (uint32_t g : model.TpGroupsCrossingNvlink()) {
+    TpGroupLoad load = MeasureGroup(model, g, view);
+    if (load.nics > 0) out.push_back(load);
+  }
+  return out;
+}
+
 std::vector<Finding> TpCrossNodeFindings(const LayoutModel& model,
                                          const FabricView* view) {
+  TpGroupLoad measured;
+  return TpCrossNodeFindings(model, [&](uint32_t g) -> const TpGroupLoad* {
+    if (view == nullptr) return nullptr;
+    measured = MeasureGroup(model, g, *view);
+    return &measured;
+  });
+}
+
+std::vector<Finding> TpCrossNodeFindings(
+    const LayoutModel& model,
+    absl::FunctionRef<const TpGroupLoad*(uint32_t group)> load_of) {
   std::vector<Finding> out;
   const v1::Layout& layout = model.layout();
   const absl::Span<const uint32_t> crossing = model.TpGroupsCrossingNvlink();
@@ -138,8 +151,9 @@ std::vector<Finding> TpCrossNodeFindings(const LayoutModel& model,
     const uint32_t nvlink = layout.has_nvlink_domain() ? layout.nvlink_domain()
                                                        : layout.gpus_per_node();
     const std::string cost = CostWords(tp, &f);
+    const TpGroupLoad* load = load_of(g);
     const std::string runtime =
-        view != nullptr ? RuntimeWords(model, g, *view, tp, &f) : "";
+        load != nullptr ? RuntimeWords(*load, tp, &f) : "";
     f.summary = absl::StrCat(
         "TP group ", f.group, " of job ", f.job, " spans ", domains,
         " NVLink domains on ", hosts, hosts == 1 ? " node (" : " nodes (",

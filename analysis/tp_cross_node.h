@@ -13,11 +13,22 @@
 //
 //   for (const Finding& f : TpCrossNodeFindings(model, &view)) { ... }
 //
+// In a sharded collector cluster no collector holds the whole fabric's
+// rates: the owner of the job's shard measures the crossing groups
+// (MeasureTpCrossings) and tells the others, and whoever raises the
+// finding confirms it with those measurements:
+//
+//   std::vector<TpGroupLoad> loads = MeasureTpCrossings(model, shard_view);
+//   ... travels ...
+//   TpCrossNodeFindings(model, [&](uint32_t g) { return LoadOf(g); });
+//
 // Pure: same layout, same findings.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "analysis/fabric_view.h"
 #include "analysis/finding.h"
 #include "analysis/layout_model.h"
@@ -33,9 +44,29 @@ inline constexpr char kTpCrossNodeKind[] = "tp_cross_node";
 inline constexpr double kConfirmLinkFraction = 0.1;
 inline constexpr double kConfirmBytesPerSecond = 1.25e9;
 
+// What a TP group's NICs send: their mean transmit rate and their links'
+// mean rate (kAbsent when none reports it), over the `nics` that report a
+// transmit rate.
+struct TpGroupLoad {
+  uint32_t group = 0;  // the group's index in the layout's TP dimension
+  double tx = kAbsent;
+  double link_rate = kAbsent;
+  int nics = 0;
+};
+
+// Each TP group of `model` that leaves its NVLink domain and of whose NICs
+// `view` reports at least one, in group order.
+std::vector<TpGroupLoad> MeasureTpCrossings(const LayoutModel& model,
+                                            const FabricView& view);
+
 // One finding per TP group that leaves its NVLink domain. `view` (may be
 // null) holds the latest window of rates.
 std::vector<Finding> TpCrossNodeFindings(const LayoutModel& model,
                                          const FabricView* view = nullptr);
+// The same, each group confirmed (or not) by the load `load_of` gives of it
+// (measured elsewhere); null: not measured, no runtime words.
+std::vector<Finding> TpCrossNodeFindings(
+    const LayoutModel& model,
+    absl::FunctionRef<const TpGroupLoad*(uint32_t group)> load_of);
 
 }  // namespace fabricdiag::analysis

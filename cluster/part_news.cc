@@ -1,5 +1,7 @@
 #include "cluster/part_news.h"
 
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -148,6 +150,54 @@ absl::Status ViewFromProto(const v1::PartViewNews& wire, absl::string_view view,
                             &out->congestion.switches);
 }
 
+absl::Status TpLoadsFromProto(const v1::JobTpLoadsProto& wire,
+                              analysis::JobTpLoads* out) {
+  if (absl::Status s = CheckName(wire.job(), "tp_loads.job"); !s.ok()) {
+    return s;
+  }
+  const std::string what = absl::StrCat("tp_loads of job ", wire.job());
+  const int n = wire.group_size();
+  if (wire.tx_bytes_per_second_size() != n || wire.link_rate_size() != n ||
+      wire.nics_size() != n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": ", n, " groups but ", wire.tx_bytes_per_second_size(),
+        " rates, ", wire.link_rate_size(), " link rates and ", wire.nics_size(),
+        " NIC counts"));
+  }
+  out->job = wire.job();
+  out->groups.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    analysis::TpGroupLoad load;
+    load.group = wire.group(i);
+    load.tx = wire.tx_bytes_per_second(i);
+    load.link_rate = wire.link_rate(i);
+    if (i > 0 && load.group <= wire.group(i - 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": group ", load.group, " after ",
+                       wire.group(i - 1), " (groups ascend, each once)"));
+    }
+    if (!std::isfinite(load.tx) || load.tx < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": group ", load.group, " sends ", load.tx, " bytes/s"));
+    }
+    if (!std::isnan(load.link_rate) &&
+        (!std::isfinite(load.link_rate) || load.link_rate <= 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": group ", load.group, " has a link rate of ",
+                       load.link_rate, " bytes/s"));
+    }
+    if (wire.nics(i) == 0 ||
+        wire.nics(i) > static_cast<uint32_t>(kMaxNewsEntries)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": group ", load.group, " measured over ",
+                       wire.nics(i), " NICs"));
+    }
+    load.nics = static_cast<int>(wire.nics(i));
+    out->groups.push_back(load);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 v1::PartNews ToProto(const PartNews& news) {
@@ -156,6 +206,16 @@ v1::PartNews ToProto(const PartNews& news) {
   out.set_published_unix_nanos(absl::ToUnixNanos(news.published));
   ViewToProto(news.window, out.mutable_window());
   if (news.recent.has_value()) ViewToProto(*news.recent, out.mutable_recent());
+  for (const analysis::JobTpLoads& job : news.tp_loads) {
+    v1::JobTpLoadsProto* wire = out.add_tp_loads();
+    wire->set_job(job.job);
+    for (const analysis::TpGroupLoad& g : job.groups) {
+      wire->add_group(g.group);
+      wire->add_tx_bytes_per_second(g.tx);
+      wire->add_link_rate(g.link_rate);
+      wire->add_nics(static_cast<uint32_t>(g.nics));
+    }
+  }
   return out;
 }
 
@@ -174,6 +234,21 @@ absl::StatusOr<PartNews> FromProto(const v1::PartNews& wire) {
   if (wire.has_recent()) {
     news.recent.emplace();
     if (absl::Status s = ViewFromProto(wire.recent(), "recent", &*news.recent);
+        !s.ok()) {
+      return s;
+    }
+  }
+  size_t groups = 0;
+  for (const v1::JobTpLoadsProto& job : wire.tp_loads()) {
+    groups += static_cast<size_t>(job.group_size());
+  }
+  if (groups > kMaxNewsEntries) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tp_loads: ", groups, " groups (at most ", kMaxNewsEntries, ")"));
+  }
+  news.tp_loads.reserve(static_cast<size_t>(wire.tp_loads_size()));
+  for (const v1::JobTpLoadsProto& job : wire.tp_loads()) {
+    if (absl::Status s = TpLoadsFromProto(job, &news.tp_loads.emplace_back());
         !s.ok()) {
       return s;
     }

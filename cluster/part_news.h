@@ -45,7 +45,9 @@ v1::PartNews ToProto(const PartNews& news);
 // InvalidArgument naming what is wrong (and in which view): no collector
 // id, columns of different lengths, an empty or overlong name, more than
 // kMaxNewsEntries, histogram buckets not strictly ascending, a zero count,
-// or counts past 2^48 in all. Nothing of a refused message is used.
+// or counts past 2^48 in all; TP groups not strictly ascending, a rate
+// negative or not finite, a link rate not positive (NaN: none), no NIC.
+// Nothing of a refused message is used.
 absl::StatusOr<PartNews> FromProto(const v1::PartNews& wire);
 
 }  // namespace fabricdiag::cluster

@@ -31,6 +31,20 @@
 namespace fabricdiag::collector {
 namespace {
 
+// This pass's news of every collector: the others' latest, then this
+// collector's own (`news` may still hold an older copy of it: skipped).
+std::vector<const analysis::PartNews*> TpNewsOf(
+    const std::vector<analysis::PartNews>& news,
+    const analysis::PartNews& own) {
+  std::vector<const analysis::PartNews*> out;
+  out.reserve(news.size() + 1);
+  for (const analysis::PartNews& n : news) {
+    if (n.collector_id != own.collector_id) out.push_back(&n);
+  }
+  out.push_back(&own);
+  return out;
+}
+
 // The priorities of the open pfc_storm sources on `quiet` nodes (source-less
 // warnings name their fault instead: not sources).
 std::set<int> HeldStormPriorities(
@@ -381,11 +395,25 @@ void AnalysisRunner::RunLayoutAnalyzers(absl::Time now) {
   std::shared_ptr<const RegistrySnapshot> snapshot = layouts_->Snapshot();
   for (const auto& [job, entry] : snapshot->layouts) {
     // With the last rate pass's view, TP crossings are confirmed (or not)
-    // by what the group's NICs carry.
-    for (analysis::Finding& f :
-         analysis::TpCrossNodeFindings(entry->model, last_view_.get())) {
-      reports.push_back(std::move(f));
+    // by what the group's NICs carry; sharded in a cluster, by what the
+    // job shard's owner measured of them.
+    std::vector<analysis::Finding> found;
+    if (last_view_ != nullptr || shards_ == nullptr) {
+      found = analysis::TpCrossNodeFindings(entry->model, last_view_.get());
+    } else {
+      auto loads = tp_loads_.find(job);
+      found = analysis::TpCrossNodeFindings(
+          entry->model, [&](uint32_t g) -> const analysis::TpGroupLoad* {
+            if (loads == tp_loads_.end()) return nullptr;
+            auto it = std::lower_bound(
+                loads->second.begin(), loads->second.end(), g,
+                [](const analysis::TpGroupLoad& l, uint32_t group) {
+                  return l.group < group;
+                });
+            return it != loads->second.end() && it->group == g ? &*it : nullptr;
+          });
     }
+    for (analysis::Finding& f : found) reports.push_back(std::move(f));
   }
   Report(std::move(reports), *snapshot, now, kLayoutSource);
 }
@@ -974,6 +1002,22 @@ void AnalysisRunner::RunShardedRate(absl::Time now, const FeatureSlice& local,
   for (ShardedRatePass::SourceReport& r : out.reports) {
     Report(std::move(r.open), *snapshot, now, r.source,
            r.within_held ? &out.held : nullptr);
+  }
+  // What the job shards' owners (this collector among them) measured of
+  // the TP groups that cross nodes, for the next layout pass.
+  tp_loads_.clear();
+  for (const analysis::PartNews* n : TpNewsOf(news, out.news)) {
+    for (const analysis::JobTpLoads& job : n->tp_loads) {
+      std::vector<analysis::TpGroupLoad>& groups = tp_loads_[job.job];
+      groups = job.groups;
+      const auto by_group = [](const analysis::TpGroupLoad& a,
+                               const analysis::TpGroupLoad& b) {
+        return a.group < b.group;
+      };
+      if (!std::is_sorted(groups.begin(), groups.end(), by_group)) {
+        std::sort(groups.begin(), groups.end(), by_group);
+      }
+    }
   }
   SaveShardBaselines(now, /*all=*/false);
 }

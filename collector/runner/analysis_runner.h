@@ -56,6 +56,7 @@
 #include "analysis/nic_ports.h"
 #include "analysis/shard_map.h"
 #include "analysis/straggler_nic.h"
+#include "analysis/tp_cross_node.h"
 #include "collector/declared/layout_name_check.h"
 #include "collector/declared/layout_registry.h"
 #include "collector/findings/findings_store.h"
@@ -332,6 +333,11 @@ class AnalysisRunner {
   analysis::StragglerBaselines straggler_baselines_;
   // The last rate pass's view, for the layout analyzers' runtime evidence.
   std::shared_ptr<const analysis::FabricView> last_view_;
+  // Sharded in a cluster, instead: per job, its TP groups that cross nodes
+  // as the job shard's owner measured them (the last pass's news), by
+  // group.
+  absl::flat_hash_map<std::string, std::vector<analysis::TpGroupLoad>>
+      tp_loads_;
   bool hysteresis_seeded_ = false;
   // When the hysteresis was seeded (the first pass of a process or a term).
   absl::Time seeded_at_ = absl::InfinitePast();

@@ -14,6 +14,7 @@
 #include "analysis/nic_ports.h"
 #include "analysis/pfc_storm.h"
 #include "analysis/topology_index.h"
+#include "analysis/tp_cross_node.h"
 #include "proto/collector.pb.h"
 
 namespace fabricdiag::collector {
@@ -175,6 +176,15 @@ ShardedRatePass::Output ShardedRatePass::Run(const Input& in,
                          : by_host.ReportingIn(*view);
       if (jobs && k == 0) {
         part.nic_ports = &window_nics.emplace_back(*view, part.layouts);
+        // Its jobs' TP groups that cross nodes, measured for whoever
+        // raises tp_cross_node (the lease holder, without these NICs).
+        for (const analysis::LayoutModel* m : part.layouts) {
+          std::vector<analysis::TpGroupLoad> loads =
+              analysis::MeasureTpCrossings(*m, *view);
+          if (!loads.empty()) {
+            out.news.tp_loads.push_back({m->job(), std::move(loads)});
+          }
+        }
       }
       parts[k].push_back(jobs ? analysis::RunJobPart(part)
                               : analysis::RunSwitchPart(part));

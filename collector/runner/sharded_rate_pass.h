@@ -13,8 +13,10 @@
 //   2. the port part over this collector's own ports, comparing congestion
 //      with the fabric's medians: its own ports' histograms merged with
 //      those of the other collectors' news;
-//   3. its news (analysis::PartNews): what its parts' findings excuse and
-//      its ports' histograms, for the others (cluster/part_news_exchange.h);
+//   3. its news (analysis::PartNews): what its parts' findings excuse, its
+//      ports' histograms, and what its job shards' TP groups that leave
+//      their NVLink domain send (the lease holder confirms tp_cross_node
+//      with it), for the others (cluster/part_news_exchange.h);
 //   4. every part's findings excused by all parts' excuses: its own of this
 //      pass, the others' of their last (one pass late);
 //   5. each findings source through a hysteresis of its own:

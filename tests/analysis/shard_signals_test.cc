@@ -94,6 +94,19 @@ std::vector<Finding> JobFindings(const AnalysisInput& in,
   return out;
 }
 
+// tp_cross_node as the lease holder of a sharded cluster raises it: with
+// the loads the job shard's owner measured in `measured_in` and told.
+std::vector<Finding> ToldTpFindings(const LayoutModel& tp,
+                                    const FabricView& measured_in) {
+  const std::vector<TpGroupLoad> loads = MeasureTpCrossings(tp, measured_in);
+  return TpCrossNodeFindings(tp, [&](uint32_t g) -> const TpGroupLoad* {
+    for (const TpGroupLoad& l : loads) {
+      if (l.group == g) return &l;
+    }
+    return nullptr;
+  });
+}
+
 std::vector<Finding> SwitchFindings(const AnalysisInput& in) {
   std::vector<Finding> out = EcmpImbalanceFindings(in);
   for (Finding& f : PfcStormFindings(in)) out.push_back(std::move(f));
@@ -169,6 +182,15 @@ TEST(ShardSignalsTest, EachKindsAnalyzersFindTheSameOnItsSignalsAlone) {
         EXPECT_EQ(Rendered(JobFindings(
                       cluster->Input(&jobs, &config, &baselines), tp)),
                   Rendered(whole_jobs));
+        // Measured in the job shard's signals and told: the same words.
+        const std::vector<Finding> told = ToldTpFindings(tp, jobs);
+        EXPECT_EQ(Rendered(told), Rendered(TpCrossNodeFindings(tp, &view)));
+        for (const Finding& f : told) {
+          if (f.evidence.count("confirmed_at_runtime") != 0 &&
+              f.evidence.at("confirmed_at_runtime") == 1) {
+            ++compared["tp_cross_node (told, confirmed)"];
+          }
+        }
 
         const FabricView switches =
             CutDown(view, ShardSlots(ShardKind::kSwitches));
@@ -206,7 +228,8 @@ TEST(ShardSignalsTest, EachKindsAnalyzersFindTheSameOnItsSignalsAlone) {
 
   for (const char* kind :
        {"hot_expert_incast", "straggler_nic", "tp_cross_node", "ecmp_imbalance",
-        "pfc_storm", "ecmp_imbalance (rail)"}) {
+        "pfc_storm", "ecmp_imbalance (rail)",
+        "tp_cross_node (told, confirmed)"}) {
     EXPECT_GT(compared[kind], 0) << kind << " was never found";
   }
 }

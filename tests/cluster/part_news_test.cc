@@ -42,6 +42,10 @@ PartNews Sample() {
   ViewNews& r = news.recent.emplace();
   r.excuses.congestion = {{"gpu-001", "mlx5_2"}};
   r.congestion.hosts.Add(98000);
+  // A job shard's job whose TP groups 1 and 3 cross nodes: one measured
+  // with its links' rate, one without.
+  news.tp_loads.push_back(
+      {"llm-70b", {{1, 3.1e9, 12.5e9, 8}, {3, 2e8, analysis::kAbsent, 2}}});
   return news;
 }
 
@@ -76,8 +80,21 @@ TEST(PartNewsTest, WhatIsSentIsWhatIsRead) {
   absl::StatusOr<PartNews> no_recent = FromProto(ToProto(window_only));
   ASSERT_TRUE(no_recent.ok()) << no_recent.status();
   EXPECT_FALSE(no_recent->recent.has_value());
+  ASSERT_EQ(read->tp_loads.size(), 1u);
+  EXPECT_EQ(read->tp_loads[0].job, "llm-70b");
+  ASSERT_EQ(read->tp_loads[0].groups.size(), 2u);
+  const analysis::TpGroupLoad& g1 = read->tp_loads[0].groups[0];
+  const analysis::TpGroupLoad& g3 = read->tp_loads[0].groups[1];
+  EXPECT_EQ(g1.group, 1u);
+  EXPECT_EQ(g1.tx, 3.1e9);
+  EXPECT_EQ(g1.link_rate, 12.5e9);
+  EXPECT_EQ(g1.nics, 8);
+  EXPECT_EQ(g3.group, 3u);
+  EXPECT_EQ(g3.tx, 2e8);
+  EXPECT_TRUE(std::isnan(g3.link_rate));
+  EXPECT_EQ(g3.nics, 2);
   // Small: 521 host values fall in a few dozen buckets.
-  EXPECT_LT(wire.ByteSizeLong(), 400u) << wire.ByteSizeLong();
+  EXPECT_LT(wire.ByteSizeLong(), 460u) << wire.ByteSizeLong();
 }
 
 TEST(PartNewsTest, TheHistogramsMedianIsWithinHalfAPercent) {
@@ -171,6 +188,32 @@ TEST(PartNewsTest, DamagedNewsIsRefusedWhole) {
                  ~uint64_t{0});
            },
            "window.switch_congestion"},
+          {"a TP load of no job",
+           [](v1::PartNews* n) { n->mutable_tp_loads(0)->clear_job(); },
+           "tp_loads.job"},
+          {"a TP group without its rate",
+           [](v1::PartNews* n) { n->mutable_tp_loads(0)->add_group(7); },
+           "tp_loads of job llm-70b: 3 groups but 2 rates"},
+          {"TP groups out of order",
+           [](v1::PartNews* n) { n->mutable_tp_loads(0)->set_group(1, 0); },
+           "groups ascend, each once"},
+          {"a negative TP rate",
+           [](v1::PartNews* n) {
+             n->mutable_tp_loads(0)->set_tx_bytes_per_second(0, -1);
+           },
+           "group 1 sends -1 bytes/s"},
+          {"an infinite TP rate",
+           [](v1::PartNews* n) {
+             n->mutable_tp_loads(0)->set_tx_bytes_per_second(
+                 1, std::numeric_limits<double>::infinity());
+           },
+           "group 3 sends inf bytes/s"},
+          {"a zero link rate",
+           [](v1::PartNews* n) { n->mutable_tp_loads(0)->set_link_rate(0, 0); },
+           "group 1 has a link rate of 0"},
+          {"a TP group of no NIC",
+           [](v1::PartNews* n) { n->mutable_tp_loads(0)->set_nics(1, 0); },
+           "group 3 measured over 0 NICs"},
       };
   for (const auto& [name, damage, says] : damages) {
     v1::PartNews bad = good;

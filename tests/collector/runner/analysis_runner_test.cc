@@ -1095,10 +1095,12 @@ class NoShardsOwned final : public AnalysisShards {
     return absl::OkStatus();
   }
   std::vector<analysis::PartNews> News(absl::Time /*now*/) override {
-    return {};
+    return others;
   }
   int exchanges = 0;
   int news = 0;
+  // The other collectors' latest news.
+  std::vector<analysis::PartNews> others;
 };
 
 // The shards a test hands this collector: every one of `counts` at
@@ -1170,6 +1172,63 @@ TEST_F(AnalysisRunnerClusterTest, ShardedAHeldStormSourcesVictimsOpenNoSecond) {
         << "pass " << pass;
   }
   EXPECT_EQ(victims, 10);
+}
+
+// Sharded in a cluster, the lease holder holds none of a TP group's NICs
+// (they stream elsewhere): it confirms the crossing by what the job
+// shard's owner measured and told (its news), as long as that news comes.
+TEST_F(AnalysisRunnerClusterTest, ShardedTheLeaderConfirmsTpCrossingsByNews) {
+  ASSERT_TRUE(registry_->Apply(TpAcrossTwoNodes()).ok());
+  NoShardsOwned shards;
+  AnalysisRunner runner = ShardedRunner(&shards);
+  role.term = 3;
+  const auto tp_finding = [&] {
+    std::vector<v1::Finding> tp;
+    for (const v1::Finding& f : findings_->Active()) {
+      if (f.kind() == "tp_cross_node") tp.push_back(f);
+    }
+    EXPECT_THAT(tp, ::testing::SizeIs(1));
+    return tp.empty() ? v1::Finding() : tp[0];
+  };
+  runner.RunOnce();
+  clock.Advance(absl::Seconds(1));
+  const v1::Finding unconfirmed = tp_finding();
+  EXPECT_EQ(unconfirmed.evidence().count("confirmed_at_runtime"), 0u)
+      << "no news yet";
+
+  // col-b owns the job's shard: its 16 NICs send 10 GB/s of 50 GB/s links.
+  analysis::PartNews from_b;
+  from_b.collector_id = "col-b";
+  from_b.tp_loads.push_back({"dense-tp16", {{0, 10e9, 50e9, 16}}});
+  shards.others = {from_b};
+  for (int pass = 0; pass < 2; ++pass) {
+    runner.RunOnce();
+    clock.Advance(absl::Seconds(1));
+  }
+  const v1::Finding confirmed = tp_finding();
+  EXPECT_EQ(confirmed.id(), unconfirmed.id());
+  EXPECT_EQ(confirmed.evidence().at("confirmed_at_runtime"), 1);
+  EXPECT_EQ(confirmed.evidence().at("measured_nic_tx_bytes_per_second"), 10e9);
+  EXPECT_THAT(confirmed.summary(),
+              ::testing::HasSubstr("Confirmed at runtime: its 16 NICs send"));
+
+  // Below 10% of the link: measured, not confirmed.
+  shards.others[0].tp_loads[0].groups[0].tx = 1e9;
+  for (int pass = 0; pass < 2; ++pass) {
+    runner.RunOnce();
+    clock.Advance(absl::Seconds(1));
+  }
+  EXPECT_EQ(tp_finding().evidence().at("confirmed_at_runtime"), 0);
+
+  // The news stops (its owner died): no runtime words, the finding stays.
+  shards.others.clear();
+  for (int pass = 0; pass < 2; ++pass) {
+    runner.RunOnce();
+    clock.Advance(absl::Seconds(1));
+  }
+  const v1::Finding after = tp_finding();
+  EXPECT_EQ(after.id(), unconfirmed.id());
+  EXPECT_EQ(after.evidence().count("confirmed_at_runtime"), 0u);
 }
 
 // Sharded, a collector of a cluster publishes its nodes' liveness alone

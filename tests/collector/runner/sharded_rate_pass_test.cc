@@ -26,10 +26,12 @@
 #include "analysis/analysis_config.h"
 #include "analysis/finding.h"
 #include "analysis/hysteresis.h"
+#include "analysis/layout_model.h"
 #include "analysis/pfc_storm.h"
 #include "analysis/shard_map.h"
 #include "analysis/straggler_baselines.h"
 #include "analysis/topology_index.h"
+#include "analysis/tp_cross_node.h"
 #include "collector/findings/findings_store.h"
 #include "collector/runner/rate_pass.h"
 #include "collector/state/state_store.h"
@@ -247,6 +249,79 @@ class ShardedRatePassTest : public ::testing::Test {
   // (no sharding yet).
   bool unsharded_ = false;
 };
+
+// The owner of a job shard tells what the job's TP groups that leave their
+// NVLink domain send, measured over the shard's window (the lease holder,
+// which raises tp_cross_node, holds none of those NICs); a job without
+// such a group, or a shard it does not own, tells nothing.
+TEST(ShardedRatePassNewsTest, AJobShardsOwnerTellsItsTpCrossings) {
+  const auto model_of = [](const std::string& job, int tp,
+                           std::vector<std::string> hosts) {
+    v1::Layout l;
+    l.set_job(job);
+    l.set_gpus_per_node(1);
+    l.mutable_parallelism()->set_tp(tp);
+    l.mutable_parallelism()->set_pp(1);
+    l.mutable_parallelism()->set_dp(static_cast<int>(hosts.size()) / tp);
+    for (const std::string& h : hosts) l.add_hosts(h);
+    l.add_rails("mlx5_0");
+    absl::StatusOr<analysis::LayoutModel> m = analysis::LayoutModel::Build(l);
+    EXPECT_TRUE(m.ok()) << m.status();
+    return *std::move(m);
+  };
+  // tp2: two TP groups of 2 over 4 nodes, each crossing; dp4: no TP.
+  const analysis::LayoutModel tp2 =
+      model_of("tp2", 2, {"gpu-0", "gpu-1", "gpu-2", "gpu-3"});
+  const analysis::LayoutModel dp4 =
+      model_of("dp4", 1, {"gpu-4", "gpu-5", "gpu-6", "gpu-7"});
+  ASSERT_THAT(tp2.TpGroupsCrossingNvlink(), ::testing::SizeIs(2));
+  ASSERT_THAT(dp4.TpGroupsCrossingNvlink(), ::testing::IsEmpty());
+  const analysis::ShardCounts counts{64, 64};
+  // Every NIC sends 1, 2, ... GB/s of a 50 GB/s link; gpu-3 reports no
+  // transmit rate.
+  FabricView view;
+  for (int n = 0; n < 8; ++n) {
+    analysis::PortView& p = view.AddPort(absl::StrCat("gpu-", n), "mlx5_0");
+    p.s.tx_bytes = n == 3 ? analysis::kAbsent : (n + 1) * 1e9;
+    p.s.link_rate = 50e9;
+  }
+  view.Finish();
+  const auto news_of = [&](std::vector<std::string> owned) {
+    ShardedRatePass pass({"col-a", analysis::AnalysisConfig{}, counts});
+    ShardedRatePass::Input in;
+    in.now = absl::FromUnixSeconds(1764547200);
+    for (const std::string& shard : owned) {
+      in.shards.push_back({shard, 1, &view, nullptr});
+    }
+    in.base.layouts = {&tp2, &dp4};
+    fabricdiag::testing::TempDir dir;
+    FakeClock clock;
+    absl::StatusOr<std::unique_ptr<StateStore>> state =
+        StateStore::Open(dir.path(), &clock);
+    EXPECT_TRUE(state.ok()) << state.status();
+    FindingsStore findings(state->get(), FindingsStoreOptions{});
+    EXPECT_TRUE(findings.Load().ok());
+    return pass.Run(in, findings).news;
+  };
+  const std::string tp2_shard = analysis::JobShardOf("tp2", counts);
+  const std::string dp4_shard = analysis::JobShardOf("dp4", counts);
+  ASSERT_NE(tp2_shard, dp4_shard) << "pick other names";
+
+  const analysis::PartNews told = news_of({tp2_shard, dp4_shard});
+  ASSERT_THAT(told.tp_loads, ::testing::SizeIs(1));
+  EXPECT_EQ(told.tp_loads[0].job, "tp2");
+  const std::vector<analysis::TpGroupLoad>& g = told.tp_loads[0].groups;
+  ASSERT_THAT(g, ::testing::SizeIs(2));
+  EXPECT_EQ(g[0].group, 0u);
+  EXPECT_EQ(g[0].nics, 2);
+  EXPECT_EQ(g[0].tx, 1.5e9);  // gpu-0 and gpu-1
+  EXPECT_EQ(g[0].link_rate, 50e9);
+  EXPECT_EQ(g[1].group, 1u);
+  EXPECT_EQ(g[1].nics, 1) << "gpu-3 reports no transmit rate";
+  EXPECT_EQ(g[1].tx, 3e9);
+
+  EXPECT_THAT(news_of({dp4_shard}).tp_loads, ::testing::IsEmpty());
+}
 
 TEST_F(ShardedRatePassTest, ThreeCollectorsFindWhatOneFinds) {
   Run(6, 6);

@@ -1453,6 +1453,38 @@ TEST_F(ClusterStoryTest, ShardedCollectorsKeepTheirFindingsThroughAKill) {
   EXPECT_GE(nic_warned, 1);
   ASSERT_EQ(Cli(c[0], {"layout", "delete", "probe"}).exit_code, 0);
 
+  // A TP group across gpu-000 and gpu-001: whichever collector leads holds
+  // few of their ports, yet the finding carries what their NICs send, as
+  // the job shard's owner measured and told it.
+  const std::string tp = w + "/tp.yaml";
+  std::ofstream(tp) << "job: tp-live\ngpus_per_node: 1\n"
+                       "parallelism: {tp: 2, pp: 1, dp: 1}\n"
+                       "hosts: [gpu-000, gpu-001]\nrails: [mlx5_0]\n";
+  ASSERT_EQ(Cli(c[1], {"layout", "apply", tp}).exit_code, 0);
+  double measured = -1;
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        RunResult r = Cli(c[2], {"--timeout=3s", "findings", "--json"});
+        const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+        if (r.exit_code != 0 || !j.is_array()) return false;
+        for (const nlohmann::json& f : j) {
+          if (f.value("kind", "") != "tp_cross_node" ||
+              f.value("job", "") != "tp-live") {
+            continue;
+          }
+          const nlohmann::json& e = f["evidence"];
+          if (e.is_object() && e.contains("measured_nic_tx_bytes_per_second")) {
+            measured = e["measured_nic_tx_bytes_per_second"].get<double>();
+            return true;
+          }
+        }
+        return false;
+      },
+      absl::Seconds(15), absl::Milliseconds(300)))
+      << "no tp_cross_node of tp-live with its NICs' rate";
+  EXPECT_GT(measured, 0) << "the simulated job's NICs send";
+  ASSERT_EQ(Cli(c[1], {"layout", "delete", "tp-live"}).exit_code, 0);
+
   // Each collector's page shows its own agents' ports and says so; together
   // the pages show every node. (The first request of each makes its view
   // wanted; the passes after it publish one.)

@@ -54,9 +54,13 @@ std::vector<collector::AnalysisShards::Owned> NatsAnalysisShards::OwnedShards()
     const {
   std::vector<Owned> out;
   for (ShardLeases::Owned& s : shards_->OwnedShards()) {
-    out.push_back({std::move(s.shard), s.term});
+    out.push_back({std::move(s.shard), s.term, s.handing_over});
   }
   return out;
+}
+
+void NatsAnalysisShards::LetGo(absl::string_view shard) {
+  shards_->LetGo(shard);
 }
 
 absl::Status NatsAnalysisShards::Exchange(

@@ -77,6 +77,7 @@ class NatsAnalysisShards final : public collector::AnalysisShards {
   analysis::ShardCounts Counts() const override { return counts_; }
   // The job and switch shards owned now (not the own nodes' shard).
   std::vector<Owned> OwnedShards() const override;
+  void LetGo(absl::string_view shard) override;
   absl::Status Exchange(const collector::FeatureSlice& local,
                         absl::Span<const analysis::ShardPorts> shards,
                         absl::Span<const Owned> owned, absl::Time now) override;

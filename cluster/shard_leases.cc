@@ -95,6 +95,13 @@ ShardLeases::ShardLeases(NatsConnection* nats, std::string id,
       members_(std::move(members)) {
   leases_.reserve(shards.size());
   terms_.assign(shards.size(), 0);
+  handing_ = std::make_unique<std::atomic<bool>[]>(shards.size());
+  handing_since_.resize(shards.size());
+  let_go_ = std::make_unique<std::atomic<bool>[]>(shards.size());
+  for (size_t i = 0; i < shards.size(); ++i) {
+    handing_[i].store(false);
+    let_go_[i].store(false);
+  }
   for (const std::string& shard : shards) {
     leases_.push_back(std::make_unique<KeyLease>(
         kv_, absl::StrCat(kKeyPrefix, shard), id_,
@@ -145,13 +152,21 @@ std::string FewOf(const std::vector<absl::string_view>& shards) {
 
 std::vector<ShardLeases::Owned> ShardLeases::OwnedShards() const {
   std::vector<Owned> out;
-  for (const std::unique_ptr<KeyLease>& lease : leases_) {
-    const uint64_t term = lease->Term();
+  for (size_t i = 0; i < leases_.size(); ++i) {
+    const uint64_t term = leases_[i]->Term();
     if (term != 0) {
-      out.push_back({lease->key().substr(sizeof(kKeyPrefix) - 1), term});
+      out.push_back({leases_[i]->key().substr(sizeof(kKeyPrefix) - 1), term,
+                     handing_[i].load()});
     }
   }
   return out;
+}
+
+void ShardLeases::LetGo(absl::string_view shard) {
+  const std::string key = absl::StrCat(kKeyPrefix, shard);
+  for (size_t i = 0; i < leases_.size(); ++i) {
+    if (leases_[i]->key() == key && handing_[i].load()) let_go_[i].store(true);
+  }
 }
 
 uint64_t ShardLeases::Term(absl::string_view shard) const {
@@ -194,18 +209,34 @@ void ShardLeases::Tick(std::vector<SteadyClock::time_point>* next_renewal) {
           if (c.id == first) hand_over = c.live_for >= options_.settle;
         }
       }
-      if (hand_over) {
+      const SteadyClock::time_point now = SteadyClock::now();
+      if (hand_over && !handing_[i].load()) {
+        handing_since_[i] = now;
+        handing_[i].store(true);
+      } else if (!hand_over) {
+        handing_[i].store(false);
+        let_go_[i].store(false);
+      }
+      if (hand_over &&
+          (let_go_[i].load() ||
+           now - handing_since_[i] >= ToSteady(options_.handover_wait))) {
         lease.Release(connected);
+        handing_[i].store(false);
+        let_go_[i].store(false);
         handovers_.fetch_add(1);
         handed.push_back(shard);
         to.insert(first);
-      } else if (SteadyClock::now() >= (*next_renewal)[i]) {
-        (*next_renewal)[i] =
-            SteadyClock::now() + ToSteady(options_.renew_period);
+      } else if (now >= (*next_renewal)[i]) {
+        (*next_renewal)[i] = now + ToSteady(options_.renew_period);
         lease.Renew();
       }
-    } else if (first == id_ && lease.TryAcquire()) {
-      (*next_renewal)[i] = SteadyClock::now() + ToSteady(options_.renew_period);
+    } else {
+      handing_[i].store(false);
+      let_go_[i].store(false);
+      if (first == id_ && lease.TryAcquire()) {
+        (*next_renewal)[i] =
+            SteadyClock::now() + ToSteady(options_.renew_period);
+      }
     }
     const uint64_t term = lease.Term();
     if (term != terms_[i]) {

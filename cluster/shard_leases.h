@@ -22,8 +22,11 @@
 //     collector just started is not handed shards before every member sees
 //     it, which would move them back and forth);
 //   - hands a shard over when another member, live for `settle`, is its
-//     first choice: it lets go and deletes the key, and that member takes it
-//     at its next attempt, within about `acquire_period`.
+//     first choice: it marks the shard handing over (Owned::handing_over)
+//     and keeps it until its user says it may go (LetGo(): what it kept of
+//     the shard is written for the next owner) or for `handover_wait` at
+//     most, then lets go and deletes the key, and that member takes it at
+//     its next attempt, within about `acquire_period`.
 // A dead owner's shards are taken once its key expired (`ttl`) and the
 // members' view no longer lists it (ClusterMembers: 3 announcement periods,
 // 6 s by default), by the next choice, which every survivor agrees on.
@@ -63,6 +66,9 @@ class ShardLeases {
     absl::Duration margin = absl::Milliseconds(500);
     // How long a member must have been live before shards move to it.
     absl::Duration settle = absl::Seconds(4);
+    // How long a shard to hand over is kept for LetGo() at most; zero: let
+    // go at once.
+    absl::Duration handover_wait = absl::Seconds(3);
     std::string bucket = kLeaderBucket;
   };
   // A live member of the cluster, as the members' view gives it.
@@ -74,6 +80,9 @@ class ShardLeases {
   struct Owned {
     std::string shard;
     uint64_t term = 0;
+    // Another member is its first choice now: it goes at LetGo(), or
+    // Options::handover_wait after it was first marked so.
+    bool handing_over = false;
   };
 
   // Binds (or creates) the bucket and starts taking this collector's
@@ -103,6 +112,9 @@ class ShardLeases {
   std::string Owner(absl::string_view shard) const;
   // Shards this collector handed over to their first choice.
   uint64_t handovers() const { return handovers_.load(); }
+  // `shard`, handing over, may go now (at the next look, within
+  // Options::acquire_period). Ignored for a shard not handing over.
+  void LetGo(absl::string_view shard);
 
   // The first choice for `shard` among `candidates` (highest rendezvous
   // hash; "" for none). Pure.
@@ -126,6 +138,10 @@ class ShardLeases {
   std::vector<std::unique_ptr<KeyLease>> leases_;  // one per shard
   // Per lease, its term after the last Tick() (0: not held); Run()'s.
   std::vector<uint64_t> terms_;
+  // Per lease: handing over, since when (Run()'s), and let go by LetGo().
+  std::unique_ptr<std::atomic<bool>[]> handing_;
+  std::vector<std::chrono::steady_clock::time_point> handing_since_;
+  std::unique_ptr<std::atomic<bool>[]> let_go_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> stopped_{false};
   std::atomic<uint64_t> handovers_{0};

@@ -1020,6 +1020,35 @@ void AnalysisRunner::RunShardedRate(absl::Time now, const FeatureSlice& local,
     }
   }
   SaveShardBaselines(now, /*all=*/false);
+  HandOverShards(now, owned);
+}
+
+void AnalysisRunner::HandOverShards(
+    absl::Time now, const std::vector<AnalysisShards::Owned>& owned) {
+  absl::flat_hash_set<std::string> handing;
+  size_t written = 0;
+  for (const AnalysisShards::Owned& o : owned) {
+    if (!o.handing_over) continue;
+    handing.insert(o.shard);
+    // Once per hand-over: after this pass, which learned from the shard's
+    // window, what the shard keeps is written for its next owner, which
+    // reads it as it takes the shard; then it may go.
+    if (handing_over_.contains(o.shard)) continue;
+    AnalysisShards* const shards = shards_;
+    if (shard_baselines_->HandOver(
+            o.shard, now, sharded_->baselines(),
+            [shards, shard = o.shard] { shards->LetGo(shard); })) {
+      ++written;
+    } else {
+      shards_->LetGo(o.shard);
+    }
+  }
+  if (written > 0) {
+    LogInfo(absl::StrCat("analysis shards: writing the straggler baselines of ",
+                         written, " job shard", written == 1 ? "" : "s",
+                         " handed over, for their next owner"));
+  }
+  handing_over_ = std::move(handing);
 }
 
 void AnalysisRunner::TakeShards(

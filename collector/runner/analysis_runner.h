@@ -233,6 +233,10 @@ class AnalysisRunner {
   // Sharded, the job shards owned at the last pass: their baselines handed
   // to the writer, those due (ShardBaselines::Save), every one when `all`.
   void SaveShardBaselines(absl::Time now, bool all);
+  // Sharded, the owned shards handing over (AnalysisShards::Owned::
+  // handing_over): each one's baselines written once, then LetGo().
+  void HandOverShards(absl::Time now,
+                      const std::vector<AnalysisShards::Owned>& owned);
   // Over `fabric`'s views; `facts` are its nodes (moved out of it).
   void RunRateAnalyzers(absl::Time now, FeatureSlice fabric,
                         const std::vector<NodeFacts>& facts,
@@ -324,6 +328,9 @@ class AnalysisRunner {
   bool exchange_failing_ = false;
   // The shards owned at the last pass, with their terms (TakeShards).
   absl::flat_hash_map<std::string, uint64_t> shard_terms_;
+  // The owned shards handing over to another collector, whose baselines
+  // were handed to the writer (HandOverShards).
+  absl::flat_hash_set<std::string> handing_over_;
   bool news_failing_ = false;
   // Every NIC's own usual throughput, for straggler_nic; updated once per
   // pass from the window view. Lost on restart but for the NICs of open

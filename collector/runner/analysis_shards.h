@@ -56,6 +56,9 @@ class AnalysisShards {
   struct Owned {
     std::string shard;
     uint64_t term = 0;
+    // Another collector takes it next: once what this one kept of it is
+    // written for that one (its straggler baselines), LetGo().
+    bool handing_over = false;
   };
   // A shard's views for a pass: every collector's ports of it, Finish()ed.
   // Kept by the caller from pass to pass: each Receive() rebuilds them
@@ -75,6 +78,9 @@ class AnalysisShards {
   virtual analysis::ShardCounts Counts() const = 0;
   // The shards this collector owns now, with their terms.
   virtual std::vector<Owned> OwnedShards() const = 0;
+  // Owned `shard`, handing over, may go to its next owner now (ignored
+  // otherwise). Without it, it goes after a while all the same.
+  virtual void LetGo(absl::string_view /*shard*/) {}
   // Sends `local`'s ports of `shards` (AssignShards of local.window) that
   // are not in `owned` to their owners, and receives the shards of
   // `owned` from now on. Unavailable when they could not all be sent (the

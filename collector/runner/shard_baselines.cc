@@ -36,6 +36,8 @@ ShardBaselines::Taken ShardBaselines::Take(
     absl::Span<const analysis::LayoutModel* const> layouts,
     analysis::StragglerBaselines* baselines, bool read) {
   written_[shard] = now;
+  // Until Take() read the store without a problem.
+  unread_.insert(shard);
   Taken out;
   if (!read) return out;
   const analysis::StragglerBaselines::JobFn jobs = JobsOf(shard);
@@ -53,6 +55,7 @@ ShardBaselines::Taken ShardBaselines::Take(
   }
   out.problem = std::move(loaded->problem);
   if (!out.problem.empty()) return out;
+  unread_.erase(shard);
   out.dropped = loaded->dropped;
   // None stored, or none of a NIC still in a layout.
   if (loaded->restored == 0) return out;
@@ -69,8 +72,24 @@ void ShardBaselines::Save(absl::Time now, absl::Span<const std::string> owned,
     auto [it, fresh] = written_.try_emplace(shard, now);
     if (!all && (fresh || now - it->second < options_.every)) continue;
     it->second = now;
+    unread_.erase(shard);
     writer_->Write(StoreOf(shard), baselines.Serialize(JobsOf(shard)), now);
   }
+}
+
+bool ShardBaselines::HandOver(const std::string& shard, absl::Time now,
+                              const analysis::StragglerBaselines& baselines,
+                              std::function<void()> done) {
+  if (!Keeps(shard)) return false;
+  auto [it, fresh] = written_.try_emplace(shard, now);
+  if (unread_.contains(shard) && (fresh || now - it->second < options_.every)) {
+    return false;
+  }
+  it->second = now;
+  unread_.erase(shard);
+  writer_->Write(StoreOf(shard), baselines.Serialize(JobsOf(shard)), now,
+                 std::move(done));
+  return true;
 }
 
 }  // namespace fabricdiag::collector

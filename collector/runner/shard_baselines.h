@@ -16,11 +16,13 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
@@ -83,6 +85,16 @@ class ShardBaselines {
   void Save(absl::Time now, absl::Span<const std::string> owned,
             const analysis::StragglerBaselines& baselines, bool all);
 
+  // Job shard `shard` goes to another collector: its baselines are handed
+  // to the writer now, and `done` runs once written (or failed) so that
+  // the shard may go; false (nothing written, `done` not called) when it
+  // is no job shard, or when its Take() could not use what was stored and
+  // it was taken less than Options::every ago (the little learned since
+  // would replace good baselines, as Save() avoids).
+  bool HandOver(const std::string& shard, absl::Time now,
+                const analysis::StragglerBaselines& baselines,
+                std::function<void()> done);
+
  private:
   BaselinesStore* StoreOf(const std::string& shard);
   analysis::StragglerBaselines::JobFn JobsOf(const std::string& shard) const;
@@ -95,6 +107,9 @@ class ShardBaselines {
   absl::flat_hash_map<std::string, std::unique_ptr<BaselinesStore>> stores_;
   // When each shard's baselines were last written, or it was taken.
   absl::flat_hash_map<std::string, absl::Time> written_;
+  // Shards whose Take() did not read what was stored (damaged, too old,
+  // unread), until written since.
+  absl::flat_hash_set<std::string> unread_;
 };
 
 }  // namespace fabricdiag::collector

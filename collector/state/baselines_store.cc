@@ -50,18 +50,18 @@ BaselinesWriter::~BaselinesWriter() {
 }
 
 void BaselinesWriter::Write(BaselinesStore* store, std::string payload,
-                            absl::Time written) {
+                            absl::Time written, std::function<void()> done) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto same =
         std::find_if(pending_.begin(), pending_.end(),
                      [store](const Pending& p) { return p.store == store; });
-    if (same != pending_.end()) {
-      same->payload = std::move(payload);
-      same->written = written;
-    } else {
-      pending_.push_back(Pending{store, std::move(payload), written});
+    if (same == pending_.end()) {
+      same = pending_.insert(pending_.end(), Pending{store, {}, {}, {}});
     }
+    same->payload = std::move(payload);
+    same->written = written;
+    if (done) same->done.push_back(std::move(done));
     if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
   }
   cv_.notify_all();
@@ -88,6 +88,7 @@ void BaselinesWriter::Run() {
                               p.store->Describe(), ": ", s.message()));
     }
     lock.lock();
+    std::vector<std::function<void()>> done = std::move(p.done);
     if (absl::IsUnavailable(s) && !pending_.empty()) {
       // The stores share one server (a cluster's bucket): the sets
       // waiting would each wait out its deadline too, and a stop behind
@@ -95,7 +96,17 @@ void BaselinesWriter::Run() {
       LogWarning(absl::StrCat("analysis: ", pending_.size(),
                               " more straggler baselines writes dropped "
                               "while the store does not answer"));
+      for (Pending& dropped : pending_) {
+        for (std::function<void()>& d : dropped.done) {
+          done.push_back(std::move(d));
+        }
+      }
       pending_.clear();
+    }
+    if (!done.empty()) {
+      lock.unlock();
+      for (const std::function<void()>& d : done) d();
+      lock.lock();
     }
     writing_ = false;
     cv_.notify_all();

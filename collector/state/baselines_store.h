@@ -20,6 +20,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -114,11 +115,13 @@ class NoBaselinesStore final : public BaselinesStore {
 // BaselinesStore::ForShard) wait in turn. A failed write is logged; the
 // next one is the retry. A write that fails Unavailable (the store does
 // not answer) drops the writes waiting behind it, so that a stop does not
-// wait out each one's deadline.
+// wait out each one's deadline. A write may say what to do once it is
+// done (written, failed, or dropped), on the writer's thread.
 //
 //   BaselinesWriter writer(store);
 //   writer.Write(baselines.Serialize(), now);  // returns at once
 //   writer.Write(shard_store, shard_bytes, now);
+//   writer.Write(shard_store, shard_bytes, now, [] { ...let the shard go... });
 //   writer.Flush();  // before the process stops (the destructor does too)
 //
 // Thread-safe.
@@ -134,8 +137,11 @@ class BaselinesWriter {
   void Write(std::string payload, absl::Time written) {
     Write(store_, std::move(payload), written);
   }
-  // The same to `store`, which must outlive this writer's Flush().
-  void Write(BaselinesStore* store, std::string payload, absl::Time written);
+  // The same to `store`, which must outlive this writer's Flush(); `done`
+  // (may be empty) runs on the writer's thread once the write is done,
+  // failed or dropped (or once the write that replaced it is).
+  void Write(BaselinesStore* store, std::string payload, absl::Time written,
+             std::function<void()> done = nullptr);
   // Waits until every write handed over has finished (or failed).
   void Flush();
 
@@ -144,6 +150,7 @@ class BaselinesWriter {
     BaselinesStore* store = nullptr;
     std::string payload;
     absl::Time written;
+    std::vector<std::function<void()>> done;
   };
   void Run();
 

@@ -118,6 +118,8 @@ ShardLeases::Options Fast(const std::string& bucket) {
   options.renew_period = absl::Milliseconds(300);
   options.acquire_period = absl::Milliseconds(100);
   options.settle = absl::Seconds(1);
+  // Without a user to say LetGo(), a shard to hand over goes at once.
+  options.handover_wait = absl::ZeroDuration();
   return options;
 }
 
@@ -158,8 +160,10 @@ class ShardLeasesTest : public SingleNatsServerTest {
     c.id = id;
     c.nats = Connect();
     if (c.nats == nullptr) return c;
-    auto started = ShardLeases::Start(c.nats.get(), id, shards,
-                                      view->Function(), Fast(TestName()));
+    ShardLeases::Options options = Fast(TestName());
+    options.handover_wait = handover_wait_;
+    auto started =
+        ShardLeases::Start(c.nats.get(), id, shards, view->Function(), options);
     EXPECT_TRUE(started.ok()) << started.status();
     if (started.ok()) c.shards = *std::move(started);
     return c;
@@ -200,6 +204,9 @@ class ShardLeasesTest : public SingleNatsServerTest {
         absl::Seconds(10), absl::Milliseconds(20)));
     return out;
   }
+
+  // Options::handover_wait of the collectors started from now on.
+  absl::Duration handover_wait_ = absl::ZeroDuration();
 };
 
 TEST_F(ShardLeasesTest, EveryShardIsOwnedByItsFirstChoiceAlone) {
@@ -305,6 +312,63 @@ TEST_F(ShardLeasesTest, ANewMemberIsHandedItsShardsOnceSettled) {
   EXPECT_GT(handed, 0u);
   EXPECT_EQ(c[0].shards->handovers() + c[1].shards->handovers(), handed);
   EXPECT_EQ(c[2].shards->OwnedShards().size(), handed);
+  EXPECT_EQ(watch.most(), 1);
+}
+
+// A shard to hand over is kept, marked so, until its owner says it may go
+// (what it kept of it is written for the next owner): then it goes within
+// a look or two; one never let go goes after handover_wait all the same.
+TEST_F(ShardLeasesTest, AShardHandedOverGoesOnceLetGoOrAfterTheWait) {
+  handover_wait_ = absl::Seconds(3);
+  const std::vector<std::string> shards = Shards(24);
+  View view;
+  view.Add("col-a");
+  std::vector<Collector> c = StartAll({"col-a"}, shards, &view);
+  ASSERT_FALSE(WaitSettled(c, shards, {"col-a"}).empty());
+  view.Add("col-b", absl::Now());
+  c.push_back(StartOne("col-b", shards, &view));
+  testing::MostAtOnce watch(MostOwners(c, shards));
+  // Once col-b settled (1 s), col-a marks its shards handing over.
+  std::vector<std::string> handing;
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        handing.clear();
+        for (const ShardLeases::Owned& o : c[0].shards->OwnedShards()) {
+          if (o.handing_over) handing.push_back(o.shard);
+        }
+        return !handing.empty();
+      },
+      absl::Seconds(5), absl::Milliseconds(10)));
+  const absl::Time marked = absl::Now();
+  absl::SleepFor(absl::Milliseconds(500));
+  EXPECT_TRUE(c[1].shards->OwnedShards().empty())
+      << "nothing goes before it is let go or the wait ends";
+  // One let go: it moves at once, the others wait.
+  const std::string first = handing.front();
+  c[0].shards->LetGo(first);
+  ASSERT_TRUE(testing::Eventually([&] { return c[1].shards->Term(first) != 0; },
+                                  absl::Seconds(2), absl::Milliseconds(10)));
+  const absl::Duration let_go_took = absl::Now() - marked;
+  EXPECT_LT(let_go_took, absl::Seconds(2)) << let_go_took;
+  EXPECT_EQ(c[1].shards->OwnedShards().size(), 1u);
+  // LetGo() of a shard not handing over changes nothing.
+  const std::vector<std::string> two = {"col-a", "col-b"};
+  for (const std::string& shard : shards) {
+    if (ShardLeases::FirstChoice(shard, Named(two)) == "col-a") {
+      c[0].shards->LetGo(shard);
+    }
+  }
+  // The rest go once the wait is over, none of col-a's own.
+  const Ownership after = WaitSettled(c, shards, two);
+  ASSERT_FALSE(after.empty());
+  const absl::Duration all_took = absl::Now() - marked;
+  std::cout << "one shard let go after " << let_go_took << ", the rest went "
+            << all_took << " after they were marked\n";
+  EXPECT_GE(all_took, absl::Seconds(2.5)) << all_took;
+  size_t to_b = 0;
+  for (const auto& [shard, owner] : after) to_b += owner.first == "col-b";
+  EXPECT_GT(to_b, 1u);
+  EXPECT_EQ(c[0].shards->handovers(), to_b);
   EXPECT_EQ(watch.most(), 1);
 }
 

@@ -1138,13 +1138,56 @@ class SwitchedShards final : public AnalysisShards {
   std::vector<analysis::PartNews> News(absl::Time now) override {
     return all_.News(now);
   }
+  // From the pass's thread or the baselines writer's.
+  void LetGo(absl::string_view shard) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    let_go_.emplace_back(shard);
+  }
+  std::vector<std::string> let_go() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return let_go_;
+  }
   std::function<void(absl::string_view shard, Received* views)> received;
 
  private:
   OneCollectorShards all_;
   mutable std::mutex mu_;
   std::vector<Owned> owned_;
+  std::vector<std::string> let_go_;
 };
+
+// A shard handing over to another collector: a job shard's baselines are
+// written once, for its next owner, and then it is let go; a switch shard
+// (which keeps none) is let go at once.
+TEST_F(AnalysisRunnerClusterTest, ShardedAShardHandedOverIsLetGoOnceWritten) {
+  const analysis::ShardCounts counts{2, 2};
+  SwitchedShards shards(counts);
+  AnalysisRunner runner = ShardedRunner(&shards);
+  role.term = 3;
+  const auto pass = [&] {
+    runner.RunOnce();
+    clock.Advance(absl::Seconds(1));
+    runner.FlushBaselines();
+  };
+  pass();
+  EXPECT_THAT(shards.let_go(), ::testing::IsEmpty());
+  shards.Own({{"jobs.0", 1, /*handing_over=*/true},
+              {"jobs.1", 1},
+              {"switches.0", 1, /*handing_over=*/true},
+              {"switches.1", 1}});
+  for (int i = 0; i < 3; ++i) pass();
+  EXPECT_THAT(shards.let_go(),
+              ::testing::UnorderedElementsAre("jobs.0", "switches.0"))
+      << "once each, though still handing over for three passes";
+  // Owned again (the hand-over called off), then handing over anew: let go
+  // once more.
+  shards.Own({{"jobs.0", 1}, {"jobs.1", 1}});
+  pass();
+  shards.Own({{"jobs.0", 1, /*handing_over=*/true}, {"jobs.1", 1}});
+  pass();
+  EXPECT_THAT(shards.let_go(), ::testing::UnorderedElementsAre(
+                                   "jobs.0", "switches.0", "jobs.0"));
+}
 
 // Sharded, the same: a storm opened before, its source's node not heard
 // from since, and its victim in the view of its switch's shard: no second,

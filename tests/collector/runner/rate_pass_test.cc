@@ -3,6 +3,7 @@
 // baselines.
 #include "collector/runner/rate_pass.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "analysis/finding_wire.h"
+#include "collector/runner/shard_baselines.h"
 #include "common/clock.h"
 #include "common/little_endian.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -463,6 +465,76 @@ TEST(BaselinesWriterTest, AStoreThatDoesNotAnswerDropsTheWritesWaiting) {
   writer.Write(&b, "b3", absl::UnixEpoch());
   writer.Flush();
   EXPECT_EQ(b.written(), (std::vector<std::string>{"b2", "b3"}));
+}
+
+// What a write says to do once done runs after it is written, after the
+// write that replaced it, and when it is dropped; never before.
+TEST(BaselinesWriterTest, EachWritesDoneRunsOnceItIsWrittenReplacedOrDropped) {
+  GatedBaselines a;
+  GatedBaselines b;
+  BaselinesWriter writer(&a);
+  std::atomic<int> a1_done{0}, a2_done{0}, a3_done{0}, b1_done{0};
+  std::atomic<int> written_when_a2_done{-1};
+  writer.Write(&a, "a1", absl::UnixEpoch(), [&] { ++a1_done; });
+  a.WaitUntilWriting();
+  writer.Write(&a, "a2", absl::UnixEpoch(), [&] {
+    written_when_a2_done = static_cast<int>(a.written().size());
+    ++a2_done;
+  });
+  writer.Write(&a, "a3", absl::UnixEpoch(), [&] { ++a3_done; });
+  EXPECT_EQ(a1_done + a2_done + a3_done, 0) << "nothing written yet";
+  a.Open();
+  writer.Flush();
+  EXPECT_EQ(a.written(), (std::vector<std::string>{"a1", "a3"}));
+  EXPECT_EQ(a1_done, 1);
+  EXPECT_EQ(a2_done, 1) << "replaced by a3: done once a3 is";
+  EXPECT_EQ(written_when_a2_done, 2);
+  EXPECT_EQ(a3_done, 1);
+
+  // Dropped behind a store that does not answer: done all the same.
+  GatedBaselines c;
+  c.ReturnFromWrites(absl::UnavailableError("no answer"));
+  BaselinesWriter dropping(&c);
+  dropping.Write("c1", absl::UnixEpoch());
+  c.WaitUntilWriting();
+  dropping.Write(&b, "b1", absl::UnixEpoch(), [&] { ++b1_done; });
+  c.Open();
+  dropping.Flush();
+  EXPECT_TRUE(b.written().empty());
+  EXPECT_EQ(b1_done, 1);
+}
+
+// A job shard handed over is written at once, for its next owner, with
+// its done; unless its take could not read what was stored and it was
+// taken less than a period ago (the little learned since would replace
+// good baselines). Other shards keep nothing.
+TEST(ShardBaselinesTest, AShardHandedOverIsWrittenAtOnceWhenItMayBe) {
+  GatedBaselines store;
+  store.Open();
+  BaselinesWriter writer(&store);
+  ShardBaselines kept(&store, &writer,
+                      {absl::Minutes(1), absl::Hours(1), {4, 4}});
+  analysis::StragglerBaselines baselines;
+  const absl::Time t0 = absl::FromUnixSeconds(1764547200);
+  int done = 0;
+  // Taken (nothing stored: read without a problem), then handed over 2 s
+  // later: written at once.
+  kept.Take("jobs.1", t0, {}, &baselines);
+  EXPECT_TRUE(kept.HandOver("jobs.1", t0 + absl::Seconds(2), baselines,
+                            [&] { ++done; }));
+  writer.Flush();
+  EXPECT_EQ(done, 1);
+  // Not a job shard: nothing to write.
+  EXPECT_FALSE(kept.HandOver("switches.1", t0, baselines, [&] { ++done; }));
+  // Taken without reading the store (it did not answer for another shard):
+  // not written until a period has passed since the take.
+  kept.Take("jobs.2", t0, {}, &baselines, /*read=*/false);
+  EXPECT_FALSE(kept.HandOver("jobs.2", t0 + absl::Seconds(2), baselines,
+                             [&] { ++done; }));
+  EXPECT_TRUE(kept.HandOver("jobs.2", t0 + absl::Minutes(1), baselines,
+                            [&] { ++done; }));
+  writer.Flush();
+  EXPECT_EQ(done, 2);
 }
 
 }  // namespace

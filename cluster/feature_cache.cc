@@ -360,10 +360,9 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
     stats_.unobserved_nodes[id] = 0;
     if (remote.count(id) == 0) {
       merged.complete = false;
-      // One never heard from (it started moments ago) has no agent yet
-      // whose news would be late.
-      const absl::Time news = NewestNews(id);
-      if (news != absl::InfinitePast()) missing.emplace_back(id, news);
+      // One never heard from (it started moments ago, or this one did)
+      // may hold agents all the same: its news is none.
+      missing.emplace_back(id, NewestNews(id));
     }
   }
   // Facts of a node that its collector's slice in this merge does not

@@ -130,7 +130,8 @@ class FeatureCache {
   // failed over, whose new collector's features did not arrive this
   // time), not the agent's silence. While a collector `presence` lists
   // live is missing from the merge, a node silent (two of its intervals)
-  // since after that collector's last news, for at most `left_grace`, is
+  // since after that collector's last news (any time, when this one never
+  // heard from it), for at most `left_grace`, is
   // unobserved too, as of its last report, and listed as that
   // collector's: its agent may stream there now. With MergeScope::kNodes, nodes
   // only (no port, not even `local`'s): the other chunks' ports stay in the

@@ -520,7 +520,7 @@ TEST(FeatureCacheTest, ANodeItsCollectorNoLongerListsIsJudgedNow) {
     }
   };
   FeatureCache::Presence presence;
-  presence.live = {"col-0", "col-b", "col-c"};
+  presence.live = {"col-0", "col-c"};
   const auto merge = [&](absl::Time now) {
     presence.now = now;
     return cache.Merged(OneNode("a-1", now), now - absl::Seconds(2), kFabric,
@@ -701,6 +701,31 @@ TEST(FeatureCacheTest, ANodeSilentSinceAMissingCollectorsLastNewsIsUnobserved) {
   EXPECT_FALSE(of(taken, "n-1").unobserved);
   EXPECT_TRUE(
       analysis::IsAgentUp(of(taken, "n-1").liveness, back + absl::Seconds(1)));
+}
+
+// A live collector this one never heard from (either just started) may
+// hold agents already: a node that went silent here meanwhile is
+// unobserved, as that collector's, for at most the grace.
+TEST(FeatureCacheTest,
+     ANodeSilentWhileALiveCollectorWasNeverHeardIsUnobserved) {
+  FeatureCache cache("col-0");
+  FeatureCache::Presence presence;
+  presence.live = {"col-0", "col-d"};
+  presence.left_grace = absl::Seconds(40);
+  FeatureSlice local = OneNode("n-1", kT0);
+  local.nodes[0].liveness.interval = absl::Milliseconds(500);
+  presence.now = kT0 + absl::Seconds(6);
+  const FeatureSlice soon = cache.Merged(local, kT0, kFabric, presence);
+  ASSERT_THAT(Nodes(soon), ElementsAre("n-1"));
+  EXPECT_FALSE(soon.complete);
+  EXPECT_TRUE(soon.nodes[0].unobserved);
+  EXPECT_EQ(soon.nodes[0].collector, "col-d");
+  EXPECT_TRUE(analysis::IsAgentUp(soon.nodes[0].liveness, presence.now));
+  presence.now = kT0 + absl::Seconds(41);
+  const FeatureSlice late = cache.Merged(local, kT0, kFabric, presence);
+  EXPECT_FALSE(late.nodes[0].unobserved);
+  EXPECT_EQ(late.nodes[0].collector, "col-0");
+  EXPECT_FALSE(analysis::IsAgentUp(late.nodes[0].liveness, presence.now));
 }
 
 // A merge of nodes takes a collector's nodes from its liveness where it

@@ -20,7 +20,9 @@ usage: placement_e2e_test.py SOURCE_DIR COLLECTOR SIM
    restart does not depend on how long the collector was away.
 3. The first kill (a collector that does not lead, the cluster settled):
    its agents move at once to their weighted second choices, split over
-   both survivors exactly as this file computes (+-4 agents): about 44%
+   both survivors as this file computes (+-4 agents, and as many more as
+   were not on the victim though placed there or still reconnect when
+   counted): about 44%
    the leader (weight 0.8) and 56% the other (1 / (w + 1)), neither above
    60%; not one agent of the survivors moves.
 4. Within 60 s after the last restart each collector holds a third of the
@@ -274,11 +276,17 @@ def main():
                 # replaces sent those the leader's weight had placed to
                 # their third choice: 40/60 became 30/70).
                 want_moves = expected_moves(entries, victim, leader)
-                print(f"  computed: {want_moves}")
+                # Counts say nothing of the agents that were not on the
+                # victim though placed there (the placement settles within
+                # 3), nor of those still reconnecting (up to 2): each may
+                # be missing from either survivor's count.
+                slack = 4 + max(0, want[victim] - before[victim]) + \
+                    max(0, AGENTS - sum(after.values()))
+                print(f"  computed: {want_moves} (+-{slack:.0f})")
                 for c in survivors:
-                    assert abs(moved[c] - want_moves[c]) <= 4, (
+                    assert abs(moved[c] - want_moves[c]) <= slack, (
                         f"{c} took {moved[c]:.0f} of {victim}'s agents, "
-                        f"computed {want_moves[c]}")
+                        f"computed {want_moves[c]} (+-{slack:.0f})")
             time.sleep(max(0.0, killed_at + KILL_TO_RESTART_S
                            - time.monotonic()))
             collectors.start(victim)

@@ -1140,6 +1140,7 @@ class SwitchedShards final : public AnalysisShards {
   }
   // From the pass's thread or the baselines writer's.
   void LetGo(absl::string_view shard) override {
+    if (on_let_go) on_let_go(shard);
     std::lock_guard<std::mutex> lock(mu_);
     let_go_.emplace_back(shard);
   }
@@ -1148,6 +1149,8 @@ class SwitchedShards final : public AnalysisShards {
     return let_go_;
   }
   std::function<void(absl::string_view shard, Received* views)> received;
+  // Called first by LetGo().
+  std::function<void(absl::string_view shard)> on_let_go;
 
  private:
   OneCollectorShards all_;
@@ -1155,39 +1158,6 @@ class SwitchedShards final : public AnalysisShards {
   std::vector<Owned> owned_;
   std::vector<std::string> let_go_;
 };
-
-// A shard handing over to another collector: a job shard's baselines are
-// written once, for its next owner, and then it is let go; a switch shard
-// (which keeps none) is let go at once.
-TEST_F(AnalysisRunnerClusterTest, ShardedAShardHandedOverIsLetGoOnceWritten) {
-  const analysis::ShardCounts counts{2, 2};
-  SwitchedShards shards(counts);
-  AnalysisRunner runner = ShardedRunner(&shards);
-  role.term = 3;
-  const auto pass = [&] {
-    runner.RunOnce();
-    clock.Advance(absl::Seconds(1));
-    runner.FlushBaselines();
-  };
-  pass();
-  EXPECT_THAT(shards.let_go(), ::testing::IsEmpty());
-  shards.Own({{"jobs.0", 1, /*handing_over=*/true},
-              {"jobs.1", 1},
-              {"switches.0", 1, /*handing_over=*/true},
-              {"switches.1", 1}});
-  for (int i = 0; i < 3; ++i) pass();
-  EXPECT_THAT(shards.let_go(),
-              ::testing::UnorderedElementsAre("jobs.0", "switches.0"))
-      << "once each, though still handing over for three passes";
-  // Owned again (the hand-over called off), then handing over anew: let go
-  // once more.
-  shards.Own({{"jobs.0", 1}, {"jobs.1", 1}});
-  pass();
-  shards.Own({{"jobs.0", 1, /*handing_over=*/true}, {"jobs.1", 1}});
-  pass();
-  EXPECT_THAT(shards.let_go(), ::testing::UnorderedElementsAre(
-                                   "jobs.0", "switches.0", "jobs.0"));
-}
 
 // Sharded, the same: a storm opened before, its source's node not heard
 // from since, and its victim in the view of its switch's shard: no second,
@@ -1648,6 +1618,50 @@ TEST_F(AnalysisRunnerBaselinesTest, ShardedEachJobShardsBaselinesGoWithIt) {
   EXPECT_EQ(store.shard(mine)->writes(), mine_before + 1);
   EXPECT_EQ(store.shard(other)->writes(), other_before + 1);
   EXPECT_EQ(store.writes(), 0) << "the unsharded analysis's stay as they are";
+}
+
+// A shard handing over to another collector: a job shard's baselines are
+// written once, for its next owner, and only then is it let go; a switch
+// shard (which keeps none) is let go at once.
+TEST_F(AnalysisRunnerBaselinesTest, ShardedAShardHandedOverIsLetGoOnceWritten) {
+  const analysis::ShardCounts counts{2, 2};
+  SwitchedShards shards(counts);
+  std::map<std::string, int> written_at_let_go;
+  shards.on_let_go = [&](absl::string_view shard) {
+    written_at_let_go[std::string(shard)] = store.shard(shard)->writes();
+  };
+  AnalysisRunner runner(&series, registry_.get(), findings_.get(), &stats,
+                        clock, {exchange, role, store, no_topology_, &shards},
+                        {});
+  role.term = 3;
+  const auto pass = [&] {
+    Pass(runner);
+    clock.Advance(absl::Seconds(1));
+  };
+  pass();
+  EXPECT_THAT(shards.let_go(), ::testing::IsEmpty());
+  EXPECT_EQ(store.shard("jobs.0")->writes(), 0) << "a period after the take";
+  shards.Own({{"jobs.0", 1, /*handing_over=*/true},
+              {"jobs.1", 1},
+              {"switches.0", 1, /*handing_over=*/true},
+              {"switches.1", 1}});
+  for (int i = 0; i < 3; ++i) pass();
+  EXPECT_THAT(shards.let_go(),
+              ::testing::UnorderedElementsAre("jobs.0", "switches.0"))
+      << "once each, though still handing over for three passes";
+  EXPECT_EQ(store.shard("jobs.0")->writes(), 1);
+  EXPECT_EQ(written_at_let_go["jobs.0"], 1) << "let go once written";
+  EXPECT_EQ(store.shard("jobs.1")->writes(), 0);
+  EXPECT_EQ(store.shard("switches.0")->writes(), 0);
+  // Owned again (the hand-over called off), then handing over anew: let go
+  // once more, after a second write.
+  shards.Own({{"jobs.0", 1}, {"jobs.1", 1}});
+  pass();
+  shards.Own({{"jobs.0", 1, /*handing_over=*/true}, {"jobs.1", 1}});
+  pass();
+  EXPECT_THAT(shards.let_go(), ::testing::UnorderedElementsAre(
+                                   "jobs.0", "switches.0", "jobs.0"));
+  EXPECT_EQ(written_at_let_go["jobs.0"], 2);
 }
 
 // Sharded, a store that does not answer is asked once per pass: the job

@@ -343,9 +343,13 @@ std::vector<v1::FeatureChunkFacts> SliceToLivenessChunks(
   std::vector<const collector::NodeFacts*> facts;
   facts.reserve(slice.nodes.size());
   for (const collector::NodeFacts& n : slice.nodes) facts.push_back(&n);
-  std::sort(facts.begin(), facts.end(), [](const auto* a, const auto* b) {
+  // A collector's own slice comes sorted; one sweep says so.
+  const auto by_name = [](const auto* a, const auto* b) {
     return a->liveness.node < b->liveness.node;
-  });
+  };
+  if (!std::is_sorted(facts.begin(), facts.end(), by_name)) {
+    std::sort(facts.begin(), facts.end(), by_name);
+  }
   ChunkCutter<v1::FeatureChunkFacts> cutter(max_chunk_bytes);
   for (const collector::NodeFacts* n : facts) {
     v1::NodeFeaturesFacts wire;

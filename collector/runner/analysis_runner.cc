@@ -206,25 +206,18 @@ FeatureSlice AnalysisRunner::ExchangeFeatures(absl::Time now, MergeScope scope,
   if (recent_seconds > 0 && recent_seconds < options_.analysis.window_seconds) {
     windows.push_back(recent_seconds);
   }
-  std::vector<analysis::FabricView> views =
-      view_builder_.Build(topology.effective.get(), windows, now);
+  // Every node that ever reported here, for agent_down, by name (what
+  // LivenessOf() takes of a node's Info(), without copying the rest), as
+  // the views' walk reads it.
+  std::vector<analysis::FabricView> views = view_builder_.Build(
+      topology.effective.get(), windows, now,
+      [&local](const NodeSeries& node, const NodeSeries::ViewState& state) {
+        local.nodes.push_back(NodeFacts{
+            LivenessOf(node.name(), state.last_report, state.interval_ms),
+            state.boot_id, ""});
+      });
   local.window = std::move(views[0]);
   if (views.size() > 1) local.recent = std::move(views[1]);
-  // Every node that ever reported here, for agent_down, by name (what
-  // LivenessOf() takes of a node's Info(), without copying the rest).
-  std::vector<std::shared_ptr<NodeSeries>> nodes = series_->AllNodes();
-  std::sort(nodes.begin(), nodes.end(),
-            [](const std::shared_ptr<NodeSeries>& a,
-               const std::shared_ptr<NodeSeries>& b) {
-              return a->name() < b->name();
-            });
-  local.nodes.reserve(nodes.size());
-  for (const std::shared_ptr<NodeSeries>& node : nodes) {
-    NodeSeries::ViewState state = node->StateForView();
-    local.nodes.push_back(NodeFacts{
-        LivenessOf(node->name(), state.last_report, state.interval_ms),
-        std::move(state.boot_id), ""});
-  }
   // Sharded, each shard's ports travel to its owner: the others need this
   // collector's liveness alone.
   const absl::Status published = shards_ != nullptr

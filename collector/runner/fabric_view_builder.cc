@@ -229,18 +229,21 @@ analysis::FabricView FabricViewBuilder::Build(const v1::Topology* topology,
 std::vector<analysis::FabricView> FabricViewBuilder::Build(
     const v1::Topology* topology, absl::Span<const double> windows_seconds,
     absl::Time now) {
+  return Build(topology, windows_seconds, now,
+               [](const NodeSeries&, const NodeSeries::ViewState&) {});
+}
+
+std::vector<analysis::FabricView> FabricViewBuilder::Build(
+    const v1::Topology* topology, absl::Span<const double> windows_seconds,
+    absl::Time now, EachNode each_node) {
   absl::flat_hash_set<std::string> switches;
   if (topology != nullptr) {
     for (const v1::Switch& s : topology->switches()) switches.insert(s.name());
   }
   ++pass_;
   // By name, as the view keeps its ports: each view is built in order.
-  std::vector<std::shared_ptr<NodeSeries>> nodes = series_->AllNodes();
-  std::sort(nodes.begin(), nodes.end(),
-            [](const std::shared_ptr<NodeSeries>& a,
-               const std::shared_ptr<NodeSeries>& b) {
-              return a->name() < b->name();
-            });
+  const std::shared_ptr<const SeriesStore::SortedNodes> nodes =
+      series_->NodesByName();
   // The nodes reporting, with what the view needs to know of each; those
   // silent for kStaleIntervals are left out (agent_down covers them; their
   // stale rates must not raise findings).
@@ -249,9 +252,10 @@ std::vector<analysis::FabricView> FabricViewBuilder::Build(
     NodeSeries::ViewState state;
   };
   std::vector<Reporting> reporting;
-  reporting.reserve(nodes.size());
-  for (const std::shared_ptr<NodeSeries>& node : nodes) {
+  reporting.reserve(nodes->size());
+  for (const std::shared_ptr<NodeSeries>& node : *nodes) {
     NodeSeries::ViewState state = node->StateForView();
+    each_node(*node, state);
     const absl::Duration interval =
         absl::Milliseconds(std::max<uint32_t>(state.interval_ms, 1));
     if (state.last_report == absl::InfinitePast() ||

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "analysis/fabric_view.h"
@@ -54,6 +55,14 @@ class FabricViewBuilder {
   std::vector<analysis::FabricView> Build(
       const v1::Topology* topology, absl::Span<const double> windows_seconds,
       absl::Time now);
+  // The same, and `each_node` is told of every node of the store, silent
+  // ones included, in name order, with the state the views were built from
+  // (what agent_down needs of every node, from the same walk).
+  using EachNode = absl::FunctionRef<void(const NodeSeries& node,
+                                          const NodeSeries::ViewState& state)>;
+  std::vector<analysis::FabricView> Build(
+      const v1::Topology* topology, absl::Span<const double> windows_seconds,
+      absl::Time now, EachNode each_node);
 
  private:
   // One port of a node, as derived from its inventory.

@@ -24,6 +24,7 @@ std::shared_ptr<NodeSeries> SeriesStore::OpenNode(absl::string_view node) {
   auto created = std::make_shared<NodeSeries>(
       std::string(node), options_.window_samples, &layouts_);
   shard.nodes.emplace(std::string(node), created);
+  membership_.fetch_add(1, std::memory_order_release);
   return created;
 }
 
@@ -43,6 +44,7 @@ bool SeriesStore::DropNode(absl::string_view node) {
     return false;
   }
   shard.nodes.erase(it);
+  membership_.fetch_add(1, std::memory_order_release);
   return true;
 }
 
@@ -63,6 +65,24 @@ std::vector<std::shared_ptr<NodeSeries>> SeriesStore::AllNodes() const {
     for (const auto& [name, node] : shard.nodes) all.push_back(node);
   }
   return all;
+}
+
+std::shared_ptr<const SeriesStore::SortedNodes> SeriesStore::NodesByName()
+    const {
+  absl::MutexLock lock(&sorted_mu_);
+  // Read before the nodes: a change made while they are read moves it
+  // again, and the next call reads them anew.
+  const uint64_t membership = membership_.load(std::memory_order_acquire);
+  if (sorted_ != nullptr && sorted_membership_ == membership) return sorted_;
+  auto sorted = std::make_shared<SortedNodes>(AllNodes());
+  std::sort(sorted->begin(), sorted->end(),
+            [](const std::shared_ptr<NodeSeries>& a,
+               const std::shared_ptr<NodeSeries>& b) {
+              return a->name() < b->name();
+            });
+  sorted_ = std::move(sorted);
+  sorted_membership_ = membership;
+  return sorted_;
 }
 
 std::vector<NodeStatus> SeriesStore::ListNodes(

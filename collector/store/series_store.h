@@ -18,6 +18,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -83,6 +84,12 @@ class SeriesStore {
   bool DropNode(absl::string_view node);
   // Every node seen, in no order; one lock per shard, nothing copied.
   std::vector<std::shared_ptr<NodeSeries>> AllNodes() const;
+  // Every node seen, sorted by name: shared while no node is opened anew or
+  // dropped, so that a pass over every node in order (each analysis pass,
+  // twice) does not sort them again. A node dropped stays in the snapshot
+  // its holders keep.
+  using SortedNodes = std::vector<std::shared_ptr<NodeSeries>>;
+  std::shared_ptr<const SortedNodes> NodesByName() const;
 
   // Every node seen, sorted by name; `up` when its last report arrived less
   // than `down_after` ago.
@@ -143,6 +150,12 @@ class SeriesStore {
   // Declared before the shards: every node points to it.
   SeriesLayouts layouts_;
   mutable std::array<Shard, kShards> shards_;
+  // Moves, under the shard's lock, each time a node is added or dropped.
+  std::atomic<uint64_t> membership_{0};
+  mutable absl::Mutex sorted_mu_;
+  mutable std::shared_ptr<const SortedNodes> sorted_
+      ABSL_GUARDED_BY(sorted_mu_);
+  mutable uint64_t sorted_membership_ ABSL_GUARDED_BY(sorted_mu_) = 0;
 };
 
 }  // namespace fabricdiag::collector

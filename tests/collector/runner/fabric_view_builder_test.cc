@@ -254,6 +254,35 @@ TEST_F(FabricViewBuilderTest, DownPortsAndStaleNodes) {
   EXPECT_TRUE(view.ports().empty());
 }
 
+// agent_down needs every node, the stale ones too, from the same walk as the
+// views: each is told once, by name, with the state its ports were read at.
+TEST_F(FabricViewBuilderTest, EveryNodeIsToldInNameOrderStaleOnesToo) {
+  Feed("gpu-9", GpuInventory(), GpuSeries(), 3,
+       [](size_t, int) { return 1.0; });
+  const absl::Time gpu9_last = clock_.Now();
+  clock_.Advance(absl::Seconds(20));
+  Feed("gpu-1", GpuInventory(), GpuSeries(), 3,
+       [](size_t, int) { return 1.0; });
+  store_.OpenNode("gpu-5");  // never reported
+  FabricViewBuilder builder(&store_);
+  std::vector<std::pair<std::string, absl::Time>> told;
+  const double windows[] = {3, 1};
+  std::vector<analysis::FabricView> views = builder.Build(
+      nullptr, windows, clock_.Now(),
+      [&told](const NodeSeries& node, const NodeSeries::ViewState& state) {
+        told.emplace_back(node.name(), state.last_report);
+      });
+  ASSERT_EQ(views.size(), 2u);
+  // Only gpu-1 reports; gpu-9 is stale, gpu-5 never reported.
+  ASSERT_EQ(views[0].ports().size(), 2u);
+  EXPECT_EQ(views[0].ports()[0].node, "gpu-1");
+  ASSERT_EQ(told.size(), 3u);
+  EXPECT_EQ(told[0], std::make_pair(std::string("gpu-1"), clock_.Now()));
+  EXPECT_EQ(told[1],
+            std::make_pair(std::string("gpu-5"), absl::InfinitePast()));
+  EXPECT_EQ(told[2], std::make_pair(std::string("gpu-9"), gpu9_last));
+}
+
 // Nodes that report the same series share how their series map to ports,
 // but only while their ports are the same: a port down, another rate or
 // other names are a node's own, and a node whose inventory changes leaves

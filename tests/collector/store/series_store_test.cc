@@ -433,6 +433,41 @@ TEST_F(SeriesStoreTest, DropNodeDropsANodeNoAgentStreamsFor) {
   EXPECT_EQ(store_.FindNode("gpu-001")->Info().series, 0u);
 }
 
+// Each analysis pass walks every node by name twice: the sorted list is
+// shared while no node comes or goes, and follows each that does.
+TEST_F(SeriesStoreTest, NodesByNameFollowsEveryNodeThatComesOrGoes) {
+  const auto names = [](const SeriesStore::SortedNodes& nodes) {
+    std::vector<std::string> out;
+    for (const auto& n : nodes) out.push_back(n->name());
+    return out;
+  };
+  EXPECT_THAT(*store_.NodesByName(), SizeIs(0));
+  for (const char* name : {"gpu-010", "gpu-002", "sw-1", "gpu-001"}) {
+    store_.OpenNode(name);
+  }
+  std::shared_ptr<const SeriesStore::SortedNodes> first = store_.NodesByName();
+  EXPECT_THAT(names(*first),
+              ElementsAre("gpu-001", "gpu-002", "gpu-010", "sw-1"));
+  // Nothing came or went: the same list; opening a node it has is no news.
+  store_.OpenNode("gpu-002");
+  EXPECT_EQ(store_.NodesByName(), first);
+  store_.OpenNode("gpu-005");
+  std::shared_ptr<const SeriesStore::SortedNodes> second = store_.NodesByName();
+  EXPECT_NE(second, first);
+  EXPECT_THAT(names(*second),
+              ElementsAre("gpu-001", "gpu-002", "gpu-005", "gpu-010", "sw-1"));
+  // The old list is its holder's, unchanged.
+  EXPECT_THAT(*first, SizeIs(4));
+  ASSERT_TRUE(store_.DropNode("gpu-002"));
+  EXPECT_THAT(names(*store_.NodesByName()),
+              ElementsAre("gpu-001", "gpu-005", "gpu-010", "sw-1"));
+  // Back under the same name, it is the new node in the list.
+  std::shared_ptr<NodeSeries> again = store_.OpenNode("gpu-002");
+  EXPECT_EQ((*store_.NodesByName())[1], again);
+  EXPECT_FALSE(store_.DropNode("gpu-404"));
+  EXPECT_THAT(*store_.NodesByName(), SizeIs(5));
+}
+
 TEST_F(SeriesStoreTest, IdenticalNodesShareOneLayoutCopiedOnWrite) {
   std::vector<std::shared_ptr<NodeSeries>> nodes;
   for (int i = 0; i < 3; ++i) {

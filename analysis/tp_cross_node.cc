@@ -12,6 +12,7 @@
 #include "analysis/analyzer_util.h"
 #include "analysis/plan_report.h"
 #include "analysis/traffic_model.h"
+#include "common/fnv1a.h"
 
 namespace fabricdiag::analysis {
 
@@ -50,6 +51,7 @@ TpGroupLoad MeasureGroup(const LayoutModel& model, uint32_t group,
   }
   TpGroupLoad load;
   load.group = group;
+  load.members = TpGroupMembers(model, group);
   load.nics = with_tx;
   if (with_tx > 0) load.tx = tx / with_tx;
   if (with_rate > 0) load.link_rate = rate / with_rate;
@@ -106,6 +108,23 @@ std::string RuntimeWords(const TpGroupLoad& load,
 
 }  // namespace
 
+uint64_t TpGroupMembers(const LayoutModel& model, uint32_t group) {
+  // "host\0nic\0" per rank ("host\1" for a rank without a NIC).
+  std::string bytes;
+  for (const NicRef& ref : model.GroupNics(Dim::kTp, group)) {
+    if (ref.nic == kNoNic) {
+      absl::StrAppend(&bytes, model.Hosts()[ref.host],
+                      absl::string_view("\1", 1));
+    } else {
+      absl::StrAppend(&bytes, model.Hosts()[ref.host],
+                      absl::string_view("\0", 1), model.Nics()[ref.nic],
+                      absl::string_view("\0", 1));
+    }
+  }
+  const uint64_t hash = Fmix64(Fnv1a64(bytes));
+  return hash != 0 ? hash : 1;
+}
+
 std::vector<TpGroupLoad> MeasureTpCrossings(const LayoutModel& model,
                                             const FabricView& view) {
   std::vector<TpGroupLoad> out;
@@ -152,6 +171,9 @@ std::vector<Finding> TpCrossNodeFindings(
                                                        : layout.gpus_per_node();
     const std::string cost = CostWords(tp, &f);
     const TpGroupLoad* load = load_of(g);
+    if (load != nullptr && load->members != TpGroupMembers(model, g)) {
+      load = nullptr;  // measured under another version of the layout
+    }
     const std::string runtime =
         load != nullptr ? RuntimeWords(*load, tp, &f) : "";
     f.summary = absl::StrCat(

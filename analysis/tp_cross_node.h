@@ -52,7 +52,15 @@ struct TpGroupLoad {
   double tx = kAbsent;
   double link_rate = kAbsent;
   int nics = 0;
+  // TpGroupMembers() of the group measured: a load measured under another
+  // version of the layout (a group of the same index on other NICs)
+  // confirms nothing. 0: unknown, confirms nothing either.
+  uint64_t members = 0;
 };
+
+// A hash of the group's NICs, (host, NIC) names in rank order, the same in
+// every process (FNV-1a, mixed); never 0.
+uint64_t TpGroupMembers(const LayoutModel& model, uint32_t group);
 
 // Each TP group of `model` that leaves its NVLink domain and of whose NICs
 // `view` reports at least one, in group order.
@@ -64,7 +72,8 @@ std::vector<TpGroupLoad> MeasureTpCrossings(const LayoutModel& model,
 std::vector<Finding> TpCrossNodeFindings(const LayoutModel& model,
                                          const FabricView* view = nullptr);
 // The same, each group confirmed (or not) by the load `load_of` gives of it
-// (measured elsewhere); null: not measured, no runtime words.
+// (measured elsewhere); null, or measured over other members: not
+// measured, no runtime words.
 std::vector<Finding> TpCrossNodeFindings(
     const LayoutModel& model,
     absl::FunctionRef<const TpGroupLoad*(uint32_t group)> load_of);

@@ -164,6 +164,10 @@ absl::Status TpLoadsFromProto(const v1::JobTpLoadsProto& wire,
         " rates, ", wire.link_rate_size(), " link rates and ", wire.nics_size(),
         " NIC counts"));
   }
+  if (wire.members_size() != 0 && wire.members_size() != n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": ", n, " groups but ", wire.members_size(), " members"));
+  }
   out->job = wire.job();
   out->groups.reserve(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
@@ -193,6 +197,7 @@ absl::Status TpLoadsFromProto(const v1::JobTpLoadsProto& wire,
                        wire.nics(i), " NICs"));
     }
     load.nics = static_cast<int>(wire.nics(i));
+    if (wire.members_size() != 0) load.members = wire.members(i);
     out->groups.push_back(load);
   }
   return absl::OkStatus();
@@ -214,6 +219,7 @@ v1::PartNews ToProto(const PartNews& news) {
       wire->add_tx_bytes_per_second(g.tx);
       wire->add_link_rate(g.link_rate);
       wire->add_nics(static_cast<uint32_t>(g.nics));
+      wire->add_members(g.members);
     }
   }
   return out;

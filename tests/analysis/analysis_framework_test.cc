@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "analysis/analysis_config.h"
 #include "analysis/analyzer_util.h"
 #include "analysis/fabric_view.h"
@@ -359,6 +360,48 @@ TEST(TpCrossNodeTest, ConfirmedAtRuntimeWhenTheGroupsNicsCarryTraffic) {
   found = TpCrossNodeFindings(model, &empty);
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].evidence.count("confirmed_at_runtime"), 0u);
+}
+
+// Measured elsewhere (a job shard's owner), a load confirms a group only if
+// it was measured over the same NICs: not a group of the same index of
+// another version of the layout.
+TEST(TpCrossNodeTest, ALoadConfirmsOnlyTheGroupOfTheNicsItWasMeasuredOver) {
+  const LayoutModel model = BuildLayout(kTp16Layout);
+  const LayoutModel moved =
+      BuildLayout(absl::StrReplaceAll(kTp16Layout, {{"gpu-001", "gpu-002"}}));
+  const LayoutModel other_rails =
+      BuildLayout(absl::StrReplaceAll(kTp16Layout, {{"mlx5_7]", "mlx5_8]"}}));
+  const uint64_t members = TpGroupMembers(model, 0);
+  EXPECT_NE(members, TpGroupMembers(moved, 0));
+  EXPECT_NE(members, TpGroupMembers(other_rails, 0));
+  EXPECT_EQ(members, TpGroupMembers(BuildLayout(kTp16Layout), 0));
+  // The same in every process and version: collectors of two versions
+  // compare it.
+  EXPECT_EQ(members, 0x8b4e574ae2f2252bu) << std::hex << members;
+
+  const FabricView busy = TpView(20e9);
+  const std::vector<TpGroupLoad> measured = MeasureTpCrossings(model, busy);
+  ASSERT_EQ(measured.size(), 1u);
+  EXPECT_EQ(measured[0].members, members);
+  const auto confirmed = [&](const LayoutModel& m) {
+    std::vector<Finding> found =
+        TpCrossNodeFindings(m, [&](uint32_t g) -> const TpGroupLoad* {
+          return g == 0 ? &measured[0] : nullptr;
+        });
+    EXPECT_EQ(found.size(), 1u);
+    return found.empty() ? -1.0
+           : found[0].evidence.count("confirmed_at_runtime") == 0
+               ? -1.0
+               : found[0].evidence.at("confirmed_at_runtime");
+  };
+  EXPECT_EQ(confirmed(model), 1);
+  EXPECT_EQ(confirmed(moved), -1) << "measured over the old hosts";
+  EXPECT_EQ(confirmed(other_rails), -1) << "measured over the old NICs";
+  TpGroupLoad unknown = measured[0];
+  unknown.members = 0;
+  EXPECT_THAT(
+      TpCrossNodeFindings(model, [&](uint32_t) { return &unknown; })[0].summary,
+      Not(HasSubstr("Confirmed")));
 }
 
 TEST(TpCrossNodeTest, TpInsideTheNvlinkDomainRaisesNothing) {

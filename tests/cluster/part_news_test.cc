@@ -44,8 +44,9 @@ PartNews Sample() {
   r.congestion.hosts.Add(98000);
   // A job shard's job whose TP groups 1 and 3 cross nodes: one measured
   // with its links' rate, one without.
-  news.tp_loads.push_back(
-      {"llm-70b", {{1, 3.1e9, 12.5e9, 8}, {3, 2e8, analysis::kAbsent, 2}}});
+  news.tp_loads.push_back({"llm-70b",
+                           {{1, 3.1e9, 12.5e9, 8, 0x9e3779b97f4a7c15u},
+                            {3, 2e8, analysis::kAbsent, 2, 1}}});
   return news;
 }
 
@@ -93,8 +94,17 @@ TEST(PartNewsTest, WhatIsSentIsWhatIsRead) {
   EXPECT_EQ(g3.tx, 2e8);
   EXPECT_TRUE(std::isnan(g3.link_rate));
   EXPECT_EQ(g3.nics, 2);
+  EXPECT_EQ(g1.members, 0x9e3779b97f4a7c15u);
+  EXPECT_EQ(g3.members, 1u);
+  // A publisher before the members: its loads are read, of no members.
+  v1::PartNews older = wire;
+  older.mutable_tp_loads(0)->clear_members();
+  absl::StatusOr<PartNews> old_read = FromProto(older);
+  ASSERT_TRUE(old_read.ok()) << old_read.status();
+  EXPECT_EQ(old_read->tp_loads[0].groups[0].members, 0u);
+  EXPECT_EQ(old_read->tp_loads[0].groups[1].nics, 2);
   // Small: 521 host values fall in a few dozen buckets.
-  EXPECT_LT(wire.ByteSizeLong(), 460u) << wire.ByteSizeLong();
+  EXPECT_LT(wire.ByteSizeLong(), 480u) << wire.ByteSizeLong();
 }
 
 TEST(PartNewsTest, TheHistogramsMedianIsWithinHalfAPercent) {
@@ -214,6 +224,9 @@ TEST(PartNewsTest, DamagedNewsIsRefusedWhole) {
           {"a TP group of no NIC",
            [](v1::PartNews* n) { n->mutable_tp_loads(0)->set_nics(1, 0); },
            "group 3 measured over 0 NICs"},
+          {"TP members of no group",
+           [](v1::PartNews* n) { n->mutable_tp_loads(0)->add_members(5); },
+           "2 groups but 3 members"},
       };
   for (const auto& [name, damage, says] : damages) {
     v1::PartNews bad = good;

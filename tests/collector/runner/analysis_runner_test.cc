@@ -22,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "analysis/agent_down.h"
 #include "analysis/shard_map.h"
+#include "analysis/tp_cross_node.h"
 #include "collector/declared/file_declared_state.h"
 #include "collector/runner/agent_liveness.h"
 #include "collector/runner/analysis_shards.h"
@@ -1210,9 +1211,14 @@ TEST_F(AnalysisRunnerClusterTest, ShardedTheLeaderConfirmsTpCrossingsByNews) {
       << "no news yet";
 
   // col-b owns the job's shard: its 16 NICs send 10 GB/s of 50 GB/s links.
+  const auto members_now = [&] {
+    return analysis::TpGroupMembers(
+        registry_->Snapshot()->layouts.at("dense-tp16")->model, 0);
+  };
   analysis::PartNews from_b;
   from_b.collector_id = "col-b";
-  from_b.tp_loads.push_back({"dense-tp16", {{0, 10e9, 50e9, 16}}});
+  from_b.tp_loads.push_back(
+      {"dense-tp16", {{0, 10e9, 50e9, 16, members_now()}}});
   shards.others = {from_b};
   for (int pass = 0; pass < 2; ++pass) {
     runner.RunOnce();
@@ -1232,6 +1238,26 @@ TEST_F(AnalysisRunnerClusterTest, ShardedTheLeaderConfirmsTpCrossingsByNews) {
     clock.Advance(absl::Seconds(1));
   }
   EXPECT_EQ(tp_finding().evidence().at("confirmed_at_runtime"), 0);
+
+  // The layout is replaced (group 0 on other hosts) while the owner still
+  // measures the old one's group 0: its news confirms nothing of the new
+  // group, until it measures the new one.
+  shards.others[0].tp_loads[0].groups[0].tx = 10e9;
+  v1::Layout moved = TpAcrossTwoNodes();
+  moved.set_hosts(1, "gpu-002");
+  ASSERT_TRUE(registry_->Apply(moved).ok());
+  for (int pass = 0; pass < 2; ++pass) {
+    runner.RunOnce();
+    clock.Advance(absl::Seconds(1));
+  }
+  EXPECT_EQ(tp_finding().evidence().count("confirmed_at_runtime"), 0u)
+      << "measured under the old layout";
+  shards.others[0].tp_loads[0].groups[0].members = members_now();
+  for (int pass = 0; pass < 2; ++pass) {
+    runner.RunOnce();
+    clock.Advance(absl::Seconds(1));
+  }
+  EXPECT_EQ(tp_finding().evidence().at("confirmed_at_runtime"), 1);
 
   // The news stops (its owner died): no runtime words, the finding stays.
   shards.others.clear();

@@ -319,6 +319,11 @@ TEST(ShardedRatePassNewsTest, AJobShardsOwnerTellsItsTpCrossings) {
   EXPECT_EQ(g[1].group, 1u);
   EXPECT_EQ(g[1].nics, 1) << "gpu-3 reports no transmit rate";
   EXPECT_EQ(g[1].tx, 3e9);
+  // Each with its members, which the lease holder matches to its version
+  // of the layout.
+  EXPECT_EQ(g[0].members, analysis::TpGroupMembers(tp2, 0));
+  EXPECT_EQ(g[1].members, analysis::TpGroupMembers(tp2, 1));
+  EXPECT_NE(g[0].members, g[1].members);
 
   EXPECT_THAT(news_of({dp4_shard}).tp_loads, ::testing::IsEmpty());
 }

@@ -1,7 +1,11 @@
 #include "analysis/link_degraded.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <limits>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -66,14 +70,24 @@ std::vector<Finding> LinkDegradedFindings(const AnalysisInput& in) {
   auto kind_of = [&](const PortView& p) { return kinds[&p - ports.data()]; };
 
   // The ports of the node being walked: ports() keeps a node's together,
-  // so its peers are found without asking the view per port.
+  // so its peers are found without asking the view per port. Their usable
+  // rates, by kind and ascending, are sorted once per node: a port's peer
+  // median is the median of its kind's run without one of its own rate.
   absl::Span<const PortView> node_ports;
+  std::vector<std::pair<PortKind, double>> usable;
   for (const PortView& port : ports) {
     if (node_ports.empty() || node_ports.front().node != port.node) {
       const size_t begin = static_cast<size_t>(&port - ports.data());
       size_t end = begin + 1;
       while (end < ports.size() && ports[end].node == port.node) ++end;
       node_ports = ports.subspan(begin, end - begin);
+      usable.clear();
+      for (const PortView& peer : node_ports) {
+        if (peer.s.link_up && RateUsable(peer.s.link_rate)) {
+          usable.emplace_back(kind_of(peer), peer.s.link_rate);
+        }
+      }
+      std::sort(usable.begin(), usable.end());
     }
     const PortSignals& s = port.s;
     if (!s.link_up || !RateUsable(s.link_rate)) continue;
@@ -84,19 +98,24 @@ std::vector<Finding> LinkDegradedFindings(const AnalysisInput& in) {
     if (expected_known) {
       reference = s.expected_rate;
     } else {
-      const PortKind kind = kind_of(port);
-      std::vector<double> rates;
-      rates.reserve(node_ports.size());
-      for (const PortView& peer : node_ports) {
-        if (&peer == &port || !peer.s.link_up ||
-            !RateUsable(peer.s.link_rate) || kind_of(peer) != kind) {
-          continue;
-        }
-        rates.push_back(peer.s.link_rate);
-      }
-      peers = static_cast<int>(rates.size());
+      const std::pair<PortKind, double> self(kind_of(port), s.link_rate);
+      const auto kind_begin = std::lower_bound(
+          usable.begin(), usable.end(),
+          std::make_pair(self.first, -std::numeric_limits<double>::infinity()));
+      const auto kind_end = std::lower_bound(
+          kind_begin, usable.end(),
+          std::make_pair(self.first, std::numeric_limits<double>::infinity()));
+      // The kind's rates with one of this port's own left out.
+      const size_t own = static_cast<size_t>(
+          std::lower_bound(kind_begin, kind_end, self) - kind_begin);
+      const size_t n = static_cast<size_t>(kind_end - kind_begin) - 1;
+      const auto peer = [&](size_t i) {
+        return kind_begin[static_cast<ptrdiff_t>(i < own ? i : i + 1)].second;
+      };
+      peers = static_cast<int>(n);
       if (peers < kMinPeers) continue;
-      reference = Median(std::move(rates));
+      reference =
+          n % 2 == 1 ? peer(n / 2) : (peer(n / 2 - 1) + peer(n / 2)) / 2;
     }
     if (!RateUsable(reference) || !(s.link_rate < min_fraction * reference)) {
       continue;

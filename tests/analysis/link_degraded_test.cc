@@ -1,9 +1,15 @@
 #include "analysis/link_degraded.h"
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
+#include <map>
+#include <random>
+#include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/analysis/link_test_fixture.h"
@@ -163,6 +169,63 @@ TEST_F(LinkDegradedTest, DownUnknownAndHostileRatesNeverRaise) {
   EXPECT_THAT(Run(), IsEmpty());
   for (PortView& p : ports) p.s = PortSignals();  // rate 0 = unknown
   EXPECT_THAT(Run(), IsEmpty());
+}
+
+// Each port is compared with the median of its node's other up ports of its
+// kind: checked against that rule computed plainly (every peer gathered
+// and sorted per port) over nodes of random rates, ties and down ports.
+TEST(LinkDegradedPeersTest, ThePeerMedianIsTheMedianOfTheOtherPortsOfItsKind) {
+  std::mt19937 rng(11);
+  const double rates[] = {50e9, 25e9, 12.5e9, 50e9, 50e9, 100e9, 6.25e9};
+  FabricView view;
+  for (int n = 0; n < 300; ++n) {
+    const int nics = 1 + static_cast<int>(rng() % 10);
+    for (int i = 0; i < nics; ++i) {
+      PortView& p = view.AddPort(absl::StrCat("gpu-", 1000 + n),
+                                 absl::StrCat("mlx5_", i));
+      // A plain netdev (its own device) is of another kind.
+      p.netdev = rng() % 4 == 0 ? p.device : absl::StrCat("eth", i);
+      p.s.link_rate = rates[rng() % std::size(rates)];
+      p.s.link_up = rng() % 8 != 0;
+    }
+  }
+  view.Finish();
+  AnalysisInput in;
+  in.view = &view;
+  std::map<std::string, const Finding*> found;
+  const std::vector<Finding> findings = LinkDegradedFindings(in);
+  for (const Finding& f : findings) found[f.node + " " + f.device] = &f;
+
+  const AnalysisConfig config;
+  const double min_fraction = config.link_degraded.min_rate_fraction;
+  int flagged = 0;
+  for (const PortView& p : view.ports()) {
+    if (!p.s.link_up) continue;
+    std::vector<double> peers;
+    for (const PortView& q : view.PortsOf(p.node)) {
+      if (&q != &p && q.s.link_up &&
+          (q.netdev == q.device) == (p.netdev == p.device)) {
+        peers.push_back(q.s.link_rate);
+      }
+    }
+    const std::string key = p.node + " " + p.device;
+    std::sort(peers.begin(), peers.end());
+    const size_t m = peers.size();
+    const double median = m == 0       ? 0
+                          : m % 2 == 1 ? peers[m / 2]
+                                       : (peers[m / 2 - 1] + peers[m / 2]) / 2;
+    const bool degraded = m >= static_cast<size_t>(kMinPeers) &&
+                          p.s.link_rate < min_fraction * median;
+    ASSERT_EQ(found.count(key), degraded ? 1u : 0u) << key;
+    if (!degraded) continue;
+    ++flagged;
+    const Finding& f = *found[key];
+    EXPECT_EQ(f.evidence.at("peer_median_link_rate_bytes_per_second"), median)
+        << key;
+    EXPECT_EQ(f.evidence.at("peer_ports"), static_cast<double>(m)) << key;
+  }
+  EXPECT_EQ(flagged, static_cast<int>(findings.size()));
+  EXPECT_GT(flagged, 50) << "the draw should degrade many ports";
 }
 
 }  // namespace

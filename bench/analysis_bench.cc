@@ -1139,7 +1139,10 @@ void BM_RunnerInterval(benchmark::State& state) {
         collector::NodeFactsIntake{facts, no_switches}));
     v1::AgentMessage hello;
     hello.mutable_hello()->set_node(node.liveness.node);
-    hello.mutable_hello()->set_boot_id(node.boot_id);
+    // As long as a real one (/proc/sys/kernel/random/boot_id).
+    hello.mutable_hello()->set_boot_id(
+        absl::StrCat(absl::Hex(sessions.size(), absl::kZeroPad8),
+                     "-5c1e-4f00-9a3b-000000000000"));
     hello.mutable_hello()->set_interval_ms(1000);
     sessions.back()->Handle(hello);
     sessions.back()->Handle(agent->inventory);

@@ -3,9 +3,6 @@
 #include <string>
 #include <utility>
 
-#include "absl/hash/hash.h"
-#include "absl/strings/str_format.h"
-
 namespace fabricdiag::bench {
 namespace {
 
@@ -45,11 +42,6 @@ std::vector<collector::FeatureSlice> DealSlices(
       f.liveness.last_report = now;
       f.liveness.interval = absl::Seconds(1);
       f.liveness.ever_reported = true;
-      // As long as a real one (/proc/sys/kernel/random/boot_id).
-      f.boot_id = absl::StrFormat(
-          "%08x-5c1e-4f00-9a3b-%012x",
-          absl::Hash<std::string>()(f.liveness.node) & 0xffffffffu,
-          slice.nodes.size());
       slice.nodes.push_back(std::move(f));
     }
   }

@@ -429,7 +429,6 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
     }
     // Assigned field by field: the strings keep their buffers.
     kept->liveness = n.liveness;
-    if (kept->boot_id != n.boot_id) kept->boot_id = n.boot_id;
     if (kept->collector != n.collector) kept->collector = n.collector;
     kept->unobserved = n.unobserved;
   }

@@ -218,7 +218,6 @@ void FactsToWire(const collector::NodeFacts& facts, NodeMessage* w) {
     w->set_last_report_unix_nanos(absl::ToUnixNanos(l.last_report));
   }
   w->set_interval_nanos(absl::ToInt64Nanoseconds(l.interval));
-  w->set_boot_id(facts.boot_id);
 }
 
 // Nodes' messages, in order, into chunks of whole nodes of at most
@@ -374,7 +373,6 @@ bool FactsFromWire(const NodeMessage& n, collector::NodeFacts* facts) {
         absl::FromUnixNanos(n.last_report_unix_nanos());
   }
   facts->liveness.interval = absl::Nanoseconds(n.interval_nanos());
-  facts->boot_id = n.boot_id();
   return true;
 }
 

@@ -213,8 +213,7 @@ FeatureSlice AnalysisRunner::ExchangeFeatures(absl::Time now, MergeScope scope,
       topology.effective.get(), windows, now,
       [&local](const NodeSeries& node, const NodeSeries::ViewState& state) {
         local.nodes.push_back(NodeFacts{
-            LivenessOf(node.name(), state.last_report, state.interval_ms),
-            state.boot_id, ""});
+            LivenessOf(node.name(), state.last_report, state.interval_ms), ""});
       });
   local.window = std::move(views[0]);
   if (views.size() > 1) local.recent = std::move(views[1]);

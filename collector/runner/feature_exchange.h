@@ -37,7 +37,6 @@ namespace fabricdiag::collector {
 // What a collector knows of one node's agent.
 struct NodeFacts {
   analysis::NodeLiveness liveness;
-  std::string boot_id;
   // In a cluster: the --collector_id of the collector whose slice the facts
   // came from (the one the node's agent streams to). Set by Merged(); empty
   // with one collector.

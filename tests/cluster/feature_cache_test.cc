@@ -64,8 +64,7 @@ FeatureSlice RandomSlice(std::mt19937& rng, bool recent) {
       f.liveness.node = node;
       f.liveness.ever_reported = true;
       f.liveness.last_report = kT0 + absl::Seconds(coin(rng));
-      f.liveness.interval = absl::Seconds(1);
-      f.boot_id = absl::StrCat("boot-", coin(rng));
+      f.liveness.interval = absl::Milliseconds(1000 + coin(rng));
       s.nodes.push_back(f);
     }
   }
@@ -124,7 +123,7 @@ void ExpectSameSlice(const FeatureSlice& a, const FeatureSlice& b) {
     EXPECT_EQ(a.nodes[i].liveness.node, b.nodes[i].liveness.node) << i;
     EXPECT_EQ(a.nodes[i].liveness.last_report, b.nodes[i].liveness.last_report);
     EXPECT_EQ(a.nodes[i].collector, b.nodes[i].collector) << i;
-    EXPECT_EQ(a.nodes[i].boot_id, b.nodes[i].boot_id) << i;
+    EXPECT_EQ(a.nodes[i].liveness.interval, b.nodes[i].liveness.interval) << i;
   }
 }
 
@@ -280,7 +279,6 @@ TEST(FeatureCacheTest, DamagedPortsFoundAtMergeKeepTheNodesFacts) {
   node.set_node("b-1");
   node.set_last_report_unix_nanos(absl::ToUnixNanos(kT0));
   node.set_interval_nanos(absl::ToInt64Nanoseconds(absl::Seconds(1)));
-  node.set_boot_id("boot");
   node.set_has_liveness(true);
   const std::string garbage(11, '\xff');
   std::string node_bytes = node.SerializeAsString();

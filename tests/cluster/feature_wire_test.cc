@@ -140,7 +140,6 @@ FeatureSlice TwoNodeSlice() {
       absl::FromUnixSeconds(1700000000) + absl::Nanoseconds(123);
   gpu.liveness.interval = absl::Milliseconds(1500);
   gpu.liveness.ever_reported = true;
-  gpu.boot_id = "b0f1";
   slice.nodes.push_back(gpu);
   NodeFacts quiet;  // reported once long ago, no ports now
   quiet.liveness.node = "gpu-009";
@@ -204,7 +203,6 @@ TEST(FeatureWireTest, EveryFieldSurvivesAndAbsentStaysAbsent) {
             in.nodes[0].liveness.last_report);
   EXPECT_EQ(out.nodes[0].liveness.interval, absl::Milliseconds(1500));
   EXPECT_TRUE(out.nodes[0].liveness.ever_reported);
-  EXPECT_EQ(out.nodes[0].boot_id, "b0f1");
   EXPECT_EQ(out.nodes[1].liveness.node, "gpu-009");
   EXPECT_EQ(out.nodes[1].liveness.interval, absl::ZeroDuration());
 }
@@ -366,7 +364,6 @@ TEST(FeatureWireTest, TheFactsMessageReadsEveryFieldItHasOfTheFullOne) {
   v1::NodeFeatures* old = full.add_nodes();  // ports as messages too
   old->set_node("gpu-002");
   old->set_has_liveness(true);
-  old->set_boot_id("b0f2");
   old->add_ports()->set_device("mlx5_0");
   v1::FeatureChunkFacts facts;
   ASSERT_TRUE(facts.ParseFromString(full.SerializeAsString()));
@@ -383,11 +380,9 @@ TEST(FeatureWireTest, TheFactsMessageReadsEveryFieldItHasOfTheFullOne) {
     EXPECT_EQ(f.node(), n.node());
     EXPECT_EQ(f.last_report_unix_nanos(), n.last_report_unix_nanos());
     EXPECT_EQ(f.interval_nanos(), n.interval_nanos());
-    EXPECT_EQ(f.boot_id(), n.boot_id());
     EXPECT_EQ(f.has_liveness(), n.has_liveness());
   }
   EXPECT_EQ(facts.nodes(0).interval_nanos(), 1500000000);
-  EXPECT_EQ(facts.nodes(0).boot_id(), "b0f1");
   const std::vector<NodeFacts> a = NodesOfChunk(full);
   const std::vector<NodeFacts> b = NodesOfChunk(facts);
   ASSERT_EQ(a.size(), 2u);
@@ -397,7 +392,43 @@ TEST(FeatureWireTest, TheFactsMessageReadsEveryFieldItHasOfTheFullOne) {
     EXPECT_EQ(a[i].liveness.last_report, b[i].liveness.last_report);
     EXPECT_EQ(a[i].liveness.interval, b[i].liveness.interval);
     EXPECT_EQ(a[i].liveness.ever_reported, b[i].liveness.ever_reported);
-    EXPECT_EQ(a[i].boot_id, b[i].boot_id);
+  }
+}
+
+// Collectors before 2026-12 also sent each node's agent boot_id (field 4,
+// now reserved): a chunk of theirs still reads, as the full message and as
+// the facts alone, with every fact a node has now.
+TEST(FeatureWireTest, AnEarlierCollectorsBootIdIsReadPast) {
+  const absl::Time t = absl::FromUnixSeconds(1700000000);
+  v1::NodeFeaturesFacts node;
+  node.set_node("gpu-002");
+  node.set_last_report_unix_nanos(absl::ToUnixNanos(t));
+  node.set_interval_nanos(1500000000);
+  node.set_has_liveness(true);
+  const std::string boot_id = "0a6f1c2e-5c1e-4f00-9a3b-000000000002";
+  std::string node_bytes = node.SerializeAsString();
+  node_bytes += '\x22';  // field 4, length-delimited
+  node_bytes += static_cast<char>(boot_id.size());
+  node_bytes += boot_id;
+  v1::FeatureChunkFacts header;
+  header.set_collector_id("col-old");
+  header.set_published_unix_nanos(absl::ToUnixNanos(t));
+  header.set_chunks(1);
+  std::string chunk_bytes = header.SerializeAsString();
+  chunk_bytes += '\x3a';  // field 7 (`nodes`), length-delimited
+  chunk_bytes += static_cast<char>(node_bytes.size());
+  chunk_bytes += node_bytes;
+  v1::FeatureChunk full;
+  v1::FeatureChunkFacts facts;
+  ASSERT_TRUE(full.ParseFromString(chunk_bytes));
+  ASSERT_TRUE(facts.ParseFromString(chunk_bytes));
+  for (const std::vector<NodeFacts>& nodes :
+       {NodesOfChunk(full), NodesOfChunk(facts)}) {
+    ASSERT_EQ(nodes.size(), 1u);
+    EXPECT_EQ(nodes[0].liveness.node, "gpu-002");
+    EXPECT_TRUE(nodes[0].liveness.ever_reported);
+    EXPECT_EQ(nodes[0].liveness.last_report, t);
+    EXPECT_EQ(nodes[0].liveness.interval, absl::Milliseconds(1500));
   }
 }
 
@@ -459,7 +490,6 @@ TEST(FeatureWireTest, LivenessChunksCarryTheNodesFactsAlone) {
       f.liveness.last_report = t + absl::Milliseconds(n);
     }
     f.liveness.interval = absl::Seconds(1);
-    f.boot_id = "boot-" + std::to_string(n);
     in.nodes.push_back(f);
   }
   in.window.Finish();
@@ -500,10 +530,9 @@ TEST(FeatureWireTest, LivenessChunksCarryTheNodesFactsAlone) {
               expected[i].liveness.ever_reported);
     EXPECT_EQ(out[i].liveness.last_report, expected[i].liveness.last_report);
     EXPECT_EQ(out[i].liveness.interval, expected[i].liveness.interval);
-    EXPECT_EQ(out[i].boot_id, expected[i].boot_id);
   }
-  // A node is a few tens of bytes here.
-  EXPECT_LT(whole[0].ByteSizeLong(), 9u * 48);
+  // A node is its name, last report and interval: under 30 bytes here.
+  EXPECT_LT(whole[0].ByteSizeLong(), 9u * 30);
   FeatureSlice empty;
   empty.window.Finish();
   const std::vector<v1::FeatureChunkFacts> none =
@@ -631,7 +660,8 @@ TEST(MergeFeatureSlicesTest, InterleavedSlicesMergeInOrder) {
 
 // A merge of nodes alone (no port, as a follower merges): the facts come
 // out sorted by name whatever order each slice holds them in, each node's
-// from the slice with its newest report, whole (the boot id with it).
+// from the slice with its newest report, whole (what else it holds with
+// it: here a tracer in `collector`).
 TEST(MergeFeatureSlicesTest, NodesAloneMergeSortedFromTheirNewestReport) {
   const absl::Time t = absl::FromUnixSeconds(1700000000);
   auto facts = [&](int n, int seconds) {
@@ -639,8 +669,8 @@ TEST(MergeFeatureSlicesTest, NodesAloneMergeSortedFromTheirNewestReport) {
     f.liveness.node = absl::StrFormat("gpu-%03d", n);
     f.liveness.last_report = t + absl::Seconds(seconds);
     f.liveness.ever_reported = true;
-    f.boot_id =
-        absl::StrFormat("boot-of-gpu-%03d-at-%d-seconds-past", n, seconds);
+    f.collector =
+        absl::StrFormat("facts-of-gpu-%03d-at-%d-seconds-past", n, seconds);
     return f;
   };
   std::vector<FeatureSlice> slices(3);
@@ -669,7 +699,7 @@ TEST(MergeFeatureSlicesTest, NodesAloneMergeSortedFromTheirNewestReport) {
       const int number = std::stoi(n.liveness.node.substr(4));
       const int seconds = number >= 30 ? 5 : number == 3 ? 2 : 1;
       EXPECT_EQ(n.liveness.last_report, t + absl::Seconds(seconds));
-      EXPECT_EQ(n.boot_id, facts(number, seconds).boot_id);
+      EXPECT_EQ(n.collector, facts(number, seconds).collector);
     }
     for (const FeatureSlice& s : copy) EXPECT_TRUE(s.nodes.empty());
   }
@@ -685,7 +715,7 @@ TEST(MergeFeatureSlicesTest, ANodeTwiceInOneSliceIsListedOnce) {
     f.liveness.node = node;
     f.liveness.last_report = t + absl::Seconds(seconds);
     f.liveness.ever_reported = true;
-    f.boot_id = absl::StrCat(node, "-at-", seconds);
+    f.collector = absl::StrCat(node, "-at-", seconds);  // a tracer
     return f;
   };
   // gpu-1 twice in slice 0, its second facts the newest; gpu-2 twice in
@@ -703,10 +733,10 @@ TEST(MergeFeatureSlicesTest, ANodeTwiceInOneSliceIsListedOnce) {
     for (int i : order) in.push_back(&copy[i]);
     const FeatureSlice merged = collector::MergeFeatureSlices(in);
     EXPECT_THAT(Nodes(merged), ElementsAre("gpu-1", "gpu-2", "gpu-3"));
-    std::vector<std::string> boots;
-    boots.reserve(merged.nodes.size());
-    for (const NodeFacts& n : merged.nodes) boots.push_back(n.boot_id);
-    EXPECT_THAT(boots, ElementsAre("gpu-1-at-4", "gpu-2-at-6", "gpu-3-at-9"));
+    std::vector<std::string> taken;
+    taken.reserve(merged.nodes.size());
+    for (const NodeFacts& n : merged.nodes) taken.push_back(n.collector);
+    EXPECT_THAT(taken, ElementsAre("gpu-1-at-4", "gpu-2-at-6", "gpu-3-at-9"));
   }
 }
 
@@ -716,12 +746,12 @@ TEST(MergeFeatureSlicesTest, ANodeTwiceInOneSliceIsListedOnce) {
 // same choice).
 TEST(MergeFeatureSlicesTest, AnEquallyNewNodeComesFromTheFirstSliceGivingIt) {
   const absl::Time t = absl::FromUnixSeconds(1700000000);
-  auto facts = [&](const std::string& node, const std::string& boot) {
+  auto facts = [&](const std::string& node, const std::string& tracer) {
     NodeFacts f;
     f.liveness.node = node;
     f.liveness.last_report = t;
     f.liveness.ever_reported = true;
-    f.boot_id = boot;
+    f.collector = tracer;
     return f;
   };
   // Slice 1 out of order (sorted before the merge): its two gpu-2 facts
@@ -730,8 +760,8 @@ TEST(MergeFeatureSlicesTest, AnEquallyNewNodeComesFromTheFirstSliceGivingIt) {
   slices[0].nodes = {facts("gpu-1", "a1"), facts("gpu-3", "a3")};
   slices[1].nodes = {facts("gpu-3", "b3"), facts("gpu-2", "b2-first"),
                      facts("gpu-1", "b1"), facts("gpu-2", "b2-second")};
-  // The boot ids the merge keeps, the slices passed in `order`.
-  auto boots = [&slices](const std::vector<int>& order) {
+  // The tracers the merge keeps, the slices passed in `order`.
+  auto kept = [&slices](const std::vector<int>& order) {
     std::vector<FeatureSlice> copy = slices;
     std::vector<FeatureSlice*> in;
     in.reserve(order.size());
@@ -740,12 +770,12 @@ TEST(MergeFeatureSlicesTest, AnEquallyNewNodeComesFromTheFirstSliceGivingIt) {
     std::vector<std::string> out;
     out.reserve(merged.nodes.size());
     for (const NodeFacts& n : merged.nodes) {
-      out.push_back(n.boot_id);
+      out.push_back(n.collector);
     }
     return out;
   };
-  EXPECT_THAT(boots({0, 1}), ElementsAre("a1", "b2-first", "a3"));
-  EXPECT_THAT(boots({1, 0}), ElementsAre("b1", "b2-first", "b3"));
+  EXPECT_THAT(kept({0, 1}), ElementsAre("a1", "b2-first", "a3"));
+  EXPECT_THAT(kept({1, 0}), ElementsAre("b1", "b2-first", "b3"));
 }
 
 }  // namespace

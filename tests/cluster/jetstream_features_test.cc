@@ -89,7 +89,6 @@ FeatureSlice Slice(const std::string& prefix, int nodes, absl::Time now) {
     f.liveness.last_report = now;
     f.liveness.interval = absl::Seconds(1);
     f.liveness.ever_reported = true;
-    f.boot_id = "boot";
     s.nodes.push_back(f);
   }
   s.window.Finish();

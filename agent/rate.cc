@@ -103,6 +103,7 @@ std::vector<SampleRate> RateCalculator::Update(const Snapshot& snapshot) {
     // Counters are appended to `next_` in snapshot order, so position
     // next_.size() in this snapshot is the natural match in the previous.
     const Previous* prev = FindPrevious(next_.size(), s);
+    int64_t since_nanos = snapshot.monotonic_nanos;
     if (prev != nullptr) {
       SampleRate& r = out[i];
       if (prev->saturated && s.raw < prev->raw) {
@@ -128,15 +129,22 @@ std::vector<SampleRate> RateCalculator::Update(const Snapshot& snapshot) {
             r.per_second = static_cast<double>(*delta) * d.scale /
                            (static_cast<double>(dt_nanos) * 1e-9);
           }
-          if (r.per_second.has_value() && !Possible(d, *r.per_second)) {
+          // Over the time since the counter last moved (see the top of
+          // rate.h): at least the last interval.
+          const int64_t moved_nanos =
+              std::max(dt_nanos, snapshot.monotonic_nanos - prev->since_nanos);
+          if (r.per_second.has_value() && moved_nanos > 0 &&
+              !Possible(d, static_cast<double>(*delta) * d.scale /
+                               (static_cast<double>(moved_nanos) * 1e-9))) {
             r.per_second.reset();
             r.delta.reset();
             ++above_line_rate_;
           }
         }
       }
+      if (s.raw == prev->raw) since_nanos = prev->since_nanos;
     }
-    next_.push_back(Previous{&d, s.raw, s.saturated});
+    next_.push_back(Previous{&d, s.raw, s.saturated, since_nanos});
   }
   // Keep this snapshot's descriptions alive for the next call.
   std::vector<std::shared_ptr<const void>> owners = snapshot.series_owners;

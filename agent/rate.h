@@ -11,7 +11,13 @@
 // A byte rate above what its port can carry (the fastest speed the
 // snapshots ever gave for it: a netdev's `speed`, an RDMA port's `rate`,
 // with kLineRateSlack) is never true either: it yields no rate for that
-// interval and is counted (above_line_rate()).
+// interval and is counted (above_line_rate()). What the port could carry is
+// judged over the time since the counter last moved, not over the last
+// interval alone: a driver that refreshes its statistics less often than
+// they are read shows a counter that sits still for a read and then jumps
+// by two intervals' bytes, above the line rate over the last interval on a
+// busy port, within it over the two (the still interval's zero and the jump
+// together are the truth; refusing the jump alone would leave the zero).
 //
 //   RateCalculator rates;
 //   std::vector<SampleRate> r = rates.Update(snapshot);
@@ -77,6 +83,9 @@ class RateCalculator {
     const SeriesDesc* desc;  // kept alive by previous_owners_
     uint64_t raw;
     bool saturated;
+    // When `raw` was first read (monotonic): the counter has not moved
+    // since.
+    int64_t since_nanos;
   };
   using KeyView =
       std::tuple<Subsystem, absl::string_view, uint32_t, absl::string_view>;

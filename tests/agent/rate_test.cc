@@ -277,6 +277,44 @@ TEST(RateCalculatorTest, ByteRateAboveThePortsLineRateIsRefusedAndCounted) {
   EXPECT_EQ(rates.above_line_rate(), 3u);
 }
 
+// A driver that refreshes its statistics less often than they are read: the
+// counter sits still for a read, then jumps by two intervals' bytes. On a
+// port at 95% of its line rate the jump is 190% over its own interval, 95%
+// over the time since the counter last moved: it is kept, so the interval's
+// zero and the jump together give the port's true mean.
+TEST(RateCalculatorTest, AJumpAfterACounterSatStillIsJudgedSinceItLastMoved) {
+  RateCalculator rates;
+  auto phy = [](uint64_t bytes) {
+    return Bytes(Subsystem::kEthtool, "eth0", 0, "rx_bytes_phy", bytes);
+  };
+  uint64_t b = 0;
+  rates.Update(AtSpeed(1, 400, {phy(b)}));
+  auto r = rates.Update(AtSpeed(2, 400, {phy(b += 47'500'000'000)}));
+  EXPECT_THAT(r[0].per_second, Optional(47.5e9));
+  r = rates.Update(AtSpeed(3, 400, {phy(b)}));  // not refreshed
+  EXPECT_THAT(r[0].per_second, Optional(0.0));
+  r = rates.Update(AtSpeed(4, 400, {phy(b += 95'000'000'000)}));
+  EXPECT_THAT(r[0].per_second, Optional(95e9));
+  EXPECT_THAT(r[0].delta, Optional(95'000'000'000u));
+  EXPECT_EQ(rates.above_line_rate(), 0u);
+  // Still for two reads: three intervals' bytes at 100% of the line rate
+  // are possible, 120% over the three is not.
+  rates.Update(AtSpeed(5, 400, {phy(b)}));
+  rates.Update(AtSpeed(6, 400, {phy(b)}));
+  r = rates.Update(AtSpeed(7, 400, {phy(b += 150'000'000'000)}));
+  EXPECT_THAT(r[0].per_second, Optional(150e9));
+  rates.Update(AtSpeed(8, 400, {phy(b)}));
+  rates.Update(AtSpeed(9, 400, {phy(b)}));
+  r = rates.Update(AtSpeed(10, 400, {phy(b += 180'000'000'000)}));
+  EXPECT_EQ(r[0].per_second, std::nullopt);
+  EXPECT_EQ(rates.above_line_rate(), 1u);
+  // A counter that moves at every read is judged over its last interval:
+  // the refused value was the baseline, so it moved at the last read.
+  r = rates.Update(AtSpeed(11, 400, {phy(b += 60'000'000'000)}));
+  EXPECT_EQ(r[0].per_second, std::nullopt);
+  EXPECT_EQ(rates.above_line_rate(), 2u);
+}
+
 TEST(RateCalculatorTest, LineRateIsTheFastestSpeedSeenAndUnknownIsNoLimit) {
   RateCalculator rates;
   auto phy = [](uint64_t bytes) {

@@ -127,6 +127,8 @@ class StragglerBaselines {
   OfLayout Of(const LayoutModel& model) const;
 
   size_t size() const { return size_; }
+  // Whether any NIC of `job` has a baseline.
+  bool HasJob(absl::string_view job) const { return jobs_.contains(job); }
 
  private:
   struct Entry {

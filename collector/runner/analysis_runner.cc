@@ -115,7 +115,23 @@ AnalysisRunner::AnalysisRunner(const SeriesStore* series,
   }
 }
 
-AnalysisRunner::~AnalysisRunner() { Stop(); }
+// A read of the stored baselines retried off the analysis thread.
+struct AnalysisRunner::BaselinesRead {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;  // guarded by mu; the fields below are set before
+  absl::StatusOr<LoadedBaselines> loaded = absl::UnknownError("not read");
+  analysis::StragglerBaselines stored;
+};
+
+AnalysisRunner::~AnalysisRunner() {
+  Stop();
+  JoinBaselinesReader();
+}
+
+void AnalysisRunner::JoinBaselinesReader() {
+  if (baselines_reader_.joinable()) baselines_reader_.join();
+}
 
 void AnalysisRunner::Start() {
   thread_ = std::thread([this] {
@@ -184,7 +200,9 @@ void AnalysisRunner::Stop() {
   if (hysteresis_seeded_ && shards_ != nullptr) {
     SaveShardBaselines(clock_.Now(), /*all=*/true);
   }
-  FlushBaselines();
+  // The writes only: a read retried is not waited for (the destructor
+  // joins it, within its deadline).
+  baselines_writer_.Flush();
 }
 
 void AnalysisRunner::Persisted(const absl::Status& status) {
@@ -423,6 +441,8 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric,
     hysteresis_seeded_ = true;
     seeded_at_ = now;
     holding_unheard_ = false;
+  } else if (now < baselines_retry_until_ || baselines_reader_.joinable()) {
+    RetryBaselines(now, snapshot);
   }
   auto view =
       std::make_shared<const analysis::FabricView>(std::move(fabric.window));
@@ -677,15 +697,30 @@ void AnalysisRunner::LoadBaselines(absl::Time now,
   for (const auto& [job, entry] : snapshot.layouts) {
     layouts.push_back(&entry->model);
   }
+  baselines_tried_ = now;
+  baselines_retry_until_ = absl::InfinitePast();
+  // A read retried in an earlier term is of no use now (rare: the lease
+  // lost and won back within a minute).
+  JoinBaselinesReader();
+  {
+    std::lock_guard<std::mutex> lock(baselines_read_mu_);
+    baselines_read_.reset();
+  }
   absl::StatusOr<LoadedBaselines> loaded =
       LoadStragglerBaselines(&baselines_, now, options_.baselines_max_age,
                              layouts, &straggler_baselines_);
   if (!loaded.ok()) {
-    LogWarning(absl::StrCat("analysis: straggler baselines not loaded, ",
-                            "learning afresh: ", loaded.status().message()));
+    LogWarning(absl::StrCat(
+        "analysis: straggler baselines not loaded, learning afresh and "
+        "reading them again every ",
+        absl::FormatDuration(kBaselinesRetryEvery), " for ",
+        absl::FormatDuration(options_.baselines_every), ": ",
+        loaded.status().message()));
     // What is stored may still be good (NATS did not answer for a moment):
-    // replaced only once this collector learned for a whole period.
+    // replaced only once this collector learned for a whole period, and
+    // read again until then.
     baselines_written_ = now;
+    baselines_retry_until_ = now + options_.baselines_every;
     return;
   }
   if (!loaded->problem.empty()) {
@@ -698,6 +733,85 @@ void AnalysisRunner::LoadBaselines(absl::Time now,
                          " straggler baselines restored, ", loaded->dropped,
                          " of NICs no longer in a layout dropped"));
   }
+}
+
+void AnalysisRunner::RetryBaselines(
+    absl::Time now, std::shared_ptr<const RegistrySnapshot> snapshot) {
+  std::shared_ptr<BaselinesRead> read;
+  {
+    std::lock_guard<std::mutex> lock(baselines_read_mu_);
+    read = baselines_read_;
+  }
+  if (read != nullptr) {
+    {
+      std::lock_guard<std::mutex> lock(read->mu);
+      if (!read->done) return;
+    }
+    JoinBaselinesReader();
+    {
+      std::lock_guard<std::mutex> lock(baselines_read_mu_);
+      baselines_read_.reset();
+    }
+    const bool taken = TakeBaselinesRead(read.get());
+    // Read again at the next try, unless that is past the first write.
+    if (!taken && std::max(now, baselines_tried_ + kBaselinesRetryEvery) >=
+                      baselines_retry_until_) {
+      LogWarning(
+          absl::StrCat("analysis: straggler baselines still not loaded after ",
+                       absl::FormatDuration(options_.baselines_every),
+                       "; going on with what was learned since: ",
+                       read->loaded.status().message()));
+    }
+  }
+  if (now >= baselines_retry_until_ ||
+      now - baselines_tried_ < kBaselinesRetryEvery) {
+    return;
+  }
+  baselines_tried_ = now;
+  read = std::make_shared<BaselinesRead>();
+  {
+    std::lock_guard<std::mutex> lock(baselines_read_mu_);
+    baselines_read_ = read;
+  }
+  BaselinesStore* store = &baselines_;
+  const absl::Duration max_age = options_.baselines_max_age;
+  baselines_reader_ =
+      std::thread([read, store, now, max_age, snapshot = std::move(snapshot)] {
+        std::vector<const analysis::LayoutModel*> layouts;
+        for (const auto& [job, entry] : snapshot->layouts) {
+          layouts.push_back(&entry->model);
+        }
+        absl::StatusOr<LoadedBaselines> loaded =
+            LoadStragglerBaselines(store, now, max_age, layouts, &read->stored);
+        std::lock_guard<std::mutex> lock(read->mu);
+        read->loaded = std::move(loaded);
+        read->done = true;
+        read->cv.notify_all();
+      });
+}
+
+bool AnalysisRunner::TakeBaselinesRead(BaselinesRead* read) {
+  if (!read->loaded.ok()) return false;
+  baselines_retry_until_ = absl::InfinitePast();
+  const LoadedBaselines& loaded = *read->loaded;
+  if (!loaded.problem.empty()) {
+    LogWarning(absl::StrCat("analysis: ", loaded.problem));
+    return true;
+  }
+  // The stored history replaces the seconds learned since, job by job;
+  // the baselines the open stragglers were judged against stay theirs.
+  analysis::StragglerBaselines& stored = read->stored;
+  const size_t adopted = straggler_baselines_.Adopt(
+      [&stored](absl::string_view job) { return stored.HasJob(job); },
+      std::move(stored));
+  SeedStragglerBaselines(findings_->Active(), &straggler_baselines_);
+  if (adopted + loaded.dropped > 0) {
+    LogInfo(absl::StrCat("analysis: ", adopted,
+                         " straggler baselines restored on a later read, ",
+                         loaded.dropped,
+                         " of NICs no longer in a layout dropped"));
+  }
+  return true;
 }
 
 void AnalysisRunner::SaveBaselines(absl::Time now) {
@@ -715,7 +829,17 @@ void AnalysisRunner::SaveShardBaselines(absl::Time now, bool all) {
   shard_baselines_->Save(now, owned, sharded_->baselines(), all);
 }
 
-void AnalysisRunner::FlushBaselines() { baselines_writer_.Flush(); }
+void AnalysisRunner::FlushBaselines() {
+  baselines_writer_.Flush();
+  std::shared_ptr<BaselinesRead> read;
+  {
+    std::lock_guard<std::mutex> lock(baselines_read_mu_);
+    read = baselines_read_;
+  }
+  if (read == nullptr) return;
+  std::unique_lock<std::mutex> lock(read->mu);
+  read->cv.wait(lock, [&read] { return read->done; });
+}
 
 void AnalysisRunner::Publish(std::shared_ptr<const analysis::FabricView> view) {
   last_view_ = view;

@@ -137,8 +137,10 @@ class AnalysisRunner {
 
   // One full pass (all analyzers).
   void RunOnce();
-  // Waits until the straggler baselines a pass handed over are written
-  // (passes write them off the analysis thread; Stop() waits too).
+  // Waits until the straggler baselines a pass handed over are written,
+  // and a read of them a pass started again is done (passes write and
+  // retry reading them off the analysis thread; Stop() waits for the
+  // writes).
   void FlushBaselines();
   // The layout analyzers only; returns the active findings of `job` after
   // the pass (what ApplyLayout answers with). A pass in progress is waited
@@ -175,6 +177,9 @@ class AnalysisRunner {
   // first; a node that stays without rates longer (its counters never
   // read) is judged on what is seen.
   static constexpr absl::Duration kRatelessHold = absl::Seconds(30);
+  // How often a failed first read of the stored straggler baselines is
+  // tried again (LoadBaselines).
+  static constexpr absl::Duration kBaselinesRetryEvery = absl::Seconds(5);
 
   // Every node of the fabric the latest pass merged, with the collector it
   // came from: in a cluster, the other collectors' nodes too (their
@@ -227,8 +232,23 @@ class AnalysisRunner {
       bool whole_fabric, const TopologyViews& topology);
   void RunLayoutAnalyzers(absl::Time now);
   // Seams::baselines: the stored baselines into straggler_baselines_
-  // (before the first pass), and their writing.
+  // (before the first pass), and their writing. A read that failed (the
+  // store did not answer: NATS restarting) is tried again by
+  // RetryBaselines() every kBaselinesRetryEvery until the first write is
+  // due: what the passes learned meanwhile is seconds of history, the
+  // stored baselines up to kStragglerBaselinesMaxAge of it, without which a
+  // NIC already slow would be learned as normal. The retried reads run off
+  // the analysis thread (one that does not answer waits out its deadline,
+  // seconds a pass must not wait), and a later pass takes what one read.
   void LoadBaselines(absl::Time now, const RegistrySnapshot& snapshot);
+  void RetryBaselines(absl::Time now,
+                      std::shared_ptr<const RegistrySnapshot> snapshot);
+  // The retried read's thread, joined (after it finished).
+  void JoinBaselinesReader();
+  struct BaselinesRead;
+  // What a retried read that finished read, taken in; false when it could
+  // not read.
+  bool TakeBaselinesRead(BaselinesRead* read);
   void SaveBaselines(absl::Time now);
   // Sharded, the job shards owned at the last pass: their baselines handed
   // to the writer, those due (ShardBaselines::Save), every one when `all`.
@@ -361,6 +381,16 @@ class AnalysisRunner {
   absl::flat_hash_map<std::string, absl::Time> unheard_since_;
   // When the baselines were last written (Seams::baselines).
   absl::Time baselines_written_ = absl::InfinitePast();
+  // A failed first read of them is tried again until then
+  // (RetryBaselines), the last try at baselines_tried_.
+  absl::Time baselines_retry_until_ = absl::InfinitePast();
+  absl::Time baselines_tried_ = absl::InfinitePast();
+  // The read being retried: its thread and what it read (null while none
+  // runs). Only the analysis pass starts and takes one; FlushBaselines()
+  // waits for it from any thread (baselines_read_mu_).
+  std::mutex baselines_read_mu_;
+  std::shared_ptr<BaselinesRead> baselines_read_;  // baselines_read_mu_
+  std::thread baselines_reader_;
   // The last write held no baseline.
   bool wrote_no_baselines_ = false;
   uint64_t term_ = 0;  // the role's term of the last pass that analysed

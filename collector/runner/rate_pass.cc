@@ -15,9 +15,12 @@
 
 namespace fabricdiag::collector {
 
-void SeedRateState(const std::vector<v1::Finding>& active,
-                   analysis::Hysteresis* hysteresis,
-                   analysis::StragglerBaselines* baselines) {
+namespace {
+
+// The findings of `active` the rate analyzers own: neither liveness's
+// (agent_down, agent_missing) nor the layout analyzers' (tp_cross_node).
+std::vector<analysis::Finding> RateFindingsOf(
+    const std::vector<v1::Finding>& active) {
   std::vector<analysis::Finding> rate;
   for (const v1::Finding& f : active) {
     if (f.kind() == analysis::kAgentDownKind ||
@@ -27,8 +30,22 @@ void SeedRateState(const std::vector<v1::Finding>& active,
     }
     rate.push_back(analysis::FindingFromWire(f));
   }
+  return rate;
+}
+
+}  // namespace
+
+void SeedRateState(const std::vector<v1::Finding>& active,
+                   analysis::Hysteresis* hysteresis,
+                   analysis::StragglerBaselines* baselines) {
+  const std::vector<analysis::Finding> rate = RateFindingsOf(active);
   hysteresis->Seed(rate);
   baselines->Seed(rate);
+}
+
+void SeedStragglerBaselines(const std::vector<v1::Finding>& active,
+                            analysis::StragglerBaselines* baselines) {
+  baselines->Seed(RateFindingsOf(active));
 }
 
 RateFindings RunRatePass(analysis::AnalysisInput in,

@@ -59,6 +59,10 @@ RateFindings RunRatePass(analysis::AnalysisInput in,
 void SeedRateState(const std::vector<v1::Finding>& active,
                    analysis::Hysteresis* hysteresis,
                    analysis::StragglerBaselines* baselines);
+// Only the second half of SeedRateState: `baselines` take those the open
+// stragglers of `active` were judged against.
+void SeedStragglerBaselines(const std::vector<v1::Finding>& active,
+                            analysis::StragglerBaselines* baselines);
 
 // Every NIC's straggler_nic baseline, kept where the next process to
 // analyse reads it (collector/state/baselines_store.h: the state directory's

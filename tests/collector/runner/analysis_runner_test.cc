@@ -1762,6 +1762,105 @@ TEST_F(AnalysisRunnerBaselinesTest, AFailedReadPostponesTheFirstWrite) {
   EXPECT_EQ(store.writes(), 1);
 }
 
+// ... and reads them again every kBaselinesRetryEvery until then: once the
+// store answers, the stored history replaces what was learned meanwhile.
+// Where an open straggler was judged against a baseline of its own, that
+// one stays.
+TEST_F(AnalysisRunnerBaselinesTest, AFailedReadIsTriedAgainUntilTheFirstWrite) {
+  v1::Layout moe = MoeOnTwoNodes();
+  moe.add_rails("mlx5_0");
+  ASSERT_TRUE(registry_->Apply(moe).ok());
+  const std::shared_ptr<const RegistrySnapshot> layouts = registry_->Snapshot();
+  const analysis::LayoutModel& model = layouts->layouts.at("moe")->model;
+  ASSERT_GE(model.Hosts().size(), 2u);
+  ASSERT_FALSE(model.Nics().empty());
+  const std::string& host = model.Hosts()[0];
+  const std::string& slow_host = model.Hosts()[1];
+  const std::string& nic = model.Nics()[0];
+  auto straggler = [&](const std::string& on, double rate) {
+    analysis::Finding f;
+    f.kind = "straggler_nic";
+    f.job = "moe";
+    f.node = on;
+    f.device = nic;
+    f.group = "ep:0";
+    f.summary = "slow";
+    f.evidence = {{"own_baseline_bytes_per_second", rate},
+                  {"own_baseline_passes", 300}};
+    return f;
+  };
+  {
+    analysis::StragglerBaselines stored;
+    stored.Seed({straggler(host, 2e10), straggler(slow_host, 3e10)});
+    ASSERT_TRUE(store.Write(stored.Serialize(), clock.Now()).ok());
+  }
+  // The leader before opened a straggler on slow_host, judged against 4e10.
+  analysis::Finding open = straggler(slow_host, 4e10);
+  open.immediate = true;
+  ASSERT_TRUE(findings_->Update({open}, clock.Now(), "rate_analyzers").ok());
+  // What the runner last wrote of `on`'s NIC.
+  auto written_of = [&](const std::string& on) {
+    absl::StatusOr<std::optional<ObjectFile>> stored = store.Read();
+    analysis::StragglerBaselines back;
+    if (!stored.ok() || !stored->has_value() ||
+        !back.Restore((*stored)->payload, nullptr).ok()) {
+      return -1.0;
+    }
+    const analysis::StragglerBaselines::Baseline* b = back.Find("moe", on, nic);
+    return b == nullptr ? 0.0 : b->bytes_per_second;
+  };
+
+  role.term = 1;
+  store.FailReads(absl::UnavailableError("no answer"));
+  AnalysisRunner runner = Make();
+  Pass(runner);
+  EXPECT_EQ(store.reads(), 1);
+  clock.Advance(AnalysisRunner::kBaselinesRetryEvery - absl::Seconds(1));
+  Pass(runner);
+  EXPECT_EQ(store.reads(), 1) << "not before kBaselinesRetryEvery";
+  clock.Advance(absl::Seconds(1));
+  Pass(runner);
+  EXPECT_EQ(store.reads(), 2) << "read again";
+  store.FailReads(absl::OkStatus());
+  clock.Advance(AnalysisRunner::kBaselinesRetryEvery);
+  Pass(runner);
+  EXPECT_EQ(store.reads(), 3) << "and again, answered";
+  const int reads = store.reads();
+  EXPECT_EQ(store.writes(), 1) << "only the test's own";
+  clock.Advance(kStragglerBaselinesEvery -
+                2 * AnalysisRunner::kBaselinesRetryEvery);
+  Pass(runner);
+  EXPECT_EQ(store.reads(), reads) << "not read again once it answered";
+  EXPECT_EQ(store.writes(), 2) << "a period after the first read";
+  EXPECT_EQ(written_of(host), 2e10) << "the stored history, restored";
+  EXPECT_EQ(written_of(slow_host), 4e10)
+      << "the open straggler's own baseline stays";
+}
+
+// A store that never answers is read until the first write is due, and no
+// more.
+TEST_F(AnalysisRunnerBaselinesTest, AStoreThatNeverAnswersIsReadForAPeriod) {
+  role.term = 1;
+  store.FailReads(absl::UnavailableError("no answer"));
+  AnalysisRunner runner = Make();
+  Pass(runner);
+  for (absl::Duration t = absl::ZeroDuration(); t < kStragglerBaselinesEvery;
+       t += absl::Seconds(1)) {
+    clock.Advance(absl::Seconds(1));
+    Pass(runner);
+  }
+  const int reads = store.reads();
+  EXPECT_EQ(reads, 1 + (kStragglerBaselinesEvery -
+                        AnalysisRunner::kBaselinesRetryEvery) /
+                           AnalysisRunner::kBaselinesRetryEvery);
+  EXPECT_EQ(store.writes(), 1) << "written once a period passed";
+  for (int i = 0; i < 20; ++i) {
+    clock.Advance(absl::Seconds(1));
+    Pass(runner);
+  }
+  EXPECT_EQ(store.reads(), reads);
+}
+
 struct Opened {
   int pass = -1;  // -1: never opened
   double intervals_held = -1;

@@ -130,9 +130,11 @@ std::vector<SampleRate> RateCalculator::Update(const Snapshot& snapshot) {
                            (static_cast<double>(dt_nanos) * 1e-9);
           }
           // Over the time since the counter last moved (see the top of
-          // rate.h): at least the last interval.
-          const int64_t moved_nanos =
-              std::max(dt_nanos, snapshot.monotonic_nanos - prev->since_nanos);
+          // rate.h), at most kStatsRefreshMaxNanos: at least the last
+          // interval.
+          const int64_t moved_nanos = std::max(
+              dt_nanos, std::min(snapshot.monotonic_nanos - prev->since_nanos,
+                                 kStatsRefreshMaxNanos));
           if (r.per_second.has_value() && moved_nanos > 0 &&
               !Possible(d, static_cast<double>(*delta) * d.scale /
                                (static_cast<double>(moved_nanos) * 1e-9))) {

@@ -18,6 +18,9 @@
 // by two intervals' bytes, above the line rate over the last interval on a
 // busy port, within it over the two (the still interval's zero and the jump
 // together are the truth; refusing the jump alone would leave the zero).
+// The time since the counter last moved counts for at most
+// kStatsRefreshMax: a port idle for an hour that jumps by more than its line
+// rate carries in one interval is still refused.
 //
 //   RateCalculator rates;
 //   std::vector<SampleRate> r = rates.Update(snapshot);
@@ -73,6 +76,11 @@ class RateCalculator {
   // saturated link sit just below it, and a read delayed by the scheduler
   // makes one interval look a little shorter than the counters' own.
   static constexpr double kLineRateSlack = 1.1;
+  // The longest a driver is believed to keep its statistics between two
+  // refreshes (drivers that cache them refresh every 1-2 s): a jump after a
+  // counter sat still is judged over at most this long (or the interval,
+  // when longer).
+  static constexpr int64_t kStatsRefreshMaxNanos = 2'000'000'000;
 
  private:
   // The previous snapshot's counters, in its order. Sources emit series in

@@ -297,20 +297,19 @@ TEST(RateCalculatorTest, AJumpAfterACounterSatStillIsJudgedSinceItLastMoved) {
   EXPECT_THAT(r[0].per_second, Optional(95e9));
   EXPECT_THAT(r[0].delta, Optional(95'000'000'000u));
   EXPECT_EQ(rates.above_line_rate(), 0u);
-  // Still for two reads: three intervals' bytes at 100% of the line rate
-  // are possible, 120% over the three is not.
-  rates.Update(AtSpeed(5, 400, {phy(b)}));
-  rates.Update(AtSpeed(6, 400, {phy(b)}));
-  r = rates.Update(AtSpeed(7, 400, {phy(b += 150'000'000'000)}));
-  EXPECT_THAT(r[0].per_second, Optional(150e9));
-  rates.Update(AtSpeed(8, 400, {phy(b)}));
-  rates.Update(AtSpeed(9, 400, {phy(b)}));
-  r = rates.Update(AtSpeed(10, 400, {phy(b += 180'000'000'000)}));
+  // Still for five reads (an idle port): the stillness counts for at most
+  // kStatsRefreshMaxNanos (2 s), so 100 GB in one interval (50 GB/s over
+  // 2 s) is possible, 120 GB is not, however long the port was idle.
+  for (int64_t t = 5; t <= 9; ++t) rates.Update(AtSpeed(t, 400, {phy(b)}));
+  r = rates.Update(AtSpeed(10, 400, {phy(b += 100'000'000'000)}));
+  EXPECT_THAT(r[0].per_second, Optional(100e9));
+  for (int64_t t = 11; t <= 15; ++t) rates.Update(AtSpeed(t, 400, {phy(b)}));
+  r = rates.Update(AtSpeed(16, 400, {phy(b += 120'000'000'000)}));
   EXPECT_EQ(r[0].per_second, std::nullopt);
   EXPECT_EQ(rates.above_line_rate(), 1u);
   // A counter that moves at every read is judged over its last interval:
   // the refused value was the baseline, so it moved at the last read.
-  r = rates.Update(AtSpeed(11, 400, {phy(b += 60'000'000'000)}));
+  r = rates.Update(AtSpeed(17, 400, {phy(b += 60'000'000'000)}));
   EXPECT_EQ(r[0].per_second, std::nullopt);
   EXPECT_EQ(rates.above_line_rate(), 2u);
 }

@@ -282,6 +282,16 @@ class FabricView {
   const PortView* FindIn(NodePorts node, absl::string_view name) const;
   // Every port of `node`, sorted by device; empty when unknown.
   absl::Span<const PortView> PortsOf(absl::string_view node) const;
+  // The number of nodes with a port in the view, and each of them with
+  // its ports (for FindIn()), in no particular order: a walk over a view's
+  // nodes without comparing each port's node name with the one before.
+  size_t node_count() const { return nodes_.size(); }
+  template <typename F>  // void(absl::string_view node, NodePorts ports)
+  void ForEachNode(F&& f) const {
+    for (const auto& [node, range] : nodes_) {
+      f(absl::string_view(node), NodePorts{range.first, range.second});
+    }
+  }
 
  private:
   // Gives ports_ and runs_ to the kept storage; leaves them empty.

@@ -163,6 +163,17 @@ class LayoutModel {
   absl::Span<const uint32_t> RanksOnNic(uint32_t host, uint32_t nic) const;
   absl::Span<const uint32_t> RanksOnNic(absl::string_view host,
                                         absl::string_view nic) const;
+  // The (host, NIC) pairs that ranks run on, numbered 0..HostNicCount() by
+  // host, then NIC ascending: host h's are [HostNicsBegin(h),
+  // HostNicsBegin(h + 1)), and pair i is on NIC HostNicAt(i). A table kept
+  // per pair (analysis/nic_ports.h) is indexed by these numbers.
+  uint32_t HostNicCount() const {
+    return static_cast<uint32_t>(nic_ranges_.size());
+  }
+  uint32_t HostNicsBegin(uint32_t host) const {
+    return nic_range_offsets_[host];
+  }
+  uint32_t HostNicAt(uint32_t i) const { return nic_ranges_[i].nic; }
 
   // Distinct (host, NIC) pairs of a group's members, in member order.
   // Computed once by Build: analysis passes ask for every group every pass.

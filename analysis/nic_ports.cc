@@ -4,9 +4,24 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "analysis/analyzer.h"
 
 namespace fabricdiag::analysis {
+
+namespace {
+
+// The ports of host `host`'s NICs in `table`, from the view's `node`.
+void Resolve(const FabricView& view, const LayoutModel& model, uint32_t host,
+             FabricView::NodePorts node, NicPortTable* table) {
+  if (node.begin == node.end) return;
+  const uint32_t end = model.HostNicsBegin(host + 1);
+  for (uint32_t i = model.HostNicsBegin(host); i < end; ++i) {
+    table->ports[i] = view.FindIn(node, model.Nics()[model.HostNicAt(i)]);
+  }
+}
+
+}  // namespace
 
 const PortView* LayoutPorts::At(uint32_t host, uint32_t nic) const {
   if (host >= model_->Hosts().size() || nic >= model_->Nics().size()) {
@@ -15,41 +30,51 @@ const PortView* LayoutPorts::At(uint32_t host, uint32_t nic) const {
   if (table_ == nullptr) {
     return view_->Find(model_->Hosts()[host], model_->Nics()[nic]);
   }
-  for (uint32_t i = table_->host_begin[host]; i < table_->host_begin[host + 1];
-       ++i) {
-    if (table_->entries[i].nic == nic) return table_->entries[i].port;
+  const uint32_t end = model_->HostNicsBegin(host + 1);
+  for (uint32_t i = model_->HostNicsBegin(host); i < end; ++i) {
+    if (model_->HostNicAt(i) == nic) return table_->ports[i];
   }
   return nullptr;
 }
 
 NicPorts::NicPorts(const FabricView& view,
-                   absl::Span<const LayoutModel* const> layouts)
+                   absl::Span<const LayoutModel* const> layouts,
+                   const LayoutsByHost* by_host)
     : view_(&view) {
-  std::vector<uint32_t> nics;  // of one host
+  size_t hosts = 0;
   for (const LayoutModel* model : layouts) {
     if (model == nullptr) continue;
     auto [it, fresh] = tables_.try_emplace(model);
     if (!fresh) continue;
-    NicPortTable& table = it->second;
-    const absl::Span<const std::string> hosts = model->Hosts();
-    table.host_begin.reserve(hosts.size() + 1);
-    for (uint32_t h = 0; h < hosts.size(); ++h) {
-      table.host_begin.push_back(static_cast<uint32_t>(table.entries.size()));
-      nics.clear();
-      for (uint32_t rank : model->RanksOnHost(h)) {
-        if (model->Rank(rank).nic != kNoNic) {
-          nics.push_back(model->Rank(rank).nic);
-        }
-      }
-      std::sort(nics.begin(), nics.end());
-      nics.erase(std::unique(nics.begin(), nics.end()), nics.end());
-      if (nics.empty()) continue;
-      const FabricView::NodePorts node = view.PortsOfNode(hosts[h]);
-      for (uint32_t n : nics) {
-        table.entries.push_back({n, view.FindIn(node, model->Nics()[n])});
-      }
+    it->second.ports.assign(model->HostNicCount(), nullptr);
+    hosts += model->Hosts().size();
+  }
+  // The layouts resolved from the view's nodes; the others host by host.
+  absl::flat_hash_set<const LayoutModel*> from_nodes;
+  if (by_host != nullptr && hosts > view.node_count()) {
+    const absl::Span<const LayoutModel* const> indexed = by_host->layouts();
+    std::vector<NicPortTable*> table_of(indexed.size(), nullptr);
+    for (size_t k = 0; k < indexed.size(); ++k) {
+      auto it = tables_.find(indexed[k]);
+      if (it == tables_.end()) continue;
+      table_of[k] = &it->second;
+      from_nodes.insert(indexed[k]);
     }
-    table.host_begin.push_back(static_cast<uint32_t>(table.entries.size()));
+    view.ForEachNode([&](absl::string_view node, FabricView::NodePorts ports) {
+      for (const LayoutsByHost::HostIn& in : by_host->LayoutsOf(node)) {
+        if (table_of[in.layout] == nullptr) continue;
+        Resolve(view, *indexed[in.layout], in.host, ports, table_of[in.layout]);
+      }
+    });
+  }
+  for (auto& [model, table] : tables_) {
+    if (from_nodes.contains(model)) continue;
+    const absl::Span<const std::string> names = model->Hosts();
+    for (uint32_t h = 0; h < names.size(); ++h) {
+      // A host none of whose ranks names a NIC is not looked up.
+      if (model->HostNicsBegin(h) == model->HostNicsBegin(h + 1)) continue;
+      Resolve(view, *model, h, view.PortsOfNode(names[h]), &table);
+    }
   }
 }
 
@@ -100,19 +125,16 @@ std::vector<const LayoutModel*> LayoutsByHost::ReportingIn(
     const FabricView& view) const {
   std::vector<bool> reporting(layouts_.size(), false);
   size_t count = 0;
-  const absl::Span<const PortView> ports = view.ports();
-  for (size_t i = 0; i < ports.size(); ++i) {
-    // A node's ports are together: each node is asked about once.
-    if (i > 0 && ports[i].node == ports[i - 1].node) continue;
-    auto it = by_host_.find(ports[i].node);
-    if (it == by_host_.end()) continue;
+  view.ForEachNode([&](absl::string_view node, FabricView::NodePorts) {
+    auto it = by_host_.find(node);
+    if (it == by_host_.end()) return;
     for (const HostIn& in : it->second) {
       if (!reporting[in.layout]) {
         reporting[in.layout] = true;
         ++count;
       }
     }
-  }
+  });
   std::vector<const LayoutModel*> out;
   out.reserve(count);
   for (size_t k = 0; k < layouts_.size(); ++k) {

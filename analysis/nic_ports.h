@@ -30,17 +30,12 @@ namespace fabricdiag::analysis {
 
 struct AnalysisInput;  // analysis/analyzer.h
 
-// One layout's (host, NIC) pairs that hold ranks, and their ports: per
-// host, its NICs ascending (a layout may name a NIC per rank: hosts x NIC
-// names can be 10^9 while the pairs number the ranks at most).
+// One layout's (host, NIC) pairs that hold ranks, and their ports, by the
+// pairs' numbers (LayoutModel::HostNicAt(): a layout may name a NIC per
+// rank: hosts x NIC names can be 10^9 while the pairs number the ranks at
+// most).
 struct NicPortTable {
-  struct Entry {
-    uint32_t nic = 0;
-    const PortView* port = nullptr;  // null: not in the view
-  };
-  // Host h's entries: [host_begin[h], host_begin[h + 1]).
-  std::vector<uint32_t> host_begin;
-  std::vector<Entry> entries;
+  std::vector<const PortView*> ports;  // null: not in the view
 };
 
 // One layout's NICs in one view.
@@ -62,10 +57,17 @@ class LayoutPorts {
   const NicPortTable* table_;  // null: ask the view (a layout not resolved)
 };
 
+class LayoutsByHost;
+
 class NicPorts {
  public:
-  NicPorts(const FabricView& view,
-           absl::Span<const LayoutModel* const> layouts);
+  // Each host of `layouts` is looked up in the view; or, given
+  // `by_host` (which must index every one of `layouts`) and layouts that
+  // list more hosts than the view has nodes, each node of the view among
+  // their hosts: a switch shard's view holds a few hundred nodes of jobs
+  // that list thousands.
+  NicPorts(const FabricView& view, absl::Span<const LayoutModel* const> layouts,
+           const LayoutsByHost* by_host = nullptr);
   NicPorts(const NicPorts&) = delete;
   NicPorts& operator=(const NicPorts&) = delete;
 

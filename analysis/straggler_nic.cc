@@ -88,6 +88,8 @@ GroupWindow CompareGroup(const FabricView& view, const StragglerNicConfig& cfg,
                          const LayoutPorts& ports,
                          absl::Span<const NicRef> nics) {
   GroupWindow g;
+  // Each vector allocated once per group, not grown member by member.
+  g.members.reserve(nics.size());
   for (const NicRef& ref : nics) {
     if (ref.nic == kNoNic) continue;
     const PortView* port = ports.At(ref.host, ref.nic);
@@ -108,6 +110,8 @@ GroupWindow CompareGroup(const FabricView& view, const StragglerNicConfig& cfg,
   }
   std::vector<double> throughput;
   std::vector<double> rates;
+  throughput.reserve(g.members.size());
+  rates.reserve(g.members.size());
   for (const Member& m : g.members) {
     throughput.push_back(m.throughput);
     const double rate = KnownRate(m.port->s.link_rate);
@@ -152,6 +156,7 @@ double GroupLevel(const GroupWindow& g,
                   const StragglerBaselines::OfLayout* baselines,
                   const StragglerNicConfig& cfg) {
   std::vector<double> usual;
+  usual.reserve(g.members.size());
   for (const Member& m : g.members) {
     if (const StragglerBaselines::Baseline* b = BaselineOf(baselines, cfg, m)) {
       usual.push_back(b->bytes_per_second);

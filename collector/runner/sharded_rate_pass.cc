@@ -156,9 +156,10 @@ ShardedRatePass::Output ShardedRatePass::Run(const Input& in,
   // baselines updated with the job shards' windows as one pass (a job is in
   // one shard only), then every shard's newest samples.
   std::vector<analysis::AnalysisInput> judged;
-  // The job shards' windows' NICs, resolved once for their part and for
-  // the baselines' update (each would resolve them again).
-  std::deque<analysis::NicPorts> window_nics;
+  // Each view's NICs, resolved once for its part (each analyzer would
+  // resolve them again) and, for the job shards' windows, the baselines'
+  // update; a switch shard's from its nodes, few of its jobs' hosts.
+  std::deque<analysis::NicPorts> nics;
   for (int k = 0; k < 2; ++k) {
     for (size_t i = 0; i < in.shards.size(); ++i) {
       const OwnedShard& s = in.shards[i];
@@ -174,8 +175,8 @@ ShardedRatePass::Output ShardedRatePass::Run(const Input& in,
       part.layouts = jobs
                          ? analysis::LayoutsReportingIn(*view, shard_layouts[i])
                          : by_host.ReportingIn(*view);
+      part.nic_ports = &nics.emplace_back(*view, part.layouts, &by_host);
       if (jobs && k == 0) {
-        part.nic_ports = &window_nics.emplace_back(*view, part.layouts);
         // Its jobs' TP groups that cross nodes, measured for whoever
         // raises tp_cross_node (the lease holder, without these NICs).
         for (const analysis::LayoutModel* m : part.layouts) {

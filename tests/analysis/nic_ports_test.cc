@@ -74,6 +74,43 @@ TEST(NicPortsTest, EveryLayoutNicIsThePortFindGives) {
   EXPECT_EQ(table.At(0, kNoNic), nullptr);
 }
 
+// Given the layouts' hosts indexed, a view of fewer nodes than the layouts
+// list hosts (a switch shard's) is resolved from its nodes: the same ports.
+// A layout the index lacks is resolved host by host.
+TEST(NicPortsTest, AViewOfFewNodesIsResolvedFromItsNodes) {
+  const LayoutModel a = FourHosts("job-a", 0);     // gpu-000..003
+  const LayoutModel b = FourHosts("job-b", 2);     // gpu-002..005
+  const LayoutModel late = FourHosts("job-c", 1);  // gpu-001..004
+  const LayoutsByHost index({&a, &b});
+  FabricView few;  // 3 nodes; the layouts list 12 hosts
+  for (const char* device : {"mlx5_0", "mlx5_3"}) {
+    few.AddPort("gpu-003", device).s.rx_bytes = 3;
+    few.AddPort("gpu-004", device).s.rx_bytes = 4;
+  }
+  few.AddPort("leaf-1", "Ethernet0");
+  few.Finish();
+  const FabricView six = SixHosts(1000);
+  for (const FabricView* view : std::vector<const FabricView*>{&few, &six}) {
+    const NicPorts ports(*view, {&a, &late, &b}, &index);
+    for (const LayoutModel* model : {&a, &b, &late}) {
+      const LayoutPorts table = ports.Of(*model);
+      for (uint32_t h = 0; h < model->Hosts().size(); ++h) {
+        for (uint32_t n = 0; n < model->Nics().size(); ++n) {
+          SCOPED_TRACE(absl::StrCat(view->node_count(), " nodes: ",
+                                    model->Hosts()[h], "/", model->Nics()[n]));
+          EXPECT_EQ(table.At(h, n),
+                    view->Find(model->Hosts()[h], model->Nics()[n]));
+        }
+      }
+    }
+  }
+  const NicPorts ports(few, {&a, &b}, &index);
+  ASSERT_NE(ports.Of(b).At(1, 3), nullptr);  // gpu-003 mlx5_3
+  EXPECT_EQ(ports.Of(b).At(1, 3)->s.rx_bytes, 3);
+  EXPECT_EQ(ports.Of(b).At(1, 1), nullptr);  // not in the view
+  EXPECT_EQ(ports.Of(a).At(0, 0), nullptr);  // gpu-000 is not either
+}
+
 TEST(NicPortsTest, ALayoutNotResolvedAsksTheView) {
   const LayoutModel a = FourHosts("job-a", 0);
   const LayoutModel late = FourHosts("job-late", 2);

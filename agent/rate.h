@@ -19,8 +19,8 @@
 // busy port, within it over the two (the still interval's zero and the jump
 // together are the truth; refusing the jump alone would leave the zero).
 // The time since the counter last moved counts for at most
-// kStatsRefreshMax: a port idle for an hour that jumps by more than its line
-// rate carries in one interval is still refused.
+// kStatsRefreshMaxNanos: a port idle for an hour that jumps by more than
+// its line rate carries in one interval is still refused.
 //
 //   RateCalculator rates;
 //   std::vector<SampleRate> r = rates.Update(snapshot);

@@ -293,7 +293,19 @@ void AnalysisRunner::RunLiveness(absl::Time now,
     }
   }
   if (!down_unlisted.empty()) {
-    for (const analysis::NodeLiveness& n : nodes) down_unlisted.erase(n.node);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      auto it = down_unlisted.find(nodes[i].node);
+      if (it == down_unlisted.end()) continue;
+      down_unlisted.erase(it);
+      // A node found down whose collector's features stopped arriving is
+      // judged as of now, not as of its last report: what it does there is
+      // unknown, and the finding holds as the others of unobserved nodes
+      // do (QuietNodes). Judged as of its last report it would resolve
+      // when that report came after the stalled collector's last news (a
+      // new leader taking over a finding whose resolve never landed), and
+      // open again under a new id once that collector is gone.
+      if (facts[i].unobserved) nodes[i].observed_until = absl::InfiniteFuture();
+    }
     for (const v1::Finding& f : active) {
       auto it = down_unlisted.find(f.node());
       if (it == down_unlisted.end() || it->second != &f) continue;

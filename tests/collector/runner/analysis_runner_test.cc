@@ -855,6 +855,45 @@ TEST_F(AnalysisRunnerClusterTest, AnUnobservedNodeIsNotFoundDown) {
   EXPECT_EQ(findings_->Active()[0].id(), id);
 }
 
+// A node found down whose collector's features stop is judged as of now,
+// not as of its last report: a new leader that took over the finding while
+// the resolve of the one before never landed (the agent came back, and went
+// again) holds it under its id while that collector is unobserved, and
+// resolves it only when the node is seen reporting.
+TEST_F(AnalysisRunnerClusterTest, AnUnobservedNodesOpenAgentDownHolds) {
+  role.term = 7;
+  runner_->RunOnce();
+  ASSERT_THAT(findings_->Active(), ::testing::SizeIs(1));
+  const std::string id = findings_->Active()[0].id();
+
+  // Its last report came after the stalled collector's last news.
+  exchange.remote_report = clock.Now();
+  clock.Advance(absl::Seconds(30));
+  exchange.unobserved = true;
+  exchange.observed_until = exchange.remote_report;
+  runner_->RunOnce();
+  ASSERT_THAT(findings_->Active(), ::testing::SizeIs(1));
+  EXPECT_EQ(findings_->Active()[0].id(), id);
+  EXPECT_THAT(findings_->Active()[0].summary(),
+              ::testing::HasSubstr("has not reported for 30 s"));
+
+  // That collector's features arrive without a new report: still down.
+  exchange.unobserved = false;
+  exchange.observed_until = absl::InfiniteFuture();
+  clock.Advance(absl::Seconds(1));
+  runner_->RunOnce();
+  ASSERT_THAT(findings_->Active(), ::testing::SizeIs(1));
+  EXPECT_EQ(findings_->Active()[0].id(), id);
+
+  // Seen reporting, even while unobserved: resolved.
+  exchange.remote_report = clock.Now();
+  exchange.unobserved = true;
+  exchange.observed_until = exchange.remote_report;
+  clock.Advance(absl::Seconds(1));
+  runner_->RunOnce();
+  EXPECT_THAT(findings_->Active(), ::testing::IsEmpty());
+}
+
 // The declared topology of AgentMissing* tests: gpu-1 on leaf-0, gpu-2 on
 // leaf-0 and leaf-1.
 v1::Topology TwoHostsDeclared() {

@@ -389,8 +389,12 @@ std::vector<analysis::ExpectedHost> AnalysisRunner::UnheardHosts(
   absl::flat_hash_map<std::string, absl::Time> since;
   for (const analysis::ExpectedHost& host : inventory_) {
     // A forgotten host is decommissioned: expected again once it reports.
-    next_reported = std::lower_bound(next_reported, reported.end(),
-                                     absl::string_view(host.node));
+    // (Stepped, not searched: both lists hold most of the same names, and a
+    // binary search per host cost 17 comparisons of them at 1M GPUs.)
+    while (next_reported != reported.end() &&
+           *next_reported < absl::string_view(host.node)) {
+      ++next_reported;
+    }
     const bool heard_of = next_reported != reported.end() &&
                           *next_reported == absl::string_view(host.node);
     if (heard_of ||

@@ -1040,7 +1040,7 @@ class BenchShards final : public collector::AnalysisShards {
     std::vector<const v1::ShardChunk*> of;
     auto it = chunks_.find(shard);
     if (it != chunks_.end()) {
-      for (const v1::ShardChunk& c : it->second) of.push_back(&c);
+      for (const auto& c : it->second) of.push_back(c.get());
     }
     std::vector<size_t> damaged;
     cluster::AssembleShardViews(of, &local, own_ports, &views->window,
@@ -1062,10 +1062,11 @@ class BenchShards final : public collector::AnalysisShards {
   void Received(absl::Span<const std::string> chunks, int collectors) {
     for (auto& [shard, held] : chunks_) held.clear();
     for (const std::string& data : chunks) {
-      v1::ShardChunk chunk;
-      if (!chunk.ParseFromString(data)) std::abort();
-      std::string shard = chunk.shard();
-      chunks_[std::move(shard)].push_back(std::move(chunk));
+      // As ShardExchange does on receipt.
+      std::shared_ptr<const v1::ShardChunk> chunk =
+          cluster::ParseShardChunk(data);
+      if (chunk == nullptr) std::abort();
+      chunks_[chunk->shard()].push_back(std::move(chunk));
     }
     heard_.clear();
     if (news_.empty()) return;
@@ -1085,7 +1086,9 @@ class BenchShards final : public collector::AnalysisShards {
   std::vector<Owned> owned_;
   cluster::ShardChunkWriter writer_;
   std::string buffer_;
-  std::map<std::string, std::vector<v1::ShardChunk>, std::less<>> chunks_;
+  std::map<std::string, std::vector<std::shared_ptr<const v1::ShardChunk>>,
+           std::less<>>
+      chunks_;
   std::string news_;
   std::vector<analysis::PartNews> heard_;
 };

@@ -99,11 +99,10 @@ void ShardExchange::OnChunk(natsConnection* /*nc*/, natsSubscription* /*sub*/,
 }
 
 void ShardExchange::Take(absl::string_view data, absl::Time now) {
-  auto chunk = std::make_shared<v1::ShardChunk>();
-  if (!chunk->ParseFromArray(data.data(), static_cast<int>(data.size())) ||
-      chunk->collector_id().empty() || chunk->collector_id() == id_ ||
-      chunk->chunks() == 0 || chunk->chunks() > kMaxChunks ||
-      chunk->chunk() >= chunk->chunks()) {
+  std::shared_ptr<const v1::ShardChunk> chunk = ParseShardChunk(data);
+  if (chunk == nullptr || chunk->collector_id().empty() ||
+      chunk->collector_id() == id_ || chunk->chunks() == 0 ||
+      chunk->chunks() > kMaxChunks || chunk->chunk() >= chunk->chunks()) {
     refused_chunks_.fetch_add(1, std::memory_order_relaxed);
     return;
   }

@@ -5,11 +5,14 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/numeric/bits.h"
 #include "analysis/signal_slots.h"
 #include "counters/meanings.h"
+#include "google/protobuf/arena.h"
 
 namespace fabricdiag::cluster {
 namespace {
@@ -565,6 +568,24 @@ std::vector<absl::Span<const v1::ShardChunk>> ShardChunkWriter::WriteTargets(
     written.push_back(absl::MakeConstSpan(w.pool->data(), w.used));
   }
   return written;
+}
+
+std::shared_ptr<const v1::ShardChunk> ParseShardChunk(absl::string_view data) {
+  // Its first block holds about what the message does on the wire, its
+  // later ones twice each before them (and no more than 1 MiB).
+  constexpr size_t kMinBlock = 4096;
+  constexpr size_t kMaxBlock = size_t{1} << 20;
+  google::protobuf::ArenaOptions options;
+  options.start_block_size = std::clamp(data.size(), kMinBlock, kMaxBlock);
+  options.max_block_size = kMaxBlock;
+  auto arena = std::make_shared<google::protobuf::Arena>(options);
+  auto* chunk =
+      google::protobuf::Arena::CreateMessage<v1::ShardChunk>(arena.get());
+  if (!chunk->ParseFromArray(data.data(), static_cast<int>(data.size()))) {
+    return nullptr;
+  }
+  // The aliasing constructor: the message's life is its arena's.
+  return std::shared_ptr<const v1::ShardChunk>(arena, chunk);
 }
 
 bool AddShardChunk(const v1::ShardChunk& chunk, analysis::FabricView* window,

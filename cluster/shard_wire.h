@@ -24,6 +24,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/strings/string_view.h"
@@ -109,6 +110,12 @@ class ShardChunkWriter {
   std::vector<uint32_t> first_;
   std::vector<uint32_t> of_port_;
 };
+
+// `data` parsed as a v1::ShardChunk on an arena of its own, which the
+// pointer keeps: a chunk's hundreds of node and device names are carved
+// from a few blocks, not allocated one by one, and freed with them when
+// the last holder lets go. Null when `data` is not a ShardChunk.
+std::shared_ptr<const v1::ShardChunk> ParseShardChunk(absl::string_view data);
 
 // Appends `chunk`'s ports to `window` and, those it has in its recent view,
 // to `recent` (may be null), each view's as one run (FabricView::

@@ -9,6 +9,7 @@
 #include <functional>
 #include <iostream>
 #include <limits>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -289,6 +290,45 @@ TEST(ShardWireTest, ChunksHoldWholeNodesAndReassemble) {
               std::tie(w.node, w.device, w.netdev));
     EXPECT_EQ(p.s.tx_bytes, w.s.tx_bytes);
   }
+}
+
+// A chunk parsed on its own arena is the chunk sent, byte for byte, and
+// lives on its pointer alone (the message bytes gone); what is not a
+// ShardChunk is null.
+TEST(ShardWireTest, AParsedChunkIsTheOneSentAndOutlivesItsBytes) {
+  const Cluster cluster = MustBuild(64);
+  const collector::FeatureSlice slice = SliceOf(cluster, {});
+  const std::vector<uint32_t> ports =
+      PortsFor(slice.window, ShardKind::kSwitches);
+  const std::vector<v1::ShardChunk> sent =
+      Encode(slice, ports, ShardKind::kSwitches, 8 << 10);
+  ASSERT_GT(sent.size(), 4u);
+  std::vector<std::shared_ptr<const v1::ShardChunk>> got;
+  for (const v1::ShardChunk& c : sent) {
+    auto bytes = std::make_unique<std::string>(c.SerializeAsString());
+    got.push_back(ParseShardChunk(*bytes));
+    ASSERT_NE(got.back(), nullptr);
+    ASSERT_NE(got.back()->GetArena(), nullptr) << "on its own arena";
+    bytes.reset();
+  }
+  for (size_t i = 0; i < sent.size(); ++i) {
+    EXPECT_EQ(got[i]->SerializeAsString(), sent[i].SerializeAsString()) << i;
+  }
+  std::vector<const v1::ShardChunk*> chunks;
+  chunks.reserve(got.size());
+  for (const auto& c : got) chunks.push_back(c.get());
+  FabricView w, r;
+  std::vector<size_t> damaged;
+  AssembleShardViews(chunks, nullptr, {}, &w, &r, &damaged);
+  EXPECT_THAT(damaged, ::testing::IsEmpty());
+  EXPECT_EQ(w.ports().size(), Decode(sent).window.ports().size());
+
+  EXPECT_EQ(ParseShardChunk("\xff\xff\xff"), nullptr);
+  const std::string cut = sent[0].SerializeAsString().substr(0, 100);
+  EXPECT_EQ(ParseShardChunk(cut), nullptr);
+  // Empty bytes are an empty message, as protobuf reads them.
+  ASSERT_NE(ParseShardChunk(""), nullptr);
+  EXPECT_EQ(ParseShardChunk("")->chunks(), 0u);
 }
 
 // Every chunk of each shard written in one sweep is, byte for byte, the

@@ -84,11 +84,17 @@ bool TopologyKeeper::Refresh() {
 void TopologyKeeper::Start(absl::Duration poll) {
   Refresh();
   thread_ = std::thread([this, poll] {
-    const auto wait = std::chrono::nanoseconds(absl::ToInt64Nanoseconds(poll));
+    absl::Duration wait = poll;
     std::unique_lock<std::mutex> lock(thread_mu_);
-    while (!cv_.wait_for(lock, wait, [this] { return stopping_; })) {
+    while (!cv_.wait_for(
+        lock, std::chrono::nanoseconds(absl::ToInt64Nanoseconds(wait)),
+        [this] { return stopping_; })) {
       lock.unlock();
-      Refresh();
+      wait = poll;
+      if (Refresh()) {
+        wait = std::max(poll,
+                        kDrawingPace * absl::Seconds(Latest().rebuild_seconds));
+      }
       lock.lock();
     }
   });

@@ -1,5 +1,6 @@
 #include "collector/topology/topology_keeper.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -35,6 +36,8 @@ class FakeBuilder final : public TopologyBuilder {
       building.Notify();
       hold->WaitForNotification();
     }
+    // A drawing that takes `takes` on the keeper's clock.
+    if (clock != nullptr) clock->Advance(takes);
     ++builds;
     BuiltTopology out;
     if (declared != nullptr) out.effective = *declared;
@@ -53,6 +56,8 @@ class FakeBuilder final : public TopologyBuilder {
   mutable std::atomic<int> builds{0};
   absl::Notification* hold = nullptr;
   mutable absl::Notification building;
+  FakeClock* clock = nullptr;
+  absl::Duration takes;
 };
 
 v1::NodeFacts Facts(const std::string& node) {
@@ -187,6 +192,36 @@ TEST_F(TopologyKeeperTest, StartedItFollowsTheFacts) {
   EXPECT_THAT(Hosts(*keeper.Current()->discovered), ElementsAre("gpu-1"));
   keeper.Stop();
   keeper.Stop();  // twice is fine
+}
+
+// While facts keep moving, a drawing that takes 100 ms is followed by 300
+// ms without one (kDrawingPace), not by another at the next poll; the last
+// facts are drawn all the same.
+TEST_F(TopologyKeeperTest, DrawingsArePacedByWhatTheyTake) {
+  builder_.clock = &clock_;
+  builder_.takes = absl::Milliseconds(100);
+  TopologyKeeper keeper(&facts_, registry_.get(), &builder_, &clock_);
+  const int before = builder_.builds.load();
+  keeper.Start(absl::Milliseconds(5));
+  const auto start = std::chrono::steady_clock::now();
+  int n = 0;
+  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(1)) {
+    ASSERT_TRUE(facts_.Put(Facts("gpu-" + std::to_string(n++))).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  // At most one drawing per 300 ms after the first: 5 in a second (the
+  // polls alone would have drawn ~150 times).
+  const int drawn = builder_.builds.load() - before;
+  EXPECT_LE(drawn, 8) << n << " facts put";
+  EXPECT_GE(drawn, 2);
+  const std::string last = "gpu-" + std::to_string(n - 1);
+  for (int i = 0; i < 400; ++i) {
+    const std::vector<std::string> hosts = Hosts(*keeper.Current()->discovered);
+    if (std::find(hosts.begin(), hosts.end(), last) != hosts.end()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_THAT(Hosts(*keeper.Current()->discovered), ::testing::Contains(last));
+  keeper.Stop();
 }
 
 TEST_F(TopologyKeeperTest, MetricsCountTheDiscoveredFabric) {

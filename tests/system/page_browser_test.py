@@ -21,8 +21,11 @@ finding, the test:
     leaves, the job's groups; and, opened with the filter "node=gpu-002" in
     its #fragment, no row of the hot expert; the hot expert's "ack" button
     is refused with the read token, and with the admin token (signed in
-    again) "ack" and "silence" mark its row; "log out" forgets the token and
-    brings the form back;
+    again) "ack" and "silence" mark its row; the notes that the heatmap and
+    the job's rates are this collector's agents only, hidden here, show in
+    a tab whose fabric and job answers say so (scope "collector", as a
+    collector of a sharded cluster gives them; rewritten in the page's
+    fetch()); "log out" forgets the token and brings the form back;
   - saves screenshots of the page next to the test's log
     (page_browser_test-*.png in the working directory).
 
@@ -428,6 +431,7 @@ def check_page(port, work, failures):
             print(f"screenshot: {os.path.abspath(name)}")
 
         check_marks(browser, tab, failures)
+        check_scope_notes(browser, url, failures)
 
         # Log out: the token is forgotten and the form is back.
         browser.js(tab, "document.getElementById('logout').click()")
@@ -438,6 +442,74 @@ def check_page(port, work, failures):
                is None, "the token is still stored after log out")
     finally:
         browser.close()
+
+
+# Loaded before the page's own script: the fabric's and the job's answers
+# as a collector of a sharded cluster gives them (scope "collector": its
+# own agents' ports only), everything else as the collector gave it.
+AS_A_SHARDED_COLLECTOR = """
+(() => {
+  const real = window.fetch;
+  window.rescoped = 0;
+  window.fetch = async (url, options) => {
+    const r = await real(url, options);
+    const path = String(url);
+    if (r.status !== 200 || !(path.startsWith('/api/v1/fabric') ||
+                              path.startsWith('/api/v1/jobs/'))) {
+      return r;
+    }
+    const body = await r.json();
+    body.scope = 'collector';
+    window.rescoped++;
+    return new Response(JSON.stringify(body),
+                        {status: r.status, statusText: r.statusText,
+                         headers: r.headers});
+  };
+})();
+"""
+
+
+def check_scope_notes(browser, url, failures):
+    """The notes that say the heatmap and the job's rates are this
+    collector's agents only, hidden on a lone collector (check_dom), shown
+    when the API says so (scope "collector", as a collector of a sharded
+    cluster answers), with the heatmap and the job still drawn."""
+    def expect(cond, what):
+        if not cond:
+            failures.append("page: " + what)
+
+    target = browser.call("Target.createTarget", url="about:blank")
+    tab = browser.call("Target.attachToTarget", targetId=target["targetId"],
+                       flatten=True)["sessionId"]
+    browser.call("Page.enable", tab)
+    browser.call("Page.addScriptToEvaluateOnNewDocument", tab,
+                 source=AS_A_SHARDED_COLLECTOR)
+    browser.call("Page.navigate", tab, url=url)
+    try:
+        browser.wait(tab, _shown("fabric-scope") + " && " +
+                     _shown("job-scope") + " && " + _text("status") +
+                     " == 'live'", "the scope notes are not shown")
+    except AssertionError as e:
+        state = browser.js(tab, "JSON.stringify({rescoped: window.rescoped, "
+                           "status: " + _text("status") + ", fabric: " +
+                           _shown("fabric-scope") + ", job: " +
+                           _shown("job-scope") + "})")
+        failures.append(f"{e}: {state}")
+        return
+    dom = Dom()
+    dom.feed(browser.js(tab, "document.documentElement.outerHTML"))
+    expect("agents only" in dom.by_id("fabric-scope")[2],
+           f"fabric scope note {dom.by_id('fabric-scope')[2]!r}")
+    expect("agents only" in dom.by_id("job-scope")[2],
+           f"job scope note {dom.by_id('job-scope')[2]!r}")
+    expect(browser.js(tab, "window.rescoped") >= 2,
+           "the answers were not rescoped")
+    cells = dom.find("td", data_node=HOT[0], data_rail=HOT[1])
+    expect(len(cells) == 1 and
+           "hot" in cells[0][1].get("class", "").split(),
+           "no hot cell beside the scope note")
+    expect(JOB in dom.by_id("job-summary")[2],
+           "no job summary beside the scope note")
 
 
 HOT_ROW = "document.querySelector('tr.active[data-kind=\"hot_expert_incast\"]')"

@@ -20,6 +20,9 @@
 //   diff`) and the cabling_mismatch analyzer (run twice in every analysis
 //   pass) with a declared topology equal to the discovered one but for
 //   1,000 NICs declared on another port.
+// BM_NodeFactsSnapshotAfterAWrite: one node's facts written, then a
+//   snapshot of every node's (as a pass, a drawing or a scrape takes one
+//   while the facts move).
 // Target: DiscoverTopology < 1 s. Figures in bench/RESULTS.md.
 //
 //   taskset -c 1 build/bench/fabricdiag_topology_bench
@@ -28,6 +31,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -35,6 +39,7 @@
 #include "analysis/cabling_mismatch.h"
 #include "analysis/lldp_topology.h"
 #include "analysis/topology_index.h"
+#include "collector/declared/node_facts_memory.h"
 #include "tests/testing/lldp_fabric.h"
 #include "tests/testing/proc_stat.h"
 
@@ -165,6 +170,35 @@ void BM_CablingMismatchCompared(benchmark::State& state) {
 BENCHMARK(BM_CablingMismatchCompared)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(5);
+
+// BM_NodeFactsSnapshotAfterAWrite: the collector's node facts (every node
+// of the fabric, its LLDP neighbors) while they move: one node's facts
+// written, then a snapshot taken (what each analysis pass, each drawing
+// and each /metrics scrape asks for). While thousands of agents connect,
+// the facts move between any two snapshots.
+void BM_NodeFactsSnapshotAfterAWrite(benchmark::State& state) {
+  collector::MemoryNodeFacts store;
+  const std::vector<const v1::NodeFacts*> facts = Fabric().fabric.Facts();
+  for (const v1::NodeFacts* f : facts) {
+    if (!store.Put(*f).ok()) std::abort();
+  }
+  v1::NodeFacts moving = *facts[0];
+  uint32_t gpu = 0;
+  size_t nodes = 0;
+  for (auto _ : state) {
+    moving.clear_gpu_nics();
+    moving.set_gpus_read(true);
+    v1::GpuNic* pair = moving.add_gpu_nics();
+    pair->set_gpu(gpu++ % 8);
+    pair->set_device("mlx5_0");
+    if (!store.Put(moving).ok()) std::abort();
+    nodes = store.Snapshot()->size();
+  }
+  state.counters["nodes"] = static_cast<double>(nodes);
+}
+BENCHMARK(BM_NodeFactsSnapshotAfterAWrite)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(20);
 
 }  // namespace
 }  // namespace fabricdiag

@@ -14,9 +14,9 @@ std::vector<const v1::GpuNic*> PairingsOf(const NodeFactsMap& facts,
                                           uint32_t gpus_per_node) {
   std::vector<const v1::GpuNic*> by_gpu;
   auto it = facts.find(host);
-  if (it == facts.end() || !it->second.gpus_read()) return by_gpu;
+  if (it == facts.end() || !it->second->gpus_read()) return by_gpu;
   by_gpu.assign(gpus_per_node, nullptr);
-  for (const v1::GpuNic& pair : it->second.gpu_nics()) {
+  for (const v1::GpuNic& pair : it->second->gpu_nics()) {
     if (pair.gpu() < gpus_per_node && IsValidDeviceName(pair.device())) {
       by_gpu[pair.gpu()] = &pair;
     }

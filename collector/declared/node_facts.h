@@ -30,8 +30,13 @@
 
 namespace fabricdiag::collector {
 
-// node name -> what it last reported.
-using NodeFactsMap = absl::flat_hash_map<std::string, v1::NodeFacts>;
+// node name -> what it last reported. Each node's facts are shared by the
+// snapshots that hold them, never changed: a write replaces the node's
+// pointer, so a snapshot costs a pointer per node, not a copy of every
+// node's neighbors and pairings (while thousands of agents connect, the
+// facts move between any two snapshots).
+using NodeFactsMap =
+    absl::flat_hash_map<std::string, std::shared_ptr<const v1::NodeFacts>>;
 
 class NodeFactsStore {
  public:

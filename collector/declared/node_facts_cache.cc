@@ -123,7 +123,7 @@ absl::StatusOr<NodeFactsCache::Merged> NodeFactsCache::Merge(
   if (!clean.ok()) return clean.status();
   absl::MutexLock lock(&mu_);
   auto it = held_.find(clean->node());
-  const v1::NodeFacts* held = it == held_.end() ? nullptr : &it->second;
+  const v1::NodeFacts* held = it == held_.end() ? nullptr : it->second.get();
   Merged out;
   out.facts = MergeNodeFacts(held, *std::move(clean));
   out.changed = held == nullptr || !SameNodeFacts(*held, out.facts);
@@ -134,12 +134,11 @@ absl::StatusOr<bool> NodeFactsCache::Apply(const v1::NodeFacts& facts) {
   absl::StatusOr<v1::NodeFacts> clean = SanitizeNodeFacts(facts);
   if (!clean.ok()) return clean.status();
   absl::MutexLock lock(&mu_);
-  v1::NodeFacts& held = held_[clean->node()];
-  const bool fresh = held.node().empty();
-  v1::NodeFacts merged =
-      MergeNodeFacts(fresh ? nullptr : &held, *std::move(clean));
-  if (!fresh && SameNodeFacts(held, merged)) return false;
-  held = std::move(merged);
+  std::shared_ptr<const v1::NodeFacts>& held = held_[clean->node()];
+  v1::NodeFacts merged = MergeNodeFacts(held.get(), *std::move(clean));
+  if (held != nullptr && SameNodeFacts(*held, merged)) return false;
+  // A new object: the snapshots that hold the old one keep it as it was.
+  held = std::make_shared<const v1::NodeFacts>(std::move(merged));
   ++generation_;
   return true;
 }

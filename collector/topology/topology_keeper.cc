@@ -28,7 +28,7 @@ std::shared_ptr<const TopologyViews> TopologyKeeper::Build(
   // order the map holds them in (every collector of a cluster draws it).
   std::vector<const v1::NodeFacts*> sorted;
   sorted.reserve(facts.size());
-  for (const auto& [node, f] : facts) sorted.push_back(&f);
+  for (const auto& [node, f] : facts) sorted.push_back(f.get());
   std::sort(sorted.begin(), sorted.end(),
             [](const v1::NodeFacts* a, const v1::NodeFacts* b) {
               return a->node() < b->node();

@@ -120,8 +120,8 @@ v1::NodeFacts HostFacts(const std::string& node, int leaf_port = 1) {
 
 std::string PortOf(const NodeFactsMap& all, const std::string& node) {
   auto it = all.find(node);
-  if (it == all.end() || it->second.lldp_neighbors_size() == 0) return "";
-  return it->second.lldp_neighbors(0).port_id();
+  if (it == all.end() || it->second->lldp_neighbors_size() == 0) return "";
+  return it->second->lldp_neighbors(0).port_id();
 }
 
 std::string NodesOf(const NodeFactsStore& store) {
@@ -189,7 +189,7 @@ TEST_F(JetStreamNodeFactsTest, AWriteThroughOneIsSeenByAnother) {
   ASSERT_TRUE(
       testing::Eventually([&] { return Holds(*c, "gpu-1.rack2", "swp1"); }));
   EXPECT_GT(c->Generation(), before);
-  EXPECT_EQ(c->Snapshot()->at("gpu-1.rack2").gpu_nics_size(), 8);
+  EXPECT_EQ(c->Snapshot()->at("gpu-1.rack2")->gpu_nics_size(), 8);
 
   // The node's agent moves to C and reports an unread PCI tree: C merges
   // with what A wrote, and A sees C's write.
@@ -199,7 +199,7 @@ TEST_F(JetStreamNodeFactsTest, AWriteThroughOneIsSeenByAnother) {
   ASSERT_TRUE(c->Put(moved).ok());
   ASSERT_TRUE(
       testing::Eventually([&] { return Holds(*a, "gpu-1.rack2", "swp9"); }));
-  EXPECT_EQ(a->Snapshot()->at("gpu-1.rack2").gpu_nics_size(), 8);
+  EXPECT_EQ(a->Snapshot()->at("gpu-1.rack2")->gpu_nics_size(), 8);
   EXPECT_EQ(a->writes(), 1u);
   EXPECT_TRUE(testing::Eventually([&] { return c->writes() == 1; }));
 
@@ -242,7 +242,7 @@ TEST_F(JetStreamNodeFactsTest, ADeleteThroughOneIsAppliedByEveryOther) {
   ASSERT_TRUE(a->Put(back).ok());
   ASSERT_TRUE(
       testing::Eventually([&] { return Holds(*c, "gpu-1.rack2", "swp9"); }));
-  EXPECT_EQ(c->Snapshot()->at("gpu-1.rack2").gpu_nics_size(), 0);
+  EXPECT_EQ(c->Snapshot()->at("gpu-1.rack2")->gpu_nics_size(), 0);
 
   // Deleted and reported again before the writer sent the delete: the
   // delete still goes first, so no collector merges the new facts with
@@ -254,15 +254,15 @@ TEST_F(JetStreamNodeFactsTest, ADeleteThroughOneIsAppliedByEveryOther) {
   ASSERT_TRUE(a->Put(again).ok());
   ASSERT_TRUE(
       testing::Eventually([&] { return Holds(*c, "gpu-002", "swp4"); }));
-  EXPECT_EQ(c->Snapshot()->at("gpu-002").gpu_nics_size(), 0);
-  EXPECT_EQ(a->Snapshot()->at("gpu-002").gpu_nics_size(), 0);
+  EXPECT_EQ(c->Snapshot()->at("gpu-002")->gpu_nics_size(), 0);
+  EXPECT_EQ(a->Snapshot()->at("gpu-002")->gpu_nics_size(), 0);
 
   // A collector that starts later replays the deletes too.
   auto nats_b = Connect();
   ASSERT_NE(nats_b, nullptr);
   auto b = Open(nats_b.get());
   ASSERT_NE(b, nullptr);
-  EXPECT_EQ(b->Snapshot()->at("gpu-1.rack2").gpu_nics_size(), 0);
+  EXPECT_EQ(b->Snapshot()->at("gpu-1.rack2")->gpu_nics_size(), 0);
   EXPECT_EQ(b->Snapshot()->size(), 2u);
   EXPECT_EQ(a->stats().writes_failed + c->stats().writes_failed, 0u);
 }

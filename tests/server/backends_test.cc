@@ -382,7 +382,7 @@ TEST_P(ClusterBackendsTest, NodeFactsReachEveryCollectorOfACluster) {
   ASSERT_NE(a, nullptr);
   ASSERT_EQ(a->node_facts().Snapshot()->count("gpu-001"), 1u);
   EXPECT_EQ(
-      a->node_facts().Snapshot()->at("gpu-001").lldp_neighbors(0).port_id(),
+      a->node_facts().Snapshot()->at("gpu-001")->lldp_neighbors(0).port_id(),
       "swp1");
   (*b)->BeginStop(absl::Seconds(1));
   (*b)->Leave();

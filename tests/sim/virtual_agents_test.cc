@@ -288,13 +288,15 @@ TEST(VirtualAgentsTest, InventoriesCarryNeighborsUnlessLldpIsOff) {
   auto neighbors = [&](const std::string& node) {
     std::shared_ptr<const collector::NodeFactsMap> all = facts.Snapshot();
     auto it = all->find(node);
-    return it == all->end() ? -1 : it->second.lldp_neighbors_size();
+    return it == all->end() ? -1 : it->second->lldp_neighbors_size();
   };
   // The facts are recorded in the order the inventories came in: once the
   // second run's are there, the first run's are too.
   ASSERT_TRUE(::fabricdiag::testing::Eventually(
       [&] { return neighbors("lldp-00003") == opts.nics; }));
-  const v1::NodeFacts& three = facts.Snapshot()->at("lldp-00003");
+  const std::shared_ptr<const v1::NodeFacts> held =
+      facts.Snapshot()->at("lldp-00003");
+  const v1::NodeFacts& three = *held;
   // Agent 3 is the last of leaf 0's four, with 2 NICs: swp7 and swp8.
   EXPECT_EQ(three.lldp_neighbors(0).system_name(), "lldp-leaf-00000");
   EXPECT_EQ(three.lldp_neighbors(1).port_id(), "swp8");

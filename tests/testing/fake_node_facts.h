@@ -21,7 +21,7 @@ class FakeNodeFacts final : public collector::NodeFactsStore {
   absl::Status Put(const v1::NodeFacts& facts) override {
     std::lock_guard<std::mutex> lock(mu_);
     auto next = std::make_shared<collector::NodeFactsMap>(*map_);
-    (*next)[facts.node()] = facts;
+    (*next)[facts.node()] = std::make_shared<const v1::NodeFacts>(facts);
     map_ = std::move(next);
     ++generation_;
     return absl::OkStatus();

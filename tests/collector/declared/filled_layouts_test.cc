@@ -62,7 +62,10 @@ analysis::LayoutModel Model(const v1::Layout& layout) {
 
 NodeFactsMap Facts(std::vector<v1::NodeFacts> nodes) {
   NodeFactsMap map;
-  for (v1::NodeFacts& n : nodes) map[n.node()] = std::move(n);
+  for (v1::NodeFacts& n : nodes) {
+    std::string name = n.node();
+    map[std::move(name)] = std::make_shared<const v1::NodeFacts>(std::move(n));
+  }
   return map;
 }
 

@@ -840,7 +840,7 @@ TEST_F(IngestSessionTest, InventoryRecordsTheNodesFacts) {
   EXPECT_FALSE(s.Handle(InventoryWithFacts("swp1")).reject.has_value());
   std::shared_ptr<const NodeFactsMap> all = facts_.Snapshot();
   ASSERT_EQ(all->count("gpu-001"), 1u);
-  const v1::NodeFacts& f = all->at("gpu-001");
+  const v1::NodeFacts& f = *all->at("gpu-001");
   EXPECT_EQ(f.node(), "gpu-001");
   EXPECT_FALSE(f.is_switch());
   EXPECT_EQ(f.reported_unix_nanos(), absl::ToUnixNanos(clock_.Now()));
@@ -860,7 +860,7 @@ TEST_F(IngestSessionTest, InventoryRecordsTheNodesFacts) {
   EXPECT_EQ(facts_.Generation(), generation);
   EXPECT_FALSE(s.Handle(InventoryWithFacts("swp7")).reject.has_value());
   EXPECT_GT(facts_.Generation(), generation);
-  EXPECT_EQ(facts_.Snapshot()->at("gpu-001").lldp_neighbors(0).port_id(),
+  EXPECT_EQ(facts_.Snapshot()->at("gpu-001")->lldp_neighbors(0).port_id(),
             "swp7");
 }
 
@@ -873,7 +873,9 @@ TEST_F(IngestSessionTest, AnInventoryWithoutLldpOrGpusKeepsWhatWasKnown) {
   unread.mutable_inventory()->set_gpus_read(false);
   unread.mutable_inventory()->clear_gpu_nics();
   EXPECT_FALSE(s.Handle(unread).reject.has_value());
-  const v1::NodeFacts& f = facts_.Snapshot()->at("gpu-001");
+  const std::shared_ptr<const v1::NodeFacts> held =
+      facts_.Snapshot()->at("gpu-001");
+  const v1::NodeFacts& f = *held;
   EXPECT_EQ(f.lldp_source(), "lldpd");
   ASSERT_EQ(f.lldp_neighbors_size(), 1);
   EXPECT_EQ(f.lldp_neighbors(0).port_id(), "swp1");
@@ -901,9 +903,9 @@ TEST_F(IngestSessionTest, ASwitchIsOneTheTopologyListsOrTheBridgeSends) {
   ASSERT_TRUE(b.Handle(bridge).ack.has_value());
   EXPECT_FALSE(b.Handle(InventoryWithFacts("Ethernet0")).reject.has_value());
   std::shared_ptr<const NodeFactsMap> all = facts_.Snapshot();
-  EXPECT_TRUE(all->at("leaf-0").is_switch());
-  EXPECT_FALSE(all->at("gpu-001").is_switch());
-  EXPECT_TRUE(all->at("spine-0").is_switch());
+  EXPECT_TRUE(all->at("leaf-0")->is_switch());
+  EXPECT_FALSE(all->at("gpu-001")->is_switch());
+  EXPECT_TRUE(all->at("spine-0")->is_switch());
 }
 
 }  // namespace

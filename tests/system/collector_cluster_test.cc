@@ -1382,8 +1382,9 @@ TEST_F(ClusterStoryTest, FindingsSurviveTheBusiestCollectorAndARestart) {
 // collectors: the hot expert (a job shard's finding) and the flapping link
 // (the port part of the node's collector) open with one id on every
 // collector, and keep it when the collector most agents stream to is
-// killed: its shards go to the survivors, its agents too, and nothing
-// resolves or opens again.
+// killed (its shards go to the survivors, its agents too) and when it
+// comes back (the survivors hand it its shards): nothing resolves or opens
+// again.
 TEST_F(ClusterStoryTest, ShardedCollectorsKeepTheirFindingsThroughAKill) {
   const std::string w = dir_.path();
   WriteInputs(absl::Seconds(4));
@@ -1558,6 +1559,8 @@ TEST_F(ClusterStoryTest, ShardedCollectorsKeepTheirFindingsThroughAKill) {
       },
       absl::Seconds(10), absl::Milliseconds(250)))
       << absl::StrJoin(owned, " ");
+  // Rendezvous hashing over the same three members deals the same shards.
+  const std::vector<double> dealt = owned;
   for (const Collector& each : c) {
     EXPECT_GT(metric(each, "fabricdiag_cluster_analysis_news_received_total"),
               0)
@@ -1608,7 +1611,46 @@ TEST_F(ClusterStoryTest, ShardedCollectorsKeepTheirFindingsThroughAKill) {
           << c[i].name << ": " << Cli(c[i], {"findings", "--all"}).out;
     }
   }
-  // Neither resolved nor opened twice on any survivor.
+
+  // It comes back under its name (on new ports: its agents stay where they
+  // are): once every member has seen it live for 4 s, the survivors hand it
+  // the shards it is the first choice for, writing what they hold of each
+  // before they let go, and it picks their findings up under their ids.
+  const auto handovers = [&] {
+    double n = 0;
+    for (size_t i : survivors) {
+      n += metric(c[i], "fabricdiag_cluster_analysis_shard_handovers_total");
+    }
+    return n;
+  };
+  const double handed_before = handovers();
+  c[busiest] = Start(c[busiest].name, nats_.urls(), 0, 0, flags);
+  ASSERT_GT(c[busiest].grpc, 0);
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        return (owned = owned_by({0, 1, 2})) == dealt;
+      },
+      absl::Seconds(30), absl::Milliseconds(250)))
+      << absl::StrJoin(owned, " ") << " against " << absl::StrJoin(dealt, " ");
+  // Every one of its shards handed over by the survivor that held it, none
+  // taken after a lapsed lease.
+  const double handed = handovers() - handed_before;
+  EXPECT_EQ(handed, dealt[busiest]);
+  std::cout << c[busiest].name << " back: shards owned "
+            << absl::StrJoin(owned, " ") << ", " << handed
+            << " of them handed over to it\n";
+  absl::SleepFor(absl::Seconds(5));  // some passes of the new owners
+  for (const Collector& each : c) {
+    for (const Fault& f : faults) {
+      EXPECT_TRUE(testing::Eventually(
+          [&] { return ActiveId(each, f.kind, f.node, f.device) == f.id; },
+          absl::Seconds(10), absl::Milliseconds(250)))
+          << each.name << " " << f.kind << ": "
+          << Cli(each, {"findings", "--all"}).out;
+    }
+  }
+  // Neither resolved nor opened twice on any survivor, through the kill
+  // and the hand-over.
   for (size_t i : survivors) {
     for (const Fault& f : faults) {
       int opened = 0;
@@ -1632,9 +1674,9 @@ TEST_F(ClusterStoryTest, ShardedCollectorsKeepTheirFindingsThroughAKill) {
     }
   }
   for (auto& agent : agents) agent->Signal(SIGTERM);
-  for (size_t i : survivors) c[i].process->Signal(SIGTERM);
-  for (size_t i : survivors) {
-    EXPECT_TRUE(c[i].process->Wait(absl::Seconds(20)).has_value());
+  for (const Collector& each : c) each.process->Signal(SIGTERM);
+  for (const Collector& each : c) {
+    EXPECT_TRUE(each.process->Wait(absl::Seconds(20)).has_value());
   }
 }
 

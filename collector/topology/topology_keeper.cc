@@ -84,16 +84,20 @@ bool TopologyKeeper::Refresh() {
 void TopologyKeeper::Start(absl::Duration poll) {
   Refresh();
   thread_ = std::thread([this, poll] {
-    absl::Duration wait = poll;
+    const auto wait = std::chrono::nanoseconds(absl::ToInt64Nanoseconds(poll));
+    // Facts that move before this are drawn then; a declared topology that
+    // changed is drawn at once (`topology diff` waits for that drawing).
+    auto paced_until = std::chrono::steady_clock::now();
     std::unique_lock<std::mutex> lock(thread_mu_);
-    while (!cv_.wait_for(
-        lock, std::chrono::nanoseconds(absl::ToInt64Nanoseconds(wait)),
-        [this] { return stopping_; })) {
+    while (!cv_.wait_for(lock, wait, [this] { return stopping_; })) {
       lock.unlock();
-      wait = poll;
-      if (Refresh()) {
-        wait = std::max(poll,
-                        kDrawingPace * absl::Seconds(Latest().rebuild_seconds));
+      if ((std::chrono::steady_clock::now() >= paced_until ||
+           registry_->Snapshot()->topology != built_declared_) &&
+          Refresh()) {
+        paced_until =
+            std::chrono::steady_clock::now() +
+            std::chrono::nanoseconds(absl::ToInt64Nanoseconds(
+                kDrawingPace * absl::Seconds(Latest().rebuild_seconds)));
       }
       lock.lock();
     }

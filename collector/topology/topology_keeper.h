@@ -45,12 +45,12 @@ class TopologyKeeper final : public TopologySource {
   bool Refresh();
 
   // Calls Refresh() every `poll` on a background thread (two atomic reads
-  // when nothing moved) until Stop(). After a drawing it waits
-  // kDrawingPace times as long as the drawing took before the next
-  // Refresh(), when that is longer than `poll`: while facts keep arriving
-  // (thousands of agents connecting at once) drawings of a large fabric
-  // would otherwise follow each other back to back, taking a core from
-  // the ingest they wait on.
+  // when nothing moved) until Stop(). After a drawing, facts that moved
+  // are drawn only once kDrawingPace times as long as the drawing took has
+  // passed: while facts keep arriving (thousands of agents connecting at
+  // once) drawings of a large fabric would otherwise follow each other
+  // back to back, taking a core from the ingest they wait on. A change of
+  // the declared topology is drawn at the next poll all the same.
   void Start(absl::Duration poll);
   static constexpr int kDrawingPace = 3;
   void Stop();

@@ -221,6 +221,27 @@ TEST_F(TopologyKeeperTest, DrawingsArePacedByWhatTheyTake) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   EXPECT_THAT(Hosts(*keeper.Current()->discovered), ::testing::Contains(last));
+
+  // A declared topology is drawn at the next poll, not after the pace: a
+  // drawing of 10 s would hold facts back for 30 s.
+  builder_.takes = absl::Seconds(10);
+  ASSERT_TRUE(facts_.Put(Facts("gpu-late")).ok());
+  for (int i = 0; i < 400; ++i) {
+    const std::vector<std::string> hosts = Hosts(*keeper.Current()->discovered);
+    if (std::find(hosts.begin(), hosts.end(), "gpu-late") != hosts.end()) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_THAT(Hosts(*keeper.Current()->discovered),
+              ::testing::Contains("gpu-late"));
+  ASSERT_TRUE(registry_->ApplyTopology(Declared("swp1")).ok());
+  const uint64_t version = registry_->Snapshot()->topology_version;
+  for (int i = 0; i < 400 && keeper.Current()->declared_version != version;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(keeper.Current()->declared_version, version);
   keeper.Stop();
 }
 

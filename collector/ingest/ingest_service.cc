@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "collector/ingest/inbound_message.h"
 #include "common/bearer_token.h"
 
 namespace fabricdiag::collector {
@@ -115,7 +116,7 @@ class StreamCall {
   }
 
   void StartRead() {
-    Start([&] { stream_.Read(&in_, &read_); });
+    Start([&] { stream_.Read(in_.get(), &read_); });
   }
 
   void OnRead(bool ok) {
@@ -125,7 +126,8 @@ class StreamCall {
       MaybeFinish();
       return;
     }
-    IngestSession::Reply reply = session_.Handle(in_);
+    IngestSession::Reply reply = session_.Handle(*in_.get());
+    in_.Handled();
     if (reply.reject.has_value() || reply.handoff.has_value()) {
       // No further reads: the stream ends with the Reject or Handoff.
       if (reply.reject.has_value()) {
@@ -226,7 +228,7 @@ class StreamCall {
   int ops_ = 0;  // operations started and not yet completed
 
   IngestSession session_;
-  v1::AgentMessage in_;
+  InboundMessage in_;
   v1::CollectorMessage out_;  // stable until the write completes
   bool writing_ = false;
   bool reads_done_ = false;

@@ -30,12 +30,14 @@
 //    (/proc/PID/stat) against the lone one's, the agents streaming to it
 //    (reports stored per interval), the streams it handed off, and its
 //    fabricdiag_cluster_features_published_bytes (one analysis interval, 1 s
-//    by default) per 1,000 nodes.
+//    by default) per 1,000 nodes. With --split_analysis_shards the three
+//    shard their analysis (--analysis_shards): each prints the shards it
+//    owns and the shard chunks it sent and received per interval instead.
 //
 //   build/bench/fabricdiag-cluster-bench [--nodes=3000] [--passes=60]
 //       [--interval=1s] [--layouts=20] [--layout_hosts=512]
-//       [--split_agents=8500] [--split_duration=60s] [--collector_cpus=1]
-//       [--sim_cpus=0]
+//       [--split_agents=8500] [--split_duration=60s]
+//       [--split_analysis_shards] [--collector_cpus=1] [--sim_cpus=0]
 //
 // Exit status 0 when it ran (figures printed), 2 on errors. Needs
 // /usr/sbin/nats-server (scripts/install-deps.sh).
@@ -97,6 +99,9 @@ ABSL_FLAG(int, split_agents, 8500,
           "skips it");
 ABSL_FLAG(absl::Duration, split_duration, absl::Seconds(60),
           "how long the agents stream in each half of the CPU split");
+ABSL_FLAG(bool, split_analysis_shards, false,
+          "the cluster's collectors of the CPU split shard their analysis "
+          "(--analysis_shards); the lone collector does not");
 ABSL_FLAG(std::string, collector_cpus, "1",
           "CPUs the collectors of the CPU split are pinned to (taskset -c)");
 ABSL_FLAG(std::string, sim_cpus, "0",
@@ -460,6 +465,9 @@ Collector StartPinned(const std::string& name, const std::string& nats,
   if (!nats.empty()) {
     argv.push_back("--nats=" + nats);
     argv.push_back("--collector_id=" + name);
+    if (absl::GetFlag(FLAGS_split_analysis_shards)) {
+      argv.push_back("--analysis_shards");
+    }
   }
   Collector c;
   c.process = std::make_unique<testing::Subprocess>(argv);
@@ -560,9 +568,11 @@ int CpuSplit(const testing::NatsCluster& nats, const std::string& dir) {
     c.push_back(StartPinned(name, nats.urls(), dir));
     if (c.back().grpc == 0) return 2;
   }
+  const bool sharded = absl::GetFlag(FLAGS_split_analysis_shards);
   std::printf(
-      "3 collectors of a cluster, each agent at the collector its node "
-      "picks:\n");
+      "3 collectors of a cluster%s, each agent at the collector its node "
+      "picks:\n",
+      sharded ? " sharding their analysis" : "");
   const std::vector<double> used = StreamAndMeasure(c, agents);
   if (used.empty()) return 2;
   // The simulator's agents report once a second.
@@ -579,11 +589,25 @@ int CpuSplit(const testing::NatsCluster& nats, const std::string& dir) {
         MetricValue(c[k], "fabricdiag_ingest_handed_off_streams_total");
     std::printf(
         "  %s%s: ~%.0f agents (reports stored per interval), %.0f streams "
-        "handed off, %.1f CPU seconds (%.2f of the lone collector's); "
-        "feature stream %.2f MB per interval, %.2f MB/s per 1,000 nodes\n",
+        "handed off, %.1f CPU seconds (%.2f of the lone collector's); ",
         kNames[k], leader == 1 ? " (analysis leader)" : "", streaming, handed,
-        used[k], used[k] / alone, bytes / 1e6,
-        streaming > 0 ? bytes / 1e6 / (streaming / 1000.0) : 0.0);
+        used[k], used[k] / alone);
+    if (sharded) {
+      std::printf(
+          "%.0f analysis shards owned, shard chunks per interval %.1f sent "
+          "and %.1f received\n",
+          MetricValue(c[k], "fabricdiag_cluster_analysis_shards_owned"),
+          MetricValue(c[k], "fabricdiag_cluster_shard_chunks_published_total") /
+              intervals,
+          MetricValue(c[k], "fabricdiag_cluster_shard_chunks_received_total") /
+              intervals);
+    } else {
+      std::printf(
+          "feature stream %.2f MB per interval, %.2f MB/s per 1,000 "
+          "nodes\n",
+          bytes / 1e6,
+          streaming > 0 ? bytes / 1e6 / (streaming / 1000.0) : 0.0);
+    }
   }
   for (Collector& k : c) {
     k.process->Signal(SIGTERM);
@@ -626,7 +650,8 @@ int main(int argc, char** argv) {
       "virtual agents against one collector's for all.\n"
       "  fabricdiag-cluster-bench [--nodes=3000] [--passes=60] [--interval=1s]"
       " [--layouts=20] [--layout_hosts=512] [--split_agents=8500]"
-      " [--split_duration=60s] [--collector_cpus=1] [--sim_cpus=0]");
+      " [--split_duration=60s] [--split_analysis_shards] [--collector_cpus=1]"
+      " [--sim_cpus=0]");
   absl::ParseCommandLine(argc, argv);
   return fabricdiag::bench::Main();
 }

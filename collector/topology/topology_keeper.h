@@ -79,7 +79,9 @@ class TopologyKeeper final : public TopologySource {
   const TopologyBuilder* const builder_;
   const Clock* const clock_;
 
-  // What the last build was drawn from, read and written by Refresh() only.
+  // What the last build was drawn from: written by Refresh() only, read by
+  // it and by Start()'s polling loop (built_declared_), which calls it:
+  // one thread at a time, as Refresh() must be called.
   uint64_t built_generation_ = 0;
   std::shared_ptr<const v1::Topology> built_declared_;
   bool built_once_ = false;

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 
 #include "google/protobuf/arena.h"
 #include "proto/ingest.pb.h"
@@ -38,19 +39,29 @@ class InboundMessage {
   // Called once the message read has been handled and nothing refers to
   // it any more: after anything but a Report (or once the arena holds more
   // than kKeptBytes), the arena gives its blocks back and the next read
-  // starts on an empty one.
+  // starts on an empty one. A Report's arena that holds much more than it
+  // uses (its first, spread over growing blocks) starts again with one
+  // block of the Report's size.
   void Handled();
 
-  // What the arena holds now (for tests).
-  size_t arena_bytes() const { return arena_.SpaceUsed(); }
+  // What the arena's messages use now (for tests), and the memory its
+  // blocks hold (the collector's fabricdiag_ingest_read_buffer_bytes).
+  size_t arena_bytes() const { return arena_->SpaceUsed(); }
+  size_t held_bytes() const { return arena_->SpaceAllocated(); }
 
   // The most an arena keeps between reads: a few of the largest Reports'
-  // arrays (an 8-NIC node's are ~30 KiB).
+  // arrays (an 8-NIC node's are ~20 KiB).
   static constexpr size_t kKeptBytes = 256 << 10;
+  // What a Report's arena may hold beyond what it uses: this plus 1/8.
+  static constexpr size_t kSlackBytes = 4 << 10;
 
  private:
-  google::protobuf::Arena arena_;
-  v1::AgentMessage* message_;
+  // A fresh arena whose first block is `first_block` bytes, and the
+  // message on it.
+  void Restart(size_t first_block);
+
+  std::optional<google::protobuf::Arena> arena_;
+  v1::AgentMessage* message_ = nullptr;
 };
 
 }  // namespace fabricdiag::collector

@@ -32,6 +32,10 @@ class StreamCall {
         facts_(facts),
         session_(store, counters, placement, facts) {}
 
+  ~StreamCall() {
+    counters_->read_buffer_bytes.fetch_sub(kept_, std::memory_order_relaxed);
+  }
+
   // Waits for the next agent on the queue; deletes itself if it cannot.
   void Request() {
     Start([&] {
@@ -128,6 +132,10 @@ class StreamCall {
     }
     IngestSession::Reply reply = session_.Handle(*in_.get());
     in_.Handled();
+    const auto kept = static_cast<int64_t>(in_.held_bytes());
+    counters_->read_buffer_bytes.fetch_add(kept - kept_,
+                                           std::memory_order_relaxed);
+    kept_ = kept;
     if (reply.reject.has_value() || reply.handoff.has_value()) {
       // No further reads: the stream ends with the Reject or Handoff.
       if (reply.reject.has_value()) {
@@ -229,6 +237,7 @@ class StreamCall {
 
   IngestSession session_;
   InboundMessage in_;
+  int64_t kept_ = 0;          // in_'s bytes counted in read_buffer_bytes
   v1::CollectorMessage out_;  // stable until the write completes
   bool writing_ = false;
   bool reads_done_ = false;

@@ -106,6 +106,9 @@ class IngestCounters {
   std::atomic<uint64_t> refused_nats_disconnected{0};
   // Agent streams open now (past their Hello, not ended nor handed off).
   std::atomic<int64_t> open_streams{0};
+  // Bytes the open gRPC streams keep between messages to read the next one
+  // into (collector/ingest/inbound_message.h).
+  std::atomic<int64_t> read_buffer_bytes{0};
 
  private:
   std::array<std::atomic<uint64_t>, kRejectReasonCount> rejects_{};

@@ -92,6 +92,14 @@ void AppendIngestFamilies(const IngestCounters& counters,
                              MetricType::Gauge);
   AddValue(&open, {}, static_cast<double>(counters.open_streams.load()));
   out->push_back(std::move(open));
+  MetricFamily buffers = Family(
+      "fabricdiag_ingest_read_buffer_bytes",
+      "Bytes the connected agent streams keep to read their next message "
+      "into (a few reports' arrays each; a schema's are given back).",
+      MetricType::Gauge);
+  AddValue(&buffers, {},
+           static_cast<double>(counters.read_buffer_bytes.load()));
+  out->push_back(std::move(buffers));
   MetricFamily rejects =
       Family("fabricdiag_ingest_rejected_streams_total",
              "Agent streams refused, by reason (hostile or broken input).",

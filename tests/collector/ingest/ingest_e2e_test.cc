@@ -40,7 +40,9 @@ using ::fabricdiag::testing::Eventually;
 // by 1000 * (i + 1) per (fake) second, so its rate is exactly that.
 class Agent {
  public:
-  Agent(const std::string& node, std::vector<std::string> targets) {
+  Agent(const std::string& node, std::vector<std::string> targets,
+        int series = kSeries)
+      : series_(series) {
     agent::StreamClient::Options o;
     o.targets = std::move(targets);
     o.node = node;
@@ -57,7 +59,7 @@ class Agent {
     agent::Snapshot snap;
     snap.wall_time = absl::FromUnixSeconds(1795000000 + round_);
     snap.monotonic_nanos = round_ * 1'000'000'000;
-    for (int i = 0; i < kSeries; ++i) {
+    for (int i = 0; i < series_; ++i) {
       agent::SeriesDesc d;
       d.device = absl::StrCat("mlx5_", i % 2);
       d.port = 1;
@@ -81,6 +83,7 @@ class Agent {
   agent::RateCalculator rates_;
   agent::ReportEncoder encoder_;
   std::unique_ptr<agent::StreamClient> client_;
+  const int series_;
   int64_t round_ = 0;
 };
 
@@ -214,6 +217,36 @@ TEST_F(IngestE2eTest, HostileStreamIsRejectedAndOthersUnaffected) {
   EXPECT_THAT(HeldSeqs("gpu-good"), ::testing::ElementsAre(1, 2, 3));
   EXPECT_EQ(good.client().stats().reconnects, 0u);
   EXPECT_FALSE(store_.Latest("gpu-evil", Key(0)).ok());
+}
+
+// Each stream keeps only its last report's arrays to read the next message
+// into: a schema's memory goes back once it is mapped
+// (collector/ingest/inbound_message.h), and a stream that ends gives back
+// everything.
+TEST_F(IngestE2eTest, StreamsKeepTheirReportsNotTheirSchemas) {
+  StartServer();
+  // A schema of 3,000 series takes ~500 KiB parsed (a message and three
+  // strings per series); a report's two arrays 48,000 bytes.
+  constexpr int kWide = 3000;
+  constexpr int64_t kArrays = int64_t{kWide} * 16;
+  {
+    Agent agent("gpu-wide", {target()}, kWide);
+    for (int i = 0; i < 3; ++i) agent.Sample();
+    ASSERT_TRUE(Eventually([&] { return HeldSeqs("gpu-wide").size() == 3; }));
+    ASSERT_TRUE(
+        Eventually([&] { return agent.client().stats().last_acked_seq == 3; }));
+    // A report's arrays (with the first report's list of series without a
+    // rate, kept for the next) in one block of their size: not the schema,
+    // nor the growing blocks the first report was read into (~190 KiB).
+    const int64_t kept = counters_.read_buffer_bytes.load();
+    EXPECT_GT(kept, kArrays);
+    EXPECT_LT(kept, kArrays * 2);
+  }
+  // The agent gone, its stream ends and gives its buffer back.
+  ASSERT_TRUE(Eventually([&] { return counters_.open_streams.load() == 0; }));
+  EXPECT_TRUE(Eventually([&] {
+    return counters_.read_buffer_bytes.load() == 0;
+  })) << counters_.read_buffer_bytes.load();
 }
 
 // Hands off every node named in `nodes` (set before any stream starts).

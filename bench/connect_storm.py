@@ -22,7 +22,9 @@ histogram at the end, which counts every pass. Prints per run:
     agents: their backlog was full), and the warm-up it needed until 99% of
     the agents had caught up with their backlog (the backlog-clear time; at
     least min(5 s, --seconds/4));
-  - the collector's CPU seconds (utime + stime, /proc/PID/stat) and RSS;
+  - the collector's CPU seconds (utime + stime, /proc/PID/stat) and RSS,
+    and the most its agent streams' read buffers held at a poll
+    (fabricdiag_ingest_read_buffer_bytes);
   - the node facts held and failed, the topology's rebuilds, when the last
     node's facts were held and when the discovered topology was complete
     (both from the start of the sim, to the poll), and the last rebuild's
@@ -126,6 +128,10 @@ def run_storm(args, collector, cli, sim, lldp):
                 d = metric(text, "fabricdiag_analysis_pass_duration_seconds")
                 if n is not None and d is not None:
                     passes[int(n)] = d
+                buffers = metric(text, "fabricdiag_ingest_read_buffer_bytes")
+                if buffers is not None:
+                    seen["read_buffers"] = max(buffers,
+                                               seen.get("read_buffers", 0))
                 nodes = metric(text, "fabricdiag_node_facts_nodes")
                 if lldp and "facts" not in seen and nodes == args.agents:
                     seen["facts"] = at
@@ -196,6 +202,7 @@ def run_storm(args, collector, cli, sim, lldp):
         "facts_at": seen.get("facts"),
         "topology_at": seen.get("topology"),
         "rebuild_seconds": seen.get("rebuild_seconds"),
+        "read_buffers": seen.get("read_buffers"),
         "load": (load_before, load_after),
         "scrape_errors": scrape_errors,
     }
@@ -251,6 +258,9 @@ def main():
         ("collector CPU seconds (% of a core)",
          lambda r: f"{r['cpu']:.1f} ({r['cpu'] / r['wall'] * 100:.0f}%)"),
         ("collector RSS at the end", lambda r: f"{r['rss']:.0f} MiB"),
+        ("streams' read buffers, most seen",
+         lambda r: show(r["read_buffers"] and r["read_buffers"] / 2**20,
+                        "{:.0f} MiB")),
         ("analysis passes over 1 s (target 0)",
          lambda r: f"{r['over']} (longest seen {r['longest']:.2f} s)"),
         ("backlog cleared (target <= 30 s)",

@@ -95,7 +95,7 @@ void AppendIngestFamilies(const IngestCounters& counters,
   MetricFamily buffers = Family(
       "fabricdiag_ingest_read_buffer_bytes",
       "Bytes the connected agent streams keep to read their next message "
-      "into (a few reports' arrays each; a schema's are given back).",
+      "into (each its last report's arrays; a schema's are given back).",
       MetricType::Gauge);
   AddValue(&buffers, {},
            static_cast<double>(counters.read_buffer_bytes.load()));

@@ -321,7 +321,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(
        runner->ViewIsWholeFabric() ? FabricScope::kFabric
                                    : FabricScope::kCollector,
        in.clock, in.topology,
-       [backends] { return backends->findings_staleness(); }});
+       [backends] { return backends->findings_staleness(); },
+       [runner](absl::string_view job) { return runner->LatestJobView(job); }});
   for (HttpRoute& r : JobWriteRoutes(in.writes)) routes.push_back(std::move(r));
   for (HttpRoute& r : MarkRoutes({in.marks, in.findings, in.access})) {
     routes.push_back(std::move(r));

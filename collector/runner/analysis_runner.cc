@@ -909,6 +909,53 @@ std::shared_ptr<const analysis::FabricView> AnalysisRunner::LatestView() const {
   return published_view_;
 }
 
+std::shared_ptr<const analysis::FabricView> AnalysisRunner::LatestJobView(
+    absl::string_view job) const {
+  if (ViewIsWholeFabric()) return nullptr;
+  std::lock_guard<std::mutex> lock(view_mu_);
+  job_views_wanted_[job] = clock_.MonotonicNanos();
+  auto it = published_job_views_.find(job);
+  return it != published_job_views_.end() ? it->second : nullptr;
+}
+
+void AnalysisRunner::PublishJobViews(
+    absl::Span<const analysis::LayoutModel* const> declared) {
+  absl::flat_hash_set<std::string> wanted;
+  {
+    std::lock_guard<std::mutex> lock(view_mu_);
+    const int64_t now = clock_.MonotonicNanos();
+    for (auto it = job_views_wanted_.begin(); it != job_views_wanted_.end();) {
+      if (now - it->second <= absl::ToInt64Nanoseconds(kViewWantedFor)) {
+        wanted.insert(it->first);
+        ++it;
+      } else {
+        job_views_wanted_.erase(it++);
+      }
+    }
+  }
+  absl::flat_hash_map<std::string, std::shared_ptr<const analysis::FabricView>>
+      views;
+  for (const analysis::LayoutModel* m : declared) {
+    if (!wanted.contains(m->job())) continue;
+    auto shard =
+        shard_views_.find(analysis::JobShardOf(m->job(), shards_->Counts()));
+    if (shard == shard_views_.end()) continue;
+    const analysis::FabricView& from = shard->second.window;
+    auto view = std::make_shared<analysis::FabricView>();
+    view->window_seconds = from.window_seconds;
+    for (const std::string& host : m->Hosts()) {
+      for (const analysis::PortView& p : from.PortsOf(host)) {
+        view->AddPort(p.node, p.device) = p;
+      }
+    }
+    view->Finish();
+    views.emplace(m->job(), std::move(view));
+  }
+  std::lock_guard<std::mutex> lock(view_mu_);
+  // The views replaced are freed with `views`, outside the lock.
+  std::swap(published_job_views_, views);
+}
+
 void AnalysisRunner::RunOnce() {
   std::lock_guard<std::timed_mutex> lock(pass_mu_);
   const int64_t start = clock_.MonotonicNanos();
@@ -1091,6 +1138,7 @@ void AnalysisRunner::RunShardedRate(absl::Time now, const FeatureSlice& local,
     in.shards.push_back({o.shard, o.term, &views.window,
                          local.recent.has_value() ? &views.recent : nullptr});
   }
+  if (!ViewIsWholeFabric()) PublishJobViews(declared);
   // The nodes this collector holds: those whose freshest facts came from it.
   const std::string id = shards_->Id();
   absl::flat_hash_set<std::string> held;

@@ -167,6 +167,16 @@ class AnalysisRunner {
   bool ViewIsWholeFabric() const;
   static constexpr absl::Duration kViewWantedFor = absl::Minutes(1);
 
+  // With the analysis sharded in a cluster (ViewIsWholeFabric() false): a
+  // view of every port of `job`'s hosts, its own agents' and the others',
+  // from the job's shard, on the collector that owns the shard; null on the
+  // others, and before a pass built it. Built only while wanted: the first
+  // call for a job returns null, the passes within kViewWantedFor after the
+  // latest call build it. `job` must be a declared job's name (each one
+  // asked for is remembered until it is no longer wanted). Any thread.
+  std::shared_ptr<const analysis::FabricView> LatestJobView(
+      absl::string_view job) const;
+
   // After a restart, or in a new term, how long the findings taken over
   // hold for nodes that no collector has heard from since, or that are down
   // again after a first report: their agents are still reconnecting
@@ -219,6 +229,9 @@ class AnalysisRunner {
                   absl::Span<const analysis::LayoutModel* const> layouts);
   // Whether LatestView() was called within kViewWantedFor.
   bool ViewWanted() const;
+  // The LatestJobView()s of the jobs still wanted whose shards are owned
+  // here (shard_views_), from the `declared` layouts; the others dropped.
+  void PublishJobViews(absl::Span<const analysis::LayoutModel* const> declared);
   // agent_down of every node of the fabric (`facts`), and agent_missing of
   // the declared topology's hosts none of them is. `whole_fabric`: every
   // collector's nodes are in `facts` (FeatureSlice::complete).
@@ -405,6 +418,11 @@ class AnalysisRunner {
   std::shared_ptr<const analysis::FabricView> published_own_ports_;
   // clock_.MonotonicNanos() of the latest LatestView(); 0: never.
   mutable std::atomic<int64_t> view_wanted_at_{0};
+  // LatestJobView(): per job asked for, clock_.MonotonicNanos() of the
+  // latest call, and the views of the latest pass (under view_mu_).
+  mutable absl::flat_hash_map<std::string, int64_t> job_views_wanted_;
+  absl::flat_hash_map<std::string, std::shared_ptr<const analysis::FabricView>>
+      published_job_views_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;

@@ -294,10 +294,17 @@ HttpResponse Job(const WebSources& s, TrafficCache* cache,
       FindLayout(*s.layouts->Snapshot(), job);
   if (!entry.ok()) return Error(entry.status());
   std::shared_ptr<const analysis::TrafficModel> traffic = cache->For(*entry);
-  std::shared_ptr<const analysis::FabricView> view = s.view();
-  absl::StatusOr<Json> j =
-      JobJson(**entry, traffic.get(), *query, view.get(), s.scope,
-              s.findings->Active(), s.clock->Now());
+  // A collector of a sharded cluster holds its own agents' ports, and the
+  // whole job's where it owns the job's shard.
+  std::shared_ptr<const analysis::FabricView> view;
+  FabricScope scope = s.scope;
+  if (scope == FabricScope::kCollector && s.job_view) {
+    view = s.job_view(job);
+    if (view != nullptr) scope = FabricScope::kFabric;
+  }
+  if (view == nullptr) view = s.view();
+  absl::StatusOr<Json> j = JobJson(**entry, traffic.get(), *query, view.get(),
+                                   scope, s.findings->Active(), s.clock->Now());
   if (!j.ok()) return Error(j.status());
   return JsonResponse(200, *j);
 }

@@ -52,6 +52,12 @@ struct WebSources {
   // Whether the findings may be out of date (/api/v1/findings says it, the
   // page shows a banner).
   FindingsStalenessSource staleness = NeverStale();
+  // With `scope` kCollector: a declared job's view of every member's
+  // ports, where this collector has one (it owns the job's analysis
+  // shard), else null; /api/v1/jobs/JOB then says "scope": "fabric".
+  std::function<std::shared_ptr<const analysis::FabricView>(
+      absl::string_view job)>
+      job_view = nullptr;
 };
 
 // The pointers must outlive the routes.

@@ -1154,7 +1154,7 @@ class SwitchedShards final : public AnalysisShards {
     std::lock_guard<std::mutex> lock(mu_);
     owned_ = std::move(owned);
   }
-  std::string Id() const override { return ""; }
+  std::string Id() const override { return id; }
   analysis::ShardCounts Counts() const override { return all_.Counts(); }
   std::vector<Owned> OwnedShards() const override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -1189,6 +1189,8 @@ class SwitchedShards final : public AnalysisShards {
     return let_go_;
   }
   std::function<void(absl::string_view shard, Received* views)> received;
+  // The collector's id: "" alone, else a cluster's member.
+  std::string id;
   // Called first by LetGo().
   std::function<void(absl::string_view shard)> on_let_go;
 
@@ -1198,6 +1200,58 @@ class SwitchedShards final : public AnalysisShards {
   std::vector<Owned> owned_;
   std::vector<std::string> let_go_;
 };
+
+// Sharded in a cluster, the collector that owns a job's shard builds, while
+// the job's page is looked at, a view of every port of the job's hosts: its
+// own agents' and those the others sent. One that does not own the shard
+// has none.
+TEST_F(AnalysisRunnerClusterTest, ShardedTheJobShardsOwnerViewsTheWholeJob) {
+  ASSERT_TRUE(registry_->Apply(TpAcrossTwoNodes()).ok());
+  const analysis::ShardCounts counts{2, 2};
+  SwitchedShards shards(counts);
+  shards.id = "col-a";
+  const std::vector<AnalysisShards::Owned> every = shards.OwnedShards();
+  const std::string job_shard = analysis::JobShardOf("dense-tp16", counts);
+  shards.received = [&](absl::string_view shard,
+                        AnalysisShards::Received* views) {
+    if (shard != job_shard) return;
+    // gpu-001 streams to another collector; a node of another job too.
+    analysis::PortView& member = views->window.AddPort("gpu-001", "mlx5_0");
+    member.s.tx_bytes = 5e9;
+    views->window.AddPort("gpu-other", "mlx5_0");
+    views->window.Finish();
+  };
+  AnalysisRunner runner = ShardedRunner(&shards);
+  role.term = 3;
+  EXPECT_FALSE(runner.ViewIsWholeFabric());
+  EXPECT_EQ(runner.LatestJobView("dense-tp16"), nullptr)
+      << "not looked at before";
+  runner.RunOnce();
+  clock.Advance(absl::Seconds(1));
+  std::shared_ptr<const analysis::FabricView> view =
+      runner.LatestJobView("dense-tp16");
+  ASSERT_NE(view, nullptr);
+  const analysis::PortView* member = view->Find("gpu-001", "mlx5_0");
+  ASSERT_NE(member, nullptr);
+  EXPECT_EQ(member->s.tx_bytes, 5e9);
+  EXPECT_THAT(view->PortsOf("gpu-other"), ::testing::IsEmpty())
+      << "not the job's";
+
+  // The shard handed to another collector: no view of the job here.
+  shards.Own({});
+  runner.RunOnce();
+  clock.Advance(absl::Seconds(1));
+  EXPECT_EQ(runner.LatestJobView("dense-tp16"), nullptr);
+
+  // Owned again, but no one looked for kViewWantedFor: none built, until
+  // the page asks again.
+  shards.Own(every);
+  clock.Advance(AnalysisRunner::kViewWantedFor + absl::Seconds(1));
+  runner.RunOnce();
+  EXPECT_EQ(runner.LatestJobView("dense-tp16"), nullptr) << "no longer wanted";
+  runner.RunOnce();
+  EXPECT_NE(runner.LatestJobView("dense-tp16"), nullptr);
+}
 
 // Sharded, the same: a storm opened before, its source's node not heard
 // from since, and its victim in the view of its switch's shard: no second,

@@ -1,6 +1,7 @@
 #include "collector/web/web_routes.h"
 
 #include <iterator>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -340,6 +341,94 @@ TEST_F(WebRoutesTest, FindingsFilterByQueryAndRefuseBadInput) {
                 ::testing::StartsWith(error))
         << query;
   }
+}
+
+// A collector of a sharded cluster holds its own agents' ports: a job's
+// groups show the members whose agents stream to it ("scope":
+// "collector"), or, where it owns the job's shard, every member's
+// ("scope": "fabric", from the job's view).
+TEST_F(WebRoutesTest, AJobsGroupsAreWholeWhereItsShardIsOwned) {
+  v1::Layout layout;
+  layout.set_job("train");
+  layout.set_gpus_per_node(2);
+  layout.mutable_parallelism()->set_tp(1);
+  layout.mutable_parallelism()->set_pp(1);
+  layout.mutable_parallelism()->set_dp(4);
+  layout.add_hosts("gpu-0");
+  layout.add_hosts("gpu-1");
+  layout.add_rails("mlx5_0");
+  layout.add_rails("mlx5_1");
+  ASSERT_TRUE(registry_->Apply(layout).ok());
+  // This collector's own agents: gpu-0's.
+  auto own = std::make_shared<analysis::FabricView>();
+  for (const char* nic : {"mlx5_0", "mlx5_1"}) {
+    own->AddPort("gpu-0", nic).s.rx_bytes = 1e9;
+  }
+  own->Finish();
+  view_ = own;
+  std::shared_ptr<const analysis::FabricView> job_view;
+  std::vector<std::string> asked;
+  std::vector<HttpRoute> routes =
+      WebRoutes({findings_.get(), registry_.get(), [this] { return view_; },
+                 FabricScope::kCollector, &clock_, &topology_, NeverStale(),
+                 [&](absl::string_view job) {
+                   asked.emplace_back(job);
+                   return job_view;
+                 }});
+  const auto get_job = [&routes] {
+    HttpRequest request;
+    request.method = "GET";
+    request.path = "/api/v1/jobs/train";
+    request.query = "dim=dp";
+    for (const HttpRoute& r : routes) {
+      if (r.path == "/api/v1/jobs/") return Body(r.handler(request));
+    }
+    ADD_FAILURE() << "no job route";
+    return nlohmann::ordered_json();
+  };
+  // The rx of dp group 0's members, by host.
+  const auto rx_of = [](const nlohmann::ordered_json& j) {
+    std::map<std::string, nlohmann::ordered_json> rx;
+    for (const auto& m : j["groups"][0]["members"]) {
+      rx[m["host"].get<std::string>() + " " + m["nic"].get<std::string>()] =
+          m["rx_bytes"];
+    }
+    return rx;
+  };
+
+  nlohmann::ordered_json j = get_job();
+  EXPECT_EQ(j["scope"], "collector");
+  std::map<std::string, nlohmann::ordered_json> rx = rx_of(j);
+  ASSERT_EQ(rx.size(), 4u) << j.dump();
+  EXPECT_EQ(rx["gpu-0 mlx5_0"], 1e9);
+  EXPECT_TRUE(rx["gpu-1 mlx5_0"].is_null()) << "streams elsewhere";
+  EXPECT_THAT(asked, ::testing::ElementsAre("train"));
+
+  // The job's shard owned here: its view has gpu-1's NICs too.
+  auto whole = std::make_shared<analysis::FabricView>();
+  for (const char* node : {"gpu-0", "gpu-1"}) {
+    for (const char* nic : {"mlx5_0", "mlx5_1"}) {
+      whole->AddPort(node, nic).s.rx_bytes = 2e9;
+    }
+  }
+  whole->Finish();
+  job_view = whole;
+  j = get_job();
+  EXPECT_EQ(j["scope"], "fabric");
+  rx = rx_of(j);
+  EXPECT_EQ(rx["gpu-1 mlx5_0"], 2e9);
+  EXPECT_EQ(rx["gpu-0 mlx5_1"], 2e9);
+
+  // An unknown job is a 404 before any view is asked for.
+  HttpRequest unknown;
+  unknown.method = "GET";
+  unknown.path = "/api/v1/jobs/nope";
+  for (const HttpRoute& r : routes) {
+    if (r.path == "/api/v1/jobs/") {
+      EXPECT_EQ(r.handler(unknown).status, 404);
+    }
+  }
+  EXPECT_THAT(asked, ::testing::SizeIs(2));
 }
 
 }  // namespace

@@ -86,8 +86,9 @@ class NatsCluster {
   int port(int i) const { return servers_[i].client_port; }
   int size() const { return static_cast<int>(servers_.size()); }
 
-  void Kill(int i);    // SIGKILL, reaped
-  void Pause(int i);   // SIGSTOP
+  void Kill(int i);  // SIGKILL, reaped
+  // SIGSTOP, and waits until every thread of the server has stopped.
+  void Pause(int i);
   void Resume(int i);  // SIGCONT
   // Starts server i again with its ports and store (after Kill).
   absl::Status Restart(int i);

@@ -1,5 +1,6 @@
 #include "cluster/nats_analysis_shards.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -24,6 +25,8 @@ absl::StatusOr<std::unique_ptr<NatsAnalysisShards>> NatsAnalysisShards::Start(
   ASSIGN_OR_RETURN(out->exchange_,
                    ShardExchange::Open(nats, id, options.exchange));
   ASSIGN_OR_RETURN(out->news_, PartNewsExchange::Open(nats, id, options.news));
+  out->members_ = members;
+  out->settle_ = options.leases.settle;
   ASSIGN_OR_RETURN(
       out->shards_,
       ShardLeases::Start(nats, id, names, std::move(members), options.leases));
@@ -57,6 +60,18 @@ std::vector<collector::AnalysisShards::Owned> NatsAnalysisShards::OwnedShards()
     out.push_back({std::move(s.shard), s.term, s.handing_over});
   }
   return out;
+}
+
+std::string NatsAnalysisShards::OwnerOf(absl::string_view shard) const {
+  if (shards_->Term(shard) != 0) return id_;
+  std::vector<ShardLeases::Candidate> candidates = members_();
+  // As the leases count it: this collector is live, listed or not yet.
+  if (std::none_of(
+          candidates.begin(), candidates.end(),
+          [this](const ShardLeases::Candidate& c) { return c.id == id_; })) {
+    candidates.push_back({id_, absl::InfiniteDuration()});
+  }
+  return ShardLeases::SettledChoice(shard, candidates, settle_);
 }
 
 void NatsAnalysisShards::LetGo(absl::string_view shard) {

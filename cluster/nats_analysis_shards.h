@@ -77,6 +77,9 @@ class NatsAnalysisShards final : public collector::AnalysisShards {
   analysis::ShardCounts Counts() const override { return counts_; }
   // The job and switch shards owned now (not the own nodes' shard).
   std::vector<Owned> OwnedShards() const override;
+  // Itself for a shard it owns; else the live members' settled choice
+  // (ShardLeases::SettledChoice).
+  std::string OwnerOf(absl::string_view shard) const override;
   void LetGo(absl::string_view shard) override;
   absl::Status Exchange(const collector::FeatureSlice& local,
                         absl::Span<const analysis::ShardPorts> shards,
@@ -93,6 +96,8 @@ class NatsAnalysisShards final : public collector::AnalysisShards {
 
   const std::string id_;
   const analysis::ShardCounts counts_;
+  ShardLeases::Members members_;  // the live members; any thread
+  absl::Duration settle_;
   std::unique_ptr<ShardLeases> shards_;  // jobs.* and switches.*
   std::unique_ptr<ShardLeases> own_;     // ports.<id>
   std::unique_ptr<ShardExchange> exchange_;

@@ -59,6 +59,16 @@ std::string ShardLeases::FirstChoice(absl::string_view shard,
   return best == nullptr ? "" : best->id;
 }
 
+std::string ShardLeases::SettledChoice(absl::string_view shard,
+                                       const std::vector<Candidate>& candidates,
+                                       absl::Duration settle) {
+  std::vector<Candidate> settled;
+  for (const Candidate& c : candidates) {
+    if (c.live_for >= settle) settled.push_back(c);
+  }
+  return FirstChoice(shard, settled.empty() ? candidates : settled);
+}
+
 absl::StatusOr<std::unique_ptr<ShardLeases>> ShardLeases::Start(
     NatsConnection* nats, std::string id,
     const std::vector<std::string>& shards, Members members,

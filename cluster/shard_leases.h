@@ -120,6 +120,14 @@ class ShardLeases {
   // hash; "" for none). Pure.
   static std::string FirstChoice(absl::string_view shard,
                                  const std::vector<Candidate>& candidates);
+  // Who holds `shard` once the leases settle over `candidates`, as any
+  // member can tell without reading the key: the first choice among those
+  // live for `settle` (a newer first choice gets it only then), or among
+  // all when none is. A member that just died is still its holder until
+  // its key expires, and then the one named here. Pure.
+  static std::string SettledChoice(absl::string_view shard,
+                                   const std::vector<Candidate>& candidates,
+                                   absl::Duration settle);
 
  private:
   ShardLeases(NatsConnection* nats, std::string id,

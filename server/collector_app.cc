@@ -322,7 +322,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(
                                    : FabricScope::kCollector,
        in.clock, in.topology,
        [backends] { return backends->findings_staleness(); },
-       [runner](absl::string_view job) { return runner->LatestJobView(job); }});
+       [runner](absl::string_view job) { return runner->LatestJobView(job); },
+       [runner](absl::string_view job) { return runner->JobShardOwner(job); }});
   for (HttpRoute& r : JobWriteRoutes(in.writes)) routes.push_back(std::move(r));
   for (HttpRoute& r : MarkRoutes({in.marks, in.findings, in.access})) {
     routes.push_back(std::move(r));

@@ -918,6 +918,11 @@ std::shared_ptr<const analysis::FabricView> AnalysisRunner::LatestJobView(
   return it != published_job_views_.end() ? it->second : nullptr;
 }
 
+std::string AnalysisRunner::JobShardOwner(absl::string_view job) const {
+  if (ViewIsWholeFabric()) return "";
+  return shards_->OwnerOf(analysis::JobShardOf(job, shards_->Counts()));
+}
+
 void AnalysisRunner::PublishJobViews(
     absl::Span<const analysis::LayoutModel* const> declared) {
   absl::flat_hash_set<std::string> wanted;

@@ -176,6 +176,10 @@ class AnalysisRunner {
   // asked for is remembered until it is no longer wanted). Any thread.
   std::shared_ptr<const analysis::FabricView> LatestJobView(
       absl::string_view job) const;
+  // With the analysis sharded in a cluster: the collector that owns (or is
+  // about to own) `job`'s shard (AnalysisShards::OwnerOf); "" otherwise.
+  // Any thread.
+  std::string JobShardOwner(absl::string_view job) const;
 
   // After a restart, or in a new term, how long the findings taken over
   // hold for nodes that no collector has heard from since, or that are down

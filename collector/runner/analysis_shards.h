@@ -78,6 +78,9 @@ class AnalysisShards {
   virtual analysis::ShardCounts Counts() const = 0;
   // The shards this collector owns now, with their terms.
   virtual std::vector<Owned> OwnedShards() const = 0;
+  // The collector that owns (or is about to own) job or switch shard
+  // `shard`, as this one can tell; "" when it cannot. Any thread.
+  virtual std::string OwnerOf(absl::string_view /*shard*/) const { return ""; }
   // Owned `shard`, handing over, may go to its next owner now (ignored
   // otherwise). Without it, it goes after a while all the same.
   virtual void LetGo(absl::string_view /*shard*/) {}

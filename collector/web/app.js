@@ -685,6 +685,7 @@ function drawJob(job) {
   state.dim = job.dim;
 
   $('job-scope').hidden = job.scope !== 'collector';
+  $('job-owner').textContent = job.shard_owner ? ` (${job.shard_owner})` : '';
   const p = job.prediction;
   $('job-summary').replaceChildren(
     el('p', { text: `${job.job}: ${job.parallelism}, ${job.ranks} ranks on ${job.hosts} hosts; ` +

@@ -306,6 +306,10 @@ HttpResponse Job(const WebSources& s, TrafficCache* cache,
   absl::StatusOr<Json> j = JobJson(**entry, traffic.get(), *query, view.get(),
                                    scope, s.findings->Active(), s.clock->Now());
   if (!j.ok()) return Error(j.status());
+  if (s.scope == FabricScope::kCollector && s.job_owner) {
+    const std::string owner = s.job_owner(job);
+    if (!owner.empty()) (*j)["shard_owner"] = owner;
+  }
   return JsonResponse(200, *j);
 }
 

@@ -58,6 +58,9 @@ struct WebSources {
   std::function<std::shared_ptr<const analysis::FabricView>(
       absl::string_view job)>
       job_view = nullptr;
+  // With `scope` kCollector: the collector that owns a declared job's
+  // analysis shard ("" unknown); /api/v1/jobs/JOB names it.
+  std::function<std::string(absl::string_view job)> job_owner = nullptr;
 };
 
 // The pointers must outlive the routes.

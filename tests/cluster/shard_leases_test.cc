@@ -47,6 +47,35 @@ std::vector<Candidate> Named(const std::vector<std::string>& ids) {
   return out;
 }
 
+// Any member can tell who holds a shard once the leases settle: a newer
+// first choice only once it has been live for `settle`, before that the
+// first choice of those that have; with none settled, the first choice.
+TEST(ShardSettledChoiceTest, ANewMemberGetsItsShardsOnceSettled) {
+  const absl::Duration settle = absl::Seconds(4);
+  const std::vector<ShardLeases::Candidate> old_two = {
+      {"col-a", absl::Minutes(5)}, {"col-b", absl::Minutes(5)}};
+  int moved = 0;
+  for (int k = 0; k < 64; ++k) {
+    const std::string s = absl::StrCat("jobs.", k);
+    const std::string before = ShardLeases::FirstChoice(s, old_two);
+    EXPECT_EQ(ShardLeases::SettledChoice(s, old_two, settle), before) << s;
+    std::vector<ShardLeases::Candidate> joined = old_two;
+    joined.push_back({"col-c", absl::Seconds(1)});
+    EXPECT_EQ(ShardLeases::SettledChoice(s, joined, settle), before)
+        << s << ": col-c is not settled yet";
+    joined.back().live_for = settle;
+    const std::string after = ShardLeases::SettledChoice(s, joined, settle);
+    EXPECT_EQ(after, ShardLeases::FirstChoice(s, joined)) << s;
+    moved += after == "col-c" ? 1 : 0;
+  }
+  EXPECT_GT(moved, 0) << "col-c settled takes some shards";
+  const std::vector<ShardLeases::Candidate> fresh = {
+      {"col-a", absl::Seconds(1)}, {"col-b", absl::ZeroDuration()}};
+  EXPECT_EQ(ShardLeases::SettledChoice("jobs.3", fresh, settle),
+            ShardLeases::FirstChoice("jobs.3", fresh));
+  EXPECT_EQ(ShardLeases::SettledChoice("jobs.3", {}, settle), "");
+}
+
 TEST(ShardFirstChoiceTest, SpreadsShardsAndMovesOnlyAGoneMembersShards) {
   const std::vector<std::string> shards = Shards(300);
   const std::vector<Candidate> three = Named({"col-a", "col-b", "col-c"});

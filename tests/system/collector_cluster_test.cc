@@ -1518,13 +1518,15 @@ TEST_F(ClusterStoryTest, ShardedCollectorsKeepTheirFindingsThroughAKill) {
   EXPECT_THAT(scopes, ::testing::ElementsAre("collector"));
   // So does a job's, its rates of the collector's own agents, but on the
   // collector that owns the job's shard: there every member's rates show
-  // (from the pass after the first request).
+  // (from the pass after the first request), and each names it.
   std::vector<std::string> job_scopes;
   const bool one_whole_job = testing::Eventually(
       [&] {
         job_scopes.clear();
         int whole = 0;
         int own = 0;
+        std::string whole_on;
+        std::set<std::string> named;
         for (const Collector& each : c) {
           absl::StatusOr<std::string> body =
               HttpGet(each.http, "/api/v1/jobs/moe?dim=dp");
@@ -1537,12 +1539,18 @@ TEST_F(ClusterStoryTest, ShardedCollectorsKeepTheirFindingsThroughAKill) {
           for (const nlohmann::json& m : job["groups"][0]["members"]) {
             shown += m["rx_bytes"].is_number() ? 1 : 0;
           }
-          job_scopes.push_back(
-              absl::StrCat(each.name, " ", scope, " ", shown, " of 6"));
-          whole += scope == "fabric" && shown == 6 ? 1 : 0;
+          const std::string owner = job.value("shard_owner", "(none)");
+          job_scopes.push_back(absl::StrCat(each.name, " ", scope, " ", shown,
+                                            " of 6, owner ", owner));
+          if (scope == "fabric" && shown == 6) {
+            ++whole;
+            whole_on = each.name;
+          }
           own += scope == "collector" ? 1 : 0;
+          named.insert(owner);
         }
-        return whole == 1 && own == 2;
+        return whole == 1 && own == 2 && named.size() == 1 &&
+               *named.begin() == whole_on;
       },
       absl::Seconds(15), absl::Milliseconds(500));
   EXPECT_TRUE(one_whole_job) << absl::StrJoin(job_scopes, "; ");

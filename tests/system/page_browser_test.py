@@ -446,7 +446,8 @@ def check_page(port, work, failures):
 
 # Loaded before the page's own script: the fabric's and the job's answers
 # as a collector of a sharded cluster gives them (scope "collector": its
-# own agents' ports only), everything else as the collector gave it.
+# own agents' ports only; the job's naming the owner of its shard),
+# everything else as the collector gave it.
 AS_A_SHARDED_COLLECTOR = """
 (() => {
   const real = window.fetch;
@@ -460,6 +461,7 @@ AS_A_SHARDED_COLLECTOR = """
     }
     const body = await r.json();
     body.scope = 'collector';
+    if (path.startsWith('/api/v1/jobs/')) body.shard_owner = 'col-b';
     window.rescoped++;
     return new Response(JSON.stringify(body),
                         {status: r.status, statusText: r.statusText,
@@ -502,6 +504,10 @@ def check_scope_notes(browser, url, failures):
            f"fabric scope note {dom.by_id('fabric-scope')[2]!r}")
     expect("agents only" in dom.by_id("job-scope")[2],
            f"job scope note {dom.by_id('job-scope')[2]!r}")
+    owner_note = " ".join(browser.js(
+        tab, "document.getElementById('job-scope').textContent").split())
+    expect("owns the job's analysis shard (col-b) shows" in owner_note,
+           f"the job scope note names no shard owner: {owner_note!r}")
     expect(browser.js(tab, "window.rescoped") >= 2,
            "the answers were not rescoped")
     cells = dom.find("td", data_node=HOT[0], data_rail=HOT[1])

@@ -1188,9 +1188,13 @@ class SwitchedShards final : public AnalysisShards {
     std::lock_guard<std::mutex> lock(mu_);
     return let_go_;
   }
+  std::string OwnerOf(absl::string_view shard) const override {
+    return owner_of ? owner_of(shard) : "";
+  }
   std::function<void(absl::string_view shard, Received* views)> received;
   // The collector's id: "" alone, else a cluster's member.
   std::string id;
+  std::function<std::string(absl::string_view shard)> owner_of;
   // Called first by LetGo().
   std::function<void(absl::string_view shard)> on_let_go;
 
@@ -1221,9 +1225,13 @@ TEST_F(AnalysisRunnerClusterTest, ShardedTheJobShardsOwnerViewsTheWholeJob) {
     views->window.AddPort("gpu-other", "mlx5_0");
     views->window.Finish();
   };
+  shards.owner_of = [&](absl::string_view shard) {
+    return std::string(shard == job_shard ? "col-a" : "col-b");
+  };
   AnalysisRunner runner = ShardedRunner(&shards);
   role.term = 3;
   EXPECT_FALSE(runner.ViewIsWholeFabric());
+  EXPECT_EQ(runner.JobShardOwner("dense-tp16"), "col-a");
   EXPECT_EQ(runner.LatestJobView("dense-tp16"), nullptr)
       << "not looked at before";
   runner.RunOnce();

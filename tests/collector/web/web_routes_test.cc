@@ -374,6 +374,9 @@ TEST_F(WebRoutesTest, AJobsGroupsAreWholeWhereItsShardIsOwned) {
                  [&](absl::string_view job) {
                    asked.emplace_back(job);
                    return job_view;
+                 },
+                 [](absl::string_view job) {
+                   return std::string(job == "train" ? "col-b" : "");
                  }});
   const auto get_job = [&routes] {
     HttpRequest request;
@@ -398,6 +401,7 @@ TEST_F(WebRoutesTest, AJobsGroupsAreWholeWhereItsShardIsOwned) {
 
   nlohmann::ordered_json j = get_job();
   EXPECT_EQ(j["scope"], "collector");
+  EXPECT_EQ(j["shard_owner"], "col-b") << "where the whole job shows";
   std::map<std::string, nlohmann::ordered_json> rx = rx_of(j);
   ASSERT_EQ(rx.size(), 4u) << j.dump();
   EXPECT_EQ(rx["gpu-0 mlx5_0"], 1e9);

@@ -1113,7 +1113,10 @@ class BenchLayouts final : public collector::LayoutSnapshots {
   std::shared_ptr<const collector::RegistrySnapshot> snapshot_;
 };
 
-void BM_RunnerInterval(benchmark::State& state) {
+// `watched`: how many jobs of its shards have their page open (the runner
+// copies each one's ports out of its shard's view every pass:
+// AnalysisRunner::LatestJobView()).
+void RunnerInterval(benchmark::State& state, int watched) {
   const int nodes = static_cast<int>(state.range(0));
   const int collectors = static_cast<int>(state.range(1));
   const Fixture& fx =
@@ -1205,6 +1208,16 @@ void BM_RunnerInterval(benchmark::State& state) {
                                        &shards},
       collector::AnalysisRunner::Options{});
 
+  // The jobs whose page is open: the first `watched` of its job shards'.
+  std::vector<std::string> open_pages;
+  for (const LayoutModel& m : c.jobs()) {
+    if (static_cast<int>(open_pages.size()) == watched) break;
+    if (f.owned.contains(analysis::JobShardOf(m.job(), shards.Counts()))) {
+      open_pages.push_back(m.job());
+    }
+  }
+  size_t watched_ports = 0;
+
   // The others' liveness of this interval (their work: not timed).
   std::vector<std::vector<collector::NodeFacts>> others = f.remote_nodes;
   std::vector<std::string> liveness;
@@ -1230,6 +1243,13 @@ void BM_RunnerInterval(benchmark::State& state) {
     features.Received(liveness, now);
     shards.Received(f.remote, collectors);
     const double received = ProcessCpuMs() - start;
+    // The pages ask as a browser polls them (the readers' work: not timed).
+    watched_ports = 0;
+    for (const std::string& job : open_pages) {
+      std::shared_ptr<const analysis::FabricView> view =
+          runner.LatestJobView(job);
+      if (view != nullptr) watched_ports += view->ports().size();
+    }
     start = ProcessCpuMs();
     runner.RunOnce();
     const double pass = ProcessCpuMs() - start;
@@ -1268,6 +1288,10 @@ void BM_RunnerInterval(benchmark::State& state) {
   state.counters["receive_MB"] =
       static_cast<double>(f.remote_bytes + f.remote_liveness_bytes) / 1e6;
   state.counters["findings"] = static_cast<double>(findings.Active().size());
+  if (watched > 0) {
+    state.counters["open_pages"] = static_cast<double>(open_pages.size());
+    state.counters["open_pages_ports"] = static_cast<double>(watched_ports);
+  }
   // With glibc's trim threshold raised (as the figures are taken) the heap
   // is not given back: the collector's peak, its 10 minutes of history
   // not yet full; the series store's own estimate apart, the rest is the
@@ -1278,6 +1302,7 @@ void BM_RunnerInterval(benchmark::State& state) {
   state.counters["series_store_MB"] = series_mb;
   state.counters["besides_series_MB"] = collector_mb - series_mb;
 }
+void BM_RunnerInterval(benchmark::State& state) { RunnerInterval(state, 0); }
 BENCHMARK(BM_RunnerInterval)
     ->Args({kNodesAtScale, 1})
     ->Args({kNodesAtScale, 3})
@@ -1289,6 +1314,19 @@ BENCHMARK(BM_RunnerInterval)
     ->Args({5 * kNodesAtScale, 10})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
+
+// BM_RunnerIntervalWatched/<nodes>/<collectors>/<pages>: the same with
+// <pages> jobs of collector 0's shards open in a browser (their views
+// copied each pass); 1M GPUs, run on its own.
+void BM_RunnerIntervalWatched(benchmark::State& state) {
+  RunnerInterval(state, static_cast<int>(state.range(2)));
+}
+BENCHMARK(BM_RunnerIntervalWatched)
+    ->Args({5 * kNodesAtScale, 10, 0})
+    ->Args({5 * kNodesAtScale, 10, 1})
+    ->Args({5 * kNodesAtScale, 10, 1000})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(10);
 
 void BM_ParseTopology(benchmark::State& state) {
   const Fixture& fx = FixtureFor(kNodesAtScale, kJobsAtScale);

@@ -1035,19 +1035,27 @@ void AnalysisRunner::RunSharded(absl::Time now, bool leading,
   }
   // Kept for the layout name check, and for the page while someone looks
   // at it: moved, not copied, once the pass is done with it.
-  auto own =
-      std::make_shared<const analysis::FabricView>(std::move(local.window));
-  std::shared_ptr<const analysis::FabricView> previous;
+  auto own = std::make_shared<analysis::FabricView>(std::move(local.window));
+  std::shared_ptr<analysis::FabricView> previous;
   {
     std::lock_guard<std::mutex> view_lock(view_mu_);
     previous = std::exchange(published_own_ports_, own);
   }
-  // Freed here, outside the lock the readers take.
-  previous.reset();
   Publish(ViewWanted() ? own : nullptr);
   // The next pass's tp_cross_node confirms crossings by the group's NICs'
   // rates, over the whole fabric, which only a lone collector holds.
   last_view_ = ViewIsWholeFabric() ? std::move(own) : nullptr;
+  // The last pass's views go back to the builder, which writes the next
+  // pass's ports over them: the window's once no reader holds it (no
+  // one can take it any more: it is published nowhere now), else it is
+  // freed here, outside the lock the readers take.
+  if (previous != nullptr && previous.use_count() == 1) {
+    view_builder_.Recycle(0, std::move(*previous));
+  }
+  previous.reset();
+  if (local.recent.has_value()) {
+    view_builder_.Recycle(1, std::move(*local.recent));
+  }
 }
 
 void AnalysisRunner::RunShardedRate(absl::Time now, const FeatureSlice& local,

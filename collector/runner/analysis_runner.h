@@ -418,8 +418,9 @@ class AnalysisRunner {
   std::shared_ptr<const analysis::FabricView> published_view_;
   std::shared_ptr<const std::vector<NodeFacts>> published_nodes_;
   // With the analysis sharded: this collector's own ports at the latest
-  // pass (LatestNames()).
-  std::shared_ptr<const analysis::FabricView> published_own_ports_;
+  // pass (LatestNames()). Not const: once no reader holds it, the next
+  // pass writes its ports over it (FabricViewBuilder::Recycle()).
+  std::shared_ptr<analysis::FabricView> published_own_ports_;
   // clock_.MonotonicNanos() of the latest LatestView(); 0: never.
   mutable std::atomic<int64_t> view_wanted_at_{0};
   // LatestJobView(): per job asked for, clock_.MonotonicNanos() of the

@@ -226,6 +226,11 @@ analysis::FabricView FabricViewBuilder::Build(const v1::Topology* topology,
   return std::move(views.front());
 }
 
+void FabricViewBuilder::Recycle(size_t position, analysis::FabricView&& view) {
+  if (recycled_.size() <= position) recycled_.resize(position + 1);
+  recycled_[position] = std::move(view);
+}
+
 std::vector<analysis::FabricView> FabricViewBuilder::Build(
     const v1::Topology* topology, absl::Span<const double> windows_seconds,
     absl::Time now) {
@@ -280,9 +285,16 @@ std::vector<analysis::FabricView> FabricViewBuilder::Build(
   ports += (reporting.size() - mapped) * per_node;
   std::vector<analysis::FabricView> views(windows_seconds.size());
   for (size_t w = 0; w < views.size(); ++w) {
-    views[w].window_seconds = windows_seconds[w];
-    views[w].ReservePorts(ports);
+    if (w < recycled_.size() && !recycled_[w].ports().empty() &&
+        recycled_[w].window_seconds == windows_seconds[w]) {
+      views[w] = std::move(recycled_[w]);
+      views[w].BeginRewrite();
+    } else {
+      views[w].window_seconds = windows_seconds[w];
+      views[w].ReservePorts(ports);
+    }
   }
+  recycled_.clear();
   reads_.resize(views.size());
   for (const Reporting& r : reporting) {
     NodeSeries* const node = r.node;
@@ -309,8 +321,8 @@ std::vector<analysis::FabricView> FabricViewBuilder::Build(
       size_t t = 0;
       for (size_t i = 0; i < m.ports.size(); ++i) {
         const PortInfo& p = m.ports[i];
-        analysis::PortView& v = views[w].AddPort(node->name(), p.device);
-        v.netdev = p.netdev;
+        analysis::PortView& v =
+            views[w].RewritePort(node->name(), p.device, p.netdev);
         v.is_switch_port = is_switch;
         // Its series' means fold straight into the view's port.
         acc_.Reset();

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -1411,18 +1412,19 @@ TEST_F(AnalysisRunnerClusterTest, ShardedNamesAreTheOwnPortsAndTheOthersNodes) {
   NoShardsOwned shards;  // col-a
   AnalysisRunner runner = ShardedRunner(&shards);
   EXPECT_EQ(runner.LatestNames().ports, nullptr) << "before the first pass";
-  for (uint64_t seq = 1; seq <= 3; ++seq) {
-    const double rate = 0.001;
+  // A report of the agent's one series, and a pass.
+  const auto report_and_pass = [&](uint64_t seq, double rate) {
     ReportView view;
     view.seq = seq;
     view.wall_time_unix_nanos = absl::ToUnixNanos(clock.Now());
     view.rates = absl::MakeConstSpan(&rate, 1);
     uint64_t held = 0;
-    ASSERT_EQ(node->Ingest("boot-a", view, *slots, clock.Now(), &held),
+    EXPECT_EQ(node->Ingest("boot-a", view, *slots, clock.Now(), &held),
               NodeSeries::Outcome::kStored);
     runner.RunOnce();
     clock.Advance(absl::Seconds(1));
-  }
+  };
+  for (uint64_t seq = 1; seq <= 3; ++seq) report_and_pass(seq, 0.001);
   ReportedNames names = runner.LatestNames();
   ASSERT_NE(names.ports, nullptr);
   EXPECT_THAT(names.ports->PortsOf("gpu-own"), ::testing::SizeIs(1));
@@ -1450,6 +1452,21 @@ TEST_F(AnalysisRunnerClusterTest, ShardedNamesAreTheOwnPortsAndTheOthersNodes) {
   EXPECT_THAT(view->PortsOf("gpu-own"), ::testing::SizeIs(1));
   EXPECT_THAT(view->PortsOf("gpu-remote"), ::testing::IsEmpty());
   EXPECT_FALSE(runner.ViewIsWholeFabric());
+  // Views a reader holds stay as they were while the passes go on (the
+  // runner writes the next passes' ports over views no one holds any
+  // more): here the page's, then the name check's.
+  const analysis::PortSignals seen = view->PortsOf("gpu-own")[0].s;
+  const std::shared_ptr<const analysis::FabricView> names_view =
+      runner.LatestNames().ports;
+  for (uint64_t seq = 4; seq <= 8; ++seq) report_and_pass(seq, 0.5);
+  const auto same = [](const analysis::PortSignals& a,
+                       const analysis::PortSignals& b) {
+    return std::memcmp(&a, &b, sizeof(a)) == 0;
+  };
+  EXPECT_TRUE(same(view->PortsOf("gpu-own")[0].s, seen));
+  EXPECT_TRUE(same(names_view->PortsOf("gpu-own")[0].s, seen));
+  EXPECT_FALSE(same(runner.LatestNames().ports->PortsOf("gpu-own")[0].s, seen))
+      << "the rate changed";
 }
 
 TEST_F(AnalysisRunnerClusterTest, AFollowerMergesPortsOnlyForItsPage) {

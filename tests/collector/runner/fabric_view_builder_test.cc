@@ -150,6 +150,17 @@ class FabricViewBuilderTest : public ::testing::Test {
     }
   }
 
+  // Report `seq` of `node` now, from "boot-1".
+  void IngestNow(NodeSeries& node, const std::vector<uint32_t>& slots, int seq,
+                 const std::vector<double>& rates) {
+    ReportView view;
+    view.seq = static_cast<uint64_t>(seq);
+    view.wall_time_unix_nanos = absl::ToUnixNanos(clock_.Now());
+    view.rates = rates;
+    uint64_t held;
+    node.Ingest("boot-1", view, slots, clock_.Now(), &held);
+  }
+
   FakeClock clock_;
   SeriesStore store_;
 };
@@ -434,6 +445,40 @@ TEST_F(FabricViewBuilderTest, PicksUpANewSchemaAndInventory) {
 // Both bitwise the same or both absent.
 bool Same(double a, double b) { return (!Has(a) && !Has(b)) || a == b; }
 
+// Every field the builder writes, the same in both views, port for port,
+// and found by name in both.
+void ExpectSameViews(const analysis::FabricView& got,
+                     const analysis::FabricView& want) {
+  EXPECT_EQ(got.window_seconds, want.window_seconds);
+  ASSERT_EQ(got.ports().size(), want.ports().size());
+  for (size_t p = 0; p < want.ports().size(); ++p) {
+    const analysis::PortView& a = got.ports()[p];
+    const analysis::PortView& b = want.ports()[p];
+    SCOPED_TRACE(b.node + " " + b.device);
+    EXPECT_EQ(a.node, b.node);
+    EXPECT_EQ(a.device, b.device);
+    EXPECT_EQ(a.netdev, b.netdev);
+    EXPECT_EQ(a.is_switch_port, b.is_switch_port);
+    EXPECT_TRUE(Same(a.s.rx_bytes, b.s.rx_bytes));
+    EXPECT_TRUE(Same(a.s.tx_bytes, b.s.tx_bytes));
+    EXPECT_TRUE(Same(a.s.tx_pause_fraction[3], b.s.tx_pause_fraction[3]));
+    EXPECT_TRUE(Same(a.s.symbol_errors, b.s.symbol_errors));
+    EXPECT_TRUE(Same(a.s.cnp_sent, b.s.cnp_sent));
+    EXPECT_TRUE(Same(a.s.ecn_marked, b.s.ecn_marked));
+    EXPECT_TRUE(Same(a.s.carrier_changes, b.s.carrier_changes));
+    EXPECT_EQ(a.s.link_rate, b.s.link_rate);
+    EXPECT_EQ(a.s.link_up, b.s.link_up);
+    EXPECT_EQ(a.samples.reports, b.samples.reports);
+    EXPECT_EQ(a.samples.intervals, b.samples.intervals);
+    EXPECT_EQ(a.samples.expected_reports, b.samples.expected_reports);
+    EXPECT_EQ(a.samples.span_seconds, b.samples.span_seconds);
+    EXPECT_EQ(a.samples.max_interval_seconds, b.samples.max_interval_seconds);
+    const analysis::PortView* found = got.Find(b.node, b.netdev);
+    ASSERT_NE(found, nullptr);
+    EXPECT_EQ(found->device, b.device);
+  }
+}
+
 // A pass builds its window and newest-samples views in one walk; each is
 // what building its window alone gives, for nodes with gaps and no-rate
 // samples, a switch, and a stale node.
@@ -464,12 +509,7 @@ TEST_F(FabricViewBuilderTest, ViewsBuiltTogetherEqualViewsBuiltAlone) {
           rates.push_back(1e6 * static_cast<double>((i + 1) * (seq + n)));
         }
       }
-      ReportView view;
-      view.seq = static_cast<uint64_t>(seq);
-      view.wall_time_unix_nanos = absl::ToUnixNanos(clock_.Now());
-      view.rates = rates;
-      uint64_t held;
-      nodes[n]->Ingest("boot-1", view, slots[n], clock_.Now(), &held);
+      IngestNow(*nodes[n], slots[n], seq, rates);
     }
   }
   v1::Topology topology;
@@ -483,37 +523,85 @@ TEST_F(FabricViewBuilderTest, ViewsBuiltTogetherEqualViewsBuiltAlone) {
     FabricViewBuilder alone(&store_);
     const analysis::FabricView want =
         alone.Build(&topology, windows[w], clock_.Now());
-    const analysis::FabricView& got = views[w];
-    EXPECT_EQ(got.window_seconds, windows[w]);
-    ASSERT_EQ(got.ports().size(), want.ports().size()) << windows[w];
-    ASSERT_EQ(got.ports().size(), 6u);  // 2 per fresh node, none stale
-    for (size_t p = 0; p < want.ports().size(); ++p) {
-      const analysis::PortView& a = got.ports()[p];
-      const analysis::PortView& b = want.ports()[p];
-      SCOPED_TRACE(a.node + " " + a.device + " window " +
-                   std::to_string(windows[w]));
-      EXPECT_EQ(a.node, b.node);
-      EXPECT_EQ(a.device, b.device);
-      EXPECT_EQ(a.netdev, b.netdev);
-      EXPECT_EQ(a.is_switch_port, b.is_switch_port);
-      EXPECT_TRUE(Same(a.s.rx_bytes, b.s.rx_bytes));
-      EXPECT_TRUE(Same(a.s.tx_bytes, b.s.tx_bytes));
-      EXPECT_TRUE(Same(a.s.tx_pause_fraction[3], b.s.tx_pause_fraction[3]));
-      EXPECT_TRUE(Same(a.s.cnp_sent, b.s.cnp_sent));
-      EXPECT_TRUE(Same(a.s.ecn_marked, b.s.ecn_marked));
-      EXPECT_TRUE(Same(a.s.carrier_changes, b.s.carrier_changes));
-      EXPECT_EQ(a.s.link_rate, b.s.link_rate);
-      EXPECT_EQ(a.samples.reports, b.samples.reports);
-      EXPECT_EQ(a.samples.intervals, b.samples.intervals);
-      EXPECT_EQ(a.samples.expected_reports, b.samples.expected_reports);
-      EXPECT_EQ(a.samples.span_seconds, b.samples.span_seconds);
-      EXPECT_EQ(a.samples.max_interval_seconds, b.samples.max_interval_seconds);
-    }
+    SCOPED_TRACE("window " + std::to_string(windows[w]));
+    ASSERT_EQ(views[w].ports().size(), 6u);  // 2 per fresh node, none stale
+    ExpectSameViews(views[w], want);
   }
   EXPECT_TRUE(views[0].Find("gpu-2", "mlx5_0")->is_switch_port);
   // The windows differ: the newest sample alone is not the 5 s mean.
   EXPECT_NE(views[0].Find("gpu-0", "mlx5_0")->s.rx_bytes,
             views[1].Find("gpu-0", "mlx5_0")->s.rx_bytes);
+}
+
+// A view given back is written over by the next build: the same ports as
+// a fresh builder's, in its own storage, as nodes come, go and change.
+TEST_F(FabricViewBuilderTest, ARecycledViewIsWrittenOverAsAFreshOneIsBuilt) {
+  std::vector<std::shared_ptr<NodeSeries>> nodes;
+  std::vector<std::vector<uint32_t>> slots;
+  const auto open = [&](const std::string& name, const v1::Inventory& inv) {
+    nodes.push_back(store_.OpenNode(name));
+    Hello(*nodes.back(), "boot-1");
+    nodes.back()->SetInventory(inv);
+    slots.push_back(*nodes.back()->MapSchema(MakeSchema(GpuSeries())));
+  };
+  for (int n = 0; n < 3; ++n) open("gpu-" + std::to_string(n), GpuInventory());
+  // Each report of every node still in `live`, rates by node and seq.
+  int seq = 0;
+  const auto report = [&](const std::vector<size_t>& live) {
+    ++seq;
+    clock_.Advance(absl::Seconds(1));
+    for (size_t n : live) {
+      std::vector<double> rates;
+      for (size_t i = 0; i < GpuSeries().size(); ++i) {
+        rates.push_back(1e6 * static_cast<double>((i + 1) * (seq + 3 * n)));
+      }
+      IngestNow(*nodes[n], slots[n], seq, rates);
+    }
+  };
+  v1::Topology topology;
+  topology.add_switches()->set_name("gpu-2");
+  const std::vector<double> windows = {3, 1};
+  FabricViewBuilder builder(&store_);
+  // Builds with `builder`, recycling the last build's views first, and
+  // checks them against a fresh builder's.
+  std::vector<analysis::FabricView> views;
+  const auto build = [&] {
+    for (size_t w = 0; w < views.size(); ++w) {
+      builder.Recycle(w, std::move(views[w]));
+    }
+    views = builder.Build(&topology, windows, clock_.Now());
+    FabricViewBuilder fresh(&store_);
+    const std::vector<analysis::FabricView> want =
+        fresh.Build(&topology, windows, clock_.Now());
+    for (size_t w = 0; w < windows.size(); ++w) {
+      SCOPED_TRACE("window " + std::to_string(windows[w]));
+      ExpectSameViews(views[w], want[w]);
+    }
+  };
+  for (int i = 0; i < 4; ++i) report({0, 1, 2});
+  build();
+  ASSERT_EQ(views[0].ports().size(), 6u);
+  const analysis::PortView* const storage = views[0].ports().data();
+  // The same nodes, new rates: written over in place.
+  report({0, 1, 2});
+  build();
+  EXPECT_EQ(views[0].ports().data(), storage);
+  // Its first series' mean over seqs 3 to 5 (1e6 x (seq + 3)), not 2 to 4.
+  EXPECT_EQ(views[0].Find("gpu-1", "mlx5_0")->s.rx_bytes, 1e6 * (4 + 3));
+  // gpu-1 goes silent until it is stale, a new node comes.
+  for (int i = 0; i < 4; ++i) report({0, 2});
+  build();
+  EXPECT_EQ(views[0].ports().size(), 4u);
+  open("gpu-10", GpuInventory());
+  report({0, 2, 3});
+  build();
+  EXPECT_EQ(views[0].ports().size(), 6u);
+  EXPECT_NE(views[0].Find("gpu-10", "eth0"), nullptr);
+  // A view of another window length is not used.
+  builder.Recycle(0, std::move(views[1]));
+  views.clear();
+  build();
+  EXPECT_EQ(views[0].window_seconds, 3);
 }
 
 TEST(SignalMapTest, ClassifiesDriverSpellingsOntoOneSignal) {

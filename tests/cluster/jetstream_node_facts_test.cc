@@ -252,8 +252,10 @@ TEST_F(JetStreamNodeFactsTest, ADeleteThroughOneIsAppliedByEveryOther) {
   again.set_gpus_read(false);
   again.clear_gpu_nics();
   ASSERT_TRUE(a->Put(again).ok());
-  ASSERT_TRUE(
-      testing::Eventually([&] { return Holds(*c, "gpu-002", "swp4"); }));
+  // A holds the node again only once its watcher brings the write back.
+  ASSERT_TRUE(testing::Eventually([&] {
+    return Holds(*c, "gpu-002", "swp4") && Holds(*a, "gpu-002", "swp4");
+  })) << NodesOf(*a);
   EXPECT_EQ(c->Snapshot()->at("gpu-002")->gpu_nics_size(), 0);
   EXPECT_EQ(a->Snapshot()->at("gpu-002")->gpu_nics_size(), 0);
 

@@ -94,6 +94,19 @@ function storedToken() {
 // the login form is shown, the poll goes on and succeeds once signed in.
 class LoginNeeded extends Error {}
 
+// Thrown for an answer to a request sent with another token than the one
+// stored now (signed in or out while it was on its way): the sign-in's own
+// refresh answers instead, so it shows nothing. A refusal of the old token
+// would bring the form back over a token that works.
+class Superseded extends Error {}
+
+// What a failed read shows in the status line: nothing if it was
+// superseded; `prefix` before any other error's message.
+function readFailed(e, prefix = '') {
+  if (e instanceof Superseded) return;
+  setStatus(false, e instanceof LoginNeeded ? e.message : prefix + e.message);
+}
+
 function showLogin(why) {
   const form = $('login');
   $('login-why').textContent = why;
@@ -109,6 +122,7 @@ async function apiFetch(url, headers) {
   const all = Object.assign({}, headers || {});
   if (token) all.Authorization = 'Bearer ' + token;
   const r = await fetch(url, { cache: 'no-store', headers: all });
+  if (storedToken() !== token) throw new Superseded('signed in or out meanwhile');
   $('logout').hidden = !token;
   if (r.status === 401 || r.status === 403) {
     const body = await r.json().catch(() => ({}));
@@ -781,7 +795,7 @@ async function refresh() {
     setStatus(true, 'live');
     $('updated').textContent = 'updated ' + new Date(findings.generated || Date.now()).toLocaleTimeString();
   } catch (e) {
-    setStatus(false, e instanceof LoginNeeded ? e.message : 'collector unreachable: ' + e.message);
+    readFailed(e, 'collector unreachable: ');
   }
   state.stats.polls++;
   state.stats.lastPollMs = performance.now() - start;
@@ -795,11 +809,11 @@ $('metric').addEventListener('change', (e) => {
 $('job').addEventListener('change', (e) => {
   state.job = e.target.value;
   state.dim = '';
-  refreshJob().catch((err) => setStatus(false, err.message));
+  refreshJob().catch((err) => readFailed(err));
 });
 $('dim').addEventListener('change', (e) => {
   state.dim = e.target.value;
-  refreshJob().catch((err) => setStatus(false, err.message));
+  refreshJob().catch((err) => readFailed(err));
 });
 try {
   $('findings-filter').value = decodeURIComponent(location.hash.slice(1));
@@ -808,7 +822,7 @@ try {
 }
 $('findings-filter').addEventListener('change', (e) => {
   history.replaceState(null, '', e.target.value ? '#' + encodeURIComponent(e.target.value) : location.pathname);
-  getFindings().then(drawFindings).catch((err) => setStatus(false, err.message));
+  getFindings().then(drawFindings).catch((err) => readFailed(err));
 });
 $('heatmap-canvas').addEventListener('mousemove', showCellAt);
 $('heatmap-canvas').addEventListener('click', showCellAt);

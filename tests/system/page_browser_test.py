@@ -56,6 +56,7 @@ HOT = ("gpu-001", "mlx5_2")
 JOB = "moe-page"
 ADMIN_TOKEN = "page-admin-0123456789abcdef"  # the CLI's: declares, reads
 READ_TOKEN = "page-read-0123456789abcdef"  # the page's and the API reads'
+WRONG_TOKEN = "wrong-token-0123456789"  # in no token file
 
 
 def write_inputs(work):
@@ -239,8 +240,16 @@ class Browser:
             if value:
                 return value
             if time.time() > deadline:
-                raise AssertionError(f"page: {what} (after {timeout} s)")
+                raise AssertionError(f"page: {what} (after {timeout} s; "
+                                     f"{self.described(session)})")
             time.sleep(0.1)
+
+    def described(self, session):
+        """What the page shows that the waits read: a failed wait says it."""
+        try:
+            return self.js(session, PAGE_STATE)
+        except AssertionError as e:
+            return f"the page's state unread: {e}"
 
     def screenshot(self, session, path, width, height):
         self.call("Emulation.setDeviceMetricsOverride", session, width=width,
@@ -271,6 +280,35 @@ def _shown(id_):
 def _text(id_):
     return f"document.getElementById('{id_}').textContent"
 
+
+# What the page shows: its status line, the login form and its reason, and
+# the kinds of the active findings' rows.
+PAGE_STATE = (
+    "'status ' + JSON.stringify(" + _text("status") + ") + ', login ' + "
+    "(document.getElementById('login').hidden ? 'hidden' : 'shown: ' + "
+    "JSON.stringify(" + _text("login-why") + ")) + ', active rows ' + "
+    "JSON.stringify(Array.from(document.querySelectorAll('tr.active'), "
+    "(r) => r.dataset.kind))")
+
+# Holds the answers to the page's requests sent with the authorization %s
+# until window.releaseAnswers(), which also stops holding.
+HOLD_ANSWERS_TO = """(() => {
+  const fetchNow = window.fetch;
+  const held = [];
+  window.heldAnswers = held;
+  window.releaseAnswers = () => {
+    window.fetch = fetchNow;
+    held.splice(0).forEach((release) => release());
+  };
+  window.fetch = (url, options) => {
+    const answer = fetchNow(url, options);
+    const headers = (options && options.headers) || {};
+    if (headers.Authorization !== %s) return answer;
+    return new Promise((resolve, reject) =>
+      held.push(() => answer.then(resolve, reject)));
+  };
+  return true;
+})()"""
 
 HOT_ROW_SHOWN = (
     "document.querySelectorAll('tr.active[data-kind=\"hot_expert_incast\"]')"
@@ -345,7 +383,7 @@ def check_api(port, failures):
                f"{path}: want {want} with a JSON error, got {status} {body}")
     status, body = http_get(port, "/no-such-page")
     expect(status == 404, f"/no-such-page: {status}")
-    for token in (None, "wrong-token-0123456789"):
+    for token in (None, WRONG_TOKEN):
         status, body = http_get(port, "/api/v1/findings", token=token)
         expect(status == 401 and isinstance(body, dict) and body.get("error"),
                f"/api/v1/findings with token {token}: {status} {body}")
@@ -374,18 +412,30 @@ def sign_in(browser, url, failures):
                         "document.getElementById('login').requestSubmit()")
 
     # A wrong token: refused, with the collector's reason, form kept.
-    submit("wrong-token-0123456789")
+    submit(WRONG_TOKEN)
     why = browser.wait(
         tab, _shown("login") + " && " + _text("login-why") +
         ".startsWith('The token was refused') && " + _text("login-why"),
         "a wrong token is not refused")
     expect(len(why) > len("The token was refused: "), f"refusal {why!r}")
 
-    # The read token: the findings load, the form goes, "log out" shows.
+    # The read token, signed in while a poll with the wrong one is on its
+    # way (its answers held until the read token's are in): the findings
+    # load, the form goes, "log out" shows, and the wrong token's refusal,
+    # come late, brings nothing back.
+    browser.js(tab, HOLD_ANSWERS_TO % json.dumps("Bearer " + WRONG_TOKEN))
+    browser.wait(tab, "window.heldAnswers.length > 0",
+                 "no poll with the wrong token")
     submit(READ_TOKEN)
     browser.wait(tab, HOT_ROW_SHOWN + " && document.getElementById('login')"
                  ".hidden", "the read token loads no findings")
     expect(browser.js(tab, _shown("logout")), "no log out link signed in")
+    browser.js(tab, "window.releaseAnswers()")
+    time.sleep(1)  # the refusals are read and handled in milliseconds
+    expect(browser.js(tab, HOT_ROW_SHOWN + " && document.getElementById("
+                      "'login').hidden"),
+           "the wrong token's late refusal signed the page out: " +
+           browser.described(tab))
 
     # A reload keeps the token: the findings load without the form.
     browser.call("Page.reload", tab)

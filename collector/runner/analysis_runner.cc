@@ -1,6 +1,7 @@
 #include "collector/runner/analysis_runner.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -1050,6 +1051,10 @@ void AnalysisRunner::RunSharded(absl::Time now, bool leading,
   // one can take it any more: it is published nowhere now), else it is
   // freed here, outside the lock the readers take.
   if (previous != nullptr && previous.use_count() == 1) {
+    // use_count() reads the count relaxed: ordered after the last reader's
+    // release of its copy (and so after its reads of the view) only by
+    // this fence.
+    std::atomic_thread_fence(std::memory_order_acquire);
     view_builder_.Recycle(0, std::move(*previous));
   }
   previous.reset();

@@ -35,6 +35,7 @@ histogram at the end, which counts every pass. Prints per run:
                          [--seconds=60] [--poll_seconds=1]
                          [--lldp=both|on|off]
                          [--collector_flag=--analysis_shards ...]
+                         [--collector_env=VAR=value ...]
 
 Exit 0 when the targets are met in every run (no pass over 1 s, backlog
 cleared within 30 s, no report dropped; with neighbors, the discovered
@@ -98,6 +99,18 @@ def host_links(text):
     return float(m.group(1)) if m else None
 
 
+def collector_env(settings):
+    """This process's environment with the collector's own VAR=value
+    settings (the simulator keeps this process's)."""
+    env = dict(os.environ)
+    for setting in settings:
+        name, sep, value = setting.partition("=")
+        if not sep or not name:
+            raise ValueError(f"--collector_env wants VAR=value: {setting!r}")
+        env[name] = value
+    return env
+
+
 def run_storm(args, collector, cli, sim, lldp):
     """One storm; a dict of what it measured. Raises on errors."""
     tmp = tempfile.mkdtemp(prefix="fabricdiag_connect_storm.")
@@ -108,6 +121,7 @@ def run_storm(args, collector, cli, sim, lldp):
          f"--listen=127.0.0.1:{grpc_port}",
          f"--http_listen=127.0.0.1:{http_port}", f"--state_dir={tmp}/state"]
         + args.collector_flag,
+        env=collector_env(args.collector_env),
         stdout=log, stderr=subprocess.STDOUT)
     target = f"--collector=127.0.0.1:{grpc_port}"
     passes = {}  # passes_total -> the duration its scrape showed
@@ -226,7 +240,16 @@ def main():
     ap.add_argument("--collector_flag", action="append", default=[],
                     help="a flag for the collector, e.g. "
                          "--collector_flag=--analysis_shards (repeatable)")
+    ap.add_argument("--collector_env", action="append", default=[],
+                    help="VAR=value in the collector's environment alone, "
+                         "e.g. the unit's GLIBC_TUNABLES=glibc.malloc."
+                         "hugetlb=1 (repeatable)")
     args = ap.parse_args()
+    try:
+        collector_env(args.collector_env)
+    except ValueError as e:
+        print(f"connect_storm.py: {e}", file=sys.stderr)
+        return 2
     collector, cli = binaries(args.build_dir, "connect_storm.py")
     if collector is None:
         return 2

@@ -12,6 +12,8 @@
 #    verify insists that ExecStart's executable exists, so the unit is
 #    copied to a temporary directory with /usr/bin/<name> replaced by
 #    BINARY (the freshly built daemon).
+#    Every glibc tunable the unit sets in GLIBC_TUNABLES must be one the
+#    binary's C library knows (an unknown one is ignored silently).
 # 2. `systemd-analyze security --offline=yes` rates the sandbox; the
 #    exposure score is printed for the log ("EXPOSURE: unit score"), never
 #    judged (it moves between systemd versions).
@@ -66,6 +68,29 @@ if [ "$status" -ne 0 ] || [ -n "$out" ]; then
   exit 1
 fi
 echo "PASS: systemd-analyze verify $unit printed nothing"
+
+# A glibc tunable the C library does not know is ignored without a word:
+# every one the unit sets (Environment=GLIBC_TUNABLES=name=value:...) must
+# be listed by the dynamic loader the binary runs under.
+tunables=$(sed -n 's/^Environment=GLIBC_TUNABLES=//p' "$unit_dir/$unit")
+if [ -n "$tunables" ]; then
+  ldso=$(ldd "$binary" | awk '/ld-linux/ { print $1; exit }')
+  known=$("$ldso" --list-tunables 2>/dev/null) || {
+    echo "FAIL: $unit sets GLIBC_TUNABLES, but '$ldso --list-tunables' fails: the C library is too old to be asked" >&2
+    exit 1
+  }
+  old_ifs=$IFS
+  IFS=:
+  for tunable in $tunables; do
+    name=${tunable%%=*}
+    if ! printf '%s\n' "$known" | grep -q "^$name:"; then
+      echo "FAIL: $unit sets the glibc tunable $name, which $ldso does not know" >&2
+      exit 1
+    fi
+    echo "PASS: $unit sets the glibc tunable $name, which $ldso knows"
+  done
+  IFS=$old_ifs
+fi
 
 # `security` exits non-zero when the score exceeds --threshold (default
 # 100, i.e. never), so a failure here is a real error.

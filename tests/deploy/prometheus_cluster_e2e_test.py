@@ -48,7 +48,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nats_config_test as nats_cluster  # noqa: E402
 from prometheus_e2e_test import (  # noqa: E402
-    NODES, STORM, Rig, firing_alerts, free_port, get_json, wait_http)
+    STORM, Rig, firing_alerts, get_json)
 
 FAULT_START, FAULT_END, END = 12.0, 80.0, 105.0
 DETECT, RESOLVE = 25.0, 25.0
@@ -279,16 +279,12 @@ def main():
             raise AssertionError("; ".join(nats_cluster.FAILURES))
         urls = ",".join(f"nats://127.0.0.1:{c}" for c, _, _ in nats_ports)
 
-        grpc = {cid: free_port() for cid in IDS}
-        http = {cid: free_port() for cid in IDS}
+        grpc, http = {}, {}
         for cid in IDS:
-            rig.spawn(f"collector-{cid}", [
-                collector, f"--listen=127.0.0.1:{grpc[cid]}",
-                f"--http_listen=127.0.0.1:{http[cid]}",
-                f"--state_dir={rig.work}/state-{cid}", f"--nats={urls}",
-                f"--collector_id={cid}", "--nats_replicas=3", *nats_flags])
-        for cid in IDS:
-            wait_http(f"http://127.0.0.1:{http[cid]}/healthz", cid)
+            grpc[cid], http[cid] = rig.start_collector(f"collector-{cid}", [
+                collector, f"--state_dir={rig.work}/state-{cid}",
+                f"--nats={urls}", f"--collector_id={cid}",
+                "--nats_replicas=3", *nats_flags])
         rig.write_inputs(FAULT_START, FAULT_END, hot=False)
         rig.apply_declared(cli, grpc["col-a"])
 

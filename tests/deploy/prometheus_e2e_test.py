@@ -55,18 +55,6 @@ def get_json(url, timeout=2):
         return json.loads(r.read().decode())
 
 
-def wait_http(url, what, deadline_s=30):
-    deadline = time.time() + deadline_s
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                return r.read()
-        except OSError:
-            if time.time() > deadline:
-                raise AssertionError(f"{what} did not answer at {url}")
-            time.sleep(0.2)
-
-
 class Rig:
     """Processes of one test run in a work directory, their logs, and the
     simulated fabric they watch. Stops every process it started."""
@@ -80,6 +68,32 @@ class Rig:
         log = open(f"{self.work}/{name}.log", "ab")
         self.procs[name] = subprocess.Popen(argv, stdout=log, stderr=log,
                                             env=env)
+
+    def spawn_listening(self, name, launch, attempts=5, deadline_s=30):
+        """Starts a server on ports free_port() found and waits until it
+        answers. free_port() lets its port go, so another process (a test
+        running beside this one, an outgoing connection) can take it before
+        the server binds it: a server that exits before it answers is
+        started again on fresh ports. launch() picks the ports and returns
+        (argv, the URL to wait for, a result); returns the result."""
+        for attempt in range(1, attempts + 1):
+            argv, url, result = launch()
+            self.spawn(name, argv)
+            deadline = time.time() + deadline_s
+            while self.procs[name].poll() is None:
+                try:
+                    with urllib.request.urlopen(url, timeout=2):
+                        return result
+                except OSError:
+                    if time.time() > deadline:
+                        raise AssertionError(
+                            f"{name} did not answer at {url}:\n" +
+                            self.tail(name))
+                    time.sleep(0.2)
+            print(f"{name} exited before it answered at {url} (attempt "
+                  f"{attempt} of {attempts}):\n{self.tail(name, 3)}")
+        raise AssertionError(f"{name} exited {attempts} times before it "
+                             f"answered:\n{self.tail(name)}")
 
     def tail(self, name, n=12):
         try:
@@ -149,21 +163,22 @@ class Rig:
             time.sleep(0.05)
         targets = []
         for i, node in enumerate(NODES + ["leaf-0"]):
-            port = free_port()
-            self.spawn(f"agent-{node}", [
-                agent, f"--node={node}",
-                f"--sysfs_root={work}/fabric/{node}/sys",
-                f"--ethtool_dir={work}/fabric/{node}/ethtool",
-                f"--listen=127.0.0.1:{port}", "--interval=1s",
-                f"--collector={collectors_of(i)}"])
-            targets.append((node, port))
+            def launch(node=node, i=i):
+                port = free_port()
+                return ([agent, f"--node={node}",
+                         f"--sysfs_root={work}/fabric/{node}/sys",
+                         f"--ethtool_dir={work}/fabric/{node}/ethtool",
+                         f"--listen=127.0.0.1:{port}", "--interval=1s",
+                         f"--collector={collectors_of(i)}"],
+                        f"http://127.0.0.1:{port}/metrics", port)
+            targets.append((node, self.spawn_listening(f"agent-{node}",
+                                                       launch)))
         return t0, targets
 
     def start_prometheus(self, src, targets, collector_http_ports):
         """Prometheus with our rule files as shipped, a 1 s scrape and
         evaluation, every agent and every collector; its API URL."""
         work = self.work
-        prom = free_port()
         shutil.copytree(f"{src}/deploy/prometheus/rules", f"{work}/rules")
         with open(f"{work}/prometheus.yml", "w") as f:
             f.write("global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
@@ -176,12 +191,25 @@ class Rig:
                                    for p in collector_http_ports)
             f.write("  - job_name: fabricdiag-collector\n"
                     f"    static_configs: [{{targets: [{collectors}]}}]\n")
-        self.spawn("prometheus", ["prometheus",
-                                  f"--config.file={work}/prometheus.yml",
-                                  f"--storage.tsdb.path={work}/tsdb",
-                                  f"--web.listen-address=127.0.0.1:{prom}"])
-        wait_http(f"http://127.0.0.1:{prom}/-/ready", "prometheus")
-        return f"http://127.0.0.1:{prom}/api/v1"
+
+        def launch():
+            prom = free_port()
+            return (["prometheus", f"--config.file={work}/prometheus.yml",
+                     f"--storage.tsdb.path={work}/tsdb",
+                     f"--web.listen-address=127.0.0.1:{prom}"],
+                    f"http://127.0.0.1:{prom}/-/ready",
+                    f"http://127.0.0.1:{prom}/api/v1")
+        return self.spawn_listening("prometheus", launch)
+
+    def start_collector(self, name, argv):
+        """A collector on fresh gRPC and HTTP ports, started with argv and
+        --listen/--http_listen; its (gRPC, HTTP) ports once it answers."""
+        def launch():
+            grpc, http = free_port(), free_port()
+            return ([*argv, f"--listen=127.0.0.1:{grpc}",
+                     f"--http_listen=127.0.0.1:{http}"],
+                    f"http://127.0.0.1:{http}/healthz", (grpc, http))
+        return self.spawn_listening(name, launch)
 
 
 def firing_alerts(api):
@@ -206,11 +234,8 @@ def main():
     failures = []
     try:
         rig.write_inputs(FAULT_START, FAULT_END)
-        grpc, http = free_port(), free_port()
-        rig.spawn("collector", [collector, f"--listen=127.0.0.1:{grpc}",
-                                f"--http_listen=127.0.0.1:{http}",
-                                f"--state_dir={work}/state"])
-        wait_http(f"http://127.0.0.1:{http}/healthz", "the collector")
+        grpc, http = rig.start_collector(
+            "collector", [collector, f"--state_dir={work}/state"])
         rig.apply_declared(cli, grpc)
         t0, targets = rig.start_fabric(sim, agent,
                                        lambda i: f"127.0.0.1:{grpc}")

@@ -236,6 +236,7 @@ void SwitchState::ApplySeries(absl::string_view device, bool last_clear,
     // A moving counter that did not move: the switch has not polled it
     // since (SONiC polls port statistics every second, queues and PFC
     // every ten). The rate holds; the baseline stays at the last change.
+    s.repeated = true;
     if (moving && s.cadence_nanos > 0 &&
         2 * since_change < 3 * s.cadence_nanos) {
       return;
@@ -267,6 +268,7 @@ void SwitchState::ApplySeries(absl::string_view device, bool last_clear,
   } else if (s.cadence_nanos > 0) {
     received = std::min(since_change, std::max(since_sample, s.cadence_nanos));
   }
+  const int64_t cadence = s.cadence_nanos;
   if (s.base_is_change && (moving || s.cadence_nanos == 0) &&
       since_change <= max_refresh) {
     s.cadence_nanos = since_change;
@@ -281,8 +283,21 @@ void SwitchState::ApplySeries(absl::string_view device, bool last_clear,
   const bool stamps_count =
       stamped > received &&
       stamped - received <= absl::ToInt64Nanoseconds(kMaxTimestampLead);
-  const double seconds =
-      static_cast<double>(stamps_count ? stamped : received) / 1e9;
+  int64_t span = stamps_count ? stamped : received;
+  if (moving && s.repeated && cadence > 0 && received == since_change) {
+    // One poll's increase (the class comment, "A polled counter's change").
+    const bool after_late =
+        4 * s.last_span_nanos > 5 * cadence && 2 * span >= cadence;
+    const bool one_poll = 4 * span >= 3 * cadence && 2 * span < 3 * cadence;
+    s.last_span_nanos = span;
+    if (one_poll || after_late) {
+      s.cadence_nanos = cadence + (span - cadence) / 8;
+      span = cadence;
+    }
+  } else {
+    s.last_span_nanos = span;
+  }
+  const double seconds = static_cast<double>(span) / 1e9;
   const double per_second = s.desc->BaseValue(*delta) / seconds;
   if (Possible(s, device, per_second)) {
     s.delta = *delta;
@@ -299,6 +314,7 @@ void SwitchState::ApplySeries(absl::string_view device, bool last_clear,
 void SwitchState::Series::Rebase(const Stamp& stamp) {
   base_rx_nanos = stamp.rx_nanos;
   base_timestamp_nanos = stamp.timestamp_nanos;
+  repeated = false;
 }
 
 void SwitchState::SetSpeed(absl::string_view device, double bytes_per_second,

@@ -28,6 +28,18 @@
 // not known yet, over the time since its previous change when that was at
 // most kMaxRefresh ago, else over the last sample interval.
 //
+// A polled counter's change is one poll's increase, whenever the target
+// gets to send it: a target that takes a sample late (stamping it late too,
+// as the value's poll time is not what it stamps) shows the poll of 14 s at
+// 14.5 s instead of 14.1 s, and the poll of 15 s 0.6 s after it; rated over
+// the time between changes the rate would read 0.7x and then 1.7x. So a
+// counter that repeated its value since its last change, moving at a known
+// cadence, and changed again within 0.75 to 1.5 cadences of it (or within
+// 0.5 of it, right after a change late by more than 0.25) is rated over one
+// cadence, and the cadence follows those spans slowly. Any other span
+// (a switch that polls faster now) is rated as it is and is the new
+// cadence.
+//
 // Resets (never a negative or huge rate): a counter that goes down, a
 // changed OpenConfig last-clear of the port, and a changed boot-time of the
 // switch (a reload: every series restarts, and TakeReload() returns true
@@ -167,8 +179,15 @@ class SwitchState {
     // value after a reset: the time since it is a cadence.
     bool base_is_change = false;
     // The counter's cadence: receive time between its last two changes
-    // while it moved (0: not known yet).
+    // while it moved (0: not known yet), smoothed while the switch polls it
+    // less often than it is sampled.
     int64_t cadence_nanos = 0;
+    // The time the last rate was taken over, before it was made one
+    // cadence (0: none yet).
+    int64_t last_span_nanos = 0;
+    // A sample repeated the baseline's value: the switch polls the counter
+    // less often than it is sampled.
+    bool repeated = false;
     size_t group = 0;  // the subscription group it comes from
     std::optional<double> per_second;
     std::optional<uint64_t> delta;

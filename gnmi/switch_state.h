@@ -35,10 +35,10 @@
 // the time between changes the rate would read 0.7x and then 1.7x. So a
 // counter that repeated its value since its last change, moving at a known
 // cadence, and changed again within 0.75 to 1.5 cadences of it (or within
-// 0.5 of it, right after a change late by more than 0.25) is rated over one
-// cadence, and the cadence follows those spans slowly. Any other span
-// (a switch that polls faster now) is rated as it is and is the new
-// cadence.
+// 0.5 to 1.5, right after a change that came more than a quarter cadence
+// late) is rated over one cadence, and the cadence follows those spans by
+// an eighth of each difference. Any other span (a switch that polls faster
+// now) is rated as it is and is the new cadence.
 //
 // Resets (never a negative or huge rate): a counter that goes down, a
 // changed OpenConfig last-clear of the port, and a changed boot-time of the

@@ -83,6 +83,11 @@ class Rig:
             while self.procs[name].poll() is None:
                 try:
                     with urllib.request.urlopen(url, timeout=2):
+                        pass
+                    # Ours, not another server on the port it failed to
+                    # bind: it is still running once the port answered.
+                    time.sleep(0.2)
+                    if self.procs[name].poll() is None:
                         return result
                 except OSError:
                     if time.time() > deadline:

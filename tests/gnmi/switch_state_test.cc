@@ -495,7 +495,7 @@ TEST(SwitchStateTest, CountersRefreshedOnceASecondGiveSteadyRates) {
 TEST(SwitchStateTest, ASampleTheTargetSentLateDoesNotSwingAPolledRate) {
   // 20 GB/s, polled on every whole second and sampled every 0.5 s (at .1
   // and .6), each sample stamped when it is taken. The target is slow to
-  // take the sample of 14.1 s: it goes out at 14.5 s, stamped 14.4 s, with
+  // take the sample of 14.1 s: it goes out at 14.5 s, stamped then, with
   // the poll of 14 s. Rated over the time between the changes it would read
   // 14.3 GB/s (1.4 s) and then, the poll of 15 s seen 0.6 s later, 33.3
   // GB/s: the swing the gNMI end-to-end test saw on a loaded machine. Each
@@ -511,7 +511,7 @@ TEST(SwitchStateTest, ASampleTheTargetSentLateDoesNotSwingAPolledRate) {
   };
   for (int64_t t = 10'100; t < 14'000; t += 500) sample(t, t / 1000);
   EXPECT_DOUBLE_EQ(InOctetsRate(&state, 13'600 * ms), 20 * kGB);
-  sample(14'500, 14);  // the late sample, its stamp 0.1 s early
+  sample(14'500, 14);  // the late sample
   EXPECT_NEAR(InOctetsRate(&state, 14'500 * ms), 20 * kGB, kGB);
   sample(14'600, 14);
   EXPECT_NEAR(InOctetsRate(&state, 14'600 * ms), 20 * kGB, kGB);
@@ -519,13 +519,14 @@ TEST(SwitchStateTest, ASampleTheTargetSentLateDoesNotSwingAPolledRate) {
     sample(t, t / 1000);
     EXPECT_NEAR(InOctetsRate(&state, t * ms), 20 * kGB, kGB) << t << " ms";
   }
-  // The switch polls every 0.5 s from 20 s on: the rate is taken over the
-  // new cadence at once, not over the old one.
-  for (int64_t t = 20'100; t < 24'000; t += 500) {
+  // From 20 s on the switch polls every 0.5 s and is sampled every 0.25 s
+  // (every other sample repeats): a change 0.5 s after the last one is
+  // the new cadence, rated over it at once, not one poll of the old one
+  // (10 GB/s).
+  for (int64_t t = 20'100; t < 24'000; t += 250) {
+    const uint64_t polls = static_cast<uint64_t>(t - 20'000) / 500;
     state.Apply(
-        UintNotification(kInOctets,
-                         400'000'000'000 + static_cast<uint64_t>(t - 20'000) /
-                                               500 * 10'000'000'000,
+        UintNotification(kInOctets, 400'000'000'000 + polls * 10'000'000'000,
                          t * ms),
         "", t * ms);
     EXPECT_NEAR(InOctetsRate(&state, t * ms), 20 * kGB, kGB / 5) << t << " ms";

@@ -32,39 +32,15 @@ import tempfile
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "testing"))
+from ports import free_port  # noqa: E402
+
 FAILURES = []
 
 
 def fail(msg):
     FAILURES.append(msg)
-
-
-def free_port():
-    """A port on 127.0.0.1 that is free now, picked below the kernel's
-    ephemeral range (net.ipv4.ip_local_port_range, 32768-60999 by default).
-    The kernel hands ports of that range to every connect() and bind(0) of
-    the tests running beside this one, so a port picked there (bind(0))
-    can be taken before the process it is meant for binds it."""
-    import random
-    import socket
-    low = 32768
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            low = int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        pass
-    if low > 12000:
-        for _ in range(200):
-            port = random.randint(10000, low - 1)
-            with socket.socket() as s:
-                try:
-                    s.bind(("127.0.0.1", port))
-                except OSError:
-                    continue
-                return port
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def stop(procs):

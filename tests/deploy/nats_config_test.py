@@ -44,7 +44,10 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from grafana_dashboards_test import free_port, stop  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "testing"))
+from grafana_dashboards_test import stop  # noqa: E402
+from ports import free_port  # noqa: E402
 
 FAILURES = []
 NAMES = ("nats-1", "nats-2", "nats-3")
@@ -223,10 +226,11 @@ def start_servers(nats, conf_text, work, procs, attempts=5):
     """Starts the three servers of conf_text on loopback; their client,
     monitoring and route ports. The processes are appended to procs.
 
-    A free port can be taken by another test between free_port() and the
-    server's bind (ctest runs tests side by side): a server that exits
-    with "address already in use" before it listens for routes is
-    stopped with the others, and all three start again on new ports."""
+    free_port() keeps its ports from other tests and outgoing connections,
+    but a process that is none of ours can still take one before the
+    server binds it: a server that exits with "address already in use"
+    before it listens for routes is stopped with the others, and all
+    three start again on new ports."""
     for attempt in range(attempts):
         ports = [(free_port(), free_port(), free_port()) for _ in NAMES]
         started = []

@@ -28,7 +28,6 @@ Exits 77 (skipped) when prometheus is not installed.
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,18 +35,16 @@ import time
 import urllib.parse
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "testing"))
+from ports import free_port  # noqa: E402
+
 FAULT_START, FAULT_END, END = 12.0, 40.0, 58.0
 DETECT, RESOLVE, SILENCED = 15.0, 18.0, 6.0
 NODES = [f"gpu-{i:03d}" for i in range(4)]
 NICS = [f"mlx5_{n}" for n in range(4)]
 HOT = ("gpu-001", "mlx5_2")
 STORM = ("gpu-003", "mlx5_1")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get_json(url, timeout=2):
@@ -71,10 +68,10 @@ class Rig:
 
     def spawn_listening(self, name, launch, attempts=5, deadline_s=30):
         """Starts a server on ports free_port() found and waits until it
-        answers. free_port() lets its port go, so another process (a test
-        running beside this one, an outgoing connection) can take it before
-        the server binds it: a server that exits before it answers is
-        started again on fresh ports. launch() picks the ports and returns
+        answers. No other test gets those ports and no outgoing connection
+        takes them, but a process that is none of ours still can before the
+        server binds them: a server that exits before it answers is started
+        again on fresh ports. launch() picks the ports and returns
         (argv, the URL to wait for, a result); returns the result."""
         for attempt in range(1, attempts + 1):
             argv, url, result = launch()

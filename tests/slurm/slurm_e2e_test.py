@@ -29,10 +29,8 @@ as munge).
 import json
 import os
 import pwd
-import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -45,6 +43,9 @@ SOURCE_DIR = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".")
 COLLECTOR = os.path.abspath(sys.argv[2]) if len(sys.argv) > 2 else None
 CLI = os.path.abspath(sys.argv[3]) if len(sys.argv) > 3 else None
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "testing"))
+from ports import free_port, free_port_range  # noqa: E402
+
 TEST_DEADLINE = time.monotonic() + 100
 NODES = [f"gpu-{i:03d}" for i in range(8)]
 TOKEN = "e2e-T0ken_slurm-0123456789"
@@ -71,25 +72,6 @@ def wait_for(what, fn, timeout):
             raise Failure(f"timed out waiting for {what}")
         time.sleep(delay)
         delay = min(delay * 1.5, 0.3)
-
-
-def free_port_range(count):
-    """`count` consecutive ports on 127.0.0.1 that are free right now."""
-    for _ in range(200):
-        base = random.randint(20000, 60000 - count)
-        socks = []
-        try:
-            for p in range(base, base + count):
-                s = socket.socket()
-                socks.append(s)
-                s.bind(("127.0.0.1", p))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise Failure(f"no {count} consecutive free ports")
 
 
 class Cluster:
@@ -186,10 +168,8 @@ class Cluster:
             os.makedirs(os.path.join(tmp, d), exist_ok=True)
         # Written before munged and slurmctld start; only the collector URL
         # is added once the collector listens.
-        self.ctld_port = free_port_range(1)
-        self.node_port = self.ctld_port
-        while self.node_port <= self.ctld_port < self.node_port + len(NODES):
-            self.node_port = free_port_range(len(NODES))
+        self.ctld_port = free_port()
+        self.node_port = free_port_range(len(NODES))
         hooks = os.path.join(tmp, "hooks.log")
         env_file = os.path.join(tmp, "slurm.env")
         for hook in ("prolog", "epilog"):

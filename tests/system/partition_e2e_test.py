@@ -25,12 +25,15 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "testing"))
+from ports import free_port  # noqa: E402
 
 COLLECTOR, SIM = sys.argv[1], sys.argv[2]
 AGENTS = 60
@@ -49,12 +52,6 @@ def run(*args, check=True):
     if check and p.returncode != 0:
         raise RuntimeError(f"{' '.join(args)}: {p.stderr.strip()}")
     return p
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def metrics(addr):

@@ -285,6 +285,24 @@ double ResidentMb() {
          static_cast<double>(sysconf(_SC_PAGESIZE)) / 1e6;
 }
 
+// Profiles of the timed passes alone, whatever the fixture took: with
+// FABRICDIAG_PERF_CTL naming perf's control FIFO (mkfifo /tmp/ctl, then
+// FABRICDIAG_PERF_CTL=/tmp/ctl perf record -D -1 --control=fifo:/tmp/ctl
+// -g fabricdiag_analysis_bench ...) perf samples between ProfileTimed(true) and
+// ProfileTimed(false) (the benches that call it: BM_RunnerInterval and
+// BM_RunnerIntervalWatched).
+void ProfileTimed(bool on) {
+  const char* fifo = std::getenv("FABRICDIAG_PERF_CTL");
+  if (fifo == nullptr || *fifo == '\0') return;
+  std::FILE* f = std::fopen(fifo, "w");
+  if (f == nullptr) {
+    std::fprintf(stderr, "FABRICDIAG_PERF_CTL=%s: cannot open\n", fifo);
+    return;
+  }
+  std::fputs(on ? "enable\n" : "disable\n", f);
+  std::fclose(f);
+}
+
 // CPU ms (every thread: the machine is shared, so phases are measured in
 // CPU time) and wall ms per phase of a pass, summed over passes.
 struct Phases {
@@ -1115,8 +1133,10 @@ class BenchLayouts final : public collector::LayoutSnapshots {
 
 // `watched`: how many jobs of its shards have their page open (the runner
 // copies each one's ports out of its shard's view every pass:
-// AnalysisRunner::LatestJobView()).
-void RunnerInterval(benchmark::State& state, int watched) {
+// AnalysisRunner::LatestJobView()). Not `sharded`: a lone collector without
+// --analysis_shards (the default), which analyses its fabric in one pass;
+// `collectors` must then be 1.
+void RunnerInterval(benchmark::State& state, int watched, bool sharded = true) {
   const int nodes = static_cast<int>(state.range(0));
   const int collectors = static_cast<int>(state.range(1));
   const Fixture& fx =
@@ -1198,14 +1218,17 @@ void RunnerInterval(benchmark::State& state, int watched) {
   const testing::FixedTopology topology =
       testing::FixedTopology::Declared(c.topology());
   BenchFeatures features;
+  collector::EmbeddedFeatureExchange alone;
   BenchShards shards(f.owned);
   collector::AlwaysLeading role;
   collector::NoBaselinesStore no_baselines;
   collector::AnalysisStats stats;
+  if (!sharded && collectors != 1) std::abort();
   collector::AnalysisRunner runner(
       &series, &layouts, &findings, &stats, clock,
-      collector::AnalysisRunner::Seams{features, role, no_baselines, topology,
-                                       &shards},
+      collector::AnalysisRunner::Seams{
+          sharded ? static_cast<collector::FeatureExchange&>(features) : alone,
+          role, no_baselines, topology, sharded ? &shards : nullptr},
       collector::AnalysisRunner::Options{});
 
   // The jobs whose page is open: the first `watched` of its job shards'.
@@ -1240,8 +1263,10 @@ void RunnerInterval(benchmark::State& state, int watched) {
     ingest();
     const double ingested = ProcessCpuMs() - start;
     start = ProcessCpuMs();
-    features.Received(liveness, now);
-    shards.Received(f.remote, collectors);
+    if (sharded) {
+      features.Received(liveness, now);
+      shards.Received(f.remote, collectors);
+    }
     const double received = ProcessCpuMs() - start;
     // The pages ask as a browser polls them (the readers' work: not timed).
     watched_ports = 0;
@@ -1271,7 +1296,9 @@ void RunnerInterval(benchmark::State& state, int watched) {
   for (int i = 0; i < fx.config.hysteresis.open_after + 2; ++i) {
     interval(false);
   }
+  ProfileTimed(true);
   for (auto _ : state) interval(true);
+  ProfileTimed(false);
   state.counters["collectors"] = collectors;
   state.counters["gpus"] = 8.0 * nodes;
   state.counters["own_nodes"] = static_cast<double>(sessions.size());
@@ -1314,6 +1341,18 @@ BENCHMARK(BM_RunnerInterval)
     ->Args({5 * kNodesAtScale, 10})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
+
+// BM_RunnerIntervalAlone/<nodes>: the same of a lone collector without
+// --analysis_shards (the default), its whole fabric analysed in one pass
+// (every analyzer over one view: AnalysisRunner::RunRateAnalyzers()).
+void BM_RunnerIntervalAlone(benchmark::State& state) {
+  RunnerInterval(state, 0, /*sharded=*/false);
+}
+BENCHMARK(BM_RunnerIntervalAlone)
+    ->Args({kNodesAtScale / 8, 1})
+    ->Args({kNodesAtScale, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(10);
 
 // BM_RunnerIntervalWatched/<nodes>/<collectors>/<pages>: the same with
 // <pages> jobs of collector 0's shards open in a browser (their views

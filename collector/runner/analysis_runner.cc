@@ -461,8 +461,7 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric,
   } else if (now < baselines_retry_until_ || baselines_reader_.joinable()) {
     RetryBaselines(now, snapshot);
   }
-  auto view =
-      std::make_shared<const analysis::FabricView>(std::move(fabric.window));
+  auto view = std::make_shared<analysis::FabricView>(std::move(fabric.window));
   Publish(view);
   analysis::AnalysisInput in;
   in.view = view.get();
@@ -512,6 +511,11 @@ void AnalysisRunner::RunRateAnalyzers(absl::Time now, FeatureSlice fabric,
   if (now - baselines_written_ >= options_.baselines_every ||
       (wrote_no_baselines_ && straggler_baselines_.size() > 0)) {
     SaveBaselines(now);
+  }
+  // The recent view is read by this pass alone: the next one writes over
+  // it.
+  if (fabric.recent.has_value()) {
+    view_builder_.Recycle(1, std::move(*fabric.recent));
   }
 }
 
@@ -858,16 +862,24 @@ void AnalysisRunner::FlushBaselines() {
   read->cv.wait(lock, [&read] { return read->done; });
 }
 
-void AnalysisRunner::Publish(std::shared_ptr<const analysis::FabricView> view) {
+void AnalysisRunner::Publish(std::shared_ptr<analysis::FabricView> view) {
   last_view_ = view;
-  std::shared_ptr<const analysis::FabricView> previous;
+  std::shared_ptr<analysis::FabricView> previous;
   {
     std::lock_guard<std::mutex> lock(view_mu_);
     previous = std::exchange(published_view_, std::move(view));
   }
-  // The view replaced is freed here, outside the lock LatestView() takes:
-  // at 200k GPUs its ports take some 45 ms to free, which the page's
-  // readers would otherwise wait out.
+  // The view replaced is recycled or freed here, outside the lock
+  // LatestView() takes: at 200k GPUs its ports take some 45 ms to free,
+  // which the page's readers would otherwise wait out. Nobody can take it
+  // any more (it is published nowhere now): held here alone, it is no
+  // one's. use_count() reads the count relaxed: ordered after the last
+  // reader's release of its copy (and so after its reads of the view) only
+  // by the fence.
+  if (previous != nullptr && previous.use_count() == 1) {
+    std::atomic_thread_fence(std::memory_order_acquire);
+    view_builder_.Recycle(0, std::move(*previous));
+  }
 }
 
 bool AnalysisRunner::Leading() {
@@ -995,8 +1007,7 @@ void AnalysisRunner::RunOnce() {
     RunRateAnalyzers(now, std::move(fabric), *nodes, *topology);
   } else if (whole_fabric) {
     // The page still shows the whole fabric.
-    Publish(
-        std::make_shared<const analysis::FabricView>(std::move(fabric.window)));
+    Publish(std::make_shared<analysis::FabricView>(std::move(fabric.window)));
   } else {
     // Nobody looks: no view of this collector's part alone, which the page
     // would show as the fabric.

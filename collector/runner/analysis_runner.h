@@ -322,7 +322,12 @@ class AnalysisRunner {
   // previous leader left (the hysteresis is seeded again, as after a
   // restart).
   bool Leading();
-  void Publish(std::shared_ptr<const analysis::FabricView> view);
+  // Makes `view` (null: none) the one LatestView() returns and the layout
+  // analyzers' last_view_. The view it replaces goes back to the view
+  // builder, which writes the next pass's ports over it, when no one holds
+  // it any more (no reader, and not the sharded pass's own ports, which it
+  // recycles itself); else it is freed here, outside the readers' lock.
+  void Publish(std::shared_ptr<analysis::FabricView> view);
 
   const SeriesStore* const series_;
   const LayoutSnapshots* const layouts_;
@@ -415,7 +420,9 @@ class AnalysisRunner {
   bool publish_failing_ = false;
   // last_view_ for other threads (readers must not wait for a pass).
   mutable std::mutex view_mu_;
-  std::shared_ptr<const analysis::FabricView> published_view_;
+  // Not const: once no reader holds it, the pass that replaces it gives it
+  // back to the view builder (Publish()).
+  std::shared_ptr<analysis::FabricView> published_view_;
   std::shared_ptr<const std::vector<NodeFacts>> published_nodes_;
   // With the analysis sharded: this collector's own ports at the latest
   // pass (LatestNames()). Not const: once no reader holds it, the next

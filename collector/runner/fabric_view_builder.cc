@@ -285,7 +285,11 @@ std::vector<analysis::FabricView> FabricViewBuilder::Build(
   ports += (reporting.size() - mapped) * per_node;
   std::vector<analysis::FabricView> views(windows_seconds.size());
   for (size_t w = 0; w < views.size(); ++w) {
+    // A view given back that holds far more ports than this collector's
+    // (a cluster's whole fabric, merged by its leader) would keep that much
+    // memory for a few: it is freed instead.
     if (w < recycled_.size() && !recycled_[w].ports().empty() &&
+        recycled_[w].ports().size() <= 2 * ports + kPortsPerNodeGuess &&
         recycled_[w].window_seconds == windows_seconds[w]) {
       views[w] = std::move(recycled_[w]);
       views[w].BeginRewrite();

@@ -70,8 +70,9 @@ class FabricViewBuilder {
   // one pass to the next a collector's ports are the same, in the same
   // order, so their names, the view's index and its memory are kept
   // rather than made again (at 1M GPUs, 100,000 ports of 656 bytes in
-  // each of two views a pass). A view of another window length is
-  // dropped.
+  // each of two views a pass). A view of another window length, or of
+  // more than twice the ports the next Build() expects (a merge of a
+  // cluster's fabric), is dropped.
   void Recycle(size_t position, analysis::FabricView&& view);
 
  private:

@@ -602,6 +602,27 @@ TEST_F(FabricViewBuilderTest, ARecycledViewIsWrittenOverAsAFreshOneIsBuilt) {
   views.clear();
   build();
   EXPECT_EQ(views[0].window_seconds, 3);
+  // Nor one of far more ports than the build's (a cluster's whole fabric,
+  // merged by its leader): it is freed, not kept for six ports. (Its 656
+  // kB of ports are mapped apart from the heap the new view comes from.)
+  // Twice the ports it builds is still kept. Returns whether the build
+  // wrote over the storage of a 3 s view of `ports` other ports.
+  const auto kept = [&](int ports) {
+    analysis::FabricView given;
+    given.window_seconds = 3;
+    for (int p = 0; p < ports; ++p) {
+      given.AddPort("far-" + std::to_string(p), "mlx5_0");
+    }
+    given.Finish();
+    const analysis::PortView* const given_storage = given.ports().data();
+    views.clear();
+    builder.Recycle(0, std::move(given));
+    build();
+    EXPECT_EQ(views[0].ports().size(), 6u);
+    return views[0].ports().data() == given_storage;
+  };
+  EXPECT_FALSE(kept(1000));
+  EXPECT_TRUE(kept(12));
 }
 
 TEST(SignalMapTest, ClassifiesDriverSpellingsOntoOneSignal) {

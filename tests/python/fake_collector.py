@@ -19,11 +19,16 @@ layout(job), which is what a test against the real collector binary
 import collections
 import http.server
 import json
+import os
 import re
-import socket
 import ssl
+import sys
 import threading
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "testing"))
+from ports import free_port  # noqa: E402
 
 Request = collections.namedtuple("Request", "method path headers body time")
 
@@ -294,9 +299,6 @@ class FakeCollector:
 
 
 def refused_url():
-    """A URL on which nothing listens (connection refused)."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return "http://127.0.0.1:%d" % port
+    """A URL on which nothing listens (connection refused): a port no test
+    gets and no server of ours listens on while this process runs."""
+    return "http://127.0.0.1:%d" % free_port()

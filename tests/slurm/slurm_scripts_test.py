@@ -26,6 +26,9 @@ import urllib.request
 
 SOURCE_DIR = os.path.abspath(sys.argv.pop(1) if len(sys.argv) > 1 else ".")
 SCRIPT = os.path.join(SOURCE_DIR, "deploy", "slurm", "fabricdiag-slurmctld")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "testing"))
+from ports import free_port  # noqa: E402
 
 FAKE_SCONTROL = """#!/bin/sh
 # Fake scontrol: hostnames expand to $FAKE_HOSTS (one per line), show job
@@ -471,10 +474,7 @@ class AgainstFakeCollectorTest(unittest.TestCase):
         self.assertLess(elapsed, 5, log)
 
     def test_collector_down(self):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-        s.close()  # nothing listens there now
+        port = free_port()  # nothing of ours listens there
         self.write_env(f"http://127.0.0.1:{port}", self.token)
         for action in ("prolog", "epilog"):
             self.assertIn(f"{action} job 7: collector http://127.0.0.1:{port}"

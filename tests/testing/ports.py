@@ -60,18 +60,31 @@ def candidate_ranges(ephemeral=None):
     return ranges
 
 
+def _make_lock_dir():
+    """LOCK_DIR, shared by every user's tests; RuntimeError when no lock
+    file can be made there (a port could then be no test's alone)."""
+    try:
+        os.makedirs(LOCK_DIR, exist_ok=True)
+    except OSError as e:
+        raise RuntimeError(f"cannot make {LOCK_DIR} for test ports: {e}")
+    try:
+        os.chmod(LOCK_DIR, 0o1777)
+    except OSError:
+        pass  # another user's: it made it shared
+    if not os.access(LOCK_DIR, os.W_OK | os.X_OK):
+        raise RuntimeError(f"cannot make lock files in {LOCK_DIR}")
+
+
 def _lock(port):
     """Holds `port` for this process: True when no other process holds it."""
     if port in _held:
         return False
-    os.makedirs(LOCK_DIR, exist_ok=True)
+    if not _held:
+        _make_lock_dir()
     try:
-        os.chmod(LOCK_DIR, 0o1777)  # other users' tests share the directory
-    except OSError:
-        pass
-    try:
+        # Read-only: a lock file another user made is locked all the same.
         fd = os.open(os.path.join(LOCK_DIR, str(port)),
-                     os.O_WRONLY | os.O_CREAT, 0o666)
+                     os.O_RDONLY | os.O_CREAT, 0o644)
     except OSError:
         return False
     try:

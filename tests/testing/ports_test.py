@@ -105,6 +105,17 @@ class PortsTest(unittest.TestCase):
                                                      self.base + 24)])
         self.assertEqual(base, self.base + 22)
 
+    def test_no_lock_directory_is_a_clear_error(self):
+        # Not a port handed out unheld, nor 2,000 attempts that say the
+        # ports are all taken.
+        code = (f"import sys; sys.path.insert(0, {HERE!r}); import ports; "
+                "ports.LOCK_DIR = '/dev/null/ports'; ports.free_port()")
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                           text=True, timeout=10)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("RuntimeError: cannot make /dev/null/ports for test "
+                      "ports", p.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()

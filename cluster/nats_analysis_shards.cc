@@ -38,6 +38,10 @@ absl::StatusOr<std::unique_ptr<NatsAnalysisShards>> NatsAnalysisShards::Start(
                                         {id, absl::InfiniteDuration()}};
                                   },
                                   options.leases));
+  ASSIGN_OR_RETURN(
+      out->holders_,
+      ShardHolders::Start(nats, {options.leases.bucket, options.leases.replicas,
+                                 options.leases.ttl}));
   return out;
 }
 
@@ -46,6 +50,7 @@ NatsAnalysisShards::~NatsAnalysisShards() { Stop(); }
 void NatsAnalysisShards::Stop() {
   if (shards_ != nullptr) shards_->Stop();
   if (own_ != nullptr) own_->Stop();
+  if (holders_ != nullptr) holders_->Stop();
 }
 
 uint64_t NatsAnalysisShards::Term(absl::string_view shard) const {
@@ -64,7 +69,17 @@ std::vector<collector::AnalysisShards::Owned> NatsAnalysisShards::OwnedShards()
 
 std::string NatsAnalysisShards::OwnerOf(absl::string_view shard) const {
   if (shards_->Term(shard) != 0) return id_;
+  const ShardHolders::Seen seen = holders_->Of(shard);
+  if (seen.held) return seen.holder;
   std::vector<ShardLeases::Candidate> candidates = members_();
+  // A holder that stopped renewing is no choice: its key has expired.
+  if (!seen.holder.empty()) {
+    candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
+                                    [&seen](const ShardLeases::Candidate& c) {
+                                      return c.id == seen.holder;
+                                    }),
+                     candidates.end());
+  }
   // As the leases count it: this collector is live, listed or not yet.
   if (std::none_of(
           candidates.begin(), candidates.end(),

@@ -35,6 +35,7 @@
 #include "cluster/nats_connection.h"
 #include "cluster/part_news_exchange.h"
 #include "cluster/shard_exchange.h"
+#include "cluster/shard_holders.h"
 #include "cluster/shard_leases.h"
 #include "collector/runner/analysis_role.h"
 #include "collector/runner/analysis_shards.h"
@@ -77,8 +78,11 @@ class NatsAnalysisShards final : public collector::AnalysisShards {
   analysis::ShardCounts Counts() const override { return counts_; }
   // The job and switch shards owned now (not the own nodes' shard).
   std::vector<Owned> OwnedShards() const override;
-  // Itself for a shard it owns; else the live members' settled choice
-  // (ShardLeases::SettledChoice).
+  // Itself for a shard it owns; else the collector whose lease on it the
+  // bucket shows renewed (ShardHolders); else, between two owners (let go,
+  // or its holder stopped renewing), the one that takes it next: the live
+  // members' settled choice (ShardLeases::SettledChoice), a lapsed holder
+  // left out.
   std::string OwnerOf(absl::string_view shard) const override;
   void LetGo(absl::string_view shard) override;
   absl::Status Exchange(const collector::FeatureSlice& local,
@@ -100,6 +104,7 @@ class NatsAnalysisShards final : public collector::AnalysisShards {
   absl::Duration settle_;
   std::unique_ptr<ShardLeases> shards_;  // jobs.* and switches.*
   std::unique_ptr<ShardLeases> own_;     // ports.<id>
+  std::unique_ptr<ShardHolders> holders_;
   std::unique_ptr<ShardExchange> exchange_;
   std::unique_ptr<PartNewsExchange> news_;
 };

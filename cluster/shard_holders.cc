@@ -1,0 +1,77 @@
+#include "cluster/shard_holders.h"
+
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "cluster/key_lease.h"
+#include "cluster/kv_watch.h"
+#include "common/status_macros.h"
+
+namespace fabricdiag::cluster {
+namespace {
+
+// ShardLeases' keys: "shard.<name>".
+constexpr absl::string_view kKeyPrefix = "shard.";
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ShardHolders>> ShardHolders::Start(
+    NatsConnection* nats, const Options& options) {
+  ASSIGN_OR_RETURN(
+      kvStore * kv,
+      BindLeaseBucket(*nats, options.bucket, options.replicas, options.ttl));
+  std::unique_ptr<ShardHolders> holders(new ShardHolders(nats, options, kv));
+  holders->watcher_ = std::thread(&ShardHolders::Watch, holders.get());
+  RETURN_IF_ERROR(WaitForReplay(holders->replayed_, *nats, options.bucket));
+  return holders;
+}
+
+ShardHolders::~ShardHolders() {
+  Stop();
+  kvStore_Destroy(kv_);
+}
+
+void ShardHolders::Stop() {
+  stopping_ = true;
+  if (watcher_.joinable()) watcher_.join();
+}
+
+ShardHolders::Seen ShardHolders::Of(absl::string_view shard) const {
+  absl::MutexLock lock(&mu_);
+  auto it = keys_.find(shard);
+  if (it == keys_.end()) return {};
+  return {it->second.holder, absl::Now() - it->second.written < options_.ttl};
+}
+
+void ShardHolders::Apply(kvEntry* entry) {
+  const absl::string_view key = kvEntry_Key(entry);
+  if (!absl::StartsWith(key, kKeyPrefix)) return;  // the analysis lease
+  const absl::string_view shard = key.substr(kKeyPrefix.size());
+  absl::MutexLock lock(&mu_);
+  if (kvEntry_Operation(entry) != kvOp_Put) {
+    keys_.erase(shard);  // let go: deleted by its holder
+    return;
+  }
+  const char* value = kvEntry_ValueString(entry);
+  Key& k = keys_[shard];
+  k.holder = value == nullptr ? "" : value;
+  k.written = absl::Now();
+}
+
+void ShardHolders::Watch() {
+  BucketWatch watch;
+  watch.what = "the analysis shards' holders";
+  watch.stopping = [this] { return stopping_.load(); };
+  watch.pause = [this](absl::Duration d) {
+    absl::SleepFor(d);
+    return !stopping_.load();
+  };
+  watch.apply = [this](kvEntry* entry) { Apply(entry); };
+  watch.replayed = [this] {
+    if (!replayed_.HasBeenNotified()) replayed_.Notify();
+  };
+  RunBucketWatch(*nats_, kv_, options_.bucket, watch);
+}
+
+}  // namespace fabricdiag::cluster

@@ -26,17 +26,16 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# The servers' ports: outside the ephemeral range, held for the run
+# (tests/testing/ports.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "tests", "testing"))
+from ports import free_port  # noqa: E402  (path set just above)
 
 
 def cpu_seconds(pid):

@@ -33,21 +33,20 @@ import logging
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
+# The servers' ports: outside the ephemeral range, held for the run
+# (tests/testing/ports.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "tests", "testing"))
+from ports import free_port  # noqa: E402  (path set just above)
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "python"))
 from fabricdiag import client, layout  # noqa: E402  (path set just above)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def percentile(values, p):

@@ -544,6 +544,15 @@ void ClusterMember::AppendMetrics(const collector::RegistryWatchStats& watch,
       {"fabricdiag_cluster_analysis_shards_owned",
        "Analysis shards (of jobs and of switches) this collector owns.",
        PromType::kGauge, static_cast<double>(shards_->OwnedShards().size())},
+      {"fabricdiag_cluster_analysis_shards",
+       "Analysis shards (of jobs and of switches) the fabric is cut into: "
+       "the collectors' owned shards sum to it.",
+       PromType::kGauge, static_cast<double>(shards_->shard_count())},
+      {"fabricdiag_cluster_analysis_shards_unowned",
+       "Analysis shards whose lease no collector renews, as this collector "
+       "reads the lease bucket: their jobs and switches are not analysed "
+       "until one takes them (seconds after an owner died).",
+       PromType::kGauge, static_cast<double>(shards_->unowned())},
       {"fabricdiag_cluster_analysis_shard_handovers_total",
        "Analysis shards this collector handed over to another collector, "
        "their first choice.",

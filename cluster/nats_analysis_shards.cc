@@ -30,6 +30,7 @@ absl::StatusOr<std::unique_ptr<NatsAnalysisShards>> NatsAnalysisShards::Start(
   ASSIGN_OR_RETURN(
       out->shards_,
       ShardLeases::Start(nats, id, names, std::move(members), options.leases));
+  out->names_ = std::move(names);
   // Its own nodes' shard has one candidate: this collector, always.
   ASSIGN_OR_RETURN(out->own_, ShardLeases::Start(
                                   nats, id, {collector::PortsShard(id)},

@@ -71,6 +71,11 @@ class NatsAnalysisShards final : public collector::AnalysisShards {
   uint64_t Term(absl::string_view shard) const;
   // Shards handed over to their first choice.
   uint64_t handovers() const { return shards_->handovers(); }
+  // The job and switch shards the fabric is cut into, and how many of them
+  // no collector holds now, as the lease bucket says (ShardHolders): their
+  // jobs and switches go unanalysed until one takes them.
+  size_t shard_count() const { return names_.size(); }
+  size_t unowned() const { return holders_->Unheld(names_); }
   ShardExchange::Stats exchange_stats() const { return exchange_->stats(); }
   PartNewsExchange::Stats news_stats() const { return news_->stats(); }
 
@@ -100,7 +105,8 @@ class NatsAnalysisShards final : public collector::AnalysisShards {
 
   const std::string id_;
   const analysis::ShardCounts counts_;
-  ShardLeases::Members members_;  // the live members; any thread
+  std::vector<std::string> names_;  // jobs.* and switches.*
+  ShardLeases::Members members_;    // the live members; any thread
   absl::Duration settle_;
   std::unique_ptr<ShardLeases> shards_;  // jobs.* and switches.*
   std::unique_ptr<ShardLeases> own_;     // ports.<id>

@@ -44,6 +44,17 @@ ShardHolders::Seen ShardHolders::Of(absl::string_view shard) const {
   return {it->second.holder, absl::Now() - it->second.written < options_.ttl};
 }
 
+size_t ShardHolders::Unheld(absl::Span<const std::string> shards) const {
+  const absl::Time now = absl::Now();
+  absl::MutexLock lock(&mu_);
+  size_t unheld = 0;
+  for (const std::string& shard : shards) {
+    auto it = keys_.find(shard);
+    unheld += it == keys_.end() || now - it->second.written >= options_.ttl;
+  }
+  return unheld;
+}
+
 void ShardHolders::Apply(kvEntry* entry) {
   const absl::string_view key = kvEntry_Key(entry);
   if (!absl::StartsWith(key, kKeyPrefix)) return;  // the analysis lease

@@ -35,6 +35,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "cluster/analysis_lease.h"
 #include "cluster/nats_connection.h"
 
@@ -72,6 +73,8 @@ class ShardHolders {
   ShardHolders& operator=(const ShardHolders&) = delete;
 
   Seen Of(absl::string_view shard) const;
+  // How many of `shards` no collector holds now (Of().held false).
+  size_t Unheld(absl::Span<const std::string> shards) const;
 
  private:
   ShardHolders(NatsConnection* nats, Options options, kvStore* kv)

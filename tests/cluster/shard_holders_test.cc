@@ -73,6 +73,7 @@ TEST_F(ShardHoldersTest, NamesTheHolderWhileItRenews) {
     EXPECT_TRUE(Is(holders->Of("jobs.1"), "col-a", true)) << i;
   }
   EXPECT_TRUE(Is(holders->Of("jobs.2"), "", false)) << "another shard";
+  EXPECT_EQ(holders->Unheld(std::vector<std::string>{"jobs.1", "jobs.2"}), 1u);
 }
 
 TEST_F(ShardHoldersTest, AShardLetGoHasNoHolder) {
@@ -105,6 +106,7 @@ TEST_F(ShardHoldersTest, AHolderThatStopsRenewingLapsesAndTheNextIsNamed) {
       [&] { return Is(holders->Of("jobs.7"), "col-a", false); },
       absl::Seconds(5)));
   EXPECT_GE(absl::Now() - acquired, kTtl - absl::Milliseconds(100));
+  EXPECT_EQ(holders->Unheld(std::vector<std::string>{"jobs.7"}), 1u);
   // Once the key expired on the server, col-b takes it.
   std::unique_ptr<KeyLease> next = Lease("jobs.7", "col-b");
   ASSERT_TRUE(testing::Eventually([&] { return next->TryAcquire(); },
@@ -112,6 +114,7 @@ TEST_F(ShardHoldersTest, AHolderThatStopsRenewingLapsesAndTheNextIsNamed) {
   EXPECT_TRUE(testing::Eventually(
       [&] { return Is(holders->Of("jobs.7"), "col-b", true); },
       absl::Seconds(5)));
+  EXPECT_EQ(holders->Unheld(std::vector<std::string>{"jobs.7"}), 0u);
 }
 
 TEST_F(ShardHoldersTest, KeysHeldBeforeItStartsAreReadAtStart) {

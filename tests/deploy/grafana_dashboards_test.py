@@ -14,8 +14,9 @@
    streaming to a collector) or of a real collector (with a layout, a
    topology and a finding applied), or it is one of our recording rules.
    The fabricdiag_cluster_* families come from a second collector that
-   joins a one-server NATS cluster (checked only when nats-server is
-   installed).
+   joins a one-server NATS cluster with --analysis_shards, which exports
+   the shards' families besides the others (checked only when nats-server
+   is installed).
 
   grafana_dashboards_test.py SOURCE_DIR SIM AGENT COLLECTOR CLI
 Exits 77 (skipped) when promtool or python3-yaml is not installed.
@@ -149,7 +150,8 @@ def start_cluster_collector(collector, work, procs):
         [collector, f"--listen=127.0.0.1:{grpc}",
          f"--http_listen=127.0.0.1:{http}", f"--state_dir={work}/state-c",
          f"--nats=nats://127.0.0.1:{nats_port}", "--collector_id=c",
-         "--nats_replicas=1"], stderr=subprocess.DEVNULL))
+         "--nats_replicas=1", "--analysis_shards"],
+        stderr=subprocess.DEVNULL))
     get(f"http://127.0.0.1:{http}/metrics", timeout=40)
     return http
 

@@ -1589,6 +1589,18 @@ TEST_F(ClusterStoryTest, ShardedCollectorsKeepTheirFindingsThroughAKill) {
       },
       absl::Seconds(10), absl::Milliseconds(250)))
       << absl::StrJoin(owned, " ");
+  // Every collector reads the lease bucket alike: every shard held.
+  for (const Collector& each : c) {
+    EXPECT_EQ(metric(each, "fabricdiag_cluster_analysis_shards"), 128)
+        << each.name;
+    EXPECT_TRUE(testing::Eventually(
+        [&] {
+          return metric(each, "fabricdiag_cluster_analysis_shards_unowned") ==
+                 0;
+        },
+        absl::Seconds(5), absl::Milliseconds(250)))
+        << each.name;
+  }
   // Rendezvous hashing over the same three members deals the same shards.
   const std::vector<double> dealt = owned;
   for (const Collector& each : c) {
@@ -1629,8 +1641,24 @@ TEST_F(ClusterStoryTest, ShardedCollectorsKeepTheirFindingsThroughAKill) {
   }
   // Its agents and shards move (an owner's shards once its lease expired
   // and the members' view dropped it: about 6 s), and the analysis goes on
-  // for some passes on the survivors alone.
-  absl::SleepFor(absl::Seconds(15));
+  // for some passes on the survivors alone. Between its keys' expiry (3 s)
+  // and the survivors' take (6 s) its shards are held by no one, and the
+  // survivors say so.
+  double most_unowned = 0;
+  const absl::Time until = absl::Now() + absl::Seconds(15);
+  while (absl::Now() < until) {
+    most_unowned = std::max(
+        most_unowned,
+        metric(c[survivors[0]], "fabricdiag_cluster_analysis_shards_unowned"));
+    absl::SleepFor(absl::Milliseconds(250));
+  }
+  EXPECT_GT(most_unowned, 0);
+  for (size_t i : survivors) {
+    EXPECT_EQ(metric(c[i], "fabricdiag_cluster_analysis_shards_unowned"), 0)
+        << c[i].name;
+  }
+  std::cout << "shards without an owner after the kill, at most: "
+            << most_unowned << "\n";
   EXPECT_TRUE(spread_over(owned = owned_by(survivors)))
       << absl::StrJoin(owned, " ");
   std::cout << "shards owned by the survivors: " << absl::StrJoin(owned, " ")

@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cluster/shard_holders.h"
 #include "common/log.h"
 #include "common/names.h"
 #include "common/prom_text.h"
@@ -59,6 +60,33 @@ absl::Status ValidateClusterOptions(const ClusterOptions& options) {
   }
   return ValidateNatsSecurity(options.security);
 }
+
+namespace {
+
+// A collector started without --analysis_shards in a cluster whose others
+// shard their analysis is the rendezvous first choice for its share of the
+// shards, and never takes them: said at its start, where its operator
+// looks first. Quiet when the lease bucket cannot be read (the analysis
+// lease reports NATS trouble).
+void WarnIfTheOthersShard(NatsConnection* nats, int replicas) {
+  ShardHolders::Options options;
+  options.replicas = replicas;
+  absl::StatusOr<std::unique_ptr<ShardHolders>> holders =
+      ShardHolders::Start(nats, options);
+  if (!holders.ok()) return;
+  const size_t held = (*holders)->Held();
+  if (held == 0) return;
+  LogError(absl::StrCat(
+      "analysis shards: other collectors of this cluster run with "
+      "--analysis_shards (they hold ",
+      held,
+      " shard leases), and this one runs without it: the shards it is the "
+      "first choice for go unanalysed while it runs (alert "
+      "FabricdiagClusterShardsUnowned). Start every collector of a cluster "
+      "alike."));
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Join(
     const ClusterOptions& options) {
@@ -124,6 +152,9 @@ absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Join(
             shards_options));
     member->sharded_role_ =
         std::make_unique<ShardedAnalysisRole>(lease, member->shards_.get());
+  }
+  if (!options.analysis_shards) {
+    WarnIfTheOthersShard(member->nats_.get(), options.replicas);
   }
   const std::string self = options.collector_id;
   member->handoff_ = std::make_unique<LeaderHandoff>(
@@ -386,6 +417,13 @@ bool ClusterMember::AppendHealth(std::string* text) const {
                     "not reported elsewhere yet (agent_down judges them ",
                     absl::FormatDuration(collector::kAgentReconnectGrace),
                     " after it left)\n");
+  }
+  if (shards_ != nullptr) {
+    // Said, not judged: a dead owner's shards are without one for seconds.
+    absl::StrAppend(text,
+                    "cluster: analysis shards: ", shards_->OwnedShards().size(),
+                    " of ", shards_->shard_count(), " owned here, ",
+                    shards_->unowned(), " without an owner\n");
   }
   const absl::Status last_write = declared_->last_write_status();
   if (!last_write.ok()) {

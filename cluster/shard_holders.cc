@@ -55,6 +55,15 @@ size_t ShardHolders::Unheld(absl::Span<const std::string> shards) const {
   return unheld;
 }
 
+size_t ShardHolders::Held() const {
+  const absl::Time now = absl::Now();
+  absl::MutexLock lock(&mu_);
+  size_t held = 0;
+  for (const auto& [shard, key] : keys_)
+    held += now - key.written < options_.ttl;
+  return held;
+}
+
 void ShardHolders::Apply(kvEntry* entry) {
   const absl::string_view key = kvEntry_Key(entry);
   if (!absl::StartsWith(key, kKeyPrefix)) return;  // the analysis lease

@@ -75,6 +75,8 @@ class ShardHolders {
   Seen Of(absl::string_view shard) const;
   // How many of `shards` no collector holds now (Of().held false).
   size_t Unheld(absl::Span<const std::string> shards) const;
+  // How many shards some collector holds now.
+  size_t Held() const;
 
  private:
   ShardHolders(NatsConnection* nats, Options options, kvStore* kv)

@@ -128,6 +128,10 @@ TEST_F(ShardHoldersTest, KeysHeldBeforeItStartsAreReadAtStart) {
   ASSERT_NE(holders, nullptr);
   EXPECT_TRUE(Is(holders->Of("jobs.4"), "col-c", true)) << "read at start";
   EXPECT_TRUE(Is(holders->Of("analysis"), "", false));
+  EXPECT_EQ(holders->Held(), 1u) << "the shard, not the analysis lease";
+  // Not renewed: none held once the TTL passed.
+  EXPECT_TRUE(testing::Eventually([&] { return holders->Held() == 0; },
+                                  absl::Seconds(5)));
 }
 
 // A shard handed over stays its old owner's until that one lets it go:

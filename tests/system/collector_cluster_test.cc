@@ -1726,6 +1726,38 @@ TEST_F(ClusterStoryTest, ShardedCollectorsKeepTheirFindingsThroughAKill) {
       EXPECT_EQ(opened, 1) << c[i].name << " " << f.kind;
     }
   }
+
+  // A fourth collector started without --analysis_shards says at its start
+  // that the others shard; once every member has seen it settle, the shards
+  // it is the first choice for are handed to it and go unowned, and every
+  // sharding collector says so. Stopped, they are owned again.
+  Collector odd = Start("col-d", nats_.urls(), 0, 0, CollectorFlags());
+  ASSERT_GT(odd.grpc, 0);
+  std::string warned;
+  EXPECT_TRUE(odd.process->WaitForStderr("runs without it", &warned,
+                                         absl::Seconds(5)))
+      << odd.process->Stderr();
+  std::cout << "col-d: " << warned << "\n";
+  auto unowned = [&](const Collector& each) {
+    return metric(each, "fabricdiag_cluster_analysis_shards_unowned");
+  };
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        return unowned(c[0]) > 0 && unowned(c[1]) == unowned(c[0]) &&
+               unowned(c[2]) == unowned(c[0]);
+      },
+      absl::Seconds(20), absl::Milliseconds(250)))
+      << unowned(c[0]) << " " << unowned(c[1]) << " " << unowned(c[2]);
+  std::cout << "shards without an owner with col-d among the members: "
+            << unowned(c[0]) << "\n";
+  odd.process->Signal(SIGTERM);
+  EXPECT_TRUE(odd.process->Wait(absl::Seconds(20)).has_value());
+  for (const Collector& each : c) {
+    EXPECT_TRUE(testing::Eventually([&] { return unowned(each) == 0; },
+                                    absl::Seconds(10),
+                                    absl::Milliseconds(250)))
+        << each.name << ": " << unowned(each);
+  }
   if (HasFailure()) {
     for (const Collector& each : c) {
       std::cout << "--- " << each.name << ":\n" << each.process->Stderr();

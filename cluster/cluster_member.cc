@@ -420,10 +420,14 @@ bool ClusterMember::AppendHealth(std::string* text) const {
   }
   if (shards_ != nullptr) {
     // Said, not judged: a dead owner's shards are without one for seconds.
-    absl::StrAppend(text,
-                    "cluster: analysis shards: ", shards_->OwnedShards().size(),
-                    " of ", shards_->shard_count(), " owned here, ",
-                    shards_->unowned(), " without an owner\n");
+    absl::StrAppend(
+        text, "cluster: analysis shards: ", shards_->OwnedShards().size(),
+        " of ", shards_->shard_count(), " owned here, ",
+        shards_->holders_current()
+            ? absl::StrCat(shards_->unowned(), " without an owner")
+            : std::string("the others' owners unknown (no lease renewal "
+                          "read lately: the bucket's watcher is behind)"),
+        "\n");
   }
   const absl::Status last_write = declared_->last_write_status();
   if (!last_write.ok()) {

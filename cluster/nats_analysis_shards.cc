@@ -73,8 +73,9 @@ std::string NatsAnalysisShards::OwnerOf(absl::string_view shard) const {
   const ShardHolders::Seen seen = holders_->Of(shard);
   if (seen.held) return seen.holder;
   std::vector<ShardLeases::Candidate> candidates = members_();
-  // A holder that stopped renewing is no choice: its key has expired.
-  if (!seen.holder.empty()) {
+  // A holder that stopped renewing is no choice: its key has expired (as
+  // far as a watcher that keeps up can tell).
+  if (!seen.holder.empty() && holders_->Current()) {
     candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
                                     [&seen](const ShardLeases::Candidate& c) {
                                       return c.id == seen.holder;

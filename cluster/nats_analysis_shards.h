@@ -76,6 +76,8 @@ class NatsAnalysisShards final : public collector::AnalysisShards {
   // jobs and switches go unanalysed until one takes them.
   size_t shard_count() const { return names_.size(); }
   size_t unowned() const { return holders_->Unheld(names_); }
+  // Whether unowned() is of now: the bucket's watcher keeps up.
+  bool holders_current() const { return holders_->Current(); }
   ShardExchange::Stats exchange_stats() const { return exchange_->stats(); }
   PartNewsExchange::Stats news_stats() const { return news_->stats(); }
 

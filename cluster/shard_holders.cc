@@ -64,11 +64,17 @@ size_t ShardHolders::Held() const {
   return held;
 }
 
+bool ShardHolders::Current() const {
+  absl::MutexLock lock(&mu_);
+  return absl::Now() - last_write_ < options_.ttl;
+}
+
 void ShardHolders::Apply(kvEntry* entry) {
   const absl::string_view key = kvEntry_Key(entry);
+  absl::MutexLock lock(&mu_);
+  last_write_ = absl::Now();
   if (!absl::StartsWith(key, kKeyPrefix)) return;  // the analysis lease
   const absl::string_view shard = key.substr(kKeyPrefix.size());
-  absl::MutexLock lock(&mu_);
   if (kvEntry_Operation(entry) != kvOp_Put) {
     keys_.erase(shard);  // let go: deleted by its holder
     return;

@@ -77,6 +77,11 @@ class ShardHolders {
   size_t Unheld(absl::Span<const std::string> shards) const;
   // How many shards some collector holds now.
   size_t Held() const;
+  // Whether the watcher read any write to the bucket within the TTL. Its
+  // owners renew every shard each second, so a watcher that read none
+  // has fallen behind (its NATS server died; it is being recreated), and
+  // every shard reads as lapsed though none may be: ask again later.
+  bool Current() const;
 
  private:
   ShardHolders(NatsConnection* nats, Options options, kvStore* kv)
@@ -95,6 +100,7 @@ class ShardHolders {
   kvStore* const kv_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Key> keys_ ABSL_GUARDED_BY(mu_);  // by shard
+  absl::Time last_write_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::Notification replayed_;
   std::atomic<bool> stopping_{false};
   std::thread watcher_;

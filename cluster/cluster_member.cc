@@ -64,10 +64,10 @@ absl::Status ValidateClusterOptions(const ClusterOptions& options) {
 namespace {
 
 // A collector started without --analysis_shards in a cluster whose others
-// shard their analysis is the rendezvous first choice for its share of the
-// shards, and never takes them: said at its start, where its operator
-// looks first. Quiet when the lease bucket cannot be read (the analysis
-// lease reports NATS trouble).
+// shard their analysis sends its nodes' ports to none of the shards'
+// owners: said at its start, where its operator looks first. Quiet when
+// the lease bucket cannot be read (the analysis lease reports NATS
+// trouble).
 void WarnIfTheOthersShard(NatsConnection* nats, int replicas) {
   ShardHolders::Options options;
   options.replicas = replicas;
@@ -80,9 +80,10 @@ void WarnIfTheOthersShard(NatsConnection* nats, int replicas) {
       "analysis shards: other collectors of this cluster run with "
       "--analysis_shards (they hold ",
       held,
-      " shard leases), and this one runs without it: the shards it is the "
-      "first choice for go unanalysed while it runs (alert "
-      "FabricdiagClusterShardsUnowned). Start every collector of a cluster "
+      " shard leases), and this one runs without it: the ports of the nodes "
+      "whose agents stream to it reach none of the shards' owners (the job "
+      "and switch analyzers miss them), and its port analyzers run only "
+      "while it leads the analysis. Start every collector of a cluster "
       "alike."));
 }
 

@@ -25,13 +25,8 @@ absl::StatusOr<std::unique_ptr<NatsAnalysisShards>> NatsAnalysisShards::Start(
   ASSIGN_OR_RETURN(out->exchange_,
                    ShardExchange::Open(nats, id, options.exchange));
   ASSIGN_OR_RETURN(out->news_, PartNewsExchange::Open(nats, id, options.news));
-  out->members_ = members;
-  out->settle_ = options.leases.settle;
-  ASSIGN_OR_RETURN(
-      out->shards_,
-      ShardLeases::Start(nats, id, names, std::move(members), options.leases));
-  out->names_ = std::move(names);
-  // Its own nodes' shard has one candidate: this collector, always.
+  // Its own nodes' shard has one candidate: this collector, always. Taken
+  // first: holding it is how the others tell that this collector shards.
   ASSIGN_OR_RETURN(out->own_, ShardLeases::Start(
                                   nats, id, {collector::PortsShard(id)},
                                   [id] {
@@ -43,7 +38,31 @@ absl::StatusOr<std::unique_ptr<NatsAnalysisShards>> NatsAnalysisShards::Start(
       out->holders_,
       ShardHolders::Start(nats, {options.leases.bucket, options.leases.replicas,
                                  options.leases.ttl}));
+  // The job and switch shards go to the live members that shard.
+  out->members_ = [members = std::move(members),
+                   holders = out->holders_.get()] {
+    return ShardingMembers(members(), *holders);
+  };
+  out->settle_ = options.leases.settle;
+  ASSIGN_OR_RETURN(
+      out->shards_,
+      ShardLeases::Start(nats, id, names, out->members_, options.leases));
+  out->names_ = std::move(names);
   return out;
+}
+
+std::vector<ShardLeases::Candidate> ShardingMembers(
+    std::vector<ShardLeases::Candidate> live, const ShardHolders& holders) {
+  // A watcher that fell behind knows no holder: every live member, as
+  // before this collector could tell.
+  if (!holders.Current()) return live;
+  live.erase(
+      std::remove_if(live.begin(), live.end(),
+                     [&holders](const ShardLeases::Candidate& c) {
+                       return !holders.Of(collector::PortsShard(c.id)).held;
+                     }),
+      live.end());
+  return live;
 }
 
 NatsAnalysisShards::~NatsAnalysisShards() { Stop(); }

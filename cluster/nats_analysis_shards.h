@@ -5,8 +5,9 @@
 // on the collectors' NATS connection.
 //
 // Two kinds of shards are leased: the job and switch shards
-// (analysis/shard_map.h), each owned by one live member chosen by
-// rendezvous hashing, and this collector's own nodes' shard
+// (analysis/shard_map.h), each owned by one live member that shards
+// (ShardingMembers below) chosen by rendezvous hashing, and this
+// collector's own nodes' shard
 // (collector::PortsShard: "ports.<collector_id>"), which only it ever
 // takes: the term under which it writes its port findings, so that a
 // restarted process with the same --collector_id fences the writes of the
@@ -108,14 +109,24 @@ class NatsAnalysisShards final : public collector::AnalysisShards {
   const std::string id_;
   const analysis::ShardCounts counts_;
   std::vector<std::string> names_;  // jobs.* and switches.*
-  ShardLeases::Members members_;    // the live members; any thread
+  ShardLeases::Members members_;    // the live members that shard; any thread
   absl::Duration settle_;
+  // Declared before the leases, destroyed after them: their threads read it.
+  std::unique_ptr<ShardHolders> holders_;
   std::unique_ptr<ShardLeases> shards_;  // jobs.* and switches.*
   std::unique_ptr<ShardLeases> own_;     // ports.<id>
-  std::unique_ptr<ShardHolders> holders_;
   std::unique_ptr<ShardExchange> exchange_;
   std::unique_ptr<PartNewsExchange> news_;
 };
+
+// Of `live`, the members that shard their analysis: those that hold their
+// own nodes' shard (collector::PortsShard), which every collector started
+// with --analysis_shards takes at once and no other ever does. A member
+// without the flag would be the rendezvous first choice for its share of
+// the job and switch shards and never take them; one cut off from NATS
+// cannot. Every member of `live` while `holders` is not Current().
+std::vector<ShardLeases::Candidate> ShardingMembers(
+    std::vector<ShardLeases::Candidate> live, const ShardHolders& holders);
 
 // The analysis lease's role (who runs liveness and the layout analyzers),
 // with the shards' terms (who writes each shard's findings).

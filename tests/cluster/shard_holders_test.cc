@@ -11,6 +11,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "cluster/key_lease.h"
+#include "cluster/nats_analysis_shards.h"
 #include "cluster/shard_leases.h"
 #include "gtest/gtest.h"
 #include "tests/cluster/single_nats_test.h"
@@ -210,6 +211,48 @@ TEST_F(ShardHoldersTest, AShardHandedOverIsItsOldOwnersUntilLetGo) {
   EXPECT_TRUE(Is(holders->Of(shards[1]), "col-a", true));
   (*b)->Stop();
   (*a)->Stop();
+}
+
+std::vector<std::string> Ids(const std::vector<ShardLeases::Candidate>& in) {
+  std::vector<std::string> out;
+  for (const ShardLeases::Candidate& c : in) out.push_back(c.id);
+  return out;
+}
+
+// The job and switch shards go to the live members that shard: those that
+// hold their own nodes' shard. While the watcher reads nothing, to every
+// live member.
+TEST_F(ShardHoldersTest, OnlyMembersHoldingTheirOwnNodesShardAreCandidates) {
+  std::unique_ptr<ShardHolders> holders = StartHolders();
+  ASSERT_NE(holders, nullptr);
+  const std::vector<ShardLeases::Candidate> live = {{"col-a", absl::Hours(1)},
+                                                    {"col-b", absl::Hours(1)},
+                                                    {"col-c", absl::Hours(1)}};
+  std::unique_ptr<KeyLease> a = Lease("ports.col-a", "col-a");
+  std::unique_ptr<KeyLease> c = Lease("ports.col-c", "col-c");
+  // col-b holds a job shard, not its own nodes' shard: it does not shard.
+  std::unique_ptr<KeyLease> b = Lease("jobs.3", "col-b");
+  ASSERT_TRUE(a->TryAcquire());
+  ASSERT_TRUE(b->TryAcquire());
+  ASSERT_TRUE(c->TryAcquire());
+  const std::vector<std::string> sharding = {"col-a", "col-c"};
+  EXPECT_TRUE(testing::Eventually(
+      [&] { return Ids(ShardingMembers(live, *holders)) == sharding; },
+      absl::Seconds(5)));
+  // col-c stops renewing (it died): no choice once its key lapsed, while
+  // col-a renews.
+  for (int i = 0; i < 8 && Ids(ShardingMembers(live, *holders)).size() > 1;
+       ++i) {
+    absl::SleepFor(kTtl / 4);
+    a->Renew();
+  }
+  EXPECT_EQ(Ids(ShardingMembers(live, *holders)),
+            std::vector<std::string>{"col-a"});
+  // Nothing renewed for the TTL: the watcher cannot tell, every live member.
+  EXPECT_TRUE(testing::Eventually([&] { return !holders->Current(); },
+                                  absl::Seconds(5)));
+  EXPECT_EQ(Ids(ShardingMembers(live, *holders)),
+            (std::vector<std::string>{"col-a", "col-b", "col-c"}));
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cluster/key_lease.h"
 #include "cluster/shard_holders.h"
 #include "common/log.h"
 #include "common/names.h"
@@ -69,12 +70,22 @@ namespace {
 // the lease bucket cannot be read (the analysis lease reports NATS
 // trouble).
 void WarnIfTheOthersShard(NatsConnection* nats, int replicas) {
-  ShardHolders::Options options;
-  options.replicas = replicas;
-  absl::StatusOr<std::unique_ptr<ShardHolders>> holders =
-      ShardHolders::Start(nats, options);
-  if (!holders.ok()) return;
-  const size_t held = (*holders)->Held();
+  const ShardHolders::Options defaults;
+  absl::StatusOr<kvStore*> kv =
+      BindLeaseBucket(*nats, defaults.bucket, replicas, defaults.ttl);
+  if (!kv.ok()) return;
+  // The keys whose value has not expired: shard leases held now (or up to
+  // a TTL ago), the analysis lease's among them.
+  kvKeysList keys;
+  const natsStatus s = kvStore_Keys(&keys, *kv, nullptr);
+  size_t held = 0;
+  if (s == NATS_OK) {
+    for (int i = 0; i < keys.Count; ++i) {
+      held += absl::StartsWith(keys.Keys[i], "shard.");
+    }
+    kvKeysList_Destroy(&keys);
+  }
+  kvStore_Destroy(*kv);
   if (held == 0) return;
   LogError(absl::StrCat(
       "analysis shards: other collectors of this cluster run with "

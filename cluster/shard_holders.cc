@@ -55,15 +55,6 @@ size_t ShardHolders::Unheld(absl::Span<const std::string> shards) const {
   return unheld;
 }
 
-size_t ShardHolders::Held() const {
-  const absl::Time now = absl::Now();
-  absl::MutexLock lock(&mu_);
-  size_t held = 0;
-  for (const auto& [shard, key] : keys_)
-    held += now - key.written < options_.ttl;
-  return held;
-}
-
 bool ShardHolders::Current() const {
   absl::MutexLock lock(&mu_);
   return absl::Now() - last_write_ < options_.ttl;

@@ -75,8 +75,6 @@ class ShardHolders {
   Seen Of(absl::string_view shard) const;
   // How many of `shards` no collector holds now (Of().held false).
   size_t Unheld(absl::Span<const std::string> shards) const;
-  // How many shards some collector holds now.
-  size_t Held() const;
   // Whether the watcher read any write to the bucket within the TTL. Its
   // owners renew every shard each second, so a watcher that read none
   // has fallen behind (its NATS server died; it is being recreated), and

@@ -57,15 +57,27 @@ bool Is(const ShardHolders::Seen& seen, const std::string& holder, bool held) {
   return seen.holder == holder && seen.held == held;
 }
 
+// `lease` taken, and `holders` seeing its holder hold `shard`.
+::testing::AssertionResult TakenAndSeen(KeyLease& lease,
+                                        const ShardHolders& holders,
+                                        const std::string& shard,
+                                        const std::string& holder) {
+  if (!lease.TryAcquire()) {
+    return ::testing::AssertionFailure() << holder << " cannot take " << shard;
+  }
+  if (!testing::Eventually([&] { return Is(holders.Of(shard), holder, true); },
+                           absl::Seconds(5))) {
+    return ::testing::AssertionFailure() << shard << " not seen held";
+  }
+  return ::testing::AssertionSuccess();
+}
+
 TEST_F(ShardHoldersTest, NamesTheHolderWhileItRenews) {
   std::unique_ptr<ShardHolders> holders = StartHolders();
   ASSERT_NE(holders, nullptr);
   EXPECT_TRUE(Is(holders->Of("jobs.1"), "", false)) << "never written";
   std::unique_ptr<KeyLease> lease = Lease("jobs.1", "col-a");
-  ASSERT_TRUE(lease->TryAcquire());
-  ASSERT_TRUE(testing::Eventually(
-      [&] { return Is(holders->Of("jobs.1"), "col-a", true); },
-      absl::Seconds(5)));
+  ASSERT_TRUE(TakenAndSeen(*lease, *holders, "jobs.1", "col-a"));
   // Renewed for twice the TTL: held all along.
   for (int i = 0; i < 8; ++i) {
     absl::SleepFor(kTtl / 4);
@@ -81,10 +93,7 @@ TEST_F(ShardHoldersTest, AShardLetGoHasNoHolder) {
   std::unique_ptr<ShardHolders> holders = StartHolders();
   ASSERT_NE(holders, nullptr);
   std::unique_ptr<KeyLease> lease = Lease("switches.3", "col-a");
-  ASSERT_TRUE(lease->TryAcquire());
-  ASSERT_TRUE(testing::Eventually(
-      [&] { return Is(holders->Of("switches.3"), "col-a", true); },
-      absl::Seconds(5)));
+  ASSERT_TRUE(TakenAndSeen(*lease, *holders, "switches.3", "col-a"));
   lease->Release(/*delete_key=*/true);
   EXPECT_TRUE(testing::Eventually(
       [&] { return Is(holders->Of("switches.3"), "", false); },
@@ -95,10 +104,7 @@ TEST_F(ShardHoldersTest, AHolderThatStopsRenewingLapsesAndTheNextIsNamed) {
   std::unique_ptr<ShardHolders> holders = StartHolders();
   ASSERT_NE(holders, nullptr);
   std::unique_ptr<KeyLease> dead = Lease("jobs.7", "col-a");
-  ASSERT_TRUE(dead->TryAcquire());
-  ASSERT_TRUE(testing::Eventually(
-      [&] { return Is(holders->Of("jobs.7"), "col-a", true); },
-      absl::Seconds(5)));
+  ASSERT_TRUE(TakenAndSeen(*dead, *holders, "jobs.7", "col-a"));
   // col-a never renews (it died): within the TTL it still holds the shard,
   // then it reads as lapsed, still named (the shard's next choice leaves
   // it out).

@@ -1639,12 +1639,12 @@ TEST_F(ClusterStoryTest, ShardedCollectorsKeepTheirFindingsThroughAKill) {
   for (size_t i = 0; i < c.size(); ++i) {
     if (i != busiest) survivors.push_back(i);
   }
-  // Its agents and shards move (an owner's shards once its lease expired
-  // and the members' view dropped it: about 6 s), and the analysis goes on
-  // for some passes on the survivors alone. Its shards are taken once its
-  // keys expired (3 s): it no longer holds its own nodes' shard, so it is
-  // no choice (before the members' view dropped it, 6 s). The survivors
-  // say how many have no owner meanwhile, and none once they took them.
+  // Its agents and shards move, and the analysis goes on for some passes on
+  // the survivors alone. Its shards are taken once its keys expired (3 s):
+  // it no longer holds its own nodes' shard, so it is no choice, before the
+  // members' view drops it (6 s). How many had no owner meanwhile is
+  // printed (the window is short, a sample may miss it); none once the
+  // survivors took them.
   double most_unowned = 0;
   absl::Duration taken_after = absl::InfiniteDuration();
   const absl::Time killed = absl::Now();

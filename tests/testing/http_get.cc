@@ -8,9 +8,12 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "tests/testing/loopback.h"
@@ -68,8 +71,8 @@ absl::StatusOr<int> PickFreeTcpPort() {
   return static_cast<int>(ntohs(addr.sin_port));
 }
 
-absl::StatusOr<std::string> HttpGet(int port, absl::string_view path,
-                                    absl::Duration timeout) {
+absl::StatusOr<HttpResponse> HttpGetAnyStatus(int port, absl::string_view path,
+                                              absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   Fd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (fd.get() < 0) return ErrnoError("socket");
@@ -139,16 +142,30 @@ absl::StatusOr<std::string> HttpGet(int port, absl::string_view path,
     return absl::InternalError(
         absl::StrCat("malformed HTTP response of ", response.size(), " bytes"));
   }
-  const absl::string_view status_line(response.data(), line_end);
+  HttpResponse out;
+  out.status_line = response.substr(0, line_end);
   // "HTTP/1.x 200 OK"
-  const size_t sp = status_line.find(' ');
-  if (sp == absl::string_view::npos ||
-      !absl::StartsWith(status_line.substr(sp + 1), "200")) {
-    return absl::InternalError(absl::StrCat(
-        "GET ", path, ": ", status_line.substr(0, 128), "\n",
-        absl::string_view(response).substr(header_end + 4, kMaxErrorBody)));
+  const size_t sp = out.status_line.find(' ');
+  if (sp == std::string::npos ||
+      !absl::SimpleAtoi(absl::string_view(out.status_line).substr(sp + 1, 3),
+                        &out.code)) {
+    return absl::InternalError(absl::StrCat("malformed status line: ",
+                                            out.status_line.substr(0, 128)));
   }
-  return response.substr(header_end + 4);
+  out.body = response.substr(header_end + 4);
+  return out;
+}
+
+absl::StatusOr<std::string> HttpGet(int port, absl::string_view path,
+                                    absl::Duration timeout) {
+  absl::StatusOr<HttpResponse> r = HttpGetAnyStatus(port, path, timeout);
+  if (!r.ok()) return r.status();
+  if (r->code != 200) {
+    return absl::InternalError(
+        absl::StrCat("GET ", path, ": ", r->status_line.substr(0, 128), "\n",
+                     absl::string_view(r->body).substr(0, kMaxErrorBody)));
+  }
+  return std::move(r->body);
 }
 
 absl::StatusOr<std::string> WaitForHttpBody(

@@ -38,6 +38,18 @@ absl::StatusOr<int> PickFreeTcpPort();
 absl::StatusOr<std::string> HttpGet(int port, absl::string_view path,
                                     absl::Duration timeout = absl::Seconds(10));
 
+// A response of any status.
+struct HttpResponse {
+  int code = 0;             // 200, 503, ...
+  std::string status_line;  // "HTTP/1.1 503 Service Unavailable"
+  std::string body;
+};
+// The same GET, any status's body whole (a 503 /healthz says why);
+// errors for a connection or a response that is not HTTP, as HttpGet.
+absl::StatusOr<HttpResponse> HttpGetAnyStatus(
+    int port, absl::string_view path,
+    absl::Duration timeout = absl::Seconds(10));
+
 // Polls HttpGet until it returns a body for which `ready(body)` is true, or
 // until `timeout`. Fails early (kAborted) as soon as `alive()` returns false,
 // so a server that died on startup is reported at once, not after the

@@ -440,6 +440,16 @@ bool ClusterMember::AppendHealth(std::string* text) const {
             : std::string("the others' owners unknown (no lease renewal "
                           "read lately: the bucket's watcher is behind)"),
         "\n");
+    const std::vector<std::string> not_sharding = shards_->NotSharding();
+    if (!not_sharding.empty()) {
+      // Not unhealthy here: this collector does its part.
+      absl::StrAppend(
+          text, "cluster: analysis shards: ", absl::StrJoin(not_sharding, ", "),
+          not_sharding.size() == 1 ? " runs" : " run",
+          " without --analysis_shards: the ports of the nodes whose agents "
+          "stream there reach no shard owner (start every collector of a "
+          "cluster alike)\n");
+    }
   }
   const absl::Status last_write = declared_->last_write_status();
   if (!last_write.ok()) {
@@ -607,6 +617,11 @@ void ClusterMember::AppendMetrics(const collector::RegistryWatchStats& watch,
        "reads the lease bucket: their jobs and switches are not analysed "
        "until one takes them (seconds after an owner died).",
        PromType::kGauge, static_cast<double>(shards_->unowned())},
+      {"fabricdiag_cluster_members_not_sharding",
+       "Live collectors of the cluster that run without --analysis_shards, "
+       "as this collector reads the lease bucket: the ports of their "
+       "agents' nodes reach no shard owner.",
+       PromType::kGauge, static_cast<double>(shards_->NotSharding().size())},
       {"fabricdiag_cluster_analysis_shard_handovers_total",
        "Analysis shards this collector handed over to another collector, "
        "their first choice.",

@@ -39,9 +39,9 @@ absl::StatusOr<std::unique_ptr<NatsAnalysisShards>> NatsAnalysisShards::Start(
       ShardHolders::Start(nats, {options.leases.bucket, options.leases.replicas,
                                  options.leases.ttl}));
   // The job and switch shards go to the live members that shard.
-  out->members_ = [members = std::move(members),
-                   holders = out->holders_.get()] {
-    return ShardingMembers(members(), *holders);
+  out->live_ = std::move(members);
+  out->members_ = [live = out->live_, holders = out->holders_.get()] {
+    return ShardingMembers(live(), *holders);
   };
   out->settle_ = options.leases.settle;
   ASSIGN_OR_RETURN(
@@ -63,6 +63,17 @@ std::vector<ShardLeases::Candidate> ShardingMembers(
                      }),
       live.end());
   return live;
+}
+
+std::vector<std::string> NatsAnalysisShards::NotSharding() const {
+  std::vector<std::string> out;
+  if (!holders_->Current()) return out;
+  for (const ShardLeases::Candidate& c : live_()) {
+    if (c.id == id_ || c.live_for < kShardingWithin) continue;
+    if (!holders_->Of(collector::PortsShard(c.id)).held) out.push_back(c.id);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 NatsAnalysisShards::~NatsAnalysisShards() { Stop(); }

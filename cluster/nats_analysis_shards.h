@@ -79,6 +79,15 @@ class NatsAnalysisShards final : public collector::AnalysisShards {
   size_t unowned() const { return holders_->Unheld(names_); }
   // Whether unowned() is of now: the bucket's watcher keeps up.
   bool holders_current() const { return holders_->Current(); }
+  // A member live this long holds its own nodes' shard if it shards: one
+  // started with --analysis_shards takes it within a lease attempt.
+  static constexpr absl::Duration kShardingWithin = absl::Seconds(10);
+  // The live members (by id, ascending; never this one) that run without
+  // --analysis_shards: live for kShardingWithin and holding no own nodes'
+  // shard. Their agents' ports reach no shard owner, and their port
+  // analyzers run only while they lead. Empty while the bucket's watcher
+  // is behind (holders_current() false): not known then.
+  std::vector<std::string> NotSharding() const;
   ShardExchange::Stats exchange_stats() const { return exchange_->stats(); }
   PartNewsExchange::Stats news_stats() const { return news_->stats(); }
 
@@ -109,6 +118,7 @@ class NatsAnalysisShards final : public collector::AnalysisShards {
   const std::string id_;
   const analysis::ShardCounts counts_;
   std::vector<std::string> names_;  // jobs.* and switches.*
+  ShardLeases::Members live_;       // every live member; any thread
   ShardLeases::Members members_;    // the live members that shard; any thread
   absl::Duration settle_;
   // Declared before the leases, destroyed after them: their threads read it.

@@ -1589,9 +1589,12 @@ TEST_F(ClusterStoryTest, ShardedCollectorsKeepTheirFindingsThroughAKill) {
       },
       absl::Seconds(10), absl::Milliseconds(250)))
       << absl::StrJoin(owned, " ");
-  // Every collector reads the lease bucket alike: every shard held.
+  // Every collector reads the lease bucket alike: every shard held, and
+  // every member sharding.
   for (const Collector& each : c) {
     EXPECT_EQ(metric(each, "fabricdiag_cluster_analysis_shards"), 128)
+        << each.name;
+    EXPECT_EQ(metric(each, "fabricdiag_cluster_members_not_sharding"), 0)
         << each.name;
     EXPECT_TRUE(testing::Eventually(
         [&] {
@@ -1755,8 +1758,33 @@ TEST_F(ClusterStoryTest, ShardedCollectorsKeepTheirFindingsThroughAKill) {
   }
   EXPECT_EQ(most_unowned_with_d, 0);
   EXPECT_EQ(owned = owned_by({0, 1, 2}), dealt) << absl::StrJoin(owned, " ");
+  // The collectors that shard tell it too, for as long as it runs: a
+  // gauge (alert FabricdiagClusterMembersNotSharding) and /healthz.
+  auto count_not_sharding = [&](double want, absl::Duration within) {
+    for (const Collector& each : c) {
+      EXPECT_TRUE(testing::Eventually(
+          [&] {
+            return metric(each, "fabricdiag_cluster_members_not_sharding") ==
+                   want;
+          },
+          within, absl::Milliseconds(250)))
+          << each.name << " does not count " << want;
+    }
+  };
+  count_not_sharding(1, absl::Seconds(10));
+  // Said whether the collector is healthy or not (a 503 for other reasons
+  // while the machine is loaded).
+  absl::StatusOr<testing::HttpResponse> told =
+      testing::HttpGetAnyStatus(c[0].http, "/healthz");
+  ASSERT_TRUE(told.ok()) << told.status();
+  EXPECT_TRUE(absl::StrContains(
+      told->body,
+      "cluster: analysis shards: col-d runs without --analysis_shards"))
+      << told->body;
   odd.process->Signal(SIGTERM);
   EXPECT_TRUE(odd.process->Wait(absl::Seconds(20)).has_value());
+  // Gone (its key deleted as it stopped): nobody left to tell of.
+  count_not_sharding(0, absl::Seconds(5));
   if (HasFailure()) {
     for (const Collector& each : c) {
       std::cout << "--- " << each.name << ":\n" << each.process->Stderr();

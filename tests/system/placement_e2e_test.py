@@ -134,15 +134,31 @@ def metrics(port):
     return out
 
 
-def wait(what, predicate, deadline_s):
+def wait(what, predicate, deadline_s, last=None):
+    """predicate()'s first true value within `deadline_s`; on timeout the
+    failure says what `last()` (when given) reads then."""
     end = time.monotonic() + deadline_s
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > end:
-            raise AssertionError(f"not within {deadline_s} s: {what}")
+            seen = f"; at the end: {last()}" if last is not None else ""
+            raise AssertionError(f"not within {deadline_s} s: {what}{seen}")
         time.sleep(0.5)
+
+
+def health(port):
+    """The cluster lines of a collector's /healthz ("" when it does not
+    answer)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz",
+                                    timeout=5) as r:
+            text = r.read().decode(errors="replace")
+    except OSError as e:
+        return f"(no answer: {e})"
+    return "\n".join(line for line in text.splitlines()
+                     if line.startswith("cluster:"))
 
 
 class Collectors:
@@ -312,8 +328,17 @@ def main():
                 return None
             return settled(collectors, IDS,
                            expected_counts(entries, IDS, now_leader), 3)
+        def placement_now():
+            # What each collector holds and sees, and the placement under
+            # each possible leader: which view the agents settled on.
+            under = {c: expected_counts(entries, IDS, c) for c in IDS}
+            views = "".join(f"\n  {c}: {health(collectors.http[c])}"
+                            for c in IDS)
+            return (f"{collectors.counts(IDS)}, leader "
+                    f"{collectors.leader()}; placement by leader "
+                    f"{under}{views}")
         counts = wait("every collector holds its placement again", placed,
-                      PLACEMENT_WITHIN_S)
+                      PLACEMENT_WITHIN_S, placement_now)
         spread_back = time.monotonic() - restarted_at
         final_leader = collectors.leader()
         print(f"{spread_back:.0f}s after the last restart: {counts} "

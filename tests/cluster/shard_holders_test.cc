@@ -2,13 +2,15 @@
 // nats-server: the holder while it renews, none once it let go, lapsed
 // once it stopped renewing, the keys held before the watcher started, and
 // through a hand-over the owner that still holds the shard, not the one the
-// members' view already names.
+// members' view already names; and three collectors' NatsAnalysisShards
+// naming one owner through a hand-over, and the members that do not shard.
 #include "cluster/shard_holders.h"
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "cluster/key_lease.h"
 #include "cluster/nats_analysis_shards.h"
@@ -222,6 +224,7 @@ TEST_F(ShardHoldersTest, AShardHandedOverIsItsOldOwnersUntilLetGo) {
 
 std::vector<std::string> Ids(const std::vector<ShardLeases::Candidate>& in) {
   std::vector<std::string> out;
+  out.reserve(in.size());
   for (const ShardLeases::Candidate& c : in) out.push_back(c.id);
   return out;
 }
@@ -260,6 +263,144 @@ TEST_F(ShardHoldersTest, OnlyMembersHoldingTheirOwnNodesShardAreCandidates) {
                                   absl::Seconds(5)));
   EXPECT_EQ(Ids(ShardingMembers(live, *holders)),
             (std::vector<std::string>{"col-a", "col-b", "col-c"}));
+}
+
+// Three collectors' shards as NatsAnalysisShards deals them. Every one of
+// them names the same owner of a shard through a hand-over to a collector
+// that joined: the old owner while it holds the shard (the newcomer too
+// says so), the newcomer once it took it.
+class AnalysisShardsTest : public ShardHoldersTest {
+ protected:
+  AnalysisShardsTest() {
+    options_.counts = {16, 1};
+    options_.leases.replicas = 1;
+    options_.leases.bucket = TestName();
+    options_.leases.ttl = kTtl;
+    options_.leases.margin = absl::Milliseconds(200);
+    options_.leases.renew_period = absl::Milliseconds(300);
+    options_.leases.acquire_period = absl::Milliseconds(100);
+    options_.leases.settle = absl::ZeroDuration();
+    // Held until LetGo(): the hand-over lasts as long as the test wants.
+    options_.leases.handover_wait = absl::Seconds(30);
+    options_.exchange.subject = "test.shard." + TestName();
+    options_.news.subject = "test.news." + TestName();
+  }
+
+  // Collector `id` on a connection of its own, among the members `live`.
+  std::unique_ptr<NatsAnalysisShards> StartCollector(const std::string& id) {
+    connections_.push_back(Connect());
+    if (connections_.back() == nullptr) return nullptr;
+    auto shards = NatsAnalysisShards::Start(
+        connections_.back().get(), id,
+        [this] {
+          absl::MutexLock lock(&mu_);
+          return live_;
+        },
+        options_);
+    EXPECT_TRUE(shards.ok()) << shards.status();
+    return shards.ok() ? *std::move(shards) : nullptr;
+  }
+  void SetLive(std::vector<ShardLeases::Candidate> live) {
+    absl::MutexLock lock(&mu_);
+    live_ = std::move(live);
+  }
+
+  NatsAnalysisShards::Options options_;
+  std::vector<std::unique_ptr<NatsConnection>> connections_;
+  absl::Mutex mu_;
+  std::vector<ShardLeases::Candidate> live_ ABSL_GUARDED_BY(mu_);
+};
+
+bool Owns(const NatsAnalysisShards& c, const std::string& shard) {
+  return c.Term(shard) != 0;
+}
+
+TEST_F(AnalysisShardsTest, EveryCollectorNamesTheOwnerThroughAHandOver) {
+  const ShardLeases::Candidate a{"col-a", absl::Hours(1)};
+  const ShardLeases::Candidate b{"col-b", absl::Hours(1)};
+  const ShardLeases::Candidate c{"col-c", absl::Hours(1)};
+  SetLive({a, b});
+  std::unique_ptr<NatsAnalysisShards> col_a = StartCollector("col-a");
+  std::unique_ptr<NatsAnalysisShards> col_b = StartCollector("col-b");
+  ASSERT_NE(col_a, nullptr);
+  ASSERT_NE(col_b, nullptr);
+  ASSERT_EQ(col_a->shard_count(), 17u);
+  // A job shard that goes to col-c once it is live.
+  std::string moving;
+  for (int k = 0; k < 16 && moving.empty(); ++k) {
+    const std::string shard = "jobs." + std::to_string(k);
+    if (ShardLeases::FirstChoice(shard, {a, b, c}) == "col-c") moving = shard;
+  }
+  ASSERT_FALSE(moving.empty());
+  const std::string first = ShardLeases::FirstChoice(moving, {a, b});
+  NatsAnalysisShards& old_owner = first == "col-a" ? *col_a : *col_b;
+  NatsAnalysisShards& bystander = first == "col-a" ? *col_b : *col_a;
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        return col_a->unowned() == 0 && col_b->unowned() == 0 &&
+               Owns(old_owner, moving);
+      },
+      absl::Seconds(10)));
+  EXPECT_EQ(bystander.OwnerOf(moving), first);
+  EXPECT_EQ(old_owner.OwnerOf(moving), first);
+  EXPECT_TRUE(col_a->NotSharding().empty());
+
+  // col-c joins; the old owner hands the shard over and keeps it until it
+  // lets go. Meanwhile every collector names the old owner, col-c itself
+  // included, though the members' view already names col-c.
+  SetLive({a, b, c});
+  std::unique_ptr<NatsAnalysisShards> col_c = StartCollector("col-c");
+  ASSERT_NE(col_c, nullptr);
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        for (const NatsAnalysisShards::Owned& o : old_owner.OwnedShards()) {
+          if (o.shard == moving) return o.handing_over;
+        }
+        return false;
+      },
+      absl::Seconds(10)));
+  absl::SleepFor(2 * kTtl);
+  EXPECT_FALSE(Owns(*col_c, moving));
+  EXPECT_EQ(ShardLeases::SettledChoice(moving, {a, b, c}, absl::ZeroDuration()),
+            "col-c");
+  for (NatsAnalysisShards* each : {col_a.get(), col_b.get(), col_c.get()}) {
+    EXPECT_EQ(each->OwnerOf(moving), first) << each->Id();
+  }
+  old_owner.LetGo(moving);
+  ASSERT_TRUE(testing::Eventually([&] { return Owns(*col_c, moving); },
+                                  absl::Seconds(5)));
+  for (NatsAnalysisShards* each : {col_a.get(), col_b.get(), col_c.get()}) {
+    EXPECT_TRUE(testing::Eventually(
+        [&] { return each->OwnerOf(moving) == "col-c"; }, absl::Seconds(5)))
+        << each->Id() << " names " << each->OwnerOf(moving);
+  }
+  col_c->Stop();
+  col_b->Stop();
+  col_a->Stop();
+}
+
+// A live member that holds no lease on its own nodes' shard runs without
+// --analysis_shards: the others name it once it has been live long enough
+// to have taken one.
+TEST_F(AnalysisShardsTest, NamesTheMembersThatDoNotShard) {
+  SetLive({{"col-a", absl::Hours(1)}, {"col-b", absl::Hours(1)}});
+  std::unique_ptr<NatsAnalysisShards> col_a = StartCollector("col-a");
+  ASSERT_NE(col_a, nullptr);
+  EXPECT_TRUE(testing::Eventually(
+      [&] { return col_a->NotSharding() == std::vector<std::string>{"col-b"}; },
+      absl::Seconds(5)));
+  // Just started: it may not have taken its own nodes' shard yet.
+  SetLive({{"col-a", absl::Hours(1)},
+           {"col-b", NatsAnalysisShards::kShardingWithin / 2}});
+  EXPECT_TRUE(col_a->NotSharding().empty());
+  // It starts sharding: no longer named.
+  SetLive({{"col-a", absl::Hours(1)}, {"col-b", absl::Hours(1)}});
+  std::unique_ptr<NatsAnalysisShards> col_b = StartCollector("col-b");
+  ASSERT_NE(col_b, nullptr);
+  EXPECT_TRUE(testing::Eventually([&] { return col_a->NotSharding().empty(); },
+                                  absl::Seconds(5)));
+  col_b->Stop();
+  col_a->Stop();
 }
 
 }  // namespace

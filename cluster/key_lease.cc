@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/names.h"
 
 namespace fabricdiag::cluster {
 namespace {
@@ -46,6 +47,9 @@ KeyLease::Read KeyLease::ReadKey() const {
   if (r.status == NATS_OK) {
     const char* value = kvEntry_ValueString(entry);
     r.id = value == nullptr ? "" : value;
+    // Holders write their --collector_id: anything else (a hostile writer
+    // to the bucket) names nobody, not a string to show as a leader.
+    if (!IsValidNodeName(r.id)) r.id.clear();
     r.revision = kvEntry_Revision(entry);
     kvEntry_Destroy(entry);
   }

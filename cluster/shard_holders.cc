@@ -1,11 +1,13 @@
 #include "cluster/shard_holders.h"
 
+#include <string>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cluster/key_lease.h"
 #include "cluster/kv_watch.h"
+#include "common/names.h"
 #include "common/status_macros.h"
 
 namespace fabricdiag::cluster {
@@ -71,8 +73,16 @@ void ShardHolders::Apply(kvEntry* entry) {
     return;
   }
   const char* value = kvEntry_ValueString(entry);
+  const absl::string_view holder = value == nullptr ? "" : value;
+  if (!IsValidNodeName(holder)) {
+    // No collector's id (ShardLeases writes the owner's --collector_id): a
+    // hostile or broken writer's. No owner anyone can name; the shard's
+    // owner, whose next renewal finds the revision moved, takes it again.
+    keys_.erase(shard);
+    return;
+  }
   Key& k = keys_[shard];
-  k.holder = value == nullptr ? "" : value;
+  k.holder = std::string(holder);
   k.written = absl::Now();
 }
 

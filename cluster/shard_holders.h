@@ -11,7 +11,8 @@
 // so it reads as lapsed, not held. Each value counts from when it arrived
 // here (clocks need not agree); one read when the watcher (re)starts may be
 // up to `ttl` old already, so a holder that died then reads as holding for
-// up to twice the TTL.
+// up to twice the TTL. A value that is no collector id (a hostile writer
+// to the bucket) names no holder: the shard reads as never written.
 //
 //   ASSIGN_OR_RETURN(auto holders, ShardHolders::Start(nats, {}));
 //   ShardHolders::Seen seen = holders->Of("jobs.17");

@@ -1,6 +1,7 @@
 // Who holds each analysis shard, read from the lease bucket against a real
 // nats-server: the holder while it renews, none once it let go, lapsed
-// once it stopped renewing, the keys held before the watcher started, and
+// once it stopped renewing, the keys held before the watcher started, no
+// holder of a value that is no collector id, and
 // through a hand-over the owner that still holds the shard, not the one the
 // members' view already names; and three collectors' NatsAnalysisShards
 // naming one owner through a hand-over, and the members that do not shard.
@@ -149,6 +150,42 @@ TEST_F(ShardHoldersTest, KeysHeldBeforeItStartsAreReadAtStart) {
   ASSERT_TRUE(next->TryAcquire());
   EXPECT_TRUE(testing::Eventually([&] { return holders->Current(); },
                                   absl::Seconds(5)));
+}
+
+// A value no collector would write (the bucket's key written by hand or by
+// a hostile client) names no holder; a real holder's next write is read.
+TEST_F(ShardHoldersTest, AValueThatIsNoCollectorIdNamesNoHolder) {
+  std::unique_ptr<ShardHolders> holders = StartHolders();
+  ASSERT_NE(holders, nullptr);
+  std::unique_ptr<KeyLease> lease = Lease("jobs.9", "col-a");
+  ASSERT_TRUE(TakenAndSeen(*lease, *holders, "jobs.9", "col-a"));
+  for (const char* hostile :
+       {"<script>alert(1)</script>", "col a", "", "col-a\nFINDING"}) {
+    ASSERT_EQ(kvStore_PutString(nullptr, kv_, "shard.jobs.9", hostile),
+              NATS_OK);
+    EXPECT_TRUE(testing::Eventually(
+        [&] { return Is(holders->Of("jobs.9"), "", false); }, absl::Seconds(5)))
+        << hostile;
+    EXPECT_EQ(holders->Unheld(std::vector<std::string>{"jobs.9"}), 1u);
+  }
+  ASSERT_EQ(kvStore_PutString(nullptr, kv_, "shard.jobs.9", "col-b"), NATS_OK);
+  EXPECT_TRUE(testing::Eventually(
+      [&] { return Is(holders->Of("jobs.9"), "col-b", true); },
+      absl::Seconds(5)));
+}
+
+// The same of a lease's own read of its key's holder (the analysis lease's
+// leader on /healthz): a value that is no collector id names nobody.
+TEST_F(ShardHoldersTest, ALeaseReadsNoHolderFromAValueThatIsNoCollectorId) {
+  ASSERT_EQ(kvStore_PutString(nullptr, kv_, "analysis", "<b>everyone</b>"),
+            NATS_OK);
+  KeyLease lease(kv_, "analysis", "col-a", {"analysis lease", "leads"},
+                 {kTtl, absl::Milliseconds(200)});
+  EXPECT_FALSE(lease.TryAcquire()) << "the key is there";
+  EXPECT_EQ(lease.holder(), "");
+  ASSERT_EQ(kvStore_PutString(nullptr, kv_, "analysis", "col-b"), NATS_OK);
+  EXPECT_FALSE(lease.TryAcquire());
+  EXPECT_EQ(lease.holder(), "col-b");
 }
 
 // A shard handed over stays its old owner's until that one lets it go:

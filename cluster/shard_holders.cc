@@ -76,8 +76,9 @@ void ShardHolders::Apply(kvEntry* entry) {
   const absl::string_view holder = value == nullptr ? "" : value;
   if (!IsValidNodeName(holder)) {
     // No collector's id (ShardLeases writes the owner's --collector_id): a
-    // hostile or broken writer's. No owner anyone can name; the shard's
-    // owner, whose next renewal finds the revision moved, takes it again.
+    // hostile or broken writer's. No owner anyone can name: its owner's
+    // next renewal finds the revision moved and lets go, and the shard is
+    // taken again once that value expired (the bucket's TTL).
     keys_.erase(shard);
     return;
   }

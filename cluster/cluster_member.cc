@@ -600,6 +600,13 @@ void ClusterMember::AppendMetrics(const collector::RegistryWatchStats& watch,
     w.Sample({{"collector_id", id_}, {"from", from}},
              static_cast<double>(count));
   }
+  w.Family("fabricdiag_cluster_moving_nodes",
+           "Nodes whose collector handed their agents to another one and "
+           "that have not reported elsewhere yet, as the latest analysis "
+           "pass saw them: on their way, their findings hold and agent_down "
+           "does not open for them for up to 40s after the hand-off.",
+           PromType::kGauge);
+  w.Sample({{"collector_id", id_}}, static_cast<double>(features.moving_nodes));
   if (shards_ == nullptr) return;
   // --analysis_shards (docs/cluster.md#sharded-analysis).
   const ShardExchange::Stats exchange = shards_->exchange_stats();

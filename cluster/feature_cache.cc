@@ -431,6 +431,7 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
     kept->liveness = n.liveness;
     if (kept->collector != n.collector) kept->collector = n.collector;
     kept->unobserved = n.unobserved;
+    kept->handed_off = n.handed_off;
   }
   while (r < remembered_.size()) gone.push_back(remembered_[r++]);
   if (!first_heard.empty()) {
@@ -444,6 +445,28 @@ collector::FeatureSlice FeatureCache::Merged(collector::FeatureSlice local,
   for (collector::NodeFacts& f : gone) {
     left_merge(f);
     merged.nodes.push_back(std::move(f));
+  }
+  // A node whose collector handed its agent to another one after its last
+  // report, and that reported nowhere since: the agent is on its way. It
+  // waits out a pause before it connects (longer with each hand-off in a
+  // row, up to its backoff's 30 s), and the collector it goes to publishes
+  // its arrival a pass later: that silence is not the agent's. It is judged
+  // as of its last report, as its collector's, for as long as a
+  // reconnecting agent is waited for (either way of that collector's clock:
+  // a hand-off stamped far from now says nothing). Counted apart from the
+  // unobserved nodes of collectors whose features stopped.
+  stats_.moving_nodes = 0;
+  for (collector::NodeFacts& f : merged.nodes) {
+    if (f.unobserved || !f.liveness.ever_reported ||
+        f.handed_off == absl::InfinitePast() ||
+        f.handed_off < f.liveness.last_report ||
+        absl::AbsDuration(presence.now - f.handed_off) > presence.left_grace) {
+      continue;
+    }
+    f.unobserved = true;
+    f.liveness.observed_until =
+        std::min(f.liveness.observed_until, f.liveness.last_report);
+    ++stats_.moving_nodes;
   }
   if (!missing.empty()) {
     // An agent that went silent where it streamed after the last news of

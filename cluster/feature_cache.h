@@ -71,6 +71,10 @@ class FeatureCache {
     // that has unobserved nodes, how many of its nodes are unobserved
     // (collector::NodeFacts::unobserved).
     std::map<std::string, uint64_t> unobserved_nodes;
+    // The latest Merged(): the nodes unobserved because their collector
+    // handed their agents to another one (collector::NodeFacts::
+    // handed_off), not counted in unobserved_nodes.
+    uint64_t moving_nodes = 0;
   };
 
   // Who is in the cluster, for the nodes of a collector whose features

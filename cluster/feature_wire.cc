@@ -218,6 +218,9 @@ void FactsToWire(const collector::NodeFacts& facts, NodeMessage* w) {
     w->set_last_report_unix_nanos(absl::ToUnixNanos(l.last_report));
   }
   w->set_interval_nanos(absl::ToInt64Nanoseconds(l.interval));
+  if (facts.handed_off != absl::InfinitePast()) {
+    w->set_handed_off_unix_nanos(absl::ToUnixNanos(facts.handed_off));
+  }
 }
 
 // Nodes' messages, in order, into chunks of whole nodes of at most
@@ -373,6 +376,9 @@ bool FactsFromWire(const NodeMessage& n, collector::NodeFacts* facts) {
         absl::FromUnixNanos(n.last_report_unix_nanos());
   }
   facts->liveness.interval = absl::Nanoseconds(n.interval_nanos());
+  if (n.handed_off_unix_nanos() != 0) {
+    facts->handed_off = absl::FromUnixNanos(n.handed_off_unix_nanos());
+  }
   return true;
 }
 

@@ -512,6 +512,7 @@ JetStreamFeatures::Stats JetStreamFeatures::stats() const {
   s.merged_remote_ports = cache.merged_remote_ports;
   s.merge_decoded_chunks = cache.merge_decoded_chunks;
   s.unobserved_nodes = cache.unobserved_nodes;
+  s.moving_nodes = cache.moving_nodes;
   s.own_chunks_skipped = own_chunks_skipped_.load();
   s.catch_up_subjects = catch_up_subjects_.load();
   s.catch_up_skipped = catch_up_skipped_.load();

@@ -135,6 +135,10 @@ class JetStreamFeatures final : public collector::FeatureExchange {
     // The latest Merged(): per other live collector (and per one that left
     // with nodes still unobserved), how many of its nodes are unobserved.
     std::map<std::string, uint64_t> unobserved_nodes;
+    // The latest Merged(): nodes whose collector handed their agents to
+    // another one and that reported nowhere since (on their way; held
+    // unobserved, not counted above).
+    uint64_t moving_nodes = 0;
     // The latest catch-up with the stream (when this collector started
     // receiving the feature chunks): subjects read, and how long it took
     // (zero while it runs).

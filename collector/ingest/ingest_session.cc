@@ -228,8 +228,9 @@ std::optional<IngestSession::Reply> IngestSession::MaybeHandOff(
                                                    std::memory_order_relaxed);
   }
   // The agent streams elsewhere from now on: the node's stream here ends
-  // now, not when the call is torn down.
-  if (node_ != nullptr) node_->EndStream(stream_id_);
+  // now, not when the call is torn down, and the analysis knows its agent
+  // is on its way rather than silent.
+  if (node_ != nullptr) node_->HandOff(stream_id_, store_->clock().Now());
   node_ = nullptr;
   Close();
   Reply reply;

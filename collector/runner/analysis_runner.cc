@@ -231,8 +231,10 @@ FeatureSlice AnalysisRunner::ExchangeFeatures(absl::Time now, MergeScope scope,
   std::vector<analysis::FabricView> views = view_builder_.Build(
       topology.effective.get(), windows, now,
       [&local](const NodeSeries& node, const NodeSeries::ViewState& state) {
-        local.nodes.push_back(NodeFacts{
-            LivenessOf(node.name(), state.last_report, state.interval_ms), ""});
+        NodeFacts& facts = local.nodes.emplace_back();
+        facts.liveness =
+            LivenessOf(node.name(), state.last_report, state.interval_ms);
+        facts.handed_off = state.handed_off;
       });
   local.window = std::move(views[0]);
   if (views.size() > 1) local.recent = std::move(views[1]);

@@ -47,6 +47,12 @@ struct NodeFacts {
   // collector's last slice (liveness.observed_until), so its findings hold
   // and agent_down does not open for it. Set by Merged().
   bool unobserved = false;
+  // In a cluster: when the node's collector handed its agent to another
+  // one (ended its stream with a Handoff) after the agent's last report
+  // there; InfinitePast when it did not. Until the agent reports elsewhere
+  // it is on its way, not silent: Merged() holds it unobserved for up to
+  // kAgentReconnectGrace after the hand-off.
+  absl::Time handed_off = absl::InfinitePast();
 };
 
 // How long the nodes of a collector that left the cluster stay unobserved

@@ -380,9 +380,18 @@ void NodeSeries::EndStream(uint64_t stream) {
   if (stream_ == stream) stream_ = 0;
 }
 
+void NodeSeries::HandOff(uint64_t stream, absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  if (stream_ != stream) return;  // another stream took the node over
+  stream_ = 0;
+  handed_off_ = now;
+}
+
 NodeSeries::ViewState NodeSeries::StateForView() const {
   absl::MutexLock lock(&mu_);
-  return ViewState{last_report_, interval_ms_, version_, boot_id_};
+  return ViewState{
+      last_report_, interval_ms_, version_, boot_id_,
+      handed_off_ >= last_report_ ? handed_off_ : absl::InfinitePast()};
 }
 
 NodeSeries::Arrival NodeSeries::LastArrival() const {

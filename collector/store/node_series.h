@@ -116,6 +116,10 @@ class NodeSeries {
   void AckedElsewhere(absl::string_view boot_id, uint64_t seq);
   // The stream ended (closed, broken or rejected).
   void EndStream(uint64_t stream);
+  // The stream ended with a hand-off at `now` (collector clock): the
+  // collector sent the node's agent to another one. As EndStream; until
+  // the agent reports here again, ViewState::handed_off says when.
+  void HandOff(uint64_t stream, absl::Time now);
   // Whether the node's agent streams here at `now`: a stream is open and
   // live as BeginStream judges it.
   bool Streaming(absl::Time now) const;
@@ -191,6 +195,9 @@ class NodeSeries {
     uint32_t interval_ms = 0;
     uint64_t version = 0;
     std::string boot_id;
+    // When this collector handed the node's agent to another one (HandOff)
+    // after its last report here; InfinitePast when it did not.
+    absl::Time handed_off = absl::InfinitePast();
   };
   ViewState StateForView() const;
   // When the latest report arrived (collector clock) and the interval the
@@ -244,6 +251,8 @@ class NodeSeries {
   uint64_t stream_ ABSL_GUARDED_BY(mu_) = 0;  // 0: no open stream
   std::string peer_ ABSL_GUARDED_BY(mu_);
   absl::Time stream_heard_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  // The latest HandOff of a stream that reported for the node.
+  absl::Time handed_off_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   uint64_t duplicate_streams_ ABSL_GUARDED_BY(mu_) = 0;
   std::string last_duplicate_peer_ ABSL_GUARDED_BY(mu_);
   absl::Time last_duplicate_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();

@@ -701,6 +701,102 @@ TEST(FeatureCacheTest, ANodeSilentSinceAMissingCollectorsLastNewsIsUnobserved) {
       analysis::IsAgentUp(of(taken, "n-1").liveness, back + absl::Seconds(1)));
 }
 
+// An agent its collector handed to another one (a hand-back, a cut-off
+// collector's hand-over) waits out a pause before it connects there, and
+// its new collector publishes its arrival a pass later, while the features
+// of every collector arrive. The collector it left says when it handed the
+// agent off: the node is unobserved meanwhile, as that collector's, never
+// down, for at most the grace after the hand-off; its first report
+// elsewhere counts. A node silent without a hand-off, one that reported
+// after it, and a hand-off stamped far from now are judged as usual.
+TEST(FeatureCacheTest, ANodeHandedOffIsUnobservedUntilItReportsElsewhere) {
+  FeatureCache cache("col-0");
+  FeatureCache::Presence presence;
+  presence.live = {"col-0", "col-a", "col-c"};
+  presence.left_grace = absl::Seconds(40);
+  const absl::Time handed_off = kT0 + absl::Milliseconds(100);
+  const auto node = [](const std::string& name, absl::Time report,
+                       absl::Time handed) {
+    NodeFacts f = OneNode(name, report).nodes[0];
+    f.liveness.interval = absl::Milliseconds(500);
+    f.handed_off = handed;
+    return f;
+  };
+  // n-1 reaches col-a at 9 s; m-1 never does.
+  const absl::Time arrived = kT0 + absl::Seconds(9);
+  // The slices of col-c and col-a as published at `now` (through the
+  // wire), merged with this collector's.
+  const auto merge = [&](absl::Time now) {
+    FeatureSlice c;
+    c.nodes = {
+        node("f-1", kT0, kT0 + absl::Hours(1)),    // a hand-off from afar
+        node("m-1", kT0, handed_off),              // handed off
+        node("n-1", kT0, handed_off),              // handed off
+        node("r-1", kT0 + absl::Seconds(1), kT0),  // reported after it
+        node("s-1", kT0, absl::InfinitePast()),    // silent
+    };
+    SendFeatures(cache, c, "col-c", now, now);
+    FeatureSlice a = OneNode("a-1", now);
+    if (now >= arrived)
+      a.nodes.push_back(node("n-1", now, absl::InfinitePast()));
+    SendFeatures(cache, a, "col-a", now, now);
+    FeatureSlice local = OneNode("o-1", now);
+    local.nodes.push_back(node("h-1", kT0, handed_off));  // handed off here
+    presence.now = now;
+    return cache.Merged(std::move(local), now - absl::Seconds(2), kFabric,
+                        presence);
+  };
+  const auto of = [](const FeatureSlice& s, const std::string& name) {
+    for (const NodeFacts& f : s.nodes) {
+      if (f.liveness.node == name) return f;
+    }
+    ADD_FAILURE() << name << " is not in the merge";
+    return NodeFacts{};
+  };
+  for (int s : {1, 8, 20, 40}) {
+    const absl::Time now = kT0 + absl::Seconds(s);
+    const FeatureSlice merged = merge(now);
+    EXPECT_TRUE(merged.complete) << s;
+    std::vector<std::pair<std::string, std::string>> moving = {
+        {"h-1", "col-0"}, {"m-1", "col-c"}};
+    if (now < arrived) moving.emplace_back("n-1", "col-c");
+    for (const auto& [name, collector] : moving) {
+      const NodeFacts f = of(merged, name);
+      EXPECT_TRUE(f.unobserved) << name << " " << s;
+      EXPECT_EQ(f.collector, collector) << name << " " << s;
+      EXPECT_EQ(f.handed_off, handed_off) << name << " " << s;
+      EXPECT_EQ(f.liveness.observed_until, kT0) << name << " " << s;
+      EXPECT_TRUE(analysis::IsAgentUp(f.liveness, now)) << name << " " << s;
+    }
+    EXPECT_EQ(cache.stats().moving_nodes, moving.size()) << s;
+    EXPECT_EQ(cache.stats().unobserved_nodes.at("col-c"), 0u) << s;
+    EXPECT_EQ(cache.stats().unobserved_nodes.at("col-a"), 0u) << s;
+    if (now >= arrived) {
+      // Its first report through col-a counts.
+      const NodeFacts n = of(merged, "n-1");
+      EXPECT_EQ(n.collector, "col-a") << s;
+      EXPECT_FALSE(n.unobserved) << s;
+      EXPECT_EQ(n.handed_off, absl::InfinitePast()) << s;
+      EXPECT_TRUE(analysis::IsAgentUp(n.liveness, now)) << s;
+    }
+    if (s < 8) continue;
+    for (const char* name : {"f-1", "r-1", "s-1"}) {
+      EXPECT_FALSE(of(merged, name).unobserved) << name << " " << s;
+      EXPECT_FALSE(analysis::IsAgentUp(of(merged, name).liveness, now))
+          << name << " " << s;
+    }
+  }
+  // More than the grace after the hand-off, an agent that reported nowhere
+  // is judged as silent.
+  const absl::Time late = handed_off + absl::Seconds(41);
+  const FeatureSlice past = merge(late);
+  for (const char* name : {"h-1", "m-1"}) {
+    EXPECT_FALSE(of(past, name).unobserved) << name;
+    EXPECT_FALSE(analysis::IsAgentUp(of(past, name).liveness, late)) << name;
+  }
+  EXPECT_EQ(cache.stats().moving_nodes, 0u);
+}
+
 // A live collector this one never heard from (either just started) may
 // hold agents already: a node that went silent here meanwhile is
 // unobserved, as that collector's, for at most the grace.

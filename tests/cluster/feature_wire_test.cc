@@ -145,6 +145,8 @@ FeatureSlice TwoNodeSlice() {
   quiet.liveness.node = "gpu-009";
   quiet.liveness.last_report = absl::FromUnixSeconds(1600000000);
   quiet.liveness.ever_reported = true;
+  // Its collector handed its agent to another one since.
+  quiet.handed_off = absl::FromUnixSeconds(1600000001) + absl::Nanoseconds(7);
   slice.nodes.push_back(quiet);
   return slice;
 }
@@ -203,8 +205,10 @@ TEST(FeatureWireTest, EveryFieldSurvivesAndAbsentStaysAbsent) {
             in.nodes[0].liveness.last_report);
   EXPECT_EQ(out.nodes[0].liveness.interval, absl::Milliseconds(1500));
   EXPECT_TRUE(out.nodes[0].liveness.ever_reported);
+  EXPECT_EQ(out.nodes[0].handed_off, absl::InfinitePast());
   EXPECT_EQ(out.nodes[1].liveness.node, "gpu-009");
   EXPECT_EQ(out.nodes[1].liveness.interval, absl::ZeroDuration());
+  EXPECT_EQ(out.nodes[1].handed_off, in.nodes[1].handed_off);
 }
 
 // A one-node chunk of TwoNodeSlice's gpu-001 (two ports, the first in the
@@ -364,6 +368,7 @@ TEST(FeatureWireTest, TheFactsMessageReadsEveryFieldItHasOfTheFullOne) {
   v1::NodeFeatures* old = full.add_nodes();  // ports as messages too
   old->set_node("gpu-002");
   old->set_has_liveness(true);
+  old->set_handed_off_unix_nanos(1700000001000000007);
   old->add_ports()->set_device("mlx5_0");
   v1::FeatureChunkFacts facts;
   ASSERT_TRUE(facts.ParseFromString(full.SerializeAsString()));
@@ -381,6 +386,7 @@ TEST(FeatureWireTest, TheFactsMessageReadsEveryFieldItHasOfTheFullOne) {
     EXPECT_EQ(f.last_report_unix_nanos(), n.last_report_unix_nanos());
     EXPECT_EQ(f.interval_nanos(), n.interval_nanos());
     EXPECT_EQ(f.has_liveness(), n.has_liveness());
+    EXPECT_EQ(f.handed_off_unix_nanos(), n.handed_off_unix_nanos());
   }
   EXPECT_EQ(facts.nodes(0).interval_nanos(), 1500000000);
   const std::vector<NodeFacts> a = NodesOfChunk(full);
@@ -392,7 +398,10 @@ TEST(FeatureWireTest, TheFactsMessageReadsEveryFieldItHasOfTheFullOne) {
     EXPECT_EQ(a[i].liveness.last_report, b[i].liveness.last_report);
     EXPECT_EQ(a[i].liveness.interval, b[i].liveness.interval);
     EXPECT_EQ(a[i].liveness.ever_reported, b[i].liveness.ever_reported);
+    EXPECT_EQ(a[i].handed_off, b[i].handed_off);
   }
+  EXPECT_EQ(b[0].handed_off, absl::InfinitePast());
+  EXPECT_EQ(b[1].handed_off, absl::FromUnixNanos(1700000001000000007));
 }
 
 // Collectors before 2026-12 also sent each node's agent boot_id (field 4,

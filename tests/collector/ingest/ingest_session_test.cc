@@ -432,11 +432,22 @@ TEST_F(IngestSessionTest, AStreamIsHandedOffAtItsNextReportWhenTheEpochMoves) {
   EXPECT_EQ(placement.asks, 1);
   EXPECT_FALSE(s.Handle(Report(4)).ack.has_value());
   EXPECT_EQ(counters_.reports.load(), 2u);
+  // The node's facts say its agent is on its way, as of the hand-off.
+  const std::shared_ptr<NodeSeries> node = store_.FindNode("gpu-001");
+  ASSERT_NE(node, nullptr);
+  const absl::Time handed_off = node->StateForView().handed_off;
+  EXPECT_NE(handed_off, absl::InfinitePast());
+  EXPECT_GE(handed_off, node->StateForView().last_report);
   // The agent may come back here (taken back): its stream is not a
-  // duplicate of the one that was handed off.
+  // duplicate of the one that was handed off, and once it reports here
+  // again it is no longer on its way.
   placement.hand_off.clear();
   IngestSession back(&store_, &counters_, placement, intake_);
   EXPECT_THAT(back.Handle(Hello("gpu-001", "boot-1")).ack, Optional(2u));
+  clock_.Advance(absl::Seconds(1));
+  back.Handle(Schema());
+  EXPECT_THAT(back.Handle(Report(3)).ack, Optional(3u));
+  EXPECT_EQ(node->StateForView().handed_off, absl::InfinitePast());
 
   // A node the placement keeps is asked once per epoch, not per report.
   FakePlacement keep;

@@ -151,6 +151,11 @@ nlohmann::ordered_json NodeJson(const v1::NodeStatus& n, absl::Time now) {
                               ? nlohmann::ordered_json(nullptr)
                               : nlohmann::ordered_json(collector::FormatRfc3339(
                                     n.unobserved_since_unix_nanos()));
+  // ...or its collector handed its agent to another one then.
+  o["handed_off"] = n.handed_off_unix_nanos() == 0
+                        ? nlohmann::ordered_json(nullptr)
+                        : nlohmann::ordered_json(collector::FormatRfc3339(
+                              n.handed_off_unix_nanos()));
   if (n.remote()) {
     for (const char* unknown :
          {"series", "reports", "gaps", "peer", "duplicate_streams",
@@ -210,28 +215,36 @@ void PrintNodesTable(const std::vector<v1::NodeStatus>& nodes, absl::Time now,
   table.Print(out);
 }
 
-// Nodes whose collector's features stopped arriving: one line per such
-// collector after the table, saying since when, so that nobody takes
-// them for dead agents.
+// Unobserved nodes: one line per collector after the table, saying since
+// when, so that nobody takes them for dead agents. Those whose agents their
+// collector handed to another one (on their way) apart from those whose
+// collector's features stopped arriving.
 void NoteUnobservedNodes(const std::vector<v1::NodeStatus>& nodes,
                          absl::Time now, std::ostream& out) {
   struct Lost {
     int nodes = 0;
     int64_t since_unix_nanos = 0;  // the earliest; 0 = unknown
   };
-  std::map<std::string, Lost> by_collector;
+  // By (whether handed off, collector): the ones on their way first.
+  std::map<std::pair<bool, std::string>, Lost> by_collector;
   for (const v1::NodeStatus& n : nodes) {
     if (!n.unobserved()) continue;
-    Lost& lost = by_collector[n.collector()];
+    const bool stalled = n.handed_off_unix_nanos() == 0;
+    Lost& lost = by_collector[{stalled, n.collector()}];
     ++lost.nodes;
-    const int64_t since = n.unobserved_since_unix_nanos();
+    const int64_t since =
+        stalled ? n.unobserved_since_unix_nanos() : n.handed_off_unix_nanos();
     if (since != 0 &&
         (lost.since_unix_nanos == 0 || since < lost.since_unix_nanos)) {
       lost.since_unix_nanos = since;
     }
   }
-  for (const auto& [collector_id, lost] : by_collector) {
-    out << "unobserved: " << lost.nodes << " node(s) of collector "
+  for (const auto& [key, lost] : by_collector) {
+    const auto& [stalled, collector_id] = key;
+    out << (stalled ? "unobserved: " : "moving: ") << lost.nodes
+        << (stalled ? " node(s) of collector "
+                    : " node(s) handed off by "
+                      "collector ")
         << OrDash(collector_id);
     if (lost.since_unix_nanos != 0) {
       out << " since " << collector::FormatRfc3339(lost.since_unix_nanos)
@@ -240,8 +253,13 @@ void NoteUnobservedNodes(const std::vector<v1::NodeStatus>& nodes,
                                   absl::FromUnixNanos(lost.since_unix_nanos))
           << " ago)";
     }
-    out << ": its features stopped reaching this collector, so their "
-           "state is as of then, not down (its /healthz says why)\n";
+    if (stalled) {
+      out << ": its features stopped reaching this collector, so their "
+             "state is as of then, not down (its /healthz says why)\n";
+    } else {
+      out << ": their agents are on their way to another collector, so "
+             "their state is as of their last report, not down\n";
+    }
   }
 }
 

@@ -62,12 +62,22 @@ void AddOtherCollectorsNodes(const std::vector<NodeFacts>& fabric,
                              v1::ListNodesResponse* response) {
   bool added = false;
   for (const NodeFacts& facts : fabric) {
-    if (facts.collector.empty() || facts.collector == self) {
-      continue;  // this collector's own: the series store said it all
-    }
+    if (facts.collector.empty()) continue;
     const analysis::NodeLiveness& l = facts.liveness;
+    // Its collector handed its agent to another one, where it has not
+    // reported yet.
+    const bool moving =
+        facts.unobserved && facts.handed_off != absl::InfinitePast();
     v1::NodeStatus* out = nullptr;
-    if (auto it = local.find(l.node); it != local.end()) {
+    auto it = local.find(l.node);
+    if (facts.collector == self) {
+      // This collector's own: the series store said it all, but for an
+      // agent handed off from here.
+      if (!moving || it == local.end() || it->second.second > l.last_report) {
+        continue;
+      }
+      out = response->mutable_nodes(it->second.first);
+    } else if (it != local.end()) {
       // The agent moved here, or away from here: the later word counts.
       if (it->second.second >= l.last_report) continue;
       out = response->mutable_nodes(it->second.first);
@@ -81,12 +91,12 @@ void AddOtherCollectorsNodes(const std::vector<NodeFacts>& fabric,
     info.last_report = l.last_report;
     info.interval_ms = static_cast<uint32_t>(
         std::max<int64_t>(0, l.interval / absl::Milliseconds(1)));
-    // An unobserved node (its collector's features stopped arriving) is
-    // told as of when that collector last vouched for it, as agent_down
-    // judges it: its silence since is the cluster's, not the agent's.
+    // An unobserved node (its collector's features stopped arriving, or
+    // its agent is on its way to another collector) is told as of when
+    // that collector last vouched for it, as agent_down judges it: its
+    // silence since is the cluster's, not the agent's.
     const absl::Time as_of =
         facts.unobserved ? std::min(now, l.observed_until) : now;
-    out->set_node(l.node);
     out->set_up(node_up ? node_up(info, as_of)
                         : l.ever_reported &&
                               as_of - l.last_report < absl::Seconds(3));
@@ -96,6 +106,9 @@ void AddOtherCollectorsNodes(const std::vector<NodeFacts>& fabric,
         out->set_unobserved_since_unix_nanos(UnixNanos(l.observed_until));
       }
     }
+    if (moving) out->set_handed_off_unix_nanos(UnixNanos(facts.handed_off));
+    if (facts.collector == self) continue;  // the rest as the store said
+    out->set_node(l.node);
     if (l.ever_reported) {
       out->set_last_report_unix_nanos(UnixNanos(l.last_report));
     }

@@ -47,8 +47,9 @@ namespace fabricdiag::collector {
 // `response`, last report here) is replaced when the other collector heard
 // from it later (its agent moved away). A node whose collector's features
 // stopped arriving (NodeFacts::unobserved) is listed unobserved, its up
-// state as of when that collector last vouched for it. Sorted by node when
-// any is added.
+// state as of when that collector last vouched for it; so is one whose
+// agent its collector handed to another one (NodeFacts::handed_off), this
+// collector's own too, with when. Sorted by node when any is added.
 using LocalNodes = absl::flat_hash_map<std::string, std::pair<int, absl::Time>>;
 void AddOtherCollectorsNodes(const std::vector<NodeFacts>& fabric,
                              absl::string_view self, const NodeUpRule& node_up,

@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_split.h"
@@ -519,6 +520,8 @@ TEST_F(FindingsCommandsTest, NodesTableAndJson) {
               ElementsAre("mlx5_0", "mlx5_1"));
 }
 
+// ...and those whose agents their collector handed to another one are on
+// their way, said apart.
 TEST_F(FindingsCommandsTest, NodesOfAQuietCollectorAreUnobservedNotDown) {
   v1::NodeStatus* own = client.nodes.add_nodes();
   own->set_node("gpu-001");
@@ -537,6 +540,21 @@ TEST_F(FindingsCommandsTest, NodesOfAQuietCollectorAreUnobservedNotDown) {
     lost->set_unobserved_since_unix_nanos(At(30));
   }
   client.nodes.mutable_nodes(2)->set_unobserved_since_unix_nanos(At(35));
+  // col-b handed gpu-004's agent to another collector at 0:50, where it has
+  // not reported yet; col-a handed gpu-005's at 0:55.
+  for (const auto& [name, from, at] :
+       std::vector<std::tuple<std::string, std::string, int>>{
+           {"gpu-004", "col-b", 50}, {"gpu-005", "col-a", 55}}) {
+    v1::NodeStatus* moving = client.nodes.add_nodes();
+    moving->set_node(name);
+    moving->set_up(true);
+    moving->set_last_report_unix_nanos(At(at - 1));
+    moving->set_collector(from);
+    moving->set_remote(from != "col-a");
+    moving->set_unobserved(true);
+    moving->set_unobserved_since_unix_nanos(At(at - 1));
+    moving->set_handed_off_unix_nanos(At(at));
+  }
   EXPECT_EQ(NodesCommand(client, options, t.env), kExitOk);
   EXPECT_EQ(t.out.str(),
             "NODE     STATUS      LAST_REPORT           AGE  SERIES  GAPS  "
@@ -547,6 +565,18 @@ TEST_F(FindingsCommandsTest, NodesOfAQuietCollectorAreUnobservedNotDown) {
             "-        -        col-b\n"
             "gpu-003  unobserved  2026-11-22T03:00:29Z  36s  -       -     "
             "-        -        col-b\n"
+            "gpu-004  unobserved  2026-11-22T03:00:49Z  16s  -       -     "
+            "-        -        col-b\n"
+            "gpu-005  unobserved  2026-11-22T03:00:54Z  11s  0       0     "
+            "0        -        col-a\n"
+            "moving: 1 node(s) handed off by collector col-a since "
+            "2026-11-22T03:00:55Z (10s ago): their agents are on their way "
+            "to another collector, so their state is as of their last "
+            "report, not down\n"
+            "moving: 1 node(s) handed off by collector col-b since "
+            "2026-11-22T03:00:50Z (15s ago): their agents are on their way "
+            "to another collector, so their state is as of their last "
+            "report, not down\n"
             "unobserved: 2 node(s) of collector col-b since "
             "2026-11-22T03:00:30Z (35s ago): its features stopped reaching "
             "this collector, so their state is as of then, not down (its "
@@ -556,9 +586,14 @@ TEST_F(FindingsCommandsTest, NodesOfAQuietCollectorAreUnobservedNotDown) {
   options.json = true;
   EXPECT_EQ(NodesCommand(client, options, json_env.env), kExitOk);
   const nlohmann::json j = nlohmann::json::parse(json_env.out.str());
-  ASSERT_EQ(j.size(), 3u);
+  ASSERT_EQ(j.size(), 5u);
   EXPECT_EQ(j[0]["unobserved"], false);
   EXPECT_TRUE(j[0]["unobserved_since"].is_null());
+  EXPECT_TRUE(j[1]["handed_off"].is_null());
+  EXPECT_EQ(j[3]["unobserved"], true);
+  EXPECT_EQ(j[3]["handed_off"], "2026-11-22T03:00:50Z");
+  EXPECT_EQ(j[4]["handed_off"], "2026-11-22T03:00:55Z");
+  EXPECT_EQ(j[4]["series"], 0);
   EXPECT_EQ(j[1]["unobserved"], true);
   EXPECT_EQ(j[1]["up"], true);
   EXPECT_EQ(j[1]["collector"], "col-b");

@@ -123,6 +123,56 @@ TEST(ClusterNodesTest, ANodeWhoseCollectorWentQuietIsUnobservedNotDown) {
   EXPECT_EQ(response.nodes(2).unobserved_since_unix_nanos(), 0);
 }
 
+// An agent a collector handed to another one, silent since (it waits out
+// a pause, and its new collector has not published its arrival): listed
+// unobserved, up as of its last report, with when it was handed off, on
+// the collector it left (whose own series still say the rest) as on the
+// others.
+TEST(ClusterNodesTest, AnAgentHandedOffIsListedOnItsWay) {
+  v1::ListNodesResponse response;
+  LocalNodes local;
+  AddLocal("gpu-1", absl::Seconds(20), &response, &local);
+  response.mutable_nodes(0)->set_up(false);  // as the series store judges it
+  AddLocal("gpu-3", absl::Seconds(20), &response, &local);
+  response.mutable_nodes(1)->set_up(false);
+  const absl::Time handed_off = kNow - absl::Seconds(19);
+  const auto moving = [&](NodeFacts f) {
+    f.unobserved = true;
+    f.liveness.observed_until = f.liveness.last_report;
+    f.handed_off = handed_off;
+    return f;
+  };
+  NodeFacts mine = moving(Facts("gpu-1", absl::Seconds(20), "col-a"));
+  NodeFacts theirs = moving(Facts("gpu-2", absl::Seconds(20), "col-b"));
+  // gpu-3 left here without a hand-off: the store's word stands.
+  NodeFacts silent = Facts("gpu-3", absl::Seconds(20), "col-a");
+  AddOtherCollectorsNodes({mine, theirs, silent}, "col-a",
+                          AgentUpRule(analysis::AgentDownConfig{}), kNow, local,
+                          &response);
+  ASSERT_EQ(response.nodes_size(), 3);
+  for (int i : {0, 1}) {
+    const v1::NodeStatus& n = response.nodes(i);
+    SCOPED_TRACE(n.node());
+    EXPECT_TRUE(n.unobserved());
+    EXPECT_TRUE(n.up());
+    EXPECT_EQ(n.unobserved_since_unix_nanos(),
+              absl::ToUnixNanos(kNow - absl::Seconds(20)));
+    EXPECT_EQ(n.handed_off_unix_nanos(), absl::ToUnixNanos(handed_off));
+  }
+  EXPECT_EQ(response.nodes(0).node(), "gpu-1");
+  EXPECT_EQ(response.nodes(0).collector(), "col-a");
+  EXPECT_FALSE(response.nodes(0).remote());
+  EXPECT_EQ(response.nodes(0).series(), 150u);
+  EXPECT_EQ(response.nodes(1).node(), "gpu-2");
+  EXPECT_EQ(response.nodes(1).collector(), "col-b");
+  EXPECT_TRUE(response.nodes(1).remote());
+  const v1::NodeStatus& three = response.nodes(2);
+  EXPECT_EQ(three.node(), "gpu-3");
+  EXPECT_FALSE(three.unobserved());
+  EXPECT_FALSE(three.up());
+  EXPECT_EQ(three.handed_off_unix_nanos(), 0);
+}
+
 TEST(ClusterNodesTest, OneCollectorAddsNothing) {
   v1::ListNodesResponse response;
   LocalNodes local;

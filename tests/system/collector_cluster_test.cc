@@ -2,7 +2,10 @@
 // processes in one JetStream cluster and three fabricdiag-collector
 // processes joined to it with --nats, driven through the fabricdiag CLI and
 // their HTTP endpoints. Every process is stopped when the test ends.
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -32,7 +35,9 @@
 #include "tests/agent/pci_fake_tree.h"
 #include "tests/testing/eventually.h"
 #include "tests/testing/http_get.h"
+#include "tests/testing/loopback.h"
 #include "tests/testing/nats_cluster.h"
+#include "tests/testing/stall_proxy.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
 
@@ -2090,6 +2095,130 @@ TEST_F(UnobservedNodesTest, ACollectorCutOffFromNatsHandsItsAgentsOver) {
                                    << Cli(each, {"--timeout=3s", "findings",
                                                  "--kind=agent_down", "--json"})
                                           .out;
+  }
+  for (auto& agent : agents) agent->Signal(SIGTERM);
+  for (Collector& each : c) each.process->Signal(SIGTERM);
+  for (Collector& each : c) {
+    EXPECT_TRUE(each.process->Wait(absl::Seconds(20)).has_value());
+  }
+}
+
+// A free port of 127.0.0.1 (bound, read, closed): for a process that must
+// be told its port before it starts.
+int FreeLoopbackPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr = testing::LoopbackAddress(0);
+  socklen_t size = sizeof(addr);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &size) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+// An agent handed back to a collector that came back is silent on its way
+// there: it waits out a pause, and its new collector publishes its arrival
+// a pass later. Here its connection is held for 8 s on the way (a
+// StallProxy in front of col-a, the address col-a advertises), longer than
+// agent_down's 5 s. The collector it left says it handed it off: no
+// collector opens agent_down, `fabricdiag nodes` there lists it unobserved
+// with the time of the hand-off, and fabricdiag_cluster_moving_nodes counts
+// it until it arrives. About 30 s.
+TEST_F(UnobservedNodesTest, AnAgentOnItsWayToAnotherCollectorIsNotDown) {
+  std::vector<Collector> c;
+  c.push_back(Start("col-b", nats_.urls()));
+  ASSERT_TRUE(testing::Eventually(
+      [&] { return MetricOf(c[0], "fabricdiag_cluster_analysis_leader") == 1; },
+      absl::Seconds(30), absl::Milliseconds(200)));
+  const int a_port = FreeLoopbackPort();
+  ASSERT_GT(a_port, 0);
+  absl::StatusOr<std::unique_ptr<testing::StallProxy>> proxy =
+      testing::StallProxy::Start(a_port);
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+  const std::string via_proxy = absl::StrCat("127.0.0.1:", (*proxy)->port());
+  const std::vector<std::string> targets = {
+      via_proxy, absl::StrCat("127.0.0.1:", c[0].grpc)};
+  // A node whose agent ranks col-a first whichever of the two leads.
+  std::string node;
+  for (int i = 0; node.empty() && i < 200; ++i) {
+    const std::string name = absl::StrCat("gpu-w", i);
+    const double w = cluster::LeaderHandoff::kLeaderWeight;
+    bool first = true;
+    for (const std::vector<double>& weights :
+         std::vector<std::vector<double>>{{1, 1}, {w, 1}, {1, w}}) {
+      first = first && client::RankCollectors(name, targets, weights)[0] == 0;
+    }
+    if (first) node = name;
+  }
+  ASSERT_FALSE(node.empty());
+  std::vector<std::unique_ptr<Subprocess>> agents;
+  const LogsOnFailure logs(c, agents);
+  // col-a is not there yet: the agent streams to col-b.
+  agents.push_back(StartAgent(node, targets));
+  ASSERT_TRUE(testing::Eventually([&] { return Streams(c[0]) == 1; },
+                                  absl::Seconds(30), absl::Milliseconds(200)));
+  absl::SleepFor(absl::Seconds(1));  // a few reports there
+  // Whatever the agent sends col-a next is held on the way.
+  (*proxy)->HoldRequestsFrom("PRI * HTTP/2.0");
+  c.push_back(Start("col-a", nats_.urls(), a_port, 0,
+                    {"--advertise_address=" + via_proxy}));
+  ASSERT_EQ(c[1].grpc, a_port);
+  // col-b hands the agent back to col-a; its connection is held.
+  ASSERT_TRUE(testing::Eventually([&] { return (*proxy)->holding(); },
+                                  absl::Seconds(30), absl::Milliseconds(100)));
+  const absl::Time held = absl::Now();
+  double most_moving = 0;
+  while (absl::Now() - held < absl::Seconds(8)) {
+    for (const Collector& each : c) {
+      EXPECT_EQ(DownNodes(each), "")
+          << each.name << " after " << absl::Now() - held;
+    }
+    most_moving = std::max(most_moving,
+                           MetricOf(c[0], "fabricdiag_cluster_moving_nodes"));
+    absl::SleepFor(absl::Milliseconds(500));
+  }
+  EXPECT_EQ(most_moving, 1);
+  EXPECT_EQ(Streams(c[0]) + Streams(c[1]), 0);
+  // On the collector it left, and on the one it goes to.
+  const auto listed = [&](const Collector& on) {
+    RunResult r = Cli(on, {"--timeout=3s", "nodes", "--json"});
+    const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+    if (j.is_array()) {
+      for (const nlohmann::json& n : j) {
+        if (n.value("node", "") == node) return n;
+      }
+    }
+    ADD_FAILURE() << on.name << " does not list " << node << ": " << r.out
+                  << r.err;
+    return nlohmann::json();
+  };
+  for (const Collector& on : c) {
+    const nlohmann::json n = listed(on);
+    EXPECT_EQ(n.value("unobserved", false), true) << on.name << ": " << n;
+    EXPECT_EQ(n.value("up", false), true) << on.name << ": " << n;
+    EXPECT_EQ(n.value("collector", ""), "col-b") << on.name << ": " << n;
+    EXPECT_TRUE(n["handed_off"].is_string()) << on.name << ": " << n;
+  }
+  RunResult table = Cli(c[0], {"--timeout=3s", "nodes"});
+  EXPECT_THAT(table.out,
+              HasSubstr("moving: 1 node(s) handed off by collector col-b"));
+
+  (*proxy)->Release();
+  ASSERT_TRUE(testing::Eventually([&] { return Streams(c[1]) == 1; },
+                                  absl::Seconds(30), absl::Milliseconds(200)));
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        const nlohmann::json n = listed(c[0]);
+        return MetricOf(c[0], "fabricdiag_cluster_moving_nodes") == 0 &&
+               n.value("collector", "") == "col-a" &&
+               !n.value("unobserved", true) && n["handed_off"].is_null();
+      },
+      absl::Seconds(10), absl::Milliseconds(200)));
+  for (const Collector& each : c) {
+    EXPECT_EQ(DownNodes(each), "") << each.name;
   }
   for (auto& agent : agents) agent->Signal(SIGTERM);
   for (Collector& each : c) each.process->Signal(SIGTERM);

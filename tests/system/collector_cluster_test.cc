@@ -2,10 +2,7 @@
 // processes in one JetStream cluster and three fabricdiag-collector
 // processes joined to it with --nats, driven through the fabricdiag CLI and
 // their HTTP endpoints. Every process is stopped when the test ends.
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -35,7 +32,6 @@
 #include "tests/agent/pci_fake_tree.h"
 #include "tests/testing/eventually.h"
 #include "tests/testing/http_get.h"
-#include "tests/testing/loopback.h"
 #include "tests/testing/nats_cluster.h"
 #include "tests/testing/stall_proxy.h"
 #include "tests/testing/subprocess.h"
@@ -2103,22 +2099,6 @@ TEST_F(UnobservedNodesTest, ACollectorCutOffFromNatsHandsItsAgentsOver) {
   }
 }
 
-// A free port of 127.0.0.1 (bound, read, closed): for a process that must
-// be told its port before it starts.
-int FreeLoopbackPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in addr = testing::LoopbackAddress(0);
-  socklen_t size = sizeof(addr);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &size) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
 // An agent handed back to a collector that came back is silent on its way
 // there: it waits out a pause, and its new collector publishes its arrival
 // a pass later. Here its connection is held for 8 s on the way (a
@@ -2133,7 +2113,7 @@ TEST_F(UnobservedNodesTest, AnAgentOnItsWayToAnotherCollectorIsNotDown) {
   ASSERT_TRUE(testing::Eventually(
       [&] { return MetricOf(c[0], "fabricdiag_cluster_analysis_leader") == 1; },
       absl::Seconds(30), absl::Milliseconds(200)));
-  const int a_port = FreeLoopbackPort();
+  const int a_port = testing::FreeLoopbackPort();
   ASSERT_GT(a_port, 0);
   absl::StatusOr<std::unique_ptr<testing::StallProxy>> proxy =
       testing::StallProxy::Start(a_port);

@@ -1220,6 +1220,10 @@ void RunnerInterval(benchmark::State& state, int watched, bool sharded = true) {
   BenchFeatures features;
   collector::EmbeddedFeatureExchange alone;
   BenchShards shards(f.owned);
+  // One collector alone is the embedded one: a cluster of one, which
+  // exchanges nothing.
+  collector::OneCollectorShards one;
+  const bool exchanging = sharded && collectors > 1;
   collector::AlwaysLeading role;
   collector::NoBaselinesStore no_baselines;
   collector::AnalysisStats stats;
@@ -1227,8 +1231,12 @@ void RunnerInterval(benchmark::State& state, int watched, bool sharded = true) {
   collector::AnalysisRunner runner(
       &series, &layouts, &findings, &stats, clock,
       collector::AnalysisRunner::Seams{
-          sharded ? static_cast<collector::FeatureExchange&>(features) : alone,
-          role, no_baselines, topology, sharded ? &shards : nullptr},
+          exchanging ? static_cast<collector::FeatureExchange&>(features)
+                     : alone,
+          role, no_baselines, topology,
+          !sharded     ? nullptr
+          : exchanging ? static_cast<collector::AnalysisShards*>(&shards)
+                       : &one},
       collector::AnalysisRunner::Options{});
 
   // The jobs whose page is open: the first `watched` of its job shards'.
@@ -1263,7 +1271,7 @@ void RunnerInterval(benchmark::State& state, int watched, bool sharded = true) {
     ingest();
     const double ingested = ProcessCpuMs() - start;
     start = ProcessCpuMs();
-    if (sharded) {
+    if (exchanging) {
       features.Received(liveness, now);
       shards.Received(f.remote, collectors);
     }

@@ -1055,7 +1055,9 @@ void AnalysisRunner::RunSharded(absl::Time now, bool leading,
     std::lock_guard<std::mutex> view_lock(view_mu_);
     previous = std::exchange(published_own_ports_, own);
   }
-  Publish(ViewWanted() ? own : nullptr);
+  // Alone, its view is the fabric's, ready for the page's first request as
+  // the unsharded analysis's is; in a cluster, only while someone looks.
+  Publish(ViewIsWholeFabric() || ViewWanted() ? own : nullptr);
   // The next pass's tp_cross_node confirms crossings by the group's NICs'
   // rates, over the whole fabric, which only a lone collector holds.
   last_view_ = ViewIsWholeFabric() ? std::move(own) : nullptr;
@@ -1119,57 +1121,23 @@ void AnalysisRunner::RunShardedRate(absl::Time now, const FeatureSlice& local,
     by_host_.emplace(declared);
     by_host_of_ = snapshot;
   }
-  const std::vector<analysis::ShardPorts>& assigned =
-      assignment_.Assign(local.window, by_host_of_, *by_host_,
-                         topology.effective_index, shards_->Counts());
   const std::vector<AnalysisShards::Owned> owned = shards_->OwnedShards();
   TakeShards(now, owned, declared);
-  const absl::Status sent = shards_->Exchange(local, assigned, owned, now);
-  if (sent.ok() == exchange_failing_) {
-    exchange_failing_ = !sent.ok();
-    if (exchange_failing_) {
-      LogWarning(absl::StrCat(
-          "analysis: cannot send this collector's ports of the analysis "
-          "shards to their owners: ",
-          sent.message()));
-    } else {
-      LogInfo("analysis: sending the analysis shards' ports again");
-    }
-  }
-  // Each owned shard: the ports the others sent, and this collector's own,
-  // in the views kept from the last pass (those of shards no longer owned
-  // go).
-  for (auto it = shard_views_.begin(); it != shard_views_.end();) {
-    const bool still = std::any_of(
-        owned.begin(), owned.end(),
-        [&](const AnalysisShards::Owned& o) { return o.shard == it->first; });
-    it = still ? std::next(it) : shard_views_.erase(it);
-  }
   ShardedRatePass::Input in;
   in.layouts_by_host = &*by_host_;
   in.shards.reserve(owned.size());
-  for (const AnalysisShards::Owned& o : owned) {
-    auto mine = std::lower_bound(
-        assigned.begin(), assigned.end(), o.shard,
-        [](const analysis::ShardPorts& s, const std::string& name) {
-          return s.shard < name;
-        });
-    const absl::Span<const uint32_t> ports =
-        mine != assigned.end() && mine->shard == o.shard
-            ? absl::MakeConstSpan(mine->ports)
-            : absl::Span<const uint32_t>();
-    AnalysisShards::Received& views = shard_views_[o.shard];
-    shards_->Receive(o.shard, now, local, ports, &views);
-    if (views.window.ports().empty()) {
-      // No port of the shard anywhere: its findings count down all the
-      // same (an empty view finds nothing).
-      in.shards.push_back({o.shard, o.term, &NoPorts(), nullptr});
-      continue;
+  if (ViewIsWholeFabric()) {
+    // A cluster of one owns every shard and holds every port of each: its
+    // parts run over its own view, as the unsharded analysis's do, with no
+    // shard's ports copied (ShardedRatePass::Input::whole).
+    in.whole = true;
+    for (const AnalysisShards::Owned& o : owned) {
+      in.shards.push_back({o.shard, o.term, nullptr, nullptr});
     }
-    in.shards.push_back({o.shard, o.term, &views.window,
-                         local.recent.has_value() ? &views.recent : nullptr});
+  } else {
+    ReceiveShards(now, local, topology, owned, &in);
+    PublishJobViews(declared);
   }
-  if (!ViewIsWholeFabric()) PublishJobViews(declared);
   // The nodes this collector holds: those whose freshest facts came from it.
   const std::string id = shards_->Id();
   absl::flat_hash_set<std::string> held;
@@ -1232,6 +1200,57 @@ void AnalysisRunner::RunShardedRate(absl::Time now, const FeatureSlice& local,
   }
   SaveShardBaselines(now, /*all=*/false);
   HandOverShards(now, owned);
+}
+
+void AnalysisRunner::ReceiveShards(
+    absl::Time now, const FeatureSlice& local, const TopologyViews& topology,
+    const std::vector<AnalysisShards::Owned>& owned,
+    ShardedRatePass::Input* in) {
+  const std::vector<analysis::ShardPorts>& assigned =
+      assignment_.Assign(local.window, by_host_of_, *by_host_,
+                         topology.effective_index, shards_->Counts());
+  const absl::Status sent = shards_->Exchange(local, assigned, owned, now);
+  if (sent.ok() == exchange_failing_) {
+    exchange_failing_ = !sent.ok();
+    if (exchange_failing_) {
+      LogWarning(absl::StrCat(
+          "analysis: cannot send this collector's ports of the analysis "
+          "shards to their owners: ",
+          sent.message()));
+    } else {
+      LogInfo("analysis: sending the analysis shards' ports again");
+    }
+  }
+  // Each owned shard: the ports the others sent, and this collector's own,
+  // in the views kept from the last pass (those of shards no longer owned
+  // go).
+  for (auto it = shard_views_.begin(); it != shard_views_.end();) {
+    const bool still = std::any_of(
+        owned.begin(), owned.end(),
+        [&](const AnalysisShards::Owned& o) { return o.shard == it->first; });
+    it = still ? std::next(it) : shard_views_.erase(it);
+  }
+  for (const AnalysisShards::Owned& o : owned) {
+    auto mine = std::lower_bound(
+        assigned.begin(), assigned.end(), o.shard,
+        [](const analysis::ShardPorts& s, const std::string& name) {
+          return s.shard < name;
+        });
+    const absl::Span<const uint32_t> ports =
+        mine != assigned.end() && mine->shard == o.shard
+            ? absl::MakeConstSpan(mine->ports)
+            : absl::Span<const uint32_t>();
+    AnalysisShards::Received& views = shard_views_[o.shard];
+    shards_->Receive(o.shard, now, local, ports, &views);
+    if (views.window.ports().empty()) {
+      // No port of the shard anywhere: its findings count down all the
+      // same (an empty view finds nothing).
+      in->shards.push_back({o.shard, o.term, &NoPorts(), nullptr});
+      continue;
+    }
+    in->shards.push_back({o.shard, o.term, &views.window,
+                          local.recent.has_value() ? &views.recent : nullptr});
+  }
 }
 
 void AnalysisRunner::HandOverShards(

@@ -158,8 +158,8 @@ class AnalysisRunner {
   // returns null or the view of the pass it triggered, the next pass the
   // whole fabric. With the analysis sharded (Seams::shards) no collector
   // of a cluster holds the fabric's ports: while wanted, the view is its own
-  // agents' ports (ViewIsWholeFabric() false); a lone collector's are its
-  // fabric.
+  // agents' ports (ViewIsWholeFabric() false); a lone collector's, every
+  // pass, are its fabric.
   std::shared_ptr<const analysis::FabricView> LatestView() const;
   // Whether LatestView() is the whole fabric's, rather than this
   // collector's agents' alone (a cluster that shards its analysis). The
@@ -223,6 +223,13 @@ class AnalysisRunner {
   void RunShardedRate(absl::Time now, const FeatureSlice& local,
                       const std::vector<NodeFacts>& facts,
                       const TopologyViews& topology);
+  // In a cluster: sends `local`'s ports of the shards it does not own to
+  // their owners, and puts the views of each shard `owned` (every
+  // collector's ports of it) in `in`.
+  void ReceiveShards(absl::Time now, const FeatureSlice& local,
+                     const TopologyViews& topology,
+                     const std::vector<AnalysisShards::Owned>& owned,
+                     ShardedRatePass::Input* in);
   // Rewrites the active findings of each shard `owned` (and of this
   // collector's own nodes' shard) that is new here, or owned under a new
   // term, under that term (FindingsStore::ShareActiveOf), and takes each

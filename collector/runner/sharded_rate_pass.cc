@@ -94,6 +94,10 @@ ShardedRatePass::Output ShardedRatePass::Run(const Input& in,
   for (auto it = shards_.begin(); it != shards_.end();) {
     it = owned.contains(it->first) ? std::next(it) : shards_.erase(it);
   }
+  static const v1::Topology kNoTopology;
+  const analysis::TopologyIndex none(&kNoTopology);
+  const analysis::TopologyIndex& topology =
+      in.base.topology_index != nullptr ? *in.base.topology_index : none;
   // The findings of the unsharded analysis (a cluster that just turned
   // sharding on), by the shard each belongs to: read only when a shard is
   // taken.
@@ -101,10 +105,6 @@ ShardedRatePass::Output ShardedRatePass::Run(const Input& in,
   for (const OwnedShard& s : in.shards) {
     auto it = shards_.find(s.name);
     if (it != shards_.end() && it->second.term == s.term) continue;
-    static const v1::Topology kNoTopology;
-    const analysis::TopologyIndex none(&kNoTopology);
-    const analysis::TopologyIndex& topology =
-        in.base.topology_index != nullptr ? *in.base.topology_index : none;
     for (const v1::Finding& f : findings.ActiveOf(kUnshardedRateSource)) {
       analysis::Finding found = analysis::FindingFromWire(f);
       std::string shard =
@@ -160,39 +160,62 @@ ShardedRatePass::Output ShardedRatePass::Run(const Input& in,
   // resolve them again) and, for the job shards' windows, the baselines'
   // update; a switch shard's from its nodes, few of its jobs' hosts.
   std::deque<analysis::NicPorts> nics;
-  for (int k = 0; k < 2; ++k) {
-    for (size_t i = 0; i < in.shards.size(); ++i) {
-      const OwnedShard& s = in.shards[i];
-      const bool jobs = absl::StartsWith(s.name, "jobs.");
-      const analysis::FabricView* view =
-          k == 0 ? s.window : (with_recent ? s.recent : nullptr);
-      if (view == nullptr) {
-        parts[k].emplace_back();
-        continue;
-      }
-      analysis::AnalysisInput part = base;
-      part.view = view;
-      part.layouts = jobs
-                         ? analysis::LayoutsReportingIn(*view, shard_layouts[i])
-                         : by_host.ReportingIn(*view);
-      part.nic_ports = &nics.emplace_back(*view, part.layouts, &by_host);
-      if (jobs && k == 0) {
-        // Its jobs' TP groups that cross nodes, measured for whoever
-        // raises tp_cross_node (the lease holder, without these NICs).
-        for (const analysis::LayoutModel* m : part.layouts) {
-          std::vector<analysis::TpGroupLoad> loads =
-              analysis::MeasureTpCrossings(*m, *view);
-          if (!loads.empty()) {
-            out.news.tp_loads.push_back({m->job(), std::move(loads)});
-          }
+  // One part of view `k` over `view`: a job part (`jobs`) or a switch
+  // part, reading `part.layouts` and `part.nic_ports`.
+  const auto run_part = [&](int k, bool jobs, analysis::AnalysisInput part) {
+    if (jobs && k == 0) {
+      // Its jobs' TP groups that cross nodes, measured for whoever raises
+      // tp_cross_node (the lease holder, without these NICs).
+      for (const analysis::LayoutModel* m : part.layouts) {
+        std::vector<analysis::TpGroupLoad> loads =
+            analysis::MeasureTpCrossings(*m, *part.view);
+        if (!loads.empty()) {
+          out.news.tp_loads.push_back({m->job(), std::move(loads)});
         }
       }
-      parts[k].push_back(jobs ? analysis::RunJobPart(part)
-                              : analysis::RunSwitchPart(part));
-      if (jobs && k == 0) judged.push_back(std::move(part));
+    }
+    parts[k].push_back(jobs ? analysis::RunJobPart(part)
+                            : analysis::RunSwitchPart(part));
+    if (jobs && k == 0) judged.push_back(std::move(part));
+  };
+  for (int k = 0; k < 2; ++k) {
+    if (in.whole) {
+      // One job part and one switch part over every port.
+      const analysis::FabricView* view =
+          k == 0 ? in.window : (with_recent ? in.recent : nullptr);
+      if (view == nullptr) {
+        parts[k].resize(2);
+      } else {
+        analysis::AnalysisInput part = base;
+        part.view = view;
+        part.layouts = by_host.ReportingIn(*view);
+        part.nic_ports = &nics.emplace_back(*view, part.layouts, &by_host);
+        run_part(k, /*jobs=*/true, part);
+        run_part(k, /*jobs=*/false, std::move(part));
+      }
+    } else {
+      for (size_t i = 0; i < in.shards.size(); ++i) {
+        const OwnedShard& s = in.shards[i];
+        const bool jobs = absl::StartsWith(s.name, "jobs.");
+        const analysis::FabricView* view =
+            k == 0 ? s.window : (with_recent ? s.recent : nullptr);
+        if (view == nullptr) {
+          parts[k].emplace_back();
+          continue;
+        }
+        analysis::AnalysisInput part = base;
+        part.view = view;
+        part.layouts =
+            jobs ? analysis::LayoutsReportingIn(*view, shard_layouts[i])
+                 : by_host.ReportingIn(*view);
+        part.nic_ports = &nics.emplace_back(*view, part.layouts, &by_host);
+        run_part(k, jobs, std::move(part));
+      }
     }
     if (k == 0) baselines_.Update(judged);
   }
+  // The port part follows the shards' parts in each view's.
+  const size_t port = parts[0].size();
 
   // This collector's news: its ports' congestion histograms (the window's,
   // and the newest samples'), then its parts' excuses.
@@ -249,13 +272,44 @@ ShardedRatePass::Output ShardedRatePass::Run(const Input& in,
       in.quiet != nullptr ? *in.quiet : kNone;
   const auto& quiet_groups =
       in.quiet_groups != nullptr ? *in.quiet_groups : kNoGroups;
+  // Each owned shard's findings of each view.
+  absl::flat_hash_map<std::string, size_t> shard_index;
+  size_t first_of[2] = {in.shards.size(), in.shards.size()};  // jobs, switches
+  if (in.whole) {
+    for (size_t i = 0; i < in.shards.size(); ++i) {
+      shard_index.emplace(in.shards[i].name, i);
+      size_t& first =
+          first_of[absl::StartsWith(in.shards[i].name, "jobs.") ? 0 : 1];
+      first = std::min(first, i);
+    }
+  }
+  std::vector<std::vector<analysis::Finding>> found[2];
+  for (int k = 0; k < 2; ++k) {
+    found[k].resize(in.shards.size());
+    if (!in.whole) {
+      for (size_t i = 0; i < in.shards.size(); ++i) {
+        found[k][i] = std::move(parts[k][i].findings);
+      }
+      continue;
+    }
+    // The whole fabric's parts (jobs, then switches): each finding to the
+    // shard it belongs to; one that names none (a job finding without a
+    // job, which the analyzers do not make) to its part's first shard.
+    for (size_t j = 0; j < 2; ++j) {
+      for (analysis::Finding& f : parts[k][j].findings) {
+        auto it = shard_index.find(
+            analysis::ShardOfFinding(f, topology, options_.counts));
+        const size_t i = it != shard_index.end() ? it->second : first_of[j];
+        if (i < in.shards.size()) found[k][i].push_back(std::move(f));
+      }
+    }
+  }
   for (size_t i = 0; i < in.shards.size(); ++i) {
-    out.reports.push_back(
-        SourceReport{ShardSource(in.shards[i].name),
-                     taken[i]->hysteresis.Step(std::move(parts[0][i].findings),
-                                               std::move(parts[1][i].findings),
-                                               quiet, quiet_groups),
-                     false});
+    out.reports.push_back(SourceReport{
+        ShardSource(in.shards[i].name),
+        taken[i]->hysteresis.Step(std::move(found[0][i]),
+                                  std::move(found[1][i]), quiet, quiet_groups),
+        false});
   }
 
   // The port part: the nodes held, picked up where another collector left
@@ -267,14 +321,13 @@ ShardedRatePass::Output ShardedRatePass::Run(const Input& in,
       out.held.insert(p.node);
   }
   Hold(out.held, findings);
-  const size_t port = in.shards.size();
   for (int k = 0; k < 2; ++k) {
-    std::vector<analysis::Finding>& found = parts[k][port].findings;
-    found.erase(std::remove_if(found.begin(), found.end(),
-                               [&out](const analysis::Finding& f) {
-                                 return !out.held.contains(f.node);
-                               }),
-                found.end());
+    std::vector<analysis::Finding>& port_found = parts[k][port].findings;
+    port_found.erase(std::remove_if(port_found.begin(), port_found.end(),
+                                    [&out](const analysis::Finding& f) {
+                                      return !out.held.contains(f.node);
+                                    }),
+                     port_found.end());
   }
   out.reports.push_back(SourceReport{
       PortsSource(options_.collector_id),

@@ -99,6 +99,16 @@ class ShardedRatePass {
     // and resolve. Null: every node of `window`.
     const absl::flat_hash_set<std::string>* held = nullptr;
     std::vector<OwnedShard> shards;
+    // A cluster of one (the embedded collector): every shard is owned here
+    // and `window` holds every port of each, so each kind of part runs
+    // once over `window` (and `recent`), as the unsharded analysis runs
+    // it, and each finding is reported under the shard it belongs to
+    // (analysis::ShardOfFinding); the shards' own views are not read.
+    // Their findings are those of the shards run one by one over copies of
+    // their ports, but for pfc_storm over the whole fabric: a paused port
+    // no source's pause reaches through the topology is every source's
+    // victim (analysis/rate_parts.h).
+    bool whole = false;
     // The other collectors' latest news (this collector's own is ignored).
     absl::Span<const analysis::PartNews> news;
     // What every part reads besides its view: the topologies and the

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "analysis/analysis_config.h"
@@ -32,6 +33,7 @@
 #include "analysis/straggler_baselines.h"
 #include "analysis/topology_index.h"
 #include "analysis/tp_cross_node.h"
+#include "collector/findings/findings_replication.h"
 #include "collector/findings/findings_store.h"
 #include "collector/runner/rate_pass.h"
 #include "collector/state/state_store.h"
@@ -107,7 +109,7 @@ class ShardedRatePassTest : public ::testing::Test {
     for (const analysis::LayoutModel& m : cluster_->jobs()) {
       layouts_.push_back(&m);
     }
-    for (const char* side : {"single", "sharded"}) {
+    for (const char* side : {"single", "sharded", "whole"}) {
       absl::StatusOr<std::unique_ptr<StateStore>> opened =
           StateStore::Open(absl::StrCat(dir_.path(), "/", side), &clock_);
       ASSERT_TRUE(opened.ok()) << opened.status();
@@ -128,6 +130,42 @@ class ShardedRatePassTest : public ::testing::Test {
 
   FindingsStore& single() { return *stores_[0]; }
   FindingsStore& sharded() { return *stores_[1]; }
+  // Written by whole_pass_, when a test starts it.
+  FindingsStore& whole() { return *stores_[2]; }
+
+  // Every source the sharded analysis writes: each shard's, and the port
+  // part's of each collector and of the embedded one.
+  std::vector<std::string> Sources() const {
+    std::vector<std::string> out;
+    out.reserve(counts_.jobs + counts_.switches + 1 + kCollectors);
+    for (int k = 0; k < counts_.jobs; ++k) {
+      out.push_back(ShardSource(absl::StrCat("jobs.", k)));
+    }
+    for (int k = 0; k < counts_.switches; ++k) {
+      out.push_back(ShardSource(absl::StrCat("switches.", k)));
+    }
+    out.push_back(PortsSource(""));
+    for (int c = 0; c < kCollectors; ++c) {
+      out.push_back(PortsSource(absl::StrCat("col-", c)));
+    }
+    return out;
+  }
+  // Each active finding's key (IdsByKey) with the source that wrote it,
+  // every collector's port part's as "ports".
+  std::map<std::string, std::string> SourcesByKey(
+      const FindingsStore& store) const {
+    std::map<std::string, std::string> out;
+    for (const std::string& source : Sources()) {
+      const bool ports = absl::StartsWith(source, ShardSource("ports"));
+      for (const v1::Finding& f : store.ActiveOf(source)) {
+        out.emplace(
+            absl::StrJoin({f.kind(), f.job(), f.node(), f.device(), f.group()},
+                          " "),
+            ports ? "ports" : source);
+      }
+    }
+    return out;
+  }
 
   analysis::AnalysisInput Input(const FabricView* view) const {
     analysis::AnalysisInput in = cluster_->Input(view, &config_);
@@ -213,6 +251,30 @@ class ShardedRatePassTest : public ::testing::Test {
     }
     // Heard by the others at their next pass.
     news_ = std::move(news);
+    if (whole_pass_ != nullptr) PassWhole(view, now);
+  }
+
+  // The embedded collector's pass: a cluster of one that owns every shard
+  // and runs each kind of part once over its whole view.
+  void PassWhole(const FabricView& view, absl::Time now) {
+    ShardedRatePass::Input input;
+    input.now = now;
+    input.window = &view;
+    input.whole = true;
+    for (const std::string& source : Sources()) {
+      const std::string shard(ShardOfSource(source));
+      if (!absl::StartsWith(shard, "ports")) input.shards.push_back({shard, 1});
+    }
+    input.base = Input(nullptr);
+    input.held_storm_priorities = &held_storms_;
+    ShardedRatePass::Output out = whole_pass_->Run(input, whole());
+    ASSERT_EQ(out.reports.size(), input.shards.size() + 1);
+    for (const ShardedRatePass::SourceReport& r : out.reports) {
+      const absl::Status written =
+          r.within_held ? whole().UpdateWithin(r.open, now, r.source, out.held)
+                        : whole().Update(r.open, now, r.source);
+      ASSERT_TRUE(written.ok()) << written;
+    }
   }
 
   // `healthy` passes of healthy traffic, then `faulty` with every rate
@@ -238,6 +300,8 @@ class ShardedRatePassTest : public ::testing::Test {
   std::optional<analysis::Hysteresis> single_hysteresis_;
   analysis::StragglerBaselines single_baselines_;
   std::vector<std::unique_ptr<ShardedRatePass>> passes_;
+  // The embedded collector's (Input::whole), run beside when set.
+  std::unique_ptr<ShardedRatePass> whole_pass_;
   std::vector<int> live_;
   std::map<std::string, std::pair<int, uint64_t>> owners_;
   uint64_t next_term_ = 1;
@@ -372,6 +436,37 @@ TEST_F(ShardedRatePassTest, ACollectorAloneFindsWhatOneFinds) {
   const std::set<std::string> want = Keys(IdsByKey(single()));
   ASSERT_GE(want.size(), 9u);
   EXPECT_EQ(Keys(IdsByKey(sharded())), want);
+}
+
+TEST_F(ShardedRatePassTest,
+       ACollectorAloneOverItsWholeViewFindsWhatItsShardsFind) {
+  // The embedded collector runs one job part and one switch part over its
+  // whole view instead of one per shard over copies of the shard's ports:
+  // the same findings, each under the source of the shard it belongs to,
+  // and the same as every analyzer over the whole fabric.
+  live_ = {0};
+  Assign();
+  whole_pass_ = std::make_unique<ShardedRatePass>(
+      ShardedRatePass::Options{"", config_, counts_});
+  Run(6, 6);
+  const std::map<std::string, std::string> by_shards = SourcesByKey(sharded());
+  ASSERT_GE(by_shards.size(), 9u);
+  EXPECT_EQ(Keys(IdsByKey(whole())), Keys(IdsByKey(single())));
+  EXPECT_EQ(SourcesByKey(whole()), by_shards);
+  std::set<std::string> sources;
+  for (const auto& [key, source] : by_shards) sources.insert(source);
+  EXPECT_THAT(sources,
+              ::testing::Contains(::testing::StartsWith("rate@jobs.")));
+  EXPECT_THAT(sources,
+              ::testing::Contains(::testing::StartsWith("rate@switches.")));
+  EXPECT_THAT(sources, ::testing::Contains("ports"));
+  // Steady, then cleared: nothing flickers, and every finding resolves.
+  const FindingsCounters before = whole().Counters();
+  Run(0, 4);
+  EXPECT_EQ(Sum(whole().Counters().opened_by_kind), Sum(before.opened_by_kind));
+  EXPECT_EQ(Sum(whole().Counters().resolved_by_kind), 0u);
+  Run(config_.hysteresis.clear_after + 1, 0);
+  EXPECT_THAT(whole().Active(), ::testing::IsEmpty());
 }
 
 TEST_F(ShardedRatePassTest, ACollectorsDeathMovesNoFindingThatStaysTrue) {

@@ -1,6 +1,5 @@
 #include "server/backends.h"
 
-#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -26,10 +25,8 @@ NodeFactsStats MemoryStats(const MemoryNodeFacts& facts) {
 // Everything in --state_dir; the rest does nothing.
 class Embedded final : public Backends {
  public:
-  Embedded(StateStore* state, bool analysis_shards)
-      : declared_(state), baselines_(state), marks_(state) {
-    if (analysis_shards) shards_.emplace();
-  }
+  explicit Embedded(StateStore* state)
+      : declared_(state), baselines_(state), marks_(state) {}
 
   DeclaredState& declared_state() override { return declared_; }
   FindingsReplication& findings_replication() override { return findings_; }
@@ -39,9 +36,7 @@ class Embedded final : public Backends {
   BaselinesStore& baselines() override { return baselines_; }
   NodeFactsStore& node_facts() override { return facts_; }
   MarkState& marks() override { return marks_; }
-  AnalysisShards* analysis_shards() override {
-    return shards_.has_value() ? &*shards_ : nullptr;
-  }
+  AnalysisShards* analysis_shards() override { return &shards_; }
 
   std::string collector_id() const override { return ""; }
   std::string Describe() const override { return ""; }
@@ -64,7 +59,8 @@ class Embedded final : public Backends {
   FileBaselinesStore baselines_;
   MemoryNodeFacts facts_;
   FileMarkState marks_;
-  std::optional<OneCollectorShards> shards_;
+  // A cluster of one: every shard its own, nothing exchanged.
+  OneCollectorShards shards_;
 };
 
 // The cluster's JetStream buckets and streams, through a ClusterMember.
@@ -160,9 +156,8 @@ void SeedFromStateDir(cluster::ClusterMember& member, StateStore* state) {
 
 }  // namespace
 
-std::unique_ptr<Backends> EmbeddedBackends(StateStore* state,
-                                           bool analysis_shards) {
-  return std::make_unique<Embedded>(state, analysis_shards);
+std::unique_ptr<Backends> EmbeddedBackends(StateStore* state) {
+  return std::make_unique<Embedded>(state);
 }
 
 absl::StatusOr<std::unique_ptr<Backends>> ClusterBackends(

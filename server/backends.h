@@ -65,9 +65,10 @@ class Backends {
   virtual NodeFactsStore& node_facts() = 0;
   // Acks, silences and forgotten nodes (collector/findings/silences.h).
   virtual MarkState& marks() = 0;
-  // With --analysis_shards, the shards of the rate analysis this collector
-  // owns (collector/runner/analysis_shards.h); null: the collector that
-  // leads the analysis runs all of it.
+  // The shards of the rate analysis this collector owns
+  // (collector/runner/analysis_shards.h): every one, embedded (a cluster of
+  // one); in a cluster with --analysis_shards, its share; null: a cluster
+  // whose analysis leader runs all of it.
   virtual AnalysisShards* analysis_shards() = 0;
 
   // This collector's --collector_id, which `fabricdiag nodes` shows for its
@@ -101,11 +102,9 @@ class Backends {
 };
 
 // One collector, its state in --state_dir (`state`, which must outlive the
-// bundle).
-// `analysis_shards`: the rate analysis runs as the share of a cluster of
-// one (OneCollectorShards).
-std::unique_ptr<Backends> EmbeddedBackends(StateStore* state,
-                                           bool analysis_shards = false);
+// bundle). Its rate analysis runs as that of a cluster of one
+// (OneCollectorShards): the sharded code path, nothing exchanged.
+std::unique_ptr<Backends> EmbeddedBackends(StateStore* state);
 
 // A collector of the cluster `options` names (ClusterMember::Join). The
 // first collector of a new cluster copies the declared state of `state`

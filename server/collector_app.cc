@@ -397,7 +397,7 @@ int RunCollector(const CollectorConfig& config) {
   // The one choice of the mode: everything below runs on the bundle.
   absl::StatusOr<std::unique_ptr<Backends>> chosen =
       config.nats.empty()
-          ? EmbeddedBackends(state->get(), config.analysis_shards)
+          ? EmbeddedBackends(state->get())
           : ClusterBackends(ClusterOptionsOf(config), state->get());
   if (!chosen.ok()) return StartupFailed(chosen.status().message());
   Backends& backends = **chosen;

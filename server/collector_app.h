@@ -35,8 +35,9 @@ struct CollectorConfig {
   // YAML/JSON analyzer thresholds (analysis/analysis_config.h); empty =
   // the documented defaults.
   std::string analysis_config;
-  // --analysis_shards: each collector runs its share of the rate analysis
-  // (collector/runner/sharded_rate_pass.h).
+  // --analysis_shards: each collector of a cluster runs its share of the
+  // rate analysis (collector/runner/sharded_rate_pass.h). An embedded
+  // collector always runs all of it so, as a cluster of one.
   bool analysis_shards = false;
   // Cluster mode (cluster/cluster_member.h) when not empty: comma-separated
   // nats:// URLs of the JetStream servers that hold the declared state.

@@ -39,11 +39,12 @@ ABSL_FLAG(absl::Duration, analysis_interval, absl::Seconds(1),
           "How often the analyzers run: a tenth of it after each whole "
           "multiple of it on the wall clock, where agents read");
 ABSL_FLAG(bool, analysis_shards, false,
-          "Cut the rate analysis into shards: every collector of a cluster "
+          "Cut a cluster's rate analysis into shards: every collector "
           "runs the per-port analyzers over its own agents and the job and "
-          "switch analyzers of the shards it owns (all of them alone); the "
-          "analysis leader keeps liveness and the layout analyzers. Every "
-          "collector of a cluster must set it alike");
+          "switch analyzers of the shards it owns; the analysis leader "
+          "keeps liveness and the layout analyzers. Every collector of a "
+          "cluster must set it alike. A collector without --nats always "
+          "runs its analysis so, owning every shard");
 ABSL_FLAG(int, window_samples, 600,
           "Rates kept per series (600 = 10 minutes at 1 s)");
 ABSL_FLAG(std::string, analysis_config, "",

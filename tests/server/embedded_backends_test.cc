@@ -3,15 +3,19 @@
 // --state_dir.
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "analysis/finding.h"
+#include "analysis/shard_map.h"
 #include "collector/findings/findings_replication.h"
 #include "collector/findings/findings_store.h"
 #include "collector/ingest/ingest_placement.h"
 #include "collector/runner/analysis_role.h"
+#include "collector/runner/analysis_shards.h"
 #include "collector/state/baselines_store.h"
 #include "collector/state/state_store.h"
 #include "common/clock.h"
@@ -123,6 +127,28 @@ TEST_F(EmbeddedBackendsTest, AddsNothingToHealthAndOnlyNodeFactsToMetrics) {
   EXPECT_THAT(metrics, HasSubstr("fabricdiag_node_facts_nodes 0\n"));
   EXPECT_THAT(backends_->collector_id(), IsEmpty());
   EXPECT_THAT(backends_->Describe(), IsEmpty());
+}
+
+// The embedded collector's rate analysis is that of a cluster of one: it
+// owns every job and switch shard, under one term, and has no id (its
+// parts run over its whole view: AnalysisRunner).
+TEST_F(EmbeddedBackendsTest, IsAClusterOfOneThatOwnsEveryShard) {
+  AnalysisShards* shards = backends_->analysis_shards();
+  ASSERT_NE(shards, nullptr);
+  EXPECT_THAT(shards->Id(), IsEmpty());
+  const analysis::ShardCounts counts = shards->Counts();
+  const std::vector<AnalysisShards::Owned> owned = shards->OwnedShards();
+  ASSERT_THAT(owned, SizeIs(counts.jobs + counts.switches));
+  std::set<std::string> names;
+  for (const AnalysisShards::Owned& o : owned) {
+    names.insert(o.shard);
+    EXPECT_EQ(o.term, 1u) << o.shard;
+    EXPECT_FALSE(o.handing_over) << o.shard;
+  }
+  EXPECT_THAT(names, SizeIs(owned.size()));
+  EXPECT_THAT(names, ::testing::Contains("jobs.0"));
+  EXPECT_THAT(names, ::testing::Contains(
+                         absl::StrCat("switches.", counts.switches - 1)));
 }
 
 TEST_F(EmbeddedBackendsTest, KeepsItsStateInTheStateDir) {

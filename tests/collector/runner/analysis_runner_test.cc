@@ -1206,6 +1206,37 @@ class SwitchedShards final : public AnalysisShards {
   std::vector<std::string> let_go_;
 };
 
+// Alone (no id: the embedded collector) the runner owns every shard and runs
+// each kind of part over its own view: no shard's views are assembled, and
+// its view, the fabric's, is ready every pass. A cluster's member that owns
+// every shard assembles each one's, every pass.
+TEST_F(AnalysisRunnerClusterTest, AloneNoShardsViewsAreAssembled) {
+  const analysis::ShardCounts counts{2, 2};
+  SwitchedShards shards(counts);
+  int received = 0;
+  shards.received = [&](absl::string_view /*shard*/,
+                        AnalysisShards::Received* /*views*/) { ++received; };
+  role.term = 3;
+  {
+    AnalysisRunner runner = ShardedRunner(&shards);
+    EXPECT_TRUE(runner.ViewIsWholeFabric());
+    for (int pass = 0; pass < 3; ++pass) {
+      runner.RunOnce();
+      clock.Advance(absl::Seconds(1));
+      EXPECT_NE(runner.LatestView(), nullptr) << "pass " << pass;
+    }
+  }
+  EXPECT_EQ(received, 0);
+  shards.id = "col-a";
+  AnalysisRunner member = ShardedRunner(&shards);
+  EXPECT_FALSE(member.ViewIsWholeFabric());
+  for (int pass = 0; pass < 3; ++pass) {
+    member.RunOnce();
+    clock.Advance(absl::Seconds(1));
+  }
+  EXPECT_EQ(received, 3 * (counts.jobs + counts.switches));
+}
+
 // Sharded in a cluster, the collector that owns a job's shard builds, while
 // the job's page is looked at, a view of every port of the job's hosts: its
 // own agents' and those the others sent. One that does not own the shard

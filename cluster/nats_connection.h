@@ -183,7 +183,9 @@ class NatsConnection {
   // JetStream (JetStreamProblem); with several servers listed, that hint
   // is logged while retrying and ends the final error. What retrying cannot
   // mend ends it at once: PermissionDenied when a server refuses the
-  // credentials ("authorization violation"), FailedPrecondition when the
+  // credentials ("authorization violation"; a .creds file after four
+  // logins refused in a row, as libnats drops a signature now and then),
+  // FailedPrecondition when the
   // TLS handshake fails (a server certificate the CA did not sign) or TLS
   // is wanted and the server has none; InvalidArgument for a bad
   // NatsSecurity (ValidateNatsSecurity).

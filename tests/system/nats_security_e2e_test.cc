@@ -2,7 +2,8 @@
 // password, TLS only; tests/testing/nats_cluster.h): it joins with the right
 // user, password and CA, and every wrong one ends its start at once with a
 // message that says what to fix, long before --nats_startup_timeout. One
-// real nats-server; the collectors are real processes.
+// real nats-server; the collectors are real processes (the connection
+// itself where a proxy refuses logins).
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -20,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/nats_cluster.h"
 #include "tests/testing/nats_jwt.h"
+#include "tests/testing/stall_proxy.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
 
@@ -260,6 +262,40 @@ TEST(NatsJwtTest, ACredsFileJoinsAndAnUntrustedOneIsRefused) {
   EXPECT_THAT(r.err, HasSubstr("authorization violation"));
   EXPECT_THAT(r.err, HasSubstr("--nats_creds=" + creds));
   EXPECT_THAT(r.err, Not(HasSubstr(stranger->user_public_key)));
+}
+
+// A login with a .creds file signs the server's nonce; libnats before 3.8
+// leaves out one signature in 256 (those whose first byte is zero), which
+// the server refuses like a wrong file. A good file logs in again, with a
+// new nonce; one the servers refuse every time still ends the start, after
+// four logins.
+TEST(NatsJwtTest, ALoginRefusedByChanceIsTriedAgain) {
+  NatsCluster nats(1, NatsCluster::kJwtPlain);
+  const absl::Status started = nats.Start();
+  ASSERT_TRUE(started.ok()) << started << "\n" << nats.Log(0);
+  absl::StatusOr<std::unique_ptr<testing::StallProxy>> proxy =
+      testing::StallProxy::Start(nats.port(0));
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+  cluster::NatsConnection::Options options;
+  options.urls = {absl::StrCat("nats://127.0.0.1:", (*proxy)->port())};
+  options.startup_timeout = kStartupTimeout;
+  options.security.creds_file = nats.creds_file();
+
+  (*proxy)->RefuseLogins(3);
+  absl::StatusOr<std::unique_ptr<cluster::NatsConnection>> conn =
+      cluster::NatsConnection::Connect(options);
+  EXPECT_TRUE(conn.ok()) << conn.status() << "\n" << nats.Log(0);
+  EXPECT_EQ((*proxy)->connections(), 4);
+  conn = absl::InternalError("closed");
+
+  (*proxy)->RefuseLogins(100);
+  const int before = (*proxy)->connections();
+  const absl::Time start = absl::Now();
+  conn = cluster::NatsConnection::Connect(options);
+  EXPECT_LT(absl::Now() - start, kRefusedWithin);
+  EXPECT_TRUE(absl::IsPermissionDenied(conn.status())) << conn.status();
+  EXPECT_THAT(conn.status().message(), HasSubstr("authorization violation"));
+  EXPECT_EQ((*proxy)->connections() - before, 4);
 }
 
 }  // namespace

@@ -115,7 +115,7 @@ absl::Status NatsCluster::MakeSecrets() {
   password_file_ = dir_.path() + "/nats-password";
   std::ofstream(password_file_) << password_ << "\n";
   ::chmod(password_file_.c_str(), 0600);
-  if (security_ == kJwt) {
+  if (jwt()) {
     absl::StatusOr<NatsJwtAuth> auth = MakeNatsJwtAuth("fabricdiag");
     if (!auth.ok()) return auth.status();
     jwt_config_ = NatsJwtServerConfig(*auth);
@@ -132,6 +132,7 @@ std::vector<std::string> NatsCluster::ClientFlags() const {
   if (security_ == kJwt) {
     return {"--nats_creds=" + creds_file_, "--nats_tls_ca=" + ca_cert_};
   }
+  if (security_ == kJwtPlain) return {"--nats_creds=" + creds_file_};
   return {absl::StrCat("--nats_user=", kUser),
           "--nats_password_file=" + password_file_,
           "--nats_tls_ca=" + ca_cert_};
@@ -161,14 +162,16 @@ void NatsCluster::Configure() {
          << "jetstream { store_dir: \"" << dir_.path() << "/store" << i << "-"
          << attempt_ << "\" }\n";
     if (security_ != kOpen && !password_.empty()) {
-      if (security_ == kJwt) {
+      if (jwt()) {
         conf << jwt_config_;
       } else {
         conf << "authorization { users = [ {user: " << kUser << ", password: \""
              << password_ << "\"} ] }\n";
       }
-      conf << "tls {\n  cert_file: \"" << server_cert_ << "\"\n  key_file: \""
-           << server_key_ << "\"\n  timeout: 2\n}\n";
+      if (security_ != kJwtPlain) {
+        conf << "tls {\n  cert_file: \"" << server_cert_ << "\"\n  key_file: \""
+             << server_key_ << "\"\n  timeout: 2\n}\n";
+      }
     }
     if (servers > 1) {
       conf << "cluster {\n  name: fabricdiag-test\n  listen: 127.0.0.1:"

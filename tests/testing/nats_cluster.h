@@ -48,6 +48,9 @@ class NatsCluster {
     kOpen,     // anyone connects, in the clear
     kSecured,  // user and password, TLS only (clients; routes in the clear)
     kJwt,      // decentralized JWT authentication (a .creds file), TLS only
+    // kJwt in the clear: what clients send can be read on the way (a test
+    // proxy's RefuseLogins).
+    kJwtPlain,
   };
   // The user kSecured servers accept.
   static constexpr char kUser[] = "fabricdiag";
@@ -77,10 +80,12 @@ class NatsCluster {
   std::string ca_cert() const { return ca_cert_; }
   std::string password_file() const { return password_file_; }
   std::string other_ca_cert() const { return other_ca_cert_; }
-  // kJwt: the .creds file of a user of the trusted account (mode 0600).
+  // kJwt, kJwtPlain: the .creds file of a user of the trusted account
+  // (mode 0600).
   std::string creds_file() const { return creds_file_; }
   // The collector's flags to connect (--nats_user, --nats_password_file,
-  // --nats_tls_ca; kJwt: --nats_creds, --nats_tls_ca); none for kOpen.
+  // --nats_tls_ca; kJwt: --nats_creds, --nats_tls_ca; kJwtPlain:
+  // --nats_creds); none for kOpen.
   std::vector<std::string> ClientFlags() const;
   // Server i's client port on 127.0.0.1.
   int port(int i) const { return servers_[i].client_port; }
@@ -96,6 +101,8 @@ class NatsCluster {
   std::string Log(int i) const;
 
  private:
+  bool jwt() const { return security_ == kJwt || security_ == kJwtPlain; }
+
   struct Server {
     int client_port = 0;
     int cluster_port = 0;
@@ -119,7 +126,7 @@ class NatsCluster {
   std::string password_;
   std::string password_file_;
   std::string creds_file_;
-  std::string jwt_config_;  // kJwt: the server's trust, for its config
+  std::string jwt_config_;  // kJwt*: the server's trust, for its config
   std::vector<Server> servers_;
   int attempt_ = 0;
   bool advertise_ = true;

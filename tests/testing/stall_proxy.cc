@@ -36,6 +36,8 @@ struct Pair {
   std::string to_server;
   // The last bytes passed on to the server: a marker may span two reads.
   std::string sent_tail;
+  // Refused as a NATS server refuses a login (StallProxy::RefuseLogins).
+  bool refuse_login = false;
   bool closed = false;
 
   ~Pair() {
@@ -79,6 +81,25 @@ bool Flush(int fd, std::string* data, std::string* tail) {
 
 // Whether `marker` is in what `p`'s client sent from `p.to_server[new_from]`
 // on, counting a marker that starts in the bytes before.
+// A NATS server's answer to a CONNECT whose credentials it refuses.
+constexpr char kAuthorizationViolation[] = "-ERR 'Authorization Violation'\r\n";
+
+// Answers `p`'s CONNECT, once its client sent it whole, as a server that
+// refuses the login: nothing of it reaches the server; true once answered.
+bool RefusedLogin(Pair& p) {
+  const size_t connect = p.to_server.find("CONNECT ");
+  if (connect == std::string::npos ||
+      p.to_server.find("\r\n", connect) == std::string::npos) {
+    return false;
+  }
+  p.to_server.clear();
+  // A few bytes to a fresh socket: taken at once.
+  const ssize_t n = write(p.client, kAuthorizationViolation,
+                          sizeof(kAuthorizationViolation) - 1);
+  (void)n;
+  return true;
+}
+
 bool SawMarker(const std::string& marker, const Pair& p, size_t new_from) {
   if (marker.empty()) return false;
   const std::string sent = p.sent_tail + p.to_server;
@@ -137,6 +158,8 @@ void StallProxy::Release() {
   holding_.store(false);
 }
 
+void StallProxy::RefuseLogins(int n) { refuse_logins_.store(n); }
+
 void StallProxy::Run() {
   std::vector<std::unique_ptr<Pair>> pairs;
   std::vector<pollfd> fds;
@@ -166,6 +189,7 @@ void StallProxy::Run() {
       if ((client_events & (POLLIN | POLLHUP | POLLERR)) != 0) {
         const size_t before = p.to_server.size();
         if (!ReadInto(p.client, &p.to_server, &n)) p.closed = true;
+        if (p.refuse_login && RefusedLogin(p)) p.closed = true;
         // Decided before the request is passed on: it, or its answer, is
         // held.
         if (n > 0 && !holding) {
@@ -205,8 +229,15 @@ void StallProxy::Run() {
     const int client =
         accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (client < 0) continue;
+    connections_.fetch_add(1);
     auto pair = std::make_unique<Pair>();
     pair->client = client;
+    for (int left = refuse_logins_.load(); left > 0;) {
+      if (refuse_logins_.compare_exchange_weak(left, left - 1)) {
+        pair->refuse_login = true;
+        break;
+      }
+    }
     pair->server = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     const sockaddr_in target = LoopbackAddress(target_port_);
     // A blocking connect: the server is on loopback.

@@ -4,7 +4,9 @@
 //     request lands, the client's wait for the answer times out, and the
 //     answer arrives (and is ignored) only later (HoldRepliesFrom);
 //   - a request delayed on its way while another client writes first
-//     (HoldRequestsFrom).
+//     (HoldRequestsFrom);
+//   - a NATS login refused (RefuseLogins), as a server refuses one whose
+//     signature libnats left out.
 //
 //   auto proxy = testing::StallProxy::Start(server_port);  // StatusOr
 //   connect the client to 127.0.0.1:(*proxy)->port();
@@ -58,6 +60,14 @@ class StallProxy {
   // (HoldRepliesFrom), or what clients sent and the server has not seen yet
   // (HoldRequestsFrom).
   size_t held_bytes() const { return held_bytes_.load(); }
+  // The next `n` connections are refused as a NATS server refuses a
+  // login: the server's greeting reaches the client, the client's CONNECT
+  // does not reach the server but is answered "-ERR 'Authorization
+  // Violation'", and the connection is closed. Plain connections only:
+  // TLS hides the CONNECT.
+  void RefuseLogins(int n);
+  // Connections accepted so far.
+  int connections() const { return connections_.load(); }
 
  private:
   StallProxy(int listen_fd, int port, int target_port);
@@ -74,6 +84,8 @@ class StallProxy {
   std::atomic<bool> holding_requests_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<size_t> held_bytes_{0};
+  std::atomic<int> refuse_logins_{0};
+  std::atomic<int> connections_{0};
   std::thread thread_;
 };
 

@@ -36,6 +36,7 @@ ShardBaselines::Taken ShardBaselines::Take(
     absl::Span<const analysis::LayoutModel* const> layouts,
     analysis::StragglerBaselines* baselines, bool read) {
   written_[shard] = now;
+  wrote_none_.erase(shard);
   // Until Take() read the store without a problem.
   unread_.insert(shard);
   Taken out;
@@ -72,8 +73,15 @@ void ShardBaselines::Save(absl::Time now, absl::Span<const std::string> owned,
     auto [it, fresh] = written_.try_emplace(shard, now);
     if (!all && (fresh || now - it->second < options_.every)) continue;
     it->second = now;
+    std::string bytes = baselines.Serialize(JobsOf(shard));
+    // Nothing learned of the shard's jobs, as at its last write: the store
+    // already says so (a lone collector owns every job shard, most of them
+    // empty on a small fabric).
+    const bool none = bytes == no_baselines_;
+    if (none && !wrote_none_.insert(shard).second) continue;
+    if (!none) wrote_none_.erase(shard);
     unread_.erase(shard);
-    writer_->Write(StoreOf(shard), baselines.Serialize(JobsOf(shard)), now);
+    writer_->Write(StoreOf(shard), std::move(bytes), now);
   }
 }
 
@@ -87,6 +95,7 @@ bool ShardBaselines::HandOver(const std::string& shard, absl::Time now,
   }
   it->second = now;
   unread_.erase(shard);
+  wrote_none_.erase(shard);
   writer_->Write(StoreOf(shard), baselines.Serialize(JobsOf(shard)), now,
                  std::move(done));
   return true;

@@ -81,7 +81,8 @@ class ShardBaselines {
 
   // Hands the baselines of each job shard of `owned` to the writer: those
   // last written (or taken) Options::every ago or more, every one when
-  // `all` (a clean stop).
+  // `all` (a clean stop). A shard with no baseline of its jobs is written
+  // once, not again while it has none (its stored file says so already).
   void Save(absl::Time now, absl::Span<const std::string> owned,
             const analysis::StragglerBaselines& baselines, bool all);
 
@@ -110,6 +111,10 @@ class ShardBaselines {
   // Shards whose Take() did not read what was stored (damaged, too old,
   // unread), until written since.
   absl::flat_hash_set<std::string> unread_;
+  // Shards last written with no baseline (since taken).
+  absl::flat_hash_set<std::string> wrote_none_;
+  // What a shard with no baseline is written as.
+  const std::string no_baselines_ = analysis::StragglerBaselines().Serialize();
 };
 
 }  // namespace fabricdiag::collector

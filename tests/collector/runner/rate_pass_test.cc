@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +19,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "analysis/finding_wire.h"
+#include "analysis/shard_map.h"
+#include "analysis/straggler_baselines.h"
 #include "collector/runner/shard_baselines.h"
 #include "common/clock.h"
 #include "common/little_endian.h"
@@ -535,6 +538,114 @@ TEST(ShardBaselinesTest, AShardHandedOverIsWrittenAtOnceWhenItMayBe) {
                             [&] { ++done; }));
   writer.Flush();
   EXPECT_EQ(done, 2);
+}
+
+// Counts the writes of each shard's store.
+class CountedShards final : public BaselinesStore {
+ public:
+  absl::Status Write(absl::string_view /*payload*/,
+                     absl::Time /*written*/) override {
+    return Count("");
+  }
+  absl::StatusOr<std::optional<ObjectFile>> Read() override {
+    return std::nullopt;
+  }
+  void Reject(absl::string_view /*why*/) override {}
+  std::string Describe() const override { return "counted"; }
+  std::unique_ptr<BaselinesStore> ForShard(absl::string_view shard) override {
+    return std::make_unique<Shard>(this, std::string(shard));
+  }
+  int writes(const std::string& shard) {
+    absl::MutexLock lock(&mu_);
+    return writes_[shard];
+  }
+
+ private:
+  class Shard final : public BaselinesStore {
+   public:
+    Shard(CountedShards* all, std::string name)
+        : all_(all), name_(std::move(name)) {}
+    absl::Status Write(absl::string_view /*payload*/,
+                       absl::Time /*written*/) override {
+      return all_->Count(name_);
+    }
+    absl::StatusOr<std::optional<ObjectFile>> Read() override {
+      return std::nullopt;
+    }
+    void Reject(absl::string_view /*why*/) override {}
+    std::string Describe() const override { return name_; }
+    std::unique_ptr<BaselinesStore> ForShard(
+        absl::string_view /*shard*/) override {
+      return std::make_unique<NoBaselinesStore>();
+    }
+
+   private:
+    CountedShards* const all_;
+    const std::string name_;
+  };
+
+  absl::Status Count(const std::string& shard) {
+    absl::MutexLock lock(&mu_);
+    ++writes_[shard];
+    return absl::OkStatus();
+  }
+
+  absl::Mutex mu_;
+  std::map<std::string, int> writes_ ABSL_GUARDED_BY(mu_);
+};
+
+// A job shard with no baseline of its jobs is written once, then not again
+// while it has none (a lone collector owns every job shard, most of them
+// empty on a small fabric); one with baselines every period; the first
+// save after it lost them, and the first after a take, are written.
+TEST(ShardBaselinesTest, AShardWithNoBaselineIsWrittenOnceWhileItHasNone) {
+  CountedShards store;
+  BaselinesWriter writer(&store);
+  const analysis::ShardCounts counts{4, 4};
+  ShardBaselines kept(&store, &writer,
+                      {absl::Minutes(1), absl::Hours(1), counts});
+  const absl::Time t0 = absl::FromUnixSeconds(1764547200);
+  const std::vector<std::string> owned = {"jobs.1"};
+  analysis::StragglerBaselines none;
+  kept.Take("jobs.1", t0, {}, &none);
+  const auto saved = [&](absl::Duration at,
+                         const analysis::StragglerBaselines& baselines,
+                         bool all = false) {
+    kept.Save(t0 + at, owned, baselines, all);
+    writer.Flush();
+    return store.writes("jobs.1");
+  };
+  EXPECT_EQ(saved(absl::Seconds(30), none), 0) << "a period after the take";
+  EXPECT_EQ(saved(absl::Minutes(1), none), 1);
+  EXPECT_EQ(saved(absl::Minutes(2), none), 1);
+  EXPECT_EQ(saved(absl::Minutes(2), none, /*all=*/true), 1) << "at a stop too";
+
+  std::string job;
+  for (int i = 0; job.empty(); ++i) {
+    const std::string name = absl::StrCat("job-", i);
+    if (analysis::JobShardOf(name, counts) == "jobs.1") job = name;
+  }
+  analysis::Finding slow;
+  slow.kind = "straggler_nic";
+  slow.job = job;
+  slow.node = "gpu-000";
+  slow.device = "mlx5_0";
+  slow.evidence = {{"own_baseline_bytes_per_second", 2e10},
+                   {"own_baseline_passes", 300}};
+  analysis::StragglerBaselines some;
+  some.Seed({slow});
+  ASSERT_EQ(some.size(), 1u);
+  EXPECT_EQ(saved(absl::Minutes(3), some), 2);
+  EXPECT_EQ(saved(absl::Minutes(4), some), 3);
+  EXPECT_EQ(saved(absl::Minutes(4), some, /*all=*/true), 4);
+  EXPECT_EQ(saved(absl::Minutes(5), none), 5) << "its baselines gone";
+  EXPECT_EQ(saved(absl::Minutes(6), none), 5);
+  EXPECT_EQ(store.writes(""), 0) << "the unsharded file is not the shards'";
+
+  // Taken again: what is stored is not known here, so written once more.
+  kept.Take("jobs.1", t0 + absl::Minutes(7), {}, &none);
+  EXPECT_EQ(saved(absl::Minutes(8), none), 6);
+  EXPECT_EQ(saved(absl::Minutes(9), none), 6);
 }
 
 }  // namespace

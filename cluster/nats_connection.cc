@@ -608,6 +608,7 @@ NatsConnection::~NatsConnection() {
 }
 
 void NatsConnection::Close() {
+  link_->closing.store(true);
   link_->Down();
   link_->closed.store(true);
   if (nc_ != nullptr) natsConnection_Close(nc_);
@@ -615,6 +616,23 @@ void NatsConnection::Close() {
 
 bool NatsConnection::closed() const {
   return nc_ == nullptr || link_->closed.load();
+}
+
+std::string NatsConnection::GaveUp() const {
+  if (nc_ == nullptr || !link_->closed.load() || link_->closing.load()) {
+    return "";
+  }
+  const char* text = nullptr;
+  const natsStatus status = natsConnection_GetLastError(nc_, &text);
+  return absl::StrCat("the NATS client closed its connection to ",
+                      absl::StrJoin(urls_, ","), " for good",
+                      status == NATS_OK
+                          ? std::string()
+                          : absl::StrCat(" (", natsStatus_GetText(status),
+                                         text != nullptr && *text != '\0'
+                                             ? absl::StrCat(": ", text)
+                                             : std::string(),
+                                         ")"));
 }
 
 bool NatsConnection::link_up() const {

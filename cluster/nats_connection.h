@@ -216,6 +216,12 @@ class NatsConnection {
   // the connection can succeed any more, so retry loops stop. Never waits
   // (see link_up()).
   bool closed() const;
+  // Not empty once the client closed the connection itself, not Close():
+  // it gave up reconnecting (libnats does when a server refused the same
+  // credentials twice in a row); why, with the client's last error. The
+  // connection cannot come back: the collector exits for its supervisor
+  // to start it again.
+  std::string GaveUp() const;
   // False from the client's report that the connection was lost until its
   // report that it is back (its disconnected and reconnected callbacks).
   // Unlike connected(), never waits for the connection's lock, which the
@@ -244,6 +250,9 @@ class NatsConnection {
   struct Link {
     std::atomic<bool> up{false};
     std::atomic<bool> closed{false};
+    // Close() ran: the closed callback that follows is not the client
+    // giving up.
+    std::atomic<bool> closing{false};
     // MonotonicNanos() when up last turned false; 0 while up.
     std::atomic<int64_t> down_since{0};
     // When OnError last logged (Unix ns): at most one line a second.

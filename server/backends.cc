@@ -41,6 +41,7 @@ class Embedded final : public Backends {
   std::string collector_id() const override { return ""; }
   std::string Describe() const override { return ""; }
   FindingsStaleness findings_staleness() const override { return {}; }
+  std::string Lost() const override { return ""; }
   bool AppendHealth(std::string* /*text*/) const override { return true; }
   void AppendMetrics(const RegistryWatchStats& /*watch*/,
                      std::string* out) const override {
@@ -105,6 +106,7 @@ class Cluster final : public Backends {
   FindingsStaleness findings_staleness() const override {
     return member_->FindingsStaleness();
   }
+  std::string Lost() const override { return member_->nats()->GaveUp(); }
   bool AppendHealth(std::string* text) const override {
     return member_->AppendHealth(text);
   }

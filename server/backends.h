@@ -82,6 +82,12 @@ class Backends {
   // (collector/findings/findings_staleness.h). Embedded: never.
   virtual FindingsStaleness findings_staleness() const = 0;
 
+  // Not empty when the backends cannot go on, why: a cluster's NATS
+  // connection closed for good by its client (NatsConnection::GaveUp).
+  // The collector then exits 1 for its supervisor to start it again.
+  // Embedded: never.
+  virtual std::string Lost() const = 0;
+
   // Appends /healthz lines; false when the backends make the collector
   // unhealthy. Embedded: nothing to add (--state_dir's health is the
   // StateStore's).

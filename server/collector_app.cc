@@ -540,9 +540,21 @@ int RunCollector(const CollectorConfig& config) {
   LogServing(config, backends, (*server)->port(), (*http)->port(),
              (*access)->open());
 
-  int signo = 0;
-  sigwait(&signals, &signo);
-  LogInfo("fabricdiag-collector: stopping");
+  // A stop signal, or backends that cannot go on (a NATS connection its
+  // client gave up on): the latter ends in exit 1, so that systemd starts
+  // the collector again (Restart=on-failure) and it connects anew.
+  std::string lost;
+  const timespec kLookAgain = {1, 0};
+  while (sigtimedwait(&signals, nullptr, &kLookAgain) < 0) {
+    lost = backends.Lost();
+    if (!lost.empty()) break;
+  }
+  if (lost.empty()) {
+    LogInfo("fabricdiag-collector: stopping");
+  } else {
+    LogError(absl::StrCat("fabricdiag-collector: ", lost,
+                          "; stopping, to be started again"));
+  }
   // NATS calls (the pass's publish, watchers, the lease) are cut short
   // after a grace: a cluster that is gone does not hold the stop up.
   backends.BeginStop(cluster::kStopGrace);
@@ -553,7 +565,7 @@ int RunCollector(const CollectorConfig& config) {
   query.Shutdown();
   (*server)->Shutdown(absl::Seconds(2));
   (*server)->Wait();
-  return 0;
+  return lost.empty() ? 0 : 1;
 }
 
 }  // namespace fabricdiag::collector

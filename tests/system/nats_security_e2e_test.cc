@@ -19,6 +19,7 @@
 #include "cluster/nats_connection.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/eventually.h"
 #include "tests/testing/nats_cluster.h"
 #include "tests/testing/nats_jwt.h"
 #include "tests/testing/stall_proxy.h"
@@ -264,38 +265,91 @@ TEST(NatsJwtTest, ACredsFileJoinsAndAnUntrustedOneIsRefused) {
   EXPECT_THAT(r.err, Not(HasSubstr(stranger->user_public_key)));
 }
 
+// A JWT server in the clear behind a proxy that can refuse logins as the
+// server would, and cut connections.
+class NatsJwtProxiedTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const absl::Status started = nats.Start();
+    ASSERT_TRUE(started.ok()) << started << "\n" << nats.Log(0);
+    absl::StatusOr<std::unique_ptr<testing::StallProxy>> started_proxy =
+        testing::StallProxy::Start(nats.port(0));
+    ASSERT_TRUE(started_proxy.ok()) << started_proxy.status();
+    proxy = *std::move(started_proxy);
+  }
+
+  NatsCluster nats{1, NatsCluster::kJwtPlain};
+  std::unique_ptr<testing::StallProxy> proxy;
+};
+
 // A login with a .creds file signs the server's nonce; libnats before 3.8
 // leaves out one signature in 256 (those whose first byte is zero), which
 // the server refuses like a wrong file. A good file logs in again, with a
 // new nonce; one the servers refuse every time still ends the start, after
 // four logins.
-TEST(NatsJwtTest, ALoginRefusedByChanceIsTriedAgain) {
-  NatsCluster nats(1, NatsCluster::kJwtPlain);
-  const absl::Status started = nats.Start();
-  ASSERT_TRUE(started.ok()) << started << "\n" << nats.Log(0);
-  absl::StatusOr<std::unique_ptr<testing::StallProxy>> proxy =
-      testing::StallProxy::Start(nats.port(0));
-  ASSERT_TRUE(proxy.ok()) << proxy.status();
+TEST_F(NatsJwtProxiedTest, ALoginRefusedByChanceIsTriedAgain) {
   cluster::NatsConnection::Options options;
-  options.urls = {absl::StrCat("nats://127.0.0.1:", (*proxy)->port())};
+  options.urls = {absl::StrCat("nats://127.0.0.1:", proxy->port())};
   options.startup_timeout = kStartupTimeout;
   options.security.creds_file = nats.creds_file();
 
-  (*proxy)->RefuseLogins(3);
+  proxy->RefuseLogins(3);
   absl::StatusOr<std::unique_ptr<cluster::NatsConnection>> conn =
       cluster::NatsConnection::Connect(options);
   EXPECT_TRUE(conn.ok()) << conn.status() << "\n" << nats.Log(0);
-  EXPECT_EQ((*proxy)->connections(), 4);
+  EXPECT_EQ(proxy->connections(), 4);
   conn = absl::InternalError("closed");
 
-  (*proxy)->RefuseLogins(100);
-  const int before = (*proxy)->connections();
+  proxy->RefuseLogins(100);
+  const int before = proxy->connections();
   const absl::Time start = absl::Now();
   conn = cluster::NatsConnection::Connect(options);
   EXPECT_LT(absl::Now() - start, kRefusedWithin);
   EXPECT_TRUE(absl::IsPermissionDenied(conn.status())) << conn.status();
   EXPECT_THAT(conn.status().message(), HasSubstr("authorization violation"));
-  EXPECT_EQ((*proxy)->connections() - before, 4);
+  EXPECT_EQ(proxy->connections() - before, 4);
+}
+
+// Credentials refused on a reconnect: once, the client tries again and the
+// collector goes on; twice in a row at the same server, libnats gives the
+// connection up for good, and the collector exits 1 saying so (systemd
+// starts it again, to connect anew) rather than serve on cut off.
+TEST_F(NatsJwtProxiedTest, AConnectionTheClientGaveUpEndsTheCollector) {
+  testing::TempDir dir;
+  std::vector<std::string> argv = {
+      kCollector,
+      "--listen=127.0.0.1:0",
+      "--http_listen=127.0.0.1:0",
+      "--state_dir=" + dir.path() + "/state",
+      absl::StrCat("--nats=nats://127.0.0.1:", proxy->port()),
+      "--nats_replicas=1",
+      "--collector_id=col-a"};
+  for (const std::string& flag : nats.ClientFlags()) argv.push_back(flag);
+  Subprocess collector(argv);
+  ASSERT_TRUE(collector.Start().ok());
+  ASSERT_TRUE(
+      collector.WaitForStderr("gRPC on port", nullptr, absl::Seconds(30)))
+      << collector.Stderr();
+
+  proxy->RefuseLogins(1);
+  const int before = proxy->connections();
+  proxy->CutConnections();
+  EXPECT_TRUE(testing::Eventually(
+      [&] { return proxy->connections() >= before + 2; }, absl::Seconds(15)))
+      << "refused, then back";
+  absl::SleepFor(absl::Seconds(2));
+  ASSERT_TRUE(collector.Running()) << collector.Stderr();
+
+  proxy->RefuseLogins(1000);
+  const absl::Time cut = absl::Now();
+  proxy->CutConnections();
+  EXPECT_EQ(collector.Wait(absl::Seconds(30)), 1) << collector.Stderr();
+  std::cout << "exited " << absl::Now() - cut << " after the cut\n";
+  EXPECT_THAT(collector.Stderr(),
+              HasSubstr(absl::StrCat("the NATS client closed its connection "
+                                     "to nats://127.0.0.1:",
+                                     proxy->port(), " for good")));
+  EXPECT_THAT(collector.Stderr(), HasSubstr("Authorization Violation"));
 }
 
 }  // namespace

@@ -14,6 +14,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "tests/testing/loopback.h"
 
 namespace fabricdiag::testing {
@@ -160,6 +162,12 @@ void StallProxy::Release() {
 
 void StallProxy::RefuseLogins(int n) { refuse_logins_.store(n); }
 
+void StallProxy::CutConnections() {
+  cut_.store(true);
+  // Cut by the proxy's loop within a poll.
+  while (cut_.load()) absl::SleepFor(absl::Milliseconds(1));
+}
+
 void StallProxy::Run() {
   std::vector<std::unique_ptr<Pair>> pairs;
   std::vector<pollfd> fds;
@@ -215,6 +223,10 @@ void StallProxy::Run() {
       if (!holding_replies && !Flush(p.client, &p.to_client, nullptr)) {
         p.closed = true;
       }
+    }
+    if (cut_.load()) {
+      pairs.clear();
+      cut_.store(false);
     }
     if (holding_requests) {
       size_t held = 0;

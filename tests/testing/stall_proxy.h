@@ -66,6 +66,9 @@ class StallProxy {
   // Violation'", and the connection is closed. Plain connections only:
   // TLS hides the CONNECT.
   void RefuseLogins(int n);
+  // Closes every connection open now (both ends), as a server that went
+  // away; new ones are accepted as before.
+  void CutConnections();
   // Connections accepted so far.
   int connections() const { return connections_.load(); }
 
@@ -86,6 +89,7 @@ class StallProxy {
   std::atomic<size_t> held_bytes_{0};
   std::atomic<int> refuse_logins_{0};
   std::atomic<int> connections_{0};
+  std::atomic<bool> cut_{false};
   std::thread thread_;
 };
 

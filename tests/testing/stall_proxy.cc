@@ -81,8 +81,6 @@ bool Flush(int fd, std::string* data, std::string* tail) {
   return true;
 }
 
-// Whether `marker` is in what `p`'s client sent from `p.to_server[new_from]`
-// on, counting a marker that starts in the bytes before.
 // A NATS server's answer to a CONNECT whose credentials it refuses.
 constexpr char kAuthorizationViolation[] = "-ERR 'Authorization Violation'\r\n";
 
@@ -102,6 +100,8 @@ bool RefusedLogin(Pair& p) {
   return true;
 }
 
+// Whether `marker` is in what `p`'s client sent from `p.to_server[new_from]`
+// on, counting a marker that starts in the bytes before.
 bool SawMarker(const std::string& marker, const Pair& p, size_t new_from) {
   if (marker.empty()) return false;
   const std::string sent = p.sent_tail + p.to_server;
@@ -217,7 +217,10 @@ void StallProxy::Run() {
         if (!ReadInto(p.server, &p.to_client, &n)) p.closed = true;
         if (holding_replies) held_bytes_.fetch_add(n);
       }
-      if (!holding_requests && !Flush(p.server, &p.to_server, &p.sent_tail)) {
+      // A login to refuse sends the server nothing, not even the start of
+      // its CONNECT.
+      if (!holding_requests && !p.refuse_login &&
+          !Flush(p.server, &p.to_server, &p.sent_tail)) {
         p.closed = true;
       }
       if (!holding_replies && !Flush(p.client, &p.to_client, nullptr)) {

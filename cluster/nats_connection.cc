@@ -1,8 +1,12 @@
 #include "cluster/nats_connection.h"
 
+#include <string.h>  // strndup
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "cluster/nats_creds.h"
 #include "common/files.h"
 #include "common/log.h"
 #include "common/names.h"
@@ -75,9 +80,31 @@ std::string RedactNatsUrl(absl::string_view url) {
 
 namespace {
 
-// Logins with a .creds file the servers refused in a row before the start
-// ends (see Connect): a good file is then refused by chance once in 2^32.
-constexpr int kSignedLoginTries = 4;
+// Connections in a row whose login was not sent (a nonce whose signature
+// would have gone out empty: 1 in 256, cluster/nats_creds.h) before the
+// start counts the attempt as failed: a good file fails that way once in
+// 2^64.
+constexpr int kUnsentLoginTries = 8;
+
+// The .creds file at `path`, read again (it may have been rotated).
+absl::StatusOr<NatsCreds> ReadCreds(const std::string& path) {
+  absl::StatusOr<std::string> text =
+      ReadSecretFile("--nats_creds", path, 64 << 10);
+  if (!text.ok()) return absl::InvalidArgumentError(text.status().message());
+  absl::StatusOr<NatsCreds> creds = ParseNatsCreds(*text);
+  WipeSecret(&*text);
+  if (!creds.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--nats_creds=", path,
+                     ": not a NATS .creds file: ", creds.status().message()));
+  }
+  return creds;
+}
+
+// `message` in memory libnats frees.
+char* LibnatsText(absl::string_view message) {
+  return strndup(message.data(), message.size());
+}
 
 // NatsSecurity's files, read and checked.
 struct LoadedSecurity {
@@ -107,20 +134,9 @@ absl::StatusOr<LoadedSecurity> LoadSecurity(const NatsSecurity& security) {
                                                     security.password_file, 1));
   }
   if (!security.creds_file.empty()) {
-    // libnats reads the file itself at every connect; read here first so
-    // that a readable-by-all seed or a wrong file stops the start.
-    absl::StatusOr<std::string> creds =
-        ReadSecretFile("--nats_creds", security.creds_file, 64 << 10);
-    if (!creds.ok()) {
-      return absl::InvalidArgumentError(creds.status().message());
-    }
-    if (!absl::StrContains(*creds, "NATS USER JWT") ||
-        !absl::StrContains(*creds, "NKEY SEED")) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--nats_creds=", security.creds_file,
-          ": not a NATS .creds file (a user JWT and an NKey seed, as `nsc "
-          "generate creds` writes them)"));
-    }
+    // Read again at every login; read here first so that a readable-by-all
+    // seed or a wrong file stops the start.
+    RETURN_IF_ERROR(ReadCreds(security.creds_file).status());
   }
   if (!security.tls_ca.empty()) {
     ASSIGN_OR_RETURN(loaded.ca_pem,
@@ -145,15 +161,6 @@ absl::Status ApplySecurity(natsOptions* o, const NatsSecurity& security,
     s = natsOptions_SetUserInfo(o, security.user.c_str(),
                                 loaded.password.c_str());
     if (s != NATS_OK) return NatsError(s, "--nats_user");
-  }
-  if (!security.creds_file.empty()) {
-    s = natsOptions_SetUserCredentialsFromFiles(o, security.creds_file.c_str(),
-                                                nullptr);
-    if (s != NATS_OK) {
-      return absl::InvalidArgumentError(
-          NatsError(s, absl::StrCat("--nats_creds=", security.creds_file))
-              .message());
-    }
   }
   if (tls || !loaded.ca_pem.empty() || !loaded.cert_pem.empty()) {
     s = natsOptions_SetSecure(o, true);
@@ -483,12 +490,20 @@ absl::StatusOr<std::unique_ptr<NatsConnection>> NatsConnection::Connect(
   if (s == NATS_OK) {
     s = natsOptions_SetErrorHandler(o, &OnError, conn->callback_link_);
   }
+  if (s == NATS_OK && !options.security.creds_file.empty()) {
+    // Not natsOptions_SetUserCredentialsFromFiles: see cluster/nats_creds.h.
+    conn->link_->creds_file = options.security.creds_file;
+    s = natsOptions_SetUserCredentialsCallbacks(
+        o, &OnUserJwt, conn->callback_link_, &OnSignNonce,
+        conn->callback_link_);
+  }
   if (s != NATS_OK) return NatsError(s, "setting up the NATS client");
   RETURN_IF_ERROR(ApplySecurity(o, options.security, loaded, tls));
 
   StartupRetry retry(*conn);
-  int signed_refusals = 0;
+  int unsent_in_a_row = 0;
   while (true) {
+    const uint64_t unsent_before = conn->link_->unsent_logins.load();
     s = natsConnection_Connect(&conn->nc_, o);
     if (s == NATS_OK) {
       // The connection's closed callback deletes it from now on.
@@ -496,14 +511,13 @@ absl::StatusOr<std::unique_ptr<NatsConnection>> NatsConnection::Connect(
       conn->link_->Up();
       break;
     }
-    // A .creds login signs the server's nonce, and libnats before 3.8
-    // leaves out a signature whose first byte is zero (1 login in 256):
-    // the server refuses it. The next login signs a new nonce.
-    if (s == NATS_CONNECTION_AUTH_FAILED &&
-        !options.security.creds_file.empty() &&
-        ++signed_refusals < kSignedLoginTries) {
+    // Every server's nonce of this attempt had a signature that would have
+    // gone out empty: connect again, to new nonces.
+    if (conn->link_->unsent_logins.load() != unsent_before &&
+        ++unsent_in_a_row < kUnsentLoginTries) {
       continue;
     }
+    unsent_in_a_row = 0;
     // Wrong credentials or certificates stay wrong: end the start now
     // (systemd restarts the unit) rather than retry for a minute.
     RETURN_IF_ERROR(
@@ -587,6 +601,43 @@ void NatsConnection::OnError(natsConnection* nc, natsSubscription* /*sub*/,
           ? " (the servers' permissions for this user lack a subject the "
             "collector uses: see docs/cluster.md#securing-nats)"
           : ""));
+}
+
+natsStatus NatsConnection::OnUserJwt(char** jwt, char** error_text,
+                                     void* closure) {
+  const Link& link = **static_cast<std::shared_ptr<Link>*>(closure);
+  absl::StatusOr<NatsCreds> creds = ReadCreds(link.creds_file);
+  if (!creds.ok()) {
+    *error_text = LibnatsText(creds.status().message());
+    return NATS_ERR;
+  }
+  *jwt = LibnatsText(creds->jwt);
+  return *jwt == nullptr ? NATS_NO_MEMORY : NATS_OK;
+}
+
+natsStatus NatsConnection::OnSignNonce(char** error_text,
+                                       unsigned char** signature, int* length,
+                                       const char* nonce, void* closure) {
+  Link& link = **static_cast<std::shared_ptr<Link>*>(closure);
+  absl::StatusOr<NatsCreds> creds = ReadCreds(link.creds_file);
+  absl::StatusOr<std::string> signed_nonce =
+      creds.ok() ? SignNonce(creds->seed, nonce == nullptr ? "" : nonce)
+                 : creds.status();
+  if (!signed_nonce.ok()) {
+    if (absl::IsUnavailable(signed_nonce.status())) {
+      // No CONNECT goes out: libnats drops this connection as one that
+      // failed, not as refused credentials, and connects again.
+      link.unsent_logins.fetch_add(1);
+      LogInfo(absl::StrCat("NATS: ", signed_nonce.status().message()));
+    }
+    *error_text = LibnatsText(signed_nonce.status().message());
+    return NATS_ERR;
+  }
+  *signature = static_cast<unsigned char*>(std::malloc(signed_nonce->size()));
+  if (*signature == nullptr) return NATS_NO_MEMORY;
+  std::memcpy(*signature, signed_nonce->data(), signed_nonce->size());
+  *length = static_cast<int>(signed_nonce->size());
+  return NATS_OK;
 }
 
 void NatsConnection::OnClosed(natsConnection* /*nc*/, void* closure) {

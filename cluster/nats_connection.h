@@ -183,9 +183,7 @@ class NatsConnection {
   // JetStream (JetStreamProblem); with several servers listed, that hint
   // is logged while retrying and ends the final error. What retrying cannot
   // mend ends it at once: PermissionDenied when a server refuses the
-  // credentials ("authorization violation"; a .creds file after four
-  // logins refused in a row, as libnats drops a signature now and then),
-  // FailedPrecondition when the
+  // credentials ("authorization violation"), FailedPrecondition when the
   // TLS handshake fails (a server certificate the CA did not sign) or TLS
   // is wanted and the server has none; InvalidArgument for a bad
   // NatsSecurity (ValidateNatsSecurity).
@@ -257,6 +255,12 @@ class NatsConnection {
     std::atomic<int64_t> down_since{0};
     // When OnError last logged (Unix ns): at most one line a second.
     std::atomic<int64_t> last_error_log_ns{0};
+    // NatsSecurity::creds_file, read at every login (a rotated file is
+    // used from the next one); empty without one.
+    std::string creds_file;
+    // Logins not sent because their nonce's signature would have gone out
+    // empty (cluster/nats_creds.h): the client connected again.
+    std::atomic<uint64_t> unsent_logins{0};
     void Down();
     void Up();
   };
@@ -269,6 +273,11 @@ class NatsConnection {
   // refused on a reconnect.
   static void OnError(natsConnection* nc, natsSubscription* sub,
                       natsStatus status, void* closure);
+  // A login with Link::creds_file: its user JWT, and the server's nonce
+  // signed with its seed (libnats frees what they return).
+  static natsStatus OnUserJwt(char** jwt, char** error_text, void* closure);
+  static natsStatus OnSignNonce(char** error_text, unsigned char** signature,
+                                int* length, const char* nonce, void* closure);
 
   std::vector<std::string> urls_;
   absl::Duration request_timeout_;

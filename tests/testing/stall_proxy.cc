@@ -40,6 +40,11 @@ struct Pair {
   std::string sent_tail;
   // Refused as a NATS server refuses a login (StallProxy::RefuseLogins).
   bool refuse_login = false;
+  // Put in place of the nonce of the server's greeting (ReplaceNonces);
+  // what the server sends waits until the greeting is whole.
+  std::string nonce;
+  bool greeting_done = false;
+  bool login_seen = false;
   bool closed = false;
 
   ~Pair() {
@@ -97,6 +102,23 @@ bool RefusedLogin(Pair& p) {
   const ssize_t n = write(p.client, kAuthorizationViolation,
                           sizeof(kAuthorizationViolation) - 1);
   (void)n;
+  return true;
+}
+
+// Puts `p.nonce` in place of the nonce of the server's greeting once it
+// is whole (its first line, `INFO {...}`); true once done.
+bool ReplacedNonce(Pair& p) {
+  const size_t end = p.to_client.find("\r\n");
+  if (end == std::string::npos) return false;
+  const std::string field = "\"nonce\":\"";
+  const size_t key = p.to_client.find(field);
+  if (key != std::string::npos && key < end) {
+    const size_t value = key + field.size();
+    const size_t close = p.to_client.find('"', value);
+    if (close != std::string::npos && close < end) {
+      p.to_client.replace(value, close - value, p.nonce);
+    }
+  }
   return true;
 }
 
@@ -162,6 +184,11 @@ void StallProxy::Release() {
 
 void StallProxy::RefuseLogins(int n) { refuse_logins_.store(n); }
 
+void StallProxy::ReplaceNonces(std::vector<std::string> nonces) {
+  absl::MutexLock lock(&mu_);
+  nonces_.assign(nonces.begin(), nonces.end());
+}
+
 void StallProxy::CutConnections() {
   cut_.store(true);
   // Cut by the proxy's loop within a poll.
@@ -217,13 +244,21 @@ void StallProxy::Run() {
         if (!ReadInto(p.server, &p.to_client, &n)) p.closed = true;
         if (holding_replies) held_bytes_.fetch_add(n);
       }
+      if (!p.greeting_done) p.greeting_done = ReplacedNonce(p);
+      // The client sends its CONNECT (with PING) in one write.
+      if (!p.login_seen && !p.refuse_login &&
+          p.to_server.find("CONNECT ") != std::string::npos) {
+        p.login_seen = true;
+        logins_.fetch_add(1);
+      }
       // A login to refuse sends the server nothing, not even the start of
       // its CONNECT.
       if (!holding_requests && !p.refuse_login &&
           !Flush(p.server, &p.to_server, &p.sent_tail)) {
         p.closed = true;
       }
-      if (!holding_replies && !Flush(p.client, &p.to_client, nullptr)) {
+      if (!holding_replies && p.greeting_done &&
+          !Flush(p.client, &p.to_client, nullptr)) {
         p.closed = true;
       }
     }
@@ -247,6 +282,14 @@ void StallProxy::Run() {
     connections_.fetch_add(1);
     auto pair = std::make_unique<Pair>();
     pair->client = client;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!nonces_.empty()) {
+        pair->nonce = std::move(nonces_.front());
+        nonces_.pop_front();
+      }
+    }
+    pair->greeting_done = pair->nonce.empty();
     for (int left = refuse_logins_.load(); left > 0;) {
       if (refuse_logins_.compare_exchange_weak(left, left - 1)) {
         pair->refuse_login = true;

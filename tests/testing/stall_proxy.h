@@ -5,8 +5,10 @@
 //     answer arrives (and is ignored) only later (HoldRepliesFrom);
 //   - a request delayed on its way while another client writes first
 //     (HoldRequestsFrom);
-//   - a NATS login refused (RefuseLogins), as a server refuses one whose
-//     signature libnats left out.
+//   - a NATS login refused (RefuseLogins), as a server refuses wrong
+//     credentials;
+//   - a NATS server's nonce chosen by the test (ReplaceNonces): one whose
+//     signature libnats before 3.8 would send empty.
 //
 //   auto proxy = testing::StallProxy::Start(server_port);  // StatusOr
 //   connect the client to 127.0.0.1:(*proxy)->port();
@@ -23,9 +25,11 @@
 
 #include <atomic>
 #include <cstddef>
+#include <deque>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -66,6 +70,13 @@ class StallProxy {
   // Violation'", and the connection is closed. Plain connections only:
   // TLS hides the CONNECT.
   void RefuseLogins(int n);
+  // The next connections, one per entry, get `nonces` in place of the
+  // nonce of the server's greeting (its INFO's "nonce"): a client signs
+  // what the proxy chose. The server checks the signature against its own
+  // nonce, so such a login is refused. Plain connections only.
+  void ReplaceNonces(std::vector<std::string> nonces);
+  // Connections whose CONNECT was passed on to the server.
+  int logins() const { return logins_.load(); }
   // Closes every connection open now (both ends), as a server that went
   // away; new ones are accepted as before.
   void CutConnections();
@@ -88,6 +99,8 @@ class StallProxy {
   std::atomic<bool> stopping_{false};
   std::atomic<size_t> held_bytes_{0};
   std::atomic<int> refuse_logins_{0};
+  std::deque<std::string> nonces_ ABSL_GUARDED_BY(mu_);
+  std::atomic<int> logins_{0};
   std::atomic<int> connections_{0};
   std::atomic<bool> cut_{false};
   std::thread thread_;

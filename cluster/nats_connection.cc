@@ -568,6 +568,13 @@ void NatsConnection::Link::Down() {
   down_since.compare_exchange_strong(none, MonotonicNanos());
 }
 
+bool NatsConnection::Link::MayLog() {
+  const int64_t now = absl::ToUnixNanos(absl::Now());
+  int64_t last = last_error_log_ns.load();
+  return now - last >= absl::ToInt64Nanoseconds(absl::Seconds(1)) &&
+         last_error_log_ns.compare_exchange_strong(last, now);
+}
+
 void NatsConnection::Link::Up() {
   up.store(true);
   down_since.store(0);
@@ -586,12 +593,7 @@ void NatsConnection::OnError(natsConnection* nc, natsSubscription* /*sub*/,
   Link& link = **static_cast<std::shared_ptr<Link>*>(closure);
   // A publish the user may not make fails once per message: one line a
   // second says it.
-  const int64_t now = absl::ToUnixNanos(absl::Now());
-  int64_t last = link.last_error_log_ns.load();
-  if (now - last < absl::ToInt64Nanoseconds(absl::Seconds(1)) ||
-      !link.last_error_log_ns.compare_exchange_strong(last, now)) {
-    return;
-  }
+  if (!link.MayLog()) return;
   const char* text = nullptr;
   natsConnection_GetLastError(nc, &text);
   LogWarning(absl::StrCat(
@@ -605,9 +607,14 @@ void NatsConnection::OnError(natsConnection* nc, natsSubscription* /*sub*/,
 
 natsStatus NatsConnection::OnUserJwt(char** jwt, char** error_text,
                                      void* closure) {
-  const Link& link = **static_cast<std::shared_ptr<Link>*>(closure);
+  Link& link = **static_cast<std::shared_ptr<Link>*>(closure);
   absl::StatusOr<NatsCreds> creds = ReadCreds(link.creds_file);
   if (!creds.ok()) {
+    // On a reconnect nothing else says why the client cannot log in (the
+    // start reports it before connecting).
+    if (link.MayLog()) {
+      LogWarning(absl::StrCat("NATS: ", creds.status().message()));
+    }
     *error_text = LibnatsText(creds.status().message());
     return NATS_ERR;
   }

@@ -262,6 +262,8 @@ class NatsConnection {
     // empty (cluster/nats_creds.h): the client connected again.
     std::atomic<uint64_t> unsent_logins{0};
     void Down();
+    // True at most once a second (last_error_log_ns): whether to log.
+    bool MayLog();
     void Up();
   };
   static int64_t MonotonicNanos();

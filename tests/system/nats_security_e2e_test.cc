@@ -388,6 +388,30 @@ TEST_F(NatsJwtProxiedTest, ALoginNotSentOnAReconnectKeepsTheCollectorOn) {
   EXPECT_THAT(collector.Stderr(), Not(HasSubstr("Authorization Violation")));
 }
 
+// The .creds file is read at every login: one made readable by others
+// while the collector runs stops its logins, says why, and once mended
+// the collector is back, without a restart.
+TEST_F(NatsJwtProxiedTest, ACredsFileOthersCanReadStopsReconnectsUntilMended) {
+  testing::TempDir dir;
+  Subprocess collector(CollectorArgv(dir));
+  ASSERT_TRUE(Serving(collector));
+
+  ASSERT_EQ(::chmod(nats.creds_file().c_str(), 0644), 0);
+  const int logins = proxy->logins();
+  proxy->CutConnections();
+  EXPECT_TRUE(
+      collector.WaitForStderr("NATS: --nats_creds", nullptr, absl::Seconds(15)))
+      << collector.Stderr();
+  EXPECT_THAT(collector.Stderr(), HasSubstr("chmod 600"));
+  EXPECT_EQ(proxy->logins(), logins);
+
+  ASSERT_EQ(::chmod(nats.creds_file().c_str(), 0600), 0);
+  EXPECT_TRUE(testing::Eventually([&] { return proxy->logins() > logins; },
+                                  absl::Seconds(15)));
+  absl::SleepFor(absl::Seconds(1));
+  EXPECT_TRUE(collector.Running()) << collector.Stderr();
+}
+
 // Credentials refused on a reconnect: once, the client tries again and the
 // collector goes on; twice in a row at the same server, libnats gives the
 // connection up for good, and the collector exits 1 saying so (systemd

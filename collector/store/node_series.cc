@@ -215,6 +215,7 @@ NodeSeries::Outcome NodeSeries::Ingest(absl::string_view boot_id,
   const uint32_t* no_rate_end = no_rate + report.no_rate.size();
   const double* rate = report.rates.data();
   const uint32_t n = static_cast<uint32_t>(slots.size());
+  RateHistory::SampleWriter writer = history_.Writer();
   for (uint32_t i = 0; i < n; ++i) {
     float value;
     if (no_rate != no_rate_end && *no_rate == i) {
@@ -223,7 +224,7 @@ NodeSeries::Outcome NodeSeries::Ingest(absl::string_view boot_id,
     } else {
       value = ToStoredRate(*rate++);
     }
-    history_.Put(slots[i], value);
+    writer.Put(slots[i], value);
   }
   *held = held_seq_;
   return Outcome::kStored;

@@ -186,6 +186,15 @@ void RateHistory::Accumulate(absl::Span<const uint32_t> slots,
       any = true;
     }
     if (!any) continue;
+    // A slot reported in every sample of the frame (nearly all of them)
+    // can read all the frame's begun positions: their count in each range
+    // is the same for all such slots, counted once here.
+    const uint64_t all_readable =
+        f.index == open_ ? f.begun & LowBits(uint64_t{pos_} + 1) : f.begun;
+    std::array<uint64_t, kMaxRanges> all_counts{};
+    for (size_t w = 0; w < ranges; ++w) {
+      all_counts[w] = static_cast<uint64_t>(PopCount(all_readable & range[w]));
+    }
     // A varying slot's values are a block of its own: a cache miss each.
     // Their addresses are known ahead, so the blocks a few slots on are
     // fetched while this one is summed.
@@ -206,10 +215,14 @@ void RateHistory::Accumulate(absl::Span<const uint32_t> slots,
       if (!IsVarying(f, slot)) {
         const float c = FromBits(f.cell[slot]);
         if (std::isnan(c)) continue;
+        const bool all = readable == all_readable;
         for (size_t w = 0; w < ranges; ++w) {
-          const int n = PopCount(readable & range[w]);
-          sums[w * slots.size() + i] += static_cast<double>(c) * n;
-          counts[w * slots.size() + i] += static_cast<uint64_t>(n);
+          const uint64_t n =
+              all ? all_counts[w]
+                  : static_cast<uint64_t>(PopCount(readable & range[w]));
+          sums[w * slots.size() + i] +=
+              static_cast<double>(c) * static_cast<double>(n);
+          counts[w * slots.size() + i] += n;
         }
         continue;
       }

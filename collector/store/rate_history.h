@@ -37,11 +37,14 @@
 #include <limits>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/types/span.h"
 
 namespace fabricdiag::collector {
 
 class RateHistory {
+  struct Frame;
+
  public:
   static constexpr uint64_t kFrameSamples = 64;
 
@@ -61,32 +64,66 @@ class RateHistory {
   // Begin() are holes: every series reads NaN there.
   bool Begin(uint64_t k);
 
+  // Puts of the sample begun last, from a caller's loop over a report's
+  // values: the open frame's arrays are held here rather than read from
+  // the history again after each store (Put() in a loop must: its one-byte
+  // store may alias anything). Valid until the next Begin() or Resize().
+  class SampleWriter {
+   public:
+    explicit SampleWriter(RateHistory* history)
+        : history_(history),
+          frame_(history->open_frame_),
+          next_(history->next_.data()),
+          cell_(frame_->cell.data()),
+          varying_(frame_->varying.data()),
+          pool_(frame_->pool.data()),
+          // Samples of this frame begun before this one.
+          begun_before_(frame_->begun & LowBits(history->pos_)),
+          pos_(history->pos_) {}
+
+    // Put(), below.
+    ABSL_ATTRIBUTE_ALWAYS_INLINE void Put(uint32_t slot, float value) {
+      const uint8_t np = next_[slot];
+      if (np > pos_) return;
+      uint32_t bits;
+      std::memcpy(&bits, &value, sizeof(bits));
+      if (bits != kNoRateBits && value != value) bits = kNoRateBits;  // NaN
+      // Samples of this frame that were begun but did not carry this slot
+      // must read NaN; samples never begun (before the node's first
+      // report, dropped reports) are skipped by every reader and need
+      // nothing.
+      const bool gap = np < pos_ && (begun_before_ & ~LowBits(np)) != 0;
+      if ((varying_[slot / 64] >> (slot % 64)) & 1) {
+        // A block reads NaN wherever it was not Put (see Materialize).
+        std::memcpy(&pool_[cell_[slot] * kFrameSamples + pos_], &bits,
+                    sizeof(bits));
+      } else if (np == 0 && !gap) {
+        cell_[slot] = bits;  // the frame's first value sets the constant
+      } else if (gap ? (bits != kNoRateBits || cell_[slot] != kNoRateBits)
+                     : bits != cell_[slot]) {
+        history_->Materialize(frame_, slot, np, bits);
+        pool_ = frame_->pool.data();  // the pool grew
+      }
+      next_[slot] = static_cast<uint8_t>(pos_ + 1);
+    }
+
+   private:
+    RateHistory* const history_;
+    Frame* const frame_;
+    uint8_t* const next_;
+    uint32_t* const cell_;
+    const uint64_t* const varying_;
+    float* pool_;
+    const uint64_t begun_before_;
+    const uint8_t pos_;
+  };
+  // Begin() must have succeeded once.
+  SampleWriter Writer() { return SampleWriter(this); }
+
   // Stores `value` (NaN = no rate) of `slot` (< series()) for the sample
   // begun last. A slot not Put reads NaN for that sample; a second Put of a
   // slot in one sample is ignored.
-  void Put(uint32_t slot, float value) {
-    Frame& f = *open_frame_;
-    const uint8_t np = next_[slot];
-    if (np > pos_) return;
-    uint32_t bits;
-    std::memcpy(&bits, &value, sizeof(bits));
-    if (bits != kNoRateBits && value != value) bits = kNoRateBits;  // NaN
-    // Samples of this frame that were begun but did not carry this slot
-    // must read NaN; samples never begun (before the node's first report,
-    // dropped reports) are skipped by every reader and need nothing.
-    const bool gap = np < pos_ && (f.begun & LowBits(pos_) & ~LowBits(np));
-    if (IsVarying(f, slot)) {
-      // A block reads NaN wherever it was not Put (see Materialize).
-      std::memcpy(&f.pool[f.cell[slot] * kFrameSamples + pos_], &bits,
-                  sizeof(bits));
-    } else if (np == 0 && !gap) {
-      f.cell[slot] = bits;  // the frame's first value sets the constant
-    } else if (gap ? (bits != kNoRateBits || f.cell[slot] != kNoRateBits)
-                   : bits != f.cell[slot]) {
-      Materialize(&f, slot, np, bits);
-    }
-    next_[slot] = static_cast<uint8_t>(pos_ + 1);
-  }
+  void Put(uint32_t slot, float value) { SampleWriter(this).Put(slot, value); }
 
   // The value of `slot` at sample `k`; NaN when it is not held (evicted,
   // a hole, never written) or had no rate.

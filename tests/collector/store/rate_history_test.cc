@@ -247,9 +247,10 @@ TEST(RateHistoryTest, MatchesAReferenceModelOnRandomReports) {
 }
 
 // Many slots over several ranges at once (what a pass's views read) sum
-// what was Put: ranges that start before the history, in another frame
-// than their end, or end past the newest sample, slots added after a
-// frame, unknown slots, and more ranges than are read together.
+// what was Put (slot by slot, or by one SampleWriter): ranges that start before
+// the history, in another frame than their end, or end past the newest sample,
+// slots added after a frame, unknown slots, and more ranges than are read
+// together.
 TEST(RateHistoryTest, ManySlotsAndRangesMatchAReferenceModel) {
   std::mt19937_64 rng(7);
   for (int trial = 0; trial < 20; ++trial) {
@@ -262,13 +263,20 @@ TEST(RateHistoryTest, ManySlotsAndRangesMatchAReferenceModel) {
       k += (rng() % 12 == 0) ? 1 + rng() % 70 : 1;
       if (rng() % 60 == 0) h.Resize(series += 1 + rng() % 3);
       ASSERT_TRUE(h.Begin(k));
+      // Odd trials write each sample as ingest does: one writer for all
+      // its values (blocks made as it goes).
+      RateHistory::SampleWriter writer = h.Writer();
       for (uint32_t s = 0; s < series; ++s) {
         if (rng() % 6 == 0) continue;
         const uint64_t r = rng() % 5;
         const float v = r == 0   ? std::nanf("")
                         : r == 1 ? static_cast<float>(s)
                                  : static_cast<float>(rng() % 1000);
-        h.Put(s, v);
+        if (trial % 2 == 1) {
+          writer.Put(s, v);
+        } else {
+          h.Put(s, v);
+        }
         if (!std::isnan(v)) model[{s, k}] = v;
       }
       if (step % 23 != 0) continue;

@@ -355,7 +355,10 @@ TEST_F(NatsJwtProxiedTest, ALoginWhoseSignatureWouldGoOutEmptyIsNotSent) {
   EXPECT_LT(absl::Now() - start, kRefusedWithin);
   EXPECT_TRUE(absl::IsPermissionDenied(conn.status())) << conn.status();
   EXPECT_THAT(conn.status().message(), HasSubstr("authorization violation"));
-  EXPECT_EQ(proxy->connections() - before, 1);
+  // One login refused ends it (the start used to try four). Seen once in
+  // an ASan run on a loaded machine: two connections, the first one ended
+  // before its refusal was read (a lost connection is tried again).
+  EXPECT_LE(proxy->connections() - before, 2);
 }
 
 // The same on a reconnect: libnats would send the empty signature, be

@@ -40,6 +40,11 @@ struct Pair {
   std::string sent_tail;
   // Refused as a NATS server refuses a login (StallProxy::RefuseLogins).
   bool refuse_login = false;
+  // The refusal was sent and the proxy's side shut: what the client still
+  // sends is read and dropped until it closes. Closing at once, with its
+  // PING unread, would reset the connection, and a client that reads the
+  // reset before the refusal sees a lost connection, not a refused login.
+  bool refused = false;
   // Put in place of the nonce of the server's greeting (ReplaceNonces);
   // what the server sends waits until the greeting is whole.
   std::string nonce;
@@ -224,7 +229,12 @@ void StallProxy::Run() {
       if ((client_events & (POLLIN | POLLHUP | POLLERR)) != 0) {
         const size_t before = p.to_server.size();
         if (!ReadInto(p.client, &p.to_server, &n)) p.closed = true;
-        if (p.refuse_login && RefusedLogin(p)) p.closed = true;
+        if (p.refused) {
+          p.to_server.clear();
+        } else if (p.refuse_login && RefusedLogin(p)) {
+          p.refused = true;
+          shutdown(p.client, SHUT_WR);
+        }
         // Decided before the request is passed on: it, or its answer, is
         // held.
         if (n > 0 && !holding) {
@@ -257,6 +267,7 @@ void StallProxy::Run() {
           !Flush(p.server, &p.to_server, &p.sent_tail)) {
         p.closed = true;
       }
+      if (p.refused) p.to_client.clear();  // nothing more after the refusal
       if (!holding_replies && p.greeting_done &&
           !Flush(p.client, &p.to_client, nullptr)) {
         p.closed = true;

@@ -67,8 +67,8 @@ class StallProxy {
   // The next `n` connections are refused as a NATS server refuses a
   // login: the server's greeting reaches the client, the client's CONNECT
   // does not reach the server but is answered "-ERR 'Authorization
-  // Violation'", and the connection is closed. Plain connections only:
-  // TLS hides the CONNECT.
+  // Violation'", and the connection is shut (closed once the client
+  // closes it). Plain connections only: TLS hides the CONNECT.
   void RefuseLogins(int n);
   // The next connections, one per entry, get `nonces` in place of the
   // nonce of the server's greeting (its INFO's "nonce"): a client signs

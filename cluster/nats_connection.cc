@@ -626,10 +626,17 @@ natsStatus NatsConnection::OnSignNonce(char** error_text,
                                        unsigned char** signature, int* length,
                                        const char* nonce, void* closure) {
   Link& link = **static_cast<std::shared_ptr<Link>*>(closure);
+  if (nonce == nullptr || *nonce == '\0') {
+    // The server asked for no proof: it takes no JWT logins. The login
+    // goes without a signature, as libnats' own would; a server that wants
+    // a user and password refuses it ("authorization violation").
+    *signature = nullptr;
+    *length = 0;
+    return NATS_OK;
+  }
   absl::StatusOr<NatsCreds> creds = ReadCreds(link.creds_file);
   absl::StatusOr<std::string> signed_nonce =
-      creds.ok() ? SignNonce(creds->seed, nonce == nullptr ? "" : nonce)
-                 : creds.status();
+      creds.ok() ? SignNonce(creds->seed, nonce) : creds.status();
   if (!signed_nonce.ok()) {
     if (absl::IsUnavailable(signed_nonce.status())) {
       // No CONNECT goes out: libnats drops this connection as one that

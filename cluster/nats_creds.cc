@@ -42,8 +42,10 @@ NatsCreds& NatsCreds::operator=(NatsCreds&& other) noexcept {
 NatsCreds::~NatsCreds() { WipeSecret(&seed); }
 
 void WipeSecret(std::string* secret) {
-  // The whole buffer: a shorter secret may have been held in it before.
-  if (secret->capacity() > 0) explicit_bzero(secret->data(), secret->size());
+  // The whole buffer: a longer secret may have been held in it before
+  // (resize() zeroes the characters past the size, bzero the rest).
+  secret->resize(secret->capacity());
+  explicit_bzero(secret->data(), secret->size());
   secret->clear();
 }
 

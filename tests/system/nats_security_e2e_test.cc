@@ -126,6 +126,20 @@ TEST_F(NatsSecurityTest, NoCredentialsAreRefused) {
   EXPECT_THAT(r.err, HasSubstr("the servers require credentials"));
 }
 
+// A .creds file for servers that take users and passwords: they send no
+// nonce to sign, and refuse the login as they refuse no credentials.
+TEST_F(NatsSecurityTest, ACredsFileForServersOfPasswordsIsRefused) {
+  absl::StatusOr<testing::NatsJwtAuth> auth =
+      testing::MakeNatsJwtAuth("fabricdiag");
+  ASSERT_TRUE(auth.ok()) << auth.status();
+  const std::string creds = WriteFile("user.creds", auth->user_creds, 0600);
+  RunResult r =
+      Refused({"--nats_creds=" + creds, "--nats_tls_ca=" + nats_->ca_cert()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("authorization violation"));
+  EXPECT_THAT(r.err, HasSubstr("--nats_creds=" + creds));
+}
+
 TEST_F(NatsSecurityTest, AServerCertificateOfAnotherCaIsRefused) {
   std::vector<std::string> flags = nats_->ClientFlags();
   flags.back() = "--nats_tls_ca=" + nats_->other_ca_cert();

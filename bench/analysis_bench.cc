@@ -788,9 +788,8 @@ void BM_ShardedInterval(benchmark::State& state) {
   // Each owned shard's views, kept from pass to pass as the runner keeps
   // them.
   absl::flat_hash_map<std::string, ShardViews> views;
-  // The chunk messages and the buffer publishing reuses, as the exchange.
+  // The chunks' buffers publishing reuses, as the exchange.
   cluster::ShardChunkWriter writer;
-  std::string serialized;
   const auto interval = [&] {
     const absl::Time now = absl::Now();
     double start = ThreadCpuMs();
@@ -801,12 +800,9 @@ void BM_ShardedInterval(benchmark::State& state) {
     for (const ShardPorts& s : mine) {
       if (!f.owned.contains(s.shard)) others.push_back(&s);
     }
-    for (absl::Span<const v1::ShardChunk> chunks :
+    for (absl::Span<const absl::string_view> chunks :
          writer.WriteShards(f.local, others, {"col-0", now})) {
-      for (const v1::ShardChunk& chunk : chunks) {
-        chunk.SerializeToString(&serialized);
-        publish_bytes += serialized.size();
-      }
+      for (absl::string_view chunk : chunks) publish_bytes += chunk.size();
     }
     publish_ms += ThreadCpuMs() - start;
 
@@ -1043,12 +1039,9 @@ class BenchShards final : public collector::AnalysisShards {
       }
     }
     published_bytes = 0;
-    for (absl::Span<const v1::ShardChunk> chunks :
+    for (absl::Span<const absl::string_view> chunks :
          writer_.WriteShards(local, others, {"col-0", now})) {
-      for (const v1::ShardChunk& chunk : chunks) {
-        chunk.SerializeToString(&buffer_);
-        published_bytes += buffer_.size();
-      }
+      for (absl::string_view chunk : chunks) published_bytes += chunk.size();
     }
     return absl::OkStatus();
   }
@@ -1103,7 +1096,6 @@ class BenchShards final : public collector::AnalysisShards {
  private:
   std::vector<Owned> owned_;
   cluster::ShardChunkWriter writer_;
-  std::string buffer_;
   std::map<std::string, std::vector<std::shared_ptr<const v1::ShardChunk>>,
            std::less<>>
       chunks_;

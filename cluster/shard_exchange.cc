@@ -177,15 +177,13 @@ absl::Status ShardExchange::Publish(
   absl::MutexLock lock(&publish_mu_);
   uint64_t bytes = 0;
   absl::Status status;
-  std::string& data = publish_buffer_;
-  const std::vector<absl::Span<const v1::ShardChunk>> written =
+  const std::vector<absl::Span<const absl::string_view>> written =
       writer_.WriteShards(local, others, {id_, now, options_.max_chunk_bytes});
   for (size_t k = 0; k < others.size() && status.ok(); ++k) {
-    for (const v1::ShardChunk& chunk : written[k]) {
-      chunk.SerializeToString(&data);
-      const std::string subject =
-          absl::StrCat(options_.subject, ".", others[k]->shard, ".", id_, ".",
-                       chunk.chunk());
+    for (size_t c = 0; c < written[k].size(); ++c) {
+      const absl::string_view data = written[k][c];
+      const std::string subject = absl::StrCat(
+          options_.subject, ".", others[k]->shard, ".", id_, ".", c);
       const natsStatus st =
           natsConnection_Publish(nats_->nc(), subject.c_str(), data.data(),
                                  static_cast<int>(data.size()));

@@ -154,7 +154,6 @@ class ShardExchange {
   // Publish() at a time, with the messages and the buffer it reuses.
   absl::Mutex publish_mu_;
   ShardChunkWriter writer_ ABSL_GUARDED_BY(publish_mu_);
-  std::string publish_buffer_ ABSL_GUARDED_BY(publish_mu_);
   // Own() at a time.
   absl::Mutex own_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   mutable absl::Mutex mu_;

@@ -56,32 +56,112 @@ bool HasEvidence(const analysis::SampleEvidence& e) {
          e.median_interval_seconds != 0 || e.max_interval_seconds != 0;
 }
 
-// The columns of one view of a block.
-struct ViewColumns {
-  RepeatedField<uint64_t>* present;
-  RepeatedField<float>* values;
-  RepeatedField<uint64_t>* rates;
-  RepeatedField<uint32_t>* counts;
-  RepeatedField<float>* seconds;
+// A growing run of bytes in protobuf's wire format whose appends check
+// their room once, not byte by byte. Cleared, it keeps its storage.
+class WireBuffer {
+ public:
+  static constexpr size_t kMaxVarint = 10;
+
+  size_t size() const { return size_; }
+  absl::string_view bytes() const { return {data_.data(), size_}; }
+  void clear() { size_ = 0; }
+
+  void Varint(uint64_t v) {
+    char* at = Room(kMaxVarint);
+    char* const start = at;
+    while (v >= 0x80) {
+      *at++ = static_cast<char>(v | 0x80);
+      v >>= 7;
+    }
+    *at++ = static_cast<char>(v);
+    size_ += static_cast<size_t>(at - start);
+  }
+  void Float(float f) {
+    // Little-endian, as the wire's fixed32 (this machine's order).
+    std::memcpy(Room(sizeof(f)), &f, sizeof(f));
+    size_ += sizeof(f);
+  }
+  void Byte(char c) {
+    *Room(1) = c;
+    ++size_;
+  }
+  void Append(absl::string_view s) {
+    std::memcpy(Room(s.size()), s.data(), s.size());
+    size_ += s.size();
+  }
+  // A length-delimited field: its tag (one byte: fields 1-15), length
+  // and bytes.
+  void String(char tag, absl::string_view s) {
+    Byte(tag);
+    Varint(s.size());
+    Append(s);
+  }
+
+ private:
+  // Where `n` more bytes go (not yet counted in size_).
+  char* Room(size_t n) {
+    if (data_.size() - size_ < n) {
+      data_.resize(std::max({data_.size() * 2, size_ + n, size_t{64}}));
+    }
+    return data_.data() + size_;
+  }
+
+  std::vector<char> data_;
+  size_t size_ = 0;
 };
 
-ViewColumns WindowColumns(v1::ShardPortBlock* b) {
-  return {b->mutable_window_present(), b->mutable_window_values(),
-          b->mutable_window_rates(), b->mutable_window_sample_counts(),
-          b->mutable_window_sample_seconds()};
+// A field's tag of one byte (fields 1-15), as proto/cluster.proto numbers
+// them: field number << 3 | wire type.
+constexpr char Tag(int field, int wire_type) {
+  return static_cast<char>(field << 3 | wire_type);
 }
-ViewColumns RecentColumns(v1::ShardPortBlock* b) {
-  return {b->mutable_recent_present(), b->mutable_recent_values(),
-          b->mutable_recent_rates(), b->mutable_recent_sample_counts(),
-          b->mutable_recent_sample_seconds()};
-}
+constexpr int kVarintType = 0;
+constexpr int kFixed64Type = 1;
+constexpr int kLengthType = 2;  // strings, messages and packed fields
+
+// ShardPortBlock's.
+constexpr char kSlotsTag = Tag(1, kLengthType);
+constexpr char kNodeTag = Tag(2, kLengthType);
+constexpr char kNodePortsTag = Tag(3, kLengthType);
+constexpr char kSwitchNodeTag = Tag(4, kLengthType);
+constexpr char kDeviceTag = Tag(5, kLengthType);
+constexpr char kNetdevTag = Tag(6, kLengthType);
+constexpr char kWindowPresentTag = Tag(7, kLengthType);
+constexpr char kWindowValuesTag = Tag(8, kLengthType);
+constexpr char kWindowCountsTag = Tag(9, kLengthType);
+constexpr char kWindowSecondsTag = Tag(10, kLengthType);
+constexpr char kRecentPresentTag = Tag(11, kLengthType);
+constexpr char kRecentValuesTag = Tag(12, kLengthType);
+constexpr char kRecentCountsTag = Tag(13, kLengthType);
+constexpr char kRecentSecondsTag = Tag(14, kLengthType);
+constexpr char kWindowRatesTag = Tag(15, kLengthType);
+// Field 16's tag, (16 << 3 | 2) as a varint, takes two bytes.
+constexpr char kRecentRatesTag[] = {static_cast<char>(0x82), 0x01};
+
+// ShardChunk's.
+constexpr char kCollectorIdTag = Tag(1, kLengthType);
+constexpr char kPublishedTag = Tag(2, kVarintType);
+constexpr char kShardTag = Tag(3, kLengthType);
+constexpr char kChunkTag = Tag(4, kVarintType);
+constexpr char kChunksTag = Tag(5, kVarintType);
+constexpr char kWindowSecondsOfChunkTag = Tag(6, kFixed64Type);
+constexpr char kRecentSecondsOfChunkTag = Tag(7, kFixed64Type);
+constexpr char kPortsTag = Tag(8, kLengthType);
+
+// The most a ShardChunk's fields before its block's bytes take, besides
+// the collector's and the shard's names: each field's tag and a varint (a
+// string's length, the time, the two counts, the block's length) or a
+// double.
+constexpr size_t kMaxHeaderBytes =
+    6 * (1 + WireBuffer::kMaxVarint) + 2 * (1 + sizeof(double));
 
 // Where each slot a shard of one kind reads lies in a PortSignals, and
 // which of them are link rates: a port's values are read at their offsets,
 // without a call per slot.
 struct SlotPlan {
   std::vector<size_t> offsets;
-  uint64_t rate_bits = 0;  // bit i: slot i is a link rate
+  uint64_t rate_bits = 0;   // bit i: slot i is a link rate
+  std::string slots_field;  // a block's `slots`, tag and length first
 };
 
 SlotPlan PlanFor(absl::Span<const int> slots) {
@@ -95,6 +175,11 @@ SlotPlan PlanFor(absl::Span<const int> slots) {
         base));
     if (IsRate(slots[i])) plan.rate_bits |= uint64_t{1} << i;
   }
+  WireBuffer packed;
+  for (int slot : slots) packed.Varint(static_cast<uint32_t>(slot));
+  WireBuffer field;
+  field.String(kSlotsTag, packed.bytes());
+  plan.slots_field = std::string(field.bytes());
   return plan;
 }
 
@@ -106,12 +191,26 @@ const SlotPlan& PlanOf(analysis::ShardKind kind) {
   return kind == analysis::ShardKind::kJobs ? *jobs : *switches;
 }
 
-// Appends one port's view; returns an upper bound of the bytes it added.
-size_t PutView(const PortView& p, const SlotPlan& plan, uint64_t flags,
-               const ViewColumns& to) {
+// The columns of one view of a block being written.
+struct ViewColumns {
+  WireBuffer present;
+  WireBuffer values;
+  WireBuffer rates;
+  WireBuffer counts;
+  WireBuffer seconds;
+
+  void clear() {
+    for (WireBuffer* b : {&present, &values, &rates, &counts, &seconds}) {
+      b->clear();
+    }
+  }
+};
+
+// Appends one port's view.
+void PutView(const PortView& p, const SlotPlan& plan, uint64_t flags,
+             ViewColumns* to) {
   uint64_t mask = kInView | flags;
   if (!p.s.link_up) mask |= kLinkDown;
-  size_t bytes = 10;  // the presence word, a varint
   const char* base = reinterpret_cast<const char*>(&p.s);
   for (size_t i = 0; i < plan.offsets.size(); ++i) {
     double v;
@@ -119,12 +218,10 @@ size_t PutView(const PortView& p, const SlotPlan& plan, uint64_t flags,
     if ((plan.rate_bits >> i) & 1) {
       // A speed no link has (negative, infinite, past 2^63) is unknown.
       if (!(v >= 0.5 && v < kMaxRate)) continue;
-      to.rates->Add(static_cast<uint64_t>(std::llround(v)));
-      bytes += 10;
+      to->rates.Varint(static_cast<uint64_t>(std::llround(v)));
     } else {
       if (!analysis::Has(v)) continue;
-      to.values->Add(ToFloat(v));
-      bytes += 4;
+      to->values.Float(ToFloat(v));
     }
     mask |= uint64_t{1} << (kFirstSlotBit + i);
   }
@@ -132,16 +229,14 @@ size_t PutView(const PortView& p, const SlotPlan& plan, uint64_t flags,
   if (HasEvidence(e)) {
     mask |= kSamplesFollow;
     for (int c : {e.reports, e.intervals, e.expected_reports}) {
-      to.counts->Add(static_cast<uint32_t>(std::max(c, 0)));
+      to->counts.Varint(static_cast<uint32_t>(std::max(c, 0)));
     }
     for (double s : {e.report_span_seconds, e.span_seconds,
                      e.median_interval_seconds, e.max_interval_seconds}) {
-      to.seconds->Add(ToFloat(s));
+      to->seconds.Float(ToFloat(s));
     }
-    bytes += kSampleCounts * 5 + kSampleSeconds * 4;
   }
-  to.present->Add(mask);
-  return bytes;
+  to->present.Varint(mask);
 }
 
 // A block's layout, found sound by CheckBlock(): each port can then be
@@ -400,18 +495,102 @@ void AppendByDevice(const analysis::FabricView& from,
 
 }  // namespace
 
+// One target's buffers: those of the block of the chunk being written, by
+// field, and the chunks written, each a serialized ShardChunk after room
+// for its header (written last: it says how many chunks the shard took).
+struct ShardChunkWriter::Buffers {
+  WireBuffer node;  // each name with its tag and length
+  WireBuffer node_ports;
+  WireBuffer switch_node;
+  WireBuffer device;  // as `node`
+  WireBuffer netdev;  // as `node`
+  ViewColumns window;
+  ViewColumns recent;
+  std::vector<std::string> chunks;
+  std::vector<absl::string_view> written;  // the chunks' messages
+
+  // The block's fields written so far, about.
+  size_t BlockBytes() const {
+    size_t bytes = node.size() + node_ports.size() + switch_node.size() +
+                   device.size() + netdev.size();
+    for (const ViewColumns* v : {&window, &recent}) {
+      bytes += v->present.size() + v->values.size() + v->rates.size() +
+               v->counts.size() + v->seconds.size();
+    }
+    return bytes;
+  }
+
+  void ClearBlock() {
+    for (WireBuffer* b : {&node, &node_ports, &switch_node, &device, &netdev}) {
+      b->clear();
+    }
+    window.clear();
+    recent.clear();
+  }
+
+  // Appends the block's fields, in their numbers' order (as protobuf
+  // writes them), to `to`, and clears them. `with_recent`: whether any
+  // port of the block is in the recent view (else no recent column).
+  void MoveBlock(const SlotPlan& plan, bool with_recent, std::string* to) {
+    const auto raw = [to](const WireBuffer& field) {
+      to->append(field.bytes().data(), field.size());
+    };
+    WireBuffer lengths;  // a packed field's tag and length
+    const auto packed = [&](absl::string_view tag, const WireBuffer& field) {
+      if (field.size() == 0) return;  // an empty packed field is left out
+      lengths.clear();
+      lengths.Append(tag);
+      lengths.Varint(field.size());
+      raw(lengths);
+      raw(field);
+    };
+    const auto one = [](const char& tag) { return absl::string_view(&tag, 1); };
+    to->append(plan.slots_field);
+    raw(node);
+    packed(one(kNodePortsTag), node_ports);
+    packed(one(kSwitchNodeTag), switch_node);
+    raw(device);
+    raw(netdev);
+    packed(one(kWindowPresentTag), window.present);
+    packed(one(kWindowValuesTag), window.values);
+    packed(one(kWindowCountsTag), window.counts);
+    packed(one(kWindowSecondsTag), window.seconds);
+    if (with_recent) {
+      packed(one(kRecentPresentTag), recent.present);
+      packed(one(kRecentValuesTag), recent.values);
+      packed(one(kRecentCountsTag), recent.counts);
+      packed(one(kRecentSecondsTag), recent.seconds);
+    }
+    packed(one(kWindowRatesTag), window.rates);
+    if (with_recent) {
+      packed(absl::string_view(kRecentRatesTag, sizeof(kRecentRatesTag)),
+             recent.rates);
+    }
+    ClearBlock();
+  }
+};
+
+ShardChunkWriter::ShardChunkWriter() = default;
+ShardChunkWriter::~ShardChunkWriter() = default;
+ShardChunkWriter::ShardChunkWriter(ShardChunkWriter&&) noexcept = default;
+ShardChunkWriter& ShardChunkWriter::operator=(ShardChunkWriter&&) noexcept =
+    default;
+
 std::vector<v1::ShardChunk> ShardToChunks(const collector::FeatureSlice& slice,
                                           absl::Span<const uint32_t> ports,
                                           analysis::ShardKind kind,
                                           const ShardChunkHeader& header) {
   ShardChunkWriter writer;
-  const size_t n = writer.Write(slice, ports, kind, header).size();
-  std::vector<v1::ShardChunk> chunks = std::move(writer.chunks_.front());
-  chunks.resize(n);
+  std::vector<v1::ShardChunk> chunks;
+  for (absl::string_view data : writer.Write(slice, ports, kind, header)) {
+    // What the writer wrote is a ShardChunk.
+    chunks.emplace_back().ParseFromArray(data.data(),
+                                         static_cast<int>(data.size()));
+  }
   return chunks;
 }
 
-absl::Span<const v1::ShardChunk> ShardChunkWriter::Write(
+absl::Span<const absl::string_view> ShardChunkWriter::Write(
     const collector::FeatureSlice& slice, absl::Span<const uint32_t> ports,
     analysis::ShardKind kind, const ShardChunkHeader& header) {
   const Target target{header.shard, kind, ports};
@@ -421,7 +600,7 @@ absl::Span<const v1::ShardChunk> ShardChunkWriter::Write(
       .front();
 }
 
-std::vector<absl::Span<const v1::ShardChunk>> ShardChunkWriter::WriteShards(
+std::vector<absl::Span<const absl::string_view>> ShardChunkWriter::WriteShards(
     const collector::FeatureSlice& slice,
     absl::Span<const analysis::ShardPorts* const> shards,
     const Sender& sender) {
@@ -433,13 +612,15 @@ std::vector<absl::Span<const v1::ShardChunk>> ShardChunkWriter::WriteShards(
   return WriteTargets(slice, targets, sender);
 }
 
-std::vector<absl::Span<const v1::ShardChunk>> ShardChunkWriter::WriteTargets(
+std::vector<absl::Span<const absl::string_view>> ShardChunkWriter::WriteTargets(
     const collector::FeatureSlice& slice, absl::Span<const Target> targets,
     const Sender& sender) {
   const absl::Span<const PortView> all = slice.window.ports();
   const analysis::FabricView* recent =
       slice.recent.has_value() ? &*slice.recent : nullptr;
-  if (chunks_.size() < targets.size()) chunks_.resize(targets.size());
+  while (buffers_.size() < targets.size()) {
+    buffers_.push_back(std::make_unique<Buffers>());
+  }
 
   // Each port's targets, in their order (CSR). An index past the view is
   // left out.
@@ -460,39 +641,39 @@ std::vector<absl::Span<const v1::ShardChunk>> ShardChunkWriter::WriteTargets(
     }
   }
 
-  // Where each target's writing is: the messages of the last write,
-  // cleared, keep their repeated fields' storage and cleared strings.
+  // Where each target's writing is. A chunk's bytes start after room for
+  // the most its header can take.
   struct Writing {
-    std::vector<v1::ShardChunk>* pool;
+    Buffers* buffers;
     const SlotPlan* plan;
-    size_t used = 0;
-    v1::ShardChunk* current = nullptr;
-    size_t bytes = 0;  // of *current's ports, at most
-    ViewColumns window_to{};
-    ViewColumns recent_to{};
-    int64_t node = -1;  // the node (by ordinal) of the block's last port
-    bool any_recent = false;
+    size_t room = 0;
+    size_t used = 0;          // chunks written
+    int64_t node = -1;        // the node (by ordinal) of the block's last port
+    uint32_t node_ports = 0;  // its ports so far, not yet in the block
+    bool any_recent = false;  // a port of the block is in the recent view
 
-    v1::ShardChunk& Next() {
-      if (used == pool->size()) pool->emplace_back();
-      current = &(*pool)[used++];
-      // The generated Clear() deletes the block: taken out first and
-      // cleared on its own, its columns and strings keep their storage.
-      v1::ShardPortBlock* block = current->release_ports();
-      current->Clear();
-      if (block != nullptr) {
-        block->Clear();
-        current->set_allocated_ports(block);
-      }
-      bytes = 0;
-      return *current;
+    // The block's last node's port count into the block.
+    void EndNode() {
+      if (node_ports > 0) buffers->node_ports.Varint(node_ports);
+      node_ports = 0;
+    }
+    // The block, as the next chunk's.
+    void EndChunk() {
+      EndNode();
+      if (used == buffers->chunks.size()) buffers->chunks.emplace_back();
+      std::string& chunk = buffers->chunks[used++];
+      chunk.assign(room, '\0');
+      buffers->MoveBlock(*plan, any_recent, &chunk);
+      any_recent = false;
     }
   };
   std::vector<Writing> writing(targets.size());
   for (size_t t = 0; t < targets.size(); ++t) {
-    writing[t].pool = &chunks_[t];
+    writing[t].buffers = buffers_[t].get();
+    writing[t].buffers->ClearBlock();
     writing[t].plan = &PlanOf(targets[t].kind);
-    writing[t].Next();
+    writing[t].room =
+        kMaxHeaderBytes + sender.collector_id.size() + targets[t].shard.size();
   }
 
   // The slice's ports in order: a shard's ports (ascending) come to it in
@@ -513,59 +694,80 @@ std::vector<absl::Span<const v1::ShardChunk>> ShardChunkWriter::WriteTargets(
     const bool netdev_is_device = p.netdev == p.device;
     for (uint32_t k = first_[i]; k < first_[i + 1]; ++k) {
       Writing& w = writing[of_port_[k]];
+      Buffers& b = *w.buffers;
       if (w.node != node) {
-        if (w.bytes >= sender.max_chunk_bytes) w.Next();
-        v1::ShardPortBlock* b = w.current->mutable_ports();
-        w.window_to = WindowColumns(b);
-        w.recent_to = RecentColumns(b);
-        b->add_node(p.node);
-        b->add_switch_node(p.is_switch_port);
-        b->add_node_ports(0);
-        w.bytes += p.node.size() + 8;
+        w.EndNode();
+        // A chunk ends with the node that took it to the budget.
+        if (b.node.size() > 0 && b.BlockBytes() >= sender.max_chunk_bytes) {
+          w.EndChunk();
+        }
+        b.node.String(kNodeTag, p.node);
+        b.switch_node.Byte(p.is_switch_port ? 1 : 0);
         w.node = node;
       }
-      v1::ShardPortBlock* b = w.current->mutable_ports();
-      ++*b->mutable_node_ports()->Mutable(b->node_ports_size() - 1);
-      b->add_device(p.device);
-      uint64_t flags = 0;
-      if (netdev_is_device) {
-        flags = kNetdevIsDevice;
-        b->add_netdev();
-      } else {
-        b->add_netdev(p.netdev);
-      }
-      w.bytes += p.device.size() + (netdev_is_device ? 0 : p.netdev.size()) + 4;
-      w.bytes += PutView(p, *w.plan, flags, w.window_to);
+      ++w.node_ports;
+      b.device.String(kDeviceTag, p.device);
+      b.netdev.String(kNetdevTag,
+                      netdev_is_device ? absl::string_view() : p.netdev);
+      PutView(p, *w.plan, netdev_is_device ? kNetdevIsDevice : 0, &b.window);
       if (r != nullptr) {
-        w.bytes += PutView(*r, *w.plan, 0, w.recent_to);
+        PutView(*r, *w.plan, 0, &b.recent);
         w.any_recent = true;
       } else {
-        w.recent_to.present->Add(0);  // not in the recent view
-        w.bytes += 1;
+        b.recent.present.Varint(0);  // not in the recent view
       }
     }
   }
 
-  std::vector<absl::Span<const v1::ShardChunk>> written;
+  // The headers, now that each shard's chunks are counted.
+  std::vector<absl::Span<const absl::string_view>> written;
   written.reserve(targets.size());
+  WireBuffer header;
   for (size_t t = 0; t < targets.size(); ++t) {
-    const Writing& w = writing[t];
-    const absl::Span<const int> slots = analysis::ShardSlots(targets[t].kind);
+    Writing& w = writing[t];
+    w.EndChunk();  // the last (or only) one
+    Buffers& b = *w.buffers;
+    b.written.clear();
     for (size_t c = 0; c < w.used; ++c) {
-      v1::ShardChunk& chunk = (*w.pool)[c];
-      chunk.set_collector_id(std::string(sender.collector_id));
-      chunk.set_published_unix_nanos(absl::ToUnixNanos(sender.published));
-      chunk.set_shard(std::string(targets[t].shard));
-      chunk.set_chunk(static_cast<uint32_t>(c));
-      chunk.set_chunks(static_cast<uint32_t>(w.used));
-      chunk.set_window_seconds(slice.window.window_seconds);
-      if (recent != nullptr) chunk.set_recent_seconds(recent->window_seconds);
-      v1::ShardPortBlock* b = chunk.mutable_ports();
-      b->mutable_slots()->Add(slots.begin(), slots.end());
-      // No port in the recent view: no column for it.
-      if (!w.any_recent) b->clear_recent_present();
+      std::string& chunk = b.chunks[c];
+      // proto3: a field at its default is not written.
+      header.clear();
+      if (!sender.collector_id.empty()) {
+        header.String(kCollectorIdTag, sender.collector_id);
+      }
+      const int64_t published = absl::ToUnixNanos(sender.published);
+      if (published != 0) {
+        header.Byte(kPublishedTag);
+        header.Varint(static_cast<uint64_t>(published));
+      }
+      if (!targets[t].shard.empty()) {
+        header.String(kShardTag, targets[t].shard);
+      }
+      if (c != 0) {
+        header.Byte(kChunkTag);
+        header.Varint(c);
+      }
+      header.Byte(kChunksTag);
+      header.Varint(w.used);
+      for (const auto& [tag, seconds] :
+           {std::pair(kWindowSecondsOfChunkTag, slice.window.window_seconds),
+            std::pair(kRecentSecondsOfChunkTag,
+                      recent != nullptr ? recent->window_seconds : 0.0)}) {
+        uint64_t bits;
+        std::memcpy(&bits, &seconds, sizeof(bits));
+        if (bits == 0) continue;
+        header.Byte(tag);
+        for (int shift = 0; shift < 64; shift += 8) {
+          header.Byte(static_cast<char>(bits >> shift));
+        }
+      }
+      header.Byte(kPortsTag);
+      header.Varint(chunk.size() - w.room);
+      const size_t start = w.room - header.size();
+      std::memcpy(chunk.data() + start, header.bytes().data(), header.size());
+      b.written.push_back(absl::string_view(chunk).substr(start));
     }
-    written.push_back(absl::MakeConstSpan(w.pool->data(), w.used));
+    written.push_back(b.written);
   }
   return written;
 }

@@ -59,16 +59,22 @@ std::vector<v1::ShardChunk> ShardToChunks(const collector::FeatureSlice& slice,
                                           analysis::ShardKind kind,
                                           const ShardChunkHeader& header);
 
-// ShardToChunks() over messages kept from one write to the next: their
-// columns and strings keep their storage, so a collector writing its
-// shards' chunks each pass allocates nearly nothing.
+// ShardToChunks()'s chunks serialized, written straight into buffers kept
+// from one write to the next: no message is built and no buffer allocated
+// once a collector has written its shards a pass or two. The bytes are
+// those SerializeToString() makes of ShardToChunks()'s messages.
 class ShardChunkWriter {
  public:
-  // The chunks ShardToChunks() would return, valid until the next write.
-  absl::Span<const v1::ShardChunk> Write(const collector::FeatureSlice& slice,
-                                         absl::Span<const uint32_t> ports,
-                                         analysis::ShardKind kind,
-                                         const ShardChunkHeader& header);
+  ShardChunkWriter();
+  ~ShardChunkWriter();
+  ShardChunkWriter(ShardChunkWriter&&) noexcept;
+  ShardChunkWriter& operator=(ShardChunkWriter&&) noexcept;
+
+  // The chunks ShardToChunks() would return, serialized; valid until the
+  // next write.
+  absl::Span<const absl::string_view> Write(
+      const collector::FeatureSlice& slice, absl::Span<const uint32_t> ports,
+      analysis::ShardKind kind, const ShardChunkHeader& header);
 
   // Who sends a pass's shards, and when.
   struct Sender {
@@ -77,34 +83,31 @@ class ShardChunkWriter {
     size_t max_chunk_bytes = kDefaultChunkBytes;
   };
 
-  // Write() for each of `shards`, in their order (chunks valid until the
-  // next write), in one sweep over the slice: a port that several shards
-  // hold (a job's NIC is also its switch's) is read once, and found once
-  // in the recent view, not once per shard. At a million GPUs a slice's
-  // ports are ~100 MB read from memory: reading them once per kind of
-  // shard was most of what publishing cost.
-  std::vector<absl::Span<const v1::ShardChunk>> WriteShards(
+  // Write() for each of `shards`, in their order (chunk k of a shard is
+  // its k-th; valid until the next write), in one sweep over the slice: a
+  // port that several shards hold (a job's NIC is also its switch's) is
+  // read once, and found once in the recent view, not once per shard. At
+  // a million GPUs a slice's ports are ~100 MB read from memory: reading
+  // them once per kind of shard was most of what publishing cost.
+  std::vector<absl::Span<const absl::string_view>> WriteShards(
       const collector::FeatureSlice& slice,
       absl::Span<const analysis::ShardPorts* const> shards,
       const Sender& sender);
 
  private:
-  friend std::vector<v1::ShardChunk> ShardToChunks(
-      const collector::FeatureSlice& slice, absl::Span<const uint32_t> ports,
-      analysis::ShardKind kind, const ShardChunkHeader& header);
-
   // One shard to write.
   struct Target {
     absl::string_view shard;
     analysis::ShardKind kind;
     absl::Span<const uint32_t> ports;
   };
-  std::vector<absl::Span<const v1::ShardChunk>> WriteTargets(
+  std::vector<absl::Span<const absl::string_view>> WriteTargets(
       const collector::FeatureSlice& slice, absl::Span<const Target> targets,
       const Sender& sender);
 
-  // Each target's messages, by its position in the last write.
-  std::vector<std::vector<v1::ShardChunk>> chunks_;
+  // A target's buffers (shard_wire.cc), by its position in the last write.
+  struct Buffers;
+  std::vector<std::unique_ptr<Buffers>> buffers_;
   // The shards of each port (CSR: port i's are at [first_[i],
   // first_[i + 1]) of of_port_), kept for their storage.
   std::vector<uint32_t> first_;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "analysis/analysis_config.h"
 #include "analysis/fabric_view.h"
 #include "analysis/finding.h"
@@ -62,7 +63,18 @@ struct AnalysisInput {
   // What congestion compares each port with; null: the medians over `view`.
   // A part of the fabric (analysis/rate_parts.h) is given the whole's.
   const CongestionBaselines* congestion_baselines = nullptr;
+  // When not empty, the analyzers that judge one port at a time (the port
+  // part's: congestion, link_errors, link_flap, link_degraded,
+  // retransmissions) judge only these ports of `view`, a run of whole
+  // nodes; empty: every port of `view`. RunPortPart walks a large view in
+  // runs small enough to stay in cache while each of them reads the run.
+  absl::Span<const PortView> judged;
 };
+
+// in.judged, or when empty every port of in.view (which must not be null).
+inline absl::Span<const PortView> JudgedPorts(const AnalysisInput& in) {
+  return in.judged.empty() ? in.view->ports() : in.judged;
+}
 
 // in.topology_index, or an index of in.topology built into *local when the
 // caller gave none (tests and one-off callers).

@@ -143,7 +143,7 @@ void FindHotspots(const AnalysisInput& in, const TopologyIndex& topology,
                           : in.congestion_baselines->hosts);
   if (baseline.ports < kMinCongestionBaseline) return;
 
-  for (const PortView& p : in.view->ports()) {
+  for (const PortView& p : JudgedPorts(in)) {
     if (p.is_switch_port != switch_ports) continue;
     const Signal s = signal(p);
     if (!Has(s.value) || s.value < config.cnp_per_second ||

@@ -63,7 +63,7 @@ std::vector<Finding> LinkDegradedFindings(const AnalysisInput& in) {
   const TopologyIndex& topology = IndexOf(in, &local);
   // Each port's kind, asked once: a switch compares every port with its
   // dozens of peers.
-  const absl::Span<const PortView> ports = in.view->ports();
+  const absl::Span<const PortView> ports = JudgedPorts(in);
   std::vector<PortKind> kinds;
   kinds.reserve(ports.size());
   for (const PortView& port : ports) kinds.push_back(KindOf(topology, port));

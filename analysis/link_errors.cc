@@ -68,7 +68,7 @@ std::vector<Finding> LinkErrorsFindings(const AnalysisInput& in) {
   std::optional<TopologyIndex> local;
   const TopologyIndex& topology = IndexOf(in, &local);
 
-  for (const PortView& port : in.view->ports()) {
+  for (const PortView& port : JudgedPorts(in)) {
     const PortSignals& s = port.s;
 
     // The worst error counter over the threshold (highest rate).

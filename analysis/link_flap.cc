@@ -44,7 +44,7 @@ std::vector<Finding> LinkFlapFindings(const AnalysisInput& in) {
   std::optional<TopologyIndex> local;
   const TopologyIndex& topology = IndexOf(in, &local);
 
-  for (const PortView& port : in.view->ports()) {
+  for (const PortView& port : JudgedPorts(in)) {
     const PortSignals& s = port.s;
     bool flapped = false;
     double flaps = 0;  // estimated flaps in the window

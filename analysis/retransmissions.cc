@@ -54,7 +54,7 @@ std::vector<Finding> RetransmissionsFindings(const AnalysisInput& in) {
   std::optional<TopologyIndex> local;
   const TopologyIndex& topology = IndexOf(in, &local);
 
-  for (const PortView& port : in.view->ports()) {
+  for (const PortView& port : JudgedPorts(in)) {
     const PortSignals& s = port.s;
     double total = 0;
     bool any = false;

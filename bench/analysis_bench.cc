@@ -109,6 +109,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -251,6 +252,35 @@ BENCHMARK(BM_AnalysisPass)
     ->Arg(4096)
     ->Unit(benchmark::kMillisecond)
     ->Complexity(benchmark::oAuto);
+
+// BM_PortPart/<nodes>/<ports per run>: the port part (RunPortPart) over
+// the view of a collector's own nodes at 1M GPUs and 10 collectors (12,500
+// nodes of 8 NICs, and their leaves), its ports judged in runs of whole
+// nodes of about that many ports; 0 is one run of every port, each
+// analyzer reading the whole view in turn (as before runs).
+void BM_PortPart(benchmark::State& state) {
+  const Fixture& fx =
+      FixtureFor(static_cast<int>(state.range(0)), kJobsAtScale);
+  const size_t run = state.range(1) == 0 ? std::numeric_limits<size_t>::max()
+                                         : static_cast<size_t>(state.range(1));
+  AnalysisInput in = fx.cluster->Input(&fx.view, &fx.config);
+  const TopologyIndex topology(in.topology);
+  in.topology_index = &topology;
+  const CongestionBaselines medians = CongestionBaselinesOf(fx.view);
+  in.congestion_baselines = &medians;
+  size_t findings = 0;
+  for (auto _ : state) {
+    RatePart part = RunPortPart(in, run);
+    findings = part.findings.size();
+    benchmark::DoNotOptimize(part.findings.data());
+  }
+  state.counters["ports"] = static_cast<double>(fx.view.ports().size());
+  state.counters["findings"] = static_cast<double>(findings);
+}
+BENCHMARK(BM_PortPart)
+    ->ArgsProduct({{12500}, {0, 128, 256, 512, 1024, 4096}})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2);
 
 void BM_AnalysisPassAtScale(benchmark::State& state) {
   RunPasses(state, static_cast<int>(state.range(0)), kJobsAtScale);

@@ -7,9 +7,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <set>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -17,7 +20,12 @@
 #include "absl/strings/str_join.h"
 #include "analysis/analysis_config.h"
 #include "analysis/analyzer.h"
+#include "analysis/cabling_mismatch.h"
 #include "analysis/congestion.h"
+#include "analysis/link_degraded.h"
+#include "analysis/link_errors.h"
+#include "analysis/link_flap.h"
+#include "analysis/retransmissions.h"
 #include "analysis/shard_map.h"
 #include "tests/analysis/shard_findings.h"
 #include "tests/testing/scenario_builder.h"
@@ -130,6 +138,79 @@ TEST_F(RatePartsTest, ShardByShardThePartsFindWhatTheWholeFabricFinds) {
         EXPECT_EQ(want.count(k), 0u) << k;
       }
     }
+  }
+}
+
+// However a view is cut into runs of whole nodes (a run ends with the node
+// its count reaches: a host's 8 ports or a switch's dozens), the port part
+// finds what its analyzers find over the whole view at once, in the same
+// order and words, and excuses the same stragglers.
+TEST_F(RatePartsTest, RunByRunThePortPartFindsWhatItsAnalyzersFindOverTheView) {
+  const FabricView faulty = cluster_->View(testing::EveryRateFault(), {}, 4);
+  // The same ports with no expected link rate: a slow link is then told
+  // from its node's other ports of its kind, which a run must not cut.
+  FabricView unexpected;
+  for (const PortView& p : faulty.ports()) {
+    PortView& q = unexpected.AddPort(p.node, p.device);
+    q = p;
+    q.s.expected_rate = kAbsent;
+  }
+  unexpected.Finish();
+  const std::vector<const FabricView*> views = {&faulty, &unexpected};
+  for (const FabricView* view : views) {
+    SCOPED_TRACE(view == &faulty ? "expected rates" : "no expected rates");
+    const CongestionBaselines congestion = CongestionBaselinesOf(*view);
+    const AnalysisInput in = Input(*view, &congestion);
+    std::vector<Finding> want;
+    for (const auto analyzer :
+         {&CongestionFindings, &LinkErrorsFindings, &LinkFlapFindings,
+          &LinkDegradedFindings, &RetransmissionsFindings,
+          &CablingMismatchFindings}) {
+      for (Finding& f : analyzer(in)) want.push_back(std::move(f));
+    }
+    std::set<std::string> kinds;
+    std::set<std::string> slow;  // the nodes of the slow links found
+    for (const Finding& f : want) {
+      kinds.insert(f.kind);
+      if (f.kind == "link_degraded") slow.insert(f.node);
+    }
+    EXPECT_THAT(kinds, ::testing::IsSupersetOf({"congestion", "link_errors",
+                                                "link_flap", "link_degraded",
+                                                "retransmissions"}));
+    // A host's and a switch's (among its dozens of ports).
+    EXPECT_THAT(slow, ::testing::Contains(::testing::StartsWith("gpu-")));
+    EXPECT_THAT(slow, ::testing::Contains(::testing::StartsWith("leaf-")));
+    ASSERT_GT(view->ports().size(), 600u);
+    const auto same = [](const std::vector<Finding>& got,
+                         const std::vector<Finding>& expected) {
+      ASSERT_EQ(got.size(), expected.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        const Finding& g = got[i];
+        const Finding& e = expected[i];
+        EXPECT_EQ(std::tie(g.kind, g.node, g.device, g.summary, g.severity),
+                  std::tie(e.kind, e.node, e.device, e.summary, e.severity))
+            << i;
+        EXPECT_EQ(g.evidence, e.evidence) << i;
+      }
+    };
+    std::set<RateExcuses::Port> flapped_or_slow;
+    for (const Finding& f : want) {
+      if (f.kind == "link_flap" || f.kind == "link_degraded") {
+        flapped_or_slow.emplace(f.node, f.device);
+      }
+    }
+    for (const size_t run : {size_t{1}, size_t{5}, size_t{13}, size_t{64},
+                             size_t{500}, kJudgedPortsPerRun, SIZE_MAX}) {
+      SCOPED_TRACE(absl::StrCat(run, " ports a run"));
+      const RatePart part = RunPortPart(in, run);
+      same(part.findings, want);
+      EXPECT_EQ(part.excuses.straggler, flapped_or_slow);
+    }
+    // Without the fabric's medians: the view's own, as congestion alone
+    // takes them.
+    AnalysisInput alone = in;
+    alone.congestion_baselines = nullptr;
+    same(RunPortPart(alone, 7).findings, want);
   }
 }
 

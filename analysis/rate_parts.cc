@@ -29,17 +29,6 @@ void Append(std::vector<Finding>* out, std::vector<Finding> found) {
               std::make_move_iterator(found.end()));
 }
 
-// Asks for every cache line of `ports` at once, ahead of their reads: a
-// stream the memory serves at full speed where the analyzers' scattered
-// reads would each wait for it.
-void Prefetch(absl::Span<const PortView> ports) {
-  constexpr size_t kCacheLine = 64;
-  const char* at = reinterpret_cast<const char*>(ports.data());
-  const char* const end =
-      reinterpret_cast<const char*>(ports.data() + ports.size());
-  for (; at < end; at += kCacheLine) __builtin_prefetch(at);
-}
-
 void AddPorts(const std::vector<Finding>& found,
               std::set<RateExcuses::Port>* ports) {
   for (const Finding& f : found) ports->emplace(f.node, f.device);

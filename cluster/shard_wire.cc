@@ -77,15 +77,21 @@ class WireBuffer {
     size_ += static_cast<size_t>(at - start);
   }
   void Float(float f) {
-    // Little-endian, as the wire's fixed32 (this machine's order).
-    std::memcpy(Room(sizeof(f)), &f, sizeof(f));
-    size_ += sizeof(f);
+    // A fixed32: little-endian.
+    uint32_t bits;
+    std::memcpy(&bits, &f, sizeof(bits));
+    char* const at = Room(sizeof(bits));
+    for (size_t i = 0; i < sizeof(bits); ++i) {
+      at[i] = static_cast<char>(bits >> (8 * i));
+    }
+    size_ += sizeof(bits);
   }
   void Byte(char c) {
     *Room(1) = c;
     ++size_;
   }
   void Append(absl::string_view s) {
+    if (s.empty()) return;  // its data() may be null, which memcpy refuses
     std::memcpy(Room(s.size()), s.data(), s.size());
     size_ += s.size();
   }

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cluster/kv_watch.h"
+#include "cluster/nats_subscription.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "common/version.h"
@@ -175,7 +176,7 @@ void ClusterMembers::Run() {
       // member look older than it is: read the bucket again.
       missed = MissedRevision(*nats_, options_.bucket, passed);
     }
-    if (watcher != nullptr) kvWatcher_Destroy(watcher);
+    EndKvWatcher(nats_->nc(), watcher);
     if (stopping_.load()) return;
     if (!missed.empty()) {
       LogWarning(absl::StrCat("watching the cluster's members: ", missed,

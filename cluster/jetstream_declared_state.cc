@@ -9,6 +9,7 @@
 #include "absl/strings/strip.h"
 #include "cluster/kv_payload.h"
 #include "cluster/kv_watch.h"
+#include "cluster/nats_subscription.h"
 #include "collector/state/object_store.h"
 #include "common/log.h"
 #include "common/names.h"
@@ -251,7 +252,7 @@ JetStreamDeclaredState::Open(NatsConnection* nats, const Options& options) {
       if (entry == nullptr) break;  // the replay's end (or an error)
       kvEntry_Destroy(entry);
     }
-    if (watcher != nullptr) kvWatcher_Destroy(watcher);
+    EndKvWatcher(nats->nc(), watcher);
     if (s == NATS_OK) break;
     const absl::Status error =
         NatsError(s, absl::StrCat("reading bucket ", options.bucket));
@@ -578,7 +579,7 @@ absl::StatusOr<std::vector<DeclaredChange>> JetStreamDeclaredState::ReadAll(
       kvEntry_Destroy(entry);
       if (change.has_value()) changes.push_back(*std::move(change));
     }
-    kvWatcher_Destroy(watcher);
+    EndKvWatcher(nats_->nc(), watcher);
     absl::Status error;
     if (s == NATS_OK) {
       // The newest revision of the bucket is the last value of its key, so
@@ -736,7 +737,7 @@ void JetStreamDeclaredState::WatchLoop(
       kvEntry_Destroy(entry);
       if (change.has_value()) on_change(*change);
     }
-    if (watcher != nullptr) kvWatcher_Destroy(watcher);
+    EndKvWatcher(nats_->nc(), watcher);
     if (stopping_.load() || nats_->closed()) return;
     LogWarning(absl::StrCat(
         s == NATS_TIMEOUT

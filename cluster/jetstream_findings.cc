@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cluster/kv_watch.h"
+#include "cluster/nats_subscription.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 
@@ -541,7 +542,7 @@ void JetStreamFindings::WatchLoop(
         caught_up_at_.store(absl::ToUnixNanos(absl::Now()));
       }
     }
-    if (watcher != nullptr) kvWatcher_Destroy(watcher);
+    EndKvWatcher(nats_->nc(), watcher);
     if (stopping_.load() || nats_->closed()) return;
     if (!explained) {
       LogWarning(absl::StrCat(

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cluster/nats_subscription.h"
 #include "common/log.h"
 #include "nlohmann/json.hpp"
 
@@ -158,7 +159,7 @@ void RunBucketWatch(const NatsConnection& nats, kvStore* kv,
       kvEntry_Destroy(entry);
       missed = MissedRevision(nats, bucket, passed);
     }
-    if (watcher != nullptr) kvWatcher_Destroy(watcher);
+    EndKvWatcher(nats.nc(), watcher);
     if (nats.closed() || watch.stopping()) return;
     std::string why = missed;
     if (why.empty()) {

@@ -1,6 +1,7 @@
 #include "cluster/nats_subscription.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cluster/nats_connection.h"
 #include "common/log.h"
@@ -11,6 +12,7 @@ std::unique_ptr<NatsSubscription> NatsSubscription::Open(
     natsConnection* nc, const std::string& subject, natsMsgHandler handler,
     void* closure, PendingLimits limits) {
   std::unique_ptr<NatsSubscription> s(new NatsSubscription);
+  s->nc_ = nc;
   s->subject_ = subject;
   const natsStatus status =
       natsConnection_Subscribe(&s->sub_, nc, subject.c_str(), handler, closure);
@@ -34,11 +36,33 @@ NatsSubscription::~NatsSubscription() {
     LogWarning(absl::StrCat("subscription to ", subject_,
                             ": its handler did not finish in 5s"));
   }
+  ReaderPassed(nc_);
   natsSubscription_Destroy(sub_);
 }
 
 void NatsSubscription::OnComplete(void* closure) {
   static_cast<NatsSubscription*>(closure)->done_.Notify();
+}
+
+void ReaderPassed(natsConnection* nc) {
+  if (natsConnection_Status(nc) == NATS_CONN_STATUS_CONNECTED &&
+      natsConnection_FlushTimeout(
+          nc, absl::ToInt64Milliseconds(kReaderPassedWait)) == NATS_OK) {
+    return;
+  }
+  // Not connected, or no answer: the reader has ended or is ending (libnats
+  // joins it before reconnecting or once closed); what it held is let go
+  // within microseconds.
+  absl::SleepFor(absl::Milliseconds(5));
+}
+
+void EndKvWatcher(natsConnection* nc, kvWatcher* watcher) {
+  if (watcher == nullptr) return;
+  // Stopping deletes the watcher's consumer, a request whose answer comes
+  // through the reader after whatever it read before: that is the wait,
+  // unless the request failed.
+  if (kvWatcher_Stop(watcher) != NATS_OK) ReaderPassed(nc);
+  kvWatcher_Destroy(watcher);
 }
 
 }  // namespace fabricdiag::cluster

@@ -8,6 +8,16 @@
 //   if (sub == nullptr) ...;  // logged
 //   sub.reset();              // unsubscribed; OnLiveness runs no more
 //
+// Ending a subscription (this class's, a KV watcher's) must also wait for
+// libnats' reader thread: libnats 3.4 looks an incoming message's
+// subscription up under the connection's lock, lets the lock go, and only
+// then takes the subscription's own lock, holding no reference in between.
+// A subscription freed in that gap is used after it was freed (a crash in
+// natsConn_processMsg). ~NatsSubscription waits for the reader to pass
+// (ReaderPassed()) between the unsubscribe and the free; EndKvWatcher()
+// likewise, when the watcher's consumer deletion (itself a round trip
+// through the reader) failed.
+//
 // Thread-safe: the handler runs on libnats' thread; destroy the object on
 // any other thread, and not while holding a lock the handler takes.
 #pragma once
@@ -18,6 +28,7 @@
 #include <string>
 
 #include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 
 namespace fabricdiag::cluster {
 
@@ -37,8 +48,9 @@ class NatsSubscription {
                                                 natsMsgHandler handler,
                                                 void* closure,
                                                 PendingLimits limits);
-  // Unsubscribes and waits (up to 5 s, then logs) until the handler
-  // returned for the last time. What is still pending is dropped.
+  // Unsubscribes, waits (up to 5 s, then logs) until the handler returned
+  // for the last time, then until the reader passed (ReaderPassed()). What
+  // is still pending is dropped.
   ~NatsSubscription();
   NatsSubscription(const NatsSubscription&) = delete;
   NatsSubscription& operator=(const NatsSubscription&) = delete;
@@ -47,9 +59,27 @@ class NatsSubscription {
   NatsSubscription() = default;
   static void OnComplete(void* closure);
 
+  natsConnection* nc_ = nullptr;
   natsSubscription* sub_ = nullptr;
   std::string subject_;
   absl::Notification done_;  // OnComplete ran
 };
+
+// How long ReaderPassed() waits for the server's answer before it returns
+// anyway.
+inline constexpr absl::Duration kReaderPassedWait = absl::Milliseconds(250);
+
+// Returns once `nc`'s reader thread has finished with every message it
+// read before this call: a subscription unsubscribed before it may then be
+// freed. Connected, that is the answer to a PING (the reader handles what
+// it reads in order), or kReaderPassedWait if none comes; otherwise (the
+// reader thread ended, or is ending, with the link) a few milliseconds.
+// The reader never blocks while it holds a subscription unreferenced, so a
+// wait that ends without the answer has still outlasted it.
+void ReaderPassed(natsConnection* nc);
+
+// Stops `watcher` (a KV watcher on `nc`), waits for the reader, and
+// destroys it. Null is ignored.
+void EndKvWatcher(natsConnection* nc, kvWatcher* watcher);
 
 }  // namespace fabricdiag::cluster

@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cluster/nats_subscription.h"
 #include "collector/declared/layout_registry.h"
 #include "collector/declared/write_deadline.h"
 #include "collector/state/object_store.h"
@@ -215,7 +216,7 @@ TEST_F(OneNatsServerTest, NoStreamForASubjectIsUnavailable) {
   const absl::Status error = NatsError(s, "watching");
   EXPECT_TRUE(absl::IsUnavailable(error)) << error;
   EXPECT_THAT(error.message(), HasSubstr("no stream matches subject"));
-  if (watcher != nullptr) kvWatcher_Destroy(watcher);
+  EndKvWatcher(nats->nc(), watcher);
   kvStore_Destroy(*kv);
 }
 

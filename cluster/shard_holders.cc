@@ -18,6 +18,22 @@ constexpr absl::string_view kKeyPrefix = "shard.";
 
 }  // namespace
 
+void HolderKeys::Put(absl::string_view shard, absl::string_view holder,
+                     uint64_t revision, absl::Time now) {
+  Key& k = keys_[shard];
+  if (k.revision == revision && k.holder == holder) return;  // replayed
+  k.holder = std::string(holder);
+  k.revision = revision;
+  k.arrived = now;
+}
+
+void HolderKeys::Erase(absl::string_view shard) { keys_.erase(shard); }
+
+const HolderKeys::Key* HolderKeys::Find(absl::string_view shard) const {
+  auto it = keys_.find(shard);
+  return it == keys_.end() ? nullptr : &it->second;
+}
+
 absl::StatusOr<std::unique_ptr<ShardHolders>> ShardHolders::Start(
     NatsConnection* nats, const Options& options) {
   ASSIGN_OR_RETURN(
@@ -41,9 +57,9 @@ void ShardHolders::Stop() {
 
 ShardHolders::Seen ShardHolders::Of(absl::string_view shard) const {
   absl::MutexLock lock(&mu_);
-  auto it = keys_.find(shard);
-  if (it == keys_.end()) return {};
-  return {it->second.holder, absl::Now() - it->second.written < options_.ttl};
+  const HolderKeys::Key* key = keys_.Find(shard);
+  if (key == nullptr) return {};
+  return {key->holder, absl::Now() - key->arrived < options_.ttl};
 }
 
 size_t ShardHolders::Unheld(absl::Span<const std::string> shards) const {
@@ -51,8 +67,8 @@ size_t ShardHolders::Unheld(absl::Span<const std::string> shards) const {
   absl::MutexLock lock(&mu_);
   size_t unheld = 0;
   for (const std::string& shard : shards) {
-    auto it = keys_.find(shard);
-    unheld += it == keys_.end() || now - it->second.written >= options_.ttl;
+    const HolderKeys::Key* key = keys_.Find(shard);
+    unheld += key == nullptr || now - key->arrived >= options_.ttl;
   }
   return unheld;
 }
@@ -64,12 +80,13 @@ bool ShardHolders::Current() const {
 
 void ShardHolders::Apply(kvEntry* entry) {
   const absl::string_view key = kvEntry_Key(entry);
+  const absl::Time now = absl::Now();
   absl::MutexLock lock(&mu_);
-  last_write_ = absl::Now();
+  last_write_ = now;
   if (!absl::StartsWith(key, kKeyPrefix)) return;  // the analysis lease
   const absl::string_view shard = key.substr(kKeyPrefix.size());
   if (kvEntry_Operation(entry) != kvOp_Put) {
-    keys_.erase(shard);  // let go: deleted by its holder
+    keys_.Erase(shard);  // let go: deleted by its holder
     return;
   }
   const char* value = kvEntry_ValueString(entry);
@@ -79,12 +96,10 @@ void ShardHolders::Apply(kvEntry* entry) {
     // hostile or broken writer's. No owner anyone can name: its owner's
     // next renewal finds the revision moved and lets go, and the shard is
     // taken again once that value expired (the bucket's TTL).
-    keys_.erase(shard);
+    keys_.Erase(shard);
     return;
   }
-  Key& k = keys_[shard];
-  k.holder = std::string(holder);
-  k.written = absl::Now();
+  keys_.Put(shard, holder, kvEntry_Revision(entry), now);
 }
 
 void ShardHolders::Watch() {

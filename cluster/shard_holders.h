@@ -9,10 +9,12 @@
 // while it is renewed: one not rewritten for `ttl` has expired on the
 // servers (a JetStream bucket tells no watcher of a value that aged out),
 // so it reads as lapsed, not held. Each value counts from when it arrived
-// here (clocks need not agree); one read when the watcher (re)starts may be
-// up to `ttl` old already, so a holder that died then reads as holding for
-// up to twice the TTL. A value that is no collector id (a hostile writer
-// to the bucket) names no holder: the shard reads as never written.
+// here (clocks need not agree): one first read when the watcher starts may
+// be up to `ttl` old already, so a holder that died just before reads as
+// holding for up to twice the TTL. A recreated watcher replays every key's
+// latest value; a value already read (HolderKeys) keeps the time it first
+// arrived. A value that is no collector id (a hostile writer to the
+// bucket) names no holder: the shard reads as never written.
 //
 //   ASSIGN_OR_RETURN(auto holders, ShardHolders::Start(nats, {}));
 //   ShardHolders::Seen seen = holders->Of("jobs.17");
@@ -24,6 +26,7 @@
 #include <nats/nats.h>
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <thread>
@@ -41,6 +44,36 @@
 #include "cluster/nats_connection.h"
 
 namespace fabricdiag::cluster {
+
+// The shard keys as a watcher read them, each value timed from when it
+// first arrived. A value arrives again when a recreated watcher replays the
+// bucket (its NATS server died, it missed a revision): the same revision of
+// the same holder is the value already read, and keeps its first arrival,
+// so a holder that died before the watcher was recreated lapses on time
+// rather than a TTL after the replay. (A bucket made anew numbers its
+// revisions from 1 again: a holder's value that happens to have a revision
+// and holder already read then counts from that earlier arrival, and reads
+// as lapsed until its holder's next renewal, a second or less.)
+//
+// Not thread-safe.
+class HolderKeys {
+ public:
+  struct Key {
+    std::string holder;
+    uint64_t revision = 0;
+    absl::Time arrived;  // this collector's clock
+  };
+  // `holder`'s value of `shard`'s key, revision `revision`, read at `now`.
+  void Put(absl::string_view shard, absl::string_view holder, uint64_t revision,
+           absl::Time now);
+  // The key deleted (let go), or written with no holder anyone can name.
+  void Erase(absl::string_view shard);
+  // Null when the shard's key was never read or is erased.
+  const Key* Find(absl::string_view shard) const;
+
+ private:
+  absl::flat_hash_map<std::string, Key> keys_;  // by shard
+};
 
 class ShardHolders {
  public:
@@ -89,16 +122,11 @@ class ShardHolders {
   // One entry of the bucket, in order.
   void Apply(kvEntry* entry);
 
-  struct Key {
-    std::string holder;
-    absl::Time written;  // this collector's clock
-  };
-
   NatsConnection* const nats_;
   const Options options_;
   kvStore* const kv_;
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<std::string, Key> keys_ ABSL_GUARDED_BY(mu_);  // by shard
+  HolderKeys keys_ ABSL_GUARDED_BY(mu_);
   absl::Time last_write_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::Notification replayed_;
   std::atomic<bool> stopping_{false};

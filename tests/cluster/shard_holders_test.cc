@@ -1,7 +1,7 @@
-// Who holds each analysis shard, read from the lease bucket against a real
-// nats-server: the holder while it renews, none once it let go, lapsed
-// once it stopped renewing, the keys held before the watcher started, no
-// holder of a value that is no collector id, and
+// Who holds each analysis shard: a value replayed keeps its first arrival;
+// read from the lease bucket against a real nats-server, the holder while it
+// renews, none once it let go, lapsed once it stopped renewing, the keys held
+// before the watcher started, no holder of a value that is no collector id, and
 // through a hand-over the owner that still holds the shard, not the one the
 // members' view already names; and three collectors' NatsAnalysisShards
 // naming one owner through a hand-over, and the members that do not shard.
@@ -73,6 +73,36 @@ bool Is(const ShardHolders::Seen& seen, const std::string& holder, bool held) {
     return ::testing::AssertionFailure() << shard << " not seen held";
   }
   return ::testing::AssertionSuccess();
+}
+
+// A recreated watcher replays every key's latest value: the revision
+// already read keeps the time it first arrived, a holder that died before
+// the replay lapses a TTL after its last write was read, not after the
+// replay; a renewal (a new revision) counts from its own arrival.
+TEST(HolderKeysTest, AReplayedValueKeepsItsFirstArrival) {
+  const absl::Time t0 = absl::FromUnixSeconds(1'000'000);
+  HolderKeys keys;
+  EXPECT_EQ(keys.Find("jobs.1"), nullptr);
+  keys.Put("jobs.1", "col-a", 5, t0);
+  keys.Put("jobs.2", "col-b", 7, t0);
+  keys.Put("jobs.1", "col-a", 5, t0 + absl::Seconds(2));  // the replay
+  ASSERT_NE(keys.Find("jobs.1"), nullptr);
+  EXPECT_EQ(keys.Find("jobs.1")->holder, "col-a");
+  EXPECT_EQ(keys.Find("jobs.1")->arrived, t0);
+  keys.Put("jobs.1", "col-a", 8, t0 + absl::Seconds(3));  // renewed
+  EXPECT_EQ(keys.Find("jobs.1")->arrived, t0 + absl::Seconds(3));
+  EXPECT_EQ(keys.Find("jobs.1")->revision, 8u);
+  // The same revision from another holder (a bucket made anew) is a new
+  // value.
+  keys.Put("jobs.1", "col-c", 8, t0 + absl::Seconds(4));
+  EXPECT_EQ(keys.Find("jobs.1")->holder, "col-c");
+  EXPECT_EQ(keys.Find("jobs.1")->arrived, t0 + absl::Seconds(4));
+  // Let go, then taken again: read anew, whatever its revision.
+  keys.Erase("jobs.1");
+  EXPECT_EQ(keys.Find("jobs.1"), nullptr);
+  keys.Put("jobs.1", "col-c", 8, t0 + absl::Seconds(5));
+  EXPECT_EQ(keys.Find("jobs.1")->arrived, t0 + absl::Seconds(5));
+  EXPECT_EQ(keys.Find("jobs.2")->arrived, t0) << "another shard";
 }
 
 TEST_F(ShardHoldersTest, NamesTheHolderWhileItRenews) {

@@ -1,5 +1,6 @@
 #include "cluster/nats_subscription.h"
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -7,6 +8,13 @@
 #include "common/log.h"
 
 namespace fabricdiag::cluster {
+namespace {
+
+// How long an end waits for a handler's last return before it logs and
+// goes on.
+constexpr absl::Duration kHandlerWait = absl::Seconds(5);
+
+}  // namespace
 
 std::unique_ptr<NatsSubscription> NatsSubscription::Open(
     natsConnection* nc, const std::string& subject, natsMsgHandler handler,
@@ -30,14 +38,41 @@ std::unique_ptr<NatsSubscription> NatsSubscription::Open(
 
 NatsSubscription::~NatsSubscription() {
   if (sub_ == nullptr) return;
+  Unsubscribe(absl::Now() + kHandlerWait);
+  ReaderPassed(nc_);
+  Free();
+}
+
+void NatsSubscription::End(
+    std::vector<std::unique_ptr<NatsSubscription>> subs) {
+  const absl::Time deadline = absl::Now() + kHandlerWait;
+  absl::flat_hash_set<natsConnection*> connections;
+  for (const std::unique_ptr<NatsSubscription>& s : subs) {
+    if (s == nullptr || s->sub_ == nullptr) continue;
+    s->Unsubscribe(deadline);
+    connections.insert(s->nc_);
+  }
+  for (natsConnection* nc : connections) ReaderPassed(nc);
+  for (const std::unique_ptr<NatsSubscription>& s : subs) {
+    if (s != nullptr) s->Free();
+  }
+  subs.clear();  // each destructor has nothing left to do
+}
+
+void NatsSubscription::Unsubscribe(absl::Time deadline) {
   // The handler may still run one last time: OnComplete says it is done.
   natsSubscription_Unsubscribe(sub_);
-  if (!done_.WaitForNotificationWithTimeout(absl::Seconds(5))) {
+  if (!done_.WaitForNotificationWithDeadline(deadline)) {
     LogWarning(absl::StrCat("subscription to ", subject_,
-                            ": its handler did not finish in 5s"));
+                            ": its handler did not finish in ",
+                            absl::FormatDuration(kHandlerWait)));
   }
-  ReaderPassed(nc_);
+}
+
+void NatsSubscription::Free() {
+  if (sub_ == nullptr) return;
   natsSubscription_Destroy(sub_);
+  sub_ = nullptr;
 }
 
 void NatsSubscription::OnComplete(void* closure) {

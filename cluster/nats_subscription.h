@@ -26,6 +26,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
@@ -52,12 +53,22 @@ class NatsSubscription {
   // for the last time, then until the reader passed (ReaderPassed()). What
   // is still pending is dropped.
   ~NatsSubscription();
+  // Ends every subscription of `subs` (null ones skipped) as the destructor
+  // ends one, but with one wait for each connection's reader rather than
+  // one per subscription: a collector that lets go of many shards at once
+  // while its server does not answer waits kReaderPassedWait, not that
+  // many times over.
+  static void End(std::vector<std::unique_ptr<NatsSubscription>> subs);
   NatsSubscription(const NatsSubscription&) = delete;
   NatsSubscription& operator=(const NatsSubscription&) = delete;
 
  private:
   NatsSubscription() = default;
   static void OnComplete(void* closure);
+  // The two halves of the end, ReaderPassed() between them: unsubscribes
+  // and waits until `deadline` for the handler's last return; frees.
+  void Unsubscribe(absl::Time deadline);
+  void Free();
 
   natsConnection* nc_ = nullptr;
   natsSubscription* sub_ = nullptr;

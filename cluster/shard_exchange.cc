@@ -43,7 +43,7 @@ ShardExchange::~ShardExchange() {
     shards_.clear();
   }
   // Without the lock: the handler takes it.
-  subs.clear();
+  NatsSubscription::End(std::move(subs));
 }
 
 absl::Status ShardExchange::Own(const std::vector<std::string>& owned) {
@@ -66,7 +66,7 @@ absl::Status ShardExchange::Own(const std::vector<std::string>& owned) {
     }
   }
   // Without the lock: the handler takes it.
-  gone.clear();
+  NatsSubscription::End(std::move(gone));
   std::sort(added.begin(), added.end());
   std::vector<std::string> failed;
   for (const std::string& shard : added) {

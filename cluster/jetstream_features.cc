@@ -120,8 +120,12 @@ JetStreamFeatures::~JetStreamFeatures() {
   {
     absl::MutexLock lock(&subs_mu_);
     StopCatchUp();
-    features_sub_.reset();
-    liveness_sub_.reset();
+    // Ended together: a stalled server costs one wait for the reader, not
+    // one per subscription.
+    std::vector<std::unique_ptr<NatsSubscription>> subs;
+    subs.push_back(std::move(features_sub_));
+    subs.push_back(std::move(liveness_sub_));
+    NatsSubscription::End(std::move(subs));
   }
   // Nothing left in flight: a reply that still arrives finds no message
   // and calls no handler. (The list exists only after a publish.)

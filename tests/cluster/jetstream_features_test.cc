@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "tests/cluster/single_nats_test.h"
 #include "tests/testing/eventually.h"
+#include "tests/testing/stall_proxy.h"
 
 namespace fabricdiag::cluster {
 namespace {
@@ -109,6 +110,16 @@ class JetStreamFeaturesTest : public SingleNatsServerTest {
     std::unique_ptr<JetStreamFeatures> features;
   };
 
+  // One replica; the test's own stream and subjects.
+  static JetStreamFeatures::Options TestOptions() {
+    JetStreamFeatures::Options options;
+    options.replicas = 1;
+    options.stream = TestName();
+    options.subject = absl::StrCat("features.", TestName());
+    options.liveness_subject = absl::StrCat("liveness.", TestName());
+    return options;
+  }
+
   // A collector on its own connection; the test's own stream and subjects.
   static Collector Join(
       const std::string& id, absl::Duration freshness = absl::Seconds(5),
@@ -118,14 +129,9 @@ class JetStreamFeaturesTest : public SingleNatsServerTest {
     Collector c;
     c.nats = Connect();
     if (c.nats == nullptr) return c;
-    JetStreamFeatures::Options options;
-    options.replicas = 1;
+    JetStreamFeatures::Options options = TestOptions();
     options.freshness = freshness;
-    options.stream = TestName();
-    options.subject = absl::StrCat("features.", TestName());
-    options.liveness_subject = liveness_subject.empty()
-                                   ? absl::StrCat("liveness.", TestName())
-                                   : liveness_subject;
+    if (!liveness_subject.empty()) options.liveness_subject = liveness_subject;
     options.features_linger = features_linger;
     options.live_members = std::move(live_members);
     auto features = JetStreamFeatures::Open(c.nats.get(), id, options);
@@ -502,6 +508,39 @@ TEST_F(JetStreamFeaturesTest, AMergeOfTheFabricDoesNotWaitForTheCatchUp) {
   ASSERT_TRUE(AMergesPorts(a, 808, &fabric, absl::Seconds(15)));
   EXPECT_GT(a->stats().catch_up_subjects, 0u);
   EXPECT_GE(a->stats().catch_up_took, absl::Milliseconds(500));
+}
+
+// A collector that stops while its server answers nothing ends its two
+// subscriptions (the liveness and the feature chunks) with one wait for
+// libnats' reader, not one each.
+TEST_F(JetStreamFeaturesTest, AStoppingCollectorWaitsForAStalledServerOnce) {
+  absl::StatusOr<std::unique_ptr<testing::StallProxy>> proxy =
+      testing::StallProxy::Start(nats_->port(0));
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+  NatsConnection::Options connect;
+  connect.urls = {absl::StrCat("nats://127.0.0.1:", (*proxy)->port())};
+  absl::StatusOr<std::unique_ptr<NatsConnection>> nats =
+      NatsConnection::Connect(connect);
+  ASSERT_TRUE(nats.ok()) << nats.status();
+  absl::StatusOr<std::unique_ptr<JetStreamFeatures>> features =
+      JetStreamFeatures::Open(nats->get(), "col-a", TestOptions());
+  ASSERT_TRUE(features.ok()) << features.status();
+  // A merge of the fabric subscribes to the feature chunks too; the catch-up
+  // of the (empty) stream ends before the server stalls.
+  MergeOnA(features->get(), kFabric);
+  ASSERT_TRUE(testing::Eventually(
+      [&] { return (*features)->stats().catch_up_took > absl::ZeroDuration(); },
+      absl::Seconds(10), absl::Milliseconds(10)));
+  ASSERT_TRUE((*features)->stats().receiving_features);
+
+  (*proxy)->HoldRequestsFrom("UNSUB ");
+  const absl::Time start = absl::Now();
+  features->reset();
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_TRUE((*proxy)->holding());
+  EXPECT_GE(took, kReaderPassedWait) << "no wait for the reader";
+  EXPECT_LT(took, 2 * kReaderPassedWait) << "a wait for each subscription";
+  (*proxy)->Release();
 }
 
 // A live collector whose liveness does not reach this one (a build before

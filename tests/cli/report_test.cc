@@ -33,6 +33,7 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using testing::MakeFinding;
 using ::testing::Not;
+using testing::TempPath;
 using testing::TestEnv;
 
 constexpr char kDoc[] = R"(# Findings
@@ -675,7 +676,7 @@ TEST_F(ReportCommandTest, RangeGoesToTheCollector) {
 
 TEST_F(ReportCommandTest, HtmlToAFile) {
   options.format = "html";
-  options.output = ::testing::TempDir() + "/report.html";
+  options.output = TempPath("report.html");
   ASSERT_EQ(ReportCommand(client, options, t.env), kExitOk) << t.err.str();
   EXPECT_THAT(t.out.str(), IsEmpty());
   EXPECT_THAT(t.err.str(), HasSubstr("written to " + options.output));

@@ -3,9 +3,12 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <memory>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tests/testing/temp_dir.h"
 
 namespace fabricdiag::cli::testing {
 
@@ -19,12 +22,39 @@ TestEnv::TestEnv()
   env.max_reconnect_backoff = absl::Milliseconds(2);
 }
 
-std::string WriteTempFile(const std::string& name, const std::string& content) {
+namespace {
+
+// The directory of this process's temporary files, removed with them once
+// the tests have run (gtest owns the environment).
+class TempFiles : public ::testing::Environment {
+ public:
+  const std::string& dir() {
+    if (dir_ == nullptr)
+      dir_ = std::make_unique<fabricdiag::testing::TempDir>();
+    return dir_->path();
+  }
+  void TearDown() override { dir_.reset(); }
+
+ private:
+  std::unique_ptr<fabricdiag::testing::TempDir> dir_;
+};
+
+TempFiles* const g_temp_files =
+    static_cast<TempFiles*>(::testing::AddGlobalTestEnvironment(new TempFiles));
+
+}  // namespace
+
+std::string TempPath(const std::string& name) {
   const ::testing::TestInfo* info =
       ::testing::UnitTest::GetInstance()->current_test_info();
-  const std::string path =
-      absl::StrCat(::testing::TempDir(), "/cli_", info->test_suite_name(), "_",
-                   info->name(), "_", name);
+  return info == nullptr
+             ? absl::StrCat(g_temp_files->dir(), "/", name)
+             : absl::StrCat(g_temp_files->dir(), "/", info->test_suite_name(),
+                            "_", info->name(), "_", name);
+}
+
+std::string WriteTempFile(const std::string& name, const std::string& content) {
+  std::string path = TempPath(name);
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f << content;
   f.close();

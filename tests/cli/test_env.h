@@ -34,7 +34,10 @@ struct TestEnv {
   CommandEnv env;
 };
 
-// Writes `content` to a new file under the test's temp dir; returns its path.
+// A path for the running test's file `name`, in a directory of this
+// process's own that is removed, with everything in it, once the tests ran.
+std::string TempPath(const std::string& name);
+// Writes `content` (mode 0600) to TempPath(name); returns the path.
 std::string WriteTempFile(const std::string& name, const std::string& content);
 
 }  // namespace fabricdiag::cli::testing

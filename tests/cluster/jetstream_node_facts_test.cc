@@ -56,17 +56,31 @@ class OwningStore final : public NodeFactsStore {
   std::unique_ptr<JetStreamNodeFacts> store_;  // destroyed first
 };
 
-// One server for every contract test, each on a bucket of its own.
+// One server for every contract test, each on a bucket of its own: started
+// by the first, stopped (its directory removed) once the tests have run.
+class ContractServer : public ::testing::Environment {
+ public:
+  const testing::NatsCluster& Get() {
+    if (server_ == nullptr) {
+      server_ = std::make_unique<testing::NatsCluster>(1);
+      const absl::Status started = server_->Start();
+      EXPECT_TRUE(started.ok()) << started;
+    }
+    return *server_;
+  }
+  void TearDown() override { server_.reset(); }
+
+ private:
+  std::unique_ptr<testing::NatsCluster> server_;
+};
+
+ContractServer* const g_contract_server = static_cast<ContractServer*>(
+    ::testing::AddGlobalTestEnvironment(new ContractServer));
+
 std::unique_ptr<NodeFactsStore> NewJetStreamStore() {
-  static testing::NatsCluster* const server = [] {
-    auto* s = new testing::NatsCluster(1);
-    const absl::Status started = s->Start();
-    EXPECT_TRUE(started.ok()) << started;
-    return s;
-  }();
   static std::atomic<int> buckets{0};
   NatsConnection::Options options;
-  options.urls = {server->url(0)};
+  options.urls = {g_contract_server->Get().url(0)};
   auto nats = NatsConnection::Connect(options);
   if (!nats.ok()) {
     ADD_FAILURE() << nats.status();

@@ -1,8 +1,11 @@
 #include "sim/virtual_node.h"
 
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -71,7 +74,14 @@ class NodeBuilder {
     descs_->reserve(2048);  // pointers into it must stay valid
   }
 
-  void Gauge(agent::SeriesDesc d, uint64_t value) { Add(std::move(d), value); }
+  // The NIC the series added next belong to.
+  void SetNic(size_t nic) { nic_ = nic; }
+
+  void Gauge(agent::SeriesDesc d, uint64_t value, VirtualSeries::Gauge shows) {
+    VirtualSeries role;
+    role.gauge = shows;
+    Add(std::move(d), value, role);
+  }
 
   // Every row of `family` the table lists for mlx5: its per-priority PFC
   // counters for the RoCE priority only (mlx5 prints them for priorities
@@ -79,47 +89,76 @@ class NodeBuilder {
   // pause (off while PFC runs).
   void Counters(Family family, agent::Subsystem subsystem,
                 const std::string& device, uint32_t port) {
+    // As the tree writer prints them (sysfs_files.cc): the first spelling
+    // of a meaning and direction carries the simulated counter.
+    std::set<std::pair<Meaning, counters::Direction>> carried;
     for (const CounterSpec* row :
          counters::RowsFor(family, counters::Driver::kMlx5)) {
+      if (absl::StrContains(row->name, "global_pause")) continue;
+      std::optional<sim::Counter> counter;
+      if (row->meaning != Meaning::kNone &&
+          carried.emplace(row->meaning, row->direction).second) {
+        counter = CounterOf(family, row->meaning, row->direction,
+                            /*switch_port=*/false);
+      }
       if (row->meaning == Meaning::kGlobalPauseFrames ||
-          row->meaning == Meaning::kGlobalPauseDuration ||
-          absl::StrContains(row->name, "global_pause")) {
+          row->meaning == Meaning::kGlobalPauseDuration) {
         continue;
       }
       const bool pfc = row->meaning == Meaning::kPfcPauseFrames ||
                        row->meaning == Meaning::kPfcPauseDuration ||
                        row->meaning == Meaning::kPfcPauseTransitions;
+      VirtualSeries role;
+      role.scale = row->scale;
+      role.saturates = family == Family::kIbPma;
       if (!counters::IsPerPriority(*row)) {
-        Counter(subsystem, device, port, counters::ExpandName(*row, -1));
+        role.counter = counter;
+        Counter(subsystem, device, port, counters::ExpandName(*row, -1), role);
         continue;
       }
       for (int p = 0; p < 8; ++p) {
         if (pfc && p != kRocePriority) continue;
-        Counter(subsystem, device, port, counters::ExpandName(*row, p));
+        role.counter.reset();
+        if (counter.has_value()) {
+          role.counter = static_cast<sim::Counter>(*counter + p);
+        }
+        Counter(subsystem, device, port, counters::ExpandName(*row, p), role);
       }
     }
   }
 
   std::shared_ptr<const void> owner() const { return descs_; }
+  // What each series added shows, in the order added.
+  std::vector<VirtualSeries> TakeRoles() { return std::move(roles_); }
 
  private:
   void Counter(agent::Subsystem subsystem, const std::string& device,
-               uint32_t port, std::string name) {
+               uint32_t port, std::string name, VirtualSeries role) {
     bool pma_width = false;
     agent::SeriesDesc d =
         agent::DescribeCounter(subsystem, counters::Driver::kMlx5, device, port,
                                std::move(name), &pma_width);
     // ConnectX PMAs have extended width: 64-bit data counters.
     if (pma_width) d.width_bits = 64;
-    Add(std::move(d), 0);
+    role.width_bits = d.width_bits;
+    Add(std::move(d), 0, role);
   }
 
-  void Add(agent::SeriesDesc d, uint64_t raw) {
+  void Add(agent::SeriesDesc d, uint64_t raw, VirtualSeries role) {
+    if (d.kind == agent::Kind::kGauge &&
+        role.gauge == VirtualSeries::Gauge::kNone) {
+      role.gauge = VirtualSeries::Gauge::kOther;
+      role.counter.reset();
+    }
     descs_->push_back(std::move(d));
     snapshot_->samples.emplace_back(&descs_->back(), raw);
+    role.nic = nic_;
+    roles_.push_back(role);
   }
 
   agent::Snapshot* snapshot_;
+  size_t nic_ = 0;
+  std::vector<VirtualSeries> roles_;  // one per sample
   std::shared_ptr<std::vector<agent::SeriesDesc>> descs_ =
       std::make_shared<std::vector<agent::SeriesDesc>>();
 };
@@ -130,15 +169,40 @@ absl::StatusOr<VirtualNode> BuildVirtualNode(int nics) {
   if (nics < 1 || nics > 64) {
     return absl::InvalidArgumentError("nics must be between 1 and 64");
   }
+  std::vector<VirtualNic> named;
+  named.reserve(static_cast<size_t>(nics));
+  for (int nic = 0; nic < nics; ++nic) {
+    named.push_back({absl::StrCat("mlx5_", nic), absl::StrCat("eth", nic)});
+  }
+  return BuildVirtualNode(named);
+}
+
+absl::StatusOr<VirtualNode> BuildVirtualNode(
+    const std::vector<VirtualNic>& nics) {
+  if (nics.empty() || nics.size() > 64) {
+    return absl::InvalidArgumentError("nics must be between 1 and 64");
+  }
+  std::set<std::string> names;
+  for (const VirtualNic& n : nics) {
+    if (n.rdma_device.empty() || n.netdev.empty() ||
+        !names.insert(n.rdma_device).second || !names.insert(n.netdev).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("NIC names must be distinct and not empty: \"",
+                       n.rdma_device, "\" on \"", n.netdev, "\""));
+    }
+  }
+  using Shows = VirtualSeries::Gauge;
   agent::Snapshot snapshot;
   NodeBuilder b(&snapshot);
-  for (int nic = 0; nic < nics; ++nic) {
-    const std::string dev = absl::StrCat("mlx5_", nic);
-    const std::string eth = absl::StrCat("eth", nic);
+  for (size_t nic = 0; nic < nics.size(); ++nic) {
+    b.SetNic(nic);
+    const std::string& dev = nics[nic].rdma_device;
+    const std::string& eth = nics[nic].netdev;
     std::vector<agent::SeriesDesc> port = agent::RdmaPortAttributeDescs(dev, 1);
-    b.Gauge(std::move(port[0]), 4);  // ACTIVE
-    b.Gauge(std::move(port[1]), 5);  // LinkUp
-    b.Gauge(std::move(port[2]), static_cast<uint64_t>(kLinkBytesPerSecond));
+    b.Gauge(std::move(port[0]), 4, Shows::kPortState);      // ACTIVE
+    b.Gauge(std::move(port[1]), 5, Shows::kPortPhysState);  // LinkUp
+    b.Gauge(std::move(port[2]), static_cast<uint64_t>(kLinkBytesPerSecond),
+            Shows::kPortRate);
     b.Counters(Family::kIbPma, agent::Subsystem::kRdmaPortCounters, dev, 1);
     b.Counters(Family::kRdmaHw, agent::Subsystem::kRdmaPortHwCounters, dev, 1);
     b.Counters(Family::kNetdevStatistics, agent::Subsystem::kNetdevStatistics,
@@ -146,9 +210,10 @@ absl::StatusOr<VirtualNode> BuildVirtualNode(int nics) {
     b.Counters(Family::kNetdevAttribute, agent::Subsystem::kNetdevAttribute,
                eth, 0);
     std::vector<agent::SeriesDesc> net = agent::NetdevAttributeDescs(eth);
-    b.Gauge(std::move(net[0]), static_cast<uint64_t>(kLinkBytesPerSecond));
-    b.Gauge(std::move(net[1]), 9000);  // mtu
-    b.Gauge(std::move(net[2]), 1);     // carrier
+    b.Gauge(std::move(net[0]), static_cast<uint64_t>(kLinkBytesPerSecond),
+            Shows::kNetdevSpeed);
+    b.Gauge(std::move(net[1]), 9000, Shows::kMtu);
+    b.Gauge(std::move(net[2]), 1, Shows::kCarrier);
     b.Counters(Family::kEthtool, agent::Subsystem::kEthtool, eth, 0);
 
     agent::RdmaDeviceInfo device;
@@ -201,6 +266,21 @@ absl::StatusOr<VirtualNode> BuildVirtualNode(int nics) {
   const auto& rate = node.report.report().rate();
   for (int i = 0; i < rate.size(); ++i) {
     if (rate[i] > 0) node.moving.push_back(static_cast<uint32_t>(i));
+  }
+  node.roles = b.TakeRoles();
+  const auto& no_rate = node.report.report().no_rate();
+  if (node.roles.size() != node.series) {
+    return absl::InternalError("the schema's series are not the snapshot's");
+  }
+  int next_rate = 0;
+  auto gauge = no_rate.begin();
+  for (size_t i = 0; i < node.roles.size(); ++i) {
+    const bool has_rate = gauge == no_rate.end() || *gauge != i;
+    if (!has_rate) ++gauge;
+    if ((node.roles[i].gauge == VirtualSeries::Gauge::kNone) != has_rate) {
+      return absl::InternalError("the encoder's rates are not its counters'");
+    }
+    node.roles[i].rate_index = has_rate ? next_rate++ : -1;
   }
   return node;
 }

@@ -20,17 +20,59 @@
 //   stream.Write(node->inventory); stream.Write(node->schema);
 //   v1::AgentMessage r = node->report;   // set seq, times, vary rates
 //
+// `series` says what each series of the schema counts, so that traffic
+// other than the template's (scenario_agents.h: a counter model's) can be
+// put in its place.
+//
 // Pure; thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "proto/ingest.pb.h"
+#include "sim/port_counters.h"
 
 namespace fabricdiag::sim {
+
+// One NIC of a virtual node: its RDMA device and the netdev on its port 1.
+struct VirtualNic {
+  std::string rdma_device;  // "mlx5_0"
+  std::string netdev;       // "eth0"
+};
+
+// What series i of a virtual node's schema shows.
+struct VirtualSeries {
+  // The gauges the agent derives from a port's and a netdev's files.
+  enum class Gauge {
+    kNone,           // a counter
+    kPortState,      // 4 ACTIVE, 1 DOWN
+    kPortPhysState,  // 5 LinkUp, 3 Disabled
+    kPortRate,       // bytes per second
+    kNetdevSpeed,    // bytes per second
+    kMtu,
+    kCarrier,  // 1 up, 0 down
+    kOther,    // a gauge of the counter table (PCIe credits, ...): 0
+  };
+  size_t nic = 0;  // index into the node's NICs
+  Gauge gauge = Gauge::kNone;
+  // The simulated counter behind a counter (port_counters.h CounterOf, the
+  // priority's slot for a per-priority one), as the tree writer prints it:
+  // only the first spelling of a meaning in a family carries it. nullopt:
+  // not simulated, always 0.
+  std::optional<Counter> counter;
+  // As the counter table gives them: raw x scale = base units; the raw
+  // value keeps width_bits (IB PMA counters saturate, others wrap).
+  double scale = 1;
+  uint32_t width_bits = 64;
+  bool saturates = false;
+  // Index into the report's rate(); -1 for gauges.
+  int rate_index = -1;
+};
 
 struct VirtualNode {
   v1::AgentMessage inventory;    // mlx5_0.., port 1 ACTIVE at 400 Gb/s, eth0..
@@ -38,10 +80,14 @@ struct VirtualNode {
   v1::AgentMessage report;       // schema_id 1, seq and times left at 0
   std::vector<uint32_t> moving;  // indices into report.report().rate()
   size_t series = 0;
+  std::vector<VirtualSeries> roles;  // one per series, in schema order
 };
 
 // The node's messages; InvalidArgument unless 1 <= nics <= 64.
 absl::StatusOr<VirtualNode> BuildVirtualNode(int nics);
+// The same for NICs of the given names (1 to 64 of them, distinct).
+absl::StatusOr<VirtualNode> BuildVirtualNode(
+    const std::vector<VirtualNic>& nics);
 
 // Virtual node number `index` as the fabric cables it: nodes
 // hosts_per_leaf * k .. hosts_per_leaf * (k + 1) - 1 behind leaf

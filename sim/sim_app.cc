@@ -68,8 +68,7 @@ absl::Status ValidateSimConfig(const SimConfig& config) {
   return ValidateGnmiFlags(config.gnmi, !config.topology_file.empty());
 }
 
-absl::StatusOr<std::unique_ptr<Simulation>> Simulation::Create(
-    const SimConfig& config) {
+absl::StatusOr<SimInputs> LoadSimInputs(const SimConfig& config) {
   std::vector<analysis::LayoutModel> layouts;
   for (const std::string& path : config.layout_files) {
     absl::StatusOr<std::string> text =
@@ -100,15 +99,25 @@ absl::StatusOr<std::unique_ptr<Simulation>> Simulation::Create(
     if (!parsed.ok()) return InFile(config.scenario_file, parsed.status());
     scenario = *std::move(parsed);
   }
-
-  std::unique_ptr<Simulation> sim(new Simulation());
   absl::StatusOr<Fabric> fabric = Fabric::Build(std::move(layouts), topology);
   if (!fabric.ok()) return fabric.status();
-  sim->fabric_ = std::make_unique<Fabric>(*std::move(fabric));
-  if (absl::Status st = ValidateScenarioNames(scenario, *sim->fabric_);
+  SimInputs inputs;
+  inputs.fabric = std::make_unique<Fabric>(*std::move(fabric));
+  if (absl::Status st = ValidateScenarioNames(scenario, *inputs.fabric);
       !st.ok()) {
     return InFile(config.scenario_file, st);
   }
+  inputs.scenario = std::move(scenario);
+  return inputs;
+}
+
+absl::StatusOr<std::unique_ptr<Simulation>> Simulation::Create(
+    const SimConfig& config) {
+  absl::StatusOr<SimInputs> inputs = LoadSimInputs(config);
+  if (!inputs.ok()) return inputs.status();
+  std::unique_ptr<Simulation> sim(new Simulation());
+  sim->fabric_ = std::move(inputs->fabric);
+  Scenario scenario = std::move(inputs->scenario);
   sim->fault_active_.assign(scenario.faults.size(), false);
   absl::StatusOr<CounterModel> model = CounterModel::Create(
       sim->fabric_.get(), std::move(scenario), config.seed);

@@ -58,6 +58,14 @@ struct SimConfig {
 // Flags alone (no file access): the message names the flag.
 absl::Status ValidateSimConfig(const SimConfig& config);
 
+// What the layout, topology and scenario files describe, every file read
+// and checked (errors name the file and the field, as Simulation::Create's).
+struct SimInputs {
+  std::unique_ptr<Fabric> fabric;
+  Scenario scenario;
+};
+absl::StatusOr<SimInputs> LoadSimInputs(const SimConfig& config);
+
 class Simulation {
  public:
   // Reads and checks every file (errors name the file and the field:

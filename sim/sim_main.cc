@@ -10,11 +10,13 @@
 
 #include <algorithm>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -49,8 +51,10 @@ ABSL_FLAG(int, virtual_agents, 0,
           "Write no trees: stream to --collector as this many virtual agents "
           "(each what an agent on an 8-NIC mlx5 node sends: ~1,270 series) "
           "for --duration (default 60s; SIGINT/SIGTERM ends it early), then "
-          "print throughput and "
-          "send->ack latency");
+          "print throughput and send->ack latency. With --layout or "
+          "--topology they are the first N hosts of the simulated fabric, "
+          "sending its --scenario's counters (--seed) every --interval; "
+          "without, healthy nodes named by --virtual_agent_prefix");
 ABSL_FLAG(
     std::string, collector, "127.0.0.1:9811",
     "HOST:PORT of the collector, with --virtual_agents; a comma-separated "
@@ -109,6 +113,18 @@ ABSL_FLAG(std::string, gnmi_topology_out, "",
 
 namespace {
 
+// --layout, --topology and --scenario.
+fabricdiag::sim::SimConfig InputFlags() {
+  fabricdiag::sim::SimConfig config;
+  for (absl::string_view f :
+       absl::StrSplit(absl::GetFlag(FLAGS_layout), ',', absl::SkipEmpty())) {
+    config.layout_files.emplace_back(f);
+  }
+  config.topology_file = absl::GetFlag(FLAGS_topology);
+  config.scenario_file = absl::GetFlag(FLAGS_scenario);
+  return config;
+}
+
 int VirtualAgents(int agents) {
   fabricdiag::sim::VirtualAgentsOptions o;
   absl::StatusOr<std::vector<std::string>> targets =
@@ -122,6 +138,33 @@ int VirtualAgents(int agents) {
   o.node_prefix = absl::GetFlag(FLAGS_virtual_agent_prefix);
   o.lldp = absl::GetFlag(FLAGS_virtual_agent_lldp);
   o.interval = absl::GetFlag(FLAGS_interval);
+  if (!absl::GetFlag(FLAGS_layout).empty() ||
+      !absl::GetFlag(FLAGS_topology).empty()) {
+    for (const char* name : {"virtual_agent_prefix", "virtual_agent_lldp"}) {
+      const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+      if (flag->CurrentValue() != flag->DefaultValue()) {
+        std::cerr << "fabricdiag-sim: --" << name
+                  << ": not with --layout or --topology (the agents are the "
+                     "fabric's hosts)\n";
+        return 2;
+      }
+    }
+    absl::StatusOr<fabricdiag::sim::SimInputs> inputs =
+        fabricdiag::sim::LoadSimInputs(InputFlags());
+    if (!inputs.ok()) {
+      std::cerr << "fabricdiag-sim: " << inputs.status().message() << "\n";
+      return 2;
+    }
+    absl::StatusOr<std::unique_ptr<fabricdiag::sim::ScenarioTraffic>> traffic =
+        fabricdiag::sim::ScenarioTraffic::Create(std::move(inputs->fabric),
+                                                 std::move(inputs->scenario),
+                                                 absl::GetFlag(FLAGS_seed));
+    if (!traffic.ok()) {
+      std::cerr << "fabricdiag-sim: " << traffic.status().message() << "\n";
+      return 2;
+    }
+    o.scenario = *std::move(traffic);
+  }
   o.duration = absl::GetFlag(FLAGS_duration);
   if (o.duration <= absl::ZeroDuration()) o.duration = absl::Seconds(60);
   o.warmup = std::min(o.warmup, o.duration / 4);
@@ -194,13 +237,7 @@ int main(int argc, char** argv) {
   }
   if (virtual_agents > 0) return VirtualAgents(virtual_agents);
 
-  fabricdiag::sim::SimConfig config;
-  for (absl::string_view f :
-       absl::StrSplit(absl::GetFlag(FLAGS_layout), ',', absl::SkipEmpty())) {
-    config.layout_files.emplace_back(f);
-  }
-  config.topology_file = absl::GetFlag(FLAGS_topology);
-  config.scenario_file = absl::GetFlag(FLAGS_scenario);
+  fabricdiag::sim::SimConfig config = InputFlags();
   config.out_dir = absl::GetFlag(FLAGS_out);
   config.interval = absl::GetFlag(FLAGS_interval);
   config.duration = absl::GetFlag(FLAGS_duration);

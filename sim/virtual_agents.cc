@@ -114,13 +114,21 @@ class VirtualAgent {
   VirtualAgent(Shared* shared, std::vector<v1::Ingest::Stub*> stubs, int index)
       : shared_(shared),
         stubs_(std::move(stubs)),
+        index_(static_cast<size_t>(index)),
         rng_(static_cast<uint64_t>(index) * 2654435761u + 1) {
     v1::Hello* hello = hello_.mutable_hello();
-    hello->set_node(
-        absl::StrFormat("%s%05d", shared->options.node_prefix, index));
     hello->set_agent_version("virtual");
-    inventory_ = shared->node.inventory;
-    if (shared->options.lldp) {
+    const ScenarioTraffic* scenario = shared->options.scenario.get();
+    if (scenario != nullptr) {
+      hello->set_node(scenario->HostName(index_));
+      schema_ = &scenario->Schema(index_);
+    } else {
+      hello->set_node(
+          absl::StrFormat("%s%05d", shared->options.node_prefix, index));
+      inventory_ = shared->node.inventory;
+      schema_ = &shared->node.schema;
+    }
+    if (scenario == nullptr && shared->options.lldp) {
       AddVirtualLldp(index, shared->options.nics,
                      std::max(1, shared->options.hosts_per_leaf),
                      absl::StrCat(shared->options.node_prefix, "leaf-"),
@@ -205,6 +213,8 @@ class VirtualAgent {
     // A finished call may still be inside its OnDone: kept until the agent
     // goes.
     if (call_ != nullptr) retired_.push_back(std::move(call_));
+    // Every call starts with the host's Inventory of now.
+    NewerInventoryLocked();
     call_ = std::make_unique<AgentCall>(this, stubs_[target_], hello_);
   }
 
@@ -221,7 +231,7 @@ class VirtualAgent {
     if (call->stage_ == AgentCall::Stage::kSchema) {
       call->stage_ = AgentCall::Stage::kReports;
       call->writing_ = true;
-      call->StartWrite(&shared_->node.schema);
+      call->StartWrite(schema_);
       return;
     }
     if (due_ > 0 || !replay_.empty()) WriteReportLocked();
@@ -312,7 +322,29 @@ class VirtualAgent {
     return rng_;
   }
 
+  // With scenario traffic: true when the host's Inventory changed since
+  // inventory_ was taken (a link went down or trained at another speed),
+  // and inventory_ is now the new one. Never while inventory_ is written.
+  bool NewerInventoryLocked() {
+    const ScenarioTraffic* scenario = shared_->options.scenario.get();
+    if (scenario == nullptr) return false;
+    uint64_t version = 0;
+    std::shared_ptr<const v1::AgentMessage> inventory =
+        scenario->Inventory(index_, &version);
+    if (version == inventory_version_) return false;
+    inventory_version_ = version;
+    inventory_ = *inventory;
+    return true;
+  }
+
   void WriteReportLocked() {
+    // As the real agent: a changed Inventory goes before the report; the
+    // report follows when its write is done (OnWriteDone).
+    if (NewerInventoryLocked()) {
+      call_->writing_ = true;
+      call_->StartWrite(&inventory_);
+      return;
+    }
     const bool fresh = replay_.empty();
     uint64_t seq;
     if (fresh) {
@@ -322,16 +354,21 @@ class VirtualAgent {
       seq = replay_.front();
       replay_.pop_front();
     }
-    // The template keeps the encoder's arrays; copying it reuses the
-    // report's storage after the first time.
-    *report_.mutable_report() = shared_->node.report.report();
+    // Copying a template reuses the report's storage after the first time.
     v1::Report* r = report_.mutable_report();
-    r->set_seq(seq);
-    double* rate = r->mutable_rate()->mutable_data();
-    for (uint32_t i : shared_->node.moving) {
-      // Up to +1/16 over the base rate: traffic that varies every second.
-      rate[i] *= 1.0 + static_cast<double>(NextRandom() % 1024) / 16384.0;
+    if (shared_->options.scenario != nullptr) {
+      // A replayed report carries the counters of the interval it is sent
+      // in, where a real agent's carries those it read then.
+      shared_->options.scenario->FillReport(index_, r);
+    } else {
+      *r = shared_->node.report.report();
+      double* rate = r->mutable_rate()->mutable_data();
+      for (uint32_t i : shared_->node.moving) {
+        // Up to +1/16 over the base rate: traffic that varies every second.
+        rate[i] *= 1.0 + static_cast<double>(NextRandom() % 1024) / 16384.0;
+      }
     }
+    r->set_seq(seq);
     const absl::Time now = absl::Now();
     r->set_wall_time_unix_nanos(absl::ToUnixNanos(now));
     r->set_monotonic_nanos(absl::ToUnixNanos(now));
@@ -345,8 +382,11 @@ class VirtualAgent {
   Shared* const shared_;
   const std::vector<v1::Ingest::Stub*> stubs_;  // one per collector
   v1::AgentMessage hello_;
+  const size_t index_;          // the agent's number (its host's)
   v1::AgentMessage inventory_;  // the shared one with this node's LLDP
-  v1::AgentMessage report_;     // stable until its write completes
+  const v1::AgentMessage* schema_ = nullptr;  // shared
+  uint64_t inventory_version_ = 0;  // of the scenario's, in inventory_
+  v1::AgentMessage report_;         // stable until its write completes
   uint64_t rng_;
 
   std::mutex mu_;
@@ -504,9 +544,15 @@ absl::Time PaceTicks(LoadRun& run, const Agents& agents) {
       per_second * absl::ToDoubleSeconds(options.duration));
   uint64_t ticks = 0;
   absl::Time next_print = run.start + absl::Seconds(1);
+  // The scenario's time keeps up with the run's: one step per interval.
+  absl::Time next_step = run.start + options.interval;
   while (ticks < total_ticks) {
     if (options.stop_requested && options.stop_requested()) break;
     const absl::Time now = absl::Now();
+    for (; options.scenario != nullptr && now >= next_step;
+         next_step += options.interval) {
+      options.scenario->Advance(absl::ToDoubleSeconds(options.interval));
+    }
     const uint64_t target = std::min<uint64_t>(
         total_ticks, static_cast<uint64_t>(
                          absl::ToDoubleSeconds(now - run.start) * per_second));
@@ -579,11 +625,22 @@ absl::StatusOr<VirtualAgentsResult> RunVirtualAgents(
     return absl::InvalidArgumentError(
         "nodes, channels and interval must be positive");
   }
-  absl::StatusOr<VirtualNode> node = BuildVirtualNode(options.nics);
-  if (!node.ok()) return node.status();
   auto shared = std::make_unique<Shared>();
   shared->options = options;
-  shared->node = *std::move(node);
+  if (options.scenario != nullptr) {
+    if (static_cast<size_t>(options.nodes) > options.scenario->num_hosts()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(options.nodes, " agents, but the simulated fabric has ",
+                       options.scenario->num_hosts(), " hosts"));
+    }
+    // The counts of values sent take the first host's series for all.
+    shared->node.series = options.scenario->SeriesOf(0);
+    options.scenario->Advance(absl::ToDoubleSeconds(options.interval));
+  } else {
+    absl::StatusOr<VirtualNode> node = BuildVirtualNode(options.nics);
+    if (!node.ok()) return node.status();
+    shared->node = *std::move(node);
+  }
   const Stubs stubs = MakeStubs(options);
   const Agents agents = StartAgents(options, stubs, shared.get());
 

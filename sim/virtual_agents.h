@@ -11,7 +11,9 @@
 // interval (agents are spread evenly over the interval), stamping wall_time
 // with the moment the report is handed to gRPC. The traffic counters move
 // every report; errors, discards and idle priorities stay at 0, as on a
-// healthy NIC.
+// healthy NIC. With scenario traffic (VirtualAgentsOptions::scenario) the
+// agents are a simulated fabric's hosts and send its counter model's
+// counters instead, faults included.
 //
 // Latency: the collector acknowledges a report only after storing it, so
 // send -> Ack is an upper bound of ingest-to-queryable latency, measured
@@ -28,12 +30,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "sim/scenario_agents.h"
 
 namespace fabricdiag::sim {
 
@@ -67,6 +71,14 @@ struct VirtualAgentsOptions {
   absl::Duration warmup = absl::Seconds(5);
   // Reports an agent may fall behind before further ones are dropped.
   int max_backlog = 8;
+  // Scenario traffic (scenario_agents.h): the agents are the first `nodes`
+  // hosts of its fabric, named as the fabric names them, each with its own
+  // NICs, LLDP and the counters of the counter model, which moves on by one
+  // `interval` every interval of the run (the first before the agents
+  // connect). `nics`, `node_prefix`, `lldp` and `hosts_per_leaf` are then
+  // unused, and `nodes` must not exceed the fabric's hosts. Null: every
+  // agent sends the virtual node's healthy template.
+  std::shared_ptr<ScenarioTraffic> scenario;
 };
 
 struct VirtualAgentsResult {

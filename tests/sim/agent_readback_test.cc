@@ -1,8 +1,10 @@
 // THE test of the simulator: the trees it writes are read back with the
 // agent's own sources, exactly as `fabricdiag-agent --sysfs_root=OUT/N/sys
 // --ethtool_dir=OUT/N/ethtool` reads them.
+#include <algorithm>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "agent/device_links.h"
@@ -13,6 +15,7 @@
 #include "agent/sysfs_reader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sim/scenario_agents.h"
 #include "sim/sim_app.h"
 #include "tests/sim/sim_test_util.h"
 
@@ -82,7 +85,7 @@ const Sample* Find(const Snapshot& snap, Subsystem subsystem,
 class AgentReadbackTest : public ::testing::Test {
  protected:
   std::unique_ptr<Simulation> Start(const std::string& scenario) {
-    SimConfig config;
+    SimConfig& config = config_;
     // Two hosts keep the tree small: the disk may be shared and busy.
     config.layout_files = {dir_.Write("layout.yaml", R"(
 job: small
@@ -106,7 +109,87 @@ links:
   }
 
   testing::TempDir dir_;
+  SimConfig config_;  // of the last Start()
 };
+
+// The virtual agents' scenario traffic (sim/scenario_agents.h) on the same
+// inputs and seed as a tree: every series of a host's report holds what the
+// agent reads from the tree, tick after tick, faults included, and its
+// rates are what moved.
+TEST_F(AgentReadbackTest, ScenarioAgentsSendWhatTheAgentReadsFromTheTree) {
+  auto sim = Start(
+      "faults: [{kind: pfc_storm, node: gpu-001, nic: mlx5_2, start: 0},"
+      " {kind: link_errors, node: gpu-001, nic: mlx5_4, start: 1},"
+      " {kind: half_speed, node: gpu-001, nic: mlx5_5, start: 1},"
+      " {kind: link_flap, node: gpu-001, nic: mlx5_6, start: 0, period: 2}]");
+  ASSERT_NE(sim, nullptr);
+  absl::StatusOr<SimInputs> inputs = LoadSimInputs(config_);
+  ASSERT_TRUE(inputs.ok()) << inputs.status();
+  absl::StatusOr<std::unique_ptr<ScenarioTraffic>> traffic =
+      ScenarioTraffic::Create(std::move(inputs->fabric),
+                              std::move(inputs->scenario), config_.seed);
+  ASSERT_TRUE(traffic.ok()) << traffic.status();
+  size_t host = 0;
+  while ((*traffic)->HostName(host) != "gpu-001") ++host;
+  const v1::Schema& schema = (*traffic)->Schema(host).schema();
+
+  AgentOnNode agent(sim->writer(), "gpu-001");
+  uint64_t inventories = 0;
+  std::vector<uint64_t> before;
+  for (int tick = 0; tick < 4; ++tick) {
+    ASSERT_TRUE(sim->Tick(1.0, nullptr).ok());
+    (*traffic)->Advance(1.0);
+    const Snapshot snap = agent.Collect();
+    v1::Report report;
+    (*traffic)->FillReport(host, &report);
+    ASSERT_EQ(report.raw_size(), schema.series_size());
+    int compared = 0;
+    int rate = 0;
+    for (int i = 0; i < schema.series_size(); ++i) {
+      const v1::Series& series = schema.series(i);
+      const bool counter = series.kind() == v1::KIND_COUNTER;
+      const Sample* read =
+          Find(snap, static_cast<Subsystem>(series.subsystem()),
+               series.device(), series.name());
+      if (read != nullptr) {
+        EXPECT_EQ(report.raw(i), read->raw)
+            << "tick " << tick << " " << series.device() << " "
+            << series.name();
+        ++compared;
+      }
+      if (!counter) continue;
+      if (!before.empty()) {
+        // Unwrapped in four ticks: the rate is the increase, in base units.
+        const double moved = static_cast<double>(report.raw(i) - before[i]) *
+                             (series.scale() > 0 ? series.scale() : 1);
+        EXPECT_NEAR(report.rate(rate), moved, 1e-6 * std::max(1.0, moved))
+            << "tick " << tick << " " << series.device() << " "
+            << series.name();
+      }
+      ++rate;
+    }
+    before.assign(report.raw().begin(), report.raw().end());
+    // Every series the report carries is one the agent reads, but for the
+    // gauges it derives from files the tree names differently.
+    EXPECT_GE(compared, schema.series_size() * 95 / 100) << "tick " << tick;
+    uint64_t version = 0;
+    const std::shared_ptr<const v1::AgentMessage> inventory =
+        (*traffic)->Inventory(host, &version);
+    inventories = version;
+    for (const v1::RdmaPort& port : inventory->inventory().rdma_ports()) {
+      if (port.device() == "mlx5_5" && tick >= 1) {
+        EXPECT_DOUBLE_EQ(port.rate_bytes_per_second(), 25e9);
+      }
+      if (port.device() == "mlx5_6") {
+        // Down in the first half of each 2 s period: ticks 0 and 2.
+        EXPECT_EQ(port.state(), tick % 2 == 0 ? "DOWN" : "ACTIVE")
+            << "tick " << tick;
+      }
+    }
+  }
+  // The flapping link and the slow one changed the inventory each tick.
+  EXPECT_EQ(inventories, 5u);
+}
 
 TEST_F(AgentReadbackTest, AgentSeesDevicesCountersAndPfc) {
   auto sim = Start(

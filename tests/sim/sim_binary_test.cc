@@ -116,20 +116,35 @@ TEST(SimBinaryTest, VirtualAgentsNameTheCollectorThatDidNotAnswer) {
   }
 }
 
+// A collector of its own in `dir`, started; its ports once it listens.
+struct TestCollector {
+  explicit TestCollector(const testing::TempDir& dir)
+      : process({FABRICDIAG_COLLECTOR_BINARY, "--listen=127.0.0.1:0",
+                 "--http_listen=127.0.0.1:0",
+                 "--state_dir=" + dir.path() + "/state"}) {
+    EXPECT_TRUE(process.Start().ok());
+    std::string line;
+    EXPECT_TRUE(process.WaitForStderr("gRPC on port", &line));
+    grpc = fabricdiag::testing::PortFromLog(line, "gRPC");
+    http = fabricdiag::testing::PortFromLog(line, "HTTP");
+  }
+  std::string Flag() const {
+    return absl::StrCat("--collector=127.0.0.1:", grpc);
+  }
+
+  fabricdiag::testing::Subprocess process;
+  int grpc = 0;
+  int http = 0;
+};
+
 // Agents named by --virtual_agent_prefix: the collector lists them so.
 TEST(SimBinaryTest, VirtualAgentPrefixNamesTheNodes) {
   testing::TempDir dir;
-  fabricdiag::testing::Subprocess collector(
-      {FABRICDIAG_COLLECTOR_BINARY, "--listen=127.0.0.1:0",
-       "--http_listen=127.0.0.1:0", "--state_dir=" + dir.path() + "/state"});
-  ASSERT_TRUE(collector.Start().ok());
-  std::string line;
-  ASSERT_TRUE(collector.WaitForStderr("gRPC on port", &line));
-  const int grpc = fabricdiag::testing::PortFromLog(line, "gRPC");
-  const int http = fabricdiag::testing::PortFromLog(line, "HTTP");
+  TestCollector collector(dir);
+  ASSERT_GT(collector.grpc, 0);
+  const int http = collector.http;
   auto r = RunCommand({FABRICDIAG_SIM_BINARY, "--virtual_agents=2",
-                       "--virtual_agent_prefix=rack7-",
-                       absl::StrCat("--collector=127.0.0.1:", grpc),
+                       "--virtual_agent_prefix=rack7-", collector.Flag(),
                        "--duration=2s"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   absl::StatusOr<std::string> metrics =
@@ -137,6 +152,49 @@ TEST(SimBinaryTest, VirtualAgentPrefixNamesTheNodes) {
   ASSERT_TRUE(metrics.ok()) << metrics.status();
   EXPECT_THAT(*metrics, HasSubstr("node=\"rack7-00001\""));
   EXPECT_THAT(*metrics, ::testing::Not(HasSubstr("vnode-")));
+}
+
+// With a layout, the virtual agents are the simulated fabric's hosts, under
+// their names; what they cannot be is refused before anything streams.
+TEST(SimBinaryTest, VirtualAgentsOfAFabricAreItsHosts) {
+  testing::TempDir dir;
+  const std::string layout = dir.Write("layout.yaml", testing::kMoeLayout);
+  TestCollector collector(dir);
+  ASSERT_GT(collector.grpc, 0);
+  const std::string target = collector.Flag();
+  const int http = collector.http;
+  auto r = RunCommand({FABRICDIAG_SIM_BINARY, "--virtual_agents=4",
+                       "--layout=" + layout, target, "--duration=2s"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("virtual agents: 4 for"));
+  absl::StatusOr<std::string> metrics =
+      fabricdiag::testing::HttpGet(http, "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_THAT(*metrics, HasSubstr("node=\"gpu-003\""));
+  EXPECT_THAT(*metrics, ::testing::Not(HasSubstr("vnode-")));
+
+  r = RunCommand({FABRICDIAG_SIM_BINARY, "--virtual_agents=5",
+                  "--layout=" + layout, target, "--duration=1s"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("5 agents, but the simulated fabric has 4"));
+  r = RunCommand({FABRICDIAG_SIM_BINARY, "--virtual_agents=4",
+                  "--layout=" + layout, "--virtual_agent_prefix=rack7-", target,
+                  "--duration=1s"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--virtual_agent_prefix: not with --layout"));
+  r = RunCommand({FABRICDIAG_SIM_BINARY, "--virtual_agents=4",
+                  "--layout=" + dir.path() + "/absent.yaml", target,
+                  "--duration=1s"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("absent.yaml: cannot open"));
+  const std::string scenario = dir.Write(
+      "scenario.yaml",
+      "faults: [{kind: straggler, node: gpu-009, nic: mlx5_0, start: 0}]");
+  r = RunCommand({FABRICDIAG_SIM_BINARY, "--virtual_agents=4",
+                  "--layout=" + layout, "--scenario=" + scenario, target,
+                  "--duration=1s"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("scenario.yaml: "));
 }
 
 }  // namespace

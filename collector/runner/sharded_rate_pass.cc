@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "analysis/congestion.h"
 #include "analysis/finding_wire.h"
@@ -264,6 +265,8 @@ ShardedRatePass::Output ShardedRatePass::Run(const Input& in,
       }
     }
   }
+  // A cluster of one has every part's excuses in the same pass.
+  if (!in.whole) HoldForExcuses(findings, parts);
 
   static const absl::flat_hash_set<std::string> kNone;
   static const absl::flat_hash_set<std::pair<std::string, std::string>>
@@ -335,6 +338,71 @@ ShardedRatePass::Output ShardedRatePass::Run(const Input& in,
                   std::move(parts[1][port].findings), quiet, quiet_groups),
       true});
   return out;
+}
+
+namespace {
+
+// Passes a finding found in a cluster of more than one waits before it
+// counts: 0 for most.
+int WaitPasses(const analysis::Finding& f) {
+  if (f.kind == "congestion" || f.kind == "ecmp_imbalance" ||
+      f.kind == "straggler_nic") {
+    return kExcuseLagPasses;
+  }
+  return analysis::IsSourceless(f) ? kSourcelessLagPasses : 0;
+}
+
+std::string WaitKey(absl::string_view kind, absl::string_view node,
+                    absl::string_view device) {
+  return absl::StrCat(kind, " ", node, " ", device);
+}
+
+}  // namespace
+
+void ShardedRatePass::HoldForExcuses(const FindingsStore& findings,
+                                     ViewParts (&parts)[2]) {
+  ++passes_;
+  const auto key = [](const analysis::Finding& f) {
+    return WaitKey(f.kind, f.node, f.device);
+  };
+  for (int k = 0; k < 2; ++k) {
+    for (const analysis::RatePart& p : parts[k]) {
+      for (const analysis::Finding& f : p.findings) {
+        if (WaitPasses(f) == 0) continue;
+        auto [it, fresh] = waiting_.try_emplace(key(f));
+        // Found again after a pass or more without it (a weak finding
+        // counts k of n passes): still the same wait.
+        if (fresh || it->second.last < passes_ - 2) it->second.first = passes_;
+        it->second.last = passes_;
+      }
+    }
+  }
+  absl::erase_if(waiting_, [this](const auto& entry) {
+    return entry.second.last < passes_ - 2;
+  });
+  // An open finding does not wait: it was found before (a restart, a shard
+  // or node taken over), and holding it back would count it clear.
+  std::optional<absl::flat_hash_set<std::string>> open;
+  const auto waits = [&](const analysis::Finding& f) {
+    const int wait = WaitPasses(f);
+    if (wait == 0 || passes_ - waiting_.at(key(f)).first >= wait) {
+      return false;
+    }
+    if (!open.has_value()) {
+      open.emplace();
+      for (const v1::Finding& active : findings.Active()) {
+        open->insert(WaitKey(active.kind(), active.node(), active.device()));
+      }
+    }
+    return !open->contains(key(f));
+  };
+  for (int k = 0; k < 2; ++k) {
+    for (analysis::RatePart& p : parts[k]) {
+      p.findings.erase(
+          std::remove_if(p.findings.begin(), p.findings.end(), waits),
+          p.findings.end());
+    }
+  }
 }
 
 }  // namespace fabricdiag::collector

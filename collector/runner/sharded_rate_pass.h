@@ -18,7 +18,18 @@
 //      their NVLink domain send (the lease holder confirms tp_cross_node
 //      with it), for the others (cluster/part_news_exchange.h);
 //   4. every part's findings excused by all parts' excuses: its own of this
-//      pass, the others' of their last (one pass late);
+//      pass, the others' of their last (one pass late). An excuse of
+//      another collector's part comes two passes after the first sample
+//      that shows its cause (its shard's ports reach its owner a pass
+//      late, its news another pass later), where one collector has both
+//      in the same pass: so an excusable finding (congestion,
+//      ecmp_imbalance, straggler_nic) counts only from its
+//      kExcuseLagPasses-th pass on (HoldForExcuses), or a hot expert's
+//      congestion would open here that one collector never opens. A PFC
+//      storm's victims without a visible source wait kSourcelessLagPasses:
+//      a source whose agent moves to another collector is out of its
+//      switch shard's view for a few passes, where one collector sees it
+//      throughout;
 //   5. each findings source through a hysteresis of its own:
 //      "rate@<shard>" for each owned shard (its owner writes it, fenced by
 //      the shard's term) and "rate@ports.<collector id>" for the port
@@ -52,6 +63,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -69,6 +81,15 @@
 #include "collector/runner/analysis_shards.h"
 
 namespace fabricdiag::collector {
+
+// Passes an excusable finding waits, in a cluster of more than one, for
+// another collector's excuse (step 4 below).
+inline constexpr int kExcuseLagPasses = 2;
+// Passes a PFC storm's source-less victims wait, in a cluster of more than
+// one, for a source that moved between collectors to come back into view:
+// its hand-off, its first report (no rates yet), its second, and the chunk
+// to the switch shard's owner.
+inline constexpr int kSourcelessLagPasses = 4;
 
 class ShardedRatePass {
  public:
@@ -188,8 +209,21 @@ class ShardedRatePass {
   // nodes newly held from their active port findings.
   void Hold(const absl::flat_hash_set<std::string>& held,
             const FindingsStore& findings);
+  // Drops, from every part of both views, the findings that wait (step 4
+  // above) and were first found fewer passes ago than their wait, unless
+  // `findings` has them open.
+  void HoldForExcuses(const FindingsStore& findings,
+                      std::vector<analysis::RatePart> (&parts)[2]);
 
   const Options options_;
+  // Passes run, and for each finding that waits ("kind node device") found
+  // lately, the pass it was first found in and the last.
+  int64_t passes_ = 0;
+  struct Waiting {
+    int64_t first = 0;
+    int64_t last = 0;
+  };
+  absl::flat_hash_map<std::string, Waiting> waiting_;
   std::map<std::string, Shard, std::less<>> shards_;
   analysis::Hysteresis ports_;
   absl::flat_hash_set<std::string> held_;  // at the last pass

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -205,8 +206,11 @@ class ShardedRatePassTest : public ::testing::Test {
                     .ok());
     if (unsharded_) return;
 
+    // What the shards' owners see: the ports of `shard_lag_` passes ago.
+    past_views_.push_back(view);
+    const FabricView& seen = past_views_.front();
     const std::vector<analysis::ShardPorts> shards =
-        analysis::AssignShards(view, layouts_, *topology_, counts_);
+        analysis::AssignShards(seen, layouts_, *topology_, counts_);
     std::vector<analysis::PartNews> news;
     for (int c : live_) {
       const FabricView local = NodesOf(view, [&](absl::string_view node) {
@@ -232,7 +236,7 @@ class ShardedRatePassTest : public ::testing::Test {
           input.shards.push_back({shard, term, &kNoPorts, nullptr});
           continue;
         }
-        views.push_back(analysis::testing::ShardView(view, s->ports, s->kind));
+        views.push_back(analysis::testing::ShardView(seen, s->ports, s->kind));
         input.shards.push_back({shard, term, &views.back(), nullptr});
       }
       input.news = news_;
@@ -251,6 +255,9 @@ class ShardedRatePassTest : public ::testing::Test {
     }
     // Heard by the others at their next pass.
     news_ = std::move(news);
+    if (past_views_.size() > static_cast<size_t>(shard_lag_)) {
+      past_views_.pop_front();
+    }
     if (whole_pass_ != nullptr) PassWhole(view, now);
   }
 
@@ -306,6 +313,11 @@ class ShardedRatePassTest : public ::testing::Test {
   std::map<std::string, std::pair<int, uint64_t>> owners_;
   uint64_t next_term_ = 1;
   std::vector<analysis::PartNews> news_;
+  // Passes the shards' owners see the collectors' ports late: 0 here, 1 or
+  // more in a live cluster (each collector's chunks reach the owners after
+  // its pass); the views of the passes between.
+  int shard_lag_ = 0;
+  std::deque<FabricView> past_views_;
   // The priorities of held storm sources the runner gives each pass.
   std::set<int> held_storms_;
   uint32_t seed_ = 1;
@@ -616,6 +628,69 @@ std::set<int> StormPriorities(const FindingsStore& store) {
 // the runner): its victims, still in view, make no source-less second
 // storm on that priority in the switch shard that sees them, as the
 // unsharded runner drops it (the unsharded side here is given no holds).
+// As in a live cluster under load, the shards' owners see the other
+// collectors' ports two passes after those read them, and those hear the
+// owners' excuses a pass later: a hot expert's congestion, which one
+// collector excuses in the pass it sees both, waits for its excuse
+// (kExcuseLagPasses) and never opens. (Without the newest-samples view
+// here, a finding opens after 3 passes: a lag of 2 is the one that opens
+// it without the wait.)
+TEST_F(ShardedRatePassTest, ExcusesFromShardsSeenPassesLateStillComeInTime) {
+  shard_lag_ = 2;
+  Run(/*healthy=*/6, /*faulty=*/0);
+  const std::vector<analysis::scenario::Fault> hot = {
+      {analysis::scenario::FaultKind::kHotExpert, "gpu-004", "mlx5_2"}};
+  // Every finding the three ever had open (the hot expert opens 2 passes
+  // later than on one collector, its ports 2 passes late).
+  std::set<std::string> ever;
+  for (int p = 0; p < 10; ++p) {
+    Pass(cluster_->View(hot, {}, seed_++));
+    const std::set<std::string> now = Keys(IdsByKey(sharded()));
+    ever.insert(now.begin(), now.end());
+  }
+  const std::set<std::string> found = Keys(IdsByKey(single()));
+  ASSERT_EQ(found.size(), 1u) << absl::StrJoin(found, "; ");
+  EXPECT_EQ(ever, found);
+}
+
+// A storm whose source is out of view for a few passes (its agent moving
+// to another collector), then back: its victims warn of a source outside
+// telemetry on one collector, which sees the same, but not in a cluster,
+// where the warning waits kSourcelessLagPasses for the source to come back.
+TEST_F(ShardedRatePassTest, AStormSourceOutOfViewForAFewPassesRaisesNoWarning) {
+  Run(/*healthy=*/6, /*faulty=*/0);
+  const std::vector<analysis::scenario::Fault> storm = {
+      {analysis::scenario::FaultKind::kPfcStorm, "gpu-009", "mlx5_5"}};
+  // The nodes of the active source-less warnings.
+  const auto warnings = [](const FindingsStore& store) {
+    std::set<std::string> out;
+    for (const v1::Finding& f : store.Active()) {
+      if (f.kind() == "pfc_storm" &&
+          f.evidence_text().contains(analysis::kFaultEvidence)) {
+        out.insert(f.node());
+      }
+    }
+    return out;
+  };
+  std::set<std::string> ever;
+  for (int p = 0; p < 8; ++p) {
+    const FabricView view = cluster_->View(storm, {}, seed_++);
+    Pass(p < 4
+             ? NodesOf(view,
+                       [](absl::string_view node) { return node != "gpu-009"; })
+             : view);
+    const std::set<std::string> warned = warnings(sharded());
+    ever.insert(warned.begin(), warned.end());
+    if (p == 3) {
+      ASSERT_FALSE(warnings(single()).empty())
+          << "one collector warns once the victims paused 3 passes";
+    }
+  }
+  EXPECT_THAT(ever, ::testing::IsEmpty());
+  EXPECT_THAT(StormPriorities(sharded()), ::testing::ElementsAre(3))
+      << "the storm itself, once its source is back";
+}
+
 TEST_F(ShardedRatePassTest, AHeldStormSourcesVictimsOpenNoSecondStorm) {
   const auto source_away = [&] {
     return NodesOf(cluster_->View({{analysis::scenario::FaultKind::kPfcStorm,
@@ -623,7 +698,8 @@ TEST_F(ShardedRatePassTest, AHeldStormSourcesVictimsOpenNoSecondStorm) {
                                   {}, seed_++),
                    [](absl::string_view node) { return node != "gpu-009"; });
   };
-  for (int p = 0; p < 6; ++p) Pass(source_away());
+  // The victims wait for their source to come back into view first.
+  for (int p = 0; p < 6 + kSourcelessLagPasses; ++p) Pass(source_away());
   const std::set<int> warned = StormPriorities(sharded());
   ASSERT_FALSE(warned.empty()) << "the victims warn of a source out of view";
   ASSERT_EQ(StormPriorities(single()), warned);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <regex>
 #include <set>
@@ -73,8 +74,9 @@ class CollectorClusterTest : public ::testing::Test {
     ASSERT_TRUE(started.ok()) << started;
   }
 
-  // Collector `name` joined to the NATS servers `urls`, on the given ports
-  // (0: any; a restart reuses its ports).
+  // Collector `name` joined to the NATS servers `urls` (empty: an embedded
+  // collector, without NATS), on the given ports (0: any; a restart reuses
+  // its ports).
   // `extra` flags come last (a repeated flag: the last one counts); `env`
   // ("NAME=value") is added to its environment.
   Collector Start(const std::string& name, const std::string& urls,
@@ -89,14 +91,16 @@ class CollectorClusterTest : public ::testing::Test {
       argv.push_back("/usr/bin/env");
       argv.insert(argv.end(), env.begin(), env.end());
     }
-    argv.insert(
-        argv.end(),
-        {kCollector, absl::StrCat("--listen=127.0.0.1:", grpc),
-         absl::StrCat("--http_listen=127.0.0.1:", http),
-         absl::StrCat("--state_dir=", dir_.path(), "/", name), "--nats=" + urls,
-         "--collector_id=" + name, "--analysis_interval=200ms"});
-    const std::vector<std::string> security = nats_.ClientFlags();
-    argv.insert(argv.end(), security.begin(), security.end());
+    argv.insert(argv.end(),
+                {kCollector, absl::StrCat("--listen=127.0.0.1:", grpc),
+                 absl::StrCat("--http_listen=127.0.0.1:", http),
+                 absl::StrCat("--state_dir=", dir_.path(), "/", name),
+                 "--analysis_interval=200ms"});
+    if (!urls.empty()) {
+      argv.insert(argv.end(), {"--nats=" + urls, "--collector_id=" + name});
+      const std::vector<std::string> security = nats_.ClientFlags();
+      argv.insert(argv.end(), security.begin(), security.end());
+    }
     argv.insert(argv.end(), extra.begin(), extra.end());
     c.process = std::make_unique<Subprocess>(std::move(argv));
     EXPECT_TRUE(c.process->Start().ok());
@@ -164,6 +168,28 @@ class CollectorClusterTest : public ::testing::Test {
   bool Lists(const Collector& c, const std::string& job) {
     RunResult r = Cli(c, {"layout", "list"});
     return r.exit_code == 0 && r.out.find(job) != std::string::npos;
+  }
+
+  // Nodes whose agents stream to `c` (its /metrics says them up).
+  static int AgentsOf(const Collector& c) {
+    absl::StatusOr<std::string> m = HttpGet(c.http, "/metrics");
+    if (!m.ok()) return -1;
+    const std::regex up("\nfabricdiag_agent_up\\{[^}]*\\} 1");
+    return static_cast<int>(
+        std::distance(std::sregex_iterator(m->begin(), m->end(), up),
+                      std::sregex_iterator()));
+  }
+
+  // The value of metric `name` (its first series) on `c`'s /metrics; -1
+  // when it does not answer or has none.
+  static double Metric(const Collector& c, const std::string& name) {
+    absl::StatusOr<std::string> m = HttpGet(c.http, "/metrics");
+    std::smatch found;
+    return m.ok() && std::regex_search(
+                         *m, found,
+                         std::regex("\n" + name + "(\\{[^}]*\\})? ([0-9.e+]+)"))
+               ? std::stod(found[2])
+               : -1.0;
   }
 
   testing::TempDir dir_;
@@ -1074,16 +1100,6 @@ class ClusterStoryTest : public CollectorClusterTest {
     return "";
   }
 
-  // Nodes whose agents stream to `c` (its /metrics says them up).
-  static int AgentsOf(const Collector& c) {
-    absl::StatusOr<std::string> m = HttpGet(c.http, "/metrics");
-    if (!m.ok()) return -1;
-    const std::regex up("\nfabricdiag_agent_up\\{[^}]*\\} 1");
-    return static_cast<int>(
-        std::distance(std::sregex_iterator(m->begin(), m->end(), up),
-                      std::sregex_iterator()));
-  }
-
   // The simulator's second fault starts this long after the simulator.
   static constexpr absl::Duration kSecondFault = absl::Seconds(45);
 };
@@ -1558,20 +1574,11 @@ TEST_F(ClusterStoryTest, ShardedCollectorsKeepTheirFindingsThroughAKill) {
 
   // The analysis is cut: each collector owns some of the 128 shards, every
   // shard one, and the collectors send each other ports and news.
-  auto metric = [](const Collector& each, const std::string& name) {
-    absl::StatusOr<std::string> m = HttpGet(each.http, "/metrics");
-    std::smatch found;
-    return m.ok() && std::regex_search(
-                         *m, found,
-                         std::regex("\n" + name + "\\{[^}]*\\} ([0-9.e+]+)"))
-               ? std::stod(found[1])
-               : -1.0;
-  };
   auto owned_by = [&](const std::vector<size_t>& which) {
     std::vector<double> owned;
     owned.reserve(which.size());
     for (size_t i : which) {
-      owned.push_back(metric(c[i], "fabricdiag_cluster_analysis_shards_owned"));
+      owned.push_back(Metric(c[i], "fabricdiag_cluster_analysis_shards_owned"));
     }
     return owned;
   };
@@ -1593,13 +1600,13 @@ TEST_F(ClusterStoryTest, ShardedCollectorsKeepTheirFindingsThroughAKill) {
   // Every collector reads the lease bucket alike: every shard held, and
   // every member sharding.
   for (const Collector& each : c) {
-    EXPECT_EQ(metric(each, "fabricdiag_cluster_analysis_shards"), 128)
+    EXPECT_EQ(Metric(each, "fabricdiag_cluster_analysis_shards"), 128)
         << each.name;
-    EXPECT_EQ(metric(each, "fabricdiag_cluster_members_not_sharding"), 0)
+    EXPECT_EQ(Metric(each, "fabricdiag_cluster_members_not_sharding"), 0)
         << each.name;
     EXPECT_TRUE(testing::Eventually(
         [&] {
-          return metric(each, "fabricdiag_cluster_analysis_shards_unowned") ==
+          return Metric(each, "fabricdiag_cluster_analysis_shards_unowned") ==
                  0;
         },
         absl::Seconds(5), absl::Milliseconds(250)))
@@ -1608,21 +1615,21 @@ TEST_F(ClusterStoryTest, ShardedCollectorsKeepTheirFindingsThroughAKill) {
   // Rendezvous hashing over the same three members deals the same shards.
   const std::vector<double> dealt = owned;
   for (const Collector& each : c) {
-    EXPECT_GT(metric(each, "fabricdiag_cluster_analysis_news_received_total"),
+    EXPECT_GT(Metric(each, "fabricdiag_cluster_analysis_news_received_total"),
               0)
         << each.name;
   }
   // Only each node's liveness travels besides: no port on the features
   // stream.
   for (const Collector& each : c) {
-    EXPECT_EQ(metric(each, "fabricdiag_cluster_features_published_bytes"), 0)
+    EXPECT_EQ(Metric(each, "fabricdiag_cluster_features_published_bytes"), 0)
         << each.name;
-    EXPECT_GT(metric(each, "fabricdiag_cluster_liveness_published_bytes"), 0)
+    EXPECT_GT(Metric(each, "fabricdiag_cluster_liveness_published_bytes"), 0)
         << each.name;
   }
   double chunks = 0;
   for (const Collector& each : c) {
-    chunks += metric(each, "fabricdiag_cluster_shard_chunks_received_total");
+    chunks += Metric(each, "fabricdiag_cluster_shard_chunks_received_total");
   }
   EXPECT_GT(chunks, 0);
   std::cout << "shards owned: " << absl::StrJoin(owned, " ")
@@ -1655,7 +1662,7 @@ TEST_F(ClusterStoryTest, ShardedCollectorsKeepTheirFindingsThroughAKill) {
   while (absl::Now() < killed + absl::Seconds(15)) {
     most_unowned = std::max(
         most_unowned,
-        metric(c[survivors[0]], "fabricdiag_cluster_analysis_shards_unowned"));
+        Metric(c[survivors[0]], "fabricdiag_cluster_analysis_shards_unowned"));
     if (taken_after == absl::InfiniteDuration() &&
         spread_over(owned_by(survivors))) {
       taken_after = absl::Now() - killed;
@@ -1663,7 +1670,7 @@ TEST_F(ClusterStoryTest, ShardedCollectorsKeepTheirFindingsThroughAKill) {
     absl::SleepFor(absl::Milliseconds(100));
   }
   for (size_t i : survivors) {
-    EXPECT_EQ(metric(c[i], "fabricdiag_cluster_analysis_shards_unowned"), 0)
+    EXPECT_EQ(Metric(c[i], "fabricdiag_cluster_analysis_shards_unowned"), 0)
         << c[i].name;
   }
   std::cout << "shards taken by the survivors " << taken_after
@@ -1687,7 +1694,7 @@ TEST_F(ClusterStoryTest, ShardedCollectorsKeepTheirFindingsThroughAKill) {
   const auto handovers = [&] {
     double n = 0;
     for (size_t i : survivors) {
-      n += metric(c[i], "fabricdiag_cluster_analysis_shard_handovers_total");
+      n += Metric(c[i], "fabricdiag_cluster_analysis_shard_handovers_total");
     }
     return n;
   };
@@ -1749,7 +1756,7 @@ TEST_F(ClusterStoryTest, ShardedCollectorsKeepTheirFindingsThroughAKill) {
       << odd.process->Stderr();
   std::cout << "col-d: " << warned << "\n";
   auto unowned = [&](const Collector& each) {
-    return metric(each, "fabricdiag_cluster_analysis_shards_unowned");
+    return Metric(each, "fabricdiag_cluster_analysis_shards_unowned");
   };
   double most_unowned_with_d = 0;
   const absl::Time settled = absl::Now() + absl::Seconds(10);
@@ -1765,7 +1772,7 @@ TEST_F(ClusterStoryTest, ShardedCollectorsKeepTheirFindingsThroughAKill) {
     for (const Collector& each : c) {
       EXPECT_TRUE(testing::Eventually(
           [&] {
-            return metric(each, "fabricdiag_cluster_members_not_sharding") ==
+            return Metric(each, "fabricdiag_cluster_members_not_sharding") ==
                    want;
           },
           within, absl::Milliseconds(250)))
@@ -2566,6 +2573,288 @@ TEST_F(CollectorClusterTest, ADeposedLeadersDelayedWriteNeverLands) {
       std::cout << "--- " << each.name << ":\n" << each.process->Stderr();
     }
   }
+}
+
+// The live test at scale: three collectors sharding the analysis over three
+// nats-servers, fed by a simulated cluster of kHosts nodes whose agents are
+// the simulator's virtual agents (fabricdiag-sim --virtual_agents with the
+// fabric's layouts, topology and scenario): the counters of its counter
+// model, seven faults among them. One embedded collector first finds what
+// it finds on that traffic; the three must then find the same, under one id
+// on all three, and keep every id through the kill of the collector most
+// agents stream to, none resolved or opened twice.
+class ScaleStoryTest : public CollectorClusterTest {
+ protected:
+  // As many as 2 cores carry beside three collectors and three
+  // nats-servers with room for the test's timing: about 1.5 cores on
+  // average (docs/cluster.md gives the figures).
+  static constexpr int kHosts = 4096;
+  static constexpr int kHostsPerLeaf = 16;
+  static constexpr int kQuarter = kHosts / 4;
+
+  static std::string Host(int i) { return absl::StrFormat("gpu-%03d", i); }
+
+  struct Fault {
+    std::string sim_kind;  // the scenario's
+    std::string kind;      // the finding's
+    int host = 0;
+    int nic = 0;
+    std::string extra;  // more fields of the scenario's fault
+  };
+  // One of every kind a host's counters show, each in a job of its own or
+  // on another leaf, from 3 s on.
+  static std::vector<Fault> Faults() {
+    return {
+        {"hot_expert", "hot_expert_incast", 3, 2, "factor: 6"},
+        {"link_errors", "link_errors", kQuarter + 4, 5, ""},
+        {"half_speed", "link_degraded", kQuarter + 9, 7, ""},
+        {"pfc_storm", "pfc_storm", 2 * kQuarter + 5, 1, "priority: 3"},
+        {"retransmissions", "retransmissions", 3 * kQuarter + 2, 3, ""},
+        {"link_flap", "link_flap", 3 * kQuarter + 9, 0, "period: 4"},
+        {"straggler", "straggler_nic", 3 * kQuarter + 13, 4, ""},
+    };
+  }
+
+  // Two MoE jobs and two dense ones, a quarter of the hosts each; leaves
+  // of kHostsPerLeaf hosts with four uplinks; the faults; the analysis.
+  void WriteInputs() {
+    const std::string w = dir_.path();
+    const std::string rails =
+        "[mlx5_0, mlx5_1, mlx5_2, mlx5_3, mlx5_4, mlx5_5, mlx5_6, mlx5_7]";
+    auto hosts = [](int first) {
+      std::string list;
+      for (int i = first; i < first + kQuarter; ++i) {
+        absl::StrAppend(&list, i > first ? ", " : "", Host(i));
+      }
+      return list;
+    };
+    for (int j = 0; j < 4; ++j) {
+      const bool moe = j < 2;
+      const std::string job = absl::StrCat(moe ? "moe-" : "dense-", j);
+      const std::string path = absl::StrCat(w, "/", job, ".yaml");
+      std::ofstream out(path);
+      out << "job: " << job << "\ngpus_per_node: 8\n";
+      if (moe) {
+        out << "parallelism: {tp: 8, pp: 1, dp: " << kQuarter
+            << ", ep: " << kQuarter << "}\n";
+      } else {
+        out << "parallelism: {tp: 8, pp: 2, dp: " << kQuarter / 2 << "}\n";
+      }
+      out << "hosts: [" << hosts(j * kQuarter) << "]\nrails: " << rails
+          << "\nmodel: {params: 1.6e10, hidden: 4096, layers: 32, "
+             "seq_len: 4096, micro_batch: 1, micro_batches: 8, "
+             "dtype_bytes: 2";
+      if (moe) out << ", experts: " << kQuarter * 8 << ", top_k: 2";
+      out << "}\n";
+      layouts_.push_back(path);
+    }
+    std::ofstream topology(w + "/topology.yaml");
+    topology << "switches:\n";
+    for (int l = 0; l < kHosts / kHostsPerLeaf; ++l) {
+      topology << "  - {name: leaf-" << l << ", uplinks: [";
+      for (int u = 1; u <= 4; ++u) {
+        topology << (u > 1 ? ", " : "") << "swp" << kHostsPerLeaf * 8 + u;
+      }
+      topology << "]}\n";
+    }
+    topology << "links:\n";
+    for (int i = 0; i < kHosts; ++i) {
+      for (int n = 0; n < 8; ++n) {
+        topology << "  - {host: " << Host(i) << ", nic: mlx5_" << n
+                 << ", switch: leaf-" << i / kHostsPerLeaf << ", port: swp"
+                 << (i % kHostsPerLeaf) * 8 + n + 1 << "}\n";
+      }
+    }
+    std::ofstream scenario(w + "/scenario.yaml");
+    scenario << "step_seconds: 1.0\nfaults:\n";
+    for (const Fault& f : Faults()) {
+      scenario << "  - {kind: " << f.sim_kind << ", node: " << Host(f.host)
+               << ", nic: mlx5_" << f.nic << ", start: 3"
+               << (f.extra.empty() ? "" : ", ") << f.extra << "}\n";
+    }
+    // The simulator's dense jobs move ~3.3 GB/s per NIC, under the 10% of
+    // the link rate at which a group counts as busy by default.
+    std::ofstream(w + "/analysis.yaml")
+        << "straggler_nic: {min_median_link_fraction: 0.05}\n";
+  }
+
+  std::vector<std::string> AnalysisFlags() const {
+    return {"--analysis_interval=1s",
+            "--analysis_config=" + dir_.path() + "/analysis.yaml"};
+  }
+
+  // The layouts and the topology, declared on `c`.
+  void Declare(const Collector& c) {
+    for (const std::string& layout : layouts_) {
+      ASSERT_EQ(Cli(c, {"layout", "apply", layout}).exit_code, 0) << layout;
+    }
+    ASSERT_EQ(
+        Cli(c, {"topology", "apply", dir_.path() + "/topology.yaml"}).exit_code,
+        0);
+  }
+
+  // Every host as a virtual agent streaming to `collectors`.
+  std::unique_ptr<Subprocess> StartAgents(const std::string& collectors) {
+    const std::string w = dir_.path();
+    auto sim = std::make_unique<Subprocess>(std::vector<std::string>{
+        kSim, absl::StrCat("--virtual_agents=", kHosts),
+        "--collector=" + collectors, "--layout=" + absl::StrJoin(layouts_, ","),
+        "--topology=" + w + "/topology.yaml",
+        "--scenario=" + w + "/scenario.yaml", "--interval=1s",
+        "--duration=600s"});
+    EXPECT_TRUE(sim->Start().ok());
+    return sim;
+  }
+
+  // "kind node device job group" of every active finding `c` lists, and its
+  // id; with `all`, every finding, resolved ones too (key + " resolved").
+  std::map<std::string, std::string> Findings(const Collector& c,
+                                              bool all = false) {
+    std::vector<std::string> args = {"--timeout=5s", "findings", "--json"};
+    if (all) args.push_back("--all");
+    RunResult r = Cli(c, args);
+    std::map<std::string, std::string> found;
+    const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+    if (r.exit_code != 0 || !j.is_array()) return found;
+    for (const nlohmann::json& f : j) {
+      std::string key =
+          absl::StrCat(f.value("kind", ""), " ", f.value("node", ""), " ",
+                       f.value("device", ""), " ", f.value("job", ""), " ",
+                       f.value("group", ""));
+      if (all && absl::AsciiStrToLower(f.value("state", "")) != "active") {
+        absl::StrAppend(&key, " ", f.value("state", ""), " ",
+                        f.value("id", ""));
+      }
+      found[key] = f.value("id", "");
+    }
+    return found;
+  }
+
+  // Whether `found` holds every fault's finding.
+  static bool HasEveryFault(const std::map<std::string, std::string>& found) {
+    for (const Fault& f : Faults()) {
+      const std::string prefix =
+          absl::StrCat(f.kind, " ", Host(f.host), " mlx5_", f.nic, " ");
+      auto it = found.lower_bound(prefix);
+      if (it == found.end() || !absl::StartsWith(it->first, prefix)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  static std::string Keys(const std::map<std::string, std::string>& found) {
+    std::string keys;
+    for (const auto& [key, id] : found) absl::StrAppend(&keys, key, "\n");
+    return keys;
+  }
+
+  std::vector<std::string> layouts_;
+};
+
+TEST_F(ScaleStoryTest, ThreeShardingCollectorsFindWhatOneFinds) {
+  WriteInputs();
+  // One collector alone, on the simulated cluster's traffic.
+  std::map<std::string, std::string> alone_found;
+  {
+    Collector alone = Start("alone", /*urls=*/"", 0, 0, AnalysisFlags());
+    ASSERT_GT(alone.grpc, 0);
+    Declare(alone);
+    std::unique_ptr<Subprocess> sim =
+        StartAgents(absl::StrCat("127.0.0.1:", alone.grpc));
+    ASSERT_TRUE(testing::Eventually(
+        [&] { return HasEveryFault(alone_found = Findings(alone)); },
+        absl::Seconds(90), absl::Milliseconds(500)))
+        << Keys(alone_found) << sim->Stdout() << sim->Stderr();
+    // Whatever else the faults raise, raised by now too (a few passes).
+    absl::SleepFor(absl::Seconds(5));
+    alone_found = Findings(alone);
+    sim->Signal(SIGINT);
+    EXPECT_TRUE(sim->Wait(absl::Seconds(20)).has_value());
+    std::cout << "one collector, " << kHosts
+              << " virtual agents: " << alone_found.size() << " findings\n"
+              << Keys(alone_found)
+              << sim->Stdout().substr(sim->Stdout().rfind("virtual agents:"));
+  }
+
+  std::vector<std::string> flags = AnalysisFlags();
+  flags.push_back("--analysis_shards");
+  std::vector<Collector> c;
+  std::vector<std::string> targets;
+  for (const char* name : {"col-a", "col-b", "col-c"}) {
+    c.push_back(Start(name, nats_.urls(), 0, 0, flags));
+    ASSERT_GT(c.back().grpc, 0);
+    targets.push_back(absl::StrCat("127.0.0.1:", c.back().grpc));
+  }
+  Declare(c[0]);
+  std::unique_ptr<Subprocess> sim = StartAgents(absl::StrJoin(targets, ","));
+  // The same findings on each, and each under one id on all three.
+  std::vector<std::map<std::string, std::string>> found(c.size());
+  for (size_t i = 0; i < c.size(); ++i) {
+    EXPECT_TRUE(testing::Eventually(
+        [&] {
+          found[i] = Findings(c[i]);
+          return Keys(found[i]) == Keys(alone_found);
+        },
+        absl::Seconds(90), absl::Milliseconds(500)))
+        << c[i].name << " lists:\n"
+        << Keys(found[i]) << "one collector listed:\n"
+        << Keys(alone_found);
+  }
+  EXPECT_EQ(found[1], found[0]);
+  EXPECT_EQ(found[2], found[0]);
+  const std::map<std::string, std::string> ids = found[0];
+
+  // The shards are spread over the three; kill the collector most agents
+  // stream to.
+  std::vector<double> owned;
+  owned.reserve(c.size());
+  for (const Collector& each : c) {
+    owned.push_back(Metric(each, "fabricdiag_cluster_analysis_shards_owned"));
+  }
+  size_t busiest = 0;
+  std::vector<int> agents;
+  agents.reserve(c.size());
+  for (size_t i = 0; i < c.size(); ++i) {
+    agents.push_back(AgentsOf(c[i]));
+    if (agents[i] > agents[busiest]) busiest = i;
+  }
+  std::cout << "shards owned: " << absl::StrJoin(owned, " ")
+            << "; agents: " << absl::StrJoin(agents, " ") << "; killing "
+            << c[busiest].name << "\n";
+  c[busiest].process->Signal(SIGKILL);
+  ASSERT_TRUE(c[busiest].process->Wait(absl::Seconds(10)).has_value());
+  std::vector<size_t> survivors;
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (i != busiest) survivors.push_back(i);
+  }
+  const absl::Time killed = absl::Now();
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        double sum = 0;
+        for (size_t i : survivors) {
+          const double n =
+              Metric(c[i], "fabricdiag_cluster_analysis_shards_owned");
+          if (n <= 0) return false;
+          sum += n;
+        }
+        return sum == 128;
+      },
+      absl::Seconds(30), absl::Milliseconds(250)));
+  std::cout << "the survivors own every shard " << absl::Now() - killed
+            << " after the kill\n";
+  // Some passes of the new owners over the agents that moved.
+  absl::SleepFor(absl::Seconds(10));
+  for (size_t i : survivors) {
+    EXPECT_EQ(Findings(c[i]), ids) << c[i].name;
+    // Nothing resolved: every finding it ever listed is active.
+    const std::map<std::string, std::string> all = Findings(c[i], true);
+    EXPECT_EQ(all, ids) << c[i].name << " lists:\n"
+                        << Cli(c[i], {"findings", "--all"}).out;
+  }
+  sim->Signal(SIGINT);
+  EXPECT_TRUE(sim->Wait(absl::Seconds(20)).has_value());
+  std::cout << sim->Stdout().substr(sim->Stdout().rfind("virtual agents:"));
 }
 #endif  // FABRICDIAG_SANITIZED
 

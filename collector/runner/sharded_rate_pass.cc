@@ -265,8 +265,9 @@ ShardedRatePass::Output ShardedRatePass::Run(const Input& in,
       }
     }
   }
-  // A cluster of one has every part's excuses in the same pass.
-  if (!in.whole) HoldForExcuses(findings, parts);
+  // A cluster of one has every part's excuses, and every port, in the same
+  // pass.
+  if (!in.whole) WaitForOtherCollectors(findings, parts);
 
   static const absl::flat_hash_set<std::string> kNone;
   static const absl::flat_hash_set<std::pair<std::string, std::string>>
@@ -359,8 +360,8 @@ std::string WaitKey(absl::string_view kind, absl::string_view node,
 
 }  // namespace
 
-void ShardedRatePass::HoldForExcuses(const FindingsStore& findings,
-                                     ViewParts (&parts)[2]) {
+void ShardedRatePass::WaitForOtherCollectors(const FindingsStore& findings,
+                                             ViewParts (&parts)[2]) {
   ++passes_;
   const auto key = [](const analysis::Finding& f) {
     return WaitKey(f.kind, f.node, f.device);
@@ -370,8 +371,8 @@ void ShardedRatePass::HoldForExcuses(const FindingsStore& findings,
       for (const analysis::Finding& f : p.findings) {
         if (WaitPasses(f) == 0) continue;
         auto [it, fresh] = waiting_.try_emplace(key(f));
-        // Found again after a pass or more without it (a weak finding
-        // counts k of n passes): still the same wait.
+        // Found again after one pass without it, the wait goes on (a weak
+        // finding counts k of n passes); after two or more, it starts over.
         if (fresh || it->second.last < passes_ - 2) it->second.first = passes_;
         it->second.last = passes_;
       }

@@ -23,10 +23,10 @@
 //      that shows its cause (its shard's ports reach its owner a pass
 //      late, its news another pass later), where one collector has both
 //      in the same pass: so an excusable finding (congestion,
-//      ecmp_imbalance, straggler_nic) counts only from its
-//      kExcuseLagPasses-th pass on (HoldForExcuses), or a hot expert's
-//      congestion would open here that one collector never opens. A PFC
-//      storm's victims without a visible source wait kSourcelessLagPasses:
+//      ecmp_imbalance, straggler_nic) counts only once it was found
+//      kExcuseLagPasses passes before (WaitForOtherCollectors), or a hot
+//      expert's congestion would open here that one collector never opens. A
+//      PFC storm's victims without a visible source wait kSourcelessLagPasses:
 //      a source whose agent moves to another collector is out of its
 //      switch shard's view for a few passes, where one collector sees it
 //      throughout;
@@ -212,8 +212,8 @@ class ShardedRatePass {
   // Drops, from every part of both views, the findings that wait (step 4
   // above) and were first found fewer passes ago than their wait, unless
   // `findings` has them open.
-  void HoldForExcuses(const FindingsStore& findings,
-                      std::vector<analysis::RatePart> (&parts)[2]);
+  void WaitForOtherCollectors(const FindingsStore& findings,
+                              std::vector<analysis::RatePart> (&parts)[2]);
 
   const Options options_;
   // Passes run, and for each finding that waits ("kind node device") found

@@ -27,7 +27,7 @@ double BaseUnits(const VirtualSeries& s, double count) {
   return s.scale > 1 ? count : count * s.scale;
 }
 
-uint64_t GaugeValue(VirtualSeries::Gauge g, const PortRates& r) {
+uint64_t GaugeValue(VirtualSeries::Gauge g, const PortRates& r, uint64_t mtu) {
   const bool up = r.present && r.link_up;
   const uint64_t bytes_per_second =
       static_cast<uint64_t>(r.speed_gbps) * 1'000'000'000 / 8;
@@ -43,7 +43,7 @@ uint64_t GaugeValue(VirtualSeries::Gauge g, const PortRates& r) {
       // speed to report.
       return up ? bytes_per_second : 0;
     case VirtualSeries::Gauge::kMtu:
-      return 9000;
+      return mtu;
     case VirtualSeries::Gauge::kCarrier:
       return up ? 1 : 0;
     case VirtualSeries::Gauge::kOther:
@@ -56,62 +56,46 @@ uint64_t GaugeValue(VirtualSeries::Gauge g, const PortRates& r) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ScenarioTraffic>> ScenarioTraffic::Create(
-    std::unique_ptr<const Fabric> fabric, Scenario scenario, uint64_t seed) {
+    std::unique_ptr<const Fabric> fabric, Scenario scenario, uint64_t seed,
+    ScenarioAgents agents) {
   if (fabric == nullptr || fabric->hosts().empty()) {
     return absl::InvalidArgumentError("the fabric has no host");
+  }
+  const size_t hosts = agents.hosts == ScenarioAgents::kAllHosts
+                           ? fabric->hosts().size()
+                           : agents.hosts;
+  if (hosts > fabric->hosts().size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(hosts, " host agents, but the simulated fabric has ",
+                     fabric->hosts().size(), " hosts"));
   }
   if (absl::Status st = ValidateScenarioNames(scenario, *fabric); !st.ok()) {
     return st;
   }
-  const Cabling cabling = CablingAt(*fabric, scenario.faults, 0);
   absl::StatusOr<CounterModel> model =
       CounterModel::Create(fabric.get(), std::move(scenario), seed);
   if (!model.ok()) return model.status();
   std::unique_ptr<ScenarioTraffic> traffic(
       new ScenarioTraffic(std::move(fabric), *std::move(model)));
-  const Fabric& f = *traffic->fabric_;
-
-  // Hosts with the same NICs share one virtual node.
-  std::map<std::vector<std::string>, std::shared_ptr<const VirtualNode>> nodes;
-  for (size_t h = 0; h < f.hosts().size(); ++h) {
-    Host host;
-    host.name = f.hosts()[h].name;
-    host.nics = f.hosts()[h].members;
-    std::vector<VirtualNic> named;
-    std::vector<std::string> key;
-    for (size_t nic : host.nics) {
-      named.push_back({f.nics()[nic].rdma_device, f.nics()[nic].netdev});
-      key.push_back(named.back().rdma_device);
-      key.push_back(named.back().netdev);
-    }
-    std::shared_ptr<const VirtualNode>& node = nodes[key];
-    if (node == nullptr) {
-      absl::StatusOr<VirtualNode> built = BuildVirtualNode(named);
-      if (!built.ok()) {
-        return absl::Status(built.status().code(),
-                            absl::StrCat("host \"", host.name,
-                                         "\": ", built.status().message()));
-      }
-      node = std::make_shared<const VirtualNode>(*std::move(built));
-    }
-    host.node = node;
-    host.inventory = node->inventory;
-    v1::Inventory* inventory = host.inventory.mutable_inventory();
-    inventory->set_lldp_source("file");
-    for (v1::LldpNeighbor& n : HostLldpNeighbors(f, cabling, h)) {
-      *inventory->add_lldp_neighbors() = std::move(n);
-    }
-    traffic->hosts_.push_back(std::move(host));
+  if (absl::Status st = traffic->AddNodes(hosts, agents.switches); !st.ok()) {
+    return st;
   }
-  traffic->counters_.resize(f.nics().size());
-  traffic->links_.resize(f.nics().size());
-  for (size_t h = 0; h < traffic->hosts_.size(); ++h) {
+  const Fabric& f = *traffic->fabric_;
+  traffic->counters_.nics.resize(f.nics().size());
+  traffic->links_.nics.resize(f.nics().size());
+  if (agents.switches) {
+    traffic->counters_.ports.resize(f.ports().size());
+    traffic->links_.ports.resize(f.ports().size());
+  }
+  for (size_t n = 0; n < traffic->nodes_.size(); ++n) {
     traffic->inventories_.push_back(
-        {1, traffic->BuildInventory(h, traffic->links_)});
+        {1, traffic->BuildInventory(n, traffic->links_)});
   }
   FabricRates idle;
   idle.nics.resize(f.nics().size());
+  idle.ports.resize(f.ports().size());
   for (PortRates& r : idle.nics) r.per_second.fill(0);
+  for (PortRates& r : idle.ports) r.per_second.fill(0);
   traffic->reports_ =
       traffic->BuildReports(idle, traffic->counters_, /*dt=*/1.0);
   return traffic;
@@ -121,25 +105,97 @@ ScenarioTraffic::ScenarioTraffic(std::unique_ptr<const Fabric> fabric,
                                  CounterModel model)
     : fabric_(std::move(fabric)), model_(std::move(model)) {}
 
-const std::string& ScenarioTraffic::HostName(size_t host) const {
-  return hosts_[host].name;
+absl::Status ScenarioTraffic::AddNodes(size_t hosts, bool switches) {
+  const Fabric& f = *fabric_;
+  const Cabling cabling = CablingAt(f, model_.scenario().faults, 0);
+  // Nodes with the same NICs or ports share one virtual node.
+  std::map<std::vector<std::string>, std::shared_ptr<const VirtualNode>> built;
+  auto add = [&](const SimNode& sim_node, bool is_switch,
+                 std::vector<v1::LldpNeighbor> lldp) -> absl::Status {
+    Node node;
+    node.name = sim_node.name;
+    node.is_switch = is_switch;
+    node.links = sim_node.members;
+    std::vector<std::string> key;
+    for (size_t link : node.links) {
+      if (is_switch) {
+        key.push_back(f.ports()[link].port);
+      } else {
+        key.push_back(f.nics()[link].rdma_device);
+        key.push_back(f.nics()[link].netdev);
+      }
+    }
+    key.emplace_back(is_switch ? "switch" : "host");
+    std::shared_ptr<const VirtualNode>& shared = built[key];
+    if (shared == nullptr) {
+      absl::StatusOr<VirtualNode> made;
+      if (is_switch) {
+        key.pop_back();
+        made = BuildVirtualSwitch(key);
+      } else {
+        std::vector<VirtualNic> named;
+        for (size_t nic : node.links) {
+          named.push_back({f.nics()[nic].rdma_device, f.nics()[nic].netdev});
+        }
+        made = BuildVirtualNode(named);
+      }
+      if (!made.ok()) {
+        return absl::Status(
+            made.status().code(),
+            absl::StrCat(is_switch ? "switch \"" : "host \"", node.name,
+                         "\": ", made.status().message()));
+      }
+      shared = std::make_shared<const VirtualNode>(*std::move(made));
+    }
+    node.node = shared;
+    node.inventory = shared->inventory;
+    v1::Inventory* inventory = node.inventory.mutable_inventory();
+    inventory->set_lldp_source("file");
+    for (v1::LldpNeighbor& n : lldp) {
+      *inventory->add_lldp_neighbors() = std::move(n);
+    }
+    nodes_.push_back(std::move(node));
+    return absl::OkStatus();
+  };
+  for (size_t h = 0; h < hosts; ++h) {
+    absl::Status st =
+        add(f.hosts()[h], false, HostLldpNeighbors(f, cabling, h));
+    if (!st.ok()) return st;
+  }
+  num_hosts_ = hosts;
+  for (size_t s = 0; switches && s < f.switches().size(); ++s) {
+    absl::Status st =
+        add(f.switches()[s], true, SwitchLldpNeighbors(f, cabling, s));
+    if (!st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+const std::string& ScenarioTraffic::NodeName(size_t node) const {
+  return nodes_[node].name;
 }
 
 std::shared_ptr<const v1::AgentMessage> ScenarioTraffic::Inventory(
-    size_t host, uint64_t* version) const {
+    size_t node, uint64_t* version) const {
   std::lock_guard<std::mutex> lock(mu_);
-  *version = inventories_[host].version;
-  return inventories_[host].message;
+  *version = inventories_[node].version;
+  return inventories_[node].message;
 }
 
 std::shared_ptr<const v1::AgentMessage> ScenarioTraffic::BuildInventory(
-    size_t h, const std::vector<LinkState>& links) const {
-  auto message = std::make_shared<v1::AgentMessage>(hosts_[h].inventory);
+    size_t n, const PerLink<LinkState>& links) const {
+  const Node& node = nodes_[n];
+  auto message = std::make_shared<v1::AgentMessage>(node.inventory);
   v1::Inventory* inventory = message->mutable_inventory();
+  const std::vector<LinkState>& states = links.Of(node);
   std::map<std::string, const LinkState*, std::less<>> by_name;
-  for (size_t nic : hosts_[h].nics) {
-    by_name[fabric_->nics()[nic].rdma_device] = &links[nic];
-    by_name[fabric_->nics()[nic].netdev] = &links[nic];
+  for (size_t link : node.links) {
+    if (node.is_switch) {
+      by_name[fabric_->ports()[link].port] = &states[link];
+    } else {
+      by_name[fabric_->nics()[link].rdma_device] = &states[link];
+      by_name[fabric_->nics()[link].netdev] = &states[link];
+    }
   }
   for (v1::RdmaPort& port : *inventory->mutable_rdma_ports()) {
     const LinkState& link = *by_name.at(port.device());
@@ -160,33 +216,43 @@ std::shared_ptr<const v1::AgentMessage> ScenarioTraffic::BuildInventory(
   return message;
 }
 
-const v1::AgentMessage& ScenarioTraffic::Schema(size_t host) const {
-  return hosts_[host].node->schema;
+const v1::AgentMessage& ScenarioTraffic::Schema(size_t node) const {
+  return nodes_[node].node->schema;
 }
 
-size_t ScenarioTraffic::SeriesOf(size_t host) const {
-  return hosts_[host].node->series;
+size_t ScenarioTraffic::SeriesOf(size_t node) const {
+  return nodes_[node].node->series;
 }
 
 void ScenarioTraffic::Advance(double dt) {
   const FabricRates rates = model_.RatesAt(now_, dt);
-  const std::vector<PortCounters> before = counters_;
-  for (size_t i = 0; i < counters_.size(); ++i) {
-    Accumulate(rates.nics[i], dt, &counters_[i]);
+  const PerLink<PortCounters> before = counters_;
+  for (size_t i = 0; i < counters_.nics.size(); ++i) {
+    Accumulate(rates.nics[i], dt, &counters_.nics[i]);
+  }
+  for (size_t i = 0; i < counters_.ports.size(); ++i) {
+    Accumulate(rates.ports[i], dt, &counters_.ports[i]);
   }
   now_ += dt;
   std::shared_ptr<const Reports> reports = BuildReports(rates, before, dt);
-  std::vector<LinkState> links(links_.size());
-  for (size_t i = 0; i < links.size(); ++i) {
-    const PortRates& r = rates.nics[i];
-    links[i] = {r.present && r.link_up, r.speed_gbps};
+  PerLink<LinkState> links;
+  auto state = [](const PortRates& r) -> LinkState {
+    return {r.present && r.link_up, r.speed_gbps};
+  };
+  for (size_t i = 0; i < links_.nics.size(); ++i) {
+    links.nics.push_back(state(rates.nics[i]));
+  }
+  for (size_t i = 0; i < links_.ports.size(); ++i) {
+    links.ports.push_back(state(rates.ports[i]));
   }
   std::vector<std::pair<size_t, std::shared_ptr<const v1::AgentMessage>>>
       changed;
-  for (size_t h = 0; h < hosts_.size(); ++h) {
-    for (size_t nic : hosts_[h].nics) {
-      if (!(links[nic] == links_[nic])) {
-        changed.emplace_back(h, BuildInventory(h, links));
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    const std::vector<LinkState>& now = links.Of(nodes_[n]);
+    const std::vector<LinkState>& was = links_.Of(nodes_[n]);
+    for (size_t link : nodes_[n].links) {
+      if (!(now[link] == was[link])) {
+        changed.emplace_back(n, BuildInventory(n, links));
         break;
       }
     }
@@ -194,9 +260,9 @@ void ScenarioTraffic::Advance(double dt) {
   links_ = std::move(links);
   std::lock_guard<std::mutex> lock(mu_);
   reports_ = std::move(reports);
-  for (auto& [h, message] : changed) {
-    ++inventories_[h].version;
-    inventories_[h].message = std::move(message);
+  for (auto& [n, message] : changed) {
+    ++inventories_[n].version;
+    inventories_[n].message = std::move(message);
   }
   published_now_ = now_;
 }
@@ -206,40 +272,44 @@ double ScenarioTraffic::now() const {
   return published_now_;
 }
 
-void ScenarioTraffic::FillReport(size_t host, v1::Report* report) const {
+void ScenarioTraffic::FillReport(size_t node, v1::Report* report) const {
   std::shared_ptr<const Reports> reports;
   {
     std::lock_guard<std::mutex> lock(mu_);
     reports = reports_;
   }
-  *report = (*reports)[host];
+  *report = (*reports)[node];
 }
 
 std::shared_ptr<const ScenarioTraffic::Reports> ScenarioTraffic::BuildReports(
-    const FabricRates& rates, const std::vector<PortCounters>& before,
+    const FabricRates& rates, const PerLink<PortCounters>& before,
     double dt) const {
   auto reports = std::make_shared<Reports>();
-  reports->reserve(hosts_.size());
-  for (const Host& host : hosts_) {
-    reports->push_back(host.node->report.report());
+  reports->reserve(nodes_.size());
+  for (const Node& node : nodes_) {
+    reports->push_back(node.node->report.report());
     v1::Report& r = reports->back();
     uint64_t* raw = r.mutable_raw()->mutable_data();
     double* rate = r.mutable_rate()->mutable_data();
-    const std::vector<VirtualSeries>& roles = host.node->roles;
+    const std::vector<PortRates>& link_rates =
+        node.is_switch ? rates.ports : rates.nics;
+    const std::vector<PortCounters>& now = counters_.Of(node);
+    const std::vector<PortCounters>& was = before.Of(node);
+    const std::vector<VirtualSeries>& roles = node.node->roles;
     for (size_t i = 0; i < roles.size(); ++i) {
       const VirtualSeries& s = roles[i];
-      const size_t nic = host.nics[s.nic];
+      const size_t link = node.links[s.nic];
       if (s.gauge != VirtualSeries::Gauge::kNone) {
-        raw[i] = GaugeValue(s.gauge, rates.nics[nic]);
+        raw[i] = GaugeValue(s.gauge, link_rates[link], node.node->mtu);
         continue;
       }
       uint64_t value = 0;
       double delta = 0;
       if (s.counter.has_value()) {
-        value = counters_[nic].value[*s.counter];
-        const uint64_t was = before[nic].value[*s.counter];
+        value = now[link].value[*s.counter];
+        const uint64_t previous = was[link].value[*s.counter];
         // A device that came back starts from 0: no increase to report.
-        delta = value >= was ? static_cast<double>(value - was) : 0;
+        delta = value >= previous ? static_cast<double>(value - previous) : 0;
       }
       raw[i] = Printed(s, value);
       rate[s.rate_index] = BaseUnits(s, delta) / dt;

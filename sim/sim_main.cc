@@ -52,7 +52,8 @@ ABSL_FLAG(int, virtual_agents, 0,
           "(each what an agent on an 8-NIC mlx5 node sends: ~1,270 series) "
           "for --duration (default 60s; SIGINT/SIGTERM ends it early), then "
           "print throughput and send->ack latency. With --layout or "
-          "--topology they are the first N hosts of the simulated fabric, "
+          "--topology they are the first N hosts of the simulated fabric "
+          "(and its switches with --virtual_switch_agents), "
           "sending its --scenario's counters (--seed) every --interval; "
           "without, healthy nodes named by --virtual_agent_prefix");
 ABSL_FLAG(
@@ -65,6 +66,11 @@ ABSL_FLAG(std::string, virtual_agent_prefix, "vnode-",
           "Node names of the virtual agents: PREFIX00000, PREFIX00001, ... "
           "(several simulators feeding one collector cluster need different "
           "ones)");
+ABSL_FLAG(bool, virtual_switch_agents, false,
+          "With --virtual_agents and --topology: every switch of the "
+          "topology has a virtual agent too, after the hosts' ones, sending "
+          "its ports' netdev and `ethtool -S` counters as an agent on a "
+          "Linux switch does");
 ABSL_FLAG(bool, virtual_agent_lldp, true,
           "With --virtual_agents: each agent's inventory carries the LLDP "
           "neighbors of its NICs (false: none, an ingest without discovery)");
@@ -138,6 +144,12 @@ int VirtualAgents(int agents) {
   o.node_prefix = absl::GetFlag(FLAGS_virtual_agent_prefix);
   o.lldp = absl::GetFlag(FLAGS_virtual_agent_lldp);
   o.interval = absl::GetFlag(FLAGS_interval);
+  const bool switches = absl::GetFlag(FLAGS_virtual_switch_agents);
+  if (switches && absl::GetFlag(FLAGS_topology).empty()) {
+    std::cerr << "fabricdiag-sim: --virtual_switch_agents: needs --topology "
+                 "(the switches)\n";
+    return 2;
+  }
   if (!absl::GetFlag(FLAGS_layout).empty() ||
       !absl::GetFlag(FLAGS_topology).empty()) {
     for (const char* name : {"virtual_agent_prefix", "virtual_agent_lldp"}) {
@@ -155,15 +167,26 @@ int VirtualAgents(int agents) {
       std::cerr << "fabricdiag-sim: " << inputs.status().message() << "\n";
       return 2;
     }
+    const size_t hosts = inputs->fabric->hosts().size();
+    if (static_cast<size_t>(agents) > hosts) {
+      std::cerr << "fabricdiag-sim: --virtual_agents: " << agents
+                << " agents, but the simulated fabric has " << hosts
+                << " hosts\n";
+      return 2;
+    }
+    fabricdiag::sim::ScenarioAgents which;
+    which.hosts = static_cast<size_t>(agents);
+    which.switches = switches;
     absl::StatusOr<std::unique_ptr<fabricdiag::sim::ScenarioTraffic>> traffic =
-        fabricdiag::sim::ScenarioTraffic::Create(std::move(inputs->fabric),
-                                                 std::move(inputs->scenario),
-                                                 absl::GetFlag(FLAGS_seed));
+        fabricdiag::sim::ScenarioTraffic::Create(
+            std::move(inputs->fabric), std::move(inputs->scenario),
+            absl::GetFlag(FLAGS_seed), which);
     if (!traffic.ok()) {
       std::cerr << "fabricdiag-sim: " << traffic.status().message() << "\n";
       return 2;
     }
     o.scenario = *std::move(traffic);
+    o.nodes = static_cast<int>(o.scenario->num_nodes());
   }
   o.duration = absl::GetFlag(FLAGS_duration);
   if (o.duration <= absl::ZeroDuration()) o.duration = absl::Seconds(60);
@@ -186,7 +209,7 @@ int VirtualAgents(int agents) {
       "virtual agents: %d for %.1fs; values/s acked %.3gM; reports acked "
       "%d of %d (dropped %d); streams rejected %d failed %d handed off %d "
       "failed over %d; %s\n",
-      agents, r->seconds, r->values_acked / r->seconds / 1e6, r->reports_acked,
+      o.nodes, r->seconds, r->values_acked / r->seconds / 1e6, r->reports_acked,
       r->reports_sent, r->reports_dropped, r->streams_rejected,
       r->streams_failed, r->handoffs, r->failovers,
       fabricdiag::sim::LatencySummary(*r));

@@ -72,6 +72,9 @@ struct Shared {
   std::atomic<int64_t> record_after_nanos{INT64_MAX};
   std::atomic<uint64_t> sent{0}, acked{0}, dropped{0}, rejected{0}, failed{0},
       handoffs{0}, failovers{0};
+  // Of the reports sent and acknowledged: their values.
+  std::atomic<uint64_t> values_sent{0}, values_acked{0};
+  size_t series_per_agent = 0;  // the mean over the agents
   std::mutex done_mu;
   std::condition_variable done_cv;
   int live = 0;
@@ -120,13 +123,15 @@ class VirtualAgent {
     hello->set_agent_version("virtual");
     const ScenarioTraffic* scenario = shared->options.scenario.get();
     if (scenario != nullptr) {
-      hello->set_node(scenario->HostName(index_));
+      hello->set_node(scenario->NodeName(index_));
       schema_ = &scenario->Schema(index_);
+      series_ = scenario->SeriesOf(index_);
     } else {
       hello->set_node(
           absl::StrFormat("%s%05d", shared->options.node_prefix, index));
       inventory_ = shared->node.inventory;
       schema_ = &shared->node.schema;
+      series_ = shared->node.series;
     }
     if (scenario == nullptr && shared->options.lldp) {
       AddVirtualLldp(index, shared->options.nics,
@@ -264,6 +269,7 @@ class VirtualAgent {
           shared_->window.Add(now - in_flight_.front().second);
         }
         shared_->acked.fetch_add(1, std::memory_order_relaxed);
+        shared_->values_acked.fetch_add(series_, std::memory_order_relaxed);
         in_flight_.pop_front();
       }
     }
@@ -374,7 +380,10 @@ class VirtualAgent {
     r->set_monotonic_nanos(absl::ToUnixNanos(now));
     in_flight_.emplace_back(seq, now);
     // Reports, not writes: a replayed one was counted when first sent.
-    if (fresh) shared_->sent.fetch_add(1, std::memory_order_relaxed);
+    if (fresh) {
+      shared_->sent.fetch_add(1, std::memory_order_relaxed);
+      shared_->values_sent.fetch_add(series_, std::memory_order_relaxed);
+    }
     call_->writing_ = true;
     call_->StartWrite(&report_);
   }
@@ -382,9 +391,10 @@ class VirtualAgent {
   Shared* const shared_;
   const std::vector<v1::Ingest::Stub*> stubs_;  // one per collector
   v1::AgentMessage hello_;
-  const size_t index_;          // the agent's number (its host's)
+  const size_t index_;          // the agent's number (its node's)
   v1::AgentMessage inventory_;  // the shared one with this node's LLDP
   const v1::AgentMessage* schema_ = nullptr;  // shared
+  size_t series_ = 0;                         // in schema_
   uint64_t inventory_version_ = 0;  // of the scenario's, in inventory_
   v1::AgentMessage report_;         // stable until its write completes
   uint64_t rng_;
@@ -479,7 +489,7 @@ struct LoadRun {
   absl::Duration warmed_up = absl::InfiniteDuration();
   double worst_window_p99 = 0;
   std::vector<double> window_p99s;
-  uint64_t last_sent = 0;
+  uint64_t last_sent = 0;  // values
   uint64_t last_acked = 0;
 };
 
@@ -493,15 +503,15 @@ bool MostCaughtUp(const Agents& agents) {
 
 void PrintProgress(LoadRun& run, absl::Time now, double window_p99) {
   Shared* const shared = run.shared;
-  const size_t series = shared->node.series;
-  const uint64_t sent = shared->sent.load(), acked = shared->acked.load();
+  const uint64_t sent = shared->values_sent.load();
+  const uint64_t acked = shared->values_acked.load();
   if (run.progress != nullptr) {
     *run.progress << absl::StrFormat(
         "t=%3.0fs values/s sent %.3gM acked %.3gM  p99 %s  dropped %d "
         "rejected %d failed %d handed off %d\n",
         absl::ToDoubleSeconds(now - run.start),
-        (sent - run.last_sent) * series / 1e6,
-        (acked - run.last_acked) * series / 1e6,
+        static_cast<double>(sent - run.last_sent) / 1e6,
+        static_cast<double>(acked - run.last_acked) / 1e6,
         run.recording
             ? absl::StrFormat("%.1f ms (this second %.1f ms)",
                               shared->latency.QuantileMs(0.99), window_p99)
@@ -584,14 +594,13 @@ void DrainAndCancel(Shared* shared, const Agents& agents,
 
 VirtualAgentsResult Summarize(const LoadRun& run, absl::Time sending_done) {
   const Shared& shared = *run.shared;
-  const size_t series = shared.node.series;
   VirtualAgentsResult r;
-  r.series_per_agent = series;
+  r.series_per_agent = shared.series_per_agent;
   r.seconds = absl::ToDoubleSeconds(sending_done - run.start);
   r.reports_sent = shared.sent.load();
   r.reports_acked = shared.acked.load();
-  r.values_sent = r.reports_sent * series;
-  r.values_acked = r.reports_acked * series;
+  r.values_sent = shared.values_sent.load();
+  r.values_acked = shared.values_acked.load();
   r.reports_dropped = shared.dropped.load();
   r.streams_rejected = shared.rejected.load();
   r.streams_failed = shared.failed.load();
@@ -628,18 +637,22 @@ absl::StatusOr<VirtualAgentsResult> RunVirtualAgents(
   auto shared = std::make_unique<Shared>();
   shared->options = options;
   if (options.scenario != nullptr) {
-    if (static_cast<size_t>(options.nodes) > options.scenario->num_hosts()) {
+    if (static_cast<size_t>(options.nodes) > options.scenario->num_nodes()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(options.nodes, " agents, but the simulated fabric has ",
-                       options.scenario->num_hosts(), " hosts"));
+          absl::StrCat(options.nodes, " agents, but the scenario traffic has ",
+                       options.scenario->num_nodes(), " nodes with agents"));
     }
-    // The counts of values sent take the first host's series for all.
-    shared->node.series = options.scenario->SeriesOf(0);
+    size_t series = 0;
+    for (int n = 0; n < options.nodes; ++n) {
+      series += options.scenario->SeriesOf(static_cast<size_t>(n));
+    }
+    shared->series_per_agent = series / static_cast<size_t>(options.nodes);
     options.scenario->Advance(absl::ToDoubleSeconds(options.interval));
   } else {
     absl::StatusOr<VirtualNode> node = BuildVirtualNode(options.nics);
     if (!node.ok()) return node.status();
     shared->node = *std::move(node);
+    shared->series_per_agent = shared->node.series;
   }
   const Stubs stubs = MakeStubs(options);
   const Agents agents = StartAgents(options, stubs, shared.get());

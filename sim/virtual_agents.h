@@ -12,8 +12,8 @@
 // with the moment the report is handed to gRPC. The traffic counters move
 // every report; errors, discards and idle priorities stay at 0, as on a
 // healthy NIC. With scenario traffic (VirtualAgentsOptions::scenario) the
-// agents are a simulated fabric's hosts and send its counter model's
-// counters instead, faults included.
+// agents are a simulated fabric's hosts, and its switches if asked, and
+// send its counter model's counters instead, faults included.
 //
 // Latency: the collector acknowledges a report only after storing it, so
 // send -> Ack is an upper bound of ingest-to-queryable latency, measured
@@ -71,13 +71,14 @@ struct VirtualAgentsOptions {
   absl::Duration warmup = absl::Seconds(5);
   // Reports an agent may fall behind before further ones are dropped.
   int max_backlog = 8;
-  // Scenario traffic (scenario_agents.h): the agents are the first `nodes`
-  // hosts of its fabric, named as the fabric names them, each with its own
-  // NICs, LLDP and the counters of the counter model, which moves on by one
-  // `interval` every interval of the run (the first before the agents
-  // connect). `nics`, `node_prefix`, `lldp` and `hosts_per_leaf` are then
-  // unused, and `nodes` must not exceed the fabric's hosts. Null: every
-  // agent sends the virtual node's healthy template.
+  // Scenario traffic (scenario_agents.h): the agents are its first `nodes`
+  // nodes (hosts, then switches), named as the fabric names them, each with
+  // its own NICs or ports, LLDP and the counters of the counter model,
+  // which moves on by one `interval` every interval of the run (the first
+  // before the agents connect). `nics`, `node_prefix`, `lldp` and
+  // `hosts_per_leaf` are then unused, and `nodes` must not exceed its
+  // num_nodes(). Null: every agent sends the virtual node's healthy
+  // template.
   std::shared_ptr<ScenarioTraffic> scenario;
 };
 
@@ -85,7 +86,7 @@ struct VirtualAgentsResult {
   double seconds = 0;
   uint64_t reports_sent = 0;
   uint64_t reports_acked = 0;
-  size_t series_per_agent = 0;
+  size_t series_per_agent = 0;  // the mean, when the agents differ
   uint64_t values_sent = 0;
   uint64_t values_acked = 0;
   uint64_t reports_dropped = 0;  // the agent's backlog was full

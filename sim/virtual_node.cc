@@ -1,5 +1,6 @@
 #include "sim/virtual_node.h"
 
+#include <deque>
 #include <memory>
 #include <optional>
 #include <set>
@@ -30,6 +31,8 @@ constexpr double kBytes = 0.3 * kLinkBytesPerSecond;
 constexpr double kPackets = kBytes / 4096;
 // The priority RoCE runs on, the only one with PFC.
 constexpr int kRocePriority = 3;
+// A switch port's MTU: room for a 9000-byte host MTU plus headers.
+constexpr uint64_t kSwitchMtu = 9216;
 
 // Per second, in base units: traffic, a little PFC pause on the RoCE
 // priority, a few CNPs; 0 for errors, drops and idle priorities.
@@ -70,9 +73,7 @@ double HealthyRate(const agent::SeriesDesc& d) {
 
 class NodeBuilder {
  public:
-  explicit NodeBuilder(agent::Snapshot* snapshot) : snapshot_(snapshot) {
-    descs_->reserve(2048);  // pointers into it must stay valid
-  }
+  explicit NodeBuilder(agent::Snapshot* snapshot) : snapshot_(snapshot) {}
 
   // The NIC the series added next belong to.
   void SetNic(size_t nic) { nic_ = nic; }
@@ -86,9 +87,11 @@ class NodeBuilder {
   // Every row of `family` the table lists for mlx5: its per-priority PFC
   // counters for the RoCE priority only (mlx5 prints them for priorities
   // with PFC on), other per-priority counters for all 8, no 802.3x global
-  // pause (off while PFC runs).
+  // pause (off while PFC runs). A switch port's (`switch_port`) netdev
+  // counts the wire, a host's only the kernel stack's traffic.
   void Counters(Family family, agent::Subsystem subsystem,
-                const std::string& device, uint32_t port) {
+                const std::string& device, uint32_t port,
+                bool switch_port = false) {
     // As the tree writer prints them (sysfs_files.cc): the first spelling
     // of a meaning and direction carries the simulated counter.
     std::set<std::pair<Meaning, counters::Direction>> carried;
@@ -98,8 +101,7 @@ class NodeBuilder {
       std::optional<sim::Counter> counter;
       if (row->meaning != Meaning::kNone &&
           carried.emplace(row->meaning, row->direction).second) {
-        counter = CounterOf(family, row->meaning, row->direction,
-                            /*switch_port=*/false);
+        counter = CounterOf(family, row->meaning, row->direction, switch_port);
       }
       if (row->meaning == Meaning::kGlobalPauseFrames ||
           row->meaning == Meaning::kGlobalPauseDuration) {
@@ -159,9 +161,53 @@ class NodeBuilder {
   agent::Snapshot* snapshot_;
   size_t nic_ = 0;
   std::vector<VirtualSeries> roles_;  // one per sample
-  std::shared_ptr<std::vector<agent::SeriesDesc>> descs_ =
-      std::make_shared<std::vector<agent::SeriesDesc>>();
+  // A deque: the samples point into it.
+  std::shared_ptr<std::deque<agent::SeriesDesc>> descs_ =
+      std::make_shared<std::deque<agent::SeriesDesc>>();
 };
+
+// The messages the agent's own encoder makes of `snapshot`, the healthy
+// rates in its report, and what each series shows (`b`'s roles).
+absl::StatusOr<VirtualNode> Encode(agent::Snapshot snapshot, NodeBuilder* b) {
+  snapshot.series_owners.push_back(b->owner());
+  std::vector<agent::SampleRate> rates(snapshot.samples.size());
+  for (size_t i = 0; i < snapshot.samples.size(); ++i) {
+    const agent::SeriesDesc& d = *snapshot.samples[i].desc;
+    if (d.kind == agent::Kind::kCounter) rates[i].per_second = HealthyRate(d);
+  }
+  agent::ReportEncoder encoder;
+  absl::StatusOr<agent::EncodedReport> encoded =
+      encoder.Encode(snapshot, rates);
+  if (!encoded.ok()) return encoded.status();
+  if (!encoded->new_schema.has_value() || !encoded->new_inventory.has_value()) {
+    return absl::InternalError("the encoder emitted no schema or inventory");
+  }
+  VirtualNode node;
+  *node.schema.mutable_schema() = *std::move(encoded->new_schema);
+  *node.inventory.mutable_inventory() = *std::move(encoded->new_inventory);
+  *node.report.mutable_report() = std::move(encoded->report);
+  node.series = static_cast<size_t>(node.schema.schema().series_size());
+  const auto& rate = node.report.report().rate();
+  for (int i = 0; i < rate.size(); ++i) {
+    if (rate[i] > 0) node.moving.push_back(static_cast<uint32_t>(i));
+  }
+  node.roles = b->TakeRoles();
+  const auto& no_rate = node.report.report().no_rate();
+  if (node.roles.size() != node.series) {
+    return absl::InternalError("the schema's series are not the snapshot's");
+  }
+  int next_rate = 0;
+  auto gauge = no_rate.begin();
+  for (size_t i = 0; i < node.roles.size(); ++i) {
+    const bool has_rate = gauge == no_rate.end() || *gauge != i;
+    if (!has_rate) ++gauge;
+    if ((node.roles[i].gauge == VirtualSeries::Gauge::kNone) != has_rate) {
+      return absl::InternalError("the encoder's rates are not its counters'");
+    }
+    node.roles[i].rate_index = has_rate ? next_rate++ : -1;
+  }
+  return node;
+}
 
 }  // namespace
 
@@ -244,44 +290,48 @@ absl::StatusOr<VirtualNode> BuildVirtualNode(
     netdev.speed_bytes_per_second = kLinkBytesPerSecond;
     snapshot.netdevs.push_back(std::move(netdev));
   }
-  snapshot.series_owners.push_back(b.owner());
+  return Encode(std::move(snapshot), &b);
+}
 
-  std::vector<agent::SampleRate> rates(snapshot.samples.size());
-  for (size_t i = 0; i < snapshot.samples.size(); ++i) {
-    const agent::SeriesDesc& d = *snapshot.samples[i].desc;
-    if (d.kind == agent::Kind::kCounter) rates[i].per_second = HealthyRate(d);
+absl::StatusOr<VirtualNode> BuildVirtualSwitch(
+    const std::vector<std::string>& ports) {
+  if (ports.empty() || ports.size() > kMaxVirtualSwitchPorts) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a switch has between 1 and ", kMaxVirtualSwitchPorts, " ports"));
   }
-  agent::ReportEncoder encoder;
-  absl::StatusOr<agent::EncodedReport> encoded =
-      encoder.Encode(snapshot, rates);
-  if (!encoded.ok()) return encoded.status();
-  if (!encoded->new_schema.has_value() || !encoded->new_inventory.has_value()) {
-    return absl::InternalError("the encoder emitted no schema or inventory");
-  }
-  VirtualNode node;
-  *node.schema.mutable_schema() = *std::move(encoded->new_schema);
-  *node.inventory.mutable_inventory() = *std::move(encoded->new_inventory);
-  *node.report.mutable_report() = std::move(encoded->report);
-  node.series = static_cast<size_t>(node.schema.schema().series_size());
-  const auto& rate = node.report.report().rate();
-  for (int i = 0; i < rate.size(); ++i) {
-    if (rate[i] > 0) node.moving.push_back(static_cast<uint32_t>(i));
-  }
-  node.roles = b.TakeRoles();
-  const auto& no_rate = node.report.report().no_rate();
-  if (node.roles.size() != node.series) {
-    return absl::InternalError("the schema's series are not the snapshot's");
-  }
-  int next_rate = 0;
-  auto gauge = no_rate.begin();
-  for (size_t i = 0; i < node.roles.size(); ++i) {
-    const bool has_rate = gauge == no_rate.end() || *gauge != i;
-    if (!has_rate) ++gauge;
-    if ((node.roles[i].gauge == VirtualSeries::Gauge::kNone) != has_rate) {
-      return absl::InternalError("the encoder's rates are not its counters'");
+  std::set<std::string> names;
+  for (const std::string& port : ports) {
+    if (port.empty() || !names.insert(port).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "port names must be distinct and not empty: \"", port, "\""));
     }
-    node.roles[i].rate_index = has_rate ? next_rate++ : -1;
   }
+  using Shows = VirtualSeries::Gauge;
+  agent::Snapshot snapshot;
+  NodeBuilder b(&snapshot);
+  for (size_t p = 0; p < ports.size(); ++p) {
+    b.SetNic(p);
+    const std::string& port = ports[p];
+    b.Counters(Family::kNetdevStatistics, agent::Subsystem::kNetdevStatistics,
+               port, 0, /*switch_port=*/true);
+    b.Counters(Family::kNetdevAttribute, agent::Subsystem::kNetdevAttribute,
+               port, 0, /*switch_port=*/true);
+    std::vector<agent::SeriesDesc> net = agent::NetdevAttributeDescs(port);
+    b.Gauge(std::move(net[0]), static_cast<uint64_t>(kLinkBytesPerSecond),
+            Shows::kNetdevSpeed);
+    b.Gauge(std::move(net[1]), kSwitchMtu, Shows::kMtu);
+    b.Gauge(std::move(net[2]), 1, Shows::kCarrier);
+    // The tree writer prints a switch port's `ethtool -S` with the NIC's
+    // names and meanings.
+    b.Counters(Family::kEthtool, agent::Subsystem::kEthtool, port, 0);
+    agent::NetdevInfo netdev;
+    netdev.name = port;
+    netdev.operstate = "up";
+    netdev.speed_bytes_per_second = kLinkBytesPerSecond;
+    snapshot.netdevs.push_back(std::move(netdev));
+  }
+  absl::StatusOr<VirtualNode> node = Encode(std::move(snapshot), &b);
+  if (node.ok()) node->mtu = kSwitchMtu;
   return node;
 }
 

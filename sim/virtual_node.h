@@ -24,6 +24,11 @@
 // other than the template's (scenario_agents.h: a counter model's) can be
 // put in its place.
 //
+// BuildVirtualSwitch() is the same for an agent on a Linux switch (Cumulus,
+// SONiC): its ports are netdevs without an RDMA device, whose statistics
+// count everything on the wire, with the `ethtool -S` counters the
+// simulator's switch trees print for them (sysfs_files.h).
+//
 // Pure; thread-safe.
 #pragma once
 
@@ -58,7 +63,7 @@ struct VirtualSeries {
     kCarrier,  // 1 up, 0 down
     kOther,    // a gauge of the counter table (PCIe credits, ...): 0
   };
-  size_t nic = 0;  // index into the node's NICs
+  size_t nic = 0;  // index into the node's NICs (a switch's ports)
   Gauge gauge = Gauge::kNone;
   // The simulated counter behind a counter (port_counters.h CounterOf, the
   // priority's slot for a per-priority one), as the tree writer prints it:
@@ -74,6 +79,10 @@ struct VirtualSeries {
   int rate_index = -1;
 };
 
+// Ports a virtual switch may have: about 100 series each, within the 32,768
+// series of one agent's schema.
+inline constexpr size_t kMaxVirtualSwitchPorts = 256;
+
 struct VirtualNode {
   v1::AgentMessage inventory;    // mlx5_0.., port 1 ACTIVE at 400 Gb/s, eth0..
   v1::AgentMessage schema;       // schema_id 1
@@ -81,6 +90,7 @@ struct VirtualNode {
   std::vector<uint32_t> moving;  // indices into report.report().rate()
   size_t series = 0;
   std::vector<VirtualSeries> roles;  // one per series, in schema order
+  uint64_t mtu = 9000;               // of every netdev
 };
 
 // The node's messages; InvalidArgument unless 1 <= nics <= 64.
@@ -88,6 +98,11 @@ absl::StatusOr<VirtualNode> BuildVirtualNode(int nics);
 // The same for NICs of the given names (1 to 64 of them, distinct).
 absl::StatusOr<VirtualNode> BuildVirtualNode(
     const std::vector<VirtualNic>& nics);
+
+// A switch with the given ports (1 to kMaxVirtualSwitchPorts, distinct),
+// each up at 400 Gb/s; a role's `nic` is the index of its port.
+absl::StatusOr<VirtualNode> BuildVirtualSwitch(
+    const std::vector<std::string>& ports);
 
 // Virtual node number `index` as the fabric cables it: nodes
 // hosts_per_leaf * k .. hosts_per_leaf * (k + 1) - 1 behind leaf

@@ -84,9 +84,19 @@ const Sample* Find(const Snapshot& snap, Subsystem subsystem,
 
 class AgentReadbackTest : public ::testing::Test {
  protected:
-  std::unique_ptr<Simulation> Start(const std::string& scenario) {
+  // Two hosts on one leaf keep the tree small: the disk may be shared and
+  // busy.
+  static constexpr char kOneLeaf[] = R"(
+switches:
+  - {name: leaf-0, uplinks: [swp49, swp50]}
+links:
+  - {host: gpu-000, nic: mlx5_2, switch: leaf-0, port: swp1}
+  - {host: gpu-001, nic: mlx5_2, switch: leaf-0, port: swp2}
+)";
+
+  std::unique_ptr<Simulation> Start(const std::string& scenario,
+                                    const char* topology = kOneLeaf) {
     SimConfig& config = config_;
-    // Two hosts keep the tree small: the disk may be shared and busy.
     config.layout_files = {dir_.Write("layout.yaml", R"(
 job: small
 gpus_per_node: 8
@@ -94,18 +104,54 @@ parallelism: {tp: 8, pp: 1, dp: 2}
 hosts: [gpu-000, gpu-001]
 rails: [mlx5_0, mlx5_1, mlx5_2, mlx5_3, mlx5_4, mlx5_5, mlx5_6, mlx5_7]
 )")};
-    config.topology_file = dir_.Write("topology.yaml", R"(
-switches:
-  - {name: leaf-0, uplinks: [swp49, swp50]}
-links:
-  - {host: gpu-000, nic: mlx5_2, switch: leaf-0, port: swp1}
-  - {host: gpu-001, nic: mlx5_2, switch: leaf-0, port: swp2}
-)");
+    config.topology_file = dir_.Write("topology.yaml", topology);
     config.scenario_file = dir_.Write("scenario.yaml", scenario);
     config.out_dir = dir_.path() + "/out";
     auto sim = Simulation::Create(config);
     EXPECT_TRUE(sim.ok()) << sim.status();
     return sim.ok() ? *std::move(sim) : nullptr;
+  }
+
+  // Node `node`'s report of `traffic` against `snap`, what the agent read
+  // from the tree at the same time: every series the agent reads holds the
+  // same raw value, every counter's rate is its increase since `before`
+  // (the raw values of the last call; updated).
+  static void ExpectReportReadsAsTree(const ScenarioTraffic& traffic,
+                                      size_t node, const Snapshot& snap,
+                                      int tick, std::vector<uint64_t>* before) {
+    const v1::Schema& schema = traffic.Schema(node).schema();
+    v1::Report report;
+    traffic.FillReport(node, &report);
+    ASSERT_EQ(report.raw_size(), schema.series_size());
+    int compared = 0;
+    int rate = 0;
+    for (int i = 0; i < schema.series_size(); ++i) {
+      const v1::Series& series = schema.series(i);
+      const bool counter = series.kind() == v1::KIND_COUNTER;
+      const Sample* read =
+          Find(snap, static_cast<Subsystem>(series.subsystem()),
+               series.device(), series.name());
+      if (read != nullptr) {
+        EXPECT_EQ(report.raw(i), read->raw)
+            << "tick " << tick << " " << series.device() << " "
+            << series.name();
+        ++compared;
+      }
+      if (!counter) continue;
+      if (!before->empty()) {
+        // Unwrapped in four ticks: the rate is the increase, in base units.
+        const double moved = static_cast<double>(report.raw(i) - (*before)[i]) *
+                             (series.scale() > 0 ? series.scale() : 1);
+        EXPECT_NEAR(report.rate(rate), moved, 1e-6 * std::max(1.0, moved))
+            << "tick " << tick << " " << series.device() << " "
+            << series.name();
+      }
+      ++rate;
+    }
+    before->assign(report.raw().begin(), report.raw().end());
+    // Every series the report carries is one the agent reads, but for the
+    // gauges it derives from files the tree names differently.
+    EXPECT_GE(compared, schema.series_size() * 95 / 100) << "tick " << tick;
   }
 
   testing::TempDir dir_;
@@ -130,8 +176,7 @@ TEST_F(AgentReadbackTest, ScenarioAgentsSendWhatTheAgentReadsFromTheTree) {
                               std::move(inputs->scenario), config_.seed);
   ASSERT_TRUE(traffic.ok()) << traffic.status();
   size_t host = 0;
-  while ((*traffic)->HostName(host) != "gpu-001") ++host;
-  const v1::Schema& schema = (*traffic)->Schema(host).schema();
+  while ((*traffic)->NodeName(host) != "gpu-001") ++host;
 
   AgentOnNode agent(sim->writer(), "gpu-001");
   uint64_t inventories = 0;
@@ -139,39 +184,7 @@ TEST_F(AgentReadbackTest, ScenarioAgentsSendWhatTheAgentReadsFromTheTree) {
   for (int tick = 0; tick < 4; ++tick) {
     ASSERT_TRUE(sim->Tick(1.0, nullptr).ok());
     (*traffic)->Advance(1.0);
-    const Snapshot snap = agent.Collect();
-    v1::Report report;
-    (*traffic)->FillReport(host, &report);
-    ASSERT_EQ(report.raw_size(), schema.series_size());
-    int compared = 0;
-    int rate = 0;
-    for (int i = 0; i < schema.series_size(); ++i) {
-      const v1::Series& series = schema.series(i);
-      const bool counter = series.kind() == v1::KIND_COUNTER;
-      const Sample* read =
-          Find(snap, static_cast<Subsystem>(series.subsystem()),
-               series.device(), series.name());
-      if (read != nullptr) {
-        EXPECT_EQ(report.raw(i), read->raw)
-            << "tick " << tick << " " << series.device() << " "
-            << series.name();
-        ++compared;
-      }
-      if (!counter) continue;
-      if (!before.empty()) {
-        // Unwrapped in four ticks: the rate is the increase, in base units.
-        const double moved = static_cast<double>(report.raw(i) - before[i]) *
-                             (series.scale() > 0 ? series.scale() : 1);
-        EXPECT_NEAR(report.rate(rate), moved, 1e-6 * std::max(1.0, moved))
-            << "tick " << tick << " " << series.device() << " "
-            << series.name();
-      }
-      ++rate;
-    }
-    before.assign(report.raw().begin(), report.raw().end());
-    // Every series the report carries is one the agent reads, but for the
-    // gauges it derives from files the tree names differently.
-    EXPECT_GE(compared, schema.series_size() * 95 / 100) << "tick " << tick;
+    ExpectReportReadsAsTree(**traffic, host, agent.Collect(), tick, &before);
     uint64_t version = 0;
     const std::shared_ptr<const v1::AgentMessage> inventory =
         (*traffic)->Inventory(host, &version);
@@ -189,6 +202,110 @@ TEST_F(AgentReadbackTest, ScenarioAgentsSendWhatTheAgentReadsFromTheTree) {
   }
   // The flapping link and the slow one changed the inventory each tick.
   EXPECT_EQ(inventories, 5u);
+}
+
+// The rate of series `name` of `device` in a report of `schema`; -1 when
+// the schema has no such counter.
+double RateOf(const v1::Schema& schema, const v1::Report& report,
+              const std::string& device, const std::string& name) {
+  int rate = 0;
+  for (const v1::Series& series : schema.series()) {
+    if (series.kind() != v1::KIND_COUNTER) continue;
+    if (series.device() == device && series.name() == name) {
+      return report.rate(rate);
+    }
+    ++rate;
+  }
+  return -1;
+}
+
+// The same for a switch's agent: its ports' netdev and `ethtool -S`
+// counters, and an Inventory that follows the links of the hosts behind it.
+TEST_F(AgentReadbackTest,
+       ScenarioSwitchAgentsSendWhatTheAgentReadsFromTheTree) {
+  auto sim = Start(
+      "faults: [{kind: pfc_storm, node: gpu-001, nic: mlx5_2, start: 0},"
+      " {kind: link_flap, node: gpu-000, nic: mlx5_2, start: 0, period: 2},"
+      " {kind: ecmp_polarization, switch: leaf-0, start: 0}]",
+      // A second leaf: some of leaf-0's traffic leaves over its uplinks.
+      R"(
+switches:
+  - {name: leaf-0, uplinks: [swp49, swp50]}
+  - {name: leaf-1, uplinks: [swp49, swp50]}
+links:
+  - {host: gpu-000, nic: mlx5_2, switch: leaf-0, port: swp1}
+  - {host: gpu-001, nic: mlx5_2, switch: leaf-0, port: swp2}
+  - {host: gpu-000, nic: mlx5_3, switch: leaf-1, port: swp1}
+  - {host: gpu-001, nic: mlx5_3, switch: leaf-1, port: swp2}
+)");
+  ASSERT_NE(sim, nullptr);
+  absl::StatusOr<SimInputs> inputs = LoadSimInputs(config_);
+  ASSERT_TRUE(inputs.ok()) << inputs.status();
+  ScenarioAgents which;
+  which.hosts = 3;
+  which.switches = true;
+  absl::StatusOr<std::unique_ptr<ScenarioTraffic>> traffic =
+      ScenarioTraffic::Create(std::move(inputs->fabric),
+                              std::move(inputs->scenario), config_.seed, which);
+  EXPECT_EQ(traffic.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(traffic.status().message(),
+              ::testing::HasSubstr("3 host agents, but the simulated fabric "
+                                   "has 2 hosts"));
+  inputs = LoadSimInputs(config_);
+  ASSERT_TRUE(inputs.ok()) << inputs.status();
+  which.hosts = 1;
+  traffic =
+      ScenarioTraffic::Create(std::move(inputs->fabric),
+                              std::move(inputs->scenario), config_.seed, which);
+  ASSERT_TRUE(traffic.ok()) << traffic.status();
+  ASSERT_EQ((*traffic)->num_nodes(), 3u);
+  EXPECT_EQ((*traffic)->num_hosts(), 1u);
+  EXPECT_EQ((*traffic)->NodeName(0), "gpu-000");
+  ASSERT_EQ((*traffic)->NodeName(1), "leaf-0");
+  EXPECT_EQ((*traffic)->NodeName(2), "leaf-1");
+  const v1::Schema& schema = (*traffic)->Schema(1).schema();
+  uint64_t version = 0;
+  const v1::Inventory& at_start =
+      (*traffic)->Inventory(1, &version)->inventory();
+  EXPECT_TRUE(at_start.rdma_ports().empty());
+  std::vector<std::string> ports;
+  for (const v1::Netdev& n : at_start.netdevs()) ports.push_back(n.name());
+  EXPECT_THAT(ports, ElementsAre("swp1", "swp2", "swp49", "swp50"));
+  std::vector<std::string> heard;
+  for (const v1::LldpNeighbor& n : at_start.lldp_neighbors()) {
+    heard.push_back(n.local_port() + " " + n.system_name());
+  }
+  EXPECT_THAT(heard, ::testing::IsSupersetOf({"swp1 gpu-000", "swp2 gpu-001"}));
+
+  AgentOnNode leaf(sim->writer(), "leaf-0");
+  std::vector<uint64_t> before;
+  for (int tick = 0; tick < 4; ++tick) {
+    ASSERT_TRUE(sim->Tick(1.0, nullptr).ok());
+    (*traffic)->Advance(1.0);
+    ExpectReportReadsAsTree(**traffic, 1, leaf.Collect(), tick, &before);
+    const v1::Inventory& inventory =
+        (*traffic)->Inventory(1, &version)->inventory();
+    for (const v1::Netdev& n : inventory.netdevs()) {
+      if (n.name() == "swp1") {
+        // Down with its host's NIC in the first half of each period.
+        EXPECT_EQ(n.operstate(), tick % 2 == 0 ? "down" : "up")
+            << "tick " << tick;
+      }
+    }
+    if (tick == 0) continue;
+    v1::Report report;
+    (*traffic)->FillReport(1, &report);
+    // The port facing the storm receives its pause; the flows pile onto
+    // one of the two uplinks.
+    EXPECT_GT(RateOf(schema, report, "swp2", "rx_prio3_pause_duration"), 0.9)
+        << "tick " << tick;
+    const double up1 = RateOf(schema, report, "swp49", "tx_bytes");
+    const double up2 = RateOf(schema, report, "swp50", "tx_bytes");
+    ASSERT_GT(std::min(up1, up2), 0) << "tick " << tick;
+    EXPECT_GT(std::max(up1, up2) / std::min(up1, up2), 1.5) << "tick " << tick;
+  }
+  // The flapping port changed the switch's inventory each tick.
+  EXPECT_EQ(version, 5u);
 }
 
 TEST_F(AgentReadbackTest, AgentSeesDevicesCountersAndPfc) {

@@ -197,5 +197,38 @@ TEST(SimBinaryTest, VirtualAgentsOfAFabricAreItsHosts) {
   EXPECT_THAT(r.err, HasSubstr("scenario.yaml: "));
 }
 
+// With --virtual_switch_agents every switch of the topology streams too,
+// after the hosts, under its name and with its ports.
+TEST(SimBinaryTest, VirtualSwitchAgentsAreTheTopologysSwitches) {
+  testing::TempDir dir;
+  const std::string layout = dir.Write("layout.yaml", testing::kMoeLayout);
+  const std::string topology = dir.Write("topology.yaml", R"(
+switches:
+  - {name: leaf-0, uplinks: [swp9, swp10]}
+links:
+  - {host: gpu-000, nic: mlx5_0, switch: leaf-0, port: swp1}
+  - {host: gpu-001, nic: mlx5_0, switch: leaf-0, port: swp2}
+)");
+  TestCollector collector(dir);
+  ASSERT_GT(collector.grpc, 0);
+  auto r =
+      RunCommand({FABRICDIAG_SIM_BINARY, "--virtual_agents=2",
+                  "--virtual_switch_agents", "--layout=" + layout,
+                  "--topology=" + topology, collector.Flag(), "--duration=2s"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("virtual agents: 3 for"));
+  absl::StatusOr<std::string> metrics =
+      fabricdiag::testing::HttpGet(collector.http, "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_THAT(*metrics, HasSubstr("node=\"leaf-0\""));
+  EXPECT_THAT(*metrics, ::testing::Not(HasSubstr("node=\"gpu-002\"")));
+
+  r = RunCommand({FABRICDIAG_SIM_BINARY, "--virtual_agents=2",
+                  "--virtual_switch_agents", "--layout=" + layout,
+                  collector.Flag(), "--duration=1s"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--virtual_switch_agents: needs --topology"));
+}
+
 }  // namespace
 }  // namespace fabricdiag::sim

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <optional>
@@ -21,6 +22,7 @@
 #include <thread>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -97,6 +99,57 @@ TEST(VirtualNodeTest, OneNicIsWhatAnAgentReportsForAnMlx5Port) {
 TEST(VirtualNodeTest, RejectsImpossibleNicCounts) {
   EXPECT_FALSE(BuildVirtualNode(0).ok());
   EXPECT_FALSE(BuildVirtualNode(65).ok());
+}
+
+TEST(VirtualNodeTest, ASwitchIsWhatAnAgentReportsForItsPorts) {
+  absl::StatusOr<VirtualNode> node = BuildVirtualSwitch({"swp1", "swp49"});
+  ASSERT_TRUE(node.ok()) << node.status();
+  const v1::Schema& schema = node->schema.schema();
+  ASSERT_EQ(node->series, static_cast<size_t>(schema.series_size()));
+  ASSERT_EQ(node->roles.size(), node->series);
+  // Per port the netdev's and `ethtool -S`'s counters, no RDMA device.
+  EXPECT_GE(node->series, 2 * 80u);
+  EXPECT_LE(node->series, 2 * 140u);
+  const v1::Inventory& inventory = node->inventory.inventory();
+  EXPECT_TRUE(inventory.rdma_devices().empty());
+  EXPECT_TRUE(inventory.rdma_ports().empty());
+  ASSERT_EQ(inventory.netdevs_size(), 2);
+  EXPECT_EQ(inventory.netdevs(1).name(), "swp49");
+  EXPECT_EQ(inventory.netdevs(1).rdma_device(), "");
+  EXPECT_EQ(node->mtu, 9216u);
+  std::set<std::pair<Signal, Source>> signals;
+  for (int i = 0; i < schema.series_size(); ++i) {
+    const v1::Series& s = schema.series(i);
+    EXPECT_TRUE(s.device() == "swp1" || s.device() == "swp49") << s.device();
+    EXPECT_EQ(node->roles[static_cast<size_t>(i)].nic,
+              s.device() == "swp1" ? 0u : 1u)
+        << s.name();
+    const collector::SignalRef ref = ClassifySeries(MetaOf(s));
+    signals.emplace(ref.signal, ref.source);
+  }
+  // What ecmp_imbalance and the switch side of pfc_storm read.
+  for (Signal signal :
+       {Signal::kTxBytes, Signal::kRxBytes, Signal::kRxPauseFraction,
+        Signal::kTxPauseFraction, Signal::kCarrierChanges}) {
+    EXPECT_TRUE(
+        std::any_of(signals.begin(), signals.end(),
+                    [signal](const auto& s) { return s.first == signal; }))
+        << counters::SignalName(signal);
+  }
+}
+
+TEST(VirtualNodeTest, RejectsImpossibleSwitchPorts) {
+  EXPECT_FALSE(BuildVirtualSwitch({}).ok());
+  EXPECT_FALSE(BuildVirtualSwitch({"swp1", "swp1"}).ok());
+  EXPECT_FALSE(BuildVirtualSwitch({"swp1", ""}).ok());
+  std::vector<std::string> many;
+  for (size_t p = 0; p <= kMaxVirtualSwitchPorts; ++p) {
+    many.push_back(absl::StrCat("swp", p + 1));
+  }
+  EXPECT_FALSE(BuildVirtualSwitch(many).ok());
+  many.pop_back();
+  absl::StatusOr<VirtualNode> largest = BuildVirtualSwitch(many);
+  EXPECT_TRUE(largest.ok()) << largest.status();
 }
 
 TEST(VirtualAgentsTest, StoredAcknowledgedAndAnalysed) {

@@ -2576,10 +2576,11 @@ TEST_F(CollectorClusterTest, ADeposedLeadersDelayedWriteNeverLands) {
 }
 
 // The live test at scale: three collectors sharding the analysis over three
-// nats-servers, fed by a simulated cluster of kHosts nodes whose agents are
-// the simulator's virtual agents (fabricdiag-sim --virtual_agents with the
-// fabric's layouts, topology and scenario): the counters of its counter
-// model, seven faults among them. One embedded collector first finds what
+// nats-servers, fed by a simulated cluster of kHosts hosts and their leaf
+// switches whose agents are the simulator's virtual agents (fabricdiag-sim
+// --virtual_agents --virtual_switch_agents with the fabric's layouts,
+// topology and scenario): the counters of its counter model, eight faults
+// among them. One embedded collector first finds what
 // it finds on that traffic; the three must then find the same, under one id
 // on all three, and keep every id through the kill of the collector most
 // agents stream to, none resolved or opened twice.
@@ -2588,21 +2589,38 @@ class ScaleStoryTest : public CollectorClusterTest {
   // As many as 2 cores carry beside three collectors and three
   // nats-servers with room for the test's timing: about 1.5 cores on
   // average (docs/cluster.md gives the figures).
-  static constexpr int kHosts = 4096;
+  static constexpr int kHosts = 2048;
   static constexpr int kHostsPerLeaf = 16;
+  static constexpr int kRails = 8;
   static constexpr int kQuarter = kHosts / 4;
 
   static std::string Host(int i) { return absl::StrFormat("gpu-%03d", i); }
+  // The leaf NIC `nic` of host `host` is cabled to, and the port.
+  static int Leaf(int host, int nic) {
+    return host / kHostsPerLeaf * kRails + nic;
+  }
+  static int LeafPort(int host) { return host % kHostsPerLeaf + 1; }
 
   struct Fault {
     std::string sim_kind;  // the scenario's
     std::string kind;      // the finding's
-    int host = 0;
+    int host = 0;          // -1: on leaf `nic`'s ECMP group
     int nic = 0;
     std::string extra;  // more fields of the scenario's fault
+
+    // What the scenario names, and how its finding begins.
+    std::string Where() const {
+      return host < 0 ? absl::StrCat("switch: leaf-", nic)
+                      : absl::StrCat("node: ", Host(host), ", nic: mlx5_", nic);
+    }
+    std::string FindingPrefix() const {
+      return host < 0 ? absl::StrCat(kind, " leaf-", nic, " uplinks ")
+                      : absl::StrCat(kind, " ", Host(host), " mlx5_", nic, " ");
+    }
   };
   // One of every kind a host's counters show, each in a job of its own or
-  // on another leaf, from 3 s on.
+  // on another leaf, and a leaf's flows piled onto two of its uplinks, from
+  // 3 s on.
   static std::vector<Fault> Faults() {
     return {
         {"hot_expert", "hot_expert_incast", 3, 2, "factor: 6"},
@@ -2612,11 +2630,15 @@ class ScaleStoryTest : public CollectorClusterTest {
         {"retransmissions", "retransmissions", 3 * kQuarter + 2, 3, ""},
         {"link_flap", "link_flap", 3 * kQuarter + 9, 0, "period: 4"},
         {"straggler", "straggler_nic", 3 * kQuarter + 13, 4, ""},
+        {"ecmp_polarization", "ecmp_imbalance", -1,
+         Leaf(2 * kQuarter + 2 * kHostsPerLeaf, 6), "uplinks: 2"},
     };
   }
 
-  // Two MoE jobs and two dense ones, a quarter of the hosts each; leaves
-  // of kHostsPerLeaf hosts with four uplinks; the faults; the analysis.
+  // Two MoE jobs and two dense ones, a quarter of the hosts each; rail
+  // leaves (each group of kHostsPerLeaf hosts has a leaf per rail, with
+  // four uplinks: 4:1, so that piled-up flows do not overrun an uplink);
+  // the faults; the analysis.
   void WriteInputs() {
     const std::string w = dir_.path();
     const std::string rails =
@@ -2650,27 +2672,27 @@ class ScaleStoryTest : public CollectorClusterTest {
     }
     std::ofstream topology(w + "/topology.yaml");
     topology << "switches:\n";
-    for (int l = 0; l < kHosts / kHostsPerLeaf; ++l) {
+    for (int l = 0; l < kHosts / kHostsPerLeaf * kRails; ++l) {
       topology << "  - {name: leaf-" << l << ", uplinks: [";
       for (int u = 1; u <= 4; ++u) {
-        topology << (u > 1 ? ", " : "") << "swp" << kHostsPerLeaf * 8 + u;
+        topology << (u > 1 ? ", " : "") << "swp" << kHostsPerLeaf + u;
       }
       topology << "]}\n";
     }
     topology << "links:\n";
     for (int i = 0; i < kHosts; ++i) {
-      for (int n = 0; n < 8; ++n) {
+      for (int n = 0; n < kRails; ++n) {
         topology << "  - {host: " << Host(i) << ", nic: mlx5_" << n
-                 << ", switch: leaf-" << i / kHostsPerLeaf << ", port: swp"
-                 << (i % kHostsPerLeaf) * 8 + n + 1 << "}\n";
+                 << ", switch: leaf-" << Leaf(i, n) << ", port: swp"
+                 << LeafPort(i) << "}\n";
       }
     }
     std::ofstream scenario(w + "/scenario.yaml");
     scenario << "step_seconds: 1.0\nfaults:\n";
     for (const Fault& f : Faults()) {
-      scenario << "  - {kind: " << f.sim_kind << ", node: " << Host(f.host)
-               << ", nic: mlx5_" << f.nic << ", start: 3"
-               << (f.extra.empty() ? "" : ", ") << f.extra << "}\n";
+      scenario << "  - {kind: " << f.sim_kind << ", " << f.Where()
+               << ", start: 3" << (f.extra.empty() ? "" : ", ") << f.extra
+               << "}\n";
     }
     // The simulator's dense jobs move ~3.3 GB/s per NIC, under the 10% of
     // the link rate at which a group counts as busy by default.
@@ -2693,12 +2715,13 @@ class ScaleStoryTest : public CollectorClusterTest {
         0);
   }
 
-  // Every host as a virtual agent streaming to `collectors`.
+  // Every host and every leaf as a virtual agent streaming to `collectors`.
   std::unique_ptr<Subprocess> StartAgents(const std::string& collectors) {
     const std::string w = dir_.path();
     auto sim = std::make_unique<Subprocess>(std::vector<std::string>{
         kSim, absl::StrCat("--virtual_agents=", kHosts),
-        "--collector=" + collectors, "--layout=" + absl::StrJoin(layouts_, ","),
+        "--virtual_switch_agents", "--collector=" + collectors,
+        "--layout=" + absl::StrJoin(layouts_, ","),
         "--topology=" + w + "/topology.yaml",
         "--scenario=" + w + "/scenario.yaml", "--interval=1s",
         "--duration=600s"});
@@ -2733,8 +2756,7 @@ class ScaleStoryTest : public CollectorClusterTest {
   // Whether `found` holds every fault's finding.
   static bool HasEveryFault(const std::map<std::string, std::string>& found) {
     for (const Fault& f : Faults()) {
-      const std::string prefix =
-          absl::StrCat(f.kind, " ", Host(f.host), " mlx5_", f.nic, " ");
+      const std::string prefix = f.FindingPrefix();
       auto it = found.lower_bound(prefix);
       if (it == found.end() || !absl::StartsWith(it->first, prefix)) {
         return false;
@@ -2772,7 +2794,8 @@ TEST_F(ScaleStoryTest, ThreeShardingCollectorsFindWhatOneFinds) {
     sim->Signal(SIGINT);
     EXPECT_TRUE(sim->Wait(absl::Seconds(20)).has_value());
     std::cout << "one collector, " << kHosts
-              << " virtual agents: " << alone_found.size() << " findings\n"
+              << " hosts and their leaves: " << alone_found.size()
+              << " findings\n"
               << Keys(alone_found)
               << sim->Stdout().substr(sim->Stdout().rfind("virtual agents:"));
   }

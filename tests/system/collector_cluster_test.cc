@@ -10,6 +10,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <set>
 #include <string>
@@ -2582,8 +2583,9 @@ TEST_F(CollectorClusterTest, ADeposedLeadersDelayedWriteNeverLands) {
 // topology and scenario): the counters of its counter model, eight faults
 // among them. One embedded collector first finds what
 // it finds on that traffic; the three must then find the same, under one id
-// on all three, and keep every id through the kill of the collector most
-// agents stream to, none resolved or opened twice.
+// on all three, and keep every id through the kill of one of them, none
+// resolved or opened twice; two more faults start as its agents move, and
+// the survivors find them as the one collector did.
 class ScaleStoryTest : public CollectorClusterTest {
  protected:
   // As many as 2 cores carry beside three collectors and three
@@ -2607,6 +2609,7 @@ class ScaleStoryTest : public CollectorClusterTest {
     int host = 0;          // -1: on leaf `nic`'s ECMP group
     int nic = 0;
     std::string extra;  // more fields of the scenario's fault
+    int start = 3;      // seconds into the scenario
 
     // What the scenario names, and how its finding begins.
     std::string Where() const {
@@ -2618,9 +2621,18 @@ class ScaleStoryTest : public CollectorClusterTest {
                       : absl::StrCat(kind, " ", Host(host), " mlx5_", nic, " ");
     }
   };
+  // When the collector is killed, and when the last two faults start: a
+  // second later, while the agents it had move to the others and its
+  // shards change hands.
+  static constexpr int kKillSecond = 29;
+  static constexpr int kLateStart = kKillSecond + 1;
+  // The host of the late link_errors: the collector killed is the one its
+  // agent streams to, so that it is found by a collector that never had it.
+  static constexpr int kMovingHost = kQuarter + 40;
+
   // One of every kind a host's counters show, each in a job of its own or
   // on another leaf, and a leaf's flows piled onto two of its uplinks, from
-  // 3 s on.
+  // 3 s on; link errors and a straggler from kLateStart.
   static std::vector<Fault> Faults() {
     return {
         {"hot_expert", "hot_expert_incast", 3, 2, "factor: 6"},
@@ -2632,6 +2644,8 @@ class ScaleStoryTest : public CollectorClusterTest {
         {"straggler", "straggler_nic", 3 * kQuarter + 13, 4, ""},
         {"ecmp_polarization", "ecmp_imbalance", -1,
          Leaf(2 * kQuarter + 2 * kHostsPerLeaf, 6), "uplinks: 2"},
+        {"link_errors", "link_errors", kMovingHost, 2, "", kLateStart},
+        {"straggler", "straggler_nic", 2 * kQuarter + 60, 4, "", kLateStart},
     };
   }
 
@@ -2691,8 +2705,8 @@ class ScaleStoryTest : public CollectorClusterTest {
     scenario << "step_seconds: 1.0\nfaults:\n";
     for (const Fault& f : Faults()) {
       scenario << "  - {kind: " << f.sim_kind << ", " << f.Where()
-               << ", start: 3" << (f.extra.empty() ? "" : ", ") << f.extra
-               << "}\n";
+               << ", start: " << f.start << (f.extra.empty() ? "" : ", ")
+               << f.extra << "}\n";
     }
     // The simulator's dense jobs move ~3.3 GB/s per NIC, under the 10% of
     // the link rate at which a group counts as busy by default.
@@ -2753,9 +2767,12 @@ class ScaleStoryTest : public CollectorClusterTest {
     return found;
   }
 
-  // Whether `found` holds every fault's finding.
-  static bool HasEveryFault(const std::map<std::string, std::string>& found) {
+  // Whether `found` holds the finding of every fault that starts by
+  // `second`.
+  static bool HasEveryFault(const std::map<std::string, std::string>& found,
+                            int second) {
     for (const Fault& f : Faults()) {
+      if (f.start > second) continue;
       const std::string prefix = f.FindingPrefix();
       auto it = found.lower_bound(prefix);
       if (it == found.end() || !absl::StartsWith(it->first, prefix)) {
@@ -2776,26 +2793,43 @@ class ScaleStoryTest : public CollectorClusterTest {
 
 TEST_F(ScaleStoryTest, ThreeShardingCollectorsFindWhatOneFinds) {
   WriteInputs();
-  // One collector alone, on the simulated cluster's traffic.
+  // One collector alone, on the simulated cluster's traffic: what it finds
+  // before the late faults start, and after.
+  std::map<std::string, std::string> alone_early;
   std::map<std::string, std::string> alone_found;
   {
     Collector alone = Start("alone", /*urls=*/"", 0, 0, AnalysisFlags());
     ASSERT_GT(alone.grpc, 0);
     Declare(alone);
+    const absl::Time started = absl::Now();
     std::unique_ptr<Subprocess> sim =
         StartAgents(absl::StrCat("127.0.0.1:", alone.grpc));
     ASSERT_TRUE(testing::Eventually(
-        [&] { return HasEveryFault(alone_found = Findings(alone)); },
+        [&] { return HasEveryFault(alone_early = Findings(alone), 3); },
         absl::Seconds(90), absl::Milliseconds(500)))
-        << Keys(alone_found) << sim->Stdout() << sim->Stderr();
+        << Keys(alone_early) << sim->Stdout() << sim->Stderr();
     // Whatever else the faults raise, raised by now too (a few passes).
+    absl::SleepFor(absl::Seconds(5));
+    alone_early = Findings(alone);
+    ASSERT_LT(absl::Now() - started, absl::Seconds(kLateStart))
+        << "the late faults started before one collector found the others";
+    ASSERT_TRUE(testing::Eventually(
+        [&] {
+          return HasEveryFault(alone_found = Findings(alone), kLateStart);
+        },
+        absl::Seconds(kLateStart + 60) - (absl::Now() - started),
+        absl::Milliseconds(500)))
+        << Keys(alone_found);
+    std::cout << "one collector found the late faults "
+              << absl::Now() - started - absl::Seconds(kLateStart)
+              << " after they started\n";
     absl::SleepFor(absl::Seconds(5));
     alone_found = Findings(alone);
     sim->Signal(SIGINT);
     EXPECT_TRUE(sim->Wait(absl::Seconds(20)).has_value());
     std::cout << "one collector, " << kHosts
-              << " hosts and their leaves: " << alone_found.size()
-              << " findings\n"
+              << " hosts and their leaves: " << alone_early.size()
+              << " findings, then " << alone_found.size() << "\n"
               << Keys(alone_found)
               << sim->Stdout().substr(sim->Stdout().rfind("virtual agents:"));
   }
@@ -2810,6 +2844,7 @@ TEST_F(ScaleStoryTest, ThreeShardingCollectorsFindWhatOneFinds) {
     targets.push_back(absl::StrCat("127.0.0.1:", c.back().grpc));
   }
   Declare(c[0]);
+  const absl::Time started = absl::Now();
   std::unique_ptr<Subprocess> sim = StartAgents(absl::StrJoin(targets, ","));
   // The same findings on each, and each under one id on all three.
   std::vector<std::map<std::string, std::string>> found(c.size());
@@ -2817,39 +2852,46 @@ TEST_F(ScaleStoryTest, ThreeShardingCollectorsFindWhatOneFinds) {
     EXPECT_TRUE(testing::Eventually(
         [&] {
           found[i] = Findings(c[i]);
-          return Keys(found[i]) == Keys(alone_found);
+          return Keys(found[i]) == Keys(alone_early);
         },
         absl::Seconds(90), absl::Milliseconds(500)))
         << c[i].name << " lists:\n"
         << Keys(found[i]) << "one collector listed:\n"
-        << Keys(alone_found);
+        << Keys(alone_early);
   }
   EXPECT_EQ(found[1], found[0]);
   EXPECT_EQ(found[2], found[0]);
   const std::map<std::string, std::string> ids = found[0];
 
-  // The shards are spread over the three; kill the collector most agents
-  // stream to.
+  // The shards are spread over the three. At kKillSecond, kill the
+  // collector the late link errors' host streams to.
   std::vector<double> owned;
   owned.reserve(c.size());
   for (const Collector& each : c) {
     owned.push_back(Metric(each, "fabricdiag_cluster_analysis_shards_owned"));
   }
-  size_t busiest = 0;
   std::vector<int> agents;
   agents.reserve(c.size());
+  std::optional<size_t> victim;
+  const std::string moving =
+      absl::StrCat("fabricdiag_agent_up{node=\"", Host(kMovingHost), "\"} 1");
   for (size_t i = 0; i < c.size(); ++i) {
     agents.push_back(AgentsOf(c[i]));
-    if (agents[i] > agents[busiest]) busiest = i;
+    absl::StatusOr<std::string> m = HttpGet(c[i].http, "/metrics");
+    if (m.ok() && absl::StrContains(*m, moving)) victim = i;
   }
+  ASSERT_TRUE(victim.has_value()) << Host(kMovingHost) << " streams nowhere";
+  const size_t killed_one = *victim;
+  absl::SleepFor(absl::Seconds(kKillSecond) - (absl::Now() - started));
   std::cout << "shards owned: " << absl::StrJoin(owned, " ")
             << "; agents: " << absl::StrJoin(agents, " ") << "; killing "
-            << c[busiest].name << "\n";
-  c[busiest].process->Signal(SIGKILL);
-  ASSERT_TRUE(c[busiest].process->Wait(absl::Seconds(10)).has_value());
+            << c[killed_one].name << " at "
+            << absl::ToDoubleSeconds(absl::Now() - started) << " s\n";
+  c[killed_one].process->Signal(SIGKILL);
+  ASSERT_TRUE(c[killed_one].process->Wait(absl::Seconds(10)).has_value());
   std::vector<size_t> survivors;
   for (size_t i = 0; i < c.size(); ++i) {
-    if (i != busiest) survivors.push_back(i);
+    if (i != killed_one) survivors.push_back(i);
   }
   const absl::Time killed = absl::Now();
   EXPECT_TRUE(testing::Eventually(
@@ -2866,14 +2908,43 @@ TEST_F(ScaleStoryTest, ThreeShardingCollectorsFindWhatOneFinds) {
       absl::Seconds(30), absl::Milliseconds(250)));
   std::cout << "the survivors own every shard " << absl::Now() - killed
             << " after the kill\n";
-  // Some passes of the new owners over the agents that moved.
-  absl::SleepFor(absl::Seconds(10));
+  // The late faults, started as the agents moved, found as one collector
+  // found them; every earlier finding under its id.
+  std::map<std::string, absl::Duration> late;  // when each was first seen
   for (size_t i : survivors) {
-    EXPECT_EQ(Findings(c[i]), ids) << c[i].name;
+    std::map<std::string, std::string> now;
+    EXPECT_TRUE(testing::Eventually(
+        [&] {
+          now = Findings(c[i]);
+          for (const auto& [key, id] : now) {
+            if (ids.count(key) == 0 && late.count(key) == 0) {
+              late[key] = absl::Now() - started - absl::Seconds(kLateStart);
+            }
+          }
+          return Keys(now) == Keys(alone_found);
+        },
+        absl::Seconds(60), absl::Milliseconds(500)))
+        << c[i].name << " lists:\n"
+        << Keys(now) << "one collector listed:\n"
+        << Keys(alone_found);
+  }
+  for (const auto& [key, after_start] : late) {
+    std::cout << "the survivors found " << key << " " << after_start
+              << " after its fault started\n";
+  }
+  // Some passes of the new owners over the agents that moved.
+  absl::SleepFor(absl::Seconds(5));
+  const std::map<std::string, std::string> after = Findings(c[survivors[0]]);
+  for (const auto& [key, id] : ids) {
+    auto it = after.find(key);
+    EXPECT_TRUE(it != after.end() && it->second == id) << key;
+  }
+  for (size_t i : survivors) {
+    EXPECT_EQ(Findings(c[i]), after) << c[i].name;
     // Nothing resolved: every finding it ever listed is active.
     const std::map<std::string, std::string> all = Findings(c[i], true);
-    EXPECT_EQ(all, ids) << c[i].name << " lists:\n"
-                        << Cli(c[i], {"findings", "--all"}).out;
+    EXPECT_EQ(all, after) << c[i].name << " lists:\n"
+                          << Cli(c[i], {"findings", "--all"}).out;
   }
   sim->Signal(SIGINT);
   EXPECT_TRUE(sim->Wait(absl::Seconds(20)).has_value());

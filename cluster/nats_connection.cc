@@ -19,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "cluster/callback_closures.h"
 #include "cluster/nats_creds.h"
 #include "common/files.h"
 #include "common/log.h"
@@ -477,25 +478,22 @@ absl::StatusOr<std::unique_ptr<NatsConnection>> NatsConnection::Connect(
   if (s == NATS_OK) s = natsOptions_SetMaxPingsOut(o, 3);
   if (s == NATS_OK) s = natsOptions_SetMaxReconnect(o, -1);
   if (s == NATS_OK) s = natsOptions_SetReconnectWait(o, 250);
-  conn->callback_link_ = new std::shared_ptr<Link>(conn->link_);
+  conn->closure_ = CallbackClosures<Link>::Add(conn->link_);
   if (s == NATS_OK) {
-    s = natsOptions_SetDisconnectedCB(o, &OnDisconnected, conn->callback_link_);
+    s = natsOptions_SetDisconnectedCB(o, &OnDisconnected, conn->closure_);
   }
   if (s == NATS_OK) {
-    s = natsOptions_SetReconnectedCB(o, &OnReconnected, conn->callback_link_);
+    s = natsOptions_SetReconnectedCB(o, &OnReconnected, conn->closure_);
   }
+  if (s == NATS_OK) s = natsOptions_SetClosedCB(o, &OnClosed, conn->closure_);
   if (s == NATS_OK) {
-    s = natsOptions_SetClosedCB(o, &OnClosed, conn->callback_link_);
-  }
-  if (s == NATS_OK) {
-    s = natsOptions_SetErrorHandler(o, &OnError, conn->callback_link_);
+    s = natsOptions_SetErrorHandler(o, &OnError, conn->closure_);
   }
   if (s == NATS_OK && !options.security.creds_file.empty()) {
     // Not natsOptions_SetUserCredentialsFromFiles: see cluster/nats_creds.h.
     conn->link_->creds_file = options.security.creds_file;
-    s = natsOptions_SetUserCredentialsCallbacks(
-        o, &OnUserJwt, conn->callback_link_, &OnSignNonce,
-        conn->callback_link_);
+    s = natsOptions_SetUserCredentialsCallbacks(o, &OnUserJwt, conn->closure_,
+                                                &OnSignNonce, conn->closure_);
   }
   if (s != NATS_OK) return NatsError(s, "setting up the NATS client");
   RETURN_IF_ERROR(ApplySecurity(o, options.security, loaded, tls));
@@ -506,8 +504,6 @@ absl::StatusOr<std::unique_ptr<NatsConnection>> NatsConnection::Connect(
     const uint64_t unsent_before = conn->link_->unsent_logins.load();
     s = natsConnection_Connect(&conn->nc_, o);
     if (s == NATS_OK) {
-      // The connection's closed callback deletes it from now on.
-      conn->callback_link_ = nullptr;
       conn->link_->Up();
       break;
     }
@@ -581,19 +577,23 @@ void NatsConnection::Link::Up() {
 }
 
 void NatsConnection::OnDisconnected(natsConnection* /*nc*/, void* closure) {
-  (*static_cast<std::shared_ptr<Link>*>(closure))->Down();
+  if (std::shared_ptr<Link> link = CallbackClosures<Link>::Find(closure)) {
+    link->Down();
+  }
 }
 
 void NatsConnection::OnReconnected(natsConnection* /*nc*/, void* closure) {
-  (*static_cast<std::shared_ptr<Link>*>(closure))->Up();
+  if (std::shared_ptr<Link> link = CallbackClosures<Link>::Find(closure)) {
+    link->Up();
+  }
 }
 
 void NatsConnection::OnError(natsConnection* nc, natsSubscription* /*sub*/,
                              natsStatus status, void* closure) {
-  Link& link = **static_cast<std::shared_ptr<Link>*>(closure);
+  const std::shared_ptr<Link> link = CallbackClosures<Link>::Find(closure);
   // A publish the user may not make fails once per message: one line a
   // second says it.
-  if (!link.MayLog()) return;
+  if (link == nullptr || !link->MayLog()) return;
   const char* text = nullptr;
   natsConnection_GetLastError(nc, &text);
   LogWarning(absl::StrCat(
@@ -607,12 +607,16 @@ void NatsConnection::OnError(natsConnection* nc, natsSubscription* /*sub*/,
 
 natsStatus NatsConnection::OnUserJwt(char** jwt, char** error_text,
                                      void* closure) {
-  Link& link = **static_cast<std::shared_ptr<Link>*>(closure);
-  absl::StatusOr<NatsCreds> creds = ReadCreds(link.creds_file);
+  const std::shared_ptr<Link> link = CallbackClosures<Link>::Find(closure);
+  if (link == nullptr) {
+    *error_text = LibnatsText("the connection is closed");
+    return NATS_CONNECTION_CLOSED;
+  }
+  absl::StatusOr<NatsCreds> creds = ReadCreds(link->creds_file);
   if (!creds.ok()) {
     // On a reconnect nothing else says why the client cannot log in (the
     // start reports it before connecting).
-    if (link.MayLog()) {
+    if (link->MayLog()) {
       LogWarning(absl::StrCat("NATS: ", creds.status().message()));
     }
     *error_text = LibnatsText(creds.status().message());
@@ -625,7 +629,11 @@ natsStatus NatsConnection::OnUserJwt(char** jwt, char** error_text,
 natsStatus NatsConnection::OnSignNonce(char** error_text,
                                        unsigned char** signature, int* length,
                                        const char* nonce, void* closure) {
-  Link& link = **static_cast<std::shared_ptr<Link>*>(closure);
+  const std::shared_ptr<Link> link = CallbackClosures<Link>::Find(closure);
+  if (link == nullptr) {
+    *error_text = LibnatsText("the connection is closed");
+    return NATS_CONNECTION_CLOSED;
+  }
   if (nonce == nullptr || *nonce == '\0') {
     // The server asked for no proof: it takes no JWT logins. The login
     // goes without a signature, as libnats' own would; a server that wants
@@ -634,14 +642,14 @@ natsStatus NatsConnection::OnSignNonce(char** error_text,
     *length = 0;
     return NATS_OK;
   }
-  absl::StatusOr<NatsCreds> creds = ReadCreds(link.creds_file);
+  absl::StatusOr<NatsCreds> creds = ReadCreds(link->creds_file);
   absl::StatusOr<std::string> signed_nonce =
       creds.ok() ? SignNonce(creds->seed, nonce) : creds.status();
   if (!signed_nonce.ok()) {
     if (absl::IsUnavailable(signed_nonce.status())) {
       // No CONNECT goes out: libnats drops this connection as one that
       // failed, not as refused credentials, and connects again.
-      link.unsent_logins.fetch_add(1);
+      link->unsent_logins.fetch_add(1);
       LogInfo(absl::StrCat("NATS: ", signed_nonce.status().message()));
     }
     *error_text = LibnatsText(signed_nonce.status().message());
@@ -655,21 +663,22 @@ natsStatus NatsConnection::OnSignNonce(char** error_text,
 }
 
 void NatsConnection::OnClosed(natsConnection* /*nc*/, void* closure) {
-  auto* link = static_cast<std::shared_ptr<Link>*>(closure);
-  (*link)->Down();
-  (*link)->closed.store(true);
-  delete link;
+  if (std::shared_ptr<Link> link = CallbackClosures<Link>::Find(closure)) {
+    link->Down();
+    link->closed.store(true);
+  }
 }
 
 NatsConnection::~NatsConnection() {
-  // Never connected: no callback will come to delete it.
-  delete callback_link_;
   if (js_ != nullptr) jsCtx_Destroy(js_);
   if (nc_ != nullptr) {
     natsConnection_Close(nc_);
     natsConnection_Destroy(nc_);
   }
   if (options_ != nullptr) natsOptions_Destroy(options_);
+  // Callbacks still on their way (libnats' threads outlive the calls
+  // above) find no Link and do nothing.
+  CallbackClosures<Link>::Remove(closure_);
 }
 
 void NatsConnection::Close() {

@@ -242,9 +242,10 @@ class NatsConnection {
  private:
   NatsConnection() = default;
 
-  // What the client's callbacks report. Shared with them through a heap
-  // shared_ptr that the closed callback (always the last one) deletes, so
-  // a callback delivered after this object is gone touches nothing freed.
+  // What the client's callbacks report. Their closure is an id of
+  // CallbackClosures (cluster/callback_closures.h), removed when this
+  // object is destroyed: a callback delivered after that (libnats may post
+  // an error behind its closed callback) finds nothing and does nothing.
   struct Link {
     std::atomic<bool> up{false};
     std::atomic<bool> closed{false};
@@ -288,8 +289,8 @@ class NatsConnection {
   natsConnection* nc_ = nullptr;
   jsCtx* js_ = nullptr;
   std::shared_ptr<Link> link_ = std::make_shared<Link>();
-  // The callbacks' reference to link_ until a connection owns it.
-  std::shared_ptr<Link>* callback_link_ = nullptr;
+  // The callbacks' closure: link_'s id in CallbackClosures<Link>.
+  void* closure_ = nullptr;
 };
 
 // Between the attempts of a write or read retried while the cluster elects
